@@ -1,0 +1,1 @@
+//! client (being written).

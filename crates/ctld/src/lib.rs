@@ -1,0 +1,1 @@
+//! ctld (being written).

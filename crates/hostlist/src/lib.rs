@@ -1,0 +1,1 @@
+//! Slurm hostlist expressions (placeholder; being written).

@@ -1,0 +1,1 @@
+//! noded (being written).

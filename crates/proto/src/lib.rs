@@ -1,0 +1,817 @@
+//! Wire messages between the commands, the controller and the node daemons.
+//!
+//! This crate is the only place wire compatibility lives (API boundary): every
+//! message is a plain serde struct, framed by `rpc` as a length-prefixed JSON
+//! document inside an [`Envelope`] that carries [`PROTOCOL_VERSION`] and the
+//! caller's identity. Sans-io: no sockets here.
+#![warn(missing_docs)]
+
+use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// Version of the messages in this crate. Bumped on any incompatible change;
+/// a receiver refuses a frame whose version it does not support.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Oldest version this build still reads.
+pub const MIN_PROTOCOL_VERSION: u32 = 1;
+
+/// Largest frame a receiver accepts, so a hostile peer cannot make it
+/// allocate without bound.
+pub const MAX_FRAME_BYTES: u32 = 64 * 1024 * 1024;
+
+/// Who is asking. Until authentication lands (TODO(#3)) this is asserted by
+/// the sender; the receiver checks it against the credential once it exists.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    /// Numeric user id of the caller.
+    pub uid: u32,
+    /// Primary group id of the caller.
+    pub gid: u32,
+    /// The caller's user name.
+    pub user: String,
+    /// The host the request came from.
+    pub host: String,
+}
+
+/// One framed message.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Envelope<T> {
+    /// The sender's [`PROTOCOL_VERSION`].
+    pub version: u32,
+    /// The sender's identity.
+    pub identity: Identity,
+    /// The message itself.
+    pub body: T,
+}
+
+/// `--signal=[B:]SIG@SECS`: send `signal` `secs` seconds before the time limit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignalSpec {
+    /// Signal number.
+    pub signal: i32,
+    /// Seconds before the end of the time limit.
+    pub secs: u32,
+    /// `B:`: signal only the batch shell, not its children.
+    pub batch_only: bool,
+}
+
+/// A batch job submission, as sbatch resolved it from its options,
+/// `#SBATCH` lines and `SBATCH_*` variables.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobDesc {
+    /// `-J`; defaults to the script's file name, or `wrap`/`sbatch`.
+    pub name: String,
+    /// The full script text, starting with `#!`.
+    pub script: String,
+    /// Arguments passed to the script.
+    pub argv: Vec<String>,
+    /// Working directory (`-D`, default the submit directory).
+    pub work_dir: String,
+    /// The directory sbatch ran in (`SLURM_SUBMIT_DIR`).
+    pub submit_dir: String,
+    /// Host sbatch ran on (`SLURM_SUBMIT_HOST`).
+    pub submit_host: String,
+    /// The command line as typed, for accounting.
+    pub submit_line: String,
+    /// Environment for the job, already resolved from `--export`.
+    pub env: Vec<(String, String)>,
+    /// `-p`: candidate partitions, in order; empty means the default partition.
+    pub partitions: Vec<String>,
+    /// `-N` minimum (None: not given).
+    pub min_nodes: Option<u32>,
+    /// `-N` maximum.
+    pub max_nodes: Option<u32>,
+    /// `-n`.
+    pub ntasks: Option<u32>,
+    /// `--ntasks-per-node`.
+    pub ntasks_per_node: Option<u32>,
+    /// `-c`.
+    pub cpus_per_task: Option<u32>,
+    /// `--mem` in MB (0 means all of each node's memory).
+    pub mem_per_node: Option<u64>,
+    /// `--mem-per-cpu` in MB.
+    pub mem_per_cpu: Option<u64>,
+    /// `--mem-per-gpu` in MB.
+    pub mem_per_gpu: Option<u64>,
+    /// `--gres`: per node.
+    pub gres: Vec<Gres>,
+    /// `-G/--gpus`: total for the job.
+    pub gpus: Option<Gres>,
+    /// `--gpus-per-node`.
+    pub gpus_per_node: Option<Gres>,
+    /// `--gpus-per-task`.
+    pub gpus_per_task: Option<Gres>,
+    /// `--cpus-per-gpu`.
+    pub cpus_per_gpu: Option<u32>,
+    /// `-t`.
+    pub time_limit: Option<TimeLimit>,
+    /// `--time-min`.
+    pub time_min: Option<TimeLimit>,
+    /// `-o` pattern (unexpanded; the node expands `%N`, ctld the rest).
+    pub stdout: Option<String>,
+    /// `-e` pattern.
+    pub stderr: Option<String>,
+    /// `-i`.
+    pub stdin: Option<String>,
+    /// `--open-mode=append`.
+    pub open_append: bool,
+    /// `--exclusive`.
+    pub exclusive: bool,
+    /// `-w`, expanded.
+    pub nodelist: Vec<String>,
+    /// `-x`, expanded.
+    pub exclude: Vec<String>,
+    /// `-C`.
+    pub constraint: Option<String>,
+    /// `-H`.
+    pub hold: bool,
+    /// `-b`.
+    pub begin_time: Option<Timestamp>,
+    /// `--signal`.
+    pub signal: Option<SignalSpec>,
+    /// `--requeue` / `--no-requeue` (None: the cluster default, which is requeue).
+    pub requeue: Option<bool>,
+    /// `--comment`.
+    pub comment: Option<String>,
+    /// `-A`.
+    pub account: Option<String>,
+    /// `-q`.
+    pub qos: Option<String>,
+    /// `--nice`.
+    pub nice: i32,
+    /// `-d`, stored as typed (enforced by a later issue).
+    pub dependency: Option<String>,
+    /// `--test-only`: validate and estimate, do not queue.
+    pub test_only: bool,
+    /// The user's numeric id and primary group, filled by the client.
+    pub uid: u32,
+    /// Primary group id.
+    pub gid: u32,
+    /// The submitting user's name.
+    pub user: String,
+    /// sbatch's own pid, for `AllocNode:Sid`.
+    pub alloc_sid: u32,
+}
+
+/// Changes `scontrol update JobId=...` may make to a pending job.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobUpdate {
+    /// `TimeLimit=`.
+    pub time_limit: Option<TimeLimit>,
+    /// `TimeMin=`.
+    pub time_min: Option<TimeLimit>,
+    /// `Partition=`.
+    pub partitions: Option<Vec<String>>,
+    /// `NumNodes=` min.
+    pub min_nodes: Option<u32>,
+    /// `NumNodes=` max.
+    pub max_nodes: Option<u32>,
+    /// `NumTasks=`.
+    pub ntasks: Option<u32>,
+    /// `Features=`.
+    pub constraint: Option<String>,
+    /// `JobName=`.
+    pub name: Option<String>,
+    /// `Comment=`.
+    pub comment: Option<String>,
+    /// `Nice=`.
+    pub nice: Option<i32>,
+    /// `ReqNodeList=`.
+    pub nodelist: Option<Vec<String>>,
+    /// `ExcNodeList=`.
+    pub exclude: Option<Vec<String>>,
+    /// `Account=`.
+    pub account: Option<String>,
+    /// `QOS=`.
+    pub qos: Option<String>,
+    /// `Priority=`.
+    pub priority: Option<u32>,
+    /// `MinMemoryNode=`.
+    pub mem_per_node: Option<u64>,
+    /// `MinMemoryCPU=`.
+    pub mem_per_cpu: Option<u64>,
+    /// `Gres=` / `TresPerNode=`.
+    pub gres: Option<Vec<Gres>>,
+    /// `Dependency=`.
+    pub dependency: Option<String>,
+    /// `StartTime=` (begin time).
+    pub begin_time: Option<Timestamp>,
+    /// `Requeue=`.
+    pub requeue: Option<bool>,
+}
+
+/// What `scontrol update NodeName=...` asks for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeStateRequest {
+    /// `State=DRAIN`: take no new jobs; DRAINED once idle.
+    Drain,
+    /// `State=RESUME`: clear DRAIN and DOWN.
+    Resume,
+    /// `State=DOWN`: kill its jobs and take it out of service.
+    Down,
+    /// `State=UNDRAIN`: clear DRAIN only.
+    Undrain,
+    /// `State=IDLE`: as RESUME.
+    Idle,
+}
+
+/// Requests from the commands (and, for registration and job ends, from
+/// node daemons) to the controller.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum CtldRequest {
+    /// Liveness check.
+    Ping,
+    /// sbatch.
+    Submit(Box<JobDesc>),
+    /// Every job the controller still holds (filtering is the caller's).
+    ListJobs,
+    /// Every node.
+    ListNodes,
+    /// Every partition.
+    ListPartitions,
+    /// `scontrol show config`.
+    ShowConfig,
+    /// scancel one job: `signal` None means cancel (SIGTERM then SIGKILL and CANCELLED).
+    Cancel {
+        /// The job.
+        job_id: JobId,
+        /// A signal to send instead of cancelling.
+        signal: Option<i32>,
+        /// `-b`: signal only the batch shell.
+        batch_only: bool,
+        /// `-f`: signal every process of the job, including the batch shell's children.
+        full: bool,
+    },
+    /// `scontrol update JobId=...`.
+    UpdateJob {
+        /// The job.
+        job_id: JobId,
+        /// The changes.
+        update: JobUpdate,
+    },
+    /// `scontrol update NodeName=...`.
+    UpdateNode {
+        /// Expanded node names.
+        nodes: Vec<String>,
+        /// New state, if any.
+        state: Option<NodeStateRequest>,
+        /// `Reason=`.
+        reason: Option<String>,
+    },
+    /// `scontrol hold` (`user`: `scontrol uhold` or a user's own hold).
+    Hold {
+        /// The job.
+        job_id: JobId,
+        /// Hold as user (JobHeldUser) rather than admin (JobHeldAdmin).
+        user: bool,
+    },
+    /// `scontrol release`.
+    Release {
+        /// The job.
+        job_id: JobId,
+    },
+    /// `scontrol requeue`.
+    Requeue {
+        /// The job.
+        job_id: JobId,
+        /// `requeuehold`.
+        hold: bool,
+    },
+    /// A node daemon starts and reports what it has.
+    RegisterNode(NodeRegistration),
+    /// A node daemon reports that a batch job's script ended.
+    JobExited {
+        /// The job.
+        job_id: JobId,
+        /// The node.
+        node: String,
+        /// How it ended.
+        exit: ExitCode,
+        /// The node could not start it (missing working directory, bad user, ...).
+        launch_failed: Option<String>,
+    },
+    /// `scontrol shutdown`.
+    Shutdown,
+}
+
+/// What a node daemon reports when it registers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeRegistration {
+    /// Its NodeName.
+    pub name: String,
+    /// The address and port it listens on.
+    pub addr: String,
+    /// Its listening port.
+    pub port: u16,
+    /// CPUs found.
+    pub cpus: u32,
+    /// Boards.
+    pub boards: u32,
+    /// Sockets.
+    pub sockets: u32,
+    /// Cores per socket.
+    pub cores_per_socket: u32,
+    /// Threads per core.
+    pub threads_per_core: u32,
+    /// Memory in MB.
+    pub real_memory: u64,
+    /// Free memory in MB.
+    pub free_memory: u64,
+    /// Load average.
+    pub cpu_load: f64,
+    /// GRES found.
+    pub gres: Vec<Gres>,
+    /// `uname -r -v`.
+    pub os: String,
+    /// `uname -m`.
+    pub arch: String,
+    /// Host boot time.
+    pub boot_time: Timestamp,
+    /// When this daemon started.
+    pub start_time: Timestamp,
+    /// Jobs it is still running (after a restart).
+    pub running_jobs: Vec<JobId>,
+    /// This build's version string.
+    pub version: String,
+}
+
+/// A refusal, with Slurm's message text (`slurm_strerror`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SlurmError {
+    /// ESLURM_INVALID_JOB_ID.
+    InvalidJobId,
+    /// ESLURM_INVALID_PARTITION_NAME.
+    InvalidPartitionName,
+    /// ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE.
+    RequestedNodeConfigUnavailable,
+    /// ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE.
+    RequestedPartConfigUnavailable,
+    /// Memory request larger than any node.
+    MemoryNotSatisfiable,
+    /// ESLURM_ACCESS_DENIED.
+    AccessDenied,
+    /// ESLURM_USER_ID_MISSING.
+    InvalidUserId,
+    /// ESLURM_ALREADY_DONE.
+    AlreadyDone,
+    /// ESLURM_JOB_NOT_PENDING.
+    JobNotPending,
+    /// ESLURM_INVALID_TIME_LIMIT.
+    InvalidTimeLimit,
+    /// ESLURM_INVALID_NODE_NAME.
+    InvalidNodeName,
+    /// ESLURM_INVALID_GRES.
+    InvalidGres,
+    /// ESLURM_INVALID_FEATURE.
+    InvalidFeature,
+    /// ESLURM_INVALID_ACCOUNT.
+    InvalidAccount,
+    /// ESLURM_INVALID_QOS.
+    InvalidQos,
+    /// ESLURM_REACHED_MAX_JOB_COUNT... (`MaxJobCount` reached).
+    TooManyJobs,
+    /// ESLURM_DISABLED: requeue of a job that does not allow it.
+    Disabled,
+    /// ESLURM_JOB_NOT_RUNNING.
+    JobNotRunning,
+    /// ESLURM_TRANSITION_STATE_NO_UPDATE.
+    TransitionStateNoUpdate,
+    /// An unknown node state in `scontrol update`.
+    InvalidNodeState,
+    /// ESLURM_PROTOCOL_VERSION_ERROR.
+    ProtocolVersion,
+    /// ESLURM_BAD_DIST etc.: the request is not valid.
+    InvalidRequest,
+}
+
+impl SlurmError {
+    /// Slurm's message text.
+    pub fn as_slurm_str(self) -> &'static str {
+        match self {
+            SlurmError::InvalidJobId => "Invalid job id specified",
+            SlurmError::InvalidPartitionName => "Invalid partition name specified",
+            SlurmError::RequestedNodeConfigUnavailable | SlurmError::MemoryNotSatisfiable => {
+                "Requested node configuration is not available"
+            }
+            SlurmError::RequestedPartConfigUnavailable => {
+                "Requested partition configuration not available now"
+            }
+            SlurmError::AccessDenied => "Access/permission denied",
+            SlurmError::InvalidUserId => "Invalid user id",
+            SlurmError::AlreadyDone => "Job/step already completing or completed",
+            SlurmError::JobNotPending => "Job is no longer pending execution",
+            SlurmError::InvalidTimeLimit => {
+                "Requested time limit is invalid (missing or exceeds some limit)"
+            }
+            SlurmError::InvalidNodeName => "Invalid node name specified",
+            SlurmError::InvalidGres => "Invalid generic resource (gres) specification",
+            SlurmError::InvalidFeature => "Invalid feature specification",
+            SlurmError::InvalidAccount => {
+                "Invalid account or account/partition combination specified"
+            }
+            SlurmError::InvalidQos => "Invalid qos specification",
+            SlurmError::TooManyJobs => "Slurm temporarily unable to accept job, sleeping and retrying",
+            SlurmError::Disabled => "Requested operation is presently disabled",
+            SlurmError::JobNotRunning => "Job is pending execution",
+            SlurmError::TransitionStateNoUpdate => {
+                "Requested operation not supported on this job state"
+            }
+            SlurmError::InvalidNodeState => "Invalid node state specified",
+            SlurmError::ProtocolVersion => "Protocol version has changed, re-link your code",
+            SlurmError::InvalidRequest => "Unexpected message received",
+        }
+    }
+}
+
+/// Answers from the controller.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum CtldResponse {
+    /// Done.
+    Ok,
+    /// A job was queued (or, with `--test-only`, would start as described).
+    Submitted(SubmitReply),
+    /// `ListJobs`.
+    Jobs(JobList),
+    /// `ListNodes`.
+    Nodes(Vec<NodeInfo>),
+    /// `ListPartitions`.
+    Partitions(Vec<PartitionInfo>),
+    /// `ShowConfig`.
+    Config(ConfigInfo),
+    /// Refused.
+    Error(SlurmError),
+}
+
+/// The answer to a submission.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SubmitReply {
+    /// The new job's id (for `--test-only`, the id it would get).
+    pub job_id: JobId,
+    /// For `--test-only`: the estimated start time and nodes.
+    pub test_only: Option<TestOnlyEstimate>,
+    /// The partition the job landed in (sbatch `--parsable` with clusters prints it).
+    pub partition: String,
+}
+
+/// `sbatch --test-only`'s estimate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TestOnlyEstimate {
+    /// When it would start.
+    pub start_time: Timestamp,
+    /// How many processors.
+    pub cpus: u32,
+    /// On which nodes (compressed hostlist).
+    pub nodes: String,
+    /// In which partition.
+    pub partition: String,
+}
+
+/// The job table and the controller's clock at the time of the answer,
+/// so renderers compute run times without reading the local clock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobList {
+    /// The controller's time when it answered.
+    pub now: Timestamp,
+    /// The jobs, in the controller's order.
+    pub jobs: Vec<JobInfo>,
+}
+
+/// Everything the commands show about a job.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobInfo {
+    /// The id.
+    pub job_id: JobId,
+    /// `-J`.
+    pub name: String,
+    /// Submitting user name.
+    pub user: String,
+    /// Submitting user id.
+    pub uid: u32,
+    /// Group name.
+    pub group: String,
+    /// Group id.
+    pub gid: u32,
+    /// Account (`-A`, or the cluster default).
+    pub account: String,
+    /// QOS (`-q`, or `normal`).
+    pub qos: String,
+    /// The partition it runs or would run in (comma list while pending with several).
+    pub partition: String,
+    /// Base state.
+    pub state: JobState,
+    /// COMPLETING flag.
+    pub completing: bool,
+    /// Why it waits, or why it ended (`None` otherwise).
+    pub reason: PendingReason,
+    /// Priority.
+    pub priority: u32,
+    /// Nice.
+    pub nice: i32,
+    /// Submission time.
+    pub submit_time: Timestamp,
+    /// When it became eligible.
+    pub eligible_time: Timestamp,
+    /// When it started, or the estimated start while pending.
+    pub start_time: Option<Timestamp>,
+    /// When it ended, or the expected end while running.
+    pub end_time: Option<Timestamp>,
+    /// Seconds it has run.
+    pub run_time: u64,
+    /// Effective time limit.
+    pub time_limit: TimeLimit,
+    /// `--time-min`.
+    pub time_min: Option<TimeLimit>,
+    /// Allocated nodes, in order (empty while pending).
+    pub nodes: Vec<String>,
+    /// The node that runs the batch script.
+    pub batch_host: Option<String>,
+    /// Allocated node count, or the requested minimum while pending.
+    pub num_nodes: u32,
+    /// Requested maximum nodes.
+    pub max_nodes: Option<u32>,
+    /// Allocated CPUs, or the requested count while pending.
+    pub num_cpus: u32,
+    /// Tasks.
+    pub num_tasks: u32,
+    /// `-c`.
+    pub cpus_per_task: u32,
+    /// `--ntasks-per-node`.
+    pub ntasks_per_node: Option<u32>,
+    /// CPUs allocated on each node, in node order.
+    pub cpus_per_node: Vec<u32>,
+    /// Memory per CPU in MB, when the request was per CPU.
+    pub mem_per_cpu: Option<u64>,
+    /// Memory per node in MB, when the request was per node.
+    pub mem_per_node: Option<u64>,
+    /// Requested GRES per node, Slurm's `TresPerNode` (`gres:gpu:2`).
+    pub tres_per_node: Option<String>,
+    /// Requested GPUs for the job (`-G`), `TresPerJob`.
+    pub tres_per_job: Option<String>,
+    /// Requested GPUs per task, `TresPerTask`.
+    pub tres_per_task: Option<String>,
+    /// Allocated TRES (`cpu=4,mem=2000M,node=2,billing=4`), or requested while pending.
+    pub tres: String,
+    /// `-w`.
+    pub req_nodes: Vec<String>,
+    /// `-x`.
+    pub exc_nodes: Vec<String>,
+    /// `-C`.
+    pub features: Option<String>,
+    /// `--exclusive`: OverSubscribe=NO, otherwise OK.
+    pub exclusive: bool,
+    /// Working directory.
+    pub work_dir: String,
+    /// The script path or `(null)` for `--wrap` and stdin.
+    pub command: Option<String>,
+    /// Resolved stdout path.
+    pub stdout: String,
+    /// Resolved stderr path.
+    pub stderr: String,
+    /// Resolved stdin path.
+    pub stdin: String,
+    /// Exit code (`code:signal`).
+    pub exit_code: ExitCode,
+    /// Requeue allowed.
+    pub requeue: bool,
+    /// How many times it was requeued.
+    pub restarts: u32,
+    /// Stored dependency string.
+    pub dependency: Option<String>,
+    /// `--comment`.
+    pub comment: Option<String>,
+    /// `AllocNode:Sid`.
+    pub alloc_node: String,
+    /// sbatch pid.
+    pub alloc_sid: u32,
+    /// `Main` or `Backfill`: which pass started it.
+    pub scheduler: String,
+    /// Last time the scheduler looked at it.
+    pub last_sched_eval: Option<Timestamp>,
+    /// `--signal`.
+    pub signal: Option<SignalSpec>,
+    /// `-b` begin time, when later than submission.
+    pub begin_time: Option<Timestamp>,
+    /// Submit line.
+    pub submit_line: String,
+}
+
+/// Everything the commands show about a node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    /// NodeName.
+    pub name: String,
+    /// NodeAddr.
+    pub addr: String,
+    /// NodeHostname.
+    pub hostname: String,
+    /// Port the node daemon listens on.
+    pub port: u16,
+    /// State with flags.
+    pub state: NodeState,
+    /// Configured CPUs.
+    pub cpus: u32,
+    /// Boards.
+    pub boards: u32,
+    /// Sockets.
+    pub sockets: u32,
+    /// Cores per socket.
+    pub cores_per_socket: u32,
+    /// Threads per core.
+    pub threads_per_core: u32,
+    /// RealMemory (MB).
+    pub real_memory: u64,
+    /// TmpDisk (MB).
+    pub tmp_disk: u64,
+    /// Weight.
+    pub weight: u32,
+    /// CPUs allocated to jobs.
+    pub alloc_cpus: u32,
+    /// Memory allocated to jobs (MB).
+    pub alloc_mem: u64,
+    /// Free memory reported by the node.
+    pub free_mem: Option<u64>,
+    /// Load average reported by the node.
+    pub cpu_load: Option<f64>,
+    /// Configured GRES.
+    pub gres: Vec<Gres>,
+    /// GRES in use.
+    pub gres_used: Vec<Gres>,
+    /// Features.
+    pub features: Vec<String>,
+    /// Partitions containing it.
+    pub partitions: Vec<String>,
+    /// Drain/down reason.
+    pub reason: Option<String>,
+    /// Who set the reason.
+    pub reason_user: Option<String>,
+    /// When the reason was set.
+    pub reason_time: Option<Timestamp>,
+    /// Host boot time.
+    pub boot_time: Option<Timestamp>,
+    /// When its daemon started.
+    pub slurmd_start_time: Option<Timestamp>,
+    /// Last time it was busy.
+    pub last_busy: Option<Timestamp>,
+    /// Version its daemon reported.
+    pub version: Option<String>,
+    /// OS its daemon reported.
+    pub os: Option<String>,
+    /// Architecture its daemon reported.
+    pub arch: Option<String>,
+}
+
+/// Everything the commands show about a partition.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PartitionInfo {
+    /// PartitionName.
+    pub name: String,
+    /// Default=YES.
+    pub default: bool,
+    /// Member nodes, in configuration order.
+    pub nodes: Vec<String>,
+    /// State=UP/DOWN/DRAIN/INACTIVE.
+    pub state: String,
+    /// MaxTime.
+    pub max_time: TimeLimit,
+    /// DefaultTime.
+    pub default_time: Option<TimeLimit>,
+    /// MaxNodes.
+    pub max_nodes: Option<u32>,
+    /// MinNodes.
+    pub min_nodes: u32,
+    /// PriorityTier.
+    pub priority_tier: u32,
+    /// PriorityJobFactor.
+    pub priority_job_factor: u32,
+    /// OverSubscribe as written (NO, EXCLUSIVE, YES:4, FORCE:4).
+    pub oversubscribe: String,
+    /// AllowAccounts (None: ALL).
+    pub allow_accounts: Option<Vec<String>>,
+    /// AllowGroups (None: ALL).
+    pub allow_groups: Option<Vec<String>>,
+    /// DefMemPerCPU.
+    pub def_mem_per_cpu: Option<u64>,
+    /// MaxMemPerNode.
+    pub max_mem_per_node: Option<u64>,
+    /// Sum of member CPUs.
+    pub total_cpus: u32,
+    /// Member count.
+    pub total_nodes: u32,
+    /// Partition TRES (`cpu=8,mem=16000M,node=4,billing=8,gres/gpu=4`).
+    pub tres: String,
+}
+
+/// `scontrol show config`: effective settings in display order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfigInfo {
+    /// The controller's time when it answered.
+    pub now: Timestamp,
+    /// `Key`, `Value` pairs as `scontrol show config` prints them.
+    pub entries: Vec<(String, String)>,
+}
+
+/// Requests from the controller to a node daemon.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum NodeRequest {
+    /// Liveness check.
+    Ping,
+    /// Start a batch script.
+    LaunchBatch(Box<BatchLaunch>),
+    /// Send a signal to a job's processes.
+    Signal {
+        /// The job.
+        job_id: JobId,
+        /// Signal number.
+        signal: i32,
+        /// Only the batch shell.
+        batch_only: bool,
+    },
+    /// End a job: SIGCONT+SIGTERM, then SIGKILL after `kill_wait` seconds.
+    Terminate {
+        /// The job.
+        job_id: JobId,
+        /// Seconds between SIGTERM and SIGKILL.
+        kill_wait: u32,
+    },
+    /// The controller is shutting down with `muster down`: stop too.
+    Shutdown,
+}
+
+/// Everything a node needs to start a batch script.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BatchLaunch {
+    /// The job.
+    pub job_id: JobId,
+    /// User to run as.
+    pub uid: u32,
+    /// Group to run as.
+    pub gid: u32,
+    /// User name (for the supplementary groups).
+    pub user: String,
+    /// Script text.
+    pub script: String,
+    /// Script arguments.
+    pub argv: Vec<String>,
+    /// Complete environment except what only the node knows
+    /// (`SLURMD_NODENAME`, `SLURM_TASK_PID`, ...).
+    pub env: Vec<(String, String)>,
+    /// Working directory.
+    pub work_dir: String,
+    /// stdout path, already expanded.
+    pub stdout: String,
+    /// stderr path, already expanded (equal to stdout when not split).
+    pub stderr: String,
+    /// stdin path.
+    pub stdin: String,
+    /// Append rather than truncate.
+    pub open_append: bool,
+    /// CPUs allocated on this node.
+    pub cpus: u32,
+    /// Memory allocated on this node (MB).
+    pub mem: u64,
+    /// GPU indexes allocated on this node.
+    pub gpus: Vec<u32>,
+    /// `--signal` to deliver before the limit: handled by the controller, kept for the node's log.
+    pub time_limit_secs: Option<u64>,
+}
+
+/// Answers from a node daemon.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum NodeResponse {
+    /// Done.
+    Ok,
+    /// Could not do it, with the reason.
+    Failed(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_desc_round_trips_through_json() {
+        let desc = JobDesc {
+            name: "x".into(),
+            gres: vec![Gres::parse("gpu:a100:2").unwrap()],
+            time_limit: Some(TimeLimit::Minutes(5)),
+            ..JobDesc::default()
+        };
+        let env = Envelope {
+            version: PROTOCOL_VERSION,
+            identity: Identity {
+                uid: 1,
+                gid: 1,
+                user: "u".into(),
+                host: "h".into(),
+            },
+            body: CtldRequest::Submit(Box::new(desc.clone())),
+        };
+        let text = serde_json::to_string(&env).unwrap();
+        let back: Envelope<CtldRequest> = serde_json::from_str(&text).unwrap();
+        match back.body {
+            CtldRequest::Submit(d) => assert_eq!(*d, desc),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! rpc (being written).
