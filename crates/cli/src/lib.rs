@@ -1,1 +1,31 @@
-//! cli (being written).
+//! The Slurm commands: `sbatch`, `squeue`, `sinfo`, `scancel`, `scontrol`.
+//!
+//! Each command module has `pub fn main(args: Vec<String>) -> i32` (args
+//! without the program name) that talks to the controller through `client`,
+//! and pure parsing and rendering functions that the golden tests call.
+//! Output text, error text and exit codes follow Slurm 22.05 byte for byte
+//! (see `tests/golden/`).
+
+pub mod common;
+pub mod getopt;
+pub mod sbatch;
+pub mod scancel;
+pub mod scontrol;
+pub mod sinfo;
+pub mod squeue;
+
+/// Runs the Slurm command `name` (as found in argv[0]) with `args`.
+/// Returns None when `name` is not a command this build provides.
+pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
+    Some(match name {
+        "sbatch" => sbatch::main(args),
+        "squeue" => squeue::main(args),
+        "sinfo" => sinfo::main(args),
+        "scancel" => scancel::main(args),
+        "scontrol" => scontrol::main(args),
+        _ => return None,
+    })
+}
+
+/// The command names `muster install-links` creates.
+pub const COMMANDS: &[&str] = &["sbatch", "squeue", "sinfo", "scancel", "scontrol"];

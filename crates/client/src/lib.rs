@@ -1,1 +1,168 @@
-//! client (being written).
+//! The one door into the daemons for the commands (and later the REST API):
+//! finds the controller from `slurm.conf`, says who is calling, and makes
+//! typed requests.
+//!
+//! Blocking on purpose: every command makes a handful of requests and exits,
+//! so a runtime would only add start-up time.
+#![warn(missing_docs)]
+
+use proto::{CtldRequest, CtldResponse, Identity, JobList, NodeInfo, PartitionInfo, SlurmError};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a command waits for the controller.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why a request did not get an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// No slurm.conf could be found.
+    #[error("could not find slurm.conf: set SLURM_CONF, or start a local cluster with `muster up`")]
+    NoConfig,
+    /// slurm.conf is broken.
+    #[error(transparent)]
+    Config(#[from] conf::ConfError),
+    /// The controller could not be reached.
+    #[error("Unable to contact slurm controller (connect failure)")]
+    Unreachable(#[source] rpc::RpcError),
+    /// The controller answered with a refusal.
+    #[error("{}", .0.as_slurm_str())]
+    Refused(SlurmError),
+    /// The controller answered with something unexpected.
+    #[error("Unexpected message received")]
+    Unexpected,
+}
+
+/// Where `muster up` keeps its cluster when `MUSTER_STATE_DIR` is unset:
+/// `$XDG_STATE_HOME/muster` or `~/.local/state/muster`.
+pub fn default_state_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("MUSTER_STATE_DIR") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_STATE_HOME") {
+        return PathBuf::from(dir).join("muster");
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
+    PathBuf::from(home).join(".local/state/muster")
+}
+
+/// The slurm.conf a command uses, in Slurm's order: `SLURM_CONF`, then
+/// `/etc/slurm/slurm.conf`; muster adds the local cluster of `muster up`.
+pub fn find_config() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("SLURM_CONF") {
+        return Some(PathBuf::from(p));
+    }
+    let etc = Path::new("/etc/slurm/slurm.conf");
+    if etc.exists() {
+        return Some(etc.to_path_buf());
+    }
+    let local = default_state_dir().join("slurm.conf");
+    local.exists().then_some(local)
+}
+
+/// The calling process's identity.
+pub fn current_identity() -> Identity {
+    let uid = nix::unistd::getuid();
+    let gid = nix::unistd::getgid();
+    let user = nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string());
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into());
+    Identity {
+        uid: uid.as_raw(),
+        gid: gid.as_raw(),
+        user,
+        host,
+    }
+}
+
+/// A connection target plus the caller's identity.
+pub struct Client {
+    addrs: Vec<String>,
+    identity: Identity,
+    config: conf::Config,
+}
+
+impl Client {
+    /// Finds slurm.conf and reads the controller's address from it.
+    pub fn from_env() -> Result<Client, ClientError> {
+        let path = find_config().ok_or(ClientError::NoConfig)?;
+        let loaded = conf::load(&path)?;
+        Ok(Client::new(loaded.config, current_identity()))
+    }
+
+    /// A client for `config`'s controller, calling as `identity`.
+    pub fn new(config: conf::Config, identity: Identity) -> Client {
+        let port = config.slurmctld_port;
+        let addrs = config
+            .slurmctld_host
+            .iter()
+            .map(|h| format!("{}:{}", h.addr.as_deref().unwrap_or(&h.name), port))
+            .collect();
+        Client {
+            addrs,
+            identity,
+            config,
+        }
+    }
+
+    /// The configuration this client read.
+    pub fn config(&self) -> &conf::Config {
+        &self.config
+    }
+
+    /// Who this client says it is.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// Sends one request to the first controller that answers.
+    pub fn call(&self, req: CtldRequest) -> Result<CtldResponse, ClientError> {
+        let mut last = None;
+        for addr in &self.addrs {
+            match rpc::call_blocking(addr, self.identity.clone(), req.clone(), TIMEOUT) {
+                Ok(CtldResponse::Error(e)) => return Err(ClientError::Refused(e)),
+                Ok(resp) => return Ok(resp),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(ClientError::Unreachable(last.unwrap_or(rpc::RpcError::Timeout)))
+    }
+
+    /// Sends a request whose answer is a plain `Ok`.
+    pub fn call_ok(&self, req: CtldRequest) -> Result<(), ClientError> {
+        match self.call(req)? {
+            CtldResponse::Ok => Ok(()),
+            _ => Err(ClientError::Unexpected),
+        }
+    }
+
+    /// Every job the controller holds.
+    pub fn jobs(&self) -> Result<JobList, ClientError> {
+        match self.call(CtldRequest::ListJobs)? {
+            CtldResponse::Jobs(list) => Ok(list),
+            _ => Err(ClientError::Unexpected),
+        }
+    }
+
+    /// Every node.
+    pub fn nodes(&self) -> Result<Vec<NodeInfo>, ClientError> {
+        match self.call(CtldRequest::ListNodes)? {
+            CtldResponse::Nodes(list) => Ok(list),
+            _ => Err(ClientError::Unexpected),
+        }
+    }
+
+    /// Every partition.
+    pub fn partitions(&self) -> Result<Vec<PartitionInfo>, ClientError> {
+        match self.call(CtldRequest::ListPartitions)? {
+            CtldResponse::Partitions(list) => Ok(list),
+            _ => Err(ClientError::Unexpected),
+        }
+    }
+}

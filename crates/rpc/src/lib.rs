@@ -1,1 +1,255 @@
-//! rpc (being written).
+//! Transport for muster's messages: a 4-byte big-endian length, then one
+//! JSON document (a `proto::Envelope`). Both a blocking form (for the
+//! commands, which make one request and exit) and a tokio form (for the
+//! daemons) over the same framing.
+//!
+//! Frames larger than `proto::MAX_FRAME_BYTES` are refused before any
+//! allocation, and every read has a timeout, so a hostile or stuck peer
+//! cannot make a daemon allocate without bound or hang.
+
+use proto::{Envelope, Identity, MAX_FRAME_BYTES, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
+use serde::{de::DeserializeOwned, Serialize};
+use std::io::{Read, Write};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// How long a peer may take to send a whole frame.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Transport failures.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    /// The socket failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The peer announced a frame above the limit.
+    #[error("frame of {len} bytes exceeds the limit of {max} bytes")]
+    TooLarge {
+        /// Announced length.
+        len: u32,
+        /// The limit.
+        max: u32,
+    },
+    /// The frame was not a valid message.
+    #[error("malformed message: {0}")]
+    Malformed(#[from] serde_json::Error),
+    /// The peer speaks a protocol version this build does not.
+    #[error("protocol version {found} is not supported (this build speaks {min}..={max})")]
+    Version {
+        /// The peer's version.
+        found: u32,
+        /// Oldest supported.
+        min: u32,
+        /// Newest supported.
+        max: u32,
+    },
+    /// The peer did not answer in time.
+    #[error("timed out")]
+    Timeout,
+}
+
+fn check_len(len: u32) -> Result<(), RpcError> {
+    if len > MAX_FRAME_BYTES {
+        return Err(RpcError::TooLarge {
+            len,
+            max: MAX_FRAME_BYTES,
+        });
+    }
+    Ok(())
+}
+
+fn check_version<T>(env: &Envelope<T>) -> Result<(), RpcError> {
+    if env.version < MIN_PROTOCOL_VERSION || env.version > PROTOCOL_VERSION {
+        return Err(RpcError::Version {
+            found: env.version,
+            min: MIN_PROTOCOL_VERSION,
+            max: PROTOCOL_VERSION,
+        });
+    }
+    Ok(())
+}
+
+/// Wraps `body` in an envelope of this build's version.
+pub fn envelope<T>(identity: Identity, body: T) -> Envelope<T> {
+    Envelope {
+        version: PROTOCOL_VERSION,
+        identity,
+        body,
+    }
+}
+
+/// Writes one frame (blocking).
+pub fn write_frame<W: Write, T: Serialize>(w: &mut W, msg: &T) -> Result<(), RpcError> {
+    let bytes = serde_json::to_vec(msg)?;
+    let len = u32::try_from(bytes.len()).map_err(|_| RpcError::TooLarge {
+        len: u32::MAX,
+        max: MAX_FRAME_BYTES,
+    })?;
+    check_len(len)?;
+    w.write_all(&len.to_be_bytes())?;
+    w.write_all(&bytes)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Reads one frame (blocking).
+pub fn read_frame<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<Envelope<T>, RpcError> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)?;
+    let len = u32::from_be_bytes(len);
+    check_len(len)?;
+    let mut buf = vec![0u8; len as usize];
+    r.read_exact(&mut buf)?;
+    let env: Envelope<T> = serde_json::from_slice(&buf)?;
+    check_version(&env)?;
+    Ok(env)
+}
+
+/// One blocking request and its answer over a fresh TCP connection.
+pub fn call_blocking<Req: Serialize, Resp: DeserializeOwned>(
+    addr: &str,
+    identity: Identity,
+    req: Req,
+    timeout: Duration,
+) -> Result<Resp, RpcError> {
+    use std::net::ToSocketAddrs;
+    let mut last = None;
+    for sa in addr.to_socket_addrs()? {
+        match std::net::TcpStream::connect_timeout(&sa, timeout) {
+            Ok(mut s) => {
+                s.set_read_timeout(Some(timeout))?;
+                s.set_write_timeout(Some(timeout))?;
+                s.set_nodelay(true)?;
+                write_frame(&mut s, &envelope(identity, req))?;
+                let env: Envelope<Resp> = read_frame(&mut s).map_err(|e| match e {
+                    RpcError::Io(ref io)
+                        if matches!(
+                            io.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) =>
+                    {
+                        RpcError::Timeout
+                    }
+                    other => other,
+                })?;
+                return Ok(env.body);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(RpcError::Io(last.unwrap_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::NotFound, "no address")
+    })))
+}
+
+/// Writes one frame (async).
+pub async fn write_frame_async<W, T>(w: &mut W, msg: &T) -> Result<(), RpcError>
+where
+    W: tokio::io::AsyncWrite + Unpin,
+    T: Serialize,
+{
+    let bytes = serde_json::to_vec(msg)?;
+    let len = u32::try_from(bytes.len()).map_err(|_| RpcError::TooLarge {
+        len: u32::MAX,
+        max: MAX_FRAME_BYTES,
+    })?;
+    check_len(len)?;
+    let mut out = Vec::with_capacity(4 + bytes.len());
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&bytes);
+    w.write_all(&out).await?;
+    w.flush().await?;
+    Ok(())
+}
+
+/// Reads one frame (async), failing with `Timeout` if it takes longer than
+/// `timeout` once the first byte has arrived... or at all, when `idle` is false.
+pub async fn read_frame_async<R, T>(r: &mut R, timeout: Duration) -> Result<Envelope<T>, RpcError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    T: DeserializeOwned,
+{
+    let fut = async {
+        let mut len = [0u8; 4];
+        r.read_exact(&mut len).await?;
+        let len = u32::from_be_bytes(len);
+        check_len(len)?;
+        let mut buf = vec![0u8; len as usize];
+        r.read_exact(&mut buf).await?;
+        let env: Envelope<T> = serde_json::from_slice(&buf)?;
+        check_version(&env)?;
+        Ok::<_, RpcError>(env)
+    };
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(RpcError::Timeout),
+    }
+}
+
+/// One async request and its answer over a fresh TCP connection.
+pub async fn call<Req: Serialize, Resp: DeserializeOwned>(
+    addr: &str,
+    identity: Identity,
+    req: Req,
+    timeout: Duration,
+) -> Result<Resp, RpcError> {
+    let fut = async {
+        let mut s = tokio::net::TcpStream::connect(addr).await?;
+        s.set_nodelay(true)?;
+        write_frame_async(&mut s, &envelope(identity, req)).await?;
+        let env: Envelope<Resp> = read_frame_async(&mut s, timeout).await?;
+        Ok::<_, RpcError>(env.body)
+    };
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(RpcError::Timeout),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ident() -> Identity {
+        Identity {
+            uid: 0,
+            gid: 0,
+            user: "root".into(),
+            host: "h".into(),
+        }
+    }
+
+    #[test]
+    fn frame_round_trip() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &envelope(ident(), proto::CtldRequest::Ping)).unwrap();
+        let env: Envelope<proto::CtldRequest> = read_frame(&mut buf.as_slice()).unwrap();
+        assert!(matches!(env.body, proto::CtldRequest::Ping));
+    }
+
+    #[test]
+    fn oversized_frame_is_refused_before_allocation() {
+        let mut buf = (MAX_FRAME_BYTES + 1).to_be_bytes().to_vec();
+        buf.extend_from_slice(b"{}");
+        let err = read_frame::<_, proto::CtldRequest>(&mut buf.as_slice()).unwrap_err();
+        assert!(matches!(err, RpcError::TooLarge { .. }));
+    }
+
+    #[test]
+    fn garbage_frame_is_malformed() {
+        let mut buf = 5u32.to_be_bytes().to_vec();
+        buf.extend_from_slice(b"hello");
+        let err = read_frame::<_, proto::CtldRequest>(&mut buf.as_slice()).unwrap_err();
+        assert!(matches!(err, RpcError::Malformed(_)));
+    }
+
+    #[test]
+    fn future_version_is_refused() {
+        let mut env = envelope(ident(), proto::CtldRequest::Ping);
+        env.version = PROTOCOL_VERSION + 1;
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &env).unwrap();
+        let err = read_frame::<_, proto::CtldRequest>(&mut buf.as_slice()).unwrap_err();
+        assert!(matches!(err, RpcError::Version { .. }));
+    }
+}

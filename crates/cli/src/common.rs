@@ -1,0 +1,42 @@
+//! Small helpers the commands share: Slurm's timestamp form, error output.
+
+use model::Timestamp;
+
+/// Slurm's timestamp form in local time: `2026-12-02T10:24:00`.
+pub fn fmt_time(ts: Timestamp) -> String {
+    use chrono::TimeZone;
+    match chrono::Local.timestamp_opt(ts, 0) {
+        chrono::LocalResult::Single(t) | chrono::LocalResult::Ambiguous(t, _) => {
+            t.format("%Y-%m-%dT%H:%M:%S").to_string()
+        }
+        chrono::LocalResult::None => "Unknown".to_string(),
+    }
+}
+
+/// The banner line `squeue -l` and `sinfo -l` print first: `Wed Dec 02 10:24:12 2026`.
+pub fn fmt_banner(ts: Timestamp) -> String {
+    use chrono::TimeZone;
+    match chrono::Local.timestamp_opt(ts, 0) {
+        chrono::LocalResult::Single(t) | chrono::LocalResult::Ambiguous(t, _) => {
+            t.format("%a %b %d %H:%M:%S %Y").to_string()
+        }
+        chrono::LocalResult::None => String::new(),
+    }
+}
+
+/// The current time, for the few commands that need it locally (`squeue -l` banner
+/// uses the controller's time instead when it has one).
+pub fn now() -> Timestamp {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as Timestamp)
+        .unwrap_or(0)
+}
+
+/// Writes `text` to stdout; a closed pipe (`squeue | head`) is not an error.
+pub fn print_stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
