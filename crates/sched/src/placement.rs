@@ -1,0 +1,499 @@
+//! Placement (Slurm's select/cons_tres): CPUs, memory and GRES counted per
+//! node; nodes shared between jobs unless a job or its partition asks for
+//! exclusivity; constraints, required and excluded nodes honoured.
+//!
+//! `place` is pure and side-effect free: it reads the nodes' current use and
+//! returns where the job would go, or why it cannot go anywhere.
+
+use crate::NodeIdx;
+use model::{Gres, PendingReason, TimeLimit};
+
+/// One pool of a generic resource on a node: all devices with the same
+/// name and type, with the node-local indexes they occupy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GresPool {
+    /// GRES name (`gpu`).
+    pub name: String,
+    /// Type (`a100`), if configured.
+    pub type_: Option<String>,
+    /// Node-local device indexes of this pool (`CUDA_VISIBLE_DEVICES` values).
+    pub indexes: Vec<u32>,
+    /// Which of `indexes` are in use.
+    pub used: Vec<bool>,
+}
+
+impl GresPool {
+    fn free(&self) -> u64 {
+        self.used.iter().filter(|u| !**u).count() as u64
+    }
+
+    fn matches(&self, want: &Gres) -> bool {
+        self.name == want.name
+            && match &want.type_ {
+                Some(t) => self.type_.as_deref() == Some(t.as_str()),
+                None => true,
+            }
+    }
+}
+
+/// What the scheduler needs to know about a node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeView {
+    /// NodeName.
+    pub name: String,
+    /// Usable CPUs.
+    pub cpus: u32,
+    /// RealMemory in MB.
+    pub real_memory: u64,
+    /// CPUs in use.
+    pub alloc_cpus: u32,
+    /// Memory in use (MB).
+    pub alloc_mem: u64,
+    /// GRES pools.
+    pub gres: Vec<GresPool>,
+    /// Features (`-C`).
+    pub features: Vec<String>,
+    /// Weight: lower is used first.
+    pub weight: u32,
+    /// Up, registered, not drained: may take new jobs.
+    pub available: bool,
+    /// An exclusive job runs here: nothing else may start.
+    pub exclusive_in_use: bool,
+    /// Number of jobs running here.
+    pub n_jobs: u32,
+}
+
+/// What the scheduler needs to know about a partition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartView {
+    /// PartitionName.
+    pub name: String,
+    /// Member nodes.
+    pub nodes: Vec<NodeIdx>,
+    /// State=UP.
+    pub up: bool,
+    /// MaxNodes.
+    pub max_nodes: Option<u32>,
+    /// MinNodes.
+    pub min_nodes: u32,
+    /// MaxTime.
+    pub max_time: TimeLimit,
+    /// OverSubscribe=EXCLUSIVE: every job gets whole nodes.
+    pub exclusive: bool,
+    /// MaxMemPerNode.
+    pub max_mem_per_node: Option<u64>,
+    /// PriorityTier: higher tiers are scheduled first.
+    pub priority_tier: u32,
+}
+
+/// A `-C` expression: features joined by `&` (all of) and `|` (any of);
+/// `|` binds looser, as in `a&b|c` = (a and b) or c.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Constraint {
+    /// Alternatives; each is a set of features that must all be present.
+    pub any_of: Vec<Vec<String>>,
+}
+
+impl Constraint {
+    /// Parses `a&b|c`. A comma is read as `&` (older Slurm spelling).
+    /// Returns None for an empty or malformed expression.
+    pub fn parse(text: &str) -> Option<Constraint> {
+        let mut any_of = Vec::new();
+        for alt in text.split('|') {
+            let all: Vec<String> = alt
+                .split(['&', ','])
+                .map(|f| f.trim().trim_matches(|c| c == '[' || c == ']' || c == '(' || c == ')'))
+                .map(str::to_string)
+                .collect();
+            if all.iter().any(|f| f.is_empty()) {
+                return None;
+            }
+            any_of.push(all);
+        }
+        (!any_of.is_empty()).then_some(Constraint { any_of })
+    }
+
+    /// Whether a node with `features` satisfies it.
+    pub fn satisfied_by(&self, features: &[String]) -> bool {
+        self.any_of
+            .iter()
+            .any(|all| all.iter().all(|f| features.iter().any(|g| g == f)))
+    }
+}
+
+/// A job's resource request, as placement reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobRequest {
+    /// The job.
+    pub job_id: model::JobId,
+    /// Priority (higher first).
+    pub priority: u32,
+    /// Submission time (earlier first among equals).
+    pub submit_time: model::Timestamp,
+    /// Candidate partitions, in the user's order.
+    pub partitions: Vec<usize>,
+    /// Minimum nodes.
+    pub min_nodes: u32,
+    /// Maximum nodes.
+    pub max_nodes: u32,
+    /// Tasks.
+    pub ntasks: u32,
+    /// Exactly this many tasks on every node, when given.
+    pub ntasks_per_node: Option<u32>,
+    /// CPUs per task.
+    pub cpus_per_task: u32,
+    /// Memory per node (MB); `Some(0)` means all of each node's memory.
+    pub mem_per_node: Option<u64>,
+    /// Memory per allocated CPU (MB).
+    pub mem_per_cpu: Option<u64>,
+    /// Memory per allocated GPU (MB).
+    pub mem_per_gpu: Option<u64>,
+    /// GRES per node.
+    pub gres_per_node: Vec<Gres>,
+    /// GPUs for the whole job (`-G`).
+    pub gpus_total: Option<Gres>,
+    /// GPUs per task.
+    pub gpus_per_task: Option<Gres>,
+    /// CPUs per allocated GPU.
+    pub cpus_per_gpu: Option<u32>,
+    /// Whole nodes.
+    pub exclusive: bool,
+    /// `-w`: every one of these must be in the allocation.
+    pub required_nodes: Vec<NodeIdx>,
+    /// `-x`: none of these.
+    pub excluded_nodes: Vec<NodeIdx>,
+    /// `-C`.
+    pub constraint: Option<Constraint>,
+    /// Effective time limit.
+    pub time_limit: TimeLimit,
+    /// Whether memory is a consumable resource (SelectTypeParameters has Memory).
+    pub memory_consumable: bool,
+}
+
+/// What one node gives a job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeAlloc {
+    /// The node.
+    pub node: NodeIdx,
+    /// CPUs.
+    pub cpus: u32,
+    /// Memory (MB).
+    pub mem: u64,
+    /// Tasks placed here.
+    pub tasks: u32,
+    /// GRES taken: (pool index on the node, device indexes).
+    pub gres: Vec<(usize, Vec<u32>)>,
+}
+
+/// Where a job goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Allocation {
+    /// Index of the partition it runs in.
+    pub partition: usize,
+    /// Per-node shares, in node order.
+    pub nodes: Vec<NodeAlloc>,
+    /// The whole nodes are the job's.
+    pub exclusive: bool,
+}
+
+/// Why a job cannot be placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unfit {
+    /// Not even an empty, healthy partition could hold it.
+    Never(PendingReason),
+    /// It would fit if the partition's unavailable nodes were up.
+    NodesUnavailable,
+    /// It would fit if running jobs ended.
+    Busy,
+}
+
+/// GRES a job wants on one node carrying `tasks` tasks.
+fn gres_wanted(job: &JobRequest, tasks: u32, gpus_here: Option<u64>) -> Vec<Gres> {
+    let mut out = job.gres_per_node.clone();
+    if let Some(g) = &job.gpus_per_task {
+        out.push(Gres {
+            count: g.count * tasks as u64,
+            ..g.clone()
+        });
+    }
+    if let (Some(g), Some(n)) = (&job.gpus_total, gpus_here) {
+        if n > 0 {
+            out.push(Gres {
+                count: n,
+                ..g.clone()
+            });
+        }
+    }
+    out
+}
+
+/// Takes `wants` from `pools` (lowest free indexes first); None if short.
+fn take_gres(pools: &[GresPool], wants: &[Gres], ignore_use: bool) -> Option<Vec<(usize, Vec<u32>)>> {
+    let mut used: Vec<Vec<bool>> = pools
+        .iter()
+        .map(|p| if ignore_use { vec![false; p.used.len()] } else { p.used.clone() })
+        .collect();
+    let mut out: Vec<(usize, Vec<u32>)> = Vec::new();
+    for want in wants {
+        let mut left = want.count;
+        for (pi, pool) in pools.iter().enumerate() {
+            if left == 0 {
+                break;
+            }
+            if !pool.matches(want) {
+                continue;
+            }
+            for (k, u) in used[pi].iter_mut().enumerate() {
+                if left == 0 {
+                    break;
+                }
+                if !*u {
+                    *u = true;
+                    left -= 1;
+                    match out.iter_mut().find(|(p, _)| *p == pi) {
+                        Some((_, v)) => v.push(pool.indexes[k]),
+                        None => out.push((pi, vec![pool.indexes[k]])),
+                    }
+                }
+            }
+        }
+        if left > 0 {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+fn gres_count(gres: &[(usize, Vec<u32>)], pools: &[GresPool], name: &str) -> u64 {
+    gres.iter()
+        .filter(|(p, _)| pools[*p].name == name)
+        .map(|(_, v)| v.len() as u64)
+        .sum()
+}
+
+/// The most tasks (up to `limit`) this node can take for `job` and the
+/// share they need, given its current use (or as if empty with `ignore_use`).
+fn fit_on_node(
+    job: &JobRequest,
+    part: &PartView,
+    node_idx: NodeIdx,
+    node: &NodeView,
+    want_tasks: u32,
+    min_tasks: u32,
+    gpus_here: Option<u64>,
+    ignore_use: bool,
+) -> Option<NodeAlloc> {
+    let exclusive = job.exclusive || part.exclusive;
+    if !ignore_use && (node.exclusive_in_use || (exclusive && node.n_jobs > 0)) {
+        return None;
+    }
+    let (free_cpus, free_mem) = if ignore_use {
+        (node.cpus, node.real_memory)
+    } else {
+        (
+            node.cpus.saturating_sub(node.alloc_cpus),
+            node.real_memory.saturating_sub(node.alloc_mem),
+        )
+    };
+    let cpt = job.cpus_per_task.max(1);
+    let mut tasks = want_tasks.min(free_cpus / cpt);
+    while tasks >= min_tasks.max(1) {
+        let mut cpus = tasks * cpt;
+        let wants = gres_wanted(job, tasks, gpus_here);
+        let gres = take_gres(&node.gres, &wants, ignore_use);
+        if let Some(gres) = gres {
+            let n_gpus = gres_count(&gres, &node.gres, "gpu");
+            if let Some(cpg) = job.cpus_per_gpu {
+                cpus = cpus.max(cpg * n_gpus as u32);
+            }
+            if exclusive {
+                cpus = node.cpus;
+            }
+            if cpus <= free_cpus || (exclusive && cpus == node.cpus) {
+                let mem = match (job.mem_per_node, job.mem_per_cpu, job.mem_per_gpu) {
+                    (Some(0), _, _) => node.real_memory,
+                    (Some(m), _, _) => m,
+                    (None, Some(m), _) => m * cpus as u64,
+                    (None, None, Some(m)) => m * n_gpus,
+                    (None, None, None) => 0,
+                };
+                let mem_ok = !job.memory_consumable || mem <= free_mem;
+                let max_ok = part.max_mem_per_node.is_none_or(|max| mem <= max);
+                if mem_ok && max_ok && mem <= node.real_memory {
+                    return Some(NodeAlloc {
+                        node: node_idx,
+                        cpus,
+                        mem: if job.memory_consumable { mem } else { mem.min(node.real_memory) },
+                        tasks,
+                        gres,
+                    });
+                }
+            }
+        }
+        if tasks == 0 {
+            break;
+        }
+        tasks -= 1;
+    }
+    None
+}
+
+/// Tries to place `job` in partition `part_idx` on `nodes`. With `ignore_use`
+/// the nodes are taken as empty and healthy (to ask "could this ever run?").
+fn place_in(
+    job: &JobRequest,
+    part_idx: usize,
+    part: &PartView,
+    nodes: &[NodeView],
+    ignore_use: bool,
+) -> Option<Allocation> {
+    let mut candidates: Vec<NodeIdx> = part
+        .nodes
+        .iter()
+        .copied()
+        .filter(|n| !job.excluded_nodes.contains(n))
+        .filter(|n| {
+            let node = &nodes[n.0 as usize];
+            (ignore_use || node.available)
+                && job
+                    .constraint
+                    .as_ref()
+                    .is_none_or(|c| c.satisfied_by(&node.features))
+        })
+        .collect();
+    // Required nodes first, then by weight, then in configuration order.
+    candidates.sort_by_key(|n| {
+        (
+            !job.required_nodes.contains(n),
+            nodes[n.0 as usize].weight,
+            n.0,
+        )
+    });
+    if job.required_nodes.iter().any(|r| !candidates.contains(r)) {
+        return None;
+    }
+    let min_nodes = job.min_nodes.max(job.required_nodes.len() as u32).max(1);
+    let max_nodes = job.max_nodes.max(min_nodes);
+    if candidates.len() < min_nodes as usize {
+        return None;
+    }
+    // GPUs for the whole job are spread over the nodes it gets; here each
+    // node takes what it can, until the total is met.
+    let mut gpus_left = job.gpus_total.as_ref().map(|g| g.count);
+    let mut picked: Vec<NodeAlloc> = Vec::new();
+    let mut tasks_left = job.ntasks;
+    for n in candidates.iter() {
+        let n_picked = picked.len() as u32;
+        if n_picked >= max_nodes {
+            break;
+        }
+        let must_take = job.required_nodes.contains(n);
+        let nodes_still_needed = min_nodes.saturating_sub(n_picked + 1);
+        let (want, min_here) = match job.ntasks_per_node {
+            Some(tpn) => (tpn, tpn),
+            None => {
+                if tasks_left == 0 && n_picked >= min_nodes {
+                    break;
+                }
+                (tasks_left.saturating_sub(nodes_still_needed).max(1), 1)
+            }
+        };
+        let node = &nodes[n.0 as usize];
+        let gpus_on_node = node
+            .gres
+            .iter()
+            .filter(|p| p.name == "gpu")
+            .map(|p| if ignore_use { p.used.len() as u64 } else { p.free() })
+            .sum::<u64>();
+        let gpus_here = gpus_left.map(|g| g.min(gpus_on_node));
+        match fit_on_node(job, part, *n, node, want, min_here, gpus_here, ignore_use) {
+            Some(a) => {
+                tasks_left = tasks_left.saturating_sub(a.tasks);
+                if let Some(g) = gpus_left.as_mut() {
+                    *g = g.saturating_sub(gres_count(&a.gres, &node.gres, "gpu"));
+                }
+                picked.push(a);
+            }
+            None if must_take => return None,
+            None => {}
+        }
+        let done_tasks = job.ntasks_per_node.is_some() || tasks_left == 0;
+        let done_gpus = gpus_left.is_none_or(|g| g == 0);
+        if picked.len() as u32 >= min_nodes && done_tasks && done_gpus {
+            break;
+        }
+    }
+    let enough_nodes = picked.len() as u32 >= min_nodes;
+    let enough_tasks = job.ntasks_per_node.is_some() || tasks_left == 0;
+    let enough_gpus = gpus_left.is_none_or(|g| g == 0);
+    (enough_nodes && enough_tasks && enough_gpus).then(|| Allocation {
+        partition: part_idx,
+        nodes: picked,
+        exclusive: job.exclusive || part.exclusive,
+    })
+}
+
+/// Where `job` can start now, trying its partitions in order; or why not.
+pub fn place(job: &JobRequest, parts: &[PartView], nodes: &[NodeView]) -> Result<Allocation, Unfit> {
+    let mut best = Unfit::Never(PendingReason::PartitionConfig);
+    for &pi in &job.partitions {
+        let part = &parts[pi];
+        if let Some(reason) = partition_refusal(job, part) {
+            if matches!(best, Unfit::Never(_)) {
+                best = Unfit::Never(reason);
+            }
+            continue;
+        }
+        if let Some(a) = place_in(job, pi, part, nodes, false) {
+            return Ok(a);
+        }
+        if place_in(job, pi, part, nodes, true).is_some() {
+            // It fits an empty partition: is it waiting on busy nodes or on
+            // nodes that are down/drained?
+            let mut healthy_empty: Vec<NodeView> = nodes.to_vec();
+            for n in healthy_empty.iter_mut() {
+                n.alloc_cpus = 0;
+                n.alloc_mem = 0;
+                n.n_jobs = 0;
+                n.exclusive_in_use = false;
+                for p in n.gres.iter_mut() {
+                    p.used.iter_mut().for_each(|u| *u = false);
+                }
+            }
+            if place_in(job, pi, part, &healthy_empty, false).is_some() {
+                best = Unfit::Busy;
+            } else if best != Unfit::Busy {
+                best = Unfit::NodesUnavailable;
+            }
+        }
+    }
+    Err(best)
+}
+
+/// A partition-level reason the job may not run there, independent of nodes.
+pub fn partition_refusal(job: &JobRequest, part: &PartView) -> Option<PendingReason> {
+    if !part.up {
+        return Some(PendingReason::PartitionDown);
+    }
+    if job.min_nodes as usize > part.nodes.len() {
+        return Some(PendingReason::PartitionConfig);
+    }
+    if let Some(max) = part.max_nodes {
+        if job.min_nodes > max {
+            return Some(PendingReason::PartitionNodeLimit);
+        }
+    }
+    if job.max_nodes < part.min_nodes {
+        return Some(PendingReason::PartitionNodeLimit);
+    }
+    if job.time_limit > part.max_time {
+        return Some(PendingReason::PartitionTimeLimit);
+    }
+    None
+}
+
+/// Whether `job` could ever run in partition `part_idx` if every node were
+/// up and empty; used to refuse impossible submissions at once.
+pub fn could_ever_fit(job: &JobRequest, part_idx: usize, part: &PartView, nodes: &[NodeView]) -> bool {
+    place_in(job, part_idx, part, nodes, true).is_some()
+}
