@@ -1,1 +1,413 @@
-//! conf (being written).
+//! Reads `slurm.conf` and `gres.conf` the way Slurm does: case-insensitive
+//! `Key=Value` pairs, `"quoted values"`, `#` comments, backslash
+//! continuations, `Include`, `NodeName=`/`PartitionName=` lines with hostlist
+//! ranges and `DEFAULT` records.
+//!
+//! ```text
+//! load(path) --reads--> text --parse_str()--> Loaded { Config, warnings }
+//!                         \--Include--> include(path) callback
+//! gres.conf (same directory) --parse_gres_conf()--> Config::gres
+//! ```
+//!
+//! Only [`load`] touches the file system; [`parse_str`] and
+//! [`parse_gres_conf`] are pure and get included files through a callback.
+//! This crate does not watch files, resolve user names, or look at the
+//! hardware.
+//!
+//! Invariant: a key Slurm does not know is a [`Warning`], never a failure;
+//! a value muster cannot use is a [`ConfError`] naming the file and line.
+
+#![warn(missing_docs)]
+
+mod gres;
+mod keys;
+mod lex;
+mod parse;
+mod show;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use model::TimeLimit;
+use serde::{Deserialize, Serialize};
+
+pub use gres::parse_gres_conf;
+pub use show::{override_entry, render_show_config, SLURM_COMPAT_VERSION};
+
+/// A parsed configuration and the warnings met on the way (unknown keys,
+/// keys given twice, obsolete keys).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    /// The configuration.
+    pub config: Config,
+    /// Non-fatal findings, in file order; daemons log them at startup.
+    pub warnings: Vec<Warning>,
+}
+
+/// A non-fatal finding in a config file; displays as `file:line: message`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    /// The file the finding is in (an included file where it came from one).
+    pub file: PathBuf,
+    /// 1-based line number (the first line of a continued line).
+    pub line: usize,
+    /// What was found, e.g. `unknown key Foo`.
+    pub message: String,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)
+    }
+}
+
+/// Why a configuration could not be used. Daemons refuse to start on any of
+/// these, as slurmctld does on a bad slurm.conf.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfError {
+    /// A value that cannot be used: not a number, a bad time or memory size,
+    /// an unknown state, a bad hostlist, an undefined node, a duplicate name.
+    #[error("{}:{line}: invalid value \"{value}\" for {key}: {reason}", file.display())]
+    Invalid {
+        /// The file.
+        file: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// The key as written.
+        key: String,
+        /// The value as written.
+        value: String,
+        /// What is wrong and, where it helps, what is expected.
+        reason: String,
+    },
+    /// A line that is not `Key=Value` pairs (a bare word, an unterminated
+    /// quote).
+    #[error("{}:{line}: {reason}", file.display())]
+    Syntax {
+        /// The file.
+        file: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The main file (or gres.conf) could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// An `Include` line named a file that could not be read.
+    #[error("{}:{line}: cannot read included file {}: {source}", file.display(), path.display())]
+    Include {
+        /// The file holding the `Include` line.
+        file: PathBuf,
+        /// 1-based line number of the `Include` line.
+        line: usize,
+        /// The included path, resolved against the config directory.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// `Include` lines nested too deep, which means a file includes itself.
+    #[error("{}:{line}: Include nested more than {max} deep (does {} include itself?)", file.display(), path.display())]
+    IncludeDepth {
+        /// The file holding the `Include` line.
+        file: PathBuf,
+        /// 1-based line number of the `Include` line.
+        line: usize,
+        /// The included path.
+        path: PathBuf,
+        /// The nesting limit.
+        max: usize,
+    },
+    /// A key that Slurm requires is absent (`ClusterName`, `SlurmctldHost`).
+    #[error("{}: {what} needs to be specified", file.display())]
+    Missing {
+        /// The main config file.
+        file: PathBuf,
+        /// The missing key.
+        what: String,
+    },
+}
+
+/// One controller host: `SlurmctldHost=ctl(10.201.0.1)` gives name `ctl`
+/// and address `10.201.0.1`. The first is the primary, the rest backups.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CtldHost {
+    /// The host name.
+    pub name: String,
+    /// The address to reach it at, when it differs from the name.
+    pub addr: Option<String>,
+}
+
+impl fmt::Display for CtldHost {
+    /// `name(addr)` or `name`, as `scontrol show config` prints
+    /// `SlurmctldHost[0]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.addr {
+            Some(addr) => write!(f, "{}({})", self.name, addr),
+            None => write!(f, "{}", self.name),
+        }
+    }
+}
+
+/// The cluster configuration read from slurm.conf (and gres.conf).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    /// The slurm.conf this was read from (`SLURM_CONF` in `scontrol show config`).
+    pub path: PathBuf,
+    /// `ClusterName`, lowercased as Slurm does.
+    pub cluster_name: String,
+    /// `SlurmctldHost` lines in order (or the old `ControlMachine`/`ControlAddr`
+    /// and `BackupController`/`BackupAddr`); never empty.
+    pub slurmctld_host: Vec<CtldHost>,
+    /// `SlurmctldPort` (default 6817; of a range `6817-6818`, the first).
+    pub slurmctld_port: u16,
+    /// `SlurmdPort` (default 6818).
+    pub slurmd_port: u16,
+    /// `StateSaveLocation` (default `/var/spool/slurmctld`).
+    pub state_save_location: String,
+    /// `SlurmdSpoolDir` as written, `%n`/`%h` unexpanded (default
+    /// `/var/spool/slurmd`); see [`Config::spool_dir_for`].
+    pub slurmd_spool_dir: String,
+    /// `SlurmUser` (default `root`).
+    pub slurm_user: String,
+    /// `SlurmdTimeout` in seconds (default 300).
+    pub slurmd_timeout: u32,
+    /// `KillWait` in seconds (default 30).
+    pub kill_wait: u32,
+    /// `MinJobAge` in seconds (default 300).
+    pub min_job_age: u32,
+    /// `MaxJobCount` (default 10000).
+    pub max_job_count: u32,
+    /// `FirstJobId` (default 1).
+    pub first_job_id: u32,
+    /// `ReturnToService` 0, 1 or 2 (default 0).
+    pub return_to_service: u32,
+    /// `GresTypes`: every GRES name nodes may have.
+    pub gres_types: Vec<String>,
+    /// `DefMemPerCPU` in MB; `None` when unset, 0 or UNLIMITED.
+    pub def_mem_per_cpu: Option<u64>,
+    /// `DefMemPerNode` in MB; `None` when unset, 0 or UNLIMITED.
+    pub def_mem_per_node: Option<u64>,
+    /// `MaxMemPerNode` in MB; `None` when unset, 0 or UNLIMITED.
+    pub max_mem_per_node: Option<u64>,
+    /// `AuthType` as written (default `auth/munge`, as Slurm's).
+    pub auth_type: String,
+    /// Every other global key Slurm knows and muster does not model, by
+    /// lowercase key: (key as written, value).
+    pub other: BTreeMap<String, (String, String)>,
+    /// One entry per node, ranges expanded and `NodeName=DEFAULT` applied,
+    /// in file order.
+    pub nodes: Vec<NodeConf>,
+    /// Partitions in file order, `PartitionName=DEFAULT` applied.
+    pub partitions: Vec<PartitionConf>,
+    /// gres.conf lines in file order (empty without a gres.conf).
+    pub gres: Vec<GresConf>,
+}
+
+/// One node from a `NodeName=` line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeConf {
+    /// `NodeName`.
+    pub name: String,
+    /// `NodeAddr`; defaults to the hostname, as in slurm.conf(5).
+    pub addr: String,
+    /// `NodeHostname`; defaults to the name.
+    pub hostname: String,
+    /// `Port` of this node's daemon, when it differs from `SlurmdPort`.
+    pub port: Option<u16>,
+    /// `CPUs` (or `Procs`); defaults to boards*sockets*cores*threads.
+    pub cpus: u32,
+    /// `Boards` (default 1).
+    pub boards: u32,
+    /// `Sockets` (per board when `Boards` is given, as slurm.conf(5) says);
+    /// inferred from `CPUs` when not given, so `CPUs=2` alone means 2 sockets.
+    pub sockets: u32,
+    /// `CoresPerSocket` (default 1).
+    pub cores_per_socket: u32,
+    /// `ThreadsPerCore` (default 1).
+    pub threads_per_core: u32,
+    /// `RealMemory` in MB (default 1).
+    pub real_memory: u64,
+    /// `TmpDisk` in MB (default 0).
+    pub tmp_disk: u64,
+    /// `Gres`, e.g. `gpu:a100:2`.
+    pub gres: Vec<model::Gres>,
+    /// `Features` (or `Feature`), comma-separated in the file.
+    pub features: Vec<String>,
+    /// `Weight` (default 1).
+    pub weight: u32,
+    /// `State` uppercased (`UNKNOWN`, `FUTURE`, `DOWN`, `IDLE`, `DRAIN`,
+    /// `CLOUD`...), or a `DownNodes=` line's state; `None` when not given.
+    pub state: Option<String>,
+    /// `Reason` from the node line or a `DownNodes=` line.
+    pub reason: Option<String>,
+    /// Other node keys Slurm knows, by lowercase key: (key as written, value).
+    pub other: BTreeMap<String, (String, String)>,
+    /// Line of the `NodeName=` entry in its file.
+    pub line: usize,
+}
+
+/// One partition from a `PartitionName=` line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartitionConf {
+    /// `PartitionName`.
+    pub name: String,
+    /// `Nodes`, expanded, in node-definition order; `ALL` means every node
+    /// and NodeSet names are replaced by their nodes.
+    pub nodes: Vec<String>,
+    /// `Default=YES`.
+    pub default: bool,
+    /// `MaxTime` (default UNLIMITED).
+    pub max_time: TimeLimit,
+    /// `DefaultTime`; `None` when unset or `NONE` (jobs then get `MaxTime`).
+    pub default_time: Option<TimeLimit>,
+    /// `MaxNodes`; `None` is UNLIMITED.
+    pub max_nodes: Option<u32>,
+    /// `MinNodes` (default 0).
+    pub min_nodes: u32,
+    /// `State`: `UP`, `DOWN`, `DRAIN` or `INACTIVE` (default `UP`).
+    pub state: String,
+    /// `PriorityTier` (default 1).
+    pub priority_tier: u32,
+    /// `PriorityJobFactor` (default 1).
+    pub priority_job_factor: u32,
+    /// `OverSubscribe` uppercased: `NO` (default), `EXCLUSIVE`, `YES[:n]`,
+    /// `FORCE[:n]`.
+    pub oversubscribe: String,
+    /// `AllowAccounts`; `None` is ALL.
+    pub allow_accounts: Option<Vec<String>>,
+    /// `AllowGroups`; `None` is ALL.
+    pub allow_groups: Option<Vec<String>>,
+    /// `DefMemPerCPU` in MB, overriding the global one.
+    pub def_mem_per_cpu: Option<u64>,
+    /// `MaxMemPerNode` in MB, overriding the global one.
+    pub max_mem_per_node: Option<u64>,
+    /// Other partition keys Slurm knows, by lowercase key: (key as written, value).
+    pub other: BTreeMap<String, (String, String)>,
+    /// Line of the `PartitionName=` entry in its file.
+    pub line: usize,
+}
+
+/// One gres.conf line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GresConf {
+    /// `NodeName`, expanded; empty means every node.
+    pub node_names: Vec<String>,
+    /// `Name`, e.g. `gpu`.
+    pub name: String,
+    /// `Type`, e.g. `a100`.
+    pub type_: Option<String>,
+    /// `File`, expanded (`/dev/nvidia[0-1]` gives two files).
+    pub files: Vec<String>,
+    /// `Count`, else the number of files, else 1.
+    pub count: u64,
+    /// `Cores` (or the old `CPUs`) as written, e.g. `0-15`.
+    pub cores: Option<String>,
+    /// `AutoDetect` of this line, or of a global `AutoDetect=` line in the
+    /// file (`off`, `nvml`, `rsmi`, `oneapi`, `nvidia`).
+    pub autodetect: Option<String>,
+    /// Line in gres.conf.
+    pub line: usize,
+}
+
+/// Reads `path` as slurm.conf, following `Include` lines (relative to the
+/// file's directory), and `gres.conf` from the same directory if it exists.
+pub fn load(path: &Path) -> Result<Loaded, ConfError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut read = |p: &Path| std::fs::read_to_string(p);
+    let mut loaded = parse_str(&text, path, &mut read)?;
+    let gres_path = path
+        .parent()
+        .unwrap_or_else(|| Path::new(""))
+        .join("gres.conf");
+    match std::fs::read_to_string(&gres_path) {
+        Ok(gres_text) => {
+            let (gres, warnings) = parse_gres_conf(&gres_text, &gres_path)?;
+            loaded.warnings.extend(warnings);
+            loaded.warnings.extend(gres::check_against_types(
+                &gres,
+                &loaded.config.gres_types,
+                &gres_path,
+            ));
+            loaded.config.gres = gres;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(ConfError::Io {
+                path: gres_path,
+                source,
+            })
+        }
+    }
+    Ok(loaded)
+}
+
+/// Parses slurm.conf text. `origin` is the file's path, used in messages
+/// and to resolve relative `Include` paths (against its directory);
+/// `include` returns the text of an included file. gres.conf is not read:
+/// set `Config::gres` from [`parse_gres_conf`] if wanted.
+pub fn parse_str(
+    text: &str,
+    origin: &Path,
+    include: &mut dyn FnMut(&Path) -> std::io::Result<String>,
+) -> Result<Loaded, ConfError> {
+    parse::parse(text, origin, include)
+}
+
+impl Config {
+    /// The node named `name`.
+    pub fn node(&self, name: &str) -> Option<&NodeConf> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+
+    /// The partition named `name`.
+    pub fn partition(&self, name: &str) -> Option<&PartitionConf> {
+        self.partitions.iter().find(|p| p.name == name)
+    }
+
+    /// The partition with `Default=YES` (the last one, if several say so,
+    /// as Slurm keeps the last). Slurm has no default otherwise: `None`.
+    pub fn default_partition(&self) -> Option<&PartitionConf> {
+        self.partitions.iter().rev().find(|p| p.default)
+    }
+
+    /// `SlurmdSpoolDir` for `node`: `%n` becomes the node name and `%h` its
+    /// hostname (the name itself for a node not in the config).
+    pub fn spool_dir_for(&self, node: &str) -> String {
+        let hostname = self.node(node).map_or(node, |n| n.hostname.as_str());
+        self.slurmd_spool_dir
+            .replace("%n", node)
+            .replace("%h", hostname)
+    }
+
+    /// The gres.conf lines that apply to `node` (those naming it, and those
+    /// naming no node).
+    pub fn gres_for_node(&self, node: &str) -> Vec<&GresConf> {
+        self.gres
+            .iter()
+            .filter(|g| g.node_names.is_empty() || g.node_names.iter().any(|n| n == node))
+            .collect()
+    }
+
+    /// The `Key = Value` lines of `scontrol show config` (after its
+    /// "Configuration data as of" header) in Slurm 22.05's order and
+    /// spelling. Keys muster does not implement show Slurm's defaults.
+    /// `BOOT_TIME` and `NEXT_JOB_ID` are runtime facts this crate does not
+    /// know: they carry `(null)` and `FirstJobId`; the controller replaces
+    /// them with [`override_entry`]. Render with [`render_show_config`].
+    pub fn show_config_entries(&self) -> Vec<(String, String)> {
+        show::entries(self)
+    }
+}
+
+#[cfg(test)]
+mod tests;
