@@ -1,1 +1,461 @@
-//! engine (being written).
+//! The controller's state machine: the job, node and partition tables, and
+//! every decision about them.
+//!
+//! ```text
+//!   request / node report / timer        Engine            ctld (shell)
+//!   ------------------------------>  on_*(.., now)  --> take_commands()
+//!                                         |                 |  RPCs to node daemons
+//!                                    schedule(now)          v
+//! ```
+//!
+//! Pure: no sockets, no files, no clock (`now` is an argument), no hash
+//! order. The same code runs in the controller and, later, in the simulator.
+//! Requests answer with `Result<_, SlurmError>` (a refusal is a value, not
+//! a failure); effects on node daemons are queued as [`Command`]s.
+#![warn(missing_docs)]
+
+mod env;
+mod info;
+mod jobs;
+mod nodes;
+
+use model::{ExitCode, JobId, JobState, NodeBase, NodeState, PendingReason, TimeLimit, Timestamp};
+use proto::{BatchLaunch, Identity, JobDesc};
+use sched::{Allocation, GresPool, NodeIdx};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub use info::OVERSUBSCRIBE_EXCLUSIVE;
+
+/// Priority of the first job under the basic priority plugin; each later
+/// job gets one less, so submission order breaks ties.
+pub const BASE_PRIORITY: u32 = 4_294_901_760;
+
+/// An effect for the shell to carry out.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    /// Start a batch script on a node.
+    LaunchBatch {
+        /// Node name.
+        node: String,
+        /// `host:port` of its daemon.
+        addr: String,
+        /// What to start.
+        launch: Box<BatchLaunch>,
+    },
+    /// Send a signal to a job's processes on a node.
+    SignalJob {
+        /// Node name.
+        node: String,
+        /// `host:port` of its daemon.
+        addr: String,
+        /// The job.
+        job_id: JobId,
+        /// Signal number.
+        signal: i32,
+        /// Only the batch shell.
+        batch_only: bool,
+    },
+    /// End a job's processes on a node (SIGTERM, then SIGKILL after `kill_wait`).
+    TerminateJob {
+        /// Node name.
+        node: String,
+        /// `host:port` of its daemon.
+        addr: String,
+        /// The job.
+        job_id: JobId,
+        /// KillWait seconds.
+        kill_wait: u32,
+    },
+}
+
+/// Settings the engine takes from slurm.conf.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// ClusterName.
+    pub cluster_name: String,
+    /// The controller's host name, for `SLURM_WORKING_CLUSTER`.
+    pub ctld_host: String,
+    /// The controller's address.
+    pub ctld_addr: String,
+    /// SlurmctldPort.
+    pub ctld_port: u16,
+    /// SlurmdPort.
+    pub slurmd_port: u16,
+    /// SlurmUser: may administer the cluster.
+    pub slurm_user: String,
+    /// KillWait.
+    pub kill_wait: u32,
+    /// MinJobAge.
+    pub min_job_age: u32,
+    /// MaxJobCount.
+    pub max_job_count: u32,
+    /// FirstJobId.
+    pub first_job_id: u32,
+    /// DefMemPerCPU.
+    pub def_mem_per_cpu: Option<u64>,
+    /// DefMemPerNode.
+    pub def_mem_per_node: Option<u64>,
+    /// MaxMemPerNode.
+    pub max_mem_per_node: Option<u64>,
+    /// SelectTypeParameters includes memory: memory is consumable.
+    pub memory_consumable: bool,
+    /// GresTypes.
+    pub gres_types: Vec<String>,
+    /// Path of slurm.conf (`SLURM_CONF` for jobs).
+    pub conf_path: String,
+}
+
+impl Settings {
+    /// Reads the settings from a parsed slurm.conf.
+    pub fn from_config(cfg: &conf::Config) -> Settings {
+        let ctld = cfg.slurmctld_host.first();
+        let select_params = cfg
+            .other
+            .get("selecttypeparameters")
+            .map(|(_, v)| v.to_ascii_uppercase())
+            .unwrap_or_default();
+        Settings {
+            cluster_name: cfg.cluster_name.clone(),
+            ctld_host: ctld.map(|h| h.name.clone()).unwrap_or_default(),
+            ctld_addr: ctld
+                .map(|h| h.addr.clone().unwrap_or_else(|| h.name.clone()))
+                .unwrap_or_default(),
+            ctld_port: cfg.slurmctld_port,
+            slurmd_port: cfg.slurmd_port,
+            slurm_user: cfg.slurm_user.clone(),
+            kill_wait: cfg.kill_wait,
+            min_job_age: cfg.min_job_age,
+            max_job_count: cfg.max_job_count,
+            first_job_id: cfg.first_job_id.max(1),
+            def_mem_per_cpu: cfg.def_mem_per_cpu,
+            def_mem_per_node: cfg.def_mem_per_node,
+            max_mem_per_node: cfg.max_mem_per_node,
+            memory_consumable: select_params.contains("MEMORY"),
+            gres_types: cfg.gres_types.clone(),
+            conf_path: cfg.path.display().to_string(),
+        }
+    }
+}
+
+/// A node as the controller tracks it.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// Its configuration.
+    pub conf: conf::NodeConf,
+    /// `host:port` of its daemon.
+    pub daemon_addr: String,
+    /// Port of its daemon.
+    pub port: u16,
+    /// Base state and flags.
+    pub state: NodeState,
+    /// Has registered since the controller started.
+    pub registered: bool,
+    /// Drain/down reason.
+    pub reason: Option<String>,
+    /// Who set the reason.
+    pub reason_user: Option<String>,
+    /// When the reason was set.
+    pub reason_time: Option<Timestamp>,
+    /// CPUs allocated.
+    pub alloc_cpus: u32,
+    /// Memory allocated (MB).
+    pub alloc_mem: u64,
+    /// GRES pools with their use.
+    pub gres: Vec<GresPool>,
+    /// Jobs holding resources here.
+    pub jobs: BTreeSet<JobId>,
+    /// An exclusive job runs here.
+    pub exclusive_in_use: bool,
+    /// Partitions containing it.
+    pub partitions: Vec<String>,
+    /// What it last reported.
+    pub report: Option<proto::NodeRegistration>,
+    /// Last time a job ran here.
+    pub last_busy: Option<Timestamp>,
+}
+
+/// A partition as the controller tracks it.
+#[derive(Clone, Debug)]
+pub struct Partition {
+    /// Its configuration.
+    pub conf: conf::PartitionConf,
+    /// Member node indexes.
+    pub nodes: Vec<NodeIdx>,
+}
+
+/// A job as the controller tracks it.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Its id.
+    pub id: JobId,
+    /// The submission.
+    pub desc: JobDesc,
+    /// Base state.
+    pub state: JobState,
+    /// Processes still being cleaned up on its batch host.
+    pub completing: bool,
+    /// Why it waits (or why it ended).
+    pub reason: PendingReason,
+    /// Priority (0 while held).
+    pub priority: u32,
+    /// Priority it had before a hold.
+    pub base_priority: u32,
+    /// Submission time.
+    pub submit_time: Timestamp,
+    /// When it became eligible.
+    pub eligible_time: Timestamp,
+    /// Start time.
+    pub start_time: Option<Timestamp>,
+    /// End time.
+    pub end_time: Option<Timestamp>,
+    /// Candidate partitions (indexes), in the user's order.
+    pub partitions: Vec<usize>,
+    /// The partition it runs in (or the first candidate while pending).
+    pub partition: usize,
+    /// Effective time limit.
+    pub time_limit: TimeLimit,
+    /// Minimum nodes.
+    pub min_nodes: u32,
+    /// Maximum nodes.
+    pub max_nodes: u32,
+    /// Tasks.
+    pub ntasks: u32,
+    /// Allocation while running or completing.
+    pub alloc: Option<Allocation>,
+    /// Exit status.
+    pub exit: ExitCode,
+    /// Times requeued.
+    pub restarts: u32,
+    /// Requeue allowed.
+    pub requeue: bool,
+    /// The `--signal` warning has been sent.
+    pub warned: bool,
+    /// Resolved stdout path.
+    pub stdout: String,
+    /// Resolved stderr path.
+    pub stderr: String,
+    /// Last scheduling pass that looked at it.
+    pub last_sched_eval: Option<Timestamp>,
+    /// Held, and by whom (user hold when true).
+    pub held: Option<bool>,
+    /// Priority set by an administrator.
+    pub admin_priority: Option<u32>,
+}
+
+/// The controller's state.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    settings: Settings,
+    nodes: Vec<Node>,
+    node_by_name: BTreeMap<String, NodeIdx>,
+    parts: Vec<Partition>,
+    jobs: BTreeMap<JobId, Job>,
+    next_job_id: u32,
+    n_submitted: u32,
+    outbox: Vec<Command>,
+    boot_time: Timestamp,
+}
+
+impl Engine {
+    /// Builds the tables from slurm.conf.
+    pub fn new(cfg: &conf::Config, now: Timestamp) -> Engine {
+        let settings = Settings::from_config(cfg);
+        let mut nodes = Vec::new();
+        let mut node_by_name = BTreeMap::new();
+        for (i, nc) in cfg.nodes.iter().enumerate() {
+            node_by_name.insert(nc.name.clone(), NodeIdx(i as u32));
+            nodes.push(nodes::new_node(nc, cfg, &settings));
+        }
+        let mut parts = Vec::new();
+        for pc in &cfg.partitions {
+            let members: Vec<NodeIdx> = pc
+                .nodes
+                .iter()
+                .filter_map(|n| node_by_name.get(n).copied())
+                .collect();
+            for m in &members {
+                nodes[m.0 as usize].partitions.push(pc.name.clone());
+            }
+            parts.push(Partition {
+                conf: pc.clone(),
+                nodes: members,
+            });
+        }
+        Engine {
+            next_job_id: settings.first_job_id,
+            settings,
+            nodes,
+            node_by_name,
+            parts,
+            jobs: BTreeMap::new(),
+            n_submitted: 0,
+            outbox: Vec::new(),
+            boot_time: now,
+        }
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// When the controller started.
+    pub fn boot_time(&self) -> Timestamp {
+        self.boot_time
+    }
+
+    /// Effects queued since the last call.
+    pub fn take_commands(&mut self) -> Vec<Command> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    /// A job by id.
+    pub fn job(&self, id: JobId) -> Option<&Job> {
+        self.jobs.get(&id)
+    }
+
+    /// A node by name.
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.node_by_name
+            .get(name)
+            .map(|i| &self.nodes[i.0 as usize])
+    }
+
+    /// True when `who` may administer the cluster (root or SlurmUser).
+    pub fn is_admin(&self, who: &Identity) -> bool {
+        who.uid == 0 || who.user == self.settings.slurm_user
+    }
+
+    fn may_modify(&self, who: &Identity, job: &Job) -> bool {
+        self.is_admin(who) || who.uid == job.desc.uid
+    }
+
+    /// The earliest time something must happen without an outside event
+    /// (a time limit, a `--signal` warning, a begin time, a purge).
+    pub fn next_wakeup(&self) -> Option<Timestamp> {
+        let mut next: Option<Timestamp> = None;
+        let mut consider = |t: Timestamp| {
+            next = Some(next.map_or(t, |n: Timestamp| n.min(t)));
+        };
+        for job in self.jobs.values() {
+            match job.state {
+                JobState::Running => {
+                    if let (Some(start), TimeLimit::Minutes(m)) = (job.start_time, job.time_limit) {
+                        let end = start + m as i64 * 60;
+                        consider(end);
+                        if let (Some(sig), false) = (&job.desc.signal, job.warned) {
+                            consider(end - sig.secs as i64);
+                        }
+                    }
+                }
+                JobState::Pending => {
+                    if let Some(b) = job.desc.begin_time {
+                        if job.reason == PendingReason::BeginTime {
+                            consider(b);
+                        }
+                    }
+                }
+                _ => {
+                    if let Some(end) = job.end_time {
+                        if !job.completing {
+                            consider(end + self.settings.min_job_age as i64);
+                        }
+                    }
+                }
+            }
+        }
+        next
+    }
+
+    /// Acts on the passage of time: `--signal` warnings, time limits, begin
+    /// times and the purge of old finished jobs. Call `schedule` after.
+    pub fn on_timer(&mut self, now: Timestamp) {
+        let ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        for id in ids {
+            let job = &self.jobs[&id];
+            match job.state {
+                JobState::Running => {
+                    let (Some(start), TimeLimit::Minutes(m)) = (job.start_time, job.time_limit) else {
+                        continue;
+                    };
+                    let end = start + m as i64 * 60;
+                    if let (Some(sig), false) = (job.desc.signal.clone(), job.warned) {
+                        if now >= end - sig.secs as i64 && now < end {
+                            self.jobs.get_mut(&id).expect("job").warned = true;
+                            self.signal_job_nodes(id, sig.signal, sig.batch_only);
+                        }
+                    }
+                    if now >= end {
+                        self.end_job(id, JobState::Timeout, now);
+                    }
+                }
+                JobState::Pending => {}
+                _ => {
+                    if let Some(end) = job.end_time {
+                        if !job.completing && now >= end + self.settings.min_job_age as i64 {
+                            self.jobs.remove(&id);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks the tables' internal consistency; returns what is wrong.
+    pub fn check_invariants(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut cpus = vec![0u32; self.nodes.len()];
+        let mut mem = vec![0u64; self.nodes.len()];
+        for job in self.jobs.values() {
+            let holds = job.alloc.is_some();
+            if holds != (job.state == JobState::Running || job.completing) {
+                problems.push(format!(
+                    "job {} in state {:?} (completing {}) has allocation {}",
+                    job.id, job.state, job.completing, holds
+                ));
+            }
+            if let Some(a) = &job.alloc {
+                for na in &a.nodes {
+                    cpus[na.node.0 as usize] += na.cpus;
+                    mem[na.node.0 as usize] += na.mem;
+                }
+            }
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.alloc_cpus != cpus[i] || n.alloc_mem != mem[i] {
+                problems.push(format!(
+                    "node {} accounts {} cpus / {} MB but jobs hold {} / {}",
+                    n.conf.name, n.alloc_cpus, n.alloc_mem, cpus[i], mem[i]
+                ));
+            }
+            if n.alloc_cpus > n.conf.cpus {
+                problems.push(format!("node {} over-allocated", n.conf.name));
+            }
+        }
+        problems
+    }
+
+    fn refresh_node_state(&mut self, idx: NodeIdx) {
+        let completing = {
+            let n = &self.nodes[idx.0 as usize];
+            n.jobs.iter().any(|j| self.jobs.get(j).is_some_and(|j| j.completing))
+        };
+        let n = &mut self.nodes[idx.0 as usize];
+        n.state.completing = completing;
+        if matches!(
+            n.state.base,
+            NodeBase::Idle | NodeBase::Mixed | NodeBase::Allocated
+        ) {
+            n.state.base = if n.alloc_cpus == 0 {
+                NodeBase::Idle
+            } else if n.alloc_cpus >= n.conf.cpus {
+                NodeBase::Allocated
+            } else {
+                NodeBase::Mixed
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

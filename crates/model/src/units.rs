@@ -29,9 +29,7 @@ pub enum UnitError {
 }
 
 /// A time limit: a number of minutes, or UNLIMITED/INFINITE.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TimeLimit {
     /// No limit.
     #[default]
@@ -239,4 +237,21 @@ pub fn parse_count(s: &str) -> Option<u64> {
         return None;
     }
     digits.parse::<u64>().ok()?.checked_mul(scale)
+}
+
+/// UNLIMITED is longer than any number of minutes.
+impl Ord for TimeLimit {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let key = |t: &TimeLimit| match t {
+            TimeLimit::Minutes(m) => u64::from(*m),
+            TimeLimit::Unlimited => u64::MAX,
+        };
+        key(self).cmp(&key(other))
+    }
+}
+
+impl PartialOrd for TimeLimit {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }

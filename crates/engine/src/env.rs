@@ -1,0 +1,231 @@
+//! What a batch job is started with: its environment (the `SLURM_*`
+//! variables of sbatch(1) "OUTPUT ENVIRONMENT VARIABLES", both old and new
+//! spellings, since MPI launchers read the old ones) and its output paths.
+
+use crate::{Engine, Job};
+use model::JobId;
+use proto::BatchLaunch;
+
+/// Slurm's run-length form for per-node counts: `2(x3),1`.
+pub fn rle_counts(counts: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < counts.len() {
+        let mut j = i;
+        while j + 1 < counts.len() && counts[j + 1] == counts[i] {
+            j += 1;
+        }
+        let n = j - i + 1;
+        out.push(if n > 1 {
+            format!("{}(x{})", counts[i], n)
+        } else {
+            counts[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+/// Expands sbatch's filename pattern (`%j %x %u %N %A %a %J %s %n %t %%`, with
+/// zero padding such as `%4j`) and makes it absolute against the working
+/// directory. Directories are not created, as in Slurm.
+pub(crate) fn expand_path(pattern: &str, job: &Job, batch_host: &str) -> String {
+    let mut out = String::new();
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut width = String::new();
+        while let Some(d) = chars.peek().copied().filter(|d| d.is_ascii_digit()) {
+            width.push(d);
+            chars.next();
+        }
+        let width: usize = width.parse().unwrap_or(0);
+        let Some(code) = chars.next() else {
+            out.push('%');
+            break;
+        };
+        let num = |n: u64| format!("{:0width$}", n, width = width);
+        match code {
+            'j' | 'A' | 'J' => out.push_str(&num(job.id.0 as u64)),
+            'a' => out.push_str(&num(4_294_967_294)),
+            'x' => out.push_str(&job.desc.name),
+            'u' => out.push_str(&job.desc.user),
+            'N' => out.push_str(batch_host),
+            'n' | 't' => out.push_str(&num(0)),
+            's' => out.push_str("batch"),
+            '%' => out.push('%'),
+            other => {
+                out.push('%');
+                out.push(other);
+            }
+        }
+    }
+    if out.starts_with('/') {
+        out
+    } else {
+        format!("{}/{}", job.desc.work_dir.trim_end_matches('/'), out)
+    }
+}
+
+impl Engine {
+    /// The launch message for a job that just started.
+    pub(crate) fn batch_launch(&self, id: JobId) -> BatchLaunch {
+        let job = &self.jobs[&id];
+        let alloc = job.alloc.as_ref().expect("started job has an allocation");
+        let batch = &alloc.nodes[0];
+        let batch_node = &self.nodes[batch.node.0 as usize];
+        let gpus: Vec<u32> = batch
+            .gres
+            .iter()
+            .filter(|(p, _)| batch_node.gres[*p].name == "gpu")
+            .flat_map(|(_, idx)| idx.iter().copied())
+            .collect();
+        BatchLaunch {
+            job_id: id,
+            uid: job.desc.uid,
+            gid: job.desc.gid,
+            user: job.desc.user.clone(),
+            script: job.desc.script.clone(),
+            argv: job.desc.argv.clone(),
+            env: self.batch_env(job),
+            work_dir: job.desc.work_dir.clone(),
+            stdout: job.stdout.clone(),
+            stderr: job.stderr.clone(),
+            stdin: job
+                .desc
+                .stdin
+                .clone()
+                .unwrap_or_else(|| "/dev/null".to_string()),
+            open_append: job.desc.open_append,
+            cpus: batch.cpus,
+            mem: batch.mem,
+            gpus,
+            time_limit_secs: match job.time_limit {
+                model::TimeLimit::Minutes(m) => Some(m as u64 * 60),
+                model::TimeLimit::Unlimited => None,
+            },
+        }
+    }
+
+    /// The batch script's environment: the user's exported variables, then
+    /// Slurm's. Node-only values (`SLURMD_NODENAME`, `SLURM_TASK_PID`) are
+    /// added by the node daemon.
+    pub(crate) fn batch_env(&self, job: &Job) -> Vec<(String, String)> {
+        let alloc = job.alloc.as_ref().expect("started job has an allocation");
+        let d = &job.desc;
+        let names: Vec<String> = alloc
+            .nodes
+            .iter()
+            .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
+            .collect();
+        let nodelist = hostlist::compress(&names);
+        let cpus: Vec<u32> = alloc.nodes.iter().map(|n| n.cpus).collect();
+        let tasks: Vec<u32> = alloc.nodes.iter().map(|n| n.tasks).collect();
+        let n_tasks: u32 = tasks.iter().sum();
+        let batch = &alloc.nodes[0];
+        let batch_node = &self.nodes[batch.node.0 as usize];
+        let mut slurm: Vec<(String, String)> = Vec::new();
+        let mut set = |k: &str, v: String| slurm.push((k.to_string(), v));
+        set("ENVIRONMENT", "BATCH".into());
+        set("SLURM_CLUSTER_NAME", self.settings.cluster_name.clone());
+        set("SLURM_CPUS_ON_NODE", batch.cpus.to_string());
+        if let Some(c) = d.cpus_per_task {
+            set("SLURM_CPUS_PER_TASK", c.to_string());
+        }
+        set("SLURM_GTIDS", "0".into());
+        set("SLURM_JOBID", job.id.to_string());
+        set("SLURM_JOB_ID", job.id.to_string());
+        set(
+            "SLURM_JOB_ACCOUNT",
+            d.account.clone().unwrap_or_else(|| "(null)".into()),
+        );
+        set("SLURM_JOB_CPUS_PER_NODE", rle_counts(&cpus));
+        set("SLURM_JOB_GID", d.gid.to_string());
+        set("SLURM_JOB_NAME", d.name.clone());
+        set("SLURM_JOB_NODELIST", nodelist.clone());
+        set("SLURM_JOB_NUM_NODES", names.len().to_string());
+        set(
+            "SLURM_JOB_PARTITION",
+            self.parts[alloc.partition].conf.name.clone(),
+        );
+        set(
+            "SLURM_JOB_QOS",
+            d.qos.clone().unwrap_or_else(|| "normal".into()),
+        );
+        set("SLURM_JOB_UID", d.uid.to_string());
+        set("SLURM_JOB_USER", d.user.clone());
+        set("SLURM_LOCALID", "0".into());
+        match (d.mem_per_node, d.mem_per_cpu) {
+            (Some(_), _) => set("SLURM_MEM_PER_NODE", batch.mem.to_string()),
+            (None, Some(m)) => set("SLURM_MEM_PER_CPU", m.to_string()),
+            (None, None) => {
+                let part = &self.parts[alloc.partition].conf;
+                match part.def_mem_per_cpu.or(self.settings.def_mem_per_cpu) {
+                    Some(m) => set("SLURM_MEM_PER_CPU", m.to_string()),
+                    None => set("SLURM_MEM_PER_NODE", batch.mem.to_string()),
+                }
+            }
+        }
+        set("SLURM_NNODES", names.len().to_string());
+        set("SLURM_NODEID", "0".into());
+        set("SLURM_NODELIST", nodelist);
+        set("SLURM_NODE_ALIASES", "(null)".into());
+        set("SLURM_NPROCS", n_tasks.to_string());
+        set("SLURM_NTASKS", n_tasks.to_string());
+        if let Some(t) = d.ntasks_per_node {
+            set("SLURM_NTASKS_PER_NODE", t.to_string());
+        }
+        set("SLURM_PRIO_PROCESS", "0".into());
+        set("SLURM_PROCID", "0".into());
+        if job.restarts > 0 {
+            set("SLURM_RESTART_COUNT", job.restarts.to_string());
+        }
+        set("SLURM_SUBMIT_DIR", d.submit_dir.clone());
+        set("SLURM_SUBMIT_HOST", d.submit_host.clone());
+        set("SLURM_TASKS_PER_NODE", rle_counts(&tasks));
+        set(
+            "SLURM_WORKING_CLUSTER",
+            format!(
+                "{}:{}:{}:9728:109",
+                self.settings.cluster_name, self.settings.ctld_addr, self.settings.ctld_port
+            ),
+        );
+        let gpus: Vec<String> = batch
+            .gres
+            .iter()
+            .filter(|(p, _)| batch_node.gres[*p].name == "gpu")
+            .flat_map(|(_, idx)| idx.iter().map(|i| i.to_string()))
+            .collect();
+        if !gpus.is_empty() {
+            let list = gpus.join(",");
+            set("SLURM_GPUS_ON_NODE", gpus.len().to_string());
+            set("SLURM_JOB_GPUS", list.clone());
+            set("CUDA_VISIBLE_DEVICES", list.clone());
+            set("GPU_DEVICE_ORDINAL", list);
+        }
+        if let Some(g) = &d.gpus {
+            set("SLURM_GPUS", g.count.to_string());
+        }
+        if let Some(g) = &d.gpus_per_node {
+            set("SLURM_GPUS_PER_NODE", g.count.to_string());
+        }
+        if let Some(g) = &d.gpus_per_task {
+            set("SLURM_GPUS_PER_TASK", g.count.to_string());
+        }
+        // The user's variables come first; Slurm's win on conflict.
+        let mut env: Vec<(String, String)> = d
+            .env
+            .iter()
+            .filter(|(k, _)| !slurm.iter().any(|(s, _)| s == k))
+            .cloned()
+            .collect();
+        if !env.iter().any(|(k, _)| k == "TMPDIR") {
+            env.push(("TMPDIR".into(), "/tmp".into()));
+        }
+        env.extend(slurm);
+        env
+    }
+}

@@ -1,0 +1,266 @@
+//! Views of the tables for the commands: `JobInfo`, `NodeInfo`,
+//! `PartitionInfo` and the effective configuration.
+
+use crate::{Engine, Job};
+use model::units::format_memory_mb;
+use model::{Gres, JobState, Timestamp};
+use proto::{ConfigInfo, JobInfo, JobList, NodeInfo, PartitionInfo};
+
+/// `OverSubscribe=EXCLUSIVE` as the configuration stores it.
+pub const OVERSUBSCRIBE_EXCLUSIVE: &str = "EXCLUSIVE";
+
+/// Slurm's TRES string: `cpu=4,mem=2000M,node=2,billing=4,gres/gpu=2`.
+fn tres_string(cpus: u32, mem: u64, nodes: u32, gpus: u64) -> String {
+    let mut s = format!("cpu={cpus}");
+    if mem > 0 {
+        s.push_str(&format!(",mem={}", format_memory_mb(mem)));
+    }
+    s.push_str(&format!(",node={nodes},billing={cpus}"));
+    if gpus > 0 {
+        s.push_str(&format!(",gres/gpu={gpus}"));
+    }
+    s
+}
+
+fn gres_spec(prefix: &str, g: &[Gres]) -> Option<String> {
+    (!g.is_empty()).then(|| {
+        g.iter()
+            .map(|g| format!("{prefix}{g}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    })
+}
+
+impl Engine {
+    fn job_info(&self, job: &Job, now: Timestamp) -> JobInfo {
+        let d = &job.desc;
+        let (nodes, cpus_per_node, num_cpus, num_nodes, tres) = match &job.alloc {
+            Some(a) => {
+                let names: Vec<String> = a
+                    .nodes
+                    .iter()
+                    .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
+                    .collect();
+                let cpus: Vec<u32> = a.nodes.iter().map(|n| n.cpus).collect();
+                let total: u32 = cpus.iter().sum();
+                let mem: u64 = a.nodes.iter().map(|n| n.mem).sum();
+                let gpus: u64 = a
+                    .nodes
+                    .iter()
+                    .map(|n| {
+                        let node = &self.nodes[n.node.0 as usize];
+                        n.gres
+                            .iter()
+                            .filter(|(p, _)| node.gres[*p].name == "gpu")
+                            .map(|(_, i)| i.len() as u64)
+                            .sum::<u64>()
+                    })
+                    .sum();
+                let n = names.len() as u32;
+                (names, cpus, total, n, tres_string(total, mem, n, gpus))
+            }
+            None => {
+                let req = self.request_for(job);
+                let cpus = job.ntasks * req.cpus_per_task;
+                let mem = match (req.mem_per_node, req.mem_per_cpu) {
+                    (Some(m), _) => m * job.min_nodes as u64,
+                    (None, Some(m)) => m * cpus as u64,
+                    _ => 0,
+                };
+                let gpus = req
+                    .gres_per_node
+                    .iter()
+                    .filter(|g| g.name == "gpu")
+                    .map(|g| g.count * job.min_nodes as u64)
+                    .sum::<u64>()
+                    + req.gpus_total.as_ref().map_or(0, |g| g.count);
+                (Vec::new(), Vec::new(), cpus, job.min_nodes, tres_string(cpus, mem, job.min_nodes, gpus))
+            }
+        };
+        let run_time = match (job.start_time, job.state) {
+            (Some(s), JobState::Running) => (now - s).max(0) as u64,
+            (Some(s), _) => (job.end_time.unwrap_or(now) - s).max(0) as u64,
+            _ => 0,
+        };
+        let req = self.request_for(job);
+        let mut tres_per_node: Vec<Gres> = d.gres.clone();
+        if let Some(g) = &d.gpus_per_node {
+            tres_per_node.push(g.clone());
+        }
+        JobInfo {
+            job_id: job.id,
+            name: d.name.clone(),
+            user: d.user.clone(),
+            uid: d.uid,
+            group: d.user.clone(),
+            gid: d.gid,
+            account: d.account.clone().unwrap_or_else(|| "(null)".into()),
+            qos: d.qos.clone().unwrap_or_else(|| "normal".into()),
+            partition: if job.state == JobState::Pending && job.partitions.len() > 1 {
+                job.partitions
+                    .iter()
+                    .map(|p| self.parts[*p].conf.name.clone())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            } else {
+                self.parts[job.partition].conf.name.clone()
+            },
+            state: job.state,
+            completing: job.completing,
+            reason: job.reason,
+            priority: job.priority,
+            nice: d.nice,
+            submit_time: job.submit_time,
+            eligible_time: job.eligible_time,
+            start_time: job.start_time,
+            end_time: job.end_time,
+            run_time,
+            time_limit: job.time_limit,
+            time_min: d.time_min,
+            batch_host: nodes.first().cloned(),
+            nodes,
+            num_nodes,
+            max_nodes: Some(job.max_nodes),
+            num_cpus,
+            num_tasks: job.ntasks,
+            cpus_per_task: req.cpus_per_task,
+            ntasks_per_node: d.ntasks_per_node,
+            cpus_per_node,
+            mem_per_cpu: req.mem_per_cpu,
+            mem_per_node: req.mem_per_node,
+            tres_per_node: gres_spec("gres:", &tres_per_node),
+            tres_per_job: d.gpus.as_ref().map(|g| format!("gres:{g}")),
+            tres_per_task: d.gpus_per_task.as_ref().map(|g| format!("gres:{g}")),
+            tres,
+            req_nodes: d.nodelist.clone(),
+            exc_nodes: d.exclude.clone(),
+            features: d.constraint.clone(),
+            exclusive: req.exclusive,
+            work_dir: d.work_dir.clone(),
+            command: None,
+            stdout: job.stdout.clone(),
+            stderr: job.stderr.clone(),
+            stdin: d.stdin.clone().unwrap_or_else(|| "/dev/null".into()),
+            exit_code: job.exit,
+            requeue: job.requeue,
+            restarts: job.restarts,
+            dependency: d.dependency.clone(),
+            comment: d.comment.clone(),
+            alloc_node: d.submit_host.clone(),
+            alloc_sid: d.alloc_sid,
+            scheduler: "Main".into(),
+            last_sched_eval: job.last_sched_eval,
+            signal: d.signal.clone(),
+            begin_time: d.begin_time,
+            submit_line: d.submit_line.clone(),
+        }
+    }
+
+    /// Every job, by id, with run times as of `now`.
+    pub fn job_list(&self, now: Timestamp) -> JobList {
+        JobList {
+            now,
+            jobs: self.jobs.values().map(|j| self.job_info(j, now)).collect(),
+        }
+    }
+
+    /// Every node, in configuration order.
+    pub fn node_infos(&self) -> Vec<NodeInfo> {
+        self.nodes
+            .iter()
+            .map(|n| {
+                let used: Vec<Gres> = n
+                    .gres
+                    .iter()
+                    .map(|p| Gres {
+                        name: p.name.clone(),
+                        type_: p.type_.clone(),
+                        count: p.used.iter().filter(|u| **u).count() as u64,
+                    })
+                    .collect();
+                let r = n.report.as_ref();
+                NodeInfo {
+                    name: n.conf.name.clone(),
+                    addr: n.conf.addr.clone(),
+                    hostname: n.conf.hostname.clone(),
+                    port: n.port,
+                    state: n.state,
+                    cpus: n.conf.cpus,
+                    boards: n.conf.boards,
+                    sockets: n.conf.sockets,
+                    cores_per_socket: n.conf.cores_per_socket,
+                    threads_per_core: n.conf.threads_per_core,
+                    real_memory: n.conf.real_memory,
+                    tmp_disk: n.conf.tmp_disk,
+                    weight: n.conf.weight,
+                    alloc_cpus: n.alloc_cpus,
+                    alloc_mem: n.alloc_mem,
+                    free_mem: r.map(|r| r.free_memory),
+                    cpu_load: r.map(|r| r.cpu_load),
+                    gres: n.conf.gres.clone(),
+                    gres_used: used,
+                    features: n.conf.features.clone(),
+                    partitions: n.partitions.clone(),
+                    reason: n.reason.clone(),
+                    reason_user: n.reason_user.clone(),
+                    reason_time: n.reason_time,
+                    boot_time: r.map(|r| r.boot_time),
+                    slurmd_start_time: r.map(|r| r.start_time),
+                    last_busy: n.last_busy,
+                    version: r.map(|r| r.version.clone()),
+                    os: r.map(|r| r.os.clone()),
+                    arch: r.map(|r| r.arch.clone()),
+                }
+            })
+            .collect()
+    }
+
+    /// Every partition, in configuration order.
+    pub fn partition_infos(&self) -> Vec<PartitionInfo> {
+        self.parts
+            .iter()
+            .map(|p| {
+                let members: Vec<&crate::Node> =
+                    p.nodes.iter().map(|i| &self.nodes[i.0 as usize]).collect();
+                let cpus: u32 = members.iter().map(|n| n.conf.cpus).sum();
+                let mem: u64 = members.iter().map(|n| n.conf.real_memory).sum();
+                let gpus: u64 = members
+                    .iter()
+                    .flat_map(|n| n.conf.gres.iter())
+                    .filter(|g| g.name == "gpu")
+                    .map(|g| g.count)
+                    .sum();
+                PartitionInfo {
+                    name: p.conf.name.clone(),
+                    default: p.conf.default,
+                    nodes: p.conf.nodes.clone(),
+                    state: p.conf.state.clone(),
+                    max_time: p.conf.max_time,
+                    default_time: p.conf.default_time,
+                    max_nodes: p.conf.max_nodes,
+                    min_nodes: p.conf.min_nodes,
+                    priority_tier: p.conf.priority_tier,
+                    priority_job_factor: p.conf.priority_job_factor,
+                    oversubscribe: p.conf.oversubscribe.clone(),
+                    allow_accounts: p.conf.allow_accounts.clone(),
+                    allow_groups: p.conf.allow_groups.clone(),
+                    def_mem_per_cpu: p.conf.def_mem_per_cpu,
+                    max_mem_per_node: p.conf.max_mem_per_node,
+                    total_cpus: cpus,
+                    total_nodes: members.len() as u32,
+                    tres: tres_string(cpus, mem, members.len() as u32, gpus),
+                }
+            })
+            .collect()
+    }
+
+    /// `scontrol show config`: the configuration's entries with the values
+    /// only the running controller knows. `boot_time` is the controller's
+    /// start time, already formatted in local time by the shell.
+    pub fn config_info(&self, cfg: &conf::Config, now: Timestamp, boot_time: &str) -> ConfigInfo {
+        let mut entries = cfg.show_config_entries();
+        conf::override_entry(&mut entries, "BOOT_TIME", boot_time);
+        conf::override_entry(&mut entries, "NEXT_JOB_ID", self.next_job_id.to_string());
+        ConfigInfo { now, entries }
+    }
+}

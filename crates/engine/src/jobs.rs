@@ -1,0 +1,734 @@
+//! Job events: submission, cancel, updates, holds, requeue, the end of a
+//! batch script, and the scheduling pass that starts jobs.
+
+use crate::{Command, Engine, Job, BASE_PRIORITY};
+use model::{ExitCode, JobId, JobState, PendingReason, TimeLimit, Timestamp};
+use proto::{Identity, JobDesc, JobUpdate, SlurmError, SubmitReply, TestOnlyEstimate};
+use sched::{Constraint, Decision, JobRequest, NodeIdx, NodeView, PartView};
+
+impl Engine {
+    /// Candidate partitions for a submission: the ones named, else the default.
+    fn resolve_partitions(&self, names: &[String]) -> Result<Vec<usize>, SlurmError> {
+        if names.is_empty() {
+            return self
+                .parts
+                .iter()
+                .position(|p| p.conf.default)
+                .map(|i| vec![i])
+                .ok_or(SlurmError::InvalidPartitionName);
+        }
+        names
+            .iter()
+            .map(|n| {
+                self.parts
+                    .iter()
+                    .position(|p| &p.conf.name == n)
+                    .ok_or(SlurmError::InvalidPartitionName)
+            })
+            .collect()
+    }
+
+    fn resolve_nodes(&self, names: &[String]) -> Result<Vec<NodeIdx>, SlurmError> {
+        names
+            .iter()
+            .map(|n| self.node_idx(n).ok_or(SlurmError::InvalidNodeName))
+            .collect()
+    }
+
+    /// The scheduler's view of a job's request.
+    pub(crate) fn request_for(&self, job: &Job) -> JobRequest {
+        let d = &job.desc;
+        let part = &self.parts[job.partition].conf;
+        let (mem_per_node, mem_per_cpu) = match (d.mem_per_node, d.mem_per_cpu, d.mem_per_gpu) {
+            (Some(m), _, _) => (Some(m), None),
+            (None, Some(m), _) => (None, Some(m)),
+            (None, None, Some(_)) => (None, None),
+            (None, None, None) => {
+                match (
+                    part.def_mem_per_cpu.or(self.settings.def_mem_per_cpu),
+                    self.settings.def_mem_per_node,
+                ) {
+                    (Some(m), _) => (None, Some(m)),
+                    (None, Some(m)) => (Some(m), None),
+                    // No default at all: the job may use the whole node's memory.
+                    (None, None) => (Some(0), None),
+                }
+            }
+        };
+        let mut gres_per_node = d.gres.clone();
+        if let Some(g) = &d.gpus_per_node {
+            gres_per_node.push(g.clone());
+        }
+        JobRequest {
+            job_id: job.id,
+            priority: job.priority,
+            submit_time: job.submit_time,
+            partitions: job.partitions.clone(),
+            min_nodes: job.min_nodes,
+            max_nodes: job.max_nodes,
+            ntasks: job.ntasks,
+            ntasks_per_node: d.ntasks_per_node,
+            cpus_per_task: d.cpus_per_task.unwrap_or(1).max(1),
+            mem_per_node,
+            mem_per_cpu,
+            mem_per_gpu: d.mem_per_gpu,
+            gres_per_node,
+            gpus_total: d.gpus.clone(),
+            gpus_per_task: d.gpus_per_task.clone(),
+            cpus_per_gpu: d.cpus_per_gpu,
+            exclusive: d.exclusive,
+            required_nodes: self.resolve_nodes(&d.nodelist).unwrap_or_default(),
+            excluded_nodes: self.resolve_nodes(&d.exclude).unwrap_or_default(),
+            constraint: d.constraint.as_deref().and_then(Constraint::parse),
+            time_limit: job.time_limit,
+            memory_consumable: self.settings.memory_consumable,
+        }
+    }
+
+    pub(crate) fn node_views(&self) -> Vec<NodeView> {
+        self.nodes
+            .iter()
+            .map(|n| NodeView {
+                name: n.conf.name.clone(),
+                cpus: n.conf.cpus,
+                real_memory: n.conf.real_memory,
+                alloc_cpus: n.alloc_cpus,
+                alloc_mem: n.alloc_mem,
+                gres: n.gres.clone(),
+                features: n.conf.features.clone(),
+                weight: n.conf.weight,
+                available: n.registered && n.state.is_schedulable(),
+                exclusive_in_use: n.exclusive_in_use,
+                n_jobs: n.jobs.len() as u32,
+            })
+            .collect()
+    }
+
+    pub(crate) fn part_views(&self) -> Vec<PartView> {
+        self.parts
+            .iter()
+            .map(|p| PartView {
+                name: p.conf.name.clone(),
+                nodes: p.nodes.clone(),
+                up: p.conf.state == "UP",
+                max_nodes: p.conf.max_nodes,
+                min_nodes: p.conf.min_nodes,
+                max_time: p.conf.max_time,
+                exclusive: p.conf.oversubscribe == crate::OVERSUBSCRIBE_EXCLUSIVE,
+                max_mem_per_node: p.conf.max_mem_per_node.or(self.settings.max_mem_per_node),
+                priority_tier: p.conf.priority_tier,
+            })
+            .collect()
+    }
+
+    /// sbatch: validates and queues a job (durability is the shell's job).
+    pub fn on_submit(&mut self, mut desc: JobDesc, who: &Identity, now: Timestamp) -> Result<SubmitReply, SlurmError> {
+        // The controller trusts the credential, not what the request body says.
+        desc.uid = who.uid;
+        desc.gid = who.gid;
+        desc.user = who.user.clone();
+        if self.jobs.len() as u32 >= self.settings.max_job_count {
+            return Err(SlurmError::TooManyJobs);
+        }
+        let partitions = self.resolve_partitions(&desc.partitions)?;
+        self.resolve_nodes(&desc.nodelist)?;
+        self.resolve_nodes(&desc.exclude)?;
+        let all_gres = desc
+            .gres
+            .iter()
+            .chain(desc.gpus.iter())
+            .chain(desc.gpus_per_node.iter())
+            .chain(desc.gpus_per_task.iter());
+        for g in all_gres {
+            if !self.settings.gres_types.iter().any(|t| t == &g.name) {
+                return Err(SlurmError::InvalidGres);
+            }
+        }
+        if let Some(c) = &desc.constraint {
+            if Constraint::parse(c).is_none() {
+                return Err(SlurmError::InvalidFeature);
+            }
+        }
+        if let Some(a) = &desc.account {
+            for &p in &partitions {
+                if let Some(allowed) = &self.parts[p].conf.allow_accounts {
+                    if !allowed.iter().any(|x| x == a) {
+                        return Err(SlurmError::InvalidAccount);
+                    }
+                }
+            }
+        }
+        // `--time=0` means no limit (sbatch(1)).
+        let requested_limit = match desc.time_limit {
+            Some(TimeLimit::Minutes(0)) => Some(TimeLimit::Unlimited),
+            other => other,
+        };
+        let part0 = &self.parts[partitions[0]].conf;
+        let time_limit = requested_limit
+            .or(part0.default_time)
+            .unwrap_or(part0.max_time);
+        let (min_nodes, max_nodes, ntasks) = shape(&desc);
+        let id = JobId(self.next_job_id);
+        let mut job = Job {
+            id,
+            requeue: desc.requeue.unwrap_or(true),
+            state: JobState::Pending,
+            completing: false,
+            reason: PendingReason::None,
+            priority: 0,
+            base_priority: 0,
+            submit_time: now,
+            eligible_time: now,
+            start_time: None,
+            end_time: None,
+            partition: partitions[0],
+            partitions,
+            time_limit,
+            min_nodes,
+            max_nodes,
+            ntasks,
+            alloc: None,
+            exit: ExitCode::default(),
+            restarts: 0,
+            warned: false,
+            stdout: String::new(),
+            stderr: String::new(),
+            last_sched_eval: None,
+            held: None,
+            admin_priority: None,
+            desc,
+        };
+        // Refuse at once what no partition could ever run, as Slurm does
+        // ("Requested node configuration is not available").
+        self.check_feasible(&job)?;
+        let prio = BASE_PRIORITY
+            .saturating_sub(self.n_submitted)
+            .saturating_sub(job.desc.nice.max(0) as u32)
+            .saturating_add((-job.desc.nice).max(0) as u32);
+        job.base_priority = prio.max(1);
+        job.priority = job.base_priority;
+        if job.desc.hold {
+            job.held = Some(true);
+            job.priority = 0;
+            job.reason = PendingReason::JobHeldUser;
+        } else if job.desc.begin_time.is_some_and(|b| b > now) {
+            job.reason = PendingReason::BeginTime;
+        }
+        if let Some(b) = job.desc.begin_time {
+            job.eligible_time = b.max(now);
+        }
+        if job.desc.test_only {
+            let req = self.request_for(&job);
+            let views = self.node_views();
+            let parts = self.part_views();
+            let (start, cpus, nodes, partition) = match sched::place(&req, &parts, &views) {
+                Ok(a) => (
+                    now,
+                    a.nodes.iter().map(|n| n.cpus).sum(),
+                    hostlist::compress(
+                        &a.nodes
+                            .iter()
+                            .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
+                            .collect::<Vec<_>>(),
+                    ),
+                    self.parts[a.partition].conf.name.clone(),
+                ),
+                Err(_) => (now, job.ntasks, String::new(), self.parts[job.partition].conf.name.clone()),
+            };
+            return Ok(SubmitReply {
+                job_id: id,
+                test_only: Some(TestOnlyEstimate {
+                    start_time: start,
+                    cpus,
+                    nodes,
+                    partition: partition.clone(),
+                }),
+                partition,
+            });
+        }
+        self.next_job_id += 1;
+        self.n_submitted += 1;
+        let partition = self.parts[job.partition].conf.name.clone();
+        self.jobs.insert(id, job);
+        Ok(SubmitReply {
+            job_id: id,
+            test_only: None,
+            partition,
+        })
+    }
+
+    fn check_feasible(&self, job: &Job) -> Result<(), SlurmError> {
+        let views = self.node_views();
+        let parts = self.part_views();
+        let req = self.request_for(job);
+        let mut any_refusal = false;
+        for &pi in &job.partitions {
+            if sched::placement::partition_refusal(&req, &parts[pi]).is_some() {
+                // Accepted, and left pending with the partition's reason.
+                any_refusal = true;
+                continue;
+            }
+            if sched::placement::could_ever_fit(&req, pi, &parts[pi], &views) {
+                return Ok(());
+            }
+        }
+        if any_refusal {
+            return Ok(());
+        }
+        // Tell a memory request no node can satisfy apart from the rest.
+        let mut no_mem = req.clone();
+        no_mem.mem_per_node = None;
+        no_mem.mem_per_cpu = None;
+        no_mem.mem_per_gpu = None;
+        let fits_without_mem = job
+            .partitions
+            .iter()
+            .any(|&pi| sched::placement::could_ever_fit(&no_mem, pi, &parts[pi], &views));
+        Err(if fits_without_mem {
+            SlurmError::MemoryNotSatisfiable
+        } else {
+            SlurmError::RequestedNodeConfigUnavailable
+        })
+    }
+
+    /// scancel: cancels a job, or signals it when `signal` is given.
+    pub fn on_cancel(
+        &mut self,
+        id: JobId,
+        signal: Option<i32>,
+        batch_only: bool,
+        who: &Identity,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
+        let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        if !self.may_modify(who, job) {
+            return Err(SlurmError::AccessDenied);
+        }
+        if job.state.is_finished() {
+            return Err(SlurmError::AlreadyDone);
+        }
+        match (signal, job.state) {
+            (Some(sig), JobState::Running) => {
+                self.signal_job_nodes(id, sig, batch_only);
+                Ok(())
+            }
+            (Some(_), _) => Err(SlurmError::JobNotRunning),
+            (None, _) => {
+                self.end_job(id, JobState::Cancelled, now);
+                Ok(())
+            }
+        }
+    }
+
+    /// Sends `signal` to the job's processes (the batch host runs them all for now).
+    pub(crate) fn signal_job_nodes(&mut self, id: JobId, signal: i32, batch_only: bool) {
+        let Some(job) = self.jobs.get(&id) else { return };
+        let Some(alloc) = &job.alloc else { return };
+        let targets: Vec<NodeIdx> = if batch_only {
+            alloc.nodes.first().map(|n| n.node).into_iter().collect()
+        } else {
+            alloc.nodes.iter().map(|n| n.node).collect()
+        };
+        for idx in targets {
+            let n = &self.nodes[idx.0 as usize];
+            self.outbox.push(Command::SignalJob {
+                node: n.conf.name.clone(),
+                addr: n.daemon_addr.clone(),
+                job_id: id,
+                signal,
+                batch_only,
+            });
+        }
+    }
+
+    /// Ends a job in `state` (CANCELLED, TIMEOUT, NODE_FAIL): pending jobs end
+    /// at once, running ones become COMPLETING until their batch host reports.
+    pub(crate) fn end_job(&mut self, id: JobId, state: JobState, now: Timestamp) {
+        let Some(job) = self.jobs.get_mut(&id) else { return };
+        let was_running = job.state == JobState::Running;
+        job.state = state;
+        job.end_time = Some(now);
+        job.reason = PendingReason::None;
+        if !was_running {
+            return;
+        }
+        if state == JobState::Timeout || state == JobState::Cancelled {
+            job.exit = ExitCode { code: 0, signal: 15 };
+        }
+        job.completing = true;
+        let alloc = job.alloc.clone().expect("running job has an allocation");
+        let batch = alloc.nodes[0].node;
+        // Nodes other than the batch host run nothing of a batch job yet:
+        // their share is free now; the batch host's when the script is gone.
+        for na in alloc.nodes.iter().skip(1) {
+            self.release_node_share(id, na.node);
+        }
+        self.node_command_terminate(batch, id);
+        self.refresh_node_state(batch);
+    }
+
+    /// Puts a job back in the queue, same id, restart count incremented.
+    pub(crate) fn requeue_job(&mut self, id: JobId, reason: PendingReason, now: Timestamp) {
+        let Some(job) = self.jobs.get_mut(&id) else { return };
+        let was_running = job.state == JobState::Running;
+        job.state = JobState::Pending;
+        job.restarts += 1;
+        job.reason = reason;
+        job.start_time = None;
+        job.end_time = None;
+        job.warned = false;
+        job.exit = ExitCode::default();
+        job.eligible_time = now;
+        if was_running {
+            job.completing = true;
+            let alloc = job.alloc.clone().expect("running job has an allocation");
+            for na in alloc.nodes.iter().skip(1) {
+                self.release_node_share(id, na.node);
+            }
+            self.node_command_terminate(alloc.nodes[0].node, id);
+        }
+    }
+
+    /// A node daemon reports that a batch script ended.
+    pub fn on_job_exited(
+        &mut self,
+        id: JobId,
+        node: &str,
+        exit: ExitCode,
+        launch_failed: Option<String>,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
+        let idx = self.node_idx(node).ok_or(SlurmError::InvalidNodeName)?;
+        let Some(job) = self.jobs.get_mut(&id) else {
+            // Already purged: nothing to record.
+            return Ok(());
+        };
+        match job.state {
+            JobState::Running => {
+                job.exit = exit;
+                job.end_time = Some(now);
+                job.state = if launch_failed.is_some() || !exit.is_success() {
+                    JobState::Failed
+                } else {
+                    JobState::Completed
+                };
+                if launch_failed.is_some() {
+                    job.reason = PendingReason::LaunchFailRequeueHold;
+                }
+            }
+            JobState::Pending => {
+                // A requeued job's old processes are gone: it may run again.
+            }
+            _ => {
+                if job.state != JobState::Cancelled && job.state != JobState::Timeout {
+                    job.exit = exit;
+                }
+            }
+        }
+        self.release_all(id);
+        self.refresh_node_state(idx);
+        Ok(())
+    }
+
+    /// The shell could not deliver a launch to the node: the node is set DOWN
+    /// and the job requeued (or failed, when it may not be requeued).
+    pub fn on_launch_failed(&mut self, id: JobId, node: &str, now: Timestamp) {
+        if let Some(idx) = self.node_idx(node) {
+            let n = &mut self.nodes[idx.0 as usize];
+            n.state.not_responding = true;
+            n.reason = Some("Not responding".into());
+            n.reason_user = Some(self.settings.slurm_user.clone());
+            n.reason_time = Some(now);
+            self.node_down(idx, now);
+        }
+        let _ = id;
+    }
+
+    /// `scontrol update JobId=...` (pending jobs only, as Slurm for most fields).
+    pub fn on_update_job(&mut self, id: JobId, u: JobUpdate, who: &Identity, now: Timestamp) -> Result<(), SlurmError> {
+        let admin = self.is_admin(who);
+        let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        if !self.may_modify(who, job) {
+            return Err(SlurmError::AccessDenied);
+        }
+        let pending = job.state == JobState::Pending;
+        let mut next = job.clone();
+        if let Some(t) = u.time_limit {
+            // Users may lower a running job's limit; raising it is for admins.
+            if !pending && !admin && t > job.time_limit {
+                return Err(SlurmError::AccessDenied);
+            }
+            next.time_limit = t;
+            next.desc.time_limit = Some(t);
+        }
+        let only_running_ok = u.partitions.is_none()
+            && u.min_nodes.is_none()
+            && u.max_nodes.is_none()
+            && u.ntasks.is_none()
+            && u.constraint.is_none()
+            && u.nodelist.is_none()
+            && u.exclude.is_none()
+            && u.mem_per_node.is_none()
+            && u.mem_per_cpu.is_none()
+            && u.gres.is_none()
+            && u.begin_time.is_none();
+        if !pending && !only_running_ok {
+            return Err(SlurmError::JobNotPending);
+        }
+        if let Some(p) = &u.partitions {
+            next.partitions = self.resolve_partitions(p)?;
+            next.partition = next.partitions[0];
+            next.desc.partitions = p.clone();
+        }
+        if let Some(n) = u.min_nodes {
+            next.min_nodes = n;
+            next.desc.min_nodes = Some(n);
+            next.max_nodes = u.max_nodes.unwrap_or(n).max(n);
+            next.desc.max_nodes = Some(next.max_nodes);
+            next.ntasks = next.ntasks.max(n);
+        }
+        if let Some(n) = u.ntasks {
+            next.ntasks = n;
+            next.desc.ntasks = Some(n);
+        }
+        if let Some(c) = u.constraint {
+            if !c.is_empty() && Constraint::parse(&c).is_none() {
+                return Err(SlurmError::InvalidFeature);
+            }
+            next.desc.constraint = (!c.is_empty()).then_some(c);
+        }
+        if let Some(n) = u.name {
+            next.desc.name = n;
+        }
+        if let Some(c) = u.comment {
+            next.desc.comment = Some(c);
+        }
+        if let Some(nice) = u.nice {
+            if nice < 0 && !admin {
+                return Err(SlurmError::AccessDenied);
+            }
+            next.desc.nice = nice;
+        }
+        if let Some(l) = u.nodelist {
+            self.resolve_nodes(&l)?;
+            next.desc.nodelist = l;
+        }
+        if let Some(l) = u.exclude {
+            self.resolve_nodes(&l)?;
+            next.desc.exclude = l;
+        }
+        if let Some(a) = u.account {
+            next.desc.account = Some(a);
+        }
+        if let Some(q) = u.qos {
+            next.desc.qos = Some(q);
+        }
+        if let Some(p) = u.priority {
+            if !admin {
+                return Err(SlurmError::AccessDenied);
+            }
+            next.admin_priority = Some(p);
+            next.base_priority = p;
+            if next.held.is_none() {
+                next.priority = p;
+            }
+        }
+        if let Some(m) = u.mem_per_node {
+            next.desc.mem_per_node = Some(m);
+            next.desc.mem_per_cpu = None;
+        }
+        if let Some(m) = u.mem_per_cpu {
+            next.desc.mem_per_cpu = Some(m);
+            next.desc.mem_per_node = None;
+        }
+        if let Some(g) = u.gres {
+            for x in &g {
+                if !self.settings.gres_types.iter().any(|t| t == &x.name) {
+                    return Err(SlurmError::InvalidGres);
+                }
+            }
+            next.desc.gres = g;
+        }
+        if let Some(d) = u.dependency {
+            next.desc.dependency = (!d.is_empty()).then_some(d);
+        }
+        if let Some(b) = u.begin_time {
+            next.desc.begin_time = Some(b);
+            next.eligible_time = b.max(now);
+            if b > now && next.held.is_none() {
+                next.reason = PendingReason::BeginTime;
+            }
+        }
+        if let Some(r) = u.requeue {
+            next.requeue = r;
+            next.desc.requeue = Some(r);
+        }
+        if pending {
+            self.check_feasible(&next)?;
+        }
+        self.jobs.insert(id, next);
+        Ok(())
+    }
+
+    /// `scontrol hold` / `uhold`.
+    pub fn on_hold(&mut self, id: JobId, user: bool, who: &Identity) -> Result<(), SlurmError> {
+        let admin = self.is_admin(who);
+        let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        if !self.may_modify(who, job) {
+            return Err(SlurmError::AccessDenied);
+        }
+        if job.state != JobState::Pending {
+            return Err(SlurmError::JobNotPending);
+        }
+        let job = self.jobs.get_mut(&id).expect("checked");
+        let as_user = user || !admin;
+        job.held = Some(as_user);
+        job.priority = 0;
+        job.reason = if as_user {
+            PendingReason::JobHeldUser
+        } else {
+            PendingReason::JobHeldAdmin
+        };
+        Ok(())
+    }
+
+    /// `scontrol release`.
+    pub fn on_release(&mut self, id: JobId, who: &Identity) -> Result<(), SlurmError> {
+        let admin = self.is_admin(who);
+        let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        if !self.may_modify(who, job) {
+            return Err(SlurmError::AccessDenied);
+        }
+        if job.state != JobState::Pending {
+            return Err(SlurmError::JobNotPending);
+        }
+        // A user may not release an administrator's hold.
+        if job.held == Some(false) && !admin {
+            return Err(SlurmError::AccessDenied);
+        }
+        let job = self.jobs.get_mut(&id).expect("checked");
+        job.held = None;
+        job.priority = job.base_priority;
+        job.reason = PendingReason::None;
+        Ok(())
+    }
+
+    /// `scontrol requeue` / `requeuehold`.
+    pub fn on_requeue(&mut self, id: JobId, hold: bool, who: &Identity, now: Timestamp) -> Result<(), SlurmError> {
+        let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        if !self.may_modify(who, job) {
+            return Err(SlurmError::AccessDenied);
+        }
+        if !job.requeue {
+            return Err(SlurmError::Disabled);
+        }
+        match job.state {
+            JobState::Pending | JobState::Suspended => return Err(SlurmError::TransitionStateNoUpdate),
+            _ if job.completing => return Err(SlurmError::TransitionStateNoUpdate),
+            _ => {}
+        }
+        self.requeue_job(id, PendingReason::None, now);
+        if hold {
+            let job = self.jobs.get_mut(&id).expect("checked");
+            job.held = Some(true);
+            job.priority = 0;
+            job.reason = PendingReason::JobHeldUser;
+        }
+        Ok(())
+    }
+
+    /// One scheduling pass: starts every job that fits, sets the reason of
+    /// every job that waits. Called after each batch of events.
+    pub fn schedule(&mut self, now: Timestamp) {
+        let mut requests = Vec::new();
+        for job in self.jobs.values_mut() {
+            if job.state != JobState::Pending || job.completing || job.held.is_some() {
+                continue;
+            }
+            if job.desc.begin_time.is_some_and(|b| b > now) {
+                job.reason = PendingReason::BeginTime;
+                continue;
+            }
+        }
+        for job in self.jobs.values() {
+            if job.state != JobState::Pending || job.completing || job.held.is_some() {
+                continue;
+            }
+            if job.desc.begin_time.is_some_and(|b| b > now) {
+                continue;
+            }
+            requests.push(self.request_for(job));
+        }
+        if requests.is_empty() {
+            return;
+        }
+        let plan = sched::plan(&self.node_views(), &self.part_views(), &requests, now);
+        for (id, decision) in plan.decisions {
+            match decision {
+                Decision::Start(alloc) => self.start_job(id, alloc, now),
+                Decision::Wait(reason) => {
+                    if let Some(job) = self.jobs.get_mut(&id) {
+                        job.reason = reason;
+                        job.last_sched_eval = Some(now);
+                    }
+                }
+            }
+        }
+    }
+
+    fn start_job(&mut self, id: JobId, alloc: sched::Allocation, now: Timestamp) {
+        self.take_resources(id, &alloc, now);
+        let batch = alloc.nodes[0].node;
+        let batch_name = self.nodes[batch.0 as usize].conf.name.clone();
+        {
+            let job = self.jobs.get_mut(&id).expect("scheduled job exists");
+            job.state = JobState::Running;
+            job.reason = PendingReason::None;
+            job.start_time = Some(now);
+            job.end_time = match job.time_limit {
+                TimeLimit::Minutes(m) => Some(now + m as i64 * 60),
+                TimeLimit::Unlimited => None,
+            };
+            job.partition = alloc.partition;
+            job.last_sched_eval = Some(now);
+            job.alloc = Some(alloc);
+            let d = &job.desc;
+            let out_pattern = d.stdout.clone().unwrap_or_else(|| "slurm-%j.out".to_string());
+            let err_pattern = d.stderr.clone().unwrap_or_else(|| out_pattern.clone());
+            job.stdout = crate::env::expand_path(&out_pattern, job, &batch_name);
+            job.stderr = crate::env::expand_path(&err_pattern, job, &batch_name);
+        }
+        let launch = self.batch_launch(id);
+        let n = &self.nodes[batch.0 as usize];
+        self.outbox.push(Command::LaunchBatch {
+            node: n.conf.name.clone(),
+            addr: n.daemon_addr.clone(),
+            launch: Box::new(launch),
+        });
+    }
+}
+
+/// (min nodes, max nodes, tasks) from the request, with Slurm's defaults:
+/// one task per node unless `-n`/`--ntasks-per-node` say otherwise; without
+/// `-N` a job may spread its tasks over as many nodes as it has tasks.
+pub(crate) fn shape(d: &JobDesc) -> (u32, u32, u32) {
+    let min_given = d.min_nodes.map(|n| n.max(1));
+    let ntasks = match (d.ntasks, d.ntasks_per_node, min_given) {
+        (Some(n), _, _) => n.max(1),
+        (None, Some(tpn), Some(nodes)) => tpn.max(1) * nodes,
+        (None, Some(tpn), None) => tpn.max(1),
+        (None, None, Some(nodes)) => nodes,
+        (None, None, None) => 1,
+    };
+    let min_nodes = match (min_given, d.ntasks_per_node) {
+        (Some(n), _) => n,
+        (None, Some(tpn)) => ntasks.div_ceil(tpn.max(1)),
+        (None, None) => 1,
+    };
+    let max_nodes = match (d.max_nodes, min_given) {
+        (Some(m), _) => m.max(min_nodes),
+        (None, Some(n)) => n,
+        (None, None) => ntasks.max(min_nodes),
+    };
+    (min_nodes, max_nodes, ntasks)
+}

@@ -1,0 +1,266 @@
+//! Node events: registration, administrator updates, and the bookkeeping of
+//! resources that jobs take and give back.
+
+use crate::{Command, Engine, Node, Settings};
+use model::{JobState, NodeBase, NodeState, PendingReason, Timestamp};
+use proto::{Identity, NodeRegistration, NodeStateRequest, SlurmError};
+use sched::{Allocation, GresPool, NodeIdx};
+
+/// The controller's record of a configured node, before it registers.
+pub(crate) fn new_node(nc: &conf::NodeConf, cfg: &conf::Config, settings: &Settings) -> Node {
+    let port = nc.port.unwrap_or(settings.slurmd_port);
+    // GPU indexes count up across the node's pools in configuration order,
+    // as the devices of gres.conf `File=` lines do.
+    let mut gres = Vec::new();
+    let mut next_index: std::collections::BTreeMap<String, u32> = Default::default();
+    for g in &nc.gres {
+        let start = *next_index.get(&g.name).unwrap_or(&0);
+        let n = g.count as u32;
+        next_index.insert(g.name.clone(), start + n);
+        gres.push(GresPool {
+            name: g.name.clone(),
+            type_: g.type_.clone(),
+            indexes: (start..start + n).collect(),
+            used: vec![false; n as usize],
+        });
+    }
+    let _ = cfg;
+    let base = match nc.state.as_deref() {
+        Some("FUTURE") => NodeBase::Future,
+        Some("DOWN") => NodeBase::Down,
+        _ => NodeBase::Unknown,
+    };
+    let mut state = NodeState::new(base);
+    state.drain = matches!(nc.state.as_deref(), Some("DRAIN"));
+    Node {
+        daemon_addr: format!("{}:{}", nc.addr, port),
+        port,
+        state,
+        registered: false,
+        reason: nc.reason.clone(),
+        reason_user: nc.reason.as_ref().map(|_| "slurm".to_string()),
+        reason_time: None,
+        alloc_cpus: 0,
+        alloc_mem: 0,
+        gres,
+        jobs: Default::default(),
+        exclusive_in_use: false,
+        partitions: Vec::new(),
+        report: None,
+        last_busy: None,
+        conf: nc.clone(),
+    }
+}
+
+impl Engine {
+    pub(crate) fn node_idx(&self, name: &str) -> Option<NodeIdx> {
+        self.node_by_name.get(name).copied()
+    }
+
+    /// A node daemon started and reported its resources.
+    pub fn on_node_registered(&mut self, reg: NodeRegistration, now: Timestamp) -> Result<(), SlurmError> {
+        let idx = self.node_idx(&reg.name).ok_or(SlurmError::InvalidNodeName)?;
+        let n = &mut self.nodes[idx.0 as usize];
+        // The daemon may listen elsewhere than configured (port 0 in tests).
+        n.daemon_addr = format!("{}:{}", reg.addr, reg.port);
+        n.port = reg.port;
+        n.registered = true;
+        n.state.not_responding = false;
+        // Slurm drains a node that reports less than its configuration, so
+        // jobs are never placed on resources that are not there.
+        let low_cpus = reg.cpus < n.conf.cpus;
+        let low_mem = reg.real_memory < n.conf.real_memory;
+        let drain_reason = if low_cpus {
+            Some("Low socket*core*thread count, Low CPUs".to_string())
+        } else if low_mem {
+            Some(format!(
+                "Low RealMemory (reported:{} < 100.00% of configured:{})",
+                reg.real_memory, n.conf.real_memory
+            ))
+        } else {
+            None
+        };
+        if let Some(reason) = drain_reason {
+            n.state.drain = true;
+            n.reason = Some(reason);
+            n.reason_user = Some(self.settings.slurm_user.clone());
+            n.reason_time = Some(now);
+        }
+        if n.state.base == NodeBase::Unknown {
+            n.state.base = NodeBase::Idle;
+        }
+        n.report = Some(reg);
+        self.refresh_node_state(idx);
+        Ok(())
+    }
+
+    /// `scontrol update NodeName=... State=... Reason=...`.
+    pub fn on_update_node(
+        &mut self,
+        names: &[String],
+        state: Option<NodeStateRequest>,
+        reason: Option<String>,
+        who: &Identity,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
+        if !self.is_admin(who) {
+            return Err(SlurmError::InvalidUserId);
+        }
+        let idxs: Vec<NodeIdx> = names
+            .iter()
+            .map(|n| self.node_idx(n).ok_or(SlurmError::InvalidNodeName))
+            .collect::<Result<_, _>>()?;
+        for idx in idxs {
+            match state {
+                Some(NodeStateRequest::Drain) => {
+                    let n = &mut self.nodes[idx.0 as usize];
+                    n.state.drain = true;
+                    self.set_reason(idx, reason.clone(), who, now);
+                }
+                Some(NodeStateRequest::Down) => {
+                    self.set_reason(idx, reason.clone(), who, now);
+                    self.node_down(idx, now);
+                }
+                Some(NodeStateRequest::Resume) | Some(NodeStateRequest::Idle) => {
+                    let n = &mut self.nodes[idx.0 as usize];
+                    n.state.drain = false;
+                    n.state.fail = false;
+                    if n.state.base == NodeBase::Down {
+                        n.state.base = if n.registered {
+                            NodeBase::Idle
+                        } else {
+                            NodeBase::Unknown
+                        };
+                    }
+                    n.reason = None;
+                    n.reason_user = None;
+                    n.reason_time = None;
+                    self.refresh_node_state(idx);
+                }
+                Some(NodeStateRequest::Undrain) => {
+                    let n = &mut self.nodes[idx.0 as usize];
+                    n.state.drain = false;
+                    if n.state.base != NodeBase::Down {
+                        n.reason = None;
+                        n.reason_user = None;
+                        n.reason_time = None;
+                    }
+                }
+                None => {
+                    if reason.is_some() {
+                        self.set_reason(idx, reason.clone(), who, now);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn set_reason(&mut self, idx: NodeIdx, reason: Option<String>, who: &Identity, now: Timestamp) {
+        let n = &mut self.nodes[idx.0 as usize];
+        n.reason = reason;
+        n.reason_user = Some(who.user.clone());
+        n.reason_time = Some(now);
+    }
+
+    /// Takes a node out of service: its jobs end NODE_FAIL, or go back to
+    /// the queue when they may be requeued.
+    pub(crate) fn node_down(&mut self, idx: NodeIdx, now: Timestamp) {
+        self.nodes[idx.0 as usize].state.base = NodeBase::Down;
+        let jobs: Vec<_> = self.nodes[idx.0 as usize].jobs.iter().copied().collect();
+        for id in jobs {
+            let job = &self.jobs[&id];
+            if job.state == JobState::Running {
+                if job.requeue {
+                    self.requeue_job(id, PendingReason::None, now);
+                } else {
+                    self.end_job(id, JobState::NodeFail, now);
+                }
+            }
+            // Whatever ran on the down node is gone with it: its share is free.
+            self.release_node_share(id, idx);
+        }
+        self.refresh_node_state(idx);
+    }
+
+    /// Takes `alloc`'s resources on every node it names.
+    pub(crate) fn take_resources(&mut self, job: model::JobId, alloc: &Allocation, now: Timestamp) {
+        for na in &alloc.nodes {
+            let n = &mut self.nodes[na.node.0 as usize];
+            n.alloc_cpus += na.cpus;
+            n.alloc_mem += na.mem;
+            n.jobs.insert(job);
+            n.last_busy = Some(now);
+            if alloc.exclusive {
+                n.exclusive_in_use = true;
+            }
+            for (pool, idxs) in &na.gres {
+                let pool = &mut n.gres[*pool];
+                for idx in idxs {
+                    if let Some(k) = pool.indexes.iter().position(|i| i == idx) {
+                        pool.used[k] = true;
+                    }
+                }
+            }
+            self.refresh_node_state(na.node);
+        }
+    }
+
+    /// Gives back a job's share of one node and forgets that node in its allocation.
+    pub(crate) fn release_node_share(&mut self, job: model::JobId, idx: NodeIdx) {
+        let Some(j) = self.jobs.get_mut(&job) else {
+            return;
+        };
+        let Some(alloc) = j.alloc.as_mut() else {
+            return;
+        };
+        let Some(pos) = alloc.nodes.iter().position(|na| na.node == idx) else {
+            return;
+        };
+        let na = alloc.nodes.remove(pos);
+        let exclusive = alloc.exclusive;
+        if alloc.nodes.is_empty() {
+            j.alloc = None;
+            j.completing = false;
+        }
+        let n = &mut self.nodes[idx.0 as usize];
+        n.alloc_cpus -= na.cpus;
+        n.alloc_mem -= na.mem;
+        n.jobs.remove(&job);
+        if exclusive {
+            n.exclusive_in_use = false;
+        }
+        for (pool, idxs) in &na.gres {
+            let pool = &mut n.gres[*pool];
+            for idx in idxs {
+                if let Some(k) = pool.indexes.iter().position(|i| i == idx) {
+                    pool.used[k] = false;
+                }
+            }
+        }
+        self.refresh_node_state(idx);
+    }
+
+    /// Gives back every node of a job's allocation.
+    pub(crate) fn release_all(&mut self, job: model::JobId) {
+        let nodes: Vec<NodeIdx> = self
+            .jobs
+            .get(&job)
+            .and_then(|j| j.alloc.as_ref())
+            .map(|a| a.nodes.iter().map(|n| n.node).collect())
+            .unwrap_or_default();
+        for idx in nodes {
+            self.release_node_share(job, idx);
+        }
+    }
+
+    pub(crate) fn node_command_terminate(&mut self, idx: NodeIdx, job_id: model::JobId) {
+        let n = &self.nodes[idx.0 as usize];
+        self.outbox.push(Command::TerminateJob {
+            node: n.conf.name.clone(),
+            addr: n.daemon_addr.clone(),
+            job_id,
+            kill_wait: self.settings.kill_wait,
+        });
+    }
+}

@@ -1,0 +1,332 @@
+use super::*;
+use model::{ExitCode, JobState, PendingReason};
+use proto::{JobDesc, NodeRegistration, NodeStateRequest, SlurmError};
+
+const CONF: &str = "\
+ClusterName=test
+SlurmctldHost=ctl(127.0.0.1)
+SlurmUser=slurm
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=500
+GresTypes=gpu
+KillWait=5
+MinJobAge=300
+NodeName=node[1-2] CPUs=2 RealMemory=4000 Port=7001
+NodeName=node[3-4] CPUs=2 RealMemory=4000 Gres=gpu:a100:2 Port=7003
+PartitionName=debug Nodes=node[1-4] Default=YES MaxTime=INFINITE State=UP
+PartitionName=gpu Nodes=node[3-4] MaxTime=60 State=UP
+";
+
+fn engine() -> Engine {
+    let loaded = conf::parse_str(CONF, std::path::Path::new("/x/slurm.conf"), &mut |_| {
+        Err(std::io::Error::other("no includes"))
+    })
+    .expect("config parses");
+    let mut e = Engine::new(&loaded.config, 0);
+    for i in 1..=4 {
+        e.on_node_registered(reg(&format!("node{i}"), 2, 4000), 0).unwrap();
+    }
+    e
+}
+
+fn reg(name: &str, cpus: u32, mem: u64) -> NodeRegistration {
+    NodeRegistration {
+        name: name.into(),
+        addr: "127.0.0.1".into(),
+        port: 7000,
+        cpus,
+        boards: 1,
+        sockets: cpus,
+        cores_per_socket: 1,
+        threads_per_core: 1,
+        real_memory: mem,
+        free_memory: mem,
+        cpu_load: 0.0,
+        gres: vec![],
+        os: "Linux".into(),
+        arch: "x86_64".into(),
+        boot_time: 0,
+        start_time: 0,
+        running_jobs: vec![],
+        version: "0".into(),
+    }
+}
+
+fn user() -> Identity {
+    Identity { uid: 1000, gid: 1000, user: "alice".into(), host: "h".into() }
+}
+
+fn other() -> Identity {
+    Identity { uid: 1001, gid: 1001, user: "bob".into(), host: "h".into() }
+}
+
+fn admin() -> Identity {
+    Identity { uid: 0, gid: 0, user: "root".into(), host: "h".into() }
+}
+
+fn desc() -> JobDesc {
+    JobDesc {
+        name: "job".into(),
+        script: "#!/bin/sh\ntrue\n".into(),
+        work_dir: "/tmp/w".into(),
+        submit_dir: "/tmp/w".into(),
+        ..JobDesc::default()
+    }
+}
+
+fn submit(e: &mut Engine, d: JobDesc, now: i64) -> JobId {
+    let id = e.on_submit(d, &user(), now).expect("accepted").job_id;
+    e.schedule(now);
+    assert!(e.check_invariants().is_empty(), "{:?}", e.check_invariants());
+    id
+}
+
+fn launched(cmds: &[Command]) -> Vec<(String, u32)> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::LaunchBatch { node, launch, .. } => Some((node.clone(), launch.job_id.0)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_job_starts_at_once_and_completes() {
+    let mut e = engine();
+    let id = submit(&mut e, desc(), 10);
+    assert_eq!(id, JobId(1));
+    assert_eq!(launched(&e.take_commands()), vec![("node1".to_string(), 1)]);
+    assert_eq!(e.job(id).unwrap().state, JobState::Running);
+    e.on_job_exited(id, "node1", ExitCode { code: 0, signal: 0 }, None, 12).unwrap();
+    let j = e.job(id).unwrap();
+    assert_eq!(j.state, JobState::Completed);
+    assert!(e.check_invariants().is_empty());
+    assert_eq!(e.node("node1").unwrap().state.base, model::NodeBase::Idle);
+}
+
+#[test]
+fn nonzero_exit_fails_and_signal_is_kept() {
+    let mut e = engine();
+    let a = submit(&mut e, desc(), 0);
+    let b = submit(&mut e, desc(), 0);
+    e.on_job_exited(a, "node1", ExitCode { code: 1, signal: 0 }, None, 1).unwrap();
+    e.on_job_exited(b, "node1", ExitCode { code: 0, signal: 9 }, None, 1).unwrap();
+    assert_eq!(e.job(a).unwrap().state, JobState::Failed);
+    assert_eq!(e.job(a).unwrap().exit.to_string(), "1:0");
+    assert_eq!(e.job(b).unwrap().exit.to_string(), "0:9");
+}
+
+#[test]
+fn batch_env_has_both_spellings() {
+    let mut e = engine();
+    let mut d = desc();
+    d.min_nodes = Some(2);
+    d.ntasks = Some(3);
+    d.env = vec![("PATH".into(), "/bin".into()), ("SLURM_JOB_ID".into(), "bogus".into())];
+    submit(&mut e, d, 0);
+    let cmds = e.take_commands();
+    let Command::LaunchBatch { launch, .. } = &cmds[0] else { panic!("{cmds:?}") };
+    let get = |k: &str| launch.env.iter().find(|(x, _)| x == k).map(|(_, v)| v.as_str());
+    assert_eq!(get("SLURM_JOB_ID"), Some("1"));
+    assert_eq!(get("SLURM_JOBID"), Some("1"));
+    assert_eq!(get("SLURM_JOB_NODELIST"), Some("node[1-2]"));
+    assert_eq!(get("SLURM_NODELIST"), Some("node[1-2]"));
+    assert_eq!(get("SLURM_NNODES"), Some("2"));
+    assert_eq!(get("SLURM_NTASKS"), Some("3"));
+    assert_eq!(get("SLURM_NPROCS"), Some("3"));
+    assert_eq!(get("SLURM_TASKS_PER_NODE"), Some("2,1"));
+    assert_eq!(get("SLURM_JOB_CPUS_PER_NODE"), Some("2,1"));
+    assert_eq!(get("SLURM_MEM_PER_CPU"), Some("500"));
+    assert_eq!(get("PATH"), Some("/bin"));
+    assert_eq!(launch.stdout, "/tmp/w/slurm-1.out");
+    assert_eq!(launch.env.iter().filter(|(k, _)| k == "SLURM_JOB_ID").count(), 1);
+}
+
+#[test]
+fn gpus_are_visible_only_when_allocated() {
+    let mut e = engine();
+    let mut d = desc();
+    d.partitions = vec!["gpu".into()];
+    d.gres = vec![model::Gres::parse("gpu:2").unwrap()];
+    submit(&mut e, d, 0);
+    let cmds = e.take_commands();
+    let Command::LaunchBatch { node, launch, .. } = &cmds[0] else { panic!() };
+    assert_eq!(node, "node3");
+    let get = |k: &str| launch.env.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone());
+    assert_eq!(get("CUDA_VISIBLE_DEVICES").as_deref(), Some("0,1"));
+    assert_eq!(get("SLURM_GPUS_ON_NODE").as_deref(), Some("2"));
+}
+
+#[test]
+fn impossible_requests_are_refused_and_too_many_nodes_wait() {
+    let mut e = engine();
+    let mut d = desc();
+    d.gres = vec![model::Gres::parse("gpu:a100:9").unwrap()];
+    assert_eq!(e.on_submit(d, &user(), 0).unwrap_err(), SlurmError::RequestedNodeConfigUnavailable);
+    let mut d = desc();
+    d.mem_per_node = Some(999_999);
+    assert_eq!(e.on_submit(d, &user(), 0).unwrap_err(), SlurmError::MemoryNotSatisfiable);
+    let mut d = desc();
+    d.partitions = vec!["nosuchpart".into()];
+    assert_eq!(e.on_submit(d, &user(), 0).unwrap_err(), SlurmError::InvalidPartitionName);
+    let mut d = desc();
+    d.gres = vec![model::Gres::parse("foo:1").unwrap()];
+    assert_eq!(e.on_submit(d, &user(), 0).unwrap_err(), SlurmError::InvalidGres);
+    let mut d = desc();
+    d.min_nodes = Some(10);
+    let id = submit(&mut e, d, 0);
+    assert_eq!(e.job(id).unwrap().reason, PendingReason::PartitionConfig);
+}
+
+#[test]
+fn waiting_jobs_get_resources_then_priority_and_start_when_freed() {
+    let mut e = engine();
+    let mut big = desc();
+    big.min_nodes = Some(4);
+    big.exclusive = true;
+    let a = submit(&mut e, big.clone(), 0);
+    let b = submit(&mut e, big.clone(), 1);
+    let c = submit(&mut e, big, 2);
+    assert_eq!(e.job(a).unwrap().state, JobState::Running);
+    assert_eq!(e.job(b).unwrap().reason, PendingReason::Resources);
+    assert_eq!(e.job(c).unwrap().reason, PendingReason::Priority);
+    e.take_commands();
+    e.on_job_exited(a, "node1", ExitCode::default(), None, 5).unwrap();
+    e.schedule(5);
+    assert_eq!(e.job(b).unwrap().state, JobState::Running);
+    assert_eq!(launched(&e.take_commands()), vec![("node1".to_string(), b.0)]);
+    assert!(e.check_invariants().is_empty());
+}
+
+#[test]
+fn time_limit_times_out_and_terminates() {
+    let mut e = engine();
+    let mut d = desc();
+    d.time_limit = Some(TimeLimit::Minutes(1));
+    d.signal = Some(proto::SignalSpec { signal: 10, secs: 30, batch_only: false });
+    let id = submit(&mut e, d, 0);
+    e.take_commands();
+    assert_eq!(e.next_wakeup(), Some(30));
+    e.on_timer(30);
+    assert!(matches!(e.take_commands()[..], [Command::SignalJob { signal: 10, .. }]));
+    assert_eq!(e.next_wakeup(), Some(60));
+    e.on_timer(60);
+    let j = e.job(id).unwrap();
+    assert_eq!(j.state, JobState::Timeout);
+    assert!(j.completing);
+    assert!(matches!(e.take_commands()[..], [Command::TerminateJob { kill_wait: 5, .. }]));
+    assert!(e.node("node1").unwrap().state.completing);
+    e.on_job_exited(id, "node1", ExitCode { code: 0, signal: 15 }, None, 61).unwrap();
+    let j = e.job(id).unwrap();
+    assert_eq!(j.state, JobState::Timeout);
+    assert!(!j.completing);
+    // Purged MinJobAge after its end.
+    e.on_timer(60 + 300);
+    assert!(e.job(id).is_none());
+}
+
+#[test]
+fn cancel_permissions_and_states() {
+    let mut e = engine();
+    let id = submit(&mut e, desc(), 0);
+    assert_eq!(e.on_cancel(id, None, false, &other(), 1), Err(SlurmError::AccessDenied));
+    assert_eq!(e.on_cancel(JobId(99), None, false, &user(), 1), Err(SlurmError::InvalidJobId));
+    e.on_cancel(id, None, false, &user(), 1).unwrap();
+    assert_eq!(e.job(id).unwrap().state, JobState::Cancelled);
+    assert!(e.job(id).unwrap().completing);
+    let mut held = desc();
+    held.hold = true;
+    let h = submit(&mut e, held, 2);
+    assert_eq!(e.job(h).unwrap().reason, PendingReason::JobHeldUser);
+    assert_eq!(e.job(h).unwrap().priority, 0);
+    e.on_cancel(h, None, false, &admin(), 3).unwrap();
+    assert_eq!(e.job(h).unwrap().state, JobState::Cancelled);
+    assert!(!e.job(h).unwrap().completing);
+}
+
+#[test]
+fn drained_node_takes_no_new_job_while_its_job_finishes() {
+    let mut e = engine();
+    let id = submit(&mut e, desc(), 0);
+    e.on_update_node(&["node1".into()], Some(NodeStateRequest::Drain), Some("maint".into()), &admin(), 1)
+        .unwrap();
+    assert_eq!(e.node("node1").unwrap().state.sinfo_short(), "drng");
+    assert_eq!(
+        e.on_update_node(&["node1".into()], Some(NodeStateRequest::Drain), None, &user(), 1),
+        Err(SlurmError::InvalidUserId)
+    );
+    let next = submit(&mut e, desc(), 2);
+    let cmds = e.take_commands();
+    assert_eq!(launched(&cmds), vec![("node1".to_string(), id.0), ("node2".to_string(), next.0)]);
+    e.on_job_exited(id, "node1", ExitCode::default(), None, 3).unwrap();
+    assert_eq!(e.node("node1").unwrap().state.sinfo_short(), "drain");
+    e.on_update_node(&["node1".into()], Some(NodeStateRequest::Resume), None, &admin(), 4).unwrap();
+    assert_eq!(e.node("node1").unwrap().state.sinfo_short(), "idle");
+}
+
+#[test]
+fn node_registering_with_less_than_configured_is_drained() {
+    let mut e = engine();
+    e.on_node_registered(reg("node2", 1, 4000), 5).unwrap();
+    let n = e.node("node2").unwrap();
+    assert!(n.state.drain);
+    assert_eq!(n.reason.as_deref(), Some("Low socket*core*thread count, Low CPUs"));
+    e.on_node_registered(reg("node3", 2, 2000), 5).unwrap();
+    assert_eq!(
+        e.node("node3").unwrap().reason.as_deref(),
+        Some("Low RealMemory (reported:2000 < 100.00% of configured:4000)")
+    );
+}
+
+#[test]
+fn node_down_requeues_its_jobs() {
+    let mut e = engine();
+    let id = submit(&mut e, desc(), 0);
+    let mut nr = desc();
+    nr.requeue = Some(false);
+    let nr = submit(&mut e, nr, 0);
+    e.take_commands();
+    e.on_update_node(&["node1".into()], Some(NodeStateRequest::Down), Some("dead".into()), &admin(), 5)
+        .unwrap();
+    let j = e.job(id).unwrap();
+    assert_eq!(j.state, JobState::Pending);
+    assert_eq!(j.restarts, 1);
+    assert_eq!(e.job(nr).unwrap().state, JobState::NodeFail);
+    assert!(e.check_invariants().is_empty(), "{:?}", e.check_invariants());
+    e.schedule(6);
+    assert_eq!(e.job(id).unwrap().state, JobState::Running);
+    assert_ne!(e.job(id).unwrap().alloc.as_ref().unwrap().nodes[0].node.0, 0);
+}
+
+#[test]
+fn hold_release_update_and_requeue() {
+    let mut e = engine();
+    let mut d = desc();
+    d.min_nodes = Some(4);
+    d.exclusive = true;
+    let a = submit(&mut e, d.clone(), 0);
+    let b = submit(&mut e, d, 0);
+    e.on_hold(b, true, &user()).unwrap();
+    assert_eq!(e.job(b).unwrap().reason, PendingReason::JobHeldUser);
+    e.on_release(b, &user()).unwrap();
+    e.schedule(1);
+    assert_eq!(e.job(b).unwrap().reason, PendingReason::Resources);
+    let u = proto::JobUpdate { time_limit: Some(TimeLimit::Minutes(5)), ..Default::default() };
+    e.on_update_job(b, u, &user(), 1).unwrap();
+    assert_eq!(e.job(b).unwrap().time_limit, TimeLimit::Minutes(5));
+    let u = proto::JobUpdate { min_nodes: Some(2), ..Default::default() };
+    assert_eq!(e.on_update_job(a, u, &user(), 1), Err(SlurmError::JobNotPending));
+    e.on_requeue(a, false, &user(), 2).unwrap();
+    assert_eq!(e.job(a).unwrap().state, JobState::Pending);
+    assert!(e.job(a).unwrap().completing);
+    e.on_job_exited(a, "node1", ExitCode { code: 0, signal: 15 }, None, 3).unwrap();
+    assert!(!e.job(a).unwrap().completing);
+    assert_eq!(e.job(a).unwrap().state, JobState::Pending);
+    assert!(e.check_invariants().is_empty());
+}
+
+#[test]
+fn rle_counts_form() {
+    assert_eq!(env::rle_counts(&[2, 2, 2, 1]), "2(x3),1");
+    assert_eq!(env::rle_counts(&[1]), "1");
+}
