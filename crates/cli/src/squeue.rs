@@ -1,7 +1,672 @@
-//! `squeue` (being written).
+//! `squeue`: list the controller's jobs, filtered, sorted and formatted
+//! as Slurm 22.05 prints them.
+//!
+//! ```text
+//! args --parse_args--> SqueueArgs --+
+//!                                   +--render()--> text (pure)
+//! controller --ListJobs--> JobList -+
+//! ```
+//!
+//! Not yet: job steps (`-s` prints the step header only), job arrays
+//! (JobInfo has no array fields), federation and clusters (`-M` is
+//! accepted and ignored).
+
+pub mod format;
+
+#[cfg(test)]
+mod tests;
+
+use crate::common::{fmt_banner, print_stdout};
+use crate::getopt::{self, opt, Arg, Item, OptSpec};
+use format::{Format, SortKey};
+use model::{JobState, ALL_JOB_STATES};
+use proto::{JobInfo, JobList};
+use std::fmt;
+
+/// `squeue`'s default format.
+pub const DEFAULT_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+/// `squeue -l`.
+pub const LONG_FORMAT: &str = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
+/// `squeue --start`.
+pub const START_FORMAT: &str = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R";
+/// `squeue -s`.
+pub const STEP_FORMAT: &str = "%.15i %.8j %.9P %.8u %.9M %N";
+/// Default `-S` for jobs.
+pub const DEFAULT_SORT: &str = "P,t,-p";
+
+const OPTIONS: &[OptSpec] = &[
+    opt("account", Some('A'), Arg::Required),
+    opt("all", Some('a'), Arg::None),
+    opt("array", Some('r'), Arg::None),
+    opt("array-unique", None, Arg::None),
+    opt("clusters", Some('M'), Arg::Required),
+    opt("federation", None, Arg::None),
+    opt("format", Some('o'), Arg::Required),
+    opt("Format", Some('O'), Arg::Required),
+    opt("help", None, Arg::None),
+    opt("hide", None, Arg::None),
+    opt("iterate", Some('i'), Arg::Required),
+    opt("jobs", Some('j'), Arg::Optional),
+    opt("json", None, Arg::Optional),
+    opt("licenses", Some('L'), Arg::Required),
+    opt("local", None, Arg::None),
+    opt("long", Some('l'), Arg::None),
+    opt("me", None, Arg::None),
+    opt("name", Some('n'), Arg::Required),
+    opt("noconvert", None, Arg::None),
+    opt("noheader", Some('h'), Arg::None),
+    opt("nodelist", Some('w'), Arg::Required),
+    opt("partition", Some('p'), Arg::Required),
+    opt("priority", Some('P'), Arg::None),
+    opt("qos", Some('q'), Arg::Required),
+    opt("reservation", Some('R'), Arg::Required),
+    opt("sibling", None, Arg::None),
+    opt("sort", Some('S'), Arg::Required),
+    opt("start", None, Arg::None),
+    opt("states", Some('t'), Arg::Required),
+    opt("steps", Some('s'), Arg::Optional),
+    opt("usage", None, Arg::None),
+    opt("user", Some('u'), Arg::Required),
+    opt("verbose", Some('v'), Arg::None),
+    opt("version", Some('V'), Arg::None),
+    opt("yaml", None, Arg::Optional),
+];
+
+/// Which format the user asked for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum FormatChoice {
+    /// None: the default, `-l` or `--start` format.
+    #[default]
+    Default,
+    /// `-o`.
+    Percent(String),
+    /// `-O`.
+    Long(String),
+}
+
+/// squeue's options, as parsed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SqueueArgs {
+    /// `-o` / `-O`.
+    pub format: FormatChoice,
+    /// `-l`.
+    pub long: bool,
+    /// `-h`.
+    pub noheader: bool,
+    /// `-u` (names or uids).
+    pub users: Vec<String>,
+    /// `--me`.
+    pub me: bool,
+    /// `-j` (None: not given).
+    pub jobs: Option<Vec<u32>>,
+    /// `-p`.
+    pub partitions: Vec<String>,
+    /// `-t` (None: the default set; `all` gives every state).
+    pub states: Option<Vec<StateFilter>>,
+    /// `-n`.
+    pub names: Vec<String>,
+    /// `-w`, expanded.
+    pub nodes: Vec<String>,
+    /// `-A`.
+    pub accounts: Vec<String>,
+    /// `-q`.
+    pub qos: Vec<String>,
+    /// `-S`.
+    pub sort: Option<String>,
+    /// `--start`.
+    pub start: bool,
+    /// `--json`.
+    pub json: bool,
+    /// `-s`.
+    pub steps: bool,
+    /// `-i`, seconds.
+    pub iterate: Option<u64>,
+    /// `--noconvert`.
+    pub noconvert: bool,
+    /// `-v` count.
+    pub verbose: u32,
+    /// `--help`.
+    pub help: bool,
+    /// `--usage`.
+    pub usage: bool,
+    /// `-V`.
+    pub version: bool,
+}
+
+/// One `-t` entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateFilter {
+    /// A base state.
+    State(JobState),
+    /// `CG`/`COMPLETING`.
+    Completing,
+}
+
+/// Why squeue printed nothing but an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RenderError {
+    /// `-j ID` for one id the controller does not hold.
+    InvalidJobId,
+    /// `-S` with a letter squeue does not sort by.
+    InvalidSort(char),
+    /// `-O` with an unknown field.
+    InvalidFormat(String),
+}
+
+impl fmt::Display for RenderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RenderError::InvalidJobId => {
+                f.write_str("slurm_load_jobs error: Invalid job id specified")
+            }
+            RenderError::InvalidSort(c) => {
+                write!(f, "squeue: error: Invalid sort specification: {c}")
+            }
+            RenderError::InvalidFormat(msg) => write!(f, "squeue: error: {msg}"),
+        }
+    }
+}
+
+fn split_list(v: &str) -> impl Iterator<Item = String> + '_ {
+    v.split(',').filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+fn parse_states(v: &str) -> Result<Vec<StateFilter>, String> {
+    let mut out = Vec::new();
+    for s in v.split(',').filter(|s| !s.is_empty()) {
+        if s.eq_ignore_ascii_case("all") {
+            out.extend(ALL_JOB_STATES.iter().map(|st| StateFilter::State(*st)));
+            out.push(StateFilter::Completing);
+        } else if s.eq_ignore_ascii_case("CG") || s.eq_ignore_ascii_case("COMPLETING") {
+            out.push(StateFilter::Completing);
+        } else if let Some(st) = JobState::parse(s) {
+            out.push(StateFilter::State(st));
+        } else {
+            let names: Vec<&str> = ALL_JOB_STATES.iter().map(|s| s.as_slurm_str()).collect();
+            return Err(format!(
+                "squeue: error: Invalid job state specified: {s}\nsqueue: error: Valid job states include: {},COMPLETING\n",
+                names.join(",")
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn parse_job_ids(v: &str, out: &mut Vec<u32>) -> Result<(), String> {
+    for id in v.split(',').filter(|s| !s.is_empty()) {
+        // `123_4` and `123.0` name array tasks and steps, which muster does
+        // not have yet: they select their base job.
+        let base = id.split(['_', '.']).next().unwrap_or(id);
+        match base.parse::<u32>() {
+            Ok(n) if n > 0 => out.push(n),
+            _ => return Err(format!("squeue: error: Invalid job id: {id}\n")),
+        }
+    }
+    Ok(())
+}
+
+/// Parses squeue's command line (without the program name). The error is
+/// the complete text for stderr.
+pub fn parse_args(args: &[String]) -> Result<SqueueArgs, String> {
+    let items = getopt::parse(OPTIONS, args, false).map_err(|e| {
+        format!(
+            "squeue: {}\nTry \"squeue --help\" for more information\n",
+            e.message()
+        )
+    })?;
+    let mut a = SqueueArgs::default();
+    let mut jobs_flag = false;
+    for item in items {
+        match item {
+            Item::Opt(name, value) => {
+                let v = value.unwrap_or_default();
+                match name {
+                    "account" => a.accounts.extend(split_list(&v)),
+                    "format" => a.format = FormatChoice::Percent(v),
+                    "Format" => a.format = FormatChoice::Long(v),
+                    "help" => a.help = true,
+                    "usage" => a.usage = true,
+                    "version" => a.version = true,
+                    "iterate" => match v.parse::<u64>() {
+                        Ok(n) if n > 0 => a.iterate = Some(n),
+                        _ => {
+                            return Err(format!(
+                                "squeue: error: --iterate={v} must be a positive integer\n"
+                            ))
+                        }
+                    },
+                    "jobs" => {
+                        jobs_flag = true;
+                        let list = a.jobs.get_or_insert_with(Vec::new);
+                        parse_job_ids(&v, list)?;
+                    }
+                    "json" => a.json = true,
+                    "long" => a.long = true,
+                    "me" => a.me = true,
+                    "name" => a.names.extend(split_list(&v)),
+                    "noconvert" => a.noconvert = true,
+                    "noheader" => a.noheader = true,
+                    "nodelist" => {
+                        let expanded = hostlist::expand(&v).map_err(|_| {
+                            format!("squeue: error: Invalid node name specified: {v}\n")
+                        })?;
+                        a.nodes.extend(expanded);
+                    }
+                    "partition" => a.partitions.extend(split_list(&v)),
+                    "qos" => a.qos.extend(split_list(&v)),
+                    "sort" => a.sort = Some(v),
+                    "start" => a.start = true,
+                    "states" => a
+                        .states
+                        .get_or_insert_with(Vec::new)
+                        .extend(parse_states(&v)?),
+                    "steps" => a.steps = true,
+                    "user" => a.users.extend(split_list(&v)),
+                    "verbose" => a.verbose += 1,
+                    // Accepted, no effect in muster: -a, -r, -M, -L, -R, -P, --hide,
+                    // --local, --federation, --sibling, --array-unique, --yaml.
+                    _ => {}
+                }
+            }
+            Item::Positional(p) => {
+                // `squeue -j 1,2` with the list after a bare -j, as Slurm allows.
+                if jobs_flag {
+                    parse_job_ids(&p, a.jobs.get_or_insert_with(Vec::new))?;
+                } else {
+                    return Err(format!(
+                        "squeue: error: Unrecognized option: {p}\nUsage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]\n              [-n name] [-o format] [-p partitions] [--qos qos]\n              [--reservation reservation] [--sort fields] [--start]\n              [--step step_id] [-t states] [-u user_name] [--usage]\n              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]\n              [-ahjlrsv]\n"
+                    ));
+                }
+            }
+        }
+    }
+    if a.jobs.as_ref().is_some_and(Vec::is_empty) {
+        // A bare `-j` with no list selects every job.
+        a.jobs = None;
+    }
+    Ok(a)
+}
+
+/// The `--usage` text.
+pub const USAGE: &str = "Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
+              [-n name] [-o format] [-p partitions] [--qos qos]
+              [--reservation reservation] [--sort fields] [--start]
+              [--step step_id] [-t states] [-u user_name] [--usage]
+              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]
+              [-ahjlrsv]
+";
+
+/// The `--help` text.
+pub const HELP: &str = "Usage: squeue [OPTIONS]
+  -A, --account=account(s)        comma separated list of accounts
+                                  to view, default is all accounts
+  -a, --all                       display jobs in hidden partitions
+  -h, --noheader                  no headers on output
+  -i, --iterate=seconds           specify an interation period
+  -j, --job=job(s)                comma separated list of jobs IDs
+                                  to view, default is all
+      --json                      produce JSON output
+  -l, --long                      long report
+  -M, --clusters=cluster_name     cluster to issue commands to (accepted)
+      --me                        equivalent to --user=<my username>
+  -n, --name=job_name(s)          comma separated list of job names to view
+      --noconvert                 don't convert units from their original type
+  -o, --format=format             format specification
+  -O, --Format=format             format specification
+  -p, --partition=partition(s)    comma separated list of partitions
+                                  to view, default is all partitions
+  -q, --qos=qos(s)                comma separated list of qos's
+                                  to view, default is all qos's
+  -r, --array                     display one job array element per line
+  -S, --sort=fields               comma separated list of fields to sort on
+      --start                     print expected start times of pending jobs
+  -t, --states=states             comma separated list of states to view,
+                                  default is pending and running,
+                                  '--states=all' reports all states
+  -u, --user=user_name(s)         comma separated list of users to view
+  -v, --verbose                   verbosity level
+  -V, --version                   output version information and exit
+  -w, --nodelist=hostlist         list of nodes to view, default is
+                                  all nodes
+
+Help options:
+  --help                          show this help message
+  --usage                         display a brief summary of squeue options
+";
+
+/// Whether `job` passes every filter of `args` (`me` is the caller's name).
+pub fn matches(args: &SqueueArgs, job: &JobInfo, me: &str) -> bool {
+    if let Some(ids) = &args.jobs {
+        if !ids.contains(&job.job_id.0) {
+            return false;
+        }
+    }
+    match &args.states {
+        Some(states) => {
+            let ok = states.iter().any(|s| match s {
+                StateFilter::Completing => job.completing,
+                StateFilter::State(st) => *st == job.state && !job.completing,
+            });
+            if !ok {
+                return false;
+            }
+        }
+        None => {
+            // squeue(1) -t: "By default, pending, running, completing,
+            // configuring, and resizing jobs are reported" (jobs selected
+            // with -j are shown in any state).
+            let active = job.completing
+                || matches!(
+                    job.state,
+                    JobState::Pending | JobState::Running | JobState::Suspended
+                );
+            if !active && args.jobs.is_none() {
+                return false;
+            }
+        }
+    }
+    if args.start && job.state != JobState::Pending && args.states.is_none() {
+        return false;
+    }
+    let user_ok = |u: &str| u == job.user || u.parse::<u32>().is_ok_and(|n| n == job.uid);
+    if args.me || !args.users.is_empty() {
+        let ok = (args.me && job.user == me) || args.users.iter().any(|u| user_ok(u));
+        if !ok {
+            return false;
+        }
+    }
+    if !args.partitions.is_empty()
+        && !job
+            .partition
+            .split(',')
+            .any(|p| args.partitions.iter().any(|q| q == p))
+    {
+        return false;
+    }
+    if !args.names.is_empty() && !args.names.contains(&job.name) {
+        return false;
+    }
+    if !args.accounts.is_empty()
+        && !args
+            .accounts
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(&job.account))
+    {
+        return false;
+    }
+    if !args.qos.is_empty() && !args.qos.iter().any(|q| q.eq_ignore_ascii_case(&job.qos)) {
+        return false;
+    }
+    if !args.nodes.is_empty() && !job.nodes.iter().any(|n| args.nodes.contains(n)) {
+        return false;
+    }
+    true
+}
+
+fn resolve_format(args: &SqueueArgs) -> Result<Format, RenderError> {
+    let text = match &args.format {
+        FormatChoice::Long(spec) => {
+            return format::parse_long(spec).map_err(RenderError::InvalidFormat)
+        }
+        FormatChoice::Percent(spec) => spec.as_str(),
+        FormatChoice::Default if args.steps => STEP_FORMAT,
+        FormatChoice::Default if args.start => START_FORMAT,
+        FormatChoice::Default if args.long => LONG_FORMAT,
+        FormatChoice::Default => DEFAULT_FORMAT,
+    };
+    // Unknown letters print as typed; squeue's complaint goes to stderr in main.
+    Ok(format::parse_percent(text).0)
+}
+
+fn resolve_sort(args: &SqueueArgs) -> Result<Vec<SortKey>, RenderError> {
+    let spec = match &args.sort {
+        Some(s) => s.as_str(),
+        None if args.start => "S",
+        None => DEFAULT_SORT,
+    };
+    format::parse_sort(spec).map_err(RenderError::InvalidSort)
+}
+
+/// The jobs `args` selects, in display order.
+pub fn selected<'a>(
+    args: &SqueueArgs,
+    list: &'a JobList,
+    me: &str,
+) -> Result<Vec<&'a JobInfo>, RenderError> {
+    // With exactly one -j id squeue asks the controller for that job alone,
+    // and an unknown id is an error; with several it filters the full list.
+    if let Some(ids) = &args.jobs {
+        if ids.len() == 1 && !list.jobs.iter().any(|j| j.job_id.0 == ids[0]) {
+            return Err(RenderError::InvalidJobId);
+        }
+    }
+    let keys = resolve_sort(args)?;
+    let mut jobs: Vec<&JobInfo> = list.jobs.iter().filter(|j| matches(args, j, me)).collect();
+    format::sort_jobs(&mut jobs, &keys, list.now);
+    Ok(jobs)
+}
+
+/// Renders squeue's whole output for `list` (`me`: the caller's user name).
+pub fn render(args: &SqueueArgs, list: &JobList, me: &str) -> Result<String, RenderError> {
+    if args.json {
+        return render_json(args, list, me);
+    }
+    let format = resolve_format(args)?;
+    let jobs = selected(args, list, me)?;
+    let mut out = String::new();
+    if args.long || args.iterate.is_some() {
+        out.push_str(&fmt_banner(list.now));
+        out.push('\n');
+    }
+    if !args.noheader {
+        out.push_str(&format::header_line(&format));
+    }
+    if args.steps {
+        // No job steps yet: the header alone, as for a job without steps.
+        return Ok(out);
+    }
+    for job in jobs {
+        out.push_str(&format::job_line(&format, job, list.now, args.noconvert));
+    }
+    Ok(out)
+}
+
+fn opt_ts(t: Option<model::Timestamp>) -> i64 {
+    t.unwrap_or(0)
+}
+
+/// `squeue --json`: Slurm's `data_parser` shape (`meta`, `errors`, `jobs`)
+/// with the job fields muster knows, named as slurmrestd v0.0.38 names them.
+fn render_json(args: &SqueueArgs, list: &JobList, me: &str) -> Result<String, RenderError> {
+    use serde_json::json;
+    let jobs = selected(args, list, me)?;
+    let jobs: Vec<serde_json::Value> = jobs
+        .into_iter()
+        .map(|j| {
+            let time_limit = match j.time_limit {
+                model::TimeLimit::Unlimited => json!(null),
+                model::TimeLimit::Minutes(m) => json!(m),
+            };
+            let mut m = serde_json::Map::new();
+            m.insert("account".into(), json!(j.account));
+            m.insert(
+                "batch_host".into(),
+                json!(j.batch_host.clone().unwrap_or_default()),
+            );
+            m.insert(
+                "command".into(),
+                json!(j.command.clone().unwrap_or_default()),
+            );
+            m.insert(
+                "comment".into(),
+                json!(j.comment.clone().unwrap_or_default()),
+            );
+            m.insert("cpus".into(), json!(j.num_cpus));
+            m.insert("cpus_per_task".into(), json!(j.cpus_per_task));
+            m.insert("current_working_directory".into(), json!(j.work_dir));
+            m.insert(
+                "dependency".into(),
+                json!(j.dependency.clone().unwrap_or_default()),
+            );
+            m.insert("eligible_time".into(), json!(j.eligible_time));
+            m.insert("end_time".into(), json!(opt_ts(j.end_time)));
+            m.insert(
+                "excluded_nodes".into(),
+                json!(hostlist_or_empty(&j.exc_nodes)),
+            );
+            m.insert("exit_code".into(), json!(j.exit_code.code));
+            m.insert(
+                "features".into(),
+                json!(j.features.clone().unwrap_or_default()),
+            );
+            m.insert("group_id".into(), json!(j.gid));
+            m.insert("group_name".into(), json!(j.group));
+            m.insert("job_id".into(), json!(j.job_id.0));
+            m.insert("job_state".into(), json!(format::state_long(j)));
+            m.insert(
+                "last_sched_evaluation".into(),
+                json!(opt_ts(j.last_sched_eval)),
+            );
+            m.insert("memory_per_cpu".into(), json!(j.mem_per_cpu));
+            m.insert("memory_per_node".into(), json!(j.mem_per_node));
+            m.insert("name".into(), json!(j.name));
+            m.insert("nice".into(), json!(j.nice));
+            m.insert("node_count".into(), json!(j.num_nodes));
+            m.insert("nodes".into(), json!(hostlist_or_empty(&j.nodes)));
+            m.insert("partition".into(), json!(j.partition));
+            m.insert("priority".into(), json!(j.priority));
+            m.insert("qos".into(), json!(j.qos));
+            m.insert("requeue".into(), json!(j.requeue));
+            m.insert(
+                "required_nodes".into(),
+                json!(hostlist_or_empty(&j.req_nodes)),
+            );
+            m.insert("restart_cnt".into(), json!(j.restarts));
+            m.insert("standard_error".into(), json!(j.stderr));
+            m.insert("standard_input".into(), json!(j.stdin));
+            m.insert("standard_output".into(), json!(j.stdout));
+            m.insert("start_time".into(), json!(opt_ts(j.start_time)));
+            m.insert("state_description".into(), json!(""));
+            m.insert("state_reason".into(), json!(j.reason.as_slurm_str()));
+            m.insert("submit_time".into(), json!(j.submit_time));
+            m.insert("tasks".into(), json!(j.num_tasks));
+            m.insert("time_limit".into(), json!(time_limit));
+            m.insert("tres_alloc_str".into(), json!(j.tres));
+            m.insert(
+                "tres_per_job".into(),
+                json!(j.tres_per_job.clone().unwrap_or_default()),
+            );
+            m.insert(
+                "tres_per_node".into(),
+                json!(j.tres_per_node.clone().unwrap_or_default()),
+            );
+            m.insert(
+                "tres_per_task".into(),
+                json!(j.tres_per_task.clone().unwrap_or_default()),
+            );
+            m.insert("user_id".into(), json!(j.uid));
+            m.insert("user_name".into(), json!(j.user));
+            serde_json::Value::Object(m)
+        })
+        .collect();
+    let doc = json!({
+        "meta": {
+            "plugin": { "type": "", "name": "" },
+            "Slurm": {
+                "version": { "major": 22, "micro": 8, "minor": 5 },
+                "release": "22.05.8"
+            }
+        },
+        "errors": [],
+        "jobs": jobs,
+    });
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".into());
+    text.push('\n');
+    Ok(text)
+}
+
+fn hostlist_or_empty(names: &[String]) -> String {
+    if names.is_empty() {
+        String::new()
+    } else {
+        hostlist::compress(names)
+    }
+}
+
+/// Applies `SQUEUE_FORMAT`, `SQUEUE_FORMAT2` and `SQUEUE_SORT` as squeue
+/// does: the environment never overrides `-o`, `-O`, `-l`, `--start` or `-S`.
+fn apply_env(args: &mut SqueueArgs) {
+    let overridden = args.format != FormatChoice::Default || args.long || args.start || args.steps;
+    if !overridden {
+        if let Ok(f) = std::env::var("SQUEUE_FORMAT") {
+            args.format = FormatChoice::Percent(f);
+        } else if let Ok(f) = std::env::var("SQUEUE_FORMAT2") {
+            args.format = FormatChoice::Long(f);
+        }
+    }
+    if args.sort.is_none() {
+        if let Ok(s) = std::env::var("SQUEUE_SORT") {
+            args.sort = Some(s);
+        }
+    }
+}
 
 /// Runs `squeue`.
-pub fn main(_args: Vec<String>) -> i32 {
-    eprintln!("squeue: not implemented yet");
-    1
+pub fn main(args: Vec<String>) -> i32 {
+    let mut args = match parse_args(&args) {
+        Ok(a) => a,
+        Err(text) => {
+            eprint!("{text}");
+            return 1;
+        }
+    };
+    if args.help {
+        print_stdout(HELP);
+        return 0;
+    }
+    if args.usage {
+        print_stdout(USAGE);
+        return 0;
+    }
+    if args.version {
+        print_stdout("slurm 22.05.8\n");
+        return 0;
+    }
+    apply_env(&mut args);
+    if let FormatChoice::Percent(spec) = &args.format {
+        for e in format::parse_percent(spec).1 {
+            eprintln!("squeue: error: {e}");
+        }
+    }
+    let client = match client::Client::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("slurm_load_jobs error: {e}");
+            return 1;
+        }
+    };
+    let me = client.identity().user.clone();
+    loop {
+        let list = match client.jobs() {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("slurm_load_jobs error: {e}");
+                return 1;
+            }
+        };
+        match render(&args, &list, &me) {
+            Ok(text) => print_stdout(&text),
+            Err(e) => {
+                eprintln!("{e}");
+                return 1;
+            }
+        }
+        match args.iterate {
+            Some(secs) => {
+                print_stdout("\n");
+                std::thread::sleep(std::time::Duration::from_secs(secs));
+            }
+            None => return 0,
+        }
+    }
 }

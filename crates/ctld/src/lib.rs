@@ -1,1 +1,452 @@
-//! ctld (being written).
+//! The controller daemon (Slurm's slurmctld): a thin tokio shell around
+//! `engine::Engine`.
+//!
+//! ```text
+//!  connections --(request, reply slot)--> engine task --commands--> node workers
+//!       ^                                   |   ^                      |
+//!       +------------- reply ---------------+   +-- launch failures ----+
+//! ```
+//!
+//! One task owns the engine. It handles every message in arrival order,
+//! drains whatever else is queued, then runs one scheduling pass, so a
+//! submission on an idle cluster starts at once and a burst of submissions
+//! costs one pass. Time limits and other deadlines wake it exactly when due
+//! (`Engine::next_wakeup`); nothing polls. Commands for a node go through
+//! that node's own queue so they arrive in the order they were decided.
+
+use anyhow::Context;
+use engine::{Command, Engine};
+use model::{JobId, Timestamp};
+use proto::{CtldRequest, CtldResponse, Identity, NodeRequest, NodeResponse, SlurmError};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+use tracing::{debug, info, warn};
+
+/// How long the controller waits for a node daemon to answer.
+const NODE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Command-line options of `muster ctld`.
+#[derive(Clone, Debug)]
+pub struct CtldOptions {
+    /// slurm.conf to read.
+    pub conf: PathBuf,
+}
+
+/// What reaches the engine task.
+enum Msg {
+    Request {
+        req: CtldRequest,
+        who: Identity,
+        reply: oneshot::Sender<CtldResponse>,
+    },
+    LaunchFailed {
+        job_id: JobId,
+        node: String,
+    },
+    JobGone {
+        job_id: JobId,
+        node: String,
+    },
+}
+
+fn now() -> Timestamp {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as Timestamp)
+        .unwrap_or(0)
+}
+
+/// The identity the controller uses when it calls node daemons.
+fn daemon_identity(host: &str) -> Identity {
+    let uid = nix::unistd::getuid();
+    let user = nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string());
+    Identity {
+        uid: uid.as_raw(),
+        gid: nix::unistd::getgid().as_raw(),
+        user,
+        host: host.to_string(),
+    }
+}
+
+/// `muster ctld [-f slurm.conf] [-D] [-v]`.
+pub fn main(args: Vec<String>) -> i32 {
+    let mut conf = std::env::var_os("SLURM_CONF")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/etc/slurm/slurm.conf"));
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "-f" if i + 1 < args.len() => {
+                conf = PathBuf::from(&args[i + 1]);
+                i += 1;
+            }
+            "-D" | "-v" | "-vv" | "-vvv" => {}
+            "-h" | "--help" => {
+                println!("Usage: muster ctld [-f slurm.conf] [-D] [-v]");
+                return 0;
+            }
+            other => {
+                eprintln!("muster ctld: unknown option {other}");
+                return 1;
+            }
+        }
+        i += 1;
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("muster ctld: cannot start runtime: {e}");
+            return 1;
+        }
+    };
+    match rt.block_on(run(CtldOptions { conf })) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("muster ctld: error: {e:#}");
+            1
+        }
+    }
+}
+
+/// Runs the controller until SIGINT/SIGTERM or `scontrol shutdown`.
+pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
+    let loaded = conf::load(&opts.conf).with_context(|| format!("reading {}", opts.conf.display()))?;
+    for w in &loaded.warnings {
+        warn!("{w}");
+    }
+    let cfg = Arc::new(loaded.config);
+    let started = now();
+    let engine = Engine::new(&cfg, started);
+    let settings = engine.settings().clone();
+    let bind = format!("{}:{}", settings.ctld_addr, settings.ctld_port);
+    let listener = TcpListener::bind(&bind)
+        .await
+        .with_context(|| format!("listening on {bind}"))?;
+    info!(
+        "muster ctld for cluster {} listening on {}",
+        settings.cluster_name,
+        listener.local_addr()?
+    );
+    let (tx, rx) = mpsc::unbounded_channel::<Msg>();
+    let (stop_tx, mut stop_rx) = mpsc::unbounded_channel::<()>();
+    let identity = daemon_identity(&settings.ctld_host);
+    let engine_task = tokio::spawn(engine_loop(
+        engine,
+        cfg.clone(),
+        rx,
+        tx.clone(),
+        stop_tx,
+        identity,
+    ));
+    let accept_tx = tx.clone();
+    let accept = tokio::spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    let tx = accept_tx.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = serve_connection(stream, tx).await {
+                            debug!("connection: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    warn!("accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    });
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => info!("interrupted, stopping"),
+        _ = sigterm.recv() => info!("terminated, stopping"),
+        _ = stop_rx.recv() => info!("shutdown requested, stopping"),
+    }
+    accept.abort();
+    engine_task.abort();
+    Ok(())
+}
+
+async fn serve_connection(mut stream: TcpStream, tx: mpsc::UnboundedSender<Msg>) -> Result<(), rpc::RpcError> {
+    stream.set_nodelay(true)?;
+    let env: proto::Envelope<CtldRequest> = match rpc::read_frame_async(&mut stream, rpc::IO_TIMEOUT).await {
+        Ok(env) => env,
+        Err(rpc::RpcError::Version { .. }) => {
+            let resp = rpc::envelope(daemon_identity("ctld"), CtldResponse::Error(SlurmError::ProtocolVersion));
+            rpc::write_frame_async(&mut stream, &resp).await?;
+            return Ok(());
+        }
+        Err(e) => {
+            warn!("dropping malformed request: {e}");
+            return Err(e);
+        }
+    };
+    let (reply_tx, reply_rx) = oneshot::channel();
+    let msg = Msg::Request {
+        req: env.body,
+        who: env.identity,
+        reply: reply_tx,
+    };
+    if tx.send(msg).is_err() {
+        return Ok(());
+    }
+    let resp = reply_rx.await.unwrap_or(CtldResponse::Error(SlurmError::InvalidRequest));
+    rpc::write_frame_async(&mut stream, &rpc::envelope(daemon_identity("ctld"), resp)).await
+}
+
+/// Per-node ordered delivery of commands.
+struct NodeWorkers {
+    workers: BTreeMap<String, mpsc::UnboundedSender<Command>>,
+    engine_tx: mpsc::UnboundedSender<Msg>,
+    identity: Identity,
+}
+
+impl NodeWorkers {
+    fn send(&mut self, cmd: Command) {
+        let node = match &cmd {
+            Command::LaunchBatch { node, .. }
+            | Command::SignalJob { node, .. }
+            | Command::TerminateJob { node, .. } => node.clone(),
+        };
+        let engine_tx = self.engine_tx.clone();
+        let identity = self.identity.clone();
+        let worker = self.workers.entry(node).or_insert_with(|| {
+            let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
+            tokio::spawn(async move {
+                while let Some(cmd) = rx.recv().await {
+                    deliver(cmd, &identity, &engine_tx).await;
+                }
+            });
+            tx
+        });
+        let _ = worker.send(cmd);
+    }
+}
+
+async fn deliver(cmd: Command, identity: &Identity, engine_tx: &mpsc::UnboundedSender<Msg>) {
+    match cmd {
+        Command::LaunchBatch { node, addr, launch } => {
+            let job_id = launch.job_id;
+            let res: Result<NodeResponse, _> =
+                rpc::call(&addr, identity.clone(), NodeRequest::LaunchBatch(launch), NODE_TIMEOUT).await;
+            match res {
+                Ok(NodeResponse::Ok) => debug!("launched job {job_id} on {node}"),
+                Ok(NodeResponse::Failed(why)) => {
+                    // The node refused (it reports the job's end itself when
+                    // it could not start the script).
+                    warn!("node {node} refused job {job_id}: {why}");
+                }
+                Err(e) => {
+                    warn!("cannot reach {node} ({addr}) to launch job {job_id}: {e}");
+                    let _ = engine_tx.send(Msg::LaunchFailed { job_id, node });
+                }
+            }
+        }
+        Command::SignalJob {
+            node,
+            addr,
+            job_id,
+            signal,
+            batch_only,
+        } => {
+            let req = NodeRequest::Signal {
+                job_id,
+                signal,
+                batch_only,
+            };
+            if let Err(e) = rpc::call::<_, NodeResponse>(&addr, identity.clone(), req, NODE_TIMEOUT).await {
+                warn!("cannot signal job {job_id} on {node}: {e}");
+            }
+        }
+        Command::TerminateJob {
+            node,
+            addr,
+            job_id,
+            kill_wait,
+        } => {
+            let req = NodeRequest::Terminate { job_id, kill_wait };
+            match rpc::call::<_, NodeResponse>(&addr, identity.clone(), req, NODE_TIMEOUT).await {
+                Ok(NodeResponse::Ok) => {}
+                Ok(NodeResponse::Failed(why)) => {
+                    // The node no longer runs it (it ended, or the node lost
+                    // it): nothing is left to clean up there.
+                    debug!("terminate job {job_id} on {node}: {why}");
+                    let _ = engine_tx.send(Msg::JobGone { job_id, node });
+                }
+                Err(e) => warn!("cannot terminate job {job_id} on {node}: {e}"),
+            }
+        }
+    }
+}
+
+async fn engine_loop(
+    mut engine: Engine,
+    cfg: Arc<conf::Config>,
+    mut rx: mpsc::UnboundedReceiver<Msg>,
+    tx: mpsc::UnboundedSender<Msg>,
+    stop_tx: mpsc::UnboundedSender<()>,
+    identity: Identity,
+) {
+    let boot_text = fmt_local(engine.boot_time());
+    let mut workers = NodeWorkers {
+        workers: BTreeMap::new(),
+        engine_tx: tx,
+        identity: identity.clone(),
+    };
+    loop {
+        let wake = engine.next_wakeup();
+        let first = match wake {
+            Some(at) => {
+                let wait = (at - now()).max(0) as u64;
+                tokio::select! {
+                    m = rx.recv() => m,
+                    _ = tokio::time::sleep(Duration::from_millis(wait * 1000 + 5)) => None,
+                }
+            }
+            None => rx.recv().await,
+        };
+        let mut batch: Vec<Msg> = first.into_iter().collect();
+        while let Ok(m) = rx.try_recv() {
+            batch.push(m);
+        }
+        let mut shutdown = false;
+        for msg in batch {
+            let t = now();
+            match msg {
+                Msg::Request { req, who, reply } => {
+                    if matches!(req, CtldRequest::Shutdown) {
+                        if engine.is_admin(&who) {
+                            shutdown = true;
+                            let _ = reply.send(CtldResponse::Ok);
+                        } else {
+                            let _ = reply.send(CtldResponse::Error(SlurmError::AccessDenied));
+                        }
+                        continue;
+                    }
+                    let resp = handle(&mut engine, &cfg, req, &who, t, &boot_text);
+                    let _ = reply.send(resp);
+                }
+                Msg::LaunchFailed { job_id, node } => engine.on_launch_failed(job_id, &node, t),
+                Msg::JobGone { job_id, node } => {
+                    let _ = engine.on_job_exited(job_id, &node, model::ExitCode { code: 0, signal: 9 }, None, t);
+                }
+            }
+        }
+        let t = now();
+        engine.on_timer(t);
+        engine.schedule(t);
+        for cmd in engine.take_commands() {
+            workers.send(cmd);
+        }
+        if shutdown {
+            shutdown_nodes(&engine, &identity).await;
+            let _ = stop_tx.send(());
+            return;
+        }
+    }
+}
+
+/// `muster down`: every node daemon is told to stop (ending its jobs).
+async fn shutdown_nodes(engine: &Engine, identity: &Identity) {
+    let mut calls = Vec::new();
+    for n in engine.node_infos() {
+        let Some(node) = engine.node(&n.name) else { continue };
+        if !node.registered {
+            continue;
+        }
+        let addr = node.daemon_addr.clone();
+        let identity = identity.clone();
+        calls.push(tokio::spawn(async move {
+            let _ = rpc::call::<_, NodeResponse>(&addr, identity, NodeRequest::Shutdown, Duration::from_secs(5)).await;
+        }));
+    }
+    for c in calls {
+        let _ = c.await;
+    }
+}
+
+fn handle(
+    engine: &mut Engine,
+    cfg: &conf::Config,
+    req: CtldRequest,
+    who: &Identity,
+    t: Timestamp,
+    boot_text: &str,
+) -> CtldResponse {
+    let ok = |r: Result<(), SlurmError>| match r {
+        Ok(()) => CtldResponse::Ok,
+        Err(e) => CtldResponse::Error(e),
+    };
+    match req {
+        CtldRequest::Ping => CtldResponse::Ok,
+        CtldRequest::Submit(desc) => match engine.on_submit(*desc, who, t) {
+            Ok(reply) => {
+                if reply.test_only.is_none() {
+                    info!("job {} submitted by {}", reply.job_id, who.user);
+                }
+                CtldResponse::Submitted(reply)
+            }
+            Err(e) => CtldResponse::Error(e),
+        },
+        CtldRequest::ListJobs => CtldResponse::Jobs(engine.job_list(t)),
+        CtldRequest::ListNodes => CtldResponse::Nodes(engine.node_infos()),
+        CtldRequest::ListPartitions => CtldResponse::Partitions(engine.partition_infos()),
+        CtldRequest::ShowConfig => CtldResponse::Config(engine.config_info(cfg, t, boot_text)),
+        CtldRequest::Cancel {
+            job_id,
+            signal,
+            batch_only,
+            full: _,
+        } => ok(engine.on_cancel(job_id, signal, batch_only, who, t)),
+        CtldRequest::UpdateJob { job_id, update } => ok(engine.on_update_job(job_id, update, who, t)),
+        CtldRequest::UpdateNode { nodes, state, reason } => {
+            ok(engine.on_update_node(&nodes, state, reason, who, t))
+        }
+        CtldRequest::Hold { job_id, user } => ok(engine.on_hold(job_id, user, who)),
+        CtldRequest::Release { job_id } => ok(engine.on_release(job_id, who)),
+        CtldRequest::Requeue { job_id, hold } => ok(engine.on_requeue(job_id, hold, who, t)),
+        CtldRequest::RegisterNode(reg) => {
+            // TODO(#3): only an authenticated node daemon may register.
+            let name = reg.name.clone();
+            let r = engine.on_node_registered(reg, t);
+            if r.is_ok() {
+                info!("node {name} registered");
+            }
+            ok(r)
+        }
+        CtldRequest::JobExited {
+            job_id,
+            node,
+            exit,
+            launch_failed,
+        } => {
+            if let Some(why) = &launch_failed {
+                warn!("job {job_id} could not start on {node}: {why}");
+            }
+            ok(engine.on_job_exited(job_id, &node, exit, launch_failed, t))
+        }
+        CtldRequest::Shutdown => CtldResponse::Ok,
+    }
+}
+
+fn fmt_local(ts: Timestamp) -> String {
+    use chrono::TimeZone;
+    match chrono::Local.timestamp_opt(ts, 0) {
+        chrono::LocalResult::Single(t) | chrono::LocalResult::Ambiguous(t, _) => {
+            t.format("%Y-%m-%dT%H:%M:%S").to_string()
+        }
+        chrono::LocalResult::None => "(null)".into(),
+    }
+}

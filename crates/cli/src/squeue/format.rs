@@ -1,0 +1,815 @@
+//! squeue's output formats: the `-o` percent codes and the `-O` field names,
+//! how each field is printed, and how rows are sorted (`-S`).
+//!
+//! Width rules follow `squeue(1)`: `%.Nx` right-justifies in N columns and
+//! `%Nx` left-justifies. A left-justified value longer than N is cut to N;
+//! a right-justified one is cut only for text fields (names, states,
+//! reasons), never for times and node lists (`365-00:00:00` in a `%.9l`
+//! column is printed whole, as in `squeue -l`).
+
+use model::units::{format_duration, format_memory_mb, format_time_limit};
+use model::{JobState, TimeLimit, Timestamp};
+use proto::JobInfo;
+use std::cmp::Ordering;
+
+use crate::common::fmt_time;
+
+/// What one column shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldKind {
+    /// `%a`.
+    Account,
+    /// `%A`: the job id alone.
+    JobIdRaw,
+    /// `%b`: TRES per node.
+    TresPerNode,
+    /// `%B`: the host running the batch script.
+    BatchHost,
+    /// `%c`: minimum CPUs per node.
+    MinCpus,
+    /// `%C`: CPUs.
+    NumCpus,
+    /// `%d`: minimum temporary disk.
+    MinTmpDisk,
+    /// `%D`: nodes.
+    NumNodes,
+    /// `%e`: end time.
+    EndTime,
+    /// `%E`: dependencies.
+    Dependency,
+    /// `%f`: features.
+    Features,
+    /// `%F`: array job id.
+    ArrayJobId,
+    /// `%g`: group name.
+    GroupName,
+    /// `%G`: group id.
+    GroupId,
+    /// `%h`: OverSubscribe.
+    OverSubscribe,
+    /// `%H`: sockets per node.
+    Sockets,
+    /// `%i`: job id (array form for arrays).
+    JobId,
+    /// `%I`: cores per socket.
+    Cores,
+    /// `%j`: name.
+    Name,
+    /// `%J`: threads per core.
+    Threads,
+    /// `%k`: comment.
+    Comment,
+    /// `%K`: array task id.
+    ArrayTaskId,
+    /// `%l`: time limit.
+    TimeLimit,
+    /// `%L`: time left.
+    TimeLeft,
+    /// `%m`: minimum memory.
+    MinMemory,
+    /// `%M`: time used.
+    TimeUsed,
+    /// `%n`: requested nodes.
+    ReqNodes,
+    /// `%N`: allocated nodes.
+    NodeList,
+    /// `%o`: command.
+    Command,
+    /// `%O`: contiguous.
+    Contiguous,
+    /// `%p`: priority as a fraction of the largest.
+    Priority,
+    /// `%P`: partition.
+    Partition,
+    /// `%q`: QOS.
+    Qos,
+    /// `%Q`: priority as an integer.
+    PriorityLong,
+    /// `%r`: reason.
+    Reason,
+    /// `%R`: reason for waiting or ended jobs, node list otherwise.
+    ReasonList,
+    /// `%S`: start time.
+    StartTime,
+    /// `%t`: compact state.
+    StateCompact,
+    /// `%T`: state.
+    State,
+    /// `%u`: user name.
+    UserName,
+    /// `%U`: user id.
+    UserId,
+    /// `%v`: reservation.
+    Reservation,
+    /// `%V`: submit time.
+    SubmitTime,
+    /// `%w`: wckey.
+    Wckey,
+    /// `%W`: licenses.
+    Licenses,
+    /// `%x`: excluded nodes.
+    ExcNodes,
+    /// `%X`: core specialisation.
+    CoreSpec,
+    /// `%y`: nice.
+    Nice,
+    /// `%Y`: nodes planned for a pending job.
+    SchedNodes,
+    /// `%z`: sockets:cores:threads.
+    Sct,
+    /// `%Z`: working directory.
+    WorkDir,
+    /// `-O NumTasks`.
+    NumTasks,
+    /// `-O cpus-per-task`.
+    CpusPerTask,
+    /// `-O EligibleTime`.
+    EligibleTime,
+    /// `-O PendingTime`.
+    PendingTime,
+    /// `-O STDOUT`.
+    Stdout,
+    /// `-O STDERR`.
+    Stderr,
+    /// `-O STDIN`.
+    Stdin,
+    /// `-O tres-alloc`.
+    TresAlloc,
+    /// `-O Requeue`.
+    Requeue,
+    /// `-O Restartcnt`.
+    RestartCnt,
+    /// `-O LastSchedEval`.
+    LastSchedEval,
+    /// `-O Cluster` (no federation yet: `(null)`).
+    Cluster,
+    /// A `%x` code squeue does not know: printed as typed.
+    Invalid,
+}
+
+/// One column: what, how wide, which side, and the text after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// What it shows.
+    pub kind: FieldKind,
+    /// Column width; 0 prints the value as is.
+    pub width: usize,
+    /// Right-justify.
+    pub right: bool,
+    /// Literal text printed after the value.
+    pub suffix: String,
+}
+
+/// A parsed format: literal text before the first field, then the fields.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Format {
+    /// Text printed at the start of every line.
+    pub prefix: String,
+    /// The columns.
+    pub fields: Vec<Field>,
+}
+
+/// The `-o` letters and what they show.
+fn kind_for_code(c: char) -> Option<FieldKind> {
+    use FieldKind::*;
+    Some(match c {
+        'a' => Account,
+        'A' => JobIdRaw,
+        'b' => TresPerNode,
+        'B' => BatchHost,
+        'c' => MinCpus,
+        'C' => NumCpus,
+        'd' => MinTmpDisk,
+        'D' => NumNodes,
+        'e' => EndTime,
+        'E' => Dependency,
+        'f' => Features,
+        'F' => ArrayJobId,
+        'g' => GroupName,
+        'G' => GroupId,
+        'h' => OverSubscribe,
+        'H' => Sockets,
+        'i' => JobId,
+        'I' => Cores,
+        'j' => Name,
+        'J' => Threads,
+        'k' => Comment,
+        'K' => ArrayTaskId,
+        'l' => TimeLimit,
+        'L' => TimeLeft,
+        'm' => MinMemory,
+        'M' => TimeUsed,
+        'n' => ReqNodes,
+        'N' => NodeList,
+        'o' => Command,
+        'O' => Contiguous,
+        'p' => Priority,
+        'P' => Partition,
+        'q' => Qos,
+        'Q' => PriorityLong,
+        'r' => Reason,
+        'R' => ReasonList,
+        'S' => StartTime,
+        't' => StateCompact,
+        'T' => State,
+        'u' => UserName,
+        'U' => UserId,
+        'v' => Reservation,
+        'V' => SubmitTime,
+        'w' => Wckey,
+        'W' => Licenses,
+        'x' => ExcNodes,
+        'X' => CoreSpec,
+        'y' => Nice,
+        'Y' => SchedNodes,
+        'z' => Sct,
+        'Z' => WorkDir,
+        _ => return None,
+    })
+}
+
+/// The `-O` names (case-insensitive), per `squeue(1)`.
+const LONG_NAMES: &[(&str, FieldKind)] = &[
+    ("Account", FieldKind::Account),
+    ("ArrayJobID", FieldKind::ArrayJobId),
+    ("ArrayTaskID", FieldKind::ArrayTaskId),
+    ("BatchHost", FieldKind::BatchHost),
+    ("Cluster", FieldKind::Cluster),
+    ("Command", FieldKind::Command),
+    ("Comment", FieldKind::Comment),
+    ("Contiguous", FieldKind::Contiguous),
+    ("Cores", FieldKind::Cores),
+    ("CoreSpec", FieldKind::CoreSpec),
+    ("cpus-per-task", FieldKind::CpusPerTask),
+    ("Dependency", FieldKind::Dependency),
+    ("EligibleTime", FieldKind::EligibleTime),
+    ("EndTime", FieldKind::EndTime),
+    ("ExcNodes", FieldKind::ExcNodes),
+    ("Feature", FieldKind::Features),
+    ("GroupID", FieldKind::GroupId),
+    ("GroupName", FieldKind::GroupName),
+    ("JobArrayID", FieldKind::JobId),
+    ("JobID", FieldKind::JobIdRaw),
+    ("LastSchedEval", FieldKind::LastSchedEval),
+    ("Licenses", FieldKind::Licenses),
+    ("MinCpus", FieldKind::MinCpus),
+    ("MinMemory", FieldKind::MinMemory),
+    ("MinTmpDisk", FieldKind::MinTmpDisk),
+    ("Name", FieldKind::Name),
+    ("Nice", FieldKind::Nice),
+    ("NodeList", FieldKind::NodeList),
+    ("NumCPUs", FieldKind::NumCpus),
+    ("NumNodes", FieldKind::NumNodes),
+    ("NumTasks", FieldKind::NumTasks),
+    ("OverSubscribe", FieldKind::OverSubscribe),
+    ("Partition", FieldKind::Partition),
+    ("PendingTime", FieldKind::PendingTime),
+    ("Priority", FieldKind::Priority),
+    ("PriorityLong", FieldKind::PriorityLong),
+    ("QOS", FieldKind::Qos),
+    ("Reason", FieldKind::Reason),
+    ("ReasonList", FieldKind::ReasonList),
+    ("ReqNodes", FieldKind::ReqNodes),
+    ("Requeue", FieldKind::Requeue),
+    ("Reservation", FieldKind::Reservation),
+    ("Restartcnt", FieldKind::RestartCnt),
+    ("SchedNodes", FieldKind::SchedNodes),
+    ("SCT", FieldKind::Sct),
+    ("Sockets", FieldKind::Sockets),
+    ("StartTime", FieldKind::StartTime),
+    ("State", FieldKind::State),
+    ("StateCompact", FieldKind::StateCompact),
+    ("STDERR", FieldKind::Stderr),
+    ("STDIN", FieldKind::Stdin),
+    ("STDOUT", FieldKind::Stdout),
+    ("SubmitTime", FieldKind::SubmitTime),
+    ("Threads", FieldKind::Threads),
+    ("TimeLeft", FieldKind::TimeLeft),
+    ("TimeLimit", FieldKind::TimeLimit),
+    ("TimeUsed", FieldKind::TimeUsed),
+    ("tres-alloc", FieldKind::TresAlloc),
+    ("tres-per-node", FieldKind::TresPerNode),
+    ("UserID", FieldKind::UserId),
+    ("UserName", FieldKind::UserName),
+    ("WCKey", FieldKind::Wckey),
+    ("WorkDir", FieldKind::WorkDir),
+];
+
+/// Width of an `-O` field given without `:size`, per `squeue(1)`.
+const DEFAULT_LONG_WIDTH: usize = 20;
+
+/// Parses an `-o` format (`"%.18i %.9P %j"`). Unknown letters are kept
+/// as [`FieldKind::Invalid`] and reported in the second value, as squeue
+/// reports them on stderr and goes on.
+pub fn parse_percent(format: &str) -> (Format, Vec<String>) {
+    let mut out = Format::default();
+    let mut errors = Vec::new();
+    let (prefix, rest) = match format.find('%') {
+        Some(i) => (&format[..i], &format[i..]),
+        None => (format, ""),
+    };
+    out.prefix = prefix.to_string();
+    // Each token runs from one '%' to the next; empty tokens ("%%") vanish,
+    // as with strtok.
+    for token in rest.split('%').filter(|t| !t.is_empty()) {
+        let mut chars = token.char_indices().peekable();
+        let mut right = false;
+        if let Some(&(_, c)) = chars.peek() {
+            if c == '.' {
+                right = true;
+                chars.next();
+            } else if c == '-' {
+                chars.next();
+            }
+        }
+        let mut width = 0usize;
+        while let Some(&(_, c)) = chars.peek() {
+            match c.to_digit(10) {
+                Some(d) => {
+                    width = width.saturating_mul(10).saturating_add(d as usize);
+                    chars.next();
+                }
+                None => break,
+            }
+        }
+        let Some((pos, code)) = chars.next() else {
+            continue;
+        };
+        let suffix = token[pos + code.len_utf8()..].to_string();
+        match kind_for_code(code) {
+            Some(kind) => out.fields.push(Field {
+                kind,
+                width,
+                right,
+                suffix,
+            }),
+            None => {
+                errors.push(format!("Invalid job format specification: {code}"));
+                out.fields.push(Field {
+                    kind: FieldKind::Invalid,
+                    width,
+                    right,
+                    suffix: format!("%{token}"),
+                });
+            }
+        }
+    }
+    (out, errors)
+}
+
+/// Parses an `-O` format: `Name[:[.][size][suffix]]`, comma separated.
+/// A field without `:` is 20 columns wide; `Name:` alone is unpadded.
+pub fn parse_long(format: &str) -> Result<Format, String> {
+    let mut out = Format::default();
+    for token in format.split(',').filter(|t| !t.is_empty()) {
+        let (name, spec) = match token.split_once(':') {
+            Some((n, s)) => (n, Some(s)),
+            None => (token, None),
+        };
+        let kind = LONG_NAMES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, k)| *k)
+            .ok_or_else(|| format!("Invalid job format specification: {name}"))?;
+        let (width, right, suffix) = match spec {
+            None => (DEFAULT_LONG_WIDTH, false, String::new()),
+            Some(spec) => {
+                let (right, spec) = match spec.strip_prefix('.') {
+                    Some(s) => (true, s),
+                    None => (false, spec),
+                };
+                let digits = spec.bytes().take_while(u8::is_ascii_digit).count();
+                let width = spec[..digits].parse().unwrap_or(0);
+                (width, right, spec[digits..].to_string())
+            }
+        };
+        out.fields.push(Field {
+            kind,
+            width,
+            right,
+            suffix,
+        });
+    }
+    Ok(out)
+}
+
+/// Pads or cuts `s` as squeue does. `cut` applies to right-justified
+/// values; left-justified ones are always cut to the width.
+fn put(out: &mut String, s: &str, width: usize, right: bool, cut: bool) {
+    if width == 0 {
+        out.push_str(s);
+        return;
+    }
+    let n = s.chars().count();
+    if right {
+        let shown: String = if cut && n > width {
+            s.chars().take(width).collect()
+        } else {
+            s.to_string()
+        };
+        let pad = width.saturating_sub(shown.chars().count());
+        out.push_str(&" ".repeat(pad));
+        out.push_str(&shown);
+    } else {
+        let shown: String = s.chars().take(width).collect();
+        let pad = width.saturating_sub(shown.chars().count());
+        out.push_str(&shown);
+        out.push_str(&" ".repeat(pad));
+    }
+}
+
+/// The header text of a column.
+fn header(kind: FieldKind) -> &'static str {
+    use FieldKind::*;
+    match kind {
+        Account => "ACCOUNT",
+        JobIdRaw | JobId => "JOBID",
+        TresPerNode => "TRES_PER_NODE",
+        BatchHost => "EXEC_HOST",
+        MinCpus => "MIN_CPUS",
+        NumCpus => "CPUS",
+        MinTmpDisk => "MIN_TMP_DISK",
+        NumNodes => "NODES",
+        EndTime => "END_TIME",
+        Dependency => "DEPENDENCY",
+        Features => "FEATURES",
+        ArrayJobId => "ARRAY_JOB_ID",
+        GroupName | GroupId => "GROUP",
+        OverSubscribe => "OVER_SUBSCRIBE",
+        Sockets => "SOCKETS_PER_NODE",
+        Cores => "CORES_PER_SOCKET",
+        Name => "NAME",
+        Threads => "THREADS_PER_CORE",
+        Comment => "COMMENT",
+        ArrayTaskId => "ARRAY_TASK_ID",
+        TimeLimit => "TIME_LIMIT",
+        TimeLeft => "TIME_LEFT",
+        MinMemory => "MIN_MEMORY",
+        TimeUsed => "TIME",
+        ReqNodes => "REQ_NODES",
+        NodeList => "NODELIST",
+        Command => "COMMAND",
+        Contiguous => "CONTIGUOUS",
+        Priority | PriorityLong => "PRIORITY",
+        Partition => "PARTITION",
+        Qos => "QOS",
+        Reason => "REASON",
+        ReasonList => "NODELIST(REASON)",
+        StartTime => "START_TIME",
+        StateCompact => "ST",
+        State => "STATE",
+        UserName => "USER",
+        UserId => "UID",
+        Reservation => "RESERVATION",
+        SubmitTime => "SUBMIT_TIME",
+        Wckey => "WCKEY",
+        Licenses => "LICENSES",
+        ExcNodes => "EXC_NODES",
+        CoreSpec => "CORE_SPEC",
+        Nice => "NICE",
+        SchedNodes => "SCHEDNODES",
+        Sct => "S:C:T",
+        WorkDir => "WORK_DIR",
+        NumTasks => "TASKS",
+        CpusPerTask => "CPUS_PER_TASK",
+        EligibleTime => "ELIGIBLE_TIME",
+        PendingTime => "PENDING_TIME",
+        Stdout => "STDOUT",
+        Stderr => "STDERR",
+        Stdin => "STDIN",
+        TresAlloc => "TRES_ALLOC",
+        Requeue => "REQUEUE",
+        RestartCnt => "RESTARTCNT",
+        LastSchedEval => "LAST_SCHED_EVAL",
+        Cluster => "CLUSTER",
+        Invalid => "",
+    }
+}
+
+/// `squeue %T`: the COMPLETING flag wins over the base state.
+pub fn state_long(job: &JobInfo) -> &'static str {
+    if job.completing {
+        "COMPLETING"
+    } else {
+        job.state.as_slurm_str()
+    }
+}
+
+/// `squeue %t`.
+pub fn state_short(job: &JobInfo) -> &'static str {
+    if job.completing {
+        "CG"
+    } else {
+        job.state.as_short_str()
+    }
+}
+
+/// squeue prints durations beyond a year as INVALID.
+fn secs(s: u64) -> String {
+    if s > 365 * 86_400 {
+        "INVALID".to_string()
+    } else {
+        format_duration(s)
+    }
+}
+
+fn time_or_na(t: Option<Timestamp>) -> String {
+    match t {
+        Some(t) if t != 0 => fmt_time(t),
+        _ => "N/A".to_string(),
+    }
+}
+
+fn or_null(s: Option<&str>) -> String {
+    match s {
+        Some(s) if !s.is_empty() => s.to_string(),
+        _ => "(null)".to_string(),
+    }
+}
+
+fn nodes(list: &[String]) -> String {
+    if list.is_empty() {
+        String::new()
+    } else {
+        hostlist::compress(list)
+    }
+}
+
+/// Seconds a job has run, as squeue shows it (0 while pending).
+pub fn time_used(job: &JobInfo) -> u64 {
+    if job.state == JobState::Pending {
+        0
+    } else {
+        job.run_time
+    }
+}
+
+/// Whether `%R` shows the reason rather than the nodes.
+fn shows_reason(job: &JobInfo) -> bool {
+    !job.completing
+        && matches!(
+            job.state,
+            JobState::Pending | JobState::Timeout | JobState::Failed
+        )
+}
+
+/// The value of one field for one job, and whether a right-justified
+/// value may be cut to the width.
+fn value(kind: FieldKind, job: &JobInfo, now: Timestamp, noconvert: bool) -> (String, bool) {
+    use FieldKind as K;
+    let mem = |mb: u64| {
+        if noconvert {
+            format!("{mb}M")
+        } else {
+            format_memory_mb(mb)
+        }
+    };
+    match kind {
+        K::Account => (or_null(Some(&job.account)), true),
+        K::JobIdRaw | K::JobId | K::ArrayJobId => (job.job_id.to_string(), true),
+        K::ArrayTaskId => ("N/A".to_string(), true),
+        K::TresPerNode => (
+            job.tres_per_node
+                .clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "N/A".into()),
+            true,
+        ),
+        K::BatchHost => (
+            job.batch_host
+                .clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "n/a".into()),
+            true,
+        ),
+        K::MinCpus => (job.cpus_per_task.max(1).to_string(), true),
+        K::NumCpus => (job.num_cpus.to_string(), true),
+        K::MinTmpDisk => ("0".to_string(), true),
+        K::NumNodes => (job.num_nodes.to_string(), true),
+        K::EndTime => match job.end_time {
+            Some(end) if job.time_limit == TimeLimit::Unlimited && end > now => {
+                ("NONE".to_string(), true)
+            }
+            other => (time_or_na(other), true),
+        },
+        K::Dependency => (or_null(job.dependency.as_deref()), true),
+        K::Features => (or_null(job.features.as_deref()), true),
+        K::GroupName => (job.group.clone(), true),
+        K::GroupId => (job.gid.to_string(), true),
+        K::OverSubscribe => ((if job.exclusive { "NO" } else { "OK" }).to_string(), true),
+        K::Sockets | K::Cores | K::Threads => ("*".to_string(), true),
+        K::Sct => ("*:*:*".to_string(), true),
+        K::Name => (job.name.clone(), true),
+        K::Comment => (or_null(job.comment.as_deref()), true),
+        K::TimeLimit => match job.time_limit {
+            TimeLimit::Unlimited => ("UNLIMITED".to_string(), true),
+            TimeLimit::Minutes(m) => (
+                if u64::from(m) * 60 > 365 * 86_400 {
+                    "INVALID".to_string()
+                } else {
+                    format_time_limit(job.time_limit)
+                },
+                false,
+            ),
+        },
+        K::TimeLeft => match job.time_limit {
+            TimeLimit::Unlimited => ("UNLIMITED".to_string(), true),
+            TimeLimit::Minutes(m) => (
+                secs((u64::from(m) * 60).saturating_sub(time_used(job))),
+                false,
+            ),
+        },
+        K::MinMemory => (
+            match (job.mem_per_node, job.mem_per_cpu) {
+                (Some(mb), _) | (None, Some(mb)) => mem(mb),
+                (None, None) => "0".to_string(),
+            },
+            true,
+        ),
+        K::TimeUsed => (secs(time_used(job)), false),
+        K::ReqNodes => (nodes(&job.req_nodes), false),
+        K::NodeList => (nodes(&job.nodes), false),
+        K::Command => (or_null(job.command.as_deref()), true),
+        K::Contiguous => ("0".to_string(), true),
+        K::Priority => (
+            format!("{:.14}", f64::from(job.priority) / f64::from(u32::MAX)),
+            true,
+        ),
+        K::PriorityLong => (job.priority.to_string(), true),
+        K::Partition => (job.partition.clone(), true),
+        K::Qos => (or_null(Some(&job.qos)), true),
+        K::Reason => (job.reason.as_slurm_str().to_string(), true),
+        K::ReasonList => {
+            if shows_reason(job) {
+                (format!("({})", job.reason.as_slurm_str()), true)
+            } else {
+                (nodes(&job.nodes), false)
+            }
+        }
+        K::StartTime => (time_or_na(job.start_time), true),
+        K::StateCompact => (state_short(job).to_string(), true),
+        K::State => (state_long(job).to_string(), true),
+        K::UserName => (job.user.clone(), true),
+        K::UserId => (job.uid.to_string(), true),
+        K::Reservation | K::Wckey | K::Licenses => ("(null)".to_string(), true),
+        K::SubmitTime => (time_or_na(Some(job.submit_time)), true),
+        K::EligibleTime => (time_or_na(Some(job.eligible_time)), true),
+        K::LastSchedEval => (time_or_na(job.last_sched_eval), true),
+        K::PendingTime => {
+            let pending = match job.start_time {
+                Some(start) if start != 0 && start < now => start - job.submit_time,
+                _ => now - job.submit_time,
+            };
+            (pending.to_string(), true)
+        }
+        K::ExcNodes => (nodes(&job.exc_nodes), false),
+        K::CoreSpec => ("N/A".to_string(), true),
+        K::Nice => (job.nice.to_string(), true),
+        K::SchedNodes => ("(null)".to_string(), true),
+        K::WorkDir => (job.work_dir.clone(), true),
+        K::NumTasks => (job.num_tasks.to_string(), true),
+        K::CpusPerTask => (job.cpus_per_task.to_string(), true),
+        K::Stdout => (job.stdout.clone(), true),
+        K::Stderr => (job.stderr.clone(), true),
+        K::Stdin => (job.stdin.clone(), true),
+        K::TresAlloc => (job.tres.clone(), true),
+        K::Requeue => (u8::from(job.requeue).to_string(), true),
+        K::RestartCnt => (job.restarts.to_string(), true),
+        K::Cluster => ("(null)".to_string(), true),
+        K::Invalid => (String::new(), true),
+    }
+}
+
+/// Renders the header line.
+pub fn header_line(format: &Format) -> String {
+    let mut out = format.prefix.clone();
+    for f in &format.fields {
+        put(&mut out, header(f.kind), f.width, f.right, true);
+        out.push_str(&f.suffix);
+    }
+    out.push('\n');
+    out
+}
+
+/// Renders one job's line.
+pub fn job_line(format: &Format, job: &JobInfo, now: Timestamp, noconvert: bool) -> String {
+    let mut out = format.prefix.clone();
+    for f in &format.fields {
+        let (v, cut) = value(f.kind, job, now, noconvert);
+        put(&mut out, &v, f.width, f.right, cut);
+        out.push_str(&f.suffix);
+    }
+    out.push('\n');
+    out
+}
+
+/// One `-S` key: a format letter, descending when written `-x`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SortKey {
+    /// The letter.
+    pub key: char,
+    /// `-x`.
+    pub descending: bool,
+}
+
+/// Parses `-S` (`"P,t,-p"`, `"-i"`, `"+i,-t"`). Letters squeue accepts
+/// but does not sort by (`c`, `f`, `h`, `n`, `O`) are dropped.
+pub fn parse_sort(spec: &str) -> Result<Vec<SortKey>, char> {
+    let mut keys = Vec::new();
+    let mut descending = false;
+    for c in spec.chars() {
+        match c {
+            ',' => descending = false,
+            '+' => descending = false,
+            '-' => descending = true,
+            'c' | 'f' | 'h' | 'n' | 'O' | 'b' => descending = false,
+            'B' | 'C' | 'd' | 'D' | 'e' | 'g' | 'G' | 'H' | 'i' | 'I' | 'j' | 'J' | 'l' | 'L'
+            | 'm' | 'M' | 'N' | 'p' | 'P' | 'Q' | 'S' | 't' | 'T' | 'u' | 'U' | 'v' | 'V' | 'z' => {
+                keys.push(SortKey { key: c, descending });
+                descending = false;
+            }
+            other => return Err(other),
+        }
+    }
+    Ok(keys)
+}
+
+/// squeue's notion of a start time when sorting: no start time sorts as
+/// just after now, and a pending job's start time in the past as now.
+fn sort_start(job: &JobInfo, now: Timestamp) -> Timestamp {
+    match job.start_time {
+        None | Some(0) => now + 100,
+        Some(t) if job.state == JobState::Pending && t < now => now,
+        Some(t) => t,
+    }
+}
+
+fn compare_key(key: char, a: &JobInfo, b: &JobInfo, now: Timestamp) -> Ordering {
+    let left = |j: &JobInfo| match j.time_limit {
+        TimeLimit::Unlimited => u64::MAX,
+        TimeLimit::Minutes(m) => (u64::from(m) * 60).saturating_sub(time_used(j)),
+    };
+    let limit = |j: &JobInfo| match j.time_limit {
+        TimeLimit::Unlimited => u64::MAX,
+        TimeLimit::Minutes(m) => u64::from(m),
+    };
+    let mem = |j: &JobInfo| j.mem_per_node.or(j.mem_per_cpu).unwrap_or(0);
+    let first_node = |j: &JobInfo| j.nodes.first().cloned().unwrap_or_default();
+    match key {
+        'B' => a.batch_host.cmp(&b.batch_host),
+        'C' => a.num_cpus.cmp(&b.num_cpus),
+        'D' => a.num_nodes.cmp(&b.num_nodes),
+        'e' => a.end_time.unwrap_or(0).cmp(&b.end_time.unwrap_or(0)),
+        'g' => a.group.cmp(&b.group),
+        'G' => a.gid.cmp(&b.gid),
+        'i' => a.job_id.cmp(&b.job_id),
+        'j' => a.name.cmp(&b.name),
+        'l' => limit(a).cmp(&limit(b)),
+        'L' => left(a).cmp(&left(b)),
+        'm' => mem(a).cmp(&mem(b)),
+        'M' => time_used(a).cmp(&time_used(b)),
+        'N' => first_node(a).cmp(&first_node(b)),
+        'p' | 'Q' => a.priority.cmp(&b.priority),
+        'P' => a.partition.cmp(&b.partition),
+        'S' => sort_start(a, now).cmp(&sort_start(b, now)),
+        // Both state keys compare the printed words, so PD sorts before R.
+        't' => state_short(a).cmp(state_short(b)),
+        'T' => state_long(a).cmp(state_long(b)),
+        'u' => a.user.cmp(&b.user),
+        'U' => a.uid.cmp(&b.uid),
+        'V' => a.submit_time.cmp(&b.submit_time),
+        _ => Ordering::Equal,
+    }
+}
+
+/// Sorts jobs by `keys`, most significant first.
+///
+/// squeue sorts by start time (latest first), then stably by each key
+/// from the last to the first, so jobs equal in every key keep the
+/// controller's order. Slurm's controller order is not something muster
+/// can reproduce (it depends on its hash and list history); the captured
+/// outputs show ties in descending job id when the innermost key is
+/// descending (`squeue`: `P,t,-p`) and ascending otherwise
+/// (`squeue --start`: `S`), so that is the final tie-break here.
+pub fn sort_jobs(jobs: &mut [&JobInfo], keys: &[SortKey], now: Timestamp) {
+    let last_descending = keys.last().is_some_and(|k| k.descending);
+    jobs.sort_by(|a, b| {
+        for k in keys {
+            let ord = compare_key(k.key, a, b, now);
+            let ord = if k.descending { ord.reverse() } else { ord };
+            if ord != Ordering::Equal {
+                return ord;
+            }
+        }
+        let ord = sort_start(b, now).cmp(&sort_start(a, now));
+        if ord != Ordering::Equal {
+            return ord;
+        }
+        let ord = a.job_id.cmp(&b.job_id);
+        if last_descending {
+            ord.reverse()
+        } else {
+            ord
+        }
+    });
+}

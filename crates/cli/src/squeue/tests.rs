@@ -1,0 +1,188 @@
+use super::format::{parse_long, parse_percent, parse_sort, FieldKind, SortKey};
+use super::*;
+
+fn parse(args: &[&str]) -> Result<SqueueArgs, String> {
+    let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    parse_args(&v)
+}
+
+#[test]
+fn no_options_is_the_default() {
+    assert_eq!(parse(&[]).unwrap(), SqueueArgs::default());
+}
+
+#[test]
+fn lists_accumulate_and_split_on_commas() {
+    let a = parse(&[
+        "-j", "1,2", "--jobs=3", "-u", "a,b", "-p", "debug", "-n", "x",
+    ])
+    .unwrap();
+    assert_eq!(a.jobs, Some(vec![1, 2, 3]));
+    assert_eq!(a.users, vec!["a", "b"]);
+    assert_eq!(a.partitions, vec!["debug"]);
+    assert_eq!(a.names, vec!["x"]);
+    let a = parse(&["-j66794"]).unwrap();
+    assert_eq!(a.jobs, Some(vec![66794]));
+    let a = parse(&["-j"]).unwrap();
+    assert_eq!(a.jobs, None);
+}
+
+#[test]
+fn states_short_long_and_all() {
+    let a = parse(&["-t", "pd,RUNNING"]).unwrap();
+    assert_eq!(
+        a.states,
+        Some(vec![
+            StateFilter::State(JobState::Pending),
+            StateFilter::State(JobState::Running)
+        ])
+    );
+    let a = parse(&["--states=all"]).unwrap();
+    assert_eq!(a.states.unwrap().len(), ALL_JOB_STATES.len() + 1);
+    assert!(parse(&["-t", "bogus"])
+        .unwrap_err()
+        .starts_with("squeue: error: Invalid job state specified: bogus\n"));
+}
+
+#[test]
+fn bad_option_is_getopts_text() {
+    assert_eq!(
+        parse(&["--bogus"]).unwrap_err(),
+        "squeue: unrecognized option '--bogus'\nTry \"squeue --help\" for more information\n"
+    );
+    assert_eq!(
+        parse(&["-Z"]).unwrap_err(),
+        "squeue: invalid option -- 'Z'\nTry \"squeue --help\" for more information\n"
+    );
+}
+
+#[test]
+fn accepted_flags() {
+    let a = parse(&[
+        "-a",
+        "-r",
+        "--noconvert",
+        "-v",
+        "-M",
+        "all",
+        "--me",
+        "-h",
+        "-l",
+        "--start",
+        "-S",
+        "-t,i",
+        "--help",
+        "--usage",
+    ])
+    .unwrap();
+    assert!(a.me && a.noheader && a.long && a.start && a.help && a.usage && a.noconvert);
+    assert_eq!(a.verbose, 1);
+    assert_eq!(a.sort.as_deref(), Some("-t,i"));
+}
+
+#[test]
+fn format_options() {
+    assert_eq!(
+        parse(&["-o", "%i"]).unwrap().format,
+        FormatChoice::Percent("%i".into())
+    );
+    assert_eq!(
+        parse(&["--Format=JobID"]).unwrap().format,
+        FormatChoice::Long("JobID".into())
+    );
+}
+
+#[test]
+fn percent_format_widths_and_literals() {
+    let (f, errors) = parse_percent("id=%.18i|%9P%-4j%ujunk");
+    assert!(errors.is_empty());
+    assert_eq!(f.prefix, "id=");
+    let shape: Vec<(FieldKind, usize, bool, &str)> = f
+        .fields
+        .iter()
+        .map(|x| (x.kind, x.width, x.right, x.suffix.as_str()))
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            (FieldKind::JobId, 18, true, "|"),
+            (FieldKind::Partition, 9, false, ""),
+            (FieldKind::Name, 4, false, ""),
+            (FieldKind::UserName, 0, false, "junk"),
+        ]
+    );
+    let (_, errors) = parse_percent("%i %!");
+    assert_eq!(errors, vec!["Invalid job format specification: !"]);
+}
+
+#[test]
+fn long_format_defaults_to_twenty_columns() {
+    let f = parse_long("jobid,state:.5,name:,reason:10|").unwrap();
+    let shape: Vec<(FieldKind, usize, bool, &str)> = f
+        .fields
+        .iter()
+        .map(|x| (x.kind, x.width, x.right, x.suffix.as_str()))
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            (FieldKind::JobIdRaw, 20, false, ""),
+            (FieldKind::State, 5, true, ""),
+            (FieldKind::Name, 0, false, ""),
+            (FieldKind::Reason, 10, false, "|"),
+        ]
+    );
+    assert!(parse_long("NoSuchField").is_err());
+}
+
+#[test]
+fn sort_keys() {
+    assert_eq!(
+        parse_sort("P,t,-p").unwrap(),
+        vec![
+            SortKey {
+                key: 'P',
+                descending: false
+            },
+            SortKey {
+                key: 't',
+                descending: false
+            },
+            SortKey {
+                key: 'p',
+                descending: true
+            },
+        ]
+    );
+    assert_eq!(
+        parse_sort("+i").unwrap(),
+        vec![SortKey {
+            key: 'i',
+            descending: false
+        }]
+    );
+    assert_eq!(parse_sort("i,a"), Err('a'));
+}
+
+#[test]
+fn truncation_and_justification() {
+    let job = JobInfo {
+        job_id: model::JobId(7),
+        name: "averylongname".into(),
+        user: "u".into(),
+        partition: "p".into(),
+        state: JobState::Running,
+        nodes: vec!["n1".into(), "n2".into(), "n3".into()],
+        run_time: 400 * 86_400,
+        ..JobInfo::default()
+    };
+    let list = JobList {
+        now: 0,
+        jobs: vec![job],
+    };
+    let a = parse(&["-h", "-o", "%.8j|%8j|%j|%.3R|%.4M|%2N"]).unwrap();
+    assert_eq!(
+        render(&a, &list, "u").unwrap(),
+        "averylon|averylon|averylongname|n[1-3]|INVALID|n[\n"
+    );
+}

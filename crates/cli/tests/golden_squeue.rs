@@ -1,0 +1,368 @@
+//! Golden tests: squeue's rendering against what Slurm 22.05 printed
+//! (`/work/shared/reference/slurm-22.05/squeue*.out`, see its INDEX.md).
+//!
+//! The job list below mirrors the jobs of that capture. The job array
+//! 66792_[0-3] is left out, and so is its line in the expected files under
+//! `tests/golden/`, because muster has no job arrays yet (JobInfo carries no
+//! array fields); the other lines are byte for byte Slurm's.
+
+use cli::squeue::{self, RenderError};
+use model::{JobId, JobState, PendingReason, TimeLimit, Timestamp};
+use proto::{JobInfo, JobList};
+
+/// `Wed Dec 02 10:24:12 2026` UTC, when the capture ran.
+const NOW: Timestamp = 1_796_207_052;
+
+/// 2026-12-02 10:MM:SS UTC.
+fn at(min: i64, sec: i64) -> Timestamp {
+    NOW - (24 * 60 + 12) + min * 60 + sec
+}
+
+fn utc() {
+    // Slurm printed the capture in UTC; the renderers use local time.
+    std::env::set_var("TZ", "UTC");
+}
+
+#[allow(clippy::too_many_arguments)]
+fn job(
+    id: u32,
+    partition: &str,
+    name: &str,
+    user: &str,
+    state: JobState,
+    reason: PendingReason,
+    nodes: &[&str],
+    num_nodes: u32,
+    cpus: u32,
+    priority: u32,
+) -> JobInfo {
+    JobInfo {
+        job_id: JobId(id),
+        name: name.into(),
+        user: user.into(),
+        uid: if user == "root" { 0 } else { 2001 },
+        group: user.into(),
+        gid: if user == "root" { 0 } else { 2001 },
+        account: "research".into(),
+        qos: "normal".into(),
+        partition: partition.into(),
+        state,
+        reason,
+        priority,
+        submit_time: at(24, 4),
+        eligible_time: at(24, 4),
+        nodes: nodes.iter().map(|s| s.to_string()).collect(),
+        num_nodes,
+        num_cpus: cpus,
+        num_tasks: 1,
+        cpus_per_task: 1,
+        mem_per_cpu: Some(500),
+        work_dir: "/home/sauser/capture".into(),
+        ..JobInfo::default()
+    }
+}
+
+fn running(mut j: JobInfo, start: Timestamp) -> JobInfo {
+    j.start_time = Some(start);
+    j.run_time = (NOW - start) as u64;
+    j.batch_host = j.nodes.first().cloned();
+    j
+}
+
+/// The capture's jobs, in job id order (muster's controller order).
+fn reference_jobs() -> JobList {
+    use JobState::{Pending as PD, Running as R};
+    use PendingReason as Why;
+    let mut timeout = running(
+        job(
+            66789,
+            "debug",
+            "timeoutjob",
+            "sauser",
+            R,
+            Why::None,
+            &["node1"],
+            1,
+            1,
+            2854,
+        ),
+        at(24, 0),
+    );
+    timeout.time_limit = TimeLimit::Minutes(1);
+    timeout.submit_time = at(23, 56);
+    let mut long2n = running(
+        job(
+            66790,
+            "debug",
+            "long2n",
+            "sauser",
+            R,
+            Why::None,
+            &["node2", "node3"],
+            2,
+            4,
+            3166,
+        ),
+        at(24, 3),
+    );
+    long2n.submit_time = at(24, 0);
+    let mut gpulong = running(
+        job(
+            66791,
+            "gpu",
+            "gpulong",
+            "sauser",
+            R,
+            Why::None,
+            &["node4"],
+            1,
+            1,
+            2854,
+        ),
+        at(24, 3),
+    );
+    gpulong.time_limit = TimeLimit::Minutes(365 * 24 * 60);
+    gpulong.submit_time = at(24, 3);
+    gpulong.tres_per_node = Some("gres:gpu:2".into());
+    let mut ml = running(
+        job(
+            66796,
+            "debug",
+            "mljob",
+            "sauser",
+            R,
+            Why::None,
+            &["node1"],
+            1,
+            1,
+            7187,
+        ),
+        at(24, 6),
+    );
+    ml.account = "ml".into();
+    ml.qos = "high".into();
+    let mut gpuwait = job(
+        66797,
+        "gpu",
+        "gpuwait",
+        "sauser",
+        PD,
+        Why::NodesDown,
+        &[],
+        1,
+        1,
+        2854,
+    );
+    gpuwait.tres_per_node = Some("gres:gpu:a100:2".into());
+    let mut depjob = job(
+        66794,
+        "debug",
+        "depjob",
+        "sauser",
+        PD,
+        Why::Dependency,
+        &[],
+        1,
+        1,
+        2854,
+    );
+    depjob.dependency = Some("afterok:66793_*".into());
+    let jobs = vec![
+        timeout,
+        long2n,
+        gpulong,
+        job(
+            66793,
+            "debug",
+            "big4n",
+            "sauser",
+            PD,
+            Why::Resources,
+            &[],
+            4,
+            4,
+            3416,
+        ),
+        depjob,
+        job(
+            66795,
+            "debug",
+            "heldjob",
+            "sauser",
+            PD,
+            Why::JobHeldUser,
+            &[],
+            1,
+            1,
+            0,
+        ),
+        ml,
+        gpuwait,
+        job(
+            66798,
+            "debug",
+            "rootjob",
+            "root",
+            PD,
+            Why::JobHeldUser,
+            &[],
+            1,
+            1,
+            0,
+        ),
+    ];
+    JobList { now: NOW, jobs }
+}
+
+fn render(args: &[&str]) -> Result<String, RenderError> {
+    utc();
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let parsed = squeue::parse_args(&args).expect("valid options");
+    squeue::render(&parsed, &reference_jobs(), "sauser")
+}
+
+fn golden(name: &str) -> String {
+    let path = format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn default_format_matches_slurm() {
+    assert_eq!(render(&[]).unwrap(), golden("squeue.txt"));
+}
+
+#[test]
+fn long_format_matches_slurm() {
+    assert_eq!(render(&["-l"]).unwrap(), golden("squeue_l.txt"));
+}
+
+#[test]
+fn format_all_matches_slurm() {
+    let fmt = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R %b %C %m %l %Q %v %a %q %p %S %V";
+    assert_eq!(
+        render(&["-o", fmt]).unwrap(),
+        golden("squeue_format_all.txt")
+    );
+}
+
+#[test]
+fn start_matches_slurm() {
+    assert_eq!(render(&["--start"]).unwrap(), golden("squeue_start.txt"));
+}
+
+#[test]
+fn one_dependency_job_matches_slurm() {
+    // squeue_dependency.out: `squeue -j 66794`.
+    let expected = "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n             66794     debug   depjob   sauser PD       0:00      1 (Dependency)\n";
+    assert_eq!(render(&["-j", "66794"]).unwrap(), expected);
+}
+
+#[test]
+fn unknown_single_job_id_is_slurms_error() {
+    // err_squeue_nonexistent: `squeue -j 999999`, exit 1.
+    let err = render(&["-j", "999999"]).unwrap_err();
+    assert_eq!(format!("{err}\n"), golden("squeue_err_nonexistent.txt"));
+}
+
+#[test]
+fn unknown_ids_among_several_just_filter() {
+    let out = render(&["-h", "-o", "%i %t", "-j", "999999,66790"]).unwrap();
+    assert_eq!(out, "66790 R\n");
+    let out = render(&["-h", "-j", "999998,999999"]).unwrap();
+    assert_eq!(out, "");
+}
+
+#[test]
+fn parsl_style_state_query() {
+    let out = render(&["--noheader", "--format=%i %t", "--job", "66795,66796"]).unwrap();
+    assert_eq!(out, "66795 PD\n66796 R\n");
+}
+
+#[test]
+fn finished_jobs_need_states_or_ids() {
+    utc();
+    let mut list = reference_jobs();
+    let mut done = list.jobs[0].clone();
+    done.job_id = JobId(66780);
+    done.state = JobState::Completed;
+    list.jobs.push(done);
+    let parse = |a: &[&str]| {
+        let v: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+        squeue::parse_args(&v).unwrap()
+    };
+    let plain = squeue::render(&parse(&["-h", "-o", "%i"]), &list, "sauser").unwrap();
+    assert!(!plain.contains("66780"));
+    let all = squeue::render(&parse(&["-h", "-o", "%i|%T", "-t", "all"]), &list, "sauser").unwrap();
+    assert!(all.contains("66780|COMPLETED\n"));
+    let by_id = squeue::render(
+        &parse(&["-h", "-o", "%i %t", "-j", "66780"]),
+        &list,
+        "sauser",
+    )
+    .unwrap();
+    assert_eq!(by_id, "66780 CD\n");
+}
+
+#[test]
+fn long_field_names_with_width_and_suffix() {
+    let out = render(&[
+        "-O",
+        "JobID:\u{1f},State:\u{1f},Name:\u{1f},TimeUsed",
+        "-j",
+        "66789",
+    ])
+    .unwrap();
+    assert_eq!(
+        out,
+        "JOBID\u{1f}STATE\u{1f}NAME\u{1f}TIME                \n66789\u{1f}RUNNING\u{1f}timeoutjob\u{1f}0:12                \n"
+    );
+    let out = render(&["-h", "-O", "JobID:.8,Partition:6|,UserName", "-j", "66791"]).unwrap();
+    assert_eq!(out, "   66791gpu   |sauser              \n");
+}
+
+#[test]
+fn filters_combine() {
+    let out = render(&["-h", "-o", "%i", "-p", "gpu", "-t", "PD"]).unwrap();
+    assert_eq!(out, "66797\n");
+    let out = render(&["-h", "-o", "%i", "-u", "root"]).unwrap();
+    assert_eq!(out, "66798\n");
+    let out = render(&["-h", "-o", "%i", "--me", "-t", "R", "-w", "node1"]).unwrap();
+    assert_eq!(out, "66796\n66789\n");
+    let out = render(&["-h", "-o", "%i", "-n", "big4n,mljob"]).unwrap();
+    assert_eq!(out, "66793\n66796\n");
+}
+
+#[test]
+fn sort_option() {
+    let out = render(&["-h", "-o", "%i", "-S", "-i", "-t", "R"]).unwrap();
+    assert_eq!(out, "66796\n66791\n66790\n66789\n");
+    let out = render(&["-h", "-o", "%i", "-S", "+i", "-t", "R"]).unwrap();
+    assert_eq!(out, "66789\n66790\n66791\n66796\n");
+    assert_eq!(
+        render(&["-S", "a"]).unwrap_err().to_string(),
+        "squeue: error: Invalid sort specification: a"
+    );
+}
+
+#[test]
+fn json_lists_jobs() {
+    let out = render(&["--json", "-j", "66790"]).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let jobs = doc["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0]["job_id"], 66790);
+    assert_eq!(jobs[0]["job_state"], "RUNNING");
+    assert_eq!(jobs[0]["nodes"], "node[2-3]");
+    assert_eq!(jobs[0]["user_name"], "sauser");
+}
+
+#[test]
+fn exit_codes_before_any_controller_call() {
+    let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // Bad option: getopt's message and "Try ..." on stderr, exit 1.
+    assert_eq!(squeue::main(v(&["--bogus"])), 1);
+    // scancel without ids or filters: "No job identification provided", exit 1.
+    assert_eq!(cli::scancel::main(v(&[])), 1);
+    assert_eq!(cli::scancel::main(v(&["-s", "NOSUCHSIG", "1"])), 1);
+    assert_eq!(cli::scancel::main(v(&["--usage"])), 0);
+}

@@ -1,0 +1,393 @@
+//! `muster up`, `muster down` and `muster install-links`: a whole cluster on
+//! this machine, as the current user, with nothing to edit.
+//!
+//! `up` writes a slurm.conf for this host into the state directory the first
+//! time (free loopback ports, one partition of N nodes that each get this
+//! host's CPUs, `SlurmdParameters=config_overrides` so several node daemons
+//! share one host as Slurm's multiple-slurmd does), then starts the
+//! controller and the node daemons as child processes, each in its own
+//! process group so that Ctrl-C reaches only `up`, which then stops them in
+//! order.
+
+use anyhow::{bail, Context};
+use proto::CtldRequest;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct UpOptions {
+    detach: bool,
+    state_dir: PathBuf,
+    n_nodes: u32,
+}
+
+fn parse_common(args: &[String], allow_up: bool) -> anyhow::Result<UpOptions> {
+    let mut o = UpOptions {
+        detach: false,
+        state_dir: client::default_state_dir(),
+        n_nodes: 4,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let (key, inline) = match a.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_string())),
+            None => (a, None),
+        };
+        let mut value = || -> anyhow::Result<String> {
+            if let Some(v) = inline.clone() {
+                return Ok(v);
+            }
+            i += 1;
+            args.get(i).cloned().with_context(|| format!("{key} needs a value"))
+        };
+        match key {
+            "--detach" | "-d" if allow_up => o.detach = true,
+            "--state-dir" => o.state_dir = PathBuf::from(value()?),
+            "--nodes" | "-N" if allow_up => {
+                let v = value()?;
+                o.n_nodes = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=64).contains(n))
+                    .with_context(|| format!("--nodes {v:?}: expected a number from 1 to 64"))?;
+            }
+            other => bail!("unknown option {other:?}"),
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(l.local_addr()?.port())
+}
+
+fn host_cpus() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1)
+}
+
+fn host_memory_mb() -> u64 {
+    fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map(|kb| kb / 1024)
+        .unwrap_or(4096)
+}
+
+/// The default slurm.conf for a local cluster on this host.
+fn default_config(dir: &Path, n_nodes: u32) -> anyhow::Result<String> {
+    let user = client::current_identity().user;
+    let host = client::current_identity().host;
+    let ctld_port = free_port()?;
+    let cpus = host_cpus();
+    // Each virtual node offers all of the host's CPUs and a share of its
+    // memory; jobs get DefMemPerCPU unless they ask, so many fit at once.
+    let mem = (host_memory_mb() / n_nodes as u64).max(256);
+    let mut text = format!(
+        "# Written by `muster up` for a local cluster on {host}; edit freely.\n\
+         ClusterName=muster\n\
+         SlurmctldHost={host}(127.0.0.1)\n\
+         SlurmctldPort={ctld_port}\n\
+         SlurmUser={user}\n\
+         StateSaveLocation={dir}/ctld\n\
+         SlurmdSpoolDir={dir}/spool/%n\n\
+         SlurmdParameters=config_overrides\n\
+         AuthType=auth/muster\n\
+         SelectType=select/cons_tres\n\
+         SelectTypeParameters=CR_Core_Memory\n\
+         DefMemPerCPU=100\n\
+         SlurmdTimeout=300\n\
+         KillWait=5\n\
+         MinJobAge=300\n\
+         GresTypes=gpu\n",
+        dir = dir.display()
+    );
+    for i in 1..=n_nodes {
+        text.push_str(&format!(
+            "NodeName=node{i} NodeAddr=127.0.0.1 NodeHostname={host} Port={} CPUs={cpus} RealMemory={mem} State=UNKNOWN\n",
+            free_port()?
+        ));
+    }
+    text.push_str(&format!(
+        "PartitionName=debug Nodes=node[1-{n_nodes}] Default=YES MaxTime=INFINITE State=UP\n"
+    ));
+    Ok(text)
+}
+
+/// Makes DIR/<command> links to this binary for every Slurm command.
+pub fn install_links(dir: &Path) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("finding this program")?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for name in cli::COMMANDS {
+        let link = dir.join(name);
+        if link.symlink_metadata().is_ok() {
+            fs::remove_file(&link).with_context(|| format!("replacing {}", link.display()))?;
+        }
+        std::os::unix::fs::symlink(&exe, &link)
+            .with_context(|| format!("linking {}", link.display()))?;
+    }
+    Ok(())
+}
+
+/// `muster install-links DIR`.
+pub fn install_links_cmd(args: Vec<String>) -> i32 {
+    let [dir] = args.as_slice() else {
+        eprintln!("usage: muster install-links DIR");
+        return 1;
+    };
+    match install_links(Path::new(dir)) {
+        Ok(()) => {
+            println!(
+                "linked {} into {}",
+                cli::COMMANDS.join(" "),
+                Path::new(dir).display()
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("muster install-links: error: {e:#}");
+            1
+        }
+    }
+}
+
+fn client_for(conf_path: &Path) -> anyhow::Result<client::Client> {
+    let loaded = conf::load(conf_path).with_context(|| format!("reading {}", conf_path.display()))?;
+    Ok(client::Client::new(loaded.config, client::current_identity()))
+}
+
+fn spawn_daemon(
+    exe: &Path,
+    args: &[&str],
+    log: &Path,
+    detach: bool,
+) -> anyhow::Result<Child> {
+    let out = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .with_context(|| format!("opening {}", log.display()))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out);
+    use std::os::unix::process::CommandExt;
+    if detach {
+        // A new session: the daemons outlive this terminal.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+    } else {
+        cmd.process_group(0);
+    }
+    cmd.spawn().with_context(|| format!("starting {}", exe.display()))
+}
+
+fn wait_until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if ready() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
+    let dir = &o.state_dir;
+    fs::create_dir_all(dir.join("log")).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = dir.canonicalize()?;
+    let conf_path = dir.join("slurm.conf");
+    if !conf_path.exists() {
+        fs::write(&conf_path, default_config(&dir, o.n_nodes)?)
+            .with_context(|| format!("writing {}", conf_path.display()))?;
+    }
+    let loaded = conf::load(&conf_path).with_context(|| format!("reading {}", conf_path.display()))?;
+    let cfg = loaded.config;
+    let c = client_for(&conf_path)?;
+    if c.call(CtldRequest::Ping).is_ok() {
+        bail!(
+            "a controller already answers on port {} (run `muster down --state-dir {}` first)",
+            cfg.slurmctld_port,
+            dir.display()
+        );
+    }
+    let bin = dir.join("bin");
+    install_links(&bin)?;
+    let exe = std::env::current_exe()?;
+    let conf_s = conf_path.display().to_string();
+    let mut children: Vec<(String, Child)> = Vec::new();
+    let ctld = spawn_daemon(&exe, &["ctld", "-f", &conf_s], &dir.join("log/ctld.log"), o.detach)?;
+    children.push(("ctld".into(), ctld));
+    if !wait_until(Duration::from_secs(15), || c.call(CtldRequest::Ping).is_ok()) {
+        stop_children(&mut children);
+        bail!(
+            "the controller did not start; see {}",
+            dir.join("log/ctld.log").display()
+        );
+    }
+    for n in &cfg.nodes {
+        let log = dir.join(format!("log/noded-{}.log", n.name));
+        let child = spawn_daemon(&exe, &["noded", "-N", &n.name, "-f", &conf_s], &log, o.detach)?;
+        children.push((n.name.clone(), child));
+    }
+    let all_up = wait_until(Duration::from_secs(15), || {
+        c.nodes()
+            .map(|ns| ns.iter().all(|n| n.state.base != model::NodeBase::Unknown))
+            .unwrap_or(false)
+    });
+    if !all_up {
+        eprintln!(
+            "muster up: warning: not every node registered yet; see {}",
+            dir.join("log").display()
+        );
+    }
+    let pids: String = children
+        .iter()
+        .map(|(name, ch)| format!("{} {}\n", ch.id(), name))
+        .collect();
+    fs::write(dir.join("pids"), pids)?;
+    let nodes: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "muster: cluster \"{}\" is up: controller on 127.0.0.1:{}, {} nodes ({}), state in {}",
+        cfg.cluster_name,
+        cfg.slurmctld_port,
+        nodes.len(),
+        hostlist::compress(&nodes),
+        dir.display()
+    )?;
+    writeln!(out, "To use the Slurm commands from another shell:")?;
+    writeln!(out, "    export PATH=\"{}:$PATH\" SLURM_CONF=\"{}\"", bin.display(), conf_s)?;
+    writeln!(out, "    sbatch --wrap 'hostname'; squeue; sinfo")?;
+    if o.detach {
+        writeln!(out, "Stop it with: muster down --state-dir {}", dir.display())?;
+        return Ok(());
+    }
+    writeln!(out, "Press Ctrl-C to stop the cluster.")?;
+    drop(out);
+    wait_for_interrupt(&mut children);
+    eprintln!("muster: stopping the cluster");
+    let _ = c.call(CtldRequest::Shutdown);
+    let stopped = wait_until(Duration::from_secs(10), || {
+        children.iter_mut().all(|(_, ch)| ch.try_wait().ok().flatten().is_some())
+    });
+    if !stopped {
+        stop_children(&mut children);
+    }
+    let _ = fs::remove_file(dir.join("pids"));
+    Ok(())
+}
+
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Blocks until SIGINT/SIGTERM, or until a daemon dies on its own.
+fn wait_for_interrupt(children: &mut [(String, Child)]) {
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    loop {
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        for (name, ch) in children.iter_mut() {
+            if let Ok(Some(status)) = ch.try_wait() {
+                eprintln!("muster: {name} exited ({status}); stopping the cluster");
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn stop_children(children: &mut [(String, Child)]) {
+    for (_, ch) in children.iter_mut() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(ch.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    for (_, ch) in children.iter_mut() {
+        let _ = ch.wait();
+    }
+}
+
+/// `muster up [--detach] [--state-dir DIR] [--nodes N]`.
+pub fn up(args: Vec<String>) -> i32 {
+    match parse_common(&args, true).and_then(|o| up_inner(&o)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("muster up: error: {e:#}");
+            1
+        }
+    }
+}
+
+fn pid_alive(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
+fn down_inner(o: &UpOptions) -> anyhow::Result<()> {
+    let dir = &o.state_dir;
+    let conf_path = dir.join("slurm.conf");
+    if !conf_path.exists() {
+        bail!("no local cluster in {}", dir.display());
+    }
+    let c = client_for(&conf_path)?;
+    let answered = c.call(CtldRequest::Shutdown).is_ok();
+    // Only the processes `up` started, by the PIDs it recorded.
+    let pids: Vec<i32> = fs::read_to_string(dir.join("pids"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    let gone = wait_until(Duration::from_secs(10), || pids.iter().all(|p| !pid_alive(*p)));
+    if !gone {
+        for p in &pids {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*p),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        wait_until(Duration::from_secs(5), || pids.iter().all(|p| !pid_alive(*p)));
+    }
+    let _ = fs::remove_file(dir.join("pids"));
+    if !answered && pids.is_empty() {
+        bail!("no cluster is running from {}", dir.display());
+    }
+    println!("muster: cluster in {} stopped", dir.display());
+    Ok(())
+}
+
+/// `muster down [--state-dir DIR]`.
+pub fn down(args: Vec<String>) -> i32 {
+    match parse_common(&args, false).and_then(|o| down_inner(&o)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("muster down: error: {e:#}");
+            1
+        }
+    }
+}
