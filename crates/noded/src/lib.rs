@@ -1,1 +1,173 @@
-//! noded (being written).
+//! The node daemon (Slurm's slurmd plus slurmstepd for batch jobs).
+//!
+//! It reports the node's resources to the controller, then starts, signals
+//! and reaps the batch scripts the controller sends, and reports how each
+//! ended. It does not decide anything: what runs where, and when a job is
+//! killed, is the controller's call.
+//!
+//! ```text
+//!              RegisterNode, JobExited (retried until answered)
+//!   daemon  ----------------------------------------------------> ctld
+//!   (shell) <---------------------------------------------------- ctld
+//!      |       LaunchBatch, Signal, Terminate, Ping, Shutdown
+//!      v
+//!   state::JobTable (pure)   launch (fork/exec)   env (pure)   hw (/proc parsing)
+//! ```
+//!
+//! Invariant: every job in the job table has a watcher task that reaps its
+//! batch script and reports its end; nothing else removes it.
+//!
+//! Without cgroups (not yet implemented) a job is its batch script's session
+//! and process group: signals go to the group, and what is left of the group
+//! when the script ends is killed, as Slurm's proctrack does for the batch
+//! step.
+
+mod daemon;
+mod env;
+mod hw;
+mod launch;
+mod setup;
+pub mod state;
+
+use std::path::PathBuf;
+
+pub use daemon::run;
+
+/// Command-line options of the node daemon (`muster noded`, slurmd's
+/// spelling).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodedOptions {
+    /// `-N`: the NodeName this daemon serves; `None` means the short host name.
+    pub node_name: Option<String>,
+    /// `-f`: slurm.conf (default `SLURM_CONF`, else `/etc/slurm/slurm.conf`).
+    pub conf_path: PathBuf,
+    /// `-D`: stay in the foreground. The daemon always does; kept so that
+    /// slurmd command lines work unchanged.
+    pub foreground: bool,
+    /// `-v` count: more logging.
+    pub verbose: u8,
+}
+
+impl NodedOptions {
+    /// Options with the defaults: this host's name, `SLURM_CONF` or
+    /// `/etc/slurm/slurm.conf`.
+    pub fn with_defaults() -> NodedOptions {
+        NodedOptions {
+            node_name: None,
+            conf_path: default_conf_path(),
+            foreground: true,
+            verbose: 0,
+        }
+    }
+}
+
+fn default_conf_path() -> PathBuf {
+    match std::env::var_os("SLURM_CONF") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from("/etc/slurm/slurm.conf"),
+    }
+}
+
+const USAGE: &str = "Usage: muster noded [-D] [-v...] [-N nodename] [-f slurm.conf]";
+
+/// What the command line asked for.
+#[derive(Debug, PartialEq, Eq)]
+enum Parsed {
+    Run(NodedOptions),
+    Help,
+    Version,
+}
+
+/// Parses the daemon's options. `args` are the arguments after the program
+/// (or `muster noded`) name.
+fn parse_args(args: &[String]) -> Result<Parsed, String> {
+    let mut opts = NodedOptions::with_defaults();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value_for = |flag: &str, attached: &str| -> Result<String, String> {
+            if !attached.is_empty() {
+                return Ok(attached.to_string());
+            }
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("option {flag} requires an argument"))
+        };
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(Parsed::Help),
+            "-V" | "--version" => return Ok(Parsed::Version),
+            "-D" => opts.foreground = true,
+            s if s.starts_with("-v") && s[1..].chars().all(|c| c == 'v') => {
+                opts.verbose = opts.verbose.saturating_add((s.len() - 1) as u8);
+            }
+            s if s.starts_with("-N") => opts.node_name = Some(value_for("-N", &s[2..])?),
+            s if s.starts_with("-f") => opts.conf_path = PathBuf::from(value_for("-f", &s[2..])?),
+            other => return Err(format!("unrecognized option {other:?}")),
+        }
+    }
+    Ok(Parsed::Run(opts))
+}
+
+/// Entry point of `muster noded`: parses `args` (without the program name),
+/// runs the daemon on a fresh tokio runtime and returns the exit status:
+/// 0 after a clean shutdown (SIGTERM, SIGINT or the controller's
+/// `Shutdown`), 1 on any error, which is printed with its causes.
+pub fn main(args: Vec<String>) -> i32 {
+    // Tolerate being handed argv[0] as well.
+    let args: &[String] = match args.first() {
+        Some(first) if !first.starts_with('-') => &args[1..],
+        _ => &args[..],
+    };
+    let opts = match parse_args(args) {
+        Ok(Parsed::Run(opts)) => opts,
+        Ok(Parsed::Help) => {
+            println!("{USAGE}");
+            return 0;
+        }
+        Ok(Parsed::Version) => {
+            println!("muster noded {}", env!("CARGO_PKG_VERSION"));
+            return 0;
+        }
+        Err(msg) => {
+            eprintln!("noded: error: {msg}\n{USAGE}");
+            return 1;
+        }
+    };
+    init_logging(opts.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("noded")
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("noded: error: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    match runtime.block_on(run(opts)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("noded: error: {e:#}");
+            1
+        }
+    }
+}
+
+/// Installs a stderr subscriber (`MUSTER_LOG`, else the `-v` level) unless
+/// the binary already installed one.
+fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MUSTER_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,597 @@
+//! The node daemon against a tiny fake controller: registration, batch
+//! launches, exit codes, Terminate with KillWait, signals, bad frames and
+//! shutdown. (The real controller is tested end to end in `e2e`.)
+
+use model::{ExitCode, JobId};
+use proto::{
+    BatchLaunch, CtldRequest, CtldResponse, Envelope, Identity, NodeRequest, NodeResponse,
+};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+struct Harness {
+    dir: tempfile::TempDir,
+    node_addr: String,
+    conf_path: PathBuf,
+    seen: Arc<Mutex<Vec<CtldRequest>>>,
+    daemon: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+fn identity() -> Identity {
+    Identity {
+        uid: nix::unistd::getuid().as_raw(),
+        gid: nix::unistd::getgid().as_raw(),
+        user: "tester".into(),
+        host: "ctl".into(),
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A controller that answers Ok to everything and records what it got.
+async fn fake_controller(listener: TcpListener, seen: Arc<Mutex<Vec<CtldRequest>>>) {
+    loop {
+        let Ok((mut stream, _)) = listener.accept().await else {
+            return;
+        };
+        let seen = seen.clone();
+        tokio::spawn(async move {
+            while let Ok(env) =
+                rpc::read_frame_async::<_, CtldRequest>(&mut stream, Duration::from_secs(5)).await
+            {
+                seen.lock().unwrap().push(env.body);
+                let reply = rpc::envelope(identity(), CtldResponse::Ok);
+                if rpc::write_frame_async(&mut stream, &reply).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+impl Harness {
+    async fn start() -> Harness {
+        let ctl = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let h = Harness::start_with_controller_port(ctl.local_addr().unwrap().port());
+        tokio::spawn(fake_controller(ctl, h.seen.clone()));
+        h.wait_for("registration", |r| {
+            matches!(r, CtldRequest::RegisterNode(_))
+        })
+        .await;
+        h
+    }
+
+    /// Starts the daemon towards a controller port nobody may listen on yet.
+    fn start_with_controller_port(ctl_port: u16) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let port = free_port();
+        let conf_path = dir.path().join("slurm.conf");
+        std::fs::write(
+            &conf_path,
+            format!(
+                "ClusterName=test\n\
+                 SlurmctldHost=localhost(127.0.0.1)\n\
+                 SlurmctldPort={ctl_port}\n\
+                 SlurmdSpoolDir={}/spool/%n\n\
+                 SlurmdParameters=config_overrides\n\
+                 NodeName=n1 NodeAddr=127.0.0.1 Port={port} CPUs=2 RealMemory=1000\n\
+                 PartitionName=debug Nodes=n1 Default=YES\n",
+                dir.path().display()
+            ),
+        )
+        .unwrap();
+        let opts = noded::NodedOptions {
+            node_name: Some("n1".into()),
+            conf_path: conf_path.clone(),
+            foreground: true,
+            verbose: 0,
+        };
+        let daemon = tokio::spawn(noded::run(opts));
+        Harness {
+            node_addr: format!("127.0.0.1:{port}"),
+            dir,
+            conf_path,
+            seen,
+            daemon,
+        }
+    }
+
+    async fn call(&self, req: NodeRequest) -> NodeResponse {
+        rpc::call(&self.node_addr, identity(), req, Duration::from_secs(10))
+            .await
+            .unwrap()
+    }
+
+    async fn wait_for(&self, what: &str, pred: impl Fn(&CtldRequest) -> bool) -> CtldRequest {
+        let start = Instant::now();
+        loop {
+            if let Some(r) = self.seen.lock().unwrap().iter().find(|r| pred(r)) {
+                return r.clone();
+            }
+            assert!(start.elapsed() < WAIT, "no {what} after {WAIT:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The JobExited report for `job`: (exit, launch_failed).
+    async fn exit_of(&self, job: u32) -> (ExitCode, Option<String>) {
+        let r = self
+            .wait_for(
+                &format!("JobExited for job {job}"),
+                |r| matches!(r, CtldRequest::JobExited { job_id, .. } if *job_id == JobId(job)),
+            )
+            .await;
+        match r {
+            CtldRequest::JobExited {
+                exit,
+                launch_failed,
+                node,
+                ..
+            } => {
+                assert_eq!(node, "n1");
+                (exit, launch_failed)
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+
+    fn batch(&self, job: u32, script: &str) -> BatchLaunch {
+        let out = self.path(&format!("slurm-{job}.out"));
+        BatchLaunch {
+            job_id: JobId(job),
+            uid: nix::unistd::getuid().as_raw(),
+            gid: nix::unistd::getgid().as_raw(),
+            user: "tester".into(),
+            script: script.into(),
+            argv: vec![],
+            env: vec![
+                ("SLURM_JOB_ID".into(), job.to_string()),
+                ("PATH".into(), "/usr/bin:/bin".into()),
+            ],
+            work_dir: self.dir.path().display().to_string(),
+            stdout: out.clone(),
+            stderr: out,
+            stdin: "/dev/null".into(),
+            open_append: false,
+            cpus: 2,
+            mem: 100,
+            gpus: vec![],
+            time_limit_secs: None,
+        }
+    }
+
+    async fn launch(&self, launch: BatchLaunch) {
+        let r = self.call(NodeRequest::LaunchBatch(Box::new(launch))).await;
+        assert!(matches!(r, NodeResponse::Ok), "launch answered {r:?}");
+    }
+
+    async fn wait_for_output(&self, job: u32, text: &str) -> String {
+        let path = self.path(&format!("slurm-{job}.out"));
+        let start = Instant::now();
+        loop {
+            let out = std::fs::read_to_string(&path).unwrap_or_default();
+            if out.contains(text) {
+                return out;
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "{path} never contained {text:?}: {out:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn shutdown(self) {
+        let r = self.call(NodeRequest::Shutdown).await;
+        assert!(matches!(r, NodeResponse::Ok));
+        let res = tokio::time::timeout(WAIT, self.daemon)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(res.is_ok(), "run() ended with {res:?}");
+    }
+}
+
+fn spool_job_dir(h: &Harness, job: u32) -> PathBuf {
+    h.dir.path().join(format!("spool/n1/job{job:05}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn registers_configured_resources_and_answers_ping() {
+    let h = Harness::start().await;
+    let reg = h
+        .wait_for("registration", |r| {
+            matches!(r, CtldRequest::RegisterNode(_))
+        })
+        .await;
+    let CtldRequest::RegisterNode(reg) = reg else {
+        unreachable!()
+    };
+    assert_eq!(reg.name, "n1");
+    assert_eq!(reg.addr, "127.0.0.1");
+    assert_eq!(format!("127.0.0.1:{}", reg.port), h.node_addr);
+    // SlurmdParameters=config_overrides: the configured, not the real, resources.
+    assert_eq!((reg.cpus, reg.real_memory), (2, 1000));
+    assert!(reg.os.starts_with("Linux "), "{}", reg.os);
+    assert!(!reg.arch.is_empty());
+    assert!(reg.start_time > 1_600_000_000);
+    assert!(matches!(h.call(NodeRequest::Ping).await, NodeResponse::Ok));
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn batch_script_output_and_exit_code_are_reported() {
+    let h = Harness::start().await;
+    let script = "#!/bin/sh\n\
+                  echo \"$SLURM_JOB_ID $SLURMD_NODENAME\"\n\
+                  echo \"pid $SLURM_TASK_PID $$\"\n\
+                  echo \"conf $SLURM_CONF cpus $SLURM_CPUS_ON_NODE\"\n\
+                  echo \"home ${HOME:-unset} args $#\"\n\
+                  echo oops >&2\n\
+                  exit 3\n";
+    h.launch(h.batch(11, script)).await;
+    let (exit, failed) = h.exit_of(11).await;
+    assert_eq!(exit, ExitCode { code: 3, signal: 0 });
+    assert_eq!(failed, None);
+    let out = std::fs::read_to_string(h.path("slurm-11.out")).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "11 n1");
+    let pids: Vec<&str> = lines[1].split(' ').collect();
+    assert_eq!(
+        pids[1], pids[2],
+        "SLURM_TASK_PID is the script's pid: {out}"
+    );
+    assert_eq!(lines[2], format!("conf {} cpus 2", h.conf_path.display()));
+    // The daemon's environment is not inherited.
+    assert_eq!(lines[3], "home unset args 0");
+    assert_eq!(lines[4], "oops");
+    // The spool directory goes once the job ends.
+    assert!(!spool_job_dir(&h, 11).exists());
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn split_output_append_mode_and_arguments() {
+    let h = Harness::start().await;
+    let out = h.path("o.txt");
+    let err = h.path("e.txt");
+    std::fs::write(&out, "before\n").unwrap();
+    let mut l = h.batch(12, "#!/bin/sh\necho \"out $1 $2\"\necho err >&2\n");
+    l.argv = vec!["a".into(), "b c".into()];
+    l.stdout = "o.txt".into(); // relative to the working directory
+    l.stderr = err.clone();
+    l.open_append = true;
+    h.launch(l).await;
+    assert_eq!(h.exit_of(12).await.0, ExitCode { code: 0, signal: 0 });
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "before\nout a b c\n"
+    );
+    assert_eq!(std::fs::read_to_string(&err).unwrap(), "err\n");
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn terminate_sends_sigterm_then_sigkill_after_kill_wait() {
+    let h = Harness::start().await;
+    h.launch(h.batch(21, "#!/bin/sh\necho ready\nsleep 100\n"))
+        .await;
+    h.wait_for_output(21, "ready").await;
+    let trapping = "#!/bin/sh\ntrap 'echo term' TERM\necho ready\nwhile :; do sleep 1; done\n";
+    h.launch(h.batch(22, trapping)).await;
+    h.wait_for_output(22, "ready").await;
+
+    let start = Instant::now();
+    for job in [21, 22] {
+        let r = h
+            .call(NodeRequest::Terminate {
+                job_id: JobId(job),
+                kill_wait: 1,
+            })
+            .await;
+        assert!(matches!(r, NodeResponse::Ok), "{r:?}");
+    }
+    assert_eq!(
+        h.exit_of(21).await.0,
+        ExitCode {
+            code: 0,
+            signal: 15
+        }
+    );
+    assert_eq!(h.exit_of(22).await.0, ExitCode { code: 0, signal: 9 });
+    assert!(start.elapsed() >= Duration::from_millis(900));
+    let r = h
+        .call(NodeRequest::Terminate {
+            job_id: JobId(21),
+            kill_wait: 1,
+        })
+        .await;
+    assert!(
+        matches!(r, NodeResponse::Failed(ref m) if m == "no such job"),
+        "{r:?}"
+    );
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn signal_reaches_a_trapping_script() {
+    let h = Harness::start().await;
+    let script = "#!/bin/sh\ntrap 'echo got usr1; exit 5' USR1\necho ready\nsleep 100 &\nwait $!\n";
+    h.launch(h.batch(31, script)).await;
+    h.wait_for_output(31, "ready").await;
+    let r = h
+        .call(NodeRequest::Signal {
+            job_id: JobId(31),
+            signal: libc::SIGUSR1,
+            batch_only: false,
+        })
+        .await;
+    assert!(matches!(r, NodeResponse::Ok), "{r:?}");
+    assert_eq!(h.exit_of(31).await.0, ExitCode { code: 5, signal: 0 });
+    h.wait_for_output(31, "got usr1").await;
+
+    let r = h
+        .call(NodeRequest::Signal {
+            job_id: JobId(999),
+            signal: libc::SIGUSR1,
+            batch_only: true,
+        })
+        .await;
+    assert!(
+        matches!(r, NodeResponse::Failed(ref m) if m == "no such job"),
+        "{r:?}"
+    );
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn batch_only_signal_reaches_only_the_shell() {
+    let h = Harness::start().await;
+    // The child (a subshell) traps USR1 too: it must not see it.
+    let script = "#!/bin/sh\n\
+                  (trap 'echo child got usr1' USR1; while :; do sleep 0.1; done) &\n\
+                  trap 'echo shell got usr1; exit 6' USR1\n\
+                  echo ready\n\
+                  while :; do sleep 0.1; done\n";
+    h.launch(h.batch(32, script)).await;
+    h.wait_for_output(32, "ready").await;
+    let r = h
+        .call(NodeRequest::Signal {
+            job_id: JobId(32),
+            signal: libc::SIGUSR1,
+            batch_only: true,
+        })
+        .await;
+    assert!(matches!(r, NodeResponse::Ok), "{r:?}");
+    assert_eq!(h.exit_of(32).await.0, ExitCode { code: 6, signal: 0 });
+    let out = std::fs::read_to_string(h.path("slurm-32.out")).unwrap();
+    assert!(out.contains("shell got usr1"), "{out}");
+    assert!(!out.contains("child got usr1"), "{out}");
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unopenable_output_is_a_launch_failure_not_a_crash() {
+    let h = Harness::start().await;
+    let mut l = h.batch(41, "#!/bin/sh\necho hi\n");
+    l.stdout = "/nonexistent-muster-dir/out".into();
+    l.stderr = l.stdout.clone();
+    h.launch(l).await;
+    let (exit, failed) = h.exit_of(41).await;
+    assert_eq!(exit, ExitCode { code: 1, signal: 0 });
+    let failed = failed.expect("launch_failed");
+    assert!(
+        failed.contains("Could not open stdout file /nonexistent-muster-dir/out"),
+        "{failed}"
+    );
+    assert!(!spool_job_dir(&h, 41).exists());
+    // The daemon still serves.
+    assert!(matches!(h.call(NodeRequest::Ping).await, NodeResponse::Ok));
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn missing_work_dir_runs_in_tmp_with_slurmstepd_error() {
+    let h = Harness::start().await;
+    let mut l = h.batch(42, "#!/bin/sh\npwd\n");
+    l.work_dir = "/nonexistent-muster-dir".into();
+    h.launch(l).await;
+    assert_eq!(h.exit_of(42).await.0, ExitCode { code: 0, signal: 0 });
+    let out = std::fs::read_to_string(h.path("slurm-42.out")).unwrap();
+    assert_eq!(
+        out,
+        "slurmstepd: error: couldn't chdir to `/nonexistent-muster-dir': No such file or directory: going to /tmp instead\n/tmp\n"
+    );
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_users_job_is_refused_unless_root() {
+    if nix::unistd::geteuid().is_root() {
+        return; // As root the daemon would switch users; nothing to refuse.
+    }
+    let h = Harness::start().await;
+    let mut l = h.batch(43, "#!/bin/sh\necho hi\n");
+    l.uid += 1;
+    let r = h.call(NodeRequest::LaunchBatch(Box::new(l))).await;
+    assert!(
+        matches!(r, NodeResponse::Failed(ref m) if m == "cannot run jobs for other users unless the node daemon runs as root"),
+        "{r:?}"
+    );
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_frames_are_dropped_without_harm() {
+    let h = Harness::start().await;
+    // Garbage JSON.
+    let mut s = tokio::net::TcpStream::connect(&h.node_addr).await.unwrap();
+    s.write_all(&5u32.to_be_bytes()).await.unwrap();
+    s.write_all(b"hello").await.unwrap();
+    // An oversized announcement.
+    let mut big = tokio::net::TcpStream::connect(&h.node_addr).await.unwrap();
+    big.write_all(&u32::MAX.to_be_bytes()).await.unwrap();
+    // A valid envelope with a future protocol version.
+    let mut env: Envelope<NodeRequest> = rpc::envelope(identity(), NodeRequest::Ping);
+    env.version = proto::PROTOCOL_VERSION + 1;
+    let mut fut = tokio::net::TcpStream::connect(&h.node_addr).await.unwrap();
+    rpc::write_frame_async(&mut fut, &env).await.unwrap();
+    // A half-sent frame left hanging.
+    let mut half = tokio::net::TcpStream::connect(&h.node_addr).await.unwrap();
+    half.write_all(&100u32.to_be_bytes()).await.unwrap();
+    assert!(matches!(h.call(NodeRequest::Ping).await, NodeResponse::Ok));
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shutdown_kills_remaining_jobs() {
+    let h = Harness::start().await;
+    h.launch(h.batch(51, "#!/bin/sh\necho ready\nsleep 100\n"))
+        .await;
+    h.wait_for_output(51, "ready").await;
+    let seen = h.seen.clone();
+    h.shutdown().await;
+    let exit = seen.lock().unwrap().iter().find_map(|r| match r {
+        CtldRequest::JobExited { job_id, exit, .. } if *job_id == JobId(51) => Some(*exit),
+        _ => None,
+    });
+    assert_eq!(exit, Some(ExitCode { code: 0, signal: 9 }));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn start_up_errors_are_clear() {
+    let h = Harness::start().await;
+    // Port in use: the harness's daemon holds it.
+    let err = noded::run(noded::NodedOptions {
+        node_name: Some("n1".into()),
+        conf_path: h.conf_path.clone(),
+        foreground: true,
+        verbose: 0,
+    })
+    .await
+    .unwrap_err();
+    let text = format!("{err:#}");
+    assert!(text.contains("cannot listen on 127.0.0.1:"), "{text}");
+    // Unknown node.
+    let err = noded::run(noded::NodedOptions {
+        node_name: Some("nope".into()),
+        conf_path: h.conf_path.clone(),
+        foreground: true,
+        verbose: 0,
+    })
+    .await
+    .unwrap_err();
+    let text = format!("{err:#}");
+    assert!(text.contains("node \"nope\" is not defined in"), "{text}");
+    // A bad value names file and line.
+    let bad = h.dir.path().join("bad.conf");
+    std::fs::write(
+        &bad,
+        "ClusterName=x\nSlurmctldHost=c\nSlurmdPort=notaport\n",
+    )
+    .unwrap();
+    let err = noded::run(noded::NodedOptions {
+        node_name: Some("n1".into()),
+        conf_path: bad.clone(),
+        foreground: true,
+        verbose: 0,
+    })
+    .await
+    .unwrap_err();
+    let text = format!("{err:#}");
+    assert!(text.contains(&format!("{}:3", bad.display())), "{text}");
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn root_daemon_runs_jobs_as_the_submitting_user() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if !nix::unistd::geteuid().is_root() {
+        return; // Covered by other_users_job_is_refused_unless_root.
+    }
+    let Ok(Some(nobody)) = nix::unistd::User::from_name("nobody") else {
+        return;
+    };
+    let h = Harness::start().await;
+    let public = h.dir.path().join("public");
+    std::fs::create_dir(&public).unwrap();
+    std::fs::set_permissions(h.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&public, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = public.join("out").display().to_string();
+    let mut l = h.batch(61, "#!/bin/sh\nid -u\nid -g\n");
+    l.uid = nobody.uid.as_raw();
+    l.gid = nobody.gid.as_raw();
+    l.user = "nobody".into();
+    l.work_dir = public.display().to_string();
+    l.stdout = out.clone();
+    l.stderr = out.clone();
+    h.launch(l).await;
+    assert_eq!(h.exit_of(61).await.0, ExitCode { code: 0, signal: 0 });
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(text, format!("{}\n{}\n", nobody.uid, nobody.gid));
+    assert_eq!(std::fs::metadata(&out).unwrap().uid(), nobody.uid.as_raw());
+    // Output the user may not write is a launch failure.
+    let mut l = h.batch(62, "#!/bin/sh\necho hi\n");
+    l.uid = nobody.uid.as_raw();
+    l.gid = nobody.gid.as_raw();
+    l.user = "nobody".into();
+    l.work_dir = public.display().to_string();
+    l.stdout = h.path("root-only/out");
+    std::fs::create_dir(h.dir.path().join("root-only")).unwrap();
+    l.stderr = l.stdout.clone();
+    h.launch(l).await;
+    let (exit, failed) = h.exit_of(62).await;
+    assert_eq!(exit, ExitCode { code: 1, signal: 0 });
+    assert!(failed.unwrap().contains("Permission denied"));
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serves_while_controller_is_down_and_registers_when_it_comes_up() {
+    let ctl_port = free_port();
+    let h = Harness::start_with_controller_port(ctl_port);
+    // The daemon answers before any controller exists.
+    let start = Instant::now();
+    loop {
+        let r = rpc::call::<_, NodeResponse>(
+            &h.node_addr,
+            identity(),
+            NodeRequest::Ping,
+            Duration::from_secs(1),
+        )
+        .await;
+        if matches!(r, Ok(NodeResponse::Ok)) {
+            break;
+        }
+        assert!(start.elapsed() < WAIT, "no answer to Ping: {r:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A job that ends while the controller is down is reported once it is up.
+    h.launch(h.batch(71, "#!/bin/sh\nexit 2\n")).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(h.seen.lock().unwrap().is_empty());
+    let ctl = TcpListener::bind(("127.0.0.1", ctl_port)).await.unwrap();
+    tokio::spawn(fake_controller(ctl, h.seen.clone()));
+    h.wait_for("registration", |r| {
+        matches!(r, CtldRequest::RegisterNode(_))
+    })
+    .await;
+    assert_eq!(h.exit_of(71).await.0, ExitCode { code: 2, signal: 0 });
+    h.shutdown().await;
+}
