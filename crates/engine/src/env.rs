@@ -138,10 +138,9 @@ impl Engine {
         set("SLURM_GTIDS", "0".into());
         set("SLURM_JOBID", job.id.to_string());
         set("SLURM_JOB_ID", job.id.to_string());
-        set(
-            "SLURM_JOB_ACCOUNT",
-            d.account.clone().unwrap_or_else(|| "(null)".into()),
-        );
+        if let Some(a) = &d.account {
+            set("SLURM_JOB_ACCOUNT", a.clone());
+        }
         set("SLURM_JOB_CPUS_PER_NODE", rle_counts(&cpus));
         set("SLURM_JOB_GID", d.gid.to_string());
         set("SLURM_JOB_NAME", d.name.clone());

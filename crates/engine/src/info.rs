@@ -74,7 +74,19 @@ impl Engine {
                     .map(|g| g.count * job.min_nodes as u64)
                     .sum::<u64>()
                     + req.gpus_total.as_ref().map_or(0, |g| g.count);
-                (Vec::new(), Vec::new(), cpus, job.min_nodes, tres_string(cpus, mem, job.min_nodes, gpus))
+                if job.ran_on.is_empty() {
+                    (Vec::new(), Vec::new(), cpus, job.min_nodes, tres_string(cpus, mem, job.min_nodes, gpus))
+                } else {
+                    // Ended: show where it ran, as Slurm keeps NodeList.
+                    let names: Vec<String> = job
+                        .ran_on
+                        .iter()
+                        .map(|i| self.nodes[i.0 as usize].conf.name.clone())
+                        .collect();
+                    let total: u32 = job.ran_cpus.iter().sum();
+                    let n = names.len() as u32;
+                    (names, job.ran_cpus.clone(), total, n, tres_string(total, mem, n, gpus))
+                }
             }
         };
         let run_time = match (job.start_time, job.state) {

@@ -188,6 +188,8 @@ impl Engine {
             max_nodes,
             ntasks,
             alloc: None,
+            ran_on: Vec::new(),
+            ran_cpus: Vec::new(),
             exit: ExitCode::default(),
             restarts: 0,
             warned: false,
@@ -691,6 +693,8 @@ impl Engine {
             };
             job.partition = alloc.partition;
             job.last_sched_eval = Some(now);
+            job.ran_on = alloc.nodes.iter().map(|n| n.node).collect();
+            job.ran_cpus = alloc.nodes.iter().map(|n| n.cpus).collect();
             job.alloc = Some(alloc);
             let d = &job.desc;
             let out_pattern = d.stdout.clone().unwrap_or_else(|| "slurm-%j.out".to_string());

@@ -222,6 +222,10 @@ pub struct Job {
     pub ntasks: u32,
     /// Allocation while running or completing.
     pub alloc: Option<Allocation>,
+    /// The nodes it last ran on (kept after it ends, for `squeue`/`scontrol`).
+    pub ran_on: Vec<NodeIdx>,
+    /// CPUs it had on each of those nodes.
+    pub ran_cpus: Vec<u32>,
     /// Exit status.
     pub exit: ExitCode,
     /// Times requeued.

@@ -1,0 +1,220 @@
+//! `--begin` times, as `sbatch(1)` documents them: `now[+count[units]]`,
+//! `HH:MM[:SS] [AM|PM]`, `midnight`, `noon`, `elevenses`, `fika`, `teatime`,
+//! `today`, `tomorrow`, `YYYY-MM-DD[THH:MM[:SS]]`, `MMDDYY`, `MM/DD[/YY]`,
+//! `MM.DD[.YY]`, and a time of day followed by a date (`16:00 12/25`).
+//!
+//! Everything is computed from `now` in the given time zone (the commands pass
+//! `chrono::Local`, tests pass `Utc`), never from the clock.
+
+use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
+use model::Timestamp;
+
+/// Parses a `--begin` value into a timestamp. `None` when it is not one of
+/// Slurm's forms.
+pub fn parse_begin<Tz: TimeZone>(spec: &str, now: Timestamp, tz: &Tz) -> Option<Timestamp> {
+    let text = spec.trim().to_ascii_lowercase();
+    if text.is_empty() {
+        return None;
+    }
+    let now_local = tz.timestamp_opt(now, 0).earliest()?.naive_local();
+
+    if let Some(rest) = text.strip_prefix("now") {
+        return now.checked_add(parse_offset(rest)?);
+    }
+
+    // A time of day and/or a date, in either order, separated by blanks.
+    let mut time: Option<NaiveTime> = None;
+    let mut date: Option<(NaiveDate, bool)> = None; // (date, year given)
+    let mut tokens: Vec<&str> = text.split_whitespace().collect();
+    // "4:00 pm": glue a lone AM/PM to the time before it.
+    let mut glued: Vec<String> = Vec::new();
+    while !tokens.is_empty() {
+        let tok = tokens.remove(0);
+        if (tokens.first() == Some(&"am") || tokens.first() == Some(&"pm")) && tok.contains(':') {
+            glued.push(format!("{tok}{}", tokens.remove(0)));
+        } else {
+            glued.push(tok.to_string());
+        }
+    }
+    for tok in &glued {
+        let tok = tok.as_str();
+        match tok {
+            "today" | "tomorrow" => {
+                let today = now_local.date();
+                let d = if tok == "today" {
+                    today
+                } else {
+                    today.succ_opt()?
+                };
+                set_once(&mut date, (d, true))?;
+                continue;
+            }
+            "midnight" | "noon" | "elevenses" | "fika" | "teatime" => {
+                let hour = match tok {
+                    "midnight" => 0,
+                    "noon" => 12,
+                    "elevenses" => 11,
+                    "fika" => 15,
+                    _ => 16,
+                };
+                set_once(&mut time, NaiveTime::from_hms_opt(hour, 0, 0)?)?;
+                continue;
+            }
+            _ => {}
+        }
+        if let Some((d, t)) = tok.split_once('t') {
+            // YYYY-MM-DDTHH:MM[:SS]
+            set_once(&mut date, (parse_iso_date(d)?, true))?;
+            set_once(&mut time, parse_clock(t)?)?;
+        } else if tok.contains(':') {
+            set_once(&mut time, parse_clock(tok)?)?;
+        } else {
+            set_once(&mut date, parse_date(tok, now_local.year())?)?;
+        }
+    }
+
+    let at = match (date, time) {
+        (None, None) => return None,
+        (None, Some(t)) => {
+            // A bare time of day is the next time the clock shows it.
+            let today = NaiveDateTime::new(now_local.date(), t);
+            if today <= now_local {
+                today + Duration::days(1)
+            } else {
+                today
+            }
+        }
+        (Some((d, year_given)), t) => {
+            let mut at = NaiveDateTime::new(d, t.unwrap_or(NaiveTime::MIN));
+            if !year_given && at < now_local {
+                // MM/DD without a year that already passed means next year.
+                at = NaiveDateTime::new(
+                    NaiveDate::from_ymd_opt(d.year() + 1, d.month(), d.day())?,
+                    at.time(),
+                );
+            }
+            at
+        }
+    };
+    Some(tz.from_local_datetime(&at).earliest()?.timestamp())
+}
+
+fn set_once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    if slot.is_some() {
+        return None;
+    }
+    *slot = Some(value);
+    Some(())
+}
+
+/// `""`, `+60`, `+10minutes`, `-1hour`: seconds relative to now.
+fn parse_offset(rest: &str) -> Option<i64> {
+    if rest.is_empty() {
+        return Some(0);
+    }
+    let (sign, body) = match rest.as_bytes()[0] {
+        b'+' => (1, &rest[1..]),
+        b'-' => (-1, &rest[1..]),
+        _ => return None,
+    };
+    let digits_end = body
+        .bytes()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap_or(body.len());
+    let (digits, unit) = body.split_at(digits_end);
+    let count: i64 = digits.parse().ok()?;
+    let scale = match unit.trim() {
+        "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60,
+        "h" | "hour" | "hours" => 3600,
+        "d" | "day" | "days" => 86_400,
+        "w" | "week" | "weeks" => 7 * 86_400,
+        _ => return None,
+    };
+    count.checked_mul(scale)?.checked_mul(sign)
+}
+
+/// `HH:MM[:SS]` with an optional `am`/`pm` suffix.
+fn parse_clock(text: &str) -> Option<NaiveTime> {
+    let (clock, meridiem) = if let Some(c) = text.strip_suffix("am") {
+        (c, Some(false))
+    } else if let Some(c) = text.strip_suffix("pm") {
+        (c, Some(true))
+    } else {
+        (text, None)
+    };
+    let fields: Vec<&str> = clock.split(':').collect();
+    let num = |s: &str| -> Option<u32> {
+        if s.is_empty() || s.len() > 2 || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        s.parse().ok()
+    };
+    let (mut hour, minute, second) = match fields.as_slice() {
+        [h, m] => (num(h)?, num(m)?, 0),
+        [h, m, s] => (num(h)?, num(m)?, num(s)?),
+        _ => return None,
+    };
+    match meridiem {
+        Some(pm) => {
+            if !(1..=12).contains(&hour) {
+                return None;
+            }
+            hour %= 12;
+            if pm {
+                hour += 12;
+            }
+        }
+        None if hour > 23 => return None,
+        None => {}
+    }
+    NaiveTime::from_hms_opt(hour, minute, second)
+}
+
+/// `YYYY-MM-DD`.
+fn parse_iso_date(text: &str) -> Option<NaiveDate> {
+    let mut parts = text.split('-');
+    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || y.len() != 4 {
+        return None;
+    }
+    NaiveDate::from_ymd_opt(y.parse().ok()?, m.parse().ok()?, d.parse().ok()?)
+}
+
+/// `YYYY-MM-DD`, `MMDDYY`, `MM/DD[/YY]`, `MM.DD[.YY]`; the flag says whether
+/// the year was given.
+fn parse_date(text: &str, this_year: i32) -> Option<(NaiveDate, bool)> {
+    if text.contains('-') {
+        return Some((parse_iso_date(text)?, true));
+    }
+    let two = |s: &str| -> Option<u32> {
+        if s.is_empty() || s.len() > 2 || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        s.parse().ok()
+    };
+    let year = |s: &str| -> Option<i32> {
+        match s.len() {
+            2 => Some(2000 + i32::try_from(two(s)?).ok()?),
+            4 if s.bytes().all(|b| b.is_ascii_digit()) => s.parse().ok(),
+            _ => None,
+        }
+    };
+    let (month, day, y) = if text.len() == 6 && text.bytes().all(|b| b.is_ascii_digit()) {
+        (
+            two(&text[0..2])?,
+            two(&text[2..4])?,
+            Some(year(&text[4..6])?),
+        )
+    } else {
+        let sep = if text.contains('/') { '/' } else { '.' };
+        let parts: Vec<&str> = text.split(sep).collect();
+        match parts.as_slice() {
+            [m, d] => (two(m)?, two(d)?, None),
+            [m, d, y] => (two(m)?, two(d)?, Some(year(y)?)),
+            _ => return None,
+        }
+    };
+    let date = NaiveDate::from_ymd_opt(y.unwrap_or(this_year), month, day)?;
+    Some((date, y.is_some()))
+}

@@ -1,0 +1,233 @@
+use super::begin::parse_begin;
+use super::export::{parse_export_file, resolve};
+use super::script::{check_script, directives, wrap_script};
+use super::signal::{parse_signal, signal_number};
+use chrono::{TimeZone, Utc};
+use proto::SignalSpec;
+
+/// 2026-12-02T10:24:04Z, a Wednesday (the reference capture's day).
+fn now() -> i64 {
+    Utc.with_ymd_and_hms(2026, 12, 2, 10, 24, 4)
+        .unwrap()
+        .timestamp()
+}
+
+fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> Option<i64> {
+    Some(
+        Utc.with_ymd_and_hms(y, mo, d, h, mi, s)
+            .unwrap()
+            .timestamp(),
+    )
+}
+
+fn begin(s: &str) -> Option<i64> {
+    parse_begin(s, now(), &Utc)
+}
+
+#[test]
+fn begin_relative_to_now() {
+    assert_eq!(begin("now"), Some(now()));
+    assert_eq!(begin("now+60"), Some(now() + 60));
+    assert_eq!(begin("now+1hour"), Some(now() + 3600));
+    assert_eq!(begin("now+10minutes"), Some(now() + 600));
+    assert_eq!(begin("now+2days"), Some(now() + 2 * 86_400));
+    assert_eq!(begin("now+1week"), Some(now() + 7 * 86_400));
+    assert_eq!(begin("NOW+30s"), Some(now() + 30));
+    assert_eq!(begin("now+"), None);
+    assert_eq!(begin("now+5fortnights"), None);
+}
+
+#[test]
+fn begin_time_of_day_is_the_next_occurrence() {
+    assert_eq!(begin("16:00"), at(2026, 12, 2, 16, 0, 0));
+    assert_eq!(begin("16:00:30"), at(2026, 12, 2, 16, 0, 30));
+    // Already past today: tomorrow.
+    assert_eq!(begin("09:00"), at(2026, 12, 3, 9, 0, 0));
+    assert_eq!(begin("4:00pm"), at(2026, 12, 2, 16, 0, 0));
+    assert_eq!(begin("4:00 PM"), at(2026, 12, 2, 16, 0, 0));
+    assert_eq!(begin("12:00am"), at(2026, 12, 3, 0, 0, 0));
+    assert_eq!(begin("25:00"), None);
+}
+
+#[test]
+fn begin_named_times() {
+    assert_eq!(begin("midnight"), at(2026, 12, 3, 0, 0, 0));
+    assert_eq!(begin("noon"), at(2026, 12, 2, 12, 0, 0));
+    assert_eq!(begin("elevenses"), at(2026, 12, 2, 11, 0, 0));
+    assert_eq!(begin("fika"), at(2026, 12, 2, 15, 0, 0));
+    assert_eq!(begin("teatime"), at(2026, 12, 2, 16, 0, 0));
+    assert_eq!(begin("today"), at(2026, 12, 2, 0, 0, 0));
+    assert_eq!(begin("tomorrow"), at(2026, 12, 3, 0, 0, 0));
+}
+
+#[test]
+fn begin_dates() {
+    assert_eq!(begin("2027-01-15"), at(2027, 1, 15, 0, 0, 0));
+    assert_eq!(begin("2027-01-15T08:30"), at(2027, 1, 15, 8, 30, 0));
+    assert_eq!(begin("2027-01-15T08:30:15"), at(2027, 1, 15, 8, 30, 15));
+    assert_eq!(begin("12/25"), at(2026, 12, 25, 0, 0, 0));
+    assert_eq!(begin("12/25/27"), at(2027, 12, 25, 0, 0, 0));
+    assert_eq!(begin("12.25.27"), at(2027, 12, 25, 0, 0, 0));
+    assert_eq!(begin("122527"), at(2027, 12, 25, 0, 0, 0));
+    // A month and day already past this year means next year.
+    assert_eq!(begin("01/10"), at(2027, 1, 10, 0, 0, 0));
+    assert_eq!(begin("16:00 12/25"), at(2026, 12, 25, 16, 0, 0));
+    assert_eq!(begin("2027-02-30"), None);
+    assert_eq!(begin("garbage"), None);
+    assert_eq!(begin(""), None);
+}
+
+#[test]
+fn signal_forms() {
+    let spec = |signal, secs, batch_only| {
+        Some(SignalSpec {
+            signal,
+            secs,
+            batch_only,
+        })
+    };
+    assert_eq!(parse_signal("USR2@90"), spec(libc::SIGUSR2, 90, false));
+    assert_eq!(parse_signal("B:USR2@30"), spec(libc::SIGUSR2, 30, true));
+    assert_eq!(parse_signal("SIGUSR1"), spec(libc::SIGUSR1, 60, false));
+    assert_eq!(parse_signal("10@5"), spec(10, 5, false));
+    assert_eq!(parse_signal("R:TERM"), spec(libc::SIGTERM, 60, false));
+    assert_eq!(parse_signal("RB:term@1"), spec(libc::SIGTERM, 1, true));
+    assert_eq!(parse_signal("USR1@"), None);
+    assert_eq!(parse_signal("USR1@x"), None);
+    assert_eq!(parse_signal("X:USR1"), None);
+    assert_eq!(parse_signal("NOPE"), None);
+    assert_eq!(parse_signal("USR1@70000"), None);
+    assert_eq!(signal_number("0"), None);
+    assert_eq!(signal_number("kill"), Some(libc::SIGKILL));
+}
+
+#[test]
+fn wrap_text_is_slurms() {
+    assert_eq!(
+        wrap_script("echo hi"),
+        "#!/bin/sh\n# This script was created by sbatch --wrap.\n\necho hi\n"
+    );
+}
+
+#[test]
+fn script_checks() {
+    let err = |b: &[u8]| check_script(b).unwrap_err().stderr;
+    assert_eq!(err(b""), "sbatch: error: Batch script is empty!\n");
+    assert_eq!(
+        err(b"  \n\t\n"),
+        "sbatch: error: Batch script contains only whitespace!\n"
+    );
+    assert!(err(b"echo hi\n").starts_with("sbatch: error: This does not look"));
+    assert_eq!(
+        err(b"#!/bin/sh\r\necho\r\n"),
+        "sbatch: error: Batch script contains DOS line breaks (\\r\\n)\n\
+         sbatch: error: instead of expected UNIX line breaks (\\n).\n"
+    );
+    assert_eq!(
+        err(b"#!/bin/sh\necho \0\n"),
+        "sbatch: error: The Slurm controller does not allow scripts that\n\
+         sbatch: error: contain a NULL character '\\0'.\n"
+    );
+    assert_eq!(
+        check_script(b"#!/bin/sh\ntrue\n").unwrap(),
+        "#!/bin/sh\ntrue\n"
+    );
+}
+
+fn words(script: &str) -> Vec<String> {
+    directives(script, "job.sh").unwrap()
+}
+
+#[test]
+fn directives_stop_at_the_first_command() {
+    let s = "#!/bin/bash\n#SBATCH -J one\n\n# a comment\n   \n#SBATCH --time=5\necho hi\n#SBATCH -p late\n";
+    assert_eq!(words(s), ["-J", "one", "--time=5"]);
+}
+
+#[test]
+fn directives_split_quote_and_comment() {
+    let s = "#!/bin/sh\n#SBATCH -J 'my job' --comment=\"a b\" -t 5 # five minutes\n#SBATCH --output=x\\ y\n#SBATCH -o a#b\n";
+    assert_eq!(
+        words(s),
+        [
+            "-J",
+            "my job",
+            "--comment=a b",
+            "-t",
+            "5",
+            "--output=x y",
+            "-o",
+            "a"
+        ]
+    );
+    // An indented #SBATCH is a comment, not a directive.
+    assert_eq!(
+        words("#!/bin/sh\n  #SBATCH -J x\n#SBATCH -J y\n"),
+        ["-J", "y"]
+    );
+    // '#' inside quotes is kept.
+    assert_eq!(
+        words("#!/bin/sh\n#SBATCH --comment='#1'\n"),
+        ["--comment=#1"]
+    );
+}
+
+#[test]
+fn directives_unmatched_quote_is_fatal() {
+    let e = directives("#!/bin/sh\n#SBATCH -J 'oops\n", "job.sh").unwrap_err();
+    assert_eq!(
+        e.stderr,
+        "sbatch: fatal: job.sh: line 2: Unmatched `'` in [#SBATCH -J 'oops]\n"
+    );
+    assert_eq!(e.code, 1);
+}
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn export_forms() {
+    let base = env(&[("PATH", "/bin"), ("HOME", "/h"), ("SLURM_CONF", "/c")]);
+    assert_eq!(resolve(None, &base, None), base);
+    assert_eq!(resolve(Some("ALL"), &base, None), base);
+    assert_eq!(
+        resolve(Some("none"), &base, None),
+        env(&[("SLURM_CONF", "/c")])
+    );
+    assert_eq!(
+        resolve(Some("ALL,HOME=/x,NEW=1"), &base, None),
+        env(&[
+            ("PATH", "/bin"),
+            ("HOME", "/x"),
+            ("SLURM_CONF", "/c"),
+            ("NEW", "1")
+        ])
+    );
+    assert_eq!(
+        resolve(Some("PATH,NEW=1,MISSING"), &base, None),
+        env(&[("PATH", "/bin"), ("NEW", "1"), ("SLURM_CONF", "/c")])
+    );
+    assert_eq!(
+        resolve(Some("NONE,A=\"x,y\""), &base, None),
+        env(&[("A", "x,y"), ("SLURM_CONF", "/c")])
+    );
+}
+
+#[test]
+fn export_file_replaces_the_environment() {
+    let base = env(&[("PATH", "/bin"), ("SLURM_SUBMIT_DIR", "/d")]);
+    let file = parse_export_file(b"A=1\0B=x=y\0");
+    assert_eq!(file, env(&[("A", "1"), ("B", "x=y")]));
+    assert_eq!(
+        resolve(None, &base, Some(file)),
+        env(&[("A", "1"), ("B", "x=y"), ("SLURM_SUBMIT_DIR", "/d")])
+    );
+    assert_eq!(
+        parse_export_file(b"A=1\nB=2\n"),
+        env(&[("A", "1"), ("B", "2")])
+    );
+}
