@@ -1,7 +1,1242 @@
-//! `scontrol` (being written).
+//! `scontrol`: show and change jobs, nodes and partitions, as Slurm 22.05's
+//! `scontrol(1)` does.
+//!
+//! ```text
+//! args -> options + command words -> run_command -> Client -> render_* -> stdout
+//!                                    (no command: read commands from stdin)
+//! ```
+//!
+//! The `render_*` functions are pure and pinned by `tests/golden_scontrol.rs`
+//! against what Slurm printed. A record is a list of lines: Slurm prints the
+//! first as is, the rest indented by three spaces, and a blank line after
+//! the record; `-o/--oneliner` joins the lines with single spaces instead.
+
+use crate::common::{self, fmt_time};
+use crate::getopt::{self, opt, Arg, Item, OptSpec};
+use model::units::{
+    format_duration_hms, format_memory_mb, format_time_limit_hms, parse_memory_mb, parse_time_limit,
+};
+use model::{Gres, JobId, TimeLimit, Timestamp};
+use proto::{
+    ConfigInfo, CtldRequest, CtldResponse, JobInfo, JobUpdate, NodeInfo, NodeStateRequest,
+    PartitionInfo,
+};
+
+/// The version string scripts parse (`scontrol --version`, `scontrol version`).
+pub const VERSION_LINE: &str = "slurm 22.05.8";
+
+const OPTS: &[OptSpec] = &[
+    opt("all", Some('a'), Arg::None),
+    opt("details", Some('d'), Arg::None),
+    opt("federation", None, Arg::None),
+    opt("future", Some('F'), Arg::None),
+    opt("help", Some('h'), Arg::None),
+    opt("hide", None, Arg::None),
+    opt("json", None, Arg::None),
+    opt("local", None, Arg::None),
+    opt("clusters", Some('M'), Arg::Required),
+    opt("oneliner", Some('o'), Arg::None),
+    opt("quiet", Some('Q'), Arg::None),
+    opt("sibling", None, Arg::None),
+    opt("usage", None, Arg::None),
+    opt("uid", Some('u'), Arg::Required),
+    opt("verbose", Some('v'), Arg::None),
+    opt("version", Some('V'), Arg::None),
+    opt("yaml", None, Arg::None),
+];
+
+/// How records print.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShowOpts {
+    /// `-o/--oneliner`: one line per record.
+    pub oneliner: bool,
+    /// `-d/--details`.
+    pub details: bool,
+}
+
+/// Joins a record's lines the way `scontrol show` prints them.
+fn finish_record(lines: &[String], opts: ShowOpts) -> String {
+    if opts.oneliner {
+        let mut s = lines.join(" ");
+        s.push('\n');
+        return s;
+    }
+    let mut s = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            s.push_str("   ");
+        }
+        s.push_str(line);
+        s.push('\n');
+    }
+    s.push('\n');
+    s
+}
+
+fn time_or(ts: Option<Timestamp>, none: &str) -> String {
+    match ts {
+        Some(t) if t > 0 => fmt_time(t),
+        _ => none.to_string(),
+    }
+}
+
+fn or_null(s: Option<&str>) -> String {
+    match s {
+        Some(v) if !v.is_empty() => v.to_string(),
+        _ => "(null)".to_string(),
+    }
+}
+
+fn hostlist_or_null(names: &[String]) -> String {
+    if names.is_empty() {
+        "(null)".to_string()
+    } else {
+        hostlist::compress(names)
+    }
+}
+
+fn job_state_str(job: &JobInfo) -> &'static str {
+    if job.completing {
+        "COMPLETING"
+    } else {
+        job.state.as_slurm_str()
+    }
+}
+
+/// The lines of one `scontrol show job` record.
+fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
+    let mut l = Vec::new();
+    l.push(format!("JobId={} JobName={}", job.job_id, job.name));
+    l.push(format!(
+        "UserId={}({}) GroupId={}({}) MCS_label=N/A",
+        job.user, job.uid, job.group, job.gid
+    ));
+    l.push(format!(
+        "Priority={} Nice={} Account={} QOS={}",
+        job.priority, job.nice, job.account, job.qos
+    ));
+    l.push(format!(
+        "JobState={} Reason={} Dependency={}",
+        job_state_str(job),
+        job.reason.as_slurm_str(),
+        or_null(job.dependency.as_deref())
+    ));
+    l.push(format!(
+        "Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}",
+        u8::from(job.requeue),
+        job.restarts,
+        job.exit_code
+    ));
+    if details {
+        l.push(format!("DerivedExitCode={}", job.exit_code));
+    }
+    l.push(format!(
+        "RunTime={} TimeLimit={} TimeMin={}",
+        format_duration_hms(job.run_time),
+        format_time_limit_hms(job.time_limit),
+        job.time_min
+            .map(format_time_limit_hms)
+            .unwrap_or_else(|| "N/A".to_string())
+    ));
+    let eligible = (job.eligible_time > 0).then_some(job.eligible_time);
+    l.push(format!(
+        "SubmitTime={} EligibleTime={}",
+        time_or(Some(job.submit_time), "Unknown"),
+        time_or(eligible, "Unknown")
+    ));
+    l.push(format!("AccrueTime={}", time_or(eligible, "Unknown")));
+    l.push(format!(
+        "StartTime={} EndTime={} Deadline=N/A",
+        time_or(job.start_time, "Unknown"),
+        time_or(job.end_time, "Unknown")
+    ));
+    l.push(format!(
+        "SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler={}",
+        time_or(job.last_sched_eval, "Unknown"),
+        if job.scheduler.is_empty() {
+            "Main"
+        } else {
+            &job.scheduler
+        }
+    ));
+    l.push(format!(
+        "Partition={} AllocNode:Sid={}:{}",
+        job.partition, job.alloc_node, job.alloc_sid
+    ));
+    l.push(format!(
+        "ReqNodeList={} ExcNodeList={}",
+        hostlist_or_null(&job.req_nodes),
+        hostlist_or_null(&job.exc_nodes)
+    ));
+    l.push(format!("NodeList={}", hostlist::compress(&job.nodes)));
+    if let Some(host) = &job.batch_host {
+        l.push(format!("BatchHost={host}"));
+    }
+    l.push(format!(
+        "NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
+        job.num_nodes, job.num_cpus, job.num_tasks, job.cpus_per_task
+    ));
+    l.push(format!("TRES={}", job.tres));
+    l.push(format!(
+        "Socks/Node=* NtasksPerN:B:S:C={}:0:*:* CoreSpec=*",
+        job.ntasks_per_node.unwrap_or(0)
+    ));
+    if details {
+        let gres = job
+            .tres_per_node
+            .as_deref()
+            .map(|g| g.strip_prefix("gres:").unwrap_or(g).to_string());
+        l.push(format!("JOB_GRES={}", or_null(gres.as_deref())));
+        l.extend(job_node_detail_lines(job, gres.as_deref().unwrap_or("")));
+    }
+    let min_cpus = job.cpus_per_task.max(1) * job.ntasks_per_node.unwrap_or(1).max(1);
+    let mem = match (job.mem_per_cpu, job.mem_per_node) {
+        (Some(m), _) => format!("MinMemoryCPU={}", format_memory_mb(m)),
+        (None, Some(m)) => format!("MinMemoryNode={}", format_memory_mb(m)),
+        (None, None) => "MinMemoryNode=0".to_string(),
+    };
+    l.push(format!("MinCPUsNode={min_cpus} {mem} MinTmpDiskNode=0"));
+    l.push(format!(
+        "Features={} DelayBoot=00:00:00",
+        or_null(job.features.as_deref())
+    ));
+    l.push(format!(
+        "OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
+        if job.exclusive { "NO" } else { "OK" }
+    ));
+    l.push(format!("Command={}", or_null(job.command.as_deref())));
+    l.push(format!("WorkDir={}", job.work_dir));
+    if let Some(comment) = job.comment.as_deref().filter(|c| !c.is_empty()) {
+        l.push(format!("Comment={comment}"));
+    }
+    l.push(format!("StdErr={}", job.stderr));
+    l.push(format!("StdIn={}", job.stdin));
+    l.push(format!("StdOut={}", job.stdout));
+    l.push("Power=".to_string());
+    if let Some(t) = &job.tres_per_job {
+        l.push(format!("TresPerJob={t}"));
+    }
+    if let Some(t) = &job.tres_per_node {
+        l.push(format!("TresPerNode={t}"));
+    }
+    if let Some(t) = &job.tres_per_task {
+        l.push(format!("TresPerTask={t}"));
+    }
+    l.push(String::new());
+    l
+}
+
+/// `-d`: one `Nodes=... CPU_IDs=... Mem=... GRES=` line per run of nodes with
+/// the same allocation. muster does not track CPU ids; it shows the first
+/// `n` ids of each node.
+fn job_node_detail_lines(job: &JobInfo, gres: &str) -> Vec<String> {
+    let mut runs: Vec<(Vec<String>, u32)> = Vec::new();
+    for (name, cpus) in job.nodes.iter().zip(job.cpus_per_node.iter()) {
+        match runs.last_mut() {
+            Some((names, c)) if *c == *cpus => names.push(name.clone()),
+            _ => runs.push((vec![name.clone()], *cpus)),
+        }
+    }
+    runs.into_iter()
+        .map(|(names, cpus)| {
+            let mem = match (job.mem_per_cpu, job.mem_per_node) {
+                (Some(m), _) => m * u64::from(cpus),
+                (None, Some(m)) => m,
+                (None, None) => 0,
+            };
+            let ids = if cpus <= 1 {
+                "0".to_string()
+            } else {
+                format!("0-{}", cpus - 1)
+            };
+            format!(
+                "  Nodes={} CPU_IDs={ids} Mem={mem} GRES={gres}",
+                hostlist::compress(&names)
+            )
+        })
+        .collect()
+}
+
+/// `scontrol show job <id>` for one job, byte for byte as Slurm prints it.
+///
+/// `now` is the controller's clock at the time of the answer; the job's
+/// `run_time` was already computed against it by the controller.
+pub fn render_job(job: &JobInfo, now: Timestamp) -> String {
+    render_job_with(job, now, ShowOpts::default())
+}
+
+/// [`render_job`] with `-d` and `-o`.
+pub fn render_job_with(job: &JobInfo, _now: Timestamp, opts: ShowOpts) -> String {
+    finish_record(&job_lines(job, opts.details), opts)
+}
+
+fn node_lines(node: &NodeInfo) -> Vec<String> {
+    let mut l = Vec::new();
+    l.push(format!(
+        "NodeName={} Arch={} CoresPerSocket={} ",
+        node.name,
+        or_null(node.arch.as_deref()),
+        node.cores_per_socket
+    ));
+    l.push(format!(
+        "CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad={}",
+        node.alloc_cpus,
+        node.cpus,
+        node.cpus,
+        node.cpu_load
+            .map(|v| format!("{v:.2}"))
+            .unwrap_or_else(|| "N/A".to_string())
+    ));
+    let features = if node.features.is_empty() {
+        "(null)".to_string()
+    } else {
+        node.features.join(",")
+    };
+    l.push(format!("AvailableFeatures={features}"));
+    l.push(format!("ActiveFeatures={features}"));
+    let gres = if node.gres.is_empty() {
+        "(null)".to_string()
+    } else {
+        node.gres
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    l.push(format!("Gres={gres}"));
+    l.push(format!(
+        "NodeAddr={} NodeHostName={} Version={}",
+        node.addr,
+        node.hostname,
+        or_null(node.version.as_deref())
+    ));
+    l.push(format!("OS={} ", or_null(node.os.as_deref())));
+    l.push(format!(
+        "RealMemory={} AllocMem={} FreeMem={} Sockets={} Boards={}",
+        node.real_memory,
+        node.alloc_mem,
+        node.free_mem
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "N/A".to_string()),
+        node.sockets,
+        node.boards
+    ));
+    l.push(format!(
+        "State={} ThreadsPerCore={} TmpDisk={} Weight={} Owner=N/A MCS_label=N/A",
+        node.state.scontrol_string(),
+        node.threads_per_core,
+        node.tmp_disk,
+        node.weight
+    ));
+    l.push(format!("Partitions={} ", node.partitions.join(",")));
+    l.push(format!(
+        "BootTime={} SlurmdStartTime={}",
+        time_or(node.boot_time, "None"),
+        time_or(node.slurmd_start_time, "None")
+    ));
+    l.push(format!(
+        "LastBusyTime={}",
+        time_or(node.last_busy, "Unknown")
+    ));
+    l.push(format!("CfgTRES={}", crate::sinfo::cfg_tres(node)));
+    l.push(format!("AllocTRES={}", alloc_tres(node)));
+    l.push("CapWatts=n/a".to_string());
+    l.push("CurrentWatts=0 AveWatts=0".to_string());
+    l.push("ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s".to_string());
+    if let Some(reason) = &node.reason {
+        l.push(format!(
+            "Reason={} [{}@{}]",
+            reason,
+            node.reason_user.as_deref().unwrap_or("root"),
+            time_or(node.reason_time, "Unknown")
+        ));
+    }
+    l
+}
+
+/// `AllocTRES=`: what jobs hold on the node (`cpu=1,mem=500M,gres/gpu=2`), empty when idle.
+fn alloc_tres(node: &NodeInfo) -> String {
+    let mut parts = Vec::new();
+    if node.alloc_cpus > 0 {
+        parts.push(format!("cpu={}", node.alloc_cpus));
+    }
+    if node.alloc_mem > 0 {
+        parts.push(format!("mem={}", format_memory_mb(node.alloc_mem)));
+    }
+    for (name, count) in crate::sinfo::gres_totals(&node.gres_used) {
+        if count > 0 {
+            parts.push(format!("gres/{name}={count}"));
+        }
+    }
+    parts.join(",")
+}
+
+/// `scontrol show node <name>` for one node, byte for byte as Slurm prints it.
+pub fn render_node(node: &NodeInfo) -> String {
+    render_node_with(node, ShowOpts::default())
+}
+
+/// [`render_node`] with `-o`.
+pub fn render_node_with(node: &NodeInfo, opts: ShowOpts) -> String {
+    finish_record(&node_lines(node), opts)
+}
+
+fn partition_lines(part: &PartitionInfo) -> Vec<String> {
+    let list_or_all = |v: &Option<Vec<String>>| match v {
+        Some(items) if !items.is_empty() => items.join(","),
+        _ => "ALL".to_string(),
+    };
+    let mut l = Vec::new();
+    l.push(format!("PartitionName={}", part.name));
+    l.push(format!(
+        "AllowGroups={} AllowAccounts={} AllowQos=ALL",
+        list_or_all(&part.allow_groups),
+        list_or_all(&part.allow_accounts)
+    ));
+    l.push(format!(
+        "AllocNodes=ALL Default={} QoS=N/A",
+        if part.default { "YES" } else { "NO" }
+    ));
+    l.push(format!(
+        "DefaultTime={} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO",
+        part.default_time
+            .map(format_time_limit_hms)
+            .unwrap_or_else(|| "NONE".to_string())
+    ));
+    l.push(format!(
+        "MaxNodes={} MaxTime={} MinNodes={} LLN=NO MaxCPUsPerNode=UNLIMITED",
+        part.max_nodes
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "UNLIMITED".to_string()),
+        format_time_limit_hms(part.max_time),
+        part.min_nodes
+    ));
+    l.push(format!("Nodes={}", hostlist::compress(&part.nodes)));
+    l.push(format!(
+        "PriorityJobFactor={} PriorityTier={} RootOnly=NO ReqResv=NO OverSubscribe={}",
+        part.priority_job_factor, part.priority_tier, part.oversubscribe
+    ));
+    l.push("OverTimeLimit=NONE PreemptMode=OFF".to_string());
+    l.push(format!(
+        "State={} TotalCPUs={} TotalNodes={} SelectTypeParameters=NONE",
+        part.state, part.total_cpus, part.total_nodes
+    ));
+    l.push("JobDefaults=(null)".to_string());
+    let def_mem = match part.def_mem_per_cpu {
+        Some(m) => format!("DefMemPerCPU={m}"),
+        None => "DefMemPerNode=UNLIMITED".to_string(),
+    };
+    let max_mem = match part.max_mem_per_node {
+        Some(m) => m.to_string(),
+        None => "UNLIMITED".to_string(),
+    };
+    l.push(format!("{def_mem} MaxMemPerNode={max_mem}"));
+    l.push(format!("TRES={}", part.tres));
+    l
+}
+
+/// `scontrol show partition <name>` for one partition, byte for byte as Slurm prints it.
+pub fn render_partition(part: &PartitionInfo) -> String {
+    render_partition_with(part, ShowOpts::default())
+}
+
+/// [`render_partition`] with `-o`.
+pub fn render_partition_with(part: &PartitionInfo, opts: ShowOpts) -> String {
+    finish_record(&partition_lines(part), opts)
+}
+
+/// `scontrol show config`, up to the blank line before the controller status
+/// lines (see [`ping_line`]).
+///
+/// Each entry prints as `Key = Value` with the key padded to 23 columns.
+/// An entry whose key ends in `:` and whose value is empty is a section
+/// title (`Cgroup Support Configuration:`), printed after a blank line.
+pub fn render_config(config: &ConfigInfo) -> String {
+    let mut out = format!("Configuration data as of {}\n", fmt_time(config.now));
+    for (key, value) in &config.entries {
+        if key.ends_with(':') && value.is_empty() {
+            out.push('\n');
+            out.push_str(key);
+            out.push('\n');
+        } else {
+            out.push_str(&format!("{key:<23} = {value}\n"));
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// One line of `scontrol ping` (and the tail of `scontrol show config`):
+/// `Slurmctld(primary) at ctl is UP`.
+pub fn ping_line(index: usize, host: &str, up: bool) -> String {
+    let role = if index == 0 { "primary" } else { "backup" };
+    let status = if up { "UP" } else { "DOWN" };
+    format!("Slurmctld({role}) at {host} is {status}\n")
+}
+
+/// A failed command: what it still prints on stdout (records found before
+/// the error, ping lines) and the text for stderr (complete lines).
+#[derive(Debug)]
+struct Failure {
+    stdout: String,
+    stderr: String,
+}
+
+impl Failure {
+    fn stderr(text: String) -> Failure {
+        Failure {
+            stdout: String::new(),
+            stderr: text,
+        }
+    }
+}
+
+type CmdResult = Result<String, Failure>;
+
+fn fail(msg: impl Into<String>) -> Failure {
+    let mut m = msg.into();
+    if !m.ends_with('\n') {
+        m.push('\n');
+    }
+    Failure::stderr(m)
+}
+
+/// The commands and the shortest abbreviation each accepts.
+const COMMANDS: &[(&str, usize)] = &[
+    ("show", 3),
+    ("update", 1),
+    ("hold", 2),
+    ("uhold", 2),
+    ("release", 3),
+    ("requeue", 7),
+    ("requeuehold", 8),
+    ("ping", 2),
+    ("version", 4),
+    ("help", 2),
+    ("quit", 4),
+    ("exit", 1),
+];
+
+fn match_word(tag: &str, table: &[(&'static str, usize)]) -> Option<&'static str> {
+    let lower = tag.to_ascii_lowercase();
+    if let Some((name, _)) = table.iter().find(|(name, _)| *name == lower) {
+        return Some(name);
+    }
+    table
+        .iter()
+        .find(|(name, min)| lower.len() >= *min && name.starts_with(&lower))
+        .map(|(name, _)| *name)
+}
+
+/// Lazily connects to the controller.
+struct Session {
+    client: Option<client::Client>,
+    opts: ShowOpts,
+    quiet: bool,
+}
+
+impl Session {
+    fn client(&mut self, what: &str) -> Result<&client::Client, Failure> {
+        if self.client.is_none() {
+            let c = client::Client::from_env().map_err(|e| fail(format!("{what}: {e}")))?;
+            self.client = Some(c);
+        }
+        Ok(self.client.as_ref().expect("client was just set"))
+    }
+}
+
+/// Runs one command (its words, the command first).
+fn run_command(s: &mut Session, words: &[String]) -> CmdResult {
+    let Some(first) = words.first() else {
+        return Ok(String::new());
+    };
+    let Some(cmd) = match_word(first, COMMANDS) else {
+        return Err(fail(format!("invalid keyword: {first}")));
+    };
+    let rest = &words[1..];
+    match cmd {
+        "show" => cmd_show(s, rest),
+        "update" => cmd_update(s, rest),
+        "hold" | "uhold" | "release" | "requeue" | "requeuehold" => cmd_job_action(s, cmd, rest),
+        "ping" => cmd_ping(s),
+        "version" => Ok(format!("{VERSION_LINE}\n")),
+        "help" => Ok(HELP.to_string()),
+        _ => Ok(String::new()),
+    }
+}
+
+const SHOW_ENTITIES: &[(&str, usize)] = &[
+    ("job", 1),
+    ("jobs", 1),
+    ("node", 1),
+    ("nodes", 1),
+    ("partition", 1),
+    ("partitions", 1),
+    ("config", 1),
+    ("hostnames", 5),
+    ("hostname", 5),
+    ("hostlistsorted", 9),
+    ("hostlist", 5),
+];
+
+fn cmd_show(s: &mut Session, rest: &[String]) -> CmdResult {
+    let Some(tag) = rest.first() else {
+        return Err(fail("too few arguments for keyword:show"));
+    };
+    let arg = rest.get(1).map(String::as_str);
+    let Some(entity) = match_word(tag, SHOW_ENTITIES) else {
+        return Err(fail(format!("invalid entity:{tag} for keyword:show ")));
+    };
+    match entity {
+        "job" | "jobs" => show_jobs(s, arg),
+        "node" | "nodes" => show_nodes(s, arg),
+        "partition" | "partitions" => show_partitions(s, arg),
+        "config" => show_config(s),
+        "hostnames" | "hostname" => {
+            let expr = match arg {
+                Some(a) => a.to_string(),
+                None => std::env::var("SLURM_JOB_NODELIST")
+                    .or_else(|_| std::env::var("SLURM_NODELIST"))
+                    .map_err(|_| fail("Hostlist is empty"))?,
+            };
+            let names =
+                hostlist::expand(&expr).map_err(|_| fail(format!("Invalid hostlist: {expr}")))?;
+            Ok(names.iter().map(|n| format!("{n}\n")).collect())
+        }
+        _ => {
+            let expr = arg.ok_or_else(|| fail("Hostlist is empty"))?;
+            let mut names = Vec::new();
+            for part in expr.split(',').filter(|p| !p.is_empty()) {
+                names.extend(
+                    hostlist::expand(part)
+                        .map_err(|_| fail(format!("Invalid hostlist: {expr}")))?,
+                );
+            }
+            if entity == "hostlistsorted" {
+                names.sort();
+            }
+            Ok(format!("{}\n", hostlist::compress(&names)))
+        }
+    }
+}
+
+/// Parses a job id as scontrol accepts it: `123`, or an array task `123_4`
+/// (muster has no arrays yet, so the task part selects the job itself).
+fn parse_job_id(text: &str) -> Option<JobId> {
+    let base = text.split(['_', '.', '+']).next().unwrap_or(text);
+    base.parse::<u32>().ok().filter(|id| *id > 0).map(JobId)
+}
+
+fn show_jobs(s: &mut Session, arg: Option<&str>) -> CmdResult {
+    let wanted = match arg {
+        Some(a) => Some(
+            parse_job_id(a)
+                .ok_or_else(|| fail("slurm_load_jobs error: Invalid job id specified"))?,
+        ),
+        None => None,
+    };
+    let opts = s.opts;
+    let list = s
+        .client("slurm_load_jobs error")?
+        .jobs()
+        .map_err(|e| fail(format!("slurm_load_jobs error: {e}")))?;
+    let jobs: Vec<&JobInfo> = list
+        .jobs
+        .iter()
+        .filter(|j| match wanted {
+            Some(id) => j.job_id == id,
+            None => true,
+        })
+        .collect();
+    if jobs.is_empty() {
+        return match wanted {
+            Some(_) => Err(fail("slurm_load_jobs error: Invalid job id specified")),
+            None => Ok("No jobs in the system\n".to_string()),
+        };
+    }
+    Ok(jobs
+        .iter()
+        .map(|j| render_job_with(j, list.now, opts))
+        .collect())
+}
+
+fn show_nodes(s: &mut Session, arg: Option<&str>) -> CmdResult {
+    let opts = s.opts;
+    let nodes = s
+        .client("slurm_load_node error")?
+        .nodes()
+        .map_err(|e| fail(format!("slurm_load_node error: {e}")))?;
+    let Some(arg) = arg else {
+        if nodes.is_empty() {
+            return Ok("No nodes in the system\n".to_string());
+        }
+        return Ok(nodes.iter().map(|n| render_node_with(n, opts)).collect());
+    };
+    let names = hostlist::expand(arg).unwrap_or_else(|_| vec![arg.to_string()]);
+    let mut out = String::new();
+    for name in &names {
+        match nodes.iter().find(|n| &n.name == name) {
+            Some(n) => out.push_str(&render_node_with(n, opts)),
+            None => {
+                return Err(Failure {
+                    stdout: out,
+                    stderr: format!("Node {name} not found\n"),
+                })
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn show_partitions(s: &mut Session, arg: Option<&str>) -> CmdResult {
+    let opts = s.opts;
+    let parts = s
+        .client("slurm_load_partitions error")?
+        .partitions()
+        .map_err(|e| fail(format!("slurm_load_partitions error: {e}")))?;
+    match arg {
+        None if parts.is_empty() => Ok("No partitions in the system\n".to_string()),
+        None => Ok(parts
+            .iter()
+            .map(|p| render_partition_with(p, opts))
+            .collect()),
+        Some(name) => match parts.iter().find(|p| p.name == name) {
+            Some(p) => Ok(render_partition_with(p, opts)),
+            None => Err(fail(format!("Partition {name} not found"))),
+        },
+    }
+}
+
+fn show_config(s: &mut Session) -> CmdResult {
+    let client = s.client("slurm_load_ctl_conf error")?;
+    let config = match client.call(CtldRequest::ShowConfig) {
+        Ok(CtldResponse::Config(c)) => c,
+        Ok(_) => {
+            return Err(fail(
+                "slurm_load_ctl_conf error: Unexpected message received",
+            ))
+        }
+        Err(e) => return Err(fail(format!("slurm_load_ctl_conf error: {e}"))),
+    };
+    let mut out = render_config(&config);
+    out.push_str(&ping_all(client).0);
+    Ok(out)
+}
+
+/// Pings each controller host; returns the lines and whether the primary answered.
+fn ping_all(client: &client::Client) -> (String, bool) {
+    let mut out = String::new();
+    let mut primary_up = false;
+    let hosts = client.config().slurmctld_host.clone();
+    for (i, host) in hosts.iter().enumerate() {
+        let mut config = client.config().clone();
+        config.slurmctld_host = vec![host.clone()];
+        let one = client::Client::new(config, client.identity().clone());
+        let up = matches!(one.call(CtldRequest::Ping), Ok(CtldResponse::Ok));
+        if i == 0 {
+            primary_up = up;
+        }
+        out.push_str(&ping_line(i, &host.name, up));
+    }
+    (out, primary_up)
+}
+
+fn cmd_ping(s: &mut Session) -> CmdResult {
+    let client = s.client("slurm_ping error")?;
+    let (out, up) = ping_all(client);
+    if up {
+        Ok(out)
+    } else {
+        Err(Failure {
+            stdout: out,
+            stderr: String::new(),
+        })
+    }
+}
+
+/// Splits `Key=Value` (the key lowercased); a value in quotes loses them.
+fn split_kv(arg: &str) -> (String, Option<String>) {
+    match arg.split_once('=') {
+        Some((k, v)) => {
+            let v = v
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+                .unwrap_or(v);
+            (k.to_ascii_lowercase(), Some(v.to_string()))
+        }
+        None => (arg.to_ascii_lowercase(), None),
+    }
+}
+
+/// A parsed `scontrol update` request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UpdateRequest {
+    /// `NodeName=...`.
+    Node {
+        /// Expanded node names.
+        nodes: Vec<String>,
+        /// `State=`.
+        state: Option<NodeStateRequest>,
+        /// `Reason=`.
+        reason: Option<String>,
+    },
+    /// `JobId=...`.
+    Job {
+        /// The jobs (a comma list applies the same change to each).
+        job_ids: Vec<JobId>,
+        /// The changes.
+        update: Box<JobUpdate>,
+    },
+}
+
+/// Parses the words after `update`. `now` resolves `StartTime=now+1hour`.
+/// On refusal, returns the complete stderr text.
+pub fn parse_update(words: &[String], now: Timestamp) -> Result<UpdateRequest, String> {
+    let keys: Vec<String> = words.iter().map(|w| split_kv(w).0).collect();
+    if keys.iter().any(|k| k == "nodename") {
+        return parse_node_update(words);
+    }
+    if keys.iter().any(|k| k == "jobid" || k == "job") {
+        return parse_job_update(words, now);
+    }
+    Err("No valid entity in update command\n\
+         Input line must include \"NodeName\", \"PartitionName\", \"Reservation\", \"StepId\", \"SuspendExcNodes\", \"SuspendExcParts\", \"SuspendExcStates\", or \"JobId\"\n"
+        .to_string())
+}
+
+fn not_supported(arg: &str) -> String {
+    format!("Update of this parameter is not supported: {arg}\nRequest aborted\n")
+}
+
+fn parse_node_update(words: &[String]) -> Result<UpdateRequest, String> {
+    let mut nodes = Vec::new();
+    let mut state = None;
+    let mut reason = None;
+    for word in words {
+        let (key, value) = split_kv(word);
+        let value = value.ok_or_else(|| not_supported(word))?;
+        match key.as_str() {
+            "nodename" => {
+                nodes = hostlist::expand(&value)
+                    .map_err(|_| format!("Invalid node name specified: {value}\n"))?;
+            }
+            "reason" => reason = Some(value),
+            "state" => {
+                state = Some(match value.to_ascii_uppercase().as_str() {
+                    "DRAIN" => NodeStateRequest::Drain,
+                    "RESUME" => NodeStateRequest::Resume,
+                    "DOWN" => NodeStateRequest::Down,
+                    "UNDRAIN" => NodeStateRequest::Undrain,
+                    "IDLE" => NodeStateRequest::Idle,
+                    _ => {
+                        return Err(format!(
+                            "Invalid input: {word}\nRequest aborted\n\
+                             Valid states are: DOWN DRAIN IDLE RESUME UNDRAIN\n"
+                        ))
+                    }
+                });
+            }
+            _ => return Err(not_supported(word)),
+        }
+    }
+    if matches!(
+        state,
+        Some(NodeStateRequest::Drain | NodeStateRequest::Down)
+    ) && reason.is_none()
+    {
+        return Err(
+            "You must specify a reason when DOWNING or DRAINING a node. Request denied\n"
+                .to_string(),
+        );
+    }
+    Ok(UpdateRequest::Node {
+        nodes,
+        state,
+        reason,
+    })
+}
+
+fn parse_u32(key: &str, value: &str) -> Result<u32, String> {
+    value
+        .parse()
+        .map_err(|_| format!("Invalid {key} value: {value}\n"))
+}
+
+/// `StartTime=` values: `now`, `now+N[seconds|minutes|hours|days]`,
+/// `YYYY-MM-DD[THH:MM[:SS]]`, `HH:MM[:SS]` (today).
+fn parse_start_time(value: &str, now: Timestamp) -> Option<Timestamp> {
+    use chrono::{Local, NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
+    let lower = value.to_ascii_lowercase();
+    if lower == "now" {
+        return Some(now);
+    }
+    if let Some(offset) = lower.strip_prefix("now+") {
+        let n_digits = offset.chars().take_while(char::is_ascii_digit).count();
+        let n: i64 = offset[..n_digits].parse().ok()?;
+        let unit = &offset[n_digits..];
+        let scale = match unit {
+            "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
+            "m" | "min" | "mins" | "minute" | "minutes" => 60,
+            "h" | "hour" | "hours" => 3600,
+            "d" | "day" | "days" => 86_400,
+            "w" | "week" | "weeks" => 604_800,
+            _ => return None,
+        };
+        return Some(now + n * scale);
+    }
+    let local = |dt: NaiveDateTime| {
+        Local
+            .from_local_datetime(&dt)
+            .earliest()
+            .map(|t| t.timestamp())
+    };
+    for fmt in ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"] {
+        if let Ok(dt) = NaiveDateTime::parse_from_str(value, fmt) {
+            return local(dt);
+        }
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(value, "%Y-%m-%d") {
+        return local(d.and_hms_opt(0, 0, 0)?);
+    }
+    for fmt in ["%H:%M:%S", "%H:%M"] {
+        if let Ok(t) = NaiveTime::parse_from_str(value, fmt) {
+            let today = Local.timestamp_opt(now, 0).earliest()?.date_naive();
+            return local(today.and_time(t));
+        }
+    }
+    None
+}
+
+fn parse_job_update(words: &[String], now: Timestamp) -> Result<UpdateRequest, String> {
+    let mut job_ids = Vec::new();
+    let mut u = JobUpdate::default();
+    for word in words {
+        let (key, value) = split_kv(word);
+        let value = value.ok_or_else(|| not_supported(word))?;
+        let time = |v: &str, what: &str| -> Result<TimeLimit, String> {
+            parse_time_limit(v).map_err(|_| format!("Invalid {what} value\n"))
+        };
+        match key.as_str() {
+            "jobid" | "job" => {
+                for id in value.split(',').filter(|s| !s.is_empty()) {
+                    job_ids.push(
+                        parse_job_id(id)
+                            .ok_or_else(|| format!("Invalid job id specified for job {id}\n"))?,
+                    );
+                }
+            }
+            "timelimit" => u.time_limit = Some(time(&value, "TimeLimit")?),
+            "timemin" => u.time_min = Some(time(&value, "TimeMin")?),
+            "partition" => u.partitions = Some(value.split(',').map(str::to_string).collect()),
+            "numnodes" | "reqnodes" | "minnodes" => {
+                let (min, max) = match value.split_once('-') {
+                    Some((a, b)) => (parse_u32("NumNodes", a)?, Some(parse_u32("NumNodes", b)?)),
+                    None => (parse_u32("NumNodes", &value)?, None),
+                };
+                u.min_nodes = Some(min);
+                u.max_nodes = max;
+            }
+            "maxnodes" => u.max_nodes = Some(parse_u32("MaxNodes", &value)?),
+            "numtasks" | "reqprocs" => u.ntasks = Some(parse_u32("NumTasks", &value)?),
+            "features" => u.constraint = Some(value),
+            "name" | "jobname" => u.name = Some(value),
+            "comment" => u.comment = Some(value),
+            "nice" => {
+                u.nice = Some(
+                    value
+                        .parse()
+                        .map_err(|_| format!("Invalid nice value: {value}\n"))?,
+                );
+            }
+            "reqnodelist" | "nodelist" => {
+                u.nodelist = Some(
+                    hostlist::expand(&value)
+                        .map_err(|_| format!("Invalid node name specified: {value}\n"))?,
+                );
+            }
+            "excnodelist" => {
+                u.exclude = Some(
+                    hostlist::expand(&value)
+                        .map_err(|_| format!("Invalid node name specified: {value}\n"))?,
+                );
+            }
+            "account" => u.account = Some(value),
+            "qos" => u.qos = Some(value),
+            "priority" => u.priority = Some(parse_u32("Priority", &value)?),
+            "minmemorynode" => {
+                u.mem_per_node = Some(
+                    parse_memory_mb(&value)
+                        .map_err(|_| format!("Invalid MinMemoryNode value: {value}\n"))?,
+                );
+            }
+            "minmemorycpu" => {
+                u.mem_per_cpu = Some(
+                    parse_memory_mb(&value)
+                        .map_err(|_| format!("Invalid MinMemoryCPU value: {value}\n"))?,
+                );
+            }
+            "gres" | "trespernode" => {
+                u.gres =
+                    Some(Gres::parse_list(&value).map_err(|_| {
+                        "Invalid generic resource (gres) specification\n".to_string()
+                    })?);
+            }
+            "dependency" => u.dependency = Some(value),
+            "starttime" | "begintime" => {
+                u.begin_time = Some(
+                    parse_start_time(&value, now)
+                        .ok_or_else(|| format!("Invalid StartTime value: {value}\n"))?,
+                );
+            }
+            "requeue" => {
+                u.requeue = Some(match value.as_str() {
+                    "0" => false,
+                    "1" => true,
+                    _ => return Err(format!("Invalid Requeue value: {value}\n")),
+                });
+            }
+            _ => return Err(not_supported(word)),
+        }
+    }
+    Ok(UpdateRequest::Job {
+        job_ids,
+        update: Box::new(u),
+    })
+}
+
+fn cmd_update(s: &mut Session, rest: &[String]) -> CmdResult {
+    if rest.is_empty() {
+        return Err(fail("too few arguments for keyword:update"));
+    }
+    let req = parse_update(rest, common::now()).map_err(Failure::stderr)?;
+    let client = s.client("slurm_update error")?;
+    match req {
+        UpdateRequest::Node {
+            nodes,
+            state,
+            reason,
+        } => client
+            .call_ok(CtldRequest::UpdateNode {
+                nodes,
+                state,
+                reason,
+            })
+            .map_err(|e| fail(format!("slurm_update error: {e}")))?,
+        UpdateRequest::Job { job_ids, update } => {
+            for job_id in job_ids {
+                client
+                    .call_ok(CtldRequest::UpdateJob {
+                        job_id,
+                        update: (*update).clone(),
+                    })
+                    .map_err(|e| fail(format!("slurm_update error: {e}")))?;
+            }
+        }
+    }
+    Ok(String::new())
+}
+
+fn cmd_job_action(s: &mut Session, cmd: &str, rest: &[String]) -> CmdResult {
+    let ids: Vec<&str> = rest
+        .iter()
+        .flat_map(|w| w.split([',', ' ']))
+        .filter(|w| !w.is_empty())
+        .collect();
+    if ids.is_empty() {
+        return Err(fail(format!("too few arguments for keyword:{cmd}")));
+    }
+    let quiet = s.quiet;
+    let client = s.client(&format!("slurm_{cmd} error"))?;
+    let mut errors = String::new();
+    let mut failed = false;
+    for text in ids {
+        let Some(job_id) = parse_job_id(text) else {
+            errors.push_str(&format!("Invalid job id specified for job {text}\n"));
+            continue;
+        };
+        let req = match cmd {
+            "hold" => CtldRequest::Hold {
+                job_id,
+                user: false,
+            },
+            "uhold" => CtldRequest::Hold { job_id, user: true },
+            "release" => CtldRequest::Release { job_id },
+            "requeue" => CtldRequest::Requeue {
+                job_id,
+                hold: false,
+            },
+            _ => CtldRequest::Requeue { job_id, hold: true },
+        };
+        if let Err(e) = client.call_ok(req) {
+            failed = true;
+            if !quiet {
+                errors.push_str(&format!("{e} for job {text}\n"));
+            }
+        }
+    }
+    if failed || !errors.is_empty() {
+        Err(Failure::stderr(errors))
+    } else {
+        Ok(String::new())
+    }
+}
+
+const USAGE: &str = "\
+Usage: scontrol [-a|--all] [-d|--details] [-h|--help] [-M|--clusters=names]
+                [-o|--oneliner] [-Q|--quiet] [-v|--verbose] [-V|--version]
+                [<COMMAND>]
+";
+
+const HELP: &str = "\
+scontrol [<OPTION>] [<COMMAND>]
+    Valid <OPTION> values are:
+     -a or --all: equivalent to \"all\" command
+     -d or --details: equivalent to \"details\" command
+     -h or --help: equivalent to \"help\" command
+     -M or --clusters: equivalent to \"cluster\" command
+     -o or --oneliner: equivalent to \"oneliner\" command
+     -Q or --quiet: equivalent to \"quiet\" command
+     -v or --verbose: equivalent to \"verbose\" command
+     -V or --version: equivalent to \"version\" command
+
+  <keyword> may be omitted from the execute line and scontrol will execute
+  in interactive mode. It will process commands as entered until explicitly
+  terminated.
+
+    Valid <COMMAND> values are:
+     exit                     terminate scontrol
+     help                     print this description of use.
+     hold <job_list>          prevent specified job from starting.
+     ping                     print status of slurmctld daemons.
+     quit                     terminate this command.
+     release <job_list>       permit specified job to start.
+     requeue <job_id>         re-queue a batch job.
+     requeuehold <job_id>     re-queue and hold a batch job.
+     show <ENTITY> [<ID>]     display state of identified entity, default
+                              is all records.
+     uhold <job_list>         place user hold on specified job.
+     update <SPECIFICATIONS>  update job or node configuration.
+     version                  display tool version number.
+
+  <ENTITY> may be \"config\", \"hostnames\", \"hostlist\", \"hostlistsorted\",
+       \"job\", \"node\" or \"partition\".
+
+  <SPECIFICATIONS> are specified in the same format as the configuration
+  file: NodeName=<hostlist> State=DRAIN|DOWN|RESUME|UNDRAIN|IDLE Reason=<text>,
+  or JobId=<id> followed by TimeLimit=, Partition=, NumNodes=, NumTasks=,
+  Features=, JobName=, Comment=, Nice=, ReqNodeList=, ExcNodeList=,
+  Account=, QOS=, Priority=, MinMemoryNode=, MinMemoryCPU=, Gres=,
+  Dependency=, StartTime= or Requeue=.
+";
+
+/// Splits an interactive line into words, honouring double and single quotes.
+fn split_line(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => cur.push(c),
+            None if c == '"' || c == '\'' => {
+                quote = Some(c);
+                in_word = true;
+            }
+            None if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            None => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    words
+}
 
 /// Runs `scontrol`.
-pub fn main(_args: Vec<String>) -> i32 {
-    eprintln!("scontrol: not implemented yet");
-    1
+pub fn main(args: Vec<String>) -> i32 {
+    let items = match getopt::parse(OPTS, &args, false) {
+        Ok(items) => items,
+        Err(e) => {
+            eprintln!("scontrol: {}", e.message());
+            eprintln!("Try \"scontrol --help\" for more information");
+            return 1;
+        }
+    };
+    let mut session = Session {
+        client: None,
+        opts: ShowOpts::default(),
+        quiet: false,
+    };
+    let mut words = Vec::new();
+    for item in items {
+        match item {
+            Item::Positional(w) => words.push(w),
+            Item::Opt("help", _) => {
+                common::print_stdout(HELP);
+                return 0;
+            }
+            Item::Opt("usage", _) => {
+                common::print_stdout(USAGE);
+                return 0;
+            }
+            Item::Opt("version", _) => {
+                common::print_stdout(&format!("{VERSION_LINE}\n"));
+                return 0;
+            }
+            Item::Opt("details", _) => session.opts.details = true,
+            Item::Opt("oneliner", _) => session.opts.oneliner = true,
+            Item::Opt("quiet", _) => session.quiet = true,
+            Item::Opt(_, _) => {}
+        }
+    }
+    if !words.is_empty() {
+        return execute(&mut session, &words);
+    }
+    // Interactive mode: one command per line until quit/exit or end of input.
+    let mut rc = 0;
+    let stdin = std::io::stdin();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match stdin.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let words = split_line(&line);
+        if let Some(first) = words.first() {
+            if matches!(match_word(first, COMMANDS), Some("quit" | "exit")) {
+                break;
+            }
+        }
+        rc = execute(&mut session, &words);
+    }
+    rc
 }
+
+fn execute(session: &mut Session, words: &[String]) -> i32 {
+    match run_command(session, words) {
+        Ok(out) => {
+            common::print_stdout(&out);
+            0
+        }
+        Err(Failure { stdout, stderr }) => {
+            use std::io::Write;
+            common::print_stdout(&stdout);
+            let _ = std::io::stderr().write_all(stderr.as_bytes());
+            1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

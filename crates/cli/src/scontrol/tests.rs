@@ -1,0 +1,104 @@
+//! Unit tests: command-line parsing of `scontrol` (no controller needed).
+
+use super::*;
+
+fn words(s: &str) -> Vec<String> {
+    split_line(s)
+}
+
+#[test]
+fn drain_without_reason_is_denied() {
+    let err = parse_update(&words("nodename=node4 state=drain"), 0).unwrap_err();
+    assert_eq!(
+        err,
+        "You must specify a reason when DOWNING or DRAINING a node. Request denied\n"
+    );
+}
+
+#[test]
+fn node_update_keys_are_case_insensitive() {
+    let req = parse_update(
+        &words("NodeName=node[3-4] STATE=Drain reason=\"anchor maintenance test\""),
+        0,
+    )
+    .unwrap();
+    assert_eq!(
+        req,
+        UpdateRequest::Node {
+            nodes: vec!["node3".into(), "node4".into()],
+            state: Some(NodeStateRequest::Drain),
+            reason: Some("anchor maintenance test".into()),
+        }
+    );
+}
+
+#[test]
+fn job_update_maps_fields() {
+    let req = parse_update(
+        &words("jobid=5 timelimit=10 numnodes=2-4 partition=gpu,debug minmemorycpu=1G starttime=now+1hour"),
+        1000,
+    )
+    .unwrap();
+    let UpdateRequest::Job { job_ids, update } = req else {
+        panic!("not a job update");
+    };
+    assert_eq!(job_ids, vec![JobId(5)]);
+    assert_eq!(update.time_limit, Some(TimeLimit::Minutes(10)));
+    assert_eq!((update.min_nodes, update.max_nodes), (Some(2), Some(4)));
+    assert_eq!(
+        update.partitions,
+        Some(vec!["gpu".to_string(), "debug".to_string()])
+    );
+    assert_eq!(update.mem_per_cpu, Some(1024));
+    assert_eq!(update.begin_time, Some(4600));
+}
+
+#[test]
+fn unknown_update_key_is_refused() {
+    let err = parse_update(&words("jobid=5 bogus=1"), 0).unwrap_err();
+    assert_eq!(
+        err,
+        "Update of this parameter is not supported: bogus=1\nRequest aborted\n"
+    );
+}
+
+#[test]
+fn commands_accept_abbreviations() {
+    assert_eq!(match_word("sho", COMMANDS), Some("show"));
+    assert_eq!(match_word("UPDATE", COMMANDS), Some("update"));
+    assert_eq!(match_word("requeue", COMMANDS), Some("requeue"));
+    assert_eq!(match_word("requeueh", COMMANDS), Some("requeuehold"));
+    assert_eq!(match_word("hostn", SHOW_ENTITIES), Some("hostnames"));
+    assert_eq!(
+        match_word("hostlists", SHOW_ENTITIES),
+        Some("hostlistsorted")
+    );
+    assert_eq!(match_word("part", SHOW_ENTITIES), Some("partition"));
+}
+
+#[test]
+fn hostnames_and_hostlist_need_no_controller() {
+    let mut s = Session {
+        client: None,
+        opts: ShowOpts::default(),
+        quiet: false,
+    };
+    let out = run_command(&mut s, &words("show hostnames node[1-3]")).unwrap();
+    assert_eq!(out, "node1\nnode2\nnode3\n");
+    let out = run_command(&mut s, &words("show hostlist node3,node1,node2")).unwrap();
+    assert_eq!(out, "node[1-3]\n");
+    let err = run_command(&mut s, &words("bogus")).unwrap_err();
+    assert_eq!(err.stderr, "invalid keyword: bogus\n");
+}
+
+#[test]
+fn ping_line_names_role() {
+    assert_eq!(
+        ping_line(0, "ctl", true),
+        "Slurmctld(primary) at ctl is UP\n"
+    );
+    assert_eq!(
+        ping_line(1, "ctl2", false),
+        "Slurmctld(backup) at ctl2 is DOWN\n"
+    );
+}

@@ -1,0 +1,334 @@
+//! Golden tests: `scontrol show` rendering against what Slurm 22.05 printed
+//! (`/work/shared/reference/slurm-22.05/scontrol_show_*.out`, see its
+//! INDEX.md), copied to `tests/golden/scontrol_*.txt`.
+
+use cli::scontrol::{self, ShowOpts};
+use model::{Gres, JobId, JobState, NodeBase, NodeState, PendingReason, TimeLimit, Timestamp};
+use proto::{ConfigInfo, JobInfo, NodeInfo, PartitionInfo};
+
+/// `Wed Dec 02 10:24:12 2026` UTC, when the capture ran.
+const NOW: Timestamp = 1_796_207_052;
+
+/// 2026-12-02 10:MM:SS UTC.
+fn at(min: i64, sec: i64) -> Timestamp {
+    NOW - (24 * 60 + 12) + min * 60 + sec
+}
+
+fn utc() {
+    // Slurm printed the capture in UTC; the renderers use local time.
+    std::env::set_var("TZ", "UTC");
+}
+
+fn golden(name: &str) -> String {
+    let path = format!("{}/tests/golden/{name}.txt", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn job(id: u32, name: &str, priority: u32, submit: Timestamp, sid: u32) -> JobInfo {
+    JobInfo {
+        job_id: JobId(id),
+        name: name.into(),
+        user: "sauser".into(),
+        uid: 2001,
+        group: "sauser".into(),
+        gid: 2001,
+        account: "research".into(),
+        qos: "normal".into(),
+        partition: "debug".into(),
+        priority,
+        submit_time: submit,
+        eligible_time: submit,
+        last_sched_eval: Some(submit),
+        scheduler: "Main".into(),
+        requeue: true,
+        num_nodes: 1,
+        num_cpus: 1,
+        num_tasks: 1,
+        cpus_per_task: 1,
+        mem_per_cpu: Some(500),
+        tres: "cpu=1,mem=500M,node=1,billing=1".into(),
+        work_dir: "/home/sauser/capture".into(),
+        stdout: "/dev/null".into(),
+        stderr: "/dev/null".into(),
+        stdin: "/dev/null".into(),
+        alloc_node: "localhost".into(),
+        alloc_sid: sid,
+        ..JobInfo::default()
+    }
+}
+
+fn run_on(mut j: JobInfo, nodes: &[&str], start: Timestamp, run_time: u64) -> JobInfo {
+    j.state = JobState::Running;
+    j.nodes = nodes.iter().map(|s| s.to_string()).collect();
+    j.batch_host = j.nodes.first().cloned();
+    j.start_time = Some(start);
+    j.last_sched_eval = Some(start);
+    j.run_time = run_time;
+    j
+}
+
+/// 66790: `sbatch -N2 -n4` on node[2-3], running 9 s.
+fn job_running() -> JobInfo {
+    let mut j = run_on(
+        job(66790, "long2n", 3166, at(24, 0), 10011),
+        &["node2", "node3"],
+        at(24, 3),
+        9,
+    );
+    j.num_nodes = 2;
+    j.num_cpus = 4;
+    j.num_tasks = 4;
+    j.cpus_per_node = vec![2, 2];
+    j.tres = "cpu=4,mem=2000M,node=2,billing=4".into();
+    j
+}
+
+#[test]
+fn show_job_running() {
+    utc();
+    assert_eq!(
+        scontrol::render_job(&job_running(), NOW),
+        golden("scontrol_show_job_running")
+    );
+}
+
+#[test]
+fn show_job_details() {
+    utc();
+    let opts = ShowOpts {
+        details: true,
+        oneliner: false,
+    };
+    assert_eq!(
+        scontrol::render_job_with(&job_running(), NOW, opts),
+        golden("scontrol_show_job_d")
+    );
+}
+
+#[test]
+fn show_job_gpu_with_year_limit() {
+    utc();
+    let mut j = run_on(
+        job(66791, "gpulong", 2854, at(24, 3), 10126),
+        &["node4"],
+        at(24, 3),
+        9,
+    );
+    j.partition = "gpu".into();
+    j.scheduler = "Backfill".into();
+    j.time_limit = TimeLimit::Minutes(365 * 24 * 60);
+    j.end_time = Some(at(24, 3) + 365 * 86_400);
+    j.tres = "cpu=1,mem=500M,node=1,billing=1,gres/gpu=2".into();
+    j.tres_per_node = Some("gres:gpu:2".into());
+    assert_eq!(
+        scontrol::render_job(&j, NOW),
+        golden("scontrol_show_job_gpu")
+    );
+}
+
+#[test]
+fn show_job_completed() {
+    utc();
+    let mut j = run_on(
+        job(66787, "memjob", 2854, at(23, 56), 9775),
+        &["node1"],
+        at(23, 57),
+        3,
+    );
+    j.state = JobState::Completed;
+    j.end_time = Some(at(24, 0));
+    assert_eq!(
+        scontrol::render_job(&j, NOW),
+        golden("scontrol_show_job_completed")
+    );
+}
+
+#[test]
+fn show_job_pending_on_dependency() {
+    utc();
+    let mut j = job(66794, "depjob", 2854, at(24, 4), 10186);
+    j.reason = PendingReason::Dependency;
+    j.dependency = Some("afterok:66790(unfulfilled)".into());
+    j.eligible_time = 0;
+    assert_eq!(
+        scontrol::render_job(&j, NOW),
+        golden("scontrol_show_job_pending_dep")
+    );
+}
+
+#[test]
+fn oneliner_joins_lines_with_spaces() {
+    utc();
+    let opts = ShowOpts {
+        details: false,
+        oneliner: true,
+    };
+    let text = scontrol::render_job_with(&job_running(), NOW, opts);
+    assert_eq!(text.lines().count(), 1);
+    assert!(text.starts_with("JobId=66790 JobName=long2n UserId=sauser(2001) GroupId=sauser(2001) MCS_label=N/A Priority=3166"));
+    assert!(text.ends_with(" Power= \n"));
+}
+
+fn node(i: u32, base: NodeBase, alloc_cpus: u32, alloc_mem: u64) -> NodeInfo {
+    let name = format!("node{i}");
+    let gpu = i >= 3;
+    NodeInfo {
+        name: name.clone(),
+        addr: format!("10.201.0.{}", 10 + i),
+        hostname: name,
+        port: 6818,
+        state: NodeState::new(base),
+        cpus: 2,
+        boards: 1,
+        sockets: 2,
+        cores_per_socket: 1,
+        threads_per_core: 1,
+        real_memory: 4000,
+        tmp_disk: 0,
+        weight: 1,
+        alloc_cpus,
+        alloc_mem,
+        free_mem: Some(22885),
+        cpu_load: Some(0.44),
+        gres: if gpu {
+            vec![Gres::parse("gpu:a100:2").unwrap()]
+        } else {
+            Vec::new()
+        },
+        gres_used: Vec::new(),
+        features: Vec::new(),
+        partitions: if gpu {
+            vec!["debug".into(), "gpu".into()]
+        } else {
+            vec!["debug".into()]
+        },
+        reason: None,
+        reason_user: None,
+        reason_time: None,
+        // 08:38:48
+        boot_time: Some(at(-81, -12)),
+        slurmd_start_time: Some(at(3, 34)),
+        last_busy: Some(at(23, 56)),
+        version: Some("22.05.8".into()),
+        os: Some("Linux 6.18.44-fc-v1098 #1 SMP PREEMPT_DYNAMIC @0".into()),
+        arch: Some("x86_64".into()),
+    }
+}
+
+#[test]
+fn show_node_with_gres() {
+    utc();
+    let n = node(3, NodeBase::Allocated, 2, 1000);
+    assert_eq!(
+        scontrol::render_node(&n),
+        golden("scontrol_show_node_node3")
+    );
+}
+
+#[test]
+fn show_node_without_gres() {
+    utc();
+    let mut n = node(1, NodeBase::Allocated, 2, 1000);
+    n.last_busy = Some(at(23, 26));
+    assert_eq!(
+        scontrol::render_node(&n),
+        golden("scontrol_show_node_node1")
+    );
+}
+
+#[test]
+fn show_node_drained_with_reason() {
+    utc();
+    let mut n = node(4, NodeBase::Mixed, 1, 500);
+    n.state = NodeState {
+        drain: true,
+        ..NodeState::new(NodeBase::Mixed)
+    };
+    n.cpu_load = Some(0.35);
+    n.free_mem = Some(22526);
+    n.boot_time = Some(at(-81, -13));
+    n.last_busy = Some(at(23, 54));
+    n.gres_used = vec![Gres::parse("gpu:a100:2").unwrap()];
+    n.reason = Some("anchor maintenance test".into());
+    n.reason_user = Some("root".into());
+    n.reason_time = Some(at(24, 13));
+    assert_eq!(
+        scontrol::render_node(&n),
+        golden("scontrol_show_node_drain")
+    );
+}
+
+fn partition(name: &str, default: bool, nodes: &[&str], tres: &str) -> PartitionInfo {
+    PartitionInfo {
+        name: name.into(),
+        default,
+        nodes: nodes.iter().map(|s| s.to_string()).collect(),
+        state: "UP".into(),
+        max_time: TimeLimit::Unlimited,
+        default_time: None,
+        max_nodes: None,
+        min_nodes: 0,
+        priority_tier: 1,
+        priority_job_factor: 1,
+        oversubscribe: "NO".into(),
+        allow_accounts: None,
+        allow_groups: None,
+        def_mem_per_cpu: None,
+        max_mem_per_node: None,
+        total_cpus: 2 * nodes.len() as u32,
+        total_nodes: nodes.len() as u32,
+        tres: tres.into(),
+    }
+}
+
+#[test]
+fn show_partitions() {
+    let parts = [
+        partition(
+            "debug",
+            true,
+            &["node1", "node2", "node3", "node4"],
+            "cpu=8,mem=16000M,node=4,billing=8,gres/gpu=4",
+        ),
+        partition(
+            "gpu",
+            false,
+            &["node3", "node4"],
+            "cpu=4,mem=8000M,node=2,billing=4,gres/gpu=4",
+        ),
+    ];
+    let text: String = parts.iter().map(scontrol::render_partition).collect();
+    assert_eq!(text, golden("scontrol_show_partition"));
+}
+
+/// Reads the entries back out of Slurm's text, with section titles as
+/// `("Title:", "")` entries, as the controller sends them.
+fn config_entries(text: &str) -> Vec<(String, String)> {
+    let mut entries = Vec::new();
+    for line in text.lines().skip(1) {
+        if line.starts_with("Slurmctld(") {
+            break;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        match line.split_once(" = ") {
+            Some((k, v)) => entries.push((k.trim_end().to_string(), v.to_string())),
+            None => entries.push((line.to_string(), String::new())),
+        }
+    }
+    entries
+}
+
+#[test]
+fn show_config_pads_keys_and_separates_sections() {
+    utc();
+    let expected = golden("scontrol_show_config");
+    let config = ConfigInfo {
+        now: NOW,
+        entries: config_entries(&expected),
+    };
+    let mut text = scontrol::render_config(&config);
+    text.push_str(&scontrol::ping_line(0, "ctl", true));
+    assert_eq!(text, expected);
+}
