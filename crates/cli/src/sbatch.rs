@@ -277,6 +277,7 @@ fn build_inner(
     let fp = first_pass(args)?;
 
     // The script.
+    let mut command = None;
     let (script_text, script_name, default_name) = match (&fp.wrap, &fp.script) {
         (Some(cmd), script) => {
             if script.is_some() {
@@ -291,6 +292,11 @@ fn build_inner(
             let bytes = std::fs::read(&full)
                 .map_err(|_| SbatchError::error(&[&format!("Unable to open file {path}")]))?;
             let base = path.rsplit('/').next().unwrap_or(path).to_string();
+            command = Some(if full.starts_with('/') {
+                full.clone()
+            } else {
+                format!("{}/{}", cwd.trim_end_matches('/'), full.trim_start_matches("./"))
+            });
             (script::check_script(&bytes)?, base.clone(), base)
         }
         (None, None) => {
@@ -391,6 +397,7 @@ fn build_inner(
     }
     desc.script = script_text;
     desc.argv = fp.script_args;
+    desc.command = command;
     desc.work_dir = match &st.chdir {
         Some(dir) if dir.starts_with('/') => dir.clone(),
         Some(dir) => format!("{}/{dir}", cwd.trim_end_matches('/')),

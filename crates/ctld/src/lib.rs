@@ -39,7 +39,7 @@ pub struct CtldOptions {
 /// What reaches the engine task.
 enum Msg {
     Request {
-        req: CtldRequest,
+        req: Box<CtldRequest>,
         who: Identity,
         reply: oneshot::Sender<CtldResponse>,
     },
@@ -195,7 +195,7 @@ async fn serve_connection(mut stream: TcpStream, tx: mpsc::UnboundedSender<Msg>)
     };
     let (reply_tx, reply_rx) = oneshot::channel();
     let msg = Msg::Request {
-        req: env.body,
+        req: Box::new(env.body),
         who: env.identity,
         reply: reply_tx,
     };
@@ -326,7 +326,7 @@ async fn engine_loop(
             let t = now();
             match msg {
                 Msg::Request { req, who, reply } => {
-                    if matches!(req, CtldRequest::Shutdown) {
+                    if matches!(*req, CtldRequest::Shutdown) {
                         if engine.is_admin(&who) {
                             shutdown = true;
                             let _ = reply.send(CtldResponse::Ok);
@@ -335,7 +335,7 @@ async fn engine_loop(
                         }
                         continue;
                     }
-                    let resp = handle(&mut engine, &cfg, req, &who, t, &boot_text);
+                    let resp = handle(&mut engine, &cfg, *req, &who, t, &boot_text);
                     let _ = reply.send(resp);
                 }
                 Msg::LaunchFailed { job_id, node } => engine.on_launch_failed(job_id, &node, t),

@@ -149,7 +149,7 @@ impl Engine {
             features: d.constraint.clone(),
             exclusive: req.exclusive,
             work_dir: d.work_dir.clone(),
-            command: None,
+            command: d.command.clone(),
             stdout: job.stdout.clone(),
             stderr: job.stderr.clone(),
             stdin: d.stdin.clone().unwrap_or_else(|| "/dev/null".into()),

@@ -66,6 +66,9 @@ pub struct JobDesc {
     pub script: String,
     /// Arguments passed to the script.
     pub argv: Vec<String>,
+    /// The script's path when it came from a file (`Command=` in `scontrol show job`).
+    #[serde(default)]
+    pub command: Option<String>,
     /// Working directory (`-D`, default the submit directory).
     pub work_dir: String,
     /// The directory sbatch ran in (`SLURM_SUBMIT_DIR`).

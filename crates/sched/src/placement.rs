@@ -426,7 +426,7 @@ fn place_in(
     let enough_nodes = picked.len() as u32 >= min_nodes;
     let enough_tasks = job.ntasks_per_node.is_some() || tasks_left == 0;
     let enough_gpus = gpus_left.is_none_or(|g| g == 0);
-    (enough_nodes && enough_tasks && enough_gpus).then(|| Allocation {
+    (enough_nodes && enough_tasks && enough_gpus).then_some(Allocation {
         partition: part_idx,
         nodes: picked,
         exclusive: job.exclusive || part.exclusive,
