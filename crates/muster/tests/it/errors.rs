@@ -1,0 +1,179 @@
+//! Refusals, byte for byte as Slurm 22.05 prints them (the `err_*`
+//! references), with Slurm's exit codes.
+
+use crate::{builder, cluster, reference, secs};
+use e2e::{Cluster, Output};
+
+/// Checks stdout, stderr and the exit code; when the reference file exists
+/// it must say the same as `stderr` (so the expectation is Slurm's).
+fn check(out: &Output, code: i32, stderr: &str, reference_name: Option<&str>) {
+    if let Some(name) = reference_name {
+        if let Some(r) = reference(name) {
+            assert_eq!(r, stderr, "reference {name}");
+        }
+    }
+    assert_eq!(out.stderr, stderr, "{out}");
+    assert_eq!(out.stdout, "", "{out}");
+    assert_eq!(out.code, code, "{out}");
+}
+
+fn no_jobs(c: &Cluster) {
+    assert_eq!(
+        c.run("squeue", &["-h", "-t", "all"]).stdout,
+        "",
+        "a refused job was queued"
+    );
+}
+
+#[test]
+fn sbatch_refusals() {
+    let c = cluster(1);
+    check(
+        &c.run("sbatch", &["-p", "nosuchpart", "--wrap=true"]),
+        1,
+        "sbatch: error: invalid partition specified: nosuchpart\n\
+         sbatch: error: Batch job submission failed: Invalid partition name specified\n",
+        Some("err_sbatch_unknown_partition.err"),
+    );
+    for (arg, name) in [
+        ("--time=abc", "err_sbatch_invalid_time.err"),
+        ("--time=1:2:3:4", "err_sbatch_invalid_time2.err"),
+    ] {
+        check(
+            &c.run("sbatch", &[arg, "--wrap=true"]),
+            255,
+            "sbatch: error: Invalid --time specification\n",
+            Some(name),
+        );
+    }
+    for (arg, name) in [
+        ("--gres=foo:1", "err_sbatch_invalid_gres.err"),
+        ("--gres=gpu:x:y:z", "err_sbatch_invalid_gres_syntax.err"),
+    ] {
+        check(
+            &c.run("sbatch", &[arg, "--wrap=true"]),
+            1,
+            "sbatch: error: Invalid generic resource (gres) specification\n",
+            Some(name),
+        );
+    }
+    check(
+        &c.run("sbatch", &["--mem=999999", "--wrap=true"]),
+        1,
+        "sbatch: error: Memory specification can not be satisfied\n\
+         sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+        Some("err_sbatch_too_much_mem.err"),
+    );
+    check(
+        &c.run_stdin("sbatch", &[], ""),
+        1,
+        "sbatch: error: Batch script is empty!\n",
+        Some("err_sbatch_no_args.err"),
+    );
+    check(
+        &c.run("sbatch", &["/nonexistent/script.sh"]),
+        1,
+        "sbatch: error: Unable to open file /nonexistent/script.sh\n",
+        Some("err_sbatch_missing_file.err"),
+    );
+    c.write("noshebang.sh", "echo hi\n");
+    check(
+        &c.run("sbatch", &["noshebang.sh"]),
+        1,
+        "sbatch: error: This does not look like a batch script.  The first\n\
+         sbatch: error: line must start with #! followed by the path to an interpreter.\n\
+         sbatch: error: For instance: #!/bin/sh\n",
+        Some("err_sbatch_no_shebang.err"),
+    );
+    check(
+        &c.run("sbatch", &["--bogus", "--wrap=true"]),
+        1,
+        "sbatch: unrecognized option '--bogus'\n\
+         Try \"sbatch --help\" for more information\n",
+        None,
+    );
+    no_jobs(&c);
+}
+
+#[test]
+fn gres_count_beyond_every_node() {
+    let c = builder().nodes(2).node_extra(1, "Gres=gpu:a100:2").start();
+    check(
+        &c.run("sbatch", &["--gres=gpu:a100:9", "--wrap=true"]),
+        1,
+        "sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+        Some("err_sbatch_invalid_gres_count.err"),
+    );
+    no_jobs(&c);
+    let id = c.submit(&["--gres=gpu:a100:2", "--wrap=true"]);
+    assert_eq!(c.wait_done(id, secs(10)), "COMPLETED");
+    assert_eq!(c.job_field(id, "NodeList"), "node1");
+}
+
+#[test]
+fn more_nodes_than_the_partition_is_accepted_and_waits() {
+    let c = cluster(2);
+    let out = c.run("sbatch", &["-N", "10", "--wrap=true"]);
+    assert_eq!(out.code, 0, "{out}");
+    let id: u32 = out
+        .stdout
+        .strip_prefix("Submitted batch job ")
+        .and_then(|s| s.trim_end().parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(out.stderr, "");
+    assert_eq!(c.squeue_field(id, "%T %r"), "PENDING PartitionConfig");
+    c.ok("scancel", &[&id.to_string()]);
+}
+
+#[test]
+fn unknown_job_ids() {
+    let c = cluster(1);
+    let want = "slurm_load_jobs error: Invalid job id specified\n";
+    check(
+        &c.run("squeue", &["-j", "999999"]),
+        1,
+        want,
+        Some("err_squeue_nonexistent.err"),
+    );
+    check(
+        &c.run("scontrol", &["show", "job", "999999"]),
+        1,
+        want,
+        Some("err_scontrol_show_job_nonexistent.err"),
+    );
+}
+
+#[test]
+fn a_bad_slurm_conf_stops_the_controller() {
+    let dir = tempfile_dir();
+    let conf = dir.join("slurm.conf");
+    let text = format!(
+        "ClusterName=bad\nSlurmctldHost={}(127.0.0.1)\nSlurmctldPort={}\nNodeName=node1 CPUs=abc\nPartitionName=debug Nodes=node1\n",
+        e2e::hostname(),
+        e2e::free_port()
+    );
+    std::fs::write(&conf, text).expect("writing slurm.conf");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_muster"))
+        .args(["ctld", "-f"])
+        .arg(&conf)
+        .env_remove("SLURM_CONF")
+        .output()
+        .expect("running muster ctld");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(out.status.code().is_some(), "killed by a signal: {stderr}");
+    let place = format!("{}:4", conf.display());
+    assert!(stderr.contains(&place), "no {place} in: {stderr}");
+    assert!(stderr.contains("abc"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "muster-e2e-badconf-{}-{}",
+        std::process::id(),
+        e2e::free_port()
+    ));
+    std::fs::create_dir_all(&d).expect("creating a temp dir");
+    d
+}

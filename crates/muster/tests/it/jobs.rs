@@ -1,0 +1,116 @@
+//! Submitting batch jobs and what they leave behind: ids, states, exit
+//! codes, output files, `#SBATCH` lines.
+
+use crate::{cluster, secs};
+
+#[test]
+fn submit_runs_the_job_and_writes_slurm_out() {
+    let c = cluster(1);
+    let out = c.run("sbatch", &["--wrap", "echo hello; exit 0"]);
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    assert_eq!(out.stderr, "", "{out}");
+    let id: u32 = out
+        .stdout
+        .strip_prefix("Submitted batch job ")
+        .and_then(|r| r.strip_suffix('\n'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected sbatch output {:?}", out.stdout));
+    assert_eq!(c.wait_done(id, secs(10)), "COMPLETED");
+    let text = c.wait_file(&format!("slurm-{id}.out"), secs(5));
+    assert_eq!(text, "hello\n");
+    assert_eq!(c.job_field(id, "ExitCode"), "0:0");
+
+    let out = c.ok("sbatch", &["--parsable", "--wrap", "true"]);
+    assert_eq!(out.stdout, format!("{}\n", id + 1), "{out}");
+    assert_eq!(c.wait_done(id + 1, secs(10)), "COMPLETED");
+}
+
+#[test]
+fn exit_codes_and_signals() {
+    let c = cluster(1);
+    let failed = c.submit(&["--wrap", "exit 3"]);
+    let killed = c.submit(&["--wrap", "kill -9 $$"]);
+    assert_eq!(c.wait_done(failed, secs(10)), "FAILED");
+    assert_eq!(c.job_field(failed, "ExitCode"), "3:0");
+    assert_eq!(c.job_field(failed, "JobState"), "FAILED");
+    // FIXME(engine): Slurm says "FAILED NonZeroExitCode" here.
+    assert_eq!(c.squeue_field(failed, "%T %r"), "FAILED None");
+    let state = c.wait_done(killed, secs(10));
+    assert_eq!(c.job_field(killed, "ExitCode"), "0:9", "state {state}");
+    assert_eq!(state, "FAILED");
+    // FIXME(engine): Slurm says Reason=RaisedSignal:9(Killed) here.
+    assert_eq!(c.job_field(killed, "Reason"), "None");
+}
+
+#[test]
+fn output_patterns_and_append() {
+    let c = cluster(1);
+    let id = c.submit(&[
+        "-o",
+        "out-%j-%x.txt",
+        "-e",
+        "err-%j.txt",
+        "-J",
+        "myname",
+        "--wrap",
+        "echo to-out; echo to-err >&2",
+    ]);
+    assert_eq!(c.wait_done(id, secs(10)), "COMPLETED");
+    assert_eq!(
+        c.wait_file(&format!("out-{id}-myname.txt"), secs(5)),
+        "to-out\n"
+    );
+    assert_eq!(c.wait_file(&format!("err-{id}.txt"), secs(5)), "to-err\n");
+    assert!(!c.work().join(format!("slurm-{id}.out")).exists());
+    let show = c.run("scontrol", &["show", "job", &id.to_string()]).stdout;
+    let work = c.work().display().to_string();
+    assert!(
+        show.contains(&format!("StdOut={work}/out-{id}-myname.txt")),
+        "{show}"
+    );
+    assert!(
+        show.contains(&format!("StdErr={work}/err-{id}.txt")),
+        "{show}"
+    );
+
+    // Two jobs appending to one file, one after the other.
+    let a = c.submit(&[
+        "-o",
+        "shared.txt",
+        "--open-mode=append",
+        "--wrap",
+        "echo first",
+    ]);
+    assert_eq!(c.wait_done(a, secs(10)), "COMPLETED");
+    let b = c.submit(&[
+        "-o",
+        "shared.txt",
+        "--open-mode=append",
+        "--wrap",
+        "echo second",
+    ]);
+    assert_eq!(c.wait_done(b, secs(10)), "COMPLETED");
+    assert_eq!(c.read("shared.txt"), "first\nsecond\n");
+    // Without append the next job truncates it.
+    let t = c.submit(&["-o", "shared.txt", "--wrap", "echo third"]);
+    assert_eq!(c.wait_done(t, secs(10)), "COMPLETED");
+    assert_eq!(c.read("shared.txt"), "third\n");
+}
+
+#[test]
+fn sbatch_lines_in_the_script_and_command_line_overrides() {
+    let c = cluster(1);
+    let script = c.write(
+        "job.sh",
+        "#!/bin/sh\n#SBATCH -J fromscript\n#SBATCH --time=5\n#SBATCH --hold\nsleep 30\n",
+    );
+    let script = script.display().to_string();
+    let id = c.submit(&["-J", "cli", &script]);
+    assert_eq!(c.squeue_field(id, "%j %l"), "cli 5:00");
+    let plain = c.submit(&[&script]);
+    assert_eq!(
+        c.squeue_field(plain, "%j %l %T %r"),
+        "fromscript 5:00 PENDING JobHeldUser"
+    );
+    c.ok("scancel", &[&id.to_string(), &plain.to_string()]);
+}

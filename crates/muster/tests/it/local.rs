@@ -1,0 +1,156 @@
+//! `muster up --detach`, `muster down` and `muster install-links`.
+
+use crate::secs;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+fn muster(args: &[&str]) -> e2e::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_muster"));
+    c.args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("SLURM_") {
+            c.env_remove(k);
+        }
+    }
+    let out = c.output().expect("running muster");
+    e2e::Output {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+/// Runs a command through a link in `bin` (its argv[0] names the command).
+fn via_link(bin: &Path, conf: &Path, cmd: &str, args: &[&str], cwd: &Path) -> e2e::Output {
+    let out = Command::new(bin.join(cmd))
+        .args(args)
+        .env("SLURM_CONF", conf)
+        .current_dir(cwd)
+        .output()
+        .expect("running a link");
+    e2e::Output {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+#[test]
+fn up_detach_then_down() {
+    let dir = std::env::temp_dir().join(format!(
+        "muster-e2e-up-{}-{}",
+        std::process::id(),
+        e2e::free_port()
+    ));
+    let d = dir.display().to_string();
+    let up = muster(&["up", "--detach", "--state-dir", &d, "--nodes", "2"]);
+    // From here on, whatever happens, stop what `up` started.
+    struct Down(String);
+    impl Drop for Down {
+        fn drop(&mut self) {
+            let _ = muster(&["down", "--state-dir", &self.0]);
+            if !std::thread::panicking() {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+    let guard = Down(d.clone());
+    assert_eq!(up.code, 0, "{up}");
+    assert!(up.stdout.contains("2 nodes (node[1-2])"), "{up}");
+    let conf = dir.join("slurm.conf");
+    let bin = dir.join("bin");
+    let pids: Vec<i32> = std::fs::read_to_string(dir.join("pids"))
+        .expect("up records its pids")
+        .lines()
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert_eq!(pids.len(), 3, "a controller and two node daemons");
+    assert!(pids.iter().all(|p| alive(*p)));
+
+    let out = via_link(
+        &bin,
+        &conf,
+        "sbatch",
+        &["--parsable", "--wrap", "echo up-ok"],
+        &dir,
+    );
+    assert_eq!(out.code, 0, "{out}");
+    let id = out.stdout.trim().to_string();
+    let start = Instant::now();
+    loop {
+        let s = via_link(
+            &bin,
+            &conf,
+            "squeue",
+            &["-h", "-t", "all", "-j", &id, "-o", "%T"],
+            &dir,
+        );
+        if s.stdout.trim() == "COMPLETED" {
+            break;
+        }
+        assert!(start.elapsed() < secs(10), "job {id}: {s}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.join(format!("slurm-{id}.out"))).unwrap_or_default(),
+        "up-ok\n"
+    );
+    let sinfo = via_link(&bin, &conf, "sinfo", &["-h", "-o", "%P %D %t"], &dir);
+    assert_eq!(sinfo.stdout, "debug* 2 idle\n", "{sinfo}");
+
+    let down = muster(&["down", "--state-dir", &d]);
+    assert_eq!(down.code, 0, "{down}");
+    let start = Instant::now();
+    while pids.iter().any(|p| alive(*p)) {
+        assert!(
+            start.elapsed() < secs(5),
+            "still running after down: {pids:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!dir.join("pids").exists());
+    drop(guard);
+}
+
+#[test]
+fn install_links_makes_every_command() {
+    let dir = std::env::temp_dir().join(format!(
+        "muster-e2e-links-{}-{}",
+        std::process::id(),
+        e2e::free_port()
+    ));
+    let d = dir.display().to_string();
+    let out = muster(&["install-links", &d]);
+    assert_eq!(out.code, 0, "{out}");
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_muster")).expect("the binary");
+    for cmd in ["sbatch", "squeue", "sinfo", "scancel", "scontrol"] {
+        let link = dir.join(cmd);
+        let meta =
+            std::fs::symlink_metadata(&link).unwrap_or_else(|e| panic!("{}: {e}", link.display()));
+        assert!(meta.file_type().is_symlink());
+        assert_eq!(std::fs::canonicalize(&link).expect("resolving"), exe);
+    }
+    // A link runs its command.
+    let v = Command::new(dir.join("scontrol"))
+        .arg("version")
+        .output()
+        .expect("scontrol version");
+    assert!(
+        String::from_utf8_lossy(&v.stdout).starts_with("slurm "),
+        "{v:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,157 @@
+//! Node states: drain and resume, and nodes that have less than slurm.conf says.
+
+use crate::{builder, cluster, secs};
+
+#[test]
+fn drain_a_busy_node_then_resume_it() {
+    let c = cluster(2);
+    let id = c.submit(&["-c", "2", "-w", "node1", "--wrap", "sleep 3"]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let out = c.run(
+        "scontrol",
+        &["update", "NodeName=node1", "State=DRAIN", "Reason=maint"],
+    );
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (0, "", ""),
+        "{out}"
+    );
+    assert_eq!(c.node_state("node1"), "drng");
+    let other = c.submit(&["--wrap", "hostname; echo $SLURMD_NODENAME > where.txt"]);
+    assert_eq!(c.wait_done(other, secs(10)), "COMPLETED");
+    assert_eq!(c.job_field(other, "NodeList"), "node2");
+    assert_eq!(c.read("where.txt"), "node2\n");
+    assert_eq!(c.wait_done(id, secs(10)), "COMPLETED");
+    c.wait_node_state("node1", "drain", secs(5));
+
+    let r = c.ok("sinfo", &["-R"]).stdout;
+    let lines: Vec<&str> = r.lines().collect();
+    assert_eq!(lines.len(), 2, "{r}");
+    assert_eq!(
+        lines[0],
+        "REASON               USER      TIMESTAMP           NODELIST"
+    );
+    let user = e2e::user_name();
+    let words: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(words.len(), 4, "{r}");
+    assert_eq!(
+        (words[0], words[1], words[3]),
+        ("maint", user.as_str(), "node1"),
+        "{r}"
+    );
+    assert_eq!(words[2].len(), "2026-12-02T10:24:13".len(), "{r}");
+    assert_eq!(c.node_field("node1", "Reason"), "maint");
+    let show = c.run("scontrol", &["show", "node", "node1"]).stdout;
+    assert!(show.contains(&format!("Reason=maint [{user}@")), "{show}");
+    assert!(show.contains("State=IDLE+DRAIN "), "{show}");
+
+    let out = c.run("scontrol", &["update", "NodeName=node1", "State=RESUME"]);
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(c.node_state("node1"), "idle");
+    assert_eq!(c.ok("sinfo", &["-h", "-R"]).stdout, "");
+}
+
+#[test]
+fn drain_needs_a_reason() {
+    let c = cluster(1);
+    let out = c.run("scontrol", &["update", "NodeName=node1", "State=DRAIN"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        "You must specify a reason when DOWNING or DRAINING a node. Request denied\n"
+    );
+    assert_eq!(c.node_state("node1"), "idle");
+}
+
+#[test]
+fn a_node_with_fewer_cpus_than_configured_is_drained() {
+    let cpus = e2e::host_cpus() + 8;
+    let c = builder()
+        .nodes(1)
+        .config_overrides(false)
+        .node_line_override(1, &format!("CPUs={cpus} RealMemory=100"))
+        .start();
+    c.wait_node_state("node1", "drain", secs(5));
+    let reason = "Low socket*core*thread count, Low CPUs";
+    let r = c.ok("sinfo", &["-h", "-R", "-o", "%E|%u|%N"]).stdout;
+    let user = e2e::user_name();
+    // The node daemon's report drains it, in SlurmUser's name.
+    assert_eq!(r, format!("{reason}|{user}|node1\n"));
+    let show = c.ok("scontrol", &["show", "node", "node1"]).stdout;
+    assert!(
+        show.contains(&format!("Reason={reason} [{user}@")),
+        "{show}"
+    );
+    assert!(show.contains(&format!("CPUTot={cpus} ")), "{show}");
+    // Jobs do not go there.
+    let out = c.ok("sbatch", &["--parsable", "--wrap", "true"]);
+    let id: u32 = out.stdout.trim().parse().expect("an id");
+    std::thread::sleep(secs(1));
+    assert_eq!(c.job_state(id), "PENDING");
+}
+
+#[test]
+fn a_node_with_less_memory_than_configured_is_drained() {
+    let have = e2e::host_memory_mb();
+    let want = have * 2 + 1024;
+    let c = builder()
+        .nodes(1)
+        .config_overrides(false)
+        .node_line_override(1, &format!("CPUs=1 RealMemory={want}"))
+        .start();
+    c.wait_node_state("node1", "drain", secs(5));
+    let user = e2e::user_name();
+    let show = c.ok("scontrol", &["show", "node", "node1"]).stdout;
+    let line = show
+        .lines()
+        .find(|l| l.trim_start().starts_with("Reason="))
+        .unwrap_or_else(|| panic!("no Reason line: {show}"))
+        .trim()
+        .to_string();
+    assert!(
+        line.starts_with("Reason=Low RealMemory (reported:")
+            && line.contains(&format!(" < 100.00% of configured:{want}) [{user}@")),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_restarted_node_daemon_registers_again() {
+    let mut c = cluster(2);
+    c.kill_node("node1");
+    c.start_node_with("node1", &[]);
+    // A job sent before the new daemon listens would find the node not
+    // responding and take it DOWN (ReturnToService=0), so wait for it.
+    c.wait_until("node1 to register again", secs(10), || {
+        (c.log("ctld").matches("node node1 registered").count() >= 2).then_some(())
+    });
+    assert_eq!(c.node_state("node1"), "idle");
+    let id = c.submit(&["-w", "node1", "--wrap", "echo $SLURMD_NODENAME"]);
+    assert_eq!(c.wait_done(id, secs(10)), "COMPLETED");
+    assert_eq!(c.read(&format!("slurm-{id}.out")), "node1\n");
+}
+
+#[test]
+fn a_launch_to_a_dead_node_daemon_takes_the_node_down_and_requeues() {
+    let mut c = cluster(2);
+    c.kill_node("node1");
+    let id = c.submit(&["-w", "node1", "--wrap", "true"]);
+    c.wait_until("node1 to be DOWN", secs(10), || {
+        c.node_state("node1").starts_with("down").then_some(())
+    });
+    assert_eq!(c.node_field("node1", "Reason"), "Not");
+    let show = c.ok("scontrol", &["show", "node", "node1"]).stdout;
+    assert!(show.contains("Reason=Not responding ["), "{show}");
+    assert_eq!(c.job_state(id), "PENDING");
+    assert_eq!(c.job_field(id, "Restarts"), "1");
+    // The daemon comes back; the node stays DOWN until an admin resumes it.
+    c.start_node_with("node1", &[]);
+    c.wait_until("node1 to register again", secs(10), || {
+        (c.log("ctld").matches("node node1 registered").count() >= 2).then_some(())
+    });
+    assert_eq!(c.node_state("node1"), "down");
+    c.ok("scontrol", &["update", "NodeName=node1", "State=RESUME"]);
+    assert_eq!(c.wait_done(id, secs(10)), "COMPLETED");
+    assert_eq!(c.job_field(id, "NodeList"), "node1");
+}

@@ -1,0 +1,95 @@
+//! Waiting for resources, and changing jobs with scontrol.
+
+use crate::{cluster, parse_time, secs};
+
+#[test]
+fn jobs_wait_for_resources_and_start_back_to_back() {
+    let c = cluster(1);
+    let ids: Vec<u32> = (0..3)
+        .map(|_| c.submit(&["-c", "2", "--wrap", "sleep 2"]))
+        .collect();
+    c.wait_state(ids[0], "RUNNING", secs(10));
+    assert_eq!(c.squeue_field(ids[1], "%T %r"), "PENDING Resources");
+    assert_eq!(c.squeue_field(ids[2], "%T %r"), "PENDING Priority");
+    for id in &ids {
+        assert_eq!(c.wait_done(*id, secs(15)), "COMPLETED", "job {id}");
+    }
+    let times: Vec<(i64, i64)> = ids
+        .iter()
+        .map(|id| {
+            (
+                parse_time(&c.job_field(*id, "StartTime")),
+                parse_time(&c.job_field(*id, "EndTime")),
+            )
+        })
+        .collect();
+    for w in times.windows(2) {
+        let ((_, end), (start, _)) = (w[0], w[1]);
+        assert!(
+            start >= end && start - end <= 1,
+            "the next job should start as the previous ends: {times:?}"
+        );
+    }
+    for (start, end) in &times {
+        assert!((2..=3).contains(&(end - start)), "{times:?}");
+    }
+}
+
+#[test]
+fn update_a_held_job() {
+    let c = e2e::Cluster::builder()
+        .binary(env!("CARGO_BIN_EXE_muster"))
+        .nodes(2)
+        .conf_tail("PartitionName=other Nodes=node2 MaxTime=INFINITE State=UP")
+        .start();
+    let id = c.submit(&["-H", "-t", "10", "--wrap", "true"]);
+    let sid = id.to_string();
+    assert_eq!(c.squeue_field(id, "%T %r"), "PENDING JobHeldUser");
+    let j = format!("JobId={sid}");
+    c.ok("scontrol", &["update", &j, "TimeLimit=20"]);
+    assert_eq!(c.job_field(id, "TimeLimit"), "00:20:00");
+    c.ok("scontrol", &["update", &j, "Partition=other"]);
+    assert_eq!(c.job_field(id, "Partition"), "other");
+    c.ok("scontrol", &["update", &j, "Partition=debug", "NumNodes=2"]);
+    assert_eq!(c.job_field(id, "NumNodes"), "2");
+    c.ok("scontrol", &["release", &sid]);
+    assert_eq!(c.wait_done(id, secs(10)), "COMPLETED");
+    assert_eq!(c.job_field(id, "NodeList"), "node[1-2]");
+}
+
+#[test]
+fn hold_release_and_requeue() {
+    let c = cluster(1);
+    // A pending job held and released.
+    let blocker = c.submit(&["-c", "2", "--wrap", "sleep 300"]);
+    let waiting = c.submit(&["--wrap", "true"]);
+    c.wait_state(blocker, "RUNNING", secs(10));
+    c.ok("scontrol", &["hold", &waiting.to_string()]);
+    assert_eq!(c.squeue_field(waiting, "%T %r"), "PENDING JobHeldAdmin");
+    c.ok("scontrol", &["release", &waiting.to_string()]);
+    assert_eq!(c.squeue_field(waiting, "%T %r"), "PENDING Resources");
+
+    c.ok("scancel", &[&blocker.to_string()]);
+    assert_eq!(c.wait_done(waiting, secs(10)), "COMPLETED");
+
+    // Requeue of a running job: the same id runs again, and knows it.
+    let id = c.submit(&[
+        "--wrap",
+        "echo \"run ${SLURM_RESTART_COUNT:-0}\" >> runs.txt; [ -n \"$SLURM_RESTART_COUNT\" ] || sleep 300",
+    ]);
+    c.wait_file("runs.txt", secs(10));
+    // Only pending jobs can be held.
+    let out = c.run("scontrol", &["hold", &id.to_string()]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        format!("Job is no longer pending execution for job {id}\n")
+    );
+    assert_eq!(c.job_state(id), "RUNNING");
+    c.ok("scontrol", &["requeue", &id.to_string()]);
+    c.wait_until("the second run", secs(15), || {
+        (c.read("runs.txt") == "run 0\nrun 1\n").then_some(())
+    });
+    assert_eq!(c.wait_done(id, secs(10)), "COMPLETED");
+    assert_eq!(c.job_field(id, "Restarts"), "1");
+}
