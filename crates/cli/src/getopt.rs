@@ -101,7 +101,11 @@ fn find_long<'a>(specs: &'a [OptSpec], name: &str) -> Result<&'a OptSpec, OptErr
 }
 
 /// Parses `args` (without the program name).
-pub fn parse(specs: &[OptSpec], args: &[String], stop_at_positional: bool) -> Result<Vec<Item>, OptError> {
+pub fn parse(
+    specs: &[OptSpec],
+    args: &[String],
+    stop_at_positional: bool,
+) -> Result<Vec<Item>, OptError> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -209,7 +213,10 @@ mod tests {
             ]
         );
         assert_eq!(p(&["--par"], false), Err(OptError::Ambiguous("par".into())));
-        assert_eq!(p(&["--bogus"], false), Err(OptError::UnknownLong("bogus".into())));
+        assert_eq!(
+            p(&["--bogus"], false),
+            Err(OptError::UnknownLong("bogus".into()))
+        );
     }
 
     #[test]
@@ -225,7 +232,10 @@ mod tests {
             ]
         );
         assert_eq!(p(&["-t"], false), Err(OptError::MissingShort('t')));
-        assert_eq!(p(&["-Z"], false).unwrap_err().message(), "invalid option -- 'Z'");
+        assert_eq!(
+            p(&["-Z"], false).unwrap_err().message(),
+            "invalid option -- 'Z'"
+        );
     }
 
     #[test]
@@ -245,7 +255,10 @@ mod tests {
     fn optional_values_only_inline() {
         assert_eq!(
             p(&["--exclusive", "--exclusive=user"], false).unwrap(),
-            vec![Item::Opt("exclusive", None), Item::Opt("exclusive", Some("user".into()))]
+            vec![
+                Item::Opt("exclusive", None),
+                Item::Opt("exclusive", Some("user".into()))
+            ]
         );
     }
 }

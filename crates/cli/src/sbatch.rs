@@ -295,7 +295,11 @@ fn build_inner(
             command = Some(if full.starts_with('/') {
                 full.clone()
             } else {
-                format!("{}/{}", cwd.trim_end_matches('/'), full.trim_start_matches("./"))
+                format!(
+                    "{}/{}",
+                    cwd.trim_end_matches('/'),
+                    full.trim_start_matches("./")
+                )
             });
             (script::check_script(&bytes)?, base.clone(), base)
         }

@@ -29,6 +29,10 @@ use tracing::{debug, info, warn};
 /// How long the controller waits for a node daemon to answer.
 const NODE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How many times a Terminate is tried on a node that does not answer
+/// (about ten minutes with the capped backoff).
+const TERMINATE_ATTEMPTS: u32 = 120;
+
 /// Command-line options of `muster ctld`.
 #[derive(Clone, Debug)]
 pub struct CtldOptions {
@@ -50,6 +54,11 @@ enum Msg {
     JobGone {
         job_id: JobId,
         node: String,
+        run: u32,
+    },
+    Ping {
+        node: String,
+        ok: bool,
     },
 }
 
@@ -121,7 +130,8 @@ pub fn main(args: Vec<String>) -> i32 {
 
 /// Runs the controller until SIGINT/SIGTERM or `scontrol shutdown`.
 pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
-    let loaded = conf::load(&opts.conf).with_context(|| format!("reading {}", opts.conf.display()))?;
+    let loaded =
+        conf::load(&opts.conf).with_context(|| format!("reading {}", opts.conf.display()))?;
     for w in &loaded.warnings {
         warn!("{w}");
     }
@@ -179,20 +189,27 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn serve_connection(mut stream: TcpStream, tx: mpsc::UnboundedSender<Msg>) -> Result<(), rpc::RpcError> {
+async fn serve_connection(
+    mut stream: TcpStream,
+    tx: mpsc::UnboundedSender<Msg>,
+) -> Result<(), rpc::RpcError> {
     stream.set_nodelay(true)?;
-    let env: proto::Envelope<CtldRequest> = match rpc::read_frame_async(&mut stream, rpc::IO_TIMEOUT).await {
-        Ok(env) => env,
-        Err(rpc::RpcError::Version { .. }) => {
-            let resp = rpc::envelope(daemon_identity("ctld"), CtldResponse::Error(SlurmError::ProtocolVersion));
-            rpc::write_frame_async(&mut stream, &resp).await?;
-            return Ok(());
-        }
-        Err(e) => {
-            warn!("dropping malformed request: {e}");
-            return Err(e);
-        }
-    };
+    let env: proto::Envelope<CtldRequest> =
+        match rpc::read_frame_async(&mut stream, rpc::IO_TIMEOUT).await {
+            Ok(env) => env,
+            Err(rpc::RpcError::Version { .. }) => {
+                let resp = rpc::envelope(
+                    daemon_identity("ctld"),
+                    CtldResponse::Error(SlurmError::ProtocolVersion),
+                );
+                rpc::write_frame_async(&mut stream, &resp).await?;
+                return Ok(());
+            }
+            Err(e) => {
+                warn!("dropping malformed request: {e}");
+                return Err(e);
+            }
+        };
     let (reply_tx, reply_rx) = oneshot::channel();
     let msg = Msg::Request {
         req: Box::new(env.body),
@@ -202,7 +219,9 @@ async fn serve_connection(mut stream: TcpStream, tx: mpsc::UnboundedSender<Msg>)
     if tx.send(msg).is_err() {
         return Ok(());
     }
-    let resp = reply_rx.await.unwrap_or(CtldResponse::Error(SlurmError::InvalidRequest));
+    let resp = reply_rx
+        .await
+        .unwrap_or(CtldResponse::Error(SlurmError::InvalidRequest));
     rpc::write_frame_async(&mut stream, &rpc::envelope(daemon_identity("ctld"), resp)).await
 }
 
@@ -239,8 +258,13 @@ async fn deliver(cmd: Command, identity: &Identity, engine_tx: &mpsc::UnboundedS
     match cmd {
         Command::LaunchBatch { node, addr, launch } => {
             let job_id = launch.job_id;
-            let res: Result<NodeResponse, _> =
-                rpc::call(&addr, identity.clone(), NodeRequest::LaunchBatch(launch), NODE_TIMEOUT).await;
+            let res: Result<NodeResponse, _> = rpc::call(
+                &addr,
+                identity.clone(),
+                NodeRequest::LaunchBatch(launch),
+                NODE_TIMEOUT,
+            )
+            .await;
             match res {
                 Ok(NodeResponse::Ok) => debug!("launched job {job_id} on {node}"),
                 Ok(NodeResponse::Failed(why)) => {
@@ -266,7 +290,9 @@ async fn deliver(cmd: Command, identity: &Identity, engine_tx: &mpsc::UnboundedS
                 signal,
                 batch_only,
             };
-            if let Err(e) = rpc::call::<_, NodeResponse>(&addr, identity.clone(), req, NODE_TIMEOUT).await {
+            if let Err(e) =
+                rpc::call::<_, NodeResponse>(&addr, identity.clone(), req, NODE_TIMEOUT).await
+            {
                 warn!("cannot signal job {job_id} on {node}: {e}");
             }
         }
@@ -275,18 +301,35 @@ async fn deliver(cmd: Command, identity: &Identity, engine_tx: &mpsc::UnboundedS
             addr,
             job_id,
             kill_wait,
+            run,
         } => {
-            let req = NodeRequest::Terminate { job_id, kill_wait };
-            match rpc::call::<_, NodeResponse>(&addr, identity.clone(), req, NODE_TIMEOUT).await {
-                Ok(NodeResponse::Ok) => {}
-                Ok(NodeResponse::Failed(why)) => {
-                    // The node no longer runs it (it ended, or the node lost
-                    // it): nothing is left to clean up there.
-                    debug!("terminate job {job_id} on {node}: {why}");
-                    let _ = engine_tx.send(Msg::JobGone { job_id, node });
+            // A node that does not answer may come back with the job still
+            // running (a hung host, a cut network): keep trying for a while,
+            // so no orphan outlives its job. Later commands for the node wait,
+            // which keeps their order.
+            let mut delay = Duration::from_millis(500);
+            for attempt in 0..TERMINATE_ATTEMPTS {
+                let req = NodeRequest::Terminate { job_id, kill_wait };
+                match rpc::call::<_, NodeResponse>(&addr, identity.clone(), req, NODE_TIMEOUT).await
+                {
+                    Ok(NodeResponse::Ok) => return,
+                    Ok(NodeResponse::Failed(why)) => {
+                        // The node no longer runs it (it ended, or the node
+                        // lost it): nothing is left to clean up there.
+                        debug!("terminate job {job_id} on {node}: {why}");
+                        let _ = engine_tx.send(Msg::JobGone { job_id, node, run });
+                        return;
+                    }
+                    Err(e) => {
+                        if attempt == 0 {
+                            warn!("cannot terminate job {job_id} on {node}: {e}; retrying");
+                        }
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(5));
+                    }
                 }
-                Err(e) => warn!("cannot terminate job {job_id} on {node}: {e}"),
             }
+            warn!("gave up terminating job {job_id} on {node}");
         }
     }
 }
@@ -305,17 +348,25 @@ async fn engine_loop(
         engine_tx: tx,
         identity: identity.clone(),
     };
+    // Slurm pings every node a third of SlurmdTimeout; silence for the
+    // whole timeout sets it DOWN (Engine::on_timer).
+    let timeout = engine.settings().slurmd_timeout;
+    let ping_every = Duration::from_secs(u64::from((timeout / 3).max(1)));
+    let mut ping_tick = tokio::time::interval(ping_every);
+    ping_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let wake = engine.next_wakeup();
-        let first = match wake {
-            Some(at) => {
-                let wait = (at - now()).max(0) as u64;
-                tokio::select! {
-                    m = rx.recv() => m,
-                    _ = tokio::time::sleep(Duration::from_millis(wait * 1000 + 5)) => None,
-                }
+        let sleep_for = match wake {
+            Some(at) => Duration::from_millis((at - now()).max(0) as u64 * 1000 + 5),
+            None => Duration::from_secs(3600),
+        };
+        let first = tokio::select! {
+            m = rx.recv() => m,
+            _ = tokio::time::sleep(sleep_for) => None,
+            _ = ping_tick.tick(), if timeout > 0 => {
+                ping_nodes(&engine, &identity, &workers.engine_tx);
+                None
             }
-            None => rx.recv().await,
         };
         let mut batch: Vec<Msg> = first.into_iter().collect();
         while let Ok(m) = rx.try_recv() {
@@ -339,9 +390,8 @@ async fn engine_loop(
                     let _ = reply.send(resp);
                 }
                 Msg::LaunchFailed { job_id, node } => engine.on_launch_failed(job_id, &node, t),
-                Msg::JobGone { job_id, node } => {
-                    let _ = engine.on_job_exited(job_id, &node, model::ExitCode { code: 0, signal: 9 }, None, t);
-                }
+                Msg::Ping { node, ok } => engine.on_node_ping(&node, ok, t),
+                Msg::JobGone { job_id, node, run } => engine.on_job_gone(job_id, &node, run, t),
             }
         }
         let t = now();
@@ -358,18 +408,49 @@ async fn engine_loop(
     }
 }
 
+/// Pings every registered node daemon; the answers come back as messages.
+fn ping_nodes(engine: &Engine, identity: &Identity, tx: &mpsc::UnboundedSender<Msg>) {
+    for info in engine.node_infos() {
+        let Some(node) = engine.node(&info.name) else {
+            continue;
+        };
+        if !node.registered {
+            continue;
+        }
+        let addr = node.daemon_addr.clone();
+        let name = info.name.clone();
+        let identity = identity.clone();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let res =
+                rpc::call::<_, NodeResponse>(&addr, identity, NodeRequest::Ping, NODE_TIMEOUT)
+                    .await;
+            let ok = matches!(res, Ok(NodeResponse::Ok));
+            let _ = tx.send(Msg::Ping { node: name, ok });
+        });
+    }
+}
+
 /// `muster down`: every node daemon is told to stop (ending its jobs).
 async fn shutdown_nodes(engine: &Engine, identity: &Identity) {
     let mut calls = Vec::new();
     for n in engine.node_infos() {
-        let Some(node) = engine.node(&n.name) else { continue };
+        let Some(node) = engine.node(&n.name) else {
+            continue;
+        };
         if !node.registered {
             continue;
         }
         let addr = node.daemon_addr.clone();
         let identity = identity.clone();
         calls.push(tokio::spawn(async move {
-            let _ = rpc::call::<_, NodeResponse>(&addr, identity, NodeRequest::Shutdown, Duration::from_secs(5)).await;
+            let _ = rpc::call::<_, NodeResponse>(
+                &addr,
+                identity,
+                NodeRequest::Shutdown,
+                Duration::from_secs(5),
+            )
+            .await;
         }));
     }
     for c in calls {
@@ -410,10 +491,14 @@ fn handle(
             batch_only,
             full: _,
         } => ok(engine.on_cancel(job_id, signal, batch_only, who, t)),
-        CtldRequest::UpdateJob { job_id, update } => ok(engine.on_update_job(job_id, update, who, t)),
-        CtldRequest::UpdateNode { nodes, state, reason } => {
-            ok(engine.on_update_node(&nodes, state, reason, who, t))
+        CtldRequest::UpdateJob { job_id, update } => {
+            ok(engine.on_update_job(job_id, update, who, t))
         }
+        CtldRequest::UpdateNode {
+            nodes,
+            state,
+            reason,
+        } => ok(engine.on_update_node(&nodes, state, reason, who, t)),
         CtldRequest::Hold { job_id, user } => ok(engine.on_hold(job_id, user, who)),
         CtldRequest::Release { job_id } => ok(engine.on_release(job_id, who)),
         CtldRequest::Requeue { job_id, hold } => ok(engine.on_requeue(job_id, hold, who, t)),

@@ -565,6 +565,14 @@ impl Cluster {
         }
     }
 
+    /// Sends `sig` to the node daemon of `name` (SIGSTOP makes it silent
+    /// without ending it, as a hung or cut-off host is).
+    pub fn signal_node(&self, name: &str, sig: nix::sys::signal::Signal) {
+        if let Some(ch) = self.noded.get(name) {
+            let _ = nix::sys::signal::kill(pid_of(ch), sig);
+        }
+    }
+
     /// Starts (or restarts) the node daemon of `name` with extra arguments.
     pub fn start_node_with(&mut self, name: &str, extra: &[&str]) {
         self.kill_node(name);

@@ -75,7 +75,13 @@ impl Engine {
                     .sum::<u64>()
                     + req.gpus_total.as_ref().map_or(0, |g| g.count);
                 if job.ran_on.is_empty() {
-                    (Vec::new(), Vec::new(), cpus, job.min_nodes, tres_string(cpus, mem, job.min_nodes, gpus))
+                    (
+                        Vec::new(),
+                        Vec::new(),
+                        cpus,
+                        job.min_nodes,
+                        tres_string(cpus, mem, job.min_nodes, gpus),
+                    )
                 } else {
                     // Ended: show where it ran, as Slurm keeps NodeList.
                     let names: Vec<String> = job
@@ -85,7 +91,13 @@ impl Engine {
                         .collect();
                     let total: u32 = job.ran_cpus.iter().sum();
                     let n = names.len() as u32;
-                    (names, job.ran_cpus.clone(), total, n, tres_string(total, mem, n, gpus))
+                    (
+                        names,
+                        job.ran_cpus.clone(),
+                        total,
+                        n,
+                        tres_string(total, mem, n, gpus),
+                    )
                 }
             }
         };

@@ -122,7 +122,12 @@ impl Engine {
     }
 
     /// sbatch: validates and queues a job (durability is the shell's job).
-    pub fn on_submit(&mut self, mut desc: JobDesc, who: &Identity, now: Timestamp) -> Result<SubmitReply, SlurmError> {
+    pub fn on_submit(
+        &mut self,
+        mut desc: JobDesc,
+        who: &Identity,
+        now: Timestamp,
+    ) -> Result<SubmitReply, SlurmError> {
         // The controller trusts the credential, not what the request body says.
         desc.uid = who.uid;
         desc.gid = who.gid;
@@ -171,7 +176,7 @@ impl Engine {
         let id = JobId(self.next_job_id);
         let mut job = Job {
             id,
-            requeue: desc.requeue.unwrap_or(true),
+            requeue: desc.requeue.unwrap_or(self.settings.job_requeue),
             state: JobState::Pending,
             completing: false,
             reason: PendingReason::None,
@@ -235,7 +240,12 @@ impl Engine {
                     ),
                     self.parts[a.partition].conf.name.clone(),
                 ),
-                Err(_) => (now, job.ntasks, String::new(), self.parts[job.partition].conf.name.clone()),
+                Err(_) => (
+                    now,
+                    job.ntasks,
+                    String::new(),
+                    self.parts[job.partition].conf.name.clone(),
+                ),
             };
             return Ok(SubmitReply {
                 job_id: id,
@@ -324,7 +334,9 @@ impl Engine {
 
     /// Sends `signal` to the job's processes (the batch host runs them all for now).
     pub(crate) fn signal_job_nodes(&mut self, id: JobId, signal: i32, batch_only: bool) {
-        let Some(job) = self.jobs.get(&id) else { return };
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
         let Some(alloc) = &job.alloc else { return };
         let targets: Vec<NodeIdx> = if batch_only {
             alloc.nodes.first().map(|n| n.node).into_iter().collect()
@@ -346,16 +358,25 @@ impl Engine {
     /// Ends a job in `state` (CANCELLED, TIMEOUT, NODE_FAIL): pending jobs end
     /// at once, running ones become COMPLETING until their batch host reports.
     pub(crate) fn end_job(&mut self, id: JobId, state: JobState, now: Timestamp) {
-        let Some(job) = self.jobs.get_mut(&id) else { return };
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
         let was_running = job.state == JobState::Running;
         job.state = state;
         job.end_time = Some(now);
-        job.reason = PendingReason::None;
+        job.reason = match state {
+            JobState::Timeout => PendingReason::TimeLimit,
+            JobState::NodeFail => PendingReason::NodeDown,
+            _ => PendingReason::None,
+        };
         if !was_running {
             return;
         }
         if state == JobState::Timeout || state == JobState::Cancelled {
-            job.exit = ExitCode { code: 0, signal: 15 };
+            job.exit = ExitCode {
+                code: 0,
+                signal: 15,
+            };
         }
         job.completing = true;
         let alloc = job.alloc.clone().expect("running job has an allocation");
@@ -365,13 +386,16 @@ impl Engine {
         for na in alloc.nodes.iter().skip(1) {
             self.release_node_share(id, na.node);
         }
-        self.node_command_terminate(batch, id);
+        let run = self.jobs[&id].restarts;
+        self.node_command_terminate(batch, id, run);
         self.refresh_node_state(batch);
     }
 
     /// Puts a job back in the queue, same id, restart count incremented.
     pub(crate) fn requeue_job(&mut self, id: JobId, reason: PendingReason, now: Timestamp) {
-        let Some(job) = self.jobs.get_mut(&id) else { return };
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
         let was_running = job.state == JobState::Running;
         job.state = JobState::Pending;
         job.restarts += 1;
@@ -383,11 +407,13 @@ impl Engine {
         job.eligible_time = now;
         if was_running {
             job.completing = true;
+            let old_run = job.restarts - 1;
             let alloc = job.alloc.clone().expect("running job has an allocation");
             for na in alloc.nodes.iter().skip(1) {
                 self.release_node_share(id, na.node);
             }
-            self.node_command_terminate(alloc.nodes[0].node, id);
+            // The run being ended is the one before this requeue.
+            self.node_command_terminate(alloc.nodes[0].node, id, old_run);
         }
     }
 
@@ -405,6 +431,15 @@ impl Engine {
             // Already purged: nothing to record.
             return Ok(());
         };
+        // A report from a node that no longer holds the job (its old run,
+        // after a requeue moved it elsewhere) changes nothing.
+        let holds_it = job
+            .alloc
+            .as_ref()
+            .is_some_and(|a| a.nodes.first().is_some_and(|n| n.node == idx));
+        if !holds_it {
+            return Ok(());
+        }
         match job.state {
             JobState::Running => {
                 job.exit = exit;
@@ -414,9 +449,15 @@ impl Engine {
                 } else {
                     JobState::Completed
                 };
-                if launch_failed.is_some() {
-                    job.reason = PendingReason::LaunchFailRequeueHold;
-                }
+                job.reason = if launch_failed.is_some() {
+                    PendingReason::LaunchFailRequeueHold
+                } else if exit.signal != 0 {
+                    PendingReason::RaisedSignal(exit.signal.clamp(0, 255) as u8)
+                } else if exit.code != 0 {
+                    PendingReason::NonZeroExitCode
+                } else {
+                    PendingReason::None
+                };
             }
             JobState::Pending => {
                 // A requeued job's old processes are gone: it may run again.
@@ -432,13 +473,23 @@ impl Engine {
         Ok(())
     }
 
+    /// A node answered a Terminate saying it no longer runs the job. If the
+    /// same run still holds resources there, its processes are gone: release
+    /// them. A later run of the job (after a requeue) is not touched.
+    pub fn on_job_gone(&mut self, id: JobId, node: &str, run: u32, now: Timestamp) {
+        let current = self.jobs.get(&id).is_some_and(|j| j.restarts == run);
+        if current {
+            let _ = self.on_job_exited(id, node, ExitCode { code: 0, signal: 9 }, None, now);
+        }
+    }
+
     /// The shell could not deliver a launch to the node: the node is set DOWN
     /// and the job requeued (or failed, when it may not be requeued).
     pub fn on_launch_failed(&mut self, id: JobId, node: &str, now: Timestamp) {
         if let Some(idx) = self.node_idx(node) {
             let n = &mut self.nodes[idx.0 as usize];
             n.state.not_responding = true;
-            n.reason = Some("Not responding".into());
+            n.reason = Some(crate::nodes::NOT_RESPONDING.into());
             n.reason_user = Some(self.settings.slurm_user.clone());
             n.reason_time = Some(now);
             self.node_down(idx, now);
@@ -447,7 +498,13 @@ impl Engine {
     }
 
     /// `scontrol update JobId=...` (pending jobs only, as Slurm for most fields).
-    pub fn on_update_job(&mut self, id: JobId, u: JobUpdate, who: &Identity, now: Timestamp) -> Result<(), SlurmError> {
+    pub fn on_update_job(
+        &mut self,
+        id: JobId,
+        u: JobUpdate,
+        who: &Identity,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
         let admin = self.is_admin(who);
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         if !self.may_modify(who, job) {
@@ -616,7 +673,13 @@ impl Engine {
     }
 
     /// `scontrol requeue` / `requeuehold`.
-    pub fn on_requeue(&mut self, id: JobId, hold: bool, who: &Identity, now: Timestamp) -> Result<(), SlurmError> {
+    pub fn on_requeue(
+        &mut self,
+        id: JobId,
+        hold: bool,
+        who: &Identity,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         if !self.may_modify(who, job) {
             return Err(SlurmError::AccessDenied);
@@ -625,7 +688,9 @@ impl Engine {
             return Err(SlurmError::Disabled);
         }
         match job.state {
-            JobState::Pending | JobState::Suspended => return Err(SlurmError::TransitionStateNoUpdate),
+            JobState::Pending | JobState::Suspended => {
+                return Err(SlurmError::TransitionStateNoUpdate)
+            }
             _ if job.completing => return Err(SlurmError::TransitionStateNoUpdate),
             _ => {}
         }
@@ -697,7 +762,10 @@ impl Engine {
             job.ran_cpus = alloc.nodes.iter().map(|n| n.cpus).collect();
             job.alloc = Some(alloc);
             let d = &job.desc;
-            let out_pattern = d.stdout.clone().unwrap_or_else(|| "slurm-%j.out".to_string());
+            let out_pattern = d
+                .stdout
+                .clone()
+                .unwrap_or_else(|| "slurm-%j.out".to_string());
             let err_pattern = d.stderr.clone().unwrap_or_else(|| out_pattern.clone());
             job.stdout = crate::env::expand_path(&out_pattern, job, &batch_name);
             job.stderr = crate::env::expand_path(&err_pattern, job, &batch_name);

@@ -25,6 +25,7 @@ use sched::{Allocation, GresPool, NodeIdx};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use info::OVERSUBSCRIBE_EXCLUSIVE;
+pub use nodes::NOT_RESPONDING;
 
 /// Priority of the first job under the basic priority plugin; each later
 /// job gets one less, so submission order breaks ties.
@@ -65,6 +66,8 @@ pub enum Command {
         job_id: JobId,
         /// KillWait seconds.
         kill_wait: u32,
+        /// Which run of the job (its restart count) this ends.
+        run: u32,
     },
 }
 
@@ -85,6 +88,12 @@ pub struct Settings {
     pub slurm_user: String,
     /// KillWait.
     pub kill_wait: u32,
+    /// SlurmdTimeout: a node silent this long is set DOWN.
+    pub slurmd_timeout: u32,
+    /// ReturnToService (0, 1 or 2).
+    pub return_to_service: u32,
+    /// JobRequeue: batch jobs are requeued after a node failure by default.
+    pub job_requeue: bool,
     /// MinJobAge.
     pub min_job_age: u32,
     /// MaxJobCount.
@@ -124,6 +133,13 @@ impl Settings {
             slurmd_port: cfg.slurmd_port,
             slurm_user: cfg.slurm_user.clone(),
             kill_wait: cfg.kill_wait,
+            slurmd_timeout: cfg.slurmd_timeout,
+            return_to_service: cfg.return_to_service,
+            job_requeue: cfg
+                .other
+                .get("jobrequeue")
+                .map(|(_, v)| v.trim() != "0")
+                .unwrap_or(true),
             min_job_age: cfg.min_job_age,
             max_job_count: cfg.max_job_count,
             first_job_id: cfg.first_job_id.max(1),
@@ -172,6 +188,8 @@ pub struct Node {
     pub report: Option<proto::NodeRegistration>,
     /// Last time a job ran here.
     pub last_busy: Option<Timestamp>,
+    /// Last time its daemon answered (registration or ping).
+    pub last_response: Option<Timestamp>,
 }
 
 /// A partition as the controller tracks it.
@@ -341,6 +359,13 @@ impl Engine {
         let mut consider = |t: Timestamp| {
             next = Some(next.map_or(t, |n: Timestamp| n.min(t)));
         };
+        if self.settings.slurmd_timeout > 0 {
+            for n in &self.nodes {
+                if let (Some(last), false) = (n.last_response, n.state.base == NodeBase::Down) {
+                    consider(last + self.settings.slurmd_timeout as i64);
+                }
+            }
+        }
         for job in self.jobs.values() {
             match job.state {
                 JobState::Running => {
@@ -374,12 +399,14 @@ impl Engine {
     /// Acts on the passage of time: `--signal` warnings, time limits, begin
     /// times and the purge of old finished jobs. Call `schedule` after.
     pub fn on_timer(&mut self, now: Timestamp) {
+        self.check_node_timeouts(now);
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for id in ids {
             let job = &self.jobs[&id];
             match job.state {
                 JobState::Running => {
-                    let (Some(start), TimeLimit::Minutes(m)) = (job.start_time, job.time_limit) else {
+                    let (Some(start), TimeLimit::Minutes(m)) = (job.start_time, job.time_limit)
+                    else {
                         continue;
                     };
                     let end = start + m as i64 * 60;
@@ -442,7 +469,9 @@ impl Engine {
     fn refresh_node_state(&mut self, idx: NodeIdx) {
         let completing = {
             let n = &self.nodes[idx.0 as usize];
-            n.jobs.iter().any(|j| self.jobs.get(j).is_some_and(|j| j.completing))
+            n.jobs
+                .iter()
+                .any(|j| self.jobs.get(j).is_some_and(|j| j.completing))
         };
         let n = &mut self.nodes[idx.0 as usize];
         n.state.completing = completing;

@@ -6,6 +6,9 @@ use model::{JobState, NodeBase, NodeState, PendingReason, Timestamp};
 use proto::{Identity, NodeRegistration, NodeStateRequest, SlurmError};
 use sched::{Allocation, GresPool, NodeIdx};
 
+/// Slurm's reason for a node that stopped answering.
+pub const NOT_RESPONDING: &str = "Not responding";
+
 /// The controller's record of a configured node, before it registers.
 pub(crate) fn new_node(nc: &conf::NodeConf, cfg: &conf::Config, settings: &Settings) -> Node {
     let port = nc.port.unwrap_or(settings.slurmd_port);
@@ -48,6 +51,7 @@ pub(crate) fn new_node(nc: &conf::NodeConf, cfg: &conf::Config, settings: &Setti
         partitions: Vec::new(),
         report: None,
         last_busy: None,
+        last_response: None,
         conf: nc.clone(),
     }
 }
@@ -58,14 +62,21 @@ impl Engine {
     }
 
     /// A node daemon started and reported its resources.
-    pub fn on_node_registered(&mut self, reg: NodeRegistration, now: Timestamp) -> Result<(), SlurmError> {
-        let idx = self.node_idx(&reg.name).ok_or(SlurmError::InvalidNodeName)?;
+    pub fn on_node_registered(
+        &mut self,
+        reg: NodeRegistration,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
+        let idx = self
+            .node_idx(&reg.name)
+            .ok_or(SlurmError::InvalidNodeName)?;
         let n = &mut self.nodes[idx.0 as usize];
         // The daemon may listen elsewhere than configured (port 0 in tests).
         n.daemon_addr = format!("{}:{}", reg.addr, reg.port);
         n.port = reg.port;
         n.registered = true;
         n.state.not_responding = false;
+        n.last_response = Some(now);
         // Slurm drains a node that reports less than its configuration, so
         // jobs are never placed on resources that are not there.
         let low_cpus = reg.cpus < n.conf.cpus;
@@ -89,9 +100,81 @@ impl Engine {
         if n.state.base == NodeBase::Unknown {
             n.state.base = NodeBase::Idle;
         }
+        let running = reg.running_jobs.clone();
         n.report = Some(reg);
+        self.maybe_return_to_service(idx);
+        // Jobs the node still runs but that the controller ended or moved
+        // (it was DOWN meanwhile) are orphans: end them there.
+        for job_id in running {
+            let ours = self.jobs.get(&job_id).is_some_and(|j| {
+                j.alloc
+                    .as_ref()
+                    .is_some_and(|a| a.nodes.iter().any(|na| na.node == idx))
+            });
+            if !ours {
+                self.node_command_terminate(idx, job_id, u32::MAX);
+            }
+        }
         self.refresh_node_state(idx);
         Ok(())
+    }
+
+    /// A DOWN node that answers again becomes usable as ReturnToService
+    /// says: 1 when it was DOWN only for not responding, 2 whatever the
+    /// reason, 0 never (an administrator resumes it).
+    fn maybe_return_to_service(&mut self, idx: NodeIdx) {
+        let rts = self.settings.return_to_service;
+        let n = &mut self.nodes[idx.0 as usize];
+        if n.state.base != NodeBase::Down {
+            return;
+        }
+        let not_responding = n.reason.as_deref() == Some(NOT_RESPONDING);
+        let low_resources =
+            n.state.drain && n.reason.as_deref().is_some_and(|r| r.starts_with("Low "));
+        if (rts == 1 && not_responding) || (rts == 2 && !low_resources) {
+            n.state.base = NodeBase::Idle;
+            n.reason = None;
+            n.reason_user = None;
+            n.reason_time = None;
+        }
+    }
+
+    /// The shell pinged a node's daemon; `ok` says whether it answered.
+    pub fn on_node_ping(&mut self, name: &str, ok: bool, now: Timestamp) {
+        let Some(idx) = self.node_idx(name) else {
+            return;
+        };
+        let n = &mut self.nodes[idx.0 as usize];
+        if ok {
+            n.last_response = Some(now);
+            n.state.not_responding = false;
+            self.maybe_return_to_service(idx);
+            self.refresh_node_state(idx);
+        } else if n.registered {
+            // `*` at once; DOWN only after SlurmdTimeout of silence.
+            n.state.not_responding = true;
+        }
+    }
+
+    /// Nodes silent for SlurmdTimeout are set DOWN "Not responding".
+    pub(crate) fn check_node_timeouts(&mut self, now: Timestamp) {
+        let timeout = self.settings.slurmd_timeout as i64;
+        if timeout == 0 {
+            return;
+        }
+        for i in 0..self.nodes.len() {
+            let n = &self.nodes[i];
+            let silent = n.last_response.is_some_and(|t| now >= t + timeout);
+            if !silent || n.state.base == NodeBase::Down {
+                continue;
+            }
+            let n = &mut self.nodes[i];
+            n.state.not_responding = true;
+            n.reason = Some(NOT_RESPONDING.to_string());
+            n.reason_user = Some(self.settings.slurm_user.clone());
+            n.reason_time = Some(now);
+            self.node_down(NodeIdx(i as u32), now);
+        }
     }
 
     /// `scontrol update NodeName=... State=... Reason=...`.
@@ -254,13 +337,15 @@ impl Engine {
         }
     }
 
-    pub(crate) fn node_command_terminate(&mut self, idx: NodeIdx, job_id: model::JobId) {
+    /// Ends run `run` of a job on a node (`u32::MAX`: whatever runs there).
+    pub(crate) fn node_command_terminate(&mut self, idx: NodeIdx, job_id: model::JobId, run: u32) {
         let n = &self.nodes[idx.0 as usize];
         self.outbox.push(Command::TerminateJob {
             node: n.conf.name.clone(),
             addr: n.daemon_addr.clone(),
             job_id,
             kill_wait: self.settings.kill_wait,
+            run,
         });
     }
 }

@@ -24,7 +24,8 @@ fn engine() -> Engine {
     .expect("config parses");
     let mut e = Engine::new(&loaded.config, 0);
     for i in 1..=4 {
-        e.on_node_registered(reg(&format!("node{i}"), 2, 4000), 0).unwrap();
+        e.on_node_registered(reg(&format!("node{i}"), 2, 4000), 0)
+            .unwrap();
     }
     e
 }
@@ -53,15 +54,30 @@ fn reg(name: &str, cpus: u32, mem: u64) -> NodeRegistration {
 }
 
 fn user() -> Identity {
-    Identity { uid: 1000, gid: 1000, user: "alice".into(), host: "h".into() }
+    Identity {
+        uid: 1000,
+        gid: 1000,
+        user: "alice".into(),
+        host: "h".into(),
+    }
 }
 
 fn other() -> Identity {
-    Identity { uid: 1001, gid: 1001, user: "bob".into(), host: "h".into() }
+    Identity {
+        uid: 1001,
+        gid: 1001,
+        user: "bob".into(),
+        host: "h".into(),
+    }
 }
 
 fn admin() -> Identity {
-    Identity { uid: 0, gid: 0, user: "root".into(), host: "h".into() }
+    Identity {
+        uid: 0,
+        gid: 0,
+        user: "root".into(),
+        host: "h".into(),
+    }
 }
 
 fn desc() -> JobDesc {
@@ -77,7 +93,11 @@ fn desc() -> JobDesc {
 fn submit(e: &mut Engine, d: JobDesc, now: i64) -> JobId {
     let id = e.on_submit(d, &user(), now).expect("accepted").job_id;
     e.schedule(now);
-    assert!(e.check_invariants().is_empty(), "{:?}", e.check_invariants());
+    assert!(
+        e.check_invariants().is_empty(),
+        "{:?}",
+        e.check_invariants()
+    );
     id
 }
 
@@ -97,7 +117,8 @@ fn a_job_starts_at_once_and_completes() {
     assert_eq!(id, JobId(1));
     assert_eq!(launched(&e.take_commands()), vec![("node1".to_string(), 1)]);
     assert_eq!(e.job(id).unwrap().state, JobState::Running);
-    e.on_job_exited(id, "node1", ExitCode { code: 0, signal: 0 }, None, 12).unwrap();
+    e.on_job_exited(id, "node1", ExitCode { code: 0, signal: 0 }, None, 12)
+        .unwrap();
     let j = e.job(id).unwrap();
     assert_eq!(j.state, JobState::Completed);
     assert!(e.check_invariants().is_empty());
@@ -109,8 +130,10 @@ fn nonzero_exit_fails_and_signal_is_kept() {
     let mut e = engine();
     let a = submit(&mut e, desc(), 0);
     let b = submit(&mut e, desc(), 0);
-    e.on_job_exited(a, "node1", ExitCode { code: 1, signal: 0 }, None, 1).unwrap();
-    e.on_job_exited(b, "node1", ExitCode { code: 0, signal: 9 }, None, 1).unwrap();
+    e.on_job_exited(a, "node1", ExitCode { code: 1, signal: 0 }, None, 1)
+        .unwrap();
+    e.on_job_exited(b, "node1", ExitCode { code: 0, signal: 9 }, None, 1)
+        .unwrap();
     assert_eq!(e.job(a).unwrap().state, JobState::Failed);
     assert_eq!(e.job(a).unwrap().exit.to_string(), "1:0");
     assert_eq!(e.job(b).unwrap().exit.to_string(), "0:9");
@@ -122,11 +145,22 @@ fn batch_env_has_both_spellings() {
     let mut d = desc();
     d.min_nodes = Some(2);
     d.ntasks = Some(3);
-    d.env = vec![("PATH".into(), "/bin".into()), ("SLURM_JOB_ID".into(), "bogus".into())];
+    d.env = vec![
+        ("PATH".into(), "/bin".into()),
+        ("SLURM_JOB_ID".into(), "bogus".into()),
+    ];
     submit(&mut e, d, 0);
     let cmds = e.take_commands();
-    let Command::LaunchBatch { launch, .. } = &cmds[0] else { panic!("{cmds:?}") };
-    let get = |k: &str| launch.env.iter().find(|(x, _)| x == k).map(|(_, v)| v.as_str());
+    let Command::LaunchBatch { launch, .. } = &cmds[0] else {
+        panic!("{cmds:?}")
+    };
+    let get = |k: &str| {
+        launch
+            .env
+            .iter()
+            .find(|(x, _)| x == k)
+            .map(|(_, v)| v.as_str())
+    };
     assert_eq!(get("SLURM_JOB_ID"), Some("1"));
     assert_eq!(get("SLURM_JOBID"), Some("1"));
     assert_eq!(get("SLURM_JOB_NODELIST"), Some("node[1-2]"));
@@ -139,7 +173,14 @@ fn batch_env_has_both_spellings() {
     assert_eq!(get("SLURM_MEM_PER_CPU"), Some("500"));
     assert_eq!(get("PATH"), Some("/bin"));
     assert_eq!(launch.stdout, "/tmp/w/slurm-1.out");
-    assert_eq!(launch.env.iter().filter(|(k, _)| k == "SLURM_JOB_ID").count(), 1);
+    assert_eq!(
+        launch
+            .env
+            .iter()
+            .filter(|(k, _)| k == "SLURM_JOB_ID")
+            .count(),
+        1
+    );
 }
 
 #[test]
@@ -150,9 +191,17 @@ fn gpus_are_visible_only_when_allocated() {
     d.gres = vec![model::Gres::parse("gpu:2").unwrap()];
     submit(&mut e, d, 0);
     let cmds = e.take_commands();
-    let Command::LaunchBatch { node, launch, .. } = &cmds[0] else { panic!() };
+    let Command::LaunchBatch { node, launch, .. } = &cmds[0] else {
+        panic!()
+    };
     assert_eq!(node, "node3");
-    let get = |k: &str| launch.env.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone());
+    let get = |k: &str| {
+        launch
+            .env
+            .iter()
+            .find(|(x, _)| x == k)
+            .map(|(_, v)| v.clone())
+    };
     assert_eq!(get("CUDA_VISIBLE_DEVICES").as_deref(), Some("0,1"));
     assert_eq!(get("SLURM_GPUS_ON_NODE").as_deref(), Some("2"));
 }
@@ -162,16 +211,28 @@ fn impossible_requests_are_refused_and_too_many_nodes_wait() {
     let mut e = engine();
     let mut d = desc();
     d.gres = vec![model::Gres::parse("gpu:a100:9").unwrap()];
-    assert_eq!(e.on_submit(d, &user(), 0).unwrap_err(), SlurmError::RequestedNodeConfigUnavailable);
+    assert_eq!(
+        e.on_submit(d, &user(), 0).unwrap_err(),
+        SlurmError::RequestedNodeConfigUnavailable
+    );
     let mut d = desc();
     d.mem_per_node = Some(999_999);
-    assert_eq!(e.on_submit(d, &user(), 0).unwrap_err(), SlurmError::MemoryNotSatisfiable);
+    assert_eq!(
+        e.on_submit(d, &user(), 0).unwrap_err(),
+        SlurmError::MemoryNotSatisfiable
+    );
     let mut d = desc();
     d.partitions = vec!["nosuchpart".into()];
-    assert_eq!(e.on_submit(d, &user(), 0).unwrap_err(), SlurmError::InvalidPartitionName);
+    assert_eq!(
+        e.on_submit(d, &user(), 0).unwrap_err(),
+        SlurmError::InvalidPartitionName
+    );
     let mut d = desc();
     d.gres = vec![model::Gres::parse("foo:1").unwrap()];
-    assert_eq!(e.on_submit(d, &user(), 0).unwrap_err(), SlurmError::InvalidGres);
+    assert_eq!(
+        e.on_submit(d, &user(), 0).unwrap_err(),
+        SlurmError::InvalidGres
+    );
     let mut d = desc();
     d.min_nodes = Some(10);
     let id = submit(&mut e, d, 0);
@@ -191,10 +252,14 @@ fn waiting_jobs_get_resources_then_priority_and_start_when_freed() {
     assert_eq!(e.job(b).unwrap().reason, PendingReason::Resources);
     assert_eq!(e.job(c).unwrap().reason, PendingReason::Priority);
     e.take_commands();
-    e.on_job_exited(a, "node1", ExitCode::default(), None, 5).unwrap();
+    e.on_job_exited(a, "node1", ExitCode::default(), None, 5)
+        .unwrap();
     e.schedule(5);
     assert_eq!(e.job(b).unwrap().state, JobState::Running);
-    assert_eq!(launched(&e.take_commands()), vec![("node1".to_string(), b.0)]);
+    assert_eq!(
+        launched(&e.take_commands()),
+        vec![("node1".to_string(), b.0)]
+    );
     assert!(e.check_invariants().is_empty());
 }
 
@@ -203,20 +268,40 @@ fn time_limit_times_out_and_terminates() {
     let mut e = engine();
     let mut d = desc();
     d.time_limit = Some(TimeLimit::Minutes(1));
-    d.signal = Some(proto::SignalSpec { signal: 10, secs: 30, batch_only: false });
+    d.signal = Some(proto::SignalSpec {
+        signal: 10,
+        secs: 30,
+        batch_only: false,
+    });
     let id = submit(&mut e, d, 0);
     e.take_commands();
     assert_eq!(e.next_wakeup(), Some(30));
     e.on_timer(30);
-    assert!(matches!(e.take_commands()[..], [Command::SignalJob { signal: 10, .. }]));
+    assert!(matches!(
+        e.take_commands()[..],
+        [Command::SignalJob { signal: 10, .. }]
+    ));
     assert_eq!(e.next_wakeup(), Some(60));
     e.on_timer(60);
     let j = e.job(id).unwrap();
     assert_eq!(j.state, JobState::Timeout);
     assert!(j.completing);
-    assert!(matches!(e.take_commands()[..], [Command::TerminateJob { kill_wait: 5, .. }]));
+    assert!(matches!(
+        e.take_commands()[..],
+        [Command::TerminateJob { kill_wait: 5, .. }]
+    ));
     assert!(e.node("node1").unwrap().state.completing);
-    e.on_job_exited(id, "node1", ExitCode { code: 0, signal: 15 }, None, 61).unwrap();
+    e.on_job_exited(
+        id,
+        "node1",
+        ExitCode {
+            code: 0,
+            signal: 15,
+        },
+        None,
+        61,
+    )
+    .unwrap();
     let j = e.job(id).unwrap();
     assert_eq!(j.state, JobState::Timeout);
     assert!(!j.completing);
@@ -229,8 +314,14 @@ fn time_limit_times_out_and_terminates() {
 fn cancel_permissions_and_states() {
     let mut e = engine();
     let id = submit(&mut e, desc(), 0);
-    assert_eq!(e.on_cancel(id, None, false, &other(), 1), Err(SlurmError::AccessDenied));
-    assert_eq!(e.on_cancel(JobId(99), None, false, &user(), 1), Err(SlurmError::InvalidJobId));
+    assert_eq!(
+        e.on_cancel(id, None, false, &other(), 1),
+        Err(SlurmError::AccessDenied)
+    );
+    assert_eq!(
+        e.on_cancel(JobId(99), None, false, &user(), 1),
+        Err(SlurmError::InvalidJobId)
+    );
     e.on_cancel(id, None, false, &user(), 1).unwrap();
     assert_eq!(e.job(id).unwrap().state, JobState::Cancelled);
     assert!(e.job(id).unwrap().completing);
@@ -248,19 +339,42 @@ fn cancel_permissions_and_states() {
 fn drained_node_takes_no_new_job_while_its_job_finishes() {
     let mut e = engine();
     let id = submit(&mut e, desc(), 0);
-    e.on_update_node(&["node1".into()], Some(NodeStateRequest::Drain), Some("maint".into()), &admin(), 1)
-        .unwrap();
+    e.on_update_node(
+        &["node1".into()],
+        Some(NodeStateRequest::Drain),
+        Some("maint".into()),
+        &admin(),
+        1,
+    )
+    .unwrap();
     assert_eq!(e.node("node1").unwrap().state.sinfo_short(), "drng");
     assert_eq!(
-        e.on_update_node(&["node1".into()], Some(NodeStateRequest::Drain), None, &user(), 1),
+        e.on_update_node(
+            &["node1".into()],
+            Some(NodeStateRequest::Drain),
+            None,
+            &user(),
+            1
+        ),
         Err(SlurmError::InvalidUserId)
     );
     let next = submit(&mut e, desc(), 2);
     let cmds = e.take_commands();
-    assert_eq!(launched(&cmds), vec![("node1".to_string(), id.0), ("node2".to_string(), next.0)]);
-    e.on_job_exited(id, "node1", ExitCode::default(), None, 3).unwrap();
+    assert_eq!(
+        launched(&cmds),
+        vec![("node1".to_string(), id.0), ("node2".to_string(), next.0)]
+    );
+    e.on_job_exited(id, "node1", ExitCode::default(), None, 3)
+        .unwrap();
     assert_eq!(e.node("node1").unwrap().state.sinfo_short(), "drain");
-    e.on_update_node(&["node1".into()], Some(NodeStateRequest::Resume), None, &admin(), 4).unwrap();
+    e.on_update_node(
+        &["node1".into()],
+        Some(NodeStateRequest::Resume),
+        None,
+        &admin(),
+        4,
+    )
+    .unwrap();
     assert_eq!(e.node("node1").unwrap().state.sinfo_short(), "idle");
 }
 
@@ -270,7 +384,10 @@ fn node_registering_with_less_than_configured_is_drained() {
     e.on_node_registered(reg("node2", 1, 4000), 5).unwrap();
     let n = e.node("node2").unwrap();
     assert!(n.state.drain);
-    assert_eq!(n.reason.as_deref(), Some("Low socket*core*thread count, Low CPUs"));
+    assert_eq!(
+        n.reason.as_deref(),
+        Some("Low socket*core*thread count, Low CPUs")
+    );
     e.on_node_registered(reg("node3", 2, 2000), 5).unwrap();
     assert_eq!(
         e.node("node3").unwrap().reason.as_deref(),
@@ -286,16 +403,29 @@ fn node_down_requeues_its_jobs() {
     nr.requeue = Some(false);
     let nr = submit(&mut e, nr, 0);
     e.take_commands();
-    e.on_update_node(&["node1".into()], Some(NodeStateRequest::Down), Some("dead".into()), &admin(), 5)
-        .unwrap();
+    e.on_update_node(
+        &["node1".into()],
+        Some(NodeStateRequest::Down),
+        Some("dead".into()),
+        &admin(),
+        5,
+    )
+    .unwrap();
     let j = e.job(id).unwrap();
     assert_eq!(j.state, JobState::Pending);
     assert_eq!(j.restarts, 1);
     assert_eq!(e.job(nr).unwrap().state, JobState::NodeFail);
-    assert!(e.check_invariants().is_empty(), "{:?}", e.check_invariants());
+    assert!(
+        e.check_invariants().is_empty(),
+        "{:?}",
+        e.check_invariants()
+    );
     e.schedule(6);
     assert_eq!(e.job(id).unwrap().state, JobState::Running);
-    assert_ne!(e.job(id).unwrap().alloc.as_ref().unwrap().nodes[0].node.0, 0);
+    assert_ne!(
+        e.job(id).unwrap().alloc.as_ref().unwrap().nodes[0].node.0,
+        0
+    );
 }
 
 #[test]
@@ -311,15 +441,34 @@ fn hold_release_update_and_requeue() {
     e.on_release(b, &user()).unwrap();
     e.schedule(1);
     assert_eq!(e.job(b).unwrap().reason, PendingReason::Resources);
-    let u = proto::JobUpdate { time_limit: Some(TimeLimit::Minutes(5)), ..Default::default() };
+    let u = proto::JobUpdate {
+        time_limit: Some(TimeLimit::Minutes(5)),
+        ..Default::default()
+    };
     e.on_update_job(b, u, &user(), 1).unwrap();
     assert_eq!(e.job(b).unwrap().time_limit, TimeLimit::Minutes(5));
-    let u = proto::JobUpdate { min_nodes: Some(2), ..Default::default() };
-    assert_eq!(e.on_update_job(a, u, &user(), 1), Err(SlurmError::JobNotPending));
+    let u = proto::JobUpdate {
+        min_nodes: Some(2),
+        ..Default::default()
+    };
+    assert_eq!(
+        e.on_update_job(a, u, &user(), 1),
+        Err(SlurmError::JobNotPending)
+    );
     e.on_requeue(a, false, &user(), 2).unwrap();
     assert_eq!(e.job(a).unwrap().state, JobState::Pending);
     assert!(e.job(a).unwrap().completing);
-    e.on_job_exited(a, "node1", ExitCode { code: 0, signal: 15 }, None, 3).unwrap();
+    e.on_job_exited(
+        a,
+        "node1",
+        ExitCode {
+            code: 0,
+            signal: 15,
+        },
+        None,
+        3,
+    )
+    .unwrap();
     assert!(!e.job(a).unwrap().completing);
     assert_eq!(e.job(a).unwrap().state, JobState::Pending);
     assert!(e.check_invariants().is_empty());

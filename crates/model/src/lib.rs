@@ -17,7 +17,9 @@ pub use units::{TimeLimit, UnitError};
 pub type Timestamp = i64;
 
 /// A job's numeric id, as Slurm prints it (`SLURM_JOB_ID`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct JobId(pub u32);
 
 impl fmt::Display for JobId {
@@ -29,7 +31,9 @@ impl fmt::Display for JobId {
 /// The base state of a job (`squeue -t`, `JobState=` in `scontrol show job`).
 /// The COMPLETING flag is kept separately, as Slurm does: a job that ended
 /// but whose processes are still being cleaned up is shown as COMPLETING.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub enum JobState {
     /// Queued, waiting for resources or for a reason.
     #[default]
@@ -131,7 +135,9 @@ pub const ALL_JOB_STATES: [JobState; 12] = [
 ];
 
 /// Why a pending job is not running (`squeue %r`, `Reason=`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub enum PendingReason {
     /// No reason (running jobs, or not yet evaluated).
     #[default]
@@ -170,6 +176,14 @@ pub enum PendingReason {
     JobHoldMaxRequeue,
     /// Launch failed on the node; held for the administrator.
     LaunchFailRequeueHold,
+    /// Ended: the script exited nonzero.
+    NonZeroExitCode,
+    /// Ended: a signal killed the script (the number is kept).
+    RaisedSignal(u8),
+    /// Ended: it reached its time limit.
+    TimeLimit,
+    /// Ended: a node of the allocation failed.
+    NodeDown,
 }
 
 impl PendingReason {
@@ -196,6 +210,10 @@ impl PendingReason {
             PendingReason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
             PendingReason::JobHoldMaxRequeue => "JobHoldMaxRequeue",
             PendingReason::LaunchFailRequeueHold => "launch failed requeued held",
+            PendingReason::NonZeroExitCode => "NonZeroExitCode",
+            PendingReason::RaisedSignal(sig) => raised_signal_str(sig),
+            PendingReason::TimeLimit => "TimeLimit",
+            PendingReason::NodeDown => "NodeDown",
         }
     }
 
@@ -205,6 +223,30 @@ impl PendingReason {
             self,
             PendingReason::JobHeldUser | PendingReason::JobHeldAdmin
         )
+    }
+}
+
+/// Slurm's `RaisedSignal:<n>(<strsignal text>)` for the signals jobs die of.
+fn raised_signal_str(sig: u8) -> &'static str {
+    match sig {
+        1 => "RaisedSignal:1(Hangup)",
+        2 => "RaisedSignal:2(Interrupt)",
+        3 => "RaisedSignal:3(Quit)",
+        4 => "RaisedSignal:4(Illegal instruction)",
+        5 => "RaisedSignal:5(Trace/breakpoint trap)",
+        6 => "RaisedSignal:6(Aborted)",
+        7 => "RaisedSignal:7(Bus error)",
+        8 => "RaisedSignal:8(Floating point exception)",
+        9 => "RaisedSignal:9(Killed)",
+        10 => "RaisedSignal:10(User defined signal 1)",
+        11 => "RaisedSignal:11(Segmentation fault)",
+        12 => "RaisedSignal:12(User defined signal 2)",
+        13 => "RaisedSignal:13(Broken pipe)",
+        14 => "RaisedSignal:14(Alarm clock)",
+        15 => "RaisedSignal:15(Terminated)",
+        24 => "RaisedSignal:24(CPU time limit exceeded)",
+        25 => "RaisedSignal:25(File size limit exceeded)",
+        _ => "RaisedSignal",
     }
 }
 
@@ -431,8 +473,7 @@ impl Gres {
         let parts: Vec<&str> = s.split(':').collect();
         let valid_word = |w: &str| {
             !w.is_empty()
-                && w
-                    .chars()
+                && w.chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
         };
         let parse_count = |w: &str| -> Option<u64> { units::parse_count(w) };

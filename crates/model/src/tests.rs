@@ -12,7 +12,10 @@ fn gres_parse_forms() {
     assert_eq!(Gres::parse("gpu").unwrap().to_string(), "gpu:1");
     assert_eq!(Gres::parse("gpu:2").unwrap().to_string(), "gpu:2");
     assert_eq!(Gres::parse("gpu:a100:4").unwrap().to_string(), "gpu:a100:4");
-    assert_eq!(Gres::parse("gres/gpu:a100").unwrap().to_string(), "gpu:a100:1");
+    assert_eq!(
+        Gres::parse("gres/gpu:a100").unwrap().to_string(),
+        "gpu:a100:1"
+    );
     assert!(Gres::parse("gpu:x:y:z").is_err());
     assert!(Gres::parse("gpu:a100:y").is_err());
 }

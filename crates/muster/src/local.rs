@@ -41,7 +41,9 @@ fn parse_common(args: &[String], allow_up: bool) -> anyhow::Result<UpOptions> {
                 return Ok(v);
             }
             i += 1;
-            args.get(i).cloned().with_context(|| format!("{key} needs a value"))
+            args.get(i)
+                .cloned()
+                .with_context(|| format!("{key} needs a value"))
         };
         match key {
             "--detach" | "-d" if allow_up => o.detach = true,
@@ -163,16 +165,15 @@ pub fn install_links_cmd(args: Vec<String>) -> i32 {
 }
 
 fn client_for(conf_path: &Path) -> anyhow::Result<client::Client> {
-    let loaded = conf::load(conf_path).with_context(|| format!("reading {}", conf_path.display()))?;
-    Ok(client::Client::new(loaded.config, client::current_identity()))
+    let loaded =
+        conf::load(conf_path).with_context(|| format!("reading {}", conf_path.display()))?;
+    Ok(client::Client::new(
+        loaded.config,
+        client::current_identity(),
+    ))
 }
 
-fn spawn_daemon(
-    exe: &Path,
-    args: &[&str],
-    log: &Path,
-    detach: bool,
-) -> anyhow::Result<Child> {
+fn spawn_daemon(exe: &Path, args: &[&str], log: &Path, detach: bool) -> anyhow::Result<Child> {
     let out = fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -195,7 +196,8 @@ fn spawn_daemon(
     } else {
         cmd.process_group(0);
     }
-    cmd.spawn().with_context(|| format!("starting {}", exe.display()))
+    cmd.spawn()
+        .with_context(|| format!("starting {}", exe.display()))
 }
 
 fn wait_until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
@@ -218,7 +220,8 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
         fs::write(&conf_path, default_config(&dir, o.n_nodes)?)
             .with_context(|| format!("writing {}", conf_path.display()))?;
     }
-    let loaded = conf::load(&conf_path).with_context(|| format!("reading {}", conf_path.display()))?;
+    let loaded =
+        conf::load(&conf_path).with_context(|| format!("reading {}", conf_path.display()))?;
     let cfg = loaded.config;
     let c = client_for(&conf_path)?;
     if c.call(CtldRequest::Ping).is_ok() {
@@ -233,9 +236,16 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
     let exe = std::env::current_exe()?;
     let conf_s = conf_path.display().to_string();
     let mut children: Vec<(String, Child)> = Vec::new();
-    let ctld = spawn_daemon(&exe, &["ctld", "-f", &conf_s], &dir.join("log/ctld.log"), o.detach)?;
+    let ctld = spawn_daemon(
+        &exe,
+        &["ctld", "-f", &conf_s],
+        &dir.join("log/ctld.log"),
+        o.detach,
+    )?;
     children.push(("ctld".into(), ctld));
-    if !wait_until(Duration::from_secs(15), || c.call(CtldRequest::Ping).is_ok()) {
+    if !wait_until(Duration::from_secs(15), || {
+        c.call(CtldRequest::Ping).is_ok()
+    }) {
         stop_children(&mut children);
         bail!(
             "the controller did not start; see {}",
@@ -244,7 +254,12 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
     }
     for n in &cfg.nodes {
         let log = dir.join(format!("log/noded-{}.log", n.name));
-        let child = spawn_daemon(&exe, &["noded", "-N", &n.name, "-f", &conf_s], &log, o.detach)?;
+        let child = spawn_daemon(
+            &exe,
+            &["noded", "-N", &n.name, "-f", &conf_s],
+            &log,
+            o.detach,
+        )?;
         children.push((n.name.clone(), child));
     }
     let all_up = wait_until(Duration::from_secs(15), || {
@@ -275,10 +290,19 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
         dir.display()
     )?;
     writeln!(out, "To use the Slurm commands from another shell:")?;
-    writeln!(out, "    export PATH=\"{}:$PATH\" SLURM_CONF=\"{}\"", bin.display(), conf_s)?;
+    writeln!(
+        out,
+        "    export PATH=\"{}:$PATH\" SLURM_CONF=\"{}\"",
+        bin.display(),
+        conf_s
+    )?;
     writeln!(out, "    sbatch --wrap 'hostname'; squeue; sinfo")?;
     if o.detach {
-        writeln!(out, "Stop it with: muster down --state-dir {}", dir.display())?;
+        writeln!(
+            out,
+            "Stop it with: muster down --state-dir {}",
+            dir.display()
+        )?;
         return Ok(());
     }
     writeln!(out, "Press Ctrl-C to stop the cluster.")?;
@@ -287,7 +311,9 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
     eprintln!("muster: stopping the cluster");
     let _ = c.call(CtldRequest::Shutdown);
     let stopped = wait_until(Duration::from_secs(10), || {
-        children.iter_mut().all(|(_, ch)| ch.try_wait().ok().flatten().is_some())
+        children
+            .iter_mut()
+            .all(|(_, ch)| ch.try_wait().ok().flatten().is_some())
     });
     if !stopped {
         stop_children(&mut children);
@@ -363,7 +389,9 @@ fn down_inner(o: &UpOptions) -> anyhow::Result<()> {
         .lines()
         .filter_map(|l| l.split_whitespace().next()?.parse().ok())
         .collect();
-    let gone = wait_until(Duration::from_secs(10), || pids.iter().all(|p| !pid_alive(*p)));
+    let gone = wait_until(Duration::from_secs(10), || {
+        pids.iter().all(|p| !pid_alive(*p))
+    });
     if !gone {
         for p in &pids {
             let _ = nix::sys::signal::kill(
@@ -371,7 +399,9 @@ fn down_inner(o: &UpOptions) -> anyhow::Result<()> {
                 nix::sys::signal::Signal::SIGTERM,
             );
         }
-        wait_until(Duration::from_secs(5), || pids.iter().all(|p| !pid_alive(*p)));
+        wait_until(Duration::from_secs(5), || {
+            pids.iter().all(|p| !pid_alive(*p))
+        });
     }
     let _ = fs::remove_file(dir.join("pids"));
     if !answered && pids.is_empty() {

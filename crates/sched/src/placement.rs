@@ -102,7 +102,10 @@ impl Constraint {
         for alt in text.split('|') {
             let all: Vec<String> = alt
                 .split(['&', ','])
-                .map(|f| f.trim().trim_matches(|c| c == '[' || c == ']' || c == '(' || c == ')'))
+                .map(|f| {
+                    f.trim()
+                        .trim_matches(|c| c == '[' || c == ']' || c == '(' || c == ')')
+                })
                 .map(str::to_string)
                 .collect();
             if all.iter().any(|f| f.is_empty()) {
@@ -228,10 +231,20 @@ fn gres_wanted(job: &JobRequest, tasks: u32, gpus_here: Option<u64>) -> Vec<Gres
 }
 
 /// Takes `wants` from `pools` (lowest free indexes first); None if short.
-fn take_gres(pools: &[GresPool], wants: &[Gres], ignore_use: bool) -> Option<Vec<(usize, Vec<u32>)>> {
+fn take_gres(
+    pools: &[GresPool],
+    wants: &[Gres],
+    ignore_use: bool,
+) -> Option<Vec<(usize, Vec<u32>)>> {
     let mut used: Vec<Vec<bool>> = pools
         .iter()
-        .map(|p| if ignore_use { vec![false; p.used.len()] } else { p.used.clone() })
+        .map(|p| {
+            if ignore_use {
+                vec![false; p.used.len()]
+            } else {
+                p.used.clone()
+            }
+        })
         .collect();
     let mut out: Vec<(usize, Vec<u32>)> = Vec::new();
     for want in wants {
@@ -323,7 +336,11 @@ fn fit_on_node(
                     return Some(NodeAlloc {
                         node: node_idx,
                         cpus,
-                        mem: if job.memory_consumable { mem } else { mem.min(node.real_memory) },
+                        mem: if job.memory_consumable {
+                            mem
+                        } else {
+                            mem.min(node.real_memory)
+                        },
                         tasks,
                         gres,
                     });
@@ -403,7 +420,13 @@ fn place_in(
             .gres
             .iter()
             .filter(|p| p.name == "gpu")
-            .map(|p| if ignore_use { p.used.len() as u64 } else { p.free() })
+            .map(|p| {
+                if ignore_use {
+                    p.used.len() as u64
+                } else {
+                    p.free()
+                }
+            })
             .sum::<u64>();
         let gpus_here = gpus_left.map(|g| g.min(gpus_on_node));
         match fit_on_node(job, part, *n, node, want, min_here, gpus_here, ignore_use) {
@@ -434,7 +457,11 @@ fn place_in(
 }
 
 /// Where `job` can start now, trying its partitions in order; or why not.
-pub fn place(job: &JobRequest, parts: &[PartView], nodes: &[NodeView]) -> Result<Allocation, Unfit> {
+pub fn place(
+    job: &JobRequest,
+    parts: &[PartView],
+    nodes: &[NodeView],
+) -> Result<Allocation, Unfit> {
     let mut best = Unfit::Never(PendingReason::PartitionConfig);
     for &pi in &job.partitions {
         let part = &parts[pi];
@@ -494,6 +521,11 @@ pub fn partition_refusal(job: &JobRequest, part: &PartView) -> Option<PendingRea
 
 /// Whether `job` could ever run in partition `part_idx` if every node were
 /// up and empty; used to refuse impossible submissions at once.
-pub fn could_ever_fit(job: &JobRequest, part_idx: usize, part: &PartView, nodes: &[NodeView]) -> bool {
+pub fn could_ever_fit(
+    job: &JobRequest,
+    part_idx: usize,
+    part: &PartView,
+    nodes: &[NodeView],
+) -> bool {
     place_in(job, part_idx, part, nodes, true).is_some()
 }

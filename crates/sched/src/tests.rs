@@ -72,7 +72,9 @@ fn starts(plan: &Plan) -> Vec<(u32, Vec<(u32, u32)>)> {
     plan.decisions
         .iter()
         .filter_map(|(id, d)| match d {
-            Decision::Start(a) => Some((id.0, a.nodes.iter().map(|n| (n.node.0, n.cpus)).collect())),
+            Decision::Start(a) => {
+                Some((id.0, a.nodes.iter().map(|n| (n.node.0, n.cpus)).collect()))
+            }
             Decision::Wait(_) => None,
         })
         .collect()
@@ -90,7 +92,10 @@ fn jobs_share_nodes_until_cpus_run_out() {
     let nodes = vec![node("n1", 2, 4000, 0), node("n2", 2, 4000, 0)];
     let jobs = vec![job(1, 1, 1), job(2, 1, 1), job(3, 1, 2), job(4, 1, 1)];
     let plan = plan(&nodes, &[part(2)], &jobs, 0);
-    assert_eq!(starts(&plan), vec![(1, vec![(0, 1)]), (2, vec![(0, 1)]), (3, vec![(1, 2)])]);
+    assert_eq!(
+        starts(&plan),
+        vec![(1, vec![(0, 1)]), (2, vec![(0, 1)]), (3, vec![(1, 2)])]
+    );
     assert_eq!(reason(&plan, 4), Some(PendingReason::Resources));
 }
 
@@ -111,7 +116,12 @@ fn plan_for_two_tasks_two_nodes() -> Plan {
 #[test]
 fn second_blocked_job_waits_for_priority() {
     let nodes = vec![node("n1", 1, 4000, 0)];
-    let plan = plan(&nodes, &[part(1)], &[job(1, 1, 1), job(2, 1, 1), job(3, 1, 1)], 0);
+    let plan = plan(
+        &nodes,
+        &[part(1)],
+        &[job(1, 1, 1), job(2, 1, 1), job(3, 1, 1)],
+        0,
+    );
     assert_eq!(reason(&plan, 2), Some(PendingReason::Resources));
     assert_eq!(reason(&plan, 3), Some(PendingReason::Priority));
 }

@@ -549,7 +549,7 @@ fn shows_reason(job: &JobInfo) -> bool {
     !job.completing
         && matches!(
             job.state,
-            JobState::Pending | JobState::Timeout | JobState::Failed
+            JobState::Pending | JobState::Timeout | JobState::Failed | JobState::NodeFail
         )
 }
 

@@ -140,8 +140,7 @@ fn time_limit_really_times_out() {
     let state = c.wait_done(id, secs(80));
     let took = started.elapsed();
     assert_eq!(state, "TIMEOUT", "{}", c.logs());
-    // FIXME(engine): Slurm gives a timed-out job the reason TimeLimit.
-    assert_eq!(c.squeue_field(id, "%r"), "None");
+    assert_eq!(c.squeue_field(id, "%r"), "TimeLimit");
     assert!(took >= secs(55), "timed out after only {took:?}");
     // The script ignored SIGTERM, so KillWait later it got SIGKILL.
     assert!(!pid_alive(pid));

@@ -33,13 +33,11 @@ fn exit_codes_and_signals() {
     assert_eq!(c.wait_done(failed, secs(10)), "FAILED");
     assert_eq!(c.job_field(failed, "ExitCode"), "3:0");
     assert_eq!(c.job_field(failed, "JobState"), "FAILED");
-    // FIXME(engine): Slurm says "FAILED NonZeroExitCode" here.
-    assert_eq!(c.squeue_field(failed, "%T %r"), "FAILED None");
+    assert_eq!(c.squeue_field(failed, "%T %r"), "FAILED NonZeroExitCode");
     let state = c.wait_done(killed, secs(10));
     assert_eq!(c.job_field(killed, "ExitCode"), "0:9", "state {state}");
     assert_eq!(state, "FAILED");
-    // FIXME(engine): Slurm says Reason=RaisedSignal:9(Killed) here.
-    assert_eq!(c.job_field(killed, "Reason"), "None");
+    assert_eq!(c.job_field(killed, "Reason"), "RaisedSignal:9(Killed)");
 }
 
 #[test]

@@ -155,3 +155,42 @@ fn a_launch_to_a_dead_node_daemon_takes_the_node_down_and_requeues() {
     assert_eq!(c.wait_done(id, secs(10)), "COMPLETED");
     assert_eq!(c.job_field(id, "NodeList"), "node1");
 }
+
+#[test]
+fn a_silent_node_goes_down_its_jobs_requeue_and_it_returns_to_service() {
+    use nix::sys::signal::Signal;
+    let c = builder()
+        .nodes(2)
+        .conf_extra("SlurmdTimeout=3\nReturnToService=1\n")
+        .start();
+    // Both fit on node1, the first node; node2 stays free for the requeue.
+    let id = c.submit(&[
+        "--requeue",
+        "--wrap",
+        "echo run $SLURM_RESTART_COUNT $SLURMD_NODENAME >> runs.txt; sleep 300",
+    ]);
+    let plain = c.submit(&["--no-requeue", "--wrap", "sleep 300"]);
+    c.wait_state(id, "RUNNING", secs(10));
+    c.wait_state(plain, "RUNNING", secs(10));
+    assert_eq!(c.job_field(id, "NodeList"), "node1");
+    assert_eq!(c.job_field(plain, "NodeList"), "node1");
+    c.signal_node("node1", Signal::SIGSTOP);
+    c.wait_until("node1 to be DOWN", secs(15), || {
+        c.node_state("node1").starts_with("down").then_some(())
+    });
+    assert_eq!(c.node_state("node1"), "down*");
+    let r = c.ok("sinfo", &["-R", "-h", "-o", "%E|%N"]).stdout;
+    assert_eq!(r, "Not responding|node1\n");
+    assert_eq!(c.wait_done(plain, secs(5)), "NODE_FAIL");
+    // The requeued job runs again elsewhere, same id, restart count 1.
+    c.wait_until("the job to run again", secs(10), || {
+        c.read("runs.txt").contains("run 1 node2").then_some(())
+    });
+    assert_eq!(c.job_field(id, "Restarts"), "1");
+    c.signal_node("node1", Signal::SIGCONT);
+    // ReturnToService=1: a node that was DOWN only for not responding comes back.
+    c.wait_until("node1 to return to service", secs(10), || {
+        (c.node_state("node1") == "idle").then_some(())
+    });
+    c.ok("scancel", &[&id.to_string()]);
+}
