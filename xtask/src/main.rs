@@ -33,7 +33,10 @@ fn tidy() -> bool {
             .output();
         match out {
             Ok(o) if o.status.success() => {
-                eprintln!("xtask: pure crate {krate} depends on tokio:\n{}", String::from_utf8_lossy(&o.stdout));
+                eprintln!(
+                    "xtask: pure crate {krate} depends on tokio:\n{}",
+                    String::from_utf8_lossy(&o.stdout)
+                );
                 ok = false;
             }
             Ok(_) => {}
@@ -45,11 +48,22 @@ fn tidy() -> bool {
     }
     // No test may be switched off: assert the current behaviour instead.
     let banned = Command::new("grep")
-        .args(["-rn", "--include=*.rs", "-e", "#\\[ignore", "-e", "#\\[should_panic", "crates"])
+        .args([
+            "-rn",
+            "--include=*.rs",
+            "-e",
+            "#\\[ignore",
+            "-e",
+            "#\\[should_panic",
+            "crates",
+        ])
         .output();
     if let Ok(o) = banned {
         if o.status.success() {
-            eprintln!("xtask: banned test attributes:\n{}", String::from_utf8_lossy(&o.stdout));
+            eprintln!(
+                "xtask: banned test attributes:\n{}",
+                String::from_utf8_lossy(&o.stdout)
+            );
             ok = false;
         }
     }
@@ -64,7 +78,15 @@ fn verify() -> bool {
         && run(
             "lints",
             "cargo",
-            &["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"],
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--locked",
+                "--",
+                "-D",
+                "warnings",
+            ],
         )
         && tidy()
         && run("tests", "cargo", &["test", "--workspace", "--locked"])

@@ -17,7 +17,9 @@ pub const TIMEOUT: Duration = Duration::from_secs(60);
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// No slurm.conf could be found.
-    #[error("could not find slurm.conf: set SLURM_CONF, or start a local cluster with `muster up`")]
+    #[error(
+        "could not find slurm.conf: set SLURM_CONF, or start a local cluster with `muster up`"
+    )]
     NoConfig,
     /// slurm.conf is broken.
     #[error(transparent)]
@@ -131,7 +133,9 @@ impl Client {
                 Err(e) => last = Some(e),
             }
         }
-        Err(ClientError::Unreachable(last.unwrap_or(rpc::RpcError::Timeout)))
+        Err(ClientError::Unreachable(
+            last.unwrap_or(rpc::RpcError::Timeout),
+        ))
     }
 
     /// Sends a request whose answer is a plain `Ok`.

@@ -414,7 +414,9 @@ impl SlurmError {
                 "Invalid account or account/partition combination specified"
             }
             SlurmError::InvalidQos => "Invalid qos specification",
-            SlurmError::TooManyJobs => "Slurm temporarily unable to accept job, sleeping and retrying",
+            SlurmError::TooManyJobs => {
+                "Slurm temporarily unable to accept job, sleeping and retrying"
+            }
             SlurmError::Disabled => "Requested operation is presently disabled",
             SlurmError::JobNotRunning => "Job is pending execution",
             SlurmError::TransitionStateNoUpdate => {
