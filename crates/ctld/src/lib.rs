@@ -14,7 +14,10 @@
 //! (`Engine::next_wakeup`); nothing polls. Commands for a node go through
 //! that node's own queue so they arrive in the order they were decided.
 
+mod durable;
+
 use anyhow::Context;
+use durable::{Entry, Store};
 use engine::{Command, Engine};
 use model::{JobId, Timestamp};
 use proto::{CtldRequest, CtldResponse, Identity, NodeRequest, NodeResponse, SlurmError};
@@ -137,7 +140,13 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     }
     let cfg = Arc::new(loaded.config);
     let started = now();
-    let engine = Engine::new(&cfg, started);
+    let boot_text = fmt_local(started);
+    let state_dir = PathBuf::from(&cfg.state_save_location);
+    let (store, engine) =
+        tokio::task::block_in_place(|| Store::open(&state_dir, &cfg, started, &boot_text))
+            .with_context(|| {
+                format!("recovering the controller state in {}", state_dir.display())
+            })?;
     let settings = engine.settings().clone();
     let bind = format!("{}:{}", settings.ctld_addr, settings.ctld_port);
     let listener = TcpListener::bind(&bind)
@@ -151,8 +160,11 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     let (tx, rx) = mpsc::unbounded_channel::<Msg>();
     let (stop_tx, mut stop_rx) = mpsc::unbounded_channel::<()>();
     let identity = daemon_identity(&settings.ctld_host);
+    let (fatal_tx, mut fatal_rx) = mpsc::unbounded_channel::<String>();
     let engine_task = tokio::spawn(engine_loop(
         engine,
+        store,
+        fatal_tx,
         cfg.clone(),
         rx,
         tx.clone(),
@@ -183,6 +195,11 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         _ = tokio::signal::ctrl_c() => info!("interrupted, stopping"),
         _ = sigterm.recv() => info!("terminated, stopping"),
         _ = stop_rx.recv() => info!("shutdown requested, stopping"),
+        Some(why) = fatal_rx.recv() => {
+            accept.abort();
+            engine_task.abort();
+            anyhow::bail!("{why}");
+        }
     }
     accept.abort();
     engine_task.abort();
@@ -336,6 +353,8 @@ async fn deliver(cmd: Command, identity: &Identity, engine_tx: &mpsc::UnboundedS
 
 async fn engine_loop(
     mut engine: Engine,
+    mut store: Store,
+    fatal_tx: mpsc::UnboundedSender<String>,
     cfg: Arc<conf::Config>,
     mut rx: mpsc::UnboundedReceiver<Msg>,
     tx: mpsc::UnboundedSender<Msg>,
@@ -343,6 +362,8 @@ async fn engine_loop(
     identity: Identity,
 ) {
     let boot_text = fmt_local(engine.boot_time());
+    // Launches and terminations recovery decided on.
+    let recovered_commands = engine.take_commands();
     let mut workers = NodeWorkers {
         workers: BTreeMap::new(),
         engine_tx: tx,
@@ -352,6 +373,9 @@ async fn engine_loop(
     // whole timeout sets it DOWN (Engine::on_timer).
     let timeout = engine.settings().slurmd_timeout;
     let ping_every = Duration::from_secs(u64::from((timeout / 3).max(1)));
+    for cmd in recovered_commands {
+        workers.send(cmd);
+    }
     let mut ping_tick = tokio::time::interval(ping_every);
     ping_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -373,34 +397,79 @@ async fn engine_loop(
             batch.push(m);
         }
         let mut shutdown = false;
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut replies: Vec<(oneshot::Sender<CtldResponse>, CtldResponse)> = Vec::new();
         for msg in batch {
             let t = now();
-            match msg {
+            let entry = match msg {
                 Msg::Request { req, who, reply } => {
                     if matches!(*req, CtldRequest::Shutdown) {
-                        if engine.is_admin(&who) {
+                        let resp = if engine.is_admin(&who) {
                             shutdown = true;
-                            let _ = reply.send(CtldResponse::Ok);
+                            CtldResponse::Ok
                         } else {
-                            let _ = reply.send(CtldResponse::Error(SlurmError::AccessDenied));
-                        }
+                            CtldResponse::Error(SlurmError::AccessDenied)
+                        };
+                        replies.push((reply, resp));
                         continue;
                     }
-                    let resp = handle(&mut engine, &cfg, *req, &who, t, &boot_text);
-                    let _ = reply.send(resp);
+                    if !durable::is_mutating(&req) {
+                        let resp = handle(&mut engine, &cfg, *req, &who, t, &boot_text);
+                        replies.push((reply, resp));
+                        continue;
+                    }
+                    let entry = Entry::Request {
+                        req: *req,
+                        who,
+                        now: t,
+                    };
+                    let resp = durable::apply(&mut engine, &cfg, &entry, &boot_text)
+                        .unwrap_or(CtldResponse::Ok);
+                    replies.push((reply, resp));
+                    entry
                 }
-                Msg::LaunchFailed { job_id, node } => engine.on_launch_failed(job_id, &node, t),
-                Msg::Ping { node, ok } => engine.on_node_ping(&node, ok, t),
-                Msg::JobGone { job_id, node, run } => engine.on_job_gone(job_id, &node, run, t),
+                Msg::LaunchFailed { job_id, node } => Entry::LaunchFailed {
+                    job_id,
+                    node,
+                    now: t,
+                },
+                Msg::Ping { node, ok } => Entry::Ping { node, ok, now: t },
+                Msg::JobGone { job_id, node, run } => Entry::JobGone {
+                    job_id,
+                    node,
+                    run,
+                    now: t,
+                },
+            };
+            if !matches!(entry, Entry::Request { .. }) {
+                durable::apply(&mut engine, &cfg, &entry, &boot_text);
             }
+            entries.push(entry);
         }
-        let t = now();
-        engine.on_timer(t);
-        engine.schedule(t);
+        let tick = Entry::Tick { now: now() };
+        durable::apply(&mut engine, &cfg, &tick, &boot_text);
+        entries.push(tick);
+        // Nothing leaves this process (no reply, no launch) before the
+        // batch is on disk: a crash after this point loses nothing.
+        let written = tokio::task::block_in_place(|| {
+            store.append(&entries)?;
+            store.maybe_snapshot(&engine)
+        });
+        if let Err(e) = written {
+            // The journal can no longer be trusted: stop accepting writes.
+            let _ = fatal_tx.send(format!("cannot write the controller state: {e}"));
+            return;
+        }
+        for (reply, resp) in replies {
+            let _ = reply.send(resp);
+        }
         for cmd in engine.take_commands() {
             workers.send(cmd);
         }
         if shutdown {
+            if let Err(e) = tokio::task::block_in_place(|| store.snapshot(&engine)) {
+                warn!("final snapshot: {e}");
+            }
             shutdown_nodes(&engine, &identity).await;
             let _ = stop_tx.send(());
             return;
@@ -458,7 +527,7 @@ async fn shutdown_nodes(engine: &Engine, identity: &Identity) {
     }
 }
 
-fn handle(
+pub(crate) fn handle(
     engine: &mut Engine,
     cfg: &conf::Config,
     req: CtldRequest,

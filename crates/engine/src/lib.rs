@@ -18,6 +18,7 @@ mod env;
 mod info;
 mod jobs;
 mod nodes;
+mod persist;
 
 use model::{ExitCode, JobId, JobState, NodeBase, NodeState, PendingReason, TimeLimit, Timestamp};
 use proto::{BatchLaunch, Identity, JobDesc};
@@ -26,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub use info::OVERSUBSCRIBE_EXCLUSIVE;
 pub use nodes::NOT_RESPONDING;
+pub use persist::{PersistentState, RestoreError};
 
 /// Priority of the first job under the basic priority plugin; each later
 /// job gets one less, so submission order breaks ties.
@@ -72,7 +74,7 @@ pub enum Command {
 }
 
 /// Settings the engine takes from slurm.conf.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Settings {
     /// ClusterName.
     pub cluster_name: String,
@@ -154,7 +156,7 @@ impl Settings {
 }
 
 /// A node as the controller tracks it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Node {
     /// Its configuration.
     pub conf: conf::NodeConf,
@@ -193,7 +195,7 @@ pub struct Node {
 }
 
 /// A partition as the controller tracks it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Partition {
     /// Its configuration.
     pub conf: conf::PartitionConf,
@@ -202,7 +204,7 @@ pub struct Partition {
 }
 
 /// A job as the controller tracks it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Job {
     /// Its id.
     pub id: JobId,

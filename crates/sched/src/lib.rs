@@ -22,7 +22,9 @@ pub use placement::{
 };
 
 /// A dense index into the node table the caller passes in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct NodeIdx(pub u32);
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use model::{Gres, PendingReason, TimeLimit};
 
 /// One pool of a generic resource on a node: all devices with the same
 /// name and type, with the node-local indexes they occupy.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GresPool {
     /// GRES name (`gpu`).
     pub name: String,
@@ -174,7 +174,7 @@ pub struct JobRequest {
 }
 
 /// What one node gives a job.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NodeAlloc {
     /// The node.
     pub node: NodeIdx,
@@ -189,7 +189,7 @@ pub struct NodeAlloc {
 }
 
 /// Where a job goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Allocation {
     /// Index of the partition it runs in.
     pub partition: usize,

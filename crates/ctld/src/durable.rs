@@ -1,0 +1,377 @@
+//! Durable before acknowledged: every input that changes the engine is a
+//! journal entry, appended and fsynced (one fsync per batch: group commit)
+//! before any reply is sent or any command leaves for a node. Recovery is a
+//! replay of those entries through the same deterministic engine, on top of
+//! the newest snapshot.
+
+use engine::Engine;
+use journal::{Journal, JournalError};
+use model::{JobId, Timestamp};
+use proto::{CtldRequest, CtldResponse, Identity};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use tracing::{info, warn};
+
+/// Entries since the last snapshot after which a new one is written.
+pub const SNAPSHOT_EVERY: u64 = 20_000;
+
+/// One input to the engine, with the time it was applied.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Entry {
+    /// A request that may change state.
+    Request {
+        /// The request.
+        req: CtldRequest,
+        /// Who sent it.
+        who: Identity,
+        /// When it was applied.
+        now: Timestamp,
+    },
+    /// A launch could not be delivered.
+    LaunchFailed {
+        /// The job.
+        job_id: JobId,
+        /// The node.
+        node: String,
+        /// When.
+        now: Timestamp,
+    },
+    /// A node no longer runs a job it was told to end.
+    JobGone {
+        /// The job.
+        job_id: JobId,
+        /// The node.
+        node: String,
+        /// The run that was ended.
+        run: u32,
+        /// When.
+        now: Timestamp,
+    },
+    /// A ping's outcome.
+    Ping {
+        /// The node.
+        node: String,
+        /// Whether it answered.
+        ok: bool,
+        /// When.
+        now: Timestamp,
+    },
+    /// The end of a batch: timers and a scheduling pass.
+    Tick {
+        /// When.
+        now: Timestamp,
+    },
+}
+
+/// Whether a request changes state (and so is journaled).
+pub fn is_mutating(req: &CtldRequest) -> bool {
+    !matches!(
+        req,
+        CtldRequest::Ping
+            | CtldRequest::ListJobs
+            | CtldRequest::ListNodes
+            | CtldRequest::ListPartitions
+            | CtldRequest::ShowConfig
+            | CtldRequest::Shutdown
+    ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
+}
+
+/// Applies one entry to the engine; requests return their answer.
+pub fn apply(
+    engine: &mut Engine,
+    cfg: &conf::Config,
+    entry: &Entry,
+    boot_text: &str,
+) -> Option<CtldResponse> {
+    match entry {
+        Entry::Request { req, who, now } => Some(crate::handle(
+            engine,
+            cfg,
+            req.clone(),
+            who,
+            *now,
+            boot_text,
+        )),
+        Entry::LaunchFailed { job_id, node, now } => {
+            engine.on_launch_failed(*job_id, node, *now);
+            None
+        }
+        Entry::JobGone {
+            job_id,
+            node,
+            run,
+            now,
+        } => {
+            engine.on_job_gone(*job_id, node, *run, *now);
+            None
+        }
+        Entry::Ping { node, ok, now } => {
+            engine.on_node_ping(node, *ok, *now);
+            None
+        }
+        Entry::Tick { now } => {
+            engine.on_timer(*now);
+            engine.schedule(*now);
+            None
+        }
+    }
+}
+
+/// The journal and the bookkeeping of snapshots.
+pub struct Store {
+    journal: Journal,
+    since_snapshot: u64,
+}
+
+/// Why the controller could not recover its state.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoverError {
+    /// The journal is damaged or unreadable.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// A record or snapshot is not a valid entry.
+    #[error("{path}: record {seq} cannot be decoded: {source}")]
+    Decode {
+        /// The journal directory.
+        path: String,
+        /// The record's sequence number (0 for the snapshot).
+        seq: u64,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The snapshot does not fit the configuration.
+    #[error(transparent)]
+    Restore(#[from] engine::RestoreError),
+}
+
+impl Store {
+    /// Opens the journal under `dir` and rebuilds the engine from it.
+    pub fn open(
+        dir: &Path,
+        cfg: &conf::Config,
+        now: Timestamp,
+        boot_text: &str,
+    ) -> Result<(Store, Engine), RecoverError> {
+        let (journal, recovered) = Journal::open(dir)?;
+        if let Some(t) = &recovered.truncated {
+            warn!(
+                "journal {}: dropped a torn record of {} bytes at byte {} (a crash during a write); recovered up to the last complete record",
+                t.path.display(),
+                t.dropped_bytes,
+                t.offset
+            );
+        }
+        let mut engine = match &recovered.snapshot {
+            Some(snap) => {
+                let state =
+                    serde_json::from_slice(&snap.data).map_err(|source| RecoverError::Decode {
+                        path: dir.display().to_string(),
+                        seq: snap.seq,
+                        source,
+                    })?;
+                Engine::restore(cfg, state, now)?
+            }
+            None => Engine::new(cfg, now),
+        };
+        let n_records = recovered.records.len();
+        for rec in &recovered.records {
+            let entry: Entry =
+                serde_json::from_slice(&rec.payload).map_err(|source| RecoverError::Decode {
+                    path: dir.display().to_string(),
+                    seq: rec.seq,
+                    source,
+                })?;
+            apply(&mut engine, cfg, &entry, boot_text);
+        }
+        // What the replay decided was done (or lost) by the previous process.
+        engine.take_commands();
+        engine.after_recovery(now);
+        let mut store = Store {
+            journal,
+            since_snapshot: n_records as u64,
+        };
+        if n_records > 0 || recovered.snapshot.is_some() {
+            info!(
+                "recovered {} jobs from {} ({} journal records after the snapshot)",
+                engine.job_list(now).jobs.len(),
+                dir.display(),
+                n_records
+            );
+        }
+        if n_records > 0 {
+            store.snapshot(&engine)?;
+        }
+        Ok((store, engine))
+    }
+
+    /// Appends a batch and makes it durable (one fsync).
+    pub fn append(&mut self, entries: &[Entry]) -> Result<(), JournalError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let payloads: Vec<Vec<u8>> = entries
+            .iter()
+            .map(|e| serde_json::to_vec(e).expect("journal entries always serialize"))
+            .collect();
+        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+        self.journal.append(&refs)?;
+        self.since_snapshot += entries.len() as u64;
+        Ok(())
+    }
+
+    /// Writes a snapshot when enough entries have accumulated.
+    pub fn maybe_snapshot(&mut self, engine: &Engine) -> Result<(), JournalError> {
+        if self.since_snapshot >= SNAPSHOT_EVERY {
+            self.snapshot(engine)?;
+        }
+        Ok(())
+    }
+
+    /// Writes a snapshot of the engine as of the last appended entry.
+    pub fn snapshot(&mut self, engine: &Engine) -> Result<(), JournalError> {
+        let data = serde_json::to_vec(&engine.persistent_state()).expect("state always serializes");
+        let seq = self.journal.last_seq();
+        self.journal.snapshot(seq, &data)?;
+        self.since_snapshot = 0;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::{JobDesc, NodeRegistration};
+
+    fn config(dir: &Path) -> conf::Config {
+        let text = format!(
+            "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nStateSaveLocation={}\n\
+             SelectTypeParameters=CR_Core_Memory\nDefMemPerCPU=10\n\
+             NodeName=n[1-2] CPUs=2 RealMemory=1000\nPartitionName=p Nodes=n[1-2] Default=YES\n",
+            dir.display()
+        );
+        conf::parse_str(&text, &dir.join("slurm.conf"), &mut |_| {
+            Err(std::io::Error::other("none"))
+        })
+        .expect("config")
+        .config
+    }
+
+    fn who() -> Identity {
+        Identity {
+            uid: 7,
+            gid: 7,
+            user: "u".into(),
+            host: "h".into(),
+        }
+    }
+
+    fn reg(name: &str) -> CtldRequest {
+        CtldRequest::RegisterNode(NodeRegistration {
+            name: name.into(),
+            addr: "127.0.0.1".into(),
+            port: 1,
+            cpus: 2,
+            boards: 1,
+            sockets: 2,
+            cores_per_socket: 1,
+            threads_per_core: 1,
+            real_memory: 1000,
+            free_memory: 1000,
+            cpu_load: 0.0,
+            gres: vec![],
+            os: "L".into(),
+            arch: "x".into(),
+            boot_time: 0,
+            start_time: 0,
+            running_jobs: vec![],
+            version: "v".into(),
+        })
+    }
+
+    fn submit(name: &str) -> CtldRequest {
+        CtldRequest::Submit(Box::new(JobDesc {
+            name: name.into(),
+            script: "#!/bin/sh\n".into(),
+            work_dir: "/tmp".into(),
+            ..JobDesc::default()
+        }))
+    }
+
+    fn run(
+        store: &mut Store,
+        engine: &mut Engine,
+        cfg: &conf::Config,
+        reqs: Vec<CtldRequest>,
+        now: Timestamp,
+    ) {
+        let mut entries = Vec::new();
+        for req in reqs {
+            let e = Entry::Request {
+                req,
+                who: who(),
+                now,
+            };
+            apply(engine, cfg, &e, "b");
+            entries.push(e);
+        }
+        let tick = Entry::Tick { now };
+        apply(engine, cfg, &tick, "b");
+        entries.push(tick);
+        store.append(&entries).unwrap();
+    }
+
+    fn jobs_json(engine: &Engine) -> String {
+        serde_json::to_string(&engine.job_list(100).jobs).unwrap()
+    }
+
+    #[test]
+    fn replay_rebuilds_the_same_jobs_and_ids_continue() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = config(tmp.path());
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1, "b").unwrap();
+        run(&mut store, &mut engine, &cfg, vec![reg("n1"), reg("n2")], 1);
+        run(
+            &mut store,
+            &mut engine,
+            &cfg,
+            (0..5).map(|i| submit(&format!("j{i}"))).collect(),
+            2,
+        );
+        run(
+            &mut store,
+            &mut engine,
+            &cfg,
+            vec![CtldRequest::Cancel {
+                job_id: JobId(2),
+                signal: None,
+                batch_only: false,
+                full: false,
+            }],
+            3,
+        );
+        let before = jobs_json(&engine);
+        drop(store);
+        let (mut store, mut again) = Store::open(tmp.path(), &cfg, 50, "b").unwrap();
+        assert_eq!(jobs_json(&again), before);
+        // Recovery re-sends the launches of the 3 running jobs and the
+        // termination of the cancelled one, which still holds its CPU.
+        let cmds = again.take_commands();
+        let launches = cmds
+            .iter()
+            .filter(|c| matches!(c, engine::Command::LaunchBatch { .. }))
+            .count();
+        let terms = cmds
+            .iter()
+            .filter(|c| matches!(c, engine::Command::TerminateJob { .. }))
+            .count();
+        assert_eq!((launches, terms), (3, 1), "{cmds:?}");
+        run(&mut store, &mut again, &cfg, vec![submit("next")], 60);
+        let ids: Vec<u32> = again.job_list(61).jobs.iter().map(|j| j.job_id.0).collect();
+        assert_eq!(ids, vec![1, 2, 3, 4, 5, 6]);
+        // And once more from the snapshot written at the last open.
+        drop(store);
+        let (_store, third) = Store::open(tmp.path(), &cfg, 70, "b").unwrap();
+        assert_eq!(third.job_list(61).jobs.len(), 6);
+    }
+}

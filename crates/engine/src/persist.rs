@@ -1,0 +1,137 @@
+//! What the controller keeps across restarts: a snapshot of the dynamic
+//! state (jobs, node states, the next job id), and what it must redo after
+//! replaying its journal.
+
+use crate::{Command, Engine, Job, Node};
+use model::{JobState, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// The engine's state as stored in a snapshot.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PersistentState {
+    /// Node names in configuration order, to check the configuration still matches.
+    pub node_names: Vec<String>,
+    /// Partition names in configuration order.
+    pub partition_names: Vec<String>,
+    /// Nodes with their dynamic state.
+    pub nodes: Vec<Node>,
+    /// Every job still held.
+    pub jobs: Vec<Job>,
+    /// Next job id to give.
+    pub next_job_id: u32,
+    /// Submissions so far (priority tie-break).
+    pub n_submitted: u32,
+}
+
+/// Why a snapshot cannot be used with the current configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RestoreError {
+    /// Nodes or partitions were added, removed or reordered.
+    #[error(
+        "the saved state was written for nodes {saved_nodes:?} and partitions {saved_parts:?}, \
+         but slurm.conf now has nodes {nodes:?} and partitions {parts:?}; restore the old \
+         configuration or start with an empty StateSaveLocation"
+    )]
+    ConfigChanged {
+        /// Nodes in the saved state.
+        saved_nodes: Vec<String>,
+        /// Partitions in the saved state.
+        saved_parts: Vec<String>,
+        /// Nodes now.
+        nodes: Vec<String>,
+        /// Partitions now.
+        parts: Vec<String>,
+    },
+}
+
+impl Engine {
+    /// The state to write into a snapshot.
+    pub fn persistent_state(&self) -> PersistentState {
+        PersistentState {
+            node_names: self.nodes.iter().map(|n| n.conf.name.clone()).collect(),
+            partition_names: self.parts.iter().map(|p| p.conf.name.clone()).collect(),
+            nodes: self.nodes.clone(),
+            jobs: self.jobs.values().cloned().collect(),
+            next_job_id: self.next_job_id,
+            n_submitted: self.n_submitted,
+        }
+    }
+
+    /// Rebuilds the engine from a snapshot under the current configuration.
+    /// Node definitions come from slurm.conf; their dynamic state and every
+    /// job come from the snapshot; node usage is recomputed from the jobs.
+    pub fn restore(
+        cfg: &conf::Config,
+        state: PersistentState,
+        boot_time: Timestamp,
+    ) -> Result<Engine, RestoreError> {
+        let mut e = Engine::new(cfg, boot_time);
+        let nodes: Vec<String> = e.nodes.iter().map(|n| n.conf.name.clone()).collect();
+        let parts: Vec<String> = e.parts.iter().map(|p| p.conf.name.clone()).collect();
+        if nodes != state.node_names || parts != state.partition_names {
+            return Err(RestoreError::ConfigChanged {
+                saved_nodes: state.node_names,
+                saved_parts: state.partition_names,
+                nodes,
+                parts,
+            });
+        }
+        for (n, saved) in e.nodes.iter_mut().zip(state.nodes) {
+            n.daemon_addr = saved.daemon_addr;
+            n.port = saved.port;
+            n.state = saved.state;
+            n.registered = saved.registered;
+            n.reason = saved.reason;
+            n.reason_user = saved.reason_user;
+            n.reason_time = saved.reason_time;
+            n.report = saved.report;
+            n.last_busy = saved.last_busy;
+            n.last_response = saved.last_response;
+        }
+        e.next_job_id = state.next_job_id;
+        e.n_submitted = state.n_submitted;
+        for job in state.jobs {
+            let id = job.id;
+            let alloc = job.alloc.clone();
+            e.jobs.insert(id, job);
+            if let Some(a) = alloc {
+                e.take_resources(id, &a, boot_time);
+            }
+        }
+        Ok(e)
+    }
+
+    /// Redoes what may have been lost with the previous controller process:
+    /// launches of running jobs (a node daemon ignores a launch it already
+    /// has), terminations of ending jobs; and gives every node a full
+    /// SlurmdTimeout to answer before it is judged silent.
+    pub fn after_recovery(&mut self, now: Timestamp) {
+        for n in self.nodes.iter_mut() {
+            if n.registered {
+                n.last_response = Some(now);
+            }
+        }
+        let ids: Vec<_> = self.jobs.keys().copied().collect();
+        for id in ids {
+            let job = &self.jobs[&id];
+            let Some(alloc) = &job.alloc else { continue };
+            let batch = alloc.nodes[0].node;
+            if job.state == JobState::Running && !job.completing {
+                let launch = self.batch_launch(id);
+                let n = &self.nodes[batch.0 as usize];
+                self.outbox.push(Command::LaunchBatch {
+                    node: n.conf.name.clone(),
+                    addr: n.daemon_addr.clone(),
+                    launch: Box::new(launch),
+                });
+            } else if job.completing {
+                let run = if job.state == JobState::Pending {
+                    job.restarts.saturating_sub(1)
+                } else {
+                    job.restarts
+                };
+                self.node_command_terminate(batch, id, run);
+            }
+        }
+    }
+}
