@@ -1,23 +1,30 @@
 //! The daemon's I/O shell: the listener, the controller requests, the job
-//! watchers and the reports to the controller.
+//! watchers, the recovery at start and the reports to the controller.
 //!
 //! ```text
-//!   run() --bind--> listener --accept--> serve_connection --handle()--> NodeResponse
-//!     |                                        |
-//!     +--spawn--> register (retry until Ok)    +--LaunchBatch--> launch::launch
-//!                                                                  |
-//!                 report_exit (retry) <-- watch_job (reap) <-------+
+//!   run() --bind--> recover (spool scan) --> listener --accept--> serve_connection
+//!     |                 |                                            |
+//!     |                 +--re-attach--> watch_job                    +--LaunchBatch
+//!     +--spawn--> register (retry until Ok),                         |  launch::prepare
+//!                 then report the jobs that ended meanwhile          |  launch::start_supervisor
+//!                                                                     v
+//!      remove job dir <-- report_exit (retry) <-- status file <-- watch_job (supervisor ended)
 //! ```
 //!
-//! When the daemon stops (the controller's `Shutdown`, SIGTERM or SIGINT)
-//! it kills the jobs it still runs. Slurm's slurmd leaves them to their
-//! slurmstepd, which a restarted slurmd finds again; muster's daemon does
-//! not yet recover jobs after a restart (TODO(#noded-recovery)), so a job
-//! left behind would run unwatched and never be reported. Killing them also
-//! means a stopped local cluster leaves no stray processes.
+//! A job's end always comes from the `status` file its supervisor writes,
+//! whether this daemon started the job (it reaps the supervisor, its
+//! child) or found it running at start-up (it waits on a pidfd). The job
+//! directory goes only once the controller answered the report, so a
+//! daemon killed in between reports the end again after its restart.
+//!
+//! When the daemon stops in order (the controller's `Shutdown`, SIGTERM or
+//! SIGINT) it kills the jobs it still runs, so that a stopped local cluster
+//! (`muster down`) leaves no stray processes. Killed by SIGKILL or a crash,
+//! it leaves them to their supervisors, and the next daemon picks them up.
 
-use crate::launch::{self, LaunchContext, LaunchError};
+use crate::launch::{self, LaunchContext, StepdAnswer, Supervisor};
 use crate::setup::{self, host_port, NodeSetup};
+use crate::spool::{self, Ended, Found, JobRecord, Pids, ProcId, RecordState};
 use crate::state::{AfterStart, JobTable, Refusal, TerminateAction};
 use crate::NodedOptions;
 use anyhow::Context;
@@ -26,8 +33,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use proto::{BatchLaunch, CtldRequest, CtldResponse, Envelope, NodeRequest, NodeResponse};
 use rpc::RpcError;
-use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -44,11 +51,20 @@ const CTLD_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a stopping daemon waits for killed jobs to be reaped and
 /// reported.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+/// How often /proc is looked at for a re-attached job's supervisor where
+/// the kernel has no pidfd_open(2) (before Linux 5.3). Only jobs found
+/// after a restart are watched this way; the daemon reaps its own
+/// supervisors.
+const ADOPTED_POLL: Duration = Duration::from_millis(200);
+/// The raw wait status of `exit 1`.
+const EXIT_1: i32 = 1 << 8;
 
 /// The state the tasks share.
 struct Daemon {
     setup: NodeSetup,
     daemon_uid: u32,
+    /// Runs `noded --stepd DIR`.
+    stepd_program: PathBuf,
     jobs: Mutex<JobTable>,
     shutdown: Notify,
     /// Reports to the controller not yet answered.
@@ -90,12 +106,16 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     let daemon = Arc::new(Daemon {
         setup,
         daemon_uid: nix::unistd::geteuid().as_raw(),
+        stepd_program: stepd_program(&opts)?,
         jobs: Mutex::new(JobTable::new()),
         shutdown: Notify::new(),
         pending_reports: AtomicUsize::new(0),
         progress: Notify::new(),
     });
-    let registration = tokio::spawn(register(daemon.clone()));
+    // After the bind: a second daemon for the same node fails there and
+    // never touches the first one's jobs.
+    let ended_meanwhile = recover(&daemon);
+    let registration = tokio::spawn(register(daemon.clone(), ended_meanwhile));
     let why = loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -118,6 +138,81 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     registration.abort();
     stop_jobs(&daemon).await;
     Ok(())
+}
+
+/// The program that runs job supervisors: the option, else this very
+/// binary. `/proc/self/exe` names it even after an upgrade replaced the
+/// file, so supervisors always match the daemon that starts them.
+fn stepd_program(opts: &NodedOptions) -> anyhow::Result<PathBuf> {
+    if let Some(program) = &opts.stepd_program {
+        return Ok(program.clone());
+    }
+    let proc_exe = Path::new("/proc/self/exe");
+    if proc_exe.exists() {
+        return Ok(proc_exe.to_path_buf());
+    }
+    std::env::current_exe().context("finding this executable, which runs the job supervisors")
+}
+
+/// A job that ended while no daemon watched it, reported once registered.
+struct EndedMeanwhile {
+    job_id: JobId,
+    dir: PathBuf,
+    ended: Ended,
+}
+
+/// Scans the spool directory: re-attaches to the jobs whose supervisor
+/// still runs (they are in the table before the registration reports
+/// `running_jobs`) and returns the ends to report.
+fn recover(daemon: &Arc<Daemon>) -> Vec<EndedMeanwhile> {
+    let spool_dir = &daemon.setup.spool_dir;
+    let found = match spool::scan(spool_dir) {
+        Ok(found) => found,
+        Err(e) => {
+            warn!(
+                "cannot scan the spool directory {}: {e}",
+                spool_dir.display()
+            );
+            return Vec::new();
+        }
+    };
+    let mut ended_meanwhile = Vec::new();
+    for found in found {
+        match found {
+            Found::Running { job_id, dir, pids } => {
+                let pid = pids.script.pid;
+                if daemon.jobs().reattach(job_id, pid, pid).is_err() {
+                    continue;
+                }
+                info!(
+                    job = %job_id,
+                    "re-attached to the running job (supervisor {}, script {pid})",
+                    pids.stepd.pid
+                );
+                let watch = Watch::Adopted(pids.stepd);
+                tokio::spawn(watch_job(daemon.clone(), job_id, dir, pids, watch));
+            }
+            Found::Ended { job_id, dir, ended } => {
+                info!(job = %job_id, "ended with {} while the daemon was away", ended.exit);
+                ended_meanwhile.push(EndedMeanwhile { job_id, dir, ended });
+            }
+            Found::Lost { job_id, dir, pids } => {
+                let no_status = match pids {
+                    Some(pids) => NoStatus::Killed(pids),
+                    None => NoStatus::LaunchFailed(
+                        "the node daemon stopped while launching the job".to_string(),
+                    ),
+                };
+                let (exit, launch_failed, ended) = end_without_status(job_id, &dir, no_status);
+                match ended {
+                    Some(ended) => ended_meanwhile.push(EndedMeanwhile { job_id, dir, ended }),
+                    // Nothing on disk: report it now, without the cleanup.
+                    None => start_report(daemon.clone(), job_id, exit, launch_failed, None),
+                }
+            }
+        }
+    }
+    ended_meanwhile
 }
 
 /// Kills every job still running and gives the watchers a moment to reap
@@ -167,7 +262,7 @@ async fn serve_connection(daemon: Arc<Daemon>, mut stream: TcpStream, peer: Stri
                 }
             };
         debug!(%peer, user = %env.identity.user, "request {:?}", RequestName(&env.body));
-        let (response, after) = handle(&daemon, env.body);
+        let (response, after) = handle(&daemon, env.body).await;
         let reply = rpc::envelope(daemon.setup.identity.clone(), response);
         let written = rpc::write_frame_async(&mut stream, &reply).await;
         if let Some(after) = after {
@@ -200,10 +295,10 @@ fn failed(msg: impl Into<String>) -> NodeResponse {
     NodeResponse::Failed(msg.into())
 }
 
-fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Option<After>) {
+async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Option<After>) {
     match request {
         NodeRequest::Ping => (NodeResponse::Ok, None),
-        NodeRequest::LaunchBatch(l) => launch_batch(daemon, *l),
+        NodeRequest::LaunchBatch(l) => launch_batch(daemon, *l).await,
         NodeRequest::Signal {
             job_id,
             signal,
@@ -265,7 +360,7 @@ fn terminate(daemon: &Arc<Daemon>, job_id: JobId, pid: i32, pgid: i32, kill_wait
     });
 }
 
-fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeResponse, Option<After>) {
+async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeResponse, Option<After>) {
     let job_id = launch.job_id;
     if let Err(refusal) = daemon.jobs().begin_launch(job_id) {
         // A repeated launch (the controller retrying after a lost answer)
@@ -282,69 +377,222 @@ fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeResponse, Opt
         conf_path: &conf_path,
         spool_dir: &daemon.setup.spool_dir,
         daemon_uid: daemon.daemon_uid,
+        stepd_program: &daemon.stepd_program,
     };
-    match launch::launch(&launch, &ctx) {
-        Ok(started) => {
-            let pid = started.pid;
-            info!(job = %job_id, pid, user = %launch.user, "batch script started");
+    let dir = match launch::prepare(&launch, &ctx) {
+        Ok(dir) => dir,
+        Err(msg) => {
+            daemon.jobs().abort_launch(job_id);
+            warn!(job = %job_id, "launch refused: {msg}");
+            return (failed(msg), None);
+        }
+    };
+    match launch::start_supervisor(&launch, &ctx, &dir).await {
+        Ok(Supervisor {
+            child,
+            answer: StepdAnswer::Started(pids),
+        }) => {
+            let pid = pids.script.pid;
+            let record = JobRecord {
+                job_id,
+                uid: launch.uid,
+                user: launch.user.clone(),
+                state: RecordState::Running,
+                pids: Some(pids),
+            };
+            if let Err(e) = spool::write_record(&dir, &record) {
+                // The supervisor's own pid file still allows re-attaching.
+                warn!(job = %job_id, "cannot update the job record: {e}");
+            }
+            info!(
+                job = %job_id,
+                pid,
+                supervisor = pids.stepd.pid,
+                user = %launch.user,
+                "batch script started"
+            );
             let after = daemon.jobs().started(job_id, pid, pid);
-            tokio::spawn(watch_job(daemon.clone(), job_id, started));
+            let watch = Watch::Child(child);
+            tokio::spawn(watch_job(daemon.clone(), job_id, dir, pids, watch));
             if let AfterStart::Terminate(kill_wait) = after {
                 terminate(daemon, job_id, pid, pid, kill_wait);
             }
             (NodeResponse::Ok, None)
         }
-        Err(LaunchError::Refused(msg)) => {
-            daemon.jobs().abort_launch(job_id);
-            warn!(job = %job_id, "launch refused: {msg}");
-            (failed(msg), None)
-        }
-        Err(LaunchError::StartFailed(msg)) => {
+        Ok(Supervisor {
+            mut child,
+            answer: StepdAnswer::Failed(msg),
+        }) => {
             daemon.jobs().abort_launch(job_id);
             warn!(job = %job_id, "launch failed: {msg}");
             let after: After = Box::new(move |daemon: Arc<Daemon>| {
-                start_report(daemon, job_id, ExitCode { code: 1, signal: 0 }, Some(msg));
+                tokio::spawn(async move {
+                    // It exits right after answering; its status file
+                    // holds the failure.
+                    let _ = child.wait().await;
+                    report_end(&daemon, job_id, &dir, NoStatus::LaunchFailed(msg));
+                });
+            });
+            (NodeResponse::Ok, Some(after))
+        }
+        Err(msg) => {
+            daemon.jobs().abort_launch(job_id);
+            warn!(job = %job_id, "launch failed: {msg}");
+            let after: After = Box::new(move |daemon: Arc<Daemon>| {
+                report_end(&daemon, job_id, &dir, NoStatus::LaunchFailed(msg));
             });
             (NodeResponse::Ok, Some(after))
         }
     }
 }
 
-/// Reaps the batch script, kills what is left of its process group (the
-/// batch step ends with its script), removes the spool directory and
-/// reports the end.
-async fn watch_job(daemon: Arc<Daemon>, job_id: JobId, started: launch::Started) {
-    let launch::Started {
-        pid,
-        mut child,
-        job_dir,
-    } = started;
-    let exit = match child.wait().await {
-        Ok(status) => ExitCode::from_wait_status(status.into_raw()),
-        Err(e) => {
-            warn!(job = %job_id, "cannot wait for the batch script: {e}");
-            ExitCode { code: 1, signal: 0 }
+/// How the daemon learns that a job's supervisor ended.
+enum Watch {
+    /// Started by this daemon: reaped as its child.
+    Child(tokio::process::Child),
+    /// Found after a restart: not our child.
+    Adopted(ProcId),
+}
+
+/// Waits for the job's supervisor to end, then reports the job's end from
+/// the status file it left.
+async fn watch_job(daemon: Arc<Daemon>, job_id: JobId, dir: PathBuf, pids: Pids, watch: Watch) {
+    match watch {
+        Watch::Child(mut child) => {
+            if let Err(e) = child.wait().await {
+                warn!(job = %job_id, "cannot wait for the job supervisor: {e}");
+                wait_adopted(pids.stepd).await;
+            }
         }
-    };
-    signal_group(pid, Signal::SIGKILL);
-    daemon.jobs().finished(job_id, pid);
-    remove_job_dir(job_dir);
-    info!(job = %job_id, "batch script ended with {exit}");
-    start_report(daemon.clone(), job_id, exit, None);
+        Watch::Adopted(id) => wait_adopted(id).await,
+    }
+    // Counted from before the job leaves the table, so that a stopping
+    // daemon never sees neither a job nor a report outstanding meanwhile.
+    daemon.pending_reports.fetch_add(1, Ordering::SeqCst);
+    daemon.jobs().finished(job_id, pids.script.pid);
+    report_end(&daemon, job_id, &dir, NoStatus::Killed(pids));
+    daemon.pending_reports.fetch_sub(1, Ordering::SeqCst);
     daemon.progress.notify_waiters();
 }
 
-fn remove_job_dir(dir: PathBuf) {
-    if let Err(e) = std::fs::remove_dir_all(&dir) {
-        if e.kind() != std::io::ErrorKind::NotFound {
-            warn!("cannot remove {}: {e}", dir.display());
+/// Waits until `id`, a process that is not our child, has ended.
+///
+/// pidfd_open(2) makes the kernel say when; where it is missing (Linux
+/// before 5.3, or a seccomp filter), /proc is polled every ADOPTED_POLL.
+async fn wait_adopted(id: ProcId) {
+    if let Some(fd) = pidfd_open(id.pid) {
+        // The pidfd pins whichever process had the pid when it was opened;
+        // if that pid is still our supervisor now, the pidfd is its.
+        if !id.is_alive() {
+            return;
         }
+        // SAFETY: the OwnedFd is moved in and stays open, the same
+        // descriptor, until the AsyncFd is dropped.
+        let registered = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+        };
+        match registered {
+            Ok(fd) => {
+                debug!("waiting for supervisor {} on its pidfd", id.pid);
+                // Readable once the process has ended.
+                if fd.readable().await.is_ok() {
+                    return;
+                }
+            }
+            Err(e) => debug!("cannot poll a pidfd: {e}; polling /proc"),
+        }
+    }
+    debug!("polling /proc for supervisor {}", id.pid);
+    while id.is_alive() {
+        tokio::time::sleep(ADOPTED_POLL).await;
     }
 }
 
+fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: the system call takes two integers and returns a new
+    // descriptor or -1; no memory is involved.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// What to record for a job whose supervisor left no status file.
+enum NoStatus {
+    /// The supervisor was killed (or its status could not be written): the
+    /// job counts as killed, and what is left of it is.
+    Killed(Pids),
+    /// The script never started, for this reason.
+    LaunchFailed(String),
+}
+
+/// Reports the end of the job in `dir`, from its status file.
+fn report_end(daemon: &Arc<Daemon>, job_id: JobId, dir: &Path, no_status: NoStatus) {
+    let ended = match spool::read_status(dir) {
+        Ok(Some(ended)) => Some(ended),
+        Ok(None) => None,
+        Err(e) => {
+            warn!(job = %job_id, "{e}");
+            None
+        }
+    };
+    let (exit, launch_failed, ended) = match ended {
+        Some(ended) => (ended.exit, ended.launch_failed.clone(), Some(ended)),
+        None => end_without_status(job_id, dir, no_status),
+    };
+    info!(job = %job_id, "batch script ended with {exit}");
+    let cleanup = ended.map(|ended| (dir.to_path_buf(), ended));
+    start_report(daemon.clone(), job_id, exit, launch_failed, cleanup);
+}
+
+/// Records the end of a job whose supervisor left no status: kills what is
+/// left of a killed job and writes the status in the supervisor's stead,
+/// so that a daemon restarted before the report is answered reports the
+/// same. Returns the end, and the status as written (`None` if it could
+/// not be).
+fn end_without_status(
+    job_id: JobId,
+    dir: &Path,
+    no_status: NoStatus,
+) -> (ExitCode, Option<String>, Option<Ended>) {
+    let (raw, launch_failed) = match no_status {
+        NoStatus::Killed(pids) => {
+            warn!(
+                job = %job_id,
+                "the job supervisor (pid {}) ended without recording the job's end: \
+                 reporting the job killed",
+                pids.stepd.pid
+            );
+            if pids.script.is_alive() {
+                signal_group(pids.script.pid, Signal::SIGKILL);
+            }
+            (libc::SIGKILL, None)
+        }
+        NoStatus::LaunchFailed(msg) => (EXIT_1, Some(msg)),
+    };
+    let written = spool::write_status(dir, raw, launch_failed.as_deref())
+        .and_then(|()| spool::read_status(dir));
+    let ended = match written {
+        Ok(ended) => ended,
+        Err(e) => {
+            warn!(job = %job_id, "cannot record the job's end in {}: {e}", dir.display());
+            None
+        }
+    };
+    (ExitCode::from_wait_status(raw), launch_failed, ended)
+}
+
 /// Reports a job's end to the controller in the background, retrying until
-/// it answers.
-fn start_report(daemon: Arc<Daemon>, job_id: JobId, exit: ExitCode, launch_failed: Option<String>) {
+/// it answers; then removes the job's directory (`cleanup`).
+fn start_report(
+    daemon: Arc<Daemon>,
+    job_id: JobId,
+    exit: ExitCode,
+    launch_failed: Option<String>,
+    cleanup: Option<(PathBuf, Ended)>,
+) {
     daemon.pending_reports.fetch_add(1, Ordering::SeqCst);
     tokio::spawn(async move {
         let request = CtldRequest::JobExited {
@@ -357,13 +605,21 @@ fn start_report(daemon: Arc<Daemon>, job_id: JobId, exit: ExitCode, launch_faile
             CtldResponse::Ok => debug!(job = %job_id, "end reported"),
             other => warn!(job = %job_id, "controller refused the job end report: {other:?}"),
         }
+        // Answered either way: asking again would not change the answer.
+        if let Some((dir, ended)) = cleanup {
+            if let Err(e) = spool::remove_reported(&dir, &ended) {
+                warn!("cannot remove {}: {e}", dir.display());
+            }
+        }
         daemon.pending_reports.fetch_sub(1, Ordering::SeqCst);
         daemon.progress.notify_waiters();
     });
 }
 
-/// Registers with the controller, retrying until it answers Ok.
-async fn register(daemon: Arc<Daemon>) {
+/// Registers with the controller, retrying until it answers Ok; then
+/// reports the jobs that ended while no daemon ran (after the registration,
+/// so that the controller hears of the node first).
+async fn register(daemon: Arc<Daemon>, ended_meanwhile: Vec<EndedMeanwhile>) {
     loop {
         let make = || {
             let mut reg = daemon.setup.registration.clone();
@@ -375,6 +631,16 @@ async fn register(daemon: Arc<Daemon>) {
         match call_until_answered(&daemon, make, "registration").await {
             CtldResponse::Ok => {
                 info!("registered with the controller");
+                for EndedMeanwhile { job_id, dir, ended } in ended_meanwhile {
+                    let (exit, launch_failed) = (ended.exit, ended.launch_failed.clone());
+                    start_report(
+                        daemon.clone(),
+                        job_id,
+                        exit,
+                        launch_failed,
+                        Some((dir, ended)),
+                    );
+                }
                 return;
             }
             other => {

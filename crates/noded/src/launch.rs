@@ -1,38 +1,40 @@
-//! Starting a batch script: the spool directory, the user switch, the
-//! working directory, stdio, and the exec (slurmstepd's part of a batch
-//! launch).
+//! Starting a batch job. The daemon writes the job's spool directory and
+//! starts the job's supervisor (`stepd`, a re-execution of this binary);
+//! the supervisor starts the batch script: the user switch, the working
+//! directory, stdio and the exec (slurmstepd's part of a batch launch).
 //!
-//! The script runs as a new session, so it survives the daemon and its
-//! process group is the job. Everything the child does between fork and
-//! exec is async-signal-safe (no allocation, no locks): setsid, setgroups,
+//! ```text
+//!   daemon: prepare() --> start_supervisor() --StepdSpec on stdin------> stepd::main
+//!                               ^                                           |
+//!                               +--------StepdAnswer on stdout-- spawn_script()
+//! ```
+//!
+//! The script runs as a new session, so its process group is the job.
+//! Everything the script's child does between fork and exec is
+//! async-signal-safe (no allocation, no locks): signal, setsid, setgroups,
 //! setgid, setuid, umask, chdir, open, dup2, write. Output files are opened
 //! by the child after the user switch, so they are created as, and checked
 //! against the permissions of, the job's user.
 
 use crate::env::{job_env, NodeEnv};
+use crate::spool::{self, JobRecord, Pids, RecordState};
 use proto::BatchLaunch;
+use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+pub use crate::spool::job_dir;
 
 /// Sets `SLURM_TASK_PID` to the shell's own pid, then execs the script in
 /// its place, so the variable names the script's process.
 const WRAPPER: &str = "SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec \"$0\" \"$@\"";
-
-/// Why a launch did not start a script.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LaunchError {
-    /// Refused before anything ran (another user's job on a non-root
-    /// daemon, an unusable spool directory): answered `Failed`.
-    Refused(String),
-    /// The script could not be started (output file, user switch, exec):
-    /// answered `Ok`, then reported as `JobExited` with `launch_failed`, as
-    /// Slurm fails the job rather than the launch request.
-    StartFailed(String),
-}
 
 /// What the node contributes to every launch.
 #[derive(Clone, Debug)]
@@ -45,23 +47,44 @@ pub struct LaunchContext<'a> {
     pub spool_dir: &'a Path,
     /// The daemon's effective uid.
     pub daemon_uid: u32,
+    /// The program that runs `noded --stepd DIR` (normally this binary).
+    pub stepd_program: &'a Path,
 }
 
-/// A started batch script.
+/// What the daemon hands a supervisor on its stdin.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StepdSpec {
+    /// The launch request.
+    pub launch: BatchLaunch,
+    /// This node's name.
+    pub node_name: String,
+    /// Absolute slurm.conf path.
+    pub conf_path: String,
+    /// Run the script as `launch.uid` (the daemon is root and the job is
+    /// another user's).
+    pub switch_user: bool,
+}
+
+/// The supervisor's one line on its stdout.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StepdAnswer {
+    /// The script runs; the pids are also in the `pids` file.
+    Started(Pids),
+    /// The script could not be started; the `status` file says why.
+    Failed(String),
+}
+
+/// A supervisor that answered.
 #[derive(Debug)]
-pub struct Started {
-    /// Its pid, which is also its process group and session id.
-    pub pid: i32,
+pub struct Supervisor {
     /// The handle to reap it with.
     pub child: tokio::process::Child,
-    /// `<spool>/jobNNNNN`, removed once the job ends.
-    pub job_dir: PathBuf,
+    /// What it said.
+    pub answer: StepdAnswer,
 }
 
-/// The spool directory of a job: Slurm's `job%05u`.
-pub fn job_dir(spool_dir: &Path, job_id: model::JobId) -> PathBuf {
-    spool_dir.join(format!("job{:05}", job_id.0))
-}
+/// How long a supervisor may take to start the script and answer.
+const STEPD_ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// `path` against `work_dir` when relative; `default` when empty.
 pub fn resolve_path(work_dir: &str, path: &str, default: &str) -> String {
@@ -98,6 +121,11 @@ const STEP_STDIN: u8 = 3;
 const STEP_STDOUT: u8 = 4;
 const STEP_STDERR: u8 = 5;
 
+/// Signals the supervisor ignores, so that only the job's own signals
+/// (sent to the script's group, not to the supervisor) affect the job.
+pub const SUPERVISOR_IGNORES: [libc::c_int; 4] =
+    [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGPIPE];
+
 /// Highest errno with a prepared chdir message.
 const MAX_ERRNO: usize = 134;
 
@@ -132,6 +160,11 @@ impl ChildSetup {
         // SAFETY: plain system calls on data prepared before fork; no
         // allocation or locking happens here.
         unsafe {
+            // The supervisor ignores these; an ignored signal stays ignored
+            // across exec, and the job must see them.
+            for sig in SUPERVISOR_IGNORES {
+                libc::signal(sig, libc::SIG_DFL);
+            }
             if libc::setsid() < 0 {
                 return Err(fail(STEP_SETSID));
             }
@@ -193,21 +226,62 @@ impl ChildSetup {
     }
 }
 
-fn cstring(what: &str, s: &str) -> Result<CString, LaunchError> {
-    CString::new(s).map_err(|_| LaunchError::Refused(format!("{what} contains a NUL byte")))
+fn cstring(what: &str, s: &str) -> Result<CString, String> {
+    CString::new(s).map_err(|_| format!("{what} contains a NUL byte"))
 }
 
 /// Supplementary groups of `user` with primary group `gid`.
-fn groups_of(user: &str, gid: u32) -> Result<Vec<libc::gid_t>, LaunchError> {
-    let name = cstring("user name", user)?;
-    let groups =
-        nix::unistd::getgrouplist(&name, nix::unistd::Gid::from_raw(gid)).map_err(|e| {
-            LaunchError::StartFailed(format!("cannot read the groups of user {user}: {e}"))
-        })?;
+fn groups_of(user: &str, gid: u32) -> Result<Vec<libc::gid_t>, String> {
+    let name = CString::new(user).map_err(|_| "user name contains a NUL byte".to_string())?;
+    let groups = nix::unistd::getgrouplist(&name, nix::unistd::Gid::from_raw(gid))
+        .map_err(|e| format!("cannot read the groups of user {user}: {e}"))?;
     Ok(groups.into_iter().map(|g| g.as_raw()).collect())
 }
 
-/// Writes the script into a fresh job directory.
+/// Where the script's stdio and working directory are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Paths {
+    work_dir: String,
+    stdin: String,
+    stdout: String,
+    stderr: String,
+}
+
+impl Paths {
+    fn of(launch: &BatchLaunch) -> Paths {
+        let work_dir = if launch.work_dir.is_empty() {
+            "/tmp"
+        } else {
+            &launch.work_dir
+        };
+        let stdout = resolve_path(
+            work_dir,
+            &launch.stdout,
+            &format!("slurm-{}.out", launch.job_id),
+        );
+        Paths {
+            stderr: resolve_path(work_dir, &launch.stderr, &stdout),
+            stdin: resolve_path(work_dir, &launch.stdin, "/dev/null"),
+            work_dir: work_dir.to_string(),
+            stdout,
+        }
+    }
+
+    /// Refuses names that cannot be passed to the system.
+    fn check(&self, launch: &BatchLaunch) -> Result<(), String> {
+        cstring("working directory", &self.work_dir)?;
+        cstring("stdin path", &self.stdin)?;
+        cstring("stdout path", &self.stdout)?;
+        cstring("stderr path", &self.stderr)?;
+        cstring("user name", &launch.user)?;
+        Ok(())
+    }
+}
+
+/// Writes the script into a fresh job directory. For another user's job
+/// the directory stays the daemon's (mode 0711: the user may reach the
+/// script but not list, add or replace the supervisor's files) and only
+/// the script is the user's.
 fn write_script(dir: &Path, script: &str, owner: Option<(u32, u32)>) -> std::io::Result<PathBuf> {
     if let Some(parent) = dir.parent() {
         std::fs::create_dir_all(parent)?;
@@ -217,7 +291,8 @@ fn write_script(dir: &Path, script: &str, owner: Option<(u32, u32)>) -> std::io:
         std::fs::remove_dir_all(dir)?;
     }
     std::fs::create_dir(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    let mode = if owner.is_some() { 0o711 } else { 0o700 };
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))?;
     let path = dir.join("slurm_script");
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -228,62 +303,128 @@ fn write_script(dir: &Path, script: &str, owner: Option<(u32, u32)>) -> std::io:
     f.sync_all()?;
     drop(f);
     if let Some((uid, gid)) = owner {
-        std::os::unix::fs::chown(dir, Some(uid), Some(gid))?;
         std::os::unix::fs::chown(&path, Some(uid), Some(gid))?;
     }
     Ok(path)
 }
 
-/// Starts `launch`'s batch script. Must be called inside a tokio runtime.
-pub fn launch(launch: &BatchLaunch, ctx: &LaunchContext<'_>) -> Result<Started, LaunchError> {
-    let switch_user = launch.uid != ctx.daemon_uid;
-    if switch_user && ctx.daemon_uid != 0 {
-        return Err(LaunchError::Refused(
-            "cannot run jobs for other users unless the node daemon runs as root".to_string(),
-        ));
-    }
-    let dir = job_dir(ctx.spool_dir, launch.job_id);
-    let owner = switch_user.then_some((launch.uid, launch.gid));
-    let script = write_script(&dir, &launch.script, owner).map_err(|e| {
-        LaunchError::Refused(format!(
-            "cannot write the batch script into {}: {e}",
-            dir.display()
-        ))
-    })?;
-    let result = spawn(launch, ctx, &script, switch_user);
-    if result.is_err() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    result.map(|(pid, child)| Started {
-        pid,
-        child,
-        job_dir: dir,
-    })
+/// True when `launch` runs as another user than the daemon.
+fn switches_user(launch: &BatchLaunch, ctx: &LaunchContext<'_>) -> bool {
+    launch.uid != ctx.daemon_uid
 }
 
-fn spawn(
+/// Checks `launch` and writes its job directory: the script and the
+/// daemon's record (state `launching`). Returns the directory, or why the
+/// launch is refused (answered `Failed`: another user's job on a non-root
+/// daemon, an unusable spool directory).
+///
+/// What goes wrong later (an output file, the user switch, the exec) is
+/// answered `Ok` and reported as `JobExited` with `launch_failed`, as
+/// Slurm fails the job rather than the launch request.
+pub fn prepare(launch: &BatchLaunch, ctx: &LaunchContext<'_>) -> Result<PathBuf, String> {
+    let switch_user = switches_user(launch, ctx);
+    if switch_user && ctx.daemon_uid != 0 {
+        return Err(
+            "cannot run jobs for other users unless the node daemon runs as root".to_string(),
+        );
+    }
+    Paths::of(launch).check(launch)?;
+    let dir = job_dir(ctx.spool_dir, launch.job_id);
+    let owner = switch_user.then_some((launch.uid, launch.gid));
+    let record = JobRecord {
+        job_id: launch.job_id,
+        uid: launch.uid,
+        user: launch.user.clone(),
+        state: RecordState::Launching,
+        pids: None,
+    };
+    let written =
+        write_script(&dir, &launch.script, owner).and_then(|_| spool::write_record(&dir, &record));
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(format!(
+            "cannot write the batch script into {}: {e}",
+            dir.display()
+        ));
+    }
+    Ok(dir)
+}
+
+/// Starts the supervisor of the job in `dir` and waits for its answer.
+/// An error means no script runs; the supervisor, if any, is killed.
+pub async fn start_supervisor(
     launch: &BatchLaunch,
     ctx: &LaunchContext<'_>,
-    script: &Path,
-    switch_user: bool,
-) -> Result<(i32, tokio::process::Child), LaunchError> {
-    let work_dir = if launch.work_dir.is_empty() {
-        "/tmp"
-    } else {
-        &launch.work_dir
+    dir: &Path,
+) -> Result<Supervisor, String> {
+    let spec = StepdSpec {
+        launch: launch.clone(),
+        node_name: ctx.node_name.to_string(),
+        conf_path: ctx.conf_path.to_string(),
+        switch_user: switches_user(launch, ctx),
     };
-    let stdout = resolve_path(
-        work_dir,
-        &launch.stdout,
-        &format!("slurm-{}.out", launch.job_id),
-    );
-    let stderr = resolve_path(work_dir, &launch.stderr, &stdout);
-    let stdin = resolve_path(work_dir, &launch.stdin, "/dev/null");
+    let spec = serde_json::to_vec(&spec).map_err(|e| format!("cannot encode the launch: {e}"))?;
+    let mut cmd = tokio::process::Command::new(ctx.stepd_program);
+    // `muster noded --stepd DIR`; a test binary that calls `noded::main`
+    // skips the leading word as it skips a program name.
+    cmd.arg0("muster")
+        .arg("noded")
+        .arg("--stepd")
+        .arg(dir)
+        .current_dir("/")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(false);
+    let mut child = cmd.spawn().map_err(|e| {
+        format!(
+            "cannot start the job supervisor {}: {e}",
+            ctx.stepd_program.display()
+        )
+    })?;
+    let talk = async {
+        let mut stdin = child.stdin.take().ok_or("no supervisor stdin")?;
+        let stdout = child.stdout.take().ok_or("no supervisor stdout")?;
+        stdin
+            .write_all(&spec)
+            .await
+            .map_err(|e| format!("cannot hand the launch to the job supervisor: {e}"))?;
+        drop(stdin);
+        let mut line = String::new();
+        tokio::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .await
+            .map_err(|e| format!("cannot read the job supervisor's answer: {e}"))?;
+        serde_json::from_str::<StepdAnswer>(&line)
+            .map_err(|_| format!("the job supervisor did not start: {:?}", line.trim()))
+    };
+    let answer = match tokio::time::timeout(STEPD_ANSWER_TIMEOUT, talk).await {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(msg)) => {
+            let _ = child.start_kill();
+            return Err(msg);
+        }
+        Err(_) => {
+            let _ = child.start_kill();
+            return Err(format!(
+                "the job supervisor did not answer within {STEPD_ANSWER_TIMEOUT:?}"
+            ));
+        }
+    };
+    Ok(Supervisor { child, answer })
+}
+
+/// Starts the batch script of `spec`, whose copy is `script`, as a child
+/// of the calling process (the supervisor). Returns its pid, which is also
+/// its process group and session, or why it could not start.
+pub fn spawn_script(spec: &StepdSpec, script: &Path) -> Result<i32, String> {
+    let launch = &spec.launch;
+    let paths = Paths::of(launch);
     let env = job_env(
         launch,
         &NodeEnv {
-            node_name: ctx.node_name,
-            conf_path: ctx.conf_path,
+            node_name: &spec.node_name,
+            conf_path: &spec.conf_path,
         },
     );
     let umask = env
@@ -291,31 +432,32 @@ fn spawn(
         .find(|(k, _)| k == "SLURM_UMASK")
         .and_then(|(_, v)| libc::mode_t::from_str_radix(v, 8).ok())
         .filter(|m| *m <= 0o777);
-    let switch = if switch_user {
+    let switch = if spec.switch_user {
         Some((launch.uid, launch.gid, groups_of(&launch.user, launch.gid)?))
     } else {
         None
     };
+    let work_dir = &paths.work_dir;
     let mut chdir_lines = vec![chdir_error_line(work_dir, libc::EIO).into_bytes()];
     chdir_lines.extend((1..MAX_ERRNO as i32).map(|e| chdir_error_line(work_dir, e).into_bytes()));
-    let (mut report_rx, report_tx) = UnixStream::pair()
-        .map_err(|e| LaunchError::StartFailed(format!("cannot create a pipe: {e}")))?;
+    let (mut report_rx, report_tx) =
+        UnixStream::pair().map_err(|e| format!("cannot create a pipe: {e}"))?;
     let setup = ChildSetup {
         switch,
         umask,
         work_dir: cstring("working directory", work_dir)?,
         chdir_lines,
-        stdin: cstring("stdin path", &stdin)?,
-        stderr: if stderr == stdout {
+        stdin: cstring("stdin path", &paths.stdin)?,
+        stderr: if paths.stderr == paths.stdout {
             None
         } else {
-            Some(cstring("stderr path", &stderr)?)
+            Some(cstring("stderr path", &paths.stderr)?)
         },
-        stdout: cstring("stdout path", &stdout)?,
+        stdout: cstring("stdout path", &paths.stdout)?,
         append: launch.open_append,
         report_fd: report_tx.as_raw_fd(),
     };
-    let mut cmd = tokio::process::Command::new("/bin/sh");
+    let mut cmd = std::process::Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(WRAPPER)
         .arg(script.as_os_str())
@@ -324,8 +466,7 @@ fn spawn(
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(false);
+        .stderr(std::process::Stdio::null());
     // SAFETY: `apply` only makes async-signal-safe system calls on memory
     // prepared before fork (see ChildSetup).
     unsafe {
@@ -334,12 +475,10 @@ fn spawn(
     let spawned = cmd.spawn();
     drop(report_tx);
     match spawned {
-        Ok(child) => {
-            let pid = child.id().map(|p| p as i32).ok_or_else(|| {
-                LaunchError::StartFailed("the batch script vanished at start".to_string())
-            })?;
-            Ok((pid, child))
-        }
+        // The supervisor reaps the script by pid (it needs the raw status
+        // and to look before reaping); dropping the handle neither waits
+        // nor kills.
+        Ok(child) => Ok(child.id() as i32),
         Err(e) => {
             let mut step = [0u8; 1];
             let _ = report_rx.set_nonblocking(true);
@@ -350,18 +489,17 @@ fn spawn(
             let err = e
                 .raw_os_error()
                 .map_or_else(|| e.to_string(), os_error_text);
-            let msg = match step {
+            Err(match step {
                 STEP_SETSID => format!("setsid failed: {err}"),
                 STEP_USER => format!(
                     "cannot switch to user {} (uid {} gid {}): {err}",
                     launch.user, launch.uid, launch.gid
                 ),
-                STEP_STDIN => format!("Could not open stdin file {stdin}: {err}"),
-                STEP_STDOUT => format!("Could not open stdout file {stdout}: {err}"),
-                STEP_STDERR => format!("Could not open stderr file {stderr}: {err}"),
+                STEP_STDIN => format!("Could not open stdin file {}: {err}", paths.stdin),
+                STEP_STDOUT => format!("Could not open stdout file {}: {err}", paths.stdout),
+                STEP_STDERR => format!("Could not open stderr file {}: {err}", paths.stderr),
                 _ => format!("cannot execute /bin/sh for {}: {err}", script.display()),
-            };
-            Err(LaunchError::StartFailed(msg))
+            })
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The node daemon (Slurm's slurmd plus slurmstepd for batch jobs).
 //!
-//! It reports the node's resources to the controller, then starts, signals
-//! and reaps the batch scripts the controller sends, and reports how each
+//! It reports the node's resources to the controller, then starts and
+//! signals the batch scripts the controller sends, and reports how each
 //! ended. It does not decide anything: what runs where, and when a job is
 //! killed, is the controller's call.
 //!
@@ -10,12 +10,23 @@
 //!   daemon  ----------------------------------------------------> ctld
 //!   (shell) <---------------------------------------------------- ctld
 //!      |       LaunchBatch, Signal, Terminate, Ping, Shutdown
-//!      v
-//!   state::JobTable (pure)   launch (fork/exec)   env (pure)   hw (/proc parsing)
+//!      | spawn, spec on stdin                  spool/jobNNNNN/{job.json,pids,status}
+//!      v                                           ^ written by both, read at restart
+//!   stepd (one per job, own session) --fork/exec--> batch script (own session = the job)
+//!
+//!   state::JobTable (pure)   spool (files, /proc identity)   launch   env (pure)   hw
 //! ```
 //!
-//! Invariant: every job in the job table has a watcher task that reaps its
-//! batch script and reports its end; nothing else removes it.
+//! Each job has a supervisor process (`stepd`), the script's parent, which
+//! writes the script's wait status into the job's spool directory. The
+//! daemon can die (even by SIGKILL) without harm to its jobs: a restarted
+//! daemon scans the spool directory, re-attaches to the jobs whose
+//! supervisor still runs and reports those that ended meanwhile.
+//!
+//! Invariant: every job in the job table has a watcher task that waits for
+//! its supervisor and reports its end from the `status` file; nothing else
+//! removes it. A job's spool directory lives until the controller answered
+//! its end report.
 //!
 //! Without cgroups (not yet implemented) a job is its batch script's session
 //! and process group: signals go to the group, and what is left of the group
@@ -27,7 +38,9 @@ mod env;
 mod hw;
 mod launch;
 mod setup;
+mod spool;
 pub mod state;
+mod stepd;
 
 use std::path::PathBuf;
 
@@ -46,6 +59,11 @@ pub struct NodedOptions {
     pub foreground: bool,
     /// `-v` count: more logging.
     pub verbose: u8,
+    /// The program that runs job supervisors as `PROGRAM noded --stepd
+    /// DIR`. `None` means this executable, which must then dispatch
+    /// `noded` to [`main`] (as `muster` does); a test binary that runs the
+    /// daemon in-process points it at one that does.
+    pub stepd_program: Option<PathBuf>,
 }
 
 impl NodedOptions {
@@ -57,6 +75,7 @@ impl NodedOptions {
             conf_path: default_conf_path(),
             foreground: true,
             verbose: 0,
+            stepd_program: None,
         }
     }
 }
@@ -111,12 +130,21 @@ fn parse_args(args: &[String]) -> Result<Parsed, String> {
 /// runs the daemon on a fresh tokio runtime and returns the exit status:
 /// 0 after a clean shutdown (SIGTERM, SIGINT or the controller's
 /// `Shutdown`), 1 on any error, which is printed with its causes.
+///
+/// `--stepd DIR` (not in the usage: only the daemon passes it) runs a job
+/// supervisor instead; see the `stepd` module.
 pub fn main(args: Vec<String>) -> i32 {
     // Tolerate being handed argv[0] as well.
     let args: &[String] = match args.first() {
         Some(first) if !first.starts_with('-') => &args[1..],
         _ => &args[..],
     };
+    if let [flag, dir] = args {
+        if flag == "--stepd" {
+            // Before any runtime or thread exists: the supervisor forks.
+            return stepd::main(std::path::Path::new(dir));
+        }
+    }
     let opts = match parse_args(args) {
         Ok(Parsed::Run(opts)) => opts,
         Ok(Parsed::Help) => {

@@ -6,8 +6,9 @@
 //!
 //! ```text
 //!   begin_launch --> Starting --started()--> Running --finished()--> (gone)
-//!                       |                       ^
-//!                       +--abort_launch()-------+--> (gone)
+//!                       |                     ^
+//!                       +--abort_launch()     +--reattach() (found after a restart)
+//!                             --> (gone)
 //! ```
 
 use model::JobId;
@@ -155,7 +156,23 @@ impl JobTable {
         }
     }
 
-    /// The batch script `pid` was reaped: forget the job and return its
+    /// A job found running after a daemon restart: its script runs as
+    /// `pid` in group `pgid`. Refused if the job is already here.
+    pub fn reattach(&mut self, job_id: JobId, pid: i32, pgid: i32) -> Result<(), Refusal> {
+        if self.jobs.contains_key(&job_id) {
+            return Err(Refusal::AlreadyHere);
+        }
+        self.jobs.insert(
+            job_id,
+            JobEntry {
+                phase: Phase::Running { pid, pgid },
+                terminate: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// The batch script `pid` ended: forget the job and return its
     /// entry. A stale pid (not the job's) changes nothing.
     pub fn finished(&mut self, job_id: JobId, pid: i32) -> Option<JobEntry> {
         match self.jobs.get(&job_id) {

@@ -13,6 +13,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 const WAIT: Duration = Duration::from_secs(20);
+/// Runs the job supervisors (`noded --stepd`) of the in-process daemons.
+const STEPD: &str = env!("CARGO_BIN_EXE_noded-test-bin");
 
 struct Harness {
     dir: tempfile::TempDir,
@@ -97,6 +99,7 @@ impl Harness {
             conf_path: conf_path.clone(),
             foreground: true,
             verbose: 0,
+            stepd_program: Some(STEPD.into()),
         };
         let daemon = tokio::spawn(noded::run(opts));
         Harness {
@@ -212,6 +215,15 @@ fn spool_job_dir(h: &Harness, job: u32) -> PathBuf {
     h.dir.path().join(format!("spool/n1/job{job:05}"))
 }
 
+/// The spool directory goes once the controller answered the end report.
+async fn wait_for_removal(dir: &std::path::Path) {
+    let start = Instant::now();
+    while dir.exists() {
+        assert!(start.elapsed() < WAIT, "{} still exists", dir.display());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn registers_configured_resources_and_answers_ping() {
     let h = Harness::start().await;
@@ -261,8 +273,8 @@ async fn batch_script_output_and_exit_code_are_reported() {
     // The daemon's environment is not inherited.
     assert_eq!(lines[3], "home unset args 0");
     assert_eq!(lines[4], "oops");
-    // The spool directory goes once the job ends.
-    assert!(!spool_job_dir(&h, 11).exists());
+    // The spool directory goes once the job's end is reported.
+    wait_for_removal(&spool_job_dir(&h, 11)).await;
     h.shutdown().await;
 }
 
@@ -400,7 +412,7 @@ async fn unopenable_output_is_a_launch_failure_not_a_crash() {
         failed.contains("Could not open stdout file /nonexistent-muster-dir/out"),
         "{failed}"
     );
-    assert!(!spool_job_dir(&h, 41).exists());
+    wait_for_removal(&spool_job_dir(&h, 41)).await;
     // The daemon still serves.
     assert!(matches!(h.call(NodeRequest::Ping).await, NodeResponse::Ok));
     h.shutdown().await;
@@ -483,6 +495,7 @@ async fn start_up_errors_are_clear() {
         conf_path: h.conf_path.clone(),
         foreground: true,
         verbose: 0,
+        stepd_program: None,
     })
     .await
     .unwrap_err();
@@ -494,6 +507,7 @@ async fn start_up_errors_are_clear() {
         conf_path: h.conf_path.clone(),
         foreground: true,
         verbose: 0,
+        stepd_program: None,
     })
     .await
     .unwrap_err();
@@ -511,6 +525,7 @@ async fn start_up_errors_are_clear() {
         conf_path: bad.clone(),
         foreground: true,
         verbose: 0,
+        stepd_program: None,
     })
     .await
     .unwrap_err();

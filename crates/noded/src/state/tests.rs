@@ -106,3 +106,23 @@ fn stale_pid_does_not_finish_job() {
     assert_eq!(t.finished(JobId(8), 3), None);
     assert_eq!(t.len(), 1);
 }
+
+#[test]
+fn reattached_job_runs_and_can_be_terminated() {
+    let mut t = JobTable::new();
+    t.reattach(J, 50, 50).unwrap();
+    assert_eq!(t.reattach(J, 51, 51), Err(Refusal::AlreadyHere));
+    assert_eq!(t.begin_launch(J), Err(Refusal::AlreadyHere));
+    assert!(t.is_running(J, 50));
+    assert_eq!(t.signal_target(J, false), Ok(SignalTarget::Group(50)));
+    assert_eq!(
+        t.terminate(J, 5),
+        Ok(TerminateAction::Signal {
+            pid: 50,
+            pgid: 50,
+            kill_wait: 5
+        })
+    );
+    assert!(t.finished(J, 50).is_some());
+    assert!(t.is_empty());
+}

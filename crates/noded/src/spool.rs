@@ -1,0 +1,343 @@
+//! The daemon's memory of its jobs on disk, and what a restarted daemon
+//! finds there.
+//!
+//! ```text
+//!   <spool>/jobNNNNN/        one per job, until the controller acknowledged its end
+//!     slurm_script            the batch script                    (daemon, at launch)
+//!     job.json                JobRecord: id, user, state, pids     (daemon)
+//!     pids                    Pids: supervisor and script          (supervisor, after start)
+//!     status                  raw wait status [+ launch failure]   (supervisor, last)
+//! ```
+//!
+//! Every file is written whole under a temporary name and renamed into
+//! place, so a reader (a daemon started after a crash) sees the old content
+//! or the new, never a part. The supervisor writes `status` last and exits
+//! right after: a supervisor that is gone without a `status` was killed.
+//!
+//! A process is named by its pid and its start time (`/proc/<pid>/stat`
+//! field 22, clock ticks since boot), so a pid reused by an unrelated
+//! process is never taken for the job's.
+
+use model::{ExitCode, JobId};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// The record the daemon keeps per job.
+pub const RECORD_FILE: &str = "job.json";
+/// The supervisor's and the script's pids.
+pub const PIDS_FILE: &str = "pids";
+/// The script's end.
+pub const STATUS_FILE: &str = "status";
+
+/// One process, recognisable after its pid is reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcId {
+    /// Its pid.
+    pub pid: i32,
+    /// Its start time in clock ticks since boot.
+    pub start: u64,
+}
+
+impl ProcId {
+    /// `pid` as it is now, zombie or not; `None` when no such process
+    /// exists.
+    pub fn of(pid: i32) -> Option<ProcId> {
+        read_stat(pid).map(|(_, start)| ProcId { pid, start })
+    }
+
+    /// True while this very process runs (a zombie has ended).
+    pub fn is_alive(self) -> bool {
+        self.pid > 0
+            && matches!(read_stat(self.pid), Some((state, start))
+                if start == self.start && state != 'Z' && state != 'X')
+    }
+}
+
+fn read_stat(pid: i32) -> Option<(char, u64)> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// The state letter and the start time (field 22) from the text of
+/// `/proc/<pid>/stat`. The command name (field 2) may hold spaces and
+/// parentheses, so fields are counted from its last `)`.
+pub fn parse_stat(stat: &str) -> Option<(char, u64)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    // Field 3 is the state; field 22 is 19 further on.
+    let start = fields.nth(18)?.parse().ok()?;
+    Some((state, start))
+}
+
+/// What the supervisor started: itself and the batch script, whose pid is
+/// also its process group and session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pids {
+    /// The supervisor (`noded --stepd`).
+    pub stepd: ProcId,
+    /// The batch script (`SLURM_TASK_PID`).
+    pub script: ProcId,
+}
+
+/// How far the daemon got with a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordState {
+    /// The supervisor is being started.
+    Launching,
+    /// The supervisor answered: the script runs.
+    Running,
+}
+
+/// The daemon's record of one job (`job.json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// The job.
+    pub job_id: JobId,
+    /// Whose job it is.
+    pub uid: u32,
+    /// The user's name.
+    pub user: String,
+    /// Launching or running.
+    pub state: RecordState,
+    /// Known once running.
+    pub pids: Option<Pids>,
+}
+
+/// A job's end as read from its `status` file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ended {
+    /// The exit code, from the raw wait status.
+    pub exit: ExitCode,
+    /// Set when the script never started.
+    pub launch_failed: Option<String>,
+    /// The file's (device, inode): the job directory is removed only while
+    /// it still holds this very file, not a relaunch's.
+    file: (u64, u64),
+}
+
+/// The spool directory of a job: Slurm's `job%05u`.
+pub fn job_dir(spool_dir: &Path, job_id: JobId) -> PathBuf {
+    spool_dir.join(format!("job{:05}", job_id.0))
+}
+
+/// The job id of a spool entry named `jobNNNNN`.
+pub fn parse_job_dir_name(name: &str) -> Option<JobId> {
+    let digits = name.strip_prefix("job")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().map(JobId)
+}
+
+/// Writes `path` whole: a temporary file, fsync, rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    write_atomic(path, &bytes)
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
+    let bytes = std::fs::read(path).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Writes the daemon's record of a job.
+pub fn write_record(dir: &Path, record: &JobRecord) -> std::io::Result<()> {
+    write_json(&dir.join(RECORD_FILE), record)
+}
+
+/// The daemon's record of a job, if readable.
+pub fn read_record(dir: &Path) -> Option<JobRecord> {
+    read_json(&dir.join(RECORD_FILE))
+}
+
+/// Writes the supervisor's pids.
+pub fn write_pids(dir: &Path, pids: &Pids) -> std::io::Result<()> {
+    write_json(&dir.join(PIDS_FILE), pids)
+}
+
+/// The supervisor's pids, if written.
+pub fn read_pids(dir: &Path) -> Option<Pids> {
+    read_json(&dir.join(PIDS_FILE))
+}
+
+/// The text of a `status` file: the raw wait status on the first line,
+/// then the launch failure, if any.
+pub fn format_status(raw: i32, launch_failed: Option<&str>) -> String {
+    match launch_failed {
+        Some(msg) => format!("{raw}\n{}\n", msg.replace('\n', " ")),
+        None => format!("{raw}\n"),
+    }
+}
+
+/// Parses a `status` file: (raw wait status, launch failure).
+pub fn parse_status(text: &str) -> Option<(i32, Option<String>)> {
+    let (first, rest) = text.split_once('\n')?;
+    let raw = first.trim().parse().ok()?;
+    let msg = rest.trim_end_matches('\n');
+    Some((raw, (!msg.is_empty()).then(|| msg.to_string())))
+}
+
+/// Writes a job's end; the supervisor's last act.
+pub fn write_status(dir: &Path, raw: i32, launch_failed: Option<&str>) -> std::io::Result<()> {
+    write_atomic(
+        &dir.join(STATUS_FILE),
+        format_status(raw, launch_failed).as_bytes(),
+    )
+}
+
+/// The job's end, `None` while it has not ended (no `status` yet).
+pub fn read_status(dir: &Path) -> std::io::Result<Option<Ended>> {
+    let path = dir.join(STATUS_FILE);
+    let file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    let text = std::io::read_to_string(file)?;
+    let (raw, launch_failed) = parse_status(&text).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: not a wait status: {text:?}", path.display()),
+        )
+    })?;
+    Ok(Some(Ended {
+        exit: ExitCode::from_wait_status(raw),
+        launch_failed,
+        file: (meta.dev(), meta.ino()),
+    }))
+}
+
+/// Removes a reported job's directory, unless a relaunch of the same job
+/// id replaced it meanwhile.
+pub fn remove_reported(dir: &Path, ended: &Ended) -> std::io::Result<()> {
+    match std::fs::metadata(dir.join(STATUS_FILE)) {
+        Ok(meta) if (meta.dev(), meta.ino()) == ended.file => std::fs::remove_dir_all(dir),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// True when `id` is the supervisor of the job in `dir`: the same process
+/// (pid and start time) and its command line names `--stepd` and `dir`.
+pub fn is_supervisor(id: ProcId, dir: &Path) -> bool {
+    if !id.is_alive() {
+        return false;
+    }
+    let Ok(cmdline) = std::fs::read(format!("/proc/{}/cmdline", id.pid)) else {
+        return false;
+    };
+    let dir = dir.as_os_str().as_encoded_bytes();
+    let mut args = cmdline.split(|b| *b == 0);
+    let mut seen_flag = false;
+    args.any(|arg| {
+        let hit = seen_flag && arg == dir;
+        seen_flag = arg == b"--stepd";
+        hit
+    })
+}
+
+/// A job directory found at start-up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// The job ended while no daemon watched: report it.
+    Ended {
+        /// The job.
+        job_id: JobId,
+        /// Its directory.
+        dir: PathBuf,
+        /// How it ended.
+        ended: Ended,
+    },
+    /// Its supervisor still runs: re-attach.
+    Running {
+        /// The job.
+        job_id: JobId,
+        /// Its directory.
+        dir: PathBuf,
+        /// The supervisor and the script.
+        pids: Pids,
+    },
+    /// No end recorded and no supervisor: it was killed (`pids` known) or
+    /// the daemon stopped in the middle of its launch (`pids` unknown).
+    Lost {
+        /// The job.
+        job_id: JobId,
+        /// Its directory.
+        dir: PathBuf,
+        /// What the supervisor had started, if it got that far.
+        pids: Option<Pids>,
+    },
+}
+
+/// What `dir` says about a job, given whether its supervisor still runs.
+pub fn classify(
+    job_id: JobId,
+    dir: PathBuf,
+    ended: Option<Ended>,
+    pids: Option<Pids>,
+    supervisor_alive: bool,
+) -> Found {
+    match (ended, pids) {
+        (Some(ended), _) => Found::Ended { job_id, dir, ended },
+        (None, Some(pids)) if supervisor_alive => Found::Running { job_id, dir, pids },
+        (None, pids) => Found::Lost { job_id, dir, pids },
+    }
+}
+
+/// Every job directory under `spool_dir`, in job id order. A missing spool
+/// directory holds none.
+pub fn scan(spool_dir: &Path) -> std::io::Result<Vec<Found>> {
+    let entries = match std::fs::read_dir(spool_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut dirs = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let Some(job_id) = entry.file_name().to_str().and_then(parse_job_dir_name) else {
+            continue;
+        };
+        if entry.file_type()?.is_dir() {
+            dirs.push((job_id, entry.path()));
+        }
+    }
+    dirs.sort();
+    let mut found = Vec::new();
+    for (job_id, dir) in dirs {
+        // A status file that cannot be read is reported as missing; the
+        // job then counts as lost rather than blocking the start.
+        let ended = match read_status(&dir) {
+            Ok(ended) => ended,
+            Err(e) => {
+                tracing::warn!(job = %job_id, "{e}");
+                None
+            }
+        };
+        // The supervisor's own file is the truth; the daemon's record
+        // copies it once the start was answered.
+        let pids = read_pids(&dir).or_else(|| read_record(&dir).and_then(|r| r.pids));
+        let alive = pids.is_some_and(|p| is_supervisor(p.stepd, &dir));
+        found.push(classify(job_id, dir, ended, pids, alive));
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests;

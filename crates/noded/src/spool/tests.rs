@@ -1,0 +1,161 @@
+use super::*;
+
+fn pids(stepd: i32, script: i32) -> Pids {
+    Pids {
+        stepd: ProcId {
+            pid: stepd,
+            start: 100,
+        },
+        script: ProcId {
+            pid: script,
+            start: 101,
+        },
+    }
+}
+
+#[test]
+fn start_time_is_field_22_even_with_odd_command_names() {
+    let stat =
+        "4242 (a b) c)) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 200";
+    assert_eq!(parse_stat(stat), Some(('S', 987654)));
+    assert_eq!(parse_stat("1 (x) Z 0"), None);
+    assert_eq!(parse_stat("garbage"), None);
+}
+
+#[test]
+fn own_process_is_alive_and_a_changed_start_time_is_not() {
+    let me = ProcId::of(std::process::id() as i32).unwrap();
+    assert!(me.is_alive());
+    let other = ProcId {
+        start: me.start + 1,
+        ..me
+    };
+    assert!(!other.is_alive());
+    assert!(!ProcId { pid: 0, start: 0 }.is_alive());
+    // Our command line names no supervisor.
+    assert!(!is_supervisor(me, Path::new("/x")));
+}
+
+#[test]
+fn job_dir_names_round_trip() {
+    let dir = job_dir(Path::new("/s"), JobId(42));
+    assert_eq!(dir, PathBuf::from("/s/job00042"));
+    assert_eq!(parse_job_dir_name("job00042"), Some(JobId(42)));
+    assert_eq!(parse_job_dir_name("job1234567"), Some(JobId(1234567)));
+    assert_eq!(parse_job_dir_name("job"), None);
+    assert_eq!(parse_job_dir_name("job12.tmp"), None);
+    assert_eq!(parse_job_dir_name("cred_state"), None);
+}
+
+#[test]
+fn status_text_round_trips() {
+    assert_eq!(format_status(4 << 8, None), "1024\n");
+    assert_eq!(parse_status("1024\n"), Some((1024, None)));
+    let text = format_status(256, Some("Could not open\nstdout"));
+    assert_eq!(
+        parse_status(&text),
+        Some((256, Some("Could not open stdout".to_string())))
+    );
+    assert_eq!(parse_status("15"), None);
+    assert_eq!(parse_status("x\n"), None);
+}
+
+#[test]
+fn classify_prefers_the_status_then_a_live_supervisor() {
+    let dir = PathBuf::from("/s/job00007");
+    let ended = Ended {
+        exit: ExitCode { code: 4, signal: 0 },
+        launch_failed: None,
+        file: (1, 2),
+    };
+    let j = JobId(7);
+    assert!(matches!(
+        classify(j, dir.clone(), Some(ended.clone()), Some(pids(1, 2)), true),
+        Found::Ended { .. }
+    ));
+    assert_eq!(
+        classify(j, dir.clone(), None, Some(pids(1, 2)), true),
+        Found::Running {
+            job_id: j,
+            dir: dir.clone(),
+            pids: pids(1, 2)
+        }
+    );
+    assert_eq!(
+        classify(j, dir.clone(), None, Some(pids(1, 2)), false),
+        Found::Lost {
+            job_id: j,
+            dir: dir.clone(),
+            pids: Some(pids(1, 2))
+        }
+    );
+    assert_eq!(
+        classify(j, dir.clone(), None, None, false),
+        Found::Lost {
+            job_id: j,
+            dir,
+            pids: None
+        }
+    );
+}
+
+#[test]
+fn scan_reads_what_the_daemon_and_supervisor_wrote() {
+    let spool = tempfile::tempdir().unwrap();
+    assert!(scan(&spool.path().join("missing")).unwrap().is_empty());
+    let ended_dir = job_dir(spool.path(), JobId(3));
+    std::fs::create_dir(&ended_dir).unwrap();
+    write_status(&ended_dir, 4 << 8, None).unwrap();
+    let lost_dir = job_dir(spool.path(), JobId(2));
+    std::fs::create_dir(&lost_dir).unwrap();
+    let record = JobRecord {
+        job_id: JobId(2),
+        uid: 0,
+        user: "u".into(),
+        state: RecordState::Running,
+        pids: Some(pids(i32::MAX - 1, i32::MAX - 2)),
+    };
+    write_record(&lost_dir, &record).unwrap();
+    assert_eq!(read_record(&lost_dir), Some(record));
+    std::fs::create_dir(spool.path().join("not-a-job")).unwrap();
+    std::fs::write(spool.path().join("job00009"), "a file").unwrap();
+    let found = scan(spool.path()).unwrap();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(
+        found[0],
+        Found::Lost {
+            job_id: JobId(2),
+            dir: lost_dir,
+            pids: Some(pids(i32::MAX - 1, i32::MAX - 2))
+        }
+    );
+    let Found::Ended { job_id, ended, .. } = &found[1] else {
+        panic!("{found:?}")
+    };
+    assert_eq!(*job_id, JobId(3));
+    assert_eq!(ended.exit, ExitCode { code: 4, signal: 0 });
+    assert_eq!(ended.launch_failed, None);
+}
+
+#[test]
+fn reported_dir_is_removed_unless_replaced() {
+    let spool = tempfile::tempdir().unwrap();
+    let dir = job_dir(spool.path(), JobId(5));
+    std::fs::create_dir(&dir).unwrap();
+    write_status(&dir, 0, None).unwrap();
+    let first = read_status(&dir).unwrap().unwrap();
+    // A relaunch replaced the directory: its files are not the first run's.
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::create_dir(&dir).unwrap();
+    write_pids(&dir, &pids(1, 2)).unwrap();
+    write_status(&dir, 9, None).unwrap();
+    remove_reported(&dir, &first).unwrap();
+    assert!(dir.exists());
+    assert_eq!(read_pids(&dir), Some(pids(1, 2)));
+    let second = read_status(&dir).unwrap().unwrap();
+    assert_eq!(second.exit, ExitCode { code: 0, signal: 9 });
+    remove_reported(&dir, &second).unwrap();
+    assert!(!dir.exists());
+    // Gone already: nothing to do.
+    remove_reported(&dir, &second).unwrap();
+}

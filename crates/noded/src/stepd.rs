@@ -1,0 +1,163 @@
+//! The job supervisor (slurmstepd's batch part): one small process per job,
+//! the parent of its batch script, that outlives the daemon.
+//!
+//! The daemon starts it as `<this binary> noded --stepd <spool>/jobNNNNN`
+//! with a `StepdSpec` on its stdin. It then:
+//!
+//! ```text
+//!   setsid, ignore HUP/INT/TERM/PIPE
+//!   spawn_script ----failed----> status "256\n<why>", answer Failed, exit
+//!        | started
+//!   write pids, answer Started(pids) on stdout, stdio -> /dev/null
+//!   wait for the script (without reaping), SIGKILL the rest of its group,
+//!   reap it, write status "<raw wait status>\n", exit
+//! ```
+//!
+//! It is single-threaded, has no runtime and no socket, and never talks to
+//! the controller: the daemon (the one that started it, or one started
+//! after a crash) learns the job's end from the `status` file. Its own
+//! session keeps it out of the daemon's signals; the job's signals go to
+//! the script's group, which it is not in.
+
+use crate::launch::{self, StepdAnswer, StepdSpec, SUPERVISOR_IGNORES};
+use crate::spool::{self, Pids, ProcId};
+use std::io::Write;
+use std::path::Path;
+
+/// The raw wait status of `exit 1`, for a script that never started.
+const EXIT_1: i32 = 1 << 8;
+
+/// Runs the supervisor of the job in `job_dir`; returns the process's exit
+/// status (0 once the job's end is written).
+pub fn main(job_dir: &Path) -> i32 {
+    // Already a session of its own only if the daemon made it so; the
+    // error (EPERM, a group leader) then changes nothing.
+    let _ = nix::unistd::setsid();
+    for sig in SUPERVISOR_IGNORES {
+        // SAFETY: setting a disposition to SIG_IGN installs no handler.
+        unsafe { libc::signal(sig, libc::SIG_IGN) };
+    }
+    let spec: StepdSpec = match serde_json::from_reader(std::io::stdin().lock()) {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("noded --stepd: cannot read the launch: {e}");
+            return 1;
+        }
+    };
+    let job_id = spec.launch.job_id;
+    let script = job_dir.join("slurm_script");
+    let pid = match launch::spawn_script(&spec, &script) {
+        Ok(pid) => pid,
+        Err(msg) => {
+            let _ = spool::write_status(job_dir, EXIT_1, Some(&msg));
+            answer(&StepdAnswer::Failed(msg));
+            return 0;
+        }
+    };
+    let Some(stepd) = ProcId::of(std::process::id() as i32) else {
+        return abandon(job_dir, pid, "cannot read the supervisor's /proc entry");
+    };
+    // The script is our unreaped child: its /proc entry cannot vanish.
+    let Some(script_id) = ProcId::of(pid) else {
+        return abandon(job_dir, pid, "cannot read the script's /proc entry");
+    };
+    let pids = Pids {
+        stepd,
+        script: script_id,
+    };
+    if let Err(e) = spool::write_pids(job_dir, &pids) {
+        // The directory is gone (a daemon restarted mid-launch already
+        // gave up on the job): nothing could report this job's end.
+        return abandon(job_dir, pid, &format!("cannot write the pid file: {e}"));
+    }
+    answer(&StepdAnswer::Started(pids));
+    detach_stdio();
+    let raw = wait_job(pid);
+    if let Err(e) = spool::write_status(job_dir, raw, None) {
+        // Nobody reads stderr any more; the daemon reports a supervisor
+        // gone without a status as a killed job.
+        eprintln!("noded --stepd: job {job_id}: cannot write the status: {e}");
+        return 1;
+    }
+    0
+}
+
+/// Kills the script just started, reaps it, records a launch failure and
+/// answers it.
+fn abandon(job_dir: &Path, pid: i32, why: &str) -> i32 {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(-pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+    let _ = spool::write_status(job_dir, EXIT_1, Some(why));
+    answer(&StepdAnswer::Failed(why.to_string()));
+    1
+}
+
+/// Writes the one answer line. A daemon that is gone by now (EPIPE, with
+/// SIGPIPE ignored) learns everything from the spool files instead.
+fn answer(answer: &StepdAnswer) {
+    if let Ok(mut line) = serde_json::to_vec(answer) {
+        line.push(b'\n');
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(&line);
+        let _ = out.flush();
+    }
+}
+
+/// Points stdin, stdout and stderr at /dev/null: the daemon's pipe closes
+/// (its answer is complete) and no log of a dead daemon is held open.
+fn detach_stdio() {
+    let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    else {
+        return;
+    };
+    for fd in 0..3 {
+        // SAFETY: dup2 onto the standard descriptors, from a live fd.
+        unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
+    }
+}
+
+/// Waits for the script `pid` to end, kills what is left of its process
+/// group (the batch step ends with its script, as Slurm's proctrack does),
+/// reaps it and returns its raw wait status.
+///
+/// The group is killed before the script is reaped: while it is an
+/// unreaped zombie its pid, hence the group id, cannot be reused.
+fn wait_job(pid: i32) -> i32 {
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid out-parameter.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid on our own child with a live out-parameter.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break;
+        }
+    }
+    // SAFETY: kill(2) on a process group id; no memory involved.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on our own child with a live out-parameter.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            return status;
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            // Cannot happen for our own child; report it as killed rather
+            // than as a success.
+            return libc::SIGKILL;
+        }
+    }
+}
