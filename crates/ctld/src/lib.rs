@@ -173,11 +173,21 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     ));
     let accept_tx = tx.clone();
     let accept = tokio::spawn(async move {
+        // At most this many connections are served at once (docs/limits.md).
+        // When all are taken the loop stops accepting: new clients wait in
+        // the listen backlog until one ends, and an idle one ends after
+        // rpc::IO_TIMEOUT.
+        const MAX_CONNECTIONS: usize = 1024;
+        let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         loop {
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                return;
+            };
             match listener.accept().await {
                 Ok((stream, _)) => {
                     let tx = accept_tx.clone();
                     tokio::spawn(async move {
+                        let _permit = permit;
                         if let Err(e) = serve_connection(stream, tx).await {
                             debug!("connection: {e}");
                         }
@@ -210,36 +220,43 @@ async fn serve_connection(
     mut stream: TcpStream,
     tx: mpsc::UnboundedSender<Msg>,
 ) -> Result<(), rpc::RpcError> {
+    // Every request is journaled as one record of at most
+    // journal::MAX_RECORD_LEN (64 MiB), and a record that does not fit stops
+    // the controller. Re-encoding can grow a request (omitted optional
+    // fields come back as nulls, by well under 2x), so requests are held to
+    // a quarter of the record limit (docs/limits.md).
+    const MAX_REQUEST_BYTES: u32 = proto::MAX_FRAME_BYTES / 4;
     stream.set_nodelay(true)?;
-    let env: proto::Envelope<CtldRequest> =
-        match rpc::read_frame_async(&mut stream, rpc::IO_TIMEOUT).await {
-            Ok(env) => env,
-            Err(rpc::RpcError::Version { .. }) => {
-                let resp = rpc::envelope(
-                    daemon_identity("ctld"),
-                    CtldResponse::Error(SlurmError::ProtocolVersion),
-                );
-                rpc::write_frame_async(&mut stream, &resp).await?;
+    // Nothing reaches the engine until a whole frame has arrived, and the
+    // read gives up after rpc::IO_TIMEOUT, so an idle client holds only its
+    // connection permit.
+    let read = rpc::read_frame_async_max(&mut stream, rpc::IO_TIMEOUT, MAX_REQUEST_BYTES);
+    let resp = match read.await {
+        Ok(env) => {
+            let (reply_tx, reply_rx) = oneshot::channel();
+            let msg = Msg::Request {
+                req: Box::new(env.body),
+                who: env.identity,
+                reply: reply_tx,
+            };
+            if tx.send(msg).is_err() {
                 return Ok(());
             }
-            Err(e) => {
-                warn!("dropping malformed request: {e}");
-                return Err(e);
-            }
-        };
-    let (reply_tx, reply_rx) = oneshot::channel();
-    let msg = Msg::Request {
-        req: Box::new(env.body),
-        who: env.identity,
-        reply: reply_tx,
+            reply_rx
+                .await
+                .unwrap_or(CtldResponse::Error(SlurmError::InvalidRequest))
+        }
+        Err(rpc::RpcError::Version { .. }) => CtldResponse::Error(SlurmError::ProtocolVersion),
+        Err(e) => {
+            warn!("dropping malformed request: {e}");
+            return Err(e);
+        }
     };
-    if tx.send(msg).is_err() {
-        return Ok(());
-    }
-    let resp = reply_rx
+    // A client that never reads its answer is dropped as an idle one is.
+    let frame = rpc::envelope(daemon_identity("ctld"), resp);
+    tokio::time::timeout(rpc::IO_TIMEOUT, rpc::write_frame_async(&mut stream, &frame))
         .await
-        .unwrap_or(CtldResponse::Error(SlurmError::InvalidRequest));
-    rpc::write_frame_async(&mut stream, &rpc::envelope(daemon_identity("ctld"), resp)).await
+        .unwrap_or(Err(rpc::RpcError::Timeout))
 }
 
 /// Per-node ordered delivery of commands.
@@ -544,7 +561,7 @@ pub(crate) fn handle(
         CtldRequest::Submit(desc) => match engine.on_submit(*desc, who, t) {
             Ok(reply) => {
                 if reply.test_only.is_none() {
-                    info!("job {} submitted by {}", reply.job_id, who.user);
+                    debug!("job {} submitted by {}", reply.job_id, who.user);
                 }
                 CtldResponse::Submitted(reply)
             }

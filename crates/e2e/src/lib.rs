@@ -565,6 +565,51 @@ impl Cluster {
         }
     }
 
+    /// SIGKILLs the controller, as a crash would.
+    pub fn kill_ctld(&mut self) {
+        if let Some(mut ch) = self.ctld.take() {
+            let _ = nix::sys::signal::kill(pid_of(&ch), nix::sys::signal::Signal::SIGKILL);
+            let _ = ch.wait();
+        }
+    }
+
+    /// Starts the controller again (after `kill_ctld`) without waiting.
+    pub fn spawn_ctld(&mut self) {
+        self.kill_ctld();
+        let conf_s = self.conf.display().to_string();
+        let log = self.root.join("log/ctld.log");
+        let ch = self.spawn(&["ctld", "-f", &conf_s], &log);
+        self.ctld = Some(ch);
+    }
+
+    /// Starts the controller again and waits until it answers.
+    pub fn restart_ctld(&mut self) {
+        self.spawn_ctld();
+        self.wait_until("the controller to answer", Duration::from_secs(20), || {
+            self.run("scontrol", &["ping"]).ok().then_some(())
+        });
+    }
+
+    /// Waits for the controller process to exit; its exit status.
+    pub fn wait_ctld_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let start = std::time::Instant::now();
+        while start.elapsed() < limit {
+            if let Some(ch) = self.ctld.as_mut() {
+                if let Ok(Some(st)) = ch.try_wait() {
+                    self.ctld = None;
+                    return Some(st);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// The controller's StateSaveLocation.
+    pub fn state_dir(&self) -> PathBuf {
+        self.root.join("state")
+    }
+
     /// Sends `sig` to the node daemon of `name` (SIGSTOP makes it silent
     /// without ending it, as a hung or cut-off host is).
     pub fn signal_node(&self, name: &str, sig: nix::sys::signal::Signal) {

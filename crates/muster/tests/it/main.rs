@@ -7,8 +7,10 @@
 //! 65 s); every other test takes a few seconds.
 
 mod cancel;
+mod durable;
 mod env;
 mod errors;
+mod hostile;
 mod jobs;
 mod local;
 mod nodes;

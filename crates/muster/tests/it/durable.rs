@@ -1,0 +1,227 @@
+//! Durable before acknowledged: a controller killed with SIGKILL at any
+//! moment loses no job it gave an id to, never gives an id twice, and
+//! records the end of jobs that kept running while it was away.
+
+use crate::{builder, secs};
+use proto::{CtldRequest, CtldResponse, JobDesc};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A small deterministic generator, so a failing seed can be replayed.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+}
+
+fn desc(name: &str, work: &str, held: bool, script: &str) -> JobDesc {
+    JobDesc {
+        name: name.to_string(),
+        script: format!("#!/bin/sh\n{script}\n"),
+        work_dir: work.to_string(),
+        submit_dir: work.to_string(),
+        hold: held,
+        ..JobDesc::default()
+    }
+}
+
+fn client_for(conf: &std::path::Path) -> client::Client {
+    let cfg = conf::load(conf).expect("slurm.conf").config;
+    client::Client::new(cfg, client::current_identity())
+}
+
+/// The id, or None when the controller could not be reached (the outcome
+/// is then unknown); a refusal is a test failure.
+fn submit(c: &client::Client, d: JobDesc) -> Option<u32> {
+    match c.call(CtldRequest::Submit(Box::new(d))) {
+        Ok(CtldResponse::Submitted(r)) => Some(r.job_id.0),
+        Err(client::ClientError::Unreachable(_)) => None,
+        other => panic!("submission refused: {other:?}"),
+    }
+}
+
+/// Several clients submit 10,000 jobs while the controller is SIGKILLed at
+/// a random moment and restarted; repeated with different seeds.
+#[test]
+fn sigkill_during_submissions_loses_no_acknowledged_job() {
+    for seed in [1u64, 7, 42] {
+        sigkill_run(seed);
+    }
+}
+
+fn sigkill_run(seed: u64) {
+    const TOTAL: u32 = 10_000;
+    const CLIENTS: u32 = 4;
+    let mut rng = Lcg(seed);
+    let mut c = builder().nodes(2).conf_extra("MaxJobCount=50000\n").start();
+    let work = c.work().display().to_string();
+    // Jobs that run across the crash: their end must be recorded after it.
+    let runner = client_for(c.conf());
+    let mut long = Vec::new();
+    for i in 0..2 {
+        let d = desc(&format!("long{i}"), &work, false, "sleep 3; exit 5");
+        long.push(submit(&runner, d).expect("long job accepted"));
+    }
+    for id in &long {
+        c.wait_state(*id, "RUNNING", secs(10));
+    }
+    let acked: Arc<Mutex<BTreeMap<u32, String>>> = Arc::default();
+    let sent = Arc::new(AtomicU32::new(0));
+    let mut threads = Vec::new();
+    for t in 0..CLIENTS {
+        let (acked, sent, conf, work) = (
+            acked.clone(),
+            sent.clone(),
+            c.conf().to_path_buf(),
+            work.clone(),
+        );
+        threads.push(std::thread::spawn(move || {
+            let client = client_for(&conf);
+            loop {
+                let n = sent.fetch_add(1, Ordering::SeqCst);
+                if n >= TOTAL {
+                    return;
+                }
+                let name = format!("t{t}-{n}");
+                // Until it answers, a submission's fate is unknown: only
+                // answered ones are checked. Retry the same name later.
+                loop {
+                    if let Some(id) = submit(&client, desc(&name, &work, true, "true")) {
+                        let prev = acked.lock().unwrap().insert(id, name.clone());
+                        assert!(
+                            prev.is_none(),
+                            "seed {seed}: id {id} given twice ({prev:?} and {name})"
+                        );
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }));
+    }
+    // Kill the controller at a random point of the stream.
+    let kill_at = 500 + (rng.next() % 5000) as u32;
+    while sent.load(Ordering::SeqCst) < kill_at {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let before_kill: BTreeMap<u32, String> = acked.lock().unwrap().clone();
+    c.kill_ctld();
+    std::thread::sleep(Duration::from_millis(200 + rng.next() % 500));
+    c.restart_ctld();
+    let t0 = std::time::Instant::now();
+    for t in threads {
+        t.join().expect("client thread");
+    }
+    eprintln!("seed {seed}: clients done in {:?}", t0.elapsed());
+    let acked = acked.lock().unwrap().clone();
+    assert_eq!(acked.len() as u32, TOTAL, "seed {seed}");
+    // Every acknowledged job is there, with its name; none is extra.
+    let list = match runner.call(CtldRequest::ListJobs) {
+        Ok(CtldResponse::Jobs(l)) => l,
+        other => panic!("seed {seed}: {other:?}"),
+    };
+    let by_id: BTreeMap<u32, &proto::JobInfo> = list
+        .jobs
+        .iter()
+        .filter(|j| j.name.starts_with('t'))
+        .map(|j| (j.job_id.0, j))
+        .collect();
+    let held: BTreeMap<u32, String> = by_id.iter().map(|(id, j)| (*id, j.name.clone())).collect();
+    for (id, name) in &acked {
+        assert_eq!(
+            held.get(id),
+            Some(name),
+            "seed {seed}: acknowledged job {id} ({name}) lost or changed"
+        );
+        let j = by_id[id];
+        assert_eq!(j.state, model::JobState::Pending, "seed {seed}: job {id}");
+        assert_eq!(
+            j.reason,
+            model::PendingReason::JobHeldUser,
+            "seed {seed}: job {id}"
+        );
+    }
+    // Jobs whose answer was lost in the crash may exist too, but never with
+    // an id that was given to another job (checked above), and ids given
+    // after the restart are above every id given before it.
+    let max_before = before_kill.keys().max().copied().unwrap_or(0);
+    assert!(held.len() >= acked.len());
+    let after: Vec<u32> = acked
+        .keys()
+        .filter(|id| !before_kill.contains_key(id))
+        .copied()
+        .collect();
+    assert!(
+        after.iter().all(|id| *id > max_before),
+        "seed {seed}: an id was reused"
+    );
+    eprintln!("seed {seed}: checked in {:?}", t0.elapsed());
+    // The long jobs kept running on their nodes; their end is recorded.
+    for id in &long {
+        assert_eq!(
+            c.wait_done(*id, secs(20)),
+            "FAILED",
+            "seed {seed}: {}",
+            c.logs()
+        );
+        assert_eq!(c.job_field(*id, "ExitCode"), "5:0", "seed {seed}");
+    }
+    drop(c);
+}
+
+#[test]
+fn a_torn_journal_tail_is_recovered_and_other_damage_stops_the_controller() {
+    let mut c = builder().nodes(1).start();
+    let ids: Vec<u32> = (0..3)
+        .map(|_| c.submit(&["-H", "--wrap", "true"]))
+        .collect();
+    c.kill_ctld();
+    let log = newest_log(&c.state_dir());
+    // A crash in the middle of a write: half a record at the end.
+    let mut bytes = std::fs::read(&log).unwrap();
+    let good_len = bytes.len();
+    bytes.extend_from_slice(&[200, 0, 0, 0, 1, 2, 3]);
+    std::fs::write(&log, &bytes).unwrap();
+    c.restart_ctld();
+    for id in &ids {
+        assert_eq!(c.job_state(*id), "PENDING", "{}", c.logs());
+    }
+    assert!(c.log("ctld").contains("torn record"), "{}", c.log("ctld"));
+    let next = c.submit(&["-H", "--wrap", "true"]);
+    assert_eq!(next, ids[2] + 1);
+
+    // Damage that is not a torn tail: a flipped byte inside an early record.
+    c.kill_ctld();
+    let log = newest_log(&c.state_dir());
+    let mut bytes = std::fs::read(&log).unwrap();
+    assert!(bytes.len() > 64, "log too short to damage");
+    let at = 40.min(good_len - 1);
+    bytes[at] ^= 0xff;
+    std::fs::write(&log, &bytes).unwrap();
+    c.spawn_ctld();
+    let status = c
+        .wait_ctld_exit(secs(10))
+        .expect("the controller refuses to start");
+    assert!(!status.success());
+    let text = c.log("ctld");
+    assert!(text.contains(&log.display().to_string()), "{text}");
+    assert!(text.contains("corrupt record at byte"), "{text}");
+}
+
+fn newest_log(dir: &std::path::Path) -> std::path::PathBuf {
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    logs.pop().expect("a journal segment")
+}
