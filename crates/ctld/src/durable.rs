@@ -21,7 +21,7 @@ pub enum Entry {
     /// A request that may change state.
     Request {
         /// The request.
-        req: CtldRequest,
+        req: Box<CtldRequest>,
         /// Who sent it.
         who: Identity,
         /// When it was applied.
