@@ -87,7 +87,7 @@ pub fn apply(
         Entry::Request { req, who, now } => Some(crate::handle(
             engine,
             cfg,
-            req.clone(),
+            (**req).clone(),
             who,
             *now,
             boot_text,
@@ -308,7 +308,7 @@ mod tests {
         let mut entries = Vec::new();
         for req in reqs {
             let e = Entry::Request {
-                req,
+                req: Box::new(req),
                 who: who(),
                 now,
             };

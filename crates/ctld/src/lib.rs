@@ -435,11 +435,7 @@ async fn engine_loop(
                         replies.push((reply, resp));
                         continue;
                     }
-                    let entry = Entry::Request {
-                        req: *req,
-                        who,
-                        now: t,
-                    };
+                    let entry = Entry::Request { req, who, now: t };
                     let resp = durable::apply(&mut engine, &cfg, &entry, &boot_text)
                         .unwrap_or(CtldResponse::Ok);
                     replies.push((reply, resp));
