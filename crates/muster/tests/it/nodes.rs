@@ -194,3 +194,23 @@ fn a_silent_node_goes_down_its_jobs_requeue_and_it_returns_to_service() {
     });
     c.ok("scancel", &[&id.to_string()]);
 }
+
+#[test]
+fn jobs_survive_a_node_daemon_crash_and_their_end_is_reported() {
+    let mut c = cluster(1);
+    let long = c.submit(&["--wrap", "sleep 3; exit 4"]);
+    let quick = c.submit(&["--wrap", "sleep 1; exit 0"]);
+    c.wait_state(long, "RUNNING", secs(10));
+    c.wait_state(quick, "RUNNING", secs(10));
+    c.kill_node("node1");
+    // The quick job ends while no daemon watches it; the long one outlives
+    // the restart.
+    std::thread::sleep(secs(2));
+    assert_eq!(c.job_state(long), "RUNNING");
+    c.start_node_with("node1", &[]);
+    assert_eq!(c.wait_done(quick, secs(15)), "COMPLETED", "{}", c.logs());
+    assert_eq!(c.job_field(quick, "ExitCode"), "0:0");
+    assert_eq!(c.wait_done(long, secs(15)), "FAILED", "{}", c.logs());
+    assert_eq!(c.job_field(long, "ExitCode"), "4:0");
+    assert_eq!(c.node_state("node1"), "idle");
+}
