@@ -48,12 +48,9 @@ pub enum RpcError {
     Timeout,
 }
 
-fn check_len(len: u32) -> Result<(), RpcError> {
-    if len > MAX_FRAME_BYTES {
-        return Err(RpcError::TooLarge {
-            len,
-            max: MAX_FRAME_BYTES,
-        });
+fn check_len(len: u32, max: u32) -> Result<(), RpcError> {
+    if len > max {
+        return Err(RpcError::TooLarge { len, max });
     }
     Ok(())
 }
@@ -67,6 +64,56 @@ fn check_version<T>(env: &Envelope<T>) -> Result<(), RpcError> {
         });
     }
     Ok(())
+}
+
+/// How much of a frame's buffer is reserved before its bytes arrive. The
+/// buffer grows as they do, so a peer that announces a large frame and then
+/// stalls or hangs up costs this much, not the announced length.
+const INITIAL_FRAME_CAPACITY: u32 = 64 * 1024;
+
+fn initial_capacity(len: u32) -> usize {
+    len.min(INITIAL_FRAME_CAPACITY) as usize
+}
+
+/// A frame cut short by the peer closing the connection is an
+/// `UnexpectedEof`, as `read_exact` would report it.
+fn check_complete(buf: &[u8], len: u32) -> Result<(), RpcError> {
+    if buf.len() < len as usize {
+        return Err(RpcError::Io(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("frame truncated at {} of {len} bytes", buf.len()),
+        )));
+    }
+    Ok(())
+}
+
+/// Only the envelope's version, to tell a peer of another protocol version
+/// from a malformed message when the body does not decode.
+#[derive(serde::Deserialize)]
+struct VersionOnly {
+    version: u32,
+}
+
+/// Decodes one frame's bytes. A body this build cannot read from a peer of
+/// an unsupported version is a `Version` error, not `Malformed`, so the
+/// receiver can answer with `SlurmError::ProtocolVersion`.
+fn decode<T: DeserializeOwned>(buf: &[u8]) -> Result<Envelope<T>, RpcError> {
+    match serde_json::from_slice::<Envelope<T>>(buf) {
+        Ok(env) => {
+            check_version(&env)?;
+            Ok(env)
+        }
+        Err(e) => match serde_json::from_slice::<VersionOnly>(buf) {
+            Ok(v) if !(MIN_PROTOCOL_VERSION..=PROTOCOL_VERSION).contains(&v.version) => {
+                Err(RpcError::Version {
+                    found: v.version,
+                    min: MIN_PROTOCOL_VERSION,
+                    max: PROTOCOL_VERSION,
+                })
+            }
+            _ => Err(RpcError::Malformed(e)),
+        },
+    }
 }
 
 /// Wraps `body` in an envelope of this build's version.
@@ -85,7 +132,7 @@ pub fn write_frame<W: Write, T: Serialize>(w: &mut W, msg: &T) -> Result<(), Rpc
         len: u32::MAX,
         max: MAX_FRAME_BYTES,
     })?;
-    check_len(len)?;
+    check_len(len, MAX_FRAME_BYTES)?;
     w.write_all(&len.to_be_bytes())?;
     w.write_all(&bytes)?;
     w.flush()?;
@@ -97,12 +144,11 @@ pub fn read_frame<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<Envelope<T>
     let mut len = [0u8; 4];
     r.read_exact(&mut len)?;
     let len = u32::from_be_bytes(len);
-    check_len(len)?;
-    let mut buf = vec![0u8; len as usize];
-    r.read_exact(&mut buf)?;
-    let env: Envelope<T> = serde_json::from_slice(&buf)?;
-    check_version(&env)?;
-    Ok(env)
+    check_len(len, MAX_FRAME_BYTES)?;
+    let mut buf = Vec::with_capacity(initial_capacity(len));
+    r.take(u64::from(len)).read_to_end(&mut buf)?;
+    check_complete(&buf, len)?;
+    decode(&buf)
 }
 
 /// One blocking request and its answer over a fresh TCP connection.
@@ -153,7 +199,7 @@ where
         len: u32::MAX,
         max: MAX_FRAME_BYTES,
     })?;
-    check_len(len)?;
+    check_len(len, MAX_FRAME_BYTES)?;
     let mut out = Vec::with_capacity(4 + bytes.len());
     out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(&bytes);
@@ -162,23 +208,39 @@ where
     Ok(())
 }
 
-/// Reads one frame (async), failing with `Timeout` if it takes longer than
-/// `timeout` once the first byte has arrived... or at all, when `idle` is false.
+/// Reads one frame (async), failing with `Timeout` unless the whole frame
+/// has arrived within `timeout` of the call, so a peer that connects and
+/// sends nothing, or half a frame, is dropped as surely as a slow one.
 pub async fn read_frame_async<R, T>(r: &mut R, timeout: Duration) -> Result<Envelope<T>, RpcError>
 where
     R: tokio::io::AsyncRead + Unpin,
     T: DeserializeOwned,
 {
+    read_frame_async_max(r, timeout, MAX_FRAME_BYTES).await
+}
+
+/// [`read_frame_async`] with a frame limit below `MAX_FRAME_BYTES`, for a
+/// receiver that must keep what it stores of a request under a limit of
+/// its own (the controller journals each request as one record).
+pub async fn read_frame_async_max<R, T>(
+    r: &mut R,
+    timeout: Duration,
+    max: u32,
+) -> Result<Envelope<T>, RpcError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    T: DeserializeOwned,
+{
+    let max = max.min(MAX_FRAME_BYTES);
     let fut = async {
         let mut len = [0u8; 4];
         r.read_exact(&mut len).await?;
         let len = u32::from_be_bytes(len);
-        check_len(len)?;
-        let mut buf = vec![0u8; len as usize];
-        r.read_exact(&mut buf).await?;
-        let env: Envelope<T> = serde_json::from_slice(&buf)?;
-        check_version(&env)?;
-        Ok::<_, RpcError>(env)
+        check_len(len, max)?;
+        let mut buf = Vec::with_capacity(initial_capacity(len));
+        (&mut *r).take(u64::from(len)).read_to_end(&mut buf).await?;
+        check_complete(&buf, len)?;
+        decode(&buf)
     };
     match tokio::time::timeout(timeout, fut).await {
         Ok(r) => r,
