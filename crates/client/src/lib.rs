@@ -1,6 +1,6 @@
 //! The one door into the daemons for the commands (and later the REST API):
-//! finds the controller from `slurm.conf`, says who is calling, and makes
-//! typed requests.
+//! finds the controller from `slurm.conf`, says who is calling (with a
+//! credential from crate `auth` that proves it), and makes typed requests.
 //!
 //! Blocking on purpose: every command makes a handful of requests and exits,
 //! so a runtime would only add start-up time.
@@ -33,6 +33,10 @@ pub enum ClientError {
     /// The controller answered with something unexpected.
     #[error("Unexpected message received")]
     Unexpected,
+    /// No credential could be made for the request (no readable key and
+    /// no node daemon socket, or munged is down).
+    #[error("Protocol authentication error: {0}")]
+    Credential(#[source] auth::AuthError),
 }
 
 /// Where `muster up` keeps its cluster when `MUSTER_STATE_DIR` is unset:
@@ -83,6 +87,14 @@ pub fn current_identity() -> Identity {
     }
 }
 
+/// Seconds since the epoch.
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
 /// A connection target plus the caller's identity.
 pub struct Client {
     addrs: Vec<String>,
@@ -123,11 +135,26 @@ impl Client {
         &self.identity
     }
 
+    /// A fresh credential for one request (each is accepted once):
+    /// signed with the cluster key when this process can read it, else
+    /// from the local node daemon, or from munged (crate `auth`).
+    pub fn credential(&self) -> Result<String, ClientError> {
+        auth::credential_for_client(&self.config, &self.identity, now())
+            .map_err(ClientError::Credential)
+    }
+
     /// Sends one request to the first controller that answers.
     pub fn call(&self, req: CtldRequest) -> Result<CtldResponse, ClientError> {
         let mut last = None;
         for addr in &self.addrs {
-            match rpc::call_blocking(addr, self.identity.clone(), req.clone(), TIMEOUT) {
+            let credential = self.credential()?;
+            match rpc::call_blocking(
+                addr,
+                self.identity.clone(),
+                Some(credential),
+                req.clone(),
+                TIMEOUT,
+            ) {
                 Ok(CtldResponse::Error(e)) => return Err(ClientError::Refused(e)),
                 Ok(resp) => return Ok(resp),
                 Err(e) => last = Some(e),

@@ -88,6 +88,79 @@ fn daemon_identity(host: &str) -> Identity {
     }
 }
 
+/// What every request passes before it reaches the engine: its credential
+/// is checked (crate `auth`), and the daemons' own requests must come from
+/// the daemons' users.
+struct Gate {
+    verifier: auth::Verifier,
+    /// root and SlurmUser.
+    daemon_uids: Vec<u32>,
+}
+
+impl Gate {
+    fn new(verifier: auth::Verifier, cfg: &conf::Config) -> Gate {
+        let (daemon_uids, known) = auth::daemon_uids(cfg);
+        if !known {
+            warn!(
+                "SlurmUser {:?} is not a known user: only root may register nodes",
+                cfg.slurm_user
+            );
+        }
+        Gate {
+            verifier,
+            daemon_uids,
+        }
+    }
+
+    /// The identity the request's credential proves, or the refusal to
+    /// answer with (logged here, with the peer's address). Only root and
+    /// SlurmUser may register a node or report a job's end, so no other
+    /// process can pose as a node daemon.
+    fn admit(
+        &self,
+        env: &proto::Envelope<CtldRequest>,
+        peer: &str,
+    ) -> Result<Identity, SlurmError> {
+        let check = || {
+            self.verifier
+                .verify(env.credential.as_deref(), &env.identity, now())
+        };
+        let checked = if self.verifier.blocks() {
+            tokio::task::block_in_place(check)
+        } else {
+            check()
+        };
+        let who = match checked {
+            Ok(who) => who,
+            Err(e) => {
+                warn!(
+                    "refused a request from {peer} claiming to be {} (uid {}): \
+                     authentication failed: {e}",
+                    env.identity.user, env.identity.uid
+                );
+                return Err(SlurmError::ProtocolAuthentication);
+            }
+        };
+        let daemons_only = matches!(
+            env.body,
+            CtldRequest::RegisterNode(_) | CtldRequest::JobExited { .. }
+        );
+        if daemons_only && !self.daemon_uids.contains(&who.uid) {
+            warn!(
+                "refused {} from {peer}: user {} (uid {}) is not root or SlurmUser",
+                match env.body {
+                    CtldRequest::RegisterNode(_) => "a node registration",
+                    _ => "a job end report",
+                },
+                who.user,
+                who.uid
+            );
+            return Err(SlurmError::AccessDenied);
+        }
+        Ok(who)
+    }
+}
+
 /// `muster ctld [-f slurm.conf] [-D] [-v]`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut conf = std::env::var_os("SLURM_CONF")
@@ -139,6 +212,12 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         warn!("{w}");
     }
     let cfg = Arc::new(loaded.config);
+    // Every request is checked with the verifier; every call to a node
+    // daemon carries a credential from the signer.
+    let (signer, verifier) = auth::from_config(&cfg)
+        .context("setting up authentication (AuthType and AuthInfo in slurm.conf)")?;
+    let signer = Arc::new(signer);
+    let gate = Arc::new(Gate::new(verifier, &cfg));
     let started = now();
     let boot_text = fmt_local(started);
     let state_dir = PathBuf::from(&cfg.state_save_location);
@@ -170,6 +249,7 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         tx.clone(),
         stop_tx,
         identity,
+        signer,
     ));
     let accept_tx = tx.clone();
     let accept = tokio::spawn(async move {
@@ -184,11 +264,12 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
                 return;
             };
             match listener.accept().await {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
                     let tx = accept_tx.clone();
+                    let gate = gate.clone();
                     tokio::spawn(async move {
                         let _permit = permit;
-                        if let Err(e) = serve_connection(stream, tx).await {
+                        if let Err(e) = serve_connection(stream, tx, gate, peer.to_string()).await {
                             debug!("connection: {e}");
                         }
                     });
@@ -219,6 +300,8 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
 async fn serve_connection(
     mut stream: TcpStream,
     tx: mpsc::UnboundedSender<Msg>,
+    gate: Arc<Gate>,
+    peer: String,
 ) -> Result<(), rpc::RpcError> {
     // Every request is journaled as one record of at most
     // journal::MAX_RECORD_LEN (64 MiB), and a record that does not fit stops
@@ -232,20 +315,23 @@ async fn serve_connection(
     // connection permit.
     let read = rpc::read_frame_async_max(&mut stream, rpc::IO_TIMEOUT, MAX_REQUEST_BYTES);
     let resp = match read.await {
-        Ok(env) => {
-            let (reply_tx, reply_rx) = oneshot::channel();
-            let msg = Msg::Request {
-                req: Box::new(env.body),
-                who: env.identity,
-                reply: reply_tx,
-            };
-            if tx.send(msg).is_err() {
-                return Ok(());
+        Ok(env) => match gate.admit(&env, &peer) {
+            Err(refusal) => CtldResponse::Error(refusal),
+            Ok(who) => {
+                let (reply_tx, reply_rx) = oneshot::channel();
+                let msg = Msg::Request {
+                    req: Box::new(env.body),
+                    who,
+                    reply: reply_tx,
+                };
+                if tx.send(msg).is_err() {
+                    return Ok(());
+                }
+                reply_rx
+                    .await
+                    .unwrap_or(CtldResponse::Error(SlurmError::InvalidRequest))
             }
-            reply_rx
-                .await
-                .unwrap_or(CtldResponse::Error(SlurmError::InvalidRequest))
-        }
+        },
         Err(rpc::RpcError::Version { .. }) => CtldResponse::Error(SlurmError::ProtocolVersion),
         Err(e) => {
             warn!("dropping malformed request: {e}");
@@ -264,6 +350,7 @@ struct NodeWorkers {
     workers: BTreeMap<String, mpsc::UnboundedSender<Command>>,
     engine_tx: mpsc::UnboundedSender<Msg>,
     identity: Identity,
+    signer: Arc<auth::Signer>,
 }
 
 impl NodeWorkers {
@@ -275,11 +362,12 @@ impl NodeWorkers {
         };
         let engine_tx = self.engine_tx.clone();
         let identity = self.identity.clone();
+        let signer = self.signer.clone();
         let worker = self.workers.entry(node).or_insert_with(|| {
             let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
             tokio::spawn(async move {
                 while let Some(cmd) = rx.recv().await {
-                    deliver(cmd, &identity, &engine_tx).await;
+                    deliver(cmd, &identity, &signer, &engine_tx).await;
                 }
             });
             tx
@@ -288,13 +376,48 @@ impl NodeWorkers {
     }
 }
 
-async fn deliver(cmd: Command, identity: &Identity, engine_tx: &mpsc::UnboundedSender<Msg>) {
+/// Why a call to a node daemon got no answer.
+#[derive(Debug, thiserror::Error)]
+enum NodeCallError {
+    /// No credential could be made (munged down, /dev/urandom unreadable).
+    #[error("cannot make a credential: {0}")]
+    Credential(#[from] auth::AuthError),
+    /// The node did not answer.
+    #[error(transparent)]
+    Rpc(#[from] rpc::RpcError),
+}
+
+/// One request to a node daemon, with a fresh credential (each is accepted
+/// once, so a retry signs again).
+async fn call_node(
+    addr: &str,
+    identity: &Identity,
+    signer: &auth::Signer,
+    req: NodeRequest,
+    timeout: Duration,
+) -> Result<NodeResponse, NodeCallError> {
+    let sign = || signer.sign(identity, now());
+    let credential = if signer.blocks() {
+        tokio::task::block_in_place(sign)?
+    } else {
+        sign()?
+    };
+    Ok(rpc::call(addr, identity.clone(), Some(credential), req, timeout).await?)
+}
+
+async fn deliver(
+    cmd: Command,
+    identity: &Identity,
+    signer: &auth::Signer,
+    engine_tx: &mpsc::UnboundedSender<Msg>,
+) {
     match cmd {
         Command::LaunchBatch { node, addr, launch } => {
             let job_id = launch.job_id;
-            let res: Result<NodeResponse, _> = rpc::call(
+            let res = call_node(
                 &addr,
-                identity.clone(),
+                identity,
+                signer,
                 NodeRequest::LaunchBatch(launch),
                 NODE_TIMEOUT,
             )
@@ -324,9 +447,7 @@ async fn deliver(cmd: Command, identity: &Identity, engine_tx: &mpsc::UnboundedS
                 signal,
                 batch_only,
             };
-            if let Err(e) =
-                rpc::call::<_, NodeResponse>(&addr, identity.clone(), req, NODE_TIMEOUT).await
-            {
+            if let Err(e) = call_node(&addr, identity, signer, req, NODE_TIMEOUT).await {
                 warn!("cannot signal job {job_id} on {node}: {e}");
             }
         }
@@ -344,8 +465,7 @@ async fn deliver(cmd: Command, identity: &Identity, engine_tx: &mpsc::UnboundedS
             let mut delay = Duration::from_millis(500);
             for attempt in 0..TERMINATE_ATTEMPTS {
                 let req = NodeRequest::Terminate { job_id, kill_wait };
-                match rpc::call::<_, NodeResponse>(&addr, identity.clone(), req, NODE_TIMEOUT).await
-                {
+                match call_node(&addr, identity, signer, req, NODE_TIMEOUT).await {
                     Ok(NodeResponse::Ok) => return,
                     Ok(NodeResponse::Failed(why)) => {
                         // The node no longer runs it (it ended, or the node
@@ -377,6 +497,7 @@ async fn engine_loop(
     tx: mpsc::UnboundedSender<Msg>,
     stop_tx: mpsc::UnboundedSender<()>,
     identity: Identity,
+    signer: Arc<auth::Signer>,
 ) {
     let boot_text = fmt_local(engine.boot_time());
     // Launches and terminations recovery decided on.
@@ -385,6 +506,7 @@ async fn engine_loop(
         workers: BTreeMap::new(),
         engine_tx: tx,
         identity: identity.clone(),
+        signer: signer.clone(),
     };
     // Slurm pings every node a third of SlurmdTimeout; silence for the
     // whole timeout sets it DOWN (Engine::on_timer).
@@ -405,7 +527,7 @@ async fn engine_loop(
             m = rx.recv() => m,
             _ = tokio::time::sleep(sleep_for) => None,
             _ = ping_tick.tick(), if timeout > 0 => {
-                ping_nodes(&engine, &identity, &workers.engine_tx);
+                ping_nodes(&engine, &identity, &signer, &workers.engine_tx);
                 None
             }
         };
@@ -459,9 +581,14 @@ async fn engine_loop(
             }
             entries.push(entry);
         }
-        let tick = Entry::Tick { now: now() };
-        durable::apply(&mut engine, &cfg, &tick, &boot_text);
-        entries.push(tick);
+        // Timers and a scheduling pass, when something changed or a
+        // deadline is due; a batch of queries alone writes nothing.
+        let t = now();
+        if !entries.is_empty() || engine.next_wakeup().is_some_and(|due| t >= due) {
+            let tick = Entry::Tick { now: t };
+            durable::apply(&mut engine, &cfg, &tick, &boot_text);
+            entries.push(tick);
+        }
         // Nothing leaves this process (no reply, no launch) before the
         // batch is on disk: a crash after this point loses nothing.
         let written = tokio::task::block_in_place(|| {
@@ -483,7 +610,7 @@ async fn engine_loop(
             if let Err(e) = tokio::task::block_in_place(|| store.snapshot(&engine)) {
                 warn!("final snapshot: {e}");
             }
-            shutdown_nodes(&engine, &identity).await;
+            shutdown_nodes(&engine, &identity, &signer).await;
             let _ = stop_tx.send(());
             return;
         }
@@ -491,7 +618,12 @@ async fn engine_loop(
 }
 
 /// Pings every registered node daemon; the answers come back as messages.
-fn ping_nodes(engine: &Engine, identity: &Identity, tx: &mpsc::UnboundedSender<Msg>) {
+fn ping_nodes(
+    engine: &Engine,
+    identity: &Identity,
+    signer: &Arc<auth::Signer>,
+    tx: &mpsc::UnboundedSender<Msg>,
+) {
     for info in engine.node_infos() {
         let Some(node) = engine.node(&info.name) else {
             continue;
@@ -502,11 +634,10 @@ fn ping_nodes(engine: &Engine, identity: &Identity, tx: &mpsc::UnboundedSender<M
         let addr = node.daemon_addr.clone();
         let name = info.name.clone();
         let identity = identity.clone();
+        let signer = signer.clone();
         let tx = tx.clone();
         tokio::spawn(async move {
-            let res =
-                rpc::call::<_, NodeResponse>(&addr, identity, NodeRequest::Ping, NODE_TIMEOUT)
-                    .await;
+            let res = call_node(&addr, &identity, &signer, NodeRequest::Ping, NODE_TIMEOUT).await;
             let ok = matches!(res, Ok(NodeResponse::Ok));
             let _ = tx.send(Msg::Ping { node: name, ok });
         });
@@ -514,7 +645,7 @@ fn ping_nodes(engine: &Engine, identity: &Identity, tx: &mpsc::UnboundedSender<M
 }
 
 /// `muster down`: every node daemon is told to stop (ending its jobs).
-async fn shutdown_nodes(engine: &Engine, identity: &Identity) {
+async fn shutdown_nodes(engine: &Engine, identity: &Identity, signer: &Arc<auth::Signer>) {
     let mut calls = Vec::new();
     for n in engine.node_infos() {
         let Some(node) = engine.node(&n.name) else {
@@ -525,10 +656,12 @@ async fn shutdown_nodes(engine: &Engine, identity: &Identity) {
         }
         let addr = node.daemon_addr.clone();
         let identity = identity.clone();
+        let signer = signer.clone();
         calls.push(tokio::spawn(async move {
-            let _ = rpc::call::<_, NodeResponse>(
+            let _ = call_node(
                 &addr,
-                identity,
+                &identity,
+                &signer,
                 NodeRequest::Shutdown,
                 Duration::from_secs(5),
             )
@@ -585,7 +718,7 @@ pub(crate) fn handle(
         CtldRequest::Release { job_id } => ok(engine.on_release(job_id, who)),
         CtldRequest::Requeue { job_id, hold } => ok(engine.on_requeue(job_id, hold, who, t)),
         CtldRequest::RegisterNode(reg) => {
-            // TODO(#3): only an authenticated node daemon may register.
+            // Only the daemons (root or SlurmUser) get here: see Gate::admit.
             let name = reg.name.clone();
             let r = engine.on_node_registered(reg, t);
             if r.is_ok() {

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!   Cluster::builder().nodes(2).start()
-//!       temp dir: slurm.conf (free loopback ports), state/, spool/, log/, work/
+//!       temp dir: slurm.conf (free loopback ports), muster.key (AuthInfo), state/, spool/, log/, work/
 //!       children: muster ctld -f conf, muster noded -N nodeI -f conf
 //!   cluster.run("sbatch", &["--wrap", "true"]) -> Output { stdout, stderr, code }
 //!   drop(cluster): SIGTERM every daemon (node daemons kill their jobs),
@@ -252,6 +252,7 @@ impl Cluster {
             fs::create_dir_all(root.join(sub)).expect("creating the cluster's directories");
         }
         let conf = root.join("slurm.conf");
+        create_key(&root.join(KEY_FILE));
         fs::write(&conf, config_text(b, &root)).expect("writing slurm.conf");
         let node_names: Vec<String> = (1..=b.nodes).map(|i| format!("node{i}")).collect();
         let mut c = Cluster {
@@ -763,6 +764,29 @@ pub fn field(text: &str, key: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The cluster key in the cluster's directory, as `muster up` makes it.
+pub const KEY_FILE: &str = "muster.key";
+/// The node daemons' credential socket in the cluster's directory.
+pub const SOCKET_FILE: &str = "auth.sock";
+
+/// A cluster key as `muster up` makes one: 32 bytes from /dev/urandom,
+/// mode 0600.
+fn create_key(path: &Path) {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut key = [0u8; 32];
+    fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut key))
+        .expect("reading /dev/urandom");
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(&key))
+        .expect("writing the cluster key");
+}
+
 fn config_text(b: &Builder, root: &Path) -> String {
     let host = hostname();
     let mut t = String::new();
@@ -776,6 +800,8 @@ fn config_text(b: &Builder, root: &Path) -> String {
          StateSaveLocation={root}/state\n\
          SlurmdSpoolDir={root}/spool/%n\n\
          {overrides}\
+         AuthType=auth/muster\n\
+         AuthInfo=key={root}/{KEY_FILE},socket={root}/{SOCKET_FILE}\n\
          SelectType=select/cons_tres\n\
          SelectTypeParameters=CR_Core_Memory\n\
          DefMemPerCPU=100\n\

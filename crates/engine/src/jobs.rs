@@ -260,6 +260,10 @@ impl Engine {
         }
         self.next_job_id += 1;
         self.n_submitted += 1;
+        // A held job changes neither the schedule nor any deadline.
+        if !(job.desc.hold && job.desc.begin_time.is_none()) {
+            self.touch();
+        }
         let partition = self.parts[job.partition].conf.name.clone();
         self.jobs.insert(id, job);
         Ok(SubmitReply {
@@ -312,6 +316,7 @@ impl Engine {
         who: &Identity,
         now: Timestamp,
     ) -> Result<(), SlurmError> {
+        self.touch();
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         if !self.may_modify(who, job) {
             return Err(SlurmError::AccessDenied);
@@ -426,6 +431,7 @@ impl Engine {
         launch_failed: Option<String>,
         now: Timestamp,
     ) -> Result<(), SlurmError> {
+        self.touch();
         let idx = self.node_idx(node).ok_or(SlurmError::InvalidNodeName)?;
         let Some(job) = self.jobs.get_mut(&id) else {
             // Already purged: nothing to record.
@@ -486,6 +492,7 @@ impl Engine {
     /// The shell could not deliver a launch to the node: the node is set DOWN
     /// and the job requeued (or failed, when it may not be requeued).
     pub fn on_launch_failed(&mut self, id: JobId, node: &str, now: Timestamp) {
+        self.touch();
         if let Some(idx) = self.node_idx(node) {
             let n = &mut self.nodes[idx.0 as usize];
             n.state.not_responding = true;
@@ -505,6 +512,7 @@ impl Engine {
         who: &Identity,
         now: Timestamp,
     ) -> Result<(), SlurmError> {
+        self.touch();
         let admin = self.is_admin(who);
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         if !self.may_modify(who, job) {
@@ -631,6 +639,7 @@ impl Engine {
 
     /// `scontrol hold` / `uhold`.
     pub fn on_hold(&mut self, id: JobId, user: bool, who: &Identity) -> Result<(), SlurmError> {
+        self.touch();
         let admin = self.is_admin(who);
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         if !self.may_modify(who, job) {
@@ -653,6 +662,7 @@ impl Engine {
 
     /// `scontrol release`.
     pub fn on_release(&mut self, id: JobId, who: &Identity) -> Result<(), SlurmError> {
+        self.touch();
         let admin = self.is_admin(who);
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         if !self.may_modify(who, job) {
@@ -680,6 +690,7 @@ impl Engine {
         who: &Identity,
         now: Timestamp,
     ) -> Result<(), SlurmError> {
+        self.touch();
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         if !self.may_modify(who, job) {
             return Err(SlurmError::AccessDenied);
@@ -707,24 +718,26 @@ impl Engine {
     /// One scheduling pass: starts every job that fits, sets the reason of
     /// every job that waits. Called after each batch of events.
     pub fn schedule(&mut self, now: Timestamp) {
-        let mut requests = Vec::new();
-        for job in self.jobs.values_mut() {
-            if job.state != JobState::Pending || job.completing || job.held.is_some() {
-                continue;
-            }
-            if job.desc.begin_time.is_some_and(|b| b > now) {
-                job.reason = PendingReason::BeginTime;
-                continue;
-            }
+        if !self.sched_dirty {
+            return;
         }
+        self.sched_dirty = false;
+        let mut requests = Vec::new();
+        let mut waiting_to_begin = Vec::new();
         for job in self.jobs.values() {
             if job.state != JobState::Pending || job.completing || job.held.is_some() {
                 continue;
             }
             if job.desc.begin_time.is_some_and(|b| b > now) {
+                waiting_to_begin.push(job.id);
                 continue;
             }
             requests.push(self.request_for(job));
+        }
+        for id in waiting_to_begin {
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.reason = PendingReason::BeginTime;
+            }
         }
         if requests.is_empty() {
             return;
@@ -744,6 +757,7 @@ impl Engine {
     }
 
     fn start_job(&mut self, id: JobId, alloc: sched::Allocation, now: Timestamp) {
+        self.wake_cache = None;
         self.take_resources(id, &alloc, now);
         let batch = alloc.nodes[0].node;
         let batch_name = self.nodes[batch.0 as usize].conf.name.clone();

@@ -278,6 +278,11 @@ pub struct Engine {
     n_submitted: u32,
     outbox: Vec<Command>,
     boot_time: Timestamp,
+    /// Something changed that may let a pending job start or change its
+    /// reason; `schedule` does nothing otherwise.
+    sched_dirty: bool,
+    /// `next_wakeup`'s answer, until the next change.
+    wake_cache: Option<Option<Timestamp>>,
 }
 
 impl Engine {
@@ -315,7 +320,16 @@ impl Engine {
             n_submitted: 0,
             outbox: Vec::new(),
             boot_time: now,
+            sched_dirty: true,
+            wake_cache: None,
         }
+    }
+
+    /// Records that the state changed: the next scheduling pass must look,
+    /// and deadlines must be recomputed.
+    pub(crate) fn touch(&mut self) {
+        self.sched_dirty = true;
+        self.wake_cache = None;
     }
 
     /// The settings in force.
@@ -356,7 +370,16 @@ impl Engine {
 
     /// The earliest time something must happen without an outside event
     /// (a time limit, a `--signal` warning, a begin time, a purge).
-    pub fn next_wakeup(&self) -> Option<Timestamp> {
+    pub fn next_wakeup(&mut self) -> Option<Timestamp> {
+        if let Some(cached) = self.wake_cache {
+            return cached;
+        }
+        let next = self.compute_next_wakeup();
+        self.wake_cache = Some(next);
+        next
+    }
+
+    fn compute_next_wakeup(&self) -> Option<Timestamp> {
         let mut next: Option<Timestamp> = None;
         let mut consider = |t: Timestamp| {
             next = Some(next.map_or(t, |n: Timestamp| n.min(t)));
@@ -401,6 +424,11 @@ impl Engine {
     /// Acts on the passage of time: `--signal` warnings, time limits, begin
     /// times and the purge of old finished jobs. Call `schedule` after.
     pub fn on_timer(&mut self, now: Timestamp) {
+        // Nothing is due before the earliest deadline: skip the scan.
+        if self.next_wakeup().is_none_or(|due| now < due) {
+            return;
+        }
+        self.touch();
         self.check_node_timeouts(now);
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for id in ids {

@@ -67,6 +67,7 @@ impl Engine {
         reg: NodeRegistration,
         now: Timestamp,
     ) -> Result<(), SlurmError> {
+        self.touch();
         let idx = self
             .node_idx(&reg.name)
             .ok_or(SlurmError::InvalidNodeName)?;
@@ -144,8 +145,13 @@ impl Engine {
         let Some(idx) = self.node_idx(name) else {
             return;
         };
+        self.wake_cache = None;
         let n = &mut self.nodes[idx.0 as usize];
         if ok {
+            if n.state.not_responding || n.state.base == NodeBase::Down {
+                self.sched_dirty = true;
+            }
+            let n = &mut self.nodes[idx.0 as usize];
             n.last_response = Some(now);
             n.state.not_responding = false;
             self.maybe_return_to_service(idx);
@@ -186,6 +192,7 @@ impl Engine {
         who: &Identity,
         now: Timestamp,
     ) -> Result<(), SlurmError> {
+        self.touch();
         if !self.is_admin(who) {
             return Err(SlurmError::InvalidUserId);
         }

@@ -88,6 +88,7 @@ impl Engine {
             n.last_busy = saved.last_busy;
             n.last_response = saved.last_response;
         }
+        e.touch();
         e.next_job_id = state.next_job_id;
         e.n_submitted = state.n_submitted;
         for job in state.jobs {
@@ -106,6 +107,7 @@ impl Engine {
     /// has), terminations of ending jobs; and gives every node a full
     /// SlurmdTimeout to answer before it is judged silent.
     pub fn after_recovery(&mut self, now: Timestamp) {
+        self.touch();
         for n in self.nodes.iter_mut() {
             if n.registered {
                 n.last_response = Some(now);

@@ -4,7 +4,8 @@
 //! `up` writes a slurm.conf for this host into the state directory the first
 //! time (free loopback ports, one partition of N nodes that each get this
 //! host's CPUs, `SlurmdParameters=config_overrides` so several node daemons
-//! share one host as Slurm's multiple-slurmd does), then starts the
+//! share one host as Slurm's multiple-slurmd does) and a cluster key
+//! (`muster.key`, mode 0600, named by `AuthInfo`), then starts the
 //! controller and the node daemons as child processes, each in its own
 //! process group so that Ctrl-C reaches only `up`, which then stops them in
 //! order.
@@ -87,6 +88,11 @@ fn host_memory_mb() -> u64 {
         .unwrap_or(4096)
 }
 
+/// The cluster key in the state directory (created by `up`, mode 0600).
+const KEY_FILE: &str = "muster.key";
+/// The node daemons' credential socket in the state directory.
+const SOCKET_FILE: &str = "auth.sock";
+
 /// The default slurm.conf for a local cluster on this host.
 fn default_config(dir: &Path, n_nodes: u32) -> anyhow::Result<String> {
     let user = client::current_identity().user;
@@ -106,6 +112,7 @@ fn default_config(dir: &Path, n_nodes: u32) -> anyhow::Result<String> {
          SlurmdSpoolDir={dir}/spool/%n\n\
          SlurmdParameters=config_overrides\n\
          AuthType=auth/muster\n\
+         AuthInfo=key={dir}/{KEY_FILE},socket={dir}/{SOCKET_FILE}\n\
          SelectType=select/cons_tres\n\
          SelectTypeParameters=CR_Core_Memory\n\
          DefMemPerCPU=100\n\
@@ -216,6 +223,12 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
     fs::create_dir_all(dir.join("log")).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
     let conf_path = dir.join("slurm.conf");
+    // The daemons sign and check every request with this key; the commands
+    // of the user who owns the directory sign with it too.
+    let key_path = dir.join(KEY_FILE);
+    if !key_path.exists() {
+        auth::create_key(&key_path).context("creating the cluster key")?;
+    }
     if !conf_path.exists() {
         fs::write(&conf_path, default_config(&dir, o.n_nodes)?)
             .with_context(|| format!("writing {}", conf_path.display()))?;

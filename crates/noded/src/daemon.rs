@@ -22,6 +22,7 @@
 //! (`muster down`) leaves no stray processes. Killed by SIGKILL or a crash,
 //! it leaves them to their supervisors, and the next daemon picks them up.
 
+use crate::credsock;
 use crate::launch::{self, LaunchContext, StepdAnswer, Supervisor};
 use crate::setup::{self, host_port, NodeSetup};
 use crate::spool::{self, Ended, Found, JobRecord, Pids, ProcId, RecordState};
@@ -99,6 +100,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
         setup.ctld_addrs.join(", "),
         setup.spool_dir.display()
     );
+    let cred_socket = serve_credential_socket(&setup);
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("installing the SIGTERM handler")?;
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
@@ -135,9 +137,40 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     };
     info!("stopping: {why}");
     drop(listener);
+    if let Some(task) = cred_socket {
+        task.abort();
+    }
     registration.abort();
     stop_jobs(&daemon).await;
     Ok(())
+}
+
+/// Starts the credential socket (auth/muster only: munged serves MUNGE's
+/// users), unless another daemon on this host already serves it.
+fn serve_credential_socket(setup: &NodeSetup) -> Option<tokio::task::JoinHandle<()>> {
+    let auth = &setup.auth;
+    if auth.settings.scheme != auth::Scheme::Key {
+        return None;
+    }
+    let path = &auth.settings.socket_path;
+    match credsock::bind(path) {
+        Ok(Some(sock)) => Some(tokio::spawn(credsock::serve(sock, auth.clone()))),
+        Ok(None) => {
+            info!(
+                "credential socket {} is served by another node daemon",
+                path.display()
+            );
+            None
+        }
+        Err(e) => {
+            warn!(
+                "cannot serve the credential socket {}: {e}; \
+                 users who cannot read the cluster key cannot make requests from this host",
+                path.display()
+            );
+            None
+        }
+    }
 }
 
 /// The program that runs job supervisors: the option, else this very
@@ -261,7 +294,42 @@ async fn serve_connection(daemon: Arc<Daemon>, mut stream: TcpStream, peer: Stri
                     return;
                 }
             };
-        debug!(%peer, user = %env.identity.user, "request {:?}", RequestName(&env.body));
+        let who = match authenticate(&daemon, &env) {
+            Ok(who) => who,
+            Err(e) => {
+                warn!(
+                    %peer,
+                    claimed_uid = env.identity.uid,
+                    "refused {:?}: authentication failed: {e}",
+                    RequestName(&env.body)
+                );
+                let reply = rpc::envelope(
+                    daemon.setup.identity.clone(),
+                    failed(format!(
+                        "{}: {e}",
+                        proto::SlurmError::ProtocolAuthentication.as_slurm_str()
+                    )),
+                );
+                let _ = rpc::write_frame_async(&mut stream, &reply).await;
+                return;
+            }
+        };
+        debug!(%peer, user = %who.user, uid = who.uid, "request {:?}", RequestName(&env.body));
+        if needs_privilege(&env.body) && !daemon.setup.auth.privileged_uids.contains(&who.uid) {
+            warn!(
+                %peer,
+                user = %who.user,
+                uid = who.uid,
+                "refused {:?}: only root or SlurmUser may send it",
+                RequestName(&env.body)
+            );
+            let reply = rpc::envelope(
+                daemon.setup.identity.clone(),
+                failed(proto::SlurmError::AccessDenied.as_slurm_str()),
+            );
+            let _ = rpc::write_frame_async(&mut stream, &reply).await;
+            return;
+        }
         let (response, after) = handle(&daemon, env.body).await;
         let reply = rpc::envelope(daemon.setup.identity.clone(), response);
         let written = rpc::write_frame_async(&mut stream, &reply).await;
@@ -272,6 +340,47 @@ async fn serve_connection(daemon: Arc<Daemon>, mut stream: TcpStream, peer: Stri
             warn!(%peer, "cannot answer: {e}");
             return;
         }
+    }
+}
+
+/// Checks the request's credential; the identity it proves.
+fn authenticate(
+    daemon: &Daemon,
+    env: &Envelope<NodeRequest>,
+) -> Result<proto::Identity, auth::AuthError> {
+    let auth = &daemon.setup.auth;
+    let verify = || {
+        auth.verifier
+            .verify(env.credential.as_deref(), &env.identity, setup::now())
+    };
+    if auth.blocks() {
+        tokio::task::block_in_place(verify)
+    } else {
+        verify()
+    }
+}
+
+/// Requests only the controller (root or SlurmUser) may send; anyone
+/// authenticated may ping.
+fn needs_privilege(request: &NodeRequest) -> bool {
+    match request {
+        NodeRequest::Ping => false,
+        NodeRequest::LaunchBatch(_)
+        | NodeRequest::Signal { .. }
+        | NodeRequest::Terminate { .. }
+        | NodeRequest::Shutdown => true,
+    }
+}
+
+/// A credential for the daemon's own request to the controller (a fresh
+/// one per attempt: each is accepted once).
+fn own_credential(daemon: &Daemon) -> Result<String, auth::AuthError> {
+    let auth = &daemon.setup.auth;
+    let sign = || auth.signer.sign(&daemon.setup.identity, setup::now());
+    if auth.blocks() {
+        tokio::task::block_in_place(sign)
+    } else {
+        sign()
     }
 }
 
@@ -662,10 +771,20 @@ async fn call_until_answered(
     let mut delay = BACKOFF_MIN;
     let mut attempt: usize = 0;
     loop {
-        if let Some(addr) = addrs.get(attempt % addrs.len().max(1)) {
+        let credential = match own_credential(daemon) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                warn!("{what}: cannot make a credential: {e}; retrying");
+                None
+            }
+        };
+        if let (Some(addr), Some(credential)) =
+            (addrs.get(attempt % addrs.len().max(1)), credential)
+        {
             match rpc::call::<_, CtldResponse>(
                 addr,
                 daemon.setup.identity.clone(),
+                Some(credential),
                 make(),
                 CTLD_TIMEOUT,
             )

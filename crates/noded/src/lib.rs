@@ -15,7 +15,14 @@
 //!   stepd (one per job, own session) --fork/exec--> batch script (own session = the job)
 //!
 //!   state::JobTable (pure)   spool (files, /proc identity)   launch   env (pure)   hw
+//!
+//!   credsock: users' commands --AuthInfo socket, SO_PEERCRED--> a credential for their uid
 //! ```
+//!
+//! Every request carries a credential (crate `auth`) that the daemon checks
+//! before anything else; launching, signalling and ending jobs and stopping
+//! the daemon are the controller's alone (root or `SlurmUser`), and every
+//! refusal is logged with the peer's address.
 //!
 //! Each job has a supervisor process (`stepd`), the script's parent, which
 //! writes the script's wait status into the job's spool directory. The
@@ -33,6 +40,7 @@
 //! when the script ends is killed, as Slurm's proctrack does for the batch
 //! step.
 
+mod credsock;
 mod daemon;
 mod env;
 mod hw;

@@ -8,6 +8,7 @@ use anyhow::Context;
 use model::Gres;
 use proto::{Identity, NodeRegistration};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Everything the daemon takes from its configuration at start.
 #[derive(Clone, Debug)]
@@ -29,6 +30,50 @@ pub struct NodeSetup {
     pub registration: NodeRegistration,
     /// Who the daemon is, for its requests to the controller.
     pub identity: Identity,
+    /// Credentials: made for the daemon's requests and its socket, checked
+    /// on every request it serves.
+    pub auth: Arc<NodeAuth>,
+}
+
+/// The daemon's side of authentication (crate `auth`).
+#[derive(Debug)]
+pub struct NodeAuth {
+    /// Signs the daemon's requests and the credentials its socket hands out.
+    pub signer: auth::Signer,
+    /// Checks every request.
+    pub verifier: auth::Verifier,
+    /// The scheme and paths from `AuthType` and `AuthInfo`.
+    pub settings: auth::AuthSettings,
+    /// Who may launch, signal and end jobs and stop the daemon: root and
+    /// `SlurmUser` (the controller's user).
+    pub privileged_uids: Vec<u32>,
+}
+
+impl NodeAuth {
+    /// True when checking or making a credential asks munged (a blocking
+    /// round trip), rather than only computing an HMAC.
+    pub fn blocks(&self) -> bool {
+        self.verifier.blocks() || self.signer.blocks()
+    }
+
+    /// Loads the key (or libmunge) and resolves `SlurmUser`.
+    pub fn from_config(config: &conf::Config) -> anyhow::Result<NodeAuth> {
+        let settings = auth::AuthSettings::from_config(config)?;
+        let (signer, verifier) = auth::from_config(config)?;
+        let (privileged_uids, known) = auth::daemon_uids(config);
+        if !known {
+            tracing::warn!(
+                "SlurmUser {:?} is not a known user: only root may launch jobs here",
+                config.slurm_user
+            );
+        }
+        Ok(NodeAuth {
+            signer,
+            verifier,
+            settings,
+            privileged_uids,
+        })
+    }
 }
 
 /// `host:port`, bracketing an IPv6 literal.
@@ -174,7 +219,9 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
             }
         }
     }
+    let auth = NodeAuth::from_config(&config).context("setting up authentication")?;
     Ok(NodeSetup {
+        auth: Arc::new(auth),
         identity: own_identity(&node_name),
         spool_dir: PathBuf::from(config.spool_dir_for(&node_name)),
         addr: node.addr.clone(),

@@ -33,6 +33,31 @@ fn identity() -> Identity {
     }
 }
 
+/// Authentication for a test daemon: a fresh cluster key in `dir` (the
+/// tests sign their requests with it) and this user as SlurmUser, so the
+/// tests may launch jobs.
+fn auth_conf(dir: &std::path::Path) -> String {
+    auth::create_key(&dir.join("muster.key")).unwrap();
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap()
+        .name;
+    format!(
+        "AuthType=auth/muster\nAuthInfo=key={0}/muster.key,socket={0}/auth.sock\nSlurmUser={user}\n",
+        dir.display()
+    )
+}
+
+/// A fresh credential for `identity()`, signed with the key in `dir`.
+fn credential(dir: &std::path::Path) -> Option<String> {
+    let key = auth::load_key(&dir.join("muster.key")).unwrap();
+    Some(
+        auth::Signer::with_key(&key)
+            .sign(&identity(), chrono::Utc::now().timestamp())
+            .unwrap(),
+    )
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -88,9 +113,11 @@ impl Harness {
                  SlurmctldPort={ctl_port}\n\
                  SlurmdSpoolDir={}/spool/%n\n\
                  SlurmdParameters=config_overrides\n\
+                 {auth}\
                  NodeName=n1 NodeAddr=127.0.0.1 Port={port} CPUs=2 RealMemory=1000\n\
                  PartitionName=debug Nodes=n1 Default=YES\n",
-                dir.path().display()
+                dir.path().display(),
+                auth = auth_conf(dir.path()),
             ),
         )
         .unwrap();
@@ -112,9 +139,15 @@ impl Harness {
     }
 
     async fn call(&self, req: NodeRequest) -> NodeResponse {
-        rpc::call(&self.node_addr, identity(), req, Duration::from_secs(10))
-            .await
-            .unwrap()
+        rpc::call(
+            &self.node_addr,
+            identity(),
+            credential(self.dir.path()),
+            req,
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap()
     }
 
     async fn wait_for(&self, what: &str, pred: impl Fn(&CtldRequest) -> bool) -> CtldRequest {
@@ -587,6 +620,7 @@ async fn serves_while_controller_is_down_and_registers_when_it_comes_up() {
         let r = rpc::call::<_, NodeResponse>(
             &h.node_addr,
             identity(),
+            credential(h.dir.path()),
             NodeRequest::Ping,
             Duration::from_secs(1),
         )
@@ -608,5 +642,129 @@ async fn serves_while_controller_is_down_and_registers_when_it_comes_up() {
     })
     .await;
     assert_eq!(h.exit_of(71).await.0, ExitCode { code: 2, signal: 0 });
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn credential_socket_answers_for_the_callers_own_uid() {
+    let h = Harness::start().await;
+    let sock = h.dir.path().join("auth.sock");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&sock).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o666, "anyone may ask");
+    let cred = tokio::task::spawn_blocking(move || auth::credential_from_socket(&sock))
+        .await
+        .unwrap()
+        .unwrap();
+    let key = auth::load_key(&h.dir.path().join("muster.key")).unwrap();
+    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap();
+    let claimed = Identity {
+        uid: me.uid.as_raw(),
+        gid: 0,
+        user: String::new(),
+        host: String::new(),
+    };
+    let proven = auth::Verifier::with_key(&key)
+        .verify(Some(&cred), &claimed, chrono::Utc::now().timestamp())
+        .unwrap();
+    assert_eq!(proven.uid, me.uid.as_raw());
+    assert_eq!(proven.gid, me.gid.as_raw());
+    assert_eq!(proven.user, me.name);
+    h.shutdown().await;
+}
+
+async fn call_with(h: &Harness, credential: Option<String>, req: NodeRequest) -> NodeResponse {
+    rpc::call(
+        &h.node_addr,
+        identity(),
+        credential,
+        req,
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap()
+}
+
+fn is_auth_refusal(r: &NodeResponse) -> bool {
+    matches!(r, NodeResponse::Failed(m) if m.starts_with("Protocol authentication error"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_without_valid_credentials_are_refused() {
+    let h = Harness::start().await;
+    let now = chrono::Utc::now().timestamp();
+    // None at all.
+    let r = call_with(&h, None, NodeRequest::Ping).await;
+    assert!(is_auth_refusal(&r), "{r:?}");
+    // Signed with another key.
+    let forged = auth::Signer::with_key(&[9u8; 32])
+        .sign(&identity(), now)
+        .unwrap();
+    let r = call_with(&h, Some(forged), NodeRequest::Ping).await;
+    assert!(is_auth_refusal(&r), "{r:?}");
+    // A valid one, then the same again.
+    let cred = credential(h.dir.path());
+    let r = call_with(&h, cred.clone(), NodeRequest::Ping).await;
+    assert!(matches!(r, NodeResponse::Ok), "{r:?}");
+    let r = call_with(&h, cred, NodeRequest::Ping).await;
+    assert!(is_auth_refusal(&r), "replayed: {r:?}");
+    // A forged launch starts nothing.
+    let l = h.batch(61, "#!/bin/sh\necho pwned > pwned\n");
+    let r = call_with(&h, None, NodeRequest::LaunchBatch(Box::new(l))).await;
+    assert!(is_auth_refusal(&r), "{r:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!h.dir.path().join("pwned").exists());
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn only_the_controller_may_launch_signal_or_stop() {
+    let h = Harness::start().await;
+    let key = auth::load_key(&h.dir.path().join("muster.key")).unwrap();
+    let stranger = Identity {
+        uid: 4242,
+        gid: 4242,
+        user: "stranger".into(),
+        host: "elsewhere".into(),
+    };
+    let signed = || {
+        Some(
+            auth::Signer::with_key(&key)
+                .sign(&stranger, chrono::Utc::now().timestamp())
+                .unwrap(),
+        )
+    };
+    let send = |credential, req| async {
+        rpc::call::<_, NodeResponse>(
+            &h.node_addr,
+            stranger.clone(),
+            credential,
+            req,
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap()
+    };
+    let r = send(signed(), NodeRequest::Ping).await;
+    assert!(matches!(r, NodeResponse::Ok), "{r:?}");
+    let l = h.batch(62, "#!/bin/sh\necho pwned > pwned\n");
+    for req in [
+        NodeRequest::LaunchBatch(Box::new(l)),
+        NodeRequest::Terminate {
+            job_id: JobId(62),
+            kill_wait: 0,
+        },
+        NodeRequest::Shutdown,
+    ] {
+        let r = send(signed(), req).await;
+        assert!(
+            matches!(r, NodeResponse::Failed(ref m) if m == "Access/permission denied"),
+            "{r:?}"
+        );
+    }
+    // Still up.
+    assert!(matches!(h.call(NodeRequest::Ping).await, NodeResponse::Ok));
     h.shutdown().await;
 }

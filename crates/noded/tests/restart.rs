@@ -25,6 +25,31 @@ fn identity() -> Identity {
     }
 }
 
+/// Authentication for a test daemon: a fresh cluster key in `dir` (the
+/// tests sign their requests with it) and this user as SlurmUser, so the
+/// tests may launch jobs.
+fn auth_conf(dir: &std::path::Path) -> String {
+    auth::create_key(&dir.join("muster.key")).unwrap();
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap()
+        .name;
+    format!(
+        "AuthType=auth/muster\nAuthInfo=key={0}/muster.key,socket={0}/auth.sock\nSlurmUser={user}\n",
+        dir.display()
+    )
+}
+
+/// A fresh credential for `identity()`, signed with the key in `dir`.
+fn credential(dir: &std::path::Path) -> Option<String> {
+    let key = auth::load_key(&dir.join("muster.key")).unwrap();
+    Some(
+        auth::Signer::with_key(&key)
+            .sign(&identity(), chrono::Utc::now().timestamp())
+            .unwrap(),
+    )
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -83,9 +108,11 @@ impl Node {
                  SlurmctldPort={ctl_port}\n\
                  SlurmdSpoolDir={}/spool/%n\n\
                  SlurmdParameters=config_overrides\n\
+                 {auth}\
                  NodeName=n1 NodeAddr=127.0.0.1 Port={port} CPUs=2 RealMemory=1000\n\
                  PartitionName=debug Nodes=n1 Default=YES\n",
-                dir.path().display()
+                dir.path().display(),
+                auth = auth_conf(dir.path()),
             ),
         )
         .unwrap();
@@ -159,9 +186,15 @@ impl Node {
     }
 
     async fn call(&self, req: NodeRequest) -> NodeResponse {
-        rpc::call(&self.node_addr, identity(), req, Duration::from_secs(10))
-            .await
-            .unwrap()
+        rpc::call(
+            &self.node_addr,
+            identity(),
+            credential(self.dir.path()),
+            req,
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap()
     }
 
     /// The first request from index `from` on that matches.

@@ -20,8 +20,8 @@ pub const MIN_PROTOCOL_VERSION: u32 = 1;
 /// allocate without bound.
 pub const MAX_FRAME_BYTES: u32 = 64 * 1024 * 1024;
 
-/// Who is asking. Until authentication lands (TODO(#3)) this is asserted by
-/// the sender; the receiver checks it against the credential once it exists.
+/// Who is asking. Asserted by the sender; the receiver checks it against
+/// the envelope's credential.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Identity {
     /// Numeric user id of the caller.
@@ -39,8 +39,15 @@ pub struct Identity {
 pub struct Envelope<T> {
     /// The sender's [`PROTOCOL_VERSION`].
     pub version: u32,
-    /// The sender's identity.
+    /// The sender's identity, as the sender claims it. Receivers act on the
+    /// identity the credential proves (crate `auth`), and refuse a request
+    /// whose claim and credential disagree.
     pub identity: Identity,
+    /// The credential proving `identity` (`auth/muster` or MUNGE text).
+    /// Every request must carry one; answers do not. Absent from frames of
+    /// builds before authentication, which are refused as unauthenticated.
+    #[serde(default)]
+    pub credential: Option<String>,
     /// The message itself.
     pub body: T,
 }
@@ -386,6 +393,9 @@ pub enum SlurmError {
     ProtocolVersion,
     /// ESLURM_BAD_DIST etc.: the request is not valid.
     InvalidRequest,
+    /// SLURM_PROTOCOL_AUTHENTICATION_ERROR: the request's credential is
+    /// missing, forged, expired or replayed.
+    ProtocolAuthentication,
 }
 
 impl SlurmError {
@@ -425,6 +435,7 @@ impl SlurmError {
             SlurmError::InvalidNodeState => "Invalid node state specified",
             SlurmError::ProtocolVersion => "Protocol version has changed, re-link your code",
             SlurmError::InvalidRequest => "Unexpected message received",
+            SlurmError::ProtocolAuthentication => "Protocol authentication error",
         }
     }
 }
@@ -810,13 +821,23 @@ mod tests {
                 user: "u".into(),
                 host: "h".into(),
             },
+            credential: Some("c.d".into()),
             body: CtldRequest::Submit(Box::new(desc.clone())),
         };
         let text = serde_json::to_string(&env).unwrap();
         let back: Envelope<CtldRequest> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.credential.as_deref(), Some("c.d"));
         match back.body {
             CtldRequest::Submit(d) => assert_eq!(*d, desc),
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn envelope_without_a_credential_still_decodes() {
+        let text =
+            r#"{"version":1,"identity":{"uid":1,"gid":1,"user":"u","host":"h"},"body":"Ping"}"#;
+        let env: Envelope<CtldRequest> = serde_json::from_str(text).unwrap();
+        assert_eq!(env.credential, None);
     }
 }

@@ -116,11 +116,19 @@ fn decode<T: DeserializeOwned>(buf: &[u8]) -> Result<Envelope<T>, RpcError> {
     }
 }
 
-/// Wraps `body` in an envelope of this build's version.
+/// Wraps `body` in an envelope of this build's version, without a
+/// credential (answers, and tests of refusals).
 pub fn envelope<T>(identity: Identity, body: T) -> Envelope<T> {
+    signed_envelope(identity, None, body)
+}
+
+/// Wraps `body` in an envelope of this build's version carrying
+/// `credential` (see crate `auth`).
+pub fn signed_envelope<T>(identity: Identity, credential: Option<String>, body: T) -> Envelope<T> {
     Envelope {
         version: PROTOCOL_VERSION,
         identity,
+        credential,
         body,
     }
 }
@@ -155,6 +163,7 @@ pub fn read_frame<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<Envelope<T>
 pub fn call_blocking<Req: Serialize, Resp: DeserializeOwned>(
     addr: &str,
     identity: Identity,
+    credential: Option<String>,
     req: Req,
     timeout: Duration,
 ) -> Result<Resp, RpcError> {
@@ -166,7 +175,7 @@ pub fn call_blocking<Req: Serialize, Resp: DeserializeOwned>(
                 s.set_read_timeout(Some(timeout))?;
                 s.set_write_timeout(Some(timeout))?;
                 s.set_nodelay(true)?;
-                write_frame(&mut s, &envelope(identity, req))?;
+                write_frame(&mut s, &signed_envelope(identity, credential, req))?;
                 let env: Envelope<Resp> = read_frame(&mut s).map_err(|e| match e {
                     RpcError::Io(ref io)
                         if matches!(
@@ -252,13 +261,14 @@ where
 pub async fn call<Req: Serialize, Resp: DeserializeOwned>(
     addr: &str,
     identity: Identity,
+    credential: Option<String>,
     req: Req,
     timeout: Duration,
 ) -> Result<Resp, RpcError> {
     let fut = async {
         let mut s = tokio::net::TcpStream::connect(addr).await?;
         s.set_nodelay(true)?;
-        write_frame_async(&mut s, &envelope(identity, req)).await?;
+        write_frame_async(&mut s, &signed_envelope(identity, credential, req)).await?;
         let env: Envelope<Resp> = read_frame_async(&mut s, timeout).await?;
         Ok::<_, RpcError>(env.body)
     };

@@ -198,10 +198,11 @@ fn a_silent_node_goes_down_its_jobs_requeue_and_it_returns_to_service() {
 #[test]
 fn jobs_survive_a_node_daemon_crash_and_their_end_is_reported() {
     let mut c = cluster(1);
-    let long = c.submit(&["--wrap", "sleep 3; exit 4"]);
-    let quick = c.submit(&["--wrap", "sleep 1; exit 0"]);
-    c.wait_state(long, "RUNNING", secs(10));
-    c.wait_state(quick, "RUNNING", secs(10));
+    let long = c.submit(&["--wrap", "echo up > long.started; sleep 3; exit 4"]);
+    let quick = c.submit(&["--wrap", "echo up > quick.started; sleep 1; exit 0"]);
+    // RUNNING means allocated; wait until both scripts really run.
+    c.wait_file("long.started", secs(10));
+    c.wait_file("quick.started", secs(10));
     c.kill_node("node1");
     // The quick job ends while no daemon watches it; the long one outlives
     // the restart.

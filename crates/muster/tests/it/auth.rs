@@ -1,0 +1,512 @@
+//! Authentication end to end: the controller and the node daemons refuse
+//! requests whose credential is missing, forged or replayed, and log each
+//! refusal; as root, real users get their credentials from the node
+//! daemon's socket and can neither touch another user's job nor pose as a
+//! node or as the controller; with auth/munge, a real munged.
+
+use crate::{builder, cluster, secs};
+use e2e::Cluster;
+use proto::{CtldRequest, CtldResponse, Identity, NodeRequest, NodeResponse, SlurmError};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The value of `key=` on the first slurm.conf line that has `line_has`.
+fn conf_value(c: &Cluster, line_has: &str, key: &str) -> String {
+    let text = std::fs::read_to_string(c.conf()).expect("reading the cluster's slurm.conf");
+    text.lines()
+        .filter(|l| l.contains(line_has))
+        .find_map(|l| e2e::field(l, key))
+        .unwrap_or_else(|| panic!("no {key}= on a line with {line_has:?} in:\n{text}"))
+}
+
+fn ctld_addr(c: &Cluster) -> String {
+    format!(
+        "127.0.0.1:{}",
+        conf_value(c, "SlurmctldPort=", "SlurmctldPort")
+    )
+}
+
+fn node_addr(c: &Cluster, node: &str) -> String {
+    format!(
+        "127.0.0.1:{}",
+        conf_value(c, &format!("NodeName={node} "), "Port")
+    )
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is after 1970")
+        .as_secs() as i64
+}
+
+fn me() -> Identity {
+    client::current_identity()
+}
+
+fn ctld_call(
+    c: &Cluster,
+    identity: Identity,
+    credential: Option<String>,
+    req: CtldRequest,
+) -> CtldResponse {
+    rpc::call_blocking(&ctld_addr(c), identity, credential, req, TIMEOUT)
+        .expect("the controller answers")
+}
+
+/// A credential signed with the cluster's own key (the test owns it).
+fn signed(c: &Cluster, identity: &Identity) -> String {
+    let key = auth::load_key(&c.root().join(e2e::KEY_FILE)).expect("reading the cluster key");
+    auth::Signer::with_key(&key)
+        .sign(identity, now())
+        .expect("signing")
+}
+
+fn is_auth_refusal(r: &CtldResponse) -> bool {
+    matches!(r, CtldResponse::Error(SlurmError::ProtocolAuthentication))
+}
+
+fn wait_log(c: &Cluster, name: &str, text: &str) {
+    c.wait_until(&format!("{text:?} in {name}.log"), secs(10), || {
+        c.log(name).contains(text).then_some(())
+    });
+}
+
+#[test]
+fn request_without_a_credential_is_refused_and_logged() {
+    let c = cluster(1);
+    let r = ctld_call(&c, me(), None, CtldRequest::Ping);
+    assert!(is_auth_refusal(&r), "{r:?}");
+    let r = ctld_call(&c, me(), None, CtldRequest::Submit(Box::default()));
+    assert!(is_auth_refusal(&r), "{r:?}");
+    wait_log(&c, "ctld", "authentication failed: no credential");
+    // The commands, which carry credentials, still work.
+    let id = c.submit(&["--wrap", "true"]);
+    assert_eq!(c.wait_done(id, secs(20)), "COMPLETED");
+}
+
+#[test]
+fn forged_credential_is_refused_and_logged() {
+    let c = cluster(1);
+    let root = Identity {
+        uid: 0,
+        gid: 0,
+        user: "root".into(),
+        host: e2e::hostname(),
+    };
+    let forged = auth::Signer::with_key(&[7u8; 32])
+        .sign(&root, now())
+        .expect("signing");
+    let r = ctld_call(&c, root.clone(), Some(forged), CtldRequest::Shutdown);
+    assert!(is_auth_refusal(&r), "{r:?}");
+    wait_log(&c, "ctld", "invalid credential signature");
+    // A genuine credential for one user does not vouch for another.
+    if me().uid != 0 {
+        let mine = signed(&c, &me());
+        let r = ctld_call(&c, root, Some(mine), CtldRequest::Shutdown);
+        assert!(is_auth_refusal(&r), "{r:?}");
+    }
+    // The node daemon refuses the forgery as well.
+    let forged = auth::Signer::with_key(&[7u8; 32])
+        .sign(&me(), now())
+        .expect("signing");
+    let r: NodeResponse = rpc::call_blocking(
+        &node_addr(&c, "node1"),
+        me(),
+        Some(forged),
+        NodeRequest::Shutdown,
+        TIMEOUT,
+    )
+    .expect("the node daemon answers");
+    assert!(
+        matches!(&r, NodeResponse::Failed(m) if m.starts_with("Protocol authentication error")),
+        "{r:?}"
+    );
+    wait_log(&c, "noded-node1", "authentication failed");
+    // Still up.
+    c.ok("scontrol", &["ping"]);
+    assert_eq!(c.node_state("node1"), "idle");
+}
+
+#[test]
+fn replayed_credential_is_refused_and_logged() {
+    let c = cluster(1);
+    let cred = signed(&c, &me());
+    let r = ctld_call(&c, me(), Some(cred.clone()), CtldRequest::ListJobs);
+    assert!(matches!(r, CtldResponse::Jobs(_)), "{r:?}");
+    let r = ctld_call(&c, me(), Some(cred), CtldRequest::ListJobs);
+    assert!(is_auth_refusal(&r), "{r:?}");
+    wait_log(&c, "ctld", "replayed credential");
+}
+
+fn rogue_registration(name: &str) -> CtldRequest {
+    CtldRequest::RegisterNode(proto::NodeRegistration {
+        name: name.into(),
+        addr: "127.0.0.1".into(),
+        port: 1,
+        cpus: 64,
+        boards: 1,
+        sockets: 1,
+        cores_per_socket: 64,
+        threads_per_core: 1,
+        real_memory: 100_000,
+        free_memory: 100_000,
+        cpu_load: 0.0,
+        gres: vec![],
+        os: "Linux".into(),
+        arch: "x86_64".into(),
+        boot_time: 0,
+        start_time: 0,
+        running_jobs: vec![],
+        version: "22.05".into(),
+    })
+}
+
+#[test]
+fn only_the_daemons_users_may_register_a_node() {
+    let c = cluster(1);
+    // What the node daemon's socket would hand a user: a valid credential
+    // for a uid that is neither root nor SlurmUser.
+    let stranger = Identity {
+        uid: 4242,
+        gid: 4242,
+        user: "stranger".into(),
+        host: e2e::hostname(),
+    };
+    let cred = signed(&c, &stranger);
+    let r = ctld_call(&c, stranger, Some(cred), rogue_registration("node1"));
+    assert!(
+        matches!(r, CtldResponse::Error(SlurmError::AccessDenied)),
+        "{r:?}"
+    );
+    wait_log(&c, "ctld", "is not root or SlurmUser");
+    assert_eq!(c.node_field("node1", "CPUTot"), "2");
+}
+
+// ---------------------------------------------------------------------
+// Several real users (root only: CI runs as root).
+
+/// A Unix user made for one test, removed (with its home) on drop.
+struct TestUser {
+    name: String,
+    uid: u32,
+    gid: u32,
+    home: PathBuf,
+}
+
+impl TestUser {
+    fn create(tag: &str, base: &Path) -> TestUser {
+        let name = format!("mu{}{tag}", std::process::id() % 100_000);
+        let home = base.join(&name);
+        // A leftover of a killed earlier run with the same pid.
+        let _ = Command::new("userdel").arg(&name).output();
+        let out = Command::new("useradd")
+            .args(["--no-create-home", "--user-group", "--shell", "/bin/sh"])
+            .arg("--home-dir")
+            .arg(&home)
+            .arg(&name)
+            .output()
+            .expect("running useradd");
+        assert!(out.status.success(), "useradd {name}: {out:?}");
+        let user = nix::unistd::User::from_name(&name)
+            .expect("reading passwd")
+            .expect("the new user exists");
+        std::fs::create_dir_all(&home).expect("creating a home directory");
+        nix::unistd::chown(&home, Some(user.uid), Some(user.gid)).expect("chown");
+        TestUser {
+            name,
+            uid: user.uid.as_raw(),
+            gid: user.gid.as_raw(),
+            home,
+        }
+    }
+
+    /// `program args...` run as this user, in its home.
+    fn command(&self, program: &Path) -> Command {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = Command::new(program);
+        cmd.uid(self.uid)
+            .gid(self.gid)
+            .current_dir(&self.home)
+            .env("HOME", &self.home)
+            .env("USER", &self.name)
+            .env("LOGNAME", &self.name);
+        cmd
+    }
+
+    /// A Slurm command of `c` as this user.
+    fn run(&self, c: &Cluster, cmd: &str, args: &[&str]) -> e2e::Output {
+        let mut command = self.command(c.binary());
+        command
+            .arg(cmd)
+            .args(args)
+            .env("SLURM_CONF", c.conf())
+            .env_remove("SLURM_JOB_ID");
+        output(command)
+    }
+}
+
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").arg(&self.name).output();
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
+fn output(mut c: Command) -> e2e::Output {
+    let out = c.output().expect("running a command");
+    e2e::Output {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// The environment variable that turns `helper_runs_as_another_user` into
+/// the other user's side of `users_reach_only_what_is_theirs`.
+const HELPER: &str = "MUSTER_AUTH_TEST_HELPER";
+
+/// Not a test by itself: `users_reach_only_what_is_theirs` runs this test
+/// binary again as another user with `MUSTER_AUTH_TEST_HELPER` set, to send
+/// hand-made requests with that user's credential from the node daemon's
+/// socket. Without the variable it does nothing.
+#[test]
+fn helper_runs_as_another_user() {
+    let Ok(what) = std::env::var(HELPER) else {
+        return;
+    };
+    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} unset"));
+    let socket = PathBuf::from(var("HELPER_SOCKET"));
+    let credential = || Some(auth::credential_from_socket(&socket).expect("socket credential"));
+    let mine = client::current_identity();
+    let answer = match what.as_str() {
+        // Claims to be the victim; the credential says who it really is.
+        "impersonate" => {
+            let victim = Identity {
+                uid: var("HELPER_VICTIM_UID").parse().unwrap(),
+                gid: var("HELPER_VICTIM_UID").parse().unwrap(),
+                user: var("HELPER_VICTIM"),
+                host: mine.host.clone(),
+            };
+            let job_id = model::JobId(var("HELPER_JOB").parse().unwrap());
+            let req = CtldRequest::Cancel {
+                job_id,
+                signal: None,
+                batch_only: false,
+                full: false,
+            };
+            let r: CtldResponse =
+                rpc::call_blocking(&var("HELPER_CTLD"), victim, credential(), req, TIMEOUT)
+                    .unwrap();
+            format!("{r:?}")
+        }
+        "register" => {
+            let r: CtldResponse = rpc::call_blocking(
+                &var("HELPER_CTLD"),
+                mine,
+                credential(),
+                rogue_registration("node1"),
+                TIMEOUT,
+            )
+            .unwrap();
+            format!("{r:?}")
+        }
+        "launch" => {
+            let launch = proto::BatchLaunch {
+                job_id: model::JobId(999_999),
+                uid: 0,
+                gid: 0,
+                user: "root".into(),
+                script: format!("#!/bin/sh\ntouch {}\n", var("HELPER_PWNED")),
+                argv: vec![],
+                env: vec![],
+                work_dir: "/".into(),
+                stdout: "/dev/null".into(),
+                stderr: "/dev/null".into(),
+                stdin: "/dev/null".into(),
+                open_append: false,
+                cpus: 1,
+                mem: 1,
+                gpus: vec![],
+                time_limit_secs: None,
+            };
+            let r: NodeResponse = rpc::call_blocking(
+                &var("HELPER_NODE"),
+                mine,
+                credential(),
+                NodeRequest::LaunchBatch(Box::new(launch)),
+                TIMEOUT,
+            )
+            .unwrap();
+            format!("{r:?}")
+        }
+        other => panic!("unknown helper action {other}"),
+    };
+    println!("HELPER-ANSWER {answer}");
+}
+
+#[test]
+fn users_reach_only_what_is_theirs() {
+    if !is_root() {
+        eprintln!(
+            "users_reach_only_what_is_theirs: not run: it creates Unix users, which needs root"
+        );
+        return;
+    }
+    // Binaries and homes where the test users can reach them.
+    let base = tempfile::Builder::new()
+        .prefix("muster-auth-")
+        .tempdir()
+        .expect("a temp dir");
+    set_mode(base.path(), 0o755);
+    let a = TestUser::create("a", base.path());
+    let b = TestUser::create("b", base.path());
+    let test_bin = base.path().join("it-helper");
+    std::fs::copy(std::env::current_exe().unwrap(), &test_bin).expect("copying the test binary");
+    let muster_bin = base.path().join("muster");
+    std::fs::copy(env!("CARGO_BIN_EXE_muster"), &muster_bin).expect("copying muster");
+    let c = builder().binary(&muster_bin).nodes(1).start();
+    // The users may read slurm.conf and reach the socket, not the key.
+    set_mode(c.root(), 0o755);
+    let key = c.root().join(e2e::KEY_FILE);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let socket = c.root().join(e2e::SOCKET_FILE);
+
+    // A's jobs run as A.
+    let out = a.run(&c, "sbatch", &["--parsable", "--wrap", "id -u; id -un"]);
+    assert!(out.ok(), "sbatch as {}: {out}\n{}", a.name, c.logs());
+    let id: u32 = out.stdout.trim().parse().expect("a job id");
+    assert_eq!(c.wait_done(id, secs(20)), "COMPLETED", "{}", c.logs());
+    assert_eq!(c.squeue_field(id, "%u"), a.name);
+    let text = std::fs::read_to_string(a.home.join(format!("slurm-{id}.out"))).unwrap_or_default();
+    assert_eq!(text, format!("{}\n{}\n", a.uid, a.name), "{}", c.logs());
+
+    // B cannot cancel A's job.
+    let out = a.run(&c, "sbatch", &["--parsable", "--wrap", "sleep 300"]);
+    assert!(out.ok(), "{out}");
+    let long: u32 = out.stdout.trim().parse().expect("a job id");
+    c.wait_state(long, "RUNNING", secs(20));
+    let out = b.run(&c, "scancel", &[&long.to_string()]);
+    assert_eq!(out.code, 210, "{out}");
+    assert_eq!(
+        out.stderr,
+        format!("scancel: error: Kill job error on job id {long}: Access/permission denied\n")
+    );
+
+    // B cannot pose as A, register a node or launch on a node directly.
+    let helper = |what: &str, extra: &[(&str, String)]| -> String {
+        let mut cmd = b.command(&test_bin);
+        cmd.args([
+            "--exact",
+            "auth::helper_runs_as_another_user",
+            "--nocapture",
+        ])
+        .env(HELPER, what)
+        .env("HELPER_SOCKET", &socket)
+        .env("HELPER_CTLD", ctld_addr(&c))
+        .env("HELPER_NODE", node_addr(&c, "node1"));
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let out = output(cmd);
+        out.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("HELPER-ANSWER "))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("the helper as {} failed: {out}", b.name))
+    };
+    let answer = helper(
+        "impersonate",
+        &[
+            ("HELPER_VICTIM", a.name.clone()),
+            ("HELPER_VICTIM_UID", a.uid.to_string()),
+            ("HELPER_JOB", long.to_string()),
+        ],
+    );
+    assert!(
+        answer.contains("ProtocolAuthentication") || answer.contains("AccessDenied"),
+        "{answer}"
+    );
+    assert_eq!(c.job_state(long), "RUNNING");
+    let answer = helper("register", &[]);
+    assert!(answer.contains("AccessDenied"), "{answer}");
+    assert_eq!(c.node_field("node1", "CPUTot"), "2");
+    let pwned = base.path().join("pwned");
+    let answer = helper("launch", &[("HELPER_PWNED", pwned.display().to_string())]);
+    assert!(answer.contains("Access/permission denied"), "{answer}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!pwned.exists(), "a rogue launch ran");
+
+    // A may cancel its own job.
+    let out = a.run(&c, "scancel", &[&long.to_string()]);
+    assert!(out.ok(), "{out}");
+    assert_eq!(c.wait_done(long, secs(20)), "CANCELLED");
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+// ---------------------------------------------------------------------
+// auth/munge with a real munged.
+
+const MUNGE_SOCKET: &str = "/var/run/munge/munge.socket.2";
+
+/// True where munged must be there: CI (`CI` set), or root with apt-get
+/// (where `.ci/run` installs and starts it).
+fn munge_required() -> bool {
+    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+    let apt = Path::new("/usr/bin/apt-get").exists();
+    ci || (is_root() && apt)
+}
+
+#[test]
+fn auth_munge_runs_jobs_with_a_real_munged() {
+    let probe = auth::munge::Munge::load(Path::new(MUNGE_SOCKET)).and_then(|m| m.encode(b"probe"));
+    if let Err(e) = probe {
+        if munge_required() {
+            panic!(
+                "munged is required here (CI, or root with apt-get; .ci/run installs and starts it) \
+                 but does not answer on {MUNGE_SOCKET}: {e}"
+            );
+        }
+        eprintln!("auth_munge_runs_jobs_with_a_real_munged: not run: {e}");
+        return;
+    }
+    let c = builder()
+        .nodes(1)
+        .conf_extra(&format!(
+            "AuthType=auth/munge\nAuthInfo=socket={MUNGE_SOCKET}\n"
+        ))
+        .start();
+    let id = c.submit(&["--wrap", "echo munged-ok"]);
+    assert_eq!(c.wait_done(id, secs(20)), "COMPLETED", "{}", c.logs());
+    assert_eq!(c.read(&format!("slurm-{id}.out")), "munged-ok\n");
+    // A MUNGE credential is accepted once.
+    let cfg = conf::load(c.conf()).expect("slurm.conf").config;
+    let cred = auth::credential_for_client(&cfg, &me(), now()).expect("a MUNGE credential");
+    assert!(cred.starts_with("MUNGE:"), "{cred}");
+    let r = ctld_call(&c, me(), Some(cred.clone()), CtldRequest::Ping);
+    assert!(matches!(r, CtldResponse::Ok), "{r:?}");
+    let r = ctld_call(&c, me(), Some(cred), CtldRequest::Ping);
+    assert!(is_auth_refusal(&r), "{r:?}");
+    wait_log(&c, "ctld", "replayed credential");
+    // A credential of the muster scheme means nothing here.
+    let forged = auth::Signer::with_key(&[7u8; 32])
+        .sign(&me(), now())
+        .expect("signing");
+    let r = ctld_call(&c, me(), Some(forged), CtldRequest::Ping);
+    assert!(is_auth_refusal(&r), "{r:?}");
+}
