@@ -2,6 +2,15 @@
 
 use model::Timestamp;
 
+/// The Slurm release whose behaviour the commands reproduce, as `--version`
+/// prints it (`slurm 22.05.8`) and as JSON output reports it.
+pub const SLURM_VERSION: &str = "22.05.8";
+
+/// The line `--version` prints.
+pub fn version_line() -> String {
+    format!("slurm {SLURM_VERSION}\n")
+}
+
 /// Slurm's timestamp form in local time: `2026-12-02T10:24:00`.
 pub fn fmt_time(ts: Timestamp) -> String {
     use chrono::TimeZone;

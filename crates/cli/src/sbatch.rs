@@ -37,7 +37,7 @@ use opts::{Ctx, Level, State};
 use proto::{CtldRequest, CtldResponse, Identity, JobDesc, SlurmError};
 
 /// The Slurm release whose behaviour sbatch reproduces (`sbatch -V`).
-pub const SLURM_VERSION: &str = "22.05.8";
+pub use crate::common::SLURM_VERSION;
 
 /// The stdout pattern when `-o` is not given (`sbatch(1)`).
 pub const DEFAULT_STDOUT: &str = "slurm-%j.out";

@@ -466,7 +466,7 @@ pub fn main(args: Vec<String>) -> i32 {
         return 0;
     }
     if args.version {
-        print_stdout("slurm 22.05.8\n");
+        print_stdout(&crate::common::version_line());
         return 0;
     }
     if args.jobs.is_empty() && !args.has_filters() {

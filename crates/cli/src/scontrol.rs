@@ -22,9 +22,6 @@ use proto::{
     PartitionInfo,
 };
 
-/// The version string scripts parse (`scontrol --version`, `scontrol version`).
-pub const VERSION_LINE: &str = "slurm 22.05.8";
-
 const OPTS: &[OptSpec] = &[
     opt("all", Some('a'), Arg::None),
     opt("details", Some('d'), Arg::None),
@@ -559,7 +556,7 @@ fn run_command(s: &mut Session, words: &[String]) -> CmdResult {
         "update" => cmd_update(s, rest),
         "hold" | "uhold" | "release" | "requeue" | "requeuehold" => cmd_job_action(s, cmd, rest),
         "ping" => cmd_ping(s),
-        "version" => Ok(format!("{VERSION_LINE}\n")),
+        "version" => Ok(crate::common::version_line()),
         "help" => Ok(HELP.to_string()),
         _ => Ok(String::new()),
     }
@@ -1190,7 +1187,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 return 0;
             }
             Item::Opt("version", _) => {
-                common::print_stdout(&format!("{VERSION_LINE}\n"));
+                common::print_stdout(&common::version_line());
                 return 0;
             }
             Item::Opt("details", _) => session.opts.details = true,

@@ -1279,7 +1279,7 @@ fn render_json(args: &SinfoArgs, parts: &[PartitionInfo], nodes: &[NodeInfo]) ->
             "plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"},
             "Slurm": {
                 "version": {"major": 22, "micro": 8, "minor": 5},
-                "release": "22.05.8"
+                "release": crate::common::SLURM_VERSION
             }
         },
         "errors": [],
@@ -1386,7 +1386,7 @@ pub fn main(args: Vec<String>) -> i32 {
             return 0;
         }
         Parsed::Version => {
-            common::print_stdout("slurm 22.05.8\n");
+            common::print_stdout(&crate::common::version_line());
             return 0;
         }
     };

@@ -574,7 +574,7 @@ fn render_json(args: &SqueueArgs, list: &JobList, me: &str) -> Result<String, Re
             "plugin": { "type": "", "name": "" },
             "Slurm": {
                 "version": { "major": 22, "micro": 8, "minor": 5 },
-                "release": "22.05.8"
+                "release": crate::common::SLURM_VERSION
             }
         },
         "errors": [],
@@ -629,7 +629,7 @@ pub fn main(args: Vec<String>) -> i32 {
         return 0;
     }
     if args.version {
-        print_stdout("slurm 22.05.8\n");
+        print_stdout(&crate::common::version_line());
         return 0;
     }
     apply_env(&mut args);
