@@ -88,7 +88,7 @@ impl Engine {
             uid: job.desc.uid,
             gid: job.desc.gid,
             user: job.desc.user.clone(),
-            script: job.desc.script.clone(),
+            script: job.script.to_string(),
             argv: job.desc.argv.clone(),
             env: self.batch_env(job),
             work_dir: job.desc.work_dir.clone(),
@@ -215,7 +215,7 @@ impl Engine {
             set("SLURM_GPUS_PER_TASK", g.count.to_string());
         }
         // The user's variables come first; Slurm's win on conflict.
-        let mut env: Vec<(String, String)> = d
+        let mut env: Vec<(String, String)> = job
             .env
             .iter()
             .filter(|(k, _)| !slurm.iter().any(|(s, _)| s == k))

@@ -5,6 +5,7 @@ use crate::{Command, Engine, Job, BASE_PRIORITY};
 use model::{ExitCode, JobId, JobState, PendingReason, TimeLimit, Timestamp};
 use proto::{Identity, JobDesc, JobUpdate, SlurmError, SubmitReply, TestOnlyEstimate};
 use sched::{Constraint, Decision, JobRequest, NodeIdx, NodeView, PartView};
+use std::sync::Arc;
 
 impl Engine {
     /// Candidate partitions for a submission: the ones named, else the default.
@@ -174,7 +175,12 @@ impl Engine {
             .unwrap_or(part0.max_time);
         let (min_nodes, max_nodes, ntasks) = shape(&desc);
         let id = JobId(self.next_job_id);
+        // Pooled only once accepted (below), so refusals leave nothing behind.
+        let env = Arc::new(std::mem::take(&mut desc.env));
+        let script: Arc<str> = Arc::from(std::mem::take(&mut desc.script));
         let mut job = Job {
+            env,
+            script,
             id,
             requeue: desc.requeue.unwrap_or(self.settings.job_requeue),
             state: JobState::Pending,
@@ -265,6 +271,8 @@ impl Engine {
             self.touch();
         }
         let partition = self.parts[job.partition].conf.name.clone();
+        job.env = self.intern_env(Arc::unwrap_or_clone(job.env));
+        job.script = self.intern_script(job.script.to_string());
         self.jobs.insert(id, job);
         Ok(SubmitReply {
             job_id: id,

@@ -24,6 +24,7 @@ use model::{ExitCode, JobId, JobState, NodeBase, NodeState, PendingReason, TimeL
 use proto::{BatchLaunch, Identity, JobDesc};
 use sched::{Allocation, GresPool, NodeIdx};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 pub use info::OVERSUBSCRIBE_EXCLUSIVE;
 pub use nodes::NOT_RESPONDING;
@@ -208,8 +209,14 @@ pub struct Partition {
 pub struct Job {
     /// Its id.
     pub id: JobId,
-    /// The submission.
+    /// The submission (its `script` and `env` are moved into the two
+    /// shared fields below).
     pub desc: JobDesc,
+    /// The script, shared between jobs that submitted the same text.
+    pub script: Arc<str>,
+    /// The exported environment, shared between jobs with the same one:
+    /// a loop of sbatch from one shell stores it once.
+    pub env: Arc<Vec<(String, String)>>,
     /// Base state.
     pub state: JobState,
     /// Processes still being cleaned up on its batch host.
@@ -281,6 +288,9 @@ pub struct Engine {
     /// Something changed that may let a pending job start or change its
     /// reason; `schedule` does nothing otherwise.
     sched_dirty: bool,
+    /// Interned environments and scripts (see `Job::env`).
+    env_pool: BTreeSet<Arc<Vec<(String, String)>>>,
+    script_pool: BTreeSet<Arc<str>>,
     /// `next_wakeup`'s answer, until the next change.
     wake_cache: Option<Option<Timestamp>>,
 }
@@ -322,7 +332,35 @@ impl Engine {
             boot_time: now,
             sched_dirty: true,
             wake_cache: None,
+            env_pool: BTreeSet::new(),
+            script_pool: BTreeSet::new(),
         }
+    }
+
+    /// The pooled copy of `env`, so identical environments are stored once.
+    pub(crate) fn intern_env(&mut self, env: Vec<(String, String)>) -> Arc<Vec<(String, String)>> {
+        if let Some(found) = self.env_pool.get(&env) {
+            return found.clone();
+        }
+        let arc = Arc::new(env);
+        self.env_pool.insert(arc.clone());
+        arc
+    }
+
+    /// The pooled copy of a script.
+    pub(crate) fn intern_script(&mut self, script: String) -> Arc<str> {
+        if let Some(found) = self.script_pool.get(script.as_str()) {
+            return found.clone();
+        }
+        let arc: Arc<str> = Arc::from(script);
+        self.script_pool.insert(arc.clone());
+        arc
+    }
+
+    /// Forgets pooled values no job uses any more.
+    fn prune_pools(&mut self) {
+        self.env_pool.retain(|e| Arc::strong_count(e) > 1);
+        self.script_pool.retain(|s| Arc::strong_count(s) > 1);
     }
 
     /// Records that the state changed: the next scheduling pass must look,
@@ -430,6 +468,7 @@ impl Engine {
         }
         self.touch();
         self.check_node_timeouts(now);
+        let mut purged = false;
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for id in ids {
             let job = &self.jobs[&id];
@@ -455,10 +494,14 @@ impl Engine {
                     if let Some(end) = job.end_time {
                         if !job.completing && now >= end + self.settings.min_job_age as i64 {
                             self.jobs.remove(&id);
+                            purged = true;
                         }
                     }
                 }
             }
+        }
+        if purged {
+            self.prune_pools();
         }
     }
 

@@ -91,8 +91,10 @@ impl Engine {
         e.touch();
         e.next_job_id = state.next_job_id;
         e.n_submitted = state.n_submitted;
-        for job in state.jobs {
+        for mut job in state.jobs {
             let id = job.id;
+            job.env = e.intern_env((*job.env).clone());
+            job.script = e.intern_script(job.script.to_string());
             let alloc = job.alloc.clone();
             e.jobs.insert(id, job);
             if let Some(a) = alloc {

@@ -529,22 +529,28 @@ pub struct JobInfo {
     /// When it became eligible.
     pub eligible_time: Timestamp,
     /// When it started, or the estimated start while pending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<Timestamp>,
     /// When it ended, or the expected end while running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<Timestamp>,
     /// Seconds it has run.
     pub run_time: u64,
     /// Effective time limit.
     pub time_limit: TimeLimit,
     /// `--time-min`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_min: Option<TimeLimit>,
     /// Allocated nodes, in order (empty while pending).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
     /// The node that runs the batch script.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_host: Option<String>,
     /// Allocated node count, or the requested minimum while pending.
     pub num_nodes: u32,
     /// Requested maximum nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_nodes: Option<u32>,
     /// Allocated CPUs, or the requested count while pending.
     pub num_cpus: u32,
@@ -553,32 +559,43 @@ pub struct JobInfo {
     /// `-c`.
     pub cpus_per_task: u32,
     /// `--ntasks-per-node`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ntasks_per_node: Option<u32>,
     /// CPUs allocated on each node, in node order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpus_per_node: Vec<u32>,
     /// Memory per CPU in MB, when the request was per CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_per_cpu: Option<u64>,
     /// Memory per node in MB, when the request was per node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_per_node: Option<u64>,
     /// Requested GRES per node, Slurm's `TresPerNode` (`gres:gpu:2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tres_per_node: Option<String>,
     /// Requested GPUs for the job (`-G`), `TresPerJob`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tres_per_job: Option<String>,
     /// Requested GPUs per task, `TresPerTask`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tres_per_task: Option<String>,
     /// Allocated TRES (`cpu=4,mem=2000M,node=2,billing=4`), or requested while pending.
     pub tres: String,
     /// `-w`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub req_nodes: Vec<String>,
     /// `-x`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exc_nodes: Vec<String>,
     /// `-C`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub features: Option<String>,
     /// `--exclusive`: OverSubscribe=NO, otherwise OK.
     pub exclusive: bool,
     /// Working directory.
     pub work_dir: String,
     /// The script path or `(null)` for `--wrap` and stdin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// Resolved stdout path.
     pub stdout: String,
@@ -593,8 +610,10 @@ pub struct JobInfo {
     /// How many times it was requeued.
     pub restarts: u32,
     /// Stored dependency string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependency: Option<String>,
     /// `--comment`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
     /// `AllocNode:Sid`.
     pub alloc_node: String,
@@ -603,10 +622,13 @@ pub struct JobInfo {
     /// `Main` or `Backfill`: which pass started it.
     pub scheduler: String,
     /// Last time the scheduler looked at it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_sched_eval: Option<Timestamp>,
     /// `--signal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<SignalSpec>,
     /// `-b` begin time, when later than submission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub begin_time: Option<Timestamp>,
     /// Submit line.
     pub submit_line: String,
