@@ -151,7 +151,10 @@ impl Engine {
             }
         }
         if let Some(c) = &desc.constraint {
-            if Constraint::parse(c).is_none() {
+            // As Slurm: a malformed expression, or a feature no node has.
+            let parsed = Constraint::parse(c).ok_or(SlurmError::InvalidFeature)?;
+            let known = |f: &String| self.nodes.iter().any(|n| n.conf.features.contains(f));
+            if !parsed.any_of.iter().flatten().all(known) {
                 return Err(SlurmError::InvalidFeature);
             }
         }

@@ -479,3 +479,14 @@ fn rle_counts_form() {
     assert_eq!(env::rle_counts(&[2, 2, 2, 1]), "2(x3),1");
     assert_eq!(env::rle_counts(&[1]), "1");
 }
+
+#[test]
+fn unknown_features_are_refused() {
+    let mut e = engine();
+    let mut d = desc();
+    d.constraint = Some("fast&big".into());
+    assert_eq!(e.on_submit(d, &user(), 0).unwrap_err(), SlurmError::InvalidFeature);
+    let mut d = desc();
+    d.constraint = Some("a&".into());
+    assert_eq!(e.on_submit(d, &user(), 0).unwrap_err(), SlurmError::InvalidFeature);
+}
