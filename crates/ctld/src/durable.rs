@@ -293,6 +293,7 @@ mod tests {
         CtldRequest::Submit(Box::new(JobDesc {
             name: name.into(),
             script: "#!/bin/sh\n".into(),
+            env: vec![("MARK".into(), "1".into())],
             work_dir: "/tmp".into(),
             ..JobDesc::default()
         }))
@@ -371,7 +372,18 @@ mod tests {
         assert_eq!(ids, vec![1, 2, 3, 4, 5, 6]);
         // And once more from the snapshot written at the last open.
         drop(store);
-        let (_store, third) = Store::open(tmp.path(), &cfg, 70, "b").unwrap();
+        let (_store, mut third) = Store::open(tmp.path(), &cfg, 70, "b").unwrap();
         assert_eq!(third.job_list(61).jobs.len(), 6);
+        // Scripts and environments come back from the snapshot's shared tables.
+        for cmd in third.take_commands() {
+            if let engine::Command::LaunchBatch { launch, .. } = cmd {
+                assert_eq!(launch.script, "#!/bin/sh\n");
+                assert!(
+                    launch.env.iter().any(|(k, v)| k == "MARK" && v == "1"),
+                    "{:?}",
+                    launch.env
+                );
+            }
+        }
     }
 }

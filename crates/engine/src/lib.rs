@@ -213,9 +213,13 @@ pub struct Job {
     /// shared fields below).
     pub desc: JobDesc,
     /// The script, shared between jobs that submitted the same text.
+    /// Snapshots store each distinct script once (`PersistentState::scripts`).
+    #[serde(skip)]
     pub script: Arc<str>,
     /// The exported environment, shared between jobs with the same one:
-    /// a loop of sbatch from one shell stores it once.
+    /// a loop of sbatch from one shell stores it once (in memory and in
+    /// snapshots, `PersistentState::envs`).
+    #[serde(skip)]
     pub env: Arc<Vec<(String, String)>>,
     /// Base state.
     pub state: JobState,

@@ -5,6 +5,8 @@
 use crate::{Command, Engine, Job, Node};
 use model::{JobState, Timestamp};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The engine's state as stored in a snapshot.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -17,6 +19,12 @@ pub struct PersistentState {
     pub nodes: Vec<Node>,
     /// Every job still held.
     pub jobs: Vec<Job>,
+    /// Each distinct environment once.
+    pub envs: Vec<Arc<Vec<(String, String)>>>,
+    /// Each distinct script once.
+    pub scripts: Vec<Arc<str>>,
+    /// For each job (same order as `jobs`), its index in `envs` and `scripts`.
+    pub job_text: Vec<(u32, u32)>,
     /// Next job id to give.
     pub next_job_id: u32,
     /// Submissions so far (priority tie-break).
@@ -47,7 +55,30 @@ pub enum RestoreError {
 impl Engine {
     /// The state to write into a snapshot.
     pub fn persistent_state(&self) -> PersistentState {
+        // Each distinct environment and script once, numbered in the order
+        // the jobs first use them.
+        let mut envs: Vec<Arc<Vec<(String, String)>>> = Vec::new();
+        let mut scripts: Vec<Arc<str>> = Vec::new();
+        let mut env_idx: BTreeMap<*const Vec<(String, String)>, u32> = BTreeMap::new();
+        let mut script_idx: BTreeMap<*const u8, u32> = BTreeMap::new();
+        let mut job_text = Vec::with_capacity(self.jobs.len());
+        for j in self.jobs.values() {
+            let e = *env_idx.entry(Arc::as_ptr(&j.env)).or_insert_with(|| {
+                envs.push(j.env.clone());
+                envs.len() as u32 - 1
+            });
+            let sc = *script_idx
+                .entry(Arc::as_ptr(&j.script) as *const u8)
+                .or_insert_with(|| {
+                    scripts.push(j.script.clone());
+                    scripts.len() as u32 - 1
+                });
+            job_text.push((e, sc));
+        }
         PersistentState {
+            envs,
+            scripts,
+            job_text,
             node_names: self.nodes.iter().map(|n| n.conf.name.clone()).collect(),
             partition_names: self.parts.iter().map(|p| p.conf.name.clone()).collect(),
             nodes: self.nodes.clone(),
@@ -91,10 +122,10 @@ impl Engine {
         e.touch();
         e.next_job_id = state.next_job_id;
         e.n_submitted = state.n_submitted;
-        for mut job in state.jobs {
+        for (mut job, (env, script)) in state.jobs.into_iter().zip(state.job_text) {
             let id = job.id;
-            job.env = e.intern_env((*job.env).clone());
-            job.script = e.intern_script(job.script.to_string());
+            job.env = e.intern_env((*state.envs[env as usize]).clone());
+            job.script = e.intern_script(state.scripts[script as usize].to_string());
             let alloc = job.alloc.clone();
             e.jobs.insert(id, job);
             if let Some(a) = alloc {

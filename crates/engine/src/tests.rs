@@ -485,8 +485,14 @@ fn unknown_features_are_refused() {
     let mut e = engine();
     let mut d = desc();
     d.constraint = Some("fast&big".into());
-    assert_eq!(e.on_submit(d, &user(), 0).unwrap_err(), SlurmError::InvalidFeature);
+    assert_eq!(
+        e.on_submit(d, &user(), 0).unwrap_err(),
+        SlurmError::InvalidFeature
+    );
     let mut d = desc();
     d.constraint = Some("a&".into());
-    assert_eq!(e.on_submit(d, &user(), 0).unwrap_err(), SlurmError::InvalidFeature);
+    assert_eq!(
+        e.on_submit(d, &user(), 0).unwrap_err(),
+        SlurmError::InvalidFeature
+    );
 }
