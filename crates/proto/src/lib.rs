@@ -863,3 +863,153 @@ mod tests {
         assert_eq!(env.credential, None);
     }
 }
+
+/// Which step of a job an accounting record describes (sacct's `JobID`
+/// suffix: `123.batch`, `123.extern`, `123.0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum StepId {
+    /// The batch script (`.batch`).
+    Batch,
+    /// The extern step (`.extern`).
+    Extern,
+    /// A numbered step from srun (`.0`, `.1`, ...).
+    Numbered(u32),
+}
+
+impl StepId {
+    /// The suffix sacct prints after the job id and a dot.
+    pub fn as_slurm_string(self) -> String {
+        match self {
+            StepId::Batch => "batch".into(),
+            StepId::Extern => "extern".into(),
+            StepId::Numbered(n) => n.to_string(),
+        }
+    }
+}
+
+/// Usage measured for a step by the node daemons (all optional: a step that
+/// never ran, or ran before usage gathering existed, has none).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepUsage {
+    /// User CPU time in microseconds, summed over the step's processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_cpu_usec: Option<u64>,
+    /// System CPU time in microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sys_cpu_usec: Option<u64>,
+    /// Largest resident set size of any task, in KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rss_kib: Option<u64>,
+    /// Average resident set size over the tasks, in KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ave_rss_kib: Option<u64>,
+    /// Largest virtual memory size, in KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_vmsize_kib: Option<u64>,
+    /// The node where MaxRSS was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rss_node: Option<String>,
+}
+
+/// One step of a job as the accounting store keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AcctStep {
+    /// Which step.
+    pub step: StepId,
+    /// Step name (`batch`, `extern`, or the command for numbered steps).
+    pub name: String,
+    /// State (`RUNNING`, `COMPLETED`, `CANCELLED`, ...).
+    pub state: JobState,
+    /// Exit status.
+    pub exit_code: ExitCode,
+    /// Start time.
+    pub start_time: Option<Timestamp>,
+    /// End time.
+    pub end_time: Option<Timestamp>,
+    /// Nodes (compressed hostlist).
+    pub nodes: String,
+    /// Node count.
+    pub n_nodes: u32,
+    /// CPUs.
+    pub n_cpus: u32,
+    /// Tasks.
+    pub n_tasks: u32,
+    /// Allocated TRES (`cpu=1,mem=500M,node=1`).
+    pub alloc_tres: String,
+    /// Measured usage.
+    pub usage: StepUsage,
+}
+
+/// One job (or array task) as the accounting store keeps it. Written as the
+/// job moves (submit, eligible, start, end); every write for the same
+/// (cluster, job id, submit time) replaces the previous one, so writes are
+/// idempotent and can be replayed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AcctJob {
+    /// ClusterName.
+    pub cluster: String,
+    /// The job id (`JobIDRaw`).
+    pub job_id: JobId,
+    /// For an array task: the array's job id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_job_id: Option<u32>,
+    /// For an array task: its index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_task_id: Option<u32>,
+    /// Job name.
+    pub name: String,
+    /// User name.
+    pub user: String,
+    /// User id.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+    /// Account.
+    pub account: String,
+    /// QOS.
+    pub qos: String,
+    /// Partition.
+    pub partition: String,
+    /// State.
+    pub state: JobState,
+    /// For CANCELLED: the uid that cancelled it (`CANCELLED by <uid>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_by: Option<u32>,
+    /// Reason (`None`, `NonZeroExitCode`, `TimeLimit`, ...).
+    pub reason: String,
+    /// Exit status.
+    pub exit_code: ExitCode,
+    /// Priority at the last write.
+    pub priority: u32,
+    /// Submission time.
+    pub submit_time: Timestamp,
+    /// Eligible time.
+    pub eligible_time: Option<Timestamp>,
+    /// Start time.
+    pub start_time: Option<Timestamp>,
+    /// End time.
+    pub end_time: Option<Timestamp>,
+    /// Time limit.
+    pub time_limit: TimeLimit,
+    /// Nodes (compressed hostlist; `None assigned` while pending).
+    pub nodes: String,
+    /// Node count.
+    pub n_nodes: u32,
+    /// Allocated CPUs (requested while pending).
+    pub n_cpus: u32,
+    /// Requested memory as sacct's ReqMem shows it (`500M`, `4G`).
+    pub req_mem: String,
+    /// Requested TRES (`billing=1,cpu=1,mem=500M,node=1`).
+    pub req_tres: String,
+    /// Allocated TRES.
+    pub alloc_tres: String,
+    /// Working directory.
+    pub work_dir: String,
+    /// The submit command line.
+    pub submit_line: String,
+    /// `--comment`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// Steps, in order.
+    pub steps: Vec<AcctStep>,
+}
