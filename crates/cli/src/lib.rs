@@ -8,6 +8,7 @@
 
 pub mod common;
 pub mod getopt;
+pub mod sacct;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
@@ -23,9 +24,10 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "sinfo" => sinfo::main(args),
         "scancel" => scancel::main(args),
         "scontrol" => scontrol::main(args),
+        "sacct" => sacct::main(args),
         _ => return None,
     })
 }
 
 /// The command names `muster install-links` creates.
-pub const COMMANDS: &[&str] = &["sbatch", "squeue", "sinfo", "scancel", "scontrol"];
+pub const COMMANDS: &[&str] = &["sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct"];

@@ -73,6 +73,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::ListPartitions
             | CtldRequest::ShowConfig
             | CtldRequest::Shutdown
+            | CtldRequest::AcctQuery(_)
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
 }
 

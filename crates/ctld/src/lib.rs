@@ -14,6 +14,7 @@
 //! (`Engine::next_wakeup`); nothing polls. Commands for a node go through
 //! that node's own queue so they arrive in the order they were decided.
 
+mod acct;
 mod durable;
 
 use anyhow::Context;
@@ -227,6 +228,16 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
                 format!("recovering the controller state in {}", state_dir.display())
             })?;
     let settings = engine.settings().clone();
+    let acct = acct::AcctWriter::start(
+        acct::Backend::from_config(&cfg),
+        settings.cluster_name.clone(),
+    )
+    .context("opening the accounting database (AccountingStorageType in slurm.conf)")?;
+    // Writes are idempotent: after a restart, every job's record is written
+    // again, covering whatever the previous process had not written yet.
+    for rec in engine.all_records(started) {
+        acct.put(rec);
+    }
     let bind = format!("{}:{}", settings.ctld_addr, settings.ctld_port);
     let listener = TcpListener::bind(&bind)
         .await
@@ -250,6 +261,7 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         stop_tx,
         identity,
         signer,
+        acct,
     ));
     let accept_tx = tx.clone();
     let accept = tokio::spawn(async move {
@@ -359,6 +371,7 @@ impl NodeWorkers {
             Command::LaunchBatch { node, .. }
             | Command::SignalJob { node, .. }
             | Command::TerminateJob { node, .. } => node.clone(),
+            Command::AcctRecord(_) => return,
         };
         let engine_tx = self.engine_tx.clone();
         let identity = self.identity.clone();
@@ -412,6 +425,8 @@ async fn deliver(
     engine_tx: &mpsc::UnboundedSender<Msg>,
 ) {
     match cmd {
+        // Records go to the accounting writer (`dispatch`), never here.
+        Command::AcctRecord(_) => {}
         Command::LaunchBatch { node, addr, launch } => {
             let job_id = launch.job_id;
             let res = call_node(
@@ -498,6 +513,7 @@ async fn engine_loop(
     stop_tx: mpsc::UnboundedSender<()>,
     identity: Identity,
     signer: Arc<auth::Signer>,
+    acct: acct::AcctWriter,
 ) {
     let boot_text = fmt_local(engine.boot_time());
     // Launches and terminations recovery decided on.
@@ -513,7 +529,7 @@ async fn engine_loop(
     let timeout = engine.settings().slurmd_timeout;
     let ping_every = Duration::from_secs(u64::from((timeout / 3).max(1)));
     for cmd in recovered_commands {
-        workers.send(cmd);
+        dispatch(cmd, &mut workers, &acct);
     }
     let mut ping_tick = tokio::time::interval(ping_every);
     ping_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -550,6 +566,10 @@ async fn engine_loop(
                             CtldResponse::Error(SlurmError::AccessDenied)
                         };
                         replies.push((reply, resp));
+                        continue;
+                    }
+                    if let CtldRequest::AcctQuery(q) = *req {
+                        answer_acct_query(&acct, q, reply);
                         continue;
                     }
                     if !durable::is_mutating(&req) {
@@ -604,7 +624,7 @@ async fn engine_loop(
             let _ = reply.send(resp);
         }
         for cmd in engine.take_commands() {
-            workers.send(cmd);
+            dispatch(cmd, &mut workers, &acct);
         }
         if shutdown {
             if let Err(e) = tokio::task::block_in_place(|| store.snapshot(&engine)) {
@@ -615,6 +635,37 @@ async fn engine_loop(
             return;
         }
     }
+}
+
+/// Sends node commands to their node's queue and records to the accounting writer.
+fn dispatch(cmd: Command, workers: &mut NodeWorkers, acct: &acct::AcctWriter) {
+    match cmd {
+        Command::AcctRecord(rec) => acct.put(*rec),
+        other => workers.send(other),
+    }
+}
+
+/// sacct: asks the accounting store without holding up the engine task.
+fn answer_acct_query(
+    acct: &acct::AcctWriter,
+    q: proto::AcctQuery,
+    reply: oneshot::Sender<CtldResponse>,
+) {
+    let Some(rx) = acct.query(q) else {
+        let _ = reply.send(CtldResponse::Error(SlurmError::AccountingDisabled));
+        return;
+    };
+    tokio::spawn(async move {
+        let resp = match rx.await {
+            Ok(Ok(jobs)) => CtldResponse::AcctJobs(jobs),
+            Ok(Err(e)) => {
+                warn!("accounting query: {e}");
+                CtldResponse::Error(SlurmError::AccountingUnavailable)
+            }
+            Err(_) => CtldResponse::Error(SlurmError::AccountingUnavailable),
+        };
+        let _ = reply.send(resp);
+    });
 }
 
 /// Pings every registered node daemon; the answers come back as messages.
@@ -738,6 +789,8 @@ pub(crate) fn handle(
             ok(engine.on_job_exited(job_id, &node, exit, launch_failed, t))
         }
         CtldRequest::Shutdown => CtldResponse::Ok,
+        // Answered by the accounting writer, never by the engine.
+        CtldRequest::AcctQuery(_) => CtldResponse::Error(SlurmError::InvalidRequest),
     }
 }
 

@@ -32,7 +32,32 @@ fn gres_spec(prefix: &str, g: &[Gres]) -> Option<String> {
 }
 
 impl Engine {
-    fn job_info(&self, job: &Job, now: Timestamp) -> JobInfo {
+    /// (CPUs, memory in MB, GPUs) a job asks for in all.
+    fn requested_counts(&self, job: &Job) -> (u32, u64, u64) {
+        let req = self.request_for(job);
+        let cpus = job.ntasks * req.cpus_per_task;
+        let mem = match (req.mem_per_node, req.mem_per_cpu) {
+            (Some(m), _) => m * job.min_nodes as u64,
+            (None, Some(m)) => m * cpus as u64,
+            _ => 0,
+        };
+        let gpus = req
+            .gres_per_node
+            .iter()
+            .filter(|g| g.name == "gpu")
+            .map(|g| g.count * job.min_nodes as u64)
+            .sum::<u64>()
+            + req.gpus_total.as_ref().map_or(0, |g| g.count);
+        (cpus, mem, gpus)
+    }
+
+    /// The TRES a job asks for (`ReqTRES`).
+    pub(crate) fn requested_tres(&self, job: &Job) -> String {
+        let (cpus, mem, gpus) = self.requested_counts(job);
+        tres_string(cpus, mem, job.min_nodes, gpus)
+    }
+
+    pub(crate) fn job_info(&self, job: &Job, now: Timestamp) -> JobInfo {
         let d = &job.desc;
         let (nodes, cpus_per_node, num_cpus, num_nodes, tres) = match &job.alloc {
             Some(a) => {
@@ -60,20 +85,7 @@ impl Engine {
                 (names, cpus, total, n, tres_string(total, mem, n, gpus))
             }
             None => {
-                let req = self.request_for(job);
-                let cpus = job.ntasks * req.cpus_per_task;
-                let mem = match (req.mem_per_node, req.mem_per_cpu) {
-                    (Some(m), _) => m * job.min_nodes as u64,
-                    (None, Some(m)) => m * cpus as u64,
-                    _ => 0,
-                };
-                let gpus = req
-                    .gres_per_node
-                    .iter()
-                    .filter(|g| g.name == "gpu")
-                    .map(|g| g.count * job.min_nodes as u64)
-                    .sum::<u64>()
-                    + req.gpus_total.as_ref().map_or(0, |g| g.count);
+                let (cpus, mem, gpus) = self.requested_counts(job);
                 if job.ran_on.is_empty() {
                     (
                         Vec::new(),

@@ -212,6 +212,7 @@ impl Engine {
             last_sched_eval: None,
             held: None,
             admin_priority: None,
+            cancelled_by: None,
             desc,
         };
         // Refuse at once what no partition could ever run, as Slurm does
@@ -277,6 +278,7 @@ impl Engine {
         job.env = self.intern_env(Arc::unwrap_or_clone(job.env));
         job.script = self.intern_script(job.script.to_string());
         self.jobs.insert(id, job);
+        self.record(id, now);
         Ok(SubmitReply {
             job_id: id,
             test_only: None,
@@ -342,6 +344,9 @@ impl Engine {
             }
             (Some(_), _) => Err(SlurmError::JobNotRunning),
             (None, _) => {
+                if let Some(j) = self.jobs.get_mut(&id) {
+                    j.cancelled_by = Some(who.uid);
+                }
                 self.end_job(id, JobState::Cancelled, now);
                 Ok(())
             }
@@ -374,6 +379,11 @@ impl Engine {
     /// Ends a job in `state` (CANCELLED, TIMEOUT, NODE_FAIL): pending jobs end
     /// at once, running ones become COMPLETING until their batch host reports.
     pub(crate) fn end_job(&mut self, id: JobId, state: JobState, now: Timestamp) {
+        self.end_job_inner(id, state, now);
+        self.record(id, now);
+    }
+
+    fn end_job_inner(&mut self, id: JobId, state: JobState, now: Timestamp) {
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -409,6 +419,11 @@ impl Engine {
 
     /// Puts a job back in the queue, same id, restart count incremented.
     pub(crate) fn requeue_job(&mut self, id: JobId, reason: PendingReason, now: Timestamp) {
+        self.requeue_job_inner(id, reason, now);
+        self.record(id, now);
+    }
+
+    fn requeue_job_inner(&mut self, id: JobId, reason: PendingReason, now: Timestamp) {
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -487,6 +502,7 @@ impl Engine {
         }
         self.release_all(id);
         self.refresh_node_state(idx);
+        self.record(id, now);
         Ok(())
     }
 
@@ -802,6 +818,7 @@ impl Engine {
             addr: n.daemon_addr.clone(),
             launch: Box::new(launch),
         });
+        self.record(id, now);
     }
 }
 

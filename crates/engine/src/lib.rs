@@ -14,6 +14,7 @@
 //! a failure); effects on node daemons are queued as [`Command`]s.
 #![warn(missing_docs)]
 
+mod acct;
 mod env;
 mod info;
 mod jobs;
@@ -26,6 +27,7 @@ use sched::{Allocation, GresPool, NodeIdx};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+pub use acct::sorted_tres;
 pub use info::OVERSUBSCRIBE_EXCLUSIVE;
 pub use nodes::NOT_RESPONDING;
 pub use persist::{PersistentState, RestoreError};
@@ -72,6 +74,8 @@ pub enum Command {
         /// Which run of the job (its restart count) this ends.
         run: u32,
     },
+    /// Write (or rewrite) a job's accounting record.
+    AcctRecord(Box<proto::AcctJob>),
 }
 
 /// Settings the engine takes from slurm.conf.
@@ -275,6 +279,9 @@ pub struct Job {
     pub held: Option<bool>,
     /// Priority set by an administrator.
     pub admin_priority: Option<u32>,
+    /// Who cancelled it (`CANCELLED by <uid>` in sacct).
+    #[serde(default)]
+    pub cancelled_by: Option<u32>,
 }
 
 /// The controller's state.

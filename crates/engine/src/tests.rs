@@ -101,6 +101,13 @@ fn submit(e: &mut Engine, d: JobDesc, now: i64) -> JobId {
     id
 }
 
+/// The commands for node daemons, without accounting records.
+fn node_commands(cmds: Vec<Command>) -> Vec<Command> {
+    cmds.into_iter()
+        .filter(|c| !matches!(c, Command::AcctRecord(_)))
+        .collect()
+}
+
 fn launched(cmds: &[Command]) -> Vec<(String, u32)> {
     cmds.iter()
         .filter_map(|c| match c {
@@ -150,7 +157,7 @@ fn batch_env_has_both_spellings() {
         ("SLURM_JOB_ID".into(), "bogus".into()),
     ];
     submit(&mut e, d, 0);
-    let cmds = e.take_commands();
+    let cmds = node_commands(e.take_commands());
     let Command::LaunchBatch { launch, .. } = &cmds[0] else {
         panic!("{cmds:?}")
     };
@@ -190,7 +197,7 @@ fn gpus_are_visible_only_when_allocated() {
     d.partitions = vec!["gpu".into()];
     d.gres = vec![model::Gres::parse("gpu:2").unwrap()];
     submit(&mut e, d, 0);
-    let cmds = e.take_commands();
+    let cmds = node_commands(e.take_commands());
     let Command::LaunchBatch { node, launch, .. } = &cmds[0] else {
         panic!()
     };
@@ -278,7 +285,7 @@ fn time_limit_times_out_and_terminates() {
     assert_eq!(e.next_wakeup(), Some(30));
     e.on_timer(30);
     assert!(matches!(
-        e.take_commands()[..],
+        node_commands(e.take_commands())[..],
         [Command::SignalJob { signal: 10, .. }]
     ));
     assert_eq!(e.next_wakeup(), Some(60));
@@ -287,7 +294,7 @@ fn time_limit_times_out_and_terminates() {
     assert_eq!(j.state, JobState::Timeout);
     assert!(j.completing);
     assert!(matches!(
-        e.take_commands()[..],
+        node_commands(e.take_commands())[..],
         [Command::TerminateJob { kill_wait: 5, .. }]
     ));
     assert!(e.node("node1").unwrap().state.completing);
@@ -359,7 +366,7 @@ fn drained_node_takes_no_new_job_while_its_job_finishes() {
         Err(SlurmError::InvalidUserId)
     );
     let next = submit(&mut e, desc(), 2);
-    let cmds = e.take_commands();
+    let cmds = node_commands(e.take_commands());
     assert_eq!(
         launched(&cmds),
         vec![("node1".to_string(), id.0), ("node2".to_string(), next.0)]
@@ -495,4 +502,39 @@ fn unknown_features_are_refused() {
         e.on_submit(d, &user(), 0).unwrap_err(),
         SlurmError::InvalidFeature
     );
+}
+
+#[test]
+fn accounting_records_follow_the_job() {
+    let mut e = engine();
+    let id = submit(&mut e, desc(), 10);
+    let recs: Vec<proto::AcctJob> = e
+        .take_commands()
+        .into_iter()
+        .filter_map(|c| match c {
+            Command::AcctRecord(r) => Some(*r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0].state, JobState::Pending);
+    assert_eq!(recs[1].state, JobState::Running);
+    assert_eq!(recs[1].alloc_tres, "billing=1,cpu=1,mem=500M,node=1");
+    e.on_cancel(id, None, false, &user(), 11).unwrap();
+    e.on_job_exited(
+        id,
+        "node1",
+        ExitCode {
+            code: 0,
+            signal: 15,
+        },
+        None,
+        12,
+    )
+    .unwrap();
+    let last = e.acct_job(id, 12).unwrap();
+    assert_eq!(last.state, JobState::Cancelled);
+    assert_eq!(last.cancelled_by, Some(1000));
+    assert_eq!(last.steps[0].state, JobState::Cancelled);
+    assert_eq!(last.steps[0].exit_code.to_string(), "0:15");
 }

@@ -303,6 +303,8 @@ pub enum CtldRequest {
     },
     /// `scontrol shutdown`.
     Shutdown,
+    /// sacct: job records from the accounting store.
+    AcctQuery(AcctQuery),
 }
 
 /// What a node daemon reports when it registers.
@@ -393,6 +395,10 @@ pub enum SlurmError {
     ProtocolVersion,
     /// ESLURM_BAD_DIST etc.: the request is not valid.
     InvalidRequest,
+    /// `AccountingStorageType=accounting_storage/none`.
+    AccountingDisabled,
+    /// The accounting database did not answer.
+    AccountingUnavailable,
     /// SLURM_PROTOCOL_AUTHENTICATION_ERROR: the request's credential is
     /// missing, forged, expired or replayed.
     ProtocolAuthentication,
@@ -435,6 +441,8 @@ impl SlurmError {
             SlurmError::InvalidNodeState => "Invalid node state specified",
             SlurmError::ProtocolVersion => "Protocol version has changed, re-link your code",
             SlurmError::InvalidRequest => "Unexpected message received",
+            SlurmError::AccountingDisabled => "Slurm accounting storage is disabled",
+            SlurmError::AccountingUnavailable => "Unable to contact slurm database",
             SlurmError::ProtocolAuthentication => "Protocol authentication error",
         }
     }
@@ -455,6 +463,8 @@ pub enum CtldResponse {
     Partitions(Vec<PartitionInfo>),
     /// `ShowConfig`.
     Config(ConfigInfo),
+    /// `AcctQuery`.
+    AcctJobs(Vec<AcctJob>),
     /// Refused.
     Error(SlurmError),
 }
@@ -1012,4 +1022,36 @@ pub struct AcctJob {
     pub comment: Option<String>,
     /// Steps, in order.
     pub steps: Vec<AcctStep>,
+}
+
+/// Which job records sacct asks for; empty lists match everything.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AcctQuery {
+    /// Only this cluster (None: the controller's own).
+    #[serde(default)]
+    pub cluster: Option<String>,
+    /// Only these job ids.
+    #[serde(default)]
+    pub job_ids: Vec<u32>,
+    /// Only these users.
+    #[serde(default)]
+    pub users: Vec<String>,
+    /// Only these accounts.
+    #[serde(default)]
+    pub accounts: Vec<String>,
+    /// Only jobs in these states.
+    #[serde(default)]
+    pub states: Vec<JobState>,
+    /// Only jobs with these names.
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// Only these partitions.
+    #[serde(default)]
+    pub partitions: Vec<String>,
+    /// Jobs eligible or running at or after this time.
+    #[serde(default)]
+    pub start: Option<Timestamp>,
+    /// Jobs eligible or running at or before this time.
+    #[serde(default)]
+    pub end: Option<Timestamp>,
 }

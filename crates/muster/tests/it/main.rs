@@ -6,6 +6,7 @@
 //! `time_limit_really_times_out` waits for a one-minute limit to pass (about
 //! 65 s); every other test takes a few seconds.
 
+mod acct;
 mod auth;
 mod cancel;
 mod durable;

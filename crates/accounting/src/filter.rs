@@ -1,0 +1,178 @@
+//! SQL for [`JobQuery`] and for the upsert, shared by both backends; only
+//! the placeholder spelling differs (`?1` in SQLite, `$1` in PostgreSQL).
+
+use model::JobState;
+use proto::AcctJob;
+
+use crate::{AcctError, JobQuery};
+
+/// A bound parameter.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Param {
+    Int(i64),
+    OptInt(Option<i64>),
+    Text(String),
+}
+
+/// A statement with its parameters.
+#[derive(Clone, Debug)]
+pub(crate) struct Sql {
+    pub text: String,
+    pub params: Vec<Param>,
+}
+
+/// How a backend spells the N-th placeholder (1-based).
+pub(crate) type Placeholder = fn(usize) -> String;
+
+/// The columns every query selects, in this order.
+const SELECT: &str = "SELECT cluster, job_id, record FROM jobs";
+
+/// The upsert of one job: a write for an existing key replaces the row.
+pub(crate) fn upsert(job: &AcctJob, ph: Placeholder) -> Result<Sql, AcctError> {
+    let record = serde_json::to_string(job).map_err(|source| AcctError::Encode {
+        job_id: job.job_id.0,
+        source,
+    })?;
+    let params = vec![
+        Param::Text(job.cluster.clone()),
+        Param::Int(i64::from(job.job_id.0)),
+        Param::Int(job.submit_time),
+        Param::Text(job.user.clone()),
+        Param::Text(job.account.clone()),
+        Param::Text(job.state.as_slurm_str().to_owned()),
+        Param::Text(job.partition.clone()),
+        Param::Text(job.name.clone()),
+        Param::OptInt(job.eligible_time),
+        Param::OptInt(job.start_time),
+        Param::OptInt(job.end_time),
+        Param::Text(record),
+    ];
+    let values: Vec<String> = (1..=params.len()).map(ph).collect();
+    let text = format!(
+        "INSERT INTO jobs (cluster, job_id, submit_time, user_name, account, state, \
+         partition_name, job_name, eligible_time, start_time, end_time, record) \
+         VALUES ({}) \
+         ON CONFLICT (cluster, job_id, submit_time) DO UPDATE SET \
+         user_name = excluded.user_name, account = excluded.account, \
+         state = excluded.state, partition_name = excluded.partition_name, \
+         job_name = excluded.job_name, eligible_time = excluded.eligible_time, \
+         start_time = excluded.start_time, end_time = excluded.end_time, \
+         record = excluded.record",
+        values.join(", ")
+    );
+    Ok(Sql { text, params })
+}
+
+struct Builder {
+    ph: Placeholder,
+    clauses: Vec<String>,
+    params: Vec<Param>,
+}
+
+impl Builder {
+    fn bind(&mut self, p: Param) -> String {
+        self.params.push(p);
+        (self.ph)(self.params.len())
+    }
+
+    fn any_of(&mut self, column: &str, values: Vec<Param>) {
+        if values.is_empty() {
+            return;
+        }
+        let marks: Vec<String> = values.into_iter().map(|v| self.bind(v)).collect();
+        self.clauses
+            .push(format!("{column} IN ({})", marks.join(", ")));
+    }
+}
+
+fn texts(v: &[String]) -> Vec<Param> {
+    v.iter().cloned().map(Param::Text).collect()
+}
+
+/// The `SELECT` for a query, ordered as [`crate::AccountingStore::query`]
+/// promises.
+pub(crate) fn select(q: &JobQuery, ph: Placeholder) -> Sql {
+    let mut b = Builder {
+        ph,
+        clauses: Vec::new(),
+        params: Vec::new(),
+    };
+    if let Some(c) = &q.cluster {
+        let m = b.bind(Param::Text(c.clone()));
+        b.clauses.push(format!("cluster = {m}"));
+    }
+    b.any_of(
+        "job_id",
+        q.job_ids
+            .iter()
+            .map(|&i| Param::Int(i64::from(i)))
+            .collect(),
+    );
+    b.any_of("user_name", texts(&q.users));
+    b.any_of("account", texts(&q.accounts));
+    b.any_of("job_name", texts(&q.names));
+    b.any_of("partition_name", texts(&q.partitions));
+
+    let window = q.start.is_some() || q.end.is_some();
+    if window {
+        let s = b.bind(Param::Int(q.start.unwrap_or(i64::MIN)));
+        let e = b.bind(Param::Int(q.end.unwrap_or(i64::MAX)));
+        if q.states.is_empty() {
+            // Eligible (or, when the writer left eligible_time out, started)
+            // by the end of the window and not ended before its start.
+            b.clauses.push(format!(
+                "COALESCE(eligible_time, start_time) <= {e} \
+                 AND (end_time IS NULL OR end_time >= {s})"
+            ));
+        } else {
+            let mut per_state = Vec::new();
+            for st in dedup(&q.states) {
+                let m = b.bind(Param::Text(st.as_slurm_str().to_owned()));
+                per_state.push(format!("(state = {m} AND {})", in_state_during(st, &s, &e)));
+            }
+            b.clauses.push(format!("({})", per_state.join(" OR ")));
+        }
+    } else {
+        let states = dedup(&q.states)
+            .into_iter()
+            .map(|st| Param::Text(st.as_slurm_str().to_owned()))
+            .collect();
+        b.any_of("state", states);
+    }
+
+    let mut text = SELECT.to_owned();
+    if !b.clauses.is_empty() {
+        text.push_str(" WHERE ");
+        text.push_str(&b.clauses.join(" AND "));
+    }
+    text.push_str(" ORDER BY submit_time, job_id, cluster");
+    Sql {
+        text,
+        params: b.params,
+    }
+}
+
+/// "The job was in state `st` at some time in [s, e]", for a job whose
+/// current state is `st`.
+fn in_state_during(st: JobState, s: &str, e: &str) -> String {
+    match st {
+        JobState::Pending => {
+            format!("submit_time <= {e} AND (start_time IS NULL OR start_time >= {s})")
+        }
+        JobState::Running | JobState::Suspended => format!(
+            "COALESCE(start_time, submit_time) <= {e} AND (end_time IS NULL OR end_time >= {s})"
+        ),
+        // A final state begins at the end time; a writer that left it out
+        // still gets the job found by its submit time rather than lost.
+        _ => format!(
+            "COALESCE(end_time, submit_time) >= {s} AND COALESCE(end_time, submit_time) <= {e}"
+        ),
+    }
+}
+
+fn dedup(states: &[JobState]) -> Vec<JobState> {
+    let mut v = states.to_vec();
+    v.sort();
+    v.dedup();
+    v
+}

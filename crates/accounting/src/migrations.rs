@@ -1,0 +1,85 @@
+//! The schema, as an ordered list of migrations shared by both backends.
+//!
+//! Migration N (1-based) takes a database from version N-1 to N. A database
+//! records the versions applied in `schema_version`; opening one runs the
+//! missing migrations in one transaction. Released migrations are never
+//! edited: a change is a new migration at the end.
+//!
+//! The SQL is the common subset of SQLite and PostgreSQL: `BIGINT` columns
+//! (integer affinity in SQLite), `TEXT`, `ON CONFLICT` upserts. Column names
+//! avoid SQL keywords (`user_name`, `partition_name`).
+
+use crate::AcctError;
+
+/// Creates the version table where it does not exist yet.
+pub(crate) const CREATE_VERSION_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL PRIMARY KEY)";
+
+/// The current version: `SELECT` returns NULL on a new database.
+pub(crate) const SELECT_VERSION: &str = "SELECT MAX(version) FROM schema_version";
+
+/// The migrations, in order; `MIGRATIONS[i]` creates version `i + 1`.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // 1: the jobs table. The key makes writes idempotent; the indexed
+    // columns are what sacct filters on; `record` is the whole AcctJob as
+    // JSON, steps included, so new fields need no migration.
+    "CREATE TABLE jobs (
+        cluster TEXT NOT NULL,
+        job_id BIGINT NOT NULL,
+        submit_time BIGINT NOT NULL,
+        user_name TEXT NOT NULL,
+        account TEXT NOT NULL,
+        state TEXT NOT NULL,
+        partition_name TEXT NOT NULL,
+        job_name TEXT NOT NULL,
+        eligible_time BIGINT,
+        start_time BIGINT,
+        end_time BIGINT,
+        record TEXT NOT NULL,
+        PRIMARY KEY (cluster, job_id, submit_time)
+    );
+    CREATE INDEX jobs_job_id ON jobs (job_id);
+    CREATE INDEX jobs_account ON jobs (account);
+    CREATE INDEX jobs_state ON jobs (state);
+    CREATE INDEX jobs_partition ON jobs (partition_name);
+    CREATE INDEX jobs_name ON jobs (job_name);
+    CREATE INDEX jobs_submit ON jobs (submit_time);
+    CREATE INDEX jobs_eligible ON jobs (eligible_time);
+    CREATE INDEX jobs_start ON jobs (start_time);
+    CREATE INDEX jobs_end ON jobs (end_time);",
+    // 2: sacct's commonest query is one user's jobs in submit order.
+    "CREATE INDEX jobs_user_submit ON jobs (user_name, submit_time);",
+];
+
+/// The schema version this build creates and reads.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// The migrations to run on a database at version `found` (0: new), as
+/// (version they create, SQL), or an error when the database is newer than
+/// this build.
+pub(crate) fn pending(found: u32) -> Result<Vec<(u32, &'static str)>, AcctError> {
+    if found > SCHEMA_VERSION {
+        return Err(AcctError::SchemaTooNew {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    Ok(MIGRATIONS
+        .iter()
+        .enumerate()
+        .map(|(i, sql)| (i as u32 + 1, *sql))
+        .filter(|(v, _)| *v > found)
+        .collect())
+}
+
+/// Converts the stored version (NULL on a new database) to a number.
+pub(crate) fn found_version(v: Option<i64>) -> u32 {
+    // A negative or huge value can only come from a hand edit; treating it
+    // as "too new" refuses to touch the database, which is the safe side.
+    v.map_or(0, |v| u32::try_from(v).unwrap_or(u32::MAX))
+}
+
+/// The `INSERT` that records a version as applied.
+pub(crate) fn record_version_sql(version: u32) -> String {
+    format!("INSERT INTO schema_version (version) VALUES ({version})")
+}

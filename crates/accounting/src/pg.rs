@@ -1,0 +1,133 @@
+//! The PostgreSQL backend, through the synchronous `postgres` client.
+//!
+//! Durability is the server's: a commit returns once PostgreSQL has made it
+//! durable under its own `synchronous_commit` setting (on by default).
+//! Tables live in the connection's `search_path`, so one server can hold
+//! several independent stores in separate schemas (the tests do this with
+//! `options='-c search_path=...'` in the connection string).
+
+use std::cell::RefCell;
+
+use postgres::types::ToSql;
+use postgres::{Client, NoTls};
+use proto::AcctJob;
+
+use crate::filter::{self, Param};
+use crate::migrations;
+use crate::{AccountingStore, AcctError, JobQuery};
+
+/// Serializes schema migrations between processes opening the same server
+/// at once (an arbitrary constant key for `pg_advisory_xact_lock`).
+const MIGRATION_LOCK: i64 = 0x6d75_7374_6572; // "muster"
+
+/// Accounting in PostgreSQL (production, several clusters in one history).
+pub struct PgStore {
+    // `query` takes `&self` but the client needs `&mut`: the store is used
+    // from one thread at a time (the trait is `Send`, not `Sync`).
+    client: RefCell<Client>,
+    version: u32,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+fn placeholder(n: usize) -> String {
+    format!("${n}")
+}
+
+fn refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
+    params
+        .iter()
+        .map(|p| -> &(dyn ToSql + Sync) {
+            match p {
+                Param::Int(i) => i,
+                Param::OptInt(o) => o,
+                Param::Text(s) => s,
+            }
+        })
+        .collect()
+}
+
+impl PgStore {
+    /// Connects with a libpq-style connection string
+    /// (`host=/var/run/postgresql user=muster dbname=muster`, or a
+    /// `postgresql://` URL) without TLS, and brings the schema to
+    /// [`crate::SCHEMA_VERSION`].
+    ///
+    /// # Errors
+    ///
+    /// [`AcctError::SchemaTooNew`] for a database written by a newer muster;
+    /// [`AcctError::Postgres`] when the server cannot be reached, refuses
+    /// the login, or the upgrade fails.
+    pub fn connect(conninfo: &str) -> Result<PgStore, AcctError> {
+        let mut client = Client::connect(conninfo, NoTls)?;
+        let version = migrate(&mut client)?;
+        Ok(PgStore {
+            client: RefCell::new(client),
+            version,
+        })
+    }
+}
+
+/// Runs the missing migrations; returns the version the database is at.
+fn migrate(client: &mut Client) -> Result<u32, AcctError> {
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    tx.batch_execute(migrations::CREATE_VERSION_TABLE)?;
+    let found: Option<i64> = tx.query_one(migrations::SELECT_VERSION, &[])?.get(0);
+    for (version, sql) in migrations::pending(migrations::found_version(found))? {
+        tx.batch_execute(sql)?;
+        tx.batch_execute(&migrations::record_version_sql(version))?;
+    }
+    let now: Option<i64> = tx.query_one(migrations::SELECT_VERSION, &[])?.get(0);
+    tx.commit()?;
+    Ok(migrations::found_version(now))
+}
+
+impl AccountingStore for PgStore {
+    fn put_job(&mut self, job: &AcctJob) -> Result<(), AcctError> {
+        self.put_jobs(std::slice::from_ref(job))
+    }
+
+    fn put_jobs(&mut self, jobs: &[AcctJob]) -> Result<(), AcctError> {
+        let client = self.client.get_mut();
+        let mut tx = client.transaction()?;
+        let mut stmt = None;
+        for job in jobs {
+            let sql = filter::upsert(job, placeholder)?;
+            // The upsert's text is the same for every job: prepare it once.
+            let st = match &stmt {
+                Some(st) => st,
+                None => stmt.insert(tx.prepare(&sql.text)?),
+            };
+            tx.execute(st, &refs(&sql.params))?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn query(&self, q: &JobQuery) -> Result<Vec<AcctJob>, AcctError> {
+        let sql = filter::select(q, placeholder);
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(sql.text.as_str(), &refs(&sql.params))?;
+        rows.iter()
+            .map(|row| {
+                let cluster: String = row.try_get(0)?;
+                let job_id: i64 = row.try_get(1)?;
+                let record: String = row.try_get(2)?;
+                crate::decode(cluster, job_id, &record)
+            })
+            .collect()
+    }
+
+    fn schema_version(&self) -> u32 {
+        self.version
+    }
+}

@@ -1,0 +1,147 @@
+//! The embedded backend: one SQLite file.
+//!
+//! Durability: WAL journal with `synchronous=FULL`, so every committed write
+//! is fsynced before `put_job`/`put_jobs` return ("durable before
+//! acknowledged", design.md principle 2). `NORMAL` would be crash-safe for
+//! the process but could lose the last commits on power loss; the cost of
+//! FULL is one fsync per transaction, which `put_jobs` amortizes over a
+//! batch. WAL lets `sacct` read while the controller writes.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use proto::AcctJob;
+use rusqlite::types::{ToSqlOutput, Value};
+use rusqlite::{Connection, ToSql, TransactionBehavior};
+
+use crate::filter::{self, Param};
+use crate::migrations;
+use crate::{AccountingStore, AcctError, JobQuery};
+
+/// How long a writer or reader waits for another connection's lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Accounting in a SQLite file (the default: nothing to install).
+pub struct SqliteStore {
+    conn: Connection,
+    path: PathBuf,
+    version: u32,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+fn placeholder(n: usize) -> String {
+    format!("?{n}")
+}
+
+impl ToSql for Param {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Param::Int(i) => ToSqlOutput::Owned(Value::Integer(*i)),
+            Param::OptInt(Some(i)) => ToSqlOutput::Owned(Value::Integer(*i)),
+            Param::OptInt(None) => ToSqlOutput::Owned(Value::Null),
+            Param::Text(s) => ToSqlOutput::Borrowed(s.as_str().into()),
+        })
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating it and its parent directories if needed) the database
+    /// at `path`, and brings its schema to [`crate::SCHEMA_VERSION`].
+    ///
+    /// # Errors
+    ///
+    /// [`AcctError::SchemaTooNew`] for a database written by a newer muster;
+    /// [`AcctError::Io`] or [`AcctError::Sqlite`] when the file cannot be
+    /// created, opened or upgraded.
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, AcctError> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| AcctError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        let mut conn = Connection::open(&path)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let mode: String =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+        debug_assert!(mode.eq_ignore_ascii_case("wal"), "journal_mode {mode}");
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        let version = migrate(&mut conn)?;
+        Ok(SqliteStore {
+            conn,
+            path,
+            version,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Runs the missing migrations; returns the version the database is at.
+fn migrate(conn: &mut Connection) -> Result<u32, AcctError> {
+    // IMMEDIATE takes the write lock first, so two processes opening a new
+    // database at once do not both try to create it.
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(migrations::CREATE_VERSION_TABLE)?;
+    let found: Option<i64> = tx.query_row(migrations::SELECT_VERSION, [], |r| r.get(0))?;
+    for (version, sql) in migrations::pending(migrations::found_version(found))? {
+        tx.execute_batch(sql)?;
+        tx.execute_batch(&migrations::record_version_sql(version))?;
+    }
+    let now: Option<i64> = tx.query_row(migrations::SELECT_VERSION, [], |r| r.get(0))?;
+    tx.commit()?;
+    Ok(migrations::found_version(now))
+}
+
+fn put(conn: &Connection, job: &AcctJob) -> Result<(), AcctError> {
+    let sql = filter::upsert(job, placeholder)?;
+    let mut stmt = conn.prepare_cached(&sql.text)?;
+    stmt.execute(rusqlite::params_from_iter(sql.params.iter()))?;
+    Ok(())
+}
+
+impl AccountingStore for SqliteStore {
+    fn put_job(&mut self, job: &AcctJob) -> Result<(), AcctError> {
+        self.put_jobs(std::slice::from_ref(job))
+    }
+
+    fn put_jobs(&mut self, jobs: &[AcctJob]) -> Result<(), AcctError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for job in jobs {
+            put(&tx, job)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn query(&self, q: &JobQuery) -> Result<Vec<AcctJob>, AcctError> {
+        let sql = filter::select(q, placeholder);
+        let mut stmt = self.conn.prepare_cached(&sql.text)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(sql.params.iter()))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next()? {
+            let cluster: String = row.get(0)?;
+            let job_id: i64 = row.get(1)?;
+            let record: String = row.get(2)?;
+            out.push(crate::decode(cluster, job_id, &record)?);
+        }
+        Ok(out)
+    }
+
+    fn schema_version(&self) -> u32 {
+        self.version
+    }
+}

@@ -1,0 +1,531 @@
+//! The conformance suite every [`AccountingStore`] backend must pass
+//! (style.md §6.5). Each backend's tests call [`conformance_suite`] with a
+//! factory that returns a fresh, empty store per call.
+//!
+//! It panics (as a test does) on the first failed check, naming the check.
+
+use model::{ExitCode, JobId, JobState, TimeLimit, Timestamp};
+use proto::{AcctJob, AcctStep, StepId, StepUsage};
+
+use crate::{AccountingStore, JobQuery, SCHEMA_VERSION};
+
+/// A store factory: each call returns a new, empty store.
+pub type MakeStore<'a> = &'a mut dyn FnMut() -> Box<dyn AccountingStore>;
+
+/// Runs every check, each on a fresh store from `make`.
+pub fn conformance_suite(make: MakeStore<'_>) {
+    schema_is_current(make());
+    empty_store_returns_nothing(make());
+    round_trip_with_steps_and_usage(make());
+    replayed_writes_replace(make());
+    replay_within_one_batch_keeps_the_last(make());
+    filters(make());
+    time_window_without_states(make());
+    time_window_with_states(make());
+    ordering(make());
+    thousand_jobs_in_one_batch(make());
+    reused_job_ids_are_distinct_records(make());
+}
+
+/// A plausible finished job: `cluster`, `job_id`, submitted at `submit`,
+/// eligible at once, started 10 s later, ended 100 s later, with a batch
+/// and an extern step.
+pub fn sample_job(cluster: &str, job_id: u32, submit: Timestamp) -> AcctJob {
+    AcctJob {
+        cluster: cluster.to_owned(),
+        job_id: JobId(job_id),
+        array_job_id: None,
+        array_task_id: None,
+        name: "job".to_owned(),
+        user: "alice".to_owned(),
+        uid: 1000,
+        gid: 1000,
+        account: "physics".to_owned(),
+        qos: "normal".to_owned(),
+        partition: "debug".to_owned(),
+        state: JobState::Completed,
+        cancelled_by: None,
+        reason: "None".to_owned(),
+        exit_code: ExitCode::default(),
+        priority: 4294901750,
+        submit_time: submit,
+        eligible_time: Some(submit),
+        start_time: Some(submit + 10),
+        end_time: Some(submit + 110),
+        time_limit: TimeLimit::Minutes(60),
+        nodes: "n1".to_owned(),
+        n_nodes: 1,
+        n_cpus: 2,
+        req_mem: "500M".to_owned(),
+        req_tres: "billing=2,cpu=2,mem=500M,node=1".to_owned(),
+        alloc_tres: "billing=2,cpu=2,mem=500M,node=1".to_owned(),
+        work_dir: "/home/alice".to_owned(),
+        submit_line: "sbatch job.sh".to_owned(),
+        comment: None,
+        steps: vec![
+            step(StepId::Batch, "batch", submit + 10, Some(submit + 110)),
+            step(StepId::Extern, "extern", submit + 10, Some(submit + 110)),
+        ],
+    }
+}
+
+fn step(id: StepId, name: &str, start: Timestamp, end: Option<Timestamp>) -> AcctStep {
+    AcctStep {
+        step: id,
+        name: name.to_owned(),
+        state: if end.is_some() {
+            JobState::Completed
+        } else {
+            JobState::Running
+        },
+        exit_code: ExitCode::default(),
+        start_time: Some(start),
+        end_time: end,
+        nodes: "n1".to_owned(),
+        n_nodes: 1,
+        n_cpus: 2,
+        n_tasks: 1,
+        alloc_tres: "cpu=2,mem=500M,node=1".to_owned(),
+        usage: StepUsage::default(),
+    }
+}
+
+fn all(store: &dyn AccountingStore) -> Vec<AcctJob> {
+    store.query(&JobQuery::default()).expect("query all")
+}
+
+/// (cluster, job id, submit time) of each result, in order.
+fn keys(jobs: &[AcctJob]) -> Vec<(String, u32, Timestamp)> {
+    jobs.iter()
+        .map(|j| (j.cluster.clone(), j.job_id.0, j.submit_time))
+        .collect()
+}
+
+fn ids(store: &dyn AccountingStore, q: &JobQuery) -> Vec<u32> {
+    store
+        .query(q)
+        .unwrap_or_else(|e| panic!("query {q:?}: {e}"))
+        .iter()
+        .map(|j| j.job_id.0)
+        .collect()
+}
+
+fn schema_is_current(store: Box<dyn AccountingStore>) {
+    assert_eq!(store.schema_version(), SCHEMA_VERSION, "schema_is_current");
+}
+
+fn empty_store_returns_nothing(store: Box<dyn AccountingStore>) {
+    assert_eq!(all(&*store), vec![], "empty_store_returns_nothing");
+}
+
+fn round_trip_with_steps_and_usage(mut store: Box<dyn AccountingStore>) {
+    let mut job = sample_job("c1", 42, 1_700_000_000);
+    job.array_job_id = Some(40);
+    job.array_task_id = Some(2);
+    job.name = "it's \"quoted\"; DROP TABLE jobs; -- ✓".to_owned();
+    job.state = JobState::Cancelled;
+    job.cancelled_by = Some(0);
+    job.exit_code = ExitCode {
+        code: 0,
+        signal: 15,
+    };
+    job.time_limit = TimeLimit::Unlimited;
+    job.comment = Some("a comment".to_owned());
+    let mut s0 = step(
+        StepId::Numbered(0),
+        "hostname",
+        1_700_000_020,
+        Some(1_700_000_030),
+    );
+    s0.state = JobState::Failed;
+    s0.exit_code = ExitCode { code: 3, signal: 0 };
+    s0.usage = StepUsage {
+        user_cpu_usec: Some(1_234_567),
+        sys_cpu_usec: Some(89),
+        max_rss_kib: Some(20_480),
+        ave_rss_kib: Some(10_240),
+        max_vmsize_kib: Some(123_456),
+        max_rss_node: Some("n1".to_owned()),
+    };
+    job.steps.push(s0);
+    store.put_job(&job).expect("put_job");
+    let got = store
+        .query(&JobQuery {
+            job_ids: vec![42],
+            ..JobQuery::default()
+        })
+        .expect("query");
+    assert_eq!(got, vec![job], "round_trip_with_steps_and_usage");
+}
+
+fn replayed_writes_replace(mut store: Box<dyn AccountingStore>) {
+    // The writer reports the job at submit, at start and at end; each write
+    // is the whole record. A crash makes it replay them.
+    let done = sample_job("c1", 7, 1000);
+    let mut pending = done.clone();
+    pending.state = JobState::Pending;
+    pending.reason = "Priority".to_owned();
+    pending.start_time = None;
+    pending.end_time = None;
+    pending.nodes = "None assigned".to_owned();
+    pending.steps = vec![];
+    let mut running = done.clone();
+    running.state = JobState::Running;
+    running.end_time = None;
+    running.steps = vec![step(StepId::Batch, "batch", 1010, None)];
+
+    for stage in [&pending, &running, &done] {
+        store.put_job(stage).expect("put_job");
+        assert_eq!(
+            all(&*store),
+            vec![stage.clone()],
+            "replayed_writes_replace: {:?}",
+            stage.state
+        );
+    }
+    // A replay of the whole history, in one batch and one by one.
+    store
+        .put_jobs(&[pending.clone(), running.clone(), done.clone()])
+        .expect("put_jobs");
+    store.put_job(&done).expect("put_job");
+    store.put_job(&done).expect("put_job");
+    assert_eq!(
+        all(&*store),
+        vec![done.clone()],
+        "replayed_writes_replace: replay"
+    );
+
+    // Steps are replaced with the record's list, never merged.
+    let mut fewer = done.clone();
+    fewer.steps.truncate(1);
+    store.put_job(&fewer).expect("put_job");
+    assert_eq!(
+        all(&*store),
+        vec![fewer],
+        "replayed_writes_replace: steps replaced"
+    );
+}
+
+fn replay_within_one_batch_keeps_the_last(mut store: Box<dyn AccountingStore>) {
+    let first = sample_job("c1", 9, 500);
+    let mut second = first.clone();
+    second.state = JobState::Failed;
+    second.exit_code = ExitCode { code: 1, signal: 0 };
+    store.put_jobs(&[first, second.clone()]).expect("put_jobs");
+    assert_eq!(
+        all(&*store),
+        vec![second],
+        "replay_within_one_batch_keeps_the_last"
+    );
+}
+
+fn filters(mut store: Box<dyn AccountingStore>) {
+    let mk = |id: u32, user: &str, account: &str, state: JobState, name: &str, part: &str| {
+        let mut j = sample_job("c1", id, 1000 + Timestamp::from(id));
+        j.user = user.to_owned();
+        j.account = account.to_owned();
+        j.state = state;
+        j.name = name.to_owned();
+        j.partition = part.to_owned();
+        j
+    };
+    let mut other_cluster = mk(7, "alice", "physics", JobState::Completed, "a", "debug");
+    other_cluster.cluster = "c2".to_owned();
+    store
+        .put_jobs(&[
+            mk(1, "alice", "physics", JobState::Completed, "a", "debug"),
+            mk(2, "bob", "physics", JobState::Failed, "b", "debug"),
+            mk(3, "alice", "chem", JobState::Running, "a", "gpu"),
+            mk(4, "carol", "chem", JobState::Pending, "c", "gpu"),
+            mk(5, "bob", "bio", JobState::Cancelled, "a", "long"),
+            mk(6, "carol", "physics", JobState::Timeout, "b", "debug"),
+            other_cluster,
+        ])
+        .expect("put_jobs");
+
+    let q = JobQuery::default;
+    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    let cases: Vec<(&str, JobQuery, Vec<u32>)> = vec![
+        ("none", q(), vec![1, 2, 3, 4, 5, 6, 7]),
+        (
+            "cluster",
+            JobQuery {
+                cluster: Some("c1".into()),
+                ..q()
+            },
+            vec![1, 2, 3, 4, 5, 6],
+        ),
+        (
+            "cluster c2",
+            JobQuery {
+                cluster: Some("c2".into()),
+                ..q()
+            },
+            vec![7],
+        ),
+        (
+            "unknown cluster",
+            JobQuery {
+                cluster: Some("zz".into()),
+                ..q()
+            },
+            vec![],
+        ),
+        (
+            "ids",
+            JobQuery {
+                job_ids: vec![6, 2, 99],
+                ..q()
+            },
+            vec![2, 6],
+        ),
+        (
+            "users",
+            JobQuery {
+                users: s(&["bob", "carol"]),
+                ..q()
+            },
+            vec![2, 4, 5, 6],
+        ),
+        (
+            "accounts",
+            JobQuery {
+                accounts: s(&["chem"]),
+                ..q()
+            },
+            vec![3, 4],
+        ),
+        (
+            "states",
+            JobQuery {
+                states: vec![JobState::Failed, JobState::Timeout, JobState::Failed],
+                ..q()
+            },
+            vec![2, 6],
+        ),
+        (
+            "names",
+            JobQuery {
+                names: s(&["a"]),
+                ..q()
+            },
+            vec![1, 3, 5, 7],
+        ),
+        (
+            "partitions",
+            JobQuery {
+                partitions: s(&["gpu", "long"]),
+                ..q()
+            },
+            vec![3, 4, 5],
+        ),
+        (
+            "combined",
+            JobQuery {
+                cluster: Some("c1".into()),
+                users: s(&["alice", "bob"]),
+                names: s(&["a"]),
+                partitions: s(&["debug", "long"]),
+                ..q()
+            },
+            vec![1, 5],
+        ),
+        (
+            "no match",
+            JobQuery {
+                users: s(&["alice"]),
+                accounts: s(&["bio"]),
+                ..q()
+            },
+            vec![],
+        ),
+    ];
+    for (what, query, want) in cases {
+        assert_eq!(ids(&*store, &query), want, "filters: {what}");
+    }
+}
+
+/// Jobs for the time-window checks, all against the window [100, 200].
+fn window_jobs() -> Vec<AcctJob> {
+    let mk = |id: u32, state: JobState, times: [Option<Timestamp>; 4]| {
+        let mut j = sample_job("c1", id, times[0].expect("submit"));
+        j.state = state;
+        j.eligible_time = times[1];
+        j.start_time = times[2];
+        j.end_time = times[3];
+        j
+    };
+    use JobState::*;
+    vec![
+        // submit, eligible, start, end
+        mk(1, Completed, [Some(10), Some(10), Some(20), Some(90)]), // ended before
+        mk(2, Completed, [Some(10), Some(10), Some(20), Some(150)]), // ended inside
+        mk(3, Running, [Some(140), Some(150), Some(160), None]),    // started inside
+        mk(4, Completed, [Some(240), Some(250), Some(260), Some(300)]), // eligible after
+        mk(5, Running, [Some(10), Some(50), Some(60), None]),       // running throughout
+        mk(6, Pending, [Some(120), None, None, None]),              // held: never eligible
+        mk(7, Completed, [Some(190), Some(190), Some(195), Some(300)]), // spans the end
+        mk(8, Completed, [Some(10), Some(10), Some(50), Some(100)]), // ends on the start
+        mk(9, Pending, [Some(150), Some(200), None, None]),         // eligible on the end
+        mk(10, Pending, [Some(250), Some(250), None, None]),        // submitted after
+        mk(11, Cancelled, [Some(110), Some(110), None, Some(130)]), // cancelled while pending
+        mk(12, Failed, [Some(10), Some(10), Some(20), Some(250)]),  // spans the window
+    ]
+}
+
+fn time_window_without_states(mut store: Box<dyn AccountingStore>) {
+    store.put_jobs(&window_jobs()).expect("put_jobs");
+    let w = |start, end| JobQuery {
+        start,
+        end,
+        ..JobQuery::default()
+    };
+    let cases = [
+        (
+            "[100, 200]",
+            w(Some(100), Some(200)),
+            vec![2, 5, 8, 12, 11, 3, 9, 7],
+        ),
+        (
+            "[100, -]",
+            w(Some(100), None),
+            vec![2, 5, 8, 12, 11, 3, 9, 7, 4, 10],
+        ),
+        (
+            "[-, 200]",
+            w(None, Some(200)),
+            vec![1, 2, 5, 8, 12, 11, 3, 9, 7],
+        ),
+        // Still running or still eligible and pending: in every later window.
+        ("[400, 500]", w(Some(400), Some(500)), vec![5, 3, 9, 10]),
+        ("[0, 5]", w(Some(0), Some(5)), vec![]),
+    ];
+    for (what, query, want) in cases {
+        assert_eq!(
+            ids(&*store, &query),
+            want,
+            "time_window_without_states: {what}"
+        );
+    }
+}
+
+fn time_window_with_states(mut store: Box<dyn AccountingStore>) {
+    store.put_jobs(&window_jobs()).expect("put_jobs");
+    let w = |states: Vec<JobState>| JobQuery {
+        states,
+        start: Some(100),
+        end: Some(200),
+        ..JobQuery::default()
+    };
+    use JobState::*;
+    let cases = [
+        // Pending during the window, whether eligible or not.
+        ("PENDING", w(vec![Pending]), vec![6, 9]),
+        ("RUNNING", w(vec![Running]), vec![5, 3]),
+        // A final state counts when the job ended inside the window.
+        ("COMPLETED", w(vec![Completed]), vec![2, 8]),
+        ("CANCELLED,FAILED", w(vec![Cancelled, Failed]), vec![11]),
+        (
+            "RUNNING,COMPLETED",
+            w(vec![Completed, Running]),
+            vec![2, 5, 8, 3],
+        ),
+    ];
+    for (what, query, want) in cases {
+        assert_eq!(
+            ids(&*store, &query),
+            want,
+            "time_window_with_states: {what}"
+        );
+    }
+}
+
+fn ordering(mut store: Box<dyn AccountingStore>) {
+    // Submit time first, then job id (ids restart after a controller reset,
+    // so a later job can have a smaller id), then cluster.
+    let jobs = [
+        sample_job("c1", 30, 300),
+        sample_job("c2", 5, 100),
+        sample_job("c1", 5, 100),
+        sample_job("c1", 4, 100),
+        sample_job("c1", 2, 200),
+    ];
+    for j in &jobs {
+        store.put_job(j).expect("put_job");
+    }
+    let want = vec![
+        ("c1".to_owned(), 4, 100),
+        ("c1".to_owned(), 5, 100),
+        ("c2".to_owned(), 5, 100),
+        ("c1".to_owned(), 2, 200),
+        ("c1".to_owned(), 30, 300),
+    ];
+    assert_eq!(keys(&all(&*store)), want, "ordering");
+}
+
+fn thousand_jobs_in_one_batch(mut store: Box<dyn AccountingStore>) {
+    let users = ["alice", "bob", "carol", "dave"];
+    let jobs: Vec<AcctJob> = (1..=1000u32)
+        .map(|i| {
+            let mut j = sample_job("c1", i, 10_000 + Timestamp::from(i));
+            j.user = users[i as usize % users.len()].to_owned();
+            j
+        })
+        .collect();
+    store.put_jobs(&jobs).expect("put_jobs of 1000");
+    let got = all(&*store);
+    assert_eq!(got.len(), 1000, "thousand_jobs_in_one_batch: count");
+    assert_eq!(got, jobs, "thousand_jobs_in_one_batch: records and order");
+    let bobs = ids(
+        &*store,
+        &JobQuery {
+            users: vec!["bob".into()],
+            ..JobQuery::default()
+        },
+    );
+    assert_eq!(bobs.len(), 250, "thousand_jobs_in_one_batch: by user");
+    assert!(
+        bobs.iter().all(|i| i % 4 == 1),
+        "thousand_jobs_in_one_batch: by user"
+    );
+    // Replaying the batch changes nothing.
+    store.put_jobs(&jobs).expect("replayed put_jobs of 1000");
+    assert_eq!(
+        all(&*store).len(),
+        1000,
+        "thousand_jobs_in_one_batch: replay"
+    );
+}
+
+fn reused_job_ids_are_distinct_records(mut store: Box<dyn AccountingStore>) {
+    let a = sample_job("c1", 100, 1000);
+    let b = sample_job("c2", 100, 1000);
+    let mut c = sample_job("c1", 100, 5000);
+    c.user = "bob".to_owned();
+    store
+        .put_jobs(&[c.clone(), a.clone(), b.clone()])
+        .expect("put_jobs");
+    let got = store
+        .query(&JobQuery {
+            job_ids: vec![100],
+            ..JobQuery::default()
+        })
+        .expect("query");
+    assert_eq!(
+        got,
+        vec![a.clone(), b, c.clone()],
+        "reused_job_ids_are_distinct_records"
+    );
+    let c1 = store
+        .query(&JobQuery {
+            cluster: Some("c1".into()),
+            job_ids: vec![100],
+            ..JobQuery::default()
+        })
+        .expect("query");
+    assert_eq!(
+        c1,
+        vec![a, c],
+        "reused_job_ids_are_distinct_records: one cluster"
+    );
+}

@@ -1,0 +1,148 @@
+//! The conformance suite and schema upgrades on SQLite.
+
+use accounting::suite::{conformance_suite, sample_job};
+use accounting::{AccountingStore, AcctError, JobQuery, SqliteStore, SCHEMA_VERSION};
+
+#[test]
+fn sqlite_passes_the_conformance_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut n = 0;
+    conformance_suite(&mut || {
+        n += 1;
+        let path = dir.path().join(format!("acct-{n}.db"));
+        Box::new(SqliteStore::open(path).unwrap()) as Box<dyn AccountingStore>
+    });
+}
+
+/// Schema version 1 exactly as released. Frozen on purpose: this is what
+/// databases in the field look like, whatever the migrations become.
+const V1_SQL: &str = include_str!("fixtures/schema_v1.sql");
+
+fn versions(conn: &rusqlite::Connection) -> Vec<i64> {
+    let mut st = conn
+        .prepare("SELECT version FROM schema_version ORDER BY version")
+        .unwrap();
+    st.query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn a_version_1_database_is_upgraded_on_open() {
+    assert_eq!(
+        SCHEMA_VERSION, 2,
+        "update this test when adding a migration"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    let job = sample_job("c1", 5, 1000);
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(V1_SQL).unwrap();
+        conn.execute(
+            "INSERT INTO jobs VALUES ('c1', 5, 1000, 'alice', 'physics', 'COMPLETED', \
+             'debug', 'job', 1000, 1010, 1110, ?1)",
+            [serde_json::to_string(&job).unwrap()],
+        )
+        .unwrap();
+    }
+
+    let mut store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.schema_version(), 2);
+    // The old record is still there and still found, through the new index.
+    let q = JobQuery {
+        users: vec!["alice".into()],
+        ..JobQuery::default()
+    };
+    assert_eq!(store.query(&q).unwrap(), vec![job.clone()]);
+    // And writes still replace it.
+    let mut newer = job.clone();
+    newer.reason = "replayed".into();
+    store.put_job(&newer).unwrap();
+    assert_eq!(store.query(&q).unwrap(), vec![newer]);
+    drop(store);
+
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(versions(&conn), vec![1, 2]);
+    let index: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'jobs_user_submit'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(index, 1, "migration 2 created the index");
+    let plan: String = conn
+        .query_row(
+            "EXPLAIN QUERY PLAN SELECT record FROM jobs WHERE user_name = 'alice' \
+             ORDER BY submit_time",
+            [],
+            |r| r.get(3),
+        )
+        .unwrap();
+    assert!(plan.contains("jobs_user_submit"), "plan: {plan}");
+    drop(conn);
+
+    // Opening an up-to-date database runs nothing again.
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.schema_version(), 2);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(versions(&conn), vec![1, 2]);
+}
+
+#[test]
+fn a_newer_database_is_refused_with_both_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db");
+    drop(SqliteStore::open(&path).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("INSERT INTO schema_version (version) VALUES (99)", [])
+        .unwrap();
+    drop(conn);
+
+    let err = SqliteStore::open(&path).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AcctError::SchemaTooNew {
+                found: 99,
+                supported: 2
+            }
+        ),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(text.contains("99") && text.contains("version 2"), "{text}");
+}
+
+#[test]
+fn open_creates_parent_directories_and_uses_wal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a/b/acct.db");
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.path(), path);
+    assert!(path.exists());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode.to_ascii_lowercase(), "wal");
+}
+
+#[test]
+fn a_damaged_record_is_an_error_naming_the_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("acct.db");
+    let mut store = SqliteStore::open(&path).unwrap();
+    store.put_job(&sample_job("c1", 77, 10)).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE jobs SET record = '{' WHERE job_id = 77", [])
+        .unwrap();
+    let err = store.query(&JobQuery::default()).unwrap_err();
+    assert!(
+        matches!(err, AcctError::Corrupt { job_id: 77, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("job 77"), "{err}");
+}

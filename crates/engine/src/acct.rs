@@ -1,0 +1,150 @@
+//! Accounting records: what the controller tells the accounting store as a
+//! job moves (submit, start, end). Every record is the job's whole current
+//! state, keyed by (cluster, job id, submit time), so a write may be
+//! repeated or replayed without duplicating anything.
+
+use crate::{Command, Engine};
+use model::units::format_memory_mb;
+use model::{JobId, JobState, Timestamp};
+use proto::{AcctJob, AcctStep, StepId, StepUsage};
+
+/// A TRES string in the order sacct prints it (sorted by name):
+/// `billing=1,cpu=1,mem=500M,node=1`.
+pub fn sorted_tres(tres: &str) -> String {
+    let mut parts: Vec<&str> = tres.split(',').filter(|p| !p.is_empty()).collect();
+    parts.sort_by_key(|p| p.split('=').next().unwrap_or(""));
+    parts.join(",")
+}
+
+impl Engine {
+    /// The accounting record of a job as it stands now.
+    pub fn acct_job(&self, id: JobId, now: Timestamp) -> Option<AcctJob> {
+        let job = self.jobs.get(&id)?;
+        let info = self.job_info(job, now);
+        let started = job.start_time.is_some();
+        let req_mem = match (info.mem_per_node, info.mem_per_cpu) {
+            (Some(0), _) | (None, None) => String::new(),
+            (Some(m), _) => format_memory_mb(m * u64::from(job.min_nodes.max(1))),
+            (None, Some(m)) => {
+                format_memory_mb(m * u64::from(job.ntasks * info.cpus_per_task.max(1)))
+            }
+        };
+        let mut steps = Vec::new();
+        if started {
+            let batch_host = info.nodes.first().cloned().unwrap_or_default();
+            let batch_cpus = info.cpus_per_node.first().copied().unwrap_or(1);
+            let batch_mem = job
+                .alloc
+                .as_ref()
+                .map(|a| a.nodes[0].mem)
+                .unwrap_or_else(|| info.mem_per_cpu.unwrap_or(0) * u64::from(batch_cpus));
+            let state = match job.state {
+                JobState::Running => JobState::Running,
+                JobState::Completed | JobState::Failed | JobState::OutOfMemory => job.state,
+                _ => JobState::Cancelled,
+            };
+            let mut alloc_tres = format!("cpu={batch_cpus}");
+            if batch_mem > 0 {
+                alloc_tres.push_str(&format!(",mem={}", format_memory_mb(batch_mem)));
+            }
+            alloc_tres.push_str(",node=1");
+            steps.push(AcctStep {
+                step: StepId::Batch,
+                name: "batch".into(),
+                state,
+                exit_code: job.exit,
+                start_time: job.start_time,
+                end_time: if job.state.is_finished() {
+                    job.end_time
+                } else {
+                    None
+                },
+                nodes: batch_host,
+                n_nodes: 1,
+                n_cpus: batch_cpus,
+                n_tasks: 1,
+                alloc_tres,
+                usage: StepUsage::default(),
+            });
+        }
+        Some(AcctJob {
+            cluster: self.settings.cluster_name.clone(),
+            job_id: id,
+            array_job_id: None,
+            array_task_id: None,
+            name: info.name,
+            user: info.user,
+            uid: info.uid,
+            gid: info.gid,
+            account: job.desc.account.clone().unwrap_or_default(),
+            qos: info.qos,
+            partition: info.partition,
+            state: job.state,
+            cancelled_by: job.cancelled_by,
+            reason: info.reason.as_slurm_str().to_string(),
+            // sacct shows the signal that ended a cancelled or timed-out
+            // job on its batch step; the job itself keeps 0:0.
+            exit_code: match job.state {
+                JobState::Cancelled | JobState::Timeout | JobState::NodeFail => {
+                    model::ExitCode::default()
+                }
+                _ => job.exit,
+            },
+            priority: info.priority,
+            submit_time: job.submit_time,
+            eligible_time: Some(job.eligible_time),
+            start_time: job.start_time,
+            end_time: if job.state.is_finished() {
+                job.end_time
+            } else {
+                None
+            },
+            time_limit: job.time_limit,
+            nodes: if info.nodes.is_empty() {
+                "None assigned".into()
+            } else {
+                hostlist::compress(&info.nodes)
+            },
+            n_nodes: info.num_nodes,
+            n_cpus: info.num_cpus,
+            req_mem,
+            req_tres: sorted_tres(&self.requested_tres(job)),
+            alloc_tres: if started {
+                sorted_tres(&info.tres)
+            } else {
+                String::new()
+            },
+            work_dir: info.work_dir,
+            submit_line: info.submit_line,
+            comment: info.comment,
+            steps,
+        })
+    }
+
+    /// Queues the job's current accounting record for the store.
+    pub(crate) fn record(&mut self, id: JobId, now: Timestamp) {
+        if let Some(rec) = self.acct_job(id, now) {
+            self.outbox.push(Command::AcctRecord(Box::new(rec)));
+        }
+    }
+
+    /// Records of every job the controller holds (re-sent after a restart,
+    /// since writes are idempotent and some may have been lost).
+    pub fn all_records(&self, now: Timestamp) -> Vec<AcctJob> {
+        self.jobs
+            .keys()
+            .filter_map(|id| self.acct_job(*id, now))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tres_sorted_as_sacct_prints() {
+        assert_eq!(
+            super::sorted_tres("cpu=1,mem=500M,node=1,billing=1"),
+            "billing=1,cpu=1,mem=500M,node=1"
+        );
+    }
+}

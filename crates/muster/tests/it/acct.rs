@@ -1,0 +1,50 @@
+//! Accounting end to end: job records written as jobs move, read by sacct.
+
+use crate::{cluster, secs};
+
+#[test]
+fn sacct_shows_finished_jobs_with_their_steps() {
+    let c = cluster(1);
+    let failed = c.submit(&["--wrap", "exit 3"]);
+    let ok = c.submit(&["-J", "fine", "--wrap", "true"]);
+    let long = c.submit(&["--wrap", "sleep 60"]);
+    assert_eq!(c.wait_done(failed, secs(10)), "FAILED");
+    assert_eq!(c.wait_done(ok, secs(10)), "COMPLETED");
+    c.wait_state(long, "RUNNING", secs(10));
+    c.ok("scancel", &[&long.to_string()]);
+    assert_eq!(c.wait_done(long, secs(10)), "CANCELLED");
+    let me = e2e::user_name();
+    let uid = nix::unistd::getuid().as_raw();
+    // Records reach the store asynchronously: wait for the last one.
+    let out = c.wait_until("the cancelled job in sacct", secs(10), || {
+        let o = c.run("sacct", &["-P", "-o", "JobID,JobName,State,ExitCode"]);
+        o.stdout
+            .contains(&format!("{long}.batch|batch|CANCELLED|0:15"))
+            .then_some(o.stdout)
+    });
+    let expected = format!(
+        "JobID|JobName|State|ExitCode\n\
+         {failed}|wrap|FAILED|3:0\n{failed}.batch|batch|FAILED|3:0\n\
+         {ok}|fine|COMPLETED|0:0\n{ok}.batch|batch|COMPLETED|0:0\n\
+         {long}|wrap|CANCELLED by {uid}|0:0\n{long}.batch|batch|CANCELLED|0:15\n"
+    );
+    assert_eq!(out, expected, "user {me}");
+    // Parsl's form: -X, no header, state%20, a job list.
+    let x = c.ok(
+        "sacct",
+        &[
+            "-X",
+            "--noheader",
+            "--format=jobid,state%20",
+            "--job",
+            &format!("{failed},{ok}"),
+        ],
+    );
+    assert_eq!(
+        x.stdout,
+        format!(
+            "{failed:<12} {:>20} \n{ok:<12} {:>20} \n",
+            "FAILED", "COMPLETED"
+        )
+    );
+}
