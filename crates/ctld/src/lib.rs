@@ -352,9 +352,12 @@ async fn serve_connection(
     };
     // A client that never reads its answer is dropped as an idle one is.
     let frame = rpc::envelope(daemon_identity("ctld"), resp);
-    tokio::time::timeout(rpc::IO_TIMEOUT, rpc::write_frame_async(&mut stream, &frame))
-        .await
-        .unwrap_or(Err(rpc::RpcError::Timeout))
+    tokio::time::timeout(
+        rpc::IO_TIMEOUT,
+        rpc::write_frame_async_max(&mut stream, &frame, proto::MAX_RESPONSE_BYTES),
+    )
+    .await
+    .unwrap_or(Err(rpc::RpcError::Timeout))
 }
 
 /// Per-node ordered delivery of commands.

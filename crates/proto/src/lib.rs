@@ -20,6 +20,12 @@ pub const MIN_PROTOCOL_VERSION: u32 = 1;
 /// allocate without bound.
 pub const MAX_FRAME_BYTES: u32 = 64 * 1024 * 1024;
 
+/// Largest answer a command accepts from the controller (a job listing of
+/// hundreds of thousands of jobs). Only the controller sends frames this
+/// large, and only to the command that asked; every daemon keeps reading
+/// requests under [`MAX_FRAME_BYTES`] or less.
+pub const MAX_RESPONSE_BYTES: u32 = 1024 * 1024 * 1024;
+
 /// Who is asking. Asserted by the sender; the receiver checks it against
 /// the envelope's credential.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -149,10 +149,19 @@ pub fn write_frame<W: Write, T: Serialize>(w: &mut W, msg: &T) -> Result<(), Rpc
 
 /// Reads one frame (blocking).
 pub fn read_frame<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<Envelope<T>, RpcError> {
+    read_frame_max(r, MAX_FRAME_BYTES)
+}
+
+/// [`read_frame`] with another limit: commands read the controller's
+/// answers under `proto::MAX_RESPONSE_BYTES`.
+pub fn read_frame_max<R: Read, T: DeserializeOwned>(
+    r: &mut R,
+    max: u32,
+) -> Result<Envelope<T>, RpcError> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len)?;
     let len = u32::from_be_bytes(len);
-    check_len(len, MAX_FRAME_BYTES)?;
+    check_len(len, max)?;
     let mut buf = Vec::with_capacity(initial_capacity(len));
     r.take(u64::from(len)).read_to_end(&mut buf)?;
     check_complete(&buf, len)?;
@@ -176,17 +185,18 @@ pub fn call_blocking<Req: Serialize, Resp: DeserializeOwned>(
                 s.set_write_timeout(Some(timeout))?;
                 s.set_nodelay(true)?;
                 write_frame(&mut s, &signed_envelope(identity, credential, req))?;
-                let env: Envelope<Resp> = read_frame(&mut s).map_err(|e| match e {
-                    RpcError::Io(ref io)
-                        if matches!(
-                            io.kind(),
-                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                        ) =>
-                    {
-                        RpcError::Timeout
-                    }
-                    other => other,
-                })?;
+                let env: Envelope<Resp> = read_frame_max(&mut s, proto::MAX_RESPONSE_BYTES)
+                    .map_err(|e| match e {
+                        RpcError::Io(ref io)
+                            if matches!(
+                                io.kind(),
+                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                            ) =>
+                        {
+                            RpcError::Timeout
+                        }
+                        other => other,
+                    })?;
                 return Ok(env.body);
             }
             Err(e) => last = Some(e),
@@ -203,12 +213,19 @@ where
     W: tokio::io::AsyncWrite + Unpin,
     T: Serialize,
 {
+    write_frame_async_max(w, msg, MAX_FRAME_BYTES).await
+}
+
+/// [`write_frame_async`] with another limit: the controller answers
+/// commands under `proto::MAX_RESPONSE_BYTES`.
+pub async fn write_frame_async_max<W, T>(w: &mut W, msg: &T, max: u32) -> Result<(), RpcError>
+where
+    W: tokio::io::AsyncWrite + Unpin,
+    T: Serialize,
+{
     let bytes = serde_json::to_vec(msg)?;
-    let len = u32::try_from(bytes.len()).map_err(|_| RpcError::TooLarge {
-        len: u32::MAX,
-        max: MAX_FRAME_BYTES,
-    })?;
-    check_len(len, MAX_FRAME_BYTES)?;
+    let len = u32::try_from(bytes.len()).map_err(|_| RpcError::TooLarge { len: u32::MAX, max })?;
+    check_len(len, max)?;
     let mut out = Vec::with_capacity(4 + bytes.len());
     out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(&bytes);
