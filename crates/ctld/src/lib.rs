@@ -785,9 +785,13 @@ pub(crate) fn handle(
             node,
             exit,
             launch_failed,
+            usage,
         } => {
             if let Some(why) = &launch_failed {
                 warn!("job {job_id} could not start on {node}: {why}");
+            }
+            if let Some(usage) = usage {
+                engine.on_batch_usage(job_id, &node, usage);
             }
             ok(engine.on_job_exited(job_id, &node, exit, launch_failed, t))
         }

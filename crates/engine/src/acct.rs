@@ -6,7 +6,7 @@
 use crate::{Command, Engine};
 use model::units::format_memory_mb;
 use model::{JobId, JobState, Timestamp};
-use proto::{AcctJob, AcctStep, StepId, StepUsage};
+use proto::{AcctJob, AcctStep, StepId};
 
 /// A TRES string in the order sacct prints it (sorted by name):
 /// `billing=1,cpu=1,mem=500M,node=1`.
@@ -64,7 +64,7 @@ impl Engine {
                 n_cpus: batch_cpus,
                 n_tasks: 1,
                 alloc_tres,
-                usage: StepUsage::default(),
+                usage: job.batch_usage.clone().unwrap_or_default(),
             });
         }
         Some(AcctJob {

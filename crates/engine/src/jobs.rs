@@ -213,6 +213,7 @@ impl Engine {
             held: None,
             admin_priority: None,
             cancelled_by: None,
+            batch_usage: None,
             desc,
         };
         // Refuse at once what no partition could ever run, as Slurm does
@@ -434,6 +435,7 @@ impl Engine {
         job.start_time = None;
         job.end_time = None;
         job.warned = false;
+        job.batch_usage = None;
         job.exit = ExitCode::default();
         job.eligible_time = now;
         if was_running {
@@ -504,6 +506,27 @@ impl Engine {
         self.refresh_node_state(idx);
         self.record(id, now);
         Ok(())
+    }
+
+    /// A node reports what a job's batch script used (just before its end).
+    /// Kept only from the node that runs the job's current run.
+    pub fn on_batch_usage(&mut self, id: JobId, node: &str, usage: proto::StepUsage) {
+        let Some(idx) = self.node_idx(node) else {
+            return;
+        };
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        let batch_here = job
+            .alloc
+            .as_ref()
+            .is_some_and(|a| a.nodes.first().is_some_and(|n| n.node == idx));
+        if batch_here {
+            job.batch_usage = Some(proto::StepUsage {
+                max_rss_node: Some(node.to_string()),
+                ..usage
+            });
+        }
     }
 
     /// A node answered a Terminate saying it no longer runs the job. If the

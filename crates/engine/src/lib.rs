@@ -282,6 +282,9 @@ pub struct Job {
     /// Who cancelled it (`CANCELLED by <uid>` in sacct).
     #[serde(default)]
     pub cancelled_by: Option<u32>,
+    /// What its batch script used, as its node measured it.
+    #[serde(default)]
+    pub batch_usage: Option<proto::StepUsage>,
 }
 
 /// The controller's state.

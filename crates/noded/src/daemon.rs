@@ -704,11 +704,13 @@ fn start_report(
 ) {
     daemon.pending_reports.fetch_add(1, Ordering::SeqCst);
     tokio::spawn(async move {
+        let usage = cleanup.as_ref().and_then(|(_, ended)| ended.usage.clone());
         let request = CtldRequest::JobExited {
             job_id,
             node: daemon.setup.node_name.clone(),
             exit,
             launch_failed,
+            usage,
         };
         match call_until_answered(&daemon, || request.clone(), "job end").await {
             CtldResponse::Ok => debug!(job = %job_id, "end reported"),

@@ -30,6 +30,8 @@ pub const RECORD_FILE: &str = "job.json";
 pub const PIDS_FILE: &str = "pids";
 /// The script's end.
 pub const STATUS_FILE: &str = "status";
+/// What the script used, written by the supervisor just before `status`.
+pub const USAGE_FILE: &str = "usage";
 
 /// One process, recognisable after its pid is reused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,12 +109,14 @@ pub struct JobRecord {
 }
 
 /// A job's end as read from its `status` file.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Ended {
     /// The exit code, from the raw wait status.
     pub exit: ExitCode,
     /// Set when the script never started.
     pub launch_failed: Option<String>,
+    /// What the script used, when its supervisor measured it (`usage` file).
+    pub usage: Option<proto::StepUsage>,
     /// The file's (device, inode): the job directory is removed only while
     /// it still holds this very file, not a relaunch's.
     file: (u64, u64),
@@ -192,6 +196,12 @@ pub fn parse_status(text: &str) -> Option<(i32, Option<String>)> {
 }
 
 /// Writes a job's end; the supervisor's last act.
+/// Writes what the script used (JSON), before its `status`.
+pub fn write_usage(dir: &Path, usage: &proto::StepUsage) -> std::io::Result<()> {
+    let text = serde_json::to_vec(usage).map_err(std::io::Error::other)?;
+    write_atomic(&dir.join(USAGE_FILE), &text)
+}
+
 pub fn write_status(dir: &Path, raw: i32, launch_failed: Option<&str>) -> std::io::Result<()> {
     write_atomic(
         &dir.join(STATUS_FILE),
@@ -215,9 +225,13 @@ pub fn read_status(dir: &Path) -> std::io::Result<Option<Ended>> {
             format!("{}: not a wait status: {text:?}", path.display()),
         )
     })?;
+    let usage = std::fs::read(dir.join(USAGE_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
     Ok(Some(Ended {
         exit: ExitCode::from_wait_status(raw),
         launch_failed,
+        usage,
         file: (meta.dev(), meta.ino()),
     }))
 }
@@ -253,7 +267,7 @@ pub fn is_supervisor(id: ProcId, dir: &Path) -> bool {
 }
 
 /// A job directory found at start-up.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Found {
     /// The job ended while no daemon watched: report it.
     Ended {

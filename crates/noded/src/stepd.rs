@@ -72,7 +72,9 @@ pub fn main(job_dir: &Path) -> i32 {
     }
     answer(&StepdAnswer::Started(pids));
     detach_stdio();
-    let raw = wait_job(pid);
+    let (raw, usage) = wait_job(pid);
+    // Usage first: the status file is the last thing a supervisor writes.
+    let _ = spool::write_usage(job_dir, &usage);
     if let Err(e) = spool::write_status(job_dir, raw, None) {
         // Nobody reads stderr any more; the daemon reports a supervisor
         // gone without a status as a killed job.
@@ -124,11 +126,12 @@ fn detach_stdio() {
 
 /// Waits for the script `pid` to end, kills what is left of its process
 /// group (the batch step ends with its script, as Slurm's proctrack does),
-/// reaps it and returns its raw wait status.
+/// reaps it and returns its raw wait status and what it used (wait4's
+/// rusage: the script and every descendant it waited for).
 ///
 /// The group is killed before the script is reaped: while it is an
 /// unreaped zombie its pid, hence the group id, cannot be reused.
-fn wait_job(pid: i32) -> i32 {
+fn wait_job(pid: i32) -> (i32, proto::StepUsage) {
     loop {
         // SAFETY: a zeroed siginfo_t is a valid out-parameter.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -149,15 +152,27 @@ fn wait_job(pid: i32) -> i32 {
     unsafe { libc::kill(-pid, libc::SIGKILL) };
     loop {
         let mut status = 0;
-        // SAFETY: waitpid on our own child with a live out-parameter.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        // SAFETY: a zeroed rusage is a valid out-parameter.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4 on our own child with live out-parameters.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
         if r == pid {
-            return status;
+            let usec = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+            let usage = proto::StepUsage {
+                user_cpu_usec: Some(usec(ru.ru_utime)),
+                sys_cpu_usec: Some(usec(ru.ru_stime)),
+                // Linux reports ru_maxrss in KiB.
+                max_rss_kib: Some(ru.ru_maxrss.max(0) as u64),
+                ave_rss_kib: None,
+                max_vmsize_kib: None,
+                max_rss_node: None,
+            };
+            return (status, usage);
         }
         if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             // Cannot happen for our own child; report it as killed rather
             // than as a success.
-            return libc::SIGKILL;
+            return (libc::SIGKILL, proto::StepUsage::default());
         }
     }
 }

@@ -306,6 +306,9 @@ pub enum CtldRequest {
         exit: ExitCode,
         /// The node could not start it (missing working directory, bad user, ...).
         launch_failed: Option<String>,
+        /// What the script and its children used, from the kernel (wait4).
+        #[serde(default)]
+        usage: Option<StepUsage>,
     },
     /// `scontrol shutdown`.
     Shutdown,

@@ -48,3 +48,42 @@ fn sacct_shows_finished_jobs_with_their_steps() {
         )
     );
 }
+
+#[test]
+fn sacct_reports_what_the_batch_step_used() {
+    let c = cluster(1);
+    // dd holds a 64 MiB buffer and spends some CPU copying it.
+    let id = c.submit(&[
+        "--wrap",
+        "dd if=/dev/zero of=/dev/null bs=64M count=4 2>/dev/null",
+    ]);
+    assert_eq!(c.wait_done(id, secs(20)), "COMPLETED");
+    let row = c.wait_until("the batch step's usage in sacct", secs(10), || {
+        let o = c.run(
+            "sacct",
+            &[
+                "-j",
+                &id.to_string(),
+                "-n",
+                "-P",
+                "-o",
+                "JobID,MaxRSS,TotalCPU",
+            ],
+        );
+        o.stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{id}.batch|")) && !l.contains("||"))
+            .map(str::to_string)
+    });
+    let fields: Vec<&str> = row.split('|').collect();
+    let rss_kib: u64 = fields[1]
+        .trim_end_matches('K')
+        .parse()
+        .expect("MaxRSS in K");
+    assert!(
+        rss_kib >= 64 * 1024,
+        "MaxRSS {} below the 64 MiB buffer",
+        fields[1]
+    );
+    assert_ne!(fields[2], "00:00:00", "TotalCPU");
+}

@@ -66,6 +66,7 @@ fn classify_prefers_the_status_then_a_live_supervisor() {
     let ended = Ended {
         exit: ExitCode { code: 4, signal: 0 },
         launch_failed: None,
+        usage: None,
         file: (1, 2),
     };
     let j = JobId(7);
