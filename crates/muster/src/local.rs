@@ -313,7 +313,8 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
     if o.detach {
         writeln!(
             out,
-            "Stop it with: muster down --state-dir {}",
+            "Stop it with: {} down --state-dir {}",
+            exe.display(),
             dir.display()
         )?;
         return Ok(());
