@@ -118,12 +118,22 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     // never touches the first one's jobs.
     let ended_meanwhile = recover(&daemon);
     let registration = tokio::spawn(register(daemon.clone(), ended_meanwhile));
+    // At most MAX_CONNECTIONS requests in flight; beyond that a new
+    // connection is closed at once (the controller retries its calls).
+    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let why = loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    tokio::spawn(serve_connection(daemon.clone(), stream, peer.to_string()));
-                }
+                Ok((stream, peer)) => match permits.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        let daemon = daemon.clone();
+                        tokio::spawn(async move {
+                            let _permit = permit;
+                            serve_connection(daemon, stream, peer.to_string()).await;
+                        });
+                    }
+                    Err(_) => warn!(%peer, "closing connection: {MAX_CONNECTIONS} already open"),
+                },
                 Err(e) => {
                     // Out of file descriptors and the like: wait rather than spin.
                     warn!("accept failed: {e}");
@@ -278,22 +288,44 @@ fn signal_group(pgid: i32, signal: Signal) {
 
 /// Serves requests on one connection until the peer closes it, a frame is
 /// bad, or it stays idle past the read timeout.
+/// Most connections served at once.
+const MAX_CONNECTIONS: usize = 1024;
+
+/// Largest request read (a launch carries a script and an environment).
+const MAX_REQUEST_BYTES: u32 = proto::MAX_FRAME_BYTES / 4;
+
+/// Writes one answer; a peer that does not read it within the I/O timeout
+/// is dropped, as an idle one is.
+async fn write_reply<T: serde::Serialize>(
+    stream: &mut TcpStream,
+    reply: &T,
+) -> Result<(), RpcError> {
+    tokio::time::timeout(rpc::IO_TIMEOUT, rpc::write_frame_async(stream, reply))
+        .await
+        .unwrap_or(Err(RpcError::Timeout))
+}
+
 async fn serve_connection(daemon: Arc<Daemon>, mut stream: TcpStream, peer: String) {
     let _ = stream.set_nodelay(true);
     loop {
-        let env: Envelope<NodeRequest> =
-            match rpc::read_frame_async(&mut stream, rpc::IO_TIMEOUT).await {
-                Ok(env) => env,
-                Err(RpcError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return,
-                Err(RpcError::Timeout) => {
-                    debug!(%peer, "closing idle connection");
-                    return;
-                }
-                Err(e) => {
-                    warn!(%peer, "dropping connection: {e}");
-                    return;
-                }
-            };
+        let env: Envelope<NodeRequest> = match rpc::read_frame_async_max(
+            &mut stream,
+            rpc::IO_TIMEOUT,
+            MAX_REQUEST_BYTES,
+        )
+        .await
+        {
+            Ok(env) => env,
+            Err(RpcError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return,
+            Err(RpcError::Timeout) => {
+                debug!(%peer, "closing idle connection");
+                return;
+            }
+            Err(e) => {
+                warn!(%peer, "dropping connection: {e}");
+                return;
+            }
+        };
         let who = match authenticate(&daemon, &env) {
             Ok(who) => who,
             Err(e) => {
@@ -310,7 +342,7 @@ async fn serve_connection(daemon: Arc<Daemon>, mut stream: TcpStream, peer: Stri
                         proto::SlurmError::ProtocolAuthentication.as_slurm_str()
                     )),
                 );
-                let _ = rpc::write_frame_async(&mut stream, &reply).await;
+                let _ = write_reply(&mut stream, &reply).await;
                 return;
             }
         };
@@ -327,12 +359,12 @@ async fn serve_connection(daemon: Arc<Daemon>, mut stream: TcpStream, peer: Stri
                 daemon.setup.identity.clone(),
                 failed(proto::SlurmError::AccessDenied.as_slurm_str()),
             );
-            let _ = rpc::write_frame_async(&mut stream, &reply).await;
+            let _ = write_reply(&mut stream, &reply).await;
             return;
         }
         let (response, after) = handle(&daemon, env.body).await;
         let reply = rpc::envelope(daemon.setup.identity.clone(), response);
-        let written = rpc::write_frame_async(&mut stream, &reply).await;
+        let written = write_reply(&mut stream, &reply).await;
         if let Some(after) = after {
             after(daemon.clone());
         }
