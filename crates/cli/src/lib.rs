@@ -14,6 +14,7 @@ pub mod scancel;
 pub mod scontrol;
 pub mod sinfo;
 pub mod squeue;
+mod timespec;
 
 /// Runs the Slurm command `name` (as found in argv[0]) with `args`.
 /// Returns None when `name` is not a command this build provides.

@@ -9,6 +9,8 @@
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
 use model::Timestamp;
 
+use crate::timespec::{parse_clock, parse_offset, two_digits};
+
 /// Parses a `--begin` value into a timestamp. `None` when it is not one of
 /// Slurm's forms.
 pub fn parse_begin<Tz: TimeZone>(spec: &str, now: Timestamp, tz: &Tz) -> Option<Timestamp> {
@@ -107,70 +109,6 @@ fn set_once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     Some(())
 }
 
-/// `""`, `+60`, `+10minutes`, `-1hour`: seconds relative to now.
-fn parse_offset(rest: &str) -> Option<i64> {
-    if rest.is_empty() {
-        return Some(0);
-    }
-    let (sign, body) = match rest.as_bytes()[0] {
-        b'+' => (1, &rest[1..]),
-        b'-' => (-1, &rest[1..]),
-        _ => return None,
-    };
-    let digits_end = body
-        .bytes()
-        .position(|b| !b.is_ascii_digit())
-        .unwrap_or(body.len());
-    let (digits, unit) = body.split_at(digits_end);
-    let count: i64 = digits.parse().ok()?;
-    let scale = match unit.trim() {
-        "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
-        "m" | "min" | "mins" | "minute" | "minutes" => 60,
-        "h" | "hour" | "hours" => 3600,
-        "d" | "day" | "days" => 86_400,
-        "w" | "week" | "weeks" => 7 * 86_400,
-        _ => return None,
-    };
-    count.checked_mul(scale)?.checked_mul(sign)
-}
-
-/// `HH:MM[:SS]` with an optional `am`/`pm` suffix.
-fn parse_clock(text: &str) -> Option<NaiveTime> {
-    let (clock, meridiem) = if let Some(c) = text.strip_suffix("am") {
-        (c, Some(false))
-    } else if let Some(c) = text.strip_suffix("pm") {
-        (c, Some(true))
-    } else {
-        (text, None)
-    };
-    let fields: Vec<&str> = clock.split(':').collect();
-    let num = |s: &str| -> Option<u32> {
-        if s.is_empty() || s.len() > 2 || !s.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        s.parse().ok()
-    };
-    let (mut hour, minute, second) = match fields.as_slice() {
-        [h, m] => (num(h)?, num(m)?, 0),
-        [h, m, s] => (num(h)?, num(m)?, num(s)?),
-        _ => return None,
-    };
-    match meridiem {
-        Some(pm) => {
-            if !(1..=12).contains(&hour) {
-                return None;
-            }
-            hour %= 12;
-            if pm {
-                hour += 12;
-            }
-        }
-        None if hour > 23 => return None,
-        None => {}
-    }
-    NaiveTime::from_hms_opt(hour, minute, second)
-}
-
 /// `YYYY-MM-DD`.
 fn parse_iso_date(text: &str) -> Option<NaiveDate> {
     let mut parts = text.split('-');
@@ -187,31 +125,25 @@ fn parse_date(text: &str, this_year: i32) -> Option<(NaiveDate, bool)> {
     if text.contains('-') {
         return Some((parse_iso_date(text)?, true));
     }
-    let two = |s: &str| -> Option<u32> {
-        if s.is_empty() || s.len() > 2 || !s.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        s.parse().ok()
-    };
     let year = |s: &str| -> Option<i32> {
         match s.len() {
-            2 => Some(2000 + i32::try_from(two(s)?).ok()?),
+            2 => Some(2000 + i32::try_from(two_digits(s)?).ok()?),
             4 if s.bytes().all(|b| b.is_ascii_digit()) => s.parse().ok(),
             _ => None,
         }
     };
     let (month, day, y) = if text.len() == 6 && text.bytes().all(|b| b.is_ascii_digit()) {
         (
-            two(&text[0..2])?,
-            two(&text[2..4])?,
+            two_digits(&text[0..2])?,
+            two_digits(&text[2..4])?,
             Some(year(&text[4..6])?),
         )
     } else {
         let sep = if text.contains('/') { '/' } else { '.' };
         let parts: Vec<&str> = text.split(sep).collect();
         match parts.as_slice() {
-            [m, d] => (two(m)?, two(d)?, None),
-            [m, d, y] => (two(m)?, two(d)?, Some(year(y)?)),
+            [m, d] => (two_digits(m)?, two_digits(d)?, None),
+            [m, d, y] => (two_digits(m)?, two_digits(d)?, Some(year(y)?)),
             _ => return None,
         }
     };
