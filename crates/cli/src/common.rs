@@ -49,3 +49,24 @@ pub fn print_stdout(text: &str) {
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
 }
+
+/// `--help`, `--usage` and `--version`: prints the first that was asked for
+/// and returns the exit status; `None` when none was.
+pub fn info_flags(
+    help: bool,
+    usage: bool,
+    version: bool,
+    help_text: &str,
+    usage_text: &str,
+) -> Option<i32> {
+    if help {
+        print_stdout(help_text);
+    } else if usage {
+        print_stdout(usage_text);
+    } else if version {
+        print_stdout(&version_line());
+    } else {
+        return None;
+    }
+    Some(0)
+}

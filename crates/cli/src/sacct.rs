@@ -764,17 +764,9 @@ pub fn main(args: Vec<String>) -> i32 {
             return 1;
         }
     };
-    if args.help {
-        print_stdout(HELP);
-        return 0;
-    }
-    if args.usage {
-        print_stdout(USAGE);
-        return 0;
-    }
-    if args.version {
-        print_stdout(&crate::common::version_line());
-        return 0;
+    if let Some(code) = crate::common::info_flags(args.help, args.usage, args.version, HELP, USAGE)
+    {
+        return code;
     }
     if args.helpformat {
         print_stdout(&fields::helpformat());
