@@ -678,15 +678,7 @@ fn ping_nodes(
     signer: &Arc<auth::Signer>,
     tx: &mpsc::UnboundedSender<Msg>,
 ) {
-    for info in engine.node_infos() {
-        let Some(node) = engine.node(&info.name) else {
-            continue;
-        };
-        if !node.registered {
-            continue;
-        }
-        let addr = node.daemon_addr.clone();
-        let name = info.name.clone();
+    for (name, addr) in engine.registered_daemons() {
         let identity = identity.clone();
         let signer = signer.clone();
         let tx = tx.clone();
@@ -701,14 +693,7 @@ fn ping_nodes(
 /// `muster down`: every node daemon is told to stop (ending its jobs).
 async fn shutdown_nodes(engine: &Engine, identity: &Identity, signer: &Arc<auth::Signer>) {
     let mut calls = Vec::new();
-    for n in engine.node_infos() {
-        let Some(node) = engine.node(&n.name) else {
-            continue;
-        };
-        if !node.registered {
-            continue;
-        }
-        let addr = node.daemon_addr.clone();
+    for (_, addr) in engine.registered_daemons() {
         let identity = identity.clone();
         let signer = signer.clone();
         calls.push(tokio::spawn(async move {

@@ -411,6 +411,16 @@ impl Engine {
             .map(|i| &self.nodes[i.0 as usize])
     }
 
+    /// (name, `host:port`) of every node daemon that has registered: the
+    /// ones the controller pings and tells to stop.
+    pub fn registered_daemons(&self) -> Vec<(String, String)> {
+        self.nodes
+            .iter()
+            .filter(|n| n.registered)
+            .map(|n| (n.conf.name.clone(), n.daemon_addr.clone()))
+            .collect()
+    }
+
     /// True when `who` may administer the cluster (root or SlurmUser).
     pub fn is_admin(&self, who: &Identity) -> bool {
         who.uid == 0 || who.user == self.settings.slurm_user
