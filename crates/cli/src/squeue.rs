@@ -446,6 +446,56 @@ pub fn selected<'a>(
     Ok(jobs)
 }
 
+/// What squeue asks the controller for: the filters the controller can
+/// apply exactly (users, partitions, active jobs only) and the brief form
+/// of each job when the output needs none of [`JobInfo::BRIEF_OMITS`].
+/// `matches` still runs on the answer, so this only narrows the transfer.
+pub fn job_filter(args: &SqueueArgs, me: &str) -> proto::JobFilter {
+    let mut users = args.users.clone();
+    if args.me && !users.is_empty() {
+        users.push(me.to_string());
+    } else if args.me {
+        users = vec![me.to_string()];
+    }
+    proto::JobFilter {
+        users,
+        partitions: args.partitions.clone(),
+        active_only: args.states.is_none() && args.jobs.is_none(),
+        brief: brief_enough(args),
+    }
+}
+
+/// Whether every field and sort key squeue will print reads only what a
+/// brief `JobInfo` carries.
+fn brief_enough(args: &SqueueArgs) -> bool {
+    use format::FieldKind as K;
+    if args.json || args.steps {
+        return false;
+    }
+    let (Ok(format), Ok(keys)) = (resolve_format(args), resolve_sort(args)) else {
+        return false;
+    };
+    let field_ok = |k: K| {
+        !matches!(
+            k,
+            K::TresPerNode
+                | K::BatchHost
+                | K::Dependency
+                | K::Features
+                | K::Comment
+                | K::ReqNodes
+                | K::Command
+                | K::ExcNodes
+                | K::WorkDir
+                | K::Stdout
+                | K::Stderr
+                | K::Stdin
+                | K::TresAlloc
+        )
+    };
+    format.fields.iter().all(|f| field_ok(f.kind)) && keys.iter().all(|k| k.key != 'B')
+}
+
 /// Renders squeue's whole output for `list` (`me`: the caller's user name).
 pub fn render(args: &SqueueArgs, list: &JobList, me: &str) -> Result<String, RenderError> {
     if args.json {
@@ -465,8 +515,9 @@ pub fn render(args: &SqueueArgs, list: &JobList, me: &str) -> Result<String, Ren
         // No job steps yet: the header alone, as for a job without steps.
         return Ok(out);
     }
+    out.reserve(jobs.len() * 80);
     for job in jobs {
-        out.push_str(&format::job_line(&format, job, list.now, args.noconvert));
+        format::push_job_line(&mut out, &format, job, list.now, args.noconvert);
     }
     Ok(out)
 }
@@ -639,7 +690,7 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     let me = client.identity().user.clone();
     loop {
-        let list = match client.jobs() {
+        let list = match client.query_jobs(job_filter(&args, &me)) {
             Ok(l) => l,
             Err(e) => {
                 eprintln!("slurm_load_jobs error: {e}");

@@ -181,6 +181,14 @@ impl Client {
         }
     }
 
+    /// The jobs `filter` selects.
+    pub fn query_jobs(&self, filter: proto::JobFilter) -> Result<JobList, ClientError> {
+        match self.call(CtldRequest::QueryJobs(filter))? {
+            CtldResponse::Jobs(list) => Ok(list),
+            _ => Err(ClientError::Unexpected),
+        }
+    }
+
     /// Every node.
     pub fn nodes(&self) -> Result<Vec<NodeInfo>, ClientError> {
         match self.call(CtldRequest::ListNodes)? {

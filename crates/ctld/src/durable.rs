@@ -69,6 +69,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
         req,
         CtldRequest::Ping
             | CtldRequest::ListJobs
+            | CtldRequest::QueryJobs(_)
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions
             | CtldRequest::ShowConfig

@@ -326,10 +326,15 @@ async fn serve_connection(
     // read gives up after rpc::IO_TIMEOUT, so an idle client holds only its
     // connection permit.
     let read = rpc::read_frame_async_max(&mut stream, rpc::IO_TIMEOUT, MAX_REQUEST_BYTES);
+    // Job listings for the commands travel in binary (rpc::Encoding).
+    let mut encoding = rpc::Encoding::Json;
     let resp = match read.await {
         Ok(env) => match gate.admit(&env, &peer) {
             Err(refusal) => CtldResponse::Error(refusal),
             Ok(who) => {
+                if matches!(env.body, CtldRequest::QueryJobs(_)) {
+                    encoding = rpc::Encoding::Binary;
+                }
                 let (reply_tx, reply_rx) = oneshot::channel();
                 let msg = Msg::Request {
                     req: Box::new(env.body),
@@ -354,7 +359,7 @@ async fn serve_connection(
     let frame = rpc::envelope(daemon_identity("ctld"), resp);
     tokio::time::timeout(
         rpc::IO_TIMEOUT,
-        rpc::write_frame_async_max(&mut stream, &frame, proto::MAX_RESPONSE_BYTES),
+        rpc::write_frame_async_enc(&mut stream, &frame, proto::MAX_RESPONSE_BYTES, encoding),
     )
     .await
     .unwrap_or(Err(rpc::RpcError::Timeout))
@@ -736,6 +741,7 @@ pub(crate) fn handle(
             Err(e) => CtldResponse::Error(e),
         },
         CtldRequest::ListJobs => CtldResponse::Jobs(engine.job_list(t)),
+        CtldRequest::QueryJobs(filter) => CtldResponse::Jobs(engine.job_query(&filter, t)),
         CtldRequest::ListNodes => CtldResponse::Nodes(engine.node_infos()),
         CtldRequest::ListPartitions => CtldResponse::Partitions(engine.partition_infos()),
         CtldRequest::ShowConfig => CtldResponse::Config(engine.config_info(cfg, t, boot_text)),

@@ -4,7 +4,7 @@
 use crate::{Engine, Job};
 use model::units::format_memory_mb;
 use model::{Gres, JobState, Timestamp};
-use proto::{ConfigInfo, JobInfo, JobList, NodeInfo, PartitionInfo};
+use proto::{ConfigInfo, JobFilter, JobInfo, JobList, NodeInfo, PartitionInfo};
 
 /// `OverSubscribe=EXCLUSIVE` as the configuration stores it.
 pub const OVERSUBSCRIBE_EXCLUSIVE: &str = "EXCLUSIVE";
@@ -58,7 +58,22 @@ impl Engine {
     }
 
     pub(crate) fn job_info(&self, job: &Job, now: Timestamp) -> JobInfo {
+        self.job_info_with(job, now, false)
+    }
+
+    /// `job_info`, leaving out [`JobInfo::BRIEF_OMITS`] when `brief`.
+    fn job_info_with(&self, job: &Job, now: Timestamp, brief: bool) -> JobInfo {
         let d = &job.desc;
+        let cpus_per_task = d.cpus_per_task.unwrap_or(1).max(1);
+        let (mem_per_node, mem_per_cpu) = self.mem_request(job);
+        // Clones a detail only the full form carries.
+        fn detail<T: Clone + Default>(brief: bool, v: &T) -> T {
+            if brief {
+                T::default()
+            } else {
+                v.clone()
+            }
+        }
         let (nodes, cpus_per_node, num_cpus, num_nodes, tres) = match &job.alloc {
             Some(a) => {
                 let names: Vec<String> = a
@@ -82,18 +97,26 @@ impl Engine {
                     })
                     .sum();
                 let n = names.len() as u32;
-                (names, cpus, total, n, tres_string(total, mem, n, gpus))
+                let tres = if brief {
+                    String::new()
+                } else {
+                    tres_string(total, mem, n, gpus)
+                };
+                (names, cpus, total, n, tres)
             }
             None => {
-                let (cpus, mem, gpus) = self.requested_counts(job);
+                let (cpus, mem, gpus) = if brief {
+                    (job.ntasks * cpus_per_task, 0, 0)
+                } else {
+                    self.requested_counts(job)
+                };
                 if job.ran_on.is_empty() {
-                    (
-                        Vec::new(),
-                        Vec::new(),
-                        cpus,
-                        job.min_nodes,
-                        tres_string(cpus, mem, job.min_nodes, gpus),
-                    )
+                    let tres = if brief {
+                        String::new()
+                    } else {
+                        tres_string(cpus, mem, job.min_nodes, gpus)
+                    };
+                    (Vec::new(), Vec::new(), cpus, job.min_nodes, tres)
                 } else {
                     // Ended: show where it ran, as Slurm keeps NodeList.
                     let names: Vec<String> = job
@@ -103,13 +126,12 @@ impl Engine {
                         .collect();
                     let total: u32 = job.ran_cpus.iter().sum();
                     let n = names.len() as u32;
-                    (
-                        names,
-                        job.ran_cpus.clone(),
-                        total,
-                        n,
-                        tres_string(total, mem, n, gpus),
-                    )
+                    let tres = if brief {
+                        String::new()
+                    } else {
+                        tres_string(total, mem, n, gpus)
+                    };
+                    (names, job.ran_cpus.clone(), total, n, tres)
                 }
             }
         };
@@ -118,7 +140,6 @@ impl Engine {
             (Some(s), _) => (job.end_time.unwrap_or(now) - s).max(0) as u64,
             _ => 0,
         };
-        let req = self.request_for(job);
         let mut tres_per_node: Vec<Gres> = d.gres.clone();
         if let Some(g) = &d.gpus_per_node {
             tres_per_node.push(g.clone());
@@ -153,42 +174,58 @@ impl Engine {
             run_time,
             time_limit: job.time_limit,
             time_min: d.time_min,
-            batch_host: nodes.first().cloned(),
+            batch_host: if brief { None } else { nodes.first().cloned() },
             nodes,
             num_nodes,
             max_nodes: Some(job.max_nodes),
             num_cpus,
             num_tasks: job.ntasks,
-            cpus_per_task: req.cpus_per_task,
+            cpus_per_task,
             ntasks_per_node: d.ntasks_per_node,
-            cpus_per_node,
-            mem_per_cpu: req.mem_per_cpu,
-            mem_per_node: req.mem_per_node,
-            tres_per_node: gres_spec("gres:", &tres_per_node),
-            tres_per_job: d.gpus.as_ref().map(|g| format!("gres:{g}")),
-            tres_per_task: d.gpus_per_task.as_ref().map(|g| format!("gres:{g}")),
+            cpus_per_node: if brief { Vec::new() } else { cpus_per_node },
+            mem_per_cpu,
+            mem_per_node,
+            tres_per_node: if brief {
+                None
+            } else {
+                gres_spec("gres:", &tres_per_node)
+            },
+            tres_per_job: d
+                .gpus
+                .as_ref()
+                .filter(|_| !brief)
+                .map(|g| format!("gres:{g}")),
+            tres_per_task: d
+                .gpus_per_task
+                .as_ref()
+                .filter(|_| !brief)
+                .map(|g| format!("gres:{g}")),
             tres,
-            req_nodes: d.nodelist.clone(),
-            exc_nodes: d.exclude.clone(),
-            features: d.constraint.clone(),
-            exclusive: req.exclusive,
-            work_dir: d.work_dir.clone(),
-            command: d.command.clone(),
-            stdout: job.stdout.clone(),
-            stderr: job.stderr.clone(),
-            stdin: d.stdin.clone().unwrap_or_else(|| "/dev/null".into()),
+            req_nodes: detail(brief, &d.nodelist),
+            exc_nodes: detail(brief, &d.exclude),
+            features: detail(brief, &d.constraint),
+            exclusive: d.exclusive,
+            work_dir: detail(brief, &d.work_dir),
+            command: detail(brief, &d.command),
+            stdout: detail(brief, &job.stdout),
+            stderr: detail(brief, &job.stderr),
+            stdin: if brief {
+                String::new()
+            } else {
+                d.stdin.clone().unwrap_or_else(|| "/dev/null".into())
+            },
             exit_code: job.exit,
             requeue: job.requeue,
             restarts: job.restarts,
-            dependency: d.dependency.clone(),
-            comment: d.comment.clone(),
-            alloc_node: d.submit_host.clone(),
+            dependency: detail(brief, &d.dependency),
+            comment: detail(brief, &d.comment),
+            alloc_node: detail(brief, &d.submit_host),
             alloc_sid: d.alloc_sid,
             scheduler: "Main".into(),
             last_sched_eval: job.last_sched_eval,
-            signal: d.signal.clone(),
+            signal: detail(brief, &d.signal),
             begin_time: d.begin_time,
-            submit_line: d.submit_line.clone(),
+            submit_line: detail(brief, &d.submit_line),
         }
     }
 
@@ -198,6 +235,43 @@ impl Engine {
             now,
             jobs: self.jobs.values().map(|j| self.job_info(j, now)).collect(),
         }
+    }
+
+    /// The jobs `filter` selects, by id, with run times as of `now`.
+    pub fn job_query(&self, filter: &JobFilter, now: Timestamp) -> JobList {
+        let mut jobs = Vec::with_capacity(self.jobs.len());
+        for j in self.jobs.values() {
+            if self.job_passes(j, filter) {
+                jobs.push(self.job_info_with(j, now, filter.brief));
+            }
+        }
+        JobList { now, jobs }
+    }
+
+    fn job_passes(&self, job: &Job, filter: &JobFilter) -> bool {
+        let active = job.completing
+            || matches!(
+                job.state,
+                JobState::Pending | JobState::Running | JobState::Suspended
+            );
+        if filter.active_only && !active {
+            return false;
+        }
+        let mut names = String::new();
+        if !filter.partitions.is_empty() {
+            let parts = if job.state == JobState::Pending {
+                &job.partitions[..]
+            } else {
+                std::slice::from_ref(&job.partition)
+            };
+            for p in parts {
+                if !names.is_empty() {
+                    names.push(',');
+                }
+                names.push_str(&self.parts[*p].conf.name);
+            }
+        }
+        filter.passes(&job.desc.user, job.desc.uid, &names, active)
     }
 
     /// Every node, in configuration order.

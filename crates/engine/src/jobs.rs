@@ -37,10 +37,12 @@ impl Engine {
     }
 
     /// The scheduler's view of a job's request.
-    pub(crate) fn request_for(&self, job: &Job) -> JobRequest {
+    /// The job's memory request as (per node, per CPU) in MB, with the
+    /// partition's or cluster's default when it asked for none.
+    pub(crate) fn mem_request(&self, job: &Job) -> (Option<u64>, Option<u64>) {
         let d = &job.desc;
         let part = &self.parts[job.partition].conf;
-        let (mem_per_node, mem_per_cpu) = match (d.mem_per_node, d.mem_per_cpu, d.mem_per_gpu) {
+        match (d.mem_per_node, d.mem_per_cpu, d.mem_per_gpu) {
             (Some(m), _, _) => (Some(m), None),
             (None, Some(m), _) => (None, Some(m)),
             (None, None, Some(_)) => (None, None),
@@ -55,7 +57,12 @@ impl Engine {
                     (None, None) => (Some(0), None),
                 }
             }
-        };
+        }
+    }
+
+    pub(crate) fn request_for(&self, job: &Job) -> JobRequest {
+        let d = &job.desc;
+        let (mem_per_node, mem_per_cpu) = self.mem_request(job);
         let mut gres_per_node = d.gres.clone();
         if let Some(g) = &d.gpus_per_node {
             gres_per_node.push(g.clone());

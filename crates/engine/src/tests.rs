@@ -538,3 +538,54 @@ fn accounting_records_follow_the_job() {
     assert_eq!(last.steps[0].state, JobState::Cancelled);
     assert_eq!(last.steps[0].exit_code.to_string(), "0:15");
 }
+
+#[test]
+fn job_query_filters_by_user_partition_and_activity_and_brief_leaves_out_details() {
+    let mut e = engine();
+    let mut d = desc();
+    d.work_dir = "/home/alice".into();
+    let a = submit(&mut e, d.clone(), 1);
+    let mut g = desc();
+    g.partitions = vec!["gpu".into()];
+    let b = e.on_submit(g, &other(), 2).unwrap().job_id;
+    let mut held = desc();
+    held.hold = true;
+    let c = submit(&mut e, held, 3);
+    e.on_cancel(c, None, false, &user(), 4).unwrap();
+    assert_eq!(e.job(c).unwrap().state, JobState::Cancelled);
+    let ids = |f: &proto::JobFilter| -> Vec<JobId> {
+        e.job_query(f, 5).jobs.iter().map(|j| j.job_id).collect()
+    };
+    let all = proto::JobFilter::default();
+    assert_eq!(ids(&all), vec![a, b, c]);
+    let alice = proto::JobFilter {
+        users: vec!["alice".into()],
+        ..all.clone()
+    };
+    assert_eq!(ids(&alice), vec![a, c]);
+    let by_uid = proto::JobFilter {
+        users: vec!["1001".into()],
+        ..all.clone()
+    };
+    assert_eq!(ids(&by_uid), vec![b]);
+    let gpu = proto::JobFilter {
+        partitions: vec!["gpu".into()],
+        ..all.clone()
+    };
+    assert_eq!(ids(&gpu), vec![b]);
+    let active = proto::JobFilter {
+        active_only: true,
+        ..all.clone()
+    };
+    assert_eq!(ids(&active), vec![a, b]);
+    let full = &e.job_query(&all, 5).jobs[0];
+    let brief = &e
+        .job_query(&proto::JobFilter { brief: true, ..all }, 5)
+        .jobs[0];
+    assert_eq!(full.work_dir, "/home/alice");
+    assert!(brief.work_dir.is_empty() && brief.tres.is_empty());
+    assert_eq!(
+        (brief.job_id, &brief.user, &brief.partition, brief.num_cpus),
+        (full.job_id, &full.user, &full.partition, full.num_cpus)
+    );
+}

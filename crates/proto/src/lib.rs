@@ -242,6 +242,8 @@ pub enum CtldRequest {
     Submit(Box<JobDesc>),
     /// Every job the controller still holds (filtering is the caller's).
     ListJobs,
+    /// The jobs a filter selects, in full or brief (answered with `Jobs`).
+    QueryJobs(JobFilter),
     /// Every node.
     ListNodes,
     /// Every partition.
@@ -512,7 +514,51 @@ pub struct JobList {
     pub jobs: Vec<JobInfo>,
 }
 
+/// Which jobs a `QueryJobs` returns, and how much of each. Every filter is
+/// a pre-selection: a command may filter the answer further, so a filter
+/// here must never drop a job the command would show.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobFilter {
+    /// Only jobs of these users, by name or by numeric uid (empty: all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub users: Vec<String>,
+    /// Only jobs that may run in one of these partitions (empty: all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<String>,
+    /// Only pending, running, suspended and completing jobs.
+    #[serde(default)]
+    pub active_only: bool,
+    /// Leave out what only detailed views show ([`JobInfo::BRIEF_OMITS`]).
+    #[serde(default)]
+    pub brief: bool,
+}
+
+impl JobFilter {
+    /// Whether a job owned by `user`/`uid`, in `partitions` (a comma list
+    /// while pending with several), in state `state`, passes.
+    pub fn passes(&self, user: &str, uid: u32, partitions: &str, active: bool) -> bool {
+        if self.active_only && !active {
+            return false;
+        }
+        if !self.users.is_empty()
+            && !self
+                .users
+                .iter()
+                .any(|u| u == user || u.parse::<u32>().is_ok_and(|n| n == uid))
+        {
+            return false;
+        }
+        self.partitions.is_empty()
+            || partitions
+                .split(',')
+                .any(|p| self.partitions.iter().any(|q| q == p))
+    }
+}
+
 /// Everything the commands show about a job.
+///
+/// Sent in binary to `QueryJobs` (rpc `Encoding::Binary`, positional):
+/// no field may be skipped when serializing (`serde(default)` is fine).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobInfo {
     /// The id.
@@ -548,28 +594,28 @@ pub struct JobInfo {
     /// When it became eligible.
     pub eligible_time: Timestamp,
     /// When it started, or the estimated start while pending.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub start_time: Option<Timestamp>,
     /// When it ended, or the expected end while running.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub end_time: Option<Timestamp>,
     /// Seconds it has run.
     pub run_time: u64,
     /// Effective time limit.
     pub time_limit: TimeLimit,
     /// `--time-min`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub time_min: Option<TimeLimit>,
     /// Allocated nodes, in order (empty while pending).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub nodes: Vec<String>,
     /// The node that runs the batch script.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub batch_host: Option<String>,
     /// Allocated node count, or the requested minimum while pending.
     pub num_nodes: u32,
     /// Requested maximum nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub max_nodes: Option<u32>,
     /// Allocated CPUs, or the requested count while pending.
     pub num_cpus: u32,
@@ -578,49 +624,54 @@ pub struct JobInfo {
     /// `-c`.
     pub cpus_per_task: u32,
     /// `--ntasks-per-node`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub ntasks_per_node: Option<u32>,
     /// CPUs allocated on each node, in node order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub cpus_per_node: Vec<u32>,
     /// Memory per CPU in MB, when the request was per CPU.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub mem_per_cpu: Option<u64>,
     /// Memory per node in MB, when the request was per node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub mem_per_node: Option<u64>,
     /// Requested GRES per node, Slurm's `TresPerNode` (`gres:gpu:2`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub tres_per_node: Option<String>,
     /// Requested GPUs for the job (`-G`), `TresPerJob`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub tres_per_job: Option<String>,
     /// Requested GPUs per task, `TresPerTask`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub tres_per_task: Option<String>,
     /// Allocated TRES (`cpu=4,mem=2000M,node=2,billing=4`), or requested while pending.
+    #[serde(default)]
     pub tres: String,
     /// `-w`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub req_nodes: Vec<String>,
     /// `-x`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub exc_nodes: Vec<String>,
     /// `-C`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub features: Option<String>,
     /// `--exclusive`: OverSubscribe=NO, otherwise OK.
     pub exclusive: bool,
     /// Working directory.
+    #[serde(default)]
     pub work_dir: String,
     /// The script path or `(null)` for `--wrap` and stdin.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub command: Option<String>,
     /// Resolved stdout path.
+    #[serde(default)]
     pub stdout: String,
     /// Resolved stderr path.
+    #[serde(default)]
     pub stderr: String,
     /// Resolved stdin path.
+    #[serde(default)]
     pub stdin: String,
     /// Exit code (`code:signal`).
     pub exit_code: ExitCode,
@@ -629,28 +680,57 @@ pub struct JobInfo {
     /// How many times it was requeued.
     pub restarts: u32,
     /// Stored dependency string.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub dependency: Option<String>,
     /// `--comment`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub comment: Option<String>,
     /// `AllocNode:Sid`.
+    #[serde(default)]
     pub alloc_node: String,
     /// sbatch pid.
     pub alloc_sid: u32,
     /// `Main` or `Backfill`: which pass started it.
+    #[serde(default)]
     pub scheduler: String,
     /// Last time the scheduler looked at it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub last_sched_eval: Option<Timestamp>,
     /// `--signal`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub signal: Option<SignalSpec>,
     /// `-b` begin time, when later than submission.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub begin_time: Option<Timestamp>,
     /// Submit line.
+    #[serde(default)]
     pub submit_line: String,
+}
+
+impl JobInfo {
+    /// What a brief `JobInfo` leaves empty: the request's details, paths,
+    /// TRES strings and submit line (`scontrol show job` and `squeue`
+    /// formats such as `%Z`, `%o`, `%E` need the full form).
+    pub const BRIEF_OMITS: &'static [&'static str] = &[
+        "tres",
+        "tres_per_node",
+        "tres_per_job",
+        "tres_per_task",
+        "req_nodes",
+        "exc_nodes",
+        "features",
+        "work_dir",
+        "command",
+        "stdout",
+        "stderr",
+        "stdin",
+        "dependency",
+        "comment",
+        "alloc_node",
+        "submit_line",
+        "signal",
+        "cpus_per_node",
+    ];
 }
 
 /// Everything the commands show about a node.

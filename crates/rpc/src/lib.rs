@@ -33,6 +33,9 @@ pub enum RpcError {
     /// The frame was not a valid message.
     #[error("malformed message: {0}")]
     Malformed(#[from] serde_json::Error),
+    /// A binary frame was not a valid message.
+    #[error("malformed binary message: {0}")]
+    MalformedBinary(#[from] postcard::Error),
     /// The peer speaks a protocol version this build does not.
     #[error("protocol version {found} is not supported (this build speaks {min}..={max})")]
     Version {
@@ -97,6 +100,51 @@ struct VersionOnly {
 /// Decodes one frame's bytes. A body this build cannot read from a peer of
 /// an unsupported version is a `Version` error, not `Malformed`, so the
 /// receiver can answer with `SlurmError::ProtocolVersion`.
+/// How a frame's message is encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// JSON: every request, and every answer but the bulky ones.
+    Json,
+    /// [`BINARY_MAGIC`], then postcard: large listings the controller sends
+    /// to commands (`QueryJobs`), read only by the blocking client side.
+    /// Types sent this way must not skip fields when serializing (postcard
+    /// is positional), which their round-trip tests check.
+    Binary,
+}
+
+/// First byte of a binary frame. JSON text never starts with it (it is not
+/// even a valid UTF-8 lead byte).
+pub const BINARY_MAGIC: u8 = 0xB1;
+
+/// A frame: its 4-byte length, then `msg` encoded as `enc`.
+fn encode_frame<T: Serialize>(msg: &T, enc: Encoding, max: u32) -> Result<Vec<u8>, RpcError> {
+    let mut out = vec![0u8; 4];
+    match enc {
+        Encoding::Json => serde_json::to_writer(&mut out, msg)?,
+        Encoding::Binary => {
+            out.push(BINARY_MAGIC);
+            out = postcard::to_extend(msg, out)?;
+        }
+    }
+    let len = out.len() - 4;
+    let len = u32::try_from(len).map_err(|_| RpcError::TooLarge { len: u32::MAX, max })?;
+    check_len(len, max)?;
+    out[..4].copy_from_slice(&len.to_be_bytes());
+    Ok(out)
+}
+
+/// Decodes a frame that may be binary (see [`Encoding::Binary`]).
+fn decode_any<T: DeserializeOwned>(buf: &[u8]) -> Result<Envelope<T>, RpcError> {
+    match buf.split_first() {
+        Some((&BINARY_MAGIC, rest)) => {
+            let env: Envelope<T> = postcard::from_bytes(rest)?;
+            check_version(&env)?;
+            Ok(env)
+        }
+        _ => decode(buf),
+    }
+}
+
 fn decode<T: DeserializeOwned>(buf: &[u8]) -> Result<Envelope<T>, RpcError> {
     match serde_json::from_slice::<Envelope<T>>(buf) {
         Ok(env) => {
@@ -165,7 +213,7 @@ pub fn read_frame_max<R: Read, T: DeserializeOwned>(
     let mut buf = Vec::with_capacity(initial_capacity(len));
     r.take(u64::from(len)).read_to_end(&mut buf)?;
     check_complete(&buf, len)?;
-    decode(&buf)
+    decode_any(&buf)
 }
 
 /// One blocking request and its answer over a fresh TCP connection.
@@ -223,12 +271,21 @@ where
     W: tokio::io::AsyncWrite + Unpin,
     T: Serialize,
 {
-    let bytes = serde_json::to_vec(msg)?;
-    let len = u32::try_from(bytes.len()).map_err(|_| RpcError::TooLarge { len: u32::MAX, max })?;
-    check_len(len, max)?;
-    let mut out = Vec::with_capacity(4 + bytes.len());
-    out.extend_from_slice(&len.to_be_bytes());
-    out.extend_from_slice(&bytes);
+    write_frame_async_enc(w, msg, max, Encoding::Json).await
+}
+
+/// [`write_frame_async_max`] in a chosen encoding.
+pub async fn write_frame_async_enc<W, T>(
+    w: &mut W,
+    msg: &T,
+    max: u32,
+    enc: Encoding,
+) -> Result<(), RpcError>
+where
+    W: tokio::io::AsyncWrite + Unpin,
+    T: Serialize,
+{
+    let out = encode_frame(msg, enc, max)?;
     w.write_all(&out).await?;
     w.flush().await?;
     Ok(())
@@ -340,5 +397,32 @@ mod tests {
         write_frame(&mut buf, &env).unwrap();
         let err = read_frame::<_, proto::CtldRequest>(&mut buf.as_slice()).unwrap_err();
         assert!(matches!(err, RpcError::Version { .. }));
+    }
+
+    #[test]
+    fn job_listings_round_trip_in_binary() {
+        use proto::{CtldResponse, JobInfo, JobList};
+        // A default JobInfo is where a skipped field would show: postcard is
+        // positional, so any `skip_serializing_if` on JobInfo breaks this.
+        let mut busy = JobInfo {
+            name: "train".into(),
+            nodes: vec!["node1".into(), "node2".into()],
+            start_time: Some(1_700_000_000),
+            comment: Some("x".into()),
+            ..JobInfo::default()
+        };
+        busy.job_id.0 = 42;
+        let list = JobList {
+            now: 1_700_000_100,
+            jobs: vec![JobInfo::default(), busy],
+        };
+        let msg = envelope(ident(), CtldResponse::Jobs(list.clone()));
+        let frame = encode_frame(&msg, Encoding::Binary, u32::MAX).unwrap();
+        assert_eq!(frame[4], BINARY_MAGIC);
+        let back: Envelope<CtldResponse> = read_frame(&mut &frame[..]).unwrap();
+        match back.body {
+            CtldResponse::Jobs(l) => assert_eq!(l, list),
+            other => panic!("{other:?}"),
+        }
     }
 }

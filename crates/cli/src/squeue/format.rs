@@ -400,21 +400,27 @@ fn put(out: &mut String, s: &str, width: usize, right: bool, cut: bool) {
         out.push_str(s);
         return;
     }
-    let n = s.chars().count();
-    if right {
-        let shown: String = if cut && n > width {
-            s.chars().take(width).collect()
-        } else {
-            s.to_string()
-        };
-        let pad = width.saturating_sub(shown.chars().count());
-        out.push_str(&" ".repeat(pad));
-        out.push_str(&shown);
+    // The byte length of the first `width` characters, and their count.
+    let (shown_len, shown_n) = if s.is_ascii() {
+        let n = s.len().min(width);
+        (n, n)
     } else {
-        let shown: String = s.chars().take(width).collect();
-        let pad = width.saturating_sub(shown.chars().count());
-        out.push_str(&shown);
-        out.push_str(&" ".repeat(pad));
+        match s.char_indices().nth(width) {
+            Some((i, _)) => (i, width),
+            None => (s.len(), s.chars().count()),
+        }
+    };
+    let pad = |out: &mut String, n: usize| out.extend(std::iter::repeat_n(' ', n));
+    if right {
+        if cut || shown_len == s.len() {
+            pad(out, width - shown_n);
+            out.push_str(&s[..shown_len]);
+        } else {
+            out.push_str(s);
+        }
+    } else {
+        out.push_str(&s[..shown_len]);
+        pad(out, width - shown_n);
     }
 }
 
@@ -691,16 +697,21 @@ pub fn header_line(format: &Format) -> String {
     out
 }
 
-/// Renders one job's line.
-pub fn job_line(format: &Format, job: &JobInfo, now: Timestamp, noconvert: bool) -> String {
-    let mut out = format.prefix.clone();
+/// Appends one job's line to `out`.
+pub fn push_job_line(
+    out: &mut String,
+    format: &Format,
+    job: &JobInfo,
+    now: Timestamp,
+    noconvert: bool,
+) {
+    out.push_str(&format.prefix);
     for f in &format.fields {
         let (v, cut) = value(f.kind, job, now, noconvert);
-        put(&mut out, &v, f.width, f.right, cut);
+        put(out, &v, f.width, f.right, cut);
         out.push_str(&f.suffix);
     }
     out.push('\n');
-    out
 }
 
 /// One `-S` key: a format letter, descending when written `-x`.
