@@ -28,10 +28,12 @@ mod migrations;
 mod pg;
 mod sqlite;
 pub mod suite;
+mod tables;
 
 use std::path::PathBuf;
 
 use model::{JobState, Timestamp};
+use proto::acctdb::AcctTables;
 use proto::AcctJob;
 
 pub use migrations::SCHEMA_VERSION;
@@ -55,6 +57,13 @@ pub trait AccountingStore: Send {
     /// The jobs matching `q`, ordered by submit time, then job id, then
     /// cluster.
     fn query(&self, q: &JobQuery) -> Result<Vec<AcctJob>, AcctError>;
+
+    /// The association database (sacctmgr's tables); empty on a new store.
+    fn load_tables(&self) -> Result<AcctTables, AcctError>;
+
+    /// Replaces the association database with `tables`, in one
+    /// transaction (all or nothing). On return the write is durable.
+    fn save_tables(&mut self, tables: &AcctTables) -> Result<(), AcctError>;
 
     /// The schema version of the open database (always [`SCHEMA_VERSION`]
     /// once opened: older databases are upgraded on open).
@@ -136,6 +145,14 @@ pub enum AcctError {
         cluster: String,
         /// Its job id.
         job_id: u32,
+        /// The decoding error.
+        source: serde_json::Error,
+    },
+    /// A row of the association database could not be decoded.
+    #[error("accounting table {table} has a record that cannot be read: {source}")]
+    CorruptTable {
+        /// The table.
+        table: String,
         /// The decoding error.
         source: serde_json::Error,
     },

@@ -49,6 +49,21 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_end ON jobs (end_time);",
     // 2: sacct's commonest query is one user's jobs in submit order.
     "CREATE INDEX jobs_user_submit ON jobs (user_name, submit_time);",
+    // 3: the association database (sacctmgr): one table per kind, keyed as
+    // Slurm keys them, with the whole record as JSON.
+    "CREATE TABLE acct_clusters (name TEXT NOT NULL PRIMARY KEY, record TEXT NOT NULL);
+    CREATE TABLE acct_accounts (name TEXT NOT NULL PRIMARY KEY, record TEXT NOT NULL);
+    CREATE TABLE acct_users (name TEXT NOT NULL PRIMARY KEY, record TEXT NOT NULL);
+    CREATE TABLE acct_qos (name TEXT NOT NULL PRIMARY KEY, record TEXT NOT NULL);
+    CREATE TABLE acct_assocs (
+        id BIGINT NOT NULL PRIMARY KEY,
+        cluster TEXT NOT NULL,
+        account TEXT NOT NULL,
+        user_name TEXT NOT NULL,
+        partition_name TEXT NOT NULL,
+        record TEXT NOT NULL,
+        UNIQUE (cluster, account, user_name, partition_name)
+    );",
 ];
 
 /// The schema version this build creates and reads.

@@ -14,6 +14,7 @@ use proto::AcctJob;
 
 use crate::filter::{self, Param};
 use crate::migrations;
+use crate::tables;
 use crate::{AccountingStore, AcctError, JobQuery};
 
 /// Serializes schema migrations between processes opening the same server
@@ -125,6 +126,38 @@ impl AccountingStore for PgStore {
                 crate::decode(cluster, job_id, &record)
             })
             .collect()
+    }
+
+    fn load_tables(&self) -> Result<proto::acctdb::AcctTables, AcctError> {
+        let mut client = self.client.borrow_mut();
+        let mut read = |sql: &str| -> Result<Vec<String>, AcctError> {
+            let rows = client.query(sql, &[])?;
+            rows.iter()
+                .map(|r| r.try_get::<_, String>(0).map_err(AcctError::from))
+                .collect()
+        };
+        let rows = [
+            read(tables::SELECT_CLUSTERS)?,
+            read(tables::SELECT_ACCOUNTS)?,
+            read(tables::SELECT_USERS)?,
+            read(tables::SELECT_ASSOCS)?,
+            read(tables::SELECT_QOS)?,
+        ];
+        tables::decode(rows)
+    }
+
+    fn save_tables(&mut self, t: &proto::acctdb::AcctTables) -> Result<(), AcctError> {
+        let inserts = tables::inserts(t, placeholder)?;
+        let client = self.client.get_mut();
+        let mut tx = client.transaction()?;
+        for sql in tables::CLEAR {
+            tx.execute(*sql, &[])?;
+        }
+        for (sql, params) in &inserts {
+            tx.execute(sql.as_str(), &refs(params))?;
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     fn schema_version(&self) -> u32 {

@@ -16,6 +16,7 @@ use rusqlite::{Connection, ToSql, TransactionBehavior};
 
 use crate::filter::{self, Param};
 use crate::migrations;
+use crate::tables;
 use crate::{AccountingStore, AcctError, JobQuery};
 
 /// How long a writer or reader waits for another connection's lock.
@@ -139,6 +140,37 @@ impl AccountingStore for SqliteStore {
             out.push(crate::decode(cluster, job_id, &record)?);
         }
         Ok(out)
+    }
+
+    fn load_tables(&self) -> Result<proto::acctdb::AcctTables, AcctError> {
+        let read = |sql: &str| -> Result<Vec<String>, AcctError> {
+            let mut stmt = self.conn.prepare_cached(sql)?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        };
+        tables::decode([
+            read(tables::SELECT_CLUSTERS)?,
+            read(tables::SELECT_ACCOUNTS)?,
+            read(tables::SELECT_USERS)?,
+            read(tables::SELECT_ASSOCS)?,
+            read(tables::SELECT_QOS)?,
+        ])
+    }
+
+    fn save_tables(&mut self, t: &proto::acctdb::AcctTables) -> Result<(), AcctError> {
+        let inserts = tables::inserts(t, placeholder)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for sql in tables::CLEAR {
+            tx.execute(sql, [])?;
+        }
+        for (sql, params) in &inserts {
+            let mut stmt = tx.prepare_cached(sql)?;
+            stmt.execute(rusqlite::params_from_iter(params.iter()))?;
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     fn schema_version(&self) -> u32 {

@@ -25,6 +25,7 @@ pub fn conformance_suite(make: MakeStore<'_>) {
     ordering(make());
     thousand_jobs_in_one_batch(make());
     reused_job_ids_are_distinct_records(make());
+    association_tables_round_trip(make());
 }
 
 /// A plausible finished job: `cluster`, `job_id`, submitted at `submit`,
@@ -528,4 +529,82 @@ fn reused_job_ids_are_distinct_records(mut store: Box<dyn AccountingStore>) {
         vec![a, c],
         "reused_job_ids_are_distinct_records: one cluster"
     );
+}
+
+/// A small association database: a cluster, an account tree, users with
+/// admin levels, associations with limits, and two QOS.
+pub fn sample_tables() -> proto::acctdb::AcctTables {
+    use proto::acctdb::*;
+    let assoc = |id, account: &str, user: &str, parent: &str| Assoc {
+        id,
+        cluster: "c1".into(),
+        account: account.into(),
+        user: user.into(),
+        partition: String::new(),
+        parent: parent.into(),
+        shares: 1,
+        ..Assoc::default()
+    };
+    let mut limited = assoc(3, "physics", "alice", "");
+    limited.limits.max_jobs = Some(4);
+    limited.limits.grp_tres = Some("cpu=8,mem=4G".into());
+    limited.limits.max_wall = Some(60);
+    limited.qos = vec!["high".into(), "normal".into()];
+    limited.default_qos = Some("normal".into());
+    limited.partition = "debug".into();
+    let mut high = Qos::new(2, "high");
+    high.priority = 100;
+    high.limits.max_jobs = Some(10);
+    AcctTables {
+        clusters: vec![AcctCluster { name: "c1".into() }],
+        accounts: vec![
+            AcctAccount {
+                name: "physics".into(),
+                description: "physics dept".into(),
+                organization: "science".into(),
+            },
+            AcctAccount {
+                name: "root".into(),
+                description: "default root account".into(),
+                organization: "root".into(),
+            },
+        ],
+        users: vec![
+            AcctUser {
+                name: "alice".into(),
+                default_account: "physics".into(),
+                admin_level: AdminLevel::Operator,
+            },
+            AcctUser {
+                name: "root".into(),
+                default_account: "root".into(),
+                admin_level: AdminLevel::Administrator,
+            },
+        ],
+        assocs: vec![
+            assoc(1, "root", "", ""),
+            assoc(2, "physics", "", "root"),
+            limited,
+            assoc(4, "root", "root", ""),
+        ],
+        qos: vec![high, Qos::new(1, "normal")],
+    }
+}
+
+fn association_tables_round_trip(mut store: Box<dyn AccountingStore>) {
+    let empty = store.load_tables().expect("load empty tables");
+    assert_eq!(empty, Default::default(), "a new store has no associations");
+    let t = sample_tables();
+    store.save_tables(&t).expect("save tables");
+    assert_eq!(store.load_tables().expect("load"), t, "tables round trip");
+    // Saving again replaces: a removed user and association are gone.
+    let mut smaller = t.clone();
+    smaller.users.retain(|u| u.name != "alice");
+    smaller.assocs.retain(|a| a.user != "alice");
+    store.save_tables(&smaller).expect("save smaller");
+    assert_eq!(store.load_tables().expect("load"), smaller, "save replaces");
+    // Job records are untouched by table writes.
+    store.put_job(&sample_job("c1", 9, 100)).expect("put");
+    store.save_tables(&t).expect("save again");
+    assert_eq!(all(&*store).len(), 1, "jobs survive table writes");
 }

@@ -6,6 +6,8 @@
 //! caller's identity. Sans-io: no sockets here.
 #![warn(missing_docs)]
 
+pub mod acctdb;
+
 use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -316,6 +318,10 @@ pub enum CtldRequest {
     Shutdown,
     /// sacct: job records from the accounting store.
     AcctQuery(AcctQuery),
+    /// `sacctmgr show ...`: the whole association database.
+    AcctTables,
+    /// `sacctmgr add/modify/delete ...`.
+    AcctAdmin(acctdb::AdminRequest),
 }
 
 /// What a node daemon reports when it registers.
@@ -476,6 +482,10 @@ pub enum CtldResponse {
     Config(ConfigInfo),
     /// `AcctQuery`.
     AcctJobs(Vec<AcctJob>),
+    /// `AcctTables`.
+    AcctTables(acctdb::AcctTables),
+    /// `AcctAdmin`.
+    AcctAdmin(acctdb::AdminReply),
     /// Refused.
     Error(SlurmError),
 }
