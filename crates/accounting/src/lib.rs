@@ -23,6 +23,7 @@
 //! Every backend passes the same [`suite::conformance_suite`].
 #![warn(missing_docs)]
 
+pub mod admin;
 mod filter;
 mod migrations;
 mod pg;

@@ -9,6 +9,7 @@
 pub mod common;
 pub mod getopt;
 pub mod sacct;
+pub mod sacctmgr;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
@@ -26,9 +27,12 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "scancel" => scancel::main(args),
         "scontrol" => scontrol::main(args),
         "sacct" => sacct::main(args),
+        "sacctmgr" => sacctmgr::main(args),
         _ => return None,
     })
 }
 
 /// The command names `muster install-links` creates.
-pub const COMMANDS: &[&str] = &["sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct"];
+pub const COMMANDS: &[&str] = &[
+    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr",
+];

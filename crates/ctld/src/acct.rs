@@ -8,6 +8,7 @@
 //! never waits for the database.
 
 use accounting::{AccountingStore, JobQuery, PgStore, SqliteStore};
+use proto::acctdb::{AcctTables, Action, AdminLevel, AdminReply, AdminRequest, Entity};
 use proto::{AcctJob, AcctQuery};
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -74,6 +75,17 @@ impl Backend {
 enum Msg {
     Put(Box<AcctJob>),
     Query(AcctQuery, oneshot::Sender<Result<Vec<AcctJob>, String>>),
+    Tables(oneshot::Sender<AcctTables>),
+    Admin(Box<AdminRequest>, Caller, oneshot::Sender<AdminReply>),
+}
+
+/// Who sent a sacctmgr change, as the gate proved it.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    /// The user name.
+    pub user: String,
+    /// root or SlurmUser.
+    pub daemon: bool,
 }
 
 /// The handle the engine task uses.
@@ -99,6 +111,14 @@ impl AcctWriter {
         }
         let mut store = open(&backend)?;
         info!("accounting in {backend:?}");
+        // The association database: this cluster, its root account and
+        // user, and QOS normal exist from the start (as slurmdbd does).
+        let mut tables = store.load_tables()?;
+        let loaded = tables.clone();
+        accounting::admin::bootstrap(&mut tables, &cluster);
+        if tables != loaded {
+            store.save_tables(&tables)?;
+        }
         let (tx, rx) = mpsc::channel::<Msg>();
         std::thread::Builder::new()
             .name("acct-writer".into())
@@ -114,11 +134,20 @@ impl AcctWriter {
                         rx.recv_timeout(Duration::from_millis(500)).ok()
                     };
                     let mut queries = Vec::new();
+                    let mut admin = Vec::new();
                     for m in first.into_iter().chain(rx.try_iter()) {
                         match m {
                             Msg::Put(j) => pending.push(*j),
                             Msg::Query(q, reply) => queries.push((q, reply)),
+                            Msg::Tables(reply) => {
+                                let _ = reply.send(tables.clone());
+                            }
+                            Msg::Admin(req, who, reply) => admin.push((req, who, reply)),
                         }
+                    }
+                    for (req, who, reply) in admin {
+                        let answer = administer(&mut *store, &mut tables, &req, &who, &cluster);
+                        let _ = reply.send(answer);
                     }
                     if !pending.is_empty() {
                         // The latest record of each job is all that matters.
@@ -167,11 +196,167 @@ impl AcctWriter {
         }
     }
 
+    /// sacctmgr show: the association database.
+    pub fn tables(&self) -> Option<oneshot::Receiver<AcctTables>> {
+        let tx = self.tx.as_ref()?;
+        let (reply, rx) = oneshot::channel();
+        tx.send(Msg::Tables(reply)).ok()?;
+        Some(rx)
+    }
+
+    /// sacctmgr add/modify/delete.
+    pub fn admin(&self, req: AdminRequest, who: Caller) -> Option<oneshot::Receiver<AdminReply>> {
+        let tx = self.tx.as_ref()?;
+        let (reply, rx) = oneshot::channel();
+        tx.send(Msg::Admin(Box::new(req), who, reply)).ok()?;
+        Some(rx)
+    }
+
     /// Asks the store; the answer arrives on the returned channel.
     pub fn query(&self, q: AcctQuery) -> Option<oneshot::Receiver<Result<Vec<AcctJob>, String>>> {
         let tx = self.tx.as_ref()?;
         let (reply, rx) = oneshot::channel();
         tx.send(Msg::Query(q, reply)).ok()?;
         Some(rx)
+    }
+}
+
+/// Applies one sacctmgr change: only root, SlurmUser and users with
+/// AdminLevel Operator or Administrator may change the database (as in
+/// Slurm). A committed change is durable before the reply.
+fn administer(
+    store: &mut dyn AccountingStore,
+    tables: &mut AcctTables,
+    req: &AdminRequest,
+    who: &Caller,
+    cluster: &str,
+) -> AdminReply {
+    let allowed =
+        who.daemon || accounting::admin::admin_level(tables, &who.user) >= AdminLevel::Operator;
+    if !allowed {
+        warn!(
+            "refused a sacctmgr change from {}: not an operator",
+            who.user
+        );
+        return AdminReply {
+            stderr: denied_text(req),
+            ..AdminReply::default()
+        };
+    }
+    let applied = accounting::admin::apply(tables, req, cluster);
+    if req.commit {
+        if let Some(new) = applied.tables {
+            if let Err(e) = store.save_tables(&new) {
+                warn!("sacctmgr change not saved: {e}");
+                return AdminReply {
+                    stderr: format!(
+                        " Error with request: {}\n",
+                        proto::SlurmError::AccountingUnavailable.as_slurm_str()
+                    ),
+                    ..AdminReply::default()
+                };
+            }
+            info!("association database changed by {}", who.user);
+            *tables = new;
+        }
+    }
+    applied.reply
+}
+
+/// What sacctmgr prints when slurmdbd refuses a change for lack of rights.
+fn denied_text(req: &AdminRequest) -> String {
+    let why = proto::SlurmError::AccessDenied.as_slurm_str();
+    match (req.action, req.entity) {
+        (Action::Add, Entity::Account) => format!(" Problem adding accounts: {why}\n"),
+        (Action::Add, Entity::User) => format!(" Problem adding users: {why}\n"),
+        (Action::Add, Entity::Cluster) => format!(" Problem adding clusters: {why}\n"),
+        (Action::Add, Entity::Qos) => format!(" Problem adding QOS: {why}\n"),
+        _ => format!(" Error with request: {why}\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::acctdb::{Cond, Key, ListOp, Setting};
+
+    fn add(entity: Entity, name: &str, set: Vec<Setting>) -> AdminRequest {
+        AdminRequest {
+            action: Action::Add,
+            entity,
+            cond: Cond {
+                names: vec![name.into()],
+                accounts: if entity == Entity::User {
+                    vec!["root".into()]
+                } else {
+                    vec![]
+                },
+                ..Cond::default()
+            },
+            set,
+            commit: true,
+        }
+    }
+
+    #[test]
+    fn only_root_slurmuser_and_operators_change_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = SqliteStore::open(dir.path().join("a.db")).unwrap();
+        let mut t = AcctTables::default();
+        accounting::admin::bootstrap(&mut t, "c");
+        let caller = |user: &str, daemon| Caller {
+            user: user.into(),
+            daemon,
+        };
+        let op = Setting {
+            key: Key::AdminLevel,
+            op: ListOp::Set,
+            value: Some("Operator".into()),
+        };
+        let r = administer(
+            &mut store,
+            &mut t,
+            &add(Entity::User, "alice", vec![op]),
+            &caller("slurm", true),
+            "c",
+        );
+        assert!(r.ok, "{r:?}");
+        administer(
+            &mut store,
+            &mut t,
+            &add(Entity::User, "bob", vec![]),
+            &caller("root", true),
+            "c",
+        );
+        let denied = administer(
+            &mut store,
+            &mut t,
+            &add(Entity::Account, "x", vec![]),
+            &caller("bob", false),
+            "c",
+        );
+        assert_eq!(
+            (denied.ok, denied.stderr.as_str()),
+            (
+                false,
+                " Problem adding accounts: Access/permission denied\n"
+            )
+        );
+        assert!(t.accounts.iter().all(|a| a.name != "x"));
+        let ok = administer(
+            &mut store,
+            &mut t,
+            &add(Entity::Account, "x", vec![]),
+            &caller("alice", false),
+            "c",
+        );
+        assert!(ok.ok, "{ok:?}");
+        // What was committed is in the store, not only in memory.
+        assert_eq!(store.load_tables().unwrap(), t);
+        // A preview changes nothing.
+        let mut preview = add(Entity::Account, "y", vec![]);
+        preview.commit = false;
+        let r = administer(&mut store, &mut t, &preview, &caller("alice", false), "c");
+        assert!(r.changed && t.accounts.iter().all(|a| a.name != "y"));
     }
 }

@@ -75,6 +75,8 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::ShowConfig
             | CtldRequest::Shutdown
             | CtldRequest::AcctQuery(_)
+            | CtldRequest::AcctTables
+            | CtldRequest::AcctAdmin(_)
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
 }
 

@@ -580,6 +580,11 @@ async fn engine_loop(
                         answer_acct_query(&acct, q, reply);
                         continue;
                     }
+                    if matches!(*req, CtldRequest::AcctTables | CtldRequest::AcctAdmin(_)) {
+                        let daemon = engine.is_admin(&who);
+                        answer_acct_admin(&acct, *req, &who, daemon, reply);
+                        continue;
+                    }
                     if !durable::is_mutating(&req) {
                         let resp = handle(&mut engine, &cfg, *req, &who, t, &boot_text);
                         replies.push((reply, resp));
@@ -672,6 +677,42 @@ fn answer_acct_query(
             }
             Err(_) => CtldResponse::Error(SlurmError::AccountingUnavailable),
         };
+        let _ = reply.send(resp);
+    });
+}
+
+/// sacctmgr: the association database is the accounting writer's; the
+/// engine task only forwards.
+fn answer_acct_admin(
+    acct: &acct::AcctWriter,
+    req: CtldRequest,
+    who: &Identity,
+    daemon: bool,
+    reply: oneshot::Sender<CtldResponse>,
+) {
+    let caller = acct::Caller {
+        user: who.user.clone(),
+        daemon,
+    };
+    let rx = match req {
+        CtldRequest::AcctTables => acct
+            .tables()
+            .map(|rx| tokio::spawn(async move { rx.await.ok().map(CtldResponse::AcctTables) })),
+        CtldRequest::AcctAdmin(r) => acct
+            .admin(r, caller)
+            .map(|rx| tokio::spawn(async move { rx.await.ok().map(CtldResponse::AcctAdmin) })),
+        _ => None,
+    };
+    let Some(task) = rx else {
+        let _ = reply.send(CtldResponse::Error(SlurmError::AccountingDisabled));
+        return;
+    };
+    tokio::spawn(async move {
+        let resp = task
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or(CtldResponse::Error(SlurmError::AccountingUnavailable));
         let _ = reply.send(resp);
     });
 }
@@ -788,7 +829,9 @@ pub(crate) fn handle(
         }
         CtldRequest::Shutdown => CtldResponse::Ok,
         // Answered by the accounting writer, never by the engine.
-        CtldRequest::AcctQuery(_) => CtldResponse::Error(SlurmError::InvalidRequest),
+        CtldRequest::AcctQuery(_) | CtldRequest::AcctTables | CtldRequest::AcctAdmin(_) => {
+            CtldResponse::Error(SlurmError::InvalidRequest)
+        }
     }
 }
 

@@ -31,7 +31,7 @@ Cluster:
                         run a node daemon (slurmd)
 
 Slurm commands (also available as `muster <name>`):
-  sbatch squeue sinfo scancel scontrol
+  sbatch squeue sinfo scancel scontrol sacct sacctmgr
 ";
 
 fn main() {

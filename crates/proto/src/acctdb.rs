@@ -458,7 +458,7 @@ pub fn parse_tres(s: &str) -> Option<Vec<(String, i64)>> {
         out.retain(|(n, _)| *n != name);
         out.push((name, v));
     }
-    out.sort_by(|a, b| tres_rank(&a.0).cmp(&tres_rank(&b.0)));
+    out.sort_by_key(|a| tres_rank(&a.0));
     Some(out)
 }
 
@@ -495,7 +495,7 @@ pub fn merge_tres(current: Option<&str>, update: &str) -> Option<String> {
             items.push((name, v));
         }
     }
-    items.sort_by(|a, b| tres_rank(&a.0).cmp(&tres_rank(&b.0)));
+    items.sort_by_key(|a| tres_rank(&a.0));
     (!items.is_empty()).then(|| format_tres(&items))
 }
 
@@ -508,15 +508,16 @@ pub fn tres_value(list: &str, name: &str) -> Option<u64> {
 }
 
 /// Parses a wall-clock limit as sacctmgr does (`60`, `1:00:00`,
-/// `2-00:00:00`, in minutes); `-1` is `None` (unset).
-pub fn parse_wall(s: &str) -> Result<Option<u32>, ()> {
+/// `2-00:00:00`, in minutes); `-1` is `None` (unset). The error is the
+/// text that does not parse.
+pub fn parse_wall(s: &str) -> Result<Option<u32>, String> {
     if s.trim() == "-1" {
         return Ok(None);
     }
     match model::units::parse_time_limit(s) {
         Ok(model::TimeLimit::Minutes(m)) => Ok(Some(m)),
         Ok(model::TimeLimit::Unlimited) => Ok(None),
-        Err(_) => Err(()),
+        Err(_) => Err(s.to_owned()),
     }
 }
 

@@ -7,6 +7,7 @@
 //! 65 s); every other test takes a few seconds.
 
 mod acct;
+mod acctmgr;
 mod auth;
 mod cancel;
 mod durable;
