@@ -533,12 +533,7 @@ fn modify(t: &AcctTables, req: &AdminRequest) -> Applied {
                     match s.key {
                         Key::Description => a.description = s.value.clone().unwrap_or_default(),
                         Key::Organization => a.organization = s.value.clone().unwrap_or_default(),
-                        _ => {
-                            return refuse(format!(
-                                " Unknown option: {}\n Use keyword 'where' to modify condition\n",
-                                key_name(s.key)
-                            ))
-                        }
+                        _ => return refuse(unknown_key(s.key)),
                     }
                 }
                 hit.push_str(&format!("  {}\n", a.name));
@@ -583,12 +578,7 @@ fn modify(t: &AcctTables, req: &AdminRequest) -> Applied {
                                 .and_then(AdminLevel::parse)
                                 .unwrap_or_default()
                         }
-                        _ => {
-                            return refuse(format!(
-                                " Unknown option: {}\n Use keyword 'where' to modify condition\n",
-                                key_name(s.key)
-                            ))
-                        }
+                        _ => return refuse(unknown_key(s.key)),
                     }
                 }
                 hit.push_str(&format!("  {}\n", u.name));
@@ -599,10 +589,7 @@ fn modify(t: &AcctTables, req: &AdminRequest) -> Applied {
         }
         Entity::Cluster => {
             if !own.is_empty() {
-                return refuse(format!(
-                    " Unknown option: {}\n Use keyword 'where' to modify condition\n",
-                    key_name(own[0].key)
-                ));
+                return refuse(unknown_key(own[0].key));
             }
         }
     }
@@ -868,6 +855,14 @@ fn list(head: &str, names: &[String]) -> String {
     s
 }
 
+/// What sacctmgr prints for a setting the entity does not have.
+fn unknown_key(k: Key) -> String {
+    format!(
+        " Unknown option: {}\n Use keyword 'where' to modify condition\n",
+        key_name(k)
+    )
+}
+
 /// The name sacctmgr prints for a setting.
 pub fn key_name(k: Key) -> &'static str {
     match k {
@@ -999,12 +994,7 @@ fn set_assoc(a: &mut Assoc, s: &Setting, t: &AcctTables) -> Result<(), String> {
                 a.parent = p;
             }
         }
-        other => {
-            return Err(format!(
-                " Unknown option: {}\n Use keyword 'where' to modify condition\n",
-                key_name(other)
-            ))
-        }
+        other => return Err(unknown_key(other)),
     }
     Ok(())
 }
@@ -1065,12 +1055,7 @@ fn set_qos(q: &mut Qos, s: &Setting, t: &AcctTables) -> Result<(), String> {
             };
             q.flags.dedup();
         }
-        other => {
-            return Err(format!(
-                " Unknown option: {}\n Use keyword 'where' to modify condition\n",
-                key_name(other)
-            ))
-        }
+        other => return Err(unknown_key(other)),
     }
     Ok(())
 }
