@@ -46,18 +46,20 @@ pub(crate) fn upsert(job: &AcctJob, ph: Placeholder) -> Result<Sql, AcctError> {
         Param::OptInt(job.start_time),
         Param::OptInt(job.end_time),
         Param::Text(record),
+        Param::OptInt(job.array_job_id.map(i64::from)),
     ];
     let values: Vec<String> = (1..=params.len()).map(ph).collect();
     let text = format!(
         "INSERT INTO jobs (cluster, job_id, submit_time, user_name, account, state, \
-         partition_name, job_name, eligible_time, start_time, end_time, record) \
+         partition_name, job_name, eligible_time, start_time, end_time, record, \
+         array_job_id) \
          VALUES ({}) \
          ON CONFLICT (cluster, job_id, submit_time) DO UPDATE SET \
          user_name = excluded.user_name, account = excluded.account, \
          state = excluded.state, partition_name = excluded.partition_name, \
          job_name = excluded.job_name, eligible_time = excluded.eligible_time, \
          start_time = excluded.start_time, end_time = excluded.end_time, \
-         record = excluded.record",
+         record = excluded.record, array_job_id = excluded.array_job_id",
         values.join(", ")
     );
     Ok(Sql { text, params })
@@ -101,13 +103,20 @@ pub(crate) fn select(q: &JobQuery, ph: Placeholder) -> Sql {
         let m = b.bind(Param::Text(c.clone()));
         b.clauses.push(format!("cluster = {m}"));
     }
-    b.any_of(
-        "job_id",
-        q.job_ids
-            .iter()
-            .map(|&i| Param::Int(i64::from(i)))
-            .collect(),
-    );
+    if !q.job_ids.is_empty() {
+        // An id selects the job, or every task of the array it names.
+        let ids = |b: &mut Builder| -> Vec<String> {
+            q.job_ids
+                .iter()
+                .map(|&i| b.bind(Param::Int(i64::from(i))))
+                .collect()
+        };
+        let direct = ids(&mut b).join(", ");
+        let array = ids(&mut b).join(", ");
+        b.clauses.push(format!(
+            "(job_id IN ({direct}) OR array_job_id IN ({array}))"
+        ));
+    }
     b.any_of("user_name", texts(&q.users));
     b.any_of("account", texts(&q.accounts));
     b.any_of("job_name", texts(&q.names));

@@ -64,6 +64,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         record TEXT NOT NULL,
         UNIQUE (cluster, account, user_name, partition_name)
     );",
+    // 4: `sacct -j 123` also selects the tasks of array 123, whose own job
+    // ids differ.
+    "ALTER TABLE jobs ADD COLUMN array_job_id BIGINT;
+    CREATE INDEX jobs_array ON jobs (array_job_id);",
 ];
 
 /// The schema version this build creates and reads.

@@ -37,6 +37,7 @@ pub fn sample_job(cluster: &str, job_id: u32, submit: Timestamp) -> AcctJob {
         job_id: JobId(job_id),
         array_job_id: None,
         array_task_id: None,
+        array_task_str: None,
         name: "job".to_owned(),
         user: "alice".to_owned(),
         uid: 1000,

@@ -11,8 +11,7 @@
 //! states, names, ...); `render` decides which rows of those jobs print
 //! (`-X`, `-j 123.batch`) and how.
 //!
-//! Not yet: job arrays that were never split into tasks print their plain
-//! job id instead of `123_[0-3]` (AcctJob has no task list); per-step
+//! Not yet: per-step
 //! statistics that AcctStep does not carry (pages, disk, energy, CPU
 //! frequency, TRESUsage*) print empty; `-M`/`-L` are accepted and ignored.
 

@@ -348,10 +348,10 @@ fn build_inner(
     }
     opts::resolve_memory(&mut st)?;
 
-    if st.array.is_some() {
-        return Err(SbatchError::error(&[
-            "job arrays (--array) are not supported yet by this version of muster",
-        ]));
+    if let Some(a) = &st.array {
+        if model::array::ArraySpec::parse(a).is_none() {
+            return Err(SbatchError::error(&["Invalid --array specification"]));
+        }
     }
     if st.uid.is_some_and(|u| u != identity.uid) || st.gid.is_some_and(|g| g != identity.gid) {
         // Only root may submit for someone else; the controller checks the
@@ -418,6 +418,7 @@ fn build_inner(
         desc.stdout = Some(DEFAULT_STDOUT.to_string());
     }
     desc.test_only = st.test_only;
+    desc.array = st.array;
     desc.uid = st.uid.unwrap_or(identity.uid);
     desc.gid = st.gid.unwrap_or(identity.gid);
     desc.user = match st.uid {

@@ -11,10 +11,11 @@
 //! refusal makes scancel exit with the Slurm error number modulo 256
 //! (ESLURM_ACCESS_DENIED, 2002, gives 210).
 //!
-//! Not yet: job array tasks (`123_4`, `123_[1-3]`) and steps (`123.0`).
-//! JobInfo has no array or step fields, so such ids are parsed and then
-//! answered as the controller answers an unknown job ("Invalid job id
-//! specified", printed only with `-v`).
+//! Array tasks (`123_4`, `123_[1-3]`) go to the controller with the task
+//! list; `123` alone cancels every task of array 123.
+//!
+//! Not yet: steps (`123.0`) are parsed and then answered as the controller
+//! answers an unknown job ("Invalid job id specified", printed only with `-v`).
 
 #[cfg(test)]
 mod tests;
@@ -56,8 +57,9 @@ const OPTIONS: &[OptSpec] = &[
 pub enum JobSpec {
     /// `123`.
     Job(JobId),
-    /// `123_4`, `123_[1-3]`, `123.0`: kept as typed until muster has
-    /// arrays and steps.
+    /// `123_4`, `123_[1-3]`: tasks of an array, as typed.
+    Tasks(String),
+    /// `123.0`: kept as typed until muster has steps.
     Unsupported(String),
 }
 
@@ -66,7 +68,7 @@ impl JobSpec {
     pub fn text(&self) -> String {
         match self {
             JobSpec::Job(id) => id.to_string(),
-            JobSpec::Unsupported(s) => s.clone(),
+            JobSpec::Tasks(s) | JobSpec::Unsupported(s) => s.clone(),
         }
     }
 }
@@ -207,6 +209,9 @@ fn parse_job_spec(s: &str) -> Option<JobSpec> {
         }
         _ => false,
     };
+    if base_ok && rest.starts_with('_') && model::array::JobIdSpec::parse(s).is_some() {
+        return Some(JobSpec::Tasks(s.to_string()));
+    }
     (base_ok && rest_ok).then(|| JobSpec::Unsupported(s.to_string()))
 }
 
@@ -278,7 +283,8 @@ pub fn parse_args(args: &[String]) -> Result<ScancelArgs, String> {
             Item::Positional(p) => {
                 // Slurm also accepts several ids in one argument separated by
                 // spaces or commas (`scancel "1 2"`).
-                for id in p.split([' ', ',']).filter(|s| !s.is_empty()) {
+                for id in model::array::split_job_list(&p) {
+                    let id = id.as_str();
                     let spec = parse_job_spec(id)
                         .ok_or_else(|| format!("scancel: error: Invalid job id {id}\n"))?;
                     a.jobs.push(spec);
@@ -332,13 +338,17 @@ pub fn select(args: &ScancelArgs, list: &JobList, me: &str) -> Vec<JobId> {
         .iter()
         .filter_map(|j| match j {
             JobSpec::Job(id) => Some(*id),
-            JobSpec::Unsupported(_) => None,
+            JobSpec::Tasks(_) | JobSpec::Unsupported(_) => None,
         })
         .collect();
     list.jobs
         .iter()
         .filter(|j| !j.state.is_finished())
-        .filter(|j| args.jobs.is_empty() || ids.contains(&j.job_id))
+        .filter(|j| {
+            args.jobs.is_empty()
+                || ids.contains(&j.job_id)
+                || j.array_job_id.is_some_and(|a| ids.contains(&JobId(a)))
+        })
         .filter(|j| !args.me || j.user == me)
         .filter(|j| match &args.user {
             Some(u) => *u == j.user || u.parse::<u32>().is_ok_and(|n| n == j.uid),
@@ -503,15 +513,16 @@ pub fn main(args: Vec<String>) -> i32 {
 
     let mut status = 0;
     for text in targets {
-        let result = match text.parse::<u32>() {
-            Ok(n) => client.call_ok(CtldRequest::Cancel {
-                job_id: JobId(n),
+        let result = match model::array::JobIdSpec::parse(&text) {
+            Some(spec) => client.call_ok(CtldRequest::Cancel {
+                job_id: JobId(spec.job_id),
                 signal: args.request_signal(),
                 batch_only: args.batch,
                 full: args.full,
+                tasks: spec.tasks,
             }),
-            // Array tasks and steps: see the module docs.
-            Err(_) => Err(client::ClientError::Refused(SlurmError::InvalidJobId)),
+            // Steps: see the module docs.
+            None => Err(client::ClientError::Refused(SlurmError::InvalidJobId)),
         };
         let out = outcome(&args, &text, result.as_ref().err());
         for m in &out.messages {

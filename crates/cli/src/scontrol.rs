@@ -13,6 +13,7 @@
 
 use crate::common::{self, fmt_time};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
+use model::array::{split_job_list, JobIdSpec, TaskSet};
 use model::units::{
     format_duration_hms, format_memory_mb, format_time_limit_hms, parse_memory_mb, parse_time_limit,
 };
@@ -103,7 +104,25 @@ fn job_state_str(job: &JobInfo) -> &'static str {
 /// The lines of one `scontrol show job` record.
 fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
     let mut l = Vec::new();
-    l.push(format!("JobId={} JobName={}", job.job_id, job.name));
+    l.push(
+        match (job.array_job_id, job.array_task_id, &job.array_task_str) {
+            (Some(a), Some(t), _) => format!(
+                "JobId={} ArrayJobId={a} ArrayTaskId={t} JobName={}",
+                job.job_id, job.name
+            ),
+            (Some(a), None, Some(list)) => {
+                let throttle = job
+                    .array_max_tasks
+                    .map(|n| format!(" ArrayTaskThrottle={n}"))
+                    .unwrap_or_default();
+                format!(
+                    "JobId={} ArrayJobId={a} ArrayTaskId={list}{throttle} JobName={}",
+                    job.job_id, job.name
+                )
+            }
+            _ => format!("JobId={} JobName={}", job.job_id, job.name),
+        },
+    );
     l.push(format!(
         "UserId={}({}) GroupId={}({}) MCS_label=N/A",
         job.user, job.uid, job.group, job.gid
@@ -617,11 +636,30 @@ fn cmd_show(s: &mut Session, rest: &[String]) -> CmdResult {
     }
 }
 
-/// Parses a job id as scontrol accepts it: `123`, or an array task `123_4`
-/// (muster has no arrays yet, so the task part selects the job itself).
-fn parse_job_id(text: &str) -> Option<JobId> {
-    let base = text.split(['_', '.', '+']).next().unwrap_or(text);
-    base.parse::<u32>().ok().filter(|id| *id > 0).map(JobId)
+/// Parses a job id as scontrol accepts it: `123`, or array tasks `123_4`,
+/// `123_[1-3]` (a step suffix `.0` selects its job).
+fn parse_job_id(text: &str) -> Option<(JobId, Option<TaskSet>)> {
+    let base = text.split(['.', '+']).next().unwrap_or(text);
+    let spec = JobIdSpec::parse(base)?;
+    Some((JobId(spec.job_id), spec.tasks))
+}
+
+/// Whether `job` is one of the records `id` (with `tasks`) names: the job,
+/// every record of the array it names, or the named tasks of it.
+fn job_named(job: &JobInfo, id: JobId, tasks: Option<&TaskSet>) -> bool {
+    let in_array = job.job_id == id || job.array_job_id == Some(id.0);
+    match tasks {
+        None => in_array,
+        Some(set) => {
+            job.array_job_id == Some(id.0)
+                && match (job.array_task_id, &job.array_task_str) {
+                    (Some(t), _) => set.contains(t),
+                    (None, Some(list)) => TaskSet::parse(list)
+                        .is_some_and(|pending| set.iter().any(|t| pending.contains(t))),
+                    _ => false,
+                }
+        }
+    }
 }
 
 fn show_jobs(s: &mut Session, arg: Option<&str>) -> CmdResult {
@@ -640,8 +678,8 @@ fn show_jobs(s: &mut Session, arg: Option<&str>) -> CmdResult {
     let jobs: Vec<&JobInfo> = list
         .jobs
         .iter()
-        .filter(|j| match wanted {
-            Some(id) => j.job_id == id,
+        .filter(|j| match &wanted {
+            Some((id, tasks)) => job_named(j, *id, tasks.as_ref()),
             None => true,
         })
         .collect();
@@ -780,8 +818,9 @@ pub enum UpdateRequest {
     },
     /// `JobId=...`.
     Job {
-        /// The jobs (a comma list applies the same change to each).
-        job_ids: Vec<JobId>,
+        /// The jobs, each with the array tasks it names (a comma list
+        /// applies the same change to each).
+        job_ids: Vec<(JobId, Option<TaskSet>)>,
         /// The changes.
         update: Box<JobUpdate>,
     },
@@ -916,12 +955,15 @@ fn parse_job_update(words: &[String], now: Timestamp) -> Result<UpdateRequest, S
         };
         match key.as_str() {
             "jobid" | "job" => {
-                for id in value.split(',').filter(|s| !s.is_empty()) {
+                for id in split_job_list(&value) {
                     job_ids.push(
-                        parse_job_id(id)
+                        parse_job_id(&id)
                             .ok_or_else(|| format!("Invalid job id specified for job {id}\n"))?,
                     );
                 }
+            }
+            "arraytaskthrottle" => {
+                u.array_throttle = Some(parse_u32("ArrayTaskThrottle", &value)?);
             }
             "timelimit" => u.time_limit = Some(time(&value, "TimeLimit")?),
             "timemin" => u.time_min = Some(time(&value, "TimeMin")?),
@@ -1021,11 +1063,12 @@ fn cmd_update(s: &mut Session, rest: &[String]) -> CmdResult {
             })
             .map_err(|e| fail(format!("slurm_update error: {e}")))?,
         UpdateRequest::Job { job_ids, update } => {
-            for job_id in job_ids {
+            for (job_id, tasks) in job_ids {
                 client
                     .call_ok(CtldRequest::UpdateJob {
                         job_id,
                         update: (*update).clone(),
+                        tasks,
                     })
                     .map_err(|e| fail(format!("slurm_update error: {e}")))?;
             }
@@ -1035,11 +1078,7 @@ fn cmd_update(s: &mut Session, rest: &[String]) -> CmdResult {
 }
 
 fn cmd_job_action(s: &mut Session, cmd: &str, rest: &[String]) -> CmdResult {
-    let ids: Vec<&str> = rest
-        .iter()
-        .flat_map(|w| w.split([',', ' ']))
-        .filter(|w| !w.is_empty())
-        .collect();
+    let ids: Vec<String> = rest.iter().flat_map(|w| split_job_list(w)).collect();
     if ids.is_empty() {
         return Err(fail(format!("too few arguments for keyword:{cmd}")));
     }
@@ -1048,7 +1087,7 @@ fn cmd_job_action(s: &mut Session, cmd: &str, rest: &[String]) -> CmdResult {
     let mut errors = String::new();
     let mut failed = false;
     for text in ids {
-        let Some(job_id) = parse_job_id(text) else {
+        let Some((job_id, tasks)) = parse_job_id(&text) else {
             errors.push_str(&format!("Invalid job id specified for job {text}\n"));
             continue;
         };
@@ -1056,14 +1095,24 @@ fn cmd_job_action(s: &mut Session, cmd: &str, rest: &[String]) -> CmdResult {
             "hold" => CtldRequest::Hold {
                 job_id,
                 user: false,
+                tasks,
             },
-            "uhold" => CtldRequest::Hold { job_id, user: true },
-            "release" => CtldRequest::Release { job_id },
+            "uhold" => CtldRequest::Hold {
+                job_id,
+                user: true,
+                tasks,
+            },
+            "release" => CtldRequest::Release { job_id, tasks },
             "requeue" => CtldRequest::Requeue {
                 job_id,
                 hold: false,
+                tasks,
             },
-            _ => CtldRequest::Requeue { job_id, hold: true },
+            _ => CtldRequest::Requeue {
+                job_id,
+                hold: true,
+                tasks,
+            },
         };
         if let Err(e) = client.call_ok(req) {
             failed = true;

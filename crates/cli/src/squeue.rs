@@ -7,9 +7,11 @@
 //! controller --ListJobs--> JobList -+
 //! ```
 //!
-//! Not yet: job steps (`-s` prints the step header only), job arrays
-//! (JobInfo has no array fields), federation and clusters (`-M` is
-//! accepted and ignored).
+//! Job arrays: running tasks print as `123_4`, an array's pending tasks as
+//! one line `123_[5-9%2]`, which `-r` (or `-j 123_5`) expands.
+//!
+//! Not yet: job steps (`-s` prints the step header only), federation and
+//! clusters (`-M` is accepted and ignored).
 
 pub mod format;
 
@@ -97,8 +99,12 @@ pub struct SqueueArgs {
     pub users: Vec<String>,
     /// `--me`.
     pub me: bool,
-    /// `-j` (None: not given).
+    /// `-j` (None: not given): the job or array ids.
     pub jobs: Option<Vec<u32>>,
+    /// `-j` entries naming array tasks (`123_4`, `123_[1-3]`).
+    pub tasks: Vec<(u32, model::array::TaskSet)>,
+    /// `-r`: one line per array task, pending ones included.
+    pub array: bool,
     /// `-p`.
     pub partitions: Vec<String>,
     /// `-t` (None: the default set; `all` gives every state).
@@ -192,14 +198,22 @@ fn parse_states(v: &str) -> Result<Vec<StateFilter>, String> {
     Ok(out)
 }
 
-fn parse_job_ids(v: &str, out: &mut Vec<u32>) -> Result<(), String> {
-    for id in v.split(',').filter(|s| !s.is_empty()) {
-        // `123_4` and `123.0` name array tasks and steps, which muster does
-        // not have yet: they select their base job.
-        let base = id.split(['_', '.']).next().unwrap_or(id);
-        match base.parse::<u32>() {
-            Ok(n) if n > 0 => out.push(n),
-            _ => return Err(format!("squeue: error: Invalid job id: {id}\n")),
+fn parse_job_ids(
+    v: &str,
+    out: &mut Vec<u32>,
+    tasks: &mut Vec<(u32, model::array::TaskSet)>,
+) -> Result<(), String> {
+    for id in model::array::split_job_list(v) {
+        // `123.0` names a step: it selects its job.
+        let base = id.split('.').next().unwrap_or(&id);
+        match model::array::JobIdSpec::parse(base) {
+            Some(spec) => {
+                out.push(spec.job_id);
+                if let Some(t) = spec.tasks {
+                    tasks.push((spec.job_id, t));
+                }
+            }
+            None => return Err(format!("squeue: error: Invalid job id: {id}\n")),
         }
     }
     Ok(())
@@ -238,9 +252,10 @@ pub fn parse_args(args: &[String]) -> Result<SqueueArgs, String> {
                     "jobs" => {
                         jobs_flag = true;
                         let list = a.jobs.get_or_insert_with(Vec::new);
-                        parse_job_ids(&v, list)?;
+                        parse_job_ids(&v, list, &mut a.tasks)?;
                     }
                     "json" => a.json = true,
+                    "array" => a.array = true,
                     "long" => a.long = true,
                     "me" => a.me = true,
                     "name" => a.names.extend(split_list(&v)),
@@ -263,7 +278,7 @@ pub fn parse_args(args: &[String]) -> Result<SqueueArgs, String> {
                     "steps" => a.steps = true,
                     "user" => a.users.extend(split_list(&v)),
                     "verbose" => a.verbose += 1,
-                    // Accepted, no effect in muster: -a, -r, -M, -L, -R, -P, --hide,
+                    // Accepted, no effect in muster: -a, -M, -L, -R, -P, --hide,
                     // --local, --federation, --sibling, --array-unique, --yaml.
                     _ => {}
                 }
@@ -271,7 +286,7 @@ pub fn parse_args(args: &[String]) -> Result<SqueueArgs, String> {
             Item::Positional(p) => {
                 // `squeue -j 1,2` with the list after a bare -j, as Slurm allows.
                 if jobs_flag {
-                    parse_job_ids(&p, a.jobs.get_or_insert_with(Vec::new))?;
+                    parse_job_ids(&p, a.jobs.get_or_insert_with(Vec::new), &mut a.tasks)?;
                 } else {
                     return Err(format!(
                         "squeue: error: Unrecognized option: {p}\nUsage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]\n              [-n name] [-o format] [-p partitions] [--qos qos]\n              [--reservation reservation] [--sort fields] [--start]\n              [--step step_id] [-t states] [-u user_name] [--usage]\n              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]\n              [-ahjlrsv]\n"
@@ -337,8 +352,28 @@ Help options:
 /// Whether `job` passes every filter of `args` (`me` is the caller's name).
 pub fn matches(args: &SqueueArgs, job: &JobInfo, me: &str) -> bool {
     if let Some(ids) = &args.jobs {
-        if !ids.contains(&job.job_id.0) {
+        let named = |id: &u32| *id == job.job_id.0 || Some(*id) == job.array_job_id;
+        if !ids.iter().any(named) {
             return false;
+        }
+        // `-j 123_4`: only those tasks of array 123 (other ids name whole jobs).
+        let array = job.array_job_id.unwrap_or(job.job_id.0);
+        let wanted: Vec<&model::array::TaskSet> = args
+            .tasks
+            .iter()
+            .filter(|(a, _)| *a == array)
+            .map(|(_, t)| t)
+            .collect();
+        let whole = ids
+            .iter()
+            .any(|id| named(id) && !args.tasks.iter().any(|(a, _)| a == id));
+        if !whole && !wanted.is_empty() {
+            let Some(t) = job.array_task_id else {
+                return false;
+            };
+            if !wanted.iter().any(|set| set.contains(t)) {
+                return false;
+            }
         }
     }
     match &args.states {
@@ -436,7 +471,8 @@ pub fn selected<'a>(
     // With exactly one -j id squeue asks the controller for that job alone,
     // and an unknown id is an error; with several it filters the full list.
     if let Some(ids) = &args.jobs {
-        if ids.len() == 1 && !list.jobs.iter().any(|j| j.job_id.0 == ids[0]) {
+        let known = |j: &JobInfo| j.job_id.0 == ids[0] || j.array_job_id == Some(ids[0]);
+        if ids.len() == 1 && !list.jobs.iter().any(known) {
             return Err(RenderError::InvalidJobId);
         }
     }
@@ -498,6 +534,8 @@ fn brief_enough(args: &SqueueArgs) -> bool {
 
 /// Renders squeue's whole output for `list` (`me`: the caller's user name).
 pub fn render(args: &SqueueArgs, list: &JobList, me: &str) -> Result<String, RenderError> {
+    let expanded = expand_arrays(args, list);
+    let list = &expanded;
     if args.json {
         return render_json(args, list, me);
     }
@@ -520,6 +558,44 @@ pub fn render(args: &SqueueArgs, list: &JobList, me: &str) -> Result<String, Ren
         format::push_job_line(&mut out, &format, job, list.now, args.noconvert);
     }
     Ok(out)
+}
+
+/// The list as squeue shows it: with `-r`, or when `-j` names single
+/// tasks, an array's pending record becomes one row per pending task.
+pub fn expand_arrays(args: &SqueueArgs, list: &JobList) -> JobList {
+    let mut jobs = Vec::with_capacity(list.jobs.len());
+    for j in &list.jobs {
+        let pending = match (&j.array_task_str, j.array_job_id) {
+            (Some(text), Some(a)) if j.array_task_id.is_none() => {
+                let named: Vec<&model::array::TaskSet> = args
+                    .tasks
+                    .iter()
+                    .filter(|(id, _)| *id == a)
+                    .map(|(_, t)| t)
+                    .collect();
+                (args.array || !named.is_empty())
+                    .then(|| model::array::TaskSet::parse(text))
+                    .flatten()
+            }
+            _ => None,
+        };
+        match pending {
+            Some(set) => {
+                for t in set.iter() {
+                    let mut row = j.clone();
+                    row.array_task_id = Some(t);
+                    row.array_task_str = None;
+                    row.array_max_tasks = None;
+                    jobs.push(row);
+                }
+            }
+            None => jobs.push(j.clone()),
+        }
+    }
+    JobList {
+        now: list.now,
+        jobs,
+    }
 }
 
 fn opt_ts(t: Option<model::Timestamp>) -> i64 {

@@ -144,6 +144,34 @@ fn show_job_completed() {
 }
 
 #[test]
+fn show_job_pending_array() {
+    utc();
+    let mut j = job(66792, "arr", 2854, at(24, 4), 10178);
+    j.reason = PendingReason::Priority;
+    j.last_sched_eval = Some(at(24, 6));
+    j.array_job_id = Some(66792);
+    j.array_task_str = Some("0-3".into());
+    assert_eq!(
+        scontrol::render_job(&j, NOW),
+        golden("scontrol_show_job_array")
+    );
+    // A task that runs, and the pending rest with a throttle.
+    j.job_id = JobId(66799);
+    j.array_task_id = Some(2);
+    j.array_task_str = None;
+    let first = scontrol::render_job(&j, NOW);
+    assert!(first.starts_with("JobId=66799 ArrayJobId=66792 ArrayTaskId=2 JobName=arr\n"));
+    j.job_id = JobId(66792);
+    j.array_task_id = None;
+    j.array_task_str = Some("3-5".into());
+    j.array_max_tasks = Some(2);
+    let meta = scontrol::render_job(&j, NOW);
+    assert!(meta.starts_with(
+        "JobId=66792 ArrayJobId=66792 ArrayTaskId=3-5 ArrayTaskThrottle=2 JobName=arr\n"
+    ));
+}
+
+#[test]
 fn show_job_pending_on_dependency() {
     utc();
     let mut j = job(66794, "depjob", 2854, at(24, 4), 10186);

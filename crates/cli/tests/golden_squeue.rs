@@ -1,10 +1,9 @@
 //! Golden tests: squeue's rendering against what Slurm 22.05 printed
 //! (`/work/shared/reference/slurm-22.05/squeue*.out`, see its INDEX.md).
 //!
-//! The job list below mirrors the jobs of that capture. The job array
-//! 66792_[0-3] is left out, and so is its line in the expected files under
-//! `tests/golden/`, because muster has no job arrays yet (JobInfo carries no
-//! array fields); the other lines are byte for byte Slurm's.
+//! The job list below mirrors the jobs of that capture, the pending job
+//! array 66792_[0-3] included; the expected files under `tests/golden/` are
+//! Slurm's output byte for byte.
 
 use cli::squeue::{self, RenderError};
 use model::{JobId, JobState, PendingReason, TimeLimit, Timestamp};
@@ -167,10 +166,25 @@ fn reference_jobs() -> JobList {
         2854,
     );
     depjob.dependency = Some("afterok:66793_*".into());
+    let mut arr = job(
+        66792,
+        "debug",
+        "arr",
+        "sauser",
+        PD,
+        Why::Priority,
+        &[],
+        1,
+        1,
+        2854,
+    );
+    arr.array_job_id = Some(66792);
+    arr.array_task_str = Some("0-3".into());
     let jobs = vec![
         timeout,
         long2n,
         gpulong,
+        arr,
         job(
             66793,
             "debug",
@@ -365,4 +379,45 @@ fn exit_codes_before_any_controller_call() {
     assert_eq!(cli::scancel::main(v(&[])), 1);
     assert_eq!(cli::scancel::main(v(&["-s", "NOSUCHSIG", "1"])), 1);
     assert_eq!(cli::scancel::main(v(&["--usage"])), 0);
+}
+
+#[test]
+fn pending_array_is_one_line_and_r_expands_it() {
+    assert_eq!(
+        render(&["-j", "66792"]).unwrap(),
+        golden("squeue_array.txt")
+    );
+    assert_eq!(
+        render(&["-r", "-j", "66792"]).unwrap(),
+        golden("squeue_array_r.txt")
+    );
+    // One pending task named alone is shown alone.
+    let text = render(&["-h", "-j", "66792_2", "-o", "%i %F %K %A"]).unwrap();
+    assert_eq!(text, "66792_2 66792 2 66792\n");
+}
+
+#[test]
+fn running_tasks_and_throttled_rest() {
+    utc();
+    let mut list = reference_jobs();
+    let base = list.jobs[3].clone();
+    assert_eq!(base.job_id, JobId(66792));
+    list.jobs[3].array_task_str = Some("5-9".into());
+    list.jobs[3].array_max_tasks = Some(2);
+    let mut task = base;
+    task.job_id = JobId(66812);
+    task.array_task_id = Some(4);
+    task.array_task_str = None;
+    task.state = JobState::Running;
+    task.reason = PendingReason::None;
+    list.jobs.push(task);
+    let args: Vec<String> = ["-h", "-j", "66792", "-o", "%i %A %K %T"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let parsed = squeue::parse_args(&args).unwrap();
+    assert_eq!(
+        squeue::render(&parsed, &list, "sauser").unwrap(),
+        "66792_[5-9%2] 66792 5-9 PENDING\n66792_4 66812 4 RUNNING\n"
+    );
 }

@@ -337,9 +337,40 @@ fn other_invalid_values() {
         first(&["--wrap=true", "arg"]),
         line("Script arguments not permitted with --wrap option", 1)
     );
-    let (text, code) = first(&["--array=0-3", "--wrap=true"]);
-    assert!(text.contains("not supported"), "{text}");
-    assert_eq!(code, 1);
+    for bad in ["abc", "3-1", "0-3%0", "1,,2", "0-4:0"] {
+        assert_eq!(
+            first(&[&format!("--array={bad}"), "--wrap=true"]),
+            line("Invalid --array specification", 1),
+            "{bad}"
+        );
+    }
+    assert_eq!(first(&["-d", "afterburstbuffer:5", "--wrap=true"]).1, 1);
+    assert_eq!(
+        first(&["--kill-on-invalid-dep=maybe", "--wrap=true"]),
+        line("Invalid --kill-on-invalid-dep specification", 255)
+    );
+}
+
+#[test]
+fn array_dependency_and_deadline_reach_the_description() {
+    let d = desc(&[
+        "-a",
+        "1,3,5-7%2",
+        "-d",
+        "afterok:5:6?afternotok:7",
+        "--wrap=true",
+    ]);
+    assert_eq!(d.array.as_deref(), Some("1,3,5-7%2"));
+    assert_eq!(d.dependency.as_deref(), Some("afterok:5:6?afternotok:7"));
+    let d = desc(&[
+        "--kill-on-invalid-dep=yes",
+        "--deadline=now+1hour",
+        "--wrap=true",
+    ]);
+    assert_eq!(d.kill_on_invalid_dep, Some(true));
+    assert_eq!(d.deadline, Some(NOW + 3600));
+    let path = script("#!/bin/sh\n#SBATCH --array=0-15:4\ntrue\n");
+    assert_eq!(desc(&[&path]).array.as_deref(), Some("0-15:4"));
 }
 
 #[test]

@@ -352,6 +352,7 @@ mod tests {
                 signal: None,
                 batch_only: false,
                 full: false,
+                tasks: None,
             }],
             3,
         );

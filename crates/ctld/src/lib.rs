@@ -791,18 +791,31 @@ pub(crate) fn handle(
             signal,
             batch_only,
             full: _,
-        } => ok(engine.on_cancel(job_id, signal, batch_only, who, t)),
-        CtldRequest::UpdateJob { job_id, update } => {
-            ok(engine.on_update_job(job_id, update, who, t))
-        }
+            tasks,
+        } => ok(engine.on_cancel_tasks(job_id, tasks.as_ref(), signal, batch_only, who, t)),
+        CtldRequest::UpdateJob {
+            job_id,
+            update,
+            tasks,
+        } => ok(engine.on_update_tasks(job_id, tasks.as_ref(), update, who, t)),
         CtldRequest::UpdateNode {
             nodes,
             state,
             reason,
         } => ok(engine.on_update_node(&nodes, state, reason, who, t)),
-        CtldRequest::Hold { job_id, user } => ok(engine.on_hold(job_id, user, who)),
-        CtldRequest::Release { job_id } => ok(engine.on_release(job_id, who)),
-        CtldRequest::Requeue { job_id, hold } => ok(engine.on_requeue(job_id, hold, who, t)),
+        CtldRequest::Hold {
+            job_id,
+            user,
+            tasks,
+        } => ok(engine.on_hold_tasks(job_id, tasks.as_ref(), user, who, t)),
+        CtldRequest::Release { job_id, tasks } => {
+            ok(engine.on_release_tasks(job_id, tasks.as_ref(), who, t))
+        }
+        CtldRequest::Requeue {
+            job_id,
+            hold,
+            tasks,
+        } => ok(engine.on_requeue_tasks(job_id, tasks.as_ref(), hold, who, t)),
         CtldRequest::RegisterNode(reg) => {
             // Only the daemons (root or SlurmUser) get here: see Gate::admit.
             let name = reg.name.clone();

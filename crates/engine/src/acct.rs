@@ -70,8 +70,15 @@ impl Engine {
         Some(AcctJob {
             cluster: self.settings.cluster_name.clone(),
             job_id: id,
-            array_job_id: None,
-            array_task_id: None,
+            array_job_id: job.array.as_ref().map(|a| a.array_job_id.0),
+            array_task_id: job.array.as_ref().and_then(|a| a.task_id),
+            array_task_str: job.array.as_ref().filter(|a| a.is_meta()).map(|a| {
+                if a.throttle > 0 {
+                    format!("{}%{}", a.pending, a.throttle)
+                } else {
+                    a.pending.to_string()
+                }
+            }),
             name: info.name,
             user: info.user,
             uid: info.uid,

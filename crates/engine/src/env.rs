@@ -49,8 +49,15 @@ pub(crate) fn expand_path(pattern: &str, job: &Job, batch_host: &str) -> String 
         };
         let num = |n: u64| format!("{:0width$}", n, width = width);
         match code {
-            'j' | 'A' | 'J' => out.push_str(&num(job.id.0 as u64)),
-            'a' => out.push_str(&num(4_294_967_294)),
+            'j' | 'J' => out.push_str(&num(job.id.0 as u64)),
+            'A' => out.push_str(&num(
+                job.array.as_ref().map_or(job.id, |a| a.array_job_id).0 as u64,
+            )),
+            'a' => out.push_str(&num(job
+                .array
+                .as_ref()
+                .and_then(|a| a.task_id)
+                .map_or(4_294_967_294, u64::from))),
             'x' => out.push_str(&job.desc.name),
             'u' => out.push_str(&job.desc.user),
             'N' => out.push_str(batch_host),
@@ -128,6 +135,7 @@ impl Engine {
         let batch = &alloc.nodes[0];
         let batch_node = &self.nodes[batch.node.0 as usize];
         let mut slurm: Vec<(String, String)> = Vec::new();
+        slurm.extend(Engine::array_env(job));
         let mut set = |k: &str, v: String| slurm.push((k.to_string(), v));
         set("ENVIRONMENT", "BATCH".into());
         set("SLURM_CLUSTER_NAME", self.settings.cluster_name.clone());

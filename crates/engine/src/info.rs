@@ -217,7 +217,11 @@ impl Engine {
             exit_code: job.exit,
             requeue: job.requeue,
             restarts: job.restarts,
-            dependency: detail(brief, &d.dependency),
+            dependency: if brief {
+                None
+            } else {
+                self.dependency_text(job)
+            },
             comment: detail(brief, &d.comment),
             alloc_node: detail(brief, &d.submit_host),
             alloc_sid: d.alloc_sid,
@@ -226,6 +230,19 @@ impl Engine {
             signal: detail(brief, &d.signal),
             begin_time: d.begin_time,
             submit_line: detail(brief, &d.submit_line),
+            array_job_id: job.array.as_ref().map(|a| a.array_job_id.0),
+            array_task_id: job.array.as_ref().and_then(|a| a.task_id),
+            array_task_str: job
+                .array
+                .as_ref()
+                .filter(|a| a.is_meta())
+                .map(|a| a.pending.to_string()),
+            array_max_tasks: job
+                .array
+                .as_ref()
+                .filter(|a| a.is_meta() && a.throttle > 0)
+                .map(|a| a.throttle),
+            deadline: d.deadline,
         }
     }
 

@@ -221,8 +221,21 @@ impl Engine {
             admin_priority: None,
             cancelled_by: None,
             batch_usage: None,
+            array: None,
+            depend: None,
+            dep_status: crate::DepStatus::Clear,
             desc,
         };
+        if let Some(text) = job.desc.array.clone() {
+            self.init_array(&mut job, &text)?;
+        }
+        if let Some(text) = job.desc.dependency.clone() {
+            job.depend = self.check_dependency(id, &text)?;
+            if job.depend.is_some() {
+                job.dep_status = crate::DepStatus::Waiting;
+                job.reason = PendingReason::Dependency;
+            }
+        }
         // Refuse at once what no partition could ever run, as Slurm does
         // ("Requested node configuration is not available").
         self.check_feasible(&job)?;
@@ -595,7 +608,8 @@ impl Engine {
             && u.mem_per_node.is_none()
             && u.mem_per_cpu.is_none()
             && u.gres.is_none()
-            && u.begin_time.is_none();
+            && u.begin_time.is_none()
+            && u.dependency.is_none();
         if !pending && !only_running_ok {
             return Err(SlurmError::JobNotPending);
         }
@@ -674,7 +688,25 @@ impl Engine {
             next.desc.gres = g;
         }
         if let Some(d) = u.dependency {
+            next.depend = self.check_dependency(id, &d)?;
             next.desc.dependency = (!d.is_empty()).then_some(d);
+            next.dep_status = if next.depend.is_some() {
+                crate::DepStatus::Waiting
+            } else {
+                crate::DepStatus::Clear
+            };
+            if next.held.is_none() {
+                next.reason = if next.depend.is_some() {
+                    PendingReason::Dependency
+                } else {
+                    PendingReason::None
+                };
+            }
+        }
+        if let Some(n) = u.array_throttle {
+            if let Some(a) = next.array.as_mut() {
+                a.throttle = n;
+            }
         }
         if let Some(b) = u.begin_time {
             next.desc.begin_time = Some(b);
@@ -779,18 +811,32 @@ impl Engine {
             return;
         }
         self.sched_dirty = false;
+        self.evaluate_dependencies(now);
+        let free_cpus = self.free_cpus();
+        let mut arrays = crate::array::ArrayRequests::default();
+        let mut throttled = Vec::new();
         let mut requests = Vec::new();
         let mut waiting_to_begin = Vec::new();
         for job in self.jobs.values() {
             if job.state != JobState::Pending || job.completing || job.held.is_some() {
                 continue;
             }
+            if job.dep_status != crate::DepStatus::Clear {
+                continue;
+            }
             if job.desc.begin_time.is_some_and(|b| b > now) {
                 waiting_to_begin.push(job.id);
                 continue;
             }
+            if job.array.as_ref().is_some_and(|a| a.is_meta()) {
+                if !self.push_array_requests(job, free_cpus, &mut requests, &mut arrays) {
+                    throttled.push(job.id);
+                }
+                continue;
+            }
             requests.push(self.request_for(job));
         }
+        self.mark_throttled(throttled);
         for id in waiting_to_begin {
             if let Some(job) = self.jobs.get_mut(&id) {
                 job.reason = PendingReason::BeginTime;
@@ -801,6 +847,10 @@ impl Engine {
         }
         let plan = sched::plan(&self.node_views(), &self.part_views(), &requests, now);
         for (id, decision) in plan.decisions {
+            let starting = matches!(decision, Decision::Start(_));
+            let Some(id) = self.array_decision_target(id, &arrays, starting, now) else {
+                continue;
+            };
             match decision {
                 Decision::Start(alloc) => self.start_job(id, alloc, now),
                 Decision::Wait(reason) => {

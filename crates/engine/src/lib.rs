@@ -15,6 +15,8 @@
 #![warn(missing_docs)]
 
 mod acct;
+mod array;
+mod deps;
 mod env;
 mod info;
 mod jobs;
@@ -28,6 +30,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 pub use acct::sorted_tres;
+pub use array::ArrayPart;
+pub use deps::{DepStatus, Outcome};
 pub use info::OVERSUBSCRIBE_EXCLUSIVE;
 pub use nodes::NOT_RESPONDING;
 pub use persist::{PersistentState, RestoreError};
@@ -119,6 +123,17 @@ pub struct Settings {
     pub gres_types: Vec<String>,
     /// Path of slurm.conf (`SLURM_CONF` for jobs).
     pub conf_path: String,
+    /// MaxArraySize: array indexes must be below it.
+    #[serde(default = "default_max_array_size")]
+    pub max_array_size: u32,
+    /// DependencyParameters=kill_invalid_depend: cancel jobs whose
+    /// dependency can never be satisfied.
+    #[serde(default)]
+    pub kill_invalid_depend: bool,
+}
+
+fn default_max_array_size() -> u32 {
+    1001
 }
 
 impl Settings {
@@ -156,6 +171,15 @@ impl Settings {
             memory_consumable: select_params.contains("MEMORY"),
             gres_types: cfg.gres_types.clone(),
             conf_path: cfg.path.display().to_string(),
+            max_array_size: cfg
+                .other
+                .get("maxarraysize")
+                .and_then(|(_, v)| v.trim().parse().ok())
+                .unwrap_or_else(default_max_array_size),
+            kill_invalid_depend: cfg
+                .other
+                .get("dependencyparameters")
+                .is_some_and(|(_, v)| v.to_ascii_lowercase().contains("kill_invalid_depend")),
         }
     }
 }
@@ -285,6 +309,16 @@ pub struct Job {
     /// What its batch script used, as its node measured it.
     #[serde(default)]
     pub batch_usage: Option<proto::StepUsage>,
+    /// Its place in a job array.
+    #[serde(default)]
+    pub array: Option<ArrayPart>,
+    /// The conditions of its dependency still to be met (satisfied ones
+    /// are dropped, as Slurm does).
+    #[serde(default)]
+    pub depend: Option<model::depend::Dependency>,
+    /// Where its dependency stands.
+    #[serde(default)]
+    pub dep_status: DepStatus,
 }
 
 /// The controller's state.
@@ -307,6 +341,12 @@ pub struct Engine {
     script_pool: BTreeSet<Arc<str>>,
     /// `next_wakeup`'s answer, until the next change.
     wake_cache: Option<Option<Timestamp>>,
+    /// Array id -> task index -> the record of each task that has its own.
+    array_tasks: BTreeMap<JobId, BTreeMap<u32, JobId>>,
+    /// How purged jobs ended, so a dependency on them still resolves.
+    finished: BTreeMap<JobId, deps::Outcome>,
+    /// When the earliest `+time` dependency delay ends.
+    dep_wake: Option<Timestamp>,
 }
 
 impl Engine {
@@ -348,6 +388,9 @@ impl Engine {
             wake_cache: None,
             env_pool: BTreeSet::new(),
             script_pool: BTreeSet::new(),
+            array_tasks: BTreeMap::new(),
+            finished: BTreeMap::new(),
+            dep_wake: None,
         }
     }
 
@@ -446,6 +489,9 @@ impl Engine {
         let mut consider = |t: Timestamp| {
             next = Some(next.map_or(t, |n: Timestamp| n.min(t)));
         };
+        if let Some(t) = self.dep_wake {
+            consider(t);
+        }
         if self.settings.slurmd_timeout > 0 {
             for n in &self.nodes {
                 if let (Some(last), false) = (n.last_response, n.state.base == NodeBase::Down) {
@@ -469,6 +515,9 @@ impl Engine {
                         if job.reason == PendingReason::BeginTime {
                             consider(b);
                         }
+                    }
+                    if let Some(d) = job.desc.deadline {
+                        consider(d);
                     }
                 }
                 _ => {
@@ -513,11 +562,18 @@ impl Engine {
                         self.end_job(id, JobState::Timeout, now);
                     }
                 }
-                JobState::Pending => {}
+                JobState::Pending => {
+                    if job.desc.deadline.is_some_and(|d| now >= d) {
+                        self.end_job(id, JobState::Deadline, now);
+                    }
+                }
                 _ => {
                     if let Some(end) = job.end_time {
                         if !job.completing && now >= end + self.settings.min_job_age as i64 {
-                            self.jobs.remove(&id);
+                            if let Some(gone) = self.jobs.remove(&id) {
+                                self.unindex(&gone);
+                                self.remember_outcome(&gone);
+                            }
                             purged = true;
                         }
                     }
@@ -589,3 +645,5 @@ impl Engine {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_arrays;

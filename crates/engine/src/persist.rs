@@ -29,6 +29,9 @@ pub struct PersistentState {
     pub next_job_id: u32,
     /// Submissions so far (priority tie-break).
     pub n_submitted: u32,
+    /// How purged jobs ended, for dependencies on them.
+    #[serde(default)]
+    pub outcomes: Vec<(model::JobId, crate::deps::Outcome)>,
 }
 
 /// Why a snapshot cannot be used with the current configuration.
@@ -84,6 +87,7 @@ impl Engine {
             nodes: self.nodes.clone(),
             jobs: self.jobs.values().cloned().collect(),
             next_job_id: self.next_job_id,
+            outcomes: self.outcomes(),
             n_submitted: self.n_submitted,
         }
     }
@@ -132,6 +136,8 @@ impl Engine {
                 e.take_resources(id, &a, boot_time);
             }
         }
+        e.set_outcomes(state.outcomes);
+        e.reindex_arrays();
         Ok(e)
     }
 

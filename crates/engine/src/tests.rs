@@ -17,7 +17,7 @@ PartitionName=debug Nodes=node[1-4] Default=YES MaxTime=INFINITE State=UP
 PartitionName=gpu Nodes=node[3-4] MaxTime=60 State=UP
 ";
 
-fn engine() -> Engine {
+pub(crate) fn engine() -> Engine {
     let loaded = conf::parse_str(CONF, std::path::Path::new("/x/slurm.conf"), &mut |_| {
         Err(std::io::Error::other("no includes"))
     })
@@ -53,7 +53,7 @@ fn reg(name: &str, cpus: u32, mem: u64) -> NodeRegistration {
     }
 }
 
-fn user() -> Identity {
+pub(crate) fn user() -> Identity {
     Identity {
         uid: 1000,
         gid: 1000,
@@ -62,7 +62,7 @@ fn user() -> Identity {
     }
 }
 
-fn other() -> Identity {
+pub(crate) fn other() -> Identity {
     Identity {
         uid: 1001,
         gid: 1001,
@@ -71,7 +71,7 @@ fn other() -> Identity {
     }
 }
 
-fn admin() -> Identity {
+pub(crate) fn admin() -> Identity {
     Identity {
         uid: 0,
         gid: 0,
@@ -80,7 +80,7 @@ fn admin() -> Identity {
     }
 }
 
-fn desc() -> JobDesc {
+pub(crate) fn desc() -> JobDesc {
     JobDesc {
         name: "job".into(),
         script: "#!/bin/sh\ntrue\n".into(),
@@ -90,7 +90,7 @@ fn desc() -> JobDesc {
     }
 }
 
-fn submit(e: &mut Engine, d: JobDesc, now: i64) -> JobId {
+pub(crate) fn submit(e: &mut Engine, d: JobDesc, now: i64) -> JobId {
     let id = e.on_submit(d, &user(), now).expect("accepted").job_id;
     e.schedule(now);
     assert!(
@@ -108,7 +108,7 @@ fn node_commands(cmds: Vec<Command>) -> Vec<Command> {
         .collect()
 }
 
-fn launched(cmds: &[Command]) -> Vec<(String, u32)> {
+pub(crate) fn launched(cmds: &[Command]) -> Vec<(String, u32)> {
     cmds.iter()
         .filter_map(|c| match c {
             Command::LaunchBatch { node, launch, .. } => Some((node.clone(), launch.job_id.0)),

@@ -5,6 +5,8 @@
 //! returning Slurm's exact spelling, because scripts parse it.
 #![warn(missing_docs)]
 
+pub mod array;
+pub mod depend;
 pub mod units;
 
 use serde::{Deserialize, Serialize};
@@ -184,6 +186,8 @@ pub enum PendingReason {
     TimeLimit,
     /// Ended: a node of the allocation failed.
     NodeDown,
+    /// An array waits: as many of its tasks run as its `%N` limit allows.
+    JobArrayTaskLimit,
 }
 
 impl PendingReason {
@@ -214,6 +218,7 @@ impl PendingReason {
             PendingReason::RaisedSignal(sig) => raised_signal_str(sig),
             PendingReason::TimeLimit => "TimeLimit",
             PendingReason::NodeDown => "NodeDown",
+            PendingReason::JobArrayTaskLimit => "JobArrayTaskLimit",
         }
     }
 

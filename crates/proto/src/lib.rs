@@ -170,6 +170,16 @@ pub struct JobDesc {
     pub user: String,
     /// sbatch's own pid, for `AllocNode:Sid`.
     pub alloc_sid: u32,
+    /// `-a/--array`, as typed (`0-9`, `1,3,5-7`, `0-15:4%2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<String>,
+    /// `--kill-on-invalid-dep=yes`: cancel the job once its dependency can
+    /// never be satisfied (None: the cluster default, which keeps it pending).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kill_on_invalid_dep: Option<bool>,
+    /// `--deadline`: cancel the job (state DEADLINE) if it cannot end by then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<Timestamp>,
 }
 
 /// Changes `scontrol update JobId=...` may make to a pending job.
@@ -217,6 +227,9 @@ pub struct JobUpdate {
     pub begin_time: Option<Timestamp>,
     /// `Requeue=`.
     pub requeue: Option<bool>,
+    /// `ArrayTaskThrottle=` (0: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_throttle: Option<u32>,
 }
 
 /// What `scontrol update NodeName=...` asks for.
@@ -262,6 +275,10 @@ pub enum CtldRequest {
         batch_only: bool,
         /// `-f`: signal every process of the job, including the batch shell's children.
         full: bool,
+        /// Only these tasks of the array `job_id` names (`123_4`, `123_[1-3]`);
+        /// None: the job, or every task of the array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks: Option<model::array::TaskSet>,
     },
     /// `scontrol update JobId=...`.
     UpdateJob {
@@ -269,6 +286,10 @@ pub enum CtldRequest {
         job_id: JobId,
         /// The changes.
         update: JobUpdate,
+        /// Only these tasks of the array `job_id` names (`123_4`, `123_[1-3]`);
+        /// None: the job, or every task of the array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks: Option<model::array::TaskSet>,
     },
     /// `scontrol update NodeName=...`.
     UpdateNode {
@@ -285,11 +306,19 @@ pub enum CtldRequest {
         job_id: JobId,
         /// Hold as user (JobHeldUser) rather than admin (JobHeldAdmin).
         user: bool,
+        /// Only these tasks of the array `job_id` names (`123_4`, `123_[1-3]`);
+        /// None: the job, or every task of the array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks: Option<model::array::TaskSet>,
     },
     /// `scontrol release`.
     Release {
         /// The job.
         job_id: JobId,
+        /// Only these tasks of the array `job_id` names (`123_4`, `123_[1-3]`);
+        /// None: the job, or every task of the array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks: Option<model::array::TaskSet>,
     },
     /// `scontrol requeue`.
     Requeue {
@@ -297,6 +326,10 @@ pub enum CtldRequest {
         job_id: JobId,
         /// `requeuehold`.
         hold: bool,
+        /// Only these tasks of the array `job_id` names (`123_4`, `123_[1-3]`);
+        /// None: the job, or every task of the array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks: Option<model::array::TaskSet>,
     },
     /// A node daemon starts and reports what it has.
     RegisterNode(NodeRegistration),
@@ -419,6 +452,13 @@ pub enum SlurmError {
     /// SLURM_PROTOCOL_AUTHENTICATION_ERROR: the request's credential is
     /// missing, forged, expired or replayed.
     ProtocolAuthentication,
+    /// ESLURM_INVALID_ARRAY: a malformed `--array`, or one beyond MaxArraySize.
+    InvalidArray,
+    /// ESLURM_DEPENDENCY: a malformed or impossible `--dependency`
+    /// (a cycle, or `afterburstbuffer`).
+    Dependency,
+    /// ESLURM_CIRCULAR_DEPENDENCY.
+    CircularDependency,
 }
 
 impl SlurmError {
@@ -461,6 +501,9 @@ impl SlurmError {
             SlurmError::AccountingDisabled => "Slurm accounting storage is disabled",
             SlurmError::AccountingUnavailable => "Unable to contact slurm database",
             SlurmError::ProtocolAuthentication => "Protocol authentication error",
+            SlurmError::InvalidArray => "Invalid job array specification",
+            SlurmError::Dependency => "Job dependency problem",
+            SlurmError::CircularDependency => "Circular job dependency",
         }
     }
 }
@@ -715,6 +758,36 @@ pub struct JobInfo {
     /// Submit line.
     #[serde(default)]
     pub submit_line: String,
+    /// For an array's records: the array's job id (`ArrayJobId=`).
+    #[serde(default)]
+    pub array_job_id: Option<u32>,
+    /// For one task of an array: its index.
+    #[serde(default)]
+    pub array_task_id: Option<u32>,
+    /// For an array's pending record: the tasks it still holds (`5-9`).
+    #[serde(default)]
+    pub array_task_str: Option<String>,
+    /// For an array's pending record: its `%N` limit (`ArrayTaskThrottle=`).
+    #[serde(default)]
+    pub array_max_tasks: Option<u32>,
+    /// `--deadline`.
+    #[serde(default)]
+    pub deadline: Option<Timestamp>,
+}
+
+impl JobInfo {
+    /// The id as squeue and scontrol print it: `123`, `123_4` for a task,
+    /// `123_[5-9%2]` for an array's pending tasks.
+    pub fn display_id(&self) -> String {
+        match (self.array_job_id, self.array_task_id, &self.array_task_str) {
+            (Some(a), Some(t), _) => format!("{a}_{t}"),
+            (Some(a), None, Some(list)) => match self.array_max_tasks {
+                Some(n) if n > 0 => format!("{a}_[{list}%{n}]"),
+                _ => format!("{a}_[{list}]"),
+            },
+            _ => self.job_id.to_string(),
+        }
+    }
 }
 
 impl JobInfo {
@@ -1065,6 +1138,10 @@ pub struct AcctJob {
     /// For an array task: its index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array_task_id: Option<u32>,
+    /// For an array's record that never split into tasks: the tasks it
+    /// held (`0-3`, with `%N` when throttled), printed as `123_[0-3]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_task_str: Option<String>,
     /// Job name.
     pub name: String,
     /// User name.

@@ -338,11 +338,10 @@ pub fn job_state(job: &AcctJob) -> String {
 
 /// The job's `JobID`: `123`, or `123_4` for an array task.
 pub fn job_id(job: &AcctJob) -> String {
-    match (job.array_job_id, job.array_task_id) {
-        (Some(a), Some(t)) => format!("{a}_{t}"),
-        // FIXME: a pending array not yet split into tasks prints as
-        // `123_[0-3%2]` in Slurm; AcctJob has no field for the task list, so
-        // it prints the plain job id for now.
+    match (job.array_job_id, job.array_task_id, &job.array_task_str) {
+        (Some(a), Some(t), _) => format!("{a}_{t}"),
+        // An array record that never split into tasks: `123_[0-3%2]`.
+        (Some(a), None, Some(list)) => format!("{a}_[{list}]"),
         _ => job.job_id.0.to_string(),
     }
 }

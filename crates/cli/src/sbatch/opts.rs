@@ -271,7 +271,32 @@ pub fn apply(
         "constraint" => d.constraint = Some(v),
         "cpus-per-gpu" => d.cpus_per_gpu = Some(positive(&v, "--cpus-per-gpu")?),
         "cpus-per-task" => d.cpus_per_task = Some(positive(&v, "--cpus-per-task")?),
-        "dependency" => d.dependency = Some(v),
+        "dependency" => {
+            if model::depend::Dependency::parse(&v) == Err(model::depend::DepError::BurstBuffer) {
+                return Err(SbatchError::error(&[
+                    "afterburstbuffer dependencies need a burst buffer plugin, which muster does not have",
+                    "Batch job submission failed: Job dependency problem",
+                ]));
+            }
+            d.dependency = Some(v);
+        }
+        "deadline" => {
+            d.deadline = Some(
+                parse_begin(&v, ctx.now, &chrono::Local)
+                    .ok_or_else(|| SbatchError::invalid("Invalid --deadline specification"))?,
+            );
+        }
+        "kill-on-invalid-dep" => {
+            d.kill_on_invalid_dep = match v.to_ascii_lowercase().as_str() {
+                "yes" => Some(true),
+                "no" => Some(false),
+                _ => {
+                    return Err(SbatchError::invalid(
+                        "Invalid --kill-on-invalid-dep specification",
+                    ))
+                }
+            };
+        }
         "error" => d.stderr = Some(io_path(v)),
         "exclude" => d.exclude = hosts(&v, ctx.cwd, "--exclude")?,
         "exclusive" => {

@@ -65,8 +65,8 @@ fn ids_and_options_in_any_order() {
     assert_eq!(
         a.jobs,
         vec![
-            JobSpec::Unsupported("123_4".into()),
-            JobSpec::Unsupported("77_[1-3]".into()),
+            JobSpec::Tasks("123_4".into()),
+            JobSpec::Tasks("77_[1-3]".into()),
             JobSpec::Unsupported("9.0".into()),
         ]
     );

@@ -42,7 +42,7 @@ fn job_update_maps_fields() {
     let UpdateRequest::Job { job_ids, update } = req else {
         panic!("not a job update");
     };
-    assert_eq!(job_ids, vec![JobId(5)]);
+    assert_eq!(job_ids, vec![(JobId(5), None)]);
     assert_eq!(update.time_limit, Some(TimeLimit::Minutes(10)));
     assert_eq!((update.min_nodes, update.max_nodes), (Some(2), Some(4)));
     assert_eq!(

@@ -572,8 +572,17 @@ fn value(kind: FieldKind, job: &JobInfo, now: Timestamp, noconvert: bool) -> (St
     };
     match kind {
         K::Account => (or_null(Some(&job.account)), true),
-        K::JobIdRaw | K::JobId | K::ArrayJobId => (job.job_id.to_string(), true),
-        K::ArrayTaskId => ("N/A".to_string(), true),
+        K::JobIdRaw => (job.job_id.to_string(), true),
+        K::JobId => (job.display_id(), true),
+        K::ArrayJobId => (job.array_job_id.unwrap_or(job.job_id.0).to_string(), true),
+        K::ArrayTaskId => (
+            match (job.array_task_id, &job.array_task_str) {
+                (Some(t), _) => t.to_string(),
+                (None, Some(list)) => list.clone(),
+                (None, None) => "N/A".to_string(),
+            },
+            true,
+        ),
         K::TresPerNode => (
             job.tres_per_node
                 .clone()

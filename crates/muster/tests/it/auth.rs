@@ -301,6 +301,7 @@ fn helper_runs_as_another_user() {
                 signal: None,
                 batch_only: false,
                 full: false,
+                tasks: None,
             };
             let r: CtldResponse =
                 rpc::call_blocking(&var("HELPER_CTLD"), victim, credential(), req, TIMEOUT)

@@ -8,6 +8,7 @@
 
 mod acct;
 mod acctmgr;
+mod arrays;
 mod auth;
 mod cancel;
 mod durable;
