@@ -91,7 +91,13 @@ pub struct Caller {
 /// The handle the engine task uses.
 pub struct AcctWriter {
     tx: Option<mpsc::Sender<Msg>>,
+    /// The association database as read at start.
+    initial: Option<AcctTables>,
 }
+
+/// Told every committed change of the association database (the engine
+/// task journals it and hands it to the engine).
+pub type OnTables = Box<dyn Fn(AcctTables) + Send>;
 
 fn open(backend: &Backend) -> Result<Box<dyn AccountingStore>, accounting::AcctError> {
     Ok(match backend {
@@ -105,9 +111,16 @@ impl AcctWriter {
     /// Opens the store and starts the writer thread. A store that cannot be
     /// opened at start is an error (as slurmctld refuses to start without
     /// its database).
-    pub fn start(backend: Backend, cluster: String) -> Result<AcctWriter, accounting::AcctError> {
+    pub fn start(
+        backend: Backend,
+        cluster: String,
+        on_tables: OnTables,
+    ) -> Result<AcctWriter, accounting::AcctError> {
         if backend == Backend::Disabled {
-            return Ok(AcctWriter { tx: None });
+            return Ok(AcctWriter {
+                tx: None,
+                initial: None,
+            });
         }
         let mut store = open(&backend)?;
         info!("accounting in {backend:?}");
@@ -119,6 +132,7 @@ impl AcctWriter {
         if tables != loaded {
             store.save_tables(&tables)?;
         }
+        let initial = Some(tables.clone());
         let (tx, rx) = mpsc::channel::<Msg>();
         std::thread::Builder::new()
             .name("acct-writer".into())
@@ -146,7 +160,13 @@ impl AcctWriter {
                         }
                     }
                     for (req, who, reply) in admin {
+                        let before = req.commit.then(|| tables.clone());
                         let answer = administer(&mut *store, &mut tables, &req, &who, &cluster);
+                        // The engine hears of a change before sacctmgr does,
+                        // so the next submission is judged by it.
+                        if before.is_some_and(|b| b != tables) {
+                            on_tables(tables.clone());
+                        }
                         let _ = reply.send(answer);
                     }
                     if !pending.is_empty() {
@@ -186,7 +206,15 @@ impl AcctWriter {
                 }
             })
             .expect("spawning the accounting writer");
-        Ok(AcctWriter { tx: Some(tx) })
+        Ok(AcctWriter {
+            tx: Some(tx),
+            initial,
+        })
+    }
+
+    /// The association database as read at start (`None` without accounting).
+    pub fn initial_tables(&self) -> Option<&AcctTables> {
+        self.initial.as_ref()
     }
 
     /// Queues a record (never blocks).

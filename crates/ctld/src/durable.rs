@@ -56,6 +56,11 @@ pub enum Entry {
         /// When.
         now: Timestamp,
     },
+    /// The association database changed (sacctmgr), or was read at start.
+    AssocTables {
+        /// The whole database.
+        tables: Box<proto::acctdb::AcctTables>,
+    },
     /// The end of a batch: timers and a scheduling pass.
     Tick {
         /// When.
@@ -111,6 +116,10 @@ pub fn apply(
         }
         Entry::Ping { node, ok, now } => {
             engine.on_node_ping(node, *ok, *now);
+            None
+        }
+        Entry::AssocTables { tables } => {
+            engine.on_assoc_tables((**tables).clone());
             None
         }
         Entry::Tick { now } => {

@@ -64,6 +64,8 @@ enum Msg {
         node: String,
         ok: bool,
     },
+    /// The accounting writer committed a change of the association database.
+    AssocTables(Box<proto::acctdb::AcctTables>),
 }
 
 fn now() -> Timestamp {
@@ -228,11 +230,29 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
                 format!("recovering the controller state in {}", state_dir.display())
             })?;
     let settings = engine.settings().clone();
+    let (tx, rx) = mpsc::unbounded_channel::<Msg>();
+    let tables_tx = tx.clone();
     let acct = acct::AcctWriter::start(
         acct::Backend::from_config(&cfg),
         settings.cluster_name.clone(),
+        Box::new(move |t| {
+            let _ = tables_tx.send(Msg::AssocTables(Box::new(t)));
+        }),
     )
     .context("opening the accounting database (AccountingStorageType in slurm.conf)")?;
+    // The engine decides submissions with the association database: it
+    // gets the store's copy through the journal, so a replay sees the same.
+    let (mut store, mut engine) = (store, engine);
+    if let Some(t) = acct.initial_tables() {
+        if engine.assoc_tables() != Some(t) {
+            let entry = Entry::AssocTables {
+                tables: Box::new(t.clone()),
+            };
+            durable::apply(&mut engine, &cfg, &entry, &boot_text);
+            tokio::task::block_in_place(|| store.append(std::slice::from_ref(&entry)))
+                .context("writing the association database into the journal")?;
+        }
+    }
     // Writes are idempotent: after a restart, every job's record is written
     // again, covering whatever the previous process had not written yet.
     for rec in engine.all_records(started) {
@@ -247,7 +267,6 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         settings.cluster_name,
         listener.local_addr()?
     );
-    let (tx, rx) = mpsc::unbounded_channel::<Msg>();
     let (stop_tx, mut stop_rx) = mpsc::unbounded_channel::<()>();
     let identity = daemon_identity(&settings.ctld_host);
     let (fatal_tx, mut fatal_rx) = mpsc::unbounded_channel::<String>();
@@ -602,6 +621,7 @@ async fn engine_loop(
                     now: t,
                 },
                 Msg::Ping { node, ok } => Entry::Ping { node, ok, now: t },
+                Msg::AssocTables(tables) => Entry::AssocTables { tables },
                 Msg::JobGone { job_id, node, run } => Entry::JobGone {
                     job_id,
                     node,

@@ -165,6 +165,11 @@ impl Engine {
                 return Err(SlurmError::InvalidFeature);
             }
         }
+        let part_names: Vec<String> = partitions
+            .iter()
+            .map(|&p| self.parts[p].conf.name.clone())
+            .collect();
+        self.apply_association(&mut desc, &part_names)?;
         if let Some(a) = &desc.account {
             for &p in &partitions {
                 if let Some(allowed) = &self.parts[p].conf.allow_accounts {
@@ -655,11 +660,16 @@ impl Engine {
             self.resolve_nodes(&l)?;
             next.desc.exclude = l;
         }
+        let u_account_or_qos = u.account.is_some() || u.qos.is_some();
         if let Some(a) = u.account {
             next.desc.account = Some(a);
         }
         if let Some(q) = u.qos {
             next.desc.qos = Some(q);
+        }
+        if u_account_or_qos {
+            let part = self.parts[next.partition].conf.name.clone();
+            self.apply_association(&mut next.desc, &[part])?;
         }
         if let Some(p) = u.priority {
             if !admin {

@@ -16,6 +16,7 @@
 
 mod acct;
 mod array;
+mod assoc;
 mod deps;
 mod env;
 mod info;
@@ -31,6 +32,7 @@ use std::sync::Arc;
 
 pub use acct::sorted_tres;
 pub use array::ArrayPart;
+pub use assoc::Enforce;
 pub use deps::{DepStatus, Outcome};
 pub use info::OVERSUBSCRIBE_EXCLUSIVE;
 pub use nodes::NOT_RESPONDING;
@@ -130,6 +132,9 @@ pub struct Settings {
     /// dependency can never be satisfied.
     #[serde(default)]
     pub kill_invalid_depend: bool,
+    /// AccountingStorageEnforce.
+    #[serde(default)]
+    pub enforce: Enforce,
 }
 
 fn default_max_array_size() -> u32 {
@@ -180,6 +185,11 @@ impl Settings {
                 .other
                 .get("dependencyparameters")
                 .is_some_and(|(_, v)| v.to_ascii_lowercase().contains("kill_invalid_depend")),
+            enforce: Enforce::parse(
+                cfg.other
+                    .get("accountingstorageenforce")
+                    .map_or("", |(_, v)| v.as_str()),
+            ),
         }
     }
 }
@@ -347,6 +357,8 @@ pub struct Engine {
     finished: BTreeMap<JobId, deps::Outcome>,
     /// When the earliest `+time` dependency delay ends.
     dep_wake: Option<Timestamp>,
+    /// The association database, as the controller last pushed it (`assoc`).
+    assoc: Option<Arc<proto::acctdb::AcctTables>>,
 }
 
 impl Engine {
@@ -386,6 +398,7 @@ impl Engine {
             boot_time: now,
             sched_dirty: true,
             wake_cache: None,
+            assoc: None,
             env_pool: BTreeSet::new(),
             script_pool: BTreeSet::new(),
             array_tasks: BTreeMap::new(),

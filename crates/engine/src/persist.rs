@@ -32,6 +32,9 @@ pub struct PersistentState {
     /// How purged jobs ended, for dependencies on them.
     #[serde(default)]
     pub outcomes: Vec<(model::JobId, crate::deps::Outcome)>,
+    /// The association database last pushed by the controller.
+    #[serde(default)]
+    pub assoc_tables: Option<proto::acctdb::AcctTables>,
 }
 
 /// Why a snapshot cannot be used with the current configuration.
@@ -89,6 +92,7 @@ impl Engine {
             next_job_id: self.next_job_id,
             outcomes: self.outcomes(),
             n_submitted: self.n_submitted,
+            assoc_tables: self.assoc.as_deref().cloned(),
         }
     }
 
@@ -126,6 +130,7 @@ impl Engine {
         e.touch();
         e.next_job_id = state.next_job_id;
         e.n_submitted = state.n_submitted;
+        e.assoc = state.assoc_tables.map(Arc::new);
         for (mut job, (env, script)) in state.jobs.into_iter().zip(state.job_text) {
             let id = job.id;
             job.env = e.intern_env((*state.envs[env as usize]).clone());

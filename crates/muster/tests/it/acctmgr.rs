@@ -1,7 +1,7 @@
 //! sacctmgr end to end: the association database kept by the controller's
 //! accounting writer, changed and listed through the real command.
 
-use crate::cluster;
+use crate::{builder, cluster, reference};
 
 fn lines(s: &str) -> Vec<&str> {
     s.lines().collect()
@@ -144,4 +144,74 @@ fn sacctmgr_builds_the_account_tree_and_keeps_it() {
         (bad.code, bad.stderr.as_str()),
         (1, "Unknown field 'nonsense'\n")
     );
+}
+
+/// AccountingStorageEnforce=associations,limits,qos: who may submit under
+/// which account and QOS comes from the association database, as pushed
+/// into the engine (and replayed from the journal after a restart).
+#[test]
+fn enforced_associations_decide_who_may_submit() {
+    let mut c = builder()
+        .nodes(1)
+        .conf_extra("AccountingStorageEnforce=associations,limits,qos\n")
+        .start();
+    let refused = |c: &e2e::Cluster, args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["--wrap", "true"]);
+        let out = c.run("sbatch", &all);
+        assert_eq!(out.code, 1, "{out}");
+        out.stderr
+    };
+    let bad_account = "sbatch: error: Batch job submission failed: \
+                       Invalid account or account/partition combination specified\n";
+    let bad_qos = "sbatch: error: Batch job submission failed: Invalid qos specification\n";
+    if let Some(r) = reference("err_sbatch_bad_account.err") {
+        assert_eq!(r, bad_account);
+    }
+    if let Some(r) = reference("err_sbatch_bad_qos.err") {
+        assert_eq!(r, bad_qos);
+    }
+    assert_eq!(refused(&c, &["-A", "nosuchacct"]), bad_account);
+    assert_eq!(refused(&c, &["--qos=nosuchqos"]), bad_qos);
+    // The default account and QOS are filled in.
+    let id = c.submit(&["--wrap", "true"]);
+    assert_eq!(c.squeue_field(id, "%a %q"), "root normal");
+
+    // An account the user is not in is refused until the user is added.
+    c.ok("sacctmgr", &["-i", "add", "account", "ml"]);
+    c.ok("sacctmgr", &["-i", "add", "qos", "high"]);
+    let me = e2e::user_name();
+    assert_eq!(refused(&c, &["-A", "ml"]), bad_account);
+    c.ok("sacctmgr", &["-i", "add", "user", &me, "account=ml"]);
+    let id = c.submit(&["-A", "ml", "--wrap", "true"]);
+    assert_eq!(c.squeue_field(id, "%a %q"), "ml normal");
+    // A QOS the association does not allow is refused until it does.
+    assert_eq!(refused(&c, &["-A", "ml", "--qos=high"]), bad_qos);
+    c.ok(
+        "sacctmgr",
+        &[
+            "-i",
+            "modify",
+            "user",
+            &me,
+            "where",
+            "account=ml",
+            "set",
+            "qos+=high",
+        ],
+    );
+    let id = c.submit(&["-A", "ml", "--qos=high", "--wrap", "true"]);
+    assert_eq!(c.squeue_field(id, "%a %q"), "ml high");
+
+    // A user with no association at all cannot submit; a restarted
+    // controller (journal replay) decides the same.
+    c.ok(
+        "sacctmgr",
+        &["-i", "delete", "user", &me, "where", "account=ml"],
+    );
+    assert_eq!(refused(&c, &["-A", "ml"]), bad_account);
+    c.restart_ctld();
+    assert_eq!(refused(&c, &["-A", "ml"]), bad_account);
+    let id = c.submit(&["--wrap", "true"]);
+    assert_eq!(c.squeue_field(id, "%a %q"), "root normal");
 }
