@@ -9,6 +9,7 @@
 mod acct;
 mod acctmgr;
 mod arrays;
+mod deps;
 mod auth;
 mod cancel;
 mod durable;

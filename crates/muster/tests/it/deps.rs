@@ -1,0 +1,169 @@
+//! Job dependencies, holds and begin times with real daemons and real jobs:
+//! `--dependency` types and separators, reasons in squeue, `scontrol update
+//! Dependency=`, dependencies on arrays and on jobs long gone.
+
+use crate::{cluster, secs};
+use e2e::Cluster;
+
+/// A job that runs until the file `name` appears in the work directory.
+fn gate(name: &str) -> String {
+    format!("while [ ! -e {name} ]; do sleep 0.1; done; exit ${{CODE:-0}}")
+}
+
+fn reason(c: &Cluster, id: u32) -> String {
+    c.squeue_field(id, "%T %r")
+}
+
+#[test]
+fn afterok_afternotok_and_any_with_squeue_reasons() {
+    let c = cluster(1);
+    let a = c.submit(&["--wrap", &gate("go-a")]);
+    c.wait_state(a, "RUNNING", secs(10));
+    let ok = c.submit(&["-d", &format!("afterok:{a}"), "--wrap", "true"]);
+    let notok = c.submit(&["-d", &format!("afternotok:{a}"), "--wrap", "true"]);
+    let either = c.submit(&[
+        "-d",
+        &format!("afternotok:{a}?afterany:{a}"),
+        "--wrap",
+        "true",
+    ]);
+    let killed = c.submit(&[
+        "--kill-on-invalid-dep=yes",
+        "-d",
+        &format!("afternotok:{a}"),
+        "--wrap",
+        "true",
+    ]);
+    assert_eq!(reason(&c, ok), "PENDING Dependency");
+    assert_eq!(
+        c.job_field(ok, "Dependency"),
+        format!("afterok:{a}(unfulfilled)")
+    );
+    // squeue's line for a job waiting on a dependency is Slurm's.
+    let out = c.ok("squeue", &["-j", &ok.to_string()]);
+    let expected = format!(
+        "{:>18} {:>9} {:>8} {:>8} PD       0:00      1 (Dependency)\n",
+        ok,
+        "debug",
+        "wrap",
+        &e2e::user_name()[..e2e::user_name().len().min(8)]
+    );
+    assert_eq!(
+        out.stdout.lines().nth(1).map(|l| format!("{l}\n")),
+        Some(expected),
+        "{out}"
+    );
+    c.write("go-a", "");
+    assert_eq!(c.wait_done(a, secs(10)), "COMPLETED");
+    assert_eq!(c.wait_done(ok, secs(10)), "COMPLETED");
+    assert_eq!(c.wait_done(either, secs(10)), "COMPLETED");
+    assert_eq!(
+        c.wait_for(notok, secs(10), |s| s == "PENDING"),
+        "PENDING"
+    );
+    c.wait_until("DependencyNeverSatisfied", secs(10), || {
+        (reason(&c, notok) == "PENDING DependencyNeverSatisfied").then_some(())
+    });
+    assert_eq!(
+        c.job_field(notok, "Dependency"),
+        format!("afternotok:{a}(failed)")
+    );
+    assert_eq!(c.wait_done(killed, secs(10)), "CANCELLED");
+    // Cleared with an empty update, it runs.
+    c.ok(
+        "scontrol",
+        &["update", &format!("JobId={notok}"), "Dependency="],
+    );
+    assert_eq!(c.wait_done(notok, secs(10)), "COMPLETED");
+}
+
+#[test]
+fn several_jobs_arrays_tasks_and_update() {
+    let c = cluster(2);
+    let a = c.submit(&["--wrap", &gate("go-a")]);
+    let arr = c.submit(&["--array=0-2", "-o", "/dev/null", "--wrap", &gate("go-arr")]);
+    let both = c.submit(&["-d", &format!("afterok:{a}:{arr}"), "--wrap", "true"]);
+    let task1 = c.submit(&["-d", &format!("afterany:{arr}_1"), "--wrap", "true"]);
+    let later = c.submit(&["-H", "--wrap", "true"]);
+    assert_eq!(reason(&c, later), "PENDING JobHeldUser");
+    // Point the held job at the array, then release it.
+    c.ok(
+        "scontrol",
+        &[
+            "update",
+            &format!("JobId={later}"),
+            &format!("Dependency=afterany:{arr}"),
+        ],
+    );
+    c.ok("scontrol", &["release", &later.to_string()]);
+    assert_eq!(reason(&c, later), "PENDING Dependency");
+    // A cycle is refused.
+    let x = c.submit(&["-H", "--wrap", "true"]);
+    let y = c.submit(&["-d", &format!("afterany:{x}"), "--wrap", "true"]);
+    let out = c.run(
+        "scontrol",
+        &[
+            "update",
+            &format!("JobId={x}"),
+            &format!("Dependency=afterok:{y}"),
+        ],
+    );
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(out.stderr, "slurm_update error: Circular job dependency\n");
+    c.ok("scancel", &[&x.to_string(), &y.to_string()]);
+    c.write("go-arr", "");
+    assert_eq!(c.wait_done(task1, secs(15)), "COMPLETED");
+    assert_eq!(c.wait_done(later, secs(15)), "COMPLETED");
+    assert_eq!(reason(&c, both), "PENDING Dependency");
+    c.write("go-a", "");
+    assert_eq!(c.wait_done(both, secs(15)), "COMPLETED");
+}
+
+#[test]
+fn singleton_and_unknown_and_bad_dependencies() {
+    let c = cluster(2);
+    let first = c.submit(&["-J", "solo", "-d", "singleton", "--wrap", &gate("go-1")]);
+    let second = c.submit(&["-J", "solo", "-d", "singleton", "--wrap", "true"]);
+    c.wait_state(first, "RUNNING", secs(10));
+    assert_eq!(reason(&c, second), "PENDING Dependency");
+    c.write("go-1", "");
+    assert_eq!(c.wait_done(second, secs(10)), "COMPLETED");
+
+    // A job id the controller never had: accepted, as Slurm does
+    // (err_sbatch_bad_dependency), and the condition is dropped.
+    let out = c.run("sbatch", &["--dependency=afterok:999999", "--wrap=true"]);
+    assert_eq!(out.code, 0, "{out}");
+    let id: u32 = out
+        .stdout
+        .trim()
+        .strip_prefix("Submitted batch job ")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(c.wait_done(id, secs(10)), "COMPLETED");
+
+    let out = c.run("sbatch", &["-d", "afterok:", "--wrap=true"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        "sbatch: error: Batch job submission failed: Job dependency problem\n"
+    );
+    let out = c.run("sbatch", &["-d", "afterburstbuffer:1", "--wrap=true"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(out.stderr.contains("burst buffer"), "{out}");
+}
+
+#[test]
+fn dependency_on_a_purged_job_uses_its_recorded_result() {
+    let c = crate::builder().nodes(1).conf_extra("MinJobAge=1\n").start();
+    let failed = c.submit(&["--wrap", "exit 1"]);
+    assert_eq!(c.wait_done(failed, secs(10)), "FAILED");
+    // Gone from the controller's table...
+    c.wait_until("the job to be purged", secs(20), || {
+        c.job_state(failed).is_empty().then_some(())
+    });
+    // ...but its result still decides.
+    let never = c.submit(&["-d", &format!("afterok:{failed}"), "--wrap", "true"]);
+    let runs = c.submit(&["-d", &format!("afternotok:{failed}"), "--wrap", "true"]);
+    assert_eq!(c.wait_done(runs, secs(10)), "COMPLETED");
+    assert_eq!(reason(&c, never), "PENDING DependencyNeverSatisfied");
+}
