@@ -162,9 +162,10 @@ fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
     ));
     l.push(format!("AccrueTime={}", time_or(eligible, "Unknown")));
     l.push(format!(
-        "StartTime={} EndTime={} Deadline=N/A",
+        "StartTime={} EndTime={} Deadline={}",
         time_or(job.start_time, "Unknown"),
-        time_or(job.end_time, "Unknown")
+        time_or(job.end_time, "Unknown"),
+        time_or(job.deadline, "N/A")
     ));
     l.push(format!(
         "SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler={}",

@@ -38,6 +38,18 @@ pub use info::OVERSUBSCRIBE_EXCLUSIVE;
 pub use nodes::NOT_RESPONDING;
 pub use persist::{PersistentState, RestoreError};
 
+/// When a pending job with `--deadline` can no longer end in time: its
+/// deadline less its (minimum) time limit. sbatch(1): the job is removed
+/// "if no ending is possible before this deadline".
+fn deadline_due(job: &Job) -> Option<Timestamp> {
+    let d = job.desc.deadline?;
+    let limit = job.desc.time_min.unwrap_or(job.time_limit);
+    Some(match limit {
+        TimeLimit::Minutes(m) => d - m as i64 * 60,
+        TimeLimit::Unlimited => d,
+    })
+}
+
 /// Priority of the first job under the basic priority plugin; each later
 /// job gets one less, so submission order breaks ties.
 pub const BASE_PRIORITY: u32 = 4_294_901_760;
@@ -529,7 +541,7 @@ impl Engine {
                             consider(b);
                         }
                     }
-                    if let Some(d) = job.desc.deadline {
+                    if let Some(d) = deadline_due(job) {
                         consider(d);
                     }
                 }
@@ -576,7 +588,7 @@ impl Engine {
                     }
                 }
                 JobState::Pending => {
-                    if job.desc.deadline.is_some_and(|d| now >= d) {
+                    if deadline_due(job).is_some_and(|d| now >= d) {
                         self.end_job(id, JobState::Deadline, now);
                     }
                 }

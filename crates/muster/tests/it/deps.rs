@@ -167,3 +167,48 @@ fn dependency_on_a_purged_job_uses_its_recorded_result() {
     assert_eq!(c.wait_done(runs, secs(10)), "COMPLETED");
     assert_eq!(reason(&c, never), "PENDING DependencyNeverSatisfied");
 }
+
+#[test]
+fn holds_begin_times_and_deadlines() {
+    let c = cluster(1);
+    let held = c.submit(&["--hold", "--wrap", "true"]);
+    assert_eq!(reason(&c, held), "PENDING JobHeldUser");
+    assert_eq!(c.job_field(held, "Priority"), "0");
+    c.ok("scontrol", &["release", &held.to_string()]);
+    assert_eq!(c.wait_done(held, secs(10)), "COMPLETED");
+
+    // An administrator's hold (this user is SlurmUser), then a user hold.
+    let later = c.submit(&["--begin=now+1hour", "--wrap", "true"]);
+    assert_eq!(reason(&c, later), "PENDING BeginTime");
+    c.ok("scontrol", &["hold", &later.to_string()]);
+    assert_eq!(reason(&c, later), "PENDING JobHeldAdmin");
+    c.ok("scontrol", &["uhold", &later.to_string()]);
+    assert_eq!(reason(&c, later), "PENDING JobHeldUser");
+    c.ok("scontrol", &["release", &later.to_string()]);
+    assert_eq!(reason(&c, later), "PENDING BeginTime");
+    // Slurm's time forms: an ISO timestamp far ahead, then now.
+    c.ok(
+        "scontrol",
+        &[
+            "update",
+            &format!("JobId={later}"),
+            "StartTime=2099-01-01T00:00:00",
+        ],
+    );
+    assert_eq!(c.job_field(later, "EligibleTime"), "2099-01-01T00:00:00");
+    c.ok(
+        "scontrol",
+        &["update", &format!("JobId={later}"), "StartTime=now"],
+    );
+    assert_eq!(c.wait_done(later, secs(10)), "COMPLETED");
+    let tomorrow = c.submit(&["--begin=tomorrow", "--wrap", "true"]);
+    assert_eq!(reason(&c, tomorrow), "PENDING BeginTime");
+    c.ok("scancel", &[&tomorrow.to_string()]);
+
+    // A job that cannot end before its deadline is removed: DEADLINE.
+    let late = c.submit(&["-t", "10", "--deadline=now+5minutes", "--wrap", "true"]);
+    assert_eq!(c.wait_done(late, secs(10)), "DEADLINE");
+    assert_ne!(c.job_field(late, "Deadline"), "N/A");
+    let fits = c.submit(&["-t", "1", "--deadline=now+1hour", "--wrap", "true"]);
+    assert_eq!(c.wait_done(fits, secs(10)), "COMPLETED");
+}
