@@ -123,6 +123,8 @@ pub struct SacctArgs {
     pub noheader: bool,
     /// `-X`.
     pub allocations: bool,
+    /// `-D`: every run of a requeued job, not only the last.
+    pub duplicates: bool,
     /// `-j`.
     pub jobs: Vec<JobSel>,
     /// `-u` / `--uid` (names or uids).
@@ -292,6 +294,7 @@ pub fn parse_args(args: &[String], env: &[(String, String)]) -> Result<SacctArgs
             "accounts" => a.accounts.extend(split_list(&v)),
             "allclusters" => a.clusters = vec!["all".into()],
             "allocations" => a.allocations = true,
+            "duplicates" => a.duplicates = true,
             "allusers" => a.allusers = true,
             "brief" => brief = true,
             "clusters" => a.clusters.extend(split_list(&v)),
@@ -346,7 +349,7 @@ pub fn parse_args(args: &[String], env: &[(String, String)]) -> Result<SacctArgs
             "usage" => a.usage = true,
             "user" | "uid" => a.users.extend(split_list(&v)),
             "version" => a.version = true,
-            // Accepted, no effect in muster: --array, -D, -g, -N, -T, -v,
+            // Accepted, no effect in muster: --array, -g, -N, -T, -v,
             // --local, --yaml.
             _ => {}
         }
@@ -426,6 +429,31 @@ pub fn query_for_tz<Tz: chrono::TimeZone>(
     }
 }
 
+/// The records to show: without `-D`, only the last run of each job (a
+/// requeued job's earlier runs are REQUEUED records with older submit times).
+fn latest_runs<'a>(args: &SacctArgs, jobs: &'a [AcctJob]) -> std::borrow::Cow<'a, [AcctJob]> {
+    use std::collections::BTreeMap;
+    if args.duplicates {
+        return std::borrow::Cow::Borrowed(jobs);
+    }
+    let mut last: BTreeMap<(&str, u32), Timestamp> = BTreeMap::new();
+    for j in jobs {
+        let e = last
+            .entry((j.cluster.as_str(), j.job_id.0))
+            .or_insert(j.submit_time);
+        *e = (*e).max(j.submit_time);
+    }
+    if last.len() == jobs.len() {
+        return std::borrow::Cow::Borrowed(jobs);
+    }
+    std::borrow::Cow::Owned(
+        jobs.iter()
+            .filter(|j| last[&(j.cluster.as_str(), j.job_id.0)] == j.submit_time)
+            .cloned()
+            .collect(),
+    )
+}
+
 /// One output row.
 enum Row<'a> {
     Job(&'a AcctJob),
@@ -466,6 +494,8 @@ fn rows<'a>(args: &SacctArgs, jobs: &'a [AcctJob]) -> Vec<Row<'a>> {
 
 /// Renders sacct's whole output for `jobs` (already selected by the store).
 pub fn render(args: &SacctArgs, jobs: &[AcctJob], now: Timestamp) -> String {
+    let latest = latest_runs(args, jobs);
+    let jobs: &[AcctJob] = &latest;
     if args.json {
         return render_json(args, jobs, now);
     }

@@ -106,7 +106,8 @@ impl Engine {
                 .stdin
                 .clone()
                 .unwrap_or_else(|| "/dev/null".to_string()),
-            open_append: job.desc.open_append,
+            // A requeued job's later runs add to what the first wrote.
+            open_append: job.desc.open_append || job.restarts > 0,
             cpus: batch.cpus,
             mem: batch.mem,
             gpus,

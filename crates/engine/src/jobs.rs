@@ -454,6 +454,27 @@ impl Engine {
             return;
         };
         let was_running = job.state == JobState::Running;
+        // The run that ends stays in the accounting history as REQUEUED
+        // (`sacct -D`); the next run is a new record from now on.
+        if job.start_time.is_some() {
+            if let Some(mut old) = self.acct_job(id, now) {
+                old.state = JobState::Requeued;
+                old.end_time = Some(now);
+                for s in &mut old.steps {
+                    if s.state == JobState::Running {
+                        s.state = JobState::Cancelled;
+                        s.end_time = Some(now);
+                    }
+                }
+                self.outbox.push(Command::AcctRecord(Box::new(old)));
+            }
+        }
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        // Accounting keys records by submit time: a requeue within the same
+        // second still makes a new record.
+        job.submit_time = now.max(job.submit_time + 1);
         job.state = JobState::Pending;
         job.restarts += 1;
         job.reason = reason;

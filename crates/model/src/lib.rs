@@ -62,6 +62,8 @@ pub enum JobState {
     Deadline,
     /// Killed by the out-of-memory handler.
     OutOfMemory,
+    /// An earlier run of a job that was requeued (accounting history).
+    Requeued,
 }
 
 impl JobState {
@@ -80,6 +82,7 @@ impl JobState {
             JobState::BootFail => "BOOT_FAIL",
             JobState::Deadline => "DEADLINE",
             JobState::OutOfMemory => "OUT_OF_MEMORY",
+            JobState::Requeued => "REQUEUED",
         }
     }
 
@@ -98,6 +101,7 @@ impl JobState {
             JobState::BootFail => "BF",
             JobState::Deadline => "DL",
             JobState::OutOfMemory => "OOM",
+            JobState::Requeued => "RQ",
         }
     }
 
@@ -121,7 +125,7 @@ impl JobState {
 }
 
 /// Every job state, in Slurm's order.
-pub const ALL_JOB_STATES: [JobState; 12] = [
+pub const ALL_JOB_STATES: [JobState; 13] = [
     JobState::Pending,
     JobState::Running,
     JobState::Suspended,
@@ -134,6 +138,7 @@ pub const ALL_JOB_STATES: [JobState; 12] = [
     JobState::BootFail,
     JobState::Deadline,
     JobState::OutOfMemory,
+    JobState::Requeued,
 ];
 
 /// Why a pending job is not running (`squeue %r`, `Reason=`).

@@ -57,10 +57,7 @@ fn afterok_afternotok_and_any_with_squeue_reasons() {
     assert_eq!(c.wait_done(a, secs(10)), "COMPLETED");
     assert_eq!(c.wait_done(ok, secs(10)), "COMPLETED");
     assert_eq!(c.wait_done(either, secs(10)), "COMPLETED");
-    assert_eq!(
-        c.wait_for(notok, secs(10), |s| s == "PENDING"),
-        "PENDING"
-    );
+    assert_eq!(c.wait_for(notok, secs(10), |s| s == "PENDING"), "PENDING");
     c.wait_until("DependencyNeverSatisfied", secs(10), || {
         (reason(&c, notok) == "PENDING DependencyNeverSatisfied").then_some(())
     });
@@ -154,7 +151,10 @@ fn singleton_and_unknown_and_bad_dependencies() {
 
 #[test]
 fn dependency_on_a_purged_job_uses_its_recorded_result() {
-    let c = crate::builder().nodes(1).conf_extra("MinJobAge=1\n").start();
+    let c = crate::builder()
+        .nodes(1)
+        .conf_extra("MinJobAge=1\n")
+        .start();
     let failed = c.submit(&["--wrap", "exit 1"]);
     assert_eq!(c.wait_done(failed, secs(10)), "FAILED");
     // Gone from the controller's table...
@@ -211,4 +211,52 @@ fn holds_begin_times_and_deadlines() {
     assert_ne!(c.job_field(late, "Deadline"), "N/A");
     let fits = c.submit(&["-t", "1", "--deadline=now+1hour", "--wrap", "true"]);
     assert_eq!(c.wait_done(fits, secs(10)), "COMPLETED");
+}
+
+#[test]
+fn requeue_from_inside_the_job_appends_and_keeps_the_id() {
+    let c = cluster(1);
+    let muster = c.binary().display().to_string();
+    // submitit's pattern: the job requeues itself, then is killed and
+    // runs again with the same id and SLURM_RESTART_COUNT set.
+    let script = format!(
+        "echo run ${{SLURM_RESTART_COUNT:-0}} $SLURM_JOB_ID\n\
+         if [ -z \"$SLURM_RESTART_COUNT\" ]; then {muster} scontrol requeue $SLURM_JOB_ID; sleep 60; fi\n\
+         exit 0"
+    );
+    let id = c.submit(&["-o", "requeue.out", "--wrap", &script]);
+    assert_eq!(c.wait_done(id, secs(20)), "COMPLETED");
+    assert_eq!(c.job_field(id, "Restarts"), "1");
+    assert_eq!(
+        c.wait_file("requeue.out", secs(5)),
+        format!("run 0 {id}\nrun 1 {id}\n")
+    );
+    // requeuehold: back to pending, held, until released.
+    let held = c.submit(&["--wrap", "echo $SLURM_RESTART_COUNT >> rq.txt; sleep 60"]);
+    c.wait_state(held, "RUNNING", secs(10));
+    c.ok("scontrol", &["requeuehold", &held.to_string()]);
+    c.wait_until("the requeued job held", secs(10), || {
+        (reason(&c, held) == "PENDING JobHeldUser").then_some(())
+    });
+    // --no-requeue refuses.
+    let fixed = c.submit(&["--no-requeue", "--wrap", "sleep 60"]);
+    let out = c.run("scontrol", &["requeue", &fixed.to_string()]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        format!("Requested operation is presently disabled for job {fixed}\n")
+    );
+    c.ok("scancel", &[&fixed.to_string(), &held.to_string()]);
+    // sacct: the last run only, and with -D the REQUEUED run before it.
+    let fmt = "--format=JobID,State";
+    let out = c.wait_until("both runs in sacct", secs(10), || {
+        let o = c.run(
+            "sacct",
+            &["-X", "-P", "-n", "-D", "-j", &id.to_string(), fmt],
+        );
+        (o.stdout.lines().count() == 2).then_some(o.stdout)
+    });
+    assert_eq!(out, format!("{id}|REQUEUED\n{id}|COMPLETED\n"));
+    let out = c.ok("sacct", &["-X", "-P", "-n", "-j", &id.to_string(), fmt]);
+    assert_eq!(out.stdout, format!("{id}|COMPLETED\n"));
 }

@@ -9,9 +9,9 @@
 mod acct;
 mod acctmgr;
 mod arrays;
-mod deps;
 mod auth;
 mod cancel;
+mod deps;
 mod durable;
 mod env;
 mod errors;
