@@ -7,6 +7,7 @@
 //! (see `tests/golden/`).
 
 pub mod common;
+pub mod explain;
 pub mod getopt;
 pub mod sacct;
 pub mod sacctmgr;

@@ -185,7 +185,15 @@ fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
         hostlist_or_null(&job.req_nodes),
         hostlist_or_null(&job.exc_nodes)
     ));
-    l.push(format!("NodeList={}", hostlist::compress(&job.nodes)));
+    if job.sched_nodes.is_empty() {
+        l.push(format!("NodeList={}", hostlist::compress(&job.nodes)));
+    } else {
+        l.push(format!(
+            "NodeList={} SchedNodeList={}",
+            hostlist::compress(&job.nodes),
+            hostlist::compress(&job.sched_nodes)
+        ));
+    }
     if let Some(host) = &job.batch_host {
         l.push(format!("BatchHost={host}"));
     }

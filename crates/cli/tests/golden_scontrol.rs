@@ -360,3 +360,33 @@ fn show_config_pads_keys_and_separates_sections() {
     text.push_str(&scontrol::ping_line(0, "ctl", true));
     assert_eq!(text, expected);
 }
+
+#[test]
+fn show_job_pending_with_a_planned_start() {
+    utc();
+    let mut j = job(66793, "big4n", 2854, at(24, 4), 10186);
+    j.reason = PendingReason::Resources;
+    j.start_time = Some(at(30, 0));
+    j.end_time = Some(at(40, 0));
+    j.sched_nodes = vec!["node1".into(), "node2".into()];
+    let text = scontrol::render_job(&j, NOW);
+    let mut dep = j.clone();
+    dep.start_time = None;
+    dep.end_time = None;
+    dep.sched_nodes.clear();
+    // Only the StartTime/EndTime line and the NodeList line differ from a
+    // job without a plan.
+    let plain = scontrol::render_job(&dep, NOW);
+    let differing: Vec<(&str, &str)> = text
+        .lines()
+        .zip(plain.lines())
+        .filter(|(a, b)| a != b)
+        .collect();
+    assert_eq!(differing.len(), 2, "{differing:?}");
+    assert!(differing[0].0.starts_with("   StartTime=20"), "{text}");
+    assert!(
+        text.contains("\n   NodeList= SchedNodeList=node[1-2]\n"),
+        "{text}"
+    );
+    assert!(!text.contains("StartTime=Unknown"), "{text}");
+}

@@ -421,3 +421,59 @@ fn running_tasks_and_throttled_rest() {
         "66792_[5-9%2] 66792 5-9 PENDING\n66792_4 66812 4 RUNNING\n"
     );
 }
+
+#[test]
+fn start_shows_the_backfill_plan() {
+    // A planned job shows its expected start and the nodes it is planned on,
+    // in the columns squeue_start.txt shows as N/A and (null).
+    let mut list = reference_jobs();
+    let big = list
+        .jobs
+        .iter_mut()
+        .find(|j| j.job_id.0 == 66793)
+        .expect("big4n");
+    big.start_time = Some(NOW + 3600);
+    big.sched_nodes = vec![
+        "node1".into(),
+        "node2".into(),
+        "node3".into(),
+        "node4".into(),
+    ];
+    utc();
+    let args: Vec<String> = ["--start", "-j", "66793"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let parsed = squeue::parse_args(&args).expect("valid options");
+    let text = squeue::render(&parsed, &list, "sauser").unwrap();
+    let start = format!("{:>19}", cli_time(NOW + 3600));
+    assert_eq!(
+        text.lines().nth(1).unwrap(),
+        format!("             66793     debug    big4n   sauser PD {start}      4 node[1-4]            (Resources)")
+    );
+}
+
+fn cli_time(t: i64) -> String {
+    // squeue prints local time as %Y-%m-%dT%H:%M:%S; the tests run in UTC.
+    let days = t.div_euclid(86_400);
+    let secs = t.rem_euclid(86_400);
+    let (y, m, d) = civil(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+fn civil(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}

@@ -198,6 +198,12 @@ pub struct Config {
     pub max_mem_per_node: Option<u64>,
     /// `AuthType` as written (default `auth/munge`, as Slurm's).
     pub auth_type: String,
+    /// `SchedulerType`: `sched/backfill` (the default), `sched/builtin`
+    /// (first come, first served) or `sched/easy` (muster: textbook EASY
+    /// backfilling, one planned start for the queue head).
+    pub scheduler_type: String,
+    /// The scheduler's options from `SchedulerParameters`.
+    pub scheduler_params: SchedulerParams,
     /// Every other global key Slurm knows and muster does not model, by
     /// lowercase key: (key as written, value).
     pub other: BTreeMap<String, (String, String)>,
@@ -208,6 +214,30 @@ pub struct Config {
     pub partitions: Vec<PartitionConf>,
     /// gres.conf lines in file order (empty without a gres.conf).
     pub gres: Vec<GresConf>,
+}
+
+/// The `SchedulerParameters` options the scheduler uses; `None` where the
+/// option is not given (the scheduler's default applies). Other options
+/// Slurm knows are accepted and ignored; the raw value stays in
+/// `Config::other` for `scontrol show config`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedulerParams {
+    /// `bf_window` in minutes (1-43200).
+    pub bf_window: Option<u32>,
+    /// `bf_resolution` in seconds (1-3600).
+    pub bf_resolution: Option<u32>,
+    /// `bf_max_job_test` (1-1000000).
+    pub bf_max_job_test: Option<u32>,
+    /// `bf_max_job_user` (0-1000000; 0 is no limit).
+    pub bf_max_job_user: Option<u32>,
+    /// `bf_continue`.
+    pub bf_continue: bool,
+    /// `bf_interval` in seconds (1-10800).
+    pub bf_interval: Option<u32>,
+    /// `default_queue_depth` (1-1000000).
+    pub default_queue_depth: Option<u32>,
+    /// `sched_interval` in seconds (0-3600).
+    pub sched_interval: Option<u32>,
 }
 
 /// One node from a `NodeName=` line.

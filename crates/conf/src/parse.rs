@@ -647,6 +647,8 @@ impl Parser<'_> {
             def_mem_per_node: None,
             max_mem_per_node: None,
             auth_type: "auth/munge".to_string(),
+            scheduler_type: "sched/backfill".to_string(),
+            scheduler_params: crate::SchedulerParams::default(),
             other: BTreeMap::new(),
             nodes: Vec::new(),
             partitions: Vec::new(),
@@ -692,6 +694,29 @@ impl Parser<'_> {
                 }
                 "maxmempernode" => config.max_mem_per_node = memory_limit(key, value, at)?,
                 "authtype" => config.auth_type = value.clone(),
+                "schedulertype" => {
+                    let t = value.trim().to_ascii_lowercase();
+                    if !matches!(
+                        t.as_str(),
+                        "sched/backfill" | "sched/builtin" | "sched/easy"
+                    ) {
+                        return Err(at.invalid(
+                            key,
+                            value,
+                            "expected sched/backfill, sched/builtin or sched/easy",
+                        ));
+                    }
+                    config.scheduler_type = t;
+                    config
+                        .other
+                        .insert(lower.clone(), (key.clone(), value.clone()));
+                }
+                "schedulerparameters" => {
+                    config.scheduler_params = scheduler_params(key, value, at)?;
+                    config
+                        .other
+                        .insert(lower.clone(), (key.clone(), value.clone()));
+                }
                 _ => {
                     config
                         .other
@@ -963,6 +988,49 @@ fn number<T: std::str::FromStr>(key: &str, value: &str, at: &Origin) -> Result<T
         .trim()
         .parse()
         .map_err(|_| at.invalid(key, value, "expected a whole number"))
+}
+
+/// `SchedulerParameters=bf_window=60,bf_continue,...`: the options the
+/// scheduler uses, each checked against the range slurm.conf(5) gives.
+fn scheduler_params(
+    key: &str,
+    value: &str,
+    at: &Origin,
+) -> Result<crate::SchedulerParams, ConfError> {
+    let mut p = crate::SchedulerParams::default();
+    for item in value.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (name, arg) = match item.split_once('=') {
+            Some((n, a)) => (n.trim().to_ascii_lowercase(), Some(a.trim())),
+            None => (item.to_ascii_lowercase(), None),
+        };
+        let ranged = |lo: u32, hi: u32| -> Result<Option<u32>, ConfError> {
+            let bad = || {
+                at.invalid(
+                    key,
+                    value,
+                    format!("{name} must be a number from {lo} to {hi}"),
+                )
+            };
+            let n: u32 = arg.ok_or_else(bad)?.parse().map_err(|_| bad())?;
+            if n < lo || n > hi {
+                return Err(bad());
+            }
+            Ok(Some(n))
+        };
+        match name.as_str() {
+            "bf_window" => p.bf_window = ranged(1, 43_200)?,
+            "bf_resolution" => p.bf_resolution = ranged(1, 3_600)?,
+            "bf_max_job_test" => p.bf_max_job_test = ranged(1, 1_000_000)?,
+            "bf_max_job_user" => p.bf_max_job_user = ranged(0, 1_000_000)?,
+            "bf_interval" => p.bf_interval = ranged(1, 10_800)?,
+            "default_queue_depth" => p.default_queue_depth = ranged(1, 1_000_000)?,
+            "sched_interval" => p.sched_interval = ranged(0, 3_600)?,
+            "bf_continue" => p.bf_continue = true,
+            // Slurm has dozens more; they are accepted and have no effect.
+            _ => {}
+        }
+    }
+    Ok(p)
 }
 
 fn positive(key: &str, value: &str, at: &Origin) -> Result<u32, ConfError> {

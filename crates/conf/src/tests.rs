@@ -1029,3 +1029,40 @@ fn lexer_handles_empty_values_and_crlf() {
     assert_eq!(c.other["priorityflags"].1, "");
     assert_eq!(c.slurmd_port, 7002);
 }
+
+#[test]
+fn scheduler_parameters_are_read_and_checked() {
+    let c = parse_ok(&format!(
+        "{HEAD}SchedulerType=sched/builtin\nSchedulerParameters=bf_window=60,bf_resolution=30,bf_max_job_test=1000,bf_max_job_user=5,bf_continue,bf_interval=10,default_queue_depth=50,sched_interval=20,max_rpc_cnt=150\n"
+    ))
+    .config;
+    assert_eq!(c.scheduler_type, "sched/builtin");
+    let p = &c.scheduler_params;
+    assert_eq!(p.bf_window, Some(60));
+    assert_eq!(p.bf_resolution, Some(30));
+    assert_eq!(p.bf_max_job_test, Some(1000));
+    assert_eq!(p.bf_max_job_user, Some(5));
+    assert!(p.bf_continue);
+    assert_eq!(p.bf_interval, Some(10));
+    assert_eq!(p.default_queue_depth, Some(50));
+    assert_eq!(p.sched_interval, Some(20));
+    assert_eq!(parse_ok(HEAD).config.scheduler_type, "sched/backfill");
+}
+
+#[test]
+fn scheduler_parameters_out_of_range_are_refused_with_file_and_line() {
+    assert_eq!(
+        err_text(&format!("{HEAD}SchedulerParameters=bf_window=0\n")),
+        "/etc/slurm/slurm.conf:3: invalid value \"bf_window=0\" for SchedulerParameters: bf_window must be a number from 1 to 43200"
+    );
+    assert!(
+        err_text(&format!("{HEAD}SchedulerParameters=bf_interval=x\n"))
+            .contains("bf_interval must be a number from 1 to 10800")
+    );
+    assert!(
+        err_text(&format!("{HEAD}SchedulerParameters=bf_resolution\n"))
+            .contains("bf_resolution must be a number from 1 to 3600")
+    );
+    assert!(err_text(&format!("{HEAD}SchedulerType=sched/fancy\n"))
+        .contains(":3: invalid value \"sched/fancy\" for SchedulerType"));
+}

@@ -78,6 +78,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions
             | CtldRequest::ShowConfig
+            | CtldRequest::Explain { .. }
             | CtldRequest::Shutdown
             | CtldRequest::AcctQuery(_)
             | CtldRequest::AcctTables

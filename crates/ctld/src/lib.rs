@@ -806,6 +806,10 @@ pub(crate) fn handle(
         CtldRequest::ListNodes => CtldResponse::Nodes(engine.node_infos()),
         CtldRequest::ListPartitions => CtldResponse::Partitions(engine.partition_infos()),
         CtldRequest::ShowConfig => CtldResponse::Config(engine.config_info(cfg, t, boot_text)),
+        CtldRequest::Explain { job_id } => match engine.explain(job_id, t) {
+            Ok(x) => CtldResponse::Explanation(Box::new(x)),
+            Err(e) => CtldResponse::Error(e),
+        },
         CtldRequest::Cancel {
             job_id,
             signal,

@@ -3,7 +3,7 @@
 
 use crate::{Engine, Job};
 use model::units::format_memory_mb;
-use model::{Gres, JobState, Timestamp};
+use model::{Gres, JobState, TimeLimit, Timestamp};
 use proto::{ConfigInfo, JobFilter, JobInfo, JobList, NodeInfo, PartitionInfo};
 
 /// `OverSubscribe=EXCLUSIVE` as the configuration stores it.
@@ -140,6 +140,26 @@ impl Engine {
             (Some(s), _) => (job.end_time.unwrap_or(now) - s).max(0) as u64,
             _ => 0,
         };
+        // A pending job shows the backfill plan's expected start, as
+        // Slurm's StartTime, EndTime and SchedNodeList do.
+        let plan = (job.state == JobState::Pending)
+            .then(|| self.plans.get(&job.id))
+            .flatten();
+        let (start_time, end_time, sched_nodes) = match plan {
+            Some(p) => (
+                Some(p.start),
+                match job.time_limit {
+                    TimeLimit::Minutes(m) => Some(p.start + i64::from(m) * 60),
+                    TimeLimit::Unlimited => None,
+                },
+                p.alloc
+                    .nodes
+                    .iter()
+                    .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
+                    .collect(),
+            ),
+            None => (job.start_time, job.end_time, Vec::new()),
+        };
         let mut tres_per_node: Vec<Gres> = d.gres.clone();
         if let Some(g) = &d.gpus_per_node {
             tres_per_node.push(g.clone());
@@ -169,8 +189,8 @@ impl Engine {
             nice: d.nice,
             submit_time: job.submit_time,
             eligible_time: job.eligible_time,
-            start_time: job.start_time,
-            end_time: job.end_time,
+            start_time,
+            end_time,
             run_time,
             time_limit: job.time_limit,
             time_min: d.time_min,
@@ -243,6 +263,7 @@ impl Engine {
                 .filter(|a| a.is_meta() && a.throttle > 0)
                 .map(|a| a.throttle),
             deadline: d.deadline,
+            sched_nodes,
         }
     }
 

@@ -89,8 +89,34 @@ impl Engine {
             excluded_nodes: self.resolve_nodes(&d.exclude).unwrap_or_default(),
             constraint: d.constraint.as_deref().and_then(Constraint::parse),
             time_limit: job.time_limit,
+            time_min: d.time_min,
+            user: d.uid,
             memory_consumable: self.settings.memory_consumable,
         }
+    }
+
+    /// Jobs holding resources, with when they are expected to give them
+    /// back (start plus time limit), for the backfill timeline.
+    pub(crate) fn running_views(&self, now: Timestamp) -> Vec<sched::RunningJob> {
+        self.jobs
+            .values()
+            .filter_map(|j| {
+                let alloc = j.alloc.as_ref()?;
+                let end = if j.completing || j.state != JobState::Running {
+                    now
+                } else {
+                    match (j.start_time, j.time_limit) {
+                        (Some(s), TimeLimit::Minutes(m)) => s + i64::from(m) * 60,
+                        _ => sched::FOREVER,
+                    }
+                };
+                Some(sched::RunningJob {
+                    job_id: j.id,
+                    end,
+                    alloc: alloc.clone(),
+                })
+            })
+            .collect()
     }
 
     pub(crate) fn node_views(&self) -> Vec<NodeView> {
@@ -873,10 +899,26 @@ impl Engine {
                 job.reason = PendingReason::BeginTime;
             }
         }
+        self.plans.clear();
         if requests.is_empty() {
             return;
         }
-        let plan = sched::plan(&self.node_views(), &self.part_views(), &requests, now);
+        let (nodes, parts) = (self.node_views(), self.part_views());
+        let running = self.running_views(now);
+        let view = sched::ClusterView {
+            nodes: &nodes,
+            parts: &parts,
+            jobs: &requests,
+            running: &running,
+        };
+        let plan = sched::plan(&view, &self.sched_cfg, now);
+        self.plans = plan.planned;
+        for (id, minutes) in plan.time_limits {
+            // --time-min: it starts with the limit that fits the gap.
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.time_limit = TimeLimit::Minutes(minutes);
+            }
+        }
         for (id, decision) in plan.decisions {
             let starting = matches!(decision, Decision::Start(_));
             let Some(id) = self.array_decision_target(id, &arrays, starting, now) else {

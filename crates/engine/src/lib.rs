@@ -19,6 +19,7 @@ mod array;
 mod assoc;
 mod deps;
 mod env;
+mod explain;
 mod info;
 mod jobs;
 mod nodes;
@@ -371,6 +372,33 @@ pub struct Engine {
     dep_wake: Option<Timestamp>,
     /// The association database, as the controller last pushed it (`assoc`).
     assoc: Option<Arc<proto::acctdb::AcctTables>>,
+    /// The scheduler's settings (SchedulerType, SchedulerParameters).
+    sched_cfg: sched::SchedConfig,
+    /// The last pass's planned starts of pending jobs (derived state: the
+    /// next pass recomputes it, so it is not persisted).
+    plans: BTreeMap<JobId, sched::Planned>,
+}
+
+/// The scheduler settings slurm.conf asks for, over the scheduler's
+/// defaults.
+pub fn sched_config(cfg: &conf::Config) -> sched::SchedConfig {
+    let p = &cfg.scheduler_params;
+    let d = sched::SchedConfig::default();
+    sched::SchedConfig {
+        policy: match cfg.scheduler_type.as_str() {
+            "sched/builtin" => sched::Policy::Fcfs,
+            "sched/easy" => sched::Policy::Easy,
+            _ => sched::Policy::Backfill,
+        },
+        bf_window: p.bf_window.unwrap_or(d.bf_window),
+        bf_resolution: p.bf_resolution.unwrap_or(d.bf_resolution),
+        bf_max_job_test: p.bf_max_job_test.or(d.bf_max_job_test),
+        bf_max_job_user: p.bf_max_job_user.filter(|n| *n > 0),
+        bf_continue: p.bf_continue,
+        bf_interval: p.bf_interval.unwrap_or(d.bf_interval),
+        default_queue_depth: p.default_queue_depth.unwrap_or(d.default_queue_depth),
+        sched_interval: p.sched_interval.unwrap_or(d.sched_interval),
+    }
 }
 
 impl Engine {
@@ -416,7 +444,25 @@ impl Engine {
             array_tasks: BTreeMap::new(),
             finished: BTreeMap::new(),
             dep_wake: None,
+            sched_cfg: sched_config(cfg),
+            plans: BTreeMap::new(),
         }
+    }
+
+    /// The scheduler settings in force.
+    pub fn sched_config(&self) -> &sched::SchedConfig {
+        &self.sched_cfg
+    }
+
+    /// Replaces the scheduler settings (the simulator's policy switch).
+    pub fn set_sched_config(&mut self, cfg: sched::SchedConfig) {
+        self.sched_cfg = cfg;
+        self.touch();
+    }
+
+    /// The last pass's planned start of a pending job, and its nodes.
+    pub fn planned(&self, id: JobId) -> Option<&sched::Planned> {
+        self.plans.get(&id)
     }
 
     /// The pooled copy of `env`, so identical environments are stored once.

@@ -589,3 +589,75 @@ fn job_query_filters_by_user_partition_and_activity_and_brief_leaves_out_details
         (full.job_id, &full.user, &full.partition, full.num_cpus)
     );
 }
+
+#[test]
+fn pending_jobs_carry_the_backfill_plan_and_short_jobs_backfill() {
+    let mut e = engine();
+    let timed = |nodes: u32, minutes: u32| JobDesc {
+        min_nodes: Some(nodes),
+        ntasks: Some(nodes * 2),
+        time_limit: Some(TimeLimit::Minutes(minutes)),
+        partitions: vec!["debug".into()],
+        ..desc()
+    };
+    // Three nodes busy for an hour, one free.
+    let long = e.on_submit(timed(3, 60), &user(), 0).unwrap().job_id;
+    e.schedule(0);
+    // The whole cluster for an hour: planned when the long job ends.
+    let wide = e.on_submit(timed(4, 60), &user(), 10).unwrap().job_id;
+    // Ten minutes on one node: starts now on the free node, it delays nothing.
+    let short = e.on_submit(timed(1, 10), &user(), 10).unwrap().job_id;
+    // Two hours on one node: would delay the wide job's plan, so waits.
+    let late = e.on_submit(timed(1, 120), &user(), 10).unwrap().job_id;
+    e.schedule(10);
+    assert!(e.check_invariants().is_empty());
+    assert_eq!(e.job(long).unwrap().state, JobState::Running);
+    assert_eq!(e.job(short).unwrap().state, JobState::Running);
+    assert_eq!(e.job(wide).unwrap().state, JobState::Pending);
+    assert_eq!(e.job(late).unwrap().state, JobState::Pending);
+    let plan = e.planned(wide).expect("wide job planned");
+    assert_eq!(plan.start, 3600);
+    assert_eq!(plan.nodes().len(), 4);
+    let info = e.job_list(10);
+    let wide_info = info.jobs.iter().find(|j| j.job_id == wide).unwrap();
+    assert_eq!(wide_info.start_time, Some(3600));
+    assert_eq!(wide_info.end_time, Some(7200));
+    assert_eq!(
+        wide_info.sched_nodes,
+        vec!["node1", "node2", "node3", "node4"]
+    );
+    assert_eq!(wide_info.reason, PendingReason::Resources);
+    let late_info = info.jobs.iter().find(|j| j.job_id == late).unwrap();
+    assert_eq!(late_info.start_time, Some(7200));
+    assert_eq!(late_info.reason, PendingReason::Priority);
+}
+
+#[test]
+fn scheduler_type_builtin_is_first_come_first_served() {
+    let text = format!("{CONF}SchedulerType=sched/builtin\n");
+    let loaded = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
+        Err(std::io::Error::other("no includes"))
+    })
+    .expect("config parses");
+    let mut e = Engine::new(&loaded.config, 0);
+    for i in 1..=4 {
+        e.on_node_registered(reg(&format!("node{i}"), 2, 4000), 0)
+            .unwrap();
+    }
+    assert_eq!(e.sched_config().policy, sched::Policy::Fcfs);
+    let timed = |nodes: u32, minutes: u32| JobDesc {
+        min_nodes: Some(nodes),
+        ntasks: Some(nodes * 2),
+        time_limit: Some(TimeLimit::Minutes(minutes)),
+        partitions: vec!["debug".into()],
+        ..desc()
+    };
+    e.on_submit(timed(3, 60), &user(), 0).unwrap();
+    e.schedule(0);
+    let wide = e.on_submit(timed(4, 60), &user(), 10).unwrap().job_id;
+    let short = e.on_submit(timed(1, 10), &user(), 10).unwrap().job_id;
+    e.schedule(10);
+    assert_eq!(e.job(wide).unwrap().state, JobState::Pending);
+    assert_eq!(e.job(short).unwrap().state, JobState::Pending);
+    assert!(e.planned(wide).is_none());
+}

@@ -30,6 +30,9 @@ Cluster:
   noded [-N name] [-f slurm.conf]
                         run a node daemon (slurmd)
 
+Beyond Slurm:
+  explain JOBID         why a job waits, in plain words, and when it should start
+
 Slurm commands (also available as `muster <name>`):
   sbatch squeue sinfo scancel scontrol sacct sacctmgr
 ";
@@ -69,6 +72,7 @@ fn main() {
         "up" => local::up(rest),
         "down" => local::down(rest),
         "install-links" => local::install_links_cmd(rest),
+        "explain" => cli::explain::main(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             0

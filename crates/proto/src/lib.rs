@@ -265,6 +265,11 @@ pub enum CtldRequest {
     ListPartitions,
     /// `scontrol show config`.
     ShowConfig,
+    /// `muster explain JOBID`: where a job stands and why.
+    Explain {
+        /// The job.
+        job_id: JobId,
+    },
     /// scancel one job: `signal` None means cancel (SIGTERM then SIGKILL and CANCELLED).
     Cancel {
         /// The job.
@@ -523,6 +528,8 @@ pub enum CtldResponse {
     Partitions(Vec<PartitionInfo>),
     /// `ShowConfig`.
     Config(ConfigInfo),
+    /// `Explain`.
+    Explanation(Box<JobExplanation>),
     /// `AcctQuery`.
     AcctJobs(Vec<AcctJob>),
     /// `AcctTables`.
@@ -531,6 +538,62 @@ pub enum CtldResponse {
     AcctAdmin(acctdb::AdminReply),
     /// Refused.
     Error(SlurmError),
+}
+
+/// `muster explain`: where a job stands in the queue and why, with the
+/// numbers behind it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobExplanation {
+    /// The job.
+    pub job_id: JobId,
+    /// Its owner.
+    pub user: String,
+    /// Its partition(s), comma separated while pending.
+    pub partition: String,
+    /// Its state.
+    pub state: JobState,
+    /// Why it waits (Slurm's reason code).
+    pub reason: PendingReason,
+    /// Its priority.
+    pub priority: u32,
+    /// 1-based place among the jobs the scheduler tries, in the order it
+    /// tries them; None when it is not one of them (held, begin time,
+    /// not pending).
+    pub position: Option<u32>,
+    /// How many jobs the scheduler tries.
+    pub n_queued: u32,
+    /// The job tried just before it, with its priority.
+    pub ahead: Option<(JobId, u32)>,
+    /// The first job tried, with its priority.
+    pub first: Option<(JobId, u32)>,
+    /// What it asks for, in words (`2 nodes, 8 CPUs, 1000M memory per CPU`).
+    pub request: String,
+    /// Its time limit.
+    pub time_limit: TimeLimit,
+    /// Its start (running) or planned start (pending).
+    pub start_time: Option<Timestamp>,
+    /// The nodes of the plan (pending) or of the allocation (running).
+    pub planned_nodes: Vec<String>,
+    /// The running jobs on the planned nodes that end by the planned start:
+    /// (job, expected end), the last of them first.
+    pub waits_for: Vec<(JobId, Timestamp)>,
+    /// The nodes its partitions offer it.
+    pub candidates: Vec<ExplainNode>,
+}
+
+/// A node as `muster explain` describes it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExplainNode {
+    /// NodeName.
+    pub name: String,
+    /// State as sinfo's long form (`idle`, `mixed`, `drained`).
+    pub state: String,
+    /// Configured CPUs.
+    pub cpus: u32,
+    /// CPUs in use.
+    pub alloc_cpus: u32,
+    /// Jobs running here, with their expected ends (None: no limit).
+    pub jobs: Vec<(JobId, Option<Timestamp>)>,
 }
 
 /// The answer to a submission.
@@ -758,6 +821,10 @@ pub struct JobInfo {
     /// Submit line.
     #[serde(default)]
     pub submit_line: String,
+    /// Pending: the nodes the backfill plan expects it to start on
+    /// (`SchedNodeList`, squeue's `%Y`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sched_nodes: Vec<String>,
     /// For an array's records: the array's job id (`ArrayJobId=`).
     #[serde(default)]
     pub array_job_id: Option<u32>,

@@ -1,14 +1,21 @@
-//! `sched::plan` cost per scheduling pass, parameterised by (jobs, nodes).
+//! `sched::plan` cost per full scheduling pass (priority order, start what
+//! fits, plan a start for every other job: backfill over the whole queue),
+//! parameterised by (pending jobs, nodes).
 //!
-//! Nodes: 16 CPUs and 64 GB each, one partition with all of them, all idle.
-//! Jobs: 1 node, 1 to 4 tasks of 1 CPU with 100 MB per CPU, so about two
-//! thirds of the queue starts and the rest waits (Resources, then Priority),
-//! which exercises both the placement and the waiting paths.
+//! Nodes: 16 CPUs and 64 GB each, one partition with all of them. Every
+//! node runs one 8-CPU job with an expected end spread over the next day,
+//! so half of each node is free now and more comes free over time.
+//! Pending jobs: 1 to 4 nodes of 1 to 16 tasks, limits from 10 minutes to
+//! a day, so some start, most get a planned start, and many short ones are
+//! tried in the gaps before those plans (the backfill path).
 //!
 //! `cargo bench -p sched --bench plan`
 
 use model::{JobId, TimeLimit};
-use sched::{plan, JobRequest, NodeIdx, NodeView, PartView};
+use sched::{
+    plan, Allocation, ClusterView, JobRequest, NodeAlloc, NodeIdx, NodeView, PartView, RunningJob,
+    SchedConfig,
+};
 
 fn main() {
     divan::main();
@@ -16,27 +23,54 @@ fn main() {
 
 const CPUS_PER_NODE: u32 = 16;
 
-fn nodes(n: u32) -> Vec<NodeView> {
-    (0..n)
-        .map(|i| NodeView {
-            name: format!("node{:04}", i + 1),
+/// A small deterministic generator (no RNG crate in a pure bench).
+fn lcg(seed: &mut u64) -> u64 {
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    *seed >> 33
+}
+
+fn cluster(n: u32) -> (Vec<NodeView>, Vec<RunningJob>) {
+    let mut seed = 7;
+    let mut nodes = Vec::new();
+    let mut running = Vec::new();
+    for i in 0..n {
+        nodes.push(NodeView {
+            name: format!("node{:05}", i + 1),
             cpus: CPUS_PER_NODE,
             real_memory: 64_000,
-            alloc_cpus: 0,
-            alloc_mem: 0,
+            alloc_cpus: 8,
+            alloc_mem: 800,
             gres: vec![],
             features: vec![],
             weight: 1,
             available: true,
             exclusive_in_use: false,
-            n_jobs: 0,
-        })
-        .collect()
+            n_jobs: 1,
+        });
+        running.push(RunningJob {
+            job_id: JobId(1_000_000 + i),
+            end: 60 + (lcg(&mut seed) % 86_400) as i64,
+            alloc: Allocation {
+                partition: 0,
+                nodes: vec![NodeAlloc {
+                    node: NodeIdx(i),
+                    cpus: 8,
+                    mem: 800,
+                    tasks: 8,
+                    gres: vec![],
+                }],
+                exclusive: false,
+            },
+        });
+    }
+    (nodes, running)
 }
 
 fn parts(n_nodes: u32) -> Vec<PartView> {
     vec![PartView {
-        name: "debug".into(),
+        name: "batch".into(),
         nodes: (0..n_nodes).map(NodeIdx).collect(),
         up: true,
         max_nodes: None,
@@ -49,60 +83,59 @@ fn parts(n_nodes: u32) -> Vec<PartView> {
 }
 
 fn jobs(n: u32) -> Vec<JobRequest> {
+    let mut seed = 11;
     (0..n)
-        .map(|i| JobRequest {
-            job_id: JobId(i + 1),
-            priority: 1000 + (i % 7),
-            submit_time: i64::from(i),
-            partitions: vec![0],
-            min_nodes: 1,
-            max_nodes: 1,
-            ntasks: 1 + i % 4,
-            ntasks_per_node: None,
-            cpus_per_task: 1,
-            mem_per_node: None,
-            mem_per_cpu: Some(100),
-            mem_per_gpu: None,
-            gres_per_node: vec![],
-            gpus_total: None,
-            gpus_per_task: None,
-            cpus_per_gpu: None,
-            exclusive: false,
-            required_nodes: vec![],
-            excluded_nodes: vec![],
-            constraint: None,
-            time_limit: TimeLimit::Unlimited,
-            memory_consumable: true,
+        .map(|i| {
+            let nodes = 1 + (lcg(&mut seed) % 4) as u32;
+            let tasks = nodes * (1 + (lcg(&mut seed) % 16) as u32);
+            JobRequest {
+                job_id: JobId(i + 1),
+                priority: 1000 + (i % 7),
+                submit_time: i64::from(i),
+                partitions: vec![0],
+                min_nodes: nodes,
+                max_nodes: nodes,
+                ntasks: tasks,
+                ntasks_per_node: None,
+                cpus_per_task: 1,
+                mem_per_node: None,
+                mem_per_cpu: Some(100),
+                mem_per_gpu: None,
+                gres_per_node: vec![],
+                gpus_total: None,
+                gpus_per_task: None,
+                cpus_per_gpu: None,
+                exclusive: false,
+                required_nodes: vec![],
+                excluded_nodes: vec![],
+                constraint: None,
+                time_limit: TimeLimit::Minutes(10 + (lcg(&mut seed) % 1430) as u32),
+                time_min: None,
+                user: 1000 + i % 50,
+                memory_consumable: true,
+            }
         })
         .collect()
 }
 
-/// (jobs, nodes)
-const SIZES: &[(u32, u32)] = &[(100, 10), (1000, 100), (10000, 1000)];
+/// (pending jobs, nodes)
+const SIZES: &[(u32, u32)] = &[(1_000, 100), (10_000, 1_000), (100_000, 10_000)];
 
-#[divan::bench(args = SIZES, sample_count = 20)]
-fn plan_pass(bencher: divan::Bencher, &(n_jobs, n_nodes): &(u32, u32)) {
-    let nodes = nodes(n_nodes);
+#[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
+fn full_pass(bencher: divan::Bencher, &(n_jobs, n_nodes): &(u32, u32)) {
+    let (nodes, running) = cluster(n_nodes);
     let parts = parts(n_nodes);
     let jobs = jobs(n_jobs);
+    let cfg = SchedConfig::default();
     bencher
         .counter(divan::counter::ItemsCount::new(n_jobs))
-        .bench(|| plan(&nodes, &parts, divan::black_box(&jobs), 0));
-}
-
-/// A full cluster: every node busy, so every job is tried and waits. This
-/// is the steady state of a deep queue, which the controller re-plans after
-/// every batch of messages.
-#[divan::bench(args = SIZES, sample_count = 20)]
-fn plan_pass_full_cluster(bencher: divan::Bencher, &(n_jobs, n_nodes): &(u32, u32)) {
-    let mut nodes = nodes(n_nodes);
-    for n in &mut nodes {
-        n.alloc_cpus = n.cpus;
-        n.n_jobs = 1;
-    }
-    let parts = parts(n_nodes);
-    let jobs = jobs(n_jobs);
-    bencher
-        .counter(divan::counter::ItemsCount::new(n_jobs))
-        .bench(|| plan(&nodes, &parts, divan::black_box(&jobs), 0));
+        .bench(|| {
+            let view = ClusterView {
+                nodes: &nodes,
+                parts: &parts,
+                jobs: divan::black_box(&jobs),
+                running: &running,
+            };
+            plan(&view, &cfg, 0)
+        });
 }

@@ -7,16 +7,22 @@
 //!   nodes, and with which CPUs, memory and GRES indexes on each?
 //! - `ordering` (Slurm's sched plugin): in which order jobs are tried and
 //!   which reason a job that does not start is given.
+//! - `backfill` (Slurm's sched/backfill): `plan()`, one pass over the queue
+//!   against a timeline of expected ends; FCFS, textbook EASY and full
+//!   backfill are policies of that one pass.
 //!
-//! The ordering here is the simple one the foundation needs (partition tier,
-//! then priority, then submission); multifactor priority, fair-share and
-//! backfill grow behind the same `plan()` (TODO(#5)).
+//! Multifactor priority and fair-share grow behind the same `plan()`
+//! (TODO(#5)).
 #![warn(missing_docs)]
 
+pub mod backfill;
 pub mod ordering;
 pub mod placement;
 
-pub use ordering::{plan, Decision, Plan};
+pub use backfill::{
+    limit_secs, plan, ClusterView, Plan, Planned, Policy, RunningJob, SchedConfig, FOREVER,
+};
+pub use ordering::{priority_order, Decision};
 pub use placement::{
     place, Allocation, Constraint, GresPool, JobRequest, NodeAlloc, NodeView, PartView, Unfit,
 };

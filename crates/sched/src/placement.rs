@@ -169,6 +169,11 @@ pub struct JobRequest {
     pub constraint: Option<Constraint>,
     /// Effective time limit.
     pub time_limit: TimeLimit,
+    /// `--time-min`: the job may be started with any limit from this up to
+    /// `time_limit` when that lets it run in a gap (backfill).
+    pub time_min: Option<TimeLimit>,
+    /// Owner's uid (for `bf_max_job_user`).
+    pub user: u32,
     /// Whether memory is a consumable resource (SelectTypeParameters has Memory).
     pub memory_consumable: bool,
 }
@@ -363,6 +368,7 @@ fn place_in(
     part: &PartView,
     nodes: &[NodeView],
     ignore_use: bool,
+    rank: Option<&[u64]>,
 ) -> Option<Allocation> {
     let mut candidates: Vec<NodeIdx> = part
         .nodes
@@ -378,11 +384,14 @@ fn place_in(
                     .is_none_or(|c| c.satisfied_by(&node.features))
         })
         .collect();
-    // Required nodes first, then by weight, then in configuration order.
+    // Required nodes first, then by weight, then by the caller's rank
+    // (backfill packs jobs where they disturb its plan least), then in
+    // configuration order.
     candidates.sort_by_key(|n| {
         (
             !job.required_nodes.contains(n),
             nodes[n.0 as usize].weight,
+            rank.map_or(0, |r| r[n.0 as usize]),
             n.0,
         )
     });
@@ -462,6 +471,43 @@ pub fn place(
     parts: &[PartView],
     nodes: &[NodeView],
 ) -> Result<Allocation, Unfit> {
+    for &pi in &job.partitions {
+        let part = &parts[pi];
+        if partition_refusal(job, part).is_some() {
+            continue;
+        }
+        if let Some(a) = place_in(job, pi, part, nodes, false, None) {
+            return Ok(a);
+        }
+    }
+    Err(diagnose(job, parts, nodes, &emptied(nodes)))
+}
+
+/// The nodes with nothing running on them (down and drained ones stay
+/// unavailable): what `diagnose` compares against.
+pub fn emptied(nodes: &[NodeView]) -> Vec<NodeView> {
+    let mut healthy_empty: Vec<NodeView> = nodes.to_vec();
+    for n in healthy_empty.iter_mut() {
+        n.alloc_cpus = 0;
+        n.alloc_mem = 0;
+        n.n_jobs = 0;
+        n.exclusive_in_use = false;
+        for p in n.gres.iter_mut() {
+            p.used.iter_mut().for_each(|u| *u = false);
+        }
+    }
+    healthy_empty
+}
+
+/// Why a job that does not fit now waits: it never could
+/// (`Never`), only on nodes that are down or drained (`NodesUnavailable`),
+/// or on busy nodes (`Busy`). `healthy_empty` is `emptied(nodes)`.
+pub fn diagnose(
+    job: &JobRequest,
+    parts: &[PartView],
+    nodes: &[NodeView],
+    healthy_empty: &[NodeView],
+) -> Unfit {
     let mut best = Unfit::Never(PendingReason::PartitionConfig);
     for &pi in &job.partitions {
         let part = &parts[pi];
@@ -471,30 +517,34 @@ pub fn place(
             }
             continue;
         }
-        if let Some(a) = place_in(job, pi, part, nodes, false) {
-            return Ok(a);
-        }
-        if place_in(job, pi, part, nodes, true).is_some() {
+        if place_in(job, pi, part, nodes, true, None).is_some() {
             // It fits an empty partition: is it waiting on busy nodes or on
             // nodes that are down/drained?
-            let mut healthy_empty: Vec<NodeView> = nodes.to_vec();
-            for n in healthy_empty.iter_mut() {
-                n.alloc_cpus = 0;
-                n.alloc_mem = 0;
-                n.n_jobs = 0;
-                n.exclusive_in_use = false;
-                for p in n.gres.iter_mut() {
-                    p.used.iter_mut().for_each(|u| *u = false);
-                }
-            }
-            if place_in(job, pi, part, &healthy_empty, false).is_some() {
-                best = Unfit::Busy;
+            if place_in(job, pi, part, healthy_empty, false, None).is_some() {
+                return Unfit::Busy;
             } else if best != Unfit::Busy {
                 best = Unfit::NodesUnavailable;
             }
         }
     }
-    Err(best)
+    best
+}
+
+/// Where `job` fits on `nodes` as they are, trying its partitions in
+/// order, with nodes of equal weight taken by ascending `rank`.
+pub fn place_ranked(
+    job: &JobRequest,
+    parts: &[PartView],
+    nodes: &[NodeView],
+    rank: &[u64],
+) -> Option<Allocation> {
+    job.partitions.iter().find_map(|&pi| {
+        let part = &parts[pi];
+        if partition_refusal(job, part).is_some() {
+            return None;
+        }
+        place_in(job, pi, part, nodes, false, Some(rank))
+    })
 }
 
 /// A partition-level reason the job may not run there, independent of nodes.
@@ -527,5 +577,5 @@ pub fn could_ever_fit(
     part: &PartView,
     nodes: &[NodeView],
 ) -> bool {
-    place_in(job, part_idx, part, nodes, true).is_some()
+    place_in(job, part_idx, part, nodes, true, None).is_some()
 }

@@ -64,8 +64,21 @@ fn job(id: u32, nodes: u32, tasks: u32) -> JobRequest {
         excluded_nodes: vec![],
         constraint: None,
         time_limit: TimeLimit::Unlimited,
+        time_min: None,
+        user: 1000,
         memory_consumable: true,
     }
+}
+
+/// One pass with the default (backfill) policy and nothing running.
+fn plan(nodes: &[NodeView], parts: &[PartView], jobs: &[JobRequest], now: i64) -> Plan {
+    let view = ClusterView {
+        nodes,
+        parts,
+        jobs,
+        running: &[],
+    };
+    crate::plan(&view, &SchedConfig::default(), now)
 }
 
 fn starts(plan: &Plan) -> Vec<(u32, Vec<(u32, u32)>)> {
@@ -265,5 +278,455 @@ proptest! {
             shuffled.swap(i, (s >> 33) as usize % (i + 1));
         }
         prop_assert_eq!(plan(&nodes, &[part(3)], &jobs, 0), plan(&nodes, &[part(3)], &shuffled, 0));
+    }
+}
+
+// ---- backfill ----
+
+fn one_cpu_nodes(n: u32) -> Vec<NodeView> {
+    (0..n)
+        .map(|i| node(&format!("n{}", i + 1), 1, 4000, 0))
+        .collect()
+}
+
+/// A job of `nodes` one-task nodes with a limit of `minutes`.
+fn timed(id: u32, nodes: u32, minutes: u32) -> JobRequest {
+    let mut j = job(id, nodes, nodes);
+    j.time_limit = TimeLimit::Minutes(minutes);
+    j
+}
+
+/// A job running on `on` (one CPU each) until `end`, with its use applied.
+fn running(id: u32, nodes: &mut [NodeView], on: &[u32], end: i64) -> RunningJob {
+    let alloc = Allocation {
+        partition: 0,
+        nodes: on
+            .iter()
+            .map(|&i| {
+                nodes[i as usize].alloc_cpus += 1;
+                nodes[i as usize].n_jobs += 1;
+                NodeAlloc {
+                    node: NodeIdx(i),
+                    cpus: 1,
+                    mem: 0,
+                    tasks: 1,
+                    gres: vec![],
+                }
+            })
+            .collect(),
+        exclusive: false,
+    };
+    RunningJob {
+        job_id: JobId(id),
+        end,
+        alloc,
+    }
+}
+
+fn run(
+    nodes: &[NodeView],
+    jobs: &[JobRequest],
+    running: &[RunningJob],
+    policy: Policy,
+    now: i64,
+) -> Plan {
+    let parts = [part(nodes.len() as u32)];
+    let view = ClusterView {
+        nodes,
+        parts: &parts,
+        jobs,
+        running,
+    };
+    let cfg = SchedConfig {
+        policy,
+        bf_resolution: 1,
+        ..SchedConfig::default()
+    };
+    crate::plan(&view, &cfg, now)
+}
+
+/// The plan as text: `start 2 on 1` / `plan 1 at 1800 on 0,1,2,3` / `wait 3`.
+fn show(plan: &Plan) -> String {
+    plan.decisions
+        .iter()
+        .map(|(id, d)| {
+            let list = |v: Vec<u32>| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+            match d {
+                Decision::Start(a) => {
+                    let limit = plan
+                        .time_limits
+                        .get(id)
+                        .map(|m| format!(" for {m}m"))
+                        .unwrap_or_default();
+                    format!(
+                        "start {} on {}{limit}",
+                        id.0,
+                        list(a.nodes.iter().map(|n| n.node.0).collect())
+                    )
+                }
+                Decision::Wait(_) => match plan.planned.get(id) {
+                    Some(p) => format!(
+                        "plan {} at {} on {}",
+                        id.0,
+                        p.start,
+                        list(p.nodes().iter().map(|n| n.0).collect())
+                    ),
+                    None => format!("wait {}", id.0),
+                },
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[test]
+fn backfill_fills_gap_before_reserved_start() {
+    let mut nodes = one_cpu_nodes(4);
+    let r = running(9, &mut nodes, &[0], 1800);
+    let jobs = [timed(1, 4, 60), timed(2, 1, 20), timed(3, 1, 60)];
+    let plan = run(&nodes, &jobs, &[r], Policy::Backfill, 0);
+    assert_eq!(
+        show(&plan),
+        "plan 1 at 1800 on 0,1,2,3; start 2 on 1; plan 3 at 5400 on 0"
+    );
+}
+
+#[test]
+fn easy_plans_only_the_queue_head() {
+    let mut nodes = one_cpu_nodes(4);
+    let r = running(9, &mut nodes, &[0], 1800);
+    // Job 3 is blocked by job 1's plan; job 4 (lower priority) could start
+    // in the gap job 3 would have used: EASY lets it, backfill plans job 3
+    // first and job 4 may still start because it ends before both plans.
+    let jobs = [timed(1, 4, 60), timed(2, 3, 120), timed(3, 1, 20)];
+    let easy = run(&nodes, &jobs, std::slice::from_ref(&r), Policy::Easy, 0);
+    assert_eq!(easy.planned.len(), 1);
+    assert_eq!(
+        show(&easy),
+        "plan 1 at 1800 on 0,1,2,3; wait 2; start 3 on 1"
+    );
+    let full = run(&nodes, &jobs, &[r], Policy::Backfill, 0);
+    assert_eq!(
+        show(&full),
+        "plan 1 at 1800 on 0,1,2,3; plan 2 at 5400 on 0,1,2; start 3 on 1"
+    );
+}
+
+#[test]
+fn fcfs_stops_at_the_first_blocked_job() {
+    let mut nodes = one_cpu_nodes(4);
+    let r = running(9, &mut nodes, &[0], 1800);
+    let jobs = [timed(1, 4, 60), timed(2, 1, 20)];
+    let plan = run(&nodes, &jobs, &[r], Policy::Fcfs, 0);
+    assert_eq!(show(&plan), "wait 1; wait 2");
+    assert_eq!(reason(&plan, 1), Some(PendingReason::Resources));
+    assert_eq!(reason(&plan, 2), Some(PendingReason::Priority));
+}
+
+#[test]
+fn long_job_does_not_start_where_it_would_delay_a_plan() {
+    let mut nodes = one_cpu_nodes(2);
+    let r = running(9, &mut nodes, &[0], 600);
+    let jobs = [timed(1, 2, 60), timed(2, 1, 30)];
+    let plan = run(&nodes, &jobs, &[r], Policy::Backfill, 0);
+    assert_eq!(show(&plan), "plan 1 at 600 on 0,1; plan 2 at 4200 on 0");
+}
+
+#[test]
+fn time_min_starts_a_job_with_a_shorter_limit_in_a_gap() {
+    let mut nodes = one_cpu_nodes(2);
+    let r = running(9, &mut nodes, &[0], 1800);
+    let mut second = timed(2, 1, 60);
+    second.time_min = Some(TimeLimit::Minutes(10));
+    let jobs = [timed(1, 2, 60), second];
+    let plan = run(&nodes, &jobs, &[r], Policy::Backfill, 0);
+    assert_eq!(show(&plan), "plan 1 at 1800 on 0,1; start 2 on 1 for 30m");
+}
+
+#[test]
+fn a_multi_node_job_is_planned_as_a_whole() {
+    let mut nodes = one_cpu_nodes(3);
+    let a = running(8, &mut nodes, &[0], 600);
+    let b = running(9, &mut nodes, &[1], 1200);
+    let jobs = [timed(1, 3, 60)];
+    let plan = run(&nodes, &jobs, &[a, b], Policy::Backfill, 0);
+    assert_eq!(show(&plan), "plan 1 at 1200 on 0,1,2");
+}
+
+#[test]
+fn planned_times_are_rounded_up_to_bf_resolution() {
+    let mut nodes = one_cpu_nodes(1);
+    let r = running(9, &mut nodes, &[0], 601);
+    let parts = [part(1)];
+    let jobs = [timed(1, 1, 10)];
+    let view = ClusterView {
+        nodes: &nodes,
+        parts: &parts,
+        jobs: &jobs,
+        running: &[r],
+    };
+    let plan = crate::plan(&view, &SchedConfig::default(), 0);
+    assert_eq!(plan.planned[&JobId(1)].start, 660);
+}
+
+#[test]
+fn no_plan_beyond_bf_window() {
+    let mut nodes = one_cpu_nodes(1);
+    let r = running(9, &mut nodes, &[0], 7200);
+    let parts = [part(1)];
+    let jobs = [timed(1, 1, 10)];
+    let view = ClusterView {
+        nodes: &nodes,
+        parts: &parts,
+        jobs: &jobs,
+        running: &[r],
+    };
+    let cfg = SchedConfig {
+        bf_window: 60,
+        ..SchedConfig::default()
+    };
+    let plan = crate::plan(&view, &cfg, 0);
+    assert!(plan.planned.is_empty());
+    assert_eq!(reason(&plan, 1), Some(PendingReason::Resources));
+}
+
+#[test]
+fn bf_max_job_test_limits_the_jobs_tried() {
+    let nodes = one_cpu_nodes(4);
+    let parts = [part(4)];
+    let jobs = [timed(1, 1, 10), timed(2, 1, 10), timed(3, 1, 10)];
+    let view = ClusterView {
+        nodes: &nodes,
+        parts: &parts,
+        jobs: &jobs,
+        running: &[],
+    };
+    let cfg = SchedConfig {
+        bf_max_job_test: Some(2),
+        ..SchedConfig::default()
+    };
+    assert_eq!(
+        show(&crate::plan(&view, &cfg, 0)),
+        "start 1 on 0; start 2 on 1; wait 3"
+    );
+    let per_user = SchedConfig {
+        bf_max_job_user: Some(1),
+        ..SchedConfig::default()
+    };
+    assert_eq!(
+        show(&crate::plan(&view, &per_user, 0)),
+        "start 1 on 0; wait 2; wait 3"
+    );
+}
+
+// ---- backfill properties ----
+
+/// A random cluster: nodes (some down), jobs already running (placed by a
+/// first pass, with random expected ends) and a pending queue.
+#[derive(Clone, Debug)]
+struct Scenario {
+    nodes: Vec<NodeView>,
+    running: Vec<RunningJob>,
+    jobs: Vec<JobRequest>,
+}
+
+fn scenario() -> impl Strategy<Value = Scenario> {
+    (
+        prop::collection::vec((1u32..5, 0u32..3, prop::bool::weighted(0.85)), 1..7),
+        prop::collection::vec((1u32..3, 1u32..5, 1i64..200), 0..8),
+        prop::collection::vec((1u32..4, 1u32..6, 1u32..120, 0u32..3, 0u64..2), 0..14),
+    )
+        .prop_map(|(node_specs, run_specs, job_specs)| {
+            let mut nodes: Vec<NodeView> = node_specs
+                .iter()
+                .enumerate()
+                .map(|(i, (c, g, _))| node(&format!("n{i}"), *c, 16_000, *g))
+                .collect();
+            let parts = [part(nodes.len() as u32)];
+            // Running jobs: what a first pass on the empty cluster starts.
+            let first: Vec<JobRequest> = run_specs
+                .iter()
+                .enumerate()
+                .map(|(i, (n, t, _))| job(900 + i as u32, *n, (*t).max(*n)))
+                .collect();
+            let p = plan(&nodes, &parts, &first, 0);
+            let mut running = Vec::new();
+            for (id, d) in p.decisions {
+                if let Decision::Start(a) = d {
+                    let k = (id.0 - 900) as usize;
+                    for na in &a.nodes {
+                        let n = &mut nodes[na.node.0 as usize];
+                        n.alloc_cpus += na.cpus;
+                        n.alloc_mem += na.mem;
+                        n.n_jobs += 1;
+                        for (pool, idxs) in &na.gres {
+                            for i in idxs {
+                                n.gres[*pool].used[*i as usize] = true;
+                            }
+                        }
+                    }
+                    running.push(RunningJob {
+                        job_id: id,
+                        end: run_specs[k].2 * 60,
+                        alloc: a,
+                    });
+                }
+            }
+            // Some nodes go down or drain after their jobs started.
+            for (n, (_, _, up)) in nodes.iter_mut().zip(&node_specs) {
+                n.available = *up;
+            }
+            let jobs = job_specs
+                .iter()
+                .enumerate()
+                .map(|(i, (n, t, minutes, prio, g))| {
+                    let mut j = timed(i as u32 + 1, *n, 1);
+                    j.ntasks = (*t).max(*n);
+                    j.time_limit = TimeLimit::Minutes(*minutes);
+                    j.priority = 100 + prio;
+                    j.user = 1000 + (i as u32 % 3);
+                    if *g > 0 {
+                        j.gres_per_node = vec![Gres {
+                            name: "gpu".into(),
+                            type_: None,
+                            count: *g,
+                        }];
+                    }
+                    j
+                })
+                .collect();
+            Scenario {
+                nodes,
+                running,
+                jobs,
+            }
+        })
+}
+
+fn plan_of(s: &Scenario, policy: Policy) -> Plan {
+    run(&s.nodes, &s.jobs, &s.running, policy, 0)
+}
+
+/// Every hold the plan implies: (node, from, until, share), running jobs
+/// included.
+fn holds(s: &Scenario, p: &Plan) -> Vec<(usize, i64, i64, NodeAlloc)> {
+    let limit = |id: JobId| {
+        let j = s.jobs.iter().find(|j| j.job_id == id).expect("job");
+        p.time_limits
+            .get(&id)
+            .map_or(limit_secs(j.time_limit), |m| i64::from(*m) * 60)
+    };
+    let mut out = Vec::new();
+    for r in &s.running {
+        for na in &r.alloc.nodes {
+            out.push((na.node.0 as usize, 0, r.end, na.clone()));
+        }
+    }
+    for (id, d) in &p.decisions {
+        if let Decision::Start(a) = d {
+            for na in &a.nodes {
+                out.push((na.node.0 as usize, 0, limit(*id), na.clone()));
+            }
+        }
+    }
+    out
+}
+
+proptest! {
+    /// Neither now nor at any later moment of the plan does a node give
+    /// more CPUs or memory than it has, or one GPU to two jobs.
+    #[test]
+    fn backfill_gives_no_tres_twice(s in scenario()) {
+        let p = plan_of(&s, Policy::Backfill);
+        let mut all = holds(&s, &p);
+        // Planned jobs hold their planned shares over their planned interval.
+        for (id, pl) in &p.planned {
+            let j = s.jobs.iter().find(|j| j.job_id == *id).expect("job");
+            for na in &pl.alloc.nodes {
+                all.push((na.node.0 as usize, pl.start, pl.start + limit_secs(j.time_limit), na.clone()));
+            }
+        }
+        let mut times: Vec<i64> = all.iter().map(|h| h.1).collect();
+        times.sort();
+        times.dedup();
+        for t in times {
+            for (i, n) in s.nodes.iter().enumerate() {
+                let here: Vec<&(usize, i64, i64, NodeAlloc)> =
+                    all.iter().filter(|h| h.0 == i && h.1 <= t && t < h.2).collect();
+                let cpus: u32 = here.iter().map(|h| h.3.cpus).sum();
+                let mem: u64 = here.iter().map(|h| h.3.mem).sum();
+                prop_assert!(cpus <= n.cpus, "node {i} at {t}: {cpus} cpus of {}", n.cpus);
+                prop_assert!(mem <= n.real_memory);
+                let mut gpus: Vec<u32> = here.iter().flat_map(|h| h.3.gres.iter().flat_map(|g| g.1.clone())).collect();
+                let before = gpus.len();
+                gpus.sort();
+                gpus.dedup();
+                prop_assert_eq!(before, gpus.len());
+            }
+        }
+    }
+
+    /// No job starts, or is planned, on a node that is down or drained.
+    #[test]
+    fn backfill_never_uses_unavailable_nodes(s in scenario()) {
+        for policy in [Policy::Fcfs, Policy::Easy, Policy::Backfill] {
+            let p = plan_of(&s, policy);
+            for (_, d) in &p.decisions {
+                if let Decision::Start(a) = d {
+                    for na in &a.nodes {
+                        prop_assert!(s.nodes[na.node.0 as usize].available);
+                    }
+                }
+            }
+            for pl in p.planned.values() {
+                for n in &pl.nodes() {
+                    prop_assert!(s.nodes[n.0 as usize].available);
+                }
+            }
+        }
+    }
+
+    /// Lower-priority jobs never delay a higher-priority job: each job's
+    /// start or planned start is the same as when only it and the jobs
+    /// before it in priority order are queued.
+    #[test]
+    fn backfill_never_delays_a_higher_priority_plan(s in scenario()) {
+        let full = plan_of(&s, Policy::Backfill);
+        let order: Vec<JobId> = full.decisions.iter().map(|(id, _)| *id).collect();
+        for (k, id) in order.iter().enumerate() {
+            let prefix: Vec<JobRequest> = s
+                .jobs
+                .iter()
+                .filter(|j| order[..=k].contains(&j.job_id))
+                .cloned()
+                .collect();
+            let alone = plan_of(&Scenario { jobs: prefix, ..s.clone() }, Policy::Backfill);
+            let started = |p: &Plan| p.decisions.iter().any(|(j, d)| j == id && matches!(d, Decision::Start(_)));
+            prop_assert_eq!(started(&full), started(&alone));
+            prop_assert_eq!(full.planned.get(id), alone.planned.get(id));
+        }
+    }
+
+    /// The plan depends neither on the order of the pending jobs nor on the
+    /// order of the running ones.
+    #[test]
+    fn backfill_is_deterministic_in_any_input_order(s in scenario(), seed in any::<u64>()) {
+        let mut shuffled = s.clone();
+        let mut x = seed;
+        let mut next = |len: usize| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 33) as usize % len
+        };
+        for i in (1..shuffled.jobs.len()).rev() {
+            let k = next(i + 1);
+            shuffled.jobs.swap(i, k);
+        }
+        for i in (1..shuffled.running.len()).rev() {
+            let k = next(i + 1);
+            shuffled.running.swap(i, k);
+        }
+        for policy in [Policy::Fcfs, Policy::Easy, Policy::Backfill] {
+            prop_assert_eq!(plan_of(&s, policy), plan_of(&shuffled, policy));
+        }
     }
 }

@@ -680,7 +680,13 @@ fn value(kind: FieldKind, job: &JobInfo, now: Timestamp, noconvert: bool) -> (St
         K::ExcNodes => (nodes(&job.exc_nodes), false),
         K::CoreSpec => ("N/A".to_string(), true),
         K::Nice => (job.nice.to_string(), true),
-        K::SchedNodes => ("(null)".to_string(), true),
+        K::SchedNodes => {
+            if job.sched_nodes.is_empty() {
+                ("(null)".to_string(), true)
+            } else {
+                (hostlist::compress(&job.sched_nodes), true)
+            }
+        }
         K::WorkDir => (job.work_dir.clone(), true),
         K::NumTasks => (job.num_tasks.to_string(), true),
         K::CpusPerTask => (job.cpus_per_task.to_string(), true),

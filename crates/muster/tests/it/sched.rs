@@ -93,3 +93,38 @@ fn hold_release_and_requeue() {
     assert_eq!(c.wait_done(id, secs(10)), "COMPLETED");
     assert_eq!(c.job_field(id, "Restarts"), "1");
 }
+
+#[test]
+fn pending_jobs_show_their_planned_start_and_explain_says_why() {
+    let c = cluster(2);
+    let blocker = c.submit(&["-N", "2", "--exclusive", "-t", "10", "--wrap", "sleep 300"]);
+    c.wait_state(blocker, "RUNNING", secs(10));
+    let waiting = c.submit(&["-N", "2", "-t", "5", "--wrap", "true"]);
+    let (w, b) = (waiting.to_string(), blocker.to_string());
+    // The plan: when the blocker reaches its 10-minute limit, on both nodes.
+    let start = parse_time(&c.job_field(waiting, "StartTime"));
+    let blocker_start = parse_time(&c.job_field(blocker, "StartTime"));
+    assert!(
+        (600..=660).contains(&(start - blocker_start)),
+        "planned {start}, blocker started {blocker_start}"
+    );
+    let out = c.ok("squeue", &["--start", "-h", "-j", &w, "-o", "%Y %r"]);
+    assert_eq!(out.stdout.trim(), "node[1-2] Resources");
+    let show = c.ok("scontrol", &["show", "job", &w]).stdout;
+    assert!(show.contains(" SchedNodeList=node[1-2]\n"), "{show}");
+    let explained = c.ok("explain", &[&w]).stdout;
+    assert!(explained.contains(&format!("Job {w} (")), "{explained}");
+    assert!(
+        explained.contains(&format!("when job {b} reaches its time limit")),
+        "{explained}"
+    );
+    assert!(explained.contains("Expected start: "), "{explained}");
+    let unknown = c.run("explain", &["999999"]);
+    assert!(!unknown.ok());
+    assert!(
+        unknown.stderr.contains("Invalid job id specified"),
+        "{unknown}"
+    );
+    c.ok("scancel", &[&b]);
+    assert_eq!(c.wait_done(waiting, secs(15)), "COMPLETED");
+}

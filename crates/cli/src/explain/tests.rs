@@ -1,0 +1,68 @@
+use super::*;
+use model::JobId;
+use proto::ExplainNode;
+
+fn utc() {
+    std::env::set_var("TZ", "UTC");
+}
+
+#[test]
+fn a_planned_job_is_explained_in_words() {
+    utc();
+    let x = JobExplanation {
+        job_id: JobId(42),
+        user: "alice".into(),
+        partition: "debug".into(),
+        state: JobState::Pending,
+        reason: PendingReason::Resources,
+        priority: 4_294_901_757,
+        position: Some(3),
+        n_queued: 5,
+        ahead: Some((JobId(41), 4_294_901_758)),
+        first: Some((JobId(39), 4_294_901_760)),
+        request: "2 nodes, 4 CPUs".into(),
+        time_limit: TimeLimit::Minutes(60),
+        start_time: Some(7200),
+        planned_nodes: vec!["node1".into(), "node2".into()],
+        waits_for: vec![(JobId(40), 7200), (JobId(38), 3600)],
+        candidates: vec![
+            ExplainNode {
+                name: "node1".into(),
+                state: "allocated".into(),
+                cpus: 2,
+                alloc_cpus: 2,
+                jobs: vec![(JobId(40), Some(7200))],
+            },
+            ExplainNode {
+                name: "node2".into(),
+                state: "drained".into(),
+                cpus: 2,
+                alloc_cpus: 0,
+                jobs: vec![],
+            },
+        ],
+    };
+    assert_eq!(
+        render(&x, 100),
+        "\
+Job 42 (alice, partition debug) is PENDING.
+It asks for 2 nodes, 4 CPUs with a time limit of 1:00:00.
+It waits because the resources it needs are in use by running jobs.
+Queue: 3rd of 5 jobs the scheduler tries, with priority 4294901757; job 41 just ahead has 4294901758 (1 more); the first, job 39, has 4294901760.
+Nodes that could run it: 1 of 2 in its partition are up.
+  node1        allocated  2/2 CPUs in use, running job 40 until 1970-01-01T02:00:00
+  node2        drained    0/2 CPUs in use, nothing running
+Expected start: 1970-01-01T02:00:00 on node[1-2], when job 40 reaches its time limit at 1970-01-01T02:00:00 (the last of 2 running jobs on those nodes). Jobs that end early make it sooner.
+"
+    );
+}
+
+#[test]
+fn ordinals() {
+    assert_eq!(ordinal(1), "1st");
+    assert_eq!(ordinal(2), "2nd");
+    assert_eq!(ordinal(3), "3rd");
+    assert_eq!(ordinal(11), "11th");
+    assert_eq!(ordinal(22), "22nd");
+    assert_eq!(ordinal(104), "104th");
+}

@@ -1,0 +1,564 @@
+//! Backfill (Slurm's sched/backfill): one pass over the pending jobs in
+//! priority order against a timeline of when resources come free.
+//!
+//! ```text
+//!   running jobs' expected ends (start + time limit)  ----+
+//!                                                         v
+//!   pending jobs, by priority --> for each job: earliest time T at which it
+//!                                 fits on specific nodes for its whole limit,
+//!                                 given the ends above and the plans made so far
+//!                                   T == now  -> start it
+//!                                   T >  now  -> plan it there (a reservation
+//!                                                that later jobs must not delay)
+//! ```
+//!
+//! A lower-priority job starts now only where it delays none of the plans
+//! made for higher-priority jobs: the plans are laid over the nodes for the
+//! interval the job would run, so it fits either beside them or in the gap
+//! before they start. The policy chooses how many plans are made: none
+//! (FCFS: the queue stops at the first job that does not fit), one for the
+//! first blocked job (textbook EASY), or one for every job (Slurm's
+//! backfill, the default).
+//!
+//! Plans only ever hold resources that are free at their start, so a
+//! reservation's usage is counted once per node even where it and a
+//! running job overlap (a node is then counted as busier than it is: the
+//! answer is safe, sometimes later than it could be).
+
+use crate::ordering::{priority_order, Decision};
+use crate::placement::{
+    diagnose, emptied, place_ranked, Allocation, JobRequest, NodeAlloc, NodeView, PartView, Unfit,
+};
+use crate::NodeIdx;
+use model::{JobId, PendingReason, TimeLimit, Timestamp};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// A time far enough away to stand for "never" (an unlimited job's end)
+/// while leaving room to add durations to it.
+pub const FOREVER: Timestamp = i64::MAX / 4;
+
+/// Which scheduler runs: the same pass with more or fewer plans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// First come, first served: jobs start in priority order and the
+    /// first job of a partition that does not fit stops that partition
+    /// (Slurm's sched/builtin).
+    Fcfs,
+    /// Textbook EASY backfilling: the first blocked job gets a planned
+    /// start; any later job may start now if it does not delay it.
+    Easy,
+    /// Slurm's backfill (conservative backfilling): every blocked job gets
+    /// a planned start, and no job delays the plan of a higher-priority one.
+    Backfill,
+}
+
+/// Scheduler settings (SchedulerType and SchedulerParameters).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedConfig {
+    /// Which scheduler.
+    pub policy: Policy,
+    /// `bf_window` (minutes): how far ahead plans are made. A job that
+    /// cannot start within it gets no planned start.
+    pub bf_window: u32,
+    /// `bf_resolution` (seconds): planned times are rounded up to it.
+    pub bf_resolution: u32,
+    /// `bf_max_job_test`: how many jobs one pass tries; `None` is the whole
+    /// queue (the default here: the pass is fast enough).
+    pub bf_max_job_test: Option<u32>,
+    /// `bf_max_job_user`: how many jobs of one user one pass tries.
+    pub bf_max_job_user: Option<u32>,
+    /// `bf_continue`: accepted; a pass here never yields half way, so there
+    /// is nothing to continue.
+    pub bf_continue: bool,
+    /// `bf_interval` (seconds): the longest time between two passes while
+    /// jobs are pending (passes also run at once after every change).
+    pub bf_interval: u32,
+    /// `default_queue_depth`: how many jobs the FCFS policy tries per pass.
+    pub default_queue_depth: u32,
+    /// `sched_interval` (seconds): accepted and checked; passes are driven
+    /// by events and `bf_interval`.
+    pub sched_interval: u32,
+}
+
+impl Default for SchedConfig {
+    fn default() -> SchedConfig {
+        SchedConfig {
+            policy: Policy::Backfill,
+            bf_window: 1440,
+            bf_resolution: 60,
+            bf_max_job_test: None,
+            bf_max_job_user: None,
+            bf_continue: false,
+            bf_interval: 30,
+            default_queue_depth: 100,
+            sched_interval: 60,
+        }
+    }
+}
+
+/// A job holding resources, and when it is expected to give them back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunningJob {
+    /// The job.
+    pub job_id: JobId,
+    /// Expected end: start plus time limit (`FOREVER` for no limit).
+    pub end: Timestamp,
+    /// What it holds.
+    pub alloc: Allocation,
+}
+
+/// Everything one pass looks at.
+#[derive(Clone, Copy, Debug)]
+pub struct ClusterView<'a> {
+    /// The nodes, with what running jobs use of them now.
+    pub nodes: &'a [NodeView],
+    /// The partitions.
+    pub parts: &'a [PartView],
+    /// Eligible pending jobs (not held, begin time reached), in any order.
+    pub jobs: &'a [JobRequest],
+    /// Jobs holding resources (their use is already in `nodes`).
+    pub running: &'a [RunningJob],
+}
+
+/// Where and when a job that cannot start now is planned to start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Planned {
+    /// Expected start.
+    pub start: Timestamp,
+    /// What it is planned to take, on which nodes.
+    pub alloc: Allocation,
+}
+
+impl Planned {
+    /// The nodes it is planned on.
+    pub fn nodes(&self) -> Vec<NodeIdx> {
+        self.alloc.nodes.iter().map(|n| n.node).collect()
+    }
+}
+
+/// A scheduling pass's decisions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// One decision per job passed in, in the order the jobs were tried.
+    pub decisions: Vec<(JobId, Decision)>,
+    /// Planned starts of jobs that wait.
+    pub planned: BTreeMap<JobId, Planned>,
+    /// Jobs started with less than their limit (`--time-min`): the limit
+    /// they run with, in minutes.
+    pub time_limits: BTreeMap<JobId, u32>,
+}
+
+/// Seconds of a time limit (`FOREVER` for none).
+pub fn limit_secs(limit: TimeLimit) -> i64 {
+    match limit {
+        TimeLimit::Minutes(m) => i64::from(m) * 60,
+        TimeLimit::Unlimited => FOREVER,
+    }
+}
+
+/// A node share with the end or the interval it is held for.
+#[derive(Clone, Debug)]
+struct Hold {
+    from: Timestamp,
+    until: Timestamp,
+    share: NodeAlloc,
+    exclusive: bool,
+}
+
+fn free_cpus(n: &NodeView) -> i64 {
+    if !n.available || n.exclusive_in_use {
+        0
+    } else {
+        i64::from(n.cpus.saturating_sub(n.alloc_cpus))
+    }
+}
+
+fn apply(n: &mut NodeView, h: &Hold, add: bool) {
+    if add {
+        n.alloc_cpus += h.share.cpus;
+        n.alloc_mem += h.share.mem;
+        n.n_jobs += 1;
+        n.exclusive_in_use |= h.exclusive;
+    } else {
+        n.alloc_cpus = n.alloc_cpus.saturating_sub(h.share.cpus);
+        n.alloc_mem = n.alloc_mem.saturating_sub(h.share.mem);
+        n.n_jobs = n.n_jobs.saturating_sub(1);
+        if h.exclusive {
+            n.exclusive_in_use = false;
+        }
+    }
+    for (pool, idxs) in &h.share.gres {
+        let Some(pool) = n.gres.get_mut(*pool) else {
+            continue;
+        };
+        for idx in idxs {
+            if let Some(k) = pool.indexes.iter().position(|i| i == idx) {
+                pool.used[k] = add;
+            }
+        }
+    }
+}
+
+/// Copies what is in use (not the configuration) from `from` to `to`.
+fn copy_use(to: &mut NodeView, from: &NodeView) {
+    to.alloc_cpus = from.alloc_cpus;
+    to.alloc_mem = from.alloc_mem;
+    to.n_jobs = from.n_jobs;
+    to.exclusive_in_use = from.exclusive_in_use;
+    for (t, f) in to.gres.iter_mut().zip(&from.gres) {
+        t.used.clone_from(&f.used);
+    }
+}
+
+/// The timeline one pass works on.
+struct Timeline {
+    now: Timestamp,
+    resolution: i64,
+    /// The nodes now, with the jobs started in this pass.
+    base: Vec<NodeView>,
+    /// `base` as seen by the job being tried at one time: running jobs that
+    /// ended by then are gone, and plans overlapping its run are laid on.
+    work: Vec<NodeView>,
+    dirty: Vec<usize>,
+    is_dirty: Vec<bool>,
+    /// Free CPUs on available nodes of `work`: a quick test before placing.
+    free: i64,
+    /// Per node: running jobs' shares, held until their end.
+    running_on: Vec<Vec<Hold>>,
+    /// Per node: planned shares, held over their interval.
+    planned_on: Vec<Vec<Hold>>,
+    /// Times at which something may come free (rounded), with its nodes.
+    releases: BTreeMap<Timestamp, Vec<usize>>,
+    /// Planned starts, with their nodes.
+    plan_starts: BTreeMap<Timestamp, Vec<usize>>,
+    /// Per node: the earliest planned start on it (ranks nodes for jobs
+    /// starting now: short jobs go where a plan starts soonest after them).
+    next_plan: Vec<u64>,
+    /// Per node: free CPUs now (ranks nodes for plans: take the nodes busy
+    /// now, leave the free ones for jobs that can start at once).
+    free_now: Vec<u64>,
+}
+
+impl Timeline {
+    fn new(nodes: &[NodeView], running: &[RunningJob], now: Timestamp, resolution: u32) -> Self {
+        let mut t = Timeline {
+            now,
+            resolution: i64::from(resolution.max(1)),
+            base: nodes.to_vec(),
+            work: nodes.to_vec(),
+            dirty: Vec::new(),
+            is_dirty: vec![false; nodes.len()],
+            free: nodes.iter().map(free_cpus).sum(),
+            running_on: vec![Vec::new(); nodes.len()],
+            planned_on: vec![Vec::new(); nodes.len()],
+            releases: BTreeMap::new(),
+            plan_starts: BTreeMap::new(),
+            next_plan: vec![u64::MAX; nodes.len()],
+            free_now: nodes.iter().map(|n| free_cpus(n) as u64).collect(),
+        };
+        for r in running {
+            // A job past its limit is being ended: expect it gone at once.
+            t.add_running(r.end.max(now + 1), &r.alloc);
+        }
+        t
+    }
+
+    fn round_up(&self, time: Timestamp) -> Timestamp {
+        if time >= FOREVER {
+            return FOREVER;
+        }
+        let r = self.resolution;
+        (time + r - 1).div_euclid(r) * r
+    }
+
+    fn add_running(&mut self, end: Timestamp, alloc: &Allocation) {
+        let key = self.round_up(end);
+        for na in &alloc.nodes {
+            let i = na.node.0 as usize;
+            if i >= self.base.len() {
+                continue;
+            }
+            self.running_on[i].push(Hold {
+                from: self.now,
+                until: end,
+                share: na.clone(),
+                exclusive: alloc.exclusive,
+            });
+            if key < FOREVER {
+                self.releases.entry(key).or_default().push(i);
+            }
+        }
+    }
+
+    fn mark(&mut self, i: usize) {
+        if !self.is_dirty[i] {
+            self.is_dirty[i] = true;
+            self.dirty.push(i);
+        }
+    }
+
+    /// Rebuilds node `i` of `work` for a job running over `[t, t + d)`.
+    fn recompute(&mut self, i: usize, t: Timestamp, d: i64) {
+        self.mark(i);
+        let old = free_cpus(&self.work[i]);
+        let (base, work) = (&self.base[i], &mut self.work[i]);
+        copy_use(work, base);
+        for h in &self.running_on[i] {
+            if h.until <= t {
+                apply(work, h, false);
+            }
+        }
+        for h in &self.planned_on[i] {
+            if h.from < t + d && h.until > t {
+                apply(work, h, true);
+            }
+        }
+        self.free += free_cpus(work) - old;
+    }
+
+    /// Puts `work` back to `base`.
+    fn reset(&mut self) {
+        for i in std::mem::take(&mut self.dirty) {
+            self.is_dirty[i] = false;
+            let old = free_cpus(&self.work[i]);
+            copy_use(&mut self.work[i], &self.base[i]);
+            self.free += free_cpus(&self.work[i]) - old;
+        }
+    }
+
+    /// The earliest time up to `horizon` at which `job` fits for `d`
+    /// seconds without touching any plan, and where.
+    fn earliest(
+        &mut self,
+        job: &JobRequest,
+        parts: &[PartView],
+        d: i64,
+        horizon: Timestamp,
+    ) -> Option<(Timestamp, Allocation)> {
+        let now = self.now;
+        let demand = demand_cpus(job);
+        let overlapping: Vec<usize> = self
+            .plan_starts
+            .range(..now.saturating_add(d))
+            .flat_map(|(_, nodes)| nodes.iter().copied())
+            .collect();
+        for i in overlapping {
+            self.recompute(i, now, d);
+        }
+        let mut t = now;
+        let found = loop {
+            if self.free >= demand {
+                let rank = if t == now {
+                    &self.next_plan
+                } else {
+                    &self.free_now
+                };
+                if let Some(a) = place_ranked(job, parts, &self.work, rank) {
+                    break Some((t, a));
+                }
+            }
+            if t >= horizon {
+                break None;
+            }
+            let Some((&next, _)) = self
+                .releases
+                .range((Bound::Excluded(t), Bound::Unbounded))
+                .next()
+            else {
+                break None;
+            };
+            if next > horizon {
+                break None;
+            }
+            let mut touched: Vec<usize> = self.releases[&next].clone();
+            touched.extend(
+                self.plan_starts
+                    .range(t.saturating_add(d)..next.saturating_add(d))
+                    .flat_map(|(_, nodes)| nodes.iter().copied()),
+            );
+            for i in touched {
+                self.recompute(i, next, d);
+            }
+            t = next;
+        };
+        self.reset();
+        found
+    }
+
+    /// Whether `job` can start now for `d` seconds without delaying a plan.
+    fn fits_now(&mut self, job: &JobRequest, parts: &[PartView], d: i64) -> Option<Allocation> {
+        // Nothing running now leaves enough CPUs: no need to look further.
+        if self.free < demand_cpus(job) {
+            return None;
+        }
+        let now = self.now;
+        self.earliest(job, parts, d, now).map(|(_, a)| a)
+    }
+
+    fn start(&mut self, d: i64, alloc: &Allocation) {
+        for na in &alloc.nodes {
+            let i = na.node.0 as usize;
+            let h = Hold {
+                from: self.now,
+                until: self.now + d,
+                share: na.clone(),
+                exclusive: alloc.exclusive,
+            };
+            apply(&mut self.base[i], &h, true);
+            self.free_now[i] = free_cpus(&self.base[i]) as u64;
+            let old = free_cpus(&self.work[i]);
+            copy_use(&mut self.work[i], &self.base[i]);
+            self.free += free_cpus(&self.work[i]) - old;
+        }
+        self.add_running(self.now.saturating_add(d), alloc);
+    }
+
+    fn reserve(&mut self, start: Timestamp, d: i64, alloc: &Allocation) {
+        let end = start.saturating_add(d);
+        let key = self.round_up(end);
+        for na in &alloc.nodes {
+            let i = na.node.0 as usize;
+            self.planned_on[i].push(Hold {
+                from: start,
+                until: end,
+                share: na.clone(),
+                exclusive: alloc.exclusive,
+            });
+            self.plan_starts.entry(start).or_default().push(i);
+            if key < FOREVER {
+                self.releases.entry(key).or_default().push(i);
+            }
+            self.next_plan[i] = self.next_plan[i].min(start as u64);
+        }
+    }
+}
+
+/// CPUs a job needs at the least (a quick necessary test before placing).
+fn demand_cpus(job: &JobRequest) -> i64 {
+    let cpt = i64::from(job.cpus_per_task.max(1));
+    let tasks = match job.ntasks_per_node {
+        Some(tpn) => i64::from(tpn) * i64::from(job.min_nodes.max(1)),
+        None => i64::from(job.ntasks.max(1)),
+    };
+    if job.exclusive {
+        i64::from(job.min_nodes.max(1))
+    } else {
+        tasks * cpt
+    }
+}
+
+/// One scheduling pass: which of `view.jobs` start now, and when and where
+/// the others are planned to start. Deterministic: the same view, config
+/// and `now` give the same plan, whatever order the jobs and running jobs
+/// come in.
+pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
+    let (parts, jobs) = (view.parts, view.jobs);
+    let order = priority_order(jobs, parts);
+    let mut tl = Timeline::new(view.nodes, view.running, now, cfg.bf_resolution);
+    let horizon = match cfg.policy {
+        Policy::Backfill => now.saturating_add(i64::from(cfg.bf_window) * 60),
+        // The reference policies plan without a window, as the textbook.
+        Policy::Fcfs | Policy::Easy => FOREVER,
+    };
+    let mut healthy_empty: Option<Vec<NodeView>> = None;
+    let mut blocked_parts = vec![false; parts.len()];
+    let mut n_planned = 0u32;
+    let mut n_tested = 0u32;
+    let mut tested_per_user: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut plan = Plan::default();
+    for idx in order {
+        let job = &jobs[idx];
+        let behind = job.partitions.iter().any(|p| blocked_parts[*p]);
+        let d = limit_secs(job.time_limit);
+        let may_try = match cfg.policy {
+            Policy::Fcfs => !behind && n_tested < cfg.default_queue_depth,
+            Policy::Easy | Policy::Backfill => {
+                cfg.bf_max_job_test.is_none_or(|m| n_tested < m)
+                    && cfg
+                        .bf_max_job_user
+                        .is_none_or(|m| tested_per_user.get(&job.user).copied().unwrap_or(0) < m)
+            }
+        };
+        if may_try {
+            n_tested += 1;
+            *tested_per_user.entry(job.user).or_default() += 1;
+            let mut start = tl.fits_now(job, parts, d).map(|a| (a, None));
+            if start.is_none() {
+                start = shortened_start(&mut tl, job, parts, d);
+            }
+            if let Some((alloc, minutes)) = start {
+                let run_for = minutes.map_or(d, |m| i64::from(m) * 60);
+                tl.start(run_for, &alloc);
+                if let Some(m) = minutes {
+                    plan.time_limits.insert(job.job_id, m);
+                }
+                plan.decisions.push((job.job_id, Decision::Start(alloc)));
+                continue;
+            }
+        }
+        let wants_plan = may_try
+            && match cfg.policy {
+                Policy::Fcfs => false,
+                Policy::Easy => n_planned == 0,
+                Policy::Backfill => true,
+            };
+        let mut unfit = None;
+        if wants_plan {
+            if let Some((start, alloc)) = tl.earliest(job, parts, d, horizon) {
+                tl.reserve(start, d, &alloc);
+                n_planned += 1;
+                plan.planned.insert(job.job_id, Planned { start, alloc });
+                unfit = Some(Unfit::Busy);
+            }
+        }
+        let unfit = unfit.unwrap_or_else(|| {
+            let empty = healthy_empty.get_or_insert_with(|| emptied(view.nodes));
+            diagnose(job, parts, view.nodes, empty)
+        });
+        let reason = match unfit {
+            Unfit::Never(reason) => reason,
+            Unfit::NodesUnavailable => PendingReason::NodesDown,
+            Unfit::Busy => {
+                for p in &job.partitions {
+                    blocked_parts[*p] = true;
+                }
+                if behind {
+                    PendingReason::Priority
+                } else {
+                    PendingReason::Resources
+                }
+            }
+        };
+        plan.decisions.push((job.job_id, Decision::Wait(reason)));
+    }
+    plan
+}
+
+/// `--time-min`: the longest limit between the job's minimum and its limit
+/// that lets it start now in the gap before a plan, with that limit.
+fn shortened_start(
+    tl: &mut Timeline,
+    job: &JobRequest,
+    parts: &[PartView],
+    d: i64,
+) -> Option<(Allocation, Option<u32>)> {
+    let min = limit_secs(job.time_min?);
+    if min >= d {
+        return None;
+    }
+    let now = tl.now;
+    // The gaps end where plans start; try the longest first.
+    let gaps: Vec<i64> = tl
+        .plan_starts
+        .range(now.saturating_add(min + 1)..now.saturating_add(d))
+        .rev()
+        .map(|(s, _)| (s - now) / 60 * 60)
+        .filter(|g| *g >= min && *g > 0)
+        .take(16)
+        .collect();
+    gaps.into_iter().find_map(|g| {
+        tl.fits_now(job, parts, g)
+            .map(|a| (a, Some((g / 60) as u32)))
+    })
+}
