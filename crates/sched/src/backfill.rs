@@ -334,6 +334,7 @@ impl Timeline {
         job: &JobRequest,
         parts: &[PartView],
         d: i64,
+        not_before: Timestamp,
         horizon: Timestamp,
     ) -> Option<(Timestamp, Allocation)> {
         let now = self.now;
@@ -348,7 +349,7 @@ impl Timeline {
         }
         let mut t = now;
         let found = loop {
-            if self.free >= demand {
+            if self.free >= demand && t >= not_before {
                 let rank = if t == now {
                     &self.next_plan
                 } else {
@@ -393,7 +394,7 @@ impl Timeline {
             return None;
         }
         let now = self.now;
-        self.earliest(job, parts, d, now).map(|(_, a)| a)
+        self.earliest(job, parts, d, now, now).map(|(_, a)| a)
     }
 
     fn start(&mut self, d: i64, alloc: &Allocation) {
@@ -467,8 +468,16 @@ pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
     let mut n_tested = 0u32;
     let mut tested_per_user: BTreeMap<u32, u32> = BTreeMap::new();
     let mut plan = Plan::default();
+    // What earlier jobs of the same shape learnt in this pass. The nodes
+    // only fill up as the pass goes on (starts and plans are added, never
+    // removed), so a later job of the same shape cannot start where an
+    // earlier one could not, nor be planned earlier than it was: arrays
+    // and loops of identical jobs cost one test each, not a sweep each.
+    let mut memo: BTreeMap<String, ShapeMemo> = BTreeMap::new();
     for idx in order {
         let job = &jobs[idx];
+        let shape = shape_key(job);
+        let known = memo.get(&shape).cloned().unwrap_or_default();
         let behind = job.partitions.iter().any(|p| blocked_parts[*p]);
         let d = limit_secs(job.time_limit);
         let may_try = match cfg.policy {
@@ -483,9 +492,15 @@ pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
         if may_try {
             n_tested += 1;
             *tested_per_user.entry(job.user).or_default() += 1;
-            let mut start = tl.fits_now(job, parts, d).map(|a| (a, None));
+            let mut start = None;
+            if !known.failed_now {
+                start = tl.fits_now(job, parts, d).map(|a| (a, None));
+                if start.is_none() {
+                    start = shortened_start(&mut tl, job, parts, d);
+                }
+            }
             if start.is_none() {
-                start = shortened_start(&mut tl, job, parts, d);
+                memo.entry(shape.clone()).or_default().failed_now = true;
             }
             if let Some((alloc, minutes)) = start {
                 let run_for = minutes.map_or(d, |m| i64::from(m) * 60);
@@ -504,18 +519,35 @@ pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
                 Policy::Backfill => true,
             };
         let mut unfit = None;
+        let found = match known.planned_from {
+            // An identical job found no plan: neither will this one.
+            Some(None) => None,
+            not_before if wants_plan => {
+                let from = not_before.flatten().unwrap_or(now);
+                let found = tl.earliest(job, parts, d, from, horizon);
+                memo.entry(shape.clone()).or_default().planned_from =
+                    Some(found.as_ref().map(|(t, _)| *t));
+                found
+            }
+            _ => None,
+        };
         if wants_plan {
-            if let Some((start, alloc)) = tl.earliest(job, parts, d, horizon) {
+            if let Some((start, alloc)) = found {
                 tl.reserve(start, d, &alloc);
                 n_planned += 1;
                 plan.planned.insert(job.job_id, Planned { start, alloc });
                 unfit = Some(Unfit::Busy);
             }
         }
-        let unfit = unfit.unwrap_or_else(|| {
-            let empty = healthy_empty.get_or_insert_with(|| emptied(view.nodes));
-            diagnose(job, parts, view.nodes, empty)
-        });
+        let unfit = match (unfit, known.unfit) {
+            (Some(u), _) | (None, Some(u)) => u,
+            (None, None) => {
+                let empty = healthy_empty.get_or_insert_with(|| emptied(view.nodes));
+                let u = diagnose(job, parts, view.nodes, empty);
+                memo.entry(shape).or_default().unfit = Some(u);
+                u
+            }
+        };
         let reason = match unfit {
             Unfit::Never(reason) => reason,
             Unfit::NodesUnavailable => PendingReason::NodesDown,
@@ -533,6 +565,30 @@ pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
         plan.decisions.push((job.job_id, Decision::Wait(reason)));
     }
     plan
+}
+
+/// What one pass learnt about jobs of one shape.
+#[derive(Clone, Debug, Default)]
+struct ShapeMemo {
+    /// One could not start now.
+    failed_now: bool,
+    /// One was planned from this time on (`Some(None)`: no plan found).
+    planned_from: Option<Option<Timestamp>>,
+    /// Why one waits, when it had no plan.
+    unfit: Option<Unfit>,
+}
+
+/// Everything about a job's request that placement reads: jobs with the
+/// same key fit in the same places.
+fn shape_key(job: &JobRequest) -> String {
+    let shape = JobRequest {
+        job_id: JobId(0),
+        priority: 0,
+        submit_time: 0,
+        user: 0,
+        ..job.clone()
+    };
+    format!("{shape:?}")
 }
 
 /// `--time-min`: the longest limit between the job's minimum and its limit
