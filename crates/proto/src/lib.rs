@@ -823,7 +823,7 @@ pub struct JobInfo {
     pub submit_line: String,
     /// Pending: the nodes the backfill plan expects it to start on
     /// (`SchedNodeList`, squeue's `%Y`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub sched_nodes: Vec<String>,
     /// For an array's records: the array's job id (`ArrayJobId=`).
     #[serde(default)]

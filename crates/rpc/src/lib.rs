@@ -409,6 +409,7 @@ mod tests {
             nodes: vec!["node1".into(), "node2".into()],
             start_time: Some(1_700_000_000),
             comment: Some("x".into()),
+            sched_nodes: vec!["node3".into()],
             ..JobInfo::default()
         };
         busy.job_id.0 = 42;
