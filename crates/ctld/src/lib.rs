@@ -253,11 +253,6 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
                 .context("writing the association database into the journal")?;
         }
     }
-    // Writes are idempotent: after a restart, every job's record is written
-    // again, covering whatever the previous process had not written yet.
-    for rec in engine.all_records(started) {
-        acct.put(rec);
-    }
     let bind = format!("{}:{}", settings.ctld_addr, settings.ctld_port);
     let listener = TcpListener::bind(&bind)
         .await
@@ -281,6 +276,7 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         identity,
         signer,
         acct,
+        started,
     ));
     let accept_tx = tx.clone();
     let accept = tokio::spawn(async move {
@@ -541,8 +537,15 @@ async fn engine_loop(
     identity: Identity,
     signer: Arc<auth::Signer>,
     acct: acct::AcctWriter,
+    started: Timestamp,
 ) {
     let boot_text = fmt_local(engine.boot_time());
+    // Accounting writes are idempotent: after a restart every job's record
+    // is written again, covering whatever the previous process had not
+    // written yet. In pieces between batches, so the controller answers at
+    // once however many jobs it holds; `Some(cursor)` while pieces remain.
+    const REPUT_PIECE: usize = 2_000;
+    let mut reput: Option<Option<JobId>> = Some(None);
     // Launches and terminations recovery decided on.
     let recovered_commands = engine.take_commands();
     let mut workers = NodeWorkers {
@@ -561,8 +564,16 @@ async fn engine_loop(
     let mut ping_tick = tokio::time::interval(ping_every);
     ping_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        if let Some(cursor) = reput {
+            let (records, more) = engine.records_after(cursor, REPUT_PIECE, started);
+            for rec in records {
+                acct.put(rec);
+            }
+            reput = more.map(Some);
+        }
         let wake = engine.next_wakeup();
         let sleep_for = match wake {
+            _ if reput.is_some() => Duration::ZERO,
             Some(at) => Duration::from_millis((at - now()).max(0) as u64 * 1000 + 5),
             None => Duration::from_secs(3600),
         };

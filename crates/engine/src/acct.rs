@@ -7,6 +7,7 @@ use crate::{Command, Engine};
 use model::units::format_memory_mb;
 use model::{JobId, JobState, Timestamp};
 use proto::{AcctJob, AcctStep, StepId};
+use std::ops::Bound::{Excluded, Unbounded};
 
 /// A TRES string in the order sacct prints it (sorted by name):
 /// `billing=1,cpu=1,mem=500M,node=1`.
@@ -138,10 +139,30 @@ impl Engine {
     /// Records of every job the controller holds (re-sent after a restart,
     /// since writes are idempotent and some may have been lost).
     pub fn all_records(&self, now: Timestamp) -> Vec<AcctJob> {
-        self.jobs
-            .keys()
-            .filter_map(|id| self.acct_job(*id, now))
-            .collect()
+        self.records_after(None, usize::MAX, now).0
+    }
+
+    /// The records of at most `max` jobs with ids above `after` (all jobs
+    /// from the first when None), and the last id covered when more jobs
+    /// may follow (None once the table is done): `all_records` in pieces.
+    pub fn records_after(
+        &self,
+        after: Option<JobId>,
+        max: usize,
+        now: Timestamp,
+    ) -> (Vec<AcctJob>, Option<JobId>) {
+        let range = match after {
+            Some(id) => self.jobs.range((Excluded(id), Unbounded)),
+            None => self.jobs.range(..),
+        };
+        let mut out = Vec::new();
+        let mut last = None;
+        for (id, _) in range.take(max) {
+            out.extend(self.acct_job(*id, now));
+            last = Some(*id);
+        }
+        let more = last.filter(|id| self.jobs.range((Excluded(*id), Unbounded)).next().is_some());
+        (out, more)
     }
 }
 

@@ -267,6 +267,11 @@ impl Engine {
         }
     }
 
+    /// How many jobs the controller holds (any state).
+    pub fn job_count(&self) -> usize {
+        self.jobs.len()
+    }
+
     /// Every job, by id, with run times as of `now`.
     pub fn job_list(&self, now: Timestamp) -> JobList {
         JobList {

@@ -131,10 +131,25 @@ impl Engine {
         e.next_job_id = state.next_job_id;
         e.n_submitted = state.n_submitted;
         e.assoc = state.assoc_tables.map(Arc::new);
+        // The snapshot stores each environment and script once: pool those
+        // and share them, rather than copying one per job.
+        let envs: Vec<_> = state
+            .envs
+            .into_iter()
+            .map(|env| {
+                let env = Arc::unwrap_or_clone(env);
+                e.intern_env(env)
+            })
+            .collect();
+        let scripts: Vec<_> = state
+            .scripts
+            .iter()
+            .map(|s| e.intern_script(s.to_string()))
+            .collect();
         for (mut job, (env, script)) in state.jobs.into_iter().zip(state.job_text) {
             let id = job.id;
-            job.env = e.intern_env((*state.envs[env as usize]).clone());
-            job.script = e.intern_script(state.scripts[script as usize].to_string());
+            job.env = envs[env as usize].clone();
+            job.script = scripts[script as usize].clone();
             let alloc = job.alloc.clone();
             e.jobs.insert(id, job);
             if let Some(a) = alloc {

@@ -660,4 +660,23 @@ fn scheduler_type_builtin_is_first_come_first_served() {
     assert_eq!(e.job(wide).unwrap().state, JobState::Pending);
     assert_eq!(e.job(short).unwrap().state, JobState::Pending);
     assert!(e.planned(wide).is_none());
+
+fn records_in_pieces_cover_every_job_once() {
+    let mut e = engine();
+    for i in 0..5 {
+        submit(&mut e, desc(), i);
+    }
+    let all: Vec<u32> = e.all_records(9).iter().map(|r| r.job_id.0).collect();
+    let mut pieces = Vec::new();
+    let mut cursor = None;
+    loop {
+        let (recs, more) = e.records_after(cursor, 2, 9);
+        pieces.extend(recs.iter().map(|r| r.job_id.0));
+        match more {
+            Some(last) => cursor = Some(last),
+            None => break,
+        }
+    }
+    assert_eq!(all, vec![1, 2, 3, 4, 5]);
+    assert_eq!(pieces, all);
 }

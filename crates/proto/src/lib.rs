@@ -1138,25 +1138,28 @@ impl StepId {
 
 /// Usage measured for a step by the node daemons (all optional: a step that
 /// never ran, or ran before usage gathering existed, has none).
+///
+/// Part of the controller's binary snapshots (postcard, positional): no
+/// field may be skipped when serializing.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepUsage {
     /// User CPU time in microseconds, summed over the step's processes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub user_cpu_usec: Option<u64>,
     /// System CPU time in microseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub sys_cpu_usec: Option<u64>,
     /// Largest resident set size of any task, in KiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub max_rss_kib: Option<u64>,
     /// Average resident set size over the tasks, in KiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub ave_rss_kib: Option<u64>,
     /// Largest virtual memory size, in KiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub max_vmsize_kib: Option<u64>,
     /// The node where MaxRSS was seen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub max_rss_node: Option<String>,
 }
 
