@@ -73,6 +73,9 @@ pub struct SignalSpec {
 
 /// A batch job submission, as sbatch resolved it from its options,
 /// `#SBATCH` lines and `SBATCH_*` variables.
+///
+/// Part of the controller's binary snapshots (postcard, positional): no
+/// field may be skipped when serializing (`serde(default)` is fine).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobDesc {
     /// `-J`; defaults to the script's file name, or `wrap`/`sbatch`.
@@ -171,14 +174,14 @@ pub struct JobDesc {
     /// sbatch's own pid, for `AllocNode:Sid`.
     pub alloc_sid: u32,
     /// `-a/--array`, as typed (`0-9`, `1,3,5-7`, `0-15:4%2`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub array: Option<String>,
     /// `--kill-on-invalid-dep=yes`: cancel the job once its dependency can
     /// never be satisfied (None: the cluster default, which keeps it pending).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub kill_on_invalid_dep: Option<bool>,
     /// `--deadline`: cancel the job (state DEADLINE) if it cannot end by then.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub deadline: Option<Timestamp>,
 }
 
