@@ -203,6 +203,14 @@ fn jobs_survive_a_node_daemon_crash_and_their_end_is_reported() {
     // RUNNING means allocated; wait until both scripts really run.
     c.wait_file("long.started", secs(10));
     c.wait_file("quick.started", secs(10));
+    // And until the daemon has answered both launches: a daemon that dies
+    // with a launch unanswered is a failed launch (the node goes DOWN).
+    for id in [long, quick] {
+        let line = format!("launched job {id} on node1");
+        c.wait_until(&line, secs(10), || {
+            c.log("ctld").contains(&line).then_some(())
+        });
+    }
     c.kill_node("node1");
     // The quick job ends while no daemon watches it; the long one outlives
     // the restart.
