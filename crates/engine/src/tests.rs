@@ -660,7 +660,9 @@ fn scheduler_type_builtin_is_first_come_first_served() {
     assert_eq!(e.job(wide).unwrap().state, JobState::Pending);
     assert_eq!(e.job(short).unwrap().state, JobState::Pending);
     assert!(e.planned(wide).is_none());
+}
 
+#[test]
 fn records_in_pieces_cover_every_job_once() {
     let mut e = engine();
     for i in 0..5 {
