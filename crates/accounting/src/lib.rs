@@ -30,6 +30,8 @@ mod pg;
 mod sqlite;
 pub mod suite;
 mod tables;
+pub mod usage;
+mod usage_sql;
 
 use std::path::PathBuf;
 
@@ -65,6 +67,29 @@ pub trait AccountingStore: Send {
     /// Replaces the association database with `tables`, in one
     /// transaction (all or nothing). On return the write is durable.
     fn save_tables(&mut self, tables: &AcctTables) -> Result<(), AcctError>;
+
+    /// How far `cluster`'s usage has been rolled up (`None`: never).
+    fn rolled_to(&self, cluster: &str) -> Result<Option<Timestamp>, AcctError>;
+
+    /// The usage rows of `cluster` of one kind whose period starts in
+    /// `[from, to)`, ordered by start, account, user.
+    fn usage(
+        &self,
+        cluster: &str,
+        period: usage::Period,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> Result<Vec<usage::UsageRow>, AcctError>;
+
+    /// Stores rollup rows (each period they cover replaces what was stored
+    /// for it) and moves the cluster's rollup mark to `rolled_to`, in one
+    /// transaction.
+    fn put_usage(
+        &mut self,
+        rows: &[usage::UsageRow],
+        cluster: &str,
+        rolled_to: Timestamp,
+    ) -> Result<(), AcctError>;
 
     /// The schema version of the open database (always [`SCHEMA_VERSION`]
     /// once opened: older databases are upgraded on open).

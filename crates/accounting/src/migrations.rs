@@ -68,6 +68,21 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // ids differ.
     "ALTER TABLE jobs ADD COLUMN array_job_id BIGINT;
     CREATE INDEX jobs_array ON jobs (array_job_id);",
+    // 5: usage rollups (sreport, fair-share): allocated CPU-seconds per
+    // association and per hour, day and month; the cluster's own row
+    // (empty account and user) also carries its capacity. `usage_rolled`
+    // is how far each cluster has been rolled up.
+    "CREATE TABLE usage_rollup (
+        cluster TEXT NOT NULL,
+        period TEXT NOT NULL,
+        period_start BIGINT NOT NULL,
+        account TEXT NOT NULL,
+        user_name TEXT NOT NULL,
+        alloc_secs BIGINT NOT NULL,
+        capacity_secs BIGINT NOT NULL,
+        PRIMARY KEY (cluster, period, period_start, account, user_name)
+    );
+    CREATE TABLE usage_rolled (cluster TEXT NOT NULL PRIMARY KEY, rolled_to BIGINT NOT NULL);",
 ];
 
 /// The schema version this build creates and reads.

@@ -15,6 +15,8 @@ use proto::AcctJob;
 use crate::filter::{self, Param};
 use crate::migrations;
 use crate::tables;
+use crate::usage::UsageRow;
+use crate::usage_sql;
 use crate::{AccountingStore, AcctError, JobQuery};
 
 /// Serializes schema migrations between processes opening the same server
@@ -154,6 +156,60 @@ impl AccountingStore for PgStore {
             tx.execute(*sql, &[])?;
         }
         for (sql, params) in &inserts {
+            tx.execute(sql.as_str(), &refs(params))?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn rolled_to(&self, cluster: &str) -> Result<Option<i64>, AcctError> {
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(usage_sql::select_rolled(placeholder).as_str(), &[&cluster])?;
+        Ok(match rows.first() {
+            Some(r) => Some(r.try_get(0)?),
+            None => None,
+        })
+    }
+
+    fn usage(
+        &self,
+        cluster: &str,
+        period: crate::usage::Period,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<UsageRow>, AcctError> {
+        let params = usage_sql::select_params(cluster, period, from, to);
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(usage_sql::select(placeholder).as_str(), &refs(&params))?;
+        rows.iter()
+            .map(|r| {
+                Ok(UsageRow {
+                    cluster: r.try_get(0)?,
+                    period: usage_sql::period(r.try_get::<_, &str>(1)?),
+                    start: r.try_get(2)?,
+                    account: r.try_get(3)?,
+                    user: r.try_get(4)?,
+                    alloc_secs: r.try_get(5)?,
+                    capacity_secs: r.try_get(6)?,
+                })
+            })
+            .collect()
+    }
+
+    fn put_usage(
+        &mut self,
+        rows: &[UsageRow],
+        cluster: &str,
+        rolled_to: i64,
+    ) -> Result<(), AcctError> {
+        let writes = usage_sql::writes(rows, cluster, rolled_to, placeholder);
+        let client = self.client.get_mut();
+        let mut tx = client.transaction()?;
+        for (sql, params) in &writes {
             tx.execute(sql.as_str(), &refs(params))?;
         }
         tx.commit()?;

@@ -17,6 +17,8 @@ use rusqlite::{Connection, ToSql, TransactionBehavior};
 use crate::filter::{self, Param};
 use crate::migrations;
 use crate::tables;
+use crate::usage::UsageRow;
+use crate::usage_sql;
 use crate::{AccountingStore, AcctError, JobQuery};
 
 /// How long a writer or reader waits for another connection's lock.
@@ -166,6 +168,58 @@ impl AccountingStore for SqliteStore {
             tx.execute(sql, [])?;
         }
         for (sql, params) in &inserts {
+            let mut stmt = tx.prepare_cached(sql)?;
+            stmt.execute(rusqlite::params_from_iter(params.iter()))?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn rolled_to(&self, cluster: &str) -> Result<Option<i64>, AcctError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&usage_sql::select_rolled(placeholder))?;
+        let mut rows = stmt.query([cluster])?;
+        Ok(match rows.next()? {
+            Some(r) => Some(r.get(0)?),
+            None => None,
+        })
+    }
+
+    fn usage(
+        &self,
+        cluster: &str,
+        period: crate::usage::Period,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<UsageRow>, AcctError> {
+        let mut stmt = self.conn.prepare_cached(&usage_sql::select(placeholder))?;
+        let params = usage_sql::select_params(cluster, period, from, to);
+        let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), |r| {
+            Ok(UsageRow {
+                cluster: r.get(0)?,
+                period: usage_sql::period(&r.get::<_, String>(1)?),
+                start: r.get(2)?,
+                account: r.get(3)?,
+                user: r.get(4)?,
+                alloc_secs: r.get(5)?,
+                capacity_secs: r.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn put_usage(
+        &mut self,
+        rows: &[UsageRow],
+        cluster: &str,
+        rolled_to: i64,
+    ) -> Result<(), AcctError> {
+        let writes = usage_sql::writes(rows, cluster, rolled_to, placeholder);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for (sql, params) in &writes {
             let mut stmt = tx.prepare_cached(sql)?;
             stmt.execute(rusqlite::params_from_iter(params.iter()))?;
         }

@@ -26,6 +26,7 @@ pub fn conformance_suite(make: MakeStore<'_>) {
     thousand_jobs_in_one_batch(make());
     reused_job_ids_are_distinct_records(make());
     association_tables_round_trip(make());
+    usage_rollups(make());
 }
 
 /// A plausible finished job: `cluster`, `job_id`, submitted at `submit`,
@@ -608,4 +609,85 @@ fn association_tables_round_trip(mut store: Box<dyn AccountingStore>) {
     store.put_job(&sample_job("c1", 9, 100)).expect("put");
     store.save_tables(&t).expect("save again");
     assert_eq!(all(&*store).len(), 1, "jobs survive table writes");
+}
+
+fn usage_rollups(mut store: Box<dyn AccountingStore>) {
+    use crate::usage::{roll_up, Period, DAY, HOUR};
+    assert_eq!(
+        store.rolled_to("c1").expect("rolled_to"),
+        None,
+        "never rolled"
+    );
+    // Day 1000 (UTC): alice runs 2 CPUs 01:00-03:30, bob 1 CPU 02:00-02:30.
+    let d = 1000 * DAY;
+    let mut a = sample_job("c1", 1, d);
+    a.start_time = Some(d + HOUR);
+    a.end_time = Some(d + 3 * HOUR + 1800);
+    a.n_cpus = 2;
+    let mut b = sample_job("c1", 2, d);
+    b.user = "bob".into();
+    b.account = "chem".into();
+    b.start_time = Some(d + 2 * HOUR);
+    b.end_time = Some(d + 2 * HOUR + 1800);
+    b.n_cpus = 1;
+    store.put_jobs(&[a, b]).expect("put");
+    let now = d + 5 * HOUR + 60;
+    let to = roll_up(&mut *store, "c1", 4, now).expect("roll up");
+    assert_eq!(to, d + 5 * HOUR, "rolled to the hour in progress");
+    assert_eq!(
+        store.rolled_to("c1").expect("rolled_to"),
+        Some(d + 5 * HOUR)
+    );
+    let hours = store.usage("c1", Period::Hour, d, d + DAY).expect("hours");
+    let of = |acct: &str, user: &str| -> Vec<(i64, i64)> {
+        hours
+            .iter()
+            .filter(|r| r.account == acct && r.user == user)
+            .map(|r| ((r.start - d) / HOUR, r.alloc_secs))
+            .collect()
+    };
+    assert_eq!(
+        of("physics", "alice"),
+        vec![(1, 7200), (2, 7200), (3, 3600)],
+        "alice by hour"
+    );
+    assert_eq!(of("chem", "bob"), vec![(2, 1800)], "bob by hour");
+    let cluster = of("", "");
+    assert_eq!(
+        cluster.len(),
+        6,
+        "an hour row per hour, the one in progress included"
+    );
+    assert_eq!(cluster[2], (2, 9000), "cluster allocation in hour 2");
+    let days = store.usage("c1", Period::Day, d, d + DAY).expect("days");
+    let day = |acct: &str| {
+        days.iter()
+            .find(|r| r.account == acct)
+            .map(|r| r.alloc_secs)
+    };
+    assert_eq!(day("physics"), Some(18000), "alice's day");
+    assert_eq!(day("chem"), Some(1800), "bob's day");
+    let total = days
+        .iter()
+        .find(|r| r.account.is_empty())
+        .expect("cluster day row");
+    assert_eq!(total.capacity_secs, 4 * (5 * HOUR + 60), "capacity so far");
+    let months = store
+        .usage("c1", Period::Month, 0, d + 40 * DAY)
+        .expect("months");
+    assert_eq!(
+        months
+            .iter()
+            .find(|r| r.account == "physics")
+            .map(|r| r.alloc_secs),
+        Some(18000),
+        "alice's month"
+    );
+    // Rolling up again changes nothing: rows are replaced, never added.
+    roll_up(&mut *store, "c1", 4, now).expect("roll up again");
+    assert_eq!(
+        store.usage("c1", Period::Hour, d, d + DAY).expect("hours"),
+        hours,
+        "idempotent"
+    );
 }

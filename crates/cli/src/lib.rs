@@ -16,6 +16,7 @@ pub mod scancel;
 pub mod scontrol;
 pub mod sinfo;
 pub mod squeue;
+pub mod sreport;
 mod timespec;
 
 /// Runs the Slurm command `name` (as found in argv[0]) with `args`.
@@ -29,11 +30,12 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "scontrol" => scontrol::main(args),
         "sacct" => sacct::main(args),
         "sacctmgr" => sacctmgr::main(args),
+        "sreport" => sreport::main(args),
         _ => return None,
     })
 }
 
 /// The command names `muster install-links` creates.
 pub const COMMANDS: &[&str] = &[
-    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr",
+    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr", "sreport",
 ];

@@ -8,13 +8,19 @@
 //! never waits for the database.
 
 use accounting::{AccountingStore, JobQuery, PgStore, SqliteStore};
-use proto::acctdb::{AcctTables, Action, AdminLevel, AdminReply, AdminRequest, Entity};
+use proto::acctdb::{
+    AcctTables, Action, AdminLevel, AdminReply, AdminRequest, DecayedUsage, Entity, UsageEntry,
+    UsageQuery, UsageReport,
+};
 use proto::{AcctJob, AcctQuery};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tracing::{info, warn};
+
+/// How often an idle writer rolls usage up.
+const ROLLUP_EVERY: Duration = Duration::from_secs(300);
 
 /// Where job records go, from slurm.conf.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,6 +83,93 @@ enum Msg {
     Query(AcctQuery, oneshot::Sender<Result<Vec<AcctJob>, String>>),
     Tables(oneshot::Sender<AcctTables>),
     Admin(Box<AdminRequest>, Caller, oneshot::Sender<AdminReply>),
+    Usage(UsageQuery, oneshot::Sender<Option<UsageReport>>),
+    Decayed(oneshot::Sender<Option<Vec<DecayedUsage>>>),
+}
+
+/// What usage rollups need from slurm.conf.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UsageSettings {
+    /// The cluster's CPUs (its capacity per second).
+    pub cpus: u32,
+    /// PriorityDecayHalfLife, seconds (0: no decay).
+    pub half_life: i64,
+}
+
+impl UsageSettings {
+    /// Reads the node definitions and `PriorityDecayHalfLife` (default 7
+    /// days, as Slurm's).
+    pub fn from_config(cfg: &conf::Config) -> UsageSettings {
+        let half_life = cfg
+            .other
+            .get("prioritydecayhalflife")
+            .and_then(|(_, v)| model::units::parse_time_limit(v).ok())
+            .map_or(7 * 86_400, |t| match t {
+                model::TimeLimit::Minutes(m) => i64::from(m) * 60,
+                model::TimeLimit::Unlimited => 0,
+            });
+        UsageSettings {
+            cpus: cfg.nodes.iter().map(|n| n.cpus).sum(),
+            half_life,
+        }
+    }
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Rolls up to now, then sums the hourly rows of `[start, end)`.
+fn usage_report(
+    store: &mut dyn AccountingStore,
+    cluster: &str,
+    u: UsageSettings,
+    q: &UsageQuery,
+) -> Result<UsageReport, accounting::AcctError> {
+    use accounting::usage::{roll_up, sum_rows, Period};
+    roll_up(store, cluster, u.cpus, now())?;
+    let hours = store.usage(cluster, Period::Hour, q.start, q.end)?;
+    let rows = sum_rows(&hours, Period::Hour, q.start)
+        .into_iter()
+        .map(|r| UsageEntry {
+            account: r.account,
+            user: r.user,
+            alloc_secs: r.alloc_secs,
+            capacity_secs: r.capacity_secs,
+        })
+        .collect();
+    Ok(UsageReport {
+        cluster: cluster.to_owned(),
+        rows,
+    })
+}
+
+/// Rolls up to now, then decays every association's hourly usage.
+fn decayed_usage(
+    store: &mut dyn AccountingStore,
+    cluster: &str,
+    u: UsageSettings,
+) -> Result<Vec<DecayedUsage>, accounting::AcctError> {
+    use accounting::usage::{decayed, roll_up, Period, DAY};
+    let t = now();
+    roll_up(store, cluster, u.cpus, t)?;
+    // Beyond ten half-lives an hour weighs under a thousandth.
+    let horizon = if u.half_life > 0 {
+        10 * u.half_life
+    } else {
+        365 * DAY
+    };
+    let hours = store.usage(cluster, Period::Hour, t - horizon, t + 1)?;
+    Ok(decayed(&hours, u.half_life, t)
+        .into_iter()
+        .map(|((account, user), usage)| DecayedUsage {
+            account,
+            user,
+            usage,
+        })
+        .collect())
 }
 
 /// Who sent a sacctmgr change, as the gate proved it.
@@ -114,6 +207,7 @@ impl AcctWriter {
     pub fn start(
         backend: Backend,
         cluster: String,
+        usage: UsageSettings,
         on_tables: OnTables,
     ) -> Result<AcctWriter, accounting::AcctError> {
         if backend == Backend::Disabled {
@@ -140,9 +234,21 @@ impl AcctWriter {
                 let mut pending: Vec<AcctJob> = Vec::new();
                 loop {
                     let first = if pending.is_empty() {
-                        match rx.recv() {
+                        match rx.recv_timeout(ROLLUP_EVERY) {
                             Ok(m) => Some(m),
-                            Err(_) => return,
+                            Err(mpsc::RecvTimeoutError::Timeout) => {
+                                // Idle: keep the usage rollups current.
+                                if let Err(e) = accounting::usage::roll_up(
+                                    &mut *store,
+                                    &cluster,
+                                    usage.cpus,
+                                    now(),
+                                ) {
+                                    warn!("usage rollup: {e}");
+                                }
+                                None
+                            }
+                            Err(mpsc::RecvTimeoutError::Disconnected) => return,
                         }
                     } else {
                         rx.recv_timeout(Duration::from_millis(500)).ok()
@@ -157,6 +263,20 @@ impl AcctWriter {
                                 let _ = reply.send(tables.clone());
                             }
                             Msg::Admin(req, who, reply) => admin.push((req, who, reply)),
+                            Msg::Usage(q, reply) => {
+                                let r = usage_report(&mut *store, &cluster, usage, &q);
+                                if let Err(e) = &r {
+                                    warn!("usage rollup: {e}");
+                                }
+                                let _ = reply.send(r.ok());
+                            }
+                            Msg::Decayed(reply) => {
+                                let r = decayed_usage(&mut *store, &cluster, usage);
+                                if let Err(e) = &r {
+                                    warn!("usage rollup: {e}");
+                                }
+                                let _ = reply.send(r.ok());
+                            }
                         }
                     }
                     for (req, who, reply) in admin {
@@ -237,6 +357,23 @@ impl AcctWriter {
         let tx = self.tx.as_ref()?;
         let (reply, rx) = oneshot::channel();
         tx.send(Msg::Admin(Box::new(req), who, reply)).ok()?;
+        Some(rx)
+    }
+
+    /// sreport: usage summed over a window (rolled up first).
+    pub fn usage(&self, q: UsageQuery) -> Option<oneshot::Receiver<Option<UsageReport>>> {
+        let tx = self.tx.as_ref()?;
+        let (reply, rx) = oneshot::channel();
+        tx.send(Msg::Usage(q, reply)).ok()?;
+        Some(rx)
+    }
+
+    /// Every association's decayed usage (PriorityDecayHalfLife), for
+    /// fair-share.
+    pub fn decayed_usage(&self) -> Option<oneshot::Receiver<Option<Vec<DecayedUsage>>>> {
+        let tx = self.tx.as_ref()?;
+        let (reply, rx) = oneshot::channel();
+        tx.send(Msg::Decayed(reply)).ok()?;
         Some(rx)
     }
 
@@ -386,5 +523,51 @@ mod tests {
         preview.commit = false;
         let r = administer(&mut store, &mut t, &preview, &caller("alice", false), "c");
         assert!(r.changed && t.accounts.iter().all(|a| a.name != "y"));
+    }
+
+    #[test]
+    fn decayed_usage_weighs_recent_use_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = SqliteStore::open(dir.path().join("u.db")).unwrap();
+        let t = now();
+        let day = 86_400;
+        let job = |id, user: &str, ago: i64| {
+            let mut j = accounting::suite::sample_job("c", id, t - ago - 200);
+            j.user = user.into();
+            j.start_time = Some(t - ago - 100);
+            j.end_time = Some(t - ago);
+            j.n_cpus = 1;
+            j
+        };
+        // The same 100 CPU-seconds, one day ago and three weeks ago.
+        store
+            .put_jobs(&[job(1, "recent", day), job(2, "old", 21 * day)])
+            .unwrap();
+        let u = UsageSettings {
+            cpus: 4,
+            half_life: 7 * day,
+        };
+        let d = decayed_usage(&mut store, "c", u).unwrap();
+        let of = |user: &str| d.iter().find(|x| x.user == user).map(|x| x.usage).unwrap();
+        assert!(of("recent") > 85.0 && of("recent") <= 100.0, "{d:?}");
+        // Three half-lives: about an eighth.
+        assert!((of("old") - 12.5).abs() < 1.5, "{d:?}");
+        let r = usage_report(
+            &mut store,
+            "c",
+            u,
+            &UsageQuery {
+                start: t - 22 * day,
+                end: t + 3600,
+            },
+        )
+        .unwrap();
+        let total: i64 = r
+            .rows
+            .iter()
+            .filter(|x| !x.user.is_empty())
+            .map(|x| x.alloc_secs)
+            .sum();
+        assert_eq!(total, 200);
     }
 }

@@ -83,6 +83,8 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::AcctQuery(_)
             | CtldRequest::AcctTables
             | CtldRequest::AcctAdmin(_)
+            | CtldRequest::AcctUsage(_)
+            | CtldRequest::AcctDecayedUsage
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
 }
 

@@ -235,6 +235,7 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     let acct = acct::AcctWriter::start(
         acct::Backend::from_config(&cfg),
         settings.cluster_name.clone(),
+        acct::UsageSettings::from_config(&cfg),
         Box::new(move |t| {
             let _ = tables_tx.send(Msg::AssocTables(Box::new(t)));
         }),
@@ -610,7 +611,13 @@ async fn engine_loop(
                         answer_acct_query(&acct, q, reply);
                         continue;
                     }
-                    if matches!(*req, CtldRequest::AcctTables | CtldRequest::AcctAdmin(_)) {
+                    if matches!(
+                        *req,
+                        CtldRequest::AcctTables
+                            | CtldRequest::AcctAdmin(_)
+                            | CtldRequest::AcctUsage(_)
+                            | CtldRequest::AcctDecayedUsage
+                    ) {
                         let daemon = engine.is_admin(&who);
                         answer_acct_admin(&acct, *req, &who, daemon, reply);
                         continue;
@@ -732,6 +739,12 @@ fn answer_acct_admin(
         CtldRequest::AcctAdmin(r) => acct
             .admin(r, caller)
             .map(|rx| tokio::spawn(async move { rx.await.ok().map(CtldResponse::AcctAdmin) })),
+        CtldRequest::AcctUsage(q) => acct.usage(q).map(|rx| {
+            tokio::spawn(async move { rx.await.ok().flatten().map(CtldResponse::AcctUsage) })
+        }),
+        CtldRequest::AcctDecayedUsage => acct.decayed_usage().map(|rx| {
+            tokio::spawn(async move { rx.await.ok().flatten().map(CtldResponse::AcctDecayedUsage) })
+        }),
         _ => None,
     };
     let Some(task) = rx else {
@@ -877,9 +890,11 @@ pub(crate) fn handle(
         }
         CtldRequest::Shutdown => CtldResponse::Ok,
         // Answered by the accounting writer, never by the engine.
-        CtldRequest::AcctQuery(_) | CtldRequest::AcctTables | CtldRequest::AcctAdmin(_) => {
-            CtldResponse::Error(SlurmError::InvalidRequest)
-        }
+        CtldRequest::AcctQuery(_)
+        | CtldRequest::AcctTables
+        | CtldRequest::AcctAdmin(_)
+        | CtldRequest::AcctUsage(_)
+        | CtldRequest::AcctDecayedUsage => CtldResponse::Error(SlurmError::InvalidRequest),
     }
 }
 

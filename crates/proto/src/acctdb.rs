@@ -426,6 +426,51 @@ pub struct AdminReply {
     pub ok: bool,
 }
 
+/// `sreport`: usage of the controller's cluster in `[start, end)` (hour
+/// boundaries).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageQuery {
+    /// Window start.
+    pub start: i64,
+    /// Window end (exclusive).
+    pub end: i64,
+}
+
+/// Allocated CPU-seconds of one association (or, with an empty account and
+/// user, of the whole cluster, with its capacity) summed over a window.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageEntry {
+    /// Account (empty: the cluster).
+    pub account: String,
+    /// User (empty: an account's own or the cluster).
+    pub user: String,
+    /// Allocated CPU-seconds.
+    pub alloc_secs: i64,
+    /// CPU-seconds the cluster could give (cluster entry only).
+    pub capacity_secs: i64,
+}
+
+/// The answer to a [`UsageQuery`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageReport {
+    /// ClusterName.
+    pub cluster: String,
+    /// One entry per association with usage, and the cluster's.
+    pub rows: Vec<UsageEntry>,
+}
+
+/// An association's usage decayed with PriorityDecayHalfLife (what
+/// fair-share and `sshare`'s RawUsage use).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecayedUsage {
+    /// Account.
+    pub account: String,
+    /// User.
+    pub user: String,
+    /// Decayed CPU-seconds.
+    pub usage: f64,
+}
+
 /// TRES names in Slurm's order (by TRES id); `gres/...` and `license/...`
 /// follow, by name.
 const TRES_ORDER: &[&str] = &[

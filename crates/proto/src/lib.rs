@@ -363,6 +363,10 @@ pub enum CtldRequest {
     AcctTables,
     /// `sacctmgr add/modify/delete ...`.
     AcctAdmin(acctdb::AdminRequest),
+    /// `sreport`: usage summed over a window.
+    AcctUsage(acctdb::UsageQuery),
+    /// Every association's decayed usage (fair-share, `sshare`).
+    AcctDecayedUsage,
 }
 
 /// What a node daemon reports when it registers.
@@ -539,6 +543,10 @@ pub enum CtldResponse {
     AcctTables(acctdb::AcctTables),
     /// `AcctAdmin`.
     AcctAdmin(acctdb::AdminReply),
+    /// `AcctUsage`.
+    AcctUsage(acctdb::UsageReport),
+    /// `AcctDecayedUsage`.
+    AcctDecayedUsage(Vec<acctdb::DecayedUsage>),
     /// Refused.
     Error(SlurmError),
 }

@@ -133,7 +133,7 @@ pub enum ShowWhat {
 
 /// Whether `word` names `full` as Slurm matches keywords: at least `min`
 /// characters, a case-insensitive prefix.
-fn abbrev(word: &str, full: &str, min: usize) -> bool {
+pub(crate) fn abbrev(word: &str, full: &str, min: usize) -> bool {
     let w = word.to_ascii_lowercase();
     w.len() >= min.min(full.len()) && full.starts_with(&w)
 }

@@ -1,7 +1,7 @@
 //! sacctmgr end to end: the association database kept by the controller's
 //! accounting writer, changed and listed through the real command.
 
-use crate::{builder, cluster, reference};
+use crate::{builder, cluster, reference, secs};
 
 fn lines(s: &str) -> Vec<&str> {
     s.lines().collect()
@@ -214,4 +214,83 @@ fn enforced_associations_decide_who_may_submit() {
     assert_eq!(refused(&c, &["-A", "ml"]), bad_account);
     let id = c.submit(&["--wrap", "true"]);
     assert_eq!(c.squeue_field(id, "%a %q"), "root normal");
+}
+
+/// Usage rollups end to end: a finished job's CPU-seconds show in sreport
+/// (the hour in progress is rolled up on demand) and in the decayed usage
+/// the controller keeps for fair-share.
+#[test]
+fn sreport_shows_what_jobs_used() {
+    let c = cluster(1);
+    let id = c.submit(&["-A", "root", "-n", "2", "--wrap", "sleep 2"]);
+    assert_eq!(c.wait_done(id, secs(20)), "COMPLETED");
+    let me = e2e::user_name();
+    // The record reaches the store asynchronously: wait for its end.
+    let cpu_secs = c.wait_until("the job's record", secs(10), || {
+        let o = c.run(
+            "sacct",
+            &[
+                "-X",
+                "-n",
+                "-P",
+                "-o",
+                "State,CPUTimeRAW",
+                "-j",
+                &id.to_string(),
+            ],
+        );
+        o.stdout
+            .strip_prefix("COMPLETED|")
+            .map(|v| v.trim().to_owned())
+    });
+    assert!(cpu_secs.parse::<i64>().unwrap() >= 4, "{cpu_secs}");
+    let window = ["start=now-1hours", "end=now+1hours"];
+    let mut args = vec![
+        "-nP",
+        "-t",
+        "seconds",
+        "user",
+        "top",
+        "format=login,account,used",
+    ];
+    args.extend_from_slice(&window);
+    let top = c.ok("sreport", &args);
+    assert_eq!(top.stdout, format!("{me}|root|{cpu_secs}\n"));
+    let mut args = vec![
+        "-nP",
+        "-t",
+        "seconds",
+        "cluster",
+        "utilization",
+        "format=cluster,allocated",
+    ];
+    args.extend_from_slice(&window);
+    let util = c.ok("sreport", &args);
+    assert_eq!(util.stdout, format!("e2e|{cpu_secs}\n"));
+    let mut args = vec![
+        "-nP",
+        "-t",
+        "seconds",
+        "cluster",
+        "AccountUtilizationByUser",
+        "format=account,login,used",
+    ];
+    args.extend_from_slice(&window);
+    let by = c.ok("sreport", &args);
+    assert!(
+        by.stdout.starts_with(&format!("root||{cpu_secs}\n")),
+        "{by}"
+    );
+    assert!(
+        by.stdout.contains(&format!("root|{me}|{cpu_secs}\n")),
+        "{by}"
+    );
+    // The banner names the report and its unit.
+    let mut args = vec!["cluster", "utilization"];
+    args.extend_from_slice(&window);
+    let banner = c.ok("sreport", &args);
+    assert!(
+        banner.stdout.contains("\nUsage reported in CPU Minutes\n"),
+        "{banner}"
+    );
 }
