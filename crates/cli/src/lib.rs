@@ -15,8 +15,10 @@ pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
 pub mod sinfo;
+pub mod sprio;
 pub mod squeue;
 pub mod sreport;
+pub mod sshare;
 mod timespec;
 
 /// Runs the Slurm command `name` (as found in argv[0]) with `args`.
@@ -31,11 +33,14 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "sacct" => sacct::main(args),
         "sacctmgr" => sacctmgr::main(args),
         "sreport" => sreport::main(args),
+        "sprio" => sprio::main(args),
+        "sshare" => sshare::main(args),
         _ => return None,
     })
 }
 
 /// The command names `muster install-links` creates.
 pub const COMMANDS: &[&str] = &[
-    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr", "sreport",
+    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr", "sreport", "sprio",
+    "sshare",
 ];

@@ -204,6 +204,8 @@ pub struct Config {
     pub scheduler_type: String,
     /// The scheduler's options from `SchedulerParameters`.
     pub scheduler_params: SchedulerParams,
+    /// `PriorityType` and the multifactor plugin's `Priority*` keys.
+    pub priority: PriorityConf,
     /// Every other global key Slurm knows and muster does not model, by
     /// lowercase key: (key as written, value).
     pub other: BTreeMap<String, (String, String)>,
@@ -214,6 +216,69 @@ pub struct Config {
     pub partitions: Vec<PartitionConf>,
     /// gres.conf lines in file order (empty without a gres.conf).
     pub gres: Vec<GresConf>,
+}
+
+/// `PriorityType=priority/multifactor` and its settings (slurm.conf(5)).
+/// Times are in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PriorityConf {
+    /// `PriorityType=priority/multifactor` (otherwise priority/basic:
+    /// submission order).
+    pub multifactor: bool,
+    /// `PriorityWeightAge`.
+    pub weight_age: u32,
+    /// `PriorityWeightAssoc`.
+    pub weight_assoc: u32,
+    /// `PriorityWeightFairshare`.
+    pub weight_fairshare: u32,
+    /// `PriorityWeightJobSize`.
+    pub weight_jobsize: u32,
+    /// `PriorityWeightPartition`.
+    pub weight_partition: u32,
+    /// `PriorityWeightQOS`.
+    pub weight_qos: u32,
+    /// `PriorityWeightTRES` (`CPU=1000,Mem=2000,GRES/gpu=3000`), names as written.
+    pub weight_tres: Vec<(String, u32)>,
+    /// `PriorityMaxAge` (default 7 days): the age factor is 1 from then on.
+    pub max_age: u32,
+    /// `PriorityDecayHalfLife` (default 7 days; 0: no decay).
+    pub decay_half_life: u32,
+    /// `PriorityCalcPeriod` (default 5 minutes).
+    pub calc_period: u32,
+    /// `PriorityFavorSmall=YES`.
+    pub favor_small: bool,
+    /// `PriorityFlags`, upper case (`NO_FAIR_TREE`, `SMALL_RELATIVE_TO_TIME`, ...).
+    pub flags: Vec<String>,
+    /// `PriorityUsageResetPeriod`, upper case (`NONE`, `DAILY`, `WEEKLY`, ...).
+    pub usage_reset_period: String,
+}
+
+impl Default for PriorityConf {
+    fn default() -> PriorityConf {
+        PriorityConf {
+            multifactor: false,
+            weight_age: 0,
+            weight_assoc: 0,
+            weight_fairshare: 0,
+            weight_jobsize: 0,
+            weight_partition: 0,
+            weight_qos: 0,
+            weight_tres: Vec::new(),
+            max_age: 7 * 86_400,
+            decay_half_life: 7 * 86_400,
+            calc_period: 300,
+            favor_small: false,
+            flags: Vec::new(),
+            usage_reset_period: "NONE".into(),
+        }
+    }
+}
+
+impl PriorityConf {
+    /// Whether `PriorityFlags` has `flag`.
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.flags.iter().any(|f| f == flag)
+    }
 }
 
 /// The `SchedulerParameters` options the scheduler uses; `None` where the

@@ -649,6 +649,7 @@ impl Parser<'_> {
             auth_type: "auth/munge".to_string(),
             scheduler_type: "sched/backfill".to_string(),
             scheduler_params: crate::SchedulerParams::default(),
+            priority: crate::PriorityConf::default(),
             other: BTreeMap::new(),
             nodes: Vec::new(),
             partitions: Vec::new(),
@@ -707,6 +708,13 @@ impl Parser<'_> {
                         ));
                     }
                     config.scheduler_type = t;
+                    config
+                        .other
+                        .insert(lower.clone(), (key.clone(), value.clone()));
+                }
+                k if k.starts_with("priority")
+                    && priority_key(&mut config.priority, k, key, value, at)? =>
+                {
                     config
                         .other
                         .insert(lower.clone(), (key.clone(), value.clone()));
@@ -988,6 +996,107 @@ fn number<T: std::str::FromStr>(key: &str, value: &str, at: &Origin) -> Result<T
         .trim()
         .parse()
         .map_err(|_| at.invalid(key, value, "expected a whole number"))
+}
+
+/// A `Priority*` key of the multifactor plugin into `p`; false for a key
+/// that is not one of them. Out-of-range values are errors at file:line.
+fn priority_key(
+    p: &mut crate::PriorityConf,
+    lower: &str,
+    key: &str,
+    value: &str,
+    at: &Origin,
+) -> Result<bool, ConfError> {
+    let weight = || -> Result<u32, ConfError> {
+        value
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| at.invalid(key, value, "expected a weight from 0 to 4294967295"))
+    };
+    // Slurm's time forms (`7-0`, `14-00:00:00`, minutes) in seconds.
+    let secs = || -> Result<u32, ConfError> {
+        match parse_time_limit(value.trim()) {
+            Ok(TimeLimit::Minutes(m)) => m
+                .checked_mul(60)
+                .ok_or_else(|| at.invalid(key, value, "too long")),
+            _ => Err(at.invalid(
+                key,
+                value,
+                "expected a time (minutes, or days-hours:minutes:seconds)",
+            )),
+        }
+    };
+    match lower {
+        "prioritytype" => {
+            let t = value.trim().to_ascii_lowercase();
+            p.multifactor = match t.as_str() {
+                "priority/multifactor" => true,
+                "priority/basic" => false,
+                _ => {
+                    return Err(at.invalid(
+                        key,
+                        value,
+                        "expected priority/basic or priority/multifactor",
+                    ))
+                }
+            };
+        }
+        "priorityweightage" => p.weight_age = weight()?,
+        "priorityweightassoc" => p.weight_assoc = weight()?,
+        "priorityweightfairshare" => p.weight_fairshare = weight()?,
+        "priorityweightjobsize" => p.weight_jobsize = weight()?,
+        "priorityweightpartition" => p.weight_partition = weight()?,
+        "priorityweightqos" => p.weight_qos = weight()?,
+        "priorityweighttres" => {
+            let mut list = Vec::new();
+            for item in value.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+                let bad =
+                    || at.invalid(key, value, "expected TRES=weight pairs (CPU=1000,Mem=2000)");
+                let (name, w) = item.split_once('=').ok_or_else(bad)?;
+                let w: u32 = w.trim().parse().map_err(|_| bad())?;
+                list.push((name.trim().to_string(), w));
+            }
+            p.weight_tres = list;
+        }
+        "prioritymaxage" => p.max_age = secs()?,
+        "prioritydecayhalflife" => p.decay_half_life = secs()?,
+        "prioritycalcperiod" => {
+            p.calc_period = secs()?;
+            if p.calc_period == 0 {
+                return Err(at.invalid(key, value, "must be at least 1 minute"));
+            }
+        }
+        "priorityfavorsmall" => {
+            p.favor_small = match value.trim().to_ascii_lowercase().as_str() {
+                "yes" | "1" | "true" => true,
+                "no" | "0" | "false" => false,
+                _ => return Err(at.invalid(key, value, "expected YES or NO")),
+            }
+        }
+        "priorityflags" => {
+            p.flags = value
+                .split(',')
+                .map(|f| f.trim().to_ascii_uppercase())
+                .filter(|f| !f.is_empty())
+                .collect();
+        }
+        "priorityusageresetperiod" => {
+            let v = value.trim().to_ascii_uppercase();
+            if !matches!(
+                v.as_str(),
+                "NONE" | "NOW" | "DAILY" | "WEEKLY" | "MONTHLY" | "QUARTERLY" | "YEARLY"
+            ) {
+                return Err(at.invalid(
+                    key,
+                    value,
+                    "expected NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY or YEARLY",
+                ));
+            }
+            p.usage_reset_period = v;
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
 }
 
 /// `SchedulerParameters=bf_window=60,bf_continue,...`: the options the

@@ -1066,3 +1066,44 @@ fn scheduler_parameters_out_of_range_are_refused_with_file_and_line() {
     assert!(err_text(&format!("{HEAD}SchedulerType=sched/fancy\n"))
         .contains(":3: invalid value \"sched/fancy\" for SchedulerType"));
 }
+
+#[test]
+fn priority_settings_are_typed_and_bad_ones_cite_the_line() {
+    let c = parse_ok(&format!(
+        "{HEAD}PriorityType=priority/multifactor\nPriorityWeightAge=1000\nPriorityWeightFairshare=10000\n\
+         PriorityWeightTRES=CPU=1000,GRES/gpu=3000\nPriorityDecayHalfLife=7-0\nPriorityMaxAge=14-0\n\
+         PriorityCalcPeriod=2\nPriorityFavorSmall=YES\nPriorityFlags=NO_FAIR_TREE,small_relative_to_time\n"
+    ))
+    .config
+    .priority;
+    assert!(c.multifactor && c.favor_small);
+    assert_eq!((c.weight_age, c.weight_fairshare), (1000, 10_000));
+    assert_eq!(
+        c.weight_tres,
+        vec![("CPU".into(), 1000), ("GRES/gpu".into(), 3000)]
+    );
+    assert_eq!(
+        (c.decay_half_life, c.max_age, c.calc_period),
+        (7 * 86_400, 14 * 86_400, 120)
+    );
+    assert!(c.has_flag("NO_FAIR_TREE") && c.has_flag("SMALL_RELATIVE_TO_TIME"));
+    let d = parse_ok(HEAD).config.priority;
+    assert!(!d.multifactor);
+    assert_eq!((d.max_age, d.calc_period), (7 * 86_400, 300));
+    for bad in [
+        "PriorityWeightAge=-5",
+        "PriorityWeightQOS=lots",
+        "PriorityType=priority/fancy",
+        "PriorityDecayHalfLife=soon",
+        "PriorityCalcPeriod=0",
+        "PriorityFavorSmall=maybe",
+        "PriorityUsageResetPeriod=HOURLY",
+        "PriorityWeightTRES=CPU",
+    ] {
+        let e = err_text(&format!("{HEAD}{bad}\n"));
+        assert!(
+            e.contains("slurm.conf:") && e.contains(bad.split('=').next().unwrap()),
+            "{bad}: {e}"
+        );
+    }
+}

@@ -75,6 +75,8 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
         CtldRequest::Ping
             | CtldRequest::ListJobs
             | CtldRequest::QueryJobs(_)
+            | CtldRequest::Priorities
+            | CtldRequest::Shares
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions
             | CtldRequest::ShowConfig

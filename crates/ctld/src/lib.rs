@@ -827,6 +827,8 @@ pub(crate) fn handle(
         },
         CtldRequest::ListJobs => CtldResponse::Jobs(engine.job_list(t)),
         CtldRequest::QueryJobs(filter) => CtldResponse::Jobs(engine.job_query(&filter, t)),
+        CtldRequest::Priorities => CtldResponse::Priorities(engine.priority_list()),
+        CtldRequest::Shares => CtldResponse::Shares(engine.share_rows()),
         CtldRequest::ListNodes => CtldResponse::Nodes(engine.node_infos()),
         CtldRequest::ListPartitions => CtldResponse::Partitions(engine.partition_infos()),
         CtldRequest::ShowConfig => CtldResponse::Config(engine.config_info(cfg, t, boot_text)),

@@ -252,6 +252,7 @@ impl Engine {
             admin_priority: None,
             cancelled_by: None,
             batch_usage: None,
+            prio_factors: None,
             array: None,
             depend: None,
             dep_status: crate::DepStatus::Clear,
@@ -275,6 +276,9 @@ impl Engine {
             .saturating_sub(job.desc.nice.max(0) as u32)
             .saturating_add((-job.desc.nice).max(0) as u32);
         job.base_priority = prio.max(1);
+        if self.settings.priority.multifactor {
+            self.prioritize_new(&mut job, now);
+        }
         job.priority = job.base_priority;
         if job.desc.hold {
             job.held = Some(true);

@@ -24,6 +24,7 @@ mod info;
 mod jobs;
 mod nodes;
 mod persist;
+mod priority;
 
 use model::{ExitCode, JobId, JobState, NodeBase, NodeState, PendingReason, TimeLimit, Timestamp};
 use proto::{BatchLaunch, Identity, JobDesc};
@@ -148,6 +149,9 @@ pub struct Settings {
     /// AccountingStorageEnforce.
     #[serde(default)]
     pub enforce: Enforce,
+    /// PriorityType and the multifactor settings.
+    #[serde(default)]
+    pub priority: conf::PriorityConf,
 }
 
 fn default_max_array_size() -> u32 {
@@ -203,6 +207,7 @@ impl Settings {
                     .get("accountingstorageenforce")
                     .map_or("", |(_, v)| v.as_str()),
             ),
+            priority: cfg.priority.clone(),
         }
     }
 }
@@ -332,6 +337,10 @@ pub struct Job {
     /// What its batch script used, as its node measured it.
     #[serde(default)]
     pub batch_usage: Option<proto::StepUsage>,
+    /// Its weighted priority factors when multifactor priority last set
+    /// its priority (sprio).
+    #[serde(default)]
+    pub prio_factors: Option<proto::PriorityFactors>,
     /// Its place in a job array.
     #[serde(default)]
     pub array: Option<ArrayPart>,
@@ -372,6 +381,10 @@ pub struct Engine {
     dep_wake: Option<Timestamp>,
     /// The association database, as the controller last pushed it (`assoc`).
     assoc: Option<Arc<proto::acctdb::AcctTables>>,
+    /// Decayed usage (CPU-seconds) per (account, user), for fair-share.
+    usage: BTreeMap<(String, String), f64>,
+    /// When usage was last accrued and decayed (PriorityCalcPeriod).
+    prio_last_calc: Timestamp,
     /// The scheduler's settings (SchedulerType, SchedulerParameters).
     sched_cfg: sched::SchedConfig,
     /// The last pass's planned starts of pending jobs (derived state: the
@@ -439,6 +452,8 @@ impl Engine {
             sched_dirty: true,
             wake_cache: None,
             assoc: None,
+            usage: BTreeMap::new(),
+            prio_last_calc: now,
             env_pool: BTreeSet::new(),
             script_pool: BTreeSet::new(),
             array_tasks: BTreeMap::new(),
@@ -563,6 +578,9 @@ impl Engine {
         if let Some(t) = self.dep_wake {
             consider(t);
         }
+        if let Some(t) = self.priority_due() {
+            consider(t);
+        }
         if self.settings.slurmd_timeout > 0 {
             for n in &self.nodes {
                 if let (Some(last), false) = (n.last_response, n.state.base == NodeBase::Down) {
@@ -612,6 +630,7 @@ impl Engine {
         }
         self.touch();
         self.check_node_timeouts(now);
+        self.priority_tick(now);
         let mut purged = false;
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for id in ids {
@@ -642,6 +661,7 @@ impl Engine {
                     if let Some(end) = job.end_time {
                         if !job.completing && now >= end + self.settings.min_job_age as i64 {
                             if let Some(gone) = self.jobs.remove(&id) {
+                                self.accrue_final(&gone);
                                 self.unindex(&gone);
                                 self.remember_outcome(&gone);
                             }

@@ -35,6 +35,12 @@ pub struct PersistentState {
     /// The association database last pushed by the controller.
     #[serde(default)]
     pub assoc_tables: Option<proto::acctdb::AcctTables>,
+    /// Fair-share usage per (account, user), decayed.
+    #[serde(default)]
+    pub usage: Vec<(String, String, f64)>,
+    /// When usage was last accrued (PriorityCalcPeriod).
+    #[serde(default)]
+    pub prio_last_calc: Timestamp,
 }
 
 /// Why a snapshot cannot be used with the current configuration.
@@ -93,6 +99,12 @@ impl Engine {
             outcomes: self.outcomes(),
             n_submitted: self.n_submitted,
             assoc_tables: self.assoc.as_deref().cloned(),
+            usage: self
+                .usage
+                .iter()
+                .map(|((a, u), v)| (a.clone(), u.clone(), *v))
+                .collect(),
+            prio_last_calc: self.prio_last_calc,
         }
     }
 
@@ -131,6 +143,14 @@ impl Engine {
         e.next_job_id = state.next_job_id;
         e.n_submitted = state.n_submitted;
         e.assoc = state.assoc_tables.map(Arc::new);
+        e.usage = state
+            .usage
+            .into_iter()
+            .map(|(a, u, v)| ((a, u), v))
+            .collect();
+        if state.prio_last_calc > 0 {
+            e.prio_last_calc = state.prio_last_calc;
+        }
         // The snapshot stores each environment and script once: pool those
         // and share them, rather than copying one per job.
         let envs: Vec<_> = state

@@ -682,3 +682,55 @@ fn records_in_pieces_cover_every_job_once() {
     assert_eq!(all, vec![1, 2, 3, 4, 5]);
     assert_eq!(pieces, all);
 }
+
+#[test]
+fn multifactor_priority_weighs_size_partition_and_fairshare_and_usage_lowers_it() {
+    let text = format!(
+        "{CONF}PriorityType=priority/multifactor\nPriorityWeightFairshare=10000\n\
+         PriorityWeightJobSize=1000\nPriorityWeightPartition=1000\nPriorityCalcPeriod=1\n\
+         SlurmdTimeout=0\n"
+    );
+    let loaded = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
+        Err(std::io::Error::other("no includes"))
+    })
+    .expect("config parses");
+    let mut e = Engine::new(&loaded.config, 0);
+    for i in 1..=4 {
+        e.on_node_registered(reg(&format!("node{i}"), 2, 4000), 0)
+            .unwrap();
+    }
+    // alice runs a job on every CPU for ten minutes.
+    for _ in 0..8 {
+        submit(&mut e, desc(), 0);
+    }
+    let mut held = desc();
+    held.hold = true;
+    let a = e.on_submit(held.clone(), &user(), 0).unwrap().job_id;
+    let b = e.on_submit(held, &other(), 0).unwrap().job_id;
+    // Before any usage both users rank alike: 1 CPU of 8 on 1 node of 4
+    // is a job size of 0.1875 (188 of 1000), the only partition factor 1.
+    let f = e.job(a).unwrap().prio_factors.clone().unwrap();
+    assert_eq!((f.jobsize, f.partition), (187.5, 1000.0));
+    e.on_timer(600);
+    let list = e.priority_list();
+    let fs = |id: JobId| {
+        list.jobs
+            .iter()
+            .find(|j| j.job_id == id)
+            .unwrap()
+            .factors
+            .fairshare
+    };
+    assert!(
+        fs(a) < fs(b),
+        "alice used the cluster: {} vs {}",
+        fs(a),
+        fs(b)
+    );
+    assert!(e.job(a).unwrap().base_priority < e.job(b).unwrap().base_priority);
+    // The usage shows in sshare's rows, decayed only slightly (half-life 7 days).
+    let rows = e.share_rows();
+    let alice = rows.iter().find(|r| r.user == "alice").unwrap();
+    assert!(alice.raw_usage > 8.0 * 600.0 * 0.99, "{alice:?}");
+    assert_eq!(alice.fairshare, Some(0.5));
+}

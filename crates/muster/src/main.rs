@@ -34,7 +34,7 @@ Beyond Slurm:
   explain JOBID         why a job waits, in plain words, and when it should start
 
 Slurm commands (also available as `muster <name>`):
-  sbatch squeue sinfo scancel scontrol sacct sacctmgr sreport
+  sbatch squeue sinfo scancel scontrol sacct sacctmgr sreport sprio sshare
 ";
 
 fn main() {

@@ -262,6 +262,10 @@ pub enum CtldRequest {
     ListJobs,
     /// The jobs a filter selects, in full or brief (answered with `Jobs`).
     QueryJobs(JobFilter),
+    /// `sprio`: every pending job's priority factors.
+    Priorities,
+    /// `sshare`: the fair-share tree.
+    Shares,
     /// Every node.
     ListNodes,
     /// Every partition.
@@ -531,6 +535,10 @@ pub enum CtldResponse {
     Jobs(JobList),
     /// `ListNodes`.
     Nodes(Vec<NodeInfo>),
+    /// `Priorities`.
+    Priorities(PriorityList),
+    /// `Shares`.
+    Shares(Vec<ShareRow>),
     /// `ListPartitions`.
     Partitions(Vec<PartitionInfo>),
     /// `ShowConfig`.
@@ -639,6 +647,78 @@ pub struct JobList {
     pub now: Timestamp,
     /// The jobs, in the controller's order.
     pub jobs: Vec<JobInfo>,
+}
+
+/// A job's weighted priority factors (multifactor), as sprio shows them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PriorityFactors {
+    /// Site factor.
+    pub site: f64,
+    /// Age factor times PriorityWeightAge.
+    pub age: f64,
+    /// Association factor times PriorityWeightAssoc.
+    pub assoc: f64,
+    /// Fair-share factor times PriorityWeightFairshare.
+    pub fairshare: f64,
+    /// Job size factor times PriorityWeightJobSize.
+    pub jobsize: f64,
+    /// Partition factor times PriorityWeightPartition.
+    pub partition: f64,
+    /// QOS factor times PriorityWeightQOS.
+    pub qos: f64,
+    /// The job's nice value (subtracted).
+    pub nice: i32,
+    /// Each PriorityWeightTRES entry's weighted factor.
+    pub tres: Vec<(String, f64)>,
+}
+
+/// One pending job for sprio.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobPriority {
+    /// The job.
+    pub job_id: JobId,
+    /// Its partition.
+    pub partition: String,
+    /// Owner name.
+    pub user: String,
+    /// Owner uid.
+    pub uid: u32,
+    /// Priority.
+    pub priority: u32,
+    /// Its factors.
+    pub factors: PriorityFactors,
+}
+
+/// What sprio shows: the weights and the pending jobs' factors.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PriorityList {
+    /// `PriorityType=priority/multifactor`.
+    pub multifactor: bool,
+    /// The weights as factors of 1 (`sprio -w`).
+    pub weights: PriorityFactors,
+    /// Pending jobs, by id.
+    pub jobs: Vec<JobPriority>,
+}
+
+/// One row of sshare: an account or a user association.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShareRow {
+    /// Account.
+    pub account: String,
+    /// User; empty for an account row.
+    pub user: String,
+    /// Depth in the tree (root 0).
+    pub depth: u32,
+    /// `Fairshare=` shares (None for root).
+    pub raw_shares: Option<u32>,
+    /// Shares over the siblings' shares.
+    pub norm_shares: f64,
+    /// Decayed usage in CPU-seconds.
+    pub raw_usage: f64,
+    /// Usage over the siblings' usage.
+    pub effective_usage: f64,
+    /// The fair-share factor (users only).
+    pub fairshare: Option<f64>,
 }
 
 /// Which jobs a `QueryJobs` returns, and how much of each. Every filter is

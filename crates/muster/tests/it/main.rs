@@ -19,6 +19,7 @@ mod hostile;
 mod jobs;
 mod local;
 mod nodes;
+mod priority;
 mod sched;
 
 use e2e::{Builder, Cluster};
