@@ -128,9 +128,12 @@ pub(crate) fn select(q: &JobQuery, ph: Placeholder) -> Sql {
         let e = b.bind(Param::Int(q.end.unwrap_or(i64::MAX)));
         if q.states.is_empty() {
             // Eligible (or, when the writer left eligible_time out, started)
-            // by the end of the window and not ended before its start.
+            // by the end of the window and not ended before its start. A job
+            // is never eligible before its submission, so `submit_time <=
+            // end` changes nothing but lets an index on (user, submit time)
+            // stop at the window's end.
             b.clauses.push(format!(
-                "COALESCE(eligible_time, start_time) <= {e} \
+                "submit_time <= {e} AND COALESCE(eligible_time, start_time) <= {e} \
                  AND (end_time IS NULL OR end_time >= {s})"
             ));
         } else {

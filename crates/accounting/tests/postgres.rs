@@ -112,7 +112,7 @@ fn a_version_1_database_is_upgraded_on_open() {
         return;
     };
     assert_eq!(
-        SCHEMA_VERSION, 5,
+        SCHEMA_VERSION, 6,
         "update this test when adding a migration"
     );
     let mut scratch = Scratch::new(base);
@@ -128,7 +128,7 @@ fn a_version_1_database_is_upgraded_on_open() {
     .unwrap();
 
     let mut store = PgStore::connect(&info).unwrap();
-    assert_eq!(store.schema_version(), 5);
+    assert_eq!(store.schema_version(), 6);
     let q = JobQuery {
         users: vec!["alice".into()],
         ..JobQuery::default()
@@ -140,7 +140,7 @@ fn a_version_1_database_is_upgraded_on_open() {
     assert_eq!(store.query(&q).unwrap(), vec![newer]);
     drop(store);
 
-    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5]);
+    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5, 6]);
     let n: i64 = raw
         .query_one(
             "SELECT COUNT(*) FROM pg_indexes \
@@ -152,8 +152,8 @@ fn a_version_1_database_is_upgraded_on_open() {
     assert_eq!(n, 1, "migration 2 created the index");
 
     // Opening an up-to-date database runs nothing again.
-    assert_eq!(PgStore::connect(&info).unwrap().schema_version(), 5);
-    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5]);
+    assert_eq!(PgStore::connect(&info).unwrap().schema_version(), 6);
+    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5, 6]);
 }
 
 #[test]
@@ -174,11 +174,11 @@ fn a_newer_database_is_refused_with_both_versions() {
             err,
             AcctError::SchemaTooNew {
                 found: 99,
-                supported: 5
+                supported: 6
             }
         ),
         "{err:?}"
     );
     let text = err.to_string();
-    assert!(text.contains("99") && text.contains("version 5"), "{text}");
+    assert!(text.contains("99") && text.contains("version 6"), "{text}");
 }
