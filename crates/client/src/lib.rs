@@ -100,7 +100,15 @@ pub struct Client {
     addrs: Vec<String>,
     identity: Identity,
     config: conf::Config,
+    /// Connections that answered, for the next calls (one per concurrent
+    /// caller): (index in `addrs`, connection).
+    idle: std::sync::Mutex<Vec<(usize, rpc::Conn)>>,
 }
+
+/// A connection unused for longer is not reused: the controller drops idle
+/// connections after `rpc::IO_TIMEOUT`, and a request must never race
+/// with that.
+const REUSE_WITHIN: Duration = Duration::from_secs(5);
 
 impl Client {
     /// Finds slurm.conf and reads the controller's address from it.
@@ -122,6 +130,7 @@ impl Client {
             addrs,
             identity,
             config,
+            idle: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -145,16 +154,32 @@ impl Client {
 
     /// Sends one request to the first controller that answers.
     pub fn call(&self, req: CtldRequest) -> Result<CtldResponse, ClientError> {
-        let mut last = None;
-        for addr in &self.addrs {
+        let reused = {
+            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+            idle.retain(|(_, c)| c.idle() < REUSE_WITHIN);
+            idle.pop()
+        };
+        if let Some((i, mut conn)) = reused {
             let credential = self.credential()?;
-            match rpc::call_blocking(
-                addr,
-                self.identity.clone(),
-                Some(credential),
-                req.clone(),
-                TIMEOUT,
-            ) {
+            // A connection the controller has closed fails before the
+            // request is read; the request then goes on a fresh one below.
+            if let Ok(resp) = conn.call(self.identity.clone(), Some(credential), req.clone()) {
+                self.keep(i, conn);
+                return match resp {
+                    CtldResponse::Error(e) => Err(ClientError::Refused(e)),
+                    resp => Ok(resp),
+                };
+            }
+        }
+        let mut last = None;
+        for (i, addr) in self.addrs.iter().enumerate() {
+            let credential = self.credential()?;
+            let answer = rpc::Conn::connect(addr, TIMEOUT).and_then(|mut conn| {
+                let resp = conn.call(self.identity.clone(), Some(credential), req.clone())?;
+                self.keep(i, conn);
+                Ok(resp)
+            });
+            match answer {
                 Ok(CtldResponse::Error(e)) => return Err(ClientError::Refused(e)),
                 Ok(resp) => return Ok(resp),
                 Err(e) => last = Some(e),
@@ -163,6 +188,14 @@ impl Client {
         Err(ClientError::Unreachable(
             last.unwrap_or(rpc::RpcError::Timeout),
         ))
+    }
+
+    fn keep(&self, i: usize, conn: rpc::Conn) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        // Enough for the callers running at once; more would only idle.
+        if idle.len() < 64 {
+            idle.push((i, conn));
+        }
     }
 
     /// Sends a request whose answer is a plain `Ok`.

@@ -338,14 +338,43 @@ async fn serve_connection(
     // a quarter of the record limit (docs/limits.md).
     const MAX_REQUEST_BYTES: u32 = proto::MAX_FRAME_BYTES / 4;
     stream.set_nodelay(true)?;
+    // A client may send several requests in turn on one connection; each
+    // is answered before the next is read. A clean end between requests
+    // ends the connection quietly.
+    let mut first = true;
+    loop {
+        if !first {
+            // The next request, or the client's end: a close, or silence
+            // for rpc::IO_TIMEOUT.
+            let mut b = [0u8; 1];
+            match tokio::time::timeout(rpc::IO_TIMEOUT, stream.peek(&mut b)).await {
+                Ok(Ok(0)) | Err(_) => return Ok(()),
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(e.into()),
+            }
+        }
+        first = false;
+        serve_request(&mut stream, &tx, &gate, &peer, MAX_REQUEST_BYTES).await?;
+    }
+}
+
+/// Reads one request from `stream`, has the engine task answer it, and
+/// writes the answer.
+async fn serve_request(
+    stream: &mut TcpStream,
+    tx: &mpsc::UnboundedSender<Msg>,
+    gate: &Gate,
+    peer: &str,
+    max_request: u32,
+) -> Result<(), rpc::RpcError> {
     // Nothing reaches the engine until a whole frame has arrived, and the
     // read gives up after rpc::IO_TIMEOUT, so an idle client holds only its
     // connection permit.
-    let read = rpc::read_frame_async_max(&mut stream, rpc::IO_TIMEOUT, MAX_REQUEST_BYTES);
+    let read = rpc::read_frame_async_max(&mut *stream, rpc::IO_TIMEOUT, max_request);
     // Job listings for the commands travel in binary (rpc::Encoding).
     let mut encoding = rpc::Encoding::Json;
     let resp = match read.await {
-        Ok(env) => match gate.admit(&env, &peer) {
+        Ok(env) => match gate.admit(&env, peer) {
             Err(refusal) => CtldResponse::Error(refusal),
             Ok(who) => {
                 if matches!(env.body, CtldRequest::QueryJobs(_)) {
@@ -375,7 +404,7 @@ async fn serve_connection(
     let frame = rpc::envelope(daemon_identity("ctld"), resp);
     tokio::time::timeout(
         rpc::IO_TIMEOUT,
-        rpc::write_frame_async_enc(&mut stream, &frame, proto::MAX_RESPONSE_BYTES, encoding),
+        rpc::write_frame_async_enc(&mut *stream, &frame, proto::MAX_RESPONSE_BYTES, encoding),
     )
     .await
     .unwrap_or(Err(rpc::RpcError::Timeout))

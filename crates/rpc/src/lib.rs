@@ -224,35 +224,73 @@ pub fn call_blocking<Req: Serialize, Resp: DeserializeOwned>(
     req: Req,
     timeout: Duration,
 ) -> Result<Resp, RpcError> {
-    use std::net::ToSocketAddrs;
-    let mut last = None;
-    for sa in addr.to_socket_addrs()? {
-        match std::net::TcpStream::connect_timeout(&sa, timeout) {
-            Ok(mut s) => {
-                s.set_read_timeout(Some(timeout))?;
-                s.set_write_timeout(Some(timeout))?;
-                s.set_nodelay(true)?;
-                write_frame(&mut s, &signed_envelope(identity, credential, req))?;
-                let env: Envelope<Resp> = read_frame_max(&mut s, proto::MAX_RESPONSE_BYTES)
-                    .map_err(|e| match e {
-                        RpcError::Io(ref io)
-                            if matches!(
-                                io.kind(),
-                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                            ) =>
-                        {
-                            RpcError::Timeout
-                        }
-                        other => other,
-                    })?;
-                return Ok(env.body);
+    Conn::connect(addr, timeout)?.call(identity, credential, req)
+}
+
+/// A blocking connection to a server that answers several requests in
+/// turn on one connection (the controller does), so a busy client pays the
+/// TCP handshake once. Requests on one connection are answered in order.
+pub struct Conn {
+    stream: std::net::TcpStream,
+    last_used: std::time::Instant,
+}
+
+impl Conn {
+    /// Connects to the first address of `addr` that accepts.
+    pub fn connect(addr: &str, timeout: Duration) -> Result<Conn, RpcError> {
+        use std::net::ToSocketAddrs;
+        let mut last = None;
+        for sa in addr.to_socket_addrs()? {
+            match std::net::TcpStream::connect_timeout(&sa, timeout) {
+                Ok(s) => {
+                    s.set_read_timeout(Some(timeout))?;
+                    s.set_write_timeout(Some(timeout))?;
+                    s.set_nodelay(true)?;
+                    return Ok(Conn {
+                        stream: s,
+                        last_used: std::time::Instant::now(),
+                    });
+                }
+                Err(e) => last = Some(e),
             }
-            Err(e) => last = Some(e),
         }
+        Err(RpcError::Io(last.unwrap_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no address")
+        })))
     }
-    Err(RpcError::Io(last.unwrap_or_else(|| {
-        std::io::Error::new(std::io::ErrorKind::NotFound, "no address")
-    })))
+
+    /// How long since the connection last carried a request.
+    pub fn idle(&self) -> Duration {
+        self.last_used.elapsed()
+    }
+
+    /// One request and its answer.
+    pub fn call<Req: Serialize, Resp: DeserializeOwned>(
+        &mut self,
+        identity: Identity,
+        credential: Option<String>,
+        req: Req,
+    ) -> Result<Resp, RpcError> {
+        self.last_used = std::time::Instant::now();
+        write_frame(
+            &mut self.stream,
+            &signed_envelope(identity, credential, req),
+        )?;
+        let env: Envelope<Resp> = read_frame_max(&mut self.stream, proto::MAX_RESPONSE_BYTES)
+            .map_err(|e| match e {
+                RpcError::Io(ref io)
+                    if matches!(
+                        io.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    RpcError::Timeout
+                }
+                other => other,
+            })?;
+        self.last_used = std::time::Instant::now();
+        Ok(env.body)
+    }
 }
 
 /// Writes one frame (async).

@@ -511,3 +511,31 @@ fn auth_munge_runs_jobs_with_a_real_munged() {
     let r = ctld_call(&c, me(), Some(forged), CtldRequest::Ping);
     assert!(is_auth_refusal(&r), "{r:?}");
 }
+
+#[test]
+fn one_connection_carries_several_requests_each_with_its_own_credential() {
+    let c = cluster(1);
+    let mut conn = rpc::Conn::connect(&ctld_addr(&c), TIMEOUT).expect("connects");
+    for _ in 0..3 {
+        let r: CtldResponse = conn
+            .call(me(), Some(signed(&c, &me())), CtldRequest::Ping)
+            .expect("answered on the same connection");
+        assert!(matches!(r, CtldResponse::Ok), "{r:?}");
+    }
+    // A request without a credential is refused on a reused connection too,
+    // and the connection still serves the next one.
+    let r: CtldResponse = conn.call(me(), None, CtldRequest::Ping).unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    let r: CtldResponse = conn
+        .call(me(), Some(signed(&c, &me())), CtldRequest::Ping)
+        .unwrap();
+    assert!(matches!(r, CtldResponse::Ok), "{r:?}");
+    // The library keeps a connection that answered for the next calls.
+    let client = client::Client::new(
+        conf::load(c.conf()).unwrap().config,
+        client::current_identity(),
+    );
+    for _ in 0..5 {
+        client.call(CtldRequest::Ping).expect("ping");
+    }
+}
