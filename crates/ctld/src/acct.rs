@@ -441,6 +441,9 @@ fn denied_text(req: &AdminRequest) -> String {
 }
 
 #[cfg(test)]
+mod pg_outage;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use proto::acctdb::{Cond, Key, ListOp, Setting};
