@@ -480,6 +480,11 @@ impl Engine {
         self.plans.get(&id)
     }
 
+    /// Every planned start of the last pass, by job.
+    pub fn plans(&self) -> &BTreeMap<JobId, sched::Planned> {
+        &self.plans
+    }
+
     /// The pooled copy of `env`, so identical environments are stored once.
     pub(crate) fn intern_env(&mut self, env: Vec<(String, String)>) -> Arc<Vec<(String, String)>> {
         if let Some(found) = self.env_pool.get(&env) {

@@ -32,6 +32,9 @@ Cluster:
 
 Beyond Slurm:
   explain JOBID         why a job waits, in plain words, and when it should start
+  sim --trace FILE [--config slurm.conf] [--policy fcfs|easy|backfill]
+                        replay a workload trace (SWF) through the scheduler
+                        with a virtual clock; `muster sim --help` for more
 
 Slurm commands (also available as `muster <name>`):
   sbatch squeue sinfo scancel scontrol sacct sacctmgr sreport sprio sshare
@@ -73,6 +76,7 @@ fn main() {
         "down" => local::down(rest),
         "install-links" => local::install_links_cmd(rest),
         "explain" => cli::explain::main(rest),
+        "sim" => sim::main(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             0

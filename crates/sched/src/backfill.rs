@@ -473,7 +473,7 @@ pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
     // removed), so a later job of the same shape cannot start where an
     // earlier one could not, nor be planned earlier than it was: arrays
     // and loops of identical jobs cost one test each, not a sweep each.
-    let mut memo: BTreeMap<String, ShapeMemo> = BTreeMap::new();
+    let mut memo: BTreeMap<ShapeKey, ShapeMemo> = BTreeMap::new();
     for idx in order {
         let job = &jobs[idx];
         let shape = shape_key(job);
@@ -579,8 +579,53 @@ struct ShapeMemo {
 }
 
 /// Everything about a job's request that placement reads: jobs with the
-/// same key fit in the same places.
-fn shape_key(job: &JobRequest) -> String {
+/// same key fit in the same places. Plain CPU jobs (the common case, and
+/// every simulated trace job) get a key of numbers; the rest their whole
+/// request in text.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum ShapeKey {
+    Plain {
+        partitions: Vec<usize>,
+        numbers: [u64; 9],
+        flags: (bool, bool),
+    },
+    Other(String),
+}
+
+fn limit_key(t: Option<TimeLimit>) -> u64 {
+    match t {
+        None => 0,
+        Some(TimeLimit::Unlimited) => u64::MAX,
+        Some(TimeLimit::Minutes(m)) => u64::from(m) + 1,
+    }
+}
+
+fn shape_key(job: &JobRequest) -> ShapeKey {
+    let plain = job.gres_per_node.is_empty()
+        && job.gpus_total.is_none()
+        && job.gpus_per_task.is_none()
+        && job.cpus_per_gpu.is_none()
+        && job.mem_per_gpu.is_none()
+        && job.required_nodes.is_empty()
+        && job.excluded_nodes.is_empty()
+        && job.constraint.is_none();
+    if plain {
+        return ShapeKey::Plain {
+            partitions: job.partitions.clone(),
+            numbers: [
+                u64::from(job.min_nodes),
+                u64::from(job.max_nodes),
+                u64::from(job.ntasks),
+                job.ntasks_per_node.map_or(0, |n| u64::from(n) + 1),
+                u64::from(job.cpus_per_task),
+                job.mem_per_node.map_or(0, |m| m.saturating_add(1)),
+                job.mem_per_cpu.map_or(0, |m| m.saturating_add(1)),
+                limit_key(Some(job.time_limit)),
+                limit_key(job.time_min),
+            ],
+            flags: (job.exclusive, job.memory_consumable),
+        };
+    }
     let shape = JobRequest {
         job_id: JobId(0),
         priority: 0,
@@ -588,7 +633,7 @@ fn shape_key(job: &JobRequest) -> String {
         user: 0,
         ..job.clone()
     };
-    format!("{shape:?}")
+    ShapeKey::Other(format!("{shape:?}"))
 }
 
 /// `--time-min`: the longest limit between the job's minimum and its limit

@@ -1,0 +1,264 @@
+//! `muster sim`: replays a workload trace through the controller's own
+//! engine and scheduler with a virtual clock, far faster than real time,
+//! and reports how the schedule went.
+//!
+//! - `swf`: Standard Workload Format traces (plain or gzip) to normalized jobs.
+//! - `driver`: the virtual clock around `engine::Engine` (no simulator-only
+//!   scheduler: the same `schedule` the controller runs).
+//! - `report`: summary, per-job CSV, SVG picture.
+//!
+//! Only `main` and `read_trace` touch files, the clock and the terminal.
+#![warn(missing_docs)]
+
+pub mod driver;
+pub mod report;
+pub mod swf;
+
+#[cfg(test)]
+mod tests;
+
+use anyhow::Context;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+
+const USAGE: &str = "\
+Usage: muster sim --trace FILE [options]
+
+Replays a Standard Workload Format trace (plain or .gz) through muster's
+scheduler with a virtual clock and reports utilization, waits and slowdown.
+
+Options:
+  --trace FILE        the trace (required)
+  --config FILE       slurm.conf to take the scheduler settings from (and the
+                      nodes, if it has any; else the trace's machine is used)
+  --policy P          fcfs | easy | backfill: override SchedulerType
+  --json              print the summary as one JSON object
+  --csv FILE          write one line per job (id,submit,start,end,procs,nodes)
+  --svg FILE          write a picture: utilization, queue length, wait times
+  --limit N           only the first N jobs of the trace
+  --skip-bad-lines    report malformed trace lines and go on (default: refuse)
+  --quiet             no progress bar
+";
+
+/// Options of one run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Args {
+    /// `--trace`.
+    pub trace: PathBuf,
+    /// `--config`.
+    pub config: Option<PathBuf>,
+    /// `--policy`.
+    pub policy: Option<sched::Policy>,
+    /// `--json`.
+    pub json: bool,
+    /// `--csv`.
+    pub csv: Option<PathBuf>,
+    /// `--svg`.
+    pub svg: Option<PathBuf>,
+    /// `--limit`.
+    pub limit: Option<usize>,
+    /// `--skip-bad-lines`.
+    pub skip_bad_lines: bool,
+    /// `--quiet`.
+    pub quiet: bool,
+}
+
+/// `fcfs`, `easy` or `backfill`.
+pub fn parse_policy(text: &str) -> Option<sched::Policy> {
+    match text.to_ascii_lowercase().as_str() {
+        "fcfs" | "builtin" => Some(sched::Policy::Fcfs),
+        "easy" => Some(sched::Policy::Easy),
+        "backfill" | "full" => Some(sched::Policy::Backfill),
+        _ => None,
+    }
+}
+
+/// Parses the command line (`--key value` or `--key=value`).
+pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
+    let mut a = Args::default();
+    let mut trace = None;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let (key, inline) = match arg.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k, Some(v.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = |name: &str| -> Result<String, String> {
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match key {
+            "-h" | "--help" => return Ok(None),
+            "--trace" => trace = Some(PathBuf::from(value("--trace")?)),
+            "--config" => a.config = Some(PathBuf::from(value("--config")?)),
+            "--policy" => {
+                let v = value("--policy")?;
+                a.policy = Some(parse_policy(&v).ok_or_else(|| {
+                    format!("unknown policy {v:?}: expected fcfs, easy or backfill")
+                })?);
+            }
+            "--json" => a.json = true,
+            "--csv" => a.csv = Some(PathBuf::from(value("--csv")?)),
+            "--svg" => a.svg = Some(PathBuf::from(value("--svg")?)),
+            "--limit" => {
+                let v = value("--limit")?;
+                a.limit = Some(
+                    v.parse()
+                        .map_err(|_| format!("--limit {v:?}: expected a number of jobs"))?,
+                );
+            }
+            "--skip-bad-lines" => a.skip_bad_lines = true,
+            "--quiet" | "-q" => a.quiet = true,
+            other => return Err(format!("unknown option {other:?}")),
+        }
+    }
+    a.trace = trace.ok_or("--trace FILE is required")?;
+    Ok(Some(a))
+}
+
+/// Reads a trace file, gunzipping it when it starts with gzip's magic.
+pub fn read_trace(path: &Path) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut text = String::new();
+        flate2::read::MultiGzDecoder::new(bytes.as_slice())
+            .read_to_string(&mut text)
+            .with_context(|| format!("decompressing {}", path.display()))?;
+        Ok(text)
+    } else {
+        String::from_utf8(bytes).with_context(|| format!("{} is not text", path.display()))
+    }
+}
+
+/// The configuration to simulate: the user's slurm.conf when it has nodes,
+/// else the trace's machine with the user's scheduler settings.
+pub fn build_config(
+    machine: &swf::Machine,
+    user: Option<&conf::Config>,
+) -> anyhow::Result<conf::Config> {
+    let mut cfg = match user {
+        Some(c) if !c.nodes.is_empty() => c.clone(),
+        _ => {
+            let text = driver::machine_conf(machine, "");
+            let mut cfg = conf::parse_str(&text, Path::new("sim.conf"), &mut |_| {
+                Err(std::io::Error::other("no includes"))
+            })
+            .context("the machine's configuration")?
+            .config;
+            if let Some(u) = user {
+                cfg.scheduler_type = u.scheduler_type.clone();
+                cfg.scheduler_params = u.scheduler_params.clone();
+                cfg.other.extend(u.other.clone());
+            }
+            cfg
+        }
+    };
+    driver::simulation_ready(&mut cfg);
+    Ok(cfg)
+}
+
+/// Runs a simulation as the command line asks; the whole command.
+pub fn run(args: &Args) -> anyhow::Result<String> {
+    let text = read_trace(&args.trace)?;
+    let bad = if args.skip_bad_lines {
+        swf::BadLines::Skip
+    } else {
+        swf::BadLines::Reject
+    };
+    let mut trace =
+        swf::parse(&text, bad).map_err(|e| anyhow::anyhow!("{}: {e}", args.trace.display()))?;
+    for e in &trace.skipped {
+        eprintln!("muster sim: {}: skipped {e}", args.trace.display());
+    }
+    if let Some(n) = args.limit {
+        trace.jobs.truncate(n);
+    }
+    let user = match &args.config {
+        Some(p) => Some(conf::load(p).map_err(|e| anyhow::anyhow!("{e}"))?.config),
+        None => None,
+    };
+    let cfg = build_config(&trace.machine, user.as_ref())?;
+    let mut sched = engine::sched_config(&cfg);
+    if let Some(p) = args.policy {
+        sched.policy = p;
+        if p != sched::Policy::Backfill {
+            // The reference policies plan to the second, as the textbook.
+            sched.bf_resolution = 1;
+        }
+    }
+    let procs: u64 = cfg.nodes.iter().map(|n| u64::from(n.cpus)).sum();
+    let tty = !args.quiet && std::io::stderr().is_terminal();
+    let mut last_shown = 0usize;
+    let mut progress = |done: usize, total: usize| {
+        if tty && (done - last_shown >= total / 200 || done == total) {
+            last_shown = done;
+            let frac = done as f64 / total.max(1) as f64;
+            let filled = (frac * 40.0) as usize;
+            let bar = format!("{}{}", "#".repeat(filled), "-".repeat(40 - filled));
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r[{bar}] {:>5.1}% {done}/{total} jobs", frac * 100.0);
+            if done == total {
+                let _ = writeln!(err);
+            }
+        }
+    };
+    let started = std::time::Instant::now();
+    let out = driver::simulate(&trace, &cfg, sched.clone(), false, &mut progress);
+    let secs = started.elapsed().as_secs_f64();
+    for (id, why) in &out.refused {
+        eprintln!("muster sim: job {id} refused: {why}");
+    }
+    let summary = report::summarize(&out.records, procs, out.passes, secs);
+    if let Some(p) = &args.csv {
+        std::fs::write(p, report::csv(&out.records))
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(p) = &args.svg {
+        let title = format!(
+            "{} - {:?}, {} nodes x {} CPUs, {} jobs",
+            args.trace.file_name().map_or_else(
+                || args.trace.display().to_string(),
+                |f| f.to_string_lossy().into_owned()
+            ),
+            sched.policy,
+            cfg.nodes.len(),
+            cfg.nodes.first().map_or(0, |n| n.cpus),
+            summary.jobs
+        );
+        std::fs::write(p, report::svg(&title, &out.records, &out.samples, procs))
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(if args.json {
+        format!("{}\n", summary.json())
+    } else {
+        summary.text()
+    })
+}
+
+/// `muster sim ...`: the exit status.
+pub fn main(args: Vec<String>) -> i32 {
+    let parsed = match parse_args(&args) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            print!("{USAGE}");
+            return 0;
+        }
+        Err(e) => {
+            eprintln!("muster sim: {e}\n");
+            eprint!("{USAGE}");
+            return 1;
+        }
+    };
+    match run(&parsed) {
+        Ok(text) => {
+            print!("{text}");
+            0
+        }
+        Err(e) => {
+            eprintln!("muster sim: {e:#}");
+            1
+        }
+    }
+}
