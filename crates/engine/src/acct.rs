@@ -67,6 +67,32 @@ impl Engine {
                 alloc_tres,
                 usage: job.batch_usage.clone().unwrap_or_default(),
             });
+            // PrologFlags=Contain: the extern step holds the whole
+            // allocation for the job's life (Slurm lists it after .batch).
+            if self.settings.prolog_contain {
+                steps.push(AcctStep {
+                    step: StepId::Extern,
+                    name: "extern".into(),
+                    state: if job.state.is_finished() {
+                        JobState::Completed
+                    } else {
+                        JobState::Running
+                    },
+                    exit_code: model::ExitCode::default(),
+                    start_time: job.start_time,
+                    end_time: if job.state.is_finished() {
+                        job.end_time
+                    } else {
+                        None
+                    },
+                    nodes: hostlist::compress(&info.nodes),
+                    n_nodes: info.num_nodes,
+                    n_cpus: info.num_cpus,
+                    n_tasks: info.num_nodes,
+                    alloc_tres: sorted_tres(&info.tres),
+                    usage: Default::default(),
+                });
+            }
         }
         Some(AcctJob {
             cluster: self.settings.cluster_name.clone(),

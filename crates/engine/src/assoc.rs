@@ -325,6 +325,55 @@ mod tests {
     }
 
     #[test]
+    fn prolog_contain_adds_an_extern_step_to_the_record() {
+        for (flags, steps) in [
+            ("", vec!["batch"]),
+            ("PrologFlags=Alloc,Contain\n", vec!["batch", "extern"]),
+        ] {
+            let mut e = engine(flags);
+            e.on_node_registered(reg(), 0).unwrap();
+            let id = e
+                .on_submit(desc(None, None, None), &who("alice"), 0)
+                .unwrap()
+                .job_id;
+            e.schedule(0);
+            let rec = e.acct_job(id, 0).unwrap();
+            let names: Vec<&str> = rec.steps.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(names, steps, "{flags:?}");
+            if let Some(x) = rec.steps.get(1) {
+                assert_eq!(
+                    (x.state, x.n_cpus, x.nodes.as_str()),
+                    (model::JobState::Running, 1, "node1")
+                );
+                assert_eq!(x.alloc_tres, rec.alloc_tres);
+            }
+        }
+    }
+
+    fn reg() -> proto::NodeRegistration {
+        proto::NodeRegistration {
+            name: "node1".into(),
+            addr: "127.0.0.1".into(),
+            port: 7001,
+            cpus: 2,
+            boards: 1,
+            sockets: 2,
+            cores_per_socket: 1,
+            threads_per_core: 1,
+            real_memory: 4000,
+            free_memory: 4000,
+            cpu_load: 0.0,
+            gres: vec![],
+            os: "Linux".into(),
+            arch: "x86_64".into(),
+            boot_time: 0,
+            start_time: 0,
+            running_jobs: vec![],
+            version: "0".into(),
+        }
+    }
+
+    #[test]
     fn enforce_words() {
         assert_eq!(Enforce::parse(""), Enforce::default());
         assert_eq!(

@@ -149,6 +149,9 @@ pub struct Settings {
     /// AccountingStorageEnforce.
     #[serde(default)]
     pub enforce: Enforce,
+    /// PrologFlags=Contain: every job has an `extern` step.
+    #[serde(default)]
+    pub prolog_contain: bool,
     /// PriorityType and the multifactor settings.
     #[serde(default)]
     pub priority: conf::PriorityConf,
@@ -202,6 +205,10 @@ impl Settings {
                 .other
                 .get("dependencyparameters")
                 .is_some_and(|(_, v)| v.to_ascii_lowercase().contains("kill_invalid_depend")),
+            prolog_contain: cfg.other.get("prologflags").is_some_and(|(_, v)| {
+                v.split(',')
+                    .any(|f| f.trim().eq_ignore_ascii_case("contain"))
+            }),
             enforce: Enforce::parse(
                 cfg.other
                     .get("accountingstorageenforce")

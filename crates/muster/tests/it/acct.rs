@@ -87,3 +87,36 @@ fn sacct_reports_what_the_batch_step_used() {
     );
     assert_ne!(fields[2], "00:00:00", "TotalCPU");
 }
+
+#[test]
+fn prolog_contain_records_an_extern_step() {
+    let c = crate::builder()
+        .nodes(1)
+        .conf_extra("PrologFlags=Contain\n")
+        .start();
+    let id = c.submit(&["--wrap", "true"]);
+    assert_eq!(c.wait_done(id, secs(10)), "COMPLETED");
+    let out = c.wait_until("the ended extern step", secs(10), || {
+        let o = c.run(
+            "sacct",
+            &[
+                "-n",
+                "-P",
+                "-o",
+                "JobID,JobName,State,ExitCode",
+                "-j",
+                &id.to_string(),
+            ],
+        );
+        o.stdout
+            .contains(".extern|extern|COMPLETED")
+            .then_some(o.stdout)
+    });
+    assert_eq!(
+        out,
+        format!(
+            "{id}|wrap|COMPLETED|0:0\n{id}.batch|batch|COMPLETED|0:0\n\
+             {id}.extern|extern|COMPLETED|0:0\n"
+        )
+    );
+}
