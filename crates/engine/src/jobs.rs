@@ -873,6 +873,7 @@ impl Engine {
         }
         self.sched_dirty = false;
         self.evaluate_dependencies(now);
+        let limited = self.limit_blocked();
         let free_cpus = self.free_cpus();
         let mut arrays = crate::array::ArrayRequests::default();
         let mut throttled = Vec::new();
@@ -889,6 +890,9 @@ impl Engine {
                 waiting_to_begin.push(job.id);
                 continue;
             }
+            if limited.contains_key(&job.id) {
+                continue;
+            }
             if job.array.as_ref().is_some_and(|a| a.is_meta()) {
                 if !self.push_array_requests(job, free_cpus, &mut requests, &mut arrays) {
                     throttled.push(job.id);
@@ -901,6 +905,12 @@ impl Engine {
         for id in waiting_to_begin {
             if let Some(job) = self.jobs.get_mut(&id) {
                 job.reason = PendingReason::BeginTime;
+            }
+        }
+        for (id, limit) in limited {
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.reason = PendingReason::Limit(limit);
+                job.last_sched_eval = Some(now);
             }
         }
         self.plans.clear();

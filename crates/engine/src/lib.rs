@@ -22,6 +22,7 @@ mod env;
 mod explain;
 mod info;
 mod jobs;
+mod limits;
 mod nodes;
 mod persist;
 mod priority;

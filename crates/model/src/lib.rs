@@ -193,6 +193,63 @@ pub enum PendingReason {
     NodeDown,
     /// An array waits: as many of its tasks run as its `%N` limit allows.
     JobArrayTaskLimit,
+    /// A QOS or association limit holds the job ([`LimitReason`]).
+    Limit(LimitReason),
+}
+
+/// Declares [`LimitReason`] from its table: variant => Slurm's reason text.
+macro_rules! limit_reasons {
+    ($($variant:ident => $text:literal,)*) => {
+        /// The QOS and association limits that hold a pending job, with
+        /// Slurm's reason text. Slurm's names follow one template,
+        /// `{Assoc|QOS}{Grp|Max}{TRES}{Limit|PerJob|PerUser|...}`; this is the
+        /// part of that table the scheduler enforces.
+        #[derive(
+            Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+        )]
+        pub enum LimitReason {
+            $(
+                #[doc = $text]
+                $variant,
+            )*
+        }
+
+        impl LimitReason {
+            /// Every limit reason, in table order.
+            pub const ALL: &'static [LimitReason] = &[$(LimitReason::$variant,)*];
+
+            /// Slurm's reason text.
+            pub fn as_slurm_str(self) -> &'static str {
+                match self {
+                    $(LimitReason::$variant => $text,)*
+                }
+            }
+        }
+    };
+}
+
+limit_reasons! {
+    AssocGrpCpu => "AssocGrpCpuLimit",
+    AssocGrpNode => "AssocGrpNodeLimit",
+    AssocGrpMem => "AssocGrpMemLimit",
+    AssocGrpJobs => "AssocGrpJobsLimit",
+    AssocMaxJobs => "AssocMaxJobsLimit",
+    AssocMaxCpuPerJob => "AssocMaxCpuPerJobLimit",
+    AssocMaxNodePerJob => "AssocMaxNodePerJobLimit",
+    AssocMaxMemPerJob => "AssocMaxMemPerJob",
+    AssocMaxWall => "AssocMaxWallDurationPerJobLimit",
+    QosGrpCpu => "QOSGrpCpuLimit",
+    QosGrpNode => "QOSGrpNodeLimit",
+    QosGrpMem => "QOSGrpMemLimit",
+    QosGrpJobs => "QOSGrpJobsLimit",
+    QosMaxJobsPerUser => "QOSMaxJobsPerUserLimit",
+    QosMaxCpuPerJob => "QOSMaxCpuPerJobLimit",
+    QosMaxNodePerJob => "QOSMaxNodePerJobLimit",
+    QosMaxMemPerJob => "QOSMaxMemoryPerJob",
+    QosMaxCpuPerUser => "QOSMaxCpuPerUserLimit",
+    QosMaxNodePerUser => "QOSMaxNodePerUserLimit",
+    QosMaxMemPerUser => "QOSMaxMemoryPerUser",
+    QosMaxWall => "QOSMaxWallDurationPerJobLimit",
 }
 
 impl PendingReason {
@@ -224,6 +281,7 @@ impl PendingReason {
             PendingReason::TimeLimit => "TimeLimit",
             PendingReason::NodeDown => "NodeDown",
             PendingReason::JobArrayTaskLimit => "JobArrayTaskLimit",
+            PendingReason::Limit(l) => l.as_slurm_str(),
         }
     }
 
