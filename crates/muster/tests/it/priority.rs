@@ -55,3 +55,33 @@ fn sprio_needs_the_multifactor_plugin() {
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("priority/basic"), "{}", out.stderr);
 }
+
+/// AccountingStorageEnforce=limits: a QOS limit set with sacctmgr holds
+/// the user's next job with Slurm's reason until the first one ends.
+#[test]
+fn qos_limits_set_with_sacctmgr_hold_jobs_with_their_reason() {
+    let c = builder()
+        .nodes(1)
+        .conf_extra("AccountingStorageEnforce=associations,limits,qos\n")
+        .start();
+    c.ok(
+        "sacctmgr",
+        &["-i", "modify", "qos", "normal", "set", "MaxJobsPerUser=1"],
+    );
+    let first = c.submit(&["--wrap", "sleep 4"]);
+    let second = c.submit(&["--wrap", "true"]);
+    c.wait_state(first, "RUNNING", crate::secs(10));
+    assert_eq!(
+        c.squeue_field(second, "%T %r"),
+        "PENDING QOSMaxJobsPerUserLimit"
+    );
+    assert_eq!(c.wait_done(second, crate::secs(30)), "COMPLETED");
+    c.ok(
+        "sacctmgr",
+        &["-i", "modify", "qos", "normal", "set", "MaxWall=10"],
+    );
+    let long = c.submit(&["-t", "30", "--wrap", "true"]);
+    c.wait_for(long, crate::secs(10), |s| s == "PENDING");
+    assert_eq!(c.squeue_field(long, "%r"), "QOSMaxWallDurationPerJobLimit");
+    c.ok("scancel", &[&long.to_string()]);
+}
