@@ -338,3 +338,69 @@ fn singleton_runs_one_job_per_name_and_user() {
     exit(&mut e, first, 0, 2);
     assert_eq!(e.job(second).unwrap().state, JobState::Running);
 }
+
+#[test]
+fn a_user_cannot_release_an_administrators_hold() {
+    let mut e = engine();
+    let mut d = desc();
+    d.hold = true;
+    let id = sub(&mut e, d, 1);
+    assert_eq!(e.job(id).unwrap().reason, PendingReason::JobHeldUser);
+    e.on_hold(id, false, &admin()).unwrap();
+    assert_eq!(e.job(id).unwrap().reason, PendingReason::JobHeldAdmin);
+    assert_eq!(e.on_release(id, &user()), Err(SlurmError::AccessDenied));
+    assert_eq!(e.on_release(id, &other()), Err(SlurmError::AccessDenied));
+    e.on_release(id, &admin()).unwrap();
+    e.schedule(2);
+    assert_eq!(e.job(id).unwrap().state, JobState::Running);
+}
+
+#[test]
+fn requeue_keeps_the_id_records_the_old_run_and_appends() {
+    let mut e = engine();
+    let id = sub(&mut e, desc(), 1);
+    e.take_commands();
+    e.on_requeue(id, false, &user(), 5).unwrap();
+    let old: Vec<proto::AcctJob> = e
+        .take_commands()
+        .into_iter()
+        .filter_map(|c| match c {
+            crate::Command::AcctRecord(r) => Some(*r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(old[0].state, JobState::Requeued);
+    assert_eq!(old[0].submit_time, 1);
+    let j = e.job(id).unwrap();
+    assert_eq!(
+        (j.state, j.restarts, j.submit_time),
+        (JobState::Pending, 1, 5)
+    );
+    // The old run's end releases the node; the job runs again, appending.
+    e.on_job_exited(
+        id,
+        "node1",
+        ExitCode {
+            code: 0,
+            signal: 15,
+        },
+        None,
+        6,
+    )
+    .unwrap();
+    e.schedule(6);
+    let launch = e
+        .take_commands()
+        .into_iter()
+        .find_map(|c| match c {
+            crate::Command::LaunchBatch { launch, .. } => Some(launch),
+            _ => None,
+        })
+        .expect("launched again");
+    assert_eq!(launch.job_id, id);
+    assert!(launch.open_append);
+    assert!(launch
+        .env
+        .iter()
+        .any(|(k, v)| k == "SLURM_RESTART_COUNT" && v == "1"));
+}
