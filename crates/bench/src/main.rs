@@ -11,7 +11,7 @@
 //! ```text
 //! muster-bench submit  -f slurm.conf [--threads T] [--count N] [--hold] [--no-env] [--wrap CMD]
 //! muster-bench latency -f slurm.conf [--count N] [--method file|poll] [--dir DIR] [--gap-ms MS]
-//! muster-bench run     -f slurm.conf [--threads T] [--count N] [--wrap CMD] [--workdir DIR]
+//! muster-bench run     -f slurm.conf [--threads T] [--count N] [--wrap CMD] [--workdir DIR] [--array]
 //! muster-bench ping    -f slurm.conf [--timeout S]
 //! muster-bench count   -f slurm.conf
 //! ```
@@ -37,6 +37,8 @@ struct Opts {
     workdir: Option<PathBuf>,
     gap_ms: u64,
     timeout_s: u64,
+    /// `run --array`: one array of `count` tasks instead of `count` jobs.
+    array: bool,
 }
 
 fn parse(args: &[String]) -> anyhow::Result<Opts> {
@@ -52,6 +54,7 @@ fn parse(args: &[String]) -> anyhow::Result<Opts> {
         workdir: None,
         gap_ms: 20,
         timeout_s: 60,
+        array: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -65,6 +68,7 @@ fn parse(args: &[String]) -> anyhow::Result<Opts> {
             "--threads" | "-t" => o.threads = val()?.parse().context("--threads")?,
             "--count" | "-n" => o.count = val()?.parse().context("--count")?,
             "--hold" | "-H" => o.hold = true,
+            "--array" => o.array = true,
             "--no-env" => o.env = false,
             "--wrap" => o.wrap = val()?,
             "--method" => o.method = val()?,
@@ -369,7 +373,54 @@ fn cmd_latency(o: &Opts) -> anyhow::Result<()> {
 }
 
 /// Submits `count` runnable jobs, then polls until every one has ended.
+/// How long `run` waits between two full listings: longer for big runs,
+/// whose listings cost the controller more.
+fn poll_gap(count: usize) -> Duration {
+    Duration::from_millis(if count > 10_000 { 1000 } else { 100 })
+}
+
+/// `run --array`: one `sbatch --array=0-(N-1) --wrap CMD`, then ListJobs
+/// until every task has ended; tasks/s from the submit to the last end.
+fn cmd_run_array(o: &Opts) -> anyhow::Result<()> {
+    let c = client(o)?;
+    let mut desc = job_desc(o, c.identity(), &o.wrap);
+    desc.array = Some(format!("0-{}", o.count.saturating_sub(1)));
+    // One output file per task, as each single job writes one.
+    desc.stdout = Some("slurm-%A_%a.out".into());
+    let start = Instant::now();
+    let id = submit_one(&c, &desc).map_err(|e| anyhow::anyhow!("submit: {e}"))?;
+    let submit_secs = start.elapsed().as_secs_f64();
+    let limit = Duration::from_secs(o.timeout_s);
+    let (mut completed, mut ended_n) = (0, 0);
+    while start.elapsed() < limit {
+        let js = jobs(&c)?;
+        let mine: Vec<&proto::JobInfo> = js
+            .iter()
+            .filter(|j| j.array_job_id == Some(id.0) && j.array_task_id.is_some())
+            .collect();
+        ended_n = mine.iter().filter(|j| ended(j)).count();
+        if ended_n == o.count {
+            completed = mine
+                .iter()
+                .filter(|j| j.state == JobState::Completed)
+                .count();
+            break;
+        }
+        std::thread::sleep(poll_gap(o.count));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "run_array count={} job={id} submit_secs={submit_secs:.3} total_secs={secs:.3} completed={completed} ended={ended_n} tasks_per_s={:.1}",
+        o.count,
+        ended_n as f64 / secs
+    );
+    Ok(())
+}
+
 fn cmd_run(o: &Opts) -> anyhow::Result<()> {
+    if o.array {
+        return cmd_run_array(o);
+    }
     let c = client(o)?;
     let start = Instant::now();
     let s = submit_many(o, &c, &o.wrap.clone());
@@ -396,7 +447,7 @@ fn cmd_run(o: &Opts) -> anyhow::Result<()> {
         }
         // Every poll is a full ListJobs (all jobs, as JSON): poll gently so
         // the observer does not compete with the jobs for the CPUs.
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(poll_gap(o.count));
     }
     let secs = start.elapsed().as_secs_f64();
     println!(
