@@ -391,24 +391,25 @@ fn cmd_run_array(o: &Opts) -> anyhow::Result<()> {
     let id = submit_one(&c, &desc).map_err(|e| anyhow::anyhow!("submit: {e}"))?;
     let submit_secs = start.elapsed().as_secs_f64();
     let limit = Duration::from_secs(o.timeout_s);
-    let (mut completed, mut ended_n) = (0, 0);
+    // Ended tasks are purged after MinJobAge: remember each one seen ended.
+    let mut seen: std::collections::HashMap<u32, bool> = Default::default();
     while start.elapsed() < limit {
         let js = jobs(&c)?;
-        let mine: Vec<&proto::JobInfo> = js
-            .iter()
-            .filter(|j| j.array_job_id == Some(id.0) && j.array_task_id.is_some())
-            .collect();
-        ended_n = mine.iter().filter(|j| ended(j)).count();
-        if ended_n == o.count {
-            completed = mine
-                .iter()
-                .filter(|j| j.state == JobState::Completed)
-                .count();
+        for j in &js {
+            if let (Some(a), Some(t)) = (j.array_job_id, j.array_task_id) {
+                if a == id.0 && ended(j) {
+                    seen.insert(t, j.state == JobState::Completed);
+                }
+            }
+        }
+        if seen.len() == o.count {
             break;
         }
         std::thread::sleep(poll_gap(o.count));
     }
     let secs = start.elapsed().as_secs_f64();
+    let ended_n = seen.len();
+    let completed = seen.values().filter(|ok| **ok).count();
     println!(
         "run_array count={} job={id} submit_secs={submit_secs:.3} total_secs={secs:.3} completed={completed} ended={ended_n} tasks_per_s={:.1}",
         o.count,
