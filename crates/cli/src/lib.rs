@@ -6,11 +6,13 @@
 //! Output text, error text and exit codes follow Slurm 22.05 byte for byte
 //! (see `tests/golden/`).
 
+pub mod alloc;
 pub mod common;
 pub mod explain;
 pub mod getopt;
 pub mod sacct;
 pub mod sacctmgr;
+pub mod salloc;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
@@ -18,6 +20,7 @@ pub mod sinfo;
 pub mod sprio;
 pub mod squeue;
 pub mod sreport;
+pub mod srun;
 pub mod sshare;
 mod timespec;
 
@@ -35,6 +38,8 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "sreport" => sreport::main(args),
         "sprio" => sprio::main(args),
         "sshare" => sshare::main(args),
+        "srun" => srun::main(args),
+        "salloc" => salloc::main(args),
         _ => return None,
     })
 }
@@ -42,5 +47,5 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
 /// The command names `muster install-links` creates.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr", "sreport", "sprio",
-    "sshare",
+    "sshare", "srun", "salloc",
 ];

@@ -20,8 +20,8 @@
 //! because only the controller knows the job id and the node.
 
 mod begin;
-mod export;
-mod opts;
+pub(crate) mod export;
+pub(crate) mod opts;
 mod script;
 mod signal;
 
@@ -579,7 +579,7 @@ pub fn main(args: Vec<String>) -> i32 {
 
 /// Adds what Slurm's sbatch sets in its own environment before capturing it:
 /// its scheduling priority and umask, for the job to inherit.
-fn add_process_env(env: &mut Vec<(String, String)>) {
+pub(crate) fn add_process_env(env: &mut Vec<(String, String)>) {
     // SAFETY: getpriority and umask only read and set this process's
     // attributes; umask is restored at once.
     let prio = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };

@@ -458,6 +458,12 @@ fn confirm(job: &proto::JobInfo) -> bool {
     matches!(line.trim_start().chars().next(), Some('y' | 'Y'))
 }
 
+/// `123.4`: a numbered step of a job.
+pub fn step_spec(text: &str) -> Option<(JobId, u32)> {
+    let (job, step) = text.split_once('.')?;
+    Some((JobId(job.parse().ok()?), step.parse().ok()?))
+}
+
 /// Runs `scancel`.
 pub fn main(args: Vec<String>) -> i32 {
     let args = match parse_args(&args) {
@@ -513,16 +519,20 @@ pub fn main(args: Vec<String>) -> i32 {
 
     let mut status = 0;
     for text in targets {
-        let result = match model::array::JobIdSpec::parse(&text) {
-            Some(spec) => client.call_ok(CtldRequest::Cancel {
+        let result = match (step_spec(&text), model::array::JobIdSpec::parse(&text)) {
+            (Some((job_id, step_id)), _) => client.call_ok(CtldRequest::CancelStep {
+                job_id,
+                step_id,
+                signal: args.request_signal(),
+            }),
+            (None, Some(spec)) => client.call_ok(CtldRequest::Cancel {
                 job_id: JobId(spec.job_id),
                 signal: args.request_signal(),
                 batch_only: args.batch,
                 full: args.full,
                 tasks: spec.tasks,
             }),
-            // Steps: see the module docs.
-            None => Err(client::ClientError::Refused(SlurmError::InvalidJobId)),
+            (None, None) => Err(client::ClientError::Refused(SlurmError::InvalidJobId)),
         };
         let out = outcome(&args, &text, result.as_ref().err());
         for m in &out.messages {

@@ -598,6 +598,8 @@ const SHOW_ENTITIES: &[(&str, usize)] = &[
     ("partition", 1),
     ("partitions", 1),
     ("config", 1),
+    ("step", 4),
+    ("steps", 4),
     ("hostnames", 5),
     ("hostname", 5),
     ("hostlistsorted", 9),
@@ -617,6 +619,7 @@ fn cmd_show(s: &mut Session, rest: &[String]) -> CmdResult {
         "node" | "nodes" => show_nodes(s, arg),
         "partition" | "partitions" => show_partitions(s, arg),
         "config" => show_config(s),
+        "step" | "steps" => show_steps(s, arg),
         "hostnames" | "hostname" => {
             let expr = match arg {
                 Some(a) => a.to_string(),
@@ -702,6 +705,104 @@ fn show_jobs(s: &mut Session, arg: Option<&str>) -> CmdResult {
         .iter()
         .map(|j| render_job_with(j, list.now, opts))
         .collect())
+}
+
+/// `scontrol show step [JOB[.STEP]]`.
+fn show_steps(s: &mut Session, arg: Option<&str>) -> CmdResult {
+    let invalid = || fail("slurm_get_job_steps error: Invalid job id specified");
+    let wanted: Option<(u32, Option<String>)> = match arg {
+        None => None,
+        Some(a) => {
+            let (job, step) = match a.split_once('.') {
+                Some((j, st)) => (j, Some(st.to_string())),
+                None => (a, None),
+            };
+            Some((job.parse().map_err(|_| invalid())?, step))
+        }
+    };
+    let list = match s
+        .client("slurm_get_job_steps error")?
+        .call(proto::CtldRequest::ListSteps)
+    {
+        Ok(proto::CtldResponse::Steps(l)) => l,
+        Ok(_) => {
+            return Err(fail(
+                "slurm_get_job_steps error: Unexpected message received",
+            ))
+        }
+        Err(e) => return Err(fail(format!("slurm_get_job_steps error: {e}"))),
+    };
+    let steps: Vec<&proto::StepInfo> = list
+        .steps
+        .iter()
+        .filter(|st| match &wanted {
+            None => true,
+            Some((j, step)) => {
+                st.job_id.0 == *j
+                    && step
+                        .as_ref()
+                        .is_none_or(|want| *want == st.step.as_slurm_string())
+            }
+        })
+        .collect();
+    if steps.is_empty() {
+        return match wanted {
+            Some((j, Some(st))) => Err(fail(format!("Job step {j}.{st} not found"))),
+            _ => Ok("No steps in the system\n".to_string()),
+        };
+    }
+    Ok(steps.iter().map(|st| render_step(st)).collect())
+}
+
+/// One step as `scontrol show step` prints it.
+pub fn render_step(st: &proto::StepInfo) -> String {
+    let limit = match st.time_limit {
+        model::TimeLimit::Unlimited => "UNLIMITED".to_string(),
+        model::TimeLimit::Minutes(m) => {
+            let s = u64::from(m) * 60;
+            if s >= 86_400 {
+                format!(
+                    "{}-{:02}:{:02}:{:02}",
+                    s / 86_400,
+                    s % 86_400 / 3600,
+                    s % 3600 / 60,
+                    s % 60
+                )
+            } else {
+                format!("{:02}:{:02}:{:02}", s / 3600, s % 3600 / 60, s % 60)
+            }
+        }
+    };
+    let nodes = hostlist::compress(&st.nodes);
+    let mut out = format!(
+        "StepId={}.{} UserId={} StartTime={} TimeLimit={limit}\n",
+        st.job_id,
+        st.step.as_slurm_string(),
+        st.uid,
+        crate::common::fmt_time(st.start_time)
+    );
+    out.push_str(&format!(
+        "   State=RUNNING Partition={} NodeList={nodes}\n",
+        st.partition
+    ));
+    out.push_str(&format!(
+        "   Nodes={} CPUs={} Tasks={} Name={} Network=(null)\n",
+        st.nodes.len(),
+        st.cpus,
+        st.ntasks,
+        st.name
+    ));
+    out.push_str(&format!("   TRES={}\n", st.tres));
+    out.push_str("   ResvPorts=(null)\n");
+    out.push_str(&format!(
+        "   CPUFreqReq=Default Dist={}\n",
+        st.distribution.as_slurm_str()
+    ));
+    if !st.srun_host_pid.is_empty() {
+        out.push_str(&format!("   SrunHost:Pid={}\n", st.srun_host_pid));
+    }
+    out.push('\n');
+    out
 }
 
 fn show_nodes(s: &mut Session, arg: Option<&str>) -> CmdResult {

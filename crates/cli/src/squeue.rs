@@ -738,6 +738,63 @@ fn apply_env(args: &mut SqueueArgs) {
     }
 }
 
+/// Renders `squeue -s` for `list`: running steps, by job then step.
+pub fn render_steps(args: &SqueueArgs, list: &proto::StepList) -> Result<String, RenderError> {
+    let format = resolve_format(args)?;
+    let mut out = String::new();
+    if !args.noheader {
+        // `%i` is the step id here, and squeue heads it STEPID.
+        let header = format::header_line(&format);
+        let header = if header.contains(" JOBID") {
+            header.replacen(" JOBID", "STEPID", 1)
+        } else {
+            header.replacen("JOBID", "STEPID", 1)
+        };
+        out.push_str(&header);
+    }
+    for step in &list.steps {
+        if args
+            .jobs
+            .as_ref()
+            .is_some_and(|ids| !ids.contains(&step.job_id.0))
+        {
+            continue;
+        }
+        if !args.users.is_empty() && !args.users.contains(&step.user) {
+            continue;
+        }
+        if !args.partitions.is_empty() && !args.partitions.contains(&step.partition) {
+            continue;
+        }
+        out.push_str(&format::step_line(&format, step, list.now));
+    }
+    Ok(out)
+}
+
+fn steps_main(args: &SqueueArgs, client: &client::Client) -> i32 {
+    let list = match client.call(proto::CtldRequest::ListSteps) {
+        Ok(proto::CtldResponse::Steps(l)) => l,
+        Ok(_) => {
+            eprintln!("slurm_load_job_steps error: Unexpected message received");
+            return 1;
+        }
+        Err(e) => {
+            eprintln!("slurm_load_job_steps error: {e}");
+            return 1;
+        }
+    };
+    match render_steps(args, &list) {
+        Ok(text) => {
+            print_stdout(&text);
+            0
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    }
+}
+
 /// Runs `squeue`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut args = match parse_args(&args) {
@@ -765,6 +822,9 @@ pub fn main(args: Vec<String>) -> i32 {
         }
     };
     let me = client.identity().user.clone();
+    if args.steps {
+        return steps_main(&args, &client);
+    }
     loop {
         let list = match client.query_jobs(job_filter(&args, &me)) {
             Ok(l) => l,

@@ -238,3 +238,21 @@ impl Client {
         }
     }
 }
+
+/// The stream between srun and the step supervisors on the nodes (task
+/// output, task ends, stdin, signals, PMI fences): the same framing as
+/// every other message, without credentials (the step's token, checked by
+/// srun in the first message, proves the peer).
+pub mod stepio {
+    use proto::{SrunToStepd, StepdToSrun};
+
+    /// Sends one message to a step supervisor.
+    pub fn send(w: &mut impl std::io::Write, msg: SrunToStepd) -> Result<(), rpc::RpcError> {
+        rpc::write_frame(w, &rpc::envelope(super::current_identity(), msg))
+    }
+
+    /// Reads one message from a step supervisor.
+    pub fn recv(r: &mut impl std::io::Read) -> Result<StepdToSrun, rpc::RpcError> {
+        rpc::read_frame::<_, StepdToSrun>(r).map(|e| e.body)
+    }
+}

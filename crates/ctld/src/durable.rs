@@ -87,6 +87,8 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::AcctAdmin(_)
             | CtldRequest::AcctUsage(_)
             | CtldRequest::AcctDecayedUsage
+            | CtldRequest::AllocationInfo { .. }
+            | CtldRequest::ListSteps
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
 }
 

@@ -146,7 +146,9 @@ impl Gate {
         };
         let daemons_only = matches!(
             env.body,
-            CtldRequest::RegisterNode(_) | CtldRequest::JobExited { .. }
+            CtldRequest::RegisterNode(_)
+                | CtldRequest::JobExited { .. }
+                | CtldRequest::StepExited(_)
         );
         if daemons_only && !self.daemon_uids.contains(&who.uid) {
             warn!(
@@ -422,6 +424,8 @@ impl NodeWorkers {
     fn send(&mut self, cmd: Command) {
         let node = match &cmd {
             Command::LaunchBatch { node, .. }
+            | Command::LaunchStep { node, .. }
+            | Command::SignalStep { node, .. }
             | Command::SignalJob { node, .. }
             | Command::TerminateJob { node, .. } => node.clone(),
             Command::AcctRecord(_) => return,
@@ -501,6 +505,35 @@ async fn deliver(
                     warn!("cannot reach {node} ({addr}) to launch job {job_id}: {e}");
                     let _ = engine_tx.send(Msg::LaunchFailed { job_id, node });
                 }
+            }
+        }
+        Command::LaunchStep { node, addr, launch } => {
+            let (job_id, step_id) = (launch.job_id, launch.step_id);
+            let req = NodeRequest::LaunchStep(launch);
+            match call_node(&addr, identity, signer, req, NODE_TIMEOUT).await {
+                Ok(NodeResponse::Ok) => debug!("launched step {job_id}.{step_id} on {node}"),
+                Ok(NodeResponse::Failed(why)) => {
+                    warn!("node {node} refused step {job_id}.{step_id}: {why}")
+                }
+                Err(e) => warn!("cannot reach {node} to launch step {job_id}.{step_id}: {e}"),
+            }
+        }
+        Command::SignalStep {
+            node,
+            addr,
+            job_id,
+            step_id,
+            signal,
+            kill_wait,
+        } => {
+            let req = NodeRequest::SignalStep {
+                job_id,
+                step_id,
+                signal,
+                kill_wait,
+            };
+            if let Err(e) = call_node(&addr, identity, signer, req, NODE_TIMEOUT).await {
+                warn!("cannot signal step {job_id}.{step_id} on {node}: {e}");
             }
         }
         Command::SignalJob {
@@ -919,6 +952,24 @@ pub(crate) fn handle(
             }
             ok(engine.on_job_exited(job_id, &node, exit, launch_failed, t))
         }
+        CtldRequest::AllocationInfo { job_id } => match engine.allocation_info(job_id) {
+            Ok(info) => CtldResponse::Allocation(info),
+            Err(e) => CtldResponse::Error(e),
+        },
+        CtldRequest::CompleteAllocation { job_id, exit } => {
+            ok(engine.on_complete_allocation(job_id, exit, who, t))
+        }
+        CtldRequest::CreateStep(req) => match engine.on_create_step(*req, who, t) {
+            Ok(created) => CtldResponse::StepCreated(created),
+            Err(e) => CtldResponse::Error(e),
+        },
+        CtldRequest::StepExited(end) => ok(engine.on_step_exited(end, t)),
+        CtldRequest::CancelStep {
+            job_id,
+            step_id,
+            signal,
+        } => ok(engine.on_cancel_step(job_id, step_id, signal, who, t)),
+        CtldRequest::ListSteps => CtldResponse::Steps(engine.step_list(t)),
         CtldRequest::Shutdown => CtldResponse::Ok,
         // Answered by the accounting writer, never by the engine.
         CtldRequest::AcctQuery(_)

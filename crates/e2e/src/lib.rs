@@ -248,8 +248,13 @@ impl Cluster {
             .tempdir()
             .map_err(|e| StartError::Failed(format!("temp dir: {e}")))?;
         let root = dir.path().to_path_buf();
-        for sub in ["state", "spool", "log", "work"] {
+        for sub in ["state", "spool", "log", "work", "bin"] {
             fs::create_dir_all(root.join(sub)).expect("creating the cluster's directories");
+        }
+        // The Slurm command names, for jobs that call `srun` (on PATH in
+        // every command the tests run, hence in every job's environment).
+        for name in SLURM_COMMANDS {
+            let _ = std::os::unix::fs::symlink(&b.binary, root.join("bin").join(name));
         }
         let conf = root.join("slurm.conf");
         create_key(&root.join(KEY_FILE));
@@ -384,7 +389,14 @@ impl Cluster {
             .stderr(Stdio::piped());
         clean_env(&mut c);
         c.env("SLURM_CONF", &self.conf);
+        c.env("PATH", self.path_env());
         c
+    }
+
+    /// `PATH` with the cluster's command links first.
+    pub fn path_env(&self) -> String {
+        let old = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+        format!("{}:{old}", self.root.join("bin").display())
     }
 
     /// Runs `muster cmd args...` and collects its output.
@@ -724,6 +736,11 @@ fn pid_of(ch: &Child) -> nix::unistd::Pid {
 
 /// Removes inherited Slurm variables so a test run inside a Slurm job (or
 /// with SLURM_CONF set) talks only to its own cluster.
+/// The command names linked into the cluster's `bin` directory.
+const SLURM_COMMANDS: &[&str] = &[
+    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "salloc",
+];
+
 fn clean_env(cmd: &mut Command) {
     for (k, _) in std::env::vars_os() {
         if let Some(k) = k.to_str() {

@@ -31,7 +31,7 @@ impl Engine {
             }
         };
         let mut steps = Vec::new();
-        if started {
+        if started && !job.desc.alloc_only {
             let batch_host = info.nodes.first().cloned().unwrap_or_default();
             let batch_cpus = info.cpus_per_node.first().copied().unwrap_or(1);
             let batch_mem = job
@@ -94,6 +94,7 @@ impl Engine {
                 });
             }
         }
+        steps.extend(self.step_records(job));
         Some(AcctJob {
             cluster: self.settings.cluster_name.clone(),
             job_id: id,

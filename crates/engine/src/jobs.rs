@@ -256,6 +256,8 @@ impl Engine {
             array: None,
             depend: None,
             dep_status: crate::DepStatus::Clear,
+            steps: Vec::new(),
+            next_step_id: 0,
             desc,
         };
         if let Some(text) = job.desc.array.clone() {
@@ -454,6 +456,10 @@ impl Engine {
         if !was_running {
             return;
         }
+        self.end_steps(id, now);
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
         if state == JobState::Timeout || state == JobState::Cancelled {
             job.exit = ExitCode {
                 code: 0,
@@ -573,11 +579,17 @@ impl Engine {
                 // A requeued job's old processes are gone: it may run again.
             }
             _ => {
-                if job.state != JobState::Cancelled && job.state != JobState::Timeout {
+                // An allocation's exit is its client's (CompleteAllocation).
+                if job.state != JobState::Cancelled
+                    && job.state != JobState::Timeout
+                    && !job.desc.alloc_only
+                {
                     job.exit = exit;
                 }
             }
         }
+        // Steps end with their batch script, as in Slurm.
+        self.end_steps(id, now);
         self.release_all(id);
         self.refresh_node_state(idx);
         self.record(id, now);
@@ -978,13 +990,16 @@ impl Engine {
             job.stdout = crate::env::expand_path(&out_pattern, job, &batch_name);
             job.stderr = crate::env::expand_path(&err_pattern, job, &batch_name);
         }
-        let launch = self.batch_launch(id);
-        let n = &self.nodes[batch.0 as usize];
-        self.outbox.push(Command::LaunchBatch {
-            node: n.conf.name.clone(),
-            addr: n.daemon_addr.clone(),
-            launch: Box::new(launch),
-        });
+        // salloc and srun hold the allocation themselves: no script.
+        if !self.jobs[&id].desc.alloc_only {
+            let launch = self.batch_launch(id);
+            let n = &self.nodes[batch.0 as usize];
+            self.outbox.push(Command::LaunchBatch {
+                node: n.conf.name.clone(),
+                addr: n.daemon_addr.clone(),
+                launch: Box::new(launch),
+            });
+        }
         self.record(id, now);
     }
 }

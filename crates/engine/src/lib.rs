@@ -26,6 +26,7 @@ mod limits;
 mod nodes;
 mod persist;
 mod priority;
+mod steps;
 
 use model::{ExitCode, JobId, JobState, NodeBase, NodeState, PendingReason, TimeLimit, Timestamp};
 use proto::{BatchLaunch, Identity, JobDesc};
@@ -40,6 +41,7 @@ pub use deps::{DepStatus, Outcome};
 pub use info::OVERSUBSCRIBE_EXCLUSIVE;
 pub use nodes::NOT_RESPONDING;
 pub use persist::{PersistentState, RestoreError};
+pub use steps::{layout, worse_exit, Step};
 
 /// When a pending job with `--deadline` can no longer end in time: its
 /// deadline less its (minimum) time limit. sbatch(1): the job is removed
@@ -97,6 +99,30 @@ pub enum Command {
     },
     /// Write (or rewrite) a job's accounting record.
     AcctRecord(Box<proto::AcctJob>),
+    /// Start a node's tasks of a step.
+    LaunchStep {
+        /// Node name.
+        node: String,
+        /// `host:port` of its daemon.
+        addr: String,
+        /// What to start.
+        launch: Box<proto::StepLaunch>,
+    },
+    /// Signal (or, with no signal, end) a step's tasks on a node.
+    SignalStep {
+        /// Node name.
+        node: String,
+        /// `host:port` of its daemon.
+        addr: String,
+        /// The job.
+        job_id: JobId,
+        /// The step.
+        step_id: u32,
+        /// The signal; None ends the step (SIGTERM, SIGKILL after KillWait).
+        signal: Option<i32>,
+        /// KillWait.
+        kill_wait: u32,
+    },
 }
 
 /// Settings the engine takes from slurm.conf.
@@ -359,6 +385,12 @@ pub struct Job {
     /// Where its dependency stands.
     #[serde(default)]
     pub dep_status: DepStatus,
+    /// Its steps (srun), in creation order.
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    /// The id the next step gets.
+    #[serde(default)]
+    pub next_step_id: u32,
 }
 
 /// The controller's state.

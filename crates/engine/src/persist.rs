@@ -197,7 +197,7 @@ impl Engine {
             let job = &self.jobs[&id];
             let Some(alloc) = &job.alloc else { continue };
             let batch = alloc.nodes[0].node;
-            if job.state == JobState::Running && !job.completing {
+            if job.state == JobState::Running && !job.completing && !job.desc.alloc_only {
                 let launch = self.batch_launch(id);
                 let n = &self.nodes[batch.0 as usize];
                 self.outbox.push(Command::LaunchBatch {

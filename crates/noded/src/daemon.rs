@@ -61,11 +61,13 @@ const ADOPTED_POLL: Duration = Duration::from_millis(200);
 const EXIT_1: i32 = 1 << 8;
 
 /// The state the tasks share.
-struct Daemon {
-    setup: NodeSetup,
-    daemon_uid: u32,
+pub(crate) struct Daemon {
+    pub(crate) setup: NodeSetup,
+    pub(crate) daemon_uid: u32,
     /// Runs `noded --stepd DIR`.
-    stepd_program: PathBuf,
+    pub(crate) stepd_program: PathBuf,
+    /// srun's steps running here.
+    pub(crate) steps: crate::steps::StepTable,
     jobs: Mutex<JobTable>,
     shutdown: Notify,
     /// Reports to the controller not yet answered.
@@ -110,6 +112,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
         daemon_uid: nix::unistd::geteuid().as_raw(),
         stepd_program: stepd_program(&opts)?,
         jobs: Mutex::new(JobTable::new()),
+        steps: Default::default(),
         shutdown: Notify::new(),
         pending_reports: AtomicUsize::new(0),
         progress: Notify::new(),
@@ -398,6 +401,8 @@ fn needs_privilege(request: &NodeRequest) -> bool {
     match request {
         NodeRequest::Ping => false,
         NodeRequest::LaunchBatch(_)
+        | NodeRequest::LaunchStep(_)
+        | NodeRequest::SignalStep { .. }
         | NodeRequest::Signal { .. }
         | NodeRequest::Terminate { .. }
         | NodeRequest::Shutdown => true,
@@ -423,6 +428,7 @@ impl std::fmt::Debug for RequestName<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.0 {
             NodeRequest::LaunchBatch(l) => write!(f, "LaunchBatch(job {})", l.job_id),
+            NodeRequest::LaunchStep(l) => write!(f, "LaunchStep({}.{})", l.job_id, l.step_id),
             other => write!(f, "{other:?}"),
         }
     }
@@ -440,12 +446,41 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
     match request {
         NodeRequest::Ping => (NodeResponse::Ok, None),
         NodeRequest::LaunchBatch(l) => launch_batch(daemon, *l).await,
+        NodeRequest::LaunchStep(l) => (crate::steps::launch(daemon, *l).await, None),
+        NodeRequest::SignalStep {
+            job_id,
+            step_id,
+            signal,
+            kill_wait,
+        } => (
+            crate::steps::signal(daemon, job_id, step_id, signal, kill_wait),
+            None,
+        ),
         NodeRequest::Signal {
             job_id,
             signal,
             batch_only,
-        } => (signal_job(daemon, job_id, signal, batch_only), None),
+        } => {
+            // scancel --signal reaches the job's steps too (not with -b).
+            let steps = if batch_only {
+                0
+            } else {
+                daemon
+                    .steps
+                    .control(job_id, None, crate::taskd::TaskdControl::Signal(signal))
+            };
+            match signal_job(daemon, job_id, signal, batch_only) {
+                NodeResponse::Failed(_) if steps > 0 => (NodeResponse::Ok, None),
+                other => (other, None),
+            }
+        }
         NodeRequest::Terminate { job_id, kill_wait } => {
+            // A job's steps end with it.
+            daemon.steps.control(
+                job_id,
+                None,
+                crate::taskd::TaskdControl::Terminate(kill_wait),
+            );
             let action = daemon.jobs().terminate(job_id, kill_wait);
             match action {
                 Ok(TerminateAction::Signal {
@@ -796,7 +831,7 @@ async fn register(daemon: Arc<Daemon>, ended_meanwhile: Vec<EndedMeanwhile>) {
 
 /// Sends a request to the controller (the primary, then the backups in
 /// turn) until one answers, with capped exponential backoff.
-async fn call_until_answered(
+pub(crate) async fn call_until_answered(
     daemon: &Daemon,
     mut make: impl FnMut() -> CtldRequest,
     what: &str,

@@ -231,7 +231,7 @@ fn cstring(what: &str, s: &str) -> Result<CString, String> {
 }
 
 /// Supplementary groups of `user` with primary group `gid`.
-fn groups_of(user: &str, gid: u32) -> Result<Vec<libc::gid_t>, String> {
+pub(crate) fn groups_of(user: &str, gid: u32) -> Result<Vec<libc::gid_t>, String> {
     let name = CString::new(user).map_err(|_| "user name contains a NUL byte".to_string())?;
     let groups = nix::unistd::getgrouplist(&name, nix::unistd::Gid::from_raw(gid))
         .map_err(|e| format!("cannot read the groups of user {user}: {e}"))?;

@@ -45,10 +45,13 @@ mod daemon;
 mod env;
 mod hw;
 mod launch;
+mod pmi;
 mod setup;
 mod spool;
 pub mod state;
 mod stepd;
+mod steps;
+mod taskd;
 
 use std::path::PathBuf;
 
@@ -147,6 +150,12 @@ pub fn main(args: Vec<String>) -> i32 {
         Some(first) if !first.starts_with('-') => &args[1..],
         _ => &args[..],
     };
+    if let [flag] = args {
+        if flag == "--step-tasks" {
+            // Before any runtime or thread exists: the supervisor forks.
+            return taskd::main();
+        }
+    }
     if let [flag, dir] = args {
         if flag == "--stepd" {
             // Before any runtime or thread exists: the supervisor forks.

@@ -11,6 +11,13 @@ pub mod acctdb;
 use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use serde::{Deserialize, Serialize};
 
+mod steps;
+pub use steps::process_mapping;
+pub use steps::{
+    AllocationInfo, Distribution, SrunToStepd, StdinMode, StepCreated, StepInfo, StepLaunch,
+    StepList, StepNodeEnd, StepRequest, StepdToSrun,
+};
+
 /// Version of the messages in this crate. Bumped on any incompatible change;
 /// a receiver refuses a frame whose version it does not support.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -183,6 +190,10 @@ pub struct JobDesc {
     /// `--deadline`: cancel the job (state DEADLINE) if it cannot end by then.
     #[serde(default)]
     pub deadline: Option<Timestamp>,
+    /// salloc and a standalone srun: an allocation without a batch script,
+    /// held until its client completes it (`CompleteAllocation`).
+    #[serde(default)]
+    pub alloc_only: bool,
 }
 
 /// Changes `scontrol update JobId=...` may make to a pending job.
@@ -371,6 +382,35 @@ pub enum CtldRequest {
     AcctUsage(acctdb::UsageQuery),
     /// Every association's decayed usage (fair-share, `sshare`).
     AcctDecayedUsage,
+    /// salloc and srun: a job's state and, once running, its allocation's
+    /// variables.
+    AllocationInfo {
+        /// The job.
+        job_id: JobId,
+    },
+    /// salloc and a standalone srun: the allocation's command ended with
+    /// `exit`; the job ends and its resources are released.
+    CompleteAllocation {
+        /// The job.
+        job_id: JobId,
+        /// How the command (or the step) ended.
+        exit: ExitCode,
+    },
+    /// srun: create a step of a running job.
+    CreateStep(Box<StepRequest>),
+    /// A node daemon reports that its share of a step ended.
+    StepExited(StepNodeEnd),
+    /// scancel 123.4: cancel (or signal) one step.
+    CancelStep {
+        /// The job.
+        job_id: JobId,
+        /// The step.
+        step_id: u32,
+        /// A signal to send instead of cancelling.
+        signal: Option<i32>,
+    },
+    /// squeue -s, scontrol show step: every running step.
+    ListSteps,
 }
 
 /// What a node daemon reports when it registers.
@@ -475,6 +515,11 @@ pub enum SlurmError {
     Dependency,
     /// ESLURM_CIRCULAR_DEPENDENCY.
     CircularDependency,
+    /// ESLURM_TOO_MANY_REQUESTED_CPUS: a step asks for more CPUs than its
+    /// job holds.
+    TooManyRequestedCpus,
+    /// ESLURM_NODES_BUSY: a step's CPUs are in use by other steps (srun waits).
+    NodesBusy,
 }
 
 impl SlurmError {
@@ -520,6 +565,8 @@ impl SlurmError {
             SlurmError::InvalidArray => "Invalid job array specification",
             SlurmError::Dependency => "Job dependency problem",
             SlurmError::CircularDependency => "Circular job dependency",
+            SlurmError::TooManyRequestedCpus => "More processors requested than permitted",
+            SlurmError::NodesBusy => "Requested nodes are busy",
         }
     }
 }
@@ -555,6 +602,12 @@ pub enum CtldResponse {
     AcctUsage(acctdb::UsageReport),
     /// `AcctDecayedUsage`.
     AcctDecayedUsage(Vec<acctdb::DecayedUsage>),
+    /// `AllocationInfo`.
+    Allocation(AllocationInfo),
+    /// `CreateStep`.
+    StepCreated(StepCreated),
+    /// `ListSteps`.
+    Steps(StepList),
     /// Refused.
     Error(SlurmError),
 }
@@ -1114,6 +1167,20 @@ pub enum NodeRequest {
     },
     /// The controller is shutting down with `muster down`: stop too.
     Shutdown,
+    /// Start this node's tasks of a step.
+    LaunchStep(Box<StepLaunch>),
+    /// Signal the tasks of a step (`kill_wait`: SIGTERM now, SIGKILL after
+    /// that many seconds, when `signal` is None).
+    SignalStep {
+        /// The job.
+        job_id: JobId,
+        /// The step.
+        step_id: u32,
+        /// The signal, or None to end the step.
+        signal: Option<i32>,
+        /// KillWait for ending it.
+        kill_wait: u32,
+    },
 }
 
 /// Everything a node needs to start a batch script.

@@ -839,3 +839,39 @@ pub fn sort_jobs(jobs: &mut [&JobInfo], keys: &[SortKey], now: Timestamp) {
         }
     });
 }
+
+/// One line of `squeue -s`: the job fields that have a step meaning
+/// (`%i` the step id `123.0`, `%j`, `%P`, `%u`, `%M`, `%N`, `%l`, `%S`,
+/// `%C`, `%b`); others print empty.
+pub fn step_line(format: &Format, step: &proto::StepInfo, now: Timestamp) -> String {
+    use FieldKind as K;
+    let mut out = format.prefix.clone();
+    for f in &format.fields {
+        let (v, cut) = match f.kind {
+            K::JobId | K::JobIdRaw => (
+                format!("{}.{}", step.job_id, step.step.as_slurm_string()),
+                true,
+            ),
+            K::ArrayJobId => (step.job_id.to_string(), true),
+            K::Name => (step.name.clone(), true),
+            K::Partition => (step.partition.clone(), true),
+            K::UserName => (step.user.clone(), true),
+            K::UserId => (step.uid.to_string(), true),
+            K::TimeUsed => (secs((now - step.start_time).max(0) as u64), false),
+            K::NodeList | K::ReasonList => (nodes(&step.nodes), false),
+            K::NumCpus => (step.cpus.to_string(), true),
+            K::NumTasks => (step.ntasks.to_string(), true),
+            K::State | K::StateCompact => ("RUNNING".to_string(), true),
+            K::TimeLimit => match step.time_limit {
+                TimeLimit::Unlimited => ("UNLIMITED".to_string(), true),
+                TimeLimit::Minutes(m) => (secs(u64::from(m) * 60), true),
+            },
+            K::StartTime => (crate::common::fmt_time(step.start_time), true),
+            _ => (String::new(), true),
+        };
+        put(&mut out, &v, f.width, f.right, cut);
+        out.push_str(&f.suffix);
+    }
+    out.push('\n');
+    out
+}

@@ -21,6 +21,7 @@ mod local;
 mod nodes;
 mod priority;
 mod sched;
+mod steps;
 
 use e2e::{Builder, Cluster};
 use std::time::Duration;

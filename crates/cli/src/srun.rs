@@ -1,0 +1,1040 @@
+//! `srun`: run a parallel job step, inside an allocation (`SLURM_JOB_ID`
+//! set: a step of that job) or standalone (an allocation of its own, one
+//! step, then the allocation is given back).
+//!
+//! ```text
+//!  options --> [standalone: alloc::allocate] --> listen on the address that
+//!  reaches the controller --CreateStep--> step id + layout
+//!  each node's supervisor connects: Hello(token) --> readers --> events
+//!  events: Output (label, line-buffered) | TaskExited | FenceIn/FenceOut (PMI root)
+//!          | Abort | node gone | signals (Ctrl-C twice cancels) --> exit code
+//! ```
+//!
+//! srun's exit status is the highest exit code of its tasks, or 128 plus
+//! the signal that killed one.
+
+use crate::alloc;
+use crate::getopt::{self, opt, Arg, Item, OptSpec};
+use model::{ExitCode, JobId};
+use proto::{
+    CtldRequest, CtldResponse, Distribution, SlurmError, SrunToStepd, StdinMode, StepCreated,
+    StepRequest, StepdToSrun,
+};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// srun's own options; the job options (`-N`, `-n`, `-c`, `--mem`, ...)
+/// come from sbatch's table, less those only sbatch has.
+const SRUN_ONLY: &[OptSpec] = &[
+    opt("bcast", None, Arg::Optional),
+    opt("compress", None, Arg::Optional),
+    opt("cpu-bind", None, Arg::Required),
+    opt("cpu_bind", None, Arg::Required),
+    opt("exact", None, Arg::None),
+    opt("external-launcher", None, Arg::None),
+    opt("immediate", Some('I'), Arg::Optional),
+    opt("jobid", None, Arg::Required),
+    opt("kill-on-bad-exit", Some('K'), Arg::Optional),
+    opt("label", Some('l'), Arg::None),
+    opt("mpi", None, Arg::Required),
+    opt("multi-prog", None, Arg::None),
+    opt("no-allocate", Some('Z'), Arg::None),
+    opt("overlap", None, Arg::None),
+    opt("preserve-env", Some('E'), Arg::None),
+    opt("prolog", None, Arg::Required),
+    opt("pty", None, Arg::None),
+    opt("quit-on-interrupt", None, Arg::None),
+    opt("relative", Some('r'), Arg::Required),
+    opt("resv-ports", None, Arg::Optional),
+    opt("slurmd-debug", None, Arg::Required),
+    opt("task-epilog", None, Arg::Required),
+    opt("task-prolog", None, Arg::Required),
+    opt("unbuffered", Some('u'), Arg::None),
+    opt("wait", Some('W'), Arg::Required),
+    opt("whole", None, Arg::None),
+    opt("x11", None, Arg::Optional),
+];
+
+/// sbatch options srun does not have (or has with another meaning).
+const SBATCH_ONLY: &[&str] = &[
+    "array",
+    "batch",
+    "export-file",
+    "get-user-env",
+    "ignore-pbs",
+    "kill-on-invalid-dep",
+    "no-requeue",
+    "parsable",
+    "requeue",
+    "wait",
+    "wrap",
+];
+
+/// Every option srun takes.
+pub fn specs() -> Vec<OptSpec> {
+    let mut v: Vec<OptSpec> = crate::sbatch::opts::SPECS
+        .iter()
+        .filter(|s| !SBATCH_ONLY.contains(&s.long))
+        .copied()
+        .collect();
+    v.extend_from_slice(SRUN_ONLY);
+    v
+}
+
+const USAGE: &str = "Usage: srun [OPTIONS(0)... [executable(0) [args(0)...]]] [ : [OPTIONS(N)...]] executable(N) [args(N)...]\n";
+
+const HELP: &str = "\
+Usage: srun [OPTIONS(0)... [executable(0) [args(0)...]]] [ : [OPTIONS(N)...]] executable(N) [args(N)...]
+
+Parallel run options:
+  -A, --account=name          charge job to specified account
+  -c, --cpus-per-task=ncpus   number of cpus required per task
+  -D, --chdir=path            change remote current working directory
+  -e, --error=err             location of stderr redirection
+      --export=env_vars|NONE  environment variables passed to launcher
+  -i, --input=in              location of stdin redirection
+  -J, --job-name=jobname      name of job
+  -K, --kill-on-bad-exit      kill the job if any task terminates with a
+                              non-zero exit code
+  -l, --label                 prepend task number to lines of stdout/err
+  -m, --distribution=type     distribution method for processes to nodes
+                              (type = block|cyclic|plane=N)
+      --mpi=type              type of MPI being used (none, pmi2; list)
+  -n, --ntasks=ntasks         number of tasks to run
+  -N, --nodes=N               number of nodes on which to run (N = min[-max])
+  -o, --output=out            location of stdout redirection
+  -O, --overcommit            overcommit resources
+      --overlap               share CPUs with other steps
+  -p, --partition=partition   partition requested
+  -Q, --quiet                 quiet mode (suppress informational messages)
+  -t, --time=minutes          time limit
+  -u, --unbuffered            do not line-buffer stdout/err
+  -W, --wait=sec              seconds to wait after first task exits
+                              before killing job
+  -w, --nodelist=hosts...     request a specific list of hosts
+  -x, --exclude=hosts...      exclude a specific list of hosts
+      --exact                 use only the resources requested for the step
+      --exclusive             steps do not share CPUs (the default)
+      --gres=list             required generic resources
+  -G, --gpus=n                count of GPUs required for the job
+      --mem=MB                minimum amount of real memory
+
+Help options:
+  -h, --help                  show this help message
+      --usage                 display brief usage message
+
+Other options:
+  -V, --version               output version information and exit
+";
+
+/// srun's own choices (what is not a job option).
+#[derive(Clone, Debug, Default)]
+struct Opts {
+    label: bool,
+    unbuffered: bool,
+    kill_on_bad_exit: bool,
+    wait: Option<u64>,
+    quiet: bool,
+    mpi: Option<String>,
+    stdin: StdinMode,
+    stdout: Option<String>,
+    stderr: Option<String>,
+    distribution: Distribution,
+    overlap: bool,
+    exclusive: bool,
+    overcommit: bool,
+    jobid: Option<u32>,
+    export: Option<String>,
+    argv: Vec<String>,
+}
+
+fn eprint_lines(text: &str) {
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+fn usage_error(msg: &str) -> i32 {
+    eprintln!("srun: {msg}\nTry \"srun --help\" for more information");
+    1
+}
+
+/// `-o`/`-e` patterns that name one file per task or node are opened by
+/// the nodes; the others are written by srun itself.
+fn per_task_pattern(p: &str) -> bool {
+    p.contains("%t") || p.contains("%n") || p.contains("%N")
+}
+
+/// Runs `srun`.
+pub fn main(args: Vec<String>) -> i32 {
+    let parsed = match getopt::parse(&specs(), &args, true) {
+        Ok(p) => p,
+        Err(e) => return usage_error(&e.message()),
+    };
+    let mut o = Opts {
+        exclusive: true,
+        ..Opts::default()
+    };
+    let mut job_items: Vec<(&'static str, Option<String>)> = Vec::new();
+    for item in parsed {
+        match item {
+            Item::Positional(p) => o.argv.push(p),
+            Item::Opt(name, v) => {
+                let val = v.clone().unwrap_or_default();
+                match name {
+                    "help" => {
+                        crate::common::print_stdout(HELP);
+                        return 0;
+                    }
+                    "usage" => {
+                        crate::common::print_stdout(USAGE);
+                        return 0;
+                    }
+                    "version" => {
+                        crate::common::print_stdout(&crate::common::version_line());
+                        return 0;
+                    }
+                    "label" => o.label = true,
+                    "unbuffered" => o.unbuffered = true,
+                    "kill-on-bad-exit" => o.kill_on_bad_exit = val != "0",
+                    "wait" => match val.parse() {
+                        Ok(n) => o.wait = Some(n),
+                        Err(_) => {
+                            eprintln!("srun: error: Invalid numeric value \"{val}\" for --wait.");
+                            return 1;
+                        }
+                    },
+                    "quiet" => o.quiet = true,
+                    "mpi" => o.mpi = Some(val),
+                    "input" => {
+                        o.stdin = if val.eq_ignore_ascii_case("none") {
+                            StdinMode::None
+                        } else if val.eq_ignore_ascii_case("all") {
+                            StdinMode::All
+                        } else if let Ok(n) = val.parse::<u32>() {
+                            StdinMode::Task(n)
+                        } else {
+                            StdinMode::File(val)
+                        }
+                    }
+                    "output" => o.stdout = Some(val),
+                    "error" => o.stderr = Some(val),
+                    "distribution" => match Distribution::parse(&val) {
+                        Some(d) => o.distribution = d,
+                        None => {
+                            eprintln!("srun: error: Invalid --distribution specification");
+                            return 1;
+                        }
+                    },
+                    "overlap" => o.overlap = true,
+                    "exact" => o.exclusive = true,
+                    "overcommit" => o.overcommit = true,
+                    "jobid" => match val.parse() {
+                        Ok(n) => o.jobid = Some(n),
+                        Err(_) => {
+                            eprintln!("srun: error: Invalid --jobid specification");
+                            return 1;
+                        }
+                    },
+                    "export" => o.export = Some(val),
+                    "exclusive" => {
+                        o.exclusive = true;
+                        job_items.push((name, v));
+                    }
+                    // Accepted; binding comes with cgroups.
+                    "cpu-bind" | "cpu_bind" => {}
+                    _ => job_items.push((name, v)),
+                }
+            }
+        }
+    }
+    if o.mpi
+        .as_deref()
+        .is_some_and(|m| m.eq_ignore_ascii_case("list"))
+    {
+        crate::common::print_stdout("MPI plugin types are...\n\tnone\n\tpmi2\n");
+        return 0;
+    }
+    if o.argv.is_empty() {
+        eprintln!("srun: fatal: No command given to execute.");
+        return 1;
+    }
+    let cwd = std::env::current_dir()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "/".to_string());
+    let st = match alloc::job_state("srun", &job_items, &cwd, crate::common::now()) {
+        Ok(st) => st,
+        Err(text) => {
+            eprint_lines(&text);
+            return if text.contains("Invalid --") { 255 } else { 1 };
+        }
+    };
+    let client = match client::Client::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("srun: error: {e}");
+            return 1;
+        }
+    };
+    let cfg_mpi = client
+        .config()
+        .other
+        .get("mpidefault")
+        .map(|(_, v)| v.clone());
+    let env_mpi = std::env::var("SLURM_MPI_TYPE").ok();
+    let mpi = o
+        .mpi
+        .clone()
+        .or(env_mpi)
+        .or(cfg_mpi)
+        .unwrap_or_else(|| "none".into())
+        .to_ascii_lowercase();
+    let mpi = match mpi.as_str() {
+        "none" | "openmpi" => "none".to_string(),
+        "pmi2" | "pmi1" | "pmi" => "pmi2".to_string(),
+        other => {
+            eprintln!("srun: error: Invalid MPI type '{other}', --mpi=list for acceptable types");
+            return 1;
+        }
+    };
+    let mut env = alloc::process_env();
+    crate::sbatch::add_process_env(&mut env);
+    let in_job = o.jobid.or_else(|| {
+        ["SLURM_JOB_ID", "SLURM_JOBID"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok())
+            .and_then(|v| v.parse().ok())
+    });
+    let work_dir = match &st.chdir {
+        Some(d) if d.starts_with('/') => d.clone(),
+        Some(d) => format!("{}/{d}", cwd.trim_end_matches('/')),
+        None => cwd.clone(),
+    };
+    let name = if st.name_set {
+        st.desc.name.clone()
+    } else {
+        o.argv[0]
+            .rsplit('/')
+            .next()
+            .unwrap_or(&o.argv[0])
+            .to_string()
+    };
+    // Inside an allocation srun takes its counts from it when not given.
+    let env_num = |k: &str| -> Option<u32> { std::env::var(k).ok()?.parse().ok() };
+    let (job_id, standalone) = match in_job {
+        Some(id) => (JobId(id), false),
+        None => {
+            let mut desc = st.desc.clone();
+            desc.alloc_only = true;
+            desc.name = name.clone();
+            desc.work_dir = work_dir.clone();
+            desc.submit_dir = cwd.clone();
+            desc.submit_host = client.identity().host.clone();
+            desc.submit_line = std::iter::once("srun")
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" ");
+            desc.uid = client.identity().uid;
+            desc.gid = client.identity().gid;
+            desc.user = client.identity().user.clone();
+            desc.alloc_sid = std::process::id();
+            let a = match alloc::allocate(&client, "srun", desc, o.quiet) {
+                Ok(a) => a,
+                Err(code) => return code,
+            };
+            for (k, v) in &a.env {
+                alloc::set_env(&mut env, k, v);
+            }
+            (a.job_id, true)
+        }
+    };
+    let ntasks = st.desc.ntasks.or_else(|| {
+        if st.desc.min_nodes.is_some() || st.desc.ntasks_per_node.is_some() {
+            None
+        } else if in_job.is_some() {
+            env_num("SLURM_NTASKS").or_else(|| env_num("SLURM_NPROCS"))
+        } else {
+            None
+        }
+    });
+    let step_env = match o.export.as_deref() {
+        None => env.clone(),
+        Some(spec) => crate::sbatch::export::resolve(Some(spec), &env, None),
+    };
+    let code = run_step(
+        &client,
+        &o,
+        StepRequest {
+            job_id,
+            name,
+            argv: o.argv.clone(),
+            ntasks,
+            min_nodes: st.desc.min_nodes,
+            max_nodes: st.desc.max_nodes,
+            ntasks_per_node: st.desc.ntasks_per_node,
+            cpus_per_task: st.desc.cpus_per_task,
+            mem_per_node: st.desc.mem_per_node,
+            gres: st.desc.gres.clone(),
+            nodelist: st.desc.nodelist.clone(),
+            exclude: st.desc.exclude.clone(),
+            distribution: o.distribution,
+            exclusive: o.exclusive,
+            overlap: o.overlap,
+            overcommit: o.overcommit,
+            time_limit: st.desc.time_limit,
+            env: step_env,
+            work_dir,
+            stdout: o.stdout.clone().filter(|p| per_task_pattern(p)),
+            stderr: o.stderr.clone().filter(|p| per_task_pattern(p)),
+            stdin: o.stdin.clone(),
+            mpi,
+            ..StepRequest::default()
+        },
+    );
+    if standalone {
+        let exit = match code {
+            c if c > 128 => ExitCode {
+                code: 0,
+                signal: c - 128,
+            },
+            c => ExitCode { code: c, signal: 0 },
+        };
+        alloc::release(&client, job_id, exit);
+    }
+    code
+}
+
+/// The address this host reaches the controller from: the one the step's
+/// nodes can reach srun on.
+fn local_addr(client: &client::Client) -> String {
+    let cfg = client.config();
+    for h in &cfg.slurmctld_host {
+        let host = h.addr.as_deref().unwrap_or(&h.name);
+        let target = format!("{host}:{}", cfg.slurmctld_port);
+        if let Ok(mut addrs) = std::net::ToSocketAddrs::to_socket_addrs(&target) {
+            if let Some(sa) = addrs.next() {
+                // A connected UDP socket sends nothing but knows its route.
+                let any = if sa.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
+                if let Ok(s) = std::net::UdpSocket::bind(any) {
+                    if s.connect(sa).is_ok() {
+                        if let Ok(local) = s.local_addr() {
+                            return local.ip().to_string();
+                        }
+                    }
+                }
+            }
+        }
+    }
+    "127.0.0.1".to_string()
+}
+
+fn random_token() -> String {
+    let mut buf = [0u8; 16];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        let _ = f.read_exact(&mut buf);
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One PMI fence being gathered: the nodes in it and their puts.
+type FenceGather = (BTreeSet<u32>, Vec<(String, String)>);
+
+/// What the main loop hears about.
+enum Event {
+    /// A node's supervisor connected and said hello.
+    Connected(u32, TcpStream),
+    /// A message from a node.
+    Msg(u32, StepdToSrun),
+    /// A node's connection ended.
+    Gone(u32),
+    /// srun got a signal.
+    Signal(i32),
+    /// srun's stdin had data (or ended: empty).
+    Stdin(Vec<u8>),
+}
+
+fn signal_name(sig: i32) -> String {
+    // SAFETY: strsignal returns a pointer to a static or thread-local string.
+    let p = unsafe { libc::strsignal(sig) };
+    if p.is_null() {
+        return format!("Signal {sig}");
+    }
+    // SAFETY: a NUL-terminated string from libc.
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `0-3,5` for a sorted list of task ids.
+fn ranges(ids: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            ids[i].to_string()
+        } else {
+            format!("{}-{}", ids[i], ids[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+/// The lines srun prints for tasks that did not exit 0, grouped by node
+/// and status (`srun: error: node1: tasks 0-1: Exited with exit code 3`).
+pub fn failure_lines(nodes: &[String], tasks: &[Vec<u32>], status: &BTreeMap<u32, i32>) -> String {
+    let mut out = String::new();
+    for (node, ids) in nodes.iter().zip(tasks) {
+        let mut groups: BTreeMap<(i32, i32), Vec<u32>> = BTreeMap::new();
+        for t in ids {
+            let Some(s) = status.get(t) else { continue };
+            let e = ExitCode::from_wait_status(*s);
+            if !e.is_success() {
+                groups.entry((e.signal, e.code)).or_default().push(*t);
+            }
+        }
+        for ((sig, code), mut ids) in groups {
+            ids.sort_unstable();
+            let which = if ids.len() == 1 {
+                format!("task {}", ids[0])
+            } else {
+                format!("tasks {}", ranges(&ids))
+            };
+            let what = if sig != 0 {
+                signal_name(sig)
+            } else {
+                format!("Exited with exit code {code}")
+            };
+            out.push_str(&format!("srun: error: {node}: {which}: {what}\n"));
+        }
+    }
+    out
+}
+
+/// Writes task output, with `N: ` labels and line buffering unless `-u`.
+struct OutputSink {
+    label: bool,
+    unbuffered: bool,
+    partial: BTreeMap<(u32, bool), Vec<u8>>,
+    files: [Option<std::fs::File>; 2],
+}
+
+impl OutputSink {
+    fn write_raw(&mut self, stderr: bool, bytes: &[u8]) {
+        let idx = usize::from(stderr);
+        if let Some(f) = self.files[idx].as_mut() {
+            let _ = f.write_all(bytes);
+            return;
+        }
+        if stderr {
+            let mut e = std::io::stderr().lock();
+            let _ = e.write_all(bytes);
+            let _ = e.flush();
+        } else {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(bytes);
+            let _ = out.flush();
+        }
+    }
+
+    fn add(&mut self, task: u32, stderr: bool, data: &[u8]) {
+        if self.unbuffered && !self.label {
+            self.write_raw(stderr, data);
+            return;
+        }
+        let buf = self.partial.entry((task, stderr)).or_default();
+        buf.extend_from_slice(data);
+        let Some(last_nl) = buf.iter().rposition(|b| *b == b'\n') else {
+            return;
+        };
+        let rest = buf.split_off(last_nl + 1);
+        let whole = std::mem::replace(buf, rest);
+        let text = if self.label {
+            let mut t = Vec::with_capacity(whole.len() + 8);
+            for line in whole.split_inclusive(|b| *b == b'\n') {
+                t.extend_from_slice(format!("{task}: ").as_bytes());
+                t.extend_from_slice(line);
+            }
+            t
+        } else {
+            whole
+        };
+        self.write_raw(stderr, &text);
+    }
+
+    fn flush_task(&mut self, task: u32) {
+        for stderr in [false, true] {
+            if let Some(rest) = self.partial.remove(&(task, stderr)) {
+                if rest.is_empty() {
+                    continue;
+                }
+                let text = if self.label {
+                    let mut t = format!("{task}: ").into_bytes();
+                    t.extend_from_slice(&rest);
+                    t
+                } else {
+                    rest
+                };
+                self.write_raw(stderr, &text);
+            }
+        }
+    }
+}
+
+fn send(stream: &mut TcpStream, msg: SrunToStepd) -> bool {
+    client::stepio::send(stream, msg).is_ok()
+}
+
+fn block_signals() -> nix::sys::signal::SigSet {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    for s in [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+        Signal::SIGUSR1,
+        Signal::SIGUSR2,
+        Signal::SIGCONT,
+        Signal::SIGALRM,
+    ] {
+        set.add(s);
+    }
+    let _ = set.thread_block();
+    set
+}
+
+/// Creates the step, runs it to the end and returns srun's exit status.
+fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
+    let host = local_addr(client);
+    let listener = match TcpListener::bind((host.as_str(), 0)) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("srun: error: cannot listen on {host}: {e}");
+            return 1;
+        }
+    };
+    req.srun_host = host;
+    req.srun_port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    req.srun_pid = std::process::id();
+    req.token = random_token();
+    let job_id = req.job_id;
+    let mut said_busy = false;
+    let mut delay = Duration::from_millis(10);
+    let created: StepCreated = loop {
+        match client.call(CtldRequest::CreateStep(Box::new(req.clone()))) {
+            Ok(CtldResponse::StepCreated(c)) => break c,
+            Ok(_) => {
+                eprintln!("srun: error: Unable to create step for job {job_id}: Unexpected message received");
+                return 1;
+            }
+            Err(client::ClientError::Refused(SlurmError::NodesBusy)) => {
+                if !said_busy && !o.quiet {
+                    eprintln!("srun: Job {job_id} step creation temporarily disabled, retrying (Requested nodes are busy)");
+                }
+                said_busy = true;
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(Duration::from_millis(500));
+            }
+            Err(client::ClientError::Refused(e)) => {
+                eprintln!(
+                    "srun: error: Unable to create step for job {job_id}: {}",
+                    e.as_slurm_str()
+                );
+                return 1;
+            }
+            Err(e) => {
+                eprintln!("srun: error: Unable to create step for job {job_id}: {e}");
+                return 1;
+            }
+        }
+    };
+    if said_busy && !o.quiet {
+        eprintln!("srun: Step created for StepId={job_id}.{}", created.step_id);
+    }
+    let step_name = format!("{job_id}.{}", created.step_id);
+    let n_nodes = created.nodes.len();
+    let ntasks: usize = created.tasks.iter().map(Vec::len).sum();
+    let sigset = block_signals();
+    let (tx, rx) = mpsc::channel::<Event>();
+    // Signals.
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || loop {
+            match sigset.wait() {
+                Ok(sig) => {
+                    if tx.send(Event::Signal(sig as i32)).is_err() {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
+        });
+    }
+    // Connections from the supervisors.
+    {
+        let tx = tx.clone();
+        let token = req.token.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut s) = conn else { continue };
+                let _ = s.set_nodelay(true);
+                let tx = tx.clone();
+                let token = token.clone();
+                std::thread::spawn(move || {
+                    let Ok(StepdToSrun::Hello {
+                        token: t,
+                        node_index,
+                        ..
+                    }) = client::stepio::recv(&mut s)
+                    else {
+                        return;
+                    };
+                    if t != token {
+                        return;
+                    }
+                    let Ok(writer) = s.try_clone() else { return };
+                    if tx.send(Event::Connected(node_index, writer)).is_err() {
+                        return;
+                    }
+                    loop {
+                        match client::stepio::recv(&mut s) {
+                            Ok(m) => {
+                                if tx.send(Event::Msg(node_index, m)).is_err() {
+                                    return;
+                                }
+                            }
+                            Err(_) => {
+                                let _ = tx.send(Event::Gone(node_index));
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+    }
+    // stdin, for the tasks that read it.
+    if !matches!(o.stdin, StdinMode::None | StdinMode::File(_)) {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut input = std::io::stdin().lock();
+            loop {
+                match input.read(&mut buf) {
+                    Ok(0) | Err(_) => {
+                        let _ = tx.send(Event::Stdin(Vec::new()));
+                        return;
+                    }
+                    Ok(n) => {
+                        if tx.send(Event::Stdin(buf[..n].to_vec())).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+    drop(tx);
+    let open = |p: &Option<String>| -> Option<std::fs::File> {
+        let p = p.as_ref().filter(|p| !per_task_pattern(p))?;
+        let path = expand_srun_path(p, job_id, created.step_id);
+        let path = if path.starts_with('/') {
+            path
+        } else {
+            format!("{}/{path}", req.work_dir.trim_end_matches('/'))
+        };
+        std::fs::File::create(&path).ok()
+    };
+    let out_file = open(&o.stdout);
+    let err_file = match (&o.stderr, &out_file) {
+        (None, Some(f)) => f.try_clone().ok(),
+        _ => open(&o.stderr),
+    };
+    let mut sink = OutputSink {
+        label: o.label,
+        unbuffered: o.unbuffered,
+        partial: BTreeMap::new(),
+        files: [out_file, err_file],
+    };
+    let stdin_nodes: BTreeSet<u32> = match &o.stdin {
+        StdinMode::Task0 => node_of(&created.tasks, 0).into_iter().collect(),
+        StdinMode::Task(t) => node_of(&created.tasks, *t).into_iter().collect(),
+        StdinMode::All => (0..n_nodes as u32).collect(),
+        _ => BTreeSet::new(),
+    };
+    let mut writers: BTreeMap<u32, TcpStream> = BTreeMap::new();
+    let mut pending_stdin: Vec<Vec<u8>> = Vec::new();
+    let mut stdin_done = false;
+    let mut done_nodes: BTreeSet<u32> = BTreeSet::new();
+    let mut status: BTreeMap<u32, i32> = BTreeMap::new();
+    let mut fence: BTreeMap<u32, FenceGather> = BTreeMap::new();
+    let mut last_int: Option<Instant> = None;
+    let mut kill_at: Option<Instant> = None;
+    let mut killed = false;
+    let connect_deadline = Instant::now() + Duration::from_secs(60);
+    let broadcast = |writers: &mut BTreeMap<u32, TcpStream>, msg: SrunToStepd| {
+        for w in writers.values_mut() {
+            send(w, msg.clone());
+        }
+    };
+    while done_nodes.len() < n_nodes {
+        let timeout = match kill_at {
+            Some(t) => t.saturating_duration_since(Instant::now()),
+            None if writers.len() + done_nodes.len() < n_nodes => {
+                connect_deadline.saturating_duration_since(Instant::now())
+            }
+            None => Duration::from_secs(3600),
+        };
+        let ev = match rx.recv_timeout(timeout) {
+            Ok(ev) => ev,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if kill_at.is_some_and(|t| Instant::now() >= t) {
+                    kill_at = None;
+                    if !killed {
+                        eprintln!("srun: error: Timed out waiting for job step to complete");
+                    }
+                    killed = true;
+                    broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
+                    continue;
+                }
+                if writers.len() + done_nodes.len() < n_nodes && Instant::now() >= connect_deadline
+                {
+                    for (i, node) in created.nodes.iter().enumerate() {
+                        let i = i as u32;
+                        if !writers.contains_key(&i) && !done_nodes.contains(&i) {
+                            eprintln!("srun: error: {node}: the step's tasks never started");
+                            for t in &created.tasks[i as usize] {
+                                status.entry(*t).or_insert(libc::SIGKILL);
+                            }
+                            done_nodes.insert(i);
+                        }
+                    }
+                    broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
+                }
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        match ev {
+            Event::Connected(i, mut w) => {
+                if stdin_nodes.contains(&i) {
+                    for chunk in &pending_stdin {
+                        send(&mut w, SrunToStepd::Stdin(chunk.clone()));
+                    }
+                    if stdin_done {
+                        send(&mut w, SrunToStepd::StdinEof);
+                    }
+                }
+                if killed {
+                    send(&mut w, SrunToStepd::Signal(libc::SIGKILL));
+                }
+                writers.insert(i, w);
+            }
+            Event::Stdin(data) => {
+                let eof = data.is_empty();
+                for n in &stdin_nodes {
+                    if let Some(w) = writers.get_mut(n) {
+                        send(
+                            w,
+                            if eof {
+                                SrunToStepd::StdinEof
+                            } else {
+                                SrunToStepd::Stdin(data.clone())
+                            },
+                        );
+                    }
+                }
+                if eof {
+                    stdin_done = true;
+                } else {
+                    pending_stdin.push(data);
+                }
+            }
+            Event::Msg(i, msg) => match msg {
+                StepdToSrun::Hello { .. } => {}
+                StepdToSrun::Output { task, stderr, data } => sink.add(task, stderr, &data),
+                StepdToSrun::TaskExited { task, status: s } => {
+                    sink.flush_task(task);
+                    status.insert(task, s);
+                    let e = ExitCode::from_wait_status(s);
+                    if !e.is_success() && o.kill_on_bad_exit && !killed {
+                        killed = true;
+                        broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
+                    }
+                    if let (Some(w), None) = (o.wait, kill_at) {
+                        if status.len() < ntasks {
+                            kill_at = Some(Instant::now() + Duration::from_secs(w));
+                        }
+                    }
+                }
+                StepdToSrun::FenceIn { seq, kvs } => {
+                    let entry = fence.entry(seq).or_default();
+                    entry.0.insert(i);
+                    entry.1.extend(kvs);
+                    if entry.0.len() == n_nodes {
+                        let (_, all) = fence.remove(&seq).unwrap_or_default();
+                        broadcast(&mut writers, SrunToStepd::FenceOut { seq, kvs: all });
+                    }
+                }
+                StepdToSrun::Abort {
+                    task,
+                    code: _,
+                    message,
+                } => {
+                    if !killed {
+                        let node = &created.nodes[i as usize];
+                        eprintln!("srun: error: {node}: task {task}: {message}");
+                        eprintln!("srun: Terminating StepId={step_name}");
+                        killed = true;
+                        broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
+                    }
+                }
+                StepdToSrun::Done => {
+                    done_nodes.insert(i);
+                }
+            },
+            Event::Gone(i) => {
+                writers.remove(&i);
+                if !done_nodes.contains(&i) {
+                    let node = &created.nodes[i as usize];
+                    eprintln!("srun: error: Node failure on {node}");
+                    for t in &created.tasks[i as usize] {
+                        status.entry(*t).or_insert(libc::SIGKILL);
+                    }
+                    done_nodes.insert(i);
+                    if !killed {
+                        killed = true;
+                        broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
+                    }
+                }
+            }
+            Event::Signal(sig) if sig == libc::SIGINT => {
+                let now = Instant::now();
+                if last_int.is_some_and(|t| now.duration_since(t) < Duration::from_secs(1)) {
+                    eprintln!("srun: sending Ctrl-C to StepId={step_name}");
+                    eprintln!("srun: forcing job termination");
+                    killed = true;
+                    broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
+                } else {
+                    last_int = Some(now);
+                    eprintln!("srun: interrupt (one more within 1 sec to abort)");
+                    let running: Vec<u32> = (0..ntasks as u32)
+                        .filter(|t| !status.contains_key(t))
+                        .collect();
+                    let exited: Vec<u32> = (0..ntasks as u32)
+                        .filter(|t| status.contains_key(t))
+                        .collect();
+                    let plural = |v: &[u32]| if v.len() == 1 { "task" } else { "tasks" };
+                    if !running.is_empty() {
+                        eprintln!(
+                            "srun: StepId={step_name} {} {}: running",
+                            plural(&running),
+                            ranges(&running)
+                        );
+                    }
+                    if !exited.is_empty() {
+                        eprintln!(
+                            "srun: StepId={step_name} {} {}: exited",
+                            plural(&exited),
+                            ranges(&exited)
+                        );
+                    }
+                }
+            }
+            Event::Signal(sig) => {
+                broadcast(&mut writers, SrunToStepd::Signal(sig));
+            }
+        }
+    }
+    for t in 0..ntasks as u32 {
+        sink.flush_task(t);
+    }
+    if !o.quiet || status.values().any(|s| *s != 0) {
+        eprint_lines(&failure_lines(&created.nodes, &created.tasks, &status));
+    }
+    exit_status(status.values().copied())
+}
+
+/// srun's exit status from its tasks' wait statuses.
+pub fn exit_status(statuses: impl Iterator<Item = i32>) -> i32 {
+    let mut worst = ExitCode::default();
+    for s in statuses {
+        let e = ExitCode::from_wait_status(s);
+        let key = |e: ExitCode| (e.signal != 0, e.signal, e.code);
+        if key(e) > key(worst) {
+            worst = e;
+        }
+    }
+    if worst.signal != 0 {
+        128 + worst.signal
+    } else {
+        worst.code
+    }
+}
+
+fn node_of(tasks: &[Vec<u32>], task: u32) -> Option<u32> {
+    tasks
+        .iter()
+        .position(|t| t.contains(&task))
+        .map(|p| p as u32)
+}
+
+/// Expands a pattern srun itself writes (`%j %s %J %%`).
+fn expand_srun_path(p: &str, job: JobId, step: u32) -> String {
+    p.replace("%%", "\u{0}")
+        .replace("%J", &format!("{job}.{step}"))
+        .replace("%j", &job.to_string())
+        .replace("%s", &step.to_string())
+        .replace('\u{0}', "%")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_are_grouped_per_node_and_status() {
+        let nodes = vec!["node1".to_string(), "node2".to_string()];
+        let tasks = vec![vec![0, 1], vec![2]];
+        let st: BTreeMap<u32, i32> = [(0, 3 << 8), (1, 3 << 8), (2, 9)].into_iter().collect();
+        assert_eq!(
+            failure_lines(&nodes, &tasks, &st),
+            "srun: error: node1: tasks 0-1: Exited with exit code 3\nsrun: error: node2: task 2: Killed\n"
+        );
+    }
+
+    #[test]
+    fn the_reference_exit_line_matches() {
+        let nodes = vec!["node1".to_string()];
+        let st: BTreeMap<u32, i32> = [(0, 3 << 8)].into_iter().collect();
+        let text = failure_lines(&nodes, &[vec![0]], &st);
+        let reference = "srun: error: node1: task 0: Exited with exit code 3\n";
+        assert_eq!(text, reference);
+        assert_eq!(exit_status(st.values().copied()), 3);
+    }
+
+    #[test]
+    fn exit_status_is_the_highest_code_or_signal() {
+        assert_eq!(exit_status([0, 2 << 8, 1 << 8].into_iter()), 2);
+        assert_eq!(exit_status([3 << 8, 9].into_iter()), 137);
+        assert_eq!(exit_status([].into_iter()), 0);
+    }
+
+    #[test]
+    fn labels_prefix_every_whole_line() {
+        let mut sink = OutputSink {
+            label: true,
+            unbuffered: false,
+            partial: BTreeMap::new(),
+            files: [None, None],
+        };
+        sink.add(1, false, b"a\nb");
+        assert_eq!(sink.partial[&(1, false)], b"b".to_vec());
+    }
+}

@@ -1,0 +1,804 @@
+//! Job steps: srun's parallel launches inside a job's allocation.
+//!
+//! ```text
+//!  CreateStep --on_create_step--> layout (nodes, task ids) --> Command::LaunchStep per node
+//!  StepExited (per node) --on_step_exited--> all nodes reported: step ends, accounting
+//!  CancelStep --on_cancel_step--> Command::SignalStep per node
+//!  job ends ------end_steps------> Command::SignalStep (end) for every running step
+//! ```
+//!
+//! A step takes CPUs inside its job's allocation (never from the node
+//! tables: the job already holds them). Steps without `--overlap` do not
+//! share CPUs with each other; one that does not fit now is refused with
+//! `NodesBusy` (srun retries), one that could never fit with
+//! `TooManyRequestedCpus`. The batch script does not count against steps,
+//! as in Slurm.
+
+use crate::{Command, Engine, Job};
+use model::{ExitCode, JobId, JobState, TimeLimit, Timestamp};
+use proto::{
+    AcctStep, Distribution, Identity, SlurmError, StepCreated, StepId, StepInfo, StepLaunch,
+    StepList, StepNodeEnd, StepRequest,
+};
+use sched::NodeIdx;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// One step of a job.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Step {
+    /// Its id within the job.
+    pub id: u32,
+    /// Its name.
+    pub name: String,
+    /// RUNNING, then COMPLETED, FAILED or CANCELLED.
+    pub state: JobState,
+    /// Its nodes, in step order.
+    pub nodes: Vec<NodeIdx>,
+    /// Global task ids on each node.
+    pub tasks: Vec<Vec<u32>>,
+    /// CPUs on each node.
+    pub cpus: Vec<u32>,
+    /// Memory per node (MB), as asked.
+    pub mem: u64,
+    /// `--overlap`: its CPUs are not its own.
+    pub overlap: bool,
+    /// Task layout.
+    pub distribution: Distribution,
+    /// Start time.
+    pub start_time: Timestamp,
+    /// End time.
+    pub end_time: Option<Timestamp>,
+    /// Time limit.
+    pub time_limit: TimeLimit,
+    /// Highest exit over the nodes reported so far.
+    pub exit: ExitCode,
+    /// Nodes that have not reported the step's end yet.
+    pub pending: BTreeSet<NodeIdx>,
+    /// Usage summed over the nodes.
+    pub usage: proto::StepUsage,
+    /// `host:pid` of srun.
+    pub srun: String,
+}
+
+impl Step {
+    fn n_tasks(&self) -> u32 {
+        self.tasks.iter().map(|t| t.len() as u32).sum()
+    }
+}
+
+/// The worse of two exits, as srun reports a step's: a signal beats a
+/// code, then the higher value wins.
+pub fn worse_exit(a: ExitCode, b: ExitCode) -> ExitCode {
+    let key = |e: ExitCode| (e.signal != 0, e.signal, e.code);
+    if key(b) > key(a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// Where the tasks of a step go: for each chosen node (by position in
+/// `caps`), its global task ids. `caps` is how many tasks each candidate
+/// node can hold; `n_nodes` how many nodes to use (the first ones).
+/// Returns None when the tasks do not fit (and `overcommit` is off).
+pub fn layout(
+    caps: &[u32],
+    n_nodes: usize,
+    ntasks: u32,
+    per_node: Option<u32>,
+    dist: Distribution,
+    overcommit: bool,
+) -> Option<Vec<Vec<u32>>> {
+    let n_nodes = n_nodes.min(caps.len());
+    if n_nodes == 0 || ntasks < n_nodes as u32 {
+        return None;
+    }
+    let caps = &caps[..n_nodes];
+    // How many tasks each node gets.
+    let mut counts = vec![0u32; n_nodes];
+    if let Some(tpn) = per_node {
+        if tpn * n_nodes as u32 != ntasks && ntasks > tpn * n_nodes as u32 {
+            return None;
+        }
+        let mut left = ntasks;
+        for c in counts.iter_mut() {
+            *c = tpn.min(left);
+            left -= *c;
+        }
+    } else {
+        counts.iter_mut().for_each(|c| *c = 1);
+        let mut left = ntasks - n_nodes as u32;
+        match dist {
+            Distribution::Block => {
+                for (c, cap) in counts.iter_mut().zip(caps) {
+                    let add = cap.saturating_sub(*c).min(left);
+                    *c += add;
+                    left -= add;
+                }
+            }
+            Distribution::Cyclic | Distribution::Plane(_) => {
+                let chunk = match dist {
+                    Distribution::Plane(p) => p,
+                    _ => 1,
+                };
+                let mut progress = true;
+                while left > 0 && progress {
+                    progress = false;
+                    for (c, cap) in counts.iter_mut().zip(caps) {
+                        let add = cap.saturating_sub(*c).min(chunk).min(left);
+                        if add > 0 {
+                            *c += add;
+                            left -= add;
+                            progress = true;
+                        }
+                    }
+                }
+            }
+        }
+        if left > 0 {
+            if !overcommit {
+                return None;
+            }
+            let mut i = 0;
+            while left > 0 {
+                counts[i % n_nodes] += 1;
+                left -= 1;
+                i += 1;
+            }
+        }
+    }
+    if !overcommit && counts.iter().zip(caps).any(|(c, cap)| c > cap) {
+        return None;
+    }
+    // Which task ids each node gets.
+    let mut tasks: Vec<Vec<u32>> = vec![Vec::new(); n_nodes];
+    match dist {
+        Distribution::Block => {
+            let mut next = 0;
+            for (t, c) in tasks.iter_mut().zip(&counts) {
+                t.extend(next..next + c);
+                next += c;
+            }
+        }
+        Distribution::Cyclic | Distribution::Plane(_) => {
+            let chunk = match dist {
+                Distribution::Plane(p) => p,
+                _ => 1,
+            };
+            let mut next = 0;
+            while next < ntasks {
+                for (t, c) in tasks.iter_mut().zip(&counts) {
+                    let room = c - t.len() as u32;
+                    let take = room.min(chunk).min(ntasks - next);
+                    t.extend(next..next + take);
+                    next += take;
+                }
+            }
+        }
+    }
+    Some(tasks)
+}
+
+impl Engine {
+    /// srun: creates a step of a running job and tells its nodes to start it.
+    pub fn on_create_step(
+        &mut self,
+        req: StepRequest,
+        who: &Identity,
+        now: Timestamp,
+    ) -> Result<StepCreated, SlurmError> {
+        let job = self.jobs.get(&req.job_id).ok_or(SlurmError::InvalidJobId)?;
+        if !self.may_modify(who, job) {
+            return Err(SlurmError::AccessDenied);
+        }
+        if job.state != JobState::Running || job.completing {
+            return Err(if job.state == JobState::Pending {
+                SlurmError::JobNotRunning
+            } else {
+                SlurmError::AlreadyDone
+            });
+        }
+        let alloc = job.alloc.as_ref().ok_or(SlurmError::AlreadyDone)?;
+        // Candidate nodes: -w first, in the order given, then the rest of
+        // the allocation in its order; -x removed.
+        let mut order: Vec<usize> = Vec::new();
+        for name in &req.nodelist {
+            let idx = self
+                .node_idx(name)
+                .ok_or(SlurmError::RequestedNodeConfigUnavailable)?;
+            let pos = alloc
+                .nodes
+                .iter()
+                .position(|na| na.node == idx)
+                .ok_or(SlurmError::RequestedNodeConfigUnavailable)?;
+            if !order.contains(&pos) {
+                order.push(pos);
+            }
+        }
+        let required = order.len();
+        for pos in 0..alloc.nodes.len() {
+            if !order.contains(&pos) {
+                order.push(pos);
+            }
+        }
+        order.retain(|pos| {
+            let name = &self.nodes[alloc.nodes[*pos].node.0 as usize].conf.name;
+            !req.exclude.contains(name)
+        });
+        let cpt = req.cpus_per_task.unwrap_or(1).max(1);
+        let (min_nodes, ntasks) = match (req.min_nodes, req.ntasks, req.ntasks_per_node) {
+            (Some(n), Some(t), _) => (n, t),
+            (Some(n), None, Some(tpn)) => (n, n * tpn),
+            (Some(n), None, None) => (n, n),
+            (None, Some(t), Some(tpn)) => (t.div_ceil(tpn).max(required as u32), t),
+            (None, Some(t), None) => (t.min(order.len() as u32).max(required as u32), t),
+            (None, None, Some(tpn)) => (order.len() as u32, order.len() as u32 * tpn),
+            (None, None, None) => (order.len() as u32, order.len() as u32),
+        };
+        let n_nodes = (min_nodes as usize).max(required);
+        if min_nodes == 0 || ntasks == 0 || n_nodes > order.len() || ntasks < n_nodes as u32 {
+            return Err(SlurmError::RequestedNodeConfigUnavailable);
+        }
+        // CPUs each candidate has: in all, and free of other steps.
+        let in_use = |pos: usize| -> u32 {
+            let idx = alloc.nodes[pos].node;
+            job.steps
+                .iter()
+                .filter(|s| s.state == JobState::Running && !s.overlap)
+                .flat_map(|s| s.nodes.iter().zip(&s.cpus))
+                .filter(|(n, _)| **n == idx)
+                .map(|(_, c)| *c)
+                .sum()
+        };
+        let total: Vec<u32> = order.iter().map(|p| alloc.nodes[*p].cpus / cpt).collect();
+        let free: Vec<u32> = order
+            .iter()
+            .map(|p| alloc.nodes[*p].cpus.saturating_sub(in_use(*p)) / cpt)
+            .collect();
+        let caps = if req.overlap { &total } else { &free };
+        let per_node = req.ntasks_per_node;
+        let tasks = match layout(
+            caps,
+            n_nodes,
+            ntasks,
+            per_node,
+            req.distribution,
+            req.overcommit,
+        ) {
+            Some(t) => t,
+            None => {
+                let fits_at_all = layout(
+                    &total,
+                    n_nodes,
+                    ntasks,
+                    per_node,
+                    req.distribution,
+                    req.overcommit,
+                )
+                .is_some();
+                return Err(if fits_at_all {
+                    SlurmError::NodesBusy
+                } else {
+                    SlurmError::TooManyRequestedCpus
+                });
+            }
+        };
+        let chosen: Vec<usize> = order[..n_nodes].to_vec();
+        let nodes: Vec<NodeIdx> = chosen.iter().map(|p| alloc.nodes[*p].node).collect();
+        let cpus: Vec<u32> = tasks
+            .iter()
+            .zip(&chosen)
+            .map(|(t, p)| (t.len() as u32 * cpt).min(alloc.nodes[*p].cpus).max(1))
+            .collect();
+        let gpus: Vec<Vec<u32>> = chosen
+            .iter()
+            .map(|p| {
+                let na = &alloc.nodes[*p];
+                let node = &self.nodes[na.node.0 as usize];
+                na.gres
+                    .iter()
+                    .filter(|(pool, _)| node.gres[*pool].name == "gpu")
+                    .flat_map(|(_, idx)| idx.iter().copied())
+                    .collect()
+            })
+            .collect();
+        let names: Vec<String> = nodes
+            .iter()
+            .map(|n| self.nodes[n.0 as usize].conf.name.clone())
+            .collect();
+        let step_id = job.next_step_id;
+        let env = self.step_env(job, &req, step_id, &names, &tasks);
+        let job = self.jobs.get_mut(&req.job_id).expect("checked above");
+        job.next_step_id += 1;
+        job.steps.push(Step {
+            id: step_id,
+            name: req.name.clone(),
+            state: JobState::Running,
+            nodes: nodes.clone(),
+            tasks: tasks.clone(),
+            cpus: cpus.clone(),
+            mem: req.mem_per_node.unwrap_or(0),
+            overlap: req.overlap,
+            distribution: req.distribution,
+            start_time: now,
+            end_time: None,
+            time_limit: req.time_limit.unwrap_or(job.time_limit),
+            exit: ExitCode::default(),
+            pending: nodes.iter().copied().collect(),
+            usage: proto::StepUsage::default(),
+            srun: format!("{}:{}", req.srun_host, req.srun_pid),
+        });
+        let (uid, gid, user) = (job.desc.uid, job.desc.gid, job.desc.user.clone());
+        for (i, idx) in nodes.iter().enumerate() {
+            let n = &self.nodes[idx.0 as usize];
+            let launch = StepLaunch {
+                job_id: req.job_id,
+                step_id,
+                uid,
+                gid,
+                user: user.clone(),
+                argv: req.argv.clone(),
+                env: env.clone(),
+                work_dir: req.work_dir.clone(),
+                node_index: i as u32,
+                nodes: names.clone(),
+                tasks: tasks.clone(),
+                cpus: cpus[i],
+                gpus: gpus[i].clone(),
+                srun_addr: format!("{}:{}", req.srun_host, req.srun_port),
+                token: req.token.clone(),
+                stdout: req.stdout.clone(),
+                stderr: req.stderr.clone(),
+                stdin: req.stdin.clone(),
+                mpi: req.mpi.clone(),
+            };
+            self.outbox.push(Command::LaunchStep {
+                node: n.conf.name.clone(),
+                addr: n.daemon_addr.clone(),
+                launch: Box::new(launch),
+            });
+        }
+        self.record(req.job_id, now);
+        Ok(StepCreated {
+            step_id,
+            nodes: names,
+            tasks,
+            cpus,
+        })
+    }
+
+    /// The variables every task of a step gets (srun's environment, then
+    /// the step's; the node adds its own and each task's).
+    fn step_env(
+        &self,
+        job: &Job,
+        req: &StepRequest,
+        step_id: u32,
+        names: &[String],
+        tasks: &[Vec<u32>],
+    ) -> Vec<(String, String)> {
+        let counts: Vec<u32> = tasks.iter().map(|t| t.len() as u32).collect();
+        let ntasks: u32 = counts.iter().sum();
+        let per_node = crate::env::rle_counts(&counts);
+        let step_nodes = hostlist::compress(names);
+        let job_names: Vec<String> = job
+            .alloc
+            .as_ref()
+            .map(|a| {
+                a.nodes
+                    .iter()
+                    .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let job_nodes = hostlist::compress(&job_names);
+        let mut slurm: Vec<(String, String)> = Vec::new();
+        let mut set = |k: &str, v: String| slurm.push((k.to_string(), v));
+        set("SLURM_CLUSTER_NAME", self.settings.cluster_name.clone());
+        if let Some(c) = req.cpus_per_task {
+            set("SLURM_CPUS_PER_TASK", c.to_string());
+        }
+        if req.distribution != Distribution::Block {
+            let d = match req.distribution {
+                Distribution::Plane(_) => "plane",
+                _ => "cyclic",
+            };
+            set("SLURM_DISTRIBUTION", d.to_string());
+        }
+        set("SLURM_JOBID", job.id.to_string());
+        set("SLURM_JOB_ID", job.id.to_string());
+        set("SLURM_JOB_NODELIST", job_nodes.clone());
+        set("SLURM_JOB_NUM_NODES", job_names.len().to_string());
+        set("SLURM_LAUNCH_NODE_IPADDR", req.srun_host.clone());
+        set("SLURM_NNODES", names.len().to_string());
+        set("SLURM_NODELIST", job_nodes);
+        set("SLURM_NPROCS", ntasks.to_string());
+        set("SLURM_NTASKS", ntasks.to_string());
+        set("SLURM_SRUN_COMM_HOST", req.srun_host.clone());
+        set("SLURM_SRUN_COMM_PORT", req.srun_port.to_string());
+        set("SLURM_STEPID", step_id.to_string());
+        set("SLURM_STEP_ID", step_id.to_string());
+        set("SLURM_STEP_LAUNCHER_PORT", req.srun_port.to_string());
+        set("SLURM_STEP_NODELIST", step_nodes);
+        set("SLURM_STEP_NUM_NODES", names.len().to_string());
+        set("SLURM_STEP_NUM_TASKS", ntasks.to_string());
+        set("SLURM_STEP_TASKS_PER_NODE", per_node.clone());
+        set("SLURM_TASKS_PER_NODE", per_node);
+        let mut env: Vec<(String, String)> = req
+            .env
+            .iter()
+            .filter(|(k, _)| !slurm.iter().any(|(s, _)| s == k))
+            .cloned()
+            .collect();
+        env.extend(slurm);
+        env.sort();
+        env
+    }
+
+    /// A node reports that its share of a step ended.
+    pub fn on_step_exited(&mut self, end: StepNodeEnd, now: Timestamp) -> Result<(), SlurmError> {
+        let idx = self
+            .node_idx(&end.node)
+            .ok_or(SlurmError::InvalidNodeName)?;
+        let Some(job) = self.jobs.get_mut(&end.job_id) else {
+            return Ok(());
+        };
+        let Some(step) = job.steps.iter_mut().find(|s| s.id == end.step_id) else {
+            return Ok(());
+        };
+        if !step.pending.remove(&idx) {
+            return Ok(());
+        }
+        step.exit = worse_exit(step.exit, end.exit);
+        if let Some(u) = end.usage {
+            let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+            };
+            let su = &mut step.usage;
+            su.user_cpu_usec = add(su.user_cpu_usec, u.user_cpu_usec);
+            su.sys_cpu_usec = add(su.sys_cpu_usec, u.sys_cpu_usec);
+            if u.max_rss_kib > su.max_rss_kib {
+                su.max_rss_kib = u.max_rss_kib;
+                su.max_rss_node = Some(end.node.clone());
+            }
+        }
+        if step.pending.is_empty() {
+            if step.state == JobState::Running {
+                step.state = if step.exit.is_success() {
+                    JobState::Completed
+                } else {
+                    JobState::Failed
+                };
+            }
+            step.end_time = Some(now);
+        }
+        self.record(end.job_id, now);
+        Ok(())
+    }
+
+    /// scancel 123.4: signals or cancels one step.
+    pub fn on_cancel_step(
+        &mut self,
+        job_id: JobId,
+        step_id: u32,
+        signal: Option<i32>,
+        who: &Identity,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
+        let job = self.jobs.get(&job_id).ok_or(SlurmError::InvalidJobId)?;
+        if !self.may_modify(who, job) {
+            return Err(SlurmError::AccessDenied);
+        }
+        let step = job
+            .steps
+            .iter()
+            .find(|s| s.id == step_id)
+            .ok_or(SlurmError::InvalidJobId)?;
+        if step.state != JobState::Running || step.pending.is_empty() {
+            return Err(SlurmError::AlreadyDone);
+        }
+        self.signal_step(job_id, step_id, signal);
+        if signal.is_none() {
+            if let Some(step) = self
+                .jobs
+                .get_mut(&job_id)
+                .and_then(|j| j.steps.iter_mut().find(|s| s.id == step_id))
+            {
+                step.state = JobState::Cancelled;
+            }
+            self.record(job_id, now);
+        }
+        Ok(())
+    }
+
+    fn signal_step(&mut self, job_id: JobId, step_id: u32, signal: Option<i32>) {
+        let Some(step) = self
+            .jobs
+            .get(&job_id)
+            .and_then(|j| j.steps.iter().find(|s| s.id == step_id))
+        else {
+            return;
+        };
+        for idx in step.pending.iter() {
+            let n = &self.nodes[idx.0 as usize];
+            self.outbox.push(Command::SignalStep {
+                node: n.conf.name.clone(),
+                addr: n.daemon_addr.clone(),
+                job_id,
+                step_id,
+                signal,
+                kill_wait: self.settings.kill_wait,
+            });
+        }
+    }
+
+    /// The job is ending: its running steps end too (their nodes are told
+    /// to kill them; they count as cancelled).
+    pub(crate) fn end_steps(&mut self, job_id: JobId, now: Timestamp) {
+        let running: Vec<u32> = self
+            .jobs
+            .get(&job_id)
+            .map(|j| {
+                j.steps
+                    .iter()
+                    .filter(|s| !s.pending.is_empty())
+                    .map(|s| s.id)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for step_id in running {
+            self.signal_step(job_id, step_id, None);
+            if let Some(step) = self
+                .jobs
+                .get_mut(&job_id)
+                .and_then(|j| j.steps.iter_mut().find(|s| s.id == step_id))
+            {
+                if step.state == JobState::Running {
+                    step.state = JobState::Cancelled;
+                }
+                step.pending.clear();
+                step.end_time = Some(now);
+            }
+        }
+    }
+
+    /// salloc and standalone srun: the allocation's command ended.
+    pub fn on_complete_allocation(
+        &mut self,
+        job_id: JobId,
+        exit: ExitCode,
+        who: &Identity,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
+        self.touch();
+        let job = self.jobs.get(&job_id).ok_or(SlurmError::InvalidJobId)?;
+        if !self.may_modify(who, job) {
+            return Err(SlurmError::AccessDenied);
+        }
+        if job.state.is_finished() {
+            return Err(SlurmError::AlreadyDone);
+        }
+        if job.state == JobState::Pending {
+            // The client gave up before the allocation was granted.
+            if let Some(j) = self.jobs.get_mut(&job_id) {
+                j.cancelled_by = Some(who.uid);
+            }
+            self.end_job(job_id, JobState::Cancelled, now);
+            return Ok(());
+        }
+        let state = if exit.is_success() {
+            JobState::Completed
+        } else {
+            JobState::Failed
+        };
+        if let Some(j) = self.jobs.get_mut(&job_id) {
+            j.exit = exit;
+        }
+        self.end_job(job_id, state, now);
+        if let Some(j) = self.jobs.get_mut(&job_id) {
+            j.reason = if exit.signal != 0 {
+                model::PendingReason::RaisedSignal(exit.signal.clamp(0, 255) as u8)
+            } else if exit.code != 0 {
+                model::PendingReason::NonZeroExitCode
+            } else {
+                model::PendingReason::None
+            };
+        }
+        Ok(())
+    }
+
+    /// salloc and srun: the job's state and its allocation's variables.
+    pub fn allocation_info(&self, job_id: JobId) -> Result<proto::AllocationInfo, SlurmError> {
+        let job = self.jobs.get(&job_id).ok_or(SlurmError::InvalidJobId)?;
+        let running = job.state == JobState::Running && job.alloc.is_some();
+        let (nodes, env) = if running {
+            let alloc = job.alloc.as_ref().expect("checked");
+            let nodes = alloc
+                .nodes
+                .iter()
+                .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
+                .collect();
+            // The batch variables without those of the batch script's own
+            // process and node, and without the user's.
+            const NOT_FOR_ALLOCATIONS: &[&str] = &[
+                "ENVIRONMENT",
+                "SLURM_CPUS_ON_NODE",
+                "SLURM_GTIDS",
+                "SLURM_LOCALID",
+                "SLURM_NODEID",
+                "SLURM_PROCID",
+                "SLURM_JOB_GPUS",
+                "SLURM_GPUS_ON_NODE",
+                "CUDA_VISIBLE_DEVICES",
+                "GPU_DEVICE_ORDINAL",
+                "TMPDIR",
+            ];
+            let env = self
+                .batch_env(job)
+                .into_iter()
+                .filter(|(k, _)| !NOT_FOR_ALLOCATIONS.contains(&k.as_str()))
+                .filter(|(k, _)| k.starts_with("SLURM_"))
+                .filter(|kv| !job.env.contains(kv) || kv.0.starts_with("SLURM_JOB"))
+                .collect();
+            (nodes, env)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        Ok(proto::AllocationInfo {
+            job_id,
+            state: if job.state == JobState::Running && job.completing {
+                JobState::Completed
+            } else {
+                job.state
+            },
+            reason: job.reason,
+            nodes,
+            env,
+        })
+    }
+
+    /// squeue -s, scontrol show step: every running step (with the batch
+    /// steps of running batch jobs).
+    pub fn step_list(&self, now: Timestamp) -> StepList {
+        let mut steps = Vec::new();
+        for job in self.jobs.values() {
+            if job.state != JobState::Running {
+                continue;
+            }
+            let partition = self.parts[job.partition].conf.name.clone();
+            let base = |step: StepId, name: String| StepInfo {
+                job_id: job.id,
+                step,
+                name,
+                user: job.desc.user.clone(),
+                uid: job.desc.uid,
+                partition: partition.clone(),
+                state: JobState::Running,
+                start_time: job.start_time.unwrap_or(now),
+                time_limit: job.time_limit,
+                nodes: Vec::new(),
+                ntasks: 1,
+                cpus: 0,
+                tres: String::new(),
+                distribution: Distribution::Block,
+                srun_host_pid: String::new(),
+            };
+            if !job.desc.alloc_only {
+                if let Some(alloc) = &job.alloc {
+                    let na = &alloc.nodes[0];
+                    let mut info = base(StepId::Batch, "batch".into());
+                    info.nodes = vec![self.nodes[na.node.0 as usize].conf.name.clone()];
+                    info.cpus = na.cpus;
+                    info.tres = step_tres(na.cpus, na.mem, 1);
+                    steps.push(info);
+                }
+            }
+            for s in job.steps.iter().filter(|s| s.state == JobState::Running) {
+                let mut info = base(StepId::Numbered(s.id), s.name.clone());
+                info.start_time = s.start_time;
+                info.time_limit = s.time_limit;
+                info.nodes = s
+                    .nodes
+                    .iter()
+                    .map(|n| self.nodes[n.0 as usize].conf.name.clone())
+                    .collect();
+                info.ntasks = s.n_tasks();
+                info.cpus = s.cpus.iter().sum();
+                info.tres = step_tres(info.cpus, s.mem * s.nodes.len() as u64, s.nodes.len());
+                info.distribution = s.distribution;
+                info.srun_host_pid = s.srun.clone();
+                steps.push(info);
+            }
+        }
+        StepList { now, steps }
+    }
+
+    /// Accounting records of a job's numbered steps.
+    pub(crate) fn step_records(&self, job: &Job) -> Vec<AcctStep> {
+        job.steps
+            .iter()
+            .map(|s| {
+                let names: Vec<String> = s
+                    .nodes
+                    .iter()
+                    .map(|n| self.nodes[n.0 as usize].conf.name.clone())
+                    .collect();
+                let cpus: u32 = s.cpus.iter().sum();
+                AcctStep {
+                    step: StepId::Numbered(s.id),
+                    name: s.name.clone(),
+                    state: s.state,
+                    exit_code: s.exit,
+                    start_time: Some(s.start_time),
+                    end_time: s.end_time,
+                    nodes: hostlist::compress(&names),
+                    n_nodes: names.len() as u32,
+                    n_cpus: cpus,
+                    n_tasks: s.n_tasks(),
+                    alloc_tres: step_tres(cpus, s.mem * names.len() as u64, names.len()),
+                    usage: s.usage.clone(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// `cpu=3,mem=1500M,node=2` (memory left out when not known).
+fn step_tres(cpus: u32, mem: u64, nodes: usize) -> String {
+    let mut t = format!("cpu={cpus}");
+    if mem > 0 {
+        t.push_str(&format!(",mem={}", model::units::format_memory_mb(mem)));
+    }
+    t.push_str(&format!(",node={nodes}"));
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_fills_each_node_before_the_next() {
+        let t = layout(&[1, 2], 2, 3, None, Distribution::Block, false).unwrap();
+        assert_eq!(t, vec![vec![0], vec![1, 2]]);
+        let t = layout(&[2, 2], 2, 4, None, Distribution::Block, false).unwrap();
+        assert_eq!(t, vec![vec![0, 1], vec![2, 3]]);
+        let t = layout(&[4, 4], 2, 3, None, Distribution::Block, false).unwrap();
+        assert_eq!(t, vec![vec![0, 1], vec![2]]);
+    }
+
+    #[test]
+    fn cyclic_and_plane_deal_tasks_round_robin() {
+        let t = layout(&[2, 2], 2, 4, None, Distribution::Cyclic, false).unwrap();
+        assert_eq!(t, vec![vec![0, 2], vec![1, 3]]);
+        let t = layout(&[4, 4], 2, 8, None, Distribution::Plane(2), false).unwrap();
+        assert_eq!(t, vec![vec![0, 1, 4, 5], vec![2, 3, 6, 7]]);
+    }
+
+    #[test]
+    fn too_many_tasks_do_not_fit_unless_overcommitted() {
+        assert_eq!(
+            layout(&[2, 2], 2, 5, None, Distribution::Block, false),
+            None
+        );
+        let t = layout(&[2, 2], 2, 5, None, Distribution::Block, true).unwrap();
+        assert_eq!(t.iter().map(Vec::len).sum::<usize>(), 5);
+        assert_eq!(
+            layout(&[2, 2], 2, 4, Some(3), Distribution::Block, false),
+            None
+        );
+        let t = layout(&[2, 2], 2, 4, Some(2), Distribution::Block, false).unwrap();
+        assert_eq!(t, vec![vec![0, 1], vec![2, 3]]);
+    }
+
+    #[test]
+    fn a_signal_is_worse_than_any_code() {
+        let code = |c| ExitCode { code: c, signal: 0 };
+        let sig = |s| ExitCode { code: 0, signal: s };
+        assert_eq!(worse_exit(code(3), code(1)), code(3));
+        assert_eq!(worse_exit(code(3), sig(9)), sig(9));
+        assert_eq!(worse_exit(ExitCode::default(), code(2)), code(2));
+    }
+}

@@ -1,0 +1,313 @@
+//! Job steps: srun standalone and inside allocations (salloc, sbatch), the
+//! tasks' environment, output forwarding, exit codes, and steps in squeue,
+//! scontrol, sacct and scancel. On the loopback cluster every node is the
+//! same host, so tests tell nodes apart by `SLURMD_NODENAME`.
+
+use crate::{cluster, secs};
+
+fn sorted_lines(text: &str) -> Vec<String> {
+    let mut v: Vec<String> = text.lines().map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn srun_runs_labelled_tasks_on_two_nodes() {
+    let c = cluster(2);
+    let out = c.run("srun", &["-N2", "-n4", "-l", "printenv", "SLURMD_NODENAME"]);
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    assert_eq!(
+        sorted_lines(&out.stdout),
+        vec!["0: node1", "1: node1", "2: node2", "3: node2"],
+        "{out}"
+    );
+    assert_eq!(out.stderr, "", "{out}");
+    let out = c.run(
+        "srun",
+        &[
+            "-N2",
+            "-n4",
+            "-m",
+            "cyclic",
+            "-l",
+            "printenv",
+            "SLURMD_NODENAME",
+        ],
+    );
+    assert_eq!(
+        sorted_lines(&out.stdout),
+        vec!["0: node1", "1: node2", "2: node1", "3: node2"],
+        "{out}"
+    );
+}
+
+#[test]
+fn srun_exit_code_is_the_highest_task_exit() {
+    let c = cluster(1);
+    let out = c.run("srun", &["-n1", "bash", "-c", "exit 3"]);
+    assert_eq!(out.code, 3, "{out}\n{}", c.logs());
+    assert_eq!(
+        out.stderr, "srun: error: node1: task 0: Exited with exit code 3\n",
+        "{out}"
+    );
+    if let Some(reference) = crate::reference("srun_exitcode.err") {
+        assert_eq!(out.stderr, reference);
+    }
+    let out = c.run("srun", &["-n2", "bash", "-c", "exit $((SLURM_PROCID + 1))"]);
+    assert_eq!(out.code, 2, "{out}");
+    // sacct: the allocation and its step, both FAILED 3:0 for the first.
+    let out = c.ok("sacct", &["-X", "-n", "-P", "-o", "JobID,State,ExitCode"]);
+    assert!(out.stdout.contains("|FAILED|3:0"), "{out}");
+}
+
+#[test]
+fn a_missing_program_fails_each_task_with_execve_text() {
+    let c = cluster(1);
+    let out = c.run("srun", &["-n2", "-l", "/no/such/program"]);
+    assert_eq!(out.code, 2, "{out}\n{}", c.logs());
+    assert!(
+        out.stderr.contains(
+            "0: slurmstepd: error: execve(): /no/such/program: No such file or directory"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.stderr
+            .contains("srun: error: node1: tasks 0-1: Exited with exit code 2"),
+        "{out}"
+    );
+}
+
+#[test]
+fn task_environment_has_both_spellings() {
+    let c = cluster(2);
+    let out = c.run(
+        "srun",
+        &[
+            "-N2",
+            "-n2",
+            "-l",
+            "bash",
+            "-c",
+            "env | grep -E '^(SLURM|PMI)' | sort",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    for want in [
+        "0: SLURM_PROCID=0",
+        "1: SLURM_PROCID=1",
+        "1: SLURM_NODEID=1",
+        "0: SLURM_LOCALID=0",
+        "0: SLURM_NTASKS=2",
+        "0: SLURM_NPROCS=2",
+        "0: SLURM_NNODES=2",
+        "0: SLURM_JOB_NUM_NODES=2",
+        "0: SLURM_STEP_ID=0",
+        "0: SLURM_STEPID=0",
+        "0: SLURM_STEP_NODELIST=node[1-2]",
+        "0: SLURM_STEP_NUM_NODES=2",
+        "0: SLURM_STEP_NUM_TASKS=2",
+        "0: SLURM_STEP_TASKS_PER_NODE=1(x2)",
+        "0: SLURM_TASKS_PER_NODE=1(x2)",
+        "0: SLURM_JOB_NODELIST=node[1-2]",
+        "0: SLURM_NODELIST=node[1-2]",
+        "1: SLURMD_NODENAME=node2",
+        "1: SLURM_TOPOLOGY_ADDR=node2",
+    ] {
+        assert!(
+            out.stdout.lines().any(|l| l == want),
+            "{want} missing:\n{out}"
+        );
+    }
+    for prefix in [
+        "0: SLURM_JOBID=",
+        "0: SLURM_JOB_ID=",
+        "0: SLURM_LAUNCH_NODE_IPADDR=",
+        "0: SLURM_SRUN_COMM_HOST=",
+        "0: SLURM_SRUN_COMM_PORT=",
+        "0: SLURM_CPUS_ON_NODE=",
+    ] {
+        assert!(
+            out.stdout.lines().any(|l| l.starts_with(prefix)),
+            "{prefix} missing:\n{out}"
+        );
+    }
+    assert!(!out.stdout.contains("PMI_FD"), "{out}");
+    let out = c.run(
+        "srun",
+        &[
+            "--mpi=pmi2",
+            "-N2",
+            "-n2",
+            "-c1",
+            "-l",
+            "bash",
+            "-c",
+            "env | grep -E '^(PMI_RANK|PMI_SIZE|PMI_JOBID|SLURM_CPUS_PER_TASK)' | sort",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    for want in [
+        "0: PMI_RANK=0",
+        "1: PMI_RANK=1",
+        "0: PMI_SIZE=2",
+        "0: SLURM_CPUS_PER_TASK=1",
+    ] {
+        assert!(
+            out.stdout.lines().any(|l| l == want),
+            "{want} missing:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn salloc_runs_the_command_and_releases_the_allocation() {
+    let c = cluster(2);
+    let out = c.run(
+        "salloc",
+        &["-N2", "srun", "-l", "printenv", "SLURMD_NODENAME"],
+    );
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    assert_eq!(
+        sorted_lines(&out.stdout),
+        vec!["0: node1", "1: node2"],
+        "{out}"
+    );
+    let id: u32 = out
+        .stderr
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("salloc: Granted job allocation "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(
+        out.stderr,
+        format!("salloc: Granted job allocation {id}\nsalloc: Relinquishing job allocation {id}\n")
+    );
+    assert_eq!(c.wait_done(id, secs(10)), "COMPLETED");
+    let out = c.ok(
+        "sacct",
+        &[
+            "-j",
+            &id.to_string(),
+            "-n",
+            "-P",
+            "-o",
+            "JobID,JobName,State",
+        ],
+    );
+    assert_eq!(
+        out.stdout,
+        format!("{id}|interactive|COMPLETED\n{id}.0|printenv|COMPLETED\n"),
+        "{out}"
+    );
+    let out = c.run(
+        "salloc",
+        &[
+            "-N1",
+            "bash",
+            "-c",
+            "echo $SLURM_JOB_ID $SLURM_NNODES; exit 4",
+        ],
+    );
+    assert_eq!(out.code, 4, "{out}");
+}
+
+#[test]
+fn steps_of_a_batch_job_show_in_squeue_scontrol_sacct_and_cancel() {
+    let c = cluster(2);
+    let id = c.submit(&[
+        "-N2",
+        "-n2",
+        "--wrap",
+        "srun -n1 hostname; srun -N2 sleep 60; echo after",
+    ]);
+    let ids = id.to_string();
+    let step1 = format!("{id}.1");
+    c.wait_until("the sleep step", secs(15), || {
+        let out = c.run("squeue", &["-s", "-h", "-o", "%i %j"]);
+        out.stdout.contains(&format!("{step1} sleep")).then_some(())
+    });
+    let out = c.ok("squeue", &["-s"]);
+    let header = out.stdout.lines().next().unwrap_or_default();
+    assert_eq!(
+        header, "         STEPID     NAME PARTITION     USER      TIME NODELIST",
+        "{out}"
+    );
+    assert!(out.stdout.contains(&format!("{id}.batch")), "{out}");
+    let out = c.ok("scontrol", &["show", "step", &step1]);
+    assert!(
+        out.stdout.starts_with(&format!("StepId={step1} UserId=")),
+        "{out}"
+    );
+    assert!(out.stdout.contains("State=RUNNING"), "{out}");
+    assert!(out.stdout.contains("NodeList=node[1-2]"), "{out}");
+    assert!(out.stdout.contains("Tasks=2 Name=sleep"), "{out}");
+    c.ok("scancel", &[&step1]);
+    assert_eq!(c.wait_done(id, secs(20)), "COMPLETED");
+    let text = c.wait_file(&format!("slurm-{id}.out"), secs(5));
+    assert!(text.ends_with("after\n"), "{text}");
+    let out = c.ok(
+        "sacct",
+        &["-j", &ids, "-n", "-P", "-o", "JobID,JobName,State,ExitCode"],
+    );
+    assert_eq!(
+        out.stdout,
+        format!(
+            "{id}|wrap|COMPLETED|0:0\n{id}.batch|batch|COMPLETED|0:0\n{id}.0|hostname|COMPLETED|0:0\n{id}.1|sleep|CANCELLED|0:15\n"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_step_requests_are_refused_with_slurms_words() {
+    let c = cluster(2);
+    let id = c.submit(&["-N1", "-n1", "--wrap", "sleep 30"]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let ids = id.to_string();
+    let env = [("SLURM_JOB_ID", ids.as_str())];
+    let out = c.run_env("srun", &["-n4", "true"], &env);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        format!("srun: error: Unable to create step for job {id}: More processors requested than permitted\n")
+    );
+    let job_node = c.job_field(id, "NodeList");
+    let other = if job_node == "node1" {
+        "node2"
+    } else {
+        "node1"
+    };
+    let out = c.run_env("srun", &["-w", other, "true"], &env);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        format!("srun: error: Unable to create step for job {id}: Requested node configuration is not available\n")
+    );
+    let out = c.run("srun", &["--mpi=bogus", "true"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        "srun: error: Invalid MPI type 'bogus', --mpi=list for acceptable types\n"
+    );
+    let out = c.ok("srun", &["--mpi=list"]);
+    assert_eq!(out.stdout, "MPI plugin types are...\n\tnone\n\tpmi2\n");
+    c.ok("scancel", &[&ids]);
+}
+
+#[test]
+fn stdin_reaches_task_zero_and_input_none_closes_it() {
+    let c = cluster(1);
+    let out = c.run_stdin("srun", &["-n2", "-l", "cat"], "hello\n");
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    assert_eq!(out.stdout, "0: hello\n", "{out}");
+    let out = c.run_stdin("srun", &["--input", "none", "cat"], "hello\n");
+    assert_eq!(out.stdout, "", "{out}");
+    let out = c.run(
+        "srun",
+        &["-n2", "-o", "out-%t.txt", "printenv", "SLURM_PROCID"],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(c.read("out-1.txt"), "1\n");
+}

@@ -1,0 +1,180 @@
+//! The daemon's side of job steps: one supervisor (`taskd`) per step on
+//! this node, its control lines (signals, termination) and the report of
+//! the step's end to the controller.
+//!
+//! ```text
+//!   LaunchStep --spawn `noded --step-tasks`, spec line--> supervisor
+//!   SignalStep / Signal / Terminate --control line--> supervisor stdin
+//!   supervisor's result line (exit, usage) --StepExited (retried)--> ctld
+//! ```
+//!
+//! Steps are not recorded in the spool: a daemon restarted while steps run
+//! does not re-attach to them (their srun still sees them end).
+
+use crate::daemon::{call_until_answered, Daemon};
+use crate::taskd::{TaskdControl, TaskdResult, TaskdSpec};
+use model::{ExitCode, JobId};
+use proto::{CtldRequest, CtldResponse, NodeResponse, StepLaunch, StepNodeEnd};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+/// The steps running on this node, with the way to reach each supervisor.
+#[derive(Default)]
+pub struct StepTable {
+    map: Mutex<BTreeMap<(JobId, u32), mpsc::UnboundedSender<TaskdControl>>>,
+}
+
+impl StepTable {
+    fn senders(
+        &self,
+        job_id: JobId,
+        step: Option<u32>,
+    ) -> Vec<mpsc::UnboundedSender<TaskdControl>> {
+        let map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        map.iter()
+            .filter(|((j, s), _)| *j == job_id && step.iter().all(|want| *want == *s))
+            .map(|(_, tx)| tx.clone())
+            .collect()
+    }
+
+    /// Sends `ctl` to one step (`Some`) or every step of a job; how many got it.
+    pub fn control(&self, job_id: JobId, step: Option<u32>, ctl: TaskdControl) -> usize {
+        let senders = self.senders(job_id, step);
+        for tx in &senders {
+            let _ = tx.send(ctl.clone());
+        }
+        senders.len()
+    }
+}
+
+/// Starts this node's share of a step.
+pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
+    let key = (launch.job_id, launch.step_id);
+    let switch_user = launch.uid != daemon.daemon_uid;
+    if switch_user && daemon.daemon_uid != 0 {
+        return NodeResponse::Failed(
+            "cannot run steps for other users unless the node daemon runs as root".into(),
+        );
+    }
+    let spec = TaskdSpec {
+        launch,
+        node_name: daemon.setup.node_name.clone(),
+        conf_path: daemon.setup.conf_path.to_string_lossy().into_owned(),
+        switch_user,
+    };
+    let Ok(mut line) = serde_json::to_vec(&spec) else {
+        return NodeResponse::Failed("cannot encode the step".into());
+    };
+    line.push(b'\n');
+    let mut cmd = tokio::process::Command::new(&daemon.stepd_program);
+    cmd.arg0("muster")
+        .arg("noded")
+        .arg("--step-tasks")
+        .current_dir("/")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(false);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return NodeResponse::Failed(format!("cannot start the step supervisor: {e}")),
+    };
+    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let _ = child.start_kill();
+        return NodeResponse::Failed("the step supervisor has no stdio".into());
+    };
+    if let Err(e) = stdin.write_all(&line).await {
+        let _ = child.start_kill();
+        return NodeResponse::Failed(format!("cannot hand the step to its supervisor: {e}"));
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel::<TaskdControl>();
+    daemon
+        .steps
+        .map
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, tx);
+    info!(job = %key.0, step = key.1, "step started");
+    let control = tx_for_report(daemon, key);
+    tokio::spawn(async move {
+        while let Some(ctl) = rx.recv().await {
+            let Ok(mut l) = serde_json::to_vec(&ctl) else {
+                continue;
+            };
+            l.push(b'\n');
+            if stdin.write_all(&l).await.is_err() {
+                return;
+            }
+        }
+    });
+    let daemon = daemon.clone();
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        let last = lines.next_line().await.ok().flatten().unwrap_or_default();
+        let result: TaskdResult = serde_json::from_str(&last).unwrap_or(TaskdResult {
+            exit: ExitCode { code: 0, signal: 9 },
+            usage: Default::default(),
+        });
+        info!(job = %key.0, step = key.1, "step ended with {}", result.exit);
+        let end = StepNodeEnd {
+            job_id: key.0,
+            step_id: key.1,
+            node: daemon.setup.node_name.clone(),
+            exit: result.exit,
+            usage: Some(result.usage),
+        };
+        match call_until_answered(&daemon, || CtldRequest::StepExited(end.clone()), "step end")
+            .await
+        {
+            CtldResponse::Ok => {}
+            other => {
+                warn!(job = %key.0, step = key.1, "controller refused the step end: {other:?}")
+            }
+        }
+        if let Some(tx) = control {
+            let _ = tx.send(TaskdControl::Reported);
+        }
+        let _ = child.wait().await;
+        daemon
+            .steps
+            .map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
+    });
+    NodeResponse::Ok
+}
+
+fn tx_for_report(
+    daemon: &Daemon,
+    key: (JobId, u32),
+) -> Option<mpsc::UnboundedSender<TaskdControl>> {
+    daemon
+        .steps
+        .map
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&key)
+        .cloned()
+}
+
+/// Signals one step, or ends it (`signal` None) with KillWait.
+pub fn signal(
+    daemon: &Daemon,
+    job_id: JobId,
+    step_id: u32,
+    signal: Option<i32>,
+    kill_wait: u32,
+) -> NodeResponse {
+    let ctl = match signal {
+        Some(s) => TaskdControl::Signal(s),
+        None => TaskdControl::Terminate(kill_wait),
+    };
+    if daemon.steps.control(job_id, Some(step_id), ctl) == 0 {
+        return NodeResponse::Failed(format!("no step {job_id}.{step_id} on this node"));
+    }
+    NodeResponse::Ok
+}

@@ -1,0 +1,622 @@
+//! The step supervisor (slurmstepd's part for srun's steps): one process per
+//! step and node, started by the daemon as `<this binary> noded
+//! --step-tasks`, with a [`TaskdSpec`] line on its stdin.
+//!
+//! ```text
+//!   connect to srun, Hello(token)        stdin from the daemon: control lines
+//!   fork/exec every local task             (Signal, Terminate) --> tasks' groups
+//!     stdout/stderr pipes --Output------> srun
+//!     stdin pipe <--------Stdin---------- srun
+//!     PMI_FD socketpair <--> pmi server --FenceIn/FenceOut--> srun (the tree's root)
+//!   reap each task --TaskExited--> srun; all reaped: Done
+//!   last line on stdout: TaskdResult (highest exit, usage) for the daemon
+//! ```
+//!
+//! Each task is a session and process group of its own, run as the job's
+//! user; a signal for the step goes to every task's group. A task that
+//! cannot be executed gets slurmstepd's `execve(): NAME: REASON` line on
+//! its stderr and exits with the errno as its code, as in Slurm.
+
+use crate::launch::{chdir_error_line, os_error_text};
+use model::ExitCode;
+use proto::{SrunToStepd, StdinMode, StepLaunch, StepdToSrun};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::io::{BufRead, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the daemon hands the supervisor on its first stdin line.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TaskdSpec {
+    /// The step's launch.
+    pub launch: StepLaunch,
+    /// This node's name.
+    pub node_name: String,
+    /// Absolute slurm.conf path.
+    pub conf_path: String,
+    /// Run the tasks as the launch's user.
+    pub switch_user: bool,
+}
+
+/// The daemon's later stdin lines.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaskdControl {
+    /// Send a signal to every task.
+    Signal(i32),
+    /// End the step: SIGCONT and SIGTERM, SIGKILL after `kill_wait` seconds.
+    Terminate(u32),
+    /// The controller has recorded this node's end of the step: srun may
+    /// hear `Done` (so srun never exits before the step's end is known).
+    Reported,
+}
+
+/// How long the supervisor waits for `Reported` before telling srun anyway.
+const REPORT_WAIT: Duration = Duration::from_secs(60);
+
+/// The supervisor's last stdout line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskdResult {
+    /// The highest exit of the node's tasks.
+    pub exit: ExitCode,
+    /// What they used.
+    pub usage: proto::StepUsage,
+}
+
+/// How long the supervisor tries to reach srun.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The shared, framed connection to srun.
+#[derive(Clone)]
+pub struct ToSrun {
+    stream: Arc<Mutex<Option<TcpStream>>>,
+    identity: proto::Identity,
+}
+
+impl ToSrun {
+    /// Sends one message; a gone srun is ignored (the step goes on, as
+    /// Slurm's does when srun dies, until it is ended).
+    pub fn send(&self, msg: StepdToSrun) {
+        let mut guard = self.stream.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = guard.as_mut() {
+            let env = rpc::envelope(self.identity.clone(), msg);
+            if rpc::write_frame(s, &env).is_err() {
+                *guard = None;
+            }
+        }
+    }
+}
+
+/// One local task.
+struct Task {
+    /// Global task id.
+    id: u32,
+    pid: i32,
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// Runs the supervisor; returns the process exit status.
+pub fn main() -> i32 {
+    let _ = nix::unistd::setsid();
+    for sig in crate::launch::SUPERVISOR_IGNORES {
+        // SAFETY: SIG_IGN installs no handler.
+        unsafe { libc::signal(sig, libc::SIG_IGN) };
+    }
+    let mut stdin = std::io::BufReader::new(std::io::stdin());
+    let mut line = String::new();
+    if stdin.read_line(&mut line).is_err() {
+        return 1;
+    }
+    let spec: TaskdSpec = match serde_json::from_str(&line) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("noded --step-tasks: cannot read the launch: {e}");
+            return 1;
+        }
+    };
+    run(&spec, stdin);
+    0
+}
+
+fn print_result(result: &TaskdResult) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer(&mut out, result);
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
+}
+
+fn connect(addr: &str) -> Option<TcpStream> {
+    use std::net::ToSocketAddrs;
+    for sa in addr.to_socket_addrs().ok()? {
+        if let Ok(s) = TcpStream::connect_timeout(&sa, CONNECT_TIMEOUT) {
+            let _ = s.set_nodelay(true);
+            return Some(s);
+        }
+    }
+    None
+}
+
+fn identity(spec: &TaskdSpec) -> proto::Identity {
+    proto::Identity {
+        uid: nix::unistd::getuid().as_raw(),
+        gid: nix::unistd::getgid().as_raw(),
+        user: String::new(),
+        host: spec.node_name.clone(),
+    }
+}
+
+/// Expands an srun filename pattern for one task (`%t %n %N %j %s %J %u %x %%`).
+pub fn expand_task_path(pattern: &str, l: &StepLaunch, node: &str, task: u32) -> String {
+    let mut out = String::new();
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut width = String::new();
+        while let Some(d) = chars.peek().copied().filter(|d| d.is_ascii_digit()) {
+            width.push(d);
+            chars.next();
+        }
+        let w: usize = width.parse().unwrap_or(0);
+        let num = |n: u64| format!("{:0w$}", n);
+        match chars.next() {
+            Some('t') => out.push_str(&num(task.into())),
+            Some('n') => out.push_str(&num(l.node_index.into())),
+            Some('N') => out.push_str(node),
+            Some('j') | Some('A') => out.push_str(&num(l.job_id.0.into())),
+            Some('s') => out.push_str(&num(l.step_id.into())),
+            Some('J') => out.push_str(&format!("{}.{}", l.job_id, l.step_id)),
+            Some('u') => out.push_str(&l.user),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    if out.starts_with('/') {
+        out
+    } else {
+        format!("{}/{}", l.work_dir.trim_end_matches('/'), out)
+    }
+}
+
+/// The environment of one task.
+fn task_env(
+    spec: &TaskdSpec,
+    task: u32,
+    local: usize,
+    pmi_fd: Option<RawFd>,
+) -> Vec<(String, String)> {
+    let l = &spec.launch;
+    let mut env: BTreeMap<String, String> = l
+        .env
+        .iter()
+        .filter(|(k, v)| {
+            !k.is_empty() && !k.contains('=') && !k.contains('\0') && !v.contains('\0')
+        })
+        .cloned()
+        .collect();
+    let mine = &l.tasks[l.node_index as usize];
+    let gtids: Vec<String> = mine.iter().map(|t| t.to_string()).collect();
+    let mut set = |k: &str, v: String| {
+        env.insert(k.to_string(), v);
+    };
+    set("SLURMD_NODENAME", spec.node_name.clone());
+    set("SLURM_TOPOLOGY_ADDR", spec.node_name.clone());
+    set("SLURM_TOPOLOGY_ADDR_PATTERN", "node".into());
+    set("SLURM_CONF", spec.conf_path.clone());
+    set("SLURM_CPUS_ON_NODE", l.cpus.to_string());
+    set("SLURM_NODEID", l.node_index.to_string());
+    set("SLURM_GTIDS", gtids.join(","));
+    set("SLURM_PROCID", task.to_string());
+    set("SLURM_LOCALID", local.to_string());
+    set("SLURM_PRIO_PROCESS", "0".into());
+    if !l.gpus.is_empty() {
+        let ids: Vec<String> = l.gpus.iter().map(|g| g.to_string()).collect();
+        let ids = ids.join(",");
+        set("SLURM_STEP_GPUS", ids.clone());
+        set("SLURM_GPUS_ON_NODE", l.gpus.len().to_string());
+        set("CUDA_VISIBLE_DEVICES", ids.clone());
+        set("GPU_DEVICE_ORDINAL", ids.clone());
+        set("ROCR_VISIBLE_DEVICES", ids);
+    }
+    if let Some(fd) = pmi_fd {
+        set("PMI_FD", fd.to_string());
+        set("PMI_RANK", task.to_string());
+        set("PMI_SIZE", l.ntasks().to_string());
+        set("PMI_JOBID", format!("{}.{}", l.job_id, l.step_id));
+    }
+    env.into_iter().collect()
+}
+
+/// Everything a task's child needs between fork and exec.
+struct TaskSetup {
+    switch: Option<(libc::uid_t, libc::gid_t, Vec<libc::gid_t>)>,
+    work_dir: CString,
+    chdir_lines: Vec<Vec<u8>>,
+    stdin_file: Option<CString>,
+    keep_fd: Option<RawFd>,
+}
+
+impl TaskSetup {
+    /// Async-signal-safe only: runs between fork and exec.
+    fn apply(&self) -> std::io::Result<()> {
+        // SAFETY: system calls on memory prepared before fork.
+        unsafe {
+            for sig in crate::launch::SUPERVISOR_IGNORES {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some((uid, gid, groups)) = &self.switch {
+                if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
+                    || libc::setgid(*gid) != 0
+                    || libc::setuid(*uid) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if libc::chdir(self.work_dir.as_ptr()) != 0 {
+                let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0) as usize;
+                let line = self.chdir_lines.get(e).unwrap_or(&self.chdir_lines[0]);
+                libc::write(2, line.as_ptr().cast(), line.len());
+                libc::chdir(c"/tmp".as_ptr());
+            }
+            if let Some(path) = &self.stdin_file {
+                let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::dup2(fd, 0);
+                libc::close(fd);
+            }
+            if let Some(fd) = self.keep_fd {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Opens an output file as the job's user (the supervisor is root): the
+/// file system ids are switched for the open only.
+fn open_output(path: &str, switch: Option<(u32, u32)>) -> std::io::Result<std::fs::File> {
+    if let Some((uid, gid)) = switch {
+        // SAFETY: per-thread file system ids; restored below.
+        unsafe {
+            libc::setfsgid(gid);
+            libc::setfsuid(uid);
+        }
+    }
+    let opened = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path);
+    if switch.is_some() {
+        // SAFETY: back to the supervisor's own ids.
+        unsafe {
+            libc::setfsuid(0);
+            libc::setfsgid(0);
+        }
+    }
+    opened
+}
+
+fn pump(
+    mut from: impl Read + Send + 'static,
+    to: ToSrun,
+    task: u32,
+    stderr: bool,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => to.send(StepdToSrun::Output {
+                    task,
+                    stderr,
+                    data: buf[..n].to_vec(),
+                }),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
+    })
+}
+
+/// Signals every task's process group.
+fn signal_tasks(pids: &Mutex<Vec<i32>>, sig: i32) {
+    for pid in pids.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        // SAFETY: kill(2) on a process group.
+        unsafe { libc::kill(-*pid, sig) };
+    }
+}
+
+fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
+    let l = &spec.launch;
+    let stream = connect(&l.srun_addr);
+    let to = ToSrun {
+        stream: Arc::new(Mutex::new(stream.as_ref().and_then(|s| s.try_clone().ok()))),
+        identity: identity(spec),
+    };
+    to.send(StepdToSrun::Hello {
+        token: l.token.clone(),
+        node_index: l.node_index,
+        node: spec.node_name.clone(),
+    });
+    let mine: Vec<u32> = l.tasks[l.node_index as usize].clone();
+    let switch = if spec.switch_user {
+        let groups = crate::launch::groups_of(&l.user, l.gid).unwrap_or_else(|_| vec![l.gid]);
+        Some((l.uid, l.gid, groups))
+    } else {
+        None
+    };
+    let work_dir = if l.work_dir.is_empty() {
+        "/tmp"
+    } else {
+        &l.work_dir
+    };
+    let mut chdir_lines = vec![chdir_error_line(work_dir, libc::EIO).into_bytes()];
+    chdir_lines.extend((1..134).map(|e| chdir_error_line(work_dir, e).into_bytes()));
+    let pmi = (l.mpi == "pmi2").then(|| crate::pmi::Server::new(l, to.clone()));
+    let mut tasks: Vec<Task> = Vec::new();
+    let mut stdin_pipes: Vec<(u32, std::process::ChildStdin)> = Vec::new();
+    let mut opened: BTreeMap<String, std::fs::File> = BTreeMap::new();
+    let mut failed_exits: Vec<(u32, i32)> = Vec::new();
+    let mut pmi_conns: Vec<(u32, OwnedFd)> = Vec::new();
+    let fs_switch = switch.as_ref().map(|(u, g, _)| (*u, *g));
+    for (local, task) in mine.iter().copied().enumerate() {
+        let mut out_msgs: Vec<String> = Vec::new();
+        let mut output = |pattern: &Option<String>| -> Stdio {
+            let Some(p) = pattern else {
+                return Stdio::piped();
+            };
+            let path = expand_task_path(p, l, &spec.node_name, task);
+            if let Some(f) = opened.get(&path).and_then(|f| f.try_clone().ok()) {
+                return Stdio::from(f);
+            }
+            match open_output(&path, fs_switch) {
+                Ok(f) => {
+                    if let Ok(c) = f.try_clone() {
+                        opened.insert(path, c);
+                    }
+                    Stdio::from(f)
+                }
+                Err(e) => {
+                    out_msgs.push(format!(
+                        "slurmstepd: error: Could not open stdout file {path}: {}\n",
+                        os_error_text(e.raw_os_error().unwrap_or(libc::EIO))
+                    ));
+                    Stdio::null()
+                }
+            }
+        };
+        let stdout = output(&l.stdout);
+        let stderr = match (&l.stderr, &l.stdout) {
+            (None, Some(_)) => output(&l.stdout),
+            (e, _) => output(e),
+        };
+        let (stdin, stdin_file) = match &l.stdin {
+            StdinMode::Task0 if task == 0 => (Stdio::piped(), None),
+            StdinMode::Task(n) if *n == task => (Stdio::piped(), None),
+            StdinMode::All => (Stdio::piped(), None),
+            StdinMode::File(p) => (
+                Stdio::null(),
+                CString::new(expand_task_path(p, l, &spec.node_name, task)).ok(),
+            ),
+            _ => (Stdio::null(), None),
+        };
+        let pair = if pmi.is_some() {
+            nix::sys::socket::socketpair(
+                nix::sys::socket::AddressFamily::Unix,
+                nix::sys::socket::SockType::Stream,
+                None,
+                nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+            )
+            .ok()
+        } else {
+            None
+        };
+        let keep_fd = pair.as_ref().map(|(_, child)| child.as_raw_fd());
+        let env = task_env(spec, task, local, keep_fd);
+        let setup = TaskSetup {
+            switch: switch.clone(),
+            work_dir: CString::new(work_dir).unwrap_or_else(|_| c"/tmp".into()),
+            chdir_lines: chdir_lines.clone(),
+            stdin_file,
+            keep_fd,
+        };
+        let Some(program) = l.argv.first() else {
+            failed_exits.push((task, 1 << 8));
+            continue;
+        };
+        let mut cmd = std::process::Command::new(program);
+        cmd.args(&l.argv[1..])
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(stderr);
+        // SAFETY: `apply` is async-signal-safe (see TaskSetup).
+        unsafe {
+            cmd.pre_exec(move || setup.apply());
+        }
+        for m in out_msgs {
+            to.send(StepdToSrun::Output {
+                task,
+                stderr: true,
+                data: m.into_bytes(),
+            });
+        }
+        match cmd.spawn() {
+            Ok(mut child) => {
+                let pid = child.id() as i32;
+                let mut readers = Vec::new();
+                if let Some(o) = child.stdout.take() {
+                    readers.push(pump(o, to.clone(), task, false));
+                }
+                if let Some(e) = child.stderr.take() {
+                    readers.push(pump(e, to.clone(), task, true));
+                }
+                if let Some(i) = child.stdin.take() {
+                    stdin_pipes.push((task, i));
+                }
+                if let Some((ours, _child_end)) = pair {
+                    pmi_conns.push((task, ours));
+                }
+                tasks.push(Task {
+                    id: task,
+                    pid,
+                    readers,
+                });
+            }
+            Err(e) => {
+                let errno = e.raw_os_error().unwrap_or(libc::ENOENT);
+                to.send(StepdToSrun::Output {
+                    task,
+                    stderr: true,
+                    data: format!(
+                        "slurmstepd: error: execve(): {program}: {}\n",
+                        os_error_text(errno)
+                    )
+                    .into_bytes(),
+                });
+                failed_exits.push((task, (errno & 0xff) << 8));
+            }
+        }
+    }
+    drop(opened);
+    let pids: Arc<Mutex<Vec<i32>>> = Arc::new(Mutex::new(tasks.iter().map(|t| t.pid).collect()));
+    if let (Some(pmi), Some(_)) = (&pmi, tasks.first()) {
+        for (task, fd) in pmi_conns {
+            pmi.serve(task, fd, pids.clone());
+        }
+    }
+    // srun's messages: stdin, signals, fence results.
+    if let Some(s) = stream {
+        let pids = pids.clone();
+        let pmi = pmi.clone();
+        let mut stdin_pipes = stdin_pipes;
+        std::thread::spawn(move || {
+            let mut s = s;
+            loop {
+                let msg: proto::Envelope<SrunToStepd> = match rpc::read_frame(&mut s) {
+                    Ok(m) => m,
+                    Err(_) => return,
+                };
+                match msg.body {
+                    SrunToStepd::Stdin(data) => {
+                        stdin_pipes.retain_mut(|(_, p)| p.write_all(&data).is_ok());
+                    }
+                    SrunToStepd::StdinEof => stdin_pipes.clear(),
+                    SrunToStepd::Signal(sig) => signal_tasks(&pids, sig),
+                    SrunToStepd::FenceOut { seq, kvs } => {
+                        if let Some(p) = &pmi {
+                            p.fence_out(seq, kvs);
+                        }
+                    }
+                }
+            }
+        });
+    }
+    // The daemon's control lines.
+    let (reported_tx, reported_rx) = std::sync::mpsc::channel::<()>();
+    {
+        let pids = pids.clone();
+        std::thread::spawn(move || {
+            for line in control.lines() {
+                let Ok(line) = line else { return };
+                match serde_json::from_str::<TaskdControl>(&line) {
+                    Ok(TaskdControl::Signal(sig)) => signal_tasks(&pids, sig),
+                    Ok(TaskdControl::Terminate(kill_wait)) => {
+                        signal_tasks(&pids, libc::SIGCONT);
+                        signal_tasks(&pids, libc::SIGTERM);
+                        let pids = pids.clone();
+                        std::thread::spawn(move || {
+                            std::thread::sleep(Duration::from_secs(u64::from(kill_wait)));
+                            signal_tasks(&pids, libc::SIGKILL);
+                        });
+                    }
+                    Ok(TaskdControl::Reported) => {
+                        let _ = reported_tx.send(());
+                    }
+                    Err(_) => {}
+                }
+            }
+        });
+    }
+    let mut exit = ExitCode::default();
+    let mut usage = proto::StepUsage {
+        user_cpu_usec: Some(0),
+        sys_cpu_usec: Some(0),
+        max_rss_kib: Some(0),
+        ..Default::default()
+    };
+    for (task, status) in failed_exits {
+        exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
+        to.send(StepdToSrun::TaskExited { task, status });
+    }
+    let mut left = tasks.len();
+    while left > 0 {
+        let mut status = 0;
+        // SAFETY: zeroed rusage is a valid out-parameter.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4 for any child with live out-parameters.
+        let pid = unsafe { libc::wait4(-1, &mut status, 0, &mut ru) };
+        if pid < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            break;
+        }
+        let Some(pos) = tasks.iter().position(|t| t.pid == pid) else {
+            continue;
+        };
+        let t = tasks.swap_remove(pos);
+        left -= 1;
+        // What is left of the task's group goes with it.
+        // SAFETY: kill(2) on the task's own (now zombie-free) group.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+        pids.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|p| *p != pid);
+        let usec = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+        usage.user_cpu_usec = Some(usage.user_cpu_usec.unwrap_or(0) + usec(ru.ru_utime));
+        usage.sys_cpu_usec = Some(usage.sys_cpu_usec.unwrap_or(0) + usec(ru.ru_stime));
+        usage.max_rss_kib = usage.max_rss_kib.max(Some(ru.ru_maxrss.max(0) as u64));
+        for r in t.readers {
+            let _ = r.join();
+        }
+        if let Some(p) = &pmi {
+            p.task_exited(t.id);
+        }
+        exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
+        to.send(StepdToSrun::TaskExited { task: t.id, status });
+    }
+    print_result(&TaskdResult { exit, usage });
+    let _ = reported_rx.recv_timeout(REPORT_WAIT);
+    to.send(StepdToSrun::Done);
+}
+
+/// The worse of two exits (a signal beats a code, then the higher value).
+fn engine_like_worse(a: ExitCode, b: ExitCode) -> ExitCode {
+    let key = |e: ExitCode| (e.signal != 0, e.signal, e.code);
+    if key(b) > key(a) {
+        b
+    } else {
+        a
+    }
+}
