@@ -178,6 +178,11 @@ pub fn main(args: Vec<String>) -> i32 {
         }
     };
     init_logging(opts.verbose);
+    // The daemon writes to its step supervisors' stdin; one that has just
+    // exited must give EPIPE, not kill the daemon (`muster` restores the
+    // default SIGPIPE for the listing commands).
+    // SAFETY: SIG_IGN installs no handler.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("noded")
