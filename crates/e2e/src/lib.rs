@@ -15,6 +15,8 @@
 //! every other inherited `SLURM_*` variable removed, and the work directory
 //! as their current directory.
 
+mod hosts;
+pub use hosts::unavailable as hosts_unavailable;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
@@ -131,6 +133,7 @@ pub struct Builder {
     node_line: BTreeMap<u32, String>,
     config_overrides: bool,
     wait_nodes: bool,
+    hosts: bool,
 }
 
 impl Builder {
@@ -183,6 +186,13 @@ impl Builder {
         self
     }
 
+    /// Distinct hosts: the controller and each node daemon in its own
+    /// network and UTS namespace (see `hosts`); needs root.
+    pub fn hosts(mut self, on: bool) -> Self {
+        self.hosts = on;
+        self
+    }
+
     /// Whether `start` waits until every node has registered (default yes).
     pub fn wait_nodes(mut self, on: bool) -> Self {
         self.wait_nodes = on;
@@ -220,6 +230,8 @@ pub struct Cluster {
     ctld: Option<Child>,
     noded: BTreeMap<String, Child>,
     node_names: Vec<String>,
+    /// The namespaces of a multi-host cluster (removed after the daemons stop).
+    hosts: Option<hosts::Hosts>,
 }
 
 impl Cluster {
@@ -239,6 +251,7 @@ impl Cluster {
             node_line: BTreeMap::new(),
             config_overrides: true,
             wait_nodes: true,
+            hosts: false,
         }
     }
 
@@ -258,7 +271,14 @@ impl Cluster {
         }
         let conf = root.join("slurm.conf");
         create_key(&root.join(KEY_FILE));
-        fs::write(&conf, config_text(b, &root)).expect("writing slurm.conf");
+        let hosts = if b.hosts {
+            Some(hosts::Hosts::create(b.nodes).map_err(|e| {
+                StartError::Failed(format!("cannot make the hosts' namespaces: {e}"))
+            })?)
+        } else {
+            None
+        };
+        fs::write(&conf, config_text(b, &root, hosts.as_ref())).expect("writing slurm.conf");
         let node_names: Vec<String> = (1..=b.nodes).map(|i| format!("node{i}")).collect();
         let mut c = Cluster {
             dir: Some(dir),
@@ -269,6 +289,7 @@ impl Cluster {
             ctld: None,
             noded: BTreeMap::new(),
             node_names,
+            hosts,
         };
         assert!(
             c.binary.exists(),
@@ -332,7 +353,18 @@ impl Cluster {
             .append(true)
             .open(log)
             .expect("opening a daemon log");
-        let mut cmd = Command::new(&self.binary);
+        let mut cmd = match &self.hosts {
+            // `ctld ...` runs on host ctl, `noded -N nodeI ...` on nodeI.
+            Some(h) => h.command(
+                if args.first() == Some(&"ctld") {
+                    "ctl"
+                } else {
+                    args.get(2).copied().unwrap_or("node1")
+                },
+                &self.binary,
+            ),
+            None => Command::new(&self.binary),
+        };
         cmd.args(args)
             .stdin(Stdio::null())
             .stdout(out.try_clone().expect("duplicating a file handle"))
@@ -343,6 +375,12 @@ impl Cluster {
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
         cmd.spawn().expect("starting muster")
+    }
+
+    /// For a multi-host cluster, the test process's address on the hosts'
+    /// bridge (where a command run by the test listens).
+    pub fn host_side_addr(&self) -> Option<String> {
+        self.hosts.as_ref().map(hosts::Hosts::host_side_addr)
     }
 
     /// The temp directory holding everything.
@@ -804,14 +842,18 @@ fn create_key(path: &Path) {
         .expect("writing the cluster key");
 }
 
-fn config_text(b: &Builder, root: &Path) -> String {
+fn config_text(b: &Builder, root: &Path, hosts: Option<&hosts::Hosts>) -> String {
     let host = hostname();
+    let ctld_host = match hosts {
+        Some(h) => format!("ctl({})", h.ctld_addr()),
+        None => format!("{host}(127.0.0.1)"),
+    };
     let mut t = String::new();
     let _ = write!(
         t,
         "# Written by the e2e harness.\n\
          ClusterName=e2e\n\
-         SlurmctldHost={host}(127.0.0.1)\n\
+         SlurmctldHost={ctld_host}\n\
          SlurmctldPort={port}\n\
          SlurmUser={user}\n\
          StateSaveLocation={root}/state\n\
@@ -847,10 +889,13 @@ fn config_text(b: &Builder, root: &Path) -> String {
             .get(&i)
             .map(|e| format!(" {e}"))
             .unwrap_or_default();
+        let (addr, hostname, port) = match hosts {
+            Some(h) => (h.node_addr(i), format!("node{i}"), 6818),
+            None => ("127.0.0.1".to_string(), host.clone(), free_port()),
+        };
         let _ = writeln!(
             t,
-            "NodeName=node{i} NodeAddr=127.0.0.1 NodeHostname={host} Port={} {res}{extra} State=UNKNOWN",
-            free_port()
+            "NodeName=node{i} NodeAddr={addr} NodeHostname={hostname} Port={port} {res}{extra} State=UNKNOWN"
         );
     }
     let _ = writeln!(

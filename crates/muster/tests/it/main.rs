@@ -16,6 +16,7 @@ mod durable;
 mod env;
 mod errors;
 mod hostile;
+mod hosts;
 mod jobs;
 mod local;
 mod nodes;
