@@ -463,6 +463,7 @@ pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
         Policy::Fcfs | Policy::Easy => FOREVER,
     };
     let mut healthy_empty: Option<Vec<NodeView>> = None;
+    let all_up = view.nodes.iter().all(|n| n.available);
     let mut blocked_parts = vec![false; parts.len()];
     let mut n_planned = 0u32;
     let mut n_tested = 0u32;
@@ -474,6 +475,9 @@ pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
     // earlier one could not, nor be planned earlier than it was: arrays
     // and loops of identical jobs cost one test each, not a sweep each.
     let mut memo: BTreeMap<ShapeKey, ShapeMemo> = BTreeMap::new();
+    // Why jobs wait does not depend on their time limit once every
+    // partition of theirs takes that limit: one diagnosis per shape.
+    let mut diagnosed: BTreeMap<ShapeKey, Unfit> = BTreeMap::new();
     for idx in order {
         let job = &jobs[idx];
         let shape = shape_key(job);
@@ -542,8 +546,26 @@ pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
         let unfit = match (unfit, known.unfit) {
             (Some(u), _) | (None, Some(u)) => u,
             (None, None) => {
-                let empty = healthy_empty.get_or_insert_with(|| emptied(view.nodes));
-                let u = diagnose(job, parts, view.nodes, empty);
+                let timeless = job
+                    .partitions
+                    .iter()
+                    .all(|p| crate::placement::partition_refusal(job, &parts[*p]).is_none());
+                let key = timeless.then(|| without_time(&shape));
+                let u = match key.as_ref().and_then(|k| diagnosed.get(k)) {
+                    Some(u) => *u,
+                    None => {
+                        let empty: &[NodeView] = if all_up {
+                            &[]
+                        } else {
+                            healthy_empty.get_or_insert_with(|| emptied(view.nodes))
+                        };
+                        let u = diagnose(job, parts, view.nodes, empty);
+                        if let Some(k) = key {
+                            diagnosed.insert(k, u);
+                        }
+                        u
+                    }
+                };
                 memo.entry(shape).or_default().unfit = Some(u);
                 u
             }
@@ -597,6 +619,28 @@ fn limit_key(t: Option<TimeLimit>) -> u64 {
         None => 0,
         Some(TimeLimit::Unlimited) => u64::MAX,
         Some(TimeLimit::Minutes(m)) => u64::from(m) + 1,
+    }
+}
+
+/// The key with the time limits left out (plain jobs only; others keep
+/// theirs, so they are diagnosed per limit).
+fn without_time(key: &ShapeKey) -> ShapeKey {
+    match key {
+        ShapeKey::Plain {
+            partitions,
+            numbers,
+            flags,
+        } => {
+            let mut numbers = *numbers;
+            numbers[7] = 0;
+            numbers[8] = 0;
+            ShapeKey::Plain {
+                partitions: partitions.clone(),
+                numbers,
+                flags: *flags,
+            }
+        }
+        other => other.clone(),
     }
 }
 

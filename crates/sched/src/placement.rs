@@ -501,7 +501,8 @@ pub fn emptied(nodes: &[NodeView]) -> Vec<NodeView> {
 
 /// Why a job that does not fit now waits: it never could
 /// (`Never`), only on nodes that are down or drained (`NodesUnavailable`),
-/// or on busy nodes (`Busy`). `healthy_empty` is `emptied(nodes)`.
+/// or on busy nodes (`Busy`). `healthy_empty` is `emptied(nodes)`; it is
+/// read only when some node of a candidate partition is unavailable.
 pub fn diagnose(
     job: &JobRequest,
     parts: &[PartView],
@@ -519,8 +520,9 @@ pub fn diagnose(
         }
         if place_in(job, pi, part, nodes, true, None).is_some() {
             // It fits an empty partition: is it waiting on busy nodes or on
-            // nodes that are down/drained?
-            if place_in(job, pi, part, healthy_empty, false, None).is_some() {
+            // nodes that are down/drained? With every node up, busy ones.
+            let all_up = part.nodes.iter().all(|n| nodes[n.0 as usize].available);
+            if all_up || place_in(job, pi, part, healthy_empty, false, None).is_some() {
                 return Unfit::Busy;
             } else if best != Unfit::Busy {
                 best = Unfit::NodesUnavailable;
