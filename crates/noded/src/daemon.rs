@@ -294,8 +294,10 @@ fn signal_group(pgid: i32, signal: Signal) {
 /// Most connections served at once.
 const MAX_CONNECTIONS: usize = 1024;
 
-/// Largest request read (a launch carries a script and an environment).
-const MAX_REQUEST_BYTES: u32 = proto::MAX_FRAME_BYTES / 4;
+/// Largest request read. A launch carries a submission the controller
+/// accepted (at most a quarter of the frame limit) plus the job's `SLURM_*`
+/// environment and fields, so the node daemon reads twice as much.
+const MAX_REQUEST_BYTES: u32 = proto::MAX_FRAME_BYTES / 2;
 
 /// Writes one answer; a peer that does not read it within the I/O timeout
 /// is dropped, as an idle one is.

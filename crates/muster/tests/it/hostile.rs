@@ -296,6 +296,16 @@ fn a_submission_too_large_to_journal_is_refused_and_the_controller_stays_up() {
     let got = call_raw(&ctld, sized(limit).as_bytes());
     let text = String::from_utf8_lossy(&got);
     assert!(text.contains("Submitted"), "{text}\n{}", c.logs());
+    // The largest submission the controller accepts still fits the node
+    // daemon's request limit once the launch adds the job's environment:
+    // the job runs.
+    let id: u32 = text
+        .split("job_id\":")
+        .nth(1)
+        .and_then(|r| r.split(|ch: char| !ch.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no job id in {text}"));
+    assert_eq!(c.wait_done(id, secs(60)), "COMPLETED", "{}", c.logs());
     for pid in c.daemon_pids() {
         assert!(alive(pid), "daemon {pid} died\n{}", c.logs());
     }
