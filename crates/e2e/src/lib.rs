@@ -497,6 +497,10 @@ impl Cluster {
             "squeue",
             &["-h", "-t", "all", "-j", &id.to_string(), "-o", format],
         );
+        // A failed squeue shows as its error, so a wait that sees it says why.
+        if out.code != 0 && out.stdout.trim().is_empty() {
+            return format!("(squeue exit {}: {})", out.code, out.stderr.trim());
+        }
         out.stdout.trim().to_string()
     }
 

@@ -80,9 +80,7 @@ pub struct SignalSpec {
 
 /// A batch job submission, as sbatch resolved it from its options,
 /// `#SBATCH` lines and `SBATCH_*` variables.
-///
-/// Part of the controller's binary snapshots (postcard, positional): no
-/// field may be skipped when serializing (`serde(default)` is fine).
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobDesc {
     /// `-J`; defaults to the script's file name, or `wrap`/`sbatch`.
@@ -816,9 +814,7 @@ impl JobFilter {
 }
 
 /// Everything the commands show about a job.
-///
-/// Sent in binary to `QueryJobs` (rpc `Encoding::Binary`, positional):
-/// no field may be skipped when serializing (`serde(default)` is fine).
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobInfo {
     /// The id.
@@ -1296,9 +1292,7 @@ impl StepId {
 
 /// Usage measured for a step by the node daemons (all optional: a step that
 /// never ran, or ran before usage gathering existed, has none).
-///
-/// Part of the controller's binary snapshots (postcard, positional): no
-/// field may be skipped when serializing.
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepUsage {
     /// User CPU time in microseconds, summed over the step's processes.

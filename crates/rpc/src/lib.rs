@@ -35,7 +35,10 @@ pub enum RpcError {
     Malformed(#[from] serde_json::Error),
     /// A binary frame was not a valid message.
     #[error("malformed binary message: {0}")]
-    MalformedBinary(#[from] postcard::Error),
+    MalformedBinary(#[from] rmp_serde::decode::Error),
+    /// A message could not be encoded in binary.
+    #[error("cannot encode a binary message: {0}")]
+    EncodeBinary(#[from] rmp_serde::encode::Error),
     /// The peer speaks a protocol version this build does not.
     #[error("protocol version {found} is not supported (this build speaks {min}..={max})")]
     Version {
@@ -105,10 +108,10 @@ struct VersionOnly {
 pub enum Encoding {
     /// JSON: every request, and every answer but the bulky ones.
     Json,
-    /// [`BINARY_MAGIC`], then postcard: large listings the controller sends
-    /// to commands (`QueryJobs`), read only by the blocking client side.
-    /// Types sent this way must not skip fields when serializing (postcard
-    /// is positional), which their round-trip tests check.
+    /// [`BINARY_MAGIC`], then MessagePack with field names (self-describing,
+    /// so fields may be added or skipped as in JSON): large listings the
+    /// controller sends to commands (`QueryJobs`), read only by the
+    /// blocking client side.
     Binary,
 }
 
@@ -123,7 +126,7 @@ fn encode_frame<T: Serialize>(msg: &T, enc: Encoding, max: u32) -> Result<Vec<u8
         Encoding::Json => serde_json::to_writer(&mut out, msg)?,
         Encoding::Binary => {
             out.push(BINARY_MAGIC);
-            out = postcard::to_extend(msg, out)?;
+            rmp_serde::encode::write_named(&mut out, msg)?;
         }
     }
     let len = out.len() - 4;
@@ -137,7 +140,7 @@ fn encode_frame<T: Serialize>(msg: &T, enc: Encoding, max: u32) -> Result<Vec<u8
 fn decode_any<T: DeserializeOwned>(buf: &[u8]) -> Result<Envelope<T>, RpcError> {
     match buf.split_first() {
         Some((&BINARY_MAGIC, rest)) => {
-            let env: Envelope<T> = postcard::from_bytes(rest)?;
+            let env: Envelope<T> = rmp_serde::from_slice(rest)?;
             check_version(&env)?;
             Ok(env)
         }
@@ -440,8 +443,7 @@ mod tests {
     #[test]
     fn job_listings_round_trip_in_binary() {
         use proto::{CtldResponse, JobInfo, JobList};
-        // A default JobInfo is where a skipped field would show: postcard is
-        // positional, so any `skip_serializing_if` on JobInfo breaks this.
+        // A default JobInfo and a filled one survive the binary form.
         let mut busy = JobInfo {
             name: "train".into(),
             nodes: vec!["node1".into(), "node2".into()],
