@@ -497,8 +497,10 @@ impl Cluster {
             "squeue",
             &["-h", "-t", "all", "-j", &id.to_string(), "-o", format],
         );
-        // A failed squeue shows as its error, so a wait that sees it says why.
-        if out.code != 0 && out.stdout.trim().is_empty() {
+        // A job the controller no longer has is "" (squeue's "Invalid job id
+        // specified"); any other failure shows as its error, so a wait that
+        // sees it says why.
+        if out.code != 0 && !out.stderr.contains("Invalid job id specified") {
             return format!("(squeue exit {}: {})", out.code, out.stderr.trim());
         }
         out.stdout.trim().to_string()
