@@ -418,10 +418,8 @@ mod tests {
     }
 
     fn golden(name: &str) -> String {
-        let path = format!(
-            "{}/../../../shared/reference/slurm-22.05/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
+        // Copies of ../shared/reference/slurm-22.05/*.out, byte for byte.
+        let path = format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"));
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
@@ -432,8 +430,8 @@ mod tests {
 
     #[test]
     fn default_and_long_match_the_reference() {
-        assert_eq!(run(&[]), golden("sprio.out"));
-        assert_eq!(run(&["-l"]), golden("sprio_l.out"));
+        assert_eq!(run(&[]), golden("sprio.txt"));
+        assert_eq!(run(&["-l"]), golden("sprio_l.txt"));
     }
 
     #[test]
