@@ -814,6 +814,9 @@ impl JobFilter {
 }
 
 /// Everything the commands show about a job.
+///
+/// Sent to the commands in rpc's positional binary form (`QueryJobs`): no
+/// field here may be skipped when serializing (`serde(default)` is fine).
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct JobInfo {
