@@ -70,3 +70,14 @@ pub fn info_flags(
     }
     Some(0)
 }
+
+/// A comma list as Slurm's commands take it (`-u a,b`), empty items dropped.
+pub fn split_list(v: &str) -> impl Iterator<Item = String> + '_ {
+    v.split(',').filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+/// The text a command prints for a bad option: the message, then the
+/// "Try ... --help" line.
+pub fn usage_error(cmd: &str, msg: &str) -> String {
+    format!("{cmd}: {msg}\nTry \"{cmd} --help\" for more information\n")
+}

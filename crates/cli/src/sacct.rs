@@ -22,6 +22,7 @@ pub mod time;
 mod tests;
 
 use crate::common::print_stdout;
+use crate::common::split_list;
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use fields::{Column, Ctx, Unit};
 use model::{JobState, Timestamp, ALL_JOB_STATES};
@@ -235,12 +236,8 @@ impl JobFilter {
     }
 }
 
-fn split_list(v: &str) -> impl Iterator<Item = String> + '_ {
-    v.split(',').filter(|s| !s.is_empty()).map(str::to_string)
-}
-
 fn usage_error(msg: &str) -> String {
-    format!("sacct: {msg}\nTry \"sacct --help\" for more information\n")
+    crate::common::usage_error("sacct", msg)
 }
 
 fn parse_step(s: &str) -> Option<StepId> {

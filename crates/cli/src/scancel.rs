@@ -21,6 +21,7 @@
 mod tests;
 
 use crate::common::print_stdout;
+use crate::common::split_list;
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use model::{JobId, JobState};
 use proto::{CtldRequest, JobList, SlurmError};
@@ -213,10 +214,6 @@ fn parse_job_spec(s: &str) -> Option<JobSpec> {
         return Some(JobSpec::Tasks(s.to_string()));
     }
     (base_ok && rest_ok).then(|| JobSpec::Unsupported(s.to_string()))
-}
-
-fn split_list(v: &str) -> impl Iterator<Item = String> + '_ {
-    v.split(',').filter(|s| !s.is_empty()).map(str::to_string)
 }
 
 /// Parses scancel's command line (without the program name). Options may

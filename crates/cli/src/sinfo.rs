@@ -16,6 +16,7 @@
 //! line per node and partition, sorted by node name.
 
 use crate::common;
+use crate::common::split_list;
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use model::units::format_time_limit;
 use model::{NodeBase, NodeState, TimeLimit, Timestamp};
@@ -217,10 +218,6 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ArgsError> {
         }
     }
     Ok(Parsed::Run(out))
-}
-
-fn split_list(s: &str) -> impl Iterator<Item = String> + '_ {
-    s.split(',').filter(|w| !w.is_empty()).map(str::to_string)
 }
 
 /// One thing a format can show.

@@ -8,6 +8,7 @@
 //! ```
 
 use crate::common::print_stdout;
+use crate::common::split_list;
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use proto::{JobPriority, PriorityFactors, PriorityList};
 
@@ -83,21 +84,10 @@ pub struct SprioArgs {
     pub version: bool,
 }
 
-fn split_list(v: &str) -> impl Iterator<Item = String> + '_ {
-    v.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-}
-
 /// Parses sprio's command line.
 pub fn parse_args(args: &[String]) -> Result<SprioArgs, String> {
-    let items = getopt::parse(OPTIONS, args, false).map_err(|e| {
-        format!(
-            "sprio: {}\nTry \"sprio --help\" for more information\n",
-            e.message()
-        )
-    })?;
+    let items = getopt::parse(OPTIONS, args, false)
+        .map_err(|e| crate::common::usage_error("sprio", &e.message()))?;
     let mut a = SprioArgs::default();
     for item in items {
         match item {

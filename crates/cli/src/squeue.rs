@@ -18,6 +18,7 @@ pub mod format;
 #[cfg(test)]
 mod tests;
 
+use crate::common::split_list;
 use crate::common::{fmt_banner, print_stdout};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use format::{Format, SortKey};
@@ -171,10 +172,6 @@ impl fmt::Display for RenderError {
             RenderError::InvalidFormat(msg) => write!(f, "squeue: error: {msg}"),
         }
     }
-}
-
-fn split_list(v: &str) -> impl Iterator<Item = String> + '_ {
-    v.split(',').filter(|s| !s.is_empty()).map(str::to_string)
 }
 
 fn parse_states(v: &str) -> Result<Vec<StateFilter>, String> {

@@ -8,6 +8,7 @@
 //! ```
 
 use crate::common::print_stdout;
+use crate::common::split_list;
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use proto::ShareRow;
 
@@ -76,21 +77,10 @@ pub struct SshareArgs {
     pub version: bool,
 }
 
-fn split_list(v: &str) -> impl Iterator<Item = String> + '_ {
-    v.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-}
-
 /// Parses sshare's command line.
 pub fn parse_args(args: &[String]) -> Result<SshareArgs, String> {
-    let items = getopt::parse(OPTIONS, args, false).map_err(|e| {
-        format!(
-            "sshare: {}\nTry \"sshare --help\" for more information\n",
-            e.message()
-        )
-    })?;
+    let items = getopt::parse(OPTIONS, args, false)
+        .map_err(|e| crate::common::usage_error("sshare", &e.message()))?;
     let mut a = SshareArgs::default();
     for item in items {
         match item {
