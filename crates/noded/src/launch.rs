@@ -283,6 +283,9 @@ impl Paths {
 /// script but not list, add or replace the supervisor's files) and only
 /// the script is the user's.
 fn write_script(dir: &Path, script: &str, owner: Option<(u32, u32)>) -> std::io::Result<PathBuf> {
+    let _guard = crate::spool::DIR_LOCK
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     if let Some(parent) = dir.parent() {
         std::fs::create_dir_all(parent)?;
     }

@@ -236,9 +236,16 @@ pub fn read_status(dir: &Path) -> std::io::Result<Option<Ended>> {
     }))
 }
 
+/// Held while a job directory is checked and removed, or replaced and
+/// filled for a new run: a job that requeues itself is launched again while
+/// its previous run's directory is being removed, and the removal must not
+/// take the new run's directory with it.
+pub static DIR_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Removes a reported job's directory, unless a relaunch of the same job
 /// id replaced it meanwhile.
 pub fn remove_reported(dir: &Path, ended: &Ended) -> std::io::Result<()> {
+    let _guard = DIR_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     match std::fs::metadata(dir.join(STATUS_FILE)) {
         Ok(meta) if (meta.dev(), meta.ino()) == ended.file => std::fs::remove_dir_all(dir),
         Ok(_) => Ok(()),
