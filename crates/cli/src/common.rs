@@ -81,3 +81,42 @@ pub fn split_list(v: &str) -> impl Iterator<Item = String> + '_ {
 pub fn usage_error(cmd: &str, msg: &str) -> String {
     format!("{cmd}: {msg}\nTry \"{cmd} --help\" for more information\n")
 }
+
+/// Sends `req` for command `cmd` through a client found from the
+/// environment. A failure (no slurm.conf, no controller, a refusal, an
+/// answer of another kind than `want` accepts) is printed as
+/// `cmd: error: ...` and gives None; the command then exits 1.
+pub fn ask_controller<T>(
+    cmd: &str,
+    req: proto::CtldRequest,
+    want: impl FnOnce(proto::CtldResponse) -> Option<T>,
+) -> Option<(client::Client, T)> {
+    let client = client::Client::from_env()
+        .map_err(|e| eprintln!("{cmd}: error: {e}"))
+        .ok()?;
+    let answer = client
+        .call(req)
+        .map_err(|e| eprintln!("{cmd}: error: {e}"))
+        .ok()?;
+    match want(answer) {
+        Some(t) => Some((client, t)),
+        None => {
+            eprintln!("{cmd}: error: unexpected answer from the controller");
+            None
+        }
+    }
+}
+
+/// Prints a rendered output (exit 0) or its error text (exit 1).
+pub fn finish(rendered: Result<String, String>) -> i32 {
+    match rendered {
+        Ok(text) => {
+            print_stdout(&text);
+            0
+        }
+        Err(text) => {
+            eprint!("{text}");
+            1
+        }
+    }
+}

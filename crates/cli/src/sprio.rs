@@ -7,7 +7,6 @@
 //! controller --Priorities--> PriorityList -+
 //! ```
 
-use crate::common::print_stdout;
 use crate::common::split_list;
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use proto::{JobPriority, PriorityFactors, PriorityList};
@@ -335,38 +334,15 @@ pub fn main(args: Vec<String>) -> i32 {
     {
         return code;
     }
-    let client = match client::Client::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("sprio: error: {e}");
-            return 1;
-        }
+    let Some((_, list)) =
+        crate::common::ask_controller("sprio", proto::CtldRequest::Priorities, |r| match r {
+            proto::CtldResponse::Priorities(l) => Some(l),
+            _ => None,
+        })
+    else {
+        return 1;
     };
-    let list = match client.call(proto::CtldRequest::Priorities) {
-        Ok(proto::CtldResponse::Priorities(l)) => l,
-        Ok(proto::CtldResponse::Error(e)) => {
-            eprintln!("sprio: error: {}", e.as_slurm_str());
-            return 1;
-        }
-        Ok(_) => {
-            eprintln!("sprio: error: unexpected answer from the controller");
-            return 1;
-        }
-        Err(e) => {
-            eprintln!("sprio: error: {e}");
-            return 1;
-        }
-    };
-    match render(&args, &list) {
-        Ok(text) => {
-            print_stdout(&text);
-            0
-        }
-        Err(text) => {
-            eprint!("{text}");
-            1
-        }
-    }
+    crate::common::finish(render(&args, &list))
 }
 
 #[cfg(test)]

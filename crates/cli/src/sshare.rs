@@ -7,7 +7,6 @@
 //! controller --Shares--> Vec<ShareRow> -+
 //! ```
 
-use crate::common::print_stdout;
 use crate::common::split_list;
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use proto::ShareRow;
@@ -321,39 +320,15 @@ pub fn main(args: Vec<String>) -> i32 {
     {
         return code;
     }
-    let client = match client::Client::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("sshare: error: {e}");
-            return 1;
-        }
+    let Some((client, rows)) =
+        crate::common::ask_controller("sshare", proto::CtldRequest::Shares, |r| match r {
+            proto::CtldResponse::Shares(rows) => Some(rows),
+            _ => None,
+        })
+    else {
+        return 1;
     };
-    let me = client.identity().user.clone();
-    let rows = match client.call(proto::CtldRequest::Shares) {
-        Ok(proto::CtldResponse::Shares(r)) => r,
-        Ok(proto::CtldResponse::Error(e)) => {
-            eprintln!("sshare: error: {}", e.as_slurm_str());
-            return 1;
-        }
-        Ok(_) => {
-            eprintln!("sshare: error: unexpected answer from the controller");
-            return 1;
-        }
-        Err(e) => {
-            eprintln!("sshare: error: {e}");
-            return 1;
-        }
-    };
-    match render(&args, &rows, &me) {
-        Ok(text) => {
-            print_stdout(&text);
-            0
-        }
-        Err(text) => {
-            eprint!("{text}");
-            1
-        }
-    }
+    crate::common::finish(render(&args, &rows, &client.identity().user))
 }
 
 #[cfg(test)]
