@@ -239,7 +239,7 @@ impl Engine {
             let mut views: Vec<View> = self
                 .array_records(id)
                 .iter()
-                .filter_map(|r| self.jobs.get(r))
+                .filter_map(|r| self.jobs.get(r).map(|j| &**j))
                 .filter(|j| {
                     !j.array
                         .as_ref()

@@ -21,6 +21,7 @@ impl Engine {
                     && j.held.is_none()
                     && j.desc.begin_time.is_none_or(|b| b <= now)
             })
+            .map(|j| &**j)
             .collect();
         let requests: Vec<sched::JobRequest> = queued.iter().map(|j| self.request_for(j)).collect();
         let order: Vec<&Job> = sched::priority_order(&requests, &self.part_views())

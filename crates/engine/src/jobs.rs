@@ -258,7 +258,7 @@ impl Engine {
             dep_status: crate::DepStatus::Clear,
             steps: Vec::new(),
             next_step_id: 0,
-            desc,
+            desc: Arc::new(desc),
         };
         if let Some(text) = job.desc.array.clone() {
             self.init_array(&mut job, &text)?;
@@ -335,7 +335,8 @@ impl Engine {
         let partition = self.parts[job.partition].conf.name.clone();
         job.env = self.intern_env(Arc::unwrap_or_clone(job.env));
         job.script = self.intern_script(job.script.to_string());
-        self.jobs.insert(id, job);
+        job.desc = self.intern_desc(job.desc);
+        self.jobs.insert(id, Box::new(job));
         self.record(id, now);
         Ok(SubmitReply {
             job_id: id,
@@ -664,7 +665,7 @@ impl Engine {
                 return Err(SlurmError::AccessDenied);
             }
             next.time_limit = t;
-            next.desc.time_limit = Some(t);
+            Arc::make_mut(&mut next.desc).time_limit = Some(t);
         }
         let only_running_ok = u.partitions.is_none()
             && u.min_nodes.is_none()
@@ -684,55 +685,55 @@ impl Engine {
         if let Some(p) = &u.partitions {
             next.partitions = self.resolve_partitions(p)?;
             next.partition = next.partitions[0];
-            next.desc.partitions = p.clone();
+            Arc::make_mut(&mut next.desc).partitions = p.clone();
         }
         if let Some(n) = u.min_nodes {
             next.min_nodes = n;
-            next.desc.min_nodes = Some(n);
+            Arc::make_mut(&mut next.desc).min_nodes = Some(n);
             next.max_nodes = u.max_nodes.unwrap_or(n).max(n);
-            next.desc.max_nodes = Some(next.max_nodes);
+            Arc::make_mut(&mut next.desc).max_nodes = Some(next.max_nodes);
             next.ntasks = next.ntasks.max(n);
         }
         if let Some(n) = u.ntasks {
             next.ntasks = n;
-            next.desc.ntasks = Some(n);
+            Arc::make_mut(&mut next.desc).ntasks = Some(n);
         }
         if let Some(c) = u.constraint {
             if !c.is_empty() && Constraint::parse(&c).is_none() {
                 return Err(SlurmError::InvalidFeature);
             }
-            next.desc.constraint = (!c.is_empty()).then_some(c);
+            Arc::make_mut(&mut next.desc).constraint = (!c.is_empty()).then_some(c);
         }
         if let Some(n) = u.name {
-            next.desc.name = n;
+            Arc::make_mut(&mut next.desc).name = n;
         }
         if let Some(c) = u.comment {
-            next.desc.comment = Some(c);
+            Arc::make_mut(&mut next.desc).comment = Some(c);
         }
         if let Some(nice) = u.nice {
             if nice < 0 && !admin {
                 return Err(SlurmError::AccessDenied);
             }
-            next.desc.nice = nice;
+            Arc::make_mut(&mut next.desc).nice = nice;
         }
         if let Some(l) = u.nodelist {
             self.resolve_nodes(&l)?;
-            next.desc.nodelist = l;
+            Arc::make_mut(&mut next.desc).nodelist = l;
         }
         if let Some(l) = u.exclude {
             self.resolve_nodes(&l)?;
-            next.desc.exclude = l;
+            Arc::make_mut(&mut next.desc).exclude = l;
         }
         let u_account_or_qos = u.account.is_some() || u.qos.is_some();
         if let Some(a) = u.account {
-            next.desc.account = Some(a);
+            Arc::make_mut(&mut next.desc).account = Some(a);
         }
         if let Some(q) = u.qos {
-            next.desc.qos = Some(q);
+            Arc::make_mut(&mut next.desc).qos = Some(q);
         }
         if u_account_or_qos {
             let part = self.parts[next.partition].conf.name.clone();
-            self.apply_association(&mut next.desc, &[part])?;
+            self.apply_association(Arc::make_mut(&mut next.desc), &[part])?;
         }
         if let Some(p) = u.priority {
             if !admin {
@@ -745,12 +746,12 @@ impl Engine {
             }
         }
         if let Some(m) = u.mem_per_node {
-            next.desc.mem_per_node = Some(m);
-            next.desc.mem_per_cpu = None;
+            Arc::make_mut(&mut next.desc).mem_per_node = Some(m);
+            Arc::make_mut(&mut next.desc).mem_per_cpu = None;
         }
         if let Some(m) = u.mem_per_cpu {
-            next.desc.mem_per_cpu = Some(m);
-            next.desc.mem_per_node = None;
+            Arc::make_mut(&mut next.desc).mem_per_cpu = Some(m);
+            Arc::make_mut(&mut next.desc).mem_per_node = None;
         }
         if let Some(g) = u.gres {
             for x in &g {
@@ -758,11 +759,11 @@ impl Engine {
                     return Err(SlurmError::InvalidGres);
                 }
             }
-            next.desc.gres = g;
+            Arc::make_mut(&mut next.desc).gres = g;
         }
         if let Some(d) = u.dependency {
             next.depend = self.check_dependency(id, &d)?;
-            next.desc.dependency = (!d.is_empty()).then_some(d);
+            Arc::make_mut(&mut next.desc).dependency = (!d.is_empty()).then_some(d);
             next.dep_status = if next.depend.is_some() {
                 crate::DepStatus::Waiting
             } else {
@@ -782,7 +783,7 @@ impl Engine {
             }
         }
         if let Some(b) = u.begin_time {
-            next.desc.begin_time = Some(b);
+            Arc::make_mut(&mut next.desc).begin_time = Some(b);
             next.eligible_time = b.max(now);
             if b > now && next.held.is_none() {
                 next.reason = PendingReason::BeginTime;
@@ -790,7 +791,7 @@ impl Engine {
         }
         if let Some(r) = u.requeue {
             next.requeue = r;
-            next.desc.requeue = Some(r);
+            Arc::make_mut(&mut next.desc).requeue = Some(r);
         }
         if pending {
             self.check_feasible(&next)?;

@@ -300,8 +300,10 @@ pub struct Job {
     /// Its id.
     pub id: JobId,
     /// The submission (its `script` and `env` are moved into the two
-    /// shared fields below).
-    pub desc: JobDesc,
+    /// shared fields below). Identical submissions share one copy (a loop
+    /// of sbatch sends the same description every time); changes go
+    /// through `Arc::make_mut`, which copies a shared one first.
+    pub desc: Arc<JobDesc>,
     /// The script, shared between jobs that submitted the same text.
     /// Snapshots store each distinct script once (`PersistentState::scripts`).
     #[serde(skip)]
@@ -400,7 +402,7 @@ pub struct Engine {
     nodes: Vec<Node>,
     node_by_name: BTreeMap<String, NodeIdx>,
     parts: Vec<Partition>,
-    jobs: BTreeMap<JobId, Job>,
+    jobs: BTreeMap<JobId, Box<Job>>,
     next_job_id: u32,
     n_submitted: u32,
     outbox: Vec<Command>,
@@ -411,6 +413,8 @@ pub struct Engine {
     /// Interned environments and scripts (see `Job::env`).
     env_pool: BTreeSet<Arc<Vec<(String, String)>>>,
     script_pool: BTreeSet<Arc<str>>,
+    /// Interned job descriptions (see `Job::desc`), by hash.
+    desc_pool: BTreeMap<u64, Vec<Arc<JobDesc>>>,
     /// `next_wakeup`'s answer, until the next change.
     wake_cache: Option<Option<Timestamp>>,
     /// Array id -> task index -> the record of each task that has its own.
@@ -496,6 +500,7 @@ impl Engine {
             prio_last_calc: now,
             env_pool: BTreeSet::new(),
             script_pool: BTreeSet::new(),
+            desc_pool: BTreeMap::new(),
             array_tasks: BTreeMap::new(),
             finished: BTreeMap::new(),
             dep_wake: None,
@@ -545,10 +550,29 @@ impl Engine {
         arc
     }
 
+    /// The pooled copy of a job description (without script and
+    /// environment, which are pooled on their own).
+    pub(crate) fn intern_desc(&mut self, desc: Arc<JobDesc>) -> Arc<JobDesc> {
+        use std::hash::{Hash, Hasher};
+        // Fixed keys: the pool's layout never depends on the run.
+        let mut h = std::hash::DefaultHasher::new();
+        desc.hash(&mut h);
+        let bucket = self.desc_pool.entry(h.finish()).or_default();
+        if let Some(found) = bucket.iter().find(|d| **d == desc) {
+            return found.clone();
+        }
+        bucket.push(desc.clone());
+        desc
+    }
+
     /// Forgets pooled values no job uses any more.
     fn prune_pools(&mut self) {
         self.env_pool.retain(|e| Arc::strong_count(e) > 1);
         self.script_pool.retain(|s| Arc::strong_count(s) > 1);
+        self.desc_pool.retain(|_, bucket| {
+            bucket.retain(|d| Arc::strong_count(d) > 1);
+            !bucket.is_empty()
+        });
     }
 
     /// Records that the state changed: the next scheduling pass must look,
@@ -575,7 +599,7 @@ impl Engine {
 
     /// A job by id.
     pub fn job(&self, id: JobId) -> Option<&Job> {
-        self.jobs.get(&id)
+        self.jobs.get(&id).map(|j| &**j)
     }
 
     /// A node by name.

@@ -151,6 +151,7 @@ impl Engine {
                     && j.held.is_none()
                     && !j.array.as_ref().is_some_and(|a| a.is_meta())
             })
+            .map(|j| &**j)
             .collect();
         pending.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.id.cmp(&b.id)));
         for job in pending {

@@ -18,7 +18,7 @@ pub struct PersistentState {
     /// Nodes with their dynamic state.
     pub nodes: Vec<Node>,
     /// Every job still held.
-    pub jobs: Vec<Job>,
+    pub jobs: Vec<Box<Job>>,
     /// Each distinct environment once.
     pub envs: Vec<Arc<Vec<(String, String)>>>,
     /// Each distinct script once.
@@ -170,6 +170,7 @@ impl Engine {
             let id = job.id;
             job.env = envs[env as usize].clone();
             job.script = scripts[script as usize].clone();
+            job.desc = e.intern_desc(job.desc);
             let alloc = job.alloc.clone();
             e.jobs.insert(id, job);
             if let Some(a) = alloc {

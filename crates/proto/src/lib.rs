@@ -68,7 +68,7 @@ pub struct Envelope<T> {
 }
 
 /// `--signal=[B:]SIG@SECS`: send `signal` `secs` seconds before the time limit.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SignalSpec {
     /// Signal number.
     pub signal: i32,
@@ -81,7 +81,7 @@ pub struct SignalSpec {
 /// A batch job submission, as sbatch resolved it from its options,
 /// `#SBATCH` lines and `SBATCH_*` variables.
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct JobDesc {
     /// `-J`; defaults to the script's file name, or `wrap`/`sbatch`.
     pub name: String,
