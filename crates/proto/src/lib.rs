@@ -352,6 +352,16 @@ pub enum CtldRequest {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tasks: Option<model::array::TaskSet>,
     },
+    /// `scontrol suspend` (administrators only).
+    Suspend {
+        /// The job.
+        job_id: JobId,
+    },
+    /// `scontrol resume` (administrators only).
+    Resume {
+        /// The job.
+        job_id: JobId,
+    },
     /// A node daemon starts and reports what it has.
     RegisterNode(NodeRegistration),
     /// A node daemon reports that a batch job's script ended.

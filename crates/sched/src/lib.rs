@@ -26,10 +26,10 @@ pub use backfill::{
     limit_secs, plan, ClusterView, Plan, Planned, Policy, RunningJob, SchedConfig, FOREVER,
 };
 pub use ordering::{priority_order, Decision};
-pub use preempt::{select_victims, Candidate, Preemption};
 pub use placement::{
     place, Allocation, Constraint, GresPool, JobRequest, NodeAlloc, NodeView, PartView, Unfit,
 };
+pub use preempt::{select_victims, Candidate, Preemption};
 
 /// A dense index into the node table the caller passes in.
 #[derive(

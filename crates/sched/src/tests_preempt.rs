@@ -163,7 +163,10 @@ fn the_answer_does_not_depend_on_candidate_order() {
     let a = select_victims(&req(9, 1, 2, 0), &[part(2)], &nodes, &cands);
     let mut rev = cands.clone();
     rev.reverse();
-    assert_eq!(a, select_victims(&req(9, 1, 2, 0), &[part(2)], &nodes, &rev));
+    assert_eq!(
+        a,
+        select_victims(&req(9, 1, 2, 0), &[part(2)], &nodes, &rev)
+    );
 }
 
 proptest! {
