@@ -140,7 +140,7 @@ impl Job {
     }
 
     /// Seconds it has run (suspended time left out).
-    fn run_secs(&self, now: Timestamp) -> i64 {
+    pub(crate) fn run_secs(&self, now: Timestamp) -> i64 {
         let Some(start) = self.start_time else {
             return 0;
         };

@@ -335,6 +335,10 @@ fn scontrol_suspend_and_resume_are_for_administrators() {
     e.on_resume(a, &admin(), 200).unwrap();
     assert_eq!(state(&e, a), JobState::Running);
     assert_eq!(e.job(a).unwrap().suspended_secs, 190);
+    // squeue's TIME leaves the suspension out: 10 s before, 50 s after.
+    let info = e.job_list(250);
+    let shown = info.jobs.iter().find(|j| j.job_id == a).unwrap();
+    assert_eq!(shown.run_time, 60);
     assert!(e.check_invariants().is_empty());
 }
 

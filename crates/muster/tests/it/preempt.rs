@@ -209,3 +209,46 @@ fn scontrol_suspend_and_resume_are_for_administrators() {
     assert_eq!(c.wait_done(id, secs(20)), "CANCELLED");
     let _ = std::fs::remove_file(&pid_file);
 }
+
+#[test]
+fn partition_prio_requeues_jobs_of_a_lower_tier() {
+    let c = builder()
+        .nodes(1)
+        .conf_extra("PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\n")
+        .conf_tail("PartitionName=urgent Nodes=node1 PriorityTier=10 State=UP\n")
+        .start();
+    let low = c.submit(&["-n", "2", "--wrap", "sleep 60"]);
+    c.wait_state(low, "RUNNING", secs(10));
+    let urgent = c.submit(&["-n", "2", "-p", "urgent", "--wrap", "true"]);
+    assert_eq!(c.wait_done(urgent, secs(20)), "COMPLETED");
+    c.wait_state(low, "RUNNING", secs(20));
+    assert_eq!(c.job_field(low, "Restarts"), "1");
+    c.ok("scancel", &[&low.to_string()]);
+}
+
+#[test]
+fn a_suspended_job_stays_suspended_across_a_controller_restart() {
+    let mut c = builder().nodes(1).start();
+    let id = c.submit(&[
+        "-o",
+        "s.out",
+        "--wrap",
+        "echo $$ > s.pid; sleep 4; echo finished",
+    ]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let pid = c.wait_until("the job's pid", secs(10), || {
+        let p = c.read("s.pid");
+        (!p.trim().is_empty()).then_some(p)
+    });
+    c.ok("scontrol", &["suspend", &id.to_string()]);
+    c.wait_until("the job stopped", secs(10), || {
+        (proc_state(&pid) == "T").then_some(())
+    });
+    c.kill_ctld();
+    c.restart_ctld();
+    assert_eq!(c.job_state(id), "SUSPENDED");
+    assert_eq!(proc_state(&pid), "T");
+    c.ok("scontrol", &["resume", &id.to_string()]);
+    assert_eq!(c.wait_done(id, secs(20)), "COMPLETED");
+    assert_eq!(c.wait_file("s.out", secs(5)), "finished\n");
+}
