@@ -307,6 +307,29 @@ impl Engine {
         }
     }
 
+    /// A node went down: suspended jobs with a share there are requeued
+    /// (or end NODE_FAIL), as running ones are.
+    pub(crate) fn suspended_node_down(&mut self, idx: sched::NodeIdx, now: Timestamp) {
+        let hit: Vec<(JobId, bool)> = self
+            .jobs
+            .values()
+            .filter(|j| {
+                j.suspend
+                    .as_ref()
+                    .is_some_and(|s| s.alloc.nodes.iter().any(|n| n.node == idx))
+            })
+            .map(|j| (j.id, j.requeue && !j.desc.alloc_only))
+            .collect();
+        for (id, requeue) in hit {
+            self.end_suspended(id);
+            if requeue {
+                self.requeue_job(id, PendingReason::None, now);
+            } else {
+                self.end_job(id, JobState::NodeFail, now);
+            }
+        }
+    }
+
     /// A suspended job's batch script ended on `node` (it was killed while
     /// stopped): it ends as the script did. Returns whether it was that.
     pub(crate) fn exited_while_suspended(

@@ -365,3 +365,22 @@ fn a_suspended_job_survives_a_snapshot() {
     assert_eq!(j.state, JobState::Suspended);
     assert_eq!(j.suspend.as_ref().map(|s| s.since), Some(10));
 }
+
+#[test]
+fn a_suspended_job_on_a_node_that_goes_down_is_requeued() {
+    let mut e = engine("");
+    let a = job("normal", 2, 0, &mut e);
+    e.on_suspend(a, &admin(), 10).unwrap();
+    e.on_update_node(
+        &["node1".to_string()],
+        Some(proto::NodeStateRequest::Down),
+        Some("gone".into()),
+        &admin(),
+        20,
+    )
+    .unwrap();
+    let j = e.job(a).unwrap();
+    assert_eq!((j.state, j.restarts), (JobState::Pending, 1));
+    assert!(j.suspend.is_none());
+    assert!(e.check_invariants().is_empty());
+}
