@@ -168,7 +168,9 @@ fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
         time_or(job.deadline, "N/A")
     ));
     l.push(format!(
-        "SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler={}",
+        "SuspendTime={} SecsPreSuspend={} LastSchedEval={} Scheduler={}",
+        time_or(job.suspend_time, "None"),
+        job.secs_pre_suspend,
         time_or(job.last_sched_eval, "Unknown"),
         if job.scheduler.is_empty() {
             "Main"

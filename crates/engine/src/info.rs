@@ -248,6 +248,8 @@ impl Engine {
             alloc_sid: d.alloc_sid,
             scheduler: "Main".into(),
             last_sched_eval: job.last_sched_eval,
+            suspend_time: job.suspend_time,
+            secs_pre_suspend: job.secs_pre_suspend.max(0) as u64,
             signal: detail(brief, &d.signal),
             begin_time: d.begin_time,
             submit_line: detail(brief, &d.submit_line),

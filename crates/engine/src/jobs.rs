@@ -257,6 +257,8 @@ impl Engine {
             next_step_id: 0,
             suspend: None,
             suspended_secs: 0,
+            suspend_time: None,
+            secs_pre_suspend: 0,
             preempted_by: None,
             desc,
         };
@@ -548,6 +550,8 @@ impl Engine {
         job.exit = ExitCode::default();
         job.eligible_time = now;
         job.suspended_secs = 0;
+        job.suspend_time = None;
+        job.secs_pre_suspend = 0;
         if was_running {
             job.completing = true;
             let old_run = job.restarts - 1;

@@ -404,6 +404,12 @@ pub struct Job {
     /// time limit).
     #[serde(default)]
     pub suspended_secs: i64,
+    /// When it was last suspended or resumed.
+    #[serde(default)]
+    pub suspend_time: Option<Timestamp>,
+    /// Seconds it ran before its last suspension.
+    #[serde(default)]
+    pub secs_pre_suspend: i64,
     /// Requeued by preemption for this job: it does not start again while
     /// that job still waits for the resources it gave up.
     #[serde(default)]

@@ -265,6 +265,8 @@ impl Engine {
             self.refresh_node_state(na.node);
         }
         let job = self.jobs.get_mut(&id).expect("job");
+        job.secs_pre_suspend = job.run_secs(now);
+        job.suspend_time = Some(now);
         job.state = JobState::Suspended;
         job.end_time = None;
         job.suspend = Some(Suspension {
@@ -286,6 +288,7 @@ impl Engine {
         job.alloc = Some(s.alloc);
         job.state = JobState::Running;
         job.suspended_secs += (now - s.since).max(0);
+        job.suspend_time = Some(now);
         job.end_time = job.limit_end();
         self.signal_job_nodes(id, SIGCONT, false);
         self.wake_cache = None;

@@ -339,6 +339,10 @@ fn scontrol_suspend_and_resume_are_for_administrators() {
     let info = e.job_list(250);
     let shown = info.jobs.iter().find(|j| j.job_id == a).unwrap();
     assert_eq!(shown.run_time, 60);
+    assert_eq!(
+        (shown.suspend_time, shown.secs_pre_suspend),
+        (Some(200), 10)
+    );
     assert!(e.check_invariants().is_empty());
 }
 

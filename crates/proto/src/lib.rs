@@ -965,6 +965,12 @@ pub struct JobInfo {
     /// Last time the scheduler looked at it.
     #[serde(default)]
     pub last_sched_eval: Option<Timestamp>,
+    /// When it was last suspended or resumed (`SuspendTime`).
+    #[serde(default)]
+    pub suspend_time: Option<Timestamp>,
+    /// Seconds it ran before its last suspension (`SecsPreSuspend`).
+    #[serde(default)]
+    pub secs_pre_suspend: u64,
     /// `--signal`.
     #[serde(default)]
     pub signal: Option<SignalSpec>,

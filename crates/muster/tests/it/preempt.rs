@@ -179,6 +179,7 @@ fn scontrol_suspend_and_resume_are_for_administrators() {
     // Root may.
     c.ok("scontrol", &["suspend", &id.to_string()]);
     assert_eq!(c.job_state(id), "SUSPENDED");
+    assert_ne!(c.job_field(id, "SuspendTime"), "None");
     c.wait_until("the job stopped", secs(10), || {
         (proc_state(&pid) == "T").then_some(())
     });
