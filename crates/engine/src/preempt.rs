@@ -28,6 +28,12 @@ use model::{JobId, JobState, PendingReason, Timestamp};
 use proto::{Identity, SlurmError};
 use sched::{Allocation, Candidate, JobRequest, NodeView};
 
+/// How many waiting jobs one pass lets try to preempt (the highest in
+/// priority): each try places the job several times, and a queue of
+/// thousands of would-be preemptors must not make every pass slow. The
+/// rest try in later passes, as the first ones start.
+const MAX_PREEMPTORS_PER_PASS: usize = 64;
+
 const SIGCONT: i32 = 18;
 const SIGSTOP: i32 = 19;
 
@@ -456,6 +462,7 @@ impl Engine {
                 };
                 may.then(|| by_id.get(id).map(|r| (*r).clone())).flatten()
             })
+            .take(MAX_PREEMPTORS_PER_PASS)
             .collect()
     }
 
