@@ -168,7 +168,9 @@ fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
         time_or(job.deadline, "N/A")
     ));
     l.push(format!(
-        "SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler={}",
+        "SuspendTime={} SecsPreSuspend={} LastSchedEval={} Scheduler={}",
+        time_or(job.suspend_time, "None"),
+        job.secs_pre_suspend,
         time_or(job.last_sched_eval, "Unknown"),
         if job.scheduler.is_empty() {
             "Main"
@@ -535,6 +537,8 @@ const COMMANDS: &[(&str, usize)] = &[
     ("release", 3),
     ("requeue", 7),
     ("requeuehold", 8),
+    ("suspend", 2),
+    ("resume", 3),
     ("ping", 2),
     ("version", 4),
     ("help", 2),
@@ -582,7 +586,9 @@ fn run_command(s: &mut Session, words: &[String]) -> CmdResult {
     match cmd {
         "show" => cmd_show(s, rest),
         "update" => cmd_update(s, rest),
-        "hold" | "uhold" | "release" | "requeue" | "requeuehold" => cmd_job_action(s, cmd, rest),
+        "hold" | "uhold" | "release" | "requeue" | "requeuehold" | "suspend" | "resume" => {
+            cmd_job_action(s, cmd, rest)
+        }
         "ping" => cmd_ping(s),
         "version" => Ok(crate::common::version_line()),
         "help" => Ok(HELP.to_string()),
@@ -1213,6 +1219,8 @@ fn cmd_job_action(s: &mut Session, cmd: &str, rest: &[String]) -> CmdResult {
                 tasks,
             },
             "release" => CtldRequest::Release { job_id, tasks },
+            "suspend" => CtldRequest::Suspend { job_id },
+            "resume" => CtldRequest::Resume { job_id },
             "requeue" => CtldRequest::Requeue {
                 job_id,
                 hold: false,
@@ -1269,8 +1277,10 @@ scontrol [<OPTION>] [<COMMAND>]
      release <job_list>       permit specified job to start.
      requeue <job_id>         re-queue a batch job.
      requeuehold <job_id>     re-queue and hold a batch job.
+     resume <job_list>        resume previously suspended job.
      show <ENTITY> [<ID>]     display state of identified entity, default
                               is all records.
+     suspend <job_list>       suspend specified job (see resume).
      uhold <job_list>         place user hold on specified job.
      update <SPECIFICATIONS>  update job or node configuration.
      version                  display tool version number.

@@ -695,6 +695,36 @@ impl Parser<'_> {
                 }
                 "maxmempernode" => config.max_mem_per_node = memory_limit(key, value, at)?,
                 "authtype" => config.auth_type = value.clone(),
+                "preempttype" => {
+                    let t = value.trim().to_ascii_lowercase();
+                    if !matches!(
+                        t.as_str(),
+                        "preempt/none" | "preempt/qos" | "preempt/partition_prio"
+                    ) {
+                        return Err(at.invalid(
+                            key,
+                            value,
+                            "expected preempt/none, preempt/qos or preempt/partition_prio",
+                        ));
+                    }
+                    config
+                        .other
+                        .insert(lower.clone(), (key.clone(), value.clone()));
+                }
+                "preemptmode" => {
+                    preempt_mode(key, value, at)?;
+                    config
+                        .other
+                        .insert(lower.clone(), (key.clone(), value.clone()));
+                }
+                "preemptexempttime" => {
+                    if value.trim() != "-1" {
+                        time_limit(key, value, at)?;
+                    }
+                    config
+                        .other
+                        .insert(lower.clone(), (key.clone(), value.clone()));
+                }
                 "schedulertype" => {
                     let t = value.trim().to_ascii_lowercase();
                     if !matches!(
@@ -1182,6 +1212,25 @@ fn time_limit(key: &str, value: &str, at: &Origin) -> Result<TimeLimit, ConfErro
         return Ok(TimeLimit::Unlimited);
     }
     parse_time_limit(value.trim()).map_err(|e| at.invalid(key, value, e.to_string()))
+}
+
+/// `PreemptMode`: a comma list of OFF, CANCEL, REQUEUE, SUSPEND, GANG and
+/// WITHIN.
+fn preempt_mode(key: &str, value: &str, at: &Origin) -> Result<(), ConfError> {
+    for word in value.split(',') {
+        let w = word.trim().to_ascii_uppercase();
+        if !matches!(
+            w.as_str(),
+            "OFF" | "CANCEL" | "REQUEUE" | "SUSPEND" | "GANG" | "WITHIN"
+        ) {
+            return Err(at.invalid(
+                key,
+                value,
+                "expected OFF, CANCEL, REQUEUE, SUSPEND, GANG or WITHIN",
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn yes_no(key: &str, value: &str, at: &Origin) -> Result<bool, ConfError> {

@@ -1107,3 +1107,21 @@ fn priority_settings_are_typed_and_bad_ones_cite_the_line() {
         );
     }
 }
+
+#[test]
+fn preemption_keys_are_checked_with_file_and_line() {
+    let c = parse_ok(&format!(
+        "{HEAD}PreemptType=preempt/qos\nPreemptMode=SUSPEND,GANG\nPreemptExemptTime=00:05:00\n"
+    ))
+    .config;
+    assert_eq!(c.other["preempttype"].1, "preempt/qos");
+    assert_eq!(c.other["preemptmode"].1, "SUSPEND,GANG");
+    assert_eq!(
+        err_text(&format!("{HEAD}PreemptType=preempt/fancy\n")),
+        "/etc/slurm/slurm.conf:3: invalid value \"preempt/fancy\" for PreemptType: expected preempt/none, preempt/qos or preempt/partition_prio"
+    );
+    assert!(err_text(&format!("{HEAD}PreemptMode=REQUEUE,SOMETIMES\n"))
+        .starts_with("/etc/slurm/slurm.conf:3: invalid value"));
+    assert!(err_text(&format!("{HEAD}PreemptExemptTime=soon\n"))
+        .starts_with("/etc/slurm/slurm.conf:3: invalid value"));
+}

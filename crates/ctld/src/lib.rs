@@ -928,6 +928,8 @@ pub(crate) fn handle(
             hold,
             tasks,
         } => ok(engine.on_requeue_tasks(job_id, tasks.as_ref(), hold, who, t)),
+        CtldRequest::Suspend { job_id } => ok(engine.on_suspend(job_id, who, t)),
+        CtldRequest::Resume { job_id } => ok(engine.on_resume(job_id, who, t)),
         CtldRequest::RegisterNode(reg) => {
             // Only the daemons (root or SlurmUser) get here: see Gate::admit.
             let name = reg.name.clone();

@@ -374,7 +374,20 @@ impl Cluster {
         clean_env(&mut cmd);
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
-        cmd.spawn().expect("starting muster")
+        // A binary a test just copied (to run it as other users) may still
+        // be open for writing in a child another test thread forked during
+        // the copy: exec fails with ETXTBSY until that child execs.
+        let mut tries = 0;
+        loop {
+            match cmd.spawn() {
+                Ok(child) => return child,
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("starting muster: {e:?}"),
+            }
+        }
     }
 
     /// For a multi-host cluster, the test process's address on the hosts'

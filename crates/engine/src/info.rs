@@ -135,9 +135,10 @@ impl Engine {
                 }
             }
         };
+        // Time suspended is not run time (squeue TIME, RunTime).
         let run_time = match (job.start_time, job.state) {
-            (Some(s), JobState::Running) => (now - s).max(0) as u64,
-            (Some(s), _) => (job.end_time.unwrap_or(now) - s).max(0) as u64,
+            (Some(_), JobState::Running | JobState::Suspended) => job.run_secs(now) as u64,
+            (Some(s), _) => (job.end_time.unwrap_or(now) - s - job.suspended_secs).max(0) as u64,
             _ => 0,
         };
         // A pending job shows the backfill plan's expected start, as
@@ -247,6 +248,8 @@ impl Engine {
             alloc_sid: d.alloc_sid,
             scheduler: "Main".into(),
             last_sched_eval: job.last_sched_eval,
+            suspend_time: job.suspend_time,
+            secs_pre_suspend: job.secs_pre_suspend.max(0) as u64,
             signal: detail(brief, &d.signal),
             begin_time: d.begin_time,
             submit_line: detail(brief, &d.submit_line),

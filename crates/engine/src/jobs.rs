@@ -105,10 +105,7 @@ impl Engine {
                 let end = if j.completing || j.state != JobState::Running {
                     now
                 } else {
-                    match (j.start_time, j.time_limit) {
-                        (Some(s), TimeLimit::Minutes(m)) => s + i64::from(m) * 60,
-                        _ => sched::FOREVER,
-                    }
+                    j.limit_end().unwrap_or(sched::FOREVER)
                 };
                 Some(sched::RunningJob {
                     job_id: j.id,
@@ -258,6 +255,11 @@ impl Engine {
             dep_status: crate::DepStatus::Clear,
             steps: Vec::new(),
             next_step_id: 0,
+            suspend: None,
+            suspended_secs: 0,
+            suspend_time: None,
+            secs_pre_suspend: 0,
+            preempted_by: None,
             desc: Arc::new(desc),
         };
         if let Some(text) = job.desc.array.clone() {
@@ -447,6 +449,7 @@ impl Engine {
             return;
         };
         let was_running = job.state == JobState::Running;
+        let was_suspended = job.state == JobState::Suspended;
         job.state = state;
         job.end_time = Some(now);
         job.reason = match state {
@@ -454,6 +457,11 @@ impl Engine {
             JobState::NodeFail => PendingReason::NodeDown,
             _ => PendingReason::None,
         };
+        if was_suspended {
+            self.end_steps(id, now);
+            self.end_suspended(id);
+            return;
+        }
         if !was_running {
             return;
         }
@@ -461,7 +469,10 @@ impl Engine {
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
-        if state == JobState::Timeout || state == JobState::Cancelled {
+        if matches!(
+            state,
+            JobState::Timeout | JobState::Cancelled | JobState::Preempted
+        ) {
             job.exit = ExitCode {
                 code: 0,
                 signal: 15,
@@ -482,11 +493,29 @@ impl Engine {
 
     /// Puts a job back in the queue, same id, restart count incremented.
     pub(crate) fn requeue_job(&mut self, id: JobId, reason: PendingReason, now: Timestamp) {
-        self.requeue_job_inner(id, reason, now);
+        self.requeue_job_as(id, reason, JobState::Requeued, now);
+    }
+
+    /// Requeues a job whose ended run is recorded in `history` (REQUEUED,
+    /// or PREEMPTED when preemption requeued it).
+    pub(crate) fn requeue_job_as(
+        &mut self,
+        id: JobId,
+        reason: PendingReason,
+        history: JobState,
+        now: Timestamp,
+    ) {
+        self.requeue_job_inner(id, reason, history, now);
         self.record(id, now);
     }
 
-    fn requeue_job_inner(&mut self, id: JobId, reason: PendingReason, now: Timestamp) {
+    fn requeue_job_inner(
+        &mut self,
+        id: JobId,
+        reason: PendingReason,
+        history: JobState,
+        now: Timestamp,
+    ) {
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -495,7 +524,7 @@ impl Engine {
         // (`sacct -D`); the next run is a new record from now on.
         if job.start_time.is_some() {
             if let Some(mut old) = self.acct_job(id, now) {
-                old.state = JobState::Requeued;
+                old.state = history;
                 old.end_time = Some(now);
                 for s in &mut old.steps {
                     if s.state == JobState::Running {
@@ -521,6 +550,9 @@ impl Engine {
         job.batch_usage = None;
         job.exit = ExitCode::default();
         job.eligible_time = now;
+        job.suspended_secs = 0;
+        job.suspend_time = None;
+        job.secs_pre_suspend = 0;
         if was_running {
             job.completing = true;
             let old_run = job.restarts - 1;
@@ -544,6 +576,9 @@ impl Engine {
     ) -> Result<(), SlurmError> {
         self.touch();
         let idx = self.node_idx(node).ok_or(SlurmError::InvalidNodeName)?;
+        if self.exited_while_suspended(id, idx, exit, now) {
+            return Ok(());
+        }
         let Some(job) = self.jobs.get_mut(&id) else {
             // Already purged: nothing to record.
             return Ok(());
@@ -583,6 +618,7 @@ impl Engine {
                 // An allocation's exit is its client's (CompleteAllocation).
                 if job.state != JobState::Cancelled
                     && job.state != JobState::Timeout
+                    && job.state != JobState::Preempted
                     && !job.desc.alloc_only
                 {
                     job.exit = exit;
@@ -885,6 +921,7 @@ impl Engine {
             return;
         }
         self.sched_dirty = false;
+        self.resume_suspended(now);
         self.evaluate_dependencies(now);
         let limited = self.limit_blocked();
         let free_cpus = self.free_cpus();
@@ -903,7 +940,7 @@ impl Engine {
                 waiting_to_begin.push(job.id);
                 continue;
             }
-            if limited.contains_key(&job.id) {
+            if limited.contains_key(&job.id) || self.waits_for_preemptor(job) {
                 continue;
             }
             if job.array.as_ref().is_some_and(|a| a.is_meta()) {
@@ -946,6 +983,7 @@ impl Engine {
                 job.time_limit = TimeLimit::Minutes(minutes);
             }
         }
+        let preemptors = self.preemptors(&plan.decisions, &requests);
         for (id, decision) in plan.decisions {
             let starting = matches!(decision, Decision::Start(_));
             let Some(id) = self.array_decision_target(id, &arrays, starting, now) else {
@@ -961,9 +999,10 @@ impl Engine {
                 }
             }
         }
+        self.preempt_pass(&preemptors, now);
     }
 
-    fn start_job(&mut self, id: JobId, alloc: sched::Allocation, now: Timestamp) {
+    pub(crate) fn start_job(&mut self, id: JobId, alloc: sched::Allocation, now: Timestamp) {
         self.wake_cache = None;
         self.take_resources(id, &alloc, now);
         let batch = alloc.nodes[0].node;

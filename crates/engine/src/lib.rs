@@ -25,6 +25,7 @@ mod jobs;
 mod limits;
 mod nodes;
 mod persist;
+mod preempt;
 mod priority;
 mod steps;
 
@@ -41,6 +42,7 @@ pub use deps::{DepStatus, Outcome};
 pub use info::OVERSUBSCRIBE_EXCLUSIVE;
 pub use nodes::NOT_RESPONDING;
 pub use persist::{PersistentState, RestoreError};
+pub use preempt::{PreemptConf, PreemptMode, PreemptType, Suspension};
 pub use steps::{layout, worse_exit, Step};
 
 /// When a pending job with `--deadline` can no longer end in time: its
@@ -182,6 +184,9 @@ pub struct Settings {
     /// PriorityType and the multifactor settings.
     #[serde(default)]
     pub priority: conf::PriorityConf,
+    /// PreemptType, PreemptMode, PreemptExemptTime.
+    #[serde(default)]
+    pub preempt: PreemptConf,
 }
 
 fn default_max_array_size() -> u32 {
@@ -242,6 +247,7 @@ impl Settings {
                     .map_or("", |(_, v)| v.as_str()),
             ),
             priority: cfg.priority.clone(),
+            preempt: PreemptConf::from_config(cfg),
         }
     }
 }
@@ -393,6 +399,23 @@ pub struct Job {
     /// The id the next step gets.
     #[serde(default)]
     pub next_step_id: u32,
+    /// While SUSPENDED: its shares and who suspended it.
+    #[serde(default)]
+    pub suspend: Option<Suspension>,
+    /// Seconds it has spent suspended in this run (not counted toward its
+    /// time limit).
+    #[serde(default)]
+    pub suspended_secs: i64,
+    /// When it was last suspended or resumed.
+    #[serde(default)]
+    pub suspend_time: Option<Timestamp>,
+    /// Seconds it ran before its last suspension.
+    #[serde(default)]
+    pub secs_pre_suspend: i64,
+    /// Requeued by preemption for this job: it does not start again while
+    /// that job still waits for the resources it gave up.
+    #[serde(default)]
+    pub preempted_by: Option<JobId>,
 }
 
 /// The controller's state.
@@ -660,8 +683,7 @@ impl Engine {
         for job in self.jobs.values() {
             match job.state {
                 JobState::Running => {
-                    if let (Some(start), TimeLimit::Minutes(m)) = (job.start_time, job.time_limit) {
-                        let end = start + m as i64 * 60;
+                    if let Some(end) = job.limit_end() {
                         consider(end);
                         if let (Some(sig), false) = (&job.desc.signal, job.warned) {
                             consider(end - sig.secs as i64);
@@ -706,11 +728,9 @@ impl Engine {
             let job = &self.jobs[&id];
             match job.state {
                 JobState::Running => {
-                    let (Some(start), TimeLimit::Minutes(m)) = (job.start_time, job.time_limit)
-                    else {
+                    let Some(end) = job.limit_end() else {
                         continue;
                     };
-                    let end = start + m as i64 * 60;
                     if let (Some(sig), false) = (job.desc.signal.clone(), job.warned) {
                         if now >= end - sig.secs as i64 && now < end {
                             self.jobs.get_mut(&id).expect("job").warned = true;
@@ -807,3 +827,5 @@ impl Engine {
 mod tests;
 #[cfg(test)]
 mod tests_arrays;
+#[cfg(test)]
+mod tests_preempt;

@@ -257,6 +257,7 @@ impl Engine {
     /// the queue when they may be requeued.
     pub(crate) fn node_down(&mut self, idx: NodeIdx, now: Timestamp) {
         self.nodes[idx.0 as usize].state.base = NodeBase::Down;
+        self.suspended_node_down(idx, now);
         let jobs: Vec<_> = self.nodes[idx.0 as usize].jobs.iter().copied().collect();
         for id in jobs {
             let job = &self.jobs[&id];

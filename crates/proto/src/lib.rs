@@ -352,6 +352,16 @@ pub enum CtldRequest {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tasks: Option<model::array::TaskSet>,
     },
+    /// `scontrol suspend` (administrators only).
+    Suspend {
+        /// The job.
+        job_id: JobId,
+    },
+    /// `scontrol resume` (administrators only).
+    Resume {
+        /// The job.
+        job_id: JobId,
+    },
     /// A node daemon starts and reports what it has.
     RegisterNode(NodeRegistration),
     /// A node daemon reports that a batch job's script ended.
@@ -955,6 +965,12 @@ pub struct JobInfo {
     /// Last time the scheduler looked at it.
     #[serde(default)]
     pub last_sched_eval: Option<Timestamp>,
+    /// When it was last suspended or resumed (`SuspendTime`).
+    #[serde(default)]
+    pub suspend_time: Option<Timestamp>,
+    /// Seconds it ran before its last suspension (`SecsPreSuspend`).
+    #[serde(default)]
+    pub secs_pre_suspend: u64,
     /// `--signal`.
     #[serde(default)]
     pub signal: Option<SignalSpec>,

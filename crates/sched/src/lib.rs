@@ -7,6 +7,8 @@
 //!   nodes, and with which CPUs, memory and GRES indexes on each?
 //! - `ordering` (Slurm's sched plugin): in which order jobs are tried and
 //!   which reason a job that does not start is given.
+//! - `preempt` (preempt/qos, preempt/partition_prio): which running jobs a
+//!   waiting job displaces, losing the least work.
 //! - `backfill` (Slurm's sched/backfill): `plan()`, one pass over the queue
 //!   against a timeline of expected ends; FCFS, textbook EASY and full
 //!   backfill are policies of that one pass.
@@ -18,6 +20,7 @@
 pub mod backfill;
 pub mod ordering;
 pub mod placement;
+pub mod preempt;
 
 pub use backfill::{
     limit_secs, plan, ClusterView, Plan, Planned, Policy, RunningJob, SchedConfig, FOREVER,
@@ -26,6 +29,7 @@ pub use ordering::{priority_order, Decision};
 pub use placement::{
     place, Allocation, Constraint, GresPool, JobRequest, NodeAlloc, NodeView, PartView, Unfit,
 };
+pub use preempt::{select_victims, Candidate, Preemption};
 
 /// A dense index into the node table the caller passes in.
 #[derive(

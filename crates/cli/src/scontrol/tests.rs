@@ -68,6 +68,9 @@ fn commands_accept_abbreviations() {
     assert_eq!(match_word("UPDATE", COMMANDS), Some("update"));
     assert_eq!(match_word("requeue", COMMANDS), Some("requeue"));
     assert_eq!(match_word("requeueh", COMMANDS), Some("requeuehold"));
+    assert_eq!(match_word("su", COMMANDS), Some("suspend"));
+    assert_eq!(match_word("res", COMMANDS), Some("resume"));
+    assert_eq!(match_word("rel", COMMANDS), Some("release"));
     assert_eq!(match_word("hostn", SHOW_ENTITIES), Some("hostnames"));
     assert_eq!(
         match_word("hostlists", SHOW_ENTITIES),

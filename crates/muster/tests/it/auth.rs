@@ -190,15 +190,15 @@ fn only_the_daemons_users_may_register_a_node() {
 // Several real users (root only: CI runs as root).
 
 /// A Unix user made for one test, removed (with its home) on drop.
-struct TestUser {
-    name: String,
+pub(crate) struct TestUser {
+    pub(crate) name: String,
     uid: u32,
     gid: u32,
     home: PathBuf,
 }
 
 impl TestUser {
-    fn create(tag: &str, base: &Path) -> TestUser {
+    pub(crate) fn create(tag: &str, base: &Path) -> TestUser {
         let name = format!("mu{}{tag}", std::process::id() % 100_000);
         let home = base.join(&name);
         // A leftover of a killed earlier run with the same pid.
@@ -238,7 +238,7 @@ impl TestUser {
     }
 
     /// A Slurm command of `c` as this user.
-    fn run(&self, c: &Cluster, cmd: &str, args: &[&str]) -> e2e::Output {
+    pub(crate) fn run(&self, c: &Cluster, cmd: &str, args: &[&str]) -> e2e::Output {
         let mut command = self.command(c.binary());
         command
             .arg(cmd)
@@ -265,7 +265,7 @@ fn output(mut c: Command) -> e2e::Output {
     }
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
@@ -455,7 +455,7 @@ fn users_reach_only_what_is_theirs() {
     assert_eq!(c.wait_done(long, secs(20)), "CANCELLED");
 }
 
-fn set_mode(path: &Path, mode: u32) {
+pub(crate) fn set_mode(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }

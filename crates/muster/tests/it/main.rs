@@ -20,6 +20,7 @@ mod hosts;
 mod jobs;
 mod local;
 mod nodes;
+mod preempt;
 mod priority;
 mod sched;
 mod steps;
