@@ -556,6 +556,7 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
         spool_dir: &daemon.setup.spool_dir,
         daemon_uid: daemon.daemon_uid,
         stepd_program: &daemon.stepd_program,
+        gather: &daemon.setup.gather,
     };
     let dir = match launch::prepare(&launch, &ctx) {
         Ok(dir) => dir,

@@ -17,6 +17,7 @@
 //! cannot be executed gets slurmstepd's `execve(): NAME: REASON` line on
 //! its stderr and exits with the errno as its code, as in Slurm.
 
+use crate::gather::{Gather, GatherType, Sampler, StepCgroup, TaskCgroup, TaskSource};
 use crate::launch::{chdir_error_line, os_error_text};
 use model::ExitCode;
 use proto::{SrunToStepd, StdinMode, StepLaunch, StepdToSrun};
@@ -42,6 +43,9 @@ pub struct TaskdSpec {
     pub conf_path: String,
     /// Run the tasks as the launch's user.
     pub switch_user: bool,
+    /// How to gather the tasks' usage.
+    #[serde(default)]
+    pub gather: crate::gather::GatherSettings,
 }
 
 /// The daemon's later stdin lines.
@@ -372,6 +376,11 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
     let mut chdir_lines = vec![chdir_error_line(work_dir, libc::EIO).into_bytes()];
     chdir_lines.extend((1..134).map(|e| chdir_error_line(work_dir, e).into_bytes()));
     let pmi = (l.mpi == "pmi2").then(|| crate::pmi::Server::new(l, to.clone()));
+    let cgroup = (spec.gather.kind == GatherType::Cgroup)
+        .then(|| StepCgroup::create(&spec.gather, l.job_id.0, &l.step_id.to_string()))
+        .flatten();
+    let mut task_cgroups: BTreeMap<usize, TaskCgroup> = BTreeMap::new();
+    let mut sources: Vec<(usize, TaskSource)> = Vec::new();
     let mut tasks: Vec<Task> = Vec::new();
     let mut stdin_pipes: Vec<(u32, std::process::ChildStdin)> = Vec::new();
     let mut opened: BTreeMap<String, std::fs::File> = BTreeMap::new();
@@ -450,8 +459,19 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
             .stdin(stdin)
             .stdout(stdout)
             .stderr(stderr);
-        // SAFETY: `apply` is async-signal-safe (see TaskSetup).
+        let task_cgroup = cgroup.as_ref().and_then(|c| c.task(task));
+        if let Some(cg) = &task_cgroup {
+            task_cgroups.insert(local, cg.clone());
+        }
+        // SAFETY: `join_self` and `apply` are async-signal-safe (see
+        // TaskCgroup, TaskSetup); the cgroup is joined while still root.
         unsafe {
+            if let Some(cg) = task_cgroup.clone() {
+                cmd.pre_exec(move || {
+                    cg.join_self();
+                    Ok(())
+                });
+            }
             cmd.pre_exec(move || setup.apply());
         }
         for m in out_msgs {
@@ -464,6 +484,13 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         match cmd.spawn() {
             Ok(mut child) => {
                 let pid = child.id() as i32;
+                sources.push((
+                    local,
+                    match task_cgroup {
+                        Some(cg) => TaskSource::Cgroup(cg),
+                        None => TaskSource::Session(pid),
+                    },
+                ));
                 let mut readers = Vec::new();
                 if let Some(o) = child.stdout.take() {
                     readers.push(pump(o, to.clone(), task, false));
@@ -558,13 +585,9 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
             }
         });
     }
+    let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &mine)));
+    let sampler = Sampler::start(&spec.gather, gather.clone(), sources);
     let mut exit = ExitCode::default();
-    let mut usage = proto::StepUsage {
-        user_cpu_usec: Some(0),
-        sys_cpu_usec: Some(0),
-        max_rss_kib: Some(0),
-        ..Default::default()
-    };
     for (task, status) in failed_exits {
         exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
         to.send(StepdToSrun::TaskExited { task, status });
@@ -594,9 +617,20 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
             .unwrap_or_else(|p| p.into_inner())
             .retain(|p| *p != pid);
         let usec = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-        usage.user_cpu_usec = Some(usage.user_cpu_usec.unwrap_or(0) + usec(ru.ru_utime));
-        usage.sys_cpu_usec = Some(usage.sys_cpu_usec.unwrap_or(0) + usec(ru.ru_stime));
-        usage.max_rss_kib = usage.max_rss_kib.max(Some(ru.ru_maxrss.max(0) as u64));
+        if let Some(local) = mine.iter().position(|m| *m == t.id) {
+            gather
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .finish_task(
+                    local,
+                    (
+                        usec(ru.ru_utime),
+                        usec(ru.ru_stime),
+                        ru.ru_maxrss.max(0) as u64,
+                    ),
+                    task_cgroups.get(&local),
+                );
+        }
         for r in t.readers {
             let _ = r.join();
         }
@@ -605,6 +639,11 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         }
         exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
         to.send(StepdToSrun::TaskExited { task: t.id, status });
+    }
+    sampler.stop();
+    let usage = gather.lock().unwrap_or_else(|p| p.into_inner()).usage();
+    if let Some(c) = &cgroup {
+        c.remove();
     }
     print_result(&TaskdResult { exit, usage });
     let _ = reported_rx.recv_timeout(REPORT_WAIT);
