@@ -154,43 +154,34 @@ fn identity(spec: &TaskdSpec) -> proto::Identity {
     }
 }
 
-/// Expands an srun filename pattern for one task (`%t %n %N %j %s %J %u %x %%`).
+/// Expands an srun filename pattern for one task (`model::filename`; the
+/// job's name and array ids come from its environment).
 pub fn expand_task_path(pattern: &str, l: &StepLaunch, node: &str, task: u32) -> String {
-    let mut out = String::new();
-    let mut chars = pattern.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        let mut width = String::new();
-        while let Some(d) = chars.peek().copied().filter(|d| d.is_ascii_digit()) {
-            width.push(d);
-            chars.next();
-        }
-        let w: usize = width.parse().unwrap_or(0);
-        let num = |n: u64| format!("{:0w$}", n);
-        match chars.next() {
-            Some('t') => out.push_str(&num(task.into())),
-            Some('n') => out.push_str(&num(l.node_index.into())),
-            Some('N') => out.push_str(node),
-            Some('j') | Some('A') => out.push_str(&num(l.job_id.0.into())),
-            Some('s') => out.push_str(&num(l.step_id.into())),
-            Some('J') => out.push_str(&format!("{}.{}", l.job_id, l.step_id)),
-            Some('u') => out.push_str(&l.user),
-            Some('%') => out.push('%'),
-            Some(other) => {
-                out.push('%');
-                out.push(other);
-            }
-            None => out.push('%'),
-        }
-    }
-    if out.starts_with('/') {
-        out
-    } else {
-        format!("{}/{}", l.work_dir.trim_end_matches('/'), out)
-    }
+    let job_step = format!("{}.{}", l.job_id, l.step_id);
+    let step = l.step_id.to_string();
+    let env = |name: &str| {
+        l.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let env_num = |name: &str| env(name).and_then(|v| v.parse::<u32>().ok());
+    model::filename::expand(
+        pattern,
+        &model::filename::PatternValues {
+            job_id: l.job_id.0,
+            job_step: Some(&job_step),
+            array_job_id: env_num("SLURM_ARRAY_JOB_ID").unwrap_or(l.job_id.0),
+            array_task_id: env_num("SLURM_ARRAY_TASK_ID"),
+            name: env("SLURM_JOB_NAME").unwrap_or_default(),
+            user: &l.user,
+            node,
+            node_index: l.node_index,
+            task,
+            step: &step,
+            work_dir: &l.work_dir,
+        },
+    )
 }
 
 /// The environment of one task.
