@@ -85,6 +85,7 @@ impl Engine {
                 model::TimeLimit::Minutes(m) => Some(m as u64 * 60),
                 model::TimeLimit::Unlimited => None,
             },
+            acctg_freq: job.desc.acctg_freq.clone(),
         }
     }
 

@@ -352,6 +352,7 @@ impl Engine {
                 stderr: req.stderr.clone(),
                 stdin: req.stdin.clone(),
                 mpi: req.mpi.clone(),
+                acctg_freq: req.acctg_freq.clone(),
             };
             self.outbox.push(Command::LaunchStep {
                 node: n.conf.name.clone(),

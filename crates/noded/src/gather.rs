@@ -59,6 +59,7 @@ impl Default for GatherSettings {
 }
 
 /// Slurm's default JobAcctGatherFrequency.
+/// A job's `--acctg-freq`, where given and readable, replaces it.
 pub const DEFAULT_FREQ: u32 = 30;
 
 impl GatherSettings {
@@ -81,15 +82,15 @@ impl GatherSettings {
             });
         GatherSettings {
             kind,
-            freq_secs: freq.map_or(DEFAULT_FREQ, parse_frequency),
+            freq_secs: freq.and_then(parse_frequency).unwrap_or(DEFAULT_FREQ),
             cgroup_name: format!("{node}-{:08x}", hash as u32),
         }
     }
 }
 
 /// `JobAcctGatherFrequency` (and `--acctg-freq`): `N` or `task=N[,...]`;
-/// anything else keeps the default.
-pub fn parse_frequency(text: &str) -> u32 {
+/// `None` for anything else.
+pub fn parse_frequency(text: &str) -> Option<u32> {
     for part in text.split(',') {
         let part = part.trim();
         let value = match part.split_once('=') {
@@ -98,10 +99,10 @@ pub fn parse_frequency(text: &str) -> u32 {
             None => part,
         };
         if let Ok(n) = value.trim().parse() {
-            return n;
+            return Some(n);
         }
     }
-    DEFAULT_FREQ
+    None
 }
 
 /// One reading of one task.

@@ -19,7 +19,7 @@
 //! session keeps it out of the daemon's signals; the job's signals go to
 //! the script's group, which it is not in.
 
-use crate::gather::{Gather, GatherType, Sampler, StepCgroup, TaskSource};
+use crate::gather::{parse_frequency, Gather, GatherType, Sampler, StepCgroup, TaskSource};
 use crate::launch::{self, StepdAnswer, StepdSpec, SUPERVISOR_IGNORES};
 use crate::spool::{self, Pids, ProcId};
 use std::io::Write;
@@ -47,6 +47,10 @@ pub fn main(job_dir: &Path) -> i32 {
         }
     };
     let job_id = spec.launch.job_id;
+    let mut spec = spec;
+    if let Some(n) = spec.launch.acctg_freq.as_deref().and_then(parse_frequency) {
+        spec.gather.freq_secs = n;
+    }
     let script = job_dir.join("slurm_script");
     let cgroup = (spec.gather.kind == GatherType::Cgroup)
         .then(|| StepCgroup::create(&spec.gather, job_id.0, "batch"))

@@ -17,7 +17,9 @@
 //! cannot be executed gets slurmstepd's `execve(): NAME: REASON` line on
 //! its stderr and exits with the errno as its code, as in Slurm.
 
-use crate::gather::{Gather, GatherType, Sampler, StepCgroup, TaskCgroup, TaskSource};
+use crate::gather::{
+    parse_frequency, Gather, GatherType, Sampler, StepCgroup, TaskCgroup, TaskSource,
+};
 use crate::launch::{chdir_error_line, os_error_text};
 use model::ExitCode;
 use proto::{SrunToStepd, StdinMode, StepLaunch, StepdToSrun};
@@ -342,6 +344,10 @@ fn signal_tasks(pids: &Mutex<Vec<i32>>, sig: i32) {
 
 fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
     let l = &spec.launch;
+    let mut gather_settings = spec.gather.clone();
+    if let Some(n) = l.acctg_freq.as_deref().and_then(parse_frequency) {
+        gather_settings.freq_secs = n;
+    }
     let stream = connect(&l.srun_addr);
     let to = ToSrun {
         stream: Arc::new(Mutex::new(stream.as_ref().and_then(|s| s.try_clone().ok()))),
@@ -367,8 +373,8 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
     let mut chdir_lines = vec![chdir_error_line(work_dir, libc::EIO).into_bytes()];
     chdir_lines.extend((1..134).map(|e| chdir_error_line(work_dir, e).into_bytes()));
     let pmi = (l.mpi == "pmi2").then(|| crate::pmi::Server::new(l, to.clone()));
-    let cgroup = (spec.gather.kind == GatherType::Cgroup)
-        .then(|| StepCgroup::create(&spec.gather, l.job_id.0, &l.step_id.to_string()))
+    let cgroup = (gather_settings.kind == GatherType::Cgroup)
+        .then(|| StepCgroup::create(&gather_settings, l.job_id.0, &l.step_id.to_string()))
         .flatten();
     let mut task_cgroups: BTreeMap<usize, TaskCgroup> = BTreeMap::new();
     let mut sources: Vec<(usize, TaskSource)> = Vec::new();
@@ -577,7 +583,7 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         });
     }
     let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &mine)));
-    let sampler = Sampler::start(&spec.gather, gather.clone(), sources);
+    let sampler = Sampler::start(&gather_settings, gather.clone(), sources);
     let mut exit = ExitCode::default();
     for (task, status) in failed_exits {
         exit = engine_like_worse(exit, ExitCode::from_wait_status(status));

@@ -160,6 +160,10 @@ pub struct JobDesc {
     pub requeue: Option<bool>,
     /// `--comment`.
     pub comment: Option<String>,
+    /// `--acctg-freq` (`N` or `task=N`): the usage sampling interval of
+    /// the job's steps, instead of JobAcctGatherFrequency.
+    #[serde(default)]
+    pub acctg_freq: Option<String>,
     /// `-A`.
     pub account: Option<String>,
     /// `-q`.
@@ -1218,6 +1222,9 @@ pub struct BatchLaunch {
     pub gpus: Vec<u32>,
     /// `--signal` to deliver before the limit: handled by the controller, kept for the node's log.
     pub time_limit_secs: Option<u64>,
+    /// `--acctg-freq`, if given: the usage sampling interval.
+    #[serde(default)]
+    pub acctg_freq: Option<String>,
 }
 
 /// Answers from a node daemon.

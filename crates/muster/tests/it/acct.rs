@@ -134,18 +134,20 @@ fn kib(text: &str) -> u64 {
 }
 
 /// Runs a job whose batch script and whose srun step each hold 200 MiB for
-/// three seconds under `gather` (a JobAcctGatherType line), sampled every
-/// second, and checks what sacct reports for both steps.
-fn usage_of_a_200mb_job(gather: &str) {
-    let c = crate::builder()
-        .nodes(1)
-        .conf_extra(&format!("{gather}JobAcctGatherFrequency=task=1\n"))
-        .start();
+/// three seconds under `conf` (JobAcctGather lines), with `flag` on sbatch
+/// and srun, sampled every second, and checks what sacct reports for both
+/// steps.
+fn usage_of_a_200mb_job(gather: &str, flag: &str) {
+    let c = crate::builder().nodes(1).conf_extra(gather).start();
     let hold = "/usr/bin/python3 -c 'b = b\"x\" * (200 << 20); import time; time.sleep(3)'";
-    let id = c.submit(&["--wrap", &format!("{hold}; srun -n1 {hold}")]);
+    let script = format!("{hold}; srun -n1 {flag} {hold}");
+    let mut args: Vec<&str> = flag.split_whitespace().collect();
+    args.extend(["--wrap", &script]);
+    let id = c.submit(&args);
     // With cgroup v1 writable here, the batch step's task runs in its cgroup.
     let v1 = std::path::Path::new("/sys/fs/cgroup/memory/cgroup.procs");
-    let cgroups = !gather.is_empty() && std::fs::OpenOptions::new().write(true).open(v1).is_ok();
+    let cgroups =
+        gather.contains("cgroup") && std::fs::OpenOptions::new().write(true).open(v1).is_ok();
     let job_dirs = || -> Vec<std::path::PathBuf> {
         let Ok(daemons) = std::fs::read_dir("/sys/fs/cgroup/memory/muster") else {
             return Vec::new();
@@ -157,18 +159,17 @@ fn usage_of_a_200mb_job(gather: &str) {
             .filter(|p| p.exists())
             .collect()
     };
-    if cgroups {
+    let job_cgroup = cgroups.then(|| {
         c.wait_until("the batch task's cgroup", secs(20), || {
-            job_dirs().into_iter().find_map(|d| {
+            job_dirs().into_iter().find(|d| {
                 let procs = d.join("step_batch/task_0/cgroup.procs");
-                let text = std::fs::read_to_string(procs).ok()?;
-                (!text.trim().is_empty()).then_some(())
+                std::fs::read_to_string(procs).is_ok_and(|t| !t.trim().is_empty())
             })
-        });
-    }
+        })
+    });
     assert_eq!(c.wait_done(id, secs(60)), "COMPLETED");
-    if cgroups {
-        assert_eq!(job_dirs(), Vec::<std::path::PathBuf>::new(), "cgroups left");
+    if let Some(dir) = job_cgroup {
+        assert!(!dir.exists(), "{} left", dir.display());
     }
     let want = [format!("{id}.batch|"), format!("{id}.0|")];
     let rows = c.wait_until("both steps' usage in sacct", secs(10), || {
@@ -190,6 +191,7 @@ fn usage_of_a_200mb_job(gather: &str) {
         (rows.len() == 2 && rows.iter().all(|r| !r.contains("||"))).then_some(rows)
     });
     for row in rows {
+        eprintln!("{gather:?} {flag:?}: {row}");
         let f: Vec<&str> = row.split('|').collect();
         let (max_rss, ave_rss, vmsize) = (kib(f[1]), kib(f[2]), kib(f[3]));
         assert!(max_rss >= 200 * 1024, "MaxRSS below 200 MiB: {row}");
@@ -206,11 +208,16 @@ fn usage_of_a_200mb_job(gather: &str) {
 }
 
 #[test]
-fn usage_sampled_from_proc() {
-    usage_of_a_200mb_job("");
+fn usage_sampled_from_proc_at_the_jobs_acctg_freq() {
+    // JobAcctGatherFrequency is Slurm's default (30 s): --acctg-freq=1
+    // makes the samples that see the 200 MiB.
+    usage_of_a_200mb_job("", "--acctg-freq=task=1");
 }
 
 #[test]
 fn usage_sampled_from_cgroups() {
-    usage_of_a_200mb_job("JobAcctGatherType=jobacct_gather/cgroup\n");
+    usage_of_a_200mb_job(
+        "JobAcctGatherType=jobacct_gather/cgroup\nJobAcctGatherFrequency=1\n",
+        "",
+    );
 }

@@ -2,11 +2,11 @@ use super::*;
 
 #[test]
 fn frequency_forms() {
-    assert_eq!(parse_frequency("10"), 10);
-    assert_eq!(parse_frequency("task=5"), 5);
-    assert_eq!(parse_frequency("energy=30,task=0"), 0);
-    assert_eq!(parse_frequency("network=5"), DEFAULT_FREQ);
-    assert_eq!(parse_frequency("junk"), DEFAULT_FREQ);
+    assert_eq!(parse_frequency("10"), Some(10));
+    assert_eq!(parse_frequency("task=5"), Some(5));
+    assert_eq!(parse_frequency("energy=30,task=0"), Some(0));
+    assert_eq!(parse_frequency("network=5"), None);
+    assert_eq!(parse_frequency("junk"), None);
     let s = GatherSettings::from_conf(
         Some("jobacct_gather/cgroup"),
         Some("task=1"),
@@ -16,7 +16,7 @@ fn frequency_forms() {
     assert_eq!(s.kind, GatherType::Cgroup);
     assert_eq!(s.freq_secs, 1);
     assert!(s.cgroup_name.starts_with("n1-"), "{}", s.cgroup_name);
-    let d = GatherSettings::from_conf(None, None, "n1", Path::new("/x"));
+    let d = GatherSettings::from_conf(None, Some("junk"), "n1", Path::new("/x"));
     assert_eq!((d.kind, d.freq_secs), (GatherType::Linux, 30));
 }
 
