@@ -299,13 +299,25 @@ impl StepCgroup {
     }
 
     /// Removes the step's cgroups (its processes are gone), and the job's
-    /// and the daemon's directories when nothing else is left in them.
+    /// and the daemon's directories when nothing else is left in them. A
+    /// cgroup still busy (a killed process not yet gone) is retried for up
+    /// to a second; one that a process escaped into stays.
     pub fn remove(&self) {
+        fn rmdir(path: &Path) {
+            for _ in 0..20 {
+                match std::fs::remove_dir(path) {
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    _ => return,
+                }
+            }
+        }
         for d in self.hierarchy.dirs(&self.step) {
             if let Ok(entries) = std::fs::read_dir(&d) {
                 for e in entries.flatten() {
                     if e.file_type().is_ok_and(|t| t.is_dir()) {
-                        let _ = std::fs::remove_dir(e.path());
+                        rmdir(&e.path());
                     }
                 }
             }
