@@ -774,7 +774,9 @@ fn start_report(
 ) {
     daemon.pending_reports.fetch_add(1, Ordering::SeqCst);
     tokio::spawn(async move {
-        let usage = cleanup.as_ref().and_then(|(_, ended)| ended.usage.clone());
+        let usage = cleanup
+            .as_ref()
+            .and_then(|(_, ended)| ended.usage.as_deref().cloned());
         let request = CtldRequest::JobExited {
             job_id,
             node: daemon.setup.node_name.clone(),

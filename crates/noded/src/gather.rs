@@ -536,13 +536,8 @@ impl Gather {
                 .expect("tasks");
             (key(t), t.id)
         };
-        let mean = |t: &TaskAcc, sum: u64, fallback: u64| {
-            if t.samples > 0 {
-                sum / t.samples
-            } else {
-                fallback
-            }
-        };
+        let mean =
+            |t: &TaskAcc, sum: u64, fallback: u64| sum.checked_div(t.samples).unwrap_or(fallback);
         let ave = |f: &dyn Fn(&TaskAcc) -> u64| self.tasks.iter().map(f).sum::<u64>() / n;
         let cpu = |t: &TaskAcc| t.cpu.map_or(0, |(u, s)| u + s);
         let (max_rss, rss_task) = argmax(&|t| t.max_rss);
