@@ -149,6 +149,11 @@ fn round_trip_with_steps_and_usage(mut store: Box<dyn AccountingStore>) {
         ave_rss_kib: Some(10_240),
         max_vmsize_kib: Some(123_456),
         max_rss_node: Some("n1".to_owned()),
+        max_rss_task: Some(3),
+        min_cpu_usec: Some(1_000),
+        min_cpu_node: Some("n2".to_owned()),
+        n_tasks: Some(4),
+        ..StepUsage::default()
     };
     job.steps.push(s0);
     store.put_job(&job).expect("put_job");

@@ -389,6 +389,7 @@ pub fn main(args: Vec<String>) -> i32 {
             stderr: o.stderr.clone().filter(|p| per_task_pattern(p)),
             stdin: o.stdin.clone(),
             mpi,
+            acctg_freq: st.desc.acctg_freq.clone(),
             ..StepRequest::default()
         },
     );

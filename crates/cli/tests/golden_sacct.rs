@@ -106,7 +106,21 @@ fn ok() -> ExitCode {
 /// 66787: `sbatch --mem=500M` job that ran 3 s.
 fn memjob() -> AcctJob {
     let mut s = rss(step(Batch, "batch", 1, Completed, ok()), 3596);
-    s.usage.max_vmsize_kib = Some(79012);
+    let u = &mut s.usage;
+    u.max_rss_task = Some(0);
+    u.max_vmsize_kib = Some(79012);
+    u.max_vmsize_node = Some("node1".into());
+    u.max_vmsize_task = Some(0);
+    u.ave_vmsize_kib = Some(79012);
+    u.max_pages = Some(0);
+    u.max_pages_node = Some("node1".into());
+    u.max_pages_task = Some(0);
+    u.ave_pages = Some(0);
+    u.min_cpu_usec = Some(4000);
+    u.min_cpu_node = Some("node1".into());
+    u.min_cpu_task = Some(0);
+    u.ave_cpu_usec = Some(4000);
+    u.n_tasks = Some(1);
     with(job(66787, "memjob", "debug", 1, Completed, ok()), vec![s])
 }
 
@@ -307,6 +321,24 @@ fn long_header_and_job_row() {
         &["-j", "66787", "-l", "-P", "-X"],
         &[memjob()],
         "sacct_long_X.txt",
+    );
+}
+
+#[test]
+fn batch_step_usage_columns() {
+    // The usage columns of `sacct -j 66787 -l -P`'s `.batch` row, cut from
+    // the reference output with the header they stand under.
+    check(
+        &[
+            "-j",
+            "66787.batch",
+            "--format=JobID,MaxVMSize,MaxVMSizeNode,MaxVMSizeTask,AveVMSize,MaxRSS,MaxRSSNode,\
+             MaxRSSTask,AveRSS,MaxPages,MaxPagesNode,MaxPagesTask,AvePages,MinCPU,MinCPUNode,\
+             MinCPUTask,AveCPU,NTasks",
+            "-P",
+        ],
+        &[memjob()],
+        "sacct_long_batch_usage_P.txt",
     );
 }
 

@@ -26,55 +26,25 @@ pub fn rle_counts(counts: &[u32]) -> String {
     out.join(",")
 }
 
-/// Expands sbatch's filename pattern (`%j %x %u %N %A %a %J %s %n %t %%`, with
-/// zero padding such as `%4j`) and makes it absolute against the working
-/// directory. Directories are not created, as in Slurm.
+/// Expands sbatch's filename pattern for the batch script (`%s` is
+/// `batch`, `%n` and `%t` are 0, `%N` the batch host; `model::filename`).
 pub(crate) fn expand_path(pattern: &str, job: &Job, batch_host: &str) -> String {
-    let mut out = String::new();
-    let mut chars = pattern.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        let mut width = String::new();
-        while let Some(d) = chars.peek().copied().filter(|d| d.is_ascii_digit()) {
-            width.push(d);
-            chars.next();
-        }
-        let width: usize = width.parse().unwrap_or(0);
-        let Some(code) = chars.next() else {
-            out.push('%');
-            break;
-        };
-        let num = |n: u64| format!("{:0width$}", n, width = width);
-        match code {
-            'j' | 'J' => out.push_str(&num(job.id.0 as u64)),
-            'A' => out.push_str(&num(
-                job.array.as_ref().map_or(job.id, |a| a.array_job_id).0 as u64,
-            )),
-            'a' => out.push_str(&num(job
-                .array
-                .as_ref()
-                .and_then(|a| a.task_id)
-                .map_or(4_294_967_294, u64::from))),
-            'x' => out.push_str(&job.desc.name),
-            'u' => out.push_str(&job.desc.user),
-            'N' => out.push_str(batch_host),
-            'n' | 't' => out.push_str(&num(0)),
-            's' => out.push_str("batch"),
-            '%' => out.push('%'),
-            other => {
-                out.push('%');
-                out.push(other);
-            }
-        }
-    }
-    if out.starts_with('/') {
-        out
-    } else {
-        format!("{}/{}", job.desc.work_dir.trim_end_matches('/'), out)
-    }
+    model::filename::expand(
+        pattern,
+        &model::filename::PatternValues {
+            job_id: job.id.0,
+            job_step: None,
+            array_job_id: job.array.as_ref().map_or(job.id, |a| a.array_job_id).0,
+            array_task_id: job.array.as_ref().and_then(|a| a.task_id),
+            name: &job.desc.name,
+            user: &job.desc.user,
+            node: batch_host,
+            node_index: 0,
+            task: 0,
+            step: "batch",
+            work_dir: &job.desc.work_dir,
+        },
+    )
 }
 
 impl Engine {
@@ -115,6 +85,7 @@ impl Engine {
                 model::TimeLimit::Minutes(m) => Some(m as u64 * 60),
                 model::TimeLimit::Unlimited => None,
             },
+            acctg_freq: job.desc.acctg_freq.clone(),
         }
     }
 

@@ -352,6 +352,7 @@ impl Engine {
                 stderr: req.stderr.clone(),
                 stdin: req.stdin.clone(),
                 mpi: req.mpi.clone(),
+                acctg_freq: req.acctg_freq.clone(),
             };
             self.outbox.push(Command::LaunchStep {
                 node: n.conf.name.clone(),
@@ -451,18 +452,19 @@ impl Engine {
             return Ok(());
         }
         step.exit = worse_exit(step.exit, end.exit);
-        if let Some(u) = end.usage {
-            let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
-                (None, None) => None,
-                (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
-            };
-            let su = &mut step.usage;
-            su.user_cpu_usec = add(su.user_cpu_usec, u.user_cpu_usec);
-            su.sys_cpu_usec = add(su.sys_cpu_usec, u.sys_cpu_usec);
-            if u.max_rss_kib > su.max_rss_kib {
-                su.max_rss_kib = u.max_rss_kib;
-                su.max_rss_node = Some(end.node.clone());
+        if let Some(mut u) = end.usage {
+            // A report without node names (an older daemon) is this node's.
+            for name in [
+                &mut u.max_rss_node,
+                &mut u.max_vmsize_node,
+                &mut u.max_pages_node,
+                &mut u.min_cpu_node,
+            ] {
+                if name.is_none() {
+                    *name = Some(end.node.clone());
+                }
             }
+            step.usage.merge(&u);
         }
         if step.pending.is_empty() {
             if step.state == JobState::Running {

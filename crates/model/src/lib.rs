@@ -7,6 +7,7 @@
 
 pub mod array;
 pub mod depend;
+pub mod filename;
 pub mod units;
 
 use serde::{Deserialize, Serialize};

@@ -556,6 +556,7 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
         spool_dir: &daemon.setup.spool_dir,
         daemon_uid: daemon.daemon_uid,
         stepd_program: &daemon.stepd_program,
+        gather: &daemon.setup.gather,
     };
     let dir = match launch::prepare(&launch, &ctx) {
         Ok(dir) => dir,
@@ -773,7 +774,9 @@ fn start_report(
 ) {
     daemon.pending_reports.fetch_add(1, Ordering::SeqCst);
     tokio::spawn(async move {
-        let usage = cleanup.as_ref().and_then(|(_, ended)| ended.usage.clone());
+        let usage = cleanup
+            .as_ref()
+            .and_then(|(_, ended)| ended.usage.as_deref().cloned());
         let request = CtldRequest::JobExited {
             job_id,
             node: daemon.setup.node_name.clone(),

@@ -49,6 +49,8 @@ pub struct LaunchContext<'a> {
     pub daemon_uid: u32,
     /// The program that runs `noded --stepd DIR` (normally this binary).
     pub stepd_program: &'a Path,
+    /// How the supervisor gathers usage.
+    pub gather: &'a crate::gather::GatherSettings,
 }
 
 /// What the daemon hands a supervisor on its stdin.
@@ -63,6 +65,9 @@ pub struct StepdSpec {
     /// Run the script as `launch.uid` (the daemon is root and the job is
     /// another user's).
     pub switch_user: bool,
+    /// How to gather the script's usage.
+    #[serde(default)]
+    pub gather: crate::gather::GatherSettings,
 }
 
 /// The supervisor's one line on its stdout.
@@ -365,6 +370,7 @@ pub async fn start_supervisor(
         node_name: ctx.node_name.to_string(),
         conf_path: ctx.conf_path.to_string(),
         switch_user: switches_user(launch, ctx),
+        gather: ctx.gather.clone(),
     };
     let spec = serde_json::to_vec(&spec).map_err(|e| format!("cannot encode the launch: {e}"))?;
     let mut cmd = tokio::process::Command::new(ctx.stepd_program);
@@ -419,8 +425,13 @@ pub async fn start_supervisor(
 
 /// Starts the batch script of `spec`, whose copy is `script`, as a child
 /// of the calling process (the supervisor). Returns its pid, which is also
-/// its process group and session, or why it could not start.
-pub fn spawn_script(spec: &StepdSpec, script: &Path) -> Result<i32, String> {
+/// its process group and session, or why it could not start. With a cgroup
+/// the script starts inside it.
+pub fn spawn_script(
+    spec: &StepdSpec,
+    script: &Path,
+    cgroup: Option<&crate::gather::TaskCgroup>,
+) -> Result<i32, String> {
     let launch = &spec.launch;
     let paths = Paths::of(launch);
     let env = job_env(
@@ -470,9 +481,16 @@ pub fn spawn_script(spec: &StepdSpec, script: &Path) -> Result<i32, String> {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    // SAFETY: `apply` only makes async-signal-safe system calls on memory
-    // prepared before fork (see ChildSetup).
+    // SAFETY: `join_self` and `apply` only make async-signal-safe system
+    // calls on memory prepared before fork (see TaskCgroup, ChildSetup).
+    // The cgroup is joined first, while the child is still root.
     unsafe {
+        if let Some(cg) = cgroup.cloned() {
+            cmd.pre_exec(move || {
+                cg.join_self();
+                Ok(())
+            });
+        }
         cmd.pre_exec(move || setup.apply());
     }
     let spawned = cmd.spawn();

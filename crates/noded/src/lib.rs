@@ -35,14 +35,16 @@
 //! removes it. A job's spool directory lives until the controller answered
 //! its end report.
 //!
-//! Without cgroups (not yet implemented) a job is its batch script's session
-//! and process group: signals go to the group, and what is left of the group
-//! when the script ends is killed, as Slurm's proctrack does for the batch
-//! step.
+//! A job is its batch script's session and process group: signals go to
+//! the group, and what is left of the group when the script ends is
+//! killed, as Slurm's proctrack does for the batch step. Cgroups, where
+//! `JobAcctGatherType=jobacct_gather/cgroup` asks for them, serve usage
+//! gathering only (`gather`): no limits, no process tracking.
 
 mod credsock;
 mod daemon;
 mod env;
+mod gather;
 mod hw;
 mod launch;
 mod pmi;

@@ -25,6 +25,8 @@ pub struct NodeSetup {
     pub ctld_addrs: Vec<String>,
     /// The spool directory (`SlurmdSpoolDir`, `%n` expanded).
     pub spool_dir: PathBuf,
+    /// JobAcctGatherType and JobAcctGatherFrequency, for the supervisors.
+    pub gather: crate::gather::GatherSettings,
     /// What registration reports (free memory, load and start time are
     /// refreshed on each attempt).
     pub registration: NodeRegistration,
@@ -220,10 +222,19 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         }
     }
     let auth = NodeAuth::from_config(&config).context("setting up authentication")?;
+    let spool_dir = PathBuf::from(config.spool_dir_for(&node_name));
+    let other = |key: &str| config.other.get(key).map(|(_, v)| v.as_str());
+    let gather = crate::gather::GatherSettings::from_conf(
+        other("jobacctgathertype"),
+        other("jobacctgatherfrequency"),
+        &node_name,
+        &spool_dir,
+    );
     Ok(NodeSetup {
+        gather,
         auth: Arc::new(auth),
         identity: own_identity(&node_name),
-        spool_dir: PathBuf::from(config.spool_dir_for(&node_name)),
+        spool_dir,
         addr: node.addr.clone(),
         port,
         ctld_addrs,

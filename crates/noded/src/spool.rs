@@ -116,7 +116,7 @@ pub struct Ended {
     /// Set when the script never started.
     pub launch_failed: Option<String>,
     /// What the script used, when its supervisor measured it (`usage` file).
-    pub usage: Option<proto::StepUsage>,
+    pub usage: Option<Box<proto::StepUsage>>,
     /// The file's (device, inode): the job directory is removed only while
     /// it still holds this very file, not a relaunch's.
     file: (u64, u64),

@@ -13,16 +13,18 @@
 //!   reap it, write status "<raw wait status>\n", exit
 //! ```
 //!
-//! It is single-threaded, has no runtime and no socket, and never talks to
-//! the controller: the daemon (the one that started it, or one started
+//! It has no runtime and no socket (one thread samples the job's usage,
+//! `gather`, started after the script), and never talks to the controller: the daemon (the one that started it, or one started
 //! after a crash) learns the job's end from the `status` file. Its own
 //! session keeps it out of the daemon's signals; the job's signals go to
 //! the script's group, which it is not in.
 
+use crate::gather::{parse_frequency, Gather, GatherType, Sampler, StepCgroup, TaskSource};
 use crate::launch::{self, StepdAnswer, StepdSpec, SUPERVISOR_IGNORES};
 use crate::spool::{self, Pids, ProcId};
 use std::io::Write;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 /// The raw wait status of `exit 1`, for a script that never started.
 const EXIT_1: i32 = 1 << 8;
@@ -45,10 +47,21 @@ pub fn main(job_dir: &Path) -> i32 {
         }
     };
     let job_id = spec.launch.job_id;
+    let mut spec = spec;
+    if let Some(n) = spec.launch.acctg_freq.as_deref().and_then(parse_frequency) {
+        spec.gather.freq_secs = n;
+    }
     let script = job_dir.join("slurm_script");
-    let pid = match launch::spawn_script(&spec, &script) {
+    let cgroup = (spec.gather.kind == GatherType::Cgroup)
+        .then(|| StepCgroup::create(&spec.gather, job_id.0, "batch"))
+        .flatten();
+    let task_cgroup = cgroup.as_ref().and_then(|c| c.task(0));
+    let pid = match launch::spawn_script(&spec, &script, task_cgroup.as_ref()) {
         Ok(pid) => pid,
         Err(msg) => {
+            if let Some(c) = &cgroup {
+                c.remove();
+            }
             let _ = spool::write_status(job_dir, EXIT_1, Some(&msg));
             answer(&StepdAnswer::Failed(msg));
             return 0;
@@ -72,7 +85,24 @@ pub fn main(job_dir: &Path) -> i32 {
     }
     answer(&StepdAnswer::Started(pids));
     detach_stdio();
-    let (raw, usage) = wait_job(pid);
+    let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &[0])));
+    let source = match &task_cgroup {
+        Some(cg) => TaskSource::Cgroup(cg.clone()),
+        None => TaskSource::Session(pid),
+    };
+    let sampler = Sampler::start(&spec.gather, gather.clone(), vec![(0, source)]);
+    let (raw, ru) = wait_job(pid);
+    sampler.stop();
+    let usage = {
+        let mut g = gather.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(ru) = ru {
+            g.finish_task(0, ru, task_cgroup.as_ref());
+        }
+        g.usage()
+    };
+    if let Some(c) = &cgroup {
+        c.remove();
+    }
     // Usage first: the status file is the last thing a supervisor writes.
     let _ = spool::write_usage(job_dir, &usage);
     if let Err(e) = spool::write_status(job_dir, raw, None) {
@@ -127,11 +157,12 @@ fn detach_stdio() {
 /// Waits for the script `pid` to end, kills what is left of its process
 /// group (the batch step ends with its script, as Slurm's proctrack does),
 /// reaps it and returns its raw wait status and what it used (wait4's
-/// rusage: the script and every descendant it waited for).
+/// rusage: the script and every descendant it waited for: user and system
+/// CPU microseconds and the largest RSS in KiB).
 ///
 /// The group is killed before the script is reaped: while it is an
 /// unreaped zombie its pid, hence the group id, cannot be reused.
-fn wait_job(pid: i32) -> (i32, proto::StepUsage) {
+fn wait_job(pid: i32) -> (i32, Option<(u64, u64, u64)>) {
     loop {
         // SAFETY: a zeroed siginfo_t is a valid out-parameter.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -158,21 +189,18 @@ fn wait_job(pid: i32) -> (i32, proto::StepUsage) {
         let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
         if r == pid {
             let usec = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-            let usage = proto::StepUsage {
-                user_cpu_usec: Some(usec(ru.ru_utime)),
-                sys_cpu_usec: Some(usec(ru.ru_stime)),
-                // Linux reports ru_maxrss in KiB.
-                max_rss_kib: Some(ru.ru_maxrss.max(0) as u64),
-                ave_rss_kib: None,
-                max_vmsize_kib: None,
-                max_rss_node: None,
-            };
-            return (status, usage);
+            // Linux reports ru_maxrss in KiB.
+            let usage = (
+                usec(ru.ru_utime),
+                usec(ru.ru_stime),
+                ru.ru_maxrss.max(0) as u64,
+            );
+            return (status, Some(usage));
         }
         if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             // Cannot happen for our own child; report it as killed rather
             // than as a success.
-            return (libc::SIGKILL, proto::StepUsage::default());
+            return (libc::SIGKILL, None);
         }
     }
 }

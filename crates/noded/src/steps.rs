@@ -64,6 +64,7 @@ pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
         node_name: daemon.setup.node_name.clone(),
         conf_path: daemon.setup.conf_path.to_string_lossy().into_owned(),
         switch_user,
+        gather: daemon.setup.gather.clone(),
     };
     let Ok(mut line) = serde_json::to_vec(&spec) else {
         return NodeResponse::Failed("cannot encode the step".into());

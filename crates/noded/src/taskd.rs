@@ -17,6 +17,9 @@
 //! cannot be executed gets slurmstepd's `execve(): NAME: REASON` line on
 //! its stderr and exits with the errno as its code, as in Slurm.
 
+use crate::gather::{
+    parse_frequency, Gather, GatherType, Sampler, StepCgroup, TaskCgroup, TaskSource,
+};
 use crate::launch::{chdir_error_line, os_error_text};
 use model::ExitCode;
 use proto::{SrunToStepd, StdinMode, StepLaunch, StepdToSrun};
@@ -42,6 +45,9 @@ pub struct TaskdSpec {
     pub conf_path: String,
     /// Run the tasks as the launch's user.
     pub switch_user: bool,
+    /// How to gather the tasks' usage.
+    #[serde(default)]
+    pub gather: crate::gather::GatherSettings,
 }
 
 /// The daemon's later stdin lines.
@@ -150,43 +156,34 @@ fn identity(spec: &TaskdSpec) -> proto::Identity {
     }
 }
 
-/// Expands an srun filename pattern for one task (`%t %n %N %j %s %J %u %x %%`).
+/// Expands an srun filename pattern for one task (`model::filename`; the
+/// job's name and array ids come from its environment).
 pub fn expand_task_path(pattern: &str, l: &StepLaunch, node: &str, task: u32) -> String {
-    let mut out = String::new();
-    let mut chars = pattern.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        let mut width = String::new();
-        while let Some(d) = chars.peek().copied().filter(|d| d.is_ascii_digit()) {
-            width.push(d);
-            chars.next();
-        }
-        let w: usize = width.parse().unwrap_or(0);
-        let num = |n: u64| format!("{:0w$}", n);
-        match chars.next() {
-            Some('t') => out.push_str(&num(task.into())),
-            Some('n') => out.push_str(&num(l.node_index.into())),
-            Some('N') => out.push_str(node),
-            Some('j') | Some('A') => out.push_str(&num(l.job_id.0.into())),
-            Some('s') => out.push_str(&num(l.step_id.into())),
-            Some('J') => out.push_str(&format!("{}.{}", l.job_id, l.step_id)),
-            Some('u') => out.push_str(&l.user),
-            Some('%') => out.push('%'),
-            Some(other) => {
-                out.push('%');
-                out.push(other);
-            }
-            None => out.push('%'),
-        }
-    }
-    if out.starts_with('/') {
-        out
-    } else {
-        format!("{}/{}", l.work_dir.trim_end_matches('/'), out)
-    }
+    let job_step = format!("{}.{}", l.job_id, l.step_id);
+    let step = l.step_id.to_string();
+    let env = |name: &str| {
+        l.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let env_num = |name: &str| env(name).and_then(|v| v.parse::<u32>().ok());
+    model::filename::expand(
+        pattern,
+        &model::filename::PatternValues {
+            job_id: l.job_id.0,
+            job_step: Some(&job_step),
+            array_job_id: env_num("SLURM_ARRAY_JOB_ID").unwrap_or(l.job_id.0),
+            array_task_id: env_num("SLURM_ARRAY_TASK_ID"),
+            name: env("SLURM_JOB_NAME").unwrap_or_default(),
+            user: &l.user,
+            node,
+            node_index: l.node_index,
+            task,
+            step: &step,
+            work_dir: &l.work_dir,
+        },
+    )
 }
 
 /// The environment of one task.
@@ -347,6 +344,10 @@ fn signal_tasks(pids: &Mutex<Vec<i32>>, sig: i32) {
 
 fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
     let l = &spec.launch;
+    let mut gather_settings = spec.gather.clone();
+    if let Some(n) = l.acctg_freq.as_deref().and_then(parse_frequency) {
+        gather_settings.freq_secs = n;
+    }
     let stream = connect(&l.srun_addr);
     let to = ToSrun {
         stream: Arc::new(Mutex::new(stream.as_ref().and_then(|s| s.try_clone().ok()))),
@@ -372,6 +373,11 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
     let mut chdir_lines = vec![chdir_error_line(work_dir, libc::EIO).into_bytes()];
     chdir_lines.extend((1..134).map(|e| chdir_error_line(work_dir, e).into_bytes()));
     let pmi = (l.mpi == "pmi2").then(|| crate::pmi::Server::new(l, to.clone()));
+    let cgroup = (gather_settings.kind == GatherType::Cgroup)
+        .then(|| StepCgroup::create(&gather_settings, l.job_id.0, &l.step_id.to_string()))
+        .flatten();
+    let mut task_cgroups: BTreeMap<usize, TaskCgroup> = BTreeMap::new();
+    let mut sources: Vec<(usize, TaskSource)> = Vec::new();
     let mut tasks: Vec<Task> = Vec::new();
     let mut stdin_pipes: Vec<(u32, std::process::ChildStdin)> = Vec::new();
     let mut opened: BTreeMap<String, std::fs::File> = BTreeMap::new();
@@ -450,8 +456,19 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
             .stdin(stdin)
             .stdout(stdout)
             .stderr(stderr);
-        // SAFETY: `apply` is async-signal-safe (see TaskSetup).
+        let task_cgroup = cgroup.as_ref().and_then(|c| c.task(task));
+        if let Some(cg) = &task_cgroup {
+            task_cgroups.insert(local, cg.clone());
+        }
+        // SAFETY: `join_self` and `apply` are async-signal-safe (see
+        // TaskCgroup, TaskSetup); the cgroup is joined while still root.
         unsafe {
+            if let Some(cg) = task_cgroup.clone() {
+                cmd.pre_exec(move || {
+                    cg.join_self();
+                    Ok(())
+                });
+            }
             cmd.pre_exec(move || setup.apply());
         }
         for m in out_msgs {
@@ -464,6 +481,13 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         match cmd.spawn() {
             Ok(mut child) => {
                 let pid = child.id() as i32;
+                sources.push((
+                    local,
+                    match task_cgroup {
+                        Some(cg) => TaskSource::Cgroup(cg),
+                        None => TaskSource::Session(pid),
+                    },
+                ));
                 let mut readers = Vec::new();
                 if let Some(o) = child.stdout.take() {
                     readers.push(pump(o, to.clone(), task, false));
@@ -558,13 +582,9 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
             }
         });
     }
+    let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &mine)));
+    let sampler = Sampler::start(&gather_settings, gather.clone(), sources);
     let mut exit = ExitCode::default();
-    let mut usage = proto::StepUsage {
-        user_cpu_usec: Some(0),
-        sys_cpu_usec: Some(0),
-        max_rss_kib: Some(0),
-        ..Default::default()
-    };
     for (task, status) in failed_exits {
         exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
         to.send(StepdToSrun::TaskExited { task, status });
@@ -594,9 +614,20 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
             .unwrap_or_else(|p| p.into_inner())
             .retain(|p| *p != pid);
         let usec = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-        usage.user_cpu_usec = Some(usage.user_cpu_usec.unwrap_or(0) + usec(ru.ru_utime));
-        usage.sys_cpu_usec = Some(usage.sys_cpu_usec.unwrap_or(0) + usec(ru.ru_stime));
-        usage.max_rss_kib = usage.max_rss_kib.max(Some(ru.ru_maxrss.max(0) as u64));
+        if let Some(local) = mine.iter().position(|m| *m == t.id) {
+            gather
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .finish_task(
+                    local,
+                    (
+                        usec(ru.ru_utime),
+                        usec(ru.ru_stime),
+                        ru.ru_maxrss.max(0) as u64,
+                    ),
+                    task_cgroups.get(&local),
+                );
+        }
         for r in t.readers {
             let _ = r.join();
         }
@@ -605,6 +636,11 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         }
         exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
         to.send(StepdToSrun::TaskExited { task: t.id, status });
+    }
+    sampler.stop();
+    let usage = gather.lock().unwrap_or_else(|p| p.into_inner()).usage();
+    if let Some(c) = &cgroup {
+        c.remove();
     }
     print_result(&TaskdResult { exit, usage });
     let _ = reported_rx.recv_timeout(REPORT_WAIT);

@@ -147,6 +147,7 @@ impl Harness {
             mem: 100,
             gpus: vec![],
             time_limit_secs: None,
+            acctg_freq: None,
         }
     }
 

@@ -230,6 +230,7 @@ impl Node {
             mem: 100,
             gpus: vec![],
             time_limit_secs: None,
+            acctg_freq: None,
         };
         let r = self.call(NodeRequest::LaunchBatch(Box::new(launch))).await;
         assert!(matches!(r, NodeResponse::Ok), "launch answered {r:?}");

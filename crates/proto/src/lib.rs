@@ -160,6 +160,10 @@ pub struct JobDesc {
     pub requeue: Option<bool>,
     /// `--comment`.
     pub comment: Option<String>,
+    /// `--acctg-freq` (`N` or `task=N`): the usage sampling interval of
+    /// the job's steps, instead of JobAcctGatherFrequency.
+    #[serde(default)]
+    pub acctg_freq: Option<String>,
     /// `-A`.
     pub account: Option<String>,
     /// `-q`.
@@ -1234,6 +1238,9 @@ pub struct BatchLaunch {
     pub gpus: Vec<u32>,
     /// `--signal` to deliver before the limit: handled by the controller, kept for the node's log.
     pub time_limit_secs: Option<u64>,
+    /// `--acctg-freq`, if given: the usage sampling interval.
+    #[serde(default)]
+    pub acctg_freq: Option<String>,
 }
 
 /// Answers from a node daemon.
@@ -1248,6 +1255,39 @@ pub enum NodeResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn step_usage_merges_nodes_reports() {
+        let node = |name: &str, rss, task, cpu, tasks| StepUsage {
+            user_cpu_usec: Some(cpu),
+            sys_cpu_usec: Some(0),
+            max_rss_kib: Some(rss),
+            max_rss_node: Some(name.into()),
+            max_rss_task: Some(task),
+            ave_rss_kib: Some(rss / 2),
+            min_cpu_usec: Some(cpu),
+            min_cpu_node: Some(name.into()),
+            min_cpu_task: Some(task),
+            ave_cpu_usec: Some(cpu),
+            n_tasks: Some(tasks),
+            ..StepUsage::default()
+        };
+        let mut u = StepUsage::default();
+        u.merge(&node("n1", 100, 0, 10, 1));
+        u.merge(&node("n2", 300, 3, 5, 3));
+        assert_eq!(u.max_rss_kib, Some(300));
+        assert_eq!(u.max_rss_node.as_deref(), Some("n2"));
+        assert_eq!(u.max_rss_task, Some(3));
+        assert_eq!(u.min_cpu_usec, Some(5));
+        assert_eq!(u.min_cpu_task, Some(3));
+        assert_eq!(u.user_cpu_usec, Some(15));
+        // (50 * 1 + 150 * 3) / 4
+        assert_eq!(u.ave_rss_kib, Some(125));
+        assert_eq!(u.n_tasks, Some(4));
+        // Absent values are left out of the record.
+        let text = serde_json::to_string(&StepUsage::default()).unwrap();
+        assert_eq!(text, "{}");
+    }
 
     #[test]
     fn job_desc_round_trips_through_json() {
@@ -1310,28 +1350,174 @@ impl StepId {
 }
 
 /// Usage measured for a step by the node daemons (all optional: a step that
-/// never ran, or ran before usage gathering existed, has none).
-
+/// never ran, or ran before usage gathering existed, has none). Absent
+/// values are left out of the encoding, which keeps accounting records of
+/// steps without usage small.
+///
+/// Memory figures are per task (a task's RSS is the sum over its
+/// processes), as Slurm's jobacct_gather keeps them: `max_*` is the largest
+/// value any task reached, with the node and the task (global task id) where
+/// it was seen; `ave_*` is the mean over the step's tasks of each task's
+/// mean over its samples. CPU figures come from the kernel's rusage of the
+/// reaped tasks.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepUsage {
     /// User CPU time in microseconds, summed over the step's processes.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_cpu_usec: Option<u64>,
     /// System CPU time in microseconds.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sys_cpu_usec: Option<u64>,
     /// Largest resident set size of any task, in KiB.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_rss_kib: Option<u64>,
     /// Average resident set size over the tasks, in KiB.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ave_rss_kib: Option<u64>,
-    /// Largest virtual memory size, in KiB.
-    #[serde(default)]
+    /// Largest virtual memory size of any task, in KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_vmsize_kib: Option<u64>,
     /// The node where MaxRSS was seen.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_rss_node: Option<String>,
+    /// The task where MaxRSS was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rss_task: Option<u32>,
+    /// The node where MaxVMSize was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_vmsize_node: Option<String>,
+    /// The task where MaxVMSize was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_vmsize_task: Option<u32>,
+    /// Average virtual memory size over the tasks, in KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ave_vmsize_kib: Option<u64>,
+    /// Most major page faults of any task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pages: Option<u64>,
+    /// The node where MaxPages was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pages_node: Option<String>,
+    /// The task where MaxPages was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pages_task: Option<u32>,
+    /// Average major page faults over the tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ave_pages: Option<u64>,
+    /// Least CPU time (user + system) of any task, in microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_cpu_usec: Option<u64>,
+    /// The node of MinCPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_cpu_node: Option<String>,
+    /// The task of MinCPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_cpu_task: Option<u32>,
+    /// Average CPU time over the tasks, in microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ave_cpu_usec: Option<u64>,
+    /// How many tasks the averages are over (to merge nodes' reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n_tasks: Option<u32>,
+}
+
+impl StepUsage {
+    /// Folds another node's report of the same step into this one: sums of
+    /// CPU time, maxima and minima with where they were seen, averages
+    /// weighted by the tasks behind them.
+    pub fn merge(&mut self, other: &StepUsage) {
+        if *self == StepUsage::default() {
+            *self = other.clone();
+            return;
+        }
+        fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+            match (a, b) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+            }
+        }
+        fn max_at<N: Clone, T: Copy>(
+            v: &mut Option<u64>,
+            node: &mut Option<N>,
+            task: &mut Option<T>,
+            o: Option<u64>,
+            onode: &Option<N>,
+            otask: Option<T>,
+            less: bool,
+        ) {
+            let better = match (*v, o) {
+                (_, None) => false,
+                (None, Some(_)) => true,
+                (Some(a), Some(b)) => {
+                    if less {
+                        b < a
+                    } else {
+                        b > a
+                    }
+                }
+            };
+            if better {
+                *v = o;
+                *node = onode.clone();
+                *task = otask;
+            }
+        }
+        let (na, nb) = (
+            u64::from(self.n_tasks.unwrap_or(1)),
+            u64::from(other.n_tasks.unwrap_or(1)),
+        );
+        let ave = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (Some(a), None) => Some(a),
+            (None, Some(b)) => Some(b),
+            (Some(a), Some(b)) => Some((a * na + b * nb) / (na + nb)),
+        };
+        self.ave_rss_kib = ave(self.ave_rss_kib, other.ave_rss_kib);
+        self.ave_vmsize_kib = ave(self.ave_vmsize_kib, other.ave_vmsize_kib);
+        self.ave_pages = ave(self.ave_pages, other.ave_pages);
+        self.ave_cpu_usec = ave(self.ave_cpu_usec, other.ave_cpu_usec);
+        self.user_cpu_usec = add(self.user_cpu_usec, other.user_cpu_usec);
+        self.sys_cpu_usec = add(self.sys_cpu_usec, other.sys_cpu_usec);
+        max_at(
+            &mut self.max_rss_kib,
+            &mut self.max_rss_node,
+            &mut self.max_rss_task,
+            other.max_rss_kib,
+            &other.max_rss_node,
+            other.max_rss_task,
+            false,
+        );
+        max_at(
+            &mut self.max_vmsize_kib,
+            &mut self.max_vmsize_node,
+            &mut self.max_vmsize_task,
+            other.max_vmsize_kib,
+            &other.max_vmsize_node,
+            other.max_vmsize_task,
+            false,
+        );
+        max_at(
+            &mut self.max_pages,
+            &mut self.max_pages_node,
+            &mut self.max_pages_task,
+            other.max_pages,
+            &other.max_pages_node,
+            other.max_pages_task,
+            false,
+        );
+        max_at(
+            &mut self.min_cpu_usec,
+            &mut self.min_cpu_node,
+            &mut self.min_cpu_task,
+            other.min_cpu_usec,
+            &other.min_cpu_node,
+            other.min_cpu_task,
+            true,
+        );
+        if self.n_tasks.is_some() || other.n_tasks.is_some() {
+            self.n_tasks = Some((na + nb) as u32);
+        }
+    }
 }
 
 /// One step of a job as the accounting store keeps it.

@@ -133,6 +133,9 @@ pub struct StepRequest {
     pub stdin: StdinMode,
     /// `--mpi` (`none`, `pmi2`).
     pub mpi: String,
+    /// `--acctg-freq`, if given: the usage sampling interval.
+    #[serde(default)]
+    pub acctg_freq: Option<String>,
 }
 
 /// The controller's answer to [`StepRequest`]: the step's id and layout.
@@ -190,6 +193,9 @@ pub struct StepLaunch {
     pub stdin: StdinMode,
     /// `--mpi`.
     pub mpi: String,
+    /// `--acctg-freq`, if given: the usage sampling interval.
+    #[serde(default)]
+    pub acctg_freq: Option<String>,
 }
 
 impl StepLaunch {

@@ -451,14 +451,23 @@ pub fn step_value(name: &str, job: &AcctJob, step: &AcctStep, ctx: &Ctx) -> Stri
     let elapsed = step_elapsed(job, step, ctx.now);
     let u = &step.usage;
     let kib = |v: Option<u64>| v.map(|k| fmt_kib(k, ctx)).unwrap_or_default();
-    let node = || u.max_rss_node.clone().unwrap_or_default();
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let num = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
+    let task = |v: Option<u32>| v.map(|n| n.to_string()).unwrap_or_default();
+    let cpu_secs = |v: Option<u64>| {
+        v.map(|us| fmt_elapsed((us / 1_000_000) as i64))
+            .unwrap_or_default()
+    };
     let suffix = step.step.as_slurm_string();
     match name {
         "Account" => job.account.clone(),
         "AllocCPUS" | "NCPUS" | "ReqCPUS" => step.n_cpus.to_string(),
         "AllocNodes" | "NNodes" => step.n_nodes.to_string(),
         "AllocTRES" => step.alloc_tres.clone(),
+        "AveCPU" => cpu_secs(u.ave_cpu_usec),
+        "AvePages" => num(u.ave_pages),
         "AveRSS" => kib(u.ave_rss_kib),
+        "AveVMSize" => kib(u.ave_vmsize_kib),
         "Cluster" => job.cluster.clone(),
         "CPUTime" => fmt_elapsed(elapsed * i64::from(step.n_cpus)),
         "CPUTimeRAW" => (elapsed * i64::from(step.n_cpus)).to_string(),
@@ -480,16 +489,19 @@ pub fn step_value(name: &str, job: &AcctJob, step: &AcctStep, ctx: &Ctx) -> Stri
         "JobID" => format!("{}.{suffix}", job_id(job)),
         "JobIDRaw" => format!("{}.{suffix}", job.job_id.0),
         "JobName" => step.name.clone(),
+        "MaxPages" => num(u.max_pages),
+        "MaxPagesNode" => text(&u.max_pages_node),
+        "MaxPagesTask" => task(u.max_pages_task),
         "MaxRSS" => kib(u.max_rss_kib),
-        "MaxRSSNode" | "MaxVMSizeNode" => node(),
-        "MaxRSSTask" | "MaxVMSizeTask" => {
-            if u.max_rss_kib.is_some() {
-                "0".into()
-            } else {
-                String::new()
-            }
-        }
+        "MaxRSSNode" => text(&u.max_rss_node),
+        // Records from before task ids were kept: the batch step's one task.
+        "MaxRSSTask" => task(u.max_rss_task.or(u.max_rss_kib.map(|_| 0))),
         "MaxVMSize" => kib(u.max_vmsize_kib),
+        "MaxVMSizeNode" => text(&u.max_vmsize_node),
+        "MaxVMSizeTask" => task(u.max_vmsize_task),
+        "MinCPU" => cpu_secs(u.min_cpu_usec),
+        "MinCPUNode" => text(&u.min_cpu_node),
+        "MinCPUTask" => task(u.min_cpu_task),
         "NodeList" => step.nodes.clone(),
         "NTasks" => step.n_tasks.to_string(),
         "Start" => fmt_opt_time(step.start_time),

@@ -268,6 +268,7 @@ pub fn apply(
         "chdir" => st.chdir = Some(v),
         "cluster" | "clusters" => st.clusters = Some(v),
         "comment" => d.comment = Some(v),
+        "acctg-freq" => d.acctg_freq = Some(v),
         "constraint" => d.constraint = Some(v),
         "cpus-per-gpu" => d.cpus_per_gpu = Some(positive(&v, "--cpus-per-gpu")?),
         "cpus-per-task" => d.cpus_per_task = Some(positive(&v, "--cpus-per-task")?),

@@ -120,3 +120,104 @@ fn prolog_contain_records_an_extern_step() {
         )
     );
 }
+
+/// A sacct memory value (`204812K`, `200.01M`, `0.20G`) in KiB.
+fn kib(text: &str) -> u64 {
+    let (num, unit) = text.split_at(text.len() - 1);
+    let scale = match unit {
+        "K" => 1.0,
+        "M" => 1024.0,
+        "G" => 1024.0 * 1024.0,
+        _ => panic!("not a memory value: {text:?}"),
+    };
+    (num.parse::<f64>().expect("number") * scale) as u64
+}
+
+/// Runs a job whose batch script and whose srun step each hold 200 MiB for
+/// three seconds under `conf` (JobAcctGather lines), with `flag` on sbatch
+/// and srun, sampled every second, and checks what sacct reports for both
+/// steps.
+fn usage_of_a_200mb_job(gather: &str, flag: &str) {
+    let c = crate::builder().nodes(1).conf_extra(gather).start();
+    let hold = "/usr/bin/python3 -c 'b = b\"x\" * (200 << 20); import time; time.sleep(3)'";
+    let script = format!("{hold}; srun -n1 {flag} {hold}");
+    let mut args: Vec<&str> = flag.split_whitespace().collect();
+    args.extend(["--wrap", &script]);
+    let id = c.submit(&args);
+    // With cgroup v1 writable here, the batch step's task runs in its cgroup.
+    let v1 = std::path::Path::new("/sys/fs/cgroup/memory/cgroup.procs");
+    let cgroups =
+        gather.contains("cgroup") && std::fs::OpenOptions::new().write(true).open(v1).is_ok();
+    let job_dirs = || -> Vec<std::path::PathBuf> {
+        let Ok(daemons) = std::fs::read_dir("/sys/fs/cgroup/memory/muster") else {
+            return Vec::new();
+        };
+        daemons
+            .flatten()
+            .filter(|d| d.file_name().to_string_lossy().starts_with("node1-"))
+            .map(|d| d.path().join(format!("job_{id}")))
+            .filter(|p| p.exists())
+            .collect()
+    };
+    let job_cgroup = cgroups.then(|| {
+        c.wait_until("the batch task's cgroup", secs(20), || {
+            job_dirs().into_iter().find(|d| {
+                let procs = d.join("step_batch/task_0/cgroup.procs");
+                std::fs::read_to_string(procs).is_ok_and(|t| !t.trim().is_empty())
+            })
+        })
+    });
+    assert_eq!(c.wait_done(id, secs(60)), "COMPLETED");
+    if let Some(dir) = job_cgroup {
+        assert!(!dir.exists(), "{} left", dir.display());
+    }
+    let want = [format!("{id}.batch|"), format!("{id}.0|")];
+    let rows = c.wait_until("both steps' usage in sacct", secs(10), || {
+        let o = c.run(
+            "sacct",
+            &[
+                "-j",
+                &id.to_string(),
+                "-n",
+                "-P",
+                "--format=JobID,MaxRSS,AveRSS,MaxVMSize,TotalCPU,MaxRSSNode,MaxRSSTask,AveCPU",
+            ],
+        );
+        let rows: Vec<String> = want
+            .iter()
+            .filter_map(|w| o.stdout.lines().find(|l| l.starts_with(w.as_str())))
+            .map(str::to_string)
+            .collect();
+        (rows.len() == 2 && rows.iter().all(|r| !r.contains("||"))).then_some(rows)
+    });
+    for row in rows {
+        eprintln!("{gather:?} {flag:?}: {row}");
+        let f: Vec<&str> = row.split('|').collect();
+        let (max_rss, ave_rss, vmsize) = (kib(f[1]), kib(f[2]), kib(f[3]));
+        assert!(max_rss >= 200 * 1024, "MaxRSS below 200 MiB: {row}");
+        assert!(ave_rss > 0 && ave_rss <= max_rss, "AveRSS: {row}");
+        assert!(vmsize >= 200 * 1024, "MaxVMSize below 200 MiB: {row}");
+        assert_ne!(f[4], "00:00.000", "TotalCPU: {row}");
+        assert_eq!(
+            (f[5], f[6]),
+            ("node1", "0"),
+            "MaxRSSNode, MaxRSSTask: {row}"
+        );
+        assert!(!f[7].is_empty(), "AveCPU: {row}");
+    }
+}
+
+#[test]
+fn usage_sampled_from_proc_at_the_jobs_acctg_freq() {
+    // JobAcctGatherFrequency is Slurm's default (30 s): --acctg-freq=1
+    // makes the samples that see the 200 MiB.
+    usage_of_a_200mb_job("", "--acctg-freq=task=1");
+}
+
+#[test]
+fn usage_sampled_from_cgroups() {
+    usage_of_a_200mb_job(
+        "JobAcctGatherType=jobacct_gather/cgroup\nJobAcctGatherFrequency=1\n",
+        "",
+    );
+}

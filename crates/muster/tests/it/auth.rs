@@ -337,6 +337,7 @@ fn helper_runs_as_another_user() {
                 mem: 1,
                 gpus: vec![],
                 time_limit_secs: None,
+                acctg_freq: None,
             };
             let r: NodeResponse = rpc::call_blocking(
                 &var("HELPER_NODE"),

@@ -23,6 +23,7 @@ fn launch() -> BatchLaunch {
         mem: 1000,
         gpus: vec![],
         time_limit_secs: None,
+        acctg_freq: None,
     }
 }
 

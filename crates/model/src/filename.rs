@@ -1,0 +1,114 @@
+//! Slurm's filename patterns (`--output`, `--error`, `--input` of sbatch
+//! and srun): `%j %J %A %a %x %u %N %n %t %s %%`, each number with an
+//! optional zero-padding width (`%4j`); unknown codes stay as written.
+
+/// The values a pattern may name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PatternValues<'a> {
+    /// `%j`: the job id.
+    pub job_id: u32,
+    /// `%J`: `job.step` for a step, the job id for a batch script.
+    pub job_step: Option<&'a str>,
+    /// `%A`: the array's job id (the job id outside arrays).
+    pub array_job_id: u32,
+    /// `%a`: the array task id (4294967294, Slurm's NO_VAL, outside arrays).
+    pub array_task_id: Option<u32>,
+    /// `%x`: the job name.
+    pub name: &'a str,
+    /// `%u`: the user name.
+    pub user: &'a str,
+    /// `%N`: the node (the batch host for a batch script).
+    pub node: &'a str,
+    /// `%n`: the node's index in the step.
+    pub node_index: u32,
+    /// `%t`: the task id.
+    pub task: u32,
+    /// `%s`: the step (`batch` for a batch script).
+    pub step: &'a str,
+    /// Where a relative result is anchored.
+    pub work_dir: &'a str,
+}
+
+/// Expands `pattern` and makes it absolute against the working directory.
+/// Directories are not created, as in Slurm.
+pub fn expand(pattern: &str, v: &PatternValues<'_>) -> String {
+    let mut out = String::new();
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut width = String::new();
+        while let Some(d) = chars.peek().copied().filter(|d| d.is_ascii_digit()) {
+            width.push(d);
+            chars.next();
+        }
+        let width: usize = width.parse().unwrap_or(0);
+        let Some(code) = chars.next() else {
+            out.push('%');
+            break;
+        };
+        let num = |n: u64| format!("{:0width$}", n, width = width);
+        match code {
+            'j' => out.push_str(&num(v.job_id.into())),
+            'J' => match v.job_step {
+                Some(js) => out.push_str(js),
+                None => out.push_str(&num(v.job_id.into())),
+            },
+            'A' => out.push_str(&num(v.array_job_id.into())),
+            'a' => out.push_str(&num(v.array_task_id.map_or(4_294_967_294, u64::from))),
+            'x' => out.push_str(v.name),
+            'u' => out.push_str(v.user),
+            'N' => out.push_str(v.node),
+            'n' => out.push_str(&num(v.node_index.into())),
+            't' => out.push_str(&num(v.task.into())),
+            's' => out.push_str(v.step),
+            '%' => out.push('%'),
+            other => {
+                out.push('%');
+                out.push(other);
+            }
+        }
+    }
+    if out.starts_with('/') {
+        out
+    } else {
+        format!("{}/{}", v.work_dir.trim_end_matches('/'), out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_widths_and_relative_paths() {
+        let v = PatternValues {
+            job_id: 42,
+            job_step: Some("42.3"),
+            array_job_id: 40,
+            array_task_id: Some(2),
+            name: "sim",
+            user: "alice",
+            node: "n7",
+            node_index: 1,
+            task: 5,
+            step: "3",
+            work_dir: "/home/alice/",
+        };
+        assert_eq!(
+            expand("out-%j-%J-%A_%a-%x-%u-%N-%n-%3t-%s-%%-%q-%", &v),
+            "/home/alice/out-42-42.3-40_2-sim-alice-n7-1-005-3-%-%q-%"
+        );
+        assert_eq!(expand("/tmp/%6j.out", &v), "/tmp/000042.out");
+        let batch = PatternValues {
+            job_id: 9,
+            array_job_id: 9,
+            step: "batch",
+            work_dir: "/w",
+            ..PatternValues::default()
+        };
+        assert_eq!(expand("%J.%a.%s", &batch), "/w/9.4294967294.batch");
+    }
+}

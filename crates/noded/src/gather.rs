@@ -1,0 +1,664 @@
+//! Usage gathering (Slurm's jobacct_gather): what a step's tasks use,
+//! sampled while they run by the step's supervisor (`stepd` for the batch
+//! step, `taskd` for srun's steps).
+//!
+//! ```text
+//!   JobAcctGatherType=jobacct_gather/linux (default)   /proc: every process
+//!       whose session is a task's (each task is a session), summed per task
+//!   JobAcctGatherType=jobacct_gather/cgroup            a cgroup per task
+//!       (<hierarchy>/muster/<node>-<spool hash>/job_<id>/step_<s>/task_<t>,
+//!       v1 memory + cpuacct, or v2), joined between fork and exec: memory
+//!       from the cgroup (current and the kernel's high-water mark), VMSize
+//!       and pages from /proc over the cgroup's processes
+//!   JobAcctGatherType=jobacct_gather/none              final rusage only
+//! ```
+//!
+//! A sampler thread reads every task each `JobAcctGatherFrequency` seconds
+//! (0: never); when a task is reaped its rusage gives its CPU times and a
+//! MaxRSS floor (the largest of the processes it waited for), and a task
+//! cgroup's high-water mark gives the peak between samples. Parsing is
+//! pure and unit-tested for both cgroup versions.
+
+use serde::{Deserialize, Serialize};
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// JobAcctGatherType.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GatherType {
+    /// `jobacct_gather/none`: no sampling.
+    None,
+    /// `jobacct_gather/linux`: /proc.
+    #[default]
+    Linux,
+    /// `jobacct_gather/cgroup`: per-task cgroups, /proc where none exists.
+    Cgroup,
+}
+
+/// How a supervisor gathers usage (from slurm.conf, via the daemon).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatherSettings {
+    /// The plugin.
+    pub kind: GatherType,
+    /// Seconds between samples; 0 disables polling.
+    pub freq_secs: u32,
+    /// Directory name of this daemon's cgroups (under `muster/`).
+    pub cgroup_name: String,
+}
+
+impl Default for GatherSettings {
+    fn default() -> Self {
+        GatherSettings {
+            kind: GatherType::Linux,
+            freq_secs: DEFAULT_FREQ,
+            cgroup_name: "muster".into(),
+        }
+    }
+}
+
+/// Slurm's default JobAcctGatherFrequency.
+/// A job's `--acctg-freq`, where given and readable, replaces it.
+pub const DEFAULT_FREQ: u32 = 30;
+
+impl GatherSettings {
+    /// From slurm.conf's `JobAcctGatherType` and `JobAcctGatherFrequency`
+    /// values (absent: Slurm's defaults, here with /proc gathering).
+    pub fn from_conf(kind: Option<&str>, freq: Option<&str>, node: &str, spool: &Path) -> Self {
+        let kind = match kind.map(str::trim) {
+            Some(k) if k.eq_ignore_ascii_case("jobacct_gather/none") => GatherType::None,
+            Some(k) if k.eq_ignore_ascii_case("jobacct_gather/cgroup") => GatherType::Cgroup,
+            _ => GatherType::Linux,
+        };
+        // The spool directory tells apart daemons of one name on one host
+        // (test clusters); it is stable across daemon restarts.
+        let hash = spool
+            .as_os_str()
+            .as_encoded_bytes()
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+            });
+        GatherSettings {
+            kind,
+            freq_secs: freq.and_then(parse_frequency).unwrap_or(DEFAULT_FREQ),
+            cgroup_name: format!("{node}-{:08x}", hash as u32),
+        }
+    }
+}
+
+/// `JobAcctGatherFrequency` (and `--acctg-freq`): `N` or `task=N[,...]`;
+/// `None` for anything else.
+pub fn parse_frequency(text: &str) -> Option<u32> {
+    for part in text.split(',') {
+        let part = part.trim();
+        let value = match part.split_once('=') {
+            Some((k, v)) if k.trim().eq_ignore_ascii_case("task") => v,
+            Some(_) => continue,
+            None => part,
+        };
+        if let Ok(n) = value.trim().parse() {
+            return Some(n);
+        }
+    }
+    None
+}
+
+/// One reading of one task.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskSample {
+    /// Resident set size, KiB.
+    pub rss_kib: u64,
+    /// Peak memory the kernel saw (cgroup high-water mark), KiB.
+    pub peak_kib: u64,
+    /// Virtual memory size, KiB.
+    pub vsize_kib: u64,
+    /// Major page faults.
+    pub pages: u64,
+}
+
+/// The fields of `/proc/PID/stat` that gathering needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcStat {
+    /// Session id.
+    pub session: i32,
+    /// Major faults.
+    pub majflt: u64,
+    /// Virtual size in bytes.
+    pub vsize: u64,
+    /// Resident pages.
+    pub rss_pages: u64,
+}
+
+/// Parses `/proc/PID/stat` (the command name may hold spaces and
+/// parentheses: fields are counted after the last `)`).
+pub fn parse_stat(text: &str) -> Option<ProcStat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): field N is f[N - 3].
+    let num = |n: usize| f.get(n - 3)?.parse::<i64>().ok();
+    Some(ProcStat {
+        session: num(6)? as i32,
+        majflt: num(12)?.max(0) as u64,
+        vsize: num(23)?.max(0) as u64,
+        rss_pages: num(24)?.max(0) as u64,
+    })
+}
+
+fn page_kib() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 {
+        size as u64 / 1024
+    } else {
+        4
+    }
+}
+
+fn read_stat(pid: i32) -> Option<ProcStat> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Adds one process to a task's sample.
+fn add_proc(s: &mut TaskSample, st: &ProcStat, page_kib: u64) {
+    s.rss_kib += st.rss_pages * page_kib;
+    s.vsize_kib += st.vsize / 1024;
+    s.pages += st.majflt;
+}
+
+/// Samples tasks that are sessions: every process in /proc whose session
+/// is one of `sessions`, summed per session. `None` for a session with no
+/// process left.
+pub fn sample_sessions(sessions: &[i32]) -> Vec<Option<TaskSample>> {
+    let mut out = vec![None; sessions.len()];
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    let pk = page_kib();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Some(st) = read_stat(pid) else { continue };
+        if let Some(i) = sessions.iter().position(|s| *s == st.session) {
+            add_proc(out[i].get_or_insert_with(TaskSample::default), &st, pk);
+        }
+    }
+    out
+}
+
+/// The cgroup hierarchies of this host.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Hierarchy {
+    /// cgroup v1: the memory and cpuacct controllers' mounts.
+    V1 { memory: PathBuf, cpuacct: PathBuf },
+    /// cgroup v2: the unified mount.
+    V2 { root: PathBuf },
+}
+
+impl Hierarchy {
+    /// What `/sys/fs/cgroup` holds: v2 when it is the unified hierarchy
+    /// with the memory controller, else v1 with memory and cpuacct.
+    pub fn detect() -> Option<Hierarchy> {
+        let root = Path::new("/sys/fs/cgroup");
+        if let Ok(c) = std::fs::read_to_string(root.join("cgroup.controllers")) {
+            return c
+                .split_whitespace()
+                .any(|w| w == "memory")
+                .then(|| Hierarchy::V2 {
+                    root: root.to_path_buf(),
+                });
+        }
+        let memory = root.join("memory");
+        let cpuacct = ["cpuacct", "cpu,cpuacct", "cpuacct,cpu"]
+            .iter()
+            .map(|d| root.join(d))
+            .find(|d| d.join("cpuacct.usage").exists())?;
+        memory
+            .join("memory.usage_in_bytes")
+            .exists()
+            .then_some(Hierarchy::V1 { memory, cpuacct })
+    }
+
+    /// The directories of one cgroup path, one per hierarchy used.
+    fn dirs(&self, rel: &Path) -> Vec<PathBuf> {
+        match self {
+            Hierarchy::V1 { memory, cpuacct } => vec![memory.join(rel), cpuacct.join(rel)],
+            Hierarchy::V2 { root } => vec![root.join(rel)],
+        }
+    }
+}
+
+/// A step's cgroups: `muster/<name>/job_<id>/step_<s>` and a `task_<t>`
+/// below it per task.
+#[derive(Clone, Debug)]
+pub struct StepCgroup {
+    hierarchy: Hierarchy,
+    /// Relative path of the step.
+    step: PathBuf,
+}
+
+impl StepCgroup {
+    /// Creates the step's cgroup; `None` (gathering falls back to /proc)
+    /// where the host has no usable hierarchy or it cannot be written.
+    pub fn create(settings: &GatherSettings, job: u32, step: &str) -> Option<StepCgroup> {
+        let hierarchy = Hierarchy::detect()?;
+        let rel = Path::new("muster")
+            .join(&settings.cgroup_name)
+            .join(format!("job_{job}"))
+            .join(format!("step_{step}"));
+        if let Hierarchy::V2 { root } = &hierarchy {
+            // Each level must pass the controllers on to its children.
+            let mut dir = root.clone();
+            for part in rel.iter() {
+                let _ = std::fs::write(dir.join("cgroup.subtree_control"), "+memory +cpu");
+                dir.push(part);
+                if let Err(e) = std::fs::create_dir(&dir) {
+                    if e.kind() != std::io::ErrorKind::AlreadyExists {
+                        return None;
+                    }
+                }
+            }
+            let _ = std::fs::write(dir.join("cgroup.subtree_control"), "+memory +cpu");
+        } else {
+            for d in hierarchy.dirs(&rel) {
+                std::fs::create_dir_all(&d).ok()?;
+            }
+        }
+        Some(StepCgroup {
+            hierarchy,
+            step: rel,
+        })
+    }
+
+    /// Creates task `task`'s cgroup; `None` if it cannot be.
+    pub fn task(&self, task: u32) -> Option<TaskCgroup> {
+        let dirs = self.hierarchy.dirs(&self.step.join(format!("task_{task}")));
+        for d in &dirs {
+            if let Err(e) = std::fs::create_dir(d) {
+                if e.kind() != std::io::ErrorKind::AlreadyExists {
+                    return None;
+                }
+            }
+        }
+        let join = dirs
+            .iter()
+            .map(|d| CString::new(d.join("cgroup.procs").into_os_string().into_encoded_bytes()))
+            .collect::<Result<Vec<_>, _>>()
+            .ok()?;
+        Some(TaskCgroup {
+            v2: matches!(self.hierarchy, Hierarchy::V2 { .. }),
+            dirs,
+            join,
+        })
+    }
+
+    /// Removes the step's cgroups (its processes are gone), and the job's
+    /// and the daemon's directories when nothing else is left in them. A
+    /// cgroup still busy (a killed process not yet gone) is retried for up
+    /// to a second; one that a process escaped into stays.
+    pub fn remove(&self) {
+        fn rmdir(path: &Path) {
+            for _ in 0..20 {
+                match std::fs::remove_dir(path) {
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    _ => return,
+                }
+            }
+        }
+        for d in self.hierarchy.dirs(&self.step) {
+            if let Ok(entries) = std::fs::read_dir(&d) {
+                for e in entries.flatten() {
+                    if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        rmdir(&e.path());
+                    }
+                }
+            }
+            let _ = std::fs::remove_dir(&d);
+            // The job's directory, then the daemon's: rmdir refuses while
+            // another step or job is in them.
+            if let Some(job) = d.parent() {
+                if std::fs::remove_dir(job).is_ok() {
+                    if let Some(daemon) = job.parent() {
+                        let _ = std::fs::remove_dir(daemon);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One task's cgroup.
+#[derive(Clone, Debug)]
+pub struct TaskCgroup {
+    v2: bool,
+    /// Its directory in each hierarchy (v1: memory first, then cpuacct).
+    dirs: Vec<PathBuf>,
+    /// `cgroup.procs` of each, for the child to join.
+    join: Vec<CString>,
+}
+
+impl TaskCgroup {
+    /// Moves the calling process into the task's cgroups. Async-signal-safe
+    /// (system calls on memory prepared before fork): for between fork and
+    /// exec, before the user switch. Failure is ignored: the task then is
+    /// sampled from /proc.
+    pub fn join_self(&self) {
+        for path in &self.join {
+            // SAFETY: open/write/close on a NUL-terminated path made
+            // before fork and a static buffer.
+            unsafe {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
+                if fd >= 0 {
+                    libc::write(fd, c"0".as_ptr().cast(), 1);
+                    libc::close(fd);
+                }
+            }
+        }
+    }
+
+    fn read(&self, i: usize, file: &str) -> Option<String> {
+        std::fs::read_to_string(self.dirs.get(i)?.join(file)).ok()
+    }
+
+    /// The processes in the task's cgroup.
+    pub fn pids(&self) -> Vec<i32> {
+        self.read(0, "cgroup.procs")
+            .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default()
+    }
+
+    /// A sample: memory from the cgroup, the rest from its processes in
+    /// /proc. `None` once no process is left in it.
+    pub fn sample(&self) -> Option<TaskSample> {
+        let pids = self.pids();
+        if pids.is_empty() {
+            return None;
+        }
+        let pk = page_kib();
+        let mut s = TaskSample::default();
+        for pid in pids {
+            if let Some(st) = read_stat(pid) {
+                add_proc(&mut s, &st, pk);
+            }
+        }
+        let (current, peak) = self.memory();
+        if let Some(c) = current {
+            s.rss_kib = c / 1024;
+        }
+        s.peak_kib = peak.map_or(s.rss_kib, |p| p / 1024);
+        Some(s)
+    }
+
+    /// (current, high-water mark) memory in bytes.
+    pub fn memory(&self) -> (Option<u64>, Option<u64>) {
+        if self.v2 {
+            (
+                self.read(0, "memory.current").and_then(|t| parse_u64(&t)),
+                self.read(0, "memory.peak").and_then(|t| parse_u64(&t)),
+            )
+        } else {
+            (
+                self.read(0, "memory.usage_in_bytes")
+                    .and_then(|t| parse_u64(&t)),
+                self.read(0, "memory.max_usage_in_bytes")
+                    .and_then(|t| parse_u64(&t)),
+            )
+        }
+    }
+
+    /// (user, system) CPU microseconds of everything that ran in it.
+    pub fn cpu_usec(&self) -> Option<(u64, u64)> {
+        if self.v2 {
+            parse_v2_cpu_stat(&self.read(0, "cpu.stat")?)
+        } else {
+            let ns = |f: &str| self.read(1, f).and_then(|t| parse_u64(&t));
+            Some((
+                ns("cpuacct.usage_user")? / 1000,
+                ns("cpuacct.usage_sys")? / 1000,
+            ))
+        }
+    }
+}
+
+/// A number alone in a cgroup file (`max` and garbage: `None`).
+pub fn parse_u64(text: &str) -> Option<u64> {
+    text.trim().parse().ok()
+}
+
+/// cgroup v2 `cpu.stat`: (user_usec, system_usec).
+pub fn parse_v2_cpu_stat(text: &str) -> Option<(u64, u64)> {
+    let field = |name: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            (k == name).then(|| v.trim().parse().ok()).flatten()
+        })
+    };
+    Some((field("user_usec")?, field("system_usec")?))
+}
+
+/// What one task used, accumulated over samples.
+#[derive(Clone, Debug, Default)]
+struct TaskAcc {
+    /// Global task id.
+    id: u32,
+    max_rss: u64,
+    rss_sum: u64,
+    max_vsize: u64,
+    vsize_sum: u64,
+    max_pages: u64,
+    pages_sum: u64,
+    samples: u64,
+    /// User and system CPU microseconds, once reaped.
+    cpu: Option<(u64, u64)>,
+}
+
+/// The usage of a step's tasks on this node.
+#[derive(Clone, Debug, Default)]
+pub struct Gather {
+    node: String,
+    tasks: Vec<TaskAcc>,
+}
+
+impl Gather {
+    /// For the tasks `ids` (global task ids) on `node`.
+    pub fn new(node: &str, ids: &[u32]) -> Gather {
+        Gather {
+            node: node.to_string(),
+            tasks: ids
+                .iter()
+                .map(|&id| TaskAcc {
+                    id,
+                    ..TaskAcc::default()
+                })
+                .collect(),
+        }
+    }
+
+    /// Records a sample of the task at `idx`.
+    pub fn add(&mut self, idx: usize, s: TaskSample) {
+        let Some(t) = self.tasks.get_mut(idx) else {
+            return;
+        };
+        t.max_rss = t.max_rss.max(s.rss_kib).max(s.peak_kib);
+        t.rss_sum += s.rss_kib;
+        t.max_vsize = t.max_vsize.max(s.vsize_kib);
+        t.vsize_sum += s.vsize_kib;
+        t.max_pages = t.max_pages.max(s.pages);
+        t.pages_sum += s.pages;
+        t.samples += 1;
+    }
+
+    /// Records a reaped task: its rusage (CPU microseconds and the largest
+    /// RSS of the processes it waited for, KiB) and, with a cgroup, the
+    /// kernel's high-water mark of its memory (KiB).
+    pub fn finish(&mut self, idx: usize, user: u64, sys: u64, maxrss: u64, peak: Option<u64>) {
+        let Some(t) = self.tasks.get_mut(idx) else {
+            return;
+        };
+        t.cpu = Some((user, sys));
+        t.max_rss = t.max_rss.max(maxrss).max(peak.unwrap_or(0));
+    }
+
+    /// Records a reaped task from its rusage (user and system CPU
+    /// microseconds, largest RSS in KiB) and its cgroup, if any: the
+    /// cgroup's high-water mark, and its CPU time where larger (it also
+    /// counts descendants the task did not wait for).
+    pub fn finish_task(&mut self, idx: usize, ru: (u64, u64, u64), cgroup: Option<&TaskCgroup>) {
+        let (mut user, mut sys, maxrss) = ru;
+        if let Some((cu, cs)) = cgroup.and_then(TaskCgroup::cpu_usec) {
+            user = user.max(cu);
+            sys = sys.max(cs);
+        }
+        let peak = cgroup.and_then(|c| c.memory().1).map(|b| b / 1024);
+        self.finish(idx, user, sys, maxrss, peak);
+    }
+
+    /// The node's report for the step.
+    pub fn usage(&self) -> proto::StepUsage {
+        let n = self.tasks.len() as u64;
+        if n == 0 {
+            return proto::StepUsage::default();
+        }
+        let node = Some(self.node.clone());
+        let argmax = |key: &dyn Fn(&TaskAcc) -> u64| {
+            let t = self
+                .tasks
+                .iter()
+                .max_by_key(|t| (key(t), std::cmp::Reverse(t.id)))
+                .expect("tasks");
+            (key(t), t.id)
+        };
+        let mean =
+            |t: &TaskAcc, sum: u64, fallback: u64| sum.checked_div(t.samples).unwrap_or(fallback);
+        let ave = |f: &dyn Fn(&TaskAcc) -> u64| self.tasks.iter().map(f).sum::<u64>() / n;
+        let cpu = |t: &TaskAcc| t.cpu.map_or(0, |(u, s)| u + s);
+        let (max_rss, rss_task) = argmax(&|t| t.max_rss);
+        let (max_vsize, vsize_task) = argmax(&|t| t.max_vsize);
+        let (max_pages, pages_task) = argmax(&|t| t.max_pages);
+        let min_cpu = self
+            .tasks
+            .iter()
+            .min_by_key(|t| (cpu(t), t.id))
+            .expect("tasks");
+        let sampled = self.tasks.iter().any(|t| t.samples > 0);
+        proto::StepUsage {
+            user_cpu_usec: Some(self.tasks.iter().map(|t| t.cpu.map_or(0, |c| c.0)).sum()),
+            sys_cpu_usec: Some(self.tasks.iter().map(|t| t.cpu.map_or(0, |c| c.1)).sum()),
+            max_rss_kib: Some(max_rss),
+            max_rss_node: node.clone(),
+            max_rss_task: Some(rss_task),
+            ave_rss_kib: Some(ave(&|t| mean(t, t.rss_sum, t.max_rss))),
+            max_vmsize_kib: sampled.then_some(max_vsize),
+            max_vmsize_node: sampled.then(|| self.node.clone()),
+            max_vmsize_task: sampled.then_some(vsize_task),
+            ave_vmsize_kib: sampled.then(|| ave(&|t| mean(t, t.vsize_sum, t.max_vsize))),
+            max_pages: sampled.then_some(max_pages),
+            max_pages_node: sampled.then(|| self.node.clone()),
+            max_pages_task: sampled.then_some(pages_task),
+            ave_pages: sampled.then(|| ave(&|t| mean(t, t.pages_sum, t.max_pages))),
+            min_cpu_usec: Some(cpu(min_cpu)),
+            min_cpu_node: node,
+            min_cpu_task: Some(min_cpu.id),
+            ave_cpu_usec: Some(ave(&cpu)),
+            n_tasks: Some(n as u32),
+        }
+    }
+}
+
+/// Where the sampler finds a task.
+#[derive(Clone, Debug)]
+pub enum TaskSource {
+    /// The task is the session of this pid.
+    Session(i32),
+    /// The task's cgroup.
+    Cgroup(TaskCgroup),
+}
+
+/// Samples every task's source once into `gather`.
+pub fn sample_into(gather: &Mutex<Gather>, sources: &[(usize, TaskSource)]) {
+    let sessions: Vec<i32> = sources
+        .iter()
+        .filter_map(|(_, s)| match s {
+            TaskSource::Session(pid) => Some(*pid),
+            TaskSource::Cgroup(_) => None,
+        })
+        .collect();
+    let mut by_session = if sessions.is_empty() {
+        Vec::new()
+    } else {
+        sample_sessions(&sessions)
+    }
+    .into_iter();
+    let mut samples = Vec::new();
+    for (idx, src) in sources {
+        let s = match src {
+            TaskSource::Session(_) => by_session.next().flatten(),
+            TaskSource::Cgroup(cg) => cg.sample(),
+        };
+        if let Some(s) = s {
+            samples.push((*idx, s));
+        }
+    }
+    let mut g = gather.lock().unwrap_or_else(|p| p.into_inner());
+    for (idx, s) in samples {
+        g.add(idx, s);
+    }
+}
+
+/// A thread sampling the tasks every `freq` seconds until stopped.
+pub struct Sampler {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Sampler {
+    /// Starts sampling (nothing with frequency 0 or gathering off). The
+    /// first sample is taken at once.
+    pub fn start(
+        settings: &GatherSettings,
+        gather: Arc<Mutex<Gather>>,
+        sources: Vec<(usize, TaskSource)>,
+    ) -> Sampler {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let handle = (settings.freq_secs > 0 && settings.kind != GatherType::None).then(|| {
+            let stop = stop.clone();
+            let every = Duration::from_secs(u64::from(settings.freq_secs));
+            std::thread::spawn(move || loop {
+                sample_into(&gather, &sources);
+                let (lock, cv) = &*stop;
+                let mut stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+                if !*stopped {
+                    stopped = cv
+                        .wait_timeout(stopped, every)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+                if *stopped {
+                    break;
+                }
+            })
+        });
+        Sampler { stop, handle }
+    }
+
+    /// Stops sampling and waits for the thread.
+    pub fn stop(mut self) {
+        let (lock, cv) = &*self.stop;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_all();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
