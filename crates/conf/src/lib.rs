@@ -295,6 +295,9 @@ pub struct SchedulerParams {
     pub bf_max_job_test: Option<u32>,
     /// `bf_max_job_user` (0-1000000; 0 is no limit).
     pub bf_max_job_user: Option<u32>,
+    /// `bf_job_part_count_reserve` (0-100000; 0 is every job).
+    #[serde(default)]
+    pub bf_job_part_count_reserve: Option<u32>,
     /// `bf_continue`.
     pub bf_continue: bool,
     /// `bf_interval` in seconds (1-10800).

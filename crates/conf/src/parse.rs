@@ -1161,6 +1161,9 @@ fn scheduler_params(
             "bf_resolution" => p.bf_resolution = ranged(1, 3_600)?,
             "bf_max_job_test" => p.bf_max_job_test = ranged(1, 1_000_000)?,
             "bf_max_job_user" => p.bf_max_job_user = ranged(0, 1_000_000)?,
+            "bf_job_part_count_reserve" => {
+                p.bf_job_part_count_reserve = ranged(0, 100_000)?;
+            }
             "bf_interval" => p.bf_interval = ranged(1, 10_800)?,
             "default_queue_depth" => p.default_queue_depth = ranged(1, 1_000_000)?,
             "sched_interval" => p.sched_interval = ranged(0, 3_600)?,

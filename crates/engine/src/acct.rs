@@ -158,6 +158,9 @@ impl Engine {
 
     /// Queues the job's current accounting record for the store.
     pub(crate) fn record(&mut self, id: JobId, now: Timestamp) {
+        if self.simulated {
+            return;
+        }
         if let Some(rec) = self.acct_job(id, now) {
             self.outbox.push(Command::AcctRecord(Box::new(rec)));
         }

@@ -67,7 +67,11 @@ impl Engine {
             user: job.desc.user.clone(),
             script: job.script.to_string(),
             argv: job.desc.argv.clone(),
-            env: self.batch_env(job),
+            env: if self.simulated {
+                Vec::new()
+            } else {
+                self.batch_env(job)
+            },
             work_dir: job.desc.work_dir.clone(),
             stdout: job.stdout.clone(),
             stderr: job.stderr.clone(),

@@ -135,6 +135,27 @@ impl Engine {
             .collect()
     }
 
+    /// `node_views`, from the views the last pass used: a node's name,
+    /// size, features and GRES pools never change, so only what is in use
+    /// and whether it may take jobs are copied again.
+    fn refreshed_node_views(&mut self) -> Vec<NodeView> {
+        let mut views = std::mem::take(&mut self.node_view_cache);
+        if views.len() != self.nodes.len() {
+            return self.node_views();
+        }
+        for (v, n) in views.iter_mut().zip(&self.nodes) {
+            v.alloc_cpus = n.alloc_cpus;
+            v.alloc_mem = n.alloc_mem;
+            v.available = n.registered && n.state.is_schedulable();
+            v.exclusive_in_use = n.exclusive_in_use;
+            v.n_jobs = n.jobs.len() as u32;
+            for (vp, np) in v.gres.iter_mut().zip(&n.gres) {
+                vp.used.clone_from(&np.used);
+            }
+        }
+        views
+    }
+
     pub(crate) fn part_views(&self) -> Vec<PartView> {
         self.parts
             .iter()
@@ -348,7 +369,15 @@ impl Engine {
     }
 
     fn check_feasible(&self, job: &Job) -> Result<(), SlurmError> {
-        let views = self.node_views();
+        // Only the nodes' configuration is read here (as if empty and up):
+        // the last pass's views do, when there are any.
+        let fresh;
+        let views: &[NodeView] = if self.node_view_cache.len() == self.nodes.len() {
+            &self.node_view_cache
+        } else {
+            fresh = self.node_views();
+            &fresh
+        };
         let parts = self.part_views();
         let req = self.request_for(job);
         let mut any_refusal = false;
@@ -358,7 +387,7 @@ impl Engine {
                 any_refusal = true;
                 continue;
             }
-            if sched::placement::could_ever_fit(&req, pi, &parts[pi], &views) {
+            if sched::placement::could_ever_fit(&req, pi, &parts[pi], views) {
                 return Ok(());
             }
         }
@@ -373,7 +402,7 @@ impl Engine {
         let fits_without_mem = job
             .partitions
             .iter()
-            .any(|&pi| sched::placement::could_ever_fit(&no_mem, pi, &parts[pi], &views));
+            .any(|&pi| sched::placement::could_ever_fit(&no_mem, pi, &parts[pi], views));
         Err(if fits_without_mem {
             SlurmError::MemoryNotSatisfiable
         } else {
@@ -967,7 +996,7 @@ impl Engine {
         if requests.is_empty() {
             return;
         }
-        let (nodes, parts) = (self.node_views(), self.part_views());
+        let (nodes, parts) = (self.refreshed_node_views(), self.part_views());
         let running = self.running_views(now);
         let view = sched::ClusterView {
             nodes: &nodes,
@@ -976,6 +1005,7 @@ impl Engine {
             running: &running,
         };
         let plan = sched::plan(&view, &self.sched_cfg, now);
+        self.node_view_cache = nodes;
         self.plans = plan.planned;
         for (id, minutes) in plan.time_limits {
             // --time-min: it starts with the limit that fits the gap.

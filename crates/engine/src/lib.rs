@@ -457,6 +457,12 @@ pub struct Engine {
     /// The last pass's planned starts of pending jobs (derived state: the
     /// next pass recomputes it, so it is not persisted).
     plans: BTreeMap<JobId, sched::Planned>,
+    /// The scheduler's node views, kept between passes (derived state:
+    /// `schedule` refreshes what changes, the rest never does).
+    node_view_cache: Vec<sched::NodeView>,
+    /// Driven by the simulator (`set_simulated`): no accounting records
+    /// and no environment in batch launches (nobody reads them).
+    simulated: bool,
 }
 
 /// The scheduler settings slurm.conf asks for, over the scheduler's
@@ -474,6 +480,11 @@ pub fn sched_config(cfg: &conf::Config) -> sched::SchedConfig {
         bf_resolution: p.bf_resolution.unwrap_or(d.bf_resolution),
         bf_max_job_test: p.bf_max_job_test.or(d.bf_max_job_test),
         bf_max_job_user: p.bf_max_job_user.filter(|n| *n > 0),
+        bf_job_part_count_reserve: match p.bf_job_part_count_reserve {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None => d.bf_job_part_count_reserve,
+        },
         bf_continue: p.bf_continue,
         bf_interval: p.bf_interval.unwrap_or(d.bf_interval),
         default_queue_depth: p.default_queue_depth.unwrap_or(d.default_queue_depth),
@@ -529,6 +540,8 @@ impl Engine {
             dep_wake: None,
             sched_cfg: sched_config(cfg),
             plans: BTreeMap::new(),
+            node_view_cache: Vec::new(),
+            simulated: false,
         }
     }
 
@@ -603,6 +616,13 @@ impl Engine {
     pub(crate) fn touch(&mut self) {
         self.sched_dirty = true;
         self.wake_cache = None;
+    }
+
+    /// For the simulator: emit no `Command::AcctRecord`s and leave the
+    /// environment out of `Command::LaunchBatch` (the simulator reads only
+    /// which job starts where). Scheduling is unchanged.
+    pub fn set_simulated(&mut self, on: bool) {
+        self.simulated = on;
     }
 
     /// The settings in force.

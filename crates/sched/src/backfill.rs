@@ -27,7 +27,8 @@
 
 use crate::ordering::{priority_order, Decision};
 use crate::placement::{
-    diagnose, emptied, place_ranked, Allocation, JobRequest, NodeAlloc, NodeView, PartView, Unfit,
+    diagnose, emptied, place_ranked, place_sorted, plain_candidates, Allocation, JobRequest,
+    NodeAlloc, NodeView, PartView, Unfit,
 };
 use crate::NodeIdx;
 use model::{JobId, PendingReason, TimeLimit, Timestamp};
@@ -59,15 +60,24 @@ pub struct SchedConfig {
     /// Which scheduler.
     pub policy: Policy,
     /// `bf_window` (minutes): how far ahead plans are made. A job that
-    /// cannot start within it gets no planned start.
+    /// cannot start within it gets no planned start. Default 43,200 (30
+    /// days; Slurm's is 1,440): a queue head beyond the window would get no
+    /// reservation and could be starved by backfilled jobs.
     pub bf_window: u32,
     /// `bf_resolution` (seconds): planned times are rounded up to it.
+    /// Default 1 (Slurm's is 60, to save time muster does not need to).
     pub bf_resolution: u32,
     /// `bf_max_job_test`: how many jobs one pass tries; `None` is the whole
     /// queue (the default here: the pass is fast enough).
     pub bf_max_job_test: Option<u32>,
     /// `bf_max_job_user`: how many jobs of one user one pass tries.
     pub bf_max_job_user: Option<u32>,
+    /// `bf_job_part_count_reserve`: how many of the highest-priority
+    /// blocked jobs of each partition get a planned start (a reservation
+    /// later jobs must not delay); `None` is every job (Slurm's 0, its
+    /// default: conservative backfilling). Default 1 (EASY backfilling):
+    /// see docs/simulator.md for why that schedules better.
+    pub bf_job_part_count_reserve: Option<u32>,
     /// `bf_continue`: accepted; a pass here never yields half way, so there
     /// is nothing to continue.
     pub bf_continue: bool,
@@ -85,10 +95,11 @@ impl Default for SchedConfig {
     fn default() -> SchedConfig {
         SchedConfig {
             policy: Policy::Backfill,
-            bf_window: 1440,
-            bf_resolution: 60,
+            bf_window: 43_200,
+            bf_resolution: 1,
             bf_max_job_test: None,
             bf_max_job_user: None,
+            bf_job_part_count_reserve: Some(1),
             bf_continue: false,
             bf_interval: 30,
             default_queue_depth: 100,
@@ -224,6 +235,11 @@ struct Timeline {
     is_dirty: Vec<bool>,
     /// Free CPUs on available nodes of `work`: a quick test before placing.
     free: i64,
+    /// How many nodes of `work` have each number of free CPUs (the last
+    /// entry counts that many or more): a per-node test before placing.
+    hist: Vec<u32>,
+    /// The highest slot of `hist` any node can reach (its most CPUs).
+    hist_top: usize,
     /// Per node: running jobs' shares, held until their end.
     running_on: Vec<Vec<Hold>>,
     /// Per node: planned shares, held over their interval.
@@ -238,25 +254,53 @@ struct Timeline {
     /// Per node: free CPUs now (ranks nodes for plans: take the nodes busy
     /// now, leave the free ones for jobs that can start at once).
     free_now: Vec<u64>,
+    /// Per rank (0: `next_plan`, for starts now; 1: `free_now`, for plans):
+    /// each partition's nodes sorted by (weight, rank, index), and whether
+    /// that sort is still true to the rank.
+    orders: [Vec<Vec<NodeIdx>>; 2],
+    order_ok: [bool; 2],
 }
 
 impl Timeline {
     fn new(nodes: &[NodeView], running: &[RunningJob], now: Timestamp, resolution: u32) -> Self {
+        // Placement never reads a node's name: copies without it cost no
+        // allocation for a plain node.
+        let nameless: Vec<NodeView> = nodes
+            .iter()
+            .map(|n| NodeView {
+                name: String::new(),
+                features: n.features.clone(),
+                gres: n.gres.clone(),
+                ..*n
+            })
+            .collect();
         let mut t = Timeline {
             now,
             resolution: i64::from(resolution.max(1)),
-            base: nodes.to_vec(),
-            work: nodes.to_vec(),
+            base: nameless.clone(),
+            work: nameless,
             dirty: Vec::new(),
             is_dirty: vec![false; nodes.len()],
             free: nodes.iter().map(free_cpus).sum(),
+            hist: Vec::new(),
+            hist_top: nodes
+                .iter()
+                .map(|n| hist_slot(i64::from(n.cpus)))
+                .max()
+                .unwrap_or(0),
             running_on: vec![Vec::new(); nodes.len()],
             planned_on: vec![Vec::new(); nodes.len()],
             releases: BTreeMap::new(),
             plan_starts: BTreeMap::new(),
             next_plan: vec![u64::MAX; nodes.len()],
             free_now: nodes.iter().map(|n| free_cpus(n) as u64).collect(),
+            orders: [Vec::new(), Vec::new()],
+            order_ok: [false, false],
         };
+        t.hist = vec![0; HIST_MAX + 1];
+        for n in nodes {
+            t.hist[hist_slot(free_cpus(n))] += 1;
+        }
         for r in running {
             // A job past its limit is being ended: expect it gone at once.
             t.add_running(r.end.max(now + 1), &r.alloc);
@@ -291,6 +335,64 @@ impl Timeline {
         }
     }
 
+    /// A node of `work` went from `old` to `new` free CPUs.
+    fn count_free(&mut self, old: i64, new: i64) {
+        self.free += new - old;
+        self.hist[hist_slot(old)] -= 1;
+        self.hist[hist_slot(new)] += 1;
+    }
+
+    /// A necessary condition for a plain CPU job to fit on `work` (false
+    /// only where no placement could succeed): enough nodes with enough
+    /// free CPUs for its tasks, counting at most `max_nodes` nodes.
+    fn may_fit(&self, job: &JobRequest) -> bool {
+        if job.exclusive || !job.gres_per_node.is_empty() || job.gpus_total.is_some() {
+            return true;
+        }
+        if job.gpus_per_task.is_some() || job.cpus_per_gpu.is_some() {
+            return true;
+        }
+        let cpt = job.cpus_per_task.max(1) as usize;
+        let min_nodes = job.min_nodes.max(1) as usize;
+        if let Some(tpn) = job.ntasks_per_node {
+            let need = (tpn.max(1) as usize) * cpt;
+            if need > HIST_MAX {
+                return true;
+            }
+            let top = self.hist_top.max(need);
+            let enough: u64 = self.hist[need..=top].iter().map(|c| u64::from(*c)).sum();
+            return enough >= min_nodes as u64;
+        }
+        if cpt > HIST_MAX {
+            return true;
+        }
+        // The most tasks `max_nodes` nodes can take, the fullest first.
+        let mut nodes_left = job
+            .max_nodes
+            .max(job.min_nodes)
+            .max(job.required_nodes.len() as u32)
+            .max(1) as u64;
+        let (mut tasks, mut with_room) = (0u64, 0u64);
+        for f in (cpt..=self.hist_top).rev() {
+            let c = u64::from(self.hist[f]);
+            with_room += c;
+            if nodes_left == 0 {
+                continue;
+            }
+            let take = c.min(nodes_left);
+            nodes_left -= take;
+            // The last slot stands for HIST_MAX or more: count it as
+            // unbounded, so the test stays a necessary one.
+            let per = if f == HIST_MAX {
+                u64::MAX / 4
+            } else {
+                (f / cpt) as u64
+            };
+            tasks = tasks.saturating_add(take.saturating_mul(per));
+        }
+        with_room >= min_nodes as u64 && tasks >= u64::from(job.ntasks.max(1))
+    }
+
     fn mark(&mut self, i: usize) {
         if !self.is_dirty[i] {
             self.is_dirty[i] = true;
@@ -314,7 +416,8 @@ impl Timeline {
                 apply(work, h, true);
             }
         }
-        self.free += free_cpus(work) - old;
+        let new = free_cpus(work);
+        self.count_free(old, new);
     }
 
     /// Puts `work` back to `base`.
@@ -323,7 +426,8 @@ impl Timeline {
             self.is_dirty[i] = false;
             let old = free_cpus(&self.work[i]);
             copy_use(&mut self.work[i], &self.base[i]);
-            self.free += free_cpus(&self.work[i]) - old;
+            let new = free_cpus(&self.work[i]);
+            self.count_free(old, new);
         }
     }
 
@@ -349,13 +453,8 @@ impl Timeline {
         }
         let mut t = now;
         let found = loop {
-            if self.free >= demand && t >= not_before {
-                let rank = if t == now {
-                    &self.next_plan
-                } else {
-                    &self.free_now
-                };
-                if let Some(a) = place_ranked(job, parts, &self.work, rank) {
+            if self.free >= demand && t >= not_before && self.may_fit(job) {
+                if let Some(a) = self.place_at(job, parts, t == now) {
                     break Some((t, a));
                 }
             }
@@ -387,10 +486,36 @@ impl Timeline {
         found
     }
 
+    /// Where `job` fits on `work`, nodes of equal weight taken by
+    /// `next_plan` for a start now, by `free_now` for a plan.
+    fn place_at(&mut self, job: &JobRequest, parts: &[PartView], now: bool) -> Option<Allocation> {
+        let k = usize::from(!now);
+        let rank = if now { &self.next_plan } else { &self.free_now };
+        if !plain_candidates(job) {
+            return place_ranked(job, parts, &self.work, rank);
+        }
+        if !self.order_ok[k] {
+            let (base, orders) = (&self.base, &mut self.orders[k]);
+            if orders.len() != parts.len() {
+                *orders = parts.iter().map(|p| p.nodes.clone()).collect();
+            }
+            // Only the few nodes whose rank changed move: the sort finds
+            // the rest in order.
+            for o in orders.iter_mut() {
+                o.sort_by_key(|n| {
+                    let i = n.0 as usize;
+                    (base[i].weight, rank[i], n.0)
+                });
+            }
+            self.order_ok[k] = true;
+        }
+        place_sorted(job, parts, &self.work, &self.orders[k])
+    }
+
     /// Whether `job` can start now for `d` seconds without delaying a plan.
     fn fits_now(&mut self, job: &JobRequest, parts: &[PartView], d: i64) -> Option<Allocation> {
         // Nothing running now leaves enough CPUs: no need to look further.
-        if self.free < demand_cpus(job) {
+        if self.free < demand_cpus(job) || !self.may_fit(job) {
             return None;
         }
         let now = self.now;
@@ -408,9 +533,11 @@ impl Timeline {
             };
             apply(&mut self.base[i], &h, true);
             self.free_now[i] = free_cpus(&self.base[i]) as u64;
+            self.order_ok[1] = false;
             let old = free_cpus(&self.work[i]);
             copy_use(&mut self.work[i], &self.base[i]);
-            self.free += free_cpus(&self.work[i]) - old;
+            let new = free_cpus(&self.work[i]);
+            self.count_free(old, new);
         }
         self.add_running(self.now.saturating_add(d), alloc);
     }
@@ -430,9 +557,19 @@ impl Timeline {
             if key < FOREVER {
                 self.releases.entry(key).or_default().push(i);
             }
-            self.next_plan[i] = self.next_plan[i].min(start as u64);
+            if (start as u64) < self.next_plan[i] {
+                self.next_plan[i] = start as u64;
+                self.order_ok[0] = false;
+            }
         }
     }
+}
+
+/// Free-CPU counts up to this are told apart by `Timeline::hist`.
+const HIST_MAX: usize = 256;
+
+fn hist_slot(free: i64) -> usize {
+    free.clamp(0, HIST_MAX as i64) as usize
 }
 
 /// CPUs a job needs at the least (a quick necessary test before placing).
@@ -466,6 +603,8 @@ pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
     let all_up = view.nodes.iter().all(|n| n.available);
     let mut blocked_parts = vec![false; parts.len()];
     let mut n_planned = 0u32;
+    // Planned starts per partition (`bf_job_part_count_reserve`).
+    let mut reserved = vec![0u32; parts.len()];
     let mut n_tested = 0u32;
     let mut tested_per_user: BTreeMap<u32, u32> = BTreeMap::new();
     let mut plan = Plan::default();
@@ -520,7 +659,9 @@ pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
             && match cfg.policy {
                 Policy::Fcfs => false,
                 Policy::Easy => n_planned == 0,
-                Policy::Backfill => true,
+                Policy::Backfill => cfg
+                    .bf_job_part_count_reserve
+                    .is_none_or(|m| job.partitions.iter().any(|p| reserved[*p] < m)),
             };
         let mut unfit = None;
         let found = match known.planned_from {
@@ -539,6 +680,7 @@ pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
             if let Some((start, alloc)) = found {
                 tl.reserve(start, d, &alloc);
                 n_planned += 1;
+                reserved[alloc.partition] += 1;
                 plan.planned.insert(job.job_id, Planned { start, alloc });
                 unfit = Some(Unfit::Busy);
             }

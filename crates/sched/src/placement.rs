@@ -370,6 +370,15 @@ fn place_in(
     ignore_use: bool,
     rank: Option<&[u64]>,
 ) -> Option<Allocation> {
+    // The common case: no nodes or features named, and the partition's
+    // nodes already in (weight, index) order: they are the candidates, in
+    // the order the sort below would give, without building a list.
+    if rank.is_none() && plain_candidates(job) {
+        let key = |n: &NodeIdx| (nodes[n.0 as usize].weight, n.0);
+        if part.nodes.windows(2).all(|w| key(&w[0]) < key(&w[1])) {
+            return pick(job, part_idx, part, nodes, &part.nodes, ignore_use);
+        }
+    }
     let mut candidates: Vec<NodeIdx> = part
         .nodes
         .iter()
@@ -399,10 +408,24 @@ fn place_in(
         return None;
     }
     let min_nodes = job.min_nodes.max(job.required_nodes.len() as u32).max(1);
-    let max_nodes = job.max_nodes.max(min_nodes);
     if candidates.len() < min_nodes as usize {
         return None;
     }
+    pick(job, part_idx, part, nodes, &candidates, ignore_use)
+}
+
+/// Takes nodes for `job` from `candidates`, in that order, each as much of
+/// the job as it holds, until the job is whole.
+fn pick(
+    job: &JobRequest,
+    part_idx: usize,
+    part: &PartView,
+    nodes: &[NodeView],
+    candidates: &[NodeIdx],
+    ignore_use: bool,
+) -> Option<Allocation> {
+    let min_nodes = job.min_nodes.max(job.required_nodes.len() as u32).max(1);
+    let max_nodes = job.max_nodes.max(min_nodes);
     // GPUs for the whole job are spread over the nodes it gets; here each
     // node takes what it can, until the total is met.
     let mut gpus_left = job.gpus_total.as_ref().map(|g| g.count);
@@ -412,6 +435,9 @@ fn place_in(
         let n_picked = picked.len() as u32;
         if n_picked >= max_nodes {
             break;
+        }
+        if !ignore_use && !nodes[n.0 as usize].available {
+            continue;
         }
         let must_take = job.required_nodes.contains(n);
         let nodes_still_needed = min_nodes.saturating_sub(n_picked + 1);
@@ -546,6 +572,31 @@ pub fn place_ranked(
             return None;
         }
         place_in(job, pi, part, nodes, false, Some(rank))
+    })
+}
+
+/// Whether `place_sorted` gives the same answer as `place_ranked` for
+/// this job: it names no nodes and no features, so its candidates are
+/// every available node of the partition in the caller's order.
+pub fn plain_candidates(job: &JobRequest) -> bool {
+    job.required_nodes.is_empty() && job.excluded_nodes.is_empty() && job.constraint.is_none()
+}
+
+/// `place_ranked` for a job with `plain_candidates`, where `orders[pi]`
+/// holds partition `pi`'s nodes sorted by (weight, rank, index): the sort
+/// is the caller's, done once for many jobs.
+pub fn place_sorted(
+    job: &JobRequest,
+    parts: &[PartView],
+    nodes: &[NodeView],
+    orders: &[Vec<NodeIdx>],
+) -> Option<Allocation> {
+    job.partitions.iter().find_map(|&pi| {
+        let part = &parts[pi];
+        if partition_refusal(job, part).is_some() {
+            return None;
+        }
+        pick(job, pi, part, nodes, &orders[pi], false)
     })
 }
 

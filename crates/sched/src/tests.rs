@@ -337,9 +337,13 @@ fn run(
         jobs,
         running,
     };
+    // Every blocked job planned (conservative backfilling): the strongest
+    // form of the properties below.
     let cfg = SchedConfig {
         policy,
         bf_resolution: 1,
+        bf_window: 1440,
+        bf_job_part_count_reserve: None,
         ..SchedConfig::default()
     };
     crate::plan(&view, &cfg, now)
@@ -465,8 +469,42 @@ fn planned_times_are_rounded_up_to_bf_resolution() {
         jobs: &jobs,
         running: &[r],
     };
-    let plan = crate::plan(&view, &SchedConfig::default(), 0);
+    let cfg = SchedConfig {
+        bf_resolution: 60,
+        ..SchedConfig::default()
+    };
+    let plan = crate::plan(&view, &cfg, 0);
     assert_eq!(plan.planned[&JobId(1)].start, 660);
+}
+
+#[test]
+fn bf_job_part_count_reserve_limits_the_plans_per_partition() {
+    let mut nodes = one_cpu_nodes(4);
+    let r = running(9, &mut nodes, &[0], 1800);
+    let parts = [part(4)];
+    let jobs = [timed(1, 4, 60), timed(2, 3, 120), timed(3, 1, 20)];
+    let view = ClusterView {
+        nodes: &nodes,
+        parts: &parts,
+        jobs: &jobs,
+        running: std::slice::from_ref(&r),
+    };
+    // The default: one reservation per partition (EASY), job 2 waits
+    // without a planned start, job 3 fills the gap.
+    let one = crate::plan(&view, &SchedConfig::default(), 0);
+    assert_eq!(
+        show(&one),
+        "plan 1 at 1800 on 0,1,2,3; wait 2; start 3 on 1"
+    );
+    assert_eq!(reason(&one, 2), Some(PendingReason::Priority));
+    let two = SchedConfig {
+        bf_job_part_count_reserve: Some(2),
+        ..SchedConfig::default()
+    };
+    assert_eq!(
+        show(&crate::plan(&view, &two, 0)),
+        "plan 1 at 1800 on 0,1,2,3; plan 2 at 5400 on 0,1,2; start 3 on 1"
+    );
 }
 
 #[test]

@@ -139,6 +139,7 @@ pub fn simulate(
 ) -> Outcome {
     let mut engine = Engine::new(cfg, 0);
     engine.set_sched_config(sched);
+    engine.set_simulated(true);
     let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
     for n in &cfg.nodes {
         // A node of the configuration always registers.
