@@ -133,6 +133,21 @@ fn task_environment_has_both_spellings() {
         );
     }
     assert!(!out.stdout.contains("PMI_FD"), "{out}");
+    // SLURM_TASK_PID is each task's own pid.
+    let out = c.run(
+        "srun",
+        &["-N2", "-n2", "bash", "-c", "echo \"$SLURM_TASK_PID $$\""],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    for l in lines {
+        let (a, b) = l.split_once(' ').unwrap_or(("", "x"));
+        assert!(
+            !a.is_empty() && a == b,
+            "SLURM_TASK_PID is not the task's pid: {out}"
+        );
+    }
     let out = c.run(
         "srun",
         &[
@@ -310,4 +325,155 @@ fn stdin_reaches_task_zero_and_input_none_closes_it() {
     );
     assert_eq!(out.code, 0, "{out}");
     assert_eq!(c.read("out-1.txt"), "1\n");
+}
+
+/// A PMI-1 client over `PMI_FD`: every rank inits; rank 1 then leaves
+/// (`exit`) or writes its pid and its supervisor's pid to `ready` and
+/// sleeps (`stay`); the others wait in the fence.
+const PMI_FENCE_PY: &str = r#"
+import os, socket, sys, time
+s = socket.socket(fileno=int(os.environ["PMI_FD"]))
+f = s.makefile("rw")
+def cmd(line):
+    f.write(line + "\n")
+    f.flush()
+    return f.readline().strip()
+rank = int(os.environ["PMI_RANK"])
+print(cmd("cmd=init pmi_version=1 pmi_subversion=1"), flush=True)
+if rank == 1:
+    if sys.argv[1] == "exit":
+        sys.exit(0)
+    with open("ready.tmp", "w") as r:
+        r.write(f"{os.getpid()} {os.getppid()}\n")
+    os.rename("ready.tmp", "ready")
+    time.sleep(300)
+print(cmd("cmd=barrier_in"), flush=True)
+"#;
+
+#[test]
+fn a_rank_leaving_or_a_node_supervisor_dying_mid_fence_fails_the_step() {
+    let c = cluster(2);
+    c.write("fence.py", PMI_FENCE_PY);
+    // A rank that exits after init without finalize ends the step; the
+    // rank waiting in the fence is killed, not left waiting.
+    let out = c.run(
+        "srun",
+        &[
+            "-N2",
+            "-n2",
+            "--mpi=pmi2",
+            "/usr/bin/python3",
+            "fence.py",
+            "exit",
+        ],
+    );
+    assert_ne!(out.code, 0, "{out}");
+    assert!(
+        out.stderr
+            .contains("srun: error: node2: task 1: task 1 exited without calling PMI finalize"),
+        "{out}"
+    );
+    assert!(out.stderr.contains("srun: Terminating StepId="), "{out}");
+    // node2's step supervisor (the PMI server there) dies while rank 0
+    // waits in the fence: srun says which node failed and ends the step.
+    let out = std::thread::scope(|s| {
+        let run = s.spawn(|| {
+            c.run(
+                "srun",
+                &[
+                    "-N2",
+                    "-n2",
+                    "--mpi=pmi2",
+                    "/usr/bin/python3",
+                    "fence.py",
+                    "stay",
+                ],
+            )
+        });
+        let ready = c.wait_file("ready", secs(20));
+        let pids: Vec<i32> = ready
+            .split_whitespace()
+            .map(|p| p.parse().expect("a pid"))
+            .collect();
+        let kill = |pid: i32| {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        };
+        kill(pids[1]);
+        let out = run.join().expect("srun thread");
+        // The orphaned rank (its supervisor is gone) is the test's to end.
+        kill(pids[0]);
+        out
+    });
+    assert_eq!(out.code, 137, "{out}\n{}", c.logs());
+    assert!(
+        out.stderr.contains("srun: error: Node failure on node2"),
+        "{out}"
+    );
+    assert!(
+        out.stdout.contains("cmd=response_to_init"),
+        "the ranks did reach PMI: {out}"
+    );
+    assert!(!out.stdout.contains("barrier_out"), "{out}");
+}
+
+#[test]
+fn step_mem_and_gpus_come_from_the_job_and_are_not_shared() {
+    let c = crate::builder()
+        .nodes(1)
+        .node_extra(1, "Gres=gpu:2")
+        .start();
+    let id = c.submit(&["-n2", "--mem=500", "--gres=gpu:2", "--wrap", "sleep 120"]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let ids = id.to_string();
+    let env = [("SLURM_JOB_ID", ids.as_str())];
+    let gpus_of = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["-n1", "printenv", "CUDA_VISIBLE_DEVICES"]);
+        let out = c.run_env("srun", &all, &env);
+        assert_eq!(out.code, 0, "{all:?}: {out}\n{}", c.logs());
+        out.stdout.trim().to_string()
+    };
+    // Without a request a step sees all the job's GPUs; with one, that many.
+    assert_eq!(gpus_of(&[]), "0,1");
+    assert_eq!(gpus_of(&["--gres=gpu:1"]), "0");
+    assert_eq!(gpus_of(&["--gpus=1"]), "0");
+    // A second step does not get the GPU a running one holds.
+    std::thread::scope(|s| {
+        let first = s.spawn(|| {
+            c.run_env(
+                "srun",
+                &[
+                    "-n1",
+                    "--gres=gpu:1",
+                    "bash",
+                    "-c",
+                    "echo $CUDA_VISIBLE_DEVICES > first.txt; while [ ! -e go ]; do sleep 0.1; done",
+                ],
+                &env,
+            )
+        });
+        assert_eq!(c.wait_file("first.txt", secs(20)).trim(), "0");
+        assert_eq!(gpus_of(&["--gres=gpu:1"]), "1");
+        c.write("go", "");
+        let out = first.join().expect("first step");
+        assert_eq!(out.code, 0, "{out}");
+    });
+    // More than the job holds is refused with Slurm's words.
+    let out = c.run_env("srun", &["-n1", "--gres=gpu:3", "true"], &env);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        format!("srun: error: Unable to create step for job {id}: Invalid generic resource (gres) specification\n")
+    );
+    let out = c.run_env("srun", &["-n1", "--mem=600", "true"], &env);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        format!("srun: error: Unable to create step for job {id}: Memory required by task is not available\n")
+    );
+    c.ok("srun", &["--jobid", &ids, "-n1", "--mem=400", "true"]);
+    c.ok("scancel", &[&ids]);
 }
