@@ -477,3 +477,153 @@ fn step_mem_and_gpus_come_from_the_job_and_are_not_shared() {
     c.ok("srun", &["--jobid", &ids, "-n1", "--mem=400", "true"]);
     c.ok("scancel", &[&ids]);
 }
+
+#[test]
+fn srun_kill_on_bad_exit_wait_chdir_name_export_and_exclude() {
+    let c = cluster(2);
+    // -K: one task failing kills the others.
+    let out = c.run(
+        "srun",
+        &[
+            "-N2",
+            "-n2",
+            "-K",
+            "bash",
+            "-c",
+            "if [ $SLURM_PROCID = 1 ]; then exit 3; fi; exec sleep 300",
+        ],
+    );
+    assert_ne!(out.code, 0, "{out}");
+    assert!(
+        out.stderr
+            .contains("srun: error: node2: task 1: Exited with exit code 3"),
+        "{out}"
+    );
+    assert!(
+        out.stderr.contains("srun: error: node1: task 0: Killed"),
+        "{out}"
+    );
+    // -W: the others are killed a while after the first task ends.
+    let out = c.run(
+        "srun",
+        &[
+            "-N2",
+            "-n2",
+            "-W",
+            "1",
+            "bash",
+            "-c",
+            "if [ $SLURM_PROCID = 1 ]; then exit 0; fi; exec sleep 300",
+        ],
+    );
+    assert_eq!(out.code, 137, "{out}");
+    assert!(
+        out.stderr
+            .contains("srun: error: Timed out waiting for job step to complete"),
+        "{out}"
+    );
+    // -D, -J, --export, -x.
+    let out = c.ok("srun", &["-D", "/tmp", "pwd"]);
+    assert_eq!(out.stdout, "/tmp\n");
+    let out = c.ok("srun", &["-J", "named", "printenv", "SLURM_JOB_NAME"]);
+    assert_eq!(out.stdout, "named\n");
+    let out = c.run_env(
+        "srun",
+        &["--export=ONLY_THIS=1", "/usr/bin/env"],
+        &[("NOT_THIS", "1")],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stdout.lines().any(|l| l == "ONLY_THIS=1"), "{out}");
+    assert!(!out.stdout.contains("NOT_THIS"), "{out}");
+    assert!(out.stdout.contains("SLURM_PROCID=0"), "{out}");
+    let out = c.ok(
+        "srun",
+        &["-N1", "-x", "node1", "printenv", "SLURMD_NODENAME"],
+    );
+    assert_eq!(out.stdout, "node2\n");
+}
+
+#[test]
+fn srun_forwards_signals_and_ctrl_c_shows_status_then_cancels() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    use std::io::BufRead;
+    let c = cluster(1);
+    // srun running `script`, its pid, and its stderr lines as they come.
+    let spawn = |script: &str| {
+        let mut cmd = c.command("srun");
+        cmd.args(["-n1", "bash", "-c", script]);
+        let mut child = cmd.spawn().expect("srun");
+        let err = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        (child, rx)
+    };
+    // Waits for a stderr line containing `want`; all lines seen so far.
+    let wait_line = |rx: &std::sync::mpsc::Receiver<String>, seen: &mut String, want: &str| {
+        while !seen.contains(want) {
+            match rx.recv_timeout(secs(30)) {
+                Ok(l) => {
+                    seen.push_str(&l);
+                    seen.push('\n');
+                }
+                Err(_) => panic!("srun never said {want:?}: {seen}"),
+            }
+        }
+    };
+    let finish =
+        |child: std::process::Child, rx: std::sync::mpsc::Receiver<String>, seen: &mut String| {
+            let out = child.wait_with_output().expect("srun output");
+            seen.extend(rx.iter().map(|l| l + "\n"));
+            (
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+            )
+        };
+    // A signal srun gets reaches the task.
+    let (child, rx) = spawn(
+        "trap 'echo got USR1; exit 0' USR1; echo x > usr1.ready; while :; do sleep 0.1; done",
+    );
+    c.wait_file("usr1.ready", secs(20));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGUSR1).expect("kill");
+    let mut seen = String::new();
+    let (code, stdout) = finish(child, rx, &mut seen);
+    assert_eq!((code, stdout.as_str()), (0, "got USR1\n"), "{seen}");
+    // Ctrl-C once: the step's status, and the task goes on.
+    let (child, rx) =
+        spawn("echo x > int.ready; while [ ! -e int.go ]; do sleep 0.1; done; echo done");
+    c.wait_file("int.ready", secs(20));
+    let mut seen = String::new();
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).expect("kill");
+    wait_line(
+        &rx,
+        &mut seen,
+        "srun: interrupt (one more within 1 sec to abort)",
+    );
+    wait_line(&rx, &mut seen, ".0 task 0: running");
+    c.write("int.go", "");
+    let (code, stdout) = finish(child, rx, &mut seen);
+    assert_eq!((code, stdout.as_str()), (0, "done\n"), "{seen}");
+    // Ctrl-C twice within a second: the step is cancelled.
+    let (child, rx) = spawn("echo x > int2.ready; exec sleep 300");
+    c.wait_file("int2.ready", secs(20));
+    let pid = Pid::from_raw(child.id() as i32);
+    let mut seen = String::new();
+    kill(pid, Signal::SIGINT).expect("kill");
+    wait_line(
+        &rx,
+        &mut seen,
+        "srun: interrupt (one more within 1 sec to abort)",
+    );
+    kill(pid, Signal::SIGINT).expect("kill");
+    let (code, _) = finish(child, rx, &mut seen);
+    assert_ne!(code, 0, "{seen}");
+    assert!(seen.contains("srun: forcing job termination"), "{seen}");
+}
