@@ -375,7 +375,8 @@ pub fn main(args: Vec<String>) -> i32 {
             ntasks_per_node: st.desc.ntasks_per_node,
             cpus_per_task: st.desc.cpus_per_task,
             mem_per_node: st.desc.mem_per_node,
-            gres: st.desc.gres.clone(),
+            gres: step_gres(&st.desc),
+            gpus: st.desc.gpus.as_ref().map(|g| g.count),
             nodelist: st.desc.nodelist.clone(),
             exclude: st.desc.exclude.clone(),
             distribution: o.distribution,
@@ -960,6 +961,17 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
         eprint_lines(&failure_lines(&created.nodes, &created.tasks, &status));
     }
     exit_status(status.values().copied())
+}
+
+/// The step's GRES per node: `--gres`, with `--gpus-per-node` as `gpu`.
+fn step_gres(desc: &proto::JobDesc) -> Vec<model::Gres> {
+    let mut v = desc.gres.clone();
+    if let Some(g) = &desc.gpus_per_node {
+        if !v.iter().any(|x| x.name == "gpu") {
+            v.push(g.clone());
+        }
+    }
+    v
 }
 
 /// srun's exit status from its tasks' wait statuses.

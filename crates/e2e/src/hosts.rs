@@ -101,7 +101,31 @@ impl Hosts {
             ip(&["-n", &ns, "addr", "add", &addr, "dev", &inside])?;
             ip(&["-n", &ns, "link", "set", &inside, "up"])?;
         }
+        h.write_hosts_files(n)?;
         Ok(h)
+    }
+
+    /// Host names resolve inside the namespaces: `ip netns exec` mounts
+    /// `/etc/netns/NS/hosts` over `/etc/hosts`, naming the controller,
+    /// every node and the test process's host (where salloc runs; MPI
+    /// launchers call back to it by name).
+    fn write_hosts_files(&self, n: u32) -> Result<(), String> {
+        let mut text = format!(
+            "127.0.0.1 localhost\n{}.254 {}\n{}.100 ctl\n",
+            self.prefix,
+            crate::hostname(),
+            self.prefix
+        );
+        for i in 1..=n {
+            text.push_str(&format!("{}.{i} node{i}\n", self.prefix));
+        }
+        for ns in &self.namespaces {
+            let dir = std::path::Path::new("/etc/netns").join(ns);
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| std::fs::write(dir.join("hosts"), &text))
+                .map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        Ok(())
     }
 
     /// The controller's address.
@@ -144,6 +168,7 @@ impl Drop for Hosts {
     fn drop(&mut self) {
         for ns in &self.namespaces {
             let _ = ip(&["netns", "del", ns]);
+            let _ = std::fs::remove_dir_all(std::path::Path::new("/etc/netns").join(ns));
         }
         let _ = ip(&["link", "del", &self.bridge]);
     }

@@ -41,6 +41,11 @@ pub struct Step {
     pub cpus: Vec<u32>,
     /// Memory per node (MB), as asked.
     pub mem: u64,
+    /// GPUs (device indexes) on each node that the step asked for with
+    /// `--gres=gpu`/`--gpus` (empty when it asked for none and sees all
+    /// of the job's): not given to another step without `--overlap`.
+    #[serde(default)]
+    pub gpus: Vec<Vec<u32>>,
     /// `--overlap`: its CPUs are not its own.
     pub overlap: bool,
     /// Task layout.
@@ -286,12 +291,74 @@ impl Engine {
         };
         let chosen: Vec<usize> = order[..n_nodes].to_vec();
         let nodes: Vec<NodeIdx> = chosen.iter().map(|p| alloc.nodes[*p].node).collect();
+        let others = || {
+            job.steps
+                .iter()
+                .filter(|s| s.state == JobState::Running && !s.overlap && !req.overlap)
+        };
+        // --mem: per node, within the job's share there, less what other
+        // steps asked for.
+        let mem = req.mem_per_node.unwrap_or(0);
+        if mem > 0 {
+            for (i, p) in chosen.iter().enumerate() {
+                let na = &alloc.nodes[*p];
+                if na.mem == 0 {
+                    continue;
+                }
+                if mem > na.mem {
+                    return Err(SlurmError::InvalidTaskMemory);
+                }
+                let used: u64 = others()
+                    .filter(|s| s.nodes.contains(&nodes[i]))
+                    .map(|s| s.mem)
+                    .sum();
+                if mem > na.mem.saturating_sub(used) {
+                    return Err(SlurmError::NodesBusy);
+                }
+            }
+        }
+        // --gres/--gpus: each node's GPUs taken from the job's there, not
+        // from another step's.
+        for g in &req.gres {
+            for p in &chosen {
+                let na = &alloc.nodes[*p];
+                let node = &self.nodes[na.node.0 as usize];
+                let held: u64 = na
+                    .gres
+                    .iter()
+                    .filter(|(pool, _)| {
+                        let pool = &node.gres[*pool];
+                        pool.name == g.name
+                            && g.type_
+                                .as_ref()
+                                .is_none_or(|t| pool.type_.as_ref() == Some(t))
+                    })
+                    .map(|(_, idx)| idx.len() as u64)
+                    .sum();
+                if g.count > held {
+                    return Err(SlurmError::InvalidGres);
+                }
+            }
+        }
+        let gpu_want: Option<Vec<u64>> = match (req.gres.iter().find(|g| g.name == "gpu"), req.gpus)
+        {
+            (Some(g), _) => Some(vec![g.count; n_nodes]),
+            (None, Some(total)) => {
+                let n = n_nodes as u64;
+                Some(
+                    (0..n)
+                        .map(|i| total / n + u64::from(i < total % n))
+                        .collect(),
+                )
+            }
+            (None, None) => None,
+        };
         let cpus: Vec<u32> = tasks
             .iter()
             .zip(&chosen)
             .map(|(t, p)| (t.len() as u32 * cpt).min(alloc.nodes[*p].cpus).max(1))
             .collect();
-        let gpus: Vec<Vec<u32>> = chosen
+        let job_gpus: Vec<Vec<u32>> = chosen
             .iter()
             .map(|p| {
                 let na = &alloc.nodes[*p];
@@ -303,6 +370,38 @@ impl Engine {
                     .collect()
             })
             .collect();
+        let mut step_gpus: Vec<Vec<u32>> = Vec::new();
+        if let Some(want) = &gpu_want {
+            for (i, all) in job_gpus.iter().enumerate() {
+                let want = want[i] as usize;
+                if want > all.len() {
+                    return Err(SlurmError::InvalidGres);
+                }
+                let taken: BTreeSet<u32> = others()
+                    .filter_map(|s| {
+                        let k = s.nodes.iter().position(|n| *n == nodes[i])?;
+                        s.gpus.get(k)
+                    })
+                    .flatten()
+                    .copied()
+                    .collect();
+                let free: Vec<u32> = all
+                    .iter()
+                    .copied()
+                    .filter(|g| !taken.contains(g))
+                    .take(want)
+                    .collect();
+                if free.len() < want {
+                    return Err(SlurmError::NodesBusy);
+                }
+                step_gpus.push(free);
+            }
+        }
+        let gpus: Vec<Vec<u32>> = if gpu_want.is_some() {
+            step_gpus.clone()
+        } else {
+            job_gpus
+        };
         let names: Vec<String> = nodes
             .iter()
             .map(|n| self.nodes[n.0 as usize].conf.name.clone())
@@ -319,6 +418,7 @@ impl Engine {
             tasks: tasks.clone(),
             cpus: cpus.clone(),
             mem: req.mem_per_node.unwrap_or(0),
+            gpus: step_gpus,
             overlap: req.overlap,
             distribution: req.distribution,
             start_time: now,

@@ -235,6 +235,114 @@ fn task_env(
     env.into_iter().collect()
 }
 
+/// The task's program, arguments and environment, prepared before fork so
+/// that the child can exec with `SLURM_TASK_PID` set to its own pid (known
+/// only after fork) without allocating.
+struct ExecImage {
+    path: CString,
+    argv: Vec<CString>,
+    env: Vec<CString>,
+    /// `SLURM_TASK_PID=` with room for the digits, written in the child.
+    pid_entry: Vec<u8>,
+    /// NULL-terminated pointer arrays, filled in the child (no allocation).
+    argv_ptrs: Vec<usize>,
+    env_ptrs: Vec<usize>,
+}
+
+const TASK_PID_KEY: &[u8] = b"SLURM_TASK_PID=";
+
+impl ExecImage {
+    /// The image of `program args` with `env`, or None when `program` is
+    /// not found on the environment's PATH (the plain spawn then reports
+    /// the error).
+    fn new(program: &str, args: &[String], env: &[(String, String)]) -> Option<ExecImage> {
+        let path = resolve_program(program, env)?;
+        let argv: Vec<CString> = std::iter::once(program)
+            .chain(args.iter().map(String::as_str))
+            .map(|a| CString::new(a).ok())
+            .collect::<Option<_>>()?;
+        let env: Vec<CString> = env
+            .iter()
+            .filter(|(k, _)| k != "SLURM_TASK_PID")
+            .map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+            .collect::<Option<_>>()?;
+        let mut pid_entry = TASK_PID_KEY.to_vec();
+        pid_entry.resize(TASK_PID_KEY.len() + 24, 0);
+        Some(ExecImage {
+            path: CString::new(path).ok()?,
+            argv_ptrs: vec![0; argv.len() + 1],
+            env_ptrs: vec![0; env.len() + 2],
+            argv,
+            env,
+            pid_entry,
+        })
+    }
+
+    /// Execs the image with this process's pid as `SLURM_TASK_PID`;
+    /// returns only on failure. Async-signal-safe.
+    fn exec(&mut self) -> std::io::Error {
+        // SAFETY: getpid is async-signal-safe.
+        let mut pid = unsafe { libc::getpid() } as u64;
+        let mut digits = [0u8; 20];
+        let mut n = 0;
+        loop {
+            digits[n] = b'0' + (pid % 10) as u8;
+            n += 1;
+            pid /= 10;
+            if pid == 0 {
+                break;
+            }
+        }
+        let base = TASK_PID_KEY.len();
+        for (slot, d) in self.pid_entry[base..base + n]
+            .iter_mut()
+            .zip(digits[..n].iter().rev())
+        {
+            *slot = *d;
+        }
+        self.pid_entry[base + n] = 0;
+        for (slot, a) in self.argv_ptrs.iter_mut().zip(&self.argv) {
+            *slot = a.as_ptr() as usize;
+        }
+        *self.argv_ptrs.last_mut().expect("argv has a NULL slot") = 0;
+        for (slot, e) in self.env_ptrs.iter_mut().zip(&self.env) {
+            *slot = e.as_ptr() as usize;
+        }
+        let len = self.env_ptrs.len();
+        self.env_ptrs[len - 2] = self.pid_entry.as_ptr() as usize;
+        self.env_ptrs[len - 1] = 0;
+        // SAFETY: NUL-terminated strings and NULL-terminated arrays of
+        // pointers into memory this struct owns.
+        unsafe {
+            libc::execve(
+                self.path.as_ptr(),
+                self.argv_ptrs.as_ptr().cast(),
+                self.env_ptrs.as_ptr().cast(),
+            );
+        }
+        std::io::Error::last_os_error()
+    }
+}
+
+/// `program` as execvp would find it on the task environment's PATH.
+fn resolve_program(program: &str, env: &[(String, String)]) -> Option<String> {
+    if program.contains('/') {
+        return Some(program.to_string());
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("/usr/local/bin:/usr/bin:/bin");
+    path.split(':').find_map(|dir| {
+        let dir = if dir.is_empty() { "." } else { dir };
+        let candidate = format!("{dir}/{program}");
+        let meta = std::fs::metadata(&candidate).ok()?;
+        use std::os::unix::fs::PermissionsExt;
+        (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(candidate)
+    })
+}
+
 /// Everything a task's child needs between fork and exec.
 struct TaskSetup {
     switch: Option<(libc::uid_t, libc::gid_t, Vec<libc::gid_t>)>,
@@ -242,11 +350,14 @@ struct TaskSetup {
     chdir_lines: Vec<Vec<u8>>,
     stdin_file: Option<CString>,
     keep_fd: Option<RawFd>,
+    image: Option<ExecImage>,
 }
 
 impl TaskSetup {
-    /// Async-signal-safe only: runs between fork and exec.
-    fn apply(&self) -> std::io::Result<()> {
+    /// Async-signal-safe only: runs between fork and exec. With an image,
+    /// execs it (so `SLURM_TASK_PID` is the task's pid); without one,
+    /// returns and lets the spawn's own exec report the error.
+    fn apply(&mut self) -> std::io::Result<()> {
         // SAFETY: system calls on memory prepared before fork.
         unsafe {
             for sig in crate::launch::SUPERVISOR_IGNORES {
@@ -282,7 +393,10 @@ impl TaskSetup {
                 libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
             }
         }
-        Ok(())
+        match self.image.as_mut() {
+            Some(image) => Err(image.exec()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -438,16 +552,17 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         };
         let keep_fd = pair.as_ref().map(|(_, child)| child.as_raw_fd());
         let env = task_env(spec, task, local, keep_fd);
-        let setup = TaskSetup {
+        let Some(program) = l.argv.first() else {
+            failed_exits.push((task, 1 << 8));
+            continue;
+        };
+        let mut setup = TaskSetup {
             switch: switch.clone(),
             work_dir: CString::new(work_dir).unwrap_or_else(|_| c"/tmp".into()),
             chdir_lines: chdir_lines.clone(),
             stdin_file,
             keep_fd,
-        };
-        let Some(program) = l.argv.first() else {
-            failed_exits.push((task, 1 << 8));
-            continue;
+            image: ExecImage::new(program, &l.argv[1..], &env),
         };
         let mut cmd = std::process::Command::new(program);
         cmd.args(&l.argv[1..])
@@ -654,5 +769,37 @@ fn engine_like_worse(a: ExitCode, b: ExitCode) -> ExitCode {
         b
     } else {
         a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_are_found_on_the_task_path_as_execvp_finds_them() {
+        let env = vec![("PATH".to_string(), "/nonexistent:/usr/bin:/bin".to_string())];
+        let sh = resolve_program("sh", &env).expect("sh on PATH");
+        assert!(sh.ends_with("/sh"), "{sh}");
+        assert_eq!(resolve_program("no-such-program-here", &env), None);
+        assert_eq!(
+            resolve_program("./relative", &env).as_deref(),
+            Some("./relative")
+        );
+    }
+
+    #[test]
+    fn the_image_carries_the_environment_and_a_pid_slot() {
+        let env = vec![
+            ("PATH".to_string(), "/usr/bin:/bin".to_string()),
+            ("SLURM_TASK_PID".to_string(), "stale".to_string()),
+            ("A".to_string(), "1".to_string()),
+        ];
+        let img = ExecImage::new("sh", &["-c".to_string()], &env).expect("an image");
+        let env: Vec<&str> = img.env.iter().map(|e| e.to_str().unwrap()).collect();
+        assert_eq!(env, vec!["PATH=/usr/bin:/bin", "A=1"]);
+        assert!(img.pid_entry.starts_with(TASK_PID_KEY));
+        assert_eq!(img.argv_ptrs.len(), 3);
+        assert_eq!(img.env_ptrs.len(), 4);
     }
 }

@@ -532,6 +532,9 @@ pub enum SlurmError {
     TooManyRequestedCpus,
     /// ESLURM_NODES_BUSY: a step's CPUs are in use by other steps (srun waits).
     NodesBusy,
+    /// ESLURM_INVALID_TASK_MEMORY: a step asks for more memory than its
+    /// job holds on a node.
+    InvalidTaskMemory,
 }
 
 impl SlurmError {
@@ -579,6 +582,7 @@ impl SlurmError {
             SlurmError::CircularDependency => "Circular job dependency",
             SlurmError::TooManyRequestedCpus => "More processors requested than permitted",
             SlurmError::NodesBusy => "Requested nodes are busy",
+            SlurmError::InvalidTaskMemory => "Memory required by task is not available",
         }
     }
 }

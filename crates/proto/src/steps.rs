@@ -94,10 +94,14 @@ pub struct StepRequest {
     pub ntasks_per_node: Option<u32>,
     /// `-c`.
     pub cpus_per_task: Option<u32>,
-    /// `--mem` in MB (recorded; enforced with cgroups).
+    /// `--mem` in MB per node: within the job's memory there, less what
+    /// other steps asked for (enforcement comes with cgroups).
     pub mem_per_node: Option<u64>,
-    /// `--gres`/`--gpus` for the step.
+    /// `--gres` for the step, per node (`gpu` picks devices).
     pub gres: Vec<Gres>,
+    /// `--gpus`: GPUs for the whole step, spread over its nodes.
+    #[serde(default)]
+    pub gpus: Option<u64>,
     /// `-w`, expanded, in the order given.
     pub nodelist: Vec<String>,
     /// `-x`, expanded.

@@ -19,6 +19,7 @@ mod hostile;
 mod hosts;
 mod jobs;
 mod local;
+mod mpi;
 mod nodes;
 mod preempt;
 mod priority;

@@ -133,6 +133,21 @@ fn task_environment_has_both_spellings() {
         );
     }
     assert!(!out.stdout.contains("PMI_FD"), "{out}");
+    // SLURM_TASK_PID is each task's own pid.
+    let out = c.run(
+        "srun",
+        &["-N2", "-n2", "bash", "-c", "echo \"$SLURM_TASK_PID $$\""],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    for l in lines {
+        let (a, b) = l.split_once(' ').unwrap_or(("", "x"));
+        assert!(
+            !a.is_empty() && a == b,
+            "SLURM_TASK_PID is not the task's pid: {out}"
+        );
+    }
     let out = c.run(
         "srun",
         &[
@@ -310,4 +325,305 @@ fn stdin_reaches_task_zero_and_input_none_closes_it() {
     );
     assert_eq!(out.code, 0, "{out}");
     assert_eq!(c.read("out-1.txt"), "1\n");
+}
+
+/// A PMI-1 client over `PMI_FD`: every rank inits; rank 1 then leaves
+/// (`exit`) or writes its pid and its supervisor's pid to `ready` and
+/// sleeps (`stay`); the others wait in the fence.
+const PMI_FENCE_PY: &str = r#"
+import os, socket, sys, time
+s = socket.socket(fileno=int(os.environ["PMI_FD"]))
+f = s.makefile("rw")
+def cmd(line):
+    f.write(line + "\n")
+    f.flush()
+    return f.readline().strip()
+rank = int(os.environ["PMI_RANK"])
+print(cmd("cmd=init pmi_version=1 pmi_subversion=1"), flush=True)
+if rank == 1:
+    if sys.argv[1] == "exit":
+        sys.exit(0)
+    with open("ready.tmp", "w") as r:
+        r.write(f"{os.getpid()} {os.getppid()}\n")
+    os.rename("ready.tmp", "ready")
+    time.sleep(300)
+print(cmd("cmd=barrier_in"), flush=True)
+"#;
+
+#[test]
+fn a_rank_leaving_or_a_node_supervisor_dying_mid_fence_fails_the_step() {
+    let c = cluster(2);
+    c.write("fence.py", PMI_FENCE_PY);
+    // A rank that exits after init without finalize ends the step; the
+    // rank waiting in the fence is killed, not left waiting.
+    let out = c.run(
+        "srun",
+        &[
+            "-N2",
+            "-n2",
+            "--mpi=pmi2",
+            "/usr/bin/python3",
+            "fence.py",
+            "exit",
+        ],
+    );
+    assert_ne!(out.code, 0, "{out}");
+    assert!(
+        out.stderr
+            .contains("srun: error: node2: task 1: task 1 exited without calling PMI finalize"),
+        "{out}"
+    );
+    assert!(out.stderr.contains("srun: Terminating StepId="), "{out}");
+    // node2's step supervisor (the PMI server there) dies while rank 0
+    // waits in the fence: srun says which node failed and ends the step.
+    let out = std::thread::scope(|s| {
+        let run = s.spawn(|| {
+            c.run(
+                "srun",
+                &[
+                    "-N2",
+                    "-n2",
+                    "--mpi=pmi2",
+                    "/usr/bin/python3",
+                    "fence.py",
+                    "stay",
+                ],
+            )
+        });
+        let ready = c.wait_file("ready", secs(20));
+        let pids: Vec<i32> = ready
+            .split_whitespace()
+            .map(|p| p.parse().expect("a pid"))
+            .collect();
+        let kill = |pid: i32| {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        };
+        kill(pids[1]);
+        let out = run.join().expect("srun thread");
+        // The orphaned rank (its supervisor is gone) is the test's to end.
+        kill(pids[0]);
+        out
+    });
+    assert_eq!(out.code, 137, "{out}\n{}", c.logs());
+    assert!(
+        out.stderr.contains("srun: error: Node failure on node2"),
+        "{out}"
+    );
+    assert!(
+        out.stdout.contains("cmd=response_to_init"),
+        "the ranks did reach PMI: {out}"
+    );
+    assert!(!out.stdout.contains("barrier_out"), "{out}");
+}
+
+#[test]
+fn step_mem_and_gpus_come_from_the_job_and_are_not_shared() {
+    let c = crate::builder()
+        .nodes(1)
+        .node_extra(1, "Gres=gpu:2")
+        .start();
+    let id = c.submit(&["-n2", "--mem=500", "--gres=gpu:2", "--wrap", "sleep 120"]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let ids = id.to_string();
+    let env = [("SLURM_JOB_ID", ids.as_str())];
+    let gpus_of = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["-n1", "printenv", "CUDA_VISIBLE_DEVICES"]);
+        let out = c.run_env("srun", &all, &env);
+        assert_eq!(out.code, 0, "{all:?}: {out}\n{}", c.logs());
+        out.stdout.trim().to_string()
+    };
+    // Without a request a step sees all the job's GPUs; with one, that many.
+    assert_eq!(gpus_of(&[]), "0,1");
+    assert_eq!(gpus_of(&["--gres=gpu:1"]), "0");
+    assert_eq!(gpus_of(&["--gpus=1"]), "0");
+    // A second step does not get the GPU a running one holds.
+    std::thread::scope(|s| {
+        let first = s.spawn(|| {
+            c.run_env(
+                "srun",
+                &[
+                    "-n1",
+                    "--gres=gpu:1",
+                    "bash",
+                    "-c",
+                    "echo $CUDA_VISIBLE_DEVICES > first.txt; while [ ! -e go ]; do sleep 0.1; done",
+                ],
+                &env,
+            )
+        });
+        assert_eq!(c.wait_file("first.txt", secs(20)).trim(), "0");
+        assert_eq!(gpus_of(&["--gres=gpu:1"]), "1");
+        c.write("go", "");
+        let out = first.join().expect("first step");
+        assert_eq!(out.code, 0, "{out}");
+    });
+    // More than the job holds is refused with Slurm's words.
+    let out = c.run_env("srun", &["-n1", "--gres=gpu:3", "true"], &env);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        format!("srun: error: Unable to create step for job {id}: Invalid generic resource (gres) specification\n")
+    );
+    let out = c.run_env("srun", &["-n1", "--mem=600", "true"], &env);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        format!("srun: error: Unable to create step for job {id}: Memory required by task is not available\n")
+    );
+    c.ok("srun", &["--jobid", &ids, "-n1", "--mem=400", "true"]);
+    c.ok("scancel", &[&ids]);
+}
+
+#[test]
+fn srun_kill_on_bad_exit_wait_chdir_name_export_and_exclude() {
+    let c = cluster(2);
+    // -K: one task failing kills the others.
+    let out = c.run(
+        "srun",
+        &[
+            "-N2",
+            "-n2",
+            "-K",
+            "bash",
+            "-c",
+            "if [ $SLURM_PROCID = 1 ]; then exit 3; fi; exec sleep 300",
+        ],
+    );
+    assert_ne!(out.code, 0, "{out}");
+    assert!(
+        out.stderr
+            .contains("srun: error: node2: task 1: Exited with exit code 3"),
+        "{out}"
+    );
+    assert!(
+        out.stderr.contains("srun: error: node1: task 0: Killed"),
+        "{out}"
+    );
+    // -W: the others are killed a while after the first task ends.
+    let out = c.run(
+        "srun",
+        &[
+            "-N2",
+            "-n2",
+            "-W",
+            "1",
+            "bash",
+            "-c",
+            "if [ $SLURM_PROCID = 1 ]; then exit 0; fi; exec sleep 300",
+        ],
+    );
+    assert_eq!(out.code, 137, "{out}");
+    assert!(
+        out.stderr
+            .contains("srun: error: Timed out waiting for job step to complete"),
+        "{out}"
+    );
+    // -D, -J, --export, -x.
+    let out = c.ok("srun", &["-D", "/tmp", "pwd"]);
+    assert_eq!(out.stdout, "/tmp\n");
+    let out = c.ok("srun", &["-J", "named", "printenv", "SLURM_JOB_NAME"]);
+    assert_eq!(out.stdout, "named\n");
+    let out = c.run_env(
+        "srun",
+        &["--export=ONLY_THIS=1", "/usr/bin/env"],
+        &[("NOT_THIS", "1")],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stdout.lines().any(|l| l == "ONLY_THIS=1"), "{out}");
+    assert!(!out.stdout.contains("NOT_THIS"), "{out}");
+    assert!(out.stdout.contains("SLURM_PROCID=0"), "{out}");
+    let out = c.ok(
+        "srun",
+        &["-N1", "-x", "node1", "printenv", "SLURMD_NODENAME"],
+    );
+    assert_eq!(out.stdout, "node2\n");
+}
+
+#[test]
+fn srun_forwards_signals_and_ctrl_c_shows_status_then_cancels() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    use std::io::BufRead;
+    let c = cluster(1);
+    // srun running `script`, its pid, and its stderr lines as they come.
+    let spawn = |script: &str| {
+        let mut cmd = c.command("srun");
+        cmd.args(["-n1", "bash", "-c", script]);
+        let mut child = cmd.spawn().expect("srun");
+        let err = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        (child, rx)
+    };
+    // Waits for a stderr line containing `want`; all lines seen so far.
+    let wait_line = |rx: &std::sync::mpsc::Receiver<String>, seen: &mut String, want: &str| {
+        while !seen.contains(want) {
+            match rx.recv_timeout(secs(30)) {
+                Ok(l) => {
+                    seen.push_str(&l);
+                    seen.push('\n');
+                }
+                Err(_) => panic!("srun never said {want:?}: {seen}"),
+            }
+        }
+    };
+    let finish =
+        |child: std::process::Child, rx: std::sync::mpsc::Receiver<String>, seen: &mut String| {
+            let out = child.wait_with_output().expect("srun output");
+            seen.extend(rx.iter().map(|l| l + "\n"));
+            (
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+            )
+        };
+    // A signal srun gets reaches the task.
+    let (child, rx) = spawn(
+        "trap 'echo got USR1; exit 0' USR1; echo x > usr1.ready; while :; do sleep 0.1; done",
+    );
+    c.wait_file("usr1.ready", secs(20));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGUSR1).expect("kill");
+    let mut seen = String::new();
+    let (code, stdout) = finish(child, rx, &mut seen);
+    assert_eq!((code, stdout.as_str()), (0, "got USR1\n"), "{seen}");
+    // Ctrl-C once: the step's status, and the task goes on.
+    let (child, rx) =
+        spawn("echo x > int.ready; while [ ! -e int.go ]; do sleep 0.1; done; echo done");
+    c.wait_file("int.ready", secs(20));
+    let mut seen = String::new();
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).expect("kill");
+    wait_line(
+        &rx,
+        &mut seen,
+        "srun: interrupt (one more within 1 sec to abort)",
+    );
+    wait_line(&rx, &mut seen, ".0 task 0: running");
+    c.write("int.go", "");
+    let (code, stdout) = finish(child, rx, &mut seen);
+    assert_eq!((code, stdout.as_str()), (0, "done\n"), "{seen}");
+    // Ctrl-C twice within a second: the step is cancelled.
+    let (child, rx) = spawn("echo x > int2.ready; exec sleep 300");
+    c.wait_file("int2.ready", secs(20));
+    let pid = Pid::from_raw(child.id() as i32);
+    let mut seen = String::new();
+    kill(pid, Signal::SIGINT).expect("kill");
+    wait_line(
+        &rx,
+        &mut seen,
+        "srun: interrupt (one more within 1 sec to abort)",
+    );
+    kill(pid, Signal::SIGINT).expect("kill");
+    let (code, _) = finish(child, rx, &mut seen);
+    assert_ne!(code, 0, "{seen}");
+    assert!(seen.contains("srun: forcing job termination"), "{seen}");
 }
