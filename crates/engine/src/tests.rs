@@ -30,7 +30,7 @@ pub(crate) fn engine() -> Engine {
     e
 }
 
-fn reg(name: &str, cpus: u32, mem: u64) -> NodeRegistration {
+pub(crate) fn reg(name: &str, cpus: u32, mem: u64) -> NodeRegistration {
     NodeRegistration {
         name: name.into(),
         addr: "127.0.0.1".into(),

@@ -1,9 +1,9 @@
 //! Preemption and suspension, through the engine's inputs.
-use crate::tests::{admin, desc, user};
+use crate::tests::{admin, desc, reg, user};
 use crate::{Command, Engine};
 use model::{ExitCode, JobId, JobState, PendingReason, TimeLimit};
 use proto::acctdb::{AcctTables, Qos};
-use proto::{NodeRegistration, SlurmError};
+use proto::SlurmError;
 
 fn config(extra: &str) -> conf::Config {
     let text = format!(
@@ -22,30 +22,7 @@ fn config(extra: &str) -> conf::Config {
 fn engine(extra: &str) -> Engine {
     let loaded_config = config(extra);
     let mut e = Engine::new(&loaded_config, 0);
-    e.on_node_registered(
-        NodeRegistration {
-            name: "node1".into(),
-            addr: "127.0.0.1".into(),
-            port: 7001,
-            cpus: 2,
-            boards: 1,
-            sockets: 2,
-            cores_per_socket: 1,
-            threads_per_core: 1,
-            real_memory: 4000,
-            free_memory: 4000,
-            cpu_load: 0.0,
-            gres: vec![],
-            os: "Linux".into(),
-            arch: "x86_64".into(),
-            boot_time: 0,
-            start_time: 0,
-            running_jobs: vec![],
-            version: "0".into(),
-        },
-        0,
-    )
-    .unwrap();
+    e.on_node_registered(reg("node1", 2, 4000), 0).unwrap();
     e
 }
 
