@@ -12,7 +12,8 @@
 //! does not re-attach to them (their srun still sees them end).
 
 use crate::daemon::{call_until_answered, Daemon};
-use crate::taskd::{TaskdControl, TaskdResult, TaskdSpec};
+use crate::spool::ProcId;
+use crate::taskd::{TaskdControl, TaskdReport, TaskdResult, TaskdSpec};
 use model::{ExitCode, JobId};
 use proto::{CtldRequest, CtldResponse, NodeResponse, StepLaunch, StepNodeEnd};
 use std::collections::BTreeMap;
@@ -114,10 +115,25 @@ pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
     let daemon = daemon.clone();
     tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(stdout).lines();
-        let last = lines.next_line().await.ok().flatten().unwrap_or_default();
-        let result: TaskdResult = serde_json::from_str(&last).unwrap_or(TaskdResult {
-            exit: ExitCode { code: 0, signal: 9 },
-            usage: Default::default(),
+        let mut started = Vec::new();
+        let mut ended = None;
+        while let Ok(Some(line)) = lines.next_line().await {
+            match serde_json::from_str::<TaskdReport>(&line) {
+                Ok(TaskdReport::Started(task)) => started.push(task),
+                Ok(TaskdReport::Ended(result)) => {
+                    ended = Some(result);
+                    break;
+                }
+                Err(_) => {}
+            }
+        }
+        let result = ended.unwrap_or_else(|| {
+            warn!(job = %key.0, step = key.1, "the step supervisor died; killing its tasks");
+            kill_orphans(&started);
+            TaskdResult {
+                exit: ExitCode { code: 0, signal: 9 },
+                usage: Default::default(),
+            }
         });
         info!(job = %key.0, step = key.1, "step ended with {}", result.exit);
         let end = StepNodeEnd {
@@ -147,6 +163,20 @@ pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
             .remove(&key);
     });
     NodeResponse::Ok
+}
+
+/// Kills what is left of tasks whose supervisor died: each task leads its
+/// own process group. A pid now held by another process is left alone; a
+/// pid no process holds cannot have been reused, so its group (if any
+/// member is left) is still the task's.
+fn kill_orphans(tasks: &[ProcId]) {
+    for task in tasks {
+        if matches!(ProcId::of(task.pid), Some(now) if now.start != task.start) {
+            continue;
+        }
+        // SAFETY: kill(2) on a process group, checked above to be the task's.
+        unsafe { libc::kill(-task.pid, libc::SIGKILL) };
+    }
 }
 
 fn tx_for_report(

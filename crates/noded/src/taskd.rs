@@ -8,8 +8,9 @@
 //!     stdout/stderr pipes --Output------> srun
 //!     stdin pipe <--------Stdin---------- srun
 //!     PMI_FD socketpair <--> pmi server --FenceIn/FenceOut--> srun (the tree's root)
+//!   each task started --Started(pid, start time)--> the daemon (stdout)
 //!   reap each task --TaskExited--> srun; all reaped: Done
-//!   last line on stdout: TaskdResult (highest exit, usage) for the daemon
+//!   last line on stdout: Ended(TaskdResult) (highest exit, usage)
 //! ```
 //!
 //! Each task is a session and process group of its own, run as the job's
@@ -21,6 +22,7 @@ use crate::gather::{
     parse_frequency, Gather, GatherType, Sampler, StepCgroup, TaskCgroup, TaskSource,
 };
 use crate::launch::{chdir_error_line, os_error_text};
+use crate::spool::ProcId;
 use model::ExitCode;
 use proto::{SrunToStepd, StdinMode, StepLaunch, StepdToSrun};
 use serde::{Deserialize, Serialize};
@@ -65,7 +67,17 @@ pub enum TaskdControl {
 /// How long the supervisor waits for `Reported` before telling srun anyway.
 const REPORT_WAIT: Duration = Duration::from_secs(60);
 
-/// The supervisor's last stdout line.
+/// A line the supervisor writes on its stdout for the daemon.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum TaskdReport {
+    /// A task has been started: its pid is its process group, which the
+    /// daemon kills if the supervisor dies before reaping it.
+    Started(ProcId),
+    /// The last line: every task has ended.
+    Ended(TaskdResult),
+}
+
+/// What a step's tasks on this node came to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskdResult {
     /// The highest exit of the node's tasks.
@@ -129,9 +141,9 @@ pub fn main() -> i32 {
     0
 }
 
-fn print_result(result: &TaskdResult) {
+fn report(line: &TaskdReport) {
     let mut out = std::io::stdout().lock();
-    let _ = serde_json::to_writer(&mut out, result);
+    let _ = serde_json::to_writer(&mut out, line);
     let _ = out.write_all(b"\n");
     let _ = out.flush();
 }
@@ -596,6 +608,9 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         match cmd.spawn() {
             Ok(mut child) => {
                 let pid = child.id() as i32;
+                if let Some(id) = ProcId::of(pid) {
+                    report(&TaskdReport::Started(id));
+                }
                 sources.push((
                     local,
                     match task_cgroup {
@@ -757,7 +772,7 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
     if let Some(c) = &cgroup {
         c.remove();
     }
-    print_result(&TaskdResult { exit, usage });
+    report(&TaskdReport::Ended(TaskdResult { exit, usage }));
     let _ = reported_rx.recv_timeout(REPORT_WAIT);
     to.send(StepdToSrun::Done);
 }

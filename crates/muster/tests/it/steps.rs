@@ -175,6 +175,42 @@ fn task_environment_has_both_spellings() {
     }
 }
 
+/// A one-node step in a two-node batch job, as in the reference
+/// (batch_step_env_full): the step's own counts, but SLURM_NODELIST stays
+/// the job's list.
+#[test]
+fn a_smaller_step_keeps_the_jobs_nodelist() {
+    let c = cluster(2);
+    let out = c.run(
+        "sbatch",
+        &[
+            "--parsable",
+            "-N2",
+            "--wrap",
+            "srun -N1 -n1 env | sort > stepenv.tmp; mv stepenv.tmp stepenv.txt",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    let id: u32 = out.stdout.trim().parse().expect("a job id");
+    assert_eq!(c.wait_done(id, secs(20)), "COMPLETED", "{}", c.logs());
+    let env = c.wait_file("stepenv.txt", secs(5));
+    for want in [
+        "SLURM_NNODES=1",
+        "SLURM_NODELIST=node[1-2]",
+        "SLURM_JOB_NODELIST=node[1-2]",
+        "SLURM_JOB_NUM_NODES=2",
+        "SLURM_STEP_NODELIST=node1",
+        "SLURM_STEP_NUM_NODES=1",
+        "SLURM_STEP_NUM_TASKS=1",
+        "SLURM_STEP_TASKS_PER_NODE=1",
+        "SLURM_TASKS_PER_NODE=1",
+        "SLURM_NTASKS=1",
+        "SLURM_STEPID=0",
+    ] {
+        assert!(env.lines().any(|l| l == want), "{want} missing:\n{env}");
+    }
+}
+
 #[test]
 fn salloc_runs_the_command_and_releases_the_allocation() {
     let c = cluster(2);
@@ -327,6 +363,14 @@ fn stdin_reaches_task_zero_and_input_none_closes_it() {
     assert_eq!(c.read("out-1.txt"), "1\n");
 }
 
+/// True while `pid` runs (neither gone nor a zombie).
+fn process_runs(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+        !matches!(state.and_then(|r| r.chars().next()), Some('Z' | 'X') | None)
+    })
+}
+
 /// A PMI-1 client over `PMI_FD`: every rank inits; rank 1 then leaves
 /// (`exit`) or writes its pid and its supervisor's pid to `ready` and
 /// sleeps (`stay`); the others wait in the fence.
@@ -403,8 +447,16 @@ fn a_rank_leaving_or_a_node_supervisor_dying_mid_fence_fails_the_step() {
         };
         kill(pids[1]);
         let out = run.join().expect("srun thread");
-        // The orphaned rank (its supervisor is gone) is the test's to end.
-        kill(pids[0]);
+        // The rank whose supervisor died is killed by node2's daemon.
+        let start = std::time::Instant::now();
+        while process_runs(pids[0]) && start.elapsed() < secs(20) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let ended = !process_runs(pids[0]);
+        if !ended {
+            kill(pids[0]);
+        }
+        assert!(ended, "rank 1 (pid {}) outlived its supervisor", pids[0]);
         out
     });
     assert_eq!(out.code, 137, "{out}\n{}", c.logs());
