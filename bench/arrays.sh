@@ -5,6 +5,7 @@
 #
 #   bench/arrays.sh              # N=100000 (RUN_N=N)
 #   N=10000 RUN_N=2000 bench/arrays.sh
+#   PHASES="run-jobs" bench/arrays.sh   # some of: mem-array mem-jobs run-array run-jobs
 #
 # Environment: BENCH_STATE_DIR (default /tmp/muster-bench-arrays),
 # MUSTER / MUSTER_BENCH (prebuilt binaries), CARGO_TARGET_DIR.
@@ -17,6 +18,8 @@ STATE=${BENCH_STATE_DIR:-/tmp/muster-bench-arrays}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 N=${N:-100000}
 RUN_N=${RUN_N:-$N}
+PHASES=" ${PHASES:-mem-array mem-jobs run-array run-jobs} "
+phase() { [[ $PHASES == *" $1 "* ]]; }
 NODES=4
 if [ -z "${MUSTER:-}" ] || [ -z "${MUSTER_BENCH:-}" ]; then
     (cd "$ROOT" && cargo build --release -p muster -p bench) || exit 1
@@ -51,30 +54,37 @@ mkdir -p "$STATE/work"
 cd "$STATE/work" || exit 1
 sbatch() { "$MUSTER" sbatch "$@"; }
 
-log "memory: one held array of $N tasks"
-fresh
-pid=$(ctld_pid); before=$(rss_kb "$pid")
-t=$(now_ns)
-sbatch -H --array=0-$((N - 1)) --wrap true >/dev/null
-array_submit_ms=$(ms_since "$t")
-sleep 1
-array_rss=$(($(rss_kb "$pid") - before))
-echo "array: submit_ms=$array_submit_ms rss_growth_kb=$array_rss"
+if phase mem-array; then
+    log "memory: one held array of $N tasks"
+    fresh
+    pid=$(ctld_pid); before=$(rss_kb "$pid")
+    t=$(now_ns)
+    sbatch -H --array=0-$((N - 1)) --wrap true >/dev/null
+    array_submit_ms=$(ms_since "$t")
+    sleep 1
+    array_rss=$(($(rss_kb "$pid") - before))
+    echo "array: submit_ms=$array_submit_ms rss_growth_kb=$array_rss"
+fi
 
-log "memory: $N held single jobs (8 client threads)"
-fresh
-pid=$(ctld_pid); before=$(rss_kb "$pid")
-line=$("$MUSTER_BENCH" submit -f "$CONF" --threads 8 --count "$N" --hold)
-sleep 1
-jobs_rss=$(($(rss_kb "$pid") - before))
-echo "jobs: $line rss_growth_kb=$jobs_rss"
+if phase mem-jobs; then
+    log "memory: $N held single jobs (8 client threads)"
+    fresh
+    pid=$(ctld_pid); before=$(rss_kb "$pid")
+    line=$("$MUSTER_BENCH" submit -f "$CONF" --threads 8 --count "$N" --hold)
+    sleep 1
+    jobs_rss=$(($(rss_kb "$pid") - before))
+    echo "jobs: $line rss_growth_kb=$jobs_rss"
+fi
 
-log "run: one array of $RUN_N trivial tasks"
-fresh
-"$MUSTER_BENCH" run -f "$CONF" --array --count "$RUN_N" --timeout 7200 --workdir "$STATE/work"
-echo "ctld_rss_kb_after=$(rss_kb "$(ctld_pid)")"
-
-log "run: $RUN_N trivial single jobs (8 client threads)"
-fresh
-"$MUSTER_BENCH" run -f "$CONF" --threads 8 --count "$RUN_N" --timeout 7200 --workdir "$STATE/work"
-echo "ctld_rss_kb_after=$(rss_kb "$(ctld_pid)")"
+if phase run-array; then
+    log "run: one array of $RUN_N trivial tasks"
+    fresh
+    "$MUSTER_BENCH" run -f "$CONF" --array --count "$RUN_N" --timeout 7200 --workdir "$STATE/work"
+    echo "ctld_rss_kb_after=$(rss_kb "$(ctld_pid)")"
+fi
+if phase run-jobs; then
+    log "run: $RUN_N trivial single jobs (8 client threads)"
+    fresh
+    "$MUSTER_BENCH" run -f "$CONF" --threads 8 --count "$RUN_N" --timeout 7200 --workdir "$STATE/work"
+    echo "ctld_rss_kb_after=$(rss_kb "$(ctld_pid)")"
+fi
