@@ -996,7 +996,8 @@ impl Engine {
         if requests.is_empty() {
             return;
         }
-        let (nodes, parts) = (self.refreshed_node_views(), self.part_views());
+        let (mut nodes, parts) = (self.refreshed_node_views(), self.part_views());
+        self.hold_suspended_shares(&mut nodes);
         let running = self.running_views(now);
         let view = sched::ClusterView {
             nodes: &nodes,

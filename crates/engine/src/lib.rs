@@ -460,6 +460,9 @@ pub struct Engine {
     /// The scheduler's node views, kept between passes (derived state:
     /// `schedule` refreshes what changes, the rest never does).
     node_view_cache: Vec<sched::NodeView>,
+    /// The jobs suspended by preemption, as the last `resume_suspended`
+    /// left them (derived state, recomputed at each pass).
+    preempt_suspended: Vec<JobId>,
     /// Driven by the simulator (`set_simulated`): no accounting records
     /// and no environment in batch launches (nobody reads them).
     simulated: bool,
@@ -541,6 +544,7 @@ impl Engine {
             sched_cfg: sched_config(cfg),
             plans: BTreeMap::new(),
             node_view_cache: Vec::new(),
+            preempt_suspended: Vec::new(),
             simulated: false,
         }
     }

@@ -5,6 +5,8 @@
 //! ```text
 //!   schedule(now):  resume_suspended   a job suspended by preemption runs
 //!                        |             again as soon as its own shares are free
+//!                   hold_suspended_shares  what its preemptor leaves of those
+//!                        |             shares is kept out of the pass's views
 //!                   sched::plan
 //!                        |
 //!                   preempt_pass       each waiting job (priority order) that
@@ -131,6 +133,10 @@ pub struct Suspension {
     pub by_admin: bool,
     /// The shares it had and takes back on resume.
     pub alloc: Allocation,
+    /// The job it was suspended for: only that job may use its shares
+    /// meanwhile.
+    #[serde(default)]
+    pub preemptor: Option<JobId>,
 }
 
 impl Job {
@@ -224,6 +230,7 @@ impl Engine {
             })
             .map(|j| j.id)
             .collect();
+        let mut still = Vec::new();
         for id in ids {
             let free = self.jobs[&id]
                 .suspend
@@ -231,7 +238,64 @@ impl Engine {
                 .is_some_and(|s| self.shares_free(&s.alloc));
             if free {
                 self.resume_job(id, now);
+            } else {
+                still.push(id);
             }
+        }
+        self.preempt_suspended = still;
+    }
+
+    /// Keeps the shares of jobs suspended by preemption out of the pass's
+    /// `views`, as Slurm's gang scheduling keeps a suspended job's
+    /// allocation: the preemptor runs on them, and what it does not use
+    /// stays the suspended job's, so that no later job can keep it from
+    /// resuming when the preemptor ends. (An administrator's `scontrol
+    /// suspend` gives its CPUs away, and resumes only when they are free.)
+    pub(crate) fn hold_suspended_shares(&self, views: &mut [NodeView]) {
+        if self.preempt_suspended.is_empty() {
+            return;
+        }
+        // Per node: (CPUs, MB) held by suspended jobs, less what their
+        // running preemptors use there.
+        let mut held: std::collections::BTreeMap<usize, (i64, i64)> = Default::default();
+        let mut add = |alloc: &Allocation, sign: i64| {
+            for na in &alloc.nodes {
+                let h = held.entry(na.node.0 as usize).or_default();
+                h.0 += sign * i64::from(na.cpus);
+                h.1 += sign * na.mem as i64;
+            }
+        };
+        let mut preemptors = std::collections::BTreeSet::new();
+        for id in &self.preempt_suspended {
+            let Some(s) = self
+                .jobs
+                .get(id)
+                .and_then(|j| j.suspend.as_ref())
+                .filter(|s| !s.by_admin)
+            else {
+                continue;
+            };
+            add(&s.alloc, 1);
+            if let Some(p) = s.preemptor {
+                preemptors.insert(p);
+            }
+        }
+        for p in preemptors {
+            if let Some(alloc) = self
+                .jobs
+                .get(&p)
+                .filter(|p| p.state == JobState::Running)
+                .and_then(|p| p.alloc.as_ref())
+            {
+                add(alloc, -1);
+            }
+        }
+        for (idx, (cpus, mem)) in held {
+            let Some(v) = views.get_mut(idx) else {
+                continue;
+            };
+            v.alloc_cpus = (v.alloc_cpus + cpus.max(0) as u32).min(v.cpus);
+            v.alloc_mem = (v.alloc_mem + mem.max(0) as u64).min(v.real_memory.max(v.alloc_mem));
         }
     }
 
@@ -261,7 +325,13 @@ impl Engine {
     }
 
     /// Stops a running job: SIGSTOP to its processes, its shares released.
-    pub(crate) fn suspend_job(&mut self, id: JobId, by_admin: bool, now: Timestamp) {
+    pub(crate) fn suspend_job(
+        &mut self,
+        id: JobId,
+        by_admin: bool,
+        preemptor: Option<JobId>,
+        now: Timestamp,
+    ) {
         let Some(alloc) = self.jobs.get(&id).and_then(|j| j.alloc.clone()) else {
             return;
         };
@@ -279,6 +349,7 @@ impl Engine {
             since: now,
             by_admin,
             alloc,
+            preemptor,
         });
         self.wake_cache = None;
         self.record(id, now);
@@ -407,7 +478,7 @@ impl Engine {
         let grace = self.grace_time(job);
         let requeueable = job.requeue && !job.desc.alloc_only;
         match mode {
-            PreemptMode::Suspend => self.suspend_job(victim, false, now),
+            PreemptMode::Suspend => self.suspend_job(victim, false, Some(preemptor), now),
             PreemptMode::Requeue if requeueable => {
                 self.requeue_job_as(victim, PendingReason::Resources, JobState::Preempted, now);
                 self.set_grace(victim, grace);
@@ -570,7 +641,7 @@ impl Engine {
             JobState::Pending => Err(SlurmError::JobNotRunning),
             JobState::Running if job.completing => Err(SlurmError::AlreadyDone),
             JobState::Running => {
-                self.suspend_job(id, true, now);
+                self.suspend_job(id, true, None, now);
                 Ok(())
             }
             JobState::Suspended => Err(SlurmError::Disabled),

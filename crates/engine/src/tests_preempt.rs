@@ -223,6 +223,29 @@ fn suspend_mode_stops_the_victim_and_resumes_it_when_the_preemptor_ends() {
 }
 
 #[test]
+fn a_suspended_jobs_shares_are_kept_for_it_while_its_preemptor_runs() {
+    let mut e = engine("PreemptType=preempt/qos\nPreemptMode=SUSPEND,GANG\n");
+    e.on_assoc_tables(qos_tables("cluster", 0));
+    let low = job("normal", 2, 0, &mut e);
+    // The preemptor needs one of the two CPUs: the other stays the
+    // suspended job's, and a later job may not take it.
+    let high = job("high", 1, 60, &mut e);
+    assert_eq!(state(&e, low), JobState::Suspended);
+    assert_eq!(state(&e, high), JobState::Running);
+    let later = job("normal", 1, 70, &mut e);
+    e.on_timer(120);
+    e.schedule(120);
+    assert_eq!(state(&e, later), JobState::Pending);
+    assert_eq!(e.job(later).unwrap().reason, PendingReason::Resources);
+    // The preemptor ends: the suspended job resumes first.
+    exit(&mut e, high, 300);
+    assert_eq!(state(&e, low), JobState::Running);
+    assert_eq!(state(&e, later), JobState::Pending);
+    exit(&mut e, low, 400);
+    assert_eq!(state(&e, later), JobState::Running);
+}
+
+#[test]
 fn the_youngest_job_is_preempted_and_no_more_than_needed() {
     let mut e = engine("PreemptType=preempt/qos\nPreemptMode=CANCEL\n");
     e.on_assoc_tables(qos_tables("cluster", 0));
