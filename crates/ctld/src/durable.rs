@@ -204,6 +204,7 @@ impl Store {
             Some(state) => Engine::restore(cfg, state, now)?,
             None => Engine::new(cfg, now),
         };
+        engine.set_utc_offset(i64::from(chrono::Local::now().offset().local_minus_utc()));
         let t_restore = t0.elapsed();
         let n_records = recovered.records.len();
         for rec in &recovered.records {

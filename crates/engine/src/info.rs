@@ -33,7 +33,7 @@ fn gres_spec(prefix: &str, g: &[Gres]) -> Option<String> {
 
 impl Engine {
     /// (CPUs, memory in MB, GPUs) a job asks for in all.
-    fn requested_counts(&self, job: &Job) -> (u32, u64, u64) {
+    pub(crate) fn requested_counts(&self, job: &Job) -> (u32, u64, u64) {
         let req = self.request_for(job);
         let cpus = job.ntasks * req.cpus_per_task;
         let mem = match (req.mem_per_node, req.mem_per_cpu) {

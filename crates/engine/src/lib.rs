@@ -463,6 +463,8 @@ pub struct Engine {
     /// The jobs suspended by preemption, as the last `resume_suspended`
     /// left them (derived state, recomputed at each pass).
     preempt_suspended: Vec<JobId>,
+    /// Local time's offset from UTC (`set_utc_offset`).
+    utc_offset: i64,
     /// Driven by the simulator (`set_simulated`): no accounting records
     /// and no environment in batch launches (nobody reads them).
     simulated: bool,
@@ -545,6 +547,7 @@ impl Engine {
             plans: BTreeMap::new(),
             node_view_cache: Vec::new(),
             preempt_suspended: Vec::new(),
+            utc_offset: 0,
             simulated: false,
         }
     }
@@ -627,6 +630,13 @@ impl Engine {
     /// which job starts where). Scheduling is unchanged.
     pub fn set_simulated(&mut self, on: bool) {
         self.simulated = on;
+    }
+
+    /// The local time's offset from UTC in seconds (east positive), for
+    /// what happens at local midnight (PriorityUsageResetPeriod). The
+    /// engine reads no clock or time zone itself; 0 (UTC) until set.
+    pub fn set_utc_offset(&mut self, secs: i64) {
+        self.utc_offset = secs;
     }
 
     /// The settings in force.

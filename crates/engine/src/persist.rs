@@ -188,6 +188,10 @@ impl Engine {
     /// SlurmdTimeout to answer before it is judged silent.
     pub fn after_recovery(&mut self, now: Timestamp) {
         self.touch();
+        // PriorityUsageResetPeriod=NOW clears the usage at every start.
+        if self.settings.priority.usage_reset_period == "NOW" {
+            self.usage.clear();
+        }
         for n in self.nodes.iter_mut() {
             if n.registered {
                 n.last_response = Some(now);

@@ -5,7 +5,8 @@
 //! runs, decayed with `PriorityDecayHalfLife`.
 //!
 //! ```text
-//!   running jobs --accrue (cpu-seconds)--> usage[(account, user)] --decay-->
+//!   running jobs --accrue (cpu-seconds)--> usage[(account, user)] --decay,
+//!                                          cleared each PriorityUsageResetPeriod-->
 //!   association tree (accounting, or root/account/user from the jobs) --Fair Tree--> fair-share
 //!   factors x weights --> Job::priority (at submit and every PriorityCalcPeriod)
 //! ```
@@ -94,6 +95,60 @@ fn level_fs(norm: f64, eff: f64) -> f64 {
     } else {
         norm / eff
     }
+}
+
+/// The last start of a PriorityUsageResetPeriod (`DAILY`: local midnight,
+/// `WEEKLY`: Sunday 00:00, `MONTHLY`, `QUARTERLY`, `YEARLY`: the first day
+/// of the month, quarter, year at 00:00) in `(from, to]`, if one falls
+/// there; local time is UTC plus `utc_offset` seconds.
+pub(crate) fn usage_reset_between(
+    period: &str,
+    from: Timestamp,
+    to: Timestamp,
+    utc_offset: i64,
+) -> Option<Timestamp> {
+    const DAY: i64 = 86_400;
+    if to <= from {
+        return None;
+    }
+    let local_day = (to + utc_offset).div_euclid(DAY);
+    let (y, m, _) = civil_from_days(local_day);
+    let start_day = match period {
+        "DAILY" => local_day,
+        // 1970-01-01 was a Thursday: day 3 was a Sunday.
+        "WEEKLY" => local_day - (local_day - 3).rem_euclid(7),
+        "MONTHLY" => days_from_civil(y, m, 1),
+        "QUARTERLY" => days_from_civil(y, (m - 1) / 3 * 3 + 1, 1),
+        "YEARLY" => days_from_civil(y, 1, 1),
+        _ => return None,
+    };
+    let start = start_day * DAY - utc_offset;
+    (start > from && start <= to).then_some(start)
+}
+
+/// (year, month 1-12, day 1-31) of a day counted from 1970-01-01.
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// The day (from 1970-01-01) of a civil date.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 impl Engine {
@@ -288,7 +343,21 @@ impl Engine {
             .max(1.0);
         let cpus = f64::from(job.ntasks * job.desc.cpus_per_task.unwrap_or(1).max(1));
         let nodes = f64::from(job.min_nodes.max(1));
-        let jobsize = if p.favor_small {
+        let jobsize = if p.has_flag("SMALL_RELATIVE_TO_TIME") {
+            // The job's size divided by its time limit (in minutes; an
+            // unlimited job counts as the longest possible, a year), over
+            // the cluster's CPUs: a whole-cluster one-minute job is 1.
+            let minutes = match job.time_limit {
+                model::TimeLimit::Minutes(m) => f64::from(m.max(1)),
+                _ => 365.0 * 24.0 * 60.0,
+            };
+            let relative = (cpus / minutes / total_cpus).clamp(0.0, 1.0);
+            if p.favor_small {
+                1.0 - relative
+            } else {
+                relative
+            }
+        } else if p.favor_small {
             ((total_nodes - nodes) / total_nodes + (total_cpus - cpus) / total_cpus) / 2.0
         } else {
             (nodes / total_nodes + cpus / total_cpus) / 2.0
@@ -328,13 +397,35 @@ impl Engine {
             }
             None => (0.0, 0.0),
         };
+        // Memory and GRES are counted against the job's partition, as
+        // Slurm's TRES factors are; only asked for when weighted.
+        let other_tres = p
+            .weight_tres
+            .iter()
+            .any(|(n, _)| !n.eq_ignore_ascii_case("cpu") && !n.eq_ignore_ascii_case("node"));
+        let requested = other_tres.then(|| self.requested_counts(job));
         let tres = p
             .weight_tres
             .iter()
             .map(|(name, weight)| {
-                let f = match name.to_ascii_lowercase().as_str() {
-                    "cpu" => cpus / total_cpus,
-                    "node" => nodes / total_nodes,
+                let name_lc = name.to_ascii_lowercase();
+                let f = match (name_lc.as_str(), requested) {
+                    ("cpu", _) => cpus / total_cpus,
+                    ("node", _) => nodes / total_nodes,
+                    ("mem", Some((_, mem, _))) => {
+                        let total = self.partition_total(job.partition, |n| n.conf.real_memory);
+                        mem as f64 / total.max(1) as f64
+                    }
+                    ("gres/gpu", Some((_, _, gpus))) => {
+                        let total = self.partition_total(job.partition, |n| {
+                            n.gres
+                                .iter()
+                                .filter(|g| g.name == "gpu")
+                                .map(|g| g.indexes.len() as u64)
+                                .sum()
+                        });
+                        gpus as f64 / total.max(1) as f64
+                    }
                     _ => 0.0,
                 };
                 (name.clone(), w(*weight, f))
@@ -351,6 +442,15 @@ impl Engine {
             nice: job.desc.nice,
             tres,
         }
+    }
+
+    /// The sum of `f` over the nodes of partition `part`.
+    fn partition_total(&self, part: usize, f: impl Fn(&crate::Node) -> u64) -> u64 {
+        self.parts[part]
+            .nodes
+            .iter()
+            .map(|n| f(&self.nodes[n.0 as usize]))
+            .sum()
     }
 
     /// The priority the factors give (truncated, as Slurm does; at least 1).
@@ -423,7 +523,18 @@ impl Engine {
         if self.priority_due().is_none_or(|due| now < due) {
             return;
         }
-        let from = self.prio_last_calc;
+        let mut from = self.prio_last_calc;
+        if let Some(reset) = usage_reset_between(
+            &self.settings.priority.usage_reset_period,
+            from,
+            now,
+            self.utc_offset,
+        ) {
+            // PriorityUsageResetPeriod: what was used before the period's
+            // start is forgotten.
+            self.usage.clear();
+            from = reset;
+        }
         let ids: Vec<_> = self.jobs.keys().copied().collect();
         for id in &ids {
             let job = self.jobs[id].clone();

@@ -736,3 +736,96 @@ fn multifactor_priority_weighs_size_partition_and_fairshare_and_usage_lowers_it(
     assert!(alice.raw_usage > 8.0 * 600.0 * 0.99, "{alice:?}");
     assert_eq!(alice.fairshare, Some(0.5));
 }
+
+#[test]
+fn job_size_relative_to_time_and_memory_and_gpu_tres_weights() {
+    let text = format!(
+        "{CONF}PriorityType=priority/multifactor\nPriorityWeightJobSize=1000\n\
+         PriorityFlags=SMALL_RELATIVE_TO_TIME\nPriorityWeightTRES=CPU=1000,Mem=2000,GRES/gpu=4000\n\
+         SlurmdTimeout=0\n"
+    );
+    let loaded = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
+        Err(std::io::Error::other("no includes"))
+    })
+    .expect("config parses");
+    let mut e = Engine::new(&loaded.config, 0);
+    let sized = |tasks: u32, minutes: u32| JobDesc {
+        ntasks: Some(tasks),
+        time_limit: Some(TimeLimit::Minutes(minutes)),
+        hold: true,
+        ..desc()
+    };
+    // All 8 CPUs for one minute is the largest size for its time: 1.
+    let whole = e.on_submit(sized(8, 1), &user(), 0).unwrap().job_id;
+    // 4 CPUs for an hour: 4 / 60 / 8.
+    let long = e.on_submit(sized(4, 60), &user(), 0).unwrap().job_id;
+    let mut gpu = sized(2, 60);
+    gpu.gres = vec![model::Gres::parse("gpu:2").unwrap()];
+    let gpu = e.on_submit(gpu, &user(), 0).unwrap().job_id;
+    let f = |id: JobId| e.job(id).unwrap().prio_factors.clone().unwrap();
+    assert_eq!(f(whole).jobsize, 1000.0);
+    assert!((f(long).jobsize - 1000.0 * 4.0 / 60.0 / 8.0).abs() < 1e-9);
+    // 2 of the partition's 8 CPUs, 1,000 of its 16,000 MB (DefMemPerCPU
+    // 500), 2 of its 4 GPUs.
+    let tres: std::collections::BTreeMap<String, f64> = f(gpu).tres.into_iter().collect();
+    assert_eq!(tres["CPU"], 250.0);
+    assert_eq!(tres["Mem"], 125.0);
+    assert_eq!(tres["GRES/gpu"], 2000.0);
+}
+
+#[test]
+fn usage_reset_periods_start_at_local_midnight_of_their_day() {
+    use crate::priority::usage_reset_between as reset;
+    // 2026-12-02T23:00Z .. 2026-12-03T00:30Z crosses UTC midnight.
+    assert_eq!(reset("DAILY", 1796252400, 1796257800, 0), Some(1796256000));
+    assert_eq!(reset("DAILY", 1796256000, 1796257800, 0), None);
+    // One hour east of UTC, local midnight was at 23:00Z.
+    assert_eq!(
+        reset("DAILY", 1796248800, 1796254200, 3600),
+        Some(1796252400)
+    );
+    // 2026-12-06 is a Sunday.
+    assert_eq!(reset("WEEKLY", 1796472000, 1796518800, 0), Some(1796515200));
+    assert_eq!(reset("WEEKLY", 1796252400, 1796257800, 0), None);
+    assert_eq!(
+        reset("MONTHLY", 1796079600, 1796083800, 0),
+        Some(1796083200)
+    );
+    assert_eq!(
+        reset("QUARTERLY", 1790809200, 1790813400, 0),
+        Some(1790812800)
+    );
+    assert_eq!(reset("QUARTERLY", 1796079600, 1796083800, 0), None);
+    assert_eq!(reset("YEARLY", 1798758000, 1798762200, 0), Some(1798761600));
+    assert_eq!(reset("NONE", 1798758000, 1798762200, 0), None);
+}
+
+#[test]
+fn usage_is_forgotten_when_its_reset_period_starts() {
+    let text = format!(
+        "{CONF}PriorityType=priority/multifactor\nPriorityWeightFairshare=10000\n\
+         PriorityCalcPeriod=1\nPriorityDecayHalfLife=0\nPriorityUsageResetPeriod=DAILY\n\
+         SlurmdTimeout=0\n"
+    );
+    let loaded = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
+        Err(std::io::Error::other("no includes"))
+    })
+    .expect("config parses");
+    // 2026-12-02T23:00Z; midnight is an hour later.
+    let t0 = 1796252400;
+    let mut e = Engine::new(&loaded.config, t0);
+    e.on_node_registered(reg("node1", 2, 4000), t0).unwrap();
+    let id = submit(&mut e, desc(), t0);
+    assert_eq!(e.job(id).unwrap().state, JobState::Running);
+    let usage = |e: &Engine| {
+        e.share_rows()
+            .iter()
+            .find(|r| r.user == "alice")
+            .map_or(0.0, |r| r.raw_usage)
+    };
+    e.on_timer(t0 + 1800);
+    assert_eq!(usage(&e), 1800.0);
+    // At 00:10 only the ten minutes since midnight count.
+    e.on_timer(t0 + 4200);
+    assert_eq!(usage(&e), 600.0);
+}
