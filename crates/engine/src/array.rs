@@ -248,13 +248,15 @@ impl Engine {
     }
 
     /// Adds the scheduling requests for an array's pending record: as many
-    /// as could start now (free CPUs, the throttle), each standing for the
+    /// as could start now (free CPUs, the throttle, the room `limit_room`
+    /// the QOS and association limits leave), each standing for the
     /// next task. Returns false when the array may start nothing (its
     /// reason is then JobArrayTaskLimit).
     pub(crate) fn push_array_requests(
         &self,
         job: &Job,
         free_cpus: u32,
+        limit_room: Option<u32>,
         requests: &mut Vec<JobRequest>,
         reqs: &mut ArrayRequests,
     ) -> bool {
@@ -271,7 +273,11 @@ impl Engine {
         }
         let req = self.request_for(job);
         let per_task = req.cpus_per_task.max(1) * job.ntasks.max(1);
-        let n = pending.min(room).min(free_cpus / per_task + 1).max(1);
+        let n = pending
+            .min(room)
+            .min(free_cpus / per_task + 1)
+            .min(limit_room.unwrap_or(u32::MAX))
+            .max(1);
         if reqs.next == 0 {
             reqs.next = self.next_job_id;
         }

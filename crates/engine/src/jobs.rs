@@ -969,11 +969,12 @@ impl Engine {
                 waiting_to_begin.push(job.id);
                 continue;
             }
-            if limited.contains_key(&job.id) || self.waits_for_preemptor(job) {
+            if limited.blocked.contains_key(&job.id) || self.waits_for_preemptor(job) {
                 continue;
             }
             if job.array.as_ref().is_some_and(|a| a.is_meta()) {
-                if !self.push_array_requests(job, free_cpus, &mut requests, &mut arrays) {
+                let room = limited.array_room.get(&job.id).copied();
+                if !self.push_array_requests(job, free_cpus, room, &mut requests, &mut arrays) {
                     throttled.push(job.id);
                 }
                 continue;
@@ -986,7 +987,7 @@ impl Engine {
                 job.reason = PendingReason::BeginTime;
             }
         }
-        for (id, limit) in limited {
+        for (id, limit) in limited.blocked {
             if let Some(job) = self.jobs.get_mut(&id) {
                 job.reason = PendingReason::Limit(limit);
                 job.last_sched_eval = Some(now);

@@ -8,23 +8,25 @@
 //! that limit's reason and is not offered to the scheduler; the others may
 //! start if resources allow, so no limit is ever exceeded.
 //!
-//! Enforced: per job MaxWall, MaxTRESPerJob (cpu, node, mem); per user
-//! QOS MaxJobsPerUser and MaxTRESPerUser (cpu, node, mem); association
-//! MaxJobs; Grp limits GrpJobs and GrpTRES (cpu, node, mem) on QOS and on
-//! the association and every ancestor.
+//! Enforced: per job MaxWall, MaxTRESPerJob (cpu, node, mem, gres/gpu);
+//! per user QOS MaxJobsPerUser and MaxTRESPerUser; association MaxJobs;
+//! Grp limits GrpJobs and GrpTRES on QOS and on the association and every
+//! ancestor. An array's pending record counts as one job per task: a pass
+//! starts no more of its tasks than the limits leave room for.
 
 use crate::{Engine, Job};
 use model::{JobId, JobState, LimitReason, TimeLimit};
 use proto::acctdb::{tres_value, Limits};
 use std::collections::BTreeMap;
 
-/// What a set of jobs holds: jobs, CPUs, nodes, memory (MB).
+/// What a set of jobs holds: jobs, CPUs, nodes, memory (MB), GPUs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Held {
     jobs: u64,
     cpu: u64,
     node: u64,
     mem: u64,
+    gpu: u64,
 }
 
 impl Held {
@@ -33,6 +35,7 @@ impl Held {
         self.cpu += o.cpu;
         self.node += o.node;
         self.mem += o.mem;
+        self.gpu += o.gpu;
     }
 }
 
@@ -48,17 +51,63 @@ struct Use {
 }
 
 /// Which of `limit`'s TRES the job's `held` would exceed once `add`ed to
-/// `used`, as (cpu, node, mem) flags.
+/// `used`, as an index into [`TRES`].
 fn over(limit: Option<&str>, used: Held, add: Held) -> Option<usize> {
     let limit = limit?;
     let check = [
-        ("cpu", used.cpu + add.cpu),
-        ("node", used.node + add.node),
-        ("mem", used.mem + add.mem),
+        used.cpu + add.cpu,
+        used.node + add.node,
+        used.mem + add.mem,
+        used.gpu + add.gpu,
     ];
-    check
-        .iter()
-        .position(|(name, v)| tres_value(limit, name).is_some_and(|max| *v > max))
+    TRES.iter()
+        .zip(check)
+        .position(|(name, v)| tres_value(limit, name).is_some_and(|max| v > max))
+}
+
+/// The TRES limits are checked for, in the order of the reason tables.
+const TRES: [&str; 4] = ["cpu", "node", "mem", "gres/gpu"];
+
+/// Reasons per TRES (in [`TRES`] order) for each kind of TRES limit.
+const QOS_PER_JOB: [LimitReason; 4] = [
+    LimitReason::QosMaxCpuPerJob,
+    LimitReason::QosMaxNodePerJob,
+    LimitReason::QosMaxMemPerJob,
+    LimitReason::QosMaxGresPerJob,
+];
+const QOS_PER_USER: [LimitReason; 4] = [
+    LimitReason::QosMaxCpuPerUser,
+    LimitReason::QosMaxNodePerUser,
+    LimitReason::QosMaxMemPerUser,
+    LimitReason::QosMaxGresPerUser,
+];
+const QOS_GRP: [LimitReason; 4] = [
+    LimitReason::QosGrpCpu,
+    LimitReason::QosGrpNode,
+    LimitReason::QosGrpMem,
+    LimitReason::QosGrpGres,
+];
+const ASSOC_PER_JOB: [LimitReason; 4] = [
+    LimitReason::AssocMaxCpuPerJob,
+    LimitReason::AssocMaxNodePerJob,
+    LimitReason::AssocMaxMemPerJob,
+    LimitReason::AssocMaxGresPerJob,
+];
+const ASSOC_GRP: [LimitReason; 4] = [
+    LimitReason::AssocGrpCpu,
+    LimitReason::AssocGrpNode,
+    LimitReason::AssocGrpMem,
+    LimitReason::AssocGrpGres,
+];
+
+/// What the pass's limit check found.
+#[derive(Default)]
+pub(crate) struct LimitCheck {
+    /// Pending jobs (and array records) a limit holds, with the limit.
+    pub blocked: BTreeMap<JobId, LimitReason>,
+    /// For an array's pending record that a limit does not hold: how many
+    /// of its tasks may start this pass before one would.
+    pub array_room: BTreeMap<JobId, u32>,
 }
 
 impl Engine {
@@ -71,29 +120,38 @@ impl Engine {
             .to_ascii_lowercase()
     }
 
-    /// What `job` holds (running) or would hold (pending).
+    /// What `job` holds (running) or would hold (pending; for an array's
+    /// pending record, one task).
     fn held_by(&self, job: &Job) -> Held {
-        let (cpu, node, mem) = match &job.alloc {
-            Some(a) => (
-                a.nodes.iter().map(|n| u64::from(n.cpus)).sum(),
-                a.nodes.len() as u64,
-                a.nodes.iter().map(|n| n.mem).sum(),
-            ),
+        match &job.alloc {
+            Some(a) => Held {
+                jobs: 1,
+                cpu: a.nodes.iter().map(|n| u64::from(n.cpus)).sum(),
+                node: a.nodes.len() as u64,
+                mem: a.nodes.iter().map(|n| n.mem).sum(),
+                gpu: a
+                    .nodes
+                    .iter()
+                    .map(|n| {
+                        let node = &self.nodes[n.node.0 as usize];
+                        n.gres
+                            .iter()
+                            .filter(|(p, _)| node.gres[*p].name == "gpu")
+                            .map(|(_, i)| i.len() as u64)
+                            .sum::<u64>()
+                    })
+                    .sum(),
+            },
             None => {
-                let cpus = u64::from(job.ntasks) * u64::from(job.desc.cpus_per_task.unwrap_or(1));
-                let mem = match self.mem_request(job) {
-                    (Some(per_node), _) => per_node * u64::from(job.min_nodes),
-                    (None, Some(per_cpu)) => per_cpu * cpus,
-                    _ => 0,
-                };
-                (cpus, u64::from(job.min_nodes), mem)
+                let (cpus, mem, gpus) = self.requested_counts(job);
+                Held {
+                    jobs: 1,
+                    cpu: u64::from(cpus),
+                    node: u64::from(job.min_nodes),
+                    mem,
+                    gpu: gpus,
+                }
             }
-        };
-        Held {
-            jobs: 1,
-            cpu,
-            node,
-            mem,
         }
     }
 
@@ -116,154 +174,163 @@ impl Engine {
         out
     }
 
+    /// Counts `h` as held by `job`'s user, QOS and associations.
+    fn count_use(&self, used: &mut Use, job: &Job, h: Held, chain: &[((String, String), Limits)]) {
+        let q = Self::qos_of(job);
+        used.qos_user
+            .entry((q.clone(), job.desc.uid))
+            .or_default()
+            .add(h);
+        used.qos.entry(q).or_default().add(h);
+        for (key, _) in chain {
+            used.assoc.entry(key.clone()).or_default().add(h);
+        }
+    }
+
+    /// The limit that holds `job` (holding `h` more) given `used`, if any.
+    fn limit_reason(
+        &self,
+        t: &proto::acctdb::AcctTables,
+        job: &Job,
+        h: Held,
+        used: &Use,
+        chain: &[((String, String), Limits)],
+    ) -> Option<LimitReason> {
+        let minutes = match job.time_limit {
+            TimeLimit::Minutes(m) => Some(m),
+            TimeLimit::Unlimited => None,
+        };
+        let q = Self::qos_of(job);
+        if let Some(qos) = t.qos_named(&q) {
+            let l = &qos.limits;
+            if let (Some(max), Some(m)) = (l.max_wall, minutes) {
+                if m > max {
+                    return Some(LimitReason::QosMaxWall);
+                }
+            }
+            if let Some(i) = over(l.max_tres_per_job.as_deref(), Held::default(), h) {
+                return Some(QOS_PER_JOB[i]);
+            }
+            let mine = used
+                .qos_user
+                .get(&(q.clone(), job.desc.uid))
+                .copied()
+                .unwrap_or_default();
+            if l.max_jobs.is_some_and(|max| mine.jobs + 1 > u64::from(max)) {
+                return Some(LimitReason::QosMaxJobsPerUser);
+            }
+            if let Some(i) = over(l.max_tres_per_user.as_deref(), mine, h) {
+                return Some(QOS_PER_USER[i]);
+            }
+            let all = used.qos.get(&q).copied().unwrap_or_default();
+            if l.grp_jobs.is_some_and(|max| all.jobs + 1 > u64::from(max)) {
+                return Some(LimitReason::QosGrpJobs);
+            }
+            if let Some(i) = over(l.grp_tres.as_deref(), all, h) {
+                return Some(QOS_GRP[i]);
+            }
+        }
+        // The user's association: inherited Max limits; then Grp limits on
+        // it and on each ancestor.
+        if let Some(((account, user), _)) = chain.first() {
+            if let Some(a) = t.assoc(&self.settings.cluster_name, account, user, "") {
+                let eff = t.effective(a).limits;
+                if let (Some(max), Some(m)) = (eff.max_wall, minutes) {
+                    if m > max {
+                        return Some(LimitReason::AssocMaxWall);
+                    }
+                }
+                if let Some(i) = over(eff.max_tres_per_job.as_deref(), Held::default(), h) {
+                    return Some(ASSOC_PER_JOB[i]);
+                }
+                let mine = used
+                    .assoc
+                    .get(&(account.clone(), user.clone()))
+                    .copied()
+                    .unwrap_or_default();
+                if eff
+                    .max_jobs
+                    .is_some_and(|max| mine.jobs + 1 > u64::from(max))
+                {
+                    return Some(LimitReason::AssocMaxJobs);
+                }
+            }
+        }
+        for (key, l) in chain {
+            let u = used.assoc.get(key).copied().unwrap_or_default();
+            if l.grp_jobs.is_some_and(|max| u.jobs + 1 > u64::from(max)) {
+                return Some(LimitReason::AssocGrpJobs);
+            }
+            if let Some(i) = over(l.grp_tres.as_deref(), u, h) {
+                return Some(ASSOC_GRP[i]);
+            }
+        }
+        None
+    }
+
     /// The pending jobs a QOS or association limit holds now, with the
-    /// limit; empty unless `AccountingStorageEnforce` includes `limits`.
-    pub(crate) fn limit_blocked(&self) -> BTreeMap<JobId, LimitReason> {
-        let mut blocked = BTreeMap::new();
+    /// limit, and how many tasks of each array's pending record may start;
+    /// empty unless `AccountingStorageEnforce` includes `limits`.
+    pub(crate) fn limit_blocked(&self) -> LimitCheck {
+        let mut check = LimitCheck::default();
         if !self.settings.enforce.limits {
-            return blocked;
+            return check;
         }
         let Some(t) = self.assoc.as_deref() else {
-            return blocked;
+            return check;
         };
         let mut used = Use::default();
-        let count = |used: &mut Use, job: &Job, h: Held| {
-            let q = Self::qos_of(job);
-            used.qos_user
-                .entry((q.clone(), job.desc.uid))
-                .or_default()
-                .add(h);
-            used.qos.entry(q).or_default().add(h);
-            for (key, _) in self.assoc_chain(job) {
-                used.assoc.entry(key).or_default().add(h);
-            }
-        };
         for job in self.jobs.values() {
             if matches!(job.state, JobState::Running | JobState::Suspended) {
-                count(&mut used, job, self.held_by(job));
+                let chain = self.assoc_chain(job);
+                self.count_use(&mut used, job, self.held_by(job), &chain);
             }
         }
         let mut pending: Vec<&Job> = self
             .jobs
             .values()
-            .filter(|j| {
-                j.state == JobState::Pending
-                    && j.held.is_none()
-                    && !j.array.as_ref().is_some_and(|a| a.is_meta())
-            })
+            .filter(|j| j.state == JobState::Pending && j.held.is_none())
             .map(|j| &**j)
             .collect();
         pending.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.id.cmp(&b.id)));
+        // No more tasks of one array record can start in a pass than there
+        // are CPUs free (each task takes at least one).
+        let free_cpus = self.free_cpus();
         for job in pending {
             let h = self.held_by(job);
-            let minutes = match job.time_limit {
-                TimeLimit::Minutes(m) => Some(m),
-                TimeLimit::Unlimited => None,
-            };
-            let q = Self::qos_of(job);
-            let qos = t.qos_named(&q);
             let chain = self.assoc_chain(job);
-            let per_job = [
-                LimitReason::QosMaxCpuPerJob,
-                LimitReason::QosMaxNodePerJob,
-                LimitReason::QosMaxMemPerJob,
-            ];
-            let per_user = [
-                LimitReason::QosMaxCpuPerUser,
-                LimitReason::QosMaxNodePerUser,
-                LimitReason::QosMaxMemPerUser,
-            ];
-            let qos_grp = [
-                LimitReason::QosGrpCpu,
-                LimitReason::QosGrpNode,
-                LimitReason::QosGrpMem,
-            ];
-            let assoc_per_job = [
-                LimitReason::AssocMaxCpuPerJob,
-                LimitReason::AssocMaxNodePerJob,
-                LimitReason::AssocMaxMemPerJob,
-            ];
-            let assoc_grp = [
-                LimitReason::AssocGrpCpu,
-                LimitReason::AssocGrpNode,
-                LimitReason::AssocGrpMem,
-            ];
-            let reason = (|| {
-                if let Some(qos) = qos {
-                    let l = &qos.limits;
-                    if let (Some(max), Some(m)) = (l.max_wall, minutes) {
-                        if m > max {
-                            return Some(LimitReason::QosMaxWall);
-                        }
+            let tasks = job.array.as_ref().filter(|a| a.is_meta()).map(|a| {
+                let pending = a.pending.len().min(u64::from(u32::MAX)) as u32;
+                pending.min(free_cpus / (h.cpu.max(1) as u32).max(1) + 1)
+            });
+            match tasks {
+                None => match self.limit_reason(t, job, h, &used, &chain) {
+                    Some(r) => {
+                        check.blocked.insert(job.id, r);
                     }
-                    if let Some(i) = over(l.max_tres_per_job.as_deref(), Held::default(), h) {
-                        return Some(per_job[i]);
-                    }
-                    let mine = used
-                        .qos_user
-                        .get(&(q.clone(), job.desc.uid))
-                        .copied()
-                        .unwrap_or_default();
-                    if l.max_jobs.is_some_and(|max| mine.jobs + 1 > u64::from(max)) {
-                        return Some(LimitReason::QosMaxJobsPerUser);
-                    }
-                    if let Some(i) = over(l.max_tres_per_user.as_deref(), mine, h) {
-                        return Some(per_user[i]);
-                    }
-                    let all = used.qos.get(&q).copied().unwrap_or_default();
-                    if l.grp_jobs.is_some_and(|max| all.jobs + 1 > u64::from(max)) {
-                        return Some(LimitReason::QosGrpJobs);
-                    }
-                    if let Some(i) = over(l.grp_tres.as_deref(), all, h) {
-                        return Some(qos_grp[i]);
-                    }
-                }
-                // The user's association: inherited Max limits; then Grp
-                // limits on it and on each ancestor.
-                if let Some(((account, user), _)) = chain.first() {
-                    if let Some(a) = t.assoc(&self.settings.cluster_name, account, user, "") {
-                        let eff = t.effective(a).limits;
-                        if let (Some(max), Some(m)) = (eff.max_wall, minutes) {
-                            if m > max {
-                                return Some(LimitReason::AssocMaxWall);
+                    // Let through: it counts against the jobs after it.
+                    None => self.count_use(&mut used, job, h, &chain),
+                },
+                Some(n) => {
+                    // Each task is a job of its own for the limits.
+                    let mut room = 0;
+                    while room < n {
+                        if let Some(r) = self.limit_reason(t, job, h, &used, &chain) {
+                            if room == 0 {
+                                check.blocked.insert(job.id, r);
                             }
+                            break;
                         }
-                        if let Some(i) = over(eff.max_tres_per_job.as_deref(), Held::default(), h) {
-                            return Some(assoc_per_job[i]);
-                        }
-                        let mine = used
-                            .assoc
-                            .get(&(account.clone(), user.clone()))
-                            .copied()
-                            .unwrap_or_default();
-                        if eff
-                            .max_jobs
-                            .is_some_and(|max| mine.jobs + 1 > u64::from(max))
-                        {
-                            return Some(LimitReason::AssocMaxJobs);
-                        }
+                        self.count_use(&mut used, job, h, &chain);
+                        room += 1;
+                    }
+                    if room > 0 {
+                        check.array_room.insert(job.id, room);
                     }
                 }
-                for (key, l) in &chain {
-                    let u = used.assoc.get(key).copied().unwrap_or_default();
-                    if l.grp_jobs.is_some_and(|max| u.jobs + 1 > u64::from(max)) {
-                        return Some(LimitReason::AssocGrpJobs);
-                    }
-                    if let Some(i) = over(l.grp_tres.as_deref(), u, h) {
-                        return Some(assoc_grp[i]);
-                    }
-                }
-                None
-            })();
-            match reason {
-                Some(r) => {
-                    blocked.insert(job.id, r);
-                }
-                // Let through: it counts against the limits of the jobs after it.
-                None => count(&mut used, job, h),
             }
         }
-        blocked
+        check
     }
 }
 
@@ -272,45 +339,28 @@ mod tests {
     use super::*;
     use model::PendingReason;
     use proto::acctdb::{AcctTables, AcctUser, Assoc, Qos};
-    use proto::{Identity, JobDesc, NodeRegistration};
+    use proto::{Identity, JobDesc};
 
-    fn engine() -> Engine {
-        let text = "ClusterName=test\nSlurmctldHost=ctl(127.0.0.1)\nSlurmUser=slurm\n\
-             AccountingStorageEnforce=associations,limits,qos\nSlurmdTimeout=0\n\
-             NodeName=node[1-2] CPUs=4 RealMemory=4000 Port=7001\n\
-             PartitionName=debug Nodes=node[1-2] Default=YES MaxTime=INFINITE State=UP\n";
-        let loaded = conf::parse_str(text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
+    fn engine_with(nodes: &str) -> Engine {
+        let text = format!(
+            "ClusterName=test\nSlurmctldHost=ctl(127.0.0.1)\nSlurmUser=slurm\n\
+             AccountingStorageEnforce=associations,limits,qos\nSlurmdTimeout=0\n{nodes}\
+             PartitionName=debug Nodes=node[1-2] Default=YES MaxTime=INFINITE State=UP\n"
+        );
+        let loaded = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
             Err(std::io::Error::other("no includes"))
         })
         .expect("config parses");
         let mut e = Engine::new(&loaded.config, 0);
         for n in ["node1", "node2"] {
-            e.on_node_registered(
-                NodeRegistration {
-                    name: n.into(),
-                    addr: "127.0.0.1".into(),
-                    port: 7001,
-                    cpus: 4,
-                    boards: 1,
-                    sockets: 4,
-                    cores_per_socket: 1,
-                    threads_per_core: 1,
-                    real_memory: 4000,
-                    free_memory: 4000,
-                    cpu_load: 0.0,
-                    gres: vec![],
-                    os: "Linux".into(),
-                    arch: "x86_64".into(),
-                    boot_time: 0,
-                    start_time: 0,
-                    running_jobs: vec![],
-                    version: "0".into(),
-                },
-                0,
-            )
-            .unwrap();
+            e.on_node_registered(crate::tests::reg(n, 4, 4000), 0)
+                .unwrap();
         }
         e
+    }
+
+    fn engine() -> Engine {
+        engine_with("NodeName=node[1-2] CPUs=4 RealMemory=4000 Port=7001\n")
     }
 
     /// root > physics > alice and bob; QOS normal and long.
@@ -468,6 +518,75 @@ mod tests {
             .unwrap();
         e.schedule(5);
         assert_eq!(e.job(JobId(2)).unwrap().state, JobState::Running);
+    }
+
+    #[test]
+    fn gpu_limits_hold_jobs_with_the_gres_reasons() {
+        let mut e = engine_with(
+            "GresTypes=gpu\nNodeName=node[1-2] CPUs=4 RealMemory=4000 Gres=gpu:2 Port=7001\n",
+        );
+        let physics = Limits {
+            grp_tres: Some("gres/gpu=2".into()),
+            ..Limits::default()
+        };
+        let normal = Limits {
+            max_tres_per_job: Some("gres/gpu=1".into()),
+            ..Limits::default()
+        };
+        e.on_assoc_tables(tables(physics, Limits::default(), normal));
+        let gpus = |n: u32| JobDesc {
+            gres: vec![model::Gres::parse(&format!("gpu:{n}")).unwrap()],
+            ..job(1, None)
+        };
+        let got = run(
+            &mut e,
+            &[
+                ("alice", 1000, gpus(2)),
+                ("alice", 1000, gpus(1)),
+                ("bob", 1001, gpus(1)),
+                ("bob", 1001, gpus(1)),
+                ("bob", 1001, job(1, None)),
+            ],
+        );
+        assert_eq!(
+            got,
+            [
+                "QOSMaxGRESPerJob",
+                "Running",
+                "Running",
+                "AssocGrpGRES",
+                "Running"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_arrays_tasks_count_one_by_one_against_the_limits() {
+        let mut e = engine();
+        let normal = Limits {
+            max_jobs: Some(3),
+            ..Limits::default()
+        };
+        e.on_assoc_tables(tables(Limits::default(), Limits::default(), normal));
+        let array = JobDesc {
+            array: Some("0-9".into()),
+            ..job(1, None)
+        };
+        let id = e.on_submit(array, &who("alice", 1000), 0).unwrap().job_id;
+        for now in 0..3 {
+            e.schedule(now);
+            assert!(e.check_invariants().is_empty());
+        }
+        let running = e
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Running)
+            .count();
+        assert_eq!(running, 3, "8 CPUs are free, the QOS allows 3 jobs a user");
+        assert_eq!(
+            e.job(id).unwrap().reason,
+            PendingReason::Limit(LimitReason::QosMaxJobsPerUser)
+        );
     }
 
     #[test]

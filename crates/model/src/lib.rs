@@ -239,6 +239,8 @@ limit_reasons! {
     AssocMaxNodePerJob => "AssocMaxNodePerJobLimit",
     AssocMaxMemPerJob => "AssocMaxMemPerJob",
     AssocMaxWall => "AssocMaxWallDurationPerJobLimit",
+    AssocGrpGres => "AssocGrpGRES",
+    AssocMaxGresPerJob => "AssocMaxGRESPerJob",
     QosGrpCpu => "QOSGrpCpuLimit",
     QosGrpNode => "QOSGrpNodeLimit",
     QosGrpMem => "QOSGrpMemLimit",
@@ -251,6 +253,9 @@ limit_reasons! {
     QosMaxNodePerUser => "QOSMaxNodePerUserLimit",
     QosMaxMemPerUser => "QOSMaxMemoryPerUser",
     QosMaxWall => "QOSMaxWallDurationPerJobLimit",
+    QosGrpGres => "QOSGrpGRES",
+    QosMaxGresPerJob => "QOSMaxGRESPerJob",
+    QosMaxGresPerUser => "QOSMaxGRESPerUser",
 }
 
 impl PendingReason {
