@@ -889,6 +889,7 @@ pub fn key_name(k: Key) -> &'static str {
         Key::Preempt => "Preempt",
         Key::PreemptMode => "PreemptMode",
         Key::GraceTime => "GraceTime",
+        Key::PreemptExemptTime => "PreemptExemptTime",
         Key::UsageFactor => "UsageFactor",
         Key::Flags => "Flags",
     }
@@ -1015,6 +1016,7 @@ fn set_qos(q: &mut Qos, s: &Setting, t: &AcctTables) -> Result<(), String> {
         Key::MaxTresPerJob => l.max_tres_per_job = tres(&l.max_tres_per_job, s)?,
         Key::MaxTresPerUser => l.max_tres_per_user = tres(&l.max_tres_per_user, s)?,
         Key::GraceTime => q.grace_time = count(s)?.unwrap_or(0),
+        Key::PreemptExemptTime => q.preempt_exempt_time = count(s)?,
         Key::UsageFactor => {
             q.usage_factor = match &s.value {
                 None => 1.0,

@@ -463,6 +463,9 @@ pub struct Engine {
     /// The jobs suspended by preemption, as the last `resume_suspended`
     /// left them (derived state, recomputed at each pass).
     preempt_suspended: Vec<JobId>,
+    /// When a running job that the last preemption pass could not take
+    /// (within its PreemptExemptTime) first may be preempted (derived).
+    exempt_wake: Option<Timestamp>,
     /// Local time's offset from UTC (`set_utc_offset`).
     utc_offset: i64,
     /// Driven by the simulator (`set_simulated`): no accounting records
@@ -548,6 +551,7 @@ impl Engine {
             node_view_cache: Vec::new(),
             preempt_suspended: Vec::new(),
             utc_offset: 0,
+            exempt_wake: None,
             simulated: false,
         }
     }
@@ -705,6 +709,9 @@ impl Engine {
             consider(t);
         }
         if let Some(t) = self.priority_due() {
+            consider(t);
+        }
+        if let Some(t) = self.exempt_wake {
             consider(t);
         }
         if self.settings.slurmd_timeout > 0 {

@@ -219,6 +219,16 @@ impl Engine {
             .map_or(0, |q| q.grace_time)
     }
 
+    /// How long `job` runs before it may be preempted: its QOS's
+    /// PreemptExemptTime, else the cluster's.
+    fn exempt_secs(&self, job: &Job) -> i64 {
+        self.assoc
+            .as_ref()
+            .and_then(|t| t.qos_named(&Self::job_qos(job)))
+            .and_then(|q| q.preempt_exempt_time)
+            .map_or(self.settings.preempt.exempt_secs, i64::from)
+    }
+
     /// Resumes every job suspended by preemption whose shares are free
     /// again (start of each scheduling pass).
     pub(crate) fn resume_suspended(&mut self, now: Timestamp) {
@@ -541,9 +551,13 @@ impl Engine {
     /// preempts the running jobs it needs gone. Resources taken by one
     /// preemptor are not counted again for the next.
     pub(crate) fn preempt_pass(&mut self, waiting: &[JobRequest], now: Timestamp) {
+        if self.exempt_wake.take().is_some() {
+            self.wake_cache = None;
+        }
         if self.settings.preempt.kind == PreemptType::None || waiting.is_empty() {
             return;
         }
+        let mut exempt_until: Option<Timestamp> = None;
         let parts = self.part_views();
         let mut nodes: Vec<NodeView> = self.node_views();
         let mut consumed: std::collections::BTreeSet<JobId> = Default::default();
@@ -576,7 +590,10 @@ impl Engine {
                     continue;
                 };
                 let ran = j.run_secs(now);
-                if ran < self.settings.preempt.exempt_secs {
+                let exempt = self.exempt_secs(j);
+                if ran < exempt {
+                    let until = now + exempt - ran;
+                    exempt_until = Some(exempt_until.map_or(until, |t| t.min(until)));
                     continue;
                 }
                 let cpus: u64 = alloc.nodes.iter().map(|n| u64::from(n.cpus)).sum();
@@ -622,6 +639,12 @@ impl Engine {
             } else if let Some(j) = self.jobs.get_mut(&req.job_id) {
                 j.reason = PendingReason::Resources;
             }
+        }
+        // A preemptor that waits on exempt jobs is tried again when the
+        // first of them may be preempted.
+        if exempt_until.is_some() {
+            self.exempt_wake = exempt_until;
+            self.wake_cache = None;
         }
     }
 

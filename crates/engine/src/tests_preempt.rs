@@ -272,6 +272,23 @@ fn jobs_within_preempt_exempt_time_are_not_preempted() {
 }
 
 #[test]
+fn the_victims_qos_preempt_exempt_time_overrides_the_clusters() {
+    let mut e = engine("PreemptType=preempt/qos\nPreemptMode=CANCEL\nPreemptExemptTime=00:10:00\n");
+    let mut t = qos_tables("cluster", 0);
+    t.qos[0].preempt_exempt_time = Some(60);
+    e.on_assoc_tables(t);
+    let low = job("normal", 2, 0, &mut e);
+    // 30 s in: exempt by its QOS (60 s), not yet preempted.
+    let high = job("high", 2, 30, &mut e);
+    assert_eq!(state(&e, low), JobState::Running);
+    // 90 s in: past the QOS's 60 s, though within the cluster's 10 min.
+    e.on_timer(90);
+    e.schedule(90);
+    assert_eq!(state(&e, low), JobState::Preempted);
+    assert_eq!(e.job(high).unwrap().reason, PendingReason::Resources);
+}
+
+#[test]
 fn a_qos_not_in_the_preempt_list_preempts_nobody() {
     let mut e = engine("PreemptType=preempt/qos\nPreemptMode=CANCEL\n");
     e.on_assoc_tables(qos_tables("cluster", 0));

@@ -144,6 +144,10 @@ pub struct Qos {
     pub priority: u32,
     /// `GraceTime=`, seconds.
     pub grace_time: u32,
+    /// `PreemptExemptTime=`, seconds: its jobs are not preempted before
+    /// they have run this long (None: the cluster's PreemptExemptTime).
+    #[serde(default)]
+    pub preempt_exempt_time: Option<u32>,
     /// `Preempt=`: QOS this one may preempt.
     pub preempt: Vec<String>,
     /// `PreemptMode=` (`cluster`, `cancel`, `requeue`, `suspend`, `off`).
@@ -166,6 +170,7 @@ impl Qos {
             description: name.to_owned(),
             priority: 0,
             grace_time: 0,
+            preempt_exempt_time: None,
             preempt: Vec::new(),
             preempt_mode: "cluster".to_owned(),
             flags: Vec::new(),
@@ -367,6 +372,8 @@ pub enum Key {
     PreemptMode,
     /// `GraceTime=` (QOS).
     GraceTime,
+    /// `PreemptExemptTime=` (QOS).
+    PreemptExemptTime,
     /// `UsageFactor=` (QOS).
     UsageFactor,
     /// `Flags=` (QOS).
@@ -386,7 +393,8 @@ pub enum ListOp {
 }
 
 /// One `Key=value`, validated and canonical: `value` is `None` for `-1`
-/// (clear the limit); times are minutes (seconds for `GraceTime`), TRES
+/// (clear the limit); times are minutes (seconds for `GraceTime` and
+/// `PreemptExemptTime`), TRES
 /// lists as [`parse_tres`] writes them, names lower case.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Setting {

@@ -90,7 +90,7 @@ pub enum Field {
     Partition,
     /// QOS preempt list.
     Preempt,
-    /// PreemptExemptTime (empty).
+    /// PreemptExemptTime.
     PreemptExemptTime,
     /// PreemptMode.
     PreemptMode,
@@ -303,6 +303,9 @@ pub fn value(field: Field, row: &Row<'_>) -> String {
         Field::GraceTime => {
             opt(q.map(|q| model::units::format_duration_hms(u64::from(q.grace_time))))
         }
+        Field::PreemptExemptTime => opt(q
+            .and_then(|q| q.preempt_exempt_time)
+            .map(|s| model::units::format_duration_hms(u64::from(s)))),
         Field::GrpJobs => opt(limits.and_then(|l| l.grp_jobs)),
         Field::GrpSubmit => opt(limits.and_then(|l| l.grp_submit_jobs)),
         Field::GrpTres => opt(limits.and_then(|l| l.grp_tres.clone())),
@@ -349,7 +352,6 @@ pub fn value(field: Field, row: &Row<'_>) -> String {
         | Field::MaxTresPerNode
         | Field::MaxTresPa
         | Field::MinTres
-        | Field::PreemptExemptTime
         | Field::UsageThres => String::new(),
     }
 }

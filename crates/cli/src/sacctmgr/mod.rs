@@ -220,6 +220,7 @@ const KEYS: &[(&str, usize, Key)] = &[
     ("maxwalldurationperjob", 4, Key::MaxWall),
     ("organization", 1, Key::Organization),
     ("parent", 3, Key::Parent),
+    ("preemptexempttime", 8, Key::PreemptExemptTime),
     ("preemptmode", 8, Key::PreemptMode),
     ("preempt", 7, Key::Preempt),
     ("priority", 3, Key::Priority),
@@ -251,7 +252,7 @@ pub fn parse_setting(word: &str) -> Result<Option<Setting>, String> {
         Key::MaxWall | Key::GrpWall => parse_wall(&v)
             .map_err(|_| format!(" Bad {name} time format: {v}\n"))?
             .map(|m| m.to_string()),
-        Key::GraceTime => {
+        Key::GraceTime | Key::PreemptExemptTime => {
             let secs = match v.parse::<u32>() {
                 Ok(s) => s,
                 Err(_) => parse_wall(&v)
@@ -295,6 +296,7 @@ fn accounting_key_name(k: Key) -> &'static str {
             "maxwalldurationperjob" => "MaxWall",
             "grpwall" => "GrpWall",
             "gracetime" => "GraceTime",
+            "preemptexempttime" => "PreemptExemptTime",
             "maxjobs" => "MaxJobs",
             "grpjobs" => "GrpJobs",
             "priority" => "Priority",

@@ -103,6 +103,42 @@ fn preempt_qos_cancel_ends_the_job_preempted_after_its_grace_time() {
 }
 
 #[test]
+fn a_qos_preempt_exempt_time_delays_preemption() {
+    let c = qos_cluster("CANCEL");
+    c.ok(
+        "sacctmgr",
+        &[
+            "-i",
+            "modify",
+            "qos",
+            "normal",
+            "set",
+            "PreemptExemptTime=8",
+        ],
+    );
+    let shown = c.ok(
+        "sacctmgr",
+        &[
+            "-n",
+            "-P",
+            "show",
+            "qos",
+            "normal",
+            "format=Name,PreemptExemptTime",
+        ],
+    );
+    assert_eq!(shown.stdout, "normal|00:00:08\n");
+    let low = c.submit(&["-n", "2", "--wrap", "sleep 60"]);
+    c.wait_state(low, "RUNNING", secs(10));
+    let high = c.submit(&["-n", "2", "--qos=high", "--wrap", "true"]);
+    // Exempt for its first 8 s: the preemptor waits, then takes its CPUs.
+    assert_eq!(c.job_state(high), "PENDING");
+    assert_eq!(c.job_state(low), "RUNNING");
+    assert_eq!(c.wait_done(low, secs(30)), "PREEMPTED");
+    assert_eq!(c.wait_done(high, secs(20)), "COMPLETED");
+}
+
+#[test]
 fn preempt_qos_suspend_gang_stops_the_job_and_resumes_it() {
     let c = qos_cluster("SUSPEND,GANG");
     let low = c.submit(&[
@@ -129,7 +165,10 @@ fn preempt_qos_suspend_gang_stops_the_job_and_resumes_it() {
     // The preemptor ends: the job continues and completes.
     assert_eq!(c.wait_done(high, secs(20)), "COMPLETED");
     c.wait_state(low, "RUNNING", secs(10));
-    assert_ne!(proc_state(&pid), "T");
+    // SIGCONT reaches the node after the controller records the resume.
+    c.wait_until("the job's shell continued", secs(10), || {
+        (proc_state(&pid) != "T").then_some(())
+    });
     assert_eq!(c.wait_done(low, secs(30)), "COMPLETED");
     assert_eq!(c.wait_file("low.out", secs(5)), "finished\n");
 }
