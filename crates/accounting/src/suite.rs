@@ -65,6 +65,7 @@ pub fn sample_job(cluster: &str, job_id: u32, submit: Timestamp) -> AcctJob {
         work_dir: "/home/alice".to_owned(),
         submit_line: "sbatch job.sh".to_owned(),
         comment: None,
+        suspended_secs: 0,
         steps: vec![
             step(StepId::Batch, "batch", submit + 10, Some(submit + 110)),
             step(StepId::Extern, "extern", submit + 10, Some(submit + 110)),

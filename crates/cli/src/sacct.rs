@@ -563,7 +563,10 @@ fn render_json(args: &SacctArgs, jobs: &[AcctJob], now: Timestamp) -> String {
             Row::Job(j) | Row::Step(j, _) => seen.insert(j.job_id.0).then_some(j),
         })
         .map(|j| {
-            let elapsed = j.start_time.map_or(0, |s| j.end_time.unwrap_or(now) - s);
+            let elapsed = j
+                .start_time
+                .map_or(0, |s| j.end_time.unwrap_or(now) - s - j.suspended_secs)
+                .max(0);
             let limit = match j.time_limit {
                 model::TimeLimit::Unlimited => json!(null),
                 model::TimeLimit::Minutes(m) => json!(m),
@@ -636,6 +639,7 @@ fn render_json(args: &SacctArgs, jobs: &[AcctJob], now: Timestamp) -> String {
                     "end": ts(j.end_time),
                     "start": ts(j.start_time),
                     "submission": j.submit_time,
+                    "suspended": j.suspended_secs,
                     "limit": limit,
                 },
                 "tres": { "allocated": j.alloc_tres, "requested": j.req_tres },

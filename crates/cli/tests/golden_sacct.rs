@@ -63,6 +63,7 @@ fn job(id: u32, name: &str, partition: &str, cpus: u32, state: JobState, ec: Exi
         work_dir: "/home/sauser/capture".into(),
         submit_line: "sbatch --wrap=true".into(),
         comment: None,
+        suspended_secs: 0,
         steps: Vec::new(),
     }
 }

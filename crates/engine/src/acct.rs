@@ -152,6 +152,8 @@ impl Engine {
             work_dir: info.work_dir,
             submit_line: info.submit_line,
             comment: info.comment,
+            suspended_secs: job.suspended_secs
+                + job.suspend.as_ref().map_or(0, |s| (now - s.since).max(0)),
             steps,
         })
     }

@@ -216,6 +216,8 @@ fn suspend_mode_stops_the_victim_and_resumes_it_when_the_preemptor_ends() {
     let j = e.job(low).unwrap();
     assert_eq!(j.suspended_secs, 300);
     assert_eq!(j.limit_end(), Some(900));
+    // Accounting's Suspended counts it too, and counts while suspended.
+    assert_eq!(e.acct_job(low, 400).unwrap().suspended_secs, 300);
     e.on_timer(600);
     assert_eq!(state(&e, low), JobState::Running);
     e.on_timer(900);

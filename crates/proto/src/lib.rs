@@ -1627,8 +1627,15 @@ pub struct AcctJob {
     /// `--comment`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// Seconds it spent suspended (sacct's `Suspended`; not in `Elapsed`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub suspended_secs: i64,
     /// Steps, in order.
     pub steps: Vec<AcctStep>,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
 }
 
 /// Which job records sacct asks for; empty lists match everything.

@@ -353,8 +353,9 @@ fn elapsed_of(start: Option<Timestamp>, end: Option<Timestamp>, now: Timestamp) 
     }
 }
 
+/// Run time, the time it spent suspended left out (as Slurm's Elapsed).
 fn job_elapsed(job: &AcctJob, now: Timestamp) -> i64 {
-    elapsed_of(job.start_time, job.end_time, now)
+    (elapsed_of(job.start_time, job.end_time, now) - job.suspended_secs).max(0)
 }
 
 fn step_elapsed(job: &AcctJob, step: &AcctStep, now: Timestamp) -> i64 {
@@ -424,7 +425,7 @@ pub fn job_value(name: &str, job: &AcctJob, ctx: &Ctx) -> String {
         "State" => job_state(job),
         "Submit" => fmt_time(job.submit_time),
         "SubmitLine" => job.submit_line.clone(),
-        "Suspended" => "00:00:00".into(),
+        "Suspended" => fmt_elapsed(job.suspended_secs),
         "SystemCPU" => fmt_cpu(total_cpu_usec(&job.steps).1),
         "Timelimit" => fmt_limit(job.time_limit),
         "TimelimitRaw" => match job.time_limit {

@@ -171,6 +171,27 @@ fn preempt_qos_suspend_gang_stops_the_job_and_resumes_it() {
     });
     assert_eq!(c.wait_done(low, secs(30)), "COMPLETED");
     assert_eq!(c.wait_file("low.out", secs(5)), "finished\n");
+    // sacct's Suspended: the preemptor's 4 s, left out of Elapsed.
+    let row = c.wait_until("the record", secs(15), || {
+        let out = c.run(
+            "sacct",
+            &[
+                "-n",
+                "-P",
+                "-X",
+                "-j",
+                &low.to_string(),
+                "-o",
+                "State,Suspended",
+            ],
+        );
+        out.stdout.starts_with("COMPLETED|").then_some(out.stdout)
+    });
+    let suspended = row.trim().trim_start_matches("COMPLETED|");
+    assert!(
+        ("00:00:03".."00:00:30").contains(&suspended),
+        "Suspended: {row}"
+    );
 }
 
 #[test]
