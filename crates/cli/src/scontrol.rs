@@ -1219,8 +1219,8 @@ fn cmd_job_action(s: &mut Session, cmd: &str, rest: &[String]) -> CmdResult {
                 tasks,
             },
             "release" => CtldRequest::Release { job_id, tasks },
-            "suspend" => CtldRequest::Suspend { job_id },
-            "resume" => CtldRequest::Resume { job_id },
+            "suspend" => CtldRequest::Suspend { job_id, tasks },
+            "resume" => CtldRequest::Resume { job_id, tasks },
             "requeue" => CtldRequest::Requeue {
                 job_id,
                 hold: false,

@@ -928,8 +928,12 @@ pub(crate) fn handle(
             hold,
             tasks,
         } => ok(engine.on_requeue_tasks(job_id, tasks.as_ref(), hold, who, t)),
-        CtldRequest::Suspend { job_id } => ok(engine.on_suspend(job_id, who, t)),
-        CtldRequest::Resume { job_id } => ok(engine.on_resume(job_id, who, t)),
+        CtldRequest::Suspend { job_id, tasks } => {
+            ok(engine.on_suspend_tasks(job_id, tasks.as_ref(), who, t))
+        }
+        CtldRequest::Resume { job_id, tasks } => {
+            ok(engine.on_resume_tasks(job_id, tasks.as_ref(), who, t))
+        }
         CtldRequest::RegisterNode(reg) => {
             // Only the daemons (root or SlurmUser) get here: see Gate::admit.
             let name = reg.name.clone();

@@ -408,6 +408,29 @@ impl Engine {
         self.for_targets(id, tasks, who, now, |e, t| e.on_requeue(t, hold, who, now))
     }
 
+    /// `scontrol suspend` on a job, an array (its running tasks), or some
+    /// of its tasks.
+    pub fn on_suspend_tasks(
+        &mut self,
+        id: JobId,
+        tasks: Option<&TaskSet>,
+        who: &proto::Identity,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
+        self.for_targets(id, tasks, who, now, |e, t| e.on_suspend(t, who, now))
+    }
+
+    /// `scontrol resume` on a job, an array, or some of its tasks.
+    pub fn on_resume_tasks(
+        &mut self,
+        id: JobId,
+        tasks: Option<&TaskSet>,
+        who: &proto::Identity,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
+        self.for_targets(id, tasks, who, now, |e, t| e.on_resume(t, who, now))
+    }
+
     /// Sets the reason of arrays the throttle holds back.
     pub(crate) fn mark_throttled(&mut self, ids: Vec<JobId>) {
         for id in ids {

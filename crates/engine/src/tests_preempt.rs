@@ -325,6 +325,40 @@ fn without_preempt_type_nothing_is_preempted() {
 }
 
 #[test]
+fn scontrol_suspend_and_resume_take_arrays_and_their_tasks() {
+    let mut e = engine("");
+    let mut d = desc();
+    d.array = Some("0-1".into());
+    let arr = e.on_submit(d, &user(), 0).unwrap().job_id;
+    e.schedule(0);
+    let task = |e: &Engine, t: u32| e.array_tasks[&arr][&t];
+    let (t0, t1) = (task(&e, 0), task(&e, 1));
+    assert_eq!(
+        (state(&e, t0), state(&e, t1)),
+        (JobState::Running, JobState::Running)
+    );
+    // One task, then the whole array.
+    let one = model::array::TaskSet::single(1);
+    e.on_suspend_tasks(arr, Some(&one), &admin(), 10).unwrap();
+    assert_eq!(
+        (state(&e, t0), state(&e, t1)),
+        (JobState::Running, JobState::Suspended)
+    );
+    e.on_suspend_tasks(arr, None, &admin(), 20).unwrap();
+    assert_eq!(state(&e, t0), JobState::Suspended);
+    e.on_resume_tasks(arr, None, &admin(), 30).unwrap();
+    e.schedule(30);
+    assert_eq!(
+        (state(&e, t0), state(&e, t1)),
+        (JobState::Running, JobState::Running)
+    );
+    assert_eq!(
+        e.on_suspend_tasks(arr, None, &user(), 40),
+        Err(SlurmError::AccessDenied)
+    );
+}
+
+#[test]
 fn scontrol_suspend_and_resume_are_for_administrators() {
     let mut e = engine("");
     let a = job("normal", 2, 0, &mut e);

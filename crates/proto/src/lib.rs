@@ -360,11 +360,19 @@ pub enum CtldRequest {
     Suspend {
         /// The job.
         job_id: JobId,
+        /// Only these tasks of the array `job_id` names; None: the job, or
+        /// every task of the array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks: Option<model::array::TaskSet>,
     },
     /// `scontrol resume` (administrators only).
     Resume {
         /// The job.
         job_id: JobId,
+        /// Only these tasks of the array `job_id` names; None: the job, or
+        /// every task of the array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks: Option<model::array::TaskSet>,
     },
     /// A node daemon starts and reports what it has.
     RegisterNode(NodeRegistration),
