@@ -145,6 +145,9 @@ impl SbatchError {
             SlurmError::MemoryNotSatisfiable => {
                 lines.push("Memory specification can not be satisfied".to_string());
             }
+            SlurmError::AccountingPolicy(limit) => {
+                lines.push(limit.as_slurm_str().to_string());
+            }
             _ => {}
         }
         lines.push(format!(

@@ -296,6 +296,7 @@ impl Engine {
         // Refuse at once what no partition could ever run, as Slurm does
         // ("Requested node configuration is not available").
         self.check_feasible(&job)?;
+        self.check_submit_limits(&job)?;
         let prio = BASE_PRIORITY
             .saturating_sub(self.n_submitted)
             .saturating_sub(job.desc.nice.max(0) as u32)

@@ -17,6 +17,7 @@
 use crate::{Engine, Job};
 use model::{JobId, JobState, LimitReason, TimeLimit};
 use proto::acctdb::{tres_value, Limits};
+use proto::SlurmError;
 use std::collections::BTreeMap;
 
 /// What a set of jobs holds: jobs, CPUs, nodes, memory (MB), GPUs.
@@ -266,6 +267,85 @@ impl Engine {
             }
         }
         None
+    }
+
+    /// Refuses a submission that would take its user, QOS or association
+    /// past MaxSubmitJobs(PerUser) or GrpSubmitJobs: every pending, running
+    /// or suspended job counts, an array's tasks one by one.
+    pub(crate) fn check_submit_limits(&self, job: &Job) -> Result<(), SlurmError> {
+        if !self.settings.enforce.limits {
+            return Ok(());
+        }
+        let Some(t) = self.assoc.as_deref() else {
+            return Ok(());
+        };
+        let q = Self::qos_of(job);
+        let qos = t.qos_named(&q).map(|q| &q.limits);
+        let chain = self.assoc_chain(job);
+        let cluster = &self.settings.cluster_name;
+        let own = chain
+            .first()
+            .and_then(|((a, u), _)| t.assoc(cluster, a, u, ""))
+            .map(|a| t.effective(a).limits);
+        let limited = qos
+            .is_some_and(|l| l.max_submit_jobs.is_some() || l.grp_submit_jobs.is_some())
+            || own.as_ref().is_some_and(|l| l.max_submit_jobs.is_some())
+            || chain.iter().any(|(_, l)| l.grp_submit_jobs.is_some());
+        if !limited {
+            return Ok(());
+        }
+        let tasks = |j: &Job| match j.array.as_ref().filter(|a| a.is_meta()) {
+            Some(a) => a.pending.len(),
+            None => 1,
+        };
+        let (mut qos_user, mut qos_all) = (0u64, 0u64);
+        let mut per_key: BTreeMap<&(String, String), u64> = BTreeMap::new();
+        let mut chains: BTreeMap<(Option<&str>, &str), Vec<(String, String)>> = BTreeMap::new();
+        for j in self.jobs.values() {
+            if !matches!(
+                j.state,
+                JobState::Pending | JobState::Running | JobState::Suspended
+            ) {
+                continue;
+            }
+            let n = tasks(j);
+            if Self::qos_of(j) == q {
+                qos_all += n;
+                if j.desc.uid == job.desc.uid {
+                    qos_user += n;
+                }
+            }
+            let keys = chains
+                .entry((j.desc.account.as_deref(), j.desc.user.as_str()))
+                .or_insert_with(|| self.assoc_chain(j).into_iter().map(|(k, _)| k).collect());
+            for (key, _) in &chain {
+                if keys.contains(key) {
+                    *per_key.entry(key).or_default() += n;
+                }
+            }
+        }
+        let new = tasks(job);
+        let past = |max: Option<u32>, have: u64| max.is_some_and(|m| have + new > u64::from(m));
+        let refuse = |r| Err(SlurmError::AccountingPolicy(r));
+        if let Some(l) = qos {
+            if past(l.max_submit_jobs, qos_user) {
+                return refuse(LimitReason::QosMaxSubmitJobsPerUser);
+            }
+            if past(l.grp_submit_jobs, qos_all) {
+                return refuse(LimitReason::QosGrpSubmitJobs);
+            }
+        }
+        if let (Some(l), Some((key, _))) = (&own, chain.first()) {
+            if past(l.max_submit_jobs, per_key.get(key).copied().unwrap_or(0)) {
+                return refuse(LimitReason::AssocMaxSubmitJobs);
+            }
+        }
+        for (key, l) in &chain {
+            if past(l.grp_submit_jobs, per_key.get(key).copied().unwrap_or(0)) {
+                return refuse(LimitReason::AssocGrpSubmitJobs);
+            }
+        }
+        Ok(())
     }
 
     /// The pending jobs a QOS or association limit holds now, with the
@@ -586,6 +666,49 @@ mod tests {
         assert_eq!(
             e.job(id).unwrap().reason,
             PendingReason::Limit(LimitReason::QosMaxJobsPerUser)
+        );
+    }
+
+    #[test]
+    fn submit_limits_refuse_at_submit_counting_array_tasks() {
+        let mut e = engine();
+        let normal = Limits {
+            max_submit_jobs: Some(2),
+            ..Limits::default()
+        };
+        let physics = Limits {
+            grp_submit_jobs: Some(3),
+            ..Limits::default()
+        };
+        e.on_assoc_tables(tables(physics, Limits::default(), normal));
+        let submit = |e: &mut Engine, user: &str, uid: u32, d: JobDesc| {
+            e.on_submit(d, &who(user, uid), 0).map(|_| ())
+        };
+        let policy = |r| Err(SlurmError::AccountingPolicy(r));
+        let array = |spec: &str| JobDesc {
+            array: Some(spec.into()),
+            ..job(1, None)
+        };
+        // An array of three is three jobs for the QOS's two per user.
+        assert_eq!(
+            submit(&mut e, "alice", 1000, array("0-2")),
+            policy(LimitReason::QosMaxSubmitJobsPerUser)
+        );
+        submit(&mut e, "alice", 1000, array("0-1")).unwrap();
+        assert_eq!(
+            submit(&mut e, "alice", 1000, job(1, None)),
+            policy(LimitReason::QosMaxSubmitJobsPerUser)
+        );
+        submit(&mut e, "bob", 1001, job(1, None)).unwrap();
+        // The account holds its 3: bob's second is one too many for it,
+        // though within his own two.
+        assert_eq!(
+            submit(&mut e, "bob", 1001, job(1, None)),
+            policy(LimitReason::AssocGrpSubmitJobs)
+        );
+        assert_eq!(
+            SlurmError::AccountingPolicy(LimitReason::AssocGrpSubmitJobs).as_slurm_str(),
+            "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
         );
     }
 

@@ -240,6 +240,8 @@ limit_reasons! {
     AssocMaxMemPerJob => "AssocMaxMemPerJob",
     AssocMaxWall => "AssocMaxWallDurationPerJobLimit",
     AssocGrpGres => "AssocGrpGRES",
+    AssocGrpSubmitJobs => "AssocGrpSubmitJobsLimit",
+    AssocMaxSubmitJobs => "AssocMaxSubmitJobLimit",
     AssocMaxGresPerJob => "AssocMaxGRESPerJob",
     QosGrpCpu => "QOSGrpCpuLimit",
     QosGrpNode => "QOSGrpNodeLimit",
@@ -254,6 +256,8 @@ limit_reasons! {
     QosMaxMemPerUser => "QOSMaxMemoryPerUser",
     QosMaxWall => "QOSMaxWallDurationPerJobLimit",
     QosGrpGres => "QOSGrpGRES",
+    QosGrpSubmitJobs => "QOSGrpSubmitJobsLimit",
+    QosMaxSubmitJobsPerUser => "QOSMaxSubmitJobPerUserLimit",
     QosMaxGresPerJob => "QOSMaxGRESPerJob",
     QosMaxGresPerUser => "QOSMaxGRESPerUser",
 }

@@ -543,6 +543,9 @@ pub enum SlurmError {
     /// ESLURM_INVALID_TASK_MEMORY: a step asks for more memory than its
     /// job holds on a node.
     InvalidTaskMemory,
+    /// ESLURM_ACCOUNTING_POLICY: a submission past a MaxSubmitJobs or
+    /// GrpSubmitJobs limit, which one named (sbatch prints it first).
+    AccountingPolicy(model::LimitReason),
 }
 
 impl SlurmError {
@@ -591,6 +594,9 @@ impl SlurmError {
             SlurmError::TooManyRequestedCpus => "More processors requested than permitted",
             SlurmError::NodesBusy => "Requested nodes are busy",
             SlurmError::InvalidTaskMemory => "Memory required by task is not available",
+            SlurmError::AccountingPolicy(_) => {
+                "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
+            }
         }
     }
 }

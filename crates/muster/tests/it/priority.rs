@@ -84,4 +84,27 @@ fn qos_limits_set_with_sacctmgr_hold_jobs_with_their_reason() {
     c.wait_for(long, crate::secs(10), |s| s == "PENDING");
     assert_eq!(c.squeue_field(long, "%r"), "QOSMaxWallDurationPerJobLimit");
     c.ok("scancel", &[&long.to_string()]);
+    // MaxSubmitJobsPerUser refuses at submit, in Slurm's words.
+    c.ok(
+        "sacctmgr",
+        &[
+            "-i",
+            "modify",
+            "qos",
+            "normal",
+            "set",
+            "MaxSubmitJobsPerUser=1",
+            "MaxWall=-1",
+        ],
+    );
+    let held = c.submit(&["-H", "--wrap", "true"]);
+    let out = c.run("sbatch", &["--wrap", "true"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        "sbatch: error: QOSMaxSubmitJobPerUserLimit\n\
+         sbatch: error: Batch job submission failed: Job violates accounting/QOS policy \
+         (job submit limit, user's size and/or time limits)\n"
+    );
+    c.ok("scancel", &[&held.to_string()]);
 }
