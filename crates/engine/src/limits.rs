@@ -712,6 +712,91 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Whatever the limits and the queue, after every pass what runs
+        /// stays within every QOS and association limit.
+        #[test]
+        fn limits_are_never_exceeded(
+            qos_jobs in proptest::option::of(1u32..4),
+            qos_user_cpu in proptest::option::of(1u64..6),
+            grp_cpu in proptest::option::of(1u64..8),
+            alice_jobs in proptest::option::of(1u32..4),
+            jobs in proptest::collection::vec((0u32..2, 1u32..4, proptest::option::of(0u32..3)), 1..14),
+            ends in proptest::collection::vec(0usize..14, 0..10),
+        ) {
+            let mut e = engine();
+            let normal = Limits {
+                max_jobs: qos_jobs,
+                max_tres_per_user: qos_user_cpu.map(|c| format!("cpu={c}")),
+                ..Limits::default()
+            };
+            let physics = Limits {
+                grp_tres: grp_cpu.map(|c| format!("cpu={c}")),
+                ..Limits::default()
+            };
+            let alice = Limits {
+                max_jobs: alice_jobs,
+                ..Limits::default()
+            };
+            e.on_assoc_tables(tables(physics, alice, normal));
+            let users = [("alice", 1000), ("bob", 1001)];
+            for (u, cpus, tasks) in &jobs {
+                let (name, uid) = users[*u as usize];
+                let mut d = job(*cpus, None);
+                if let Some(t) = tasks {
+                    d.array = Some(format!("0-{t}"));
+                }
+                let _ = e.on_submit(d, &who(name, uid), 0);
+            }
+            let check = |e: &Engine| {
+                let running: Vec<&Job> = e
+                    .jobs
+                    .values()
+                    .filter(|j| j.state == JobState::Running)
+                    .map(|j| &**j)
+                    .collect();
+                let cpus = |j: &&Job| -> u64 {
+                    j.alloc.as_ref().map_or(0, |a| a.nodes.iter().map(|n| u64::from(n.cpus)).sum())
+                };
+                for (name, uid) in users {
+                    let mine: Vec<&&Job> = running.iter().filter(|j| j.desc.uid == uid).collect();
+                    if let Some(m) = qos_jobs {
+                        proptest::prop_assert!(mine.len() as u32 <= m, "{name}: QOS MaxJobsPerUser");
+                    }
+                    if let Some(m) = qos_user_cpu {
+                        proptest::prop_assert!(mine.iter().map(|j| cpus(j)).sum::<u64>() <= m);
+                    }
+                    if let (Some(m), "alice") = (alice_jobs, name) {
+                        proptest::prop_assert!(mine.len() as u32 <= m, "alice's MaxJobs");
+                    }
+                }
+                if let Some(m) = grp_cpu {
+                    proptest::prop_assert!(running.iter().map(cpus).sum::<u64>() <= m, "GrpTRES");
+                }
+                Ok(())
+            };
+            e.schedule(0);
+            check(&e)?;
+            for (i, pick) in ends.iter().enumerate() {
+                let now = i as i64 + 1;
+                let running: Vec<JobId> = e
+                    .jobs
+                    .values()
+                    .filter(|j| j.state == JobState::Running)
+                    .map(|j| j.id)
+                    .collect();
+                if let Some(id) = running.get(pick % running.len().max(1)) {
+                    let node = e.jobs[id].alloc.as_ref().unwrap().nodes[0].node;
+                    let node = e.nodes[node.0 as usize].conf.name.clone();
+                    e.on_job_exited(*id, &node, model::ExitCode::default(), None, now).unwrap();
+                }
+                e.schedule(now);
+                check(&e)?;
+            }
+        }
+    }
+
     #[test]
     fn every_limit_reason_has_slurms_template_shape() {
         for r in LimitReason::ALL {
