@@ -121,7 +121,7 @@ pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
             match serde_json::from_str::<TaskdReport>(&line) {
                 Ok(TaskdReport::Started(task)) => started.push(task),
                 Ok(TaskdReport::Ended(result)) => {
-                    ended = Some(result);
+                    ended = Some(*result);
                     break;
                 }
                 Err(_) => {}

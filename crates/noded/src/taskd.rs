@@ -74,7 +74,7 @@ pub enum TaskdReport {
     /// daemon kills if the supervisor dies before reaping it.
     Started(ProcId),
     /// The last line: every task has ended.
-    Ended(TaskdResult),
+    Ended(Box<TaskdResult>),
 }
 
 /// What a step's tasks on this node came to.
@@ -772,7 +772,7 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
     if let Some(c) = &cgroup {
         c.remove();
     }
-    report(&TaskdReport::Ended(TaskdResult { exit, usage }));
+    report(&TaskdReport::Ended(Box::new(TaskdResult { exit, usage })));
     let _ = reported_rx.recv_timeout(REPORT_WAIT);
     to.send(StepdToSrun::Done);
 }
