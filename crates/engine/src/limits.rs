@@ -40,6 +40,9 @@ impl Held {
     }
 }
 
+/// An association by (account, user); account rows have user "".
+type AssocKey = (String, String);
+
 /// Running totals the checks compare against.
 #[derive(Default)]
 struct Use {
@@ -300,7 +303,7 @@ impl Engine {
         };
         let (mut qos_user, mut qos_all) = (0u64, 0u64);
         let mut per_key: BTreeMap<&(String, String), u64> = BTreeMap::new();
-        let mut chains: BTreeMap<(Option<&str>, &str), Vec<(String, String)>> = BTreeMap::new();
+        let mut chains: BTreeMap<(Option<&str>, &str), Vec<AssocKey>> = BTreeMap::new();
         for j in self.jobs.values() {
             if !matches!(
                 j.state,
