@@ -183,10 +183,11 @@ const TABLE: &[(&str, Val)] = &[
         "InteractiveStepOptions",
         Val::Other("--interactive --preserve-env --pty $SHELL", Fmt::Plain),
     ),
+    // muster gathers from /proc unless told otherwise (Slurm: none).
     ("JobAcctGatherFrequency", Val::Other("30", Fmt::Plain)),
     (
         "JobAcctGatherType",
-        Val::Other("jobacct_gather/none", Fmt::Plain),
+        Val::Other("jobacct_gather/linux", Fmt::Plain),
     ),
     ("JobAcctGatherParams", Val::Other("(null)", Fmt::Plain)),
     ("JobCompHost", Val::Other("localhost", Fmt::Plain)),
