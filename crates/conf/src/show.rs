@@ -183,8 +183,8 @@ const TABLE: &[(&str, Val)] = &[
         "InteractiveStepOptions",
         Val::Other("--interactive --preserve-env --pty $SHELL", Fmt::Plain),
     ),
-    // muster gathers from /proc unless told otherwise (Slurm: none).
     ("JobAcctGatherFrequency", Val::Other("30", Fmt::Plain)),
+    // muster gathers from /proc unless told otherwise (Slurm: none).
     (
         "JobAcctGatherType",
         Val::Other("jobacct_gather/linux", Fmt::Plain),
