@@ -51,6 +51,22 @@ impl Engine {
         (cpus, mem, gpus)
     }
 
+    /// The GPUs an allocation holds.
+    pub(crate) fn alloc_gpus(&self, alloc: &sched::Allocation) -> u64 {
+        alloc
+            .nodes
+            .iter()
+            .map(|n| {
+                let node = &self.nodes[n.node.0 as usize];
+                n.gres
+                    .iter()
+                    .filter(|(p, _)| node.gres[*p].name == "gpu")
+                    .map(|(_, i)| i.len() as u64)
+                    .sum::<u64>()
+            })
+            .sum()
+    }
+
     /// The TRES a job asks for (`ReqTRES`).
     pub(crate) fn requested_tres(&self, job: &Job) -> String {
         let (cpus, mem, gpus) = self.requested_counts(job);
@@ -84,18 +100,7 @@ impl Engine {
                 let cpus: Vec<u32> = a.nodes.iter().map(|n| n.cpus).collect();
                 let total: u32 = cpus.iter().sum();
                 let mem: u64 = a.nodes.iter().map(|n| n.mem).sum();
-                let gpus: u64 = a
-                    .nodes
-                    .iter()
-                    .map(|n| {
-                        let node = &self.nodes[n.node.0 as usize];
-                        n.gres
-                            .iter()
-                            .filter(|(p, _)| node.gres[*p].name == "gpu")
-                            .map(|(_, i)| i.len() as u64)
-                            .sum::<u64>()
-                    })
-                    .sum();
+                let gpus = self.alloc_gpus(a);
                 let n = names.len() as u32;
                 let tres = if brief {
                     String::new()

@@ -133,18 +133,7 @@ impl Engine {
                 cpu: a.nodes.iter().map(|n| u64::from(n.cpus)).sum(),
                 node: a.nodes.len() as u64,
                 mem: a.nodes.iter().map(|n| n.mem).sum(),
-                gpu: a
-                    .nodes
-                    .iter()
-                    .map(|n| {
-                        let node = &self.nodes[n.node.0 as usize];
-                        n.gres
-                            .iter()
-                            .filter(|(p, _)| node.gres[*p].name == "gpu")
-                            .map(|(_, i)| i.len() as u64)
-                            .sum::<u64>()
-                    })
-                    .sum(),
+                gpu: self.alloc_gpus(a),
             },
             None => {
                 let (cpus, mem, gpus) = self.requested_counts(job);
