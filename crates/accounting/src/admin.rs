@@ -1029,7 +1029,9 @@ fn set_qos(q: &mut Qos, s: &Setting, t: &AcctTables) -> Result<(), String> {
         }
         Key::PreemptMode => {
             let v = s.value.clone().unwrap_or_else(|| "cluster".into());
-            let ok = ["cluster", "cancel", "requeue", "suspend", "off", "gang"];
+            let ok = [
+                "cluster", "cancel", "requeue", "suspend", "off", "gang", "within",
+            ];
             if !v.split(',').all(|m| ok.contains(&m)) {
                 return Err(format!(" Unknown preempt mode: {v}\n"));
             }

@@ -82,6 +82,12 @@ impl PreemptMode {
     }
 }
 
+/// Whether a PreemptMode text has the WITHIN flag.
+fn has_within(text: &str) -> bool {
+    text.split(',')
+        .any(|w| w.trim().eq_ignore_ascii_case("within"))
+}
+
 /// The preemption settings of slurm.conf.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PreemptConf {
@@ -91,6 +97,10 @@ pub struct PreemptConf {
     pub mode: PreemptMode,
     /// PreemptExemptTime, seconds: jobs that ran less are not preempted.
     pub exempt_secs: i64,
+    /// PreemptMode has WITHIN: with preempt/qos, a job may preempt jobs
+    /// of its own QOS that have a lower priority.
+    #[serde(default)]
+    pub within: bool,
 }
 
 impl PreemptConf {
@@ -106,9 +116,9 @@ impl PreemptConf {
             Some("preempt/partition_prio") => PreemptType::PartitionPrio,
             _ => PreemptType::None,
         };
-        let mode = get("preemptmode")
-            .and_then(|m| PreemptMode::parse(&m))
-            .unwrap_or(PreemptMode::Off);
+        let mode_text = get("preemptmode").unwrap_or_default();
+        let mode = PreemptMode::parse(&mode_text).unwrap_or(PreemptMode::Off);
+        let within = has_within(&mode_text);
         let exempt_secs = get("preemptexempttime")
             .and_then(|t| model::units::parse_time_limit(&t).ok())
             .map_or(0, |t| match t {
@@ -119,6 +129,7 @@ impl PreemptConf {
             kind,
             mode,
             exempt_secs,
+            within,
         }
     }
 }
@@ -189,7 +200,12 @@ impl Engine {
                 let tables = self.assoc.as_ref()?;
                 let mine = tables.qos_named(&Self::job_qos(preemptor))?;
                 let theirs = Self::job_qos(victim);
-                if !mine.preempt.iter().any(|q| q.eq_ignore_ascii_case(&theirs)) {
+                // WITHIN (the QOS's mode, or the cluster's): the same QOS,
+                // a lower priority.
+                let within = mine.name.eq_ignore_ascii_case(&theirs)
+                    && (has_within(&mine.preempt_mode) || self.settings.preempt.within)
+                    && preemptor.priority > victim.priority;
+                if !within && !mine.preempt.iter().any(|q| q.eq_ignore_ascii_case(&theirs)) {
                     return None;
                 }
                 tables
@@ -538,7 +554,11 @@ impl Engine {
                         .assoc
                         .as_ref()
                         .and_then(|t| t.qos_named(&Self::job_qos(job)))
-                        .is_some_and(|q| !q.preempt.is_empty()),
+                        .is_some_and(|q| {
+                            !q.preempt.is_empty()
+                                || has_within(&q.preempt_mode)
+                                || self.settings.preempt.within
+                        }),
                     PreemptType::PartitionPrio => self.job_tier(job) > min_tier,
                 };
                 may.then(|| by_id.get(id).map(|r| (*r).clone())).flatten()

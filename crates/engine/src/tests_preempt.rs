@@ -291,6 +291,34 @@ fn the_victims_qos_preempt_exempt_time_overrides_the_clusters() {
 }
 
 #[test]
+fn within_lets_a_job_preempt_lower_priority_jobs_of_its_own_qos() {
+    let mut e = engine("PreemptType=preempt/qos\nPreemptMode=CANCEL\n");
+    let mut t = qos_tables("cluster", 0);
+    t.qos[0].preempt_mode = "cancel,within".into();
+    e.on_assoc_tables(t);
+    let low = job("normal", 2, 0, &mut e);
+    let mut d = desc();
+    d.qos = Some("normal".into());
+    d.ntasks = Some(2);
+    let high = e.on_submit(d, &user(), 60).unwrap().job_id;
+    // Equal priority preempts nobody; a higher one does.
+    e.schedule(60);
+    assert_eq!(state(&e, low), JobState::Running);
+    e.on_update_job(
+        high,
+        proto::JobUpdate {
+            priority: Some(e.job(low).unwrap().priority + 100),
+            ..Default::default()
+        },
+        &admin(),
+        70,
+    )
+    .unwrap();
+    e.schedule(70);
+    assert_eq!(state(&e, low), JobState::Preempted);
+}
+
+#[test]
 fn a_qos_not_in_the_preempt_list_preempts_nobody() {
     let mut e = engine("PreemptType=preempt/qos\nPreemptMode=CANCEL\n");
     e.on_assoc_tables(qos_tables("cluster", 0));
