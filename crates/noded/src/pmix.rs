@@ -15,6 +15,12 @@
 //! A task that calls PMIx_Abort, or exits after connecting without
 //! PMIx_Finalize, makes the supervisor tell srun, which ends the step.
 //!
+//! Several node daemons on one host (`muster up`, the loopback test
+//! clusters) give Open MPI ranks of different "nodes" one hostname: its
+//! shared-memory BTL (vader) names its segments by hostname and local rank,
+//! so they collide; run it there with `OMPI_MCA_btl=self,tcp`. Distinct
+//! hosts (the multi-host test harness, real clusters) need nothing.
+//!
 //! Built only with the `pmix` cargo feature (it links libpmix); without it
 //! [`Server`] has no values and [`Server::start`] says so.
 

@@ -127,6 +127,11 @@ extern "C" {
         cbfunc: pmix_op_cbfunc_t,
         cbdata: *mut c_void,
     ) -> pmix_status_t;
+    pub fn PMIx_server_deregister_nspace(
+        nspace: *const c_char,
+        cbfunc: pmix_op_cbfunc_t,
+        cbdata: *mut c_void,
+    );
     pub fn PMIx_server_register_client(
         proc_: *const pmix_proc_t,
         uid: libc::uid_t,

@@ -295,6 +295,10 @@ impl Server {
                 Value::Str(format!("muster.pmix.srv.{}.{}", l.job_id, l.step_id)),
             ),
             ("pmix.srv.rank", Value::Rank(l.node_index)),
+            // The owner of the shared-memory store's files (the tasks'
+            // user, who must open them), as Slurm gives it.
+            ("pmix.euid", Value::U32(ids.0)),
+            ("pmix.egid", Value::U32(ids.1)),
         ])?;
         let module = Box::leak(Box::new(pmix_server_module_t {
             client_connected: Some(client_connected),
@@ -423,8 +427,17 @@ impl Server {
         }
     }
 
-    /// Shuts libpmix down and removes its directory.
+    /// Shuts libpmix down and removes its directory. Deregistering the
+    /// namespace first makes libpmix remove what the tasks registered for
+    /// cleanup (Open MPI's shared-memory segments), killed tasks' too.
     pub fn finish(&self) {
+        if let Ok(ns) = cstring(&self.shared.nspace) {
+            let _ = blocking("PMIx_server_deregister_nspace", |cb, cbdata| {
+                // SAFETY: a namespace name that outlives the wait.
+                unsafe { PMIx_server_deregister_nspace(ns.as_ptr(), cb, cbdata) };
+                PMIX_SUCCESS
+            });
+        }
         // SAFETY: the server was initialized; nothing uses it after this.
         unsafe { PMIx_server_finalize() };
         let _ = std::fs::remove_dir_all(&self.tmpdir);
