@@ -447,6 +447,23 @@ fn openmpi_direct_launch_through_pmix_block_and_cyclic() {
         assert_eq!(out.code, 0, "{args:?}: {out}\n{}", c.logs());
         check_world(&out.stdout, Some(hosts));
     }
+    // All ranks on one node: libpmix completes the fences by itself.
+    let out = run_guarded(
+        &c,
+        "srun",
+        &[
+            "-N1",
+            "-n2",
+            "-w",
+            "node2",
+            "--mpi=pmix",
+            "./allreduce-ompi",
+        ],
+        &env,
+    );
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    let two = |r: u32| (r, 2, "node2".to_string(), 3);
+    assert_eq!(ranks(&out.stdout), vec![two(0), two(1)], "{out}");
     let out = run_guarded(
         &c,
         "srun",
