@@ -73,23 +73,63 @@ fn tidy() -> bool {
     ok
 }
 
+/// Whether to build with `--features muster/pmix` (`srun --mpi=pmix`,
+/// linking the system OpenPMIx): where pkg-config finds `pmix`, and always
+/// under `MUSTER_REQUIRE_MPI=1` (CI), where a missing libpmix-dev must fail
+/// the build, not leave the PMIx tests out.
+fn with_pmix() -> bool {
+    let required = std::env::var("MUSTER_REQUIRE_MPI").as_deref() == Ok("1");
+    let found = Command::new("pkg-config")
+        .args(["--exists", "pmix"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found && !required {
+        eprintln!("xtask: no OpenPMIx (pkg-config pmix): building without --mpi=pmix");
+    }
+    found || required
+}
+
 fn verify() -> bool {
+    let pmix = with_pmix();
+    let features: &[&str] = if pmix {
+        &["--features", "muster/pmix"]
+    } else {
+        &[]
+    };
+    let with = |args: &[&'static str]| -> Vec<&'static str> {
+        let mut v = args.to_vec();
+        v.extend_from_slice(features);
+        v
+    };
     run("format", "cargo", &["fmt", "--all", "--", "--check"])
         && run(
             "lints",
             "cargo",
-            &[
-                "clippy",
-                "--workspace",
-                "--all-targets",
-                "--locked",
-                "--",
-                "-D",
-                "warnings",
-            ],
+            &with(&["clippy", "--workspace", "--all-targets", "--locked"])
+                .into_iter()
+                .chain(["--", "-D", "warnings"])
+                .collect::<Vec<_>>(),
         )
+        // The default build (no PMIx) of the crates the feature changes.
+        && (!pmix
+            || run(
+                "lints without pmix",
+                "cargo",
+                &[
+                    "clippy",
+                    "-p",
+                    "noded",
+                    "-p",
+                    "cli",
+                    "--all-targets",
+                    "--locked",
+                    "--",
+                    "-D",
+                    "warnings",
+                ],
+            ))
         && tidy()
-        && run("tests", "cargo", &["test", "--workspace", "--locked"])
+        && run("tests", "cargo", &with(&["test", "--workspace", "--locked"]))
 }
 
 fn main() -> ExitCode {

@@ -74,6 +74,19 @@ const SBATCH_ONLY: &[&str] = &[
 ];
 
 /// Every option srun takes.
+/// Whether this build serves `--mpi=pmix` (the `pmix` cargo feature; the
+/// step supervisors of the nodes need it too).
+const PMIX: bool = cfg!(feature = "pmix");
+
+/// `srun --mpi=list`: Slurm's listing of the plugins this build has.
+pub fn mpi_list() -> &'static str {
+    if PMIX {
+        "MPI plugin types are...\n\tpmix\n\tnone\n\tpmi2\nspecific pmix plugin versions available: pmix_v4\n"
+    } else {
+        "MPI plugin types are...\n\tnone\n\tpmi2\n"
+    }
+}
+
 pub fn specs() -> Vec<OptSpec> {
     let mut v: Vec<OptSpec> = crate::sbatch::opts::SPECS
         .iter()
@@ -102,7 +115,7 @@ Parallel run options:
   -l, --label                 prepend task number to lines of stdout/err
   -m, --distribution=type     distribution method for processes to nodes
                               (type = block|cyclic|plane=N)
-      --mpi=type              type of MPI being used (none, pmi2; list)
+      --mpi=type              type of MPI being used (none, pmi2, pmix; list)
   -n, --ntasks=ntasks         number of tasks to run
   -N, --nodes=N               number of nodes on which to run (N = min[-max])
   -o, --output=out            location of stdout redirection
@@ -253,7 +266,7 @@ pub fn main(args: Vec<String>) -> i32 {
         .as_deref()
         .is_some_and(|m| m.eq_ignore_ascii_case("list"))
     {
-        crate::common::print_stdout("MPI plugin types are...\n\tnone\n\tpmi2\n");
+        crate::common::print_stdout(mpi_list());
         return 0;
     }
     if o.argv.is_empty() {
@@ -293,6 +306,14 @@ pub fn main(args: Vec<String>) -> i32 {
     let mpi = match mpi.as_str() {
         "none" | "openmpi" => "none".to_string(),
         "pmi2" | "pmi1" | "pmi" => "pmi2".to_string(),
+        "pmix" | "pmix_v4" if PMIX => "pmix".to_string(),
+        "pmix" | "pmix_v4" => {
+            eprintln!(
+                "srun: error: MPI type '{mpi}' is not available: this muster was built without \
+                 PMIx (cargo feature `pmix`), --mpi=list for acceptable types"
+            );
+            return 1;
+        }
         other => {
             eprintln!("srun: error: Invalid MPI type '{other}', --mpi=list for acceptable types");
             return 1;

@@ -48,6 +48,7 @@ mod gather;
 mod hw;
 mod launch;
 mod pmi;
+mod pmix;
 mod setup;
 mod spool;
 pub mod state;

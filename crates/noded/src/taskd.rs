@@ -204,6 +204,7 @@ fn task_env(
     task: u32,
     local: usize,
     pmi_fd: Option<RawFd>,
+    extra: Vec<(String, String)>,
 ) -> Vec<(String, String)> {
     let l = &spec.launch;
     let mut env: BTreeMap<String, String> = l
@@ -244,6 +245,7 @@ fn task_env(
         set("PMI_SIZE", l.ntasks().to_string());
         set("PMI_JOBID", format!("{}.{}", l.job_id, l.step_id));
     }
+    env.extend(extra);
     env.into_iter().collect()
 }
 
@@ -499,6 +501,19 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
     let mut chdir_lines = vec![chdir_error_line(work_dir, libc::EIO).into_bytes()];
     chdir_lines.extend((1..134).map(|e| chdir_error_line(work_dir, e).into_bytes()));
     let pmi = (l.mpi == "pmi2").then(|| crate::pmi::Server::new(l, to.clone()));
+    let ids = match &switch {
+        Some((uid, gid, _)) => (*uid, *gid),
+        None => (
+            nix::unistd::getuid().as_raw(),
+            nix::unistd::getgid().as_raw(),
+        ),
+    };
+    let (pmix, mut pmix_error) =
+        match (l.mpi == "pmix").then(|| crate::pmix::Server::start(l, to.clone(), ids)) {
+            Some(Ok(server)) => (Some(Arc::new(server)), None),
+            Some(Err(e)) => (None, Some(e)),
+            None => (None, None),
+        };
     let cgroup = (gather_settings.kind == GatherType::Cgroup)
         .then(|| StepCgroup::create(&gather_settings, l.job_id.0, &l.step_id.to_string()))
         .flatten();
@@ -563,7 +578,27 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
             None
         };
         let keep_fd = pair.as_ref().map(|(_, child)| child.as_raw_fd());
-        let env = task_env(spec, task, local, keep_fd);
+        let pmix_env = match &pmix {
+            Some(server) => server.task_env(task),
+            None => Ok(Vec::new()),
+        };
+        let pmix_env = match (pmix_env, pmix_error.clone()) {
+            (Ok(v), None) => v,
+            (Err(e), _) | (_, Some(e)) => {
+                // Said once per node; every task of the node fails.
+                if pmix_error.is_none() || local == 0 {
+                    to.send(StepdToSrun::Output {
+                        task,
+                        stderr: true,
+                        data: format!("slurmstepd: error: mpi/pmix: {e}\n").into_bytes(),
+                    });
+                }
+                pmix_error.get_or_insert(e);
+                failed_exits.push((task, 1 << 8));
+                continue;
+            }
+        };
+        let env = task_env(spec, task, local, keep_fd, pmix_env);
         let Some(program) = l.argv.first() else {
             failed_exits.push((task, 1 << 8));
             continue;
@@ -663,6 +698,7 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
     if let Some(s) = stream {
         let pids = pids.clone();
         let pmi = pmi.clone();
+        let pmix = pmix.clone();
         let mut stdin_pipes = stdin_pipes;
         std::thread::spawn(move || {
             let mut s = s;
@@ -679,6 +715,8 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
                     SrunToStepd::Signal(sig) => signal_tasks(&pids, sig),
                     SrunToStepd::FenceOut { seq, kvs } => {
                         if let Some(p) = &pmi {
+                            p.fence_out(seq, kvs);
+                        } else if let Some(p) = &pmix {
                             p.fence_out(seq, kvs);
                         }
                     }
@@ -764,10 +802,16 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         if let Some(p) = &pmi {
             p.task_exited(t.id);
         }
+        if let Some(p) = &pmix {
+            p.task_exited(t.id);
+        }
         exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
         to.send(StepdToSrun::TaskExited { task: t.id, status });
     }
     sampler.stop();
+    if let Some(p) = &pmix {
+        p.finish();
+    }
     let usage = gather.lock().unwrap_or_else(|p| p.into_inner()).usage();
     if let Some(c) = &cgroup {
         c.remove();

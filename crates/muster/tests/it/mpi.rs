@@ -1,15 +1,17 @@
-//! Real MPI (issue 8, item 6): Debian's MPICH through our PMI server
-//! (`srun --mpi=pmi2`, block and cyclic), mpi4py built on MPICH, and the
-//! MPI launchers inside an allocation: Open MPI's `mpirun` (its `orted`s
-//! started through our srun) and MPICH's `mpiexec` (hydra's proxies
-//! started through our srun), in `salloc` and in a batch job. Every check
+//! Real MPI (issue 8, items 6 and 7): Debian's MPICH through our PMI server
+//! (`srun --mpi=pmi2`, block and cyclic), mpi4py built on MPICH, Open MPI
+//! launched directly through our PMIx server (`srun --mpi=pmix`, with the
+//! `pmix` feature), and the MPI launchers inside an allocation: Open MPI's
+//! `mpirun` (its `orted`s started through our srun) and MPICH's `mpiexec`
+//! (hydra's proxies started through our srun), in `salloc` and in a batch
+//! job. Every check
 //! counts the world: a missing variable turns one 4-rank job into four
 //! 1-rank jobs that all exit 0.
 //!
 //! `.ci/run` installs the MPIs and sets `MUSTER_REQUIRE_MPI=1`, under which
 //! anything missing (the packages, the mpi4py venv, root for the hosts'
-//! namespaces) fails the test; elsewhere it is skipped with the reason
-//! printed.
+//! namespaces, a muster built with `--features pmix`) fails the test;
+//! elsewhere it is skipped with the reason printed.
 
 use crate::{builder, cluster};
 use e2e::{Cluster, Output};
@@ -405,4 +407,79 @@ fn mpi_launchers_refuse_nothing_they_need_from_srun() {
     let mut lines: Vec<&str> = out.stdout.lines().collect();
     lines.sort_unstable();
     assert_eq!(lines, vec!["0: 0", "1: 1"], "{out}");
+}
+
+/// Open MPI started by srun itself (no mpirun): every rank finds the PMIx
+/// server of its node's step supervisor, and the fences cross the hosts
+/// through srun. Block and cyclic layouts put the right ranks on each
+/// host; a rank leaving without MPI_Finalize fails the step at once.
+#[test]
+fn openmpi_direct_launch_through_pmix_block_and_cyclic() {
+    if !cfg!(feature = "pmix") {
+        assert!(
+            !required(),
+            "MUSTER_REQUIRE_MPI=1 but muster was built without the `pmix` feature \
+             (cargo xtask verify builds it where libpmix-dev is installed)"
+        );
+        // Without PMIx built in, srun refuses it plainly.
+        let c = cluster(1);
+        let out = c.run("srun", &["--mpi=pmix", "true"]);
+        assert_eq!(out.code, 1, "{out}");
+        assert_eq!(
+            out.stderr,
+            "srun: error: MPI type 'pmix' is not available: this muster was built without \
+             PMIx (cargo feature `pmix`), --mpi=list for acceptable types\n"
+        );
+        eprintln!("skipping the Open MPI half: built without the `pmix` feature");
+        return;
+    }
+    if !have(&[Path::new(MPICC_OMPI)]) {
+        return;
+    }
+    let Some(c) = mpi_hosts(2) else { return };
+    compile(&c, MPICC_OMPI, "allreduce-ompi");
+    let env = ompi_env(&c);
+    let block = ["node1", "node1", "node2", "node2"];
+    let cyclic = ["node1", "node2", "node1", "node2"];
+    for (layout, hosts) in [("block", block), ("cyclic", cyclic)] {
+        let args = ["-N2", "-n4", "-m", layout, "--mpi=pmix", "./allreduce-ompi"];
+        let out = run_guarded(&c, "srun", &args, &env);
+        assert_eq!(out.code, 0, "{args:?}: {out}\n{}", c.logs());
+        check_world(&out.stdout, Some(hosts));
+    }
+    // All ranks on one node: libpmix completes the fences by itself.
+    let out = run_guarded(
+        &c,
+        "srun",
+        &[
+            "-N1",
+            "-n2",
+            "-w",
+            "node2",
+            "--mpi=pmix",
+            "./allreduce-ompi",
+        ],
+        &env,
+    );
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    let two = |r: u32| (r, 2, "node2".to_string(), 3);
+    assert_eq!(ranks(&out.stdout), vec![two(0), two(1)], "{out}");
+    let out = run_guarded(
+        &c,
+        "srun",
+        &["-N2", "-n4", "--mpi=pmix", "./allreduce-ompi", "1"],
+        &env,
+    );
+    assert_ne!(out.code, 0, "{out}");
+    assert!(
+        out.stderr.contains("task 1: Exited with exit code 3"),
+        "{out}"
+    );
+    assert!(
+        out.stderr
+            .contains("task 1: task 1 exited without calling PMIx_Finalize")
+            || out.stderr.contains("called PMIx_Abort"),
+        "{out}"
+    );
+    assert!(out.stderr.contains("srun: Terminating StepId="), "{out}");
 }

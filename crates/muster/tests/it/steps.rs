@@ -343,7 +343,13 @@ fn bad_step_requests_are_refused_with_slurms_words() {
         "srun: error: Invalid MPI type 'bogus', --mpi=list for acceptable types\n"
     );
     let out = c.ok("srun", &["--mpi=list"]);
-    assert_eq!(out.stdout, "MPI plugin types are...\n\tnone\n\tpmi2\n");
+    let listed = if cfg!(feature = "pmix") {
+        "MPI plugin types are...\n\tpmix\n\tnone\n\tpmi2\n\
+         specific pmix plugin versions available: pmix_v4\n"
+    } else {
+        "MPI plugin types are...\n\tnone\n\tpmi2\n"
+    };
+    assert_eq!(out.stdout, listed);
     c.ok("scancel", &[&ids]);
 }
 
