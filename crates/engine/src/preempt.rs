@@ -101,6 +101,15 @@ pub struct PreemptConf {
     /// of its own QOS that have a lower priority.
     #[serde(default)]
     pub within: bool,
+    /// PreemptParameters `min_exempt_priority`: jobs of this priority or
+    /// more are never preempted.
+    #[serde(default)]
+    pub min_exempt_priority: Option<u32>,
+    /// PreemptParameters `youngest_first`: victims are the jobs that
+    /// started last, whatever their size (by default, those whose loss is
+    /// the fewest CPU-seconds).
+    #[serde(default)]
+    pub youngest_first: bool,
 }
 
 impl PreemptConf {
@@ -125,11 +134,22 @@ impl PreemptConf {
                 model::TimeLimit::Minutes(m) => i64::from(m) * 60,
                 model::TimeLimit::Unlimited => i64::MAX / 4,
             });
+        // The other PreemptParameters (reorder_count, strict_order,
+        // send_user_signal, suspend_grace_time) are accepted and unused.
+        let params = get("preemptparameters").unwrap_or_default();
+        let param = |name: &str| {
+            params.split(',').map(str::trim).find_map(|p| {
+                let (k, v) = p.split_once('=').unwrap_or((p, ""));
+                k.eq_ignore_ascii_case(name).then(|| v.to_string())
+            })
+        };
         PreemptConf {
             kind,
             mode,
             exempt_secs,
             within,
+            min_exempt_priority: param("min_exempt_priority").and_then(|v| v.parse().ok()),
+            youngest_first: param("youngest_first").is_some(),
         }
     }
 }
@@ -609,6 +629,14 @@ impl Engine {
                 let Some(mode) = self.preempt_mode_over(preemptor, j) else {
                     continue;
                 };
+                if self
+                    .settings
+                    .preempt
+                    .min_exempt_priority
+                    .is_some_and(|min| j.priority >= min)
+                {
+                    continue;
+                }
                 let ran = j.run_secs(now);
                 let exempt = self.exempt_secs(j);
                 if ran < exempt {
@@ -621,7 +649,11 @@ impl Engine {
                 cands.push(Candidate {
                     job_id: j.id,
                     alloc: alloc.clone(),
-                    cost: (ran as u64).saturating_mul(cpus.max(1)),
+                    cost: if self.settings.preempt.youngest_first {
+                        ran as u64
+                    } else {
+                        (ran as u64).saturating_mul(cpus.max(1))
+                    },
                     ending: false,
                 });
             }

@@ -319,6 +319,43 @@ fn within_lets_a_job_preempt_lower_priority_jobs_of_its_own_qos() {
 }
 
 #[test]
+fn preempt_parameters_youngest_first_and_min_exempt_priority() {
+    // Two 1-CPU victims: an old small one and a young one. By default the
+    // least work lost is the young job's; youngest_first agrees; with
+    // min_exempt_priority above the young job's priority, the old one goes.
+    let run = |params: &str| {
+        let mut e = engine(&format!(
+            "PreemptType=preempt/qos\nPreemptMode=CANCEL\n{params}"
+        ));
+        e.on_assoc_tables(qos_tables("cluster", 0));
+        let old = job("normal", 1, 0, &mut e);
+        let young = job("normal", 1, 500, &mut e);
+        let old_prio = e.job(old).unwrap().priority;
+        e.on_update_job(
+            young,
+            proto::JobUpdate {
+                priority: Some(old_prio + 10),
+                ..Default::default()
+            },
+            &admin(),
+            500,
+        )
+        .unwrap();
+        job("high", 1, 600, &mut e);
+        (state(&e, old), state(&e, young), old_prio)
+    };
+    let (old, young, old_prio) = run("");
+    assert_eq!((old, young), (JobState::Running, JobState::Preempted));
+    let (old, young, _) = run("PreemptParameters=youngest_first\n");
+    assert_eq!((old, young), (JobState::Running, JobState::Preempted));
+    let (old, young, _) = run(&format!(
+        "PreemptParameters=min_exempt_priority={}\n",
+        old_prio + 5
+    ));
+    assert_eq!((old, young), (JobState::Preempted, JobState::Running));
+}
+
+#[test]
 fn a_qos_not_in_the_preempt_list_preempts_nobody() {
     let mut e = engine("PreemptType=preempt/qos\nPreemptMode=CANCEL\n");
     e.on_assoc_tables(qos_tables("cluster", 0));
