@@ -971,27 +971,35 @@ impl Engine {
             && cfg.bf_max_job_test.is_none()
             && cfg.bf_max_job_user.is_none()
             && self.settings.preempt.kind == crate::preempt::PreemptType::None
-            && self.last_order_key.is_some();
+            && self.last_order_key.is_some()
+            && !self.full_passes;
         let parts = self.part_views();
-        let fresh = fresh.filter(|_| may_reduce);
-        if let Some(ids) = &fresh {
-            if self.fresh_cannot_start(ids, &parts, &limited, free_cpus, now) {
-                // What the pass would decide, without the pass: every new
-                // job waits behind a planned job of its partitions.
-                for id in ids {
-                    if let Some(job) = self.jobs.get_mut(id) {
-                        job.reason = PendingReason::Priority;
-                        job.last_sched_eval = Some(now);
-                    }
-                }
-                return;
-            }
-        }
+        // Every first blocked job holds a plan (else the pass would plan
+        // the next one, which a pass over new jobs does not try).
+        let fresh =
+            fresh.filter(|_| may_reduce && self.heads.iter().all(|h| self.plans.contains_key(h)));
         let mut pass = match fresh {
             Some(ids) => {
+                // Older jobs that the CPUs free now could hold: only they
+                // could start where the plans made again now leave room.
+                let startable = self.startable_waiting(&ids, free_cpus);
+                if startable.is_empty()
+                    && self.fresh_cannot_start(&ids, &parts, &limited, free_cpus, now)
+                {
+                    // What the pass would decide, without the pass: every
+                    // new job waits behind a planned job of its partitions.
+                    for id in &ids {
+                        if let Some(job) = self.jobs.get_mut(id) {
+                            job.reason = PendingReason::Priority;
+                            job.last_sched_eval = Some(now);
+                        }
+                    }
+                    return;
+                }
                 let mut only: std::collections::BTreeSet<JobId> = ids.iter().copied().collect();
                 only.extend(self.plans.keys().copied());
                 only.extend(self.heads.iter().copied());
+                only.extend(startable);
                 let pass = self.collect_requests(Some(&only), &limited, free_cpus, now);
                 let last = self.last_order_key;
                 let after = pass
@@ -1139,6 +1147,32 @@ impl Engine {
         }
         self.last_order_key = last;
         true
+    }
+
+    /// Pending jobs other than `fresh` that need no more CPUs than `free`
+    /// (`sched::demand_cpus` of their request; array records always): the
+    /// only older jobs a pass after submissions could start.
+    fn startable_waiting(&self, fresh: &[JobId], free: u32) -> Vec<JobId> {
+        self.jobs
+            .values()
+            .filter(|j| j.state == JobState::Pending && !j.completing && j.held.is_none())
+            .filter(|j| !fresh.contains(&j.id))
+            .filter(|j| {
+                let d = &j.desc;
+                let cpt = i64::from(d.cpus_per_task.unwrap_or(1).max(1));
+                let tasks = match d.ntasks_per_node {
+                    Some(tpn) => i64::from(tpn) * i64::from(j.min_nodes.max(1)),
+                    None => i64::from(j.ntasks.max(1)),
+                };
+                let demand = if d.exclusive {
+                    i64::from(j.min_nodes.max(1))
+                } else {
+                    tasks * cpt
+                };
+                j.array.is_some() || demand <= i64::from(free)
+            })
+            .map(|j| j.id)
+            .collect()
     }
 
     /// The requests of the pending jobs that may run now (of `only`, when

@@ -482,6 +482,8 @@ pub struct Engine {
     /// blocked job of their partitions): a pass over new jobs only tries
     /// them again, so that the new jobs wait behind them.
     heads: Vec<JobId>,
+    /// `set_full_passes`: every pass looks at every job.
+    full_passes: bool,
 }
 
 /// The scheduler settings slurm.conf asks for, over the scheduler's
@@ -567,6 +569,7 @@ impl Engine {
             fresh: None,
             last_order_key: None,
             heads: Vec::new(),
+            full_passes: false,
         }
     }
 
@@ -642,6 +645,12 @@ impl Engine {
         self.sched_dirty = true;
         self.wake_cache = None;
         self.fresh = None;
+    }
+
+    /// With `on`, every pass looks at every job, even after submissions
+    /// only: for checking that the shortcut schedules the same.
+    pub fn set_full_passes(&mut self, on: bool) {
+        self.full_passes = on;
     }
 
     /// `touch` for a plain submission: the next pass may try only the new

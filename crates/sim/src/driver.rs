@@ -137,7 +137,21 @@ pub fn simulate(
     track_plans: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Outcome {
+    simulate_with(trace, cfg, sched, track_plans, false, progress)
+}
+
+/// `simulate`, with `full_passes`: a pass over every job after every batch
+/// (`Engine::set_full_passes`), to check that the shortcut changes nothing.
+pub fn simulate_with(
+    trace: &Trace,
+    cfg: &conf::Config,
+    sched: sched::SchedConfig,
+    track_plans: bool,
+    full_passes: bool,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Outcome {
     let mut engine = Engine::new(cfg, 0);
+    engine.set_full_passes(full_passes);
     engine.set_sched_config(sched);
     engine.set_simulated(true);
     let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
