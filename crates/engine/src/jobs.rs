@@ -354,7 +354,11 @@ impl Engine {
         self.n_submitted += 1;
         // A held job changes neither the schedule nor any deadline.
         if !(job.desc.hold && job.desc.begin_time.is_none()) {
-            self.touch();
+            if job.array.is_some() || job.desc.begin_time.is_some() || job.depend.is_some() {
+                self.touch();
+            } else {
+                self.touch_submit(id);
+            }
         }
         let partition = self.parts[job.partition].conf.name.clone();
         job.env = self.intern_env(Arc::unwrap_or_clone(job.env));
@@ -946,42 +950,76 @@ impl Engine {
 
     /// One scheduling pass: starts every job that fits, sets the reason of
     /// every job that waits. Called after each batch of events.
+    ///
+    /// When the only change since the last pass is new submissions that
+    /// all come after every job that pass tried (in priority order), the
+    /// pass tries only the new jobs and the jobs holding a planned start:
+    /// nothing came free, so no other waiting job can start now, and the
+    /// plans the new jobs must not delay are the ones re-made here.
     pub fn schedule(&mut self, now: Timestamp) {
         if !self.sched_dirty {
             return;
         }
         self.sched_dirty = false;
+        let fresh = self.fresh.replace(Vec::new());
         self.resume_suspended(now);
         self.evaluate_dependencies(now);
         let limited = self.limit_blocked();
         let free_cpus = self.free_cpus();
-        let mut arrays = crate::array::ArrayRequests::default();
-        let mut throttled = Vec::new();
-        let mut requests = Vec::new();
-        let mut waiting_to_begin = Vec::new();
-        for job in self.jobs.values() {
-            if job.state != JobState::Pending || job.completing || job.held.is_some() {
-                continue;
-            }
-            if job.dep_status != crate::DepStatus::Clear {
-                continue;
-            }
-            if job.desc.begin_time.is_some_and(|b| b > now) {
-                waiting_to_begin.push(job.id);
-                continue;
-            }
-            if limited.blocked.contains_key(&job.id) || self.waits_for_preemptor(job) {
-                continue;
-            }
-            if job.array.as_ref().is_some_and(|a| a.is_meta()) {
-                let room = limited.array_room.get(&job.id).copied();
-                if !self.push_array_requests(job, free_cpus, room, &mut requests, &mut arrays) {
-                    throttled.push(job.id);
+        let cfg = &self.sched_cfg;
+        let may_reduce = cfg.policy != sched::Policy::Fcfs
+            && cfg.bf_max_job_test.is_none()
+            && cfg.bf_max_job_user.is_none()
+            && self.settings.preempt.kind == crate::preempt::PreemptType::None
+            && self.last_order_key.is_some()
+            && !self.full_passes;
+        let parts = self.part_views();
+        // Every first blocked job holds a plan (else the pass would plan
+        // the next one, which a pass over new jobs does not try).
+        let fresh =
+            fresh.filter(|_| may_reduce && self.heads.iter().all(|h| self.plans.contains_key(h)));
+        let mut pass = match fresh {
+            Some(ids) => {
+                // Older jobs that the CPUs free now could hold: only they
+                // could start where the plans made again now leave room.
+                let startable = self.startable_waiting(&ids, free_cpus);
+                if startable.is_empty()
+                    && self.fresh_cannot_start(&ids, &parts, &limited, free_cpus, now)
+                {
+                    // What the pass would decide, without the pass: every
+                    // new job waits behind a planned job of its partitions.
+                    for id in &ids {
+                        if let Some(job) = self.jobs.get_mut(id) {
+                            job.reason = PendingReason::Priority;
+                            job.last_sched_eval = Some(now);
+                        }
+                    }
+                    return;
                 }
-                continue;
+                let mut only: std::collections::BTreeSet<JobId> = ids.iter().copied().collect();
+                only.extend(self.plans.keys().copied());
+                only.extend(self.heads.iter().copied());
+                only.extend(startable);
+                let pass = self.collect_requests(Some(&only), &limited, free_cpus, now);
+                let last = self.last_order_key;
+                let after = pass
+                    .requests
+                    .iter()
+                    .filter(|r| ids.contains(&r.job_id))
+                    .all(|r| Some(sched::order_key(r, &parts)) > last);
+                after.then_some(pass)
             }
-            requests.push(self.request_for(job));
+            None => None,
+        };
+        if pass.is_none() {
+            pass = Some(self.collect_requests(None, &limited, free_cpus, now));
         }
+        let Pass {
+            requests,
+            arrays,
+            throttled,
+            waiting_to_begin,
+        } = pass.expect("collected");
         self.mark_throttled(throttled);
         for id in waiting_to_begin {
             if let Some(job) = self.jobs.get_mut(&id) {
@@ -995,10 +1033,13 @@ impl Engine {
             }
         }
         self.plans.clear();
+        self.heads.clear();
         if requests.is_empty() {
             return;
         }
-        let (mut nodes, parts) = (self.refreshed_node_views(), self.part_views());
+        let lowest = requests.iter().map(|r| sched::order_key(r, &parts)).max();
+        self.last_order_key = self.last_order_key.max(lowest);
+        let mut nodes = self.refreshed_node_views();
         self.hold_suspended_shares(&mut nodes);
         let running = self.running_views(now);
         let view = sched::ClusterView {
@@ -1016,6 +1057,12 @@ impl Engine {
                 job.time_limit = TimeLimit::Minutes(minutes);
             }
         }
+        self.heads = plan
+            .decisions
+            .iter()
+            .filter(|(_, d)| matches!(d, Decision::Wait(PendingReason::Resources)))
+            .map(|(id, _)| *id)
+            .collect();
         let preemptors = self.preemptors(&plan.decisions, &requests);
         for (id, decision) in plan.decisions {
             let starting = matches!(decision, Decision::Start(_));
@@ -1033,6 +1080,145 @@ impl Engine {
             }
         }
         self.preempt_pass(&preemptors, now);
+    }
+
+    /// Whether a pass could only tell the new jobs `ids` to wait, with
+    /// reason Priority, and leave everything else as the last pass left it:
+    /// each comes after every job the last pass tried, needs more CPUs than
+    /// are free, and each of its partitions already has as many planned
+    /// jobs as the policy plans (so it gets no plan of its own); every node
+    /// is up (so it waits on busy nodes, not on down ones).
+    fn fresh_cannot_start(
+        &mut self,
+        ids: &[JobId],
+        parts: &[sched::PartView],
+        limited: &crate::limits::LimitCheck,
+        free_cpus: u32,
+        now: Timestamp,
+    ) -> bool {
+        let reserve = match self.sched_cfg.policy {
+            sched::Policy::Fcfs => return false,
+            sched::Policy::Easy => 1,
+            sched::Policy::Backfill => match self.sched_cfg.bf_job_part_count_reserve {
+                Some(m) => m.max(1) as usize,
+                None => return false,
+            },
+        };
+        if ids.is_empty()
+            || !self
+                .nodes
+                .iter()
+                .all(|n| n.registered && n.state.is_schedulable())
+        {
+            return false;
+        }
+        let mut planned = vec![0usize; parts.len()];
+        for p in self.plans.values() {
+            if let Some(c) = planned.get_mut(p.alloc.partition) {
+                *c += 1;
+            }
+        }
+        let mut last = self.last_order_key;
+        for id in ids {
+            let Some(job) = self.jobs.get(id) else {
+                return false;
+            };
+            let plain = job.state == JobState::Pending
+                && !job.completing
+                && job.held.is_none()
+                && job.dep_status == crate::DepStatus::Clear
+                && job.desc.begin_time.is_none_or(|b| b <= now)
+                && !limited.blocked.contains_key(id)
+                && job.array.is_none()
+                && job.preempted_by.is_none();
+            if !plain {
+                return false;
+            }
+            let req = self.request_for(job);
+            let key = sched::order_key(&req, parts);
+            let blocked = req.partitions.iter().all(|p| {
+                planned.get(*p).is_some_and(|c| *c >= reserve)
+                    && sched::placement::partition_refusal(&req, &parts[*p]).is_none()
+            });
+            if Some(key) <= last || sched::demand_cpus(&req) <= i64::from(free_cpus) || !blocked {
+                return false;
+            }
+            last = Some(key);
+        }
+        self.last_order_key = last;
+        true
+    }
+
+    /// Pending jobs other than `fresh` that need no more CPUs than `free`
+    /// (`sched::demand_cpus` of their request; array records always): the
+    /// only older jobs a pass after submissions could start.
+    fn startable_waiting(&self, fresh: &[JobId], free: u32) -> Vec<JobId> {
+        self.jobs
+            .values()
+            .filter(|j| j.state == JobState::Pending && !j.completing && j.held.is_none())
+            .filter(|j| !fresh.contains(&j.id))
+            .filter(|j| {
+                let d = &j.desc;
+                let cpt = i64::from(d.cpus_per_task.unwrap_or(1).max(1));
+                let tasks = match d.ntasks_per_node {
+                    Some(tpn) => i64::from(tpn) * i64::from(j.min_nodes.max(1)),
+                    None => i64::from(j.ntasks.max(1)),
+                };
+                let demand = if d.exclusive {
+                    i64::from(j.min_nodes.max(1))
+                } else {
+                    tasks * cpt
+                };
+                j.array.is_some() || demand <= i64::from(free)
+            })
+            .map(|j| j.id)
+            .collect()
+    }
+
+    /// The requests of the pending jobs that may run now (of `only`, when
+    /// given), and what the pass must tell the others.
+    fn collect_requests(
+        &self,
+        only: Option<&std::collections::BTreeSet<JobId>>,
+        limited: &crate::limits::LimitCheck,
+        free_cpus: u32,
+        now: Timestamp,
+    ) -> Pass {
+        let mut pass = Pass::default();
+        let jobs: Box<dyn Iterator<Item = &Job>> = match only {
+            Some(ids) => Box::new(ids.iter().filter_map(|id| self.jobs.get(id).map(|j| &**j))),
+            None => Box::new(self.jobs.values().map(|j| &**j)),
+        };
+        for job in jobs {
+            if job.state != JobState::Pending || job.completing || job.held.is_some() {
+                continue;
+            }
+            if job.dep_status != crate::DepStatus::Clear {
+                continue;
+            }
+            if job.desc.begin_time.is_some_and(|b| b > now) {
+                pass.waiting_to_begin.push(job.id);
+                continue;
+            }
+            if limited.blocked.contains_key(&job.id) || self.waits_for_preemptor(job) {
+                continue;
+            }
+            if job.array.as_ref().is_some_and(|a| a.is_meta()) {
+                let room = limited.array_room.get(&job.id).copied();
+                if !self.push_array_requests(
+                    job,
+                    free_cpus,
+                    room,
+                    &mut pass.requests,
+                    &mut pass.arrays,
+                ) {
+                    pass.throttled.push(job.id);
+                }
+                continue;
+            }
+            pass.requests.push(self.request_for(job));
+        }
+        pass
     }
 
     pub(crate) fn start_job(&mut self, id: JobId, alloc: sched::Allocation, now: Timestamp) {
@@ -1075,6 +1261,15 @@ impl Engine {
         }
         self.record(id, now);
     }
+}
+
+/// What one pass collects before it plans.
+#[derive(Default)]
+struct Pass {
+    requests: Vec<JobRequest>,
+    arrays: crate::array::ArrayRequests,
+    throttled: Vec<JobId>,
+    waiting_to_begin: Vec<JobId>,
 }
 
 /// (min nodes, max nodes, tasks) from the request, with Slurm's defaults:

@@ -471,6 +471,19 @@ pub struct Engine {
     /// Driven by the simulator (`set_simulated`): no accounting records
     /// and no environment in batch launches (nobody reads them).
     simulated: bool,
+    /// Jobs submitted since the last pass while nothing else changed;
+    /// `None` when something else changed (or no pass ran yet): the next
+    /// pass then looks at every job (`schedule`).
+    fresh: Option<Vec<JobId>>,
+    /// The order key (`sched::order_key`) of the lowest-priority job the
+    /// last pass tried.
+    last_order_key: Option<sched::OrderKey>,
+    /// Jobs the last pass left waiting with reason Resources (the first
+    /// blocked job of their partitions): a pass over new jobs only tries
+    /// them again, so that the new jobs wait behind them.
+    heads: Vec<JobId>,
+    /// `set_full_passes`: every pass looks at every job.
+    full_passes: bool,
 }
 
 /// The scheduler settings slurm.conf asks for, over the scheduler's
@@ -553,6 +566,10 @@ impl Engine {
             utc_offset: 0,
             exempt_wake: None,
             simulated: false,
+            fresh: None,
+            last_order_key: None,
+            heads: Vec::new(),
+            full_passes: false,
         }
     }
 
@@ -627,6 +644,23 @@ impl Engine {
     pub(crate) fn touch(&mut self) {
         self.sched_dirty = true;
         self.wake_cache = None;
+        self.fresh = None;
+    }
+
+    /// With `on`, every pass looks at every job, even after submissions
+    /// only: for checking that the shortcut schedules the same.
+    pub fn set_full_passes(&mut self, on: bool) {
+        self.full_passes = on;
+    }
+
+    /// `touch` for a plain submission: the next pass may try only the new
+    /// jobs (and the planned ones) when nothing else changed.
+    pub(crate) fn touch_submit(&mut self, id: JobId) {
+        self.sched_dirty = true;
+        self.wake_cache = None;
+        if let Some(f) = &mut self.fresh {
+            f.push(id);
+        }
     }
 
     /// For the simulator: emit no `Command::AcctRecord`s and leave the

@@ -149,7 +149,7 @@ impl Engine {
         let n = &mut self.nodes[idx.0 as usize];
         if ok {
             if n.state.not_responding || n.state.base == NodeBase::Down {
-                self.sched_dirty = true;
+                self.touch();
             }
             let n = &mut self.nodes[idx.0 as usize];
             n.last_response = Some(now);

@@ -829,3 +829,41 @@ fn usage_is_forgotten_when_its_reset_period_starts() {
     e.on_timer(t0 + 4200);
     assert_eq!(usage(&e), 600.0);
 }
+
+/// A pass after submissions only (nothing came free) tries the new jobs,
+/// the planned ones and the first blocked ones: a new job that fits beside
+/// the plan starts, one that cannot waits behind it, and the plan holds.
+#[test]
+fn passes_after_submissions_only_start_what_fits_and_keep_the_plan() {
+    let mut e = engine();
+    let job = |tasks: u32, minutes: u32| JobDesc {
+        ntasks: Some(tasks),
+        time_limit: Some(TimeLimit::Minutes(minutes)),
+        ..desc()
+    };
+    // 6 of the 8 CPUs until 600.
+    let a = submit(&mut e, job(6, 10), 0);
+    assert_eq!(e.job(a).unwrap().state, JobState::Running);
+    // The whole cluster: planned at 600.
+    let b = submit(&mut e, job(8, 10), 1);
+    assert_eq!(e.job(b).unwrap().reason, PendingReason::Resources);
+    assert_eq!(e.planned(b).map(|p| p.start), Some(600));
+    // Needs more than is free: waits behind b, whose plan holds.
+    let c = submit(&mut e, job(8, 10), 2);
+    assert_eq!(e.job(c).unwrap().reason, PendingReason::Priority);
+    assert_eq!(e.planned(b).map(|p| p.start), Some(600));
+    // Fits in the 2 free CPUs and ends before 600: starts at once.
+    let s = submit(&mut e, job(2, 5), 3);
+    assert_eq!(e.job(s).unwrap().state, JobState::Running);
+    // Nothing free now: waits.
+    let l = submit(&mut e, job(1, 60), 4);
+    assert_eq!(e.job(l).unwrap().reason, PendingReason::Priority);
+    assert_eq!(e.planned(b).map(|p| p.start), Some(600));
+    // When a ends, the whole queue is looked at again.
+    e.on_job_exited(a, "node1", ExitCode::default(), None, 100)
+        .unwrap();
+    e.schedule(100);
+    assert_eq!(e.job(b).unwrap().state, JobState::Pending);
+    assert_eq!(e.planned(b).map(|p| p.start), Some(303));
+    assert!(e.check_invariants().is_empty());
+}

@@ -573,7 +573,7 @@ fn hist_slot(free: i64) -> usize {
 }
 
 /// CPUs a job needs at the least (a quick necessary test before placing).
-fn demand_cpus(job: &JobRequest) -> i64 {
+pub fn demand_cpus(job: &JobRequest) -> i64 {
     let cpt = i64::from(job.cpus_per_task.max(1));
     let tasks = match job.ntasks_per_node {
         Some(tpn) => i64::from(tpn) * i64::from(job.min_nodes.max(1)),

@@ -23,9 +23,10 @@ pub mod placement;
 pub mod preempt;
 
 pub use backfill::{
-    limit_secs, plan, ClusterView, Plan, Planned, Policy, RunningJob, SchedConfig, FOREVER,
+    demand_cpus, limit_secs, plan, ClusterView, Plan, Planned, Policy, RunningJob, SchedConfig,
+    FOREVER,
 };
-pub use ordering::{priority_order, Decision};
+pub use ordering::{order_key, priority_order, Decision, OrderKey};
 pub use placement::{
     place, Allocation, Constraint, GresPool, JobRequest, NodeAlloc, NodeView, PartView, Unfit,
 };

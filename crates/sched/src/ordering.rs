@@ -28,6 +28,25 @@ fn tier(job: &JobRequest, parts: &[PartView]) -> u32 {
         .unwrap_or(0)
 }
 
+/// Where a job stands in the order the scheduler tries jobs: a job with
+/// a smaller key is tried first.
+pub type OrderKey = (
+    std::cmp::Reverse<u32>,
+    std::cmp::Reverse<u32>,
+    i64,
+    model::JobId,
+);
+
+/// `job`'s place in the order (`priority_order` sorts by it).
+pub fn order_key(job: &JobRequest, parts: &[PartView]) -> OrderKey {
+    (
+        std::cmp::Reverse(tier(job, parts)),
+        std::cmp::Reverse(job.priority),
+        job.submit_time,
+        job.job_id,
+    )
+}
+
 /// Indexes into `jobs` in the order the scheduler tries them. The order is
 /// total (job ids are unique), so it does not depend on the input order.
 pub fn priority_order(jobs: &[JobRequest], parts: &[PartView]) -> Vec<usize> {

@@ -451,6 +451,13 @@ fn pick(
             }
         };
         let node = &nodes[n.0 as usize];
+        if !ignore_use && node.cpus.saturating_sub(node.alloc_cpus) < job.cpus_per_task.max(1) {
+            // Not one task fits here: what `fit_on_node` would find, sooner.
+            if must_take {
+                return None;
+            }
+            continue;
+        }
         let gpus_on_node = node
             .gres
             .iter()

@@ -108,8 +108,8 @@ fn registration(node: &conf::NodeConf) -> NodeRegistration {
 }
 
 /// Users and groups of the trace become users and accounts, so that
-/// fair-share has something to work on.
-fn identity(user: i64, group: i64) -> Identity {
+/// fair-share has something to work on; a sacct export keeps its names.
+fn identity(user: i64, group: i64, name: Option<&str>) -> Identity {
     let uid = if user >= 0 {
         10_000 + user as u32
     } else {
@@ -122,7 +122,7 @@ fn identity(user: i64, group: i64) -> Identity {
         } else {
             9_999
         },
-        user: format!("user{}", uid - 9_999),
+        user: name.map_or_else(|| format!("user{}", uid - 9_999), str::to_string),
         host: "sim".into(),
     }
 }
@@ -137,7 +137,21 @@ pub fn simulate(
     track_plans: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Outcome {
+    simulate_with(trace, cfg, sched, track_plans, false, progress)
+}
+
+/// `simulate`, with `full_passes`: a pass over every job after every batch
+/// (`Engine::set_full_passes`), to check that the shortcut changes nothing.
+pub fn simulate_with(
+    trace: &Trace,
+    cfg: &conf::Config,
+    sched: sched::SchedConfig,
+    track_plans: bool,
+    full_passes: bool,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Outcome {
     let mut engine = Engine::new(cfg, 0);
+    engine.set_full_passes(full_passes);
     engine.set_sched_config(sched);
     engine.set_simulated(true);
     let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
@@ -185,10 +199,22 @@ pub fn simulate(
                 submit_dir: "/".into(),
                 ntasks: Some(job.procs),
                 time_limit: Some(TimeLimit::Minutes(minutes.min(u64::from(u32::MAX)) as u32)),
-                account: (job.group >= 0).then(|| format!("group{}", job.group)),
+                account: job
+                    .account
+                    .clone()
+                    .or_else(|| (job.group >= 0).then(|| format!("group{}", job.group))),
+                // A sacct export's partition, where the simulated
+                // configuration has one of that name (else the default).
+                partitions: job
+                    .partition
+                    .iter()
+                    .filter(|p| cfg.partitions.iter().any(|c| &c.name == *p))
+                    .cloned()
+                    .collect(),
                 ..JobDesc::default()
             };
-            match engine.on_submit(desc, &identity(job.user, job.group), t) {
+            let who = identity(job.user, job.group, job.user_name.as_deref());
+            match engine.on_submit(desc, &who, t) {
                 Ok(reply) => {
                     by_id.insert(reply.job_id, next);
                     queued += 1;

@@ -12,6 +12,7 @@
 
 pub mod driver;
 pub mod report;
+pub mod sacct;
 pub mod swf;
 
 #[cfg(test)]
@@ -24,11 +25,15 @@ use std::path::{Path, PathBuf};
 const USAGE: &str = "\
 Usage: muster sim --trace FILE [options]
 
-Replays a Standard Workload Format trace (plain or .gz) through muster's
-scheduler with a virtual clock and reports utilization, waits and slowdown.
+Replays a workload trace through muster's scheduler with a virtual clock and
+reports utilization, waits and slowdown. The trace is a Standard Workload
+Format file (plain or .gz) or job history exported from muster's accounting:
+  sacct -a -X -P -o JobIDRaw,Submit,Start,End,NCPUS,NNodes,Timelimit,User,Account,Partition,NodeList
+or `sacct -a -X --json` (recognized by their first line).
 
 Options:
   --trace FILE        the trace (required)
+  --format F          swf | sacct: the trace's form (default: recognized)
   --config FILE       slurm.conf to take the scheduler settings from (and the
                       nodes, if it has any; else the trace's machine is used)
   --policy P          fcfs | easy | backfill: override SchedulerType
@@ -45,6 +50,8 @@ Options:
 pub struct Args {
     /// `--trace`.
     pub trace: PathBuf,
+    /// `--format`: None recognizes the form from the text.
+    pub format: Option<Format>,
     /// `--config`.
     pub config: Option<PathBuf>,
     /// `--policy`.
@@ -61,6 +68,32 @@ pub struct Args {
     pub skip_bad_lines: bool,
     /// `--quiet`.
     pub quiet: bool,
+}
+
+/// A trace's form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Standard Workload Format.
+    Swf,
+    /// A sacct export (parsable with its header, or `--json`).
+    Sacct,
+}
+
+/// Reads a trace in `format` (None: a sacct export when it looks like
+/// one, else SWF).
+pub fn parse_trace(
+    text: &str,
+    format: Option<Format>,
+    bad: swf::BadLines,
+) -> Result<swf::Trace, swf::TraceError> {
+    match format.unwrap_or(if sacct::looks_like_sacct(text) {
+        Format::Sacct
+    } else {
+        Format::Swf
+    }) {
+        Format::Swf => swf::parse(text, bad),
+        Format::Sacct => sacct::parse(text, bad),
+    }
 }
 
 /// `fcfs`, `easy` or `backfill`.
@@ -93,6 +126,14 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
             "-h" | "--help" => return Ok(None),
             "--trace" => trace = Some(PathBuf::from(value("--trace")?)),
             "--config" => a.config = Some(PathBuf::from(value("--config")?)),
+            "--format" => {
+                let v = value("--format")?;
+                a.format = Some(match v.to_ascii_lowercase().as_str() {
+                    "swf" => Format::Swf,
+                    "sacct" => Format::Sacct,
+                    _ => return Err(format!("unknown format {v:?}: expected swf or sacct")),
+                });
+            }
             "--policy" => {
                 let v = value("--policy")?;
                 a.policy = Some(parse_policy(&v).ok_or_else(|| {
@@ -167,8 +208,8 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
     } else {
         swf::BadLines::Reject
     };
-    let mut trace =
-        swf::parse(&text, bad).map_err(|e| anyhow::anyhow!("{}: {e}", args.trace.display()))?;
+    let mut trace = parse_trace(&text, args.format, bad)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.trace.display()))?;
     for e in &trace.skipped {
         eprintln!("muster sim: {}: skipped {e}", args.trace.display());
     }

@@ -32,6 +32,12 @@ pub struct TraceJob {
     pub user: i64,
     /// Field 13 (-1 when unknown).
     pub group: i64,
+    /// The user's name, where the trace has one (a sacct export).
+    pub user_name: Option<String>,
+    /// The account, where the trace has one (a sacct export).
+    pub account: Option<String>,
+    /// The partition, where the trace has one (a sacct export).
+    pub partition: Option<String>,
 }
 
 /// The machine a trace ran on.
@@ -76,18 +82,35 @@ pub enum BadLines {
     Skip,
 }
 
-/// A malformed line.
+/// A malformed line (or, in a JSON export, a malformed job entry).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LineError {
-    /// 1-based line number.
+    /// 1-based line number (the entry's index in `jobs`, from 0, for JSON).
     pub line: usize,
     /// What is wrong.
     pub reason: String,
+    /// A JSON entry rather than a line.
+    pub json: bool,
+}
+
+impl LineError {
+    /// A malformed line.
+    pub fn line(line: usize, reason: String) -> LineError {
+        LineError {
+            line,
+            reason,
+            json: false,
+        }
+    }
 }
 
 impl fmt::Display for LineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}: {}", self.line, self.reason)
+        if self.json {
+            write!(f, "jobs[{}]: {}", self.line, self.reason)
+        } else {
+            write!(f, "line {}: {}", self.line, self.reason)
+        }
     }
 }
 
@@ -97,6 +120,9 @@ pub enum TraceError {
     /// A malformed line (with `BadLines::Reject`).
     #[error("{0} (use --skip-bad-lines to skip such lines)")]
     Malformed(LineError),
+    /// The text is not what its format needs at all (no header, not JSON).
+    #[error("{0}")]
+    Unreadable(String),
     /// No job lines at all.
     #[error("the trace has no jobs")]
     Empty,
@@ -124,16 +150,31 @@ fn header(line: &str, key: &str) -> Option<i64> {
     (n >= 0).then_some(n)
 }
 
-/// The raw fields this reader uses, before normalization.
-struct Raw {
-    id: u64,
-    submit: i64,
-    run: i64,
-    alloc_procs: i64,
-    req_procs: i64,
-    req_time: i64,
-    user: i64,
-    group: i64,
+/// The raw fields of one job, before normalization (SWF's numbering).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Raw {
+    /// Field 1.
+    pub id: u64,
+    /// Field 2.
+    pub submit: i64,
+    /// Field 4.
+    pub run: i64,
+    /// Field 5.
+    pub alloc_procs: i64,
+    /// Field 8.
+    pub req_procs: i64,
+    /// Field 9.
+    pub req_time: i64,
+    /// Field 12.
+    pub user: i64,
+    /// Field 13.
+    pub group: i64,
+    /// Names a sacct export carries (SWF has numbers only).
+    pub user_name: Option<String>,
+    /// The account.
+    pub account: Option<String>,
+    /// The partition.
+    pub partition: Option<String>,
 }
 
 fn parse_line(text: &str) -> Result<Raw, String> {
@@ -160,6 +201,7 @@ fn parse_line(text: &str) -> Result<Raw, String> {
         req_time: num(8)?,
         user: num(11)?,
         group: num(12)?,
+        ..Raw::default()
     })
 }
 
@@ -182,10 +224,7 @@ pub fn parse(text: &str, bad: BadLines) -> Result<Trace, TraceError> {
         match parse_line(t) {
             Ok(r) => raws.push(r),
             Err(reason) => {
-                let e = LineError {
-                    line: i + 1,
-                    reason,
-                };
+                let e = LineError::line(i + 1, reason);
                 match bad {
                     BadLines::Reject => return Err(TraceError::Malformed(e)),
                     BadLines::Skip => skipped.push(e),
@@ -193,6 +232,18 @@ pub fn parse(text: &str, bad: BadLines) -> Result<Trace, TraceError> {
             }
         }
     }
+    normalize(raws, max_nodes, max_procs, unix_start, skipped)
+}
+
+/// The normalization (module doc) of raw jobs, with the header's MaxNodes,
+/// MaxProcs and UnixStartTime: every input format goes through it.
+pub(crate) fn normalize(
+    raws: Vec<Raw>,
+    max_nodes: Option<i64>,
+    max_procs: Option<i64>,
+    unix_start: Option<i64>,
+    skipped: Vec<LineError>,
+) -> Result<Trace, TraceError> {
     if raws.is_empty() {
         return Err(TraceError::Empty);
     }
@@ -243,6 +294,9 @@ pub fn parse(text: &str, bad: BadLines) -> Result<Trace, TraceError> {
                 req_time: req.max(r.run),
                 user: r.user,
                 group: r.group,
+                user_name: r.user_name,
+                account: r.account,
+                partition: r.partition,
             });
         }
     }
@@ -309,7 +363,10 @@ mod tests {
                     procs: 4,
                     req_time: 50,
                     user: 7,
-                    group: 3
+                    group: 3,
+                    user_name: None,
+                    account: None,
+                    partition: None,
                 },
                 TraceJob {
                     id: 2,
@@ -318,7 +375,10 @@ mod tests {
                     procs: 2,
                     req_time: 30,
                     user: 8,
-                    group: 3
+                    group: 3,
+                    user_name: None,
+                    account: None,
+                    partition: None,
                 },
             ]
         );

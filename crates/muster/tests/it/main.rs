@@ -24,6 +24,7 @@ mod nodes;
 mod preempt;
 mod priority;
 mod sched;
+mod sim;
 mod steps;
 
 use e2e::{Builder, Cluster};
