@@ -89,6 +89,45 @@ impl SqliteStore {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Bulk loading on or off: set-up for benchmarks and imports, never the
+    /// controller's path. On, commits are not fsynced (`synchronous=OFF`)
+    /// and the page cache is 1 GiB, so a loader that puts large batches
+    /// (100,000 jobs a transaction) is bound by encoding and index upkeep,
+    /// not by the disk; a crash while loading can lose or corrupt what was
+    /// loaded. Off restores the durable settings [`SqliteStore::open`] sets.
+    ///
+    /// # Errors
+    ///
+    /// [`AcctError::Sqlite`] when a pragma is refused.
+    pub fn set_bulk_load(&mut self, on: bool) -> Result<(), AcctError> {
+        let (sync, cache) = if on {
+            ("OFF", -1_048_576)
+        } else {
+            ("FULL", -2000)
+        };
+        self.conn.pragma_update(None, "synchronous", sync)?;
+        self.conn.pragma_update(None, "cache_size", cache)?;
+        if !on {
+            // What was written unsynced reaches the disk before durable
+            // writes resume.
+            self.conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        }
+        Ok(())
+    }
+
+    /// How many job records the database holds (all clusters).
+    ///
+    /// # Errors
+    ///
+    /// [`AcctError::Sqlite`] when the count cannot be read.
+    pub fn job_count(&self) -> Result<u64, AcctError> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM jobs", [], |r| r.get(0))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
 }
 
 /// Runs the missing migrations; returns the version the database is at.

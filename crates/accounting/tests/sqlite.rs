@@ -146,3 +146,29 @@ fn a_damaged_record_is_an_error_naming_the_job() {
     );
     assert!(err.to_string().contains("job 77"), "{err}");
 }
+
+#[test]
+fn a_bulk_load_is_stored_and_durable_settings_come_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bulk.db");
+    let mut store = SqliteStore::open(&path).unwrap();
+    store.set_bulk_load(true).unwrap();
+    let jobs: Vec<_> = (1..=500)
+        .map(|i| sample_job("c1", i, 1000 + i64::from(i)))
+        .collect();
+    store.put_jobs(&jobs).unwrap();
+    store.set_bulk_load(false).unwrap();
+    assert_eq!(store.job_count().unwrap(), 500);
+    // Switching back checkpointed the unsynced writes into the main file.
+    let wal = dir.path().join("bulk.db-wal");
+    assert_eq!(std::fs::metadata(&wal).map_or(0, |m| m.len()), 0);
+    drop(store);
+    // A reopened store finds them.
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.job_count().unwrap(), 500);
+    let q = JobQuery {
+        cluster: Some("c1".into()),
+        ..JobQuery::default()
+    };
+    assert_eq!(store.query(&q).unwrap().len(), 500);
+}

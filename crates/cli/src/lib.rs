@@ -1,4 +1,5 @@
-//! The Slurm commands: `sbatch`, `squeue`, `sinfo`, `scancel`, `scontrol`.
+//! The Slurm commands: `sbatch`, `squeue`, `sinfo`, `scancel`, `scontrol`,
+//! `sacct`, `sstat`, ...
 //!
 //! Each command module has `pub fn main(args: Vec<String>) -> i32` (args
 //! without the program name) that talks to the controller through `client`,
@@ -22,6 +23,7 @@ pub mod squeue;
 pub mod sreport;
 pub mod srun;
 pub mod sshare;
+pub mod sstat;
 mod timespec;
 
 /// Runs the Slurm command `name` (as found in argv[0]) with `args`.
@@ -38,6 +40,7 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "sreport" => sreport::main(args),
         "sprio" => sprio::main(args),
         "sshare" => sshare::main(args),
+        "sstat" => sstat::main(args),
         "srun" => srun::main(args),
         "salloc" => salloc::main(args),
         _ => return None,
@@ -47,5 +50,5 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
 /// The command names `muster install-links` creates.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr", "sreport", "sprio",
-    "sshare", "srun", "salloc",
+    "sshare", "sstat", "srun", "salloc",
 ];

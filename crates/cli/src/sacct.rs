@@ -12,8 +12,9 @@
 //! (`-X`, `-j 123.batch`) and how.
 //!
 //! Not yet: per-step
-//! statistics that AcctStep does not carry (pages, disk, energy, CPU
-//! frequency, TRESUsage*) print empty; `-M`/`-L` are accepted and ignored.
+//! statistics that are not gathered (disk I/O, energy, CPU frequency)
+//! print empty, and `TRESUsageIn*` lists only cpu, mem, pages and vmem;
+//! `-M`/`-L` are accepted and ignored.
 
 pub mod fields;
 pub mod time;
@@ -596,13 +597,20 @@ fn render_json(args: &SacctArgs, jobs: &[AcctJob], now: Timestamp) -> String {
                                           "microseconds": s.usage.user_cpu_usec.unwrap_or(0) % 1_000_000 },
                                 "system": { "seconds": s.usage.sys_cpu_usec.unwrap_or(0) / 1_000_000,
                                             "microseconds": s.usage.sys_cpu_usec.unwrap_or(0) % 1_000_000 },
+                                "total": { "seconds": total_usec(&s.usage) / 1_000_000,
+                                           "microseconds": total_usec(&s.usage) % 1_000_000 },
                             },
-                            "tres": { "allocated": s.alloc_tres },
+                            "tres": {
+                                "allocated": tres_list(&s.alloc_tres),
+                                "requested": usage_tres(&s.usage),
+                                // TRESUsageOut (disk writes, energy): not gathered.
+                                "consumed": { "max": [], "min": [], "average": [], "total": [] },
+                            },
+                            // CPU frequency and energy are not gathered: 0,
+                            // as Slurm prints them without those plugins.
                             "statistics": {
-                                "max_rss_kib": s.usage.max_rss_kib,
-                                "ave_rss_kib": s.usage.ave_rss_kib,
-                                "max_vmsize_kib": s.usage.max_vmsize_kib,
-                                "max_rss_node": s.usage.max_rss_node,
+                                "CPU": { "actual_frequency": 0 },
+                                "energy": { "consumed": 0 },
                             },
                         })
                     })
@@ -642,7 +650,7 @@ fn render_json(args: &SacctArgs, jobs: &[AcctJob], now: Timestamp) -> String {
                     "suspended": j.suspended_secs,
                     "limit": limit,
                 },
-                "tres": { "allocated": j.alloc_tres, "requested": j.req_tres },
+                "tres": { "allocated": tres_list(&j.alloc_tres), "requested": tres_list(&j.req_tres) },
                 "user": j.user,
                 "working_directory": j.work_dir,
                 "steps": steps,
@@ -663,6 +671,116 @@ fn render_json(args: &SacctArgs, jobs: &[AcctJob], now: Timestamp) -> String {
     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".into());
     text.push('\n');
     text
+}
+
+/// Slurm's TRES ids (the fixed ones; GRES get ids from 1001 up).
+fn tres_id(kind: &str) -> u32 {
+    match kind {
+        "cpu" => 1,
+        "mem" => 2,
+        "energy" => 3,
+        "node" => 4,
+        "billing" => 5,
+        "fs/disk" => 6,
+        "vmem" => 7,
+        "pages" => 8,
+        _ => 1001,
+    }
+}
+
+fn tres_entry(kind: &str, count: u64) -> serde_json::Value {
+    let (ty, name) = match kind.split_once('/') {
+        Some((t, n)) if t == "gres" || t == "license" => (t, Some(n)),
+        _ => (kind, None),
+    };
+    serde_json::json!({ "type": ty, "name": name, "id": tres_id(kind), "count": count })
+}
+
+/// A TRES string (`cpu=2,mem=500M,node=1,gres/gpu=1`) as the JSON list
+/// Slurm prints: in TRES id order, memory counted in MiB, as its TRES
+/// records keep it.
+pub fn tres_list(text: &str) -> serde_json::Value {
+    let mut items: Vec<serde_json::Value> = text
+        .split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .filter_map(|(k, v)| {
+            let count = if k == "mem" {
+                let (num, unit) = match v.char_indices().last() {
+                    Some((i, c)) if c.is_ascii_alphabetic() => (&v[..i], c),
+                    _ => (v, 'M'),
+                };
+                let n: f64 = num.parse().ok()?;
+                let scale = match unit.to_ascii_uppercase() {
+                    'K' => 1.0 / 1024.0,
+                    'G' => 1024.0,
+                    'T' => 1024.0 * 1024.0,
+                    _ => 1.0,
+                };
+                (n * scale).round() as u64
+            } else {
+                v.parse().ok()?
+            };
+            Some(tres_entry(k, count))
+        })
+        .collect();
+    items.sort_by_key(|e| e["id"].as_u64());
+    serde_json::Value::Array(items)
+}
+
+fn total_usec(u: &proto::StepUsage) -> u64 {
+    u.user_cpu_usec.unwrap_or(0) + u.sys_cpu_usec.unwrap_or(0)
+}
+
+/// A step's usage as Slurm 22.05's JSON carries it (`tres.requested`,
+/// i.e. TRESUsageIn): lists of TRES with counts in Slurm's units, CPU time
+/// in milliseconds, memory and virtual memory in bytes, pages as a count.
+/// `max` holds the largest memory figures and `min` the smallest CPU time
+/// (with a single task, every figure in both); `total` sums the tasks
+/// (their average memory times the task count).
+pub fn usage_tres(u: &proto::StepUsage) -> serde_json::Value {
+    let one = u.n_tasks == Some(1);
+    let n = u64::from(u.n_tasks.unwrap_or(1));
+    let ms = |v: Option<u64>| v.map(|us| us / 1000);
+    let bytes = |v: Option<u64>| v.map(|k| k * 1024);
+    let list = |items: Vec<(&str, Option<u64>)>| {
+        serde_json::Value::Array(
+            items
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|c| tres_entry(k, c)))
+                .collect(),
+        )
+    };
+    let keep = |ok: bool, v: Option<u64>| v.filter(|_| ok);
+    let total_cpu = match total_usec(u) {
+        0 => u.ave_cpu_usec.map(|a| a * n),
+        t => Some(t),
+    };
+    serde_json::json!({
+        "average": list(vec![
+            ("cpu", ms(u.ave_cpu_usec)),
+            ("mem", bytes(u.ave_rss_kib)),
+            ("pages", u.ave_pages),
+            ("vmem", bytes(u.ave_vmsize_kib)),
+        ]),
+        "max": list(vec![
+            ("cpu", keep(one, ms(u.min_cpu_usec))),
+            ("mem", bytes(u.max_rss_kib)),
+            ("pages", u.max_pages),
+            ("vmem", bytes(u.max_vmsize_kib)),
+        ]),
+        "min": list(vec![
+            ("cpu", ms(u.min_cpu_usec)),
+            ("mem", keep(one, bytes(u.max_rss_kib))),
+            ("pages", keep(one, u.max_pages)),
+            ("vmem", keep(one, bytes(u.max_vmsize_kib))),
+        ]),
+        "total": list(vec![
+            ("cpu", ms(total_cpu)),
+            ("mem", bytes(u.ave_rss_kib.map(|a| a * n))),
+            ("pages", u.ave_pages.map(|a| a * n)),
+            ("vmem", bytes(u.ave_vmsize_kib.map(|a| a * n))),
+        ]),
+    })
 }
 
 /// The `--usage` text.

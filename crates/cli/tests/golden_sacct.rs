@@ -424,4 +424,31 @@ fn json_lists_jobs_and_steps() {
     assert_eq!(v["jobs"][0]["state"]["current"], "COMPLETED");
     assert_eq!(v["jobs"][0]["steps"][0]["step"]["id"], "66787.batch");
     assert_eq!(v["jobs"][0]["time"]["elapsed"], 3);
+    // Slurm 22.05's shape: TRES as lists of {type, name, id, count}.
+    assert_eq!(
+        v["jobs"][0]["tres"]["requested"][1],
+        serde_json::json!({ "type": "mem", "name": null, "id": 2, "count": 500 })
+    );
+    // The step's usage: TRESUsageIn under tres.requested, CPU in ms and
+    // memory in bytes.
+    let step = &v["jobs"][0]["steps"][0];
+    let entry = |list: &str, ty: &str| {
+        step["tres"]["requested"][list]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["type"] == ty)
+            .map(|e| e["count"].clone())
+    };
+    assert_eq!(entry("max", "mem"), Some(serde_json::json!(3596 * 1024)));
+    assert_eq!(entry("max", "vmem"), Some(serde_json::json!(79012 * 1024)));
+    assert_eq!(
+        entry("average", "mem"),
+        Some(serde_json::json!(3596 * 1024))
+    );
+    assert_eq!(entry("min", "cpu"), Some(serde_json::json!(4)));
+    assert_eq!(entry("max", "pages"), Some(serde_json::json!(0)));
+    assert_eq!(step["tres"]["requested"]["max"][0]["id"], 1);
+    assert_eq!(step["statistics"]["energy"]["consumed"], 0);
+    assert_eq!(step["tres"]["consumed"]["max"], serde_json::json!([]));
 }

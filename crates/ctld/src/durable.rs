@@ -89,6 +89,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::AcctDecayedUsage
             | CtldRequest::AllocationInfo { .. }
             | CtldRequest::ListSteps
+            | CtldRequest::StepStat { .. }
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
 }
 

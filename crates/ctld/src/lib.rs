@@ -495,7 +495,10 @@ async fn deliver(
             )
             .await;
             match res {
-                Ok(NodeResponse::Ok) => debug!("launched job {job_id} on {node}"),
+                // (StepStats answers only StepStat.)
+                Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => {
+                    debug!("launched job {job_id} on {node}")
+                }
                 Ok(NodeResponse::Failed(why)) => {
                     // The node refused (it reports the job's end itself when
                     // it could not start the script).
@@ -511,7 +514,9 @@ async fn deliver(
             let (job_id, step_id) = (launch.job_id, launch.step_id);
             let req = NodeRequest::LaunchStep(launch);
             match call_node(&addr, identity, signer, req, NODE_TIMEOUT).await {
-                Ok(NodeResponse::Ok) => debug!("launched step {job_id}.{step_id} on {node}"),
+                Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => {
+                    debug!("launched step {job_id}.{step_id} on {node}")
+                }
                 Ok(NodeResponse::Failed(why)) => {
                     warn!("node {node} refused step {job_id}.{step_id}: {why}")
                 }
@@ -567,7 +572,7 @@ async fn deliver(
             for attempt in 0..TERMINATE_ATTEMPTS {
                 let req = NodeRequest::Terminate { job_id, kill_wait };
                 match call_node(&addr, identity, signer, req, NODE_TIMEOUT).await {
-                    Ok(NodeResponse::Ok) => return,
+                    Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => return,
                     Ok(NodeResponse::Failed(why)) => {
                         // The node no longer runs it (it ended, or the node
                         // lost it): nothing is left to clean up there.
@@ -671,6 +676,10 @@ async fn engine_loop(
                     }
                     if let CtldRequest::AcctQuery(q) = *req {
                         answer_acct_query(&acct, q, reply);
+                        continue;
+                    }
+                    if let CtldRequest::StepStat { job_id } = *req {
+                        answer_step_stat(&engine, job_id, &who, t, &identity, &signer, reply);
                         continue;
                     }
                     if matches!(
@@ -778,6 +787,88 @@ fn answer_acct_query(
             Err(_) => CtldResponse::Error(SlurmError::AccountingUnavailable),
         };
         let _ = reply.send(resp);
+    });
+}
+
+/// sstat: the job's running steps (from the engine), each with the usage
+/// its nodes' supervisors last sampled, asked of those nodes without
+/// holding up the engine task. A node that does not answer in time is left
+/// out of the merge.
+fn answer_step_stat(
+    engine: &Engine,
+    job_id: JobId,
+    who: &Identity,
+    now: Timestamp,
+    identity: &Identity,
+    signer: &Arc<auth::Signer>,
+    reply: oneshot::Sender<CtldResponse>,
+) {
+    let Some(job) = engine.job(job_id) else {
+        let _ = reply.send(CtldResponse::Error(SlurmError::InvalidJobId));
+        return;
+    };
+    if job.desc.uid != who.uid && !engine.is_admin(who) {
+        let _ = reply.send(CtldResponse::Error(SlurmError::AccessDenied));
+        return;
+    }
+    let steps: Vec<proto::StepInfo> = engine
+        .step_list(now)
+        .steps
+        .into_iter()
+        .filter(|s| s.job_id == job_id)
+        .collect();
+    let addrs: BTreeMap<String, String> = engine.registered_daemons().into_iter().collect();
+    let nodes: std::collections::BTreeSet<String> =
+        steps.iter().flat_map(|s| s.nodes.iter().cloned()).collect();
+    let calls: Vec<_> = nodes
+        .into_iter()
+        .filter_map(|n| addrs.get(&n).map(|a| (n, a.clone())))
+        .map(|(node, addr)| {
+            let identity = identity.clone();
+            let signer = signer.clone();
+            let req = NodeRequest::StepStat { job_id };
+            tokio::spawn(async move {
+                let res = call_node(&addr, &identity, &signer, req, NODE_TIMEOUT).await;
+                (node, res)
+            })
+        })
+        .collect();
+    tokio::spawn(async move {
+        let mut reports: Vec<(String, proto::NodeStepStat)> = Vec::new();
+        for call in calls {
+            match call.await {
+                Ok((node, Ok(NodeResponse::StepStats(stats)))) => {
+                    reports.extend(stats.into_iter().map(|s| (node.clone(), s)));
+                }
+                Ok((node, other)) => debug!(%node, "sstat: no usage from the node: {other:?}"),
+                Err(_) => {}
+            }
+        }
+        let live = steps
+            .into_iter()
+            .map(|s| {
+                let mut usage = proto::StepUsage::default();
+                let mut pids = Vec::new();
+                for node in &s.nodes {
+                    for (_, r) in reports
+                        .iter()
+                        .filter(|(n, r)| n == node && r.step == s.step)
+                    {
+                        usage.merge(&r.usage);
+                        pids.push((node.clone(), r.pids.clone()));
+                    }
+                }
+                proto::LiveStepStat {
+                    job_id,
+                    step: s.step,
+                    nodes: s.nodes,
+                    ntasks: s.ntasks,
+                    usage,
+                    pids,
+                }
+            })
+            .collect();
+        let _ = reply.send(CtldResponse::StepStats(live));
     });
 }
 
@@ -979,6 +1070,7 @@ pub(crate) fn handle(
         CtldRequest::Shutdown => CtldResponse::Ok,
         // Answered by the accounting writer, never by the engine.
         CtldRequest::AcctQuery(_)
+        | CtldRequest::StepStat { .. }
         | CtldRequest::AcctTables
         | CtldRequest::AcctAdmin(_)
         | CtldRequest::AcctUsage(_)

@@ -37,7 +37,7 @@ Beyond Slurm:
                         with a virtual clock; `muster sim --help` for more
 
 Slurm commands (also available as `muster <name>`):
-  sbatch srun salloc squeue sinfo scancel scontrol sacct sacctmgr sreport sprio sshare
+  sbatch srun salloc squeue sinfo scancel scontrol sacct sstat sacctmgr sreport sprio sshare
 ";
 
 fn main() {

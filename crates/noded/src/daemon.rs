@@ -402,7 +402,8 @@ fn authenticate(
 fn needs_privilege(request: &NodeRequest) -> bool {
     match request {
         NodeRequest::Ping => false,
-        NodeRequest::LaunchBatch(_)
+        NodeRequest::StepStat { .. }
+        | NodeRequest::LaunchBatch(_)
         | NodeRequest::LaunchStep(_)
         | NodeRequest::SignalStep { .. }
         | NodeRequest::Signal { .. }
@@ -447,6 +448,7 @@ fn failed(msg: impl Into<String>) -> NodeResponse {
 async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Option<After>) {
     match request {
         NodeRequest::Ping => (NodeResponse::Ok, None),
+        NodeRequest::StepStat { job_id } => (step_stat(daemon, job_id), None),
         NodeRequest::LaunchBatch(l) => launch_batch(daemon, *l).await,
         NodeRequest::LaunchStep(l) => (crate::steps::launch(daemon, *l).await, None),
         NodeRequest::SignalStep {
@@ -502,6 +504,25 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             (NodeResponse::Ok, None)
         }
     }
+}
+
+/// sstat: the usage each of the job's supervisors here last published
+/// (the batch step's in its spool directory, srun's steps' beside it). A
+/// step that has not been sampled yet is left out.
+fn step_stat(daemon: &Daemon, job_id: JobId) -> NodeResponse {
+    let spool_dir = &daemon.setup.spool_dir;
+    let mut out = Vec::new();
+    let dir = crate::spool::job_dir(spool_dir, job_id);
+    if let Some(s) = crate::gather::read_live(&dir.join(crate::spool::LIVE_FILE)) {
+        out.push(s);
+    }
+    for step in daemon.steps.running(job_id) {
+        let path = crate::steps::live_path(spool_dir, job_id, step);
+        if let Some(s) = crate::gather::read_live(&path) {
+            out.push(s);
+        }
+    }
+    NodeResponse::StepStats(out)
 }
 
 fn signal_job(daemon: &Daemon, job_id: JobId, signal: i32, batch_only: bool) -> NodeResponse {

@@ -116,6 +116,9 @@ pub struct TaskSample {
     pub vsize_kib: u64,
     /// Major page faults.
     pub pages: u64,
+    /// CPU time (user + system, microseconds) of its live processes and
+    /// the children they reaped; the cgroup's where there is one.
+    pub cpu_usec: u64,
 }
 
 /// The fields of `/proc/PID/stat` that gathering needs.
@@ -129,6 +132,8 @@ pub struct ProcStat {
     pub vsize: u64,
     /// Resident pages.
     pub rss_pages: u64,
+    /// utime + stime + cutime + cstime, in clock ticks.
+    pub cpu_ticks: u64,
 }
 
 /// Parses `/proc/PID/stat` (the command name may hold spaces and
@@ -143,6 +148,7 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
         majflt: num(12)?.max(0) as u64,
         vsize: num(23)?.max(0) as u64,
         rss_pages: num(24)?.max(0) as u64,
+        cpu_ticks: (14..=17).map(|n| num(n).unwrap_or(0).max(0) as u64).sum(),
     })
 }
 
@@ -156,6 +162,16 @@ fn page_kib() -> u64 {
     }
 }
 
+fn clock_ticks() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as u64
+    } else {
+        100
+    }
+}
+
 fn read_stat(pid: i32) -> Option<ProcStat> {
     parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
@@ -165,6 +181,7 @@ fn add_proc(s: &mut TaskSample, st: &ProcStat, page_kib: u64) {
     s.rss_kib += st.rss_pages * page_kib;
     s.vsize_kib += st.vsize / 1024;
     s.pages += st.majflt;
+    s.cpu_usec += st.cpu_ticks * 1_000_000 / clock_ticks();
 }
 
 /// Samples tasks that are sessions: every process in /proc whose session
@@ -394,6 +411,9 @@ impl TaskCgroup {
             s.rss_kib = c / 1024;
         }
         s.peak_kib = peak.map_or(s.rss_kib, |p| p / 1024);
+        if let Some((u, sys)) = self.cpu_usec() {
+            s.cpu_usec = s.cpu_usec.max(u + sys);
+        }
         Some(s)
     }
 
@@ -458,6 +478,8 @@ struct TaskAcc {
     samples: u64,
     /// User and system CPU microseconds, once reaped.
     cpu: Option<(u64, u64)>,
+    /// CPU microseconds at the newest sample, while it runs.
+    live_cpu: u64,
 }
 
 /// The usage of a step's tasks on this node.
@@ -494,6 +516,7 @@ impl Gather {
         t.max_pages = t.max_pages.max(s.pages);
         t.pages_sum += s.pages;
         t.samples += 1;
+        t.live_cpu = t.live_cpu.max(s.cpu_usec);
     }
 
     /// Records a reaped task: its rusage (CPU microseconds and the largest
@@ -539,7 +562,8 @@ impl Gather {
         let mean =
             |t: &TaskAcc, sum: u64, fallback: u64| sum.checked_div(t.samples).unwrap_or(fallback);
         let ave = |f: &dyn Fn(&TaskAcc) -> u64| self.tasks.iter().map(f).sum::<u64>() / n;
-        let cpu = |t: &TaskAcc| t.cpu.map_or(0, |(u, s)| u + s);
+        // A task still running counts the CPU time of its newest sample.
+        let cpu = |t: &TaskAcc| t.cpu.map_or(t.live_cpu, |(u, s)| u + s);
         let (max_rss, rss_task) = argmax(&|t| t.max_rss);
         let (max_vsize, vsize_task) = argmax(&|t| t.max_vsize);
         let (max_pages, pages_task) = argmax(&|t| t.max_pages);
@@ -613,6 +637,44 @@ pub fn sample_into(gather: &Mutex<Gather>, sources: &[(usize, TaskSource)]) {
     }
 }
 
+/// Where a supervisor publishes its step's usage after every sample, for
+/// sstat (the daemon reads the file when the controller asks).
+#[derive(Clone, Debug)]
+pub struct Publish {
+    /// The file (written whole: a temporary file, then a rename).
+    pub path: PathBuf,
+    /// The step.
+    pub step: proto::StepId,
+    /// Its tasks' pids on this node.
+    pub pids: Vec<u32>,
+}
+
+impl Publish {
+    fn write(&self, gather: &Mutex<Gather>) {
+        let usage = gather.lock().unwrap_or_else(|p| p.into_inner()).usage();
+        let stat = proto::NodeStepStat {
+            step: self.step,
+            usage,
+            pids: self.pids.clone(),
+        };
+        let Ok(bytes) = serde_json::to_vec(&stat) else {
+            return;
+        };
+        let mut tmp = self.path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        // No fsync: the file lives as long as the step, and a torn one
+        // after a crash is simply not read.
+        if std::fs::write(&tmp, bytes).is_ok() {
+            let _ = std::fs::rename(&tmp, &self.path);
+        }
+    }
+}
+
+/// A supervisor's published usage, if the file holds one.
+pub fn read_live(path: &Path) -> Option<proto::NodeStepStat> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
 /// A thread sampling the tasks every `freq` seconds until stopped.
 pub struct Sampler {
     stop: Arc<(Mutex<bool>, Condvar)>,
@@ -621,11 +683,13 @@ pub struct Sampler {
 
 impl Sampler {
     /// Starts sampling (nothing with frequency 0 or gathering off). The
-    /// first sample is taken at once.
+    /// first sample is taken at once; with `publish`, the usage is written
+    /// there after every sample.
     pub fn start(
         settings: &GatherSettings,
         gather: Arc<Mutex<Gather>>,
         sources: Vec<(usize, TaskSource)>,
+        publish: Option<Publish>,
     ) -> Sampler {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let handle = (settings.freq_secs > 0 && settings.kind != GatherType::None).then(|| {
@@ -633,6 +697,9 @@ impl Sampler {
             let every = Duration::from_secs(u64::from(settings.freq_secs));
             std::thread::spawn(move || loop {
                 sample_into(&gather, &sources);
+                if let Some(p) = &publish {
+                    p.write(&gather);
+                }
                 let (lock, cv) = &*stop;
                 let mut stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
                 if !*stopped {

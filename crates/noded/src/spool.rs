@@ -32,6 +32,8 @@ pub const PIDS_FILE: &str = "pids";
 pub const STATUS_FILE: &str = "status";
 /// What the script used, written by the supervisor just before `status`.
 pub const USAGE_FILE: &str = "usage";
+/// The supervisor's newest usage sample while the script runs (sstat).
+pub const LIVE_FILE: &str = "usage.live";
 
 /// One process, recognisable after its pid is reused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

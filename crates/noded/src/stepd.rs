@@ -19,7 +19,9 @@
 //! session keeps it out of the daemon's signals; the job's signals go to
 //! the script's group, which it is not in.
 
-use crate::gather::{parse_frequency, Gather, GatherType, Sampler, StepCgroup, TaskSource};
+use crate::gather::{
+    parse_frequency, Gather, GatherType, Publish, Sampler, StepCgroup, TaskSource,
+};
 use crate::launch::{self, StepdAnswer, StepdSpec, SUPERVISOR_IGNORES};
 use crate::spool::{self, Pids, ProcId};
 use std::io::Write;
@@ -90,7 +92,18 @@ pub fn main(job_dir: &Path) -> i32 {
         Some(cg) => TaskSource::Cgroup(cg.clone()),
         None => TaskSource::Session(pid),
     };
-    let sampler = Sampler::start(&spec.gather, gather.clone(), vec![(0, source)]);
+    let live = job_dir.join(spool::LIVE_FILE);
+    let publish = Publish {
+        path: live.clone(),
+        step: proto::StepId::Batch,
+        pids: vec![pid as u32],
+    };
+    let sampler = Sampler::start(
+        &spec.gather,
+        gather.clone(),
+        vec![(0, source)],
+        Some(publish),
+    );
     let (raw, ru) = wait_job(pid);
     sampler.stop();
     let usage = {
@@ -103,7 +116,9 @@ pub fn main(job_dir: &Path) -> i32 {
     if let Some(c) = &cgroup {
         c.remove();
     }
-    // Usage first: the status file is the last thing a supervisor writes.
+    // The live sample ends with the step; the final usage comes next, and
+    // the status file is the last thing a supervisor writes.
+    let _ = std::fs::remove_file(&live);
     let _ = spool::write_usage(job_dir, &usage);
     if let Err(e) = spool::write_status(job_dir, raw, None) {
         // Nobody reads stderr any more; the daemon reports a supervisor

@@ -41,6 +41,15 @@ impl StepTable {
             .collect()
     }
 
+    /// The steps of `job_id` running here.
+    pub fn running(&self, job_id: JobId) -> Vec<u32> {
+        let map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        map.keys()
+            .filter(|(j, _)| *j == job_id)
+            .map(|(_, s)| *s)
+            .collect()
+    }
+
     /// Sends `ctl` to one step (`Some`) or every step of a job; how many got it.
     pub fn control(&self, job_id: JobId, step: Option<u32>, ctl: TaskdControl) -> usize {
         let senders = self.senders(job_id, step);
@@ -49,6 +58,11 @@ impl StepTable {
         }
         senders.len()
     }
+}
+
+/// Where the supervisor of step `job_id.step_id` publishes its usage.
+pub fn live_path(spool_dir: &std::path::Path, job_id: JobId, step_id: u32) -> std::path::PathBuf {
+    spool_dir.join(format!("step{}.{step_id}.live", job_id.0))
 }
 
 /// Starts this node's share of a step.
@@ -60,7 +74,9 @@ pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
             "cannot run steps for other users unless the node daemon runs as root".into(),
         );
     }
+    let live = live_path(&daemon.setup.spool_dir, launch.job_id, launch.step_id);
     let spec = TaskdSpec {
+        live_path: Some(live.clone()),
         launch,
         node_name: daemon.setup.node_name.clone(),
         conf_path: daemon.setup.conf_path.to_string_lossy().into_owned(),
@@ -155,6 +171,8 @@ pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
             let _ = tx.send(TaskdControl::Reported);
         }
         let _ = child.wait().await;
+        // A supervisor killed before its own cleanup leaves its last sample.
+        let _ = std::fs::remove_file(&live);
         daemon
             .steps
             .map

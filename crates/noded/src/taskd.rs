@@ -19,7 +19,7 @@
 //! its stderr and exits with the errno as its code, as in Slurm.
 
 use crate::gather::{
-    parse_frequency, Gather, GatherType, Sampler, StepCgroup, TaskCgroup, TaskSource,
+    parse_frequency, Gather, GatherType, Publish, Sampler, StepCgroup, TaskCgroup, TaskSource,
 };
 use crate::launch::{chdir_error_line, os_error_text};
 use crate::spool::ProcId;
@@ -50,6 +50,9 @@ pub struct TaskdSpec {
     /// How to gather the tasks' usage.
     #[serde(default)]
     pub gather: crate::gather::GatherSettings,
+    /// Where to publish the step's usage after every sample (sstat).
+    #[serde(default)]
+    pub live_path: Option<std::path::PathBuf>,
 }
 
 /// The daemon's later stdin lines.
@@ -751,7 +754,12 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         });
     }
     let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &mine)));
-    let sampler = Sampler::start(&gather_settings, gather.clone(), sources);
+    let publish = spec.live_path.clone().map(|path| Publish {
+        path,
+        step: proto::StepId::Numbered(l.step_id),
+        pids: tasks.iter().map(|t| t.pid as u32).collect(),
+    });
+    let sampler = Sampler::start(&gather_settings, gather.clone(), sources, publish);
     let mut exit = ExitCode::default();
     for (task, status) in failed_exits {
         exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
@@ -811,6 +819,9 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
     sampler.stop();
     if let Some(p) = &pmix {
         p.finish();
+    }
+    if let Some(p) = &spec.live_path {
+        let _ = std::fs::remove_file(p);
     }
     let usage = gather.lock().unwrap_or_else(|p| p.into_inner()).usage();
     if let Some(c) = &cgroup {

@@ -431,6 +431,12 @@ pub enum CtldRequest {
     },
     /// squeue -s, scontrol show step: every running step.
     ListSteps,
+    /// sstat: the live usage of a running job's steps, asked of the nodes
+    /// that run them (the owner's jobs, or any job for administrators).
+    StepStat {
+        /// The job.
+        job_id: JobId,
+    },
 }
 
 /// What a node daemon reports when it registers.
@@ -638,6 +644,8 @@ pub enum CtldResponse {
     StepCreated(StepCreated),
     /// `ListSteps`.
     Steps(StepList),
+    /// `StepStat`: the job's running steps with their usage so far.
+    StepStats(Vec<LiveStepStat>),
     /// Refused.
     Error(SlurmError),
 }
@@ -1206,6 +1214,11 @@ pub enum NodeRequest {
     Shutdown,
     /// Start this node's tasks of a step.
     LaunchStep(Box<StepLaunch>),
+    /// The live usage of a job's steps on this node (sstat).
+    StepStat {
+        /// The job.
+        job_id: JobId,
+    },
     /// Signal the tasks of a step (`kill_wait`: SIGTERM now, SIGKILL after
     /// that many seconds, when `signal` is None).
     SignalStep {
@@ -1268,6 +1281,36 @@ pub enum NodeResponse {
     Ok,
     /// Could not do it, with the reason.
     Failed(String),
+    /// `StepStat`: this node's share of each of the job's running steps.
+    StepStats(Vec<NodeStepStat>),
+}
+
+/// One node's share of a running step, as its supervisor last sampled it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeStepStat {
+    /// The step.
+    pub step: StepId,
+    /// What its tasks on this node used so far.
+    pub usage: StepUsage,
+    /// The pids of its tasks on this node.
+    pub pids: Vec<u32>,
+}
+
+/// sstat's view of one running step: its nodes' reports merged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LiveStepStat {
+    /// The job.
+    pub job_id: JobId,
+    /// The step.
+    pub step: StepId,
+    /// Its nodes, in step order.
+    pub nodes: Vec<String>,
+    /// Its tasks.
+    pub ntasks: u32,
+    /// What it used so far, merged over the nodes that answered.
+    pub usage: StepUsage,
+    /// Each answering node's task pids.
+    pub pids: Vec<(String, Vec<u32>)>,
 }
 
 #[cfg(test)]

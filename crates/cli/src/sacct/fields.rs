@@ -516,8 +516,94 @@ pub fn step_value(name: &str, job: &AcctJob, step: &AcctStep, ctx: &Ctx) -> Stri
         "UserCPU" => u.user_cpu_usec.map(fmt_cpu).unwrap_or_default(),
         "ArrayJobID" => job.array_job_id.map(|a| a.to_string()).unwrap_or_default(),
         "ArrayTaskID" => job.array_task_id.map(|t| t.to_string()).unwrap_or_default(),
-        _ => String::new(),
+        other => tres_usage(other, u, ctx).unwrap_or_default(),
     }
+}
+
+/// The `TRESUsageIn*` and `TRESUsageOut*` fields of a step's usage, as
+/// Slurm prints them (`cpu=00:01:02,mem=1004K,pages=0,vmem=217700K`: TRES
+/// names in order, CPU as a time, memory in KiB units); `None` for any
+/// other field name. Only what is measured is listed: CPU, memory
+/// (`mem`), virtual memory (`vmem`) and major faults (`pages`); disk and
+/// energy (Slurm's `energy=`, `fs/disk=`) are not gathered, so they are
+/// left out and the `Out` fields are empty.
+pub fn tres_usage(name: &str, u: &proto::StepUsage, ctx: &Ctx) -> Option<String> {
+    let cpu = |v: Option<u64>| v.map(|us| fmt_elapsed((us / 1_000_000) as i64));
+    let kib = |v: Option<u64>| v.map(|k| fmt_kib(k, ctx));
+    let num = |v: Option<u64>| v.map(|n| n.to_string());
+    let node = |v: &Option<String>| v.clone();
+    let task = |v: Option<u32>| v.map(|t| t.to_string());
+    // With one task the largest and the smallest are the same values, so
+    // those lists are complete; with more, only what is kept (the largest
+    // memory, the smallest CPU time) is listed.
+    let one = u.n_tasks == Some(1);
+    let only = |keep: bool, v: Option<String>| v.filter(|_| keep);
+    let sum = |v: Option<u64>| v.map(|a| a * u64::from(u.n_tasks.unwrap_or(1)));
+    let pairs: Vec<(&str, Option<String>)> = match name {
+        "TRESUsageInAve" => vec![
+            ("cpu", cpu(u.ave_cpu_usec)),
+            ("mem", kib(u.ave_rss_kib)),
+            ("pages", num(u.ave_pages)),
+            ("vmem", kib(u.ave_vmsize_kib)),
+        ],
+        "TRESUsageInMax" | "TRESUsageInMin" => {
+            let max = name == "TRESUsageInMax";
+            vec![
+                ("cpu", only(!max || one, cpu(u.min_cpu_usec))),
+                ("mem", only(max || one, kib(u.max_rss_kib))),
+                ("pages", only(max || one, num(u.max_pages))),
+                ("vmem", only(max || one, kib(u.max_vmsize_kib))),
+            ]
+        }
+        "TRESUsageInMaxNode" | "TRESUsageInMinNode" => {
+            let max = name == "TRESUsageInMaxNode";
+            vec![
+                ("cpu", only(!max || one, node(&u.min_cpu_node))),
+                ("mem", only(max || one, node(&u.max_rss_node))),
+                ("pages", only(max || one, node(&u.max_pages_node))),
+                ("vmem", only(max || one, node(&u.max_vmsize_node))),
+            ]
+        }
+        "TRESUsageInMaxTask" | "TRESUsageInMinTask" => {
+            let max = name == "TRESUsageInMaxTask";
+            vec![
+                ("cpu", only(!max || one, task(u.min_cpu_task))),
+                ("mem", only(max || one, task(u.max_rss_task))),
+                ("pages", only(max || one, task(u.max_pages_task))),
+                ("vmem", only(max || one, task(u.max_vmsize_task))),
+            ]
+        }
+        "TRESUsageInTot" => {
+            // CPU: the reaped tasks' rusage where known, else what the
+            // samples saw; memory: the tasks' averages summed.
+            let total = match (u.user_cpu_usec, u.sys_cpu_usec) {
+                (Some(a), Some(b)) if a + b > 0 => Some(a + b),
+                _ => sum(u.ave_cpu_usec),
+            };
+            vec![
+                ("cpu", cpu(total)),
+                ("mem", kib(sum(u.ave_rss_kib))),
+                ("pages", num(sum(u.ave_pages))),
+                ("vmem", kib(sum(u.ave_vmsize_kib))),
+            ]
+        }
+        "TRESUsageOutAve"
+        | "TRESUsageOutMax"
+        | "TRESUsageOutMaxNode"
+        | "TRESUsageOutMaxTask"
+        | "TRESUsageOutMin"
+        | "TRESUsageOutMinNode"
+        | "TRESUsageOutMinTask"
+        | "TRESUsageOutTot" => Vec::new(),
+        _ => return None,
+    };
+    Some(
+        pairs
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| format!("{k}={v}")))
+            .collect::<Vec<_>>()
+            .join(","),
+    )
 }
 
 fn group_name(gid: u32) -> String {

@@ -221,3 +221,92 @@ fn usage_sampled_from_cgroups() {
         "",
     );
 }
+
+#[test]
+fn sstat_reads_the_usage_of_running_steps_live() {
+    let c = crate::builder()
+        .nodes(1)
+        .conf_extra("JobAcctGatherFrequency=1\n")
+        .start();
+    let none = c.run("sstat", &[]);
+    assert_eq!(
+        (none.code, none.stderr.as_str()),
+        (1, "sstat: error: You didn't give me any jobs to stat.\n")
+    );
+    let unknown = c.run("sstat", &["-j", "999999"]);
+    assert_eq!(
+        (unknown.code, unknown.stderr.as_str()),
+        (0, "sstat: error: couldn't get steps for job 999999\n")
+    );
+    // The batch step holds 100 MiB and its srun step 200 MiB until they
+    // are cancelled.
+    let hold = |mb: u32| {
+        format!("/usr/bin/python3 -c 'b = b\"x\" * ({mb} << 20); import time; time.sleep(300)'")
+    };
+    let script = format!("srun -n1 {} & {}; wait", hold(200), hold(100));
+    let id = c.submit(&["--wrap", &script]);
+    c.wait_state(id, "RUNNING", secs(20));
+    let job = id.to_string();
+    // Without a step, sstat shows the lowest numbered one.
+    let row = c.wait_until("step 0's 200 MiB in sstat", secs(30), || {
+        let o = c.run(
+            "sstat",
+            &[
+                "-j",
+                &job,
+                "-n",
+                "-P",
+                "-o",
+                "JobID,MaxRSS,MaxRSSNode,MaxRSSTask,NTasks,AveCPU",
+            ],
+        );
+        assert_eq!(o.code, 0, "{o:?}");
+        let row = o.stdout.lines().next()?.to_string();
+        let f: Vec<&str> = row.split('|').collect();
+        (f.len() == 6 && !f[1].is_empty() && kib(f[1]) >= 200 * 1024).then_some(row)
+    });
+    eprintln!("sstat: {row}");
+    let f: Vec<&str> = row.split('|').collect();
+    assert_eq!(
+        (f[0], f[2], f[3], f[4]),
+        (format!("{id}.0").as_str(), "node1", "0", "1"),
+        "{row}"
+    );
+    assert!(!f[5].is_empty(), "AveCPU: {row}");
+    // -a: every running step, the batch step with its 100 MiB first.
+    let all = c.ok(
+        "sstat",
+        &["-a", "-j", &job, "-n", "-P", "-o", "JobID,MaxRSS"],
+    );
+    let rows: Vec<&str> = all.stdout.lines().collect();
+    assert_eq!(rows.len(), 2, "{all:?}");
+    let batch: Vec<&str> = rows[0].split('|').collect();
+    assert_eq!(batch[0], format!("{id}.batch"), "{all:?}");
+    assert!(kib(batch[1]) >= 100 * 1024, "{all:?}");
+    assert!(rows[1].starts_with(&format!("{id}.0|")), "{all:?}");
+    // The default columns, and -i's pids.
+    let wide = c.ok("sstat", &["-j", &format!("{id}.batch")]);
+    let lines: Vec<&str> = wide.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{wide:?}");
+    assert!(
+        lines[0].starts_with("JobID         MaxVMSize  MaxVMSizeNode"),
+        "{wide:?}"
+    );
+    assert!(lines[2].starts_with(&format!("{id}.batch")), "{wide:?}");
+    let pids = c.ok("sstat", &["-i", "-P", "-n", "-j", &format!("{id}.batch")]);
+    let p: Vec<&str> = pids.stdout.trim_end().split('|').collect();
+    assert_eq!(
+        p[..2],
+        [format!("{id}.batch").as_str(), "node1"],
+        "{pids:?}"
+    );
+    assert!(p[2].parse::<u32>().is_ok(), "{pids:?}");
+    // Over: nothing runs any more.
+    c.ok("scancel", &[&job]);
+    c.wait_done(id, secs(30));
+    let over = c.run("sstat", &["-j", &job]);
+    assert_eq!(over.code, 0, "{over:?}");
+    let no_steps = format!("sstat: error: no steps running for job {id}\n");
+    let gone = format!("sstat: error: couldn't get steps for job {id}\n");
+    assert!(over.stderr == no_steps || over.stderr == gone, "{over:?}");
+}

@@ -29,6 +29,8 @@ fn stat_lines_with_odd_command_names() {
     assert_eq!(st.majflt, 7);
     assert_eq!(st.vsize, 209_715_200);
     assert_eq!(st.rss_pages, 51_200);
+    // utime 12 + stime 3 + cutime 0 + cstime 0.
+    assert_eq!(st.cpu_ticks, 15);
     assert_eq!(parse_stat("1 (x) S 0"), None);
 }
 
@@ -98,6 +100,7 @@ fn usage_keeps_maxima_with_their_task_and_averages_over_tasks() {
         peak_kib: 0,
         vsize_kib: vsize,
         pages,
+        cpu_usec: 0,
     };
     g.add(0, s(100, 1000, 1));
     g.add(0, s(300, 3000, 2));
@@ -144,8 +147,58 @@ fn sampler_samples_at_once_and_stops() {
         &settings,
         gather.clone(),
         vec![(0, TaskSource::Session(sid))],
+        None,
     );
     sampler.stop();
     let u = gather.lock().unwrap().usage();
     assert!(u.max_vmsize_kib.unwrap() > 0, "{u:?}");
+}
+
+#[test]
+fn a_running_task_counts_its_sampled_cpu_and_the_sampler_publishes_it() {
+    let mut g = Gather::new("n1", &[0]);
+    g.add(
+        0,
+        TaskSample {
+            rss_kib: 100,
+            cpu_usec: 2_000_000,
+            ..TaskSample::default()
+        },
+    );
+    let u = g.usage();
+    assert_eq!(
+        (u.min_cpu_usec, u.ave_cpu_usec),
+        (Some(2_000_000), Some(2_000_000))
+    );
+    // Once reaped, its rusage is what counts.
+    g.finish(0, 1_000_000, 1_500_000, 0, None);
+    assert_eq!(g.usage().ave_cpu_usec, Some(2_500_000));
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("usage.live");
+    let sid = unsafe { libc::getsid(0) };
+    let gather = Arc::new(Mutex::new(Gather::new("n1", &[0])));
+    let settings = GatherSettings {
+        freq_secs: 3600,
+        ..GatherSettings::default()
+    };
+    let sampler = Sampler::start(
+        &settings,
+        gather,
+        vec![(0, TaskSource::Session(sid))],
+        Some(Publish {
+            path: path.clone(),
+            step: proto::StepId::Batch,
+            pids: vec![42],
+        }),
+    );
+    sampler.stop();
+    let live = read_live(&path).unwrap();
+    assert_eq!(
+        (live.step, live.pids.clone()),
+        (proto::StepId::Batch, vec![42])
+    );
+    assert!(live.usage.max_rss_kib.unwrap() > 0, "{live:?}");
+    assert_eq!(live.usage.max_rss_node.as_deref(), Some("n1"));
+    assert_eq!(read_live(&dir.path().join("none")), None);
 }
