@@ -120,3 +120,26 @@ pub fn finish(rendered: Result<String, String>) -> i32 {
         }
     }
 }
+
+/// One `--format` item: (item, name, (width, left-justified) when given).
+pub type FormatItem<'a> = (&'a str, &'a str, Option<(usize, bool)>);
+
+/// The items of a `--format` list (`name[%[-]width]`, comma separated), as
+/// sacct and sstat take them: (item, name, width and left-justified when
+/// given). `%30` is right-justified, `%-30` left-justified.
+pub fn format_items(spec: &str) -> Vec<FormatItem<'_>> {
+    spec.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| match item.split_once('%') {
+            Some((name, w)) => {
+                let (left, digits) = match w.strip_prefix('-') {
+                    Some(d) => (true, d),
+                    None => (false, w),
+                };
+                (item, name, digits.parse::<usize>().ok().map(|n| (n, left)))
+            }
+            None => (item, item, None),
+        })
+        .collect()
+}

@@ -183,31 +183,14 @@ pub fn lookup(name: &str) -> Option<&'static FieldDef> {
 /// Parses a `--format` list (`name[%[-]width]`); the error is the item
 /// sstat did not know.
 pub fn parse_format(spec: &str) -> Result<Vec<Column>, String> {
-    let mut out = Vec::new();
-    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (name, width) = match item.split_once('%') {
-            Some((n, w)) => (n, Some(w)),
-            None => (item, None),
-        };
-        let def = lookup(name).ok_or_else(|| item.to_string())?;
-        let mut col = Column {
-            def,
-            width: def.width,
-            left: def.left,
-        };
-        if let Some(w) = width {
-            let (left, digits) = match w.strip_prefix('-') {
-                Some(d) => (true, d),
-                None => (false, w),
-            };
-            if let Ok(n) = digits.parse::<usize>() {
-                col.width = n;
-                col.left = left;
-            }
-        }
-        out.push(col);
-    }
-    Ok(out)
+    crate::common::format_items(spec)
+        .into_iter()
+        .map(|(item, name, width)| {
+            let def = lookup(name).ok_or_else(|| item.to_string())?;
+            let (width, left) = width.unwrap_or((def.width, def.left));
+            Ok(Column { def, width, left })
+        })
+        .collect()
 }
 
 /// Parses one `-j` entry: `123`, `123.4`, `123.batch`, `123.extern`.

@@ -182,32 +182,14 @@ pub struct Column {
 /// Parses a `--format` list: `name[%[-]width]`, comma separated. The error
 /// is the name sacct did not know.
 pub fn parse_format(spec: &str) -> Result<Vec<Column>, String> {
-    let mut out = Vec::new();
-    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (name, width) = match item.split_once('%') {
-            Some((n, w)) => (n, Some(w)),
-            None => (item, None),
-        };
-        let def = lookup(name).ok_or_else(|| item.to_string())?;
-        let mut col = Column {
-            def,
-            width: def.width,
-            left: def.left,
-        };
-        if let Some(w) = width {
-            // `%30` is right-justified, `%-30` left-justified (sacct(1) -o).
-            let (left, digits) = match w.strip_prefix('-') {
-                Some(d) => (true, d),
-                None => (false, w),
-            };
-            if let Ok(n) = digits.parse::<usize>() {
-                col.width = n;
-                col.left = left;
-            }
-        }
-        out.push(col);
-    }
-    Ok(out)
+    crate::common::format_items(spec)
+        .into_iter()
+        .map(|(item, name, width)| {
+            let def = lookup(name).ok_or_else(|| item.to_string())?;
+            let (width, left) = width.unwrap_or((def.width, def.left));
+            Ok(Column { def, width, left })
+        })
+        .collect()
 }
 
 /// `--units`.
