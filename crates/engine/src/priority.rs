@@ -397,8 +397,9 @@ impl Engine {
             }
             None => (0.0, 0.0),
         };
-        // Memory and GRES are counted against the job's partition, as
-        // Slurm's TRES factors are; only asked for when weighted.
+        // TRES are counted against the job's partition, as Slurm's TRES
+        // factors are (the job size factor above is the cluster's); memory
+        // and GRES only asked for when weighted.
         let other_tres = p
             .weight_tres
             .iter()
@@ -410,8 +411,12 @@ impl Engine {
             .map(|(name, weight)| {
                 let name_lc = name.to_ascii_lowercase();
                 let f = match (name_lc.as_str(), requested) {
-                    ("cpu", _) => cpus / total_cpus,
-                    ("node", _) => nodes / total_nodes,
+                    ("cpu", _) => {
+                        cpus / self
+                            .partition_total(job.partition, |n| u64::from(n.conf.cpus))
+                            .max(1) as f64
+                    }
+                    ("node", _) => nodes / self.parts[job.partition].nodes.len().max(1) as f64,
                     ("mem", Some((_, mem, _))) => {
                         let total = self.partition_total(job.partition, |n| n.conf.real_memory);
                         mem as f64 / total.max(1) as f64

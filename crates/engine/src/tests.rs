@@ -762,6 +762,9 @@ fn job_size_relative_to_time_and_memory_and_gpu_tres_weights() {
     let mut gpu = sized(2, 60);
     gpu.gres = vec![model::Gres::parse("gpu:2").unwrap()];
     let gpu = e.on_submit(gpu, &user(), 0).unwrap().job_id;
+    let mut in_gpu = sized(2, 30);
+    in_gpu.partitions = vec!["gpu".into()];
+    let in_gpu = e.on_submit(in_gpu, &user(), 0).unwrap().job_id;
     let f = |id: JobId| e.job(id).unwrap().prio_factors.clone().unwrap();
     assert_eq!(f(whole).jobsize, 1000.0);
     assert!((f(long).jobsize - 1000.0 * 4.0 / 60.0 / 8.0).abs() < 1e-9);
@@ -771,6 +774,9 @@ fn job_size_relative_to_time_and_memory_and_gpu_tres_weights() {
     assert_eq!(tres["CPU"], 250.0);
     assert_eq!(tres["Mem"], 125.0);
     assert_eq!(tres["GRES/gpu"], 2000.0);
+    // CPUs count against the job's partition too: 2 of gpu's 4.
+    let tres: std::collections::BTreeMap<String, f64> = f(in_gpu).tres.into_iter().collect();
+    assert_eq!(tres["CPU"], 500.0);
 }
 
 #[test]
