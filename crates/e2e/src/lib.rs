@@ -132,6 +132,7 @@ pub struct Builder {
     node_extra: BTreeMap<u32, String>,
     node_line: BTreeMap<u32, String>,
     config_overrides: bool,
+    cred_expire: u32,
     wait_nodes: bool,
     hosts: bool,
 }
@@ -183,6 +184,14 @@ impl Builder {
     /// this host's real hardware instead of their configured values.
     pub fn config_overrides(mut self, on: bool) -> Self {
         self.config_overrides = on;
+        self
+    }
+
+    /// `AuthInfo=cred_expire=N`, which is also how long a requeued job
+    /// waits (reason BeginTime) before it may run again: 2 s unless set
+    /// (Slurm's default, 120 s, would slow every requeue test).
+    pub fn cred_expire(mut self, secs: u32) -> Self {
+        self.cred_expire = secs;
         self
     }
 
@@ -250,6 +259,7 @@ impl Cluster {
             node_extra: BTreeMap::new(),
             node_line: BTreeMap::new(),
             config_overrides: true,
+            cred_expire: 2,
             wait_nodes: true,
             hosts: false,
         }
@@ -879,7 +889,7 @@ fn config_text(b: &Builder, root: &Path, hosts: Option<&hosts::Hosts>) -> String
          SlurmdSpoolDir={root}/spool/%n\n\
          {overrides}\
          AuthType=auth/muster\n\
-         AuthInfo=key={root}/{KEY_FILE},socket={root}/{SOCKET_FILE}\n\
+         AuthInfo=key={root}/{KEY_FILE},socket={root}/{SOCKET_FILE},cred_expire={cred_expire}\n\
          SelectType=select/cons_tres\n\
          SelectTypeParameters=CR_Core_Memory\n\
          DefMemPerCPU=100\n\
@@ -888,6 +898,7 @@ fn config_text(b: &Builder, root: &Path, hosts: Option<&hosts::Hosts>) -> String
          SlurmdTimeout=300\n\
          GresTypes=gpu\n",
         port = free_port(),
+        cred_expire = b.cred_expire,
         user = user_name(),
         root = root.display(),
         overrides = if b.config_overrides {

@@ -583,7 +583,16 @@ impl Engine {
         job.warned = false;
         job.batch_usage = None;
         job.exit = ExitCode::default();
-        job.eligible_time = now;
+        // Not eligible again until the last run's credentials have expired
+        // (Slurm's requeue delay, AuthInfo cred_expire).
+        let delay = i64::from(self.settings.cred_expire);
+        if delay > 0 {
+            std::sync::Arc::make_mut(&mut job.desc).begin_time = Some(now + delay);
+            if reason == PendingReason::None {
+                job.reason = PendingReason::BeginTime;
+            }
+        }
+        job.eligible_time = now + delay;
         job.suspended_secs = 0;
         job.suspend_time = None;
         job.secs_pre_suspend = 0;

@@ -187,6 +187,16 @@ pub struct Settings {
     /// PreemptType, PreemptMode, PreemptExemptTime.
     #[serde(default)]
     pub preempt: PreemptConf,
+    /// `AuthInfo=cred_expire=N`: a step credential's lifetime, and how long
+    /// a requeued job waits (reason BeginTime) before it may start again,
+    /// so that nothing launched for its last run can still start.
+    #[serde(default = "default_cred_expire")]
+    pub cred_expire: u32,
+}
+
+/// Slurm's default `cred_expire`.
+fn default_cred_expire() -> u32 {
+    120
 }
 
 fn default_max_array_size() -> u32 {
@@ -248,6 +258,18 @@ impl Settings {
             ),
             priority: cfg.priority.clone(),
             preempt: PreemptConf::from_config(cfg),
+            cred_expire: cfg
+                .other
+                .get("authinfo")
+                .and_then(|(_, v)| {
+                    v.split(',').find_map(|o| {
+                        let (k, v) = o.split_once('=')?;
+                        k.trim()
+                            .eq_ignore_ascii_case("cred_expire")
+                            .then(|| v.trim().parse().ok())?
+                    })
+                })
+                .unwrap_or_else(default_cred_expire),
         }
     }
 }

@@ -427,7 +427,13 @@ fn node_down_requeues_its_jobs() {
         "{:?}",
         e.check_invariants()
     );
+    // A requeued job waits out cred_expire (120 s by default) first.
+    assert_eq!(e.job(id).unwrap().reason, PendingReason::BeginTime);
+    assert_eq!(e.job(id).unwrap().eligible_time, 125);
     e.schedule(6);
+    assert_eq!(e.job(id).unwrap().state, JobState::Pending);
+    e.on_timer(125);
+    e.schedule(125);
     assert_eq!(e.job(id).unwrap().state, JobState::Running);
     assert_ne!(
         e.job(id).unwrap().alloc.as_ref().unwrap().nodes[0].node.0,

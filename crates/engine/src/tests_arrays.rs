@@ -358,6 +358,7 @@ fn a_user_cannot_release_an_administrators_hold() {
 #[test]
 fn requeue_keeps_the_id_records_the_old_run_and_appends() {
     let mut e = engine();
+    e.settings.cred_expire = 0;
     let id = sub(&mut e, desc(), 1);
     e.take_commands();
     e.on_requeue(id, false, &user(), 5).unwrap();

@@ -107,7 +107,7 @@ fn terminate_wait(cmds: &[Command], id: JobId) -> Option<u32> {
 
 #[test]
 fn requeue_mode_requeues_the_victim_and_the_preemptor_gets_its_cpus() {
-    let mut e = engine("PreemptType=preempt/qos\nPreemptMode=REQUEUE\n");
+    let mut e = engine("PreemptType=preempt/qos\nPreemptMode=REQUEUE\nAuthInfo=cred_expire=0\n");
     e.on_assoc_tables(qos_tables("cluster", 30));
     let low = job("normal", 2, 100, &mut e);
     assert_eq!(state(&e, low), JobState::Running);

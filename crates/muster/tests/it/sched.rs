@@ -1,6 +1,6 @@
 //! Waiting for resources, and changing jobs with scontrol.
 
-use crate::{cluster, parse_time, secs};
+use crate::{builder, cluster, parse_time, secs};
 
 #[test]
 fn jobs_wait_for_resources_and_start_back_to_back() {
@@ -59,7 +59,7 @@ fn update_a_held_job() {
 
 #[test]
 fn hold_release_and_requeue() {
-    let c = cluster(1);
+    let c = builder().nodes(1).cred_expire(6).start();
     // A pending job held and released.
     let blocker = c.submit(&["-c", "2", "--wrap", "sleep 300"]);
     let waiting = c.submit(&["--wrap", "true"]);
@@ -87,7 +87,14 @@ fn hold_release_and_requeue() {
     );
     assert_eq!(c.job_state(id), "RUNNING");
     c.ok("scontrol", &["requeue", &id.to_string()]);
-    c.wait_until("the second run", secs(15), || {
+    // Back in the queue, it waits out cred_expire first, as Slurm's do.
+    // (COMPLETING while the old run's processes end.)
+    c.wait_until("the requeued job pending", secs(5), || {
+        let now = c.squeue_field(id, "%T %r");
+        (now != "COMPLETING BeginTime").then_some(())
+    });
+    assert_eq!(c.squeue_field(id, "%T %r"), "PENDING BeginTime");
+    c.wait_until("the second run", secs(20), || {
         (c.read("runs.txt") == "run 0\nrun 1\n").then_some(())
     });
     assert_eq!(c.wait_done(id, secs(10)), "COMPLETED");
