@@ -119,9 +119,10 @@ pub struct Ended {
     pub launch_failed: Option<String>,
     /// What the script used, when its supervisor measured it (`usage` file).
     pub usage: Option<Box<proto::StepUsage>>,
-    /// The file's (device, inode): the job directory is removed only while
-    /// it still holds this very file, not a relaunch's.
-    file: (u64, u64),
+    /// The file's (device, inode) and the token its writer put in it: the
+    /// job directory is removed only while it still holds this very file,
+    /// not a relaunch's (which may get the same inode number back).
+    file: (u64, u64, Option<String>),
 }
 
 /// The spool directory of a job: Slurm's `job%05u`.
@@ -192,7 +193,8 @@ pub fn format_status(raw: i32, launch_failed: Option<&str>) -> String {
 /// Parses a `status` file: (raw wait status, launch failure).
 pub fn parse_status(text: &str) -> Option<(i32, Option<String>)> {
     let (first, rest) = text.split_once('\n')?;
-    let raw = first.trim().parse().ok()?;
+    // The first line is the status, then (from `write_status`) a token.
+    let raw = first.split_whitespace().next()?.parse().ok()?;
     let msg = rest.trim_end_matches('\n');
     Some((raw, (!msg.is_empty()).then(|| msg.to_string())))
 }
@@ -205,10 +207,18 @@ pub fn write_usage(dir: &Path, usage: &proto::StepUsage) -> std::io::Result<()> 
 }
 
 pub fn write_status(dir: &Path, raw: i32, launch_failed: Option<&str>) -> std::io::Result<()> {
-    write_atomic(
-        &dir.join(STATUS_FILE),
-        format_status(raw, launch_failed).as_bytes(),
-    )
+    let text = format_status(raw, launch_failed).replacen('\n', &format!(" {}\n", token()), 1);
+    write_atomic(&dir.join(STATUS_FILE), text.as_bytes())
+}
+
+/// A token that tells one `status` file from another written in its place.
+fn token() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{:x}-{nanos:x}-{n:x}", std::process::id())
 }
 
 /// The job's end, `None` while it has not ended (no `status` yet).
@@ -234,7 +244,14 @@ pub fn read_status(dir: &Path) -> std::io::Result<Option<Ended>> {
         exit: ExitCode::from_wait_status(raw),
         launch_failed,
         usage,
-        file: (meta.dev(), meta.ino()),
+        file: (
+            meta.dev(),
+            meta.ino(),
+            text.lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .map(str::to_string),
+        ),
     }))
 }
 
@@ -248,8 +265,8 @@ pub static DIR_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// id replaced it meanwhile.
 pub fn remove_reported(dir: &Path, ended: &Ended) -> std::io::Result<()> {
     let _guard = DIR_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    match std::fs::metadata(dir.join(STATUS_FILE)) {
-        Ok(meta) if (meta.dev(), meta.ino()) == ended.file => std::fs::remove_dir_all(dir),
+    match read_status(dir) {
+        Ok(Some(now)) if now.file == ended.file => std::fs::remove_dir_all(dir),
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),

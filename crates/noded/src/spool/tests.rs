@@ -56,6 +56,8 @@ fn status_text_round_trips() {
         parse_status(&text),
         Some((256, Some("Could not open stdout".to_string())))
     );
+    // What `write_status` writes: the status, then a token.
+    assert_eq!(parse_status("1024 1a-2b-0\n"), Some((1024, None)));
     assert_eq!(parse_status("15"), None);
     assert_eq!(parse_status("x\n"), None);
 }
@@ -67,7 +69,7 @@ fn classify_prefers_the_status_then_a_live_supervisor() {
         exit: ExitCode { code: 4, signal: 0 },
         launch_failed: None,
         usage: None,
-        file: (1, 2),
+        file: (1, 2, None),
     };
     let j = JobId(7);
     assert!(matches!(
