@@ -81,8 +81,11 @@ pub struct SchedConfig {
     /// `bf_continue`: accepted; a pass here never yields half way, so there
     /// is nothing to continue.
     pub bf_continue: bool,
-    /// `bf_interval` (seconds): the longest time between two passes while
-    /// jobs are pending (passes also run at once after every change).
+    /// `bf_interval` (seconds): accepted and range-checked. Slurm plans
+    /// at most this often; here a full pass runs at once after every
+    /// change (submission, end, update, priority recalculation), and with
+    /// nothing changed a pass would decide the same, so there is no
+    /// periodic pass.
     pub bf_interval: u32,
     /// `default_queue_depth`: how many jobs the FCFS policy tries per pass.
     pub default_queue_depth: u32,
