@@ -309,4 +309,16 @@ fn sstat_reads_the_usage_of_running_steps_live() {
     let no_steps = format!("sstat: error: no steps running for job {id}\n");
     let gone = format!("sstat: error: couldn't get steps for job {id}\n");
     assert!(over.stderr == no_steps || over.stderr == gone, "{over:?}");
+    // A numbered step that is over: the header alone, no error (Slurm
+    // reports it only at debug level).
+    let step_over = c.run("sstat", &["-j", &format!("{id}.0"), "-n"]);
+    assert_eq!(
+        (
+            step_over.code,
+            step_over.stdout.as_str(),
+            step_over.stderr.as_str()
+        ),
+        (0, "", ""),
+        "{step_over:?}"
+    );
 }
