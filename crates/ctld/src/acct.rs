@@ -22,8 +22,9 @@ use tracing::{info, warn};
 /// How often an idle writer rolls usage up.
 const ROLLUP_EVERY: Duration = Duration::from_secs(300);
 
-/// Where job records go, from slurm.conf.
-#[derive(Clone, Debug, PartialEq)]
+/// Where job records go, from slurm.conf. Its `Debug` (the log's "accounting
+/// in ...") leaves the password out.
+#[derive(Clone, PartialEq)]
 pub enum Backend {
     /// `AccountingStorageType=accounting_storage/none`.
     Disabled,
@@ -31,6 +32,28 @@ pub enum Backend {
     Sqlite(PathBuf),
     /// A PostgreSQL connection string.
     Postgres(String),
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Backend::Disabled => write!(f, "Disabled"),
+            Backend::Sqlite(p) => write!(f, "Sqlite({p:?})"),
+            Backend::Postgres(c) => {
+                let shown: Vec<&str> = c
+                    .split_whitespace()
+                    .map(|kv| {
+                        if kv.starts_with("password=") {
+                            "password=***"
+                        } else {
+                            kv
+                        }
+                    })
+                    .collect();
+                write!(f, "Postgres({:?})", shown.join(" "))
+            }
+        }
+    }
 }
 
 impl Backend {
@@ -216,16 +239,28 @@ impl AcctWriter {
                 initial: None,
             });
         }
-        let mut store = open(&backend)?;
+        // Opened on a thread of its own: the PostgreSQL client blocks on a
+        // runtime of its own, which must not start inside the controller's
+        // (start is called from async code). The store then lives on the
+        // writer thread.
+        let (mut store, mut tables) = std::thread::scope(|s| {
+            s.spawn(|| -> Result<_, accounting::AcctError> {
+                let mut store = open(&backend)?;
+                // The association database: this cluster, its root account
+                // and user, and QOS normal exist from the start (as
+                // slurmdbd does).
+                let mut tables = store.load_tables()?;
+                let loaded = tables.clone();
+                accounting::admin::bootstrap(&mut tables, &cluster);
+                if tables != loaded {
+                    store.save_tables(&tables)?;
+                }
+                Ok((store, tables))
+            })
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        })?;
         info!("accounting in {backend:?}");
-        // The association database: this cluster, its root account and
-        // user, and QOS normal exist from the start (as slurmdbd does).
-        let mut tables = store.load_tables()?;
-        let loaded = tables.clone();
-        accounting::admin::bootstrap(&mut tables, &cluster);
-        if tables != loaded {
-            store.save_tables(&tables)?;
-        }
         let initial = Some(tables.clone());
         let (tx, rx) = mpsc::channel::<Msg>();
         std::thread::Builder::new()
@@ -464,6 +499,15 @@ mod tests {
             set,
             commit: true,
         }
+    }
+
+    #[test]
+    fn the_log_line_leaves_the_password_out() {
+        let b = Backend::Postgres("host=db user=slurm password=secret dbname=acct".into());
+        assert_eq!(
+            format!("{b:?}"),
+            r#"Postgres("host=db user=slurm password=*** dbname=acct")"#
+        );
     }
 
     #[test]
