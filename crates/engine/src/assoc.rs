@@ -398,6 +398,16 @@ mod tests {
             e.on_extern_ended(id, "nosuchnode", usage, 6),
             Err(proto::SlurmError::InvalidNodeName)
         );
+        // A cancelled job's extern step ends at once, before its script
+        // is reported gone (its host may never report it).
+        let id = e
+            .on_submit(desc(None, None, None), &who("alice"), 10)
+            .unwrap()
+            .job_id;
+        e.schedule(10);
+        e.take_commands();
+        e.on_cancel(id, None, false, &who("alice"), 11).unwrap();
+        assert_eq!(externs(e.take_commands()), [("node1".to_string(), false)]);
     }
 
     fn reg() -> proto::NodeRegistration {

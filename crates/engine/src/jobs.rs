@@ -516,6 +516,9 @@ impl Engine {
         job.completing = true;
         let alloc = job.alloc.clone().expect("running job has an allocation");
         let batch = alloc.nodes[0].node;
+        // The extern step ends now on every node (the batch host may never
+        // report the script's end: a node failure).
+        self.extern_command(id, false);
         // Nodes other than the batch host run nothing of a batch job yet:
         // their share is free now; the batch host's when the script is gone.
         for na in alloc.nodes.iter().skip(1) {
@@ -602,6 +605,7 @@ impl Engine {
             job.completing = true;
             let old_run = job.restarts - 1;
             let alloc = job.alloc.clone().expect("running job has an allocation");
+            self.extern_command(id, false);
             for na in alloc.nodes.iter().skip(1) {
                 self.release_node_share(id, na.node);
             }
