@@ -65,6 +65,34 @@ pub(crate) fn upsert(job: &AcctJob, ph: Placeholder) -> Result<Sql, AcctError> {
     Ok(Sql { text, params })
 }
 
+/// The longest (end - submit) of the ended jobs in `jobs`, per cluster, as
+/// upserts that raise `job_span` (never lower it). Run in the same
+/// transaction as the jobs' upserts, so a reader never sees a job its
+/// cluster's span does not cover.
+pub(crate) fn span_updates(jobs: &[AcctJob], ph: Placeholder) -> Vec<Sql> {
+    let mut longest: std::collections::BTreeMap<&str, i64> = std::collections::BTreeMap::new();
+    for j in jobs {
+        if let Some(end) = j.end_time {
+            let span = end.saturating_sub(j.submit_time);
+            let e = longest.entry(j.cluster.as_str()).or_insert(span);
+            *e = (*e).max(span);
+        }
+    }
+    longest
+        .into_iter()
+        .map(|(cluster, span)| Sql {
+            text: format!(
+                "INSERT INTO job_span (cluster, max_span) VALUES ({}, {}) \
+                 ON CONFLICT (cluster) DO UPDATE SET max_span = excluded.max_span \
+                 WHERE job_span.max_span < excluded.max_span",
+                ph(1),
+                ph(2)
+            ),
+            params: vec![Param::Text(cluster.to_owned()), Param::Int(span)],
+        })
+        .collect()
+}
+
 struct Builder {
     ph: Placeholder,
     clauses: Vec<String>,
@@ -123,6 +151,9 @@ pub(crate) fn select(q: &JobQuery, ph: Placeholder) -> Sql {
     b.any_of("partition_name", texts(&q.partitions));
 
     let window = q.start.is_some() || q.end.is_some();
+    if let (Some(start), true) = (q.start, q.states.is_empty()) {
+        return bounded_window(b, q, start);
+    }
     if window {
         let s = b.bind(Param::Int(q.start.unwrap_or(i64::MIN)));
         let e = b.bind(Param::Int(q.end.unwrap_or(i64::MAX)));
@@ -163,6 +194,49 @@ pub(crate) fn select(q: &JobQuery, ph: Placeholder) -> Sql {
         params: b.params,
     }
 }
+
+/// The window query without states, from `start`: its two halves, each an
+/// index range of its own.
+///
+/// - Ended jobs: one that ended at or after `start` was submitted at or
+///   after `start - max_span` (`job_span`: no ended job of the cluster
+///   took longer from submission to end), so the walk of the (user,
+///   submit time) index is bounded on both sides instead of running from
+///   the user's first job.
+/// - Jobs with no end yet (pending, running): the `jobs_open` index holds
+///   only them.
+///
+/// The span is read in the same statement, so it covers every ended job
+/// the statement sees.
+fn bounded_window(mut b: Builder, q: &JobQuery, start: i64) -> Sql {
+    let s = b.bind(Param::Int(start));
+    let e = b.bind(Param::Int(q.end.unwrap_or(i64::MAX)));
+    let span = match &q.cluster {
+        Some(c) => {
+            let m = b.bind(Param::Text(c.clone()));
+            format!("(SELECT COALESCE(MAX(max_span), 0) FROM job_span WHERE cluster = {m})")
+        }
+        None => "(SELECT COALESCE(MAX(max_span), 0) FROM job_span)".to_owned(),
+    };
+    let mut common = b.clauses.join(" AND ");
+    if !common.is_empty() {
+        common.push_str(" AND ");
+    }
+    let eligible = format!("submit_time <= {e} AND COALESCE(eligible_time, start_time) <= {e}");
+    let text = format!(
+        "{SELECT_KEYED} WHERE {common}{eligible} AND end_time >= {s} AND submit_time >= {s} - {span} \
+         UNION ALL \
+         {SELECT_KEYED} WHERE {common}{eligible} AND end_time IS NULL \
+         ORDER BY submit_time, job_id, cluster"
+    );
+    Sql {
+        text,
+        params: b.params,
+    }
+}
+
+/// [`SELECT`] with the ordering column, for the halves of a `UNION ALL`.
+const SELECT_KEYED: &str = "SELECT cluster, job_id, record, submit_time FROM jobs";
 
 /// "The job was in state `st` at some time in [s, e]", for a job whose
 /// current state is `st`.

@@ -194,9 +194,9 @@ pub enum AcctError {
 }
 
 /// Decodes a stored record; `cluster` and `job_id` only name it in errors.
-fn decode(cluster: String, job_id: i64, record: &str) -> Result<AcctJob, AcctError> {
-    serde_json::from_str(record).map_err(|source| AcctError::Corrupt {
-        cluster,
+fn decode(cluster: &str, job_id: i64, record: impl AsRef<[u8]>) -> Result<AcctJob, AcctError> {
+    serde_json::from_slice(record.as_ref()).map_err(|source| AcctError::Corrupt {
+        cluster: cluster.to_owned(),
         job_id: u32::try_from(job_id).unwrap_or(u32::MAX),
         source,
     })

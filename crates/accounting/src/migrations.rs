@@ -86,6 +86,17 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 6: sacct's one-user window query filtered inside the index: the
     // times it tests ride along, so only matching rows are read.
     "CREATE INDEX jobs_user_window ON jobs (user_name, submit_time, eligible_time, start_time, end_time);",
+    // 7: a lower bound for the window query's index walk. `job_span` keeps,
+    // per cluster, the longest (end - submit) of any ended job written
+    // (raised on every write, never lowered), so a job that ended at or
+    // after the window's start was submitted at or after start - max_span.
+    // Jobs with no end yet are found through `jobs_open`, which holds only
+    // them. Existing jobs set the first values.
+    "CREATE TABLE job_span (cluster TEXT NOT NULL PRIMARY KEY, max_span BIGINT NOT NULL);
+    INSERT INTO job_span (cluster, max_span)
+        SELECT cluster, MAX(end_time - submit_time) FROM jobs
+        WHERE end_time IS NOT NULL GROUP BY cluster;
+    CREATE INDEX jobs_open ON jobs (user_name, submit_time) WHERE end_time IS NULL;",
 ];
 
 /// The schema version this build creates and reads.

@@ -110,6 +110,9 @@ impl AccountingStore for PgStore {
             };
             tx.execute(st, &refs(&sql.params))?;
         }
+        for sql in filter::span_updates(jobs, placeholder) {
+            tx.execute(sql.text.as_str(), &refs(&sql.params))?;
+        }
         tx.commit()?;
         Ok(())
     }
@@ -122,10 +125,10 @@ impl AccountingStore for PgStore {
             .query(sql.text.as_str(), &refs(&sql.params))?;
         rows.iter()
             .map(|row| {
-                let cluster: String = row.try_get(0)?;
+                let cluster: &str = row.try_get(0)?;
                 let job_id: i64 = row.try_get(1)?;
-                let record: String = row.try_get(2)?;
-                crate::decode(cluster, job_id, &record)
+                let record: &str = row.try_get(2)?;
+                crate::decode(cluster, job_id, record)
             })
             .collect()
     }

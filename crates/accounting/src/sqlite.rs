@@ -117,6 +117,23 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// SQLite's plan for the query of `q` (`EXPLAIN QUERY PLAN`, one
+    /// line per step): which index ranges it walks.
+    ///
+    /// # Errors
+    ///
+    /// [`AcctError::Sqlite`] when the plan cannot be read.
+    pub fn explain(&self, q: &JobQuery) -> Result<String, AcctError> {
+        let sql = filter::select(q, placeholder);
+        let mut stmt = self
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", sql.text))?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(sql.params.iter()), |r| {
+            r.get::<_, String>(3)
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?.join("\n"))
+    }
+
     /// How many job records the database holds (all clusters).
     ///
     /// # Errors
@@ -146,6 +163,13 @@ fn migrate(conn: &mut Connection) -> Result<u32, AcctError> {
     Ok(migrations::found_version(now))
 }
 
+/// A column that is not the text it should be, as rusqlite reports it.
+fn conversion(col: usize) -> impl Fn(rusqlite::types::FromSqlError) -> rusqlite::Error {
+    move |e| {
+        rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, Box::new(e))
+    }
+}
+
 fn put(conn: &Connection, job: &AcctJob) -> Result<(), AcctError> {
     let sql = filter::upsert(job, placeholder)?;
     let mut stmt = conn.prepare_cached(&sql.text)?;
@@ -165,6 +189,10 @@ impl AccountingStore for SqliteStore {
         for job in jobs {
             put(&tx, job)?;
         }
+        for sql in filter::span_updates(jobs, placeholder) {
+            let mut stmt = tx.prepare_cached(&sql.text)?;
+            stmt.execute(rusqlite::params_from_iter(sql.params.iter()))?;
+        }
         tx.commit()?;
         Ok(())
     }
@@ -175,10 +203,12 @@ impl AccountingStore for SqliteStore {
         let mut rows = stmt.query(rusqlite::params_from_iter(sql.params.iter()))?;
         let mut out = Vec::new();
         while let Some(row) = rows.next()? {
-            let cluster: String = row.get(0)?;
+            // Borrowed from SQLite's row buffer: no copy of the record
+            // before it is decoded.
+            let cluster = row.get_ref(0)?.as_str().map_err(conversion(0))?;
             let job_id: i64 = row.get(1)?;
-            let record: String = row.get(2)?;
-            out.push(crate::decode(cluster, job_id, &record)?);
+            let record = row.get_ref(2)?.as_bytes().map_err(conversion(2))?;
+            out.push(crate::decode(cluster, job_id, record)?);
         }
         Ok(out)
     }

@@ -22,6 +22,7 @@ pub fn conformance_suite(make: MakeStore<'_>) {
     filters(make());
     time_window_without_states(make());
     time_window_with_states(make());
+    long_jobs_are_found_in_late_windows(make());
     ordering(make());
     thousand_jobs_in_one_batch(make());
     reused_job_ids_are_distinct_records(make());
@@ -417,6 +418,129 @@ fn time_window_without_states(mut store: Box<dyn AccountingStore>) {
         );
     }
 }
+
+/// A backend may bound its search by the longest time a job took from
+/// submission to end; a job that took far longer than the others, written
+/// in any batch, in any cluster, is still found in a window near its end,
+/// and so is a job that has not ended.
+fn long_jobs_are_found_in_late_windows(mut store: Box<dyn AccountingStore>) {
+    let job = |cluster: &str, id: u32, submit: Timestamp, end: Option<Timestamp>| {
+        let mut j = sample_job(cluster, id, submit);
+        j.user = "alice".into();
+        j.eligible_time = Some(submit);
+        j.start_time = Some(submit + 1);
+        j.end_time = end;
+        if end.is_none() {
+            j.state = JobState::Running;
+        }
+        j
+    };
+    // Short jobs (100 s from submission to end), every 50 s.
+    let short: Vec<AcctJob> = (0..200)
+        .map(|i| {
+            job(
+                "c1",
+                100 + i,
+                50 * Timestamp::from(i),
+                Some(50 * Timestamp::from(i) + 100),
+            )
+        })
+        .collect();
+    store.put_jobs(&short).expect("put_jobs short");
+    // Written later, alone: submitted at 0, ended at 9,000.
+    store
+        .put_job(&job("c1", 1, 0, Some(9_000)))
+        .expect("put_job long");
+    // Another cluster's long job; and a job of c1 still running since 20.
+    store
+        .put_jobs(&[job("c2", 2, 0, Some(8_000)), job("c1", 3, 20, None)])
+        .expect("put_jobs");
+    let w = |cluster: Option<&str>, start, end| JobQuery {
+        cluster: cluster.map(str::to_owned),
+        users: vec!["alice".into()],
+        start: Some(start),
+        end: Some(end),
+        ..JobQuery::default()
+    };
+    let cases = [
+        (
+            "c1 [8990, 8995]",
+            w(Some("c1"), 8_990, 8_995),
+            vec![1, 3, 278, 279],
+        ),
+        (
+            "c1 [9000, 9000]",
+            w(Some("c1"), 9_000, 9_000),
+            vec![1, 3, 278, 279, 280],
+        ),
+        (
+            "c1 [9001, 9010]",
+            w(Some("c1"), 9_001, 9_010),
+            vec![3, 279, 280],
+        ),
+        ("c2 [7999, 8000]", w(Some("c2"), 7_999, 8_000), vec![2]),
+        (
+            "all [7999, 8000]",
+            w(None, 7_999, 8_000),
+            vec![1, 2, 3, 258, 259, 260],
+        ),
+        ("c1 [20000, 30000]", w(Some("c1"), 20_000, 30_000), vec![3]),
+    ];
+    for (what, query, want) in cases {
+        assert_eq!(
+            ids(&*store, &query),
+            want,
+            "long_jobs_are_found_in_late_windows: {what}"
+        );
+    }
+    // A replay that shortens the long job changes what is found, not
+    // whether the others are.
+    store.put_job(&job("c1", 1, 0, Some(500))).expect("replay");
+    assert_eq!(
+        ids(&*store, &w(Some("c1"), 8_990, 8_995)),
+        vec![3, 278, 279],
+        "long_jobs_are_found_in_late_windows: after the replay"
+    );
+}
+
+/// For the upgrade tests: a job of alice in c1 that took 9,000 s from
+/// submission (at 0) to end, and 200 that took 100 s each (ids 100 to
+/// 299, one every 50 s).
+pub fn span_jobs() -> (AcctJob, Vec<AcctJob>) {
+    let job = |id: u32, submit: Timestamp, end: Timestamp| {
+        let mut j = sample_job("c1", id, submit);
+        j.user = "alice".into();
+        j.eligible_time = Some(submit);
+        j.start_time = Some(submit + 1);
+        j.end_time = Some(end);
+        j
+    };
+    let short = (0..200)
+        .map(|i| {
+            job(
+                100 + i,
+                50 * Timestamp::from(i),
+                50 * Timestamp::from(i) + 100,
+            )
+        })
+        .collect();
+    (job(1, 0, 9_000), short)
+}
+
+/// alice's jobs in c1 during [8990, 8995]: with [`span_jobs`], the ids in
+/// [`LATE_WINDOW_IDS`].
+pub fn late_window() -> JobQuery {
+    JobQuery {
+        cluster: Some("c1".into()),
+        users: vec!["alice".into()],
+        start: Some(8_990),
+        end: Some(8_995),
+        ..JobQuery::default()
+    }
+}
+
+/// What [`late_window`] finds among [`span_jobs`].
+pub const LATE_WINDOW_IDS: [u32; 3] = [1, 278, 279];
 
 fn time_window_with_states(mut store: Box<dyn AccountingStore>) {
     store.put_jobs(&window_jobs()).expect("put_jobs");

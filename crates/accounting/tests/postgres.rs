@@ -112,7 +112,7 @@ fn a_version_1_database_is_upgraded_on_open() {
         return;
     };
     assert_eq!(
-        SCHEMA_VERSION, 6,
+        SCHEMA_VERSION, 7,
         "update this test when adding a migration"
     );
     let mut scratch = Scratch::new(base);
@@ -128,7 +128,7 @@ fn a_version_1_database_is_upgraded_on_open() {
     .unwrap();
 
     let mut store = PgStore::connect(&info).unwrap();
-    assert_eq!(store.schema_version(), 6);
+    assert_eq!(store.schema_version(), 7);
     let q = JobQuery {
         users: vec!["alice".into()],
         ..JobQuery::default()
@@ -140,7 +140,7 @@ fn a_version_1_database_is_upgraded_on_open() {
     assert_eq!(store.query(&q).unwrap(), vec![newer]);
     drop(store);
 
-    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5, 6, 7]);
     let n: i64 = raw
         .query_one(
             "SELECT COUNT(*) FROM pg_indexes \
@@ -152,8 +152,8 @@ fn a_version_1_database_is_upgraded_on_open() {
     assert_eq!(n, 1, "migration 2 created the index");
 
     // Opening an up-to-date database runs nothing again.
-    assert_eq!(PgStore::connect(&info).unwrap().schema_version(), 6);
-    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(PgStore::connect(&info).unwrap().schema_version(), 7);
+    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5, 6, 7]);
 }
 
 #[test]
@@ -174,11 +174,65 @@ fn a_newer_database_is_refused_with_both_versions() {
             err,
             AcctError::SchemaTooNew {
                 found: 99,
-                supported: 6
+                supported: 7
             }
         ),
         "{err:?}"
     );
     let text = err.to_string();
-    assert!(text.contains("99") && text.contains("version 6"), "{text}");
+    assert!(text.contains("99") && text.contains("version 7"), "{text}");
+}
+
+/// Schema version 6 as released (shared with the SQLite tests).
+const V6_SQL: &str = include_str!("fixtures/schema_v6.sql");
+
+#[test]
+fn a_version_6_database_gets_the_span_of_its_jobs_on_open() {
+    let Some(base) = conninfo("a_version_6_database_gets_the_span_of_its_jobs_on_open") else {
+        return;
+    };
+    let mut scratch = Scratch::new(base);
+    let info = scratch.schema();
+    let (long, short) = accounting::suite::span_jobs();
+    let mut raw = Client::connect(&info, NoTls).unwrap();
+    raw.batch_execute(V6_SQL).unwrap();
+    for j in short.iter().chain([&long]) {
+        raw.execute(
+            "INSERT INTO jobs (cluster, job_id, submit_time, user_name, account, state, \
+             partition_name, job_name, eligible_time, start_time, end_time, record) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            &[
+                &j.cluster,
+                &i64::from(j.job_id.0),
+                &j.submit_time,
+                &j.user,
+                &j.account,
+                &j.state.as_slurm_str(),
+                &j.partition,
+                &j.name,
+                &j.eligible_time,
+                &j.start_time,
+                &j.end_time,
+                &serde_json::to_string(j).unwrap(),
+            ],
+        )
+        .unwrap();
+    }
+
+    let store = PgStore::connect(&info).unwrap();
+    assert_eq!(store.schema_version(), SCHEMA_VERSION);
+    let found: Vec<u32> = store
+        .query(&accounting::suite::late_window())
+        .unwrap()
+        .iter()
+        .map(|j| j.job_id.0)
+        .collect();
+    assert_eq!(found, accounting::suite::LATE_WINDOW_IDS);
+    drop(store);
+    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5, 6, 7]);
+    let span: i64 = raw
+        .query_one("SELECT max_span FROM job_span WHERE cluster = 'c1'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(span, long.end_time.unwrap() - long.submit_time);
 }

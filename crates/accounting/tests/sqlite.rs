@@ -31,7 +31,7 @@ fn versions(conn: &rusqlite::Connection) -> Vec<i64> {
 #[test]
 fn a_version_1_database_is_upgraded_on_open() {
     assert_eq!(
-        SCHEMA_VERSION, 6,
+        SCHEMA_VERSION, 7,
         "update this test when adding a migration"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -49,7 +49,7 @@ fn a_version_1_database_is_upgraded_on_open() {
     }
 
     let mut store = SqliteStore::open(&path).unwrap();
-    assert_eq!(store.schema_version(), 6);
+    assert_eq!(store.schema_version(), 7);
     // The old record is still there and still found, through the new index.
     let q = JobQuery {
         users: vec!["alice".into()],
@@ -64,7 +64,7 @@ fn a_version_1_database_is_upgraded_on_open() {
     drop(store);
 
     let conn = rusqlite::Connection::open(&path).unwrap();
-    assert_eq!(versions(&conn), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions(&conn), vec![1, 2, 3, 4, 5, 6, 7]);
     let index: i64 = conn
         .query_row(
             "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'jobs_user_submit'",
@@ -86,9 +86,9 @@ fn a_version_1_database_is_upgraded_on_open() {
 
     // Opening an up-to-date database runs nothing again.
     let store = SqliteStore::open(&path).unwrap();
-    assert_eq!(store.schema_version(), 6);
+    assert_eq!(store.schema_version(), 7);
     let conn = rusqlite::Connection::open(&path).unwrap();
-    assert_eq!(versions(&conn), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions(&conn), vec![1, 2, 3, 4, 5, 6, 7]);
 }
 
 #[test]
@@ -107,13 +107,13 @@ fn a_newer_database_is_refused_with_both_versions() {
             err,
             AcctError::SchemaTooNew {
                 found: 99,
-                supported: 6
+                supported: 7
             }
         ),
         "{err:?}"
     );
     let text = err.to_string();
-    assert!(text.contains("99") && text.contains("version 6"), "{text}");
+    assert!(text.contains("99") && text.contains("version 7"), "{text}");
 }
 
 #[test]
@@ -171,4 +171,103 @@ fn a_bulk_load_is_stored_and_durable_settings_come_back() {
         ..JobQuery::default()
     };
     assert_eq!(store.query(&q).unwrap().len(), 500);
+}
+
+/// Schema version 6 as released: the last one without `job_span`.
+const V6_SQL: &str = include_str!("fixtures/schema_v6.sql");
+
+/// A row of the jobs table as the version 6 writer stored it.
+fn insert_v6(conn: &rusqlite::Connection, j: &proto::AcctJob) {
+    conn.execute(
+        "INSERT INTO jobs (cluster, job_id, submit_time, user_name, account, state, \
+         partition_name, job_name, eligible_time, start_time, end_time, record, array_job_id) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, NULL)",
+        rusqlite::params![
+            j.cluster,
+            j.job_id.0,
+            j.submit_time,
+            j.user,
+            j.account,
+            j.state.as_slurm_str(),
+            j.partition,
+            j.name,
+            j.eligible_time,
+            j.start_time,
+            j.end_time,
+            serde_json::to_string(j).unwrap()
+        ],
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_version_6_database_gets_the_span_of_its_jobs_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v6.db");
+    let (long, short) = accounting::suite::span_jobs();
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(V6_SQL).unwrap();
+        for j in short.iter().chain([&long]) {
+            insert_v6(&conn, j);
+        }
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.schema_version(), SCHEMA_VERSION);
+    // The long job, stored before the upgrade, is found near its end.
+    assert_eq!(
+        store
+            .query(&accounting::suite::late_window())
+            .unwrap()
+            .iter()
+            .map(|j| j.job_id.0)
+            .collect::<Vec<_>>(),
+        accounting::suite::LATE_WINDOW_IDS
+    );
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(versions(&conn), vec![1, 2, 3, 4, 5, 6, 7]);
+    let span: i64 = conn
+        .query_row(
+            "SELECT max_span FROM job_span WHERE cluster = 'c1'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(span, long.end_time.unwrap() - long.submit_time);
+
+    // The fixture is version 6 as the migrations make it: once upgraded,
+    // the database has exactly the schema of a new one.
+    let fresh = dir.path().join("fresh.db");
+    drop(SqliteStore::open(&fresh).unwrap());
+    assert_eq!(
+        schema(&conn),
+        schema(&rusqlite::Connection::open(&fresh).unwrap())
+    );
+}
+
+/// Every table and index definition, normalized, in name order.
+fn schema(conn: &rusqlite::Connection) -> Vec<String> {
+    let mut st = conn
+        .prepare("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name")
+        .unwrap();
+    st.query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(|s| s.unwrap().split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[test]
+fn the_window_query_walks_a_bounded_index_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("plan.db")).unwrap();
+    let plan = store.explain(&accounting::suite::late_window()).unwrap();
+    assert!(
+        plan.contains("jobs_user_window (user_name=? AND submit_time>? AND submit_time<?)"),
+        "the ended jobs' range has both bounds:\n{plan}"
+    );
+    assert!(
+        plan.contains("jobs_open (user_name=? AND submit_time<?)"),
+        "jobs with no end have their own index:\n{plan}"
+    );
 }

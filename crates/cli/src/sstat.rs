@@ -157,6 +157,8 @@ pub struct SstatArgs {
     pub noheader: bool,
     /// `--noconvert`.
     pub noconvert: bool,
+    /// `-i`: one row per node of each step, with its pids there.
+    pub pidformat: bool,
     /// `-e`.
     pub helpformat: bool,
     /// `-h`.
@@ -220,7 +222,6 @@ pub fn parse_args(args: &[String]) -> Result<SstatArgs, String> {
     let items = getopt::parse(OPTIONS, args, false).map_err(|e| usage_error(&e.message()))?;
     let mut a = SstatArgs::default();
     let mut format = String::new();
-    let mut pids = false;
     for item in items {
         let (name, v) = match item {
             Item::Opt(name, value) => (name, value.unwrap_or_default()),
@@ -248,7 +249,14 @@ pub fn parse_args(args: &[String]) -> Result<SstatArgs, String> {
             "noheader" => a.noheader = true,
             "parsable" => a.layout = Layout::Parsable,
             "parsable2" => a.layout = Layout::Parsable2,
-            "pidformat" => pids = true,
+            // Like -o, in its place among them: JobID,Nodelist,Pids.
+            "pidformat" => {
+                a.pidformat = true;
+                if !format.is_empty() {
+                    format.push(',');
+                }
+                format.push_str(PID_FORMAT);
+            }
             "usage" => a.usage = true,
             "version" => a.version = true,
             _ => {}
@@ -256,8 +264,6 @@ pub fn parse_args(args: &[String]) -> Result<SstatArgs, String> {
     }
     let spec = if !format.is_empty() {
         format
-    } else if pids {
-        PID_FORMAT.to_string()
     } else {
         DEFAULT_FORMAT.to_string()
     };
@@ -357,12 +363,30 @@ pub fn render_header(args: &SstatArgs) -> String {
     out
 }
 
-/// The rows of `steps`.
+/// The rows of `steps`: one per step, or with `-i` one per node of each
+/// step (its Nodelist that node, its Pids the step's pids there), as
+/// Slurm's sstat prints each node's answer in turn.
 pub fn render_rows(args: &SstatArgs, steps: &[&LiveStepStat]) -> String {
     let ctx = Ctx {
         now: 0,
         units: None,
         noconvert: args.noconvert,
+    };
+    let per_node: Vec<LiveStepStat>;
+    let steps: Vec<&LiveStepStat> = if args.pidformat {
+        per_node = steps
+            .iter()
+            .flat_map(|s| {
+                s.pids.iter().map(|(node, pids)| LiveStepStat {
+                    nodes: vec![node.clone()],
+                    pids: vec![(node.clone(), pids.clone())],
+                    ..(*s).clone()
+                })
+            })
+            .collect();
+        per_node.iter().collect()
+    } else {
+        steps.to_vec()
     };
     steps
         .iter()
@@ -460,17 +484,29 @@ pub const HELP: &str = "sstat [<OPTION>] -j <job(.stepid)>
 /// What sstat prints, on stderr, without `-j` (it then exits 1).
 pub const NO_JOBS: &str = "sstat: error: You didn't give me any jobs to stat.\n";
 
-/// Asks the controller for job `job`'s running steps. `Err` is the line
-/// to print for a job it does not know or may not show.
-fn fetch(client: &client::Client, job: u32) -> Result<Vec<LiveStepStat>, String> {
+/// What sstat prints for a `-j` entry whose job the controller does not
+/// know (ended and purged, or never was): for a numbered step nothing
+/// (Slurm says "has already completed" only at debug level); for `.batch`
+/// and `.extern`, which Slurm finds through the job, that it could not
+/// get the job; for a job alone, that it could not get its steps.
+pub fn unknown_job(sel: &StepSel) -> String {
+    match sel.step {
+        Some(StepId::Numbered(_)) => String::new(),
+        Some(_) => format!("sstat: error: couldn't get info for job {}\n", sel.job),
+        None => format!("sstat: error: couldn't get steps for job {}\n", sel.job),
+    }
+}
+
+/// Asks the controller for the running steps of the job of `sel`. `Err`
+/// is the text to print for a job it does not know or may not show.
+fn fetch(client: &client::Client, sel: &StepSel) -> Result<Vec<LiveStepStat>, String> {
+    let job = sel.job;
     let req = proto::CtldRequest::StepStat {
         job_id: model::JobId(job),
     };
     match client.call(req) {
         Ok(proto::CtldResponse::StepStats(steps)) => Ok(steps),
-        Err(client::ClientError::Refused(proto::SlurmError::InvalidJobId)) => {
-            Err(format!("sstat: error: couldn't get steps for job {job}\n"))
-        }
+        Err(client::ClientError::Refused(proto::SlurmError::InvalidJobId)) => Err(unknown_job(sel)),
         Err(client::ClientError::Refused(e)) => Err(format!(
             "sstat: error: problem getting steps for job {job}: {}\n",
             e.as_slurm_str()
@@ -512,7 +548,7 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     print_stdout(&render_header(&args));
     for sel in &args.jobs {
-        let steps = match fetch(&client, sel.job) {
+        let steps = match fetch(&client, sel) {
             Ok(s) => s,
             Err(text) => {
                 eprint!("{text}");

@@ -131,7 +131,32 @@ fn format_with_widths_parsable_noheader_noconvert() {
 
 #[test]
 fn pidformat() {
+    // One row per node of each step, with that node's pids.
     check(&["-a", "-j", "66787", "-i"], "sstat_pidformat.txt");
+    // -i adds its three fields where it stands among -o's.
+    assert_eq!(
+        render(&["-j", "66787.0", "-o", "maxrss", "-i", "-P"], &[step0()]),
+        "MaxRSS|JobID|Nodelist|Pids\n2G|66787.0|node1|101,102\n2G|66787.0|node2|201,202\n"
+    );
+}
+
+#[test]
+fn a_job_the_controller_does_not_know() {
+    let sel = |s: &str| sstat::parse_step_sel(s).unwrap();
+    // A numbered step of an ended job: nothing (Slurm: debug level only).
+    assert_eq!(sstat::unknown_job(&sel("66787.0")), "");
+    assert_eq!(
+        sstat::unknown_job(&sel("66787.batch")),
+        "sstat: error: couldn't get info for job 66787\n"
+    );
+    assert_eq!(
+        sstat::unknown_job(&sel("66787.extern")),
+        "sstat: error: couldn't get info for job 66787\n"
+    );
+    assert_eq!(
+        sstat::unknown_job(&sel("66787")),
+        "sstat: error: couldn't get steps for job 66787\n"
+    );
 }
 
 #[test]

@@ -22,8 +22,9 @@ use tracing::{info, warn};
 /// How often an idle writer rolls usage up.
 const ROLLUP_EVERY: Duration = Duration::from_secs(300);
 
-/// Where job records go, from slurm.conf.
-#[derive(Clone, Debug, PartialEq)]
+/// Where job records go, from slurm.conf. Its `Debug` (the log's "accounting
+/// in ...") leaves the password out.
+#[derive(Clone, PartialEq)]
 pub enum Backend {
     /// `AccountingStorageType=accounting_storage/none`.
     Disabled,
@@ -33,49 +34,115 @@ pub enum Backend {
     Postgres(String),
 }
 
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Backend::Disabled => write!(f, "Disabled"),
+            Backend::Sqlite(p) => write!(f, "Sqlite({p:?})"),
+            Backend::Postgres(c) => {
+                let shown: Vec<&str> = c
+                    .split_whitespace()
+                    .map(|kv| {
+                        if kv.starts_with("password=") {
+                            "password=***"
+                        } else {
+                            kv
+                        }
+                    })
+                    .collect();
+                write!(f, "Postgres({:?})", shown.join(" "))
+            }
+        }
+    }
+}
+
 impl Backend {
-    /// Reads `AccountingStorageType` and its connection keys.
+    /// Reads `AccountingStorageType` and its connection keys from
+    /// slurm.conf, and the database's own settings from a `slurmdbd.conf`
+    /// beside it, where there is one (muster has no slurmdbd: it reaches
+    /// the database itself).
+    ///
+    /// - `AccountingStorageType=accounting_storage/pgsql`: PostgreSQL at
+    ///   `AccountingStorageHost`, `AccountingStoragePort`,
+    ///   `AccountingStorageUser`, `AccountingStoragePass`; what slurm.conf
+    ///   leaves out comes from slurmdbd.conf's `StorageHost`, `StoragePort`,
+    ///   `StorageUser`, `StoragePass`; the database is slurmdbd.conf's
+    ///   `StorageLoc` (default `slurm_acct_db`, as slurmdbd's).
+    /// - `accounting_storage/slurmdbd` (Slurm's usual setting) or unset,
+    ///   with a slurmdbd.conf saying `StorageType=accounting_storage/pgsql`:
+    ///   PostgreSQL from slurmdbd.conf's keys alone.
+    /// - `accounting_storage/none`: no accounting.
+    /// - otherwise a SQLite file, `accounting.db` in StateSaveLocation.
     pub fn from_config(cfg: &conf::Config) -> Backend {
+        let dbd = cfg
+            .path
+            .parent()
+            .map(|d| d.join("slurmdbd.conf"))
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .map(|text| dbd_keys(&text))
+            .unwrap_or_default();
+        let from_dbd = |k: &str| dbd.get(k).cloned();
         let get = |k: &str| cfg.other.get(k).map(|(_, v)| v.trim().to_string());
         let kind = get("accountingstoragetype")
             .unwrap_or_default()
             .to_ascii_lowercase();
+        let pgsql = |t: &str| {
+            matches!(
+                t,
+                "accounting_storage/pgsql"
+                    | "accounting_storage/postgres"
+                    | "accounting_storage/postgresql"
+            )
+        };
+        let dbd_pgsql = pgsql(
+            &from_dbd("storagetype")
+                .unwrap_or_default()
+                .to_ascii_lowercase(),
+        );
+        let conf_keys = pgsql(&kind);
+        if conf_keys || (dbd_pgsql && matches!(kind.as_str(), "" | "accounting_storage/slurmdbd")) {
+            let key = |conf: &str, dbd_key: &str| {
+                conf_keys
+                    .then(|| get(conf))
+                    .flatten()
+                    .or_else(|| from_dbd(dbd_key))
+            };
+            let mut parts = Vec::new();
+            if let Some(h) = key("accountingstoragehost", "storagehost") {
+                parts.push(format!("host={h}"));
+            }
+            if let Some(p) = key("accountingstorageport", "storageport").filter(|p| p != "0") {
+                parts.push(format!("port={p}"));
+            }
+            if let Some(u) = key("accountingstorageuser", "storageuser") {
+                parts.push(format!("user={u}"));
+            }
+            if let Some(p) = key("accountingstoragepass", "storagepass") {
+                parts.push(format!("password={p}"));
+            }
+            parts.push(format!(
+                "dbname={}",
+                from_dbd("storageloc").unwrap_or_else(|| "slurm_acct_db".into())
+            ));
+            return Backend::Postgres(parts.join(" "));
+        }
         match kind.as_str() {
             "accounting_storage/none" => Backend::Disabled,
-            "accounting_storage/pgsql"
-            | "accounting_storage/postgres"
-            | "accounting_storage/postgresql" => {
-                let mut parts = Vec::new();
-                if let Some(h) = get("accountingstoragehost") {
-                    parts.push(format!("host={h}"));
-                }
-                if let Some(p) = get("accountingstorageport").filter(|p| p != "0") {
-                    parts.push(format!("port={p}"));
-                }
-                if let Some(u) = get("accountingstorageuser") {
-                    parts.push(format!("user={u}"));
-                }
-                if let Some(p) = get("accountingstoragepass") {
-                    parts.push(format!("password={p}"));
-                }
-                parts.push(format!(
-                    "dbname={}",
-                    get("accountingstorageloc").unwrap_or_else(|| "slurm_acct_db".into())
-                ));
-                Backend::Postgres(parts.join(" "))
-            }
             // Unset, accounting_storage/sqlite, or a site's slurmdbd setting:
             // muster keeps the history itself in a SQLite file.
-            _ => Backend::Sqlite(
-                get("accountingstorageloc")
-                    .filter(|l| l.starts_with('/'))
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| {
-                        PathBuf::from(&cfg.state_save_location).join("accounting.db")
-                    }),
-            ),
+            _ => Backend::Sqlite(PathBuf::from(&cfg.state_save_location).join("accounting.db")),
         }
     }
+}
+
+/// slurmdbd.conf's `Key=Value` lines (keys lowercased; `#` starts a
+/// comment).
+fn dbd_keys(text: &str) -> std::collections::BTreeMap<String, String> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect()
 }
 
 enum Msg {
@@ -216,16 +283,28 @@ impl AcctWriter {
                 initial: None,
             });
         }
-        let mut store = open(&backend)?;
+        // Opened on a thread of its own: the PostgreSQL client blocks on a
+        // runtime of its own, which must not start inside the controller's
+        // (start is called from async code). The store then lives on the
+        // writer thread.
+        let (mut store, mut tables) = std::thread::scope(|s| {
+            s.spawn(|| -> Result<_, accounting::AcctError> {
+                let mut store = open(&backend)?;
+                // The association database: this cluster, its root account
+                // and user, and QOS normal exist from the start (as
+                // slurmdbd does).
+                let mut tables = store.load_tables()?;
+                let loaded = tables.clone();
+                accounting::admin::bootstrap(&mut tables, &cluster);
+                if tables != loaded {
+                    store.save_tables(&tables)?;
+                }
+                Ok((store, tables))
+            })
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        })?;
         info!("accounting in {backend:?}");
-        // The association database: this cluster, its root account and
-        // user, and QOS normal exist from the start (as slurmdbd does).
-        let mut tables = store.load_tables()?;
-        let loaded = tables.clone();
-        accounting::admin::bootstrap(&mut tables, &cluster);
-        if tables != loaded {
-            store.save_tables(&tables)?;
-        }
         let initial = Some(tables.clone());
         let (tx, rx) = mpsc::channel::<Msg>();
         std::thread::Builder::new()
@@ -464,6 +543,69 @@ mod tests {
             set,
             commit: true,
         }
+    }
+
+    #[test]
+    fn postgres_settings_come_from_slurm_conf_and_slurmdbd_conf() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = "ClusterName=c\nSlurmctldHost=h\nNodeName=n1 CPUs=1\n\
+                    PartitionName=p Nodes=n1\nStateSaveLocation=/var/spool/m\n";
+        let backend = |conf: &str, dbd: Option<&str>| {
+            let path = dir.path().join("slurm.conf");
+            std::fs::write(&path, format!("{base}{conf}")).unwrap();
+            let dbd_path = dir.path().join("slurmdbd.conf");
+            match dbd {
+                Some(t) => std::fs::write(&dbd_path, t).unwrap(),
+                None => {
+                    let _ = std::fs::remove_file(&dbd_path);
+                }
+            }
+            Backend::from_config(&conf::load(&path).unwrap().config)
+        };
+        let pg = |s: &str| Backend::Postgres(s.into());
+        assert_eq!(
+            backend("", None),
+            Backend::Sqlite("/var/spool/m/accounting.db".into())
+        );
+        assert_eq!(
+            backend("AccountingStorageType=accounting_storage/none\n", None),
+            Backend::Disabled
+        );
+        let conf_pg = "AccountingStorageType=accounting_storage/pgsql\n\
+                       AccountingStorageHost=db1\nAccountingStorageUser=slurm\n";
+        assert_eq!(
+            backend(conf_pg, None),
+            pg("host=db1 user=slurm dbname=slurm_acct_db")
+        );
+        let dbd = "# the database\nStorageType=accounting_storage/pgsql\nStorageHost=db2\n\
+                   StoragePort=5433\nStoragePass=secret\nStorageLoc=acct\n";
+        // slurm.conf's keys first, then slurmdbd.conf's.
+        assert_eq!(
+            backend(conf_pg, Some(dbd)),
+            pg("host=db1 port=5433 user=slurm password=secret dbname=acct")
+        );
+        // A site's slurmdbd setting with a PostgreSQL slurmdbd.conf.
+        assert_eq!(
+            backend(
+                "AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=dbd\n",
+                Some(dbd)
+            ),
+            pg("host=db2 port=5433 password=secret dbname=acct")
+        );
+        // A slurmdbd.conf for MySQL changes nothing.
+        assert_eq!(
+            backend("", Some("StorageType=accounting_storage/mysql\n")),
+            Backend::Sqlite("/var/spool/m/accounting.db".into())
+        );
+    }
+
+    #[test]
+    fn the_log_line_leaves_the_password_out() {
+        let b = Backend::Postgres("host=db user=slurm password=secret dbname=acct".into());
+        assert_eq!(
+            format!("{b:?}"),
+            r#"Postgres("host=db user=slurm password=*** dbname=acct")"#
+        );
     }
 
     #[test]

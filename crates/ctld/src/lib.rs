@@ -149,6 +149,7 @@ impl Gate {
             CtldRequest::RegisterNode(_)
                 | CtldRequest::JobExited { .. }
                 | CtldRequest::StepExited(_)
+                | CtldRequest::ExternEnded { .. }
         );
         if daemons_only && !self.daemon_uids.contains(&who.uid) {
             warn!(
@@ -427,6 +428,8 @@ impl NodeWorkers {
             | Command::LaunchStep { node, .. }
             | Command::SignalStep { node, .. }
             | Command::SignalJob { node, .. }
+            | Command::StartExtern { node, .. }
+            | Command::EndExtern { node, .. }
             | Command::TerminateJob { node, .. } => node.clone(),
             Command::AcctRecord(_) => return,
         };
@@ -521,6 +524,39 @@ async fn deliver(
                     warn!("node {node} refused step {job_id}.{step_id}: {why}")
                 }
                 Err(e) => warn!("cannot reach {node} to launch step {job_id}.{step_id}: {e}"),
+            }
+        }
+        Command::StartExtern {
+            node,
+            addr,
+            job_id,
+            uid,
+            gid,
+            node_index,
+            acctg_freq,
+        } => {
+            let req = NodeRequest::StartExtern {
+                job_id,
+                uid,
+                gid,
+                node_index,
+                acctg_freq,
+            };
+            match call_node(&addr, identity, signer, req, NODE_TIMEOUT).await {
+                Ok(NodeResponse::Failed(why)) => {
+                    warn!("node {node} could not start the extern step of job {job_id}: {why}")
+                }
+                Ok(_) => debug!("extern step of job {job_id} started on {node}"),
+                Err(e) => {
+                    warn!("cannot reach {node} to start the extern step of job {job_id}: {e}")
+                }
+            }
+        }
+        Command::EndExtern { node, addr, job_id } => {
+            // The node reports the usage itself (ExternEnded).
+            let req = NodeRequest::EndExtern { job_id };
+            if let Err(e) = call_node(&addr, identity, signer, req, NODE_TIMEOUT).await {
+                warn!("cannot end the extern step of job {job_id} on {node}: {e}");
             }
         }
         Command::SignalStep {
@@ -1061,6 +1097,11 @@ pub(crate) fn handle(
             Err(e) => CtldResponse::Error(e),
         },
         CtldRequest::StepExited(end) => ok(engine.on_step_exited(end, t)),
+        CtldRequest::ExternEnded {
+            job_id,
+            node,
+            usage,
+        } => ok(engine.on_extern_ended(job_id, &node, usage, t)),
         CtldRequest::CancelStep {
             job_id,
             step_id,

@@ -90,7 +90,7 @@ impl Engine {
                     n_cpus: info.num_cpus,
                     n_tasks: info.num_nodes,
                     alloc_tres: sorted_tres(&info.tres),
-                    usage: Default::default(),
+                    usage: job.extern_usage.clone().unwrap_or_default(),
                 });
             }
         }

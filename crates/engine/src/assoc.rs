@@ -153,6 +153,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Command;
     use model::JobId;
     use proto::acctdb::{AcctUser, Qos};
     use proto::Identity;
@@ -348,6 +349,65 @@ mod tests {
                 assert_eq!(x.alloc_tres, rec.alloc_tres);
             }
         }
+    }
+
+    #[test]
+    fn prolog_contain_starts_and_ends_the_extern_step_and_records_its_usage() {
+        let mut e = engine("PrologFlags=Contain\n");
+        e.on_node_registered(reg(), 0).unwrap();
+        let id = e
+            .on_submit(desc(None, None, None), &who("alice"), 0)
+            .unwrap()
+            .job_id;
+        e.take_commands();
+        e.schedule(0);
+        let externs = |cmds: Vec<Command>| -> Vec<(String, bool)> {
+            cmds.into_iter()
+                .filter_map(|c| match c {
+                    Command::StartExtern {
+                        node, node_index, ..
+                    } => Some((format!("{node}/{node_index}"), true)),
+                    Command::EndExtern { node, .. } => Some((node, false)),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(externs(e.take_commands()), [("node1/0".to_string(), true)]);
+        e.on_job_exited(id, "node1", model::ExitCode::default(), None, 5)
+            .unwrap();
+        assert_eq!(externs(e.take_commands()), [("node1".to_string(), false)]);
+        let usage = proto::StepUsage {
+            max_rss_kib: Some(2428),
+            user_cpu_usec: Some(1000),
+            sys_cpu_usec: Some(1000),
+            ..Default::default()
+        };
+        e.on_extern_ended(id, "node1", usage.clone(), 6).unwrap();
+        // The record is written again, with the usage on its .extern line.
+        let rec = e
+            .take_commands()
+            .into_iter()
+            .find_map(|c| match c {
+                Command::AcctRecord(r) => Some(r),
+                _ => None,
+            })
+            .expect("a new record");
+        assert_eq!(rec.steps[1].step, proto::StepId::Extern);
+        assert_eq!(rec.steps[1].usage, usage);
+        assert_eq!(
+            e.on_extern_ended(id, "nosuchnode", usage, 6),
+            Err(proto::SlurmError::InvalidNodeName)
+        );
+        // A cancelled job's extern step ends at once, before its script
+        // is reported gone (its host may never report it).
+        let id = e
+            .on_submit(desc(None, None, None), &who("alice"), 10)
+            .unwrap()
+            .job_id;
+        e.schedule(10);
+        e.take_commands();
+        e.on_cancel(id, None, false, &who("alice"), 11).unwrap();
+        assert_eq!(externs(e.take_commands()), [("node1".to_string(), false)]);
     }
 
     fn reg() -> proto::NodeRegistration {

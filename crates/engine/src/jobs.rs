@@ -270,6 +270,7 @@ impl Engine {
             admin_priority: None,
             cancelled_by: None,
             batch_usage: None,
+            extern_usage: None,
             prio_factors: None,
             array: None,
             depend: None,
@@ -515,6 +516,9 @@ impl Engine {
         job.completing = true;
         let alloc = job.alloc.clone().expect("running job has an allocation");
         let batch = alloc.nodes[0].node;
+        // The extern step ends now on every node (the batch host may never
+        // report the script's end: a node failure).
+        self.extern_command(id, false);
         // Nodes other than the batch host run nothing of a batch job yet:
         // their share is free now; the batch host's when the script is gone.
         for na in alloc.nodes.iter().skip(1) {
@@ -582,6 +586,7 @@ impl Engine {
         job.end_time = None;
         job.warned = false;
         job.batch_usage = None;
+        job.extern_usage = None;
         job.exit = ExitCode::default();
         // Not eligible again until the last run's credentials have expired
         // (Slurm's requeue delay, AuthInfo cred_expire).
@@ -600,6 +605,7 @@ impl Engine {
             job.completing = true;
             let old_run = job.restarts - 1;
             let alloc = job.alloc.clone().expect("running job has an allocation");
+            self.extern_command(id, false);
             for na in alloc.nodes.iter().skip(1) {
                 self.release_node_share(id, na.node);
             }
@@ -668,8 +674,10 @@ impl Engine {
                 }
             }
         }
-        // Steps end with their batch script, as in Slurm.
+        // Steps end with their batch script, as in Slurm, the extern step
+        // on every node too.
         self.end_steps(id, now);
+        self.extern_command(id, false);
         self.release_all(id);
         self.refresh_node_state(idx);
         self.record(id, now);
@@ -695,6 +703,63 @@ impl Engine {
                 ..usage
             });
         }
+    }
+
+    /// Starts (`start`) or ends the job's extern step on every node of its
+    /// allocation, with PrologFlags=Contain; only batch jobs have one.
+    pub(crate) fn extern_command(&mut self, id: JobId, start: bool) {
+        if !self.settings.prolog_contain || self.simulated {
+            return;
+        }
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let Some(alloc) = job.alloc.as_ref().filter(|_| !job.desc.alloc_only) else {
+            return;
+        };
+        let mut cmds = Vec::new();
+        for (i, na) in alloc.nodes.iter().enumerate() {
+            let n = &self.nodes[na.node.0 as usize];
+            let (node, addr) = (n.conf.name.clone(), n.daemon_addr.clone());
+            cmds.push(if start {
+                Command::StartExtern {
+                    node,
+                    addr,
+                    job_id: id,
+                    uid: job.desc.uid,
+                    gid: job.desc.gid,
+                    node_index: i as u32,
+                    acctg_freq: job.desc.acctg_freq.clone(),
+                }
+            } else {
+                Command::EndExtern {
+                    node,
+                    addr,
+                    job_id: id,
+                }
+            });
+        }
+        self.outbox.extend(cmds);
+    }
+
+    /// A node reports what the job's extern step used there; merged with
+    /// the other nodes' and recorded.
+    pub fn on_extern_ended(
+        &mut self,
+        id: JobId,
+        node: &str,
+        usage: proto::StepUsage,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
+        self.node_idx(node).ok_or(SlurmError::InvalidNodeName)?;
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return Ok(());
+        };
+        job.extern_usage
+            .get_or_insert_with(Default::default)
+            .merge(&usage);
+        self.record(id, now);
+        Ok(())
     }
 
     /// A node answered a Terminate saying it no longer runs the job. If the
@@ -1267,6 +1332,7 @@ impl Engine {
                 addr: n.daemon_addr.clone(),
                 launch: Box::new(launch),
             });
+            self.extern_command(id, true);
         }
         self.record(id, now);
     }

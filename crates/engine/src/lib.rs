@@ -110,6 +110,32 @@ pub enum Command {
         /// What to start.
         launch: Box<proto::StepLaunch>,
     },
+    /// Start a job's extern step on a node (PrologFlags=Contain).
+    StartExtern {
+        /// Node name.
+        node: String,
+        /// `host:port` of its daemon.
+        addr: String,
+        /// The job.
+        job_id: JobId,
+        /// Its user.
+        uid: u32,
+        /// Its group.
+        gid: u32,
+        /// The node's index in the allocation.
+        node_index: u32,
+        /// `--acctg-freq`.
+        acctg_freq: Option<String>,
+    },
+    /// End a job's extern step on a node; the node reports its usage.
+    EndExtern {
+        /// Node name.
+        node: String,
+        /// `host:port` of its daemon.
+        addr: String,
+        /// The job.
+        job_id: JobId,
+    },
     /// Signal (or, with no signal, end) a step's tasks on a node.
     SignalStep {
         /// Node name.
@@ -401,6 +427,9 @@ pub struct Job {
     /// What its batch script used, as its node measured it.
     #[serde(default)]
     pub batch_usage: Option<proto::StepUsage>,
+    /// What its extern step used, merged over the nodes that reported.
+    #[serde(default)]
+    pub extern_usage: Option<proto::StepUsage>,
     /// Its weighted priority factors when multifactor priority last set
     /// its priority (sprio).
     #[serde(default)]

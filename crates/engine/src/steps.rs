@@ -795,6 +795,23 @@ impl Engine {
                     info.cpus = na.cpus;
                     info.tres = step_tres(na.cpus, na.mem, 1);
                     steps.push(info);
+                    // PrologFlags=Contain: the extern step holds every node.
+                    if self.settings.prolog_contain {
+                        let mut info = base(StepId::Extern, "extern".into());
+                        info.nodes = alloc
+                            .nodes
+                            .iter()
+                            .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
+                            .collect();
+                        info.ntasks = alloc.nodes.len() as u32;
+                        info.cpus = alloc.nodes.iter().map(|n| n.cpus).sum();
+                        info.tres = step_tres(
+                            info.cpus,
+                            alloc.nodes.iter().map(|n| n.mem).sum(),
+                            alloc.nodes.len(),
+                        );
+                        steps.push(info);
+                    }
                 }
             }
             for s in job.steps.iter().filter(|s| s.state == JobState::Running) {

@@ -68,6 +68,8 @@ pub(crate) struct Daemon {
     pub(crate) stepd_program: PathBuf,
     /// srun's steps running here.
     pub(crate) steps: crate::steps::StepTable,
+    /// The extern steps' holders running here.
+    pub(crate) holders: crate::holder::HolderTable,
     jobs: Mutex<JobTable>,
     shutdown: Notify,
     /// Reports to the controller not yet answered.
@@ -113,6 +115,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
         stepd_program: stepd_program(&opts)?,
         jobs: Mutex::new(JobTable::new()),
         steps: Default::default(),
+        holders: Default::default(),
         shutdown: Notify::new(),
         pending_reports: AtomicUsize::new(0),
         progress: Notify::new(),
@@ -408,6 +411,8 @@ fn needs_privilege(request: &NodeRequest) -> bool {
         | NodeRequest::SignalStep { .. }
         | NodeRequest::Signal { .. }
         | NodeRequest::Terminate { .. }
+        | NodeRequest::StartExtern { .. }
+        | NodeRequest::EndExtern { .. }
         | NodeRequest::Shutdown => true,
     }
 }
@@ -451,6 +456,17 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
         NodeRequest::StepStat { job_id } => (step_stat(daemon, job_id), None),
         NodeRequest::LaunchBatch(l) => launch_batch(daemon, *l).await,
         NodeRequest::LaunchStep(l) => (crate::steps::launch(daemon, *l).await, None),
+        NodeRequest::StartExtern {
+            job_id,
+            uid,
+            gid,
+            node_index,
+            acctg_freq,
+        } => (
+            crate::holder::start(daemon, job_id, uid, gid, node_index, acctg_freq.as_deref()),
+            None,
+        ),
+        NodeRequest::EndExtern { job_id } => (crate::holder::end(daemon, job_id), None),
         NodeRequest::SignalStep {
             job_id,
             step_id,
@@ -479,7 +495,8 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             }
         }
         NodeRequest::Terminate { job_id, kill_wait } => {
-            // A job's steps end with it.
+            // A job's steps end with it, its extern step too.
+            crate::holder::end(daemon, job_id);
             daemon.steps.control(
                 job_id,
                 None,
@@ -519,6 +536,11 @@ fn step_stat(daemon: &Daemon, job_id: JobId) -> NodeResponse {
     for step in daemon.steps.running(job_id) {
         let path = crate::steps::live_path(spool_dir, job_id, step);
         if let Some(s) = crate::gather::read_live(&path) {
+            out.push(s);
+        }
+    }
+    if crate::holder::running(daemon, job_id) {
+        if let Some(s) = crate::gather::read_live(&crate::holder::live_path(spool_dir, job_id)) {
             out.push(s);
         }
     }

@@ -45,6 +45,7 @@ mod credsock;
 mod daemon;
 mod env;
 mod gather;
+mod holder;
 mod hw;
 mod launch;
 mod pmi;

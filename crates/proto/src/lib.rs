@@ -420,6 +420,16 @@ pub enum CtldRequest {
     CreateStep(Box<StepRequest>),
     /// A node daemon reports that its share of a step ended.
     StepExited(StepNodeEnd),
+    /// A node daemon reports what the job's extern step (its holder
+    /// process, and what was adopted into it) used there, once ended.
+    ExternEnded {
+        /// The job.
+        job_id: JobId,
+        /// The node.
+        node: String,
+        /// What it used.
+        usage: StepUsage,
+    },
     /// scancel 123.4: cancel (or signal) one step.
     CancelStep {
         /// The job.
@@ -1214,6 +1224,28 @@ pub enum NodeRequest {
     Shutdown,
     /// Start this node's tasks of a step.
     LaunchStep(Box<StepLaunch>),
+    /// Start the job's extern step here (PrologFlags=Contain): a holder
+    /// process in the step's cgroup for the job's life, measured like any
+    /// step.
+    StartExtern {
+        /// The job.
+        job_id: JobId,
+        /// User to run it as.
+        uid: u32,
+        /// Group to run it as.
+        gid: u32,
+        /// This node's index in the allocation: the extern step's task id
+        /// here (one task a node).
+        node_index: u32,
+        /// `--acctg-freq`, if given: the usage sampling interval.
+        acctg_freq: Option<String>,
+    },
+    /// End the job's extern step here: kill the holder and report its
+    /// usage (`CtldRequest::ExternEnded`). Nothing to do when none runs.
+    EndExtern {
+        /// The job.
+        job_id: JobId,
+    },
     /// The live usage of a job's steps on this node (sstat).
     StepStat {
         /// The job.

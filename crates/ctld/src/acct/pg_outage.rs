@@ -231,3 +231,70 @@ fn records_survive_a_database_outage() {
     drop(writer);
     let _ = admin.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
 }
+
+/// The controller opens its store from async code: PostgreSQL's blocking
+/// client must not start its runtime there (it panicked before), and a
+/// server that does not answer is a clear error.
+#[test]
+fn the_store_opens_from_inside_the_controllers_runtime() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let usage = UsageSettings {
+        cpus: 1,
+        half_life: 0,
+    };
+    // Nothing listens on port 1.
+    let refused = rt.block_on(async {
+        AcctWriter::start(
+            Backend::Postgres("host=127.0.0.1 port=1 user=nobody dbname=none".into()),
+            "c".into(),
+            usage,
+            Box::new(|_| {}),
+        )
+        .map(|_| ())
+    });
+    let err = refused.expect_err("no server on port 1");
+    let mut chain = err.to_string();
+    let mut cause = std::error::Error::source(&err);
+    while let Some(c) = cause {
+        chain.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    assert!(
+        matches!(err, accounting::AcctError::Postgres(_)) && chain.contains("Connection refused"),
+        "{chain}"
+    );
+    let Some(base) = std::env::var("MUSTER_TEST_PG")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+    else {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v.is_empty()),
+            "MUSTER_TEST_PG is not set but CI is: this test must run in CI"
+        );
+        return;
+    };
+    let schema = format!("muster_inrt_{}", std::process::id());
+    let mut admin = postgres::Client::connect(&base, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(&format!(
+            "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"
+        ))
+        .unwrap();
+    let conninfo = format!("{base} options='-c search_path={schema}'");
+    let opened = rt.block_on(async {
+        AcctWriter::start(
+            Backend::Postgres(conninfo),
+            "c".into(),
+            usage,
+            Box::new(|_| {}),
+        )
+        .map(|w| w.initial_tables().is_some())
+    });
+    admin
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .unwrap();
+    assert!(opened.expect("the store opens"), "tables read at start");
+}

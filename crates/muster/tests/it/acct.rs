@@ -121,6 +121,137 @@ fn prolog_contain_records_an_extern_step() {
     );
 }
 
+/// The extern step is a real process on every node of the job: a holder
+/// (`sleep`) that sstat sees while the job runs, that ends with the job,
+/// and whose usage sacct shows on the `.extern` line.
+#[test]
+fn the_extern_step_holds_every_node_and_is_measured() {
+    extern_step("");
+}
+
+#[test]
+fn the_extern_step_holder_runs_in_its_cgroup() {
+    extern_step("JobAcctGatherType=jobacct_gather/cgroup\n");
+}
+
+/// The cgroup.procs of task `task` of job `id`'s extern step on `node`,
+/// where cgroup v1 is there.
+fn extern_procs(node: &str, id: u32, task: u32) -> Option<std::path::PathBuf> {
+    std::fs::read_dir("/sys/fs/cgroup/memory/muster")
+        .ok()?
+        .flatten()
+        .filter(|d| {
+            d.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{node}-"))
+        })
+        .map(|d| {
+            d.path()
+                .join(format!("job_{id}/step_extern/task_{task}/cgroup.procs"))
+        })
+        .find(|p| p.exists())
+}
+
+fn extern_step(gather: &str) {
+    let c = crate::builder()
+        .nodes(2)
+        .conf_extra(&format!(
+            "PrologFlags=Contain\nJobAcctGatherFrequency=1\n{gather}"
+        ))
+        .start();
+    let v1 = std::path::Path::new("/sys/fs/cgroup/memory/cgroup.procs");
+    let cgroups =
+        gather.contains("cgroup") && std::fs::OpenOptions::new().write(true).open(v1).is_ok();
+    let id = c.submit(&["-N2", "--wrap", "sleep 4"]);
+    let job = id.to_string();
+    c.wait_state(id, "RUNNING", secs(10));
+    // One holder on each node, with its pid there.
+    let extern_step = format!("{id}.extern");
+    let rows = c.wait_until("the holders in sstat -i", secs(10), || {
+        let o = c.run("sstat", &["-i", "-n", "-P", "-j", &extern_step]);
+        (o.stdout.lines().count() == 2).then_some(o.stdout)
+    });
+    let mut pids = Vec::new();
+    for (line, node) in rows.lines().zip(["node1", "node2"]) {
+        let f: Vec<&str> = line.split('|').collect();
+        assert_eq!(f[..2], [extern_step.as_str(), node], "{rows}");
+        let pid: i32 = f[2].parse().expect("a pid");
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        assert!(
+            cmdline.starts_with(b"sleep\0"),
+            "pid {pid} is the holder: {cmdline:?}"
+        );
+        if cgroups {
+            // In the extern step's cgroup, as task N on the N-th node.
+            let task = u32::from(node == "node2");
+            let procs = extern_procs(node, id, task).expect("the extern step's cgroup");
+            let inside = std::fs::read_to_string(&procs).unwrap_or_default();
+            assert!(
+                inside.lines().any(|l| l.trim() == pid.to_string()),
+                "{pid} not in {}: {inside:?}",
+                procs.display()
+            );
+        }
+        pids.push(pid);
+    }
+    // sstat -a lists it beside the batch step.
+    let all = c.ok(
+        "sstat",
+        &["-a", "-n", "-P", "-o", "JobID,NTasks", "-j", &job],
+    );
+    assert_eq!(
+        all.stdout,
+        format!("{id}.batch|1\n{id}.extern|2\n"),
+        "{all:?}"
+    );
+    assert_eq!(c.wait_done(id, secs(20)), "COMPLETED");
+    // The holders end with the job, and their usage is recorded.
+    let row = c.wait_until("the extern step's usage in sacct", secs(10), || {
+        let o = c.run(
+            "sacct",
+            &[
+                "-n",
+                "-P",
+                "-o",
+                "JobID,JobName,State,ExitCode,NodeList,NTasks,MaxRSS,MaxRSSNode,TotalCPU",
+                "-j",
+                &job,
+            ],
+        );
+        o.stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{extern_step}|")) && !l.contains("||"))
+            .map(str::to_string)
+    });
+    for pid in pids {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        assert!(
+            !cmdline.starts_with(b"sleep\x00100000000"),
+            "holder {pid} outlived its job"
+        );
+    }
+    for (node, task) in [("node1", 0), ("node2", 1)] {
+        assert_eq!(extern_procs(node, id, task), None, "cgroup of {node} left");
+    }
+    eprintln!("sacct (cgroups {cgroups}): {row}");
+    let f: Vec<&str> = row.split('|').collect();
+    assert_eq!(
+        f[..6],
+        [
+            extern_step.as_str(),
+            "extern",
+            "COMPLETED",
+            "0:0",
+            "node[1-2]",
+            "2"
+        ],
+        "{row}"
+    );
+    assert!(kib(f[6]) > 0, "MaxRSS {row}");
+    assert!(f[7] == "node1" || f[7] == "node2", "MaxRSSNode {row}");
+    assert!(!f[8].is_empty(), "TotalCPU {row}");
+}
+
 /// A sacct memory value (`204812K`, `200.01M`, `0.20G`) in KiB.
 fn kib(text: &str) -> u64 {
     let (num, unit) = text.split_at(text.len() - 1);
@@ -309,4 +440,16 @@ fn sstat_reads_the_usage_of_running_steps_live() {
     let no_steps = format!("sstat: error: no steps running for job {id}\n");
     let gone = format!("sstat: error: couldn't get steps for job {id}\n");
     assert!(over.stderr == no_steps || over.stderr == gone, "{over:?}");
+    // A numbered step that is over: the header alone, no error (Slurm
+    // reports it only at debug level).
+    let step_over = c.run("sstat", &["-j", &format!("{id}.0"), "-n"]);
+    assert_eq!(
+        (
+            step_over.code,
+            step_over.stdout.as_str(),
+            step_over.stderr.as_str()
+        ),
+        (0, "", ""),
+        "{step_over:?}"
+    );
 }

@@ -1,0 +1,241 @@
+//! The extern step (PrologFlags=Contain): on every node of a batch job's
+//! allocation, a holder process (`sleep`, as in Slurm) started at the job's
+//! start, in the extern step's cgroup where cgroups gather usage, and
+//! killed at the job's end. It is measured like any step (the same
+//! sampler, a live sample for sstat), and what it used is reported to the
+//! controller (`ExternEnded`) for the job's `.extern` record. Processes put
+//! into its cgroup (what pam_slurm_adopt does) are counted with it and
+//! killed with it.
+//!
+//! ```text
+//!   StartExtern --spawn sleep (own group, cgroup step_extern/task_N)--> holder
+//!                 Sampler thread --every JobAcctGatherFrequency--> Gather, extern<J>.live
+//!   EndExtern / Terminate --SIGKILL the group and the cgroup, wait4--> usage
+//!                 --ExternEnded (retried until answered)--> ctld
+//! ```
+//!
+//! Like srun's steps, holders are not recorded in the spool: a daemon
+//! restarted while a job runs does not re-attach to its holder (which the
+//! next EndExtern then does not find: the job's `.extern` has no usage).
+
+use crate::daemon::{call_until_answered, Daemon};
+use crate::gather::{
+    parse_frequency, Gather, GatherType, Publish, Sampler, StepCgroup, TaskCgroup, TaskSource,
+};
+use model::JobId;
+use proto::{CtldRequest, CtldResponse, NodeResponse};
+use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tracing::{debug, warn};
+
+/// How long the holder sleeps: longer than any job (Slurm's is the same).
+const HOLD_SECS: &str = "100000000";
+
+/// One job's holder on this node.
+struct Holder {
+    pid: i32,
+    gather: Arc<Mutex<Gather>>,
+    sampler: Sampler,
+    cgroup: Option<StepCgroup>,
+    task: Option<TaskCgroup>,
+    live: PathBuf,
+}
+
+/// The holders running here, by job.
+#[derive(Default)]
+pub struct HolderTable {
+    map: Mutex<BTreeMap<JobId, Holder>>,
+}
+
+impl HolderTable {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<JobId, Holder>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Where the holder of `job_id` publishes its usage for sstat.
+pub fn live_path(spool_dir: &std::path::Path, job_id: JobId) -> PathBuf {
+    spool_dir.join(format!("extern{}.live", job_id.0))
+}
+
+/// Whether `job_id` has a holder here (sstat reads its live file).
+pub fn running(daemon: &Daemon, job_id: JobId) -> bool {
+    daemon.holders.lock().contains_key(&job_id)
+}
+
+/// Starts the holder of `job_id` (a second start changes nothing).
+pub fn start(
+    daemon: &Daemon,
+    job_id: JobId,
+    uid: u32,
+    gid: u32,
+    node_index: u32,
+    acctg_freq: Option<&str>,
+) -> NodeResponse {
+    if daemon.holders.lock().contains_key(&job_id) {
+        return NodeResponse::Ok;
+    }
+    let switch_user = uid != daemon.daemon_uid;
+    if switch_user && daemon.daemon_uid != 0 {
+        return NodeResponse::Failed(
+            "cannot run the extern step for other users unless the node daemon runs as root".into(),
+        );
+    }
+    let mut settings = daemon.setup.gather.clone();
+    if let Some(n) = acctg_freq.and_then(parse_frequency) {
+        settings.freq_secs = n;
+    }
+    let cgroup = (settings.kind == GatherType::Cgroup)
+        .then(|| StepCgroup::create(&settings, job_id.0, "extern"))
+        .flatten();
+    let task = cgroup.as_ref().and_then(|c| c.task(node_index));
+    let mut cmd = std::process::Command::new("sleep");
+    cmd.arg(HOLD_SECS)
+        .current_dir("/")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        // Its own group: the job's signals and the daemon's never reach it
+        // by accident, and its end kills the group.
+        .process_group(0);
+    let join = task.clone();
+    // SAFETY: only async-signal-safe system calls (open/write/close on
+    // paths made before fork, setgroups/setgid/setuid) between fork and
+    // exec. The cgroup is joined first, while the child is still root.
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(cg) = &join {
+                cg.join_self();
+            }
+            if switch_user
+                && (libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(gid) != 0
+                    || libc::setuid(uid) != 0)
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let pid = match cmd.spawn() {
+        // Reaped by pid (wait4, for its rusage) at the end; dropping the
+        // handle neither waits nor kills.
+        Ok(child) => child.id() as i32,
+        Err(e) => {
+            if let Some(c) = &cgroup {
+                c.remove();
+            }
+            return NodeResponse::Failed(format!("cannot start the extern step: {e}"));
+        }
+    };
+    let gather = Arc::new(Mutex::new(Gather::new(
+        &daemon.setup.node_name,
+        &[node_index],
+    )));
+    let source = match &task {
+        Some(cg) => TaskSource::Cgroup(cg.clone()),
+        None => TaskSource::Session(pid),
+    };
+    // A node that never ran a batch script has no spool directory yet.
+    let _ = std::fs::create_dir_all(&daemon.setup.spool_dir);
+    let live = live_path(&daemon.setup.spool_dir, job_id);
+    let sampler = Sampler::start(
+        &settings,
+        gather.clone(),
+        vec![(0, source)],
+        Some(Publish {
+            path: live.clone(),
+            step: proto::StepId::Extern,
+            pids: vec![pid as u32],
+        }),
+    );
+    debug!(job = %job_id, pid, "extern step started");
+    daemon.holders.lock().insert(
+        job_id,
+        Holder {
+            pid,
+            gather,
+            sampler,
+            cgroup,
+            task,
+            live,
+        },
+    );
+    NodeResponse::Ok
+}
+
+/// Ends the holder of `job_id`, if one runs here: kills it and whatever
+/// joined its cgroup, and reports what it used in the background.
+pub fn end(daemon: &Arc<Daemon>, job_id: JobId) -> NodeResponse {
+    let Some(h) = daemon.holders.lock().remove(&job_id) else {
+        return NodeResponse::Ok;
+    };
+    let daemon = daemon.clone();
+    tokio::spawn(async move {
+        let node = daemon.setup.node_name.clone();
+        let usage = tokio::task::spawn_blocking(move || finish(h))
+            .await
+            .unwrap_or_default();
+        let request = CtldRequest::ExternEnded {
+            job_id,
+            node,
+            usage,
+        };
+        match call_until_answered(&daemon, || request.clone(), "extern step end").await {
+            CtldResponse::Ok => debug!(job = %job_id, "extern step end reported"),
+            other => warn!(job = %job_id, "controller refused the extern step report: {other:?}"),
+        }
+    });
+    NodeResponse::Ok
+}
+
+/// Kills the holder's group and cgroup, reaps it and returns its usage.
+fn finish(h: Holder) -> proto::StepUsage {
+    // SAFETY: kill(2) on the holder's process group; no memory involved.
+    unsafe { libc::kill(-h.pid, libc::SIGKILL) };
+    if let Some(cg) = &h.task {
+        for pid in cg.pids() {
+            // SAFETY: as above, on each process adopted into the cgroup.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    let ru = reap(h.pid);
+    h.sampler.stop();
+    let usage = {
+        let mut g = h.gather.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(ru) = ru {
+            g.finish_task(0, ru, h.task.as_ref());
+        }
+        g.usage()
+    };
+    if let Some(c) = &h.cgroup {
+        c.remove();
+    }
+    let _ = std::fs::remove_file(&h.live);
+    usage
+}
+
+/// Waits for the killed holder; its rusage (user and system CPU in
+/// microseconds, largest RSS in KiB).
+fn reap(pid: i32) -> Option<(u64, u64, u64)> {
+    loop {
+        let mut status = 0;
+        // SAFETY: a zeroed rusage is a valid out-parameter.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4 on our own child with live out-parameters.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            let usec = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+            return Some((
+                usec(ru.ru_utime),
+                usec(ru.ru_stime),
+                ru.ru_maxrss.max(0) as u64,
+            ));
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return None;
+        }
+    }
+}
