@@ -980,10 +980,10 @@ impl Engine {
         self.sched_dirty = false;
         let fresh = self.fresh.replace(Vec::new());
         let freed = std::mem::take(&mut self.freed);
-        // A job end may meet a dependency: every job is looked at then.
-        let fresh = fresh.filter(|_| !freed || !self.has_pending_dependencies());
         self.resume_suspended(now);
-        self.evaluate_dependencies(now);
+        let had_dependencies = self.evaluate_dependencies(now);
+        // A job end may meet a dependency: every job is looked at then.
+        let fresh = fresh.filter(|_| !freed || !had_dependencies);
         let limited = self.limit_blocked();
         let free_cpus = self.free_cpus();
         let cfg = &self.sched_cfg;
@@ -1216,13 +1216,6 @@ impl Engine {
         }
         self.last_order_key = last;
         true
-    }
-
-    /// Whether a pending job waits on a dependency (a job end may meet it).
-    fn has_pending_dependencies(&self) -> bool {
-        self.jobs
-            .values()
-            .any(|j| j.state == JobState::Pending && j.depend.is_some())
     }
 
     /// Pending jobs other than `fresh` that need no more CPUs than `free`

@@ -513,6 +513,8 @@ pub struct Engine {
     /// nothing else changed but submissions (`fresh` is kept): the next
     /// pass may try only the jobs that could use what is free (`schedule`).
     freed: bool,
+    /// Jobs purged since the pools were last pruned (`on_timer`).
+    purged_since_prune: usize,
 }
 
 /// The scheduler settings slurm.conf asks for, over the scheduler's
@@ -601,6 +603,7 @@ impl Engine {
             heads: Vec::new(),
             full_passes: false,
             freed: false,
+            purged_since_prune: 0,
         }
     }
 
@@ -836,8 +839,32 @@ impl Engine {
         self.touch();
         self.check_node_timeouts(now);
         self.priority_tick(now);
-        let mut purged = false;
-        let ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        let mut purged = 0;
+        // Only the jobs with something due now are looked at again below
+        // (nothing done to one job here makes another one due).
+        let min_age = self.settings.min_job_age as i64;
+        let ids: Vec<JobId> = self
+            .jobs
+            .values()
+            .filter(|job| match job.state {
+                JobState::Running => job.limit_end().is_some_and(|end| {
+                    now >= end
+                        || job
+                            .desc
+                            .signal
+                            .as_ref()
+                            .is_some_and(|sig| !job.warned && now >= end - sig.secs as i64)
+                }),
+                JobState::Pending => {
+                    job.desc.begin_time.is_some_and(|b| now >= b)
+                        || deadline_due(job).is_some_and(|d| now >= d)
+                }
+                _ => job
+                    .end_time
+                    .is_some_and(|end| !job.completing && now >= end + min_age),
+            })
+            .map(|job| job.id)
+            .collect();
         for id in ids {
             let job = &self.jobs[&id];
             match job.state {
@@ -875,13 +902,18 @@ impl Engine {
                                 self.unindex(&gone);
                                 self.remember_outcome(&gone);
                             }
-                            purged = true;
+                            purged += 1;
                         }
                     }
                 }
             }
         }
-        if purged {
+        // Pooled values outlive their last job a while: pruning walks every
+        // pool, so it waits until as many jobs were purged as there are
+        // left (a pool is then at most about twice what is in use).
+        self.purged_since_prune += purged;
+        if self.purged_since_prune > 0 && self.purged_since_prune >= self.jobs.len().max(64) {
+            self.purged_since_prune = 0;
             self.prune_pools();
         }
         if !other {
