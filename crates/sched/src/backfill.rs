@@ -33,7 +33,6 @@ use crate::placement::{
 use crate::NodeIdx;
 use model::{JobId, PendingReason, TimeLimit, Timestamp};
 use std::collections::BTreeMap;
-use std::ops::Bound;
 
 /// A time far enough away to stand for "never" (an unlimited job's end)
 /// while leaving room to add durations to it.
@@ -249,7 +248,10 @@ struct Timeline {
     /// Per node: planned shares, held over their interval.
     planned_on: Vec<Vec<Hold>>,
     /// Times at which something may come free (rounded), with its nodes.
-    releases: BTreeMap<Timestamp, Vec<usize>>,
+    /// (kept sorted by time whenever `releases_sorted`; appended to
+    /// unsorted and sorted again before it is read).
+    releases: Vec<(Timestamp, usize)>,
+    releases_sorted: bool,
     /// Planned starts, with their nodes.
     plan_starts: BTreeMap<Timestamp, Vec<usize>>,
     /// Per node: the earliest planned start on it (ranks nodes for jobs
@@ -279,7 +281,8 @@ impl Timeline {
             hist_top: 0,
             running_on: Vec::new(),
             planned_on: Vec::new(),
-            releases: BTreeMap::new(),
+            releases: Vec::new(),
+            releases_sorted: true,
             plan_starts: BTreeMap::new(),
             next_plan: Vec::new(),
             free_now: Vec::new(),
@@ -391,7 +394,8 @@ impl Timeline {
                 exclusive: alloc.exclusive,
             });
             if key < FOREVER {
-                self.releases.entry(key).or_default().push(i);
+                self.releases.push((key, i));
+                self.releases_sorted = false;
             }
         }
     }
@@ -502,6 +506,12 @@ impl Timeline {
         not_before: Timestamp,
         horizon: Timestamp,
     ) -> Option<(Timestamp, Allocation)> {
+        if !self.releases_sorted {
+            // Nearly sorted: what was added since the last sort is a short
+            // tail, which the stable sort merges in.
+            self.releases.sort();
+            self.releases_sorted = true;
+        }
         let now = self.now;
         let demand = demand_cpus(job);
         let overlapping: Vec<usize> = self
@@ -522,17 +532,16 @@ impl Timeline {
             if t >= horizon {
                 break None;
             }
-            let Some((&next, _)) = self
-                .releases
-                .range((Bound::Excluded(t), Bound::Unbounded))
-                .next()
-            else {
+            let from = self.releases.partition_point(|e| e.0 <= t);
+            let Some(&(next, _)) = self.releases.get(from) else {
                 break None;
             };
             if next > horizon {
                 break None;
             }
-            let mut touched: Vec<usize> = self.releases[&next].clone();
+            let n = self.releases[from..].partition_point(|e| e.0 <= next);
+            let mut touched: Vec<usize> =
+                self.releases[from..from + n].iter().map(|e| e.1).collect();
             touched.extend(
                 self.plan_starts
                     .range(t.saturating_add(d)..next.saturating_add(d))
@@ -616,7 +625,8 @@ impl Timeline {
             });
             self.plan_starts.entry(start).or_default().push(i);
             if key < FOREVER {
-                self.releases.entry(key).or_default().push(i);
+                self.releases.push((key, i));
+                self.releases_sorted = false;
             }
             if (start as u64) < self.next_plan[i] {
                 self.next_plan[i] = start as u64;
