@@ -33,6 +33,7 @@ use crate::placement::{
 use crate::NodeIdx;
 use model::{JobId, PendingReason, TimeLimit, Timestamp};
 use std::collections::BTreeMap;
+use std::ops::Bound;
 
 /// A time far enough away to stand for "never" (an unlimited job's end)
 /// while leaving room to add durations to it.
@@ -248,10 +249,10 @@ struct Timeline {
     /// Per node: planned shares, held over their interval.
     planned_on: Vec<Vec<Hold>>,
     /// Times at which something may come free (rounded), with its nodes.
-    /// (kept sorted by time whenever `releases_sorted`; appended to
-    /// unsorted and sorted again before it is read).
+    /// Those of the running jobs, sorted by time once per pass...
     releases: Vec<(Timestamp, usize)>,
-    releases_sorted: bool,
+    /// ...and those of the jobs this pass starts and plans.
+    added: BTreeMap<Timestamp, Vec<usize>>,
     /// Planned starts, with their nodes.
     plan_starts: BTreeMap<Timestamp, Vec<usize>>,
     /// Per node: the earliest planned start on it (ranks nodes for jobs
@@ -282,7 +283,7 @@ impl Timeline {
             running_on: Vec::new(),
             planned_on: Vec::new(),
             releases: Vec::new(),
-            releases_sorted: true,
+            added: BTreeMap::new(),
             plan_starts: BTreeMap::new(),
             next_plan: Vec::new(),
             free_now: Vec::new(),
@@ -364,12 +365,14 @@ impl Timeline {
             self.free_now[i] = f as u64;
         }
         self.releases.clear();
+        self.added.clear();
         self.plan_starts.clear();
         self.order_ok = [false, false];
         for r in running {
             // A job past its limit is being ended: expect it gone at once.
-            self.add_running(r.end.max(now + 1), &r.alloc);
+            self.add_running(r.end.max(now + 1), &r.alloc, true);
         }
+        self.releases.sort_unstable();
     }
 
     fn round_up(&self, time: Timestamp) -> Timestamp {
@@ -380,7 +383,9 @@ impl Timeline {
         (time + r - 1).div_euclid(r) * r
     }
 
-    fn add_running(&mut self, end: Timestamp, alloc: &Allocation) {
+    /// A running job's shares, until `end`; `bulk` while the pass is being
+    /// set up (`fill` sorts the release times after).
+    fn add_running(&mut self, end: Timestamp, alloc: &Allocation, bulk: bool) {
         let key = self.round_up(end);
         for na in &alloc.nodes {
             let i = na.node.0 as usize;
@@ -394,8 +399,11 @@ impl Timeline {
                 exclusive: alloc.exclusive,
             });
             if key < FOREVER {
-                self.releases.push((key, i));
-                self.releases_sorted = false;
+                if bulk {
+                    self.releases.push((key, i));
+                } else {
+                    self.added.entry(key).or_default().push(i);
+                }
             }
         }
     }
@@ -506,12 +514,6 @@ impl Timeline {
         not_before: Timestamp,
         horizon: Timestamp,
     ) -> Option<(Timestamp, Allocation)> {
-        if !self.releases_sorted {
-            // Nearly sorted: what was added since the last sort is a short
-            // tail, which the stable sort merges in.
-            self.releases.sort();
-            self.releases_sorted = true;
-        }
         let now = self.now;
         let demand = demand_cpus(job);
         let overlapping: Vec<usize> = self
@@ -533,7 +535,13 @@ impl Timeline {
                 break None;
             }
             let from = self.releases.partition_point(|e| e.0 <= t);
-            let Some(&(next, _)) = self.releases.get(from) else {
+            let next_running = self.releases.get(from).map(|e| e.0);
+            let next_added = self
+                .added
+                .range((Bound::Excluded(t), Bound::Unbounded))
+                .next()
+                .map(|(k, _)| *k);
+            let Some(next) = next_running.into_iter().chain(next_added).min() else {
                 break None;
             };
             if next > horizon {
@@ -542,6 +550,9 @@ impl Timeline {
             let n = self.releases[from..].partition_point(|e| e.0 <= next);
             let mut touched: Vec<usize> =
                 self.releases[from..from + n].iter().map(|e| e.1).collect();
+            if let Some(nodes) = self.added.get(&next) {
+                touched.extend(nodes.iter().copied());
+            }
             touched.extend(
                 self.plan_starts
                     .range(t.saturating_add(d)..next.saturating_add(d))
@@ -609,7 +620,7 @@ impl Timeline {
             let new = free_cpus(&self.work[i]);
             self.count_free(old, new);
         }
-        self.add_running(self.now.saturating_add(d), alloc);
+        self.add_running(self.now.saturating_add(d), alloc, false);
     }
 
     fn reserve(&mut self, start: Timestamp, d: i64, alloc: &Allocation) {
@@ -625,8 +636,7 @@ impl Timeline {
             });
             self.plan_starts.entry(start).or_default().push(i);
             if key < FOREVER {
-                self.releases.push((key, i));
-                self.releases_sorted = false;
+                self.added.entry(key).or_default().push(i);
             }
             if (start as u64) < self.next_plan[i] {
                 self.next_plan[i] = start as u64;
