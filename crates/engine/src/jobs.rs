@@ -1067,7 +1067,7 @@ impl Engine {
         }
         for (id, limit) in &limited.blocked {
             if let Some(job) = self.jobs.get_mut(id) {
-                job.reason = PendingReason::Limit(limit.clone());
+                job.reason = PendingReason::Limit(*limit);
                 job.last_sched_eval = Some(now);
             }
         }
