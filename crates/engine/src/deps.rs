@@ -308,14 +308,16 @@ impl Engine {
     /// Evaluates the dependencies of every pending job: drops met
     /// conditions, sets reasons, cancels jobs whose dependency failed when
     /// asked to, and splits off the tasks of an `aftercorr` array whose
-    /// partner task ended. Returns the earliest time a `+time` delay ends.
-    pub(crate) fn evaluate_dependencies(&mut self, now: Timestamp) {
+    /// partner task ended. Sets `dep_wake`, the earliest time a `+time`
+    /// delay ends; returns whether any pending job had a dependency.
+    pub(crate) fn evaluate_dependencies(&mut self, now: Timestamp) -> bool {
         let ids: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| j.state == JobState::Pending && j.depend.is_some())
             .map(|j| j.id)
             .collect();
+        let any = !ids.is_empty();
         self.dep_wake = None;
         let mut corr_splits: Vec<(JobId, u32)> = Vec::new();
         for id in ids {
@@ -331,6 +333,7 @@ impl Engine {
         for id in new_ids {
             self.evaluate_one(id, now, &mut none);
         }
+        any
     }
 
     fn evaluate_one(&mut self, id: JobId, now: Timestamp, corr_splits: &mut Vec<(JobId, u32)>) {

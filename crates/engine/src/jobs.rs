@@ -623,6 +623,7 @@ impl Engine {
         launch_failed: Option<String>,
         now: Timestamp,
     ) -> Result<(), SlurmError> {
+        let kept = self.fresh.take();
         self.touch();
         let idx = self.node_idx(node).ok_or(SlurmError::InvalidNodeName)?;
         if self.exited_while_suspended(id, idx, exit, now) {
@@ -641,6 +642,9 @@ impl Engine {
         if !holds_it {
             return Ok(());
         }
+        // A running job's end only frees resources: the next pass may be
+        // the short one (`schedule`). Anything else looks at every job.
+        let plain_end = job.state == JobState::Running && launch_failed.is_none();
         match job.state {
             JobState::Running => {
                 job.exit = exit;
@@ -681,6 +685,10 @@ impl Engine {
         self.release_all(id);
         self.refresh_node_state(idx);
         self.record(id, now);
+        if plain_end {
+            self.fresh = kept;
+            self.freed = true;
+        }
         Ok(())
     }
 
@@ -1036,8 +1044,11 @@ impl Engine {
         }
         self.sched_dirty = false;
         let fresh = self.fresh.replace(Vec::new());
+        let freed = std::mem::take(&mut self.freed);
         self.resume_suspended(now);
-        self.evaluate_dependencies(now);
+        let had_dependencies = self.evaluate_dependencies(now);
+        // A job end may meet a dependency: every job is looked at then.
+        let fresh = fresh.filter(|_| !freed || !had_dependencies);
         let limited = self.limit_blocked();
         let free_cpus = self.free_cpus();
         let cfg = &self.sched_cfg;
@@ -1047,17 +1058,35 @@ impl Engine {
             && self.settings.preempt.kind == crate::preempt::PreemptType::None
             && self.last_order_key.is_some()
             && !self.full_passes;
+        // After job ends, only with one partition and one planned job (the
+        // first blocked one), and no limits that an end could lift: see
+        // `freed_pass_holds`.
+        let one_reservation = match cfg.policy {
+            sched::Policy::Fcfs => false,
+            sched::Policy::Easy => true,
+            sched::Policy::Backfill => cfg.bf_job_part_count_reserve == Some(1),
+        };
+        let may_reduce = may_reduce
+            && (!freed
+                || (one_reservation && self.parts.len() == 1 && !self.settings.enforce.limits));
         let parts = self.part_views();
         // Every first blocked job holds a plan (else the pass would plan
         // the next one, which a pass over new jobs does not try).
         let fresh =
             fresh.filter(|_| may_reduce && self.heads.iter().all(|h| self.plans.contains_key(h)));
+        let old_heads = if freed {
+            self.heads.clone()
+        } else {
+            Vec::new()
+        };
+        let mut reduced = false;
         let mut pass = match fresh {
             Some(ids) => {
                 // Older jobs that the CPUs free now could hold: only they
                 // could start where the plans made again now leave room.
                 let startable = self.startable_waiting(&ids, free_cpus);
-                if startable.is_empty()
+                if !freed
+                    && startable.is_empty()
                     && self.fresh_cannot_start(&ids, &parts, &limited, free_cpus, now)
                 {
                     // What the pass would decide, without the pass: every
@@ -1081,6 +1110,7 @@ impl Engine {
                     .iter()
                     .filter(|r| ids.contains(&r.job_id))
                     .all(|r| Some(sched::order_key(r, &parts)) > last);
+                reduced = after;
                 after.then_some(pass)
             }
             None => None,
@@ -1100,9 +1130,9 @@ impl Engine {
                 job.reason = PendingReason::BeginTime;
             }
         }
-        for (id, limit) in limited.blocked {
-            if let Some(job) = self.jobs.get_mut(&id) {
-                job.reason = PendingReason::Limit(limit);
+        for (id, limit) in &limited.blocked {
+            if let Some(job) = self.jobs.get_mut(id) {
+                job.reason = PendingReason::Limit(*limit);
                 job.last_sched_eval = Some(now);
             }
         }
@@ -1122,7 +1152,37 @@ impl Engine {
             jobs: &requests,
             running: &running,
         };
-        let plan = sched::plan(&view, &self.sched_cfg, now);
+        let mut plan = sched::plan_with(&view, &self.sched_cfg, now, &mut self.pass_cache);
+        let mut requests = requests;
+        let mut arrays = arrays;
+        if reduced && freed && !freed_pass_holds(&plan, &old_heads) {
+            // A first blocked job started (or lost its plan): the next one
+            // in line, which this pass did not try, may need a plan. Look
+            // at every job.
+            let Pass {
+                requests: all,
+                arrays: all_arrays,
+                throttled,
+                waiting_to_begin,
+            } = self.collect_requests(None, &limited, free_cpus, now);
+            self.mark_throttled(throttled);
+            for id in waiting_to_begin {
+                if let Some(job) = self.jobs.get_mut(&id) {
+                    job.reason = PendingReason::BeginTime;
+                }
+            }
+            requests = all;
+            arrays = all_arrays;
+            let lowest = requests.iter().map(|r| sched::order_key(r, &parts)).max();
+            self.last_order_key = self.last_order_key.max(lowest);
+            let view = sched::ClusterView {
+                nodes: &nodes,
+                parts: &parts,
+                jobs: &requests,
+                running: &running,
+            };
+            plan = sched::plan_with(&view, &self.sched_cfg, now, &mut self.pass_cache);
+        }
         self.node_view_cache = nodes;
         self.plans = plan.planned;
         for (id, minutes) in plan.time_limits {
@@ -1336,6 +1396,17 @@ impl Engine {
         }
         self.record(id, now);
     }
+}
+
+/// Whether a pass after job ends that tried only the jobs that could use
+/// the free CPUs (and the new and first blocked ones) decided what a pass
+/// over every job decides. With one partition and one planned job, every
+/// job it left out needs more CPUs than are free (so cannot start) and
+/// waits behind the last pass's first blocked jobs (so gets no plan, and
+/// keeps its reason): that holds while each of those is still blocked and
+/// planned.
+fn freed_pass_holds(plan: &sched::Plan, old_heads: &[JobId]) -> bool {
+    old_heads.iter().all(|h| plan.planned.contains_key(h))
 }
 
 /// What one pass collects before it plans.

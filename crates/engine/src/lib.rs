@@ -511,6 +511,9 @@ pub struct Engine {
     /// The scheduler's node views, kept between passes (derived state:
     /// `schedule` refreshes what changes, the rest never does).
     node_view_cache: Vec<sched::NodeView>,
+    /// What one scheduling pass keeps for the next (derived state: the
+    /// timeline's memory and the diagnoses of waiting jobs' shapes).
+    pass_cache: sched::PassCache,
     /// The jobs suspended by preemption, as the last `resume_suspended`
     /// left them (derived state, recomputed at each pass).
     preempt_suspended: Vec<JobId>,
@@ -535,6 +538,12 @@ pub struct Engine {
     heads: Vec<JobId>,
     /// `set_full_passes`: every pass looks at every job.
     full_passes: bool,
+    /// Jobs ended since the last pass (their resources came free) and
+    /// nothing else changed but submissions (`fresh` is kept): the next
+    /// pass may try only the jobs that could use what is free (`schedule`).
+    freed: bool,
+    /// Jobs purged since the pools were last pruned (`on_timer`).
+    purged_since_prune: usize,
 }
 
 /// The scheduler settings slurm.conf asks for, over the scheduler's
@@ -613,6 +622,7 @@ impl Engine {
             sched_cfg: sched_config(cfg),
             plans: BTreeMap::new(),
             node_view_cache: Vec::new(),
+            pass_cache: sched::PassCache::default(),
             preempt_suspended: Vec::new(),
             utc_offset: 0,
             exempt_wake: None,
@@ -621,6 +631,8 @@ impl Engine {
             last_order_key: None,
             heads: Vec::new(),
             full_passes: false,
+            freed: false,
+            purged_since_prune: 0,
         }
     }
 
@@ -845,11 +857,43 @@ impl Engine {
         if self.next_wakeup().is_none_or(|due| now < due) {
             return;
         }
+        // Purging finished jobs changes nothing a pass looks at: when that
+        // is all this timer does, a pass after submissions and job ends may
+        // still be the short one (`schedule`).
+        let kept = self.fresh.take();
+        let mut other = self.settings.slurmd_timeout > 0
+            || self.priority_due().is_some_and(|due| now >= due)
+            || self.exempt_wake.is_some_and(|t| now >= t)
+            || self.dep_wake.is_some_and(|t| now >= t);
         self.touch();
         self.check_node_timeouts(now);
         self.priority_tick(now);
-        let mut purged = false;
-        let ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        let mut purged = 0;
+        // Only the jobs with something due now are looked at again below
+        // (nothing done to one job here makes another one due).
+        let min_age = self.settings.min_job_age as i64;
+        let ids: Vec<JobId> = self
+            .jobs
+            .values()
+            .filter(|job| match job.state {
+                JobState::Running => job.limit_end().is_some_and(|end| {
+                    now >= end
+                        || job
+                            .desc
+                            .signal
+                            .as_ref()
+                            .is_some_and(|sig| !job.warned && now >= end - sig.secs as i64)
+                }),
+                JobState::Pending => {
+                    job.desc.begin_time.is_some_and(|b| now >= b)
+                        || deadline_due(job).is_some_and(|d| now >= d)
+                }
+                _ => job
+                    .end_time
+                    .is_some_and(|end| !job.completing && now >= end + min_age),
+            })
+            .map(|job| job.id)
+            .collect();
         for id in ids {
             let job = &self.jobs[&id];
             match job.state {
@@ -859,16 +903,23 @@ impl Engine {
                     };
                     if let (Some(sig), false) = (job.desc.signal.clone(), job.warned) {
                         if now >= end - sig.secs as i64 && now < end {
+                            other = true;
                             self.jobs.get_mut(&id).expect("job").warned = true;
                             self.signal_job_nodes(id, sig.signal, sig.batch_only);
                         }
                     }
                     if now >= end {
+                        other = true;
                         self.end_job(id, JobState::Timeout, now);
                     }
                 }
                 JobState::Pending => {
+                    let begins = job.desc.begin_time.is_some_and(|b| now >= b);
+                    if begins && job.reason == PendingReason::BeginTime {
+                        other = true;
+                    }
                     if deadline_due(job).is_some_and(|d| now >= d) {
+                        other = true;
                         self.end_job(id, JobState::Deadline, now);
                     }
                 }
@@ -880,14 +931,22 @@ impl Engine {
                                 self.unindex(&gone);
                                 self.remember_outcome(&gone);
                             }
-                            purged = true;
+                            purged += 1;
                         }
                     }
                 }
             }
         }
-        if purged {
+        // Pooled values outlive their last job a while: pruning walks every
+        // pool, so it waits until as many jobs were purged as there are
+        // left (a pool is then at most about twice what is in use).
+        self.purged_since_prune += purged;
+        if self.purged_since_prune > 0 && self.purged_since_prune >= self.jobs.len().max(64) {
+            self.purged_since_prune = 0;
             self.prune_pools();
+        }
+        if !other {
+            self.fresh = kept;
         }
     }
 

@@ -226,6 +226,7 @@ fn copy_use(to: &mut NodeView, from: &NodeView) {
 }
 
 /// The timeline one pass works on.
+#[derive(Clone, Debug)]
 struct Timeline {
     now: Timestamp,
     resolution: i64,
@@ -248,7 +249,10 @@ struct Timeline {
     /// Per node: planned shares, held over their interval.
     planned_on: Vec<Vec<Hold>>,
     /// Times at which something may come free (rounded), with its nodes.
-    releases: BTreeMap<Timestamp, Vec<usize>>,
+    /// Those of the running jobs, sorted by time once per pass...
+    releases: Vec<(Timestamp, usize)>,
+    /// ...and those of the jobs this pass starts and plans.
+    added: BTreeMap<Timestamp, Vec<usize>>,
     /// Planned starts, with their nodes.
     plan_starts: BTreeMap<Timestamp, Vec<usize>>,
     /// Per node: the earliest planned start on it (ranks nodes for jobs
@@ -265,50 +269,110 @@ struct Timeline {
 }
 
 impl Timeline {
-    fn new(nodes: &[NodeView], running: &[RunningJob], now: Timestamp, resolution: u32) -> Self {
-        // Placement never reads a node's name: copies without it cost no
-        // allocation for a plain node.
-        let nameless: Vec<NodeView> = nodes
-            .iter()
-            .map(|n| NodeView {
-                name: String::new(),
-                features: n.features.clone(),
-                gres: n.gres.clone(),
-                ..*n
-            })
-            .collect();
-        let mut t = Timeline {
-            now,
-            resolution: i64::from(resolution.max(1)),
-            base: nameless.clone(),
-            work: nameless,
+    fn empty() -> Self {
+        Timeline {
+            now: 0,
+            resolution: 1,
+            base: Vec::new(),
+            work: Vec::new(),
             dirty: Vec::new(),
-            is_dirty: vec![false; nodes.len()],
-            free: nodes.iter().map(free_cpus).sum(),
-            hist: Vec::new(),
-            hist_top: nodes
-                .iter()
-                .map(|n| hist_slot(i64::from(n.cpus)))
-                .max()
-                .unwrap_or(0),
-            running_on: vec![Vec::new(); nodes.len()],
-            planned_on: vec![Vec::new(); nodes.len()],
-            releases: BTreeMap::new(),
+            is_dirty: Vec::new(),
+            free: 0,
+            hist: vec![0; HIST_MAX + 1],
+            hist_top: 0,
+            running_on: Vec::new(),
+            planned_on: Vec::new(),
+            releases: Vec::new(),
+            added: BTreeMap::new(),
             plan_starts: BTreeMap::new(),
-            next_plan: vec![u64::MAX; nodes.len()],
-            free_now: nodes.iter().map(|n| free_cpus(n) as u64).collect(),
+            next_plan: Vec::new(),
+            free_now: Vec::new(),
             orders: [Vec::new(), Vec::new()],
             order_ok: [false, false],
-        };
-        t.hist = vec![0; HIST_MAX + 1];
-        for n in nodes {
-            t.hist[hist_slot(free_cpus(n))] += 1;
         }
+    }
+
+    /// Sets the timeline up for a pass over `nodes` and `running` at
+    /// `now`, reusing what the last pass allocated (a pass after one event
+    /// costs no allocation per node). `orders` are kept: the caller clears
+    /// them when the partitions changed; kept, they are nearly sorted.
+    fn fill(
+        &mut self,
+        nodes: &[NodeView],
+        running: &[RunningJob],
+        now: Timestamp,
+        resolution: u32,
+    ) {
+        self.now = now;
+        self.resolution = i64::from(resolution.max(1));
+        if self.base.len() != nodes.len() {
+            // Placement never reads a node's name: copies without it cost
+            // no allocation for a plain node.
+            self.base = nodes
+                .iter()
+                .map(|n| NodeView {
+                    name: String::new(),
+                    features: n.features.clone(),
+                    gres: n.gres.clone(),
+                    ..*n
+                })
+                .collect();
+            self.work = self.base.clone();
+            self.running_on = vec![Vec::new(); nodes.len()];
+            self.planned_on = vec![Vec::new(); nodes.len()];
+            self.is_dirty = vec![false; nodes.len()];
+            self.next_plan = vec![u64::MAX; nodes.len()];
+            self.free_now = vec![0; nodes.len()];
+        } else {
+            for (b, n) in self.base.iter_mut().zip(nodes) {
+                b.cpus = n.cpus;
+                b.real_memory = n.real_memory;
+                b.alloc_cpus = n.alloc_cpus;
+                b.alloc_mem = n.alloc_mem;
+                b.gres.clone_from(&n.gres);
+                b.features.clone_from(&n.features);
+                b.weight = n.weight;
+                b.available = n.available;
+                b.exclusive_in_use = n.exclusive_in_use;
+                b.n_jobs = n.n_jobs;
+            }
+            for (w, b) in self.work.iter_mut().zip(&self.base) {
+                w.cpus = b.cpus;
+                w.real_memory = b.real_memory;
+                w.gres.clone_from(&b.gres);
+                w.features.clone_from(&b.features);
+                w.weight = b.weight;
+                w.available = b.available;
+                copy_use(w, b);
+            }
+            for v in self.running_on.iter_mut().chain(self.planned_on.iter_mut()) {
+                v.clear();
+            }
+            self.is_dirty.iter_mut().for_each(|d| *d = false);
+            self.next_plan.iter_mut().for_each(|p| *p = u64::MAX);
+        }
+        self.dirty.clear();
+        self.free = nodes.iter().map(free_cpus).sum();
+        self.hist_top = nodes
+            .iter()
+            .map(|n| hist_slot(i64::from(n.cpus)))
+            .max()
+            .unwrap_or(0);
+        self.hist.iter_mut().for_each(|h| *h = 0);
+        for (i, n) in nodes.iter().enumerate() {
+            let f = free_cpus(n);
+            self.hist[hist_slot(f)] += 1;
+            self.free_now[i] = f as u64;
+        }
+        self.releases.clear();
+        self.added.clear();
+        self.plan_starts.clear();
+        self.order_ok = [false, false];
         for r in running {
             // A job past its limit is being ended: expect it gone at once.
-            t.add_running(r.end.max(now + 1), &r.alloc);
+            self.add_running(r.end.max(now + 1), &r.alloc, true);
         }
-        t
+        self.releases.sort_unstable();
     }
 
     fn round_up(&self, time: Timestamp) -> Timestamp {
@@ -319,7 +383,9 @@ impl Timeline {
         (time + r - 1).div_euclid(r) * r
     }
 
-    fn add_running(&mut self, end: Timestamp, alloc: &Allocation) {
+    /// A running job's shares, until `end`; `bulk` while the pass is being
+    /// set up (`fill` sorts the release times after).
+    fn add_running(&mut self, end: Timestamp, alloc: &Allocation, bulk: bool) {
         let key = self.round_up(end);
         for na in &alloc.nodes {
             let i = na.node.0 as usize;
@@ -333,7 +399,11 @@ impl Timeline {
                 exclusive: alloc.exclusive,
             });
             if key < FOREVER {
-                self.releases.entry(key).or_default().push(i);
+                if bulk {
+                    self.releases.push((key, i));
+                } else {
+                    self.added.entry(key).or_default().push(i);
+                }
             }
         }
     }
@@ -464,17 +534,25 @@ impl Timeline {
             if t >= horizon {
                 break None;
             }
-            let Some((&next, _)) = self
-                .releases
+            let from = self.releases.partition_point(|e| e.0 <= t);
+            let next_running = self.releases.get(from).map(|e| e.0);
+            let next_added = self
+                .added
                 .range((Bound::Excluded(t), Bound::Unbounded))
                 .next()
-            else {
+                .map(|(k, _)| *k);
+            let Some(next) = next_running.into_iter().chain(next_added).min() else {
                 break None;
             };
             if next > horizon {
                 break None;
             }
-            let mut touched: Vec<usize> = self.releases[&next].clone();
+            let n = self.releases[from..].partition_point(|e| e.0 <= next);
+            let mut touched: Vec<usize> =
+                self.releases[from..from + n].iter().map(|e| e.1).collect();
+            if let Some(nodes) = self.added.get(&next) {
+                touched.extend(nodes.iter().copied());
+            }
             touched.extend(
                 self.plan_starts
                     .range(t.saturating_add(d)..next.saturating_add(d))
@@ -542,7 +620,7 @@ impl Timeline {
             let new = free_cpus(&self.work[i]);
             self.count_free(old, new);
         }
-        self.add_running(self.now.saturating_add(d), alloc);
+        self.add_running(self.now.saturating_add(d), alloc, false);
     }
 
     fn reserve(&mut self, start: Timestamp, d: i64, alloc: &Allocation) {
@@ -558,7 +636,7 @@ impl Timeline {
             });
             self.plan_starts.entry(start).or_default().push(i);
             if key < FOREVER {
-                self.releases.entry(key).or_default().push(i);
+                self.added.entry(key).or_default().push(i);
             }
             if (start as u64) < self.next_plan[i] {
                 self.next_plan[i] = start as u64;
@@ -594,9 +672,119 @@ pub fn demand_cpus(job: &JobRequest) -> i64 {
 /// and `now` give the same plan, whatever order the jobs and running jobs
 /// come in.
 pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
+    plan_with(view, cfg, now, &mut PassCache::default())
+}
+
+/// What one pass keeps for the next (`plan_with`): the timeline's memory,
+/// its sorted node orders, and why jobs of each shape wait when they have no
+/// plan (that depends only on the nodes' configuration and availability and
+/// on the partitions, which are checked against the cache's at every pass).
+#[derive(Clone, Debug, Default)]
+pub struct PassCache {
+    /// Per node: what `diagnose` reads of it, as the cache's entries saw it.
+    nodes: Vec<NodeKey>,
+    /// The partitions the cache's entries and node orders are for.
+    parts: Vec<PartView>,
+    /// Why a job of each shape (time left out) waits when it has no plan.
+    diagnosed: BTreeMap<ShapeKey, Unfit>,
+    timeline: Option<Box<Timeline>>,
+}
+
+/// A node's configuration and availability: what placement on an empty
+/// node reads (`diagnose`).
+#[derive(Clone, Debug, PartialEq)]
+struct NodeKey {
+    cpus: u32,
+    real_memory: u64,
+    weight: u32,
+    available: bool,
+    features: Vec<String>,
+    gres: Vec<(String, Option<String>, usize)>,
+}
+
+fn node_key_matches(k: &NodeKey, n: &NodeView) -> bool {
+    k.cpus == n.cpus
+        && k.real_memory == n.real_memory
+        && k.weight == n.weight
+        && k.available == n.available
+        && k.features == n.features
+        && k.gres.len() == n.gres.len()
+        && k.gres
+            .iter()
+            .zip(&n.gres)
+            .all(|(a, b)| a.0 == b.name && a.1 == b.type_ && a.2 == b.indexes.len())
+}
+
+impl PassCache {
+    /// Forgets what no longer holds for `view`.
+    fn check(&mut self, view: &ClusterView) {
+        let same_nodes = self.nodes.len() == view.nodes.len()
+            && self
+                .nodes
+                .iter()
+                .zip(view.nodes)
+                .all(|(k, n)| node_key_matches(k, n));
+        let same_parts = self.parts.as_slice() == view.parts;
+        if same_nodes && same_parts {
+            return;
+        }
+        self.diagnosed.clear();
+        if !same_parts {
+            self.parts = view.parts.to_vec();
+            if let Some(tl) = self.timeline.as_mut() {
+                tl.orders = [Vec::new(), Vec::new()];
+            }
+        }
+        if !same_nodes {
+            self.nodes = view
+                .nodes
+                .iter()
+                .map(|n| NodeKey {
+                    cpus: n.cpus,
+                    real_memory: n.real_memory,
+                    weight: n.weight,
+                    available: n.available,
+                    features: n.features.clone(),
+                    gres: n
+                        .gres
+                        .iter()
+                        .map(|g| (g.name.clone(), g.type_.clone(), g.indexes.len()))
+                        .collect(),
+                })
+                .collect();
+        }
+    }
+}
+
+/// `plan`, keeping what can be kept for the next pass in `cache` (the
+/// controller passes the same cache every time). The plan is the one
+/// `plan` makes.
+pub fn plan_with(
+    view: &ClusterView,
+    cfg: &SchedConfig,
+    now: Timestamp,
+    cache: &mut PassCache,
+) -> Plan {
+    cache.check(view);
+    let mut tl = cache
+        .timeline
+        .take()
+        .unwrap_or_else(|| Box::new(Timeline::empty()));
+    tl.fill(view.nodes, view.running, now, cfg.bf_resolution);
+    let plan = plan_on(view, cfg, now, &mut tl, &mut cache.diagnosed);
+    cache.timeline = Some(tl);
+    plan
+}
+
+fn plan_on(
+    view: &ClusterView,
+    cfg: &SchedConfig,
+    now: Timestamp,
+    tl: &mut Timeline,
+    diagnosed: &mut BTreeMap<ShapeKey, Unfit>,
+) -> Plan {
     let (parts, jobs) = (view.parts, view.jobs);
     let order = priority_order(jobs, parts);
-    let mut tl = Timeline::new(view.nodes, view.running, now, cfg.bf_resolution);
     let horizon = match cfg.policy {
         Policy::Backfill => now.saturating_add(i64::from(cfg.bf_window) * 60),
         // The reference policies plan without a window, as the textbook.
@@ -618,8 +806,8 @@ pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
     // and loops of identical jobs cost one test each, not a sweep each.
     let mut memo: BTreeMap<ShapeKey, ShapeMemo> = BTreeMap::new();
     // Why jobs wait does not depend on their time limit once every
-    // partition of theirs takes that limit: one diagnosis per shape.
-    let mut diagnosed: BTreeMap<ShapeKey, Unfit> = BTreeMap::new();
+    // partition of theirs takes that limit: one diagnosis per shape (kept
+    // between passes while the nodes and partitions stay as they are).
     for idx in order {
         let job = &jobs[idx];
         let shape = shape_key(job);
@@ -642,7 +830,7 @@ pub fn plan(view: &ClusterView, cfg: &SchedConfig, now: Timestamp) -> Plan {
             if !known.failed_now {
                 start = tl.fits_now(job, parts, d).map(|a| (a, None));
                 if start.is_none() {
-                    start = shortened_start(&mut tl, job, parts, d);
+                    start = shortened_start(tl, job, parts, d);
                 }
             }
             if start.is_none() {

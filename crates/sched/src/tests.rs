@@ -261,6 +261,57 @@ proptest! {
         }
     }
 
+    /// A cache kept between passes (`plan_with`) gives every pass the plan
+    /// a fresh pass gives, while nodes go down and come back, partitions
+    /// change, and jobs run, end and arrive.
+    #[test]
+    fn a_kept_pass_cache_plans_as_a_fresh_pass(
+        passes in prop::collection::vec(
+            (
+                prop::collection::vec((1u32..3, 1u32..6, 1u32..120), 0..8),
+                prop::collection::vec((0u32..4, 1u32..300), 0..4),
+                0u32..5,
+                any::<bool>(),
+                0i64..600,
+            ),
+            1..8,
+        ),
+    ) {
+        let mut cache = PassCache::default();
+        for (k, (job_specs, run_specs, down, narrow, now)) in passes.into_iter().enumerate() {
+            let mut nodes: Vec<NodeView> = (0..4).map(|i| node(&format!("n{i}"), 4, 4000, 0)).collect();
+            if (down as usize) < nodes.len() {
+                nodes[down as usize].available = false;
+            }
+            let mut running_jobs = Vec::new();
+            for (r, (on, mins)) in run_specs.iter().enumerate() {
+                let i = *on as usize;
+                if nodes[i].alloc_cpus < nodes[i].cpus {
+                    nodes[i].alloc_cpus += 1;
+                    nodes[i].n_jobs += 1;
+                    running_jobs.push(RunningJob {
+                        job_id: JobId(10_000 + r as u32),
+                        end: now + i64::from(*mins) * 60,
+                        alloc: Allocation {
+                            partition: 0,
+                            nodes: vec![NodeAlloc { node: NodeIdx(*on), cpus: 1, mem: 0, tasks: 1, gres: vec![] }],
+                            exclusive: false,
+                        },
+                    });
+                }
+            }
+            let parts = [part(if narrow { 3 } else { 4 })];
+            let jobs: Vec<JobRequest> = job_specs.iter().enumerate().map(|(i, (n, t, mins))| {
+                let mut j = job((k * 100 + i) as u32 + 1, *n, (*t).max(*n));
+                j.time_limit = TimeLimit::Minutes(*mins);
+                j
+            }).collect();
+            let view = ClusterView { nodes: &nodes, parts: &parts, jobs: &jobs, running: &running_jobs };
+            let cfg = SchedConfig::default();
+            prop_assert_eq!(crate::plan_with(&view, &cfg, now, &mut cache), crate::plan(&view, &cfg, now));
+        }
+    }
+
     /// plan() does not depend on the order the jobs come in.
     #[test]
     fn plan_is_deterministic_under_permutation(

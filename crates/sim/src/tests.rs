@@ -302,7 +302,7 @@ fn the_simulation_is_deterministic() {
 /// shipped trace (RICC-2010-2's nodes have 8 CPUs: which nodes a plan
 /// takes matters there), under EASY and the default.
 #[test]
-fn the_submission_shortcut_schedules_as_full_passes_do() {
+fn short_passes_schedule_as_full_passes_do() {
     for name in [
         "KTH-SP2-1996-2.1-cln.swf.gz",
         "NASA-iPSC-1993-3.1-cln.swf.gz",
@@ -314,10 +314,12 @@ fn the_submission_shortcut_schedules_as_full_passes_do() {
             let mut sc = engine::sched_config(&cfg);
             sc.policy = policy;
             let run = |full| {
-                crate::driver::simulate_with(&trace, &cfg, sc.clone(), false, full, &mut |_, _| {})
+                crate::driver::simulate_with(&trace, &cfg, sc.clone(), true, full, &mut |_, _| {})
             };
             let (short, full) = (run(false), run(true));
             assert_eq!(short.records, full.records, "{name} {policy:?}");
+            // The plans shown (squeue --start) are the same too.
+            assert_eq!(short.first_plans, full.first_plans, "{name} {policy:?}");
         }
     }
 }
