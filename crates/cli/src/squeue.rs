@@ -490,12 +490,72 @@ pub fn job_filter(args: &SqueueArgs, me: &str) -> proto::JobFilter {
     } else if args.me {
         users = vec![me.to_string()];
     }
+    let brief = brief_enough(args);
     proto::JobFilter {
         users,
         partitions: args.partitions.clone(),
         active_only: args.states.is_none() && args.jobs.is_none(),
-        brief: brief_enough(args),
+        brief,
+        omit: if brief {
+            unread_fields(args)
+        } else {
+            Vec::new()
+        },
     }
+}
+
+/// The text fields of a job that neither the format, the sort keys nor
+/// the filters of `args` read, which the controller may leave empty.
+fn unread_fields(args: &SqueueArgs) -> Vec<proto::JobField> {
+    use format::FieldKind as K;
+    use proto::JobField as F;
+    let (Ok(format), Ok(keys)) = (resolve_format(args), resolve_sort(args)) else {
+        return Vec::new();
+    };
+    let mut read: Vec<F> = vec![];
+    for f in &format.fields {
+        read.extend(match f.kind {
+            K::Name => &[F::Name][..],
+            K::UserName => &[F::User],
+            K::GroupName => &[F::Group],
+            K::Account => &[F::Account],
+            K::Qos => &[F::Qos],
+            K::Partition => &[F::Partition],
+            K::NodeList | K::ReasonList | K::BatchHost | K::ReqNodes | K::ExcNodes => &[F::Nodes],
+            K::SchedNodes => &[F::SchedNodes],
+            _ => &[],
+        });
+    }
+    for k in &keys {
+        read.extend(match k.key {
+            'j' => &[F::Name][..],
+            'u' => &[F::User],
+            'g' => &[F::Group],
+            'P' => &[F::Partition],
+            'N' | 'B' => &[F::Nodes],
+            _ => &[],
+        });
+    }
+    // What `matches` reads.
+    if args.me || !args.users.is_empty() {
+        read.push(F::User);
+    }
+    if !args.partitions.is_empty() {
+        read.push(F::Partition);
+    }
+    if !args.names.is_empty() {
+        read.push(F::Name);
+    }
+    if !args.accounts.is_empty() {
+        read.push(F::Account);
+    }
+    if !args.qos.is_empty() {
+        read.push(F::Qos);
+    }
+    if !args.nodes.is_empty() {
+        read.push(F::Nodes);
+    }
+    F::ALL.into_iter().filter(|f| !read.contains(f)).collect()
 }
 
 /// Whether every field and sort key squeue will print reads only what a
@@ -531,8 +591,13 @@ fn brief_enough(args: &SqueueArgs) -> bool {
 
 /// Renders squeue's whole output for `list` (`me`: the caller's user name).
 pub fn render(args: &SqueueArgs, list: &JobList, me: &str) -> Result<String, RenderError> {
-    let expanded = expand_arrays(args, list);
-    let list = &expanded;
+    let expanded;
+    let list = if list.jobs.iter().any(|j| expands(args, j)) {
+        expanded = expand_arrays(args, list);
+        &expanded
+    } else {
+        list
+    };
     if args.json {
         return render_json(args, list, me);
     }
@@ -562,18 +627,8 @@ pub fn render(args: &SqueueArgs, list: &JobList, me: &str) -> Result<String, Ren
 pub fn expand_arrays(args: &SqueueArgs, list: &JobList) -> JobList {
     let mut jobs = Vec::with_capacity(list.jobs.len());
     for j in &list.jobs {
-        let pending = match (&j.array_task_str, j.array_job_id) {
-            (Some(text), Some(a)) if j.array_task_id.is_none() => {
-                let named: Vec<&model::array::TaskSet> = args
-                    .tasks
-                    .iter()
-                    .filter(|(id, _)| *id == a)
-                    .map(|(_, t)| t)
-                    .collect();
-                (args.array || !named.is_empty())
-                    .then(|| model::array::TaskSet::parse(text))
-                    .flatten()
-            }
+        let pending = match &j.array_task_str {
+            Some(text) if expands(args, j) => model::array::TaskSet::parse(text),
             _ => None,
         };
         match pending {
@@ -592,6 +647,17 @@ pub fn expand_arrays(args: &SqueueArgs, list: &JobList) -> JobList {
     JobList {
         now: list.now,
         jobs,
+    }
+}
+
+/// Whether `j` is an array's pending record that [`expand_arrays`]
+/// shows as one row per pending task.
+fn expands(args: &SqueueArgs, j: &JobInfo) -> bool {
+    match (&j.array_task_str, j.array_job_id) {
+        (Some(_), Some(a)) if j.array_task_id.is_none() => {
+            args.array || args.tasks.iter().any(|(id, _)| *id == a)
+        }
+        _ => false,
     }
 }
 
@@ -842,7 +908,12 @@ pub fn main(args: Vec<String>) -> i32 {
                 print_stdout("\n");
                 std::thread::sleep(std::time::Duration::from_secs(secs));
             }
-            None => return 0,
+            None => {
+                // The process ends here: freeing every job one by one
+                // would only cost time.
+                std::mem::forget(list);
+                return 0;
+            }
         }
     }
 }

@@ -232,7 +232,27 @@ fn render(args: &[&str]) -> Result<String, RenderError> {
     utc();
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let parsed = squeue::parse_args(&args).expect("valid options");
-    squeue::render(&parsed, &reference_jobs(), "sauser")
+    render_list(&parsed, &reference_jobs(), "sauser")
+}
+
+/// squeue's output for `list`, checked to be the same from the jobs as
+/// the controller sends them for this squeue (`JobFilter::omit`: the text
+/// fields the format, sort keys and filters do not read left empty).
+fn render_list(args: &squeue::SqueueArgs, list: &JobList, me: &str) -> Result<String, RenderError> {
+    let full = squeue::render(args, list, me);
+    let filter = squeue::job_filter(args, me);
+    let mut projected = list.clone();
+    for j in &mut projected.jobs {
+        filter.strip(j);
+    }
+    let out = squeue::render(args, &projected, me);
+    assert_eq!(
+        format!("{full:?}"),
+        format!("{out:?}"),
+        "omitting {:?} changes the output",
+        filter.omit
+    );
+    full
 }
 
 fn golden(name: &str) -> String {
@@ -304,9 +324,9 @@ fn finished_jobs_need_states_or_ids() {
         let v: Vec<String> = a.iter().map(|s| s.to_string()).collect();
         squeue::parse_args(&v).unwrap()
     };
-    let plain = squeue::render(&parse(&["-h", "-o", "%i"]), &list, "sauser").unwrap();
+    let plain = render_list(&parse(&["-h", "-o", "%i"]), &list, "sauser").unwrap();
     assert!(!plain.contains("66780"));
-    let all = squeue::render(&parse(&["-h", "-o", "%i|%T", "-t", "all"]), &list, "sauser").unwrap();
+    let all = render_list(&parse(&["-h", "-o", "%i|%T", "-t", "all"]), &list, "sauser").unwrap();
     assert!(all.contains("66780|COMPLETED\n"));
     let by_id = squeue::render(
         &parse(&["-h", "-o", "%i %t", "-j", "66780"]),
@@ -417,7 +437,7 @@ fn running_tasks_and_throttled_rest() {
         .collect();
     let parsed = squeue::parse_args(&args).unwrap();
     assert_eq!(
-        squeue::render(&parsed, &list, "sauser").unwrap(),
+        render_list(&parsed, &list, "sauser").unwrap(),
         "66792_[5-9%2] 66792 5-9 PENDING\n66792_4 66812 4 RUNNING\n"
     );
 }
@@ -445,7 +465,7 @@ fn start_shows_the_backfill_plan() {
         .map(|s| s.to_string())
         .collect();
     let parsed = squeue::parse_args(&args).expect("valid options");
-    let text = squeue::render(&parsed, &list, "sauser").unwrap();
+    let text = render_list(&parsed, &list, "sauser").unwrap();
     let start = format!("{:>19}", cli_time(NOW + 3600));
     assert_eq!(
         text.lines().nth(1).unwrap(),

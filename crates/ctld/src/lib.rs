@@ -16,6 +16,7 @@
 
 mod acct;
 mod durable;
+mod trim;
 
 use anyhow::Context;
 use durable::{Entry, Store};
@@ -282,6 +283,7 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         acct,
         started,
     ));
+    trim::spawn();
     let accept_tx = tx.clone();
     let accept = tokio::spawn(async move {
         // At most this many connections are served at once (docs/limits.md).
@@ -376,7 +378,9 @@ async fn serve_request(
     let read = rpc::read_frame_async_max(&mut *stream, rpc::IO_TIMEOUT, max_request);
     // Job listings for the commands travel in binary (rpc::Encoding).
     let mut encoding = rpc::Encoding::Json;
-    let resp = match read.await {
+    let read = read.await;
+    trim::note_request();
+    let resp = match read {
         Ok(env) => match gate.admit(&env, peer) {
             Err(refusal) => CtldResponse::Error(refusal),
             Ok(who) => {

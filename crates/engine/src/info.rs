@@ -74,11 +74,13 @@ impl Engine {
     }
 
     pub(crate) fn job_info(&self, job: &Job, now: Timestamp) -> JobInfo {
-        self.job_info_with(job, now, false)
+        self.job_info_with(job, now, &Keep::ALL)
     }
 
-    /// `job_info`, leaving out [`JobInfo::BRIEF_OMITS`] when `brief`.
-    fn job_info_with(&self, job: &Job, now: Timestamp, brief: bool) -> JobInfo {
+    /// `job_info`, leaving out [`JobInfo::BRIEF_OMITS`] when `keep.brief`
+    /// and the text fields `keep` drops.
+    fn job_info_with(&self, job: &Job, now: Timestamp, keep: &Keep) -> JobInfo {
+        let brief = keep.brief;
         let d = &job.desc;
         let cpus_per_task = d.cpus_per_task.unwrap_or(1).max(1);
         let (mem_per_node, mem_per_cpu) = self.mem_request(job);
@@ -92,16 +94,19 @@ impl Engine {
         }
         let (nodes, cpus_per_node, num_cpus, num_nodes, tres) = match &job.alloc {
             Some(a) => {
-                let names: Vec<String> = a
-                    .nodes
-                    .iter()
-                    .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
-                    .collect();
+                let names: Vec<String> = if keep.nodes {
+                    a.nodes
+                        .iter()
+                        .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
+                        .collect()
+                } else {
+                    Vec::new()
+                };
                 let cpus: Vec<u32> = a.nodes.iter().map(|n| n.cpus).collect();
                 let total: u32 = cpus.iter().sum();
                 let mem: u64 = a.nodes.iter().map(|n| n.mem).sum();
                 let gpus = self.alloc_gpus(a);
-                let n = names.len() as u32;
+                let n = a.nodes.len() as u32;
                 let tres = if brief {
                     String::new()
                 } else {
@@ -124,13 +129,16 @@ impl Engine {
                     (Vec::new(), Vec::new(), cpus, job.min_nodes, tres)
                 } else {
                     // Ended: show where it ran, as Slurm keeps NodeList.
-                    let names: Vec<String> = job
-                        .ran_on
-                        .iter()
-                        .map(|i| self.nodes[i.0 as usize].conf.name.clone())
-                        .collect();
+                    let names: Vec<String> = if keep.nodes {
+                        job.ran_on
+                            .iter()
+                            .map(|i| self.nodes[i.0 as usize].conf.name.clone())
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
                     let total: u32 = job.ran_cpus.iter().sum();
-                    let n = names.len() as u32;
+                    let n = job.ran_on.len() as u32;
                     let tres = if brief {
                         String::new()
                     } else {
@@ -158,28 +166,48 @@ impl Engine {
                     TimeLimit::Minutes(m) => Some(p.start + i64::from(m) * 60),
                     TimeLimit::Unlimited => None,
                 },
-                p.alloc
-                    .nodes
-                    .iter()
-                    .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
-                    .collect(),
+                if keep.sched_nodes {
+                    p.alloc
+                        .nodes
+                        .iter()
+                        .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
+                        .collect()
+                } else {
+                    Vec::new()
+                },
             ),
             None => (job.start_time, job.end_time, Vec::new()),
         };
-        let mut tres_per_node: Vec<Gres> = d.gres.clone();
-        if let Some(g) = &d.gpus_per_node {
-            tres_per_node.push(g.clone());
-        }
+        let tres_per_node = if brief {
+            None
+        } else {
+            let mut tres_per_node: Vec<Gres> = d.gres.clone();
+            if let Some(g) = &d.gpus_per_node {
+                tres_per_node.push(g.clone());
+            }
+            gres_spec("gres:", &tres_per_node)
+        };
+        let text = |kept: bool, v: &String| if kept { v.clone() } else { String::new() };
         JobInfo {
             job_id: job.id,
-            name: d.name.clone(),
-            user: d.user.clone(),
+            name: text(keep.name, &d.name),
+            user: text(keep.user, &d.user),
             uid: d.uid,
-            group: d.user.clone(),
+            group: text(keep.group, &d.user),
             gid: d.gid,
-            account: d.account.clone().unwrap_or_else(|| "(null)".into()),
-            qos: d.qos.clone().unwrap_or_else(|| "normal".into()),
-            partition: if job.state == JobState::Pending && job.partitions.len() > 1 {
+            account: match &d.account {
+                _ if !keep.account => String::new(),
+                Some(a) => a.clone(),
+                None => "(null)".into(),
+            },
+            qos: match &d.qos {
+                _ if !keep.qos => String::new(),
+                Some(q) => q.clone(),
+                None => "normal".into(),
+            },
+            partition: if !keep.partition {
+                String::new()
+            } else if job.state == JobState::Pending && job.partitions.len() > 1 {
                 job.partitions
                     .iter()
                     .map(|p| self.parts[*p].conf.name.clone())
@@ -211,11 +239,7 @@ impl Engine {
             cpus_per_node: if brief { Vec::new() } else { cpus_per_node },
             mem_per_cpu,
             mem_per_node,
-            tres_per_node: if brief {
-                None
-            } else {
-                gres_spec("gres:", &tres_per_node)
-            },
+            tres_per_node,
             tres_per_job: d
                 .gpus
                 .as_ref()
@@ -251,7 +275,11 @@ impl Engine {
             comment: detail(brief, &d.comment),
             alloc_node: detail(brief, &d.submit_host),
             alloc_sid: d.alloc_sid,
-            scheduler: "Main".into(),
+            scheduler: if keep.scheduler {
+                "Main".into()
+            } else {
+                String::new()
+            },
             last_sched_eval: job.last_sched_eval,
             suspend_time: job.suspend_time,
             secs_pre_suspend: job.secs_pre_suspend.max(0) as u64,
@@ -290,10 +318,11 @@ impl Engine {
 
     /// The jobs `filter` selects, by id, with run times as of `now`.
     pub fn job_query(&self, filter: &JobFilter, now: Timestamp) -> JobList {
+        let keep = Keep::of(filter);
         let mut jobs = Vec::with_capacity(self.jobs.len());
         for j in self.jobs.values() {
             if self.job_passes(j, filter) {
-                jobs.push(self.job_info_with(j, now, filter.brief));
+                jobs.push(self.job_info_with(j, now, &keep));
             }
         }
         JobList { now, jobs }
@@ -423,5 +452,51 @@ impl Engine {
         conf::override_entry(&mut entries, "BOOT_TIME", boot_time);
         conf::override_entry(&mut entries, "NEXT_JOB_ID", self.next_job_id.to_string());
         ConfigInfo { now, entries }
+    }
+}
+
+/// What one `job_info_with` fills in: the full view, or a `QueryJobs`
+/// filter's brief view less the text fields it omits.
+struct Keep {
+    brief: bool,
+    name: bool,
+    user: bool,
+    group: bool,
+    account: bool,
+    qos: bool,
+    partition: bool,
+    nodes: bool,
+    sched_nodes: bool,
+    scheduler: bool,
+}
+
+impl Keep {
+    const ALL: Keep = Keep {
+        brief: false,
+        name: true,
+        user: true,
+        group: true,
+        account: true,
+        qos: true,
+        partition: true,
+        nodes: true,
+        sched_nodes: true,
+        scheduler: true,
+    };
+
+    fn of(filter: &JobFilter) -> Keep {
+        use proto::JobField as F;
+        Keep {
+            brief: filter.brief,
+            name: filter.keeps(F::Name),
+            user: filter.keeps(F::User),
+            group: filter.keeps(F::Group),
+            account: filter.keeps(F::Account),
+            qos: filter.keeps(F::Qos),
+            partition: filter.keeps(F::Partition),
+            nodes: filter.keeps(F::Nodes),
+            sched_nodes: filter.keeps(F::SchedNodes),
+            scheduler: filter.keeps(F::Scheduler),
+        }
     }
 }

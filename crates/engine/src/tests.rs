@@ -594,6 +594,18 @@ fn job_query_filters_by_user_partition_and_activity_and_brief_leaves_out_details
         (brief.job_id, &brief.user, &brief.partition, brief.num_cpus),
         (full.job_id, &full.user, &full.partition, full.num_cpus)
     );
+    // Omitted text fields come empty; the others as in the brief form.
+    let filter = proto::JobFilter {
+        brief: true,
+        omit: vec![proto::JobField::User, proto::JobField::Qos],
+        ..proto::JobFilter::default()
+    };
+    let projected = &e.job_query(&filter, 5).jobs[0];
+    let mut expected = brief.clone();
+    filter.strip(&mut expected);
+    assert!(projected.user.is_empty() && projected.qos.is_empty());
+    assert_eq!(projected, &expected);
+    assert_eq!(projected.partition, "debug");
 }
 
 #[test]

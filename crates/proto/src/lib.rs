@@ -839,6 +839,77 @@ pub struct JobFilter {
     /// Leave out what only detailed views show ([`JobInfo::BRIEF_OMITS`]).
     #[serde(default)]
     pub brief: bool,
+    /// With `brief`: more fields the command will not read (its format,
+    /// sort keys and filters need none of them), left empty in the answer
+    /// so the controller builds and the command decodes less per job.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub omit: Vec<JobField>,
+}
+
+/// A text field of [`JobInfo`] that [`JobFilter::omit`] can leave empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobField {
+    /// `name`.
+    Name,
+    /// `user`.
+    User,
+    /// `group`.
+    Group,
+    /// `account`.
+    Account,
+    /// `qos`.
+    Qos,
+    /// `partition`.
+    Partition,
+    /// `nodes`.
+    Nodes,
+    /// `sched_nodes`.
+    SchedNodes,
+    /// `scheduler`.
+    Scheduler,
+}
+
+impl JobField {
+    /// Every field `omit` may name.
+    pub const ALL: [JobField; 9] = [
+        JobField::Name,
+        JobField::User,
+        JobField::Group,
+        JobField::Account,
+        JobField::Qos,
+        JobField::Partition,
+        JobField::Nodes,
+        JobField::SchedNodes,
+        JobField::Scheduler,
+    ];
+}
+
+impl JobFilter {
+    /// Whether the answer carries `field`: always unless `brief` and
+    /// `omit` names it.
+    pub fn keeps(&self, field: JobField) -> bool {
+        !(self.brief && self.omit.contains(&field))
+    }
+
+    /// Empties in `job` the text fields this filter omits, as the
+    /// controller leaves them (tests compare what commands print from a
+    /// full job and from the projected one).
+    pub fn strip(&self, job: &mut JobInfo) {
+        for f in JobField::ALL.into_iter().filter(|f| !self.keeps(*f)) {
+            match f {
+                JobField::Name => job.name.clear(),
+                JobField::User => job.user.clear(),
+                JobField::Group => job.group.clear(),
+                JobField::Account => job.account.clear(),
+                JobField::Qos => job.qos.clear(),
+                JobField::Partition => job.partition.clear(),
+                JobField::Nodes => job.nodes.clear(),
+                JobField::SchedNodes => job.sched_nodes.clear(),
+                JobField::Scheduler => job.scheduler.clear(),
+            }
+        }
+    }
 }
 
 impl JobFilter {

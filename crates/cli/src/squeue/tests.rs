@@ -186,3 +186,24 @@ fn truncation_and_justification() {
         "averylon|averylon|averylongname|n[1-3]|INVALID|n[\n"
     );
 }
+
+#[test]
+fn the_controller_leaves_out_text_fields_squeue_will_not_read() {
+    use proto::JobField as F;
+    let omit = |a: &[&str]| job_filter(&parse(a).unwrap(), "me").omit;
+    // Default format %.18i %.9P %.8j %.8u %.2t %.10M %.6D %R, sort P,t,-p.
+    assert_eq!(
+        omit(&[]),
+        vec![F::Group, F::Account, F::Qos, F::SchedNodes, F::Scheduler]
+    );
+    // Filters and sort keys read fields the format does not print.
+    let o = omit(&["-o", "%i", "-A", "acct", "-q", "high", "-S", "g"]);
+    assert!(!o.contains(&F::Account) && !o.contains(&F::Qos) && !o.contains(&F::Group));
+    assert!(o.contains(&F::Name) && o.contains(&F::Nodes) && o.contains(&F::Partition));
+    let o = omit(&["-o", "%i", "-w", "n1", "-n", "x", "--me"]);
+    assert!(!o.contains(&F::Nodes) && !o.contains(&F::Name) && !o.contains(&F::User));
+    // --start prints the planned nodes; details and JSON want everything.
+    assert!(!omit(&["--start"]).contains(&F::SchedNodes));
+    assert!(omit(&["-o", "%Z"]).is_empty());
+    assert!(omit(&["--json"]).is_empty());
+}
