@@ -220,22 +220,5 @@ fn finish(h: Holder) -> proto::StepUsage {
 /// Waits for the killed holder; its rusage (user and system CPU in
 /// microseconds, largest RSS in KiB).
 fn reap(pid: i32) -> Option<(u64, u64, u64)> {
-    loop {
-        let mut status = 0;
-        // SAFETY: a zeroed rusage is a valid out-parameter.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: wait4 on our own child with live out-parameters.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        if r == pid {
-            let usec = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-            return Some((
-                usec(ru.ru_utime),
-                usec(ru.ru_stime),
-                ru.ru_maxrss.max(0) as u64,
-            ));
-        }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return None;
-        }
-    }
+    crate::stepd::reap(pid).map(|(_, usage)| usage)
 }

@@ -196,6 +196,18 @@ fn wait_job(pid: i32) -> (i32, Option<(u64, u64, u64)>) {
     }
     // SAFETY: kill(2) on a process group id; no memory involved.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
+    match reap(pid) {
+        Some((status, usage)) => (status, Some(usage)),
+        // Cannot happen for our own child; report it as killed rather
+        // than as a success.
+        None => (libc::SIGKILL, None),
+    }
+}
+
+/// Waits for our own child `pid` to be reaped: its wait status and rusage
+/// (user and system CPU in microseconds, largest RSS in KiB); `None` when
+/// there is no such child.
+pub(crate) fn reap(pid: i32) -> Option<(i32, (u64, u64, u64))> {
     loop {
         let mut status = 0;
         // SAFETY: a zeroed rusage is a valid out-parameter.
@@ -210,12 +222,10 @@ fn wait_job(pid: i32) -> (i32, Option<(u64, u64, u64)>) {
                 usec(ru.ru_stime),
                 ru.ru_maxrss.max(0) as u64,
             );
-            return (status, Some(usage));
+            return Some((status, usage));
         }
         if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            // Cannot happen for our own child; report it as killed rather
-            // than as a success.
-            return (libc::SIGKILL, None);
+            return None;
         }
     }
 }
