@@ -408,7 +408,13 @@ async fn serve_request(
         }
     };
     // A client that never reads its answer is dropped as an idle one is.
-    let frame = rpc::envelope(daemon_identity("ctld"), resp);
+    // The controller's own identity on its answers, resolved once: a
+    // lookup per answer read /etc/passwd for every request.
+    static ANSWER_IDENTITY: std::sync::OnceLock<Identity> = std::sync::OnceLock::new();
+    let who = ANSWER_IDENTITY
+        .get_or_init(|| daemon_identity("ctld"))
+        .clone();
+    let frame = rpc::envelope(who, resp);
     tokio::time::timeout(
         rpc::IO_TIMEOUT,
         rpc::write_frame_async_enc(&mut *stream, &frame, proto::MAX_RESPONSE_BYTES, encoding),
