@@ -15,12 +15,23 @@ use proto::acctdb::{
 use proto::{AcctJob, AcctQuery};
 use std::path::PathBuf;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tracing::{info, warn};
 
 /// How often an idle writer rolls usage up.
 const ROLLUP_EVERY: Duration = Duration::from_secs(300);
+
+/// How long a record may wait for others before it is written: a burst of
+/// submissions or job ends becomes one transaction (one fsync, and each
+/// index page written once) instead of one per record. A query (sacct,
+/// sreport, fair-share) writes what waits first, so answers never miss a
+/// record the engine sent before the question. Records that a crash loses
+/// here are written again after the restart (every job's record is).
+const COALESCE: Duration = Duration::from_millis(100);
+
+/// Records after which the writer does not wait any longer.
+const COALESCE_MAX: usize = 20_000;
 
 /// Where job records go, from slurm.conf. Its `Debug` (the log's "accounting
 /// in ...") leaves the password out.
@@ -188,6 +199,31 @@ fn now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
+/// Writes `pending` in one transaction, the latest record of each job only.
+/// A write that fails is kept in `pending` for the next try (after a pause
+/// and a fresh connection), never dropped.
+fn write(store: &mut Box<dyn AccountingStore>, backend: &Backend, pending: &mut Vec<AcctJob>) {
+    if pending.is_empty() {
+        return;
+    }
+    let mut latest: std::collections::BTreeMap<(u32, i64), AcctJob> = Default::default();
+    for j in pending.drain(..) {
+        latest.insert((j.job_id.0, j.submit_time), j);
+    }
+    let batch: Vec<AcctJob> = latest.into_values().collect();
+    if let Err(e) = store.put_jobs(&batch) {
+        warn!(
+            "accounting write of {} records failed, will retry: {e}",
+            batch.len()
+        );
+        *pending = batch;
+        std::thread::sleep(Duration::from_millis(500));
+        if let Ok(s) = open(backend) {
+            *store = s;
+        }
+    }
+}
+
 /// Rolls up to now, then sums the hourly rows of `[start, end)`.
 fn usage_report(
     store: &mut dyn AccountingStore,
@@ -311,6 +347,8 @@ impl AcctWriter {
             .name("acct-writer".into())
             .spawn(move || {
                 let mut pending: Vec<AcctJob> = Vec::new();
+                // When the oldest record in `pending` arrived.
+                let mut since: Option<Instant> = None;
                 loop {
                     let first = if pending.is_empty() {
                         match rx.recv_timeout(ROLLUP_EVERY) {
@@ -330,19 +368,37 @@ impl AcctWriter {
                             Err(mpsc::RecvTimeoutError::Disconnected) => return,
                         }
                     } else {
-                        rx.recv_timeout(Duration::from_millis(500)).ok()
+                        let due =
+                            since.map_or(Duration::ZERO, |t| COALESCE.saturating_sub(t.elapsed()));
+                        match rx.recv_timeout(due) {
+                            Ok(m) => Some(m),
+                            Err(mpsc::RecvTimeoutError::Timeout) => None,
+                            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                                // The controller is stopping: write what is
+                                // left (what is lost to a crash instead is
+                                // written again after the restart).
+                                write(&mut store, &backend, &mut pending);
+                                return;
+                            }
+                        }
                     };
                     let mut queries = Vec::new();
                     let mut admin = Vec::new();
                     for m in first.into_iter().chain(rx.try_iter()) {
                         match m {
-                            Msg::Put(j) => pending.push(*j),
+                            Msg::Put(j) => {
+                                since.get_or_insert_with(Instant::now);
+                                pending.push(*j);
+                            }
                             Msg::Query(q, reply) => queries.push((q, reply)),
                             Msg::Tables(reply) => {
                                 let _ = reply.send(tables.clone());
                             }
                             Msg::Admin(req, who, reply) => admin.push((req, who, reply)),
                             Msg::Usage(q, reply) => {
+                                // Rollups read the job records: every record
+                                // the engine sent before the question is in.
+                                write(&mut store, &backend, &mut pending);
                                 let r = usage_report(&mut *store, &cluster, usage, &q);
                                 if let Err(e) = &r {
                                     warn!("usage rollup: {e}");
@@ -350,6 +406,7 @@ impl AcctWriter {
                                 let _ = reply.send(r.ok());
                             }
                             Msg::Decayed(reply) => {
+                                write(&mut store, &backend, &mut pending);
                                 let r = decayed_usage(&mut *store, &cluster, usage);
                                 if let Err(e) = &r {
                                     warn!("usage rollup: {e}");
@@ -368,25 +425,17 @@ impl AcctWriter {
                         }
                         let _ = reply.send(answer);
                     }
-                    if !pending.is_empty() {
-                        // The latest record of each job is all that matters.
-                        let mut latest: std::collections::BTreeMap<(u32, i64), AcctJob> =
-                            Default::default();
-                        for j in pending.drain(..) {
-                            latest.insert((j.job_id.0, j.submit_time), j);
-                        }
-                        let batch: Vec<AcctJob> = latest.into_values().collect();
-                        if let Err(e) = store.put_jobs(&batch) {
-                            warn!(
-                                "accounting write of {} records failed, will retry: {e}",
-                                batch.len()
-                            );
-                            pending = batch;
-                            std::thread::sleep(Duration::from_millis(500));
-                            if let Ok(s) = open(&backend) {
-                                store = s;
-                            }
-                        }
+                    // Records wait up to COALESCE for company (one
+                    // transaction for a burst of submissions), unless a
+                    // query must see them now.
+                    let due = since.is_some_and(|t| t.elapsed() >= COALESCE)
+                        || pending.len() >= COALESCE_MAX
+                        || !queries.is_empty();
+                    if !pending.is_empty() && due {
+                        write(&mut store, &backend, &mut pending);
+                    }
+                    if pending.is_empty() {
+                        since = None;
                     }
                     for (q, reply) in queries {
                         let query = JobQuery {

@@ -93,6 +93,31 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
 }
 
+/// The journal record of an entry.
+pub fn encode(entry: &Entry) -> Vec<u8> {
+    serde_json::to_vec(entry).expect("journal entries always serialize")
+}
+
+/// Encodes an entry for the journal, then applies it (the request moves
+/// into the engine instead of being copied: a submission's description,
+/// environment included, is dozens of allocations); requests return their
+/// answer.
+pub fn encode_and_apply(
+    engine: &mut Engine,
+    cfg: &conf::Config,
+    entry: Entry,
+    boot_text: &str,
+) -> (Vec<u8>, Option<CtldResponse>) {
+    let record = encode(&entry);
+    let resp = match entry {
+        Entry::Request { req, who, now } => {
+            Some(crate::handle(engine, cfg, *req, &who, now, boot_text))
+        }
+        other => apply(engine, cfg, &other, boot_text),
+    };
+    (record, resp)
+}
+
 /// Applies one entry to the engine; requests return their answer.
 pub fn apply(
     engine: &mut Engine,
@@ -246,16 +271,19 @@ impl Store {
 
     /// Appends a batch and makes it durable (one fsync).
     pub fn append(&mut self, entries: &[Entry]) -> Result<(), JournalError> {
-        if entries.is_empty() {
+        let records: Vec<Vec<u8>> = entries.iter().map(encode).collect();
+        self.append_records(&records)
+    }
+
+    /// Appends a batch of [`encode`]d entries and makes it durable (one
+    /// fsync).
+    pub fn append_records(&mut self, records: &[Vec<u8>]) -> Result<(), JournalError> {
+        if records.is_empty() {
             return Ok(());
         }
-        let payloads: Vec<Vec<u8>> = entries
-            .iter()
-            .map(|e| serde_json::to_vec(e).expect("journal entries always serialize"))
-            .collect();
-        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+        let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
         self.journal.append(&refs)?;
-        self.since_snapshot += entries.len() as u64;
+        self.since_snapshot += records.len() as u64;
         Ok(())
     }
 

@@ -408,7 +408,13 @@ async fn serve_request(
         }
     };
     // A client that never reads its answer is dropped as an idle one is.
-    let frame = rpc::envelope(daemon_identity("ctld"), resp);
+    // The controller's own identity on its answers, resolved once: a
+    // lookup per answer read /etc/passwd for every request.
+    static ANSWER_IDENTITY: std::sync::OnceLock<Identity> = std::sync::OnceLock::new();
+    let who = ANSWER_IDENTITY
+        .get_or_init(|| daemon_identity("ctld"))
+        .clone();
+    let frame = rpc::envelope(who, resp);
     tokio::time::timeout(
         rpc::IO_TIMEOUT,
         rpc::write_frame_async_enc(&mut *stream, &frame, proto::MAX_RESPONSE_BYTES, encoding),
@@ -698,7 +704,8 @@ async fn engine_loop(
             batch.push(m);
         }
         let mut shutdown = false;
-        let mut entries: Vec<Entry> = Vec::new();
+        // The batch's journal records (durable::encode), in order.
+        let mut entries: Vec<Vec<u8>> = Vec::new();
         let mut replies: Vec<(oneshot::Sender<CtldResponse>, CtldResponse)> = Vec::new();
         for msg in batch {
             let t = now();
@@ -739,10 +746,11 @@ async fn engine_loop(
                         continue;
                     }
                     let entry = Entry::Request { req, who, now: t };
-                    let resp = durable::apply(&mut engine, &cfg, &entry, &boot_text)
-                        .unwrap_or(CtldResponse::Ok);
-                    replies.push((reply, resp));
-                    entry
+                    let (record, resp) =
+                        durable::encode_and_apply(&mut engine, &cfg, entry, &boot_text);
+                    replies.push((reply, resp.unwrap_or(CtldResponse::Ok)));
+                    entries.push(record);
+                    continue;
                 }
                 Msg::LaunchFailed { job_id, node } => Entry::LaunchFailed {
                     job_id,
@@ -758,23 +766,21 @@ async fn engine_loop(
                     now: t,
                 },
             };
-            if !matches!(entry, Entry::Request { .. }) {
-                durable::apply(&mut engine, &cfg, &entry, &boot_text);
-            }
-            entries.push(entry);
+            let (record, _) = durable::encode_and_apply(&mut engine, &cfg, entry, &boot_text);
+            entries.push(record);
         }
         // Timers and a scheduling pass, when something changed or a
         // deadline is due; a batch of queries alone writes nothing.
         let t = now();
         if !entries.is_empty() || engine.next_wakeup().is_some_and(|due| t >= due) {
             let tick = Entry::Tick { now: t };
-            durable::apply(&mut engine, &cfg, &tick, &boot_text);
-            entries.push(tick);
+            let (record, _) = durable::encode_and_apply(&mut engine, &cfg, tick, &boot_text);
+            entries.push(record);
         }
         // Nothing leaves this process (no reply, no launch) before the
         // batch is on disk: a crash after this point loses nothing.
         let written = tokio::task::block_in_place(|| {
-            store.append(&entries)?;
+            store.append_records(&entries)?;
             store.maybe_snapshot(&engine)
         });
         if let Err(e) = written {
