@@ -303,6 +303,26 @@ fn open(backend: &Backend) -> Result<Box<dyn AccountingStore>, accounting::AcctE
     })
 }
 
+/// Runs `f` on the store; when it fails, opens the store again (a
+/// connection the server ended stays broken: PostgreSQL restarted, or the
+/// backend was terminated) and runs `f` once more on the new one.
+fn with_reopen<T>(
+    store: &mut Box<dyn AccountingStore>,
+    backend: &Backend,
+    mut f: impl FnMut(&mut dyn AccountingStore) -> Result<T, accounting::AcctError>,
+) -> Result<T, accounting::AcctError> {
+    match f(&mut **store) {
+        Ok(v) => Ok(v),
+        Err(e) => match open(backend) {
+            Ok(s) => {
+                *store = s;
+                f(&mut **store)
+            }
+            Err(_) => Err(e),
+        },
+    }
+}
+
 impl AcctWriter {
     /// Opens the store and starts the writer thread. A store that cannot be
     /// opened at start is an error (as slurmctld refuses to start without
@@ -355,12 +375,9 @@ impl AcctWriter {
                             Ok(m) => Some(m),
                             Err(mpsc::RecvTimeoutError::Timeout) => {
                                 // Idle: keep the usage rollups current.
-                                if let Err(e) = accounting::usage::roll_up(
-                                    &mut *store,
-                                    &cluster,
-                                    usage.cpus,
-                                    now(),
-                                ) {
+                                if let Err(e) = with_reopen(&mut store, &backend, |s| {
+                                    accounting::usage::roll_up(s, &cluster, usage.cpus, now())
+                                }) {
                                     warn!("usage rollup: {e}");
                                 }
                                 None
@@ -399,7 +416,9 @@ impl AcctWriter {
                                 // Rollups read the job records: every record
                                 // the engine sent before the question is in.
                                 write(&mut store, &backend, &mut pending);
-                                let r = usage_report(&mut *store, &cluster, usage, &q);
+                                let r = with_reopen(&mut store, &backend, |s| {
+                                    usage_report(s, &cluster, usage, &q)
+                                });
                                 if let Err(e) = &r {
                                     warn!("usage rollup: {e}");
                                 }
@@ -407,7 +426,9 @@ impl AcctWriter {
                             }
                             Msg::Decayed(reply) => {
                                 write(&mut store, &backend, &mut pending);
-                                let r = decayed_usage(&mut *store, &cluster, usage);
+                                let r = with_reopen(&mut store, &backend, |s| {
+                                    decayed_usage(s, &cluster, usage)
+                                });
                                 if let Err(e) = &r {
                                     warn!("usage rollup: {e}");
                                 }
@@ -449,7 +470,8 @@ impl AcctWriter {
                             start: q.start,
                             end: q.end,
                         };
-                        let _ = reply.send(store.query(&query).map_err(|e| e.to_string()));
+                        let answer = with_reopen(&mut store, &backend, |s| s.query(&query));
+                        let _ = reply.send(answer.map_err(|e| e.to_string()));
                     }
                 }
             })
