@@ -122,6 +122,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     });
     // After the bind: a second daemon for the same node fails there and
     // never touches the first one's jobs.
+    crate::holder::recover(&daemon);
     let ended_meanwhile = recover(&daemon);
     let registration = tokio::spawn(register(daemon.clone(), ended_meanwhile));
     // At most MAX_CONNECTIONS requests in flight; beyond that a new

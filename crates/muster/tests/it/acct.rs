@@ -453,3 +453,93 @@ fn sstat_reads_the_usage_of_running_steps_live() {
         "{step_over:?}"
     );
 }
+
+/// The holders' pids of `id`'s extern step, node by node, from `sstat -i`.
+fn holder_pids(c: &e2e::Cluster, id: u32) -> Vec<i32> {
+    let step = format!("{id}.extern");
+    let rows = c.wait_until("the holders in sstat -i", secs(20), || {
+        let o = c.run("sstat", &["-i", "-n", "-P", "-j", &step]);
+        (o.stdout.lines().count() == 2).then_some(o.stdout)
+    });
+    rows.lines()
+        .zip(["node1", "node2"])
+        .map(|(line, node)| {
+            let f: Vec<&str> = line.split('|').collect();
+            assert_eq!(f[..2], [step.as_str(), node], "{rows}");
+            f[2].parse().expect("a pid")
+        })
+        .collect()
+}
+
+fn is_holder(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .unwrap_or_default()
+        .starts_with(b"sleep\x00100000000")
+}
+
+/// Node daemons SIGKILLed while a job runs leave its extern step's holders
+/// running; restarted, they re-attach to them (as to the batch script),
+/// sstat sees them again, and they still end with the job and report the
+/// extern step's end.
+#[test]
+fn restarted_node_daemons_re_attach_to_the_extern_holders() {
+    let mut c = crate::builder()
+        .nodes(2)
+        .conf_extra("PrologFlags=Contain\nJobAcctGatherFrequency=1\n")
+        .start();
+    let id = c.submit(&["-N2", "--wrap", "while [ ! -e go ]; do sleep 0.1; done"]);
+    c.wait_state(id, "RUNNING", secs(20));
+    let pids = holder_pids(&c, id);
+    c.kill_node("node1");
+    c.kill_node("node2");
+    for pid in &pids {
+        assert!(is_holder(*pid), "holder {pid} ended with its daemon");
+    }
+    c.start_node_with("node1", &[]);
+    c.start_node_with("node2", &[]);
+    for node in ["node1", "node2"] {
+        c.wait_until(&format!("{node} to re-attach"), secs(20), || {
+            c.log(&format!("noded-{node}"))
+                .contains("re-attached to the extern step's holder")
+                .then_some(())
+        });
+    }
+    assert_eq!(holder_pids(&c, id), pids, "sstat sees the same holders");
+    std::fs::write(c.work().join("go"), "").unwrap();
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED");
+    c.wait_until("the holders to end", secs(20), || {
+        pids.iter().all(|p| !is_holder(*p)).then_some(())
+    });
+    let job = id.to_string();
+    let row = c.wait_until("the extern step's end in sacct", secs(20), || {
+        let o = c.run(
+            "sacct",
+            &[
+                "-n",
+                "-P",
+                "-o",
+                "JobID,JobName,State,ExitCode,NodeList,NTasks,MaxRSS",
+                "-j",
+                &job,
+            ],
+        );
+        o.stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{id}.extern|")) && !l.ends_with('|'))
+            .map(str::to_string)
+    });
+    let f: Vec<&str> = row.split('|').collect();
+    assert_eq!(
+        f[..6],
+        [
+            format!("{id}.extern").as_str(),
+            "extern",
+            "COMPLETED",
+            "0:0",
+            "node[1-2]",
+            "2"
+        ],
+        "{row}"
+    );
+    assert!(kib(f[6]) > 0, "MaxRSS {row}");
+}
