@@ -438,7 +438,8 @@ impl AcctWriter {
                     }
                     for (req, who, reply) in admin {
                         let before = req.commit.then(|| tables.clone());
-                        let answer = administer(&mut *store, &mut tables, &req, &who, &cluster);
+                        let answer =
+                            administer(&mut store, &backend, &mut tables, &req, &who, &cluster);
                         // The engine hears of a change before sacctmgr does,
                         // so the next submission is judged by it.
                         if before.is_some_and(|b| b != tables) {
@@ -540,7 +541,8 @@ impl AcctWriter {
 /// AdminLevel Operator or Administrator may change the database (as in
 /// Slurm). A committed change is durable before the reply.
 fn administer(
-    store: &mut dyn AccountingStore,
+    store: &mut Box<dyn AccountingStore>,
+    backend: &Backend,
     tables: &mut AcctTables,
     req: &AdminRequest,
     who: &Caller,
@@ -561,7 +563,7 @@ fn administer(
     let applied = accounting::admin::apply(tables, req, cluster);
     if req.commit {
         if let Some(new) = applied.tables {
-            if let Err(e) = store.save_tables(&new) {
+            if let Err(e) = with_reopen(store, backend, |s| s.save_tables(&new)) {
                 warn!("sacctmgr change not saved: {e}");
                 return AdminReply {
                     stderr: format!(
@@ -682,7 +684,9 @@ mod tests {
     #[test]
     fn only_root_slurmuser_and_operators_change_the_database() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = SqliteStore::open(dir.path().join("a.db")).unwrap();
+        let path = dir.path().join("a.db");
+        let mut store: Box<dyn AccountingStore> = Box::new(SqliteStore::open(&path).unwrap());
+        let backend = Backend::Sqlite(path);
         let mut t = AcctTables::default();
         accounting::admin::bootstrap(&mut t, "c");
         let caller = |user: &str, daemon| Caller {
@@ -696,6 +700,7 @@ mod tests {
         };
         let r = administer(
             &mut store,
+            &backend,
             &mut t,
             &add(Entity::User, "alice", vec![op]),
             &caller("slurm", true),
@@ -704,6 +709,7 @@ mod tests {
         assert!(r.ok, "{r:?}");
         administer(
             &mut store,
+            &backend,
             &mut t,
             &add(Entity::User, "bob", vec![]),
             &caller("root", true),
@@ -711,6 +717,7 @@ mod tests {
         );
         let denied = administer(
             &mut store,
+            &backend,
             &mut t,
             &add(Entity::Account, "x", vec![]),
             &caller("bob", false),
@@ -726,6 +733,7 @@ mod tests {
         assert!(t.accounts.iter().all(|a| a.name != "x"));
         let ok = administer(
             &mut store,
+            &backend,
             &mut t,
             &add(Entity::Account, "x", vec![]),
             &caller("alice", false),
@@ -737,7 +745,14 @@ mod tests {
         // A preview changes nothing.
         let mut preview = add(Entity::Account, "y", vec![]);
         preview.commit = false;
-        let r = administer(&mut store, &mut t, &preview, &caller("alice", false), "c");
+        let r = administer(
+            &mut store,
+            &backend,
+            &mut t,
+            &preview,
+            &caller("alice", false),
+            "c",
+        );
         assert!(r.changed && t.accounts.iter().all(|a| a.name != "y"));
     }
 

@@ -364,6 +364,18 @@ fn kill_mid_stream(mut db: Option<&mut Db>, c: &mut Cluster) {
             ids.iter().map(|id| (*id, 1)).collect(),
             "one row per job"
         );
+        // With nothing left to write, a killed connection is opened again
+        // by the next read and the next sacctmgr change.
+        assert!(db.kill_backends() > 0, "the controller had no connection");
+        let out = c.ok("sacct", &["-a", "-X", "-n", "-P", "-o", "JobID"]);
+        assert_eq!(out.stdout.lines().count(), ids.len(), "{out}");
+        assert!(db.kill_backends() > 0, "the controller had no connection");
+        c.ok("sacctmgr", &["-i", "add", "account", "physics"]);
+        let out = c.ok(
+            "sacctmgr",
+            &["-n", "-P", "list", "account", "format=Account"],
+        );
+        assert!(out.stdout.lines().any(|l| l == "physics"), "{out}");
     }
 }
 
