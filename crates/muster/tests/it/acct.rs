@@ -134,22 +134,23 @@ fn the_extern_step_holder_runs_in_its_cgroup() {
     extern_step("JobAcctGatherType=jobacct_gather/cgroup\n");
 }
 
-/// The cgroup.procs of task `task` of job `id`'s extern step on `node`,
-/// where cgroup v1 is there.
-fn extern_procs(node: &str, id: u32, task: u32) -> Option<std::path::PathBuf> {
-    std::fs::read_dir("/sys/fs/cgroup/memory/muster")
-        .ok()?
-        .flatten()
-        .filter(|d| {
-            d.file_name()
-                .to_string_lossy()
-                .starts_with(&format!("{node}-"))
-        })
-        .map(|d| {
-            d.path()
-                .join(format!("job_{id}/step_extern/task_{task}/cgroup.procs"))
-        })
-        .find(|p| p.exists())
+/// The cgroup.procs of task `task` of job `id`'s extern step on `node` of
+/// this cluster, where cgroup v1 is there. Only this cluster's: the node
+/// daemon names its cgroup `<node>-<FNV-1a of its spool directory>`, and
+/// other tests' clusters have a `node1` and a job 1 too.
+fn extern_procs(c: &e2e::Cluster, node: &str, id: u32, task: u32) -> Option<std::path::PathBuf> {
+    let spool = c.root().join("spool").join(node);
+    let hash = spool
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    let p = std::path::Path::new("/sys/fs/cgroup/memory/muster")
+        .join(format!("{node}-{:08x}", hash as u32))
+        .join(format!("job_{id}/step_extern/task_{task}/cgroup.procs"));
+    p.exists().then_some(p)
 }
 
 fn extern_step(gather: &str) {
@@ -184,7 +185,7 @@ fn extern_step(gather: &str) {
         if cgroups {
             // In the extern step's cgroup, as task N on the N-th node.
             let task = u32::from(node == "node2");
-            let procs = extern_procs(node, id, task).expect("the extern step's cgroup");
+            let procs = extern_procs(&c, node, id, task).expect("the extern step's cgroup");
             let inside = std::fs::read_to_string(&procs).unwrap_or_default();
             assert!(
                 inside.lines().any(|l| l.trim() == pid.to_string()),
@@ -231,7 +232,11 @@ fn extern_step(gather: &str) {
         );
     }
     for (node, task) in [("node1", 0), ("node2", 1)] {
-        assert_eq!(extern_procs(node, id, task), None, "cgroup of {node} left");
+        assert_eq!(
+            extern_procs(&c, node, id, task),
+            None,
+            "cgroup of {node} left"
+        );
     }
     eprintln!("sacct (cgroups {cgroups}): {row}");
     let f: Vec<&str> = row.split('|').collect();
