@@ -11,7 +11,13 @@
 //! `ACCT_BENCH_JOBS` (default 1_000_000) jobs of `ACCT_BENCH_USERS` (100)
 //! users spread over 100 days; `ACCT_BENCH_DIR` (default a temporary
 //! directory) for the database files; `ACCT_BENCH_KEEP=1` keeps the loaded
-//! query store there and reuses it when it already holds N jobs. The query
+//! query store there and reuses it when it already holds N jobs;
+//! `ACCT_BENCH_COLD=1` measures each query with a cold cache: the system's
+//! page cache is dropped once before the queries (root only), and before
+//! each query the store is closed, the database's pages are evicted from
+//! the page cache (`posix_fadvise(DONTNEED)`, this file only) and the store
+//! is opened again (not timed), so every page a query reads comes from the
+//! disk. The query
 //! store is loaded in bulk mode ([`SqliteStore::set_bulk_load`]: 100,000
 //! jobs a transaction, no fsync), which is set-up, not measurement.
 
@@ -171,9 +177,25 @@ fn main() {
             std::fs::metadata(&path).map_or(0, |m| m.len()) as f64 / 1e6
         );
     }
+    let cold = std::env::var("ACCT_BENCH_COLD").is_ok_and(|v| v == "1");
+    if cold {
+        drop(store);
+        match std::fs::write("/proc/sys/vm/drop_caches", "3\n") {
+            Ok(()) => println!("cold: page cache dropped, and the file evicted before each query"),
+            Err(e) => {
+                println!("cold: page cache not dropped ({e}); the file evicted before each query")
+            }
+        }
+        store = SqliteStore::open(&path).expect("open");
+    }
     let mut times = Vec::new();
     let mut found = 0;
     for q in 0..200u64 {
+        if cold {
+            drop(store);
+            evict(&dir);
+            store = SqliteStore::open(&path).expect("open");
+        }
         let day = T0 + ((q * 37) % (DAYS as u64 - 1)) as i64 * DAY;
         let query = JobQuery {
             cluster: Some("bench".into()),
@@ -189,8 +211,9 @@ fn main() {
     }
     times.sort_by(|a, b| a.total_cmp(b));
     println!(
-        "sacct -u USER -S day -E day+1 over {n} jobs: p50 {:.2} ms, p99 {:.2} ms \
+        "sacct -u USER -S day -E day+1 over {n} jobs{}: p50 {:.2} ms, p99 {:.2} ms \
          ({:.0} jobs per answer)",
+        if cold { ", cold cache" } else { "" },
         percentile(&times, 0.5),
         percentile(&times, 0.99),
         found as f64 / 200.0
@@ -205,6 +228,19 @@ fn main() {
             "raw.db",
         ] {
             let _ = std::fs::remove_file(dir.join(f));
+        }
+    }
+}
+
+/// Evicts the query database's files from the page cache (clean pages
+/// only: the store is closed, nothing is dirty).
+fn evict(dir: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    for name in ["query.db", "query.db-wal", "query.db-shm"] {
+        if let Ok(f) = std::fs::File::open(dir.join(name)) {
+            // SAFETY: an open descriptor; posix_fadvise only advises the
+            // kernel about its pages.
+            unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
         }
     }
 }

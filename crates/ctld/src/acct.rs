@@ -303,6 +303,26 @@ fn open(backend: &Backend) -> Result<Box<dyn AccountingStore>, accounting::AcctE
     })
 }
 
+/// Runs `f` on the store; when it fails, opens the store again (a
+/// connection the server ended stays broken: PostgreSQL restarted, or the
+/// backend was terminated) and runs `f` once more on the new one.
+fn with_reopen<T>(
+    store: &mut Box<dyn AccountingStore>,
+    backend: &Backend,
+    mut f: impl FnMut(&mut dyn AccountingStore) -> Result<T, accounting::AcctError>,
+) -> Result<T, accounting::AcctError> {
+    match f(&mut **store) {
+        Ok(v) => Ok(v),
+        Err(e) => match open(backend) {
+            Ok(s) => {
+                *store = s;
+                f(&mut **store)
+            }
+            Err(_) => Err(e),
+        },
+    }
+}
+
 impl AcctWriter {
     /// Opens the store and starts the writer thread. A store that cannot be
     /// opened at start is an error (as slurmctld refuses to start without
@@ -355,12 +375,9 @@ impl AcctWriter {
                             Ok(m) => Some(m),
                             Err(mpsc::RecvTimeoutError::Timeout) => {
                                 // Idle: keep the usage rollups current.
-                                if let Err(e) = accounting::usage::roll_up(
-                                    &mut *store,
-                                    &cluster,
-                                    usage.cpus,
-                                    now(),
-                                ) {
+                                if let Err(e) = with_reopen(&mut store, &backend, |s| {
+                                    accounting::usage::roll_up(s, &cluster, usage.cpus, now())
+                                }) {
                                     warn!("usage rollup: {e}");
                                 }
                                 None
@@ -399,7 +416,9 @@ impl AcctWriter {
                                 // Rollups read the job records: every record
                                 // the engine sent before the question is in.
                                 write(&mut store, &backend, &mut pending);
-                                let r = usage_report(&mut *store, &cluster, usage, &q);
+                                let r = with_reopen(&mut store, &backend, |s| {
+                                    usage_report(s, &cluster, usage, &q)
+                                });
                                 if let Err(e) = &r {
                                     warn!("usage rollup: {e}");
                                 }
@@ -407,7 +426,9 @@ impl AcctWriter {
                             }
                             Msg::Decayed(reply) => {
                                 write(&mut store, &backend, &mut pending);
-                                let r = decayed_usage(&mut *store, &cluster, usage);
+                                let r = with_reopen(&mut store, &backend, |s| {
+                                    decayed_usage(s, &cluster, usage)
+                                });
                                 if let Err(e) = &r {
                                     warn!("usage rollup: {e}");
                                 }
@@ -417,7 +438,8 @@ impl AcctWriter {
                     }
                     for (req, who, reply) in admin {
                         let before = req.commit.then(|| tables.clone());
-                        let answer = administer(&mut *store, &mut tables, &req, &who, &cluster);
+                        let answer =
+                            administer(&mut store, &backend, &mut tables, &req, &who, &cluster);
                         // The engine hears of a change before sacctmgr does,
                         // so the next submission is judged by it.
                         if before.is_some_and(|b| b != tables) {
@@ -449,7 +471,8 @@ impl AcctWriter {
                             start: q.start,
                             end: q.end,
                         };
-                        let _ = reply.send(store.query(&query).map_err(|e| e.to_string()));
+                        let answer = with_reopen(&mut store, &backend, |s| s.query(&query));
+                        let _ = reply.send(answer.map_err(|e| e.to_string()));
                     }
                 }
             })
@@ -518,7 +541,8 @@ impl AcctWriter {
 /// AdminLevel Operator or Administrator may change the database (as in
 /// Slurm). A committed change is durable before the reply.
 fn administer(
-    store: &mut dyn AccountingStore,
+    store: &mut Box<dyn AccountingStore>,
+    backend: &Backend,
     tables: &mut AcctTables,
     req: &AdminRequest,
     who: &Caller,
@@ -539,7 +563,7 @@ fn administer(
     let applied = accounting::admin::apply(tables, req, cluster);
     if req.commit {
         if let Some(new) = applied.tables {
-            if let Err(e) = store.save_tables(&new) {
+            if let Err(e) = with_reopen(store, backend, |s| s.save_tables(&new)) {
                 warn!("sacctmgr change not saved: {e}");
                 return AdminReply {
                     stderr: format!(
@@ -660,7 +684,9 @@ mod tests {
     #[test]
     fn only_root_slurmuser_and_operators_change_the_database() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = SqliteStore::open(dir.path().join("a.db")).unwrap();
+        let path = dir.path().join("a.db");
+        let mut store: Box<dyn AccountingStore> = Box::new(SqliteStore::open(&path).unwrap());
+        let backend = Backend::Sqlite(path);
         let mut t = AcctTables::default();
         accounting::admin::bootstrap(&mut t, "c");
         let caller = |user: &str, daemon| Caller {
@@ -674,6 +700,7 @@ mod tests {
         };
         let r = administer(
             &mut store,
+            &backend,
             &mut t,
             &add(Entity::User, "alice", vec![op]),
             &caller("slurm", true),
@@ -682,6 +709,7 @@ mod tests {
         assert!(r.ok, "{r:?}");
         administer(
             &mut store,
+            &backend,
             &mut t,
             &add(Entity::User, "bob", vec![]),
             &caller("root", true),
@@ -689,6 +717,7 @@ mod tests {
         );
         let denied = administer(
             &mut store,
+            &backend,
             &mut t,
             &add(Entity::Account, "x", vec![]),
             &caller("bob", false),
@@ -704,6 +733,7 @@ mod tests {
         assert!(t.accounts.iter().all(|a| a.name != "x"));
         let ok = administer(
             &mut store,
+            &backend,
             &mut t,
             &add(Entity::Account, "x", vec![]),
             &caller("alice", false),
@@ -715,7 +745,14 @@ mod tests {
         // A preview changes nothing.
         let mut preview = add(Entity::Account, "y", vec![]);
         preview.commit = false;
-        let r = administer(&mut store, &mut t, &preview, &caller("alice", false), "c");
+        let r = administer(
+            &mut store,
+            &backend,
+            &mut t,
+            &preview,
+            &caller("alice", false),
+            "c",
+        );
         assert!(r.changed && t.accounts.iter().all(|a| a.name != "y"));
     }
 

@@ -135,6 +135,7 @@ pub struct Builder {
     cred_expire: u32,
     wait_nodes: bool,
     hosts: bool,
+    files: BTreeMap<String, String>,
 }
 
 impl Builder {
@@ -202,6 +203,13 @@ impl Builder {
         self
     }
 
+    /// A file written beside slurm.conf before the daemons start (such as
+    /// `slurmdbd.conf`).
+    pub fn file(mut self, name: &str, text: &str) -> Self {
+        self.files.insert(name.to_string(), text.to_string());
+        self
+    }
+
     /// Whether `start` waits until every node has registered (default yes).
     pub fn wait_nodes(mut self, on: bool) -> Self {
         self.wait_nodes = on;
@@ -262,6 +270,7 @@ impl Cluster {
             cred_expire: 2,
             wait_nodes: true,
             hosts: false,
+            files: BTreeMap::new(),
         }
     }
 
@@ -289,6 +298,9 @@ impl Cluster {
             None
         };
         fs::write(&conf, config_text(b, &root, hosts.as_ref())).expect("writing slurm.conf");
+        for (name, text) in &b.files {
+            fs::write(root.join(name), text).expect("writing a file beside slurm.conf");
+        }
         let node_names: Vec<String> = (1..=b.nodes).map(|i| format!("node{i}")).collect();
         let mut c = Cluster {
             dir: Some(dir),

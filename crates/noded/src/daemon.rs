@@ -122,6 +122,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     });
     // After the bind: a second daemon for the same node fails there and
     // never touches the first one's jobs.
+    crate::holder::recover(&daemon);
     let ended_meanwhile = recover(&daemon);
     let registration = tokio::spawn(register(daemon.clone(), ended_meanwhile));
     // At most MAX_CONNECTIONS requests in flight; beyond that a new
@@ -583,6 +584,16 @@ fn terminate(daemon: &Arc<Daemon>, job_id: JobId, pid: i32, pgid: i32, kill_wait
 
 async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeResponse, Option<After>) {
     let job_id = launch.job_id;
+    // The job ended here and its end is still being reported (the status
+    // file goes once the controller has it): this launch is one a restarted
+    // controller re-sends for a job it still thinks runs. The script ran;
+    // it must not run twice. (A requeued job is launched again only after
+    // its end was acknowledged and its directory removed.)
+    let dir = spool::job_dir(&daemon.setup.spool_dir, job_id);
+    if matches!(spool::read_status(&dir), Ok(Some(_))) {
+        warn!(job = %job_id, "launch refused: the job ended here, its end is being reported");
+        return (NodeResponse::Ok, None);
+    }
     if let Err(refusal) = daemon.jobs().begin_launch(job_id) {
         // A repeated launch (the controller retrying after a lost answer)
         // must not start the script twice; the first one is running.

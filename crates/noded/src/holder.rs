@@ -14,21 +14,27 @@
 //!                 --ExternEnded (retried until answered)--> ctld
 //! ```
 //!
-//! Like srun's steps, holders are not recorded in the spool: a daemon
-//! restarted while a job runs does not re-attach to its holder (which the
-//! next EndExtern then does not find: the job's `.extern` has no usage).
+//! Each holder is recorded in the spool (`extern<J>.holder`: its pid and
+//! start time, its task index, `--acctg-freq`), so a daemon restarted while
+//! the job runs re-attaches to it: it samples it again (from the restart
+//! on: the samples before it are lost) and still kills it at the job's end
+//! and reports the extern step's end. A re-attached holder is no longer the
+//! daemon's child: its end is awaited in /proc, and its CPU time is the
+//! sampler's, not wait4's.
 
 use crate::daemon::{call_until_answered, Daemon};
 use crate::gather::{
     parse_frequency, Gather, GatherType, Publish, Sampler, StepCgroup, TaskCgroup, TaskSource,
 };
+use crate::spool::ProcId;
 use model::JobId;
 use proto::{CtldRequest, CtldResponse, NodeResponse};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 /// How long the holder sleeps: longer than any job (Slurm's is the same).
 const HOLD_SECS: &str = "100000000";
@@ -36,6 +42,9 @@ const HOLD_SECS: &str = "100000000";
 /// One job's holder on this node.
 struct Holder {
     pid: i32,
+    /// Started by this daemon (reaped with wait4), not re-attached.
+    child: bool,
+    record: PathBuf,
     gather: Arc<Mutex<Gather>>,
     sampler: Sampler,
     cgroup: Option<StepCgroup>,
@@ -58,6 +67,28 @@ impl HolderTable {
 /// Where the holder of `job_id` publishes its usage for sstat.
 pub fn live_path(spool_dir: &std::path::Path, job_id: JobId) -> PathBuf {
     spool_dir.join(format!("extern{}.live", job_id.0))
+}
+
+/// What the spool keeps of a holder, for a restarted daemon.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct HolderRecord {
+    proc_id: ProcId,
+    node_index: u32,
+    acctg_freq: Option<String>,
+}
+
+/// Where the holder of `job_id` is recorded.
+fn record_path(spool_dir: &Path, job_id: JobId) -> PathBuf {
+    spool_dir.join(format!("extern{}.holder", job_id.0))
+}
+
+/// The job of a holder record's file name (`extern<J>.holder`).
+fn parse_record_name(name: &str) -> Option<JobId> {
+    name.strip_prefix("extern")?
+        .strip_suffix(".holder")?
+        .parse()
+        .ok()
+        .map(JobId)
 }
 
 /// Whether `job_id` has a holder here (sstat reads its live file).
@@ -83,29 +114,26 @@ pub fn start(
             "cannot run the extern step for other users unless the node daemon runs as root".into(),
         );
     }
-    let mut settings = daemon.setup.gather.clone();
-    if let Some(n) = acctg_freq.and_then(parse_frequency) {
-        settings.freq_secs = n;
-    }
-    let cgroup = (settings.kind == GatherType::Cgroup)
-        .then(|| StepCgroup::create(&settings, job_id.0, "extern"))
-        .flatten();
-    let task = cgroup.as_ref().and_then(|c| c.task(node_index));
+    let (settings, cgroup, task) = gather_settings(daemon, job_id, node_index, acctg_freq);
     let mut cmd = std::process::Command::new("sleep");
     cmd.arg(HOLD_SECS)
         .current_dir("/")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        // Its own group: the job's signals and the daemon's never reach it
-        // by accident, and its end kills the group.
-        .process_group(0);
+        .stderr(std::process::Stdio::null());
     let join = task.clone();
-    // SAFETY: only async-signal-safe system calls (open/write/close on
-    // paths made before fork, setgroups/setgid/setuid) between fork and
+    // SAFETY: only async-signal-safe system calls (setsid, open/write/close
+    // on paths made before fork, setgroups/setgid/setuid) between fork and
     // exec. The cgroup is joined first, while the child is still root.
     unsafe {
         cmd.pre_exec(move || {
+            // Its own session (so its own group): the job's signals and the
+            // daemon's never reach it by accident, its end kills the group,
+            // and /proc gathering finds it by its session, as it finds a
+            // task (also after a restart, where there is no wait4).
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             if let Some(cg) = &join {
                 cg.join_self();
             }
@@ -130,6 +158,66 @@ pub fn start(
             return NodeResponse::Failed(format!("cannot start the extern step: {e}"));
         }
     };
+    // A node that never ran a batch script has no spool directory yet.
+    let _ = std::fs::create_dir_all(&daemon.setup.spool_dir);
+    let record = record_path(&daemon.setup.spool_dir, job_id);
+    let written = ProcId::of(pid)
+        .ok_or_else(|| std::io::Error::other("gone"))
+        .and_then(|proc_id| {
+            let rec = HolderRecord {
+                proc_id,
+                node_index,
+                acctg_freq: acctg_freq.map(str::to_owned),
+            };
+            let bytes = serde_json::to_vec(&rec).map_err(std::io::Error::other)?;
+            crate::spool::write_atomic(&record, &bytes)
+        });
+    if let Err(e) = written {
+        warn!(job = %job_id, "extern step holder {pid} not recorded in the spool: {e}");
+    }
+    attach(
+        daemon, job_id, pid, true, node_index, settings, cgroup, task,
+    );
+    NodeResponse::Ok
+}
+
+type Cgroups = (
+    crate::gather::GatherSettings,
+    Option<StepCgroup>,
+    Option<TaskCgroup>,
+);
+
+/// The gathering settings of a holder (`--acctg-freq` over the node's),
+/// and its cgroups where cgroups gather (made if missing).
+fn gather_settings(
+    daemon: &Daemon,
+    job_id: JobId,
+    node_index: u32,
+    acctg_freq: Option<&str>,
+) -> Cgroups {
+    let mut settings = daemon.setup.gather.clone();
+    if let Some(n) = acctg_freq.and_then(parse_frequency) {
+        settings.freq_secs = n;
+    }
+    let cgroup = (settings.kind == GatherType::Cgroup)
+        .then(|| StepCgroup::create(&settings, job_id.0, "extern"))
+        .flatten();
+    let task = cgroup.as_ref().and_then(|c| c.task(node_index));
+    (settings, cgroup, task)
+}
+
+/// Starts sampling the holder `pid` and enters it in the table.
+#[allow(clippy::too_many_arguments)]
+fn attach(
+    daemon: &Daemon,
+    job_id: JobId,
+    pid: i32,
+    child: bool,
+    node_index: u32,
+    settings: crate::gather::GatherSettings,
+    cgroup: Option<StepCgroup>,
+    task: Option<TaskCgroup>,
+) {
     let gather = Arc::new(Mutex::new(Gather::new(
         &daemon.setup.node_name,
         &[node_index],
@@ -138,8 +226,6 @@ pub fn start(
         Some(cg) => TaskSource::Cgroup(cg.clone()),
         None => TaskSource::Session(pid),
     };
-    // A node that never ran a batch script has no spool directory yet.
-    let _ = std::fs::create_dir_all(&daemon.setup.spool_dir);
     let live = live_path(&daemon.setup.spool_dir, job_id);
     let sampler = Sampler::start(
         &settings,
@@ -151,11 +237,13 @@ pub fn start(
             pids: vec![pid as u32],
         }),
     );
-    debug!(job = %job_id, pid, "extern step started");
+    debug!(job = %job_id, pid, child, "extern step holder attached");
     daemon.holders.lock().insert(
         job_id,
         Holder {
             pid,
+            child,
+            record: record_path(&daemon.setup.spool_dir, job_id),
             gather,
             sampler,
             cgroup,
@@ -163,7 +251,45 @@ pub fn start(
             live,
         },
     );
-    NodeResponse::Ok
+}
+
+/// At start-up: re-attaches to the holders recorded in the spool that still
+/// run (the same pid and start time), and forgets the others.
+pub fn recover(daemon: &Daemon) {
+    let Ok(dir) = std::fs::read_dir(&daemon.setup.spool_dir) else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let Some(job_id) = parse_record_name(&entry.file_name().to_string_lossy()) else {
+            continue;
+        };
+        let rec: Option<HolderRecord> = std::fs::read(entry.path())
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        match rec {
+            Some(rec) if rec.proc_id.is_alive() => {
+                let (settings, cgroup, task) =
+                    gather_settings(daemon, job_id, rec.node_index, rec.acctg_freq.as_deref());
+                let pid = rec.proc_id.pid;
+                attach(
+                    daemon,
+                    job_id,
+                    pid,
+                    false,
+                    rec.node_index,
+                    settings,
+                    cgroup,
+                    task,
+                );
+                info!(job = %job_id, pid, "re-attached to the extern step's holder");
+            }
+            _ => {
+                debug!(job = %job_id, "extern step holder gone while the daemon was away");
+                let _ = std::fs::remove_file(entry.path());
+                let _ = std::fs::remove_file(live_path(&daemon.setup.spool_dir, job_id));
+            }
+        }
+    }
 }
 
 /// Ends the holder of `job_id`, if one runs here: kills it and whatever
@@ -201,7 +327,20 @@ fn finish(h: Holder) -> proto::StepUsage {
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
     }
-    let ru = reap(h.pid);
+    let ru = if h.child {
+        reap(h.pid)
+    } else {
+        // Not this daemon's child (re-attached after a restart): its new
+        // parent reaps it; wait until it is gone.
+        let id = ProcId::of(h.pid);
+        for _ in 0..250 {
+            if !id.is_some_and(ProcId::is_alive) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        None
+    };
     h.sampler.stop();
     let usage = {
         let mut g = h.gather.lock().unwrap_or_else(|p| p.into_inner());
@@ -214,6 +353,7 @@ fn finish(h: Holder) -> proto::StepUsage {
         c.remove();
     }
     let _ = std::fs::remove_file(&h.live);
+    let _ = std::fs::remove_file(&h.record);
     usage
 }
 
@@ -221,4 +361,19 @@ fn finish(h: Holder) -> proto::StepUsage {
 /// microseconds, largest RSS in KiB).
 fn reap(pid: i32) -> Option<(u64, u64, u64)> {
     crate::stepd::reap(pid).map(|(_, usage)| usage)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holder_records_are_named_by_job() {
+        let p = record_path(Path::new("/spool"), JobId(42));
+        assert_eq!(p, Path::new("/spool/extern42.holder"));
+        assert_eq!(parse_record_name("extern42.holder"), Some(JobId(42)));
+        assert_eq!(parse_record_name("extern42.live"), None);
+        assert_eq!(parse_record_name("extern42.holder.tmp"), None);
+        assert_eq!(parse_record_name("job42"), None);
+    }
 }

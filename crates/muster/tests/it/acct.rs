@@ -134,22 +134,23 @@ fn the_extern_step_holder_runs_in_its_cgroup() {
     extern_step("JobAcctGatherType=jobacct_gather/cgroup\n");
 }
 
-/// The cgroup.procs of task `task` of job `id`'s extern step on `node`,
-/// where cgroup v1 is there.
-fn extern_procs(node: &str, id: u32, task: u32) -> Option<std::path::PathBuf> {
-    std::fs::read_dir("/sys/fs/cgroup/memory/muster")
-        .ok()?
-        .flatten()
-        .filter(|d| {
-            d.file_name()
-                .to_string_lossy()
-                .starts_with(&format!("{node}-"))
-        })
-        .map(|d| {
-            d.path()
-                .join(format!("job_{id}/step_extern/task_{task}/cgroup.procs"))
-        })
-        .find(|p| p.exists())
+/// The cgroup.procs of task `task` of job `id`'s extern step on `node` of
+/// this cluster, where cgroup v1 is there. Only this cluster's: the node
+/// daemon names its cgroup `<node>-<FNV-1a of its spool directory>`, and
+/// other tests' clusters have a `node1` and a job 1 too.
+fn extern_procs(c: &e2e::Cluster, node: &str, id: u32, task: u32) -> Option<std::path::PathBuf> {
+    let spool = c.root().join("spool").join(node);
+    let hash = spool
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    let p = std::path::Path::new("/sys/fs/cgroup/memory/muster")
+        .join(format!("{node}-{:08x}", hash as u32))
+        .join(format!("job_{id}/step_extern/task_{task}/cgroup.procs"));
+    p.exists().then_some(p)
 }
 
 fn extern_step(gather: &str) {
@@ -184,7 +185,7 @@ fn extern_step(gather: &str) {
         if cgroups {
             // In the extern step's cgroup, as task N on the N-th node.
             let task = u32::from(node == "node2");
-            let procs = extern_procs(node, id, task).expect("the extern step's cgroup");
+            let procs = extern_procs(&c, node, id, task).expect("the extern step's cgroup");
             let inside = std::fs::read_to_string(&procs).unwrap_or_default();
             assert!(
                 inside.lines().any(|l| l.trim() == pid.to_string()),
@@ -231,7 +232,11 @@ fn extern_step(gather: &str) {
         );
     }
     for (node, task) in [("node1", 0), ("node2", 1)] {
-        assert_eq!(extern_procs(node, id, task), None, "cgroup of {node} left");
+        assert_eq!(
+            extern_procs(&c, node, id, task),
+            None,
+            "cgroup of {node} left"
+        );
     }
     eprintln!("sacct (cgroups {cgroups}): {row}");
     let f: Vec<&str> = row.split('|').collect();
@@ -452,4 +457,94 @@ fn sstat_reads_the_usage_of_running_steps_live() {
         (0, "", ""),
         "{step_over:?}"
     );
+}
+
+/// The holders' pids of `id`'s extern step, node by node, from `sstat -i`.
+fn holder_pids(c: &e2e::Cluster, id: u32) -> Vec<i32> {
+    let step = format!("{id}.extern");
+    let rows = c.wait_until("the holders in sstat -i", secs(20), || {
+        let o = c.run("sstat", &["-i", "-n", "-P", "-j", &step]);
+        (o.stdout.lines().count() == 2).then_some(o.stdout)
+    });
+    rows.lines()
+        .zip(["node1", "node2"])
+        .map(|(line, node)| {
+            let f: Vec<&str> = line.split('|').collect();
+            assert_eq!(f[..2], [step.as_str(), node], "{rows}");
+            f[2].parse().expect("a pid")
+        })
+        .collect()
+}
+
+fn is_holder(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .unwrap_or_default()
+        .starts_with(b"sleep\x00100000000")
+}
+
+/// Node daemons SIGKILLed while a job runs leave its extern step's holders
+/// running; restarted, they re-attach to them (as to the batch script),
+/// sstat sees them again, and they still end with the job and report the
+/// extern step's end.
+#[test]
+fn restarted_node_daemons_re_attach_to_the_extern_holders() {
+    let mut c = crate::builder()
+        .nodes(2)
+        .conf_extra("PrologFlags=Contain\nJobAcctGatherFrequency=1\n")
+        .start();
+    let id = c.submit(&["-N2", "--wrap", "while [ ! -e go ]; do sleep 0.1; done"]);
+    c.wait_state(id, "RUNNING", secs(20));
+    let pids = holder_pids(&c, id);
+    c.kill_node("node1");
+    c.kill_node("node2");
+    for pid in &pids {
+        assert!(is_holder(*pid), "holder {pid} ended with its daemon");
+    }
+    c.start_node_with("node1", &[]);
+    c.start_node_with("node2", &[]);
+    for node in ["node1", "node2"] {
+        c.wait_until(&format!("{node} to re-attach"), secs(20), || {
+            c.log(&format!("noded-{node}"))
+                .contains("re-attached to the extern step's holder")
+                .then_some(())
+        });
+    }
+    assert_eq!(holder_pids(&c, id), pids, "sstat sees the same holders");
+    std::fs::write(c.work().join("go"), "").unwrap();
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED");
+    c.wait_until("the holders to end", secs(20), || {
+        pids.iter().all(|p| !is_holder(*p)).then_some(())
+    });
+    let job = id.to_string();
+    let row = c.wait_until("the extern step's end in sacct", secs(20), || {
+        let o = c.run(
+            "sacct",
+            &[
+                "-n",
+                "-P",
+                "-o",
+                "JobID,JobName,State,ExitCode,NodeList,NTasks,MaxRSS",
+                "-j",
+                &job,
+            ],
+        );
+        o.stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{id}.extern|")) && !l.ends_with('|'))
+            .map(str::to_string)
+    });
+    let f: Vec<&str> = row.split('|').collect();
+    assert_eq!(
+        f[..6],
+        [
+            format!("{id}.extern").as_str(),
+            "extern",
+            "COMPLETED",
+            "0:0",
+            "node[1-2]",
+            "2"
+        ],
+        "{row}"
+    );
+    assert!(kib(f[6]) > 0, "MaxRSS {row}");
 }

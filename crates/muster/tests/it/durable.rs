@@ -215,3 +215,33 @@ fn newest_log(dir: &std::path::Path) -> std::path::PathBuf {
     logs.sort();
     logs.pop().expect("a journal segment")
 }
+
+/// A job that ends while the controller is down: the restarted controller
+/// re-sends the launch of every job it holds as running, and the node
+/// daemon, still reporting that job's end, does not run the script again.
+#[test]
+fn a_job_that_ended_while_the_controller_was_away_does_not_run_again() {
+    let mut c = builder().nodes(1).start();
+    let id = c.submit(&[
+        "--wrap",
+        "echo run >> runs; while [ ! -e go ]; do sleep 0.1; done",
+    ]);
+    c.wait_state(id, "RUNNING", secs(20));
+    c.wait_file("runs", secs(20));
+    c.kill_ctld();
+    std::fs::write(c.work().join("go"), "").unwrap();
+    // The daemon retries the report of the end less and less often (up to
+    // every 5 s): after 7 tries, the launch the restarted controller sends
+    // at once comes before the next one.
+    c.wait_until("the end's report to fail 7 times", secs(60), || {
+        (c.log("noded-node1").matches("job end: controller").count() >= 7).then_some(())
+    });
+    c.restart_ctld();
+    c.wait_until("the repeated launch to be refused", secs(30), || {
+        c.log("noded-node1")
+            .contains("launch refused: the job ended here")
+            .then_some(())
+    });
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED");
+    assert_eq!(c.read("runs"), "run\n", "the script ran once");
+}

@@ -7,6 +7,7 @@
 //! 65 s); every other test takes a few seconds.
 
 mod acct;
+mod acct_pg;
 mod acctmgr;
 mod arrays;
 mod auth;
