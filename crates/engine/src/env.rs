@@ -90,6 +90,7 @@ impl Engine {
                 model::TimeLimit::Unlimited => None,
             },
             acctg_freq: job.desc.acctg_freq.clone(),
+            restarts: job.restarts,
         }
     }
 

@@ -34,11 +34,12 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use proto::{BatchLaunch, CtldRequest, CtldResponse, Envelope, NodeRequest, NodeResponse};
 use rpc::RpcError;
+use std::collections::HashMap;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
@@ -57,6 +58,10 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 /// after a restart are watched this way; the daemon reaps its own
 /// supervisors.
 const ADOPTED_POLL: Duration = Duration::from_millis(200);
+/// How long the daemon remembers which run of a job ended here, to refuse
+/// a late copy of that run's launch (one a restarted controller sent before
+/// it heard of the end). Copies arrive within seconds of the end.
+const ENDED_RUN_MEMORY: Duration = Duration::from_secs(600);
 /// The raw wait status of `exit 1`.
 const EXIT_1: i32 = 1 << 8;
 
@@ -76,9 +81,29 @@ pub(crate) struct Daemon {
     pending_reports: AtomicUsize,
     /// Signalled when a job leaves the table or a report is answered.
     progress: Notify,
+    /// The run (`restarts`) of each job whose end the controller
+    /// acknowledged lately, and when.
+    ended_runs: Mutex<HashMap<JobId, (u32, Instant)>>,
 }
 
 impl Daemon {
+    /// Notes that run `restarts` of `job_id` ended here and the controller
+    /// knows; forgets runs older than `ENDED_RUN_MEMORY`.
+    fn remember_ended_run(&self, job_id: JobId, restarts: u32) {
+        let mut runs = self.ended_runs.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        runs.retain(|_, (_, at)| now.duration_since(*at) < ENDED_RUN_MEMORY);
+        runs.insert(job_id, (restarts, now));
+    }
+
+    /// The run of `job_id` that ended here lately, if any.
+    fn ended_run(&self, job_id: JobId) -> Option<u32> {
+        let runs = self.ended_runs.lock().unwrap_or_else(|p| p.into_inner());
+        runs.get(&job_id)
+            .filter(|(_, at)| at.elapsed() < ENDED_RUN_MEMORY)
+            .map(|(run, _)| *run)
+    }
+
     fn jobs(&self) -> MutexGuard<'_, JobTable> {
         // A panic while holding the lock cannot leave the table half
         // updated (every method is one step), so a poisoned lock is usable.
@@ -119,6 +144,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
         shutdown: Notify::new(),
         pending_reports: AtomicUsize::new(0),
         progress: Notify::new(),
+        ended_runs: Mutex::default(),
     });
     // After the bind: a second daemon for the same node fails there and
     // never touches the first one's jobs.
@@ -594,6 +620,13 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
         warn!(job = %job_id, "launch refused: the job ended here, its end is being reported");
         return (NodeResponse::Ok, None);
     }
+    // The same, after the end was acknowledged and the directory removed:
+    // a copy of the launch that was on its way meanwhile. A later run (a
+    // requeue) has a higher run number and starts.
+    if daemon.ended_run(job_id) == Some(launch.restarts) {
+        warn!(job = %job_id, run = launch.restarts, "launch refused: this run of the job ended here");
+        return (NodeResponse::Ok, None);
+    }
     if let Err(refusal) = daemon.jobs().begin_launch(job_id) {
         // A repeated launch (the controller retrying after a lost answer)
         // must not start the script twice; the first one is running.
@@ -632,6 +665,7 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
                 user: launch.user.clone(),
                 state: RecordState::Running,
                 pids: Some(pids),
+                restarts: launch.restarts,
             };
             if let Err(e) = spool::write_record(&dir, &record) {
                 // The supervisor's own pid file still allows re-attaching.
@@ -844,6 +878,9 @@ fn start_report(
         }
         // Answered either way: asking again would not change the answer.
         if let Some((dir, ended)) = cleanup {
+            if let Some(record) = spool::read_record(&dir) {
+                daemon.remember_ended_run(job_id, record.restarts);
+            }
             if let Err(e) = spool::remove_reported(&dir, &ended) {
                 warn!("cannot remove {}: {e}", dir.display());
             }

@@ -345,6 +345,7 @@ pub fn prepare(launch: &BatchLaunch, ctx: &LaunchContext<'_>) -> Result<PathBuf,
         user: launch.user.clone(),
         state: RecordState::Launching,
         pids: None,
+        restarts: launch.restarts,
     };
     let written =
         write_script(&dir, &launch.script, owner).and_then(|_| spool::write_record(&dir, &record));

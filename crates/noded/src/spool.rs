@@ -108,6 +108,9 @@ pub struct JobRecord {
     pub state: RecordState,
     /// Known once running.
     pub pids: Option<Pids>,
+    /// Which run of the job (the launch's `restarts`).
+    #[serde(default)]
+    pub restarts: u32,
 }
 
 /// A job's end as read from its `status` file.

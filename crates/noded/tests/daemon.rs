@@ -148,6 +148,7 @@ impl Harness {
             gpus: vec![],
             time_limit_secs: None,
             acctg_freq: None,
+            restarts: 0,
         }
     }
 
@@ -247,6 +248,35 @@ async fn batch_script_output_and_exit_code_are_reported() {
     assert_eq!(lines[4], "oops");
     // The spool directory goes once the job's end is reported.
     wait_for_removal(&spool_job_dir(&h, 11)).await;
+    h.shutdown().await;
+}
+
+/// A copy of a launch that arrives after the run's end was acknowledged (a
+/// restarted controller sent it before it heard of the end) is answered
+/// without running the script again; the next run of the job (a requeue,
+/// one more restart) starts.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_late_copy_of_an_ended_runs_launch_does_not_run_it_again() {
+    let h = Harness::start().await;
+    let runs = h.path("runs");
+    let script = format!("#!/bin/sh\necho run >> {runs}\n");
+    h.launch(h.batch(13, &script)).await;
+    h.exit_of(13).await;
+    wait_for_removal(&spool_job_dir(&h, 13)).await;
+    // Answered Ok (the controller learns nothing new) with no job directory:
+    // a started script would have one before the answer.
+    h.launch(h.batch(13, &script)).await;
+    assert!(
+        !spool_job_dir(&h, 13).exists(),
+        "the ended run started again"
+    );
+    assert_eq!(std::fs::read_to_string(&runs).unwrap(), "run\n");
+    let mut requeued = h.batch(13, &script);
+    requeued.restarts = 1;
+    requeued.open_append = true;
+    h.launch(requeued).await;
+    h.exit_of(13).await;
+    assert_eq!(std::fs::read_to_string(&runs).unwrap(), "run\nrun\n");
     h.shutdown().await;
 }
 

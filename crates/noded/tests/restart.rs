@@ -231,6 +231,7 @@ impl Node {
             gpus: vec![],
             time_limit_secs: None,
             acctg_freq: None,
+            restarts: 0,
         };
         let r = self.call(NodeRequest::LaunchBatch(Box::new(launch))).await;
         assert!(matches!(r, NodeResponse::Ok), "launch answered {r:?}");

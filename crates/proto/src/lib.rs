@@ -1375,6 +1375,10 @@ pub struct BatchLaunch {
     /// `--acctg-freq`, if given: the usage sampling interval.
     #[serde(default)]
     pub acctg_freq: Option<String>,
+    /// Which run of the job this is (`SLURM_RESTART_COUNT`): a node that
+    /// saw run N end refuses a late copy of run N's launch, never run N+1.
+    #[serde(default)]
+    pub restarts: u32,
 }
 
 /// Answers from a node daemon.

@@ -338,6 +338,7 @@ fn helper_runs_as_another_user() {
                 gpus: vec![],
                 time_limit_secs: None,
                 acctg_freq: None,
+                restarts: 0,
             };
             let r: NodeResponse = rpc::call_blocking(
                 &var("HELPER_NODE"),

@@ -24,6 +24,7 @@ fn launch() -> BatchLaunch {
         gpus: vec![],
         time_limit_secs: None,
         acctg_freq: None,
+        restarts: 0,
     }
 }
 

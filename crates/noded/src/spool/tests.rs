@@ -117,6 +117,7 @@ fn scan_reads_what_the_daemon_and_supervisor_wrote() {
         user: "u".into(),
         state: RecordState::Running,
         pids: Some(pids(i32::MAX - 1, i32::MAX - 2)),
+        restarts: 0,
     };
     write_record(&lost_dir, &record).unwrap();
     assert_eq!(read_record(&lost_dir), Some(record));
