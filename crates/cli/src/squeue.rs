@@ -21,9 +21,9 @@ mod tests;
 use crate::common::split_list;
 use crate::common::{fmt_banner, print_stdout};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
-use format::{Format, SortKey};
+use format::{Format, JobView, RowView, SortKey};
 use model::{JobState, ALL_JOB_STATES};
-use proto::{JobInfo, JobList};
+use proto::{JobInfo, JobList, JobRows};
 use std::fmt;
 
 /// `squeue`'s default format.
@@ -347,14 +347,14 @@ Help options:
 ";
 
 /// Whether `job` passes every filter of `args` (`me` is the caller's name).
-pub fn matches(args: &SqueueArgs, job: &JobInfo, me: &str) -> bool {
+pub fn matches<J: JobView + ?Sized>(args: &SqueueArgs, job: &J, me: &str) -> bool {
     if let Some(ids) = &args.jobs {
-        let named = |id: &u32| *id == job.job_id.0 || Some(*id) == job.array_job_id;
+        let named = |id: &u32| *id == job.job_id().0 || Some(*id) == job.array_job_id();
         if !ids.iter().any(named) {
             return false;
         }
         // `-j 123_4`: only those tasks of array 123 (other ids name whole jobs).
-        let array = job.array_job_id.unwrap_or(job.job_id.0);
+        let array = job.array_job_id().unwrap_or(job.job_id().0);
         let wanted: Vec<&model::array::TaskSet> = args
             .tasks
             .iter()
@@ -365,7 +365,7 @@ pub fn matches(args: &SqueueArgs, job: &JobInfo, me: &str) -> bool {
             .iter()
             .any(|id| named(id) && !args.tasks.iter().any(|(a, _)| a == id));
         if !whole && !wanted.is_empty() {
-            let Some(t) = job.array_task_id else {
+            let Some(t) = job.array_task_id() else {
                 return false;
             };
             if !wanted.iter().any(|set| set.contains(t)) {
@@ -376,8 +376,8 @@ pub fn matches(args: &SqueueArgs, job: &JobInfo, me: &str) -> bool {
     match &args.states {
         Some(states) => {
             let ok = states.iter().any(|s| match s {
-                StateFilter::Completing => job.completing,
-                StateFilter::State(st) => *st == job.state && !job.completing,
+                StateFilter::Completing => job.completing(),
+                StateFilter::State(st) => *st == job.state() && !job.completing(),
             });
             if !ok {
                 return false;
@@ -387,9 +387,9 @@ pub fn matches(args: &SqueueArgs, job: &JobInfo, me: &str) -> bool {
             // squeue(1) -t: "By default, pending, running, completing,
             // configuring, and resizing jobs are reported" (jobs selected
             // with -j are shown in any state).
-            let active = job.completing
+            let active = job.completing()
                 || matches!(
-                    job.state,
+                    job.state(),
                     JobState::Pending | JobState::Running | JobState::Suspended
                 );
             if !active && args.jobs.is_none() {
@@ -397,39 +397,41 @@ pub fn matches(args: &SqueueArgs, job: &JobInfo, me: &str) -> bool {
             }
         }
     }
-    if args.start && job.state != JobState::Pending && args.states.is_none() {
+    if args.start && job.state() != JobState::Pending && args.states.is_none() {
         return false;
     }
-    let user_ok = |u: &str| u == job.user || u.parse::<u32>().is_ok_and(|n| n == job.uid);
+    let user_ok = |u: &str| u == job.user() || u.parse::<u32>().is_ok_and(|n| n == job.uid());
     if args.me || !args.users.is_empty() {
-        let ok = (args.me && job.user == me) || args.users.iter().any(|u| user_ok(u));
+        let ok = (args.me && job.user() == me) || args.users.iter().any(|u| user_ok(u));
         if !ok {
             return false;
         }
     }
     if !args.partitions.is_empty()
         && !job
-            .partition
+            .partition()
             .split(',')
             .any(|p| args.partitions.iter().any(|q| q == p))
     {
         return false;
     }
-    if !args.names.is_empty() && !args.names.contains(&job.name) {
+    if !args.names.is_empty() && !args.names.iter().any(|n| n == job.name()) {
         return false;
     }
     if !args.accounts.is_empty()
         && !args
             .accounts
             .iter()
-            .any(|a| a.eq_ignore_ascii_case(&job.account))
+            .any(|a| a.eq_ignore_ascii_case(job.account()))
     {
         return false;
     }
-    if !args.qos.is_empty() && !args.qos.iter().any(|q| q.eq_ignore_ascii_case(&job.qos)) {
+    if !args.qos.is_empty() && !args.qos.iter().any(|q| q.eq_ignore_ascii_case(job.qos())) {
         return false;
     }
-    if !args.nodes.is_empty() && !job.nodes.iter().any(|n| args.nodes.contains(n)) {
+    if !args.nodes.is_empty()
+        && !(0..job.node_count()).any(|i| args.nodes.iter().any(|n| n == job.node(i)))
+    {
         return false;
     }
     true
@@ -465,17 +467,27 @@ pub fn selected<'a>(
     list: &'a JobList,
     me: &str,
 ) -> Result<Vec<&'a JobInfo>, RenderError> {
+    select(args, list.jobs.iter().collect(), list.now, me)
+}
+
+/// `jobs` (every job of an answer) less those `args` filters out, sorted.
+fn select<J: JobView>(
+    args: &SqueueArgs,
+    mut jobs: Vec<J>,
+    now: model::Timestamp,
+    me: &str,
+) -> Result<Vec<J>, RenderError> {
     // With exactly one -j id squeue asks the controller for that job alone,
     // and an unknown id is an error; with several it filters the full list.
     if let Some(ids) = &args.jobs {
-        let known = |j: &JobInfo| j.job_id.0 == ids[0] || j.array_job_id == Some(ids[0]);
-        if ids.len() == 1 && !list.jobs.iter().any(known) {
+        let known = |j: &J| j.job_id().0 == ids[0] || j.array_job_id() == Some(ids[0]);
+        if ids.len() == 1 && !jobs.iter().any(known) {
             return Err(RenderError::InvalidJobId);
         }
     }
     let keys = resolve_sort(args)?;
-    let mut jobs: Vec<&JobInfo> = list.jobs.iter().filter(|j| matches(args, j, me)).collect();
-    format::sort_jobs(&mut jobs, &keys, list.now);
+    jobs.retain(|j| matches(args, j, me));
+    format::sort_jobs(&mut jobs, &keys, now);
     Ok(jobs)
 }
 
@@ -501,6 +513,7 @@ pub fn job_filter(args: &SqueueArgs, me: &str) -> proto::JobFilter {
         } else {
             Vec::new()
         },
+        rows: brief,
     }
 }
 
@@ -603,23 +616,94 @@ pub fn render(args: &SqueueArgs, list: &JobList, me: &str) -> Result<String, Ren
     }
     let format = resolve_format(args)?;
     let jobs = selected(args, list, me)?;
+    Ok(render_lines(args, &format, list.now, &jobs))
+}
+
+/// [`render`] from compact rows (`JobFilter::rows`, asked for when
+/// [`job_filter`] sets it): the same text for the same jobs.
+pub fn render_rows(args: &SqueueArgs, rows: &JobRows, me: &str) -> Result<String, RenderError> {
+    let expanded;
+    let rows = if rows.rows().any(|row| expands(args, &RowView { row, rows })) {
+        expanded = expand_rows(args, rows);
+        &expanded
+    } else {
+        rows
+    };
+    if args.json {
+        // Never asked for with rows: --json reads every field.
+        let list = JobList {
+            now: rows.now,
+            jobs: rows.rows().map(|r| r.to_info(rows)).collect(),
+        };
+        return render_json(args, &list, me);
+    }
+    let format = resolve_format(args)?;
+    let views = rows.rows().map(|row| RowView { row, rows }).collect();
+    let jobs = select(args, views, rows.now, me)?;
+    Ok(render_lines(args, &format, rows.now, &jobs))
+}
+
+/// The banner, header and one line per job.
+fn render_lines<J: JobView>(
+    args: &SqueueArgs,
+    format: &Format,
+    now: model::Timestamp,
+    jobs: &[J],
+) -> String {
     let mut out = String::new();
     if args.long || args.iterate.is_some() {
-        out.push_str(&fmt_banner(list.now));
+        out.push_str(&fmt_banner(now));
         out.push('\n');
     }
     if !args.noheader {
-        out.push_str(&format::header_line(&format));
+        out.push_str(&format::header_line(format));
     }
     if args.steps {
         // No job steps yet: the header alone, as for a job without steps.
-        return Ok(out);
+        return out;
     }
-    out.reserve(jobs.len() * 80);
+    let mut scratch = String::new();
+    let mut jobs = jobs.iter();
+    if let Some(first) = jobs.next() {
+        let start = out.len();
+        format::push_job_line_with(&mut out, &mut scratch, format, first, now, args.noconvert);
+        // Lines of one format are about as long as each other.
+        out.reserve((out.len() - start + 8) * jobs.len());
+    }
     for job in jobs {
-        format::push_job_line(&mut out, &format, job, list.now, args.noconvert);
+        format::push_job_line_with(&mut out, &mut scratch, format, job, now, args.noconvert);
     }
-    Ok(out)
+    out
+}
+
+/// [`expand_arrays`] for compact rows.
+fn expand_rows(args: &SqueueArgs, rows: &JobRows) -> JobRows {
+    let mut out = JobRows {
+        now: rows.now,
+        strings: rows.strings.clone(),
+        chunks: Vec::new(),
+    };
+    for r in rows.rows() {
+        let pending = match &r.array_task_str {
+            Some(text) if expands(args, &RowView { row: r, rows }) => {
+                model::array::TaskSet::parse(text)
+            }
+            _ => None,
+        };
+        match pending {
+            Some(set) => {
+                for t in set.iter() {
+                    let mut row = r.clone();
+                    row.array_task_id = Some(t);
+                    row.array_task_str = None;
+                    row.array_max_tasks = None;
+                    out.push(row);
+                }
+            }
+            None => out.push(r.clone()),
+        }
+    }
+    out
 }
 
 /// The list as squeue shows it: with `-r`, or when `-j` names single
@@ -652,9 +736,9 @@ pub fn expand_arrays(args: &SqueueArgs, list: &JobList) -> JobList {
 
 /// Whether `j` is an array's pending record that [`expand_arrays`]
 /// shows as one row per pending task.
-fn expands(args: &SqueueArgs, j: &JobInfo) -> bool {
-    match (&j.array_task_str, j.array_job_id) {
-        (Some(_), Some(a)) if j.array_task_id.is_none() => {
+fn expands<J: JobView + ?Sized>(args: &SqueueArgs, j: &J) -> bool {
+    match (j.array_task_str(), j.array_job_id()) {
+        (Some(_), Some(a)) if j.array_task_id().is_none() => {
             args.array || args.tasks.iter().any(|(id, _)| *id == a)
         }
         _ => false,
@@ -889,17 +973,34 @@ pub fn main(args: Vec<String>) -> i32 {
         return steps_main(&args, &client);
     }
     loop {
-        let list = match client.query_jobs(job_filter(&args, &me)) {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("slurm_load_jobs error: {e}");
+        let filter = job_filter(&args, &me);
+        let text = if filter.rows {
+            client.query_job_rows(filter).map(|rows| {
+                let text = render_rows(&args, &rows, &me);
+                if args.iterate.is_none() {
+                    // The process ends here: freeing every row one by
+                    // one would only cost time.
+                    std::mem::forget(rows);
+                }
+                text
+            })
+        } else {
+            client.query_jobs(filter).map(|list| {
+                let text = render(&args, &list, &me);
+                if args.iterate.is_none() {
+                    std::mem::forget(list);
+                }
+                text
+            })
+        };
+        match text {
+            Ok(Ok(text)) => print_stdout(&text),
+            Ok(Err(e)) => {
+                eprintln!("{e}");
                 return 1;
             }
-        };
-        match render(&args, &list, &me) {
-            Ok(text) => print_stdout(&text),
             Err(e) => {
-                eprintln!("{e}");
+                eprintln!("slurm_load_jobs error: {e}");
                 return 1;
             }
         }
@@ -908,12 +1009,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 print_stdout("\n");
                 std::thread::sleep(std::time::Duration::from_secs(secs));
             }
-            None => {
-                // The process ends here: freeing every job one by one
-                // would only cost time.
-                std::mem::forget(list);
-                return 0;
-            }
+            None => return 0,
         }
     }
 }

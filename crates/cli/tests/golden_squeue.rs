@@ -237,7 +237,8 @@ fn render(args: &[&str]) -> Result<String, RenderError> {
 
 /// squeue's output for `list`, checked to be the same from the jobs as
 /// the controller sends them for this squeue (`JobFilter::omit`: the text
-/// fields the format, sort keys and filters do not read left empty).
+/// fields the format, sort keys and filters do not read left empty; and
+/// compact rows, `JobFilter::rows`, when squeue would ask for them).
 fn render_list(args: &squeue::SqueueArgs, list: &JobList, me: &str) -> Result<String, RenderError> {
     let full = squeue::render(args, list, me);
     let filter = squeue::job_filter(args, me);
@@ -252,6 +253,17 @@ fn render_list(args: &squeue::SqueueArgs, list: &JobList, me: &str) -> Result<St
         "omitting {:?} changes the output",
         filter.omit
     );
+    // When the output reads only what a brief job carries, squeue asks
+    // for compact rows: they must print the same.
+    if filter.rows {
+        let rows = proto::JobRows::from_list(list, &filter);
+        let out = squeue::render_rows(args, &rows, me);
+        assert_eq!(
+            format!("{full:?}"),
+            format!("{out:?}"),
+            "compact rows change the output"
+        );
+    }
     full
 }
 
@@ -496,4 +508,25 @@ fn civil(days: i64) -> (i64, i64, i64) {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[test]
+fn brief_formats_ask_for_compact_rows() {
+    for args in [
+        &[][..],
+        &["-l"],
+        &["--start"],
+        &["-r"],
+        &["-o", "%i %P %j %u %g %a %q %t %M %l %D %R %Y %S %Q"],
+    ] {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let parsed = squeue::parse_args(&args).unwrap();
+        assert!(squeue::job_filter(&parsed, "u").rows, "{args:?}");
+    }
+    // What only the full form carries (%Z, %o, --json) needs full jobs.
+    for args in [&["-o", "%i %Z"][..], &["-o", "%o"], &["--json"]] {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let parsed = squeue::parse_args(&args).unwrap();
+        assert!(!squeue::job_filter(&parsed, "u").rows, "{args:?}");
+    }
 }

@@ -222,6 +222,20 @@ impl Client {
         }
     }
 
+    /// The jobs `filter` selects, as compact rows (`filter.rows` and
+    /// `filter.brief` are set here).
+    pub fn query_job_rows(
+        &self,
+        mut filter: proto::JobFilter,
+    ) -> Result<proto::JobRows, ClientError> {
+        filter.brief = true;
+        filter.rows = true;
+        match self.call(CtldRequest::QueryJobs(filter))? {
+            CtldResponse::JobRows(rows) => Ok(rows),
+            _ => Err(ClientError::Unexpected),
+        }
+    }
+
     /// Every node.
     pub fn nodes(&self) -> Result<Vec<NodeInfo>, ClientError> {
         match self.call(CtldRequest::ListNodes)? {

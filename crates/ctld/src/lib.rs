@@ -1025,6 +1025,9 @@ pub(crate) fn handle(
             Err(e) => CtldResponse::Error(e),
         },
         CtldRequest::ListJobs => CtldResponse::Jobs(engine.job_list(t)),
+        CtldRequest::QueryJobs(filter) if filter.rows && filter.brief => {
+            CtldResponse::JobRows(engine.job_rows(&filter, t))
+        }
         CtldRequest::QueryJobs(filter) => CtldResponse::Jobs(engine.job_query(&filter, t)),
         CtldRequest::Priorities => CtldResponse::Priorities(engine.priority_list()),
         CtldRequest::Shares => CtldResponse::Shares(engine.share_rows()),

@@ -65,7 +65,7 @@ impl Engine {
                 n_cpus: batch_cpus,
                 n_tasks: 1,
                 alloc_tres,
-                usage: job.batch_usage.clone().unwrap_or_default(),
+                usage: job.batch_usage.as_deref().cloned().unwrap_or_default(),
             });
             // PrologFlags=Contain: the extern step holds the whole
             // allocation for the job's life (Slurm lists it after .batch).
@@ -90,7 +90,7 @@ impl Engine {
                     n_cpus: info.num_cpus,
                     n_tasks: info.num_nodes,
                     alloc_tres: sorted_tres(&info.tres),
-                    usage: job.extern_usage.clone().unwrap_or_default(),
+                    usage: job.extern_usage.as_deref().cloned().unwrap_or_default(),
                 });
             }
         }

@@ -4,7 +4,9 @@
 use crate::{Engine, Job};
 use model::units::format_memory_mb;
 use model::{Gres, JobState, TimeLimit, Timestamp};
-use proto::{ConfigInfo, JobFilter, JobInfo, JobList, NodeInfo, PartitionInfo};
+use proto::{
+    ConfigInfo, Interner, JobFilter, JobInfo, JobList, JobRow, JobRows, NodeInfo, PartitionInfo,
+};
 
 /// `OverSubscribe=EXCLUSIVE` as the configuration stores it.
 pub const OVERSUBSCRIBE_EXCLUSIVE: &str = "EXCLUSIVE";
@@ -148,35 +150,16 @@ impl Engine {
                 }
             }
         };
-        // Time suspended is not run time (squeue TIME, RunTime).
-        let run_time = match (job.start_time, job.state) {
-            (Some(_), JobState::Running | JobState::Suspended) => job.run_secs(now) as u64,
-            (Some(s), _) => (job.end_time.unwrap_or(now) - s - job.suspended_secs).max(0) as u64,
-            _ => 0,
-        };
-        // A pending job shows the backfill plan's expected start, as
-        // Slurm's StartTime, EndTime and SchedNodeList do.
-        let plan = (job.state == JobState::Pending)
-            .then(|| self.plans.get(&job.id))
-            .flatten();
-        let (start_time, end_time, sched_nodes) = match plan {
-            Some(p) => (
-                Some(p.start),
-                match job.time_limit {
-                    TimeLimit::Minutes(m) => Some(p.start + i64::from(m) * 60),
-                    TimeLimit::Unlimited => None,
-                },
-                if keep.sched_nodes {
-                    p.alloc
-                        .nodes
-                        .iter()
-                        .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
-                        .collect()
-                } else {
-                    Vec::new()
-                },
-            ),
-            None => (job.start_time, job.end_time, Vec::new()),
+        let run_time = Self::run_time(job, now);
+        let (start_time, end_time, plan) = self.start_end(job);
+        let sched_nodes = match plan {
+            Some(p) if keep.sched_nodes => p
+                .alloc
+                .nodes
+                .iter()
+                .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
+                .collect(),
+            _ => Vec::new(),
         };
         let tres_per_node = if brief {
             None
@@ -208,11 +191,7 @@ impl Engine {
             partition: if !keep.partition {
                 String::new()
             } else if job.state == JobState::Pending && job.partitions.len() > 1 {
-                job.partitions
-                    .iter()
-                    .map(|p| self.parts[*p].conf.name.clone())
-                    .collect::<Vec<_>>()
-                    .join(",")
+                self.partition_list(job)
             } else {
                 self.parts[job.partition].conf.name.clone()
             },
@@ -326,6 +305,194 @@ impl Engine {
             }
         }
         JobList { now, jobs }
+    }
+
+    /// `job_query` as compact rows (`JobFilter::rows`): the fields of the
+    /// brief `JobInfo`, built straight from the job table.
+    pub fn job_rows(&self, filter: &JobFilter, now: Timestamp) -> JobRows {
+        let keep = Keep::of(filter);
+        let mut strings = Interner::new();
+        // Node names by node index, interned once each.
+        let mut node_names: Vec<u32> = vec![u32::MAX; self.nodes.len()];
+        let mut rows = JobRows {
+            now,
+            ..JobRows::default()
+        };
+        for j in self.jobs.values() {
+            if self.job_passes(j, filter) {
+                rows.push(self.job_row(j, now, &keep, &mut strings, &mut node_names));
+            }
+        }
+        rows.strings = strings.into_strings();
+        rows
+    }
+
+    fn job_row<'a>(
+        &'a self,
+        job: &'a Job,
+        now: Timestamp,
+        keep: &Keep,
+        strings: &mut Interner<'a>,
+        node_names: &mut [u32],
+    ) -> JobRow {
+        let d = &job.desc;
+        let cpus_per_task = d.cpus_per_task.unwrap_or(1).max(1);
+        let (mem_per_node, mem_per_cpu) = self.mem_request(job);
+        let mut node = |strings: &mut Interner<'a>, i: usize| {
+            if node_names[i] == u32::MAX {
+                node_names[i] = strings.intern(&self.nodes[i].conf.name);
+            }
+            node_names[i]
+        };
+        let (nodes, num_cpus, num_nodes) = match &job.alloc {
+            Some(a) => (
+                if keep.nodes {
+                    a.nodes
+                        .iter()
+                        .map(|n| node(strings, n.node.0 as usize))
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+                a.nodes.iter().map(|n| n.cpus).sum(),
+                a.nodes.len() as u32,
+            ),
+            None if job.ran_on.is_empty() => {
+                (Vec::new(), job.ntasks * cpus_per_task, job.min_nodes)
+            }
+            None => (
+                if keep.nodes {
+                    job.ran_on
+                        .iter()
+                        .map(|i| node(strings, i.0 as usize))
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+                job.ran_cpus.iter().sum(),
+                job.ran_on.len() as u32,
+            ),
+        };
+        let (start_time, end_time, plan) = self.start_end(job);
+        let sched_nodes = match plan {
+            Some(p) if keep.sched_nodes => p
+                .alloc
+                .nodes
+                .iter()
+                .map(|n| node(strings, n.node.0 as usize))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let text = |strings: &mut Interner<'a>, kept: bool, v: &'a str| {
+            if kept {
+                strings.intern(v)
+            } else {
+                0
+            }
+        };
+        let partition = if !keep.partition {
+            0
+        } else if job.state == JobState::Pending && job.partitions.len() > 1 {
+            strings.intern_owned(self.partition_list(job))
+        } else {
+            strings.intern(&self.parts[job.partition].conf.name)
+        };
+        JobRow {
+            job_id: job.id,
+            name: text(strings, keep.name, &d.name),
+            user: text(strings, keep.user, &d.user),
+            uid: d.uid,
+            group: text(strings, keep.group, &d.user),
+            gid: d.gid,
+            account: text(
+                strings,
+                keep.account,
+                d.account.as_deref().unwrap_or("(null)"),
+            ),
+            qos: text(strings, keep.qos, d.qos.as_deref().unwrap_or("normal")),
+            partition,
+            state: job.state,
+            completing: job.completing,
+            reason: job.reason,
+            priority: job.priority,
+            nice: d.nice,
+            submit_time: job.submit_time,
+            eligible_time: job.eligible_time,
+            start_time,
+            end_time,
+            run_time: Self::run_time(job, now),
+            time_limit: job.time_limit,
+            nodes,
+            num_nodes,
+            num_cpus,
+            num_tasks: job.ntasks,
+            cpus_per_task,
+            mem_per_cpu,
+            mem_per_node,
+            exclusive: d.exclusive,
+            requeue: job.requeue,
+            restarts: job.restarts,
+            last_sched_eval: job.last_sched_eval,
+            sched_nodes,
+            array_job_id: job.array.as_ref().map(|a| a.array_job_id.0),
+            array_task_id: job.array.as_ref().and_then(|a| a.task_id),
+            array_task_str: job
+                .array
+                .as_ref()
+                .filter(|a| a.is_meta())
+                .map(|a| a.pending.to_string()),
+            array_max_tasks: job
+                .array
+                .as_ref()
+                .filter(|a| a.is_meta() && a.throttle > 0)
+                .map(|a| a.throttle),
+        }
+    }
+
+    /// A job's run time as of `now` (time suspended is not run time:
+    /// squeue TIME, RunTime).
+    fn run_time(job: &Job, now: Timestamp) -> u64 {
+        match (job.start_time, job.state) {
+            (Some(_), JobState::Running | JobState::Suspended) => job.run_secs(now) as u64,
+            (Some(s), _) => (job.end_time.unwrap_or(now) - s - job.suspended_secs).max(0) as u64,
+            _ => 0,
+        }
+    }
+
+    /// A job's start and end times as the commands show them: a pending
+    /// job shows the backfill plan's expected start (and that plan), as
+    /// Slurm's StartTime, EndTime and SchedNodeList do.
+    fn start_end(
+        &self,
+        job: &Job,
+    ) -> (
+        Option<Timestamp>,
+        Option<Timestamp>,
+        Option<&sched::Planned>,
+    ) {
+        let plan = (job.state == JobState::Pending)
+            .then(|| self.plans.get(&job.id))
+            .flatten();
+        match plan {
+            Some(p) => (
+                Some(p.start),
+                match job.time_limit {
+                    TimeLimit::Minutes(m) => Some(p.start + i64::from(m) * 60),
+                    TimeLimit::Unlimited => None,
+                },
+                Some(p),
+            ),
+            None => (job.start_time, job.end_time, None),
+        }
+    }
+
+    /// A pending job's partitions, comma separated.
+    fn partition_list(&self, job: &Job) -> String {
+        job.partitions
+            .iter()
+            .map(|p| self.parts[*p].conf.name.clone())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     fn job_passes(&self, job: &Job, filter: &JobFilter) -> bool {

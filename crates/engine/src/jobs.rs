@@ -706,10 +706,10 @@ impl Engine {
             .as_ref()
             .is_some_and(|a| a.nodes.first().is_some_and(|n| n.node == idx));
         if batch_here {
-            job.batch_usage = Some(proto::StepUsage {
+            job.batch_usage = Some(Box::new(proto::StepUsage {
                 max_rss_node: Some(node.to_string()),
                 ..usage
-            });
+            }));
         }
     }
 

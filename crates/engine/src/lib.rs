@@ -424,12 +424,14 @@ pub struct Job {
     /// Who cancelled it (`CANCELLED by <uid>` in sacct).
     #[serde(default)]
     pub cancelled_by: Option<u32>,
-    /// What its batch script used, as its node measured it.
+    /// What its batch script used, as its node measured it (boxed: about
+    /// 300 bytes that only ended jobs have, in every job).
     #[serde(default)]
-    pub batch_usage: Option<proto::StepUsage>,
-    /// What its extern step used, merged over the nodes that reported.
+    pub batch_usage: Option<Box<proto::StepUsage>>,
+    /// What its extern step used, merged over the nodes that reported
+    /// (boxed, as `batch_usage`).
     #[serde(default)]
-    pub extern_usage: Option<proto::StepUsage>,
+    pub extern_usage: Option<Box<proto::StepUsage>>,
     /// Its weighted priority factors when multifactor priority last set
     /// its priority (sprio).
     #[serde(default)]

@@ -891,3 +891,69 @@ fn passes_after_submissions_only_start_what_fits_and_keep_the_plan() {
     assert_eq!(e.planned(b).map(|p| p.start), Some(303));
     assert!(e.check_invariants().is_empty());
 }
+
+#[test]
+fn compact_rows_carry_what_the_brief_jobs_carry() {
+    let mut e = engine();
+    let timed = |nodes: u32, minutes: u32| JobDesc {
+        min_nodes: Some(nodes),
+        ntasks: Some(nodes * 2),
+        time_limit: Some(TimeLimit::Minutes(minutes)),
+        partitions: vec!["debug".into()],
+        ..desc()
+    };
+    // Running, then ended (keeps where it ran), a planned pending job,
+    // one waiting without a plan, a held one in two partitions, an array.
+    let done = e.on_submit(timed(1, 5), &user(), 0).unwrap().job_id;
+    e.schedule(0);
+    e.on_job_exited(done, "node1", ExitCode { code: 0, signal: 0 }, None, 3)
+        .unwrap();
+    e.on_submit(timed(3, 60), &user(), 4).unwrap();
+    e.schedule(4);
+    e.on_submit(timed(4, 60), &user(), 10).unwrap();
+    e.on_submit(timed(1, 120), &other(), 10).unwrap();
+    let mut held = desc();
+    held.hold = true;
+    held.partitions = vec!["debug".into(), "gpu".into()];
+    held.account = Some("physics".into());
+    e.on_submit(held, &user(), 11).unwrap();
+    let mut array = desc();
+    array.array = Some("0-9%2".into());
+    array.hold = true;
+    e.on_submit(array, &user(), 12).unwrap();
+    e.schedule(12);
+    let omits = [
+        vec![],
+        vec![proto::JobField::User, proto::JobField::Qos],
+        proto::JobField::ALL.to_vec(),
+    ];
+    for omit in omits {
+        let filter = proto::JobFilter {
+            brief: true,
+            omit,
+            rows: true,
+            ..proto::JobFilter::default()
+        };
+        let brief = e.job_query(&filter, 20);
+        let rows = e.job_rows(&filter, 20);
+        assert_eq!(rows.now, brief.now);
+        assert_eq!(rows.len(), brief.jobs.len());
+        if filter.omit.is_empty() {
+            assert!(brief.jobs.iter().any(|j| !j.nodes.is_empty()));
+            assert!(brief.jobs.iter().any(|j| !j.sched_nodes.is_empty()));
+            assert!(brief.jobs.iter().any(|j| j.partition.contains(',')));
+        }
+        assert!(brief.jobs.iter().any(|j| j.array_task_str.is_some()));
+        // Compared through the row form: what a row cannot carry (the
+        // details a brief job leaves empty anyway) is out of both.
+        let expected = proto::JobRows::from_list(&brief, &proto::JobFilter::default());
+        for (got, want) in rows.rows().zip(expected.rows()) {
+            assert_eq!(
+                got.to_info(&rows),
+                want.to_info(&expected),
+                "{:?}",
+                filter.omit
+            );
+        }
+    }
+}

@@ -11,7 +11,9 @@ pub mod acctdb;
 use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use serde::{Deserialize, Serialize};
 
+mod rows;
 mod steps;
+pub use rows::{Interner, JobRow, JobRows};
 pub use steps::process_mapping;
 pub use steps::{
     AllocationInfo, Distribution, SrunToStepd, StdinMode, StepCreated, StepInfo, StepLaunch,
@@ -658,6 +660,8 @@ pub enum CtldResponse {
     StepStats(Vec<LiveStepStat>),
     /// Refused.
     Error(SlurmError),
+    /// `QueryJobs` with `rows`: the selected jobs as compact rows.
+    JobRows(JobRows),
 }
 
 /// `muster explain`: where a job stands in the queue and why, with the
@@ -844,6 +848,10 @@ pub struct JobFilter {
     /// so the controller builds and the command decodes less per job.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub omit: Vec<JobField>,
+    /// With `brief`: answer with compact rows (`CtldResponse::JobRows`)
+    /// instead of a `JobInfo` per job.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rows: bool,
 }
 
 /// A text field of [`JobInfo`] that [`JobFilter::omit`] can leave empty.

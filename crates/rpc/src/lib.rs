@@ -469,4 +469,30 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    #[test]
+    fn job_rows_round_trip_in_binary() {
+        use proto::{CtldResponse, JobFilter, JobInfo, JobList, JobRows};
+        let mut busy = JobInfo {
+            name: "train".into(),
+            nodes: vec!["node1".into(), "node2".into()],
+            start_time: Some(1_700_000_000),
+            sched_nodes: vec!["node3".into()],
+            array_task_str: Some("1-3".into()),
+            ..JobInfo::default()
+        };
+        busy.job_id.0 = 42;
+        let list = JobList {
+            now: 1_700_000_100,
+            jobs: vec![JobInfo::default(), busy],
+        };
+        let rows = JobRows::from_list(&list, &JobFilter::default());
+        let msg = envelope(ident(), CtldResponse::JobRows(rows.clone()));
+        let frame = encode_frame(&msg, Encoding::Binary, u32::MAX).unwrap();
+        let back: Envelope<CtldResponse> = read_frame(&mut &frame[..]).unwrap();
+        match back.body {
+            CtldResponse::JobRows(r) => assert_eq!(r, rows),
+            other => panic!("{other:?}"),
+        }
+    }
 }

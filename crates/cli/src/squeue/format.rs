@@ -8,8 +8,8 @@
 //! column is printed whole, as in `squeue -l`).
 
 use model::units::{format_duration, format_memory_mb, format_time_limit};
-use model::{JobState, TimeLimit, Timestamp};
-use proto::JobInfo;
+use model::{JobId, JobState, PendingReason, TimeLimit, Timestamp};
+use proto::{JobInfo, JobRow, JobRows};
 use std::cmp::Ordering;
 
 use crate::common::fmt_time;
@@ -410,7 +410,14 @@ fn put(out: &mut String, s: &str, width: usize, right: bool, cut: bool) {
             None => (s.len(), s.chars().count()),
         }
     };
-    let pad = |out: &mut String, n: usize| out.extend(std::iter::repeat_n(' ', n));
+    let pad = |out: &mut String, mut n: usize| {
+        const SPACES: &str = "                                                                ";
+        while n > 0 {
+            let k = n.min(SPACES.len());
+            out.push_str(&SPACES[..k]);
+            n -= k;
+        }
+    };
     if right {
         if cut || shown_len == s.len() {
             pad(out, width - shown_n);
@@ -492,21 +499,469 @@ fn header(kind: FieldKind) -> &'static str {
     }
 }
 
+/// What squeue reads of a job: a full [`JobInfo`], or a compact row of
+/// an answer to a `rows` query ([`RowView`]). The fields only the full
+/// form carries come through [`JobView::full`]; squeue asks for rows only
+/// when its format, sort keys and filters read none of them.
+#[allow(missing_docs)] // Each is the `JobInfo` field of the same name.
+pub trait JobView {
+    fn job_id(&self) -> JobId;
+    fn name(&self) -> &str;
+    fn user(&self) -> &str;
+    fn uid(&self) -> u32;
+    fn group(&self) -> &str;
+    fn gid(&self) -> u32;
+    fn account(&self) -> &str;
+    fn qos(&self) -> &str;
+    fn partition(&self) -> &str;
+    fn state(&self) -> JobState;
+    fn completing(&self) -> bool;
+    fn reason(&self) -> PendingReason;
+    fn priority(&self) -> u32;
+    fn nice(&self) -> i32;
+    fn submit_time(&self) -> Timestamp;
+    fn eligible_time(&self) -> Timestamp;
+    fn start_time(&self) -> Option<Timestamp>;
+    fn end_time(&self) -> Option<Timestamp>;
+    fn run_time(&self) -> u64;
+    fn time_limit(&self) -> TimeLimit;
+    fn num_nodes(&self) -> u32;
+    fn num_cpus(&self) -> u32;
+    fn num_tasks(&self) -> u32;
+    fn cpus_per_task(&self) -> u32;
+    fn mem_per_cpu(&self) -> Option<u64>;
+    fn mem_per_node(&self) -> Option<u64>;
+    fn exclusive(&self) -> bool;
+    fn requeue(&self) -> bool;
+    fn restarts(&self) -> u32;
+    fn last_sched_eval(&self) -> Option<Timestamp>;
+    fn array_job_id(&self) -> Option<u32>;
+    fn array_task_id(&self) -> Option<u32>;
+    fn array_task_str(&self) -> Option<&str>;
+    fn array_max_tasks(&self) -> Option<u32>;
+    /// How many allocated nodes, and the `i`th.
+    fn node_count(&self) -> usize;
+    fn node(&self, i: usize) -> &str;
+    /// The planned nodes (`%Y`), as a hostlist ("" for none).
+    fn sched_nodes_text(&self) -> String;
+    /// The whole `JobInfo`, when this is one.
+    fn full(&self) -> Option<&JobInfo>;
+
+    /// The allocated nodes, as a hostlist ("" for none).
+    fn nodes_text(&self) -> String {
+        let names: Vec<&str> = (0..self.node_count()).map(|i| self.node(i)).collect();
+        nodes(&names)
+    }
+
+    /// `123`, `123_4`, or an array's pending tasks `123_[5-9%2]`, as
+    /// [`JobInfo::display_id`].
+    fn display_id(&self) -> String {
+        match (
+            self.array_job_id(),
+            self.array_task_id(),
+            self.array_task_str(),
+        ) {
+            (Some(a), Some(t), _) => format!("{a}_{t}"),
+            (Some(a), None, Some(list)) => match self.array_max_tasks() {
+                Some(n) if n > 0 => format!("{a}_[{list}%{n}]"),
+                _ => format!("{a}_[{list}]"),
+            },
+            _ => self.job_id().to_string(),
+        }
+    }
+}
+
+impl<T: JobView + ?Sized> JobView for &T {
+    fn job_id(&self) -> JobId {
+        (**self).job_id()
+    }
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn user(&self) -> &str {
+        (**self).user()
+    }
+    fn uid(&self) -> u32 {
+        (**self).uid()
+    }
+    fn group(&self) -> &str {
+        (**self).group()
+    }
+    fn gid(&self) -> u32 {
+        (**self).gid()
+    }
+    fn account(&self) -> &str {
+        (**self).account()
+    }
+    fn qos(&self) -> &str {
+        (**self).qos()
+    }
+    fn partition(&self) -> &str {
+        (**self).partition()
+    }
+    fn state(&self) -> JobState {
+        (**self).state()
+    }
+    fn completing(&self) -> bool {
+        (**self).completing()
+    }
+    fn reason(&self) -> PendingReason {
+        (**self).reason()
+    }
+    fn priority(&self) -> u32 {
+        (**self).priority()
+    }
+    fn nice(&self) -> i32 {
+        (**self).nice()
+    }
+    fn submit_time(&self) -> Timestamp {
+        (**self).submit_time()
+    }
+    fn eligible_time(&self) -> Timestamp {
+        (**self).eligible_time()
+    }
+    fn start_time(&self) -> Option<Timestamp> {
+        (**self).start_time()
+    }
+    fn end_time(&self) -> Option<Timestamp> {
+        (**self).end_time()
+    }
+    fn run_time(&self) -> u64 {
+        (**self).run_time()
+    }
+    fn time_limit(&self) -> TimeLimit {
+        (**self).time_limit()
+    }
+    fn num_nodes(&self) -> u32 {
+        (**self).num_nodes()
+    }
+    fn num_cpus(&self) -> u32 {
+        (**self).num_cpus()
+    }
+    fn num_tasks(&self) -> u32 {
+        (**self).num_tasks()
+    }
+    fn cpus_per_task(&self) -> u32 {
+        (**self).cpus_per_task()
+    }
+    fn mem_per_cpu(&self) -> Option<u64> {
+        (**self).mem_per_cpu()
+    }
+    fn mem_per_node(&self) -> Option<u64> {
+        (**self).mem_per_node()
+    }
+    fn exclusive(&self) -> bool {
+        (**self).exclusive()
+    }
+    fn requeue(&self) -> bool {
+        (**self).requeue()
+    }
+    fn restarts(&self) -> u32 {
+        (**self).restarts()
+    }
+    fn last_sched_eval(&self) -> Option<Timestamp> {
+        (**self).last_sched_eval()
+    }
+    fn array_job_id(&self) -> Option<u32> {
+        (**self).array_job_id()
+    }
+    fn array_task_id(&self) -> Option<u32> {
+        (**self).array_task_id()
+    }
+    fn array_task_str(&self) -> Option<&str> {
+        (**self).array_task_str()
+    }
+    fn array_max_tasks(&self) -> Option<u32> {
+        (**self).array_max_tasks()
+    }
+    fn node_count(&self) -> usize {
+        (**self).node_count()
+    }
+    fn node(&self, i: usize) -> &str {
+        (**self).node(i)
+    }
+    fn sched_nodes_text(&self) -> String {
+        (**self).sched_nodes_text()
+    }
+    fn full(&self) -> Option<&JobInfo> {
+        (**self).full()
+    }
+    fn nodes_text(&self) -> String {
+        (**self).nodes_text()
+    }
+    fn display_id(&self) -> String {
+        (**self).display_id()
+    }
+}
+
+impl JobView for JobInfo {
+    fn job_id(&self) -> JobId {
+        self.job_id
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn user(&self) -> &str {
+        &self.user
+    }
+    fn uid(&self) -> u32 {
+        self.uid
+    }
+    fn group(&self) -> &str {
+        &self.group
+    }
+    fn gid(&self) -> u32 {
+        self.gid
+    }
+    fn account(&self) -> &str {
+        &self.account
+    }
+    fn qos(&self) -> &str {
+        &self.qos
+    }
+    fn partition(&self) -> &str {
+        &self.partition
+    }
+    fn state(&self) -> JobState {
+        self.state
+    }
+    fn completing(&self) -> bool {
+        self.completing
+    }
+    fn reason(&self) -> PendingReason {
+        self.reason
+    }
+    fn priority(&self) -> u32 {
+        self.priority
+    }
+    fn nice(&self) -> i32 {
+        self.nice
+    }
+    fn submit_time(&self) -> Timestamp {
+        self.submit_time
+    }
+    fn eligible_time(&self) -> Timestamp {
+        self.eligible_time
+    }
+    fn start_time(&self) -> Option<Timestamp> {
+        self.start_time
+    }
+    fn end_time(&self) -> Option<Timestamp> {
+        self.end_time
+    }
+    fn run_time(&self) -> u64 {
+        self.run_time
+    }
+    fn time_limit(&self) -> TimeLimit {
+        self.time_limit
+    }
+    fn num_nodes(&self) -> u32 {
+        self.num_nodes
+    }
+    fn num_cpus(&self) -> u32 {
+        self.num_cpus
+    }
+    fn num_tasks(&self) -> u32 {
+        self.num_tasks
+    }
+    fn cpus_per_task(&self) -> u32 {
+        self.cpus_per_task
+    }
+    fn mem_per_cpu(&self) -> Option<u64> {
+        self.mem_per_cpu
+    }
+    fn mem_per_node(&self) -> Option<u64> {
+        self.mem_per_node
+    }
+    fn exclusive(&self) -> bool {
+        self.exclusive
+    }
+    fn requeue(&self) -> bool {
+        self.requeue
+    }
+    fn restarts(&self) -> u32 {
+        self.restarts
+    }
+    fn last_sched_eval(&self) -> Option<Timestamp> {
+        self.last_sched_eval
+    }
+    fn array_job_id(&self) -> Option<u32> {
+        self.array_job_id
+    }
+    fn array_task_id(&self) -> Option<u32> {
+        self.array_task_id
+    }
+    fn array_task_str(&self) -> Option<&str> {
+        self.array_task_str.as_deref()
+    }
+    fn array_max_tasks(&self) -> Option<u32> {
+        self.array_max_tasks
+    }
+    fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+    fn node(&self, i: usize) -> &str {
+        &self.nodes[i]
+    }
+    fn sched_nodes_text(&self) -> String {
+        nodes(&self.sched_nodes)
+    }
+    fn full(&self) -> Option<&JobInfo> {
+        Some(self)
+    }
+    fn nodes_text(&self) -> String {
+        nodes(&self.nodes)
+    }
+}
+
+/// A compact row with the answer whose string table it indexes.
+#[derive(Clone, Copy, Debug)]
+pub struct RowView<'a> {
+    /// The row.
+    pub row: &'a JobRow,
+    /// The answer it came in.
+    pub rows: &'a JobRows,
+}
+
+impl RowView<'_> {
+    fn text(&self, i: u32) -> &str {
+        self.rows.text(i)
+    }
+}
+
+impl JobView for RowView<'_> {
+    fn job_id(&self) -> JobId {
+        self.row.job_id
+    }
+    fn name(&self) -> &str {
+        self.text(self.row.name)
+    }
+    fn user(&self) -> &str {
+        self.text(self.row.user)
+    }
+    fn uid(&self) -> u32 {
+        self.row.uid
+    }
+    fn group(&self) -> &str {
+        self.text(self.row.group)
+    }
+    fn gid(&self) -> u32 {
+        self.row.gid
+    }
+    fn account(&self) -> &str {
+        self.text(self.row.account)
+    }
+    fn qos(&self) -> &str {
+        self.text(self.row.qos)
+    }
+    fn partition(&self) -> &str {
+        self.text(self.row.partition)
+    }
+    fn state(&self) -> JobState {
+        self.row.state
+    }
+    fn completing(&self) -> bool {
+        self.row.completing
+    }
+    fn reason(&self) -> PendingReason {
+        self.row.reason
+    }
+    fn priority(&self) -> u32 {
+        self.row.priority
+    }
+    fn nice(&self) -> i32 {
+        self.row.nice
+    }
+    fn submit_time(&self) -> Timestamp {
+        self.row.submit_time
+    }
+    fn eligible_time(&self) -> Timestamp {
+        self.row.eligible_time
+    }
+    fn start_time(&self) -> Option<Timestamp> {
+        self.row.start_time
+    }
+    fn end_time(&self) -> Option<Timestamp> {
+        self.row.end_time
+    }
+    fn run_time(&self) -> u64 {
+        self.row.run_time
+    }
+    fn time_limit(&self) -> TimeLimit {
+        self.row.time_limit
+    }
+    fn num_nodes(&self) -> u32 {
+        self.row.num_nodes
+    }
+    fn num_cpus(&self) -> u32 {
+        self.row.num_cpus
+    }
+    fn num_tasks(&self) -> u32 {
+        self.row.num_tasks
+    }
+    fn cpus_per_task(&self) -> u32 {
+        self.row.cpus_per_task
+    }
+    fn mem_per_cpu(&self) -> Option<u64> {
+        self.row.mem_per_cpu
+    }
+    fn mem_per_node(&self) -> Option<u64> {
+        self.row.mem_per_node
+    }
+    fn exclusive(&self) -> bool {
+        self.row.exclusive
+    }
+    fn requeue(&self) -> bool {
+        self.row.requeue
+    }
+    fn restarts(&self) -> u32 {
+        self.row.restarts
+    }
+    fn last_sched_eval(&self) -> Option<Timestamp> {
+        self.row.last_sched_eval
+    }
+    fn array_job_id(&self) -> Option<u32> {
+        self.row.array_job_id
+    }
+    fn array_task_id(&self) -> Option<u32> {
+        self.row.array_task_id
+    }
+    fn array_task_str(&self) -> Option<&str> {
+        self.row.array_task_str.as_deref()
+    }
+    fn array_max_tasks(&self) -> Option<u32> {
+        self.row.array_max_tasks
+    }
+    fn node_count(&self) -> usize {
+        self.row.nodes.len()
+    }
+    fn node(&self, i: usize) -> &str {
+        self.text(self.row.nodes[i])
+    }
+    fn sched_nodes_text(&self) -> String {
+        let names: Vec<&str> = self.row.sched_nodes.iter().map(|i| self.text(*i)).collect();
+        nodes(&names)
+    }
+    fn full(&self) -> Option<&JobInfo> {
+        None
+    }
+}
+
 /// `squeue %T`: the COMPLETING flag wins over the base state.
-pub fn state_long(job: &JobInfo) -> &'static str {
-    if job.completing {
+pub fn state_long<J: JobView + ?Sized>(job: &J) -> &'static str {
+    if job.completing() {
         "COMPLETING"
     } else {
-        job.state.as_slurm_str()
+        job.state().as_slurm_str()
     }
 }
 
 /// `squeue %t`.
-pub fn state_short(job: &JobInfo) -> &'static str {
-    if job.completing {
+pub fn state_short<J: JobView + ?Sized>(job: &J) -> &'static str {
+    if job.completing() {
         "CG"
     } else {
-        job.state.as_short_str()
+        job.state().as_short_str()
     }
 }
 
@@ -533,7 +988,7 @@ fn or_null(s: Option<&str>) -> String {
     }
 }
 
-fn nodes(list: &[String]) -> String {
+fn nodes(list: &[impl AsRef<str>]) -> String {
     if list.is_empty() {
         String::new()
     } else {
@@ -542,26 +997,40 @@ fn nodes(list: &[String]) -> String {
 }
 
 /// Seconds a job has run, as squeue shows it (0 while pending).
-pub fn time_used(job: &JobInfo) -> u64 {
-    if job.state == JobState::Pending {
+pub fn time_used<J: JobView + ?Sized>(job: &J) -> u64 {
+    if job.state() == JobState::Pending {
         0
     } else {
-        job.run_time
+        job.run_time()
     }
 }
 
 /// Whether `%R` shows the reason rather than the nodes.
-fn shows_reason(job: &JobInfo) -> bool {
-    !job.completing
+fn shows_reason<J: JobView + ?Sized>(job: &J) -> bool {
+    !job.completing()
         && matches!(
-            job.state,
+            job.state(),
             JobState::Pending | JobState::Timeout | JobState::Failed | JobState::NodeFail
         )
 }
 
+/// The fields only a full `JobInfo` carries: those of `job`, or for a
+/// compact row the empty ones of a brief `JobInfo` (squeue asks for rows
+/// only when it reads none of them).
+fn full<J: JobView + ?Sized>(job: &J) -> &JobInfo {
+    static BRIEF: std::sync::OnceLock<JobInfo> = std::sync::OnceLock::new();
+    job.full()
+        .unwrap_or_else(|| BRIEF.get_or_init(JobInfo::default))
+}
+
 /// The value of one field for one job, and whether a right-justified
 /// value may be cut to the width.
-fn value(kind: FieldKind, job: &JobInfo, now: Timestamp, noconvert: bool) -> (String, bool) {
+fn value<J: JobView + ?Sized>(
+    kind: FieldKind,
+    job: &J,
+    now: Timestamp,
+    noconvert: bool,
+) -> (String, bool) {
     use FieldKind as K;
     let mem = |mb: u64| {
         if noconvert {
@@ -571,63 +1040,71 @@ fn value(kind: FieldKind, job: &JobInfo, now: Timestamp, noconvert: bool) -> (St
         }
     };
     match kind {
-        K::Account => (or_null(Some(&job.account)), true),
-        K::JobIdRaw => (job.job_id.to_string(), true),
+        K::Account => (or_null(Some(job.account())), true),
+        K::JobIdRaw => (job.job_id().to_string(), true),
         K::JobId => (job.display_id(), true),
-        K::ArrayJobId => (job.array_job_id.unwrap_or(job.job_id.0).to_string(), true),
+        K::ArrayJobId => (
+            job.array_job_id().unwrap_or(job.job_id().0).to_string(),
+            true,
+        ),
         K::ArrayTaskId => (
-            match (job.array_task_id, &job.array_task_str) {
+            match (job.array_task_id(), job.array_task_str()) {
                 (Some(t), _) => t.to_string(),
-                (None, Some(list)) => list.clone(),
+                (None, Some(list)) => list.to_string(),
                 (None, None) => "N/A".to_string(),
             },
             true,
         ),
         K::TresPerNode => (
-            job.tres_per_node
+            full(job)
+                .tres_per_node
                 .clone()
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| "N/A".into()),
             true,
         ),
         K::BatchHost => (
-            job.batch_host
+            full(job)
+                .batch_host
                 .clone()
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| "n/a".into()),
             true,
         ),
-        K::MinCpus => (job.cpus_per_task.max(1).to_string(), true),
-        K::NumCpus => (job.num_cpus.to_string(), true),
+        K::MinCpus => (job.cpus_per_task().max(1).to_string(), true),
+        K::NumCpus => (job.num_cpus().to_string(), true),
         K::MinTmpDisk => ("0".to_string(), true),
-        K::NumNodes => (job.num_nodes.to_string(), true),
-        K::EndTime => match job.end_time {
-            Some(end) if job.time_limit == TimeLimit::Unlimited && end > now => {
+        K::NumNodes => (job.num_nodes().to_string(), true),
+        K::EndTime => match job.end_time() {
+            Some(end) if job.time_limit() == TimeLimit::Unlimited && end > now => {
                 ("NONE".to_string(), true)
             }
             other => (time_or_na(other), true),
         },
-        K::Dependency => (or_null(job.dependency.as_deref()), true),
-        K::Features => (or_null(job.features.as_deref()), true),
-        K::GroupName => (job.group.clone(), true),
-        K::GroupId => (job.gid.to_string(), true),
-        K::OverSubscribe => ((if job.exclusive { "NO" } else { "OK" }).to_string(), true),
+        K::Dependency => (or_null(full(job).dependency.as_deref()), true),
+        K::Features => (or_null(full(job).features.as_deref()), true),
+        K::GroupName => (job.group().to_string(), true),
+        K::GroupId => (job.gid().to_string(), true),
+        K::OverSubscribe => (
+            (if job.exclusive() { "NO" } else { "OK" }).to_string(),
+            true,
+        ),
         K::Sockets | K::Cores | K::Threads => ("*".to_string(), true),
         K::Sct => ("*:*:*".to_string(), true),
-        K::Name => (job.name.clone(), true),
-        K::Comment => (or_null(job.comment.as_deref()), true),
-        K::TimeLimit => match job.time_limit {
+        K::Name => (job.name().to_string(), true),
+        K::Comment => (or_null(full(job).comment.as_deref()), true),
+        K::TimeLimit => match job.time_limit() {
             TimeLimit::Unlimited => ("UNLIMITED".to_string(), true),
             TimeLimit::Minutes(m) => (
                 if u64::from(m) * 60 > 365 * 86_400 {
                     "INVALID".to_string()
                 } else {
-                    format_time_limit(job.time_limit)
+                    format_time_limit(job.time_limit())
                 },
                 false,
             ),
         },
-        K::TimeLeft => match job.time_limit {
+        K::TimeLeft => match job.time_limit() {
             TimeLimit::Unlimited => ("UNLIMITED".to_string(), true),
             TimeLimit::Minutes(m) => (
                 secs((u64::from(m) * 60).saturating_sub(time_used(job))),
@@ -635,67 +1112,68 @@ fn value(kind: FieldKind, job: &JobInfo, now: Timestamp, noconvert: bool) -> (St
             ),
         },
         K::MinMemory => (
-            match (job.mem_per_node, job.mem_per_cpu) {
+            match (job.mem_per_node(), job.mem_per_cpu()) {
                 (Some(mb), _) | (None, Some(mb)) => mem(mb),
                 (None, None) => "0".to_string(),
             },
             true,
         ),
         K::TimeUsed => (secs(time_used(job)), false),
-        K::ReqNodes => (nodes(&job.req_nodes), false),
-        K::NodeList => (nodes(&job.nodes), false),
-        K::Command => (or_null(job.command.as_deref()), true),
+        K::ReqNodes => (nodes(&full(job).req_nodes), false),
+        K::NodeList => (job.nodes_text(), false),
+        K::Command => (or_null(full(job).command.as_deref()), true),
         K::Contiguous => ("0".to_string(), true),
         K::Priority => (
-            format!("{:.14}", f64::from(job.priority) / f64::from(u32::MAX)),
+            format!("{:.14}", f64::from(job.priority()) / f64::from(u32::MAX)),
             true,
         ),
-        K::PriorityLong => (job.priority.to_string(), true),
-        K::Partition => (job.partition.clone(), true),
-        K::Qos => (or_null(Some(&job.qos)), true),
-        K::Reason => (job.reason.as_slurm_str().to_string(), true),
+        K::PriorityLong => (job.priority().to_string(), true),
+        K::Partition => (job.partition().to_string(), true),
+        K::Qos => (or_null(Some(job.qos())), true),
+        K::Reason => (job.reason().as_slurm_str().to_string(), true),
         K::ReasonList => {
             if shows_reason(job) {
-                (format!("({})", job.reason.as_slurm_str()), true)
+                (format!("({})", job.reason().as_slurm_str()), true)
             } else {
-                (nodes(&job.nodes), false)
+                (job.nodes_text(), false)
             }
         }
-        K::StartTime => (time_or_na(job.start_time), true),
+        K::StartTime => (time_or_na(job.start_time()), true),
         K::StateCompact => (state_short(job).to_string(), true),
         K::State => (state_long(job).to_string(), true),
-        K::UserName => (job.user.clone(), true),
-        K::UserId => (job.uid.to_string(), true),
+        K::UserName => (job.user().to_string(), true),
+        K::UserId => (job.uid().to_string(), true),
         K::Reservation | K::Wckey | K::Licenses => ("(null)".to_string(), true),
-        K::SubmitTime => (time_or_na(Some(job.submit_time)), true),
-        K::EligibleTime => (time_or_na(Some(job.eligible_time)), true),
-        K::LastSchedEval => (time_or_na(job.last_sched_eval), true),
+        K::SubmitTime => (time_or_na(Some(job.submit_time())), true),
+        K::EligibleTime => (time_or_na(Some(job.eligible_time())), true),
+        K::LastSchedEval => (time_or_na(job.last_sched_eval()), true),
         K::PendingTime => {
-            let pending = match job.start_time {
-                Some(start) if start != 0 && start < now => start - job.submit_time,
-                _ => now - job.submit_time,
+            let pending = match job.start_time() {
+                Some(start) if start != 0 && start < now => start - job.submit_time(),
+                _ => now - job.submit_time(),
             };
             (pending.to_string(), true)
         }
-        K::ExcNodes => (nodes(&job.exc_nodes), false),
+        K::ExcNodes => (nodes(&full(job).exc_nodes), false),
         K::CoreSpec => ("N/A".to_string(), true),
-        K::Nice => (job.nice.to_string(), true),
+        K::Nice => (job.nice().to_string(), true),
         K::SchedNodes => {
-            if job.sched_nodes.is_empty() {
+            let text = job.sched_nodes_text();
+            if text.is_empty() {
                 ("(null)".to_string(), true)
             } else {
-                (hostlist::compress(&job.sched_nodes), true)
+                (text, true)
             }
         }
-        K::WorkDir => (job.work_dir.clone(), true),
-        K::NumTasks => (job.num_tasks.to_string(), true),
-        K::CpusPerTask => (job.cpus_per_task.to_string(), true),
-        K::Stdout => (job.stdout.clone(), true),
-        K::Stderr => (job.stderr.clone(), true),
-        K::Stdin => (job.stdin.clone(), true),
-        K::TresAlloc => (job.tres.clone(), true),
-        K::Requeue => (u8::from(job.requeue).to_string(), true),
-        K::RestartCnt => (job.restarts.to_string(), true),
+        K::WorkDir => (full(job).work_dir.clone(), true),
+        K::NumTasks => (job.num_tasks().to_string(), true),
+        K::CpusPerTask => (job.cpus_per_task().to_string(), true),
+        K::Stdout => (full(job).stdout.clone(), true),
+        K::Stderr => (full(job).stderr.clone(), true),
+        K::Stdin => (full(job).stdin.clone(), true),
+        K::TresAlloc => (full(job).tres.clone(), true),
+        K::Requeue => (u8::from(job.requeue()).to_string(), true),
+        K::RestartCnt => (job.restarts().to_string(), true),
         K::Cluster => ("(null)".to_string(), true),
         K::Invalid => (String::new(), true),
     }
@@ -713,20 +1191,83 @@ pub fn header_line(format: &Format) -> String {
 }
 
 /// Appends one job's line to `out`.
-pub fn push_job_line(
+pub fn push_job_line<J: JobView + ?Sized>(
     out: &mut String,
     format: &Format,
-    job: &JobInfo,
+    job: &J,
+    now: Timestamp,
+    noconvert: bool,
+) {
+    let mut scratch = String::new();
+    push_job_line_with(out, &mut scratch, format, job, now, noconvert);
+}
+
+/// [`push_job_line`] with a buffer for the common fields' values, kept
+/// between lines so they cost no allocation.
+pub fn push_job_line_with<J: JobView + ?Sized>(
+    out: &mut String,
+    scratch: &mut String,
+    format: &Format,
+    job: &J,
     now: Timestamp,
     noconvert: bool,
 ) {
     out.push_str(&format.prefix);
     for f in &format.fields {
-        let (v, cut) = value(f.kind, job, now, noconvert);
-        put(out, &v, f.width, f.right, cut);
+        scratch.clear();
+        match quick_value(f.kind, job, scratch) {
+            Some(cut) => put(out, scratch, f.width, f.right, cut),
+            None => {
+                let (v, cut) = value(f.kind, job, now, noconvert);
+                put(out, &v, f.width, f.right, cut);
+            }
+        }
         out.push_str(&f.suffix);
     }
     out.push('\n');
+}
+
+/// The value of the fields every squeue line prints, written into `buf`
+/// as [`value`] gives them (and whether it may be cut); None for the
+/// others, which `value` formats.
+fn quick_value<J: JobView + ?Sized>(kind: FieldKind, job: &J, buf: &mut String) -> Option<bool> {
+    use std::fmt::Write;
+    use FieldKind as K;
+    match kind {
+        K::Name => buf.push_str(job.name()),
+        K::UserName => buf.push_str(job.user()),
+        K::GroupName => buf.push_str(job.group()),
+        K::Partition => buf.push_str(job.partition()),
+        K::StateCompact => buf.push_str(state_short(job)),
+        K::State => buf.push_str(state_long(job)),
+        K::Reason => buf.push_str(job.reason().as_slurm_str()),
+        K::ReasonList if shows_reason(job) => {
+            buf.push('(');
+            buf.push_str(job.reason().as_slurm_str());
+            buf.push(')');
+        }
+        K::JobId if job.array_job_id().is_none() => {
+            let _ = write!(buf, "{}", job.job_id());
+        }
+        K::JobIdRaw => {
+            let _ = write!(buf, "{}", job.job_id());
+        }
+        K::NumNodes => {
+            let _ = write!(buf, "{}", job.num_nodes());
+        }
+        K::NumCpus => {
+            let _ = write!(buf, "{}", job.num_cpus());
+        }
+        K::PriorityLong => {
+            let _ = write!(buf, "{}", job.priority());
+        }
+        K::TimeUsed if time_used(job) == 0 => {
+            buf.push_str("0:00");
+            return Some(false);
+        }
+        _ => return None,
+    }
+    Some(true)
 }
 
 /// One `-S` key: a format letter, descending when written `-x`.
@@ -762,48 +1303,54 @@ pub fn parse_sort(spec: &str) -> Result<Vec<SortKey>, char> {
 
 /// squeue's notion of a start time when sorting: no start time sorts as
 /// just after now, and a pending job's start time in the past as now.
-fn sort_start(job: &JobInfo, now: Timestamp) -> Timestamp {
-    match job.start_time {
+fn sort_start<J: JobView + ?Sized>(job: &J, now: Timestamp) -> Timestamp {
+    match job.start_time() {
         None | Some(0) => now + 100,
-        Some(t) if job.state == JobState::Pending && t < now => now,
+        Some(t) if job.state() == JobState::Pending && t < now => now,
         Some(t) => t,
     }
 }
 
-fn compare_key(key: char, a: &JobInfo, b: &JobInfo, now: Timestamp) -> Ordering {
-    let left = |j: &JobInfo| match j.time_limit {
+fn compare_key<J: JobView + ?Sized>(key: char, a: &J, b: &J, now: Timestamp) -> Ordering {
+    let left = |j: &J| match j.time_limit() {
         TimeLimit::Unlimited => u64::MAX,
         TimeLimit::Minutes(m) => (u64::from(m) * 60).saturating_sub(time_used(j)),
     };
-    let limit = |j: &JobInfo| match j.time_limit {
+    let limit = |j: &J| match j.time_limit() {
         TimeLimit::Unlimited => u64::MAX,
         TimeLimit::Minutes(m) => u64::from(m),
     };
-    let mem = |j: &JobInfo| j.mem_per_node.or(j.mem_per_cpu).unwrap_or(0);
-    let first_node = |j: &JobInfo| j.nodes.first().cloned().unwrap_or_default();
+    let mem = |j: &J| j.mem_per_node().or(j.mem_per_cpu()).unwrap_or(0);
+    fn first_node<J: JobView + ?Sized>(j: &J) -> &str {
+        if j.node_count() > 0 {
+            j.node(0)
+        } else {
+            ""
+        }
+    }
     match key {
-        'B' => a.batch_host.cmp(&b.batch_host),
-        'C' => a.num_cpus.cmp(&b.num_cpus),
-        'D' => a.num_nodes.cmp(&b.num_nodes),
-        'e' => a.end_time.unwrap_or(0).cmp(&b.end_time.unwrap_or(0)),
-        'g' => a.group.cmp(&b.group),
-        'G' => a.gid.cmp(&b.gid),
-        'i' => a.job_id.cmp(&b.job_id),
-        'j' => a.name.cmp(&b.name),
+        'B' => full(a).batch_host.cmp(&full(b).batch_host),
+        'C' => a.num_cpus().cmp(&b.num_cpus()),
+        'D' => a.num_nodes().cmp(&b.num_nodes()),
+        'e' => a.end_time().unwrap_or(0).cmp(&b.end_time().unwrap_or(0)),
+        'g' => a.group().cmp(b.group()),
+        'G' => a.gid().cmp(&b.gid()),
+        'i' => a.job_id().cmp(&b.job_id()),
+        'j' => a.name().cmp(b.name()),
         'l' => limit(a).cmp(&limit(b)),
         'L' => left(a).cmp(&left(b)),
         'm' => mem(a).cmp(&mem(b)),
         'M' => time_used(a).cmp(&time_used(b)),
-        'N' => first_node(a).cmp(&first_node(b)),
-        'p' | 'Q' => a.priority.cmp(&b.priority),
-        'P' => a.partition.cmp(&b.partition),
+        'N' => first_node(a).cmp(first_node(b)),
+        'p' | 'Q' => a.priority().cmp(&b.priority()),
+        'P' => a.partition().cmp(b.partition()),
         'S' => sort_start(a, now).cmp(&sort_start(b, now)),
         // Both state keys compare the printed words, so PD sorts before R.
         't' => state_short(a).cmp(state_short(b)),
         'T' => state_long(a).cmp(state_long(b)),
-        'u' => a.user.cmp(&b.user),
-        'U' => a.uid.cmp(&b.uid),
-        'V' => a.submit_time.cmp(&b.submit_time),
+        'u' => a.user().cmp(b.user()),
+        'U' => a.uid().cmp(&b.uid()),
+        'V' => a.submit_time().cmp(&b.submit_time()),
         _ => Ordering::Equal,
     }
 }
@@ -817,7 +1364,7 @@ fn compare_key(key: char, a: &JobInfo, b: &JobInfo, now: Timestamp) -> Ordering 
 /// outputs show ties in descending job id when the innermost key is
 /// descending (`squeue`: `P,t,-p`) and ascending otherwise
 /// (`squeue --start`: `S`), so that is the final tie-break here.
-pub fn sort_jobs(jobs: &mut [&JobInfo], keys: &[SortKey], now: Timestamp) {
+pub fn sort_jobs<J: JobView>(jobs: &mut [J], keys: &[SortKey], now: Timestamp) {
     let last_descending = keys.last().is_some_and(|k| k.descending);
     jobs.sort_by(|a, b| {
         for k in keys {
@@ -831,7 +1378,7 @@ pub fn sort_jobs(jobs: &mut [&JobInfo], keys: &[SortKey], now: Timestamp) {
         if ord != Ordering::Equal {
             return ord;
         }
-        let ord = a.job_id.cmp(&b.job_id);
+        let ord = a.job_id().cmp(&b.job_id());
         if last_descending {
             ord.reverse()
         } else {
