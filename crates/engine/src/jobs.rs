@@ -1085,8 +1085,12 @@ impl Engine {
                 // Older jobs that the CPUs free now could hold: only they
                 // could start where the plans made again now leave room.
                 let startable = self.startable_waiting(&ids, free_cpus);
+                // Jobs old enough for a plan of their own (bf_age_reserve):
+                // a full pass plans them wherever they are in the queue.
+                let aged = self.aged_waiting(now);
                 if !freed
                     && startable.is_empty()
+                    && aged.iter().all(|id| self.plans.contains_key(id))
                     && self.fresh_cannot_start(&ids, &parts, &limited, free_cpus, now)
                 {
                     // What the pass would decide, without the pass: every
@@ -1103,6 +1107,7 @@ impl Engine {
                 only.extend(self.plans.keys().copied());
                 only.extend(self.heads.iter().copied());
                 only.extend(startable);
+                only.extend(aged);
                 let pass = self.collect_requests(Some(&only), &limited, free_cpus, now);
                 let last = self.last_order_key;
                 let after = pass
@@ -1305,6 +1310,23 @@ impl Engine {
                 };
                 j.array.is_some() || demand <= i64::from(free)
             })
+            .map(|j| j.id)
+            .collect()
+    }
+
+    /// Pending jobs that have waited at least `bf_age_reserve` (none when
+    /// it is off): a pass plans each of them, wherever it is in the queue.
+    fn aged_waiting(&self, now: Timestamp) -> Vec<JobId> {
+        let Some(age) = self.sched_cfg.bf_age_reserve else {
+            return Vec::new();
+        };
+        if self.sched_cfg.policy != sched::Policy::Backfill {
+            return Vec::new();
+        }
+        self.jobs
+            .values()
+            .filter(|j| j.state == JobState::Pending && !j.completing && j.held.is_none())
+            .filter(|j| now.saturating_sub(j.submit_time) >= i64::from(age))
             .map(|j| j.id)
             .collect()
     }
