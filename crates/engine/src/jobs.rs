@@ -1378,7 +1378,7 @@ impl Engine {
     }
 
     pub(crate) fn start_job(&mut self, id: JobId, alloc: sched::Allocation, now: Timestamp) {
-        self.wake_cache = None;
+        let wake = self.wake_cache.take();
         self.take_resources(id, &alloc, now);
         let batch = alloc.nodes[0].node;
         let batch_name = self.nodes[batch.0 as usize].conf.name.clone();
@@ -1417,6 +1417,8 @@ impl Engine {
             self.extern_command(id, true);
         }
         self.record(id, now);
+        self.wake_cache = wake;
+        self.wake_after_start(id);
     }
 }
 

@@ -725,7 +725,11 @@ impl Engine {
     /// jobs (and the planned ones) when nothing else changed.
     pub(crate) fn touch_submit(&mut self, id: JobId) {
         self.sched_dirty = true;
-        self.wake_cache = None;
+        // A pending job without a begin time (the caller's condition) or a
+        // deadline is due for nothing: the earliest deadline stays.
+        if self.jobs.get(&id).is_none_or(|j| j.desc.deadline.is_some()) {
+            self.wake_cache = None;
+        }
         if let Some(f) = &mut self.fresh {
             f.push(id);
         }
@@ -800,6 +804,33 @@ impl Engine {
         let next = self.compute_next_wakeup();
         self.wake_cache = Some(next);
         next
+    }
+
+    /// A job just started: its time limit (and `--signal` warning) join
+    /// the earliest deadline kept, without a look at every job. Exact when
+    /// it had nothing due while pending (no begin time, no deadline); else
+    /// the earliest deadline is computed again when next asked for.
+    pub(crate) fn wake_after_start(&mut self, id: JobId) {
+        let Some(Some(cached)) = self.wake_cache else {
+            self.wake_cache = None;
+            return;
+        };
+        let Some(job) = self.jobs.get(&id) else {
+            self.wake_cache = None;
+            return;
+        };
+        if job.desc.begin_time.is_some() || job.desc.deadline.is_some() {
+            self.wake_cache = None;
+            return;
+        }
+        let mut next = cached;
+        if let Some(end) = job.limit_end() {
+            next = next.min(end);
+            if let (Some(sig), false) = (&job.desc.signal, job.warned) {
+                next = next.min(end - sig.secs as i64);
+            }
+        }
+        self.wake_cache = Some(Some(next));
     }
 
     fn compute_next_wakeup(&self) -> Option<Timestamp> {
@@ -984,6 +1015,14 @@ impl Engine {
             }
             if n.alloc_cpus > n.conf.cpus {
                 problems.push(format!("node {} over-allocated", n.conf.name));
+            }
+        }
+        // The earliest deadline kept between events is the one a look at
+        // every job gives.
+        if let Some(kept) = self.wake_cache {
+            let now = self.compute_next_wakeup();
+            if kept != now {
+                problems.push(format!("kept next wakeup {kept:?}, computed {now:?}"));
             }
         }
         problems
