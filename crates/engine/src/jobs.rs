@@ -624,11 +624,13 @@ impl Engine {
         now: Timestamp,
     ) -> Result<(), SlurmError> {
         let kept = self.fresh.take();
+        let wake = self.wake_cache;
         self.touch();
         let idx = self.node_idx(node).ok_or(SlurmError::InvalidNodeName)?;
         if self.exited_while_suspended(id, idx, exit, now) {
             return Ok(());
         }
+        let was_due = self.jobs.get(&id).and_then(|j| self.job_wake(j));
         let Some(job) = self.jobs.get_mut(&id) else {
             // Already purged: nothing to record.
             return Ok(());
@@ -688,6 +690,14 @@ impl Engine {
         if plain_end {
             self.fresh = kept;
             self.freed = true;
+            // The earliest deadline kept holds while it was not this job's
+            // (its time limit is gone, its purge time comes in).
+            if let Some(kept_wake) = wake {
+                if was_due.is_none_or(|d| kept_wake.is_some_and(|k| k < d)) {
+                    let purge = self.jobs.get(&id).and_then(|j| self.job_wake(j));
+                    self.wake_cache = Some(kept_wake.into_iter().chain(purge).min());
+                }
+            }
         }
         Ok(())
     }
