@@ -554,6 +554,8 @@ impl Engine {
         history: JobState,
         now: Timestamp,
     ) {
+        // Its time limit is no longer a deadline; its begin time may be.
+        self.wake_cache = None;
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -1143,6 +1145,8 @@ impl Engine {
         for id in waiting_to_begin {
             if let Some(job) = self.jobs.get_mut(&id) {
                 job.reason = PendingReason::BeginTime;
+                // Its begin time is now a deadline.
+                self.wake_cache = None;
             }
         }
         for (id, limit) in &limited.blocked {
@@ -1184,6 +1188,7 @@ impl Engine {
             for id in waiting_to_begin {
                 if let Some(job) = self.jobs.get_mut(&id) {
                     job.reason = PendingReason::BeginTime;
+                    self.wake_cache = None;
                 }
             }
             requests = all;
