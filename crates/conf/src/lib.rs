@@ -298,6 +298,9 @@ pub struct SchedulerParams {
     /// `bf_job_part_count_reserve` (0-100000; 0 is every job).
     #[serde(default)]
     pub bf_job_part_count_reserve: Option<u32>,
+    /// `bf_age_reserve` in seconds (0-31536000; 0 is off): muster's own.
+    #[serde(default)]
+    pub bf_age_reserve: Option<u32>,
     /// `bf_continue`.
     pub bf_continue: bool,
     /// `bf_interval` in seconds (1-10800).

@@ -554,6 +554,8 @@ impl Engine {
         history: JobState,
         now: Timestamp,
     ) {
+        // Its time limit is no longer a deadline; its begin time may be.
+        self.wake_cache = None;
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -624,11 +626,13 @@ impl Engine {
         now: Timestamp,
     ) -> Result<(), SlurmError> {
         let kept = self.fresh.take();
+        let wake = self.wake_cache;
         self.touch();
         let idx = self.node_idx(node).ok_or(SlurmError::InvalidNodeName)?;
         if self.exited_while_suspended(id, idx, exit, now) {
             return Ok(());
         }
+        let was_due = self.jobs.get(&id).and_then(|j| self.job_wake(j));
         let Some(job) = self.jobs.get_mut(&id) else {
             // Already purged: nothing to record.
             return Ok(());
@@ -688,6 +692,14 @@ impl Engine {
         if plain_end {
             self.fresh = kept;
             self.freed = true;
+            // The earliest deadline kept holds while it was not this job's
+            // (its time limit is gone, its purge time comes in).
+            if let Some(kept_wake) = wake {
+                if was_due.is_none_or(|d| kept_wake.is_some_and(|k| k < d)) {
+                    let purge = self.jobs.get(&id).and_then(|j| self.job_wake(j));
+                    self.wake_cache = Some(kept_wake.into_iter().chain(purge).min());
+                }
+            }
         }
         Ok(())
     }
@@ -1085,8 +1097,12 @@ impl Engine {
                 // Older jobs that the CPUs free now could hold: only they
                 // could start where the plans made again now leave room.
                 let startable = self.startable_waiting(&ids, free_cpus);
+                // Jobs old enough for a plan of their own (bf_age_reserve):
+                // a full pass plans them wherever they are in the queue.
+                let aged = self.aged_waiting(now);
                 if !freed
                     && startable.is_empty()
+                    && aged.iter().all(|id| self.plans.contains_key(id))
                     && self.fresh_cannot_start(&ids, &parts, &limited, free_cpus, now)
                 {
                     // What the pass would decide, without the pass: every
@@ -1103,6 +1119,7 @@ impl Engine {
                 only.extend(self.plans.keys().copied());
                 only.extend(self.heads.iter().copied());
                 only.extend(startable);
+                only.extend(aged);
                 let pass = self.collect_requests(Some(&only), &limited, free_cpus, now);
                 let last = self.last_order_key;
                 let after = pass
@@ -1128,6 +1145,8 @@ impl Engine {
         for id in waiting_to_begin {
             if let Some(job) = self.jobs.get_mut(&id) {
                 job.reason = PendingReason::BeginTime;
+                // Its begin time is now a deadline.
+                self.wake_cache = None;
             }
         }
         for (id, limit) in &limited.blocked {
@@ -1169,6 +1188,7 @@ impl Engine {
             for id in waiting_to_begin {
                 if let Some(job) = self.jobs.get_mut(&id) {
                     job.reason = PendingReason::BeginTime;
+                    self.wake_cache = None;
                 }
             }
             requests = all;
@@ -1309,6 +1329,23 @@ impl Engine {
             .collect()
     }
 
+    /// Pending jobs that have waited at least `bf_age_reserve` (none when
+    /// it is off): a pass plans each of them, wherever it is in the queue.
+    fn aged_waiting(&self, now: Timestamp) -> Vec<JobId> {
+        let Some(age) = self.sched_cfg.bf_age_reserve else {
+            return Vec::new();
+        };
+        if self.sched_cfg.policy != sched::Policy::Backfill {
+            return Vec::new();
+        }
+        self.jobs
+            .values()
+            .filter(|j| j.state == JobState::Pending && !j.completing && j.held.is_none())
+            .filter(|j| now.saturating_sub(j.submit_time) >= i64::from(age))
+            .map(|j| j.id)
+            .collect()
+    }
+
     /// The requests of the pending jobs that may run now (of `only`, when
     /// given), and what the pass must tell the others.
     fn collect_requests(
@@ -1356,7 +1393,7 @@ impl Engine {
     }
 
     pub(crate) fn start_job(&mut self, id: JobId, alloc: sched::Allocation, now: Timestamp) {
-        self.wake_cache = None;
+        let wake = self.wake_cache.take();
         self.take_resources(id, &alloc, now);
         let batch = alloc.nodes[0].node;
         let batch_name = self.nodes[batch.0 as usize].conf.name.clone();
@@ -1395,6 +1432,8 @@ impl Engine {
             self.extern_command(id, true);
         }
         self.record(id, now);
+        self.wake_cache = wake;
+        self.wake_after_start(id);
     }
 }
 

@@ -48,6 +48,11 @@ pub use steps::{layout, worse_exit, Step};
 /// When a pending job with `--deadline` can no longer end in time: its
 /// deadline less its (minimum) time limit. sbatch(1): the job is removed
 /// "if no ending is possible before this deadline".
+/// The earliest of `times`.
+fn min_time(times: impl IntoIterator<Item = Timestamp>) -> Option<Timestamp> {
+    times.into_iter().min()
+}
+
 fn deadline_due(job: &Job) -> Option<Timestamp> {
     let d = job.desc.deadline?;
     let limit = job.desc.time_min.unwrap_or(job.time_limit);
@@ -568,6 +573,11 @@ pub fn sched_config(cfg: &conf::Config) -> sched::SchedConfig {
             Some(n) => Some(n),
             None => d.bf_job_part_count_reserve,
         },
+        bf_age_reserve: match p.bf_age_reserve {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None => d.bf_age_reserve,
+        },
         bf_continue: p.bf_continue,
         bf_interval: p.bf_interval.unwrap_or(d.bf_interval),
         default_queue_depth: p.default_queue_depth.unwrap_or(d.default_queue_depth),
@@ -722,7 +732,11 @@ impl Engine {
     /// jobs (and the planned ones) when nothing else changed.
     pub(crate) fn touch_submit(&mut self, id: JobId) {
         self.sched_dirty = true;
-        self.wake_cache = None;
+        // A pending job without a begin time (the caller's condition) or a
+        // deadline is due for nothing: the earliest deadline stays.
+        if self.jobs.get(&id).is_none_or(|j| j.desc.deadline.is_some()) {
+            self.wake_cache = None;
+        }
         if let Some(f) = &mut self.fresh {
             f.push(id);
         }
@@ -799,69 +813,129 @@ impl Engine {
         next
     }
 
-    fn compute_next_wakeup(&self) -> Option<Timestamp> {
-        let mut next: Option<Timestamp> = None;
-        let mut consider = |t: Timestamp| {
-            next = Some(next.map_or(t, |n: Timestamp| n.min(t)));
+    /// A job just started: its time limit (and `--signal` warning) join
+    /// the earliest deadline kept, without a look at every job. Exact when
+    /// it had nothing due while pending (no begin time, no deadline); else
+    /// the earliest deadline is computed again when next asked for.
+    pub(crate) fn wake_after_start(&mut self, id: JobId) {
+        let Some(Some(cached)) = self.wake_cache else {
+            self.wake_cache = None;
+            return;
         };
-        if let Some(t) = self.dep_wake {
-            consider(t);
+        let Some(job) = self.jobs.get(&id) else {
+            self.wake_cache = None;
+            return;
+        };
+        if job.desc.begin_time.is_some() || job.desc.deadline.is_some() {
+            self.wake_cache = None;
+            return;
         }
-        if let Some(t) = self.priority_due() {
-            consider(t);
+        let mut next = cached;
+        if let Some(end) = job.limit_end() {
+            next = next.min(end);
+            if let (Some(sig), false) = (&job.desc.signal, job.warned) {
+                next = next.min(end - sig.secs as i64);
+            }
         }
-        if let Some(t) = self.exempt_wake {
-            consider(t);
-        }
+        self.wake_cache = Some(Some(next));
+    }
+
+    fn compute_next_wakeup(&self) -> Option<Timestamp> {
+        let jobs = self.jobs.values().filter_map(|j| self.job_wake(j));
+        min_time(self.global_wake().into_iter().chain(jobs))
+    }
+
+    /// The earliest deadline that is no job's own: dependencies, priority
+    /// recalculation, exemptions, node timeouts.
+    fn global_wake(&self) -> Option<Timestamp> {
+        let mut times = vec![self.dep_wake, self.priority_due(), self.exempt_wake];
         if self.settings.slurmd_timeout > 0 {
             for n in &self.nodes {
                 if let (Some(last), false) = (n.last_response, n.state.base == NodeBase::Down) {
-                    consider(last + self.settings.slurmd_timeout as i64);
+                    times.push(Some(last + self.settings.slurmd_timeout as i64));
                 }
             }
         }
-        for job in self.jobs.values() {
-            match job.state {
-                JobState::Running => {
-                    if let Some(end) = job.limit_end() {
-                        consider(end);
-                        if let (Some(sig), false) = (&job.desc.signal, job.warned) {
-                            consider(end - sig.secs as i64);
-                        }
-                    }
-                }
-                JobState::Pending => {
-                    if let Some(b) = job.desc.begin_time {
-                        if job.reason == PendingReason::BeginTime {
-                            consider(b);
-                        }
-                    }
-                    if let Some(d) = deadline_due(job) {
-                        consider(d);
-                    }
-                }
-                _ => {
-                    if let Some(end) = job.end_time {
-                        if !job.completing {
-                            consider(end + self.settings.min_job_age as i64);
-                        }
-                    }
+        min_time(times.into_iter().flatten())
+    }
+
+    /// The earliest thing due for one job: its time limit or `--signal`
+    /// warning, its begin time or deadline, or its purge.
+    pub(crate) fn job_wake(&self, job: &Job) -> Option<Timestamp> {
+        match job.state {
+            JobState::Running => {
+                let end = job.limit_end()?;
+                match (&job.desc.signal, job.warned) {
+                    (Some(sig), false) => Some(end.min(end - sig.secs as i64)),
+                    _ => Some(end),
                 }
             }
+            JobState::Pending => {
+                let begin = job
+                    .desc
+                    .begin_time
+                    .filter(|_| job.reason == PendingReason::BeginTime);
+                min_time(begin.into_iter().chain(deadline_due(job)))
+            }
+            _ => job
+                .end_time
+                .filter(|_| !job.completing)
+                .map(|end| end + self.settings.min_job_age as i64),
         }
-        next
     }
 
     /// Acts on the passage of time: `--signal` warnings, time limits, begin
     /// times and the purge of old finished jobs. Call `schedule` after.
     pub fn on_timer(&mut self, now: Timestamp) {
         // Nothing is due before the earliest deadline: skip the scan.
-        if self.next_wakeup().is_none_or(|due| now < due) {
-            return;
+        if let Some(kept) = self.wake_cache {
+            if kept.is_none_or(|due| now < due) {
+                return;
+            }
         }
         // Purging finished jobs changes nothing a pass looks at: when that
         // is all this timer does, a pass after submissions and job ends may
         // still be the short one (`schedule`).
+        // Only the jobs with something due now are looked at again below
+        // (nothing done to one job here makes another one due).
+        let min_age = self.settings.min_job_age as i64;
+        let looked_at = |job: &Job| match job.state {
+            JobState::Running => job.limit_end().is_some_and(|end| {
+                now >= end
+                    || job
+                        .desc
+                        .signal
+                        .as_ref()
+                        .is_some_and(|sig| !job.warned && now >= end - sig.secs as i64)
+            }),
+            JobState::Pending => {
+                job.desc.begin_time.is_some_and(|b| now >= b)
+                    || deadline_due(job).is_some_and(|d| now >= d)
+            }
+            _ => job
+                .end_time
+                .is_some_and(|end| !job.completing && now >= end + min_age),
+        };
+        // One look at every job finds both the jobs to look at again and
+        // the earliest deadline of the others (kept for `next_wakeup`).
+        let mut ids: Vec<JobId> = Vec::new();
+        let (mut rest, mut all): (Option<Timestamp>, Option<Timestamp>) = (None, None);
+        for job in self.jobs.values() {
+            let wake = self.job_wake(job);
+            all = min_time(all.into_iter().chain(wake));
+            if looked_at(job) {
+                ids.push(job.id);
+            } else {
+                rest = min_time(rest.into_iter().chain(wake));
+            }
+        }
+        let global = self.global_wake();
+        let next = min_time(all.into_iter().chain(global));
+        if next.is_none_or(|due| now < due) {
+            self.wake_cache = Some(next);
+            return;
+        }
+        // Restored below when nothing but purges happened.
         let kept = self.fresh.take();
         let mut other = self.settings.slurmd_timeout > 0
             || self.priority_due().is_some_and(|due| now >= due)
@@ -870,33 +944,18 @@ impl Engine {
         self.touch();
         self.check_node_timeouts(now);
         self.priority_tick(now);
+        if other {
+            // Node timeouts and priorities may have changed jobs: look again.
+            let looked_at = |job: &Job| looked_at(job);
+            ids = self
+                .jobs
+                .values()
+                .filter(|j| looked_at(j))
+                .map(|j| j.id)
+                .collect();
+        }
         let mut purged = 0;
-        // Only the jobs with something due now are looked at again below
-        // (nothing done to one job here makes another one due).
-        let min_age = self.settings.min_job_age as i64;
-        let ids: Vec<JobId> = self
-            .jobs
-            .values()
-            .filter(|job| match job.state {
-                JobState::Running => job.limit_end().is_some_and(|end| {
-                    now >= end
-                        || job
-                            .desc
-                            .signal
-                            .as_ref()
-                            .is_some_and(|sig| !job.warned && now >= end - sig.secs as i64)
-                }),
-                JobState::Pending => {
-                    job.desc.begin_time.is_some_and(|b| now >= b)
-                        || deadline_due(job).is_some_and(|d| now >= d)
-                }
-                _ => job
-                    .end_time
-                    .is_some_and(|end| !job.completing && now >= end + min_age),
-            })
-            .map(|job| job.id)
-            .collect();
-        for id in ids {
+        for &id in &ids {
             let job = &self.jobs[&id];
             match job.state {
                 JobState::Running => {
@@ -949,6 +1008,12 @@ impl Engine {
         }
         if !other {
             self.fresh = kept;
+            // Only purges: the other jobs' deadlines are as they were, and
+            // those of the jobs looked at and kept are taken again.
+            let left = ids.iter().filter_map(|id| self.jobs.get(id));
+            let left = left.filter_map(|j| self.job_wake(j)).collect::<Vec<_>>();
+            let next = min_time(rest.into_iter().chain(left).chain(self.global_wake()));
+            self.wake_cache = Some(next);
         }
     }
 
@@ -981,6 +1046,14 @@ impl Engine {
             }
             if n.alloc_cpus > n.conf.cpus {
                 problems.push(format!("node {} over-allocated", n.conf.name));
+            }
+        }
+        // The earliest deadline kept between events is the one a look at
+        // every job gives.
+        if let Some(kept) = self.wake_cache {
+            let now = self.compute_next_wakeup();
+            if kept != now {
+                problems.push(format!("kept next wakeup {kept:?}, computed {now:?}"));
             }
         }
         problems

@@ -78,6 +78,12 @@ pub struct SchedConfig {
     /// default: conservative backfilling). Default 1 (EASY backfilling):
     /// see docs/simulator.md for why that schedules better.
     pub bf_job_part_count_reserve: Option<u32>,
+    /// `bf_age_reserve` (seconds; muster's own): a blocked job that has
+    /// waited at least this long since its submission gets a planned start
+    /// too, beyond the `bf_job_part_count_reserve` first ones, so later
+    /// jobs can no longer delay it (EASY's long waiters get conservative
+    /// backfilling's protection). `None` is off.
+    pub bf_age_reserve: Option<u32>,
     /// `bf_continue`: accepted; a pass here never yields half way, so there
     /// is nothing to continue.
     pub bf_continue: bool,
@@ -103,6 +109,7 @@ impl Default for SchedConfig {
             bf_max_job_test: None,
             bf_max_job_user: None,
             bf_job_part_count_reserve: Some(1),
+            bf_age_reserve: None,
             bf_continue: false,
             bf_interval: 30,
             default_queue_depth: 100,
@@ -850,9 +857,11 @@ fn plan_on(
             && match cfg.policy {
                 Policy::Fcfs => false,
                 Policy::Easy => n_planned == 0,
-                Policy::Backfill => cfg
-                    .bf_job_part_count_reserve
-                    .is_none_or(|m| job.partitions.iter().any(|p| reserved[*p] < m)),
+                Policy::Backfill => {
+                    cfg.bf_job_part_count_reserve
+                        .is_none_or(|m| job.partitions.iter().any(|p| reserved[*p] < m))
+                        || aged(cfg, job, now)
+                }
             };
         let mut unfit = None;
         let found = match known.planned_from {
@@ -920,6 +929,15 @@ fn plan_on(
         plan.decisions.push((job.job_id, Decision::Wait(reason)));
     }
     plan
+}
+
+/// Whether `job` has waited long enough for a plan of its own
+/// (`bf_age_reserve`; backfill only).
+pub fn aged(cfg: &SchedConfig, job: &JobRequest, now: Timestamp) -> bool {
+    cfg.policy == Policy::Backfill
+        && cfg
+            .bf_age_reserve
+            .is_some_and(|a| now.saturating_sub(job.submit_time) >= i64::from(a))
 }
 
 /// What one pass learnt about jobs of one shape.

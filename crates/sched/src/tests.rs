@@ -559,6 +559,44 @@ fn bf_job_part_count_reserve_limits_the_plans_per_partition() {
 }
 
 #[test]
+fn bf_age_reserve_plans_the_jobs_that_waited_long() {
+    let mut nodes = one_cpu_nodes(4);
+    let r = running(9, &mut nodes, &[0], 1800);
+    let parts = [part(4)];
+    let mut jobs = [timed(1, 4, 60), timed(2, 3, 120), timed(3, 1, 20)];
+    // Job 2 has waited an hour; the others were just submitted.
+    jobs[1].submit_time = -3600;
+    let view = ClusterView {
+        nodes: &nodes,
+        parts: &parts,
+        jobs: &jobs,
+        running: std::slice::from_ref(&r),
+    };
+    let aged = |age| SchedConfig {
+        bf_age_reserve: Some(age),
+        ..SchedConfig::default()
+    };
+    // Not long enough: EASY, as by default.
+    assert_eq!(
+        show(&crate::plan(&view, &aged(3601), 0)),
+        "plan 1 at 1800 on 0,1,2,3; wait 2; start 3 on 1"
+    );
+    // Long enough: job 2 holds a plan too, and job 3 may not delay it.
+    let plan = crate::plan(&view, &aged(3600), 0);
+    assert_eq!(
+        show(&plan),
+        "plan 1 at 1800 on 0,1,2,3; plan 2 at 5400 on 0,1,2; start 3 on 1"
+    );
+    assert_eq!(reason(&plan, 2), Some(PendingReason::Priority));
+    // The reference policies ignore it.
+    let easy = SchedConfig {
+        policy: Policy::Easy,
+        ..aged(0)
+    };
+    assert!(!crate::plan(&view, &easy, 0).planned.contains_key(&JobId(2)));
+}
+
+#[test]
 fn no_plan_beyond_bf_window() {
     let mut nodes = one_cpu_nodes(1);
     let r = running(9, &mut nodes, &[0], 7200);
@@ -696,6 +734,33 @@ fn plan_of(s: &Scenario, policy: Policy) -> Plan {
     run(&s.nodes, &s.jobs, &s.running, policy, 0)
 }
 
+/// EASY's one reservation plus one for every job that waited `age`
+/// (`bf_age_reserve`), the jobs' submit times spread over the past.
+fn aged_plan_of(s: &Scenario, age: u32) -> Plan {
+    let parts = [part(s.nodes.len() as u32)];
+    let jobs: Vec<JobRequest> = s
+        .jobs
+        .iter()
+        .map(|j| JobRequest {
+            submit_time: -(i64::from(j.job_id.0) * 37 % 200),
+            ..j.clone()
+        })
+        .collect();
+    let view = ClusterView {
+        nodes: &s.nodes,
+        parts: &parts,
+        jobs: &jobs,
+        running: &s.running,
+    };
+    let cfg = SchedConfig {
+        bf_resolution: 1,
+        bf_window: 1440,
+        bf_age_reserve: Some(age),
+        ..SchedConfig::default()
+    };
+    crate::plan(&view, &cfg, 0)
+}
+
 /// Every hold the plan implies: (node, from, until, share), running jobs
 /// included.
 fn holds(s: &Scenario, p: &Plan) -> Vec<(usize, i64, i64, NodeAlloc)> {
@@ -790,6 +855,38 @@ proptest! {
                 .cloned()
                 .collect();
             let alone = plan_of(&Scenario { jobs: prefix, ..s.clone() }, Policy::Backfill);
+            let started = |p: &Plan| p.decisions.iter().any(|(j, d)| j == id && matches!(d, Decision::Start(_)));
+            prop_assert_eq!(started(&full), started(&alone));
+            prop_assert_eq!(full.planned.get(id), alone.planned.get(id));
+        }
+    }
+
+    /// With plans for the jobs that waited long (`bf_age_reserve`), no
+    /// resource is given twice, now or later, and no job delays the plan
+    /// or start of a job before it in priority order.
+    #[test]
+    fn aged_reservations_give_nothing_twice_and_delay_no_plan(s in scenario(), age in 0u32..220) {
+        let full = aged_plan_of(&s, age);
+        let mut all = holds(&s, &full);
+        for (id, pl) in &full.planned {
+            let j = s.jobs.iter().find(|j| j.job_id == *id).expect("job");
+            for na in &pl.alloc.nodes {
+                all.push((na.node.0 as usize, pl.start, pl.start + limit_secs(j.time_limit), na.clone()));
+            }
+        }
+        for (i, n) in s.nodes.iter().enumerate() {
+            for t in all.iter().map(|h| h.1) {
+                let cpus: u32 = all.iter().filter(|h| h.0 == i && h.1 <= t && t < h.2).map(|h| h.3.cpus).sum();
+                prop_assert!(cpus <= n.cpus, "node {i} at {t}: {cpus} cpus of {}", n.cpus);
+            }
+        }
+        let order: Vec<JobId> = full.decisions.iter().map(|(id, _)| *id).collect();
+        for (k, id) in order.iter().enumerate() {
+            let prefix = Scenario {
+                jobs: s.jobs.iter().filter(|j| order[..=k].contains(&j.job_id)).cloned().collect(),
+                ..s.clone()
+            };
+            let alone = aged_plan_of(&prefix, age);
             let started = |p: &Plan| p.decisions.iter().any(|(j, d)| j == id && matches!(d, Decision::Start(_)));
             prop_assert_eq!(started(&full), started(&alone));
             prop_assert_eq!(full.planned.get(id), alone.planned.get(id));

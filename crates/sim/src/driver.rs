@@ -229,6 +229,9 @@ pub fn simulate_with(
         engine.on_timer(t);
         engine.schedule(t);
         out.passes += 1;
+        // Debug builds (the tests) check the engine's own bookkeeping
+        // (allocations, the earliest deadline it keeps) after every batch.
+        debug_assert_eq!(engine.check_invariants(), Vec::<String>::new(), "at {t}");
         for cmd in engine.take_commands() {
             // Jobs never outlive their limit (requested time >= run time),
             // nothing is cancelled, and accounting is not kept: only

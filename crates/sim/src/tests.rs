@@ -300,7 +300,8 @@ fn the_simulation_is_deterministic() {
 /// The pass after submissions only (`Engine::schedule`'s shortcut) gives
 /// the schedule a full pass after every batch gives, on the head of every
 /// shipped trace (RICC-2010-2's nodes have 8 CPUs: which nodes a plan
-/// takes matters there), under EASY and the default.
+/// takes matters there), under EASY and the default, with and without
+/// plans for long waiters.
 #[test]
 fn short_passes_schedule_as_full_passes_do() {
     for name in [
@@ -309,17 +310,27 @@ fn short_passes_schedule_as_full_passes_do() {
         "RICC-2010-2.swf.gz",
     ] {
         let trace = shipped(name, 1000);
-        for policy in [Policy::Easy, Policy::Backfill] {
+        // The default, EASY, and the default with a plan for every job
+        // that waited an hour (bf_age_reserve).
+        for (policy, age) in [
+            (Policy::Easy, None),
+            (Policy::Backfill, None),
+            (Policy::Backfill, Some(3600)),
+        ] {
             let cfg = crate::build_config(&trace.machine, None).unwrap();
             let mut sc = engine::sched_config(&cfg);
             sc.policy = policy;
+            sc.bf_age_reserve = age;
             let run = |full| {
                 crate::driver::simulate_with(&trace, &cfg, sc.clone(), true, full, &mut |_, _| {})
             };
             let (short, full) = (run(false), run(true));
-            assert_eq!(short.records, full.records, "{name} {policy:?}");
+            assert_eq!(short.records, full.records, "{name} {policy:?} {age:?}");
             // The plans shown (squeue --start) are the same too.
-            assert_eq!(short.first_plans, full.first_plans, "{name} {policy:?}");
+            assert_eq!(
+                short.first_plans, full.first_plans,
+                "{name} {policy:?} {age:?}"
+            );
         }
     }
 }
