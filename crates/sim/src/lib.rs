@@ -200,6 +200,43 @@ pub fn build_config(
     Ok(cfg)
 }
 
+/// The slurm.conf given with `--config`. A file with only the settings to
+/// try (say `SchedulerParameters=...` and the priority weights) is enough:
+/// the keys a controller needs and a simulation does not (ClusterName,
+/// SlurmctldHost) get placeholders when the file names neither itself nor
+/// an included file.
+fn load_config(path: &Path) -> anyhow::Result<conf::Config> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut extra = String::new();
+    if !has_key(&text, "include") {
+        for (key, placeholder) in [("ClusterName", "sim"), ("SlurmctldHost", "localhost")] {
+            if !has_key(&text, key) {
+                extra.push_str(&format!("\n{key}={placeholder}\n"));
+            }
+        }
+    }
+    if extra.is_empty() {
+        return Ok(conf::load(path).map_err(|e| anyhow::anyhow!("{e}"))?.config);
+    }
+    let mut read = |p: &Path| std::fs::read_to_string(p);
+    let loaded =
+        conf::parse_str(&(text + &extra), path, &mut read).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(loaded.config)
+}
+
+/// Whether a line of slurm.conf text sets `key` (or, for `include`, starts
+/// with it), case-insensitively as slurm.conf's keys are.
+fn has_key(text: &str, key: &str) -> bool {
+    text.lines().any(|line| {
+        let line = line.trim_start();
+        line.len() > key.len()
+            && line.is_char_boundary(key.len())
+            && line[..key.len()].eq_ignore_ascii_case(key)
+            && matches!(line.as_bytes()[key.len()], b'=' | b' ' | b'\t')
+    })
+}
+
 /// Runs a simulation as the command line asks; the whole command.
 pub fn run(args: &Args) -> anyhow::Result<String> {
     let text = read_trace(&args.trace)?;
@@ -217,7 +254,7 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
         trace.jobs.truncate(n);
     }
     let user = match &args.config {
-        Some(p) => Some(conf::load(p).map_err(|e| anyhow::anyhow!("{e}"))?.config),
+        Some(p) => Some(load_config(p)?),
         None => None,
     };
     let cfg = build_config(&trace.machine, user.as_ref())?;

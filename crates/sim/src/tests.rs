@@ -334,3 +334,32 @@ fn short_passes_schedule_as_full_passes_do() {
         }
     }
 }
+
+/// `--config` with only the settings to try: ClusterName and SlurmctldHost
+/// get placeholders; a full slurm.conf is read as the controller reads it.
+#[test]
+fn a_config_of_scheduler_settings_alone_is_enough() {
+    let dir = std::env::temp_dir().join(format!("muster-sim-conf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let partial = dir.join("partial.conf");
+    std::fs::write(&partial, "SchedulerParameters=bf_age_reserve=3600\n").unwrap();
+    let cfg = crate::load_config(&partial).unwrap();
+    assert_eq!(cfg.scheduler_params.bf_age_reserve, Some(3600));
+    let named = dir.join("named.conf");
+    std::fs::write(
+        &named,
+        "clustername = site\nSlurmctldHost=ctl\nSchedulerParameters=bf_max_job_test=7\n",
+    )
+    .unwrap();
+    let cfg = crate::load_config(&named).unwrap();
+    assert_eq!(cfg.cluster_name, "site");
+    assert_eq!(cfg.scheduler_params.bf_max_job_test, Some(7));
+    let bad = dir.join("bad.conf");
+    std::fs::write(&bad, "SchedulerParameters=bf_age_reserve=-1\n").unwrap();
+    let err = crate::load_config(&bad).unwrap_err().to_string();
+    assert!(err.contains("bad.conf"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(crate::has_key("  ClusterName=x", "clustername"));
+    assert!(!crate::has_key("#ClusterName=x", "ClusterName"));
+    assert!(!crate::has_key("ClusterNames=x", "ClusterName"));
+}
