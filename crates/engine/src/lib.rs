@@ -459,7 +459,7 @@ pub struct Job {
     pub next_step_id: u32,
     /// While SUSPENDED: its shares and who suspended it.
     #[serde(default)]
-    pub suspend: Option<Suspension>,
+    pub suspend: Option<Box<Suspension>>,
     /// Seconds it has spent suspended in this run (not counted toward its
     /// time limit).
     #[serde(default)]

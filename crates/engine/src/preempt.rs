@@ -391,12 +391,12 @@ impl Engine {
         job.suspend_time = Some(now);
         job.state = JobState::Suspended;
         job.end_time = None;
-        job.suspend = Some(Suspension {
+        job.suspend = Some(Box::new(Suspension {
             since: now,
             by_admin,
             alloc,
             preemptor,
-        });
+        }));
         self.wake_cache = None;
         self.record(id, now);
     }
