@@ -267,16 +267,8 @@ impl Engine {
             submit_line: detail(brief, &d.submit_line),
             array_job_id: job.array.as_ref().map(|a| a.array_job_id.0),
             array_task_id: job.array.as_ref().and_then(|a| a.task_id),
-            array_task_str: job
-                .array
-                .as_ref()
-                .filter(|a| a.is_meta())
-                .map(|a| a.pending.to_string()),
-            array_max_tasks: job
-                .array
-                .as_ref()
-                .filter(|a| a.is_meta() && a.throttle > 0)
-                .map(|a| a.throttle),
+            array_task_str: array_task_str(job),
+            array_max_tasks: array_max_tasks(job),
             deadline: d.deadline,
             sched_nodes,
         }
@@ -436,16 +428,8 @@ impl Engine {
             sched_nodes,
             array_job_id: job.array.as_ref().map(|a| a.array_job_id.0),
             array_task_id: job.array.as_ref().and_then(|a| a.task_id),
-            array_task_str: job
-                .array
-                .as_ref()
-                .filter(|a| a.is_meta())
-                .map(|a| a.pending.to_string()),
-            array_max_tasks: job
-                .array
-                .as_ref()
-                .filter(|a| a.is_meta() && a.throttle > 0)
-                .map(|a| a.throttle),
+            array_task_str: array_task_str(job),
+            array_max_tasks: array_max_tasks(job),
         }
     }
 
@@ -666,4 +650,20 @@ impl Keep {
             scheduler: filter.keeps(F::Scheduler),
         }
     }
+}
+
+/// A pending array's unstarted task ids (`[5-9]`): only its meta job has them.
+fn array_task_str(job: &Job) -> Option<String> {
+    job.array
+        .as_ref()
+        .filter(|a| a.is_meta())
+        .map(|a| a.pending.to_string())
+}
+
+/// A pending array's `%` throttle, when it has one.
+fn array_max_tasks(job: &Job) -> Option<u32> {
+    job.array
+        .as_ref()
+        .filter(|a| a.is_meta() && a.throttle > 0)
+        .map(|a| a.throttle)
 }
