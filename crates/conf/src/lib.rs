@@ -301,6 +301,8 @@ pub struct SchedulerParams {
     /// `bf_age_reserve` in seconds (0-31536000; 0 is off): muster's own.
     #[serde(default)]
     pub bf_age_reserve: Option<u32>,
+    /// `bf_slowdown_reserve` (0-1000000; 0 is off): muster's own.
+    pub bf_slowdown_reserve: Option<u32>,
     /// `bf_continue`.
     pub bf_continue: bool,
     /// `bf_interval` in seconds (1-10800).

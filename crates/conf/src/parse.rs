@@ -1165,6 +1165,7 @@ fn scheduler_params(
                 p.bf_job_part_count_reserve = ranged(0, 100_000)?;
             }
             "bf_age_reserve" => p.bf_age_reserve = ranged(0, 31_536_000)?,
+            "bf_slowdown_reserve" => p.bf_slowdown_reserve = ranged(0, 1_000_000)?,
             "bf_interval" => p.bf_interval = ranged(1, 10_800)?,
             "default_queue_depth" => p.default_queue_depth = ranged(1, 1_000_000)?,
             "sched_interval" => p.sched_interval = ranged(0, 3_600)?,

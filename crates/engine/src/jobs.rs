@@ -1332,16 +1332,14 @@ impl Engine {
     /// Pending jobs that have waited at least `bf_age_reserve` (none when
     /// it is off): a pass plans each of them, wherever it is in the queue.
     fn aged_waiting(&self, now: Timestamp) -> Vec<JobId> {
-        let Some(age) = self.sched_cfg.bf_age_reserve else {
-            return Vec::new();
-        };
-        if self.sched_cfg.policy != sched::Policy::Backfill {
+        let cfg = &self.sched_cfg;
+        if cfg.bf_age_reserve.is_none() && cfg.bf_slowdown_reserve.is_none() {
             return Vec::new();
         }
         self.jobs
             .values()
             .filter(|j| j.state == JobState::Pending && !j.completing && j.held.is_none())
-            .filter(|j| now.saturating_sub(j.submit_time) >= i64::from(age))
+            .filter(|j| sched::due_reservation(cfg, j.submit_time, j.time_limit, now))
             .map(|j| j.id)
             .collect()
     }

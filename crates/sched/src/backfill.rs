@@ -84,6 +84,10 @@ pub struct SchedConfig {
     /// jobs can no longer delay it (EASY's long waiters get conservative
     /// backfilling's protection). `None` is off.
     pub bf_age_reserve: Option<u32>,
+    /// `bf_slowdown_reserve` (muster's own): a blocked job whose expansion
+    /// factor, (wait + time limit) / time limit, has reached this value
+    /// gets a planned start too (selective reservation). `None` is off.
+    pub bf_slowdown_reserve: Option<u32>,
     /// `bf_continue`: accepted; a pass here never yields half way, so there
     /// is nothing to continue.
     pub bf_continue: bool,
@@ -110,6 +114,7 @@ impl Default for SchedConfig {
             bf_max_job_user: None,
             bf_job_part_count_reserve: Some(1),
             bf_age_reserve: None,
+            bf_slowdown_reserve: None,
             bf_continue: false,
             bf_interval: 30,
             default_queue_depth: 100,
@@ -934,10 +939,28 @@ fn plan_on(
 /// Whether `job` has waited long enough for a plan of its own
 /// (`bf_age_reserve`; backfill only).
 pub fn aged(cfg: &SchedConfig, job: &JobRequest, now: Timestamp) -> bool {
-    cfg.policy == Policy::Backfill
-        && cfg
-            .bf_age_reserve
-            .is_some_and(|a| now.saturating_sub(job.submit_time) >= i64::from(a))
+    due_reservation(cfg, job.submit_time, job.time_limit, now)
+}
+
+/// Whether a blocked job submitted at `submit` with `limit` has waited long
+/// enough at `now` for a plan of its own (`bf_age_reserve`,
+/// `bf_slowdown_reserve`; backfill only).
+pub fn due_reservation(
+    cfg: &SchedConfig,
+    submit: Timestamp,
+    limit: TimeLimit,
+    now: Timestamp,
+) -> bool {
+    if cfg.policy != Policy::Backfill {
+        return false;
+    }
+    let waited = now.saturating_sub(submit);
+    let by_age = cfg.bf_age_reserve.is_some_and(|a| waited >= i64::from(a));
+    let by_slowdown = cfg.bf_slowdown_reserve.is_some_and(|f| {
+        let l = limit_secs(limit).max(1);
+        l != FOREVER && waited.saturating_add(l) >= l.saturating_mul(i64::from(f))
+    });
+    by_age || by_slowdown
 }
 
 /// What one pass learnt about jobs of one shape.

@@ -597,6 +597,40 @@ fn bf_age_reserve_plans_the_jobs_that_waited_long() {
 }
 
 #[test]
+fn bf_slowdown_reserve_plans_the_jobs_whose_expansion_factor_is_reached() {
+    let mut nodes = one_cpu_nodes(4);
+    let r = running(9, &mut nodes, &[0], 1800);
+    let parts = [part(4)];
+    let mut jobs = [timed(1, 4, 60), timed(2, 3, 120), timed(3, 1, 20)];
+    let view = |jobs: &[JobRequest]| -> Plan {
+        let view = ClusterView {
+            nodes: &nodes,
+            parts: &parts,
+            jobs,
+            running: std::slice::from_ref(&r),
+        };
+        let cfg = SchedConfig {
+            bf_slowdown_reserve: Some(10),
+            ..SchedConfig::default()
+        };
+        crate::plan(&view, &cfg, 0)
+    };
+    // Job 2 (a 2-hour limit) reaches (wait + 7200) / 7200 = 10 after
+    // waiting 64,800 s: one second short, EASY as by default.
+    jobs[1].submit_time = -64_799;
+    assert_eq!(
+        show(&view(&jobs)),
+        "plan 1 at 1800 on 0,1,2,3; wait 2; start 3 on 1"
+    );
+    // Reached: job 2 holds a plan too, and job 3 may not delay it.
+    jobs[1].submit_time = -64_800;
+    assert_eq!(
+        show(&view(&jobs)),
+        "plan 1 at 1800 on 0,1,2,3; plan 2 at 5400 on 0,1,2; start 3 on 1"
+    );
+}
+
+#[test]
 fn no_plan_beyond_bf_window() {
     let mut nodes = one_cpu_nodes(1);
     let r = running(9, &mut nodes, &[0], 7200);
