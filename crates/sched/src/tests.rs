@@ -1,6 +1,7 @@
 use super::*;
 use model::{Gres, JobId, PendingReason, TimeLimit};
 use proptest::prelude::*;
+use std::borrow::Cow;
 
 fn node(name: &str, cpus: u32, mem: u64, gpus: u32) -> NodeView {
     NodeView {
@@ -292,11 +293,11 @@ proptest! {
                     running_jobs.push(RunningJob {
                         job_id: JobId(10_000 + r as u32),
                         end: now + i64::from(*mins) * 60,
-                        alloc: Allocation {
+                        alloc: Cow::Owned(Allocation {
                             partition: 0,
                             nodes: vec![NodeAlloc { node: NodeIdx(*on), cpus: 1, mem: 0, tasks: 1, gres: vec![] }],
                             exclusive: false,
-                        },
+                        }),
                     });
                 }
             }
@@ -348,7 +349,7 @@ fn timed(id: u32, nodes: u32, minutes: u32) -> JobRequest {
 }
 
 /// A job running on `on` (one CPU each) until `end`, with its use applied.
-fn running(id: u32, nodes: &mut [NodeView], on: &[u32], end: i64) -> RunningJob {
+fn running(id: u32, nodes: &mut [NodeView], on: &[u32], end: i64) -> RunningJob<'static> {
     let alloc = Allocation {
         partition: 0,
         nodes: on
@@ -370,7 +371,7 @@ fn running(id: u32, nodes: &mut [NodeView], on: &[u32], end: i64) -> RunningJob 
     RunningJob {
         job_id: JobId(id),
         end,
-        alloc,
+        alloc: Cow::Owned(alloc),
     }
 }
 
@@ -687,7 +688,7 @@ fn bf_max_job_test_limits_the_jobs_tried() {
 #[derive(Clone, Debug)]
 struct Scenario {
     nodes: Vec<NodeView>,
-    running: Vec<RunningJob>,
+    running: Vec<RunningJob<'static>>,
     jobs: Vec<JobRequest>,
 }
 
@@ -729,7 +730,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                     running.push(RunningJob {
                         job_id: id,
                         end: run_specs[k].2 * 60,
-                        alloc: a,
+                        alloc: Cow::Owned(a),
                     });
                 }
             }
