@@ -976,6 +976,11 @@ fn plan_on(
     // earlier one could not, nor be planned earlier than it was: arrays
     // and loops of identical jobs cost one test each, not a sweep each.
     let mut memo: BTreeMap<ShapeKey, ShapeMemo> = BTreeMap::new();
+    // The same for jobs that differ only in their number of tasks and
+    // time limit, where tasks may go on any number of nodes (`spread_key`):
+    // one that could not start now with `n` tasks for `d` seconds tells
+    // that none with more tasks and a longer limit can, later in the pass.
+    let mut spread_failed: BTreeMap<ShapeKey, Vec<(u32, i64)>> = BTreeMap::new();
     // Why jobs wait does not depend on their time limit once every
     // partition of theirs takes that limit: one diagnosis per shape (kept
     // between passes while the nodes and partitions stay as they are).
@@ -998,7 +1003,14 @@ fn plan_on(
             n_tested += 1;
             *tested_per_user.entry(job.user).or_default() += 1;
             let mut start = None;
-            if !known.failed_now {
+            let spread = spread_key(job, &shape);
+            let dominated = spread.as_ref().is_some_and(|k| {
+                spread_failed
+                    .get(k)
+                    .is_some_and(|f| f.iter().any(|&(n, t)| n <= job.ntasks && t <= d))
+            });
+            let tried = !known.failed_now && !dominated;
+            if tried {
                 start = tl.fits_now(job, parts, d).map(|a| (a, None));
                 if start.is_none() {
                     start = shortened_start(tl, job, parts, d);
@@ -1006,6 +1018,18 @@ fn plan_on(
             }
             if start.is_none() {
                 memo.entry(shape.clone()).or_default().failed_now = true;
+                // Only a job no partition refuses (a refusal may depend on
+                // its node counts) failed for want of room.
+                let refused = || {
+                    job.partitions
+                        .iter()
+                        .any(|p| crate::placement::partition_refusal(job, &parts[*p]).is_some())
+                };
+                if let Some(k) = spread.filter(|_| tried && !refused()) {
+                    let f = spread_failed.entry(k).or_default();
+                    f.retain(|&(n, t)| !(n >= job.ntasks && t >= d));
+                    f.push((job.ntasks, d));
+                }
             }
             if let Some((alloc, minutes)) = start {
                 let run_for = minutes.map_or(d, |m| i64::from(m) * 60);
@@ -1226,6 +1250,58 @@ fn shape_key(job: &JobRequest) -> ShapeKey {
         ..job.clone()
     };
     ShapeKey::Other(format!("{shape:?}"))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests turn the memo of `spread_key` off to compare plans with it
+    /// and without it.
+    pub(crate) static NO_SPREAD_MEMO: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The key under which jobs that differ only in tasks and time limit share
+/// what a pass learns about starting now, for jobs whose room now is the
+/// sum over nodes of the tasks each can take (which does not depend on how
+/// many tasks the job has): plain CPU jobs (no GRES, node lists or
+/// constraints), not exclusive, with no `--time-min`, no tasks-per-node,
+/// at least one node and as many nodes as tasks allowed (so each node that
+/// takes a task may be used). For two such jobs with the same key, the
+/// one with more tasks and a longer limit fits now only where the other
+/// does: its interval overlaps every plan the other's does, and the nodes
+/// only fill up as the pass goes on.
+fn spread_key(job: &JobRequest, shape: &ShapeKey) -> Option<ShapeKey> {
+    #[cfg(test)]
+    if NO_SPREAD_MEMO.with(|c| c.get()) {
+        return None;
+    }
+    let ShapeKey::Plain {
+        partitions,
+        numbers,
+        flags,
+    } = shape
+    else {
+        return None;
+    };
+    let spread = !job.exclusive
+        && job.time_min.is_none()
+        && job.ntasks_per_node.is_none()
+        && job.min_nodes <= 1
+        && job.max_nodes >= job.ntasks
+        && job.cpus_per_gpu.is_none()
+        && job.mem_per_gpu.is_none();
+    if !spread {
+        return None;
+    }
+    let mut numbers = *numbers;
+    // Max nodes, tasks and time limit.
+    numbers[1] = 0;
+    numbers[2] = 0;
+    numbers[7] = 0;
+    Some(ShapeKey::Plain {
+        partitions: partitions.clone(),
+        numbers,
+        flags: *flags,
+    })
 }
 
 /// `--time-min`: the longest limit between the job's minimum and its limit

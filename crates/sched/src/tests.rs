@@ -951,3 +951,36 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// What a pass learns from a job that cannot start now about jobs with
+    /// more tasks and longer limits (`spread_key`) changes no decision and
+    /// no plan, under every policy: the pass decides as one that tries
+    /// every job.
+    #[test]
+    fn the_spread_memo_plans_as_trying_every_job(s in scenario(), spread in prop::collection::vec(any::<bool>(), 14)) {
+        let mut s = s;
+        for (j, sp) in s.jobs.iter_mut().zip(&spread) {
+            if *sp && j.gres_per_node.is_empty() {
+                j.min_nodes = 1;
+                j.max_nodes = j.ntasks;
+            }
+        }
+        let parts = [part(s.nodes.len() as u32)];
+        let view = ClusterView { nodes: &s.nodes, parts: &parts, jobs: &s.jobs, running: &s.running };
+        for (policy, reserve) in [(Policy::Easy, Some(1)), (Policy::Backfill, Some(1)), (Policy::Backfill, None), (Policy::Fcfs, Some(1))] {
+            let cfg = SchedConfig {
+                policy,
+                bf_resolution: 1,
+                bf_window: 1440,
+                bf_job_part_count_reserve: reserve,
+                ..SchedConfig::default()
+            };
+            let with = crate::backfill::plan(&view, &cfg, 0);
+            crate::backfill::NO_SPREAD_MEMO.with(|c| c.set(true));
+            let without = crate::backfill::plan(&view, &cfg, 0);
+            crate::backfill::NO_SPREAD_MEMO.with(|c| c.set(false));
+            prop_assert_eq!(with, without);
+        }
+    }
+}
