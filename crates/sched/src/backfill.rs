@@ -1356,12 +1356,12 @@ mod kept_timeline_tests {
     /// What a timeline holds for its running jobs, in an order of its own:
     /// each node's shares (until, node, CPUs, exclusive) sorted, and the
     /// release times.
-    fn holds(
-        tl: &Timeline,
-    ) -> (
+    type Held = (
         Vec<Vec<(Timestamp, u32, u32, bool)>>,
         Vec<(Timestamp, usize)>,
-    ) {
+    );
+
+    fn holds(tl: &Timeline) -> Held {
         let on = tl
             .running_on
             .iter()
