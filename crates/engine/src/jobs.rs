@@ -95,27 +95,6 @@ impl Engine {
         }
     }
 
-    /// Jobs holding resources, with when they are expected to give them
-    /// back (start plus time limit), for the backfill timeline.
-    pub(crate) fn running_views(&self, now: Timestamp) -> Vec<sched::RunningJob> {
-        self.jobs
-            .values()
-            .filter_map(|j| {
-                let alloc = j.alloc.as_ref()?;
-                let end = if j.completing || j.state != JobState::Running {
-                    now
-                } else {
-                    j.limit_end().unwrap_or(sched::FOREVER)
-                };
-                Some(sched::RunningJob {
-                    job_id: j.id,
-                    end,
-                    alloc: alloc.clone(),
-                })
-            })
-            .collect()
-    }
-
     pub(crate) fn node_views(&self) -> Vec<NodeView> {
         self.nodes
             .iter()
@@ -1164,7 +1143,7 @@ impl Engine {
         self.last_order_key = self.last_order_key.max(lowest);
         let mut nodes = self.refreshed_node_views();
         self.hold_suspended_shares(&mut nodes);
-        let running = self.running_views(now);
+        let running = running_views(&self.jobs, now);
         let view = sched::ClusterView {
             nodes: &nodes,
             parts: &parts,
@@ -1195,6 +1174,7 @@ impl Engine {
             arrays = all_arrays;
             let lowest = requests.iter().map(|r| sched::order_key(r, &parts)).max();
             self.last_order_key = self.last_order_key.max(lowest);
+            let running = running_views(&self.jobs, now);
             let view = sched::ClusterView {
                 nodes: &nodes,
                 parts: &parts,
@@ -1433,6 +1413,30 @@ impl Engine {
         self.wake_cache = wake;
         self.wake_after_start(id);
     }
+}
+
+/// Jobs holding resources, with when they are expected to give them back
+/// (start plus time limit), for the backfill timeline; their allocations
+/// are borrowed, not copied.
+fn running_views(
+    jobs: &std::collections::BTreeMap<JobId, Box<Job>>,
+    now: Timestamp,
+) -> Vec<sched::RunningJob<'_>> {
+    jobs.values()
+        .filter_map(|j| {
+            let alloc = j.alloc.as_ref()?;
+            let end = if j.completing || j.state != JobState::Running {
+                now
+            } else {
+                j.limit_end().unwrap_or(sched::FOREVER)
+            };
+            Some(sched::RunningJob {
+                job_id: j.id,
+                end,
+                alloc: std::borrow::Cow::Borrowed(alloc),
+            })
+        })
+        .collect()
 }
 
 /// Whether a pass after job ends that tried only the jobs that could use

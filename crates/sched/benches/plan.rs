@@ -31,7 +31,7 @@ fn lcg(seed: &mut u64) -> u64 {
     *seed >> 33
 }
 
-fn cluster(n: u32) -> (Vec<NodeView>, Vec<RunningJob>) {
+fn cluster(n: u32) -> (Vec<NodeView>, Vec<RunningJob<'static>>) {
     let mut seed = 7;
     let mut nodes = Vec::new();
     let mut running = Vec::new();
@@ -52,7 +52,7 @@ fn cluster(n: u32) -> (Vec<NodeView>, Vec<RunningJob>) {
         running.push(RunningJob {
             job_id: JobId(1_000_000 + i),
             end: 60 + (lcg(&mut seed) % 86_400) as i64,
-            alloc: Allocation {
+            alloc: std::borrow::Cow::Owned(Allocation {
                 partition: 0,
                 nodes: vec![NodeAlloc {
                     node: NodeIdx(i),
@@ -62,7 +62,7 @@ fn cluster(n: u32) -> (Vec<NodeView>, Vec<RunningJob>) {
                     gres: vec![],
                 }],
                 exclusive: false,
-            },
+            }),
         });
     }
     (nodes, running)

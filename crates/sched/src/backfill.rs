@@ -32,6 +32,7 @@ use crate::placement::{
 };
 use crate::NodeIdx;
 use model::{JobId, PendingReason, TimeLimit, Timestamp};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -124,14 +125,17 @@ impl Default for SchedConfig {
 }
 
 /// A job holding resources, and when it is expected to give them back.
+/// The allocation may be borrowed from the caller's own job table (the
+/// controller passes every running job at every pass: a copy of each
+/// allocation per pass would cost an allocation per running job).
 #[derive(Clone, Debug, PartialEq)]
-pub struct RunningJob {
+pub struct RunningJob<'a> {
     /// The job.
     pub job_id: JobId,
     /// Expected end: start plus time limit (`FOREVER` for no limit).
     pub end: Timestamp,
     /// What it holds.
-    pub alloc: Allocation,
+    pub alloc: Cow<'a, Allocation>,
 }
 
 /// Everything one pass looks at.
@@ -144,7 +148,7 @@ pub struct ClusterView<'a> {
     /// Eligible pending jobs (not held, begin time reached), in any order.
     pub jobs: &'a [JobRequest],
     /// Jobs holding resources (their use is already in `nodes`).
-    pub running: &'a [RunningJob],
+    pub running: &'a [RunningJob<'a>],
 }
 
 /// Where and when a job that cannot start now is planned to start.
@@ -190,6 +194,31 @@ struct Hold {
     until: Timestamp,
     share: NodeAlloc,
     exclusive: bool,
+    /// The running job it is a share of, when the timeline keeps it from
+    /// one pass to the next (`Timeline::kept`); `None` for the starts and
+    /// plans of the pass.
+    job: Option<JobId>,
+}
+
+/// A running job whose shares the timeline keeps from one pass to the
+/// next: its holds in `running_on` and its release times in `releases`.
+#[derive(Clone, Debug)]
+struct Kept {
+    job_id: JobId,
+    /// Its shares are held until then: its expected end, at least `now + 1`.
+    until: Timestamp,
+    alloc: Allocation,
+}
+
+/// Where `Timeline::add_running` puts a running job's release times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Release {
+    /// At the end of `releases`, sorted after (the pass's set-up).
+    Bulk,
+    /// In its place in `releases` (a change to the kept running jobs).
+    Sorted,
+    /// In `added` (a job this pass starts).
+    Pass,
 }
 
 fn free_cpus(n: &NodeView) -> i64 {
@@ -226,14 +255,24 @@ fn apply(n: &mut NodeView, h: &Hold, add: bool) {
     }
 }
 
+/// `to.clone_from(from)`, without the call where both are empty (a plain
+/// node's GRES and features: copied for every node at every pass).
+#[inline]
+fn copy_vec<T: Clone>(to: &mut Vec<T>, from: &Vec<T>) {
+    if !(to.is_empty() && from.is_empty()) {
+        to.clone_from(from);
+    }
+}
+
 /// Copies what is in use (not the configuration) from `from` to `to`.
+#[inline]
 fn copy_use(to: &mut NodeView, from: &NodeView) {
     to.alloc_cpus = from.alloc_cpus;
     to.alloc_mem = from.alloc_mem;
     to.n_jobs = from.n_jobs;
     to.exclusive_in_use = from.exclusive_in_use;
     for (t, f) in to.gres.iter_mut().zip(&from.gres) {
-        t.used.clone_from(&f.used);
+        copy_vec(&mut t.used, &f.used);
     }
 }
 
@@ -258,6 +297,16 @@ struct Timeline {
     hist_top: usize,
     /// Per node: running jobs' shares, held until their end.
     running_on: Vec<Vec<Hold>>,
+    /// The running jobs whose shares are in `running_on` and `releases`,
+    /// by job id, as the last pass was given them: the next pass changes
+    /// only the jobs that started, ended or changed since (`kept_ok`: they
+    /// are laid out for the present nodes and resolution).
+    kept: Vec<Kept>,
+    kept_spare: Vec<Kept>,
+    kept_ok: bool,
+    /// Nodes on which the pass's starts added shares (`Release::Pass`),
+    /// taken off at the next set-up.
+    started_on: Vec<usize>,
     /// Per node: planned shares, held over their interval.
     planned_on: Vec<Vec<Hold>>,
     /// Times at which something may come free (rounded), with its nodes.
@@ -293,6 +342,10 @@ impl Timeline {
             hist: vec![0; HIST_MAX + 1],
             hist_top: 0,
             running_on: Vec::new(),
+            kept: Vec::new(),
+            kept_spare: Vec::new(),
+            kept_ok: false,
+            started_on: Vec::new(),
             planned_on: Vec::new(),
             releases: Vec::new(),
             added: BTreeMap::new(),
@@ -316,8 +369,17 @@ impl Timeline {
         resolution: u32,
     ) {
         self.now = now;
-        self.resolution = i64::from(resolution.max(1));
-        if self.base.len() != nodes.len() {
+        let resolution = i64::from(resolution.max(1));
+        let rebuilt = self.base.len() != nodes.len();
+        // The kept running jobs are changed, not laid out again, where
+        // they were laid out for these nodes and this resolution and the
+        // caller gives the running jobs by job id (the engine does).
+        let incremental = !rebuilt
+            && self.kept_ok
+            && self.resolution == resolution
+            && running.windows(2).all(|w| w[0].job_id < w[1].job_id);
+        self.resolution = resolution;
+        if rebuilt {
             // Placement never reads a node's name: copies without it cost
             // no allocation for a plain node.
             self.base = nodes
@@ -341,8 +403,8 @@ impl Timeline {
                 b.real_memory = n.real_memory;
                 b.alloc_cpus = n.alloc_cpus;
                 b.alloc_mem = n.alloc_mem;
-                b.gres.clone_from(&n.gres);
-                b.features.clone_from(&n.features);
+                copy_vec(&mut b.gres, &n.gres);
+                copy_vec(&mut b.features, &n.features);
                 b.weight = n.weight;
                 b.available = n.available;
                 b.exclusive_in_use = n.exclusive_in_use;
@@ -351,13 +413,13 @@ impl Timeline {
             for (w, b) in self.work.iter_mut().zip(&self.base) {
                 w.cpus = b.cpus;
                 w.real_memory = b.real_memory;
-                w.gres.clone_from(&b.gres);
-                w.features.clone_from(&b.features);
+                copy_vec(&mut w.gres, &b.gres);
+                copy_vec(&mut w.features, &b.features);
                 w.weight = b.weight;
                 w.available = b.available;
                 copy_use(w, b);
             }
-            for v in self.running_on.iter_mut().chain(self.planned_on.iter_mut()) {
+            for v in self.planned_on.iter_mut() {
                 v.clear();
             }
             self.is_dirty.iter_mut().for_each(|d| *d = false);
@@ -376,15 +438,97 @@ impl Timeline {
             self.hist[hist_slot(f)] += 1;
             self.free_now[i] = f as u64;
         }
-        self.releases.clear();
         self.added.clear();
         self.plan_starts.clear();
         self.order_ok = [false, false];
+        if incremental {
+            self.update_running(running);
+            return;
+        }
+        for v in self.running_on.iter_mut() {
+            v.clear();
+        }
+        self.started_on.clear();
+        self.releases.clear();
+        self.kept.clear();
+        self.kept_ok = running.windows(2).all(|w| w[0].job_id < w[1].job_id);
         for r in running {
             // A job past its limit is being ended: expect it gone at once.
-            self.add_running(r.end.max(now + 1), &r.alloc, true);
+            let until = r.end.max(now + 1);
+            let job = self.kept_ok.then_some(r.job_id);
+            self.add_running(until, &r.alloc, job, Release::Bulk);
+            if self.kept_ok {
+                self.kept.push(Kept {
+                    job_id: r.job_id,
+                    until,
+                    alloc: r.alloc.clone().into_owned(),
+                });
+            }
         }
         self.releases.sort_unstable();
+    }
+
+    /// `fill`'s running jobs, from those of the last pass: the shares of
+    /// the jobs that ended (or changed) are taken off, those of the jobs
+    /// that started (or changed) laid on, the rest stay where they are.
+    /// Gives the holds and release times a set-up from scratch gives (in
+    /// another order on each node, which nothing reads).
+    fn update_running(&mut self, running: &[RunningJob]) {
+        for &i in &self.started_on {
+            self.running_on[i].retain(|h| h.job.is_some());
+        }
+        self.started_on.clear();
+        let now = self.now;
+        let mut old = std::mem::take(&mut self.kept);
+        let mut new = std::mem::take(&mut self.kept_spare);
+        new.clear();
+        let mut olds = old.drain(..).peekable();
+        for r in running {
+            let until = r.end.max(now + 1);
+            while let Some(o) = olds.next_if(|o| o.job_id < r.job_id) {
+                self.drop_running(&o);
+            }
+            match olds.next_if(|o| o.job_id == r.job_id) {
+                Some(o) if o.until == until && o.alloc == *r.alloc => new.push(o),
+                other => {
+                    if let Some(o) = other {
+                        self.drop_running(&o);
+                    }
+                    self.add_running(until, &r.alloc, Some(r.job_id), Release::Sorted);
+                    new.push(Kept {
+                        job_id: r.job_id,
+                        until,
+                        alloc: r.alloc.clone().into_owned(),
+                    });
+                }
+            }
+        }
+        for o in olds {
+            self.drop_running(&o);
+        }
+        self.kept = new;
+        self.kept_spare = old;
+    }
+
+    /// Takes a kept running job's shares and release times off.
+    fn drop_running(&mut self, o: &Kept) {
+        let key = self.round_up(o.until);
+        for na in &o.alloc.nodes {
+            let i = na.node.0 as usize;
+            if i >= self.base.len() {
+                continue;
+            }
+            let on = &mut self.running_on[i];
+            if let Some(p) = on.iter().position(|h| h.job == Some(o.job_id)) {
+                on.swap_remove(p);
+            }
+            if key < FOREVER {
+                let at = self.releases.partition_point(|e| *e < (key, i));
+                if self.releases.get(at) == Some(&(key, i)) {
+                    self.releases.remove(at);
+                }
+            }
+        }
     }
 
     fn round_up(&self, time: Timestamp) -> Timestamp {
@@ -395,9 +539,15 @@ impl Timeline {
         (time + r - 1).div_euclid(r) * r
     }
 
-    /// A running job's shares, until `end`; `bulk` while the pass is being
-    /// set up (`fill` sorts the release times after).
-    fn add_running(&mut self, end: Timestamp, alloc: &Allocation, bulk: bool) {
+    /// A running job's shares, until `end` (`job`: kept for the next
+    /// pass), with its release times put where `release` says.
+    fn add_running(
+        &mut self,
+        end: Timestamp,
+        alloc: &Allocation,
+        job: Option<JobId>,
+        release: Release,
+    ) {
         let key = self.round_up(end);
         for na in &alloc.nodes {
             let i = na.node.0 as usize;
@@ -409,12 +559,19 @@ impl Timeline {
                 until: end,
                 share: na.clone(),
                 exclusive: alloc.exclusive,
+                job,
             });
+            if release == Release::Pass {
+                self.started_on.push(i);
+            }
             if key < FOREVER {
-                if bulk {
-                    self.releases.push((key, i));
-                } else {
-                    self.added.entry(key).or_default().push(i);
+                match release {
+                    Release::Bulk => self.releases.push((key, i)),
+                    Release::Sorted => {
+                        let at = self.releases.partition_point(|e| *e <= (key, i));
+                        self.releases.insert(at, (key, i));
+                    }
+                    Release::Pass => self.added.entry(key).or_default().push(i),
                 }
             }
         }
@@ -623,6 +780,7 @@ impl Timeline {
                 until: self.now + d,
                 share: na.clone(),
                 exclusive: alloc.exclusive,
+                job: None,
             };
             apply(&mut self.base[i], &h, true);
             self.free_now[i] = free_cpus(&self.base[i]) as u64;
@@ -632,7 +790,7 @@ impl Timeline {
             let new = free_cpus(&self.work[i]);
             self.count_free(old, new);
         }
-        self.add_running(self.now.saturating_add(d), alloc, false);
+        self.add_running(self.now.saturating_add(d), alloc, None, Release::Pass);
     }
 
     fn reserve(&mut self, start: Timestamp, d: i64, alloc: &Allocation) {
@@ -645,6 +803,7 @@ impl Timeline {
                 until: end,
                 share: na.clone(),
                 exclusive: alloc.exclusive,
+                job: None,
             });
             self.plan_starts.entry(start).or_default().push(i);
             if key < FOREVER {
@@ -817,6 +976,11 @@ fn plan_on(
     // earlier one could not, nor be planned earlier than it was: arrays
     // and loops of identical jobs cost one test each, not a sweep each.
     let mut memo: BTreeMap<ShapeKey, ShapeMemo> = BTreeMap::new();
+    // The same for jobs that differ only in their number of tasks and
+    // time limit, where tasks may go on any number of nodes (`spread_key`):
+    // one that could not start now with `n` tasks for `d` seconds tells
+    // that none with more tasks and a longer limit can, later in the pass.
+    let mut spread_failed: BTreeMap<ShapeKey, Vec<(u32, i64)>> = BTreeMap::new();
     // Why jobs wait does not depend on their time limit once every
     // partition of theirs takes that limit: one diagnosis per shape (kept
     // between passes while the nodes and partitions stay as they are).
@@ -839,7 +1003,14 @@ fn plan_on(
             n_tested += 1;
             *tested_per_user.entry(job.user).or_default() += 1;
             let mut start = None;
-            if !known.failed_now {
+            let spread = spread_key(job, &shape);
+            let dominated = spread.as_ref().is_some_and(|k| {
+                spread_failed
+                    .get(k)
+                    .is_some_and(|f| f.iter().any(|&(n, t)| n <= job.ntasks && t <= d))
+            });
+            let tried = !known.failed_now && !dominated;
+            if tried {
                 start = tl.fits_now(job, parts, d).map(|a| (a, None));
                 if start.is_none() {
                     start = shortened_start(tl, job, parts, d);
@@ -847,6 +1018,18 @@ fn plan_on(
             }
             if start.is_none() {
                 memo.entry(shape.clone()).or_default().failed_now = true;
+                // Only a job no partition refuses (a refusal may depend on
+                // its node counts) failed for want of room.
+                let refused = || {
+                    job.partitions
+                        .iter()
+                        .any(|p| crate::placement::partition_refusal(job, &parts[*p]).is_some())
+                };
+                if let Some(k) = spread.filter(|_| tried && !refused()) {
+                    let f = spread_failed.entry(k).or_default();
+                    f.retain(|&(n, t)| !(n >= job.ntasks && t >= d));
+                    f.push((job.ntasks, d));
+                }
             }
             if let Some((alloc, minutes)) = start {
                 let run_for = minutes.map_or(d, |m| i64::from(m) * 60);
@@ -981,7 +1164,7 @@ struct ShapeMemo {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum ShapeKey {
     Plain {
-        partitions: Vec<usize>,
+        partitions: Parts,
         numbers: [u64; 9],
         flags: (bool, bool),
     },
@@ -1018,6 +1201,21 @@ fn without_time(key: &ShapeKey) -> ShapeKey {
     }
 }
 
+/// A job's candidate partitions in a shape key: one partition (the usual
+/// case) without an allocation.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Parts {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+fn parts_key(parts: &[usize]) -> Parts {
+    match parts {
+        [one] => Parts::One(*one),
+        _ => Parts::Many(parts.to_vec()),
+    }
+}
+
 fn shape_key(job: &JobRequest) -> ShapeKey {
     let plain = job.gres_per_node.is_empty()
         && job.gpus_total.is_none()
@@ -1029,7 +1227,7 @@ fn shape_key(job: &JobRequest) -> ShapeKey {
         && job.constraint.is_none();
     if plain {
         return ShapeKey::Plain {
-            partitions: job.partitions.clone(),
+            partitions: parts_key(&job.partitions),
             numbers: [
                 u64::from(job.min_nodes),
                 u64::from(job.max_nodes),
@@ -1052,6 +1250,58 @@ fn shape_key(job: &JobRequest) -> ShapeKey {
         ..job.clone()
     };
     ShapeKey::Other(format!("{shape:?}"))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests turn the memo of `spread_key` off to compare plans with it
+    /// and without it.
+    pub(crate) static NO_SPREAD_MEMO: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The key under which jobs that differ only in tasks and time limit share
+/// what a pass learns about starting now, for jobs whose room now is the
+/// sum over nodes of the tasks each can take (which does not depend on how
+/// many tasks the job has): plain CPU jobs (no GRES, node lists or
+/// constraints), not exclusive, with no `--time-min`, no tasks-per-node,
+/// at least one node and as many nodes as tasks allowed (so each node that
+/// takes a task may be used). For two such jobs with the same key, the
+/// one with more tasks and a longer limit fits now only where the other
+/// does: its interval overlaps every plan the other's does, and the nodes
+/// only fill up as the pass goes on.
+fn spread_key(job: &JobRequest, shape: &ShapeKey) -> Option<ShapeKey> {
+    #[cfg(test)]
+    if NO_SPREAD_MEMO.with(|c| c.get()) {
+        return None;
+    }
+    let ShapeKey::Plain {
+        partitions,
+        numbers,
+        flags,
+    } = shape
+    else {
+        return None;
+    };
+    let spread = !job.exclusive
+        && job.time_min.is_none()
+        && job.ntasks_per_node.is_none()
+        && job.min_nodes <= 1
+        && job.max_nodes >= job.ntasks
+        && job.cpus_per_gpu.is_none()
+        && job.mem_per_gpu.is_none();
+    if !spread {
+        return None;
+    }
+    let mut numbers = *numbers;
+    // Max nodes, tasks and time limit.
+    numbers[1] = 0;
+    numbers[2] = 0;
+    numbers[7] = 0;
+    Some(ShapeKey::Plain {
+        partitions: partitions.clone(),
+        numbers,
+        flags: *flags,
+    })
 }
 
 /// `--time-min`: the longest limit between the job's minimum and its limit
@@ -1080,4 +1330,110 @@ fn shortened_start(
         tl.fits_now(job, parts, g)
             .map(|a| (a, Some((g / 60) as u32)))
     })
+}
+
+#[cfg(test)]
+mod kept_timeline_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn plain_node() -> NodeView {
+        NodeView {
+            name: String::new(),
+            cpus: 8,
+            real_memory: 1000,
+            alloc_cpus: 0,
+            alloc_mem: 0,
+            gres: vec![],
+            features: vec![],
+            weight: 1,
+            available: true,
+            exclusive_in_use: false,
+            n_jobs: 0,
+        }
+    }
+
+    /// What a timeline holds for its running jobs, in an order of its own:
+    /// each node's shares (until, node, CPUs, exclusive) sorted, and the
+    /// release times.
+    type Held = (
+        Vec<Vec<(Timestamp, u32, u32, bool)>>,
+        Vec<(Timestamp, usize)>,
+    );
+
+    fn holds(tl: &Timeline) -> Held {
+        let on = tl
+            .running_on
+            .iter()
+            .map(|v| {
+                let mut v: Vec<_> = v
+                    .iter()
+                    .map(|h| (h.until, h.share.node.0, h.share.cpus, h.exclusive))
+                    .collect();
+                v.sort_unstable();
+                v
+            })
+            .collect();
+        (on, tl.releases.clone())
+    }
+
+    proptest! {
+        /// A timeline kept from pass to pass, changed by the jobs that
+        /// started, ended or changed their end since, holds what one set
+        /// up from scratch for the same running jobs holds, also after the
+        /// starts a pass made (which the next pass is given as running).
+        #[test]
+        fn a_kept_timeline_holds_what_a_rebuilt_one_holds(
+            passes in prop::collection::vec(
+                (
+                    // Running jobs: (id, first node, nodes, cpus, end from now).
+                    prop::collection::vec((0u32..12, 0u32..6, 1u32..3, 1u32..4, -5i64..400), 0..10),
+                    // Starts made in the pass: (first node, cpus, limit).
+                    prop::collection::vec((0u32..6, 1u32..4, 1i64..400), 0..3),
+                    1i64..100,
+                    1u32..3,
+                ),
+                1..8,
+            )
+        ) {
+            let nodes: Vec<NodeView> = (0..6).map(|_| plain_node()).collect();
+            let mut kept = Timeline::empty();
+            let mut now = 0;
+            for (run_specs, starts, step, resolution) in passes {
+                now += step;
+                // One entry per id (the first), by id, as the engine gives them.
+                let mut running: Vec<RunningJob<'static>> = Vec::new();
+                let mut specs = run_specs.clone();
+                specs.sort_by_key(|s| s.0);
+                specs.dedup_by_key(|s| s.0);
+                for (id, first, n, cpus, end) in specs {
+                    let alloc = Allocation {
+                        partition: 0,
+                        nodes: (first..(first + n).min(6))
+                            .map(|i| NodeAlloc { node: NodeIdx(i), cpus, mem: 0, tasks: cpus, gres: vec![] })
+                            .collect(),
+                        exclusive: false,
+                    };
+                    running.push(RunningJob {
+                        job_id: JobId(id),
+                        end: if end > 390 { FOREVER } else { now + end },
+                        alloc: Cow::Owned(alloc),
+                    });
+                }
+                let mut fresh = Timeline::empty();
+                fresh.fill(&nodes, &running, now, resolution);
+                kept.fill(&nodes, &running, now, resolution);
+                prop_assert_eq!(holds(&kept), holds(&fresh));
+                prop_assert_eq!(kept.kept.len(), running.len());
+                for (first, cpus, limit) in starts {
+                    let alloc = Allocation {
+                        partition: 0,
+                        nodes: vec![NodeAlloc { node: NodeIdx(first), cpus, mem: 0, tasks: cpus, gres: vec![] }],
+                        exclusive: false,
+                    };
+                    kept.start(limit, &alloc);
+                }
+            }
+        }
+    }
 }

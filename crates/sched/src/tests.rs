@@ -1,6 +1,7 @@
 use super::*;
 use model::{Gres, JobId, PendingReason, TimeLimit};
 use proptest::prelude::*;
+use std::borrow::Cow;
 
 fn node(name: &str, cpus: u32, mem: u64, gpus: u32) -> NodeView {
     NodeView {
@@ -292,11 +293,11 @@ proptest! {
                     running_jobs.push(RunningJob {
                         job_id: JobId(10_000 + r as u32),
                         end: now + i64::from(*mins) * 60,
-                        alloc: Allocation {
+                        alloc: Cow::Owned(Allocation {
                             partition: 0,
                             nodes: vec![NodeAlloc { node: NodeIdx(*on), cpus: 1, mem: 0, tasks: 1, gres: vec![] }],
                             exclusive: false,
-                        },
+                        }),
                     });
                 }
             }
@@ -348,7 +349,7 @@ fn timed(id: u32, nodes: u32, minutes: u32) -> JobRequest {
 }
 
 /// A job running on `on` (one CPU each) until `end`, with its use applied.
-fn running(id: u32, nodes: &mut [NodeView], on: &[u32], end: i64) -> RunningJob {
+fn running(id: u32, nodes: &mut [NodeView], on: &[u32], end: i64) -> RunningJob<'static> {
     let alloc = Allocation {
         partition: 0,
         nodes: on
@@ -370,7 +371,7 @@ fn running(id: u32, nodes: &mut [NodeView], on: &[u32], end: i64) -> RunningJob 
     RunningJob {
         job_id: JobId(id),
         end,
-        alloc,
+        alloc: Cow::Owned(alloc),
     }
 }
 
@@ -687,7 +688,7 @@ fn bf_max_job_test_limits_the_jobs_tried() {
 #[derive(Clone, Debug)]
 struct Scenario {
     nodes: Vec<NodeView>,
-    running: Vec<RunningJob>,
+    running: Vec<RunningJob<'static>>,
     jobs: Vec<JobRequest>,
 }
 
@@ -729,7 +730,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                     running.push(RunningJob {
                         job_id: id,
                         end: run_specs[k].2 * 60,
-                        alloc: a,
+                        alloc: Cow::Owned(a),
                     });
                 }
             }
@@ -947,6 +948,39 @@ proptest! {
         }
         for policy in [Policy::Fcfs, Policy::Easy, Policy::Backfill] {
             prop_assert_eq!(plan_of(&s, policy), plan_of(&shuffled, policy));
+        }
+    }
+}
+
+proptest! {
+    /// What a pass learns from a job that cannot start now about jobs with
+    /// more tasks and longer limits (`spread_key`) changes no decision and
+    /// no plan, under every policy: the pass decides as one that tries
+    /// every job.
+    #[test]
+    fn the_spread_memo_plans_as_trying_every_job(s in scenario(), spread in prop::collection::vec(any::<bool>(), 14)) {
+        let mut s = s;
+        for (j, sp) in s.jobs.iter_mut().zip(&spread) {
+            if *sp && j.gres_per_node.is_empty() {
+                j.min_nodes = 1;
+                j.max_nodes = j.ntasks;
+            }
+        }
+        let parts = [part(s.nodes.len() as u32)];
+        let view = ClusterView { nodes: &s.nodes, parts: &parts, jobs: &s.jobs, running: &s.running };
+        for (policy, reserve) in [(Policy::Easy, Some(1)), (Policy::Backfill, Some(1)), (Policy::Backfill, None), (Policy::Fcfs, Some(1))] {
+            let cfg = SchedConfig {
+                policy,
+                bf_resolution: 1,
+                bf_window: 1440,
+                bf_job_part_count_reserve: reserve,
+                ..SchedConfig::default()
+            };
+            let with = crate::backfill::plan(&view, &cfg, 0);
+            crate::backfill::NO_SPREAD_MEMO.with(|c| c.set(true));
+            let without = crate::backfill::plan(&view, &cfg, 0);
+            crate::backfill::NO_SPREAD_MEMO.with(|c| c.set(false));
+            prop_assert_eq!(with, without);
         }
     }
 }
