@@ -936,6 +936,8 @@ fn compact_rows_carry_what_the_brief_jobs_carry() {
         };
         let brief = e.job_query(&filter, 20);
         let rows = e.job_rows(&filter, 20);
+        // What the controller sends decodes to the same rows.
+        assert_eq!(e.job_rows_encoded(&filter, 20).decoded().unwrap(), rows);
         assert_eq!(rows.now, brief.now);
         assert_eq!(rows.len(), brief.jobs.len());
         if filter.omit.is_empty() {
