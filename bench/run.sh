@@ -179,11 +179,16 @@ sleep 1
 R[rss0]=$(rss_kb "$pid")
 log "(d)(e) filling the queue to $N_SMALL held jobs (ctld pid $pid, VmRSS ${R[rss0]} kB)"
 "$MB" submit -f "$CONF" --threads 8 --count $N_SMALL --hold >&2
+# The controller gives freed memory back (malloc_trim) once requests
+# have stopped for 250 ms: read its RSS after that, so the figure is what
+# it keeps, not what glibc happened to hold on to.
+sleep 1
 R[rss_small]=$(rss_kb "$pid")
 time_cmds small
 log "squeue ${R[small_squeue]} ms, sinfo ${R[small_sinfo]} ms with $N_SMALL pending"
 log "(d)(e) filling the queue to $N_BIG held jobs"
 "$MB" submit -f "$CONF" --threads 8 --count $((N_BIG - N_SMALL)) --hold >&2
+sleep 1
 R[rss_big]=$(rss_kb "$pid")
 R[bytes_per_job]=$(((R[rss_big] - R[rss0]) * 1024 / N_BIG))
 R[bytes_per_job_marginal]=$(((R[rss_big] - R[rss_small]) * 1024 / (N_BIG - N_SMALL)))
@@ -204,6 +209,7 @@ since_t0() { [[ $1 =~ ^[0-9.]+$ ]] && echo "scale=3; ($1 - $t0) / 1" | bc; }
 R[restart_ping]=$(since_t0 "$(kv "$line" answered_at)")
 R[restart_list]=$(since_t0 "$(kv "$line" listed_at)")
 R[restart_jobs]=$(kv "$line" jobs)
+sleep 1
 R[rss_restarted]=$(rss_kb "$newpid")
 down
 

@@ -622,6 +622,27 @@ pub fn render(args: &SqueueArgs, list: &JobList, me: &str) -> Result<String, Ren
 /// [`render`] from compact rows (`JobFilter::rows`, asked for when
 /// [`job_filter`] sets it): the same text for the same jobs.
 pub fn render_rows(args: &SqueueArgs, rows: &JobRows, me: &str) -> Result<String, RenderError> {
+    let mut out = String::new();
+    render_rows_to(args, rows, me, &mut out, &mut |_| {})?;
+    Ok(out)
+}
+
+/// How many bytes of output [`render_rows_to`] gathers before it hands
+/// them on.
+const FLUSH_BYTES: usize = 64 * 1024;
+
+/// [`render_rows`] in pieces: the text goes into `out`, and whenever it
+/// holds [`FLUSH_BYTES`] or more (whole lines), `flush` is called with it
+/// and may take it (squeue writes and clears it, so the output of 100,000
+/// jobs never lies in memory whole). Nothing is written before the jobs
+/// are known to render (a `RenderError` leaves `out` empty).
+pub fn render_rows_to(
+    args: &SqueueArgs,
+    rows: &JobRows,
+    me: &str,
+    out: &mut String,
+    flush: &mut dyn FnMut(&mut String),
+) -> Result<(), RenderError> {
     let expanded;
     let rows = if rows.rows().any(|row| expands(args, &RowView { row, rows })) {
         expanded = expand_rows(args, rows);
@@ -635,12 +656,15 @@ pub fn render_rows(args: &SqueueArgs, rows: &JobRows, me: &str) -> Result<String
             now: rows.now,
             jobs: rows.rows().map(|r| r.to_info(rows)).collect(),
         };
-        return render_json(args, &list, me);
+        out.push_str(&render_json(args, &list, me)?);
+        return Ok(());
     }
     let format = resolve_format(args)?;
     let views = rows.rows().map(|row| RowView { row, rows }).collect();
     let jobs = select(args, views, rows.now, me)?;
-    Ok(render_lines(args, &format, rows.now, &jobs))
+    render_lines_to(args, &format, rows.now, &jobs, out, flush);
+    flush(out);
+    Ok(())
 }
 
 /// The banner, header and one line per job.
@@ -651,6 +675,20 @@ fn render_lines<J: JobView>(
     jobs: &[J],
 ) -> String {
     let mut out = String::new();
+    render_lines_to(args, format, now, jobs, &mut out, &mut |_| {});
+    out
+}
+
+/// [`render_lines`] into `out`, calling `flush` each time `out` holds
+/// [`FLUSH_BYTES`] or more.
+fn render_lines_to<J: JobView>(
+    args: &SqueueArgs,
+    format: &Format,
+    now: model::Timestamp,
+    jobs: &[J],
+    out: &mut String,
+    flush: &mut dyn FnMut(&mut String),
+) {
     if args.long || args.iterate.is_some() {
         out.push_str(&fmt_banner(now));
         out.push('\n');
@@ -660,29 +698,30 @@ fn render_lines<J: JobView>(
     }
     if args.steps {
         // No job steps yet: the header alone, as for a job without steps.
-        return out;
+        return;
     }
     let mut scratch = String::new();
     let mut jobs = jobs.iter();
     if let Some(first) = jobs.next() {
         let start = out.len();
-        format::push_job_line_with(&mut out, &mut scratch, format, first, now, args.noconvert);
-        // Lines of one format are about as long as each other.
-        out.reserve((out.len() - start + 8) * jobs.len());
+        format::push_job_line_with(out, &mut scratch, format, first, now, args.noconvert);
+        // Lines of one format are about as long as each other: room for
+        // all of them, or for one piece and a line more.
+        let line = out.len() - start + 8;
+        out.reserve((line * jobs.len()).min(FLUSH_BYTES + 2 * line));
     }
     for job in jobs {
-        format::push_job_line_with(&mut out, &mut scratch, format, job, now, args.noconvert);
+        format::push_job_line_with(out, &mut scratch, format, job, now, args.noconvert);
+        if out.len() >= FLUSH_BYTES {
+            flush(out);
+        }
     }
-    out
 }
 
 /// [`expand_arrays`] for compact rows.
 fn expand_rows(args: &SqueueArgs, rows: &JobRows) -> JobRows {
-    let mut out = JobRows {
-        now: rows.now,
-        strings: rows.strings.clone(),
-        chunks: Vec::new(),
-    };
+    let mut out = JobRows::new(rows.now);
+    out.strings = rows.strings.clone();
     for r in rows.rows() {
         let pending = match &r.array_task_str {
             Some(text) if expands(args, &RowView { row: r, rows }) => {
@@ -976,13 +1015,19 @@ pub fn main(args: Vec<String>) -> i32 {
         let filter = job_filter(&args, &me);
         let text = if filter.rows {
             client.query_job_rows(filter).map(|rows| {
-                let text = render_rows(&args, &rows, &me);
+                // Written in pieces as it is formatted.
+                let mut out = String::new();
+                let mut write = |text: &mut String| {
+                    print_stdout(text);
+                    text.clear();
+                };
+                let done = render_rows_to(&args, &rows, &me, &mut out, &mut write);
                 if args.iterate.is_none() {
                     // The process ends here: freeing every row one by
                     // one would only cost time.
                     std::mem::forget(rows);
                 }
-                text
+                done.map(|()| out)
             })
         } else {
             client.query_jobs(filter).map(|list| {

@@ -210,7 +210,16 @@ fn write(store: &mut Box<dyn AccountingStore>, backend: &Backend, pending: &mut 
     for j in pending.drain(..) {
         latest.insert((j.job_id.0, j.submit_time), j);
     }
+    // A burst (every job's record again after a restart: 100,000 of them
+    // arrive at once) would otherwise leave its whole capacity allocated
+    // for good, hundreds of bytes a job.
+    if pending.capacity() > 4096 {
+        *pending = Vec::new();
+    }
     let batch: Vec<AcctJob> = latest.into_values().collect();
+    // A burst of records (every job's again after a restart) is freed
+    // once written: the next quiet spell gives that memory back too.
+    crate::trim::note_request();
     if let Err(e) = store.put_jobs(&batch) {
         warn!(
             "accounting write of {} records failed, will retry: {e}",

@@ -1026,7 +1026,7 @@ pub(crate) fn handle(
         },
         CtldRequest::ListJobs => CtldResponse::Jobs(engine.job_list(t)),
         CtldRequest::QueryJobs(filter) if filter.rows && filter.brief => {
-            CtldResponse::JobRows(engine.job_rows(&filter, t))
+            CtldResponse::JobRows(engine.job_rows_encoded(&filter, t))
         }
         CtldRequest::QueryJobs(filter) => CtldResponse::Jobs(engine.job_query(&filter, t)),
         CtldRequest::Priorities => CtldResponse::Priorities(engine.priority_list()),

@@ -17,7 +17,8 @@ static REQUESTS: AtomicU64 = AtomicU64::new(0);
 /// How long without a request counts as quiet.
 const QUIET: Duration = Duration::from_millis(250);
 
-/// Counts one request.
+/// Counts one request (or another burst of work: a batch of accounting
+/// records written).
 pub(crate) fn note_request() {
     REQUESTS.fetch_add(1, Ordering::Relaxed);
 }
@@ -26,7 +27,11 @@ pub(crate) fn note_request() {
 pub(crate) fn spawn() {
     tokio::spawn(async {
         let mut seen = REQUESTS.load(Ordering::Relaxed);
-        let mut trimmed_at = seen;
+        // The first quiet spell trims even without a request: recovery
+        // (decoding a snapshot of 100,000 jobs, each with its own copy of
+        // a description until the copies are pooled) leaves as much free
+        // memory behind as a burst does.
+        let mut trimmed_at = u64::MAX;
         loop {
             tokio::time::sleep(QUIET).await;
             let now = REQUESTS.load(Ordering::Relaxed);

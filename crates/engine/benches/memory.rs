@@ -1,6 +1,9 @@
-//! Live heap bytes per pending job in the engine: submits held jobs as
+//! Memory per pending job in the engine: submits held jobs as
 //! `sbatch -H --wrap true` would (with a shell-sized environment) and
-//! reports what the engine keeps for each, counted by the allocator.
+//! reports what the engine keeps for each, two ways: live heap bytes
+//! counted by the allocator (exact, the same on every run), and the
+//! process's RSS growth after `malloc_trim` (what the system sees:
+//! allocator headers, rounding and the holes freed blocks leave).
 //!
 //! `cargo bench -p engine --bench memory [-- JOBS]`
 
@@ -27,6 +30,30 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
+
+/// The process's resident set in bytes, after giving glibc's free pages
+/// back (so the figure does not depend on how much it kept).
+fn rss_trimmed() -> i64 {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: glibc's malloc_trim takes no pointers and works on the
+        // allocator's own lists under its own locks.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
 
 const CONF: &str = "\
 ClusterName=bench
@@ -76,6 +103,7 @@ fn main() {
     e.on_submit(desc.clone(), &who, 1).expect("accepted");
     e.take_commands();
     let before = LIVE.load(Ordering::Relaxed);
+    let rss_before = rss_trimmed();
     for i in 0..jobs {
         e.on_submit(desc.clone(), &who, 2 + i as i64 / 1000)
             .expect("accepted");
@@ -87,10 +115,13 @@ fn main() {
     e.schedule(1_000_000);
     e.take_commands();
     let after = LIVE.load(Ordering::Relaxed);
+    let rss_after = rss_trimmed();
     println!(
-        "engine: {} held jobs, {} live heap bytes per job (size_of Job {} B, JobDesc {} B)",
+        "engine: {} held jobs, {} live heap bytes per job, {} B of RSS per job after malloc_trim \
+         (size_of Job {} B, JobDesc {} B)",
         jobs,
         (after - before) / jobs as isize,
+        (rss_after - rss_before) / jobs as i64,
         std::mem::size_of::<engine::Job>(),
         std::mem::size_of::<proto::JobDesc>(),
     );

@@ -302,21 +302,43 @@ impl Engine {
     /// `job_query` as compact rows (`JobFilter::rows`): the fields of the
     /// brief `JobInfo`, built straight from the job table.
     pub fn job_rows(&self, filter: &JobFilter, now: Timestamp) -> JobRows {
+        let mut rows = JobRows::new(now);
+        rows.strings = self.each_job_row(filter, now, |row| rows.push(row));
+        rows
+    }
+
+    /// [`Engine::job_rows`] with each row encoded as it is built (what the
+    /// controller sends: no row is kept, and the answer is a few dozen
+    /// bytes a job instead of a few hundred). The same answer once
+    /// decoded.
+    pub fn job_rows_encoded(&self, filter: &JobFilter, now: Timestamp) -> JobRows {
+        let mut rows = JobRows::new(now);
+        rows.strings = self.each_job_row(filter, now, |row| {
+            if let Err(e) = rows.push_encoded(&row) {
+                tracing::error!("job {}: its row cannot be encoded: {e}", row.job_id);
+            }
+        });
+        rows
+    }
+
+    /// Calls `each` with the row of every job `filter` selects, by id;
+    /// returns the rows' string table.
+    fn each_job_row(
+        &self,
+        filter: &JobFilter,
+        now: Timestamp,
+        mut each: impl FnMut(JobRow),
+    ) -> Vec<String> {
         let keep = Keep::of(filter);
         let mut strings = Interner::new();
         // Node names by node index, interned once each.
         let mut node_names: Vec<u32> = vec![u32::MAX; self.nodes.len()];
-        let mut rows = JobRows {
-            now,
-            ..JobRows::default()
-        };
         for j in self.jobs.values() {
             if self.job_passes(j, filter) {
-                rows.push(self.job_row(j, now, &keep, &mut strings, &mut node_names));
+                each(self.job_row(j, now, &keep, &mut strings, &mut node_names));
             }
         }
-        rows.strings = strings.into_strings();
-        rows
+        strings.into_strings()
     }
 
     fn job_row<'a>(

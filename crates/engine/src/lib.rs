@@ -438,9 +438,10 @@ pub struct Job {
     #[serde(default)]
     pub extern_usage: Option<Box<proto::StepUsage>>,
     /// Its weighted priority factors when multifactor priority last set
-    /// its priority (sprio).
+    /// its priority (sprio). Boxed: 88 bytes that priority/basic (the
+    /// default) never sets, in every job.
     #[serde(default)]
-    pub prio_factors: Option<proto::PriorityFactors>,
+    pub prio_factors: Option<Box<proto::PriorityFactors>>,
     /// Its place in a job array.
     #[serde(default)]
     pub array: Option<ArrayPart>,

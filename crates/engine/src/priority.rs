@@ -484,7 +484,7 @@ impl Engine {
             .unwrap_or(0.0);
         let f = self.priority_factors(job, fs, now);
         job.base_priority = Self::priority_from(&f);
-        job.prio_factors = Some(f);
+        job.prio_factors = Some(Box::new(f));
     }
 
     /// Charges the CPU-seconds `job` used between `from` and `to` (clipped
@@ -568,7 +568,7 @@ impl Engine {
             if job.held.is_none() {
                 job.priority = prio;
             }
-            job.prio_factors = Some(f);
+            job.prio_factors = Some(Box::new(f));
         }
         self.touch();
     }
@@ -601,7 +601,7 @@ impl Engine {
                 user: j.desc.user.clone(),
                 uid: j.desc.uid,
                 priority: j.priority,
-                factors: j.prio_factors.clone().unwrap_or_default(),
+                factors: j.prio_factors.as_deref().cloned().unwrap_or_default(),
             })
             .collect();
         PriorityList {

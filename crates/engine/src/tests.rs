@@ -729,7 +729,7 @@ fn multifactor_priority_weighs_size_partition_and_fairshare_and_usage_lowers_it(
     let b = e.on_submit(held, &other(), 0).unwrap().job_id;
     // Before any usage both users rank alike: 1 CPU of 8 on 1 node of 4
     // is a job size of 0.1875 (188 of 1000), the only partition factor 1.
-    let f = e.job(a).unwrap().prio_factors.clone().unwrap();
+    let f = *e.job(a).unwrap().prio_factors.clone().unwrap();
     assert_eq!((f.jobsize, f.partition), (187.5, 1000.0));
     e.on_timer(600);
     let list = e.priority_list();
@@ -783,7 +783,7 @@ fn job_size_relative_to_time_and_memory_and_gpu_tres_weights() {
     let mut in_gpu = sized(2, 30);
     in_gpu.partitions = vec!["gpu".into()];
     let in_gpu = e.on_submit(in_gpu, &user(), 0).unwrap().job_id;
-    let f = |id: JobId| e.job(id).unwrap().prio_factors.clone().unwrap();
+    let f = |id: JobId| *e.job(id).unwrap().prio_factors.clone().unwrap();
     assert_eq!(f(whole).jobsize, 1000.0);
     assert!((f(long).jobsize - 1000.0 * 4.0 / 60.0 / 8.0).abs() < 1e-9);
     // 2 of the partition's 8 CPUs, 1,000 of its 16,000 MB (DefMemPerCPU
@@ -936,6 +936,8 @@ fn compact_rows_carry_what_the_brief_jobs_carry() {
         };
         let brief = e.job_query(&filter, 20);
         let rows = e.job_rows(&filter, 20);
+        // What the controller sends decodes to the same rows.
+        assert_eq!(e.job_rows_encoded(&filter, 20).decoded().unwrap(), rows);
         assert_eq!(rows.now, brief.now);
         assert_eq!(rows.len(), brief.jobs.len());
         if filter.omit.is_empty() {

@@ -14,7 +14,13 @@ use std::collections::HashMap;
 
 /// An answer to `QueryJobs` with `rows` set. Sent in rpc's positional
 /// binary form: no field here may be skipped when serializing.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+///
+/// On the wire each chunk is a byte string holding the chunk's rows in
+/// postcard (`Vec<JobRow>`), so the controller can encode rows as it
+/// walks its jobs ([`JobRows::push_encoded`]) instead of building every
+/// row first and encoding the whole answer afterwards. Decoding gives
+/// [`JobRows::chunks`] only.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct JobRows {
     /// The controller's time when it answered.
     pub now: Timestamp,
@@ -25,6 +31,115 @@ pub struct JobRows {
     /// allocates at most 1 MiB ahead of a sequence's announced length, so
     /// one long sequence is grown and copied again and again).
     pub chunks: Vec<Vec<JobRow>>,
+    /// Rows already encoded, sent after those of `chunks` (the sender's
+    /// side only: see [`JobRows::push_encoded`]).
+    encoded: Vec<EncodedChunk>,
+}
+
+/// Up to [`JobRows::CHUNK`] rows in postcard, without the count.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct EncodedChunk {
+    rows: u32,
+    bytes: Vec<u8>,
+}
+
+/// A chunk as it travels: its row count (a postcard varint) and rows.
+fn chunk_bytes(rows: usize, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 5);
+    let mut n = rows as u32;
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+    out.extend_from_slice(body);
+    out
+}
+
+struct WireChunks<'a>(&'a JobRows);
+
+struct WireBytes<'a>(&'a [u8]);
+
+impl Serialize for WireBytes<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.0)
+    }
+}
+
+impl Serialize for WireChunks<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let r = self.0;
+        let mut seq = s.serialize_seq(Some(r.chunks.len() + r.encoded.len()))?;
+        for c in &r.chunks {
+            let bytes = postcard::to_allocvec(c).map_err(S::Error::custom)?;
+            seq.serialize_element(&WireBytes(&bytes))?;
+        }
+        for c in &r.encoded {
+            seq.serialize_element(&WireBytes(&chunk_bytes(c.rows as usize, &c.bytes)))?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for JobRows {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("JobRows", 3)?;
+        st.serialize_field("now", &self.now)?;
+        st.serialize_field("strings", &self.strings)?;
+        st.serialize_field("chunks", &WireChunks(self))?;
+        st.end()
+    }
+}
+
+/// One chunk read back from its bytes.
+struct DecodedChunk(Vec<JobRow>);
+
+impl<'de> Deserialize<'de> for DecodedChunk {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = DecodedChunk;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a chunk of job rows as bytes")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<DecodedChunk, E> {
+                postcard::from_bytes(v).map(DecodedChunk).map_err(E::custom)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<DecodedChunk, A::Error> {
+                // Bytes as a self-describing format writes them (JSON: numbers).
+                let mut v = Vec::new();
+                while let Some(b) = seq.next_element::<u8>()? {
+                    v.push(b);
+                }
+                self.visit_bytes(&v)
+            }
+        }
+        d.deserialize_bytes(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for JobRows {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename = "JobRows")]
+        struct Wire {
+            now: Timestamp,
+            strings: Vec<String>,
+            chunks: Vec<DecodedChunk>,
+        }
+        let w = Wire::deserialize(d)?;
+        Ok(JobRows {
+            now: w.now,
+            strings: w.strings,
+            chunks: w.chunks.into_iter().map(|c| c.0).collect(),
+            encoded: Vec::new(),
+        })
+    }
 }
 
 /// One job of [`JobRows`]: the fields of a brief [`JobInfo`], text as
@@ -72,11 +187,21 @@ pub struct JobRow {
 }
 
 /// Builds a [`JobRows`] string table: each distinct text once.
+///
+/// Texts borrowed for the interner's whole life (`intern`) are first
+/// looked up by address: jobs that share one description (a loop of
+/// sbatch) hand in the same name, user and account at the same address
+/// every time, so most look-ups cost a pointer comparison instead of
+/// hashing the text. Two texts at one address with one length are the
+/// same text, since a borrow for `'a` keeps it alive and unchanged.
 #[derive(Debug)]
 pub struct Interner<'a> {
     strings: Vec<String>,
     index: HashMap<&'a str, u32>,
     owned: HashMap<String, u32>,
+    /// Recently interned borrowed texts: (address, length, index), by a
+    /// few bits of the address.
+    by_addr: [(usize, usize, u32); Interner::SLOTS],
 }
 
 impl Default for Interner<'_> {
@@ -94,17 +219,30 @@ impl<'a> Interner<'a> {
             strings: vec![String::new()],
             index,
             owned: HashMap::new(),
+            by_addr: [(0, 0, 0); Interner::SLOTS],
         }
     }
 
+    const SLOTS: usize = 64;
+
     /// The index of `s`, added if new.
     pub fn intern(&mut self, s: &'a str) -> u32 {
-        if let Some(i) = self.index.get(s) {
-            return *i;
+        let addr = s.as_ptr() as usize;
+        let slot = ((addr >> 3) ^ (addr >> 11)) % Self::SLOTS;
+        let (a, len, i) = self.by_addr[slot];
+        if a == addr && len == s.len() && addr != 0 {
+            return i;
         }
-        let i = self.strings.len() as u32;
-        self.strings.push(s.to_string());
-        self.index.insert(s, i);
+        let i = match self.index.get(s) {
+            Some(i) => *i,
+            None => {
+                let i = self.strings.len() as u32;
+                self.strings.push(s.to_string());
+                self.index.insert(s, i);
+                i
+            }
+        };
+        self.by_addr[slot] = (addr, s.len(), i);
         i
     }
 
@@ -128,6 +266,15 @@ impl<'a> Interner<'a> {
 impl JobRows {
     /// Rows per chunk: 2,048 rows of about 250 bytes stay under 1 MiB.
     pub const CHUNK: usize = 2048;
+
+    /// An answer of `now` with no rows and only "" in its string table.
+    pub fn new(now: Timestamp) -> JobRows {
+        JobRows {
+            now,
+            strings: vec![String::new()],
+            ..JobRows::default()
+        }
+    }
 
     /// Every row, in order.
     pub fn rows(&self) -> impl Iterator<Item = &JobRow> + Clone {
@@ -156,6 +303,33 @@ impl JobRows {
         }
     }
 
+    /// Appends `row` in its encoded form, as the controller does: it is
+    /// sent as if pushed with [`JobRows::push`], but neither
+    /// [`JobRows::rows`] nor [`JobRows::len`] sees it before the answer
+    /// is decoded.
+    pub fn push_encoded(&mut self, row: &JobRow) -> Result<(), postcard::Error> {
+        let chunk = match self.encoded.last_mut() {
+            Some(c) if (c.rows as usize) < Self::CHUNK => c,
+            _ => {
+                self.encoded.push(EncodedChunk {
+                    rows: 0,
+                    bytes: Vec::with_capacity(Self::CHUNK * 48),
+                });
+                self.encoded.last_mut().expect("just pushed")
+            }
+        };
+        let bytes = std::mem::take(&mut chunk.bytes);
+        chunk.bytes = postcard::to_extend(row, bytes)?;
+        chunk.rows += 1;
+        Ok(())
+    }
+
+    /// This answer as the receiver gets it: encoded rows decoded into
+    /// [`JobRows::chunks`].
+    pub fn decoded(&self) -> Result<JobRows, postcard::Error> {
+        postcard::from_bytes(&postcard::to_allocvec(self)?)
+    }
+
     /// The text at `i` ("" when out of range: never from a well-formed
     /// answer).
     pub fn text(&self, i: u32) -> &str {
@@ -167,10 +341,7 @@ impl JobRows {
     /// print from rows and from full jobs).
     pub fn from_list(list: &JobList, filter: &JobFilter) -> JobRows {
         let mut strings = Interner::new();
-        let mut rows = JobRows {
-            now: list.now,
-            ..JobRows::default()
-        };
+        let mut rows = JobRows::new(list.now);
         for j in &list.jobs {
             let mut j = j.clone();
             filter.strip(&mut j);
@@ -267,5 +438,71 @@ impl JobRow {
             array_max_tasks: self.array_max_tasks,
             ..JobInfo::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: u32, name: u32) -> JobRow {
+        JobRow {
+            job_id: JobId(id),
+            name,
+            nodes: vec![name, 0],
+            start_time: Some(i64::from(id) * 1000),
+            array_task_str: id.is_multiple_of(3).then(|| format!("{id}-{}", id + 2)),
+            ..JobRow::default()
+        }
+    }
+
+    #[test]
+    fn encoded_rows_decode_as_pushed_ones() {
+        // More than two chunks, so chunk boundaries are crossed.
+        let n = JobRows::CHUNK * 2 + 7;
+        let mut pushed = JobRows::new(5);
+        let mut encoded = JobRows::new(5);
+        for i in 0..n as u32 {
+            pushed.push(row(i, i % 4));
+            encoded.push_encoded(&row(i, i % 4)).unwrap();
+        }
+        assert_eq!(
+            encoded.len(),
+            0,
+            "encoded rows are not seen before decoding"
+        );
+        let back = encoded.decoded().unwrap();
+        assert_eq!(back.len(), n);
+        assert_eq!(back, pushed.decoded().unwrap());
+        assert_eq!(back, pushed);
+        assert!(back.chunks.iter().all(|c| c.len() <= JobRows::CHUNK));
+    }
+
+    #[test]
+    fn rows_survive_a_self_describing_format() {
+        let mut rows = JobRows::new(9);
+        rows.strings.push("debug".into());
+        rows.push(row(1, 1));
+        rows.push_encoded(&row(2, 1)).unwrap();
+        let text = serde_json::to_string(&rows).unwrap();
+        let back: JobRows = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            back.rows().cloned().collect::<Vec<_>>(),
+            vec![row(1, 1), row(2, 1)]
+        );
+        assert_eq!(back.strings, rows.strings);
+    }
+
+    #[test]
+    fn interning_by_address_keeps_texts_apart() {
+        let texts = ["a".to_string(), "b".to_string(), "a".to_string()];
+        let mut i = Interner::new();
+        let ids: Vec<u32> = (0..3)
+            .flat_map(|_| texts.iter().map(|t| i.intern(t)).collect::<Vec<_>>())
+            .collect();
+        assert_eq!(ids, vec![1, 2, 1, 1, 2, 1, 1, 2, 1]);
+        // A prefix at the same address is another text.
+        assert_eq!(i.intern(&texts[0][..0]), 0);
+        assert_eq!(i.into_strings(), vec!["", "a", "b"]);
     }
 }
