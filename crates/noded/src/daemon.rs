@@ -25,7 +25,7 @@
 use crate::credsock;
 use crate::launch::{self, LaunchContext, StepdAnswer, Supervisor};
 use crate::setup::{self, host_port, NodeSetup};
-use crate::spool::{self, Ended, Found, JobRecord, Pids, ProcId, RecordState};
+use crate::spool::{self, Ended, Found, Pids, ProcId};
 use crate::state::{AfterStart, JobTable, Refusal, TerminateAction};
 use crate::NodedOptions;
 use anyhow::Context;
@@ -761,18 +761,10 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
             answer: StepdAnswer::Started(pids),
         }) => {
             let pid = pids.script.pid;
-            let record = JobRecord {
-                job_id,
-                uid: launch.uid,
-                user: launch.user.clone(),
-                state: RecordState::Running,
-                pids: Some(pids),
-                restarts: launch.restarts,
-            };
-            if let Err(e) = spool::write_record(&dir, &record) {
-                // The supervisor's own pid file still allows re-attaching.
-                warn!(job = %job_id, "cannot update the job record: {e}");
-            }
+            // The supervisor wrote its pid file (fsync'd) before answering:
+            // that is what a restarted daemon re-attaches by, so the record
+            // is not written again (a second file and fsync per job on the
+            // launch path).
             info!(
                 job = %job_id,
                 pid,
