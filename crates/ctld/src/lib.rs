@@ -280,6 +280,7 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         stop_tx,
         identity,
         signer,
+        gate.clone(),
         acct,
         started,
     ));
@@ -423,12 +424,14 @@ async fn serve_request(
     .unwrap_or(Err(rpc::RpcError::Timeout))
 }
 
-/// Per-node ordered delivery of commands.
+/// Per-node ordered delivery of commands, each node's over its kept
+/// connection (`NodeLink`).
 struct NodeWorkers {
     workers: BTreeMap<String, mpsc::UnboundedSender<Command>>,
     engine_tx: mpsc::UnboundedSender<Msg>,
     identity: Identity,
     signer: Arc<auth::Signer>,
+    gate: Arc<Gate>,
 }
 
 impl NodeWorkers {
@@ -444,13 +447,17 @@ impl NodeWorkers {
             Command::AcctRecord(_) => return,
         };
         let engine_tx = self.engine_tx.clone();
-        let identity = self.identity.clone();
-        let signer = self.signer.clone();
+        let mut link = NodeLink {
+            identity: self.identity.clone(),
+            signer: self.signer.clone(),
+            gate: self.gate.clone(),
+            kept: None,
+        };
         let worker = self.workers.entry(node).or_insert_with(|| {
             let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
             tokio::spawn(async move {
                 while let Some(cmd) = rx.recv().await {
-                    deliver(cmd, &identity, &signer, &engine_tx).await;
+                    deliver(cmd, &mut link, &engine_tx).await;
                 }
             });
             tx
@@ -468,6 +475,158 @@ enum NodeCallError {
     /// The node did not answer.
     #[error(transparent)]
     Rpc(#[from] rpc::RpcError),
+    /// The daemon answering did not prove itself a node daemon.
+    #[error("the node daemon did not authenticate: {0}")]
+    Unproven(String),
+}
+
+/// A kept connection is used again only after less silence than this; the
+/// daemon closes one after `SESSION_IDLE` (300 s) of it.
+const SESSION_REUSE: Duration = Duration::from_secs(60);
+
+/// The controller's side of the connection to one node daemon, kept open
+/// between calls: authenticated both ways once (`NodeRequest::OpenSession`),
+/// then every request numbered (`NodeRequest::InSession`). Calls on it are
+/// one at a time, in order (the node's worker task owns it).
+struct NodeLink {
+    identity: Identity,
+    signer: Arc<auth::Signer>,
+    gate: Arc<Gate>,
+    kept: Option<KeptConn>,
+}
+
+struct KeptConn {
+    addr: String,
+    stream: TcpStream,
+    next_seq: u64,
+    last_used: std::time::Instant,
+}
+
+/// `NodeRequest::InSession` by reference (the same JSON), so that a request
+/// needs no copy to be retried on a new connection.
+#[derive(serde::Serialize)]
+enum InSessionRef<'a> {
+    InSession { seq: u64, request: &'a NodeRequest },
+}
+
+impl NodeLink {
+    /// One request to the node daemon at `addr`: on the kept connection
+    /// if one is open there, else (or when that one turns out closed: the
+    /// daemon restarted, or dropped it) on a new one.
+    async fn call(
+        &mut self,
+        addr: &str,
+        req: &NodeRequest,
+        timeout: Duration,
+    ) -> Result<NodeResponse, NodeCallError> {
+        if let Some(kept) = self.kept.take() {
+            if kept.addr == addr && kept.last_used.elapsed() < SESSION_REUSE {
+                match tokio::time::timeout(timeout, Self::exchange(kept, req)).await {
+                    Ok(Ok((resp, kept))) => {
+                        self.kept = Some(kept);
+                        return Ok(resp);
+                    }
+                    Ok(Err(e)) => debug!("kept connection to {addr} failed ({e}); opening another"),
+                    Err(_) => debug!("kept connection to {addr} timed out; opening another"),
+                }
+            }
+        }
+        let fut = async {
+            let kept = match self.open(addr).await? {
+                Ok(kept) => kept,
+                Err(refused) => return Ok(refused),
+            };
+            let (resp, kept) = Self::exchange(kept, req).await?;
+            self.kept = Some(kept);
+            Ok(resp)
+        };
+        match tokio::time::timeout(timeout, fut).await {
+            Ok(r) => r,
+            Err(_) => Err(NodeCallError::Rpc(rpc::RpcError::Timeout)),
+        }
+    }
+
+    /// Connects and authenticates both ways: our credential in the
+    /// request, the daemon's in its answer (it must be root or SlurmUser,
+    /// as any node daemon). `Ok(Err(answer))` when the daemon refused us.
+    async fn open(&self, addr: &str) -> Result<Result<KeptConn, NodeResponse>, NodeCallError> {
+        let sign = || self.signer.sign(&self.identity, now());
+        let credential = if self.signer.blocks() {
+            tokio::task::block_in_place(sign)?
+        } else {
+            sign()?
+        };
+        let mut stream = TcpStream::connect(addr)
+            .await
+            .map_err(rpc::RpcError::from)?;
+        stream.set_nodelay(true).map_err(rpc::RpcError::from)?;
+        let hello = rpc::signed_envelope(
+            self.identity.clone(),
+            Some(credential),
+            NodeRequest::OpenSession,
+        );
+        rpc::write_frame_async(&mut stream, &hello).await?;
+        let answer: proto::Envelope<NodeResponse> =
+            rpc::read_frame_async(&mut stream, rpc::IO_TIMEOUT).await?;
+        if !matches!(answer.body, NodeResponse::Ok) {
+            return Ok(Err(answer.body));
+        }
+        let check = || {
+            self.gate
+                .verifier
+                .verify(answer.credential.as_deref(), &answer.identity, now())
+        };
+        let who = if self.gate.verifier.blocks() {
+            tokio::task::block_in_place(check)
+        } else {
+            check()
+        }
+        .map_err(|e| {
+            warn!("node daemon at {addr} answered without a valid credential: {e}");
+            NodeCallError::Unproven(e.to_string())
+        })?;
+        if !self.gate.daemon_uids.contains(&who.uid) {
+            warn!(
+                "the daemon at {addr} runs as {} (uid {}), not root or SlurmUser",
+                who.user, who.uid
+            );
+            return Err(NodeCallError::Unproven(format!(
+                "it runs as {} (uid {}), not root or SlurmUser",
+                who.user, who.uid
+            )));
+        }
+        Ok(Ok(KeptConn {
+            addr: addr.to_string(),
+            stream,
+            next_seq: 1,
+            last_used: std::time::Instant::now(),
+        }))
+    }
+
+    /// Sends `req` with the connection's next number and reads the answer.
+    async fn exchange(
+        mut kept: KeptConn,
+        req: &NodeRequest,
+    ) -> Result<(NodeResponse, KeptConn), NodeCallError> {
+        let body = InSessionRef::InSession {
+            seq: kept.next_seq,
+            request: req,
+        };
+        let frame = rpc::envelope(daemon_identity_cached(), body);
+        rpc::write_frame_async(&mut kept.stream, &frame).await?;
+        let answer: proto::Envelope<NodeResponse> =
+            rpc::read_frame_async(&mut kept.stream, rpc::IO_TIMEOUT).await?;
+        kept.next_seq += 1;
+        kept.last_used = std::time::Instant::now();
+        Ok((answer.body, kept))
+    }
+}
+
+/// The controller's identity as the envelopes of in-session requests claim
+/// it (the session's credential proved it; the daemon acts on that).
+fn daemon_identity_cached() -> Identity {
+    static ID: std::sync::OnceLock<Identity> = std::sync::OnceLock::new();
+    ID.get_or_init(|| daemon_identity("ctld")).clone()
 }
 
 /// One request to a node daemon, with a fresh credential (each is accepted
@@ -488,25 +647,14 @@ async fn call_node(
     Ok(rpc::call(addr, identity.clone(), Some(credential), req, timeout).await?)
 }
 
-async fn deliver(
-    cmd: Command,
-    identity: &Identity,
-    signer: &auth::Signer,
-    engine_tx: &mpsc::UnboundedSender<Msg>,
-) {
+async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedSender<Msg>) {
     match cmd {
         // Records go to the accounting writer (`dispatch`), never here.
         Command::AcctRecord(_) => {}
         Command::LaunchBatch { node, addr, launch } => {
             let job_id = launch.job_id;
-            let res = call_node(
-                &addr,
-                identity,
-                signer,
-                NodeRequest::LaunchBatch(launch),
-                NODE_TIMEOUT,
-            )
-            .await;
+            let req = NodeRequest::LaunchBatch(launch);
+            let res = link.call(&addr, &req, NODE_TIMEOUT).await;
             match res {
                 // (StepStats answers only StepStat.)
                 Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => {
@@ -526,7 +674,7 @@ async fn deliver(
         Command::LaunchStep { node, addr, launch } => {
             let (job_id, step_id) = (launch.job_id, launch.step_id);
             let req = NodeRequest::LaunchStep(launch);
-            match call_node(&addr, identity, signer, req, NODE_TIMEOUT).await {
+            match link.call(&addr, &req, NODE_TIMEOUT).await {
                 Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => {
                     debug!("launched step {job_id}.{step_id} on {node}")
                 }
@@ -552,7 +700,7 @@ async fn deliver(
                 node_index,
                 acctg_freq,
             };
-            match call_node(&addr, identity, signer, req, NODE_TIMEOUT).await {
+            match link.call(&addr, &req, NODE_TIMEOUT).await {
                 Ok(NodeResponse::Failed(why)) => {
                     warn!("node {node} could not start the extern step of job {job_id}: {why}")
                 }
@@ -565,7 +713,7 @@ async fn deliver(
         Command::EndExtern { node, addr, job_id } => {
             // The node reports the usage itself (ExternEnded).
             let req = NodeRequest::EndExtern { job_id };
-            if let Err(e) = call_node(&addr, identity, signer, req, NODE_TIMEOUT).await {
+            if let Err(e) = link.call(&addr, &req, NODE_TIMEOUT).await {
                 warn!("cannot end the extern step of job {job_id} on {node}: {e}");
             }
         }
@@ -583,7 +731,7 @@ async fn deliver(
                 signal,
                 kill_wait,
             };
-            if let Err(e) = call_node(&addr, identity, signer, req, NODE_TIMEOUT).await {
+            if let Err(e) = link.call(&addr, &req, NODE_TIMEOUT).await {
                 warn!("cannot signal step {job_id}.{step_id} on {node}: {e}");
             }
         }
@@ -599,7 +747,7 @@ async fn deliver(
                 signal,
                 batch_only,
             };
-            if let Err(e) = call_node(&addr, identity, signer, req, NODE_TIMEOUT).await {
+            if let Err(e) = link.call(&addr, &req, NODE_TIMEOUT).await {
                 warn!("cannot signal job {job_id} on {node}: {e}");
             }
         }
@@ -617,7 +765,7 @@ async fn deliver(
             let mut delay = Duration::from_millis(500);
             for attempt in 0..TERMINATE_ATTEMPTS {
                 let req = NodeRequest::Terminate { job_id, kill_wait };
-                match call_node(&addr, identity, signer, req, NODE_TIMEOUT).await {
+                match link.call(&addr, &req, NODE_TIMEOUT).await {
                     Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => return,
                     Ok(NodeResponse::Failed(why)) => {
                         // The node no longer runs it (it ended, or the node
@@ -650,6 +798,7 @@ async fn engine_loop(
     stop_tx: mpsc::UnboundedSender<()>,
     identity: Identity,
     signer: Arc<auth::Signer>,
+    gate: Arc<Gate>,
     acct: acct::AcctWriter,
     started: Timestamp,
 ) {
@@ -667,6 +816,7 @@ async fn engine_loop(
         engine_tx: tx,
         identity: identity.clone(),
         signer: signer.clone(),
+        gate,
     };
     // Slurm pings every node a third of SlurmdTimeout; silence for the
     // whole timeout sets it DOWN (Engine::on_timer).

@@ -25,7 +25,7 @@
 use crate::credsock;
 use crate::launch::{self, LaunchContext, StepdAnswer, Supervisor};
 use crate::setup::{self, host_port, NodeSetup};
-use crate::spool::{self, Ended, Found, JobRecord, Pids, ProcId, RecordState};
+use crate::spool::{self, Ended, Found, Pids, ProcId};
 use crate::state::{AfterStart, JobTable, Refusal, TerminateAction};
 use crate::NodedOptions;
 use anyhow::Context;
@@ -84,7 +84,23 @@ pub(crate) struct Daemon {
     /// The run (`restarts`) of each job whose end the controller
     /// acknowledged lately, and when.
     ended_runs: Mutex<HashMap<JobId, (u32, Instant)>>,
+    /// Connections to the controller that answered a request and may carry
+    /// the next (`call_until_answered`).
+    ctld_conns: Mutex<Vec<IdleConn>>,
 }
+
+/// A connection to the controller between two requests.
+struct IdleConn {
+    addr: String,
+    stream: TcpStream,
+    since: Instant,
+}
+
+/// A connection to the controller is used again only after less silence
+/// than this (the controller closes one after `rpc::IO_TIMEOUT`, 30 s).
+const CTLD_CONN_REUSE: Duration = Duration::from_secs(10);
+/// At most this many such connections are kept.
+const CTLD_CONNS_KEPT: usize = 16;
 
 impl Daemon {
     /// Notes that run `restarts` of `job_id` ended here and the controller
@@ -145,6 +161,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
         pending_reports: AtomicUsize::new(0),
         progress: Notify::new(),
         ended_runs: Mutex::default(),
+        ctld_conns: Mutex::default(),
     });
     // After the bind: a second daemon for the same node fails there and
     // never touches the first one's jobs.
@@ -340,64 +357,145 @@ async fn write_reply<T: serde::Serialize>(
         .unwrap_or(Err(RpcError::Timeout))
 }
 
+/// How long a kept connection (`OpenSession`) may stay silent before the
+/// daemon closes it; the controller opens a new one after
+/// `SESSION_REUSE` of silence, well before.
+const SESSION_IDLE: Duration = Duration::from_secs(300);
+
+/// Writes a refusal and gives the reason to log.
+async fn refuse(daemon: &Daemon, stream: &mut TcpStream, why: String) {
+    let reply = rpc::envelope(daemon.setup.identity.clone(), failed(why));
+    let _ = write_reply(stream, &reply).await;
+}
+
 async fn serve_connection(daemon: Arc<Daemon>, mut stream: TcpStream, peer: String) {
     let _ = stream.set_nodelay(true);
+    // After an authenticated `OpenSession`: whom the connection's opener
+    // proved to be, and the number the next `InSession` request must carry.
+    let mut session: Option<(proto::Identity, u64)> = None;
     loop {
-        let env: Envelope<NodeRequest> = match rpc::read_frame_async_max(
-            &mut stream,
-            rpc::IO_TIMEOUT,
-            MAX_REQUEST_BYTES,
-        )
-        .await
-        {
-            Ok(env) => env,
-            Err(RpcError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return,
-            Err(RpcError::Timeout) => {
-                debug!(%peer, "closing idle connection");
-                return;
-            }
-            Err(e) => {
-                warn!(%peer, "dropping connection: {e}");
-                return;
-            }
+        let idle = if session.is_some() {
+            SESSION_IDLE
+        } else {
+            rpc::IO_TIMEOUT
         };
-        let who = match authenticate(&daemon, &env) {
-            Ok(who) => who,
-            Err(e) => {
-                warn!(
-                    %peer,
-                    claimed_uid = env.identity.uid,
-                    "refused {:?}: authentication failed: {e}",
-                    RequestName(&env.body)
-                );
-                let reply = rpc::envelope(
-                    daemon.setup.identity.clone(),
-                    failed(format!(
-                        "{}: {e}",
+        let env: Envelope<NodeRequest> =
+            match rpc::read_frame_async_max(&mut stream, idle, MAX_REQUEST_BYTES).await {
+                Ok(env) => env,
+                Err(RpcError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return,
+                Err(RpcError::Timeout) => {
+                    debug!(%peer, "closing idle connection");
+                    return;
+                }
+                Err(e) => {
+                    warn!(%peer, "dropping connection: {e}");
+                    return;
+                }
+            };
+        let (who, body) = match env.body {
+            // The connection was authenticated once; each request on it
+            // carries the next number, so a frame repeated within it, or
+            // one sent on a connection that never opened a session, is
+            // refused and ends the connection.
+            NodeRequest::InSession { seq, request } => match &mut session {
+                Some((who, next))
+                    if seq == *next
+                        && !matches!(
+                            *request,
+                            NodeRequest::InSession { .. } | NodeRequest::OpenSession
+                        ) =>
+                {
+                    *next += 1;
+                    (who.clone(), *request)
+                }
+                _ => {
+                    let expected = session.as_ref().map(|(_, next)| *next);
+                    warn!(
+                        %peer,
+                        claimed_uid = env.identity.uid,
+                        "refused a request in session (number {seq}, expected {expected:?}): \
+                         no authenticated session or out of order"
+                    );
+                    let why = format!(
+                        "{}: no authenticated session, or a request out of order",
                         proto::SlurmError::ProtocolAuthentication.as_slurm_str()
-                    )),
-                );
-                let _ = write_reply(&mut stream, &reply).await;
-                return;
+                    );
+                    refuse(&daemon, &mut stream, why).await;
+                    return;
+                }
+            },
+            body => {
+                let checked = authenticate(&daemon, env.credential.as_deref(), &env.identity);
+                match checked {
+                    Ok(who) => (who, body),
+                    Err(e) => {
+                        warn!(
+                            %peer,
+                            claimed_uid = env.identity.uid,
+                            "refused {:?}: authentication failed: {e}",
+                            RequestName(&body)
+                        );
+                        let why = format!(
+                            "{}: {e}",
+                            proto::SlurmError::ProtocolAuthentication.as_slurm_str()
+                        );
+                        refuse(&daemon, &mut stream, why).await;
+                        return;
+                    }
+                }
             }
         };
-        debug!(%peer, user = %who.user, uid = who.uid, "request {:?}", RequestName(&env.body));
-        if needs_privilege(&env.body) && !daemon.setup.auth.privileged_uids.contains(&who.uid) {
+        debug!(%peer, user = %who.user, uid = who.uid, "request {:?}", RequestName(&body));
+        if needs_privilege(&body) && !daemon.setup.auth.privileged_uids.contains(&who.uid) {
             warn!(
                 %peer,
                 user = %who.user,
                 uid = who.uid,
                 "refused {:?}: only root or SlurmUser may send it",
-                RequestName(&env.body)
+                RequestName(&body)
             );
-            let reply = rpc::envelope(
-                daemon.setup.identity.clone(),
-                failed(proto::SlurmError::AccessDenied.as_slurm_str()),
-            );
-            let _ = write_reply(&mut stream, &reply).await;
+            refuse(
+                &daemon,
+                &mut stream,
+                proto::SlurmError::AccessDenied.as_slurm_str().to_string(),
+            )
+            .await;
             return;
         }
-        let (response, after) = handle(&daemon, env.body).await;
+        if matches!(body, NodeRequest::OpenSession) {
+            // The answer proves this daemon to the controller in turn.
+            let reply = match own_credential(&daemon) {
+                Ok(c) => {
+                    rpc::signed_envelope(daemon.setup.identity.clone(), Some(c), NodeResponse::Ok)
+                }
+                Err(e) => {
+                    warn!(%peer, "cannot open a session: no credential of our own: {e}");
+                    refuse(
+                        &daemon,
+                        &mut stream,
+                        format!("cannot make a credential: {e}"),
+                    )
+                    .await;
+                    return;
+                }
+            };
+            if session.is_some() {
+                refuse(
+                    &daemon,
+                    &mut stream,
+                    "a session is already open".to_string(),
+                )
+                .await;
+                return;
+            }
+            session = Some((who, 1));
+            if let Err(e) = write_reply(&mut stream, &reply).await {
+                warn!(%peer, "cannot answer: {e}");
+                return;
+            }
+            continue;
+        }
+        let (response, after) = handle(&daemon, body).await;
         let reply = rpc::envelope(daemon.setup.identity.clone(), response);
         let written = write_reply(&mut stream, &reply).await;
         if let Some(after) = after {
@@ -413,13 +511,11 @@ async fn serve_connection(daemon: Arc<Daemon>, mut stream: TcpStream, peer: Stri
 /// Checks the request's credential; the identity it proves.
 fn authenticate(
     daemon: &Daemon,
-    env: &Envelope<NodeRequest>,
+    credential: Option<&str>,
+    claimed: &proto::Identity,
 ) -> Result<proto::Identity, auth::AuthError> {
     let auth = &daemon.setup.auth;
-    let verify = || {
-        auth.verifier
-            .verify(env.credential.as_deref(), &env.identity, setup::now())
-    };
+    let verify = || auth.verifier.verify(credential, claimed, setup::now());
     if auth.blocks() {
         tokio::task::block_in_place(verify)
     } else {
@@ -440,6 +536,8 @@ fn needs_privilege(request: &NodeRequest) -> bool {
         | NodeRequest::Terminate { .. }
         | NodeRequest::StartExtern { .. }
         | NodeRequest::EndExtern { .. }
+        | NodeRequest::OpenSession
+        | NodeRequest::InSession { .. }
         | NodeRequest::Shutdown => true,
     }
 }
@@ -546,6 +644,10 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
         NodeRequest::Shutdown => {
             daemon.shutdown.notify_one();
             (NodeResponse::Ok, None)
+        }
+        // Answered by the connection itself (serve_connection).
+        NodeRequest::OpenSession | NodeRequest::InSession { .. } => {
+            (failed("not a request on its own"), None)
         }
     }
 }
@@ -659,18 +761,10 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
             answer: StepdAnswer::Started(pids),
         }) => {
             let pid = pids.script.pid;
-            let record = JobRecord {
-                job_id,
-                uid: launch.uid,
-                user: launch.user.clone(),
-                state: RecordState::Running,
-                pids: Some(pids),
-                restarts: launch.restarts,
-            };
-            if let Err(e) = spool::write_record(&dir, &record) {
-                // The supervisor's own pid file still allows re-attaching.
-                warn!(job = %job_id, "cannot update the job record: {e}");
-            }
+            // The supervisor wrote its pid file (fsync'd) before answering:
+            // that is what a restarted daemon re-attaches by, so the record
+            // is not written again (a second file and fsync per job on the
+            // launch path).
             info!(
                 job = %job_id,
                 pid,
@@ -946,15 +1040,9 @@ pub(crate) async fn call_until_answered(
         if let (Some(addr), Some(credential)) =
             (addrs.get(attempt % addrs.len().max(1)), credential)
         {
-            match rpc::call::<_, CtldResponse>(
-                addr,
-                daemon.setup.identity.clone(),
-                Some(credential),
-                make(),
-                CTLD_TIMEOUT,
-            )
-            .await
-            {
+            let frame =
+                rpc::signed_envelope(daemon.setup.identity.clone(), Some(credential), make());
+            match call_ctld(daemon, addr, &frame).await {
                 Ok(answer) => return answer,
                 Err(e) if attempt == 0 || delay == BACKOFF_MAX => {
                     warn!("{what}: controller at {addr} did not answer: {e}; retrying")
@@ -965,5 +1053,74 @@ pub(crate) async fn call_until_answered(
         attempt += 1;
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(BACKOFF_MAX);
+    }
+}
+
+/// One request to the controller at `addr`: on a connection that carried
+/// an earlier one if one is idle (a report costs no new connection), else
+/// on a new one. The request carries its own credential either way, so
+/// the controller checks each as before. A reused connection that turns
+/// out closed is replaced at once by a new one; the controller takes a
+/// repeated report as it takes a retried one.
+async fn call_ctld(
+    daemon: &Daemon,
+    addr: &str,
+    frame: &Envelope<CtldRequest>,
+) -> Result<CtldResponse, RpcError> {
+    let idle = {
+        let mut conns = daemon.ctld_conns.lock().unwrap_or_else(|p| p.into_inner());
+        conns.retain(|c| c.since.elapsed() < CTLD_CONN_REUSE);
+        conns
+            .iter()
+            .rposition(|c| c.addr == addr)
+            .map(|i| conns.swap_remove(i))
+    };
+    if let Some(IdleConn { stream, .. }) = idle {
+        match exchange_ctld(stream, frame).await {
+            Ok((answer, stream)) => {
+                keep_ctld_conn(daemon, addr, stream);
+                return Ok(answer);
+            }
+            Err(e) => {
+                debug!("connection to the controller at {addr} closed ({e}); opening another")
+            }
+        }
+    }
+    let fut = async {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        exchange_ctld(stream, frame).await
+    };
+    let (answer, stream) = tokio::time::timeout(CTLD_TIMEOUT, fut)
+        .await
+        .unwrap_or(Err(RpcError::Timeout))?;
+    keep_ctld_conn(daemon, addr, stream);
+    Ok(answer)
+}
+
+async fn exchange_ctld(
+    mut stream: TcpStream,
+    frame: &Envelope<CtldRequest>,
+) -> Result<(CtldResponse, TcpStream), RpcError> {
+    let fut = async {
+        rpc::write_frame_async(&mut stream, frame).await?;
+        let answer: Envelope<CtldResponse> =
+            rpc::read_frame_async(&mut stream, CTLD_TIMEOUT).await?;
+        Ok::<_, RpcError>(answer.body)
+    };
+    let answer = tokio::time::timeout(CTLD_TIMEOUT, fut)
+        .await
+        .unwrap_or(Err(RpcError::Timeout))?;
+    Ok((answer, stream))
+}
+
+fn keep_ctld_conn(daemon: &Daemon, addr: &str, stream: TcpStream) {
+    let mut conns = daemon.ctld_conns.lock().unwrap_or_else(|p| p.into_inner());
+    if conns.len() < CTLD_CONNS_KEPT {
+        conns.push(IdleConn {
+            addr: addr.to_string(),
+            stream,
+            since: Instant::now(),
+        });
     }
 }

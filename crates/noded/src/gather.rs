@@ -209,6 +209,56 @@ pub fn sample_sessions(sessions: &[i32]) -> Vec<Option<TaskSample>> {
     out
 }
 
+/// Samples one session task from its leader's process tree: the leader
+/// and its descendants (`/proc/PID/task/TID/children`) that are still in
+/// its session. Cheaper than [`sample_sessions`], which reads every
+/// process on the host, but blind to a process of the session that was
+/// orphaned (reparented outside the tree); for the first sample, taken as
+/// the task starts, when it has had no time to leave any. `None` when
+/// the kernel lists no children (no CONFIG_PROC_CHILDREN) or the leader
+/// is gone: then the caller scans.
+fn sample_session_tree(leader: i32) -> Option<Option<TaskSample>> {
+    let pk = page_kib();
+    let mut out: Option<TaskSample> = None;
+    let mut todo = vec![leader];
+    let mut seen = 0usize;
+    while let Some(pid) = todo.pop() {
+        seen += 1;
+        if seen > 100_000 {
+            return None;
+        }
+        let Some(st) = read_stat(pid) else {
+            if pid == leader {
+                return None;
+            }
+            continue;
+        };
+        if st.session == leader {
+            add_proc(out.get_or_insert_with(TaskSample::default), &st, pk);
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            if pid == leader {
+                return None;
+            }
+            continue;
+        };
+        for task in tasks.flatten() {
+            let Ok(children) = std::fs::read_to_string(task.path().join("children")) else {
+                if pid == leader {
+                    return None;
+                }
+                continue;
+            };
+            todo.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<i32>().ok()),
+            );
+        }
+    }
+    Some(out)
+}
+
 /// The cgroup hierarchies of this host.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Hierarchy {
@@ -606,8 +656,11 @@ pub enum TaskSource {
     Cgroup(TaskCgroup),
 }
 
-/// Samples every task's source once into `gather`.
-pub fn sample_into(gather: &Mutex<Gather>, sources: &[(usize, TaskSource)]) {
+/// Samples every task's source once into `gather`. `starting`: the
+/// tasks have just started, so a session is looked for in its leader's
+/// process tree (`sample_session_tree`) rather than among every process
+/// of the host.
+pub fn sample_into(gather: &Mutex<Gather>, sources: &[(usize, TaskSource)], starting: bool) {
     let sessions: Vec<i32> = sources
         .iter()
         .filter_map(|(_, s)| match s {
@@ -615,10 +668,18 @@ pub fn sample_into(gather: &Mutex<Gather>, sources: &[(usize, TaskSource)]) {
             TaskSource::Cgroup(_) => None,
         })
         .collect();
-    let mut by_session = if sessions.is_empty() {
-        Vec::new()
+    let from_trees = if starting {
+        sessions
+            .iter()
+            .map(|leader| sample_session_tree(*leader))
+            .collect::<Option<Vec<_>>>()
     } else {
-        sample_sessions(&sessions)
+        None
+    };
+    let mut by_session = match from_trees {
+        Some(samples) => samples,
+        None if sessions.is_empty() => Vec::new(),
+        None => sample_sessions(&sessions),
     }
     .into_iter();
     let mut samples = Vec::new();
@@ -695,8 +756,10 @@ impl Sampler {
         let handle = (settings.freq_secs > 0 && settings.kind != GatherType::None).then(|| {
             let stop = stop.clone();
             let every = Duration::from_secs(u64::from(settings.freq_secs));
+            let mut starting = true;
             std::thread::spawn(move || loop {
-                sample_into(&gather, &sources);
+                sample_into(&gather, &sources, starting);
+                starting = false;
                 if let Some(p) = &publish {
                     p.write(&gather);
                 }

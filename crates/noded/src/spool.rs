@@ -91,7 +91,8 @@ pub struct Pids {
 pub enum RecordState {
     /// The supervisor is being started.
     Launching,
-    /// The supervisor answered: the script runs.
+    /// The supervisor answered: the script runs (written by daemons
+    /// before 2026-12; the supervisor's pid file says so now).
     Running,
 }
 
@@ -373,8 +374,8 @@ pub fn scan(spool_dir: &Path) -> std::io::Result<Vec<Found>> {
                 None
             }
         };
-        // The supervisor's own file is the truth; the daemon's record
-        // copies it once the start was answered.
+        // The supervisor's own file is the truth; records of daemons
+        // before 2026-12 copied it once the start was answered.
         let pids = read_pids(&dir).or_else(|| read_record(&dir).and_then(|r| r.pids));
         let alive = pids.is_some_and(|p| is_supervisor(p.stepd, &dir));
         found.push(classify(job_id, dir, ended, pids, alive));

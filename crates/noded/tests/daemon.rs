@@ -737,3 +737,134 @@ async fn only_the_controller_may_launch_signal_or_stop() {
     assert!(matches!(h.call(NodeRequest::Ping).await, NodeResponse::Ok));
     h.shutdown().await;
 }
+
+/// One frame on an open connection and its answer (`None` once the daemon
+/// closed the connection instead of answering).
+async fn exchange(
+    stream: &mut tokio::net::TcpStream,
+    credential: Option<String>,
+    req: NodeRequest,
+) -> Option<Envelope<NodeResponse>> {
+    let frame = rpc::signed_envelope(identity(), credential, req);
+    rpc::write_frame_async(stream, &frame).await.ok()?;
+    rpc::read_frame_async(stream, Duration::from_secs(10))
+        .await
+        .ok()
+}
+
+fn in_session(seq: u64, req: NodeRequest) -> NodeRequest {
+    NodeRequest::InSession {
+        seq,
+        request: Box::new(req),
+    }
+}
+
+/// The controller's kept connection: authenticated once both ways, then
+/// numbered requests; a launch on it runs and its end is reported.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_authenticates_both_ways_then_numbers_requests() {
+    let h = Harness::start().await;
+    let mut s = tokio::net::TcpStream::connect(&h.node_addr).await.unwrap();
+    let open = exchange(&mut s, credential(h.dir.path()), NodeRequest::OpenSession)
+        .await
+        .unwrap();
+    assert!(matches!(open.body, NodeResponse::Ok), "{:?}", open.body);
+    // The daemon's answer proves it: a credential of the cluster key, once.
+    let key = auth::load_key(&h.dir.path().join("muster.key")).unwrap();
+    let verifier = auth::Verifier::with_key(&key);
+    let now = chrono::Utc::now().timestamp();
+    let daemon = verifier
+        .verify(open.credential.as_deref(), &open.identity, now)
+        .unwrap();
+    assert_eq!(daemon.uid, nix::unistd::getuid().as_raw());
+    for seq in 1..=3 {
+        let r = exchange(&mut s, None, in_session(seq, NodeRequest::Ping))
+            .await
+            .unwrap();
+        assert!(matches!(r.body, NodeResponse::Ok), "{:?}", r.body);
+    }
+    let l = h.batch(71, "#!/bin/sh\necho in-session\n");
+    let r = exchange(
+        &mut s,
+        None,
+        in_session(4, NodeRequest::LaunchBatch(Box::new(l))),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(r.body, NodeResponse::Ok), "{:?}", r.body);
+    h.wait_for_output(71, "in-session").await;
+    assert_eq!(h.exit_of(71).await.0, ExitCode { code: 0, signal: 0 });
+    // A repeated number (a frame replayed into the connection) is refused
+    // and ends the connection.
+    let r = exchange(&mut s, None, in_session(4, NodeRequest::Ping))
+        .await
+        .unwrap();
+    assert!(is_auth_refusal(&r.body), "{:?}", r.body);
+    assert!(exchange(&mut s, None, in_session(5, NodeRequest::Ping))
+        .await
+        .is_none());
+    h.shutdown().await;
+}
+
+/// Connections that never opened a session, or opened it without a valid
+/// credential or as a user other than the controller's, get nothing done.
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_in_a_session_not_opened_are_refused() {
+    let h = Harness::start().await;
+    let l = h.batch(72, "#!/bin/sh\necho pwned > pwned\n");
+    // A rogue connection that skips the opening.
+    let mut s = tokio::net::TcpStream::connect(&h.node_addr).await.unwrap();
+    let r = exchange(
+        &mut s,
+        None,
+        in_session(1, NodeRequest::LaunchBatch(Box::new(l.clone()))),
+    )
+    .await
+    .unwrap();
+    assert!(is_auth_refusal(&r.body), "{:?}", r.body);
+    // An opening without a credential, with a forged one, or replayed.
+    let forged = auth::Signer::with_key(&[9u8; 32])
+        .sign(&identity(), chrono::Utc::now().timestamp())
+        .unwrap();
+    let cred = credential(h.dir.path());
+    let mut s = tokio::net::TcpStream::connect(&h.node_addr).await.unwrap();
+    let r = exchange(&mut s, cred.clone(), NodeRequest::OpenSession)
+        .await
+        .unwrap();
+    assert!(matches!(r.body, NodeResponse::Ok), "{:?}", r.body);
+    for bad in [None, Some(forged), cred] {
+        let mut s = tokio::net::TcpStream::connect(&h.node_addr).await.unwrap();
+        let r = exchange(&mut s, bad, NodeRequest::OpenSession)
+            .await
+            .unwrap();
+        assert!(is_auth_refusal(&r.body), "{:?}", r.body);
+        // The connection is closed: nothing more is read from it.
+        let req = in_session(1, NodeRequest::LaunchBatch(Box::new(l.clone())));
+        assert!(exchange(&mut s, None, req).await.is_none());
+    }
+    // A user other than root or SlurmUser may not open one.
+    let key = auth::load_key(&h.dir.path().join("muster.key")).unwrap();
+    let stranger = Identity {
+        uid: 4242,
+        gid: 4242,
+        user: "stranger".into(),
+        host: "elsewhere".into(),
+    };
+    let signed = auth::Signer::with_key(&key)
+        .sign(&stranger, chrono::Utc::now().timestamp())
+        .unwrap();
+    let mut s = tokio::net::TcpStream::connect(&h.node_addr).await.unwrap();
+    let frame = rpc::signed_envelope(stranger, Some(signed), NodeRequest::OpenSession);
+    rpc::write_frame_async(&mut s, &frame).await.unwrap();
+    let r: Envelope<NodeResponse> = rpc::read_frame_async(&mut s, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert!(
+        matches!(r.body, NodeResponse::Failed(ref m) if m == "Access/permission denied"),
+        "{:?}",
+        r.body
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!h.dir.path().join("pwned").exists());
+    h.shutdown().await;
+}

@@ -1330,6 +1330,23 @@ pub enum NodeRequest {
         /// The job.
         job_id: JobId,
     },
+    /// Opens a kept connection (the controller's, one per node): the
+    /// envelope's credential authenticates the controller once, and the
+    /// daemon's answer carries the daemon's own credential, which the
+    /// controller checks in turn. What follows on the same connection are
+    /// `InSession` requests without credentials (ARCHITECTURE.md,
+    /// "Kept node connections").
+    OpenSession,
+    /// A request on a connection opened with `OpenSession`: `seq` counts
+    /// from 1 and must grow by exactly one per request, so a frame repeated
+    /// or dropped within the connection ends it. Refused on any other
+    /// connection (it carries no credential of its own).
+    InSession {
+        /// This request's number on its connection.
+        seq: u64,
+        /// The request.
+        request: Box<NodeRequest>,
+    },
     /// Signal the tasks of a step (`kill_wait`: SIGTERM now, SIGKILL after
     /// that many seconds, when `signal` is None).
     SignalStep {

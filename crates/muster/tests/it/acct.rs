@@ -257,8 +257,12 @@ fn extern_step(gather: &str) {
     assert!(!f[8].is_empty(), "TotalCPU {row}");
 }
 
-/// A sacct memory value (`204812K`, `200.01M`, `0.20G`) in KiB.
+/// A sacct memory value (`204812K`, `200.01M`, `0.20G`, `0`) in KiB.
 fn kib(text: &str) -> u64 {
+    // Nothing sampled yet (a step caught as it starts) reads as a bare 0.
+    if text == "0" {
+        return 0;
+    }
     let (num, unit) = text.split_at(text.len() - 1);
     let scale = match unit {
         "K" => 1.0,

@@ -223,3 +223,44 @@ fn jobs_survive_a_node_daemon_crash_and_their_end_is_reported() {
     assert_eq!(c.job_field(long, "ExitCode"), "4:0");
     assert_eq!(c.node_state("node1"), "idle");
 }
+
+#[test]
+fn launches_go_on_over_a_new_connection_after_a_node_daemon_restart() {
+    let mut c = cluster(1);
+    // The controller opens its kept connection to node1 with the first
+    // launch and sends the second on it.
+    for i in 0..2 {
+        let id = c.submit(&["--wrap", &format!("echo before{i}")]);
+        assert_eq!(c.wait_done(id, secs(10)), "COMPLETED", "{}", c.logs());
+    }
+    let running = c.submit(&["--wrap", "echo up > running.started; sleep 2; exit 3"]);
+    c.wait_file("running.started", secs(10));
+    let line = format!("launched job {running} on node1");
+    c.wait_until(&line, secs(10), || {
+        c.log("ctld").contains(&line).then_some(())
+    });
+    // The daemon goes while that connection is open; the new one re-attaches
+    // to the running job and reports its end.
+    c.kill_node("node1");
+    c.start_node_with("node1", &[]);
+    c.wait_until("node1 to register again", secs(10), || {
+        (c.log("ctld").matches("node node1 registered").count() >= 2).then_some(())
+    });
+    assert_eq!(c.wait_done(running, secs(15)), "FAILED", "{}", c.logs());
+    assert_eq!(c.job_field(running, "ExitCode"), "3:0");
+    // The next launches find the kept connection closed and open another.
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        ids.push(c.submit(&["--wrap", &format!("echo after{i}")]));
+    }
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(c.wait_done(*id, secs(10)), "COMPLETED", "{}", c.logs());
+        assert_eq!(c.read(&format!("slurm-{id}.out")), format!("after{i}\n"));
+    }
+    assert!(
+        c.log("ctld").contains("kept connection to"),
+        "{}",
+        c.log("ctld")
+    );
+    assert_eq!(c.node_state("node1"), "idle");
+}

@@ -202,3 +202,44 @@ fn a_running_task_counts_its_sampled_cpu_and_the_sampler_publishes_it() {
     assert_eq!(live.usage.max_rss_node.as_deref(), Some("n1"));
     assert_eq!(read_live(&dir.path().join("none")), None);
 }
+
+#[test]
+fn a_session_sampled_from_its_tree_matches_the_scan_of_every_process() {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", "sleep 30 & sleep 30 & wait"]);
+    // SAFETY: setsid is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let leader = child.id() as i32;
+    // Until both sleeps run (the shell's children, exec'd: a child
+    // between fork and exec still changes its size).
+    let children = format!("/proc/{leader}/task/{leader}/children");
+    let sleeping = || {
+        let list = std::fs::read_to_string(&children).unwrap_or_default();
+        let pids: Vec<&str> = list.split_whitespace().collect();
+        pids.len() == 2
+            && pids.iter().all(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c == "sleep\n")
+            })
+    };
+    while !sleeping() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let tree = sample_session_tree(leader).unwrap().unwrap();
+    let scan = sample_sessions(&[leader]).remove(0).unwrap();
+    assert_eq!(tree.vsize_kib, scan.vsize_kib);
+    assert!(tree.vsize_kib > 0);
+    // Not a session leader's tree, or no such process: the caller scans.
+    assert!(sample_session_tree(i32::MAX).is_none());
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(-leader),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = child.wait();
+}
