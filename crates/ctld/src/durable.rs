@@ -144,6 +144,9 @@ struct RecordIn {
     env: Option<EnvIn>,
 }
 
+/// A job's environment variables, in order.
+type Vars = Vec<(String, String)>;
+
 /// The environments written in full since the last snapshot, by content,
 /// with their ids. Ids are never reused within a process; a new process
 /// and a snapshot start with an empty table, so a record only refers to an
@@ -154,7 +157,7 @@ struct RecordIn {
 #[derive(Debug, Default)]
 pub struct EnvTable {
     next_id: u64,
-    by_hash: std::collections::HashMap<u64, Vec<(u64, Vec<(String, String)>)>>,
+    by_hash: std::collections::HashMap<u64, Vec<(u64, Vars)>>,
     /// The last one used (hash, index in its bucket): a burst of
     /// submissions from one client is compared, not hashed.
     last: Option<(u64, usize)>,
@@ -771,9 +774,7 @@ mod tests {
             assert_eq!(json(&back), json(&request(submit_env(name, &env, true), 1)));
         }
         // A reference to an environment no earlier record gave is an error.
-        let err = decode_record(&same, &mut EnvReader::default())
-            .err()
-            .expect("refused");
+        let err = decode_record(&same, &mut EnvReader::default()).expect_err("refused");
         assert!(err.contains("environment 1"), "{err}");
         // Records of older builds are JSON, and still read.
         let old = serde_json::to_vec(&first).unwrap();
