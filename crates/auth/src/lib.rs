@@ -162,7 +162,7 @@ pub enum AuthError {
         len: usize,
     },
     /// The operating system gave no random bytes.
-    #[error("reading /dev/urandom: {0}")]
+    #[error("reading random bytes: {0}")]
     Random(#[source] std::io::Error),
     /// The node daemon's credential socket could not be used.
     #[error("cannot get a credential from the node daemon at {path}: {source}")]
@@ -341,10 +341,31 @@ pub fn create_key(path: &Path) -> Result<(), AuthError> {
     f.sync_all().map_err(key_err)
 }
 
+/// Fills `buf` from the kernel's random source: the getrandom system call
+/// (one call, no file descriptor: a credential is made per request), or
+/// /dev/urandom where the kernel lacks it.
 fn random_bytes(buf: &mut [u8]) -> Result<(), AuthError> {
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(buf))
-        .map_err(AuthError::Random)
+    let mut filled = 0;
+    while filled < buf.len() {
+        let rest = &mut buf[filled..];
+        // SAFETY: the pointer and length describe `rest`, which is writable.
+        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if n > 0 {
+            filled += n as usize;
+            continue;
+        }
+        let err = std::io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ENOSYS) => {
+                return std::fs::File::open("/dev/urandom")
+                    .and_then(|mut f| f.read_exact(&mut buf[filled..]))
+                    .map_err(AuthError::Random)
+            }
+            _ => return Err(AuthError::Random(err)),
+        }
+    }
+    Ok(())
 }
 
 fn new_nonce() -> Result<cred::Nonce, AuthError> {
@@ -590,6 +611,22 @@ pub fn credential_for_client(
             }
             .sign(identity, now)
         }
+    }
+}
+
+/// The signer a client process can make its credentials with by itself,
+/// loaded once and kept for all its requests: the cluster key when this
+/// process can read it, or libmunge. `Err` when it cannot (the key is not
+/// readable: credentials then come from the node daemon's socket, one per
+/// request, through [`credential_for_client`]).
+pub fn client_signer(cfg: &conf::Config) -> Result<Signer, AuthError> {
+    let s = AuthSettings::from_config(cfg)?;
+    match s.scheme {
+        Scheme::Key => Ok(Signer::with_key(&load_key(&s.key_path)?).lifetime(s.lifetime)),
+        Scheme::Munge => Ok(Signer {
+            kind: SignerKind::Munge(Arc::new(munge::Munge::load(&s.socket_path)?)),
+            lifetime: s.lifetime,
+        }),
     }
 }
 

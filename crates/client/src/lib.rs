@@ -103,6 +103,10 @@ pub struct Client {
     /// Connections that answered, for the next calls (one per concurrent
     /// caller): (index in `addrs`, connection).
     idle: std::sync::Mutex<Vec<(usize, rpc::Conn)>>,
+    /// The signer this process makes its own credentials with, loaded at
+    /// the first request (`None` inside: it cannot, and asks the node
+    /// daemon's socket for each one).
+    signer: std::sync::OnceLock<Option<auth::Signer>>,
 }
 
 /// A connection unused for longer is not reused: the controller drops idle
@@ -131,6 +135,7 @@ impl Client {
             identity,
             config,
             idle: std::sync::Mutex::new(Vec::new()),
+            signer: std::sync::OnceLock::new(),
         }
     }
 
@@ -148,8 +153,14 @@ impl Client {
     /// signed with the cluster key when this process can read it, else
     /// from the local node daemon, or from munged (crate `auth`).
     pub fn credential(&self) -> Result<String, ClientError> {
-        auth::credential_for_client(&self.config, &self.identity, now())
-            .map_err(ClientError::Credential)
+        let signer = self
+            .signer
+            .get_or_init(|| auth::client_signer(&self.config).ok());
+        match signer {
+            Some(s) => s.sign(&self.identity, now()),
+            None => auth::credential_for_client(&self.config, &self.identity, now()),
+        }
+        .map_err(ClientError::Credential)
     }
 
     /// Sends one request to the first controller that answers.
@@ -159,11 +170,19 @@ impl Client {
             idle.retain(|(_, c)| c.idle() < REUSE_WITHIN);
             idle.pop()
         };
+        // Submissions travel in binary (rpc::Encoding::Binary): the
+        // controller is of this build, and a job description with its
+        // environment is the one request sent in bulk.
+        let enc = if matches!(req, CtldRequest::Submit(_)) {
+            rpc::Encoding::Binary
+        } else {
+            rpc::Encoding::Json
+        };
         if let Some((i, mut conn)) = reused {
             let credential = self.credential()?;
             // A connection the controller has closed fails before the
             // request is read; the request then goes on a fresh one below.
-            if let Ok(resp) = conn.call(self.identity.clone(), Some(credential), req.clone()) {
+            if let Ok(resp) = conn.call_enc(self.identity.clone(), Some(credential), &req, enc) {
                 self.keep(i, conn);
                 return match resp {
                     CtldResponse::Error(e) => Err(ClientError::Refused(e)),
@@ -175,7 +194,7 @@ impl Client {
         for (i, addr) in self.addrs.iter().enumerate() {
             let credential = self.credential()?;
             let answer = rpc::Conn::connect(addr, TIMEOUT).and_then(|mut conn| {
-                let resp = conn.call(self.identity.clone(), Some(credential), req.clone())?;
+                let resp = conn.call_enc(self.identity.clone(), Some(credential), &req, enc)?;
                 self.keep(i, conn);
                 Ok(resp)
             });

@@ -93,29 +93,196 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
 }
 
-/// The journal record of an entry.
-pub fn encode(entry: &Entry) -> Vec<u8> {
-    serde_json::to_vec(entry).expect("journal entries always serialize")
+/// First byte of a binary journal record: MessagePack with field names
+/// (self-describing like the snapshots, so a newer build reads an older
+/// build's records; fields it lacks take their serde defaults) of a
+/// [`RecordOut`]. Records of builds before it are JSON documents of an
+/// [`Entry`] and start with `{`; both are read.
+const RECORD_MAGIC: u8 = 0xB7;
+
+/// A submission's environment in a binary record: in full the first time
+/// since the last snapshot (and in this process), then by the id it was
+/// given. The jobs of one client usually share one environment, by far
+/// the largest part of a submission: it is written once, not per job.
+#[derive(Serialize)]
+enum EnvOut<'a> {
+    /// The variables, and the id later records refer to them by.
+    Full {
+        id: u64,
+        vars: &'a [(String, String)],
+    },
+    /// The variables of the `Full` record with this id.
+    Same { id: u64 },
+}
+
+/// [`EnvOut`] as read back.
+#[derive(Deserialize)]
+enum EnvIn {
+    Full {
+        id: u64,
+        vars: Vec<(String, String)>,
+    },
+    Same {
+        id: u64,
+    },
+}
+
+/// A binary record's body: the entry, with a submission's environment
+/// taken out of its description (left empty there) into `env`.
+#[derive(Serialize)]
+struct RecordOut<'a> {
+    entry: &'a Entry,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    env: Option<EnvOut<'a>>,
+}
+
+/// [`RecordOut`] as read back.
+#[derive(Deserialize)]
+struct RecordIn {
+    entry: Entry,
+    #[serde(default)]
+    env: Option<EnvIn>,
+}
+
+/// A job's environment variables, in order.
+type Vars = Vec<(String, String)>;
+
+/// The environments written in full since the last snapshot, by content,
+/// with their ids. Ids are never reused within a process; a new process
+/// and a snapshot start with an empty table, so a record only refers to an
+/// environment written after the snapshot a recovery starts from, and the
+/// newest `Full` record of an id is always the one meant (a restarted
+/// controller numbers from 1 again, but gives each id in full before using
+/// it).
+#[derive(Debug, Default)]
+pub struct EnvTable {
+    next_id: u64,
+    by_hash: std::collections::HashMap<u64, Vec<(u64, Vars)>>,
+    /// The last one used (hash, index in its bucket): a burst of
+    /// submissions from one client is compared, not hashed.
+    last: Option<(u64, usize)>,
+}
+
+impl EnvTable {
+    /// `vars`' id, and whether this is its first use (to be written in full).
+    fn intern(&mut self, vars: &[(String, String)]) -> (u64, bool) {
+        use std::hash::{Hash, Hasher};
+        if let Some((h, i)) = self.last {
+            if let Some((id, v)) = self.by_hash.get(&h).and_then(|b| b.get(i)) {
+                if v.as_slice() == vars {
+                    return (*id, false);
+                }
+            }
+        }
+        let mut hasher = std::hash::DefaultHasher::new();
+        vars.hash(&mut hasher);
+        let h = hasher.finish();
+        let bucket = self.by_hash.entry(h).or_default();
+        if let Some(i) = bucket.iter().position(|(_, v)| v.as_slice() == vars) {
+            self.last = Some((h, i));
+            return (bucket[i].0, false);
+        }
+        self.next_id += 1;
+        bucket.push((self.next_id, vars.to_vec()));
+        self.last = Some((h, bucket.len() - 1));
+        (self.next_id, true)
+    }
+
+    /// Forgets every environment (at a snapshot): the next use of each is
+    /// written in full again.
+    fn clear(&mut self) {
+        self.by_hash.clear();
+        self.last = None;
+    }
+}
+
+/// The environments of the records read so far (recovery), by id.
+#[derive(Debug, Default)]
+pub struct EnvReader {
+    by_id: std::collections::HashMap<u64, Vec<(String, String)>>,
+}
+
+/// The submitted description inside an entry, if it is a submission.
+fn submitted_desc(entry: &mut Entry) -> Option<&mut proto::JobDesc> {
+    match entry {
+        Entry::Request { req, .. } => match &mut **req {
+            CtldRequest::Submit(desc) => Some(desc),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The journal record of an entry: [`RECORD_MAGIC`] and MessagePack, a
+/// submission's environment given once per distinct environment (`envs`).
+/// The entry is unchanged afterwards (its environment is taken out for
+/// the encoding and put back).
+#[cfg(test)]
+pub fn encode_record(entry: &mut Entry, envs: &mut EnvTable) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_record_into(entry, envs, &mut out);
+    out
+}
+
+/// [`encode_record`], appended to `out`.
+pub fn encode_record_into(entry: &mut Entry, envs: &mut EnvTable, out: &mut Vec<u8>) {
+    let vars = submitted_desc(entry)
+        .map(|d| std::mem::take(&mut d.env))
+        .filter(|v| !v.is_empty());
+    let env = vars.as_deref().map(|vars| match envs.intern(vars) {
+        (id, true) => EnvOut::Full { id, vars },
+        (id, false) => EnvOut::Same { id },
+    });
+    out.push(RECORD_MAGIC);
+    rmp_serde::encode::write_named(out, &RecordOut { entry, env })
+        .expect("journal entries always serialize");
+    if let (Some(vars), Some(desc)) = (vars, submitted_desc(entry)) {
+        desc.env = vars;
+    }
+}
+
+/// Reads a record [`encode_record`] wrote, or the JSON record of an older
+/// build. `envs` holds the environments of the records before it.
+pub fn decode_record(payload: &[u8], envs: &mut EnvReader) -> Result<Entry, String> {
+    let Some((&RECORD_MAGIC, rest)) = payload.split_first() else {
+        return serde_json::from_slice(payload).map_err(|e| e.to_string());
+    };
+    let RecordIn { mut entry, env } = rmp_serde::from_slice(rest).map_err(|e| e.to_string())?;
+    let vars = match env {
+        None => return Ok(entry),
+        Some(EnvIn::Full { id, vars }) => {
+            envs.by_id.insert(id, vars.clone());
+            vars
+        }
+        Some(EnvIn::Same { id }) => envs.by_id.get(&id).cloned().ok_or_else(|| {
+            format!("it refers to environment {id}, which no earlier record gives")
+        })?,
+    };
+    match submitted_desc(&mut entry) {
+        Some(desc) => desc.env = vars,
+        None => return Err("an environment in a record that is not a submission".into()),
+    }
+    Ok(entry)
 }
 
 /// Encodes an entry for the journal, then applies it (the request moves
 /// into the engine instead of being copied: a submission's description,
 /// environment included, is dozens of allocations); requests return their
 /// answer.
-pub fn encode_and_apply(
+pub fn stage_and_apply(
     engine: &mut Engine,
     cfg: &conf::Config,
-    entry: Entry,
+    store: &mut Store,
+    mut entry: Entry,
     boot_text: &str,
-) -> (Vec<u8>, Option<CtldResponse>) {
-    let record = encode(&entry);
-    let resp = match entry {
+) -> Option<CtldResponse> {
+    store.stage(&mut entry);
+    match entry {
         Entry::Request { req, who, now } => {
             Some(crate::handle(engine, cfg, *req, &who, now, boot_text))
         }
         other => apply(engine, cfg, &other, boot_text),
-    };
-    (record, resp)
+    }
 }
 
 /// Applies one entry to the engine; requests return their answer.
@@ -167,6 +334,12 @@ pub fn apply(
 pub struct Store {
     journal: Journal,
     since_snapshot: u64,
+    /// Environments written since the last snapshot.
+    envs: EnvTable,
+    /// Records encoded for the next append, back to back, and where each
+    /// ends (one buffer for the batch, reused).
+    staged: Vec<u8>,
+    staged_ends: Vec<usize>,
 }
 
 /// Why the controller could not recover its state.
@@ -175,16 +348,26 @@ pub enum RecoverError {
     /// The journal is damaged or unreadable.
     #[error(transparent)]
     Journal(#[from] JournalError),
-    /// A record or snapshot is not a valid entry.
+    /// A JSON snapshot is not a valid state.
     #[error("{path}: record {seq} cannot be decoded: {source}")]
     Decode {
         /// The journal directory.
         path: String,
-        /// The record's sequence number (0 for the snapshot).
+        /// The snapshot's sequence number.
         seq: u64,
         /// Why.
         #[source]
         source: serde_json::Error,
+    },
+    /// A record (its checksum intact) is not a valid entry.
+    #[error("{path}: journal record {seq} cannot be decoded: {what}")]
+    DecodeRecord {
+        /// The journal directory.
+        path: String,
+        /// The record's sequence number.
+        seq: u64,
+        /// Why.
+        what: String,
     },
     /// A binary snapshot is not a valid state.
     #[error("{path}: snapshot {seq} cannot be decoded: {source}")]
@@ -233,13 +416,15 @@ impl Store {
         engine.set_utc_offset(i64::from(chrono::Local::now().offset().local_minus_utc()));
         let t_restore = t0.elapsed();
         let n_records = recovered.records.len();
+        let mut envs = EnvReader::default();
         for rec in &recovered.records {
-            let entry: Entry =
-                serde_json::from_slice(&rec.payload).map_err(|source| RecoverError::Decode {
+            let entry = decode_record(&rec.payload, &mut envs).map_err(|what| {
+                RecoverError::DecodeRecord {
                     path: dir.display().to_string(),
                     seq: rec.seq,
-                    source,
-                })?;
+                    what,
+                }
+            })?;
             apply(&mut engine, cfg, &entry, boot_text);
         }
         // What the replay decided was done (or lost) by the previous process.
@@ -248,6 +433,9 @@ impl Store {
         let store = Store {
             journal,
             since_snapshot: n_records as u64,
+            envs: EnvTable::default(),
+            staged: Vec::new(),
+            staged_ends: Vec::new(),
         };
         if n_records > 0 || recovered.snapshot.is_some() {
             let t_all = t0.elapsed();
@@ -269,22 +457,49 @@ impl Store {
         Ok((store, engine))
     }
 
-    /// Appends a batch and makes it durable (one fsync).
-    pub fn append(&mut self, entries: &[Entry]) -> Result<(), JournalError> {
-        let records: Vec<Vec<u8>> = entries.iter().map(encode).collect();
-        self.append_records(&records)
+    /// Encodes `entry` ([`encode_record`] with this journal's
+    /// environments) for the next [`Store::commit`].
+    pub fn stage(&mut self, entry: &mut Entry) {
+        encode_record_into(entry, &mut self.envs, &mut self.staged);
+        self.staged_ends.push(self.staged.len());
     }
 
-    /// Appends a batch of [`encode`]d entries and makes it durable (one
-    /// fsync).
-    pub fn append_records(&mut self, records: &[Vec<u8>]) -> Result<(), JournalError> {
-        if records.is_empty() {
+    /// How many records wait for the next commit.
+    pub fn staged(&self) -> usize {
+        self.staged_ends.len()
+    }
+
+    /// Appends the staged records, in the order they were staged, and
+    /// makes them durable (one fsync).
+    pub fn commit(&mut self) -> Result<(), JournalError> {
+        if self.staged_ends.is_empty() {
             return Ok(());
         }
-        let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
-        self.journal.append(&refs)?;
-        self.since_snapshot += records.len() as u64;
+        let mut start = 0;
+        let refs: Vec<&[u8]> = self
+            .staged_ends
+            .iter()
+            .map(|&end| {
+                let r = &self.staged[start..end];
+                start = end;
+                r
+            })
+            .collect();
+        let res = self.journal.append(&refs);
+        let n = self.staged_ends.len() as u64;
+        self.staged.clear();
+        self.staged_ends.clear();
+        res?;
+        self.since_snapshot += n;
         Ok(())
+    }
+
+    /// Appends a batch and makes it durable (one fsync).
+    pub fn append(&mut self, entries: &[Entry]) -> Result<(), JournalError> {
+        for e in entries {
+            self.stage(&mut e.clone());
+        }
+        self.commit()
     }
 
     /// Writes a snapshot when enough entries have accumulated.
@@ -301,6 +516,9 @@ impl Store {
         let seq = self.journal.last_seq();
         self.journal.snapshot(seq, &data)?;
         self.since_snapshot = 0;
+        // Records after the snapshot give their environments again: a
+        // recovery from it reads nothing older.
+        self.envs.clear();
         Ok(())
     }
 }
@@ -343,6 +561,7 @@ fn decode_snapshot(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use journal::Journal;
     use proto::{JobDesc, NodeRegistration};
 
     fn config(dir: &Path) -> conf::Config {
@@ -489,6 +708,264 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn submit_env(name: &str, env: &[(&str, &str)], hold: bool) -> CtldRequest {
+        CtldRequest::Submit(Box::new(JobDesc {
+            name: name.into(),
+            script: "#!/bin/sh\ntrue\n".into(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            work_dir: "/tmp".into(),
+            hold,
+            ..JobDesc::default()
+        }))
+    }
+
+    fn request(req: CtldRequest, now: Timestamp) -> Entry {
+        Entry::Request {
+            req: Box::new(req),
+            who: who(),
+            now,
+        }
+    }
+
+    /// Entries compared through their JSON form (Entry has no PartialEq).
+    fn json(e: &Entry) -> serde_json::Value {
+        serde_json::to_value(e).unwrap()
+    }
+
+    fn env_of(engine: &Engine, id: u32) -> Vec<(String, String)> {
+        engine.job(JobId(id)).expect("job").env.to_vec()
+    }
+
+    #[test]
+    fn an_environment_is_written_once_until_the_next_snapshot() {
+        let env = [
+            ("PATH", "/usr/bin:/bin"),
+            ("MARKER_VALUE", "x".repeat(500).leak()),
+        ];
+        let mut envs = EnvTable::default();
+        let mut first = request(submit_env("a", &env, true), 1);
+        let before = json(&first);
+        let full = encode_record(&mut first, &mut envs);
+        // The entry is handed back unchanged.
+        assert_eq!(json(&first), before);
+        let same = encode_record(&mut request(submit_env("b", &env, true), 1), &mut envs);
+        assert_eq!(full[0], RECORD_MAGIC);
+        assert!(full.len() > 500, "{}", full.len());
+        assert!(
+            same.len() < full.len() - 500,
+            "{} vs {}",
+            same.len(),
+            full.len()
+        );
+        assert!(!same.windows(12).any(|w| w == b"MARKER_VALUE"));
+        // A snapshot starts over: the next record gives it in full again.
+        envs.clear();
+        let again = encode_record(&mut request(submit_env("c", &env, true), 1), &mut envs);
+        assert!(again.windows(12).any(|w| w == b"MARKER_VALUE"));
+        // Read back in order, every record has its environment.
+        let mut reader = EnvReader::default();
+        for (rec, name) in [(&full, "a"), (&same, "b"), (&again, "c")] {
+            let back = decode_record(rec, &mut reader).unwrap();
+            assert_eq!(json(&back), json(&request(submit_env(name, &env, true), 1)));
+        }
+        // A reference to an environment no earlier record gave is an error.
+        let err = decode_record(&same, &mut EnvReader::default()).expect_err("refused");
+        assert!(err.contains("environment 1"), "{err}");
+        // Records of older builds are JSON, and still read.
+        let old = serde_json::to_vec(&first).unwrap();
+        let back = decode_record(&old, &mut EnvReader::default()).unwrap();
+        assert_eq!(json(&back), before);
+    }
+
+    proptest::proptest! {
+        /// Any sequence of entries, submissions drawing on a few
+        /// environments (arbitrary text, the empty one too), with snapshots
+        /// at any point, reads back exactly, in order.
+        #[test]
+        fn records_round_trip(
+            pool in proptest::collection::vec(
+                proptest::collection::vec(("[A-Z_]{1,8}", "\\PC{0,20}"), 0..6),
+                1..4,
+            ),
+            steps in proptest::collection::vec(
+                (0usize..8, "\\PC{0,12}", proptest::bool::ANY, 0i64..2_000_000_000),
+                1..40,
+            ),
+        ) {
+            let mut envs = EnvTable::default();
+            let mut written = Vec::new();
+            for (i, (pick, name, flag, now)) in steps.iter().enumerate() {
+                let mut entry = match pick {
+                    0 => Entry::Tick { now: *now },
+                    1 => Entry::Ping { node: name.clone(), ok: *flag, now: *now },
+                    2 => Entry::JobGone { job_id: JobId(i as u32), node: name.clone(), run: 3, now: *now },
+                    3 => request(CtldRequest::Cancel {
+                        job_id: JobId(i as u32),
+                        signal: None,
+                        batch_only: *flag,
+                        full: false,
+                        tasks: None,
+                    }, *now),
+                    _ => {
+                        let vars = &pool[pick % pool.len()];
+                        let vars: Vec<(&str, &str)> =
+                            vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                        let mut req = submit_env(name, &vars, *flag);
+                        if let CtldRequest::Submit(d) = &mut req {
+                            d.time_limit = flag.then_some(model::TimeLimit::Minutes((*now % 1000) as u32));
+                            d.comment = Some(name.clone());
+                        }
+                        request(req, *now)
+                    }
+                };
+                if *flag && pick % 3 == 0 {
+                    envs.clear();
+                }
+                let expected = json(&entry);
+                written.push((encode_record(&mut entry, &mut envs), expected));
+            }
+            let mut reader = EnvReader::default();
+            for (rec, expected) in &written {
+                let back = decode_record(rec, &mut reader).unwrap();
+                proptest::prop_assert_eq!(&json(&back), expected);
+            }
+        }
+    }
+
+    #[test]
+    fn environments_survive_snapshots_and_replays() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = config(tmp.path());
+        let one = [("MARK", "one"), ("WEIRD", "a=b\nc \"d\" \u{e9}")];
+        let two = [("MARK", "two")];
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1, "b").unwrap();
+        let batch = vec![
+            submit_env("a", &one, true),
+            submit_env("b", &one, true),
+            submit_env("c", &two, true),
+        ];
+        run(&mut store, &mut engine, &cfg, batch, 2);
+        store.snapshot(&engine).unwrap();
+        // After the snapshot each is given in full again, then referred to.
+        let batch = vec![submit_env("d", &one, true), submit_env("e", &two, true)];
+        run(&mut store, &mut engine, &cfg, batch, 3);
+        run(
+            &mut store,
+            &mut engine,
+            &cfg,
+            vec![submit_env("f", &one, true)],
+            4,
+        );
+        drop(store);
+        let (store, again) = Store::open(tmp.path(), &cfg, 5, "b").unwrap();
+        let strings = |env: &[(&str, &str)]| -> Vec<(String, String)> {
+            env.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        for (id, env) in [
+            (1, &one[..]),
+            (2, &one),
+            (3, &two),
+            (4, &one),
+            (5, &two),
+            (6, &one),
+        ] {
+            assert_eq!(env_of(&again, id), strings(env), "job {id}");
+        }
+        assert_eq!(jobs_json(&again), jobs_json(&engine));
+        drop(store);
+        // Once more from the records alone (the snapshot set aside as a
+        // damaged one would be): no record refers to an environment the
+        // replay has not read.
+        for e in std::fs::read_dir(tmp.path()).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "snap") {
+                std::fs::remove_file(p).unwrap();
+            }
+        }
+        let (_store, third) = Store::open(tmp.path(), &cfg, 5, "b").unwrap();
+        assert_eq!(jobs_json(&third), jobs_json(&engine));
+        assert_eq!(env_of(&third, 6), strings(&one));
+    }
+
+    #[test]
+    fn journals_of_older_builds_json_records_still_load() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = config(tmp.path());
+        // What the previous build wrote: JSON records.
+        {
+            let (mut journal, _) = Journal::open(tmp.path()).unwrap();
+            let entries = [
+                request(reg("n1"), 1),
+                Entry::Tick { now: 1 },
+                request(submit_env("old", &[("MARK", "json")], true), 2),
+                Entry::Tick { now: 2 },
+            ];
+            let records: Vec<Vec<u8>> = entries
+                .iter()
+                .map(|e| serde_json::to_vec(e).unwrap())
+                .collect();
+            let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+            journal.append(&refs).unwrap();
+        }
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 3, "b").unwrap();
+        assert_eq!(env_of(&engine, 1), vec![("MARK".into(), "json".into())]);
+        // New records go on in binary after the old ones.
+        let batch = vec![submit_env("new", &[("MARK", "bin")], true)];
+        run(&mut store, &mut engine, &cfg, batch, 4);
+        drop(store);
+        let (_store, again) = Store::open(tmp.path(), &cfg, 5, "b").unwrap();
+        assert_eq!(env_of(&again, 1), vec![("MARK".into(), "json".into())]);
+        assert_eq!(env_of(&again, 2), vec![("MARK".into(), "bin".into())]);
+    }
+
+    #[test]
+    fn a_torn_binary_tail_is_cut_and_other_damage_names_the_file_and_offset() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = config(tmp.path());
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1, "b").unwrap();
+        let env = [("MARK", "one")];
+        for i in 0..3 {
+            run(
+                &mut store,
+                &mut engine,
+                &cfg,
+                vec![submit_env(&format!("j{i}"), &env, true)],
+                2,
+            );
+        }
+        drop(store);
+        let log = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .max()
+            .unwrap();
+        let bytes = std::fs::read(&log).unwrap();
+        // The last record cut in the middle: a crash during its write.
+        std::fs::write(&log, &bytes[..bytes.len() - 5]).unwrap();
+        let (store, again) = Store::open(tmp.path(), &cfg, 3, "b").unwrap();
+        // The last record was the batch's Tick: every job is there.
+        assert_eq!(again.job_count(), 3);
+        assert_eq!(env_of(&again, 3), vec![("MARK".into(), "one".into())]);
+        drop(store);
+        // A flipped byte inside an earlier record is corruption.
+        let mut bytes = std::fs::read(&log).unwrap();
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x55;
+        std::fs::write(&log, &bytes).unwrap();
+        let err = Store::open(tmp.path(), &cfg, 4, "b")
+            .err()
+            .expect("refused");
+        let text = err.to_string();
+        assert!(text.contains(&log.display().to_string()), "{text}");
+        assert!(text.contains("corrupt record at byte"), "{text}");
     }
 
     const SKIP_HINT: &str = "a binary snapshot decodes";

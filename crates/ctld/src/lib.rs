@@ -332,7 +332,7 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
 }
 
 async fn serve_connection(
-    mut stream: TcpStream,
+    stream: TcpStream,
     tx: mpsc::UnboundedSender<Msg>,
     gate: Arc<Gate>,
     peer: String,
@@ -344,6 +344,9 @@ async fn serve_connection(
     // a quarter of the record limit (docs/limits.md).
     const MAX_REQUEST_BYTES: u32 = proto::MAX_FRAME_BYTES / 4;
     stream.set_nodelay(true)?;
+    // Reads go through a buffer: a request's length and body, and the
+    // wait for the next request, are one read in the common case.
+    let mut stream = tokio::io::BufReader::with_capacity(16 * 1024, stream);
     // A client may send several requests in turn on one connection; each
     // is answered before the next is read. A clean end between requests
     // ends the connection quietly.
@@ -352,9 +355,9 @@ async fn serve_connection(
         if !first {
             // The next request, or the client's end: a close, or silence
             // for rpc::IO_TIMEOUT.
-            let mut b = [0u8; 1];
-            match tokio::time::timeout(rpc::IO_TIMEOUT, stream.peek(&mut b)).await {
-                Ok(Ok(0)) | Err(_) => return Ok(()),
+            use tokio::io::AsyncBufReadExt;
+            match tokio::time::timeout(rpc::IO_TIMEOUT, stream.fill_buf()).await {
+                Ok(Ok([])) | Err(_) => return Ok(()),
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => return Err(e.into()),
             }
@@ -367,7 +370,7 @@ async fn serve_connection(
 /// Reads one request from `stream`, has the engine task answer it, and
 /// writes the answer.
 async fn serve_request(
-    stream: &mut TcpStream,
+    stream: &mut tokio::io::BufReader<TcpStream>,
     tx: &mpsc::UnboundedSender<Msg>,
     gate: &Gate,
     peer: &str,
@@ -854,8 +857,7 @@ async fn engine_loop(
             batch.push(m);
         }
         let mut shutdown = false;
-        // The batch's journal records (durable::encode), in order.
-        let mut entries: Vec<Vec<u8>> = Vec::new();
+        // The batch's journal records are staged in `store`, in order.
         let mut replies: Vec<(oneshot::Sender<CtldResponse>, CtldResponse)> = Vec::new();
         for msg in batch {
             let t = now();
@@ -896,10 +898,9 @@ async fn engine_loop(
                         continue;
                     }
                     let entry = Entry::Request { req, who, now: t };
-                    let (record, resp) =
-                        durable::encode_and_apply(&mut engine, &cfg, entry, &boot_text);
+                    let resp =
+                        durable::stage_and_apply(&mut engine, &cfg, &mut store, entry, &boot_text);
                     replies.push((reply, resp.unwrap_or(CtldResponse::Ok)));
-                    entries.push(record);
                     continue;
                 }
                 Msg::LaunchFailed { job_id, node } => Entry::LaunchFailed {
@@ -916,21 +917,19 @@ async fn engine_loop(
                     now: t,
                 },
             };
-            let (record, _) = durable::encode_and_apply(&mut engine, &cfg, entry, &boot_text);
-            entries.push(record);
+            durable::stage_and_apply(&mut engine, &cfg, &mut store, entry, &boot_text);
         }
         // Timers and a scheduling pass, when something changed or a
         // deadline is due; a batch of queries alone writes nothing.
         let t = now();
-        if !entries.is_empty() || engine.next_wakeup().is_some_and(|due| t >= due) {
+        if store.staged() > 0 || engine.next_wakeup().is_some_and(|due| t >= due) {
             let tick = Entry::Tick { now: t };
-            let (record, _) = durable::encode_and_apply(&mut engine, &cfg, tick, &boot_text);
-            entries.push(record);
+            durable::stage_and_apply(&mut engine, &cfg, &mut store, tick, &boot_text);
         }
         // Nothing leaves this process (no reply, no launch) before the
         // batch is on disk: a crash after this point loses nothing.
         let written = tokio::task::block_in_place(|| {
-            store.append_records(&entries)?;
+            store.commit()?;
             store.maybe_snapshot(&engine)
         });
         if let Err(e) = written {

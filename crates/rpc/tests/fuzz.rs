@@ -160,6 +160,23 @@ proptest! {
     }
 
     #[test]
+    fn arbitrary_binary_body_never_panics(
+        version in prop::sample::select(vec![0u8, 1, 2, 0x7f]),
+        body in prop::collection::vec(any::<u8>(), 0..256),
+    ) {
+        // A binary frame (magic byte, the version's varint, then anything)
+        // as the controller reads submissions.
+        let mut frame = vec![rpc::BINARY_MAGIC, version];
+        frame.extend_from_slice(&body);
+        read_all_kinds(&framed(&frame));
+        let mut r = &framed(&frame)[..];
+        let _ = runtime().block_on(rpc::read_frame_async::<_, CtldRequest>(
+            &mut r,
+            Duration::from_secs(5),
+        ));
+    }
+
+    #[test]
     fn oversized_length_is_refused_after_reading_only_the_prefix(
         len in (MAX_FRAME_BYTES + 1)..=u32::MAX,
         tail in prop::collection::vec(any::<u8>(), 0..64),

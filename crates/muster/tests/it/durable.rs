@@ -245,3 +245,84 @@ fn a_job_that_ended_while_the_controller_was_away_does_not_run_again() {
     assert_eq!(c.wait_done(id, secs(30)), "COMPLETED");
     assert_eq!(c.read("runs"), "run\n", "the script ran once");
 }
+
+/// The job's environment as its script saw it (`env -0` into
+/// `env-ID.txt`), without the `SLURM_*` variables, which differ by job.
+fn job_env(c: &e2e::Cluster, id: u32) -> BTreeMap<String, String> {
+    let text = c.wait_file(&format!("env-{id}.txt"), secs(30));
+    text.split('\0')
+        .filter(|kv| !kv.is_empty() && !kv.starts_with("SLURM_"))
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').expect("NAME=value");
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+/// The journal writes a submission's environment once per distinct
+/// environment and refers to it afterwards; a snapshot starts that over.
+/// Jobs submitted before a SIGKILL, across a snapshot (the shutdown's) and
+/// after it all run with exactly the environment they were submitted with.
+#[test]
+fn environments_come_back_exactly_after_restarts_and_snapshots() {
+    let mut c = builder().nodes(1).start();
+    let weird = "a=b\nc \"d\" \\ \u{e9}\t{}[]";
+    let sub = |c: &e2e::Cluster, mark: &str| -> u32 {
+        let out = c.run_env(
+            "sbatch",
+            &[
+                "--parsable",
+                "-H",
+                "--wrap",
+                "env -0 > env-$SLURM_JOB_ID.txt",
+            ],
+            &[("MARK", mark), ("WEIRD", weird)],
+        );
+        assert!(out.ok(), "{}{}", out.stdout, out.stderr);
+        out.stdout.trim().parse().expect("job id")
+    };
+    // Given in full, referred to, given in full (another environment).
+    let a = sub(&c, "one");
+    let b = sub(&c, "one");
+    let x = sub(&c, "two");
+    // Replayed from the journal's records.
+    c.kill_ctld();
+    c.restart_ctld();
+    let d = sub(&c, "one");
+    // A shutdown writes a snapshot (and stops the node daemons).
+    let root = client_for(c.conf());
+    assert!(matches!(
+        root.call(CtldRequest::Shutdown),
+        Ok(CtldResponse::Ok)
+    ));
+    c.wait_ctld_exit(secs(20)).expect("the controller stops");
+    c.restart_ctld();
+    // After the snapshot: in full again, then referred to.
+    let e = sub(&c, "one");
+    let f = sub(&c, "one");
+    let y = sub(&c, "two");
+    // Replayed from the snapshot and the records after it.
+    c.kill_ctld();
+    c.restart_ctld();
+    c.start_node_with("node1", &[]);
+    c.wait_node_state("node1", "idle", secs(20));
+    let all = [a, b, x, d, e, f, y];
+    for id in all {
+        c.ok("scontrol", &["release", &id.to_string()]);
+    }
+    for id in all {
+        assert_eq!(c.wait_done(id, secs(30)), "COMPLETED", "{}", c.logs());
+    }
+    let first = job_env(&c, a);
+    assert_eq!(first.get("MARK").map(String::as_str), Some("one"));
+    assert_eq!(first.get("WEIRD").map(String::as_str), Some(weird));
+    for id in [b, d, e, f] {
+        assert_eq!(job_env(&c, id), first, "job {id} against job {a}");
+    }
+    let other = job_env(&c, x);
+    assert_eq!(other.get("MARK").map(String::as_str), Some("two"));
+    assert_eq!(job_env(&c, y), other, "job {y} against job {x}");
+    let mut expected = first.clone();
+    expected.insert("MARK".into(), "two".into());
+    assert_eq!(other, expected, "only MARK differs");
+}

@@ -237,7 +237,9 @@ fn idle_connections_are_closed_after_the_io_timeout() {
     c.ok("squeue", &[]);
 }
 
-/// The frame `sbatch script` sends, captured by a stand-in controller.
+/// The request `sbatch script` sends, captured by a stand-in controller,
+/// as the JSON text of its envelope (sbatch sends it in binary; the
+/// controller reads JSON requests too, and JSON's size is easy to set).
 fn captured_submission(c: &Cluster, script: &str) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -254,11 +256,8 @@ fn captured_submission(c: &Cluster, script: &str) -> String {
     c.write("capture.sh", script);
     let capture = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
-        let mut len = [0u8; 4];
-        s.read_exact(&mut len).unwrap();
-        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-        s.read_exact(&mut body).unwrap();
-        String::from_utf8(body).unwrap()
+        let env: proto::Envelope<proto::CtldRequest> = rpc::read_frame(&mut s).unwrap();
+        serde_json::to_string(&env).unwrap()
     });
     let conf = fake_conf.display().to_string();
     // sbatch fails: the stand-in never answers.
