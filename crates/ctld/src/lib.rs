@@ -414,11 +414,7 @@ async fn serve_request(
     // A client that never reads its answer is dropped as an idle one is.
     // The controller's own identity on its answers, resolved once: a
     // lookup per answer read /etc/passwd for every request.
-    static ANSWER_IDENTITY: std::sync::OnceLock<Identity> = std::sync::OnceLock::new();
-    let who = ANSWER_IDENTITY
-        .get_or_init(|| daemon_identity("ctld"))
-        .clone();
-    let frame = rpc::envelope(who, resp);
+    let frame = rpc::envelope(daemon_identity_cached(), resp);
     tokio::time::timeout(
         rpc::IO_TIMEOUT,
         rpc::write_frame_async_enc(&mut *stream, &frame, proto::MAX_RESPONSE_BYTES, encoding),
@@ -625,8 +621,9 @@ impl NodeLink {
     }
 }
 
-/// The controller's identity as the envelopes of in-session requests claim
-/// it (the session's credential proved it; the daemon acts on that).
+/// The controller's identity, resolved once: what its answers carry, and
+/// what the envelopes of in-session requests to node daemons claim (the
+/// session's credential proved it; the daemon acts on that).
 fn daemon_identity_cached() -> Identity {
     static ID: std::sync::OnceLock<Identity> = std::sync::OnceLock::new();
     ID.get_or_init(|| daemon_identity("ctld")).clone()
