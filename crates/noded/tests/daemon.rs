@@ -121,6 +121,14 @@ impl Harness {
         }
     }
 
+    /// How many JobExited reports for `job` the controller has seen.
+    fn reports_of_exit(&self, job: u32) -> usize {
+        let seen = self.seen.lock().unwrap();
+        seen.iter()
+            .filter(|r| matches!(r, CtldRequest::JobExited { job_id, .. } if *job_id == JobId(job)))
+            .count()
+    }
+
     fn path(&self, name: &str) -> String {
         self.dir.path().join(name).display().to_string()
     }
@@ -275,7 +283,12 @@ async fn a_late_copy_of_an_ended_runs_launch_does_not_run_it_again() {
     requeued.restarts = 1;
     requeued.open_append = true;
     h.launch(requeued).await;
-    h.exit_of(13).await;
+    // `exit_of` would find the first run's report again: wait for a second.
+    let start = Instant::now();
+    while h.reports_of_exit(13) < 2 {
+        assert!(start.elapsed() < WAIT, "no second JobExited for job 13");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert_eq!(std::fs::read_to_string(&runs).unwrap(), "run\nrun\n");
     h.shutdown().await;
 }
