@@ -129,7 +129,7 @@ fn verify() -> bool {
                 ],
             ))
         && tidy()
-        && run("tests", "cargo", &with(&["test", "--workspace", "--locked"]))
+        && run("tests", "cargo", &with(&["test", "--workspace", "--locked", "--no-fail-fast"]))
 }
 
 fn main() -> ExitCode {
