@@ -31,8 +31,11 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
 
-/// How long the controller waits for a node daemon to answer.
-const NODE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the controller waits for a node daemon to answer: the
+/// configured MessageTimeout (Slurm's default, 10 s).
+fn node_timeout(engine: &Engine) -> Duration {
+    Duration::from_secs(u64::from(engine.settings().message_timeout))
+}
 
 /// How many times a Terminate is tried on a node that does not answer
 /// (about ten minutes with the capped backoff).
@@ -431,6 +434,8 @@ struct NodeWorkers {
     identity: Identity,
     signer: Arc<auth::Signer>,
     gate: Arc<Gate>,
+    /// MessageTimeout.
+    timeout: Duration,
 }
 
 impl NodeWorkers {
@@ -451,6 +456,7 @@ impl NodeWorkers {
             signer: self.signer.clone(),
             gate: self.gate.clone(),
             kept: None,
+            timeout: self.timeout,
         };
         let worker = self.workers.entry(node).or_insert_with(|| {
             let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
@@ -492,6 +498,8 @@ struct NodeLink {
     signer: Arc<auth::Signer>,
     gate: Arc<Gate>,
     kept: Option<KeptConn>,
+    /// MessageTimeout.
+    timeout: Duration,
 }
 
 struct KeptConn {
@@ -512,12 +520,8 @@ impl NodeLink {
     /// One request to the node daemon at `addr`: on the kept connection
     /// if one is open there, else (or when that one turns out closed: the
     /// daemon restarted, or dropped it) on a new one.
-    async fn call(
-        &mut self,
-        addr: &str,
-        req: &NodeRequest,
-        timeout: Duration,
-    ) -> Result<NodeResponse, NodeCallError> {
+    async fn call(&mut self, addr: &str, req: &NodeRequest) -> Result<NodeResponse, NodeCallError> {
+        let timeout = self.timeout;
         if let Some(kept) = self.kept.take() {
             if kept.addr == addr && kept.last_used.elapsed() < SESSION_REUSE {
                 match tokio::time::timeout(timeout, Self::exchange(kept, req)).await {
@@ -654,7 +658,7 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
         Command::LaunchBatch { node, addr, launch } => {
             let job_id = launch.job_id;
             let req = NodeRequest::LaunchBatch(launch);
-            let res = link.call(&addr, &req, NODE_TIMEOUT).await;
+            let res = link.call(&addr, &req).await;
             match res {
                 // (StepStats answers only StepStat.)
                 Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => {
@@ -674,7 +678,7 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
         Command::LaunchStep { node, addr, launch } => {
             let (job_id, step_id) = (launch.job_id, launch.step_id);
             let req = NodeRequest::LaunchStep(launch);
-            match link.call(&addr, &req, NODE_TIMEOUT).await {
+            match link.call(&addr, &req).await {
                 Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => {
                     debug!("launched step {job_id}.{step_id} on {node}")
                 }
@@ -700,7 +704,7 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
                 node_index,
                 acctg_freq,
             };
-            match link.call(&addr, &req, NODE_TIMEOUT).await {
+            match link.call(&addr, &req).await {
                 Ok(NodeResponse::Failed(why)) => {
                     warn!("node {node} could not start the extern step of job {job_id}: {why}")
                 }
@@ -713,7 +717,7 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
         Command::EndExtern { node, addr, job_id } => {
             // The node reports the usage itself (ExternEnded).
             let req = NodeRequest::EndExtern { job_id };
-            if let Err(e) = link.call(&addr, &req, NODE_TIMEOUT).await {
+            if let Err(e) = link.call(&addr, &req).await {
                 warn!("cannot end the extern step of job {job_id} on {node}: {e}");
             }
         }
@@ -731,7 +735,7 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
                 signal,
                 kill_wait,
             };
-            if let Err(e) = link.call(&addr, &req, NODE_TIMEOUT).await {
+            if let Err(e) = link.call(&addr, &req).await {
                 warn!("cannot signal step {job_id}.{step_id} on {node}: {e}");
             }
         }
@@ -747,7 +751,7 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
                 signal,
                 batch_only,
             };
-            if let Err(e) = link.call(&addr, &req, NODE_TIMEOUT).await {
+            if let Err(e) = link.call(&addr, &req).await {
                 warn!("cannot signal job {job_id} on {node}: {e}");
             }
         }
@@ -765,7 +769,7 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             let mut delay = Duration::from_millis(500);
             for attempt in 0..TERMINATE_ATTEMPTS {
                 let req = NodeRequest::Terminate { job_id, kill_wait };
-                match link.call(&addr, &req, NODE_TIMEOUT).await {
+                match link.call(&addr, &req).await {
                     Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => return,
                     Ok(NodeResponse::Failed(why)) => {
                         // The node no longer runs it (it ended, or the node
@@ -817,6 +821,7 @@ async fn engine_loop(
         identity: identity.clone(),
         signer: signer.clone(),
         gate,
+        timeout: node_timeout(&engine),
     };
     // Slurm pings every node a third of SlurmdTimeout; silence for the
     // whole timeout sets it DOWN (Engine::on_timer).
@@ -1010,6 +1015,7 @@ fn answer_step_stat(
         .filter(|s| s.job_id == job_id)
         .collect();
     let addrs: BTreeMap<String, String> = engine.registered_daemons().into_iter().collect();
+    let timeout = node_timeout(engine);
     let nodes: std::collections::BTreeSet<String> =
         steps.iter().flat_map(|s| s.nodes.iter().cloned()).collect();
     let calls: Vec<_> = nodes
@@ -1020,7 +1026,7 @@ fn answer_step_stat(
             let signer = signer.clone();
             let req = NodeRequest::StepStat { job_id };
             tokio::spawn(async move {
-                let res = call_node(&addr, &identity, &signer, req, NODE_TIMEOUT).await;
+                let res = call_node(&addr, &identity, &signer, req, timeout).await;
                 (node, res)
             })
         })
@@ -1113,12 +1119,13 @@ fn ping_nodes(
     signer: &Arc<auth::Signer>,
     tx: &mpsc::UnboundedSender<Msg>,
 ) {
+    let timeout = node_timeout(engine);
     for (name, addr) in engine.registered_daemons() {
         let identity = identity.clone();
         let signer = signer.clone();
         let tx = tx.clone();
         tokio::spawn(async move {
-            let res = call_node(&addr, &identity, &signer, NodeRequest::Ping, NODE_TIMEOUT).await;
+            let res = call_node(&addr, &identity, &signer, NodeRequest::Ping, timeout).await;
             let ok = matches!(res, Ok(NodeResponse::Ok));
             let _ = tx.send(Msg::Ping { node: name, ok });
         });

@@ -177,6 +177,9 @@ pub struct Settings {
     pub kill_wait: u32,
     /// SlurmdTimeout: a node silent this long is set DOWN.
     pub slurmd_timeout: u32,
+    /// MessageTimeout (seconds, default 10): how long the controller waits
+    /// for a node daemon's answer.
+    pub message_timeout: u32,
     /// ReturnToService (0, 1 or 2).
     pub return_to_service: u32,
     /// JobRequeue: batch jobs are requeued after a node failure by default.
@@ -254,6 +257,12 @@ impl Settings {
             slurm_user: cfg.slurm_user.clone(),
             kill_wait: cfg.kill_wait,
             slurmd_timeout: cfg.slurmd_timeout,
+            message_timeout: cfg
+                .other
+                .get("messagetimeout")
+                .and_then(|(_, v)| v.trim().parse().ok())
+                .filter(|&t: &u32| t > 0)
+                .unwrap_or(10),
             return_to_service: cfg.return_to_service,
             job_requeue: cfg
                 .other

@@ -959,3 +959,19 @@ fn compact_rows_carry_what_the_brief_jobs_carry() {
         }
     }
 }
+
+#[test]
+fn message_timeout_is_read_with_slurms_default() {
+    assert_eq!(engine().settings().message_timeout, 10);
+    let with = |line: &str| {
+        let text = format!("{CONF}{line}\n");
+        let loaded = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
+            Err(std::io::Error::other("no includes"))
+        })
+        .expect("config parses");
+        Engine::new(&loaded.config, 0).settings().message_timeout
+    };
+    assert_eq!(with("MessageTimeout=60"), 60);
+    // Zero or a word keeps the default rather than never timing out.
+    assert_eq!(with("MessageTimeout=0"), 10);
+}

@@ -4,7 +4,7 @@
 //! ordinary commands keep working promptly and both daemons stay up
 //! (docs/limits.md lists the limits these rely on).
 
-use crate::{cluster, secs};
+use crate::{builder, cluster, secs};
 use e2e::Cluster;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -278,7 +278,10 @@ fn a_submission_too_large_to_journal_is_refused_and_the_controller_stays_up() {
     // A request is journaled as one record, and a record above the
     // journal's 64 MiB limit used to stop the controller. The controller
     // now reads requests of at most a quarter of the frame limit.
-    let c = cluster(1);
+    // Launching a 4 MiB script (read, spooled and started by a debug
+    // build) took over Slurm's default MessageTimeout of 10 s on a loaded
+    // machine: the controller then took the node for not responding.
+    let c = builder().nodes(1).conf_extra("MessageTimeout=60\n").start();
     let ctld = ctld_addr(&c);
     let marker = "Q".repeat(100);
     let body = captured_submission(&c, &format!("#!/bin/sh\n#{marker}\ntrue\n"));
