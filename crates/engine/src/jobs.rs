@@ -534,7 +534,7 @@ impl Engine {
         now: Timestamp,
     ) {
         // Its time limit is no longer a deadline; its begin time may be.
-        self.wake_cache = None;
+        self.forget_wake();
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -606,6 +606,7 @@ impl Engine {
     ) -> Result<(), SlurmError> {
         let kept = self.fresh.take();
         let wake = self.wake_cache;
+        let purge_list = self.purge_list.take();
         self.touch();
         let idx = self.node_idx(node).ok_or(SlurmError::InvalidNodeName)?;
         if self.exited_while_suspended(id, idx, exit, now) {
@@ -677,6 +678,17 @@ impl Engine {
                 if was_due.is_none_or(|d| kept_wake.is_some_and(|k| k < d)) {
                     let purge = self.jobs.get(&id).and_then(|j| self.job_wake(j));
                     self.wake_cache = Some(kept_wake.into_iter().chain(purge).min());
+                    // The other jobs' earliest deadline: the one kept
+                    // beside the jobs already listed, or else the one kept.
+                    let (rest, mut ids) = match purge_list {
+                        Some(list) => (list.rest, list.ids),
+                        None => (kept_wake, Vec::new()),
+                    };
+                    let rest_holds = was_due.is_none_or(|d| rest.is_some_and(|r| r < d));
+                    if rest_holds && purge.is_some() {
+                        ids.push(id);
+                        self.purge_list = Some(crate::PurgeList { rest, ids });
+                    }
                 }
             }
         }
@@ -1125,7 +1137,7 @@ impl Engine {
             if let Some(job) = self.jobs.get_mut(&id) {
                 job.reason = PendingReason::BeginTime;
                 // Its begin time is now a deadline.
-                self.wake_cache = None;
+                self.forget_wake();
             }
         }
         for (id, limit) in &limited.blocked {
@@ -1167,7 +1179,7 @@ impl Engine {
             for id in waiting_to_begin {
                 if let Some(job) = self.jobs.get_mut(&id) {
                     job.reason = PendingReason::BeginTime;
-                    self.wake_cache = None;
+                    self.forget_wake();
                 }
             }
             requests = all;
@@ -1372,6 +1384,7 @@ impl Engine {
 
     pub(crate) fn start_job(&mut self, id: JobId, alloc: sched::Allocation, now: Timestamp) {
         let wake = self.wake_cache.take();
+        let purge_list = self.purge_list.take();
         self.take_resources(id, &alloc, now);
         let batch = alloc.nodes[0].node;
         let batch_name = self.nodes[batch.0 as usize].conf.name.clone();
@@ -1411,6 +1424,7 @@ impl Engine {
         }
         self.record(id, now);
         self.wake_cache = wake;
+        self.purge_list = purge_list;
         self.wake_after_start(id);
     }
 }

@@ -49,6 +49,16 @@ pub use steps::{layout, worse_exit, Step};
 /// deadline less its (minimum) time limit. sbatch(1): the job is removed
 /// "if no ending is possible before this deadline".
 /// The earliest of `times`.
+/// Finished jobs due for purge, listed as they ended, beside the earliest
+/// deadline of everything else (`Engine::purge_list`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PurgeList {
+    /// The earliest deadline of the jobs not listed, and the global ones.
+    pub(crate) rest: Option<Timestamp>,
+    /// The listed jobs, in the order they ended.
+    pub(crate) ids: Vec<JobId>,
+}
+
 fn min_time(times: impl IntoIterator<Item = Timestamp>) -> Option<Timestamp> {
     times.into_iter().min()
 }
@@ -508,6 +518,11 @@ pub struct Engine {
     desc_pool: BTreeMap<u64, Vec<Arc<JobDesc>>>,
     /// `next_wakeup`'s answer, until the next change.
     wake_cache: Option<Option<Timestamp>>,
+    /// Finished jobs whose purge joined `wake_cache` when they ended, and
+    /// the earliest deadline of everything else: lets `on_timer` purge
+    /// them without a look at every job (`purge_only`). Only while
+    /// `wake_cache` is kept (`forget_wake` drops both).
+    purge_list: Option<PurgeList>,
     /// Array id -> task index -> the record of each task that has its own.
     array_tasks: BTreeMap<JobId, BTreeMap<u32, JobId>>,
     /// How purged jobs ended, so a dependency on them still resolves.
@@ -637,6 +652,7 @@ impl Engine {
             boot_time: now,
             sched_dirty: true,
             wake_cache: None,
+            purge_list: None,
             assoc: None,
             usage: BTreeMap::new(),
             prio_last_calc: now,
@@ -733,7 +749,7 @@ impl Engine {
     /// and deadlines must be recomputed.
     pub(crate) fn touch(&mut self) {
         self.sched_dirty = true;
-        self.wake_cache = None;
+        self.forget_wake();
         self.fresh = None;
     }
 
@@ -750,7 +766,7 @@ impl Engine {
         // A pending job without a begin time (the caller's condition) or a
         // deadline is due for nothing: the earliest deadline stays.
         if self.jobs.get(&id).is_none_or(|j| j.desc.deadline.is_some()) {
-            self.wake_cache = None;
+            self.forget_wake();
         }
         if let Some(f) = &mut self.fresh {
             f.push(id);
@@ -834,25 +850,39 @@ impl Engine {
     /// the earliest deadline is computed again when next asked for.
     pub(crate) fn wake_after_start(&mut self, id: JobId) {
         let Some(Some(cached)) = self.wake_cache else {
-            self.wake_cache = None;
+            self.forget_wake();
             return;
         };
         let Some(job) = self.jobs.get(&id) else {
-            self.wake_cache = None;
+            self.forget_wake();
             return;
         };
         if job.desc.begin_time.is_some() || job.desc.deadline.is_some() {
-            self.wake_cache = None;
+            self.forget_wake();
             return;
         }
         let mut next = cached;
+        let mut own = None;
         if let Some(end) = job.limit_end() {
-            next = next.min(end);
+            own = Some(end);
             if let (Some(sig), false) = (&job.desc.signal, job.warned) {
-                next = next.min(end - sig.secs as i64);
+                own = Some(end.min(end - sig.secs as i64));
+            }
+        }
+        if let Some(own) = own {
+            next = next.min(own);
+            if let Some(list) = &mut self.purge_list {
+                list.rest = min_time(list.rest.into_iter().chain([own]));
             }
         }
         self.wake_cache = Some(Some(next));
+    }
+
+    /// The state changed in a way that may move any deadline: the
+    /// earliest one is computed again when next asked for.
+    pub(crate) fn forget_wake(&mut self) {
+        self.wake_cache = None;
+        self.purge_list = None;
     }
 
     fn compute_next_wakeup(&self) -> Option<Timestamp> {
@@ -908,6 +938,9 @@ impl Engine {
                 return;
             }
         }
+        if self.purge_only(now) {
+            return;
+        }
         // Purging finished jobs changes nothing a pass looks at: when that
         // is all this timer does, a pass after submissions and job ends may
         // still be the short one (`schedule`).
@@ -948,6 +981,7 @@ impl Engine {
         let next = min_time(all.into_iter().chain(global));
         if next.is_none_or(|due| now < due) {
             self.wake_cache = Some(next);
+            self.purge_list = None;
             return;
         }
         // Restored below when nothing but purges happened.
@@ -1032,6 +1066,61 @@ impl Engine {
         }
     }
 
+    /// `on_timer` when all that is due is the purge of listed jobs
+    /// (`purge_list`): what the look at every job below does then, from the
+    /// list alone. False (and nothing done) when anything else may be due.
+    fn purge_only(&mut self, now: Timestamp) -> bool {
+        let Some(list) = &self.purge_list else {
+            return false;
+        };
+        if self.full_passes
+            || self.settings.slurmd_timeout > 0
+            || list.rest.is_some_and(|r| r <= now)
+            || self.global_wake().is_some_and(|g| g <= now)
+        {
+            return false;
+        }
+        let mut due = Vec::new();
+        let mut left = Vec::new();
+        let mut next = list.rest;
+        for id in &list.ids {
+            let Some(job) = self.jobs.get(id) else {
+                return false;
+            };
+            if matches!(job.state, JobState::Running | JobState::Pending) || job.completing {
+                return false;
+            }
+            match self.job_wake(job) {
+                Some(w) if w <= now => due.push(*id),
+                Some(w) => {
+                    left.push(*id);
+                    next = min_time(next.into_iter().chain([w]));
+                }
+                None => return false,
+            }
+        }
+        // As the look at every job: in job id order.
+        due.sort_unstable();
+        let purged = due.len();
+        for id in due {
+            if let Some(gone) = self.jobs.remove(&id) {
+                self.accrue_final(&gone);
+                self.unindex(&gone);
+                self.remember_outcome(&gone);
+            }
+        }
+        self.sched_dirty = true;
+        self.purged_since_prune += purged;
+        if self.purged_since_prune > 0 && self.purged_since_prune >= self.jobs.len().max(64) {
+            self.purged_since_prune = 0;
+            self.prune_pools();
+        }
+        let rest = self.purge_list.as_ref().and_then(|l| l.rest);
+        self.wake_cache = Some(min_time(next.into_iter().chain(self.global_wake())));
+        self.purge_list = (!left.is_empty()).then_some(PurgeList { rest, ids: left });
+        true
+    }
+
     /// Checks the tables' internal consistency; returns what is wrong.
     pub fn check_invariants(&self) -> Vec<String> {
         let mut problems = Vec::new();
@@ -1069,6 +1158,33 @@ impl Engine {
             let now = self.compute_next_wakeup();
             if kept != now {
                 problems.push(format!("kept next wakeup {kept:?}, computed {now:?}"));
+            }
+        }
+        // The purge list's jobs are finished, and the deadline kept beside
+        // them is the earliest of every other job's.
+        if let Some(list) = &self.purge_list {
+            if self.wake_cache.is_none() {
+                problems.push("purge list without a kept wakeup".into());
+            }
+            let others = self.jobs.values().filter(|j| !list.ids.contains(&j.id));
+            let rest = min_time(
+                others
+                    .filter_map(|j| self.job_wake(j))
+                    .chain(self.global_wake()),
+            );
+            if rest != list.rest {
+                problems.push(format!(
+                    "purge list keeps {:?}, others due {rest:?}",
+                    list.rest
+                ));
+            }
+            for id in &list.ids {
+                let finished = self.jobs.get(id).is_some_and(|j| {
+                    !matches!(j.state, JobState::Running | JobState::Pending) && !j.completing
+                });
+                if !finished {
+                    problems.push(format!("purge list holds job {id:?}, not finished"));
+                }
             }
         }
         problems

@@ -145,7 +145,7 @@ impl Engine {
         let Some(idx) = self.node_idx(name) else {
             return;
         };
-        self.wake_cache = None;
+        self.forget_wake();
         let n = &mut self.nodes[idx.0 as usize];
         if ok {
             if n.state.not_responding || n.state.base == NodeBase::Down {

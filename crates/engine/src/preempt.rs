@@ -397,7 +397,7 @@ impl Engine {
             alloc,
             preemptor,
         }));
-        self.wake_cache = None;
+        self.forget_wake();
         self.record(id, now);
     }
 
@@ -414,7 +414,7 @@ impl Engine {
         job.suspend_time = Some(now);
         job.end_time = job.limit_end();
         self.signal_job_nodes(id, SIGCONT, false);
-        self.wake_cache = None;
+        self.forget_wake();
         self.record(id, now);
     }
 
@@ -592,7 +592,7 @@ impl Engine {
     /// preemptor are not counted again for the next.
     pub(crate) fn preempt_pass(&mut self, waiting: &[JobRequest], now: Timestamp) {
         if self.exempt_wake.take().is_some() {
-            self.wake_cache = None;
+            self.forget_wake();
         }
         if self.settings.preempt.kind == PreemptType::None || waiting.is_empty() {
             return;
@@ -696,7 +696,7 @@ impl Engine {
         // first of them may be preempted.
         if exempt_until.is_some() {
             self.exempt_wake = exempt_until;
-            self.wake_cache = None;
+            self.forget_wake();
         }
     }
 

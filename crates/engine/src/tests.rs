@@ -975,3 +975,80 @@ fn message_timeout_is_read_with_slurms_default() {
     // Zero or a word keeps the default rather than never timing out.
     assert_eq!(with("MessageTimeout=0"), 10);
 }
+
+/// An engine on `CONF` with MinJobAge=`age` and no node timeouts (as the
+/// simulator runs it, with age 0).
+fn engine_aged(age: u32) -> Engine {
+    let text = CONF.replace(
+        "MinJobAge=300",
+        &format!("MinJobAge={age}\nSlurmdTimeout=0"),
+    );
+    let loaded = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
+        Err(std::io::Error::other("no includes"))
+    })
+    .expect("config parses");
+    let mut e = Engine::new(&loaded.config, 0);
+    for i in 1..=4 {
+        e.on_node_registered(reg(&format!("node{i}"), 2, 4000), 0)
+            .unwrap();
+    }
+    e
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Purging finished jobs from the list kept at their ends
+    /// (`Engine::purge_list`) purges what a look at every job purges, when
+    /// it does, and keeps the same earliest deadline: an engine with
+    /// `set_full_passes` (which never uses the list) stays the same as one
+    /// with it, job for job, through random submissions and job ends.
+    #[test]
+    fn purges_from_the_list_are_the_purges_of_a_full_look(
+        age in 0u32..3,
+        events in proptest::collection::vec((0i64..90, 0u8..3, 1u32..4, 1u32..3), 1..60),
+    ) {
+        let mut short = engine_aged(age);
+        let mut full = engine_aged(age);
+        full.set_full_passes(true);
+        let mut t = 0;
+        for (dt, what, tasks, minutes) in events {
+            t += dt;
+            for e in [&mut short, &mut full] {
+                let wake = e.next_wakeup();
+                if wake.is_some_and(|w| w <= t) {
+                    e.on_timer(wake.unwrap_or(t));
+                }
+                let running: Vec<(JobId, String)> = e
+                    .jobs
+                    .values()
+                    .filter(|j| j.state == JobState::Running)
+                    .map(|j| (j.id, e.nodes[j.ran_on[0].0 as usize].conf.name.clone()))
+                    .collect();
+                match what {
+                    0 => {
+                        let d = JobDesc {
+                            ntasks: Some(tasks),
+                            time_limit: Some(TimeLimit::Minutes(minutes)),
+                            ..desc()
+                        };
+                        e.on_submit(d, &user(), t).unwrap();
+                    }
+                    _ => {
+                        if let Some((id, node)) = running.get(tasks as usize % running.len().max(1)) {
+                            e.on_job_exited(*id, node, ExitCode::default(), None, t).unwrap();
+                        }
+                    }
+                }
+                e.on_timer(t);
+                e.schedule(t);
+                e.take_commands();
+            }
+            proptest::prop_assert_eq!(short.check_invariants(), Vec::<String>::new());
+            let table = |e: &Engine| -> Vec<(JobId, JobState)> {
+                e.jobs.values().map(|j| (j.id, j.state)).collect()
+            };
+            proptest::prop_assert_eq!(table(&short), table(&full), "at {}", t);
+            proptest::prop_assert_eq!(short.next_wakeup(), full.next_wakeup());
+        }
+    }
+}
