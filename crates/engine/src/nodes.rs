@@ -8,8 +8,8 @@ use sched::{Allocation, GresPool, NodeIdx};
 
 /// Slurm's reason for a node that stopped answering.
 pub const NOT_RESPONDING: &str = "Not responding";
-/// How much later a node's boot time may read before it counts as a reboot
-/// (the kernel's boot time, computed from the clock, can move by a second).
+/// How much later a node's boot time may read before it counts as a new
+/// boot (the kernel's boot time follows the wall clock's steps).
 const REBOOT_SLACK_SECS: Timestamp = 5;
 
 /// The controller's record of a configured node, before it registers.
@@ -75,6 +75,8 @@ impl Engine {
             .node_idx(&reg.name)
             .ok_or(SlurmError::InvalidNodeName)?;
         let n = &mut self.nodes[idx.0 as usize];
+        // When the controller last heard from the node (before now).
+        let last_heard = n.last_response;
         // The daemon may listen elsewhere than configured (port 0 in tests).
         n.daemon_addr = format!("{}:{}", reg.addr, reg.port);
         n.port = reg.port;
@@ -105,13 +107,16 @@ impl Engine {
             n.state.base = NodeBase::Idle;
         }
         let running = reg.running_jobs.clone();
-        // The host started again since its last registration: whatever ran
-        // there died with it, whatever its daemon's spool kept (the spool
-        // is not flushed to disk, see noded's `spool`).
-        let rebooted = n
-            .report
-            .as_ref()
-            .is_some_and(|old| reg.boot_time > old.boot_time + REBOOT_SLACK_SECS);
+        // The host started again since the controller last heard from it
+        // (Slurm's test: a boot time later than the last contact, which a
+        // clock step cannot fake the way it moves the boot time the kernel
+        // reports) and since its last registration: whatever ran there
+        // died with it, whatever its daemon's spool kept (the spool is not
+        // flushed to disk, see noded's `spool`).
+        let rebooted = n.report.as_ref().is_some_and(|old| {
+            reg.boot_time > old.boot_time + REBOOT_SLACK_SECS
+                && last_heard.is_some_and(|last| reg.boot_time > last)
+        });
         n.report = Some(reg);
         if rebooted {
             self.lose_jobs(idx, &running, now);

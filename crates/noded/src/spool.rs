@@ -22,8 +22,9 @@
 //! the next daemon whether or not it reached the disk. What fsync would add
 //! is survival of the host's crash (power, kernel), and then the jobs died
 //! with the host: the daemon that starts after the reboot registers with a
-//! new boot time, and the controller ends every job it held as running
-//! there and that the daemon does not list (NODE_FAIL, or a requeue, as
+//! boot time later than the controller's last contact with the node, and
+//! the controller ends every job it held as running there and that the
+//! daemon does not list (NODE_FAIL, or a requeue, as
 //! Slurm does for a node that rebooted unexpectedly), whatever the spool
 //! kept. A half-written file left by such a crash reads as missing (the job
 //! counts as killed), never as another job's data. The fsyncs cost five
