@@ -8,6 +8,9 @@ use sched::{Allocation, GresPool, NodeIdx};
 
 /// Slurm's reason for a node that stopped answering.
 pub const NOT_RESPONDING: &str = "Not responding";
+/// How much later a node's boot time may read before it counts as a new
+/// boot (the kernel's boot time follows the wall clock's steps).
+const REBOOT_SLACK_SECS: Timestamp = 5;
 
 /// The controller's record of a configured node, before it registers.
 pub(crate) fn new_node(nc: &conf::NodeConf, cfg: &conf::Config, settings: &Settings) -> Node {
@@ -72,6 +75,8 @@ impl Engine {
             .node_idx(&reg.name)
             .ok_or(SlurmError::InvalidNodeName)?;
         let n = &mut self.nodes[idx.0 as usize];
+        // When the controller last heard from the node (before now).
+        let last_heard = n.last_response;
         // The daemon may listen elsewhere than configured (port 0 in tests).
         n.daemon_addr = format!("{}:{}", reg.addr, reg.port);
         n.port = reg.port;
@@ -102,7 +107,20 @@ impl Engine {
             n.state.base = NodeBase::Idle;
         }
         let running = reg.running_jobs.clone();
+        // The host started again since the controller last heard from it
+        // (Slurm's test: a boot time later than the last contact, which a
+        // clock step cannot fake the way it moves the boot time the kernel
+        // reports) and since its last registration: whatever ran there
+        // died with it, whatever its daemon's spool kept (the spool is not
+        // flushed to disk, see noded's `spool`).
+        let rebooted = n.report.as_ref().is_some_and(|old| {
+            reg.boot_time > old.boot_time + REBOOT_SLACK_SECS
+                && last_heard.is_some_and(|last| reg.boot_time > last)
+        });
         n.report = Some(reg);
+        if rebooted {
+            self.lose_jobs(idx, &running, now);
+        }
         self.maybe_return_to_service(idx);
         // Jobs the node still runs but that the controller ended or moved
         // (it was DOWN meanwhile) are orphans: end them there.
@@ -257,8 +275,20 @@ impl Engine {
     /// the queue when they may be requeued.
     pub(crate) fn node_down(&mut self, idx: NodeIdx, now: Timestamp) {
         self.nodes[idx.0 as usize].state.base = NodeBase::Down;
+        self.lose_jobs(idx, &[], now);
+    }
+
+    /// The jobs on a node that is down or rebooted, except those it says it
+    /// still runs (`kept`), are gone: they end NODE_FAIL, or go back to the
+    /// queue when they may be requeued.
+    fn lose_jobs(&mut self, idx: NodeIdx, kept: &[model::JobId], now: Timestamp) {
         self.suspended_node_down(idx, now);
-        let jobs: Vec<_> = self.nodes[idx.0 as usize].jobs.iter().copied().collect();
+        let jobs: Vec<_> = self.nodes[idx.0 as usize]
+            .jobs
+            .iter()
+            .copied()
+            .filter(|id| !kept.contains(id))
+            .collect();
         for id in jobs {
             let job = &self.jobs[&id];
             if job.state == JobState::Running {

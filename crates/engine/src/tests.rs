@@ -1052,3 +1052,43 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_node_that_rebooted_loses_the_jobs_it_does_not_list() {
+    let mut e = engine();
+    let mut r = reg("node1", 2, 4000);
+    r.boot_time = 10;
+    e.on_node_registered(r.clone(), 100).unwrap();
+    let id = submit(&mut e, desc(), 100);
+    let mut nr = desc();
+    nr.requeue = Some(false);
+    let nr = submit(&mut e, nr, 100);
+    e.take_commands();
+    assert_eq!(e.job(id).unwrap().state, JobState::Running);
+    assert_eq!(e.job(nr).unwrap().state, JobState::Running);
+    // The daemon restarted on the same boot: nothing is lost, even with
+    // an empty list (its jobs' ends are reported after the registration).
+    r.boot_time = 11;
+    e.on_node_registered(r.clone(), 200).unwrap();
+    // The host's clock was stepped: the boot time it reports moved, but
+    // not past the last contact.
+    r.boot_time = 150;
+    e.on_node_registered(r.clone(), 300).unwrap();
+    assert_eq!(e.job(id).unwrap().state, JobState::Running);
+    assert_eq!(e.job(nr).unwrap().state, JobState::Running);
+    // The host booted after the controller last heard from it: its jobs
+    // died with it.
+    r.boot_time = 350;
+    e.on_node_registered(r, 400).unwrap();
+    let j = e.job(id).unwrap();
+    assert_eq!(j.state, JobState::Pending);
+    assert_eq!(j.restarts, 1);
+    assert_eq!(e.job(nr).unwrap().state, JobState::NodeFail);
+    assert!(
+        e.check_invariants().is_empty(),
+        "{:?}",
+        e.check_invariants()
+    );
+    let node = e.node("node1").unwrap();
+    assert_eq!(node.alloc_cpus, 0);
+}

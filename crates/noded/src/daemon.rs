@@ -23,7 +23,7 @@
 //! it leaves them to their supervisors, and the next daemon picks them up.
 
 use crate::credsock;
-use crate::launch::{self, LaunchContext, StepdAnswer, Supervisor};
+use crate::launch::{self, LaunchContext, StepdAnswer, Supervisor, SupervisorHandle};
 use crate::setup::{self, host_port, NodeSetup};
 use crate::spool::{self, Ended, Found, Pids, ProcId};
 use crate::state::{AfterStart, JobTable, Refusal, TerminateAction};
@@ -87,6 +87,9 @@ pub(crate) struct Daemon {
     /// Connections to the controller that answered a request and may carry
     /// the next (`call_until_answered`).
     ctld_conns: Mutex<Vec<IdleConn>>,
+    /// Forks the job supervisors (`zygote`); `None` once it failed, and
+    /// the supervisors are executed instead.
+    zygote: Mutex<Option<crate::zygote::Zygote>>,
 }
 
 /// A connection to the controller between two requests.
@@ -150,10 +153,19 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
         .context("installing the SIGTERM handler")?;
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .context("installing the SIGINT handler")?;
+    let stepd_program = stepd_program(&opts)?;
+    let zygote = match crate::zygote::Zygote::start(&stepd_program, &setup.spool_dir) {
+        Ok(z) => Some(z),
+        Err(e) => {
+            warn!("cannot start the supervisor zygote: {e}; supervisors will be executed");
+            None
+        }
+    };
     let daemon = Arc::new(Daemon {
         setup,
         daemon_uid: nix::unistd::geteuid().as_raw(),
-        stepd_program: stepd_program(&opts)?,
+        stepd_program,
+        zygote: Mutex::new(zygote),
         jobs: Mutex::new(JobTable::new()),
         steps: Default::default(),
         holders: Default::default(),
@@ -755,9 +767,10 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
             return (failed(msg), None);
         }
     };
-    match launch::start_supervisor(&launch, &ctx, &dir).await {
+    let zygote = zygote_socket(daemon, &dir);
+    match launch::start_supervisor(&launch, &ctx, &dir, zygote).await {
         Ok(Supervisor {
-            child,
+            handle,
             answer: StepdAnswer::Started(pids),
         }) => {
             let pid = pids.script.pid;
@@ -773,7 +786,10 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
                 "batch script started"
             );
             let after = daemon.jobs().started(job_id, pid, pid);
-            let watch = Watch::Child(child);
+            let watch = match handle {
+                SupervisorHandle::Child(child) => Watch::Child(child),
+                SupervisorHandle::Forked => Watch::Adopted(pids.stepd),
+            };
             tokio::spawn(watch_job(daemon.clone(), job_id, dir, pids, watch));
             if let AfterStart::Terminate(kill_wait) = after {
                 terminate(daemon, job_id, pid, pid, kill_wait);
@@ -781,7 +797,7 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
             (NodeResponse::Ok, None)
         }
         Ok(Supervisor {
-            mut child,
+            handle,
             answer: StepdAnswer::Failed(msg),
         }) => {
             daemon.jobs().abort_launch(job_id);
@@ -789,8 +805,10 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
             let after: After = Box::new(move |daemon: Arc<Daemon>| {
                 tokio::spawn(async move {
                     // It exits right after answering; its status file
-                    // holds the failure.
-                    let _ = child.wait().await;
+                    // holds the failure (written before the answer).
+                    if let SupervisorHandle::Child(mut child) = handle {
+                        let _ = child.wait().await;
+                    }
                     report_end(&daemon, job_id, &dir, NoStatus::LaunchFailed(msg));
                 });
             });
@@ -807,11 +825,34 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
     }
 }
 
+/// The zygote's socket for a launch of the job in `dir`, if the zygote
+/// takes it; a zygote that does not is dropped (it exits on its socket's
+/// end) and supervisors are executed from then on.
+fn zygote_socket(daemon: &Daemon, dir: &Path) -> Option<std::os::unix::net::UnixStream> {
+    let mut zygote = daemon.zygote.lock().unwrap_or_else(|p| p.into_inner());
+    let z = zygote.as_mut()?;
+    if !z.is_running() {
+        warn!("the supervisor zygote exited; supervisors will be executed");
+        *zygote = None;
+        return None;
+    }
+    match z.send(dir) {
+        Ok(sock) => Some(sock),
+        Err(e) => {
+            warn!(
+                "the supervisor zygote does not take launches ({e}); supervisors will be executed"
+            );
+            *zygote = None;
+            None
+        }
+    }
+}
+
 /// How the daemon learns that a job's supervisor ended.
 enum Watch {
     /// Started by this daemon: reaped as its child.
     Child(tokio::process::Child),
-    /// Found after a restart: not our child.
+    /// Found after a restart, or forked by the zygote: not our child.
     Adopted(ProcId),
 }
 
@@ -933,7 +974,7 @@ fn end_without_status(
         }
         NoStatus::LaunchFailed(msg) => (EXIT_1, Some(msg)),
     };
-    let written = spool::write_status(dir, raw, launch_failed.as_deref())
+    let written = spool::write_status(dir, raw, launch_failed.as_deref(), None)
         .and_then(|()| spool::read_status(dir));
     let ended = match written {
         Ok(ended) => ended,

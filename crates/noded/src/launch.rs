@@ -1,5 +1,6 @@
 //! Starting a batch job. The daemon writes the job's spool directory and
-//! starts the job's supervisor (`stepd`, a re-execution of this binary);
+//! starts the job's supervisor (`stepd`, forked by the `zygote`, else a
+//! re-execution of this binary);
 //! the supervisor starts the batch script: the user switch, the working
 //! directory, stdio and the exec (slurmstepd's part of a batch launch).
 //!
@@ -33,7 +34,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 pub use crate::spool::job_dir;
 
 /// Sets `SLURM_TASK_PID` to the shell's own pid, then execs the script in
-/// its place, so the variable names the script's process.
+/// its place, so the variable names the script's process. Used when the
+/// script cannot be executed directly (no `#!` line, a missing
+/// interpreter): the shell then runs it, or says why not, as it always did.
 const WRAPPER: &str = "SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec \"$0\" \"$@\"";
 
 /// What the node contributes to every launch.
@@ -82,10 +85,19 @@ pub enum StepdAnswer {
 /// A supervisor that answered.
 #[derive(Debug)]
 pub struct Supervisor {
-    /// The handle to reap it with.
-    pub child: tokio::process::Child,
+    /// How the daemon learns its end.
+    pub handle: SupervisorHandle,
     /// What it said.
     pub answer: StepdAnswer,
+}
+
+/// A supervisor process, as the daemon holds it.
+#[derive(Debug)]
+pub enum SupervisorHandle {
+    /// Executed by the daemon: its child, reaped by it.
+    Child(tokio::process::Child),
+    /// Forked by the zygote (`zygote`), which reaps it.
+    Forked,
 }
 
 /// How long a supervisor may take to start the script and answer.
@@ -145,6 +157,11 @@ struct ChildSetup {
     stderr: Option<CString>,
     append: bool,
     report_fd: i32,
+    /// The script itself, executed with `SLURM_TASK_PID` set to its pid
+    /// (one program started, not a shell that then starts the script).
+    direct: Option<crate::taskd::ExecImage>,
+    /// `/bin/sh -c WRAPPER script args`, when the direct exec fails.
+    wrapped: Option<crate::taskd::ExecImage>,
 }
 
 fn errno() -> i32 {
@@ -155,7 +172,9 @@ fn errno() -> i32 {
 
 impl ChildSetup {
     /// Runs in the child between fork and exec: async-signal-safe only.
-    fn apply(&self) -> std::io::Result<()> {
+    /// Execs the script itself (directly, else through the shell); returns
+    /// only when neither could be, or when the spawn's own exec is to run.
+    fn apply(&mut self) -> std::io::Result<()> {
         let fail = |step: u8| -> std::io::Error {
             let e = errno();
             // SAFETY: writing one byte from a live buffer to an fd we own.
@@ -227,7 +246,13 @@ impl ChildSetup {
                 libc::write(2, line.as_ptr().cast(), line.len());
             }
         }
-        Ok(())
+        if let Some(image) = self.direct.as_mut() {
+            let _ = image.exec();
+        }
+        match self.wrapped.as_mut() {
+            Some(image) => Err(image.exec()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -307,8 +332,8 @@ fn write_script(dir: &Path, script: &str, owner: Option<(u32, u32)>) -> std::io:
         .create_new(true)
         .mode(0o700)
         .open(&path)?;
+    // No fsync: see the `spool` module.
     f.write_all(script.as_bytes())?;
-    f.sync_all()?;
     drop(f);
     if let Some((uid, gid)) = owner {
         std::os::unix::fs::chown(&path, Some(uid), Some(gid))?;
@@ -359,12 +384,16 @@ pub fn prepare(launch: &BatchLaunch, ctx: &LaunchContext<'_>) -> Result<PathBuf,
     Ok(dir)
 }
 
-/// Starts the supervisor of the job in `dir` and waits for its answer.
+/// Starts the supervisor of the job in `dir` and waits for its answer:
+/// forked by the zygote when `zygote` is its socket for this launch
+/// (`zygote::Zygote::send`), else by executing `noded --stepd DIR`, which
+/// is also what happens when the zygote does not name a supervisor.
 /// An error means no script runs; the supervisor, if any, is killed.
 pub async fn start_supervisor(
     launch: &BatchLaunch,
     ctx: &LaunchContext<'_>,
     dir: &Path,
+    zygote: Option<UnixStream>,
 ) -> Result<Supervisor, String> {
     let spec = StepdSpec {
         launch: launch.clone(),
@@ -374,6 +403,33 @@ pub async fn start_supervisor(
         gather: ctx.gather.clone(),
     };
     let spec = serde_json::to_vec(&spec).map_err(|e| format!("cannot encode the launch: {e}"))?;
+    if let Some(sock) = zygote {
+        match forked_pid(sock).await {
+            Ok((sock, pid)) => {
+                let (rx, tx) = sock.into_split();
+                return match tokio::time::timeout(STEPD_ANSWER_TIMEOUT, talk(tx, rx, &spec)).await {
+                    Ok(Ok(answer)) => Ok(Supervisor {
+                        handle: SupervisorHandle::Forked,
+                        answer,
+                    }),
+                    Ok(Err(msg)) => {
+                        kill_forked(pid);
+                        Err(msg)
+                    }
+                    Err(_) => {
+                        kill_forked(pid);
+                        Err(format!(
+                            "the job supervisor did not answer within {STEPD_ANSWER_TIMEOUT:?}"
+                        ))
+                    }
+                };
+            }
+            Err(e) => tracing::warn!(
+                job = %launch.job_id,
+                "the supervisor zygote did not fork ({e}); executing the supervisor"
+            ),
+        }
+    }
     let mut cmd = tokio::process::Command::new(ctx.stepd_program);
     // `muster noded --stepd DIR`; a test binary that calls `noded::main`
     // skips the leading word as it skips a program name.
@@ -392,23 +448,12 @@ pub async fn start_supervisor(
             ctx.stepd_program.display()
         )
     })?;
-    let talk = async {
-        let mut stdin = child.stdin.take().ok_or("no supervisor stdin")?;
+    let exchange = async {
+        let stdin = child.stdin.take().ok_or("no supervisor stdin")?;
         let stdout = child.stdout.take().ok_or("no supervisor stdout")?;
-        stdin
-            .write_all(&spec)
-            .await
-            .map_err(|e| format!("cannot hand the launch to the job supervisor: {e}"))?;
-        drop(stdin);
-        let mut line = String::new();
-        tokio::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .await
-            .map_err(|e| format!("cannot read the job supervisor's answer: {e}"))?;
-        serde_json::from_str::<StepdAnswer>(&line)
-            .map_err(|_| format!("the job supervisor did not start: {:?}", line.trim()))
+        talk(stdin, stdout, &spec).await
     };
-    let answer = match tokio::time::timeout(STEPD_ANSWER_TIMEOUT, talk).await {
+    let answer = match tokio::time::timeout(STEPD_ANSWER_TIMEOUT, exchange).await {
         Ok(Ok(answer)) => answer,
         Ok(Err(msg)) => {
             let _ = child.start_kill();
@@ -421,7 +466,71 @@ pub async fn start_supervisor(
             ));
         }
     };
-    Ok(Supervisor { child, answer })
+    Ok(Supervisor {
+        handle: SupervisorHandle::Child(child),
+        answer,
+    })
+}
+
+/// Hands the launch to a supervisor and reads its one-line answer.
+async fn talk(
+    mut tx: impl tokio::io::AsyncWrite + Unpin,
+    rx: impl tokio::io::AsyncRead + Unpin,
+    spec: &[u8],
+) -> Result<StepdAnswer, String> {
+    tx.write_all(spec)
+        .await
+        .map_err(|e| format!("cannot hand the launch to the job supervisor: {e}"))?;
+    // The supervisor reads to the end: close our writing side.
+    tx.shutdown()
+        .await
+        .map_err(|e| format!("cannot hand the launch to the job supervisor: {e}"))?;
+    drop(tx);
+    let mut line = String::new();
+    tokio::io::BufReader::new(rx)
+        .read_line(&mut line)
+        .await
+        .map_err(|e| format!("cannot read the job supervisor's answer: {e}"))?;
+    serde_json::from_str::<StepdAnswer>(&line)
+        .map_err(|_| format!("the job supervisor did not start: {:?}", line.trim()))
+}
+
+/// How long the zygote may take to fork and name the supervisor.
+const ZYGOTE_FORK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Reads the pid line the zygote writes after its fork, byte by byte (the
+/// supervisor's answer follows on the same socket).
+async fn forked_pid(sock: UnixStream) -> Result<(tokio::net::UnixStream, i32), String> {
+    use tokio::io::AsyncReadExt;
+    sock.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let mut sock = tokio::net::UnixStream::from_std(sock).map_err(|e| e.to_string())?;
+    let read = async {
+        let mut line = Vec::with_capacity(12);
+        while line.len() < 12 {
+            match sock.read_u8().await {
+                Ok(b'\n') => break,
+                Ok(b) => line.push(b),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        std::str::from_utf8(&line)
+            .ok()
+            .and_then(|s| s.parse::<i32>().ok())
+            .filter(|p| *p > 0)
+            .ok_or_else(|| "no pid".to_string())
+    };
+    let pid = tokio::time::timeout(ZYGOTE_FORK_TIMEOUT, read)
+        .await
+        .map_err(|_| "no answer".to_string())??;
+    Ok((sock, pid))
+}
+
+/// Kills a forked supervisor that did not answer.
+fn kill_forked(pid: i32) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
 }
 
 /// Starts the batch script of `spec`, whose copy is `script`, as a child
@@ -457,7 +566,20 @@ pub fn spawn_script(
     chdir_lines.extend((1..MAX_ERRNO as i32).map(|e| chdir_error_line(work_dir, e).into_bytes()));
     let (mut report_rx, report_tx) =
         UnixStream::pair().map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let setup = ChildSetup {
+    let script_arg = script.to_string_lossy().into_owned();
+    let direct = crate::taskd::ExecImage::new(&script_arg, &launch.argv, &env);
+    let wrapped = crate::taskd::ExecImage::new(
+        "/bin/sh",
+        &[
+            ["-c".to_string(), WRAPPER.to_string(), script_arg.clone()].as_slice(),
+            &launch.argv,
+        ]
+        .concat(),
+        &env,
+    );
+    let mut setup = ChildSetup {
+        direct,
+        wrapped,
         switch,
         umask,
         work_dir: cstring("working directory", work_dir)?,

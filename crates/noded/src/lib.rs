@@ -10,8 +10,11 @@
 //!   daemon  ----------------------------------------------------> ctld
 //!   (shell) <---------------------------------------------------- ctld
 //!      |       LaunchBatch, Signal, Terminate, Ping, Shutdown
-//!      | spawn, spec on stdin                  spool/jobNNNNN/{job.json,pids,status}
+//!      | socket (SCM_RIGHTS)                   spool/jobNNNNN/{job.json,pids,status}
 //!      v                                           ^ written by both, read at restart
+//!   zygote (one per daemon, single-threaded)
+//!      | fork, spec on the socket
+//!      v
 //!   stepd (one per job, own session) --fork/exec--> batch script (own session = the job)
 //!
 //!   state::JobTable (pure)   spool (files, /proc identity)   launch   env (pure)   hw
@@ -56,6 +59,7 @@ pub mod state;
 mod stepd;
 mod steps;
 mod taskd;
+mod zygote;
 
 use std::path::PathBuf;
 
@@ -147,7 +151,8 @@ fn parse_args(args: &[String]) -> Result<Parsed, String> {
 /// `Shutdown`), 1 on any error, which is printed with its causes.
 ///
 /// `--stepd DIR` (not in the usage: only the daemon passes it) runs a job
-/// supervisor instead; see the `stepd` module.
+/// supervisor instead, see the `stepd` module; `--stepd-zygote SPOOL` the
+/// process that forks them, see the `zygote` module.
 pub fn main(args: Vec<String>) -> i32 {
     // Tolerate being handed argv[0] as well.
     let args: &[String] = match args.first() {
@@ -158,6 +163,12 @@ pub fn main(args: Vec<String>) -> i32 {
         if flag == "--step-tasks" {
             // Before any runtime or thread exists: the supervisor forks.
             return taskd::main();
+        }
+    }
+    if let [flag, _spool] = args {
+        if flag == zygote::FLAG {
+            // Before any runtime or thread exists: the zygote forks.
+            return zygote::main();
         }
     }
     if let [flag, dir] = args {

@@ -7,12 +7,28 @@
 //!     job.json                JobRecord: id, user, state, pids     (daemon)
 //!     pids                    Pids: supervisor and script          (supervisor, after start)
 //!     status                  raw wait status [+ launch failure]   (supervisor, last)
+//!                             [+ what the script used]
 //! ```
 //!
 //! Every file is written whole under a temporary name and renamed into
 //! place, so a reader (a daemon started after a crash) sees the old content
 //! or the new, never a part. The supervisor writes `status` last and exits
 //! right after: a supervisor that is gone without a `status` was killed.
+//!
+//! Nothing here is fsynced. What the files must survive is the daemon's
+//! own death (a crash, SIGKILL, an upgrade): its jobs run on, and the next
+//! daemon re-attaches to them and reports their ends from these files. The
+//! page cache outlives a process, so a file renamed into place is there for
+//! the next daemon whether or not it reached the disk. What fsync would add
+//! is survival of the host's crash (power, kernel), and then the jobs died
+//! with the host: the daemon that starts after the reboot registers with a
+//! boot time later than the controller's last contact with the node, and
+//! the controller ends every job it held as running there and that the
+//! daemon does not list (NODE_FAIL, or a requeue, as
+//! Slurm does for a node that rebooted unexpectedly), whatever the spool
+//! kept. A half-written file left by such a crash reads as missing (the job
+//! counts as killed), never as another job's data. The fsyncs cost five
+//! disk flushes per job on the launch and end paths.
 //!
 //! A process is named by its pid and its start time (`/proc/<pid>/stat`
 //! field 22, clock ticks since boot), so a pid reused by an unrelated
@@ -28,9 +44,10 @@ use std::path::{Path, PathBuf};
 pub const RECORD_FILE: &str = "job.json";
 /// The supervisor's and the script's pids.
 pub const PIDS_FILE: &str = "pids";
-/// The script's end.
+/// The script's end, and what it used.
 pub const STATUS_FILE: &str = "status";
-/// What the script used, written by the supervisor just before `status`.
+/// What the script used, as daemons before 2026-12 wrote it beside
+/// `status` (read when `status` has no usage line).
 pub const USAGE_FILE: &str = "usage";
 /// The supervisor's newest usage sample while the script runs (sstat).
 pub const LIVE_FILE: &str = "usage.live";
@@ -143,14 +160,14 @@ pub fn parse_job_dir_name(name: &str) -> Option<JobId> {
     digits.parse().ok().map(JobId)
 }
 
-/// Writes `path` whole: a temporary file, fsync, rename.
+/// Writes `path` whole: a temporary file, then a rename (no fsync: see
+/// the module's documentation).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
     let mut f = std::fs::File::create(&tmp)?;
     f.write_all(bytes)?;
-    f.sync_all()?;
     drop(f);
     std::fs::rename(&tmp, path)
 }
@@ -185,6 +202,9 @@ pub fn read_pids(dir: &Path) -> Option<Pids> {
     read_json(&dir.join(PIDS_FILE))
 }
 
+/// Starts the line of a `status` file that holds the usage (JSON).
+const USAGE_PREFIX: &str = "usage ";
+
 /// The text of a `status` file: the raw wait status on the first line,
 /// then the launch failure, if any.
 pub fn format_status(raw: i32, launch_failed: Option<&str>) -> String {
@@ -194,24 +214,42 @@ pub fn format_status(raw: i32, launch_failed: Option<&str>) -> String {
     }
 }
 
-/// Parses a `status` file: (raw wait status, launch failure).
+/// Parses a `status` file: (raw wait status, launch failure). A usage line
+/// is not part of the failure.
 pub fn parse_status(text: &str) -> Option<(i32, Option<String>)> {
     let (first, rest) = text.split_once('\n')?;
     // The first line is the status, then (from `write_status`) a token.
     let raw = first.split_whitespace().next()?.parse().ok()?;
-    let msg = rest.trim_end_matches('\n');
+    let msg = rest
+        .lines()
+        .filter(|l| !l.starts_with(USAGE_PREFIX))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let msg = msg.trim_end();
     Some((raw, (!msg.is_empty()).then(|| msg.to_string())))
 }
 
-/// Writes a job's end; the supervisor's last act.
-/// Writes what the script used (JSON), before its `status`.
-pub fn write_usage(dir: &Path, usage: &proto::StepUsage) -> std::io::Result<()> {
-    let text = serde_json::to_vec(usage).map_err(std::io::Error::other)?;
-    write_atomic(&dir.join(USAGE_FILE), &text)
+/// The usage line of a `status` file, if it has one.
+fn parse_status_usage(text: &str) -> Option<proto::StepUsage> {
+    let line = text.lines().find_map(|l| l.strip_prefix(USAGE_PREFIX))?;
+    serde_json::from_str(line).ok()
 }
 
-pub fn write_status(dir: &Path, raw: i32, launch_failed: Option<&str>) -> std::io::Result<()> {
-    let text = format_status(raw, launch_failed).replacen('\n', &format!(" {}\n", token()), 1);
+/// Writes a job's end, with what the script used when it was measured; the
+/// supervisor's last act. One file: the end and its usage appear together.
+pub fn write_status(
+    dir: &Path,
+    raw: i32,
+    launch_failed: Option<&str>,
+    usage: Option<&proto::StepUsage>,
+) -> std::io::Result<()> {
+    let mut text = format_status(raw, launch_failed).replacen('\n', &format!(" {}\n", token()), 1);
+    if let Some(usage) = usage {
+        let json = serde_json::to_string(usage).map_err(std::io::Error::other)?;
+        text.push_str(USAGE_PREFIX);
+        text.push_str(&json);
+        text.push('\n');
+    }
     write_atomic(&dir.join(STATUS_FILE), text.as_bytes())
 }
 
@@ -241,9 +279,13 @@ pub fn read_status(dir: &Path) -> std::io::Result<Option<Ended>> {
             format!("{}: not a wait status: {text:?}", path.display()),
         )
     })?;
-    let usage = std::fs::read(dir.join(USAGE_FILE))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
+    let usage = parse_status_usage(&text)
+        .or_else(|| {
+            std::fs::read(dir.join(USAGE_FILE))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+        })
+        .map(Box::new);
     Ok(Some(Ended {
         exit: ExitCode::from_wait_status(raw),
         launch_failed,
@@ -278,7 +320,9 @@ pub fn remove_reported(dir: &Path, ended: &Ended) -> std::io::Result<()> {
 }
 
 /// True when `id` is the supervisor of the job in `dir`: the same process
-/// (pid and start time) and its command line names `--stepd` and `dir`.
+/// (pid and start time) and its command line names `--stepd` and `dir`
+/// (executed by the daemon), or `--stepd-zygote` and the spool directory
+/// that holds `dir` (forked by the zygote).
 pub fn is_supervisor(id: ProcId, dir: &Path) -> bool {
     if !id.is_alive() {
         return false;
@@ -286,12 +330,20 @@ pub fn is_supervisor(id: ProcId, dir: &Path) -> bool {
     let Ok(cmdline) = std::fs::read(format!("/proc/{}/cmdline", id.pid)) else {
         return false;
     };
+    names_supervisor(&cmdline, dir)
+}
+
+/// True when the command line `cmdline` (NUL-separated) is that of a
+/// supervisor of the job in `dir`.
+pub fn names_supervisor(cmdline: &[u8], dir: &Path) -> bool {
+    let spool = dir.parent().map(|p| p.as_os_str().as_encoded_bytes());
     let dir = dir.as_os_str().as_encoded_bytes();
     let mut args = cmdline.split(|b| *b == 0);
-    let mut seen_flag = false;
+    let mut flag: &[u8] = b"";
     args.any(|arg| {
-        let hit = seen_flag && arg == dir;
-        seen_flag = arg == b"--stepd";
+        let hit = (flag == b"--stepd" && arg == dir)
+            || (flag == crate::zygote::FLAG.as_bytes() && Some(arg) == spool);
+        flag = arg;
         hit
     })
 }

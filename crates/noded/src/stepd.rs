@@ -1,8 +1,9 @@
 //! The job supervisor (slurmstepd's batch part): one small process per job,
 //! the parent of its batch script, that outlives the daemon.
 //!
-//! The daemon starts it as `<this binary> noded --stepd <spool>/jobNNNNN`
-//! with a `StepdSpec` on its stdin. It then:
+//! The zygote forks it (`zygote`), or the daemon executes it as
+//! `<this binary> noded --stepd <spool>/jobNNNNN`, with a `StepdSpec` on its
+//! stdin (a socket to the daemon, then, also its stdout). It then:
 //!
 //! ```text
 //!   setsid, ignore HUP/INT/TERM/PIPE
@@ -10,7 +11,7 @@
 //!        | started
 //!   write pids, answer Started(pids) on stdout, stdio -> /dev/null
 //!   wait for the script (without reaping), SIGKILL the rest of its group,
-//!   reap it, write status "<raw wait status>\n", exit
+//!   reap it, write status "<raw wait status>\n" and its usage, exit
 //! ```
 //!
 //! It has no runtime and no socket (one thread samples the job's usage,
@@ -64,7 +65,7 @@ pub fn main(job_dir: &Path) -> i32 {
             if let Some(c) = &cgroup {
                 c.remove();
             }
-            let _ = spool::write_status(job_dir, EXIT_1, Some(&msg));
+            let _ = spool::write_status(job_dir, EXIT_1, Some(&msg), None);
             answer(&StepdAnswer::Failed(msg));
             return 0;
         }
@@ -119,8 +120,7 @@ pub fn main(job_dir: &Path) -> i32 {
     // The live sample ends with the step; the final usage comes next, and
     // the status file is the last thing a supervisor writes.
     let _ = std::fs::remove_file(&live);
-    let _ = spool::write_usage(job_dir, &usage);
-    if let Err(e) = spool::write_status(job_dir, raw, None) {
+    if let Err(e) = spool::write_status(job_dir, raw, None, Some(&usage)) {
         // Nobody reads stderr any more; the daemon reports a supervisor
         // gone without a status as a killed job.
         eprintln!("noded --stepd: job {job_id}: cannot write the status: {e}");
@@ -137,7 +137,7 @@ fn abandon(job_dir: &Path, pid: i32, why: &str) -> i32 {
         nix::sys::signal::Signal::SIGKILL,
     );
     let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
-    let _ = spool::write_status(job_dir, EXIT_1, Some(why));
+    let _ = spool::write_status(job_dir, EXIT_1, Some(why), None);
     answer(&StepdAnswer::Failed(why.to_string()));
     1
 }

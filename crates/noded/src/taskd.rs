@@ -255,7 +255,7 @@ fn task_env(
 /// The task's program, arguments and environment, prepared before fork so
 /// that the child can exec with `SLURM_TASK_PID` set to its own pid (known
 /// only after fork) without allocating.
-struct ExecImage {
+pub(crate) struct ExecImage {
     path: CString,
     argv: Vec<CString>,
     env: Vec<CString>,
@@ -272,7 +272,11 @@ impl ExecImage {
     /// The image of `program args` with `env`, or None when `program` is
     /// not found on the environment's PATH (the plain spawn then reports
     /// the error).
-    fn new(program: &str, args: &[String], env: &[(String, String)]) -> Option<ExecImage> {
+    pub(crate) fn new(
+        program: &str,
+        args: &[String],
+        env: &[(String, String)],
+    ) -> Option<ExecImage> {
         let path = resolve_program(program, env)?;
         let argv: Vec<CString> = std::iter::once(program)
             .chain(args.iter().map(String::as_str))
@@ -297,7 +301,7 @@ impl ExecImage {
 
     /// Execs the image with this process's pid as `SLURM_TASK_PID`;
     /// returns only on failure. Async-signal-safe.
-    fn exec(&mut self) -> std::io::Error {
+    pub(crate) fn exec(&mut self) -> std::io::Error {
         // SAFETY: getpid is async-signal-safe.
         let mut pid = unsafe { libc::getpid() } as u64;
         let mut digits = [0u8; 20];

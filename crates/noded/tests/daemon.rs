@@ -259,6 +259,49 @@ async fn batch_script_output_and_exit_code_are_reported() {
     h.shutdown().await;
 }
 
+/// The script is executed itself (no shell in between); one the kernel
+/// cannot execute goes through the shell as before: without a `#!` line the
+/// shell runs it, with a missing interpreter the shell says so and exits 127.
+#[tokio::test(flavor = "multi_thread")]
+async fn scripts_the_kernel_cannot_execute_go_through_the_shell() {
+    let h = Harness::start().await;
+    h.launch(h.batch(31, "#!/bin/sh\ncat /proc/$$/cmdline | tr '\\0' ' '\n"))
+        .await;
+    assert_eq!(h.exit_of(31).await.0, ExitCode { code: 0, signal: 0 });
+    let out = std::fs::read_to_string(h.path("slurm-31.out")).unwrap();
+    assert!(
+        out.starts_with("/bin/sh ") && out.contains("slurm_script") && !out.contains("-c"),
+        "{out:?}"
+    );
+    h.launch(h.batch(
+        32,
+        "echo \"no interpreter line $SLURM_TASK_PID $$\"\nexit 6\n",
+    ))
+    .await;
+    assert_eq!(h.exit_of(32).await.0, ExitCode { code: 6, signal: 0 });
+    let out = std::fs::read_to_string(h.path("slurm-32.out")).unwrap();
+    let words: Vec<&str> = out.split_whitespace().collect();
+    assert_eq!(&words[..3], ["no", "interpreter", "line"], "{out:?}");
+    assert_eq!(
+        words[3], words[4],
+        "SLURM_TASK_PID is the shell's pid: {out}"
+    );
+    h.launch(h.batch(33, "#!/nonexistent/interpreter\nexit 0\n"))
+        .await;
+    let (exit, failed) = h.exit_of(33).await;
+    assert_eq!(
+        exit,
+        ExitCode {
+            code: 127,
+            signal: 0
+        }
+    );
+    assert_eq!(failed, None);
+    let out = std::fs::read_to_string(h.path("slurm-33.out")).unwrap();
+    assert!(out.contains("slurm_script"), "{out:?}");
+    h.shutdown().await;
+}
+
 /// A copy of a launch that arrives after the run's end was acknowledged (a
 /// restarted controller sent it before it heard of the end) is answered
 /// without running the script again; the next run of the job (a requeue,

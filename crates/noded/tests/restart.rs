@@ -264,12 +264,48 @@ impl Drop for Node {
     }
 }
 
+/// The command line of the supervisor of `job`, from its pid file.
+fn supervisor_cmdline(node: &Node, job: u32) -> String {
+    let pids: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(node.job_dir(job).join("pids")).unwrap()).unwrap();
+    let pid = pids["stepd"]["pid"].as_i64().unwrap();
+    String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap())
+        .replace('\0', " ")
+}
+
+/// The pids of the children of `parent` whose command line holds `text`.
+fn children_named(parent: u32, text: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let ppid: u32 = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if ppid == parent && String::from_utf8_lossy(&cmdline).contains(text) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn restarted_daemon_reattaches_and_reports_the_exit_code() {
     let mut node = Node::start().await;
     node.launch(81, "#!/bin/sh\necho ready\nsleep 2; exit 4\n")
         .await;
     node.wait_for_file(&node.out_path(81), "ready").await;
+    // The zygote forked the supervisor (no execution of this binary).
+    let cmdline = supervisor_cmdline(&node, 81);
+    assert!(cmdline.contains("--stepd-zygote"), "{cmdline}");
     node.kill_daemon();
     let from = node.n_seen();
     node.spawn_daemon().await;
@@ -353,4 +389,35 @@ async fn shutdown_after_restart_kills_reattached_jobs() {
         _ => None,
     });
     assert_eq!(exit, Some(ExitCode { code: 0, signal: 9 }));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_its_zygote_the_daemon_executes_supervisors_that_restarts_find() {
+    let mut node = Node::start().await;
+    let daemon_pid = node.daemon.as_ref().unwrap().id();
+    let zygotes = children_named(daemon_pid, "--stepd-zygote");
+    assert_eq!(zygotes.len(), 1, "{zygotes:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(zygotes[0]),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    node.launch(84, "#!/bin/sh\necho ready\nsleep 2; exit 5\n")
+        .await;
+    node.wait_for_file(&node.out_path(84), "ready").await;
+    let cmdline = supervisor_cmdline(&node, 84);
+    assert!(cmdline.contains("--stepd /"), "{cmdline}");
+    node.kill_daemon();
+    let from = node.n_seen();
+    node.spawn_daemon().await;
+    assert_eq!(node.registration(from).await, vec![JobId(84)]);
+    assert_eq!(
+        node.exit_of(84).await,
+        (ExitCode { code: 5, signal: 0 }, None)
+    );
+    assert_eq!(node.n_exits(84), 1);
+    // The new daemon has a zygote of its own again.
+    let daemon_pid = node.daemon.as_ref().unwrap().id();
+    assert_eq!(children_named(daemon_pid, "--stepd-zygote").len(), 1);
+    node.shutdown().await;
 }

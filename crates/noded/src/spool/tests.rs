@@ -108,7 +108,7 @@ fn scan_reads_what_the_daemon_and_supervisor_wrote() {
     assert!(scan(&spool.path().join("missing")).unwrap().is_empty());
     let ended_dir = job_dir(spool.path(), JobId(3));
     std::fs::create_dir(&ended_dir).unwrap();
-    write_status(&ended_dir, 4 << 8, None).unwrap();
+    write_status(&ended_dir, 4 << 8, None, None).unwrap();
     let lost_dir = job_dir(spool.path(), JobId(2));
     std::fs::create_dir(&lost_dir).unwrap();
     let record = JobRecord {
@@ -146,13 +146,13 @@ fn reported_dir_is_removed_unless_replaced() {
     let spool = tempfile::tempdir().unwrap();
     let dir = job_dir(spool.path(), JobId(5));
     std::fs::create_dir(&dir).unwrap();
-    write_status(&dir, 0, None).unwrap();
+    write_status(&dir, 0, None, None).unwrap();
     let first = read_status(&dir).unwrap().unwrap();
     // A relaunch replaced the directory: its files are not the first run's.
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::create_dir(&dir).unwrap();
     write_pids(&dir, &pids(1, 2)).unwrap();
-    write_status(&dir, 9, None).unwrap();
+    write_status(&dir, 9, None, None).unwrap();
     remove_reported(&dir, &first).unwrap();
     assert!(dir.exists());
     assert_eq!(read_pids(&dir), Some(pids(1, 2)));
@@ -162,4 +162,51 @@ fn reported_dir_is_removed_unless_replaced() {
     assert!(!dir.exists());
     // Gone already: nothing to do.
     remove_reported(&dir, &second).unwrap();
+}
+
+#[test]
+fn status_carries_the_usage_and_older_usage_files_are_read() {
+    let spool = tempfile::tempdir().unwrap();
+    let dir = job_dir(spool.path(), JobId(6));
+    std::fs::create_dir(&dir).unwrap();
+    let usage = proto::StepUsage {
+        user_cpu_usec: Some(1234),
+        max_rss_kib: Some(56),
+        ..Default::default()
+    };
+    write_status(&dir, 3 << 8, Some("failed\nhere"), Some(&usage)).unwrap();
+    let ended = read_status(&dir).unwrap().unwrap();
+    assert_eq!(ended.exit, ExitCode { code: 3, signal: 0 });
+    assert_eq!(ended.launch_failed.as_deref(), Some("failed here"));
+    assert_eq!(ended.usage.as_deref(), Some(&usage));
+    // One file for the end: no separate usage file.
+    assert!(!dir.join(USAGE_FILE).exists());
+    // A daemon before 2026-12 wrote the usage beside the status.
+    std::fs::write(dir.join(STATUS_FILE), "0 1-2-3\n").unwrap();
+    std::fs::write(dir.join(USAGE_FILE), serde_json::to_vec(&usage).unwrap()).unwrap();
+    let ended = read_status(&dir).unwrap().unwrap();
+    assert_eq!(ended.launch_failed, None);
+    assert_eq!(ended.usage.as_deref(), Some(&usage));
+}
+
+#[test]
+fn supervisor_command_lines_executed_or_forked() {
+    let dir = Path::new("/s/spool/job00042");
+    assert!(names_supervisor(
+        b"muster\0noded\0--stepd\0/s/spool/job00042\0",
+        dir
+    ));
+    assert!(names_supervisor(
+        b"muster\0noded\0--stepd-zygote\0/s/spool\0",
+        dir
+    ));
+    assert!(!names_supervisor(
+        b"muster\0noded\0--stepd\0/s/spool/job00043\0",
+        dir
+    ));
+    assert!(!names_supervisor(
+        b"muster\0noded\0--stepd-zygote\0/s/other\0",
+        dir
+    ));
+    assert!(!names_supervisor(b"muster\0noded\0/s/spool\0", dir));
 }
