@@ -100,8 +100,11 @@ for ((r = 0; r < R; r++)); do
     for c in "${!cmds[@]}"; do
         for s in $SIDES; do
             read -ra words <<<"${cmds[$c]}"
+            # Through the command's link, as a user runs it (`muster up`
+            # made them: to muster-cli where the build has one).
+            words[0]=$(state "$s")/bin/${words[0]}
             SLURM_CONF=$(state "$s")/slurm.conf measure "$(ctld_pid "$s")" \
-                "$(bin "$s")" "${words[@]}" >>"$OUT/$s.$c" || exit 1
+                "${words[@]}" >>"$OUT/$s.$c" || exit 1
         done
     done
 done

@@ -285,8 +285,16 @@ impl Cluster {
         }
         // The Slurm command names, for jobs that call `srun` (on PATH in
         // every command the tests run, hence in every job's environment).
+        // They run `muster-cli` (the user commands alone) when it lies
+        // beside the binary, as `muster install-links` makes them.
+        let commands = b.binary.with_file_name("muster-cli");
+        let commands = if commands.is_file() {
+            commands
+        } else {
+            b.binary.clone()
+        };
         for name in SLURM_COMMANDS {
-            let _ = std::os::unix::fs::symlink(&b.binary, root.join("bin").join(name));
+            let _ = std::os::unix::fs::symlink(&commands, root.join("bin").join(name));
         }
         let conf = root.join("slurm.conf");
         create_key(&root.join(KEY_FILE));

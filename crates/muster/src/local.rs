@@ -134,9 +134,31 @@ fn default_config(dir: &Path, n_nodes: u32) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// Makes DIR/<command> links to this binary for every Slurm command.
-pub fn install_links(dir: &Path) -> anyhow::Result<()> {
+/// The program the command names should run: `muster-cli` beside this
+/// binary (the user commands alone, which start several times faster than
+/// the whole of `muster`), or this binary itself where there is none.
+pub fn commands_binary() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("finding this program")?;
+    Ok(commands_binary_beside(&exe))
+}
+
+/// [`commands_binary`] for the `muster` binary at `exe`.
+fn commands_binary_beside(exe: &Path) -> PathBuf {
+    let cli = exe.with_file_name(CLI_BINARY);
+    if cli.is_file() {
+        cli
+    } else {
+        exe.to_path_buf()
+    }
+}
+
+/// The name of the user commands' own binary (`src/bin/muster-cli.rs`).
+const CLI_BINARY: &str = "muster-cli";
+
+/// Makes DIR/<command> links for every Slurm command, to
+/// [`commands_binary`].
+pub fn install_links(dir: &Path) -> anyhow::Result<()> {
+    let exe = commands_binary()?;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     for name in cli::COMMANDS {
         let link = dir.join(name);

@@ -56,6 +56,39 @@ fn chunk_bytes(rows: usize, body: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Appends postcard's output to a `Vec<u8>` a byte at a time where it
+/// hands over a few: postcard writes every number as a slice of 1 to 10
+/// bytes, and `extend_from_slice` turns each into a `memcpy` call, which
+/// cost the controller more than the encoding itself on 100,000 rows. The
+/// bytes are the same as `postcard::to_extend`'s.
+struct Append<'a>(&'a mut Vec<u8>);
+
+impl postcard::ser_flavors::Flavor for Append<'_> {
+    type Output = ();
+
+    #[inline]
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        if data.len() <= 16 {
+            for &b in data {
+                self.0.push(b);
+            }
+        } else {
+            self.0.extend_from_slice(data);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.0.push(data);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<()> {
+        Ok(())
+    }
+}
+
 struct WireChunks<'a>(&'a JobRows);
 
 struct WireBytes<'a>(&'a [u8]);
@@ -318,8 +351,7 @@ impl JobRows {
                 self.encoded.last_mut().expect("just pushed")
             }
         };
-        let bytes = std::mem::take(&mut chunk.bytes);
-        chunk.bytes = postcard::to_extend(row, bytes)?;
+        postcard::serialize_with_flavor(row, Append(&mut chunk.bytes))?;
         chunk.rows += 1;
         Ok(())
     }
@@ -453,6 +485,29 @@ mod tests {
             start_time: Some(i64::from(id) * 1000),
             array_task_str: id.is_multiple_of(3).then(|| format!("{id}-{}", id + 2)),
             ..JobRow::default()
+        }
+    }
+
+    #[test]
+    fn appended_rows_are_postcards_bytes() {
+        let mut rows = vec![JobRow::default(), row(7, 3)];
+        rows.push(JobRow {
+            job_id: JobId(u32::MAX),
+            priority: u32::MAX,
+            nice: i32::MIN,
+            submit_time: i64::MIN,
+            run_time: u64::MAX,
+            mem_per_cpu: Some(u64::MAX),
+            nodes: (0..40).collect(),
+            array_task_str: Some("1-1000:3%4,2000-3000,4000-5000:7".repeat(3)),
+            ..row(u32::MAX - 1, 1)
+        });
+        for r in &rows {
+            let mut bytes = vec![9u8];
+            postcard::serialize_with_flavor(r, Append(&mut bytes)).unwrap();
+            let mut want = vec![9u8];
+            want.extend(postcard::to_allocvec(r).unwrap());
+            assert_eq!(bytes, want, "{r:?}");
         }
     }
 

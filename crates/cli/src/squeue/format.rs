@@ -1231,7 +1231,6 @@ pub fn push_job_line_with<J: JobView + ?Sized>(
 /// as [`value`] gives them (and whether it may be cut); None for the
 /// others, which `value` formats.
 fn quick_value<J: JobView + ?Sized>(kind: FieldKind, job: &J, buf: &mut String) -> Option<bool> {
-    use std::fmt::Write;
     use FieldKind as K;
     match kind {
         K::Name => buf.push_str(job.name()),
@@ -1247,19 +1246,19 @@ fn quick_value<J: JobView + ?Sized>(kind: FieldKind, job: &J, buf: &mut String) 
             buf.push(')');
         }
         K::JobId if job.array_job_id().is_none() => {
-            let _ = write!(buf, "{}", job.job_id());
+            push_decimal(buf, job.job_id().0.into());
         }
         K::JobIdRaw => {
-            let _ = write!(buf, "{}", job.job_id());
+            push_decimal(buf, job.job_id().0.into());
         }
         K::NumNodes => {
-            let _ = write!(buf, "{}", job.num_nodes());
+            push_decimal(buf, job.num_nodes().into());
         }
         K::NumCpus => {
-            let _ = write!(buf, "{}", job.num_cpus());
+            push_decimal(buf, job.num_cpus().into());
         }
         K::PriorityLong => {
-            let _ = write!(buf, "{}", job.priority());
+            push_decimal(buf, job.priority().into());
         }
         K::TimeUsed if time_used(job) == 0 => {
             buf.push_str("0:00");
@@ -1268,6 +1267,23 @@ fn quick_value<J: JobView + ?Sized>(kind: FieldKind, job: &J, buf: &mut String) 
         _ => return None,
     }
     Some(true)
+}
+
+/// Appends `n` in decimal, as `{}` writes it (without going through
+/// `core::fmt`, which costs more than the digits on a long listing).
+fn push_decimal(buf: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    buf.push_str(std::str::from_utf8(&digits[i..]).unwrap_or_default());
 }
 
 /// One `-S` key: a format letter, descending when written `-x`.
@@ -1421,4 +1437,28 @@ pub fn step_line(format: &Format, step: &proto::StepInfo, now: Timestamp) -> Str
     }
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod decimal_tests {
+    use super::push_decimal;
+
+    #[test]
+    fn push_decimal_writes_what_display_writes() {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            4_294_967_295,
+            12_345_678_901,
+            u64::MAX,
+        ] {
+            let mut buf = String::from("x");
+            push_decimal(&mut buf, n);
+            assert_eq!(buf, format!("x{n}"));
+        }
+    }
 }

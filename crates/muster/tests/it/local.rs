@@ -135,8 +135,13 @@ fn install_links_makes_every_command() {
     let d = dir.display().to_string();
     let out = muster(&["install-links", &d]);
     assert_eq!(out.code, 0, "{out}");
-    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_muster")).expect("the binary");
-    for cmd in ["sbatch", "squeue", "sinfo", "scancel", "scontrol"] {
+    // The links run the user commands' own, smaller binary (built beside
+    // `muster`), which starts faster than the whole of `muster`.
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_muster-cli")).expect("the binary");
+    for cmd in [
+        "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr", "sreport",
+        "sprio", "sshare", "sstat", "srun", "salloc",
+    ] {
         let link = dir.join(cmd);
         let meta =
             std::fs::symlink_metadata(&link).unwrap_or_else(|e| panic!("{}: {e}", link.display()));
@@ -153,4 +158,27 @@ fn install_links_makes_every_command() {
         "{v:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn muster_cli_runs_the_commands_by_name_or_word() {
+    let cli = env!("CARGO_BIN_EXE_muster-cli");
+    let run = |args: &[&str]| Command::new(cli).args(args).output().expect("muster-cli");
+    // `muster-cli <command> ...`, as `muster <command> ...`.
+    let v = run(&["sbatch", "--version"]);
+    assert_eq!(
+        String::from_utf8_lossy(&v.stdout),
+        "slurm 22.05.8\n",
+        "{v:?}"
+    );
+    assert!(v.status.success());
+    // Not a command: an error naming the commands; no daemons in here.
+    for args in [&["ctld"][..], &["bogus"][..], &[][..]] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("sbatch squeue sinfo"),
+            "{args:?}: {out:?}"
+        );
+    }
 }
