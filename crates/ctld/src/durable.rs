@@ -277,6 +277,17 @@ pub fn stage_and_apply(
     boot_text: &str,
 ) -> Option<CtldResponse> {
     store.stage(&mut entry);
+    apply_owned(engine, cfg, entry, boot_text)
+}
+
+/// [`apply`], moving a request into the engine instead of copying it
+/// (recovery replays thousands of submissions).
+pub fn apply_owned(
+    engine: &mut Engine,
+    cfg: &conf::Config,
+    entry: Entry,
+    boot_text: &str,
+) -> Option<CtldResponse> {
     match entry {
         Entry::Request { req, who, now } => {
             Some(crate::handle(engine, cfg, *req, &who, now, boot_text))
@@ -425,7 +436,7 @@ impl Store {
                     what,
                 }
             })?;
-            apply(&mut engine, cfg, &entry, boot_text);
+            apply_owned(&mut engine, cfg, entry, boot_text);
         }
         // What the replay decided was done (or lost) by the previous process.
         engine.take_commands();
@@ -523,14 +534,35 @@ impl Store {
     }
 }
 
-/// First byte of a binary snapshot: MessagePack with field names, which
-/// like JSON lets a newer build read an older build's snapshot (missing
-/// fields take their serde defaults) at a fraction of JSON's size and
-/// decoding time. Snapshots written before it existed are JSON and start
-/// with `{`; both are read.
+/// First byte of a binary snapshot of the first binary form: MessagePack
+/// with field names, which like JSON lets a newer build read an older
+/// build's snapshot (missing fields take their serde defaults) at a
+/// fraction of JSON's size and decoding time. Snapshots written before it
+/// existed are JSON and start with `{`; all three forms are read.
 const SNAPSHOT_MAGIC: u8 = 0xB6;
 
+/// First byte of a binary snapshot with pooled descriptions: the distinct
+/// job descriptions (MessagePack with field names, an array), then the
+/// state as under [`SNAPSHOT_MAGIC`] except that each job gives its
+/// description by its index in that array. 100,000 jobs from one script
+/// hold one description, written, read and pooled once instead of
+/// 100,000 times (most of a snapshot's size and decoding time).
+const SNAPSHOT_MAGIC_POOLED: u8 = 0xB8;
+
 fn encode_snapshot(state: &engine::PersistentState) -> Vec<u8> {
+    let mut out = vec![SNAPSHOT_MAGIC_POOLED];
+    rmp_serde::encode::write_named(&mut out, &state.descs).expect("descriptions always serialize");
+    engine::with_desc_numbers(state, || {
+        rmp_serde::encode::write_named(&mut out, state).expect("state always serializes")
+    });
+    out
+}
+
+/// A snapshot of the first binary form, as builds before
+/// [`SNAPSHOT_MAGIC_POOLED`] wrote it (for tests that older snapshots
+/// are still read).
+#[cfg(test)]
+fn encode_snapshot_unpooled(state: &engine::PersistentState) -> Vec<u8> {
     let mut out = vec![SNAPSHOT_MAGIC];
     rmp_serde::encode::write_named(&mut out, state).expect("state always serializes");
     out
@@ -542,14 +574,24 @@ fn decode_snapshot(
     data: &[u8],
 ) -> Result<engine::PersistentState, RecoverError> {
     let path = || dir.display().to_string();
+    let binary = |source| RecoverError::DecodeSnapshot {
+        path: path(),
+        seq,
+        source,
+    };
     match data.split_first() {
-        Some((&SNAPSHOT_MAGIC, rest)) => {
-            rmp_serde::from_slice(rest).map_err(|source| RecoverError::DecodeSnapshot {
-                path: path(),
-                seq,
-                source,
-            })
+        Some((&SNAPSHOT_MAGIC_POOLED, rest)) => {
+            use serde::Deserialize;
+            let mut de = rmp_serde::Deserializer::from_read_ref(rest);
+            let descs: Vec<std::sync::Arc<proto::JobDesc>> =
+                Deserialize::deserialize(&mut de).map_err(binary)?;
+            let mut state: engine::PersistentState =
+                engine::with_desc_table(descs.clone(), || Deserialize::deserialize(&mut de))
+                    .map_err(binary)?;
+            state.descs = descs;
+            Ok(state)
         }
+        Some((&SNAPSHOT_MAGIC, rest)) => rmp_serde::from_slice(rest).map_err(binary),
         _ => serde_json::from_slice(data).map_err(|source| RecoverError::Decode {
             path: path(),
             seq,
@@ -1017,10 +1059,18 @@ mod tests {
         );
         let mut state = engine.persistent_state();
         state.assoc_tables = Some(Default::default());
-        // Every field survives the binary encoding.
+        // Every field survives the binary encoding, with pooled
+        // descriptions and in the older form without.
         let bin = encode_snapshot(&state);
-        assert_eq!(bin[0], SNAPSHOT_MAGIC);
+        assert_eq!(bin[0], SNAPSHOT_MAGIC_POOLED);
         let back = decode_snapshot(tmp.path(), 1, &bin).expect(SKIP_HINT);
+        assert_eq!(
+            serde_json::to_value(&back).unwrap(),
+            serde_json::to_value(&state).unwrap()
+        );
+        let unpooled = encode_snapshot_unpooled(&state);
+        assert_eq!(unpooled[0], SNAPSHOT_MAGIC);
+        let back = decode_snapshot(tmp.path(), 1, &unpooled).expect(SKIP_HINT);
         assert_eq!(
             serde_json::to_value(&back).unwrap(),
             serde_json::to_value(&state).unwrap()
@@ -1034,6 +1084,107 @@ mod tests {
         // A damaged binary snapshot is an error naming the directory.
         let err = decode_snapshot(tmp.path(), 7, &bin[..bin.len() / 2]).unwrap_err();
         assert!(err.to_string().contains("snapshot 7"), "{err}");
+    }
+
+    /// A cluster with `n` identical held jobs and two others, journaled
+    /// and snapshotted in `dir`.
+    fn queue_of_identical_jobs(dir: &Path, cfg: &conf::Config, n: usize) -> Engine {
+        let (mut store, mut engine) = Store::open(dir, cfg, 1, "b").unwrap();
+        run(&mut store, &mut engine, cfg, vec![reg("n1"), reg("n2")], 1);
+        let mut reqs: Vec<CtldRequest> = (0..n)
+            .map(|_| submit_env("same", &[("PATH", "/bin")], true))
+            .collect();
+        reqs.push(submit("other"));
+        reqs.push(submit_env("third", &[("PATH", "/usr/bin")], true));
+        run(&mut store, &mut engine, cfg, reqs, 2);
+        store.snapshot(&engine).unwrap();
+        engine
+    }
+
+    #[test]
+    fn a_snapshot_stores_each_description_once_and_jobs_share_it_after_a_restart() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = config(tmp.path());
+        let engine = queue_of_identical_jobs(tmp.path(), &cfg, 50);
+        let state = engine.persistent_state();
+        assert_eq!(state.jobs.len(), 52);
+        assert_eq!(
+            state.descs.len(),
+            3,
+            "50 identical jobs share one description"
+        );
+        let pooled = encode_snapshot(&state);
+        let unpooled = encode_snapshot_unpooled(&state);
+        assert!(
+            pooled.len() * 3 < unpooled.len() * 2,
+            "{} B pooled, {} B not",
+            pooled.len(),
+            unpooled.len()
+        );
+        let before = jobs_json(&engine);
+        drop(engine);
+        let (_store, again) = Store::open(tmp.path(), &cfg, 50, "b").unwrap();
+        assert_eq!(jobs_json(&again), before);
+        let first = again.job(JobId(1)).unwrap();
+        for id in 2..=50 {
+            let job = again.job(JobId(id)).unwrap();
+            assert!(std::sync::Arc::ptr_eq(&job.desc, &first.desc), "job {id}");
+        }
+        assert!(!std::sync::Arc::ptr_eq(
+            &again.job(JobId(51)).unwrap().desc,
+            &first.desc
+        ));
+        assert_eq!(again.job(JobId(52)).unwrap().desc.name, "third");
+    }
+
+    #[test]
+    fn a_snapshot_of_an_older_build_with_a_description_per_job_still_restores() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = config(tmp.path());
+        let engine = queue_of_identical_jobs(tmp.path(), &cfg, 20);
+        let before = jobs_json(&engine);
+        // Replace the newest snapshot with the older binary form of the
+        // same state, then the JSON form of builds before that.
+        let state = engine.persistent_state();
+        drop(engine);
+        for data in [
+            encode_snapshot_unpooled(&state),
+            serde_json::to_vec(&state).unwrap(),
+        ] {
+            let (mut journal, _) = Journal::open(tmp.path()).unwrap();
+            let seq = journal.last_seq();
+            journal.snapshot(seq, &data).unwrap();
+            drop(journal);
+            let (_store, again) = Store::open(tmp.path(), &cfg, 50, "b").unwrap();
+            assert_eq!(jobs_json(&again), before);
+            // Identical descriptions are pooled on load all the same.
+            let first = again.job(JobId(1)).unwrap();
+            let last = again.job(JobId(20)).unwrap();
+            assert!(std::sync::Arc::ptr_eq(&first.desc, &last.desc));
+        }
+    }
+
+    #[test]
+    fn a_description_number_outside_the_table_is_an_error_naming_the_snapshot() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = config(tmp.path());
+        let engine = queue_of_identical_jobs(tmp.path(), &cfg, 3);
+        let mut state = engine.persistent_state();
+        // The table written ahead of the state lacks the last description.
+        let mut data = vec![SNAPSHOT_MAGIC_POOLED];
+        rmp_serde::encode::write_named(&mut data, &state.descs[..2]).unwrap();
+        engine::with_desc_numbers(&state, || {
+            rmp_serde::encode::write_named(&mut data, &state).unwrap()
+        });
+        let err = decode_snapshot(tmp.path(), 9, &data).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("snapshot 9"), "{text}");
+        assert!(text.contains("job description 2"), "{text}");
+        // Numbers are used only while a snapshot is written: the state's
+        // other encodings give each description in full.
+        state.descs.clear();
+        let json = serde_json::to_value(&state).unwrap();
+        assert_eq!(json["jobs"][0]["desc"]["name"], "same");
     }
 
     #[test]

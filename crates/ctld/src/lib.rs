@@ -195,6 +195,7 @@ pub fn main(args: Vec<String>) -> i32 {
         }
         i += 1;
     }
+    trim::one_arena();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -4,9 +4,121 @@
 
 use crate::{Command, Engine, Job, Node};
 use model::{JobState, Timestamp};
+use proto::JobDesc;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+
+thread_local! {
+    /// While a snapshot is written ([`with_desc_numbers`]): the number of
+    /// each distinct description, by address.
+    static DESC_OUT: RefCell<Option<HashMap<*const JobDesc, u32>>> = const { RefCell::new(None) };
+    /// While a snapshot is read ([`with_desc_table`]): the descriptions
+    /// its jobs refer to by number.
+    static DESC_IN: RefCell<Option<Vec<Arc<JobDesc>>>> = const { RefCell::new(None) };
+}
+
+/// Serializes `f`'s jobs with each description written as its index in
+/// `state.descs` (which the caller writes before the state) instead of in
+/// full: a queue of 100,000 jobs from one script holds one description,
+/// not 100,000 copies to write, read and pool again.
+pub fn with_desc_numbers<R>(state: &PersistentState, f: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            DESC_OUT.with(|m| *m.borrow_mut() = None);
+        }
+    }
+    let numbers = state
+        .descs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (Arc::as_ptr(d), i as u32))
+        .collect();
+    DESC_OUT.with(|m| *m.borrow_mut() = Some(numbers));
+    let _reset = Reset;
+    f()
+}
+
+/// Deserializes `f`'s jobs with description numbers ([`with_desc_numbers`])
+/// taken from `descs`. Jobs with a description in full (snapshots of
+/// builds before the numbers) are read as before.
+pub fn with_desc_table<R>(descs: Vec<Arc<JobDesc>>, f: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            DESC_IN.with(|m| *m.borrow_mut() = None);
+        }
+    }
+    DESC_IN.with(|m| *m.borrow_mut() = Some(descs));
+    let _reset = Reset;
+    f()
+}
+
+/// `Job::desc` in serde: a number while a snapshot is written or read
+/// with a description table, the description in full otherwise.
+pub(crate) mod desc_serde {
+    use super::{DESC_IN, DESC_OUT};
+    use proto::JobDesc;
+    use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+    use serde::{Serialize, Serializer};
+    use std::sync::Arc;
+
+    pub fn serialize<S: Serializer>(d: &Arc<JobDesc>, s: S) -> Result<S::Ok, S::Error> {
+        let n = DESC_OUT.with(|m| {
+            m.borrow()
+                .as_ref()
+                .and_then(|m| m.get(&Arc::as_ptr(d)).copied())
+        });
+        match n {
+            Some(n) => s.serialize_u32(n),
+            None => (**d).serialize(s),
+        }
+    }
+
+    struct DescVisitor;
+
+    impl<'de> Visitor<'de> for DescVisitor {
+        type Value = Arc<JobDesc>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a job description or its number in the snapshot's table")
+        }
+
+        fn visit_u64<E: de::Error>(self, n: u64) -> Result<Self::Value, E> {
+            DESC_IN.with(|t| {
+                t.borrow()
+                    .as_ref()
+                    .and_then(|t| t.get(n as usize).cloned())
+                    .ok_or_else(|| {
+                        E::custom(format_args!(
+                            "job description {n} is not in the snapshot's table"
+                        ))
+                    })
+            })
+        }
+
+        fn visit_i64<E: de::Error>(self, n: i64) -> Result<Self::Value, E> {
+            match u64::try_from(n) {
+                Ok(n) => self.visit_u64(n),
+                Err(_) => Err(E::custom("a negative job description number")),
+            }
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            JobDesc::deserialize(de::value::MapAccessDeserializer::new(map)).map(Arc::new)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            JobDesc::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Arc::new)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<JobDesc>, D::Error> {
+        d.deserialize_any(DescVisitor)
+    }
+}
 
 /// The engine's state as stored in a snapshot.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -19,6 +131,11 @@ pub struct PersistentState {
     pub nodes: Vec<Node>,
     /// Every job still held.
     pub jobs: Vec<Box<Job>>,
+    /// Each distinct job description once, in the order the jobs first
+    /// use them. Not part of the state's own encoding: a snapshot writes
+    /// them ahead of it and the jobs by number ([`with_desc_numbers`]).
+    #[serde(skip)]
+    pub descs: Vec<Arc<JobDesc>>,
     /// Each distinct environment once.
     pub envs: Vec<Arc<Vec<(String, String)>>>,
     /// Each distinct script once.
@@ -73,8 +190,14 @@ impl Engine {
         let mut scripts: Vec<Arc<str>> = Vec::new();
         let mut env_idx: BTreeMap<*const Vec<(String, String)>, u32> = BTreeMap::new();
         let mut script_idx: BTreeMap<*const u8, u32> = BTreeMap::new();
+        let mut descs: Vec<Arc<JobDesc>> = Vec::new();
+        let mut desc_idx: HashMap<*const JobDesc, u32> = HashMap::new();
         let mut job_text = Vec::with_capacity(self.jobs.len());
         for j in self.jobs.values() {
+            desc_idx.entry(Arc::as_ptr(&j.desc)).or_insert_with(|| {
+                descs.push(j.desc.clone());
+                descs.len() as u32 - 1
+            });
             let e = *env_idx.entry(Arc::as_ptr(&j.env)).or_insert_with(|| {
                 envs.push(j.env.clone());
                 envs.len() as u32 - 1
@@ -88,6 +211,7 @@ impl Engine {
             job_text.push((e, sc));
         }
         PersistentState {
+            descs,
             envs,
             scripts,
             job_text,
@@ -166,11 +290,25 @@ impl Engine {
             .iter()
             .map(|s| e.intern_script(s.to_string()))
             .collect();
+        // Jobs read with a table share its descriptions: pool each once
+        // (the read copy is kept while the loop runs, so its address
+        // stays its own).
+        let mut pooled: HashMap<*const JobDesc, (Arc<JobDesc>, Arc<JobDesc>)> = HashMap::new();
         for (mut job, (env, script)) in state.jobs.into_iter().zip(state.job_text) {
             let id = job.id;
             job.env = envs[env as usize].clone();
             job.script = scripts[script as usize].clone();
-            job.desc = e.intern_desc(job.desc);
+            let ptr = Arc::as_ptr(&job.desc);
+            job.desc = match pooled.get(&ptr) {
+                Some((_, d)) => d.clone(),
+                None if Arc::strong_count(&job.desc) > 1 => {
+                    let read = job.desc.clone();
+                    let d = e.intern_desc(job.desc);
+                    pooled.insert(ptr, (read, d.clone()));
+                    d
+                }
+                None => e.intern_desc(job.desc),
+            };
             let alloc = job.alloc.clone();
             e.jobs.insert(id, job);
             if let Some(a) = alloc {
