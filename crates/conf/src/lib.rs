@@ -303,6 +303,9 @@ pub struct SchedulerParams {
     pub bf_age_reserve: Option<u32>,
     /// `bf_slowdown_reserve` (0-1000000; 0 is off): muster's own.
     pub bf_slowdown_reserve: Option<u32>,
+    /// `bf_slowdown_reserve_width` (percent, 0-100): muster's own.
+    #[serde(default)]
+    pub bf_slowdown_reserve_width: Option<u32>,
     /// `bf_continue`.
     pub bf_continue: bool,
     /// `bf_interval` in seconds (1-10800).

@@ -1166,6 +1166,7 @@ fn scheduler_params(
             }
             "bf_age_reserve" => p.bf_age_reserve = ranged(0, 31_536_000)?,
             "bf_slowdown_reserve" => p.bf_slowdown_reserve = ranged(0, 1_000_000)?,
+            "bf_slowdown_reserve_width" => p.bf_slowdown_reserve_width = ranged(0, 100)?,
             "bf_interval" => p.bf_interval = ranged(1, 10_800)?,
             "default_queue_depth" => p.default_queue_depth = ranged(1, 1_000_000)?,
             "sched_interval" => p.sched_interval = ranged(0, 3_600)?,

@@ -1033,7 +1033,7 @@ fn lexer_handles_empty_values_and_crlf() {
 #[test]
 fn scheduler_parameters_are_read_and_checked() {
     let c = parse_ok(&format!(
-        "{HEAD}SchedulerType=sched/builtin\nSchedulerParameters=bf_window=60,bf_resolution=30,bf_max_job_test=1000,bf_max_job_user=5,bf_continue,bf_interval=10,default_queue_depth=50,sched_interval=20,max_rpc_cnt=150,bf_age_reserve=86400,bf_slowdown_reserve=10\n"
+        "{HEAD}SchedulerType=sched/builtin\nSchedulerParameters=bf_window=60,bf_resolution=30,bf_max_job_test=1000,bf_max_job_user=5,bf_continue,bf_interval=10,default_queue_depth=50,sched_interval=20,max_rpc_cnt=150,bf_age_reserve=86400,bf_slowdown_reserve=10,bf_slowdown_reserve_width=40\n"
     ))
     .config;
     assert_eq!(c.scheduler_type, "sched/builtin");
@@ -1048,6 +1048,7 @@ fn scheduler_parameters_are_read_and_checked() {
     assert_eq!(p.sched_interval, Some(20));
     assert_eq!(p.bf_age_reserve, Some(86400));
     assert_eq!(p.bf_slowdown_reserve, Some(10));
+    assert_eq!(p.bf_slowdown_reserve_width, Some(40));
     assert_eq!(parse_ok(HEAD).config.scheduler_type, "sched/backfill");
 }
 

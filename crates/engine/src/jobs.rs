@@ -1303,20 +1303,7 @@ impl Engine {
             .values()
             .filter(|j| j.state == JobState::Pending && !j.completing && j.held.is_none())
             .filter(|j| !fresh.contains(&j.id))
-            .filter(|j| {
-                let d = &j.desc;
-                let cpt = i64::from(d.cpus_per_task.unwrap_or(1).max(1));
-                let tasks = match d.ntasks_per_node {
-                    Some(tpn) => i64::from(tpn) * i64::from(j.min_nodes.max(1)),
-                    None => i64::from(j.ntasks.max(1)),
-                };
-                let demand = if d.exclusive {
-                    i64::from(j.min_nodes.max(1))
-                } else {
-                    tasks * cpt
-                };
-                j.array.is_some() || demand <= i64::from(free)
-            })
+            .filter(|j| j.array.is_some() || demand_cpus(j) <= i64::from(free))
             .map(|j| j.id)
             .collect()
     }
@@ -1328,10 +1315,28 @@ impl Engine {
         if cfg.bf_age_reserve.is_none() && cfg.bf_slowdown_reserve.is_none() {
             return Vec::new();
         }
+        let sizes: Vec<sched::PartSize> = self
+            .parts
+            .iter()
+            .map(|p| sched::PartSize {
+                cpus: p
+                    .nodes
+                    .iter()
+                    .map(|n| i64::from(self.nodes[n.0 as usize].conf.cpus))
+                    .sum(),
+                nodes: p.nodes.len() as i64,
+            })
+            .collect();
         self.jobs
             .values()
             .filter(|j| j.state == JobState::Pending && !j.completing && j.held.is_none())
-            .filter(|j| sched::due_reservation(cfg, j.submit_time, j.time_limit, now))
+            .filter(|j| {
+                let share = || {
+                    let mine = j.partitions.iter().filter_map(|&p| sizes.get(p).copied());
+                    sched::Share::of(demand_cpus(j), j.desc.exclusive, mine)
+                };
+                sched::due_reservation(cfg, j.submit_time, j.time_limit, share, now)
+            })
             .map(|j| j.id)
             .collect()
     }
@@ -1496,4 +1501,20 @@ pub(crate) fn shape(d: &JobDesc) -> (u32, u32, u32) {
         (None, None) => ntasks.max(min_nodes),
     };
     (min_nodes, max_nodes, ntasks)
+}
+
+/// The CPUs a pending job asks for, counted as `sched::demand_cpus` counts
+/// its request (nodes for whole-node jobs).
+fn demand_cpus(j: &Job) -> i64 {
+    let d = &j.desc;
+    let cpt = i64::from(d.cpus_per_task.unwrap_or(1).max(1));
+    let tasks = match d.ntasks_per_node {
+        Some(tpn) => i64::from(tpn) * i64::from(j.min_nodes.max(1)),
+        None => i64::from(j.ntasks.max(1)),
+    };
+    if d.exclusive {
+        i64::from(j.min_nodes.max(1))
+    } else {
+        tasks * cpt
+    }
 }

@@ -620,6 +620,9 @@ pub fn sched_config(cfg: &conf::Config) -> sched::SchedConfig {
             Some(n) => Some(n),
             None => d.bf_slowdown_reserve,
         },
+        bf_slowdown_reserve_width: p
+            .bf_slowdown_reserve_width
+            .unwrap_or(d.bf_slowdown_reserve_width),
         bf_continue: p.bf_continue,
         bf_interval: p.bf_interval.unwrap_or(d.bf_interval),
         default_queue_depth: p.default_queue_depth.unwrap_or(d.default_queue_depth),

@@ -87,8 +87,15 @@ pub struct SchedConfig {
     pub bf_age_reserve: Option<u32>,
     /// `bf_slowdown_reserve` (muster's own): a blocked job whose expansion
     /// factor, (wait + time limit) / time limit, has reached this value
-    /// gets a planned start too (selective reservation). `None` is off.
+    /// gets a planned start too (selective reservation), when it asks for
+    /// at least `bf_slowdown_reserve_width` percent of a partition. `None`
+    /// is off. Default 10: see docs/simulator.md.
     pub bf_slowdown_reserve: Option<u32>,
+    /// `bf_slowdown_reserve_width` (percent, muster's own): only jobs that
+    /// ask for at least this share of their largest partition's CPUs (of
+    /// its nodes, for whole-node jobs) get selective reservation; narrow
+    /// jobs find holes under EASY anyway. 0: every job. Default 25.
+    pub bf_slowdown_reserve_width: u32,
     /// `bf_continue`: accepted; a pass here never yields half way, so there
     /// is nothing to continue.
     pub bf_continue: bool,
@@ -115,7 +122,8 @@ impl Default for SchedConfig {
             bf_max_job_user: None,
             bf_job_part_count_reserve: Some(1),
             bf_age_reserve: None,
-            bf_slowdown_reserve: None,
+            bf_slowdown_reserve: Some(10),
+            bf_slowdown_reserve_width: 25,
             bf_continue: false,
             bf_interval: 30,
             default_queue_depth: 100,
@@ -956,6 +964,11 @@ fn plan_on(
 ) -> Plan {
     let (parts, jobs) = (view.parts, view.jobs);
     let order = priority_order(jobs, parts);
+    let part_sizes = if cfg.bf_slowdown_reserve.is_some() {
+        PartSize::all(view.nodes, parts)
+    } else {
+        Vec::new()
+    };
     let horizon = match cfg.policy {
         Policy::Backfill => now.saturating_add(i64::from(cfg.bf_window) * 60),
         // The reference policies plan without a window, as the textbook.
@@ -1048,7 +1061,7 @@ fn plan_on(
                 Policy::Backfill => {
                     cfg.bf_job_part_count_reserve
                         .is_none_or(|m| job.partitions.iter().any(|p| reserved[*p] < m))
-                        || aged(cfg, job, now)
+                        || aged(cfg, job, &part_sizes, now)
                 }
             };
         let mut unfit = None;
@@ -1120,18 +1133,75 @@ fn plan_on(
 }
 
 /// Whether `job` has waited long enough for a plan of its own
-/// (`bf_age_reserve`; backfill only).
-pub fn aged(cfg: &SchedConfig, job: &JobRequest, now: Timestamp) -> bool {
-    due_reservation(cfg, job.submit_time, job.time_limit, now)
+/// (`bf_age_reserve`, `bf_slowdown_reserve`; backfill only).
+/// `sizes`: each partition's, from [`PartSize::all`].
+pub fn aged(cfg: &SchedConfig, job: &JobRequest, sizes: &[PartSize], now: Timestamp) -> bool {
+    let share = || {
+        let mine = job.partitions.iter().map(|&p| sizes[p]);
+        Share::of(demand_cpus(job), job.exclusive, mine)
+    };
+    due_reservation(cfg, job.submit_time, job.time_limit, share, now)
 }
 
-/// Whether a blocked job submitted at `submit` with `limit` has waited long
+/// A partition's size, for [`Share`].
+#[derive(Clone, Copy, Debug)]
+pub struct PartSize {
+    /// Its nodes' CPUs.
+    pub cpus: i64,
+    /// Its nodes.
+    pub nodes: i64,
+}
+
+impl PartSize {
+    /// Every partition's size, in `parts`' order.
+    pub fn all(nodes: &[NodeView], parts: &[PartView]) -> Vec<PartSize> {
+        parts
+            .iter()
+            .map(|p| PartSize {
+                cpus: p
+                    .nodes
+                    .iter()
+                    .map(|n| i64::from(nodes[n.0 as usize].cpus))
+                    .sum(),
+                nodes: p.nodes.len() as i64,
+            })
+            .collect()
+    }
+}
+
+/// What a job asks for against the largest of its partitions: CPUs of CPUs,
+/// or nodes of nodes for whole-node jobs.
+#[derive(Clone, Copy, Debug)]
+pub struct Share {
+    asks: i64,
+    of: i64,
+}
+
+impl Share {
+    /// `demand` as [`demand_cpus`] counts it (nodes when `exclusive`).
+    pub fn of(demand: i64, exclusive: bool, parts: impl Iterator<Item = PartSize>) -> Share {
+        let of = parts
+            .map(|p| if exclusive { p.nodes } else { p.cpus })
+            .max()
+            .unwrap_or(0);
+        Share { asks: demand, of }
+    }
+
+    /// At least `percent` percent.
+    fn at_least(self, percent: u32) -> bool {
+        self.asks.saturating_mul(100) >= self.of.saturating_mul(i64::from(percent))
+    }
+}
+
+/// Whether a blocked job submitted at `submit` with `limit`, asking for
+/// `share` of its partitions (computed only when needed), has waited long
 /// enough at `now` for a plan of its own (`bf_age_reserve`,
 /// `bf_slowdown_reserve`; backfill only).
 pub fn due_reservation(
     cfg: &SchedConfig,
     submit: Timestamp,
     limit: TimeLimit,
+    share: impl FnOnce() -> Share,
     now: Timestamp,
 ) -> bool {
     if cfg.policy != Policy::Backfill {
@@ -1139,11 +1209,13 @@ pub fn due_reservation(
     }
     let waited = now.saturating_sub(submit);
     let by_age = cfg.bf_age_reserve.is_some_and(|a| waited >= i64::from(a));
-    let by_slowdown = cfg.bf_slowdown_reserve.is_some_and(|f| {
-        let l = limit_secs(limit).max(1);
-        l != FOREVER && waited.saturating_add(l) >= l.saturating_mul(i64::from(f))
-    });
-    by_age || by_slowdown
+    let by_slowdown = || {
+        cfg.bf_slowdown_reserve.is_some_and(|f| {
+            let l = limit_secs(limit).max(1);
+            l != FOREVER && waited.saturating_add(l) >= l.saturating_mul(i64::from(f))
+        }) && share().at_least(cfg.bf_slowdown_reserve_width)
+    };
+    by_age || by_slowdown()
 }
 
 /// What one pass learnt about jobs of one shape.

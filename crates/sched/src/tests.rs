@@ -632,6 +632,42 @@ fn bf_slowdown_reserve_plans_the_jobs_whose_expansion_factor_is_reached() {
 }
 
 #[test]
+fn bf_slowdown_reserve_skips_jobs_narrower_than_its_width() {
+    let mut nodes = one_cpu_nodes(4);
+    let r = running(9, &mut nodes, &[0], 1800);
+    let parts = [part(4)];
+    let mut jobs = [timed(1, 4, 60), timed(2, 3, 120), timed(3, 1, 20)];
+    // Job 2's expansion factor has reached 10; it asks for 3 of the
+    // partition's 4 CPUs (75 %).
+    jobs[1].submit_time = -64_800;
+    let plan = |width: u32| -> String {
+        let view = ClusterView {
+            nodes: &nodes,
+            parts: &parts,
+            jobs: &jobs,
+            running: std::slice::from_ref(&r),
+        };
+        let cfg = SchedConfig {
+            bf_slowdown_reserve: Some(10),
+            bf_slowdown_reserve_width: width,
+            ..SchedConfig::default()
+        };
+        show(&crate::plan(&view, &cfg, 0))
+    };
+    let protected = "plan 1 at 1800 on 0,1,2,3; plan 2 at 5400 on 0,1,2; start 3 on 1";
+    assert_eq!(plan(0), protected);
+    assert_eq!(plan(75), protected);
+    // Narrower than the width: EASY's one plan.
+    assert_eq!(plan(76), "plan 1 at 1800 on 0,1,2,3; wait 2; start 3 on 1");
+    // The defaults: factor 10 for jobs of at least a quarter.
+    let d = SchedConfig::default();
+    assert_eq!(
+        (d.bf_slowdown_reserve, d.bf_slowdown_reserve_width),
+        (Some(10), 25)
+    );
+}
+
+#[test]
 fn no_plan_beyond_bf_window() {
     let mut nodes = one_cpu_nodes(1);
     let r = running(9, &mut nodes, &[0], 7200);
