@@ -18,11 +18,21 @@ PartitionName=gpu Nodes=node[3-4] MaxTime=60 State=UP
 ";
 
 pub(crate) fn engine() -> Engine {
-    let loaded = conf::parse_str(CONF, std::path::Path::new("/x/slurm.conf"), &mut |_| {
+    engine_on(CONF)
+}
+
+/// slurm.conf `text`, parsed.
+fn config(text: &str) -> conf::Config {
+    conf::parse_str(text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
         Err(std::io::Error::other("no includes"))
     })
-    .expect("config parses");
-    let mut e = Engine::new(&loaded.config, 0);
+    .expect("config parses")
+    .config
+}
+
+/// An engine on slurm.conf `text` with node1-4 (2 CPUs, 4000 MB) registered.
+fn engine_on(text: &str) -> Engine {
+    let mut e = Engine::new(&config(text), 0);
     for i in 1..=4 {
         e.on_node_registered(reg(&format!("node{i}"), 2, 4000), 0)
             .unwrap();
@@ -655,15 +665,7 @@ fn pending_jobs_carry_the_backfill_plan_and_short_jobs_backfill() {
 #[test]
 fn scheduler_type_builtin_is_first_come_first_served() {
     let text = format!("{CONF}SchedulerType=sched/builtin\n");
-    let loaded = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
-        Err(std::io::Error::other("no includes"))
-    })
-    .expect("config parses");
-    let mut e = Engine::new(&loaded.config, 0);
-    for i in 1..=4 {
-        e.on_node_registered(reg(&format!("node{i}"), 2, 4000), 0)
-            .unwrap();
-    }
+    let mut e = engine_on(&text);
     assert_eq!(e.sched_config().policy, sched::Policy::Fcfs);
     let timed = |nodes: u32, minutes: u32| JobDesc {
         min_nodes: Some(nodes),
@@ -710,15 +712,7 @@ fn multifactor_priority_weighs_size_partition_and_fairshare_and_usage_lowers_it(
          PriorityWeightJobSize=1000\nPriorityWeightPartition=1000\nPriorityCalcPeriod=1\n\
          SlurmdTimeout=0\n"
     );
-    let loaded = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
-        Err(std::io::Error::other("no includes"))
-    })
-    .expect("config parses");
-    let mut e = Engine::new(&loaded.config, 0);
-    for i in 1..=4 {
-        e.on_node_registered(reg(&format!("node{i}"), 2, 4000), 0)
-            .unwrap();
-    }
+    let mut e = engine_on(&text);
     // alice runs a job on every CPU for ten minutes.
     for _ in 0..8 {
         submit(&mut e, desc(), 0);
@@ -762,11 +756,8 @@ fn job_size_relative_to_time_and_memory_and_gpu_tres_weights() {
          PriorityFlags=SMALL_RELATIVE_TO_TIME\nPriorityWeightTRES=CPU=1000,Mem=2000,GRES/gpu=4000\n\
          SlurmdTimeout=0\n"
     );
-    let loaded = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
-        Err(std::io::Error::other("no includes"))
-    })
-    .expect("config parses");
-    let mut e = Engine::new(&loaded.config, 0);
+    let cfg = config(&text);
+    let mut e = Engine::new(&cfg, 0);
     let sized = |tasks: u32, minutes: u32| JobDesc {
         ntasks: Some(tasks),
         time_limit: Some(TimeLimit::Minutes(minutes)),
@@ -831,13 +822,10 @@ fn usage_is_forgotten_when_its_reset_period_starts() {
          PriorityCalcPeriod=1\nPriorityDecayHalfLife=0\nPriorityUsageResetPeriod=DAILY\n\
          SlurmdTimeout=0\n"
     );
-    let loaded = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
-        Err(std::io::Error::other("no includes"))
-    })
-    .expect("config parses");
+    let cfg = config(&text);
     // 2026-12-02T23:00Z; midnight is an hour later.
     let t0 = 1796252400;
-    let mut e = Engine::new(&loaded.config, t0);
+    let mut e = Engine::new(&cfg, t0);
     e.on_node_registered(reg("node1", 2, 4000), t0).unwrap();
     let id = submit(&mut e, desc(), t0);
     assert_eq!(e.job(id).unwrap().state, JobState::Running);
@@ -965,11 +953,8 @@ fn message_timeout_is_read_with_slurms_default() {
     assert_eq!(engine().settings().message_timeout, 10);
     let with = |line: &str| {
         let text = format!("{CONF}{line}\n");
-        let loaded = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
-            Err(std::io::Error::other("no includes"))
-        })
-        .expect("config parses");
-        Engine::new(&loaded.config, 0).settings().message_timeout
+        let cfg = config(&text);
+        Engine::new(&cfg, 0).settings().message_timeout
     };
     assert_eq!(with("MessageTimeout=60"), 60);
     // Zero or a word keeps the default rather than never timing out.
@@ -983,15 +968,7 @@ fn engine_aged(age: u32) -> Engine {
         "MinJobAge=300",
         &format!("MinJobAge={age}\nSlurmdTimeout=0"),
     );
-    let loaded = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
-        Err(std::io::Error::other("no includes"))
-    })
-    .expect("config parses");
-    let mut e = Engine::new(&loaded.config, 0);
-    for i in 1..=4 {
-        e.on_node_registered(reg(&format!("node{i}"), 2, 4000), 0)
-            .unwrap();
-    }
+    let mut e = engine_on(&text);
     e
 }
 
