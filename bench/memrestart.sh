@@ -15,6 +15,7 @@
 # glibc malloc_stats (live heap per arena) go to its log, by gdb, after the
 # fill and after the restart. Stops only what it started.
 set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/restart.sh"
 LABEL=$1 MUSTER=$2 MB=$3 N=${4:-100000}
 STATE=${BENCH_STATE_DIR:-/tmp/muster-memrestart-$LABEL}
 CONF=$STATE/slurm.conf
@@ -48,14 +49,7 @@ rss0=$(rss_kb "$pid")
 sleep 1.5
 rss=$(rss_kb "$pid")
 stats "$pid"
-kill -TERM "$pid"
-for ((i = 0; i < 1000; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.01; done
-t0=$(date +%s.%N)
-"$MUSTER" ctld -f "$CONF" >>"$STATE/log/ctld.log" 2>&1 &
-newpid=$!
-sed -i "s/^$pid ctld\$/$newpid ctld/" "$STATE/pids"
-line=$("$MB" ping -f "$CONF" --timeout 120) || line=failed
-since_t0() { [[ $1 =~ ^[0-9.]+$ ]] && echo "scale=3; ($1 - $t0) / 1" | bc; }
+restart_ctld "$pid"
 sleep 1.5
 rss_r=$(rss_kb "$newpid")
 stats "$newpid"

@@ -15,6 +15,7 @@
 # recorded (and the one controller it restarts itself). Measured, never
 # asserted: a failed step shows as "failed" in the table and the run goes on.
 set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/restart.sh"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STATE=${BENCH_STATE_DIR:-/tmp/muster-bench}
@@ -197,15 +198,8 @@ RUNS=5 time_cmds big
 log "squeue ${R[big_squeue]} ms, sinfo ${R[big_sinfo]} ms with $N_BIG pending"
 
 log "(f) restart: SIGTERM the controller, start it again, time until it answers"
-kill -TERM "$pid"
-for ((i = 0; i < 1000; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.01; done
-t0=$(date +%s.%N)
-"$MUSTER" ctld -f "$CONF" >>"$STATE/log/ctld.log" 2>&1 &
-newpid=$!
-sed -i "s/^$pid ctld\$/$newpid ctld/" "$STATE/pids"
-line=$("$MB" ping -f "$CONF" --timeout 120) || line=failed
+restart_ctld "$pid"
 log "$line"
-since_t0() { [[ $1 =~ ^[0-9.]+$ ]] && echo "scale=3; ($1 - $t0) / 1" | bc; }
 R[restart_ping]=$(since_t0 "$(kv "$line" answered_at)")
 R[restart_list]=$(since_t0 "$(kv "$line" listed_at)")
 R[restart_jobs]=$(kv "$line" jobs)
