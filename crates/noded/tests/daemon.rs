@@ -17,6 +17,16 @@ const WAIT: Duration = Duration::from_secs(20);
 /// Runs the job supervisors (`noded --stepd`) of the in-process daemons.
 const STEPD: &str = env!("CARGO_BIN_EXE_noded-test-bin");
 
+/// A user who is neither root nor SlurmUser.
+fn stranger() -> Identity {
+    Identity {
+        uid: 4242,
+        gid: 4242,
+        user: "stranger".into(),
+        host: "elsewhere".into(),
+    }
+}
+
 struct Harness {
     dir: tempfile::TempDir,
     node_addr: String,
@@ -127,6 +137,15 @@ impl Harness {
         seen.iter()
             .filter(|r| matches!(r, CtldRequest::JobExited { job_id, .. } if *job_id == JobId(job)))
             .count()
+    }
+
+    /// A credential for `who`, signed with the cluster key (as anyone who
+    /// could read the key could make one).
+    fn sign_as(&self, who: &Identity) -> String {
+        let key = auth::load_key(&self.dir.path().join("muster.key")).unwrap();
+        auth::Signer::with_key(&key)
+            .sign(who, chrono::Utc::now().timestamp())
+            .unwrap()
     }
 
     fn path(&self, name: &str) -> String {
@@ -747,20 +766,8 @@ async fn requests_without_valid_credentials_are_refused() {
 #[tokio::test(flavor = "multi_thread")]
 async fn only_the_controller_may_launch_signal_or_stop() {
     let h = Harness::start().await;
-    let key = auth::load_key(&h.dir.path().join("muster.key")).unwrap();
-    let stranger = Identity {
-        uid: 4242,
-        gid: 4242,
-        user: "stranger".into(),
-        host: "elsewhere".into(),
-    };
-    let signed = || {
-        Some(
-            auth::Signer::with_key(&key)
-                .sign(&stranger, chrono::Utc::now().timestamp())
-                .unwrap(),
-        )
-    };
+    let stranger = stranger();
+    let signed = || Some(h.sign_as(&stranger));
     let send = |credential, req| async {
         rpc::call::<_, NodeResponse>(
             &h.node_addr,
@@ -899,16 +906,8 @@ async fn requests_in_a_session_not_opened_are_refused() {
         assert!(exchange(&mut s, None, req).await.is_none());
     }
     // A user other than root or SlurmUser may not open one.
-    let key = auth::load_key(&h.dir.path().join("muster.key")).unwrap();
-    let stranger = Identity {
-        uid: 4242,
-        gid: 4242,
-        user: "stranger".into(),
-        host: "elsewhere".into(),
-    };
-    let signed = auth::Signer::with_key(&key)
-        .sign(&stranger, chrono::Utc::now().timestamp())
-        .unwrap();
+    let stranger = stranger();
+    let signed = h.sign_as(&stranger);
     let mut s = tokio::net::TcpStream::connect(&h.node_addr).await.unwrap();
     let frame = rpc::signed_envelope(stranger, Some(signed), NodeRequest::OpenSession);
     rpc::write_frame_async(&mut s, &frame).await.unwrap();
