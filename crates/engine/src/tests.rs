@@ -968,8 +968,7 @@ fn engine_aged(age: u32) -> Engine {
         "MinJobAge=300",
         &format!("MinJobAge={age}\nSlurmdTimeout=0"),
     );
-    let mut e = engine_on(&text);
-    e
+    engine_on(&text)
 }
 
 proptest::proptest! {
