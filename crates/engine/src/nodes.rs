@@ -8,6 +8,9 @@ use sched::{Allocation, GresPool, NodeIdx};
 
 /// Slurm's reason for a node that stopped answering.
 pub const NOT_RESPONDING: &str = "Not responding";
+/// The reason of a node whose host booted while the controller was not
+/// looking (its jobs died with it).
+pub const UNEXPECTEDLY_REBOOTED: &str = "Node unexpectedly rebooted";
 /// How much later a node's boot time may read before it counts as a new
 /// boot (the kernel's boot time follows the wall clock's steps).
 const REBOOT_SLACK_SECS: Timestamp = 5;
@@ -119,6 +122,16 @@ impl Engine {
         });
         n.report = Some(reg);
         if rebooted {
+            // Slurm takes such a node out of service unless ReturnToService=2
+            // says any registration with a valid configuration brings it back.
+            // A node already DOWN keeps its reason (its jobs were lost then).
+            let n = &mut self.nodes[idx.0 as usize];
+            if self.settings.return_to_service != 2 && n.state.base != NodeBase::Down {
+                n.state.base = NodeBase::Down;
+                n.reason = Some(UNEXPECTEDLY_REBOOTED.to_string());
+                n.reason_user = Some(self.settings.slurm_user.clone());
+                n.reason_time = Some(now);
+            }
             self.lose_jobs(idx, &running, now);
         }
         self.maybe_return_to_service(idx);

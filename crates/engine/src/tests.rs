@@ -1033,7 +1033,7 @@ proptest::proptest! {
 fn a_node_that_rebooted_loses_the_jobs_it_does_not_list() {
     let mut e = engine();
     let mut r = reg("node1", 2, 4000);
-    r.boot_time = 10;
+    r.boot_time = 3;
     e.on_node_registered(r.clone(), 100).unwrap();
     let id = submit(&mut e, desc(), 100);
     let mut nr = desc();
@@ -1067,4 +1067,57 @@ fn a_node_that_rebooted_loses_the_jobs_it_does_not_list() {
     );
     let node = e.node("node1").unwrap();
     assert_eq!(node.alloc_cpus, 0);
+    // ReturnToService=0 (the default): out of service until an
+    // administrator resumes it, with Slurm's reason.
+    assert_eq!(node.state.base, model::NodeBase::Down);
+    assert_eq!(node.reason.as_deref(), Some("Node unexpectedly rebooted"));
+    assert_eq!(node.reason_user.as_deref(), Some("slurm"));
+}
+
+#[test]
+fn return_to_service_decides_whether_a_rebooted_node_is_used_again() {
+    for (rts, usable) in [(0, false), (1, false), (2, true)] {
+        let mut e = engine_on(&format!("{CONF}ReturnToService={rts}\n"));
+        let mut r = reg("node1", 2, 4000);
+        r.boot_time = 3;
+        e.on_node_registered(r.clone(), 100).unwrap();
+        let id = submit(&mut e, desc(), 100);
+        e.take_commands();
+        r.boot_time = 350;
+        e.on_node_registered(r, 400).unwrap();
+        assert_eq!(e.job(id).unwrap().state, JobState::Pending, "rts {rts}");
+        let node = e.node("node1").unwrap();
+        let down = node.state.base == model::NodeBase::Down;
+        assert_eq!(down, !usable, "rts {rts}: {:?}", node.state);
+        assert_eq!(
+            node.reason.is_none(),
+            usable,
+            "rts {rts}: {:?}",
+            node.reason
+        );
+        assert!(
+            e.check_invariants().is_empty(),
+            "{:?}",
+            e.check_invariants()
+        );
+    }
+}
+
+#[test]
+fn a_node_down_for_not_responding_that_rebooted_comes_back_with_return_to_service_1() {
+    let mut e = engine_on(&format!("{CONF}ReturnToService=1\nSlurmdTimeout=100\n"));
+    let mut r = reg("node1", 2, 4000);
+    r.boot_time = 3;
+    e.on_node_registered(r.clone(), 100).unwrap();
+    e.check_node_timeouts(300);
+    let node = e.node("node1").unwrap();
+    assert_eq!(node.state.base, model::NodeBase::Down);
+    assert_eq!(node.reason.as_deref(), Some("Not responding"));
+    // Rebooted while DOWN: its jobs were already gone; it was down only
+    // for not responding, so it is used again.
+    r.boot_time = 350;
+    e.on_node_registered(r, 400).unwrap();
+    let node = e.node("node1").unwrap();
+    assert_ne!(node.state.base, model::NodeBase::Down);
+    assert_eq!(node.reason, None);
 }
