@@ -343,8 +343,9 @@ const PIPELINE_DEPTH: usize = 64;
 
 /// An answer a connection owes, in the order of its requests.
 enum Owed {
-    /// Answered already (a refusal before the engine).
-    Ready(CtldResponse, rpc::Encoding),
+    /// Answered already (a refusal before the engine; boxed, as it is
+    /// rare, so an `Owed` stays small).
+    Ready(Box<CtldResponse>, rpc::Encoding),
     /// The engine task's answer, to come.
     Engine(oneshot::Receiver<CtldResponse>, rpc::Encoding),
 }
@@ -352,7 +353,7 @@ enum Owed {
 impl Owed {
     fn now(self) -> Result<(CtldResponse, rpc::Encoding), Owed> {
         match self {
-            Owed::Ready(resp, enc) => Ok((resp, enc)),
+            Owed::Ready(resp, enc) => Ok((*resp, enc)),
             Owed::Engine(mut rx, enc) => match rx.try_recv() {
                 Ok(resp) => Ok((resp, enc)),
                 Err(oneshot::error::TryRecvError::Empty) => Err(Owed::Engine(rx, enc)),
@@ -365,7 +366,7 @@ impl Owed {
 
     async fn wait(self) -> (CtldResponse, rpc::Encoding) {
         match self {
-            Owed::Ready(resp, enc) => (resp, enc),
+            Owed::Ready(resp, enc) => (*resp, enc),
             Owed::Engine(rx, enc) => (
                 rx.await
                     .unwrap_or(CtldResponse::Error(SlurmError::InvalidRequest)),
@@ -499,7 +500,7 @@ async fn read_request(
     match read {
         Ok((env, frame_enc)) => match gate.admit(&env, peer) {
             Err(refusal) => Ok(Some(Owed::Ready(
-                CtldResponse::Error(refusal),
+                Box::new(CtldResponse::Error(refusal)),
                 rpc::Encoding::Json,
             ))),
             Ok(who) => {
@@ -526,7 +527,7 @@ async fn read_request(
             }
         },
         Err(rpc::RpcError::Version { .. }) => Ok(Some(Owed::Ready(
-            CtldResponse::Error(SlurmError::ProtocolVersion),
+            Box::new(CtldResponse::Error(SlurmError::ProtocolVersion)),
             rpc::Encoding::Json,
         ))),
         Err(e) => {
