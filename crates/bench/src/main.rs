@@ -2,14 +2,21 @@
 //! with concurrency, and prints what it measured as one line of `key=value`
 //! pairs (read by `bench/run.sh`).
 //!
-//! Every request goes through `client::Client::call`, which opens a fresh TCP
-//! connection per request, exactly as the commands do. Submissions are built
+//! Every request goes through the client library. `submit` has three modes:
+//! by default each thread has one `client::Client` and makes blocking
+//! `Client::call`s, which keep their TCP connection from call to call (each
+//! request still carries its own credential); `--fresh` makes a new `Client`
+//! for every call, so every submission pays what one command pays (reading
+//! the key, a TCP connection); `--pipeline N` sends N submissions at a time
+//! on the thread's kept connection (`Client::call_pipelined`: several
+//! requests in flight, answers in order). Submissions are built
 //! as `sbatch --wrap CMD` builds them: the job carries the caller's whole
 //! environment (`--export=ALL`, sbatch's default), so the controller stores
 //! and journals what it would for a real `sbatch`.
 //!
 //! ```text
 //! muster-bench submit  -f slurm.conf [--threads T] [--count N] [--hold] [--no-env] [--wrap CMD]
+//!                      [--fresh | --pipeline N]
 //! muster-bench latency -f slurm.conf [--count N] [--method file|poll] [--dir DIR] [--gap-ms MS]
 //! muster-bench run     -f slurm.conf [--threads T] [--count N] [--wrap CMD] [--workdir DIR] [--array]
 //! muster-bench ping    -f slurm.conf [--timeout S]
@@ -39,6 +46,10 @@ struct Opts {
     timeout_s: u64,
     /// `run --array`: one array of `count` tasks instead of `count` jobs.
     array: bool,
+    /// `submit --fresh`: a new client (and connection) for every call.
+    fresh: bool,
+    /// `submit --pipeline N`: N submissions in flight per connection.
+    pipeline: usize,
 }
 
 fn parse(args: &[String]) -> anyhow::Result<Opts> {
@@ -55,6 +66,8 @@ fn parse(args: &[String]) -> anyhow::Result<Opts> {
         gap_ms: 20,
         timeout_s: 60,
         array: false,
+        fresh: false,
+        pipeline: 0,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -69,6 +82,8 @@ fn parse(args: &[String]) -> anyhow::Result<Opts> {
             "--count" | "-n" => o.count = val()?.parse().context("--count")?,
             "--hold" | "-H" => o.hold = true,
             "--array" => o.array = true,
+            "--fresh" => o.fresh = true,
+            "--pipeline" => o.pipeline = val()?.parse().context("--pipeline")?,
             "--no-env" => o.env = false,
             "--wrap" => o.wrap = val()?,
             "--method" => o.method = val()?,
@@ -81,6 +96,9 @@ fn parse(args: &[String]) -> anyhow::Result<Opts> {
     }
     if o.threads == 0 {
         bail!("--threads must be at least 1");
+    }
+    if o.fresh && o.pipeline > 0 {
+        bail!("--fresh and --pipeline exclude each other");
     }
     Ok(o)
 }
@@ -142,7 +160,11 @@ fn job_desc(o: &Opts, id: &Identity, cmd: &str) -> JobDesc {
 }
 
 fn submit_one(c: &client::Client, desc: &JobDesc) -> Result<JobId, String> {
-    match c.call(CtldRequest::Submit(Box::new(desc.clone()))) {
+    submitted(c.call(CtldRequest::Submit(Box::new(desc.clone()))))
+}
+
+fn submitted(r: Result<CtldResponse, client::ClientError>) -> Result<JobId, String> {
+    match r {
         Ok(CtldResponse::Submitted(r)) => Ok(r.job_id),
         Ok(other) => Err(format!("unexpected answer {other:?}")),
         Err(e) => Err(e.to_string()),
@@ -192,16 +214,42 @@ fn submit_many(o: &Opts, c: &client::Client, cmd: &str) -> Submitted {
                     let mut lat = Vec::with_capacity(n);
                     let mut errors = 0;
                     let mut first = None;
-                    for _ in 0..n {
-                        let t = Instant::now();
-                        match submit_one(&c, &desc) {
-                            Ok(id) => ids.push(id),
-                            Err(e) => {
-                                errors += 1;
-                                first.get_or_insert(e);
-                            }
+                    let mut note = |r: Result<JobId, String>| match r {
+                        Ok(id) => ids.push(id),
+                        Err(e) => {
+                            errors += 1;
+                            first.get_or_insert(e);
                         }
-                        lat.push(t.elapsed().as_secs_f64() * 1e3);
+                    };
+                    if o.pipeline > 0 {
+                        let mut left = n;
+                        while left > 0 {
+                            let k = left.min(o.pipeline);
+                            left -= k;
+                            let t = Instant::now();
+                            let reqs: Vec<CtldRequest> = (0..k)
+                                .map(|_| CtldRequest::Submit(Box::new(desc.clone())))
+                                .collect();
+                            for r in c.call_pipelined(&reqs) {
+                                note(submitted(r));
+                            }
+                            // One sample per batch: the time its answers took.
+                            lat.push(t.elapsed().as_secs_f64() * 1e3);
+                        }
+                    } else {
+                        for _ in 0..n {
+                            let t = Instant::now();
+                            if o.fresh {
+                                // What one command pays: a new client (the
+                                // key read again), a new connection.
+                                let c =
+                                    client::Client::new(c.config().clone(), c.identity().clone());
+                                note(submit_one(&c, &desc));
+                            } else {
+                                note(submit_one(&c, &desc));
+                            }
+                            lat.push(t.elapsed().as_secs_f64() * 1e3);
+                        }
                     }
                     (ids, lat, errors, first)
                 })
@@ -236,7 +284,14 @@ fn cmd_submit(o: &Opts) -> anyhow::Result<()> {
     let c = client(o)?;
     let s = submit_many(o, &c, &o.wrap.clone());
     println!(
-        "submit threads={} count={} ok={} errors={} secs={:.3} jobs_per_s={:.0} call_p50_ms={:.3} call_p99_ms={:.3}{}",
+        "submit mode={} threads={} count={} ok={} errors={} secs={:.3} jobs_per_s={:.0} call_p50_ms={:.3} call_p99_ms={:.3}{}",
+        if o.fresh {
+            "fresh".to_string()
+        } else if o.pipeline > 0 {
+            format!("pipeline{}", o.pipeline)
+        } else {
+            "kept".to_string()
+        },
         o.threads,
         o.count,
         s.ids.len(),

@@ -544,7 +544,8 @@ pub fn main(args: Vec<String>) -> i32 {
         }
     };
 
-    let client = match client::Client::from_env() {
+    // The identity looked up above (the passwd database is read once).
+    let client = match client::Client::from_env_as(identity) {
         Ok(c) => c,
         Err(e) => return fail(SbatchError::error(&[&e.to_string()])),
     };

@@ -109,6 +109,44 @@ pub struct Client {
     signer: std::sync::OnceLock<Option<auth::Signer>>,
 }
 
+/// How many requests [`Client::call_pipelined`] has in flight on its
+/// connection at most (the controller reads ahead up to 64).
+pub const PIPELINE_WINDOW: usize = 32;
+
+/// How a request travels: submissions in binary (rpc::Encoding::Binary),
+/// the controller being of this build and a job description with its
+/// environment the one request sent in bulk; the rest as JSON.
+fn encoding_for(req: &CtldRequest) -> rpc::Encoding {
+    if matches!(req, CtldRequest::Submit(_)) {
+        rpc::Encoding::Binary
+    } else {
+        rpc::Encoding::Json
+    }
+}
+
+/// An answer as a result: refusals are errors.
+fn answer(resp: CtldResponse) -> Result<CtldResponse, ClientError> {
+    match resp {
+        CtldResponse::Error(e) => Err(ClientError::Refused(e)),
+        resp => Ok(resp),
+    }
+}
+
+/// Fills `results` up to `n`: `e` for the first request not answered,
+/// and for the ones after it (not sent, or sent and not answered) the same
+/// failure.
+fn fail_rest(results: &mut Vec<Result<CtldResponse, ClientError>>, n: usize, e: ClientError) {
+    let text = e.to_string();
+    if results.len() < n {
+        results.push(Err(e));
+    }
+    while results.len() < n {
+        results.push(Err(ClientError::Unreachable(rpc::RpcError::Io(
+            std::io::Error::other(text.clone()),
+        ))));
+    }
+}
+
 /// A connection unused for longer is not reused: the controller drops idle
 /// connections after `rpc::IO_TIMEOUT`, and a request must never race
 /// with that.
@@ -117,9 +155,15 @@ const REUSE_WITHIN: Duration = Duration::from_secs(5);
 impl Client {
     /// Finds slurm.conf and reads the controller's address from it.
     pub fn from_env() -> Result<Client, ClientError> {
+        Client::from_env_as(current_identity())
+    }
+
+    /// [`Client::from_env`] for a caller that looked up its identity
+    /// already (`current_identity` reads the passwd database).
+    pub fn from_env_as(identity: Identity) -> Result<Client, ClientError> {
         let path = find_config().ok_or(ClientError::NoConfig)?;
         let loaded = conf::load(&path)?;
-        Ok(Client::new(loaded.config, current_identity()))
+        Ok(Client::new(loaded.config, identity))
     }
 
     /// A client for `config`'s controller, calling as `identity`.
@@ -165,19 +209,8 @@ impl Client {
 
     /// Sends one request to the first controller that answers.
     pub fn call(&self, req: CtldRequest) -> Result<CtldResponse, ClientError> {
-        let reused = {
-            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-            idle.retain(|(_, c)| c.idle() < REUSE_WITHIN);
-            idle.pop()
-        };
-        // Submissions travel in binary (rpc::Encoding::Binary): the
-        // controller is of this build, and a job description with its
-        // environment is the one request sent in bulk.
-        let enc = if matches!(req, CtldRequest::Submit(_)) {
-            rpc::Encoding::Binary
-        } else {
-            rpc::Encoding::Json
-        };
+        let reused = self.reused();
+        let enc = encoding_for(&req);
         if let Some((i, mut conn)) = reused {
             let credential = self.credential()?;
             // A connection the controller has closed fails before the
@@ -201,6 +234,102 @@ impl Client {
             match answer {
                 Ok(CtldResponse::Error(e)) => return Err(ClientError::Refused(e)),
                 Ok(resp) => return Ok(resp),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(ClientError::Unreachable(
+            last.unwrap_or(rpc::RpcError::Timeout),
+        ))
+    }
+
+    /// Sends `reqs` on one kept connection with up to [`PIPELINE_WINDOW`]
+    /// of them in flight at once (several requests in one write, their
+    /// answers read back in order), and returns one result per request,
+    /// in order. Each request carries its own credential, checked by the
+    /// controller as any other. A request whose answer did not come (the
+    /// connection failed) is an error and may or may not have been
+    /// carried out, as with [`Client::call`]; the requests after it are
+    /// not sent.
+    ///
+    /// Meant for programs that make many requests (a workflow engine
+    /// submitting a batch): the commands make one request each.
+    pub fn call_pipelined(&self, reqs: &[CtldRequest]) -> Vec<Result<CtldResponse, ClientError>> {
+        let mut results = Vec::with_capacity(reqs.len());
+        let mut frames = Vec::with_capacity(2048 * PIPELINE_WINDOW.min(reqs.len()));
+        let mut conn: Option<(usize, rpc::Conn, bool)> = self.reused().map(|(i, c)| (i, c, true));
+        for chunk in reqs.chunks(PIPELINE_WINDOW) {
+            let mut tries = 0;
+            let answers = loop {
+                tries += 1;
+                let (i, mut c, reused) = match conn.take() {
+                    Some(c) => c,
+                    None => match self.connect() {
+                        Ok((i, c)) => (i, c, false),
+                        Err(e) => {
+                            fail_rest(&mut results, reqs.len(), e);
+                            return results;
+                        }
+                    },
+                };
+                frames.clear();
+                for req in chunk {
+                    let credential = match self.credential() {
+                        Ok(c) => c,
+                        Err(e) => {
+                            fail_rest(&mut results, reqs.len(), e);
+                            return results;
+                        }
+                    };
+                    let env = rpc::signed_envelope(self.identity.clone(), Some(credential), req);
+                    if let Err(e) = rpc::append_frame(
+                        &mut frames,
+                        &env,
+                        encoding_for(req),
+                        proto::MAX_FRAME_BYTES,
+                    ) {
+                        fail_rest(&mut results, reqs.len(), ClientError::Unreachable(e));
+                        return results;
+                    }
+                }
+                let (answers, err) = c.call_many::<CtldResponse>(&frames, chunk.len());
+                match err {
+                    None => {
+                        conn = Some((i, c, reused));
+                        break answers;
+                    }
+                    // A kept connection the controller had closed fails
+                    // before any request is read: once more on a new one.
+                    Some(_) if reused && answers.is_empty() && tries == 1 => continue,
+                    Some(e) => {
+                        for resp in answers {
+                            results.push(answer(resp));
+                        }
+                        fail_rest(&mut results, reqs.len(), ClientError::Unreachable(e));
+                        return results;
+                    }
+                }
+            };
+            results.extend(answers.into_iter().map(answer));
+        }
+        if let Some((i, c, _)) = conn {
+            self.keep(i, c);
+        }
+        results
+    }
+
+    /// A kept connection recent enough to use.
+    fn reused(&self) -> Option<(usize, rpc::Conn)> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        idle.retain(|(_, c)| c.idle() < REUSE_WITHIN);
+        idle.pop()
+    }
+
+    /// A new connection to the first controller that accepts.
+    fn connect(&self) -> Result<(usize, rpc::Conn), ClientError> {
+        let mut last = None;
+        for (i, addr) in self.addrs.iter().enumerate() {
+            match rpc::Conn::connect(addr, TIMEOUT) {
+                Ok(c) => return Ok((i, c)),
                 Err(e) => last = Some(e),
             }
         }

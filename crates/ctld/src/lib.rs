@@ -335,6 +335,47 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Requests one connection may have in flight (read, not yet answered):
+/// a client may send several before reading an answer (pipelining, see
+/// `client::Client::call_pipelined`); beyond this many the controller
+/// stops reading from that connection until answers have gone out.
+const PIPELINE_DEPTH: usize = 64;
+
+/// An answer a connection owes, in the order of its requests.
+enum Owed {
+    /// Answered already (a refusal before the engine; boxed, as it is
+    /// rare, so an `Owed` stays small).
+    Ready(Box<CtldResponse>, rpc::Encoding),
+    /// The engine task's answer, to come.
+    Engine(oneshot::Receiver<CtldResponse>, rpc::Encoding),
+}
+
+impl Owed {
+    fn now(self) -> Result<(CtldResponse, rpc::Encoding), Owed> {
+        match self {
+            Owed::Ready(resp, enc) => Ok((*resp, enc)),
+            Owed::Engine(mut rx, enc) => match rx.try_recv() {
+                Ok(resp) => Ok((resp, enc)),
+                Err(oneshot::error::TryRecvError::Empty) => Err(Owed::Engine(rx, enc)),
+                Err(oneshot::error::TryRecvError::Closed) => {
+                    Ok((CtldResponse::Error(SlurmError::InvalidRequest), enc))
+                }
+            },
+        }
+    }
+
+    async fn wait(self) -> (CtldResponse, rpc::Encoding) {
+        match self {
+            Owed::Ready(resp, enc) => (*resp, enc),
+            Owed::Engine(rx, enc) => (
+                rx.await
+                    .unwrap_or(CtldResponse::Error(SlurmError::InvalidRequest)),
+                enc,
+            ),
+        }
+    }
+}
+
 async fn serve_connection(
     stream: TcpStream,
     tx: mpsc::UnboundedSender<Msg>,
@@ -348,53 +389,131 @@ async fn serve_connection(
     // a quarter of the record limit (docs/limits.md).
     const MAX_REQUEST_BYTES: u32 = proto::MAX_FRAME_BYTES / 4;
     stream.set_nodelay(true)?;
-    // Reads go through a buffer: a request's length and body, and the
-    // wait for the next request, are one read in the common case.
-    let mut stream = tokio::io::BufReader::with_capacity(16 * 1024, stream);
-    // A client may send several requests in turn on one connection; each
-    // is answered before the next is read. A clean end between requests
-    // ends the connection quietly.
-    let mut first = true;
-    loop {
-        if !first {
-            // The next request, or the client's end: a close, or silence
-            // for rpc::IO_TIMEOUT.
-            use tokio::io::AsyncBufReadExt;
-            match tokio::time::timeout(rpc::IO_TIMEOUT, stream.fill_buf()).await {
-                Ok(Ok([])) | Err(_) => return Ok(()),
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => return Err(e.into()),
+    let (rd, mut wr) = stream.into_split();
+    // Reads go through a buffer: a request's length and body, the wait
+    // for the next request, and requests a client sent back to back are
+    // one read in the common case.
+    let mut rd = tokio::io::BufReader::with_capacity(16 * 1024, rd);
+    // A client may send several requests on one connection, in turn or
+    // several at once; they reach the engine in the order they were read
+    // and are answered in that order. The reader goes on reading while
+    // earlier requests wait for the engine (and the journal), so a
+    // pipelining client's requests share the engine's batches.
+    let (owed_tx, mut owed_rx) = mpsc::channel::<Owed>(PIPELINE_DEPTH);
+    let gate = &*gate;
+    let peer = &*peer;
+    let tx = &tx;
+    let reader = async move {
+        let mut first = true;
+        loop {
+            if !first {
+                // The next request, or the client's end: a close, or
+                // silence for rpc::IO_TIMEOUT.
+                use tokio::io::AsyncBufReadExt;
+                match tokio::time::timeout(rpc::IO_TIMEOUT, rd.fill_buf()).await {
+                    Ok(Ok([])) | Err(_) => return Ok(()),
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => return Err(e.into()),
+                }
+            }
+            first = false;
+            let Some(owed) = read_request(&mut rd, tx, gate, peer, MAX_REQUEST_BYTES).await? else {
+                return Ok(());
+            };
+            if owed_tx.send(owed).await.is_err() {
+                return Ok(());
             }
         }
-        first = false;
-        serve_request(&mut stream, &tx, &gate, &peer, MAX_REQUEST_BYTES).await?;
+    };
+    let writer = async move {
+        // Answers that are ready together (a batch of the engine's) leave
+        // in one write.
+        let mut out = Vec::new();
+        let mut held: Option<Owed> = None;
+        loop {
+            let owed = match held.take() {
+                Some(o) => o,
+                None => match owed_rx.recv().await {
+                    Some(o) => o,
+                    None => return Ok::<(), rpc::RpcError>(()),
+                },
+            };
+            let (resp, enc) = owed.wait().await;
+            append_answer(&mut out, resp, enc)?;
+            while let Ok(next) = owed_rx.try_recv() {
+                match next.now() {
+                    Ok((resp, enc)) => append_answer(&mut out, resp, enc)?,
+                    Err(later) => {
+                        held = Some(later);
+                        break;
+                    }
+                }
+            }
+            // A client that never reads its answers is dropped as an
+            // idle one is.
+            use tokio::io::AsyncWriteExt;
+            tokio::time::timeout(rpc::IO_TIMEOUT, wr.write_all(&out))
+                .await
+                .unwrap_or(Err(std::io::ErrorKind::TimedOut.into()))?;
+            out.clear();
+        }
+    };
+    tokio::pin!(reader, writer);
+    tokio::select! {
+        // The client's end (or a bad request): what is owed is still
+        // answered.
+        read = &mut reader => {
+            let written = (&mut writer).await;
+            read.and(written)
+        }
+        // Answers cannot be written: nothing more is read.
+        written = &mut writer => written,
     }
 }
 
-/// Reads one request from `stream`, has the engine task answer it, and
-/// writes the answer.
-async fn serve_request(
-    stream: &mut tokio::io::BufReader<TcpStream>,
+/// Appends one answer's frame, with the controller's own identity
+/// (resolved once: a lookup per answer read /etc/passwd for every request).
+fn append_answer(
+    out: &mut Vec<u8>,
+    resp: CtldResponse,
+    enc: rpc::Encoding,
+) -> Result<(), rpc::RpcError> {
+    let frame = rpc::envelope(daemon_identity_cached(), resp);
+    rpc::append_frame(out, &frame, enc, proto::MAX_RESPONSE_BYTES)
+}
+
+/// Reads one request from `stream`, checks its credential and hands it to
+/// the engine task: what the connection then owes its client. `None`:
+/// the engine task is gone.
+async fn read_request(
+    stream: &mut tokio::io::BufReader<tokio::net::tcp::OwnedReadHalf>,
     tx: &mpsc::UnboundedSender<Msg>,
     gate: &Gate,
     peer: &str,
     max_request: u32,
-) -> Result<(), rpc::RpcError> {
+) -> Result<Option<Owed>, rpc::RpcError> {
     // Nothing reaches the engine until a whole frame has arrived, and the
     // read gives up after rpc::IO_TIMEOUT, so an idle client holds only its
     // connection permit.
-    let read = rpc::read_frame_async_max(&mut *stream, rpc::IO_TIMEOUT, max_request);
-    // Job listings for the commands travel in binary (rpc::Encoding).
-    let mut encoding = rpc::Encoding::Json;
-    let read = read.await;
+    let read = rpc::read_frame_async_enc(&mut *stream, rpc::IO_TIMEOUT, max_request).await;
     trim::note_request();
-    let resp = match read {
-        Ok(env) => match gate.admit(&env, peer) {
-            Err(refusal) => CtldResponse::Error(refusal),
+    match read {
+        Ok((env, frame_enc)) => match gate.admit(&env, peer) {
+            Err(refusal) => Ok(Some(Owed::Ready(
+                Box::new(CtldResponse::Error(refusal)),
+                rpc::Encoding::Json,
+            ))),
             Ok(who) => {
-                if matches!(env.body, CtldRequest::QueryJobs(_)) {
-                    encoding = rpc::Encoding::Binary;
-                }
+                // Job listings for the commands travel in binary, and a
+                // binary request (a submission from the client library,
+                // of this build) is answered in binary (rpc::Encoding).
+                let encoding = if frame_enc == rpc::Encoding::Binary
+                    || matches!(env.body, CtldRequest::QueryJobs(_))
+                {
+                    rpc::Encoding::Binary
+                } else {
+                    rpc::Encoding::Json
+                };
                 let (reply_tx, reply_rx) = oneshot::channel();
                 let msg = Msg::Request {
                     req: Box::new(env.body),
@@ -402,29 +521,20 @@ async fn serve_request(
                     reply: reply_tx,
                 };
                 if tx.send(msg).is_err() {
-                    return Ok(());
+                    return Ok(None);
                 }
-                reply_rx
-                    .await
-                    .unwrap_or(CtldResponse::Error(SlurmError::InvalidRequest))
+                Ok(Some(Owed::Engine(reply_rx, encoding)))
             }
         },
-        Err(rpc::RpcError::Version { .. }) => CtldResponse::Error(SlurmError::ProtocolVersion),
+        Err(rpc::RpcError::Version { .. }) => Ok(Some(Owed::Ready(
+            Box::new(CtldResponse::Error(SlurmError::ProtocolVersion)),
+            rpc::Encoding::Json,
+        ))),
         Err(e) => {
             warn!("dropping malformed request: {e}");
-            return Err(e);
+            Err(e)
         }
-    };
-    // A client that never reads its answer is dropped as an idle one is.
-    // The controller's own identity on its answers, resolved once: a
-    // lookup per answer read /etc/passwd for every request.
-    let frame = rpc::envelope(daemon_identity_cached(), resp);
-    tokio::time::timeout(
-        rpc::IO_TIMEOUT,
-        rpc::write_frame_async_enc(&mut *stream, &frame, proto::MAX_RESPONSE_BYTES, encoding),
-    )
-    .await
-    .unwrap_or(Err(rpc::RpcError::Timeout))
+    }
 }
 
 /// Per-node ordered delivery of commands, each node's over its kept

@@ -127,19 +127,46 @@ pub const BINARY_MAGIC: u8 = 0xB1;
 /// A frame: its 4-byte length, then `msg` encoded as `enc`.
 fn encode_frame<T: Serialize>(msg: &T, enc: Encoding, max: u32) -> Result<Vec<u8>, RpcError> {
     let mut out = Vec::with_capacity(1024);
+    append_frame(&mut out, msg, enc, max)?;
+    Ok(out)
+}
+
+/// Appends one frame (`msg` encoded as `enc`, at most `max` bytes) to
+/// `out`, which may already hold frames: several requests or answers
+/// then leave in one write. On error `out` is left as it was.
+pub fn append_frame<T: Serialize>(
+    out: &mut Vec<u8>,
+    msg: &T,
+    enc: Encoding,
+    max: u32,
+) -> Result<(), RpcError> {
+    let start = out.len();
     out.extend_from_slice(&[0u8; 4]);
-    match enc {
-        Encoding::Json => serde_json::to_writer(&mut out, msg)?,
+    let encoded = match enc {
+        Encoding::Json => serde_json::to_writer(&mut *out, msg).map_err(RpcError::from),
         Encoding::Binary => {
             out.push(BINARY_MAGIC);
-            out = postcard::to_extend(msg, out)?;
+            postcard::to_io(msg, &mut *out)
+                .map(|_| ())
+                .map_err(RpcError::from)
+        }
+    };
+    let len = out.len() - start - 4;
+    let checked = encoded.and_then(|()| {
+        let len = u32::try_from(len).map_err(|_| RpcError::TooLarge { len: u32::MAX, max })?;
+        check_len(len, max)?;
+        Ok(len)
+    });
+    match checked {
+        Ok(len) => {
+            out[start..start + 4].copy_from_slice(&len.to_be_bytes());
+            Ok(())
+        }
+        Err(e) => {
+            out.truncate(start);
+            Err(e)
         }
     }
-    let len = out.len() - 4;
-    let len = u32::try_from(len).map_err(|_| RpcError::TooLarge { len: u32::MAX, max })?;
-    check_len(len, max)?;
-    out[..4].copy_from_slice(&len.to_be_bytes());
-    Ok(out)
 }
 
 /// Decodes a frame that may be binary (see [`Encoding::Binary`]). The
@@ -334,6 +361,59 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// Several requests in flight at once: `frames` holds `count` request
+    /// frames back to back (built with [`append_frame`]), sent in one
+    /// write; then their `count` answers are read, in order. The server
+    /// must answer requests in the order it reads them (the controller
+    /// does). Returns the answers that arrived, and the error that ended
+    /// the exchange early, if any: requests after the last answer may or
+    /// may not have been carried out.
+    ///
+    /// `count` must stay small (the controller reads ahead a bounded
+    /// number of requests, and the answers must fit the socket buffers
+    /// while this side is still writing).
+    pub fn call_many<Resp: DeserializeOwned>(
+        &mut self,
+        frames: &[u8],
+        count: usize,
+    ) -> (Vec<Resp>, Option<RpcError>) {
+        self.last_used = std::time::Instant::now();
+        let mut answers = Vec::with_capacity(count);
+        let sent = self
+            .stream
+            .get_mut()
+            .write_all(frames)
+            .and_then(|()| self.stream.get_mut().flush());
+        if let Err(e) = sent {
+            return (answers, Some(e.into()));
+        }
+        while answers.len() < count {
+            match read_frame_max::<_, Resp>(&mut self.stream, proto::MAX_RESPONSE_BYTES) {
+                Ok(env) => answers.push(env.body),
+                Err(e) => return (answers, Some(timeout_of(e))),
+            }
+        }
+        self.last_used = std::time::Instant::now();
+        (answers, None)
+    }
+}
+
+/// A read that gave up on the socket's timeout is a `Timeout`.
+fn timeout_of(e: RpcError) -> RpcError {
+    match e {
+        RpcError::Io(ref io)
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            RpcError::Timeout
+        }
+        other => other,
+    }
+}
+
 /// Writes one frame (async).
 pub async fn write_frame_async<W, T>(w: &mut W, msg: &T) -> Result<(), RpcError>
 where
@@ -393,6 +473,22 @@ where
     R: tokio::io::AsyncRead + Unpin,
     T: DeserializeOwned,
 {
+    read_frame_async_enc(r, timeout, max)
+        .await
+        .map(|(env, _)| env)
+}
+
+/// [`read_frame_async_max`], also saying how the frame was encoded, so a
+/// server can answer a binary request in binary.
+pub async fn read_frame_async_enc<R, T>(
+    r: &mut R,
+    timeout: Duration,
+    max: u32,
+) -> Result<(Envelope<T>, Encoding), RpcError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    T: DeserializeOwned,
+{
     let max = max.min(MAX_FRAME_BYTES);
     let fut = async {
         let mut len = [0u8; 4];
@@ -402,7 +498,12 @@ where
         let mut buf = Vec::with_capacity(initial_capacity(len));
         (&mut *r).take(u64::from(len)).read_to_end(&mut buf).await?;
         check_complete(&buf, len)?;
-        decode_any(&buf)
+        let enc = if buf.first() == Some(&BINARY_MAGIC) {
+            Encoding::Binary
+        } else {
+            Encoding::Json
+        };
+        decode_any(&buf).map(|env| (env, enc))
     };
     match tokio::time::timeout(timeout, fut).await {
         Ok(r) => r,
@@ -450,6 +551,58 @@ mod tests {
         write_frame(&mut buf, &envelope(ident(), proto::CtldRequest::Ping)).unwrap();
         let env: Envelope<proto::CtldRequest> = read_frame(&mut buf.as_slice()).unwrap();
         assert!(matches!(env.body, proto::CtldRequest::Ping));
+    }
+
+    #[test]
+    fn appended_frames_read_back_in_order_and_a_failed_one_leaves_nothing() {
+        let mut out = Vec::new();
+        append_frame(
+            &mut out,
+            &envelope(ident(), proto::CtldRequest::Ping),
+            Encoding::Json,
+            MAX_FRAME_BYTES,
+        )
+        .unwrap();
+        let submit = proto::CtldRequest::Submit(Box::new(busy_desc()));
+        append_frame(
+            &mut out,
+            &envelope(ident(), &submit),
+            Encoding::Binary,
+            MAX_FRAME_BYTES,
+        )
+        .unwrap();
+        let before = out.clone();
+        // Over the limit: refused, and the frames already there are intact.
+        let err = append_frame(&mut out, &envelope(ident(), &submit), Encoding::Json, 16);
+        assert!(matches!(err, Err(RpcError::TooLarge { .. })), "{err:?}");
+        assert_eq!(out, before);
+        let mut r = out.as_slice();
+        let a: Envelope<proto::CtldRequest> = read_frame(&mut r).unwrap();
+        assert!(matches!(a.body, proto::CtldRequest::Ping));
+        let b: Envelope<proto::CtldRequest> = read_frame(&mut r).unwrap();
+        match b.body {
+            proto::CtldRequest::Submit(d) => assert_eq!(*d, busy_desc()),
+            other => panic!("{other:?}"),
+        }
+        assert!(r.is_empty());
+        // The async reader says how each frame was encoded.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut r = out.as_slice();
+        let encs: Vec<Encoding> = (0..2)
+            .map(|_| {
+                rt.block_on(read_frame_async_enc::<_, proto::CtldRequest>(
+                    &mut r,
+                    IO_TIMEOUT,
+                    MAX_FRAME_BYTES,
+                ))
+                .unwrap()
+                .1
+            })
+            .collect();
+        assert_eq!(encs, [Encoding::Json, Encoding::Binary]);
     }
 
     #[test]

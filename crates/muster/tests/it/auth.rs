@@ -541,3 +541,81 @@ fn one_connection_carries_several_requests_each_with_its_own_credential() {
         client.call(CtldRequest::Ping).expect("ping");
     }
 }
+
+#[test]
+fn pipelined_requests_are_each_checked_and_answered_in_order() {
+    let c = cluster(1);
+    let mut conn = rpc::Conn::connect(&ctld_addr(&c), TIMEOUT).expect("connects");
+    let cred = signed(&c, &me());
+    let submit = CtldRequest::Submit(Box::new(proto::JobDesc {
+        name: "piped".into(),
+        script: "#!/bin/sh\ntrue\n".into(),
+        work_dir: c.work().display().to_string(),
+        hold: true,
+        ..proto::JobDesc::default()
+    }));
+    // Five requests in one write: a credential used twice on one
+    // connection is a replay like any other, a missing one is refused, and
+    // the others are answered, in order, each in its own encoding.
+    let mut frames = Vec::new();
+    let reqs = [
+        (Some(cred.clone()), CtldRequest::Ping, rpc::Encoding::Json),
+        (Some(cred), CtldRequest::Ping, rpc::Encoding::Json),
+        (None, CtldRequest::Ping, rpc::Encoding::Json),
+        (Some(signed(&c, &me())), submit, rpc::Encoding::Binary),
+        (
+            Some(signed(&c, &me())),
+            CtldRequest::Ping,
+            rpc::Encoding::Json,
+        ),
+    ];
+    for (cred, req, enc) in &reqs {
+        let env = rpc::signed_envelope(me(), cred.clone(), req);
+        rpc::append_frame(&mut frames, &env, *enc, proto::MAX_FRAME_BYTES).unwrap();
+    }
+    let (answers, err) = conn.call_many::<CtldResponse>(&frames, reqs.len());
+    assert!(err.is_none(), "{err:?}");
+    assert!(matches!(answers[0], CtldResponse::Ok), "{answers:?}");
+    assert!(is_auth_refusal(&answers[1]), "{answers:?}");
+    assert!(is_auth_refusal(&answers[2]), "{answers:?}");
+    assert!(
+        matches!(answers[3], CtldResponse::Submitted(_)),
+        "{answers:?}"
+    );
+    assert!(matches!(answers[4], CtldResponse::Ok), "{answers:?}");
+    wait_log(&c, "ctld", "replayed credential");
+    // The library's pipelined calls: more requests than its window, each
+    // answered, in order (job ids follow the order of the requests).
+    let client = client::Client::new(
+        conf::load(c.conf()).unwrap().config,
+        client::current_identity(),
+    );
+    let n = client::PIPELINE_WINDOW * 2 + 5;
+    let mut reqs = Vec::new();
+    for i in 0..n {
+        reqs.push(CtldRequest::Submit(Box::new(proto::JobDesc {
+            name: format!("p{i}"),
+            script: "#!/bin/sh\ntrue\n".into(),
+            work_dir: c.work().display().to_string(),
+            hold: true,
+            ..proto::JobDesc::default()
+        })));
+        if i == 3 {
+            reqs.push(CtldRequest::Ping);
+        }
+    }
+    let results = client.call_pipelined(&reqs);
+    assert_eq!(results.len(), reqs.len());
+    let mut ids = Vec::new();
+    for (i, r) in results.into_iter().enumerate() {
+        match r {
+            Ok(CtldResponse::Submitted(s)) => ids.push(s.job_id.0),
+            Ok(CtldResponse::Ok) => assert_eq!(i, 4),
+            other => panic!("request {i}: {other:?}"),
+        }
+    }
+    assert_eq!(ids.len(), n);
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
+    let out = c.ok("squeue", &["-h", "-o", "%i %j", "-j", &ids[7].to_string()]);
+    assert_eq!(out.stdout.trim(), format!("{} p7", ids[7]));
+}

@@ -53,11 +53,42 @@ fn submit(c: &client::Client, d: JobDesc) -> Option<u32> {
 #[test]
 fn sigkill_during_submissions_loses_no_acknowledged_job() {
     for seed in [1u64, 7, 42] {
-        sigkill_run(seed);
+        sigkill_run(seed, false);
     }
 }
 
-fn sigkill_run(seed: u64) {
+/// The same with pipelined clients (`Client::call_pipelined`: several
+/// submissions in flight on one connection): an answer still comes only
+/// after the job is in the journal.
+#[test]
+fn sigkill_during_pipelined_submissions_loses_no_acknowledged_job() {
+    sigkill_run(3, true);
+}
+
+/// One held job per name, in one pipelined call: the ids of those
+/// answered, the names of those not (their fate is unknown: to retry).
+fn submit_pipelined(
+    client: &client::Client,
+    names: &[String],
+    work: &str,
+) -> (Vec<(u32, String)>, Vec<String>) {
+    let reqs: Vec<CtldRequest> = names
+        .iter()
+        .map(|n| CtldRequest::Submit(Box::new(desc(n, work, true, "true"))))
+        .collect();
+    let mut done = Vec::new();
+    let mut again = Vec::new();
+    for (name, r) in names.iter().zip(client.call_pipelined(&reqs)) {
+        match r {
+            Ok(CtldResponse::Submitted(r)) => done.push((r.job_id.0, name.clone())),
+            Err(client::ClientError::Unreachable(_)) => again.push(name.clone()),
+            other => panic!("submission refused: {other:?}"),
+        }
+    }
+    (done, again)
+}
+
+fn sigkill_run(seed: u64, pipelined: bool) {
     const TOTAL: u32 = 10_000;
     const CLIENTS: u32 = 4;
     let mut rng = Lcg(seed);
@@ -85,6 +116,36 @@ fn sigkill_run(seed: u64) {
         );
         threads.push(std::thread::spawn(move || {
             let client = client_for(&conf);
+            if pipelined {
+                const PIPELINE: u32 = 16;
+                let mut names: Vec<String> = Vec::new();
+                loop {
+                    while names.len() < PIPELINE as usize {
+                        let n = sent.fetch_add(1, Ordering::SeqCst);
+                        if n >= TOTAL {
+                            break;
+                        }
+                        names.push(format!("t{t}-{n}"));
+                    }
+                    if names.is_empty() {
+                        return;
+                    }
+                    let (done, again) = submit_pipelined(&client, &names, &work);
+                    for (id, name) in done {
+                        let prev = acked.lock().unwrap().insert(id, name.clone());
+                        assert!(
+                            prev.is_none(),
+                            "seed {seed}: id {id} given twice ({prev:?} and {name})"
+                        );
+                    }
+                    // Unanswered names are sent again (their fate was
+                    // unknown; a name may then exist twice, under two ids).
+                    if !again.is_empty() {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    names = again;
+                }
+            }
             loop {
                 let n = sent.fetch_add(1, Ordering::SeqCst);
                 if n >= TOTAL {
