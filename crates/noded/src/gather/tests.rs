@@ -235,8 +235,9 @@ fn a_session_sampled_from_its_tree_matches_the_scan_of_every_process() {
     let scan = sample_sessions(&[leader]).remove(0).unwrap();
     assert_eq!(tree.vsize_kib, scan.vsize_kib);
     assert!(tree.vsize_kib > 0);
-    // Not a session leader's tree, or no such process: the caller scans.
-    assert!(sample_session_tree(i32::MAX).is_none());
+    // No such process (a leader reaped before the first sample): nothing
+    // to sample, and no scan of every process either.
+    assert_eq!(sample_session_tree(i32::MAX), Some(None));
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(-leader),
         nix::sys::signal::Signal::SIGKILL,
