@@ -29,17 +29,20 @@
 //! Nothing here is fsynced. What the files must survive is the daemon's
 //! own death (a crash, SIGKILL, an upgrade): its jobs run on, and the next
 //! daemon re-attaches to them and reports their ends from these files. The
-//! page cache outlives a process, so a file renamed into place is there for
-//! the next daemon whether or not it reached the disk. What fsync would add
+//! page cache outlives a process, so a record appended (one `write`
+//! returned) is there for the next daemon whether or not it reached the
+//! disk: the supervisor records its pids before it answers the launch,
+//! which is what a re-attach needs, and its end before it exits, which is
+//! what the daemon waits for. What fsync would add
 //! is survival of the host's crash (power, kernel), and then the jobs died
 //! with the host: the daemon that starts after the reboot registers with a
 //! boot time later than the controller's last contact with the node, and
 //! the controller ends every job it held as running there and that the
 //! daemon does not list (NODE_FAIL, or a requeue, as
 //! Slurm does for a node that rebooted unexpectedly), whatever the spool
-//! kept. A half-written file left by such a crash reads as missing (the job
-//! counts as killed), never as another job's data. The fsyncs cost five
-//! disk flushes per job on the launch and end paths.
+//! kept. A record cut short by such a crash reads as missing (a job
+//! without its end counts as killed), never as another job's data. The
+//! fsyncs cost five disk flushes per job on the launch and end paths.
 //!
 //! A process is named by its pid and its start time (`/proc/<pid>/stat`
 //! field 22, clock ticks since boot), so a pid reused by an unrelated
