@@ -8,10 +8,11 @@
 //!     +--spawn--> register (retry until Ok),                         |  launch::prepare
 //!                 then report the jobs that ended meanwhile          |  launch::start_supervisor
 //!                                                                     v
-//!      remove job dir <-- report_exit (retry) <-- status file <-- watch_job (supervisor ended)
+//!      remove job dir <-- report_exit (retry) <-- status record <-- watch_job (supervisor ended)
 //! ```
 //!
-//! A job's end always comes from the `status` file its supervisor writes,
+//! A job's end always comes from the `status` record its supervisor appends
+//! to the job's log,
 //! whether this daemon started the job (it reaps the supervisor, its
 //! child) or found it running at start-up (it waits on a pidfd). The job
 //! directory goes only once the controller answered the report, so a
@@ -774,10 +775,9 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
             answer: StepdAnswer::Started(pids),
         }) => {
             let pid = pids.script.pid;
-            // The supervisor wrote its pid file (fsync'd) before answering:
-            // that is what a restarted daemon re-attaches by, so the record
-            // is not written again (a second file and fsync per job on the
-            // launch path).
+            // The supervisor recorded its pids in the job's log before
+            // answering: that is what a restarted daemon re-attaches by, so
+            // the daemon records nothing more here.
             info!(
                 job = %job_id,
                 pid,
@@ -804,7 +804,7 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
             warn!(job = %job_id, "launch failed: {msg}");
             let after: After = Box::new(move |daemon: Arc<Daemon>| {
                 tokio::spawn(async move {
-                    // It exits right after answering; its status file
+                    // It exits right after answering; its status record
                     // holds the failure (written before the answer).
                     if let SupervisorHandle::Child(mut child) = handle {
                         let _ = child.wait().await;
@@ -857,7 +857,7 @@ enum Watch {
 }
 
 /// Waits for the job's supervisor to end, then reports the job's end from
-/// the status file it left.
+/// the status it recorded in the job's log.
 async fn watch_job(daemon: Arc<Daemon>, job_id: JobId, dir: PathBuf, pids: Pids, watch: Watch) {
     match watch {
         Watch::Child(mut child) => {
@@ -921,7 +921,7 @@ fn pidfd_open(pid: i32) -> Option<OwnedFd> {
     Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
-/// What to record for a job whose supervisor left no status file.
+/// What to record for a job whose supervisor recorded no status.
 enum NoStatus {
     /// The supervisor was killed (or its status could not be written): the
     /// job counts as killed, and what is left of it is.
@@ -930,7 +930,7 @@ enum NoStatus {
     LaunchFailed(String),
 }
 
-/// Reports the end of the job in `dir`, from its status file.
+/// Reports the end of the job in `dir`, from its log.
 fn report_end(daemon: &Arc<Daemon>, job_id: JobId, dir: &Path, no_status: NoStatus) {
     let ended = match spool::read_status(dir) {
         Ok(Some(ended)) => Some(ended),

@@ -215,8 +215,8 @@ pub fn sample_sessions(sessions: &[i32]) -> Vec<Option<TaskSample>> {
 /// process on the host, but blind to a process of the session that was
 /// orphaned (reparented outside the tree); for the first sample, taken as
 /// the task starts, when it has had no time to leave any. `None` when
-/// the kernel lists no children (no CONFIG_PROC_CHILDREN) or the leader
-/// is gone: then the caller scans.
+/// the kernel lists no children (no CONFIG_PROC_CHILDREN): then the
+/// caller scans. `Some(None)` when the leader is gone (already reaped).
 fn sample_session_tree(leader: i32) -> Option<Option<TaskSample>> {
     let pk = page_kib();
     let mut out: Option<TaskSample> = None;
@@ -229,7 +229,9 @@ fn sample_session_tree(leader: i32) -> Option<Option<TaskSample>> {
         }
         let Some(st) = read_stat(pid) else {
             if pid == leader {
-                return None;
+                // Reaped: the task ended before its first sample (a short
+                // job; wait4 gives its figures). Nothing of it to look for.
+                return Some(None);
             }
             continue;
         };
@@ -659,8 +661,12 @@ pub enum TaskSource {
 /// Samples every task's source once into `gather`. `starting`: the
 /// tasks have just started, so a session is looked for in its leader's
 /// process tree (`sample_session_tree`) rather than among every process
-/// of the host.
-pub fn sample_into(gather: &Mutex<Gather>, sources: &[(usize, TaskSource)], starting: bool) {
+/// of the host. Returns whether any task was found.
+pub fn sample_into(
+    gather: &Mutex<Gather>,
+    sources: &[(usize, TaskSource)],
+    starting: bool,
+) -> bool {
     let sessions: Vec<i32> = sources
         .iter()
         .filter_map(|(_, s)| match s {
@@ -692,10 +698,12 @@ pub fn sample_into(gather: &Mutex<Gather>, sources: &[(usize, TaskSource)], star
             samples.push((*idx, s));
         }
     }
+    let found = !samples.is_empty();
     let mut g = gather.lock().unwrap_or_else(|p| p.into_inner());
     for (idx, s) in samples {
         g.add(idx, s);
     }
+    found
 }
 
 /// Where a supervisor publishes its step's usage after every sample, for
@@ -758,11 +766,13 @@ impl Sampler {
             let every = Duration::from_secs(u64::from(settings.freq_secs));
             let mut starting = true;
             std::thread::spawn(move || loop {
-                sample_into(&gather, &sources, starting);
-                starting = false;
-                if let Some(p) = &publish {
+                let found = sample_into(&gather, &sources, starting);
+                // A step whose tasks ended before the first sample (a short
+                // job) publishes nothing: the file would be removed at once.
+                if let Some(p) = publish.as_ref().filter(|_| found || !starting) {
                     p.write(&gather);
                 }
+                starting = false;
                 let (lock, cv) = &*stop;
                 let mut stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
                 if !*stopped {

@@ -10,7 +10,7 @@
 //!   daemon  ----------------------------------------------------> ctld
 //!   (shell) <---------------------------------------------------- ctld
 //!      |       LaunchBatch, Signal, Terminate, Ping, Shutdown
-//!      | socket (SCM_RIGHTS)                   spool/jobNNNNN/{job.json,pids,status}
+//!      | socket (SCM_RIGHTS)                   spool/jobNNNNN/{slurm_script,job.log}
 //!      v                                           ^ written by both, read at restart
 //!   zygote (one per daemon, single-threaded)
 //!      | fork, spec on the socket

@@ -4,31 +4,45 @@
 //! ```text
 //!   <spool>/jobNNNNN/        one per job, until the controller acknowledged its end
 //!     slurm_script            the batch script                    (daemon, at launch)
-//!     job.json                JobRecord: id, user, state, pids     (daemon)
-//!     pids                    Pids: supervisor and script          (supervisor, after start)
-//!     status                  raw wait status [+ launch failure]   (supervisor, last)
-//!                             [+ what the script used]
+//!     job.log                 one record a line, appended:
+//!       record {JobRecord}      id, user, run                     (daemon, creates the file)
+//!       pids {Pids}             supervisor and script             (supervisor, after start)
+//!       status {LogStatus}      raw wait status, launch failure,  (supervisor, last)
+//!                               what the script used
+//!     usage.live              the newest usage sample (sstat)     (supervisor, while it runs)
 //! ```
 //!
-//! Every file is written whole under a temporary name and renamed into
-//! place, so a reader (a daemon started after a crash) sees the old content
-//! or the new, never a part. The supervisor writes `status` last and exits
-//! right after: a supervisor that is gone without a `status` was killed.
+//! Each record is one `write` on a file opened for appending, so a reader
+//! (a daemon started after a crash) sees it whole or not at all; a record
+//! cut short (by a crash of the host, or a full disk) is a line that does
+//! not parse, and is skipped. Every record starts on a line of its own
+//! (a newline before it), so one written after a cut record is still read.
+//! The supervisor writes `status` last and exits right after: a supervisor
+//! that is gone without a `status` was killed. One file instead of a file
+//! per record (each written under a temporary name and renamed, a new
+//! inode each time) is what a short job costs the file system least.
+//!
+//! Daemons before 2026-12-03 wrote `job.json`, `pids` and `status`, each
+//! whole under a temporary name and renamed into place; what the log lacks
+//! is read from those files, so a daemon upgraded while jobs ran finds them.
 //!
 //! Nothing here is fsynced. What the files must survive is the daemon's
 //! own death (a crash, SIGKILL, an upgrade): its jobs run on, and the next
 //! daemon re-attaches to them and reports their ends from these files. The
-//! page cache outlives a process, so a file renamed into place is there for
-//! the next daemon whether or not it reached the disk. What fsync would add
+//! page cache outlives a process, so a record appended (one `write`
+//! returned) is there for the next daemon whether or not it reached the
+//! disk: the supervisor records its pids before it answers the launch,
+//! which is what a re-attach needs, and its end before it exits, which is
+//! what the daemon waits for. What fsync would add
 //! is survival of the host's crash (power, kernel), and then the jobs died
 //! with the host: the daemon that starts after the reboot registers with a
 //! boot time later than the controller's last contact with the node, and
 //! the controller ends every job it held as running there and that the
 //! daemon does not list (NODE_FAIL, or a requeue, as
 //! Slurm does for a node that rebooted unexpectedly), whatever the spool
-//! kept. A half-written file left by such a crash reads as missing (the job
-//! counts as killed), never as another job's data. The fsyncs cost five
-//! disk flushes per job on the launch and end paths.
+//! kept. A record cut short by such a crash reads as missing (a job
+//! without its end counts as killed), never as another job's data. The
+//! fsyncs cost five disk flushes per job on the launch and end paths.
 //!
 //! A process is named by its pid and its start time (`/proc/<pid>/stat`
 //! field 22, clock ticks since boot), so a pid reused by an unrelated
@@ -40,11 +54,13 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// The record the daemon keeps per job.
+/// The job's log: its record, the supervisor's pids, its end.
+pub const LOG_FILE: &str = "job.log";
+/// The record the daemon kept per job before the log.
 pub const RECORD_FILE: &str = "job.json";
-/// The supervisor's and the script's pids.
+/// The supervisor's and the script's pids, before the log.
 pub const PIDS_FILE: &str = "pids";
-/// The script's end, and what it used.
+/// The script's end, and what it used, before the log.
 pub const STATUS_FILE: &str = "status";
 /// What the script used, as daemons before 2026-12 wrote it beside
 /// `status` (read when `status` has no usage line).
@@ -172,41 +188,142 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
-    let bytes = serde_json::to_vec(value).map_err(std::io::Error::other)?;
-    write_atomic(path, &bytes)
-}
-
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
     let bytes = std::fs::read(path).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
-/// Writes the daemon's record of a job.
+/// A job's end as its log records it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct LogStatus {
+    /// The raw wait status.
+    raw: i32,
+    /// Tells one end from another written in a replaced log.
+    token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    launch_failed: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    usage: Option<proto::StepUsage>,
+}
+
+/// What a job's log holds: for each kind, the first whole record.
+#[derive(Debug, Default)]
+struct Log {
+    record: Option<JobRecord>,
+    pids: Option<Pids>,
+    status: Option<LogStatus>,
+}
+
+/// Parses a log's text. Lines that do not parse (a record cut short,
+/// anything unknown) are skipped.
+fn parse_log(text: &str) -> Log {
+    let mut log = Log::default();
+    for line in text.split('\n') {
+        let Some((tag, json)) = line.split_once(' ') else {
+            continue;
+        };
+        match tag {
+            "record" if log.record.is_none() => log.record = serde_json::from_str(json).ok(),
+            "pids" if log.pids.is_none() => log.pids = serde_json::from_str(json).ok(),
+            "status" if log.status.is_none() => log.status = serde_json::from_str(json).ok(),
+            _ => {}
+        }
+    }
+    log
+}
+
+/// One record as appended: a newline (a record cut short before it ends
+/// its line), the tag, the JSON, a newline.
+fn log_line<T: Serialize>(tag: &str, value: &T) -> std::io::Result<Vec<u8>> {
+    let mut line = Vec::with_capacity(256);
+    line.push(b'\n');
+    line.extend_from_slice(tag.as_bytes());
+    line.push(b' ');
+    serde_json::to_writer(&mut line, value).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// Appends one record to the log of the job in `dir`, in one `write`;
+/// `create`: the log is new (the daemon's first record), else it may or
+/// may not exist yet (a directory of a daemon before the log).
+fn append(dir: &Path, line: &[u8], create: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.append(true).mode(0o600);
+    if create {
+        opts.create_new(true);
+    } else {
+        opts.create(true);
+    }
+    let mut f = opts.open(dir.join(LOG_FILE))?;
+    // One write: a short one (a full disk) leaves a cut record.
+    let n = f.write(line)?;
+    if n != line.len() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::WriteZero,
+            "short write to the job log",
+        ));
+    }
+    Ok(())
+}
+
+/// The log of the job in `dir` (empty when there is none), with the
+/// file's (device, inode).
+fn read_log(dir: &Path) -> std::io::Result<Option<(Log, (u64, u64))>> {
+    let file = match std::fs::File::open(dir.join(LOG_FILE)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    let text = std::io::read_to_string(file)?;
+    Ok(Some((parse_log(&text), (meta.dev(), meta.ino()))))
+}
+
+/// Creates the job's log with the daemon's record of the job.
 pub fn write_record(dir: &Path, record: &JobRecord) -> std::io::Result<()> {
-    write_json(&dir.join(RECORD_FILE), record)
+    append(dir, &log_line("record", record)?, true)
 }
 
 /// The daemon's record of a job, if readable.
 pub fn read_record(dir: &Path) -> Option<JobRecord> {
-    read_json(&dir.join(RECORD_FILE))
+    match read_log(dir) {
+        Ok(Some((
+            Log {
+                record: Some(record),
+                ..
+            },
+            _,
+        ))) => Some(record),
+        _ => read_json(&dir.join(RECORD_FILE)),
+    }
 }
 
-/// Writes the supervisor's pids.
+/// Records the supervisor's pids.
 pub fn write_pids(dir: &Path, pids: &Pids) -> std::io::Result<()> {
-    write_json(&dir.join(PIDS_FILE), pids)
+    append(dir, &log_line("pids", pids)?, false)
 }
 
-/// The supervisor's pids, if written.
+/// The supervisor's pids, if recorded.
 pub fn read_pids(dir: &Path) -> Option<Pids> {
-    read_json(&dir.join(PIDS_FILE))
+    match read_log(dir) {
+        Ok(Some((
+            Log {
+                pids: Some(pids), ..
+            },
+            _,
+        ))) => Some(pids),
+        _ => read_json(&dir.join(PIDS_FILE)),
+    }
 }
 
 /// Starts the line of a `status` file that holds the usage (JSON).
 const USAGE_PREFIX: &str = "usage ";
 
-/// The text of a `status` file: the raw wait status on the first line,
-/// then the launch failure, if any.
+/// The text of a `status` file as daemons before the log wrote it: the
+/// raw wait status on the first line, then the launch failure, if any.
+#[cfg(test)]
 pub fn format_status(raw: i32, launch_failed: Option<&str>) -> String {
     match launch_failed {
         Some(msg) => format!("{raw}\n{}\n", msg.replace('\n', " ")),
@@ -235,22 +352,23 @@ fn parse_status_usage(text: &str) -> Option<proto::StepUsage> {
     serde_json::from_str(line).ok()
 }
 
-/// Writes a job's end, with what the script used when it was measured; the
-/// supervisor's last act. One file: the end and its usage appear together.
+/// Records a job's end, with what the script used when it was measured;
+/// the supervisor's last act. One record: the end and its usage appear
+/// together.
 pub fn write_status(
     dir: &Path,
     raw: i32,
     launch_failed: Option<&str>,
     usage: Option<&proto::StepUsage>,
 ) -> std::io::Result<()> {
-    let mut text = format_status(raw, launch_failed).replacen('\n', &format!(" {}\n", token()), 1);
-    if let Some(usage) = usage {
-        let json = serde_json::to_string(usage).map_err(std::io::Error::other)?;
-        text.push_str(USAGE_PREFIX);
-        text.push_str(&json);
-        text.push('\n');
-    }
-    write_atomic(&dir.join(STATUS_FILE), text.as_bytes())
+    let status = LogStatus {
+        raw,
+        token: token(),
+        // As a `status` file had it: one line, no trailing blanks.
+        launch_failed: launch_failed.map(|m| m.replace('\n', " ").trim_end().to_string()),
+        usage: usage.cloned(),
+    };
+    append(dir, &log_line("status", &status)?, false)
 }
 
 /// A token that tells one `status` file from another written in its place.
@@ -265,6 +383,22 @@ fn token() -> String {
 
 /// The job's end, `None` while it has not ended (no `status` yet).
 pub fn read_status(dir: &Path) -> std::io::Result<Option<Ended>> {
+    if let Some((log, (dev, ino))) = read_log(dir)? {
+        if let Some(status) = log.status {
+            let launch_failed = status.launch_failed.filter(|m| !m.is_empty());
+            return Ok(Some(Ended {
+                exit: ExitCode::from_wait_status(status.raw),
+                launch_failed,
+                usage: status.usage.map(Box::new),
+                file: (dev, ino, Some(status.token)),
+            }));
+        }
+    }
+    read_status_file(dir)
+}
+
+/// The job's end from a `status` file (daemons before the log).
+fn read_status_file(dir: &Path) -> std::io::Result<Option<Ended>> {
     let path = dir.join(STATUS_FILE);
     let file = match std::fs::File::open(&path) {
         Ok(f) => f,
@@ -417,7 +551,7 @@ pub fn scan(spool_dir: &Path) -> std::io::Result<Vec<Found>> {
     dirs.sort();
     let mut found = Vec::new();
     for (job_id, dir) in dirs {
-        // A status file that cannot be read is reported as missing; the
+        // A log or status file that cannot be read is reported as missing; the
         // job then counts as lost rather than blocking the start.
         let ended = match read_status(&dir) {
             Ok(ended) => ended,

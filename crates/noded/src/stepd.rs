@@ -7,16 +7,17 @@
 //!
 //! ```text
 //!   setsid, ignore HUP/INT/TERM/PIPE
-//!   spawn_script ----failed----> status "256\n<why>", answer Failed, exit
+//!   spawn_script ----failed----> status (256, <why>), answer Failed, exit
 //!        | started
-//!   write pids, answer Started(pids) on stdout, stdio -> /dev/null
+//!   record pids, answer Started(pids) on stdout, stdio -> /dev/null
 //!   wait for the script (without reaping), SIGKILL the rest of its group,
-//!   reap it, write status "<raw wait status>\n" and its usage, exit
+//!   reap it, record status (raw wait status, usage), exit
 //! ```
 //!
 //! It has no runtime and no socket (one thread samples the job's usage,
-//! `gather`, started after the script), and never talks to the controller: the daemon (the one that started it, or one started
-//! after a crash) learns the job's end from the `status` file. Its own
+//! `gather`, started after the script unless it ended already), and never talks to the controller: the daemon (the one that started it, or one started
+//! after a crash) learns the job's end from the `status` record of the
+//! job's log (`spool`). Its own
 //! session keeps it out of the daemon's signals; the job's signals go to
 //! the script's group, which it is not in.
 
@@ -99,14 +100,20 @@ pub fn main(job_dir: &Path) -> i32 {
         step: proto::StepId::Batch,
         pids: vec![pid as u32],
     };
-    let sampler = Sampler::start(
-        &spec.gather,
-        gather.clone(),
-        vec![(0, source)],
-        Some(publish),
-    );
+    // A script that ended already (a short job) has nothing to sample:
+    // its figures come from wait4, and no thread need start.
+    let sampler = (!has_ended(pid)).then(|| {
+        Sampler::start(
+            &spec.gather,
+            gather.clone(),
+            vec![(0, source)],
+            Some(publish),
+        )
+    });
     let (raw, ru) = wait_job(pid);
-    sampler.stop();
+    if let Some(sampler) = sampler {
+        sampler.stop();
+    }
     let usage = {
         let mut g = gather.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(ru) = ru {
@@ -118,7 +125,7 @@ pub fn main(job_dir: &Path) -> i32 {
         c.remove();
     }
     // The live sample ends with the step; the final usage comes next, and
-    // the status file is the last thing a supervisor writes.
+    // the status record is the last thing a supervisor writes.
     let _ = std::fs::remove_file(&live);
     if let Err(e) = spool::write_status(job_dir, raw, None, Some(&usage)) {
         // Nobody reads stderr any more; the daemon reports a supervisor
@@ -167,6 +174,25 @@ fn detach_stdio() {
         // SAFETY: dup2 onto the standard descriptors, from a live fd.
         unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
     }
+}
+
+/// True when our child `pid` has ended (it stays unreaped).
+fn has_ended(pid: i32) -> bool {
+    // SAFETY: a zeroed siginfo_t is a valid out-parameter.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid on our own child with a live out-parameter; WNOWAIT
+    // leaves it to be reaped by `wait_job`.
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    // With WNOHANG and no change, waitid returns 0 and leaves si_pid 0.
+    // SAFETY: si_pid is set (or left zeroed) by waitid for WEXITED.
+    r == 0 && unsafe { info.si_pid() } != 0
 }
 
 /// Waits for the script `pid` to end, kills what is left of its process

@@ -264,10 +264,12 @@ impl Drop for Node {
     }
 }
 
-/// The command line of the supervisor of `job`, from its pid file.
+/// The command line of the supervisor of `job`, from the pids record of
+/// its log.
 fn supervisor_cmdline(node: &Node, job: u32) -> String {
-    let pids: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(node.job_dir(job).join("pids")).unwrap()).unwrap();
+    let log = std::fs::read_to_string(node.job_dir(job).join("job.log")).unwrap();
+    let line = log.lines().find_map(|l| l.strip_prefix("pids ")).unwrap();
+    let pids: serde_json::Value = serde_json::from_str(line).unwrap();
     let pid = pids["stepd"]["pid"].as_i64().unwrap();
     String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap())
         .replace('\0', " ")
@@ -325,8 +327,8 @@ async fn job_that_ends_while_the_daemon_is_down_is_reported_after_restart() {
     node.wait_for_file(&node.out_path(82), "ready").await;
     node.kill_daemon();
     // The supervisor records the end with no daemon to tell.
-    let status = node.job_dir(82).join("status");
-    node.wait_for_file(&status, "\n").await;
+    let log = node.job_dir(82).join("job.log");
+    node.wait_for_file(&log, "\nstatus ").await;
     assert_eq!(node.n_exits(82), 0);
     let from = node.n_seen();
     node.spawn_daemon().await;

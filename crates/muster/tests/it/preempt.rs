@@ -57,6 +57,9 @@ fn preempt_qos_requeue_keeps_the_id_and_runs_again() {
                   if [ -z \"$SLURM_RESTART_COUNT\" ]; then sleep 60; fi";
     let low = c.submit(&["-n", "2", "-o", "low.out", "--wrap", script]);
     c.wait_state(low, "RUNNING", secs(10));
+    // Its first line is out before it is preempted (RUNNING is the
+    // controller's word; under load the script may not have started yet).
+    assert_eq!(c.wait_file("low.out", secs(10)), format!("run 0 {low}\n"));
     let high = c.submit(&["-n", "2", "--qos=high", "--wrap", "sleep 2"]);
     // The low job gives its CPUs up and waits again, with its id.
     c.wait_state(high, "RUNNING", secs(15));

@@ -179,9 +179,12 @@ fn status_carries_the_usage_and_older_usage_files_are_read() {
     assert_eq!(ended.exit, ExitCode { code: 3, signal: 0 });
     assert_eq!(ended.launch_failed.as_deref(), Some("failed here"));
     assert_eq!(ended.usage.as_deref(), Some(&usage));
-    // One file for the end: no separate usage file.
+    // One file for the end: no separate usage or status file.
     assert!(!dir.join(USAGE_FILE).exists());
+    assert!(!dir.join(STATUS_FILE).exists());
     // A daemon before 2026-12 wrote the usage beside the status.
+    let dir = job_dir(spool.path(), JobId(16));
+    std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join(STATUS_FILE), "0 1-2-3\n").unwrap();
     std::fs::write(dir.join(USAGE_FILE), serde_json::to_vec(&usage).unwrap()).unwrap();
     let ended = read_status(&dir).unwrap().unwrap();
@@ -209,4 +212,144 @@ fn supervisor_command_lines_executed_or_forked() {
         dir
     ));
     assert!(!names_supervisor(b"muster\0noded\0/s/spool\0", dir));
+}
+
+#[test]
+fn the_log_holds_every_record_in_one_file_and_skips_cut_ones() {
+    let spool = tempfile::tempdir().unwrap();
+    let dir = job_dir(spool.path(), JobId(8));
+    std::fs::create_dir(&dir).unwrap();
+    let record = JobRecord {
+        job_id: JobId(8),
+        uid: 0,
+        user: "u".into(),
+        state: RecordState::Launching,
+        pids: None,
+        restarts: 2,
+    };
+    write_record(&dir, &record).unwrap();
+    // The log is new for every run: a second record is refused.
+    assert!(write_record(&dir, &record).is_err());
+    assert_eq!(read_record(&dir), Some(record.clone()));
+    assert_eq!(read_pids(&dir), None);
+    assert_eq!(read_status(&dir).unwrap(), None);
+    write_pids(&dir, &pids(10, 11)).unwrap();
+    assert_eq!(read_pids(&dir), Some(pids(10, 11)));
+    // A record cut short (a crash of the host mid-write, a full disk):
+    // skipped, and what is appended after it still reads.
+    let log = dir.join(LOG_FILE);
+    let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    f.write_all(b"\nstatus {\"raw\":9,\"tok").unwrap();
+    drop(f);
+    assert_eq!(read_status(&dir).unwrap(), None);
+    let found = scan(spool.path()).unwrap();
+    assert_eq!(
+        found,
+        vec![Found::Lost {
+            job_id: JobId(8),
+            dir: dir.clone(),
+            pids: Some(pids(10, 11))
+        }]
+    );
+    write_status(&dir, 2 << 8, Some("no\nway\n"), None).unwrap();
+    let ended = read_status(&dir).unwrap().unwrap();
+    assert_eq!(ended.exit, ExitCode { code: 2, signal: 0 });
+    assert_eq!(ended.launch_failed.as_deref(), Some("no way"));
+    // The first end recorded is the end: a later one changes nothing.
+    write_status(&dir, 0, None, None).unwrap();
+    assert_eq!(read_status(&dir).unwrap().unwrap(), ended);
+    assert_eq!(read_record(&dir), Some(record));
+    assert_eq!(read_pids(&dir), Some(pids(10, 11)));
+    // The log alone: no file per record.
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec![LOG_FILE.to_string()]);
+}
+
+#[test]
+fn a_log_cut_at_any_byte_reads_as_the_records_it_holds_whole() {
+    let spool = tempfile::tempdir().unwrap();
+    let dir = job_dir(spool.path(), JobId(9));
+    std::fs::create_dir(&dir).unwrap();
+    let record = JobRecord {
+        job_id: JobId(9),
+        uid: 0,
+        user: "u".into(),
+        state: RecordState::Launching,
+        pids: None,
+        restarts: 0,
+    };
+    write_record(&dir, &record).unwrap();
+    let after_record = std::fs::metadata(dir.join(LOG_FILE)).unwrap().len();
+    write_pids(&dir, &pids(10, 11)).unwrap();
+    let after_pids = std::fs::metadata(dir.join(LOG_FILE)).unwrap().len();
+    write_status(&dir, 0, None, None).unwrap();
+    let whole = std::fs::read(dir.join(LOG_FILE)).unwrap();
+    for cut in 0..=whole.len() {
+        std::fs::write(dir.join(LOG_FILE), &whole[..cut]).unwrap();
+        let cut = cut as u64;
+        // A record counts once its JSON is whole (its newline may be cut).
+        assert_eq!(
+            read_record(&dir).is_some(),
+            cut >= after_record - 1,
+            "{cut}"
+        );
+        assert_eq!(read_pids(&dir).is_some(), cut >= after_pids - 1, "{cut}");
+        let ended = read_status(&dir).unwrap();
+        assert_eq!(ended.is_some(), cut >= whole.len() as u64 - 1, "{cut}");
+    }
+}
+
+#[test]
+fn a_directory_of_a_daemon_before_the_log_is_read_and_its_end_recorded() {
+    let spool = tempfile::tempdir().unwrap();
+    let dir = job_dir(spool.path(), JobId(12));
+    std::fs::create_dir(&dir).unwrap();
+    let record = JobRecord {
+        job_id: JobId(12),
+        uid: 0,
+        user: "u".into(),
+        state: RecordState::Launching,
+        pids: None,
+        restarts: 1,
+    };
+    // As those daemons and supervisors wrote them: a file per record.
+    std::fs::write(dir.join(RECORD_FILE), serde_json::to_vec(&record).unwrap()).unwrap();
+    let old_pids = pids(i32::MAX - 1, i32::MAX - 2);
+    std::fs::write(dir.join(PIDS_FILE), serde_json::to_vec(&old_pids).unwrap()).unwrap();
+    assert_eq!(read_record(&dir), Some(record.clone()));
+    assert_eq!(read_pids(&dir), Some(old_pids));
+    assert_eq!(
+        scan(spool.path()).unwrap(),
+        vec![Found::Lost {
+            job_id: JobId(12),
+            dir: dir.clone(),
+            pids: Some(old_pids)
+        }]
+    );
+    // The daemon records the end in the supervisor's stead: in a new log,
+    // beside the old files, and reads it back.
+    write_status(&dir, libc::SIGKILL, None, None).unwrap();
+    let ended = read_status(&dir).unwrap().unwrap();
+    assert_eq!(ended.exit, ExitCode { code: 0, signal: 9 });
+    assert_eq!(read_record(&dir), Some(record));
+    assert!(matches!(
+        &scan(spool.path()).unwrap()[..],
+        [Found::Ended {
+            job_id: JobId(12),
+            ..
+        }]
+    ));
+    remove_reported(&dir, &ended).unwrap();
+    assert!(!dir.exists());
+    // An old supervisor's status file, no log.
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join(STATUS_FILE), "256 1-2-3\n").unwrap();
+    let ended = read_status(&dir).unwrap().unwrap();
+    assert_eq!(ended.exit, ExitCode { code: 1, signal: 0 });
+    remove_reported(&dir, &ended).unwrap();
+    assert!(!dir.exists());
 }
