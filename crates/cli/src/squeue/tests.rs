@@ -239,7 +239,7 @@ fn memo_jobs() -> JobList {
             submit_time: 1_700_000_000 + i64::from(i / 10),
             eligible_time: 1_700_000_000 + i64::from(i / 12),
             start_time: (!pending).then(|| 1_700_000_100 + i64::from(i / 3)),
-            end_time: (!pending).then(|| 1_700_100_000),
+            end_time: (!pending).then_some(1_700_100_000),
             run_time: if pending { 0 } else { u64::from(i / 8 * 61) },
             time_limit: if i % 23 == 0 {
                 model::TimeLimit::Unlimited
