@@ -700,7 +700,7 @@ fn render_lines_to<J: JobView>(
         // No job steps yet: the header alone, as for a job without steps.
         return;
     }
-    let mut scratch = String::new();
+    let mut scratch = format::LineScratch::default();
     let mut jobs = jobs.iter();
     if let Some(first) = jobs.next() {
         let start = out.len();

@@ -546,6 +546,12 @@ pub trait JobView {
     fn sched_nodes_text(&self) -> String;
     /// The whole `JobInfo`, when this is one.
     fn full(&self) -> Option<&JobInfo>;
+    /// The string-table index of a text field (`kind` one of the name,
+    /// user, group, account, QOS and partition), for rows; None for a
+    /// `JobInfo`, whose texts are not indexed.
+    fn text_index(&self, _kind: FieldKind) -> Option<u32> {
+        None
+    }
 
     /// The allocated nodes, as a hostlist ("" for none).
     fn nodes_text(&self) -> String {
@@ -685,6 +691,9 @@ impl<T: JobView + ?Sized> JobView for &T {
     }
     fn full(&self) -> Option<&JobInfo> {
         (**self).full()
+    }
+    fn text_index(&self, kind: FieldKind) -> Option<u32> {
+        (**self).text_index(kind)
     }
     fn nodes_text(&self) -> String {
         (**self).nodes_text()
@@ -945,6 +954,19 @@ impl JobView for RowView<'_> {
     fn full(&self) -> Option<&JobInfo> {
         None
     }
+    fn text_index(&self, kind: FieldKind) -> Option<u32> {
+        use FieldKind as K;
+        let r = self.row;
+        match kind {
+            K::Name => Some(r.name),
+            K::UserName => Some(r.user),
+            K::GroupName => Some(r.group),
+            K::Account => Some(r.account),
+            K::Qos => Some(r.qos),
+            K::Partition => Some(r.partition),
+            _ => None,
+        }
+    }
 }
 
 /// `squeue %T`: the COMPLETING flag wins over the base state.
@@ -1198,31 +1220,104 @@ pub fn push_job_line<J: JobView + ?Sized>(
     now: Timestamp,
     noconvert: bool,
 ) {
-    let mut scratch = String::new();
-    push_job_line_with(out, &mut scratch, format, job, now, noconvert);
+    push_job_line_with(
+        out,
+        &mut LineScratch::default(),
+        format,
+        job,
+        now,
+        noconvert,
+    );
 }
 
-/// [`push_job_line`] with a buffer for the common fields' values, kept
-/// between lines so they cost no allocation.
+/// What [`push_job_line_with`] keeps from line to line: a buffer for the
+/// common fields' values, and each column's last text with what it was
+/// made from, so a column whose value is the same as on the line before
+/// (the partition, name, user, state, time and reason of one user's
+/// queued jobs) is copied instead of formatted again.
+#[derive(Debug, Default)]
+pub struct LineScratch {
+    buf: String,
+    memo: Vec<(Option<u128>, String)>,
+}
+
+/// What a column's text is made from, when that is cheap to compare: the
+/// same key in the same column, within one answer, gives the same text.
+/// Texts are keyed by their string-table index (rows only), the state and
+/// reason texts by the address of their static text, numbers by value.
+fn memo_key<J: JobView + ?Sized>(kind: FieldKind, job: &J) -> Option<u128> {
+    use FieldKind as K;
+    let num = |n: u64| Some(u128::from(n));
+    let opt = |t: Option<Timestamp>| Some(t.map_or(0, |t| (1 << 64) | u128::from(t as u64)));
+    let text = |s: &'static str| num(s.as_ptr() as u64);
+    match kind {
+        K::Name | K::UserName | K::GroupName | K::Account | K::Qos | K::Partition => {
+            job.text_index(kind).map(u128::from)
+        }
+        K::StateCompact => text(state_short(job)),
+        K::State => text(state_long(job)),
+        K::Reason => text(job.reason().as_slurm_str()),
+        K::ReasonList if shows_reason(job) => text(job.reason().as_slurm_str()),
+        K::TimeUsed => num(time_used(job)),
+        K::TimeLimit => num(match job.time_limit() {
+            TimeLimit::Unlimited => u64::MAX,
+            TimeLimit::Minutes(m) => u64::from(m),
+        }),
+        K::NumNodes => num(job.num_nodes().into()),
+        K::NumCpus => num(job.num_cpus().into()),
+        K::NumTasks => num(job.num_tasks().into()),
+        K::CpusPerTask => num(job.cpus_per_task().into()),
+        K::MinCpus => num(job.cpus_per_task().max(1).into()),
+        K::PriorityLong | K::Priority => num(job.priority().into()),
+        K::UserId => num(job.uid().into()),
+        K::GroupId => num(job.gid().into()),
+        K::SubmitTime => opt(Some(job.submit_time())),
+        K::EligibleTime => opt(Some(job.eligible_time())),
+        K::StartTime => opt(job.start_time()),
+        K::LastSchedEval => opt(job.last_sched_eval()),
+        _ => None,
+    }
+}
+
+/// [`push_job_line`] with what it keeps between the lines of one
+/// answer (`scratch`: its memo is only valid for the jobs of one answer,
+/// whose string table the text keys index).
 pub fn push_job_line_with<J: JobView + ?Sized>(
     out: &mut String,
-    scratch: &mut String,
+    scratch: &mut LineScratch,
     format: &Format,
     job: &J,
     now: Timestamp,
     noconvert: bool,
 ) {
     out.push_str(&format.prefix);
-    for f in &format.fields {
-        scratch.clear();
-        match quick_value(f.kind, job, scratch) {
-            Some(cut) => put(out, scratch, f.width, f.right, cut),
+    if scratch.memo.len() < format.fields.len() {
+        scratch
+            .memo
+            .resize(format.fields.len(), (None, String::new()));
+    }
+    for (f, memo) in format.fields.iter().zip(&mut scratch.memo) {
+        let key = memo_key(f.kind, job);
+        if key.is_some() && memo.0 == key {
+            out.push_str(&memo.1);
+            continue;
+        }
+        let start = out.len();
+        let buf = &mut scratch.buf;
+        buf.clear();
+        match quick_value(f.kind, job, buf) {
+            Some(cut) => put(out, buf, f.width, f.right, cut),
             None => {
                 let (v, cut) = value(f.kind, job, now, noconvert);
                 put(out, &v, f.width, f.right, cut);
             }
         }
         out.push_str(&f.suffix);
+        if key.is_some() {
+            memo.0 = key;
+            memo.1.clear();
+            memo.1.push_str(&out[start..]);
+        }
     }
     out.push('\n');
 }
@@ -1344,27 +1439,40 @@ fn compare_key<J: JobView + ?Sized>(key: char, a: &J, b: &J, now: Timestamp) -> 
             ""
         }
     }
+    // Rows of one answer with the same text index, and the same static
+    // state word, are equal without comparing the text.
+    let text = |kind: FieldKind, x: &str, y: &str| match (a.text_index(kind), b.text_index(kind)) {
+        (Some(i), Some(j)) if i == j => Ordering::Equal,
+        _ => x.cmp(y),
+    };
+    let word = |x: &'static str, y: &'static str| {
+        if std::ptr::eq(x, y) {
+            Ordering::Equal
+        } else {
+            x.cmp(y)
+        }
+    };
     match key {
         'B' => full(a).batch_host.cmp(&full(b).batch_host),
         'C' => a.num_cpus().cmp(&b.num_cpus()),
         'D' => a.num_nodes().cmp(&b.num_nodes()),
         'e' => a.end_time().unwrap_or(0).cmp(&b.end_time().unwrap_or(0)),
-        'g' => a.group().cmp(b.group()),
+        'g' => text(FieldKind::GroupName, a.group(), b.group()),
         'G' => a.gid().cmp(&b.gid()),
         'i' => a.job_id().cmp(&b.job_id()),
-        'j' => a.name().cmp(b.name()),
+        'j' => text(FieldKind::Name, a.name(), b.name()),
         'l' => limit(a).cmp(&limit(b)),
         'L' => left(a).cmp(&left(b)),
         'm' => mem(a).cmp(&mem(b)),
         'M' => time_used(a).cmp(&time_used(b)),
         'N' => first_node(a).cmp(first_node(b)),
         'p' | 'Q' => a.priority().cmp(&b.priority()),
-        'P' => a.partition().cmp(b.partition()),
+        'P' => text(FieldKind::Partition, a.partition(), b.partition()),
         'S' => sort_start(a, now).cmp(&sort_start(b, now)),
         // Both state keys compare the printed words, so PD sorts before R.
-        't' => state_short(a).cmp(state_short(b)),
-        'T' => state_long(a).cmp(state_long(b)),
-        'u' => a.user().cmp(b.user()),
+        't' => word(state_short(a), state_short(b)),
+        'T' => word(state_long(a), state_long(b)),
+        'u' => text(FieldKind::UserName, a.user(), b.user()),
         'U' => a.uid().cmp(&b.uid()),
         'V' => a.submit_time().cmp(&b.submit_time()),
         _ => Ordering::Equal,

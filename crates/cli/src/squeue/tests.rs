@@ -207,3 +207,105 @@ fn the_controller_leaves_out_text_fields_squeue_will_not_read() {
     assert!(omit(&["-o", "%Z"]).is_empty());
     assert!(omit(&["--json"]).is_empty());
 }
+
+/// Jobs whose columns repeat in runs and change, in every way the memo of
+/// repeated columns keys them.
+fn memo_jobs() -> JobList {
+    let mut jobs = Vec::new();
+    for i in 0..400u32 {
+        let run = i / 7;
+        let pending = run % 3 != 1;
+        jobs.push(JobInfo {
+            job_id: model::JobId(1000 + i),
+            name: ["wrap", "a-very-long-job-name", "x"][(run % 3) as usize].into(),
+            user: ["root", "alice", "bob-the-builder"][(i / 11 % 3) as usize].into(),
+            group: ["root", "users"][(i / 13 % 2) as usize].into(),
+            account: ["", "physics"][(i / 17 % 2) as usize].into(),
+            qos: ["normal", "high"][(i / 5 % 2) as usize].into(),
+            partition: ["debug", "gpu,debug", "batch"][(i / 9 % 3) as usize].into(),
+            state: if pending {
+                JobState::Pending
+            } else {
+                JobState::Running
+            },
+            completing: i % 29 == 0,
+            reason: [
+                model::PendingReason::JobHeldUser,
+                model::PendingReason::Priority,
+                model::PendingReason::Resources,
+            ][(i / 4 % 3) as usize],
+            priority: 1000 - i / 6,
+            nice: (i % 3) as i32 - 1,
+            submit_time: 1_700_000_000 + i64::from(i / 10),
+            eligible_time: 1_700_000_000 + i64::from(i / 12),
+            start_time: (!pending).then(|| 1_700_000_100 + i64::from(i / 3)),
+            end_time: (!pending).then_some(1_700_100_000),
+            run_time: if pending { 0 } else { u64::from(i / 8 * 61) },
+            time_limit: if i % 23 == 0 {
+                model::TimeLimit::Unlimited
+            } else {
+                model::TimeLimit::Minutes(i / 30 + 1)
+            },
+            nodes: if pending {
+                Vec::new()
+            } else {
+                vec![format!("node{}", i / 5 % 4 + 1)]
+            },
+            num_nodes: 1 + i / 50,
+            num_cpus: 1 + i / 40,
+            num_tasks: 1 + i / 40,
+            cpus_per_task: 1 + i / 100,
+            uid: i / 11 % 3,
+            gid: i / 13 % 2,
+            mem_per_cpu: (i % 2 == 0).then_some(u64::from(i / 20 * 100)),
+            ..JobInfo::default()
+        });
+    }
+    JobList {
+        now: 1_700_200_000,
+        jobs,
+    }
+}
+
+#[test]
+fn repeated_columns_print_as_each_line_alone_does() {
+    let list = memo_jobs();
+    let formats = [
+        vec![],
+        vec!["-l"],
+        vec!["--start"],
+        vec!["-S", "i", "-o", "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"],
+        vec![
+            "-S",
+            "i",
+            "-o",
+            "%i|%T|%r|%R|%l|%L|%M|%D|%C|%c|%p|%Q|%U|%G|%u|%g|%a|%q|%P|%j|%V|%S|%e|%l|%m|%y|%A|%z|%n",
+        ],
+        vec!["-S", "i", "-O", "JobID:10,Name:5,State:4,Reason,SubmitTime:12,UserName:3,Partition:30"],
+    ];
+    for f in formats {
+        let args = parse(&f).unwrap();
+        let format = resolve_format(&args).unwrap();
+        let jobs = selected(&args, &list, "root").unwrap();
+        let mut want = String::new();
+        if args.long {
+            want.push_str(&fmt_banner(list.now));
+            want.push('\n');
+        }
+        want.push_str(&format::header_line(&format));
+        for j in &jobs {
+            // Each line with nothing kept from the line before.
+            format::push_job_line(&mut want, &format, j, list.now, false);
+        }
+        let filter = job_filter(&args, "root");
+        let rows = JobRows::from_list(&list, &filter);
+        assert_eq!(render(&args, &list, "root").unwrap(), want, "{f:?}");
+        if filter.rows {
+            assert_eq!(
+                render_rows(&args, &rows, "root").unwrap(),
+                want,
+                "{f:?} rows"
+            );
+        }
+    }
+}
