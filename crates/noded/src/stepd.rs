@@ -178,21 +178,28 @@ fn detach_stdio() {
 
 /// True when our child `pid` has ended (it stays unreaped).
 fn has_ended(pid: i32) -> bool {
+    // WNOWAIT leaves it to be reaped by `wait_job`.
+    let (r, info) = peek_exit(pid, libc::WNOHANG);
+    // With WNOHANG and no change, waitid returns 0 and leaves si_pid 0.
+    // SAFETY: si_pid is set (or left zeroed) by waitid for WEXITED.
+    r == 0 && unsafe { info.si_pid() } != 0
+}
+
+/// `waitid(P_PID, pid, WEXITED | WNOWAIT | extra)` on our own child: its
+/// return value and the siginfo it filled (zeroed when it filled nothing).
+fn peek_exit(pid: i32, extra: libc::c_int) -> (libc::c_int, libc::siginfo_t) {
     // SAFETY: a zeroed siginfo_t is a valid out-parameter.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: waitid on our own child with a live out-parameter; WNOWAIT
-    // leaves it to be reaped by `wait_job`.
+    // SAFETY: waitid on our own child with a live out-parameter.
     let r = unsafe {
         libc::waitid(
             libc::P_PID,
             pid as libc::id_t,
             &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            libc::WEXITED | libc::WNOWAIT | extra,
         )
     };
-    // With WNOHANG and no change, waitid returns 0 and leaves si_pid 0.
-    // SAFETY: si_pid is set (or left zeroed) by waitid for WEXITED.
-    r == 0 && unsafe { info.si_pid() } != 0
+    (r, info)
 }
 
 /// Waits for the script `pid` to end, kills what is left of its process
@@ -205,17 +212,7 @@ fn has_ended(pid: i32) -> bool {
 /// unreaped zombie its pid, hence the group id, cannot be reused.
 fn wait_job(pid: i32) -> (i32, Option<(u64, u64, u64)>) {
     loop {
-        // SAFETY: a zeroed siginfo_t is a valid out-parameter.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid on our own child with a live out-parameter.
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
+        let (r, _) = peek_exit(pid, 0);
         if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             break;
         }

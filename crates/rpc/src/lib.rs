@@ -344,18 +344,8 @@ impl Conn {
             &signed_envelope(identity, credential, req),
             enc,
         )?;
-        let env: Envelope<Resp> = read_frame_max(&mut self.stream, proto::MAX_RESPONSE_BYTES)
-            .map_err(|e| match e {
-                RpcError::Io(ref io)
-                    if matches!(
-                        io.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    RpcError::Timeout
-                }
-                other => other,
-            })?;
+        let env: Envelope<Resp> =
+            read_frame_max(&mut self.stream, proto::MAX_RESPONSE_BYTES).map_err(timeout_of)?;
         self.last_used = std::time::Instant::now();
         Ok(env.body)
     }
