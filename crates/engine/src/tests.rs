@@ -100,14 +100,17 @@ pub(crate) fn desc() -> JobDesc {
     }
 }
 
+/// The engine's own consistency checks find nothing (what they found is
+/// the failure's message).
+pub(crate) fn assert_invariants(e: &Engine) {
+    let broken = e.check_invariants();
+    assert!(broken.is_empty(), "{broken:?}");
+}
+
 pub(crate) fn submit(e: &mut Engine, d: JobDesc, now: i64) -> JobId {
     let id = e.on_submit(d, &user(), now).expect("accepted").job_id;
     e.schedule(now);
-    assert!(
-        e.check_invariants().is_empty(),
-        "{:?}",
-        e.check_invariants()
-    );
+    assert_invariants(e);
     id
 }
 
@@ -138,7 +141,7 @@ fn a_job_starts_at_once_and_completes() {
         .unwrap();
     let j = e.job(id).unwrap();
     assert_eq!(j.state, JobState::Completed);
-    assert!(e.check_invariants().is_empty());
+    assert_invariants(&e);
     assert_eq!(e.node("node1").unwrap().state.base, model::NodeBase::Idle);
 }
 
@@ -277,7 +280,7 @@ fn waiting_jobs_get_resources_then_priority_and_start_when_freed() {
         launched(&e.take_commands()),
         vec![("node1".to_string(), b.0)]
     );
-    assert!(e.check_invariants().is_empty());
+    assert_invariants(&e);
 }
 
 #[test]
@@ -432,11 +435,7 @@ fn node_down_requeues_its_jobs() {
     assert_eq!(j.state, JobState::Pending);
     assert_eq!(j.restarts, 1);
     assert_eq!(e.job(nr).unwrap().state, JobState::NodeFail);
-    assert!(
-        e.check_invariants().is_empty(),
-        "{:?}",
-        e.check_invariants()
-    );
+    assert_invariants(&e);
     // A requeued job waits out cred_expire (120 s by default) first.
     assert_eq!(e.job(id).unwrap().reason, PendingReason::BeginTime);
     assert_eq!(e.job(id).unwrap().eligible_time, 125);
@@ -494,7 +493,7 @@ fn hold_release_update_and_requeue() {
     .unwrap();
     assert!(!e.job(a).unwrap().completing);
     assert_eq!(e.job(a).unwrap().state, JobState::Pending);
-    assert!(e.check_invariants().is_empty());
+    assert_invariants(&e);
 }
 
 #[test]
@@ -638,7 +637,7 @@ fn pending_jobs_carry_the_backfill_plan_and_short_jobs_backfill() {
     // Two hours on one node: would delay the wide job's plan, so waits.
     let late = e.on_submit(timed(1, 120), &user(), 10).unwrap().job_id;
     e.schedule(10);
-    assert!(e.check_invariants().is_empty());
+    assert_invariants(&e);
     assert_eq!(e.job(long).unwrap().state, JobState::Running);
     assert_eq!(e.job(short).unwrap().state, JobState::Running);
     assert_eq!(e.job(wide).unwrap().state, JobState::Pending);
@@ -877,7 +876,7 @@ fn passes_after_submissions_only_start_what_fits_and_keep_the_plan() {
     e.schedule(100);
     assert_eq!(e.job(b).unwrap().state, JobState::Pending);
     assert_eq!(e.planned(b).map(|p| p.start), Some(303));
-    assert!(e.check_invariants().is_empty());
+    assert_invariants(&e);
 }
 
 #[test]
@@ -1060,11 +1059,7 @@ fn a_node_that_rebooted_loses_the_jobs_it_does_not_list() {
     assert_eq!(j.state, JobState::Pending);
     assert_eq!(j.restarts, 1);
     assert_eq!(e.job(nr).unwrap().state, JobState::NodeFail);
-    assert!(
-        e.check_invariants().is_empty(),
-        "{:?}",
-        e.check_invariants()
-    );
+    assert_invariants(&e);
     let node = e.node("node1").unwrap();
     assert_eq!(node.alloc_cpus, 0);
     // ReturnToService=0 (the default): out of service until an
@@ -1095,11 +1090,7 @@ fn return_to_service_decides_whether_a_rebooted_node_is_used_again() {
             "rts {rts}: {:?}",
             node.reason
         );
-        assert!(
-            e.check_invariants().is_empty(),
-            "{:?}",
-            e.check_invariants()
-        );
+        assert_invariants(&e);
     }
 }
 
