@@ -135,9 +135,43 @@ fn usage_keeps_maxima_with_their_task_and_averages_over_tasks() {
     assert_eq!(u.max_vmsize_kib, None);
 }
 
+/// A `sleep` in a session of its own, killed when dropped. The test
+/// process's own session will not do: its leader may be outside this
+/// PID namespace (CI's containers), and the first sample walks the
+/// leader's tree.
+struct SessionChild(std::process::Child);
+
+impl SessionChild {
+    fn start() -> SessionChild {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("30");
+        // SAFETY: setsid is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        SessionChild(cmd.spawn().unwrap())
+    }
+
+    fn sid(&self) -> i32 {
+        self.0.id() as i32
+    }
+}
+
+impl Drop for SessionChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn sampler_samples_at_once_and_stops() {
-    let sid = unsafe { libc::getsid(0) };
+    let child = SessionChild::start();
+    let sid = child.sid();
     let gather = Arc::new(Mutex::new(Gather::new("n1", &[0])));
     let settings = GatherSettings {
         freq_secs: 3600,
@@ -176,7 +210,8 @@ fn a_running_task_counts_its_sampled_cpu_and_the_sampler_publishes_it() {
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("usage.live");
-    let sid = unsafe { libc::getsid(0) };
+    let child = SessionChild::start();
+    let sid = child.sid();
     let gather = Arc::new(Mutex::new(Gather::new("n1", &[0])));
     let settings = GatherSettings {
         freq_secs: 3600,
