@@ -800,6 +800,10 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
     let mut last_int: Option<Instant> = None;
     let mut kill_at: Option<Instant> = None;
     let mut killed = false;
+    // Signals forwarded so far: a supervisor that connects later gets them
+    // too (its tasks may already run: it says Hello before it starts them,
+    // but that Hello can reach this loop after a signal does).
+    let mut forwarded: Vec<i32> = Vec::new();
     let connect_deadline = Instant::now() + Duration::from_secs(60);
     let broadcast = |writers: &mut BTreeMap<u32, TcpStream>, msg: SrunToStepd| {
         for w in writers.values_mut() {
@@ -853,6 +857,9 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                     if stdin_done {
                         send(&mut w, SrunToStepd::StdinEof);
                     }
+                }
+                for sig in &forwarded {
+                    send(&mut w, SrunToStepd::Signal(*sig));
                 }
                 if killed {
                     send(&mut w, SrunToStepd::Signal(libc::SIGKILL));
@@ -971,6 +978,7 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                 }
             }
             Event::Signal(sig) => {
+                forwarded.push(sig);
                 broadcast(&mut writers, SrunToStepd::Signal(sig));
             }
         }

@@ -636,15 +636,36 @@ fn srun_forwards_signals_and_ctrl_c_shows_status_then_cancels() {
             }
         }
     };
-    let finish =
-        |child: std::process::Child, rx: std::sync::mpsc::Receiver<String>, seen: &mut String| {
-            let out = child.wait_with_output().expect("srun output");
-            seen.extend(rx.iter().map(|l| l + "\n"));
-            (
-                out.status.code().unwrap_or(-1),
-                String::from_utf8_lossy(&out.stdout).into_owned(),
-            )
+    // srun's exit code and stdout; a srun still running after 60 s is
+    // killed and the test fails (rather than hang).
+    let finish = |mut child: std::process::Child,
+                  rx: std::sync::mpsc::Receiver<String>,
+                  seen: &mut String| {
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        let reader = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut stdout, &mut text);
+            text
+        });
+        let deadline = std::time::Instant::now() + secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("srun status") {
+                break status;
+            }
+            if std::time::Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                seen.extend(rx.try_iter().map(|l| l + "\n"));
+                panic!("srun still running after 60 s: {seen}\n{}", c.logs());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
         };
+        seen.extend(rx.iter().map(|l| l + "\n"));
+        (
+            status.code().unwrap_or(-1),
+            reader.join().unwrap_or_default(),
+        )
+    };
     // A signal srun gets reaches the task.
     let (child, rx) = spawn(
         "trap 'echo got USR1; exit 0' USR1; echo x > usr1.ready; while :; do sleep 0.1; done",
