@@ -90,6 +90,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::AllocationInfo { .. }
             | CtldRequest::ListSteps
             | CtldRequest::StepStat { .. }
+            | CtldRequest::OpenSession
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
 }
 

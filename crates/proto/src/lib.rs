@@ -449,6 +449,50 @@ pub enum CtldRequest {
         /// The job.
         job_id: JobId,
     },
+    /// Opens an authenticated session on this connection (the client
+    /// library's kept connections): the envelope's credential is verified
+    /// once, and the identity it proves is the caller of every later
+    /// `InSession` request on the connection, which carries no credential
+    /// (ARCHITECTURE.md, "Client sessions"). Answered `Ok`; refused, and
+    /// the connection closed, when the credential fails or a session is
+    /// already open.
+    OpenSession,
+    /// A request on a connection opened with `OpenSession`: `seq` counts
+    /// from 1 and must grow by exactly one per request, so a frame repeated
+    /// or dropped within the connection ends it; the envelope's claimed
+    /// identity must be the session's. Refused, and the connection closed,
+    /// on a connection without a session.
+    InSession {
+        /// This request's number on its connection.
+        seq: u64,
+        /// The request.
+        request: Box<CtldRequest>,
+    },
+}
+
+/// Index of [`CtldRequest::InSession`] among its variants, for
+/// [`InSessionRef`] (a unit test checks it against the derived encoding).
+const IN_SESSION_VARIANT: u32 = 35;
+
+/// [`CtldRequest::InSession`] borrowing its request, so a sender that
+/// keeps the request (to send it again on another connection) need not
+/// copy it: serialized exactly as the owned form, in JSON and in postcard.
+pub struct InSessionRef<'a> {
+    /// The request's number on its connection.
+    pub seq: u64,
+    /// The request.
+    pub request: &'a CtldRequest,
+}
+
+impl Serialize for InSessionRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStructVariant;
+        let mut v =
+            s.serialize_struct_variant("CtldRequest", IN_SESSION_VARIANT, "InSession", 2)?;
+        v.serialize_field("seq", &self.seq)?;
+        v.serialize_field("request", self.request)?;
+        v.end()
+    }
 }
 
 /// What a node daemon reports when it registers.
@@ -1506,6 +1550,35 @@ mod tests {
         assert_eq!(back.credential.as_deref(), Some("c.d"));
         match back.body {
             CtldRequest::Submit(d) => assert_eq!(*d, desc),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn in_session_ref_encodes_as_the_owned_form() {
+        let req = CtldRequest::Submit(Box::new(JobDesc {
+            name: "x".into(),
+            env: vec![("A".into(), "1".into())],
+            ..JobDesc::default()
+        }));
+        let by_ref = InSessionRef {
+            seq: 7,
+            request: &req,
+        };
+        let owned = CtldRequest::InSession {
+            seq: 7,
+            request: Box::new(req.clone()),
+        };
+        assert_eq!(
+            serde_json::to_string(&by_ref).unwrap(),
+            serde_json::to_string(&owned).unwrap()
+        );
+        let bytes = postcard::to_allocvec(&by_ref).unwrap();
+        assert_eq!(bytes, postcard::to_allocvec(&owned).unwrap());
+        match postcard::from_bytes::<CtldRequest>(&bytes).unwrap() {
+            CtldRequest::InSession { seq: 7, request } => {
+                assert!(matches!(*request, CtldRequest::Submit(ref d) if d.name == "x"))
+            }
             other => panic!("unexpected {other:?}"),
         }
     }
