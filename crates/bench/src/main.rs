@@ -148,7 +148,7 @@ fn job_desc(o: &Opts, id: &Identity, cmd: &str) -> JobDesc {
         submit_dir: cwd,
         submit_host: id.host.clone(),
         submit_line: format!("sbatch{} --wrap {cmd}", if o.hold { " -H" } else { "" }),
-        env,
+        env: env.into(),
         stdout: Some("slurm-%j.out".into()),
         hold: o.hold,
         uid: id.uid,
