@@ -4,8 +4,9 @@
 //!
 //! Every request goes through the client library. `submit` has three modes:
 //! by default each thread has one `client::Client` and makes blocking
-//! `Client::call`s, which keep their TCP connection from call to call (each
-//! request still carries its own credential); `--fresh` makes a new `Client`
+//! `Client::call`s, which keep their TCP connection from call to call (the
+//! first call on it carries a credential; the later ones travel in the
+//! connection's session, authenticated once); `--fresh` makes a new `Client`
 //! for every call, so every submission pays what one command pays (reading
 //! the key, a TCP connection); `--pipeline N` sends N submissions at a time
 //! on the thread's kept connection (`Client::call_pipelined`: several
