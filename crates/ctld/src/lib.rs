@@ -553,7 +553,7 @@ async fn read_request(
         CtldRequest::InSession { seq, request } => match session {
             Some((who, next))
                 if seq == *next
-                    && env.identity == *who
+                    && env.identity.uid == who.uid
                     && !matches!(
                         *request,
                         CtldRequest::InSession { .. } | CtldRequest::OpenSession
@@ -569,7 +569,7 @@ async fn read_request(
                 warn!(
                     "refused a request in session from {peer} claiming to be {} (uid {}), \
                      number {seq}, expected {:?}: no authenticated session, another \
-                     identity, or out of order; closing the connection",
+                     user, or out of order; closing the connection",
                     env.identity.user,
                     env.identity.uid,
                     session.as_ref().map(|(_, next)| *next)

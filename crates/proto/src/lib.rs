@@ -542,7 +542,7 @@ pub enum CtldRequest {
     /// A request on a connection opened with `OpenSession`: `seq` counts
     /// from 1 and must grow by exactly one per request, so a frame repeated
     /// or dropped within the connection ends it; the envelope's claimed
-    /// identity must be the session's. Refused, and the connection closed,
+    /// uid must be the session's. Refused, and the connection closed,
     /// on a connection without a session.
     InSession {
         /// This request's number on its connection.
