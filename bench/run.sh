@@ -123,7 +123,7 @@ cd "$ROOT" || exit 1
 
 # ------------------------------------------------------- (a) client library
 # Kept connection (one Client per thread, its connection kept from call to
-# call, a credential per request), the default of muster-bench submit.
+# call: a credential on the first, then its session), the default of muster-bench submit.
 for th in 1 8 32; do
     fresh || exit 1
     log "(a) library: $N_LIB held submissions, $th threads, kept connections"

@@ -29,6 +29,14 @@ const SELECT: &str = "SELECT cluster, job_id, record FROM jobs";
 
 /// The upsert of one job: a write for an existing key replaces the row.
 pub(crate) fn upsert(job: &AcctJob, ph: Placeholder) -> Result<Sql, AcctError> {
+    Ok(Sql {
+        text: upsert_text(ph),
+        params: upsert_params(job)?,
+    })
+}
+
+/// The upsert's parameters for one job, in the order of [`upsert_text`].
+pub(crate) fn upsert_params(job: &AcctJob) -> Result<Vec<Param>, AcctError> {
     let record = serde_json::to_string(job).map_err(|source| AcctError::Encode {
         job_id: job.job_id.0,
         source,
@@ -48,8 +56,17 @@ pub(crate) fn upsert(job: &AcctJob, ph: Placeholder) -> Result<Sql, AcctError> {
         Param::Text(record),
         Param::OptInt(job.array_job_id.map(i64::from)),
     ];
-    let values: Vec<String> = (1..=params.len()).map(ph).collect();
-    let text = format!(
+    debug_assert_eq!(params.len(), UPSERT_PARAMS);
+    Ok(params)
+}
+
+/// How many parameters the upsert binds.
+const UPSERT_PARAMS: usize = 13;
+
+/// The upsert's text, the same for every job (a batch prepares it once).
+pub(crate) fn upsert_text(ph: Placeholder) -> String {
+    let values: Vec<String> = (1..=UPSERT_PARAMS).map(ph).collect();
+    format!(
         "INSERT INTO jobs (cluster, job_id, submit_time, user_name, account, state, \
          partition_name, job_name, eligible_time, start_time, end_time, record, \
          array_job_id) \
@@ -61,8 +78,7 @@ pub(crate) fn upsert(job: &AcctJob, ph: Placeholder) -> Result<Sql, AcctError> {
          start_time = excluded.start_time, end_time = excluded.end_time, \
          record = excluded.record, array_job_id = excluded.array_job_id",
         values.join(", ")
-    );
-    Ok(Sql { text, params })
+    )
 }
 
 /// The longest (end - submit) of the ended jobs in `jobs`, per cluster, as

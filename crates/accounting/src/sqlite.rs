@@ -170,13 +170,6 @@ fn conversion(col: usize) -> impl Fn(rusqlite::types::FromSqlError) -> rusqlite:
     }
 }
 
-fn put(conn: &Connection, job: &AcctJob) -> Result<(), AcctError> {
-    let sql = filter::upsert(job, placeholder)?;
-    let mut stmt = conn.prepare_cached(&sql.text)?;
-    stmt.execute(rusqlite::params_from_iter(sql.params.iter()))?;
-    Ok(())
-}
-
 impl AccountingStore for SqliteStore {
     fn put_job(&mut self, job: &AcctJob) -> Result<(), AcctError> {
         self.put_jobs(std::slice::from_ref(job))
@@ -186,8 +179,13 @@ impl AccountingStore for SqliteStore {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        for job in jobs {
-            put(&tx, job)?;
+        {
+            // One statement for the batch, its text built once.
+            let mut stmt = tx.prepare_cached(&filter::upsert_text(placeholder))?;
+            for job in jobs {
+                let params = filter::upsert_params(job)?;
+                stmt.execute(rusqlite::params_from_iter(params.iter()))?;
+            }
         }
         for sql in filter::span_updates(jobs, placeholder) {
             let mut stmt = tx.prepare_cached(&sql.text)?;

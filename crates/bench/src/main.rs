@@ -4,8 +4,9 @@
 //!
 //! Every request goes through the client library. `submit` has three modes:
 //! by default each thread has one `client::Client` and makes blocking
-//! `Client::call`s, which keep their TCP connection from call to call (each
-//! request still carries its own credential); `--fresh` makes a new `Client`
+//! `Client::call`s, which keep their TCP connection from call to call (the
+//! first call on it carries a credential; the later ones travel in the
+//! connection's session, authenticated once); `--fresh` makes a new `Client`
 //! for every call, so every submission pays what one command pays (reading
 //! the key, a TCP connection); `--pipeline N` sends N submissions at a time
 //! on the thread's kept connection (`Client::call_pipelined`: several
@@ -148,7 +149,7 @@ fn job_desc(o: &Opts, id: &Identity, cmd: &str) -> JobDesc {
         submit_dir: cwd,
         submit_host: id.host.clone(),
         submit_line: format!("sbatch{} --wrap {cmd}", if o.hold { " -H" } else { "" }),
-        env,
+        env: env.into(),
         stdout: Some("slurm-%j.out".into()),
         hold: o.hold,
         uid: id.uid,

@@ -416,7 +416,7 @@ fn build_inner(
         .chain(args.iter().map(String::as_str))
         .collect::<Vec<_>>()
         .join(" ");
-    desc.env = job_env;
+    desc.env = job_env.into();
     if desc.stdout.is_none() {
         desc.stdout = Some(DEFAULT_STDOUT.to_string());
     }

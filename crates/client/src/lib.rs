@@ -101,12 +101,21 @@ pub struct Client {
     identity: Identity,
     config: conf::Config,
     /// Connections that answered, for the next calls (one per concurrent
-    /// caller): (index in `addrs`, connection).
-    idle: std::sync::Mutex<Vec<(usize, rpc::Conn)>>,
+    /// caller).
+    idle: std::sync::Mutex<Vec<Kept>>,
     /// The signer this process makes its own credentials with, loaded at
     /// the first request (`None` inside: it cannot, and asks the node
     /// daemon's socket for each one).
     signer: std::sync::OnceLock<Option<auth::Signer>>,
+}
+
+/// A connection that answered, kept for the next calls.
+struct Kept {
+    conn: rpc::Conn,
+    /// With a session open on it (`CtldRequest::OpenSession`), the number
+    /// its next request carries: requests on it then carry no credential
+    /// of their own (ARCHITECTURE.md, "Client sessions").
+    next_seq: Option<u64>,
 }
 
 /// How many requests [`Client::call_pipelined`] has in flight on its
@@ -207,28 +216,33 @@ impl Client {
         .map_err(ClientError::Credential)
     }
 
-    /// Sends one request to the first controller that answers.
+    /// Sends one request to the first controller that answers. On a
+    /// connection kept from an earlier call the request travels in the
+    /// connection's session (opened with this call's credential if it has
+    /// none yet); on a new connection it carries its own credential, as a
+    /// command's single call does.
     pub fn call(&self, req: CtldRequest) -> Result<CtldResponse, ClientError> {
-        let reused = self.reused();
         let enc = encoding_for(&req);
-        if let Some((i, mut conn)) = reused {
-            let credential = self.credential()?;
+        if let Some(mut kept) = self.reused() {
             // A connection the controller has closed fails before the
             // request is read; the request then goes on a fresh one below.
-            if let Ok(resp) = conn.call_enc(self.identity.clone(), Some(credential), &req, enc) {
-                self.keep(i, conn);
-                return match resp {
-                    CtldResponse::Error(e) => Err(ClientError::Refused(e)),
-                    resp => Ok(resp),
-                };
+            if let Some(result) = self.call_in_session(&mut kept, &req) {
+                // A session opened and answered: the connection serves on.
+                if result.is_ok() && kept.next_seq.is_some() {
+                    self.keep(kept);
+                }
+                return result.and_then(answer);
             }
         }
         let mut last = None;
-        for (i, addr) in self.addrs.iter().enumerate() {
+        for addr in &self.addrs {
             let credential = self.credential()?;
             let answer = rpc::Conn::connect(addr, TIMEOUT).and_then(|mut conn| {
                 let resp = conn.call_enc(self.identity.clone(), Some(credential), &req, enc)?;
-                self.keep(i, conn);
+                self.keep(Kept {
+                    conn,
+                    next_seq: None,
+                });
                 Ok(resp)
             });
             match answer {
@@ -242,29 +256,109 @@ impl Client {
         ))
     }
 
+    /// Appends the frame that opens a session (with a fresh credential)
+    /// when `kept` has none, and returns the number the first request
+    /// after it carries.
+    fn open_frame(&self, kept: &Kept, frames: &mut Vec<u8>) -> Result<u64, ClientError> {
+        if let Some(seq) = kept.next_seq {
+            return Ok(seq);
+        }
+        let env = rpc::signed_envelope(
+            self.identity.clone(),
+            Some(self.credential()?),
+            CtldRequest::OpenSession,
+        );
+        rpc::append_frame(frames, &env, rpc::Encoding::Json, proto::MAX_FRAME_BYTES)
+            .map_err(ClientError::Unreachable)?;
+        Ok(1)
+    }
+
+    /// Appends `req` as request number `seq` of a session.
+    fn session_frame(
+        &self,
+        frames: &mut Vec<u8>,
+        seq: u64,
+        req: &CtldRequest,
+    ) -> Result<(), ClientError> {
+        let body = proto::InSessionRef { seq, request: req };
+        let env = rpc::envelope(self.identity.clone(), body);
+        rpc::append_frame(frames, &env, encoding_for(req), proto::MAX_FRAME_BYTES)
+            .map_err(ClientError::Unreachable)
+    }
+
+    /// One request in `kept`'s session, opening it first if needed (both
+    /// frames in one write). `None`: the connection failed before any
+    /// answer came (the controller had closed it), so the request may go
+    /// on a new connection. Afterwards `kept.next_seq` is set only where
+    /// the connection may serve on.
+    fn call_in_session(
+        &self,
+        kept: &mut Kept,
+        req: &CtldRequest,
+    ) -> Option<Result<CtldResponse, ClientError>> {
+        let mut frames = Vec::with_capacity(2048);
+        let opening = kept.next_seq.is_none();
+        let built = self
+            .open_frame(kept, &mut frames)
+            .and_then(|seq| self.session_frame(&mut frames, seq, req).map(|()| seq));
+        let seq = match built {
+            Ok(seq) => seq,
+            Err(e) => return Some(Err(e)),
+        };
+        let count = 1 + usize::from(opening);
+        kept.next_seq = None;
+        let (mut answers, err) = kept.conn.call_many::<CtldResponse>(&frames, count);
+        if opening && !answers.is_empty() {
+            // A refused opening closes the connection: that refusal is
+            // the answer.
+            match answers.remove(0) {
+                CtldResponse::Ok => {}
+                refusal => return Some(Ok(refusal)),
+            }
+        } else if answers.is_empty() {
+            return None;
+        }
+        match (answers.pop(), err) {
+            (Some(resp), None) => {
+                kept.next_seq = Some(seq + 1);
+                Some(Ok(resp))
+            }
+            (_, e) => Some(Err(ClientError::Unreachable(
+                e.unwrap_or(rpc::RpcError::Timeout),
+            ))),
+        }
+    }
+
     /// Sends `reqs` on one kept connection with up to [`PIPELINE_WINDOW`]
     /// of them in flight at once (several requests in one write, their
     /// answers read back in order), and returns one result per request,
-    /// in order. Each request carries its own credential, checked by the
-    /// controller as any other. A request whose answer did not come (the
-    /// connection failed) is an error and may or may not have been
-    /// carried out, as with [`Client::call`]; the requests after it are
-    /// not sent.
+    /// in order. The requests travel in the connection's session (opened
+    /// with one credential if it has none: the identity it proves is the
+    /// caller of each request, and each carries the next number). A
+    /// request whose answer did not come (the connection failed) is an
+    /// error and may or may not have been carried out, as with
+    /// [`Client::call`]; the requests after it are not sent.
     ///
     /// Meant for programs that make many requests (a workflow engine
     /// submitting a batch): the commands make one request each.
     pub fn call_pipelined(&self, reqs: &[CtldRequest]) -> Vec<Result<CtldResponse, ClientError>> {
         let mut results = Vec::with_capacity(reqs.len());
-        let mut frames = Vec::with_capacity(2048 * PIPELINE_WINDOW.min(reqs.len()));
-        let mut conn: Option<(usize, rpc::Conn, bool)> = self.reused().map(|(i, c)| (i, c, true));
+        let mut frames = Vec::with_capacity(2048 * PIPELINE_WINDOW.min(reqs.len()) + 512);
+        let mut conn: Option<(Kept, bool)> = self.reused().map(|k| (k, true));
         for chunk in reqs.chunks(PIPELINE_WINDOW) {
             let mut tries = 0;
             let answers = loop {
                 tries += 1;
-                let (i, mut c, reused) = match conn.take() {
+                let (mut kept, reused) = match conn.take() {
                     Some(c) => c,
                     None => match self.connect() {
-                        Ok((i, c)) => (i, c, false),
+                        Ok(conn) => (
+                            Kept {
+                                conn,
+                                next_seq: None,
+                            },
+                            false,
+                        ),
                         Err(e) => {
                             fail_rest(&mut results, reqs.len(), e);
                             return results;
@@ -272,34 +366,43 @@ impl Client {
                     },
                 };
                 frames.clear();
-                for req in chunk {
-                    let credential = match self.credential() {
-                        Ok(c) => c,
-                        Err(e) => {
+                let opening = kept.next_seq.is_none();
+                let built = self.open_frame(&kept, &mut frames).and_then(|first| {
+                    for (k, req) in chunk.iter().enumerate() {
+                        self.session_frame(&mut frames, first + k as u64, req)?;
+                    }
+                    Ok(first)
+                });
+                let first = match built {
+                    Ok(first) => first,
+                    Err(e) => {
+                        fail_rest(&mut results, reqs.len(), e);
+                        return results;
+                    }
+                };
+                let count = chunk.len() + usize::from(opening);
+                let (mut answers, err) = kept.conn.call_many::<CtldResponse>(&frames, count);
+                if err.is_some() && answers.is_empty() && reused && tries == 1 {
+                    // A kept connection the controller had closed fails
+                    // before any request is read: once more on a new one.
+                    continue;
+                }
+                if opening && !answers.is_empty() {
+                    match answers.remove(0) {
+                        CtldResponse::Ok => {}
+                        refusal => {
+                            let e = answer(refusal).err().unwrap_or(ClientError::Unexpected);
                             fail_rest(&mut results, reqs.len(), e);
                             return results;
                         }
-                    };
-                    let env = rpc::signed_envelope(self.identity.clone(), Some(credential), req);
-                    if let Err(e) = rpc::append_frame(
-                        &mut frames,
-                        &env,
-                        encoding_for(req),
-                        proto::MAX_FRAME_BYTES,
-                    ) {
-                        fail_rest(&mut results, reqs.len(), ClientError::Unreachable(e));
-                        return results;
                     }
                 }
-                let (answers, err) = c.call_many::<CtldResponse>(&frames, chunk.len());
                 match err {
                     None => {
-                        conn = Some((i, c, reused));
+                        kept.next_seq = Some(first + chunk.len() as u64);
+                        conn = Some((kept, reused));
                         break answers;
                     }
-                    // A kept connection the controller had closed fails
-                    // before any request is read: once more on a new one.
-                    Some(_) if reused && answers.is_empty() && tries == 1 => continue,
                     Some(e) => {
                         for resp in answers {
                             results.push(answer(resp));
@@ -311,25 +414,25 @@ impl Client {
             };
             results.extend(answers.into_iter().map(answer));
         }
-        if let Some((i, c, _)) = conn {
-            self.keep(i, c);
+        if let Some((kept, _)) = conn {
+            self.keep(kept);
         }
         results
     }
 
     /// A kept connection recent enough to use.
-    fn reused(&self) -> Option<(usize, rpc::Conn)> {
+    fn reused(&self) -> Option<Kept> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        idle.retain(|(_, c)| c.idle() < REUSE_WITHIN);
+        idle.retain(|k| k.conn.idle() < REUSE_WITHIN);
         idle.pop()
     }
 
     /// A new connection to the first controller that accepts.
-    fn connect(&self) -> Result<(usize, rpc::Conn), ClientError> {
+    fn connect(&self) -> Result<rpc::Conn, ClientError> {
         let mut last = None;
-        for (i, addr) in self.addrs.iter().enumerate() {
+        for addr in &self.addrs {
             match rpc::Conn::connect(addr, TIMEOUT) {
-                Ok(c) => return Ok((i, c)),
+                Ok(c) => return Ok(c),
                 Err(e) => last = Some(e),
             }
         }
@@ -338,11 +441,11 @@ impl Client {
         ))
     }
 
-    fn keep(&self, i: usize, conn: rpc::Conn) {
+    fn keep(&self, kept: Kept) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         // Enough for the callers running at once; more would only idle.
         if idle.len() < 64 {
-            idle.push((i, conn));
+            idle.push(kept);
         }
     }
 

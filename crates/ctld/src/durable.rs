@@ -90,6 +90,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::AllocationInfo { .. }
             | CtldRequest::ListSteps
             | CtldRequest::StepStat { .. }
+            | CtldRequest::OpenSession
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
 }
 
@@ -199,7 +200,7 @@ impl EnvTable {
 /// The environments of the records read so far (recovery), by id.
 #[derive(Debug, Default)]
 pub struct EnvReader {
-    by_id: std::collections::HashMap<u64, Vec<(String, String)>>,
+    by_id: std::collections::HashMap<u64, proto::Env>,
 }
 
 /// The submitted description inside an entry, if it is a submission.
@@ -251,6 +252,8 @@ pub fn decode_record(payload: &[u8], envs: &mut EnvReader) -> Result<Entry, Stri
     let vars = match env {
         None => return Ok(entry),
         Some(EnvIn::Full { id, vars }) => {
+            // Shared by every later record that refers to it.
+            let vars = proto::Env::new(vars);
             envs.by_id.insert(id, vars.clone());
             vars
         }
@@ -656,7 +659,7 @@ mod tests {
         CtldRequest::Submit(Box::new(JobDesc {
             name: name.into(),
             script: "#!/bin/sh\n".into(),
-            env: vec![("MARK".into(), "1".into())],
+            env: vec![("MARK".into(), "1".into())].into(),
             work_dir: "/tmp".into(),
             ..JobDesc::default()
         }))
@@ -759,7 +762,8 @@ mod tests {
             env: env
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+                .collect::<Vec<_>>()
+                .into(),
             work_dir: "/tmp".into(),
             hold,
             ..JobDesc::default()

@@ -128,6 +128,17 @@ impl Gate {
         env: &proto::Envelope<CtldRequest>,
         peer: &str,
     ) -> Result<Identity, SlurmError> {
+        let who = self.verify(env, peer)?;
+        self.permit(&env.body, &who, peer)?;
+        Ok(who)
+    }
+
+    /// The identity the envelope's credential proves.
+    fn verify(
+        &self,
+        env: &proto::Envelope<CtldRequest>,
+        peer: &str,
+    ) -> Result<Identity, SlurmError> {
         let check = || {
             self.verifier
                 .verify(env.credential.as_deref(), &env.identity, now())
@@ -137,19 +148,24 @@ impl Gate {
         } else {
             check()
         };
-        let who = match checked {
-            Ok(who) => who,
+        match checked {
+            Ok(who) => Ok(who),
             Err(e) => {
                 warn!(
                     "refused a request from {peer} claiming to be {} (uid {}): \
                      authentication failed: {e}",
                     env.identity.user, env.identity.uid
                 );
-                return Err(SlurmError::ProtocolAuthentication);
+                Err(SlurmError::ProtocolAuthentication)
             }
-        };
+        }
+    }
+
+    /// Whether `who` (proved by the request's credential or by its
+    /// connection's session) may send `body` at all.
+    fn permit(&self, body: &CtldRequest, who: &Identity, peer: &str) -> Result<(), SlurmError> {
         let daemons_only = matches!(
-            env.body,
+            body,
             CtldRequest::RegisterNode(_)
                 | CtldRequest::JobExited { .. }
                 | CtldRequest::StepExited(_)
@@ -158,7 +174,7 @@ impl Gate {
         if daemons_only && !self.daemon_uids.contains(&who.uid) {
             warn!(
                 "refused {} from {peer}: user {} (uid {}) is not root or SlurmUser",
-                match env.body {
+                match body {
                     CtldRequest::RegisterNode(_) => "a node registration",
                     _ => "a job end report",
                 },
@@ -167,7 +183,7 @@ impl Gate {
             );
             return Err(SlurmError::AccessDenied);
         }
-        Ok(who)
+        Ok(())
     }
 }
 
@@ -405,6 +421,10 @@ async fn serve_connection(
     let tx = &tx;
     let reader = async move {
         let mut first = true;
+        // After an authenticated `OpenSession`: whom the connection's
+        // opener proved to be, and the number its next `InSession` request
+        // must carry.
+        let mut session: Option<(Identity, u64)> = None;
         loop {
             if !first {
                 // The next request, or the client's end: a close, or
@@ -417,10 +437,11 @@ async fn serve_connection(
                 }
             }
             first = false;
-            let Some(owed) = read_request(&mut rd, tx, gate, peer, MAX_REQUEST_BYTES).await? else {
+            let read = read_request(&mut rd, tx, gate, peer, MAX_REQUEST_BYTES, &mut session);
+            let Some((owed, next)) = read.await? else {
                 return Ok(());
             };
-            if owed_tx.send(owed).await.is_err() {
+            if owed_tx.send(owed).await.is_err() || next == Next::Close {
                 return Ok(());
             }
         }
@@ -482,59 +503,133 @@ fn append_answer(
     rpc::append_frame(out, &frame, enc, proto::MAX_RESPONSE_BYTES)
 }
 
-/// Reads one request from `stream`, checks its credential and hands it to
-/// the engine task: what the connection then owes its client. `None`:
-/// the engine task is gone.
+/// Whether a connection goes on after a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// Read the next request.
+    Read,
+    /// Answer what is owed, then close (a session request out of order,
+    /// or on a connection without a session).
+    Close,
+}
+
+/// A refusal the connection owes, in JSON.
+fn refused(e: SlurmError) -> Owed {
+    Owed::Ready(Box::new(CtldResponse::Error(e)), rpc::Encoding::Json)
+}
+
+/// Reads one request from `stream`, checks its credential (or, in a
+/// session, its number) and hands it to the engine task: what the
+/// connection then owes its client, and whether it goes on. `None`: the
+/// engine task is gone.
 async fn read_request(
     stream: &mut tokio::io::BufReader<tokio::net::tcp::OwnedReadHalf>,
     tx: &mpsc::UnboundedSender<Msg>,
     gate: &Gate,
     peer: &str,
     max_request: u32,
-) -> Result<Option<Owed>, rpc::RpcError> {
+    session: &mut Option<(Identity, u64)>,
+) -> Result<Option<(Owed, Next)>, rpc::RpcError> {
     // Nothing reaches the engine until a whole frame has arrived, and the
     // read gives up after rpc::IO_TIMEOUT, so an idle client holds only its
     // connection permit.
     let read = rpc::read_frame_async_enc(&mut *stream, rpc::IO_TIMEOUT, max_request).await;
     trim::note_request();
-    match read {
-        Ok((env, frame_enc)) => match gate.admit(&env, peer) {
-            Err(refusal) => Ok(Some(Owed::Ready(
-                Box::new(CtldResponse::Error(refusal)),
-                rpc::Encoding::Json,
-            ))),
-            Ok(who) => {
-                // Job listings for the commands travel in binary, and a
-                // binary request (a submission from the client library,
-                // of this build) is answered in binary (rpc::Encoding).
-                let encoding = if frame_enc == rpc::Encoding::Binary
-                    || matches!(env.body, CtldRequest::QueryJobs(_))
-                {
-                    rpc::Encoding::Binary
-                } else {
-                    rpc::Encoding::Json
-                };
-                let (reply_tx, reply_rx) = oneshot::channel();
-                let msg = Msg::Request {
-                    req: Box::new(env.body),
-                    who,
-                    reply: reply_tx,
-                };
-                if tx.send(msg).is_err() {
-                    return Ok(None);
-                }
-                Ok(Some(Owed::Engine(reply_rx, encoding)))
-            }
-        },
-        Err(rpc::RpcError::Version { .. }) => Ok(Some(Owed::Ready(
-            Box::new(CtldResponse::Error(SlurmError::ProtocolVersion)),
-            rpc::Encoding::Json,
-        ))),
+    let (env, frame_enc) = match read {
+        Ok(read) => read,
+        Err(rpc::RpcError::Version { .. }) => {
+            return Ok(Some((refused(SlurmError::ProtocolVersion), Next::Read)))
+        }
         Err(e) => {
             warn!("dropping malformed request: {e}");
-            Err(e)
+            return Err(e);
         }
+    };
+    let (who, body) = match env.body {
+        // The connection was authenticated once (ARCHITECTURE.md, "Client
+        // sessions"); each request on it carries the next number and no
+        // credential, so a frame repeated within the connection, or sent
+        // on one that never opened a session, is refused and ends it.
+        CtldRequest::InSession { seq, request } => match session {
+            Some((who, next))
+                if seq == *next
+                    && env.identity.uid == who.uid
+                    && !matches!(
+                        *request,
+                        CtldRequest::InSession { .. } | CtldRequest::OpenSession
+                    ) =>
+            {
+                *next += 1;
+                if let Err(e) = gate.permit(&request, who, peer) {
+                    return Ok(Some((refused(e), Next::Read)));
+                }
+                (who.clone(), *request)
+            }
+            _ => {
+                warn!(
+                    "refused a request in session from {peer} claiming to be {} (uid {}), \
+                     number {seq}, expected {:?}: no authenticated session, another \
+                     user, or out of order; closing the connection",
+                    env.identity.user,
+                    env.identity.uid,
+                    session.as_ref().map(|(_, next)| *next)
+                );
+                return Ok(Some((
+                    refused(SlurmError::ProtocolAuthentication),
+                    Next::Close,
+                )));
+            }
+        },
+        CtldRequest::OpenSession => {
+            let env = proto::Envelope {
+                body: CtldRequest::OpenSession,
+                ..env
+            };
+            if session.is_some() {
+                warn!("refused a second session on one connection from {peer}; closing it");
+                return Ok(Some((
+                    refused(SlurmError::ProtocolAuthentication),
+                    Next::Close,
+                )));
+            }
+            return Ok(Some(match gate.verify(&env, peer) {
+                Ok(who) => {
+                    *session = Some((who, 1));
+                    (
+                        Owed::Ready(Box::new(CtldResponse::Ok), rpc::Encoding::Json),
+                        Next::Read,
+                    )
+                }
+                Err(e) => (refused(e), Next::Close),
+            }));
+        }
+        body => {
+            let env = proto::Envelope { body, ..env };
+            match gate.admit(&env, peer) {
+                Ok(who) => (who, env.body),
+                Err(refusal) => return Ok(Some((refused(refusal), Next::Read))),
+            }
+        }
+    };
+    // Job listings for the commands travel in binary, and a binary
+    // request (a submission from the client library, of this build) is
+    // answered in binary (rpc::Encoding).
+    let encoding =
+        if frame_enc == rpc::Encoding::Binary || matches!(body, CtldRequest::QueryJobs(_)) {
+            rpc::Encoding::Binary
+        } else {
+            rpc::Encoding::Json
+        };
+    let (reply_tx, reply_rx) = oneshot::channel();
+    let msg = Msg::Request {
+        req: Box::new(body),
+        who,
+        reply: reply_tx,
+    };
+    if tx.send(msg).is_err() {
+        return Ok(None);
     }
+    Ok(Some((Owed::Engine(reply_rx, encoding), Next::Read)))
 }
 
 /// Per-node ordered delivery of commands, each node's over its kept
@@ -1393,6 +1488,10 @@ pub(crate) fn handle(
         | CtldRequest::AcctAdmin(_)
         | CtldRequest::AcctUsage(_)
         | CtldRequest::AcctDecayedUsage => CtldResponse::Error(SlurmError::InvalidRequest),
+        // Taken apart by the connection (`read_request`), never passed on.
+        CtldRequest::OpenSession | CtldRequest::InSession { .. } => {
+            CtldResponse::Error(SlurmError::InvalidRequest)
+        }
     }
 }
 

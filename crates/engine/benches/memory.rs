@@ -91,7 +91,7 @@ fn main() {
         submit_dir: "/home/alice/project".into(),
         submit_host: "login1".into(),
         submit_line: "sbatch -H --wrap true".into(),
-        env,
+        env: env.into(),
         stdout: Some("slurm-%j.out".into()),
         hold: true,
         uid: 1000,

@@ -214,7 +214,7 @@ impl Engine {
         let (min_nodes, max_nodes, ntasks) = shape(&desc);
         let id = JobId(self.next_job_id);
         // Pooled only once accepted (below), so refusals leave nothing behind.
-        let env = Arc::new(std::mem::take(&mut desc.env));
+        let env = std::mem::take(&mut desc.env);
         let script: Arc<str> = Arc::from(std::mem::take(&mut desc.script));
         let mut job = Job {
             env,
@@ -341,7 +341,7 @@ impl Engine {
             }
         }
         let partition = self.parts[job.partition].conf.name.clone();
-        job.env = self.intern_env(Arc::unwrap_or_clone(job.env));
+        job.env = self.intern_env(job.env);
         job.script = self.intern_script(job.script.to_string());
         job.desc = self.intern_desc(job.desc);
         self.jobs.insert(id, Box::new(job));

@@ -716,13 +716,12 @@ impl Engine {
     }
 
     /// The pooled copy of `env`, so identical environments are stored once.
-    pub(crate) fn intern_env(&mut self, env: Vec<(String, String)>) -> Arc<Vec<(String, String)>> {
+    pub(crate) fn intern_env(&mut self, env: proto::Env) -> proto::Env {
         if let Some(found) = self.env_pool.get(&env) {
             return found.clone();
         }
-        let arc = Arc::new(env);
-        self.env_pool.insert(arc.clone());
-        arc
+        self.env_pool.insert(env.clone());
+        env
     }
 
     /// The pooled copy of a script.

@@ -280,10 +280,7 @@ impl Engine {
         let envs: Vec<_> = state
             .envs
             .into_iter()
-            .map(|env| {
-                let env = Arc::unwrap_or_clone(env);
-                e.intern_env(env)
-            })
+            .map(|env| e.intern_env(env))
             .collect();
         let scripts: Vec<_> = state
             .scripts

@@ -168,7 +168,8 @@ fn batch_env_has_both_spellings() {
     d.env = vec![
         ("PATH".into(), "/bin".into()),
         ("SLURM_JOB_ID".into(), "bogus".into()),
-    ];
+    ]
+    .into();
     submit(&mut e, d, 0);
     let cmds = node_commands(e.take_commands());
     let Command::LaunchBatch { launch, .. } = &cmds[0] else {

@@ -69,6 +69,83 @@ pub struct Envelope<T> {
     pub body: T,
 }
 
+/// A job's environment variables, in order, shared ([`JobDesc::env`]).
+pub type Env = std::sync::Arc<Vec<(String, String)>>;
+
+/// Decodes [`JobDesc::env`] without an allocation per variable when it
+/// equals the environment this thread decoded last (the usual case for a
+/// controller under a burst of submissions from one program: decoding each
+/// environment's dozens of strings, and freeing them once the engine had
+/// pooled the job's environment, was over a third of its CPU). The
+/// variables are read borrowed from the frame where the format allows it
+/// (postcard, JSON without escapes, MessagePack), compared with the last
+/// environment, and copied only when they differ. The result is the same
+/// value either way.
+pub mod env_de {
+    use super::Env;
+    use serde::de::{Deserialize, Deserializer, Error, Visitor};
+    use std::borrow::Cow;
+    use std::cell::RefCell;
+    use std::sync::Arc;
+
+    thread_local! {
+        static LAST: RefCell<Option<Env>> = const { RefCell::new(None) };
+    }
+
+    /// A string, borrowed from the input where it can be.
+    struct Text<'de>(Cow<'de, str>);
+
+    impl<'de> Deserialize<'de> for Text<'de> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Text<'de>;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a string")
+                }
+                fn visit_borrowed_str<E: Error>(self, v: &'de str) -> Result<Text<'de>, E> {
+                    Ok(Text(Cow::Borrowed(v)))
+                }
+                fn visit_str<E: Error>(self, v: &str) -> Result<Text<'de>, E> {
+                    Ok(Text(Cow::Owned(v.to_owned())))
+                }
+                fn visit_string<E: Error>(self, v: String) -> Result<Text<'de>, E> {
+                    Ok(Text(Cow::Owned(v)))
+                }
+            }
+            d.deserialize_str(V)
+        }
+    }
+
+    /// `#[serde(deserialize_with)]` for [`JobDesc::env`](super::JobDesc::env).
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Env, D::Error> {
+        let vars: Vec<(Text<'de>, Text<'de>)> = Vec::deserialize(d)?;
+        if vars.is_empty() {
+            return Ok(Env::default());
+        }
+        LAST.with(|last| {
+            let mut last = last.borrow_mut();
+            if let Some(env) = &*last {
+                let same = env.len() == vars.len()
+                    && env
+                        .iter()
+                        .zip(&vars)
+                        .all(|((k, v), (a, b))| *k == *a.0 && *v == *b.0);
+                if same {
+                    return Ok(env.clone());
+                }
+            }
+            let env: Env = Arc::new(
+                vars.into_iter()
+                    .map(|(k, v)| (k.0.into_owned(), v.0.into_owned()))
+                    .collect(),
+            );
+            *last = Some(env.clone());
+            Ok(env)
+        })
+    }
+}
+
 /// `--signal=[B:]SIG@SECS`: send `signal` `secs` seconds before the time limit.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SignalSpec {
@@ -102,8 +179,13 @@ pub struct JobDesc {
     pub submit_host: String,
     /// The command line as typed, for accounting.
     pub submit_line: String,
-    /// Environment for the job, already resolved from `--export`.
-    pub env: Vec<(String, String)>,
+    /// Environment for the job, already resolved from `--export`. Shared:
+    /// a receiver that decodes the same environment again and again (the
+    /// controller, a program submitting many jobs) gets the copy it
+    /// decoded last instead of another ([`env_de`]); change it with
+    /// `Arc::make_mut`.
+    #[serde(deserialize_with = "env_de::deserialize")]
+    pub env: Env,
     /// `-p`: candidate partitions, in order; empty means the default partition.
     pub partitions: Vec<String>,
     /// `-N` minimum (None: not given).
@@ -449,6 +531,50 @@ pub enum CtldRequest {
         /// The job.
         job_id: JobId,
     },
+    /// Opens an authenticated session on this connection (the client
+    /// library's kept connections): the envelope's credential is verified
+    /// once, and the identity it proves is the caller of every later
+    /// `InSession` request on the connection, which carries no credential
+    /// (ARCHITECTURE.md, "Client sessions"). Answered `Ok`; refused, and
+    /// the connection closed, when the credential fails or a session is
+    /// already open.
+    OpenSession,
+    /// A request on a connection opened with `OpenSession`: `seq` counts
+    /// from 1 and must grow by exactly one per request, so a frame repeated
+    /// or dropped within the connection ends it; the envelope's claimed
+    /// uid must be the session's. Refused, and the connection closed,
+    /// on a connection without a session.
+    InSession {
+        /// This request's number on its connection.
+        seq: u64,
+        /// The request.
+        request: Box<CtldRequest>,
+    },
+}
+
+/// Index of [`CtldRequest::InSession`] among its variants, for
+/// [`InSessionRef`] (a unit test checks it against the derived encoding).
+const IN_SESSION_VARIANT: u32 = 35;
+
+/// [`CtldRequest::InSession`] borrowing its request, so a sender that
+/// keeps the request (to send it again on another connection) need not
+/// copy it: serialized exactly as the owned form, in JSON and in postcard.
+pub struct InSessionRef<'a> {
+    /// The request's number on its connection.
+    pub seq: u64,
+    /// The request.
+    pub request: &'a CtldRequest,
+}
+
+impl Serialize for InSessionRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStructVariant;
+        let mut v =
+            s.serialize_struct_variant("CtldRequest", IN_SESSION_VARIANT, "InSession", 2)?;
+        v.serialize_field("seq", &self.seq)?;
+        v.serialize_field("request", self.request)?;
+        v.end()
+    }
 }
 
 /// What a node daemon reports when it registers.
@@ -1508,6 +1634,66 @@ mod tests {
             CtldRequest::Submit(d) => assert_eq!(*d, desc),
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn in_session_ref_encodes_as_the_owned_form() {
+        let req = CtldRequest::Submit(Box::new(JobDesc {
+            name: "x".into(),
+            env: vec![("A".into(), "1".into())].into(),
+            ..JobDesc::default()
+        }));
+        let by_ref = InSessionRef {
+            seq: 7,
+            request: &req,
+        };
+        let owned = CtldRequest::InSession {
+            seq: 7,
+            request: Box::new(req.clone()),
+        };
+        assert_eq!(
+            serde_json::to_string(&by_ref).unwrap(),
+            serde_json::to_string(&owned).unwrap()
+        );
+        let bytes = postcard::to_allocvec(&by_ref).unwrap();
+        assert_eq!(bytes, postcard::to_allocvec(&owned).unwrap());
+        match postcard::from_bytes::<CtldRequest>(&bytes).unwrap() {
+            CtldRequest::InSession { seq: 7, request } => {
+                assert!(matches!(*request, CtldRequest::Submit(ref d) if d.name == "x"))
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_environment_decoded_again_is_shared_and_equal() {
+        let desc = |vars: &[(&str, &str)]| JobDesc {
+            env: std::sync::Arc::new(
+                vars.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            ..JobDesc::default()
+        };
+        let a = desc(&[("A", "1"), ("PATH", "/bin:/usr/bin")]);
+        let b = desc(&[("A", "1"), ("PATH", "/bin")]);
+        let quoted = desc(&[("Q", "say \"hi\"\n\u{e9}")]);
+        let bin = |d: &JobDesc| postcard::to_allocvec(d).unwrap();
+        let a1: JobDesc = postcard::from_bytes(&bin(&a)).unwrap();
+        let a2: JobDesc = postcard::from_bytes(&bin(&a)).unwrap();
+        assert_eq!(a1, a);
+        assert!(std::sync::Arc::ptr_eq(&a1.env, &a2.env));
+        let b1: JobDesc = postcard::from_bytes(&bin(&b)).unwrap();
+        assert_eq!(b1, b);
+        assert!(!std::sync::Arc::ptr_eq(&a1.env, &b1.env));
+        // JSON, escapes (not borrowed) and all; an empty environment.
+        let text = serde_json::to_string(&quoted).unwrap();
+        let q1: JobDesc = serde_json::from_str(&text).unwrap();
+        let q2: JobDesc = serde_json::from_reader(text.as_bytes()).unwrap();
+        assert_eq!(q1, quoted);
+        assert_eq!(q2, quoted);
+        let empty: JobDesc = postcard::from_bytes(&bin(&JobDesc::default())).unwrap();
+        assert!(empty.env.is_empty());
     }
 
     #[test]

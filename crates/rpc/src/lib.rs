@@ -631,7 +631,8 @@ mod tests {
             env: vec![
                 ("PATH".into(), "/usr/bin:/bin".into()),
                 ("WEIRD".into(), "a=b\nc \u{e9}".into()),
-            ],
+            ]
+            .into(),
             partitions: vec!["p1".into(), "p2".into()],
             min_nodes: Some(2),
             mem_per_cpu: Some(100),

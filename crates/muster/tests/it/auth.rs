@@ -142,6 +142,269 @@ fn replayed_credential_is_refused_and_logged() {
     wait_log(&c, "ctld", "replayed credential");
 }
 
+// Client sessions: one credential per connection, then numbered requests.
+
+/// One request frame, kept as bytes so a test can send it again elsewhere.
+fn frame(identity: &Identity, credential: Option<String>, body: &CtldRequest) -> Vec<u8> {
+    let enc = match body {
+        CtldRequest::InSession { request, .. } if matches!(**request, CtldRequest::Submit(_)) => {
+            rpc::Encoding::Binary
+        }
+        _ => rpc::Encoding::Json,
+    };
+    let mut out = Vec::new();
+    let env = rpc::signed_envelope(identity.clone(), credential, body);
+    rpc::append_frame(&mut out, &env, enc, proto::MAX_FRAME_BYTES).expect("encoding");
+    out
+}
+
+fn in_session(seq: u64, request: CtldRequest) -> CtldRequest {
+    CtldRequest::InSession {
+        seq,
+        request: Box::new(request),
+    }
+}
+
+/// Sends one frame and reads its answer; an error where the controller
+/// closed the connection.
+fn exchange(conn: &mut rpc::Conn, frame: &[u8]) -> Result<CtldResponse, rpc::RpcError> {
+    let (mut answers, err) = conn.call_many::<CtldResponse>(frame, 1);
+    answers
+        .pop()
+        .ok_or_else(|| err.expect("an answer or an error"))
+}
+
+fn connect(c: &Cluster) -> rpc::Conn {
+    rpc::Conn::connect(&ctld_addr(c), TIMEOUT).expect("connects")
+}
+
+fn held_job(c: &Cluster, name: &str) -> CtldRequest {
+    CtldRequest::Submit(Box::new(proto::JobDesc {
+        name: name.into(),
+        script: "#!/bin/sh\ntrue\n".into(),
+        work_dir: c.work().display().to_string(),
+        hold: true,
+        ..proto::JobDesc::default()
+    }))
+}
+
+#[test]
+fn session_requests_are_refused_without_a_session_out_of_order_or_elsewhere() {
+    let c = cluster(1);
+    let closed = |conn: &mut rpc::Conn| {
+        let again = frame(&me(), Some(signed(&c, &me())), &CtldRequest::Ping);
+        let r = exchange(conn, &again);
+        assert!(r.is_err(), "the connection should be closed: {r:?}");
+    };
+    // A numbered request on a connection that opened no session.
+    let mut conn = connect(&c);
+    let r = exchange(
+        &mut conn,
+        &frame(&me(), None, &in_session(1, CtldRequest::Ping)),
+    )
+    .unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    closed(&mut conn);
+    wait_log(&c, "ctld", "no authenticated session");
+
+    // A session: one credential, then requests numbered from 1 without one.
+    let mut conn = connect(&c);
+    let open = frame(&me(), Some(signed(&c, &me())), &CtldRequest::OpenSession);
+    let r = exchange(&mut conn, &open).unwrap();
+    assert!(matches!(r, CtldResponse::Ok), "{r:?}");
+    let first = frame(&me(), None, &in_session(1, CtldRequest::Ping));
+    let r = exchange(&mut conn, &first).unwrap();
+    assert!(matches!(r, CtldResponse::Ok), "{r:?}");
+    let submit = frame(&me(), None, &in_session(2, held_job(&c, "insession")));
+    let r = exchange(&mut conn, &submit).unwrap();
+    let CtldResponse::Submitted(job) = r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(c.squeue_field(job.job_id.0, "%j"), "insession");
+    // A request with a credential of its own is still checked as such.
+    let own = frame(&me(), Some(signed(&c, &me())), &CtldRequest::Ping);
+    assert!(matches!(
+        exchange(&mut conn, &own).unwrap(),
+        CtldResponse::Ok
+    ));
+    // The number must grow by one: a frame repeated is refused, and ends
+    // the connection.
+    let r = exchange(&mut conn, &submit).unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    closed(&mut conn);
+    assert_eq!(
+        c.ok("squeue", &["-h", "-o", "%j", "-n", "insession"])
+            .stdout,
+        "insession\n",
+        "the repeated submission was refused"
+    );
+
+    // Skipping a number is refused as well.
+    let mut conn = connect(&c);
+    let open2 = frame(&me(), Some(signed(&c, &me())), &CtldRequest::OpenSession);
+    assert!(matches!(
+        exchange(&mut conn, &open2).unwrap(),
+        CtldResponse::Ok
+    ));
+    let r = exchange(
+        &mut conn,
+        &frame(&me(), None, &in_session(2, CtldRequest::Ping)),
+    )
+    .unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    closed(&mut conn);
+
+    // Frames copied onto another connection: the opening credential is
+    // single-use, a numbered frame needs a session, and in another
+    // caller's session it is refused for its identity.
+    let mut conn = connect(&c);
+    let r = exchange(&mut conn, &open).unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    closed(&mut conn);
+    let mut conn = connect(&c);
+    let r = exchange(&mut conn, &first).unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    closed(&mut conn);
+    let other = Identity {
+        uid: 4242,
+        gid: 4242,
+        user: "other".into(),
+        host: me().host,
+    };
+    let mut conn = connect(&c);
+    let open_other = frame(&other, Some(signed(&c, &other)), &CtldRequest::OpenSession);
+    assert!(matches!(
+        exchange(&mut conn, &open_other).unwrap(),
+        CtldResponse::Ok
+    ));
+    let r = exchange(&mut conn, &first).unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    closed(&mut conn);
+
+    // A second session on one connection is refused.
+    let mut conn = connect(&c);
+    let open3 = frame(&me(), Some(signed(&c, &me())), &CtldRequest::OpenSession);
+    assert!(matches!(
+        exchange(&mut conn, &open3).unwrap(),
+        CtldResponse::Ok
+    ));
+    let open4 = frame(&me(), Some(signed(&c, &me())), &CtldRequest::OpenSession);
+    let r = exchange(&mut conn, &open4).unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    closed(&mut conn);
+
+    // A session cannot be opened without a valid credential.
+    let mut conn = connect(&c);
+    let forged = auth::Signer::with_key(&[7u8; 32])
+        .sign(&me(), now())
+        .expect("signing");
+    let r = exchange(
+        &mut conn,
+        &frame(&me(), Some(forged), &CtldRequest::OpenSession),
+    )
+    .unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    closed(&mut conn);
+    let mut conn = connect(&c);
+    let r = exchange(&mut conn, &frame(&me(), None, &CtldRequest::OpenSession)).unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    closed(&mut conn);
+}
+
+#[test]
+fn a_session_acts_as_the_user_its_credential_proves() {
+    let c = cluster(1);
+    let root = Identity {
+        uid: 0,
+        gid: 0,
+        user: "root".into(),
+        host: e2e::hostname(),
+    };
+    let other = Identity {
+        uid: 4242,
+        gid: 4343,
+        user: "other".into(),
+        host: e2e::hostname(),
+    };
+    let session = |who: &Identity| {
+        let mut conn = connect(&c);
+        let open = frame(who, Some(signed(&c, who)), &CtldRequest::OpenSession);
+        assert!(matches!(
+            exchange(&mut conn, &open).unwrap(),
+            CtldResponse::Ok
+        ));
+        conn
+    };
+    let submitted = |r: CtldResponse| match r {
+        CtldResponse::Submitted(s) => s.job_id,
+        other => panic!("{other:?}"),
+    };
+    let mut theirs = session(&other);
+    let mut admin = session(&root);
+    // Jobs belong to the session's user.
+    let job = submitted(
+        exchange(
+            &mut theirs,
+            &frame(&other, None, &in_session(1, held_job(&c, "theirs"))),
+        )
+        .unwrap(),
+    );
+    assert_eq!(c.squeue_field(job.0, "%U %G"), "4242 4343");
+    let root_job = submitted(
+        exchange(
+            &mut admin,
+            &frame(&root, None, &in_session(1, held_job(&c, "roots"))),
+        )
+        .unwrap(),
+    );
+    assert_eq!(c.squeue_field(root_job.0, "%U"), "0");
+    // Another user's job is out of reach, and so are the daemons' requests.
+    let cancel = |job_id| CtldRequest::Cancel {
+        job_id,
+        signal: None,
+        batch_only: false,
+        full: false,
+        tasks: None,
+    };
+    let r = exchange(
+        &mut theirs,
+        &frame(&other, None, &in_session(2, cancel(root_job))),
+    )
+    .unwrap();
+    assert!(
+        matches!(r, CtldResponse::Error(SlurmError::AccessDenied)),
+        "{r:?}"
+    );
+    let reg = frame(&other, None, &in_session(3, rogue_registration("node9")));
+    let r = exchange(&mut theirs, &reg).unwrap();
+    assert!(
+        matches!(r, CtldResponse::Error(SlurmError::AccessDenied)),
+        "{r:?}"
+    );
+    assert_eq!(c.job_state(root_job.0), "PENDING");
+    // Its own job it may cancel; root may cancel any.
+    let r = exchange(
+        &mut theirs,
+        &frame(&other, None, &in_session(4, cancel(job))),
+    )
+    .unwrap();
+    assert!(matches!(r, CtldResponse::Ok), "{r:?}");
+    let r = exchange(
+        &mut admin,
+        &frame(&root, None, &in_session(2, cancel(root_job))),
+    )
+    .unwrap();
+    assert!(matches!(r, CtldResponse::Ok), "{r:?}");
+    // A session's requests cannot claim another identity.
+    let r = exchange(
+        &mut theirs,
+        &frame(&root, None, &in_session(5, CtldRequest::Shutdown)),
+    )
+    .unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    c.ok("scontrol", &["ping"]);
+}
+
 fn rogue_registration(name: &str) -> CtldRequest {
     CtldRequest::RegisterNode(proto::NodeRegistration {
         name: name.into(),
@@ -512,6 +775,42 @@ fn auth_munge_runs_jobs_with_a_real_munged() {
         .expect("signing");
     let r = ctld_call(&c, me(), Some(forged), CtldRequest::Ping);
     assert!(is_auth_refusal(&r), "{r:?}");
+    // Sessions under MUNGE: opened with a MUNGE credential, which is then
+    // spent; the library's calls in a session work.
+    let cred = auth::credential_for_client(&cfg, &me(), now()).expect("a MUNGE credential");
+    let open = frame(&me(), Some(cred), &CtldRequest::OpenSession);
+    let mut conn = connect(&c);
+    assert!(matches!(
+        exchange(&mut conn, &open).unwrap(),
+        CtldResponse::Ok
+    ));
+    let r = exchange(
+        &mut conn,
+        &frame(&me(), None, &in_session(1, held_job(&c, "m1"))),
+    )
+    .unwrap();
+    assert!(matches!(r, CtldResponse::Submitted(_)), "{r:?}");
+    let r = exchange(
+        &mut conn,
+        &frame(&me(), None, &in_session(1, CtldRequest::Ping)),
+    )
+    .unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    let mut conn = connect(&c);
+    let r = exchange(&mut conn, &open).unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    let client = client::Client::new(cfg, me());
+    let reqs: Vec<_> = (0..client::PIPELINE_WINDOW + 3)
+        .map(|i| held_job(&c, &format!("mp{i}")))
+        .collect();
+    for _ in 0..2 {
+        for r in client.call_pipelined(&reqs) {
+            assert!(matches!(r, Ok(CtldResponse::Submitted(_))), "{r:?}");
+        }
+        client
+            .call(CtldRequest::Ping)
+            .expect("a call in the session");
+    }
 }
 
 #[test]
