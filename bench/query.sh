@@ -10,9 +10,10 @@
 # Each build gets its own private 4-node cluster (`muster up`, fresh state,
 # MaxJobCount raised) holding N held jobs submitted by `muster-bench submit
 # --threads 8 --hold`; then every command runs R times, alternating A and
-# B, so both see the same load. Medians and minimums; the controller's CPU
-# is the sum of its threads' /proc/PID/task/*/schedstat across the call,
-# the command's from wait4's rusage. Memory: the controller's VmRSS growth
+# B, so both see the same load. Medians, minimums and maximums of the
+# wall time; the controller's CPU is the sum of its threads'
+# /proc/PID/task/*/schedstat across the call, the command's from wait4's
+# rusage. Memory: the controller's VmRSS growth
 # over the submissions divided by N, read 1 s after the last one.
 # Only B is run when MUSTER_A is unset. Measured, never asserted.
 set -uo pipefail
@@ -116,7 +117,7 @@ side, cmd, n, path = sys.argv[1:]
 rows = [list(map(float, l.split())) for l in open(path)]
 col = lambda i: [r[i] for r in rows]
 print(f"{side}: {cmd!r} over {int(n):,} jobs, {len(rows)} runs: wall median {st.median(col(0)):.1f} ms"
-      f" (min {min(col(0)):.1f}), command CPU median {st.median(col(1)):.1f} ms,"
+      f" (min {min(col(0)):.1f}, max {max(col(0)):.1f}), command CPU median {st.median(col(1)):.1f} ms,"
       f" controller CPU median {st.median(col(2)):.1f} ms")
 EOF
     done

@@ -514,6 +514,8 @@ pub fn job_filter(args: &SqueueArgs, me: &str) -> proto::JobFilter {
             Vec::new()
         },
         rows: brief,
+        // Set by `Client::query_job_rows`, which reads the parts.
+        stream: false,
     }
 }
 

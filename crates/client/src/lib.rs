@@ -239,6 +239,7 @@ impl Client {
             let credential = self.credential()?;
             let answer = rpc::Conn::connect(addr, TIMEOUT).and_then(|mut conn| {
                 let resp = conn.call_enc(self.identity.clone(), Some(credential), &req, enc)?;
+                let resp = rest_of_parts(&mut conn, resp)?;
                 self.keep(Kept {
                     conn,
                     next_seq: None,
@@ -319,10 +320,13 @@ impl Client {
             return None;
         }
         match (answers.pop(), err) {
-            (Some(resp), None) => {
-                kept.next_seq = Some(seq + 1);
-                Some(Ok(resp))
-            }
+            (Some(resp), None) => match rest_of_parts(&mut kept.conn, resp) {
+                Ok(resp) => {
+                    kept.next_seq = Some(seq + 1);
+                    Some(Ok(resp))
+                }
+                Err(e) => Some(Err(ClientError::Unreachable(e))),
+            },
             (_, e) => Some(Err(ClientError::Unreachable(
                 e.unwrap_or(rpc::RpcError::Timeout),
             ))),
@@ -481,6 +485,8 @@ impl Client {
     ) -> Result<proto::JobRows, ClientError> {
         filter.brief = true;
         filter.rows = true;
+        // Rows decoded while the controller builds the next ones.
+        filter.stream = true;
         match self.call(CtldRequest::QueryJobs(filter))? {
             CtldResponse::JobRows(rows) => Ok(rows),
             _ => Err(ClientError::Unexpected),
@@ -519,5 +525,24 @@ pub mod stepio {
     /// Reads one message from a step supervisor.
     pub fn recv(r: &mut impl std::io::Read) -> Result<StepdToSrun, rpc::RpcError> {
         rpc::read_frame::<_, StepdToSrun>(r).map(|e| e.body)
+    }
+}
+
+/// A streamed job listing (`JobFilter::stream`) read to its end: `first`
+/// and the parts after it on `conn`, appended into one answer. Any other
+/// answer is returned as it is.
+fn rest_of_parts(conn: &mut rpc::Conn, first: CtldResponse) -> Result<CtldResponse, rpc::RpcError> {
+    let CtldResponse::JobRowsPart(mut rows) = first else {
+        return Ok(first);
+    };
+    loop {
+        match conn.read_more::<CtldResponse>()? {
+            CtldResponse::JobRowsPart(part) => rows.append(part),
+            CtldResponse::JobRows(last) => {
+                rows.append(last);
+                return Ok(CtldResponse::JobRows(rows));
+            }
+            other => return Ok(other),
+        }
     }
 }

@@ -54,6 +54,9 @@ enum Msg {
         req: Box<CtldRequest>,
         who: Identity,
         reply: oneshot::Sender<CtldResponse>,
+        /// For a streamed job listing (`JobFilter::stream`): where its
+        /// parts go as they are built, ahead of `reply` (the last part).
+        parts: Option<mpsc::UnboundedSender<CtldResponse>>,
     },
     LaunchFailed {
         job_id: JobId,
@@ -364,6 +367,13 @@ enum Owed {
     Ready(Box<CtldResponse>, rpc::Encoding),
     /// The engine task's answer, to come.
     Engine(oneshot::Receiver<CtldResponse>, rpc::Encoding),
+    /// A streamed job listing: its parts as the engine task builds them
+    /// (the channel closes after the last), then its last part.
+    Parts(
+        mpsc::UnboundedReceiver<CtldResponse>,
+        oneshot::Receiver<CtldResponse>,
+        rpc::Encoding,
+    ),
 }
 
 impl Owed {
@@ -377,13 +387,14 @@ impl Owed {
                     Ok((CtldResponse::Error(SlurmError::InvalidRequest), enc))
                 }
             },
+            parts @ Owed::Parts(..) => Err(parts),
         }
     }
 
     async fn wait(self) -> (CtldResponse, rpc::Encoding) {
         match self {
             Owed::Ready(resp, enc) => (*resp, enc),
-            Owed::Engine(rx, enc) => (
+            Owed::Engine(rx, enc) | Owed::Parts(_, rx, enc) => (
                 rx.await
                     .unwrap_or(CtldResponse::Error(SlurmError::InvalidRequest)),
                 enc,
@@ -459,6 +470,22 @@ async fn serve_connection(
                     None => return Ok::<(), rpc::RpcError>(()),
                 },
             };
+            use tokio::io::AsyncWriteExt;
+            let owed = match owed {
+                // A streamed listing's parts leave as they come; its last
+                // part is then awaited as any answer.
+                Owed::Parts(mut parts, rx, enc) => {
+                    while let Some(part) = parts.recv().await {
+                        append_answer(&mut out, part, enc)?;
+                        tokio::time::timeout(rpc::IO_TIMEOUT, wr.write_all(&out))
+                            .await
+                            .unwrap_or(Err(std::io::ErrorKind::TimedOut.into()))?;
+                        out.clear();
+                    }
+                    Owed::Engine(rx, enc)
+                }
+                owed => owed,
+            };
             let (resp, enc) = owed.wait().await;
             append_answer(&mut out, resp, enc)?;
             while let Ok(next) = owed_rx.try_recv() {
@@ -472,7 +499,6 @@ async fn serve_connection(
             }
             // A client that never reads its answers is dropped as an
             // idle one is.
-            use tokio::io::AsyncWriteExt;
             tokio::time::timeout(rpc::IO_TIMEOUT, wr.write_all(&out))
                 .await
                 .unwrap_or(Err(std::io::ErrorKind::TimedOut.into()))?;
@@ -621,15 +647,26 @@ async fn read_request(
             rpc::Encoding::Json
         };
     let (reply_tx, reply_rx) = oneshot::channel();
+    let streamed = matches!(
+        &body,
+        CtldRequest::QueryJobs(f) if f.rows && f.brief && f.stream
+    );
+    let (parts, owed) = if streamed {
+        let (parts_tx, parts_rx) = mpsc::unbounded_channel();
+        (Some(parts_tx), Owed::Parts(parts_rx, reply_rx, encoding))
+    } else {
+        (None, Owed::Engine(reply_rx, encoding))
+    };
     let msg = Msg::Request {
         req: Box::new(body),
         who,
         reply: reply_tx,
+        parts,
     };
     if tx.send(msg).is_err() {
         return Ok(None);
     }
-    Ok(Some((Owed::Engine(reply_rx, encoding), Next::Read)))
+    Ok(Some((owed, Next::Read)))
 }
 
 /// Per-node ordered delivery of commands, each node's over its kept
@@ -1070,7 +1107,12 @@ async fn engine_loop(
         for msg in batch {
             let t = now();
             let entry = match msg {
-                Msg::Request { req, who, reply } => {
+                Msg::Request {
+                    req,
+                    who,
+                    reply,
+                    parts,
+                } => {
                     if matches!(*req, CtldRequest::Shutdown) {
                         let resp = if engine.is_admin(&who) {
                             shutdown = true;
@@ -1100,6 +1142,18 @@ async fn engine_loop(
                         answer_acct_admin(&acct, *req, &who, daemon, reply);
                         continue;
                     }
+                    if let (Some(parts), CtldRequest::QueryJobs(filter)) = (&parts, &*req) {
+                        // Parts leave at once, so only while nothing of
+                        // this batch waits for the journal: an answer
+                        // never shows what is not yet durable. Otherwise
+                        // the whole answer is the reply, after the commit.
+                        if store.staged() == 0 {
+                            let resp = stream_job_rows(&engine, filter, t, parts);
+                            replies.push((reply, resp));
+                            continue;
+                        }
+                    }
+                    drop(parts);
                     if !durable::is_mutating(&req) {
                         let resp = handle(&mut engine, &cfg, *req, &who, t, &boot_text);
                         replies.push((reply, resp));
@@ -1358,6 +1412,26 @@ async fn shutdown_nodes(engine: &Engine, identity: &Identity, signer: &Arc<auth:
     for c in calls {
         let _ = c.await;
     }
+}
+
+/// A job listing in rows (`JobFilter::stream`), its parts sent to the
+/// connection as they are built; returns the last part. The walk runs
+/// outside the runtime's worker (`block_in_place`), so the connection's
+/// writer runs on the other worker meanwhile and the command decodes the
+/// first rows while the rest are built.
+fn stream_job_rows(
+    engine: &Engine,
+    filter: &proto::JobFilter,
+    t: Timestamp,
+    parts: &mpsc::UnboundedSender<CtldResponse>,
+) -> CtldResponse {
+    tokio::task::block_in_place(|| {
+        CtldResponse::JobRows(engine.job_rows_parts(filter, t, |part| {
+            parts
+                .send(CtldResponse::JobRowsPart(std::mem::take(part)))
+                .is_ok()
+        }))
+    })
 }
 
 pub(crate) fn handle(

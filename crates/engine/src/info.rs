@@ -303,7 +303,9 @@ impl Engine {
     /// brief `JobInfo`, built straight from the job table.
     pub fn job_rows(&self, filter: &JobFilter, now: Timestamp) -> JobRows {
         let mut rows = JobRows::new(now);
-        rows.strings = self.each_job_row(filter, now, |row| rows.push(row));
+        rows.strings = self
+            .each_job_row(filter, now, |row, _| rows.push(row))
+            .into_strings();
         rows
     }
 
@@ -312,23 +314,57 @@ impl Engine {
     /// bytes a job instead of a few hundred). The same answer once
     /// decoded.
     pub fn job_rows_encoded(&self, filter: &JobFilter, now: Timestamp) -> JobRows {
-        let mut rows = JobRows::new(now);
-        rows.strings = self.each_job_row(filter, now, |row| {
-            if let Err(e) = rows.push_encoded(&row) {
-                tracing::error!("job {}: its row cannot be encoded: {e}", row.job_id);
-            }
-        });
-        rows
+        self.job_rows_parts(filter, now, |_| false)
     }
 
-    /// Calls `each` with the row of every job `filter` selects, by id;
-    /// returns the rows' string table.
-    fn each_job_row(
+    /// [`Engine::job_rows_encoded`] in parts (`JobFilter::stream`): each
+    /// time a chunk of rows is full, `part` is offered the rows so far
+    /// with the texts they name that no earlier part carried; if it
+    /// returns true it has taken them (sent them on), else they stay in
+    /// the answer. Returns the rest: the last part. The parts appended in
+    /// order ([`JobRows::append`]) are the answer `job_rows_encoded`
+    /// gives.
+    pub fn job_rows_parts(
         &self,
         filter: &JobFilter,
         now: Timestamp,
-        mut each: impl FnMut(JobRow),
-    ) -> Vec<String> {
+        mut part: impl FnMut(&mut JobRows) -> bool,
+    ) -> JobRows {
+        let mut rows = JobRows::new(now);
+        rows.strings = Vec::new();
+        let mut pending: Option<JobRows> = None;
+        let mut strings = self.each_job_row(filter, now, |row, strings| {
+            if let Err(e) = rows.push_encoded(&row) {
+                tracing::error!("job {}: its row cannot be encoded: {e}", row.job_id);
+            }
+            if let Some(mut p) = rows.take_full_part() {
+                p.strings = strings.take_new();
+                if !part(&mut p) {
+                    match &mut pending {
+                        Some(kept) => kept.append(p),
+                        None => pending = Some(p),
+                    }
+                }
+            }
+        });
+        let mut last = pending.unwrap_or_else(|| {
+            let mut p = JobRows::new(now);
+            p.strings = Vec::new();
+            p
+        });
+        rows.strings = strings.take_new();
+        last.append(rows);
+        last
+    }
+
+    /// Calls `each` with the row of every job `filter` selects, by id,
+    /// and the string table its texts are in; returns the table.
+    fn each_job_row<'a>(
+        &'a self,
+        filter: &JobFilter,
+        now: Timestamp,
+        mut each: impl FnMut(JobRow, &mut Interner<'a>),
+    ) -> Interner<'a> {
         let keep = Keep::of(filter);
         let mut strings = Interner::new();
         // Node names by node index, interned once each.
@@ -342,10 +378,11 @@ impl Engine {
                 prefetch(&**next);
             }
             if self.job_passes(j, filter) {
-                each(self.job_row(j, now, &keep, &mut strings, &mut node_names));
+                let row = self.job_row(j, now, &keep, &mut strings, &mut node_names);
+                each(row, &mut strings);
             }
         }
-        strings.into_strings()
+        strings
     }
 
     fn job_row<'a>(

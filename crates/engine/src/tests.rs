@@ -881,6 +881,52 @@ fn passes_after_submissions_only_start_what_fits_and_keep_the_plan() {
 }
 
 #[test]
+fn streamed_rows_are_the_answer_in_parts() {
+    let mut e = engine();
+    // More than two chunks of rows, with texts new in every part.
+    let n = proto::JobRows::CHUNK * 2 + 100;
+    for i in 0..n {
+        let mut d = desc();
+        d.hold = true;
+        d.name = format!("job{}", i / 7);
+        e.on_submit(d, &user(), 1).unwrap();
+    }
+    let filter = proto::JobFilter {
+        brief: true,
+        rows: true,
+        stream: true,
+        ..proto::JobFilter::default()
+    };
+    let whole = e.job_rows_encoded(&filter, 2).decoded().unwrap();
+    assert_eq!(whole, e.job_rows(&filter, 2));
+    let mut parts = Vec::new();
+    let last = e.job_rows_parts(&filter, 2, |p| {
+        parts.push(std::mem::take(p));
+        true
+    });
+    assert_eq!(parts.len(), 2);
+    // Each part decoded on its own, as the command reads it, then
+    // appended in order.
+    let mut got: Option<proto::JobRows> = None;
+    for p in parts.into_iter().chain([last]) {
+        let p = p.decoded().unwrap();
+        match &mut got {
+            Some(g) => g.append(p),
+            None => got = Some(p),
+        }
+    }
+    assert_eq!(got.unwrap(), whole);
+    // A part not taken stays in the answer.
+    let mut offered = 0;
+    let all = e.job_rows_parts(&filter, 2, |_| {
+        offered += 1;
+        false
+    });
+    assert_eq!(offered, 2);
+    assert_eq!(all.decoded().unwrap(), whole);
+}
+
+#[test]
 fn compact_rows_carry_what_the_brief_jobs_carry() {
     let mut e = engine();
     let timed = |nodes: u32, minutes: u32| JobDesc {

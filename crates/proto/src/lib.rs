@@ -786,8 +786,12 @@ pub enum CtldResponse {
     StepStats(Vec<LiveStepStat>),
     /// Refused.
     Error(SlurmError),
-    /// `QueryJobs` with `rows`: the selected jobs as compact rows.
+    /// `QueryJobs` with `rows`: the selected jobs as compact rows (with
+    /// `stream`: the last part, see [`JobRows::append`]).
     JobRows(JobRows),
+    /// `QueryJobs` with `rows` and `stream`: a part of the answer, more to
+    /// follow on the same connection (see [`JobRows::append`]).
+    JobRowsPart(JobRows),
 }
 
 /// `muster explain`: where a job stands in the queue and why, with the
@@ -978,6 +982,14 @@ pub struct JobFilter {
     /// instead of a `JobInfo` per job.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rows: bool,
+    /// With `rows`: the controller may send the rows in parts as it
+    /// builds them (`CtldResponse::JobRowsPart` frames, then the last
+    /// part as `CtldResponse::JobRows`), so the command decodes while the
+    /// controller walks its jobs. A controller that does not stream (an
+    /// older one, or one whose answer must wait for the journal) sends
+    /// the whole answer as one `JobRows`, as without this flag.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
 }
 
 /// A text field of [`JobInfo`] that [`JobFilter::omit`] can leave empty.

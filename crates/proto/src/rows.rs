@@ -250,7 +250,10 @@ pub struct JobRow {
 /// same text, since a borrow for `'a` keeps it alive and unchanged.
 #[derive(Debug)]
 pub struct Interner<'a> {
+    /// The texts from index `base` on (those before were taken by
+    /// [`Interner::take_new`]).
     strings: Vec<String>,
+    base: u32,
     index: HashMap<&'a str, u32>,
     owned: HashMap<String, u32>,
     /// Recently interned borrowed texts: (address, length, index), by a
@@ -271,6 +274,7 @@ impl<'a> Interner<'a> {
         index.insert("", 0);
         Interner {
             strings: vec![String::new()],
+            base: 0,
             index,
             owned: HashMap::new(),
             by_addr: [(0, 0, 0); Interner::SLOTS],
@@ -290,7 +294,7 @@ impl<'a> Interner<'a> {
         let i = match self.index.get(s) {
             Some(i) => *i,
             None => {
-                let i = self.strings.len() as u32;
+                let i = self.next_index();
                 self.strings.push(s.to_string());
                 self.index.insert(s, i);
                 i
@@ -305,13 +309,25 @@ impl<'a> Interner<'a> {
         if let Some(i) = self.index.get(s.as_str()).or_else(|| self.owned.get(&s)) {
             return *i;
         }
-        let i = self.strings.len() as u32;
+        let i = self.next_index();
         self.strings.push(s.clone());
         self.owned.insert(s, i);
         i
     }
 
-    /// The table.
+    fn next_index(&self) -> u32 {
+        self.base + self.strings.len() as u32
+    }
+
+    /// The texts added since the last call (all of them at the first):
+    /// what a part of a streamed answer carries. Indexes go on counting.
+    pub fn take_new(&mut self) -> Vec<String> {
+        let new = std::mem::take(&mut self.strings);
+        self.base += new.len() as u32;
+        new
+    }
+
+    /// The table (the texts [`Interner::take_new`] has not taken).
     pub fn into_strings(self) -> Vec<String> {
         self.strings
     }
@@ -372,6 +388,33 @@ impl JobRows {
         encode_row(row, &mut chunk.bytes)?;
         chunk.count_row();
         Ok(())
+    }
+
+    /// With [`JobRows::push_encoded`]: when the last encoded chunk is
+    /// full, the encoded chunks as a part of a streamed answer (no
+    /// strings: the caller adds the texts they name that no earlier part
+    /// carried), leaving none here.
+    pub fn take_full_part(&mut self) -> Option<JobRows> {
+        match self.encoded.last() {
+            Some(c) if c.rows as usize >= Self::CHUNK => Some(JobRows {
+                now: self.now,
+                strings: Vec::new(),
+                chunks: Vec::new(),
+                encoded: std::mem::take(&mut self.encoded),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Adds the next part of a streamed answer (`JobFilter::stream`) to
+    /// the parts received before it: its texts continue the string table
+    /// and its rows follow. The first part starts the table at index 0,
+    /// the last one is the answer's `JobRows`; together they are the
+    /// answer as one `JobRows` would have carried it.
+    pub fn append(&mut self, part: JobRows) {
+        self.strings.extend(part.strings);
+        self.chunks.extend(part.chunks);
+        self.encoded.extend(part.encoded);
     }
 
     /// This answer as the receiver gets it: encoded rows decoded into
@@ -994,6 +1037,27 @@ mod tests {
             vec![row(1, 1), row(2, 1)]
         );
         assert_eq!(back.strings, rows.strings);
+    }
+
+    #[test]
+    fn texts_taken_in_parts_continue_the_table() {
+        let texts = ["a", "b", "a", "c", "b", "d"];
+        let mut whole = Interner::new();
+        let mut parts = Interner::new();
+        let mut table = Vec::new();
+        for (i, t) in texts.iter().enumerate() {
+            assert_eq!(whole.intern(t), parts.intern(t), "{t}");
+            assert_eq!(
+                whole.intern_owned(format!("{t}!")),
+                parts.intern_owned(format!("{t}!"))
+            );
+            if i % 2 == 1 {
+                table.extend(parts.take_new());
+            }
+        }
+        table.extend(parts.take_new());
+        assert!(parts.take_new().is_empty());
+        assert_eq!(table, whole.into_strings());
     }
 
     #[test]

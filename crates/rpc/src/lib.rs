@@ -349,6 +349,15 @@ impl Conn {
         self.last_used = std::time::Instant::now();
         Ok(env.body)
     }
+
+    /// The next answer frame of a request whose answer comes in several
+    /// (a streamed job listing: `proto::JobFilter::stream`).
+    pub fn read_more<Resp: DeserializeOwned>(&mut self) -> Result<Resp, RpcError> {
+        let env: Envelope<Resp> =
+            read_frame_max(&mut self.stream, proto::MAX_RESPONSE_BYTES).map_err(timeout_of)?;
+        self.last_used = std::time::Instant::now();
+        Ok(env.body)
+    }
 }
 
 impl Conn {

@@ -918,3 +918,83 @@ fn pipelined_requests_are_each_checked_and_answered_in_order() {
     let out = c.ok("squeue", &["-h", "-o", "%i %j", "-j", &ids[7].to_string()]);
     assert_eq!(out.stdout.trim(), format!("{} p7", ids[7]));
 }
+
+#[test]
+fn streamed_job_listing_is_checked_and_arrives_whole() {
+    let c = cluster(1);
+    // More than two chunks of rows (parts of the streamed answer), names
+    // that change from part to part.
+    let client = client::Client::new(
+        conf::load(c.conf()).unwrap().config,
+        client::current_identity(),
+    );
+    let n = proto::JobRows::CHUNK * 2 + 100;
+    let reqs: Vec<CtldRequest> = (0..n)
+        .map(|i| {
+            CtldRequest::Submit(Box::new(proto::JobDesc {
+                name: format!("s{}", i / 3),
+                script: "#!/bin/sh\ntrue\n".into(),
+                work_dir: c.work().display().to_string(),
+                hold: true,
+                ..proto::JobDesc::default()
+            }))
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for r in client.call_pipelined(&reqs) {
+        match r {
+            Ok(CtldResponse::Submitted(s)) => ids.push(s.job_id.0),
+            other => panic!("{other:?}"),
+        }
+    }
+    let stream = proto::JobFilter {
+        brief: true,
+        rows: true,
+        stream: true,
+        ..proto::JobFilter::default()
+    };
+    // A streamed listing is checked as any request: without a credential,
+    // or with one already used, the answer is a refusal and no part.
+    let mut conn = rpc::Conn::connect(&ctld_addr(&c), TIMEOUT).expect("connects");
+    let query = CtldRequest::QueryJobs(stream.clone());
+    let r: CtldResponse = conn.call(me(), None, query.clone()).unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    let cred = signed(&c, &me());
+    let r: CtldResponse = conn.call(me(), Some(cred.clone()), query.clone()).unwrap();
+    let CtldResponse::JobRowsPart(mut rows) = r else {
+        panic!("not a part: {r:?}");
+    };
+    loop {
+        match conn.read_more::<CtldResponse>().unwrap() {
+            CtldResponse::JobRowsPart(p) => rows.append(p),
+            CtldResponse::JobRows(last) => {
+                rows.append(last);
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let r: CtldResponse = conn.call(me(), Some(cred), query).unwrap();
+    assert!(is_auth_refusal(&r), "{r:?}");
+    // The parts together are the answer a single frame carries.
+    let whole = client
+        .call(CtldRequest::QueryJobs(proto::JobFilter {
+            stream: false,
+            ..stream
+        }))
+        .unwrap();
+    let CtldResponse::JobRows(whole) = whole else {
+        panic!("{whole:?}");
+    };
+    assert_eq!(rows.strings, whole.strings);
+    assert_eq!(rows.len(), n);
+    assert!(rows.rows().eq(whole.rows()));
+    // squeue reads the parts: every job, with its own name.
+    let out = c.ok("squeue", &["-h", "-o", "%i %j %T", "-S", "i"]);
+    let want: String = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| format!("{id} s{} PENDING\n", i / 3))
+        .collect();
+    assert_eq!(out.stdout, want);
+}
