@@ -153,7 +153,16 @@ impl SessionChild {
                 Ok(())
             });
         }
-        SessionChild(cmd.spawn().unwrap())
+        let child = SessionChild(cmd.spawn().unwrap());
+        // Until its image is mapped: just after exec its RSS can read 0.
+        let pid = child.sid();
+        for _ in 0..500 {
+            if read_stat(pid).is_some_and(|st| st.rss_pages > 0 && st.vsize > 0) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        child
     }
 
     fn sid(&self) -> i32 {
