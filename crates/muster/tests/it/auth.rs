@@ -178,6 +178,17 @@ fn connect(c: &Cluster) -> rpc::Conn {
     rpc::Conn::connect(&ctld_addr(c), TIMEOUT).expect("connects")
 }
 
+/// A connection on which `who` opened a session (answered Ok).
+fn open_session(c: &Cluster, who: &Identity) -> rpc::Conn {
+    let mut conn = connect(c);
+    let open = frame(who, Some(signed(c, who)), &CtldRequest::OpenSession);
+    assert!(matches!(
+        exchange(&mut conn, &open).unwrap(),
+        CtldResponse::Ok
+    ));
+    conn
+}
+
 fn held_job(c: &Cluster, name: &str) -> CtldRequest {
     CtldRequest::Submit(Box::new(proto::JobDesc {
         name: name.into(),
@@ -196,15 +207,17 @@ fn session_requests_are_refused_without_a_session_out_of_order_or_elsewhere() {
         let r = exchange(conn, &again);
         assert!(r.is_err(), "the connection should be closed: {r:?}");
     };
+    // `frame` is refused for authentication, and the connection closed.
+    let refused_and_closed = |conn: &mut rpc::Conn, frame: &[u8]| {
+        let r = exchange(conn, frame).unwrap();
+        assert!(is_auth_refusal(&r), "{r:?}");
+        closed(conn);
+    };
     // A numbered request on a connection that opened no session.
-    let mut conn = connect(&c);
-    let r = exchange(
-        &mut conn,
+    refused_and_closed(
+        &mut connect(&c),
         &frame(&me(), None, &in_session(1, CtldRequest::Ping)),
-    )
-    .unwrap();
-    assert!(is_auth_refusal(&r), "{r:?}");
-    closed(&mut conn);
+    );
     wait_log(&c, "ctld", "no authenticated session");
 
     // A session: one credential, then requests numbered from 1 without one.
@@ -229,9 +242,7 @@ fn session_requests_are_refused_without_a_session_out_of_order_or_elsewhere() {
     ));
     // The number must grow by one: a frame repeated is refused, and ends
     // the connection.
-    let r = exchange(&mut conn, &submit).unwrap();
-    assert!(is_auth_refusal(&r), "{r:?}");
-    closed(&mut conn);
+    refused_and_closed(&mut conn, &submit);
     assert_eq!(
         c.ok("squeue", &["-h", "-o", "%j", "-n", "insession"])
             .stdout,
@@ -240,58 +251,28 @@ fn session_requests_are_refused_without_a_session_out_of_order_or_elsewhere() {
     );
 
     // Skipping a number is refused as well.
-    let mut conn = connect(&c);
-    let open2 = frame(&me(), Some(signed(&c, &me())), &CtldRequest::OpenSession);
-    assert!(matches!(
-        exchange(&mut conn, &open2).unwrap(),
-        CtldResponse::Ok
-    ));
-    let r = exchange(
+    let mut conn = open_session(&c, &me());
+    refused_and_closed(
         &mut conn,
         &frame(&me(), None, &in_session(2, CtldRequest::Ping)),
-    )
-    .unwrap();
-    assert!(is_auth_refusal(&r), "{r:?}");
-    closed(&mut conn);
+    );
 
     // Frames copied onto another connection: the opening credential is
     // single-use, a numbered frame needs a session, and in another
     // caller's session it is refused for its identity.
-    let mut conn = connect(&c);
-    let r = exchange(&mut conn, &open).unwrap();
-    assert!(is_auth_refusal(&r), "{r:?}");
-    closed(&mut conn);
-    let mut conn = connect(&c);
-    let r = exchange(&mut conn, &first).unwrap();
-    assert!(is_auth_refusal(&r), "{r:?}");
-    closed(&mut conn);
+    refused_and_closed(&mut connect(&c), &open);
+    refused_and_closed(&mut connect(&c), &first);
     let other = Identity {
         uid: 4242,
         gid: 4242,
         user: "other".into(),
         host: me().host,
     };
-    let mut conn = connect(&c);
-    let open_other = frame(&other, Some(signed(&c, &other)), &CtldRequest::OpenSession);
-    assert!(matches!(
-        exchange(&mut conn, &open_other).unwrap(),
-        CtldResponse::Ok
-    ));
-    let r = exchange(&mut conn, &first).unwrap();
-    assert!(is_auth_refusal(&r), "{r:?}");
-    closed(&mut conn);
+    refused_and_closed(&mut open_session(&c, &other), &first);
 
     // A second session on one connection is refused.
-    let mut conn = connect(&c);
-    let open3 = frame(&me(), Some(signed(&c, &me())), &CtldRequest::OpenSession);
-    assert!(matches!(
-        exchange(&mut conn, &open3).unwrap(),
-        CtldResponse::Ok
-    ));
     let open4 = frame(&me(), Some(signed(&c, &me())), &CtldRequest::OpenSession);
-    let r = exchange(&mut conn, &open4).unwrap();
-    assert!(is_auth_refusal(&r), "{r:?}");
-    closed(&mut conn);
+    refused_and_closed(&mut open_session(&c, &me()), &open4);
 
     // A session cannot be opened without a valid credential.
     let mut conn = connect(&c);
@@ -326,15 +307,7 @@ fn a_session_acts_as_the_user_its_credential_proves() {
         user: "other".into(),
         host: e2e::hostname(),
     };
-    let session = |who: &Identity| {
-        let mut conn = connect(&c);
-        let open = frame(who, Some(signed(&c, who)), &CtldRequest::OpenSession);
-        assert!(matches!(
-            exchange(&mut conn, &open).unwrap(),
-            CtldResponse::Ok
-        ));
-        conn
-    };
+    let session = |who: &Identity| open_session(&c, who);
     let submitted = |r: CtldResponse| match r {
         CtldResponse::Submitted(s) => s.job_id,
         other => panic!("{other:?}"),
