@@ -311,6 +311,10 @@ impl Engine {
     /// partner task ended. Sets `dep_wake`, the earliest time a `+time`
     /// delay ends; returns whether any pending job had a dependency.
     pub(crate) fn evaluate_dependencies(&mut self, now: Timestamp) -> bool {
+        if !self.may_depend {
+            self.dep_wake = None;
+            return false;
+        }
         let ids: Vec<JobId> = self
             .jobs
             .values()
@@ -318,6 +322,7 @@ impl Engine {
             .map(|j| j.id)
             .collect();
         let any = !ids.is_empty();
+        self.may_depend = any;
         self.dep_wake = None;
         let mut corr_splits: Vec<(JobId, u32)> = Vec::new();
         for id in ids {

@@ -268,6 +268,7 @@ impl Engine {
         }
         if let Some(text) = job.desc.dependency.clone() {
             job.depend = self.check_dependency(id, &text)?;
+            self.may_depend |= job.depend.is_some();
             if job.depend.is_some() {
                 job.dep_status = crate::DepStatus::Waiting;
                 job.reason = PendingReason::Dependency;
@@ -918,6 +919,7 @@ impl Engine {
         }
         if let Some(d) = u.dependency {
             next.depend = self.check_dependency(id, &d)?;
+            self.may_depend |= next.depend.is_some();
             Arc::make_mut(&mut next.desc).dependency = (!d.is_empty()).then_some(d);
             next.dep_status = if next.depend.is_some() {
                 crate::DepStatus::Waiting
@@ -1155,7 +1157,7 @@ impl Engine {
         self.last_order_key = self.last_order_key.max(lowest);
         let mut nodes = self.refreshed_node_views();
         self.hold_suspended_shares(&mut nodes);
-        let running = running_views(&self.jobs, now);
+        let running = running_views(&self.jobs, &self.holding, now);
         let view = sched::ClusterView {
             nodes: &nodes,
             parts: &parts,
@@ -1186,7 +1188,7 @@ impl Engine {
             arrays = all_arrays;
             let lowest = requests.iter().map(|r| sched::order_key(r, &parts)).max();
             self.last_order_key = self.last_order_key.max(lowest);
-            let running = running_views(&self.jobs, now);
+            let running = running_views(&self.jobs, &self.holding, now);
             let view = sched::ClusterView {
                 nodes: &nodes,
                 parts: &parts,
@@ -1437,12 +1439,15 @@ impl Engine {
 /// Jobs holding resources, with when they are expected to give them back
 /// (start plus time limit), for the backfill timeline; their allocations
 /// are borrowed, not copied.
-fn running_views(
-    jobs: &std::collections::BTreeMap<JobId, Box<Job>>,
+fn running_views<'a>(
+    jobs: &'a std::collections::BTreeMap<JobId, Box<Job>>,
+    holding: &std::collections::BTreeMap<JobId, u64>,
     now: Timestamp,
-) -> Vec<sched::RunningJob<'_>> {
-    jobs.values()
-        .filter_map(|j| {
+) -> Vec<sched::RunningJob<'a>> {
+    holding
+        .iter()
+        .filter_map(|(id, version)| {
+            let j = jobs.get(id)?;
             let alloc = j.alloc.as_ref()?;
             let end = if j.completing || j.state != JobState::Running {
                 now
@@ -1453,6 +1458,7 @@ fn running_views(
                 job_id: j.id,
                 end,
                 alloc: std::borrow::Cow::Borrowed(alloc),
+                version: Some(*version),
             })
         })
         .collect()

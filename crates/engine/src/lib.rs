@@ -561,6 +561,21 @@ pub struct Engine {
     /// The jobs suspended by preemption, as the last `resume_suspended`
     /// left them (derived state, recomputed at each pass).
     preempt_suspended: Vec<JobId>,
+    /// The jobs holding an allocation, with the version of it (a count of
+    /// every change to any job's allocation, `alloc_versions`): kept by
+    /// `take_resources` and `release_node_share`, so that a pass lists
+    /// the running jobs without a look at the pending ones, and the
+    /// scheduler's kept timeline tells an unchanged allocation by its
+    /// version (`sched::RunningJob::version`).
+    holding: BTreeMap<JobId, u64>,
+    alloc_versions: u64,
+    /// A pending job may have a dependency: set wherever one is given,
+    /// cleared by a look that finds none (`evaluate_dependencies`), so a
+    /// pass with no dependencies anywhere does not look at every job.
+    may_depend: bool,
+    /// A job may be suspended other than by an administrator (the same
+    /// for `resume_suspended`).
+    may_resume: bool,
     /// When a running job that the last preemption pass could not take
     /// (within its PreemptExemptTime) first may be preempted (derived).
     exempt_wake: Option<Timestamp>,
@@ -682,6 +697,10 @@ impl Engine {
             node_view_cache: Vec::new(),
             pass_cache: sched::PassCache::default(),
             preempt_suspended: Vec::new(),
+            holding: BTreeMap::new(),
+            alloc_versions: 0,
+            may_depend: false,
+            may_resume: false,
             utc_offset: 0,
             exempt_wake: None,
             simulated: false,
@@ -1154,6 +1173,19 @@ impl Engine {
                     mem[na.node.0 as usize] += na.mem;
                 }
             }
+        }
+        let holders: Vec<JobId> = self
+            .jobs
+            .values()
+            .filter(|j| j.alloc.is_some())
+            .map(|j| j.id)
+            .collect();
+        if !holders.iter().eq(self.holding.keys()) {
+            problems.push(format!(
+                "jobs holding allocations {:?}, but the index says {:?}",
+                holders,
+                self.holding.keys().collect::<Vec<_>>()
+            ));
         }
         for (i, n) in self.nodes.iter().enumerate() {
             if n.alloc_cpus != cpus[i] || n.alloc_mem != mem[i] {

@@ -319,6 +319,8 @@ impl Engine {
 
     /// Takes `alloc`'s resources on every node it names.
     pub(crate) fn take_resources(&mut self, job: model::JobId, alloc: &Allocation, now: Timestamp) {
+        self.alloc_versions += 1;
+        self.holding.insert(job, self.alloc_versions);
         for na in &alloc.nodes {
             let n = &mut self.nodes[na.node.0 as usize];
             n.alloc_cpus += na.cpus;
@@ -356,6 +358,10 @@ impl Engine {
         if alloc.nodes.is_empty() {
             j.alloc = None;
             j.completing = false;
+            self.holding.remove(&job);
+        } else {
+            self.alloc_versions += 1;
+            self.holding.insert(job, self.alloc_versions);
         }
         let n = &mut self.nodes[idx.0 as usize];
         n.alloc_cpus -= na.cpus;

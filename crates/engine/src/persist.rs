@@ -314,6 +314,9 @@ impl Engine {
         }
         e.set_outcomes(state.outcomes);
         e.reindex_arrays();
+        // The first pass looks for them.
+        e.may_depend = true;
+        e.may_resume = true;
         Ok(e)
     }
 

@@ -268,6 +268,10 @@ impl Engine {
     /// Resumes every job suspended by preemption whose shares are free
     /// again (start of each scheduling pass).
     pub(crate) fn resume_suspended(&mut self, now: Timestamp) {
+        if !self.may_resume {
+            self.preempt_suspended.clear();
+            return;
+        }
         let ids: Vec<JobId> = self
             .jobs
             .values()
@@ -276,6 +280,7 @@ impl Engine {
             })
             .map(|j| j.id)
             .collect();
+        self.may_resume = !ids.is_empty();
         let mut still = Vec::new();
         for id in ids {
             let free = self.jobs[&id]
@@ -397,6 +402,7 @@ impl Engine {
             alloc,
             preemptor,
         }));
+        self.may_resume |= !by_admin;
         self.forget_wake();
         self.record(id, now);
     }
@@ -749,6 +755,7 @@ impl Engine {
                     self.resume_job(id, now);
                 } else if let Some(s) = self.jobs.get_mut(&id).and_then(|j| j.suspend.as_mut()) {
                     s.by_admin = false;
+                    self.may_resume = true;
                 }
                 Ok(())
             }

@@ -63,6 +63,7 @@ fn cluster(n: u32) -> (Vec<NodeView>, Vec<RunningJob<'static>>) {
                 }],
                 exclusive: false,
             }),
+            version: None,
         });
     }
     (nodes, running)

@@ -144,6 +144,11 @@ pub struct RunningJob<'a> {
     pub end: Timestamp,
     /// What it holds.
     pub alloc: Cow<'a, Allocation>,
+    /// The caller's count of changes to this job's allocation, where it
+    /// keeps one (the engine does): the same version as at the last pass
+    /// means the same allocation, so a kept timeline need not compare
+    /// them. `None`: the allocations are compared.
+    pub version: Option<u64>,
 }
 
 /// Everything one pass looks at.
@@ -216,6 +221,16 @@ struct Kept {
     /// Its shares are held until then: its expected end, at least `now + 1`.
     until: Timestamp,
     alloc: Allocation,
+    version: Option<u64>,
+}
+
+/// Whether a kept running job holds what `r` holds: by the caller's
+/// versions where both have one, else by comparing the allocations.
+fn same_alloc(kept: &Kept, r: &RunningJob) -> bool {
+    match (kept.version, r.version) {
+        (Some(a), Some(b)) => a == b,
+        _ => kept.alloc == *r.alloc,
+    }
 }
 
 /// Where `Timeline::add_running` puts a running job's release times.
@@ -296,6 +311,19 @@ struct Timeline {
     work: Vec<NodeView>,
     dirty: Vec<usize>,
     is_dirty: Vec<bool>,
+    /// Outside `earliest`'s sweep, `work` is `base` with the plans of the
+    /// first `overlay` entries of `plan_starts` laid on (on the `dirty`
+    /// nodes): what a job that may start now sees when its run overlaps
+    /// exactly those plans. Jobs tried one after another mostly overlap
+    /// the same plans, so `fits_now` changes only the nodes of the plans
+    /// that differ instead of laying every plan on and off for each job.
+    overlay: usize,
+    /// Scratch for the nodes a step of `earliest` touches.
+    touched: Vec<usize>,
+    /// Per node: the last time `step_until_room` touched it (`MIN`: not).
+    touch_at: Vec<Timestamp>,
+    /// Free CPUs on available nodes of `base`.
+    base_free: i64,
     /// Free CPUs on available nodes of `work`: a quick test before placing.
     free: i64,
     /// How many nodes of `work` have each number of free CPUs (the last
@@ -346,6 +374,10 @@ impl Timeline {
             work: Vec::new(),
             dirty: Vec::new(),
             is_dirty: Vec::new(),
+            overlay: 0,
+            touched: Vec::new(),
+            touch_at: Vec::new(),
+            base_free: 0,
             free: 0,
             hist: vec![0; HIST_MAX + 1],
             hist_top: 0,
@@ -434,7 +466,9 @@ impl Timeline {
             self.next_plan.iter_mut().for_each(|p| *p = u64::MAX);
         }
         self.dirty.clear();
+        self.overlay = 0;
         self.free = nodes.iter().map(free_cpus).sum();
+        self.base_free = self.free;
         self.hist_top = nodes
             .iter()
             .map(|n| hist_slot(i64::from(n.cpus)))
@@ -470,6 +504,7 @@ impl Timeline {
                     job_id: r.job_id,
                     until,
                     alloc: r.alloc.clone().into_owned(),
+                    version: r.version,
                 });
             }
         }
@@ -497,7 +532,7 @@ impl Timeline {
                 self.drop_running(&o);
             }
             match olds.next_if(|o| o.job_id == r.job_id) {
-                Some(o) if o.until == until && o.alloc == *r.alloc => new.push(o),
+                Some(o) if o.until == until && same_alloc(&o, r) => new.push(o),
                 other => {
                     if let Some(o) = other {
                         self.drop_running(&o);
@@ -507,6 +542,7 @@ impl Timeline {
                         job_id: r.job_id,
                         until,
                         alloc: r.alloc.clone().into_owned(),
+                        version: r.version,
                     });
                 }
             }
@@ -672,13 +708,46 @@ impl Timeline {
 
     /// Puts `work` back to `base`.
     fn reset(&mut self) {
-        for i in std::mem::take(&mut self.dirty) {
+        self.overlay = 0;
+        let mut dirty = std::mem::take(&mut self.dirty);
+        for &i in &dirty {
             self.is_dirty[i] = false;
             let old = free_cpus(&self.work[i]);
             copy_use(&mut self.work[i], &self.base[i]);
             let new = free_cpus(&self.work[i]);
             self.count_free(old, new);
         }
+        dirty.clear();
+        self.dirty = dirty;
+    }
+
+    /// Lays on `work` the plans of the first `k` entries of `plan_starts`
+    /// instead of the first `self.overlay`: the plans that a run of `d`
+    /// seconds from now overlaps when `k` entries start before its end.
+    /// Only the nodes of the entries between the two counts change (a
+    /// node's state at `now` depends on `d` only through which plans start
+    /// before `now + d`).
+    fn overlay_to(&mut self, k: usize, d: i64) {
+        let k0 = self.overlay;
+        if k == k0 {
+            return;
+        }
+        let (lo, hi) = (k.min(k0), k.max(k0));
+        let mut touched = std::mem::take(&mut self.touched);
+        touched.clear();
+        touched.extend(
+            self.plan_starts
+                .values()
+                .skip(lo)
+                .take(hi - lo)
+                .flat_map(|nodes| nodes.iter().copied()),
+        );
+        let now = self.now;
+        for &i in &touched {
+            self.recompute(i, now, d);
+        }
+        self.touched = touched;
+        self.overlay = k;
     }
 
     /// The earliest time up to `horizon` at which `job` fits for `d`
@@ -693,14 +762,8 @@ impl Timeline {
     ) -> Option<(Timestamp, Allocation)> {
         let now = self.now;
         let demand = demand_cpus(job);
-        let overlapping: Vec<usize> = self
-            .plan_starts
-            .range(..now.saturating_add(d))
-            .flat_map(|(_, nodes)| nodes.iter().copied())
-            .collect();
-        for i in overlapping {
-            self.recompute(i, now, d);
-        }
+        let k = self.plan_starts.range(..now.saturating_add(d)).count();
+        self.overlay_to(k, d);
         let mut t = now;
         let found = loop {
             if self.free >= demand && t >= not_before && self.may_fit(job) {
@@ -711,6 +774,43 @@ impl Timeline {
             if t >= horizon {
                 break None;
             }
+            match self.step_until_room(t, d, demand, horizon) {
+                Some(next) => t = next,
+                None => break None,
+            }
+        };
+        self.reset();
+        found
+    }
+
+    /// From `t`, goes through the times at which something may come free
+    /// (as `earliest` looks at them, one after another) up to the first at
+    /// which the job could have `demand` CPUs, and brings `work` there.
+    /// `None` when there is no such time up to `horizon` (what stepping
+    /// to every time and testing would find: nothing fits at any of them).
+    ///
+    /// At each time, the nodes something happens to are rebuilt for that
+    /// time; a node's state depends only on the last time it was rebuilt,
+    /// so each node is rebuilt once, at its last time, when the walk stops.
+    /// The walk stops at the first time the free CPUs could reach
+    /// `demand`: a bound that adds a node's CPUs for every release on it
+    /// (with `bf_resolution` above 1, for every node touched at all: a
+    /// rounded release time may free a share before its own time comes).
+    fn step_until_room(
+        &mut self,
+        mut t: Timestamp,
+        d: i64,
+        demand: i64,
+        horizon: Timestamp,
+    ) -> Option<Timestamp> {
+        if self.touch_at.len() != self.base.len() {
+            self.touch_at = vec![Timestamp::MIN; self.base.len()];
+        }
+        let exact_releases = self.resolution == 1;
+        let mut bound = self.free;
+        let mut pending = std::mem::take(&mut self.touched);
+        pending.clear();
+        let landed = loop {
             let from = self.releases.partition_point(|e| e.0 <= t);
             let next_running = self.releases.get(from).map(|e| e.0);
             let next_added = self
@@ -725,23 +825,45 @@ impl Timeline {
                 break None;
             }
             let n = self.releases[from..].partition_point(|e| e.0 <= next);
-            let mut touched: Vec<usize> =
-                self.releases[from..from + n].iter().map(|e| e.1).collect();
-            if let Some(nodes) = self.added.get(&next) {
-                touched.extend(nodes.iter().copied());
+            let mut touch = |i: usize, grows: bool| {
+                if self.touch_at[i] == Timestamp::MIN {
+                    pending.push(i);
+                }
+                self.touch_at[i] = next;
+                if grows {
+                    bound += i64::from(self.base[i].cpus);
+                }
+            };
+            for e in &self.releases[from..from + n] {
+                touch(e.1, true);
             }
-            touched.extend(
-                self.plan_starts
-                    .range(t.saturating_add(d)..next.saturating_add(d))
-                    .flat_map(|(_, nodes)| nodes.iter().copied()),
-            );
-            for i in touched {
-                self.recompute(i, next, d);
+            if let Some(nodes) = self.added.get(&next) {
+                for &i in nodes {
+                    touch(i, true);
+                }
+            }
+            for nodes in self
+                .plan_starts
+                .range(t.saturating_add(d)..next.saturating_add(d))
+                .map(|(_, nodes)| nodes)
+            {
+                for &i in nodes {
+                    touch(i, !exact_releases);
+                }
             }
             t = next;
+            if bound >= demand {
+                break Some(next);
+            }
         };
-        self.reset();
-        found
+        for &i in &pending {
+            let at = std::mem::replace(&mut self.touch_at[i], Timestamp::MIN);
+            if landed.is_some() {
+                self.recompute(i, at, d);
+            }
+        }
+        self.touched = pending;
+        landed
     }
 
     /// Where `job` fits on `work`, nodes of equal weight taken by
@@ -772,15 +894,24 @@ impl Timeline {
 
     /// Whether `job` can start now for `d` seconds without delaying a plan.
     fn fits_now(&mut self, job: &JobRequest, parts: &[PartView], d: i64) -> Option<Allocation> {
+        // What it sees now: the plans that start before its end laid on
+        // (`earliest` up to now, without putting `work` back after).
+        let demand = demand_cpus(job);
         // Nothing running now leaves enough CPUs: no need to look further.
-        if self.free < demand_cpus(job) || !self.may_fit(job) {
+        if self.base_free < demand {
             return None;
         }
         let now = self.now;
-        self.earliest(job, parts, d, now, now).map(|(_, a)| a)
+        let k = self.plan_starts.range(..now.saturating_add(d)).count();
+        self.overlay_to(k, d);
+        if self.free < demand || !self.may_fit(job) {
+            return None;
+        }
+        self.place_at(job, parts, true)
     }
 
     fn start(&mut self, d: i64, alloc: &Allocation) {
+        self.reset();
         for na in &alloc.nodes {
             let i = na.node.0 as usize;
             let h = Hold {
@@ -798,10 +929,13 @@ impl Timeline {
             let new = free_cpus(&self.work[i]);
             self.count_free(old, new);
         }
+        self.base_free = self.free;
         self.add_running(self.now.saturating_add(d), alloc, None, Release::Pass);
     }
 
     fn reserve(&mut self, start: Timestamp, d: i64, alloc: &Allocation) {
+        // A new entry of `plan_starts` renumbers the overlay's.
+        self.reset();
         let end = start.saturating_add(d);
         let key = self.round_up(end);
         for na in &alloc.nodes {
@@ -1490,6 +1624,7 @@ mod kept_timeline_tests {
                         job_id: JobId(id),
                         end: if end > 390 { FOREVER } else { now + end },
                         alloc: Cow::Owned(alloc),
+                        version: None,
                     });
                 }
                 let mut fresh = Timeline::empty();

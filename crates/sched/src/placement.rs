@@ -315,12 +315,23 @@ fn fit_on_node(
     };
     let cpt = job.cpus_per_task.max(1);
     let mut tasks = want_tasks.min(free_cpus / cpt);
+    // No GRES asked for (`gres_wanted` would be empty): none taken.
+    let no_gres = job.gres_per_node.is_empty()
+        && job.gpus_per_task.is_none()
+        && gpus_here.is_none_or(|n| n == 0);
     while tasks >= min_tasks.max(1) {
         let mut cpus = tasks * cpt;
-        let wants = gres_wanted(job, tasks, gpus_here);
-        let gres = take_gres(&node.gres, &wants, ignore_use);
+        let gres = if no_gres {
+            Some(Vec::new())
+        } else {
+            take_gres(&node.gres, &gres_wanted(job, tasks, gpus_here), ignore_use)
+        };
         if let Some(gres) = gres {
-            let n_gpus = gres_count(&gres, &node.gres, "gpu");
+            let n_gpus = if no_gres {
+                0
+            } else {
+                gres_count(&gres, &node.gres, "gpu")
+            };
             if let Some(cpg) = job.cpus_per_gpu {
                 cpus = cpus.max(cpg * n_gpus as u32);
             }
@@ -429,7 +440,9 @@ fn pick(
     // GPUs for the whole job are spread over the nodes it gets; here each
     // node takes what it can, until the total is met.
     let mut gpus_left = job.gpus_total.as_ref().map(|g| g.count);
-    let mut picked: Vec<NodeAlloc> = Vec::new();
+    // The usual count of nodes taken, so that the list grows at most once.
+    let expect = job.ntasks.max(min_nodes).min(max_nodes) as usize;
+    let mut picked: Vec<NodeAlloc> = Vec::with_capacity(expect.min(candidates.len()));
     let mut tasks_left = job.ntasks;
     for n in candidates.iter() {
         let n_picked = picked.len() as u32;
@@ -458,19 +471,21 @@ fn pick(
             }
             continue;
         }
-        let gpus_on_node = node
-            .gres
-            .iter()
-            .filter(|p| p.name == "gpu")
-            .map(|p| {
-                if ignore_use {
-                    p.used.len() as u64
-                } else {
-                    p.free()
-                }
-            })
-            .sum::<u64>();
-        let gpus_here = gpus_left.map(|g| g.min(gpus_on_node));
+        let gpus_here = gpus_left.map(|g| {
+            let on_node = node
+                .gres
+                .iter()
+                .filter(|p| p.name == "gpu")
+                .map(|p| {
+                    if ignore_use {
+                        p.used.len() as u64
+                    } else {
+                        p.free()
+                    }
+                })
+                .sum::<u64>();
+            g.min(on_node)
+        });
         match fit_on_node(job, part, *n, node, want, min_here, gpus_here, ignore_use) {
             Some(a) => {
                 tasks_left = tasks_left.saturating_sub(a.tasks);

@@ -298,6 +298,7 @@ proptest! {
                             nodes: vec![NodeAlloc { node: NodeIdx(*on), cpus: 1, mem: 0, tasks: 1, gres: vec![] }],
                             exclusive: false,
                         }),
+                        version: None,
                     });
                 }
             }
@@ -372,6 +373,7 @@ fn running(id: u32, nodes: &mut [NodeView], on: &[u32], end: i64) -> RunningJob<
         job_id: JobId(id),
         end,
         alloc: Cow::Owned(alloc),
+        version: None,
     }
 }
 
@@ -767,6 +769,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                         job_id: id,
                         end: run_specs[k].2 * 60,
                         alloc: Cow::Owned(a),
+                        version: None,
                     });
                 }
             }

@@ -178,11 +178,18 @@ pub(crate) struct Raw {
 }
 
 fn parse_line(text: &str) -> Result<Raw, String> {
-    let fields: Vec<&str> = text.split_whitespace().collect();
-    if fields.len() < 13 {
+    // The fields read are among the first 13: no vector of every field.
+    let mut fields = [""; 13];
+    let mut count = 0usize;
+    for f in text.split_whitespace() {
+        if let Some(slot) = fields.get_mut(count) {
+            *slot = f;
+        }
+        count += 1;
+    }
+    if count < 13 {
         return Err(format!(
-            "expected 18 fields, found {} (job lines need at least 13)",
-            fields.len()
+            "expected 18 fields, found {count} (job lines need at least 13)"
         ));
     }
     let num = |i: usize| -> Result<i64, String> {
