@@ -346,6 +346,7 @@ impl Engine {
         job.script = self.intern_script(job.script.to_string());
         job.desc = self.intern_desc(job.desc);
         self.jobs.insert(id, Box::new(job));
+        self.index_pending(id);
         self.record(id, now);
         Ok(SubmitReply {
             job_id: id,
@@ -594,6 +595,7 @@ impl Engine {
             // The run being ended is the one before this requeue.
             self.node_command_terminate(alloc.nodes[0].node, id, old_run);
         }
+        self.index_pending(id);
     }
 
     /// A node daemon reports that a batch script ended.
@@ -954,6 +956,7 @@ impl Engine {
             self.check_feasible(&next)?;
         }
         self.jobs.insert(id, next);
+        self.index_pending(id);
         Ok(())
     }
 
@@ -1297,22 +1300,47 @@ impl Engine {
         true
     }
 
+    /// Enters a pending job in `pending_index` (nothing for others).
+    pub(crate) fn index_pending(&mut self, id: JobId) {
+        if let Some(j) = self.jobs.get(&id).filter(|j| j.state == JobState::Pending) {
+            self.pending_index.insert((pending_key(j), id));
+        }
+    }
+
+    /// The pending jobs (not completing, not held) of `pending_index`
+    /// entries in `range`, dropping the entries that no longer hold (the
+    /// job left, is no longer pending, or is under another key now).
+    fn pending_in(&mut self, range: impl std::ops::RangeBounds<(i64, JobId)>) -> Vec<JobId> {
+        let mut out = Vec::new();
+        let mut stale = Vec::new();
+        for &(key, id) in self.pending_index.range(range) {
+            match self.jobs.get(&id) {
+                Some(j) if j.state == JobState::Pending && pending_key(j) == key => {
+                    if !j.completing && j.held.is_none() {
+                        out.push(id);
+                    }
+                }
+                _ => stale.push((key, id)),
+            }
+        }
+        for e in stale {
+            self.pending_index.remove(&e);
+        }
+        out
+    }
+
     /// Pending jobs other than `fresh` that need no more CPUs than `free`
     /// (`sched::demand_cpus` of their request; array records always): the
     /// only older jobs a pass after submissions could start.
-    fn startable_waiting(&self, fresh: &[JobId], free: u32) -> Vec<JobId> {
-        self.jobs
-            .values()
-            .filter(|j| j.state == JobState::Pending && !j.completing && j.held.is_none())
-            .filter(|j| !fresh.contains(&j.id))
-            .filter(|j| j.array.is_some() || demand_cpus(j) <= i64::from(free))
-            .map(|j| j.id)
-            .collect()
+    fn startable_waiting(&mut self, fresh: &[JobId], free: u32) -> Vec<JobId> {
+        let mut ids = self.pending_in(..=(i64::from(free), JobId(u32::MAX)));
+        ids.retain(|id| !fresh.contains(id));
+        ids
     }
 
     /// Pending jobs that have waited at least `bf_age_reserve` (none when
     /// it is off): a pass plans each of them, wherever it is in the queue.
-    fn aged_waiting(&self, now: Timestamp) -> Vec<JobId> {
+    fn aged_waiting(&mut self, now: Timestamp) -> Vec<JobId> {
         let cfg = &self.sched_cfg;
         if cfg.bf_age_reserve.is_none() && cfg.bf_slowdown_reserve.is_none() {
             return Vec::new();
@@ -1329,18 +1357,27 @@ impl Engine {
                 nodes: p.nodes.len() as i64,
             })
             .collect();
-        self.jobs
-            .values()
-            .filter(|j| j.state == JobState::Pending && !j.completing && j.held.is_none())
-            .filter(|j| {
-                let share = || {
-                    let mine = j.partitions.iter().filter_map(|&p| sizes.get(p).copied());
-                    sched::Share::of(demand_cpus(j), j.desc.exclusive, mine)
-                };
-                sched::due_reservation(cfg, j.submit_time, j.time_limit, share, now)
-            })
-            .map(|j| j.id)
-            .collect()
+        // By slowdown alone, only jobs asking for at least the width of
+        // some partition (CPUs, or nodes for whole-node jobs) can be due;
+        // array records (key MIN) are looked at whatever they ask.
+        let least = if cfg.bf_age_reserve.is_some() {
+            i64::MIN
+        } else {
+            let smallest = sizes.iter().map(|p| p.cpus.min(p.nodes)).min().unwrap_or(0);
+            smallest.saturating_mul(i64::from(cfg.bf_slowdown_reserve_width)) / 100
+        };
+        let mut ids = self.pending_in((i64::MIN, JobId(0))..=(i64::MIN, JobId(u32::MAX)));
+        ids.extend(self.pending_in((least.max(i64::MIN + 1), JobId(0))..));
+        let cfg = &self.sched_cfg;
+        ids.retain(|id| {
+            let j = &self.jobs[id];
+            let share = || {
+                let mine = j.partitions.iter().filter_map(|&p| sizes.get(p).copied());
+                sched::Share::of(demand_cpus(j), j.desc.exclusive, mine)
+            };
+            sched::due_reservation(cfg, j.submit_time, j.time_limit, share, now)
+        });
+        ids
     }
 
     /// The requests of the pending jobs that may run now (of `only`, when
@@ -1507,6 +1544,17 @@ pub(crate) fn shape(d: &JobDesc) -> (u32, u32, u32) {
         (None, None) => ntasks.max(min_nodes),
     };
     (min_nodes, max_nodes, ntasks)
+}
+
+/// A pending job's key in `Engine::pending_index`: the CPUs it asks for
+/// (`demand_cpus`), `i64::MIN` for an array record (each pass may start
+/// some of its tasks whatever one asks).
+pub(crate) fn pending_key(j: &Job) -> i64 {
+    if j.array.is_some() {
+        i64::MIN
+    } else {
+        demand_cpus(j)
+    }
 }
 
 /// The CPUs a pending job asks for, counted as `sched::demand_cpus` counts

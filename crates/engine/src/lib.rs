@@ -573,6 +573,13 @@ pub struct Engine {
     /// cleared by a look that finds none (`evaluate_dependencies`), so a
     /// pass with no dependencies anywhere does not look at every job.
     may_depend: bool,
+    /// Every pending job, by (`pending_key`, id): what a pass after
+    /// submissions reads to find the older jobs that could use the free
+    /// CPUs (and the wide ones due for a plan) without a look at every
+    /// job. Entered where a job becomes pending (submission, array split,
+    /// update, requeue, restore); entries of jobs no longer pending, or
+    /// under an old key, are dropped when read.
+    pending_index: BTreeSet<(i64, JobId)>,
     /// A job may be suspended other than by an administrator (the same
     /// for `resume_suspended`).
     may_resume: bool,
@@ -700,6 +707,7 @@ impl Engine {
             holding: BTreeMap::new(),
             alloc_versions: 0,
             may_depend: false,
+            pending_index: BTreeSet::new(),
             may_resume: false,
             utc_offset: 0,
             exempt_wake: None,
@@ -1172,6 +1180,13 @@ impl Engine {
                     cpus[na.node.0 as usize] += na.cpus;
                     mem[na.node.0 as usize] += na.mem;
                 }
+            }
+        }
+        for j in self.jobs.values() {
+            if j.state == JobState::Pending
+                && !self.pending_index.contains(&(jobs::pending_key(j), j.id))
+            {
+                problems.push(format!("pending job {} is not in the pending index", j.id));
             }
         }
         let holders: Vec<JobId> = self

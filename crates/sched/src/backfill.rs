@@ -236,10 +236,8 @@ fn same_alloc(kept: &Kept, r: &RunningJob) -> bool {
 /// Where `Timeline::add_running` puts a running job's release times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Release {
-    /// At the end of `releases`, sorted after (the pass's set-up).
-    Bulk,
-    /// In its place in `releases` (a change to the kept running jobs).
-    Sorted,
+    /// In `releases` (a job that ran before this pass).
+    Running,
     /// In `added` (a job this pass starts).
     Pass,
 }
@@ -347,7 +345,9 @@ struct Timeline {
     planned_on: Vec<Vec<Hold>>,
     /// Times at which something may come free (rounded), with its nodes.
     /// Those of the running jobs, sorted by time once per pass...
-    releases: Vec<(Timestamp, usize)>,
+    /// (A multiset: how many releases at that time on that node; a map,
+    /// so that a job's end changes it without moving the rest.)
+    releases: BTreeMap<(Timestamp, usize), u32>,
     /// ...and those of the jobs this pass starts and plans.
     added: BTreeMap<Timestamp, Vec<usize>>,
     /// Planned starts, with their nodes.
@@ -387,7 +387,7 @@ impl Timeline {
             kept_ok: false,
             started_on: Vec::new(),
             planned_on: Vec::new(),
-            releases: Vec::new(),
+            releases: BTreeMap::new(),
             added: BTreeMap::new(),
             plan_starts: BTreeMap::new(),
             next_plan: Vec::new(),
@@ -498,7 +498,7 @@ impl Timeline {
             // A job past its limit is being ended: expect it gone at once.
             let until = r.end.max(now + 1);
             let job = self.kept_ok.then_some(r.job_id);
-            self.add_running(until, &r.alloc, job, Release::Bulk);
+            self.add_running(until, &r.alloc, job, Release::Running);
             if self.kept_ok {
                 self.kept.push(Kept {
                     job_id: r.job_id,
@@ -508,7 +508,6 @@ impl Timeline {
                 });
             }
         }
-        self.releases.sort_unstable();
     }
 
     /// `fill`'s running jobs, from those of the last pass: the shares of
@@ -537,7 +536,7 @@ impl Timeline {
                     if let Some(o) = other {
                         self.drop_running(&o);
                     }
-                    self.add_running(until, &r.alloc, Some(r.job_id), Release::Sorted);
+                    self.add_running(until, &r.alloc, Some(r.job_id), Release::Running);
                     new.push(Kept {
                         job_id: r.job_id,
                         until,
@@ -567,9 +566,11 @@ impl Timeline {
                 on.swap_remove(p);
             }
             if key < FOREVER {
-                let at = self.releases.partition_point(|e| *e < (key, i));
-                if self.releases.get(at) == Some(&(key, i)) {
-                    self.releases.remove(at);
+                if let Some(c) = self.releases.get_mut(&(key, i)) {
+                    *c -= 1;
+                    if *c == 0 {
+                        self.releases.remove(&(key, i));
+                    }
                 }
             }
         }
@@ -610,11 +611,7 @@ impl Timeline {
             }
             if key < FOREVER {
                 match release {
-                    Release::Bulk => self.releases.push((key, i)),
-                    Release::Sorted => {
-                        let at = self.releases.partition_point(|e| *e <= (key, i));
-                        self.releases.insert(at, (key, i));
-                    }
+                    Release::Running => *self.releases.entry((key, i)).or_default() += 1,
                     Release::Pass => self.added.entry(key).or_default().push(i),
                 }
             }
@@ -811,8 +808,8 @@ impl Timeline {
         let mut pending = std::mem::take(&mut self.touched);
         pending.clear();
         let landed = loop {
-            let from = self.releases.partition_point(|e| e.0 <= t);
-            let next_running = self.releases.get(from).map(|e| e.0);
+            let after_t = (Bound::Excluded((t, usize::MAX)), Bound::Unbounded);
+            let next_running = self.releases.range(after_t).next().map(|(e, _)| e.0);
             let next_added = self
                 .added
                 .range((Bound::Excluded(t), Bound::Unbounded))
@@ -824,7 +821,6 @@ impl Timeline {
             if next > horizon {
                 break None;
             }
-            let n = self.releases[from..].partition_point(|e| e.0 <= next);
             let mut touch = |i: usize, grows: bool| {
                 if self.touch_at[i] == Timestamp::MIN {
                     pending.push(i);
@@ -834,7 +830,7 @@ impl Timeline {
                     bound += i64::from(self.base[i].cpus);
                 }
             };
-            for e in &self.releases[from..from + n] {
+            for (e, _) in self.releases.range((next, 0)..=(next, usize::MAX)) {
                 touch(e.1, true);
             }
             if let Some(nodes) = self.added.get(&next) {
@@ -1564,7 +1560,7 @@ mod kept_timeline_tests {
     /// release times.
     type Held = (
         Vec<Vec<(Timestamp, u32, u32, bool)>>,
-        Vec<(Timestamp, usize)>,
+        BTreeMap<(Timestamp, usize), u32>,
     );
 
     fn holds(tl: &Timeline) -> Held {
@@ -1583,7 +1579,174 @@ mod kept_timeline_tests {
         (on, tl.releases.clone())
     }
 
+    /// `Timeline::earliest` as it was before the walk to the first time
+    /// with room and the kept overlay: from `base`, the plans a run of `d`
+    /// overlaps laid on, then every time something may come free visited
+    /// in turn, its nodes rebuilt there, the job tried wherever the free
+    /// CPUs suffice.
+    fn earliest_stepping(
+        tl: &mut Timeline,
+        job: &JobRequest,
+        parts: &[PartView],
+        d: i64,
+        not_before: Timestamp,
+        horizon: Timestamp,
+    ) -> Option<(Timestamp, Allocation)> {
+        tl.reset();
+        let (now, demand) = (tl.now, demand_cpus(job));
+        let overlapping: Vec<usize> = tl
+            .plan_starts
+            .range(..now.saturating_add(d))
+            .flat_map(|(_, n)| n.iter().copied())
+            .collect();
+        for i in overlapping {
+            tl.recompute(i, now, d);
+        }
+        let mut t = now;
+        let found = loop {
+            if tl.free >= demand && t >= not_before && tl.may_fit(job) {
+                if let Some(a) = tl.place_at(job, parts, t == now) {
+                    break Some((t, a));
+                }
+            }
+            if t >= horizon {
+                break None;
+            }
+            let after_t = (Bound::Excluded((t, usize::MAX)), Bound::Unbounded);
+            let next_running = tl.releases.range(after_t).next().map(|(e, _)| e.0);
+            let next_added = tl
+                .added
+                .range((Bound::Excluded(t), Bound::Unbounded))
+                .next()
+                .map(|(k, _)| *k);
+            let Some(next) = next_running.into_iter().chain(next_added).min() else {
+                break None;
+            };
+            if next > horizon {
+                break None;
+            }
+            let mut touched: Vec<usize> = tl
+                .releases
+                .range((next, 0)..=(next, usize::MAX))
+                .map(|(e, _)| e.1)
+                .collect();
+            if let Some(nodes) = tl.added.get(&next) {
+                touched.extend(nodes.iter().copied());
+            }
+            touched.extend(
+                tl.plan_starts
+                    .range(t.saturating_add(d)..next.saturating_add(d))
+                    .flat_map(|(_, n)| n.iter().copied()),
+            );
+            for i in touched {
+                tl.recompute(i, next, d);
+            }
+            t = next;
+        };
+        tl.reset();
+        found
+    }
+
+    fn plain_job(id: u32, tasks: u32, minutes: u32) -> JobRequest {
+        JobRequest {
+            job_id: JobId(id),
+            priority: 1,
+            submit_time: 0,
+            partitions: vec![0],
+            min_nodes: 1,
+            max_nodes: tasks,
+            ntasks: tasks,
+            ntasks_per_node: None,
+            cpus_per_task: 1,
+            mem_per_node: None,
+            mem_per_cpu: None,
+            mem_per_gpu: None,
+            gres_per_node: vec![],
+            gpus_total: None,
+            gpus_per_task: None,
+            cpus_per_gpu: None,
+            exclusive: false,
+            required_nodes: vec![],
+            excluded_nodes: vec![],
+            constraint: None,
+            time_limit: TimeLimit::Minutes(minutes),
+            time_min: None,
+            user: 1,
+            memory_consumable: false,
+        }
+    }
+
     proptest! {
+
+        /// The walk to the first time a job could have room, and the plans
+        /// kept laid on from one job that may start now to the next, find
+        /// what stepping through every time finds: the same start and
+        /// nodes for every job tried and planned in turn, with
+        /// `bf_resolution` 1 (exact release times) and above (rounded).
+        #[test]
+        fn the_walk_to_room_finds_what_stepping_finds(
+            run_specs in prop::collection::vec((0u32..6, 1u32..9, 1i64..3000), 0..30),
+            tries in prop::collection::vec((1u32..49, 1u32..60, any::<bool>()), 1..12),
+            resolution in prop::sample::select(vec![1u32, 60]),
+        ) {
+            let nodes: Vec<NodeView> = (0..6).map(|_| plain_node()).collect();
+            let parts = vec![PartView {
+                name: "p".into(),
+                nodes: (0..6).map(NodeIdx).collect(),
+                up: true,
+                max_nodes: None,
+                min_nodes: 0,
+                max_time: TimeLimit::Unlimited,
+                exclusive: false,
+                max_mem_per_node: None,
+                priority_tier: 1,
+            }];
+            let now = 1_000;
+            let mut nodes = nodes;
+            let mut running = Vec::new();
+            for (k, (on, cpus, end)) in run_specs.into_iter().enumerate() {
+                let n = &mut nodes[on as usize];
+                let cpus = cpus.min(n.cpus - n.alloc_cpus);
+                if cpus == 0 {
+                    continue;
+                }
+                n.alloc_cpus += cpus;
+                n.n_jobs += 1;
+                running.push(RunningJob {
+                    job_id: JobId(k as u32 + 1),
+                    end: now + end,
+                    alloc: Cow::Owned(Allocation {
+                        partition: 0,
+                        nodes: vec![NodeAlloc { node: NodeIdx(on), cpus, mem: 0, tasks: cpus, gres: vec![] }],
+                        exclusive: false,
+                    }),
+                    version: None,
+                });
+            }
+            let mut tl = Timeline::empty();
+            tl.fill(&nodes, &running, now, resolution);
+            for (k, (tasks, minutes, plan)) in tries.into_iter().enumerate() {
+                let job = plain_job(100 + k as u32, tasks, minutes);
+                let d = i64::from(minutes) * 60;
+                let mut reference = tl.clone();
+                if plan {
+                    let want = earliest_stepping(&mut reference, &job, &parts, d, now, FOREVER);
+                    let got = tl.earliest(&job, &parts, d, now, FOREVER);
+                    prop_assert_eq!(&got, &want);
+                    if let Some((start, alloc)) = got {
+                        tl.reserve(start, d, &alloc);
+                    }
+                } else {
+                    let want = earliest_stepping(&mut reference, &job, &parts, d, now, now)
+                        .map(|(_, a)| a);
+                    let got = tl.fits_now(&job, &parts, d);
+                    prop_assert_eq!(&got, &want);
+                    if let Some(alloc) = got {
+                        tl.start(d, &alloc);
+                    }
+                }
+            }
+        }
         /// A timeline kept from pass to pass, changed by the jobs that
         /// started, ended or changed their end since, holds what one set
         /// up from scratch for the same running jobs holds, also after the
