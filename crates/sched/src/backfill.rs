@@ -316,6 +316,12 @@ struct Timeline {
     /// the same plans, so `fits_now` changes only the nodes of the plans
     /// that differ instead of laying every plan on and off for each job.
     overlay: usize,
+    /// The free CPUs of `work` with the plans of the first `k` entries
+    /// laid on, at index `k`, once known (`UNKNOWN`: not yet); cleared by
+    /// a start or a plan.
+    overlay_free: Vec<i64>,
+    /// Scratch for `place_at`: the nodes of `moved` (all false between).
+    is_moved: Vec<bool>,
     /// Scratch for the nodes a step of `earliest` touches.
     touched: Vec<usize>,
     /// Per node: the last time `step_until_room` touched it (`MIN`: not).
@@ -363,6 +369,10 @@ struct Timeline {
     /// that sort is still true to the rank.
     orders: [Vec<Vec<NodeIdx>>; 2],
     order_ok: [bool; 2],
+    /// Per rank: the nodes whose rank (or weight) changed since its orders
+    /// were last sorted, so that only they move (`moved_all`: sort all).
+    moved: [Vec<usize>; 2],
+    moved_all: [bool; 2],
 }
 
 impl Timeline {
@@ -375,7 +385,9 @@ impl Timeline {
             dirty: Vec::new(),
             is_dirty: Vec::new(),
             overlay: 0,
+            overlay_free: Vec::new(),
             touched: Vec::new(),
+            is_moved: Vec::new(),
             touch_at: Vec::new(),
             base_free: 0,
             free: 0,
@@ -394,6 +406,8 @@ impl Timeline {
             free_now: Vec::new(),
             orders: [Vec::new(), Vec::new()],
             order_ok: [false, false],
+            moved: [Vec::new(), Vec::new()],
+            moved_all: [true, true],
         }
     }
 
@@ -437,8 +451,12 @@ impl Timeline {
             self.is_dirty = vec![false; nodes.len()];
             self.next_plan = vec![u64::MAX; nodes.len()];
             self.free_now = vec![0; nodes.len()];
+            self.moved_all = [true, true];
         } else {
             for (b, n) in self.base.iter_mut().zip(nodes) {
+                if b.weight != n.weight {
+                    self.moved_all = [true, true];
+                }
                 b.cpus = n.cpus;
                 b.real_memory = n.real_memory;
                 b.alloc_cpus = n.alloc_cpus;
@@ -463,10 +481,16 @@ impl Timeline {
                 v.clear();
             }
             self.is_dirty.iter_mut().for_each(|d| *d = false);
-            self.next_plan.iter_mut().for_each(|p| *p = u64::MAX);
+            for (i, p) in self.next_plan.iter_mut().enumerate() {
+                if *p != u64::MAX {
+                    *p = u64::MAX;
+                    note_moved(&mut self.moved[0], &mut self.moved_all[0], i);
+                }
+            }
         }
         self.dirty.clear();
         self.overlay = 0;
+        self.overlay_free.clear();
         self.free = nodes.iter().map(free_cpus).sum();
         self.base_free = self.free;
         self.hist_top = nodes
@@ -478,7 +502,10 @@ impl Timeline {
         for (i, n) in nodes.iter().enumerate() {
             let f = free_cpus(n);
             self.hist[hist_slot(f)] += 1;
-            self.free_now[i] = f as u64;
+            if self.free_now[i] != f as u64 {
+                self.free_now[i] = f as u64;
+                note_moved(&mut self.moved[1], &mut self.moved_all[1], i);
+            }
         }
         self.added.clear();
         self.plan_starts.clear();
@@ -872,17 +899,51 @@ impl Timeline {
         }
         if !self.order_ok[k] {
             let (base, orders) = (&self.base, &mut self.orders[k]);
+            let key = |n: &NodeIdx| {
+                let i = n.0 as usize;
+                (base[i].weight, rank[i], n.0)
+            };
+            let moved = &mut self.moved[k];
+            let all = self.moved_all[k]
+                || orders.len() != parts.len()
+                || moved.len().saturating_mul(16) > base.len();
             if orders.len() != parts.len() {
                 *orders = parts.iter().map(|p| p.nodes.clone()).collect();
             }
-            // Only the few nodes whose rank changed move: the sort finds
-            // the rest in order.
-            for o in orders.iter_mut() {
-                o.sort_by_key(|n| {
-                    let i = n.0 as usize;
-                    (base[i].weight, rank[i], n.0)
-                });
+            if all {
+                for o in orders.iter_mut() {
+                    o.sort_by_key(key);
+                }
+            } else if !moved.is_empty() {
+                // The others keep their keys, so stay in order: take the
+                // moved nodes out and put each back where it now belongs.
+                let is_moved = &mut self.is_moved;
+                is_moved.resize(base.len(), false);
+                for &i in moved.iter() {
+                    is_moved[i] = true;
+                }
+                let mut out = Vec::new();
+                for o in orders.iter_mut() {
+                    out.clear();
+                    o.retain(|n| {
+                        let m = is_moved[n.0 as usize];
+                        if m {
+                            out.push(*n);
+                        }
+                        !m
+                    });
+                    for n in &out {
+                        let at = o.partition_point(|x| key(x) < key(n));
+                        o.insert(at, *n);
+                    }
+                    debug_assert!(o.windows(2).all(|w| key(&w[0]) < key(&w[1])));
+                }
+                for &i in moved.iter() {
+                    is_moved[i] = false;
+                }
             }
+            moved.clear();
+            self.moved_all[k] = false;
             self.order_ok[k] = true;
         }
         place_sorted(job, parts, &self.work, &self.orders[k])
@@ -899,7 +960,19 @@ impl Timeline {
         }
         let now = self.now;
         let k = self.plan_starts.range(..now.saturating_add(d)).count();
+        // The free CPUs under these plans, when known: no need to lay them on.
+        if self
+            .overlay_free
+            .get(k)
+            .is_some_and(|&f| f != UNKNOWN && f < demand)
+        {
+            return None;
+        }
         self.overlay_to(k, d);
+        if self.overlay_free.len() <= k {
+            self.overlay_free.resize(k + 1, UNKNOWN);
+        }
+        self.overlay_free[k] = self.free;
         if self.free < demand || !self.may_fit(job) {
             return None;
         }
@@ -908,6 +981,7 @@ impl Timeline {
 
     fn start(&mut self, d: i64, alloc: &Allocation) {
         self.reset();
+        self.overlay_free.clear();
         for na in &alloc.nodes {
             let i = na.node.0 as usize;
             let h = Hold {
@@ -919,6 +993,7 @@ impl Timeline {
             };
             apply(&mut self.base[i], &h, true);
             self.free_now[i] = free_cpus(&self.base[i]) as u64;
+            note_moved(&mut self.moved[1], &mut self.moved_all[1], i);
             self.order_ok[1] = false;
             let old = free_cpus(&self.work[i]);
             copy_use(&mut self.work[i], &self.base[i]);
@@ -932,6 +1007,7 @@ impl Timeline {
     fn reserve(&mut self, start: Timestamp, d: i64, alloc: &Allocation) {
         // A new entry of `plan_starts` renumbers the overlay's.
         self.reset();
+        self.overlay_free.clear();
         let end = start.saturating_add(d);
         let key = self.round_up(end);
         for na in &alloc.nodes {
@@ -949,11 +1025,29 @@ impl Timeline {
             }
             if (start as u64) < self.next_plan[i] {
                 self.next_plan[i] = start as u64;
+                note_moved(&mut self.moved[0], &mut self.moved_all[0], i);
                 self.order_ok[0] = false;
             }
         }
     }
 }
+
+/// Notes that node `i` changed rank (`Timeline::moved`); past a few
+/// hundred, the next use sorts every order again instead.
+fn note_moved(moved: &mut Vec<usize>, all: &mut bool, i: usize) {
+    if *all {
+        return;
+    }
+    if moved.len() >= 256 {
+        moved.clear();
+        *all = true;
+    } else {
+        moved.push(i);
+    }
+}
+
+/// `Timeline::overlay_free` for a count not yet known.
+const UNKNOWN: i64 = i64::MIN;
 
 /// Free-CPU counts up to this are told apart by `Timeline::hist`.
 const HIST_MAX: usize = 256;
