@@ -32,3 +32,22 @@ fn chdir_error_matches_slurmstepd() {
     );
     assert_eq!(os_error_text(libc::EACCES), "Permission denied");
 }
+
+/// The child writes the line in pieces prepared before fork: together they
+/// are the line, for every errno (one beyond the table reads as EIO's).
+#[test]
+fn chdir_line_pieces_make_the_line() {
+    let line = ChdirLine::new("/no/such dir");
+    for errno in [1, libc::ENOENT, libc::EACCES, MAX_ERRNO as i32 - 1] {
+        assert_eq!(
+            line.pieces(errno).concat(),
+            chdir_error_line("/no/such dir", errno).into_bytes()
+        );
+    }
+    for beyond in [0, -1, MAX_ERRNO as i32, 10_000] {
+        assert_eq!(
+            line.pieces(beyond).concat(),
+            chdir_error_line("/no/such dir", libc::EIO).into_bytes()
+        );
+    }
+}
