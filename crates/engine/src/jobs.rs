@@ -1088,14 +1088,13 @@ impl Engine {
         let mut prefix_check = None;
         let mut pass = match fresh {
             Some(ids) if freed => {
-                // Jobs old enough for a plan of their own (bf_age_reserve):
-                // a full pass plans them wherever they are in the queue.
-                let aged = self.aged_waiting(now);
+                // Jobs old enough for a plan of their own (bf_age_reserve)
+                // are needed too: a full pass plans them wherever they are
+                // in the queue (`freed_prefix` tells them on its way).
                 let needed = ids
                     .iter()
                     .chain(self.plans.keys())
                     .chain(&self.heads)
-                    .chain(&aged)
                     .copied();
                 let prefix = self.freed_prefix(needed, &parts, &limited, free_cpus, now);
                 match prefix {
@@ -1106,6 +1105,7 @@ impl Engine {
                     None if !heads_planned => None,
                     None => {
                         let startable = self.startable_waiting(&ids, free_cpus);
+                        let aged = self.aged_waiting(now);
                         let mut only: std::collections::BTreeSet<JobId> =
                             ids.iter().copied().collect();
                         only.extend(self.plans.keys().copied());
@@ -1350,7 +1350,7 @@ impl Engine {
     /// be shown to keep their decisions (`PrefixCheck::holds`, after the
     /// pass). They are a prefix of the queue in the order the pass tries
     /// jobs: every job up to the last of `needed` (new jobs, planned ones,
-    /// first blocked ones, aged ones) and of the jobs that may not be left
+    /// first blocked ones), of the aged ones (`aged_test`) and of the jobs that may not be left
     /// out (arrays, jobs whose reason is not Priority), then as many more
     /// as could use the free CPUs, and one beyond (the next first blocked
     /// job). A pass takes jobs in that order and a job's decision depends
@@ -1372,6 +1372,7 @@ impl Engine {
         now: Timestamp,
     ) -> Option<(std::collections::BTreeSet<JobId>, PrefixCheck)> {
         let needed: std::collections::BTreeSet<JobId> = needed.collect();
+        let aged = self.aged_test(now);
         let mut only = std::collections::BTreeSet::new();
         let mut last_needed: Option<sched::OrderKey> = None;
         let mut cands: Vec<(sched::OrderKey, JobId, i64)> = Vec::new();
@@ -1398,7 +1399,7 @@ impl Engine {
             let key = job_order_key(job, parts);
             nothing_ends &= job.time_limit == TimeLimit::Unlimited && job.desc.time_min.is_none();
             let leavable = job.array.is_none() && job.reason == PendingReason::Priority;
-            if !leavable || needed.contains(&job.id) {
+            if !leavable || needed.contains(&job.id) || aged.as_ref().is_some_and(|a| a(job)) {
                 last_needed = last_needed.max(Some(key));
             }
             cands.push((key, job.id, demand_cpus(job)));
@@ -1450,9 +1451,23 @@ impl Engine {
     /// Pending jobs that have waited at least `bf_age_reserve` (none when
     /// it is off): a pass plans each of them, wherever it is in the queue.
     fn aged_waiting(&self, now: Timestamp) -> Vec<JobId> {
+        let Some(aged) = self.aged_test(now) else {
+            return Vec::new();
+        };
+        self.jobs
+            .values()
+            .filter(|j| j.state == JobState::Pending && !j.completing && j.held.is_none())
+            .filter(|j| aged(j))
+            .map(|j| j.id)
+            .collect()
+    }
+
+    /// Whether a pending job has waited long enough for a plan of its own
+    /// (`aged_waiting`); `None` when no setting gives such plans.
+    fn aged_test(&self, now: Timestamp) -> Option<impl Fn(&Job) -> bool + '_> {
         let cfg = &self.sched_cfg;
         if cfg.bf_age_reserve.is_none() && cfg.bf_slowdown_reserve.is_none() {
-            return Vec::new();
+            return None;
         }
         let sizes: Vec<sched::PartSize> = self
             .parts
@@ -1466,18 +1481,13 @@ impl Engine {
                 nodes: p.nodes.len() as i64,
             })
             .collect();
-        self.jobs
-            .values()
-            .filter(|j| j.state == JobState::Pending && !j.completing && j.held.is_none())
-            .filter(|j| {
-                let share = || {
-                    let mine = j.partitions.iter().filter_map(|&p| sizes.get(p).copied());
-                    sched::Share::of(demand_cpus(j), j.desc.exclusive, mine)
-                };
-                sched::due_reservation(cfg, j.submit_time, j.time_limit, share, now)
-            })
-            .map(|j| j.id)
-            .collect()
+        Some(move |j: &Job| {
+            let share = || {
+                let mine = j.partitions.iter().filter_map(|&p| sizes.get(p).copied());
+                sched::Share::of(demand_cpus(j), j.desc.exclusive, mine)
+            };
+            sched::due_reservation(cfg, j.submit_time, j.time_limit, share, now)
+        })
     }
 
     /// The requests of the pending jobs that may run now (of `only`, when
