@@ -74,6 +74,17 @@ pub struct StepdSpec {
     pub gather: crate::gather::GatherSettings,
 }
 
+/// A `StepdSpec` as the daemon writes it, borrowing the launch instead of
+/// copying it: the same fields in the same order, so the same JSON.
+#[derive(Serialize)]
+struct StepdSpecRef<'a> {
+    launch: &'a BatchLaunch,
+    node_name: &'a str,
+    conf_path: &'a str,
+    switch_user: bool,
+    gather: &'a crate::gather::GatherSettings,
+}
+
 /// The supervisor's one line on its stdout.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StepdAnswer {
@@ -422,12 +433,12 @@ pub async fn start_supervisor(
     dir: &Path,
     zygote: Option<UnixStream>,
 ) -> Result<Supervisor, String> {
-    let spec = StepdSpec {
-        launch: launch.clone(),
-        node_name: ctx.node_name.to_string(),
-        conf_path: ctx.conf_path.to_string(),
+    let spec = StepdSpecRef {
+        launch,
+        node_name: ctx.node_name,
+        conf_path: ctx.conf_path,
         switch_user: switches_user(launch, ctx),
-        gather: ctx.gather.clone(),
+        gather: ctx.gather,
     };
     let spec = serde_json::to_vec(&spec).map_err(|e| format!("cannot encode the launch: {e}"))?;
     if let Some(sock) = zygote {
