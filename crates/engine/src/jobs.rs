@@ -1371,6 +1371,9 @@ impl Engine {
         free_cpus: u32,
         now: Timestamp,
     ) -> Option<(std::collections::BTreeSet<JobId>, PrefixCheck)> {
+        if self.prefix_passes_off {
+            return None;
+        }
         let needed: std::collections::BTreeSet<JobId> = needed.collect();
         let aged = self.aged_test(now);
         let mut only = std::collections::BTreeSet::new();
