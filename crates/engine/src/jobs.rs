@@ -1078,18 +1078,58 @@ impl Engine {
             && (!freed
                 || (one_reservation && self.parts.len() == 1 && !self.settings.enforce.limits));
         let parts = self.part_views();
+        let fresh = fresh.filter(|_| may_reduce);
         // Every first blocked job holds a plan (else the pass would plan
-        // the next one, which a pass over new jobs does not try).
-        let fresh =
-            fresh.filter(|_| may_reduce && self.heads.iter().all(|h| self.plans.contains_key(h)));
+        // the next one, which a pass over new jobs does not try). A pass
+        // over a prefix of the queue after job ends checks what it left
+        // out instead.
+        let heads_planned = self.heads.iter().all(|h| self.plans.contains_key(h));
         let old_heads = if freed {
             self.heads.clone()
         } else {
             Vec::new()
         };
         let mut reduced = false;
+        let mut prefix_check = None;
         let mut pass = match fresh {
-            Some(ids) => {
+            Some(ids) if freed => {
+                // Jobs old enough for a plan of their own (bf_age_reserve)
+                // are needed too: a full pass plans them wherever they are
+                // in the queue (`freed_prefix` tells them on its way).
+                let needed = ids
+                    .iter()
+                    .chain(self.plans.keys())
+                    .chain(&self.heads)
+                    .copied();
+                let prefix = self.freed_prefix(needed, &parts, &limited, free_cpus, now);
+                match prefix {
+                    Some((only, check)) => {
+                        prefix_check = Some(check);
+                        Some(self.collect_requests(Some(&only), &limited, free_cpus, now))
+                    }
+                    None if !heads_planned => None,
+                    None => {
+                        let startable = self.startable_waiting(&ids, free_cpus);
+                        let aged = self.aged_waiting(now);
+                        let mut only: std::collections::BTreeSet<JobId> =
+                            ids.iter().copied().collect();
+                        only.extend(self.plans.keys().copied());
+                        only.extend(self.heads.iter().copied());
+                        only.extend(startable);
+                        only.extend(aged);
+                        let pass = self.collect_requests(Some(&only), &limited, free_cpus, now);
+                        let last = self.last_order_key;
+                        let after = pass
+                            .requests
+                            .iter()
+                            .filter(|r| ids.contains(&r.job_id))
+                            .all(|r| Some(sched::order_key(r, &parts)) > last);
+                        reduced = after;
+                        after.then_some(pass)
+                    }
+                }
+            }
+            Some(ids) if heads_planned => {
                 // Older jobs that the CPUs free now could hold: only they
                 // could start where the plans made again now leave room.
                 let startable = self.startable_waiting(&ids, free_cpus);
@@ -1126,7 +1166,7 @@ impl Engine {
                 reduced = after;
                 after.then_some(pass)
             }
-            None => None,
+            _ => None,
         };
         if pass.is_none() {
             pass = Some(self.collect_requests(None, &limited, free_cpus, now));
@@ -1170,7 +1210,16 @@ impl Engine {
         let mut plan = sched::plan_with(&view, &self.sched_cfg, now, &mut self.pass_cache);
         let mut requests = requests;
         let mut arrays = arrays;
-        if reduced && freed && !freed_pass_holds(&plan, &old_heads) {
+        let prefix_failed = match &prefix_check {
+            Some(check) if check.holds(&plan, free_cpus) => {
+                // The jobs left out come after every job tried.
+                self.last_order_key = self.last_order_key.max(check.max_left_key);
+                false
+            }
+            Some(_) => true,
+            None => false,
+        };
+        if prefix_failed || (reduced && freed && !freed_pass_holds(&plan, &old_heads)) {
             // A first blocked job started (or lost its plan): the next one
             // in line, which this pass did not try, may need a plan. Look
             // at every job.
@@ -1329,6 +1378,100 @@ impl Engine {
         out
     }
 
+    /// After job ends (and submissions) only, with one partition and at
+    /// most one planned job: the jobs a pass must try so that it decides
+    /// what a pass over every job decides, when the jobs it leaves out can
+    /// be shown to keep their decisions (`PrefixCheck::holds`, after the
+    /// pass). They are a prefix of the queue in the order the pass tries
+    /// jobs: every job up to the last of `needed` (new jobs, planned ones,
+    /// first blocked ones), of the aged ones (`aged_test`) and of the jobs that may not be left
+    /// out (arrays, jobs whose reason is not Priority), then as many more
+    /// as could use the free CPUs, and one beyond (the next first blocked
+    /// job). A pass takes jobs in that order and a job's decision depends
+    /// only on the jobs before it, so the prefix is decided as in a full
+    /// pass; the check then tells that none of the others could start (each
+    /// needs more CPUs than are left free), nor get a plan (one is made
+    /// already, or no running job ever ends), and that each waits behind
+    /// a blocked job, with the reason Priority it has. Only pending jobs a
+    /// full pass would try count: held ones, ones waiting on a dependency,
+    /// a limit or a preemptor are left out by both; ones waiting for their
+    /// begin time are given to the pass (they get no decision). `None`
+    /// when no job would be left out.
+    fn freed_prefix(
+        &self,
+        needed: impl Iterator<Item = JobId>,
+        parts: &[sched::PartView],
+        limited: &crate::limits::LimitCheck,
+        free_cpus: u32,
+        now: Timestamp,
+    ) -> Option<(std::collections::BTreeSet<JobId>, PrefixCheck)> {
+        if self.prefix_passes_off {
+            return None;
+        }
+        let needed: std::collections::BTreeSet<JobId> = needed.collect();
+        let aged = self.aged_test(now);
+        let mut only = std::collections::BTreeSet::new();
+        let mut last_needed: Option<sched::OrderKey> = None;
+        let mut cands: Vec<(sched::OrderKey, JobId, i64)> = Vec::new();
+        let mut nothing_ends = true;
+        for job in self.jobs.values() {
+            if job.alloc.is_some() {
+                let forever =
+                    job.state == JobState::Running && !job.completing && job.limit_end().is_none();
+                nothing_ends &= forever;
+            }
+            if job.state != JobState::Pending
+                || job.completing
+                || job.held.is_some()
+                || job.dep_status != crate::DepStatus::Clear
+                || limited.blocked.contains_key(&job.id)
+                || self.waits_for_preemptor(job)
+            {
+                continue;
+            }
+            if job.desc.begin_time.is_some_and(|b| b > now) {
+                only.insert(job.id);
+                continue;
+            }
+            let key = job_order_key(job, parts);
+            nothing_ends &= job.time_limit == TimeLimit::Unlimited && job.desc.time_min.is_none();
+            let leavable = job.array.is_none() && job.reason == PendingReason::Priority;
+            if !leavable || needed.contains(&job.id) || aged.as_ref().is_some_and(|a| a(job)) {
+                last_needed = last_needed.max(Some(key));
+            }
+            cands.push((key, job.id, demand_cpus(job)));
+        }
+        // Up to the last needed job, then the first of the rest in order.
+        let (mut taken, mut rest): (Vec<_>, Vec<_>) =
+            cands.into_iter().partition(|c| Some(c.0) <= last_needed);
+        let mut demand: i64 = taken.iter().map(|c| c.2).sum();
+        let free = i64::from(free_cpus);
+        // Each job needs a CPU at least: this many of the rest are enough.
+        let front = (free_cpus as usize + 2).min(rest.len());
+        if front < rest.len() {
+            rest.select_nth_unstable(front);
+        }
+        rest[..front].sort_unstable();
+        let mut n = 0;
+        let mut beyond = false;
+        while n < front && !beyond {
+            beyond = demand > free;
+            demand += rest[n].2;
+            n += 1;
+        }
+        taken.extend(rest.drain(..n));
+        if rest.is_empty() {
+            return None;
+        }
+        only.extend(taken.iter().map(|c| c.1));
+        let check = PrefixCheck {
+            min_left_demand: rest.iter().map(|c| c.2).min().unwrap_or(i64::MAX),
+            max_left_key: rest.iter().map(|c| c.0).max(),
+            nothing_ends,
+        };
+        Some((only, check))
+    }
+
     /// Pending jobs other than `fresh` that need no more CPUs than `free`
     /// (`sched::demand_cpus` of their request; array records always): the
     /// only older jobs a pass after submissions could start.
@@ -1345,6 +1488,43 @@ impl Engine {
         if cfg.bf_age_reserve.is_none() && cfg.bf_slowdown_reserve.is_none() {
             return Vec::new();
         }
+        // By slowdown alone, only jobs asking for at least the width of
+        // some partition (CPUs, or nodes for whole-node jobs) can be due;
+        // array records (key MIN) are looked at whatever they ask.
+        let least = if cfg.bf_age_reserve.is_some() {
+            i64::MIN
+        } else {
+            let smallest = self
+                .parts
+                .iter()
+                .map(|p| {
+                    let cpus: i64 = p
+                        .nodes
+                        .iter()
+                        .map(|n| i64::from(self.nodes[n.0 as usize].conf.cpus))
+                        .sum();
+                    cpus.min(p.nodes.len() as i64)
+                })
+                .min()
+                .unwrap_or(0);
+            smallest.saturating_mul(i64::from(cfg.bf_slowdown_reserve_width)) / 100
+        };
+        let mut ids = self.pending_in((i64::MIN, JobId(0))..=(i64::MIN, JobId(u32::MAX)));
+        ids.extend(self.pending_in((least.max(i64::MIN + 1), JobId(0))..));
+        let Some(aged) = self.aged_test(now) else {
+            return Vec::new();
+        };
+        ids.retain(|id| aged(&self.jobs[id]));
+        ids
+    }
+
+    /// Whether a pending job has waited long enough for a plan of its own
+    /// (`aged_waiting`); `None` when no setting gives such plans.
+    fn aged_test(&self, now: Timestamp) -> Option<impl Fn(&Job) -> bool + '_> {
+        let cfg = &self.sched_cfg;
+        if cfg.bf_age_reserve.is_none() && cfg.bf_slowdown_reserve.is_none() {
+            return None;
+        }
         let sizes: Vec<sched::PartSize> = self
             .parts
             .iter()
@@ -1357,27 +1537,13 @@ impl Engine {
                 nodes: p.nodes.len() as i64,
             })
             .collect();
-        // By slowdown alone, only jobs asking for at least the width of
-        // some partition (CPUs, or nodes for whole-node jobs) can be due;
-        // array records (key MIN) are looked at whatever they ask.
-        let least = if cfg.bf_age_reserve.is_some() {
-            i64::MIN
-        } else {
-            let smallest = sizes.iter().map(|p| p.cpus.min(p.nodes)).min().unwrap_or(0);
-            smallest.saturating_mul(i64::from(cfg.bf_slowdown_reserve_width)) / 100
-        };
-        let mut ids = self.pending_in((i64::MIN, JobId(0))..=(i64::MIN, JobId(u32::MAX)));
-        ids.extend(self.pending_in((least.max(i64::MIN + 1), JobId(0))..));
-        let cfg = &self.sched_cfg;
-        ids.retain(|id| {
-            let j = &self.jobs[id];
+        Some(move |j: &Job| {
             let share = || {
                 let mine = j.partitions.iter().filter_map(|&p| sizes.get(p).copied());
                 sched::Share::of(demand_cpus(j), j.desc.exclusive, mine)
             };
             sched::due_reservation(cfg, j.submit_time, j.time_limit, share, now)
-        });
-        ids
+        })
     }
 
     /// The requests of the pending jobs that may run now (of `only`, when
@@ -1510,6 +1676,61 @@ fn running_views<'a>(
 /// planned.
 fn freed_pass_holds(plan: &sched::Plan, old_heads: &[JobId]) -> bool {
     old_heads.iter().all(|h| plan.planned.contains_key(h))
+}
+
+/// What must hold after a pass over a prefix of the queue
+/// (`Engine::freed_prefix`) for the jobs it left out to keep their
+/// decisions.
+struct PrefixCheck {
+    /// The fewest CPUs a job left out needs.
+    min_left_demand: i64,
+    /// The order key of the last job left out.
+    max_left_key: Option<sched::OrderKey>,
+    /// No job holding resources has a time limit, nor has any job the pass
+    /// may start: nothing comes free later, so nothing can be planned.
+    nothing_ends: bool,
+}
+
+impl PrefixCheck {
+    /// True when the jobs left out keep their decisions after `plan`, made
+    /// with `free_cpus` free: none can start (each needs more CPUs than are
+    /// left), none gets a plan (one was made, which the policy's one per
+    /// partition allows, or none can be), and each is behind a blocked job
+    /// (the pass left one waiting for Resources), so its reason is
+    /// Priority.
+    fn holds(&self, plan: &sched::Plan, free_cpus: u32) -> bool {
+        let started: i64 = plan
+            .decisions
+            .iter()
+            .map(|(_, d)| match d {
+                Decision::Start(a) => a.nodes.iter().map(|n| i64::from(n.cpus)).sum(),
+                Decision::Wait(_) => 0,
+            })
+            .sum();
+        let left = i64::from(free_cpus) - started;
+        let blocked = plan
+            .decisions
+            .iter()
+            .any(|(_, d)| matches!(d, Decision::Wait(PendingReason::Resources)));
+        left < self.min_left_demand && blocked && (!plan.planned.is_empty() || self.nothing_ends)
+    }
+}
+
+/// `sched::order_key` of the request `job` makes, without making it.
+fn job_order_key(job: &Job, parts: &[sched::PartView]) -> sched::OrderKey {
+    let tier = job
+        .partitions
+        .iter()
+        .filter_map(|p| parts.get(*p))
+        .map(|p| p.priority_tier)
+        .max()
+        .unwrap_or(0);
+    (
+        std::cmp::Reverse(tier),
+        std::cmp::Reverse(job.priority),
+        job.submit_time,
+        job.id,
+    )
 }
 
 /// What one pass collects before it plans.

@@ -604,6 +604,9 @@ pub struct Engine {
     heads: Vec<JobId>,
     /// `set_full_passes`: every pass looks at every job.
     full_passes: bool,
+    /// Tests only: no pass over a prefix of the queue after job ends
+    /// (`freed_prefix`), the other shortcuts kept.
+    pub(crate) prefix_passes_off: bool,
     /// Jobs ended since the last pass (their resources came free) and
     /// nothing else changed but submissions (`fresh` is kept): the next
     /// pass may try only the jobs that could use what is free (`schedule`).
@@ -716,6 +719,7 @@ impl Engine {
             last_order_key: None,
             heads: Vec::new(),
             full_passes: false,
+            prefix_passes_off: false,
             freed: false,
             purged_since_prune: 0,
         }

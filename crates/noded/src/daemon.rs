@@ -91,6 +91,8 @@ pub(crate) struct Daemon {
     /// Forks the job supervisors (`zygote`); `None` once it failed, and
     /// the supervisors are executed instead.
     zygote: Mutex<Option<crate::zygote::Zygote>>,
+    /// Reported jobs' directories, emptied for later launches.
+    slots: crate::slots::Slots,
 }
 
 /// A connection to the controller between two requests.
@@ -162,7 +164,10 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
             None
         }
     };
+    // After the bind, as the recovery: the `free.N` left are this node's.
+    let slots = crate::slots::Slots::new(&setup.spool_dir);
     let daemon = Arc::new(Daemon {
+        slots,
         setup,
         daemon_uid: nix::unistd::geteuid().as_raw(),
         stepd_program,
@@ -759,6 +764,7 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
         daemon_uid: daemon.daemon_uid,
         stepd_program: &daemon.stepd_program,
         gather: &daemon.setup.gather,
+        slots: &daemon.slots,
     };
     let dir = match launch::prepare(&launch, &ctx) {
         Ok(dir) => dir,
@@ -1016,7 +1022,7 @@ fn start_report(
             if let Some(record) = spool::read_record(&dir) {
                 daemon.remember_ended_run(job_id, record.restarts);
             }
-            if let Err(e) = spool::remove_reported(&dir, &ended) {
+            if let Err(e) = spool::remove_reported(&dir, &ended, Some(&daemon.slots)) {
                 warn!("cannot remove {}: {e}", dir.display());
             }
         }

@@ -18,15 +18,14 @@
 //! against the permissions of, the job's user.
 
 use crate::env::{job_env, NodeEnv};
-use crate::spool::{self, JobRecord, Pids, RecordState};
+use crate::slots::{Owner, Slots};
+use crate::spool::{JobRecord, Pids, RecordState};
 use proto::BatchLaunch;
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
@@ -54,6 +53,8 @@ pub struct LaunchContext<'a> {
     pub stepd_program: &'a Path,
     /// How the supervisor gathers usage.
     pub gather: &'a crate::gather::GatherSettings,
+    /// The spool's emptied job directories, used again.
+    pub slots: &'a Slots,
 }
 
 /// What the daemon hands a supervisor on its stdin.
@@ -71,6 +72,17 @@ pub struct StepdSpec {
     /// How to gather the script's usage.
     #[serde(default)]
     pub gather: crate::gather::GatherSettings,
+}
+
+/// A `StepdSpec` as the daemon writes it, borrowing the launch instead of
+/// copying it: the same fields in the same order, so the same JSON.
+#[derive(Serialize)]
+struct StepdSpecRef<'a> {
+    launch: &'a BatchLaunch,
+    node_name: &'a str,
+    conf_path: &'a str,
+    switch_user: bool,
+    gather: &'a crate::gather::GatherSettings,
 }
 
 /// The supervisor's one line on its stdout.
@@ -151,12 +163,11 @@ struct ChildSetup {
     switch: Option<(libc::uid_t, libc::gid_t, Vec<libc::gid_t>)>,
     umask: Option<libc::mode_t>,
     work_dir: CString,
-    chdir_lines: Vec<Vec<u8>>,
+    chdir_line: ChdirLine,
     stdin: CString,
     stdout: CString,
     stderr: Option<CString>,
     append: bool,
-    report_fd: i32,
     /// The script itself, executed with `SLURM_TASK_PID` set to its pid
     /// (one program started, not a shell that then starts the script).
     direct: Option<crate::taskd::ExecImage>,
@@ -173,14 +184,9 @@ fn errno() -> i32 {
 impl ChildSetup {
     /// Runs in the child between fork and exec: async-signal-safe only.
     /// Execs the script itself (directly, else through the shell); returns
-    /// only when neither could be, or when the spawn's own exec is to run.
-    fn apply(&mut self) -> std::io::Result<()> {
-        let fail = |step: u8| -> std::io::Error {
-            let e = errno();
-            // SAFETY: writing one byte from a live buffer to an fd we own.
-            unsafe { libc::write(self.report_fd, (&step as *const u8).cast(), 1) };
-            std::io::Error::from_raw_os_error(e)
-        };
+    /// only when neither could be: the step that failed (0: the exec) and
+    /// its errno.
+    fn apply(&mut self) -> (u8, i32) {
         // SAFETY: plain system calls on data prepared before fork; no
         // allocation or locking happens here.
         unsafe {
@@ -190,14 +196,14 @@ impl ChildSetup {
                 libc::signal(sig, libc::SIG_DFL);
             }
             if libc::setsid() < 0 {
-                return Err(fail(STEP_SETSID));
+                return (STEP_SETSID, errno());
             }
             if let Some((uid, gid, groups)) = &self.switch {
                 if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
                     || libc::setgid(*gid) != 0
                     || libc::setuid(*uid) != 0
                 {
-                    return Err(fail(STEP_USER));
+                    return (STEP_USER, errno());
                 }
             }
             if let Some(mask) = self.umask {
@@ -210,7 +216,7 @@ impl ChildSetup {
             }
             let fd = libc::open(self.stdin.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
             if fd < 0 {
-                return Err(fail(STEP_STDIN));
+                return (STEP_STDIN, errno());
             }
             libc::dup2(fd, 0);
             let mode = libc::O_WRONLY
@@ -223,7 +229,7 @@ impl ChildSetup {
                 };
             let fd = libc::open(self.stdout.as_ptr(), mode, 0o666 as libc::c_uint);
             if fd < 0 {
-                return Err(fail(STEP_STDOUT));
+                return (STEP_STDOUT, errno());
             }
             libc::dup2(fd, 1);
             match &self.stderr {
@@ -233,26 +239,79 @@ impl ChildSetup {
                 Some(path) => {
                     let fd = libc::open(path.as_ptr(), mode, 0o666 as libc::c_uint);
                     if fd < 0 {
-                        return Err(fail(STEP_STDERR));
+                        return (STEP_STDERR, errno());
                     }
                     libc::dup2(fd, 2);
                 }
             }
             if chdir_errno != 0 {
-                let line = self
-                    .chdir_lines
-                    .get(chdir_errno as usize)
-                    .unwrap_or(&self.chdir_lines[0]);
-                libc::write(2, line.as_ptr().cast(), line.len());
+                self.chdir_line.write(2, chdir_errno);
             }
         }
         if let Some(image) = self.direct.as_mut() {
             let _ = image.exec();
         }
         match self.wrapped.as_mut() {
-            Some(image) => Err(image.exec()),
-            None => Ok(()),
+            Some(image) => (0, image.exec().raw_os_error().unwrap_or(libc::EIO)),
+            // No shell to run it either (no /bin/sh).
+            None => (0, libc::ENOENT),
         }
+    }
+}
+
+/// strerror(3) texts by errno, below `MAX_ERRNO` (index 0: EIO's, for an
+/// errno beyond), made once per process: the zygote makes them before it
+/// forks (`prepare_texts`), so that no supervisor makes them again.
+fn errno_texts() -> &'static [String] {
+    static TEXTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    TEXTS.get_or_init(|| {
+        std::iter::once(os_error_text(libc::EIO))
+            .chain((1..MAX_ERRNO as i32).map(os_error_text))
+            .collect()
+    })
+}
+
+/// Makes what every launch shares once, before the zygote forks.
+pub fn prepare_texts() {
+    errno_texts();
+}
+
+/// `chdir_error_line` for one working directory and any errno, prepared
+/// before fork and written in the child without allocating.
+struct ChdirLine {
+    /// Up to the error's text.
+    head: Vec<u8>,
+    texts: &'static [String],
+}
+
+/// What follows the error's text.
+const CHDIR_TAIL: &[u8] = b": going to /tmp instead\n";
+
+impl ChdirLine {
+    fn new(work_dir: &str) -> ChdirLine {
+        ChdirLine {
+            head: format!("slurmstepd: error: couldn't chdir to `{work_dir}': ").into_bytes(),
+            texts: errno_texts(),
+        }
+    }
+
+    /// The line's pieces for `errno`.
+    fn pieces(&self, errno: i32) -> [&[u8]; 3] {
+        let text = usize::try_from(errno)
+            .ok()
+            .and_then(|e| self.texts.get(e))
+            .unwrap_or(&self.texts[0]);
+        [&self.head, text.as_bytes(), CHDIR_TAIL]
+    }
+
+    /// Writes the line for `errno` to `fd` in one writev. Async-signal-safe.
+    fn write(&self, fd: i32, errno: i32) {
+        let iov = self.pieces(errno).map(|p| libc::iovec {
+            iov_base: p.as_ptr() as *mut libc::c_void,
+            iov_len: p.len(),
+        });
+        // SAFETY: writev from three live buffers.
+        unsafe { libc::writev(fd, iov.as_ptr(), iov.len() as libc::c_int) };
     }
 }
 
@@ -308,39 +367,6 @@ impl Paths {
     }
 }
 
-/// Writes the script into a fresh job directory. For another user's job
-/// the directory stays the daemon's (mode 0711: the user may reach the
-/// script but not list, add or replace the supervisor's files) and only
-/// the script is the user's.
-fn write_script(dir: &Path, script: &str, owner: Option<(u32, u32)>) -> std::io::Result<PathBuf> {
-    let _guard = crate::spool::DIR_LOCK
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    if dir.exists() {
-        // A leftover of an earlier run of the same job id.
-        std::fs::remove_dir_all(dir)?;
-    }
-    std::fs::create_dir(dir)?;
-    let mode = if owner.is_some() { 0o711 } else { 0o700 };
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))?;
-    let path = dir.join("slurm_script");
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o700)
-        .open(&path)?;
-    // No fsync: see the `spool` module.
-    f.write_all(script.as_bytes())?;
-    drop(f);
-    if let Some((uid, gid)) = owner {
-        std::os::unix::fs::chown(&path, Some(uid), Some(gid))?;
-    }
-    Ok(path)
-}
-
 /// True when `launch` runs as another user than the daemon.
 fn switches_user(launch: &BatchLaunch, ctx: &LaunchContext<'_>) -> bool {
     launch.uid != ctx.daemon_uid
@@ -363,7 +389,19 @@ pub fn prepare(launch: &BatchLaunch, ctx: &LaunchContext<'_>) -> Result<PathBuf,
     }
     Paths::of(launch).check(launch)?;
     let dir = job_dir(ctx.spool_dir, launch.job_id);
-    let owner = switch_user.then_some((launch.uid, launch.gid));
+    let owner = if switch_user {
+        Owner {
+            uid: launch.uid,
+            gid: launch.gid,
+            other_user: true,
+        }
+    } else {
+        Owner {
+            uid: ctx.daemon_uid,
+            gid: nix::unistd::getegid().as_raw(),
+            other_user: false,
+        }
+    };
     let record = JobRecord {
         job_id: launch.job_id,
         uid: launch.uid,
@@ -372,10 +410,10 @@ pub fn prepare(launch: &BatchLaunch, ctx: &LaunchContext<'_>) -> Result<PathBuf,
         pids: None,
         restarts: launch.restarts,
     };
-    let written =
-        write_script(&dir, &launch.script, owner).and_then(|_| spool::write_record(&dir, &record));
+    let written = ctx
+        .slots
+        .create_job_dir(&dir, launch.script.as_bytes(), owner, &record);
     if let Err(e) = written {
-        let _ = std::fs::remove_dir_all(&dir);
         return Err(format!(
             "cannot write the batch script into {}: {e}",
             dir.display()
@@ -395,12 +433,12 @@ pub async fn start_supervisor(
     dir: &Path,
     zygote: Option<UnixStream>,
 ) -> Result<Supervisor, String> {
-    let spec = StepdSpec {
-        launch: launch.clone(),
-        node_name: ctx.node_name.to_string(),
-        conf_path: ctx.conf_path.to_string(),
+    let spec = StepdSpecRef {
+        launch,
+        node_name: ctx.node_name,
+        conf_path: ctx.conf_path,
         switch_user: switches_user(launch, ctx),
-        gather: ctx.gather.clone(),
+        gather: ctx.gather,
     };
     let spec = serde_json::to_vec(&spec).map_err(|e| format!("cannot encode the launch: {e}"))?;
     if let Some(sock) = zygote {
@@ -562,8 +600,6 @@ pub fn spawn_script(
         None
     };
     let work_dir = &paths.work_dir;
-    let mut chdir_lines = vec![chdir_error_line(work_dir, libc::EIO).into_bytes()];
-    chdir_lines.extend((1..MAX_ERRNO as i32).map(|e| chdir_error_line(work_dir, e).into_bytes()));
     let (mut report_rx, report_tx) =
         UnixStream::pair().map_err(|e| format!("cannot create a pipe: {e}"))?;
     let script_arg = script.to_string_lossy().into_owned();
@@ -583,7 +619,7 @@ pub fn spawn_script(
         switch,
         umask,
         work_dir: cstring("working directory", work_dir)?,
-        chdir_lines,
+        chdir_line: ChdirLine::new(work_dir),
         stdin: cstring("stdin path", &paths.stdin)?,
         stderr: if paths.stderr == paths.stdout {
             None
@@ -592,60 +628,77 @@ pub fn spawn_script(
         },
         stdout: cstring("stdout path", &paths.stdout)?,
         append: launch.open_append,
-        report_fd: report_tx.as_raw_fd(),
     };
-    let mut cmd = std::process::Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg(WRAPPER)
-        .arg(script.as_os_str())
-        .args(&launch.argv)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    // SAFETY: `join_self` and `apply` only make async-signal-safe system
-    // calls on memory prepared before fork (see TaskCgroup, ChildSetup).
-    // The cgroup is joined first, while the child is still root.
-    unsafe {
-        if let Some(cg) = cgroup.cloned() {
-            cmd.pre_exec(move || {
+    let report_fd = report_tx.as_raw_fd();
+    // SAFETY: the child makes only async-signal-safe system calls on memory
+    // prepared before fork (`TaskCgroup::join_self`, `ChildSetup::apply`)
+    // and execs or exits. The cgroup is joined first, while it is root.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: as above; the signal mask is inherited across exec, and
+        // the job starts with none blocked.
+        unsafe {
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            if let Some(cg) = cgroup {
                 cg.join_self();
-                Ok(())
-            });
+            }
+            let (step, err) = setup.apply();
+            let mut report = [0u8; 5];
+            report[0] = step;
+            report[1..].copy_from_slice(&err.to_ne_bytes());
+            libc::write(report_fd, report.as_ptr().cast(), report.len());
+            libc::_exit(127);
         }
-        cmd.pre_exec(move || setup.apply());
     }
-    let spawned = cmd.spawn();
+    let fork_errno = errno();
     drop(report_tx);
-    match spawned {
-        // The supervisor reaps the script by pid (it needs the raw status
-        // and to look before reaping); dropping the handle neither waits
-        // nor kills.
-        Ok(child) => Ok(child.id() as i32),
-        Err(e) => {
-            let mut step = [0u8; 1];
-            let _ = report_rx.set_nonblocking(true);
-            let step = match report_rx.read(&mut step) {
-                Ok(1) => step[0],
-                _ => 0,
-            };
-            let err = e
-                .raw_os_error()
-                .map_or_else(|| e.to_string(), os_error_text);
-            Err(match step {
-                STEP_SETSID => format!("setsid failed: {err}"),
-                STEP_USER => format!(
-                    "cannot switch to user {} (uid {} gid {}): {err}",
-                    launch.user, launch.uid, launch.gid
-                ),
-                STEP_STDIN => format!("Could not open stdin file {}: {err}", paths.stdin),
-                STEP_STDOUT => format!("Could not open stdout file {}: {err}", paths.stdout),
-                STEP_STDERR => format!("Could not open stderr file {}: {err}", paths.stderr),
-                _ => format!("cannot execute /bin/sh for {}: {err}", script.display()),
-            })
+    if pid < 0 {
+        return Err(format!(
+            "cannot execute /bin/sh for {}: {}",
+            script.display(),
+            os_error_text(fork_errno)
+        ));
+    }
+    // The child's end closes at its exec (close-on-exec): nothing to read
+    // is a start; otherwise the step that failed and its errno.
+    let mut report = [0u8; 5];
+    let mut got = 0;
+    while got < report.len() {
+        match report_rx.read(&mut report[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
         }
     }
+    if got == 0 {
+        // The supervisor reaps the script by pid (it needs the raw status
+        // and to look before reaping).
+        return Ok(pid);
+    }
+    // It failed before its exec and exits: reap it.
+    let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+    let step = report[0];
+    let err = if got == report.len() {
+        os_error_text(i32::from_ne_bytes([
+            report[1], report[2], report[3], report[4],
+        ]))
+    } else {
+        os_error_text(libc::EIO)
+    };
+    Err(match step {
+        STEP_SETSID => format!("setsid failed: {err}"),
+        STEP_USER => format!(
+            "cannot switch to user {} (uid {} gid {}): {err}",
+            launch.user, launch.uid, launch.gid
+        ),
+        STEP_STDIN => format!("Could not open stdin file {}: {err}", paths.stdin),
+        STEP_STDOUT => format!("Could not open stdout file {}: {err}", paths.stdout),
+        STEP_STDERR => format!("Could not open stderr file {}: {err}", paths.stderr),
+        _ => format!("cannot execute /bin/sh for {}: {err}", script.display()),
+    })
 }
 
 #[cfg(test)]

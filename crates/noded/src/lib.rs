@@ -54,6 +54,7 @@ mod launch;
 mod pmi;
 mod pmix;
 mod setup;
+mod slots;
 mod spool;
 pub mod state;
 mod stepd;

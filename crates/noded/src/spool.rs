@@ -3,6 +3,7 @@
 //!
 //! ```text
 //!   <spool>/jobNNNNN/        one per job, until the controller acknowledged its end
+//!                            (then emptied and kept as free.N for a later job: `slots`)
 //!     slurm_script            the batch script                    (daemon, at launch)
 //!     job.log                 one record a line, appended:
 //!       record {JobRecord}      id, user, run                     (daemon, creates the file)
@@ -234,7 +235,7 @@ fn parse_log(text: &str) -> Log {
 
 /// One record as appended: a newline (a record cut short before it ends
 /// its line), the tag, the JSON, a newline.
-fn log_line<T: Serialize>(tag: &str, value: &T) -> std::io::Result<Vec<u8>> {
+pub(crate) fn log_line<T: Serialize>(tag: &str, value: &T) -> std::io::Result<Vec<u8>> {
     let mut line = Vec::with_capacity(256);
     line.push(b'\n');
     line.extend_from_slice(tag.as_bytes());
@@ -281,7 +282,9 @@ fn read_log(dir: &Path) -> std::io::Result<Option<(Log, (u64, u64))>> {
     Ok(Some((parse_log(&text), (meta.dev(), meta.ino()))))
 }
 
-/// Creates the job's log with the daemon's record of the job.
+/// Creates the job's log with the daemon's record of the job (the daemon
+/// writes it with the script: `slots::Slots::create_job_dir`).
+#[cfg(test)]
 pub fn write_record(dir: &Path, record: &JobRecord) -> std::io::Result<()> {
     append(dir, &log_line("record", record)?, true)
 }
@@ -441,12 +444,20 @@ fn read_status_file(dir: &Path) -> std::io::Result<Option<Ended>> {
 /// take the new run's directory with it.
 pub static DIR_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Removes a reported job's directory, unless a relaunch of the same job
-/// id replaced it meanwhile.
-pub fn remove_reported(dir: &Path, ended: &Ended) -> std::io::Result<()> {
+/// Removes a reported job's directory (or empties it and keeps it for a
+/// later launch, with `slots`), unless a relaunch of the same job id
+/// replaced it meanwhile.
+pub fn remove_reported(
+    dir: &Path,
+    ended: &Ended,
+    slots: Option<&crate::slots::Slots>,
+) -> std::io::Result<()> {
     let _guard = DIR_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     match read_status(dir) {
-        Ok(Some(now)) if now.file == ended.file => std::fs::remove_dir_all(dir),
+        Ok(Some(now)) if now.file == ended.file => match slots {
+            Some(slots) => slots.recycle(dir),
+            None => std::fs::remove_dir_all(dir),
+        },
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),

@@ -15,7 +15,8 @@
 //! ```
 //!
 //! It has no runtime and no socket (one thread samples the job's usage,
-//! `gather`, started after the script unless it ended already), and never talks to the controller: the daemon (the one that started it, or one started
+//! `gather`, started once the script has run for `FIRST_SAMPLE_AFTER`, so
+//! not for a short job), and never talks to the controller: the daemon (the one that started it, or one started
 //! after a crash) learns the job's end from the `status` record of the
 //! job's log (`spool`). Its own
 //! session keeps it out of the daemon's signals; the job's signals go to
@@ -100,9 +101,10 @@ pub fn main(job_dir: &Path) -> i32 {
         step: proto::StepId::Batch,
         pids: vec![pid as u32],
     };
-    // A script that ended already (a short job) has nothing to sample:
-    // its figures come from wait4, and no thread need start.
-    let sampler = (!has_ended(pid)).then(|| {
+    // A script that ends within FIRST_SAMPLE_AFTER (a short job) has
+    // nothing to sample: its figures come from wait4, and no thread need
+    // start (nor a live file be written and removed again).
+    let sampler = (!ends_within(pid, FIRST_SAMPLE_AFTER)).then(|| {
         Sampler::start(
             &spec.gather,
             gather.clone(),
@@ -173,6 +175,47 @@ fn detach_stdio() {
     for fd in 0..3 {
         // SAFETY: dup2 onto the standard descriptors, from a live fd.
         unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
+    }
+}
+
+/// How long a script may take to end before the supervisor starts
+/// sampling its usage. Most trivial jobs end well within it; for the others
+/// the first sample comes this much later than the start, and every later
+/// one JobAcctGatherFrequency after it, as before. sstat shows a step once
+/// it has a sample.
+const FIRST_SAMPLE_AFTER: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// True when our child `pid` ends within `wait` (it stays unreaped): its
+/// pidfd is polled, or, where there is none (Linux before 5.3), it is
+/// looked at once.
+fn ends_within(pid: i32, wait: std::time::Duration) -> bool {
+    // SAFETY: the system call takes two integers and returns a new
+    // descriptor or -1; no memory is involved.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return has_ended(pid);
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let mut pfd = libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(&fd),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll on one live pollfd.
+        let r = unsafe { libc::poll(&mut pfd, 1, left.as_millis() as libc::c_int) };
+        if r > 0 {
+            // A pidfd is readable once its process has ended.
+            return true;
+        }
+        let interrupted =
+            r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR);
+        if !interrupted || left.is_zero() {
+            return has_ended(pid);
+        }
     }
 }
 

@@ -61,6 +61,8 @@ pub fn main() -> i32 {
     // SAFETY: SIG_IGN installs no handler. Ignoring SIGCHLD makes the
     // kernel reap the forked supervisors.
     unsafe { libc::signal(libc::SIGCHLD, libc::SIG_IGN) };
+    // Made here once, every supervisor forked inherits them.
+    crate::launch::prepare_texts();
     let control: RawFd = 0;
     let mut buf = vec![0u8; MAX_DIR_BYTES];
     loop {

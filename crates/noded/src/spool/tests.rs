@@ -153,15 +153,15 @@ fn reported_dir_is_removed_unless_replaced() {
     std::fs::create_dir(&dir).unwrap();
     write_pids(&dir, &pids(1, 2)).unwrap();
     write_status(&dir, 9, None, None).unwrap();
-    remove_reported(&dir, &first).unwrap();
+    remove_reported(&dir, &first, None).unwrap();
     assert!(dir.exists());
     assert_eq!(read_pids(&dir), Some(pids(1, 2)));
     let second = read_status(&dir).unwrap().unwrap();
     assert_eq!(second.exit, ExitCode { code: 0, signal: 9 });
-    remove_reported(&dir, &second).unwrap();
+    remove_reported(&dir, &second, None).unwrap();
     assert!(!dir.exists());
     // Gone already: nothing to do.
-    remove_reported(&dir, &second).unwrap();
+    remove_reported(&dir, &second, None).unwrap();
 }
 
 #[test]
@@ -343,13 +343,13 @@ fn a_directory_of_a_daemon_before_the_log_is_read_and_its_end_recorded() {
             ..
         }]
     ));
-    remove_reported(&dir, &ended).unwrap();
+    remove_reported(&dir, &ended, None).unwrap();
     assert!(!dir.exists());
     // An old supervisor's status file, no log.
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join(STATUS_FILE), "256 1-2-3\n").unwrap();
     let ended = read_status(&dir).unwrap().unwrap();
     assert_eq!(ended.exit, ExitCode { code: 1, signal: 0 });
-    remove_reported(&dir, &ended).unwrap();
+    remove_reported(&dir, &ended, None).unwrap();
     assert!(!dir.exists());
 }
