@@ -725,7 +725,7 @@ fn expand_rows(args: &SqueueArgs, rows: &JobRows) -> JobRows {
     let mut out = JobRows::new(rows.now);
     out.strings = rows.strings.clone();
     for r in rows.rows() {
-        let pending = match &r.array_task_str {
+        let pending = match r.array_task_str() {
             Some(text) if expands(args, &RowView { row: r, rows }) => {
                 model::array::TaskSet::parse(text)
             }
@@ -734,14 +734,10 @@ fn expand_rows(args: &SqueueArgs, rows: &JobRows) -> JobRows {
         match pending {
             Some(set) => {
                 for t in set.iter() {
-                    let mut row = r.clone();
-                    row.array_task_id = Some(t);
-                    row.array_task_str = None;
-                    row.array_max_tasks = None;
-                    out.push(row);
+                    out.push_packed(r.as_task(t));
                 }
             }
-            None => out.push(r.clone()),
+            None => out.push_packed(r.clone()),
         }
     }
     out

@@ -9,7 +9,7 @@
 
 use model::units::{format_duration, format_memory_mb, format_time_limit};
 use model::{JobId, JobState, PendingReason, TimeLimit, Timestamp};
-use proto::{JobInfo, JobRow, JobRows};
+use proto::{JobInfo, JobRows, PackedRow};
 use std::cmp::Ordering;
 
 use crate::common::fmt_time;
@@ -827,7 +827,7 @@ impl JobView for JobInfo {
 #[derive(Clone, Copy, Debug)]
 pub struct RowView<'a> {
     /// The row.
-    pub row: &'a JobRow,
+    pub row: &'a PackedRow,
     /// The answer it came in.
     pub rows: &'a JobRows,
 }
@@ -870,7 +870,7 @@ impl JobView for RowView<'_> {
         self.row.state
     }
     fn completing(&self) -> bool {
-        self.row.completing
+        self.row.completing()
     }
     fn reason(&self) -> PendingReason {
         self.row.reason
@@ -888,16 +888,16 @@ impl JobView for RowView<'_> {
         self.row.eligible_time
     }
     fn start_time(&self) -> Option<Timestamp> {
-        self.row.start_time
+        self.row.start_time()
     }
     fn end_time(&self) -> Option<Timestamp> {
-        self.row.end_time
+        self.row.end_time()
     }
     fn run_time(&self) -> u64 {
         self.row.run_time
     }
     fn time_limit(&self) -> TimeLimit {
-        self.row.time_limit
+        self.row.time_limit()
     }
     fn num_nodes(&self) -> u32 {
         self.row.num_nodes
@@ -912,43 +912,48 @@ impl JobView for RowView<'_> {
         self.row.cpus_per_task
     }
     fn mem_per_cpu(&self) -> Option<u64> {
-        self.row.mem_per_cpu
+        self.row.mem_per_cpu()
     }
     fn mem_per_node(&self) -> Option<u64> {
-        self.row.mem_per_node
+        self.row.mem_per_node()
     }
     fn exclusive(&self) -> bool {
-        self.row.exclusive
+        self.row.exclusive()
     }
     fn requeue(&self) -> bool {
-        self.row.requeue
+        self.row.requeue()
     }
     fn restarts(&self) -> u32 {
         self.row.restarts
     }
     fn last_sched_eval(&self) -> Option<Timestamp> {
-        self.row.last_sched_eval
+        self.row.last_sched_eval()
     }
     fn array_job_id(&self) -> Option<u32> {
-        self.row.array_job_id
+        self.row.array_job_id()
     }
     fn array_task_id(&self) -> Option<u32> {
-        self.row.array_task_id
+        self.row.array_task_id()
     }
     fn array_task_str(&self) -> Option<&str> {
-        self.row.array_task_str.as_deref()
+        self.row.array_task_str()
     }
     fn array_max_tasks(&self) -> Option<u32> {
-        self.row.array_max_tasks
+        self.row.array_max_tasks()
     }
     fn node_count(&self) -> usize {
-        self.row.nodes.len()
+        self.row.nodes().len()
     }
     fn node(&self, i: usize) -> &str {
-        self.text(self.row.nodes[i])
+        self.text(self.row.nodes()[i])
     }
     fn sched_nodes_text(&self) -> String {
-        let names: Vec<&str> = self.row.sched_nodes.iter().map(|i| self.text(*i)).collect();
+        let names: Vec<&str> = self
+            .row
+            .sched_nodes()
+            .iter()
+            .map(|i| self.text(*i))
+            .collect();
         nodes(&names)
     }
     fn full(&self) -> Option<&JobInfo> {
