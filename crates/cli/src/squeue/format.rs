@@ -552,6 +552,9 @@ pub trait JobView {
     fn text_index(&self, _kind: FieldKind) -> Option<u32> {
         None
     }
+    /// Asks the CPU to bring in what this job's line will read (a hint:
+    /// nothing happens for a `JobInfo`).
+    fn prefetch(&self) {}
 
     /// The allocated nodes, as a hostlist ("" for none).
     fn nodes_text(&self) -> String {
@@ -694,6 +697,9 @@ impl<T: JobView + ?Sized> JobView for &T {
     }
     fn text_index(&self, kind: FieldKind) -> Option<u32> {
         (**self).text_index(kind)
+    }
+    fn prefetch(&self) {
+        (**self).prefetch()
     }
     fn nodes_text(&self) -> String {
         (**self).nodes_text()
@@ -959,6 +965,9 @@ impl JobView for RowView<'_> {
     fn full(&self) -> Option<&JobInfo> {
         None
     }
+    fn prefetch(&self) {
+        prefetch(self.row);
+    }
     fn text_index(&self, kind: FieldKind) -> Option<u32> {
         use FieldKind as K;
         let r = self.row;
@@ -972,6 +981,29 @@ impl JobView for RowView<'_> {
             _ => None,
         }
     }
+}
+
+/// Asks the CPU to bring `value`'s cache lines in (a hint: nothing is
+/// read that the program sees, and a prefetch never faults). squeue
+/// formats 100,000 rows of 160 bytes in sorted order, long after they
+/// were decoded: without it, the first read of each row waited for memory.
+#[inline]
+fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let start = (value as *const T).cast::<i8>();
+        let mut offset = 0;
+        while offset < std::mem::size_of::<T>() {
+            // SAFETY: `_mm_prefetch` is unsafe only for its target
+            // feature, SSE, which every x86_64 CPU has; the address stays
+            // within `value`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
+            offset += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
 }
 
 /// `squeue %T`: the COMPLETING flag wins over the base state.
@@ -1244,6 +1276,14 @@ pub fn push_job_line<J: JobView + ?Sized>(
 pub struct LineScratch {
     buf: String,
     memo: Vec<(Option<u128>, String)>,
+    /// This line's memo keys.
+    keys: Vec<Option<u128>>,
+    /// The text of the columns from `tail_from` to the end on the last
+    /// line that formatted them: when every one of them is the same on
+    /// the next line (a queue of one user's jobs, where only the id
+    /// changes), it is copied whole instead of column by column.
+    tail: String,
+    tail_from: usize,
 }
 
 /// What a column's text is made from, when that is cheap to compare: the
@@ -1296,13 +1336,37 @@ pub fn push_job_line_with<J: JobView + ?Sized>(
     noconvert: bool,
 ) {
     out.push_str(&format.prefix);
-    if scratch.memo.len() < format.fields.len() {
-        scratch
-            .memo
-            .resize(format.fields.len(), (None, String::new()));
+    let n = format.fields.len();
+    if scratch.memo.len() < n {
+        scratch.memo.resize(n, (None, String::new()));
     }
-    for (f, memo) in format.fields.iter().zip(&mut scratch.memo) {
-        let key = memo_key(f.kind, job);
+    scratch.keys.clear();
+    scratch
+        .keys
+        .extend(format.fields.iter().map(|f| memo_key(f.kind, job)));
+    // The columns after the last one without a key.
+    let from = scratch
+        .keys
+        .iter()
+        .rposition(Option::is_none)
+        .map_or(0, |i| i + 1);
+    let tail_hit = from < n
+        && from == scratch.tail_from
+        && scratch.keys[from..]
+            .iter()
+            .zip(&scratch.memo[from..])
+            .all(|(k, m)| *k == m.0);
+    let upto = if tail_hit { from } else { n };
+    let mut tail_start = out.len();
+    for (i, (f, memo)) in format.fields[..upto]
+        .iter()
+        .zip(&mut scratch.memo)
+        .enumerate()
+    {
+        if i == from {
+            tail_start = out.len();
+        }
+        let key = scratch.keys[i];
         if key.is_some() && memo.0 == key {
             out.push_str(&memo.1);
             continue;
@@ -1323,6 +1387,15 @@ pub fn push_job_line_with<J: JobView + ?Sized>(
             memo.1.clear();
             memo.1.push_str(&out[start..]);
         }
+    }
+    if tail_hit {
+        out.push_str(&scratch.tail);
+    } else if from < n {
+        scratch.tail.clear();
+        scratch.tail.push_str(&out[tail_start..]);
+        scratch.tail_from = from;
+    } else {
+        scratch.tail_from = usize::MAX;
     }
     out.push('\n');
 }
