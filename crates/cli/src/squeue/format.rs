@@ -1275,22 +1275,33 @@ pub fn push_job_line<J: JobView + ?Sized>(
 #[derive(Debug, Default)]
 pub struct LineScratch {
     buf: String,
-    memo: Vec<(Option<u128>, String)>,
-    /// This line's memo keys.
-    keys: Vec<Option<u128>>,
+    memo: Vec<(u128, String)>,
+    /// Where each column of the line being made starts in the output.
+    starts: Vec<usize>,
     /// The text of the columns from `tail_from` to the end on the last
-    /// line that formatted them: when every one of them is the same on
-    /// the next line (a queue of one user's jobs, where only the id
-    /// changes), it is copied whole instead of column by column.
+    /// line that formatted them, every one of which has a memo key: when
+    /// each is the same on the next line (a queue of one user's jobs,
+    /// where only the id changes), it is copied whole instead of column
+    /// by column. `tail_from` is `usize::MAX` when there is none.
     tail: String,
     tail_from: usize,
 }
+
+/// The memo key of a column whose text is not memoized (no real key is
+/// this large: see [`memo_key`]).
+const NO_KEY: u128 = u128::MAX;
 
 /// What a column's text is made from, when that is cheap to compare: the
 /// same key in the same column, within one answer, gives the same text.
 /// Texts are keyed by their string-table index (rows only), the state and
 /// reason texts by the address of their static text, numbers by value.
-fn memo_key<J: JobView + ?Sized>(kind: FieldKind, job: &J) -> Option<u128> {
+#[inline(always)]
+fn memo_key<J: JobView + ?Sized>(kind: FieldKind, job: &J) -> u128 {
+    memo_key_of(kind, job).unwrap_or(NO_KEY)
+}
+
+#[inline(always)]
+fn memo_key_of<J: JobView + ?Sized>(kind: FieldKind, job: &J) -> Option<u128> {
     use FieldKind as K;
     let num = |n: u64| Some(u128::from(n));
     let opt = |t: Option<Timestamp>| Some(t.map_or(0, |t| (1 << 64) | u128::from(t as u64)));
@@ -1338,36 +1349,30 @@ pub fn push_job_line_with<J: JobView + ?Sized>(
     out.push_str(&format.prefix);
     let n = format.fields.len();
     if scratch.memo.len() < n {
-        scratch.memo.resize(n, (None, String::new()));
+        scratch.memo.resize(n, (NO_KEY, String::new()));
+        scratch.tail_from = usize::MAX;
     }
-    scratch.keys.clear();
-    scratch
-        .keys
-        .extend(format.fields.iter().map(|f| memo_key(f.kind, job)));
-    // The columns after the last one without a key.
-    let from = scratch
-        .keys
-        .iter()
-        .rposition(Option::is_none)
-        .map_or(0, |i| i + 1);
-    let tail_hit = from < n
-        && from == scratch.tail_from
-        && scratch.keys[from..]
-            .iter()
-            .zip(&scratch.memo[from..])
-            .all(|(k, m)| *k == m.0);
-    let upto = if tail_hit { from } else { n };
-    let mut tail_start = out.len();
-    for (i, (f, memo)) in format.fields[..upto]
-        .iter()
-        .zip(&mut scratch.memo)
-        .enumerate()
-    {
-        if i == from {
-            tail_start = out.len();
+    scratch.starts.clear();
+    // The last column without a memo key so far.
+    let mut keyless = None;
+    for (i, f) in format.fields.iter().enumerate() {
+        if i == scratch.tail_from {
+            let fields = format.fields[i..].iter().zip(&scratch.memo[i..]);
+            if fields
+                .map(|(f, m)| (memo_key(f.kind, job), m.0))
+                .all(|(key, kept)| key != NO_KEY && key == kept)
+            {
+                out.push_str(&scratch.tail);
+                out.push('\n');
+                return;
+            }
         }
-        let key = scratch.keys[i];
-        if key.is_some() && memo.0 == key {
+        scratch.starts.push(out.len());
+        let key = memo_key(f.kind, job);
+        let memo = &mut scratch.memo[i];
+        if key == NO_KEY {
+            keyless = Some(i);
+        } else if memo.0 == key {
             out.push_str(&memo.1);
             continue;
         }
@@ -1382,17 +1387,17 @@ pub fn push_job_line_with<J: JobView + ?Sized>(
             }
         }
         out.push_str(&f.suffix);
-        if key.is_some() {
+        if key != NO_KEY {
             memo.0 = key;
             memo.1.clear();
             memo.1.push_str(&out[start..]);
         }
     }
-    if tail_hit {
-        out.push_str(&scratch.tail);
-    } else if from < n {
+    // Every column after `keyless` was memoized from this line.
+    let from = keyless.map_or(0, |i| i + 1);
+    if from < n {
         scratch.tail.clear();
-        scratch.tail.push_str(&out[tail_start..]);
+        scratch.tail.push_str(&out[scratch.starts[from]..]);
         scratch.tail_from = from;
     } else {
         scratch.tail_from = usize::MAX;
@@ -1455,8 +1460,9 @@ fn push_decimal(buf: &mut String, mut n: u64) {
             break;
         }
     }
-    // Only ASCII digits were written.
-    buf.push_str(std::str::from_utf8(&digits[i..]).unwrap_or_default());
+    // SAFETY: only ASCII digits were written, which are UTF-8 (checking
+    // them again was a tenth of formatting 100,000 job ids).
+    buf.push_str(unsafe { std::str::from_utf8_unchecked(&digits[i..]) });
 }
 
 /// One `-S` key: a format letter, descending when written `-x`.
