@@ -859,12 +859,12 @@ fn put_varint(out: &mut Vec<u8>, mut n: u64) {
     out.push(n as u8);
 }
 
-/// The most bytes a row's fixed-size part can take in postcard: 18
+/// The most bytes a row's fixed-size part can take in postcard: 19
 /// numbers of 32 bits (at most 5 bytes each), 8 of 64 (10 bytes), 12
 /// option tags and booleans, two list lengths and the three enums (its
 /// variable parts, the node lists and the task list, are added to it by
 /// [`encode_row`]).
-const ROW_FIXED_MAX: usize = 18 * 5 + 8 * 10 + 12 + 2 * 10 + 3 * EncodeMemo::MAX;
+const ROW_FIXED_MAX: usize = 19 * 5 + 8 * 10 + 12 + 2 * 10 + 3 * EncodeMemo::MAX;
 
 /// Writes postcard into room reserved for it beforehand (a vector's
 /// spare capacity): no capacity check or length update per byte, as
@@ -1490,6 +1490,53 @@ mod tests {
         let mut long = bytes.clone();
         long.push(0);
         assert!(decode_chunk(&long).is_err());
+    }
+
+    #[test]
+    fn the_largest_row_fits_the_room_reserved_for_it() {
+        let most = JobRow {
+            job_id: JobId(u32::MAX),
+            name: u32::MAX,
+            user: u32::MAX,
+            uid: u32::MAX,
+            group: u32::MAX,
+            gid: u32::MAX,
+            account: u32::MAX,
+            qos: u32::MAX,
+            partition: u32::MAX,
+            state: JobState::Requeued,
+            completing: true,
+            reason: PendingReason::Limit(*model::LimitReason::ALL.last().unwrap()),
+            priority: u32::MAX,
+            nice: i32::MIN,
+            submit_time: i64::MIN,
+            eligible_time: i64::MIN,
+            start_time: Some(i64::MIN),
+            end_time: Some(i64::MIN),
+            run_time: u64::MAX,
+            time_limit: TimeLimit::Minutes(u32::MAX),
+            nodes: Vec::new(),
+            num_nodes: u32::MAX,
+            num_cpus: u32::MAX,
+            num_tasks: u32::MAX,
+            cpus_per_task: u32::MAX,
+            mem_per_cpu: Some(u64::MAX),
+            mem_per_node: Some(u64::MAX),
+            exclusive: true,
+            requeue: true,
+            restarts: u32::MAX,
+            last_sched_eval: Some(i64::MIN),
+            sched_nodes: Vec::new(),
+            array_job_id: Some(u32::MAX),
+            array_task_id: Some(u32::MAX),
+            array_task_str: None,
+            array_max_tasks: Some(u32::MAX),
+        };
+        let bytes = postcard::to_allocvec(&most).unwrap();
+        assert!(bytes.len() <= ROW_FIXED_MAX, "{} bytes", bytes.len());
+        let mut out = Vec::new();
+        encode_row(&most, &mut out, &mut EncodeMemo::default()).unwrap();
+        assert_eq!(out, bytes);
     }
 
     #[test]
