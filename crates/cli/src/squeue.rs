@@ -646,7 +646,9 @@ pub fn render_rows_to(
     flush: &mut dyn FnMut(&mut String),
 ) -> Result<(), RenderError> {
     let expanded;
-    let rows = if rows.rows().any(|row| expands(args, &RowView { row, rows })) {
+    // Only -r and -j with tasks expand arrays: no look at every row else.
+    let may_expand = args.array || !args.tasks.is_empty();
+    let rows = if may_expand && rows.rows().any(|row| expands(args, &RowView { row, rows })) {
         expanded = expand_rows(args, rows);
         &expanded
     } else {
@@ -712,7 +714,12 @@ fn render_lines_to<J: JobView>(
         let line = out.len() - start + 8;
         out.reserve((line * jobs.len()).min(FLUSH_BYTES + 2 * line));
     }
+    // What the line four ahead reads, asked for while this one is made.
+    let mut ahead = jobs.clone().skip(4);
     for job in jobs {
+        if let Some(next) = ahead.next() {
+            next.prefetch();
+        }
         format::push_job_line_with(out, &mut scratch, format, job, now, args.noconvert);
         if out.len() >= FLUSH_BYTES {
             flush(out);
@@ -725,7 +732,7 @@ fn expand_rows(args: &SqueueArgs, rows: &JobRows) -> JobRows {
     let mut out = JobRows::new(rows.now);
     out.strings = rows.strings.clone();
     for r in rows.rows() {
-        let pending = match &r.array_task_str {
+        let pending = match r.array_task_str() {
             Some(text) if expands(args, &RowView { row: r, rows }) => {
                 model::array::TaskSet::parse(text)
             }
@@ -734,14 +741,10 @@ fn expand_rows(args: &SqueueArgs, rows: &JobRows) -> JobRows {
         match pending {
             Some(set) => {
                 for t in set.iter() {
-                    let mut row = r.clone();
-                    row.array_task_id = Some(t);
-                    row.array_task_str = None;
-                    row.array_max_tasks = None;
-                    out.push(row);
+                    out.push_packed(r.as_task(t));
                 }
             }
-            None => out.push(r.clone()),
+            None => out.push_packed(r.clone()),
         }
     }
     out

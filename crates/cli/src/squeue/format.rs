@@ -9,7 +9,7 @@
 
 use model::units::{format_duration, format_memory_mb, format_time_limit};
 use model::{JobId, JobState, PendingReason, TimeLimit, Timestamp};
-use proto::{JobInfo, JobRow, JobRows};
+use proto::{JobInfo, JobRows, PackedRow};
 use std::cmp::Ordering;
 
 use crate::common::fmt_time;
@@ -552,6 +552,9 @@ pub trait JobView {
     fn text_index(&self, _kind: FieldKind) -> Option<u32> {
         None
     }
+    /// Asks the CPU to bring in what this job's line will read (a hint:
+    /// nothing happens for a `JobInfo`).
+    fn prefetch(&self) {}
 
     /// The allocated nodes, as a hostlist ("" for none).
     fn nodes_text(&self) -> String {
@@ -695,6 +698,9 @@ impl<T: JobView + ?Sized> JobView for &T {
     fn text_index(&self, kind: FieldKind) -> Option<u32> {
         (**self).text_index(kind)
     }
+    fn prefetch(&self) {
+        (**self).prefetch()
+    }
     fn nodes_text(&self) -> String {
         (**self).nodes_text()
     }
@@ -827,7 +833,7 @@ impl JobView for JobInfo {
 #[derive(Clone, Copy, Debug)]
 pub struct RowView<'a> {
     /// The row.
-    pub row: &'a JobRow,
+    pub row: &'a PackedRow,
     /// The answer it came in.
     pub rows: &'a JobRows,
 }
@@ -870,7 +876,7 @@ impl JobView for RowView<'_> {
         self.row.state
     }
     fn completing(&self) -> bool {
-        self.row.completing
+        self.row.completing()
     }
     fn reason(&self) -> PendingReason {
         self.row.reason
@@ -888,16 +894,16 @@ impl JobView for RowView<'_> {
         self.row.eligible_time
     }
     fn start_time(&self) -> Option<Timestamp> {
-        self.row.start_time
+        self.row.start_time()
     }
     fn end_time(&self) -> Option<Timestamp> {
-        self.row.end_time
+        self.row.end_time()
     }
     fn run_time(&self) -> u64 {
         self.row.run_time
     }
     fn time_limit(&self) -> TimeLimit {
-        self.row.time_limit
+        self.row.time_limit()
     }
     fn num_nodes(&self) -> u32 {
         self.row.num_nodes
@@ -912,47 +918,55 @@ impl JobView for RowView<'_> {
         self.row.cpus_per_task
     }
     fn mem_per_cpu(&self) -> Option<u64> {
-        self.row.mem_per_cpu
+        self.row.mem_per_cpu()
     }
     fn mem_per_node(&self) -> Option<u64> {
-        self.row.mem_per_node
+        self.row.mem_per_node()
     }
     fn exclusive(&self) -> bool {
-        self.row.exclusive
+        self.row.exclusive()
     }
     fn requeue(&self) -> bool {
-        self.row.requeue
+        self.row.requeue()
     }
     fn restarts(&self) -> u32 {
         self.row.restarts
     }
     fn last_sched_eval(&self) -> Option<Timestamp> {
-        self.row.last_sched_eval
+        self.row.last_sched_eval()
     }
     fn array_job_id(&self) -> Option<u32> {
-        self.row.array_job_id
+        self.row.array_job_id()
     }
     fn array_task_id(&self) -> Option<u32> {
-        self.row.array_task_id
+        self.row.array_task_id()
     }
     fn array_task_str(&self) -> Option<&str> {
-        self.row.array_task_str.as_deref()
+        self.row.array_task_str()
     }
     fn array_max_tasks(&self) -> Option<u32> {
-        self.row.array_max_tasks
+        self.row.array_max_tasks()
     }
     fn node_count(&self) -> usize {
-        self.row.nodes.len()
+        self.row.nodes().len()
     }
     fn node(&self, i: usize) -> &str {
-        self.text(self.row.nodes[i])
+        self.text(self.row.nodes()[i])
     }
     fn sched_nodes_text(&self) -> String {
-        let names: Vec<&str> = self.row.sched_nodes.iter().map(|i| self.text(*i)).collect();
+        let names: Vec<&str> = self
+            .row
+            .sched_nodes()
+            .iter()
+            .map(|i| self.text(*i))
+            .collect();
         nodes(&names)
     }
     fn full(&self) -> Option<&JobInfo> {
         None
+    }
+    fn prefetch(&self) {
+        prefetch(self.row);
     }
     fn text_index(&self, kind: FieldKind) -> Option<u32> {
         use FieldKind as K;
@@ -967,6 +981,29 @@ impl JobView for RowView<'_> {
             _ => None,
         }
     }
+}
+
+/// Asks the CPU to bring `value`'s cache lines in (a hint: nothing is
+/// read that the program sees, and a prefetch never faults). squeue
+/// formats 100,000 rows of 160 bytes in sorted order, long after they
+/// were decoded: without it, the first read of each row waited for memory.
+#[inline]
+fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let start = (value as *const T).cast::<i8>();
+        let mut offset = 0;
+        while offset < std::mem::size_of::<T>() {
+            // SAFETY: `_mm_prefetch` is unsafe only for its target
+            // feature, SSE, which every x86_64 CPU has; the address stays
+            // within `value`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
+            offset += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
 }
 
 /// `squeue %T`: the COMPLETING flag wins over the base state.
@@ -1238,14 +1275,33 @@ pub fn push_job_line<J: JobView + ?Sized>(
 #[derive(Debug, Default)]
 pub struct LineScratch {
     buf: String,
-    memo: Vec<(Option<u128>, String)>,
+    memo: Vec<(u128, String)>,
+    /// Where each column of the line being made starts in the output.
+    starts: Vec<usize>,
+    /// The text of the columns from `tail_from` to the end on the last
+    /// line that formatted them, every one of which has a memo key: when
+    /// each is the same on the next line (a queue of one user's jobs,
+    /// where only the id changes), it is copied whole instead of column
+    /// by column. `tail_from` is `usize::MAX` when there is none.
+    tail: String,
+    tail_from: usize,
 }
+
+/// The memo key of a column whose text is not memoized (no real key is
+/// this large: see [`memo_key`]).
+const NO_KEY: u128 = u128::MAX;
 
 /// What a column's text is made from, when that is cheap to compare: the
 /// same key in the same column, within one answer, gives the same text.
 /// Texts are keyed by their string-table index (rows only), the state and
 /// reason texts by the address of their static text, numbers by value.
-fn memo_key<J: JobView + ?Sized>(kind: FieldKind, job: &J) -> Option<u128> {
+#[inline(always)]
+fn memo_key<J: JobView + ?Sized>(kind: FieldKind, job: &J) -> u128 {
+    memo_key_of(kind, job).unwrap_or(NO_KEY)
+}
+
+#[inline(always)]
+fn memo_key_of<J: JobView + ?Sized>(kind: FieldKind, job: &J) -> Option<u128> {
     use FieldKind as K;
     let num = |n: u64| Some(u128::from(n));
     let opt = |t: Option<Timestamp>| Some(t.map_or(0, |t| (1 << 64) | u128::from(t as u64)));
@@ -1291,14 +1347,32 @@ pub fn push_job_line_with<J: JobView + ?Sized>(
     noconvert: bool,
 ) {
     out.push_str(&format.prefix);
-    if scratch.memo.len() < format.fields.len() {
-        scratch
-            .memo
-            .resize(format.fields.len(), (None, String::new()));
+    let n = format.fields.len();
+    if scratch.memo.len() < n {
+        scratch.memo.resize(n, (NO_KEY, String::new()));
+        scratch.tail_from = usize::MAX;
     }
-    for (f, memo) in format.fields.iter().zip(&mut scratch.memo) {
+    scratch.starts.clear();
+    // The last column without a memo key so far.
+    let mut keyless = None;
+    for (i, f) in format.fields.iter().enumerate() {
+        if i == scratch.tail_from {
+            let fields = format.fields[i..].iter().zip(&scratch.memo[i..]);
+            if fields
+                .map(|(f, m)| (memo_key(f.kind, job), m.0))
+                .all(|(key, kept)| key != NO_KEY && key == kept)
+            {
+                out.push_str(&scratch.tail);
+                out.push('\n');
+                return;
+            }
+        }
+        scratch.starts.push(out.len());
         let key = memo_key(f.kind, job);
-        if key.is_some() && memo.0 == key {
+        let memo = &mut scratch.memo[i];
+        if key == NO_KEY {
+            keyless = Some(i);
+        } else if memo.0 == key {
             out.push_str(&memo.1);
             continue;
         }
@@ -1313,11 +1387,20 @@ pub fn push_job_line_with<J: JobView + ?Sized>(
             }
         }
         out.push_str(&f.suffix);
-        if key.is_some() {
+        if key != NO_KEY {
             memo.0 = key;
             memo.1.clear();
             memo.1.push_str(&out[start..]);
         }
+    }
+    // Every column after `keyless` was memoized from this line.
+    let from = keyless.map_or(0, |i| i + 1);
+    if from < n {
+        scratch.tail.clear();
+        scratch.tail.push_str(&out[scratch.starts[from]..]);
+        scratch.tail_from = from;
+    } else {
+        scratch.tail_from = usize::MAX;
     }
     out.push('\n');
 }
@@ -1377,8 +1460,9 @@ fn push_decimal(buf: &mut String, mut n: u64) {
             break;
         }
     }
-    // Only ASCII digits were written.
-    buf.push_str(std::str::from_utf8(&digits[i..]).unwrap_or_default());
+    // SAFETY: only ASCII digits were written, which are UTF-8 (checking
+    // them again was a tenth of formatting 100,000 job ids).
+    buf.push_str(unsafe { std::str::from_utf8_unchecked(&digits[i..]) });
 }
 
 /// One `-S` key: a format letter, descending when written `-x`.

@@ -282,6 +282,10 @@ fn repeated_columns_print_as_each_line_alone_does() {
             "%i|%T|%r|%R|%l|%L|%M|%D|%C|%c|%p|%Q|%U|%G|%u|%g|%a|%q|%P|%j|%V|%S|%e|%l|%m|%y|%A|%z|%n",
         ],
         vec!["-S", "i", "-O", "JobID:10,Name:5,State:4,Reason,SubmitTime:12,UserName:3,Partition:30"],
+        // Every column with a memo key, so whole lines repeat; and a
+        // column without one between columns with.
+        vec!["-S", "i", "-o", "%P %.5j %u %T %.4M"],
+        vec!["-S", "-i", "-o", "%P|%i|%.3j %T|%R"],
     ];
     for f in formats {
         let args = parse(&f).unwrap();
