@@ -1460,7 +1460,9 @@ impl Engine {
             n += 1;
         }
         taken.extend(rest.drain(..n));
-        if rest.is_empty() {
+        // Leaving out a few jobs saves little, and when the check fails
+        // the pass is made twice: only a long queue's tail is worth it.
+        if rest.len() < self.prefix_min_left_out.max(1) {
             return None;
         }
         only.extend(taken.iter().map(|c| c.1));
@@ -1766,6 +1768,10 @@ pub(crate) fn shape(d: &JobDesc) -> (u32, u32, u32) {
     };
     (min_nodes, max_nodes, ntasks)
 }
+
+/// The fewest jobs a pass over the head of the queue after job ends must
+/// leave out to be tried (`Engine::freed_prefix`).
+pub(crate) const PREFIX_MIN_LEFT_OUT: usize = 64;
 
 /// A pending job's key in `Engine::pending_index`: the CPUs it asks for
 /// (`demand_cpus`), `i64::MIN` for an array record (each pass may start

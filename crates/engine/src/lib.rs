@@ -607,6 +607,9 @@ pub struct Engine {
     /// Tests only: no pass over a prefix of the queue after job ends
     /// (`freed_prefix`), the other shortcuts kept.
     pub(crate) prefix_passes_off: bool,
+    /// The fewest jobs such a pass must leave out to be tried (tests set
+    /// it low, to try it on short queues).
+    pub(crate) prefix_min_left_out: usize,
     /// Jobs ended since the last pass (their resources came free) and
     /// nothing else changed but submissions (`fresh` is kept): the next
     /// pass may try only the jobs that could use what is free (`schedule`).
@@ -720,6 +723,7 @@ impl Engine {
             heads: Vec::new(),
             full_passes: false,
             prefix_passes_off: false,
+            prefix_min_left_out: jobs::PREFIX_MIN_LEFT_OUT,
             freed: false,
             purged_since_prune: 0,
         }
