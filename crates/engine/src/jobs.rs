@@ -1111,21 +1111,10 @@ impl Engine {
                     None => {
                         let startable = self.startable_waiting(&ids, free_cpus);
                         let aged = self.aged_waiting(now);
-                        let mut only: std::collections::BTreeSet<JobId> =
-                            ids.iter().copied().collect();
-                        only.extend(self.plans.keys().copied());
-                        only.extend(self.heads.iter().copied());
-                        only.extend(startable);
-                        only.extend(aged);
-                        let pass = self.collect_requests(Some(&only), &limited, free_cpus, now);
-                        let last = self.last_order_key;
-                        let after = pass
-                            .requests
-                            .iter()
-                            .filter(|r| ids.contains(&r.job_id))
-                            .all(|r| Some(sched::order_key(r, &parts)) > last);
-                        reduced = after;
-                        after.then_some(pass)
+                        let pass = self
+                            .short_pass(&ids, startable, aged, &parts, &limited, free_cpus, now);
+                        reduced = pass.is_some();
+                        pass
                     }
                 }
             }
@@ -1151,20 +1140,9 @@ impl Engine {
                     }
                     return;
                 }
-                let mut only: std::collections::BTreeSet<JobId> = ids.iter().copied().collect();
-                only.extend(self.plans.keys().copied());
-                only.extend(self.heads.iter().copied());
-                only.extend(startable);
-                only.extend(aged);
-                let pass = self.collect_requests(Some(&only), &limited, free_cpus, now);
-                let last = self.last_order_key;
-                let after = pass
-                    .requests
-                    .iter()
-                    .filter(|r| ids.contains(&r.job_id))
-                    .all(|r| Some(sched::order_key(r, &parts)) > last);
-                reduced = after;
-                after.then_some(pass)
+                let pass = self.short_pass(&ids, startable, aged, &parts, &limited, free_cpus, now);
+                reduced = pass.is_some();
+                pass
             }
             _ => None,
         };
@@ -1280,6 +1258,36 @@ impl Engine {
             }
         }
         self.preempt_pass(&preemptors, now);
+    }
+
+    /// The requests of a short pass: the new jobs `ids`, the planned and
+    /// first blocked ones, and `startable` and `aged` (older jobs that
+    /// could use the free CPUs, or are due for a plan of their own); `None`
+    /// unless every new job comes after every job the last pass tried.
+    #[allow(clippy::too_many_arguments)]
+    fn short_pass(
+        &self,
+        ids: &[JobId],
+        startable: Vec<JobId>,
+        aged: Vec<JobId>,
+        parts: &[sched::PartView],
+        limited: &crate::limits::LimitCheck,
+        free_cpus: u32,
+        now: Timestamp,
+    ) -> Option<Pass> {
+        let mut only: std::collections::BTreeSet<JobId> = ids.iter().copied().collect();
+        only.extend(self.plans.keys().copied());
+        only.extend(self.heads.iter().copied());
+        only.extend(startable);
+        only.extend(aged);
+        let pass = self.collect_requests(Some(&only), limited, free_cpus, now);
+        let last = self.last_order_key;
+        let after = pass
+            .requests
+            .iter()
+            .filter(|r| ids.contains(&r.job_id))
+            .all(|r| Some(sched::order_key(r, parts)) > last);
+        after.then_some(pass)
     }
 
     /// Whether a pass could only tell the new jobs `ids` to wait, with
