@@ -376,7 +376,7 @@ impl Engine {
         let mut ahead = self.jobs.values().skip(2);
         for j in self.jobs.values() {
             if let Some(next) = ahead.next() {
-                prefetch(&**next);
+                proto::prefetch(&**next);
             }
             if self.job_passes(j, filter) {
                 let row = self.job_row(j, now, &keep, &mut strings, &mut node_names);
@@ -733,25 +733,4 @@ fn array_max_tasks(job: &Job) -> Option<u32> {
         .as_ref()
         .filter(|a| a.is_meta() && a.throttle > 0)
         .map(|a| a.throttle)
-}
-
-/// Asks the CPU to bring `value`'s cache lines in (a hint: nothing is
-/// read that the program sees, and a prefetch never faults).
-#[inline]
-fn prefetch<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let start = (value as *const T).cast::<i8>();
-        let mut offset = 0;
-        while offset < std::mem::size_of::<T>() {
-            // SAFETY: `_mm_prefetch` is unsafe only for its target
-            // feature, SSE, which every x86_64 CPU has; the address stays
-            // within `value`.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
-            offset += 64;
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
 }

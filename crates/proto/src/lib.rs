@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 mod rows;
 mod steps;
-pub use rows::{Interner, JobRow, JobRows, PackedRow};
+pub use rows::{prefetch, Interner, JobRow, JobRows, PackedRow};
 pub use steps::process_mapping;
 pub use steps::{
     AllocationInfo, Distribution, SrunToStepd, StdinMode, StepCreated, StepInfo, StepLaunch,

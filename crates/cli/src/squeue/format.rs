@@ -966,7 +966,7 @@ impl JobView for RowView<'_> {
         None
     }
     fn prefetch(&self) {
-        prefetch(self.row);
+        proto::prefetch(self.row);
     }
     fn text_index(&self, kind: FieldKind) -> Option<u32> {
         use FieldKind as K;
@@ -981,29 +981,6 @@ impl JobView for RowView<'_> {
             _ => None,
         }
     }
-}
-
-/// Asks the CPU to bring `value`'s cache lines in (a hint: nothing is
-/// read that the program sees, and a prefetch never faults). squeue
-/// formats 100,000 rows of 160 bytes in sorted order, long after they
-/// were decoded: without it, the first read of each row waited for memory.
-#[inline]
-fn prefetch<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let start = (value as *const T).cast::<i8>();
-        let mut offset = 0;
-        while offset < std::mem::size_of::<T>() {
-            // SAFETY: `_mm_prefetch` is unsafe only for its target
-            // feature, SSE, which every x86_64 CPU has; the address stays
-            // within `value`.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
-            offset += 64;
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
 }
 
 /// `squeue %T`: the COMPLETING flag wins over the base state.
