@@ -413,16 +413,21 @@ fn sstat_reads_the_usage_of_running_steps_live() {
         "{row}"
     );
     assert!(!f[5].is_empty(), "AveCPU: {row}");
-    // -a: every running step, the batch step with its 100 MiB first.
-    let all = c.ok(
-        "sstat",
-        &["-a", "-j", &job, "-n", "-P", "-o", "JobID,MaxRSS"],
-    );
+    // -a: every running step, the batch step with its 100 MiB first. The
+    // batch step's sampler keeps its own second: step 0's 200 MiB may be
+    // seen before the batch step's next sample sees its 100 MiB.
+    let all = c.wait_until("the batch step's 100 MiB in sstat -a", secs(30), || {
+        let all = c.ok(
+            "sstat",
+            &["-a", "-j", &job, "-n", "-P", "-o", "JobID,MaxRSS"],
+        );
+        let rows: Vec<&str> = all.stdout.lines().collect();
+        assert_eq!(rows.len(), 2, "{all:?}");
+        let batch: Vec<&str> = rows[0].split('|').collect();
+        assert_eq!(batch[0], format!("{id}.batch"), "{all:?}");
+        (!batch[1].is_empty() && kib(batch[1]) >= 100 * 1024).then_some(all)
+    });
     let rows: Vec<&str> = all.stdout.lines().collect();
-    assert_eq!(rows.len(), 2, "{all:?}");
-    let batch: Vec<&str> = rows[0].split('|').collect();
-    assert_eq!(batch[0], format!("{id}.batch"), "{all:?}");
-    assert!(kib(batch[1]) >= 100 * 1024, "{all:?}");
     assert!(rows[1].starts_with(&format!("{id}.0|")), "{all:?}");
     // The default columns, and -i's pids.
     let wide = c.ok("sstat", &["-j", &format!("{id}.batch")]);
