@@ -469,6 +469,28 @@ pub fn parse_str(
     parse::parse(text, origin, include)
 }
 
+/// The value the last `key=` of one slurm.conf text sets (key compared
+/// without case), read with the parser's own lexer (comments, continued
+/// lines, quotes) but without building a [`Config`]: for a program that
+/// needs one setting before anything else (`muster-cli`'s `AuthType`).
+/// `Some(None)` where the text does not set it; `None` where this text
+/// alone cannot tell: an `Include` line could set it elsewhere, or a line
+/// does not lex (the whole parse then reports it).
+pub fn main_file_value(text: &str, key: &str) -> Option<Option<String>> {
+    let mut value = None;
+    for logical in lex::logical_lines(text) {
+        if lex::include_target(&logical.text).is_some() {
+            return None;
+        }
+        for pair in lex::tokenize(&logical.text).ok()? {
+            if pair.key.eq_ignore_ascii_case(key) {
+                value = Some(pair.value);
+            }
+        }
+    }
+    Some(value)
+}
+
 impl Config {
     /// The node named `name`.
     pub fn node(&self, name: &str) -> Option<&NodeConf> {

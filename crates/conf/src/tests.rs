@@ -1128,3 +1128,20 @@ fn preemption_keys_are_checked_with_file_and_line() {
     assert!(err_text(&format!("{HEAD}PreemptExemptTime=soon\n"))
         .starts_with("/etc/slurm/slurm.conf:3: invalid value"));
 }
+
+#[test]
+fn one_value_of_the_main_file_without_a_parse() {
+    let conf = "ClusterName=c # AuthType=auth/none\nauthtype=auth/muster AuthInfo=key=/k\n";
+    assert_eq!(
+        main_file_value(conf, "AuthType"),
+        Some(Some("auth/muster".to_string()))
+    );
+    assert_eq!(main_file_value("SlurmctldHost=h\n", "AuthType"), Some(None));
+    assert_eq!(
+        main_file_value(
+            "AuthType=auth/muster\nInclude /etc/slurm/auth.conf\n",
+            "AuthType"
+        ),
+        None
+    );
+}

@@ -90,8 +90,10 @@ fn needs_dynamic() -> Option<String> {
     }
     let path = client::find_config()?;
     let text = std::fs::read_to_string(&path).ok()?;
-    let auth_type = match main_file_auth_type(&text) {
-        Some(value) => value.to_string(),
+    // From the main file alone where it can tell: the whole parse costs
+    // more than the rest of `sbatch --version`.
+    let auth_type = match conf::main_file_value(&text, "AuthType") {
+        Some(value) => value.unwrap_or_else(|| auth::AUTH_MUNGE.to_string()),
         None => {
             // An included file may set it: the whole configuration, as the
             // command reads it. A broken slurm.conf is the command's to report.
@@ -105,30 +107,6 @@ fn needs_dynamic() -> Option<String> {
     auth_type
         .eq_ignore_ascii_case(auth::AUTH_MUNGE)
         .then(|| "AuthType=auth/munge".to_string())
-}
-
-/// `AuthType` as a slurm.conf without `Include` lines sets it, read from
-/// its `Key=Value` words alone (the whole parse costs more than the rest of
-/// `sbatch --version`): Slurm's default `auth/munge` where it is not set,
-/// None where an `Include` line could set it elsewhere.
-#[cfg(any(static_cli, test))]
-fn main_file_auth_type(text: &str) -> Option<&str> {
-    let mut value = "auth/munge";
-    for line in text.lines() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        let first = line.split_whitespace().next().unwrap_or("");
-        if first.eq_ignore_ascii_case("include") {
-            return None;
-        }
-        for word in line.split_whitespace() {
-            if let Some((key, v)) = word.split_once('=') {
-                if key.eq_ignore_ascii_case("authtype") {
-                    value = v;
-                }
-            }
-        }
-    }
-    Some(value)
 }
 
 /// The first source of the `passwd`, `group`, `initgroups` or `hosts` lines
@@ -187,18 +165,7 @@ fn hand_over(argv0: &str, args: &[String], why: String) {
 
 #[cfg(test)]
 mod tests {
-    use super::{foreign_source, main_file_auth_type};
-
-    #[test]
-    fn auth_type_from_the_main_file_alone() {
-        let conf = "ClusterName=c # AuthType=auth/none\nauthtype=auth/muster AuthInfo=key=/k\n";
-        assert_eq!(main_file_auth_type(conf), Some("auth/muster"));
-        assert_eq!(main_file_auth_type("SlurmctldHost=h\n"), Some("auth/munge"));
-        assert_eq!(
-            main_file_auth_type("AuthType=auth/muster\nInclude /etc/slurm/auth.conf\n"),
-            None
-        );
-    }
+    use super::foreign_source;
 
     #[test]
     fn name_services_a_static_libc_can_serve() {
