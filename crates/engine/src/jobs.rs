@@ -1156,13 +1156,7 @@ impl Engine {
             waiting_to_begin,
         } = pass.expect("collected");
         self.mark_throttled(throttled);
-        for id in waiting_to_begin {
-            if let Some(job) = self.jobs.get_mut(&id) {
-                job.reason = PendingReason::BeginTime;
-                // Its begin time is now a deadline.
-                self.forget_wake();
-            }
-        }
+        self.mark_waiting_to_begin(waiting_to_begin);
         for (id, limit) in &limited.blocked {
             if let Some(job) = self.jobs.get_mut(id) {
                 job.reason = PendingReason::Limit(*limit);
@@ -1189,7 +1183,8 @@ impl Engine {
         let mut requests = requests;
         let mut arrays = arrays;
         let prefix_failed = match &prefix_check {
-            Some(check) if check.holds(&plan, free_cpus) => {
+            Some(check) if check.behind_plan(&plan) => {
+                self.finish_prefix_pass(check, &mut plan, &mut requests, &nodes, &parts, free_cpus);
                 // The jobs left out come after every job tried.
                 self.last_order_key = self.last_order_key.max(check.max_left_key);
                 false
@@ -1208,12 +1203,7 @@ impl Engine {
                 waiting_to_begin,
             } = self.collect_requests(None, &limited, free_cpus, now);
             self.mark_throttled(throttled);
-            for id in waiting_to_begin {
-                if let Some(job) = self.jobs.get_mut(&id) {
-                    job.reason = PendingReason::BeginTime;
-                    self.forget_wake();
-                }
-            }
+            self.mark_waiting_to_begin(waiting_to_begin);
             requests = all;
             arrays = all_arrays;
             let lowest = requests.iter().map(|r| sched::order_key(r, &parts)).max();
@@ -1258,6 +1248,69 @@ impl Engine {
             }
         }
         self.preempt_pass(&preemptors, now);
+    }
+
+    /// Gives jobs whose begin time is still ahead their reason.
+    fn mark_waiting_to_begin(&mut self, ids: Vec<JobId>) {
+        for id in ids {
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.reason = PendingReason::BeginTime;
+                // Its begin time is now a deadline.
+                self.forget_wake();
+            }
+        }
+    }
+
+    /// Ends a pass over a prefix of the queue (`freed_prefix`) whose
+    /// blocked, planned job keeps the jobs it left out behind it
+    /// (`PrefixCheck::behind_plan`): where CPUs are left that some of them
+    /// could use, the pass goes on with those (`sched::plan_more`), in
+    /// order, so that it decides what a pass over every job decides. The
+    /// ones that need more CPUs than are left cannot start, nor can the
+    /// ones the pass has shown cannot (`PassCache::cannot_start`: a job of
+    /// theirs with no more tasks and no longer a limit could not, and the
+    /// nodes only fill up further along the queue): each of those keeps
+    /// its decision to wait behind the planned job, with reason Priority,
+    /// without being tried.
+    fn finish_prefix_pass(
+        &mut self,
+        check: &PrefixCheck,
+        plan: &mut sched::Plan,
+        requests: &mut Vec<JobRequest>,
+        nodes: &[sched::NodeView],
+        parts: &[sched::PartView],
+        free_cpus: u32,
+    ) {
+        let mut left = i64::from(free_cpus) - started_cpus(plan);
+        let mut candidates: Vec<_> = check.left_out.iter().filter(|c| c.2 <= left).collect();
+        candidates.sort_unstable();
+        for &&(_, id, demand) in &candidates {
+            if demand > left {
+                continue;
+            }
+            let Some(job) = self.jobs.get(&id) else {
+                continue;
+            };
+            let req = self.request_for(job);
+            if self.pass_cache.cannot_start(&req) {
+                continue;
+            }
+            // The pass's timeline holds the running jobs already.
+            let view = sched::ClusterView {
+                nodes,
+                parts,
+                jobs: std::slice::from_ref(&req),
+                running: &[],
+            };
+            let Some(more) = sched::plan_more(&view, &self.sched_cfg, &mut self.pass_cache) else {
+                continue;
+            };
+            left -= started_cpus(&more);
+            plan.decisions.extend(more.decisions);
+            plan.planned.extend(more.planned);
+            plan.time_limits.extend(more.time_limits);
+            requests.push(req);
+        }
     }
 
     /// The requests of a short pass: the new jobs `ids`, the planned and
@@ -1475,9 +1528,9 @@ impl Engine {
         }
         only.extend(taken.iter().map(|c| c.1));
         let check = PrefixCheck {
-            min_left_demand: rest.iter().map(|c| c.2).min().unwrap_or(i64::MAX),
             max_left_key: rest.iter().map(|c| c.0).max(),
             nothing_ends,
+            left_out: rest,
         };
         Some((only, check))
     }
@@ -1692,38 +1745,39 @@ fn freed_pass_holds(plan: &sched::Plan, old_heads: &[JobId]) -> bool {
 /// (`Engine::freed_prefix`) for the jobs it left out to keep their
 /// decisions.
 struct PrefixCheck {
-    /// The fewest CPUs a job left out needs.
-    min_left_demand: i64,
     /// The order key of the last job left out.
     max_left_key: Option<sched::OrderKey>,
     /// No job holding resources has a time limit, nor has any job the pass
     /// may start: nothing comes free later, so nothing can be planned.
     nothing_ends: bool,
+    /// The jobs left out: (order key, id, CPUs it needs).
+    left_out: Vec<(sched::OrderKey, JobId, i64)>,
 }
 
 impl PrefixCheck {
-    /// True when the jobs left out keep their decisions after `plan`, made
-    /// with `free_cpus` free: none can start (each needs more CPUs than are
-    /// left), none gets a plan (one was made, which the policy's one per
-    /// partition allows, or none can be), and each is behind a blocked job
-    /// (the pass left one waiting for Resources), so its reason is
+    /// True when the jobs left out that cannot start keep their decisions
+    /// after `plan`: none gets a plan (one was made, which the policy's one
+    /// per partition allows, or none can be) and each is behind a blocked
+    /// job (the pass left one waiting for Resources), so its reason is
     /// Priority.
-    fn holds(&self, plan: &sched::Plan, free_cpus: u32) -> bool {
-        let started: i64 = plan
-            .decisions
-            .iter()
-            .map(|(_, d)| match d {
-                Decision::Start(a) => a.nodes.iter().map(|n| i64::from(n.cpus)).sum(),
-                Decision::Wait(_) => 0,
-            })
-            .sum();
-        let left = i64::from(free_cpus) - started;
+    fn behind_plan(&self, plan: &sched::Plan) -> bool {
         let blocked = plan
             .decisions
             .iter()
             .any(|(_, d)| matches!(d, Decision::Wait(PendingReason::Resources)));
-        left < self.min_left_demand && blocked && (!plan.planned.is_empty() || self.nothing_ends)
+        blocked && (!plan.planned.is_empty() || self.nothing_ends)
     }
+}
+
+/// The CPUs of the jobs `plan` starts.
+fn started_cpus(plan: &sched::Plan) -> i64 {
+    plan.decisions
+        .iter()
+        .map(|(_, d)| match d {
+            Decision::Start(a) => a.nodes.iter().map(|n| i64::from(n.cpus)).sum(),
+            Decision::Wait(_) => 0,
+        })
+        .sum()
 }
 
 /// `sched::order_key` of the request `job` makes, without making it.

@@ -1091,6 +1091,9 @@ pub struct PassCache {
     /// Why a job of each shape (time left out) waits when it has no plan.
     diagnosed: BTreeMap<ShapeKey, Unfit>,
     timeline: Option<Box<Timeline>>,
+    /// The last pass, to go on with (`plan_more`), and what it learnt
+    /// (`PassCache::cannot_start`).
+    pass: Option<PassState>,
 }
 
 /// A node's configuration and availability: what placement on an empty
@@ -1119,6 +1122,24 @@ fn node_key_matches(k: &NodeKey, n: &NodeView) -> bool {
 }
 
 impl PassCache {
+    /// Whether `job`, had it come after every job of the last pass
+    /// (`plan_with` with this cache), could not have started now either:
+    /// an earlier job of that pass with its `spread_key`, no more tasks
+    /// and no longer a limit could not. False where that is not known
+    /// (other jobs: only a pass tells). The nodes only fill up as a pass
+    /// goes on, so a caller that left `job` out of a pass may keep its
+    /// decision to wait when this holds.
+    pub fn cannot_start(&self, job: &JobRequest) -> bool {
+        let Some(k) = spread_key(job, &shape_key(job)) else {
+            return false;
+        };
+        let d = limit_secs(job.time_limit);
+        self.pass
+            .as_ref()
+            .and_then(|p| p.spread_failed.get(&k))
+            .is_some_and(|f| f.iter().any(|&(n, t)| n <= job.ntasks && t <= d))
+    }
+
     /// Forgets what no longer holds for `view`.
     fn check(&mut self, view: &ClusterView) {
         let same_nodes = self.nodes.len() == view.nodes.len()
@@ -1168,81 +1189,138 @@ pub fn plan_with(
     now: Timestamp,
     cache: &mut PassCache,
 ) -> Plan {
+    if let Some(last) = cache.pass.take() {
+        cache.diagnosed = last.diagnosed;
+    }
     cache.check(view);
     let mut tl = cache
         .timeline
         .take()
         .unwrap_or_else(|| Box::new(Timeline::empty()));
     tl.fill(view.nodes, view.running, now, cfg.bf_resolution);
-    let plan = plan_on(view, cfg, now, &mut tl, &mut cache.diagnosed);
+    let diagnosed = std::mem::take(&mut cache.diagnosed);
+    let mut pass = PassState::new(view, cfg, now, diagnosed);
+    let mut plan = Plan::default();
+    for idx in priority_order(view.jobs, view.parts) {
+        pass.decide(&view.jobs[idx], view, cfg, &mut tl, &mut plan);
+    }
     cache.timeline = Some(tl);
+    cache.pass = Some(pass);
     plan
 }
 
-fn plan_on(
-    view: &ClusterView,
-    cfg: &SchedConfig,
-    now: Timestamp,
-    tl: &mut Timeline,
-    diagnosed: &mut BTreeMap<ShapeKey, Unfit>,
-) -> Plan {
-    let (parts, jobs) = (view.parts, view.jobs);
-    let order = priority_order(jobs, parts);
-    let part_sizes = if cfg.bf_slowdown_reserve.is_some() {
-        PartSize::all(view.nodes, parts)
-    } else {
-        Vec::new()
-    };
-    let horizon = match cfg.policy {
-        Policy::Backfill => now.saturating_add(i64::from(cfg.bf_window) * 60),
-        // The reference policies plan without a window, as the textbook.
-        Policy::Fcfs | Policy::Easy => FOREVER,
-    };
-    let mut healthy_empty: Option<Vec<NodeView>> = None;
-    let all_up = view.nodes.iter().all(|n| n.available);
-    let mut blocked_parts = vec![false; parts.len()];
-    let mut n_planned = 0u32;
-    // Planned starts per partition (`bf_job_part_count_reserve`).
-    let mut reserved = vec![0u32; parts.len()];
-    let mut n_tested = 0u32;
-    let mut tested_per_user: BTreeMap<u32, u32> = BTreeMap::new();
+/// Goes on with the pass `plan_with` last made with `cache`, as if the
+/// jobs of `view` had been in it after every job it tried (the caller
+/// knows that they come after them in priority order): their decisions,
+/// and the plans and shortened limits they get. `view` must hold the
+/// nodes, partitions and running jobs of that pass; `None` when `cache`
+/// holds no pass.
+pub fn plan_more(view: &ClusterView, cfg: &SchedConfig, cache: &mut PassCache) -> Option<Plan> {
+    let pass = cache.pass.as_mut()?;
+    let tl = cache.timeline.as_mut()?;
     let mut plan = Plan::default();
-    // What earlier jobs of the same shape learnt in this pass. The nodes
-    // only fill up as the pass goes on (starts and plans are added, never
-    // removed), so a later job of the same shape cannot start where an
-    // earlier one could not, nor be planned earlier than it was: arrays
-    // and loops of identical jobs cost one test each, not a sweep each.
-    let mut memo: BTreeMap<ShapeKey, ShapeMemo> = BTreeMap::new();
-    // The same for jobs that differ only in their number of tasks and
-    // time limit, where tasks may go on any number of nodes (`spread_key`):
-    // one that could not start now with `n` tasks for `d` seconds tells
-    // that none with more tasks and a longer limit can, later in the pass.
-    let mut spread_failed: BTreeMap<ShapeKey, Vec<(u32, i64)>> = BTreeMap::new();
-    // Why jobs wait does not depend on their time limit once every
-    // partition of theirs takes that limit: one diagnosis per shape (kept
-    // between passes while the nodes and partitions stay as they are).
-    for idx in order {
-        let job = &jobs[idx];
+    for idx in priority_order(view.jobs, view.parts) {
+        pass.decide(&view.jobs[idx], view, cfg, tl, &mut plan);
+    }
+    Some(plan)
+}
+
+/// One pass's state from one job to the next (`PassState::decide`).
+#[derive(Clone, Debug)]
+struct PassState {
+    now: Timestamp,
+    horizon: Timestamp,
+    part_sizes: Vec<PartSize>,
+    healthy_empty: Option<Vec<NodeView>>,
+    all_up: bool,
+    blocked_parts: Vec<bool>,
+    n_planned: u32,
+    /// Planned starts per partition (`bf_job_part_count_reserve`).
+    reserved: Vec<u32>,
+    n_tested: u32,
+    tested_per_user: BTreeMap<u32, u32>,
+    /// What earlier jobs of the same shape learnt in this pass. The nodes
+    /// only fill up as the pass goes on (starts and plans are added, never
+    /// removed), so a later job of the same shape cannot start where an
+    /// earlier one could not, nor be planned earlier than it was: arrays
+    /// and loops of identical jobs cost one test each, not a sweep each.
+    memo: BTreeMap<ShapeKey, ShapeMemo>,
+    /// The same for jobs that differ only in their number of tasks and
+    /// time limit, where tasks may go on any number of nodes
+    /// (`spread_key`): one that could not start now with `n` tasks for `d`
+    /// seconds tells that none with more tasks and a longer limit can,
+    /// later in the pass (and `PassCache::cannot_start`).
+    spread_failed: BTreeMap<ShapeKey, Vec<(u32, i64)>>,
+    /// Why jobs wait does not depend on their time limit once every
+    /// partition of theirs takes that limit: one diagnosis per shape (kept
+    /// between passes while the nodes and partitions stay as they are:
+    /// `PassCache::diagnosed` between passes).
+    diagnosed: BTreeMap<ShapeKey, Unfit>,
+}
+
+impl PassState {
+    fn new(
+        view: &ClusterView,
+        cfg: &SchedConfig,
+        now: Timestamp,
+        diagnosed: BTreeMap<ShapeKey, Unfit>,
+    ) -> PassState {
+        let parts = view.parts;
+        PassState {
+            now,
+            horizon: match cfg.policy {
+                Policy::Backfill => now.saturating_add(i64::from(cfg.bf_window) * 60),
+                // The reference policies plan without a window, as the textbook.
+                Policy::Fcfs | Policy::Easy => FOREVER,
+            },
+            part_sizes: if cfg.bf_slowdown_reserve.is_some() {
+                PartSize::all(view.nodes, parts)
+            } else {
+                Vec::new()
+            },
+            healthy_empty: None,
+            all_up: view.nodes.iter().all(|n| n.available),
+            blocked_parts: vec![false; parts.len()],
+            n_planned: 0,
+            reserved: vec![0; parts.len()],
+            n_tested: 0,
+            tested_per_user: BTreeMap::new(),
+            memo: BTreeMap::new(),
+            spread_failed: BTreeMap::new(),
+            diagnosed,
+        }
+    }
+
+    /// Decides `job`, the next in priority order, into `plan`.
+    fn decide(
+        &mut self,
+        job: &JobRequest,
+        view: &ClusterView,
+        cfg: &SchedConfig,
+        tl: &mut Timeline,
+        plan: &mut Plan,
+    ) {
+        let (parts, now) = (view.parts, self.now);
         let shape = shape_key(job);
-        let known = memo.get(&shape).cloned().unwrap_or_default();
-        let behind = job.partitions.iter().any(|p| blocked_parts[*p]);
+        let known = self.memo.get(&shape).cloned().unwrap_or_default();
+        let behind = job.partitions.iter().any(|p| self.blocked_parts[*p]);
         let d = limit_secs(job.time_limit);
         let may_try = match cfg.policy {
-            Policy::Fcfs => !behind && n_tested < cfg.default_queue_depth,
+            Policy::Fcfs => !behind && self.n_tested < cfg.default_queue_depth,
             Policy::Easy | Policy::Backfill => {
-                cfg.bf_max_job_test.is_none_or(|m| n_tested < m)
-                    && cfg
-                        .bf_max_job_user
-                        .is_none_or(|m| tested_per_user.get(&job.user).copied().unwrap_or(0) < m)
+                cfg.bf_max_job_test.is_none_or(|m| self.n_tested < m)
+                    && cfg.bf_max_job_user.is_none_or(|m| {
+                        self.tested_per_user.get(&job.user).copied().unwrap_or(0) < m
+                    })
             }
         };
         if may_try {
-            n_tested += 1;
-            *tested_per_user.entry(job.user).or_default() += 1;
+            self.n_tested += 1;
+            *self.tested_per_user.entry(job.user).or_default() += 1;
             let mut start = None;
             let spread = spread_key(job, &shape);
             let dominated = spread.as_ref().is_some_and(|k| {
-                spread_failed
+                self.spread_failed
                     .get(k)
                     .is_some_and(|f| f.iter().any(|&(n, t)| n <= job.ntasks && t <= d))
             });
@@ -1254,7 +1332,7 @@ fn plan_on(
                 }
             }
             if start.is_none() {
-                memo.entry(shape.clone()).or_default().failed_now = true;
+                self.memo.entry(shape.clone()).or_default().failed_now = true;
                 // Only a job no partition refuses (a refusal may depend on
                 // its node counts) failed for want of room.
                 let refused = || {
@@ -1263,7 +1341,7 @@ fn plan_on(
                         .any(|p| crate::placement::partition_refusal(job, &parts[*p]).is_some())
                 };
                 if let Some(k) = spread.filter(|_| tried && !refused()) {
-                    let f = spread_failed.entry(k).or_default();
+                    let f = self.spread_failed.entry(k).or_default();
                     f.retain(|&(n, t)| !(n >= job.ntasks && t >= d));
                     f.push((job.ntasks, d));
                 }
@@ -1275,17 +1353,17 @@ fn plan_on(
                     plan.time_limits.insert(job.job_id, m);
                 }
                 plan.decisions.push((job.job_id, Decision::Start(alloc)));
-                continue;
+                return;
             }
         }
         let wants_plan = may_try
             && match cfg.policy {
                 Policy::Fcfs => false,
-                Policy::Easy => n_planned == 0,
+                Policy::Easy => self.n_planned == 0,
                 Policy::Backfill => {
                     cfg.bf_job_part_count_reserve
-                        .is_none_or(|m| job.partitions.iter().any(|p| reserved[*p] < m))
-                        || aged(cfg, job, &part_sizes, now)
+                        .is_none_or(|m| job.partitions.iter().any(|p| self.reserved[*p] < m))
+                        || aged(cfg, job, &self.part_sizes, now)
                 }
             };
         let mut unfit = None;
@@ -1294,8 +1372,8 @@ fn plan_on(
             Some(None) => None,
             not_before if wants_plan => {
                 let from = not_before.flatten().unwrap_or(now);
-                let found = tl.earliest(job, parts, d, from, horizon);
-                memo.entry(shape.clone()).or_default().planned_from =
+                let found = tl.earliest(job, parts, d, from, self.horizon);
+                self.memo.entry(shape.clone()).or_default().planned_from =
                     Some(found.as_ref().map(|(t, _)| *t));
                 found
             }
@@ -1304,8 +1382,8 @@ fn plan_on(
         if wants_plan {
             if let Some((start, alloc)) = found {
                 tl.reserve(start, d, &alloc);
-                n_planned += 1;
-                reserved[alloc.partition] += 1;
+                self.n_planned += 1;
+                self.reserved[alloc.partition] += 1;
                 plan.planned.insert(job.job_id, Planned { start, alloc });
                 unfit = Some(Unfit::Busy);
             }
@@ -1313,27 +1391,8 @@ fn plan_on(
         let unfit = match (unfit, known.unfit) {
             (Some(u), _) | (None, Some(u)) => u,
             (None, None) => {
-                let timeless = job
-                    .partitions
-                    .iter()
-                    .all(|p| crate::placement::partition_refusal(job, &parts[*p]).is_none());
-                let key = timeless.then(|| without_time(&shape));
-                let u = match key.as_ref().and_then(|k| diagnosed.get(k)) {
-                    Some(u) => *u,
-                    None => {
-                        let empty: &[NodeView] = if all_up {
-                            &[]
-                        } else {
-                            healthy_empty.get_or_insert_with(|| emptied(view.nodes))
-                        };
-                        let u = diagnose(job, parts, view.nodes, empty);
-                        if let Some(k) = key {
-                            diagnosed.insert(k, u);
-                        }
-                        u
-                    }
-                };
-                memo.entry(shape).or_default().unfit = Some(u);
+                let u = self.diagnose(job, view, &shape);
+                self.memo.entry(shape).or_default().unfit = Some(u);
                 u
             }
         };
@@ -1342,7 +1401,7 @@ fn plan_on(
             Unfit::NodesUnavailable => PendingReason::NodesDown,
             Unfit::Busy => {
                 for p in &job.partitions {
-                    blocked_parts[*p] = true;
+                    self.blocked_parts[*p] = true;
                 }
                 if behind {
                     PendingReason::Priority
@@ -1353,7 +1412,30 @@ fn plan_on(
         };
         plan.decisions.push((job.job_id, Decision::Wait(reason)));
     }
-    plan
+
+    /// Why `job` (of `shape`) waits when it got no plan.
+    fn diagnose(&mut self, job: &JobRequest, view: &ClusterView, shape: &ShapeKey) -> Unfit {
+        let parts = view.parts;
+        let timeless = job
+            .partitions
+            .iter()
+            .all(|p| crate::placement::partition_refusal(job, &parts[*p]).is_none());
+        let key = timeless.then(|| without_time(shape));
+        if let Some(u) = key.as_ref().and_then(|k| self.diagnosed.get(k)) {
+            return *u;
+        }
+        let empty: &[NodeView] = if self.all_up {
+            &[]
+        } else {
+            self.healthy_empty
+                .get_or_insert_with(|| emptied(view.nodes))
+        };
+        let u = diagnose(job, parts, view.nodes, empty);
+        if let Some(k) = key {
+            self.diagnosed.insert(k, u);
+        }
+        u
+    }
 }
 
 /// Whether `job` has waited long enough for a plan of its own

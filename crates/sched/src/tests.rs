@@ -1023,3 +1023,50 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// A pass over some jobs continued with `plan_more` over the rest
+    /// (which come after them in priority order) decides what one pass
+    /// over all of them decides, and `PassCache::cannot_start` after the
+    /// first part holds only for jobs of the rest that wait.
+    #[test]
+    fn a_pass_continued_decides_as_one_pass(s in scenario(), split in 0usize..14, spread in prop::collection::vec(any::<bool>(), 14)) {
+        let mut s = s;
+        for (j, sp) in s.jobs.iter_mut().zip(&spread) {
+            if *sp && j.gres_per_node.is_empty() {
+                j.min_nodes = 1;
+                j.max_nodes = j.ntasks;
+            }
+        }
+        let parts = [part(s.nodes.len() as u32)];
+        let mut ordered = s.jobs.clone();
+        let order = priority_order(&ordered, &parts);
+        ordered = order.iter().map(|i| s.jobs[*i].clone()).collect();
+        let (head, rest) = ordered.split_at(split.min(ordered.len()));
+        for (policy, reserve) in [(Policy::Easy, Some(1)), (Policy::Backfill, Some(1)), (Policy::Backfill, None), (Policy::Fcfs, Some(1))] {
+            let cfg = SchedConfig {
+                policy,
+                bf_resolution: 1,
+                bf_window: 1440,
+                bf_job_part_count_reserve: reserve,
+                ..SchedConfig::default()
+            };
+            let all = ClusterView { nodes: &s.nodes, parts: &parts, jobs: &ordered, running: &s.running };
+            let whole = crate::backfill::plan(&all, &cfg, 0);
+            let mut cache = PassCache::default();
+            let first = ClusterView { jobs: head, ..all };
+            let mut split_plan = plan_with(&first, &cfg, 0, &mut cache);
+            let cannot: Vec<JobId> = rest.iter().filter(|j| cache.cannot_start(j)).map(|j| j.job_id).collect();
+            let second = ClusterView { jobs: rest, running: &[], ..all };
+            let more = plan_more(&second, &cfg, &mut cache).expect("a pass was made");
+            split_plan.decisions.extend(more.decisions);
+            split_plan.planned.extend(more.planned);
+            split_plan.time_limits.extend(more.time_limits);
+            prop_assert_eq!(&split_plan, &whole);
+            for id in cannot {
+                let started = whole.decisions.iter().any(|(j, d)| *j == id && matches!(d, Decision::Start(_)));
+                prop_assert!(!started, "{:?} started", id);
+            }
+        }
+    }
+}
