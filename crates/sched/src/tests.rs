@@ -991,6 +991,38 @@ proptest! {
     }
 }
 
+/// `s` with the jobs `spread` marks (and that ask for no GRES) free to put
+/// their tasks on any number of nodes (`spread_key`).
+fn spread_some(mut s: Scenario, spread: &[bool]) -> Scenario {
+    for (j, sp) in s.jobs.iter_mut().zip(spread) {
+        if *sp && j.gres_per_node.is_empty() {
+            j.min_nodes = 1;
+            j.max_nodes = j.ntasks;
+        }
+    }
+    s
+}
+
+/// EASY, backfill with one plan and with a plan for every job, FCFS: to
+/// the second, over a day.
+fn every_policy() -> Vec<SchedConfig> {
+    [
+        (Policy::Easy, Some(1)),
+        (Policy::Backfill, Some(1)),
+        (Policy::Backfill, None),
+        (Policy::Fcfs, Some(1)),
+    ]
+    .into_iter()
+    .map(|(policy, reserve)| SchedConfig {
+        policy,
+        bf_resolution: 1,
+        bf_window: 1440,
+        bf_job_part_count_reserve: reserve,
+        ..SchedConfig::default()
+    })
+    .collect()
+}
+
 proptest! {
     /// What a pass learns from a job that cannot start now about jobs with
     /// more tasks and longer limits (`spread_key`) changes no decision and
@@ -998,23 +1030,10 @@ proptest! {
     /// every job.
     #[test]
     fn the_spread_memo_plans_as_trying_every_job(s in scenario(), spread in prop::collection::vec(any::<bool>(), 14)) {
-        let mut s = s;
-        for (j, sp) in s.jobs.iter_mut().zip(&spread) {
-            if *sp && j.gres_per_node.is_empty() {
-                j.min_nodes = 1;
-                j.max_nodes = j.ntasks;
-            }
-        }
+        let s = spread_some(s, &spread);
         let parts = [part(s.nodes.len() as u32)];
         let view = ClusterView { nodes: &s.nodes, parts: &parts, jobs: &s.jobs, running: &s.running };
-        for (policy, reserve) in [(Policy::Easy, Some(1)), (Policy::Backfill, Some(1)), (Policy::Backfill, None), (Policy::Fcfs, Some(1))] {
-            let cfg = SchedConfig {
-                policy,
-                bf_resolution: 1,
-                bf_window: 1440,
-                bf_job_part_count_reserve: reserve,
-                ..SchedConfig::default()
-            };
+        for cfg in every_policy() {
             let with = crate::backfill::plan(&view, &cfg, 0);
             crate::backfill::NO_SPREAD_MEMO.with(|c| c.set(true));
             let without = crate::backfill::plan(&view, &cfg, 0);
@@ -1031,26 +1050,13 @@ proptest! {
     /// first part holds only for jobs of the rest that wait.
     #[test]
     fn a_pass_continued_decides_as_one_pass(s in scenario(), split in 0usize..14, spread in prop::collection::vec(any::<bool>(), 14)) {
-        let mut s = s;
-        for (j, sp) in s.jobs.iter_mut().zip(&spread) {
-            if *sp && j.gres_per_node.is_empty() {
-                j.min_nodes = 1;
-                j.max_nodes = j.ntasks;
-            }
-        }
+        let s = spread_some(s, &spread);
         let parts = [part(s.nodes.len() as u32)];
         let mut ordered = s.jobs.clone();
         let order = priority_order(&ordered, &parts);
         ordered = order.iter().map(|i| s.jobs[*i].clone()).collect();
         let (head, rest) = ordered.split_at(split.min(ordered.len()));
-        for (policy, reserve) in [(Policy::Easy, Some(1)), (Policy::Backfill, Some(1)), (Policy::Backfill, None), (Policy::Fcfs, Some(1))] {
-            let cfg = SchedConfig {
-                policy,
-                bf_resolution: 1,
-                bf_window: 1440,
-                bf_job_part_count_reserve: reserve,
-                ..SchedConfig::default()
-            };
+        for cfg in every_policy() {
             let all = ClusterView { nodes: &s.nodes, parts: &parts, jobs: &ordered, running: &s.running };
             let whole = crate::backfill::plan(&all, &cfg, 0);
             let mut cache = PassCache::default();
