@@ -1052,6 +1052,10 @@ impl Engine {
         }
         self.sched_dirty = false;
         let fresh = self.fresh.replace(Vec::new());
+        if fresh.is_none() {
+            // Something other than submissions and job ends happened.
+            self.request_cache.clear();
+        }
         let freed = std::mem::take(&mut self.freed);
         self.resume_suspended(now);
         let had_dependencies = self.evaluate_dependencies(now);
@@ -1291,10 +1295,20 @@ impl Engine {
             let Some(job) = self.jobs.get(&id) else {
                 continue;
             };
-            let req = self.request_for(job);
-            if self.pass_cache.cannot_start(&req) {
+            let req = match self.request_cache.get(&id) {
+                Some(req) => {
+                    debug_assert_eq!(*req, self.request_for(job), "kept request of {id}");
+                    req
+                }
+                None => {
+                    let req = self.request_for(job);
+                    self.request_cache.entry(id).or_insert(req)
+                }
+            };
+            if self.pass_cache.cannot_start(req) {
                 continue;
             }
+            let req = req.clone();
             // The pass's timeline holds the running jobs already.
             let view = sched::ClusterView {
                 nodes,
@@ -1656,6 +1670,7 @@ impl Engine {
     }
 
     pub(crate) fn start_job(&mut self, id: JobId, alloc: sched::Allocation, now: Timestamp) {
+        self.request_cache.remove(&id);
         let wake = self.wake_cache.take();
         let purge_list = self.purge_list.take();
         self.take_resources(id, &alloc, now);

@@ -580,6 +580,11 @@ pub struct Engine {
     /// update, requeue, restore); entries of jobs no longer pending, or
     /// under an old key, are dropped when read.
     pending_index: BTreeSet<(i64, JobId)>,
+    /// Pending jobs' requests (`request_for`) as the passes since the last
+    /// `touch` made them: only submissions and job ends happened since,
+    /// and neither changes a pending job's request. Emptied by the first
+    /// pass after a `touch`; a job's entry leaves when it starts.
+    request_cache: std::collections::HashMap<JobId, sched::JobRequest>,
     /// A job may be suspended other than by an administrator (the same
     /// for `resume_suspended`).
     may_resume: bool,
@@ -714,6 +719,7 @@ impl Engine {
             alloc_versions: 0,
             may_depend: false,
             pending_index: BTreeSet::new(),
+            request_cache: std::collections::HashMap::new(),
             may_resume: false,
             utc_offset: 0,
             exempt_wake: None,
