@@ -1286,10 +1286,14 @@ impl Engine {
         free_cpus: u32,
     ) {
         let mut left = i64::from(free_cpus) - started_cpus(plan);
-        let mut candidates: Vec<_> = check.left_out.iter().filter(|c| c.2 <= left).collect();
+        let mut candidates: Vec<_> = check
+            .left_out
+            .iter()
+            .filter(|c| c.3 || c.2 <= left)
+            .collect();
         candidates.sort_unstable();
-        for &&(_, id, demand) in &candidates {
-            if demand > left {
+        for &&(_, id, demand, must) in &candidates {
+            if demand > left && !must {
                 continue;
             }
             let Some(job) = self.jobs.get(&id) else {
@@ -1305,7 +1309,7 @@ impl Engine {
                     self.request_cache.entry(id).or_insert(req)
                 }
             };
-            if self.pass_cache.cannot_start(req) {
+            if !must && self.pass_cache.cannot_start(req) {
                 continue;
             }
             let req = req.clone();
@@ -1453,21 +1457,18 @@ impl Engine {
         out
     }
 
-    /// After job ends (and submissions) only, with one partition and at
-    /// most one planned job: the jobs a pass must try so that it decides
-    /// what a pass over every job decides, when the jobs it leaves out can
-    /// be shown to keep their decisions (`PrefixCheck::holds`, after the
-    /// pass). They are a prefix of the queue in the order the pass tries
-    /// jobs: every job up to the last of `needed` (new jobs, planned ones,
-    /// first blocked ones), of the aged ones (`aged_test`) and of the jobs that may not be left
-    /// out (arrays, jobs whose reason is not Priority), then as many more
-    /// as could use the free CPUs, and one beyond (the next first blocked
-    /// job). A pass takes jobs in that order and a job's decision depends
-    /// only on the jobs before it, so the prefix is decided as in a full
-    /// pass; the check then tells that none of the others could start (each
-    /// needs more CPUs than are left free), nor get a plan (one is made
-    /// already, or no running job ever ends), and that each waits behind
-    /// a blocked job, with the reason Priority it has. Only pending jobs a
+    /// After job ends (and submissions) only, with one partition and the
+    /// policy's one plan per partition: the jobs a pass must try first so
+    /// that, gone on with by `finish_prefix_pass`, it decides what a pass
+    /// over every job decides. They are the first jobs of the queue in the
+    /// order the pass tries jobs, as many as could use the free CPUs, and
+    /// one beyond (the next first blocked job). The others are left out
+    /// (`PrefixCheck::left_out`), those that must be tried all the same
+    /// marked: `needed` (new jobs, planned ones, first blocked ones), the
+    /// aged ones (`aged_test`) and the jobs that may not be left out
+    /// (arrays, jobs whose reason is not Priority). A pass takes jobs in
+    /// that order and a job's decision depends only on the jobs before it,
+    /// so the prefix is decided as in a full pass. Only pending jobs a
     /// full pass would try count: held ones, ones waiting on a dependency,
     /// a limit or a preemptor are left out by both; ones waiting for their
     /// begin time are given to the pass (they get no decision). `None`
@@ -1486,8 +1487,7 @@ impl Engine {
         let needed: std::collections::BTreeSet<JobId> = needed.collect();
         let aged = self.aged_test(now);
         let mut only = std::collections::BTreeSet::new();
-        let mut last_needed: Option<sched::OrderKey> = None;
-        let mut cands: Vec<(sched::OrderKey, JobId, i64)> = Vec::new();
+        let mut cands: Vec<LeftOut> = Vec::new();
         let mut nothing_ends = true;
         for job in self.jobs.values() {
             if job.alloc.is_some() {
@@ -1511,30 +1511,27 @@ impl Engine {
             let key = job_order_key(job, parts);
             nothing_ends &= job.time_limit == TimeLimit::Unlimited && job.desc.time_min.is_none();
             let leavable = job.array.is_none() && job.reason == PendingReason::Priority;
-            if !leavable || needed.contains(&job.id) || aged.as_ref().is_some_and(|a| a(job)) {
-                last_needed = last_needed.max(Some(key));
-            }
-            cands.push((key, job.id, demand_cpus(job)));
+            let must =
+                !leavable || needed.contains(&job.id) || aged.as_ref().is_some_and(|a| a(job));
+            cands.push((key, job.id, demand_cpus(job), must));
         }
-        // Up to the last needed job, then the first of the rest in order.
-        let (mut taken, mut rest): (Vec<_>, Vec<_>) =
-            cands.into_iter().partition(|c| Some(c.0) <= last_needed);
-        let mut demand: i64 = taken.iter().map(|c| c.2).sum();
+        // The first jobs in order, as many as the free CPUs could hold and
+        // one beyond (each job needs a CPU at least: this many are enough).
         let free = i64::from(free_cpus);
-        // Each job needs a CPU at least: this many of the rest are enough.
-        let front = (free_cpus as usize + 2).min(rest.len());
-        if front < rest.len() {
-            rest.select_nth_unstable(front);
+        let front = (free_cpus as usize + 2).min(cands.len());
+        if front < cands.len() {
+            cands.select_nth_unstable(front);
         }
-        rest[..front].sort_unstable();
+        cands[..front].sort_unstable();
         let mut n = 0;
-        let mut beyond = false;
+        let (mut demand, mut beyond) = (0, false);
         while n < front && !beyond {
             beyond = demand > free;
-            demand += rest[n].2;
+            demand += cands[n].2;
             n += 1;
         }
-        taken.extend(rest.drain(..n));
+        let rest = cands.split_off(n);
+        let taken = cands;
         // Leaving out a few jobs saves little, and when the check fails
         // the pass is made twice: only a long queue's tail is worth it.
         if rest.len() < self.prefix_min_left_out.max(1) {
@@ -1765,9 +1762,13 @@ struct PrefixCheck {
     /// No job holding resources has a time limit, nor has any job the pass
     /// may start: nothing comes free later, so nothing can be planned.
     nothing_ends: bool,
-    /// The jobs left out: (order key, id, CPUs it needs).
-    left_out: Vec<(sched::OrderKey, JobId, i64)>,
+    /// The jobs left out.
+    left_out: Vec<LeftOut>,
 }
+
+/// A job a pass over a prefix of the queue left out: (order key, id, CPUs
+/// it needs, whether it must be tried all the same).
+type LeftOut = (sched::OrderKey, JobId, i64, bool);
 
 impl PrefixCheck {
     /// True when the jobs left out that cannot start keep their decisions
