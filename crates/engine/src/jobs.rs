@@ -495,6 +495,8 @@ impl Engine {
             };
         }
         job.completing = true;
+        self.running_changed.insert(id);
+        let job = self.jobs.get_mut(&id).expect("checked");
         let alloc = job.alloc.clone().expect("running job has an allocation");
         let batch = alloc.nodes[0].node;
         // The extern step ends now on every node (the batch host may never
@@ -586,6 +588,8 @@ impl Engine {
         job.secs_pre_suspend = 0;
         if was_running {
             job.completing = true;
+            self.running_changed.insert(id);
+            let job = self.jobs.get_mut(&id).expect("checked");
             let old_run = job.restarts - 1;
             let alloc = job.alloc.clone().expect("running job has an allocation");
             self.extern_command(id, false);
@@ -608,6 +612,7 @@ impl Engine {
         now: Timestamp,
     ) -> Result<(), SlurmError> {
         let kept = self.fresh.take();
+        let running_all = self.running_all;
         let wake = self.wake_cache;
         let purge_list = self.purge_list.take();
         self.touch();
@@ -674,6 +679,9 @@ impl Engine {
         self.record(id, now);
         if plain_end {
             self.fresh = kept;
+            // Its release is in `running_changed`: no other running job
+            // changed.
+            self.running_all = running_all;
             self.freed = true;
             // The earliest deadline kept holds while it was not this job's
             // (its time limit is gone, its purge time comes in).
@@ -1176,14 +1184,7 @@ impl Engine {
         self.last_order_key = self.last_order_key.max(lowest);
         let mut nodes = self.refreshed_node_views();
         self.hold_suspended_shares(&mut nodes);
-        let running = running_views(&self.jobs, &self.holding, now);
-        let view = sched::ClusterView {
-            nodes: &nodes,
-            parts: &parts,
-            jobs: &requests,
-            running: &running,
-        };
-        let mut plan = sched::plan_with(&view, &self.sched_cfg, now, &mut self.pass_cache);
+        let mut plan = self.plan_pass(&nodes, &parts, &requests, now);
         let mut requests = requests;
         let mut arrays = arrays;
         let prefix_failed = match &prefix_check {
@@ -1212,14 +1213,7 @@ impl Engine {
             arrays = all_arrays;
             let lowest = requests.iter().map(|r| sched::order_key(r, &parts)).max();
             self.last_order_key = self.last_order_key.max(lowest);
-            let running = running_views(&self.jobs, &self.holding, now);
-            let view = sched::ClusterView {
-                nodes: &nodes,
-                parts: &parts,
-                jobs: &requests,
-                running: &running,
-            };
-            plan = sched::plan_with(&view, &self.sched_cfg, now, &mut self.pass_cache);
+            plan = self.plan_pass(&nodes, &parts, &requests, now);
         }
         self.node_view_cache = nodes;
         self.plans = plan.planned;
@@ -1252,6 +1246,52 @@ impl Engine {
             }
         }
         self.preempt_pass(&preemptors, now);
+    }
+
+    /// The scheduler's pass over `requests`, given the running jobs that
+    /// changed since the last pass (`running_changed`) where nothing else
+    /// could have changed since (no `touch` but for plain job ends) and the
+    /// pass cache kept the others (`sched::plan_with_changes`), else every
+    /// running job.
+    fn plan_pass(
+        &mut self,
+        nodes: &[sched::NodeView],
+        parts: &[sched::PartView],
+        requests: &[JobRequest],
+        now: Timestamp,
+    ) -> sched::Plan {
+        let mut view = sched::ClusterView {
+            nodes,
+            parts,
+            jobs: requests,
+            running: &[],
+        };
+        if !self.running_all && !self.full_passes {
+            let mut changed = Vec::new();
+            let mut gone = Vec::new();
+            for id in &self.running_changed {
+                let view = self
+                    .holding
+                    .get(id)
+                    .and_then(|v| running_view(self.jobs.get(id)?, *v, now));
+                match view {
+                    Some(r) => changed.push(r),
+                    None => gone.push(*id),
+                }
+            }
+            let cfg = &self.sched_cfg;
+            let cache = &mut self.pass_cache;
+            if let Some(plan) = sched::plan_with_changes(&view, &changed, &gone, cfg, now, cache) {
+                self.running_changed.clear();
+                return plan;
+            }
+        }
+        let running = running_views(&self.jobs, &self.holding, now);
+        view.running = &running;
+        let plan = sched::plan_with(&view, &self.sched_cfg, now, &mut self.pass_cache);
+        self.running_changed.clear();
+        self.running_all = false;
+        plan
     }
 
     /// Gives jobs whose begin time is still ahead their reason.
@@ -1724,22 +1764,26 @@ fn running_views<'a>(
 ) -> Vec<sched::RunningJob<'a>> {
     holding
         .iter()
-        .filter_map(|(id, version)| {
-            let j = jobs.get(id)?;
-            let alloc = j.alloc.as_ref()?;
-            let end = if j.completing || j.state != JobState::Running {
-                now
-            } else {
-                j.limit_end().unwrap_or(sched::FOREVER)
-            };
-            Some(sched::RunningJob {
-                job_id: j.id,
-                end,
-                alloc: std::borrow::Cow::Borrowed(alloc),
-                version: Some(*version),
-            })
-        })
+        .filter_map(|(id, version)| running_view(jobs.get(id)?, *version, now))
         .collect()
+}
+
+/// What the scheduler sees of a job holding resources (`None`: it holds
+/// none): until its time limit, or `now` for one that is ending or not
+/// running.
+fn running_view(j: &Job, version: u64, now: Timestamp) -> Option<sched::RunningJob<'_>> {
+    let alloc = j.alloc.as_ref()?;
+    let end = if j.completing || j.state != JobState::Running {
+        now
+    } else {
+        j.limit_end().unwrap_or(sched::FOREVER)
+    };
+    Some(sched::RunningJob {
+        job_id: j.id,
+        end,
+        alloc: std::borrow::Cow::Borrowed(alloc),
+        version: Some(version),
+    })
 }
 
 /// Whether a pass after job ends that tried only the jobs that could use

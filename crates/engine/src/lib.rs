@@ -585,6 +585,13 @@ pub struct Engine {
     /// and neither changes a pending job's request. Emptied by the first
     /// pass after a `touch`; a job's entry leaves when it starts.
     request_cache: std::collections::HashMap<JobId, sched::JobRequest>,
+    /// Jobs that took or gave back resources since the last pass (entered
+    /// by `take_resources` and `release_node_share`): the only running
+    /// jobs the next pass tells the scheduler about, unless `running_all`
+    /// (set by `touch`: anything else may have changed) says to tell it
+    /// every one.
+    running_changed: BTreeSet<JobId>,
+    running_all: bool,
     /// A job may be suspended other than by an administrator (the same
     /// for `resume_suspended`).
     may_resume: bool,
@@ -720,6 +727,8 @@ impl Engine {
             may_depend: false,
             pending_index: BTreeSet::new(),
             request_cache: std::collections::HashMap::new(),
+            running_changed: BTreeSet::new(),
+            running_all: true,
             may_resume: false,
             utc_offset: 0,
             exempt_wake: None,
@@ -804,6 +813,7 @@ impl Engine {
     /// and deadlines must be recomputed.
     pub(crate) fn touch(&mut self) {
         self.sched_dirty = true;
+        self.running_all = true;
         self.forget_wake();
         self.fresh = None;
     }

@@ -321,6 +321,7 @@ impl Engine {
     pub(crate) fn take_resources(&mut self, job: model::JobId, alloc: &Allocation, now: Timestamp) {
         self.alloc_versions += 1;
         self.holding.insert(job, self.alloc_versions);
+        self.running_changed.insert(job);
         for na in &alloc.nodes {
             let n = &mut self.nodes[na.node.0 as usize];
             n.alloc_cpus += na.cpus;
@@ -363,6 +364,7 @@ impl Engine {
             self.alloc_versions += 1;
             self.holding.insert(job, self.alloc_versions);
         }
+        self.running_changed.insert(job);
         let n = &mut self.nodes[idx.0 as usize];
         n.alloc_cpus -= na.cpus;
         n.alloc_mem -= na.mem;

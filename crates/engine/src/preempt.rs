@@ -396,6 +396,8 @@ impl Engine {
         job.suspend_time = Some(now);
         job.state = JobState::Suspended;
         job.end_time = None;
+        self.running_changed.insert(id);
+        let job = self.jobs.get_mut(&id).expect("job");
         job.suspend = Some(Box::new(Suspension {
             since: now,
             by_admin,

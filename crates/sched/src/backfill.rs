@@ -233,6 +233,18 @@ fn same_alloc(kept: &Kept, r: &RunningJob) -> bool {
     }
 }
 
+/// The running jobs `Timeline::fill` is given.
+#[derive(Clone, Copy, Debug)]
+enum Running<'a, 'b> {
+    /// Every one.
+    All(&'a [RunningJob<'b>]),
+    /// Those that changed since the last pass (`plan_with_changes`).
+    Changes {
+        changed: &'a [RunningJob<'b>],
+        gone: &'a [JobId],
+    },
+}
+
 /// Where `Timeline::add_running` puts a running job's release times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Release {
@@ -341,8 +353,10 @@ struct Timeline {
     /// by job id, as the last pass was given them: the next pass changes
     /// only the jobs that started, ended or changed since (`kept_ok`: they
     /// are laid out for the present nodes and resolution).
-    kept: Vec<Kept>,
-    kept_spare: Vec<Kept>,
+    kept: BTreeMap<JobId, Kept>,
+    /// The kept jobs by the time their shares are held until, so that
+    /// `update_changes` finds the ones a later `now` moves.
+    kept_until: std::collections::BTreeSet<(Timestamp, JobId)>,
     kept_ok: bool,
     /// Nodes on which the pass's starts added shares (`Release::Pass`),
     /// taken off at the next set-up.
@@ -394,8 +408,8 @@ impl Timeline {
             hist: vec![0; HIST_MAX + 1],
             hist_top: 0,
             running_on: Vec::new(),
-            kept: Vec::new(),
-            kept_spare: Vec::new(),
+            kept: BTreeMap::new(),
+            kept_until: std::collections::BTreeSet::new(),
             kept_ok: false,
             started_on: Vec::new(),
             planned_on: Vec::new(),
@@ -415,23 +429,29 @@ impl Timeline {
     /// `now`, reusing what the last pass allocated (a pass after one event
     /// costs no allocation per node). `orders` are kept: the caller clears
     /// them when the partitions changed; kept, they are nearly sorted.
+    ///
+    /// With `Running::Changes`, only where the last pass kept its running
+    /// jobs for these nodes and this resolution; false (and nothing done)
+    /// elsewhere.
     fn fill(
         &mut self,
         nodes: &[NodeView],
-        running: &[RunningJob],
+        running: Running,
         now: Timestamp,
         resolution: u32,
-    ) {
-        self.now = now;
+    ) -> bool {
         let resolution = i64::from(resolution.max(1));
         let rebuilt = self.base.len() != nodes.len();
         // The kept running jobs are changed, not laid out again, where
         // they were laid out for these nodes and this resolution and the
         // caller gives the running jobs by job id (the engine does).
-        let incremental = !rebuilt
-            && self.kept_ok
-            && self.resolution == resolution
-            && running.windows(2).all(|w| w[0].job_id < w[1].job_id);
+        let keeps = !rebuilt && self.kept_ok && self.resolution == resolution;
+        let incremental = match running {
+            Running::All(all) => keeps && all.windows(2).all(|w| w[0].job_id < w[1].job_id),
+            Running::Changes { .. } if !keeps => return false,
+            Running::Changes { .. } => true,
+        };
+        self.now = now;
         self.resolution = resolution;
         if rebuilt {
             // Placement never reads a node's name: copies without it cost
@@ -510,30 +530,106 @@ impl Timeline {
         self.added.clear();
         self.plan_starts.clear();
         self.order_ok = [false, false];
-        if incremental {
-            self.update_running(running);
-            return;
-        }
+        let running = match running {
+            Running::All(all) if incremental => {
+                self.update_running(all);
+                return true;
+            }
+            Running::Changes { changed, gone } => {
+                self.update_changes(changed, gone);
+                return true;
+            }
+            Running::All(all) => all,
+        };
         for v in self.running_on.iter_mut() {
             v.clear();
         }
         self.started_on.clear();
         self.releases.clear();
         self.kept.clear();
+        self.kept_until.clear();
         self.kept_ok = running.windows(2).all(|w| w[0].job_id < w[1].job_id);
         for r in running {
-            // A job past its limit is being ended: expect it gone at once.
-            let until = r.end.max(now + 1);
-            let job = self.kept_ok.then_some(r.job_id);
-            self.add_running(until, &r.alloc, job, Release::Running);
             if self.kept_ok {
-                self.kept.push(Kept {
-                    job_id: r.job_id,
-                    until,
-                    alloc: r.alloc.clone().into_owned(),
-                    version: r.version,
-                });
+                self.keep(r);
+            } else {
+                // A job past its limit is being ended: expect it gone at once.
+                let until = r.end.max(now + 1);
+                self.add_running(until, &r.alloc, None, Release::Running);
             }
+        }
+        true
+    }
+
+    /// Lays a running job's shares on until its end (at least `now + 1`:
+    /// a job past its limit is being ended, expect it gone at once) and
+    /// keeps it for the next pass.
+    fn keep(&mut self, r: &RunningJob) {
+        let until = r.end.max(self.now + 1);
+        self.add_running(until, &r.alloc, Some(r.job_id), Release::Running);
+        self.kept_until.insert((until, r.job_id));
+        self.kept.insert(
+            r.job_id,
+            Kept {
+                job_id: r.job_id,
+                until,
+                alloc: r.alloc.clone().into_owned(),
+                version: r.version,
+            },
+        );
+    }
+
+    /// Takes a kept job off (its shares and release times too).
+    fn unkeep(&mut self, id: JobId) {
+        if let Some(o) = self.kept.remove(&id) {
+            self.kept_until.remove(&(o.until, id));
+            self.drop_running(&o);
+        }
+    }
+
+    /// Takes off the shares the last pass's starts added.
+    fn drop_starts(&mut self) {
+        for &i in &self.started_on {
+            self.running_on[i].retain(|h| h.job.is_some());
+        }
+        self.started_on.clear();
+    }
+
+    /// `fill`'s running jobs from the changes since the last pass alone:
+    /// `changed` started or changed, `gone` no longer hold anything, every
+    /// other kept job is as the last pass was given it. Kept jobs whose
+    /// end has passed are held until `now + 1`, as a set-up from every
+    /// job holds them: the same holds and release times.
+    fn update_changes(&mut self, changed: &[RunningJob], gone: &[JobId]) {
+        self.drop_starts();
+        for id in gone {
+            self.unkeep(*id);
+        }
+        for r in changed {
+            let until = r.end.max(self.now + 1);
+            if let Some(o) = self.kept.get(&r.job_id) {
+                if o.until == until && same_alloc(o, r) {
+                    continue;
+                }
+                self.unkeep(r.job_id);
+            }
+            self.keep(r);
+        }
+        let soon = self.now + 1;
+        while let Some(&(until, id)) = self.kept_until.first() {
+            if until >= soon {
+                break;
+            }
+            let Some(mut o) = self.kept.remove(&id) else {
+                self.kept_until.pop_first();
+                continue;
+            };
+            self.kept_until.pop_first();
+            self.drop_running(&o);
+            self.add_running(soon, &o.alloc, Some(id), Release::Running);
+            o.until = soon;
+            self.kept_until.insert((soon, id));
+            self.kept.insert(id, o);
         }
     }
 
@@ -543,41 +639,28 @@ impl Timeline {
     /// Gives the holds and release times a set-up from scratch gives (in
     /// another order on each node, which nothing reads).
     fn update_running(&mut self, running: &[RunningJob]) {
-        for &i in &self.started_on {
-            self.running_on[i].retain(|h| h.job.is_some());
-        }
-        self.started_on.clear();
+        self.drop_starts();
         let now = self.now;
         let mut old = std::mem::take(&mut self.kept);
-        let mut new = std::mem::take(&mut self.kept_spare);
-        new.clear();
-        let mut olds = old.drain(..).peekable();
         for r in running {
             let until = r.end.max(now + 1);
-            while let Some(o) = olds.next_if(|o| o.job_id < r.job_id) {
-                self.drop_running(&o);
-            }
-            match olds.next_if(|o| o.job_id == r.job_id) {
-                Some(o) if o.until == until && same_alloc(&o, r) => new.push(o),
+            match old.remove(&r.job_id) {
+                Some(o) if o.until == until && same_alloc(&o, r) => {
+                    self.kept.insert(r.job_id, o);
+                }
                 other => {
                     if let Some(o) = other {
+                        self.kept_until.remove(&(o.until, o.job_id));
                         self.drop_running(&o);
                     }
-                    self.add_running(until, &r.alloc, Some(r.job_id), Release::Running);
-                    new.push(Kept {
-                        job_id: r.job_id,
-                        until,
-                        alloc: r.alloc.clone().into_owned(),
-                        version: r.version,
-                    });
+                    self.keep(r);
                 }
             }
         }
-        for o in olds {
-            self.drop_running(&o);
+        for o in old.values() {
+            self.kept_until.remove(&(o.until, o.job_id));
+            self.drop_running(o);
         }
-        self.kept = new;
-        self.kept_spare = old;
     }
 
     /// Takes a kept running job's shares and release times off.
@@ -1189,6 +1272,34 @@ pub fn plan_with(
     now: Timestamp,
     cache: &mut PassCache,
 ) -> Plan {
+    plan_on(view, Running::All(view.running), cfg, now, cache).expect("every running job given")
+}
+
+/// `plan_with`, given only the running jobs that changed since the last
+/// pass made with `cache`: `changed` started or hold something else or
+/// until another time, `gone` hold nothing any more; every other running
+/// job holds what, and until when, that pass was given (`view.running` is
+/// not read). The plan is the one `plan` makes with every running job.
+/// `None` (and nothing planned) where the cache did not keep the last
+/// pass's running jobs for these nodes: call `plan_with` with every one.
+pub fn plan_with_changes(
+    view: &ClusterView,
+    changed: &[RunningJob],
+    gone: &[JobId],
+    cfg: &SchedConfig,
+    now: Timestamp,
+    cache: &mut PassCache,
+) -> Option<Plan> {
+    plan_on(view, Running::Changes { changed, gone }, cfg, now, cache)
+}
+
+fn plan_on(
+    view: &ClusterView,
+    running: Running,
+    cfg: &SchedConfig,
+    now: Timestamp,
+    cache: &mut PassCache,
+) -> Option<Plan> {
     if let Some(last) = cache.pass.take() {
         cache.diagnosed = last.diagnosed;
     }
@@ -1197,7 +1308,10 @@ pub fn plan_with(
         .timeline
         .take()
         .unwrap_or_else(|| Box::new(Timeline::empty()));
-    tl.fill(view.nodes, view.running, now, cfg.bf_resolution);
+    if !tl.fill(view.nodes, running, now, cfg.bf_resolution) {
+        cache.timeline = Some(tl);
+        return None;
+    }
     let diagnosed = std::mem::take(&mut cache.diagnosed);
     let mut pass = PassState::new(view, cfg, now, diagnosed);
     let mut plan = Plan::default();
@@ -1206,7 +1320,7 @@ pub fn plan_with(
     }
     cache.timeline = Some(tl);
     cache.pass = Some(pass);
-    plan
+    Some(plan)
 }
 
 /// Goes on with the pass `plan_with` last made with `cache`, as if the
@@ -1900,7 +2014,7 @@ mod kept_timeline_tests {
                 });
             }
             let mut tl = Timeline::empty();
-            tl.fill(&nodes, &running, now, resolution);
+            tl.fill(&nodes, Running::All(&running), now, resolution);
             for (k, (tasks, minutes, plan)) in tries.into_iter().enumerate() {
                 let job = plain_job(100 + k as u32, tasks, minutes);
                 let d = i64::from(minutes) * 60;
@@ -1943,6 +2057,9 @@ mod kept_timeline_tests {
         ) {
             let nodes: Vec<NodeView> = (0..6).map(|_| plain_node()).collect();
             let mut kept = Timeline::empty();
+            // Given only the changes since the last pass, where it can be.
+            let mut delta = Timeline::empty();
+            let mut last: Vec<RunningJob<'static>> = Vec::new();
             let mut now = 0;
             for (run_specs, starts, step, resolution) in passes {
                 now += step;
@@ -1967,10 +2084,26 @@ mod kept_timeline_tests {
                     });
                 }
                 let mut fresh = Timeline::empty();
-                fresh.fill(&nodes, &running, now, resolution);
-                kept.fill(&nodes, &running, now, resolution);
+                fresh.fill(&nodes, Running::All(&running), now, resolution);
+                kept.fill(&nodes, Running::All(&running), now, resolution);
                 prop_assert_eq!(holds(&kept), holds(&fresh));
                 prop_assert_eq!(kept.kept.len(), running.len());
+                let changed: Vec<RunningJob> = running
+                    .iter()
+                    .filter(|r| !last.iter().any(|l| l.job_id == r.job_id && l.end == r.end && l.alloc == r.alloc))
+                    .cloned()
+                    .collect();
+                let gone: Vec<JobId> = last
+                    .iter()
+                    .filter(|l| !running.iter().any(|r| r.job_id == l.job_id))
+                    .map(|l| l.job_id)
+                    .collect();
+                let changes = Running::Changes { changed: &changed, gone: &gone };
+                if !delta.fill(&nodes, changes, now, resolution) {
+                    delta.fill(&nodes, Running::All(&running), now, resolution);
+                }
+                prop_assert_eq!(holds(&delta), holds(&fresh));
+                prop_assert_eq!(delta.kept.len(), running.len());
                 for (first, cpus, limit) in starts {
                     let alloc = Allocation {
                         partition: 0,
@@ -1978,7 +2111,9 @@ mod kept_timeline_tests {
                         exclusive: false,
                     };
                     kept.start(limit, &alloc);
+                    delta.start(limit, &alloc);
                 }
+                last = running;
             }
         }
     }

@@ -23,8 +23,9 @@ pub mod placement;
 pub mod preempt;
 
 pub use backfill::{
-    demand_cpus, due_reservation, limit_secs, plan, plan_more, plan_with, ClusterView, PartSize,
-    PassCache, Plan, Planned, Policy, RunningJob, SchedConfig, Share, FOREVER,
+    demand_cpus, due_reservation, limit_secs, plan, plan_more, plan_with, plan_with_changes,
+    ClusterView, PartSize, PassCache, Plan, Planned, Policy, RunningJob, SchedConfig, Share,
+    FOREVER,
 };
 pub use ordering::{order_key, priority_order, Decision, OrderKey};
 pub use placement::{
