@@ -1339,20 +1339,22 @@ impl Engine {
             let Some(job) = self.jobs.get(&id) else {
                 continue;
             };
-            let req = match self.request_cache.get(&id) {
-                Some(req) => {
-                    debug_assert_eq!(*req, self.request_for(job), "kept request of {id}");
-                    req
+            let kept = match self.request_cache.get(&id) {
+                Some(kept) => {
+                    debug_assert_eq!(kept.req, self.request_for(job), "kept request of {id}");
+                    kept
                 }
                 None => {
                     let req = self.request_for(job);
-                    self.request_cache.entry(id).or_insert(req)
+                    let probe = sched::Probe::of(&req);
+                    let kept = crate::KeptRequest { req, probe };
+                    self.request_cache.entry(id).or_insert(kept)
                 }
             };
-            if !must && self.pass_cache.cannot_start(req) {
+            if !must && self.pass_cache.cannot_start_as(&kept.probe) {
                 continue;
             }
-            let req = req.clone();
+            let req = kept.req.clone();
             // The pass's timeline holds the running jobs already.
             let view = sched::ClusterView {
                 nodes,

@@ -584,7 +584,7 @@ pub struct Engine {
     /// `touch` made them: only submissions and job ends happened since,
     /// and neither changes a pending job's request. Emptied by the first
     /// pass after a `touch`; a job's entry leaves when it starts.
-    request_cache: std::collections::HashMap<JobId, sched::JobRequest>,
+    request_cache: std::collections::HashMap<JobId, KeptRequest, IdHash>,
     /// Jobs that took or gave back resources since the last pass (entered
     /// by `take_resources` and `release_node_share`): the only running
     /// jobs the next pass tells the scheduler about, unless `running_all`
@@ -726,7 +726,7 @@ impl Engine {
             alloc_versions: 0,
             may_depend: false,
             pending_index: BTreeSet::new(),
-            request_cache: std::collections::HashMap::new(),
+            request_cache: std::collections::HashMap::default(),
             running_changed: BTreeSet::new(),
             running_all: true,
             may_resume: false,
@@ -1305,3 +1305,42 @@ mod tests;
 mod tests_arrays;
 #[cfg(test)]
 mod tests_preempt;
+
+/// A pending job's request as `Engine::request_cache` keeps it, with what
+/// `sched::PassCache::cannot_start_as` reads of it.
+#[derive(Clone, Debug)]
+pub(crate) struct KeptRequest {
+    pub(crate) req: sched::JobRequest,
+    pub(crate) probe: sched::Probe,
+}
+
+/// Hashes a job id with one multiplication (Fibonacci hashing): the ids of
+/// `Engine::request_cache` are small sequential numbers, not chosen by an
+/// adversary, and a pass looks up hundreds of them.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct IdHash;
+
+impl std::hash::BuildHasher for IdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+/// `IdHash`'s hasher.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0 ^ u64::from(n)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}

@@ -1179,6 +1179,26 @@ pub struct PassCache {
     pass: Option<PassState>,
 }
 
+/// What `PassCache::cannot_start` reads of a job, made once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// Its `spread_key` (`None`: the pass learns nothing about it).
+    spread: Option<ShapeKey>,
+    ntasks: u32,
+    limit: i64,
+}
+
+impl Probe {
+    /// `job`'s.
+    pub fn of(job: &JobRequest) -> Probe {
+        Probe {
+            spread: spread_key(job, &shape_key(job)),
+            ntasks: job.ntasks,
+            limit: limit_secs(job.time_limit),
+        }
+    }
+}
+
 /// A node's configuration and availability: what placement on an empty
 /// node reads (`diagnose`).
 #[derive(Clone, Debug, PartialEq)]
@@ -1213,14 +1233,22 @@ impl PassCache {
     /// goes on, so a caller that left `job` out of a pass may keep its
     /// decision to wait when this holds.
     pub fn cannot_start(&self, job: &JobRequest) -> bool {
-        let Some(k) = spread_key(job, &shape_key(job)) else {
+        self.cannot_start_as(&Probe::of(job))
+    }
+
+    /// `cannot_start` for the job `probe` was made of (a caller that asks
+    /// about the same jobs pass after pass keeps their probes).
+    pub fn cannot_start_as(&self, probe: &Probe) -> bool {
+        let Some(k) = &probe.spread else {
             return false;
         };
-        let d = limit_secs(job.time_limit);
         self.pass
             .as_ref()
-            .and_then(|p| p.spread_failed.get(&k))
-            .is_some_and(|f| f.iter().any(|&(n, t)| n <= job.ntasks && t <= d))
+            .and_then(|p| p.spread_failed.get(k))
+            .is_some_and(|f| {
+                f.iter()
+                    .any(|&(n, t)| n <= probe.ntasks && t <= probe.limit)
+            })
     }
 
     /// Forgets what no longer holds for `view`.
