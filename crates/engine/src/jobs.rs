@@ -1166,6 +1166,7 @@ impl Engine {
             arrays,
             throttled,
             waiting_to_begin,
+            optional,
         } = pass.expect("collected");
         self.mark_throttled(throttled);
         self.mark_waiting_to_begin(waiting_to_begin);
@@ -1177,15 +1178,19 @@ impl Engine {
         }
         self.plans.clear();
         self.heads.clear();
-        if requests.is_empty() {
+        if requests.is_empty() && optional.is_empty() {
             return;
         }
         let lowest = requests.iter().map(|r| sched::order_key(r, &parts)).max();
         self.last_order_key = self.last_order_key.max(lowest);
         let mut nodes = self.refreshed_node_views();
         self.hold_suspended_shares(&mut nodes);
-        let mut plan = self.plan_pass(&nodes, &parts, &requests, now);
         let mut requests = requests;
+        let mut plan = if optional.is_empty() {
+            self.plan_pass(&nodes, &parts, &requests, now)
+        } else {
+            self.walk_pass(&nodes, &parts, &mut requests, &optional, free_cpus, now)
+        };
         let mut arrays = arrays;
         let prefix_failed = match &prefix_check {
             Some(check) if check.behind_plan(&plan) => {
@@ -1206,6 +1211,7 @@ impl Engine {
                 arrays: all_arrays,
                 throttled,
                 waiting_to_begin,
+                ..
             } = self.collect_requests(None, &limited, free_cpus, now);
             self.mark_throttled(throttled);
             self.mark_waiting_to_begin(waiting_to_begin);
@@ -1307,15 +1313,9 @@ impl Engine {
 
     /// Ends a pass over a prefix of the queue (`freed_prefix`) whose
     /// blocked, planned job keeps the jobs it left out behind it
-    /// (`PrefixCheck::behind_plan`): where CPUs are left that some of them
-    /// could use, the pass goes on with those (`sched::plan_more`), in
-    /// order, so that it decides what a pass over every job decides. The
-    /// ones that need more CPUs than are left cannot start, nor can the
-    /// ones the pass has shown cannot (`PassCache::cannot_start`: a job of
-    /// theirs with no more tasks and no longer a limit could not, and the
-    /// nodes only fill up further along the queue): each of those keeps
-    /// its decision to wait behind the planned job, with reason Priority,
-    /// without being tried.
+    /// (`PrefixCheck::behind_plan`): the pass goes on in order over the
+    /// ones that must be tried and those that could use the CPUs left
+    /// (`walk`), so that it decides what a pass over every job decides.
     fn finish_prefix_pass(
         &mut self,
         check: &PrefixCheck,
@@ -1325,52 +1325,154 @@ impl Engine {
         parts: &[sched::PartView],
         free_cpus: u32,
     ) {
-        let mut left = i64::from(free_cpus) - started_cpus(plan);
-        let mut candidates: Vec<_> = check
+        let left = i64::from(free_cpus) - started_cpus(plan);
+        let mut entries: Vec<Walked> = check
             .left_out
             .iter()
             .filter(|c| c.3 || c.2 <= left)
+            .map(|&(key, id, demand, must)| (key, id, demand, must.then_some(None)))
             .collect();
-        candidates.sort_unstable();
-        for &&(_, id, demand, must) in &candidates {
-            if demand > left && !must {
-                continue;
-            }
-            let Some(job) = self.jobs.get(&id) else {
-                continue;
-            };
-            let kept = match self.request_cache.get(&id) {
-                Some(kept) => {
-                    debug_assert_eq!(kept.req, self.request_for(job), "kept request of {id}");
-                    kept
+        entries.sort_unstable_by_key(|e| (e.0, e.1));
+        let mut more = Vec::new();
+        self.walk(&entries, plan, requests, &mut more, nodes, parts, left);
+        requests.append(&mut more);
+    }
+
+    /// A pass over `requests` (which it must try) and the jobs `optional`
+    /// (which it may leave out), in order (`walk`), from an empty one:
+    /// what a pass over all of them decides.
+    fn walk_pass(
+        &mut self,
+        nodes: &[sched::NodeView],
+        parts: &[sched::PartView],
+        requests: &mut Vec<JobRequest>,
+        optional: &[(sched::OrderKey, JobId, i64)],
+        free_cpus: u32,
+        now: Timestamp,
+    ) -> sched::Plan {
+        let mut entries: Vec<Walked> = requests
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let key = sched::order_key(r, parts);
+                (key, r.job_id, sched::demand_cpus(r), Some(Some(i)))
+            })
+            .chain(
+                optional
+                    .iter()
+                    .map(|&(key, id, demand)| (key, id, demand, None)),
+            )
+            .collect();
+        entries.sort_unstable_by_key(|e| (e.0, e.1));
+        let mut plan = self.plan_pass(nodes, parts, &[], now);
+        let mut more = Vec::new();
+        self.walk(
+            &entries,
+            &mut plan,
+            requests,
+            &mut more,
+            nodes,
+            parts,
+            i64::from(free_cpus),
+        );
+        requests.append(&mut more);
+        plan
+    }
+
+    /// Goes on with the pass last made (`sched::plan_more`) over
+    /// `entries`, in order: those that must be tried (the request at that
+    /// index of `requests`, or `None`: the job's own), and those that may
+    /// be left out where they would wait behind a planned job with reason
+    /// Priority (`PassCache::settled`) because they cannot start: they
+    /// need more CPUs than are left (`left`, free CPUs less those the
+    /// pass started), or a job of the pass with their spread shape, no
+    /// more tasks and no longer a limit could not start
+    /// (`PassCache::cannot_start_as`; the nodes only fill up further along
+    /// a pass). Those keep their decision to wait, and their last
+    /// evaluation time, without being tried. The
+    /// requests of the jobs it tries that `requests` does not hold go to
+    /// `more`; their decisions, plans and limits to `plan`.
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &mut self,
+        entries: &[Walked],
+        plan: &mut sched::Plan,
+        requests: &[JobRequest],
+        more: &mut Vec<JobRequest>,
+        nodes: &[sched::NodeView],
+        parts: &[sched::PartView],
+        mut left: i64,
+    ) {
+        for &(_, id, demand, must) in entries {
+            let req = match must {
+                Some(Some(i)) => requests[i].clone(),
+                _ => {
+                    let Some(job) = self.jobs.get(&id) else {
+                        continue;
+                    };
+                    let settled = || self.pass_cache.settled(&job.partitions, &self.sched_cfg);
+                    if must.is_none() && demand > left && settled() {
+                        continue;
+                    }
+                    let kept = match self.request_cache.get(&id) {
+                        Some(kept) => {
+                            debug_assert_eq!(
+                                kept.req,
+                                self.request_for(job),
+                                "kept request of {id}"
+                            );
+                            kept
+                        }
+                        None => {
+                            let req = self.request_for(job);
+                            let probe = sched::Probe::of(&req);
+                            let kept = crate::KeptRequest { req, probe };
+                            self.request_cache.entry(id).or_insert(kept)
+                        }
+                    };
+                    let cfg = &self.sched_cfg;
+                    if must.is_none()
+                        && self.pass_cache.cannot_start_as(&kept.probe)
+                        && self.pass_cache.settled(&kept.req.partitions, cfg)
+                    {
+                        continue;
+                    }
+                    let req = kept.req.clone();
+                    more.push(req.clone());
+                    req
                 }
-                None => {
-                    let req = self.request_for(job);
-                    let probe = sched::Probe::of(&req);
-                    let kept = crate::KeptRequest { req, probe };
-                    self.request_cache.entry(id).or_insert(kept)
-                }
             };
-            if !must && self.pass_cache.cannot_start_as(&kept.probe) {
-                continue;
-            }
-            let req = kept.req.clone();
-            // The pass's timeline holds the running jobs already.
             let view = sched::ClusterView {
                 nodes,
                 parts,
                 jobs: std::slice::from_ref(&req),
+                // The pass's timeline holds the running jobs already.
                 running: &[],
             };
-            let Some(more) = sched::plan_more(&view, &self.sched_cfg, &mut self.pass_cache) else {
+            let Some(next) = sched::plan_more(&view, &self.sched_cfg, &mut self.pass_cache) else {
                 continue;
             };
-            left -= started_cpus(&more);
-            plan.decisions.extend(more.decisions);
-            plan.planned.extend(more.planned);
-            plan.time_limits.extend(more.time_limits);
-            requests.push(req);
+            left -= started_cpus(&next);
+            plan.decisions.extend(next.decisions);
+            plan.planned.extend(next.planned);
+            plan.time_limits.extend(next.time_limits);
         }
+    }
+
+    /// Whether a pass may leave `job` out where it would only wait: a
+    /// plain pending job (no array) that a pass would try (not held, not
+    /// waiting for a dependency, its begin time, a limit or a preemptor),
+    /// already waiting for Priority.
+    fn leavable(&self, job: &Job, limited: &crate::limits::LimitCheck, now: Timestamp) -> bool {
+        job.state == JobState::Pending
+            && !job.completing
+            && job.held.is_none()
+            && job.dep_status == crate::DepStatus::Clear
+            && job.desc.begin_time.is_none_or(|b| b <= now)
+            && !limited.blocked.contains_key(&job.id)
+            && !self.waits_for_preemptor(job)
+            && job.array.is_none()
+            && job.reason == PendingReason::Priority
     }
 
     /// The requests of a short pass: the new jobs `ids`, the planned and
@@ -1391,9 +1493,27 @@ impl Engine {
         let mut only: std::collections::BTreeSet<JobId> = ids.iter().copied().collect();
         only.extend(self.plans.keys().copied());
         only.extend(self.heads.iter().copied());
-        only.extend(startable);
         only.extend(aged);
-        let pass = self.collect_requests(Some(&only), limited, free_cpus, now);
+        // The older jobs that could use the free CPUs are tried only where
+        // the pass has not shown they would wait (`walk_pass`), those that
+        // a pass may leave out (plain ones waiting for Priority).
+        let mut optional = Vec::new();
+        for id in startable {
+            match self.jobs.get(&id) {
+                Some(job)
+                    if !self.walk_passes_off
+                        && !only.contains(&id)
+                        && self.leavable(job, limited, now) =>
+                {
+                    optional.push((job_order_key(job, parts), id, demand_cpus(job)));
+                }
+                _ => {
+                    only.insert(id);
+                }
+            }
+        }
+        let mut pass = self.collect_requests(Some(&only), limited, free_cpus, now);
+        pass.optional = optional;
         let last = self.last_order_key;
         let after = pass
             .requests
@@ -1816,6 +1936,11 @@ struct PrefixCheck {
 /// it needs, whether it must be tried all the same).
 type LeftOut = (sched::OrderKey, JobId, i64, bool);
 
+/// A job `Engine::walk` goes over: (order key, id, CPUs it needs, whether
+/// it must be tried: `Some` with the index of its request where the
+/// caller made it, `None` where it may be left out).
+type Walked = (sched::OrderKey, JobId, i64, Option<Option<usize>>);
+
 impl PrefixCheck {
     /// True when the jobs left out that cannot start keep their decisions
     /// after `plan`: none gets a plan (one was made, which the policy's one
@@ -1866,6 +1991,9 @@ struct Pass {
     arrays: crate::array::ArrayRequests,
     throttled: Vec<JobId>,
     waiting_to_begin: Vec<JobId>,
+    /// Jobs the pass tries only where the pass has not shown that they
+    /// would wait (`Engine::walk_pass`): (order key, id, CPUs it needs).
+    optional: Vec<(sched::OrderKey, JobId, i64)>,
 }
 
 /// (min nodes, max nodes, tasks) from the request, with Slurm's defaults:

@@ -619,6 +619,9 @@ pub struct Engine {
     /// Tests only: no pass over a prefix of the queue after job ends
     /// (`freed_prefix`), the other shortcuts kept.
     pub(crate) prefix_passes_off: bool,
+    /// Tests only: short passes after submissions try every older job the
+    /// free CPUs could hold (no `walk_pass`).
+    pub(crate) walk_passes_off: bool,
     /// The fewest jobs such a pass must leave out to be tried (tests set
     /// it low, to try it on short queues).
     pub(crate) prefix_min_left_out: usize,
@@ -738,6 +741,7 @@ impl Engine {
             heads: Vec::new(),
             full_passes: false,
             prefix_passes_off: false,
+            walk_passes_off: false,
             prefix_min_left_out: jobs::PREFIX_MIN_LEFT_OUT,
             freed: false,
             purged_since_prune: 0,

@@ -1263,7 +1263,9 @@ fn after_job_ends_a_pass_tries_only_the_head_of_the_queue() {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
     /// The pass after job ends over a prefix of the queue
-    /// (`Engine::freed_prefix`) decides what a pass without it decides:
+    /// (`Engine::freed_prefix`), and the short pass after submissions
+    /// that leaves out the older jobs it shows would wait
+    /// (`Engine::walk_pass`), decide what passes without them decide:
     /// the same starts on the same nodes, the same reasons, the same plans,
     /// through random submissions (of 1 to 3 tasks, with and without a time
     /// limit, some held, some to begin later, some of lower priority, some
@@ -1287,6 +1289,7 @@ proptest::proptest! {
         let mut short = one_partition_with(policy, extra);
         let mut full = one_partition_with(policy, extra);
         full.prefix_passes_off = true;
+        full.walk_passes_off = true;
         let mut t = 100;
         for (dt, what, tasks, minutes, shape) in events {
             t += dt;

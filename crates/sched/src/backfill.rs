@@ -1236,6 +1236,36 @@ impl PassCache {
         self.cannot_start_as(&Probe::of(job))
     }
 
+    /// Whether a job on `partitions` that cannot start, had it come after
+    /// every job of the last pass, would only have been told to wait there
+    /// with reason Priority, without a plan: a blocked job waits before it
+    /// in each of its partitions, and each has as many planned jobs as
+    /// `cfg` plans (so it would get a plan only for its age, which the
+    /// caller checks: `aged`).
+    pub fn settled(&self, partitions: &[usize], cfg: &SchedConfig) -> bool {
+        let Some(pass) = &self.pass else {
+            return false;
+        };
+        let reserve = match cfg.policy {
+            Policy::Fcfs => return false,
+            Policy::Easy => {
+                if pass.n_planned == 0 {
+                    return false;
+                }
+                0
+            }
+            Policy::Backfill => match cfg.bf_job_part_count_reserve {
+                Some(m) => m,
+                None => return false,
+            },
+        };
+        !partitions.is_empty()
+            && partitions.iter().all(|&p| {
+                pass.blocked_parts.get(p).copied().unwrap_or(false)
+                    && pass.reserved.get(p).is_some_and(|r| *r >= reserve)
+            })
+    }
+
     /// `cannot_start` for the job `probe` was made of (a caller that asks
     /// about the same jobs pass after pass keeps their probes).
     pub fn cannot_start_as(&self, probe: &Probe) -> bool {
