@@ -1330,7 +1330,14 @@ impl Engine {
             .left_out
             .iter()
             .filter(|c| c.3 || c.2 <= left)
-            .map(|&(key, id, demand, must)| (key, id, demand, must.then_some(None)))
+            .map(|&(key, id, demand, must)| {
+                (
+                    key,
+                    id,
+                    demand,
+                    if must { Try::Must } else { Try::Optional },
+                )
+            })
             .collect();
         entries.sort_unstable_by_key(|e| (e.0, e.1));
         let mut more = Vec::new();
@@ -1355,12 +1362,12 @@ impl Engine {
             .enumerate()
             .map(|(i, r)| {
                 let key = sched::order_key(r, parts);
-                (key, r.job_id, sched::demand_cpus(r), Some(Some(i)))
+                (key, r.job_id, sched::demand_cpus(r), Try::Given(i))
             })
             .chain(
                 optional
                     .iter()
-                    .map(|&(key, id, demand)| (key, id, demand, None)),
+                    .map(|&(key, id, demand)| (key, id, demand, Try::Optional)),
             )
             .collect();
         entries.sort_unstable_by_key(|e| (e.0, e.1));
@@ -1380,9 +1387,9 @@ impl Engine {
     }
 
     /// Goes on with the pass last made (`sched::plan_more`) over
-    /// `entries`, in order: those that must be tried (the request at that
-    /// index of `requests`, or `None`: the job's own), and those that may
-    /// be left out where they would wait behind a planned job with reason
+    /// `entries`, in order: those that must be tried (`Try::Given`, the
+    /// request at that index of `requests`, or `Try::Must`), and those
+    /// that may be left out (`Try::Optional`) where they would wait behind a planned job with reason
     /// Priority (`PassCache::settled`) because they cannot start: they
     /// need more CPUs than are left (`left`, free CPUs less those the
     /// pass started), or a job of the pass with their spread shape, no
@@ -1403,15 +1410,16 @@ impl Engine {
         parts: &[sched::PartView],
         mut left: i64,
     ) {
-        for &(_, id, demand, must) in entries {
-            let req = match must {
-                Some(Some(i)) => requests[i].clone(),
-                _ => {
+        for &(_, id, demand, how) in entries {
+            let req = match how {
+                Try::Given(i) => &requests[i],
+                Try::Must | Try::Optional => {
                     let Some(job) = self.jobs.get(&id) else {
                         continue;
                     };
-                    let settled = || self.pass_cache.settled(&job.partitions, &self.sched_cfg);
-                    if must.is_none() && demand > left && settled() {
+                    let settled = how == Try::Optional
+                        && self.pass_cache.settled(&job.partitions, &self.sched_cfg);
+                    if settled && demand > left {
                         continue;
                     }
                     let kept = match self.request_cache.get(&id) {
@@ -1430,22 +1438,17 @@ impl Engine {
                             self.request_cache.entry(id).or_insert(kept)
                         }
                     };
-                    let cfg = &self.sched_cfg;
-                    if must.is_none()
-                        && self.pass_cache.cannot_start_as(&kept.probe)
-                        && self.pass_cache.settled(&kept.req.partitions, cfg)
-                    {
+                    if settled && self.pass_cache.cannot_start_as(&kept.probe) {
                         continue;
                     }
-                    let req = kept.req.clone();
-                    more.push(req.clone());
-                    req
+                    more.push(kept.req.clone());
+                    &more[more.len() - 1]
                 }
             };
             let view = sched::ClusterView {
                 nodes,
                 parts,
-                jobs: std::slice::from_ref(&req),
+                jobs: std::slice::from_ref(req),
                 // The pass's timeline holds the running jobs already.
                 running: &[],
             };
@@ -1936,10 +1939,19 @@ struct PrefixCheck {
 /// it needs, whether it must be tried all the same).
 type LeftOut = (sched::OrderKey, JobId, i64, bool);
 
-/// A job `Engine::walk` goes over: (order key, id, CPUs it needs, whether
-/// it must be tried: `Some` with the index of its request where the
-/// caller made it, `None` where it may be left out).
-type Walked = (sched::OrderKey, JobId, i64, Option<Option<usize>>);
+/// A job `Engine::walk` goes over: (order key, id, CPUs it needs, how).
+type Walked = (sched::OrderKey, JobId, i64, Try);
+
+/// How `Engine::walk` tries a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Try {
+    /// Always, with the caller's request at this index.
+    Given(usize),
+    /// Always, with its own request.
+    Must,
+    /// Unless the pass has shown it would wait.
+    Optional,
+}
 
 impl PrefixCheck {
     /// True when the jobs left out that cannot start keep their decisions

@@ -639,28 +639,14 @@ impl Timeline {
     /// Gives the holds and release times a set-up from scratch gives (in
     /// another order on each node, which nothing reads).
     fn update_running(&mut self, running: &[RunningJob]) {
-        self.drop_starts();
-        let now = self.now;
-        let mut old = std::mem::take(&mut self.kept);
-        for r in running {
-            let until = r.end.max(now + 1);
-            match old.remove(&r.job_id) {
-                Some(o) if o.until == until && same_alloc(&o, r) => {
-                    self.kept.insert(r.job_id, o);
-                }
-                other => {
-                    if let Some(o) = other {
-                        self.kept_until.remove(&(o.until, o.job_id));
-                        self.drop_running(&o);
-                    }
-                    self.keep(r);
-                }
-            }
-        }
-        for o in old.values() {
-            self.kept_until.remove(&(o.until, o.job_id));
-            self.drop_running(o);
-        }
+        // `running` is by job id: the kept jobs not in it are gone.
+        let gone: Vec<JobId> = self
+            .kept
+            .keys()
+            .filter(|id| running.binary_search_by_key(*id, |r| r.job_id).is_err())
+            .copied()
+            .collect();
+        self.update_changes(running, &gone);
     }
 
     /// Takes a kept running job's shares and release times off.
@@ -1179,6 +1165,13 @@ pub struct PassCache {
     pass: Option<PassState>,
 }
 
+/// Whether a job with `ntasks` tasks for `d` seconds is covered by one of
+/// the `failed` (tasks, seconds) of its spread shape that could not start:
+/// no more tasks and no longer a limit.
+fn covered(failed: &[(u32, i64)], ntasks: u32, d: i64) -> bool {
+    failed.iter().any(|&(n, t)| n <= ntasks && t <= d)
+}
+
 /// What `PassCache::cannot_start` reads of a job, made once.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Probe {
@@ -1275,10 +1268,7 @@ impl PassCache {
         self.pass
             .as_ref()
             .and_then(|p| p.spread_failed.get(k))
-            .is_some_and(|f| {
-                f.iter()
-                    .any(|&(n, t)| n <= probe.ntasks && t <= probe.limit)
-            })
+            .is_some_and(|f| covered(f, probe.ntasks, probe.limit))
     }
 
     /// Forgets what no longer holds for `view`.
@@ -1494,7 +1484,7 @@ impl PassState {
             let dominated = spread.as_ref().is_some_and(|k| {
                 self.spread_failed
                     .get(k)
-                    .is_some_and(|f| f.iter().any(|&(n, t)| n <= job.ntasks && t <= d))
+                    .is_some_and(|f| covered(f, job.ntasks, d))
             });
             let tried = !known.failed_now && !dominated;
             if tried {
