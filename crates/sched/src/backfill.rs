@@ -262,6 +262,16 @@ fn free_cpus(n: &NodeView) -> i64 {
     }
 }
 
+/// The most CPUs of `n` that the end of a share can free: its own, or
+/// every one where it held the node exclusively.
+fn freed_cpus(n: &NodeView, share: &NodeAlloc, exclusive: bool) -> i64 {
+    if exclusive {
+        i64::from(n.cpus)
+    } else {
+        i64::from(share.cpus)
+    }
+}
+
 fn apply(n: &mut NodeView, h: &Hold, add: bool) {
     if add {
         n.alloc_cpus += h.share.cpus;
@@ -363,13 +373,15 @@ struct Timeline {
     started_on: Vec<usize>,
     /// Per node: planned shares, held over their interval.
     planned_on: Vec<Vec<Hold>>,
-    /// Times at which something may come free (rounded), with its nodes.
+    /// Times at which something may come free (rounded), with its nodes
+    /// and the CPUs that come free there at most (`freed_cpus`).
     /// Those of the running jobs, sorted by time once per pass...
-    /// (A multiset: how many releases at that time on that node; a map,
-    /// so that a job's end changes it without moving the rest.)
-    releases: BTreeMap<(Timestamp, usize), u32>,
+    /// (A multiset: how many releases at that time on that node, and
+    /// their CPUs; a map, so that a job's end changes it without moving
+    /// the rest.)
+    releases: BTreeMap<(Timestamp, usize), (u32, i64)>,
     /// ...and those of the jobs this pass starts and plans.
-    added: BTreeMap<Timestamp, Vec<usize>>,
+    added: BTreeMap<Timestamp, Vec<(usize, i64)>>,
     /// Planned starts, with their nodes.
     plan_starts: BTreeMap<Timestamp, Vec<usize>>,
     /// Per node: the earliest planned start on it (ranks nodes for jobs
@@ -443,9 +455,13 @@ impl Timeline {
         let resolution = i64::from(resolution.max(1));
         let rebuilt = self.base.len() != nodes.len();
         // The kept running jobs are changed, not laid out again, where
-        // they were laid out for these nodes and this resolution and the
-        // caller gives the running jobs by job id (the engine does).
-        let keeps = !rebuilt && self.kept_ok && self.resolution == resolution;
+        // they were laid out for these nodes (their CPUs count in
+        // `releases`) and this resolution and the caller gives the running
+        // jobs by job id (the engine does).
+        let keeps = !rebuilt
+            && self.kept_ok
+            && self.resolution == resolution
+            && self.base.iter().zip(nodes).all(|(b, n)| b.cpus == n.cpus);
         let incremental = match running {
             Running::All(all) => keeps && all.windows(2).all(|w| w[0].job_id < w[1].job_id),
             Running::Changes { .. } if !keeps => return false,
@@ -662,9 +678,11 @@ impl Timeline {
                 on.swap_remove(p);
             }
             if key < FOREVER {
+                let cpus = freed_cpus(&self.base[i], na, o.alloc.exclusive);
                 if let Some(c) = self.releases.get_mut(&(key, i)) {
-                    *c -= 1;
-                    if *c == 0 {
+                    c.0 -= 1;
+                    c.1 -= cpus;
+                    if c.0 == 0 {
                         self.releases.remove(&(key, i));
                     }
                 }
@@ -706,9 +724,14 @@ impl Timeline {
                 self.started_on.push(i);
             }
             if key < FOREVER {
+                let cpus = freed_cpus(&self.base[i], na, alloc.exclusive);
                 match release {
-                    Release::Running => *self.releases.entry((key, i)).or_default() += 1,
-                    Release::Pass => self.added.entry(key).or_default().push(i),
+                    Release::Running => {
+                        let r = self.releases.entry((key, i)).or_default();
+                        r.0 += 1;
+                        r.1 += cpus;
+                    }
+                    Release::Pass => self.added.entry(key).or_default().push((i, cpus)),
                 }
             }
         }
@@ -867,7 +890,7 @@ impl Timeline {
             if t >= horizon {
                 break None;
             }
-            match self.step_until_room(t, d, demand, horizon) {
+            match self.step_until_room(t, d, demand, not_before, horizon) {
                 Some(next) => t = next,
                 None => break None,
             }
@@ -885,15 +908,17 @@ impl Timeline {
     /// At each time, the nodes something happens to are rebuilt for that
     /// time; a node's state depends only on the last time it was rebuilt,
     /// so each node is rebuilt once, at its last time, when the walk stops.
-    /// The walk stops at the first time the free CPUs could reach
-    /// `demand`: a bound that adds a node's CPUs for every release on it
-    /// (with `bf_resolution` above 1, for every node touched at all: a
-    /// rounded release time may free a share before its own time comes).
+    /// The walk stops at the first time, from `not_before` on, at which
+    /// the free CPUs could reach `demand`: a bound that adds the CPUs every
+    /// release may free (with `bf_resolution` above 1, a node's CPUs for
+    /// every node touched at all: a rounded release time may free a share
+    /// before its own time comes).
     fn step_until_room(
         &mut self,
         mut t: Timestamp,
         d: i64,
         demand: i64,
+        not_before: Timestamp,
         horizon: Timestamp,
     ) -> Option<Timestamp> {
         if self.touch_at.len() != self.base.len() {
@@ -917,21 +942,25 @@ impl Timeline {
             if next > horizon {
                 break None;
             }
-            let mut touch = |i: usize, grows: bool| {
+            // `freed`: the CPUs a release there frees at most (`None`: a
+            // plan's start, which frees nothing at exact times).
+            let mut touch = |i: usize, freed: Option<i64>| {
                 if self.touch_at[i] == Timestamp::MIN {
                     pending.push(i);
                 }
                 self.touch_at[i] = next;
-                if grows {
-                    bound += i64::from(self.base[i].cpus);
-                }
+                bound += match freed {
+                    _ if !exact_releases => i64::from(self.base[i].cpus),
+                    Some(cpus) => cpus,
+                    None => 0,
+                };
             };
-            for (e, _) in self.releases.range((next, 0)..=(next, usize::MAX)) {
-                touch(e.1, true);
+            for (e, c) in self.releases.range((next, 0)..=(next, usize::MAX)) {
+                touch(e.1, Some(c.1));
             }
             if let Some(nodes) = self.added.get(&next) {
-                for &i in nodes {
-                    touch(i, true);
+                for &(i, cpus) in nodes {
+                    touch(i, Some(cpus));
                 }
             }
             for nodes in self
@@ -940,11 +969,11 @@ impl Timeline {
                 .map(|(_, nodes)| nodes)
             {
                 for &i in nodes {
-                    touch(i, !exact_releases);
+                    touch(i, None);
                 }
             }
             t = next;
-            if bound >= demand {
+            if bound >= demand && next >= not_before {
                 break Some(next);
             }
         };
@@ -1090,7 +1119,8 @@ impl Timeline {
             });
             self.plan_starts.entry(start).or_default().push(i);
             if key < FOREVER {
-                self.added.entry(key).or_default().push(i);
+                let cpus = freed_cpus(&self.base[i], na, alloc.exclusive);
+                self.added.entry(key).or_default().push((i, cpus));
             }
             if (start as u64) < self.next_plan[i] {
                 self.next_plan[i] = start as u64;
@@ -1898,7 +1928,7 @@ mod kept_timeline_tests {
     /// release times.
     type Held = (
         Vec<Vec<(Timestamp, u32, u32, bool)>>,
-        BTreeMap<(Timestamp, usize), u32>,
+        BTreeMap<(Timestamp, usize), (u32, i64)>,
     );
 
     fn holds(tl: &Timeline) -> Held {
@@ -1969,7 +1999,7 @@ mod kept_timeline_tests {
                 .map(|(e, _)| e.1)
                 .collect();
             if let Some(nodes) = tl.added.get(&next) {
-                touched.extend(nodes.iter().copied());
+                touched.extend(nodes.iter().map(|n| n.0));
             }
             touched.extend(
                 tl.plan_starts
@@ -2023,8 +2053,8 @@ mod kept_timeline_tests {
         /// `bf_resolution` 1 (exact release times) and above (rounded).
         #[test]
         fn the_walk_to_room_finds_what_stepping_finds(
-            run_specs in prop::collection::vec((0u32..6, 1u32..9, 1i64..3000), 0..30),
-            tries in prop::collection::vec((1u32..49, 1u32..60, any::<bool>()), 1..12),
+            run_specs in prop::collection::vec((0u32..6, 1u32..9, 1i64..3000, any::<bool>()), 0..30),
+            tries in prop::collection::vec((1u32..49, 1u32..60, any::<bool>(), 0i64..4000), 1..12),
             resolution in prop::sample::select(vec![1u32, 60]),
         ) {
             let nodes: Vec<NodeView> = (0..6).map(|_| plain_node()).collect();
@@ -2042,34 +2072,38 @@ mod kept_timeline_tests {
             let now = 1_000;
             let mut nodes = nodes;
             let mut running = Vec::new();
-            for (k, (on, cpus, end)) in run_specs.into_iter().enumerate() {
+            for (k, (on, cpus, end, exclusive)) in run_specs.into_iter().enumerate() {
                 let n = &mut nodes[on as usize];
                 let cpus = cpus.min(n.cpus - n.alloc_cpus);
-                if cpus == 0 {
+                if cpus == 0 || n.exclusive_in_use {
                     continue;
                 }
+                // A job alone on its node may hold it whole, with fewer CPUs.
+                let exclusive = exclusive && n.n_jobs == 0;
                 n.alloc_cpus += cpus;
                 n.n_jobs += 1;
+                n.exclusive_in_use = exclusive;
                 running.push(RunningJob {
                     job_id: JobId(k as u32 + 1),
                     end: now + end,
                     alloc: Cow::Owned(Allocation {
                         partition: 0,
                         nodes: vec![NodeAlloc { node: NodeIdx(on), cpus, mem: 0, tasks: cpus, gres: vec![] }],
-                        exclusive: false,
+                        exclusive,
                     }),
                     version: None,
                 });
             }
             let mut tl = Timeline::empty();
             tl.fill(&nodes, Running::All(&running), now, resolution);
-            for (k, (tasks, minutes, plan)) in tries.into_iter().enumerate() {
+            for (k, (tasks, minutes, plan, after)) in tries.into_iter().enumerate() {
                 let job = plain_job(100 + k as u32, tasks, minutes);
                 let d = i64::from(minutes) * 60;
                 let mut reference = tl.clone();
                 if plan {
-                    let want = earliest_stepping(&mut reference, &job, &parts, d, now, FOREVER);
-                    let got = tl.earliest(&job, &parts, d, now, FOREVER);
+                    let from = now + after;
+                    let want = earliest_stepping(&mut reference, &job, &parts, d, from, FOREVER);
+                    let got = tl.earliest(&job, &parts, d, from, FOREVER);
                     prop_assert_eq!(&got, &want);
                     if let Some((start, alloc)) = got {
                         tl.reserve(start, d, &alloc);
