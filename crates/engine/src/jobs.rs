@@ -1326,7 +1326,7 @@ impl Engine {
         free_cpus: u32,
     ) {
         let left = i64::from(free_cpus) - started_cpus(plan);
-        let mut entries: Vec<Walked> = check
+        let entries: Vec<Walked> = check
             .left_out
             .iter()
             .filter(|c| c.3 || c.2 <= left)
@@ -1339,7 +1339,10 @@ impl Engine {
                 )
             })
             .collect();
-        entries.sort_unstable_by_key(|e| (e.0, e.1));
+        // `left_out` is in order already (`freed_prefix`).
+        debug_assert!(entries
+            .windows(2)
+            .all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1)));
         let mut more = Vec::new();
         self.walk(&entries, plan, requests, &mut more, nodes, parts, left);
         requests.append(&mut more);
@@ -1684,10 +1687,10 @@ impl Engine {
         // one beyond (each job needs a CPU at least: this many are enough).
         let free = i64::from(free_cpus);
         let front = (free_cpus as usize + 2).min(cands.len());
-        if front < cands.len() {
-            cands.select_nth_unstable(front);
-        }
-        cands[..front].sort_unstable();
+        // All in order, the jobs left out too (`finish_prefix_pass` walks
+        // them in order): the job table is by id, which is nearly always
+        // the order already, and a sorted run costs one look per job.
+        cands.sort_unstable();
         let mut n = 0;
         let (mut demand, mut beyond) = (0, false);
         while n < front && !beyond {
@@ -1931,7 +1934,7 @@ struct PrefixCheck {
     /// No job holding resources has a time limit, nor has any job the pass
     /// may start: nothing comes free later, so nothing can be planned.
     nothing_ends: bool,
-    /// The jobs left out.
+    /// The jobs left out, in the order a pass tries them.
     left_out: Vec<LeftOut>,
 }
 
