@@ -338,7 +338,7 @@ impl Engine {
             if job.array.is_some() || job.desc.begin_time.is_some() || job.depend.is_some() {
                 self.touch();
             } else {
-                self.touch_submit(id);
+                self.touch_submit(id, job.desc.deadline.is_some());
             }
         }
         let partition = self.parts[job.partition].conf.name.clone();

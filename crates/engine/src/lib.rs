@@ -830,11 +830,13 @@ impl Engine {
 
     /// `touch` for a plain submission: the next pass may try only the new
     /// jobs (and the planned ones) when nothing else changed.
-    pub(crate) fn touch_submit(&mut self, id: JobId) {
+    /// `deadline`: the job has one (`--deadline`). Called before the job
+    /// enters the job table.
+    pub(crate) fn touch_submit(&mut self, id: JobId, deadline: bool) {
         self.sched_dirty = true;
         // A pending job without a begin time (the caller's condition) or a
         // deadline is due for nothing: the earliest deadline stays.
-        if self.jobs.get(&id).is_none_or(|j| j.desc.deadline.is_some()) {
+        if deadline {
             self.forget_wake();
         }
         if let Some(f) = &mut self.fresh {

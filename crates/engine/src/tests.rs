@@ -332,6 +332,25 @@ fn time_limit_times_out_and_terminates() {
 }
 
 #[test]
+fn a_plain_submission_keeps_the_earliest_deadline() {
+    let mut e = engine();
+    let mut d = desc();
+    d.time_limit = Some(TimeLimit::Minutes(1));
+    submit(&mut e, d, 0);
+    assert_eq!(e.next_wakeup(), Some(60));
+    // No begin time, no deadline: nothing comes due for it, so the kept
+    // deadline stays (before, the job was looked for before it was in the
+    // table, and every submission made the next timer look at every job).
+    submit(&mut e, desc(), 10);
+    assert_eq!(e.wake_cache, Some(Some(60)));
+    let mut d = desc();
+    d.deadline = Some(1_000);
+    submit(&mut e, d, 20);
+    assert_eq!(e.wake_cache, None);
+    assert_eq!(e.next_wakeup(), Some(60));
+}
+
+#[test]
 fn cancel_permissions_and_states() {
     let mut e = engine();
     let id = submit(&mut e, desc(), 0);
