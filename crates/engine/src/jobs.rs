@@ -1330,12 +1330,16 @@ impl Engine {
             .left_out
             .iter()
             .filter(|c| c.3 || c.2 <= left)
-            .map(|&(key, id, demand, must)| {
+            .map(|&(key, id, demand, must, parts)| {
                 (
                     key,
                     id,
                     demand,
-                    if must { Try::Must } else { Try::Optional },
+                    if must {
+                        Try::Must
+                    } else {
+                        Try::Optional(parts)
+                    },
                 )
             })
             .collect();
@@ -1356,7 +1360,7 @@ impl Engine {
         nodes: &[sched::NodeView],
         parts: &[sched::PartView],
         requests: &mut Vec<JobRequest>,
-        optional: &[(sched::OrderKey, JobId, i64)],
+        optional: &[(sched::OrderKey, JobId, i64, Option<u64>)],
         free_cpus: u32,
         now: Timestamp,
     ) -> sched::Plan {
@@ -1370,7 +1374,7 @@ impl Engine {
             .chain(
                 optional
                     .iter()
-                    .map(|&(key, id, demand)| (key, id, demand, Try::Optional)),
+                    .map(|&(key, id, demand, parts)| (key, id, demand, Try::Optional(parts))),
             )
             .collect();
         entries.sort_unstable_by_key(|e| (e.0, e.1));
@@ -1413,28 +1417,37 @@ impl Engine {
         parts: &[sched::PartView],
         mut left: i64,
     ) {
+        // The partitions where the pass has settled that later jobs wait,
+        // as of the last job tried.
+        let mut settled_parts = self.pass_cache.settled_parts(&self.sched_cfg);
         for &(_, id, demand, how) in entries {
             let req = match how {
                 Try::Given(i) => &requests[i],
-                Try::Must | Try::Optional => {
-                    let Some(job) = self.jobs.get(&id) else {
-                        continue;
+                Try::Must | Try::Optional(_) => {
+                    let settled = match how {
+                        Try::Optional(Some(mask)) => mask != 0 && mask & !settled_parts == 0,
+                        Try::Optional(None) => match self.jobs.get(&id) {
+                            Some(job) => self.pass_cache.settled(&job.partitions, &self.sched_cfg),
+                            None => continue,
+                        },
+                        _ => false,
                     };
-                    let settled = how == Try::Optional
-                        && self.pass_cache.settled(&job.partitions, &self.sched_cfg);
                     if settled && demand > left {
                         continue;
                     }
                     let kept = match self.request_cache.get(&id) {
                         Some(kept) => {
                             debug_assert_eq!(
-                                kept.req,
-                                self.request_for(job),
+                                Some(&kept.req),
+                                self.jobs.get(&id).map(|j| self.request_for(j)).as_ref(),
                                 "kept request of {id}"
                             );
                             kept
                         }
                         None => {
+                            let Some(job) = self.jobs.get(&id) else {
+                                continue;
+                            };
                             let req = self.request_for(job);
                             let probe = sched::Probe::of(&req);
                             let kept = crate::KeptRequest { req, probe };
@@ -1458,6 +1471,7 @@ impl Engine {
             let Some(next) = sched::plan_more(&view, &self.sched_cfg, &mut self.pass_cache) else {
                 continue;
             };
+            settled_parts = self.pass_cache.settled_parts(&self.sched_cfg);
             left -= started_cpus(&next);
             plan.decisions.extend(next.decisions);
             plan.planned.extend(next.planned);
@@ -1511,7 +1525,8 @@ impl Engine {
                         && !only.contains(&id)
                         && self.leavable(job, limited, now) =>
                 {
-                    optional.push((job_order_key(job, parts), id, demand_cpus(job)));
+                    let key = job_order_key(job, parts);
+                    optional.push((key, id, demand_cpus(job), parts_mask(&job.partitions)));
                 }
                 _ => {
                     only.insert(id);
@@ -1681,7 +1696,8 @@ impl Engine {
             let leavable = job.array.is_none() && job.reason == PendingReason::Priority;
             let must =
                 !leavable || needed.contains(&job.id) || aged.as_ref().is_some_and(|a| a(job));
-            cands.push((key, job.id, demand_cpus(job), must));
+            let mask = parts_mask(&job.partitions);
+            cands.push((key, job.id, demand_cpus(job), must, mask));
         }
         // The first jobs in order, as many as the free CPUs could hold and
         // one beyond (each job needs a CPU at least: this many are enough).
@@ -1939,8 +1955,17 @@ struct PrefixCheck {
 }
 
 /// A job a pass over a prefix of the queue left out: (order key, id, CPUs
-/// it needs, whether it must be tried all the same).
-type LeftOut = (sched::OrderKey, JobId, i64, bool);
+/// it needs, whether it must be tried all the same, its `parts_mask`).
+type LeftOut = (sched::OrderKey, JobId, i64, bool, Option<u64>);
+
+/// A job's partitions as a bit set (`sched::PassCache::settled_parts`),
+/// where every index is below 64: `Engine::walk` reads them without a look
+/// at the job.
+fn parts_mask(partitions: &[usize]) -> Option<u64> {
+    partitions
+        .iter()
+        .try_fold(0u64, |m, &p| (p < 64).then(|| m | 1 << p))
+}
 
 /// A job `Engine::walk` goes over: (order key, id, CPUs it needs, how).
 type Walked = (sched::OrderKey, JobId, i64, Try);
@@ -1952,8 +1977,9 @@ enum Try {
     Given(usize),
     /// Always, with its own request.
     Must,
-    /// Unless the pass has shown it would wait.
-    Optional,
+    /// Unless the pass has shown it would wait; with the job's
+    /// partitions (`parts_mask`).
+    Optional(Option<u64>),
 }
 
 impl PrefixCheck {
@@ -2007,8 +2033,9 @@ struct Pass {
     throttled: Vec<JobId>,
     waiting_to_begin: Vec<JobId>,
     /// Jobs the pass tries only where the pass has not shown that they
-    /// would wait (`Engine::walk_pass`): (order key, id, CPUs it needs).
-    optional: Vec<(sched::OrderKey, JobId, i64)>,
+    /// would wait (`Engine::walk_pass`): (order key, id, CPUs it needs,
+    /// its `parts_mask`).
+    optional: Vec<(sched::OrderKey, JobId, i64, Option<u64>)>,
 }
 
 /// (min nodes, max nodes, tasks) from the request, with Slurm's defaults:

@@ -1289,6 +1289,20 @@ impl PassCache {
             })
     }
 
+    /// The partitions below 64 that `settled` holds for, as a bit set:
+    /// `settled(ps)` for partitions all below 64 is `ps` not empty and
+    /// every one of its bits set here.
+    pub fn settled_parts(&self, cfg: &SchedConfig) -> u64 {
+        (0..64usize)
+            .take_while(|&p| {
+                self.pass
+                    .as_ref()
+                    .is_some_and(|s| p < s.blocked_parts.len())
+            })
+            .filter(|&p| self.settled(&[p], cfg))
+            .fold(0, |m, p| m | 1 << p)
+    }
+
     /// `cannot_start` for the job `probe` was made of (a caller that asks
     /// about the same jobs pass after pass keeps their probes).
     pub fn cannot_start_as(&self, probe: &Probe) -> bool {
