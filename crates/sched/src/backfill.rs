@@ -346,6 +346,8 @@ struct Timeline {
     is_moved: Vec<bool>,
     /// Scratch for the nodes a step of `earliest` touches.
     touched: Vec<usize>,
+    /// Scratch for `overlay_to`: the nodes in `touched` (all false between).
+    in_touched: Vec<bool>,
     /// Per node: the last time `step_until_room` touched it (`MIN`: not).
     touch_at: Vec<Timestamp>,
     /// Free CPUs on available nodes of `base`.
@@ -415,6 +417,7 @@ impl Timeline {
             touched: Vec::new(),
             is_moved: Vec::new(),
             touch_at: Vec::new(),
+            in_touched: Vec::new(),
             base_free: 0,
             free: 0,
             hist: vec![0; HIST_MAX + 1],
@@ -851,15 +854,20 @@ impl Timeline {
         let (lo, hi) = (k.min(k0), k.max(k0));
         let mut touched = std::mem::take(&mut self.touched);
         touched.clear();
-        touched.extend(
-            self.plan_starts
-                .values()
-                .skip(lo)
-                .take(hi - lo)
-                .flat_map(|nodes| nodes.iter().copied()),
-        );
+        // Each node once: plans of wide jobs share most of their nodes,
+        // and a rebuild lays on every plan of the node at once.
+        let in_touched = &mut self.in_touched;
+        in_touched.resize(self.base.len(), false);
+        for nodes in self.plan_starts.values().skip(lo).take(hi - lo) {
+            for &i in nodes {
+                if !std::mem::replace(&mut in_touched[i], true) {
+                    touched.push(i);
+                }
+            }
+        }
         let now = self.now;
         for &i in &touched {
+            self.in_touched[i] = false;
             self.recompute(i, now, d);
         }
         self.touched = touched;
