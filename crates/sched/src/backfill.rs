@@ -1116,6 +1116,13 @@ impl Timeline {
         self.overlay_free.clear();
         let end = start.saturating_add(d);
         let key = self.round_up(end);
+        // One look-up per plan, not per node.
+        let starts = self.plan_starts.entry(start).or_default();
+        starts.reserve(alloc.nodes.len());
+        let mut ends = (key < FOREVER).then(|| self.added.entry(key).or_default());
+        if let Some(e) = ends.as_mut() {
+            e.reserve(alloc.nodes.len());
+        }
         for na in &alloc.nodes {
             let i = na.node.0 as usize;
             self.planned_on[i].push(Hold {
@@ -1125,10 +1132,9 @@ impl Timeline {
                 exclusive: alloc.exclusive,
                 job: None,
             });
-            self.plan_starts.entry(start).or_default().push(i);
-            if key < FOREVER {
-                let cpus = freed_cpus(&self.base[i], na, alloc.exclusive);
-                self.added.entry(key).or_default().push((i, cpus));
+            starts.push(i);
+            if let Some(e) = ends.as_mut() {
+                e.push((i, freed_cpus(&self.base[i], na, alloc.exclusive)));
             }
             if (start as u64) < self.next_plan[i] {
                 self.next_plan[i] = start as u64;
