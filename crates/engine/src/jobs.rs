@@ -2093,3 +2093,17 @@ fn demand_cpus(j: &Job) -> i64 {
         tasks * cpt
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parts_mask;
+
+    #[test]
+    fn parts_mask_is_a_bit_per_partition_below_64() {
+        assert_eq!(parts_mask(&[]), Some(0));
+        assert_eq!(parts_mask(&[0, 2]), Some(0b101));
+        assert_eq!(parts_mask(&[2, 0, 2]), Some(0b101));
+        assert_eq!(parts_mask(&[63]), Some(1 << 63));
+        assert_eq!(parts_mask(&[1, 64]), None);
+    }
+}

@@ -1076,3 +1076,33 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// `PassCache::settled_parts` is `PassCache::settled` as a bit set:
+    /// after a pass over jobs of three partitions, a set of partitions is
+    /// settled exactly where all its bits are.
+    #[test]
+    fn settled_parts_agrees_with_settled(
+        s in scenario(),
+        of in prop::collection::vec(1usize..8, 14),
+        reserve in prop::sample::select(vec![Some(0u32), Some(1), Some(2), None]),
+    ) {
+        let parts = [part(s.nodes.len() as u32), part(s.nodes.len() as u32), part(s.nodes.len() as u32)];
+        let mut jobs = s.jobs.clone();
+        for (j, set) in jobs.iter_mut().zip(&of) {
+            j.partitions = (0..3).filter(|p| set & (1 << p) != 0).collect();
+        }
+        for mut cfg in every_policy() {
+            cfg.bf_job_part_count_reserve = reserve.or(cfg.bf_job_part_count_reserve);
+            let view = ClusterView { nodes: &s.nodes, parts: &parts, jobs: &jobs, running: &s.running };
+            let mut cache = PassCache::default();
+            plan_with(&view, &cfg, 0, &mut cache);
+            let bits = cache.settled_parts(&cfg);
+            for set in 0u64..8 {
+                let ps: Vec<usize> = (0..3).filter(|p| set & (1 << p) != 0).collect();
+                let by_bits = set != 0 && set & !bits == 0;
+                prop_assert_eq!(cache.settled(&ps, &cfg), by_bits, "{:?}", ps);
+            }
+        }
+    }
+}
