@@ -1307,12 +1307,11 @@ impl PassCache {
     /// `settled(ps)` for partitions all below 64 is `ps` not empty and
     /// every one of its bits set here.
     pub fn settled_parts(&self, cfg: &SchedConfig) -> u64 {
-        (0..64usize)
-            .take_while(|&p| {
-                self.pass
-                    .as_ref()
-                    .is_some_and(|s| p < s.blocked_parts.len())
-            })
+        let n = self
+            .pass
+            .as_ref()
+            .map_or(0, |s| s.blocked_parts.len().min(64));
+        (0..n)
             .filter(|&p| self.settled(&[p], cfg))
             .fold(0, |m, p| m | 1 << p)
     }
