@@ -162,7 +162,6 @@ impl Engine {
             a.pending = TaskSet::new();
         }
         self.jobs.insert(id, job);
-        self.index_pending(id);
         self.index_task(array_id, task, id);
         self.touch();
         self.record(array_id, now);

@@ -346,7 +346,6 @@ impl Engine {
         job.script = self.intern_script(job.script.to_string());
         job.desc = self.intern_desc(job.desc);
         self.jobs.insert(id, Box::new(job));
-        self.index_pending(id);
         self.record(id, now);
         Ok(SubmitReply {
             job_id: id,
@@ -599,7 +598,6 @@ impl Engine {
             // The run being ended is the one before this requeue.
             self.node_command_terminate(alloc.nodes[0].node, id, old_run);
         }
-        self.index_pending(id);
     }
 
     /// A node daemon reports that a batch script ended.
@@ -964,7 +962,6 @@ impl Engine {
             self.check_feasible(&next)?;
         }
         self.jobs.insert(id, next);
-        self.index_pending(id);
         Ok(())
     }
 
@@ -1090,6 +1087,7 @@ impl Engine {
             && (!freed
                 || (one_reservation && self.parts.len() == 1 && !self.settings.enforce.limits));
         let parts = self.part_views();
+        self.refresh_queue();
         let fresh = fresh.filter(|_| may_reduce);
         // Every first blocked job holds a plan (else the pass would plan
         // the next one, which a pass over new jobs does not try). A pass
@@ -1113,7 +1111,7 @@ impl Engine {
                     .chain(self.plans.keys())
                     .chain(&self.heads)
                     .copied();
-                let prefix = self.freed_prefix(needed, &parts, &limited, free_cpus, now);
+                let prefix = self.freed_prefix(needed, &limited, free_cpus, now);
                 match prefix {
                     Some((only, check)) => {
                         prefix_check = Some(check);
@@ -1193,7 +1191,7 @@ impl Engine {
         };
         let mut arrays = arrays;
         let prefix_failed = match &prefix_check {
-            Some(check) if check.behind_plan(&plan) => {
+            Some(check) if check.behind_plan(&plan, || self.holders_endless()) => {
                 self.finish_prefix_pass(check, &mut plan, &mut requests, &nodes, &parts, free_cpus);
                 // The jobs left out come after every job tried.
                 self.last_order_key = self.last_order_key.max(check.max_left_key);
@@ -1479,20 +1477,21 @@ impl Engine {
         }
     }
 
-    /// Whether a pass may leave `job` out where it would only wait: a
-    /// plain pending job (no array) that a pass would try (not held, not
-    /// waiting for a dependency, its begin time, a limit or a preemptor),
-    /// already waiting for Priority.
-    fn leavable(&self, job: &Job, limited: &crate::limits::LimitCheck, now: Timestamp) -> bool {
-        job.state == JobState::Pending
-            && !job.completing
-            && job.held.is_none()
-            && job.dep_status == crate::DepStatus::Clear
-            && job.desc.begin_time.is_none_or(|b| b <= now)
-            && !limited.blocked.contains_key(&job.id)
-            && !self.waits_for_preemptor(job)
-            && job.array.is_none()
-            && job.reason == PendingReason::Priority
+    /// Whether a pass may leave the job of `q` out where it would only
+    /// wait: a plain pending job (no array) that a pass would try (not
+    /// held, not waiting for a dependency, its begin time, a limit or a
+    /// preemptor), already waiting for Priority.
+    fn leavable(
+        &self,
+        q: &crate::queue::Queued,
+        limited: &crate::limits::LimitCheck,
+        now: Timestamp,
+    ) -> bool {
+        q.ready(now)
+            && !limited.blocked.contains_key(&q.id)
+            && !self.preemptor_waits(q.preempted_by)
+            && !q.array
+            && q.by_priority
     }
 
     /// The requests of a short pass: the new jobs `ids`, the planned and
@@ -1519,14 +1518,13 @@ impl Engine {
         // a pass may leave out (plain ones waiting for Priority).
         let mut optional = Vec::new();
         for id in startable {
-            match self.jobs.get(&id) {
-                Some(job)
+            match self.queue.get(id) {
+                Some((&key, q))
                     if !self.walk_passes_off
                         && !only.contains(&id)
-                        && self.leavable(job, limited, now) =>
+                        && self.leavable(q, limited, now) =>
                 {
-                    let key = job_order_key(job, parts);
-                    optional.push((key, id, demand_cpus(job), parts_mask(&job.partitions)));
+                    optional.push((key, id, q.demand, q.mask));
                 }
                 _ => {
                     only.insert(id);
@@ -1611,33 +1609,29 @@ impl Engine {
         true
     }
 
-    /// Enters a pending job in `pending_index` (nothing for others).
-    pub(crate) fn index_pending(&mut self, id: JobId) {
-        if let Some(j) = self.jobs.get(&id).filter(|j| j.state == JobState::Pending) {
-            self.pending_index.insert((pending_key(j), id));
-        }
+    /// Brings `queue` up to date with the jobs changed since a pass last
+    /// read it (and with the partitions, when they changed).
+    pub(crate) fn refresh_queue(&mut self) {
+        let setting = crate::queue::Setting {
+            tiers: self.parts.iter().map(|p| p.conf.priority_tier).collect(),
+            sizes: self.part_sizes(),
+        };
+        self.queue.update(&mut self.jobs, &setting);
     }
 
-    /// The pending jobs (not completing, not held) of `pending_index`
-    /// entries in `range`, dropping the entries that no longer hold (the
-    /// job left, is no longer pending, or is under another key now).
-    fn pending_in(&mut self, range: impl std::ops::RangeBounds<(i64, JobId)>) -> Vec<JobId> {
-        let mut out = Vec::new();
-        let mut stale = Vec::new();
-        for &(key, id) in self.pending_index.range(range) {
-            match self.jobs.get(&id) {
-                Some(j) if j.state == JobState::Pending && pending_key(j) == key => {
-                    if !j.completing && j.held.is_none() {
-                        out.push(id);
-                    }
-                }
-                _ => stale.push((key, id)),
-            }
-        }
-        for e in stale {
-            self.pending_index.remove(&e);
-        }
-        out
+    /// Every partition's size (`sched::PartSize`), in CPUs and nodes.
+    fn part_sizes(&self) -> Vec<sched::PartSize> {
+        self.parts
+            .iter()
+            .map(|p| sched::PartSize {
+                cpus: p
+                    .nodes
+                    .iter()
+                    .map(|n| i64::from(self.nodes[n.0 as usize].conf.cpus))
+                    .sum(),
+                nodes: p.nodes.len() as i64,
+            })
+            .collect()
     }
 
     /// After job ends (and submissions) only, with one partition and the
@@ -1659,7 +1653,6 @@ impl Engine {
     fn freed_prefix(
         &self,
         needed: impl Iterator<Item = JobId>,
-        parts: &[sched::PartView],
         limited: &crate::limits::LimitCheck,
         free_cpus: u32,
         now: Timestamp,
@@ -1671,42 +1664,30 @@ impl Engine {
         let aged = self.aged_test(now);
         let mut only = std::collections::BTreeSet::new();
         let mut cands: Vec<LeftOut> = Vec::new();
-        let mut nothing_ends = true;
-        for job in self.jobs.values() {
-            if job.alloc.is_some() {
-                let forever =
-                    job.state == JobState::Running && !job.completing && job.limit_end().is_none();
-                nothing_ends &= forever;
-            }
-            if job.state != JobState::Pending
-                || job.completing
-                || job.held.is_some()
-                || job.dep_status != crate::DepStatus::Clear
-                || limited.blocked.contains_key(&job.id)
-                || self.waits_for_preemptor(job)
+        let mut pending_endless = true;
+        // In the order a pass tries jobs (`left_out` must be, for
+        // `finish_prefix_pass`).
+        for (&key, q) in self.queue.in_order() {
+            if !q.free
+                || !q.dep_clear
+                || limited.blocked.contains_key(&q.id)
+                || self.preemptor_waits(q.preempted_by)
             {
                 continue;
             }
-            if job.desc.begin_time.is_some_and(|b| b > now) {
-                only.insert(job.id);
+            if q.begin.is_some_and(|b| b > now) {
+                only.insert(q.id);
                 continue;
             }
-            let key = job_order_key(job, parts);
-            nothing_ends &= job.time_limit == TimeLimit::Unlimited && job.desc.time_min.is_none();
-            let leavable = job.array.is_none() && job.reason == PendingReason::Priority;
-            let must =
-                !leavable || needed.contains(&job.id) || aged.as_ref().is_some_and(|a| a(job));
-            let mask = parts_mask(&job.partitions);
-            cands.push((key, job.id, demand_cpus(job), must, mask));
+            pending_endless &= q.endless;
+            let leavable = !q.array && q.by_priority;
+            let must = !leavable || needed.contains(&q.id) || aged.as_ref().is_some_and(|a| a(q));
+            cands.push((key, q.id, q.demand, must, q.mask));
         }
         // The first jobs in order, as many as the free CPUs could hold and
         // one beyond (each job needs a CPU at least: this many are enough).
         let free = i64::from(free_cpus);
         let front = (free_cpus as usize + 2).min(cands.len());
-        // All in order, the jobs left out too (`finish_prefix_pass` walks
-        // them in order): the job table is by id, which is nearly always
-        // the order already, and a sorted run costs one look per job.
-        cands.sort_unstable();
         let mut n = 0;
         let (mut demand, mut beyond) = (0, false);
         while n < front && !beyond {
@@ -1724,28 +1705,43 @@ impl Engine {
         only.extend(taken.iter().map(|c| c.1));
         let check = PrefixCheck {
             max_left_key: rest.iter().map(|c| c.0).max(),
-            nothing_ends,
+            pending_endless,
             left_out: rest,
         };
         Some((only, check))
     }
 
-    /// Pending jobs other than `fresh` that need no more CPUs than `free`
-    /// (`sched::demand_cpus` of their request; array records always): the
-    /// only older jobs a pass after submissions could start.
-    fn startable_waiting(&mut self, fresh: &[JobId], free: u32) -> Vec<JobId> {
-        let mut ids = self.pending_in(..=(i64::from(free), JobId(u32::MAX)));
-        ids.retain(|id| !fresh.contains(id));
-        ids
+    /// Whether no job holding resources will end by itself: each runs
+    /// without a time limit and is not completing.
+    fn holders_endless(&self) -> bool {
+        self.holding.keys().all(|id| {
+            self.jobs.get(id).is_some_and(|j| {
+                j.state == JobState::Running && !j.completing && j.limit_end().is_none()
+            })
+        })
     }
 
-    /// Pending jobs that have waited at least `bf_age_reserve` (none when
-    /// it is off): a pass plans each of them, wherever it is in the queue.
-    fn aged_waiting(&mut self, now: Timestamp) -> Vec<JobId> {
+    /// Pending jobs other than `fresh` that need no more CPUs than `free`
+    /// (`sched::demand_cpus` of their request; array records always),
+    /// neither completing nor held: the only older jobs a pass after
+    /// submissions could start.
+    fn startable_waiting(&self, fresh: &[JobId], free: u32) -> Vec<JobId> {
+        self.queue
+            .by_demand(..=(i64::from(free), JobId(u32::MAX)))
+            .map(|q| q.id)
+            .filter(|id| !fresh.contains(id))
+            .collect()
+    }
+
+    /// Pending jobs, neither completing nor held, that have waited at
+    /// least `bf_age_reserve` or are due by `bf_slowdown_reserve` (none
+    /// when both are off): a pass plans each of them, wherever it is in
+    /// the queue.
+    fn aged_waiting(&self, now: Timestamp) -> Vec<JobId> {
         let cfg = &self.sched_cfg;
-        if cfg.bf_age_reserve.is_none() && cfg.bf_slowdown_reserve.is_none() {
+        let Some(aged) = self.aged_test(now) else {
             return Vec::new();
-        }
+        };
         // By slowdown alone, only jobs asking for at least the width of
         // some partition (CPUs, or nodes for whole-node jobs) can be due;
         // array records (key MIN) are looked at whatever they ask.
@@ -1753,54 +1749,34 @@ impl Engine {
             i64::MIN
         } else {
             let smallest = self
-                .parts
+                .part_sizes()
                 .iter()
-                .map(|p| {
-                    let cpus: i64 = p
-                        .nodes
-                        .iter()
-                        .map(|n| i64::from(self.nodes[n.0 as usize].conf.cpus))
-                        .sum();
-                    cpus.min(p.nodes.len() as i64)
-                })
+                .map(|p| p.cpus.min(p.nodes))
                 .min()
                 .unwrap_or(0);
             smallest.saturating_mul(i64::from(cfg.bf_slowdown_reserve_width)) / 100
         };
-        let mut ids = self.pending_in((i64::MIN, JobId(0))..=(i64::MIN, JobId(u32::MAX)));
-        ids.extend(self.pending_in((least.max(i64::MIN + 1), JobId(0))..));
-        let Some(aged) = self.aged_test(now) else {
-            return Vec::new();
-        };
-        ids.retain(|id| aged(&self.jobs[id]));
-        ids
+        let arrays = self
+            .queue
+            .by_demand((i64::MIN, JobId(0))..=(i64::MIN, JobId(u32::MAX)));
+        let others = self.queue.by_demand((least.max(i64::MIN + 1), JobId(0))..);
+        arrays
+            .chain(others)
+            .filter(|q| aged(q))
+            .map(|q| q.id)
+            .collect()
     }
 
     /// Whether a pending job has waited long enough for a plan of its own
-    /// (`aged_waiting`); `None` when no setting gives such plans.
-    fn aged_test(&self, now: Timestamp) -> Option<impl Fn(&Job) -> bool + '_> {
+    /// (`aged_waiting`), from its facts in the queue; `None` when no
+    /// setting gives such plans.
+    fn aged_test(&self, now: Timestamp) -> Option<impl Fn(&crate::queue::Queued) -> bool + '_> {
         let cfg = &self.sched_cfg;
         if cfg.bf_age_reserve.is_none() && cfg.bf_slowdown_reserve.is_none() {
             return None;
         }
-        let sizes: Vec<sched::PartSize> = self
-            .parts
-            .iter()
-            .map(|p| sched::PartSize {
-                cpus: p
-                    .nodes
-                    .iter()
-                    .map(|n| i64::from(self.nodes[n.0 as usize].conf.cpus))
-                    .sum(),
-                nodes: p.nodes.len() as i64,
-            })
-            .collect();
-        Some(move |j: &Job| {
-            let share = || {
-                let mine = j.partitions.iter().filter_map(|&p| sizes.get(p).copied());
-                sched::Share::of(demand_cpus(j), j.desc.exclusive, mine)
-            };
-            sched::due_reservation(cfg, j.submit_time, j.time_limit, share, now)
+        Some(move |q: &crate::queue::Queued| {
+            sched::due_reservation(cfg, q.submit, q.limit, || q.share, now)
         })
     }
 
@@ -1947,9 +1923,10 @@ fn freed_pass_holds(plan: &sched::Plan, old_heads: &[JobId]) -> bool {
 struct PrefixCheck {
     /// The order key of the last job left out.
     max_left_key: Option<sched::OrderKey>,
-    /// No job holding resources has a time limit, nor has any job the pass
-    /// may start: nothing comes free later, so nothing can be planned.
-    nothing_ends: bool,
+    /// No job the pass may start has a time limit (nor a --time-min): with
+    /// no job holding resources that has one either (`holders_endless`),
+    /// nothing comes free later, so nothing can be planned.
+    pending_endless: bool,
     /// The jobs left out, in the order a pass tries them.
     left_out: Vec<LeftOut>,
 }
@@ -1961,7 +1938,7 @@ type LeftOut = (sched::OrderKey, JobId, i64, bool, Option<u64>);
 /// A job's partitions as a bit set (`sched::PassCache::settled_parts`),
 /// where every index is below 64: `Engine::walk` reads them without a look
 /// at the job.
-fn parts_mask(partitions: &[usize]) -> Option<u64> {
+pub(crate) fn parts_mask(partitions: &[usize]) -> Option<u64> {
     partitions
         .iter()
         .try_fold(0u64, |m, &p| (p < 64).then(|| m | 1 << p))
@@ -1987,13 +1964,14 @@ impl PrefixCheck {
     /// after `plan`: none gets a plan (one was made, which the policy's one
     /// per partition allows, or none can be) and each is behind a blocked
     /// job (the pass left one waiting for Resources), so its reason is
-    /// Priority.
-    fn behind_plan(&self, plan: &sched::Plan) -> bool {
+    /// Priority. `holders_endless`: whether no job holding resources
+    /// has a time limit (asked only where no plan was made).
+    fn behind_plan(&self, plan: &sched::Plan, holders_endless: impl FnOnce() -> bool) -> bool {
         let blocked = plan
             .decisions
             .iter()
             .any(|(_, d)| matches!(d, Decision::Wait(PendingReason::Resources)));
-        blocked && (!plan.planned.is_empty() || self.nothing_ends)
+        blocked && (!plan.planned.is_empty() || self.pending_endless && holders_endless())
     }
 }
 
@@ -2006,23 +1984,6 @@ fn started_cpus(plan: &sched::Plan) -> i64 {
             Decision::Wait(_) => 0,
         })
         .sum()
-}
-
-/// `sched::order_key` of the request `job` makes, without making it.
-fn job_order_key(job: &Job, parts: &[sched::PartView]) -> sched::OrderKey {
-    let tier = job
-        .partitions
-        .iter()
-        .filter_map(|p| parts.get(*p))
-        .map(|p| p.priority_tier)
-        .max()
-        .unwrap_or(0);
-    (
-        std::cmp::Reverse(tier),
-        std::cmp::Reverse(job.priority),
-        job.submit_time,
-        job.id,
-    )
 }
 
 /// What one pass collects before it plans.
@@ -2067,7 +2028,7 @@ pub(crate) fn shape(d: &JobDesc) -> (u32, u32, u32) {
 /// leave out to be tried (`Engine::freed_prefix`).
 pub(crate) const PREFIX_MIN_LEFT_OUT: usize = 64;
 
-/// A pending job's key in `Engine::pending_index`: the CPUs it asks for
+/// A pending job's key in `Engine::queue`'s index by demand: the CPUs it asks for
 /// (`demand_cpus`), `i64::MIN` for an array record (each pass may start
 /// some of its tasks whatever one asks).
 pub(crate) fn pending_key(j: &Job) -> i64 {
@@ -2080,7 +2041,7 @@ pub(crate) fn pending_key(j: &Job) -> i64 {
 
 /// The CPUs a pending job asks for, counted as `sched::demand_cpus` counts
 /// its request (nodes for whole-node jobs).
-fn demand_cpus(j: &Job) -> i64 {
+pub(crate) fn demand_cpus(j: &Job) -> i64 {
     let d = &j.desc;
     let cpt = i64::from(d.cpus_per_task.unwrap_or(1).max(1));
     let tasks = match d.ntasks_per_node {

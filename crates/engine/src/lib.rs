@@ -27,6 +27,7 @@ mod nodes;
 mod persist;
 mod preempt;
 mod priority;
+mod queue;
 mod steps;
 
 use model::{ExitCode, JobId, JobState, NodeBase, NodeState, PendingReason, TimeLimit, Timestamp};
@@ -515,7 +516,7 @@ pub struct Engine {
     nodes: Vec<Node>,
     node_by_name: BTreeMap<String, NodeIdx>,
     parts: Vec<Partition>,
-    jobs: BTreeMap<JobId, Box<Job>>,
+    jobs: queue::JobTable,
     next_job_id: u32,
     n_submitted: u32,
     outbox: Vec<Command>,
@@ -573,13 +574,14 @@ pub struct Engine {
     /// cleared by a look that finds none (`evaluate_dependencies`), so a
     /// pass with no dependencies anywhere does not look at every job.
     may_depend: bool,
-    /// Every pending job, by (`pending_key`, id): what a pass after
-    /// submissions reads to find the older jobs that could use the free
-    /// CPUs (and the wide ones due for a plan) without a look at every
-    /// job. Entered where a job becomes pending (submission, array split,
-    /// update, requeue, restore); entries of jobs no longer pending, or
-    /// under an old key, are dropped when read.
-    pending_index: BTreeSet<(i64, JobId)>,
+    /// Every pending job's facts that a pass reads, in the order passes
+    /// try jobs and by the CPUs each asks for: what a pass after job ends
+    /// or submissions reads to find the jobs it must try, and the older
+    /// jobs that could use the free CPUs (and the wide ones due for a
+    /// plan), without a look at every job. Brought up to date from the
+    /// jobs changed since (`JobTable`) where a pass reads it
+    /// (`refresh_queue`).
+    queue: queue::Queue,
     /// Pending jobs' requests (`request_for`) as the passes since the last
     /// `touch` made them: only submissions and job ends happened since,
     /// and neither changes a pending job's request. Emptied by the first
@@ -704,7 +706,7 @@ impl Engine {
             nodes,
             node_by_name,
             parts,
-            jobs: BTreeMap::new(),
+            jobs: queue::JobTable::default(),
             n_submitted: 0,
             outbox: Vec::new(),
             boot_time: now,
@@ -728,7 +730,7 @@ impl Engine {
             holding: BTreeMap::new(),
             alloc_versions: 0,
             may_depend: false,
-            pending_index: BTreeSet::new(),
+            queue: queue::Queue::default(),
             request_cache: std::collections::HashMap::default(),
             running_changed: BTreeSet::new(),
             running_all: true,
@@ -1212,13 +1214,7 @@ impl Engine {
                 }
             }
         }
-        for j in self.jobs.values() {
-            if j.state == JobState::Pending
-                && !self.pending_index.contains(&(jobs::pending_key(j), j.id))
-            {
-                problems.push(format!("pending job {} is not in the pending index", j.id));
-            }
-        }
+        problems.extend(self.queue.problems(&self.jobs));
         let holders: Vec<JobId> = self
             .jobs
             .values()

@@ -308,7 +308,6 @@ impl Engine {
             };
             let alloc = job.alloc.clone();
             e.jobs.insert(id, job);
-            e.index_pending(id);
             if let Some(a) = alloc {
                 e.take_resources(id, &a, boot_time);
             }

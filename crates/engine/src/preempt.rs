@@ -517,7 +517,13 @@ impl Engine {
     /// A job requeued by preemption leaves the resources it gave up to its
     /// preemptor: it is not tried while that job still waits to start.
     pub(crate) fn waits_for_preemptor(&self, job: &Job) -> bool {
-        job.preempted_by.is_some_and(|p| {
+        self.preemptor_waits(job.preempted_by)
+    }
+
+    /// Whether a job requeued by preemption for `preemptor` (none: not)
+    /// waits for it (`waits_for_preemptor`).
+    pub(crate) fn preemptor_waits(&self, preemptor: Option<JobId>) -> bool {
+        preemptor.is_some_and(|p| {
             self.jobs
                 .get(&p)
                 .is_some_and(|p| p.state == JobState::Pending && p.held.is_none())

@@ -1669,7 +1669,7 @@ pub fn aged(cfg: &SchedConfig, job: &JobRequest, sizes: &[PartSize], now: Timest
 }
 
 /// A partition's size, for [`Share`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PartSize {
     /// Its nodes' CPUs.
     pub cpus: i64,
@@ -1696,7 +1696,7 @@ impl PartSize {
 
 /// What a job asks for against the largest of its partitions: CPUs of CPUs,
 /// or nodes of nodes for whole-node jobs.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Share {
     asks: i64,
     of: i64,

@@ -1,0 +1,302 @@
+//! The job table, which notes the jobs changed since the scheduler last
+//! looked, and the queue: what a scheduling pass reads of every pending job,
+//! in the order passes try them, kept from one pass to the next.
+//!
+//! A pass after job ends or submissions looks at thousands of pending jobs
+//! to decide which it may leave out (`Engine::freed_prefix`,
+//! `Engine::short_pass`). Read from the job records, that is several
+//! scattered records per job (the job, its description, its partitions);
+//! the queue keeps the few facts a pass reads together, and is brought up
+//! to date from the jobs changed since (`JobTable::get_mut` and the other
+//! changing calls note them), so that a pass reads no job it does not try.
+
+use crate::{DepStatus, IdHash, Job};
+use model::{JobId, JobState, PendingReason, TimeLimit, Timestamp};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The jobs by id. Reads go to the map (`Deref`); every change goes
+/// through a call here, which notes the job as changed for the queue.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct JobTable {
+    map: BTreeMap<JobId, Box<Job>>,
+    /// Jobs that may have changed since `take_changed` (repeats allowed).
+    changed: Vec<JobId>,
+}
+
+impl std::ops::Deref for JobTable {
+    type Target = BTreeMap<JobId, Box<Job>>;
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
+impl JobTable {
+    /// The job, to change: noted as changed.
+    pub(crate) fn get_mut(&mut self, id: &JobId) -> Option<&mut Box<Job>> {
+        let job = self.map.get_mut(id)?;
+        self.changed.push(*id);
+        Some(job)
+    }
+
+    pub(crate) fn insert(&mut self, id: JobId, job: Box<Job>) -> Option<Box<Job>> {
+        self.changed.push(id);
+        self.map.insert(id, job)
+    }
+
+    pub(crate) fn remove(&mut self, id: &JobId) -> Option<Box<Job>> {
+        self.changed.push(*id);
+        self.map.remove(id)
+    }
+
+    /// The jobs changed since the last call (each once, in id order: a
+    /// job's facts are entered once, from the job as it is now).
+    fn take_changed(&mut self) -> Vec<JobId> {
+        let mut ids = std::mem::take(&mut self.changed);
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+}
+
+/// What a pass reads of one pending job (`Queue`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Queued {
+    pub(crate) id: JobId,
+    /// The CPUs it asks for (`jobs::demand_cpus`).
+    pub(crate) demand: i64,
+    /// Its partitions as a bit set (`jobs::parts_mask`).
+    pub(crate) mask: Option<u64>,
+    /// Neither completing nor held.
+    pub(crate) free: bool,
+    /// No dependency outstanding.
+    pub(crate) dep_clear: bool,
+    pub(crate) begin: Option<Timestamp>,
+    /// An array record (a whole array or a task with its own record).
+    pub(crate) array: bool,
+    /// Its reason is Priority.
+    pub(crate) by_priority: bool,
+    pub(crate) preempted_by: Option<JobId>,
+    /// No time limit and no --time-min: it would never end.
+    pub(crate) endless: bool,
+    pub(crate) submit: Timestamp,
+    pub(crate) limit: TimeLimit,
+    /// What it asks for of its partitions (`sched::due_reservation`).
+    pub(crate) share: sched::Share,
+}
+
+impl Queued {
+    /// Whether a pass would try it for its own sake at `now`, but for
+    /// limits and preemption: not completing, not held, no dependency
+    /// outstanding, its begin time come.
+    pub(crate) fn ready(&self, now: Timestamp) -> bool {
+        self.free && self.dep_clear && self.begin.is_none_or(|b| b <= now)
+    }
+}
+
+/// What the queue's facts depend on beyond the job: the partitions'
+/// priority tiers and sizes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Setting {
+    pub(crate) tiers: Vec<u32>,
+    pub(crate) sizes: Vec<sched::PartSize>,
+}
+
+/// Every pending job's facts, in the order a pass tries jobs and by the
+/// CPUs it asks for.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Queue {
+    by_order: BTreeMap<sched::OrderKey, Queued>,
+    /// By (`jobs::pending_key`, id).
+    by_demand: BTreeSet<(i64, JobId)>,
+    /// Where each job is entered.
+    at: HashMap<JobId, (sched::OrderKey, i64), IdHash>,
+    setting: Setting,
+}
+
+impl Queue {
+    /// Brings the queue up to date with `jobs` under `setting`: only the
+    /// jobs changed since the last call, unless the setting changed.
+    pub(crate) fn update(&mut self, jobs: &mut JobTable, setting: &Setting) {
+        let changed = jobs.take_changed();
+        self.update_with(jobs, &changed, setting);
+    }
+
+    fn update_with(&mut self, jobs: &JobTable, changed: &[JobId], setting: &Setting) {
+        if *setting != self.setting {
+            self.setting = setting.clone();
+            self.by_order.clear();
+            self.by_demand.clear();
+            self.at.clear();
+            for job in jobs.values() {
+                self.enter(job);
+            }
+            return;
+        }
+        for &id in changed {
+            if let Some((key, pkey)) = self.at.remove(&id) {
+                self.by_order.remove(&key);
+                self.by_demand.remove(&(pkey, id));
+            }
+            if let Some(job) = jobs.get(&id) {
+                self.enter(job);
+            }
+        }
+    }
+
+    fn enter(&mut self, job: &Job) {
+        if job.state != JobState::Pending {
+            return;
+        }
+        let (key, pkey, q) = facts(job, &self.setting);
+        self.by_order.insert(key, q);
+        self.by_demand.insert((pkey, job.id));
+        self.at.insert(job.id, (key, pkey));
+    }
+
+    /// The pending jobs in the order a pass tries them.
+    pub(crate) fn in_order(&self) -> impl Iterator<Item = (&sched::OrderKey, &Queued)> {
+        self.by_order.iter()
+    }
+
+    /// The pending jobs, neither completing nor held, whose
+    /// (`jobs::pending_key`, id) is in `range`.
+    pub(crate) fn by_demand(
+        &self,
+        range: impl std::ops::RangeBounds<(i64, JobId)>,
+    ) -> impl Iterator<Item = &Queued> {
+        self.by_demand
+            .range(range)
+            .map(|(_, id)| &self.by_order[&self.at[id].0])
+            .filter(|q| q.free)
+    }
+
+    pub(crate) fn get(&self, id: JobId) -> Option<(&sched::OrderKey, &Queued)> {
+        let (key, _) = self.at.get(&id)?;
+        self.by_order.get_key_value(key)
+    }
+
+    /// What is wrong with the queue against `jobs` (for
+    /// `Engine::check_invariants`): it must hold what entering every
+    /// pending job afresh gives, once the changed jobs are brought in.
+    pub(crate) fn problems(&self, jobs: &JobTable) -> Vec<String> {
+        let mut now = self.clone();
+        now.update_with(jobs, &jobs.changed, &self.setting);
+        let mut fresh = Queue {
+            setting: self.setting.clone(),
+            ..Queue::default()
+        };
+        for job in jobs.values() {
+            fresh.enter(job);
+        }
+        let mut problems = Vec::new();
+        if now.by_order != fresh.by_order {
+            let stale = now
+                .by_order
+                .iter()
+                .filter(|(k, q)| fresh.by_order.get(k) != Some(q))
+                .map(|(_, q)| q.id);
+            let missing = fresh
+                .by_order
+                .iter()
+                .filter(|(k, q)| now.by_order.get(k) != Some(q))
+                .map(|(_, q)| q.id);
+            problems.push(format!(
+                "the queue holds stale facts of {:?} and lacks {:?}",
+                stale.collect::<Vec<_>>(),
+                missing.collect::<Vec<_>>()
+            ));
+        }
+        if now.by_demand != fresh.by_demand || now.at != fresh.at {
+            problems.push("the queue's indexes disagree with its jobs".into());
+        }
+        problems
+    }
+}
+
+/// A pending job's order key (`sched::order_key` of the request it
+/// makes, without making it), `jobs::pending_key` and facts.
+fn facts(job: &Job, setting: &Setting) -> (sched::OrderKey, i64, Queued) {
+    let tier = job
+        .partitions
+        .iter()
+        .filter_map(|p| setting.tiers.get(*p))
+        .copied()
+        .max()
+        .unwrap_or(0);
+    let key = (
+        std::cmp::Reverse(tier),
+        std::cmp::Reverse(job.priority),
+        job.submit_time,
+        job.id,
+    );
+    let demand = crate::jobs::demand_cpus(job);
+    let mine = job
+        .partitions
+        .iter()
+        .filter_map(|&p| setting.sizes.get(p).copied());
+    let q = Queued {
+        id: job.id,
+        demand,
+        mask: crate::jobs::parts_mask(&job.partitions),
+        free: !job.completing && job.held.is_none(),
+        dep_clear: job.dep_status == DepStatus::Clear,
+        begin: job.desc.begin_time,
+        array: job.array.is_some(),
+        by_priority: job.reason == PendingReason::Priority,
+        preempted_by: job.preempted_by,
+        endless: job.time_limit == TimeLimit::Unlimited && job.desc.time_min.is_none(),
+        submit: job.submit_time,
+        limit: job.time_limit,
+        share: sched::Share::of(demand, job.desc.exclusive, mine),
+    };
+    (key, crate::jobs::pending_key(job), q)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tests::{desc, engine, submit, user};
+    use model::JobState;
+
+    #[test]
+    fn the_queue_follows_every_change_made_through_the_table() {
+        let mut e = engine();
+        let mut all = desc();
+        all.ntasks = Some(8);
+        let a = submit(&mut e, all, 0);
+        let b = submit(&mut e, desc(), 1);
+        let c = submit(&mut e, desc(), 2);
+        e.on_hold(c, true, &user()).unwrap();
+        e.refresh_queue();
+        let order: Vec<_> = e.queue.in_order().map(|(_, q)| q.id).collect();
+        // a holds every CPU; b and c wait, in submission order.
+        assert_eq!(e.jobs[&a].state, JobState::Running);
+        assert_eq!(order, vec![b, c]);
+        assert!(!e.queue.get(c).unwrap().1.free, "held");
+        assert_eq!(
+            e.queue.by_demand(..).map(|q| q.id).collect::<Vec<_>>(),
+            vec![b]
+        );
+        assert!(
+            e.check_invariants().is_empty(),
+            "{:?}",
+            e.check_invariants()
+        );
+    }
+
+    #[test]
+    fn a_change_that_bypasses_the_table_is_caught() {
+        let mut e = engine();
+        let mut all = desc();
+        all.ntasks = Some(8);
+        submit(&mut e, all, 0);
+        let a = submit(&mut e, desc(), 1);
+        e.refresh_queue();
+        assert!(e.check_invariants().is_empty());
+        e.jobs.map.get_mut(&a).unwrap().priority += 1;
+        let problems = e.check_invariants();
+        assert!(
+            problems.iter().any(|p| p.contains("stale facts")),
+            "{problems:?}"
+        );
+    }
+}
