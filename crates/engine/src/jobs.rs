@@ -1502,7 +1502,7 @@ impl Engine {
     fn short_pass(
         &self,
         ids: &[JobId],
-        startable: Vec<JobId>,
+        startable: Vec<crate::queue::Queued>,
         aged: Vec<JobId>,
         parts: &[sched::PartView],
         limited: &crate::limits::LimitCheck,
@@ -1517,18 +1517,11 @@ impl Engine {
         // the pass has not shown they would wait (`walk_pass`), those that
         // a pass may leave out (plain ones waiting for Priority).
         let mut optional = Vec::new();
-        for id in startable {
-            match self.queue.get(id) {
-                Some((&key, q))
-                    if !self.walk_passes_off
-                        && !only.contains(&id)
-                        && self.leavable(q, limited, now) =>
-                {
-                    optional.push((key, id, q.demand, q.mask));
-                }
-                _ => {
-                    only.insert(id);
-                }
+        for q in startable {
+            if !self.walk_passes_off && !only.contains(&q.id) && self.leavable(&q, limited, now) {
+                optional.push((q.key, q.id, q.demand, q.mask));
+            } else {
+                only.insert(q.id);
             }
         }
         let mut pass = self.collect_requests(Some(&only), limited, free_cpus, now);
@@ -1667,7 +1660,7 @@ impl Engine {
         let mut pending_endless = true;
         // In the order a pass tries jobs (`left_out` must be, for
         // `finish_prefix_pass`).
-        for (&key, q) in self.queue.in_order() {
+        for q in self.queue.in_order() {
             if !q.free
                 || !q.dep_clear
                 || limited.blocked.contains_key(&q.id)
@@ -1682,7 +1675,7 @@ impl Engine {
             pending_endless &= q.endless;
             let leavable = !q.array && q.by_priority;
             let must = !leavable || needed.contains(&q.id) || aged.as_ref().is_some_and(|a| a(q));
-            cands.push((key, q.id, q.demand, must, q.mask));
+            cands.push((q.key, q.id, q.demand, must, q.mask));
         }
         // The first jobs in order, as many as the free CPUs could hold and
         // one beyond (each job needs a CPU at least: this many are enough).
@@ -1721,15 +1714,15 @@ impl Engine {
         })
     }
 
-    /// Pending jobs other than `fresh` that need no more CPUs than `free`
+    /// The facts of pending jobs other than `fresh` that need no more CPUs than `free`
     /// (`sched::demand_cpus` of their request; array records always),
     /// neither completing nor held: the only older jobs a pass after
     /// submissions could start.
-    fn startable_waiting(&self, fresh: &[JobId], free: u32) -> Vec<JobId> {
+    fn startable_waiting(&self, fresh: &[JobId], free: u32) -> Vec<crate::queue::Queued> {
         self.queue
             .by_demand(..=(i64::from(free), JobId(u32::MAX)))
-            .map(|q| q.id)
-            .filter(|id| !fresh.contains(id))
+            .filter(|q| !fresh.contains(&q.id))
+            .copied()
             .collect()
     }
 

@@ -12,7 +12,7 @@
 
 use crate::{DepStatus, IdHash, Job};
 use model::{JobId, JobState, PendingReason, TimeLimit, Timestamp};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 /// The jobs by id. Reads go to the map (`Deref`); every change goes
 /// through a call here, which notes the job as changed for the queue.
@@ -61,6 +61,8 @@ impl JobTable {
 /// What a pass reads of one pending job (`Queue`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Queued {
+    /// Its order key (`sched::order_key` of the request it makes).
+    pub(crate) key: sched::OrderKey,
     pub(crate) id: JobId,
     /// The CPUs it asks for (`jobs::demand_cpus`).
     pub(crate) demand: i64,
@@ -106,8 +108,8 @@ pub(crate) struct Setting {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Queue {
     by_order: BTreeMap<sched::OrderKey, Queued>,
-    /// By (`jobs::pending_key`, id).
-    by_demand: BTreeSet<(i64, JobId)>,
+    /// The same by (`jobs::pending_key`, id).
+    by_demand: BTreeMap<(i64, JobId), Queued>,
     /// Where each job is entered.
     at: HashMap<JobId, (sched::OrderKey, i64), IdHash>,
     setting: Setting,
@@ -147,15 +149,15 @@ impl Queue {
         if job.state != JobState::Pending {
             return;
         }
-        let (key, pkey, q) = facts(job, &self.setting);
-        self.by_order.insert(key, q);
-        self.by_demand.insert((pkey, job.id));
-        self.at.insert(job.id, (key, pkey));
+        let (pkey, q) = facts(job, &self.setting);
+        self.by_order.insert(q.key, q);
+        self.by_demand.insert((pkey, job.id), q);
+        self.at.insert(job.id, (q.key, pkey));
     }
 
     /// The pending jobs in the order a pass tries them.
-    pub(crate) fn in_order(&self) -> impl Iterator<Item = (&sched::OrderKey, &Queued)> {
-        self.by_order.iter()
+    pub(crate) fn in_order(&self) -> impl Iterator<Item = &Queued> {
+        self.by_order.values()
     }
 
     /// The pending jobs, neither completing nor held, whose
@@ -166,13 +168,13 @@ impl Queue {
     ) -> impl Iterator<Item = &Queued> {
         self.by_demand
             .range(range)
-            .map(|(_, id)| &self.by_order[&self.at[id].0])
+            .map(|(_, q)| q)
             .filter(|q| q.free)
     }
 
-    pub(crate) fn get(&self, id: JobId) -> Option<(&sched::OrderKey, &Queued)> {
-        let (key, _) = self.at.get(&id)?;
-        self.by_order.get_key_value(key)
+    #[cfg(test)]
+    pub(crate) fn get(&self, id: JobId) -> Option<&Queued> {
+        self.by_order.get(&self.at.get(&id)?.0)
     }
 
     /// What is wrong with the queue against `jobs` (for
@@ -213,9 +215,9 @@ impl Queue {
     }
 }
 
-/// A pending job's order key (`sched::order_key` of the request it
-/// makes, without making it), `jobs::pending_key` and facts.
-fn facts(job: &Job, setting: &Setting) -> (sched::OrderKey, i64, Queued) {
+/// A pending job's `jobs::pending_key` and facts (its order key too:
+/// `sched::order_key` of the request it makes, without making it).
+fn facts(job: &Job, setting: &Setting) -> (i64, Queued) {
     let tier = job
         .partitions
         .iter()
@@ -235,6 +237,7 @@ fn facts(job: &Job, setting: &Setting) -> (sched::OrderKey, i64, Queued) {
         .iter()
         .filter_map(|&p| setting.sizes.get(p).copied());
     let q = Queued {
+        key,
         id: job.id,
         demand,
         mask: crate::jobs::parts_mask(&job.partitions),
@@ -249,7 +252,7 @@ fn facts(job: &Job, setting: &Setting) -> (sched::OrderKey, i64, Queued) {
         limit: job.time_limit,
         share: sched::Share::of(demand, job.desc.exclusive, mine),
     };
-    (key, crate::jobs::pending_key(job), q)
+    (crate::jobs::pending_key(job), q)
 }
 
 #[cfg(test)]
@@ -267,11 +270,11 @@ mod tests {
         let c = submit(&mut e, desc(), 2);
         e.on_hold(c, true, &user()).unwrap();
         e.refresh_queue();
-        let order: Vec<_> = e.queue.in_order().map(|(_, q)| q.id).collect();
+        let order: Vec<_> = e.queue.in_order().map(|q| q.id).collect();
         // a holds every CPU; b and c wait, in submission order.
         assert_eq!(e.jobs[&a].state, JobState::Running);
         assert_eq!(order, vec![b, c]);
-        assert!(!e.queue.get(c).unwrap().1.free, "held");
+        assert!(!e.queue.get(c).unwrap().free, "held");
         assert_eq!(
             e.queue.by_demand(..).map(|q| q.id).collect::<Vec<_>>(),
             vec![b]
