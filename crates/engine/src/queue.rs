@@ -19,8 +19,31 @@ use std::collections::{BTreeMap, HashMap};
 #[derive(Clone, Debug, Default)]
 pub(crate) struct JobTable {
     map: BTreeMap<JobId, Box<Job>>,
-    /// Jobs that may have changed since `take_changed` (repeats allowed).
-    changed: Vec<JobId>,
+    /// Jobs that may have changed since `take_changed`.
+    changed: Notes,
+}
+
+/// Job ids noted as changed (repeats allowed).
+#[derive(Clone, Debug, Default)]
+struct Notes {
+    ids: Vec<JobId>,
+    /// How long `ids` may grow before its repeats are dropped.
+    dedup_at: usize,
+}
+
+impl Notes {
+    /// Notes `id`. Passes take the notes, but none may come for a while
+    /// (nothing to schedule while steps start and end in running jobs):
+    /// the repeats are dropped whenever the notes double, so they stay
+    /// within twice the jobs noted.
+    fn note(&mut self, id: JobId) {
+        if self.ids.len() >= self.dedup_at {
+            self.ids.sort_unstable();
+            self.ids.dedup();
+            self.dedup_at = (2 * self.ids.len()).max(1024);
+        }
+        self.ids.push(id);
+    }
 }
 
 impl std::ops::Deref for JobTable {
@@ -34,24 +57,24 @@ impl JobTable {
     /// The job, to change: noted as changed.
     pub(crate) fn get_mut(&mut self, id: &JobId) -> Option<&mut Box<Job>> {
         let job = self.map.get_mut(id)?;
-        self.changed.push(*id);
+        self.changed.note(*id);
         Some(job)
     }
 
     pub(crate) fn insert(&mut self, id: JobId, job: Box<Job>) -> Option<Box<Job>> {
-        self.changed.push(id);
+        self.changed.note(id);
         self.map.insert(id, job)
     }
 
     pub(crate) fn remove(&mut self, id: &JobId) -> Option<Box<Job>> {
-        self.changed.push(*id);
+        self.changed.note(*id);
         self.map.remove(id)
     }
 
     /// The jobs changed since the last call (each once, in id order: a
     /// job's facts are entered once, from the job as it is now).
     fn take_changed(&mut self) -> Vec<JobId> {
-        let mut ids = std::mem::take(&mut self.changed);
+        let mut ids = std::mem::take(&mut self.changed).ids;
         ids.sort_unstable();
         ids.dedup();
         ids
@@ -182,7 +205,7 @@ impl Queue {
     /// pending job afresh gives, once the changed jobs are brought in.
     pub(crate) fn problems(&self, jobs: &JobTable) -> Vec<String> {
         let mut now = self.clone();
-        now.update_with(jobs, &jobs.changed, &self.setting);
+        now.update_with(jobs, &jobs.changed.ids, &self.setting);
         let mut fresh = Queue {
             setting: self.setting.clone(),
             ..Queue::default()
@@ -284,6 +307,20 @@ mod tests {
             "{:?}",
             e.check_invariants()
         );
+    }
+
+    #[test]
+    fn notes_of_one_job_stay_few_without_a_pass() {
+        let mut notes = super::Notes::default();
+        for _ in 0..100_000 {
+            notes.note(model::JobId(7));
+        }
+        assert!(notes.ids.len() <= 1024, "{}", notes.ids.len());
+        notes.note(model::JobId(8));
+        let mut ids = notes.ids.clone();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids, vec![model::JobId(7), model::JobId(8)]);
     }
 
     #[test]
