@@ -386,6 +386,11 @@ struct Timeline {
     added: BTreeMap<Timestamp, Vec<(usize, i64)>>,
     /// Planned starts, with their nodes.
     plan_starts: BTreeMap<Timestamp, Vec<usize>>,
+    /// The same summed over nodes: the CPUs plans take at each start time
+    /// and those that come free from `added` at each time (for
+    /// `room_at_least`).
+    plan_start_cpus: BTreeMap<Timestamp, i64>,
+    added_cpus: BTreeMap<Timestamp, i64>,
     /// Per node: the earliest planned start on it (ranks nodes for jobs
     /// starting now: short jobs go where a plan starts soonest after them).
     next_plan: Vec<u64>,
@@ -431,6 +436,8 @@ impl Timeline {
             releases: BTreeMap::new(),
             added: BTreeMap::new(),
             plan_starts: BTreeMap::new(),
+            plan_start_cpus: BTreeMap::new(),
+            added_cpus: BTreeMap::new(),
             next_plan: Vec::new(),
             free_now: Vec::new(),
             orders: [Vec::new(), Vec::new()],
@@ -548,6 +555,8 @@ impl Timeline {
         }
         self.added.clear();
         self.plan_starts.clear();
+        self.added_cpus.clear();
+        self.plan_start_cpus.clear();
         self.order_ok = [false, false];
         let running = match running {
             Running::All(all) if incremental => {
@@ -734,7 +743,10 @@ impl Timeline {
                         r.0 += 1;
                         r.1 += cpus;
                     }
-                    Release::Pass => self.added.entry(key).or_default().push((i, cpus)),
+                    Release::Pass => {
+                        self.added.entry(key).or_default().push((i, cpus));
+                        *self.added_cpus.entry(key).or_default() += cpus;
+                    }
                 }
             }
         }
@@ -889,6 +901,26 @@ impl Timeline {
         let k = self.plan_starts.range(..now.saturating_add(d)).count();
         self.overlay_to(k, d);
         let mut t = now;
+        let mut not_before = not_before;
+        if self.resolution == 1 && !self.plan_starts.is_empty() {
+            // No time before this one can have room (the machine's free
+            // CPUs over the run, summed: a bound no per-node look can
+            // beat): look from there, with every node rebuilt for it at
+            // once where the walk there would touch more nodes than that
+            // (a wide job behind the plans of other wide ones). Without
+            // plans the walk's own bound is as good.
+            let Some((least, touches)) = self.room_at_least(demand, d, horizon) else {
+                self.reset();
+                return None;
+            };
+            not_before = not_before.max(least);
+            if least > now && touches >= self.base.len() {
+                for i in 0..self.base.len() {
+                    self.recompute(i, least, d);
+                }
+                t = least;
+            }
+        }
         let found = loop {
             if self.free >= demand && t >= not_before && self.may_fit(job) {
                 if let Some(a) = self.place_at(job, parts, t == now) {
@@ -1123,8 +1155,10 @@ impl Timeline {
         if let Some(e) = ends.as_mut() {
             e.reserve(alloc.nodes.len());
         }
+        let (mut taken, mut freed) = (0, 0);
         for na in &alloc.nodes {
             let i = na.node.0 as usize;
+            taken += i64::from(na.cpus);
             self.planned_on[i].push(Hold {
                 from: start,
                 until: end,
@@ -1134,7 +1168,9 @@ impl Timeline {
             });
             starts.push(i);
             if let Some(e) = ends.as_mut() {
-                e.push((i, freed_cpus(&self.base[i], na, alloc.exclusive)));
+                let cpus = freed_cpus(&self.base[i], na, alloc.exclusive);
+                freed += cpus;
+                e.push((i, cpus));
             }
             if (start as u64) < self.next_plan[i] {
                 self.next_plan[i] = start as u64;
@@ -1142,6 +1178,92 @@ impl Timeline {
                 self.order_ok[0] = false;
             }
         }
+        *self.plan_start_cpus.entry(start).or_default() += taken;
+        if key < FOREVER {
+            *self.added_cpus.entry(key).or_default() += freed;
+        }
+    }
+
+    /// The first time from `now`, up to `horizon`, at which something may
+    /// come free (a time `earliest` looks at) and a run of `d` seconds
+    /// could have `demand` CPUs, with the nodes a walk there touches on
+    /// its way; `None` when there is none. A bound, so no job fits before
+    /// it: at each instant, the free CPUs of `base`, plus every release up
+    /// to then (`releases`, `added`: what each frees at most), less the
+    /// CPUs of the plans started by then (their ends are releases), is at
+    /// least what is free on the nodes at that instant; and a node's CPUs
+    /// free for a run are at most those free at any instant of it. So
+    /// the CPUs `earliest` sees free at a time are at most the least of
+    /// that sum over the run. With `bf_resolution` 1 only (the times are
+    /// the releases' own).
+    fn room_at_least(&self, demand: i64, d: i64, horizon: Timestamp) -> Option<(Timestamp, usize)> {
+        // The sum from `now` on, after every event at each time: (time,
+        // sum, something comes free then, nodes touched up to then).
+        let mut steps: Vec<(Timestamp, i64, bool, usize)> = Vec::new();
+        let mut free = self.base_free;
+        let mut touches = 0;
+        let mut releases = self.releases.iter().peekable();
+        let mut added = self.added_cpus.iter().peekable();
+        let mut starts = self.plan_start_cpus.iter().peekable();
+        let mut t = self.now;
+        loop {
+            let mut released = t == self.now;
+            while let Some((&(at, _), &(_, cpus))) = releases.next_if(|e| e.0 .0 <= t) {
+                free += cpus;
+                touches += 1;
+                released |= at == t;
+            }
+            while let Some((&at, &cpus)) = added.next_if(|e| *e.0 <= t) {
+                free += cpus;
+                touches += self.added.get(&at).map_or(0, Vec::len);
+                released |= at == t;
+            }
+            while let Some((&at, &cpus)) = starts.next_if(|e| *e.0 <= t) {
+                free -= cpus;
+                touches += self.plan_starts.get(&at).map_or(0, Vec::len);
+            }
+            steps.push((t, free, released, touches));
+            let next = [
+                releases.peek().map(|e| e.0 .0),
+                added.peek().map(|e| *e.0),
+                starts.peek().map(|e| *e.0),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            match next {
+                // Steps past `horizon` still bound runs that start by it.
+                Some(next) if next < horizon.saturating_add(d) => t = next,
+                _ => break,
+            }
+        }
+        // Each time that may come free, in order, against the least sum
+        // over its run (`end`: the first step at or after the run's end;
+        // `low`: the steps of the run whose sum is below every later one).
+        let mut low: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+        let mut end = 0;
+        for (k, &(t, _, released, touches)) in steps.iter().enumerate() {
+            // `now` is looked at whatever the horizon, as `earliest` does.
+            if k > 0 && t > horizon {
+                return None;
+            }
+            while low.front().is_some_and(|&j| j < k) {
+                low.pop_front();
+            }
+            let until = t.saturating_add(d);
+            while end < steps.len() && steps[end].0 < until {
+                while low.back().is_some_and(|&j| steps[j].1 >= steps[end].1) {
+                    low.pop_back();
+                }
+                low.push_back(end);
+                end += 1;
+            }
+            let least = low.front().map_or(steps[k].1, |&j| steps[j].1);
+            if released && least >= demand {
+                return Some((t, touches));
+            }
+        }
+        None
     }
 }
 
