@@ -391,6 +391,8 @@ struct Timeline {
     /// `room_at_least`).
     plan_start_cpus: BTreeMap<Timestamp, i64>,
     added_cpus: BTreeMap<Timestamp, i64>,
+    /// `releases` summed over nodes: (entries, CPUs) at each time.
+    release_cpus: BTreeMap<Timestamp, (usize, i64)>,
     /// Per node: the earliest planned start on it (ranks nodes for jobs
     /// starting now: short jobs go where a plan starts soonest after them).
     next_plan: Vec<u64>,
@@ -438,6 +440,7 @@ impl Timeline {
             plan_starts: BTreeMap::new(),
             plan_start_cpus: BTreeMap::new(),
             added_cpus: BTreeMap::new(),
+            release_cpus: BTreeMap::new(),
             next_plan: Vec::new(),
             free_now: Vec::new(),
             orders: [Vec::new(), Vec::new()],
@@ -574,6 +577,7 @@ impl Timeline {
         }
         self.started_on.clear();
         self.releases.clear();
+        self.release_cpus.clear();
         self.kept.clear();
         self.kept_until.clear();
         self.kept_ok = running.windows(2).all(|w| w[0].job_id < w[1].job_id);
@@ -696,6 +700,14 @@ impl Timeline {
                     c.1 -= cpus;
                     if c.0 == 0 {
                         self.releases.remove(&(key, i));
+                        let sum = self.release_cpus.get_mut(&key).expect("summed");
+                        sum.0 -= 1;
+                        if sum.0 == 0 {
+                            self.release_cpus.remove(&key);
+                        }
+                    }
+                    if let Some(sum) = self.release_cpus.get_mut(&key) {
+                        sum.1 -= cpus;
                     }
                 }
             }
@@ -740,6 +752,9 @@ impl Timeline {
                 match release {
                     Release::Running => {
                         let r = self.releases.entry((key, i)).or_default();
+                        let sum = self.release_cpus.entry(key).or_default();
+                        sum.0 += usize::from(r.0 == 0);
+                        sum.1 += cpus;
                         r.0 += 1;
                         r.1 += cpus;
                     }
@@ -1202,15 +1217,15 @@ impl Timeline {
         let mut steps: Vec<(Timestamp, i64, bool, usize)> = Vec::new();
         let mut free = self.base_free;
         let mut touches = 0;
-        let mut releases = self.releases.iter().peekable();
+        let mut releases = self.release_cpus.iter().peekable();
         let mut added = self.added_cpus.iter().peekable();
         let mut starts = self.plan_start_cpus.iter().peekable();
         let mut t = self.now;
         loop {
             let mut released = t == self.now;
-            while let Some((&(at, _), &(_, cpus))) = releases.next_if(|e| e.0 .0 <= t) {
+            while let Some((&at, &(nodes, cpus))) = releases.next_if(|e| *e.0 <= t) {
                 free += cpus;
-                touches += 1;
+                touches += nodes;
                 released |= at == t;
             }
             while let Some((&at, &cpus)) = added.next_if(|e| *e.0 <= t) {
@@ -1224,7 +1239,7 @@ impl Timeline {
             }
             steps.push((t, free, released, touches));
             let next = [
-                releases.peek().map(|e| e.0 .0),
+                releases.peek().map(|e| *e.0),
                 added.peek().map(|e| *e.0),
                 starts.peek().map(|e| *e.0),
             ]
@@ -2078,6 +2093,7 @@ mod kept_timeline_tests {
     type Held = (
         Vec<Vec<(Timestamp, u32, u32, bool)>>,
         BTreeMap<(Timestamp, usize), (u32, i64)>,
+        BTreeMap<Timestamp, (usize, i64)>,
     );
 
     fn holds(tl: &Timeline) -> Held {
@@ -2093,7 +2109,15 @@ mod kept_timeline_tests {
                 v
             })
             .collect();
-        (on, tl.releases.clone())
+        // The sums by time are the releases', summed.
+        let mut sums: BTreeMap<Timestamp, (usize, i64)> = BTreeMap::new();
+        for (&(t, _), &(_, cpus)) in &tl.releases {
+            let sum = sums.entry(t).or_default();
+            sum.0 += 1;
+            sum.1 += cpus;
+        }
+        assert_eq!(sums, tl.release_cpus);
+        (on, tl.releases.clone(), tl.release_cpus.clone())
     }
 
     /// `Timeline::earliest` as it was before the walk to the first time
