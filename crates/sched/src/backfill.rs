@@ -386,11 +386,11 @@ struct Timeline {
     added: BTreeMap<Timestamp, Vec<(usize, i64)>>,
     /// Planned starts, with their nodes.
     plan_starts: BTreeMap<Timestamp, Vec<usize>>,
-    /// The same summed over nodes: the CPUs plans take at each start time
-    /// and those that come free from `added` at each time (for
-    /// `room_at_least`).
-    plan_start_cpus: BTreeMap<Timestamp, i64>,
-    added_cpus: BTreeMap<Timestamp, i64>,
+    /// The same summed over nodes, as (entries, CPUs) at each time: the
+    /// CPUs plans take at each start time and those that come free from
+    /// `added` (for `room_at_least`).
+    plan_start_cpus: BTreeMap<Timestamp, (usize, i64)>,
+    added_cpus: BTreeMap<Timestamp, (usize, i64)>,
     /// `releases` summed over nodes: (entries, CPUs) at each time.
     release_cpus: BTreeMap<Timestamp, (usize, i64)>,
     /// Per node: the earliest planned start on it (ranks nodes for jobs
@@ -760,7 +760,9 @@ impl Timeline {
                     }
                     Release::Pass => {
                         self.added.entry(key).or_default().push((i, cpus));
-                        *self.added_cpus.entry(key).or_default() += cpus;
+                        let sum = self.added_cpus.entry(key).or_default();
+                        sum.0 += 1;
+                        sum.1 += cpus;
                     }
                 }
             }
@@ -1193,9 +1195,12 @@ impl Timeline {
                 self.order_ok[0] = false;
             }
         }
-        *self.plan_start_cpus.entry(start).or_default() += taken;
+        let n = alloc.nodes.len();
+        let sum = self.plan_start_cpus.entry(start).or_default();
+        (sum.0, sum.1) = (sum.0 + n, sum.1 + taken);
         if key < FOREVER {
-            *self.added_cpus.entry(key).or_default() += freed;
+            let sum = self.added_cpus.entry(key).or_default();
+            (sum.0, sum.1) = (sum.0 + n, sum.1 + freed);
         }
     }
 
@@ -1228,14 +1233,14 @@ impl Timeline {
                 touches += nodes;
                 released |= at == t;
             }
-            while let Some((&at, &cpus)) = added.next_if(|e| *e.0 <= t) {
+            while let Some((&at, &(nodes, cpus))) = added.next_if(|e| *e.0 <= t) {
                 free += cpus;
-                touches += self.added.get(&at).map_or(0, Vec::len);
+                touches += nodes;
                 released |= at == t;
             }
-            while let Some((&at, &cpus)) = starts.next_if(|e| *e.0 <= t) {
+            while let Some((_, &(nodes, cpus))) = starts.next_if(|e| *e.0 <= t) {
                 free -= cpus;
-                touches += self.plan_starts.get(&at).map_or(0, Vec::len);
+                touches += nodes;
             }
             steps.push((t, free, released, touches));
             let next = [
@@ -2096,6 +2101,21 @@ mod kept_timeline_tests {
         BTreeMap<Timestamp, (usize, i64)>,
     );
 
+    /// The per-time sums beside `added` and `plan_starts` are theirs.
+    fn assert_sums(tl: &Timeline) {
+        let added: BTreeMap<Timestamp, (usize, i64)> = tl
+            .added
+            .iter()
+            .map(|(&t, v)| (t, (v.len(), v.iter().map(|e| e.1).sum())))
+            .collect();
+        assert_eq!(added, tl.added_cpus);
+        let starts: Vec<(Timestamp, usize)> =
+            tl.plan_starts.iter().map(|(&t, v)| (t, v.len())).collect();
+        let summed: Vec<(Timestamp, usize)> =
+            tl.plan_start_cpus.iter().map(|(&t, s)| (t, s.0)).collect();
+        assert_eq!(starts, summed);
+    }
+
     fn holds(tl: &Timeline) -> Held {
         let on = tl
             .running_on
@@ -2280,6 +2300,7 @@ mod kept_timeline_tests {
                     prop_assert_eq!(&got, &want);
                     if let Some((start, alloc)) = got {
                         tl.reserve(start, d, &alloc);
+                        assert_sums(&tl);
                     }
                 } else {
                     let want = earliest_stepping(&mut reference, &job, &parts, d, now, now)
