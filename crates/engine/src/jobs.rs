@@ -1487,11 +1487,13 @@ impl Engine {
         limited: &crate::limits::LimitCheck,
         now: Timestamp,
     ) -> bool {
-        q.ready(now)
-            && !limited.blocked.contains_key(&q.id)
-            && !self.preemptor_waits(q.preempted_by)
-            && !q.array
-            && q.by_priority
+        q.ready(now) && self.may_try(q, limited) && !q.array && q.by_priority
+    }
+
+    /// Whether neither a limit nor a preemptor it waits for keeps the
+    /// pending job of `q` from a pass.
+    fn may_try(&self, q: &crate::queue::Queued, limited: &crate::limits::LimitCheck) -> bool {
+        !limited.blocked.contains_key(&q.id) && !self.preemptor_waits(q.preempted_by)
     }
 
     /// The requests of a short pass: the new jobs `ids`, the planned and
@@ -1661,11 +1663,7 @@ impl Engine {
         // In the order a pass tries jobs (`left_out` must be, for
         // `finish_prefix_pass`).
         for q in self.queue.in_order() {
-            if !q.free
-                || !q.dep_clear
-                || limited.blocked.contains_key(&q.id)
-                || self.preemptor_waits(q.preempted_by)
-            {
+            if !q.free || !q.dep_clear || !self.may_try(q, limited) {
                 continue;
             }
             if q.begin.is_some_and(|b| b > now) {
@@ -1741,8 +1739,10 @@ impl Engine {
         let least = if cfg.bf_age_reserve.is_some() {
             i64::MIN
         } else {
+            // The queue's sizes: made for this pass by `refresh_queue`.
             let smallest = self
-                .part_sizes()
+                .queue
+                .sizes()
                 .iter()
                 .map(|p| p.cpus.min(p.nodes))
                 .min()

@@ -195,6 +195,11 @@ impl Queue {
             .filter(|q| q.free)
     }
 
+    /// The partitions' sizes the facts were made with.
+    pub(crate) fn sizes(&self) -> &[sched::PartSize] {
+        &self.setting.sizes
+    }
+
     #[cfg(test)]
     pub(crate) fn get(&self, id: JobId) -> Option<&Queued> {
         self.by_order.get(&self.at.get(&id)?.0)
