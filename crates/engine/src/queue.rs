@@ -285,15 +285,13 @@ fn facts(job: &Job, setting: &Setting) -> (i64, Queued) {
 
 #[cfg(test)]
 mod tests {
-    use crate::tests::{desc, engine, submit, user};
+    use crate::tests::{desc, engine, submit, submit_blocker, user};
     use model::JobState;
 
     #[test]
     fn the_queue_follows_every_change_made_through_the_table() {
         let mut e = engine();
-        let mut all = desc();
-        all.ntasks = Some(8);
-        let a = submit(&mut e, all, 0);
+        let a = submit_blocker(&mut e, 0);
         let b = submit(&mut e, desc(), 1);
         let c = submit(&mut e, desc(), 2);
         e.on_hold(c, true, &user()).unwrap();
@@ -331,9 +329,7 @@ mod tests {
     #[test]
     fn a_change_that_bypasses_the_table_is_caught() {
         let mut e = engine();
-        let mut all = desc();
-        all.ntasks = Some(8);
-        submit(&mut e, all, 0);
+        submit_blocker(&mut e, 0);
         let a = submit(&mut e, desc(), 1);
         e.refresh_queue();
         assert!(e.check_invariants().is_empty());

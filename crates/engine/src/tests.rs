@@ -114,6 +114,14 @@ pub(crate) fn submit(e: &mut Engine, d: JobDesc, now: i64) -> JobId {
     id
 }
 
+/// Submits a job that takes every CPU of `engine()`'s cluster (4 nodes
+/// of 2), so the jobs after it wait.
+pub(crate) fn submit_blocker(e: &mut Engine, now: i64) -> JobId {
+    let mut all = desc();
+    all.ntasks = Some(8);
+    submit(e, all, now)
+}
+
 /// The commands for node daemons, without accounting records.
 fn node_commands(cmds: Vec<Command>) -> Vec<Command> {
     cmds.into_iter()
