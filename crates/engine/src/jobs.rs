@@ -338,7 +338,7 @@ impl Engine {
             if job.array.is_some() || job.desc.begin_time.is_some() || job.depend.is_some() {
                 self.touch();
             } else {
-                self.touch_submit(id, job.desc.deadline.is_some());
+                self.touch_submit(id);
             }
         }
         let partition = self.parts[job.partition].conf.name.clone();
@@ -536,8 +536,6 @@ impl Engine {
         history: JobState,
         now: Timestamp,
     ) {
-        // Its time limit is no longer a deadline; its begin time may be.
-        self.forget_wake();
         let Some(job) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -611,14 +609,11 @@ impl Engine {
     ) -> Result<(), SlurmError> {
         let kept = self.fresh.take();
         let running_all = self.running_all;
-        let wake = self.wake_cache;
-        let purge_list = self.purge_list.take();
         self.touch();
         let idx = self.node_idx(node).ok_or(SlurmError::InvalidNodeName)?;
         if self.exited_while_suspended(id, idx, exit, now) {
             return Ok(());
         }
-        let was_due = self.jobs.get(&id).and_then(|j| self.job_wake(j));
         let Some(job) = self.jobs.get_mut(&id) else {
             // Already purged: nothing to record.
             return Ok(());
@@ -681,25 +676,6 @@ impl Engine {
             // changed.
             self.running_all = running_all;
             self.freed = true;
-            // The earliest deadline kept holds while it was not this job's
-            // (its time limit is gone, its purge time comes in).
-            if let Some(kept_wake) = wake {
-                if was_due.is_none_or(|d| kept_wake.is_some_and(|k| k < d)) {
-                    let purge = self.jobs.get(&id).and_then(|j| self.job_wake(j));
-                    self.wake_cache = Some(kept_wake.into_iter().chain(purge).min());
-                    // The other jobs' earliest deadline: the one kept
-                    // beside the jobs already listed, or else the one kept.
-                    let (rest, mut ids) = match purge_list {
-                        Some(list) => (list.rest, list.ids),
-                        None => (kept_wake, Vec::new()),
-                    };
-                    let rest_holds = was_due.is_none_or(|d| rest.is_some_and(|r| r < d));
-                    if rest_holds && purge.is_some() {
-                        ids.push(id);
-                        self.purge_list = Some(crate::PurgeList { rest, ids });
-                    }
-                }
-            }
         }
         Ok(())
     }
@@ -1303,8 +1279,6 @@ impl Engine {
         for id in ids {
             if let Some(job) = self.jobs.get_mut(&id) {
                 job.reason = PendingReason::BeginTime;
-                // Its begin time is now a deadline.
-                self.forget_wake();
             }
         }
     }
@@ -1821,8 +1795,6 @@ impl Engine {
 
     pub(crate) fn start_job(&mut self, id: JobId, alloc: sched::Allocation, now: Timestamp) {
         self.request_cache.remove(&id);
-        let wake = self.wake_cache.take();
-        let purge_list = self.purge_list.take();
         self.take_resources(id, &alloc, now);
         let batch = alloc.nodes[0].node;
         let batch_name = self.nodes[batch.0 as usize].conf.name.clone();
@@ -1861,9 +1833,6 @@ impl Engine {
             self.extern_command(id, true);
         }
         self.record(id, now);
-        self.wake_cache = wake;
-        self.purge_list = purge_list;
-        self.wake_after_start(id);
     }
 }
 

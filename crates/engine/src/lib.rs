@@ -17,6 +17,7 @@
 mod acct;
 mod array;
 mod assoc;
+mod deadlines;
 mod deps;
 mod env;
 mod explain;
@@ -50,16 +51,6 @@ pub use steps::{layout, worse_exit, Step};
 /// deadline less its (minimum) time limit. sbatch(1): the job is removed
 /// "if no ending is possible before this deadline".
 /// The earliest of `times`.
-/// Finished jobs due for purge, listed as they ended, beside the earliest
-/// deadline of everything else (`Engine::purge_list`).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct PurgeList {
-    /// The earliest deadline of the jobs not listed, and the global ones.
-    pub(crate) rest: Option<Timestamp>,
-    /// The listed jobs, in the order they ended.
-    pub(crate) ids: Vec<JobId>,
-}
-
 fn min_time(times: impl IntoIterator<Item = Timestamp>) -> Option<Timestamp> {
     times.into_iter().min()
 }
@@ -529,13 +520,9 @@ pub struct Engine {
     script_pool: BTreeSet<Arc<str>>,
     /// Interned job descriptions (see `Job::desc`), by hash.
     desc_pool: BTreeMap<u64, Vec<Arc<JobDesc>>>,
-    /// `next_wakeup`'s answer, until the next change.
-    wake_cache: Option<Option<Timestamp>>,
-    /// Finished jobs whose purge joined `wake_cache` when they ended, and
-    /// the earliest deadline of everything else: lets `on_timer` purge
-    /// them without a look at every job (`purge_only`). Only while
-    /// `wake_cache` is kept (`forget_wake` drops both).
-    purge_list: Option<PurgeList>,
+    /// Every job's earliest deadline, in time order (brought up to date
+    /// from the job table's notes when read: `sync_deadlines`).
+    deadlines: deadlines::Deadlines,
     /// Array id -> task index -> the record of each task that has its own.
     array_tasks: BTreeMap<JobId, BTreeMap<u32, JobId>>,
     /// How purged jobs ended, so a dependency on them still resolves.
@@ -711,8 +698,7 @@ impl Engine {
             outbox: Vec::new(),
             boot_time: now,
             sched_dirty: true,
-            wake_cache: None,
-            purge_list: None,
+            deadlines: deadlines::Deadlines::default(),
             assoc: None,
             usage: BTreeMap::new(),
             prio_last_calc: now,
@@ -820,7 +806,6 @@ impl Engine {
     pub(crate) fn touch(&mut self) {
         self.sched_dirty = true;
         self.running_all = true;
-        self.forget_wake();
         self.fresh = None;
     }
 
@@ -832,15 +817,9 @@ impl Engine {
 
     /// `touch` for a plain submission: the next pass may try only the new
     /// jobs (and the planned ones) when nothing else changed.
-    /// `deadline`: the job has one (`--deadline`). Called before the job
-    /// enters the job table.
-    pub(crate) fn touch_submit(&mut self, id: JobId, deadline: bool) {
+    /// Called before the job enters the job table.
+    pub(crate) fn touch_submit(&mut self, id: JobId) {
         self.sched_dirty = true;
-        // A pending job without a begin time (the caller's condition) or a
-        // deadline is due for nothing: the earliest deadline stays.
-        if deadline {
-            self.forget_wake();
-        }
         if let Some(f) = &mut self.fresh {
             f.push(id);
         }
@@ -909,58 +888,14 @@ impl Engine {
     /// The earliest time something must happen without an outside event
     /// (a time limit, a `--signal` warning, a begin time, a purge).
     pub fn next_wakeup(&mut self) -> Option<Timestamp> {
-        if let Some(cached) = self.wake_cache {
-            return cached;
-        }
-        let next = self.compute_next_wakeup();
-        self.wake_cache = Some(next);
-        next
+        self.sync_deadlines();
+        min_time(self.deadlines.first().into_iter().chain(self.global_wake()))
     }
 
-    /// A job just started: its time limit (and `--signal` warning) join
-    /// the earliest deadline kept, without a look at every job. Exact when
-    /// it had nothing due while pending (no begin time, no deadline); else
-    /// the earliest deadline is computed again when next asked for.
-    pub(crate) fn wake_after_start(&mut self, id: JobId) {
-        let Some(Some(cached)) = self.wake_cache else {
-            self.forget_wake();
-            return;
-        };
-        let Some(job) = self.jobs.get(&id) else {
-            self.forget_wake();
-            return;
-        };
-        if job.desc.begin_time.is_some() || job.desc.deadline.is_some() {
-            self.forget_wake();
-            return;
-        }
-        let mut next = cached;
-        let mut own = None;
-        if let Some(end) = job.limit_end() {
-            own = Some(end);
-            if let (Some(sig), false) = (&job.desc.signal, job.warned) {
-                own = Some(end.min(end - sig.secs as i64));
-            }
-        }
-        if let Some(own) = own {
-            next = next.min(own);
-            if let Some(list) = &mut self.purge_list {
-                list.rest = min_time(list.rest.into_iter().chain([own]));
-            }
-        }
-        self.wake_cache = Some(Some(next));
-    }
-
-    /// The state changed in a way that may move any deadline: the
-    /// earliest one is computed again when next asked for.
-    pub(crate) fn forget_wake(&mut self) {
-        self.wake_cache = None;
-        self.purge_list = None;
-    }
-
-    fn compute_next_wakeup(&self) -> Option<Timestamp> {
-        let jobs = self.jobs.values().filter_map(|j| self.job_wake(j));
-        min_time(self.global_wake().into_iter().chain(jobs))
+    /// Brings the deadline index up to date with the jobs changed since.
+    fn sync_deadlines(&mut self) {
+        let min_age = i64::from(self.settings.min_job_age);
+        self.deadlines.update(&mut self.jobs, min_age);
     }
 
     /// The earliest deadline that is no job's own: dependencies, priority
@@ -977,105 +912,41 @@ impl Engine {
         min_time(times.into_iter().flatten())
     }
 
-    /// The earliest thing due for one job: its time limit or `--signal`
-    /// warning, its begin time or deadline, or its purge.
-    pub(crate) fn job_wake(&self, job: &Job) -> Option<Timestamp> {
-        match job.state {
-            JobState::Running => {
-                let end = job.limit_end()?;
-                match (&job.desc.signal, job.warned) {
-                    (Some(sig), false) => Some(end.min(end - sig.secs as i64)),
-                    _ => Some(end),
-                }
-            }
-            JobState::Pending => {
-                let begin = job
-                    .desc
-                    .begin_time
-                    .filter(|_| job.reason == PendingReason::BeginTime);
-                min_time(begin.into_iter().chain(deadline_due(job)))
-            }
-            _ => job
-                .end_time
-                .filter(|_| !job.completing)
-                .map(|end| end + self.settings.min_job_age as i64),
-        }
-    }
-
     /// Acts on the passage of time: `--signal` warnings, time limits, begin
     /// times and the purge of old finished jobs. Call `schedule` after.
     pub fn on_timer(&mut self, now: Timestamp) {
-        // Nothing is due before the earliest deadline: skip the scan.
-        if let Some(kept) = self.wake_cache {
-            if kept.is_none_or(|due| now < due) {
-                return;
-            }
-        }
-        if self.purge_only(now) {
+        // Nothing is due before the earliest deadline.
+        if self.next_wakeup().is_none_or(|due| now < due) {
             return;
         }
-        // Purging finished jobs changes nothing a pass looks at: when that
-        // is all this timer does, a pass after submissions and job ends may
-        // still be the short one (`schedule`).
-        // Only the jobs with something due now are looked at again below
-        // (nothing done to one job here makes another one due).
-        let min_age = self.settings.min_job_age as i64;
-        let looked_at = |job: &Job| match job.state {
-            JobState::Running => job.limit_end().is_some_and(|end| {
-                now >= end
-                    || job
-                        .desc
-                        .signal
-                        .as_ref()
-                        .is_some_and(|sig| !job.warned && now >= end - sig.secs as i64)
-            }),
-            JobState::Pending => {
-                job.desc.begin_time.is_some_and(|b| now >= b)
-                    || deadline_due(job).is_some_and(|d| now >= d)
-            }
-            _ => job
-                .end_time
-                .is_some_and(|end| !job.completing && now >= end + min_age),
-        };
-        // One look at every job finds both the jobs to look at again and
-        // the earliest deadline of the others (kept for `next_wakeup`).
-        let mut ids: Vec<JobId> = Vec::new();
-        let (mut rest, mut all): (Option<Timestamp>, Option<Timestamp>) = (None, None);
-        for job in self.jobs.values() {
-            let wake = self.job_wake(job);
-            all = min_time(all.into_iter().chain(wake));
-            if looked_at(job) {
-                ids.push(job.id);
-            } else {
-                rest = min_time(rest.into_iter().chain(wake));
-            }
-        }
-        let global = self.global_wake();
-        let next = min_time(all.into_iter().chain(global));
-        if next.is_none_or(|due| now < due) {
-            self.wake_cache = Some(next);
-            self.purge_list = None;
-            return;
-        }
-        // Restored below when nothing but purges happened.
-        let kept = self.fresh.take();
         let mut other = self.settings.slurmd_timeout > 0
             || self.priority_due().is_some_and(|due| now >= due)
             || self.exempt_wake.is_some_and(|t| now >= t)
             || self.dep_wake.is_some_and(|t| now >= t);
-        self.touch();
+        let mut ids = self.deadlines.due(now);
+        let purges_only = !other
+            && ids.iter().all(|id| {
+                self.jobs
+                    .get(id)
+                    .is_some_and(|j| !matches!(j.state, JobState::Running | JobState::Pending))
+            });
+        if purges_only {
+            // Purging finished jobs changes nothing a pass looks at: a pass
+            // after submissions and job ends may still be the short one
+            // (`schedule`).
+            self.sched_dirty = true;
+        } else {
+            self.touch();
+        }
         self.check_node_timeouts(now);
         self.priority_tick(now);
         if other {
             // Node timeouts and priorities may have changed jobs: look again.
-            let looked_at = |job: &Job| looked_at(job);
-            ids = self
-                .jobs
-                .values()
-                .filter(|j| looked_at(j))
-                .map(|j| j.id)
-                .collect();
+            self.sync_deadlines();
+            ids = self.deadlines.due(now);
         }
+        // Only the jobs with something due now are looked at (nothing done
+        // to one job here makes another one due), in job id order.
         let mut purged = 0;
         for &id in &ids {
             let job = &self.jobs[&id];
@@ -1120,6 +991,7 @@ impl Engine {
                 }
             }
         }
+        debug_assert!(!purges_only || !other, "only purges were due");
         // Pooled values outlive their last job a while: pruning walks every
         // pool, so it waits until as many jobs were purged as there are
         // left (a pool is then at most about twice what is in use).
@@ -1128,70 +1000,6 @@ impl Engine {
             self.purged_since_prune = 0;
             self.prune_pools();
         }
-        if !other {
-            self.fresh = kept;
-            // Only purges: the other jobs' deadlines are as they were, and
-            // those of the jobs looked at and kept are taken again.
-            let left = ids.iter().filter_map(|id| self.jobs.get(id));
-            let left = left.filter_map(|j| self.job_wake(j)).collect::<Vec<_>>();
-            let next = min_time(rest.into_iter().chain(left).chain(self.global_wake()));
-            self.wake_cache = Some(next);
-        }
-    }
-
-    /// `on_timer` when all that is due is the purge of listed jobs
-    /// (`purge_list`): what the look at every job below does then, from the
-    /// list alone. False (and nothing done) when anything else may be due.
-    fn purge_only(&mut self, now: Timestamp) -> bool {
-        let Some(list) = &self.purge_list else {
-            return false;
-        };
-        if self.full_passes
-            || self.settings.slurmd_timeout > 0
-            || list.rest.is_some_and(|r| r <= now)
-            || self.global_wake().is_some_and(|g| g <= now)
-        {
-            return false;
-        }
-        let mut due = Vec::new();
-        let mut left = Vec::new();
-        let mut next = list.rest;
-        for id in &list.ids {
-            let Some(job) = self.jobs.get(id) else {
-                return false;
-            };
-            if matches!(job.state, JobState::Running | JobState::Pending) || job.completing {
-                return false;
-            }
-            match self.job_wake(job) {
-                Some(w) if w <= now => due.push(*id),
-                Some(w) => {
-                    left.push(*id);
-                    next = min_time(next.into_iter().chain([w]));
-                }
-                None => return false,
-            }
-        }
-        // As the look at every job: in job id order.
-        due.sort_unstable();
-        let purged = due.len();
-        for id in due {
-            if let Some(gone) = self.jobs.remove(&id) {
-                self.accrue_final(&gone);
-                self.unindex(&gone);
-                self.remember_outcome(&gone);
-            }
-        }
-        self.sched_dirty = true;
-        self.purged_since_prune += purged;
-        if self.purged_since_prune > 0 && self.purged_since_prune >= self.jobs.len().max(64) {
-            self.purged_since_prune = 0;
-            self.prune_pools();
-        }
-        let rest = self.purge_list.as_ref().and_then(|l| l.rest);
-        self.wake_cache = Some(min_time(next.into_iter().chain(self.global_wake())));
-        self.purge_list = (!left.is_empty()).then_some(PurgeList { rest, ids: left });
-        true
     }
 
     /// Checks the tables' internal consistency; returns what is wrong.
@@ -1239,41 +1047,8 @@ impl Engine {
                 problems.push(format!("node {} over-allocated", n.conf.name));
             }
         }
-        // The earliest deadline kept between events is the one a look at
-        // every job gives.
-        if let Some(kept) = self.wake_cache {
-            let now = self.compute_next_wakeup();
-            if kept != now {
-                problems.push(format!("kept next wakeup {kept:?}, computed {now:?}"));
-            }
-        }
-        // The purge list's jobs are finished, and the deadline kept beside
-        // them is the earliest of every other job's.
-        if let Some(list) = &self.purge_list {
-            if self.wake_cache.is_none() {
-                problems.push("purge list without a kept wakeup".into());
-            }
-            let others = self.jobs.values().filter(|j| !list.ids.contains(&j.id));
-            let rest = min_time(
-                others
-                    .filter_map(|j| self.job_wake(j))
-                    .chain(self.global_wake()),
-            );
-            if rest != list.rest {
-                problems.push(format!(
-                    "purge list keeps {:?}, others due {rest:?}",
-                    list.rest
-                ));
-            }
-            for id in &list.ids {
-                let finished = self.jobs.get(id).is_some_and(|j| {
-                    !matches!(j.state, JobState::Running | JobState::Pending) && !j.completing
-                });
-                if !finished {
-                    problems.push(format!("purge list holds job {id:?}, not finished"));
-                }
-            }
-        }
+        let min_age = i64::from(self.settings.min_job_age);
+        problems.extend(self.deadlines.problems(&self.jobs, min_age));
         problems
     }
 

@@ -176,7 +176,6 @@ impl Engine {
         let Some(idx) = self.node_idx(name) else {
             return;
         };
-        self.forget_wake();
         let n = &mut self.nodes[idx.0 as usize];
         if ok {
             if n.state.not_responding || n.state.base == NodeBase::Down {

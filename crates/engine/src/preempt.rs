@@ -405,7 +405,6 @@ impl Engine {
             preemptor,
         }));
         self.may_resume |= !by_admin;
-        self.forget_wake();
         self.record(id, now);
     }
 
@@ -422,7 +421,6 @@ impl Engine {
         job.suspend_time = Some(now);
         job.end_time = job.limit_end();
         self.signal_job_nodes(id, SIGCONT, false);
-        self.forget_wake();
         self.record(id, now);
     }
 
@@ -605,9 +603,7 @@ impl Engine {
     /// preempts the running jobs it needs gone. Resources taken by one
     /// preemptor are not counted again for the next.
     pub(crate) fn preempt_pass(&mut self, waiting: &[JobRequest], now: Timestamp) {
-        if self.exempt_wake.take().is_some() {
-            self.forget_wake();
-        }
+        self.exempt_wake = None;
         if self.settings.preempt.kind == PreemptType::None || waiting.is_empty() {
             return;
         }
@@ -710,7 +706,6 @@ impl Engine {
         // first of them may be preempted.
         if exempt_until.is_some() {
             self.exempt_wake = exempt_until;
-            self.forget_wake();
         }
     }
 

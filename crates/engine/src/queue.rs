@@ -21,6 +21,8 @@ pub(crate) struct JobTable {
     map: BTreeMap<JobId, Box<Job>>,
     /// Jobs that may have changed since `take_changed`.
     changed: Notes,
+    /// The same since `take_wake_changed` (for `deadlines::Deadlines`).
+    wake_changed: Notes,
 }
 
 /// Job ids noted as changed (repeats allowed).
@@ -44,6 +46,14 @@ impl Notes {
         }
         self.ids.push(id);
     }
+
+    /// The ids noted, each once, in id order; none are left.
+    fn take(notes: &mut Notes) -> Vec<JobId> {
+        let mut ids = std::mem::take(notes).ids;
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
 }
 
 impl std::ops::Deref for JobTable {
@@ -58,26 +68,46 @@ impl JobTable {
     pub(crate) fn get_mut(&mut self, id: &JobId) -> Option<&mut Box<Job>> {
         let job = self.map.get_mut(id)?;
         self.changed.note(*id);
+        self.wake_changed.note(*id);
         Some(job)
     }
 
     pub(crate) fn insert(&mut self, id: JobId, job: Box<Job>) -> Option<Box<Job>> {
-        self.changed.note(id);
+        self.note(id);
         self.map.insert(id, job)
     }
 
     pub(crate) fn remove(&mut self, id: &JobId) -> Option<Box<Job>> {
-        self.changed.note(*id);
+        self.note(*id);
         self.map.remove(id)
+    }
+
+    fn note(&mut self, id: JobId) {
+        self.changed.note(id);
+        self.wake_changed.note(id);
     }
 
     /// The jobs changed since the last call (each once, in id order: a
     /// job's facts are entered once, from the job as it is now).
     fn take_changed(&mut self) -> Vec<JobId> {
-        let mut ids = std::mem::take(&mut self.changed).ids;
-        ids.sort_unstable();
-        ids.dedup();
-        ids
+        Notes::take(&mut self.changed)
+    }
+
+    /// `take_changed` for the deadlines, which take their own notes.
+    pub(crate) fn take_wake_changed(&mut self) -> Vec<JobId> {
+        Notes::take(&mut self.wake_changed)
+    }
+
+    /// The jobs noted for the deadlines and not yet taken (repeats
+    /// allowed).
+    pub(crate) fn wake_changed(&self) -> &[JobId] {
+        &self.wake_changed.ids
+    }
+
+    /// A job, changed without a note (tests of the checks that catch it).
+    #[cfg(test)]
+    pub(crate) fn map_mut(&mut self, id: &JobId) -> &mut Job {
+        self.map.get_mut(id).expect("job")
     }
 }
 
@@ -333,7 +363,7 @@ mod tests {
         let a = submit(&mut e, desc(), 1);
         e.refresh_queue();
         assert!(e.check_invariants().is_empty());
-        e.jobs.map.get_mut(&a).unwrap().priority += 1;
+        e.jobs.map_mut(&a).priority += 1;
         let problems = e.check_invariants();
         assert!(
             problems.iter().any(|p| p.contains("stale facts")),
