@@ -373,7 +373,7 @@ struct Timeline {
     /// Nodes on which the pass's starts added shares (`Release::Pass`),
     /// taken off at the next set-up.
     started_on: Vec<usize>,
-    /// Per node: planned shares, held over their interval.
+    /// Per node: planned shares, held over their interval, by its end.
     planned_on: Vec<Vec<Hold>>,
     /// Times at which something may come free (rounded), with its nodes
     /// and the CPUs that come free there at most (`freed_cpus`).
@@ -845,8 +845,10 @@ impl Timeline {
                 apply(work, h, false);
             }
         }
-        for h in &self.planned_on[i] {
-            if h.from < t + d && h.until > t {
+        // From the last to end: most are over by `t` (the plans of wide
+        // jobs before this one, on most nodes).
+        for h in self.planned_on[i].iter().rev().take_while(|h| h.until > t) {
+            if h.from < t + d {
                 apply(work, h, true);
             }
         }
@@ -1176,13 +1178,19 @@ impl Timeline {
         for na in &alloc.nodes {
             let i = na.node.0 as usize;
             taken += i64::from(na.cpus);
-            self.planned_on[i].push(Hold {
-                from: start,
-                until: end,
-                share: na.clone(),
-                exclusive: alloc.exclusive,
-                job: None,
-            });
+            // By end, so that a rebuild stops at the plans over by then.
+            let on = &mut self.planned_on[i];
+            let at = on.partition_point(|h| h.until <= end);
+            on.insert(
+                at,
+                Hold {
+                    from: start,
+                    until: end,
+                    share: na.clone(),
+                    exclusive: alloc.exclusive,
+                    job: None,
+                },
+            );
             starts.push(i);
             if let Some(e) = ends.as_mut() {
                 let cpus = freed_cpus(&self.base[i], na, alloc.exclusive);
