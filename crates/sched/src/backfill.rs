@@ -1180,7 +1180,8 @@ impl Timeline {
             taken += i64::from(na.cpus);
             // By end, so that a rebuild stops at the plans over by then.
             let on = &mut self.planned_on[i];
-            let at = on.partition_point(|h| h.until <= end);
+            // Most plans end after those before them: look from the back.
+            let at = on.len() - on.iter().rev().take_while(|h| h.until > end).count();
             on.insert(
                 at,
                 Hold {
