@@ -307,6 +307,20 @@ fn copy_vec<T: Clone>(to: &mut Vec<T>, from: &Vec<T>) {
     }
 }
 
+/// Whether `b` is `n` for a pass: every field `fill` copies (not the name).
+fn same_node(b: &NodeView, n: &NodeView) -> bool {
+    b.alloc_cpus == n.alloc_cpus
+        && b.alloc_mem == n.alloc_mem
+        && b.n_jobs == n.n_jobs
+        && b.available == n.available
+        && b.exclusive_in_use == n.exclusive_in_use
+        && b.cpus == n.cpus
+        && b.real_memory == n.real_memory
+        && b.weight == n.weight
+        && b.gres == n.gres
+        && b.features == n.features
+}
+
 /// Copies what is in use (not the configuration) from `from` to `to`.
 #[inline]
 fn copy_use(to: &mut NodeView, from: &NodeView) {
@@ -342,6 +356,8 @@ struct Timeline {
     /// laid on, at index `k`, once known (`UNKNOWN`: not yet); cleared by
     /// a start or a plan.
     overlay_free: Vec<i64>,
+    /// Scratch for `fill`: the nodes that changed since the last pass.
+    changed_nodes: Vec<usize>,
     /// Scratch for `place_at`: the nodes of `moved` (all false between).
     is_moved: Vec<bool>,
     /// Scratch for the nodes a step of `earliest` touches.
@@ -428,6 +444,7 @@ impl Timeline {
             base_free: 0,
             free: 0,
             hist: vec![0; HIST_MAX + 1],
+            changed_nodes: Vec::new(),
             hist_top: 0,
             running_on: Vec::new(),
             kept: BTreeMap::new(),
@@ -467,17 +484,30 @@ impl Timeline {
     ) -> bool {
         let resolution = i64::from(resolution.max(1));
         let rebuilt = self.base.len() != nodes.len();
+        // The nodes that differ from `base`, and whether all kept their
+        // size; most passes follow an event or two, which change a few.
+        let mut changed = std::mem::take(&mut self.changed_nodes);
+        changed.clear();
+        let mut sizes_kept = !rebuilt;
+        if !rebuilt {
+            for (i, (b, n)) in self.base.iter().zip(nodes).enumerate() {
+                if !same_node(b, n) {
+                    sizes_kept &= b.cpus == n.cpus;
+                    changed.push(i);
+                }
+            }
+        }
         // The kept running jobs are changed, not laid out again, where
         // they were laid out for these nodes (their CPUs count in
         // `releases`) and this resolution and the caller gives the running
         // jobs by job id (the engine does).
-        let keeps = !rebuilt
-            && self.kept_ok
-            && self.resolution == resolution
-            && self.base.iter().zip(nodes).all(|(b, n)| b.cpus == n.cpus);
+        let keeps = !rebuilt && self.kept_ok && self.resolution == resolution && sizes_kept;
         let incremental = match running {
             Running::All(all) => keeps && all.windows(2).all(|w| w[0].job_id < w[1].job_id),
-            Running::Changes { .. } if !keeps => return false,
+            Running::Changes { .. } if !keeps => {
+                self.changed_nodes = changed;
+                return false;
+            }
             Running::Changes { .. } => true,
         };
         self.now = now;
@@ -501,8 +531,22 @@ impl Timeline {
             self.next_plan = vec![u64::MAX; nodes.len()];
             self.free_now = vec![0; nodes.len()];
             self.moved_all = [true, true];
+            self.dirty.clear();
+            self.overlay = 0;
+            self.free = nodes.iter().map(free_cpus).sum();
+            self.hist.iter_mut().for_each(|h| *h = 0);
+            for (i, n) in nodes.iter().enumerate() {
+                let f = free_cpus(n);
+                self.hist[hist_slot(f)] += 1;
+                self.free_now[i] = f as u64;
+            }
         } else {
-            for (b, n) in self.base.iter_mut().zip(nodes) {
+            // `work` back to `base` on every node (`free` and `hist` with
+            // it), then the changed nodes taken from `nodes`; the others
+            // are as `nodes` has them already.
+            self.reset();
+            for &i in &changed {
+                let (b, n) = (&mut self.base[i], &nodes[i]);
                 if b.weight != n.weight {
                     self.moved_all = [true, true];
                 }
@@ -516,8 +560,8 @@ impl Timeline {
                 b.available = n.available;
                 b.exclusive_in_use = n.exclusive_in_use;
                 b.n_jobs = n.n_jobs;
-            }
-            for (w, b) in self.work.iter_mut().zip(&self.base) {
+                let (w, b) = (&mut self.work[i], &self.base[i]);
+                let old = free_cpus(w);
                 w.cpus = b.cpus;
                 w.real_memory = b.real_memory;
                 copy_vec(&mut w.gres, &b.gres);
@@ -525,36 +569,40 @@ impl Timeline {
                 w.weight = b.weight;
                 w.available = b.available;
                 copy_use(w, b);
+                let new = free_cpus(w);
+                self.count_free(old, new);
+                // `free_now` is `base`'s free CPUs on every node.
+                if self.free_now[i] != new as u64 {
+                    self.free_now[i] = new as u64;
+                    note_moved(&mut self.moved[1], &mut self.moved_all[1], i);
+                }
             }
-            for v in self.planned_on.iter_mut() {
-                v.clear();
-            }
-            self.is_dirty.iter_mut().for_each(|d| *d = false);
-            for (i, p) in self.next_plan.iter_mut().enumerate() {
-                if *p != u64::MAX {
-                    *p = u64::MAX;
-                    note_moved(&mut self.moved[0], &mut self.moved_all[0], i);
+            // Only nodes with a plan have one to take off.
+            for on in self.plan_starts.values() {
+                for &i in on {
+                    self.planned_on[i].clear();
+                    if self.next_plan[i] != u64::MAX {
+                        self.next_plan[i] = u64::MAX;
+                        note_moved(&mut self.moved[0], &mut self.moved_all[0], i);
+                    }
                 }
             }
         }
-        self.dirty.clear();
-        self.overlay = 0;
-        self.overlay_free.clear();
-        self.free = nodes.iter().map(free_cpus).sum();
-        self.base_free = self.free;
-        self.hist_top = nodes
+        self.changed_nodes = changed;
+        debug_assert_eq!(self.free, nodes.iter().map(free_cpus).sum::<i64>());
+        debug_assert!(self
+            .free_now
             .iter()
-            .map(|n| hist_slot(i64::from(n.cpus)))
-            .max()
-            .unwrap_or(0);
-        self.hist.iter_mut().for_each(|h| *h = 0);
-        for (i, n) in nodes.iter().enumerate() {
-            let f = free_cpus(n);
-            self.hist[hist_slot(f)] += 1;
-            if self.free_now[i] != f as u64 {
-                self.free_now[i] = f as u64;
-                note_moved(&mut self.moved[1], &mut self.moved_all[1], i);
-            }
+            .zip(nodes)
+            .all(|(f, n)| *f == free_cpus(n) as u64));
+        self.overlay_free.clear();
+        self.base_free = self.free;
+        if !sizes_kept {
+            self.hist_top = nodes
+                .iter()
+                .map(|n| hist_slot(i64::from(n.cpus)))
+                .max()
+                .unwrap_or(0);
         }
         self.added.clear();
         self.plan_starts.clear();
@@ -2247,6 +2295,93 @@ mod kept_timeline_tests {
     }
 
     proptest! {
+
+        /// A timeline kept from the last pass, given nodes of which some
+        /// changed (CPUs in use, availability), holds after `fill` what a
+        /// new one holds: every node's state, the free CPUs and their
+        /// histogram, each node's rank for plans and for starts now; and
+        /// after plans and starts, both find the same for a job.
+        #[test]
+        fn a_kept_timeline_takes_the_nodes_a_new_one_takes(
+            passes in prop::collection::vec(
+                (
+                    // Per node: CPUs in use, available.
+                    prop::collection::vec((0u32..9, prop::bool::weighted(0.9)), 6),
+                    // Plans: (node, CPUs, start from now, length).
+                    prop::collection::vec((0u32..6, 1u32..5, 0i64..300, 1i64..300), 0..4),
+                    // Starts: (node, CPUs, limit).
+                    prop::collection::vec((0u32..6, 1u32..3, 1i64..400), 0..3),
+                    // A job tried after them: (tasks, minutes).
+                    (1u32..20, 1u32..8),
+                    1i64..100,
+                ),
+                1..8,
+            )
+        ) {
+            let parts = vec![PartView {
+                name: "p".into(),
+                nodes: (0..6).map(NodeIdx).collect(),
+                up: true,
+                max_nodes: None,
+                min_nodes: 0,
+                max_time: TimeLimit::Unlimited,
+                exclusive: false,
+                max_mem_per_node: None,
+                priority_tier: 1,
+            }];
+            let on = |node: u32, cpus: u32| Allocation {
+                partition: 0,
+                nodes: vec![NodeAlloc { node: NodeIdx(node), cpus, mem: 0, tasks: cpus, gres: vec![] }],
+                exclusive: false,
+            };
+            let state = |tl: &Timeline| {
+                let uses = |v: &[NodeView]| -> Vec<(u32, u64, u32, bool, bool)> {
+                    v.iter()
+                        .map(|n| (n.alloc_cpus, n.alloc_mem, n.n_jobs, n.available, n.exclusive_in_use))
+                        .collect()
+                };
+                let planned: Vec<usize> = tl.planned_on.iter().map(Vec::len).collect();
+                (
+                    (uses(&tl.base), uses(&tl.work), tl.free, tl.base_free),
+                    (tl.hist.clone(), tl.hist_top, tl.free_now.clone(), tl.next_plan.clone()),
+                    (planned, tl.dirty.len(), tl.overlay),
+                )
+            };
+            let mut kept = Timeline::empty();
+            let mut now = 0;
+            for (states, plans, starts, (tasks, minutes), step) in passes {
+                now += step;
+                let nodes: Vec<NodeView> = states
+                    .iter()
+                    .map(|&(used, up)| NodeView {
+                        alloc_cpus: used,
+                        n_jobs: u32::from(used > 0),
+                        available: up,
+                        ..plain_node()
+                    })
+                    .collect();
+                let mut fresh = Timeline::empty();
+                fresh.fill(&nodes, Running::All(&[]), now, 1);
+                kept.fill(&nodes, Running::All(&[]), now, 1);
+                prop_assert_eq!(state(&kept), state(&fresh));
+                let job = plain_job(1, tasks, minutes);
+                let d = i64::from(minutes) * 60;
+                let mut found = Vec::new();
+                for tl in [&mut kept, &mut fresh] {
+                    for &(node, cpus, from, len) in &plans {
+                        tl.reserve(now + from, len, &on(node, cpus));
+                    }
+                    for &(node, cpus, limit) in &starts {
+                        tl.start(limit, &on(node, cpus));
+                    }
+                    let start = tl.fits_now(&job, &parts, d);
+                    found.push((start, tl.earliest(&job, &parts, d, now, FOREVER)));
+                }
+                prop_assert_eq!(&found[0], &found[1]);
+                prop_assert_eq!(state(&kept), state(&fresh));
+            }
+        }
+
 
         /// The walk to the first time a job could have room, and the plans
         /// kept laid on from one job that may start now to the next, find
