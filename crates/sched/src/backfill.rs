@@ -213,6 +213,54 @@ struct Hold {
     job: Option<JobId>,
 }
 
+/// A node's running holds summed: when they end, first and last, and what
+/// they hold together (`gres`: one holds GRES, which only the holds
+/// themselves take off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RunSum {
+    min_until: Timestamp,
+    max_until: Timestamp,
+    cpus: u32,
+    mem: u64,
+    jobs: u32,
+    exclusive: bool,
+    gres: bool,
+}
+
+impl Default for RunSum {
+    fn default() -> Self {
+        RunSum {
+            min_until: Timestamp::MAX,
+            max_until: Timestamp::MIN,
+            cpus: 0,
+            mem: 0,
+            jobs: 0,
+            exclusive: false,
+            gres: false,
+        }
+    }
+}
+
+impl RunSum {
+    fn of(holds: &[Hold]) -> RunSum {
+        let mut sum = RunSum::default();
+        for h in holds {
+            sum.add(h);
+        }
+        sum
+    }
+
+    fn add(&mut self, h: &Hold) {
+        self.min_until = self.min_until.min(h.until);
+        self.max_until = self.max_until.max(h.until);
+        self.cpus = self.cpus.saturating_add(h.share.cpus);
+        self.mem = self.mem.saturating_add(h.share.mem);
+        self.jobs = self.jobs.saturating_add(1);
+        self.exclusive |= h.exclusive;
+        self.gres |= !h.share.gres.is_empty();
+    }
+}
+
 /// A running job whose shares the timeline keeps from one pass to the
 /// next: its holds in `running_on` and its release times in `releases`.
 #[derive(Clone, Debug)]
@@ -377,6 +425,9 @@ struct Timeline {
     hist_top: usize,
     /// Per node: running jobs' shares, held until their end.
     running_on: Vec<Vec<Hold>>,
+    /// Per node: `running_on` summed (`RunSum`), so that a rebuild reads
+    /// the holds only where some but not all have ended by then.
+    run_sum: Vec<RunSum>,
     /// The running jobs whose shares are in `running_on` and `releases`,
     /// by job id, as the last pass was given them: the next pass changes
     /// only the jobs that started, ended or changed since (`kept_ok`: they
@@ -391,6 +442,8 @@ struct Timeline {
     started_on: Vec<usize>,
     /// Per node: planned shares, held over their interval, by its end.
     planned_on: Vec<Vec<Hold>>,
+    /// Per node: the end of its last plan (`MIN`: none).
+    plan_last: Vec<Timestamp>,
     /// Times at which something may come free (rounded), with its nodes
     /// and the CPUs that come free there at most (`freed_cpus`).
     /// Those of the running jobs, sorted by time once per pass...
@@ -447,6 +500,8 @@ impl Timeline {
             changed_nodes: Vec::new(),
             hist_top: 0,
             running_on: Vec::new(),
+            run_sum: Vec::new(),
+            plan_last: Vec::new(),
             kept: BTreeMap::new(),
             kept_until: std::collections::BTreeSet::new(),
             kept_ok: false,
@@ -526,6 +581,8 @@ impl Timeline {
                 .collect();
             self.work = self.base.clone();
             self.running_on = vec![Vec::new(); nodes.len()];
+            self.run_sum = vec![RunSum::default(); nodes.len()];
+            self.plan_last = vec![Timestamp::MIN; nodes.len()];
             self.planned_on = vec![Vec::new(); nodes.len()];
             self.is_dirty = vec![false; nodes.len()];
             self.next_plan = vec![u64::MAX; nodes.len()];
@@ -581,6 +638,7 @@ impl Timeline {
             for on in self.plan_starts.values() {
                 for &i in on {
                     self.planned_on[i].clear();
+                    self.plan_last[i] = Timestamp::MIN;
                     if self.next_plan[i] != u64::MAX {
                         self.next_plan[i] = u64::MAX;
                         note_moved(&mut self.moved[0], &mut self.moved_all[0], i);
@@ -623,6 +681,7 @@ impl Timeline {
         for v in self.running_on.iter_mut() {
             v.clear();
         }
+        self.run_sum.iter_mut().for_each(|r| *r = RunSum::default());
         self.started_on.clear();
         self.releases.clear();
         self.release_cpus.clear();
@@ -671,6 +730,7 @@ impl Timeline {
     fn drop_starts(&mut self) {
         for &i in &self.started_on {
             self.running_on[i].retain(|h| h.job.is_some());
+            self.run_sum[i] = RunSum::of(&self.running_on[i]);
         }
         self.started_on.clear();
     }
@@ -740,6 +800,7 @@ impl Timeline {
             let on = &mut self.running_on[i];
             if let Some(p) = on.iter().position(|h| h.job == Some(o.job_id)) {
                 on.swap_remove(p);
+                self.run_sum[i] = RunSum::of(on);
             }
             if key < FOREVER {
                 let cpus = freed_cpus(&self.base[i], na, o.alloc.exclusive);
@@ -785,13 +846,15 @@ impl Timeline {
             if i >= self.base.len() {
                 continue;
             }
-            self.running_on[i].push(Hold {
+            let h = Hold {
                 from: self.now,
                 until: end,
                 share: na.clone(),
                 exclusive: alloc.exclusive,
                 job,
-            });
+            };
+            self.run_sum[i].add(&h);
+            self.running_on[i].push(h);
             if release == Release::Pass {
                 self.started_on.push(i);
             }
@@ -888,16 +951,30 @@ impl Timeline {
         let old = free_cpus(&self.work[i]);
         let (base, work) = (&self.base[i], &mut self.work[i]);
         copy_use(work, base);
-        for h in &self.running_on[i] {
-            if h.until <= t {
-                apply(work, h, false);
+        let run = &self.run_sum[i];
+        if t >= run.max_until && !run.gres {
+            // Every hold ended by then: taken off at once (one saturating
+            // subtraction of their sum is theirs one after another).
+            work.alloc_cpus = work.alloc_cpus.saturating_sub(run.cpus);
+            work.alloc_mem = work.alloc_mem.saturating_sub(run.mem);
+            work.n_jobs = work.n_jobs.saturating_sub(run.jobs);
+            if run.exclusive {
+                work.exclusive_in_use = false;
+            }
+        } else if t >= run.min_until {
+            for h in &self.running_on[i] {
+                if h.until <= t {
+                    apply(work, h, false);
+                }
             }
         }
         // From the last to end: most are over by `t` (the plans of wide
         // jobs before this one, on most nodes).
-        for h in self.planned_on[i].iter().rev().take_while(|h| h.until > t) {
-            if h.from < t + d {
-                apply(work, h, true);
+        if self.plan_last[i] > t {
+            for h in self.planned_on[i].iter().rev().take_while(|h| h.until > t) {
+                if h.from < t + d {
+                    apply(work, h, true);
+                }
             }
         }
         let new = free_cpus(work);
@@ -1227,6 +1304,7 @@ impl Timeline {
             let i = na.node.0 as usize;
             taken += i64::from(na.cpus);
             // By end, so that a rebuild stops at the plans over by then.
+            self.plan_last[i] = self.plan_last[i].max(end);
             let on = &mut self.planned_on[i];
             // Most plans end after those before them: look from the back.
             let at = on.len() - on.iter().rev().take_while(|h| h.until > end).count();
@@ -2171,6 +2249,12 @@ mod kept_timeline_tests {
         let summed: Vec<(Timestamp, usize)> =
             tl.plan_start_cpus.iter().map(|(&t, s)| (t, s.0)).collect();
         assert_eq!(starts, summed);
+        // Each node's running holds summed, and the end of its last plan.
+        for (i, on) in tl.running_on.iter().enumerate() {
+            assert_eq!(tl.run_sum[i], RunSum::of(on), "node {i}");
+            let last = tl.planned_on[i].iter().map(|h| h.until).max();
+            assert_eq!(tl.plan_last[i], last.unwrap_or(Timestamp::MIN), "node {i}");
+        }
     }
 
     fn holds(tl: &Timeline) -> Held {
@@ -2379,6 +2463,7 @@ mod kept_timeline_tests {
                 }
                 prop_assert_eq!(&found[0], &found[1]);
                 prop_assert_eq!(state(&kept), state(&fresh));
+                assert_sums(&kept);
             }
         }
 
@@ -2507,6 +2592,7 @@ mod kept_timeline_tests {
                 fresh.fill(&nodes, Running::All(&running), now, resolution);
                 kept.fill(&nodes, Running::All(&running), now, resolution);
                 prop_assert_eq!(holds(&kept), holds(&fresh));
+                assert_sums(&kept);
                 prop_assert_eq!(kept.kept.len(), running.len());
                 let changed: Vec<RunningJob> = running
                     .iter()
@@ -2523,6 +2609,7 @@ mod kept_timeline_tests {
                     delta.fill(&nodes, Running::All(&running), now, resolution);
                 }
                 prop_assert_eq!(holds(&delta), holds(&fresh));
+                assert_sums(&delta);
                 prop_assert_eq!(delta.kept.len(), running.len());
                 for (first, cpus, limit) in starts {
                     let alloc = Allocation {
