@@ -1467,7 +1467,7 @@ impl Engine {
     /// Whether neither a limit nor a preemptor it waits for keeps the
     /// pending job of `q` from a pass.
     fn may_try(&self, q: &crate::queue::Queued, limited: &crate::limits::LimitCheck) -> bool {
-        !limited.blocked.contains_key(&q.id) && !self.preemptor_waits(q.preempted_by)
+        !limited.blocked.contains_key(&q.id()) && !self.preemptor_waits(q.preempted_by)
     }
 
     /// The requests of a short pass: the new jobs `ids`, the planned and
@@ -1494,10 +1494,10 @@ impl Engine {
         // a pass may leave out (plain ones waiting for Priority).
         let mut optional = Vec::new();
         for q in startable {
-            if !self.walk_passes_off && !only.contains(&q.id) && self.leavable(&q, limited, now) {
-                optional.push((q.key, q.id, q.demand, q.mask));
+            if !self.walk_passes_off && !only.contains(&q.id()) && self.leavable(&q, limited, now) {
+                optional.push((q.key, q.id(), q.demand, q.mask()));
             } else {
-                only.insert(q.id);
+                only.insert(q.id());
             }
         }
         let mut pass = self.collect_requests(Some(&only), limited, free_cpus, now);
@@ -1640,14 +1640,14 @@ impl Engine {
             if !q.free || !q.dep_clear || !self.may_try(q, limited) {
                 continue;
             }
-            if q.begin.is_some_and(|b| b > now) {
-                only.insert(q.id);
+            if q.begin().is_some_and(|b| b > now) {
+                only.insert(q.id());
                 continue;
             }
             pending_endless &= q.endless;
             let leavable = !q.array && q.by_priority;
-            let must = !leavable || needed.contains(&q.id) || aged.as_ref().is_some_and(|a| a(q));
-            cands.push((q.key, q.id, q.demand, must, q.mask));
+            let must = !leavable || needed.contains(&q.id()) || aged.as_ref().is_some_and(|a| a(q));
+            cands.push((q.key, q.id(), q.demand, must, q.mask()));
         }
         // The first jobs in order, as many as the free CPUs could hold and
         // one beyond (each job needs a CPU at least: this many are enough).
@@ -1693,7 +1693,7 @@ impl Engine {
     fn startable_waiting(&self, fresh: &[JobId], free: u32) -> Vec<crate::queue::Queued> {
         self.queue
             .by_demand(..=(i64::from(free), JobId(u32::MAX)))
-            .filter(|q| !fresh.contains(&q.id))
+            .filter(|q| !fresh.contains(&q.id()))
             .copied()
             .collect()
     }
@@ -1730,7 +1730,7 @@ impl Engine {
         arrays
             .chain(others)
             .filter(|q| aged(q))
-            .map(|q| q.id)
+            .map(|q| q.id())
             .collect()
     }
 
@@ -1743,7 +1743,7 @@ impl Engine {
             return None;
         }
         Some(move |q: &crate::queue::Queued| {
-            sched::due_reservation(cfg, q.submit, q.limit, || q.share, now)
+            sched::due_reservation(cfg, q.submit(), q.limit, || q.share, now)
         })
     }
 

@@ -111,21 +111,25 @@ impl JobTable {
     }
 }
 
-/// What a pass reads of one pending job (`Queue`).
+/// What a pass reads of one pending job (`Queue`). Compact (88 bytes, its
+/// order key included): passes walk the whole queue, and on a deep one
+/// that walk is bound by memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Queued {
-    /// Its order key (`sched::order_key` of the request it makes).
+    /// Its order key (`sched::order_key` of the request it makes), which
+    /// holds its submit time and id.
     pub(crate) key: sched::OrderKey,
-    pub(crate) id: JobId,
     /// The CPUs it asks for (`jobs::demand_cpus`).
     pub(crate) demand: i64,
-    /// Its partitions as a bit set (`jobs::parts_mask`).
-    pub(crate) mask: Option<u64>,
+    /// Its partitions as a bit set (`jobs::parts_mask`), where `masked`.
+    mask: u64,
+    masked: bool,
     /// Neither completing nor held.
     pub(crate) free: bool,
     /// No dependency outstanding.
     pub(crate) dep_clear: bool,
-    pub(crate) begin: Option<Timestamp>,
+    /// Its begin time (`NO_BEGIN`: none).
+    begin: Timestamp,
     /// An array record (a whole array or a task with its own record).
     pub(crate) array: bool,
     /// Its reason is Priority.
@@ -133,18 +137,37 @@ pub(crate) struct Queued {
     pub(crate) preempted_by: Option<JobId>,
     /// No time limit and no --time-min: it would never end.
     pub(crate) endless: bool,
-    pub(crate) submit: Timestamp,
     pub(crate) limit: TimeLimit,
     /// What it asks for of its partitions (`sched::due_reservation`).
     pub(crate) share: sched::Share,
 }
 
+/// `Queued::begin` of a job without a begin time.
+const NO_BEGIN: Timestamp = Timestamp::MIN;
+
 impl Queued {
+    pub(crate) fn id(&self) -> JobId {
+        self.key.3
+    }
+
+    pub(crate) fn submit(&self) -> Timestamp {
+        self.key.2
+    }
+
+    /// Its partitions as a bit set (`jobs::parts_mask`).
+    pub(crate) fn mask(&self) -> Option<u64> {
+        self.masked.then_some(self.mask)
+    }
+
+    pub(crate) fn begin(&self) -> Option<Timestamp> {
+        (self.begin != NO_BEGIN).then_some(self.begin)
+    }
+
     /// Whether a pass would try it for its own sake at `now`, but for
     /// limits and preemption: not completing, not held, no dependency
     /// outstanding, its begin time come.
     pub(crate) fn ready(&self, now: Timestamp) -> bool {
-        self.free && self.dep_clear && self.begin.is_none_or(|b| b <= now)
+        self.free && self.dep_clear && self.begin().is_none_or(|b| b <= now)
     }
 }
 
@@ -254,12 +277,12 @@ impl Queue {
                 .by_order
                 .iter()
                 .filter(|(k, q)| fresh.by_order.get(k) != Some(q))
-                .map(|(_, q)| q.id);
+                .map(|(_, q)| q.id());
             let missing = fresh
                 .by_order
                 .iter()
                 .filter(|(k, q)| now.by_order.get(k) != Some(q))
-                .map(|(_, q)| q.id);
+                .map(|(_, q)| q.id());
             problems.push(format!(
                 "the queue holds stale facts of {:?} and lacks {:?}",
                 stale.collect::<Vec<_>>(),
@@ -294,19 +317,19 @@ fn facts(job: &Job, setting: &Setting) -> (i64, Queued) {
         .partitions
         .iter()
         .filter_map(|&p| setting.sizes.get(p).copied());
+    let mask = crate::jobs::parts_mask(&job.partitions);
     let q = Queued {
         key,
-        id: job.id,
         demand,
-        mask: crate::jobs::parts_mask(&job.partitions),
+        mask: mask.unwrap_or(0),
+        masked: mask.is_some(),
         free: !job.completing && job.held.is_none(),
         dep_clear: job.dep_status == DepStatus::Clear,
-        begin: job.desc.begin_time,
+        begin: job.desc.begin_time.unwrap_or(NO_BEGIN),
         array: job.array.is_some(),
         by_priority: job.reason == PendingReason::Priority,
         preempted_by: job.preempted_by,
         endless: job.time_limit == TimeLimit::Unlimited && job.desc.time_min.is_none(),
-        submit: job.submit_time,
         limit: job.time_limit,
         share: sched::Share::of(demand, job.desc.exclusive, mine),
     };
@@ -326,13 +349,13 @@ mod tests {
         let c = submit(&mut e, desc(), 2);
         e.on_hold(c, true, &user()).unwrap();
         e.refresh_queue();
-        let order: Vec<_> = e.queue.in_order().map(|q| q.id).collect();
+        let order: Vec<_> = e.queue.in_order().map(|q| q.id()).collect();
         // a holds every CPU; b and c wait, in submission order.
         assert_eq!(e.jobs[&a].state, JobState::Running);
         assert_eq!(order, vec![b, c]);
         assert!(!e.queue.get(c).unwrap().free, "held");
         assert_eq!(
-            e.queue.by_demand(..).map(|q| q.id).collect::<Vec<_>>(),
+            e.queue.by_demand(..).map(|q| q.id()).collect::<Vec<_>>(),
             vec![b]
         );
         assert!(
