@@ -8,8 +8,6 @@ use cli::sbatch::{
 };
 use model::{ExitCode, Gres, TimeLimit};
 use proto::{Identity, JobDesc, SignalSpec, SlurmError, TestOnlyEstimate};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 const CWD: &str = "/home/sauser/capture";
 
@@ -26,7 +24,7 @@ fn identity() -> Identity {
 }
 
 fn golden(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -42,23 +40,37 @@ fn pairs(env: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A fresh directory for script files.
-fn scratch() -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "muster-sbatch-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory for script files, removed when dropped.
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("muster-sbatch-test-")
+        .tempdir()
+        .unwrap()
 }
 
-/// Writes `text` as a script and returns its path.
-fn script(text: &str) -> String {
-    let path = scratch().join("job.sh");
+/// A script written to a fresh directory (removed when dropped); derefs to
+/// its path.
+struct Script {
+    _dir: tempfile::TempDir,
+    path: String,
+}
+
+impl std::ops::Deref for Script {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.path
+    }
+}
+
+/// Writes `text` as a script and returns it.
+fn script(text: &str) -> Script {
+    let dir = scratch();
+    let path = dir.path().join("job.sh");
     std::fs::write(&path, text).unwrap();
-    path.to_string_lossy().into_owned()
+    Script {
+        path: path.to_string_lossy().into_owned(),
+        _dir: dir,
+    }
 }
 
 fn run_env(args: &[&str], env: &[(&str, &str)]) -> Result<Built, SbatchError> {
@@ -586,7 +598,8 @@ fn nodelists_expand_and_read_files() {
     let d = desc(&["-w", "node[1-3]", "-x", "node2", "--wrap=true"]);
     assert_eq!(d.nodelist, ["node1", "node2", "node3"]);
     assert_eq!(d.exclude, ["node2"]);
-    let file = scratch().join("hosts");
+    let dir = scratch();
+    let file = dir.path().join("hosts");
     std::fs::write(&file, "node1\nnode[3-4]\n").unwrap();
     let d = desc(&["-w", file.to_str().unwrap(), "--wrap=true"]);
     assert_eq!(d.nodelist, ["node1", "node3", "node4"]);
@@ -703,8 +716,8 @@ fn file_script_name_and_arguments() {
 #[test]
 fn relative_script_is_found_in_cwd() {
     let dir = scratch();
-    std::fs::write(dir.join("run.sh"), "#!/bin/sh\ntrue\n").unwrap();
-    let cwd = dir.to_str().unwrap();
+    std::fs::write(dir.path().join("run.sh"), "#!/bin/sh\ntrue\n").unwrap();
+    let cwd = dir.path().to_str().unwrap();
     let b = build(&strings(&["run.sh"]), &[], None, cwd, &identity(), NOW).unwrap();
     assert_eq!(b.desc.name, "run.sh");
     let e = build(&strings(&["nope.sh"]), &[], None, cwd, &identity(), NOW).unwrap_err();
@@ -875,7 +888,8 @@ fn export_none_and_lists() {
 
 #[test]
 fn export_file() {
-    let file = scratch().join("env");
+    let dir = scratch();
+    let file = dir.path().join("env");
     std::fs::write(&file, "A=1\nB=2\n").unwrap();
     let arg = format!("--export-file={}", file.display());
     let d = run_env(&[&arg, "--wrap=true"], &[("PATH", "/bin")])
