@@ -1375,9 +1375,10 @@ impl Engine {
     /// more tasks and no longer a limit could not start
     /// (`PassCache::cannot_start_as`; the nodes only fill up further along
     /// a pass). Those keep their decision to wait, and their last
-    /// evaluation time, without being tried. The
-    /// requests of the jobs it tries that `requests` does not hold go to
-    /// `more`; their decisions, plans and limits to `plan`.
+    /// evaluation time, without being tried. Where preemption is
+    /// configured, the requests of the jobs it tries that `requests` does
+    /// not hold go to `more` (for `preemptors`); their decisions, plans and
+    /// limits go to `plan`.
     #[allow(clippy::too_many_arguments)]
     fn walk(
         &mut self,
@@ -1392,6 +1393,7 @@ impl Engine {
         // The partitions where the pass has settled that later jobs wait,
         // as of the last job tried.
         let mut settled_parts = self.pass_cache.settled_parts(&self.sched_cfg);
+        let keep_requests = self.settings.preempt.kind != crate::preempt::PreemptType::None;
         for &(_, id, demand, how) in entries {
             let req = match how {
                 Try::Given(i) => &requests[i],
@@ -1429,8 +1431,15 @@ impl Engine {
                     if settled && self.pass_cache.cannot_start_as(&kept.probe) {
                         continue;
                     }
-                    more.push(kept.req.clone());
-                    &more[more.len() - 1]
+                    // The pass's requests are read after it only to
+                    // look for preemptors: without preemption the kept
+                    // request is tried where it is.
+                    if keep_requests {
+                        more.push(kept.req.clone());
+                        &more[more.len() - 1]
+                    } else {
+                        &kept.req
+                    }
                 }
             };
             let view = sched::ClusterView {

@@ -47,14 +47,14 @@ pub use persist::{with_desc_numbers, with_desc_table, PersistentState, RestoreEr
 pub use preempt::{PreemptConf, PreemptMode, PreemptType, Suspension};
 pub use steps::{layout, worse_exit, Step};
 
-/// When a pending job with `--deadline` can no longer end in time: its
-/// deadline less its (minimum) time limit. sbatch(1): the job is removed
-/// "if no ending is possible before this deadline".
 /// The earliest of `times`.
 fn min_time(times: impl IntoIterator<Item = Timestamp>) -> Option<Timestamp> {
     times.into_iter().min()
 }
 
+/// When a pending job with `--deadline` can no longer end in time: its
+/// deadline less its (minimum) time limit. sbatch(1): the job is removed
+/// "if no ending is possible before this deadline".
 fn deadline_due(job: &Job) -> Option<Timestamp> {
     let d = job.desc.deadline?;
     let limit = job.desc.time_min.unwrap_or(job.time_limit);
