@@ -2349,21 +2349,6 @@ mod kept_timeline_tests {
         found
     }
 
-    /// One partition of the six plain nodes the property tests use.
-    fn six_nodes_part() -> Vec<PartView> {
-        vec![PartView {
-            name: "p".into(),
-            nodes: (0..6).map(NodeIdx).collect(),
-            up: true,
-            max_nodes: None,
-            min_nodes: 0,
-            max_time: TimeLimit::Unlimited,
-            exclusive: false,
-            max_mem_per_node: None,
-            priority_tier: 1,
-        }]
-    }
-
     fn plain_job(id: u32, tasks: u32, minutes: u32) -> JobRequest {
         JobRequest {
             job_id: JobId(id),
@@ -2417,7 +2402,7 @@ mod kept_timeline_tests {
                 1..8,
             )
         ) {
-            let parts = six_nodes_part();
+            let parts = vec![crate::tests::part(6)];
             let on = |node: u32, cpus: u32| Allocation {
                 partition: 0,
                 nodes: vec![NodeAlloc { node: NodeIdx(node), cpus, mem: 0, tasks: cpus, gres: vec![] }],
@@ -2485,7 +2470,7 @@ mod kept_timeline_tests {
             resolution in prop::sample::select(vec![1u32, 60]),
         ) {
             let nodes: Vec<NodeView> = (0..6).map(|_| plain_node()).collect();
-            let parts = six_nodes_part();
+            let parts = vec![crate::tests::part(6)];
             let now = 1_000;
             let mut nodes = nodes;
             let mut running = Vec::new();

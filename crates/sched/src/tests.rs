@@ -28,7 +28,9 @@ fn node(name: &str, cpus: u32, mem: u64, gpus: u32) -> NodeView {
     }
 }
 
-fn part(n_nodes: u32) -> PartView {
+/// One partition of the first `n_nodes` nodes (the property tests in
+/// `backfill` use it too).
+pub(crate) fn part(n_nodes: u32) -> PartView {
     PartView {
         name: "debug".into(),
         nodes: (0..n_nodes).map(NodeIdx).collect(),
