@@ -306,6 +306,10 @@ pub struct SchedulerParams {
     /// `bf_slowdown_reserve_width` (percent, 0-100): muster's own.
     #[serde(default)]
     pub bf_slowdown_reserve_width: Option<u32>,
+    /// `bf_order=shortest|priority`: muster's own; `Some(true)` for
+    /// shortest.
+    #[serde(default)]
+    pub bf_order_shortest: Option<bool>,
     /// `bf_continue`.
     pub bf_continue: bool,
     /// `bf_interval` in seconds (1-10800).

@@ -1170,6 +1170,15 @@ fn scheduler_params(
             "bf_interval" => p.bf_interval = ranged(1, 10_800)?,
             "default_queue_depth" => p.default_queue_depth = ranged(1, 1_000_000)?,
             "sched_interval" => p.sched_interval = ranged(0, 3_600)?,
+            "bf_order" => {
+                p.bf_order_shortest = Some(match arg.map(str::to_ascii_lowercase).as_deref() {
+                    Some("shortest") => true,
+                    Some("priority") => false,
+                    _ => {
+                        return Err(at.invalid(key, value, "bf_order must be shortest or priority"))
+                    }
+                });
+            }
             "bf_continue" => p.bf_continue = true,
             // Slurm has dozens more; they are accepted and have no effect.
             _ => {}

@@ -1033,7 +1033,7 @@ fn lexer_handles_empty_values_and_crlf() {
 #[test]
 fn scheduler_parameters_are_read_and_checked() {
     let c = parse_ok(&format!(
-        "{HEAD}SchedulerType=sched/builtin\nSchedulerParameters=bf_window=60,bf_resolution=30,bf_max_job_test=1000,bf_max_job_user=5,bf_continue,bf_interval=10,default_queue_depth=50,sched_interval=20,max_rpc_cnt=150,bf_age_reserve=86400,bf_slowdown_reserve=10,bf_slowdown_reserve_width=40\n"
+        "{HEAD}SchedulerType=sched/builtin\nSchedulerParameters=bf_window=60,bf_resolution=30,bf_max_job_test=1000,bf_max_job_user=5,bf_continue,bf_interval=10,default_queue_depth=50,sched_interval=20,max_rpc_cnt=150,bf_age_reserve=86400,bf_slowdown_reserve=10,bf_slowdown_reserve_width=40,bf_order=Priority\n"
     ))
     .config;
     assert_eq!(c.scheduler_type, "sched/builtin");
@@ -1049,6 +1049,13 @@ fn scheduler_parameters_are_read_and_checked() {
     assert_eq!(p.bf_age_reserve, Some(86400));
     assert_eq!(p.bf_slowdown_reserve, Some(10));
     assert_eq!(p.bf_slowdown_reserve_width, Some(40));
+    assert_eq!(p.bf_order_shortest, Some(false));
+    let c = parse_ok(&format!("{HEAD}SchedulerParameters=bf_order=shortest\n")).config;
+    assert_eq!(c.scheduler_params.bf_order_shortest, Some(true));
+    assert_eq!(
+        parse_ok(HEAD).config.scheduler_params.bf_order_shortest,
+        None
+    );
     assert_eq!(parse_ok(HEAD).config.scheduler_type, "sched/backfill");
 }
 
@@ -1065,6 +1072,10 @@ fn scheduler_parameters_out_of_range_are_refused_with_file_and_line() {
     assert!(
         err_text(&format!("{HEAD}SchedulerParameters=bf_resolution\n"))
             .contains("bf_resolution must be a number from 1 to 3600")
+    );
+    assert_eq!(
+        err_text(&format!("{HEAD}SchedulerParameters=bf_order=longest\n")),
+        "/etc/slurm/slurm.conf:3: invalid value \"bf_order=longest\" for SchedulerParameters: bf_order must be shortest or priority"
     );
     assert!(err_text(&format!("{HEAD}SchedulerType=sched/fancy\n"))
         .contains(":3: invalid value \"sched/fancy\" for SchedulerType"));

@@ -1161,7 +1161,12 @@ impl Engine {
         self.hold_suspended_shares(&mut nodes);
         let mut requests = requests;
         let mut plan = if optional.is_empty() {
-            self.plan_pass(&nodes, &parts, &requests, now)
+            // A pass over a prefix goes on over the jobs it left out
+            // (`finish_prefix_pass`): the jobs it defers come after them.
+            self.pass_cache.hold_deferred = prefix_check.is_some();
+            let plan = self.plan_pass(&nodes, &parts, &requests, now);
+            self.pass_cache.hold_deferred = false;
+            plan
         } else {
             self.walk_pass(&nodes, &parts, &mut requests, &optional, free_cpus, now)
         };
@@ -1319,8 +1324,21 @@ impl Engine {
         debug_assert!(entries
             .windows(2)
             .all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1)));
+        // The prefix's jobs its pass deferred, tried after the others.
+        let held: Vec<Walked> = self
+            .pass_cache
+            .take_deferred()
+            .into_iter()
+            .map(|i| {
+                let r = &requests[i];
+                let key = sched::order_key(r, parts);
+                (key, r.job_id, sched::demand_cpus(r), Try::Given(i))
+            })
+            .collect();
         let mut more = Vec::new();
-        self.walk(&entries, plan, requests, &mut more, nodes, parts, left);
+        self.walk(
+            &entries, held, plan, requests, &mut more, nodes, parts, left,
+        );
         requests.append(&mut more);
     }
 
@@ -1354,6 +1372,7 @@ impl Engine {
         let mut more = Vec::new();
         self.walk(
             &entries,
+            Vec::new(),
             &mut plan,
             requests,
             &mut more,
@@ -1368,21 +1387,25 @@ impl Engine {
     /// Goes on with the pass last made (`sched::plan_more`) over
     /// `entries`, in order: those that must be tried (`Try::Given`, the
     /// request at that index of `requests`, or `Try::Must`), and those
-    /// that may be left out (`Try::Optional`) where they would wait behind a planned job with reason
-    /// Priority (`PassCache::settled`) because they cannot start: they
-    /// need more CPUs than are left (`left`, free CPUs less those the
-    /// pass started), or a job of the pass with their spread shape, no
-    /// more tasks and no longer a limit could not start
+    /// that may be left out (`Try::Optional`) where they would wait behind
+    /// a planned job with reason Priority (`PassCache::settled`) because
+    /// they cannot start: they need more CPUs than are left (`left`, free
+    /// CPUs less those the pass started), or a job of the pass with their
+    /// spread shape, no more tasks and no longer a limit could not start
     /// (`PassCache::cannot_start_as`; the nodes only fill up further along
     /// a pass). Those keep their decision to wait, and their last
-    /// evaluation time, without being tried. Where preemption is
-    /// configured, the requests of the jobs it tries that `requests` does
-    /// not hold go to `more` (for `preemptors`); their decisions, plans and
-    /// limits go to `plan`.
+    /// evaluation time, without being tried. The jobs the pass defers
+    /// (`PassCache::defers`, `bf_order=shortest`), and `held` (the ones
+    /// the pass itself deferred), are tried after the others, by time
+    /// limit and then in order, as a full pass tries them. Where
+    /// preemption is configured, the requests of the jobs it tries that
+    /// `requests` does not hold go to `more` (for `preemptors`); their
+    /// decisions, plans and limits go to `plan`.
     #[allow(clippy::too_many_arguments)]
     fn walk(
         &mut self,
         entries: &[Walked],
+        held: Vec<Walked>,
         plan: &mut sched::Plan,
         requests: &[JobRequest],
         more: &mut Vec<JobRequest>,
@@ -1394,7 +1417,33 @@ impl Engine {
         // as of the last job tried.
         let mut settled_parts = self.pass_cache.settled_parts(&self.sched_cfg);
         let keep_requests = self.settings.preempt.kind != crate::preempt::PreemptType::None;
-        for &(_, id, demand, how) in entries {
+        // The deferred jobs, by time limit.
+        let mut later: Vec<(i64, Walked)> = held
+            .into_iter()
+            .map(|e| match e.3 {
+                Try::Given(i) => (sched::limit_secs(requests[i].time_limit), e),
+                _ => unreachable!("held jobs are the pass's own"),
+            })
+            .collect();
+        let (mut at, mut deferring) = (0, true);
+        loop {
+            let entry = if deferring {
+                if let Some(e) = entries.get(at) {
+                    *e
+                } else {
+                    deferring = false;
+                    later.sort_unstable_by_key(|(limit, e)| (*limit, e.0, e.1));
+                    at = 0;
+                    continue;
+                }
+            } else {
+                match later.get(at) {
+                    Some((_, e)) => *e,
+                    None => break,
+                }
+            };
+            at += 1;
+            let (_, id, demand, how) = entry;
             let req = match how {
                 Try::Given(i) => &requests[i],
                 Try::Must | Try::Optional(_) => {
@@ -1431,16 +1480,22 @@ impl Engine {
                     if settled && self.pass_cache.cannot_start_as(&kept.probe) {
                         continue;
                     }
-                    // The pass's requests are read after it only to
-                    // look for preemptors: without preemption the kept
-                    // request is tried where it is.
-                    if keep_requests {
-                        more.push(kept.req.clone());
-                        &more[more.len() - 1]
-                    } else {
-                        &kept.req
-                    }
+                    &kept.req
                 }
+            };
+            if deferring && self.pass_cache.defers(req, &self.sched_cfg) {
+                later.push((sched::limit_secs(req.time_limit), entry));
+                continue;
+            }
+            // The pass's requests are read after it only to look for
+            // preemptors: without preemption a kept request is tried
+            // where it is.
+            let req = match how {
+                Try::Must | Try::Optional(_) if keep_requests => {
+                    more.push(req.clone());
+                    &more[more.len() - 1]
+                }
+                _ => req,
             };
             let view = sched::ClusterView {
                 nodes,

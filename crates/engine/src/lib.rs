@@ -655,6 +655,11 @@ pub fn sched_config(cfg: &conf::Config) -> sched::SchedConfig {
         bf_slowdown_reserve_width: p
             .bf_slowdown_reserve_width
             .unwrap_or(d.bf_slowdown_reserve_width),
+        bf_order: match p.bf_order_shortest {
+            Some(true) => sched::BackfillOrder::Shortest,
+            Some(false) => sched::BackfillOrder::Priority,
+            None => d.bf_order,
+        },
         bf_continue: p.bf_continue,
         bf_interval: p.bf_interval.unwrap_or(d.bf_interval),
         default_queue_depth: p.default_queue_depth.unwrap_or(d.default_queue_depth),

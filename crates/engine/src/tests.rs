@@ -693,6 +693,48 @@ fn pending_jobs_carry_the_backfill_plan_and_short_jobs_backfill() {
     assert_eq!(late_info.reason, PendingReason::Priority);
 }
 
+/// With `bf_order=shortest` the jobs that can only backfill
+/// take the holes shortest first; with `bf_order=priority` (Slurm's order,
+/// the default) in priority order.
+#[test]
+fn backfill_tries_the_shortest_jobs_first() {
+    for (order, started) in [
+        (sched::BackfillOrder::Shortest, ["short", "first"]),
+        (sched::BackfillOrder::Priority, ["first", "second"]),
+    ] {
+        let mut e = engine();
+        let mut cfg = e.sched_config().clone();
+        cfg.bf_order = order;
+        e.set_sched_config(cfg);
+        let job = |nodes: u32, ntasks: u32, minutes: u32| JobDesc {
+            min_nodes: Some(nodes),
+            ntasks: Some(ntasks),
+            time_limit: Some(TimeLimit::Minutes(minutes)),
+            partitions: vec!["debug".into()],
+            ..desc()
+        };
+        // Three nodes busy for an hour; the whole cluster planned after.
+        e.on_submit(job(3, 6, 60), &user(), 0).unwrap();
+        e.schedule(0);
+        let wide = e.on_submit(job(4, 8, 60), &user(), 10).unwrap().job_id;
+        // One CPU each (an eighth of the partition, no plan of their
+        // own), all done before the plan: the free node's two CPUs take
+        // two of them.
+        let names = ["first", "second", "short"];
+        let ids: Vec<JobId> = [50, 50, 10]
+            .iter()
+            .map(|m| e.on_submit(job(1, 1, *m), &user(), 10).unwrap().job_id)
+            .collect();
+        e.schedule(10);
+        assert_invariants(&e);
+        assert_eq!(e.planned(wide).map(|p| p.start), Some(3600), "{order:?}");
+        for (name, id) in names.iter().zip(&ids) {
+            let running = e.job(*id).unwrap().state == JobState::Running;
+            assert_eq!(running, started.contains(name), "{order:?} {name}");
+        }
+    }
+}
+
 #[test]
 fn scheduler_type_builtin_is_first_come_first_served() {
     let text = format!("{CONF}SchedulerType=sched/builtin\n");
@@ -1302,8 +1344,10 @@ proptest::proptest! {
     /// through random submissions (of 1 to 3 tasks, with and without a time
     /// limit, some held, some to begin later, some of lower priority, some
     /// on one node, some exclusive) and job ends, under backfill (with and
-    /// without plans for jobs that waited) and EASY. Compared with an
-    /// engine that has the other shortcuts, not with full passes. FIXME:
+    /// without plans for jobs that waited and for wide jobs, in both
+    /// backfill orders) and EASY.
+    /// Compared with an engine that has the other shortcuts, not with full
+    /// passes. FIXME:
     /// those shortcuts (after submissions; after ends with the head job
     /// planned) do not always decide what full passes decide, with this
     /// one turned off too: with `set_full_passes` as the reference, the
@@ -1313,13 +1357,26 @@ proptest::proptest! {
     fn passes_after_job_ends_decide_as_without_them(
         easy in proptest::bool::ANY,
         aging in proptest::bool::ANY,
+        narrow in proptest::bool::ANY,
+        shortest in proptest::bool::ANY,
         events in proptest::collection::vec((0i64..6, 0u8..4, 1u32..4, 0u32..4, 0u8..4), 1..80),
     ) {
         let policy = if easy { "sched/easy" } else { "sched/backfill" };
-        // A plan for every job that waited 20 s, wherever it is.
-        let extra = if aging { "SchedulerParameters=bf_age_reserve=20\n" } else { "" };
-        let mut short = one_partition_with(policy, extra);
-        let mut full = one_partition_with(policy, extra);
+        let mut params = Vec::new();
+        if aging {
+            // A plan for every job that waited 20 s, wherever it is.
+            params.push("bf_age_reserve=20");
+        }
+        if narrow {
+            // No plan for wide jobs.
+            params.push("bf_slowdown_reserve=0");
+        }
+        // The jobs that can only backfill tried shortest first, after the
+        // others, or in priority order.
+        params.push(if shortest { "bf_order=shortest" } else { "bf_order=priority" });
+        let extra = format!("SchedulerParameters={}\n", params.join(","));
+        let mut short = one_partition_with(policy, &extra);
+        let mut full = one_partition_with(policy, &extra);
         full.prefix_passes_off = true;
         full.walk_passes_off = true;
         let mut t = 100;

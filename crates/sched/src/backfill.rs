@@ -55,6 +55,20 @@ pub enum Policy {
     Backfill,
 }
 
+/// In which order a backfill pass tries the jobs that can only start now,
+/// where they delay no plan (`bf_order`, muster's own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackfillOrder {
+    /// In priority order, as Slurm does.
+    Priority,
+    /// Shortest time limit first (ties in priority order), after the jobs
+    /// that may get a plan: the first blocked ones of each partition and
+    /// those due for one of their own (`aged`). Those are still tried in
+    /// priority order, so which jobs get plans is as with `Priority`; what
+    /// changes is which jobs take the holes in front of the plans.
+    Shortest,
+}
+
 /// Scheduler settings (SchedulerType and SchedulerParameters).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedConfig {
@@ -96,6 +110,10 @@ pub struct SchedConfig {
     /// its nodes, for whole-node jobs) get selective reservation; narrow
     /// jobs find holes under EASY anyway. 0: every job. Default 25.
     pub bf_slowdown_reserve_width: u32,
+    /// `bf_order` (muster's own): in which order the jobs that can only
+    /// backfill are tried (`BackfillOrder`), backfill policy only.
+    /// Default `Priority`.
+    pub bf_order: BackfillOrder,
     /// `bf_continue`: accepted; a pass here never yields half way, so there
     /// is nothing to continue.
     pub bf_continue: bool,
@@ -124,6 +142,7 @@ impl Default for SchedConfig {
             bf_age_reserve: None,
             bf_slowdown_reserve: Some(10),
             bf_slowdown_reserve_width: 25,
+            bf_order: BackfillOrder::Priority,
             bf_continue: false,
             bf_interval: 30,
             default_queue_depth: 100,
@@ -1484,6 +1503,11 @@ pub struct PassCache {
     /// The last pass, to go on with (`plan_more`), and what it learnt
     /// (`PassCache::cannot_start`).
     pass: Option<PassState>,
+    /// Set by a caller that goes on with the next pass (`plan_more`):
+    /// that pass leaves the jobs it defers (`BackfillOrder::Shortest`)
+    /// undecided, for the caller to try after its own
+    /// (`take_deferred`), instead of trying them at its end.
+    pub hold_deferred: bool,
 }
 
 /// Whether a job with `ntasks` tasks for `d` seconds is covered by one of
@@ -1593,6 +1617,23 @@ impl PassCache {
             .fold(0, |m, p| m | 1 << p)
     }
 
+    /// Whether the last pass, gone on with `plan_more`, would try `job`
+    /// only after every job it does not defer (`BackfillOrder::Shortest`):
+    /// the caller then tries it after them, by its time limit.
+    pub fn defers(&self, job: &JobRequest, cfg: &SchedConfig) -> bool {
+        self.pass.as_ref().is_some_and(|p| p.defers(job, cfg))
+    }
+
+    /// The jobs the last pass deferred and left undecided
+    /// (`hold_deferred`), as indices in its view's jobs, in priority
+    /// order.
+    pub fn take_deferred(&mut self) -> Vec<usize> {
+        self.pass
+            .as_mut()
+            .map(|p| std::mem::take(&mut p.deferred))
+            .unwrap_or_default()
+    }
+
     /// `cannot_start` for the job `probe` was made of (a caller that asks
     /// about the same jobs pass after pass keeps their probes).
     pub fn cannot_start_as(&self, probe: &Probe) -> bool {
@@ -1697,8 +1738,23 @@ fn plan_on(
     let diagnosed = std::mem::take(&mut cache.diagnosed);
     let mut pass = PassState::new(view, cfg, now, diagnosed);
     let mut plan = Plan::default();
+    let mut deferred = Vec::new();
     for idx in priority_order(view.jobs, view.parts) {
-        pass.decide(&view.jobs[idx], view, cfg, &mut tl, &mut plan);
+        let job = &view.jobs[idx];
+        if pass.defers(job, cfg) {
+            deferred.push(idx);
+            continue;
+        }
+        pass.decide(job, view, cfg, &mut tl, &mut plan);
+    }
+    if cache.hold_deferred {
+        pass.deferred = deferred;
+    } else {
+        // Stable: equal limits stay in priority order.
+        deferred.sort_by_key(|&i| limit_secs(view.jobs[i].time_limit));
+        for idx in deferred {
+            pass.decide(&view.jobs[idx], view, cfg, &mut tl, &mut plan);
+        }
     }
     cache.timeline = Some(tl);
     cache.pass = Some(pass);
@@ -1707,10 +1763,12 @@ fn plan_on(
 
 /// Goes on with the pass `plan_with` last made with `cache`, as if the
 /// jobs of `view` had been in it after every job it tried (the caller
-/// knows that they come after them in priority order): their decisions,
-/// and the plans and shortened limits they get. `view` must hold the
-/// nodes, partitions and running jobs of that pass; `None` when `cache`
-/// holds no pass.
+/// knows that they come after them in the order the pass tries jobs: in
+/// priority order, and with `BackfillOrder::Shortest` those the pass
+/// `defers` after the others, by their time limit): their decisions, and
+/// the plans and shortened limits they get. They are decided in priority
+/// order, none deferred. `view` must hold the nodes, partitions and
+/// running jobs of that pass; `None` when `cache` holds no pass.
 pub fn plan_more(view: &ClusterView, cfg: &SchedConfig, cache: &mut PassCache) -> Option<Plan> {
     let pass = cache.pass.as_mut()?;
     let tl = cache.timeline.as_mut()?;
@@ -1752,6 +1810,9 @@ struct PassState {
     /// between passes while the nodes and partitions stay as they are:
     /// `PassCache::diagnosed` between passes).
     diagnosed: BTreeMap<ShapeKey, Unfit>,
+    /// The jobs (indices in the pass's view) it deferred and left
+    /// undecided, in priority order (`PassCache::hold_deferred`).
+    deferred: Vec<usize>,
 }
 
 impl PassState {
@@ -1784,7 +1845,26 @@ impl PassState {
             memo: BTreeMap::new(),
             spread_failed: BTreeMap::new(),
             diagnosed,
+            deferred: Vec::new(),
         }
+    }
+
+    /// Whether the pass tries `job` only after every job it does not
+    /// defer (`BackfillOrder::Shortest`): it can no longer get a plan
+    /// (every partition of its has as many as `cfg` plans, and it is not
+    /// due for one of its own), so it can only start where it fits now.
+    fn defers(&self, job: &JobRequest, cfg: &SchedConfig) -> bool {
+        let Some(m) = cfg.bf_job_part_count_reserve else {
+            return false;
+        };
+        cfg.policy == Policy::Backfill
+            && cfg.bf_order == BackfillOrder::Shortest
+            && !job.partitions.is_empty()
+            && job.partitions.iter().all(|&p| {
+                self.blocked_parts.get(p).copied().unwrap_or(false)
+                    && self.reserved.get(p).is_some_and(|r| *r >= m)
+            })
+            && !aged(cfg, job, &self.part_sizes, self.now)
     }
 
     /// Decides `job`, the next in priority order, into `plan`.

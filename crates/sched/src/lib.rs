@@ -24,8 +24,8 @@ pub mod preempt;
 
 pub use backfill::{
     demand_cpus, due_reservation, limit_secs, plan, plan_more, plan_with, plan_with_changes,
-    ClusterView, PartSize, PassCache, Plan, Planned, Policy, Probe, RunningJob, SchedConfig, Share,
-    FOREVER,
+    BackfillOrder, ClusterView, PartSize, PassCache, Plan, Planned, Policy, Probe, RunningJob,
+    SchedConfig, Share, FOREVER,
 };
 pub use ordering::{order_key, priority_order, Decision, OrderKey};
 pub use placement::{

@@ -533,6 +533,16 @@ fn planned_times_are_rounded_up_to_bf_resolution() {
     assert_eq!(plan.planned[&JobId(1)].start, 660);
 }
 
+/// Backfill with EASY's one plan per partition: no plan of their own for
+/// wide jobs (`bf_slowdown_reserve`), jobs tried in priority order.
+fn one_plan() -> SchedConfig {
+    SchedConfig {
+        bf_slowdown_reserve: None,
+        bf_order: BackfillOrder::Priority,
+        ..SchedConfig::default()
+    }
+}
+
 #[test]
 fn bf_job_part_count_reserve_limits_the_plans_per_partition() {
     let mut nodes = one_cpu_nodes(4);
@@ -545,9 +555,9 @@ fn bf_job_part_count_reserve_limits_the_plans_per_partition() {
         jobs: &jobs,
         running: std::slice::from_ref(&r),
     };
-    // The default: one reservation per partition (EASY), job 2 waits
-    // without a planned start, job 3 fills the gap.
-    let one = crate::plan(&view, &SchedConfig::default(), 0);
+    // One reservation per partition (EASY), job 2 waits without a
+    // planned start, job 3 fills the gap.
+    let one = crate::plan(&view, &one_plan(), 0);
     assert_eq!(
         show(&one),
         "plan 1 at 1800 on 0,1,2,3; wait 2; start 3 on 1"
@@ -555,7 +565,7 @@ fn bf_job_part_count_reserve_limits_the_plans_per_partition() {
     assert_eq!(reason(&one, 2), Some(PendingReason::Priority));
     let two = SchedConfig {
         bf_job_part_count_reserve: Some(2),
-        ..SchedConfig::default()
+        ..one_plan()
     };
     assert_eq!(
         show(&crate::plan(&view, &two, 0)),
@@ -579,9 +589,9 @@ fn bf_age_reserve_plans_the_jobs_that_waited_long() {
     };
     let aged = |age| SchedConfig {
         bf_age_reserve: Some(age),
-        ..SchedConfig::default()
+        ..one_plan()
     };
-    // Not long enough: EASY, as by default.
+    // Not long enough: EASY.
     assert_eq!(
         show(&crate::plan(&view, &aged(3601), 0)),
         "plan 1 at 1800 on 0,1,2,3; wait 2; start 3 on 1"
@@ -616,12 +626,12 @@ fn bf_slowdown_reserve_plans_the_jobs_whose_expansion_factor_is_reached() {
         };
         let cfg = SchedConfig {
             bf_slowdown_reserve: Some(10),
-            ..SchedConfig::default()
+            ..one_plan()
         };
         crate::plan(&view, &cfg, 0)
     };
     // Job 2 (a 2-hour limit) reaches (wait + 7200) / 7200 = 10 after
-    // waiting 64,800 s: one second short, EASY as by default.
+    // waiting 64,800 s: one second short, EASY.
     jobs[1].submit_time = -64_799;
     assert_eq!(
         show(&view(&jobs)),
@@ -654,7 +664,7 @@ fn bf_slowdown_reserve_skips_jobs_narrower_than_its_width() {
         let cfg = SchedConfig {
             bf_slowdown_reserve: Some(10),
             bf_slowdown_reserve_width: width,
-            ..SchedConfig::default()
+            ..one_plan()
         };
         show(&crate::plan(&view, &cfg, 0))
     };
@@ -1005,21 +1015,24 @@ fn spread_some(mut s: Scenario, spread: &[bool]) -> Scenario {
     s
 }
 
-/// EASY, backfill with one plan and with a plan for every job, FCFS: to
-/// the second, over a day.
+/// EASY, backfill with one plan (in both backfill orders) and with a plan
+/// for every job, FCFS: to the second, over a day.
 fn every_policy() -> Vec<SchedConfig> {
+    use BackfillOrder::{Priority, Shortest};
     [
-        (Policy::Easy, Some(1)),
-        (Policy::Backfill, Some(1)),
-        (Policy::Backfill, None),
-        (Policy::Fcfs, Some(1)),
+        (Policy::Easy, Some(1), Priority),
+        (Policy::Backfill, Some(1), Shortest),
+        (Policy::Backfill, Some(1), Priority),
+        (Policy::Backfill, None, Shortest),
+        (Policy::Fcfs, Some(1), Priority),
     ]
     .into_iter()
-    .map(|(policy, reserve)| SchedConfig {
+    .map(|(policy, reserve, bf_order)| SchedConfig {
         policy,
         bf_resolution: 1,
         bf_window: 1440,
         bf_job_part_count_reserve: reserve,
+        bf_order,
         ..SchedConfig::default()
     })
     .collect()
@@ -1049,7 +1062,10 @@ proptest! {
     /// A pass over some jobs continued with `plan_more` over the rest
     /// (which come after them in priority order) decides what one pass
     /// over all of them decides, and `PassCache::cannot_start` after the
-    /// first part holds only for jobs of the rest that wait.
+    /// first part holds only for jobs of the rest that wait. With
+    /// `BackfillOrder::Shortest` the caller tries the jobs the pass defers
+    /// (`PassCache::hold_deferred`, `defers`) after the others, by time
+    /// limit, as the engine's `walk` does.
     #[test]
     fn a_pass_continued_decides_as_one_pass(s in scenario(), split in 0usize..14, spread in prop::collection::vec(any::<bool>(), 14)) {
         let s = spread_some(s, &spread);
@@ -1062,14 +1078,31 @@ proptest! {
             let all = ClusterView { nodes: &s.nodes, parts: &parts, jobs: &ordered, running: &s.running };
             let whole = crate::backfill::plan(&all, &cfg, 0);
             let mut cache = PassCache::default();
+            cache.hold_deferred = true;
             let first = ClusterView { jobs: head, ..all };
             let mut split_plan = plan_with(&first, &cfg, 0, &mut cache);
+            cache.hold_deferred = false;
             let cannot: Vec<JobId> = rest.iter().filter(|j| cache.cannot_start(j)).map(|j| j.job_id).collect();
-            let second = ClusterView { jobs: rest, running: &[], ..all };
-            let more = plan_more(&second, &cfg, &mut cache).expect("a pass was made");
-            split_plan.decisions.extend(more.decisions);
-            split_plan.planned.extend(more.planned);
-            split_plan.time_limits.extend(more.time_limits);
+            // The deferred jobs, by (time limit, place in priority order).
+            let mut later: Vec<usize> = cache.take_deferred();
+            let go_on = |job: &JobRequest, cache: &mut PassCache, plan: &mut Plan| {
+                let one = ClusterView { jobs: std::slice::from_ref(job), running: &[], ..all };
+                let more = plan_more(&one, &cfg, cache).expect("a pass was made");
+                plan.decisions.extend(more.decisions);
+                plan.planned.extend(more.planned);
+                plan.time_limits.extend(more.time_limits);
+            };
+            for (k, job) in rest.iter().enumerate() {
+                if cache.defers(job, &cfg) {
+                    later.push(head.len() + k);
+                } else {
+                    go_on(job, &mut cache, &mut split_plan);
+                }
+            }
+            later.sort_by_key(|&i| (limit_secs(ordered[i].time_limit), i));
+            for i in later {
+                go_on(&ordered[i], &mut cache, &mut split_plan);
+            }
             prop_assert_eq!(&split_plan, &whole);
             for id in cannot {
                 let started = whole.decisions.iter().any(|(j, d)| *j == id && matches!(d, Decision::Start(_)));

@@ -301,7 +301,7 @@ fn the_simulation_is_deterministic() {
 /// the schedule a full pass after every batch gives, on the head of every
 /// shipped trace (RICC-2010-2's nodes have 8 CPUs: which nodes a plan
 /// takes matters there), under EASY and the default, with and without
-/// plans for long waiters.
+/// plans for long waiters, and with both backfill orders.
 #[test]
 fn short_passes_schedule_as_full_passes_do() {
     for name in [
@@ -311,26 +311,29 @@ fn short_passes_schedule_as_full_passes_do() {
     ] {
         let trace = shipped(name, 1000);
         // The default, EASY, and the default with a plan for every job
-        // that waited an hour (bf_age_reserve).
-        for (policy, age) in [
-            (Policy::Easy, None),
-            (Policy::Backfill, None),
-            (Policy::Backfill, Some(3600)),
+        // that waited an hour (bf_age_reserve), each backfill one with
+        // both backfill orders.
+        use sched::BackfillOrder::{Priority, Shortest};
+        for (policy, age, order) in [
+            (Policy::Easy, None, Priority),
+            (Policy::Backfill, None, Priority),
+            (Policy::Backfill, Some(3600), Priority),
+            (Policy::Backfill, None, Shortest),
+            (Policy::Backfill, Some(3600), Shortest),
         ] {
             let cfg = crate::build_config(&trace.machine, None).unwrap();
             let mut sc = engine::sched_config(&cfg);
             sc.policy = policy;
             sc.bf_age_reserve = age;
+            sc.bf_order = order;
             let run = |full| {
                 crate::driver::simulate_with(&trace, &cfg, sc.clone(), true, full, &mut |_, _| {})
             };
             let (short, full) = (run(false), run(true));
-            assert_eq!(short.records, full.records, "{name} {policy:?} {age:?}");
+            let what = format!("{name} {policy:?} {age:?} {order:?}");
+            assert_eq!(short.records, full.records, "{what}");
             // The plans shown (squeue --start) are the same too.
-            assert_eq!(
-                short.first_plans, full.first_plans,
-                "{name} {policy:?} {age:?}"
-            );
+            assert_eq!(short.first_plans, full.first_plans, "{what}");
         }
     }
 }
