@@ -688,14 +688,30 @@ fn pending_jobs_carry_the_backfill_plan_and_short_jobs_backfill() {
     assert_eq!(wide_info.reason, PendingReason::Resources);
     let late_info = info.jobs.iter().find(|j| j.job_id == late).unwrap();
     // One reservation per partition by default (bf_job_part_count_reserve
-    // = 1): the wide job holds it, the late job has no planned start.
+    // = 1), which the wide job holds; the late job asks for a quarter of
+    // the partition, so it gets a plan of its own as well
+    // (bf_slowdown_reserve=1, bf_slowdown_reserve_width=25), after the
+    // wide job's.
+    assert_eq!(late_info.start_time, Some(7200));
+    assert_eq!(late_info.reason, PendingReason::Priority);
+    // Narrower than a quarter it would have none.
+    let mut narrow = e.sched_config().clone();
+    narrow.bf_slowdown_reserve_width = 26;
+    e.set_sched_config(narrow);
+    e.schedule(20);
+    let late_info = e
+        .job_list(20)
+        .jobs
+        .into_iter()
+        .find(|j| j.job_id == late)
+        .unwrap();
     assert_eq!(late_info.start_time, None);
     assert_eq!(late_info.reason, PendingReason::Priority);
 }
 
-/// With `bf_order=shortest` the jobs that can only backfill
-/// take the holes shortest first; with `bf_order=priority` (Slurm's order,
-/// the default) in priority order.
+/// With `bf_order=shortest` (the default) the jobs that can only backfill
+/// take the holes shortest first; with `bf_order=priority` (Slurm's order)
+/// in priority order.
 #[test]
 fn backfill_tries_the_shortest_jobs_first() {
     for (order, started) in [

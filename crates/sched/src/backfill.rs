@@ -102,8 +102,9 @@ pub struct SchedConfig {
     /// `bf_slowdown_reserve` (muster's own): a blocked job whose expansion
     /// factor, (wait + time limit) / time limit, has reached this value
     /// gets a planned start too (selective reservation), when it asks for
-    /// at least `bf_slowdown_reserve_width` percent of a partition. `None`
-    /// is off. Default 10: see docs/simulator.md.
+    /// at least `bf_slowdown_reserve_width` percent of a partition; 1 is as
+    /// soon as it is blocked. `None` is off. Default 1 (every wide job is
+    /// planned as under conservative backfilling): see docs/simulator.md.
     pub bf_slowdown_reserve: Option<u32>,
     /// `bf_slowdown_reserve_width` (percent, muster's own): only jobs that
     /// ask for at least this share of their largest partition's CPUs (of
@@ -112,7 +113,7 @@ pub struct SchedConfig {
     pub bf_slowdown_reserve_width: u32,
     /// `bf_order` (muster's own): in which order the jobs that can only
     /// backfill are tried (`BackfillOrder`), backfill policy only.
-    /// Default `Priority`.
+    /// Default `Shortest`: see docs/simulator.md.
     pub bf_order: BackfillOrder,
     /// `bf_continue`: accepted; a pass here never yields half way, so there
     /// is nothing to continue.
@@ -140,9 +141,9 @@ impl Default for SchedConfig {
             bf_max_job_user: None,
             bf_job_part_count_reserve: Some(1),
             bf_age_reserve: None,
-            bf_slowdown_reserve: Some(10),
+            bf_slowdown_reserve: Some(1),
             bf_slowdown_reserve_width: 25,
-            bf_order: BackfillOrder::Priority,
+            bf_order: BackfillOrder::Shortest,
             bf_continue: false,
             bf_interval: 30,
             default_queue_depth: 100,

@@ -673,11 +673,29 @@ fn bf_slowdown_reserve_skips_jobs_narrower_than_its_width() {
     assert_eq!(plan(75), protected);
     // Narrower than the width: EASY's one plan.
     assert_eq!(plan(76), "plan 1 at 1800 on 0,1,2,3; wait 2; start 3 on 1");
-    // The defaults: factor 10 for jobs of at least a quarter.
+    // The defaults: a plan as soon as they are blocked (factor 1) for
+    // jobs of at least a quarter, the others tried shortest first.
     let d = SchedConfig::default();
     assert_eq!(
-        (d.bf_slowdown_reserve, d.bf_slowdown_reserve_width),
-        (Some(10), 25)
+        (
+            d.bf_slowdown_reserve,
+            d.bf_slowdown_reserve_width,
+            d.bf_order
+        ),
+        (Some(1), 25, BackfillOrder::Shortest)
+    );
+    assert_eq!(
+        show(&crate::plan(
+            &ClusterView {
+                nodes: &nodes,
+                parts: &parts,
+                jobs: &jobs,
+                running: std::slice::from_ref(&r),
+            },
+            &d,
+            0
+        )),
+        "plan 1 at 1800 on 0,1,2,3; plan 2 at 5400 on 0,1,2; start 3 on 1"
     );
 }
 
