@@ -1307,7 +1307,7 @@ impl Engine {
             .left_out
             .iter()
             .filter(|c| c.3 || c.2 <= left)
-            .map(|&(key, id, demand, must, parts)| {
+            .map(|&(key, id, demand, must, parts, limit)| {
                 (
                     key,
                     id,
@@ -1315,7 +1315,7 @@ impl Engine {
                     if must {
                         Try::Must
                     } else {
-                        Try::Optional(parts)
+                        Try::Optional(parts, limit)
                     },
                 )
             })
@@ -1350,7 +1350,7 @@ impl Engine {
         nodes: &[sched::NodeView],
         parts: &[sched::PartView],
         requests: &mut Vec<JobRequest>,
-        optional: &[(sched::OrderKey, JobId, i64, Option<u64>)],
+        optional: &[Optional],
         free_cpus: u32,
         now: Timestamp,
     ) -> sched::Plan {
@@ -1361,11 +1361,9 @@ impl Engine {
                 let key = sched::order_key(r, parts);
                 (key, r.job_id, sched::demand_cpus(r), Try::Given(i))
             })
-            .chain(
-                optional
-                    .iter()
-                    .map(|&(key, id, demand, parts)| (key, id, demand, Try::Optional(parts))),
-            )
+            .chain(optional.iter().map(|&(key, id, demand, parts, limit)| {
+                (key, id, demand, Try::Optional(parts, limit))
+            }))
             .collect();
         entries.sort_unstable_by_key(|e| (e.0, e.1));
         let mut plan = self.plan_pass(nodes, parts, &[], now);
@@ -1418,6 +1416,8 @@ impl Engine {
         let mut settled_parts = self.pass_cache.settled_parts(&self.sched_cfg);
         let keep_requests = self.settings.preempt.kind != crate::preempt::PreemptType::None;
         // The deferred jobs, by time limit.
+        let shortest = self.sched_cfg.policy == sched::Policy::Backfill
+            && self.sched_cfg.bf_order == sched::BackfillOrder::Shortest;
         let mut later: Vec<(i64, Walked)> = held
             .into_iter()
             .map(|e| match e.3 {
@@ -1432,6 +1432,11 @@ impl Engine {
                     *e
                 } else {
                     deferring = false;
+                    // Those that may be left out and need more CPUs than
+                    // are left would be left out below: CPUs only get
+                    // fewer, and where the pass settled it stays settled.
+                    let left_now = left;
+                    later.retain(|(_, e)| !matches!(e.3, Try::Optional(..)) || e.2 <= left_now);
                     later.sort_unstable_by_key(|(limit, e)| (*limit, e.0, e.1));
                     at = 0;
                     continue;
@@ -1446,10 +1451,10 @@ impl Engine {
             let (_, id, demand, how) = entry;
             let req = match how {
                 Try::Given(i) => &requests[i],
-                Try::Must | Try::Optional(_) => {
+                Try::Must | Try::Optional(..) => {
                     let settled = match how {
-                        Try::Optional(Some(mask)) => mask != 0 && mask & !settled_parts == 0,
-                        Try::Optional(None) => match self.jobs.get(&id) {
+                        Try::Optional(Some(mask), _) => mask != 0 && mask & !settled_parts == 0,
+                        Try::Optional(None, _) => match self.jobs.get(&id) {
                             Some(job) => self.pass_cache.settled(&job.partitions, &self.sched_cfg),
                             None => continue,
                         },
@@ -1457,6 +1462,18 @@ impl Engine {
                     };
                     if settled && demand > left {
                         continue;
+                    }
+                    // Where the pass has settled, a job that may be left
+                    // out (never one due for a plan of its own) is one the
+                    // pass defers: put aside without a look at it.
+                    if let Try::Optional(_, limit) = how {
+                        if deferring && settled && shortest {
+                            debug_assert!(self.jobs.get(&id).is_none_or(|j| self
+                                .pass_cache
+                                .defers(&self.request_for(j), &self.sched_cfg)));
+                            later.push((limit, entry));
+                            continue;
+                        }
                     }
                     let kept = match self.request_cache.get(&id) {
                         Some(kept) => {
@@ -1491,7 +1508,7 @@ impl Engine {
             // preemptors: without preemption a kept request is tried
             // where it is.
             let req = match how {
-                Try::Must | Try::Optional(_) if keep_requests => {
+                Try::Must | Try::Optional(..) if keep_requests => {
                     more.push(req.clone());
                     &more[more.len() - 1]
                 }
@@ -1559,7 +1576,13 @@ impl Engine {
         let mut optional = Vec::new();
         for q in startable {
             if !self.walk_passes_off && !only.contains(&q.id()) && self.leavable(&q, limited, now) {
-                optional.push((q.key, q.id(), q.demand, q.mask()));
+                optional.push((
+                    q.key,
+                    q.id(),
+                    q.demand,
+                    q.mask(),
+                    sched::limit_secs(q.limit),
+                ));
             } else {
                 only.insert(q.id());
             }
@@ -1711,7 +1734,14 @@ impl Engine {
             pending_endless &= q.endless;
             let leavable = !q.array && q.by_priority;
             let must = !leavable || needed.contains(&q.id()) || aged.as_ref().is_some_and(|a| a(q));
-            cands.push((q.key, q.id(), q.demand, must, q.mask()));
+            cands.push((
+                q.key,
+                q.id(),
+                q.demand,
+                must,
+                q.mask(),
+                sched::limit_secs(q.limit),
+            ));
         }
         // The first jobs in order, as many as the free CPUs could hold and
         // one beyond (each job needs a CPU at least: this many are enough).
@@ -1958,8 +1988,14 @@ struct PrefixCheck {
 }
 
 /// A job a pass over a prefix of the queue left out: (order key, id, CPUs
-/// it needs, whether it must be tried all the same, its `parts_mask`).
-type LeftOut = (sched::OrderKey, JobId, i64, bool, Option<u64>);
+/// it needs, whether it must be tried all the same, its `parts_mask`, its
+/// time limit in seconds).
+type LeftOut = (sched::OrderKey, JobId, i64, bool, Option<u64>, i64);
+
+/// A job a pass may leave out where it has shown it would wait
+/// (`Engine::walk_pass`): (order key, id, CPUs it needs, its `parts_mask`,
+/// its time limit in seconds).
+type Optional = (sched::OrderKey, JobId, i64, Option<u64>, i64);
 
 /// A job's partitions as a bit set (`sched::PassCache::settled_parts`),
 /// where every index is below 64: `Engine::walk` reads them without a look
@@ -1981,8 +2017,9 @@ enum Try {
     /// Always, with its own request.
     Must,
     /// Unless the pass has shown it would wait; with the job's
-    /// partitions (`parts_mask`).
-    Optional(Option<u64>),
+    /// partitions (`parts_mask`) and time limit in seconds. Never a job
+    /// due for a plan of its own (`aged`: those must be tried).
+    Optional(Option<u64>, i64),
 }
 
 impl PrefixCheck {
@@ -2022,7 +2059,7 @@ struct Pass {
     /// Jobs the pass tries only where the pass has not shown that they
     /// would wait (`Engine::walk_pass`): (order key, id, CPUs it needs,
     /// its `parts_mask`).
-    optional: Vec<(sched::OrderKey, JobId, i64, Option<u64>)>,
+    optional: Vec<Optional>,
 }
 
 /// (min nodes, max nodes, tasks) from the request, with Slurm's defaults:
