@@ -1415,13 +1415,18 @@ impl Engine {
         // as of the last job tried.
         let mut settled_parts = self.pass_cache.settled_parts(&self.sched_cfg);
         let keep_requests = self.settings.preempt.kind != crate::preempt::PreemptType::None;
-        // The deferred jobs, by time limit.
         let shortest = self.sched_cfg.policy == sched::Policy::Backfill
             && self.sched_cfg.bf_order == sched::BackfillOrder::Shortest;
-        let mut later: Vec<(i64, Walked)> = held
-            .into_iter()
-            .map(|e| match e.3 {
-                Try::Given(i) => (sched::limit_secs(requests[i].time_limit), e),
+        // The deferred jobs in order (the prefix's come before the jobs it
+        // left out), and (time limit, place there) to sort them by: small
+        // keys sort faster than whole entries (a queue of 100,000 jobs
+        // puts most of them aside).
+        let mut deferred: Vec<Walked> = held;
+        let mut later: Vec<(i64, u32)> = deferred
+            .iter()
+            .enumerate()
+            .map(|(k, e)| match e.3 {
+                Try::Given(i) => (sched::limit_secs(requests[i].time_limit), k as u32),
                 _ => unreachable!("held jobs are the pass's own"),
             })
             .collect();
@@ -1435,15 +1440,20 @@ impl Engine {
                     // Those that may be left out and need more CPUs than
                     // are left would be left out below: CPUs only get
                     // fewer, and where the pass settled it stays settled.
-                    let left_now = left;
-                    later.retain(|(_, e)| !matches!(e.3, Try::Optional(..)) || e.2 <= left_now);
-                    later.sort_unstable_by_key(|(limit, e)| (*limit, e.0, e.1));
+                    debug_assert!(deferred
+                        .windows(2)
+                        .all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1)));
+                    later.retain(|&(_, k)| {
+                        let e = &deferred[k as usize];
+                        !matches!(e.3, Try::Optional(..)) || e.2 <= left
+                    });
+                    later.sort_unstable();
                     at = 0;
                     continue;
                 }
             } else {
                 match later.get(at) {
-                    Some((_, e)) => *e,
+                    Some(&(_, k)) => deferred[k as usize],
                     None => break,
                 }
             };
@@ -1471,7 +1481,8 @@ impl Engine {
                             debug_assert!(self.jobs.get(&id).is_none_or(|j| self
                                 .pass_cache
                                 .defers(&self.request_for(j), &self.sched_cfg)));
-                            later.push((limit, entry));
+                            later.push((limit, deferred.len() as u32));
+                            deferred.push(entry);
                             continue;
                         }
                     }
@@ -1501,7 +1512,8 @@ impl Engine {
                 }
             };
             if deferring && self.pass_cache.defers(req, &self.sched_cfg) {
-                later.push((sched::limit_secs(req.time_limit), entry));
+                later.push((sched::limit_secs(req.time_limit), deferred.len() as u32));
+                deferred.push(entry);
                 continue;
             }
             // The pass's requests are read after it only to look for
