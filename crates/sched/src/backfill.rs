@@ -1868,7 +1868,8 @@ impl PassState {
             && !aged(cfg, job, &self.part_sizes, self.now)
     }
 
-    /// Decides `job`, the next in priority order, into `plan`.
+    /// Decides `job`, the next in the order the pass tries jobs (priority
+    /// order, the deferred ones last: `defers`), into `plan`.
     fn decide(
         &mut self,
         job: &JobRequest,
