@@ -98,7 +98,7 @@ pub fn render(x: &JobExplanation, now: Timestamp) -> String {
     match x.position {
         Some(pos) => {
             let mut s = format!(
-                "Queue: {} of {} jobs the scheduler tries, with priority {}",
+                "Queue: {} of {} jobs the scheduler tries, in priority order, with priority {}",
                 ordinal(pos),
                 x.n_queued,
                 x.priority
@@ -181,7 +181,14 @@ pub fn render(x: &JobExplanation, now: Timestamp) -> String {
             s.push_str(". Jobs that end early make it sooner.");
             line(s);
         }
-        None => line("Expected start: unknown (no plan: it cannot run within the backfill window, or it is not tried).".to_string()),
+        None => line(
+            "Expected start: unknown. It holds no plan: a pass plans the first blocked job of \
+             each partition and, by default, every blocked job of at least a quarter of one; \
+             the others start where they fit without delaying those plans, shortest time limit \
+             first (or in priority order with bf_order=priority). A job gets none either when \
+             it cannot start within the backfill window or is not tried."
+                .to_string(),
+        ),
     }
     out
 }

@@ -810,9 +810,10 @@ pub struct JobExplanation {
     pub reason: PendingReason,
     /// Its priority.
     pub priority: u32,
-    /// 1-based place among the jobs the scheduler tries, in the order it
-    /// tries them; None when it is not one of them (held, begin time,
-    /// not pending).
+    /// 1-based place among the jobs the scheduler tries, in priority
+    /// order (the jobs that can only backfill are tried shortest first
+    /// with `bf_order=shortest`, after the others); None when it is not
+    /// one of them (held, begin time, not pending).
     pub position: Option<u32>,
     /// How many jobs the scheduler tries.
     pub n_queued: u32,

@@ -48,13 +48,48 @@ fn a_planned_job_is_explained_in_words() {
 Job 42 (alice, partition debug) is PENDING.
 It asks for 2 nodes, 4 CPUs with a time limit of 1:00:00.
 It waits because the resources it needs are in use by running jobs.
-Queue: 3rd of 5 jobs the scheduler tries, with priority 4294901757; job 41 just ahead has 4294901758 (1 more); the first, job 39, has 4294901760.
+Queue: 3rd of 5 jobs the scheduler tries, in priority order, with priority 4294901757; job 41 just ahead has 4294901758 (1 more); the first, job 39, has 4294901760.
 Nodes that could run it: 1 of 2 in its partition are up.
   node1        allocated  2/2 CPUs in use, running job 40 until 1970-01-01T02:00:00
   node2        drained    0/2 CPUs in use, nothing running
 Expected start: 1970-01-01T02:00:00 on node[1-2], when job 40 reaches its time limit at 1970-01-01T02:00:00 (the last of 2 running jobs on those nodes). Jobs that end early make it sooner.
 "
     );
+}
+
+#[test]
+fn a_job_without_a_plan_is_told_why_it_may_have_none() {
+    utc();
+    let x = JobExplanation {
+        job_id: JobId(43),
+        user: "bob".into(),
+        partition: "debug".into(),
+        state: JobState::Pending,
+        reason: PendingReason::Priority,
+        priority: 100,
+        position: Some(2),
+        n_queued: 2,
+        ahead: Some((JobId(42), 200)),
+        first: Some((JobId(42), 200)),
+        request: "1 node, 1 CPU".into(),
+        time_limit: TimeLimit::Minutes(10),
+        start_time: None,
+        planned_nodes: vec![],
+        waits_for: vec![],
+        candidates: vec![],
+    };
+    let text = render(&x, 100);
+    assert!(
+        text.ends_with(
+            "Expected start: unknown. It holds no plan: a pass plans the first blocked job of \
+             each partition and, by default, every blocked job of at least a quarter of one; the \
+             others start where they fit without delaying those plans, shortest time limit first \
+             (or in priority order with bf_order=priority). A job gets none either when it cannot \
+             start within the backfill window or is not tried.\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("It waits because jobs with higher priority are queued ahead of it"));
 }
 
 #[test]
