@@ -50,8 +50,11 @@ pub enum Policy {
     /// Textbook EASY backfilling: the first blocked job gets a planned
     /// start; any later job may start now if it does not delay it.
     Easy,
-    /// Slurm's backfill (conservative backfilling): every blocked job gets
-    /// a planned start, and no job delays the plan of a higher-priority one.
+    /// Slurm's backfill: the first blocked jobs of each partition
+    /// (`bf_job_part_count_reserve`; every blocked job, conservative
+    /// backfilling, when that is unset) and those due for one of their own
+    /// (`aged`) get a planned start, and no job delays the plan of a
+    /// higher-priority one.
     Backfill,
 }
 
