@@ -1601,11 +1601,7 @@ impl PassCache {
                 None => return false,
             },
         };
-        !partitions.is_empty()
-            && partitions.iter().all(|&p| {
-                pass.blocked_parts.get(p).copied().unwrap_or(false)
-                    && pass.reserved.get(p).is_some_and(|r| *r >= reserve)
-            })
+        pass.blocked_with(partitions, reserve)
     }
 
     /// The partitions below 64 that `settled` holds for, as a bit set:
@@ -1863,12 +1859,18 @@ impl PassState {
         };
         cfg.policy == Policy::Backfill
             && cfg.bf_order == BackfillOrder::Shortest
-            && !job.partitions.is_empty()
-            && job.partitions.iter().all(|&p| {
-                self.blocked_parts.get(p).copied().unwrap_or(false)
-                    && self.reserved.get(p).is_some_and(|r| *r >= m)
-            })
+            && self.blocked_with(&job.partitions, m)
             && !aged(cfg, job, &self.part_sizes, self.now)
+    }
+
+    /// Whether each of `partitions` (at least one) has a blocked job and
+    /// at least `reserve` planned ones.
+    fn blocked_with(&self, partitions: &[usize], reserve: u32) -> bool {
+        !partitions.is_empty()
+            && partitions.iter().all(|&p| {
+                self.blocked_parts.get(p).copied().unwrap_or(false)
+                    && self.reserved.get(p).is_some_and(|r| *r >= reserve)
+            })
     }
 
     /// Decides `job`, the next in the order the pass tries jobs (priority
