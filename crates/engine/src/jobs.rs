@@ -1019,6 +1019,36 @@ impl Engine {
         Ok(())
     }
 
+    /// Whether the next `schedule` would start no job and do nothing else
+    /// that lasts beyond the next pass: every pending job that is neither
+    /// held nor completing asks for more CPUs than the nodes that may run
+    /// jobs have free (`demand_cpus`, a lower bound of what it needs; an
+    /// array record is never counted out), and none of the pass's other
+    /// effects can be due (preemption is off, no job is suspended by it,
+    /// no pending job has a dependency, limits are not enforced). Such a
+    /// pass would only give the waiting jobs their reasons and plans,
+    /// which the next pass makes again from the same state, with this
+    /// batch's submissions and job ends among its own (they stay noted
+    /// until then). The simulator skips these passes; a controller runs
+    /// them, since its users read the reasons and plans.
+    pub fn pass_starts_nothing(&mut self) -> bool {
+        if !self.sched_dirty
+            || self.full_passes
+            || self.may_resume
+            || self.may_depend
+            || self.settings.enforce.limits
+            || self.settings.preempt.kind != crate::preempt::PreemptType::None
+        {
+            return false;
+        }
+        self.refresh_queue();
+        let free = i64::from(self.free_cpus());
+        self.queue
+            .by_demand(..=(free, JobId(u32::MAX)))
+            .next()
+            .is_none()
+    }
+
     /// One scheduling pass: starts every job that fits, sets the reason of
     /// every job that waits. Called after each batch of events.
     ///

@@ -1442,3 +1442,181 @@ proptest::proptest! {
         }
     }
 }
+
+/// `pass_starts_nothing`: true while every waiting job asks for more CPUs
+/// than are free and nothing else a pass does can be due; false once a
+/// job could fit, for an array record (its tasks may fit), with a
+/// dependency or preemption in play, and with no pass due.
+#[test]
+fn a_pass_that_can_start_nothing_is_known_before_it() {
+    let mut e = one_partition("sched/backfill");
+    let big = e
+        .on_submit(
+            JobDesc {
+                ntasks: Some(8),
+                ..desc()
+            },
+            &user(),
+            10,
+        )
+        .unwrap()
+        .job_id;
+    assert!(!e.pass_starts_nothing(), "8 CPUs free, it fits");
+    e.schedule(10);
+    assert_eq!(e.job(big).unwrap().state, JobState::Running);
+    assert!(!e.pass_starts_nothing(), "no pass due");
+    let small = e
+        .on_submit(
+            JobDesc {
+                ntasks: Some(1),
+                ..desc()
+            },
+            &user(),
+            11,
+        )
+        .unwrap()
+        .job_id;
+    assert!(e.pass_starts_nothing(), "no CPU free");
+    // Skipped: the next pass sees the submission.
+    let mut array = desc();
+    array.array = Some("0-3".into());
+    let arr = e.on_submit(array, &user(), 12).unwrap().job_id;
+    assert!(
+        !e.pass_starts_nothing(),
+        "an array record is never counted out"
+    );
+    e.on_cancel(arr, None, false, &user(), 12).unwrap();
+    e.schedule(12);
+    e.take_commands();
+    assert_eq!(e.job(small).unwrap().reason, PendingReason::Resources);
+    let after = e
+        .on_submit(
+            JobDesc {
+                ntasks: Some(1),
+                dependency: Some(format!("afterok:{big}")),
+                ..desc()
+            },
+            &user(),
+            13,
+        )
+        .unwrap()
+        .job_id;
+    assert!(!e.pass_starts_nothing(), "a dependency may be decided");
+    e.on_cancel(after, None, false, &user(), 13).unwrap();
+    e.schedule(13);
+    e.on_job_exited(big, "node1", ExitCode::default(), None, 20)
+        .unwrap();
+    assert!(!e.pass_starts_nothing(), "8 CPUs free again");
+    e.schedule(20);
+    assert_eq!(e.job(small).unwrap().state, JobState::Running);
+
+    let mut p = one_partition_with("sched/backfill", "PreemptType=preempt/qos\n");
+    p.on_submit(
+        JobDesc {
+            ntasks: Some(8),
+            ..desc()
+        },
+        &user(),
+        10,
+    )
+    .unwrap();
+    p.schedule(10);
+    p.on_submit(
+        JobDesc {
+            ntasks: Some(1),
+            ..desc()
+        },
+        &user(),
+        11,
+    )
+    .unwrap();
+    assert!(!p.pass_starts_nothing(), "a pass may preempt");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+    /// Skipping the passes `pass_starts_nothing` tells of (as the
+    /// simulator does) changes no start: the engine that runs every pass
+    /// starts nothing in those, the same jobs run on the same nodes
+    /// throughout, and after each pass the skipping engine does run, every
+    /// reason and plan is the same too. Random submissions (1 to 8 tasks,
+    /// some held, some exclusive, some on one node) and job ends, under
+    /// backfill (both orders, with and without plans for wide jobs) and
+    /// EASY.
+    #[test]
+    fn passes_that_start_nothing_may_be_skipped(
+        easy in proptest::bool::ANY,
+        narrow in proptest::bool::ANY,
+        shortest in proptest::bool::ANY,
+        events in proptest::collection::vec((0i64..6, 0u8..4, 1u32..9, 0u32..4, 0u8..4), 1..80),
+    ) {
+        let policy = if easy { "sched/easy" } else { "sched/backfill" };
+        let mut params = vec![if shortest { "bf_order=shortest" } else { "bf_order=priority" }];
+        if narrow {
+            params.push("bf_slowdown_reserve=0");
+        }
+        let extra = format!("SchedulerParameters={}\n", params.join(","));
+        let mut skipping = one_partition_with(policy, &extra);
+        let mut every = one_partition_with(policy, &extra);
+        let mut t = 100;
+        let mut skipped = 0;
+        for (dt, what, tasks, minutes, shape) in events {
+            t += dt;
+            let mut skip = false;
+            for (k, e) in [&mut skipping, &mut every].into_iter().enumerate() {
+                let running: Vec<(JobId, String)> = e
+                    .jobs
+                    .values()
+                    .filter(|j| j.state == JobState::Running)
+                    .map(|j| (j.id, e.nodes[j.ran_on[0].0 as usize].conf.name.clone()))
+                    .collect();
+                match what {
+                    0 | 1 => {
+                        let d = JobDesc {
+                            ntasks: Some(tasks),
+                            time_limit: (minutes > 0).then_some(TimeLimit::Minutes(minutes * 60)),
+                            hold: what == 1 && minutes == 3,
+                            min_nodes: (shape == 1).then_some(1),
+                            max_nodes: (shape == 1).then_some(1),
+                            exclusive: shape == 2,
+                            ..desc()
+                        };
+                        let _ = e.on_submit(d, &user(), t);
+                    }
+                    _ => {
+                        let ends = if what == 3 { 3 } else { 1 };
+                        for (id, node) in running.iter().skip(tasks as usize % running.len().max(1)).take(ends) {
+                            e.on_job_exited(*id, node, ExitCode::default(), None, t).unwrap();
+                        }
+                    }
+                }
+                if e.next_wakeup().is_some_and(|w| w <= t) {
+                    e.on_timer(t);
+                }
+                if k == 0 {
+                    skip = e.pass_starts_nothing();
+                    if skip {
+                        skipped += 1;
+                        continue;
+                    }
+                }
+                let before = e.jobs.values().filter(|j| j.state == JobState::Running).count();
+                e.schedule(t);
+                e.take_commands();
+                let after = e.jobs.values().filter(|j| j.state == JobState::Running).count();
+                if k == 1 && skip {
+                    proptest::prop_assert_eq!(before, after, "a skipped pass started a job at {}", t);
+                }
+            }
+            proptest::prop_assert_eq!(skipping.check_invariants(), Vec::<String>::new());
+            let runs = |e: &Engine| -> Vec<(JobId, JobState, Vec<u32>)> {
+                e.jobs.values().map(|j| (j.id, j.state, j.ran_on.iter().map(|n| n.0).collect())).collect()
+            };
+            proptest::prop_assert_eq!(runs(&skipping), runs(&every), "{} at {}", policy, t);
+            if !skip {
+                proptest::prop_assert_eq!(decided(&skipping), decided(&every), "{} at {}", policy, t);
+            }
+        }
+        let _ = skipped;
+    }
+}

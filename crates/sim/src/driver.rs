@@ -1,7 +1,9 @@
 //! The virtual clock: replays a trace through the controller's own
 //! `engine::Engine` (and so `sched::plan`), the same calls ctld makes:
 //! nodes register, jobs are submitted, every batch of events is followed by
-//! one `schedule`, launches become job ends `run` seconds later.
+//! one `schedule` (unless that pass could start nothing:
+//! `Engine::pass_starts_nothing`), launches become job ends `run` seconds
+//! later.
 //!
 //! ```text
 //!   trace jobs --submit at t--> Engine::on_submit
@@ -129,7 +131,9 @@ fn identity(user: i64, group: i64, name: Option<&str>) -> Identity {
 
 /// Replays `trace` through an engine built from `cfg` (already
 /// `simulation_ready`), with `sched` as its scheduler settings.
-/// `progress(done, total)` is called now and then.
+/// `progress(done, total)` is called now and then. With `track_plans`
+/// every batch gets its pass, so that the plans recorded are those a
+/// controller shows.
 pub fn simulate(
     trace: &Trace,
     cfg: &conf::Config,
@@ -168,6 +172,7 @@ pub fn simulate_with(
     let (mut next, mut busy, mut queued, mut done) = (0usize, 0u64, 0u64, 0usize);
     let total = trace.jobs.len();
     let mut last_t = i64::MIN;
+    let mut batches = 0u64;
     loop {
         let t_sub = trace.jobs.get(next).map(|j| j.submit);
         let t_end = ends.peek().map(|e| e.0 .0);
@@ -227,8 +232,15 @@ pub fn simulate_with(
             next += 1;
         }
         engine.on_timer(t);
-        engine.schedule(t);
-        out.passes += 1;
+        // A pass that can start nothing only gives the waiting jobs
+        // reasons and plans, which the next pass makes again: skipped
+        // (`Engine::pass_starts_nothing`; never with `full_passes`), unless
+        // the plans are tracked (they are those a controller shows).
+        if track_plans || !engine.pass_starts_nothing() {
+            engine.schedule(t);
+            out.passes += 1;
+        }
+        batches += 1;
         // Debug builds (the tests) check the engine's own bookkeeping
         // (allocations, the earliest deadline it keeps) after every batch.
         debug_assert_eq!(engine.check_invariants(), Vec::<String>::new(), "at {t}");
@@ -267,7 +279,7 @@ pub fn simulate_with(
             }
         }
         out.samples.push(Sample { t, busy, queued });
-        if out.passes % 4096 == 0 {
+        if batches & 4095 == 0 {
             progress(done, total);
         }
     }
