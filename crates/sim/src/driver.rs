@@ -33,8 +33,9 @@ pub struct JobRecord {
     pub end: i64,
     /// Processors.
     pub procs: u32,
-    /// Nodes it ran on (hostlist).
-    pub nodes: String,
+    /// Nodes it ran on: indices into the configuration's nodes
+    /// (`report::csv` writes them as a hostlist).
+    pub nodes: Vec<u32>,
 }
 
 /// The state of the cluster after one batch of events.
@@ -158,7 +159,6 @@ pub fn simulate_with(
     engine.set_full_passes(full_passes);
     engine.set_sched_config(sched);
     engine.set_simulated(true);
-    let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
     for n in &cfg.nodes {
         // A node of the configuration always registers.
         let _ = engine.on_node_registered(registration(n), 0);
@@ -166,7 +166,7 @@ pub fn simulate_with(
     let mut out = Outcome::default();
     // Engine job id -> trace index.
     let mut by_id: BTreeMap<JobId, usize> = BTreeMap::new();
-    let mut started: Vec<Option<(i64, u32, String)>> = vec![None; trace.jobs.len()];
+    let mut started: Vec<Option<(i64, u32, Vec<u32>)>> = vec![None; trace.jobs.len()];
     let mut ends: BinaryHeap<Reverse<(Timestamp, JobId)>> = BinaryHeap::new();
     let mut batch_host: BTreeMap<JobId, String> = BTreeMap::new();
     let (mut next, mut busy, mut queued, mut done) = (0usize, 0u64, 0u64, 0usize);
@@ -256,16 +256,11 @@ pub fn simulate_with(
                 continue;
             };
             let job = &trace.jobs[k];
-            let on: Vec<String> = engine
+            let on: Vec<u32> = engine
                 .job(id)
-                .map(|j| {
-                    j.ran_on
-                        .iter()
-                        .map(|i| names[i.0 as usize].clone())
-                        .collect()
-                })
+                .map(|j| j.ran_on.iter().map(|i| i.0).collect())
                 .unwrap_or_default();
-            started[k] = Some((t, job.procs, hostlist::compress(&on)));
+            started[k] = Some((t, job.procs, on));
             ends.push(Reverse((t + job.run, id)));
             batch_host.insert(id, node);
             busy += u64::from(job.procs);

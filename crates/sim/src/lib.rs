@@ -290,7 +290,8 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
     }
     let summary = report::summarize(&out.records, procs, out.passes, secs);
     if let Some(p) = &args.csv {
-        std::fs::write(p, report::csv(&out.records))
+        let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
+        std::fs::write(p, report::csv(&out.records, &names))
             .with_context(|| format!("writing {}", p.display()))?;
     }
     if let Some(p) = &args.svg {

@@ -112,14 +112,23 @@ impl Summary {
     }
 }
 
-/// The per-job CSV: `id,submit,start,end,procs,nodes`.
-pub fn csv(records: &[JobRecord]) -> String {
+/// The per-job CSV: `id,submit,start,end,procs,nodes`, the nodes as a
+/// hostlist of their `names` (the configuration's nodes, in its order).
+pub fn csv(records: &[JobRecord], names: &[String]) -> String {
     let mut out = String::from("id,submit,start,end,procs,nodes\n");
+    let mut on = Vec::new();
     for r in records {
+        on.clear();
+        on.extend(r.nodes.iter().map(|&i| names[i as usize].clone()));
         let _ = writeln!(
             out,
             "{},{},{},{},{},\"{}\"",
-            r.id, r.submit, r.start, r.end, r.procs, r.nodes
+            r.id,
+            r.submit,
+            r.start,
+            r.end,
+            r.procs,
+            hostlist::compress(&on)
         );
     }
     out
@@ -271,7 +280,7 @@ mod tests {
             start,
             end,
             procs,
-            nodes: "n1".into(),
+            nodes: vec![0],
         }
     }
 
@@ -304,10 +313,12 @@ mod tests {
 
     #[test]
     fn csv_and_svg() {
-        let r = [rec(1, 0, 0, 100, 2)];
+        let mut r = [rec(1, 0, 0, 100, 2), rec(2, 5, 100, 110, 4)];
+        r[1].nodes = vec![1, 2, 0, 4];
+        let names: Vec<String> = (1..=5).map(|i| format!("n{i}")).collect();
         assert_eq!(
-            csv(&r),
-            "id,submit,start,end,procs,nodes\n1,0,0,100,2,\"n1\"\n"
+            csv(&r, &names),
+            "id,submit,start,end,procs,nodes\n1,0,0,100,2,\"n1\"\n2,5,100,110,4,\"n[1-3,5]\"\n"
         );
         let samples = [
             Sample {
