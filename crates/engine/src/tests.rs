@@ -1350,6 +1350,51 @@ fn after_job_ends_a_pass_tries_only_the_head_of_the_queue() {
     }
 }
 
+/// One random event of the shortcut property tests, at `t`, then the
+/// timers due. `what` 0 or 1 submits a job of `tasks` tasks with a limit
+/// of `minutes` hours (none for 0): held when `what` is 1 with 3 hours,
+/// niced with 2 hours and one task, to begin 30 s later when `what` is 1
+/// with 1 hour, on one node when `shape` is 1, exclusive when it is 2.
+/// `what` 2 ends one running job and 3 ends three, picked by `tasks`.
+fn play(e: &mut Engine, t: Timestamp, (what, tasks, minutes, shape): (u8, u32, u32, u8)) {
+    let running: Vec<(JobId, String)> = e
+        .jobs
+        .values()
+        .filter(|j| j.state == JobState::Running)
+        .map(|j| (j.id, e.nodes[j.ran_on[0].0 as usize].conf.name.clone()))
+        .collect();
+    match what {
+        0 | 1 => {
+            let d = JobDesc {
+                ntasks: Some(tasks),
+                // Hours: no job times out (it would stay completing, its
+                // node never reporting).
+                time_limit: (minutes > 0).then_some(TimeLimit::Minutes(minutes * 60)),
+                hold: what == 1 && minutes == 3,
+                nice: if minutes == 2 && tasks == 1 { 1_000 } else { 0 },
+                begin_time: (what == 1 && minutes == 1).then_some(t + 30),
+                // On one node: free CPUs spread over nodes may not hold it.
+                min_nodes: (shape == 1).then_some(1),
+                max_nodes: (shape == 1).then_some(1),
+                exclusive: shape == 2,
+                ..desc()
+            };
+            let _ = e.on_submit(d, &user(), t);
+        }
+        _ => {
+            let ends = if what == 3 { 3 } else { 1 };
+            let first = tasks as usize % running.len().max(1);
+            for (id, node) in running.iter().skip(first).take(ends) {
+                e.on_job_exited(*id, node, ExitCode::default(), None, t)
+                    .unwrap();
+            }
+        }
+    }
+    if e.next_wakeup().is_some_and(|w| w <= t) {
+        e.on_timer(t);
+    }
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
     /// The pass after job ends over a prefix of the queue
@@ -1399,41 +1444,7 @@ proptest::proptest! {
         for (dt, what, tasks, minutes, shape) in events {
             t += dt;
             for e in [&mut short, &mut full] {
-                let running: Vec<(JobId, String)> = e
-                    .jobs
-                    .values()
-                    .filter(|j| j.state == JobState::Running)
-                    .map(|j| (j.id, e.nodes[j.ran_on[0].0 as usize].conf.name.clone()))
-                    .collect();
-                match what {
-                    0 | 1 => {
-                        let d = JobDesc {
-                            ntasks: Some(tasks),
-                            // Hours: no job times out (it would stay
-                            // completing, its node never reporting).
-                            time_limit: (minutes > 0).then_some(TimeLimit::Minutes(minutes * 60)),
-                            hold: what == 1 && minutes == 3,
-                            nice: if minutes == 2 && tasks == 1 { 1_000 } else { 0 },
-                            begin_time: (what == 1 && minutes == 1).then_some(t + 30),
-                            // On one node: free CPUs spread over nodes
-                            // may not hold it.
-                            min_nodes: (shape == 1).then_some(1),
-                            max_nodes: (shape == 1).then_some(1),
-                            exclusive: shape == 2,
-                            ..desc()
-                        };
-                        let _ = e.on_submit(d, &user(), t);
-                    }
-                    _ => {
-                        let ends = if what == 3 { 3 } else { 1 };
-                        for (id, node) in running.iter().skip(tasks as usize % running.len().max(1)).take(ends) {
-                            e.on_job_exited(*id, node, ExitCode::default(), None, t).unwrap();
-                        }
-                    }
-                }
-                if e.next_wakeup().is_some_and(|w| w <= t) {
-                    e.on_timer(t);
-                }
+                play(e, t, (what, tasks, minutes, shape));
                 e.schedule(t);
                 e.take_commands();
             }
@@ -1539,8 +1550,9 @@ proptest::proptest! {
     /// simulator does) changes no start: the engine that runs every pass
     /// starts nothing in those, the same jobs run on the same nodes
     /// throughout, and after each pass the skipping engine does run, every
-    /// reason and plan is the same too. Random submissions (1 to 8 tasks,
-    /// some held, some exclusive, some on one node) and job ends, under
+    /// reason and plan is the same too. Random submissions (`play`: 1 to 8
+    /// tasks, some held, niced, to begin later, exclusive or on one node)
+    /// and job ends, under
     /// backfill (both orders, with and without plans for wide jobs) and
     /// EASY.
     #[test]
@@ -1564,35 +1576,7 @@ proptest::proptest! {
             t += dt;
             let mut skip = false;
             for (k, e) in [&mut skipping, &mut every].into_iter().enumerate() {
-                let running: Vec<(JobId, String)> = e
-                    .jobs
-                    .values()
-                    .filter(|j| j.state == JobState::Running)
-                    .map(|j| (j.id, e.nodes[j.ran_on[0].0 as usize].conf.name.clone()))
-                    .collect();
-                match what {
-                    0 | 1 => {
-                        let d = JobDesc {
-                            ntasks: Some(tasks),
-                            time_limit: (minutes > 0).then_some(TimeLimit::Minutes(minutes * 60)),
-                            hold: what == 1 && minutes == 3,
-                            min_nodes: (shape == 1).then_some(1),
-                            max_nodes: (shape == 1).then_some(1),
-                            exclusive: shape == 2,
-                            ..desc()
-                        };
-                        let _ = e.on_submit(d, &user(), t);
-                    }
-                    _ => {
-                        let ends = if what == 3 { 3 } else { 1 };
-                        for (id, node) in running.iter().skip(tasks as usize % running.len().max(1)).take(ends) {
-                            e.on_job_exited(*id, node, ExitCode::default(), None, t).unwrap();
-                        }
-                    }
-                }
-                if e.next_wakeup().is_some_and(|w| w <= t) {
-                    e.on_timer(t);
-                }
+                play(e, t, (what, tasks, minutes, shape));
                 if k == 0 {
                     skip = e.pass_starts_nothing();
                     if skip {
