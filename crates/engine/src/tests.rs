@@ -1552,9 +1552,8 @@ proptest::proptest! {
     /// throughout, and after each pass the skipping engine does run, every
     /// reason and plan is the same too. Random submissions (`play`: 1 to 8
     /// tasks, some held, niced, to begin later, exclusive or on one node)
-    /// and job ends, under
-    /// backfill (both orders, with and without plans for wide jobs) and
-    /// EASY.
+    /// and job ends, under backfill (both orders, with and without plans
+    /// for wide jobs) and EASY.
     #[test]
     fn passes_that_start_nothing_may_be_skipped(
         easy in proptest::bool::ANY,
