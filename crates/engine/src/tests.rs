@@ -1406,14 +1406,13 @@ proptest::proptest! {
     /// limit, some held, some to begin later, some of lower priority, some
     /// on one node, some exclusive) and job ends, under backfill (with and
     /// without plans for jobs that waited and for wide jobs, in both
-    /// backfill orders) and EASY.
-    /// Compared with an engine that has the other shortcuts, not with full
-    /// passes. FIXME:
-    /// those shortcuts (after submissions; after ends with the head job
-    /// planned) do not always decide what full passes decide, with this
-    /// one turned off too: with `set_full_passes` as the reference, the
-    /// cases kept in proptest-regressions as aa8b6c4a (a plan's start,
-    /// EASY) and f6566d03 (which job holds the plan, backfill) differ.
+    /// backfill orders) and EASY; compared with full passes
+    /// (`set_full_passes`), so the other shortcuts are checked too. (The
+    /// cases kept in proptest-regressions as aa8b6c4a and f6566d03 once
+    /// differed: a job held to one node was not placed on an idle node
+    /// behind a node with room for part of it, so it waited with a plan
+    /// that a backfilled job then made stale; `placement::pick` now puts
+    /// it where it fits whole.)
     #[test]
     fn passes_after_job_ends_decide_as_without_them(
         easy in proptest::bool::ANY,
@@ -1438,8 +1437,7 @@ proptest::proptest! {
         let extra = format!("SchedulerParameters={}\n", params.join(","));
         let mut short = one_partition_with(policy, &extra);
         let mut full = one_partition_with(policy, &extra);
-        full.prefix_passes_off = true;
-        full.walk_passes_off = true;
+        full.set_full_passes(true);
         let mut t = 100;
         for (dt, what, tasks, minutes, shape) in events {
             t += dt;

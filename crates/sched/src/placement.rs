@@ -426,8 +426,42 @@ fn place_in(
 }
 
 /// Takes nodes for `job` from `candidates`, in that order, each as much of
-/// the job as it holds, until the job is whole.
+/// the job as it holds, until the job is whole. Where that fails because
+/// the job may have only so many nodes (`max_nodes`) and the first ones
+/// taken held too little of it, the candidates are tried again with the
+/// most free CPUs first (in order among equals): the nodes that hold the
+/// most tasks are the ones that make the job whole on the fewest nodes.
 fn pick(
+    job: &JobRequest,
+    part_idx: usize,
+    part: &PartView,
+    nodes: &[NodeView],
+    candidates: &[NodeIdx],
+    ignore_use: bool,
+) -> Option<Allocation> {
+    let found = pick_in_order(job, part_idx, part, nodes, candidates, ignore_use);
+    let min_nodes = job.min_nodes.max(job.required_nodes.len() as u32).max(1);
+    let bounded = job.ntasks_per_node.is_none()
+        && job.max_nodes.max(min_nodes) > 1
+        && (job.max_nodes.max(min_nodes) as usize) < candidates.len();
+    if found.is_some() || !bounded {
+        return found;
+    }
+    let free = |n: &NodeIdx| {
+        let node = &nodes[n.0 as usize];
+        if ignore_use {
+            node.cpus
+        } else {
+            node.cpus.saturating_sub(node.alloc_cpus)
+        }
+    };
+    let mut roomiest = candidates.to_vec();
+    roomiest.sort_by_key(|n| std::cmp::Reverse(free(n)));
+    pick_in_order(job, part_idx, part, nodes, &roomiest, ignore_use)
+}
+
+/// `pick`'s one pass over `candidates` in the order given.
+fn pick_in_order(
     job: &JobRequest,
     part_idx: usize,
     part: &PartView,
@@ -460,7 +494,19 @@ fn pick(
                 if tasks_left == 0 && n_picked >= min_nodes {
                     break;
                 }
-                (tasks_left.saturating_sub(nodes_still_needed).max(1), 1)
+                // The last node the job may have must hold all it still
+                // needs: a part there would leave the rest nowhere (a
+                // one-node job on a node with room for half of it, while a
+                // later one has room for all of it).
+                let min_here = if n_picked + 1 >= max_nodes {
+                    tasks_left.max(1)
+                } else {
+                    1
+                };
+                (
+                    tasks_left.saturating_sub(nodes_still_needed).max(1),
+                    min_here,
+                )
             }
         };
         let node = &nodes[n.0 as usize];

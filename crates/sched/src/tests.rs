@@ -1159,3 +1159,27 @@ proptest! {
         }
     }
 }
+
+/// A job held to one node goes where all of it fits, not on the first node
+/// with room for part of it; held to two nodes, it takes the two that hold
+/// it whole, past a first node with room for one task.
+#[test]
+fn a_job_held_to_few_nodes_goes_where_it_fits_whole() {
+    let nodes = vec![
+        node("n1", 2, 4000, 0),
+        node("n2", 2, 4000, 0),
+        node("n3", 2, 4000, 0),
+    ];
+    // Job 1 takes one CPU of n1; job 2 (two tasks, one node) fits on n2.
+    let one = plan(&nodes, &[part(3)], &[job(1, 1, 1), job(2, 1, 2)], 0);
+    assert_eq!(starts(&one), vec![(1, vec![(0, 1)]), (2, vec![(1, 2)])]);
+    // Four tasks on at most two nodes: n2 and n3, not n1's one CPU.
+    let two = plan(&nodes, &[part(3)], &[job(1, 1, 1), job(2, 2, 4)], 0);
+    assert_eq!(
+        starts(&two),
+        vec![(1, vec![(0, 1)]), (2, vec![(1, 2), (2, 2)])]
+    );
+    // With room for it nowhere, it waits for Resources, as before.
+    let none = plan(&nodes, &[part(3)], &[job(1, 3, 5), job(2, 1, 2)], 0);
+    assert_eq!(reason(&none, 2), Some(PendingReason::Resources));
+}
