@@ -439,13 +439,12 @@ fn pick(
     candidates: &[NodeIdx],
     ignore_use: bool,
 ) -> Option<Allocation> {
-    let found = pick_in_order(job, part_idx, part, nodes, candidates, ignore_use);
-    let min_nodes = job.min_nodes.max(job.required_nodes.len() as u32).max(1);
-    let bounded = job.ntasks_per_node.is_none()
-        && job.max_nodes.max(min_nodes) > 1
-        && (job.max_nodes.max(min_nodes) as usize) < candidates.len();
-    if found.is_some() || !bounded {
-        return found;
+    let at_limit = match pick_in_order(job, part_idx, part, nodes, candidates, ignore_use) {
+        Ok(a) => return Some(a),
+        Err(at_limit) => at_limit,
+    };
+    if !at_limit || job.ntasks_per_node.is_some() {
+        return None;
     }
     let free = |n: &NodeIdx| {
         let node = &nodes[n.0 as usize];
@@ -457,10 +456,13 @@ fn pick(
     };
     let mut roomiest = candidates.to_vec();
     roomiest.sort_by_key(|n| std::cmp::Reverse(free(n)));
-    pick_in_order(job, part_idx, part, nodes, &roomiest, ignore_use)
+    pick_in_order(job, part_idx, part, nodes, &roomiest, ignore_use).ok()
 }
 
-/// `pick`'s one pass over `candidates` in the order given.
+/// `pick`'s one pass over `candidates` in the order given; `Err(true)`
+/// where the job, allowed more than one node, is not whole because of its
+/// node limit (all the nodes it may have were taken, or the last one
+/// allowed could not hold the rest).
 fn pick_in_order(
     job: &JobRequest,
     part_idx: usize,
@@ -468,7 +470,7 @@ fn pick_in_order(
     nodes: &[NodeView],
     candidates: &[NodeIdx],
     ignore_use: bool,
-) -> Option<Allocation> {
+) -> Result<Allocation, bool> {
     let min_nodes = job.min_nodes.max(job.required_nodes.len() as u32).max(1);
     let max_nodes = job.max_nodes.max(min_nodes);
     // GPUs for the whole job are spread over the nodes it gets; here each
@@ -478,9 +480,13 @@ fn pick_in_order(
     let expect = job.ntasks.max(min_nodes).min(max_nodes) as usize;
     let mut picked: Vec<NodeAlloc> = Vec::with_capacity(expect.min(candidates.len()));
     let mut tasks_left = job.ntasks;
+    // The node limit turned a node away: every node allowed was taken, or
+    // the last one allowed could not hold the rest of the job.
+    let mut limited = false;
     for n in candidates.iter() {
         let n_picked = picked.len() as u32;
         if n_picked >= max_nodes {
+            limited = true;
             break;
         }
         if !ignore_use && !nodes[n.0 as usize].available {
@@ -513,7 +519,7 @@ fn pick_in_order(
         if !ignore_use && node.cpus.saturating_sub(node.alloc_cpus) < job.cpus_per_task.max(1) {
             // Not one task fits here: what `fit_on_node` would find, sooner.
             if must_take {
-                return None;
+                return Err(false);
             }
             continue;
         }
@@ -540,8 +546,8 @@ fn pick_in_order(
                 }
                 picked.push(a);
             }
-            None if must_take => return None,
-            None => {}
+            None if must_take => return Err(false),
+            None => limited |= n_picked + 1 >= max_nodes,
         }
         let done_tasks = job.ntasks_per_node.is_some() || tasks_left == 0;
         let done_gpus = gpus_left.is_none_or(|g| g == 0);
@@ -552,7 +558,10 @@ fn pick_in_order(
     let enough_nodes = picked.len() as u32 >= min_nodes;
     let enough_tasks = job.ntasks_per_node.is_some() || tasks_left == 0;
     let enough_gpus = gpus_left.is_none_or(|g| g == 0);
-    (enough_nodes && enough_tasks && enough_gpus).then_some(Allocation {
+    if !(enough_nodes && enough_tasks && enough_gpus) {
+        return Err(max_nodes > 1 && limited);
+    }
+    Ok(Allocation {
         partition: part_idx,
         nodes: picked,
         exclusive: job.exclusive || part.exclusive,
