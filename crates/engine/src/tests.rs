@@ -1350,6 +1350,37 @@ fn after_job_ends_a_pass_tries_only_the_head_of_the_queue() {
     }
 }
 
+/// Two identical engines on one partition for the shortcut property tests,
+/// and the policy's name: EASY or backfill, with a plan for every job that
+/// waited 20 s (`aging`), without plans for wide jobs (`narrow`), trying
+/// the jobs that can only backfill shortest first or in priority order.
+fn twin_engines(
+    easy: bool,
+    aging: bool,
+    narrow: bool,
+    shortest: bool,
+) -> (&'static str, Engine, Engine) {
+    let policy = if easy { "sched/easy" } else { "sched/backfill" };
+    let mut params = Vec::new();
+    if aging {
+        params.push("bf_age_reserve=20");
+    }
+    if narrow {
+        params.push("bf_slowdown_reserve=0");
+    }
+    params.push(if shortest {
+        "bf_order=shortest"
+    } else {
+        "bf_order=priority"
+    });
+    let extra = format!("SchedulerParameters={}\n", params.join(","));
+    (
+        policy,
+        one_partition_with(policy, &extra),
+        one_partition_with(policy, &extra),
+    )
+}
+
 /// One random event of the shortcut property tests, at `t`, then the
 /// timers due. `what` 0 or 1 submits a job of `tasks` tasks with a limit
 /// of `minutes` hours (none for 0): held when `what` is 1 with 3 hours,
@@ -1421,22 +1452,7 @@ proptest::proptest! {
         shortest in proptest::bool::ANY,
         events in proptest::collection::vec((0i64..6, 0u8..4, 1u32..4, 0u32..4, 0u8..4), 1..80),
     ) {
-        let policy = if easy { "sched/easy" } else { "sched/backfill" };
-        let mut params = Vec::new();
-        if aging {
-            // A plan for every job that waited 20 s, wherever it is.
-            params.push("bf_age_reserve=20");
-        }
-        if narrow {
-            // No plan for wide jobs.
-            params.push("bf_slowdown_reserve=0");
-        }
-        // The jobs that can only backfill tried shortest first, after the
-        // others, or in priority order.
-        params.push(if shortest { "bf_order=shortest" } else { "bf_order=priority" });
-        let extra = format!("SchedulerParameters={}\n", params.join(","));
-        let mut short = one_partition_with(policy, &extra);
-        let mut full = one_partition_with(policy, &extra);
+        let (policy, mut short, mut full) = twin_engines(easy, aging, narrow, shortest);
         full.set_full_passes(true);
         let mut t = 100;
         for (dt, what, tasks, minutes, shape) in events {
@@ -1559,14 +1575,7 @@ proptest::proptest! {
         shortest in proptest::bool::ANY,
         events in proptest::collection::vec((0i64..6, 0u8..4, 1u32..9, 0u32..4, 0u8..4), 1..80),
     ) {
-        let policy = if easy { "sched/easy" } else { "sched/backfill" };
-        let mut params = vec![if shortest { "bf_order=shortest" } else { "bf_order=priority" }];
-        if narrow {
-            params.push("bf_slowdown_reserve=0");
-        }
-        let extra = format!("SchedulerParameters={}\n", params.join(","));
-        let mut skipping = one_partition_with(policy, &extra);
-        let mut every = one_partition_with(policy, &extra);
+        let (policy, mut skipping, mut every) = twin_engines(easy, false, narrow, shortest);
         let mut t = 100;
         let mut skipped = 0;
         for (dt, what, tasks, minutes, shape) in events {
