@@ -1075,8 +1075,9 @@ impl Engine {
         let limited = self.limit_blocked();
         let free_cpus = self.free_cpus();
         let cfg = &self.sched_cfg;
-        let may_reduce = cfg.policy != sched::Policy::Fcfs
-            && cfg.bf_max_job_test.is_none()
+        // FCFS passes are reduced only to a prefix of the queue (below).
+        let fcfs = cfg.policy == sched::Policy::Fcfs;
+        let may_reduce = cfg.bf_max_job_test.is_none()
             && cfg.bf_max_job_user.is_none()
             && self.settings.preempt.kind == crate::preempt::PreemptType::None
             && self.last_order_key.is_some()
@@ -1085,12 +1086,13 @@ impl Engine {
         // first blocked one), and no limits that an end could lift: see
         // `freed_pass_holds`.
         let one_reservation = match cfg.policy {
-            sched::Policy::Fcfs => false,
+            // None at all: the jobs behind the first blocked one wait.
+            sched::Policy::Fcfs => true,
             sched::Policy::Easy => true,
             sched::Policy::Backfill => cfg.bf_job_part_count_reserve == Some(1),
         };
         let may_reduce = may_reduce
-            && (!freed
+            && (!(freed || fcfs)
                 || (one_reservation && self.parts.len() == 1 && !self.settings.enforce.limits));
         let parts = self.part_views();
         self.refresh_queue();
@@ -1108,7 +1110,9 @@ impl Engine {
         let mut reduced = false;
         let mut prefix_check = None;
         let mut pass = match fresh {
-            Some(ids) if freed => {
+            // An FCFS pass after submissions alone goes over a prefix too:
+            // its jobs behind the first blocked one wait whatever came.
+            Some(ids) if freed || fcfs => {
                 // Jobs old enough for a plan of their own (bf_age_reserve)
                 // are needed too: a full pass plans them wherever they are
                 // in the queue (`freed_prefix` tells them on its way).
@@ -1123,7 +1127,7 @@ impl Engine {
                         prefix_check = Some(check);
                         Some(self.collect_requests(Some(&only), &limited, free_cpus, now))
                     }
-                    None if !heads_planned => None,
+                    None if fcfs || !heads_planned => None,
                     None => {
                         let startable = self.startable_waiting(&ids, free_cpus);
                         let aged = self.aged_waiting(now);
@@ -1202,7 +1206,7 @@ impl Engine {
         };
         let mut arrays = arrays;
         let prefix_failed = match &prefix_check {
-            Some(check) if check.behind_plan(&plan, || self.holders_endless()) => {
+            Some(check) if check.behind_plan(&plan, fcfs, || self.holders_endless()) => {
                 self.finish_prefix_pass(check, &mut plan, &mut requests, &nodes, &parts, free_cpus);
                 // The jobs left out come after every job tried.
                 self.last_order_key = self.last_order_key.max(check.max_left_key);
@@ -1333,10 +1337,13 @@ impl Engine {
         free_cpus: u32,
     ) {
         let left = i64::from(free_cpus) - started_cpus(plan);
+        // Under FCFS every job left out is behind the blocked one: only
+        // those that must be tried are (their reasons may change).
+        let fcfs = self.sched_cfg.policy == sched::Policy::Fcfs;
         let entries: Vec<Walked> = check
             .left_out
             .iter()
-            .filter(|c| c.3 || c.2 <= left)
+            .filter(|c| c.3 || (!fcfs && c.2 <= left))
             .map(|&(key, id, demand, must, parts, limit)| {
                 (
                     key,
@@ -1732,8 +1739,9 @@ impl Engine {
             .collect()
     }
 
-    /// After job ends (and submissions) only, with one partition and the
-    /// policy's one plan per partition: the jobs a pass must try first so
+    /// After job ends (and submissions) only, or under FCFS after
+    /// submissions alone, with one partition and the policy's one plan per
+    /// partition (none under FCFS): the jobs a pass must try first so
     /// that, gone on with by `finish_prefix_pass`, it decides what a pass
     /// over every job decides. They are the first jobs of the queue in the
     /// order the pass tries jobs, as many as could use the free CPUs, and
@@ -1747,7 +1755,13 @@ impl Engine {
     /// full pass would try count: held ones, ones waiting on a dependency,
     /// a limit or a preemptor are left out by both; ones waiting for their
     /// begin time are given to the pass (they get no decision). `None`
-    /// when no job would be left out.
+    /// when no job would be left out. Under FCFS the jobs that may be left
+    /// out are never tried after the prefix (every one is behind its
+    /// blocked job), so the queue is not walked past the prefix: the jobs
+    /// that must be tried are found among `needed` and the queue's notable
+    /// ones (`Queue::notable_after`), and the queue's length stands for
+    /// the number left out; an FCFS pass over a deep queue then costs what
+    /// its head costs, not what its whole queue does.
     fn freed_prefix(
         &self,
         needed: impl Iterator<Item = JobId>,
@@ -1760,53 +1774,99 @@ impl Engine {
         }
         let needed: std::collections::BTreeSet<JobId> = needed.collect();
         let aged = self.aged_test(now);
+        // Under FCFS the jobs left out that may be (`finish_prefix_pass`)
+        // are never tried: past the prefix only the notable ones are
+        // looked at (`Queue::notable_after`), not the whole queue.
+        let fcfs = self.sched_cfg.policy == sched::Policy::Fcfs;
         let mut only = std::collections::BTreeSet::new();
         let mut cands: Vec<LeftOut> = Vec::new();
         let mut pending_endless = true;
-        // In the order a pass tries jobs (`left_out` must be, for
-        // `finish_prefix_pass`).
-        for q in self.queue.in_order() {
+        // The first jobs in order, as many as the free CPUs could hold and
+        // one beyond (each job needs a CPU at least: this many are enough):
+        // `n` of them once `prefix_done`.
+        let free = i64::from(free_cpus);
+        let (mut n, mut demand, mut prefix_done) = (0, 0, false);
+        let candidate = |q: &crate::queue::Queued, only: &mut std::collections::BTreeSet<JobId>| {
             if !q.free || !q.dep_clear || !self.may_try(q, limited) {
-                continue;
+                return None;
             }
             if q.begin().is_some_and(|b| b > now) {
                 only.insert(q.id());
-                continue;
+                return None;
             }
-            pending_endless &= q.endless;
             let leavable = !q.array && q.by_priority;
             let must = !leavable || needed.contains(&q.id()) || aged.as_ref().is_some_and(|a| a(q));
-            cands.push((
+            Some((
                 q.key,
                 q.id(),
                 q.demand,
                 must,
                 q.mask(),
                 sched::limit_secs(q.limit),
-            ));
+            ))
+        };
+        // In the order a pass tries jobs (`left_out` must be, for
+        // `finish_prefix_pass`).
+        for q in self.queue.in_order() {
+            let Some(c) = candidate(q, &mut only) else {
+                continue;
+            };
+            pending_endless &= q.endless;
+            cands.push(c);
+            if !prefix_done {
+                let beyond = demand > free;
+                demand += c.2;
+                n += 1;
+                prefix_done = beyond || n >= free_cpus as usize + 2;
+                if prefix_done && fcfs {
+                    break;
+                }
+            }
         }
-        // The first jobs in order, as many as the free CPUs could hold and
-        // one beyond (each job needs a CPU at least: this many are enough).
-        let free = i64::from(free_cpus);
-        let front = (free_cpus as usize + 2).min(cands.len());
-        let mut n = 0;
-        let (mut demand, mut beyond) = (0, false);
-        while n < front && !beyond {
-            beyond = demand > free;
-            demand += cands[n].2;
-            n += 1;
-        }
-        let rest = cands.split_off(n);
+        let mut rest = cands.split_off(n);
         let taken = cands;
+        let max_left_key = if fcfs && prefix_done {
+            // Those that must be tried: notable or needed, after the prefix.
+            let last = taken.last().map(|c| (c.0, c.1));
+            let after = |q: &&crate::queue::Queued| last.is_none_or(|l| (q.key, q.id()) > l);
+            let notable = self.queue.notable_after(last.map(|l| l.0));
+            let wanted = needed.iter().filter_map(|id| self.queue.get(*id));
+            let mut picked: Vec<&crate::queue::Queued> =
+                notable.chain(wanted).filter(after).collect();
+            picked.sort_unstable_by_key(|q| (q.key, q.id()));
+            picked.dedup_by_key(|q| (q.key, q.id()));
+            rest.extend(
+                picked
+                    .into_iter()
+                    .filter_map(|q| candidate(q, &mut only))
+                    .filter(|c| c.3),
+            );
+            // The last job a full pass would try, when it is left out.
+            self.queue
+                .in_order_back()
+                .find(|q| q.ready(now) && self.may_try(q, limited))
+                .map(|q| q.key)
+                .filter(|k| last.is_none_or(|l| *k > l.0))
+        } else {
+            rest.iter().map(|c| c.0).max()
+        };
         // Leaving out a few jobs saves little, and when the check fails
-        // the pass is made twice: only a long queue's tail is worth it.
-        if rest.len() < self.prefix_min_left_out.max(1) {
+        // the pass is made twice: only a long queue's tail is worth it
+        // (under FCFS, where the tail is not walked, the queue's length
+        // stands for it).
+        let left_out = if fcfs && prefix_done {
+            self.queue.len().saturating_sub(n)
+        } else {
+            rest.len()
+        };
+        if left_out < self.prefix_min_left_out.max(1) {
             return None;
         }
         only.extend(taken.iter().map(|c| c.1));
         let check = PrefixCheck {
-            max_left_key: rest.iter().map(|c| c.0).max(),
-            pending_endless,
+            max_left_key,
+            // Read only where no plan was made, which FCFS never makes.
+            pending_endless: pending_endless && !fcfs,
             left_out: rest,
         };
         Some((only, check))
@@ -1875,7 +1935,10 @@ impl Engine {
     /// setting gives such plans.
     fn aged_test(&self, now: Timestamp) -> Option<impl Fn(&crate::queue::Queued) -> bool + '_> {
         let cfg = &self.sched_cfg;
-        if cfg.bf_age_reserve.is_none() && cfg.bf_slowdown_reserve.is_none() {
+        // FCFS plans no job, whatever its age.
+        if cfg.policy == sched::Policy::Fcfs
+            || cfg.bf_age_reserve.is_none() && cfg.bf_slowdown_reserve.is_none()
+        {
             return None;
         }
         Some(move |q: &crate::queue::Queued| {
@@ -2069,14 +2132,21 @@ impl PrefixCheck {
     /// after `plan`: none gets a plan (one was made, which the policy's one
     /// per partition allows, or none can be) and each is behind a blocked
     /// job (the pass left one waiting for Resources), so its reason is
-    /// Priority. `holders_endless`: whether no job holding resources
-    /// has a time limit (asked only where no plan was made).
-    fn behind_plan(&self, plan: &sched::Plan, holders_endless: impl FnOnce() -> bool) -> bool {
+    /// Priority. Under FCFS (`fcfs`) no job gets a plan and every job
+    /// behind a blocked one waits, so a blocked job is enough.
+    /// `holders_endless`: whether no job holding resources has a time
+    /// limit (asked only where no plan was made).
+    fn behind_plan(
+        &self,
+        plan: &sched::Plan,
+        fcfs: bool,
+        holders_endless: impl FnOnce() -> bool,
+    ) -> bool {
         let blocked = plan
             .decisions
             .iter()
             .any(|(_, d)| matches!(d, Decision::Wait(PendingReason::Resources)));
-        blocked && (!plan.planned.is_empty() || self.pending_endless && holders_endless())
+        blocked && (fcfs || !plan.planned.is_empty() || self.pending_endless && holders_endless())
     }
 }
 

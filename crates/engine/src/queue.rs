@@ -12,7 +12,8 @@
 
 use crate::{DepStatus, IdHash, Job};
 use model::{JobId, JobState, PendingReason, TimeLimit, Timestamp};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
 
 /// The jobs by id. Reads go to the map (`Deref`); every change goes
 /// through a call here, which notes the job as changed for the queue.
@@ -169,6 +170,15 @@ impl Queued {
     pub(crate) fn ready(&self, now: Timestamp) -> bool {
         self.free && self.dep_clear && self.begin().is_none_or(|b| b <= now)
     }
+
+    /// Whether a pass over a prefix of the queue must look at it even
+    /// where it leaves out the jobs that may be left out (FCFS's, in
+    /// `Engine::freed_prefix`): an array record or a job whose reason is
+    /// not Priority (it must be tried), or one with a begin time (it may
+    /// still be ahead, and the pass tells it).
+    fn notable(&self) -> bool {
+        self.array || !self.by_priority || self.begin != NO_BEGIN
+    }
 }
 
 /// What the queue's facts depend on beyond the job: the partitions'
@@ -188,6 +198,9 @@ pub(crate) struct Queue {
     by_demand: BTreeMap<(i64, JobId), Queued>,
     /// Where each job is entered.
     at: HashMap<JobId, (sched::OrderKey, i64), IdHash>,
+    /// The order keys of the jobs a pass over a prefix of the queue may
+    /// not leave out unlooked at (`Queued::notable`).
+    notable: BTreeSet<sched::OrderKey>,
     setting: Setting,
 }
 
@@ -205,6 +218,7 @@ impl Queue {
             self.by_order.clear();
             self.by_demand.clear();
             self.at.clear();
+            self.notable.clear();
             for job in jobs.values() {
                 self.enter(job);
             }
@@ -214,6 +228,7 @@ impl Queue {
             if let Some((key, pkey)) = self.at.remove(&id) {
                 self.by_order.remove(&key);
                 self.by_demand.remove(&(pkey, id));
+                self.notable.remove(&key);
             }
             if let Some(job) = jobs.get(&id) {
                 self.enter(job);
@@ -229,11 +244,36 @@ impl Queue {
         self.by_order.insert(q.key, q);
         self.by_demand.insert((pkey, job.id), q);
         self.at.insert(job.id, (q.key, pkey));
+        if q.notable() {
+            self.notable.insert(q.key);
+        }
     }
 
     /// The pending jobs in the order a pass tries them.
     pub(crate) fn in_order(&self) -> impl Iterator<Item = &Queued> {
         self.by_order.values()
+    }
+
+    /// The pending jobs from the last a pass tries to the first.
+    pub(crate) fn in_order_back(&self) -> impl Iterator<Item = &Queued> {
+        self.by_order.values().rev()
+    }
+
+    /// How many jobs are pending.
+    pub(crate) fn len(&self) -> usize {
+        self.by_order.len()
+    }
+
+    /// The notable jobs (`Queued::notable`) after `key` (all: `None`), in
+    /// the order a pass tries them.
+    pub(crate) fn notable_after(
+        &self,
+        key: Option<sched::OrderKey>,
+    ) -> impl Iterator<Item = &Queued> {
+        let from = key.map_or(Bound::Unbounded, Bound::Excluded);
+        self.notable
+            .range((from, Bound::Unbounded))
+            .filter_map(|k| self.by_order.get(k))
     }
 
     /// The pending jobs, neither completing nor held, whose
@@ -253,7 +293,7 @@ impl Queue {
         &self.setting.sizes
     }
 
-    #[cfg(test)]
+    /// A pending job's facts.
     pub(crate) fn get(&self, id: JobId) -> Option<&Queued> {
         self.by_order.get(&self.at.get(&id)?.0)
     }
@@ -289,7 +329,7 @@ impl Queue {
                 missing.collect::<Vec<_>>()
             ));
         }
-        if now.by_demand != fresh.by_demand || now.at != fresh.at {
+        if now.by_demand != fresh.by_demand || now.at != fresh.at || now.notable != fresh.notable {
             problems.push("the queue's indexes disagree with its jobs".into());
         }
         problems

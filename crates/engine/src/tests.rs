@@ -1350,17 +1350,20 @@ fn after_job_ends_a_pass_tries_only_the_head_of_the_queue() {
     }
 }
 
-/// Two identical engines on one partition for the shortcut property tests,
-/// and the policy's name: EASY or backfill, with a plan for every job that
-/// waited 20 s (`aging`), without plans for wide jobs (`narrow`), trying
-/// the jobs that can only backfill shortest first or in priority order.
+/// The schedulers the shortcut property tests run: backfill, EASY, FCFS.
+const POLICIES: [&str; 3] = ["sched/backfill", "sched/easy", "sched/builtin"];
+
+/// Two identical engines on one partition for the shortcut property tests
+/// under `policy` (a SchedulerType of `POLICIES`), with a plan for every
+/// job that waited 20 s (`aging`), without plans for wide jobs (`narrow`),
+/// trying the jobs that can only backfill shortest first or in priority
+/// order.
 fn twin_engines(
-    easy: bool,
+    policy: &'static str,
     aging: bool,
     narrow: bool,
     shortest: bool,
 ) -> (&'static str, Engine, Engine) {
-    let policy = if easy { "sched/easy" } else { "sched/backfill" };
     let mut params = Vec::new();
     if aging {
         params.push("bf_age_reserve=20");
@@ -1437,7 +1440,7 @@ proptest::proptest! {
     /// limit, some held, some to begin later, some of lower priority, some
     /// on one node, some exclusive) and job ends, under backfill (with and
     /// without plans for jobs that waited and for wide jobs, in both
-    /// backfill orders) and EASY; compared with full passes
+    /// backfill orders), EASY and FCFS; compared with full passes
     /// (`set_full_passes`), so the other shortcuts are checked too. (The
     /// cases kept in proptest-regressions as aa8b6c4a and f6566d03 once
     /// differed: a job held to one node was not placed on an idle node
@@ -1446,13 +1449,13 @@ proptest::proptest! {
     /// it where it fits whole.)
     #[test]
     fn passes_after_job_ends_decide_as_without_them(
-        easy in proptest::bool::ANY,
+        policy in proptest::sample::select(POLICIES.to_vec()),
         aging in proptest::bool::ANY,
         narrow in proptest::bool::ANY,
         shortest in proptest::bool::ANY,
         events in proptest::collection::vec((0i64..6, 0u8..4, 1u32..4, 0u32..4, 0u8..4), 1..80),
     ) {
-        let (policy, mut short, mut full) = twin_engines(easy, aging, narrow, shortest);
+        let (policy, mut short, mut full) = twin_engines(policy, aging, narrow, shortest);
         full.set_full_passes(true);
         let mut t = 100;
         for (dt, what, tasks, minutes, shape) in events {
@@ -1567,15 +1570,15 @@ proptest::proptest! {
     /// reason and plan is the same too. Random submissions (`play`: 1 to 8
     /// tasks, some held, niced, to begin later, exclusive or on one node)
     /// and job ends, under backfill (both orders, with and without plans
-    /// for wide jobs) and EASY.
+    /// for wide jobs), EASY and FCFS.
     #[test]
     fn passes_that_start_nothing_may_be_skipped(
-        easy in proptest::bool::ANY,
+        policy in proptest::sample::select(POLICIES.to_vec()),
         narrow in proptest::bool::ANY,
         shortest in proptest::bool::ANY,
         events in proptest::collection::vec((0i64..6, 0u8..4, 1u32..9, 0u32..4, 0u8..4), 1..80),
     ) {
-        let (policy, mut skipping, mut every) = twin_engines(easy, false, narrow, shortest);
+        let (policy, mut skipping, mut every) = twin_engines(policy, false, narrow, shortest);
         let mut t = 100;
         let mut skipped = 0;
         for (dt, what, tasks, minutes, shape) in events {

@@ -311,11 +311,12 @@ fn short_passes_schedule_as_full_passes_do() {
         "RICC-2010-2.swf.gz",
     ] {
         let trace = shipped(name, 1000);
-        // The default, EASY, and the default with a plan for every job
-        // that waited an hour (bf_age_reserve), each backfill one with
+        // The default, FCFS, EASY, and the default with a plan for every
+        // job that waited an hour (bf_age_reserve), each backfill one with
         // both backfill orders.
         use sched::BackfillOrder::{Priority, Shortest};
         for (policy, age, order) in [
+            (Policy::Fcfs, None, Priority),
             (Policy::Easy, None, Priority),
             (Policy::Backfill, None, Priority),
             (Policy::Backfill, Some(3600), Priority),
