@@ -1061,6 +1061,19 @@ impl Engine {
         if !self.sched_dirty {
             return;
         }
+        // The periodic pass over the whole queue (`on_timer`, after an
+        // FCFS pass stopped at `default_queue_depth`) tries every job.
+        if std::mem::take(&mut self.whole_queue_pass) {
+            let depth = self.sched_cfg.default_queue_depth;
+            self.sched_cfg.default_queue_depth = u32::MAX;
+            self.schedule_pass(now);
+            self.sched_cfg.default_queue_depth = depth;
+        } else {
+            self.schedule_pass(now);
+        }
+    }
+
+    fn schedule_pass(&mut self, now: Timestamp) {
         self.sched_dirty = false;
         let fresh = self.fresh.replace(Vec::new());
         if fresh.is_none() {
@@ -1235,6 +1248,10 @@ impl Engine {
             plan = self.plan_pass(&nodes, &parts, &requests, now);
         }
         self.node_view_cache = nodes;
+        if plan.depth_reached && self.depth_wake.is_none() {
+            // Slurm tries the whole queue every sched_interval.
+            self.depth_wake = Some(now + i64::from(self.sched_cfg.sched_interval.max(1)));
+        }
         self.plans = plan.planned;
         for (id, minutes) in plan.time_limits {
             // --time-min: it starts with the limit that fits the gap.
@@ -1578,6 +1595,7 @@ impl Engine {
             plan.decisions.extend(next.decisions);
             plan.planned.extend(next.planned);
             plan.time_limits.extend(next.time_limits);
+            plan.depth_reached |= next.depth_reached;
         }
     }
 

@@ -587,6 +587,13 @@ pub struct Engine {
     /// When a running job that the last preemption pass could not take
     /// (within its PreemptExemptTime) first may be preempted (derived).
     exempt_wake: Option<Timestamp>,
+    /// When the next pass over the whole queue is due: an FCFS pass
+    /// stopped at `default_queue_depth` (`sched::Plan::depth_reached`),
+    /// so jobs it did not try may fit; Slurm's main scheduler tries the
+    /// whole queue every `sched_interval` for them.
+    pub(crate) depth_wake: Option<Timestamp>,
+    /// The next pass is that one (`depth_wake` came).
+    pub(crate) whole_queue_pass: bool,
     /// Local time's offset from UTC (`set_utc_offset`).
     utc_offset: i64,
     /// Driven by the simulator (`set_simulated`): no accounting records
@@ -728,6 +735,8 @@ impl Engine {
             may_resume: false,
             utc_offset: 0,
             exempt_wake: None,
+            depth_wake: None,
+            whole_queue_pass: false,
             simulated: false,
             fresh: None,
             last_order_key: None,
@@ -904,9 +913,15 @@ impl Engine {
     }
 
     /// The earliest deadline that is no job's own: dependencies, priority
-    /// recalculation, exemptions, node timeouts.
+    /// recalculation, exemptions, node timeouts, the pass over the whole
+    /// queue after an FCFS pass stopped at its depth.
     fn global_wake(&self) -> Option<Timestamp> {
-        let mut times = vec![self.dep_wake, self.priority_due(), self.exempt_wake];
+        let mut times = vec![
+            self.dep_wake,
+            self.priority_due(),
+            self.exempt_wake,
+            self.depth_wake,
+        ];
         if self.settings.slurmd_timeout > 0 {
             for n in &self.nodes {
                 if let (Some(last), false) = (n.last_response, n.state.base == NodeBase::Down) {
@@ -918,7 +933,8 @@ impl Engine {
     }
 
     /// Acts on the passage of time: `--signal` warnings, time limits, begin
-    /// times and the purge of old finished jobs. Call `schedule` after.
+    /// times, the purge of old finished jobs and the periodic pass over the
+    /// whole queue (`depth_wake`). Call `schedule` after.
     pub fn on_timer(&mut self, now: Timestamp) {
         // Nothing is due before the earliest deadline.
         if self.next_wakeup().is_none_or(|due| now < due) {
@@ -942,6 +958,13 @@ impl Engine {
             self.sched_dirty = true;
         } else {
             self.touch();
+        }
+        if self.depth_wake.is_some_and(|t| now >= t) {
+            // Nothing changed but the depth: a pass after submissions and
+            // job ends may still be the short one.
+            self.depth_wake = None;
+            self.whole_queue_pass = true;
+            self.sched_dirty = true;
         }
         self.check_node_timeouts(now);
         self.priority_tick(now);

@@ -1350,12 +1350,51 @@ fn after_job_ends_a_pass_tries_only_the_head_of_the_queue() {
     }
 }
 
+/// FCFS tries at most `default_queue_depth` jobs per pass, as Slurm's
+/// sched/builtin does; the jobs it did not try start at the pass over the
+/// whole queue `sched_interval` later (or at an earlier event's pass),
+/// not only at the next event.
+#[test]
+fn fcfs_tries_the_whole_queue_a_sched_interval_after_stopping_at_its_depth() {
+    let mut e = one_partition_with(
+        "sched/builtin",
+        "SchedulerParameters=default_queue_depth=2\n",
+    );
+    let ids: Vec<JobId> = (0..7)
+        .map(|_| e.on_submit(desc(), &user(), 10).unwrap().job_id)
+        .collect();
+    let running = |e: &Engine| {
+        ids.iter()
+            .filter(|id| e.job(**id).unwrap().state == JobState::Running)
+            .count()
+    };
+    e.schedule(10);
+    assert_eq!(running(&e), 2, "two tried");
+    assert_eq!(e.next_wakeup(), Some(70), "sched_interval 60 s later");
+    // An event before then: its pass tries two more.
+    e.on_submit(desc(), &user(), 20).unwrap();
+    e.schedule(20);
+    assert_eq!(running(&e), 4);
+    assert_eq!(e.next_wakeup(), Some(70), "still due");
+    e.on_timer(70);
+    e.schedule(70);
+    assert_eq!(running(&e), 7, "the whole queue tried");
+    assert_eq!(e.depth_wake, None, "nothing left to try");
+    assert_eq!(e.sched_cfg.default_queue_depth, 2, "the depth again");
+    assert!(
+        e.check_invariants().is_empty(),
+        "{:?}",
+        e.check_invariants()
+    );
+}
+
 /// The schedulers the shortcut property tests run: backfill, EASY, FCFS.
 const POLICIES: [&str; 3] = ["sched/backfill", "sched/easy", "sched/builtin"];
 
 /// Two identical engines on one partition for the shortcut property tests
 /// under `policy` (a SchedulerType of `POLICIES`), with a plan for every
-/// job that waited 20 s (`aging`), without plans for wide jobs (`narrow`),
+/// job that waited 20 s (`aging`; under FCFS, two jobs tried per pass
+/// instead), without plans for wide jobs (`narrow`),
 /// trying the jobs that can only backfill shortest first or in priority
 /// order.
 fn twin_engines(
@@ -1366,7 +1405,13 @@ fn twin_engines(
 ) -> (&'static str, Engine, Engine) {
     let mut params = Vec::new();
     if aging {
-        params.push("bf_age_reserve=20");
+        // FCFS plans nothing: there it tries only two jobs per pass
+        // instead, and the whole queue a minute later.
+        params.push(if policy == "sched/builtin" {
+            "default_queue_depth=2"
+        } else {
+            "bf_age_reserve=20"
+        });
     }
     if narrow {
         params.push("bf_slowdown_reserve=0");

@@ -213,6 +213,11 @@ pub struct Plan {
     /// Jobs started with less than their limit (`--time-min`): the limit
     /// they run with, in minutes.
     pub time_limits: BTreeMap<JobId, u32>,
+    /// FCFS only: the pass stopped trying jobs at `default_queue_depth`
+    /// before a job of theirs blocked some partition, so jobs it did not
+    /// try may fit now (Slurm tries the whole queue every `sched_interval`
+    /// for them).
+    pub depth_reached: bool,
 }
 
 /// Seconds of a time limit (`FOREVER` for none).
@@ -1889,7 +1894,11 @@ impl PassState {
         let behind = job.partitions.iter().any(|p| self.blocked_parts[*p]);
         let d = limit_secs(job.time_limit);
         let may_try = match cfg.policy {
-            Policy::Fcfs => !behind && self.n_tested < cfg.default_queue_depth,
+            Policy::Fcfs => {
+                let deep = !behind && self.n_tested >= cfg.default_queue_depth;
+                plan.depth_reached |= deep;
+                !behind && !deep
+            }
             Policy::Easy | Policy::Backfill => {
                 cfg.bf_max_job_test.is_none_or(|m| self.n_tested < m)
                     && cfg.bf_max_job_user.is_none_or(|m| {

@@ -262,8 +262,12 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
     if let Some(p) = args.policy {
         sched.policy = p;
         if p != sched::Policy::Backfill {
-            // The reference policies plan to the second, as the textbook.
+            // The reference policies plan to the second, and FCFS tries
+            // every job up to the first blocked one at every pass (not
+            // `default_queue_depth`'s first hundred, whose rest Slurm
+            // tries a `sched_interval` later), as the textbook.
             sched.bf_resolution = 1;
+            sched.default_queue_depth = u32::MAX;
         }
     }
     let procs: u64 = cfg.nodes.iter().map(|n| u64::from(n.cpus)).sum();
