@@ -1025,7 +1025,8 @@ impl Engine {
     /// jobs have free (`demand_cpus`, a lower bound of what it needs; an
     /// array record is never counted out), and none of the pass's other
     /// effects can be due (preemption is off, no job is suspended by it,
-    /// no pending job has a dependency, limits are not enforced). Such a
+    /// no pending job has a dependency, limits are not enforced, it is not
+    /// the pass over the whole queue that FCFS owes, `depth_wake`). Such a
     /// pass would only give the waiting jobs their reasons and plans,
     /// which the next pass makes again from the same state, with this
     /// batch's submissions and job ends among its own (they stay noted
@@ -1034,6 +1035,7 @@ impl Engine {
     pub fn pass_starts_nothing(&mut self) -> bool {
         if !self.sched_dirty
             || self.full_passes
+            || self.whole_queue_pass
             || self.may_resume
             || self.may_depend
             || self.settings.enforce.limits
