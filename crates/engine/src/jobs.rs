@@ -1545,7 +1545,7 @@ impl Engine {
                     let kept = match self.request_cache.get(&id) {
                         Some(kept) => {
                             debug_assert_eq!(
-                                Some(&kept.req),
+                                Some(&*kept.req),
                                 self.jobs.get(&id).map(|j| self.request_for(j)).as_ref(),
                                 "kept request of {id}"
                             );
@@ -1557,7 +1557,10 @@ impl Engine {
                             };
                             let req = self.request_for(job);
                             let probe = sched::Probe::of(&req);
-                            let kept = crate::KeptRequest { req, probe };
+                            let kept = crate::KeptRequest {
+                                req: Box::new(req),
+                                probe,
+                            };
                             self.request_cache.entry(id).or_insert(kept)
                         }
                     };

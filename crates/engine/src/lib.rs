@@ -1115,7 +1115,10 @@ mod tests_preempt;
 /// `sched::PassCache::cannot_start_as` reads of it.
 #[derive(Clone, Debug)]
 pub(crate) struct KeptRequest {
-    pub(crate) req: sched::JobRequest,
+    /// Boxed: a walk over a deep queue looks up many kept requests only
+    /// for their probe, and the map's entries stay small (a third of the
+    /// size) so that more of them share the cache.
+    pub(crate) req: Box<sched::JobRequest>,
     pub(crate) probe: sched::Probe,
 }
 
