@@ -1958,8 +1958,9 @@ impl Engine {
     /// setting gives such plans.
     fn aged_test(&self, now: Timestamp) -> Option<impl Fn(&crate::queue::Queued) -> bool + '_> {
         let cfg = &self.sched_cfg;
-        // FCFS plans no job, whatever its age.
-        if cfg.policy == sched::Policy::Fcfs
+        // Only backfill plans a job for its age (FCFS plans none, EASY
+        // only the first blocked one).
+        if cfg.policy != sched::Policy::Backfill
             || cfg.bf_age_reserve.is_none() && cfg.bf_slowdown_reserve.is_none()
         {
             return None;
