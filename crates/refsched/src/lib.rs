@@ -86,18 +86,9 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
         exact_limits: false,
         csv: None,
     };
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let (key, inline) = match arg.split_once('=') {
-            Some((k, v)) if k.starts_with("--") => (k, Some(v.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = |name: &str| -> Result<String, String> {
-            inline
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
+    let mut opts = sim::Options::new(args);
+    while let Some(key) = opts.next_key() {
+        let mut value = |name: &str| opts.value(name);
         match key {
             "-h" | "--help" => return Ok(None),
             "--trace" => trace = Some(PathBuf::from(value("--trace")?)),
@@ -107,13 +98,7 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
                     format!("unknown policy {v:?}: expected fcfs, easy, conservative or replan")
                 })?;
             }
-            "--limit" => {
-                let v = value("--limit")?;
-                a.limit = Some(
-                    v.parse()
-                        .map_err(|_| format!("--limit {v:?}: expected a number of jobs"))?,
-                );
-            }
+            "--limit" => a.limit = Some(sim::limit(&value("--limit")?)?),
             "--exact-limits" => a.exact_limits = true,
             "--csv" => a.csv = Some(PathBuf::from(value("--csv")?)),
             other => return Err(format!("unknown option {other:?}")),

@@ -106,22 +106,57 @@ pub fn parse_policy(text: &str) -> Option<sched::Policy> {
     }
 }
 
-/// Parses the command line (`--key value` or `--key=value`).
-pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
-    let mut a = Args::default();
-    let mut trace = None;
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
+/// A command line of `--key value` and `--key=value` options, read one
+/// option at a time (`muster sim`'s, and `refsched`'s).
+pub struct Options<'a> {
+    args: std::slice::Iter<'a, String>,
+    /// The value given after `=` with the current option.
+    inline: Option<String>,
+}
+
+impl<'a> Options<'a> {
+    /// Reads `args` (without the program and subcommand names).
+    pub fn new(args: &'a [String]) -> Options<'a> {
+        Options {
+            args: args.iter(),
+            inline: None,
+        }
+    }
+
+    /// The next option's name (without its `=value`, kept for `value`).
+    pub fn next_key(&mut self) -> Option<&'a str> {
+        let arg = self.args.next()?;
         let (key, inline) = match arg.split_once('=') {
             Some((k, v)) if k.starts_with("--") => (k, Some(v.to_string())),
             _ => (arg.as_str(), None),
         };
-        let mut value = |name: &str| -> Result<String, String> {
-            inline
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
+        self.inline = inline;
+        Some(key)
+    }
+
+    /// The current option's value: the one after `=`, else the next
+    /// argument; `name` is the option, for the error.
+    pub fn value(&mut self, name: &str) -> Result<String, String> {
+        self.inline
+            .clone()
+            .or_else(|| self.args.next().cloned())
+            .ok_or_else(|| format!("{name} needs a value"))
+    }
+}
+
+/// `--limit`'s value: a number of jobs.
+pub fn limit(v: &str) -> Result<usize, String> {
+    v.parse()
+        .map_err(|_| format!("--limit {v:?}: expected a number of jobs"))
+}
+
+/// Parses the command line (`--key value` or `--key=value`).
+pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
+    let mut a = Args::default();
+    let mut trace = None;
+    let mut opts = Options::new(args);
+    while let Some(key) = opts.next_key() {
+        let mut value = |name: &str| opts.value(name);
         match key {
             "-h" | "--help" => return Ok(None),
             "--trace" => trace = Some(PathBuf::from(value("--trace")?)),
@@ -143,13 +178,7 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
             "--json" => a.json = true,
             "--csv" => a.csv = Some(PathBuf::from(value("--csv")?)),
             "--svg" => a.svg = Some(PathBuf::from(value("--svg")?)),
-            "--limit" => {
-                let v = value("--limit")?;
-                a.limit = Some(
-                    v.parse()
-                        .map_err(|_| format!("--limit {v:?}: expected a number of jobs"))?,
-                );
-            }
+            "--limit" => a.limit = Some(limit(&value("--limit")?)?),
             "--skip-bad-lines" => a.skip_bad_lines = true,
             "--quiet" | "-q" => a.quiet = true,
             other => return Err(format!("unknown option {other:?}")),
