@@ -55,6 +55,13 @@ pub(crate) struct ArrayRequests {
     next: u32,
 }
 
+/// The first id of the requests that stand for an array's further tasks
+/// (`ArrayRequests`): far above any job's id (Slurm's MaxJobId is at most
+/// 0x03ff0000), so that neither the job a task becomes in the same pass
+/// nor one submitted before the next pass shares it, in the plans a pass
+/// leaves (`Engine::plans`).
+pub(crate) const VIRTUAL_TASK_IDS: u32 = 0xf000_0000;
+
 impl Engine {
     /// Reads `--array` into the record at submission; refuses malformed
     /// specifications and indexes at or beyond MaxArraySize.
@@ -279,7 +286,7 @@ impl Engine {
             .min(limit_room.unwrap_or(u32::MAX))
             .max(1);
         if reqs.next == 0 {
-            reqs.next = self.next_job_id;
+            reqs.next = VIRTUAL_TASK_IDS;
         }
         for i in 0..n {
             let mut r = req.clone();

@@ -1026,7 +1026,8 @@ impl Engine {
     /// array record is never counted out), and none of the pass's other
     /// effects can be due (preemption is off, no job is suspended by it,
     /// no pending job has a dependency, limits are not enforced, it is not
-    /// the pass over the whole queue that FCFS owes, `depth_wake`). Such a
+    /// the pass over the whole queue that FCFS owes, `depth_wake`, nor an
+    /// FCFS pass that could stop at its depth and so arm one). Such a
     /// pass would only give the waiting jobs their reasons and plans,
     /// which the next pass makes again from the same state, with this
     /// batch's submissions and job ends among its own (they stay noted
@@ -1044,6 +1045,16 @@ impl Engine {
             return false;
         }
         self.refresh_queue();
+        // An FCFS pass that stops at its depth arms the pass over the
+        // whole queue (`depth_wake`), which lasts: not to be skipped where
+        // it could (more jobs wait than it tries) and none is armed yet.
+        let cfg = &self.sched_cfg;
+        if cfg.policy == sched::Policy::Fcfs
+            && self.depth_wake.is_none()
+            && self.queue.len() > cfg.default_queue_depth as usize
+        {
+            return false;
+        }
         let free = i64::from(self.free_cpus());
         self.queue
             .by_demand(..=(free, JobId(u32::MAX)))
@@ -1222,7 +1233,22 @@ impl Engine {
         let mut arrays = arrays;
         let prefix_failed = match &prefix_check {
             Some(check) if check.behind_plan(&plan, fcfs, || self.holders_endless()) => {
-                self.finish_prefix_pass(check, &mut plan, &mut requests, &nodes, &parts, free_cpus);
+                let mut records = ArrayWalk {
+                    arrays: &mut arrays,
+                    limited: &limited,
+                    free_cpus,
+                    throttled: Vec::new(),
+                };
+                self.finish_prefix_pass(
+                    check,
+                    &mut plan,
+                    &mut requests,
+                    &nodes,
+                    &parts,
+                    &mut records,
+                );
+                let throttled = records.throttled;
+                self.mark_throttled(throttled);
                 // The jobs left out come after every job tried.
                 self.last_order_key = self.last_order_key.max(check.max_left_key);
                 false
@@ -1353,9 +1379,9 @@ impl Engine {
         requests: &mut Vec<JobRequest>,
         nodes: &[sched::NodeView],
         parts: &[sched::PartView],
-        free_cpus: u32,
+        records: &mut ArrayWalk,
     ) {
-        let left = i64::from(free_cpus) - started_cpus(plan);
+        let left = i64::from(records.free_cpus) - started_cpus(plan);
         // Under FCFS every job left out is behind the blocked one: only
         // those that must be tried are (their reasons may change).
         let fcfs = self.sched_cfg.policy == sched::Policy::Fcfs;
@@ -1393,7 +1419,15 @@ impl Engine {
             .collect();
         let mut more = Vec::new();
         self.walk(
-            &entries, held, plan, requests, &mut more, nodes, parts, left,
+            &entries,
+            held,
+            plan,
+            requests,
+            &mut more,
+            nodes,
+            parts,
+            left,
+            Some(records),
         );
         requests.append(&mut more);
     }
@@ -1433,6 +1467,7 @@ impl Engine {
             nodes,
             parts,
             i64::from(free_cpus),
+            None,
         );
         requests.append(&mut more);
         plan
@@ -1454,7 +1489,10 @@ impl Engine {
     /// limit and then in order, as a full pass tries them. Where
     /// preemption is configured, the requests of the jobs it tries that
     /// `requests` does not hold go to `more` (for `preemptors`); their
-    /// decisions, plans and limits go to `plan`.
+    /// decisions, plans and limits go to `plan`. An array's pending
+    /// record that must be tried is tried as a full pass tries it, as one
+    /// request per task that could start (`records`; their requests go to
+    /// `more`).
     #[allow(clippy::too_many_arguments)]
     fn walk(
         &mut self,
@@ -1466,6 +1504,7 @@ impl Engine {
         nodes: &[sched::NodeView],
         parts: &[sched::PartView],
         mut left: i64,
+        mut records: Option<&mut ArrayWalk>,
     ) {
         // The partitions where the pass has settled that later jobs wait,
         // as of the last job tried.
@@ -1575,6 +1614,43 @@ impl Engine {
                 deferred.push(entry);
                 continue;
             }
+            let record = match (how, records.as_deref_mut()) {
+                (Try::Must, Some(records)) => self
+                    .jobs
+                    .get(&id)
+                    .filter(|j| j.array.as_ref().is_some_and(|a| a.is_meta()))
+                    .map(|j| (&**j, records)),
+                _ => None,
+            };
+            if let Some((job, records)) = record {
+                // As a full pass does (`collect_requests`): a request for
+                // each task that could start now, each standing for the
+                // next task.
+                let room = records.limited.array_room.get(&id).copied();
+                let mut tasks = Vec::new();
+                if !self.push_array_requests(
+                    job,
+                    records.free_cpus,
+                    room,
+                    &mut tasks,
+                    records.arrays,
+                ) {
+                    records.throttled.push(id);
+                    continue;
+                }
+                for task in tasks {
+                    more.push(task);
+                    let task = &more[more.len() - 1];
+                    let cache = &mut self.pass_cache;
+                    if let Some(started) =
+                        decide_more(cache, &self.sched_cfg, task, nodes, parts, plan)
+                    {
+                        left -= started;
+                    }
+                }
+                settled_parts = self.pass_cache.settled_parts(&self.sched_cfg);
+                continue;
+            }
             // The pass's requests are read after it only to look for
             // preemptors: without preemption a kept request is tried
             // where it is.
@@ -1585,22 +1661,11 @@ impl Engine {
                 }
                 _ => req,
             };
-            let view = sched::ClusterView {
-                nodes,
-                parts,
-                jobs: std::slice::from_ref(req),
-                // The pass's timeline holds the running jobs already.
-                running: &[],
-            };
-            let Some(next) = sched::plan_more(&view, &self.sched_cfg, &mut self.pass_cache) else {
-                continue;
-            };
-            settled_parts = self.pass_cache.settled_parts(&self.sched_cfg);
-            left -= started_cpus(&next);
-            plan.decisions.extend(next.decisions);
-            plan.planned.extend(next.planned);
-            plan.time_limits.extend(next.time_limits);
-            plan.depth_reached |= next.depth_reached;
+            let cache = &mut self.pass_cache;
+            if let Some(started) = decide_more(cache, &self.sched_cfg, req, nodes, parts, plan) {
+                settled_parts = self.pass_cache.settled_parts(&self.sched_cfg);
+                left -= started;
+            }
         }
     }
 
@@ -2174,6 +2239,33 @@ impl PrefixCheck {
     }
 }
 
+/// Decides `req` after the jobs of the pass `cache` last made
+/// (`sched::plan_more`), into `plan`: the CPUs it started, `None` when the
+/// cache holds no pass.
+fn decide_more(
+    cache: &mut sched::PassCache,
+    cfg: &sched::SchedConfig,
+    req: &JobRequest,
+    nodes: &[sched::NodeView],
+    parts: &[sched::PartView],
+    plan: &mut sched::Plan,
+) -> Option<i64> {
+    let view = sched::ClusterView {
+        nodes,
+        parts,
+        jobs: std::slice::from_ref(req),
+        // The pass's timeline holds the running jobs already.
+        running: &[],
+    };
+    let next = sched::plan_more(&view, cfg, cache)?;
+    let started = started_cpus(&next);
+    plan.decisions.extend(next.decisions);
+    plan.planned.extend(next.planned);
+    plan.time_limits.extend(next.time_limits);
+    plan.depth_reached |= next.depth_reached;
+    Some(started)
+}
+
 /// The CPUs of the jobs `plan` starts.
 fn started_cpus(plan: &sched::Plan) -> i64 {
     plan.decisions
@@ -2183,6 +2275,18 @@ fn started_cpus(plan: &sched::Plan) -> i64 {
             Decision::Wait(_) => 0,
         })
         .sum()
+}
+
+/// What `Engine::walk` needs to try an array's pending record as a full
+/// pass does (`Engine::push_array_requests`): the pass's record of the
+/// requests that stand for tasks, the limits' room, the CPUs free before
+/// the pass; and the arrays that may start nothing (their reason is then
+/// JobArrayTaskLimit, `Engine::mark_throttled`).
+struct ArrayWalk<'a> {
+    arrays: &'a mut crate::array::ArrayRequests,
+    limited: &'a crate::limits::LimitCheck,
+    free_cpus: u32,
+    throttled: Vec<JobId>,
 }
 
 /// What one pass collects before it plans.
