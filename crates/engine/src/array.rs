@@ -55,6 +55,14 @@ pub(crate) struct ArrayRequests {
     next: u32,
 }
 
+impl ArrayRequests {
+    /// The job a request of the pass is for: the array record a request
+    /// standing for a further task stands for, else `id` itself.
+    pub(crate) fn record_of(&self, id: JobId) -> JobId {
+        self.virtual_ids.get(&id).copied().unwrap_or(id)
+    }
+}
+
 /// The first id of the requests that stand for an array's further tasks
 /// (`ArrayRequests`): far above any job's id (Slurm's MaxJobId is at most
 /// 0x03ff0000), so that neither the job a task becomes in the same pass
@@ -310,7 +318,7 @@ impl Engine {
         starting: bool,
         now: Timestamp,
     ) -> Option<JobId> {
-        let rec = reqs.virtual_ids.get(&id).copied().unwrap_or(id);
+        let rec = reqs.record_of(id);
         let job = self.jobs.get(&rec)?;
         let Some(part) = job.array.as_ref().filter(|a| a.is_meta()) else {
             return (rec == id).then_some(rec);

@@ -1287,12 +1287,7 @@ impl Engine {
                 job.time_limit = TimeLimit::Minutes(minutes);
             }
         }
-        self.heads = plan
-            .decisions
-            .iter()
-            .filter(|(_, d)| matches!(d, Decision::Wait(PendingReason::Resources)))
-            .map(|(id, _)| *id)
-            .collect();
+        self.heads = self.first_blocked(&plan.decisions, &arrays, parts.len());
         let preemptors = self.preemptors(&plan.decisions, &requests);
         for (id, decision) in plan.decisions {
             let starting = matches!(decision, Decision::Start(_));
@@ -2275,6 +2270,60 @@ fn started_cpus(plan: &sched::Plan) -> i64 {
             Decision::Wait(_) => 0,
         })
         .sum()
+}
+
+impl Engine {
+    /// The jobs `decisions` left waiting that were the first to block one
+    /// of their partitions: each waits for Resources, or for Priority
+    /// where another partition of its was blocked before it (a job in two
+    /// partitions behind the first blocked job of one is the first blocked
+    /// job of the other). A pass over new jobs tries them again, so that
+    /// the new jobs of those partitions wait behind them. With one
+    /// partition, the job that waits for Resources.
+    fn first_blocked(
+        &self,
+        decisions: &[(JobId, Decision)],
+        arrays: &crate::array::ArrayRequests,
+        n_parts: usize,
+    ) -> Vec<JobId> {
+        if n_parts <= 1 {
+            return decisions
+                .iter()
+                .filter(|(_, d)| matches!(d, Decision::Wait(PendingReason::Resources)))
+                .map(|(id, _)| *id)
+                .collect();
+        }
+        let mut blocked = vec![false; n_parts];
+        let mut open = n_parts;
+        let mut heads = Vec::new();
+        for (id, d) in decisions {
+            if open == 0 {
+                break;
+            }
+            // Only a job that waits on busy nodes blocks its partitions.
+            if !matches!(
+                d,
+                Decision::Wait(PendingReason::Resources | PendingReason::Priority)
+            ) {
+                continue;
+            }
+            let Some(job) = self.jobs.get(&arrays.record_of(*id)) else {
+                continue;
+            };
+            let mut first = false;
+            for &p in &job.partitions {
+                if let Some(b) = blocked.get_mut(p).filter(|b| !**b) {
+                    *b = true;
+                    open -= 1;
+                    first = true;
+                }
+            }
+            if first {
+                heads.push(*id);
+            }
+        }
+        heads
+    }
 }
 
 /// What `Engine::walk` needs to try an array's pending record as a full

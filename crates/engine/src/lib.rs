@@ -606,8 +606,9 @@ pub struct Engine {
     /// The order key (`sched::order_key`) of the lowest-priority job the
     /// last pass tried.
     last_order_key: Option<sched::OrderKey>,
-    /// Jobs the last pass left waiting with reason Resources (the first
-    /// blocked job of their partitions): a pass over new jobs only tries
+    /// The first blocked job of each partition in the last pass (waiting
+    /// for Resources, or for Priority behind a blocked job of another of
+    /// its partitions: `first_blocked`): a pass over new jobs only tries
     /// them again, so that the new jobs wait behind them.
     heads: Vec<JobId>,
     /// `set_full_passes`: every pass looks at every job.

@@ -1471,6 +1471,44 @@ fn an_array_left_out_of_the_head_of_the_queue_starts_every_task_that_fits() {
     );
 }
 
+/// A job in two partitions that waits behind the blocked job of one is
+/// the first blocked job of the other: a pass over a new job of that other
+/// partition tries it again, and the new job waits behind it for Priority,
+/// as after a pass over every job. (Under EASY, which plans only one job,
+/// the new job was told Resources, until the shortcut property tests made
+/// jobs in two partitions.)
+#[test]
+fn a_new_job_waits_behind_a_job_first_blocked_in_its_partition_only_through_another() {
+    let mut e = engine_on(&format!("{CONF}SchedulerType=sched/easy\n"));
+    let job = |ntasks, parts: &[&str]| JobDesc {
+        ntasks: Some(ntasks),
+        time_limit: Some(TimeLimit::Minutes(60)),
+        partitions: parts.iter().map(|p| p.to_string()).collect(),
+        ..desc()
+    };
+    for _ in 0..8 {
+        e.on_submit(job(1, &["debug"]), &user(), 10).unwrap();
+    }
+    e.schedule(10);
+    let wide = e.on_submit(job(8, &["debug"]), &user(), 11).unwrap().job_id;
+    e.schedule(11);
+    let both = e
+        .on_submit(job(2, &["debug", "gpu"]), &user(), 12)
+        .unwrap()
+        .job_id;
+    e.schedule(12);
+    let gpu = e.on_submit(job(1, &["gpu"]), &user(), 13).unwrap().job_id;
+    e.schedule(13);
+    let reason = |e: &Engine, id| e.job(id).unwrap().reason;
+    assert_eq!(reason(&e, wide), PendingReason::Resources);
+    assert_eq!(reason(&e, both), PendingReason::Priority);
+    assert_eq!(
+        reason(&e, gpu),
+        PendingReason::Priority,
+        "behind the job first blocked in gpu"
+    );
+}
+
 /// The schedulers the shortcut property tests run: backfill, EASY, FCFS.
 const POLICIES: [&str; 3] = ["sched/backfill", "sched/easy", "sched/builtin"];
 
@@ -1492,12 +1530,14 @@ const SLOWDOWNS: [Slowdown; 3] = [Slowdown::Off, Slowdown::Default, Slowdown::Fa
 /// job that waited 20 s (`aging`; under FCFS, two jobs tried per pass
 /// instead), with plans for jobs by their slowdown as `slowdown` says,
 /// trying the jobs that can only backfill shortest first or in priority
-/// order.
+/// order; with the `gpu` partition too (`two_parts`: node3 and node4,
+/// 60 minutes at most) or without.
 fn twin_engines(
     policy: &'static str,
     aging: bool,
     slowdown: Slowdown,
     shortest: bool,
+    two_parts: bool,
 ) -> (&'static str, Engine, Engine) {
     let mut params = Vec::new();
     if aging {
@@ -1523,11 +1563,16 @@ fn twin_engines(
         "bf_order=priority"
     });
     let extra = format!("SchedulerParameters={}\n", params.join(","));
-    (
-        policy,
-        one_partition_with(policy, &extra),
-        one_partition_with(policy, &extra),
-    )
+    let make = || {
+        if two_parts {
+            let mut e = engine_on(&format!("{CONF}SchedulerType={policy}\n{extra}"));
+            e.prefix_min_left_out = 1;
+            e
+        } else {
+            one_partition_with(policy, &extra)
+        }
+    };
+    (policy, make(), make())
 }
 
 /// One random event of the shortcut property tests, at `t`, then the
@@ -1536,8 +1581,10 @@ fn twin_engines(
 /// held when `what` is 1 with 3, niced with 2 and one task, to begin 30 s
 /// later when `what` is 1 with 1, on one node when `shape` is 1,
 /// exclusive when it is 2, an array of three jobs of `tasks` tasks each
-/// when it is 4, and on 5 nodes when it is 5 (more than the partition
-/// has: it waits for ever, with reason PartitionConfig). `what` 2 ends
+/// when it is 4, on 5 nodes when it is 5 (more than the partition
+/// has: it waits for ever, with reason PartitionConfig), and in the `gpu`
+/// partition (even `tasks`) or in both (odd) when it is 3 (refused where
+/// there is no `gpu` partition). `what` 2 ends
 /// one running (or completing, after its time limit) job and 3 ends
 /// three, picked by `tasks`.
 fn play(
@@ -1577,6 +1624,12 @@ fn play(
                 },
                 exclusive: shape == 2,
                 array: (shape == 4).then(|| "0-2".to_string()),
+                // Where there is a `gpu` partition (else the default).
+                partitions: match (shape, tasks % 2) {
+                    (3, 0) => vec!["gpu".to_string()],
+                    (3, _) => vec!["debug".to_string(), "gpu".to_string()],
+                    _ => Vec::new(),
+                },
                 ..desc()
             };
             let _ = e.on_submit(d, &user(), t);
@@ -1619,9 +1672,10 @@ proptest::proptest! {
         aging in proptest::bool::ANY,
         slowdown in proptest::sample::select(SLOWDOWNS.to_vec()),
         shortest in proptest::bool::ANY,
+        two_parts in proptest::bool::ANY,
         events in proptest::collection::vec((0i64..6, 0u8..4, 1u32..4, 0u32..4, 0u8..6), 1..80),
     ) {
-        let (policy, mut short, mut full) = twin_engines(policy, aging, slowdown, shortest);
+        let (policy, mut short, mut full) = twin_engines(policy, aging, slowdown, shortest, two_parts);
         let short_limits = slowdown == Slowdown::FactorTwo;
         full.set_full_passes(true);
         let mut t = 100;
@@ -1744,11 +1798,13 @@ proptest::proptest! {
         policy in proptest::sample::select(POLICIES.to_vec()),
         slowdown in proptest::sample::select(SLOWDOWNS.to_vec()),
         shortest in proptest::bool::ANY,
+        two_parts in proptest::bool::ANY,
         events in proptest::collection::vec((0i64..6, 0u8..4, 1u32..9, 0u32..4, 0u8..6), 1..80),
     ) {
         // FCFS with two jobs tried per pass (`twin_engines`' `aging`).
         let depth = policy == "sched/builtin";
-        let (policy, mut skipping, mut every) = twin_engines(policy, depth, slowdown, shortest);
+        let (policy, mut skipping, mut every) =
+            twin_engines(policy, depth, slowdown, shortest, two_parts);
         let short_limits = slowdown == Slowdown::FactorTwo;
         let mut t = 100;
         let mut skipped = 0;
