@@ -1586,7 +1586,10 @@ fn twin_engines(
 /// partition (even `tasks`) or in both (odd) when it is 3 (refused where
 /// there is no `gpu` partition). `what` 2 ends
 /// one running (or completing, after its time limit) job and 3 ends
-/// three, picked by `tasks`.
+/// three, picked by `tasks`. `what` 4 submits a job of one or two tasks
+/// that depends on an earlier job picked by `tasks` (afterok, afterany,
+/// afternotok by `minutes`; a singleton for 3); 5 cancels (`minutes` 0),
+/// holds (1) or releases (2, 3) a pending job picked by `tasks`.
 fn play(
     e: &mut Engine,
     t: Timestamp,
@@ -1634,6 +1637,44 @@ fn play(
             };
             let _ = e.on_submit(d, &user(), t);
         }
+        4 => {
+            // A job that depends on an earlier one (or a singleton).
+            let ids: Vec<JobId> = e.jobs.values().map(|j| j.id).collect();
+            let Some(on) = ids.get(tasks as usize % ids.len().max(1)) else {
+                return;
+            };
+            let dependency = match minutes {
+                0 => format!("afterok:{on}"),
+                1 => format!("afterany:{on}"),
+                2 => format!("afternotok:{on}"),
+                _ => "singleton".to_string(),
+            };
+            let d = JobDesc {
+                ntasks: Some(1 + tasks % 2),
+                time_limit: Some(TimeLimit::Minutes(if short_limits { 3 } else { 60 })),
+                dependency: Some(dependency),
+                exclusive: shape == 2,
+                ..desc()
+            };
+            let _ = e.on_submit(d, &user(), t);
+        }
+        5 => {
+            // A pending job cancelled, held or released.
+            let pending: Vec<JobId> = e
+                .jobs
+                .values()
+                .filter(|j| j.state == JobState::Pending)
+                .map(|j| j.id)
+                .collect();
+            let Some(&id) = pending.get(tasks as usize % pending.len().max(1)) else {
+                return;
+            };
+            let _ = match minutes {
+                0 => e.on_cancel(id, None, false, &user(), t),
+                1 => e.on_hold(id, true, &user()),
+                _ => e.on_release(id, &user()),
+            };
+        }
         _ => {
             let ends = if what == 3 { 3 } else { 1 };
             let first = tasks as usize % running.len().max(1);
@@ -1657,10 +1698,13 @@ proptest::proptest! {
     /// the same starts on the same nodes, the same reasons, the same plans,
     /// through random submissions (of 1 to 3 tasks, with and without a time
     /// limit, some held, some to begin later, some of lower priority, some
-    /// on one node, some exclusive) and job ends, under backfill (with and
-    /// without plans for jobs that waited and for wide jobs, in both
-    /// backfill orders), EASY and FCFS; compared with full passes
-    /// (`set_full_passes`), so the other shortcuts are checked too. (The
+    /// on one node, some exclusive, arrays, jobs that can never run, jobs
+    /// in a second partition or in both, jobs with dependencies), job ends,
+    /// cancels, holds and releases (`play`), on one partition or two, under
+    /// backfill (with and without plans for jobs that waited, for wide
+    /// jobs or for every job by a slowdown of 2, in both backfill orders),
+    /// EASY and FCFS; compared with full passes (`set_full_passes`), so
+    /// the other shortcuts are checked too. (The
     /// cases kept in proptest-regressions as aa8b6c4a and f6566d03 once
     /// differed: a job held to one node was not placed on an idle node
     /// behind a node with room for part of it, so it waited with a plan
@@ -1673,7 +1717,7 @@ proptest::proptest! {
         slowdown in proptest::sample::select(SLOWDOWNS.to_vec()),
         shortest in proptest::bool::ANY,
         two_parts in proptest::bool::ANY,
-        events in proptest::collection::vec((0i64..6, 0u8..4, 1u32..4, 0u32..4, 0u8..6), 1..80),
+        events in proptest::collection::vec((0i64..6, 0u8..6, 1u32..4, 0u32..4, 0u8..6), 1..80),
     ) {
         let (policy, mut short, mut full) = twin_engines(policy, aging, slowdown, shortest, two_parts);
         let short_limits = slowdown == Slowdown::FactorTwo;
@@ -1789,17 +1833,20 @@ proptest::proptest! {
     /// starts nothing in those, the same jobs run on the same nodes
     /// throughout, and after each pass the skipping engine does run, every
     /// reason and plan is the same too. Random submissions (`play`: 1 to 8
-    /// tasks, some held, niced, to begin later, exclusive or on one node)
-    /// and job ends, under backfill (both orders, with and without plans
-    /// for wide jobs), EASY and FCFS (with a queue depth of two, so that
-    /// passes over the whole queue come due).
+    /// tasks, some held, niced, to begin later, exclusive or on one node,
+    /// arrays, jobs that can never run, in a second partition, with
+    /// dependencies), job ends, cancels, holds and releases, on one
+    /// partition or two, under backfill (both orders, without plans for
+    /// jobs that are not first in line, with the default's for wide jobs,
+    /// or for every job by a slowdown of 2), EASY and FCFS (with a queue
+    /// depth of two, so that passes over the whole queue come due).
     #[test]
     fn passes_that_start_nothing_may_be_skipped(
         policy in proptest::sample::select(POLICIES.to_vec()),
         slowdown in proptest::sample::select(SLOWDOWNS.to_vec()),
         shortest in proptest::bool::ANY,
         two_parts in proptest::bool::ANY,
-        events in proptest::collection::vec((0i64..6, 0u8..4, 1u32..9, 0u32..4, 0u8..6), 1..80),
+        events in proptest::collection::vec((0i64..6, 0u8..6, 1u32..9, 0u32..4, 0u8..6), 1..80),
     ) {
         // FCFS with two jobs tried per pass (`twin_engines`' `aging`).
         let depth = policy == "sched/builtin";
