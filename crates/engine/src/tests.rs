@@ -1584,7 +1584,9 @@ fn twin_engines(
 /// when it is 4, on 5 nodes when it is 5 (more than the partition
 /// has: it waits for ever, with reason PartitionConfig), and in the `gpu`
 /// partition (even `tasks`) or in both (odd) when it is 3 (refused where
-/// there is no `gpu` partition). `what` 2 ends
+/// there is no `gpu` partition), with one or two GPUs per node when it is
+/// 6 or 7, and with a minimum time of half its limit (`--time-min`) when
+/// it is 8. `what` 2 ends
 /// one running (or completing, after its time limit) job and 3 ends
 /// three, picked by `tasks`. `what` 4 submits a job of one or two tasks
 /// that depends on an earlier job picked by `tasks` (afterok, afterany,
@@ -1627,6 +1629,18 @@ fn play(
                 },
                 exclusive: shape == 2,
                 array: (shape == 4).then(|| "0-2".to_string()),
+                // node3 and node4 have two GPUs each.
+                gres: match shape {
+                    6 | 7 => vec![model::Gres {
+                        name: "gpu".into(),
+                        type_: None,
+                        count: u64::from(shape) - 5,
+                    }],
+                    _ => Vec::new(),
+                },
+                // It may start with half its limit where that fits a hole.
+                time_min: (shape == 8 && minutes > 0)
+                    .then_some(TimeLimit::Minutes((minutes * scale / 2).max(1))),
                 // Where there is a `gpu` partition (else the default).
                 partitions: match (shape, tasks % 2) {
                     (3, 0) => vec!["gpu".to_string()],
@@ -1699,7 +1713,8 @@ proptest::proptest! {
     /// through random submissions (of 1 to 3 tasks, with and without a time
     /// limit, some held, some to begin later, some of lower priority, some
     /// on one node, some exclusive, arrays, jobs that can never run, jobs
-    /// in a second partition or in both, jobs with dependencies), job ends,
+    /// in a second partition or in both, GPU jobs, jobs with a minimum
+    /// time, jobs with dependencies), job ends,
     /// cancels, holds and releases (`play`), on one partition or two, under
     /// backfill (with and without plans for jobs that waited, for wide
     /// jobs or for every job by a slowdown of 2, in both backfill orders),
@@ -1717,7 +1732,7 @@ proptest::proptest! {
         slowdown in proptest::sample::select(SLOWDOWNS.to_vec()),
         shortest in proptest::bool::ANY,
         two_parts in proptest::bool::ANY,
-        events in proptest::collection::vec((0i64..6, 0u8..6, 1u32..4, 0u32..4, 0u8..6), 1..80),
+        events in proptest::collection::vec((0i64..6, 0u8..6, 1u32..4, 0u32..4, 0u8..9), 1..80),
     ) {
         let (policy, mut short, mut full) = twin_engines(policy, aging, slowdown, shortest, two_parts);
         let short_limits = slowdown == Slowdown::FactorTwo;
@@ -1834,8 +1849,8 @@ proptest::proptest! {
     /// throughout, and after each pass the skipping engine does run, every
     /// reason and plan is the same too. Random submissions (`play`: 1 to 8
     /// tasks, some held, niced, to begin later, exclusive or on one node,
-    /// arrays, jobs that can never run, in a second partition, with
-    /// dependencies), job ends, cancels, holds and releases, on one
+    /// arrays, jobs that can never run, in a second partition, GPU jobs,
+    /// with a minimum time, with dependencies), job ends, cancels, holds and releases, on one
     /// partition or two, under backfill (both orders, without plans for
     /// jobs that are not first in line, with the default's for wide jobs,
     /// or for every job by a slowdown of 2), EASY and FCFS (with a queue
@@ -1846,7 +1861,7 @@ proptest::proptest! {
         slowdown in proptest::sample::select(SLOWDOWNS.to_vec()),
         shortest in proptest::bool::ANY,
         two_parts in proptest::bool::ANY,
-        events in proptest::collection::vec((0i64..6, 0u8..6, 1u32..9, 0u32..4, 0u8..6), 1..80),
+        events in proptest::collection::vec((0i64..6, 0u8..6, 1u32..9, 0u32..4, 0u8..9), 1..80),
     ) {
         // FCFS with two jobs tried per pass (`twin_engines`' `aging`).
         let depth = policy == "sched/builtin";
