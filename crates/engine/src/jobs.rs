@@ -1735,7 +1735,8 @@ impl Engine {
     /// each comes after every job the last pass tried, needs more CPUs than
     /// are free, and each of its partitions already has as many planned
     /// jobs as the policy plans (so it gets no plan of its own); every node
-    /// is up (so it waits on busy nodes, not on down ones).
+    /// is up (so it waits on busy nodes, not on down ones); every plan
+    /// starts after `now` (so a pass would make each again as it is).
     fn fresh_cannot_start(
         &mut self,
         ids: &[JobId],
@@ -1762,6 +1763,14 @@ impl Engine {
         }
         let mut planned = vec![0usize; parts.len()];
         for p in self.plans.values() {
+            // A plan that starts by now was made from holds that time
+            // moves: a job ending (completing, or past its limit) is
+            // expected to be gone a second after each pass. A later plan
+            // stays what a pass would make again: the holds that moved
+            // are gone by its start either way.
+            if p.start <= now {
+                return false;
+            }
             if let Some(c) = planned.get_mut(p.alloc.partition) {
                 *c += 1;
             }

@@ -1509,6 +1509,44 @@ fn a_new_job_waits_behind_a_job_first_blocked_in_its_partition_only_through_anot
     );
 }
 
+/// A job that is being ended (here past its time limit, its node silent)
+/// is expected gone a second after each pass, so a plan behind it moves
+/// with the clock: a pass over a new job that can only wait makes the plan
+/// again, as a full pass does, instead of leaving the last pass's start,
+/// which is now. (Found by the shortcut property tests once they downed
+/// nodes: a job requeued from a down node stays completing on its other.)
+#[test]
+fn a_plan_behind_a_job_being_ended_moves_with_the_clock() {
+    // One plan only: the new job waits behind it without one of its own.
+    let mut e = one_partition_with(
+        "sched/backfill",
+        "SchedulerParameters=bf_slowdown_reserve=0\n",
+    );
+    let job = |ntasks, minutes| JobDesc {
+        ntasks: Some(ntasks),
+        time_limit: Some(TimeLimit::Minutes(minutes)),
+        ..desc()
+    };
+    let over = e.on_submit(job(8, 1), &user(), 10).unwrap().job_id;
+    e.schedule(10);
+    e.on_timer(71);
+    e.schedule(71);
+    assert!(
+        e.job(over).unwrap().completing,
+        "timed out, its node silent"
+    );
+    let wide = e.on_submit(job(8, 60), &user(), 80).unwrap().job_id;
+    e.schedule(80);
+    assert_eq!(e.planned(wide).map(|p| p.start), Some(81));
+    e.on_submit(job(8, 60), &user(), 90).unwrap();
+    e.schedule(90);
+    assert_eq!(
+        e.planned(wide).map(|p| p.start),
+        Some(91),
+        "a second from now"
+    );
+}
+
 /// The schedulers the shortcut property tests run: backfill, EASY, FCFS.
 const POLICIES: [&str; 3] = ["sched/backfill", "sched/easy", "sched/builtin"];
 
@@ -1591,7 +1629,9 @@ fn twin_engines(
 /// three, picked by `tasks`. `what` 4 submits a job of one or two tasks
 /// that depends on an earlier job picked by `tasks` (afterok, afterany,
 /// afternotok by `minutes`; a singleton for 3); 5 cancels (`minutes` 0),
-/// holds (1) or releases (2, 3) a pending job picked by `tasks`.
+/// holds (1) or releases (2, 3) a pending job picked by `tasks`; 6
+/// drains (`minutes` 0), downs (2) or resumes (1, 3) the node picked by
+/// `tasks`.
 fn play(
     e: &mut Engine,
     t: Timestamp,
@@ -1689,6 +1729,16 @@ fn play(
                 _ => e.on_release(id, &user()),
             };
         }
+        6 => {
+            // An administrator drains, resumes or downs a node.
+            let state = match minutes {
+                0 => NodeStateRequest::Drain,
+                2 => NodeStateRequest::Down,
+                _ => NodeStateRequest::Resume,
+            };
+            let node = format!("node{}", 1 + tasks % 4);
+            let _ = e.on_update_node(&[node], Some(state), Some("test".into()), &admin(), t);
+        }
         _ => {
             let ends = if what == 3 { 3 } else { 1 };
             let first = tasks as usize % running.len().max(1);
@@ -1732,7 +1782,7 @@ proptest::proptest! {
         slowdown in proptest::sample::select(SLOWDOWNS.to_vec()),
         shortest in proptest::bool::ANY,
         two_parts in proptest::bool::ANY,
-        events in proptest::collection::vec((0i64..6, 0u8..6, 1u32..4, 0u32..4, 0u8..9), 1..80),
+        events in proptest::collection::vec((0i64..6, 0u8..7, 1u32..4, 0u32..4, 0u8..9), 1..80),
     ) {
         let (policy, mut short, mut full) = twin_engines(policy, aging, slowdown, shortest, two_parts);
         let short_limits = slowdown == Slowdown::FactorTwo;
@@ -1861,7 +1911,7 @@ proptest::proptest! {
         slowdown in proptest::sample::select(SLOWDOWNS.to_vec()),
         shortest in proptest::bool::ANY,
         two_parts in proptest::bool::ANY,
-        events in proptest::collection::vec((0i64..6, 0u8..6, 1u32..9, 0u32..4, 0u8..9), 1..80),
+        events in proptest::collection::vec((0i64..6, 0u8..7, 1u32..9, 0u32..4, 0u8..9), 1..80),
     ) {
         // FCFS with two jobs tried per pass (`twin_engines`' `aging`).
         let depth = policy == "sched/builtin";
