@@ -1764,8 +1764,9 @@ proptest::proptest! {
     /// limit, some held, some to begin later, some of lower priority, some
     /// on one node, some exclusive, arrays, jobs that can never run, jobs
     /// in a second partition or in both, GPU jobs, jobs with a minimum
-    /// time, jobs with dependencies), job ends,
-    /// cancels, holds and releases (`play`), on one partition or two, under
+    /// time, jobs with dependencies), job ends, cancels, holds, releases,
+    /// and nodes drained, downed and resumed (`play`), on one partition or
+    /// two, under
     /// backfill (with and without plans for jobs that waited, for wide
     /// jobs or for every job by a slowdown of 2, in both backfill orders),
     /// EASY and FCFS; compared with full passes (`set_full_passes`), so
@@ -1900,8 +1901,9 @@ proptest::proptest! {
     /// reason and plan is the same too. Random submissions (`play`: 1 to 8
     /// tasks, some held, niced, to begin later, exclusive or on one node,
     /// arrays, jobs that can never run, in a second partition, GPU jobs,
-    /// with a minimum time, with dependencies), job ends, cancels, holds and releases, on one
-    /// partition or two, under backfill (both orders, without plans for
+    /// with a minimum time, with dependencies), job ends, cancels, holds,
+    /// releases, and nodes drained, downed and resumed, on one partition
+    /// or two, under backfill (both orders, without plans for
     /// jobs that are not first in line, with the default's for wide jobs,
     /// or for every job by a slowdown of 2), EASY and FCFS (with a queue
     /// depth of two, so that passes over the whole queue come due).
