@@ -1623,8 +1623,10 @@ fn twin_engines(
 /// has: it waits for ever, with reason PartitionConfig), and in the `gpu`
 /// partition (even `tasks`) or in both (odd) when it is 3 (refused where
 /// there is no `gpu` partition), with one or two GPUs per node when it is
-/// 6 or 7, and with a minimum time of half its limit (`--time-min`) when
-/// it is 8. `what` 2 ends
+/// 6 or 7, with a minimum time of half its limit (`--time-min`) when it
+/// is 8, on the node picked by `tasks` (`--nodelist`) when it is 9, on
+/// any node but that one (`--exclude`) when it is 10, and with 3,000 MB
+/// of a node's 4,000 (`--mem`) when it is 11. `what` 2 ends
 /// one running (or completing, after its time limit) job and 3 ends
 /// three, picked by `tasks`. `what` 4 submits a job of one or two tasks
 /// that depends on an earlier job picked by `tasks` (afterok, afterany,
@@ -1681,6 +1683,16 @@ fn play(
                 // It may start with half its limit where that fits a hole.
                 time_min: (shape == 8 && minutes > 0)
                     .then_some(TimeLimit::Minutes((minutes * scale / 2).max(1))),
+                // Named nodes, nodes left out, most of a node's memory.
+                nodelist: match shape {
+                    9 => vec![format!("node{}", 1 + tasks % 4)],
+                    _ => Vec::new(),
+                },
+                exclude: match shape {
+                    10 => vec![format!("node{}", 1 + tasks % 4)],
+                    _ => Vec::new(),
+                },
+                mem_per_node: (shape == 11).then_some(3_000),
                 // Where there is a `gpu` partition (else the default).
                 partitions: match (shape, tasks % 2) {
                     (3, 0) => vec!["gpu".to_string()],
@@ -1783,7 +1795,7 @@ proptest::proptest! {
         slowdown in proptest::sample::select(SLOWDOWNS.to_vec()),
         shortest in proptest::bool::ANY,
         two_parts in proptest::bool::ANY,
-        events in proptest::collection::vec((0i64..6, 0u8..7, 1u32..4, 0u32..4, 0u8..9), 1..80),
+        events in proptest::collection::vec((0i64..6, 0u8..7, 1u32..4, 0u32..4, 0u8..12), 1..80),
     ) {
         let (policy, mut short, mut full) = twin_engines(policy, aging, slowdown, shortest, two_parts);
         let short_limits = slowdown == Slowdown::FactorTwo;
@@ -1913,7 +1925,7 @@ proptest::proptest! {
         slowdown in proptest::sample::select(SLOWDOWNS.to_vec()),
         shortest in proptest::bool::ANY,
         two_parts in proptest::bool::ANY,
-        events in proptest::collection::vec((0i64..6, 0u8..7, 1u32..9, 0u32..4, 0u8..9), 1..80),
+        events in proptest::collection::vec((0i64..6, 0u8..7, 1u32..9, 0u32..4, 0u8..12), 1..80),
     ) {
         // FCFS with two jobs tried per pass (`twin_engines`' `aging`).
         let depth = policy == "sched/builtin";
