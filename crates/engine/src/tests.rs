@@ -1,6 +1,6 @@
 use super::*;
 use model::{ExitCode, JobState, PendingReason};
-use proto::{JobDesc, NodeRegistration, NodeStateRequest, SlurmError};
+use proto::{Identity, JobDesc, JobUpdate, NodeRegistration, NodeStateRequest, SlurmError};
 
 const CONF: &str = "\
 ClusterName=test
@@ -1633,7 +1633,9 @@ fn twin_engines(
 /// afternotok by `minutes`; a singleton for 3); 5 cancels (`minutes` 0),
 /// holds (1) or releases (2, 3) a pending job picked by `tasks`; 6
 /// drains (`minutes` 0), downs (2) or resumes (1, 3) the node picked by
-/// `tasks`.
+/// `tasks`; 7 has an administrator change a pending job picked by
+/// `tasks`: its time limit (`minutes` 0), nice (1), priority (2) or
+/// tasks (3). A plain job submitted with `what` 1 is another user's.
 fn play(
     e: &mut Engine,
     t: Timestamp,
@@ -1701,7 +1703,18 @@ fn play(
                 },
                 ..desc()
             };
-            let _ = e.on_submit(d, &user(), t);
+            // Another user's (fair-share tells them apart).
+            let who = if what == 1 && minutes == 0 {
+                Identity {
+                    uid: 1001,
+                    gid: 1001,
+                    user: "bob".into(),
+                    host: "h".into(),
+                }
+            } else {
+                user()
+            };
+            let _ = e.on_submit(d, &who, t);
         }
         4 => {
             // A job that depends on an earlier one (or a singleton).
@@ -1751,6 +1764,37 @@ fn play(
             let node = format!("node{}", 1 + tasks % 4);
             let _ = e.on_update_node(&[node], Some(state), Some("test".into()), &admin(), t);
         }
+        7 => {
+            // An administrator changes a pending job.
+            let pending: Vec<JobId> = e
+                .jobs
+                .values()
+                .filter(|j| j.state == JobState::Pending)
+                .map(|j| j.id)
+                .collect();
+            let Some(&id) = pending.get(tasks as usize % pending.len().max(1)) else {
+                return;
+            };
+            let u = match minutes {
+                0 => JobUpdate {
+                    time_limit: Some(TimeLimit::Minutes(if short_limits { 6 } else { 120 })),
+                    ..JobUpdate::default()
+                },
+                1 => JobUpdate {
+                    nice: Some(500),
+                    ..JobUpdate::default()
+                },
+                2 => JobUpdate {
+                    priority: Some(1_000_000),
+                    ..JobUpdate::default()
+                },
+                _ => JobUpdate {
+                    ntasks: Some(1),
+                    ..JobUpdate::default()
+                },
+            };
+            let _ = e.on_update_job(id, u, &admin(), t);
+        }
         _ => {
             let ends = if what == 3 { 3 } else { 1 };
             let first = tasks as usize % running.len().max(1);
@@ -1776,7 +1820,8 @@ proptest::proptest! {
     /// limit, some held, some to begin later, some of lower priority, some
     /// on one node, some exclusive, arrays, jobs that can never run, jobs
     /// in a second partition or in both, GPU jobs, jobs with a minimum
-    /// time, jobs with dependencies), job ends, cancels, holds, releases,
+    /// time, jobs with dependencies, another user's jobs), job ends,
+    /// cancels, holds, releases, administrators' changes to pending jobs,
     /// and nodes drained, downed and resumed (`play`), on one partition or
     /// two, under
     /// backfill (with and without plans for jobs that waited, for wide
@@ -1795,7 +1840,7 @@ proptest::proptest! {
         slowdown in proptest::sample::select(SLOWDOWNS.to_vec()),
         shortest in proptest::bool::ANY,
         two_parts in proptest::bool::ANY,
-        events in proptest::collection::vec((0i64..6, 0u8..7, 1u32..4, 0u32..4, 0u8..12), 1..80),
+        events in proptest::collection::vec((0i64..6, 0u8..8, 1u32..4, 0u32..4, 0u8..12), 1..80),
     ) {
         let (policy, mut short, mut full) = twin_engines(policy, aging, slowdown, shortest, two_parts);
         let short_limits = slowdown == Slowdown::FactorTwo;
@@ -1913,9 +1958,10 @@ proptest::proptest! {
     /// reason and plan is the same too. Random submissions (`play`: 1 to 8
     /// tasks, some held, niced, to begin later, exclusive or on one node,
     /// arrays, jobs that can never run, in a second partition, GPU jobs,
-    /// with a minimum time, with dependencies), job ends, cancels, holds,
-    /// releases, and nodes drained, downed and resumed, on one partition
-    /// or two, under backfill (both orders, without plans for
+    /// with a minimum time, with dependencies, another user's), job ends,
+    /// cancels, holds, releases, administrators' changes to pending jobs,
+    /// and nodes drained, downed and resumed, on one partition or two,
+    /// under backfill (both orders, without plans for
     /// jobs that are not first in line, with the default's for wide jobs,
     /// or for every job by a slowdown of 2), EASY and FCFS (with a queue
     /// depth of two, so that passes over the whole queue come due).
@@ -1925,7 +1971,7 @@ proptest::proptest! {
         slowdown in proptest::sample::select(SLOWDOWNS.to_vec()),
         shortest in proptest::bool::ANY,
         two_parts in proptest::bool::ANY,
-        events in proptest::collection::vec((0i64..6, 0u8..7, 1u32..9, 0u32..4, 0u8..12), 1..80),
+        events in proptest::collection::vec((0i64..6, 0u8..8, 1u32..9, 0u32..4, 0u8..12), 1..80),
     ) {
         // FCFS with two jobs tried per pass (`twin_engines`' `aging`).
         let depth = policy == "sched/builtin";
