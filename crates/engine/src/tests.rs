@@ -1464,11 +1464,7 @@ fn an_array_left_out_of_the_head_of_the_queue_starts_every_task_that_fits() {
         JobState::Pending,
         "one task still waits"
     );
-    assert!(
-        e.check_invariants().is_empty(),
-        "{:?}",
-        e.check_invariants()
-    );
+    assert_invariants(&e);
 }
 
 /// A job in two partitions that waits behind the blocked job of one is
@@ -1739,13 +1735,7 @@ fn play(
         }
         5 => {
             // A pending job cancelled, held or released.
-            let pending: Vec<JobId> = e
-                .jobs
-                .values()
-                .filter(|j| j.state == JobState::Pending)
-                .map(|j| j.id)
-                .collect();
-            let Some(&id) = pending.get(tasks as usize % pending.len().max(1)) else {
+            let Some(id) = nth_pending(e, tasks) else {
                 return;
             };
             let _ = match minutes {
@@ -1766,13 +1756,7 @@ fn play(
         }
         7 => {
             // An administrator changes a pending job.
-            let pending: Vec<JobId> = e
-                .jobs
-                .values()
-                .filter(|j| j.state == JobState::Pending)
-                .map(|j| j.id)
-                .collect();
-            let Some(&id) = pending.get(tasks as usize % pending.len().max(1)) else {
+            let Some(id) = nth_pending(e, tasks) else {
                 return;
             };
             let u = match minutes {
@@ -1807,6 +1791,17 @@ fn play(
     if e.next_wakeup().is_some_and(|w| w <= t) {
         e.on_timer(t);
     }
+}
+
+/// The pending job `k` picks (`play`), counting round the pending jobs.
+fn nth_pending(e: &Engine, k: u32) -> Option<JobId> {
+    let pending: Vec<JobId> = e
+        .jobs
+        .values()
+        .filter(|j| j.state == JobState::Pending)
+        .map(|j| j.id)
+        .collect();
+    pending.get(k as usize % pending.len().max(1)).copied()
 }
 
 proptest::proptest! {
