@@ -407,7 +407,7 @@ impl Engine {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use model::PendingReason;
     use proto::acctdb::{AcctTables, AcctUser, Assoc, Qos};
@@ -436,7 +436,7 @@ mod tests {
     }
 
     /// root > physics > alice and bob; QOS normal and long.
-    fn tables(physics: Limits, alice: Limits, normal: Limits) -> AcctTables {
+    pub(crate) fn tables(physics: Limits, alice: Limits, normal: Limits) -> AcctTables {
         let assoc = |id, account: &str, user: &str, parent: &str, limits: Limits| Assoc {
             id,
             cluster: "test".into(),

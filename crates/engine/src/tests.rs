@@ -1543,6 +1543,49 @@ fn a_plan_behind_a_job_being_ended_moves_with_the_clock() {
     );
 }
 
+/// An FCFS pass that would stop at its depth arms the pass over the whole
+/// queue (`depth_wake`), so it is not one the simulator may skip, though
+/// it could start nothing: skipped, the whole-queue pass came later than
+/// the controller's. (Found by the skip property test once it made jobs
+/// that can never run: they use up the depth.)
+#[test]
+fn an_fcfs_pass_that_would_arm_the_whole_queue_pass_is_not_skipped() {
+    let mut e = one_partition_with(
+        "sched/builtin",
+        "SchedulerParameters=default_queue_depth=2\n",
+    );
+    let wide = JobDesc {
+        ntasks: Some(8),
+        ..desc()
+    };
+    // More nodes than the partition has: they wait for ever.
+    let never = JobDesc {
+        min_nodes: Some(5),
+        max_nodes: Some(5),
+        ..desc()
+    };
+    e.on_submit(wide, &user(), 10).unwrap();
+    e.schedule(10);
+    e.on_submit(never.clone(), &user(), 11).unwrap();
+    e.on_submit(never, &user(), 11).unwrap();
+    let waits = e.on_submit(desc(), &user(), 11).unwrap().job_id;
+    e.schedule(11);
+    assert_eq!(e.next_wakeup(), Some(71), "the depth was reached");
+    e.on_timer(71);
+    e.schedule(71);
+    assert_eq!(e.job(waits).unwrap().state, JobState::Pending);
+    assert_eq!(e.depth_wake, None, "the whole queue tried");
+    // No CPU is free: the next pass starts nothing, but it stops at the
+    // depth again and arms the whole-queue pass.
+    e.on_submit(desc(), &user(), 80).unwrap();
+    assert!(
+        !e.pass_starts_nothing(),
+        "it would arm the whole-queue pass"
+    );
+    e.schedule(80);
+    assert_eq!(e.next_wakeup(), Some(140));
+}
+
 /// The schedulers the shortcut property tests run: backfill, EASY, FCFS.
 const POLICIES: [&str; 3] = ["sched/backfill", "sched/easy", "sched/builtin"];
 
@@ -1565,13 +1608,15 @@ const SLOWDOWNS: [Slowdown; 3] = [Slowdown::Off, Slowdown::Default, Slowdown::Fa
 /// instead), with plans for jobs by their slowdown as `slowdown` says,
 /// trying the jobs that can only backfill shortest first or in priority
 /// order; with the `gpu` partition too (`two_parts`: node3 and node4,
-/// 60 minutes at most) or without.
+/// 60 minutes at most) or without; with association and QOS limits
+/// enforced (`limits`) or without.
 fn twin_engines(
     policy: &'static str,
     aging: bool,
     slowdown: Slowdown,
     shortest: bool,
     two_parts: bool,
+    limits: bool,
 ) -> (&'static str, Engine, Engine) {
     let mut params = Vec::new();
     if aging {
@@ -1596,15 +1641,36 @@ fn twin_engines(
     } else {
         "bf_order=priority"
     });
-    let extra = format!("SchedulerParameters={}\n", params.join(","));
+    let mut extra = format!("SchedulerParameters={}\n", params.join(","));
+    if limits {
+        extra.push_str("AccountingStorageEnforce=associations,limits,qos\n");
+    }
     let make = || {
-        if two_parts {
+        let mut e = if two_parts {
             let mut e = engine_on(&format!("{CONF}SchedulerType={policy}\n{extra}"));
             e.prefix_min_left_out = 1;
             e
         } else {
             one_partition_with(policy, &extra)
+        };
+        if limits {
+            // physics (alice's and bob's account) holds 6 CPUs at most,
+            // alice runs 3 jobs at most, a user 5 CPUs at most in QOS normal.
+            let cpus = |n| proto::acctdb::Limits {
+                grp_tres: Some(format!("cpu={n}")),
+                ..Default::default()
+            };
+            let alice = proto::acctdb::Limits {
+                max_jobs: Some(3),
+                ..Default::default()
+            };
+            let normal = proto::acctdb::Limits {
+                max_tres_per_user: Some("cpu=5".into()),
+                ..Default::default()
+            };
+            e.on_assoc_tables(crate::limits::tests::tables(cpus(6), alice, normal));
         }
+        e
     };
     (policy, make(), make())
 }
@@ -1818,7 +1884,7 @@ proptest::proptest! {
     /// time, jobs with dependencies, another user's jobs), job ends,
     /// cancels, holds, releases, administrators' changes to pending jobs,
     /// and nodes drained, downed and resumed (`play`), on one partition or
-    /// two, under
+    /// two, with association and QOS limits enforced or not, under
     /// backfill (with and without plans for jobs that waited, for wide
     /// jobs or for every job by a slowdown of 2, in both backfill orders),
     /// EASY and FCFS; compared with full passes (`set_full_passes`), so
@@ -1835,9 +1901,11 @@ proptest::proptest! {
         slowdown in proptest::sample::select(SLOWDOWNS.to_vec()),
         shortest in proptest::bool::ANY,
         two_parts in proptest::bool::ANY,
+        limits in proptest::bool::ANY,
         events in proptest::collection::vec((0i64..6, 0u8..8, 1u32..4, 0u32..4, 0u8..12), 1..80),
     ) {
-        let (policy, mut short, mut full) = twin_engines(policy, aging, slowdown, shortest, two_parts);
+        let (policy, mut short, mut full) =
+            twin_engines(policy, aging, slowdown, shortest, two_parts, limits);
         let short_limits = slowdown == Slowdown::FactorTwo;
         full.set_full_passes(true);
         let mut t = 100;
@@ -1956,7 +2024,7 @@ proptest::proptest! {
     /// with a minimum time, with dependencies, another user's), job ends,
     /// cancels, holds, releases, administrators' changes to pending jobs,
     /// and nodes drained, downed and resumed, on one partition or two,
-    /// under backfill (both orders, without plans for
+    /// with association and QOS limits enforced or not, under backfill (both orders, without plans for
     /// jobs that are not first in line, with the default's for wide jobs,
     /// or for every job by a slowdown of 2), EASY and FCFS (with a queue
     /// depth of two, so that passes over the whole queue come due).
@@ -1966,12 +2034,13 @@ proptest::proptest! {
         slowdown in proptest::sample::select(SLOWDOWNS.to_vec()),
         shortest in proptest::bool::ANY,
         two_parts in proptest::bool::ANY,
+        limits in proptest::bool::ANY,
         events in proptest::collection::vec((0i64..6, 0u8..8, 1u32..9, 0u32..4, 0u8..12), 1..80),
     ) {
         // FCFS with two jobs tried per pass (`twin_engines`' `aging`).
         let depth = policy == "sched/builtin";
         let (policy, mut skipping, mut every) =
-            twin_engines(policy, depth, slowdown, shortest, two_parts);
+            twin_engines(policy, depth, slowdown, shortest, two_parts, limits);
         let short_limits = slowdown == Slowdown::FactorTwo;
         let mut t = 100;
         let mut skipped = 0;
