@@ -506,3 +506,122 @@ fn a_suspended_job_on_a_node_that_goes_down_is_requeued() {
     assert!(j.suspend.is_none());
     assert!(e.check_invariants().is_empty());
 }
+
+/// A job as `preemption_keeps_the_engine_consistent` sees it before an
+/// event: id, state, completing, its first node's name.
+type Seen = (JobId, JobState, bool, String);
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+    /// Under preemption by QOS (each mode) and by partition tier, random
+    /// submissions (QOS normal or high, partition low or high, 1 to 2
+    /// tasks, some exclusive), job ends (of running, suspended or
+    /// completing jobs), cancels, administrators' suspends and resumes,
+    /// node drains, downs and resumes, and the clock's timers leave the
+    /// engine consistent after every pass: no node gives more CPUs than
+    /// it has, every node accounts exactly what its jobs hold, and the
+    /// indexes match the jobs (`check_invariants`).
+    #[test]
+    fn preemption_keeps_the_engine_consistent(
+        mode in proptest::sample::select(vec!["REQUEUE", "SUSPEND,GANG", "CANCEL"]),
+        by_partition in proptest::bool::ANY,
+        events in proptest::collection::vec((0i64..40, 0u8..7, 0u32..8), 1..60),
+    ) {
+        let preempt = if by_partition {
+            format!("PreemptType=preempt/partition_prio\nPreemptMode={mode}\n")
+        } else {
+            format!("PreemptType=preempt/qos\nPreemptMode={mode}\n")
+        };
+        let text = format!(
+            "ClusterName=test\nSlurmctldHost=ctl(127.0.0.1)\nSlurmUser=slurm\nKillWait=5\n\
+             SlurmdTimeout=0\n{preempt}\
+             NodeName=node[1-2] CPUs=2 RealMemory=4000 Port=7001\n\
+             PartitionName=low Nodes=node[1-2] Default=YES PriorityTier=1 State=UP\n\
+             PartitionName=high Nodes=node[1-2] PriorityTier=5 State=UP\n"
+        );
+        let config = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
+            Err(std::io::Error::other("no includes"))
+        })
+        .expect("config parses")
+        .config;
+        let mut e = Engine::new(&config, 0);
+        for n in ["node1", "node2"] {
+            e.on_node_registered(reg(n, 2, 4000), 0).unwrap();
+        }
+        if !by_partition {
+            e.on_assoc_tables(qos_tables("cluster", 0));
+        }
+        let mut t = 10;
+        for (dt, what, k) in events {
+            t += dt;
+            let jobs: Vec<Seen> = e
+                .jobs
+                .values()
+                .map(|j| {
+                    let node = j
+                        .ran_on
+                        .first()
+                        .map(|n| e.nodes[n.0 as usize].conf.name.clone())
+                        .unwrap_or_default();
+                    (j.id, j.state, j.completing, node)
+                })
+                .collect();
+            let pick = |f: &dyn Fn(&Seen) -> bool| {
+                let some: Vec<&Seen> = jobs.iter().filter(|j| f(j)).collect();
+                some.get(k as usize % some.len().max(1)).map(|j| (j.0, j.3.clone()))
+            };
+            match what {
+                0 | 1 => {
+                    let mut d = desc();
+                    d.ntasks = Some(1 + k % 2);
+                    d.time_limit = Some(TimeLimit::Minutes(1 + k % 3));
+                    d.exclusive = k == 7;
+                    if by_partition {
+                        d.partitions = vec![if what == 1 { "high" } else { "low" }.to_string()];
+                    } else {
+                        d.qos = Some(if what == 1 { "high" } else { "normal" }.to_string());
+                    }
+                    let _ = e.on_submit(d, &user(), t);
+                }
+                2 => {
+                    let ends = |j: &Seen| {
+                        matches!(j.1, JobState::Running | JobState::Suspended) || j.2
+                    };
+                    if let Some((id, node)) = pick(&ends) {
+                        let _ = e.on_job_exited(id, &node, ExitCode::default(), None, t);
+                    }
+                }
+                3 => {
+                    if let Some((id, _)) = pick(&|j| j.1 == JobState::Pending || j.1 == JobState::Running) {
+                        let _ = e.on_cancel(id, None, false, &user(), t);
+                    }
+                }
+                4 => {
+                    if let Some((id, _)) = pick(&|j| j.1 == JobState::Running) {
+                        let _ = e.on_suspend(id, &admin(), t);
+                    }
+                }
+                5 => {
+                    if let Some((id, _)) = pick(&|j| j.1 == JobState::Suspended) {
+                        let _ = e.on_resume(id, &admin(), t);
+                    }
+                }
+                _ => {
+                    let state = match k % 3 {
+                        0 => proto::NodeStateRequest::Drain,
+                        1 => proto::NodeStateRequest::Down,
+                        _ => proto::NodeStateRequest::Resume,
+                    };
+                    let node = format!("node{}", 1 + k % 2);
+                    let _ = e.on_update_node(&[node], Some(state), Some("test".into()), &admin(), t);
+                }
+            }
+            if e.next_wakeup().is_some_and(|w| w <= t) {
+                e.on_timer(t);
+            }
+            e.schedule(t);
+            e.take_commands();
+            proptest::prop_assert_eq!(e.check_invariants(), Vec::<String>::new(), "at {}", t);
+        }
+    }
+}
