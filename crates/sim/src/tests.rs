@@ -209,6 +209,57 @@ fn easy_matches_the_textbook_on_a_few_dozen_jobs() {
     assert_ne!(ours, textbook(&trace, false));
 }
 
+/// Random small traces on machines of one-CPU nodes (where a pool of
+/// processors and nodes are the same machine): FCFS and EASY give the
+/// textbook's start for every job, and the invariants hold. The traces mix
+/// bursts in one second, exact and overestimated limits, limits that are
+/// not whole minutes (the engine rounds them up, as the textbook here
+/// does), narrow and whole-machine jobs.
+#[test]
+fn random_traces_schedule_as_the_textbook() {
+    let mut seed = 2026u64;
+    let mut rnd = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n.max(1)
+    };
+    for case in 0..300 {
+        let nodes = 1 + rnd(8) as u32;
+        let n = 1 + rnd(30);
+        let mut t = 0;
+        let jobs: Vec<(i64, i64, u32, i64)> = (0..n)
+            .map(|_| {
+                if rnd(3) > 0 {
+                    t += rnd(400) as i64;
+                }
+                let run = 1 + rnd(900) as i64;
+                let req = match rnd(3) {
+                    0 => run,
+                    1 => run + rnd(1200) as i64,
+                    _ => run.max([60, 600, 1800][rnd(3) as usize]),
+                };
+                let procs = match rnd(4) {
+                    0 => nodes,
+                    _ => 1 + rnd(u64::from(nodes.div_ceil(2))) as u32,
+                };
+                (t, run, procs, req)
+            })
+            .collect();
+        let trace = trace_of(nodes, &jobs);
+        for (policy, easy) in [(Policy::Fcfs, false), (Policy::Easy, true)] {
+            let out = run_policy(&trace, policy);
+            check_invariants(&trace, &out);
+            let ours = starts(&out);
+            let want = textbook(&trace, easy);
+            assert!(
+                ours == want,
+                "case {case} ({policy:?}, {nodes} nodes): {jobs:?}\nours {ours:?}\ntextbook {want:?}"
+            );
+        }
+    }
+}
+
 /// Capacity never exceeded, no job before its submission, every job ran.
 fn check_invariants(trace: &Trace, out: &Outcome) {
     assert!(out.refused.is_empty(), "{:?}", out.refused);
