@@ -193,3 +193,36 @@ fn bad_array_specs_leave_nothing_behind() {
     let out = c.ok("squeue", &["-h", "-t", "all"]);
     assert_eq!(out.stdout, "", "nothing was queued");
 }
+
+/// An array behind a long queue starts a task on every CPU a job's end
+/// frees, in the pass after that end: the pass tries only the head of the
+/// queue and the jobs that must be tried (arrays among them), and tried an
+/// array as one request until the twenty-first session (one task per
+/// pass, the other CPU idle until the next event).
+#[test]
+fn an_array_behind_a_long_queue_starts_a_task_on_every_freed_cpu() {
+    let c = cluster(4);
+    let pair = c.submit(&["-n", "2", "-N", "1", "-t", "10", "--wrap", "sleep 8"]);
+    let rest: Vec<u32> = (0..6)
+        .map(|_| c.submit(&["-n", "1", "-t", "10", "--wrap", "sleep 300"]))
+        .collect();
+    for id in rest.iter().chain([&pair]) {
+        c.wait_state(*id, "RUNNING", secs(10));
+    }
+    // More whole-cluster jobs than the pass looks at one by one (64).
+    for _ in 0..70 {
+        c.submit(&["-n", "8", "-t", "10", "--wrap", "true"]);
+    }
+    let array = c.submit(&["-n", "1", "-t", "5", "--array=0-3", "--wrap", "sleep 300"]);
+    assert_eq!(c.squeue_field(pair, "%T"), "RUNNING", "still running");
+    assert_eq!(c.wait_done(pair, secs(30)), "COMPLETED");
+    let tasks = || {
+        rows(&c, &array.to_string(), "%i %T")
+            .into_iter()
+            .filter(|r| r.ends_with(" RUNNING"))
+            .count()
+    };
+    c.wait_until("a task on each freed CPU", secs(5), || {
+        (tasks() == 2).then_some(())
+    });
+}
