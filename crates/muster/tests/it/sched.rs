@@ -135,3 +135,38 @@ fn pending_jobs_show_their_planned_start_and_explain_says_why() {
     c.ok("scancel", &[&b]);
     assert_eq!(c.wait_done(waiting, secs(15)), "COMPLETED");
 }
+
+/// Under EASY with two partitions, a job in both that waits behind the
+/// blocked job of one is the first blocked job of the other: a job
+/// submitted later to that other partition alone waits for Priority, as
+/// a pass over every job says (the pass over the new job told it
+/// Resources until the twenty-first session).
+#[test]
+fn a_job_in_two_partitions_blocks_the_second_for_later_jobs() {
+    let c = builder()
+        .nodes(4)
+        .conf_extra("SchedulerType=sched/easy\n")
+        .conf_tail("PartitionName=second Nodes=node[1-4] MaxTime=60 State=UP")
+        .start();
+    let fill: Vec<u32> = (0..8)
+        .map(|_| c.submit(&["-n", "1", "-t", "30", "--wrap", "sleep 300"]))
+        .collect();
+    for id in &fill {
+        c.wait_state(*id, "RUNNING", secs(10));
+    }
+    let wide = c.submit(&["-p", "debug", "-n", "8", "-t", "30", "--wrap", "true"]);
+    let both = c.submit(&[
+        "-p",
+        "debug,second",
+        "-n",
+        "2",
+        "-t",
+        "30",
+        "--wrap",
+        "true",
+    ]);
+    let second = c.submit(&["-p", "second", "-n", "1", "-t", "30", "--wrap", "true"]);
+    assert_eq!(c.squeue_field(wide, "%T %r"), "PENDING Resources");
+    assert_eq!(c.squeue_field(both, "%T %r"), "PENDING Priority");
+    assert_eq!(c.squeue_field(second, "%T %r"), "PENDING Priority");
+}
