@@ -590,6 +590,18 @@ impl Cluster {
         })
     }
 
+    /// Cancels every job of the user and waits until none is left active
+    /// (pending, running, completing), so that no job process outlives
+    /// the test: one a node daemon is still starting when it is stopped
+    /// could.
+    pub fn end_all_jobs(&self, limit: Duration) {
+        self.ok("scancel", &["-u", &user_name()]);
+        self.wait_until("every job to end", limit, || {
+            let out = self.ok("squeue", &["-h", "-o", "%i"]);
+            out.stdout.trim().is_empty().then_some(())
+        });
+    }
+
     /// Polls `f` until it returns Some, or panics with `what` and the logs.
     pub fn wait_until<T>(
         &self,

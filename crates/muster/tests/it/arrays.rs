@@ -225,4 +225,5 @@ fn an_array_behind_a_long_queue_starts_a_task_on_every_freed_cpu() {
     c.wait_until("a task on each freed CPU", secs(5), || {
         (tasks() == 2).then_some(())
     });
+    c.end_all_jobs(secs(20));
 }

@@ -169,4 +169,5 @@ fn a_job_in_two_partitions_blocks_the_second_for_later_jobs() {
     assert_eq!(c.squeue_field(wide, "%T %r"), "PENDING Resources");
     assert_eq!(c.squeue_field(both, "%T %r"), "PENDING Priority");
     assert_eq!(c.squeue_field(second, "%T %r"), "PENDING Priority");
+    c.end_all_jobs(secs(20));
 }
