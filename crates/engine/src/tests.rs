@@ -1397,11 +1397,7 @@ fn fcfs_tries_the_whole_queue_a_sched_interval_after_stopping_at_its_depth() {
     assert_eq!(running(&e), 7, "the whole queue tried");
     assert_eq!(e.depth_wake, None, "nothing left to try");
     assert_eq!(e.sched_cfg.default_queue_depth, 2, "the depth again");
-    assert!(
-        e.check_invariants().is_empty(),
-        "{:?}",
-        e.check_invariants()
-    );
+    assert_invariants(&e);
 }
 
 /// An array behind the head of the queue that a pass after job ends
