@@ -1102,7 +1102,7 @@ impl Engine {
         // A job a limit held after the last pass that none holds now (a job
         // let through before it then, counted against it, started or not)
         // must be tried: only a pass over every job does.
-        let fresh = fresh.filter(|_| !self.limits_released(&limited));
+        let fresh = fresh.filter(|_| !limited.released);
         let free_cpus = self.free_cpus();
         let cfg = &self.sched_cfg;
         // FCFS passes are reduced only to a prefix of the queue (below).
@@ -2286,17 +2286,6 @@ fn started_cpus(plan: &sched::Plan) -> i64 {
 }
 
 impl Engine {
-    /// Whether a pending job waits for a limit that `limited` no longer
-    /// says holds it (never when limits are not enforced).
-    fn limits_released(&self, limited: &crate::limits::LimitCheck) -> bool {
-        self.settings.enforce.limits
-            && self.jobs.values().any(|j| {
-                j.state == JobState::Pending
-                    && matches!(j.reason, PendingReason::Limit(_))
-                    && !limited.blocked.contains_key(&j.id)
-            })
-    }
-
     /// The jobs `decisions` left waiting that were the first to block one
     /// of their partitions: each waits for Resources, or for Priority
     /// where another partition of its was blocked before it (a job in two

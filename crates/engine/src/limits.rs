@@ -15,7 +15,7 @@
 //! starts no more of its tasks than the limits leave room for.
 
 use crate::{Engine, Job};
-use model::{JobId, JobState, LimitReason, TimeLimit};
+use model::{JobId, JobState, LimitReason, PendingReason, TimeLimit};
 use proto::acctdb::{tres_value, Limits};
 use proto::SlurmError;
 use std::collections::BTreeMap;
@@ -112,6 +112,9 @@ pub(crate) struct LimitCheck {
     /// For an array's pending record that a limit does not hold: how many
     /// of its tasks may start this pass before one would.
     pub array_room: BTreeMap<JobId, u32>,
+    /// A pending job waits for a limit (its reason) that no longer holds
+    /// it: the last pass's holds changed without an event of its own.
+    pub released: bool,
 }
 
 impl Engine {
@@ -348,7 +351,13 @@ impl Engine {
         if !self.settings.enforce.limits {
             return check;
         }
+        let waits_for_limit = |j: &Job| matches!(j.reason, PendingReason::Limit(_));
         let Some(t) = self.assoc.as_deref() else {
+            // Nothing holds a job: one still told a limit is released.
+            check.released = self
+                .jobs
+                .values()
+                .any(|j| j.state == JobState::Pending && waits_for_limit(j));
             return check;
         };
         let mut used = Use::default();
@@ -401,6 +410,8 @@ impl Engine {
                     }
                 }
             }
+            // (A held job waits for its hold, never for a limit.)
+            check.released |= waits_for_limit(job) && !check.blocked.contains_key(&job.id);
         }
         check
     }
