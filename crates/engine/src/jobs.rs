@@ -1813,26 +1813,28 @@ impl Engine {
     /// Brings `queue` up to date with the jobs changed since a pass last
     /// read it (and with the partitions, when they changed).
     pub(crate) fn refresh_queue(&mut self) {
-        let setting = crate::queue::Setting {
-            tiers: self.parts.iter().map(|p| p.conf.priority_tier).collect(),
-            sizes: self.part_sizes(),
-        };
-        self.queue.update(&mut self.jobs, &setting);
+        let tiers = self.parts.iter().map(|p| p.conf.priority_tier);
+        let sizes = self.parts.iter().map(|p| self.part_size(p));
+        // Compared where they are: built only when they changed.
+        let setting = (!self.queue.has_setting(tiers.clone(), sizes.clone())).then(|| {
+            crate::queue::Setting {
+                tiers: tiers.collect(),
+                sizes: sizes.collect(),
+            }
+        });
+        self.queue.update(&mut self.jobs, setting);
     }
 
-    /// Every partition's size (`sched::PartSize`), in CPUs and nodes.
-    fn part_sizes(&self) -> Vec<sched::PartSize> {
-        self.parts
-            .iter()
-            .map(|p| sched::PartSize {
-                cpus: p
-                    .nodes
-                    .iter()
-                    .map(|n| i64::from(self.nodes[n.0 as usize].conf.cpus))
-                    .sum(),
-                nodes: p.nodes.len() as i64,
-            })
-            .collect()
+    /// A partition's size (`sched::PartSize`), in CPUs and nodes.
+    fn part_size(&self, p: &crate::Partition) -> sched::PartSize {
+        sched::PartSize {
+            cpus: p
+                .nodes
+                .iter()
+                .map(|n| i64::from(self.nodes[n.0 as usize].conf.cpus))
+                .sum(),
+            nodes: p.nodes.len() as i64,
+        }
     }
 
     /// After job ends (and submissions) only, or under FCFS after

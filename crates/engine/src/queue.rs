@@ -207,14 +207,24 @@ pub(crate) struct Queue {
 impl Queue {
     /// Brings the queue up to date with `jobs` under `setting`: only the
     /// jobs changed since the last call, unless the setting changed.
-    pub(crate) fn update(&mut self, jobs: &mut JobTable, setting: &Setting) {
+    /// `setting` is `None` where it is the queue's own (`has_setting`).
+    pub(crate) fn update(&mut self, jobs: &mut JobTable, setting: Option<Setting>) {
         let changed = jobs.take_changed();
         self.update_with(jobs, &changed, setting);
     }
 
-    fn update_with(&mut self, jobs: &JobTable, changed: &[JobId], setting: &Setting) {
-        if *setting != self.setting {
-            self.setting = setting.clone();
+    /// Whether the facts were made with these partitions' tiers and sizes.
+    pub(crate) fn has_setting(
+        &self,
+        tiers: impl Iterator<Item = u32>,
+        sizes: impl Iterator<Item = sched::PartSize>,
+    ) -> bool {
+        self.setting.tiers.iter().copied().eq(tiers) && self.setting.sizes.iter().copied().eq(sizes)
+    }
+
+    fn update_with(&mut self, jobs: &JobTable, changed: &[JobId], setting: Option<Setting>) {
+        if let Some(setting) = setting.filter(|s| *s != self.setting) {
+            self.setting = setting;
             self.by_order.clear();
             self.by_demand.clear();
             self.at.clear();
@@ -225,13 +235,48 @@ impl Queue {
             return;
         }
         for &id in changed {
-            if let Some((key, pkey)) = self.at.remove(&id) {
+            let job = jobs.get(&id).filter(|j| j.state == JobState::Pending);
+            let entered = self.at.get(&id).copied();
+            if let (Some(job), Some((key, pkey))) = (job, entered) {
+                // Most jobs a pass notes keep their place (a pass notes
+                // every job it tells a reason): changed in place.
+                let (new_pkey, q) = facts(job, &self.setting);
+                if q.key == key && new_pkey == pkey {
+                    self.set_in_place(q, pkey);
+                    continue;
+                }
+            }
+            if let Some((key, pkey)) = entered {
+                self.at.remove(&id);
                 self.by_order.remove(&key);
                 self.by_demand.remove(&(pkey, id));
                 self.notable.remove(&key);
             }
-            if let Some(job) = jobs.get(&id) {
+            if let Some(job) = job {
                 self.enter(job);
+            }
+        }
+    }
+
+    /// Replaces the facts of a job entered with the same order key and
+    /// demand key.
+    fn set_in_place(&mut self, q: Queued, pkey: i64) {
+        let Some(old) = self.by_order.get_mut(&q.key) else {
+            return;
+        };
+        if *old == q {
+            return;
+        }
+        let was_notable = old.notable();
+        *old = q;
+        if let Some(d) = self.by_demand.get_mut(&(pkey, q.id())) {
+            *d = q;
+        }
+        if was_notable != q.notable() {
+            if q.notable() {
+                self.notable.insert(q.key);
+            } else {
+                self.notable.remove(&q.key);
             }
         }
     }
@@ -303,7 +348,7 @@ impl Queue {
     /// pending job afresh gives, once the changed jobs are brought in.
     pub(crate) fn problems(&self, jobs: &JobTable) -> Vec<String> {
         let mut now = self.clone();
-        now.update_with(jobs, &jobs.changed.ids, &self.setting);
+        now.update_with(jobs, &jobs.changed.ids, None);
         let mut fresh = Queue {
             setting: self.setting.clone(),
             ..Queue::default()
