@@ -319,49 +319,58 @@ fn fit_on_node(
     let no_gres = job.gres_per_node.is_empty()
         && job.gpus_per_task.is_none()
         && gpus_here.is_none_or(|n| n == 0);
-    while tasks >= min_tasks.max(1) {
+    // The CPUs and memory of `tasks` tasks with `n_gpus` GPUs here, where
+    // they fit.
+    let share = |tasks: u32, n_gpus: u64| -> Option<(u32, u64)> {
         let mut cpus = tasks * cpt;
-        let gres = if no_gres {
-            Some(Vec::new())
-        } else {
-            take_gres(&node.gres, &gres_wanted(job, tasks, gpus_here), ignore_use)
+        if let Some(cpg) = job.cpus_per_gpu {
+            cpus = cpus.max(cpg * n_gpus as u32);
+        }
+        if exclusive {
+            cpus = node.cpus;
+        }
+        if !(cpus <= free_cpus || (exclusive && cpus == node.cpus)) {
+            return None;
+        }
+        let mem = match (job.mem_per_node, job.mem_per_cpu, job.mem_per_gpu) {
+            (Some(0), _, _) => node.real_memory,
+            (Some(m), _, _) => m,
+            (None, Some(m), _) => m * cpus as u64,
+            (None, None, Some(m)) => m * n_gpus,
+            (None, None, None) => 0,
         };
-        if let Some(gres) = gres {
-            let n_gpus = if no_gres {
-                0
-            } else {
-                gres_count(&gres, &node.gres, "gpu")
-            };
-            if let Some(cpg) = job.cpus_per_gpu {
-                cpus = cpus.max(cpg * n_gpus as u32);
-            }
-            if exclusive {
-                cpus = node.cpus;
-            }
-            if cpus <= free_cpus || (exclusive && cpus == node.cpus) {
-                let mem = match (job.mem_per_node, job.mem_per_cpu, job.mem_per_gpu) {
-                    (Some(0), _, _) => node.real_memory,
-                    (Some(m), _, _) => m,
-                    (None, Some(m), _) => m * cpus as u64,
-                    (None, None, Some(m)) => m * n_gpus,
-                    (None, None, None) => 0,
-                };
-                let mem_ok = !job.memory_consumable || mem <= free_mem;
-                let max_ok = part.max_mem_per_node.is_none_or(|max| mem <= max);
-                if mem_ok && max_ok && mem <= node.real_memory {
-                    return Some(NodeAlloc {
-                        node: node_idx,
-                        cpus,
-                        mem: if job.memory_consumable {
-                            mem
-                        } else {
-                            mem.min(node.real_memory)
-                        },
-                        tasks,
-                        gres,
-                    });
-                }
-            }
+        let mem_ok = !job.memory_consumable || mem <= free_mem;
+        let max_ok = part.max_mem_per_node.is_none_or(|max| mem <= max);
+        if !(mem_ok && max_ok && mem <= node.real_memory) {
+            return None;
+        }
+        let mem = if job.memory_consumable {
+            mem
+        } else {
+            mem.min(node.real_memory)
+        };
+        Some((cpus, mem))
+    };
+    while tasks >= min_tasks.max(1) {
+        // Without GRES the share is built only once it fits.
+        let found = if no_gres {
+            share(tasks, 0).map(|(cpus, mem)| (cpus, mem, Vec::new()))
+        } else {
+            take_gres(&node.gres, &gres_wanted(job, tasks, gpus_here), ignore_use).and_then(
+                |gres| {
+                    let n_gpus = gres_count(&gres, &node.gres, "gpu");
+                    share(tasks, n_gpus).map(|(cpus, mem)| (cpus, mem, gres))
+                },
+            )
+        };
+        if let Some((cpus, mem, gres)) = found {
+            return Some(NodeAlloc {
+                node: node_idx,
+                cpus,
+                mem,
+                tasks,
+                gres,
+            });
         }
         if tasks == 0 {
             break;
