@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long `start` waits for the controller and every node.
@@ -703,7 +703,7 @@ impl Cluster {
     }
 
     /// Waits for the controller process to exit; its exit status.
-    pub fn wait_ctld_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+    pub fn wait_ctld_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
         let start = std::time::Instant::now();
         while start.elapsed() < limit {
             if let Some(ch) = self.ctld.as_mut() {
@@ -728,6 +728,22 @@ impl Cluster {
         if let Some(ch) = self.noded.get(name) {
             let _ = nix::sys::signal::kill(pid_of(ch), sig);
         }
+    }
+
+    /// Waits for the node daemon of `name` to exit (after `signal_node`);
+    /// its exit status, or `None` if it still runs after `limit`.
+    pub fn wait_node_exit(&mut self, name: &str, limit: Duration) -> Option<ExitStatus> {
+        let start = std::time::Instant::now();
+        while start.elapsed() < limit {
+            if let Some(ch) = self.noded.get_mut(name) {
+                if let Ok(Some(st)) = ch.try_wait() {
+                    self.noded.remove(name);
+                    return Some(st);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
     }
 
     /// Starts (or restarts) the node daemon of `name` with extra arguments.

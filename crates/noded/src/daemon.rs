@@ -328,12 +328,14 @@ fn recover(daemon: &Arc<Daemon>) -> Vec<EndedMeanwhile> {
 
 /// Kills every job still running and gives the watchers a moment to reap
 /// them and report their ends.
+/// Launches still in flight (a connection task between `begin_launch` and
+/// `started`) are refused from now on, or killed once their process exists
+/// (`JobTable::stop`); the wait covers them too, since they are in the
+/// table.
 async fn stop_jobs(daemon: &Arc<Daemon>) {
-    let groups = daemon.jobs().running_groups();
+    let groups = daemon.jobs().stop();
     for (job_id, pgid) in &groups {
-        info!(job = %job_id, "killing job at shutdown");
-        signal_group(*pgid, Signal::SIGCONT);
-        signal_group(*pgid, Signal::SIGKILL);
+        kill_at_shutdown(*job_id, *pgid);
     }
     let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
     loop {
@@ -341,11 +343,22 @@ async fn stop_jobs(daemon: &Arc<Daemon>) {
         if daemon.jobs().is_empty() && daemon.pending_reports.load(Ordering::SeqCst) == 0 {
             return;
         }
-        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+        // A launch that fails takes its job out without a notice: look
+        // again now and then.
+        let wake = deadline.min(tokio::time::Instant::now() + Duration::from_millis(100));
+        if tokio::time::timeout_at(wake, notified).await.is_err()
+            && tokio::time::Instant::now() >= deadline
+        {
             warn!("stopping with jobs or reports outstanding");
             return;
         }
     }
+}
+
+fn kill_at_shutdown(job_id: JobId, pgid: i32) {
+    info!(job = %job_id, "killing job at shutdown");
+    signal_group(pgid, Signal::SIGCONT);
+    signal_group(pgid, Signal::SIGKILL);
 }
 
 fn signal_group(pgid: i32, signal: Signal) {
@@ -797,8 +810,10 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
                 SupervisorHandle::Forked => Watch::Adopted(pids.stepd),
             };
             tokio::spawn(watch_job(daemon.clone(), job_id, dir, pids, watch));
-            if let AfterStart::Terminate(kill_wait) = after {
-                terminate(daemon, job_id, pid, pid, kill_wait);
+            match after {
+                AfterStart::Run => {}
+                AfterStart::Terminate(kill_wait) => terminate(daemon, job_id, pid, pid, kill_wait),
+                AfterStart::Kill => kill_at_shutdown(job_id, pid),
             }
             (NodeResponse::Ok, None)
         }

@@ -10,6 +10,11 @@
 //!                       +--abort_launch()     +--reattach() (found after a restart)
 //!                             --> (gone)
 //! ```
+//!
+//! At shutdown `stop` refuses every later launch and marks the jobs still
+//! starting to be killed once their process exists (`started` says so), so
+//! that a launch in flight when the daemon is told to stop leaves nothing
+//! running.
 
 use model::JobId;
 use std::collections::BTreeMap;
@@ -66,6 +71,8 @@ pub enum Refusal {
     Starting,
     /// A launch for a job that is already here.
     AlreadyHere,
+    /// A launch after `stop`.
+    Stopping,
 }
 
 impl Refusal {
@@ -75,6 +82,7 @@ impl Refusal {
             Refusal::NoSuchJob => "no such job",
             Refusal::Starting => "job is still starting",
             Refusal::AlreadyHere => "job is already running on this node",
+            Refusal::Stopping => "the node daemon is shutting down",
         }
     }
 }
@@ -86,6 +94,8 @@ pub enum AfterStart {
     Run,
     /// A terminate arrived meanwhile: terminate it with this kill_wait.
     Terminate(u32),
+    /// The daemon is stopping (`JobTable::stop`): kill it.
+    Kill,
 }
 
 /// What the shell does for a `Terminate`.
@@ -109,6 +119,8 @@ pub enum TerminateAction {
 #[derive(Clone, Debug, Default)]
 pub struct JobTable {
     jobs: BTreeMap<JobId, JobEntry>,
+    /// `stop` was called.
+    stopping: bool,
 }
 
 impl JobTable {
@@ -120,6 +132,9 @@ impl JobTable {
     /// Reserves `job_id` for a launch; refused if the job is already here
     /// (a repeated launch must not start the script twice).
     pub fn begin_launch(&mut self, job_id: JobId) -> Result<(), Refusal> {
+        if self.stopping {
+            return Err(Refusal::Stopping);
+        }
         if self.jobs.contains_key(&job_id) {
             return Err(Refusal::AlreadyHere);
         }
@@ -150,6 +165,9 @@ impl JobTable {
         });
         debug_assert_eq!(entry.phase, Phase::Starting, "job {job_id} started twice");
         entry.phase = Phase::Running { pid, pgid };
+        if self.stopping {
+            return AfterStart::Kill;
+        }
         match entry.terminate {
             Some(kill_wait) => AfterStart::Terminate(kill_wait),
             None => AfterStart::Run,
@@ -226,7 +244,15 @@ impl JobTable {
         )
     }
 
-    /// Process groups of every running job, for the kill at shutdown.
+    /// The daemon stops: later launches are refused, the jobs still
+    /// starting are killed once they run (`started`). Returns the process
+    /// groups of the running jobs, to kill now.
+    pub fn stop(&mut self) -> Vec<(JobId, i32)> {
+        self.stopping = true;
+        self.running_groups()
+    }
+
+    /// Process groups of every running job.
     pub fn running_groups(&self) -> Vec<(JobId, i32)> {
         self.jobs
             .iter()

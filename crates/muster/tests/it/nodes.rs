@@ -264,3 +264,66 @@ fn launches_go_on_over_a_new_connection_after_a_node_daemon_restart() {
     );
     assert_eq!(c.node_state("node1"), "idle");
 }
+
+/// The pids of the processes whose command line holds `mark`.
+fn processes_marked(mark: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(mark))
+        })
+        .collect()
+}
+
+/// A launch still in flight when the node daemon is told to stop is
+/// killed once its process exists, not left running without a daemon.
+/// The launch is held in flight by the job's output: a FIFO that nobody
+/// reads until the daemon has its SIGTERM (the supervisor opens it before
+/// it answers the launch).
+#[test]
+fn a_job_still_starting_when_the_node_daemon_stops_is_killed() {
+    use nix::sys::signal::Signal;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut c = cluster(1);
+    let fifo = c.work().join("out.fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", fifo.display());
+    let mark = format!("stoprace{}", std::process::id());
+    let script = format!("exec bash -c 'exec -a {mark} sleep 300'");
+    let id = c.submit(&["-o", fifo.to_str().expect("utf-8 path"), "--wrap", &script]);
+    c.wait_state(id, "RUNNING", secs(10));
+    // The launch reaches the daemon and waits there on the FIFO.
+    std::thread::sleep(secs(1));
+    c.signal_node("node1", Signal::SIGTERM);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Opened without waiting for a writer (there is none if the launch
+    // was refused), which lets the supervisor's open go on.
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo);
+    assert!(reader.is_ok(), "open {}: {reader:?}", fifo.display());
+    let exited = c.wait_node_exit("node1", secs(15));
+    // Give a process the daemon left behind the time to show.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let left = processes_marked(&mark);
+    for pid in &left {
+        // Ours: the job this test started.
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    drop(reader);
+    assert!(exited.is_some(), "node daemon still running\n{}", c.logs());
+    assert!(
+        left.is_empty(),
+        "job processes left running: {left:?}\n{}",
+        c.logs()
+    );
+    assert!(
+        c.log("noded-node1").contains("killing job at shutdown"),
+        "{}",
+        c.logs()
+    );
+}

@@ -126,3 +126,17 @@ fn reattached_job_runs_and_can_be_terminated() {
     assert!(t.finished(J, 50).is_some());
     assert!(t.is_empty());
 }
+
+#[test]
+fn after_stop_launches_are_refused_and_jobs_still_starting_are_killed() {
+    let mut t = JobTable::new();
+    t.begin_launch(J).unwrap();
+    let running = JobId(8);
+    t.begin_launch(running).unwrap();
+    t.started(running, 50, 50);
+    assert_eq!(t.stop(), vec![(running, 50)]);
+    // The launch in flight gets its process: killed, not left to run.
+    assert_eq!(t.started(J, 60, 60), AfterStart::Kill);
+    assert_eq!(t.begin_launch(JobId(9)), Err(Refusal::Stopping));
+    assert_eq!(t.len(), 2);
+}
