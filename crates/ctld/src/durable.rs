@@ -397,6 +397,20 @@ pub enum RecoverError {
     /// The snapshot does not fit the configuration.
     #[error(transparent)]
     Restore(#[from] engine::RestoreError),
+    /// Nodes or partitions changed while the journal holds records after
+    /// its last snapshot.
+    #[error(
+        "{path}: slurm.conf's nodes or partitions changed since the controller last ran, \
+         and it did not stop cleanly ({records} journal records after the last snapshot, \
+         which must be replayed under the configuration they were written with): start it \
+         once with the old slurm.conf and stop it, then change the configuration"
+    )]
+    ConfigChangedAfterCrash {
+        /// The journal directory.
+        path: String,
+        /// Records after the snapshot.
+        records: usize,
+    },
 }
 
 impl Store {
@@ -423,10 +437,23 @@ impl Store {
             None => None,
         };
         let t_decode = t0.elapsed();
+        let saved_layout = state
+            .as_ref()
+            .map(|s| (s.node_names.clone(), s.partition_names.clone()));
         let mut engine = match state {
             Some(state) => Engine::restore(cfg, state, now)?,
             None => Engine::new(cfg, now),
         };
+        // Records after the snapshot are replayed through the engine, whose
+        // decisions then stand for what the last process did: only under the
+        // configuration they were written with. (A clean stop writes a
+        // snapshot last, so this is after a crash only.)
+        if !recovered.records.is_empty() && saved_layout.is_some_and(|l| l != engine.layout()) {
+            return Err(RecoverError::ConfigChangedAfterCrash {
+                path: dir.display().to_string(),
+                records: recovered.records.len(),
+            });
+        }
         engine.set_utc_offset(i64::from(chrono::Local::now().offset().local_minus_utc()));
         let t_restore = t0.elapsed();
         let n_records = recovered.records.len();
@@ -881,6 +908,52 @@ mod tests {
                 proptest::prop_assert_eq!(&json(&back), expected);
             }
         }
+    }
+
+    /// A partition added while the controller was stopped cleanly (a
+    /// snapshot last) is taken; after a crash (records after the snapshot,
+    /// which are replayed through the engine) it is refused until the
+    /// controller has run once under the old configuration.
+    #[test]
+    fn a_partition_added_is_taken_after_a_clean_stop_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = config(tmp.path());
+        let mut more = cfg.clone();
+        let mut second = more.partitions[0].clone();
+        second.name = "q".into();
+        second.default = false;
+        more.partitions.push(second);
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1, "b").unwrap();
+        run(
+            &mut store,
+            &mut engine,
+            &cfg,
+            vec![submit_env("a", &[], true)],
+            2,
+        );
+        store.snapshot(&engine).unwrap();
+        run(
+            &mut store,
+            &mut engine,
+            &cfg,
+            vec![submit_env("b", &[], true)],
+            3,
+        );
+        drop(store);
+        let err = Store::open(tmp.path(), &more, 4, "b")
+            .err()
+            .expect("refused");
+        assert!(
+            matches!(err, RecoverError::ConfigChangedAfterCrash { records, .. } if records > 0),
+            "{err}"
+        );
+        // Started once as it was, stopped cleanly: then taken, jobs kept.
+        let (mut store, engine) = Store::open(tmp.path(), &cfg, 4, "b").unwrap();
+        store.snapshot(&engine).unwrap();
+        drop(store);
+        let (_store, again) = Store::open(tmp.path(), &more, 5, "b").unwrap();
+        assert_eq!(again.layout().1, ["p", "q"]);
+        assert_eq!(jobs_json(&again), jobs_json(&engine));
     }
 
     #[test]

@@ -163,25 +163,82 @@ pub struct PersistentState {
 /// Why a snapshot cannot be used with the current configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RestoreError {
-    /// Nodes or partitions were added, removed or reordered.
+    /// Nodes were removed, renamed or reordered (nodes added after the
+    /// last one are taken as they are).
     #[error(
-        "the saved state was written for nodes {saved_nodes:?} and partitions {saved_parts:?}, \
-         but slurm.conf now has nodes {nodes:?} and partitions {parts:?}; restore the old \
-         configuration or start with an empty StateSaveLocation"
+        "the saved state was written for nodes {saved_nodes:?}, but slurm.conf now has nodes \
+         {nodes:?}; nodes may only be added after the last one: restore the old node lines \
+         or start with an empty StateSaveLocation"
     )]
-    ConfigChanged {
+    NodesChanged {
         /// Nodes in the saved state.
         saved_nodes: Vec<String>,
-        /// Partitions in the saved state.
-        saved_parts: Vec<String>,
         /// Nodes now.
         nodes: Vec<String>,
-        /// Partitions now.
+    },
+    /// Jobs the controller still holds (pending, running or recently
+    /// ended) belong to partitions that slurm.conf no longer has.
+    #[error(
+        "jobs {jobs:?} belong to partitions {parts:?}, which slurm.conf no longer has; \
+         restore those partitions until the jobs are gone, or start with an empty \
+         StateSaveLocation"
+    )]
+    PartitionsGone {
+        /// The jobs.
+        jobs: Vec<model::JobId>,
+        /// The partitions gone that they name.
         parts: Vec<String>,
     },
 }
 
+/// Where each saved partition is now (`None`: gone), by name.
+fn partition_map(saved: &[String], now: &[String]) -> Vec<Option<usize>> {
+    saved
+        .iter()
+        .map(|name| now.iter().position(|n| n == name))
+        .collect()
+}
+
+/// A job's partition indexes under the current configuration; `Err` with
+/// the saved indexes that are gone.
+fn remap_partitions(job: &mut Job, map: &[Option<usize>]) -> Result<(), Vec<usize>> {
+    let at = |p: usize| map.get(p).copied().flatten();
+    let mut gone: Vec<usize> = job
+        .partitions
+        .iter()
+        .chain(std::iter::once(&job.partition))
+        .chain(job.alloc.iter().map(|a| &a.partition))
+        .chain(job.suspend.iter().map(|s| &s.alloc.partition))
+        .copied()
+        .filter(|&p| at(p).is_none())
+        .collect();
+    if !gone.is_empty() {
+        gone.sort_unstable();
+        gone.dedup();
+        return Err(gone);
+    }
+    let new = |p: &mut usize| *p = at(*p).expect("checked above");
+    job.partitions.iter_mut().for_each(new);
+    new(&mut job.partition);
+    if let Some(a) = job.alloc.as_mut() {
+        new(&mut a.partition);
+    }
+    if let Some(s) = job.suspend.as_mut() {
+        new(&mut s.alloc.partition);
+    }
+    Ok(())
+}
+
 impl Engine {
+    /// The node and partition names in configuration order, as a snapshot
+    /// records them (`PersistentState::node_names`, `partition_names`).
+    pub fn layout(&self) -> (Vec<String>, Vec<String>) {
+        (
+            self.nodes.iter().map(|n| n.conf.name.clone()).collect(),
+            self.parts.iter().map(|p| p.conf.name.clone()).collect(),
+        )
+    }
+
     /// The state to write into a snapshot.
     pub fn persistent_state(&self) -> PersistentState {
         // Each distinct environment and script once, numbered in the order
@@ -210,13 +267,14 @@ impl Engine {
                 });
             job_text.push((e, sc));
         }
+        let (node_names, partition_names) = self.layout();
         PersistentState {
             descs,
             envs,
             scripts,
             job_text,
-            node_names: self.nodes.iter().map(|n| n.conf.name.clone()).collect(),
-            partition_names: self.parts.iter().map(|p| p.conf.name.clone()).collect(),
+            node_names,
+            partition_names,
             nodes: self.nodes.clone(),
             jobs: self.jobs.values().cloned().collect(),
             next_job_id: self.next_job_id,
@@ -235,21 +293,46 @@ impl Engine {
     /// Rebuilds the engine from a snapshot under the current configuration.
     /// Node definitions come from slurm.conf; their dynamic state and every
     /// job come from the snapshot; node usage is recomputed from the jobs.
+    ///
+    /// slurm.conf may have changed since, as an administrator changes it:
+    /// partitions added, removed, reordered or changed (jobs follow their
+    /// partitions by name; refused while a job the controller holds names
+    /// one that is gone), and nodes added after the last one (new nodes
+    /// start unregistered; refused for any other change to the nodes,
+    /// whose places the jobs' allocations name).
     pub fn restore(
         cfg: &conf::Config,
-        state: PersistentState,
+        mut state: PersistentState,
         boot_time: Timestamp,
     ) -> Result<Engine, RestoreError> {
         let mut e = Engine::new(cfg, boot_time);
-        let nodes: Vec<String> = e.nodes.iter().map(|n| n.conf.name.clone()).collect();
-        let parts: Vec<String> = e.parts.iter().map(|p| p.conf.name.clone()).collect();
-        if nodes != state.node_names || parts != state.partition_names {
-            return Err(RestoreError::ConfigChanged {
+        let (nodes, parts) = e.layout();
+        if !nodes.starts_with(&state.node_names) {
+            return Err(RestoreError::NodesChanged {
                 saved_nodes: state.node_names,
-                saved_parts: state.partition_names,
                 nodes,
-                parts,
             });
+        }
+        if parts != state.partition_names {
+            let map = partition_map(&state.partition_names, &parts);
+            let (mut jobs, mut gone) = (Vec::new(), Vec::new());
+            for job in state.jobs.iter_mut() {
+                if let Err(lost) = remap_partitions(job, &map) {
+                    jobs.push(job.id);
+                    gone.extend(lost);
+                }
+            }
+            if !jobs.is_empty() {
+                gone.sort_unstable();
+                gone.dedup();
+                return Err(RestoreError::PartitionsGone {
+                    jobs,
+                    parts: gone
+                        .into_iter()
+                        .filter_map(|p| state.partition_names.get(p).cloned())
+                        .collect(),
+                });
+            }
         }
         for (n, saved) in e.nodes.iter_mut().zip(state.nodes) {
             n.daemon_addr = saved.daemon_addr;

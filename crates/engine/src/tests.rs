@@ -2072,3 +2072,74 @@ proptest::proptest! {
         let _ = skipped;
     }
 }
+
+/// slurm.conf changed between a snapshot and its restore, as an
+/// administrator changes it: jobs follow their partitions by name (one
+/// added before them, their order changed), nodes added after the last
+/// one start unregistered; changes that would lose a job are refused.
+#[test]
+fn a_snapshot_restores_under_changed_partitions_and_added_nodes() {
+    let mut e = engine();
+    let mut g = desc();
+    g.partitions = vec!["gpu".into()];
+    let on_gpu = submit(&mut e, g, 1);
+    let blocker = submit_blocker(&mut e, 1);
+    let mut both = desc();
+    both.partitions = vec!["gpu".into(), "debug".into()];
+    both.ntasks = Some(8);
+    let waiting = submit(&mut e, both, 2);
+    assert_eq!(e.jobs[&on_gpu].state, JobState::Running);
+    assert_eq!(e.jobs[&waiting].state, JobState::Pending);
+    let saved = e.persistent_state();
+    let changed =
+        CONF.replace(
+            "PartitionName=debug",
+            "PartitionName=long Nodes=node[1-5] MaxTime=INFINITE State=UP\nPartitionName=debug",
+        )
+        .replace(
+            "PartitionName=gpu Nodes=node[3-4] MaxTime=60 State=UP\n",
+            "",
+        )
+        .replace(
+            "NodeName=node[3-4] CPUs=2 RealMemory=4000 Gres=gpu:a100:2 Port=7003\n",
+            "NodeName=node[3-4] CPUs=2 RealMemory=4000 Gres=gpu:a100:2 Port=7003\n\
+             NodeName=node5 CPUs=2 RealMemory=4000 Port=7005\n",
+        ) + "PartitionName=gpu Nodes=node[3-4] MaxTime=60 State=UP\n";
+    let r = Engine::restore(&config(&changed), saved.clone(), 10).expect("restores");
+    assert_invariants(&r);
+    let names = |e: &Engine, id: JobId| -> Vec<String> {
+        e.jobs[&id]
+            .partitions
+            .iter()
+            .map(|p| e.parts[*p].conf.name.clone())
+            .collect()
+    };
+    assert_eq!(r.layout().1, ["long", "debug", "gpu"]);
+    assert_eq!(names(&r, on_gpu), ["gpu"]);
+    assert_eq!(names(&r, waiting), ["gpu", "debug"]);
+    let alloc = r.jobs[&on_gpu].alloc.as_ref().expect("still running");
+    assert_eq!(r.parts[alloc.partition].conf.name, "gpu");
+    assert_eq!(r.parts[r.jobs[&blocker].partition].conf.name, "debug");
+    assert_eq!(r.nodes.len(), 5);
+    assert!(!r.nodes[4].registered);
+    // A job in a partition that is gone: refused, naming both.
+    let without_gpu = CONF.replace(
+        "PartitionName=gpu Nodes=node[3-4] MaxTime=60 State=UP\n",
+        "",
+    );
+    let err = Engine::restore(&config(&without_gpu), saved.clone(), 10).expect_err("refused");
+    assert_eq!(
+        err,
+        RestoreError::PartitionsGone {
+            jobs: vec![on_gpu, waiting],
+            parts: vec!["gpu".into()],
+        }
+    );
+    // Nodes taken away or reordered: refused.
+    let fewer = CONF
+        .replace("node[1-4] Default", "node[1-3] Default")
+        .replace("NodeName=node[3-4]", "NodeName=node3")
+        .replace("Nodes=node[3-4]", "Nodes=node3");
+    let err = Engine::restore(&config(&fewer), saved, 10).expect_err("refused");
+    assert!(matches!(err, RestoreError::NodesChanged { .. }), "{err}");
+}
