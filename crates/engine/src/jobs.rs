@@ -135,21 +135,9 @@ impl Engine {
         views
     }
 
-    pub(crate) fn part_views(&self) -> Vec<PartView> {
-        self.parts
-            .iter()
-            .map(|p| PartView {
-                name: p.conf.name.clone(),
-                nodes: p.nodes.clone(),
-                up: p.conf.state == "UP",
-                max_nodes: p.conf.max_nodes,
-                min_nodes: p.conf.min_nodes,
-                max_time: p.conf.max_time,
-                exclusive: p.conf.oversubscribe == crate::OVERSUBSCRIBE_EXCLUSIVE,
-                max_mem_per_node: p.conf.max_mem_per_node.or(self.settings.max_mem_per_node),
-                priority_tier: p.conf.priority_tier,
-            })
-            .collect()
+    /// The partitions as the scheduler sees them (made once, in `new`).
+    pub(crate) fn part_views(&self) -> Arc<[PartView]> {
+        self.part_views.clone()
     }
 
     /// sbatch: validates and queues a job (durability is the shell's job).
@@ -1814,7 +1802,7 @@ impl Engine {
     /// read it (and with the partitions, when they changed).
     pub(crate) fn refresh_queue(&mut self) {
         let tiers = self.parts.iter().map(|p| p.conf.priority_tier);
-        let sizes = self.parts.iter().map(|p| self.part_size(p));
+        let sizes = self.part_sizes.iter().copied();
         // Compared where they are: built only when they changed.
         let setting = (!self.queue.has_setting(tiers.clone(), sizes.clone())).then(|| {
             crate::queue::Setting {
@@ -1823,18 +1811,6 @@ impl Engine {
             }
         });
         self.queue.update(&mut self.jobs, setting);
-    }
-
-    /// A partition's size (`sched::PartSize`), in CPUs and nodes.
-    fn part_size(&self, p: &crate::Partition) -> sched::PartSize {
-        sched::PartSize {
-            cpus: p
-                .nodes
-                .iter()
-                .map(|n| i64::from(self.nodes[n.0 as usize].conf.cpus))
-                .sum(),
-            nodes: p.nodes.len() as i64,
-        }
     }
 
     /// After job ends (and submissions) only, or under FCFS after
@@ -2419,6 +2395,36 @@ pub(crate) fn demand_cpus(j: &Job) -> i64 {
         i64::from(j.min_nodes.max(1))
     } else {
         tasks * cpt
+    }
+}
+
+/// Every partition as the scheduler sees it.
+pub(crate) fn part_views(parts: &[crate::Partition], settings: &crate::Settings) -> Vec<PartView> {
+    parts
+        .iter()
+        .map(|p| PartView {
+            name: p.conf.name.clone(),
+            nodes: p.nodes.clone(),
+            up: p.conf.state == "UP",
+            max_nodes: p.conf.max_nodes,
+            min_nodes: p.conf.min_nodes,
+            max_time: p.conf.max_time,
+            exclusive: p.conf.oversubscribe == crate::OVERSUBSCRIBE_EXCLUSIVE,
+            max_mem_per_node: p.conf.max_mem_per_node.or(settings.max_mem_per_node),
+            priority_tier: p.conf.priority_tier,
+        })
+        .collect()
+}
+
+/// A partition's size (`sched::PartSize`), in CPUs and nodes.
+pub(crate) fn part_size(p: &crate::Partition, nodes: &[crate::Node]) -> sched::PartSize {
+    sched::PartSize {
+        cpus: p
+            .nodes
+            .iter()
+            .map(|n| i64::from(nodes[n.0 as usize].conf.cpus))
+            .sum(),
+        nodes: p.nodes.len() as i64,
     }
 }
 

@@ -507,6 +507,11 @@ pub struct Engine {
     nodes: Vec<Node>,
     node_by_name: BTreeMap<String, NodeIdx>,
     parts: Vec<Partition>,
+    /// The partitions as the scheduler sees them, made once: partitions
+    /// and the settings they read never change after `new`.
+    part_views: Arc<[sched::PartView]>,
+    /// Each partition's size, in the same order (`jobs::part_size`).
+    part_sizes: Vec<sched::PartSize>,
     jobs: queue::JobTable,
     next_job_id: u32,
     n_submitted: u32,
@@ -700,12 +705,16 @@ impl Engine {
                 nodes: members,
             });
         }
+        let part_views = jobs::part_views(&parts, &settings).into();
+        let part_sizes = parts.iter().map(|p| jobs::part_size(p, &nodes)).collect();
         Engine {
             next_job_id: settings.first_job_id,
             settings,
             nodes,
             node_by_name,
             parts,
+            part_views,
+            part_sizes,
             jobs: queue::JobTable::default(),
             n_submitted: 0,
             outbox: Vec::new(),
