@@ -376,29 +376,30 @@ enum Owed {
     ),
 }
 
+/// An answer, or `None` where the engine task ended without handling the
+/// request (the controller is stopping): such a request gets no answer and
+/// its connection is closed, so that the client tries again (a node
+/// daemon's job end report until a controller takes it) rather than read a
+/// refusal of something never looked at.
+type Answer = Option<(CtldResponse, rpc::Encoding)>;
+
 impl Owed {
-    fn now(self) -> Result<(CtldResponse, rpc::Encoding), Owed> {
+    fn now(self) -> Result<Answer, Owed> {
         match self {
-            Owed::Ready(resp, enc) => Ok((*resp, enc)),
+            Owed::Ready(resp, enc) => Ok(Some((*resp, enc))),
             Owed::Engine(mut rx, enc) => match rx.try_recv() {
-                Ok(resp) => Ok((resp, enc)),
+                Ok(resp) => Ok(Some((resp, enc))),
                 Err(oneshot::error::TryRecvError::Empty) => Err(Owed::Engine(rx, enc)),
-                Err(oneshot::error::TryRecvError::Closed) => {
-                    Ok((CtldResponse::Error(SlurmError::InvalidRequest), enc))
-                }
+                Err(oneshot::error::TryRecvError::Closed) => Ok(None),
             },
             parts @ Owed::Parts(..) => Err(parts),
         }
     }
 
-    async fn wait(self) -> (CtldResponse, rpc::Encoding) {
+    async fn wait(self) -> Answer {
         match self {
-            Owed::Ready(resp, enc) => (*resp, enc),
-            Owed::Engine(rx, enc) | Owed::Parts(_, rx, enc) => (
-                rx.await
-                    .unwrap_or(CtldResponse::Error(SlurmError::InvalidRequest)),
-                enc,
-            ),
+            Owed::Ready(resp, enc) => Some((*resp, enc)),
+            Owed::Engine(rx, enc) | Owed::Parts(_, rx, enc) => rx.await.ok().map(|r| (r, enc)),
         }
     }
 }
@@ -486,11 +487,18 @@ async fn serve_connection(
                 }
                 owed => owed,
             };
-            let (resp, enc) = owed.wait().await;
-            append_answer(&mut out, resp, enc)?;
-            while let Ok(next) = owed_rx.try_recv() {
+            // Unanswered (the engine stopped): what is ready leaves, then
+            // the connection closes.
+            let mut unanswered = false;
+            match owed.wait().await {
+                Some((resp, enc)) => append_answer(&mut out, resp, enc)?,
+                None => unanswered = true,
+            }
+            while !unanswered {
+                let Ok(next) = owed_rx.try_recv() else { break };
                 match next.now() {
-                    Ok((resp, enc)) => append_answer(&mut out, resp, enc)?,
+                    Ok(Some((resp, enc))) => append_answer(&mut out, resp, enc)?,
+                    Ok(None) => unanswered = true,
                     Err(later) => {
                         held = Some(later);
                         break;
@@ -503,6 +511,9 @@ async fn serve_connection(
                 .await
                 .unwrap_or(Err(std::io::ErrorKind::TimedOut.into()))?;
             out.clear();
+            if unanswered {
+                return Ok(());
+            }
         }
     };
     tokio::pin!(reader, writer);
@@ -700,6 +711,7 @@ impl NodeWorkers {
             gate: self.gate.clone(),
             kept: None,
             timeout: self.timeout,
+            reached: false,
         };
         let worker = self.workers.entry(node).or_insert_with(|| {
             let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
@@ -743,6 +755,8 @@ struct NodeLink {
     kept: Option<KeptConn>,
     /// MessageTimeout.
     timeout: Duration,
+    /// The daemon answered a call since this controller started.
+    reached: bool,
 }
 
 struct KeptConn {
@@ -764,6 +778,16 @@ impl NodeLink {
     /// if one is open there, else (or when that one turns out closed: the
     /// daemon restarted, or dropped it) on a new one.
     async fn call(&mut self, addr: &str, req: &NodeRequest) -> Result<NodeResponse, NodeCallError> {
+        let res = self.call_once(addr, req).await;
+        self.reached |= res.is_ok();
+        res
+    }
+
+    async fn call_once(
+        &mut self,
+        addr: &str,
+        req: &NodeRequest,
+    ) -> Result<NodeResponse, NodeCallError> {
         let timeout = self.timeout;
         if let Some(kept) = self.kept.take() {
             if kept.addr == addr && kept.last_used.elapsed() < SESSION_REUSE {
@@ -901,7 +925,27 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
         Command::LaunchBatch { node, addr, launch } => {
             let job_id = launch.job_id;
             let req = NodeRequest::LaunchBatch(launch);
-            let res = link.call(&addr, &req).await;
+            // A daemon that has not answered since this controller started
+            // and refuses connections may still be starting (a controller
+            // restarted before its nodes, as `muster up` starts them, re-sends
+            // the launches of the jobs it holds as running): it is waited
+            // for a while, as terminations are, before being judged down.
+            // Later commands for the node wait, which keeps their order.
+            let (mut delay, first) = (Duration::from_millis(100), std::time::Instant::now());
+            let res = loop {
+                let res = link.call(&addr, &req).await;
+                match &res {
+                    Err(e)
+                        if !link.reached
+                            && connection_refused(e)
+                            && first.elapsed() < FIRST_CONTACT_WAIT =>
+                    {
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(2));
+                    }
+                    _ => break res,
+                }
+            };
             match res {
                 // (StepStats answers only StepStat.)
                 Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => {
@@ -1033,6 +1077,15 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             warn!("gave up terminating job {job_id} on {node}");
         }
     }
+}
+
+/// How long a launch waits for a node daemon that refuses connections and
+/// has not answered since the controller started (`deliver`).
+const FIRST_CONTACT_WAIT: Duration = Duration::from_secs(30);
+
+/// Whether a call failed because nothing listens at the node's address.
+fn connection_refused(e: &NodeCallError) -> bool {
+    matches!(e, NodeCallError::Rpc(rpc::RpcError::Io(io)) if io.kind() == std::io::ErrorKind::ConnectionRefused)
 }
 
 async fn engine_loop(

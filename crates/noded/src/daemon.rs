@@ -1028,9 +1028,25 @@ fn start_report(
             launch_failed,
             usage,
         };
-        match call_until_answered(&daemon, || request.clone(), "job end").await {
-            CtldResponse::Ok => debug!(job = %job_id, "end reported"),
-            other => warn!(job = %job_id, "controller refused the job end report: {other:?}"),
+        let mut delay = BACKOFF_MIN;
+        loop {
+            match call_until_answered(&daemon, || request.clone(), "job end").await {
+                CtldResponse::Ok => debug!(job = %job_id, "end reported"),
+                // Its credential was not taken, so the report was not
+                // looked at: sent again after its connection closed
+                // unanswered (as a stopping controller closes them, its
+                // credential already seen). Again, with a new one: the
+                // job's end must not be dropped, or a launch the controller
+                // re-sends would run the script a second time.
+                CtldResponse::Error(proto::SlurmError::ProtocolAuthentication) => {
+                    warn!(job = %job_id, "job end report not authenticated; sending it again");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(BACKOFF_MAX);
+                    continue;
+                }
+                other => warn!(job = %job_id, "controller refused the job end report: {other:?}"),
+            }
+            break;
         }
         // Answered either way: asking again would not change the answer.
         if let Some((dir, ended)) = cleanup {

@@ -182,3 +182,92 @@ fn muster_cli_runs_the_commands_by_name_or_word() {
         );
     }
 }
+
+/// `muster down` then `muster up` with a job running, and a partition
+/// added to slurm.conf in between (as an administrator adds one): the
+/// cluster comes back with its jobs and its nodes in service. The
+/// controller starts before the node daemons and re-sends the launch of
+/// the job it held as running; it waits for the daemon instead of judging
+/// the node down, and the daemon reports the job killed at the stop (its
+/// report at the stop, which the stopping controller did not take, is not
+/// lost: the script must not run twice).
+#[test]
+fn down_and_up_again_keep_the_jobs_and_the_nodes_and_take_a_new_partition() {
+    let dir = std::env::temp_dir().join(format!(
+        "muster-e2e-upagain-{}-{}",
+        std::process::id(),
+        e2e::free_port()
+    ));
+    let d = dir.display().to_string();
+    struct Down(String);
+    impl Drop for Down {
+        fn drop(&mut self) {
+            let _ = muster(&["down", "--state-dir", &self.0]);
+            if !std::thread::panicking() {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+    let up = muster(&["up", "--detach", "--state-dir", &d, "--nodes", "2"]);
+    let guard = Down(d.clone());
+    assert_eq!(up.code, 0, "{up}");
+    let (conf, bin) = (dir.join("slurm.conf"), dir.join("bin"));
+    let run = |cmd: &str, args: &[&str]| via_link(&bin, &conf, cmd, args, &dir);
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < secs(20), "waiting for {what}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    let out = run(
+        "sbatch",
+        &[
+            "--parsable",
+            "-n",
+            "2",
+            "--wrap",
+            "echo ran >> ran.txt; exec sleep 300",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    let id = out.stdout.trim().to_string();
+    let state = |id: &str| {
+        run("squeue", &["-h", "-t", "all", "-j", id, "-o", "%T"])
+            .stdout
+            .trim()
+            .to_string()
+    };
+    wait_for("the job to run", &|| state(&id) == "RUNNING");
+    let pending = run("sbatch", &["--parsable", "-n", "4", "--wrap", "true"]);
+    assert_eq!(pending.code, 0, "{pending}");
+    let pending = pending.stdout.trim().to_string();
+    assert_eq!(muster(&["down", "--state-dir", &d]).code, 0);
+
+    let text = std::fs::read_to_string(&conf).expect("slurm.conf");
+    std::fs::write(
+        &conf,
+        format!("{text}PartitionName=second Nodes=ALL MaxTime=INFINITE State=UP\n"),
+    )
+    .expect("writing slurm.conf");
+    let again = muster(&["up", "--detach", "--state-dir", &d, "--nodes", "2"]);
+    assert_eq!(again.code, 0, "{again}");
+    // The job killed by the stop ends (its node daemon reports it), the
+    // waiting one runs, and no node is left down.
+    wait_for("the killed job to fail", &|| state(&id) == "FAILED");
+    wait_for("the waiting job to complete", &|| {
+        state(&pending) == "COMPLETED"
+    });
+    // Its script ran once: the launch re-sent found its end in the spool.
+    let ran = std::fs::read_to_string(dir.join("ran.txt")).unwrap_or_default();
+    assert_eq!(ran, "ran\n", "the killed job's script ran again");
+    let sinfo = run("sinfo", &["-h", "-o", "%P %D %t"]);
+    assert_eq!(sinfo.stdout, "debug* 2 idle\nsecond 2 idle\n", "{sinfo}");
+    let out = run("sbatch", &["--parsable", "-p", "second", "--wrap", "true"]);
+    assert_eq!(out.code, 0, "{out}");
+    let on_second = out.stdout.trim().to_string();
+    wait_for("the job in the new partition", &|| {
+        state(&on_second) == "COMPLETED"
+    });
+    drop(guard);
+}
