@@ -25,6 +25,7 @@ use model::{JobId, Timestamp};
 use proto::{CtldRequest, CtldResponse, Identity, NodeRequest, NodeResponse, SlurmError};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
@@ -690,9 +691,21 @@ struct NodeWorkers {
     gate: Arc<Gate>,
     /// MessageTimeout.
     timeout: Duration,
+    /// Per node: its daemon registered or answered since this controller
+    /// started (`NodeLink::reached`).
+    reached: BTreeMap<String, Arc<AtomicBool>>,
 }
 
 impl NodeWorkers {
+    /// The node's daemon registered with this controller.
+    fn registered(&mut self, node: &str) {
+        self.reached_flag(node).store(true, Ordering::Relaxed);
+    }
+
+    fn reached_flag(&mut self, node: &str) -> Arc<AtomicBool> {
+        self.reached.entry(node.to_string()).or_default().clone()
+    }
+
     fn send(&mut self, cmd: Command) {
         let node = match &cmd {
             Command::LaunchBatch { node, .. }
@@ -711,7 +724,7 @@ impl NodeWorkers {
             gate: self.gate.clone(),
             kept: None,
             timeout: self.timeout,
-            reached: false,
+            reached: self.reached_flag(&node),
         };
         let worker = self.workers.entry(node).or_insert_with(|| {
             let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
@@ -755,8 +768,9 @@ struct NodeLink {
     kept: Option<KeptConn>,
     /// MessageTimeout.
     timeout: Duration,
-    /// The daemon answered a call since this controller started.
-    reached: bool,
+    /// The daemon registered or answered a call since this controller
+    /// started: a launch it refuses is not waited for (`deliver`).
+    reached: Arc<AtomicBool>,
 }
 
 struct KeptConn {
@@ -779,7 +793,9 @@ impl NodeLink {
     /// daemon restarted, or dropped it) on a new one.
     async fn call(&mut self, addr: &str, req: &NodeRequest) -> Result<NodeResponse, NodeCallError> {
         let res = self.call_once(addr, req).await;
-        self.reached |= res.is_ok();
+        if res.is_ok() {
+            self.reached.store(true, Ordering::Relaxed);
+        }
         res
     }
 
@@ -936,7 +952,7 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
                 let res = link.call(&addr, &req).await;
                 match &res {
                     Err(e)
-                        if !link.reached
+                        if !link.reached.load(Ordering::Relaxed)
                             && connection_refused(e)
                             && first.elapsed() < FIRST_CONTACT_WAIT =>
                     {
@@ -1118,6 +1134,7 @@ async fn engine_loop(
         signer: signer.clone(),
         gate,
         timeout: node_timeout(&engine),
+        reached: BTreeMap::new(),
     };
     // Slurm pings every node a third of SlurmdTimeout; silence for the
     // whole timeout sets it DOWN (Engine::on_timer).
@@ -1166,6 +1183,9 @@ async fn engine_loop(
                     reply,
                     parts,
                 } => {
+                    if let CtldRequest::RegisterNode(reg) = &*req {
+                        workers.registered(&reg.name);
+                    }
                     if matches!(*req, CtldRequest::Shutdown) {
                         let resp = if engine.is_admin(&who) {
                             shutdown = true;
