@@ -48,25 +48,35 @@ fn via_link(bin: &Path, conf: &Path, cmd: &str, args: &[&str], cwd: &Path) -> e2
     }
 }
 
-#[test]
-fn up_detach_then_down() {
+/// A state directory of its own for `muster up` (its path, and as text).
+fn state_dir(tag: &str) -> (std::path::PathBuf, String) {
     let dir = std::env::temp_dir().join(format!(
-        "muster-e2e-up-{}-{}",
+        "muster-e2e-{tag}-{}-{}",
         std::process::id(),
         e2e::free_port()
     ));
     let d = dir.display().to_string();
-    let up = muster(&["up", "--detach", "--state-dir", &d, "--nodes", "2"]);
-    // From here on, whatever happens, stop what `up` started.
-    struct Down(String);
-    impl Drop for Down {
-        fn drop(&mut self) {
-            let _ = muster(&["down", "--state-dir", &self.0]);
-            if !std::thread::panicking() {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
+    (dir, d)
+}
+
+/// Stops what `muster up` started in the directory, whatever happens (and
+/// removes the directory unless a test failed).
+struct Down(String);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = muster(&["down", "--state-dir", &self.0]);
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
+}
+
+#[test]
+fn up_detach_then_down() {
+    let (dir, d) = state_dir("up");
+    let up = muster(&["up", "--detach", "--state-dir", &d, "--nodes", "2"]);
+    // From here on, whatever happens, stop what `up` started.
     let guard = Down(d.clone());
     assert_eq!(up.code, 0, "{up}");
     assert!(up.stdout.contains("2 nodes (node[1-2])"), "{up}");
@@ -193,21 +203,7 @@ fn muster_cli_runs_the_commands_by_name_or_word() {
 /// lost: the script must not run twice).
 #[test]
 fn down_and_up_again_keep_the_jobs_and_the_nodes_and_take_a_new_partition() {
-    let dir = std::env::temp_dir().join(format!(
-        "muster-e2e-upagain-{}-{}",
-        std::process::id(),
-        e2e::free_port()
-    ));
-    let d = dir.display().to_string();
-    struct Down(String);
-    impl Drop for Down {
-        fn drop(&mut self) {
-            let _ = muster(&["down", "--state-dir", &self.0]);
-            if !std::thread::panicking() {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
-    }
+    let (dir, d) = state_dir("upagain");
     let up = muster(&["up", "--detach", "--state-dir", &d, "--nodes", "2"]);
     let guard = Down(d.clone());
     assert_eq!(up.code, 0, "{up}");
