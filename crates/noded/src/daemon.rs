@@ -1122,10 +1122,16 @@ pub(crate) async fn call_until_answered(
                 rpc::signed_envelope(daemon.setup.identity.clone(), Some(credential), make());
             match call_ctld(daemon, addr, &frame).await {
                 Ok(answer) => return answer,
-                Err(e) if attempt == 0 || delay == BACKOFF_MAX => {
+                // A kept connection that turned out closed: again at once on
+                // a new one, with a new credential (the controller may have
+                // read this one, and would refuse it as a replay).
+                Err(CtldCallError::Stale) => continue,
+                Err(CtldCallError::Rpc(e)) if attempt == 0 || delay == BACKOFF_MAX => {
                     warn!("{what}: controller at {addr} did not answer: {e}; retrying")
                 }
-                Err(e) => debug!("{what}: controller at {addr} did not answer: {e}"),
+                Err(CtldCallError::Rpc(e)) => {
+                    debug!("{what}: controller at {addr} did not answer: {e}")
+                }
             }
         }
         attempt += 1;
@@ -1134,17 +1140,27 @@ pub(crate) async fn call_until_answered(
     }
 }
 
+/// Why `call_ctld` got no answer.
+enum CtldCallError {
+    /// The kept connection it used turned out closed: the caller sends the
+    /// request again at once, signed anew.
+    Stale,
+    /// A new connection got no answer.
+    Rpc(RpcError),
+}
+
 /// One request to the controller at `addr`: on a connection that carried
 /// an earlier one if one is idle (a report costs no new connection), else
 /// on a new one. The request carries its own credential either way, so
 /// the controller checks each as before. A reused connection that turns
-/// out closed is replaced at once by a new one; the controller takes a
-/// repeated report as it takes a retried one.
+/// out closed is `Stale`: the caller sends the request again with a new
+/// credential (the same one, sent again, would be refused as a replay
+/// where the controller had read it).
 async fn call_ctld(
     daemon: &Daemon,
     addr: &str,
     frame: &Envelope<CtldRequest>,
-) -> Result<CtldResponse, RpcError> {
+) -> Result<CtldResponse, CtldCallError> {
     let idle = {
         let mut conns = daemon.ctld_conns.lock().unwrap_or_else(|p| p.into_inner());
         conns.retain(|c| c.since.elapsed() < CTLD_CONN_REUSE);
@@ -1160,7 +1176,8 @@ async fn call_ctld(
                 return Ok(answer);
             }
             Err(e) => {
-                debug!("connection to the controller at {addr} closed ({e}); opening another")
+                debug!("connection to the controller at {addr} closed ({e}); opening another");
+                return Err(CtldCallError::Stale);
             }
         }
     }
@@ -1171,7 +1188,8 @@ async fn call_ctld(
     };
     let (answer, stream) = tokio::time::timeout(CTLD_TIMEOUT, fut)
         .await
-        .unwrap_or(Err(RpcError::Timeout))?;
+        .unwrap_or(Err(RpcError::Timeout))
+        .map_err(CtldCallError::Rpc)?;
     keep_ctld_conn(daemon, addr, stream);
     Ok(answer)
 }
