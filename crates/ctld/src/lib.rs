@@ -717,24 +717,26 @@ impl NodeWorkers {
             | Command::TerminateJob { node, .. } => node.clone(),
             Command::AcctRecord(_) => return,
         };
-        let engine_tx = self.engine_tx.clone();
-        let mut link = NodeLink {
-            identity: self.identity.clone(),
-            signer: self.signer.clone(),
-            gate: self.gate.clone(),
-            kept: None,
-            timeout: self.timeout,
-            reached: self.reached_flag(&node),
-        };
-        let worker = self.workers.entry(node).or_insert_with(|| {
+        if !self.workers.contains_key(&node) {
+            // The node's worker and its link, made once per node.
+            let engine_tx = self.engine_tx.clone();
+            let mut link = NodeLink {
+                identity: self.identity.clone(),
+                signer: self.signer.clone(),
+                gate: self.gate.clone(),
+                kept: None,
+                timeout: self.timeout,
+                reached: self.reached_flag(&node),
+            };
             let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
             tokio::spawn(async move {
                 while let Some(cmd) = rx.recv().await {
                     deliver(cmd, &mut link, &engine_tx).await;
                 }
             });
-            tx
-        });
+            self.workers.insert(node.clone(), tx);
+        }
+        let worker = &self.workers[&node];
         let _ = worker.send(cmd);
     }
 }
