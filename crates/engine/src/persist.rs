@@ -200,10 +200,10 @@ fn partition_map(saved: &[String], now: &[String]) -> Vec<Option<usize>> {
 }
 
 /// A job's partition indexes under the current configuration; `Err` with
-/// the saved indexes that are gone.
+/// the saved indexes that are gone (repeats allowed).
 fn remap_partitions(job: &mut Job, map: &[Option<usize>]) -> Result<(), Vec<usize>> {
     let at = |p: usize| map.get(p).copied().flatten();
-    let mut gone: Vec<usize> = job
+    let gone: Vec<usize> = job
         .partitions
         .iter()
         .chain(std::iter::once(&job.partition))
@@ -213,8 +213,6 @@ fn remap_partitions(job: &mut Job, map: &[Option<usize>]) -> Result<(), Vec<usiz
         .filter(|&p| at(p).is_none())
         .collect();
     if !gone.is_empty() {
-        gone.sort_unstable();
-        gone.dedup();
         return Err(gone);
     }
     let new = |p: &mut usize| *p = at(*p).expect("checked above");
