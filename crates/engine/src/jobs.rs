@@ -116,22 +116,46 @@ impl Engine {
 
     /// `node_views`, from the views the last pass used: a node's name,
     /// size, features and GRES pools never change, so only what is in use
-    /// and whether it may take jobs are copied again.
+    /// and whether it may take jobs are copied again. Notes the nodes
+    /// whose views changed since (`view_hint`), where the last pass's
+    /// views were these ones (no suspended job's shares laid on them).
     fn refreshed_node_views(&mut self) -> Vec<NodeView> {
         let mut views = std::mem::take(&mut self.node_view_cache);
         if views.len() != self.nodes.len() {
+            self.view_hint = None;
             return self.node_views();
         }
-        for (v, n) in views.iter_mut().zip(&self.nodes) {
+        let mut changed = self.view_hint.take().unwrap_or_default();
+        changed.clear();
+        for (i, (v, n)) in views.iter_mut().zip(&self.nodes).enumerate() {
+            let available = n.registered && n.state.is_schedulable();
+            let n_jobs = n.jobs.len() as u32;
+            let same = v.alloc_cpus == n.alloc_cpus
+                && v.alloc_mem == n.alloc_mem
+                && v.available == available
+                && v.exclusive_in_use == n.exclusive_in_use
+                && v.n_jobs == n_jobs
+                && v.gres
+                    .iter()
+                    .zip(&n.gres)
+                    .all(|(vp, np)| vp.used == np.used);
+            if same {
+                continue;
+            }
+            changed.push(i);
             v.alloc_cpus = n.alloc_cpus;
             v.alloc_mem = n.alloc_mem;
-            v.available = n.registered && n.state.is_schedulable();
+            v.available = available;
             v.exclusive_in_use = n.exclusive_in_use;
-            v.n_jobs = n.jobs.len() as u32;
+            v.n_jobs = n_jobs;
             for (vp, np) in v.gres.iter_mut().zip(&n.gres) {
                 vp.used.clone_from(&np.used);
             }
         }
+        // The last pass's views had shares of suspended jobs laid on
+        // (`hold_suspended_shares`): compared with those, the list is not
+        // the whole change.
+        self.view_hint = self.views_plain.then_some(changed);
         views
     }
 
@@ -1211,6 +1235,11 @@ impl Engine {
         self.last_order_key = self.last_order_key.max(lowest);
         let mut nodes = self.refreshed_node_views();
         self.hold_suspended_shares(&mut nodes);
+        // The views the scheduler gets now are those just refreshed.
+        self.views_plain = self.preempt_suspended.is_empty();
+        if !self.views_plain {
+            self.view_hint = None;
+        }
         let mut requests = requests;
         let mut plan = if optional.is_empty() {
             // A pass over a prefix goes on over the jobs it left out
@@ -1268,6 +1297,7 @@ impl Engine {
             plan = self.plan_pass(&nodes, &parts, &requests, now);
         }
         self.node_view_cache = nodes;
+        self.view_hint = None;
         if plan.depth_reached && self.depth_wake.is_none() {
             // Slurm tries the whole queue every sched_interval.
             self.depth_wake = Some(now + i64::from(self.sched_cfg.sched_interval.max(1)));
@@ -1317,6 +1347,12 @@ impl Engine {
             jobs: requests,
             running: &[],
         };
+        // The partitions never change (`Engine::new`); the nodes that did
+        // since the last pass are known. Later passes over the same views
+        // (the same `schedule_pass`) change none.
+        if let Some(changed) = self.view_hint.replace(Vec::new()) {
+            self.pass_cache.views_differ_only_on(changed);
+        }
         if !self.running_all && !self.full_passes {
             let mut changed = Vec::new();
             let mut gone = Vec::new();

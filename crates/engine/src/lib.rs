@@ -548,6 +548,13 @@ pub struct Engine {
     /// The scheduler's node views, kept between passes (derived state:
     /// `schedule` refreshes what changes, the rest never does).
     node_view_cache: Vec<sched::NodeView>,
+    /// Within a pass: the nodes whose views differ from the ones the last
+    /// pass gave the scheduler (`refreshed_node_views`), for the next
+    /// `plan_pass` to tell `pass_cache`; `None`: not known.
+    view_hint: Option<Vec<usize>>,
+    /// The last pass's views were `node_view_cache` as refreshed, with no
+    /// suspended job's shares laid on (`hold_suspended_shares`).
+    views_plain: bool,
     /// What one scheduling pass keeps for the next (derived state: the
     /// timeline's memory and the diagnoses of waiting jobs' shapes).
     pass_cache: sched::PassCache,
@@ -733,6 +740,8 @@ impl Engine {
             sched_cfg: sched_config(cfg),
             plans: BTreeMap::new(),
             node_view_cache: Vec::new(),
+            view_hint: None,
+            views_plain: false,
             pass_cache: sched::PassCache::default(),
             preempt_suspended: Vec::new(),
             holding: BTreeMap::new(),

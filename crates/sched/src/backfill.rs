@@ -228,10 +228,10 @@ pub fn limit_secs(limit: TimeLimit) -> i64 {
     }
 }
 
-/// A node share with the end or the interval it is held for.
+/// A running job's node share with the end it is held until (a plan's:
+/// `PlanHold`).
 #[derive(Clone, Debug)]
 struct Hold {
-    from: Timestamp,
     until: Timestamp,
     share: NodeAlloc,
     exclusive: bool,
@@ -239,6 +239,21 @@ struct Hold {
     /// one pass to the next (`Timeline::kept`); `None` for the starts and
     /// plans of the pass.
     job: Option<JobId>,
+}
+
+/// A plan's share of one node, held over `[from, until)`: a `Hold`
+/// without what a rebuild does not read (the node, tasks and job), its
+/// GRES kept aside (`Timeline::plan_gres`). Every pass lays its plans out
+/// node by node again, so their size is paid per node of every plan.
+#[derive(Clone, Copy, Debug)]
+struct PlanHold {
+    from: Timestamp,
+    until: Timestamp,
+    mem: u64,
+    cpus: u32,
+    /// One more than its index in `Timeline::plan_gres`; 0: no GRES.
+    gres: u32,
+    exclusive: bool,
 }
 
 /// A node's running holds summed: when they end, first and last, and what
@@ -349,20 +364,42 @@ fn freed_cpus(n: &NodeView, share: &NodeAlloc, exclusive: bool) -> i64 {
 }
 
 fn apply(n: &mut NodeView, h: &Hold, add: bool) {
+    let s = &h.share;
+    apply_share(n, s.cpus, s.mem, h.exclusive, &s.gres, add);
+}
+
+/// `apply` for a plan's share: laid on, never taken off.
+fn apply_plan(n: &mut NodeView, h: &PlanHold, plan_gres: &[Vec<(usize, Vec<u32>)>]) {
+    let gres = match h.gres {
+        0 => &[][..],
+        k => &plan_gres[k as usize - 1][..],
+    };
+    apply_share(n, h.cpus, h.mem, h.exclusive, gres, true);
+}
+
+#[inline]
+fn apply_share(
+    n: &mut NodeView,
+    cpus: u32,
+    mem: u64,
+    exclusive: bool,
+    gres: &[(usize, Vec<u32>)],
+    add: bool,
+) {
     if add {
-        n.alloc_cpus += h.share.cpus;
-        n.alloc_mem += h.share.mem;
+        n.alloc_cpus += cpus;
+        n.alloc_mem += mem;
         n.n_jobs += 1;
-        n.exclusive_in_use |= h.exclusive;
+        n.exclusive_in_use |= exclusive;
     } else {
-        n.alloc_cpus = n.alloc_cpus.saturating_sub(h.share.cpus);
-        n.alloc_mem = n.alloc_mem.saturating_sub(h.share.mem);
+        n.alloc_cpus = n.alloc_cpus.saturating_sub(cpus);
+        n.alloc_mem = n.alloc_mem.saturating_sub(mem);
         n.n_jobs = n.n_jobs.saturating_sub(1);
-        if h.exclusive {
+        if exclusive {
             n.exclusive_in_use = false;
         }
     }
-    for (pool, idxs) in &h.share.gres {
+    for (pool, idxs) in gres {
         let Some(pool) = n.gres.get_mut(*pool) else {
             continue;
         };
@@ -468,8 +505,16 @@ struct Timeline {
     /// Nodes on which the pass's starts added shares (`Release::Pass`),
     /// taken off at the next set-up.
     started_on: Vec<usize>,
+    /// Nodes of `base` the pass's starts changed (`start`): with the
+    /// nodes a caller's hint names, the only ones that can differ from
+    /// the next pass's views.
+    started_at: Vec<usize>,
+    /// Scratch for `fill`: the nodes a hint and `started_at` name.
+    maybe_changed: Vec<usize>,
     /// Per node: planned shares, held over their interval, by its end.
-    planned_on: Vec<Vec<Hold>>,
+    planned_on: Vec<Vec<PlanHold>>,
+    /// The GRES the plans' shares take (`PlanHold::gres`).
+    plan_gres: Vec<Vec<(usize, Vec<u32>)>>,
     /// Per node: the end of its last plan (`MIN`: none).
     plan_last: Vec<Timestamp>,
     /// Times at which something may come free (rounded), with its nodes
@@ -490,6 +535,9 @@ struct Timeline {
     added_cpus: BTreeMap<Timestamp, (usize, i64)>,
     /// `releases` summed over nodes: (entries, CPUs) at each time.
     release_cpus: BTreeMap<Timestamp, (usize, i64)>,
+    /// Scratch for `room_at_least`.
+    room_steps: Vec<(Timestamp, i64, bool, usize)>,
+    room_low: std::collections::VecDeque<usize>,
     /// Per node: the earliest planned start on it (ranks nodes for jobs
     /// starting now: short jobs go where a plan starts soonest after them).
     next_plan: Vec<u64>,
@@ -534,13 +582,18 @@ impl Timeline {
             kept_until: std::collections::BTreeSet::new(),
             kept_ok: false,
             started_on: Vec::new(),
+            started_at: Vec::new(),
+            maybe_changed: Vec::new(),
             planned_on: Vec::new(),
+            plan_gres: Vec::new(),
             releases: BTreeMap::new(),
             added: BTreeMap::new(),
             plan_starts: BTreeMap::new(),
             plan_start_cpus: BTreeMap::new(),
             added_cpus: BTreeMap::new(),
             release_cpus: BTreeMap::new(),
+            room_steps: Vec::new(),
+            room_low: std::collections::VecDeque::new(),
             next_plan: Vec::new(),
             free_now: Vec::new(),
             orders: [Vec::new(), Vec::new()],
@@ -564,6 +617,7 @@ impl Timeline {
         running: Running,
         now: Timestamp,
         resolution: u32,
+        hint: Option<&[usize]>,
     ) -> bool {
         let resolution = i64::from(resolution.max(1));
         let rebuilt = self.base.len() != nodes.len();
@@ -573,10 +627,39 @@ impl Timeline {
         changed.clear();
         let mut sizes_kept = !rebuilt;
         if !rebuilt {
-            for (i, (b, n)) in self.base.iter().zip(nodes).enumerate() {
-                if !same_node(b, n) {
-                    sizes_kept &= b.cpus == n.cpus;
-                    changed.push(i);
+            match hint {
+                // `base` is the last views taken in, but for the nodes the
+                // last pass started jobs on (`started_at`).
+                Some(hinted) => {
+                    let mut maybe = std::mem::take(&mut self.maybe_changed);
+                    maybe.clear();
+                    maybe.extend_from_slice(&self.started_at);
+                    maybe.extend_from_slice(hinted);
+                    maybe.sort_unstable();
+                    maybe.dedup();
+                    for &i in &maybe {
+                        let (b, n) = (&self.base[i], &nodes[i]);
+                        if !same_node(b, n) {
+                            sizes_kept &= b.cpus == n.cpus;
+                            changed.push(i);
+                        }
+                    }
+                    self.maybe_changed = maybe;
+                    debug_assert_eq!(
+                        changed,
+                        (0..nodes.len())
+                            .filter(|&i| !same_node(&self.base[i], &nodes[i]))
+                            .collect::<Vec<_>>(),
+                        "a hint left out a node that changed"
+                    );
+                }
+                None => {
+                    for (i, (b, n)) in self.base.iter().zip(nodes).enumerate() {
+                        if !same_node(b, n) {
+                            sizes_kept &= b.cpus == n.cpus;
+                            changed.push(i);
+                        }
+                    }
                 }
             }
         }
@@ -593,6 +676,8 @@ impl Timeline {
             }
             Running::Changes { .. } => true,
         };
+        // Taken in from here: `base` becomes `nodes`.
+        self.started_at.clear();
         self.now = now;
         self.resolution = resolution;
         if rebuilt {
@@ -692,6 +777,7 @@ impl Timeline {
         }
         self.added.clear();
         self.plan_starts.clear();
+        self.plan_gres.clear();
         self.added_cpus.clear();
         self.plan_start_cpus.clear();
         self.order_ok = [false, false];
@@ -875,7 +961,6 @@ impl Timeline {
                 continue;
             }
             let h = Hold {
-                from: self.now,
                 until: end,
                 share: na.clone(),
                 exclusive: alloc.exclusive,
@@ -1001,7 +1086,7 @@ impl Timeline {
         if self.plan_last[i] > t {
             for h in self.planned_on[i].iter().rev().take_while(|h| h.until > t) {
                 if h.from < t + d {
-                    apply(work, h, true);
+                    apply_plan(work, h, &self.plan_gres);
                 }
             }
         }
@@ -1070,10 +1155,9 @@ impl Timeline {
     ) -> Option<(Timestamp, Allocation)> {
         let now = self.now;
         let demand = demand_cpus(job);
-        let k = self.plan_starts.range(..now.saturating_add(d)).count();
-        self.overlay_to(k, d);
         let mut t = now;
         let mut not_before = not_before;
+        let mut rebuilt = false;
         if self.resolution == 1 && !self.plan_starts.is_empty() {
             // No time before this one can have room (the machine's free
             // CPUs over the run, summed: a bound no per-node look can
@@ -1087,11 +1171,18 @@ impl Timeline {
             };
             not_before = not_before.max(least);
             if least > now && touches >= self.base.len() {
+                // Each rebuild starts from `base`: what the overlay laid
+                // on `work` before does not matter.
                 for i in 0..self.base.len() {
                     self.recompute(i, least, d);
                 }
                 t = least;
+                rebuilt = true;
             }
+        }
+        if !rebuilt {
+            let k = self.plan_starts.range(..now.saturating_add(d)).count();
+            self.overlay_to(k, d);
         }
         let found = loop {
             if self.free >= demand && t >= not_before && self.may_fit(job) {
@@ -1295,13 +1386,13 @@ impl Timeline {
         for na in &alloc.nodes {
             let i = na.node.0 as usize;
             let h = Hold {
-                from: self.now,
                 until: self.now + d,
                 share: na.clone(),
                 exclusive: alloc.exclusive,
                 job: None,
             };
             apply(&mut self.base[i], &h, true);
+            self.started_at.push(i);
             self.free_now[i] = free_cpus(&self.base[i]) as u64;
             note_moved(&mut self.moved[1], &mut self.moved_all[1], i);
             self.order_ok[1] = false;
@@ -1336,14 +1427,21 @@ impl Timeline {
             let on = &mut self.planned_on[i];
             // Most plans end after those before them: look from the back.
             let at = on.len() - on.iter().rev().take_while(|h| h.until > end).count();
+            let gres = if na.gres.is_empty() {
+                0
+            } else {
+                self.plan_gres.push(na.gres.clone());
+                self.plan_gres.len() as u32
+            };
             on.insert(
                 at,
-                Hold {
+                PlanHold {
                     from: start,
                     until: end,
-                    share: na.clone(),
+                    mem: na.mem,
+                    cpus: na.cpus,
+                    gres,
                     exclusive: alloc.exclusive,
-                    job: None,
                 },
             );
             starts.push(i);
@@ -1379,10 +1477,33 @@ impl Timeline {
     /// the CPUs `earliest` sees free at a time are at most the least of
     /// that sum over the run. With `bf_resolution` 1 only (the times are
     /// the releases' own).
-    fn room_at_least(&self, demand: i64, d: i64, horizon: Timestamp) -> Option<(Timestamp, usize)> {
+    fn room_at_least(
+        &mut self,
+        demand: i64,
+        d: i64,
+        horizon: Timestamp,
+    ) -> Option<(Timestamp, usize)> {
+        let mut steps = std::mem::take(&mut self.room_steps);
+        let mut low = std::mem::take(&mut self.room_low);
+        let found = self.room_at_least_in(&mut steps, &mut low, demand, d, horizon);
+        self.room_steps = steps;
+        self.room_low = low;
+        found
+    }
+
+    /// `room_at_least` with its scratch (emptied first): `steps` and `low`.
+    fn room_at_least_in(
+        &self,
+        steps: &mut Vec<(Timestamp, i64, bool, usize)>,
+        low: &mut std::collections::VecDeque<usize>,
+        demand: i64,
+        d: i64,
+        horizon: Timestamp,
+    ) -> Option<(Timestamp, usize)> {
         // The sum from `now` on, after every event at each time: (time,
         // sum, something comes free then, nodes touched up to then).
-        let mut steps: Vec<(Timestamp, i64, bool, usize)> = Vec::new();
+        steps.clear();
+        low.clear();
         let mut free = self.base_free;
         let mut touches = 0;
         let mut releases = self.release_cpus.iter().peekable();
@@ -1423,7 +1544,6 @@ impl Timeline {
         // Each time that may come free, in order, against the least sum
         // over its run (`end`: the first step at or after the run's end;
         // `low`: the steps of the run whose sum is below every later one).
-        let mut low: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
         let mut end = 0;
         for (k, &(t, _, released, touches)) in steps.iter().enumerate() {
             // `now` is looked at whatever the horizon, as `earliest` does.
@@ -1512,6 +1632,9 @@ pub struct PassCache {
     /// The last pass, to go on with (`plan_more`), and what it learnt
     /// (`PassCache::cannot_start`).
     pass: Option<PassState>,
+    /// What the caller said of the next pass's views
+    /// (`PassCache::views_differ_only_on`).
+    hint: Option<Vec<usize>>,
     /// Set by a caller that goes on with the next pass (`plan_more`):
     /// that pass leaves the jobs it defers (`BackfillOrder::Shortest`)
     /// undecided, for the caller to try after its own
@@ -1652,14 +1775,48 @@ impl PassCache {
     }
 
     /// Forgets what no longer holds for `view`.
-    fn check(&mut self, view: &ClusterView) {
-        let same_nodes = self.nodes.len() == view.nodes.len()
-            && self
-                .nodes
-                .iter()
-                .zip(view.nodes)
-                .all(|(k, n)| node_key_matches(k, n));
-        let same_parts = self.parts.as_slice() == view.parts;
+    /// Tells the cache that the views the next pass gets (`plan_with`,
+    /// `plan_with_changes`) differ from the ones the last pass got only on
+    /// the nodes at these indices, and that its partitions are the same:
+    /// the pass then looks only at those nodes for what changed, instead
+    /// of comparing every node and partition. Kept until a pass takes the
+    /// views in. (Debug builds compare every node and check the hint.)
+    pub fn views_differ_only_on(&mut self, nodes: Vec<usize>) {
+        self.hint = Some(nodes);
+    }
+
+    fn check(&mut self, view: &ClusterView, hint: Option<&[usize]>) {
+        let same_size = self.nodes.len() == view.nodes.len();
+        let (same_nodes, same_parts) = match hint {
+            // Only the nodes named can differ, and the partitions do not.
+            Some(changed) if same_size => (
+                changed
+                    .iter()
+                    .all(|&i| node_key_matches(&self.nodes[i], &view.nodes[i])),
+                true,
+            ),
+            _ => (
+                same_size
+                    && self
+                        .nodes
+                        .iter()
+                        .zip(view.nodes)
+                        .all(|(k, n)| node_key_matches(k, n)),
+                self.parts.as_slice() == view.parts,
+            ),
+        };
+        debug_assert!(
+            hint.is_none()
+                || !same_size
+                || (same_nodes
+                    == self
+                        .nodes
+                        .iter()
+                        .zip(view.nodes)
+                        .all(|(k, n)| node_key_matches(k, n))
+                    && self.parts.as_slice() == view.parts),
+            "a hint left out a node or partition that changed"
+        );
         if same_nodes && same_parts {
             return;
         }
@@ -1731,13 +1888,17 @@ fn plan_on(
     if let Some(last) = cache.pass.take() {
         cache.diagnosed = last.diagnosed;
     }
-    cache.check(view);
+    let hint = cache.hint.take();
+    cache.check(view, hint.as_deref());
     let mut tl = cache
         .timeline
         .take()
         .unwrap_or_else(|| Box::new(Timeline::empty()));
-    if !tl.fill(view.nodes, running, now, cfg.bf_resolution) {
+    if !tl.fill(view.nodes, running, now, cfg.bf_resolution, hint.as_deref()) {
         cache.timeline = Some(tl);
+        // Not taken in: the views the next pass gets are still compared
+        // with the last ones taken in.
+        cache.hint = hint;
         return None;
     }
     let diagnosed = std::mem::take(&mut cache.diagnosed);
@@ -2531,8 +2692,8 @@ mod kept_timeline_tests {
                     })
                     .collect();
                 let mut fresh = Timeline::empty();
-                fresh.fill(&nodes, Running::All(&[]), now, 1);
-                kept.fill(&nodes, Running::All(&[]), now, 1);
+                fresh.fill(&nodes, Running::All(&[]), now, 1, None);
+                kept.fill(&nodes, Running::All(&[]), now, 1, None);
                 prop_assert_eq!(state(&kept), state(&fresh));
                 let job = plain_job(1, tasks, minutes);
                 let d = i64::from(minutes) * 60;
@@ -2593,7 +2754,7 @@ mod kept_timeline_tests {
                 });
             }
             let mut tl = Timeline::empty();
-            tl.fill(&nodes, Running::All(&running), now, resolution);
+            tl.fill(&nodes, Running::All(&running), now, resolution, None);
             for (k, (tasks, minutes, plan, after)) in tries.into_iter().enumerate() {
                 let job = plain_job(100 + k as u32, tasks, minutes);
                 let d = i64::from(minutes) * 60;
@@ -2665,8 +2826,8 @@ mod kept_timeline_tests {
                     });
                 }
                 let mut fresh = Timeline::empty();
-                fresh.fill(&nodes, Running::All(&running), now, resolution);
-                kept.fill(&nodes, Running::All(&running), now, resolution);
+                fresh.fill(&nodes, Running::All(&running), now, resolution, None);
+                kept.fill(&nodes, Running::All(&running), now, resolution, None);
                 prop_assert_eq!(holds(&kept), holds(&fresh));
                 assert_sums(&kept);
                 prop_assert_eq!(kept.kept.len(), running.len());
@@ -2681,8 +2842,8 @@ mod kept_timeline_tests {
                     .map(|l| l.job_id)
                     .collect();
                 let changes = Running::Changes { changed: &changed, gone: &gone };
-                if !delta.fill(&nodes, changes, now, resolution) {
-                    delta.fill(&nodes, Running::All(&running), now, resolution);
+                if !delta.fill(&nodes, changes, now, resolution, None) {
+                    delta.fill(&nodes, Running::All(&running), now, resolution, None);
                 }
                 prop_assert_eq!(holds(&delta), holds(&fresh));
                 assert_sums(&delta);
