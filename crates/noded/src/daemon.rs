@@ -80,8 +80,9 @@ pub(crate) struct Daemon {
     shutdown: Notify,
     /// Reports to the controller not yet answered.
     pending_reports: AtomicUsize,
-    /// Signalled when a job leaves the table or a report is answered.
-    progress: Notify,
+    /// Signalled when a job leaves the table, a report is answered or a
+    /// step's tasks end.
+    pub(crate) progress: Notify,
     /// The run (`restarts`) of each job whose end the controller
     /// acknowledged lately, and when.
     ended_runs: Mutex<HashMap<JobId, (u32, Instant)>>,
@@ -337,10 +338,19 @@ async fn stop_jobs(daemon: &Arc<Daemon>) {
     for (job_id, pgid) in &groups {
         kill_at_shutdown(*job_id, *pgid);
     }
+    // srun's steps end with the jobs: their supervisors run in sessions of
+    // their own, which the batch jobs' groups do not reach.
+    let steps = daemon.steps.stop();
+    if steps > 0 {
+        info!(steps, "ending steps at shutdown");
+    }
     let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
     loop {
         let notified = daemon.progress.notified();
-        if daemon.jobs().is_empty() && daemon.pending_reports.load(Ordering::SeqCst) == 0 {
+        if daemon.jobs().is_empty()
+            && daemon.pending_reports.load(Ordering::SeqCst) == 0
+            && daemon.steps.all_ended()
+        {
             return;
         }
         // A launch that fails takes its job out without a notice: look

@@ -8,8 +8,11 @@
 //!   supervisor's result line (exit, usage) --StepExited (retried)--> ctld
 //! ```
 //!
-//! Steps are not recorded in the spool: a daemon restarted while steps run
-//! does not re-attach to them (their srun still sees them end).
+//! Steps are not recorded in the spool. A daemon that stops ends them with
+//! the batch jobs (`StepTable::stop`: their supervisors run in sessions of
+//! their own, out of the batch jobs' process groups), and one that dies
+//! without stopping does not re-attach to them (their srun still sees them
+//! end).
 
 use crate::daemon::{call_until_answered, Daemon};
 use crate::spool::ProcId;
@@ -17,6 +20,7 @@ use crate::taskd::{TaskdControl, TaskdReport, TaskdResult, TaskdSpec};
 use model::{ExitCode, JobId};
 use proto::{CtldRequest, CtldResponse, NodeResponse, StepLaunch, StepNodeEnd};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -26,9 +30,34 @@ use tracing::{info, warn};
 #[derive(Default)]
 pub struct StepTable {
     map: Mutex<BTreeMap<(JobId, u32), mpsc::UnboundedSender<TaskdControl>>>,
+    /// Set, under `map`'s lock, when the daemon stops (`stop`): a step
+    /// entered after is ended at once.
+    stopping: AtomicBool,
+    /// Supervisors whose end (their tasks') has not been read yet.
+    live: AtomicUsize,
 }
 
+/// What a daemon that stops sends every step: the tasks are killed at once
+/// (SIGCONT, SIGTERM, SIGKILL), as the batch jobs are.
+const AT_STOP: TaskdControl = TaskdControl::Terminate(0);
+
 impl StepTable {
+    /// Ends every step here and refuses new ones: the daemon is stopping.
+    /// How many steps were told.
+    pub fn stop(&self) -> usize {
+        let map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        self.stopping.store(true, Ordering::SeqCst);
+        for tx in map.values() {
+            let _ = tx.send(AT_STOP);
+        }
+        map.len()
+    }
+
+    /// Whether every supervisor started here has ended (its tasks gone).
+    pub fn all_ended(&self) -> bool {
+        self.live.load(Ordering::SeqCst) == 0
+    }
+
     fn senders(
         &self,
         job_id: JobId,
@@ -68,6 +97,9 @@ pub fn live_path(spool_dir: &std::path::Path, job_id: JobId, step_id: u32) -> st
 /// Starts this node's share of a step.
 pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
     let key = (launch.job_id, launch.step_id);
+    if daemon.steps.stopping.load(Ordering::SeqCst) {
+        return NodeResponse::Failed("the node daemon is shutting down".into());
+    }
     let switch_user = launch.uid != daemon.daemon_uid;
     if switch_user && daemon.daemon_uid != 0 {
         return NodeResponse::Failed(
@@ -109,12 +141,16 @@ pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
         return NodeResponse::Failed(format!("cannot hand the step to its supervisor: {e}"));
     }
     let (tx, mut rx) = mpsc::unbounded_channel::<TaskdControl>();
-    daemon
-        .steps
-        .map
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(key, tx);
+    daemon.steps.live.fetch_add(1, Ordering::SeqCst);
+    {
+        let mut map = daemon.steps.map.lock().unwrap_or_else(|p| p.into_inner());
+        // Started while the daemon began to stop (`StepTable::stop` has
+        // told the others): ended as they are.
+        if daemon.steps.stopping.load(Ordering::SeqCst) {
+            let _ = tx.send(AT_STOP);
+        }
+        map.insert(key, tx);
+    }
     info!(job = %key.0, step = key.1, "step started");
     let control = tx_for_report(daemon, key);
     tokio::spawn(async move {
@@ -152,6 +188,8 @@ pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
             }
         });
         info!(job = %key.0, step = key.1, "step ended with {}", result.exit);
+        daemon.steps.live.fetch_sub(1, Ordering::SeqCst);
+        daemon.progress.notify_waiters();
         let end = StepNodeEnd {
             job_id: key.0,
             step_id: key.1,

@@ -327,3 +327,66 @@ fn a_job_still_starting_when_the_node_daemon_stops_is_killed() {
         c.logs()
     );
 }
+
+/// srun's steps end with the jobs when the node daemons stop after the
+/// controller: their supervisors run in sessions of their own, which
+/// killing the batch jobs' process groups does not reach (they were left
+/// running after `muster down`, both under a batch job and under salloc).
+#[test]
+fn steps_end_when_the_node_daemons_stop() {
+    use nix::sys::signal::Signal;
+    let mut c = cluster(2);
+    let mark = format!("stepstop{}", std::process::id());
+    let script = format!("srun bash -c 'exec -a {mark} sleep 300'");
+    let id = c.submit(&["-N2", "-n2", "-o", "/dev/null", "--wrap", &script]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let start = std::time::Instant::now();
+    while processes_named(&mark).len() < 2 && start.elapsed() < secs(15) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(processes_named(&mark).len(), 2, "{}", c.logs());
+    // As `muster down`: the controller goes first, so no termination of
+    // the job comes from it (with it up, its end of the job would reach
+    // the steps).
+    c.kill_ctld();
+    for node in ["node1", "node2"] {
+        c.signal_node(node, Signal::SIGTERM);
+    }
+    let exited: Vec<_> = ["node1", "node2"]
+        .iter()
+        .map(|node| c.wait_node_exit(node, secs(15)))
+        .collect();
+    // Give a process the daemons left behind the time to show.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let left = processes_named(&mark);
+    for pid in &left {
+        // Ours: the step tasks this test started.
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    assert!(
+        exited.iter().all(Option::is_some),
+        "node daemon still running\n{}",
+        c.logs()
+    );
+    assert!(
+        left.is_empty(),
+        "step tasks left running: {left:?}\n{}",
+        c.logs()
+    );
+    assert!(
+        c.log("noded-node2").contains("ending steps at shutdown"),
+        "{}",
+        c.logs()
+    );
+}
+
+/// The pids of the processes whose name (`argv[0]`) is `name`.
+fn processes_named(name: &str) -> Vec<i32> {
+    processes_marked(name)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).next() == Some(name.as_bytes()))
+        })
+        .collect()
+}
