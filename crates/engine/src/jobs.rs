@@ -1618,7 +1618,7 @@ impl Engine {
                                 continue;
                             };
                             let req = self.request_for(job);
-                            let probe = sched::Probe::of(&req);
+                            let probe = self.pass_cache.probe(&req);
                             let kept = crate::KeptRequest {
                                 req: Box::new(req),
                                 probe,

@@ -1632,6 +1632,8 @@ pub struct PassCache {
     /// The last pass, to go on with (`plan_more`), and what it learnt
     /// (`PassCache::cannot_start`).
     pass: Option<PassState>,
+    /// The spread keys numbered (`Probe`, `PassState::spread_failed`).
+    spread_ids: SpreadIds,
     /// What the caller said of the next pass's views
     /// (`PassCache::views_differ_only_on`).
     hint: Option<Vec<usize>>,
@@ -1649,22 +1651,47 @@ fn covered(failed: &[(u32, i64)], ntasks: u32, d: i64) -> bool {
     failed.iter().any(|&(n, t)| n <= ntasks && t <= d)
 }
 
-/// What `PassCache::cannot_start` reads of a job, made once.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What `PassCache::cannot_start` reads of a job, made once
+/// (`PassCache::probe`): 16 bytes, so that a caller keeping one per
+/// waiting job reads little to ask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Probe {
-    /// Its `spread_key` (`None`: the pass learns nothing about it).
-    spread: Option<ShapeKey>,
+    /// Its `spread_key`'s number in `SpreadIds` (`NO_SPREAD`: the pass
+    /// learns nothing about it), valid in that numbering's `epoch`.
+    spread: u32,
+    epoch: u32,
     ntasks: u32,
     limit: i64,
 }
 
-impl Probe {
-    /// `job`'s.
-    pub fn of(job: &JobRequest) -> Probe {
-        Probe {
-            spread: spread_key(job, &shape_key(job)),
-            ntasks: job.ntasks,
-            limit: limit_secs(job.time_limit),
+/// `Probe::spread` of a job without a spread key.
+const NO_SPREAD: u32 = u32::MAX;
+
+/// Spread keys numbered, so that a probe and a pass's memo of the shapes
+/// that could not start name a shape by a number. Kept by the cache from
+/// pass to pass; emptied between passes past `SPREAD_IDS_MAX` keys, which
+/// starts a new `epoch` (probes of an older one tell nothing).
+#[derive(Clone, Debug, Default)]
+struct SpreadIds {
+    ids: std::collections::HashMap<ShapeKey, u32>,
+    epoch: u32,
+}
+
+/// Distinct spread keys kept at most (a deep queue has a few dozen).
+const SPREAD_IDS_MAX: usize = 1 << 16;
+
+impl SpreadIds {
+    fn id(&mut self, key: ShapeKey) -> u32 {
+        let next = self.ids.len() as u32;
+        *self.ids.entry(key).or_insert(next)
+    }
+
+    /// Empties a numbering grown past `SPREAD_IDS_MAX`: only between
+    /// passes (a pass's memo holds numbers).
+    fn trim(&mut self) {
+        if self.ids.len() > SPREAD_IDS_MAX {
+            self.ids.clear();
+            self.epoch = self.epoch.wrapping_add(1);
         }
     }
 }
@@ -1703,7 +1730,29 @@ impl PassCache {
     /// goes on, so a caller that left `job` out of a pass may keep its
     /// decision to wait when this holds.
     pub fn cannot_start(&self, job: &JobRequest) -> bool {
-        self.cannot_start_as(&Probe::of(job))
+        let Some(key) = spread_key(job, &shape_key(job)) else {
+            return false;
+        };
+        // A shape never numbered never failed.
+        let Some(&spread) = self.spread_ids.ids.get(&key) else {
+            return false;
+        };
+        self.cannot_start_as(&Probe {
+            spread,
+            epoch: self.spread_ids.epoch,
+            ntasks: job.ntasks,
+            limit: limit_secs(job.time_limit),
+        })
+    }
+
+    /// `job`'s probe, for `cannot_start_as`.
+    pub fn probe(&mut self, job: &JobRequest) -> Probe {
+        Probe {
+            spread: spread_key(job, &shape_key(job)).map_or(NO_SPREAD, |k| self.spread_ids.id(k)),
+            epoch: self.spread_ids.epoch,
+            ntasks: job.ntasks,
+            limit: limit_secs(job.time_limit),
+        }
     }
 
     /// Whether a job on `partitions` that cannot start, had it come after
@@ -1765,12 +1814,12 @@ impl PassCache {
     /// `cannot_start` for the job `probe` was made of (a caller that asks
     /// about the same jobs pass after pass keeps their probes).
     pub fn cannot_start_as(&self, probe: &Probe) -> bool {
-        let Some(k) = &probe.spread else {
+        if probe.spread == NO_SPREAD || probe.epoch != self.spread_ids.epoch {
             return false;
-        };
+        }
         self.pass
             .as_ref()
-            .and_then(|p| p.spread_failed.get(k))
+            .and_then(|p| p.spread_failed.get(&probe.spread))
             .is_some_and(|f| covered(f, probe.ntasks, probe.limit))
     }
 
@@ -1888,6 +1937,8 @@ fn plan_on(
     if let Some(last) = cache.pass.take() {
         cache.diagnosed = last.diagnosed;
     }
+    // The last pass's memo, which holds numbers, is gone.
+    cache.spread_ids.trim();
     let hint = cache.hint.take();
     cache.check(view, hint.as_deref());
     let mut tl = cache
@@ -1911,7 +1962,7 @@ fn plan_on(
             deferred.push(idx);
             continue;
         }
-        pass.decide(job, view, cfg, &mut tl, &mut plan);
+        pass.decide(job, view, cfg, &mut tl, &mut plan, &mut cache.spread_ids);
     }
     if cache.hold_deferred {
         pass.deferred = deferred;
@@ -1919,7 +1970,14 @@ fn plan_on(
         // Stable: equal limits stay in priority order.
         deferred.sort_by_key(|&i| limit_secs(view.jobs[i].time_limit));
         for idx in deferred {
-            pass.decide(&view.jobs[idx], view, cfg, &mut tl, &mut plan);
+            pass.decide(
+                &view.jobs[idx],
+                view,
+                cfg,
+                &mut tl,
+                &mut plan,
+                &mut cache.spread_ids,
+            );
         }
     }
     cache.timeline = Some(tl);
@@ -1938,9 +1996,10 @@ fn plan_on(
 pub fn plan_more(view: &ClusterView, cfg: &SchedConfig, cache: &mut PassCache) -> Option<Plan> {
     let pass = cache.pass.as_mut()?;
     let tl = cache.timeline.as_mut()?;
+    let ids = &mut cache.spread_ids;
     let mut plan = Plan::default();
     for idx in priority_order(view.jobs, view.parts) {
-        pass.decide(&view.jobs[idx], view, cfg, tl, &mut plan);
+        pass.decide(&view.jobs[idx], view, cfg, tl, &mut plan, ids);
     }
     Some(plan)
 }
@@ -1970,7 +2029,8 @@ struct PassState {
     /// (`spread_key`): one that could not start now with `n` tasks for `d`
     /// seconds tells that none with more tasks and a longer limit can,
     /// later in the pass (and `PassCache::cannot_start`).
-    spread_failed: BTreeMap<ShapeKey, Vec<(u32, i64)>>,
+    /// (By the key's number in the cache's `SpreadIds`.)
+    spread_failed: BTreeMap<u32, Vec<(u32, i64)>>,
     /// Why jobs wait does not depend on their time limit once every
     /// partition of theirs takes that limit: one diagnosis per shape (kept
     /// between passes while the nodes and partitions stay as they are:
@@ -2041,6 +2101,7 @@ impl PassState {
 
     /// Decides `job`, the next in the order the pass tries jobs (priority
     /// order, the deferred ones last: `defers`), into `plan`.
+    #[allow(clippy::too_many_arguments)]
     fn decide(
         &mut self,
         job: &JobRequest,
@@ -2048,6 +2109,7 @@ impl PassState {
         cfg: &SchedConfig,
         tl: &mut Timeline,
         plan: &mut Plan,
+        spread_ids: &mut SpreadIds,
     ) {
         let (parts, now) = (view.parts, self.now);
         let shape = shape_key(job);
@@ -2071,10 +2133,10 @@ impl PassState {
             self.n_tested += 1;
             *self.tested_per_user.entry(job.user).or_default() += 1;
             let mut start = None;
-            let spread = spread_key(job, &shape);
-            let dominated = spread.as_ref().is_some_and(|k| {
+            let spread = spread_key(job, &shape).map(|k| spread_ids.id(k));
+            let dominated = spread.is_some_and(|k| {
                 self.spread_failed
-                    .get(k)
+                    .get(&k)
                     .is_some_and(|f| covered(f, job.ntasks, d))
             });
             let tried = !known.failed_now && !dominated;
@@ -2292,7 +2354,7 @@ struct ShapeMemo {
 /// same key fit in the same places. Plain CPU jobs (the common case, and
 /// every simulated trace job) get a key of numbers; the rest their whole
 /// request in text.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum ShapeKey {
     Plain {
         partitions: Parts,
@@ -2334,7 +2396,7 @@ fn without_time(key: &ShapeKey) -> ShapeKey {
 
 /// A job's candidate partitions in a shape key: one partition (the usual
 /// case) without an allocation.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum Parts {
     One(usize),
     Many(Vec<usize>),
