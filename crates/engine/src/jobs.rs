@@ -2146,9 +2146,6 @@ impl Engine {
     }
 }
 
-/// Jobs holding resources, with when they are expected to give them back
-/// (start plus time limit), for the backfill timeline; their allocations
-/// are borrowed, not copied.
 /// Sorts the walk's deferred jobs, (time limit, place), which come in
 /// the order of their places, by limit and then place: a counting sort
 /// over the few distinct limits (a trace has a few dozen or a hundred)
@@ -2192,6 +2189,9 @@ fn sort_by_limit(later: &mut Vec<(i64, u32)>) {
     debug_assert!(later.windows(2).all(|w| w[0] < w[1]));
 }
 
+/// Jobs holding resources, with when they are expected to give them back
+/// (start plus time limit), for the backfill timeline; their allocations
+/// are borrowed, not copied.
 fn running_views<'a>(
     jobs: &'a std::collections::BTreeMap<JobId, Box<Job>>,
     holding: &std::collections::BTreeMap<JobId, u64>,
