@@ -1183,12 +1183,15 @@ impl Engine {
             Some(ids) if heads_planned => {
                 // Older jobs that the CPUs free now could hold: only they
                 // could start where the plans made again now leave room.
-                let startable = self.startable_waiting(&ids, free_cpus);
+                let none_startable = self
+                    .startable_waiting_iter(&ids, free_cpus)
+                    .next()
+                    .is_none();
                 // Jobs old enough for a plan of their own (bf_age_reserve):
                 // a full pass plans them wherever they are in the queue.
                 let aged = self.aged_waiting(now);
                 if !freed
-                    && startable.is_empty()
+                    && none_startable
                     && aged.iter().all(|id| self.plans.contains_key(id))
                     && self.fresh_cannot_start(&ids, &parts, &limited, free_cpus, now)
                 {
@@ -1202,6 +1205,7 @@ impl Engine {
                     }
                     return;
                 }
+                let startable = self.startable_waiting(&ids, free_cpus);
                 let pass = self.short_pass(&ids, startable, aged, &parts, &limited, free_cpus, now);
                 reduced = pass.is_some();
                 pass
@@ -1719,7 +1723,7 @@ impl Engine {
     fn short_pass(
         &self,
         ids: &[JobId],
-        startable: Vec<crate::queue::Queued>,
+        startable: Vec<&crate::queue::Queued>,
         aged: Vec<JobId>,
         parts: &[sched::PartView],
         limited: &crate::limits::LimitCheck,
@@ -1735,7 +1739,7 @@ impl Engine {
         // a pass may leave out (plain ones waiting for Priority).
         let mut optional = Vec::new();
         for q in startable {
-            if !self.walk_passes_off && !only.contains(&q.id()) && self.leavable(&q, limited, now) {
+            if !self.walk_passes_off && !only.contains(&q.id()) && self.leavable(q, limited, now) {
                 optional.push((
                     q.key,
                     q.id(),
@@ -1996,12 +2000,23 @@ impl Engine {
     /// (`sched::demand_cpus` of their request; array records always),
     /// neither completing nor held: the only older jobs a pass after
     /// submissions could start.
-    fn startable_waiting(&self, fresh: &[JobId], free: u32) -> Vec<crate::queue::Queued> {
+    fn startable_waiting<'a>(
+        &'a self,
+        fresh: &'a [JobId],
+        free: u32,
+    ) -> Vec<&'a crate::queue::Queued> {
+        self.startable_waiting_iter(fresh, free).collect()
+    }
+
+    /// `startable_waiting`, not collected.
+    fn startable_waiting_iter<'a>(
+        &'a self,
+        fresh: &'a [JobId],
+        free: u32,
+    ) -> impl Iterator<Item = &'a crate::queue::Queued> {
         self.queue
             .by_demand(..=(i64::from(free), JobId(u32::MAX)))
-            .filter(|q| !fresh.contains(&q.id()))
-            .copied()
-            .collect()
+            .filter(move |q| !fresh.contains(&q.id()))
     }
 
     /// Pending jobs, neither completing nor held, that have waited at
