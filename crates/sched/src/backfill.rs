@@ -1737,18 +1737,19 @@ impl PassCache {
         let Some(&spread) = self.spread_ids.ids.get(&key) else {
             return false;
         };
-        self.cannot_start_as(&Probe {
-            spread,
-            epoch: self.spread_ids.epoch,
-            ntasks: job.ntasks,
-            limit: limit_secs(job.time_limit),
-        })
+        self.cannot_start_as(&self.probe_as(job, spread))
     }
 
     /// `job`'s probe, for `cannot_start_as`.
     pub fn probe(&mut self, job: &JobRequest) -> Probe {
+        let spread = spread_key(job, &shape_key(job)).map_or(NO_SPREAD, |k| self.spread_ids.id(k));
+        self.probe_as(job, spread)
+    }
+
+    /// `job`'s probe, its spread key numbered `spread`.
+    fn probe_as(&self, job: &JobRequest, spread: u32) -> Probe {
         Probe {
-            spread: spread_key(job, &shape_key(job)).map_or(NO_SPREAD, |k| self.spread_ids.id(k)),
+            spread,
             epoch: self.spread_ids.epoch,
             ntasks: job.ntasks,
             limit: limit_secs(job.time_limit),
