@@ -465,6 +465,12 @@ struct Timeline {
     /// the same plans, so `fits_now` changes only the nodes of the plans
     /// that differ instead of laying every plan on and off for each job.
     overlay: usize,
+    /// `work` holds, on its dirty nodes, a rebuild of every node for a
+    /// later time (`earliest` left it so): not `base` with an overlay.
+    /// `reset` puts it back before anything but another rebuild of every
+    /// node reads it (wide jobs planned one after another rebuild every
+    /// node each, and would put every node back in between).
+    stale: bool,
     /// The free CPUs of `work` with the plans of the first `k` entries
     /// laid on, at index `k`, once known (`UNKNOWN`: not yet); cleared by
     /// a start or a plan.
@@ -548,6 +554,9 @@ struct Timeline {
     /// each partition's nodes sorted by (weight, rank, index), and whether
     /// that sort is still true to the rank.
     orders: [Vec<Vec<NodeIdx>>; 2],
+    /// Per node: `base`'s weight, which the orders sort by first (read
+    /// here, not from the views, when a sort compares them).
+    weights: Vec<u32>,
     order_ok: [bool; 2],
     /// Per rank: the nodes whose rank (or weight) changed since its orders
     /// were last sorted, so that only they move (`moved_all`: sort all).
@@ -565,6 +574,7 @@ impl Timeline {
             dirty: Vec::new(),
             is_dirty: Vec::new(),
             overlay: 0,
+            stale: false,
             overlay_free: Vec::new(),
             touched: Vec::new(),
             is_moved: Vec::new(),
@@ -597,6 +607,7 @@ impl Timeline {
             next_plan: Vec::new(),
             free_now: Vec::new(),
             orders: [Vec::new(), Vec::new()],
+            weights: Vec::new(),
             order_ok: [false, false],
             moved: [Vec::new(), Vec::new()],
             moved_all: [true, true],
@@ -693,6 +704,7 @@ impl Timeline {
                 })
                 .collect();
             self.work = self.base.clone();
+            self.weights = nodes.iter().map(|n| n.weight).collect();
             self.running_on = vec![Vec::new(); nodes.len()];
             self.run_sum = vec![RunSum::default(); nodes.len()];
             self.plan_last = vec![Timestamp::MIN; nodes.len()];
@@ -703,6 +715,7 @@ impl Timeline {
             self.moved_all = [true, true];
             self.dirty.clear();
             self.overlay = 0;
+            self.stale = false;
             self.free = nodes.iter().map(free_cpus).sum();
             self.hist.iter_mut().for_each(|h| *h = 0);
             for (i, n) in nodes.iter().enumerate() {
@@ -727,6 +740,7 @@ impl Timeline {
                 copy_vec(&mut b.gres, &n.gres);
                 copy_vec(&mut b.features, &n.features);
                 b.weight = n.weight;
+                self.weights[i] = n.weight;
                 b.available = n.available;
                 b.exclusive_in_use = n.exclusive_in_use;
                 b.n_jobs = n.n_jobs;
@@ -1097,6 +1111,7 @@ impl Timeline {
     /// Puts `work` back to `base`.
     fn reset(&mut self) {
         self.overlay = 0;
+        self.stale = false;
         let mut dirty = std::mem::take(&mut self.dirty);
         for &i in &dirty {
             self.is_dirty[i] = false;
@@ -1181,6 +1196,9 @@ impl Timeline {
             }
         }
         if !rebuilt {
+            if self.stale {
+                self.reset();
+            }
             let k = self.plan_starts.range(..now.saturating_add(d)).count();
             self.overlay_to(k, d);
         }
@@ -1198,7 +1216,14 @@ impl Timeline {
                 None => break None,
             }
         };
-        self.reset();
+        if rebuilt {
+            // Every node is dirty: put back when next read, unless the
+            // next job rebuilds every node too.
+            self.overlay = 0;
+            self.stale = true;
+        } else {
+            self.reset();
+        }
         found
     }
 
@@ -1299,10 +1324,11 @@ impl Timeline {
             return place_ranked(job, parts, &self.work, rank);
         }
         if !self.order_ok[k] {
-            let (base, orders) = (&self.base, &mut self.orders[k]);
+            let (base, orders, weights) = (&self.base, &mut self.orders[k], &self.weights);
+            debug_assert!(base.iter().map(|n| n.weight).eq(weights.iter().copied()));
             let key = |n: &NodeIdx| {
                 let i = n.0 as usize;
-                (base[i].weight, rank[i], n.0)
+                (weights[i], rank[i], n.0)
             };
             let moved = &mut self.moved[k];
             let all = self.moved_all[k]
@@ -1369,6 +1395,9 @@ impl Timeline {
         {
             return None;
         }
+        if self.stale {
+            self.reset();
+        }
         self.overlay_to(k, d);
         if self.overlay_free.len() <= k {
             self.overlay_free.resize(k + 1, UNKNOWN);
@@ -1406,8 +1435,11 @@ impl Timeline {
     }
 
     fn reserve(&mut self, start: Timestamp, d: i64, alloc: &Allocation) {
-        // A new entry of `plan_starts` renumbers the overlay's.
-        self.reset();
+        // A new entry of `plan_starts` renumbers the overlay's (a stale
+        // `work` is put back when next read).
+        if !self.stale {
+            self.reset();
+        }
         self.overlay_free.clear();
         let end = start.saturating_add(d);
         let key = self.round_up(end);
