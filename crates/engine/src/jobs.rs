@@ -1046,6 +1046,29 @@ impl Engine {
     /// until then). The simulator skips these passes; a controller runs
     /// them, since its users read the reasons and plans.
     pub fn pass_starts_nothing(&mut self) -> bool {
+        self.free_if_pass_may_start().is_none()
+    }
+
+    /// The next `schedule`, unless it would start nothing and could be
+    /// skipped (`pass_starts_nothing`): whether it was run. The free CPUs
+    /// the test counted are the pass's own (nothing changes in between),
+    /// so the nodes are swept once instead of twice.
+    pub fn schedule_unless_idle(&mut self, now: Timestamp) -> bool {
+        match self.free_if_pass_may_start() {
+            None => false,
+            Some(free) => {
+                self.schedule_counted(now, free);
+                true
+            }
+        }
+    }
+
+    /// `None` where the next pass would start nothing
+    /// (`pass_starts_nothing`), else the free CPUs of the nodes where the
+    /// test counted them: they stay the pass's own until the next change
+    /// (no job is suspended and no dependency met for `schedule_pass` to
+    /// change them first, or the test does not count).
+    fn free_if_pass_may_start(&mut self) -> Option<Option<u32>> {
         if !self.sched_dirty
             || self.full_passes
             || self.whole_queue_pass
@@ -1054,7 +1077,7 @@ impl Engine {
             || self.settings.enforce.limits
             || self.settings.preempt.kind != crate::preempt::PreemptType::None
         {
-            return false;
+            return Some(None);
         }
         self.refresh_queue();
         // An FCFS pass that stops at its depth arms the pass over the
@@ -1065,13 +1088,13 @@ impl Engine {
             && self.depth_wake.is_none()
             && self.queue.len() > cfg.default_queue_depth as usize
         {
-            return false;
+            return Some(None);
         }
-        let free = i64::from(self.free_cpus());
+        let free = self.free_cpus();
         self.queue
-            .by_demand(..=(free, JobId(u32::MAX)))
+            .by_demand(..=(i64::from(free), JobId(u32::MAX)))
             .next()
-            .is_none()
+            .map(|_| Some(free))
     }
 
     /// One scheduling pass: starts every job that fits, sets the reason of
@@ -1083,6 +1106,12 @@ impl Engine {
     /// nothing came free, so no other waiting job can start now, and the
     /// plans the new jobs must not delay are the ones re-made here.
     pub fn schedule(&mut self, now: Timestamp) {
+        self.schedule_counted(now, None);
+    }
+
+    /// `schedule`, with the free CPUs where the caller counted them since
+    /// the last change.
+    fn schedule_counted(&mut self, now: Timestamp, known_free: Option<u32>) {
         if !self.sched_dirty {
             return;
         }
@@ -1091,14 +1120,16 @@ impl Engine {
         if std::mem::take(&mut self.whole_queue_pass) {
             let depth = self.sched_cfg.default_queue_depth;
             self.sched_cfg.default_queue_depth = u32::MAX;
-            self.schedule_pass(now);
+            self.schedule_pass(now, known_free);
             self.sched_cfg.default_queue_depth = depth;
         } else {
-            self.schedule_pass(now);
+            self.schedule_pass(now, known_free);
         }
     }
 
-    fn schedule_pass(&mut self, now: Timestamp) {
+    /// `known_free`: the free CPUs where the caller counted them since the
+    /// last change (`free_if_pass_may_start`).
+    fn schedule_pass(&mut self, now: Timestamp, known_free: Option<u32>) {
         self.sched_dirty = false;
         let fresh = self.fresh.replace(Vec::new());
         if fresh.is_none() {
@@ -1115,7 +1146,13 @@ impl Engine {
         // let through before it then, counted against it, started or not)
         // must be tried: only a pass over every job does.
         let fresh = fresh.filter(|_| !limited.released);
-        let free_cpus = self.free_cpus();
+        let free_cpus = match known_free {
+            Some(free) => {
+                debug_assert_eq!(free, self.free_cpus());
+                free
+            }
+            None => self.free_cpus(),
+        };
         let cfg = &self.sched_cfg;
         // FCFS passes are reduced only to a prefix of the queue (below).
         let fcfs = cfg.policy == sched::Policy::Fcfs;
@@ -1542,8 +1579,8 @@ impl Engine {
         // The deferred jobs in order (the prefix's come before the jobs it
         // left out), and (time limit, place there) to sort them by: small
         // keys sort faster than whole entries (a queue of 100,000 jobs
-        // puts most of them aside).
-        let mut deferred: Vec<Walked> = held;
+        // puts most of them aside), and they are borrowed, not copied.
+        let mut deferred: Vec<&Walked> = held.iter().collect();
         let mut later: Vec<(i64, u32)> = deferred
             .iter()
             .enumerate()
@@ -1556,7 +1593,7 @@ impl Engine {
         loop {
             let entry = if deferring {
                 if let Some(e) = entries.get(at) {
-                    *e
+                    e
                 } else {
                     deferring = false;
                     // Those that may be left out and need more CPUs than
@@ -1580,7 +1617,7 @@ impl Engine {
                 }
             };
             at += 1;
-            let (_, id, demand, how) = entry;
+            let (_, id, demand, how) = *entry;
             let req = match how {
                 Try::Given(i) => &requests[i],
                 Try::Must | Try::Optional(..) => {
@@ -2177,6 +2214,14 @@ fn sort_by_limit(later: &mut Vec<(i64, u32)>) {
     if limits.len() == 1 {
         return;
     }
+    // Many distinct limits (a synthetic load's): by their minutes.
+    if limits.len() > 64 {
+        if let Some(sorted) = radix_by_minutes(later) {
+            *later = sorted;
+            debug_assert!(later.windows(2).all(|w| w[0] < w[1]));
+            return;
+        }
+    }
     limits.sort_unstable_by_key(|l| l.0);
     limits.dedup_by(|b, a| {
         let same = a.0 == b.0;
@@ -2202,6 +2247,53 @@ fn sort_by_limit(later: &mut Vec<(i64, u32)>) {
     }
     *later = sorted;
     debug_assert!(later.windows(2).all(|w| w[0] < w[1]));
+}
+
+/// `later` (in the order of its places) sorted by limit and then place,
+/// where every limit is whole minutes or `FOREVER` (`sched::limit_secs`'s
+/// values; `None` elsewhere): a radix sort over the minutes, a byte at a
+/// time from the lowest, each round keeping the order of the one before.
+fn radix_by_minutes(later: &[(i64, u32)]) -> Option<Vec<(i64, u32)>> {
+    let mut most = 0u64;
+    for &(limit, _) in later {
+        if limit == sched::FOREVER {
+            continue;
+        }
+        if limit < 0 || limit % 60 != 0 {
+            return None;
+        }
+        most = most.max((limit / 60) as u64);
+    }
+    // `FOREVER` after every limit in minutes.
+    let key = |limit: i64| {
+        if limit == sched::FOREVER {
+            most + 1
+        } else {
+            (limit / 60) as u64
+        }
+    };
+    let bits = u64::BITS - (most + 1).leading_zeros();
+    let mut from = later.to_vec();
+    let mut to = vec![(0, 0); later.len()];
+    let mut shift = 0;
+    while shift < bits {
+        let digit = |limit: i64| ((key(limit) >> shift) & 0xff) as usize;
+        let mut at = [0usize; 257];
+        for e in &from {
+            at[digit(e.0) + 1] += 1;
+        }
+        for d in 0..256 {
+            at[d + 1] += at[d];
+        }
+        for &e in &from {
+            let d = digit(e.0);
+            to[at[d]] = e;
+            at[d] += 1;
+        }
+        std::mem::swap(&mut from, &mut to);
+        shift += 8;
+    }
+    Some(from)
 }
 
 /// Jobs holding resources, with when they are expected to give them back
@@ -2535,6 +2627,22 @@ mod tests {
         ) {
             let mut later: Vec<(i64, u32)> =
                 limits.iter().enumerate().map(|(k, &l)| (l, k as u32 * 2)).collect();
+            let mut want = later.clone();
+            want.sort_unstable();
+            sort_by_limit(&mut later);
+            prop_assert_eq!(later, want);
+        }
+
+        /// Also with many distinct limits in minutes (the radix sort).
+        #[test]
+        fn sort_by_limit_sorts_many_minutes_as_the_pairs_sort(
+            minutes in proptest::collection::vec(prop_oneof![Just(None), (0..70_000i64).prop_map(Some)], 0..600)
+        ) {
+            let mut later: Vec<(i64, u32)> = minutes
+                .iter()
+                .enumerate()
+                .map(|(k, m)| (m.map_or(sched::FOREVER, |m| m * 60), k as u32 * 3))
+                .collect();
             let mut want = later.clone();
             want.sort_unstable();
             sort_by_limit(&mut later);

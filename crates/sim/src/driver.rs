@@ -234,10 +234,12 @@ pub fn simulate_with(
         engine.on_timer(t);
         // A pass that can start nothing only gives the waiting jobs
         // reasons and plans, which the next pass makes again: skipped
-        // (`Engine::pass_starts_nothing`; never with `full_passes`), unless
-        // the plans are tracked (they are those a controller shows).
-        if track_plans || !engine.pass_starts_nothing() {
+        // (`Engine::schedule_unless_idle`; never with `full_passes`),
+        // unless the plans are tracked (they are those a controller shows).
+        if track_plans {
             engine.schedule(t);
+            out.passes += 1;
+        } else if engine.schedule_unless_idle(t) {
             out.passes += 1;
         }
         batches += 1;
