@@ -1580,15 +1580,14 @@ impl Engine {
         // left out), and (time limit, place there) to sort them by: small
         // keys sort faster than whole entries (a queue of 100,000 jobs
         // puts most of them aside), and they are borrowed, not copied.
-        let mut deferred: Vec<&Walked> = held.iter().collect();
-        let mut later: Vec<(i64, u32)> = deferred
-            .iter()
-            .enumerate()
-            .map(|(k, e)| match e.3 {
-                Try::Given(i) => (sched::limit_secs(requests[i].time_limit), k as u32),
-                _ => unreachable!("held jobs are the pass's own"),
-            })
-            .collect();
+        let most = held.len() + entries.len();
+        let mut deferred: Vec<&Walked> = Vec::with_capacity(most);
+        deferred.extend(&held);
+        let mut later: Vec<(i64, u32)> = Vec::with_capacity(most);
+        later.extend(deferred.iter().enumerate().map(|(k, e)| match e.3 {
+            Try::Given(i) => (sched::limit_secs(requests[i].time_limit), k as u32),
+            _ => unreachable!("held jobs are the pass's own"),
+        }));
         let (mut at, mut deferring) = (0, true);
         loop {
             let entry = if deferring {
@@ -1930,7 +1929,9 @@ impl Engine {
         // looked at (`Queue::notable_after`), not the whole queue.
         let fcfs = self.sched_cfg.policy == sched::Policy::Fcfs;
         let mut only = std::collections::BTreeSet::new();
-        let mut cands: Vec<LeftOut> = Vec::new();
+        // Every job in the queue may be one (grown, it would be copied
+        // over and over on a deep queue).
+        let mut cands: Vec<LeftOut> = Vec::with_capacity(self.queue.len());
         let mut pending_endless = true;
         // The first jobs in order, as many as the free CPUs could hold and
         // one beyond (each job needs a CPU at least: this many are enough):
