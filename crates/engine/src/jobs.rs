@@ -1449,23 +1449,27 @@ impl Engine {
         // Under FCFS every job left out is behind the blocked one: only
         // those that must be tried are (their reasons may change).
         let fcfs = self.sched_cfg.policy == sched::Policy::Fcfs;
-        let entries: Vec<Walked> = check
-            .left_out
-            .iter()
-            .filter(|c| c.3 || (!fcfs && c.2 <= left))
-            .map(|&(key, id, demand, must, parts, limit)| {
-                (
-                    key,
-                    id,
-                    demand,
-                    if must {
-                        Try::Must
-                    } else {
-                        Try::Optional(parts, limit)
-                    },
-                )
-            })
-            .collect();
+        // Sized for all of them at once (grown, a deep queue's would be
+        // copied over and over).
+        let mut entries: Vec<Walked> = Vec::with_capacity(check.left_out.len());
+        entries.extend(
+            check
+                .left_out
+                .iter()
+                .filter(|c| c.3 || (!fcfs && c.2 <= left))
+                .map(|&(key, id, demand, must, parts, limit)| {
+                    (
+                        key,
+                        id,
+                        demand,
+                        if must {
+                            Try::Must
+                        } else {
+                            Try::Optional(parts, limit)
+                        },
+                    )
+                }),
+        );
         // `left_out` is in order already (`freed_prefix`).
         debug_assert!(entries
             .windows(2)
