@@ -253,8 +253,14 @@ struct PlanHold {
     cpus: u32,
     /// One more than its index in `Timeline::plan_gres`; 0: no GRES.
     gres: u32,
+    /// The node's next share in `Timeline::plans` by end, back from the
+    /// last (`NO_PLAN`: none).
+    older: u32,
     exclusive: bool,
 }
+
+/// `Timeline::plan_head` and `PlanHold::older` where there is none.
+const NO_PLAN: u32 = u32::MAX;
 
 /// A node's running holds summed: when they end, first and last, and what
 /// they hold together (`gres`: one holds GRES, which only the holds
@@ -517,8 +523,14 @@ struct Timeline {
     started_at: Vec<usize>,
     /// Scratch for `fill`: the nodes a hint and `started_at` name.
     maybe_changed: Vec<usize>,
-    /// Per node: planned shares, held over their interval, by its end.
-    planned_on: Vec<Vec<PlanHold>>,
+    /// The pass's planned shares, plan after plan (each plan's in its
+    /// node order), each node's linked from the one that ends last
+    /// (`plan_head`) back through `PlanHold::older`: a wide plan is
+    /// written in one run, and a rebuild of every node reads each plan's
+    /// shares in order (a list per node scattered them over the heap).
+    plans: Vec<PlanHold>,
+    /// Per node: its share in `plans` that ends last (`NO_PLAN`: none).
+    plan_head: Vec<u32>,
     /// The GRES the plans' shares take (`PlanHold::gres`).
     plan_gres: Vec<Vec<(usize, Vec<u32>)>>,
     /// Per node: the end of its last plan (`MIN`: none).
@@ -594,7 +606,8 @@ impl Timeline {
             started_on: Vec::new(),
             started_at: Vec::new(),
             maybe_changed: Vec::new(),
-            planned_on: Vec::new(),
+            plans: Vec::new(),
+            plan_head: Vec::new(),
             plan_gres: Vec::new(),
             releases: BTreeMap::new(),
             added: BTreeMap::new(),
@@ -708,7 +721,7 @@ impl Timeline {
             self.running_on = vec![Vec::new(); nodes.len()];
             self.run_sum = vec![RunSum::default(); nodes.len()];
             self.plan_last = vec![Timestamp::MIN; nodes.len()];
-            self.planned_on = vec![Vec::new(); nodes.len()];
+            self.plan_head = vec![NO_PLAN; nodes.len()];
             self.is_dirty = vec![false; nodes.len()];
             self.next_plan = vec![u64::MAX; nodes.len()];
             self.free_now = vec![0; nodes.len()];
@@ -764,7 +777,7 @@ impl Timeline {
             // Only nodes with a plan have one to take off.
             for on in self.plan_starts.values() {
                 for &i in on {
-                    self.planned_on[i].clear();
+                    self.plan_head[i] = NO_PLAN;
                     self.plan_last[i] = Timestamp::MIN;
                     if self.next_plan[i] != u64::MAX {
                         self.next_plan[i] = u64::MAX;
@@ -791,6 +804,7 @@ impl Timeline {
         }
         self.added.clear();
         self.plan_starts.clear();
+        self.plans.clear();
         self.plan_gres.clear();
         self.added_cpus.clear();
         self.plan_start_cpus.clear();
@@ -1098,10 +1112,15 @@ impl Timeline {
         // From the last to end: most are over by `t` (the plans of wide
         // jobs before this one, on most nodes).
         if self.plan_last[i] > t {
-            for h in self.planned_on[i].iter().rev().take_while(|h| h.until > t) {
+            let mut k = self.plan_head[i];
+            while let Some(h) = self.plans.get(k as usize) {
+                if h.until <= t {
+                    break;
+                }
                 if h.from < t + d {
                     apply_plan(work, h, &self.plan_gres);
                 }
+                k = h.older;
             }
         }
         let new = free_cpus(work);
@@ -1456,26 +1475,33 @@ impl Timeline {
             taken += i64::from(na.cpus);
             // By end, so that a rebuild stops at the plans over by then.
             self.plan_last[i] = self.plan_last[i].max(end);
-            let on = &mut self.planned_on[i];
-            // Most plans end after those before them: look from the back.
-            let at = on.len() - on.iter().rev().take_while(|h| h.until > end).count();
             let gres = if na.gres.is_empty() {
                 0
             } else {
                 self.plan_gres.push(na.gres.clone());
                 self.plan_gres.len() as u32
             };
-            on.insert(
-                at,
-                PlanHold {
-                    from: start,
-                    until: end,
-                    mem: na.mem,
-                    cpus: na.cpus,
-                    gres,
-                    exclusive: alloc.exclusive,
-                },
-            );
+            // After the node's shares that end later (most plans end after
+            // those before them: none), before the others.
+            let (mut later, mut k) = (NO_PLAN, self.plan_head[i]);
+            while let Some(h) = self.plans.get(k as usize).filter(|h| h.until > end) {
+                later = k;
+                k = h.older;
+            }
+            let at = u32::try_from(self.plans.len()).expect("fewer shares than u32::MAX");
+            self.plans.push(PlanHold {
+                from: start,
+                until: end,
+                mem: na.mem,
+                cpus: na.cpus,
+                gres,
+                older: k,
+                exclusive: alloc.exclusive,
+            });
+            match self.plans.get_mut(later as usize) {
+                Some(h) => h.older = at,
+                None => self.plan_head[i] = at,
+            }
             starts.push(i);
             if let Some(e) = ends.as_mut() {
                 let cpus = freed_cpus(&self.base[i], na, alloc.exclusive);
@@ -2604,8 +2630,22 @@ mod kept_timeline_tests {
         // Each node's running holds summed, and the end of its last plan.
         for (i, on) in tl.running_on.iter().enumerate() {
             assert_eq!(tl.run_sum[i], RunSum::of(on), "node {i}");
-            let last = tl.planned_on[i].iter().map(|h| h.until).max();
+            let last = tl.node_plans(i).map(|h| h.until).max();
+            let ends: Vec<Timestamp> = tl.node_plans(i).map(|h| h.until).collect();
+            assert!(ends.windows(2).all(|w| w[0] >= w[1]), "node {i}: {ends:?}");
             assert_eq!(tl.plan_last[i], last.unwrap_or(Timestamp::MIN), "node {i}");
+        }
+    }
+
+    impl Timeline {
+        /// Node `i`'s planned shares, the last to end first.
+        fn node_plans(&self, i: usize) -> impl Iterator<Item = &PlanHold> + '_ {
+            let mut k = self.plan_head[i];
+            std::iter::from_fn(move || {
+                let h = self.plans.get(k as usize)?;
+                k = h.older;
+                Some(h)
+            })
         }
     }
 
@@ -2766,7 +2806,8 @@ mod kept_timeline_tests {
                         .map(|n| (n.alloc_cpus, n.alloc_mem, n.n_jobs, n.available, n.exclusive_in_use))
                         .collect()
                 };
-                let planned: Vec<usize> = tl.planned_on.iter().map(Vec::len).collect();
+                let planned: Vec<usize> =
+                    (0..tl.plan_head.len()).map(|i| tl.node_plans(i).count()).collect();
                 (
                     (uses(&tl.base), uses(&tl.work), tl.free, tl.base_free),
                     (tl.hist.clone(), tl.hist_top, tl.free_now.clone(), tl.next_plan.clone()),
