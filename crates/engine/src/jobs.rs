@@ -1064,10 +1064,11 @@ impl Engine {
     }
 
     /// `None` where the next pass would start nothing
-    /// (`pass_starts_nothing`), else the free CPUs of the nodes where the
-    /// test counted them: they stay the pass's own until the next change
-    /// (no job is suspended and no dependency met for `schedule_pass` to
-    /// change them first, or the test does not count).
+    /// (`pass_starts_nothing`); else `Some` of the free CPUs where the test
+    /// counted them (`None` within, where it decided without counting).
+    /// Where it counts, no job is suspended by preemption and no
+    /// dependency is pending, so `schedule_pass` changes no node before it
+    /// counts them: the count is the pass's own until the next event.
     fn free_if_pass_may_start(&mut self) -> Option<Option<u32>> {
         if !self.sched_dirty
             || self.full_passes
