@@ -351,12 +351,8 @@ impl Engine {
 
     /// CPUs free on nodes that take jobs (bounds how many requests an
     /// array makes per pass).
-    pub(crate) fn free_cpus(&self) -> u32 {
-        self.nodes
-            .iter()
-            .filter(|n| n.registered && n.state.is_schedulable())
-            .map(|n| n.conf.cpus.saturating_sub(n.alloc_cpus))
-            .sum()
+    pub(crate) fn free_cpus(&mut self) -> u32 {
+        self.nodes.free_cpus()
     }
 
     /// scancel on a job, an array, or some of its tasks.

@@ -121,25 +121,33 @@ impl Engine {
     /// views were these ones (no suspended job's shares laid on them).
     fn refreshed_node_views(&mut self) -> Vec<NodeView> {
         let mut views = std::mem::take(&mut self.node_view_cache);
+        // Only the nodes changed since the last look can differ from their
+        // views (`NodeTable`), unless the last pass laid suspended jobs'
+        // shares on them; `None`: any may.
+        let touched = self.nodes.take_view_changes().filter(|_| self.views_plain);
         if views.len() != self.nodes.len() {
             self.view_hint = None;
+            if let Some(list) = touched {
+                self.nodes.give_back_view_changes(list);
+            }
             return self.node_views();
         }
         let mut changed = self.view_hint.take().unwrap_or_default();
         changed.clear();
-        for (i, (v, n)) in views.iter_mut().zip(&self.nodes).enumerate() {
+        let all: Vec<u32>;
+        let look_at: &[u32] = match &touched {
+            Some(list) => list,
+            None => {
+                all = (0..self.nodes.len() as u32).collect();
+                &all
+            }
+        };
+        for &i in look_at {
+            let i = i as usize;
+            let (v, n) = (&mut views[i], &self.nodes[i]);
             let available = n.registered && n.state.is_schedulable();
             let n_jobs = n.jobs.len() as u32;
-            let same = v.alloc_cpus == n.alloc_cpus
-                && v.alloc_mem == n.alloc_mem
-                && v.available == available
-                && v.exclusive_in_use == n.exclusive_in_use
-                && v.n_jobs == n_jobs
-                && v.gres
-                    .iter()
-                    .zip(&n.gres)
-                    .all(|(vp, np)| vp.used == np.used);
-            if same {
+            if view_is_of(v, n) {
                 continue;
             }
             changed.push(i);
@@ -152,6 +160,15 @@ impl Engine {
                 vp.used.clone_from(&np.used);
             }
         }
+        debug_assert!(
+            views.iter().zip(&self.nodes).all(|(v, n)| view_is_of(v, n)),
+            "a node changed that the table did not note"
+        );
+        if let Some(list) = touched {
+            self.nodes.give_back_view_changes(list);
+        }
+        // In node order, as a sweep of every node finds them.
+        changed.sort_unstable();
         // The last pass's views had shares of suspended jobs laid on
         // (`hold_suspended_shares`): compared with those, the list is not
         // the whole change.
@@ -2208,6 +2225,20 @@ impl Engine {
 /// the order of their places, by limit and then place: a counting sort
 /// over the few distinct limits (a trace has a few dozen or a hundred)
 /// instead of comparing every pair, at every pass, on a deep queue.
+/// Whether `v` shows what is in use on `n` now (the fields
+/// `refreshed_node_views` copies again).
+fn view_is_of(v: &NodeView, n: &crate::Node) -> bool {
+    v.alloc_cpus == n.alloc_cpus
+        && v.alloc_mem == n.alloc_mem
+        && v.available == (n.registered && n.state.is_schedulable())
+        && v.exclusive_in_use == n.exclusive_in_use
+        && v.n_jobs == n.jobs.len() as u32
+        && v.gres
+            .iter()
+            .zip(&n.gres)
+            .all(|(vp, np)| vp.used == np.used)
+}
+
 fn sort_by_limit(later: &mut Vec<(i64, u32)>) {
     debug_assert!(later.windows(2).all(|w| w[0].1 < w[1].1));
     let mut limits: Vec<(i64, usize)> = Vec::new();

@@ -24,6 +24,7 @@ mod explain;
 mod info;
 mod jobs;
 mod limits;
+mod node_table;
 mod nodes;
 mod persist;
 mod preempt;
@@ -504,7 +505,7 @@ pub struct Job {
 #[derive(Clone, Debug)]
 pub struct Engine {
     settings: Settings,
-    nodes: Vec<Node>,
+    nodes: node_table::NodeTable,
     node_by_name: BTreeMap<String, NodeIdx>,
     parts: Vec<Partition>,
     /// The partitions as the scheduler sees them, made once: partitions
@@ -717,7 +718,7 @@ impl Engine {
         Engine {
             next_job_id: settings.first_job_id,
             settings,
-            nodes,
+            nodes: node_table::NodeTable::new(nodes),
             node_by_name,
             parts,
             part_views,

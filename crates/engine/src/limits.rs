@@ -376,7 +376,7 @@ impl Engine {
         pending.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.id.cmp(&b.id)));
         // No more tasks of one array record can start in a pass than there
         // are CPUs free (each task takes at least one).
-        let free_cpus = self.free_cpus();
+        let free_cpus = self.nodes.free_cpus_swept();
         for job in pending {
             let h = self.held_by(job);
             let chain = self.assoc_chain(job);

@@ -273,7 +273,7 @@ impl Engine {
             job_text,
             node_names,
             partition_names,
-            nodes: self.nodes.clone(),
+            nodes: self.nodes.to_vec(),
             jobs: self.jobs.values().cloned().collect(),
             next_job_id: self.next_job_id,
             outcomes: self.outcomes(),
