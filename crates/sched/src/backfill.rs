@@ -1473,7 +1473,9 @@ impl Timeline {
         for na in &alloc.nodes {
             let i = na.node.0 as usize;
             taken += i64::from(na.cpus);
-            // By end, so that a rebuild stops at the plans over by then.
+            // By end, so that a rebuild stops at the plans over by then
+            // (the node's last end: its first share's, read without it).
+            let ends_later = self.plan_last[i] > end;
             self.plan_last[i] = self.plan_last[i].max(end);
             let gres = if na.gres.is_empty() {
                 0
@@ -1484,9 +1486,11 @@ impl Timeline {
             // After the node's shares that end later (most plans end after
             // those before them: none), before the others.
             let (mut later, mut k) = (NO_PLAN, self.plan_head[i]);
-            while let Some(h) = self.plans.get(k as usize).filter(|h| h.until > end) {
-                later = k;
-                k = h.older;
+            if ends_later {
+                while let Some(h) = self.plans.get(k as usize).filter(|h| h.until > end) {
+                    later = k;
+                    k = h.older;
+                }
             }
             let at = u32::try_from(self.plans.len()).expect("fewer shares than u32::MAX");
             self.plans.push(PlanHold {
