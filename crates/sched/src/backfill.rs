@@ -2194,7 +2194,10 @@ impl PassState {
         };
         if may_try {
             self.n_tested += 1;
-            *self.tested_per_user.entry(job.user).or_default() += 1;
+            // Counted only where `bf_max_job_user` reads the counts.
+            if cfg.bf_max_job_user.is_some() {
+                *self.tested_per_user.entry(job.user).or_default() += 1;
+            }
             let mut start = None;
             let spread = spread_key(job, &shape).map(|k| spread_ids.id(k));
             let dominated = spread.is_some_and(|k| {
