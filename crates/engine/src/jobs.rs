@@ -383,16 +383,19 @@ impl Engine {
         })
     }
 
-    fn check_feasible(&self, job: &Job) -> Result<(), SlurmError> {
+    fn check_feasible(&mut self, job: &Job) -> Result<(), SlurmError> {
         // Only the nodes' configuration is read here (as if empty and up):
-        // the last pass's views do, when there are any.
-        let fresh;
-        let views: &[NodeView] = if self.node_view_cache.len() == self.nodes.len() {
-            &self.node_view_cache
-        } else {
-            fresh = self.node_views();
-            &fresh
-        };
+        // the last pass's views do. Before the first pass there are none:
+        // made once and kept, not once per submission (a trace's whole
+        // queue may come before the first pass).
+        if self.node_view_cache.len() != self.nodes.len() {
+            self.node_view_cache = self.node_views();
+            // Not the views a pass gave the scheduler: the next pass looks
+            // at every node and tells the scheduler nothing of what
+            // changed (as after a pass that laid suspended shares on).
+            self.views_plain = false;
+        }
+        let views: &[NodeView] = &self.node_view_cache;
         let parts = self.part_views();
         let req = self.request_for(job);
         let mut any_refusal = false;
