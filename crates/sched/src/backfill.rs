@@ -1554,6 +1554,8 @@ impl Timeline {
     }
 
     /// `room_at_least` with its scratch (emptied first): `steps` and `low`.
+    /// The steps are made as the look needs them, so that a look that
+    /// ends early does not go through every release up to the horizon.
     fn room_at_least_in(
         &self,
         steps: &mut Vec<(Timestamp, i64, bool, usize)>,
@@ -1562,52 +1564,29 @@ impl Timeline {
         d: i64,
         horizon: Timestamp,
     ) -> Option<(Timestamp, usize)> {
-        // The sum from `now` on, after every event at each time: (time,
-        // sum, something comes free then, nodes touched up to then).
         steps.clear();
         low.clear();
-        let mut free = self.base_free;
-        let mut touches = 0;
-        let mut releases = self.release_cpus.iter().peekable();
-        let mut added = self.added_cpus.iter().peekable();
-        let mut starts = self.plan_start_cpus.iter().peekable();
-        let mut t = self.now;
-        loop {
-            let mut released = t == self.now;
-            while let Some((&at, &(nodes, cpus))) = releases.next_if(|e| *e.0 <= t) {
-                free += cpus;
-                touches += nodes;
-                released |= at == t;
-            }
-            while let Some((&at, &(nodes, cpus))) = added.next_if(|e| *e.0 <= t) {
-                free += cpus;
-                touches += nodes;
-                released |= at == t;
-            }
-            while let Some((_, &(nodes, cpus))) = starts.next_if(|e| *e.0 <= t) {
-                free -= cpus;
-                touches += nodes;
-            }
-            steps.push((t, free, released, touches));
-            let next = [
-                releases.peek().map(|e| *e.0),
-                added.peek().map(|e| *e.0),
-                starts.peek().map(|e| *e.0),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-            match next {
-                // Steps past `horizon` still bound runs that start by it.
-                Some(next) if next < horizon.saturating_add(d) => t = next,
-                _ => break,
-            }
-        }
+        let mut sums = RoomSteps {
+            now: self.now,
+            // Steps past `horizon` still bound runs that start by it.
+            last: horizon.saturating_add(d),
+            next: Some(self.now),
+            free: self.base_free,
+            touches: 0,
+            releases: self.release_cpus.iter().peekable(),
+            added: self.added_cpus.iter().peekable(),
+            starts: self.plan_start_cpus.iter().peekable(),
+        };
         // Each time that may come free, in order, against the least sum
         // over its run (`end`: the first step at or after the run's end;
         // `low`: the steps of the run whose sum is below every later one).
         let mut end = 0;
-        for (k, &(t, _, released, touches)) in steps.iter().enumerate() {
+        let mut k = 0;
+        loop {
+            if k == steps.len() {
+                steps.extend(sums.next());
+            }
+            let &(t, _, released, touches) = steps.get(k)?;
             // `now` is looked at whatever the horizon, as `earliest` does.
             if k > 0 && t > horizon {
                 return None;
@@ -1616,19 +1595,76 @@ impl Timeline {
                 low.pop_front();
             }
             let until = t.saturating_add(d);
-            while end < steps.len() && steps[end].0 < until {
-                while low.back().is_some_and(|&j| steps[j].1 >= steps[end].1) {
-                    low.pop_back();
+            loop {
+                if end == steps.len() {
+                    steps.extend(sums.next());
                 }
-                low.push_back(end);
-                end += 1;
+                match steps.get(end) {
+                    Some(&(at, free, _, _)) if at < until => {
+                        while low.back().is_some_and(|&j| steps[j].1 >= free) {
+                            low.pop_back();
+                        }
+                        low.push_back(end);
+                        end += 1;
+                    }
+                    _ => break,
+                }
             }
             let least = low.front().map_or(steps[k].1, |&j| steps[j].1);
             if released && least >= demand {
                 return Some((t, touches));
             }
+            k += 1;
         }
-        None
+    }
+}
+
+/// The sums `room_at_least` looks at, from `now` on, one time after
+/// another: (time, the free CPUs after every event at that time,
+/// something comes free then, nodes touched up to then).
+struct RoomSteps<'a, I: Iterator<Item = (&'a Timestamp, &'a (usize, i64))>> {
+    now: Timestamp,
+    /// No step from this time on.
+    last: Timestamp,
+    /// The next step's time (`None`: no more steps).
+    next: Option<Timestamp>,
+    free: i64,
+    touches: usize,
+    releases: std::iter::Peekable<I>,
+    added: std::iter::Peekable<I>,
+    starts: std::iter::Peekable<I>,
+}
+
+impl<'a, I: Iterator<Item = (&'a Timestamp, &'a (usize, i64))>> Iterator for RoomSteps<'a, I> {
+    type Item = (Timestamp, i64, bool, usize);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let t = self.next?;
+        let mut released = t == self.now;
+        while let Some((&at, &(nodes, cpus))) = self.releases.next_if(|e| *e.0 <= t) {
+            self.free += cpus;
+            self.touches += nodes;
+            released |= at == t;
+        }
+        while let Some((&at, &(nodes, cpus))) = self.added.next_if(|e| *e.0 <= t) {
+            self.free += cpus;
+            self.touches += nodes;
+            released |= at == t;
+        }
+        while let Some((_, &(nodes, cpus))) = self.starts.next_if(|e| *e.0 <= t) {
+            self.free -= cpus;
+            self.touches += nodes;
+        }
+        self.next = [
+            self.releases.peek().map(|e| *e.0),
+            self.added.peek().map(|e| *e.0),
+            self.starts.peek().map(|e| *e.0),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .filter(|&next| next < self.last);
+        Some((t, self.free, released, self.touches))
     }
 }
 
