@@ -290,7 +290,11 @@ fn gres_count(gres: &[(usize, Vec<u32>)], pools: &[GresPool], name: &str) -> u64
 }
 
 /// The most tasks (up to `limit`) this node can take for `job` and the
-/// share they need, given its current use (or as if empty with `ignore_use`).
+/// share they need, given its current use (or as if empty with `ignore_use`),
+/// pushed on `picked`: whether there was one. (Pushed where it is made:
+/// returned, the share was copied from the stack just after being written
+/// there, a stall on every node of a wide job.)
+#[allow(clippy::too_many_arguments)]
 fn fit_on_node(
     job: &JobRequest,
     part: &PartView,
@@ -300,10 +304,11 @@ fn fit_on_node(
     min_tasks: u32,
     gpus_here: Option<u64>,
     ignore_use: bool,
-) -> Option<NodeAlloc> {
+    picked: &mut Vec<NodeAlloc>,
+) -> bool {
     let exclusive = job.exclusive || part.exclusive;
     if !ignore_use && (node.exclusive_in_use || (exclusive && node.n_jobs > 0)) {
-        return None;
+        return false;
     }
     let (free_cpus, free_mem) = if ignore_use {
         (node.cpus, node.real_memory)
@@ -364,20 +369,21 @@ fn fit_on_node(
             )
         };
         if let Some((cpus, mem, gres)) = found {
-            return Some(NodeAlloc {
+            picked.push(NodeAlloc {
                 node: node_idx,
                 cpus,
                 mem,
                 tasks,
                 gres,
             });
+            return true;
         }
         if tasks == 0 {
             break;
         }
         tasks -= 1;
     }
-    None
+    false
 }
 
 /// Tries to place `job` in partition `part_idx` on `nodes`. With `ignore_use`
@@ -547,13 +553,23 @@ fn pick_in_order(
                 .sum::<u64>();
             g.min(on_node)
         });
-        match fit_on_node(job, part, *n, node, want, min_here, gpus_here, ignore_use) {
+        let fits = fit_on_node(
+            job,
+            part,
+            *n,
+            node,
+            want,
+            min_here,
+            gpus_here,
+            ignore_use,
+            &mut picked,
+        );
+        match picked.last().filter(|_| fits) {
             Some(a) => {
                 tasks_left = tasks_left.saturating_sub(a.tasks);
                 if let Some(g) = gpus_left.as_mut() {
                     *g = g.saturating_sub(gres_count(&a.gres, &node.gres, "gpu"));
                 }
-                picked.push(a);
             }
             None if must_take => return Err(false),
             None => limited |= n_picked + 1 >= max_nodes,
