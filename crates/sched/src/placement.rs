@@ -291,9 +291,7 @@ fn gres_count(gres: &[(usize, Vec<u32>)], pools: &[GresPool], name: &str) -> u64
 
 /// The most tasks (up to `limit`) this node can take for `job` and the
 /// share they need, given its current use (or as if empty with `ignore_use`),
-/// pushed on `picked`: whether there was one. (Pushed where it is made:
-/// returned, the share was copied from the stack just after being written
-/// there, a stall on every node of a wide job.)
+/// pushed on `picked`: whether there was one.
 #[allow(clippy::too_many_arguments)]
 fn fit_on_node(
     job: &JobRequest,
@@ -357,18 +355,30 @@ fn fit_on_node(
         Some((cpus, mem))
     };
     while tasks >= min_tasks.max(1) {
-        // Without GRES the share is built only once it fits.
-        let found = if no_gres {
-            share(tasks, 0).map(|(cpus, mem)| (cpus, mem, Vec::new()))
-        } else {
+        // Without GRES the share is built only once it fits, and written
+        // where it goes once the list has room (`resize_with`): `push`
+        // made it on the stack first, to keep it over the call that grows
+        // the list, and copied it from there at once, a store-forwarding
+        // stall on every node of a wide placement.
+        if no_gres {
+            if let Some((cpus, mem)) = share(tasks, 0) {
+                picked.resize_with(picked.len() + 1, || NodeAlloc {
+                    node: node_idx,
+                    cpus,
+                    mem,
+                    tasks,
+                    gres: Vec::new(),
+                });
+                return true;
+            }
+        } else if let Some((cpus, mem, gres)) =
             take_gres(&node.gres, &gres_wanted(job, tasks, gpus_here), ignore_use).and_then(
                 |gres| {
                     let n_gpus = gres_count(&gres, &node.gres, "gpu");
                     share(tasks, n_gpus).map(|(cpus, mem)| (cpus, mem, gres))
                 },
             )
-        };
-        if let Some((cpus, mem, gres)) = found {
+        {
             picked.push(NodeAlloc {
                 node: node_idx,
                 cpus,
