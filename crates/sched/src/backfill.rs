@@ -1023,6 +1023,11 @@ impl Timeline {
 
     /// A node of `work` went from `old` to `new` free CPUs.
     fn count_free(&mut self, old: i64, new: i64) {
+        // Most rebuilds leave a node's count as it was: no slot touched
+        // (each update waits for the last one to the same slot).
+        if old == new {
+            return;
+        }
         self.free += new - old;
         self.hist[hist_slot(old)] -= 1;
         self.hist[hist_slot(new)] += 1;
