@@ -1954,9 +1954,13 @@ impl Engine {
         // looked at (`Queue::notable_after`), not the whole queue.
         let fcfs = self.sched_cfg.policy == sched::Policy::Fcfs;
         let mut only = std::collections::BTreeSet::new();
-        // Every job in the queue may be one (grown, it would be copied
-        // over and over on a deep queue).
-        let mut cands: Vec<LeftOut> = Vec::with_capacity(self.queue.len());
+        let mut taken: Vec<LeftOut> =
+            Vec::with_capacity(self.queue.len().min(free_cpus as usize + 2));
+        // Past the prefix, only the jobs `finish_prefix_pass` goes on with
+        // are kept (those that must be tried, and those that need no more
+        // CPUs than are free: it tries no other); the others are counted.
+        let mut rest: Vec<LeftOut> = Vec::new();
+        let (mut n_rest, mut rest_max) = (0, None);
         let mut pending_endless = true;
         // The first jobs in order, as many as the free CPUs could hold and
         // one beyond (each job needs a CPU at least: this many are enough):
@@ -1989,19 +1993,23 @@ impl Engine {
                 continue;
             };
             pending_endless &= q.endless;
-            cands.push(c);
-            if !prefix_done {
-                let beyond = demand > free;
-                demand += c.2;
-                n += 1;
-                prefix_done = beyond || n >= free_cpus as usize + 2;
-                if prefix_done && fcfs {
-                    break;
+            if prefix_done {
+                n_rest += 1;
+                rest_max = rest_max.max(Some(c.0));
+                if c.3 || c.2 <= free {
+                    rest.push(c);
                 }
+                continue;
+            }
+            let beyond = demand > free;
+            demand += c.2;
+            taken.push(c);
+            n += 1;
+            prefix_done = beyond || n >= free_cpus as usize + 2;
+            if prefix_done && fcfs {
+                break;
             }
         }
-        let mut rest = cands.split_off(n);
-        let taken = cands;
         let max_left_key = if fcfs && prefix_done {
             // Those that must be tried: notable or needed, after the prefix.
             let last = taken.last().map(|c| (c.0, c.1));
@@ -2025,7 +2033,7 @@ impl Engine {
                 .map(|q| q.key)
                 .filter(|k| last.is_none_or(|l| *k > l.0))
         } else {
-            rest.iter().map(|c| c.0).max()
+            rest_max
         };
         // Leaving out a few jobs saves little, and when the check fails
         // the pass is made twice: only a long queue's tail is worth it
@@ -2034,7 +2042,7 @@ impl Engine {
         let left_out = if fcfs && prefix_done {
             self.queue.len().saturating_sub(n)
         } else {
-            rest.len()
+            n_rest
         };
         if left_out < self.prefix_min_left_out.max(1) {
             return None;
@@ -2389,7 +2397,9 @@ struct PrefixCheck {
     /// no job holding resources that has one either (`holders_endless`),
     /// nothing comes free later, so nothing can be planned.
     pending_endless: bool,
-    /// The jobs left out, in the order a pass tries them.
+    /// The jobs left out that the pass goes on with (`finish_prefix_pass`:
+    /// those that must be tried, and those that need no more CPUs than
+    /// were free), in the order a pass tries them.
     left_out: Vec<LeftOut>,
 }
 
