@@ -107,7 +107,7 @@ impl Engine {
                 gres: n.gres.clone(),
                 features: n.conf.features.clone(),
                 weight: n.conf.weight,
-                available: n.registered && n.state.is_schedulable(),
+                available: n.takes_jobs(),
                 exclusive_in_use: n.exclusive_in_use,
                 n_jobs: n.jobs.len() as u32,
             })
@@ -145,17 +145,15 @@ impl Engine {
         for &i in look_at {
             let i = i as usize;
             let (v, n) = (&mut views[i], &self.nodes[i]);
-            let available = n.registered && n.state.is_schedulable();
-            let n_jobs = n.jobs.len() as u32;
             if view_is_of(v, n) {
                 continue;
             }
             changed.push(i);
             v.alloc_cpus = n.alloc_cpus;
             v.alloc_mem = n.alloc_mem;
-            v.available = available;
+            v.available = n.takes_jobs();
             v.exclusive_in_use = n.exclusive_in_use;
-            v.n_jobs = n_jobs;
+            v.n_jobs = n.jobs.len() as u32;
             for (vp, np) in v.gres.iter_mut().zip(&n.gres) {
                 vp.used.clone_from(&np.used);
             }
@@ -167,8 +165,6 @@ impl Engine {
         if let Some(list) = touched {
             self.nodes.give_back_view_changes(list);
         }
-        // In node order, as a sweep of every node finds them.
-        changed.sort_unstable();
         // The last pass's views had shares of suspended jobs laid on
         // (`hold_suspended_shares`): compared with those, the list is not
         // the whole change.
@@ -1846,12 +1842,7 @@ impl Engine {
                 None => return false,
             },
         };
-        if ids.is_empty()
-            || !self
-                .nodes
-                .iter()
-                .all(|n| n.registered && n.state.is_schedulable())
-        {
+        if ids.is_empty() || !self.nodes.iter().all(|n| n.takes_jobs()) {
             return false;
         }
         let mut planned = vec![0usize; parts.len()];
@@ -1964,9 +1955,9 @@ impl Engine {
         let mut pending_endless = true;
         // The first jobs in order, as many as the free CPUs could hold and
         // one beyond (each job needs a CPU at least: this many are enough):
-        // `n` of them once `prefix_done`.
+        // `taken` once `prefix_done`.
         let free = i64::from(free_cpus);
-        let (mut n, mut demand, mut prefix_done) = (0, 0, false);
+        let (mut demand, mut prefix_done) = (0, false);
         let candidate = |q: &crate::queue::Queued, only: &mut std::collections::BTreeSet<JobId>| {
             if !q.free || !q.dep_clear || !self.may_try(q, limited) {
                 return None;
@@ -2004,8 +1995,7 @@ impl Engine {
             let beyond = demand > free;
             demand += c.2;
             taken.push(c);
-            n += 1;
-            prefix_done = beyond || n >= free_cpus as usize + 2;
+            prefix_done = beyond || taken.len() >= free_cpus as usize + 2;
             if prefix_done && fcfs {
                 break;
             }
@@ -2040,7 +2030,7 @@ impl Engine {
         // (under FCFS, where the tail is not walked, the queue's length
         // stands for it).
         let left_out = if fcfs && prefix_done {
-            self.queue.len().saturating_sub(n)
+            self.queue.len().saturating_sub(taken.len())
         } else {
             n_rest
         };
@@ -2241,7 +2231,7 @@ impl Engine {
 fn view_is_of(v: &NodeView, n: &crate::Node) -> bool {
     v.alloc_cpus == n.alloc_cpus
         && v.alloc_mem == n.alloc_mem
-        && v.available == (n.registered && n.state.is_schedulable())
+        && v.available == n.takes_jobs()
         && v.exclusive_in_use == n.exclusive_in_use
         && v.n_jobs == n.jobs.len() as u32
         && v.gres

@@ -356,6 +356,14 @@ pub struct Node {
     pub last_response: Option<Timestamp>,
 }
 
+impl Node {
+    /// Registered and in a state that takes jobs: the scheduler may place
+    /// jobs on it.
+    pub(crate) fn takes_jobs(&self) -> bool {
+        self.registered && self.state.is_schedulable()
+    }
+}
+
 /// A partition as the controller tracks it.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Partition {

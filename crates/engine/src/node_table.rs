@@ -77,7 +77,7 @@ impl Changed {
 
 /// The CPUs of `n` a job could be given now (0 unless it is schedulable).
 fn free_cpus_of(n: &Node) -> u32 {
-    if n.registered && n.state.is_schedulable() {
+    if n.takes_jobs() {
         n.conf.cpus.saturating_sub(n.alloc_cpus)
     } else {
         0
