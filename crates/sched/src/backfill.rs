@@ -477,6 +477,13 @@ struct Timeline {
     /// node reads it (wide jobs planned one after another rebuild every
     /// node each, and would put every node back in between).
     stale: bool,
+    /// Where `work` is stale and was left by an `earliest` that found a
+    /// time: the `(t, d)` every node of it was rebuilt for, the plans
+    /// reserved since (`since_stale`: their nodes) not laid on. The next
+    /// rebuild of every node then rebuilds only the nodes something
+    /// happened to in between (`rebuild_changed`).
+    stale_at: Option<(Timestamp, i64)>,
+    since_stale: Vec<usize>,
     /// The free CPUs of `work` with the plans of the first `k` entries
     /// laid on, at index `k`, once known (`UNKNOWN`: not yet); cleared by
     /// a start or a plan.
@@ -587,6 +594,8 @@ impl Timeline {
             is_dirty: Vec::new(),
             overlay: 0,
             stale: false,
+            stale_at: None,
+            since_stale: Vec::new(),
             overlay_free: Vec::new(),
             touched: Vec::new(),
             is_moved: Vec::new(),
@@ -729,6 +738,8 @@ impl Timeline {
             self.dirty.clear();
             self.overlay = 0;
             self.stale = false;
+            self.stale_at = None;
+            self.since_stale.clear();
             self.free = nodes.iter().map(free_cpus).sum();
             self.hist.iter_mut().for_each(|h| *h = 0);
             for (i, n) in nodes.iter().enumerate() {
@@ -1136,6 +1147,8 @@ impl Timeline {
     fn reset(&mut self) {
         self.overlay = 0;
         self.stale = false;
+        self.stale_at = None;
+        self.since_stale.clear();
         let mut dirty = std::mem::take(&mut self.dirty);
         for &i in &dirty {
             self.is_dirty[i] = false;
@@ -1212,8 +1225,13 @@ impl Timeline {
             if least > now && touches >= self.base.len() {
                 // Each rebuild starts from `base`: what the overlay laid
                 // on `work` before does not matter.
-                for i in 0..self.base.len() {
-                    self.recompute(i, least, d);
+                if self.rebuild_changed(least, d) {
+                    #[cfg(debug_assertions)]
+                    self.check_rebuilt(least, d);
+                } else {
+                    for i in 0..self.base.len() {
+                        self.recompute(i, least, d);
+                    }
                 }
                 t = least;
                 rebuilt = true;
@@ -1242,13 +1260,88 @@ impl Timeline {
         };
         if rebuilt {
             // Every node is dirty: put back when next read, unless the
-            // next job rebuilds every node too.
+            // next job rebuilds every node too. Where a time was found,
+            // every node is as rebuilt for it (`step_until_room` rebuilt
+            // each node it passed something on).
             self.overlay = 0;
             self.stale = true;
+            self.stale_at = found.as_ref().map(|(t, _)| (*t, d));
+            self.since_stale.clear();
         } else {
             self.reset();
         }
         found
+    }
+
+    /// Brings a stale `work` (`stale_at`) to every node rebuilt for
+    /// `[t, t + d)`, rebuilding only the nodes whose rebuild can differ:
+    /// those of the plans reserved since, those a running job's or a
+    /// pass's share ends on between the two times (`releases`, `added`:
+    /// plans' ends are there too), and those a plan starts on between the
+    /// two runs' ends (a plan is laid on where it starts before the run
+    /// ends). False, and nothing done, where there is no such `work`, the
+    /// times are not exact (`bf_resolution` above 1), or those nodes are
+    /// not fewer than all.
+    fn rebuild_changed(&mut self, t: Timestamp, d: i64) -> bool {
+        let Some((t0, d0)) = self.stale_at.take() else {
+            return false;
+        };
+        if self.resolution != 1 {
+            return false;
+        }
+        let n = self.base.len();
+        let mut touched = std::mem::take(&mut self.touched);
+        touched.clear();
+        let in_touched = &mut self.in_touched;
+        in_touched.resize(n, false);
+        let mut add = |i: usize| {
+            if !std::mem::replace(&mut in_touched[i], true) {
+                touched.push(i);
+            }
+        };
+        self.since_stale.iter().for_each(|&i| add(i));
+        let (lo, hi) = (t0.min(t), t0.max(t));
+        if lo < hi {
+            let span = (
+                Bound::Excluded((lo, usize::MAX)),
+                Bound::Included((hi, usize::MAX)),
+            );
+            self.releases.range(span).for_each(|(e, _)| add(e.1));
+            let span = (Bound::Excluded(lo), Bound::Included(hi));
+            for nodes in self.added.range(span).map(|(_, v)| v) {
+                nodes.iter().for_each(|&(i, _)| add(i));
+            }
+        }
+        let (e0, e1) = (t0.saturating_add(d0), t.saturating_add(d));
+        for nodes in self
+            .plan_starts
+            .range(e0.min(e1)..e0.max(e1))
+            .map(|(_, v)| v)
+        {
+            nodes.iter().for_each(|&i| add(i));
+        }
+        let few = touched.len() < n;
+        for &i in &touched {
+            self.in_touched[i] = false;
+            if few {
+                self.recompute(i, t, d);
+            }
+        }
+        self.touched = touched;
+        self.since_stale.clear();
+        few
+    }
+
+    /// That `work`, `free` and `hist` are what rebuilding every node for
+    /// `[t, t + d)` makes (and leaves them so).
+    #[cfg(debug_assertions)]
+    fn check_rebuilt(&mut self, t: Timestamp, d: i64) {
+        let (work, free, hist) = (self.work.clone(), self.free, self.hist.clone());
+        for i in 0..self.base.len() {
+            self.recompute(i, t, d);
+        }
+        assert!(work.iter().zip(&self.work).all(|(a, b)| same_node(a, b)));
+        assert_eq!((free, &hist), (self.free, &self.hist));
     }
 
     /// From `t`, goes through the times at which something may come free
@@ -1475,6 +1568,10 @@ impl Timeline {
             e.reserve(alloc.nodes.len());
         }
         let (mut taken, mut freed) = (0, 0);
+        if self.stale_at.is_some() {
+            self.since_stale
+                .extend(alloc.nodes.iter().map(|na| na.node.0 as usize));
+        }
         for na in &alloc.nodes {
             let i = na.node.0 as usize;
             taken += i64::from(na.cpus);
