@@ -1,6 +1,8 @@
 //! `refsched`: a small reference implementation of the textbook scheduling
-//! policies (FCFS, EASY, conservative backfilling, and muster's
-//! plan-every-blocked-job `replan`) over a pool of processors, independent
+//! policies (FCFS, EASY, conservative backfilling, muster's
+//! plan-every-blocked-job `replan`, and muster's `default`: EASY's
+//! reservation, conservative backfilling for wide jobs, the rest backfilled
+//! shortest first) over a pool of processors, independent
 //! of muster's engine and scheduler, to check `muster sim` against
 //! (issue #6: the default scheduler's maximum wait must be no worse than
 //! conservative backfilling's on every shipped trace).
@@ -19,11 +21,14 @@
 //!   RICC-2010-2 (447,784 jobs, queues of thousands) to minutes: a memo per
 //!   job shape (processors, limit) of where the last search found no room,
 //!   with the regions freed since, so that compressing the schedule tries
-//!   only the starts that could have become possible; and `replan` places
-//!   jobs only as far down the queue as one could still start now.
+//!   only the starts that could have become possible; `replan` places
+//!   jobs only as far down the queue as one could still start now; and
+//!   `default` decides only the arrivals when nothing ended, and skips the
+//!   narrow jobs that cannot fit by their processors alone.
 //!
 //! ```text
-//! refsched --trace FILE [--policy fcfs|easy|conservative|replan] [--limit N]
+//! refsched --trace FILE [--policy fcfs|easy|conservative|replan|default]
+//!          [--limit N]
 //!          [--exact-limits] [--csv FILE]
 //! ```
 //!
@@ -53,7 +58,8 @@ policy, and prints the summary as one JSON object (the keys of
 
 Options:
   --trace FILE       the trace (required)
-  --policy P         fcfs | easy | conservative | replan (default: easy)
+  --policy P         fcfs | easy | conservative | replan | default
+                     (default: easy; `default` is muster's default policy)
   --limit N          only the first N jobs of the trace
   --exact-limits     plan with the requested time in seconds (default: rounded
                      up to whole minutes, at least one, as muster submits it)
@@ -95,7 +101,7 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
             "--policy" => {
                 let v = value("--policy")?;
                 a.policy = Policy::parse(&v).ok_or_else(|| {
-                    format!("unknown policy {v:?}: expected fcfs, easy, conservative or replan")
+                    format!("unknown policy {v:?}: expected fcfs, easy, conservative, replan or default")
                 })?;
             }
             "--limit" => a.limit = Some(sim::limit(&value("--limit")?)?),

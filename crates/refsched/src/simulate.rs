@@ -1,4 +1,4 @@
-//! The event loop and the four policies.
+//! The event loop and the five policies.
 //!
 //! Time jumps from one event to the next: a job's submission, a running
 //! job's end (`start + run`), a reservation's start. At each time `t`,
@@ -50,16 +50,37 @@ pub enum Policy {
     /// 30 days) after now gets no reservation in that pass; with real traces
     /// this almost never happens.
     Replan,
+    /// muster's default (`bf_job_part_count_reserve=1`,
+    /// `bf_slowdown_reserve=1`, `bf_slowdown_reserve_width=25`,
+    /// `bf_order=shortest`, `bf_resolution=1`), over the pool. At every
+    /// pass, in priority order: jobs start while they fit now; the first
+    /// that does not gets a reservation at the earliest time it fits (EASY's
+    /// shadow time), and so does every later waiting job that asks for at
+    /// least 25 % of the machine (`WIDE_PERCENT`), each at the earliest
+    /// time it fits given the running jobs and the reservations made before
+    /// it in this pass (one whose earliest time is now starts). Then every
+    /// other waiting job, shortest limit first (ties in priority order),
+    /// starts now where its processors are free for its whole limit without
+    /// touching a reservation. All reservations are remade at every pass;
+    /// one more than `Options::window` after now is not made (and while
+    /// none is made, every blocked job in priority order may get the one).
+    Default,
 }
 
+/// `default`: a job asking for at least this share of the machine's
+/// processors (percent) is planned like conservative backfilling's jobs
+/// (muster's `bf_slowdown_reserve_width`).
+pub const WIDE_PERCENT: i64 = 25;
+
 impl Policy {
-    /// `fcfs`, `easy`, `conservative` or `replan`.
+    /// `fcfs`, `easy`, `conservative`, `replan` or `default`.
     pub fn parse(text: &str) -> Option<Policy> {
         match text.to_ascii_lowercase().as_str() {
             "fcfs" => Some(Policy::Fcfs),
             "easy" => Some(Policy::Easy),
             "conservative" => Some(Policy::Conservative),
             "replan" => Some(Policy::Replan),
+            "default" => Some(Policy::Default),
             _ => None,
         }
     }
@@ -71,6 +92,7 @@ impl Policy {
             Policy::Easy => "easy",
             Policy::Conservative => "conservative",
             Policy::Replan => "replan",
+            Policy::Default => "default",
         }
     }
 }
@@ -95,8 +117,8 @@ pub struct Job {
 pub struct Options {
     /// The policy.
     pub policy: Policy,
-    /// `replan` only: the farthest a reservation may start after now
-    /// (seconds); `REPLAN_WINDOW_S` by default.
+    /// `replan` and `default`: the farthest a reservation may start after
+    /// now (seconds); `REPLAN_WINDOW_S` by default.
     pub window: i64,
 }
 
@@ -221,14 +243,47 @@ struct Sim<'a> {
     /// none of them could start now.
     placed: usize,
     unplaced: BTreeMap<u32, BTreeMap<i64, u32>>,
+    /// `default`: the state of the last pass (`DefaultState`).
+    dflt: DefaultState,
     passes: u64,
+}
+
+/// What `default` keeps from one pass to the next. Its reservations are
+/// held in `Sim::base`, beside the running jobs, until the next full pass
+/// takes them out again.
+#[derive(Debug, Default)]
+struct DefaultState {
+    /// The machine's processors.
+    total: i64,
+    /// The reservations in `base`: (start, job).
+    plans: Vec<(i64, u32)>,
+    /// The job that got the pass's first reservation: every narrow job
+    /// after it in priority order was left to the shortest-first part.
+    first_planned: Option<u32>,
+    /// Waiting wide jobs, in priority order.
+    wide: BTreeSet<u32>,
+    /// Waiting narrow jobs by limit.
+    narrow: BTreeMap<i64, NarrowGroup>,
+    /// Started jobs still in `Sim::waiting` (taken out lazily).
+    stale: usize,
+    /// Scratch: the wide jobs a pass plans.
+    buf: Vec<u32>,
+}
+
+/// Waiting narrow jobs of one limit.
+#[derive(Debug, Default)]
+struct NarrowGroup {
+    /// In priority order.
+    jobs: BTreeSet<u32>,
+    /// How many ask for each number of processors (the least first).
+    procs: BTreeMap<u32, u32>,
 }
 
 impl<'a> Sim<'a> {
     fn new(jobs: &'a [Job], procs: u32, opts: Options) -> Sim<'a> {
         let total = i64::from(procs);
         let t0 = jobs.first().map_or(0, |j| j.submit);
-        let base = matches!(opts.policy, Policy::Easy | Policy::Replan);
+        let base = matches!(opts.policy, Policy::Easy | Policy::Replan | Policy::Default);
         let plan = matches!(opts.policy, Policy::Conservative | Policy::Replan);
         let mut shapes: Vec<(u32, i64)> = jobs.iter().map(|j| (j.procs, j.limit)).collect();
         shapes.sort_unstable();
@@ -265,6 +320,10 @@ impl<'a> Sim<'a> {
             ranges: Vec::new(),
             placed: 0,
             unplaced: BTreeMap::new(),
+            dflt: DefaultState {
+                total,
+                ..DefaultState::default()
+            },
             passes: 0,
         }
     }
@@ -311,10 +370,14 @@ impl<'a> Sim<'a> {
                 Policy::Easy => self.easy_pass(first_new, ended),
                 Policy::Conservative => self.conservative_pass(first_new, early),
                 Policy::Replan => self.replan_pass(first_new, early),
+                Policy::Default => self.default_pass(first_new, ended),
             }
             self.passes += 1;
         }
-        debug_assert!(self.waiting.is_empty());
+        debug_assert!(self
+            .waiting
+            .iter()
+            .all(|&j| self.start[j as usize] != UNSTARTED));
     }
 
     /// Job `j` ends now; whether before its expected end.
@@ -636,6 +699,239 @@ impl<'a> Sim<'a> {
         self.start_due();
         // Only placed jobs hold reservations: the started ones were among them.
         self.placed -= before - self.waiting.len();
+    }
+
+    /// `default`. A full pass (after any job ended, or while a job is
+    /// beyond the window) takes the last pass's reservations out of `base`
+    /// and decides every waiting job again; with only arrivals since the
+    /// last pass, only they are decided, against what that pass left
+    /// (`default_arrivals`).
+    fn default_pass(&mut self, first_new: usize, ended: bool) {
+        for i in first_new..self.waiting.len() {
+            let j = self.waiting[i];
+            self.default_add(j);
+        }
+        if !ended && !self.beyond_window && self.dflt.first_planned.is_some() {
+            self.default_arrivals(first_new);
+        } else {
+            self.default_full();
+        }
+        // Started jobs leave the queue lazily: from its front at once, the
+        // others when they are more than half of it.
+        while let Some(&j) = self.waiting.front() {
+            if self.start[j as usize] == UNSTARTED {
+                break;
+            }
+            self.waiting.pop_front();
+            self.dflt.stale -= 1;
+        }
+        if self.dflt.stale * 2 > self.waiting.len() {
+            self.drop_started();
+            self.dflt.stale = 0;
+        }
+    }
+
+    fn is_wide(&self, j: u32) -> bool {
+        i64::from(self.jobs[j as usize].procs) * 100 >= self.dflt.total * WIDE_PERCENT
+    }
+
+    /// Files waiting job `j` as wide or narrow.
+    fn default_add(&mut self, j: u32) {
+        let job = self.jobs[j as usize];
+        if self.is_wide(j) {
+            self.dflt.wide.insert(j);
+        } else {
+            let g = self.dflt.narrow.entry(job.limit).or_default();
+            g.jobs.insert(j);
+            *g.procs.entry(job.procs).or_default() += 1;
+        }
+    }
+
+    /// Starts waiting job `j` now, taking it out of the wide and narrow
+    /// sets (`Sim::waiting` later).
+    fn default_start(&mut self, j: u32) {
+        self.start_job(j, false);
+        self.dflt.stale += 1;
+        if !self.dflt.wide.remove(&j) {
+            self.default_narrow_started(j);
+        }
+    }
+
+    /// Starts job `j` if its earliest start in `base` (the running jobs and
+    /// this pass's reservations) is now, or reserves it there, unless that
+    /// is beyond the window. Whether it got a reservation.
+    fn default_plan(&mut self, j: u32) -> bool {
+        let job = self.jobs[j as usize];
+        let procs = i64::from(job.procs);
+        let base = self.base.as_mut().expect("default keeps a profile");
+        let x = base.earliest(procs, job.limit);
+        if x == self.now {
+            self.default_start(j);
+            false
+        } else if x - self.now > self.opts.window {
+            self.beyond_window = true;
+            false
+        } else {
+            base.occupy(x, x + job.limit, procs);
+            self.dflt.plans.push((x, j));
+            true
+        }
+    }
+
+    /// Whether narrow job `j` may start now: its processors are free in
+    /// `base` from now for its whole limit.
+    fn default_fits_now(&self, j: u32) -> bool {
+        let job = self.jobs[j as usize];
+        let base = self.base.as_ref().expect("default keeps a profile");
+        base.first_below(self.now, i64::from(job.procs))
+            .is_none_or(|t| t >= self.now + job.limit)
+    }
+
+    /// The whole pass.
+    fn default_full(&mut self) {
+        let base = self.base.as_mut().expect("default keeps a profile");
+        for (x, j) in self.dflt.plans.drain(..) {
+            let job = self.jobs[j as usize];
+            // Every reservation starts at a running job's expected end or
+            // at another's end, so not before the next event.
+            debug_assert!(x >= self.now, "reservation of job {j} passed");
+            base.release(x, x + job.limit, i64::from(job.procs));
+        }
+        self.dflt.first_planned = None;
+        self.beyond_window = false;
+        // Priority order up to the first reservation. With no reservation
+        // yet, `base` holds only running jobs and never loses processors
+        // later on: a job fits now if its processors are free now, and its
+        // earliest start is the first time that many are free.
+        let mut i = 0;
+        while i < self.waiting.len() {
+            let j = self.waiting[i];
+            i += 1;
+            if self.start[j as usize] != UNSTARTED {
+                continue;
+            }
+            let job = self.jobs[j as usize];
+            let procs = i64::from(job.procs);
+            if procs <= self.free {
+                self.default_start(j);
+                continue;
+            }
+            let base = self.base.as_mut().expect("default keeps a profile");
+            let x = base
+                .first_at_least(self.now, procs)
+                .expect("every running job ends");
+            if x - self.now > self.opts.window {
+                self.beyond_window = true;
+                continue;
+            }
+            base.occupy(x, x + job.limit, procs);
+            self.dflt.plans.push((x, j));
+            self.dflt.first_planned = Some(j);
+            break;
+        }
+        let Some(first) = self.dflt.first_planned else {
+            return;
+        };
+        // The wide jobs after it, in priority order.
+        let mut wide = std::mem::take(&mut self.dflt.buf);
+        wide.clear();
+        wide.extend(self.dflt.wide.range(first + 1..));
+        for &j in &wide {
+            self.default_plan(j);
+        }
+        self.dflt.buf = wide;
+        // The narrow ones after it, shortest first.
+        let narrow = std::mem::take(&mut self.dflt.narrow);
+        let mut started = Vec::new();
+        let mut failed = u32::MAX;
+        // Only a job of fewer processors than this may fit: than are free
+        // now, and than one that did not fit (with a limit no longer: the
+        // profile only loses processors as the pass goes on).
+        let bound = |free: i64, failed: u32| failed.min(u32::try_from(free).unwrap_or(0) + 1);
+        'groups: for g in narrow.values() {
+            if bound(self.free, failed) <= 1 {
+                break;
+            }
+            let least = *g.procs.keys().next().expect("no empty group");
+            if least >= bound(self.free, failed) {
+                continue;
+            }
+            for &j in g.jobs.range(first + 1..) {
+                let below = bound(self.free, failed);
+                if below <= 1 {
+                    break 'groups;
+                }
+                let procs = self.jobs[j as usize].procs;
+                if procs >= below {
+                    continue;
+                }
+                if self.default_fits_now(j) {
+                    self.start_job(j, false);
+                    self.dflt.stale += 1;
+                    started.push(j);
+                } else {
+                    failed = procs;
+                }
+            }
+        }
+        self.dflt.narrow = narrow;
+        for j in started {
+            self.default_narrow_started(j);
+        }
+    }
+
+    /// Takes started narrow job `j` out of its group.
+    fn default_narrow_started(&mut self, j: u32) {
+        let job = self.jobs[j as usize];
+        let g = self.dflt.narrow.get_mut(&job.limit).expect("a narrow job");
+        g.jobs.remove(&j);
+        let n = g.procs.get_mut(&job.procs).expect("a narrow job");
+        *n -= 1;
+        if *n == 0 {
+            g.procs.remove(&job.procs);
+        }
+        if g.jobs.is_empty() {
+            self.dflt.narrow.remove(&job.limit);
+        }
+    }
+
+    /// Only arrivals since the last pass, which made a reservation and
+    /// left every job with one or none within the window: a full pass
+    /// would decide every other job as that pass did. Nothing ended, so no
+    /// processor came free; every reservation starts at a running job's
+    /// expected end or later, and no running job ends before the next
+    /// event, so from the last pass's `now` to this one `base` stays as it
+    /// was. The first blocked job and the wide ones get the same
+    /// reservations (the jobs the last pass started after them fitted
+    /// around them), the narrow ones that could not start still cannot
+    /// (their windows now begin in the same state and reach later), and
+    /// the arrivals come after all of them in priority order: the wide ones
+    /// are planned after the other reservations, and the narrow ones tried
+    /// shortest first among themselves (every other narrow job is refused
+    /// wherever it falls in that order, changing nothing).
+    fn default_arrivals(&mut self, first_new: usize) {
+        let mut narrow = Vec::new();
+        for i in first_new..self.waiting.len() {
+            let j = self.waiting[i];
+            if self.is_wide(j) {
+                self.default_plan(j);
+            } else {
+                narrow.push(j);
+            }
+        }
+        narrow.sort_unstable_by_key(|&j| (self.jobs[j as usize].limit, j));
+        let mut failed = u32::MAX;
+        for j in narrow {
+            let procs = self.jobs[j as usize].procs;
+            if i64::from(procs) > self.free || procs >= failed {
+                continue;
+            }
+            if self.default_fits_now(j) {
+                self.default_start(j);
+            } else {
+                failed = procs;
+            }
+        }
     }
 
     fn unplaced_add(&mut self, j: u32) {

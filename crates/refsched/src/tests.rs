@@ -3,7 +3,7 @@
 //! processors, every pass from scratch).
 
 use crate::profile::Profile;
-use crate::simulate::{simulate, Job, Options, Policy, REPLAN_WINDOW_S};
+use crate::simulate::{simulate, Job, Options, Policy, REPLAN_WINDOW_S, WIDE_PERCENT};
 
 /// `(submit, run, procs, limit)` to jobs numbered from 0.
 fn jobs(spec: &[(i64, i64, u32, i64)]) -> Vec<Job> {
@@ -129,6 +129,67 @@ fn replan_leaves_jobs_beyond_the_window_unplanned() {
         window: 3,
     };
     assert_eq!(simulate(&jobs(&spec), 2, &narrow).start, [0, 21, 1]);
+}
+
+#[test]
+fn default_keeps_a_wide_jobs_plan_from_later_narrow_jobs() {
+    // 8 processors: a job of 2 or more is wide (25 %).
+    let spec = [
+        (0, 10, 6, 10), // 0..10, 2 processors free
+        (1, 10, 4, 10), // first blocked: reserved at 10 (10..20)
+        (2, 10, 8, 10), // wide: reserved at 20, after job 1 (20..30)
+        (3, 30, 1, 30), // narrow: 3..33 would cross job 2's plan: waits
+        (4, 5, 1, 5),   // narrow: 4..9 delays no plan: starts
+    ];
+    // Job 3 waits for job 2 (30).
+    assert_eq!(starts(&spec, 8, Policy::Default), [0, 10, 20, 30, 4]);
+    // EASY protects only job 1 (4 processors left over at 10): job 3 runs
+    // 3..33 on one of them, and job 2 waits for it.
+    assert_eq!(starts(&spec, 8, Policy::Easy), [0, 10, 33, 3, 4]);
+}
+
+#[test]
+fn default_backfills_shortest_first() {
+    let spec = [
+        (0, 10, 7, 10), // 0..10, one processor free
+        (1, 5, 8, 5),   // first blocked: reserved at 10 (10..15)
+        (2, 8, 1, 8),   // narrow, ends by 10: fits in front of job 1
+        (2, 4, 1, 4),   // narrow, shorter: tried first, takes the processor
+    ];
+    // Job 3 runs 2..6; at 6 job 2 would run past 10: it waits for job 1.
+    assert_eq!(starts(&spec, 8, Policy::Default), [0, 10, 15, 2]);
+    // In priority order (EASY) job 2 takes the processor and job 3 waits.
+    assert_eq!(starts(&spec, 8, Policy::Easy), [0, 10, 2, 15]);
+}
+
+#[test]
+fn default_reserves_for_the_first_blocked_narrow_job() {
+    // 16 processors: a job of 3 is narrow (under 25 %).
+    let spec = [
+        (0, 10, 2, 10),  // 0..10
+        (0, 50, 13, 50), // 0..50: one processor free until 10, three after
+        (1, 10, 3, 10),  // narrow, first blocked: reserved at 10 (10..20)
+        (2, 20, 1, 20),  // narrow: 2..22 would take a processor job 1 needs
+        (2, 8, 1, 8),    // narrow: 2..10 does not: starts
+    ];
+    assert_eq!(starts(&spec, 16, Policy::Default), [0, 0, 10, 20, 2]);
+}
+
+#[test]
+fn default_leaves_narrow_jobs_after_the_first_blocked_unplanned() {
+    // 16 processors: a job of 3 is narrow.
+    let spec = [
+        (0, 100, 12, 100), // 0..100
+        (0, 10, 4, 10),    // 0..10: nothing free until 10, then 4
+        (1, 50, 16, 50),   // first blocked: reserved at 100
+        (2, 20, 3, 20),    // narrow, blocked behind job 2: no reservation
+        (3, 10, 3, 10),    // narrow, shorter
+    ];
+    // At 10, shortest first: job 4 takes 3 of the 4 free processors
+    // (10..20) and job 3, before it in priority order, waits until 20.
+    assert_eq!(starts(&spec, 16, Policy::Default), [0, 0, 100, 20, 10]);
+    // EASY, in priority order: job 3 at 10, job 4 when it ends.
+    assert_eq!(starts(&spec, 16, Policy::Easy), [0, 0, 100, 10, 30]);
 }
 
 #[test]
@@ -342,6 +403,61 @@ fn slow(jobs: &[Job], procs: u32, opts: &Options) -> Vec<i64> {
                     started.push(j);
                 }
             }
+            Policy::Default => {
+                // Every pass from scratch: the running jobs only, then in
+                // priority order, until a reservation is made every job
+                // starts if it fits now or is reserved at its earliest
+                // start (within the window); after it, the wide jobs do
+                // the same and the narrow ones wait for the last part:
+                // shortest limit first, start if they fit now.
+                used.clone_from(&running_used);
+                for &j in &waiting {
+                    res[j] = None;
+                }
+                let mut reserved = false;
+                let mut deferred = Vec::new();
+                for &j in &waiting {
+                    let job = jobs[j];
+                    let need = i64::from(job.procs);
+                    if reserved && need * 100 < total * WIDE_PERCENT {
+                        deferred.push(j);
+                        continue;
+                    }
+                    let x = earliest(&used, now, job.limit, need);
+                    if x == now {
+                        begin(
+                            j,
+                            &mut used,
+                            &mut running_used,
+                            &mut start,
+                            &mut running,
+                            false,
+                        );
+                        started.push(j);
+                    } else if x - now <= opts.window {
+                        // Recorded so that the plan's start is an event
+                        // here (the fast one has no such event).
+                        mark(&mut used, x, x + job.limit, need);
+                        res[j] = Some(x);
+                        reserved = true;
+                    }
+                }
+                deferred.sort_by_key(|&j| (jobs[j].limit, j));
+                for j in deferred {
+                    let job = jobs[j];
+                    if fits(&used, now, job.limit, i64::from(job.procs)) {
+                        begin(
+                            j,
+                            &mut used,
+                            &mut running_used,
+                            &mut start,
+                            &mut running,
+                            false,
+                        );
+                        started.push(j);
+                    }
+                }
+            }
             Policy::Conservative | Policy::Replan => {
                 let replan = opts.policy == Policy::Replan;
                 if replan {
@@ -462,6 +578,7 @@ fn random_traces_match_the_slow_implementation() {
             Policy::Easy,
             Policy::Conservative,
             Policy::Replan,
+            Policy::Default,
         ] {
             let opts = Options { policy, window };
             let out = simulate(&jobs, procs, &opts);
