@@ -310,6 +310,9 @@ pub struct SchedulerParams {
     /// shortest.
     #[serde(default)]
     pub bf_order_shortest: Option<bool>,
+    /// `bf_plan=nodes|pool`: muster's own; `Some(true)` for pool.
+    #[serde(default)]
+    pub bf_plan_pool: Option<bool>,
     /// `bf_continue`.
     pub bf_continue: bool,
     /// `bf_interval` in seconds (1-10800).

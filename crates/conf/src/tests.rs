@@ -1057,6 +1057,11 @@ fn scheduler_parameters_are_read_and_checked() {
         None
     );
     assert_eq!(parse_ok(HEAD).config.scheduler_type, "sched/backfill");
+    let c = parse_ok(&format!("{HEAD}SchedulerParameters=bf_plan=Pool\n")).config;
+    assert_eq!(c.scheduler_params.bf_plan_pool, Some(true));
+    let c = parse_ok(&format!("{HEAD}SchedulerParameters=bf_plan=nodes\n")).config;
+    assert_eq!(c.scheduler_params.bf_plan_pool, Some(false));
+    assert_eq!(parse_ok(HEAD).config.scheduler_params.bf_plan_pool, None);
 }
 
 #[test]
@@ -1076,6 +1081,10 @@ fn scheduler_parameters_out_of_range_are_refused_with_file_and_line() {
     assert_eq!(
         err_text(&format!("{HEAD}SchedulerParameters=bf_order=longest\n")),
         "/etc/slurm/slurm.conf:3: invalid value \"bf_order=longest\" for SchedulerParameters: bf_order must be shortest or priority"
+    );
+    assert_eq!(
+        err_text(&format!("{HEAD}SchedulerParameters=bf_plan=racks\n")),
+        "/etc/slurm/slurm.conf:3: invalid value \"bf_plan=racks\" for SchedulerParameters: bf_plan must be nodes or pool"
     );
     assert!(err_text(&format!("{HEAD}SchedulerType=sched/fancy\n"))
         .contains(":3: invalid value \"sched/fancy\" for SchedulerType"));

@@ -14,7 +14,8 @@
 //! one pool of processors, no nodes, so a reservation may use whichever
 //! processors are free at each instant of its window.
 //!
-//! - `profile`: free processors over time, a treap of breakpoints with
+//! - `profile` (`sched::profile`, which pool planning uses too): free
+//!   processors over time, a treap of breakpoints with
 //!   range addition and subtree minima and maxima: O(log n) per change or
 //!   descent, n the running jobs and reservations.
 //! - `simulate`: the event loop and the policies. What keeps a whole
@@ -35,7 +36,8 @@
 //! Only `run` and `main` touch files, the clock and the terminal.
 #![warn(missing_docs)]
 
-pub mod profile;
+/// The profile lives in `sched` (its pool planning uses it too).
+pub use sched::profile;
 pub mod simulate;
 
 #[cfg(test)]

@@ -597,3 +597,80 @@ fn random_traces_match_the_slow_implementation() {
         }
     }
 }
+
+/// A trace of `jobs` (in seconds) on `nodes` nodes of `cpus` CPUs, as
+/// `sim::swf` reads it.
+fn swf_trace(nodes: u32, cpus: u32, jobs: &[Job]) -> sim::swf::Trace {
+    let mut text = format!("; MaxNodes: {nodes}\n; MaxProcs: {}\n", nodes * cpus);
+    for (i, j) in jobs.iter().enumerate() {
+        text.push_str(&format!(
+            "{} {} -1 {} {} -1 -1 {} {} -1 1 {} 1 -1 -1 -1 -1 -1\n",
+            i + 1,
+            j.submit,
+            j.run,
+            j.procs,
+            j.procs,
+            j.limit,
+            i % 3
+        ));
+    }
+    sim::swf::parse(&text, sim::swf::BadLines::Reject).unwrap()
+}
+
+/// `muster sim`'s starts with `SchedulerParameters=bf_plan=pool` (the
+/// controller's engine and scheduler, planning over the pool) and this
+/// crate's `default`'s, by trace id.
+/// Start times by trace id.
+type Starts = Vec<(u64, i64)>;
+
+fn muster_pool_and_default(trace: &sim::swf::Trace) -> (Starts, Starts) {
+    let cfg = sim::build_config(&trace.machine, None).unwrap();
+    let mut sc = engine::sched_config(&cfg);
+    sc.bf_pool = true;
+    let out = sim::driver::simulate(trace, &cfg, sc, false, &mut |_, _| {});
+    let ours = out.records.iter().map(|r| (r.id, r.start)).collect();
+    let jobs = crate::jobs_of(trace, false);
+    let procs = trace.machine.procs() as u32;
+    let reference = simulate(&jobs, procs, &Options::new(Policy::Default));
+    let theirs = jobs
+        .iter()
+        .zip(&reference.start)
+        .map(|(j, &s)| (j.id, s))
+        .collect();
+    (ours, theirs)
+}
+
+#[test]
+fn muster_planning_over_the_pool_schedules_as_the_default_here() {
+    // Small machines of nodes with several CPUs (where named nodes and a
+    // pool part), times in half minutes so that whole-minute limits and
+    // the seconds between them both occur.
+    let mut rng = Rng(6);
+    for case in 0..300 {
+        let nodes = rng.range(1, 4) as u32;
+        let cpus = rng.range(1, 4) as u32;
+        let mut jobs = random_trace(&mut rng, nodes * cpus);
+        for j in &mut jobs {
+            (j.submit, j.run, j.limit) = (j.submit * 30, j.run * 30, j.limit * 30);
+        }
+        let (ours, theirs) = muster_pool_and_default(&swf_trace(nodes, cpus, &jobs));
+        assert_eq!(ours, theirs, "case {case}, {nodes} x {cpus}: {jobs:?}");
+    }
+    // The head of every shipped trace (the copies `sim`'s tests read).
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sim/tests/data");
+    for stem in [
+        "KTH-SP2-1996-2.1-cln",
+        "NASA-iPSC-1993-3.1-cln",
+        "RICC-2010-2",
+    ] {
+        let text = sim::read_trace(&dir.join(format!("{stem}-head.swf"))).unwrap();
+        let mut trace = sim::swf::parse(&text, sim::swf::BadLines::Reject).unwrap();
+        trace.jobs.truncate(3000);
+        let (ours, theirs) = muster_pool_and_default(&trace);
+        let first = ours.iter().zip(&theirs).find(|(a, b)| a != b);
+        assert!(
+            first.is_none(),
+            "{stem}: first start that differs (muster, here): {first:?}"
+        );
+    }
+}

@@ -30,6 +30,7 @@ use crate::placement::{
     diagnose, emptied, place_ranked, place_sorted, plain_candidates, Allocation, JobRequest,
     NodeAlloc, NodeView, PartView, Unfit,
 };
+use crate::profile::Profile;
 use crate::NodeIdx;
 use model::{JobId, PendingReason, TimeLimit, Timestamp};
 use std::borrow::Cow;
@@ -118,6 +119,16 @@ pub struct SchedConfig {
     /// backfill are tried (`BackfillOrder`), backfill policy only.
     /// Default `Shortest`: see docs/simulator.md.
     pub bf_order: BackfillOrder,
+    /// `bf_plan=pool` (muster's own; `bf_plan=nodes`, the default, is
+    /// false): plans are made over the partition's CPUs summed, not on
+    /// named nodes (see `Timeline::pool`), where a pass may (`plan_on`:
+    /// one partition). A planned job then holds CPUs at each instant of its
+    /// run, not particular nodes, which is exact for jobs whose tasks may
+    /// go on any free CPUs (one CPU per task, no node counts, memory or
+    /// GRES) and far cheaper on big machines; for other jobs a plan is an
+    /// estimate that later jobs may delay. Starts are placed on nodes as
+    /// always.
+    pub bf_pool: bool,
     /// `bf_continue`: accepted; a pass here never yields half way, so there
     /// is nothing to continue.
     pub bf_continue: bool,
@@ -147,6 +158,7 @@ impl Default for SchedConfig {
             bf_slowdown_reserve: Some(1),
             bf_slowdown_reserve_width: 25,
             bf_order: BackfillOrder::Shortest,
+            bf_pool: false,
             bf_continue: false,
             bf_interval: 30,
             default_queue_depth: 100,
@@ -581,6 +593,33 @@ struct Timeline {
     /// were last sorted, so that only they move (`moved_all`: sort all).
     moved: [Vec<usize>; 2],
     moved_all: [bool; 2],
+    /// Pool planning (`SchedConfig::bf_pool`): the CPUs the running jobs,
+    /// the pass's starts and its plans hold, summed over the nodes, as a
+    /// step function of time (the profile's values are minus the CPUs held
+    /// from then on), kept from pass to pass as `releases` is; `None` when
+    /// off (`pool_wanted`, set by the caller before `fill`).
+    pool: Option<Profile>,
+    pool_wanted: bool,
+    /// This pass plans over `pool` (`plan_on`): `earliest` and `fits_now`
+    /// count CPUs, `reserve_cpus` lays plans on, `work` stays `base`.
+    pool_pass: bool,
+    /// `base_free` less the profile's value now: the CPUs free at `t` are
+    /// `pool_offset` plus its value at `t`.
+    pool_offset: i64,
+    /// What the pass's starts and plans laid on `pool`, as (from, until,
+    /// CPUs): taken off at the next set-up (the started jobs come back as
+    /// running ones).
+    pool_pass_holds: Vec<(Timestamp, Timestamp, i64)>,
+}
+
+/// The CPUs of an allocation's shares on nodes of the timeline (`n`).
+fn alloc_cpus(alloc: &Allocation, n: usize) -> i64 {
+    alloc
+        .nodes
+        .iter()
+        .filter(|na| (na.node.0 as usize) < n)
+        .map(|na| i64::from(na.cpus))
+        .sum()
 }
 
 impl Timeline {
@@ -633,6 +672,32 @@ impl Timeline {
             order_ok: [false, false],
             moved: [Vec::new(), Vec::new()],
             moved_all: [true, true],
+            pool: None,
+            pool_wanted: false,
+            pool_pass: false,
+            pool_offset: 0,
+            pool_pass_holds: Vec::new(),
+        }
+    }
+
+    /// Lays `cpus` held over `[from, until)` on `pool` (the part from now).
+    fn pool_take(&mut self, from: Timestamp, until: Timestamp, cpus: i64) {
+        if let Some(p) = &mut self.pool {
+            let from = from.max(p.now());
+            if from < until && cpus > 0 {
+                p.occupy(from, until, cpus);
+            }
+        }
+    }
+
+    /// Takes off `pool` what `pool_take` laid on for `[from, until)` (the
+    /// part from now; the profile has forgotten the past).
+    fn pool_give(&mut self, from: Timestamp, until: Timestamp, cpus: i64) {
+        if let Some(p) = &mut self.pool {
+            let from = from.max(p.now());
+            if from <= until && cpus > 0 && (from < until || until > p.now()) {
+                p.release(from, until, cpus);
+            }
         }
     }
 
@@ -820,6 +885,35 @@ impl Timeline {
         self.added_cpus.clear();
         self.plan_start_cpus.clear();
         self.order_ok = [false, false];
+        self.pool_pass = false;
+        let holds = std::mem::take(&mut self.pool_pass_holds);
+        for &(from, until, cpus) in &holds {
+            self.pool_give(from, until, cpus);
+        }
+        self.pool_pass_holds = holds;
+        self.pool_pass_holds.clear();
+        if !self.pool_wanted {
+            self.pool = None;
+        }
+        if let Some(p) = &mut self.pool {
+            p.advance(now.max(p.now()));
+        }
+        let from_scratch = !matches!(running, Running::Changes { .. }) && !incremental;
+        if self.pool_wanted && (self.pool.is_none() || from_scratch) {
+            // Made from the kept jobs (a set-up from scratch lays every
+            // job on again below).
+            self.pool = Some(Profile::new(0, now));
+            if !from_scratch {
+                let kept: Vec<(Timestamp, i64)> = self
+                    .kept
+                    .values()
+                    .map(|k| (k.until, alloc_cpus(&k.alloc, self.base.len())))
+                    .collect();
+                for (until, cpus) in kept {
+                    self.pool_take(now, until, cpus);
+                }
+            }
+        }
         let running = match running {
             Running::All(all) if incremental => {
                 self.update_running(all);
@@ -944,6 +1038,7 @@ impl Timeline {
 
     /// Takes a kept running job's shares and release times off.
     fn drop_running(&mut self, o: &Kept) {
+        self.pool_give(self.now, o.until, alloc_cpus(&o.alloc, self.base.len()));
         let key = self.round_up(o.until);
         for na in &o.alloc.nodes {
             let i = na.node.0 as usize;
@@ -993,6 +1088,13 @@ impl Timeline {
         job: Option<JobId>,
         release: Release,
     ) {
+        if self.pool.is_some() {
+            let cpus = alloc_cpus(alloc, self.base.len());
+            self.pool_take(self.now, end, cpus);
+            if release == Release::Pass {
+                self.pool_pass_holds.push((self.now, end, cpus));
+            }
+        }
         let key = self.round_up(end);
         for na in &alloc.nodes {
             let i = na.node.0 as usize;
@@ -1205,6 +1307,9 @@ impl Timeline {
         not_before: Timestamp,
         horizon: Timestamp,
     ) -> Option<(Timestamp, Allocation)> {
+        if self.pool_pass {
+            return self.pool_earliest(job, parts, d, not_before, horizon);
+        }
         let now = self.now;
         let demand = demand_cpus(job);
         let mut t = now;
@@ -1502,6 +1607,16 @@ impl Timeline {
         if self.base_free < demand {
             return None;
         }
+        if self.pool_pass {
+            // Every instant of its run keeps the plans' CPUs free.
+            let p = self.pool.as_ref()?;
+            let need = demand - self.pool_offset;
+            let end = self.now.saturating_add(d);
+            if p.first_below(self.now, need).is_some_and(|y| y < end) {
+                return None;
+            }
+            return self.place_at(job, parts, true);
+        }
         let now = self.now;
         let k = self.plan_starts.range(..now.saturating_add(d)).count();
         // The free CPUs under these plans, when known: no need to lay them on.
@@ -1549,6 +1664,52 @@ impl Timeline {
         }
         self.base_free = self.free;
         self.add_running(self.now.saturating_add(d), alloc, None, Release::Pass);
+    }
+
+    /// `earliest` in a pool pass: the first time from `not_before` up to
+    /// `horizon` at which the partition's free CPUs, summed, stay at least
+    /// the job's for `d` seconds. Placed on the nodes where that is now;
+    /// later, an allocation without nodes (a plan holds CPUs, not nodes).
+    fn pool_earliest(
+        &mut self,
+        job: &JobRequest,
+        parts: &[PartView],
+        d: i64,
+        not_before: Timestamp,
+        horizon: Timestamp,
+    ) -> Option<(Timestamp, Allocation)> {
+        let partition = job.partitions.iter().copied().find(|&p| {
+            parts
+                .get(p)
+                .is_some_and(|v| crate::placement::partition_refusal(job, v).is_none())
+        })?;
+        let need = demand_cpus(job) - self.pool_offset;
+        let (now, end) = (self.now, horizon.saturating_add(1));
+        let p = self.pool.as_ref()?;
+        let mut t = p.earliest_in(need, d, i64::MAX, not_before.max(now), end)?;
+        if t == now {
+            if let Some(a) = self.place_at(job, parts, true) {
+                return Some((t, a));
+            }
+            // Enough CPUs, not in the shape it asks for: a later time.
+            let p = self.pool.as_ref()?;
+            t = p.earliest_in(need, d, i64::MAX, now + 1, end)?;
+        }
+        let alloc = Allocation {
+            partition,
+            nodes: Vec::new(),
+            exclusive: job.exclusive,
+        };
+        Some((t, alloc))
+    }
+
+    /// `reserve` in a pool pass: `cpus` held over `[start, start + d)`.
+    fn reserve_cpus(&mut self, start: Timestamp, d: i64, cpus: i64) {
+        let end = start.saturating_add(d);
+        // `shortened_start` looks for the gaps before plans here.
+        self.plan_starts.entry(start).or_default();
+        self.pool_take(start, end, cpus);
+        self.pool_pass_holds.push((start, end, cpus));
     }
 
     fn reserve(&mut self, start: Timestamp, d: i64, alloc: &Allocation) {
@@ -2146,12 +2307,18 @@ fn plan_on(
         .timeline
         .take()
         .unwrap_or_else(|| Box::new(Timeline::empty()));
+    tl.pool_wanted = cfg.bf_pool && cfg.policy != Policy::Fcfs;
     if !tl.fill(view.nodes, running, now, cfg.bf_resolution, hint.as_deref()) {
         cache.timeline = Some(tl);
         // Not taken in: the views the next pass gets are still compared
         // with the last ones taken in.
         cache.hint = hint;
         return None;
+    }
+    // Pool plans count every node of the one partition.
+    if let Some(p) = tl.pool.as_ref().filter(|_| view.parts.len() == 1) {
+        tl.pool_offset = tl.base_free - p.value_at(now);
+        tl.pool_pass = true;
     }
     let diagnosed = std::mem::take(&mut cache.diagnosed);
     let mut pass = PassState::new(view, cfg, now, diagnosed);
@@ -2400,7 +2567,11 @@ impl PassState {
         };
         if wants_plan {
             if let Some((start, alloc)) = found {
-                tl.reserve(start, d, &alloc);
+                if tl.pool_pass {
+                    tl.reserve_cpus(start, d, demand_cpus(job));
+                } else {
+                    tl.reserve(start, d, &alloc);
+                }
                 self.n_planned += 1;
                 self.reserved[alloc.partition] += 1;
                 plan.planned.insert(job.job_id, Planned { start, alloc });

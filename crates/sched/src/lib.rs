@@ -21,6 +21,7 @@ pub mod backfill;
 pub mod ordering;
 pub mod placement;
 pub mod preempt;
+pub mod profile;
 
 pub use backfill::{
     demand_cpus, due_reservation, limit_secs, plan, plan_more, plan_with, plan_with_changes,

@@ -1183,3 +1183,43 @@ fn a_job_held_to_few_nodes_goes_where_it_fits_whole() {
     let none = plan(&nodes, &[part(3)], &[job(1, 3, 5), job(2, 1, 2)], 0);
     assert_eq!(reason(&none, 2), Some(PendingReason::Resources));
 }
+
+/// `bf_plan=pool`: plans hold CPUs counted over the partition, not named
+/// nodes, and a job starts now only where the count stays enough for them.
+#[test]
+fn pool_plans_count_cpus_and_name_no_nodes() {
+    // Two nodes of two CPUs; one CPU of each busy, until 600 and 1200.
+    let mut nodes = vec![node("n1", 2, 4000, 0), node("n2", 2, 4000, 0)];
+    let r1 = running(1, &mut nodes, &[0], 600);
+    let r2 = running(2, &mut nodes, &[1], 1200);
+    let mut jobs = vec![timed(10, 1, 30), timed(11, 1, 60), timed(12, 1, 10)];
+    // Tasks that may go on any CPUs: three, one, one.
+    jobs[0].ntasks = 3;
+    jobs[0].max_nodes = 3;
+    for j in &mut jobs {
+        j.mem_per_cpu = None;
+        j.memory_consumable = false;
+    }
+    let parts = [part(2)];
+    let view = ClusterView {
+        nodes: &nodes,
+        parts: &parts,
+        jobs: &jobs,
+        running: &[r1, r2],
+    };
+    let cfg = SchedConfig {
+        bf_job_part_count_reserve: None,
+        bf_pool: true,
+        ..SchedConfig::default()
+    };
+    let plan = crate::plan(&view, &cfg, 0);
+    // Three CPUs are free from 600 on: job 10 is planned there, on no node.
+    let p10 = &plan.planned[&JobId(10)];
+    assert_eq!((p10.start, p10.alloc.nodes.len()), (600, 0));
+    // Job 11 (an hour) would leave two CPUs at 600: it waits for 1200,
+    // when job 10's three leave it one.
+    assert_eq!(plan.planned[&JobId(11)].start, 1200);
+    // Job 12 (ten minutes) ends by 600: it starts now, on a node.
+    assert_eq!(starts(&plan).len(), 1);
+    assert_eq!(starts(&plan)[0].0, 12);
+}

@@ -364,26 +364,31 @@ fn short_passes_schedule_as_full_passes_do() {
         let trace = shipped(name, 1000);
         // The default, FCFS, EASY, and the default with a plan for every
         // job that waited an hour (bf_age_reserve), each backfill one with
-        // both backfill orders.
+        // both backfill orders; EASY and the default planning over the
+        // pool too (bf_plan=pool).
         use sched::BackfillOrder::{Priority, Shortest};
-        for (policy, age, order) in [
-            (Policy::Fcfs, None, Priority),
-            (Policy::Easy, None, Priority),
-            (Policy::Backfill, None, Priority),
-            (Policy::Backfill, Some(3600), Priority),
-            (Policy::Backfill, None, Shortest),
-            (Policy::Backfill, Some(3600), Shortest),
+        for (policy, age, order, pool) in [
+            (Policy::Fcfs, None, Priority, false),
+            (Policy::Easy, None, Priority, false),
+            (Policy::Backfill, None, Priority, false),
+            (Policy::Backfill, Some(3600), Priority, false),
+            (Policy::Backfill, None, Shortest, false),
+            (Policy::Backfill, Some(3600), Shortest, false),
+            (Policy::Easy, None, Priority, true),
+            (Policy::Backfill, None, Shortest, true),
+            (Policy::Backfill, Some(3600), Priority, true),
         ] {
             let cfg = crate::build_config(&trace.machine, None).unwrap();
             let mut sc = engine::sched_config(&cfg);
             sc.policy = policy;
             sc.bf_age_reserve = age;
             sc.bf_order = order;
+            sc.bf_pool = pool;
             let run = |full, track| {
                 crate::driver::simulate_with(&trace, &cfg, sc.clone(), track, full, &mut |_, _| {})
             };
             let (short, full) = (run(false, true), run(true, true));
-            let what = format!("{name} {policy:?} {age:?} {order:?}");
+            let what = format!("{name} {policy:?} {age:?} {order:?} pool {pool}");
             assert_eq!(short.records, full.records, "{what}");
             // The plans shown (squeue --start) are the same too.
             assert_eq!(short.first_plans, full.first_plans, "{what}");
