@@ -557,6 +557,12 @@ pub struct Engine {
     /// The scheduler's node views, kept between passes (derived state:
     /// `schedule` refreshes what changes, the rest never does).
     node_view_cache: Vec<sched::NodeView>,
+    /// The submission check's answers (`check_feasible`) for plain
+    /// requests, by partition and shape (`jobs::FitShape`): whether the
+    /// request could ever fit there. They read only the nodes'
+    /// configuration and the partitions, which never change after `new`;
+    /// emptied all the same when the views are made again.
+    fit_memo: BTreeMap<(usize, jobs::FitShape), bool>,
     /// Within a pass: the nodes whose views differ from the ones the last
     /// pass gave the scheduler (`refreshed_node_views`), for the next
     /// `plan_pass` to tell `pass_cache`; `None`: not known.
@@ -582,6 +588,12 @@ pub struct Engine {
     /// cleared by a look that finds none (`evaluate_dependencies`), so a
     /// pass with no dependencies anywhere does not look at every job.
     may_depend: bool,
+    /// A job may be completing: set wherever one starts to (and on a
+    /// restore), never cleared, so that `refresh_node_state` looks at no
+    /// node's jobs while none can be (a simulation's jobs never are).
+    may_complete: bool,
+    /// `jobs::freed_prefix`'s lists, kept for the next pass.
+    prefix_bufs: jobs::PrefixBufs,
     /// Every pending job's facts that a pass reads, in the order passes
     /// try jobs and by the CPUs each asks for: what a pass after job ends
     /// or submissions reads to find the jobs it must try, and the older
@@ -749,6 +761,7 @@ impl Engine {
             sched_cfg: sched_config(cfg),
             plans: BTreeMap::new(),
             node_view_cache: Vec::new(),
+            fit_memo: BTreeMap::new(),
             view_hint: None,
             views_plain: false,
             pass_cache: sched::PassCache::default(),
@@ -756,6 +769,8 @@ impl Engine {
             holding: BTreeMap::new(),
             alloc_versions: 0,
             may_depend: false,
+            may_complete: false,
+            prefix_bufs: jobs::PrefixBufs::default(),
             queue: queue::Queue::default(),
             request_cache: std::collections::HashMap::default(),
             running_changed: BTreeSet::new(),
@@ -809,21 +824,20 @@ impl Engine {
     }
 
     /// The pooled copy of a script.
-    pub(crate) fn intern_script(&mut self, script: String) -> Arc<str> {
-        if let Some(found) = self.script_pool.get(script.as_str()) {
+    pub(crate) fn intern_script(&mut self, script: Arc<str>) -> Arc<str> {
+        if let Some(found) = self.script_pool.get(&*script) {
             return found.clone();
         }
-        let arc: Arc<str> = Arc::from(script);
-        self.script_pool.insert(arc.clone());
-        arc
+        self.script_pool.insert(script.clone());
+        script
     }
 
     /// The pooled copy of a job description (without script and
     /// environment, which are pooled on their own).
     pub(crate) fn intern_desc(&mut self, desc: Arc<JobDesc>) -> Arc<JobDesc> {
         use std::hash::{Hash, Hasher};
-        // Fixed keys: the pool's layout never depends on the run.
-        let mut h = std::hash::DefaultHasher::new();
+        // A fixed hash: the pool's layout never depends on the run.
+        let mut h = WordHasher(0);
         desc.hash(&mut h);
         let bucket = self.desc_pool.entry(h.finish()).or_default();
         if let Some(found) = bucket.iter().find(|d| **d == desc) {
@@ -944,20 +958,19 @@ impl Engine {
     /// recalculation, exemptions, node timeouts, the pass over the whole
     /// queue after an FCFS pass stopped at its depth.
     fn global_wake(&self) -> Option<Timestamp> {
-        let mut times = vec![
+        let own = [
             self.dep_wake,
             self.priority_due(),
             self.exempt_wake,
             self.depth_wake,
         ];
-        if self.settings.slurmd_timeout > 0 {
-            for n in &self.nodes {
-                if let (Some(last), false) = (n.last_response, n.state.base == NodeBase::Down) {
-                    times.push(Some(last + self.settings.slurmd_timeout as i64));
-                }
-            }
-        }
-        min_time(times.into_iter().flatten())
+        let timeout = self.settings.slurmd_timeout as i64;
+        let watched: &[Node] = if timeout > 0 { &self.nodes } else { &[] };
+        let nodes = watched
+            .iter()
+            .filter(|n| n.state.base != NodeBase::Down)
+            .filter_map(|n| n.last_response.map(|last| last + timeout));
+        min_time(own.into_iter().flatten().chain(nodes))
     }
 
     /// Acts on the passage of time: `--signal` warnings, time limits, begin
@@ -1071,6 +1084,9 @@ impl Engine {
                     job.id, job.state, job.completing, holds
                 ));
             }
+            if job.completing && !self.may_complete {
+                problems.push(format!("job {} is completing unflagged", job.id));
+            }
             if let Some(a) = &job.alloc {
                 for na in &a.nodes {
                     cpus[na.node.0 as usize] += na.cpus;
@@ -1109,7 +1125,7 @@ impl Engine {
     }
 
     fn refresh_node_state(&mut self, idx: NodeIdx) {
-        let completing = {
+        let completing = self.may_complete && {
             let n = &self.nodes[idx.0 as usize];
             n.jobs
                 .iter()
@@ -1178,5 +1194,52 @@ impl std::hash::Hasher for IdHasher {
     }
     fn write_u32(&mut self, n: u32) {
         self.0 = (self.0 ^ u64::from(n)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A hasher that takes its input a word at a time (FxHash's mixing:
+/// rotate, xor, multiply): `Engine::intern_desc` hashes every submitted
+/// description, mostly short strings and numbers, which SipHash took a
+/// byte-oriented while over. Fixed, so the same on every run; equal
+/// descriptions are still told apart by comparing them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WordHasher(u64);
+
+impl WordHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl std::hash::Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.add(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(last));
+        }
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+    fn write_u16(&mut self, n: u16) {
+        self.add(u64::from(n));
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
     }
 }
