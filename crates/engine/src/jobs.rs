@@ -213,11 +213,13 @@ impl Engine {
                 return Err(SlurmError::InvalidFeature);
             }
         }
-        let part_names: Vec<String> = partitions
-            .iter()
-            .map(|&p| self.parts[p].conf.name.clone())
-            .collect();
-        self.apply_association(&mut desc, &part_names)?;
+        if self.settings.enforce.associations {
+            let part_names: Vec<String> = partitions
+                .iter()
+                .map(|&p| self.parts[p].conf.name.clone())
+                .collect();
+            self.apply_association(&mut desc, &part_names)?;
+        }
         if let Some(a) = &desc.account {
             for &p in &partitions {
                 if let Some(allowed) = &self.parts[p].conf.allow_accounts {
@@ -239,8 +241,15 @@ impl Engine {
         let (min_nodes, max_nodes, ntasks) = shape(&desc);
         let id = JobId(self.next_job_id);
         // Pooled only once accepted (below), so refusals leave nothing behind.
-        let env = std::mem::take(&mut desc.env);
-        let script: Arc<str> = Arc::from(std::mem::take(&mut desc.script));
+        // The description keeps no environment of its own: the pooled
+        // empty one stands in (no new one made per job).
+        let env = std::mem::replace(&mut desc.env, self.empty_env.clone());
+        // An identical script already pooled is shared at once.
+        let script: Arc<str> = match self.script_pool.get(desc.script.as_str()) {
+            Some(pooled) => pooled.clone(),
+            None => Arc::from(std::mem::take(&mut desc.script)),
+        };
+        desc.script = String::new();
         let mut job = Job {
             env,
             script,

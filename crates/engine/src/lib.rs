@@ -532,8 +532,12 @@ pub struct Engine {
     /// Interned environments and scripts (see `Job::env`).
     env_pool: BTreeSet<Arc<Vec<(String, String)>>>,
     script_pool: BTreeSet<Arc<str>>,
-    /// Interned job descriptions (see `Job::desc`), by hash.
-    desc_pool: BTreeMap<u64, Vec<Arc<JobDesc>>>,
+    /// An empty environment, what each pooled description holds in place
+    /// of its own (`on_submit`), shared.
+    empty_env: proto::Env,
+    /// Interned job descriptions (see `Job::desc`), by hash and, among
+    /// those of one hash, a number (no list per hash to make).
+    desc_pool: BTreeMap<(u64, u32), Arc<JobDesc>>,
     /// Every job's earliest deadline, in time order (brought up to date
     /// from the job table's notes when read: `sync_deadlines`).
     deadlines: deadlines::Deadlines,
@@ -754,6 +758,7 @@ impl Engine {
             prio_last_calc: now,
             env_pool: BTreeSet::new(),
             script_pool: BTreeSet::new(),
+            empty_env: proto::Env::default(),
             desc_pool: BTreeMap::new(),
             array_tasks: BTreeMap::new(),
             finished: BTreeMap::new(),
@@ -839,11 +844,15 @@ impl Engine {
         // A fixed hash: the pool's layout never depends on the run.
         let mut h = WordHasher(0);
         desc.hash(&mut h);
-        let bucket = self.desc_pool.entry(h.finish()).or_default();
-        if let Some(found) = bucket.iter().find(|d| **d == desc) {
-            return found.clone();
+        let h = h.finish();
+        let mut next = 0;
+        for ((_, k), d) in self.desc_pool.range((h, 0)..=(h, u32::MAX)) {
+            if *d == desc {
+                return d.clone();
+            }
+            next = k + 1;
         }
-        bucket.push(desc.clone());
+        self.desc_pool.insert((h, next), desc.clone());
         desc
     }
 
@@ -851,10 +860,7 @@ impl Engine {
     fn prune_pools(&mut self) {
         self.env_pool.retain(|e| Arc::strong_count(e) > 1);
         self.script_pool.retain(|s| Arc::strong_count(s) > 1);
-        self.desc_pool.retain(|_, bucket| {
-            bucket.retain(|d| Arc::strong_count(d) > 1);
-            !bucket.is_empty()
-        });
+        self.desc_pool.retain(|_, d| Arc::strong_count(d) > 1);
     }
 
     /// Records that the state changed: the next scheduling pass must look,

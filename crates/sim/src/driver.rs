@@ -169,6 +169,8 @@ pub fn simulate_with(
     let mut started: Vec<Option<(i64, u32, Vec<u32>)>> = vec![None; trace.jobs.len()];
     let mut ends: BinaryHeap<Reverse<(Timestamp, JobId)>> = BinaryHeap::new();
     let mut batch_host: BTreeMap<JobId, String> = BTreeMap::new();
+    // The identities of a trace without user names, made once per user.
+    let mut identities: BTreeMap<(i64, i64), Identity> = BTreeMap::new();
     let (mut next, mut busy, mut queued, mut done) = (0usize, 0u64, 0u64, 0usize);
     let total = trace.jobs.len();
     let mut last_t = i64::MIN;
@@ -218,8 +220,17 @@ pub fn simulate_with(
                     .collect(),
                 ..JobDesc::default()
             };
-            let who = identity(job.user, job.group, job.user_name.as_deref());
-            match engine.on_submit(desc, &who, t) {
+            let made;
+            let who = match &job.user_name {
+                Some(name) => {
+                    made = identity(job.user, job.group, Some(name));
+                    &made
+                }
+                None => identities
+                    .entry((job.user, job.group))
+                    .or_insert_with(|| identity(job.user, job.group, None)),
+            };
+            match engine.on_submit(desc, who, t) {
                 Ok(reply) => {
                     by_id.insert(reply.job_id, next);
                     queued += 1;
