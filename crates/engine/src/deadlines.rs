@@ -57,15 +57,12 @@ impl Deadlines {
         self.by_time.first().map(|e| e.0)
     }
 
-    /// The jobs with something due at `now`, in job id order.
-    pub(crate) fn due(&self, now: Timestamp) -> Vec<JobId> {
-        let mut ids: Vec<JobId> = self
-            .by_time
-            .range(..=(now, JobId(u32::MAX)))
-            .map(|e| e.1)
-            .collect();
+    /// The jobs with something due at `now`, in job id order, into `ids`
+    /// (emptied first).
+    pub(crate) fn due(&self, now: Timestamp, ids: &mut Vec<JobId>) {
+        ids.clear();
+        ids.extend(self.by_time.range(..=(now, JobId(u32::MAX))).map(|e| e.1));
         ids.sort_unstable();
-        ids
     }
 
     /// What is wrong with the index against `jobs` (for

@@ -61,6 +61,11 @@ impl Engine {
     }
 
     pub(crate) fn request_for(&self, job: &Job) -> JobRequest {
+        self.request_with(job, job.partitions.clone())
+    }
+
+    /// `request_for` with `partitions` in place of the job's.
+    fn request_with(&self, job: &Job, partitions: Vec<usize>) -> JobRequest {
         let d = &job.desc;
         let (mem_per_node, mem_per_cpu) = self.mem_request(job);
         let mut gres_per_node = d.gres.clone();
@@ -71,7 +76,7 @@ impl Engine {
             job_id: job.id,
             priority: job.priority,
             submit_time: job.submit_time,
-            partitions: job.partitions.clone(),
+            partitions,
             min_nodes: job.min_nodes,
             max_nodes: job.max_nodes,
             ntasks: job.ntasks,
@@ -403,7 +408,9 @@ impl Engine {
         }
         let views: &[NodeView] = &self.node_view_cache;
         let parts = self.part_views();
-        let req = self.request_for(job);
+        // Neither `partition_refusal` nor `could_ever_fit` reads the
+        // request's partitions (the loop goes over the job's): none copied.
+        let req = self.request_with(job, Vec::new());
         let mut any_refusal = false;
         for &pi in &job.partitions {
             if sched::placement::partition_refusal(&req, &parts[pi]).is_some() {
@@ -2191,7 +2198,11 @@ impl Engine {
                 pass.requests.reserve(ids.len());
                 Box::new(ids.filter_map(|id| self.jobs.get(&id).map(|j| &**j)))
             }
-            None => Box::new(self.jobs.values().map(|j| &**j)),
+            None => {
+                // Every pending job, arrays' tasks aside.
+                pass.requests.reserve(self.queue.len());
+                Box::new(self.jobs.values().map(|j| &**j))
+            }
         };
         for job in jobs {
             if job.state != JobState::Pending || job.completing || job.held.is_some() {

@@ -596,6 +596,8 @@ pub struct Engine {
     /// restore), never cleared, so that `refresh_node_state` looks at no
     /// node's jobs while none can be (a simulation's jobs never are).
     may_complete: bool,
+    /// The jobs the last timer found due (a list kept for the next).
+    due_buf: Vec<JobId>,
     /// `jobs::freed_prefix`'s lists, kept for the next pass.
     prefix_bufs: jobs::PrefixBufs,
     /// Every pending job's facts that a pass reads, in the order passes
@@ -775,6 +777,7 @@ impl Engine {
             alloc_versions: 0,
             may_depend: false,
             may_complete: false,
+            due_buf: Vec::new(),
             prefix_bufs: jobs::PrefixBufs::default(),
             queue: queue::Queue::default(),
             request_cache: std::collections::HashMap::default(),
@@ -991,7 +994,9 @@ impl Engine {
             || self.priority_due().is_some_and(|due| now >= due)
             || self.exempt_wake.is_some_and(|t| now >= t)
             || self.dep_wake.is_some_and(|t| now >= t);
-        let mut ids = self.deadlines.due(now);
+        // The list the last timer used, kept.
+        let mut ids = std::mem::take(&mut self.due_buf);
+        self.deadlines.due(now, &mut ids);
         let purges_only = !other
             && ids.iter().all(|id| {
                 self.jobs
@@ -1018,7 +1023,7 @@ impl Engine {
         if other {
             // Node timeouts and priorities may have changed jobs: look again.
             self.sync_deadlines();
-            ids = self.deadlines.due(now);
+            self.deadlines.due(now, &mut ids);
         }
         // Only the jobs with something due now are looked at (nothing done
         // to one job here makes another one due), in job id order.
@@ -1067,6 +1072,7 @@ impl Engine {
             }
         }
         debug_assert!(!purges_only || !other, "only purges were due");
+        self.due_buf = ids;
         // Pooled values outlive their last job a while: pruning walks every
         // pool, so it waits until as many jobs were purged as there are
         // left (a pool is then at most about twice what is in use).
