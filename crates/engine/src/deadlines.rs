@@ -18,22 +18,35 @@ use std::collections::{BTreeSet, HashMap};
 pub(crate) struct Deadlines {
     by_time: BTreeSet<(Timestamp, JobId)>,
     at: HashMap<JobId, Timestamp, IdHash>,
+    /// The last update's changed jobs (a buffer kept for the next).
+    changed: Vec<JobId>,
 }
 
 impl Deadlines {
     /// Brings the index up to date with the jobs changed since the last
     /// call; `min_age`: `MinJobAge` in seconds.
     pub(crate) fn update(&mut self, jobs: &mut JobTable, min_age: i64) {
-        for id in jobs.take_wake_changed() {
+        let mut changed = std::mem::take(&mut self.changed);
+        jobs.take_wake_changed(&mut changed);
+        for &id in &changed {
             self.enter(jobs, id, min_age);
         }
+        self.changed = changed;
     }
 
     fn enter(&mut self, jobs: &JobTable, id: JobId, min_age: i64) {
-        if let Some(t) = self.at.remove(&id) {
+        let wake = jobs.get(&id).and_then(|j| job_wake(j, min_age));
+        let old = self.at.get(&id).copied();
+        if wake == old {
+            // Changed, but not its deadline (most notes: a pass tells a
+            // pending job its reason).
+            return;
+        }
+        if let Some(t) = old {
+            self.at.remove(&id);
             self.by_time.remove(&(t, id));
         }
-        if let Some(t) = jobs.get(&id).and_then(|j| job_wake(j, min_age)) {
+        if let Some(t) = wake {
             self.by_time.insert((t, id));
             self.at.insert(id, t);
         }
@@ -44,15 +57,12 @@ impl Deadlines {
         self.by_time.first().map(|e| e.0)
     }
 
-    /// The jobs with something due at `now`, in job id order.
-    pub(crate) fn due(&self, now: Timestamp) -> Vec<JobId> {
-        let mut ids: Vec<JobId> = self
-            .by_time
-            .range(..=(now, JobId(u32::MAX)))
-            .map(|e| e.1)
-            .collect();
+    /// The jobs with something due at `now`, in job id order, into `ids`
+    /// (emptied first).
+    pub(crate) fn due(&self, now: Timestamp, ids: &mut Vec<JobId>) {
+        ids.clear();
+        ids.extend(self.by_time.range(..=(now, JobId(u32::MAX))).map(|e| e.1));
         ids.sort_unstable();
-        ids
     }
 
     /// What is wrong with the index against `jobs` (for

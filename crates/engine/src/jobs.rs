@@ -61,6 +61,11 @@ impl Engine {
     }
 
     pub(crate) fn request_for(&self, job: &Job) -> JobRequest {
+        self.request_with(job, job.partitions.clone())
+    }
+
+    /// `request_for` with `partitions` in place of the job's.
+    fn request_with(&self, job: &Job, partitions: Vec<usize>) -> JobRequest {
         let d = &job.desc;
         let (mem_per_node, mem_per_cpu) = self.mem_request(job);
         let mut gres_per_node = d.gres.clone();
@@ -71,7 +76,7 @@ impl Engine {
             job_id: job.id,
             priority: job.priority,
             submit_time: job.submit_time,
-            partitions: job.partitions.clone(),
+            partitions,
             min_nodes: job.min_nodes,
             max_nodes: job.max_nodes,
             ntasks: job.ntasks,
@@ -213,11 +218,13 @@ impl Engine {
                 return Err(SlurmError::InvalidFeature);
             }
         }
-        let part_names: Vec<String> = partitions
-            .iter()
-            .map(|&p| self.parts[p].conf.name.clone())
-            .collect();
-        self.apply_association(&mut desc, &part_names)?;
+        if self.settings.enforce.associations {
+            let part_names: Vec<String> = partitions
+                .iter()
+                .map(|&p| self.parts[p].conf.name.clone())
+                .collect();
+            self.apply_association(&mut desc, &part_names)?;
+        }
         if let Some(a) = &desc.account {
             for &p in &partitions {
                 if let Some(allowed) = &self.parts[p].conf.allow_accounts {
@@ -239,8 +246,15 @@ impl Engine {
         let (min_nodes, max_nodes, ntasks) = shape(&desc);
         let id = JobId(self.next_job_id);
         // Pooled only once accepted (below), so refusals leave nothing behind.
-        let env = std::mem::take(&mut desc.env);
-        let script: Arc<str> = Arc::from(std::mem::take(&mut desc.script));
+        // The description keeps no environment of its own: the pooled
+        // empty one stands in (no new one made per job).
+        let env = std::mem::replace(&mut desc.env, self.empty_env.clone());
+        // An identical script already pooled is shared at once.
+        let script: Arc<str> = match self.script_pool.get(desc.script.as_str()) {
+            Some(pooled) => pooled.clone(),
+            None => Arc::from(std::mem::take(&mut desc.script)),
+        };
+        desc.script = String::new();
         let mut job = Job {
             env,
             script,
@@ -368,7 +382,7 @@ impl Engine {
         }
         let partition = self.parts[job.partition].conf.name.clone();
         job.env = self.intern_env(job.env);
-        job.script = self.intern_script(job.script.to_string());
+        job.script = self.intern_script(job.script);
         job.desc = self.intern_desc(job.desc);
         self.jobs.insert(id, Box::new(job));
         self.record(id, now);
@@ -386,6 +400,7 @@ impl Engine {
         // queue may come before the first pass).
         if self.node_view_cache.len() != self.nodes.len() {
             self.node_view_cache = self.node_views();
+            self.fit_memo.clear();
             // Not the views a pass gave the scheduler: the next pass looks
             // at every node and tells the scheduler nothing of what
             // changed (as after a pass that laid suspended shares on).
@@ -393,7 +408,9 @@ impl Engine {
         }
         let views: &[NodeView] = &self.node_view_cache;
         let parts = self.part_views();
-        let req = self.request_for(job);
+        // Neither `partition_refusal` nor `could_ever_fit` reads the
+        // request's partitions (the loop goes over the job's): none copied.
+        let req = self.request_with(job, Vec::new());
         let mut any_refusal = false;
         for &pi in &job.partitions {
             if sched::placement::partition_refusal(&req, &parts[pi]).is_some() {
@@ -401,7 +418,18 @@ impl Engine {
                 any_refusal = true;
                 continue;
             }
-            if sched::placement::could_ever_fit(&req, pi, &parts[pi], views) {
+            let fits = match FitShape::of(&req) {
+                Some(shape) => *self.fit_memo.entry((pi, shape)).or_insert_with(|| {
+                    sched::placement::could_ever_fit(&req, pi, &parts[pi], views)
+                }),
+                None => sched::placement::could_ever_fit(&req, pi, &parts[pi], views),
+            };
+            debug_assert_eq!(
+                fits,
+                sched::placement::could_ever_fit(&req, pi, &parts[pi], views),
+                "a kept answer of the submission check differs"
+            );
+            if fits {
                 return Ok(());
             }
         }
@@ -522,6 +550,7 @@ impl Engine {
             };
         }
         job.completing = true;
+        self.may_complete = true;
         self.running_changed.insert(id);
         let job = self.jobs.get_mut(&id).expect("checked");
         let alloc = job.alloc.clone().expect("running job has an allocation");
@@ -613,6 +642,7 @@ impl Engine {
         job.secs_pre_suspend = 0;
         if was_running {
             job.completing = true;
+            self.may_complete = true;
             self.running_changed.insert(id);
             let job = self.jobs.get_mut(&id).expect("checked");
             let old_run = job.restarts - 1;
@@ -1217,11 +1247,13 @@ impl Engine {
                     .chain(self.plans.keys())
                     .chain(&self.heads)
                     .copied();
-                let prefix = self.freed_prefix(needed, &limited, free_cpus, now);
-                match prefix {
-                    Some((only, check)) => {
+                let mut bufs = std::mem::take(&mut self.prefix_bufs);
+                let prefix = self.freed_prefix(needed, &limited, free_cpus, now, &mut bufs);
+                let pass = match prefix {
+                    Some(check) => {
                         prefix_check = Some(check);
-                        Some(self.collect_requests(Some(&only), &limited, free_cpus, now))
+                        let only = bufs.only.iter().copied();
+                        Some(self.collect_requests(Some(only), &limited, free_cpus, now))
                     }
                     None if fcfs || !heads_planned => None,
                     None => {
@@ -1232,7 +1264,9 @@ impl Engine {
                         reduced = pass.is_some();
                         pass
                     }
-                }
+                };
+                self.prefix_bufs = bufs;
+                pass
             }
             Some(ids) if heads_planned => {
                 // Older jobs that the CPUs free now could hold: only they
@@ -1267,7 +1301,7 @@ impl Engine {
             _ => None,
         };
         if pass.is_none() {
-            pass = Some(self.collect_requests(None, &limited, free_cpus, now));
+            pass = Some(self.collect_requests(ALL_JOBS, &limited, free_cpus, now));
         }
         let Pass {
             requests,
@@ -1345,7 +1379,7 @@ impl Engine {
                 throttled,
                 waiting_to_begin,
                 ..
-            } = self.collect_requests(None, &limited, free_cpus, now);
+            } = self.collect_requests(ALL_JOBS, &limited, free_cpus, now);
             self.mark_throttled(throttled);
             self.mark_waiting_to_begin(waiting_to_begin);
             requests = all;
@@ -1808,7 +1842,7 @@ impl Engine {
                 only.insert(q.id());
             }
         }
-        let mut pass = self.collect_requests(Some(&only), limited, free_cpus, now);
+        let mut pass = self.collect_requests(Some(only.iter().copied()), limited, free_cpus, now);
         pass.optional = optional;
         let last = self.last_order_key;
         let after = pass
@@ -1934,19 +1968,30 @@ impl Engine {
         limited: &crate::limits::LimitCheck,
         free_cpus: u32,
         now: Timestamp,
-    ) -> Option<(std::collections::BTreeSet<JobId>, PrefixCheck)> {
+        bufs: &mut PrefixBufs,
+    ) -> Option<PrefixCheck> {
         if self.prefix_passes_off {
             return None;
         }
-        let needed: std::collections::BTreeSet<JobId> = needed.collect();
+        // Sorted, each once: read by binary search, and in id order.
+        let PrefixBufs {
+            needed: needed_buf,
+            only,
+            taken,
+        } = bufs;
+        needed_buf.clear();
+        needed_buf.extend(needed);
+        needed_buf.sort_unstable();
+        needed_buf.dedup();
+        let needed: &[JobId] = needed_buf;
+        only.clear();
+        taken.clear();
         let aged = self.aged_test(now);
         // Under FCFS the jobs left out that may be (`finish_prefix_pass`)
         // are never tried: past the prefix only the notable ones are
         // looked at (`Queue::notable_after`), not the whole queue.
         let fcfs = self.sched_cfg.policy == sched::Policy::Fcfs;
-        let mut only = std::collections::BTreeSet::new();
-        let mut taken: Vec<LeftOut> =
-            Vec::with_capacity(self.queue.len().min(free_cpus as usize + 2));
+        taken.reserve(self.queue.len().min(free_cpus as usize + 2));
         // Past the prefix, only the jobs `finish_prefix_pass` goes on with
         // are kept (those that must be tried, and those that need no more
         // CPUs than are free: it tries no other); the others are counted.
@@ -1958,16 +2003,18 @@ impl Engine {
         // `taken` once `prefix_done`.
         let free = i64::from(free_cpus);
         let (mut demand, mut prefix_done) = (0, false);
-        let candidate = |q: &crate::queue::Queued, only: &mut std::collections::BTreeSet<JobId>| {
+        let candidate = |q: &crate::queue::Queued, only: &mut Vec<JobId>| {
             if !q.free || !q.dep_clear || !self.may_try(q, limited) {
                 return None;
             }
             if q.begin().is_some_and(|b| b > now) {
-                only.insert(q.id());
+                only.push(q.id());
                 return None;
             }
             let leavable = !q.array && q.by_priority;
-            let must = !leavable || needed.contains(&q.id()) || aged.as_ref().is_some_and(|a| a(q));
+            let must = !leavable
+                || needed.binary_search(&q.id()).is_ok()
+                || aged.as_ref().is_some_and(|a| a(q));
             Some((
                 q.key,
                 q.id(),
@@ -1980,7 +2027,7 @@ impl Engine {
         // In the order a pass tries jobs (`left_out` must be, for
         // `finish_prefix_pass`).
         for q in self.queue.in_order() {
-            let Some(c) = candidate(q, &mut only) else {
+            let Some(c) = candidate(q, only) else {
                 continue;
             };
             pending_endless &= q.endless;
@@ -2013,7 +2060,7 @@ impl Engine {
             rest.extend(
                 picked
                     .into_iter()
-                    .filter_map(|q| candidate(q, &mut only))
+                    .filter_map(|q| candidate(q, only))
                     .filter(|c| c.3),
             );
             // The last job a full pass would try, when it is left out.
@@ -2038,13 +2085,15 @@ impl Engine {
             return None;
         }
         only.extend(taken.iter().map(|c| c.1));
+        only.sort_unstable();
+        only.dedup();
         let check = PrefixCheck {
             max_left_key,
             // Read only where no plan was made, which FCFS never makes.
             pending_endless: pending_endless && !fcfs,
             left_out: rest,
         };
-        Some((only, check))
+        Some(check)
     }
 
     /// Whether no job holding resources will end by itself: each runs
@@ -2137,15 +2186,23 @@ impl Engine {
     /// given), and what the pass must tell the others.
     fn collect_requests(
         &self,
-        only: Option<&std::collections::BTreeSet<JobId>>,
+        only: Option<impl ExactSizeIterator<Item = JobId>>,
         limited: &crate::limits::LimitCheck,
         free_cpus: u32,
         now: Timestamp,
     ) -> Pass {
         let mut pass = Pass::default();
         let jobs: Box<dyn Iterator<Item = &Job>> = match only {
-            Some(ids) => Box::new(ids.iter().filter_map(|id| self.jobs.get(id).map(|j| &**j))),
-            None => Box::new(self.jobs.values().map(|j| &**j)),
+            Some(ids) => {
+                // Room for all at once: the list grows by moving requests.
+                pass.requests.reserve(ids.len());
+                Box::new(ids.filter_map(|id| self.jobs.get(&id).map(|j| &**j)))
+            }
+            None => {
+                // Every pending job, arrays' tasks aside.
+                pass.requests.reserve(self.queue.len());
+                Box::new(self.jobs.values().map(|j| &**j))
+            }
         };
         for job in jobs {
             if job.state != JobState::Pending || job.completing || job.held.is_some() {
@@ -2183,7 +2240,7 @@ impl Engine {
         self.request_cache.remove(&id);
         self.take_resources(id, &alloc, now);
         let batch = alloc.nodes[0].node;
-        let batch_name = self.nodes[batch.0 as usize].conf.name.clone();
+        let batch_name = &self.nodes[batch.0 as usize].conf.name;
         {
             let job = self.jobs.get_mut(&id).expect("scheduled job exists");
             job.state = JobState::Running;
@@ -2198,14 +2255,16 @@ impl Engine {
             job.ran_on = alloc.nodes.iter().map(|n| n.node).collect();
             job.ran_cpus = alloc.nodes.iter().map(|n| n.cpus).collect();
             job.alloc = Some(alloc);
-            let d = &job.desc;
-            let out_pattern = d
-                .stdout
-                .clone()
-                .unwrap_or_else(|| "slurm-%j.out".to_string());
-            let err_pattern = d.stderr.clone().unwrap_or_else(|| out_pattern.clone());
-            job.stdout = crate::env::expand_path(&out_pattern, job, &batch_name);
-            job.stderr = crate::env::expand_path(&err_pattern, job, &batch_name);
+            let d = job.desc.clone();
+            let out_pattern = d.stdout.as_deref().unwrap_or("slurm-%j.out");
+            let err_pattern = d.stderr.as_deref().unwrap_or(out_pattern);
+            job.stdout = crate::env::expand_path(out_pattern, job, batch_name);
+            job.stderr = if err_pattern == out_pattern {
+                // The same pattern gives the same path.
+                job.stdout.clone()
+            } else {
+                crate::env::expand_path(err_pattern, job, batch_name)
+            };
         }
         // salloc and srun hold the allocation themselves: no script.
         if !self.jobs[&id].desc.alloc_only {
@@ -2219,6 +2278,47 @@ impl Engine {
             self.extern_command(id, true);
         }
         self.record(id, now);
+    }
+}
+
+/// What `sched::placement::could_ever_fit` reads of a plain request (no
+/// GRES or GPUs, no nodes or features named): the key of the submission
+/// check's kept answers (`Engine::fit_memo`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct FitShape {
+    min_nodes: u32,
+    max_nodes: u32,
+    ntasks: u32,
+    ntasks_per_node: Option<u32>,
+    cpus_per_task: u32,
+    mem_per_node: Option<u64>,
+    mem_per_cpu: Option<u64>,
+    mem_per_gpu: Option<u64>,
+    cpus_per_gpu: Option<u32>,
+    exclusive: bool,
+    memory_consumable: bool,
+}
+
+impl FitShape {
+    /// The shape of `req`, where it is plain.
+    fn of(req: &JobRequest) -> Option<FitShape> {
+        let plain = sched::placement::plain_candidates(req)
+            && req.gres_per_node.is_empty()
+            && req.gpus_total.is_none()
+            && req.gpus_per_task.is_none();
+        plain.then_some(FitShape {
+            min_nodes: req.min_nodes,
+            max_nodes: req.max_nodes,
+            ntasks: req.ntasks,
+            ntasks_per_node: req.ntasks_per_node,
+            cpus_per_task: req.cpus_per_task,
+            mem_per_node: req.mem_per_node,
+            mem_per_cpu: req.mem_per_cpu,
+            mem_per_gpu: req.mem_per_gpu,
+            cpus_per_gpu: req.cpus_per_gpu,
+            exclusive: req.exclusive,
+            memory_consumable: req.memory_consumable,
+        })
     }
 }
 
@@ -2380,6 +2480,21 @@ fn freed_pass_holds(plan: &sched::Plan, old_heads: &[JobId]) -> bool {
 /// What must hold after a pass over a prefix of the queue
 /// (`Engine::freed_prefix`) for the jobs it left out to keep their
 /// decisions.
+/// `collect_requests` over every pending job.
+const ALL_JOBS: Option<std::iter::Empty<JobId>> = None;
+
+/// The lists `Engine::freed_prefix` fills, kept from pass to pass
+/// (`Engine::prefix_bufs`) so that none is made again.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PrefixBufs {
+    /// The jobs the pass must try, sorted.
+    needed: Vec<JobId>,
+    /// The jobs the pass over the prefix tries, sorted (each once).
+    only: Vec<JobId>,
+    /// The prefix.
+    taken: Vec<LeftOut>,
+}
+
 struct PrefixCheck {
     /// The order key of the last job left out.
     max_left_key: Option<sched::OrderKey>,

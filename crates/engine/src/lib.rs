@@ -532,8 +532,12 @@ pub struct Engine {
     /// Interned environments and scripts (see `Job::env`).
     env_pool: BTreeSet<Arc<Vec<(String, String)>>>,
     script_pool: BTreeSet<Arc<str>>,
-    /// Interned job descriptions (see `Job::desc`), by hash.
-    desc_pool: BTreeMap<u64, Vec<Arc<JobDesc>>>,
+    /// An empty environment, what each pooled description holds in place
+    /// of its own (`on_submit`), shared.
+    empty_env: proto::Env,
+    /// Interned job descriptions (see `Job::desc`), by hash and, among
+    /// those of one hash, a number (no list per hash to make).
+    desc_pool: BTreeMap<(u64, u32), Arc<JobDesc>>,
     /// Every job's earliest deadline, in time order (brought up to date
     /// from the job table's notes when read: `sync_deadlines`).
     deadlines: deadlines::Deadlines,
@@ -557,6 +561,12 @@ pub struct Engine {
     /// The scheduler's node views, kept between passes (derived state:
     /// `schedule` refreshes what changes, the rest never does).
     node_view_cache: Vec<sched::NodeView>,
+    /// The submission check's answers (`check_feasible`) for plain
+    /// requests, by partition and shape (`jobs::FitShape`): whether the
+    /// request could ever fit there. They read only the nodes'
+    /// configuration and the partitions, which never change after `new`;
+    /// emptied all the same when the views are made again.
+    fit_memo: BTreeMap<(usize, jobs::FitShape), bool>,
     /// Within a pass: the nodes whose views differ from the ones the last
     /// pass gave the scheduler (`refreshed_node_views`), for the next
     /// `plan_pass` to tell `pass_cache`; `None`: not known.
@@ -582,6 +592,14 @@ pub struct Engine {
     /// cleared by a look that finds none (`evaluate_dependencies`), so a
     /// pass with no dependencies anywhere does not look at every job.
     may_depend: bool,
+    /// A job may be completing: set wherever one starts to (and on a
+    /// restore), never cleared, so that `refresh_node_state` looks at no
+    /// node's jobs while none can be (a simulation's jobs never are).
+    may_complete: bool,
+    /// The jobs the last timer found due (a list kept for the next).
+    due_buf: Vec<JobId>,
+    /// `jobs::freed_prefix`'s lists, kept for the next pass.
+    prefix_bufs: jobs::PrefixBufs,
     /// Every pending job's facts that a pass reads, in the order passes
     /// try jobs and by the CPUs each asks for: what a pass after job ends
     /// or submissions reads to find the jobs it must try, and the older
@@ -743,6 +761,7 @@ impl Engine {
             prio_last_calc: now,
             env_pool: BTreeSet::new(),
             script_pool: BTreeSet::new(),
+            empty_env: proto::Env::default(),
             desc_pool: BTreeMap::new(),
             array_tasks: BTreeMap::new(),
             finished: BTreeMap::new(),
@@ -750,6 +769,7 @@ impl Engine {
             sched_cfg: sched_config(cfg),
             plans: BTreeMap::new(),
             node_view_cache: Vec::new(),
+            fit_memo: BTreeMap::new(),
             view_hint: None,
             views_plain: false,
             pass_cache: sched::PassCache::default(),
@@ -757,6 +777,9 @@ impl Engine {
             holding: BTreeMap::new(),
             alloc_versions: 0,
             may_depend: false,
+            may_complete: false,
+            due_buf: Vec::new(),
+            prefix_bufs: jobs::PrefixBufs::default(),
             queue: queue::Queue::default(),
             request_cache: std::collections::HashMap::default(),
             running_changed: BTreeSet::new(),
@@ -810,27 +833,30 @@ impl Engine {
     }
 
     /// The pooled copy of a script.
-    pub(crate) fn intern_script(&mut self, script: String) -> Arc<str> {
-        if let Some(found) = self.script_pool.get(script.as_str()) {
+    pub(crate) fn intern_script(&mut self, script: Arc<str>) -> Arc<str> {
+        if let Some(found) = self.script_pool.get(&*script) {
             return found.clone();
         }
-        let arc: Arc<str> = Arc::from(script);
-        self.script_pool.insert(arc.clone());
-        arc
+        self.script_pool.insert(script.clone());
+        script
     }
 
     /// The pooled copy of a job description (without script and
     /// environment, which are pooled on their own).
     pub(crate) fn intern_desc(&mut self, desc: Arc<JobDesc>) -> Arc<JobDesc> {
         use std::hash::{Hash, Hasher};
-        // Fixed keys: the pool's layout never depends on the run.
-        let mut h = std::hash::DefaultHasher::new();
+        // A fixed hash: the pool's layout never depends on the run.
+        let mut h = WordHasher(0);
         desc.hash(&mut h);
-        let bucket = self.desc_pool.entry(h.finish()).or_default();
-        if let Some(found) = bucket.iter().find(|d| **d == desc) {
-            return found.clone();
+        let h = h.finish();
+        let mut next = 0;
+        for ((_, k), d) in self.desc_pool.range((h, 0)..=(h, u32::MAX)) {
+            if *d == desc {
+                return d.clone();
+            }
+            next = k + 1;
         }
-        bucket.push(desc.clone());
+        self.desc_pool.insert((h, next), desc.clone());
         desc
     }
 
@@ -838,10 +864,7 @@ impl Engine {
     fn prune_pools(&mut self) {
         self.env_pool.retain(|e| Arc::strong_count(e) > 1);
         self.script_pool.retain(|s| Arc::strong_count(s) > 1);
-        self.desc_pool.retain(|_, bucket| {
-            bucket.retain(|d| Arc::strong_count(d) > 1);
-            !bucket.is_empty()
-        });
+        self.desc_pool.retain(|_, d| Arc::strong_count(d) > 1);
     }
 
     /// Records that the state changed: the next scheduling pass must look,
@@ -945,20 +968,19 @@ impl Engine {
     /// recalculation, exemptions, node timeouts, the pass over the whole
     /// queue after an FCFS pass stopped at its depth.
     fn global_wake(&self) -> Option<Timestamp> {
-        let mut times = vec![
+        let own = [
             self.dep_wake,
             self.priority_due(),
             self.exempt_wake,
             self.depth_wake,
         ];
-        if self.settings.slurmd_timeout > 0 {
-            for n in &self.nodes {
-                if let (Some(last), false) = (n.last_response, n.state.base == NodeBase::Down) {
-                    times.push(Some(last + self.settings.slurmd_timeout as i64));
-                }
-            }
-        }
-        min_time(times.into_iter().flatten())
+        let timeout = self.settings.slurmd_timeout as i64;
+        let watched: &[Node] = if timeout > 0 { &self.nodes } else { &[] };
+        let nodes = watched
+            .iter()
+            .filter(|n| n.state.base != NodeBase::Down)
+            .filter_map(|n| n.last_response.map(|last| last + timeout));
+        min_time(own.into_iter().flatten().chain(nodes))
     }
 
     /// Acts on the passage of time: `--signal` warnings, time limits, begin
@@ -973,7 +995,9 @@ impl Engine {
             || self.priority_due().is_some_and(|due| now >= due)
             || self.exempt_wake.is_some_and(|t| now >= t)
             || self.dep_wake.is_some_and(|t| now >= t);
-        let mut ids = self.deadlines.due(now);
+        // The list the last timer used, kept.
+        let mut ids = std::mem::take(&mut self.due_buf);
+        self.deadlines.due(now, &mut ids);
         let purges_only = !other
             && ids.iter().all(|id| {
                 self.jobs
@@ -1000,7 +1024,7 @@ impl Engine {
         if other {
             // Node timeouts and priorities may have changed jobs: look again.
             self.sync_deadlines();
-            ids = self.deadlines.due(now);
+            self.deadlines.due(now, &mut ids);
         }
         // Only the jobs with something due now are looked at (nothing done
         // to one job here makes another one due), in job id order.
@@ -1049,6 +1073,7 @@ impl Engine {
             }
         }
         debug_assert!(!purges_only || !other, "only purges were due");
+        self.due_buf = ids;
         // Pooled values outlive their last job a while: pruning walks every
         // pool, so it waits until as many jobs were purged as there are
         // left (a pool is then at most about twice what is in use).
@@ -1071,6 +1096,9 @@ impl Engine {
                     "job {} in state {:?} (completing {}) has allocation {}",
                     job.id, job.state, job.completing, holds
                 ));
+            }
+            if job.completing && !self.may_complete {
+                problems.push(format!("job {} is completing unflagged", job.id));
             }
             if let Some(a) = &job.alloc {
                 for na in &a.nodes {
@@ -1110,7 +1138,7 @@ impl Engine {
     }
 
     fn refresh_node_state(&mut self, idx: NodeIdx) {
-        let completing = {
+        let completing = self.may_complete && {
             let n = &self.nodes[idx.0 as usize];
             n.jobs
                 .iter()
@@ -1179,5 +1207,52 @@ impl std::hash::Hasher for IdHasher {
     }
     fn write_u32(&mut self, n: u32) {
         self.0 = (self.0 ^ u64::from(n)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A hasher that takes its input a word at a time (FxHash's mixing:
+/// rotate, xor, multiply): `Engine::intern_desc` hashes every submitted
+/// description, mostly short strings and numbers, which SipHash took a
+/// byte-oriented while over. Fixed, so the same on every run; equal
+/// descriptions are still told apart by comparing them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WordHasher(u64);
+
+impl WordHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl std::hash::Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.add(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(last));
+        }
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+    fn write_u16(&mut self, n: u16) {
+        self.add(u64::from(n));
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
     }
 }

@@ -350,7 +350,8 @@ impl Engine {
         let Some(alloc) = j.alloc.as_mut() else {
             return;
         };
-        let Some(pos) = alloc.nodes.iter().position(|na| na.node == idx) else {
+        // From the end (`release_all` takes the last); a node appears once.
+        let Some(pos) = alloc.nodes.iter().rposition(|na| na.node == idx) else {
             return;
         };
         let na = alloc.nodes.remove(pos);
@@ -384,13 +385,17 @@ impl Engine {
 
     /// Gives back every node of a job's allocation.
     pub(crate) fn release_all(&mut self, job: model::JobId) {
-        let nodes: Vec<NodeIdx> = self
+        // From the last node back: each share leaves the end of the list
+        // (no list of nodes made, none moved up). The order changes
+        // nothing: each node's release is its own, and the allocation's
+        // version counts one per node either way.
+        while let Some(idx) = self
             .jobs
             .get(&job)
             .and_then(|j| j.alloc.as_ref())
-            .map(|a| a.nodes.iter().map(|n| n.node).collect())
-            .unwrap_or_default();
-        for idx in nodes {
+            .and_then(|a| a.nodes.last())
+            .map(|n| n.node)
+        {
             self.release_node_share(job, idx);
         }
     }

@@ -366,7 +366,7 @@ impl Engine {
         let scripts: Vec<_> = state
             .scripts
             .iter()
-            .map(|s| e.intern_script(s.to_string()))
+            .map(|s| e.intern_script(Arc::from(&**s)))
             .collect();
         // Jobs read with a table share its descriptions: pool each once
         // (the read copy is kept while the loop runs, so its address
@@ -397,6 +397,7 @@ impl Engine {
         e.reindex_arrays();
         // The first pass looks for them.
         e.may_depend = true;
+        e.may_complete = true;
         e.may_resume = true;
         Ok(e)
     }

@@ -48,12 +48,16 @@ impl Notes {
         self.ids.push(id);
     }
 
-    /// The ids noted, each once, in id order; none are left.
-    fn take(notes: &mut Notes) -> Vec<JobId> {
-        let mut ids = std::mem::take(notes).ids;
-        ids.sort_unstable();
-        ids.dedup();
-        ids
+    /// The ids noted, each once, in id order, into `out` (emptied first);
+    /// none are left. The notes keep `out`'s room for the next ones: the
+    /// two lists change places from take to take, and neither is made
+    /// again.
+    fn take(notes: &mut Notes, out: &mut Vec<JobId>) {
+        out.clear();
+        std::mem::swap(&mut notes.ids, out);
+        notes.dedup_at = 0;
+        out.sort_unstable();
+        out.dedup();
     }
 }
 
@@ -90,13 +94,13 @@ impl JobTable {
 
     /// The jobs changed since the last call (each once, in id order: a
     /// job's facts are entered once, from the job as it is now).
-    fn take_changed(&mut self) -> Vec<JobId> {
-        Notes::take(&mut self.changed)
+    fn take_changed(&mut self, out: &mut Vec<JobId>) {
+        Notes::take(&mut self.changed, out)
     }
 
     /// `take_changed` for the deadlines, which take their own notes.
-    pub(crate) fn take_wake_changed(&mut self) -> Vec<JobId> {
-        Notes::take(&mut self.wake_changed)
+    pub(crate) fn take_wake_changed(&mut self, out: &mut Vec<JobId>) {
+        Notes::take(&mut self.wake_changed, out)
     }
 
     /// The jobs noted for the deadlines and not yet taken (repeats
@@ -202,6 +206,8 @@ pub(crate) struct Queue {
     /// not leave out unlooked at (`Queued::notable`).
     notable: BTreeSet<sched::OrderKey>,
     setting: Setting,
+    /// The last update's changed jobs (a buffer kept for the next).
+    changed: Vec<JobId>,
 }
 
 impl Queue {
@@ -209,8 +215,10 @@ impl Queue {
     /// jobs changed since the last call, unless the setting changed.
     /// `setting` is `None` where it is the queue's own (`has_setting`).
     pub(crate) fn update(&mut self, jobs: &mut JobTable, setting: Option<Setting>) {
-        let changed = jobs.take_changed();
+        let mut changed = std::mem::take(&mut self.changed);
+        jobs.take_changed(&mut changed);
         self.update_with(jobs, &changed, setting);
+        self.changed = changed;
     }
 
     /// Whether the facts were made with these partitions' tiers and sizes.

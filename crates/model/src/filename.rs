@@ -32,37 +32,46 @@ pub struct PatternValues<'a> {
 /// Expands `pattern` and makes it absolute against the working directory.
 /// Directories are not created, as in Slurm.
 pub fn expand(pattern: &str, v: &PatternValues<'_>) -> String {
-    let mut out = String::new();
+    use std::fmt::Write;
+    // Room for the working directory in front, where the result is
+    // relative: one allocation for the usual pattern.
+    let mut out = String::with_capacity(v.work_dir.len() + pattern.len() + 16);
     let mut chars = pattern.chars().peekable();
     while let Some(c) = chars.next() {
         if c != '%' {
             out.push(c);
             continue;
         }
-        let mut width = String::new();
+        // The width as `str::parse` reads the digits: 0 where they
+        // overflow.
+        let mut width = Some(0usize);
         while let Some(d) = chars.peek().copied().filter(|d| d.is_ascii_digit()) {
-            width.push(d);
+            width = width
+                .and_then(|w| w.checked_mul(10))
+                .and_then(|w| w.checked_add(d as usize - '0' as usize));
             chars.next();
         }
-        let width: usize = width.parse().unwrap_or(0);
+        let width = width.unwrap_or(0);
         let Some(code) = chars.next() else {
             out.push('%');
             break;
         };
-        let num = |n: u64| format!("{:0width$}", n, width = width);
+        let mut num = |n: u64| {
+            let _ = write!(out, "{:0width$}", n, width = width);
+        };
         match code {
-            'j' => out.push_str(&num(v.job_id.into())),
+            'j' => num(v.job_id.into()),
             'J' => match v.job_step {
                 Some(js) => out.push_str(js),
-                None => out.push_str(&num(v.job_id.into())),
+                None => num(v.job_id.into()),
             },
-            'A' => out.push_str(&num(v.array_job_id.into())),
-            'a' => out.push_str(&num(v.array_task_id.map_or(4_294_967_294, u64::from))),
+            'A' => num(v.array_job_id.into()),
+            'a' => num(v.array_task_id.map_or(4_294_967_294, u64::from)),
             'x' => out.push_str(v.name),
             'u' => out.push_str(v.user),
             'N' => out.push_str(v.node),
-            'n' => out.push_str(&num(v.node_index.into())),
-            't' => out.push_str(&num(v.task.into())),
+            'n' => num(v.node_index.into()),
+            't' => num(v.task.into()),
             's' => out.push_str(v.step),
             '%' => out.push('%'),
             other => {
@@ -71,11 +80,12 @@ pub fn expand(pattern: &str, v: &PatternValues<'_>) -> String {
             }
         }
     }
-    if out.starts_with('/') {
-        out
-    } else {
-        format!("{}/{}", v.work_dir.trim_end_matches('/'), out)
+    if !out.starts_with('/') {
+        let dir = v.work_dir.trim_end_matches('/');
+        out.insert(0, '/');
+        out.insert_str(0, dir);
     }
+    out
 }
 
 #[cfg(test)]

@@ -20,6 +20,10 @@ use proto::{Identity, JobDesc, NodeRegistration};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
+/// `simulate_with`'s trace index of an engine job id that is none of the
+/// trace's.
+const NOT_OURS: usize = usize::MAX;
+
 /// One simulated job's outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobRecord {
@@ -164,11 +168,15 @@ pub fn simulate_with(
         let _ = engine.on_node_registered(registration(n), 0);
     }
     let mut out = Outcome::default();
-    // Engine job id -> trace index.
-    let mut by_id: BTreeMap<JobId, usize> = BTreeMap::new();
+    // Engine job id -> trace index (`NOT_OURS`: none), by the id's number:
+    // the engine numbers the jobs it accepts one after another.
+    let mut by_id: Vec<usize> = Vec::new();
     let mut started: Vec<Option<(i64, u32, Vec<u32>)>> = vec![None; trace.jobs.len()];
     let mut ends: BinaryHeap<Reverse<(Timestamp, JobId)>> = BinaryHeap::new();
-    let mut batch_host: BTreeMap<JobId, String> = BTreeMap::new();
+    // The batch host of each started job, by trace index.
+    let mut batch_host: Vec<String> = vec![String::new(); trace.jobs.len()];
+    // The identities of a trace without user names, made once per user.
+    let mut identities: BTreeMap<(i64, i64), Identity> = BTreeMap::new();
     let (mut next, mut busy, mut queued, mut done) = (0usize, 0u64, 0u64, 0usize);
     let total = trace.jobs.len();
     let mut last_t = i64::MIN;
@@ -186,9 +194,9 @@ pub fn simulate_with(
                 break;
             }
             ends.pop();
-            let node = batch_host.remove(&id).unwrap_or_default();
+            let k = by_id[id.0 as usize];
+            let node = std::mem::take(&mut batch_host[k]);
             let _ = engine.on_job_exited(id, &node, ExitCode::default(), None, t);
-            let k = by_id[&id];
             busy -= u64::from(trace.jobs[k].procs);
             done += 1;
         }
@@ -218,10 +226,23 @@ pub fn simulate_with(
                     .collect(),
                 ..JobDesc::default()
             };
-            let who = identity(job.user, job.group, job.user_name.as_deref());
-            match engine.on_submit(desc, &who, t) {
+            let made;
+            let who = match &job.user_name {
+                Some(name) => {
+                    made = identity(job.user, job.group, Some(name));
+                    &made
+                }
+                None => identities
+                    .entry((job.user, job.group))
+                    .or_insert_with(|| identity(job.user, job.group, None)),
+            };
+            match engine.on_submit(desc, who, t) {
                 Ok(reply) => {
-                    by_id.insert(reply.job_id, next);
+                    let at = reply.job_id.0 as usize;
+                    if by_id.len() <= at {
+                        by_id.resize(at + 1, NOT_OURS);
+                    }
+                    by_id[at] = next;
                     queued += 1;
                 }
                 Err(e) => {
@@ -254,7 +275,7 @@ pub fn simulate_with(
                 continue;
             };
             let id = launch.job_id;
-            let Some(&k) = by_id.get(&id) else {
+            let Some(&k) = by_id.get(id.0 as usize).filter(|k| **k != NOT_OURS) else {
                 continue;
             };
             let job = &trace.jobs[k];
@@ -264,13 +285,13 @@ pub fn simulate_with(
                 .unwrap_or_default();
             started[k] = Some((t, job.procs, on));
             ends.push(Reverse((t + job.run, id)));
-            batch_host.insert(id, node);
+            batch_host[k] = node;
             busy += u64::from(job.procs);
             queued -= 1;
         }
         if track_plans {
             for (id, p) in engine.plans() {
-                if let Some(&k) = by_id.get(id) {
+                if let Some(&k) = by_id.get(id.0 as usize).filter(|k| **k != NOT_OURS) {
                     out.first_plans.entry(trace.jobs[k].id).or_insert(p.start);
                 }
             }
