@@ -1345,7 +1345,11 @@ impl Engine {
         };
         let mut arrays = arrays;
         let prefix_failed = match &prefix_check {
-            Some(check) if check.behind_plan(&plan, fcfs, || self.holders_endless()) => {
+            Some(check)
+                if check.behind_plan(&plan, fcfs, || {
+                    self.holders_endless() && self.pending_endless(&limited, now)
+                }) =>
+            {
                 let mut records = ArrayWalk {
                     arrays: &mut arrays,
                     limited: &limited,
@@ -1359,6 +1363,7 @@ impl Engine {
                     &nodes,
                     &parts,
                     &mut records,
+                    now,
                 );
                 let throttled = records.throttled;
                 self.mark_throttled(throttled);
@@ -1487,6 +1492,7 @@ impl Engine {
     /// (`PrefixCheck::behind_plan`): the pass goes on in order over the
     /// ones that must be tried and those that could use the CPUs left
     /// (`walk`), so that it decides what a pass over every job decides.
+    #[allow(clippy::too_many_arguments)]
     fn finish_prefix_pass(
         &mut self,
         check: &PrefixCheck,
@@ -1495,17 +1501,43 @@ impl Engine {
         nodes: &[sched::NodeView],
         parts: &[sched::PartView],
         records: &mut ArrayWalk,
+        now: Timestamp,
     ) {
         let left = i64::from(records.free_cpus) - started_cpus(plan);
         // Under FCFS every job left out is behind the blocked one: only
         // those that must be tried are (their reasons may change).
         let fcfs = self.sched_cfg.policy == sched::Policy::Fcfs;
+        let shortest = self.sched_cfg.policy == sched::Policy::Backfill
+            && self.sched_cfg.bf_order == sched::BackfillOrder::Shortest;
+        // With one partition (`freed_prefix`'s), settled already, and
+        // `bf_order=shortest`, the walk defers every job that may be left
+        // out without a look: it reads them from the queue by time limit
+        // (`Queue::by_limit`) only once it tries them, as far as the CPUs
+        // left go (`LazyLeftOut`). Otherwise they are read here in order.
+        let lazy = !fcfs
+            && shortest
+            && self.parts.len() == 1
+            && self.pass_cache.settled_parts(&self.sched_cfg) & 1 != 0;
+        let read;
+        let left_out = if fcfs || lazy {
+            &check.left_out
+        } else {
+            let aged = self.aged_test(now);
+            read = self
+                .queue
+                .in_order_after(check.last_taken)
+                .filter_map(|q| {
+                    self.left_out_fact(q, &check.needed, aged.as_ref(), records.limited, now)
+                })
+                .filter(|c| c.3 || c.2 <= left)
+                .collect::<Vec<_>>();
+            &read
+        };
         // Sized for all of them at once (grown, a deep queue's would be
         // copied over and over).
-        let mut entries: Vec<Walked> = Vec::with_capacity(check.left_out.len());
+        let mut entries: Vec<Walked> = Vec::with_capacity(left_out.len());
         entries.extend(
-            check
-                .left_out
+            left_out
                 .iter()
                 .filter(|c| c.3 || (!fcfs && c.2 <= left))
                 .map(|&(key, id, demand, must, parts, limit)| {
@@ -1536,6 +1568,16 @@ impl Engine {
                 (key, r.job_id, sched::demand_cpus(r), Try::Given(i))
             })
             .collect();
+        let must: Vec<JobId> = {
+            let mut ids: Vec<JobId> = entries.iter().map(|e| e.1).collect();
+            ids.sort_unstable();
+            ids
+        };
+        let lazy = lazy.then_some(LazyLeftOut {
+            after: check.last_taken,
+            must,
+            now,
+        });
         let mut more = Vec::new();
         self.walk(
             &entries,
@@ -1547,6 +1589,7 @@ impl Engine {
             parts,
             left,
             Some(records),
+            lazy,
         );
         requests.append(&mut more);
     }
@@ -1587,6 +1630,7 @@ impl Engine {
             parts,
             i64::from(free_cpus),
             None,
+            None,
         );
         requests.append(&mut more);
         plan
@@ -1624,7 +1668,29 @@ impl Engine {
         parts: &[sched::PartView],
         mut left: i64,
         mut records: Option<&mut ArrayWalk>,
+        lazy: Option<LazyLeftOut>,
     ) {
+        // The queue, read by `lazy` while the walk changes the engine (it
+        // does not change the queue).
+        let queue = match lazy {
+            Some(_) => std::mem::take(&mut self.queue),
+            None => crate::queue::Queue::default(),
+        };
+        let least = queue.least_demand();
+        let limited = records.as_ref().map(|r| r.limited);
+        let mut lazy_jobs = lazy.as_ref().map(|l| {
+            let after = |q: &crate::queue::Queued| l.after.is_none_or(|a| q.key > a);
+            queue
+                .by_limit()
+                .filter(move |q| {
+                    after(q)
+                        && q.ready(l.now)
+                        && !q.array
+                        && q.by_priority
+                        && l.must.binary_search(&q.id()).is_err()
+                })
+                .peekable()
+        });
         // The partitions where the pass has settled that later jobs wait,
         // as of the last job tried.
         let mut settled_parts = self.pass_cache.settled_parts(&self.sched_cfg);
@@ -1645,9 +1711,10 @@ impl Engine {
         }));
         let (mut at, mut deferring) = (0, true);
         loop {
-            let entry = if deferring {
+            let (entry, entry_ref) = if deferring {
                 if let Some(e) = entries.get(at) {
-                    e
+                    at += 1;
+                    (*e, Some(e))
                 } else {
                     deferring = false;
                     // Those that may be left out and need more CPUs than
@@ -1665,13 +1732,43 @@ impl Engine {
                     continue;
                 }
             } else {
-                match later.get(at) {
-                    Some(&(_, k)) => deferred[k as usize],
-                    None => break,
+                // The jobs left out that may be, read from the queue by
+                // time limit, merged with the deferred ones; none is tried
+                // once no job may use the CPUs left (each that may be left
+                // out is settled: `finish_prefix_pass`).
+                if lazy_jobs.is_some() && settled_parts & 1 != 0 && least.is_none_or(|d| left < d) {
+                    lazy_jobs = None;
+                }
+                let next_lazy = lazy_jobs
+                    .as_mut()
+                    .and_then(|j| j.peek())
+                    .map(|q| (sched::limit_secs(q.limit), q.key));
+                let next_later = later
+                    .get(at)
+                    .map(|&(limit, k)| (limit, deferred[k as usize].0));
+                match (next_lazy, next_later) {
+                    (Some(l), d) if d.is_none_or(|d| l < d) => {
+                        let q = lazy_jobs.as_mut().and_then(|j| j.next()).expect("peeked");
+                        let may = limited.is_some_and(|l| {
+                            !l.blocked.contains_key(&q.id())
+                                && !self.preemptor_waits(q.preempted_by)
+                        });
+                        if !may {
+                            continue;
+                        }
+                        debug_assert_eq!(q.mask(), Some(1));
+                        let how = Try::Optional(q.mask(), l.0);
+                        ((q.key, q.id(), q.demand, how), None)
+                    }
+                    (_, Some(_)) => {
+                        let e = deferred[later[at].1 as usize];
+                        at += 1;
+                        (*e, None)
+                    }
+                    _ => break,
                 }
             };
-            at += 1;
-            let (_, id, demand, how) = *entry;
+            let (_, id, demand, how) = entry;
             let req = match how {
                 Try::Given(i) => &requests[i],
                 Try::Must | Try::Optional(..) => {
@@ -1695,7 +1792,7 @@ impl Engine {
                                 .pass_cache
                                 .defers(&self.request_for(j), &self.sched_cfg)));
                             later.push((limit, deferred.len() as u32));
-                            deferred.push(entry);
+                            deferred.push(entry_ref.expect("read in order"));
                             continue;
                         }
                     }
@@ -1729,7 +1826,7 @@ impl Engine {
             };
             if deferring && self.pass_cache.defers(req, &self.sched_cfg) {
                 later.push((sched::limit_secs(req.time_limit), deferred.len() as u32));
-                deferred.push(entry);
+                deferred.push(entry_ref.expect("read in order"));
                 continue;
             }
             let record = match (how, records.as_deref_mut()) {
@@ -1784,6 +1881,10 @@ impl Engine {
                 settled_parts = self.pass_cache.settled_parts(&self.sched_cfg);
                 left -= started;
             }
+        }
+        drop(lazy_jobs);
+        if lazy.is_some() {
+            self.queue = queue;
         }
     }
 
@@ -1992,67 +2093,69 @@ impl Engine {
         // looked at (`Queue::notable_after`), not the whole queue.
         let fcfs = self.sched_cfg.policy == sched::Policy::Fcfs;
         taken.reserve(self.queue.len().min(free_cpus as usize + 2));
-        // Past the prefix, only the jobs `finish_prefix_pass` goes on with
-        // are kept (those that must be tried, and those that need no more
-        // CPUs than are free: it tries no other); the others are counted.
+        // Past the prefix, only the jobs that must be tried are gathered
+        // here; `finish_prefix_pass` reads the others it may try from the
+        // queue.
         let mut rest: Vec<LeftOut> = Vec::new();
-        let (mut n_rest, mut rest_max) = (0, None);
-        let mut pending_endless = true;
         // The first jobs in order, as many as the free CPUs could hold and
         // one beyond (each job needs a CPU at least: this many are enough):
         // `taken` once `prefix_done`.
         let free = i64::from(free_cpus);
         let (mut demand, mut prefix_done) = (0, false);
         let candidate = |q: &crate::queue::Queued, only: &mut Vec<JobId>| {
-            if !q.free || !q.dep_clear || !self.may_try(q, limited) {
-                return None;
-            }
-            if q.begin().is_some_and(|b| b > now) {
+            let c = self.left_out_fact(q, needed, aged.as_ref(), limited, now);
+            let ahead = q.begin().is_some_and(|b| b > now) && q.free && q.dep_clear;
+            if c.is_none() && ahead && self.may_try(q, limited) {
                 only.push(q.id());
-                return None;
             }
-            let leavable = !q.array && q.by_priority;
-            let must = !leavable
-                || needed.binary_search(&q.id()).is_ok()
-                || aged.as_ref().is_some_and(|a| a(q));
-            Some((
-                q.key,
-                q.id(),
-                q.demand,
-                must,
-                q.mask(),
-                sched::limit_secs(q.limit),
-            ))
+            c
         };
         // In the order a pass tries jobs (`left_out` must be, for
         // `finish_prefix_pass`).
+        let mut n_prefix = 0;
         for q in self.queue.in_order() {
+            n_prefix += 1;
             let Some(c) = candidate(q, only) else {
                 continue;
             };
-            pending_endless &= q.endless;
-            if prefix_done {
-                n_rest += 1;
-                rest_max = rest_max.max(Some(c.0));
-                if c.3 || c.2 <= free {
-                    rest.push(c);
-                }
-                continue;
-            }
             let beyond = demand > free;
             demand += c.2;
             taken.push(c);
             prefix_done = beyond || taken.len() >= free_cpus as usize + 2;
-            if prefix_done && fcfs {
+            if prefix_done {
                 break;
             }
         }
-        let max_left_key = if fcfs && prefix_done {
+        let last = taken.last().map(|c| (c.0, c.1));
+        // The jobs past the prefix a full pass would try (`n_rest`, as
+        // many as decide whether the prefix pass is worth it) and the last
+        // of them, counted from the queue's end.
+        let (mut n_rest, mut rest_max) = (0, None);
+        if prefix_done && !fcfs {
+            let after = self
+                .queue
+                .in_order_back()
+                .take(self.queue.len() - n_prefix)
+                .filter(|q| q.ready(now) && self.may_try(q, limited));
+            for q in after.take(self.prefix_min_left_out.max(1)) {
+                rest_max = rest_max.max(Some(q.key));
+                n_rest += 1;
+            }
+        }
+        if prefix_done {
             // Those that must be tried: notable or needed, after the prefix.
-            let last = taken.last().map(|c| (c.0, c.1));
             let after = |q: &&crate::queue::Queued| last.is_none_or(|l| (q.key, q.id()) > l);
             let notable = self.queue.notable_after(last.map(|l| l.0));
-            let wanted = needed.iter().filter_map(|id| self.queue.get(*id));
+            // Jobs due for a plan of their own must be tried too.
+            let aged_ids = if aged.is_some() {
+                self.aged_waiting(now)
+            } else {
+                Vec::new()
+            };
+            let wanted = needed
+                .iter()
+                .chain(&aged_ids)
+                .filter_map(|id| self.queue.get(*id));
             let mut picked: Vec<&crate::queue::Queued> =
                 notable.chain(wanted).filter(after).collect();
             picked.sort_unstable_by_key(|q| (q.key, q.id()));
@@ -2063,6 +2166,8 @@ impl Engine {
                     .filter_map(|q| candidate(q, only))
                     .filter(|c| c.3),
             );
+        }
+        let max_left_key = if fcfs && prefix_done {
             // The last job a full pass would try, when it is left out.
             self.queue
                 .in_order_back()
@@ -2089,11 +2194,47 @@ impl Engine {
         only.dedup();
         let check = PrefixCheck {
             max_left_key,
-            // Read only where no plan was made, which FCFS never makes.
-            pending_endless: pending_endless && !fcfs,
+            last_taken: last.map(|l| l.0),
+            needed: needed.to_vec(),
             left_out: rest,
         };
         Some(check)
+    }
+
+    /// What a pass over a prefix of the queue notes of the job of `q`
+    /// where it leaves it out (`freed_prefix`): `None` where a full pass
+    /// would not try it (completing, held, waiting for a dependency, its
+    /// begin time, a limit or a preemptor).
+    fn left_out_fact(
+        &self,
+        q: &crate::queue::Queued,
+        needed: &[JobId],
+        aged: Option<&impl Fn(&crate::queue::Queued) -> bool>,
+        limited: &crate::limits::LimitCheck,
+        now: Timestamp,
+    ) -> Option<LeftOut> {
+        if !q.ready(now) || !self.may_try(q, limited) {
+            return None;
+        }
+        let leavable = !q.array && q.by_priority;
+        let must = !leavable || needed.binary_search(&q.id()).is_ok() || aged.is_some_and(|a| a(q));
+        Some((
+            q.key,
+            q.id(),
+            q.demand,
+            must,
+            q.mask(),
+            sched::limit_secs(q.limit),
+        ))
+    }
+
+    /// Whether no pending job a full pass would try has a time limit (nor
+    /// a --time-min) (`PrefixCheck::behind_plan`).
+    fn pending_endless(&self, limited: &crate::limits::LimitCheck, now: Timestamp) -> bool {
+        self.queue
+            .in_order()
+            .filter(|q| q.ready(now) && self.may_try(q, limited))
+            .all(|q| q.endless)
     }
 
     /// Whether no job holding resources will end by itself: each runs
@@ -2498,13 +2639,15 @@ pub(crate) struct PrefixBufs {
 struct PrefixCheck {
     /// The order key of the last job left out.
     max_left_key: Option<sched::OrderKey>,
-    /// No job the pass may start has a time limit (nor a --time-min): with
-    /// no job holding resources that has one either (`holders_endless`),
-    /// nothing comes free later, so nothing can be planned.
-    pending_endless: bool,
-    /// The jobs left out that the pass goes on with (`finish_prefix_pass`:
-    /// those that must be tried, and those that need no more CPUs than
-    /// were free), in the order a pass tries them.
+    /// The order key of the last job of the prefix: the jobs after it are
+    /// left out.
+    last_taken: Option<sched::OrderKey>,
+    /// The jobs the pass must try wherever they are (new, planned, first
+    /// blocked ones), sorted.
+    needed: Vec<JobId>,
+    /// The jobs left out that must be tried all the same, in the order a
+    /// pass tries them (`finish_prefix_pass` reads those that may be left
+    /// out from the queue).
     left_out: Vec<LeftOut>,
 }
 
@@ -2525,6 +2668,18 @@ pub(crate) fn parts_mask(partitions: &[usize]) -> Option<u64> {
     partitions
         .iter()
         .try_fold(0u64, |m, &p| (p < 64).then(|| m | 1 << p))
+}
+
+/// The jobs left out of a pass over a prefix of the queue that may be
+/// left out (`Engine::finish_prefix_pass`), where `Engine::walk` reads
+/// them from the queue by time limit as it tries the jobs it defers: the
+/// pending jobs after `after` in the order a pass tries them that a full
+/// pass would try, leavable (no array, reason Priority) and not among
+/// `must` (the jobs it must try, by id, sorted).
+struct LazyLeftOut {
+    after: Option<sched::OrderKey>,
+    must: Vec<JobId>,
+    now: Timestamp,
 }
 
 /// A job `Engine::walk` goes over: (order key, id, CPUs it needs, how).
@@ -2550,19 +2705,16 @@ impl PrefixCheck {
     /// job (the pass left one waiting for Resources), so its reason is
     /// Priority. Under FCFS (`fcfs`) no job gets a plan and every job
     /// behind a blocked one waits, so a blocked job is enough.
-    /// `holders_endless`: whether no job holding resources has a time
-    /// limit (asked only where no plan was made).
-    fn behind_plan(
-        &self,
-        plan: &sched::Plan,
-        fcfs: bool,
-        holders_endless: impl FnOnce() -> bool,
-    ) -> bool {
+    /// `endless`: whether no job holding resources and no pending job the
+    /// pass may start has a time limit (nor a --time-min), so that nothing
+    /// comes free later and nothing can be planned (asked only where no
+    /// plan was made).
+    fn behind_plan(&self, plan: &sched::Plan, fcfs: bool, endless: impl FnOnce() -> bool) -> bool {
         let blocked = plan
             .decisions
             .iter()
             .any(|(_, d)| matches!(d, Decision::Wait(PendingReason::Resources)));
-        blocked && (fcfs || !plan.planned.is_empty() || self.pending_endless && holders_endless())
+        blocked && (fcfs || !plan.planned.is_empty() || endless())
     }
 }
 

@@ -200,6 +200,11 @@ pub(crate) struct Queue {
     by_order: BTreeMap<sched::OrderKey, Queued>,
     /// The same by (`jobs::pending_key`, id).
     by_demand: BTreeMap<(i64, JobId), Queued>,
+    /// The same by (time limit in seconds, `sched::limit_secs`, order
+    /// key): the order in which a pass tries the jobs it defers
+    /// (`bf_order=shortest`), read by `Engine::walk` as far as the CPUs
+    /// left go, instead of collecting and sorting every job it defers.
+    by_limit: BTreeMap<(i64, sched::OrderKey), Queued>,
     /// Where each job is entered.
     at: HashMap<JobId, (sched::OrderKey, i64), IdHash>,
     /// The order keys of the jobs a pass over a prefix of the queue may
@@ -235,6 +240,7 @@ impl Queue {
             self.setting = setting;
             self.by_order.clear();
             self.by_demand.clear();
+            self.by_limit.clear();
             self.at.clear();
             self.notable.clear();
             for job in jobs.values() {
@@ -249,14 +255,17 @@ impl Queue {
                 // Most jobs a pass notes keep their place (a pass notes
                 // every job it tells a reason): changed in place.
                 let (new_pkey, q) = facts(job, &self.setting);
-                if q.key == key && new_pkey == pkey {
+                let same_limit = self.by_order.get(&key).is_some_and(|o| o.limit == q.limit);
+                if q.key == key && new_pkey == pkey && same_limit {
                     self.set_in_place(q, pkey);
                     continue;
                 }
             }
             if let Some((key, pkey)) = entered {
                 self.at.remove(&id);
-                self.by_order.remove(&key);
+                if let Some(old) = self.by_order.remove(&key) {
+                    self.by_limit.remove(&(sched::limit_secs(old.limit), key));
+                }
                 self.by_demand.remove(&(pkey, id));
                 self.notable.remove(&key);
             }
@@ -280,6 +289,9 @@ impl Queue {
         if let Some(d) = self.by_demand.get_mut(&(pkey, q.id())) {
             *d = q;
         }
+        if let Some(l) = self.by_limit.get_mut(&(sched::limit_secs(q.limit), q.key)) {
+            *l = q;
+        }
         if was_notable != q.notable() {
             if q.notable() {
                 self.notable.insert(q.key);
@@ -296,6 +308,7 @@ impl Queue {
         let (pkey, q) = facts(job, &self.setting);
         self.by_order.insert(q.key, q);
         self.by_demand.insert((pkey, job.id), q);
+        self.by_limit.insert((sched::limit_secs(q.limit), q.key), q);
         self.at.insert(job.id, (q.key, pkey));
         if q.notable() {
             self.notable.insert(q.key);
@@ -305,6 +318,33 @@ impl Queue {
     /// The pending jobs in the order a pass tries them.
     pub(crate) fn in_order(&self) -> impl Iterator<Item = &Queued> {
         self.by_order.values()
+    }
+
+    /// The pending jobs after `key` (all: `None`) in the order a pass
+    /// tries them.
+    pub(crate) fn in_order_after(
+        &self,
+        key: Option<sched::OrderKey>,
+    ) -> impl Iterator<Item = &Queued> {
+        let from = key.map_or(Bound::Unbounded, Bound::Excluded);
+        self.by_order
+            .range((from, Bound::Unbounded))
+            .map(|(_, q)| q)
+    }
+
+    /// The pending jobs by time limit (`sched::limit_secs`) and then in
+    /// the order a pass tries them: the order of the jobs a pass defers.
+    pub(crate) fn by_limit(&self) -> impl Iterator<Item = &Queued> {
+        self.by_limit.values()
+    }
+
+    /// The fewest CPUs a pending job that is not an array record asks for
+    /// (`None`: there is none).
+    pub(crate) fn least_demand(&self) -> Option<i64> {
+        self.by_demand
+            .range((i64::MIN + 1, JobId(0))..)
+            .next()
+            .map(|((d, _), _)| *d)
     }
 
     /// The pending jobs from the last a pass tries to the first.
@@ -382,7 +422,11 @@ impl Queue {
                 missing.collect::<Vec<_>>()
             ));
         }
-        if now.by_demand != fresh.by_demand || now.at != fresh.at || now.notable != fresh.notable {
+        if now.by_demand != fresh.by_demand
+            || now.by_limit != fresh.by_limit
+            || now.at != fresh.at
+            || now.notable != fresh.notable
+        {
             problems.push("the queue's indexes disagree with its jobs".into());
         }
         problems
