@@ -2463,10 +2463,6 @@ impl FitShape {
     }
 }
 
-/// Sorts the walk's deferred jobs, (time limit, place), which come in
-/// the order of their places, by limit and then place: a counting sort
-/// over the few distinct limits (a trace has a few dozen or a hundred)
-/// instead of comparing every pair, at every pass, on a deep queue.
 /// Whether `v` shows what is in use on `n` now (the fields
 /// `refreshed_node_views` copies again).
 fn view_is_of(v: &NodeView, n: &crate::Node) -> bool {
@@ -2481,6 +2477,10 @@ fn view_is_of(v: &NodeView, n: &crate::Node) -> bool {
             .all(|(vp, np)| vp.used == np.used)
 }
 
+/// Sorts the walk's deferred jobs, (time limit, place), which come in
+/// the order of their places, by limit and then place: a counting sort
+/// over the few distinct limits (a trace has a few dozen or a hundred)
+/// instead of comparing every pair, at every pass, on a deep queue.
 fn sort_by_limit(later: &mut Vec<(i64, u32)>) {
     debug_assert!(later.windows(2).all(|w| w[0].1 < w[1].1));
     let mut limits: Vec<(i64, usize)> = Vec::new();
