@@ -695,7 +695,7 @@ impl Timeline {
     fn pool_give(&mut self, from: Timestamp, until: Timestamp, cpus: i64) {
         if let Some(p) = &mut self.pool {
             let from = from.max(p.now());
-            if from <= until && cpus > 0 && (from < until || until > p.now()) {
+            if from < until && cpus > 0 {
                 p.release(from, until, cpus);
             }
         }
@@ -886,12 +886,11 @@ impl Timeline {
         self.plan_start_cpus.clear();
         self.order_ok = [false, false];
         self.pool_pass = false;
-        let holds = std::mem::take(&mut self.pool_pass_holds);
-        for &(from, until, cpus) in &holds {
+        let mut holds = std::mem::take(&mut self.pool_pass_holds);
+        for (from, until, cpus) in holds.drain(..) {
             self.pool_give(from, until, cpus);
         }
         self.pool_pass_holds = holds;
-        self.pool_pass_holds.clear();
         if !self.pool_wanted {
             self.pool = None;
         }
