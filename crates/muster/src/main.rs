@@ -4,6 +4,9 @@
 
 mod local;
 
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::Path;
 
 fn init_logging() {
