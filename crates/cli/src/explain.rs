@@ -155,11 +155,27 @@ pub fn render(x: &JobExplanation, now: Timestamp) -> String {
     }
     match x.start_time {
         Some(start) => {
-            let mut s = format!(
-                "Expected start: {} on {}",
-                fmt_time(start),
-                hostlist::compress(&x.planned_nodes)
-            );
+            // A plan over the pool (`bf_plan`) holds CPUs counted over the
+            // partition, on no named nodes.
+            let pooled = x.planned_nodes.is_empty();
+            let mut s = if pooled {
+                format!(
+                    "Expected start: {}, on CPUs counted over partition {}",
+                    fmt_time(start),
+                    x.partition
+                )
+            } else {
+                format!(
+                    "Expected start: {} on {}",
+                    fmt_time(start),
+                    hostlist::compress(&x.planned_nodes)
+                )
+            };
+            let there = if pooled {
+                "in the partition that end by then"
+            } else {
+                "on those nodes"
+            };
             match x.waits_for.first() {
                 Some((id, end)) => {
                     s.push_str(&format!(
@@ -168,13 +184,18 @@ pub fn render(x: &JobExplanation, now: Timestamp) -> String {
                     ));
                     if x.waits_for.len() > 1 {
                         s.push_str(&format!(
-                            " (the last of {} running jobs on those nodes)",
+                            " (the last of {} running jobs {there})",
                             x.waits_for.len()
                         ));
                     }
                 }
                 None if start > now => {
-                    s.push_str(", after the jobs planned ahead of it on those nodes")
+                    let ahead = if pooled {
+                        "in the partition"
+                    } else {
+                        "on those nodes"
+                    };
+                    s.push_str(&format!(", after the jobs planned ahead of it {ahead}"))
                 }
                 None => {}
             }

@@ -310,7 +310,8 @@ pub struct SchedulerParams {
     /// shortest.
     #[serde(default)]
     pub bf_order_shortest: Option<bool>,
-    /// `bf_plan=nodes|pool`: muster's own; `Some(true)` for pool.
+    /// `bf_plan=auto|nodes|pool`: muster's own; `Some(true)` for pool,
+    /// `Some(false)` for nodes, `None` for auto (the default).
     #[serde(default)]
     pub bf_plan_pool: Option<bool>,
     /// `bf_continue`.

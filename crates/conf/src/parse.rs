@@ -1180,11 +1180,12 @@ fn scheduler_params(
                 });
             }
             "bf_plan" => {
-                p.bf_plan_pool = Some(match arg.map(str::to_ascii_lowercase).as_deref() {
-                    Some("pool") => true,
-                    Some("nodes") => false,
-                    _ => return Err(at.invalid(key, value, "bf_plan must be nodes or pool")),
-                });
+                p.bf_plan_pool = match arg.map(str::to_ascii_lowercase).as_deref() {
+                    Some("pool") => Some(true),
+                    Some("nodes") => Some(false),
+                    Some("auto") => None,
+                    _ => return Err(at.invalid(key, value, "bf_plan must be auto, nodes or pool")),
+                };
             }
             "bf_continue" => p.bf_continue = true,
             // Slurm has dozens more; they are accepted and have no effect.

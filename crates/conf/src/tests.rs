@@ -1062,6 +1062,8 @@ fn scheduler_parameters_are_read_and_checked() {
     let c = parse_ok(&format!("{HEAD}SchedulerParameters=bf_plan=nodes\n")).config;
     assert_eq!(c.scheduler_params.bf_plan_pool, Some(false));
     assert_eq!(parse_ok(HEAD).config.scheduler_params.bf_plan_pool, None);
+    let c = parse_ok(&format!("{HEAD}SchedulerParameters=bf_plan=auto\n")).config;
+    assert_eq!(c.scheduler_params.bf_plan_pool, None);
 }
 
 #[test]
@@ -1084,7 +1086,7 @@ fn scheduler_parameters_out_of_range_are_refused_with_file_and_line() {
     );
     assert_eq!(
         err_text(&format!("{HEAD}SchedulerParameters=bf_plan=racks\n")),
-        "/etc/slurm/slurm.conf:3: invalid value \"bf_plan=racks\" for SchedulerParameters: bf_plan must be nodes or pool"
+        "/etc/slurm/slurm.conf:3: invalid value \"bf_plan=racks\" for SchedulerParameters: bf_plan must be auto, nodes or pool"
     );
     assert!(err_text(&format!("{HEAD}SchedulerType=sched/fancy\n"))
         .contains(":3: invalid value \"sched/fancy\" for SchedulerType"));

@@ -78,7 +78,17 @@ impl Engine {
             .flatten();
         let mut waits_for: Vec<(JobId, Timestamp)> = Vec::new();
         if let Some(p) = plan {
-            for n in p.nodes() {
+            // A plan over the pool (`bf_plan`) names no nodes: it waits
+            // for CPUs anywhere in its partition.
+            let on = match p.nodes() {
+                named if !named.is_empty() => named,
+                _ => self
+                    .parts
+                    .get(job.partition)
+                    .map(|part| part.nodes.clone())
+                    .unwrap_or_default(),
+            };
+            for n in on {
                 for j in &self.nodes[n.0 as usize].jobs {
                     let Some(other) = self.jobs.get(j) else {
                         continue;

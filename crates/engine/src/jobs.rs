@@ -1222,7 +1222,19 @@ impl Engine {
                 || (one_reservation && self.parts.len() == 1 && !self.settings.enforce.limits));
         let parts = self.part_views();
         self.refresh_queue();
-        let fresh = fresh.filter(|_| may_reduce);
+        // Plans over the pool (`bf_plan=auto`) only where every job the
+        // pass may go on with spreads, and no node, preemption or
+        // suspended job holds CPUs the pool would count as coming free.
+        // Where that changed since the last pass, its plans were made the
+        // other way: a pass over every job makes them again.
+        let pool_exact = self.queue.all_spread()
+            && self.settings.preempt.kind == crate::preempt::PreemptType::None
+            && self.preempt_suspended.is_empty()
+            && !self.nodes.any_apart();
+        let switched = self.sched_cfg.bf_plan == sched::PlanOn::Auto
+            && pool_exact != self.pass_cache.pool_exact;
+        self.pass_cache.pool_exact = pool_exact;
+        let fresh = fresh.filter(|_| may_reduce && !switched);
         // Every first blocked job holds a plan (else the pass would plan
         // the next one, which a pass over new jobs does not try). A pass
         // over a prefix of the queue after job ends checks what it left
@@ -2030,12 +2042,25 @@ impl Engine {
     pub(crate) fn refresh_queue(&mut self) {
         let tiers = self.parts.iter().map(|p| p.conf.priority_tier);
         let sizes = self.part_sizes.iter().copied();
+        let consumable = self.settings.memory_consumable;
+        // What a job that asks for no memory gets (`mem_request`).
+        let no_mem = self.parts.iter().map(|p| {
+            !consumable
+                && p.conf
+                    .def_mem_per_cpu
+                    .or(self.settings.def_mem_per_cpu)
+                    .is_none()
+                && self.settings.def_mem_per_node.is_none_or(|m| m == 0)
+        });
         // Compared where they are: built only when they changed.
-        let setting = (!self.queue.has_setting(tiers.clone(), sizes.clone())).then(|| {
-            crate::queue::Setting {
-                tiers: tiers.collect(),
-                sizes: sizes.collect(),
-            }
+        let same = self
+            .queue
+            .has_setting(tiers.clone(), sizes.clone(), consumable, no_mem.clone());
+        let setting = (!same).then(|| crate::queue::Setting {
+            tiers: tiers.collect(),
+            sizes: sizes.collect(),
+            memory_consumable: consumable,
+            no_mem_spreads: no_mem.collect(),
         });
         self.queue.update(&mut self.jobs, setting);
     }
@@ -2372,7 +2397,15 @@ impl Engine {
                 }
                 continue;
             }
-            pass.requests.push(self.request_for(job));
+            let req = self.request_for(job);
+            debug_assert!(
+                self.queue
+                    .get(job.id)
+                    .is_none_or(|q| !q.spreads || sched::spreads(&req)),
+                "job {} spreads by its queue entry, not by its request",
+                job.id
+            );
+            pass.requests.push(req);
         }
         pass
     }

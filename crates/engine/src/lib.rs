@@ -707,7 +707,11 @@ pub fn sched_config(cfg: &conf::Config) -> sched::SchedConfig {
             Some(false) => sched::BackfillOrder::Priority,
             None => d.bf_order,
         },
-        bf_pool: p.bf_plan_pool.unwrap_or(d.bf_pool),
+        bf_plan: match p.bf_plan_pool {
+            Some(true) => sched::PlanOn::Pool,
+            Some(false) => sched::PlanOn::Nodes,
+            None => d.bf_plan,
+        },
         bf_continue: p.bf_continue,
         bf_interval: p.bf_interval.unwrap_or(d.bf_interval),
         default_queue_depth: p.default_queue_depth.unwrap_or(d.default_queue_depth),

@@ -22,6 +22,9 @@ pub(crate) struct NodeTable {
     /// Each node's free CPUs as `free_cpus` last counted them, and their sum.
     free_of: Vec<u32>,
     free: u32,
+    /// Each node's `apart` as `free_cpus` last looked, and how many are.
+    apart_of: Vec<bool>,
+    apart: u32,
 }
 
 /// The nodes changed since one reader last looked, each once; `all`: every
@@ -75,6 +78,13 @@ impl Changed {
     }
 }
 
+/// Whether the CPUs of the jobs running on `n` will not be free for
+/// others when they end: it takes no new jobs, or an exclusive job holds
+/// it whole (`sched::gives_back_apart` of its view).
+fn apart(n: &Node) -> bool {
+    (!n.takes_jobs() || n.exclusive_in_use) && n.alloc_cpus > 0
+}
+
 /// The CPUs of `n` a job could be given now (0 unless it is schedulable).
 fn free_cpus_of(n: &Node) -> u32 {
     if n.takes_jobs() {
@@ -118,6 +128,8 @@ impl NodeTable {
             None => {
                 self.free_of = self.nodes.iter().map(free_cpus_of).collect();
                 self.free = self.free_of.iter().sum();
+                self.apart_of = self.nodes.iter().map(apart).collect();
+                self.apart = self.apart_of.iter().filter(|a| **a).count() as u32;
             }
             Some(list) => {
                 for &i in &list {
@@ -125,12 +137,33 @@ impl NodeTable {
                     let new = free_cpus_of(&self.nodes[i]);
                     self.free = self.free - self.free_of[i] + new;
                     self.free_of[i] = new;
+                    let now_apart = apart(&self.nodes[i]);
+                    if self.apart_of[i] != now_apart {
+                        self.apart_of[i] = now_apart;
+                        if now_apart {
+                            self.apart += 1;
+                        } else {
+                            self.apart -= 1;
+                        }
+                    }
                 }
                 self.for_free.give_back(list);
             }
         }
         debug_assert_eq!(self.free, self.free_cpus_swept());
         self.free
+    }
+
+    /// Whether some node holds running jobs whose CPUs will not be free
+    /// for others when they end (`apart`), brought up to date as
+    /// `free_cpus` is.
+    pub(crate) fn any_apart(&mut self) -> bool {
+        self.free_cpus();
+        debug_assert_eq!(
+            self.apart as usize,
+            self.nodes.iter().filter(|n| apart(n)).count()
+        );
+        self.apart > 0
     }
 
     /// `free_cpus` from every node, for a reader that may not change the

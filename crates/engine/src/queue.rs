@@ -145,6 +145,8 @@ pub(crate) struct Queued {
     pub(crate) limit: TimeLimit,
     /// What it asks for of its partitions (`sched::due_reservation`).
     pub(crate) share: sched::Share,
+    /// Its tasks may go on any free CPUs (`spreads`).
+    pub(crate) spreads: bool,
 }
 
 /// `Queued::begin` of a job without a begin time.
@@ -191,6 +193,12 @@ impl Queued {
 pub(crate) struct Setting {
     pub(crate) tiers: Vec<u32>,
     pub(crate) sizes: Vec<sched::PartSize>,
+    /// Memory is a consumable resource (`Settings::memory_consumable`).
+    pub(crate) memory_consumable: bool,
+    /// Per partition: a job that asks for no memory gets a default that
+    /// no node can run short of (none, or 0: the whole node's, while
+    /// memory is not consumable), `Engine::mem_request`.
+    pub(crate) no_mem_spreads: Vec<bool>,
 }
 
 /// Every pending job's facts, in the order a pass tries jobs and by the
@@ -207,6 +215,8 @@ pub(crate) struct Queue {
     by_limit: BTreeMap<(i64, sched::OrderKey), Queued>,
     /// Where each job is entered.
     at: HashMap<JobId, (sched::OrderKey, i64), IdHash>,
+    /// How many of the jobs do not spread (`Queued::spreads`).
+    unspread: usize,
     /// The order keys of the jobs a pass over a prefix of the queue may
     /// not leave out unlooked at (`Queued::notable`).
     notable: BTreeSet<sched::OrderKey>,
@@ -231,8 +241,24 @@ impl Queue {
         &self,
         tiers: impl Iterator<Item = u32>,
         sizes: impl Iterator<Item = sched::PartSize>,
+        memory_consumable: bool,
+        no_mem_spreads: impl Iterator<Item = bool>,
     ) -> bool {
-        self.setting.tiers.iter().copied().eq(tiers) && self.setting.sizes.iter().copied().eq(sizes)
+        self.setting.tiers.iter().copied().eq(tiers)
+            && self.setting.sizes.iter().copied().eq(sizes)
+            && self.setting.memory_consumable == memory_consumable
+            && self
+                .setting
+                .no_mem_spreads
+                .iter()
+                .copied()
+                .eq(no_mem_spreads)
+    }
+
+    /// Whether every pending job's tasks may go on any free CPUs
+    /// (`sched::spreads`): what `sched::PassCache::queue_spreads` says.
+    pub(crate) fn all_spread(&self) -> bool {
+        self.unspread == 0
     }
 
     fn update_with(&mut self, jobs: &JobTable, changed: &[JobId], setting: Option<Setting>) {
@@ -243,6 +269,7 @@ impl Queue {
             self.by_limit.clear();
             self.at.clear();
             self.notable.clear();
+            self.unspread = 0;
             for job in jobs.values() {
                 self.enter(job);
             }
@@ -265,6 +292,7 @@ impl Queue {
                 self.at.remove(&id);
                 if let Some(old) = self.by_order.remove(&key) {
                     self.by_limit.remove(&(sched::limit_secs(old.limit), key));
+                    self.unspread -= usize::from(!old.spreads);
                 }
                 self.by_demand.remove(&(pkey, id));
                 self.notable.remove(&key);
@@ -285,6 +313,7 @@ impl Queue {
             return;
         }
         let was_notable = old.notable();
+        self.unspread = self.unspread + usize::from(!q.spreads) - usize::from(!old.spreads);
         *old = q;
         if let Some(d) = self.by_demand.get_mut(&(pkey, q.id())) {
             *d = q;
@@ -310,6 +339,7 @@ impl Queue {
         self.by_demand.insert((pkey, job.id), q);
         self.by_limit.insert((sched::limit_secs(q.limit), q.key), q);
         self.at.insert(job.id, (q.key, pkey));
+        self.unspread += usize::from(!q.spreads);
         if q.notable() {
             self.notable.insert(q.key);
         }
@@ -469,8 +499,39 @@ fn facts(job: &Job, setting: &Setting) -> (i64, Queued) {
         endless: job.time_limit == TimeLimit::Unlimited && job.desc.time_min.is_none(),
         limit: job.time_limit,
         share: sched::Share::of(demand, job.desc.exclusive, mine),
+        spreads: spreads(job, setting),
     };
     (crate::jobs::pending_key(job), q)
+}
+
+/// Whether `job`'s request (`Engine::request_for`) spreads
+/// (`sched::spreads`), read from what the job asked for: a job that does
+/// is one that asked for no node counts, tasks per node, CPUs per task
+/// above one, whole nodes, GRES, nodes, exclusions, constraints or
+/// `--time-min`, and for memory only where none binds (`Setting`). A job
+/// whose request spreads only because its node list names no known node
+/// is counted as not spreading.
+fn spreads(job: &Job, setting: &Setting) -> bool {
+    let d = &job.desc;
+    let mem = match (d.mem_per_node, d.mem_per_cpu, d.mem_per_gpu) {
+        (Some(0), _, _) => !setting.memory_consumable,
+        (None, None, None) => setting.no_mem_spreads.get(job.partition) == Some(&true),
+        _ => false,
+    };
+    mem && !d.exclusive
+        && d.ntasks_per_node.is_none()
+        && job.min_nodes <= 1
+        && job.max_nodes >= job.ntasks
+        && d.cpus_per_task.unwrap_or(1) <= 1
+        && d.gres.is_empty()
+        && d.gpus.is_none()
+        && d.gpus_per_node.is_none()
+        && d.gpus_per_task.is_none()
+        && d.cpus_per_gpu.is_none()
+        && d.nodelist.is_empty()
+        && d.exclude.is_empty()
+        && d.constraint.is_none()
+        && d.time_min.is_none()
 }
 
 #[cfg(test)]

@@ -1258,7 +1258,12 @@ fn one_partition(policy: &str) -> Engine {
 
 /// `one_partition` with more slurm.conf lines.
 fn one_partition_with(policy: &str, extra: &str) -> Engine {
-    let text = CONF.replace(
+    one_partition_on(CONF, policy, extra)
+}
+
+/// `one_partition_with` on slurm.conf `conf` (`CONF` or a variant).
+fn one_partition_on(conf: &str, policy: &str, extra: &str) -> Engine {
+    let text = conf.replace(
         "PartitionName=gpu Nodes=node[3-4] MaxTime=60 State=UP\n",
         "",
     );
@@ -1613,7 +1618,20 @@ fn twin_engines(
     shortest: bool,
     two_parts: bool,
     limits: bool,
+    memory: bool,
 ) -> (&'static str, Engine, Engine) {
+    // Without memory as a resource, jobs that ask for none spread
+    // (`sched::spreads`), and with one partition the default plans over
+    // the pool whenever every pending job does (`bf_plan=auto`), on nodes
+    // otherwise: passes go from one to the other as jobs come and go.
+    let conf = if memory {
+        CONF.to_string()
+    } else {
+        CONF.replace(
+            "SelectTypeParameters=CR_Core_Memory\nDefMemPerCPU=500\n",
+            "SelectTypeParameters=CR_Core\n",
+        )
+    };
     let mut params = Vec::new();
     if aging {
         // FCFS plans nothing: there it tries only two jobs per pass
@@ -1643,11 +1661,11 @@ fn twin_engines(
     }
     let make = || {
         let mut e = if two_parts {
-            let mut e = engine_on(&format!("{CONF}SchedulerType={policy}\n{extra}"));
+            let mut e = engine_on(&format!("{conf}SchedulerType={policy}\n{extra}"));
             e.prefix_min_left_out = 1;
             e
         } else {
-            one_partition_with(policy, &extra)
+            one_partition_on(&conf, policy, &extra)
         };
         if limits {
             // physics (alice's and bob's account) holds 6 CPUs at most,
@@ -1898,10 +1916,11 @@ proptest::proptest! {
         shortest in proptest::bool::ANY,
         two_parts in proptest::bool::ANY,
         limits in proptest::bool::ANY,
+        memory in proptest::bool::ANY,
         events in proptest::collection::vec((0i64..6, 0u8..8, 1u32..4, 0u32..4, 0u8..12), 1..80),
     ) {
         let (policy, mut short, mut full) =
-            twin_engines(policy, aging, slowdown, shortest, two_parts, limits);
+            twin_engines(policy, aging, slowdown, shortest, two_parts, limits, memory);
         let short_limits = slowdown == Slowdown::FactorTwo;
         full.set_full_passes(true);
         let mut t = 100;
@@ -2031,12 +2050,13 @@ proptest::proptest! {
         shortest in proptest::bool::ANY,
         two_parts in proptest::bool::ANY,
         limits in proptest::bool::ANY,
+        memory in proptest::bool::ANY,
         events in proptest::collection::vec((0i64..6, 0u8..8, 1u32..9, 0u32..4, 0u8..12), 1..80),
     ) {
         // FCFS with two jobs tried per pass (`twin_engines`' `aging`).
         let depth = policy == "sched/builtin";
         let (policy, mut skipping, mut every) =
-            twin_engines(policy, depth, slowdown, shortest, two_parts, limits);
+            twin_engines(policy, depth, slowdown, shortest, two_parts, limits, memory);
         let short_limits = slowdown == Slowdown::FactorTwo;
         let mut t = 100;
         let mut skipped = 0;
@@ -2142,4 +2162,43 @@ fn a_snapshot_restores_under_changed_partitions_and_added_nodes() {
         .replace("Nodes=node[3-4]", "Nodes=node3");
     let err = Engine::restore(&config(&fewer), saved, 10).expect_err("refused");
     assert!(matches!(err, RestoreError::NodesChanged { .. }), "{err}");
+}
+
+/// The default `bf_plan=auto`: with memory not a resource and one
+/// partition, a queue of jobs that spread is planned over the pool (the
+/// plan names no nodes, `explain` names the running jobs it waits for in
+/// the partition); one job that does not spread puts the passes back on
+/// nodes.
+#[test]
+fn plans_go_over_the_pool_while_every_pending_job_spreads() {
+    let conf = CONF.replace(
+        "SelectTypeParameters=CR_Core_Memory\nDefMemPerCPU=500\n",
+        "SelectTypeParameters=CR_Core\n",
+    );
+    let mut e = one_partition_on(&conf, "sched/backfill", "");
+    let timed = |tasks: u32, minutes: u32| JobDesc {
+        ntasks: Some(tasks),
+        time_limit: Some(TimeLimit::Minutes(minutes)),
+        ..desc()
+    };
+    let blocker = submit(&mut e, timed(8, 60), 0);
+    let wide = submit(&mut e, timed(8, 30), 1);
+    assert_eq!(e.job(blocker).unwrap().state, JobState::Running);
+    let plan = &e.plans[&wide];
+    assert_eq!((plan.start, plan.nodes().len()), (3600, 0));
+    let x = e.explain(wide, 2).unwrap();
+    assert_eq!(x.waits_for, vec![(blocker, 3600)]);
+    assert!(x.planned_nodes.is_empty());
+    // Two tasks on one node each: the pass plans on nodes again.
+    let pinned = submit(
+        &mut e,
+        JobDesc {
+            ntasks_per_node: Some(2),
+            ..timed(2, 10)
+        },
+        3,
+    );
+    assert!(!e.plans[&wide].nodes().is_empty());
+    assert_eq!(e.plans[&wide].start, 3600);
+    assert_eq!(e.job(pinned).unwrap().state, JobState::Pending);
 }

@@ -626,7 +626,7 @@ type Starts = Vec<(u64, i64)>;
 fn muster_pool_and_default(trace: &sim::swf::Trace) -> (Starts, Starts) {
     let cfg = sim::build_config(&trace.machine, None).unwrap();
     let mut sc = engine::sched_config(&cfg);
-    sc.bf_pool = true;
+    sc.bf_plan = sched::PlanOn::Pool;
     let out = sim::driver::simulate(trace, &cfg, sc, false, &mut |_, _| {});
     let ours = out.records.iter().map(|r| (r.id, r.start)).collect();
     let jobs = crate::jobs_of(trace, false);

@@ -73,6 +73,22 @@ pub enum BackfillOrder {
     Shortest,
 }
 
+/// How a backfill pass plans the jobs it cannot start now (`bf_plan`,
+/// muster's own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanOn {
+    /// On named nodes, as Slurm does: each plan holds particular nodes.
+    Nodes,
+    /// Over the partition's CPUs counted together (`Timeline::pool`), in
+    /// every pass over one partition: exact for jobs whose tasks may go on
+    /// any free CPUs, an estimate for the others.
+    Pool,
+    /// Over the pool where that is exact (`pool_is_exact`: one partition,
+    /// every pending job's tasks may go on any free CPUs, no node that
+    /// cannot take new jobs holds running ones), on nodes otherwise.
+    Auto,
+}
+
 /// Scheduler settings (SchedulerType and SchedulerParameters).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedConfig {
@@ -119,16 +135,12 @@ pub struct SchedConfig {
     /// backfill are tried (`BackfillOrder`), backfill policy only.
     /// Default `Shortest`: see docs/simulator.md.
     pub bf_order: BackfillOrder,
-    /// `bf_plan=pool` (muster's own; `bf_plan=nodes`, the default, is
-    /// false): plans are made over the partition's CPUs summed, not on
-    /// named nodes (see `Timeline::pool`), where a pass may (`plan_on`:
-    /// one partition). A planned job then holds CPUs at each instant of its
-    /// run, not particular nodes, which is exact for jobs whose tasks may
-    /// go on any free CPUs (one CPU per task, no node counts, memory or
-    /// GRES) and far cheaper on big machines; for other jobs a plan is an
-    /// estimate that later jobs may delay. Starts are placed on nodes as
-    /// always.
-    pub bf_pool: bool,
+    /// `bf_plan=nodes|pool|auto` (muster's own, `PlanOn`): where plans
+    /// are made. Default `Auto`: over the partition's CPUs summed (see
+    /// `Timeline::pool`) wherever that is exact, which is far cheaper on
+    /// big machines, and on named nodes otherwise. Starts are placed on
+    /// nodes always.
+    pub bf_plan: PlanOn,
     /// `bf_continue`: accepted; a pass here never yields half way, so there
     /// is nothing to continue.
     pub bf_continue: bool,
@@ -158,7 +170,7 @@ impl Default for SchedConfig {
             bf_slowdown_reserve: Some(1),
             bf_slowdown_reserve_width: 25,
             bf_order: BackfillOrder::Shortest,
-            bf_pool: false,
+            bf_plan: PlanOn::Auto,
             bf_continue: false,
             bf_interval: 30,
             default_queue_depth: 100,
@@ -593,7 +605,7 @@ struct Timeline {
     /// were last sorted, so that only they move (`moved_all`: sort all).
     moved: [Vec<usize>; 2],
     moved_all: [bool; 2],
-    /// Pool planning (`SchedConfig::bf_pool`): the CPUs the running jobs,
+    /// Pool planning (`SchedConfig::bf_plan`): the CPUs the running jobs,
     /// the pass's starts and its plans hold, summed over the nodes, as a
     /// step function of time (the profile's values are minus the CPUs held
     /// from then on), kept from pass to pass as `releases` is; `None` when
@@ -610,6 +622,13 @@ struct Timeline {
     /// CPUs): taken off at the next set-up (the started jobs come back as
     /// running ones).
     pool_pass_holds: Vec<(Timestamp, Timestamp, i64)>,
+}
+
+/// Whether the CPUs the jobs running on `n` free at their ends are not
+/// the pool's to give: it takes no new job (down, drained) or an
+/// exclusive job holds all of it.
+pub fn gives_back_apart(n: &NodeView) -> bool {
+    (!n.available || n.exclusive_in_use) && n.alloc_cpus > 0
 }
 
 /// The CPUs of an allocation's shares on nodes of the timeline (`n`).
@@ -2002,6 +2021,12 @@ pub struct PassCache {
     /// undecided, for the caller to try after its own
     /// (`take_deferred`), instead of trying them at its end.
     pub hold_deferred: bool,
+    /// Set by the caller before a pass: every pending job, the ones the
+    /// pass is not given included (`plan_more`), may put its tasks on any
+    /// free CPUs (`spreads`), and no node that holds running jobs refuses
+    /// new ones (`gives_back_apart`). With `PlanOn::Auto` the pass plans
+    /// over the pool only then (`pool_is_exact`).
+    pub pool_exact: bool,
 }
 
 /// Whether a job with `ntasks` tasks for `d` seconds is covered by one of
@@ -2288,6 +2313,60 @@ pub fn plan_with_changes(
     plan_on(view, Running::Changes { changed, gone }, cfg, now, cache)
 }
 
+/// Whether a job's tasks may go on any free CPUs of its partition, so
+/// that a plan counting CPUs over the pool is exact for it: one CPU per
+/// task, no node counts or tasks per node, no whole nodes, no memory that
+/// a node could run out of (memory not a consumable resource, and no more
+/// asked than any node has), no GRES, no node list, exclusion, feature
+/// constraint or `--time-min`.
+pub fn spreads(job: &JobRequest) -> bool {
+    !job.memory_consumable
+        && matches!(job.mem_per_node, None | Some(0))
+        && job.mem_per_cpu.is_none()
+        && job.mem_per_gpu.is_none()
+        && !job.exclusive
+        && job.ntasks_per_node.is_none()
+        && job.min_nodes <= 1
+        && job.max_nodes >= job.ntasks
+        && job.cpus_per_task == 1
+        && job.gres_per_node.is_empty()
+        && job.gpus_total.is_none()
+        && job.gpus_per_task.is_none()
+        && job.cpus_per_gpu.is_none()
+        && job.required_nodes.is_empty()
+        && job.excluded_nodes.is_empty()
+        && job.constraint.is_none()
+        && job.time_min.is_none()
+}
+
+/// Whether a pass over `view` plans over the pool exactly what planning
+/// on nodes could at best (`PlanOn::Auto`): one partition, up, holding
+/// every node and setting no per-job node or memory limit (MaxNodes,
+/// MinNodes above one, MaxMemPerNode, OverSubscribe=EXCLUSIVE); every job
+/// of the pass spreads (`spreads`); and the caller vouches for the jobs it
+/// may add with `plan_more` and for the nodes (`PassCache::pool_exact`:
+/// no node that holds running jobs refuses new ones, whose jobs' CPUs
+/// would not come back to the pool at their ends). Then
+/// each task is an interval of time on one CPU, and intervals that never
+/// overlap more than there are CPUs can be laid on the CPUs in the order
+/// they start, the running jobs' first: jobs fit on the nodes over time
+/// exactly where their CPUs at every instant fit the pool.
+fn pool_is_exact(view: &ClusterView, cache: &PassCache) -> bool {
+    let [part] = view.parts else {
+        return false;
+    };
+    let exact = cache.pool_exact
+        && part.up
+        && part.max_nodes.is_none()
+        && part.min_nodes <= 1
+        && !part.exclusive
+        && part.max_mem_per_node.is_none()
+        && part.nodes.len() == view.nodes.len()
+        && view.jobs.iter().all(spreads);
+    debug_assert!(!exact || !view.nodes.iter().any(gives_back_apart));
+    exact
+}
+
 fn plan_on(
     view: &ClusterView,
     running: Running,
@@ -2306,7 +2385,7 @@ fn plan_on(
         .timeline
         .take()
         .unwrap_or_else(|| Box::new(Timeline::empty()));
-    tl.pool_wanted = cfg.bf_pool && cfg.policy != Policy::Fcfs;
+    tl.pool_wanted = cfg.bf_plan != PlanOn::Nodes && cfg.policy != Policy::Fcfs;
     if !tl.fill(view.nodes, running, now, cfg.bf_resolution, hint.as_deref()) {
         cache.timeline = Some(tl);
         // Not taken in: the views the next pass gets are still compared
@@ -2315,7 +2394,12 @@ fn plan_on(
         return None;
     }
     // Pool plans count every node of the one partition.
-    if let Some(p) = tl.pool.as_ref().filter(|_| view.parts.len() == 1) {
+    let pool_ok = match cfg.bf_plan {
+        PlanOn::Nodes => false,
+        PlanOn::Pool => view.parts.len() == 1,
+        PlanOn::Auto => pool_is_exact(view, cache),
+    };
+    if let Some(p) = tl.pool.as_ref().filter(|_| pool_ok) {
         tl.pool_offset = tl.base_free - p.value_at(now);
         tl.pool_pass = true;
     }
@@ -2366,6 +2450,12 @@ pub fn plan_more(view: &ClusterView, cfg: &SchedConfig, cache: &mut PassCache) -
     let ids = &mut cache.spread_ids;
     let mut plan = Plan::default();
     for idx in priority_order(view.jobs, view.parts) {
+        // A pass over the pool under `Auto` was vouched for every job.
+        debug_assert!(
+            !(tl.pool_pass && cfg.bf_plan == PlanOn::Auto) || spreads(&view.jobs[idx]),
+            "job {} does not spread",
+            view.jobs[idx].job_id
+        );
         pass.decide(&view.jobs[idx], view, cfg, tl, &mut plan, ids);
     }
     Some(plan)

@@ -1209,7 +1209,7 @@ fn pool_plans_count_cpus_and_name_no_nodes() {
     };
     let cfg = SchedConfig {
         bf_job_part_count_reserve: None,
-        bf_pool: true,
+        bf_plan: PlanOn::Pool,
         ..SchedConfig::default()
     };
     let plan = crate::plan(&view, &cfg, 0);
@@ -1222,4 +1222,94 @@ fn pool_plans_count_cpus_and_name_no_nodes() {
     // Job 12 (ten minutes) ends by 600: it starts now, on a node.
     assert_eq!(starts(&plan).len(), 1);
     assert_eq!(starts(&plan)[0].0, 12);
+}
+
+/// `bf_plan=auto` (the default): over the pool only where that is exact,
+/// every job spreading and the caller vouching for the rest
+/// (`PassCache::pool_exact`); on nodes otherwise.
+#[test]
+fn auto_plans_over_the_pool_only_where_every_job_spreads() {
+    let mut nodes = vec![node("n1", 2, 4000, 0), node("n2", 2, 4000, 0)];
+    let r1 = running(1, &mut nodes, &[0], 600);
+    let r2 = running(2, &mut nodes, &[1], 1200);
+    let mut jobs = vec![timed(10, 1, 30), timed(11, 1, 60), timed(12, 1, 10)];
+    jobs[0].ntasks = 3;
+    jobs[0].max_nodes = 3;
+    for j in &mut jobs {
+        j.mem_per_cpu = None;
+        j.memory_consumable = false;
+    }
+    assert!(jobs.iter().all(crate::spreads));
+    let parts = [part(2)];
+    let cfg = SchedConfig {
+        bf_job_part_count_reserve: None,
+        ..SchedConfig::default()
+    };
+    assert_eq!(cfg.bf_plan, PlanOn::Auto);
+    let running = [r1, r2];
+    let plan_of = |jobs: &[JobRequest], vouched: bool| {
+        let view = ClusterView {
+            nodes: &nodes,
+            parts: &parts,
+            jobs,
+            running: &running,
+        };
+        let mut cache = PassCache::default();
+        cache.pool_exact = vouched;
+        crate::plan_with(&view, &cfg, 0, &mut cache)
+    };
+    // Every job spreads and the rest of the queue too: job 10's plan
+    // counts CPUs and names no node, as under `bf_plan=pool`.
+    let pooled = plan_of(&jobs, true);
+    assert_eq!(pooled.planned[&JobId(10)].alloc.nodes.len(), 0);
+    assert_eq!(pooled.planned[&JobId(11)].start, 1200);
+    // The caller does not vouch for the rest of the queue: on nodes.
+    let on_nodes = plan_of(&jobs, false);
+    assert_ne!(on_nodes.planned[&JobId(10)].alloc.nodes.len(), 0);
+    // One job of the pass does not spread (two CPUs per task): on nodes.
+    let mut wide = jobs.clone();
+    wide[2].cpus_per_task = 2;
+    assert!(!crate::spreads(&wide[2]));
+    let mixed = plan_of(&wide, true);
+    assert_ne!(mixed.planned[&JobId(10)].alloc.nodes.len(), 0);
+    // What spreads: memory that binds, node counts, whole nodes, GRES do not.
+    let plain = jobs[1].clone();
+    let not = [
+        JobRequest {
+            memory_consumable: true,
+            ..plain.clone()
+        },
+        JobRequest {
+            mem_per_node: Some(100),
+            ..plain.clone()
+        },
+        JobRequest {
+            min_nodes: 2,
+            ..plain.clone()
+        },
+        JobRequest {
+            exclusive: true,
+            ..plain.clone()
+        },
+        JobRequest {
+            ntasks_per_node: Some(1),
+            ..plain.clone()
+        },
+        JobRequest {
+            gres_per_node: vec![Gres {
+                name: "gpu".into(),
+                type_: None,
+                count: 1,
+            }],
+            ..plain.clone()
+        },
+        JobRequest {
+            time_min: Some(TimeLimit::Minutes(1)),
+            ..plain.clone()
+        },
+    ];
+    assert!(crate::spreads(&plain));
+    for j in &not {
+        assert!(!crate::spreads(j), "{j:?}");
+    }
 }

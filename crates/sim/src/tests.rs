@@ -383,7 +383,11 @@ fn short_passes_schedule_as_full_passes_do() {
             sc.policy = policy;
             sc.bf_age_reserve = age;
             sc.bf_order = order;
-            sc.bf_pool = pool;
+            sc.bf_plan = if pool {
+                sched::PlanOn::Pool
+            } else {
+                sched::PlanOn::Nodes
+            };
             let run = |full, track| {
                 crate::driver::simulate_with(&trace, &cfg, sc.clone(), track, full, &mut |_, _| {})
             };

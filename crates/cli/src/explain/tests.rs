@@ -57,6 +57,37 @@ Expected start: 1970-01-01T02:00:00 on node[1-2], when job 40 reaches its time l
     );
 }
 
+/// A plan over the pool (`bf_plan=auto` where every job spreads, or
+/// `bf_plan=pool`) names no nodes: the CPUs come from the partition.
+#[test]
+fn a_job_planned_over_the_pool_is_explained_in_words() {
+    utc();
+    let x = JobExplanation {
+        job_id: JobId(42),
+        user: "alice".into(),
+        partition: "debug".into(),
+        state: JobState::Pending,
+        reason: PendingReason::Resources,
+        priority: 4_294_901_757,
+        position: Some(1),
+        n_queued: 2,
+        ahead: None,
+        first: Some((JobId(42), 4_294_901_757)),
+        request: "1 node, 3 CPUs".into(),
+        time_limit: TimeLimit::Minutes(60),
+        start_time: Some(7200),
+        planned_nodes: vec![],
+        waits_for: vec![(JobId(40), 7200), (JobId(38), 3600)],
+        candidates: vec![],
+    };
+    let text = render(&x, 100);
+    let last = text.lines().last().unwrap();
+    assert_eq!(
+        last,
+        "Expected start: 1970-01-01T02:00:00, on CPUs counted over partition debug, when job 40 reaches its time limit at 1970-01-01T02:00:00 (the last of 2 running jobs in the partition that end by then). Jobs that end early make it sooner."
+    );
+}
+
 #[test]
 fn a_job_without_a_plan_is_told_why_it_may_have_none() {
     utc();
