@@ -4,9 +4,6 @@
 
 mod local;
 
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use std::path::Path;
 
 fn init_logging() {
