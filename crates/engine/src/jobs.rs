@@ -1305,7 +1305,11 @@ impl Engine {
                     }
                     return;
                 }
-                let startable = self.startable_waiting(&ids, free_cpus);
+                let startable = if self.older_jobs_wait(now) {
+                    Vec::new()
+                } else {
+                    self.startable_waiting(&ids, free_cpus)
+                };
                 let pass = self.short_pass(&ids, startable, aged, &parts, &limited, free_cpus, now);
                 reduced = pass.is_some();
                 pass
@@ -1964,6 +1968,33 @@ impl Engine {
             .filter(|r| ids.contains(&r.job_id))
             .all(|r| Some(sched::order_key(r, parts)) > last);
         after.then_some(pass)
+    }
+
+    /// Whether, in a pass after submissions alone (nothing else since the
+    /// last pass: no job ended, nothing was touched), the older jobs that
+    /// need no more CPUs than are free cannot start either, so that the
+    /// pass need not try them: where the last pass planned over the pool
+    /// (`sched::PassCache::last_pooled`; this one does too, since
+    /// `pool_exact` did not change, else it would go over every job), no
+    /// job is ending (`may_complete`: a job being ended is expected gone a
+    /// second after each pass, which moves its CPUs with the clock) and no
+    /// running job has reached its time limit (the deadline index's first
+    /// is later). Then no running job's expected end lies between the
+    /// last pass and now (it would have ended or been ended), so neither
+    /// does any plan's start (each starts at such an end or at another
+    /// plan's end), and the free CPUs less the plans' stayed what they are
+    /// now from the last pass to now. An older job that could not start
+    /// then (or was shown so: `cannot_start_as`) found fewer CPUs than its
+    /// own at some time of its run; as it needs no more than are free, that
+    /// time is after now and within its run from now too; the new jobs,
+    /// which come after it, only take CPUs away. (Jobs due for a plan of
+    /// their own are tried all the same: `aged_waiting`.)
+    fn older_jobs_wait(&mut self, now: Timestamp) -> bool {
+        if self.may_complete || !self.pass_cache.last_pooled() {
+            return false;
+        }
+        self.sync_deadlines();
+        self.deadlines.first().is_none_or(|t| t > now)
     }
 
     /// Whether a pass could only tell the new jobs `ids` to wait, with

@@ -2197,6 +2197,11 @@ impl PassCache {
             .unwrap_or_default()
     }
 
+    /// Whether the last pass planned over the pool (`PlanOn`).
+    pub fn last_pooled(&self) -> bool {
+        self.timeline.as_ref().is_some_and(|t| t.pool_pass)
+    }
+
     /// `cannot_start` for the job `probe` was made of (a caller that asks
     /// about the same jobs pass after pass keeps their probes).
     pub fn cannot_start_as(&self, probe: &Probe) -> bool {
