@@ -1713,6 +1713,17 @@ impl Engine {
         let keep_requests = self.settings.preempt.kind != crate::preempt::PreemptType::None;
         let shortest = self.sched_cfg.policy == sched::Policy::Backfill
             && self.sched_cfg.bf_order == sched::BackfillOrder::Shortest;
+        // In a pass over the pool where every pending job spreads
+        // (`bf_plan=auto`), whether a job can start now depends only on
+        // its CPUs and its limit, and the free CPUs less the plans' only
+        // fall along the pass: once the jobs tried by limit (after the
+        // others) reach one that could not start, no later one that asks
+        // for as many CPUs can (`failed_demand`), and the reading by limit
+        // stops once that is the least any pending job asks.
+        let pool_spread = self.sched_cfg.bf_plan == sched::PlanOn::Auto
+            && self.pass_cache.pool_exact
+            && self.pass_cache.last_pooled();
+        let mut failed_demand = i64::MAX;
         // The deferred jobs in order (the prefix's come before the jobs it
         // left out), and (time limit, place there) to sort them by: small
         // keys sort faster than whole entries (a queue of 100,000 jobs
@@ -1752,7 +1763,10 @@ impl Engine {
                 // time limit, merged with the deferred ones; none is tried
                 // once no job may use the CPUs left (each that may be left
                 // out is settled: `finish_prefix_pass`).
-                if lazy_jobs.is_some() && settled_parts & 1 != 0 && least.is_none_or(|d| left < d) {
+                if lazy_jobs.is_some()
+                    && settled_parts & 1 != 0
+                    && least.is_none_or(|d| left < d || failed_demand <= d)
+                {
                     lazy_jobs = None;
                 }
                 let next_lazy = lazy_jobs
@@ -1796,7 +1810,7 @@ impl Engine {
                         },
                         _ => false,
                     };
-                    if settled && demand > left {
+                    if settled && (demand > left || (!deferring && demand >= failed_demand)) {
                         continue;
                     }
                     // Where the pass has settled, a job that may be left
@@ -1835,6 +1849,9 @@ impl Engine {
                         }
                     };
                     if settled && self.pass_cache.cannot_start_as(&kept.probe) {
+                        if pool_spread && !deferring {
+                            failed_demand = failed_demand.min(demand);
+                        }
                         continue;
                     }
                     &kept.req
@@ -1893,9 +1910,14 @@ impl Engine {
                 _ => req,
             };
             let cache = &mut self.pass_cache;
-            if let Some(started) = decide_more(cache, &self.sched_cfg, req, nodes, parts, plan) {
-                settled_parts = self.pass_cache.settled_parts(&self.sched_cfg);
-                left -= started;
+            match decide_more(cache, &self.sched_cfg, req, nodes, parts, plan) {
+                Some(started) => {
+                    settled_parts = self.pass_cache.settled_parts(&self.sched_cfg);
+                    left -= started;
+                }
+                // Tried by limit, it could not start (no plan is made there).
+                None if pool_spread && !deferring => failed_demand = failed_demand.min(demand),
+                None => {}
             }
         }
         drop(lazy_jobs);
