@@ -2,7 +2,11 @@
 //! commands by the name it is called with (`sbatch`, `squeue`, ... as
 //! links made by `muster install-links DIR`), or as `muster sbatch ...`.
 
+mod alloc;
 mod local;
+
+#[global_allocator]
+static ALLOC: alloc::Switch = alloc::Switch;
 
 use std::path::Path;
 
@@ -76,7 +80,11 @@ fn main() {
         "down" => local::down(rest),
         "install-links" => local::install_links_cmd(rest),
         "explain" => cli::explain::main(rest),
-        "sim" => sim::main(rest),
+        "sim" => {
+            // The simulator allocates at every event: mimalloc (`alloc`).
+            alloc::use_mimalloc();
+            sim::main(rest)
+        }
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             0
