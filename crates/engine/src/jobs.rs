@@ -1298,10 +1298,7 @@ impl Engine {
                     // What the pass would decide, without the pass: every
                     // new job waits behind a planned job of its partitions.
                     for id in &ids {
-                        if let Some(job) = self.jobs.get_mut(id) {
-                            job.reason = PendingReason::Priority;
-                            job.last_sched_eval = Some(now);
-                        }
+                        self.jobs.tell_reason(id, PendingReason::Priority, now);
                     }
                     return;
                 }
@@ -1329,10 +1326,7 @@ impl Engine {
         self.mark_throttled(throttled);
         self.mark_waiting_to_begin(waiting_to_begin);
         for (id, limit) in &limited.blocked {
-            if let Some(job) = self.jobs.get_mut(id) {
-                job.reason = PendingReason::Limit(*limit);
-                job.last_sched_eval = Some(now);
-            }
+            self.jobs.tell_reason(id, PendingReason::Limit(*limit), now);
         }
         self.plans.clear();
         self.heads.clear();
@@ -1431,12 +1425,7 @@ impl Engine {
             };
             match decision {
                 Decision::Start(alloc) => self.start_job(id, alloc, now),
-                Decision::Wait(reason) => {
-                    if let Some(job) = self.jobs.get_mut(&id) {
-                        job.reason = reason;
-                        job.last_sched_eval = Some(now);
-                    }
-                }
+                Decision::Wait(reason) => self.jobs.tell_reason(&id, reason, now),
             }
         }
         self.preempt_pass(&preemptors, now);

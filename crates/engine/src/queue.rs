@@ -77,6 +77,22 @@ impl JobTable {
         Some(job)
     }
 
+    /// Tells a waiting job why it waits, at a pass at `now`: noted as
+    /// changed only where its reason changed (the queue's facts and the
+    /// deadlines read its reason, not when a pass last looked at it), so
+    /// that the jobs a pass tells to wait again, as most are after each
+    /// job end, cost the next pass nothing.
+    pub(crate) fn tell_reason(&mut self, id: &JobId, reason: PendingReason, now: Timestamp) {
+        let Some(job) = self.map.get_mut(id) else {
+            return;
+        };
+        job.last_sched_eval = Some(now);
+        if job.reason != reason {
+            job.reason = reason;
+            self.note(*id);
+        }
+    }
+
     pub(crate) fn insert(&mut self, id: JobId, job: Box<Job>) -> Option<Box<Job>> {
         self.note(id);
         self.map.insert(id, job)
