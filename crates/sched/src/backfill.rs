@@ -1613,7 +1613,15 @@ impl Timeline {
             self.moved_all[k] = false;
             self.order_ok[k] = true;
         }
-        place_sorted(job, parts, &self.work, &self.orders[k])
+        let placed = place_sorted(job, parts, &self.work, &self.orders[k]);
+        // The order kept gives what the ranked order gives (checked on
+        // small machines: it sorts every node).
+        debug_assert!(
+            self.base.len() > 64 || placed == place_ranked(job, parts, &self.work, rank),
+            "the kept order placed job {} elsewhere",
+            job.job_id
+        );
+        placed
     }
 
     /// Whether `job` can start now for `d` seconds without delaying a plan.
@@ -2005,6 +2013,10 @@ pub struct PassCache {
     nodes: Vec<NodeKey>,
     /// The partitions the cache's entries and node orders are for.
     parts: Vec<PartView>,
+    /// Their sizes (`PartSize::all`), and whether every node is available,
+    /// as of `nodes` and `parts`: made again only when either changes.
+    part_sizes: Vec<PartSize>,
+    all_up: bool,
     /// Why a job of each shape (time left out) waits when it has no plan.
     diagnosed: BTreeMap<ShapeKey, Unfit>,
     timeline: Option<Box<Timeline>>,
@@ -2285,6 +2297,8 @@ impl PassCache {
                 })
                 .collect();
         }
+        self.part_sizes = PartSize::all(view.nodes, view.parts);
+        self.all_up = view.nodes.iter().all(|n| n.available);
     }
 }
 
@@ -2409,7 +2423,9 @@ fn plan_on(
         tl.pool_pass = true;
     }
     let diagnosed = std::mem::take(&mut cache.diagnosed);
-    let mut pass = PassState::new(view, cfg, now, diagnosed);
+    debug_assert_eq!(cache.part_sizes, PartSize::all(view.nodes, view.parts));
+    debug_assert_eq!(cache.all_up, view.nodes.iter().all(|n| n.available));
+    let mut pass = PassState::new(view, cfg, now, diagnosed, &cache.part_sizes, cache.all_up);
     let mut plan = Plan::default();
     let mut deferred = Vec::new();
     for idx in priority_order(view.jobs, view.parts) {
@@ -2504,11 +2520,15 @@ struct PassState {
 }
 
 impl PassState {
+    /// `sizes` and `all_up`: the partitions' sizes and whether every node
+    /// is available (`PassCache::check` keeps them).
     fn new(
         view: &ClusterView,
         cfg: &SchedConfig,
         now: Timestamp,
         diagnosed: BTreeMap<ShapeKey, Unfit>,
+        sizes: &[PartSize],
+        all_up: bool,
     ) -> PassState {
         let parts = view.parts;
         PassState {
@@ -2519,12 +2539,12 @@ impl PassState {
                 Policy::Fcfs | Policy::Easy => FOREVER,
             },
             part_sizes: if cfg.bf_slowdown_reserve.is_some() {
-                PartSize::all(view.nodes, parts)
+                sizes.to_vec()
             } else {
                 Vec::new()
             },
             healthy_empty: None,
-            all_up: view.nodes.iter().all(|n| n.available),
+            all_up,
             blocked_parts: vec![false; parts.len()],
             n_planned: 0,
             reserved: vec![0; parts.len()],
