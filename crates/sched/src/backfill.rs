@@ -522,6 +522,10 @@ struct Timeline {
     in_touched: Vec<bool>,
     /// Per node: the last time `step_until_room` touched it (`MIN`: not).
     touch_at: Vec<Timestamp>,
+    /// A bit per node of `base` that takes jobs and has a CPU free
+    /// (`placement::room_bits`): a start now passes over the others at
+    /// once (`work` then has no more room than `base`).
+    room: Vec<u64>,
     /// Free CPUs on available nodes of `base`.
     base_free: i64,
     /// Free CPUs on available nodes of `work`: a quick test before placing.
@@ -659,6 +663,7 @@ impl Timeline {
             is_moved: Vec::new(),
             touch_at: Vec::new(),
             in_touched: Vec::new(),
+            room: Vec::new(),
             base_free: 0,
             free: 0,
             hist: vec![0; HIST_MAX + 1],
@@ -810,6 +815,7 @@ impl Timeline {
                 })
                 .collect();
             self.work = self.base.clone();
+            self.room = crate::placement::room_bits(nodes);
             self.weights = nodes.iter().map(|n| n.weight).collect();
             self.running_on = vec![Vec::new(); nodes.len()];
             self.run_sum = vec![RunSum::default(); nodes.len()];
@@ -852,6 +858,7 @@ impl Timeline {
                 b.available = n.available;
                 b.exclusive_in_use = n.exclusive_in_use;
                 b.n_jobs = n.n_jobs;
+                crate::placement::set_room(&mut self.room, i, b);
                 let (w, b) = (&mut self.work[i], &self.base[i]);
                 let old = free_cpus(w);
                 w.cpus = b.cpus;
@@ -1613,7 +1620,9 @@ impl Timeline {
             self.moved_all[k] = false;
             self.order_ok[k] = true;
         }
-        let placed = place_sorted(job, parts, &self.work, &self.orders[k]);
+        let room = now.then_some(self.room.as_slice());
+        debug_assert_eq!(self.room, crate::placement::room_bits(&self.base));
+        let placed = place_sorted(job, parts, &self.work, &self.orders[k], room);
         // The order kept gives what the ranked order gives (checked on
         // small machines: it sorts every node).
         debug_assert!(
@@ -1679,6 +1688,7 @@ impl Timeline {
                 job: None,
             };
             apply(&mut self.base[i], &h, true);
+            crate::placement::set_room(&mut self.room, i, &self.base[i]);
             self.started_at.push(i);
             self.free_now[i] = free_cpus(&self.base[i]) as u64;
             note_moved(&mut self.moved[1], &mut self.moved_all[1], i);

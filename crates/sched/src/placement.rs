@@ -412,7 +412,7 @@ fn place_in(
     if rank.is_none() && plain_candidates(job) {
         let key = |n: &NodeIdx| (nodes[n.0 as usize].weight, n.0);
         if part.nodes.windows(2).all(|w| key(&w[0]) < key(&w[1])) {
-            return pick(job, part_idx, part, nodes, &part.nodes, ignore_use);
+            return pick(job, part_idx, part, nodes, &part.nodes, ignore_use, None);
         }
     }
     let mut candidates: Vec<NodeIdx> = part
@@ -447,7 +447,7 @@ fn place_in(
     if candidates.len() < min_nodes as usize {
         return None;
     }
-    pick(job, part_idx, part, nodes, &candidates, ignore_use)
+    pick(job, part_idx, part, nodes, &candidates, ignore_use, None)
 }
 
 /// Takes nodes for `job` from `candidates`, in that order, each as much of
@@ -463,8 +463,9 @@ fn pick(
     nodes: &[NodeView],
     candidates: &[NodeIdx],
     ignore_use: bool,
+    room: Option<&[u64]>,
 ) -> Option<Allocation> {
-    let at_limit = match pick_in_order(job, part_idx, part, nodes, candidates, ignore_use) {
+    let at_limit = match pick_in_order(job, part_idx, part, nodes, candidates, ignore_use, room) {
         Ok(a) => return Some(a),
         Err(at_limit) => at_limit,
     };
@@ -481,13 +482,16 @@ fn pick(
     };
     let mut roomiest = candidates.to_vec();
     roomiest.sort_by_key(|n| std::cmp::Reverse(free(n)));
-    pick_in_order(job, part_idx, part, nodes, &roomiest, ignore_use).ok()
+    pick_in_order(job, part_idx, part, nodes, &roomiest, ignore_use, room).ok()
 }
 
 /// `pick`'s one pass over `candidates` in the order given; `Err(true)`
 /// where the job, allowed more than one node, is not whole because of its
 /// node limit (all the nodes it may have were taken, or the last one
-/// allowed could not hold the rest).
+/// allowed could not hold the rest). `room`: a bit per node, clear where
+/// the node is known to take no job or to have no CPU free in `nodes`
+/// (`room_bits`), passed over without a look at it, as the first tests
+/// below would.
 fn pick_in_order(
     job: &JobRequest,
     part_idx: usize,
@@ -495,6 +499,7 @@ fn pick_in_order(
     nodes: &[NodeView],
     candidates: &[NodeIdx],
     ignore_use: bool,
+    room: Option<&[u64]>,
 ) -> Result<Allocation, bool> {
     let min_nodes = job.min_nodes.max(job.required_nodes.len() as u32).max(1);
     let max_nodes = job.max_nodes.max(min_nodes);
@@ -513,6 +518,13 @@ fn pick_in_order(
         if n_picked >= max_nodes {
             limited = true;
             break;
+        }
+        if room.is_some_and(|r| r[n.0 as usize / 64] & (1 << (n.0 % 64)) == 0) {
+            debug_assert!({
+                let node = &nodes[n.0 as usize];
+                !node.available || node.cpus <= node.alloc_cpus
+            });
+            continue;
         }
         if !ignore_use && !nodes[n.0 as usize].available {
             continue;
@@ -696,20 +708,45 @@ pub fn plain_candidates(job: &JobRequest) -> bool {
 
 /// `place_ranked` for a job with `plain_candidates`, where `orders[pi]`
 /// holds partition `pi`'s nodes sorted by (weight, rank, index): the sort
-/// is the caller's, done once for many jobs.
+/// is the caller's, done once for many jobs. `room`: see `pick_in_order`
+/// (`room_bits`).
 pub fn place_sorted(
     job: &JobRequest,
     parts: &[PartView],
     nodes: &[NodeView],
     orders: &[Vec<NodeIdx>],
+    room: Option<&[u64]>,
 ) -> Option<Allocation> {
+    debug_assert!(plain_candidates(job), "job {} names nodes", job.job_id);
     job.partitions.iter().find_map(|&pi| {
         let part = &parts[pi];
         if partition_refusal(job, part).is_some() {
             return None;
         }
-        pick(job, pi, part, nodes, &orders[pi], false)
+        pick(job, pi, part, nodes, &orders[pi], false, room)
     })
+}
+
+/// A bit per node of `nodes`, set where the node takes jobs and has a CPU
+/// free: `place_sorted` passes over the others at once. A set of nodes
+/// that has no more room than `nodes` (fewer CPUs free, none available
+/// that was not) may be placed on with these bits too.
+pub fn room_bits(nodes: &[NodeView]) -> Vec<u64> {
+    let mut bits = vec![0u64; nodes.len().div_ceil(64)];
+    for (i, n) in nodes.iter().enumerate() {
+        set_room(&mut bits, i, n);
+    }
+    bits
+}
+
+/// Sets node `i`'s bit in `bits` (`room_bits`) from `n`.
+pub fn set_room(bits: &mut [u64], i: usize, n: &NodeView) {
+    let has = n.available && n.cpus > n.alloc_cpus;
+    if has {
+        bits[i / 64] |= 1 << (i % 64);
+    } else {
+        bits[i / 64] &= !(1 << (i % 64));
+    }
 }
 
 /// A partition-level reason the job may not run there, independent of nodes.
