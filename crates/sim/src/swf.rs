@@ -179,9 +179,10 @@ pub(crate) struct Raw {
 
 fn parse_line(text: &str) -> Result<Raw, String> {
     // The fields read are among the first 13: no vector of every field.
+    // Fields are split at ASCII blanks (the format's), byte by byte.
     let mut fields = [""; 13];
     let mut count = 0usize;
-    for f in text.split_whitespace() {
+    for f in text.split_ascii_whitespace() {
         if let Some(slot) = fields.get_mut(count) {
             *slot = f;
         }
@@ -218,7 +219,7 @@ pub fn parse(text: &str, bad: BadLines) -> Result<Trace, TraceError> {
     let mut raws = Vec::new();
     let mut skipped = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let t = line.trim();
+        let t = line.trim_ascii();
         if t.is_empty() {
             continue;
         }
