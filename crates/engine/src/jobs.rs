@@ -1683,15 +1683,22 @@ impl Engine {
         };
         let least = queue.least_demand();
         let limited = records.as_ref().map(|r| r.limited);
+        // The most CPUs a job read by limit may ask for and not be left
+        // out at once (the loop below would leave it out: settled, and
+        // more than are left or than one that could not start): set before
+        // each read, tested first, so that most jobs read cost one compare.
+        let read_up_to = std::cell::Cell::new(i64::MAX);
         let mut lazy_jobs = lazy.as_ref().map(|l| {
             let after = |q: &crate::queue::Queued| l.after.is_none_or(|a| q.key > a);
+            let read_up_to = &read_up_to;
             queue
                 .by_limit()
                 .filter(move |q| {
-                    after(q)
-                        && q.ready(l.now)
+                    q.demand <= read_up_to.get()
                         && !q.array
                         && q.by_priority
+                        && q.ready(l.now)
+                        && after(q)
                         && l.must.binary_search(&q.id()).is_err()
                 })
                 .peekable()
@@ -1758,6 +1765,11 @@ impl Engine {
                 {
                     lazy_jobs = None;
                 }
+                read_up_to.set(if settled_parts & 1 != 0 {
+                    left.min(failed_demand.saturating_sub(1))
+                } else {
+                    i64::MAX
+                });
                 let next_lazy = lazy_jobs
                     .as_mut()
                     .and_then(|j| j.peek())
