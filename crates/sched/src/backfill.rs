@@ -526,6 +526,10 @@ struct Timeline {
     /// (`placement::room_bits`): a start now passes over the others at
     /// once (`work` then has no more room than `base`).
     room: Vec<u64>,
+    /// Per partition: whether the order for starts now (`orders[0]`) is
+    /// every node in index order (placement then reads the nodes with room
+    /// off `room`).
+    index_order: Vec<bool>,
     /// Free CPUs on available nodes of `base`.
     base_free: i64,
     /// Free CPUs on available nodes of `work`: a quick test before placing.
@@ -664,6 +668,7 @@ impl Timeline {
             touch_at: Vec::new(),
             in_touched: Vec::new(),
             room: Vec::new(),
+            index_order: Vec::new(),
             base_free: 0,
             free: 0,
             hist: vec![0; HIST_MAX + 1],
@@ -1616,11 +1621,21 @@ impl Timeline {
                     is_moved[i] = false;
                 }
             }
+            let changed = all || !moved.is_empty();
             moved.clear();
             self.moved_all[k] = false;
             self.order_ok[k] = true;
+            if now && (changed || self.index_order.len() != parts.len()) {
+                let n = self.base.len();
+                self.index_order.clear();
+                self.index_order.extend(
+                    self.orders[0].iter().map(|o| {
+                        o.len() == n && o.iter().enumerate().all(|(i, x)| x.0 as usize == i)
+                    }),
+                );
+            }
         }
-        let room = now.then_some(self.room.as_slice());
+        let room = now.then_some((self.room.as_slice(), self.index_order.as_slice()));
         debug_assert_eq!(self.room, crate::placement::room_bits(&self.base));
         let placed = place_sorted(job, parts, &self.work, &self.orders[k], room);
         // The order kept gives what the ranked order gives (checked on

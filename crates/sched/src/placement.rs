@@ -463,7 +463,7 @@ fn pick(
     nodes: &[NodeView],
     candidates: &[NodeIdx],
     ignore_use: bool,
-    room: Option<&[u64]>,
+    room: Option<Room>,
 ) -> Option<Allocation> {
     let at_limit = match pick_in_order(job, part_idx, part, nodes, candidates, ignore_use, room) {
         Ok(a) => return Some(a),
@@ -482,6 +482,11 @@ fn pick(
     };
     let mut roomiest = candidates.to_vec();
     roomiest.sort_by_key(|n| std::cmp::Reverse(free(n)));
+    // Sorted again: no longer in index order.
+    let room = room.map(|r| Room {
+        in_index_order: false,
+        ..r
+    });
     pick_in_order(job, part_idx, part, nodes, &roomiest, ignore_use, room).ok()
 }
 
@@ -499,7 +504,7 @@ fn pick_in_order(
     nodes: &[NodeView],
     candidates: &[NodeIdx],
     ignore_use: bool,
-    room: Option<&[u64]>,
+    room: Option<Room>,
 ) -> Result<Allocation, bool> {
     let min_nodes = job.min_nodes.max(job.required_nodes.len() as u32).max(1);
     let max_nodes = job.max_nodes.max(min_nodes);
@@ -513,13 +518,44 @@ fn pick_in_order(
     // The node limit turned a node away: every node allowed was taken, or
     // the last one allowed could not hold the rest of the job.
     let mut limited = false;
-    for n in candidates.iter() {
+    // Where the candidates are every node in index order, the ones with
+    // room are read off the bits (`Room::in_index_order`).
+    let by_bits = room.filter(|r| r.in_index_order);
+    let mut looked = match by_bits {
+        Some(r) => Looked::Bits(BitsSet::new(r.bits, candidates.len())),
+        None => Looked::All(candidates.iter()),
+    };
+    // With the bits, the last node looked at (to tell whether nodes
+    // without room came after it).
+    let mut last_seen = None;
+    loop {
+        let n = match &mut looked {
+            Looked::All(it) => match it.next() {
+                Some(n) => n,
+                None => break,
+            },
+            Looked::Bits(bits) => match bits.next() {
+                Some(i) => {
+                    last_seen = Some(i);
+                    &candidates[i]
+                }
+                None => {
+                    // A node passed over after the last one looked at
+                    // would have met the node limit first.
+                    let after = last_seen.map_or(0, |i| i + 1);
+                    if after < candidates.len() && picked.len() as u32 >= max_nodes {
+                        limited = true;
+                    }
+                    break;
+                }
+            },
+        };
         let n_picked = picked.len() as u32;
         if n_picked >= max_nodes {
             limited = true;
             break;
         }
-        if room.is_some_and(|r| r[n.0 as usize / 64] & (1 << (n.0 % 64)) == 0) {
+        if room.is_some_and(|r| r.bits[n.0 as usize / 64] & (1 << (n.0 % 64)) == 0) {
             debug_assert!({
                 let node = &nodes[n.0 as usize];
                 !node.available || node.cpus <= node.alloc_cpus
@@ -708,14 +744,15 @@ pub fn plain_candidates(job: &JobRequest) -> bool {
 
 /// `place_ranked` for a job with `plain_candidates`, where `orders[pi]`
 /// holds partition `pi`'s nodes sorted by (weight, rank, index): the sort
-/// is the caller's, done once for many jobs. `room`: see `pick_in_order`
-/// (`room_bits`).
+/// is the caller's, done once for many jobs. `room`: the bits of
+/// `room_bits`, and per partition whether its order is every node in
+/// index order (see `Room`).
 pub fn place_sorted(
     job: &JobRequest,
     parts: &[PartView],
     nodes: &[NodeView],
     orders: &[Vec<NodeIdx>],
-    room: Option<&[u64]>,
+    room: Option<(&[u64], &[bool])>,
 ) -> Option<Allocation> {
     debug_assert!(plain_candidates(job), "job {} names nodes", job.job_id);
     job.partitions.iter().find_map(|&pi| {
@@ -723,8 +760,61 @@ pub fn place_sorted(
         if partition_refusal(job, part).is_some() {
             return None;
         }
+        let room = room.map(|(bits, index_order)| Room {
+            bits,
+            in_index_order: index_order.get(pi).copied().unwrap_or(false),
+        });
         pick(job, pi, part, nodes, &orders[pi], false, room)
     })
+}
+
+/// What `pick_in_order` may pass over at once: the nodes whose bit is
+/// clear (`room_bits`), and, where the candidates are every node in index
+/// order (`in_index_order`), it reads the nodes with room off the bits.
+#[derive(Clone, Copy, Debug)]
+struct Room<'a> {
+    bits: &'a [u64],
+    in_index_order: bool,
+}
+
+/// The candidates `pick_in_order` looks at.
+enum Looked<'a> {
+    All(std::slice::Iter<'a, NodeIdx>),
+    Bits(BitsSet<'a>),
+}
+
+/// The set bits of a bit set below `len`, in order.
+struct BitsSet<'a> {
+    bits: &'a [u64],
+    len: usize,
+    word: usize,
+    left: u64,
+}
+
+impl<'a> BitsSet<'a> {
+    fn new(bits: &'a [u64], len: usize) -> BitsSet<'a> {
+        BitsSet {
+            bits,
+            len,
+            word: 0,
+            left: bits.first().copied().unwrap_or(0),
+        }
+    }
+}
+
+impl Iterator for BitsSet<'_> {
+    type Item = usize;
+    fn next(&mut self) -> Option<usize> {
+        loop {
+            if self.left != 0 {
+                let i = self.word * 64 + self.left.trailing_zeros() as usize;
+                self.left &= self.left - 1;
+                return (i < self.len).then_some(i);
+            }
+            self.word += 1;
+            self.left = *self.bits.get(self.word)?;
+        }
+    }
 }
 
 /// A bit per node of `nodes`, set where the node takes jobs and has a CPU
