@@ -626,10 +626,18 @@ struct Timeline {
     /// `base_free` less the profile's value now: the CPUs free at `t` are
     /// `pool_offset` plus its value at `t`.
     pool_offset: i64,
-    /// What the pass's starts and plans laid on `pool`, as (from, until,
-    /// CPUs): taken off at the next set-up (the started jobs come back as
-    /// running ones).
+    /// What the pass's plans laid on `pool`, as (from, until, CPUs): taken
+    /// off at the next set-up.
     pool_pass_holds: Vec<(Timestamp, Timestamp, i64)>,
+    /// What the pass's starts laid on `pool`, the same way. The next
+    /// set-up leaves them on (`pool_started`): the started jobs come back
+    /// as running ones, held until the same ends.
+    pool_start_holds: Vec<(Timestamp, Timestamp, i64)>,
+    /// The last pass's starts' holds, still on `pool` while the set-up
+    /// takes in the running jobs: a running job held until the same end
+    /// with the same CPUs takes one over instead of laying its own on (the
+    /// profile is the same either way); those left are taken off.
+    pool_started: Vec<(Timestamp, Timestamp, i64)>,
 }
 
 /// Whether the CPUs the jobs running on `n` free at their ends are not
@@ -706,6 +714,8 @@ impl Timeline {
             pool_pass: false,
             pool_offset: 0,
             pool_pass_holds: Vec::new(),
+            pool_start_holds: Vec::new(),
+            pool_started: Vec::new(),
         }
     }
 
@@ -922,6 +932,9 @@ impl Timeline {
             self.pool_give(from, until, cpus);
         }
         self.pool_pass_holds = holds;
+        // The starts' holds stay on for the running jobs to take over.
+        std::mem::swap(&mut self.pool_started, &mut self.pool_start_holds);
+        self.pool_start_holds.clear();
         if !self.pool_wanted {
             self.pool = None;
         }
@@ -929,6 +942,10 @@ impl Timeline {
             p.advance(now.max(p.now()));
         }
         let from_scratch = !matches!(running, Running::Changes { .. }) && !incremental;
+        if self.pool.is_none() || from_scratch {
+            // No profile, or a new one made below: nothing of theirs is on.
+            self.pool_started.clear();
+        }
         if self.pool_wanted && (self.pool.is_none() || from_scratch) {
             // Made from the kept jobs (a set-up from scratch lays every
             // job on again below).
@@ -947,10 +964,12 @@ impl Timeline {
         let running = match running {
             Running::All(all) if incremental => {
                 self.update_running(all);
+                self.give_back_started();
                 return true;
             }
             Running::Changes { changed, gone } => {
                 self.update_changes(changed, gone);
+                self.give_back_started();
                 return true;
             }
             Running::All(all) => all,
@@ -975,6 +994,33 @@ impl Timeline {
             }
         }
         true
+    }
+
+    /// Takes off `pool` the last pass's starts' holds that no running job
+    /// took over (`pool_started`).
+    fn give_back_started(&mut self) {
+        let mut left = std::mem::take(&mut self.pool_started);
+        for (from, until, cpus) in left.drain(..) {
+            self.pool_give(from, until, cpus);
+        }
+        self.pool_started = left;
+        // Now the profile holds the kept running jobs alone, as one made
+        // from them would (checked on small machines).
+        debug_assert!(
+            self.base.len() > 64 || {
+                self.pool.as_ref().is_none_or(|p| {
+                    let mut fresh = Profile::new(0, p.now());
+                    for k in self.kept.values() {
+                        let (from, until) = (p.now(), k.until);
+                        let cpus = alloc_cpus(&k.alloc, self.base.len());
+                        if from < until && cpus > 0 {
+                            fresh.occupy(from, until, cpus);
+                        }
+                    }
+                    fresh.steps() == p.steps()
+                })
+            }
+        );
     }
 
     /// Lays a running job's shares on until its end (at least `now + 1`:
@@ -1120,9 +1166,22 @@ impl Timeline {
     ) {
         if self.pool.is_some() {
             let cpus = alloc_cpus(alloc, self.base.len());
-            self.pool_take(self.now, end, cpus);
+            let started = match release {
+                Release::Running => self
+                    .pool_started
+                    .iter()
+                    .position(|&(_, until, c)| until == end && c == cpus),
+                Release::Pass => None,
+            };
+            match started {
+                // A start of the last pass's, on until this end already.
+                Some(k) => {
+                    self.pool_started.swap_remove(k);
+                }
+                None => self.pool_take(self.now, end, cpus),
+            }
             if release == Release::Pass {
-                self.pool_pass_holds.push((self.now, end, cpus));
+                self.pool_start_holds.push((self.now, end, cpus));
             }
         }
         let key = self.round_up(end);
