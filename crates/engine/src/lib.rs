@@ -850,7 +850,7 @@ impl Engine {
     pub(crate) fn intern_desc(&mut self, desc: Arc<JobDesc>) -> Arc<JobDesc> {
         use std::hash::{Hash, Hasher};
         // A fixed hash: the pool's layout never depends on the run.
-        let mut h = WordHasher(0);
+        let mut h = model::hash::WordHasher::default();
         desc.hash(&mut h);
         let h = h.finish();
         let mut next = 0;
@@ -1211,52 +1211,5 @@ impl std::hash::Hasher for IdHasher {
     }
     fn write_u32(&mut self, n: u32) {
         self.0 = (self.0 ^ u64::from(n)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
-/// A hasher that takes its input a word at a time (FxHash's mixing:
-/// rotate, xor, multiply): `Engine::intern_desc` hashes every submitted
-/// description, mostly short strings and numbers, which SipHash took a
-/// byte-oriented while over. Fixed, so the same on every run; equal
-/// descriptions are still told apart by comparing them.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct WordHasher(u64);
-
-impl WordHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl std::hash::Hasher for WordHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            self.add(u64::from_le_bytes(w.try_into().expect("8 bytes")));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(last));
-        }
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-    fn write_u16(&mut self, n: u16) {
-        self.add(u64::from(n));
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.add(u64::from(n));
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.add(n);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
     }
 }

@@ -8,6 +8,7 @@
 pub mod array;
 pub mod depend;
 pub mod filename;
+pub mod hash;
 pub mod units;
 
 use serde::{Deserialize, Serialize};

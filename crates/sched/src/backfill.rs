@@ -2158,54 +2158,9 @@ struct SpreadIds {
     epoch: u32,
 }
 
-/// Hashes shape keys a word at a time (multiply and rotate): every job a
-/// pass decides looks its shape up, and the keys are the scheduler's own,
-/// made from requests, so no keyed (SipHash) hashing is needed.
-type ShapeHash = std::hash::BuildHasherDefault<WordHasher>;
-
-#[derive(Default)]
-struct WordHasher(u64);
-
-impl WordHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl std::hash::Hasher for WordHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            self.add(u64::from_le_bytes(w.try_into().expect("eight bytes")));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(last) ^ (rest.len() as u64) << 56);
-        }
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.add(u64::from(n));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.add(n);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+/// Shape keys are hashed a word at a time: every job a pass decides looks
+/// its shape up, and the keys are the scheduler's own, made from requests.
+type ShapeHash = model::hash::WordHash;
 
 /// Distinct spread keys kept at most (a deep queue has a few dozen).
 const SPREAD_IDS_MAX: usize = 1 << 16;
