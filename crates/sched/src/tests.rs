@@ -1184,28 +1184,35 @@ fn a_job_held_to_few_nodes_goes_where_it_fits_whole() {
     assert_eq!(reason(&none, 2), Some(PendingReason::Resources));
 }
 
-/// `bf_plan=pool`: plans hold CPUs counted over the partition, not named
-/// nodes, and a job starts now only where the count stays enough for them.
-#[test]
-fn pool_plans_count_cpus_and_name_no_nodes() {
-    // Two nodes of two CPUs; one CPU of each busy, until 600 and 1200.
+/// The machine and queue of the pool tests: two nodes of two CPUs, one
+/// CPU of each busy until 600 and 1200; jobs 10 (three tasks, 30
+/// minutes), 11 (one, an hour) and 12 (one, ten minutes), whose tasks may
+/// go on any CPUs.
+fn pool_case() -> (Vec<NodeView>, [RunningJob<'static>; 2], Vec<JobRequest>) {
     let mut nodes = vec![node("n1", 2, 4000, 0), node("n2", 2, 4000, 0)];
     let r1 = running(1, &mut nodes, &[0], 600);
     let r2 = running(2, &mut nodes, &[1], 1200);
     let mut jobs = vec![timed(10, 1, 30), timed(11, 1, 60), timed(12, 1, 10)];
-    // Tasks that may go on any CPUs: three, one, one.
     jobs[0].ntasks = 3;
     jobs[0].max_nodes = 3;
     for j in &mut jobs {
         j.mem_per_cpu = None;
         j.memory_consumable = false;
     }
+    (nodes, [r1, r2], jobs)
+}
+
+/// `bf_plan=pool`: plans hold CPUs counted over the partition, not named
+/// nodes, and a job starts now only where the count stays enough for them.
+#[test]
+fn pool_plans_count_cpus_and_name_no_nodes() {
+    let (nodes, running, jobs) = pool_case();
     let parts = [part(2)];
     let view = ClusterView {
         nodes: &nodes,
         parts: &parts,
         jobs: &jobs,
-        running: &[r1, r2],
+        running: &running,
     };
     let cfg = SchedConfig {
         bf_job_part_count_reserve: None,
@@ -1229,16 +1236,7 @@ fn pool_plans_count_cpus_and_name_no_nodes() {
 /// (`PassCache::pool_exact`); on nodes otherwise.
 #[test]
 fn auto_plans_over_the_pool_only_where_every_job_spreads() {
-    let mut nodes = vec![node("n1", 2, 4000, 0), node("n2", 2, 4000, 0)];
-    let r1 = running(1, &mut nodes, &[0], 600);
-    let r2 = running(2, &mut nodes, &[1], 1200);
-    let mut jobs = vec![timed(10, 1, 30), timed(11, 1, 60), timed(12, 1, 10)];
-    jobs[0].ntasks = 3;
-    jobs[0].max_nodes = 3;
-    for j in &mut jobs {
-        j.mem_per_cpu = None;
-        j.memory_consumable = false;
-    }
+    let (nodes, running, jobs) = pool_case();
     assert!(jobs.iter().all(crate::spreads));
     let parts = [part(2)];
     let cfg = SchedConfig {
@@ -1246,7 +1244,6 @@ fn auto_plans_over_the_pool_only_where_every_job_spreads() {
         ..SchedConfig::default()
     };
     assert_eq!(cfg.bf_plan, PlanOn::Auto);
-    let running = [r1, r2];
     let plan_of = |jobs: &[JobRequest], vouched: bool| {
         let view = ClusterView {
             nodes: &nodes,
