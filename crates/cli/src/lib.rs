@@ -47,6 +47,32 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
     })
 }
 
+/// `muster-cli <command> [args]`: the user commands by word, and nothing
+/// else (no daemons). Both binaries answer this way when called as
+/// `muster-cli`: `muster` is handed such a command line where the static
+/// `muster-cli` cannot serve it (libmunge, name services).
+pub fn dispatch_by_word(args: &[String]) -> i32 {
+    match args.first() {
+        Some(sub) => match dispatch(sub, args[1..].to_vec()) {
+            Some(code) => code,
+            None => {
+                eprintln!(
+                    "muster-cli: unknown command {sub:?} (one of: {})",
+                    COMMANDS.join(" ")
+                );
+                1
+            }
+        },
+        None => {
+            eprintln!(
+                "Usage: muster-cli <command> [options]\n  commands: {}",
+                COMMANDS.join(" ")
+            );
+            1
+        }
+    }
+}
+
 /// The command names `muster install-links` creates.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr", "sreport", "sprio",

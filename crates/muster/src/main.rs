@@ -59,6 +59,11 @@ fn main() {
     if let Some(code) = cli::dispatch(&name, args.clone()) {
         std::process::exit(code);
     }
+    if name == "muster-cli" {
+        // Handed over by the static muster-cli (its `hand_over`): the user
+        // commands alone, never a daemon.
+        std::process::exit(cli::dispatch_by_word(&args));
+    }
     let Some(sub) = args.first().cloned() else {
         eprint!("{USAGE}");
         std::process::exit(1);

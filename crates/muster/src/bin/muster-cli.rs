@@ -39,25 +39,7 @@ fn main() {
     if let Some(code) = cli::dispatch(&name, args.clone()) {
         std::process::exit(code);
     }
-    let code = match args.first() {
-        Some(sub) => match cli::dispatch(sub, args[1..].to_vec()) {
-            Some(code) => code,
-            None => {
-                eprintln!(
-                    "muster-cli: unknown command {sub:?} (one of: {})",
-                    cli::COMMANDS.join(" ")
-                );
-                1
-            }
-        },
-        None => {
-            eprintln!(
-                "Usage: muster-cli <command> [options]\n  commands: {}",
-                cli::COMMANDS.join(" ")
-            );
-            1
-        }
-    };
+    let code = cli::dispatch_by_word(&args);
     std::process::exit(code);
 }
 
