@@ -10,9 +10,14 @@
 //! The caller sends nothing: who it is comes from the kernel, never from
 //! the caller, so a credential from here proves exactly the caller's uid.
 //! One socket per host: when several node daemons share a host (a local
-//! cluster), the first one to bind serves it and the others leave it be.
+//! cluster), the one that holds the lock file beside the socket
+//! (`<socket>.lock`, flock) serves it and the others wait for the lock
+//! ([`serve_while_locked`]): when the server dies, the kernel drops its
+//! lock and another live daemon takes the socket over within
+//! [`TAKEOVER_POLL`], so no one daemon's death stops the users' commands.
 
 use crate::setup::{self, NodeAuth};
+use nix::fcntl::{Flock, FlockArg};
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 use proto::Identity;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -25,6 +30,10 @@ use tracing::{debug, info, warn};
 
 /// How long a caller may take to read its answer.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often a daemon that does not serve the socket tries to take its
+/// lock.
+pub const TAKEOVER_POLL: Duration = Duration::from_millis(250);
 
 /// The bound socket; removed on drop if the path still names it.
 pub struct CredSocket {
@@ -81,6 +90,84 @@ pub fn bind(path: &Path) -> std::io::Result<Option<CredSocket>> {
         path: path.to_path_buf(),
         id: (meta.dev(), meta.ino()),
     }))
+}
+
+/// The lock file that says which daemon serves the socket at `path`.
+fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// Takes the lock on the lock file, without waiting. `Ok(None)` while
+/// another process holds it.
+fn try_lock(path: &Path) -> std::io::Result<Option<Flock<std::fs::File>>> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?;
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(Some(lock)),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, e)) => Err(e.into()),
+    }
+}
+
+/// Serves the socket at `path` whenever this daemon holds its lock, until
+/// the task is dropped: waits for the lock (another daemon on the host
+/// serves meanwhile), then binds and serves, holding the lock as long as it
+/// lives. Errors are logged once each and retried.
+pub async fn serve_while_locked(path: PathBuf, auth: Arc<NodeAuth>) {
+    let lock_file = lock_path(&path);
+    if let Some(parent) = path.parent() {
+        if !parent.as_os_str().is_empty() && !parent.exists() {
+            let made = std::fs::create_dir_all(parent).and_then(|()| {
+                std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o755))
+            });
+            if let Err(e) = made {
+                warn!("credential socket: cannot create {}: {e}", parent.display());
+            }
+        }
+    }
+    let mut said_waiting = false;
+    let mut last_error = String::new();
+    loop {
+        let attempt = try_lock(&lock_file).and_then(|lock| match lock {
+            Some(lock) => Ok(bind(&path)?.map(|sock| (lock, sock))),
+            None => Ok(None),
+        });
+        match attempt {
+            Ok(Some((lock, sock))) => {
+                let _lock = lock;
+                serve(sock, auth).await;
+                return;
+            }
+            Ok(None) => {
+                if !said_waiting {
+                    info!(
+                        "credential socket {} is served by another node daemon; \
+                         this one takes it over if that one stops",
+                        path.display()
+                    );
+                    said_waiting = true;
+                }
+            }
+            Err(e) => {
+                let why = e.to_string();
+                if why != last_error {
+                    warn!(
+                        "cannot serve the credential socket {}: {e}; \
+                         users who cannot read the cluster key cannot make requests \
+                         from this host until it can (retrying)",
+                        path.display()
+                    );
+                    last_error = why;
+                }
+            }
+        }
+        tokio::time::sleep(TAKEOVER_POLL).await;
+    }
 }
 
 /// Serves the socket until the task is dropped.

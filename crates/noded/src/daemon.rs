@@ -225,31 +225,17 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
 }
 
 /// Starts the credential socket (auth/muster only: munged serves MUNGE's
-/// users), unless another daemon on this host already serves it.
+/// users); where another daemon on this host serves it, this one stands by
+/// to take it over (`credsock::serve_while_locked`).
 fn serve_credential_socket(setup: &NodeSetup) -> Option<tokio::task::JoinHandle<()>> {
     let auth = &setup.auth;
     if auth.settings.scheme != auth::Scheme::Key {
         return None;
     }
-    let path = &auth.settings.socket_path;
-    match credsock::bind(path) {
-        Ok(Some(sock)) => Some(tokio::spawn(credsock::serve(sock, auth.clone()))),
-        Ok(None) => {
-            info!(
-                "credential socket {} is served by another node daemon",
-                path.display()
-            );
-            None
-        }
-        Err(e) => {
-            warn!(
-                "cannot serve the credential socket {}: {e}; \
-                 users who cannot read the cluster key cannot make requests from this host",
-                path.display()
-            );
-            None
-        }
-    }
+    Some(tokio::spawn(credsock::serve_while_locked(
+        auth.settings.socket_path.clone(),
+        auth.clone(),
+    )))
 }
 
 /// The program that runs job supervisors: the option, else this very
@@ -1086,6 +1072,7 @@ async fn register(daemon: Arc<Daemon>, ended_meanwhile: Vec<EndedMeanwhile>) {
         };
         match call_until_answered(&daemon, make, "registration").await {
             CtldResponse::Ok => {
+                // `muster up` waits for this line in each log it started.
                 info!("registered with the controller");
                 for EndedMeanwhile { job_id, dir, ended } in ended_meanwhile {
                     let (exit, launch_failed) = (ended.exit, ended.launch_failed.clone());

@@ -461,7 +461,7 @@ impl TestUser {
     }
 
     /// `program args...` run as this user, in its home.
-    fn command(&self, program: &Path) -> Command {
+    pub(crate) fn command(&self, program: &Path) -> Command {
         use std::os::unix::process::CommandExt;
         let mut cmd = Command::new(program);
         cmd.uid(self.uid)
