@@ -229,6 +229,93 @@ fn spawn_daemon(exe: &Path, args: &[&str], log: &Path, detach: bool) -> anyhow::
         .with_context(|| format!("starting {}", exe.display()))
 }
 
+/// How long `up` waits for every node daemon it started to register.
+const REGISTER_LIMIT: Duration = Duration::from_secs(30);
+
+/// What a node daemon logs once the controller took its registration.
+const REGISTERED_LINE: &str = "registered with the controller";
+
+/// Waits until every node daemon `up` started has registered with the
+/// controller, and every daemon it started still runs. A daemon that exits
+/// meanwhile (its port taken by an old one, say) fails the start at once,
+/// named with its exit status and the last line of its log.
+///
+/// A registration counts only where the daemon this `up` started logged
+/// it (past `log_starts`, each log's length before the start): the
+/// controller's node states come back from its saved state and may show
+/// an earlier run's registration.
+fn wait_for_nodes(
+    children: &mut [(String, Child)],
+    log_starts: &[(String, u64)],
+    dir: &Path,
+) -> anyhow::Result<()> {
+    let start = Instant::now();
+    loop {
+        for (name, ch) in children.iter_mut() {
+            if let Ok(Some(status)) = ch.try_wait() {
+                let log = daemon_log(dir, name);
+                bail!(
+                    "{} {name} exited ({status}): {}\n(see {})",
+                    if name == "ctld" {
+                        "the controller"
+                    } else {
+                        "node daemon"
+                    },
+                    last_line(&log),
+                    log.display()
+                );
+            }
+        }
+        let waiting: Vec<&str> = log_starts
+            .iter()
+            .filter(|(name, from)| {
+                !log_since(&daemon_log(dir, name), *from).contains(REGISTERED_LINE)
+            })
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        if start.elapsed() >= REGISTER_LIMIT {
+            bail!(
+                "not registered with the controller after {} s: {}; see {}",
+                REGISTER_LIMIT.as_secs(),
+                waiting.join(", "),
+                dir.join("log").display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A log's text from byte `from` on.
+fn log_since(path: &Path, from: u64) -> String {
+    let text = fs::read(path).unwrap_or_default();
+    let from = (from as usize).min(text.len());
+    String::from_utf8_lossy(&text[from..]).into_owned()
+}
+
+/// A daemon's log file in the state directory.
+fn daemon_log(dir: &Path, name: &str) -> PathBuf {
+    if name == "ctld" {
+        dir.join("log/ctld.log")
+    } else {
+        dir.join(format!("log/noded-{name}.log"))
+    }
+}
+
+/// The last non-empty line of a log, which says why a daemon stopped.
+fn last_line(path: &Path) -> String {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("(its log is empty)")
+        .trim()
+        .to_string()
+}
+
 fn wait_until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < limit {
@@ -287,8 +374,11 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
             dir.join("log/ctld.log").display()
         );
     }
+    let mut log_starts = Vec::new();
     for n in &cfg.nodes {
-        let log = dir.join(format!("log/noded-{}.log", n.name));
+        let log = daemon_log(&dir, &n.name);
+        let len = fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+        log_starts.push((n.name.clone(), len));
         let child = spawn_daemon(
             &exe,
             &["noded", "-N", &n.name, "-f", &conf_s],
@@ -297,16 +387,9 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
         )?;
         children.push((n.name.clone(), child));
     }
-    let all_up = wait_until(Duration::from_secs(15), || {
-        c.nodes()
-            .map(|ns| ns.iter().all(|n| n.state.base != model::NodeBase::Unknown))
-            .unwrap_or(false)
-    });
-    if !all_up {
-        eprintln!(
-            "muster up: warning: not every node registered yet; see {}",
-            dir.join("log").display()
-        );
+    if let Err(e) = wait_for_nodes(&mut children, &log_starts, &dir) {
+        stop_children(&mut children);
+        return Err(e);
     }
     let pids: String = children
         .iter()

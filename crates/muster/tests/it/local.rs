@@ -72,6 +72,115 @@ impl Drop for Down {
     }
 }
 
+/// The pids `up` recorded, with the daemon each is.
+fn recorded_pids(dir: &Path) -> Vec<(i32, String)> {
+    std::fs::read_to_string(dir.join("pids"))
+        .expect("up records its pids")
+        .lines()
+        .filter_map(|l| {
+            let (pid, name) = l.split_once(' ')?;
+            Some((pid.parse().ok()?, name.to_string()))
+        })
+        .collect()
+}
+
+/// A local cluster's node daemons share one credential socket: killing
+/// the daemon that serves it hands it to another one, so the commands of
+/// users who cannot read the cluster key keep working.
+#[test]
+fn the_credential_socket_outlives_the_node_daemon_that_served_it() {
+    let (dir, d) = state_dir("credsock");
+    let up = muster(&["up", "--detach", "--state-dir", &d, "--nodes", "3"]);
+    let guard = Down(d.clone());
+    assert_eq!(up.code, 0, "{up}");
+    let sock = dir.join("auth.sock");
+    let serves = |name: &str| {
+        std::fs::read_to_string(dir.join(format!("log/noded-{name}.log")))
+            .unwrap_or_default()
+            .contains("credential socket on")
+    };
+    let ask = || auth::credential_from_socket(&sock);
+    assert!(ask().is_ok(), "{:?}", ask());
+    let pids = recorded_pids(&dir);
+    let (server_pid, server) = pids
+        .iter()
+        .find(|(_, name)| name != "ctld" && serves(name))
+        .cloned()
+        .expect("a node daemon serves the credential socket");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server_pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("killing the serving node daemon");
+    let start = Instant::now();
+    while alive(server_pid) {
+        assert!(start.elapsed() < secs(10), "{server} does not die");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Another live daemon takes the socket over within a poll or two.
+    let start = Instant::now();
+    while ask().is_err() {
+        assert!(
+            start.elapsed() < secs(10),
+            "no daemon took the credential socket over after {server} died: {:?}",
+            ask()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let heirs: Vec<&String> = pids
+        .iter()
+        .filter(|(_, n)| n != "ctld" && n != &server && serves(n))
+        .map(|(_, n)| n)
+        .collect();
+    assert_eq!(
+        heirs.len(),
+        1,
+        "exactly one daemon serves it now: {heirs:?}"
+    );
+    // A user who cannot read the key: squeue through the socket.
+    if crate::auth::is_root() {
+        let user = crate::auth::TestUser::create("cs", &dir);
+        let out = user
+            .command(&dir.join("bin/squeue"))
+            .env("SLURM_CONF", dir.join("slurm.conf"))
+            .output()
+            .expect("running squeue as another user");
+        assert!(out.status.success(), "squeue as {}: {out:?}", user.name);
+    }
+    drop(guard);
+}
+
+/// `up --detach` waits for every node daemon it started; one that cannot
+/// start (its port taken) fails the whole start, named with its reason,
+/// and nothing `up` started is left running.
+#[test]
+fn up_detach_names_a_node_daemon_that_could_not_start() {
+    let (dir, d) = state_dir("upfail");
+    let up = muster(&["up", "--detach", "--state-dir", &d, "--nodes", "2"]);
+    let guard = Down(d.clone());
+    assert_eq!(up.code, 0, "{up}");
+    let down = muster(&["down", "--state-dir", &d]);
+    assert_eq!(down.code, 0, "{down}");
+    let conf = std::fs::read_to_string(dir.join("slurm.conf")).expect("slurm.conf");
+    let port: u16 = conf
+        .lines()
+        .find(|l| l.starts_with("NodeName=node2 "))
+        .and_then(|l| e2e::field(l, "Port"))
+        .and_then(|p| p.parse().ok())
+        .expect("node2's port");
+    // Something else holds node2's port, as an old daemon would.
+    let _taken = std::net::TcpListener::bind(("0.0.0.0", port)).expect("taking node2's port");
+    let up = muster(&["up", "--detach", "--state-dir", &d, "--nodes", "2"]);
+    assert_eq!(up.code, 1, "{up}");
+    assert!(up.stderr.contains("node daemon node2 exited"), "{up}");
+    assert!(up.stderr.contains("in use"), "{up}");
+    assert!(!up.stdout.contains("is up"), "{up}");
+    // Whatever it started is stopped again.
+    let pids = muster(&["down", "--state-dir", &d]);
+    assert_ne!(pids.code, 0, "nothing should be left to stop: {pids}");
+    drop(guard);
+}
+
 #[test]
 fn up_detach_then_down() {
     let (dir, d) = state_dir("up");
@@ -183,14 +292,31 @@ fn muster_cli_runs_the_commands_by_name_or_word() {
     );
     assert!(v.status.success());
     // Not a command: an error naming the commands; no daemons in here.
-    for args in [&["ctld"][..], &["bogus"][..], &[][..]] {
-        let out = run(args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains("sbatch squeue sinfo"),
-            "{args:?}: {out:?}"
-        );
+    // Also where the static muster-cli hands the command line over to
+    // `muster` (a cluster under AuthType=auth/munge, whose libmunge only a
+    // dynamic program can load): `muster` called as muster-cli must not
+    // start a controller, which would read /etc/slurm/slurm.conf.
+    let dir = std::env::temp_dir().join(format!("muster-cli-words-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let munge_conf = dir.join("slurm.conf");
+    std::fs::write(&munge_conf, "AuthType=auth/munge\n").expect("writing slurm.conf");
+    let handed_over = |args: &[&str]| {
+        Command::new(cli)
+            .args(args)
+            .env("SLURM_CONF", &munge_conf)
+            .output()
+            .expect("muster-cli")
+    };
+    for args in [&["ctld"][..], &["noded"][..], &["bogus"][..], &[][..]] {
+        for out in [run(args), handed_over(args)] {
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("sbatch squeue sinfo"),
+                "{args:?}: {out:?}"
+            );
+        }
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `muster down` then `muster up` with a job running, and a partition
