@@ -16,6 +16,7 @@
 
 mod acct;
 mod durable;
+mod private;
 mod trim;
 
 use anyhow::Context;
@@ -252,6 +253,8 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     let started = now();
     let boot_text = fmt_local(started);
     let state_dir = PathBuf::from(&cfg.state_save_location);
+    // Job scripts and environments are in the journal: owner-only.
+    private::make_private(&state_dir);
     let (store, engine) =
         tokio::task::block_in_place(|| Store::open(&state_dir, &cfg, started, &boot_text))
             .with_context(|| {

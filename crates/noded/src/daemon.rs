@@ -152,6 +152,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
         setup.ctld_addrs.join(", "),
         setup.spool_dir.display()
     );
+    spool::make_private(&setup.spool_dir);
     let cred_socket = serve_credential_socket(&setup);
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("installing the SIGTERM handler")?;

@@ -21,6 +21,8 @@
 
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -733,7 +735,15 @@ impl Publish {
         tmp.push(".tmp");
         // No fsync: the file lives as long as the step, and a torn one
         // after a crash is simply not read.
-        if std::fs::write(&tmp, bytes).is_ok() {
+        // Owner-only, as everything of a job in the spool (`spool`).
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(&bytes));
+        if written.is_ok() {
             let _ = std::fs::rename(&tmp, &self.path);
         }
     }

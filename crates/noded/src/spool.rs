@@ -13,6 +13,13 @@
 //!     usage.live              the newest usage sample (sstat)     (supervisor, while it runs)
 //! ```
 //!
+//! Who may read what: the spool directory is 0711 (others may reach a
+//! script by its path, which the job's own processes do, but not list the
+//! jobs), a job's directory 0711 where its owner is not the daemon's user
+//! and 0700 where it is, its script the owner's (0700), and every other
+//! file the daemon's alone (0600): the log holds the job's environment.
+//! [`make_private`] tightens a spool left looser at the daemon's start.
+//!
 //! Each record is one `write` on a file opened for appending, so a reader
 //! (a daemon started after a crash) sees it whole or not at all; a record
 //! cut short (by a crash of the host, or a full disk) is a line that does
@@ -54,6 +61,38 @@ use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+/// Creates the spool directory (0711) where missing, and takes read and
+/// write permission for others off it where it has them, logged.
+pub fn make_private(spool: &Path) {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let made = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o711)
+        .create(spool)
+        .and_then(|()| std::fs::metadata(spool));
+    let mode = match made {
+        Ok(meta) => meta.mode() & 0o7777,
+        Err(e) => {
+            tracing::warn!("cannot create the spool {}: {e}", spool.display());
+            return;
+        }
+    };
+    if mode & 0o066 == 0 {
+        return;
+    }
+    let tight = mode & !0o066;
+    match std::fs::set_permissions(spool, std::fs::Permissions::from_mode(tight)) {
+        Ok(()) => tracing::info!(
+            "spool {} was listable by other users: mode {mode:04o} -> {tight:04o}",
+            spool.display()
+        ),
+        Err(e) => tracing::warn!(
+            "cannot make the spool {} private: {e}; other users can list its jobs",
+            spool.display()
+        ),
+    }
+}
 
 /// The job's log: its record, the supervisor's pids, its end.
 pub const LOG_FILE: &str = "job.log";

@@ -693,6 +693,89 @@ fn users_reach_only_what_is_theirs() {
     assert_eq!(c.wait_done(long, secs(20)), "CANCELLED");
 }
 
+/// A user's job scripts and environments are on disk in the controller's
+/// journal and the node daemon's spool: another user reads none of it, and
+/// a state directory left readable is made owner-only at the next start.
+#[test]
+fn another_user_reads_no_secret_on_disk() {
+    if !is_root() {
+        eprintln!(
+            "another_user_reads_no_secret_on_disk: not run: it creates Unix users, which needs root"
+        );
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let base = tempfile::Builder::new()
+        .prefix("muster-secret-")
+        .tempdir()
+        .expect("a temp dir");
+    set_mode(base.path(), 0o755);
+    let a = TestUser::create("sa", base.path());
+    let b = TestUser::create("sb", base.path());
+    let muster_bin = base.path().join("muster");
+    std::fs::copy(env!("CARGO_BIN_EXE_muster"), &muster_bin).expect("copying muster");
+    let mut c = builder().binary(&muster_bin).nodes(1).start();
+    // Everything up to the state and the spool may be reached: what
+    // protects them is their own modes.
+    set_mode(c.root(), 0o755);
+    let token = "MY_SECRET_TOKEN=5f1e0c77d2";
+    let out = a.run(
+        &c,
+        "sbatch",
+        &[
+            "--parsable",
+            "--export=ALL,SECRET_ENV=env-5f1e0c77d2",
+            "--wrap",
+            &format!("true {token}; sleep 300"),
+        ],
+    );
+    assert!(out.ok(), "sbatch as {}: {out}\n{}", a.name, c.logs());
+    let id: u32 = out.stdout.trim().parse().expect("a job id");
+    c.wait_state(id, "RUNNING", secs(20));
+    let grep_as_b = |c: &Cluster| {
+        let mut cmd = b.command(Path::new("/bin/grep"));
+        cmd.args(["-r", "-a", "-l", "-e", "5f1e0c77d2"])
+            .arg(c.root());
+        let out = cmd.output().expect("running grep as the other user");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // As root the secrets are there (the grep finds what it looks for)...
+    let root_sees = std::process::Command::new("grep")
+        .args(["-r", "-a", "-l", "-e", "5f1e0c77d2"])
+        .arg(c.state_dir())
+        .output()
+        .expect("grep");
+    assert!(!root_sees.stdout.is_empty(), "the journal holds the job");
+    // ... and the other user finds none of them.
+    assert_eq!(grep_as_b(&c), "", "{}", c.logs());
+    let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    let state = c.state_dir();
+    assert_eq!(mode(&state), 0o700);
+    for entry in std::fs::read_dir(&state).expect("the state dir") {
+        let path = entry.expect("an entry").path();
+        let want = if path.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode(&path), want, "{}", path.display());
+    }
+    // A state directory made readable (an older release, by hand) is
+    // made owner-only again at the controller's next start.
+    c.kill_ctld();
+    set_mode(&state, 0o755);
+    for entry in std::fs::read_dir(&state).expect("the state dir") {
+        let path = entry.expect("an entry").path();
+        if path.is_file() {
+            set_mode(&path, 0o644);
+        }
+    }
+    c.spawn_ctld();
+    c.wait_state(id, "RUNNING", secs(20));
+    wait_log(&c, "ctld", "was readable by other users");
+    assert_eq!(mode(&state), 0o700);
+    assert_eq!(grep_as_b(&c), "", "{}", c.logs());
+    let out = a.run(&c, "scancel", &[&id.to_string()]);
+    assert!(out.ok(), "{out}");
+    c.wait_done(id, secs(20));
+}
+
 pub(crate) fn set_mode(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
