@@ -1052,12 +1052,12 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             addr,
             job_id,
             signal,
-            batch_only,
+            scope,
         } => {
             let req = NodeRequest::Signal {
                 job_id,
                 signal,
-                batch_only,
+                scope,
             };
             if let Err(e) = link.call(&addr, &req).await {
                 warn!("cannot signal job {job_id} on {node}: {e}");
@@ -1553,9 +1553,16 @@ pub(crate) fn handle(
             job_id,
             signal,
             batch_only,
-            full: _,
+            full,
             tasks,
-        } => ok(engine.on_cancel_tasks(job_id, tasks.as_ref(), signal, batch_only, who, t)),
+        } => ok(engine.on_cancel_tasks(
+            job_id,
+            tasks.as_ref(),
+            signal,
+            proto::SignalScope::of_flags(batch_only, full),
+            who,
+            t,
+        )),
         CtldRequest::UpdateJob {
             job_id,
             update,

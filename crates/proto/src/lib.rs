@@ -157,6 +157,46 @@ pub struct SignalSpec {
     pub batch_only: bool,
 }
 
+impl SignalSpec {
+    /// Who gets the warning signal: the batch shell alone with `B:`, else
+    /// the job's steps (Slurm signals the steps, not the batch shell).
+    pub fn scope(&self) -> SignalScope {
+        if self.batch_only {
+            SignalScope::Batch
+        } else {
+            SignalScope::Steps
+        }
+    }
+}
+
+/// Which of a running job's processes a job signal reaches (`scancel
+/// --signal` with `-b`/`-f` or neither, sbatch `--signal=[B:]`). The
+/// extern step is never signalled: it is muster's holder process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SignalScope {
+    /// The job's steps (srun's), not the batch shell: `scancel --signal`
+    /// alone. A job without steps gets nothing.
+    Steps,
+    /// The batch shell's process alone, not its children nor the steps:
+    /// `scancel -b`, sbatch `--signal=B:`. On the batch host only.
+    Batch,
+    /// The batch shell, its children (its process group) and every step:
+    /// `scancel -f`, and suspend/resume's SIGSTOP/SIGCONT.
+    Full,
+}
+
+impl SignalScope {
+    /// scancel's `-b` and `-f`: `-f` wins when both are given (it
+    /// includes the batch shell).
+    pub fn of_flags(batch: bool, full: bool) -> SignalScope {
+        match (batch, full) {
+            (_, true) => SignalScope::Full,
+            (true, false) => SignalScope::Batch,
+            (false, false) => SignalScope::Steps,
+        }
+    }
+}
+
 /// A batch job submission, as sbatch resolved it from its options,
 /// `#SBATCH` lines and `SBATCH_*` variables.
 
@@ -380,9 +420,11 @@ pub enum CtldRequest {
         job_id: JobId,
         /// A signal to send instead of cancelling.
         signal: Option<i32>,
-        /// `-b`: signal only the batch shell.
+        /// `-b`: signal only the batch shell (not its children nor the
+        /// steps); without `-b` or `-f` a signal reaches the steps alone.
         batch_only: bool,
-        /// `-f`: signal every process of the job, including the batch shell's children.
+        /// `-f`: signal every process of the job: the batch shell, its
+        /// children and the steps.
         full: bool,
         /// Only these tasks of the array `job_id` names (`123_4`, `123_[1-3]`);
         /// None: the job, or every task of the array.
@@ -1428,8 +1470,8 @@ pub enum NodeRequest {
         job_id: JobId,
         /// Signal number.
         signal: i32,
-        /// Only the batch shell.
-        batch_only: bool,
+        /// Which processes.
+        scope: SignalScope,
     },
     /// End a job: SIGCONT+SIGTERM, then SIGKILL after `kill_wait` seconds.
     Terminate {
