@@ -1055,6 +1055,35 @@ mod tests {
         assert_eq!(env_of(&third, 6), strings(&one));
     }
 
+    /// After a failed commit the engine is ahead of the journal: `resume`
+    /// saves all of it, and the journal goes on after it (environments
+    /// given in full again, as after any snapshot).
+    #[test]
+    fn resume_saves_the_engine_ahead_of_the_journal_and_appends_go_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = config(tmp.path());
+        let env = [("MARK", "one")];
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1, "b").unwrap();
+        run(&mut store, &mut engine, &cfg, vec![reg("n1"), reg("n2")], 1);
+        let batch = vec![submit_env("a", &env, true)];
+        run(&mut store, &mut engine, &cfg, batch, 2);
+        // Applied, but its record never reached the journal.
+        apply(
+            &mut engine,
+            &cfg,
+            &request(submit_env("b", &env, true), 3),
+            "b",
+        );
+        store.resume(&engine).unwrap();
+        let batch = vec![submit_env("c", &env, true)];
+        run(&mut store, &mut engine, &cfg, batch, 4);
+        drop(store);
+        let (_store, again) = Store::open(tmp.path(), &cfg, 5, "b").unwrap();
+        assert_eq!(jobs_json(&again), jobs_json(&engine));
+        assert_eq!(again.job_count(), 3);
+        assert_eq!(env_of(&again, 3), vec![("MARK".into(), "one".into())]);
+    }
+
     #[test]
     fn journals_of_older_builds_json_records_still_load() {
         let tmp = tempfile::tempdir().unwrap();

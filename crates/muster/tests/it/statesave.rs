@@ -164,6 +164,24 @@ fn check_degraded(c: &Cluster, cause: &str, listed: &[u32]) {
         "{out}"
     );
     assert_eq!(out.stdout, "");
+    // Other changes are refused the same way, and not made (the job is
+    // still there after the recovery: `check_recovered`).
+    let job = listed[0].to_string();
+    let out = c.run("scancel", &[&job]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        format!("scancel: error: Kill job error on job id {job}: Slurm controller state save failed: {cause}\n"),
+    );
+    let out = c.run(
+        "scontrol",
+        &["update", &format!("JobId={job}"), "TimeLimit=5"],
+    );
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        format!("slurm_update error: Slurm controller state save failed: {cause}\n"),
+    );
     let q = c.ok("squeue", &["-h", "-o", "%i"]);
     for id in listed {
         assert!(
