@@ -11,7 +11,8 @@
 //!                   daemons' reports, launch
 //!                   failures, pings, associations    deferred
 //!                   timers, scheduling passes        not run
-//!  every RETRY:     Store::resume (the whole engine as a snapshot, then a new log segment)
+//!  every RETRY (longer for a large engine, whose snapshot takes long):
+//!                   Store::resume (the whole engine as a snapshot, then a new log segment)
 //!                   ok -> held answers and commands leave, deferred messages are handled
 //! ```
 //!
@@ -28,8 +29,16 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tracing::{error, info, warn};
 
-/// How often the journal is tried again.
-pub(crate) const RETRY: Duration = Duration::from_secs(1);
+/// How often the journal is tried again, at most.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// A try writes the whole engine (seconds of work with a hundred thousand
+/// jobs), so the pause after a failed one is at least this many times as
+/// long as the try took: the engine task spends most of its time answering.
+const PAUSE_PER_TRY: u32 = 10;
+
+/// The longest pause between tries.
+const MAX_PAUSE: Duration = Duration::from_secs(30);
 
 /// A failed try is logged the first time and then every this many.
 const LOG_EVERY: u32 = 60;
@@ -44,6 +53,8 @@ pub(crate) struct Degraded {
     first_error: String,
     since: Instant,
     last_try: Instant,
+    /// The pause after `last_try`.
+    pause: Duration,
     tries: u32,
     /// The answers of the batch whose write failed.
     held: Vec<Reply>,
@@ -66,8 +77,8 @@ impl Degraded {
         let cause = save_failure(err);
         error!(
             "cannot write the controller state: {err}; refusing changes ({}), answering \
-             queries, and trying again every {} s; {} answers and the node commands of the \
-             last batch wait until the state is saved",
+             queries, and trying again every {} s or so; the last batch's answers ({}) and \
+             node commands wait until the state is saved",
             SlurmError::StateSaveFailed(cause).as_slurm_str(),
             RETRY.as_secs(),
             held.len()
@@ -78,6 +89,7 @@ impl Degraded {
             first_error: err.to_string(),
             since: now,
             last_try: now,
+            pause: RETRY,
             tries: 0,
             held,
             deferred: Vec::new(),
@@ -114,7 +126,7 @@ impl Degraded {
 
     /// How long until the next try.
     pub(crate) fn until_next_try(&self) -> Duration {
-        RETRY.saturating_sub(self.last_try.elapsed())
+        self.pause.saturating_sub(self.last_try.elapsed())
     }
 
     /// Tries the journal again when a try is due: on success, what was
@@ -133,8 +145,13 @@ impl Degraded {
         engine: &Engine,
     ) -> Result<Resumed, JournalError> {
         self.tries += 1;
+        let start = Instant::now();
+        let resumed = tokio::task::block_in_place(|| store.resume(engine));
         self.last_try = Instant::now();
-        match tokio::task::block_in_place(|| store.resume(engine)) {
+        self.pause = (self.last_try - start)
+            .saturating_mul(PAUSE_PER_TRY)
+            .clamp(RETRY, MAX_PAUSE);
+        match resumed {
             Ok(seq) => {
                 info!(
                     "the controller state is saved again in {} (a snapshot as of journal \
@@ -157,9 +174,11 @@ impl Degraded {
                 self.cause = save_failure(&e);
                 if self.tries % LOG_EVERY == 1 {
                     warn!(
-                        "the controller state still cannot be saved ({} tries over {:.0} s): {e}",
+                        "the controller state still cannot be saved ({} tries over {:.0} s, \
+                         the next in {:.1} s): {e}",
                         self.tries,
-                        self.since.elapsed().as_secs_f64()
+                        self.since.elapsed().as_secs_f64(),
+                        self.pause.as_secs_f64()
                     );
                 }
                 Err(e)
