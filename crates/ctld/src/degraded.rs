@@ -155,12 +155,13 @@ impl Degraded {
             Ok(seq) => {
                 info!(
                     "the controller state is saved again in {} (a snapshot as of journal \
-                     record {seq}) after {:.1} s and {} tries; it had failed with: {}; \
+                     record {seq}) after {:.1} s and {} {}; it had failed with: {}; \
                      accepting changes again, {} held answers sent, {} deferred messages \
                      handled next",
                     store.dir().display(),
                     self.since.elapsed().as_secs_f64(),
                     self.tries,
+                    if self.tries == 1 { "try" } else { "tries" },
                     self.first_error,
                     self.held.len(),
                     self.deferred.len()

@@ -156,6 +156,12 @@ fn submit_until_the_write_fails(c: &Cluster) -> (Vec<u32>, Child) {
 /// refused with Slurm's message and exit 1, queries answer, the controller
 /// runs on.
 fn check_degraded(c: &Cluster, cause: &str, listed: &[u32]) {
+    // After a try that fails too (a second after the first failure).
+    c.wait_until("a failed try to save the state", secs(30), || {
+        c.log("ctld")
+            .contains("the controller state still cannot be saved")
+            .then_some(())
+    });
     let out = c.run("sbatch", &["-H", "--wrap", "true"]);
     assert_eq!(out.code, 1, "{out}\n{}", c.logs());
     assert_eq!(
