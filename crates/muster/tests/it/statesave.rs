@@ -225,7 +225,7 @@ fn check_recovered(c: &mut Cluster, waiting: Child, mut jobs: Vec<u32>) {
     assert!(c.log("ctld").contains(SAVED_AGAIN), "{}", c.logs());
     jobs.push(c.submit(&["-H", "--wrap", "true"]));
     c.restart_ctld();
-    let q = c.ok("squeue", &["-h", "-o", "%i"]);
+    let q = c.ok("squeue", &["-h", "-t", "PD", "-o", "%i"]);
     let mut listed: Vec<u32> = q
         .stdout
         .lines()
@@ -269,6 +269,12 @@ fn issue_34_an_immutable_journal_refuses_changes_until_it_is_writable_again() {
     }
     let mut c = builder().start();
     let before = c.submit(&["-H", "--wrap", "true"]);
+    // A job that ends when told to, while the journal cannot be written.
+    let running = c.submit(&[
+        "--wrap",
+        "while [ ! -e go ]; do sleep 0.1; done; echo x > ended",
+    ]);
+    c.wait_state(running, "RUNNING", secs(30));
     let state = c.state_dir();
     let segment = std::fs::read_dir(&state)
         .expect("the state directory")
@@ -289,9 +295,15 @@ fn issue_34_an_immutable_journal_refuses_changes_until_it_is_writable_again() {
     let log = c.log("ctld");
     let line = log.lines().find(|l| l.contains(FAILED)).unwrap();
     assert!(line.contains(&segment.display().to_string()), "{line}");
+    // Its end waits for the journal: the job is still RUNNING.
+    c.write("go", "");
+    c.wait_file("ended", secs(30));
+    assert_eq!(c.job_state(running), "RUNNING");
 
     immutable.clear();
     check_recovered(&mut c, waiting, jobs);
+    // Its node's report was not lost.
+    assert_eq!(c.wait_done(running, secs(60)), "COMPLETED", "{}", c.logs());
 }
 
 /// A full tmpfs as StateSaveLocation, with the cluster on it: None (after
