@@ -37,8 +37,11 @@
 //! is the way back: the caller hands it its whole state, which is written as a new
 //! snapshot covering every seq the failed write may have used, and appends go on in a new
 //! segment. Nothing is rewritten in place, so the failed segment's unknown tail is never
-//! read again (it is before the snapshot). A snapshot that fails while its temporary file
-//! is written changes nothing the log depends on and does not poison the journal.
+//! read again (it is before the snapshot). Until the snapshot after it, a damaged resume
+//! snapshot falls back on the previous one only where the failed segment reads as a whole
+//! chain; otherwise `open` refuses with [`JournalError::Corrupt`] rather than guess. A
+//! snapshot that fails while its temporary file is written changes nothing the log
+//! depends on and does not poison the journal.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
