@@ -566,7 +566,31 @@ fn pick_in_order(
             continue;
         }
         let must_take = job.required_nodes.contains(n);
-        let nodes_still_needed = min_nodes.saturating_sub(n_picked + 1);
+        let node = &nodes[n.0 as usize];
+        let gpus_here = gpus_left.map(|g| {
+            let on_node = node
+                .gres
+                .iter()
+                .filter(|p| p.name == "gpu")
+                .map(|p| {
+                    if ignore_use {
+                        p.used.len() as u64
+                    } else {
+                        p.free()
+                    }
+                })
+                .sum::<u64>();
+            g.min(on_node)
+        });
+        // GPUs for the job that this node cannot all hold need another
+        // node, which needs a task: one is kept for it (Slurm spreads
+        // `--gpus=3 -n2` over two nodes of two GPUs, 2 + 1).
+        let gpus_need_more = gpus_left
+            .zip(gpus_here)
+            .is_some_and(|(left, here)| here < left);
+        let nodes_still_needed = min_nodes
+            .saturating_sub(n_picked + 1)
+            .max(u32::from(gpus_need_more));
         let (want, min_here) = match job.ntasks_per_node {
             Some(tpn) => (tpn, tpn),
             None => {
@@ -588,7 +612,6 @@ fn pick_in_order(
                 )
             }
         };
-        let node = &nodes[n.0 as usize];
         if !ignore_use && node.cpus.saturating_sub(node.alloc_cpus) < job.cpus_per_task.max(1) {
             // Not one task fits here: what `fit_on_node` would find, sooner.
             if must_take {
@@ -596,21 +619,6 @@ fn pick_in_order(
             }
             continue;
         }
-        let gpus_here = gpus_left.map(|g| {
-            let on_node = node
-                .gres
-                .iter()
-                .filter(|p| p.name == "gpu")
-                .map(|p| {
-                    if ignore_use {
-                        p.used.len() as u64
-                    } else {
-                        p.free()
-                    }
-                })
-                .sum::<u64>();
-            g.min(on_node)
-        });
         let fits = fit_on_node(
             job,
             part,

@@ -179,6 +179,32 @@ fn gpus_are_counted_by_index() {
     assert_eq!(reason(&plan, 3), Some(PendingReason::Resources));
 }
 
+/// Issue 35: `--gpus=3 -n2` on nodes of two GPUs (and two CPUs) takes
+/// two nodes, one task and 2 + 1 GPUs, as Slurm does; it used to put both
+/// tasks on the first node and find no task left for the third GPU.
+#[test]
+fn issue_35_gpus_for_the_job_spread_over_nodes_with_a_task_each() {
+    let nodes = vec![node("n1", 2, 4000, 2), node("n2", 2, 4000, 2)];
+    let mut a = job(1, 1, 2);
+    a.max_nodes = u32::MAX;
+    a.gpus_total = Some(Gres::parse("gpu:3").unwrap());
+    let plan = plan(&nodes, &[part(2)], &[a], 0);
+    let placed: Vec<(u32, u32, usize)> = plan
+        .decisions
+        .iter()
+        .filter_map(|(_, d)| match d {
+            Decision::Start(a) => Some(a),
+            _ => None,
+        })
+        .flat_map(|a| {
+            a.nodes
+                .iter()
+                .map(|n| (n.node.0, n.tasks, n.gres.iter().map(|g| g.1.len()).sum()))
+        })
+        .collect();
+    assert_eq!(placed, vec![(0, 1, 2), (1, 1, 1)]);
+}
+
 #[test]
 fn typed_gres_must_match_type() {
     let nodes = vec![node("n1", 4, 4000, 2)];
