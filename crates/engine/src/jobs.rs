@@ -436,6 +436,24 @@ impl Engine {
         if any_refusal {
             return Ok(());
         }
+        // More CPUs than a partition has in all is accepted and waits
+        // there (PartitionConfig), as Slurm does with `srun -n9` on four
+        // nodes of two CPUs; a request no node's shape could ever meet
+        // (`-N1 -n4` there) is refused below.
+        let cpus_wanted =
+            u64::from(req.ntasks.max(req.min_nodes)) * u64::from(req.cpus_per_task.max(1));
+        let more_than_any_partition = !job.partitions.is_empty()
+            && job.partitions.iter().all(|&pi| {
+                let part_cpus: u64 = parts[pi]
+                    .nodes
+                    .iter()
+                    .map(|n| u64::from(views[n.0 as usize].cpus))
+                    .sum();
+                cpus_wanted > part_cpus
+            });
+        if more_than_any_partition {
+            return Ok(());
+        }
         // Tell a memory request no node can satisfy apart from the rest.
         let mut no_mem = req.clone();
         no_mem.mem_per_node = None;

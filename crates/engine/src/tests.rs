@@ -268,6 +268,33 @@ fn impossible_requests_are_refused_and_too_many_nodes_wait() {
     assert_eq!(e.job(id).unwrap().reason, PendingReason::PartitionConfig);
 }
 
+/// Issue 35: real Slurm 22.05 on four nodes of two CPUs left `sbatch -n9`
+/// (and `-N1 -n9`) pending with PartitionConfig, and refused `srun -N1
+/// -n4` ("Requested node configuration is not available").
+#[test]
+fn issue_35_more_cpus_than_the_partition_wait_and_impossible_shapes_are_refused() {
+    let mut e = engine();
+    for one_node in [false, true] {
+        let mut d = desc();
+        d.ntasks = Some(9);
+        if one_node {
+            d.min_nodes = Some(1);
+            d.max_nodes = Some(1);
+        }
+        let id = submit(&mut e, d, 0);
+        assert_eq!(e.job(id).unwrap().state, JobState::Pending);
+        assert_eq!(e.job(id).unwrap().reason, PendingReason::PartitionConfig);
+    }
+    let mut d = desc();
+    d.ntasks = Some(4);
+    d.min_nodes = Some(1);
+    d.max_nodes = Some(1);
+    assert_eq!(
+        e.on_submit(d, &user(), 0).unwrap_err(),
+        SlurmError::RequestedNodeConfigUnavailable
+    );
+}
+
 #[test]
 fn waiting_jobs_get_resources_then_priority_and_start_when_freed() {
     let mut e = engine();
