@@ -158,6 +158,7 @@ struct Opts {
     distribution: Distribution,
     overlap: bool,
     exclusive: bool,
+    exact: bool,
     overcommit: bool,
     jobid: Option<u32>,
     export: Option<String>,
@@ -241,7 +242,10 @@ pub fn main(args: Vec<String>) -> i32 {
                         }
                     },
                     "overlap" => o.overlap = true,
-                    "exact" => o.exclusive = true,
+                    "exact" => {
+                        o.exclusive = true;
+                        o.exact = true;
+                    }
                     "overcommit" => o.overcommit = true,
                     "jobid" => match val.parse() {
                         Ok(n) => o.jobid = Some(n),
@@ -253,6 +257,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     "export" => o.export = Some(val),
                     "exclusive" => {
                         o.exclusive = true;
+                        o.exact = true;
                         job_items.push((name, v));
                     }
                     // Accepted; binding comes with cgroups.
@@ -402,6 +407,8 @@ pub fn main(args: Vec<String>) -> i32 {
             exclude: st.desc.exclude.clone(),
             distribution: o.distribution,
             exclusive: o.exclusive,
+            // srun(1): `-c` implies `--exact`, as `--exclusive` does for a step.
+            exact: o.exact || st.desc.cpus_per_task.is_some(),
             overlap: o.overlap,
             overcommit: o.overcommit,
             time_limit: st.desc.time_limit,
@@ -678,7 +685,7 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
         }
     };
     if said_busy && !o.quiet {
-        eprintln!("srun: Step created for StepId={job_id}.{}", created.step_id);
+        eprintln!("srun: Step created for job {job_id}");
     }
     let step_name = format!("{job_id}.{}", created.step_id);
     let n_nodes = created.nodes.len();

@@ -8,7 +8,9 @@
 //! ```
 //!
 //! A step takes CPUs inside its job's allocation (never from the node
-//! tables: the job already holds them). Steps without `--overlap` do not
+//! tables: the job already holds them): with `--exact` (or `-c`) those its
+//! tasks need, else all of the job's CPUs on each of its nodes (srun(1)
+//! `--exact`). Steps without `--overlap` do not
 //! share CPUs with each other; one that does not fit now is refused with
 //! `NodesBusy` (srun retries), one that could never fit with
 //! `TooManyRequestedCpus`. The batch script does not count against steps,
@@ -257,9 +259,18 @@ impl Engine {
                 .sum()
         };
         let total: Vec<u32> = order.iter().map(|p| alloc.nodes[*p].cpus / cpt).collect();
+        // Without --exact a step takes every CPU of the job on its nodes,
+        // so a node where another step holds any is not free for it.
         let free: Vec<u32> = order
             .iter()
-            .map(|p| alloc.nodes[*p].cpus.saturating_sub(in_use(*p)) / cpt)
+            .map(|p| {
+                let used = in_use(*p);
+                if req.exact || used == 0 {
+                    alloc.nodes[*p].cpus.saturating_sub(used) / cpt
+                } else {
+                    0
+                }
+            })
             .collect();
         let caps = if req.overlap { &total } else { &free };
         let per_node = req.ntasks_per_node;
@@ -356,7 +367,13 @@ impl Engine {
         let cpus: Vec<u32> = tasks
             .iter()
             .zip(&chosen)
-            .map(|(t, p)| (t.len() as u32 * cpt).min(alloc.nodes[*p].cpus).max(1))
+            .map(|(t, p)| {
+                if req.exact {
+                    (t.len() as u32 * cpt).min(alloc.nodes[*p].cpus).max(1)
+                } else {
+                    alloc.nodes[*p].cpus
+                }
+            })
             .collect();
         let job_gpus: Vec<Vec<u32>> = chosen
             .iter()

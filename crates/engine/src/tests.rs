@@ -2310,3 +2310,64 @@ fn plans_go_over_the_pool_while_every_pending_job_spreads() {
     assert_eq!(e.plans[&wide].start, 3600);
     assert_eq!(e.job(pinned).unwrap().state, JobState::Pending);
 }
+
+/// A step of `ntasks` tasks in job `job`.
+fn step_req(job: JobId, ntasks: u32) -> proto::StepRequest {
+    proto::StepRequest {
+        job_id: job,
+        name: "step".into(),
+        argv: vec!["true".into()],
+        ntasks: Some(ntasks),
+        ..proto::StepRequest::default()
+    }
+}
+
+/// A running job of two tasks on one node (two CPUs).
+fn two_cpu_job(e: &mut Engine) -> JobId {
+    let mut d = desc();
+    d.ntasks = Some(2);
+    d.min_nodes = Some(1);
+    d.max_nodes = Some(1);
+    let id = submit(e, d, 0);
+    assert_eq!(e.job(id).unwrap().state, JobState::Running);
+    id
+}
+
+/// Issue 35 (srun(1) `--exact`): without `--exact` a step gets every CPU
+/// of the job on its nodes, so the next one is busy until it ends; with
+/// `--exact` only what its tasks need; `--overlap` shares.
+#[test]
+fn issue_35_a_step_without_exact_takes_all_the_jobs_cpus_on_its_nodes() {
+    let mut e = engine();
+    let id = two_cpu_job(&mut e);
+    let first = e.on_create_step(step_req(id, 1), &user(), 1).unwrap();
+    assert_eq!(first.cpus, vec![2]);
+    assert_eq!(
+        e.on_create_step(step_req(id, 1), &user(), 1).unwrap_err(),
+        SlurmError::NodesBusy
+    );
+    let mut exact = step_req(id, 1);
+    exact.exact = true;
+    assert_eq!(
+        e.on_create_step(exact.clone(), &user(), 1).unwrap_err(),
+        SlurmError::NodesBusy
+    );
+    let mut overlap = step_req(id, 1);
+    overlap.overlap = true;
+    assert_eq!(e.on_create_step(overlap, &user(), 1).unwrap().cpus, vec![2]);
+    // Two --exact steps of one task each run side by side.
+    let mut e = engine();
+    let id = two_cpu_job(&mut e);
+    exact.job_id = id;
+    assert_eq!(
+        e.on_create_step(exact.clone(), &user(), 1).unwrap().cpus,
+        vec![1]
+    );
+    assert_eq!(e.on_create_step(exact, &user(), 1).unwrap().cpus, vec![1]);
+    // A step without --exact waits while an --exact one holds a CPU.
+    assert_eq!(
+        e.on_create_step(step_req(id, 1), &user(), 1).unwrap_err(),
+        SlurmError::NodesBusy
+    );
+    assert_invariants(&e);
+}

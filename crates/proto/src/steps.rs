@@ -110,6 +110,12 @@ pub struct StepRequest {
     pub distribution: Distribution,
     /// `--exclusive`/`--exact`: the step's CPUs are its own (the default).
     pub exclusive: bool,
+    /// `--exact` (or `--exclusive`, or `-c`, which imply it): the step
+    /// gets only the CPUs its tasks need. Without it a step gets all of
+    /// the job's CPUs on each of its nodes (srun(1) `--exact`), so steps
+    /// that do not `--overlap` run one after the other.
+    #[serde(default)]
+    pub exact: bool,
     /// `--overlap`: the step may share CPUs with other steps.
     pub overlap: bool,
     /// `-O/--overcommit`: more tasks than CPUs.

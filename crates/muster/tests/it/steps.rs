@@ -498,13 +498,16 @@ fn step_mem_and_gpus_come_from_the_job_and_are_not_shared() {
     assert_eq!(gpus_of(&[]), "0,1");
     assert_eq!(gpus_of(&["--gres=gpu:1"]), "0");
     assert_eq!(gpus_of(&["--gpus=1"]), "0");
-    // A second step does not get the GPU a running one holds.
+    // A second step does not get the GPU a running one holds (both
+    // --exact: without it the first would hold both of the job's CPUs, and
+    // the second would wait for it).
     std::thread::scope(|s| {
         let first = s.spawn(|| {
             c.run_env(
                 "srun",
                 &[
                     "-n1",
+                    "--exact",
                     "--gres=gpu:1",
                     "bash",
                     "-c",
@@ -514,7 +517,7 @@ fn step_mem_and_gpus_come_from_the_job_and_are_not_shared() {
             )
         });
         assert_eq!(c.wait_file("first.txt", secs(20)).trim(), "0");
-        assert_eq!(gpus_of(&["--gres=gpu:1"]), "1");
+        assert_eq!(gpus_of(&["--exact", "--gres=gpu:1"]), "1");
         c.write("go", "");
         let out = first.join().expect("first step");
         assert_eq!(out.code, 0, "{out}");
@@ -705,4 +708,54 @@ fn srun_forwards_signals_and_ctrl_c_shows_status_then_cancels() {
     let (code, _) = finish(child, rx, &mut seen);
     assert_ne!(code, 0, "{seen}");
     assert!(seen.contains("srun: forcing job termination"), "{seen}");
+}
+
+/// Issue 35: without `--exact` a step gets all of the job's CPUs on its
+/// nodes (srun(1) `--exact`, `--exclusive`), so a second step waits for the
+/// first: real Slurm 22.05 (`salloc -n2` running two `srun -n1 ... &`)
+/// printed `srun: Job J step creation temporarily disabled, retrying
+/// (Requested nodes are busy)`, then `srun: Step created for job J`, and
+/// SLURM_CPUS_ON_NODE=2 in both. `--exact` and `-c` (which implies it)
+/// give the step only what it asks for (SLURM_CPUS_ON_NODE=1), and
+/// `--overlap` runs beside any step.
+#[test]
+fn issue_35_a_step_takes_all_the_jobs_cpus_unless_exact() {
+    let c = cluster(1);
+    let script = r#"
+wait_for() { for i in $(seq 600); do [ -e "$1" ] && return; sleep 0.1; done; }
+srun -n1 bash -c 'echo $SLURM_CPUS_ON_NODE > first; for i in $(seq 600); do [ -e go ] && break; sleep 0.1; done' &
+wait_for first
+timeout 60 srun -n1 --overlap bash -c 'echo overlap $SLURM_CPUS_ON_NODE'
+timeout 60 srun -n1 bash -c 'echo second $SLURM_CPUS_ON_NODE' 2> second.err &
+for i in $(seq 600); do grep -q busy second.err && break; sleep 0.1; done
+touch go
+wait
+srun -n1 --exact bash -c 'echo $SLURM_CPUS_ON_NODE > exact; for i in $(seq 600); do [ -e go2 ] && break; sleep 0.1; done' &
+wait_for exact
+timeout 60 srun -n1 --exact bash -c 'echo exact $SLURM_CPUS_ON_NODE'
+timeout 60 srun -n1 -c1 bash -c 'echo c1 $SLURM_CPUS_ON_NODE'
+touch go2
+wait
+echo first $(cat first) exact $(cat exact)
+"#;
+    let out = c.run("salloc", &["-n2", "bash", "-c", script]);
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    let id: u32 = out
+        .stderr
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("salloc: Granted job allocation "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(
+        out.stdout, "overlap 2\nsecond 2\nexact 1\nc1 1\nfirst 2 exact 1\n",
+        "{out}"
+    );
+    assert_eq!(
+        c.read("second.err"),
+        format!(
+            "srun: Job {id} step creation temporarily disabled, retrying (Requested nodes are busy)\n\
+             srun: Step created for job {id}\n"
+        )
+    );
 }
