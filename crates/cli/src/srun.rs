@@ -807,6 +807,8 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
     let mut last_int: Option<Instant> = None;
     let mut kill_at: Option<Instant> = None;
     let mut killed = false;
+    // The step's time limit ended it (a node's supervisor said so).
+    let mut timed_out = false;
     // Signals forwarded so far: a supervisor that connects later gets them
     // too (its tasks may already run: it says Hello before it starts them,
     // but that Hello can reach this loop after a signal does).
@@ -932,6 +934,12 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                         broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
                     }
                 }
+                StepdToSrun::TimedOut { message } => {
+                    if !timed_out {
+                        eprint_lines(&message);
+                    }
+                    timed_out = true;
+                }
                 StepdToSrun::Done => {
                     done_nodes.insert(i);
                 }
@@ -995,6 +1003,9 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
     }
     if !o.quiet || status.values().any(|s| *s != 0) {
         eprint_lines(&failure_lines(&created.nodes, &created.tasks, &status));
+    }
+    if timed_out {
+        eprintln!("srun: Force Terminated StepId={step_name}");
     }
     exit_status(status.values().copied())
 }

@@ -1047,12 +1047,14 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             step_id,
             signal,
             kill_wait,
+            time_limit,
         } => {
             let req = NodeRequest::SignalStep {
                 job_id,
                 step_id,
                 signal,
                 kill_wait,
+                time_limit,
             };
             if let Err(e) = link.call(&addr, &req).await {
                 warn!("cannot signal step {job_id}.{step_id} on {node}: {e}");

@@ -100,11 +100,15 @@ impl Deadlines {
 pub(crate) fn job_wake(job: &Job, min_age: i64) -> Option<Timestamp> {
     match job.state {
         JobState::Running => {
-            let end = job.limit_end()?;
-            match (&job.desc.signal, job.warned) {
-                (Some(sig), false) => Some(end.min(end - sig.secs as i64)),
-                _ => Some(end),
-            }
+            // A step's own time limit (`srun -t`) may come first.
+            let step_end = job.steps.iter().filter_map(|s| s.limit_end()).min();
+            let job_end = job
+                .limit_end()
+                .map(|end| match (&job.desc.signal, job.warned) {
+                    (Some(sig), false) => end.min(end - sig.secs as i64),
+                    _ => end,
+                });
+            job_end.into_iter().chain(step_end).min()
         }
         JobState::Pending => {
             let begin = job

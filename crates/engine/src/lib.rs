@@ -158,6 +158,8 @@ pub enum Command {
         signal: Option<i32>,
         /// KillWait.
         kill_wait: u32,
+        /// The step's own time limit ends it (slurmstepd's banner says so).
+        time_limit: bool,
     },
 }
 
@@ -1037,6 +1039,15 @@ impl Engine {
             let job = &self.jobs[&id];
             match job.state {
                 JobState::Running => {
+                    if job
+                        .steps
+                        .iter()
+                        .any(|s| s.limit_end().is_some_and(|e| now >= e))
+                    {
+                        other = true;
+                        self.end_timed_out_steps(id, now);
+                    }
+                    let job = &self.jobs[&id];
                     let Some(end) = job.limit_end() else {
                         continue;
                     };

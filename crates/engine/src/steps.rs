@@ -72,6 +72,18 @@ impl Step {
     fn n_tasks(&self) -> u32 {
         self.tasks.iter().map(|t| t.len() as u32).sum()
     }
+
+    /// When its time limit ends it, while it runs (`srun -t`).
+    pub(crate) fn limit_end(&self) -> Option<Timestamp> {
+        match self.time_limit {
+            TimeLimit::Minutes(m)
+                if self.state == JobState::Running && !self.pending.is_empty() =>
+            {
+                Some(self.start_time + i64::from(m) * 60)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The worse of two exits, as srun reports a step's: a signal beats a
@@ -618,7 +630,7 @@ impl Engine {
         if step.state != JobState::Running || step.pending.is_empty() {
             return Err(SlurmError::AlreadyDone);
         }
-        self.signal_step(job_id, step_id, signal);
+        self.signal_step(job_id, step_id, signal, false);
         if signal.is_none() {
             if let Some(step) = self
                 .jobs
@@ -632,7 +644,7 @@ impl Engine {
         Ok(())
     }
 
-    fn signal_step(&mut self, job_id: JobId, step_id: u32, signal: Option<i32>) {
+    fn signal_step(&mut self, job_id: JobId, step_id: u32, signal: Option<i32>, time_limit: bool) {
         let Some(step) = self
             .jobs
             .get(&job_id)
@@ -649,7 +661,38 @@ impl Engine {
                 step_id,
                 signal,
                 kill_wait: self.settings.kill_wait,
+                time_limit,
             });
+        }
+    }
+
+    /// Ends the job's running steps whose own time limit (`srun -t`) has
+    /// passed: their nodes end them with slurmstepd's time limit banner,
+    /// and they count as TIMEOUT.
+    pub(crate) fn end_timed_out_steps(&mut self, job_id: JobId, now: Timestamp) {
+        let due: Vec<u32> = self
+            .jobs
+            .get(&job_id)
+            .map(|j| {
+                j.steps
+                    .iter()
+                    .filter(|s| s.limit_end().is_some_and(|end| now >= end))
+                    .map(|s| s.id)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for &step_id in &due {
+            self.signal_step(job_id, step_id, None, true);
+            if let Some(step) = self
+                .jobs
+                .get_mut(&job_id)
+                .and_then(|j| j.steps.iter_mut().find(|s| s.id == step_id))
+            {
+                step.state = JobState::Timeout;
+            }
+        }
+        if !due.is_empty() {
+            self.record(job_id, now);
         }
     }
 
@@ -668,7 +711,7 @@ impl Engine {
             })
             .unwrap_or_default();
         for step_id in running {
-            self.signal_step(job_id, step_id, None);
+            self.signal_step(job_id, step_id, None, false);
             if let Some(step) = self
                 .jobs
                 .get_mut(&job_id)

@@ -2371,3 +2371,60 @@ fn issue_35_a_step_without_exact_takes_all_the_jobs_cpus_on_its_nodes() {
     );
     assert_invariants(&e);
 }
+
+/// Issue 35: a step's own time limit (`srun -t 1`) ends it a minute
+/// after its start: its node is told to end it for its time limit, and it
+/// counts as TIMEOUT; the job runs on.
+#[test]
+fn issue_35_a_steps_time_limit_ends_it() {
+    let mut e = engine();
+    let id = two_cpu_job(&mut e);
+    let mut req = step_req(id, 1);
+    req.time_limit = Some(TimeLimit::Minutes(1));
+    let step = e.on_create_step(req, &user(), 100).unwrap().step_id;
+    e.take_commands();
+    assert_eq!(e.next_wakeup(), Some(160));
+    e.on_timer(159);
+    assert!(node_commands(e.take_commands()).is_empty());
+    e.on_timer(160);
+    let ends: Vec<Command> = node_commands(e.take_commands());
+    assert!(
+        matches!(
+            ends.as_slice(),
+            [Command::SignalStep {
+                signal: None,
+                time_limit: true,
+                ..
+            }]
+        ),
+        "{ends:?}"
+    );
+    let job = e.job(id).unwrap();
+    assert_eq!(job.state, JobState::Running);
+    let s = job.steps.iter().find(|s| s.id == step).unwrap();
+    assert_eq!(s.state, JobState::Timeout);
+    assert_invariants(&e);
+    e.on_step_exited(
+        proto::StepNodeEnd {
+            job_id: id,
+            step_id: step,
+            node: "node1".into(),
+            exit: ExitCode {
+                code: 0,
+                signal: 15,
+            },
+            usage: None,
+        },
+        161,
+    )
+    .unwrap();
+    let s = e
+        .job(id)
+        .unwrap()
+        .steps
+        .iter()
+        .find(|s| s.id == step)
+        .cloned();
+    assert_eq!(s.map(|s| s.state), Some(JobState::Timeout));
+    assert_ne!(e.next_wakeup(), Some(160));
+}

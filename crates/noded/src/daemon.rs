@@ -627,8 +627,9 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             step_id,
             signal,
             kill_wait,
+            time_limit,
         } => (
-            crate::steps::signal(daemon, job_id, step_id, signal, kill_wait),
+            crate::steps::signal(daemon, job_id, step_id, signal, kill_wait, time_limit),
             None,
         ),
         NodeRequest::Signal {

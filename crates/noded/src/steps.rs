@@ -248,16 +248,19 @@ fn tx_for_report(
         .cloned()
 }
 
-/// Signals one step, or ends it (`signal` None) with KillWait.
+/// Signals one step, or ends it (`signal` None) with KillWait, because
+/// its time limit passed when `time_limit`.
 pub fn signal(
     daemon: &Daemon,
     job_id: JobId,
     step_id: u32,
     signal: Option<i32>,
     kill_wait: u32,
+    time_limit: bool,
 ) -> NodeResponse {
     let ctl = match signal {
         Some(s) => TaskdControl::Signal(s),
+        None if time_limit => TaskdControl::TimeLimit(kill_wait),
         None => TaskdControl::Terminate(kill_wait),
     };
     if daemon.steps.control(job_id, Some(step_id), ctl) == 0 {

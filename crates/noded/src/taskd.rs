@@ -62,6 +62,9 @@ pub enum TaskdControl {
     Signal(i32),
     /// End the step: SIGCONT and SIGTERM, SIGKILL after `kill_wait` seconds.
     Terminate(u32),
+    /// End the step as `Terminate` does, because its time limit passed:
+    /// srun first hears slurmstepd's banner.
+    TimeLimit(u32),
     /// The controller has recorded this node's end of the step: srun may
     /// hear `Done` (so srun never exits before the step's end is known).
     Reported,
@@ -87,6 +90,21 @@ pub struct TaskdResult {
     pub exit: ExitCode,
     /// What they used.
     pub usage: proto::StepUsage,
+}
+
+/// slurmstepd's line for a step its time limit ends, at `at` (local time).
+pub fn time_limit_banner<Tz: chrono::TimeZone>(
+    step: &str,
+    node: &str,
+    at: chrono::DateTime<Tz>,
+) -> String
+where
+    Tz::Offset: std::fmt::Display,
+{
+    format!(
+        "slurmstepd: error: *** STEP {step} ON {node} CANCELLED AT {} DUE TO TIME LIMIT ***\n",
+        at.format("%Y-%m-%dT%H:%M:%S")
+    )
 }
 
 /// How long the supervisor tries to reach srun.
@@ -735,12 +753,29 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
     let (reported_tx, reported_rx) = std::sync::mpsc::channel::<()>();
     {
         let pids = pids.clone();
+        let to_srun = to.clone();
+        let step_name = format!("{}.{}", l.job_id, l.step_id);
+        let node_name = spec.node_name.clone();
         std::thread::spawn(move || {
             for line in control.lines() {
                 let Ok(line) = line else { return };
                 match serde_json::from_str::<TaskdControl>(&line) {
                     Ok(TaskdControl::Signal(sig)) => signal_tasks(&pids, sig),
-                    Ok(TaskdControl::Terminate(kill_wait)) => {
+                    Ok(ctl @ (TaskdControl::Terminate(_) | TaskdControl::TimeLimit(_))) => {
+                        let kill_wait = match ctl {
+                            TaskdControl::TimeLimit(k) => {
+                                to_srun.send(StepdToSrun::TimedOut {
+                                    message: time_limit_banner(
+                                        &step_name,
+                                        &node_name,
+                                        chrono::Local::now(),
+                                    ),
+                                });
+                                k
+                            }
+                            TaskdControl::Terminate(k) => k,
+                            _ => 0,
+                        };
                         signal_tasks(&pids, libc::SIGCONT);
                         signal_tasks(&pids, libc::SIGTERM);
                         let pids = pids.clone();
@@ -859,6 +894,22 @@ mod tests {
         assert_eq!(
             resolve_program("./relative", &env).as_deref(),
             Some("./relative")
+        );
+    }
+
+    /// The banner real Slurm 22.05's slurmstepd printed for `srun -t 1`
+    /// (its log prefix aside: muster's supervisor says `slurmstepd:`).
+    #[test]
+    fn the_time_limit_banner_is_slurmstepds() {
+        use chrono::TimeZone;
+        let at = chrono::FixedOffset::east_opt(0)
+            .expect("an offset")
+            .with_ymd_and_hms(2026, 12, 6, 14, 22, 13)
+            .single()
+            .expect("a time");
+        assert_eq!(
+            time_limit_banner("1.0", "node1", at),
+            "slurmstepd: error: *** STEP 1.0 ON node1 CANCELLED AT 2026-12-06T14:22:13 DUE TO TIME LIMIT ***\n"
         );
     }
 

@@ -1610,6 +1610,10 @@ pub enum NodeRequest {
         signal: Option<i32>,
         /// KillWait for ending it.
         kill_wait: u32,
+        /// Ending it because its own time limit passed: the supervisor
+        /// says so with slurmstepd's banner.
+        #[serde(default)]
+        time_limit: bool,
     },
 }
 

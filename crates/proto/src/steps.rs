@@ -61,8 +61,8 @@ impl Distribution {
 /// Where a task's standard input comes from.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StdinMode {
-    /// srun's stdin goes to this task (task 0 by default); the others read
-    /// /dev/null.
+    /// srun's stdin goes to task 0; the others read /dev/null (what srun
+    /// sent before it gave stdin to every task by default, as Slurm's does).
     #[default]
     Task0,
     /// `-i N`: to task N only.
@@ -259,6 +259,13 @@ pub enum StepdToSrun {
         /// Its exit code.
         code: i32,
         /// Why.
+        message: String,
+    },
+    /// The step's time limit passed and its tasks are being ended: srun
+    /// prints `message` (slurmstepd's banner) on its stderr and, once the
+    /// step is over, `srun: Force Terminated StepId=J.S`.
+    TimedOut {
+        /// The banner, a whole line.
         message: String,
     },
     /// Every task on the node has ended and was reported.

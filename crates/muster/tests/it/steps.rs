@@ -759,3 +759,39 @@ echo first $(cat first) exact $(cat exact)
         )
     );
 }
+
+/// Issue 35: a step's own time limit ends it. Real Slurm 22.05 (`salloc
+/// -n1 srun -t 1 bash -c 'sleep 200'`) printed the slurmstepd banner, the
+/// task's end and `srun: Force Terminated StepId=J.0`, and exited 143.
+/// The one slow test of this file: a limit is a whole minute.
+#[test]
+fn issue_35_a_step_time_limit_ends_the_step() {
+    let c = cluster(1);
+    let out = c.run("salloc", &["-n1", "srun", "-t", "1", "sleep", "200"]);
+    assert_eq!(out.code, 143, "{out}\n{}", c.logs());
+    let id: u32 = out
+        .stderr
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("salloc: Granted job allocation "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    let banner = lines[1]
+        .strip_prefix(&format!(
+            "slurmstepd: error: *** STEP {id}.0 ON node1 CANCELLED AT "
+        ))
+        .and_then(|l| l.strip_suffix(" DUE TO TIME LIMIT ***"))
+        .unwrap_or_else(|| panic!("no time limit banner: {out}"));
+    assert!(crate::parse_time(banner) > 0, "{out}");
+    assert_eq!(
+        &lines[2..],
+        [
+            "srun: error: node1: task 0: Terminated".to_string(),
+            format!("srun: Force Terminated StepId={id}.0"),
+            format!("salloc: Relinquishing job allocation {id}"),
+        ],
+        "{out}"
+    );
+}
