@@ -174,6 +174,19 @@ fn usage_error(msg: &str) -> i32 {
     1
 }
 
+/// `-i`: `all`, `none`, a task number, or a file name pattern.
+fn stdin_mode(val: &str) -> StdinMode {
+    if val.eq_ignore_ascii_case("none") {
+        StdinMode::None
+    } else if val.eq_ignore_ascii_case("all") {
+        StdinMode::All
+    } else if let Ok(n) = val.parse::<u32>() {
+        StdinMode::Task(n)
+    } else {
+        StdinMode::File(val.to_string())
+    }
+}
+
 /// `-o`/`-e` patterns that name one file per task or node are opened by
 /// the nodes; the others are written by srun itself.
 fn per_task_pattern(p: &str) -> bool {
@@ -186,8 +199,14 @@ pub fn main(args: Vec<String>) -> i32 {
         Ok(p) => p,
         Err(e) => return usage_error(&e.message()),
     };
+    // srun(1) "IO Redirection": stdin goes to every task unless `-i`
+    // (or SLURM_STDINMODE) says otherwise.
     let mut o = Opts {
         exclusive: true,
+        stdin: std::env::var("SLURM_STDINMODE")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map_or(StdinMode::All, |v| stdin_mode(&v)),
         ..Opts::default()
     };
     let mut job_items: Vec<(&'static str, Option<String>)> = Vec::new();
@@ -221,17 +240,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     },
                     "quiet" => o.quiet = true,
                     "mpi" => o.mpi = Some(val),
-                    "input" => {
-                        o.stdin = if val.eq_ignore_ascii_case("none") {
-                            StdinMode::None
-                        } else if val.eq_ignore_ascii_case("all") {
-                            StdinMode::All
-                        } else if let Ok(n) = val.parse::<u32>() {
-                            StdinMode::Task(n)
-                        } else {
-                            StdinMode::File(val)
-                        }
-                    }
+                    "input" => o.stdin = stdin_mode(&val),
                     "output" => o.stdout = Some(val),
                     "error" => o.stderr = Some(val),
                     "distribution" => match Distribution::parse(&val) {
@@ -281,13 +290,24 @@ pub fn main(args: Vec<String>) -> i32 {
     let cwd = std::env::current_dir()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "/".to_string());
-    let st = match alloc::job_state("srun", &job_items, &cwd, crate::common::now()) {
+    let mut st = match alloc::job_state("srun", &job_items, &cwd, crate::common::now()) {
         Ok(st) => st,
         Err(text) => {
             eprint_lines(&text);
             return if text.contains("Invalid --") { 255 } else { 1 };
         }
     };
+    // Fewer tasks than nodes: every node needs a task, so srun asks for
+    // fewer nodes, with Slurm's warning (`srun -N3 -n2`).
+    if let (Some(ntasks), Some(min_nodes)) = (st.desc.ntasks, st.desc.min_nodes) {
+        if ntasks > 0 && min_nodes > ntasks {
+            eprintln!(
+                "srun: Warning: can't run {ntasks} processes on {min_nodes} nodes, setting nnodes to {ntasks}"
+            );
+            st.desc.min_nodes = Some(ntasks);
+            st.desc.max_nodes = Some(ntasks);
+        }
+    }
     let client = match client::Client::from_env() {
         Ok(c) => c,
         Err(e) => {
@@ -384,6 +404,18 @@ pub fn main(args: Vec<String>) -> i32 {
             None
         }
     });
+    // Inside an allocation srun asks for the job's node count unless told
+    // otherwise (SLURM_NNODES), so fewer tasks than that get the warning
+    // too (real Slurm: `srun -n1` in a two-node allocation).
+    if in_job.is_some() && st.desc.min_nodes.is_none() && st.desc.nodelist.is_empty() {
+        if let (Some(n), Some(job_nodes)) = (st.desc.ntasks, env_num("SLURM_NNODES")) {
+            if n > 0 && n < job_nodes {
+                eprintln!(
+                    "srun: Warning: can't run {n} processes on {job_nodes} nodes, setting nnodes to {n}"
+                );
+            }
+        }
+    }
     let step_env = match o.export.as_deref() {
         None => env.clone(),
         Some(spec) => crate::sbatch::export::resolve(Some(spec), &env, None),

@@ -353,12 +353,23 @@ fn bad_step_requests_are_refused_with_slurms_words() {
     c.ok("scancel", &[&ids]);
 }
 
+/// Issue 35: srun's stdin goes to every task by default (`-i all`, per
+/// srun(1) "IO Redirection"); `-i N` gives it to task N alone and
+/// `--input none` to none. Real Slurm 22.05 (`printf 'a\nb\n' | srun -n2
+/// -l cat`) printed both lines for both tasks.
 #[test]
-fn stdin_reaches_task_zero_and_input_none_closes_it() {
+fn stdin_reaches_every_task_unless_input_says_otherwise() {
     let c = cluster(1);
-    let out = c.run_stdin("srun", &["-n2", "-l", "cat"], "hello\n");
+    let out = c.run_stdin("srun", &["-n2", "-l", "cat"], "a\nb\n");
     assert_eq!(out.code, 0, "{out}\n{}", c.logs());
-    assert_eq!(out.stdout, "0: hello\n", "{out}");
+    assert_eq!(
+        sorted_lines(&out.stdout),
+        vec!["0: a", "0: b", "1: a", "1: b"],
+        "{out}"
+    );
+    let out = c.run_stdin("srun", &["-n2", "-l", "-i", "1", "cat"], "hello\n");
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.stdout, "1: hello\n", "{out}");
     let out = c.run_stdin("srun", &["--input", "none", "cat"], "hello\n");
     assert_eq!(out.stdout, "", "{out}");
     let out = c.run(
@@ -760,6 +771,38 @@ echo first $(cat first) exact $(cat exact)
     );
 }
 
+/// Issue 35: `--gpus` counts GPUs for the whole job, spread over its
+/// nodes: real Slurm 22.05 ran `srun -p gpu --gpus=3 -n2` on two nodes of
+/// two GPUs each, with 2 GPUs on the first and 1 on the second.
+#[test]
+fn issue_35_gpus_for_the_job_are_spread_over_its_nodes() {
+    let c = crate::builder()
+        .nodes(3)
+        .node_extra(2, "Gres=gpu:2")
+        .node_extra(3, "Gres=gpu:2")
+        .conf_tail("PartitionName=gpu Nodes=node[2-3] MaxTime=INFINITE State=UP\n")
+        .start();
+    let out = c.run(
+        "srun",
+        &[
+            "-p",
+            "gpu",
+            "--gpus=3",
+            "-n2",
+            "-l",
+            "bash",
+            "-c",
+            "echo $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    assert_eq!(
+        sorted_lines(&out.stdout),
+        vec!["0: node2 0,1", "1: node3 0"],
+        "{out}"
+    );
+}
+
 /// Issue 35: a step's own time limit ends it. Real Slurm 22.05 (`salloc
 /// -n1 srun -t 1 bash -c 'sleep 200'`) printed the slurmstepd banner, the
 /// task's end and `srun: Force Terminated StepId=J.0`, and exited 143.
@@ -793,5 +836,73 @@ fn issue_35_a_step_time_limit_ends_the_step() {
             format!("salloc: Relinquishing job allocation {id}"),
         ],
         "{out}"
+    );
+}
+
+/// Issue 35: more nodes than tasks: srun shrinks the node count with
+/// Slurm's warning (real Slurm 22.05: `srun -N3 -n2`, and `salloc -N3
+/// srun -N3 -n2`).
+#[test]
+fn issue_35_more_nodes_than_tasks_warns_and_uses_fewer_nodes() {
+    let c = cluster(3);
+    let out = c.run("srun", &["-N3", "-n2", "-l", "printenv", "SLURMD_NODENAME"]);
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    assert_eq!(
+        out.stderr,
+        "srun: Warning: can't run 2 processes on 3 nodes, setting nnodes to 2\n"
+    );
+    assert_eq!(sorted_lines(&out.stdout), vec!["0: node1", "1: node2"]);
+    // Inside an allocation srun asks for all of its nodes unless told:
+    // real Slurm warned the same way for `srun -n1` in `salloc -N2`.
+    let out = c.run(
+        "salloc",
+        &["-N2", "srun", "-n1", "printenv", "SLURMD_NODENAME"],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    assert!(
+        out.stderr
+            .contains("\nsrun: Warning: can't run 1 processes on 2 nodes, setting nnodes to 1\n"),
+        "{out}"
+    );
+    assert_eq!(out.stdout, "node1\n", "{out}");
+}
+
+/// Issue 35: more CPUs than the partition has is accepted and waits
+/// (PartitionConfig), as real Slurm 22.05 did with `srun -n9` and `sbatch
+/// -n9` on 4 nodes of 2 CPUs; srun says so, and an interrupt gives the
+/// allocation up with the lines real srun printed.
+#[test]
+fn issue_35_more_cpus_than_the_partition_has_waits() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let c = cluster(4);
+    let id = c.submit(&["-n9", "--wrap=true"]);
+    assert_eq!(c.squeue_field(id, "%T %r"), "PENDING PartitionConfig");
+    c.ok("scancel", &[&id.to_string()]);
+    let child = c
+        .command("srun")
+        .args(["-n9", "true"])
+        .spawn()
+        .expect("srun");
+    let pending = c.wait_until("srun's job", secs(20), || {
+        let out = c.run("squeue", &["-h", "-n", "true", "-o", "%i %T %r"]);
+        let line = out.stdout.trim().to_string();
+        line.ends_with(" PENDING PartitionConfig").then_some(line)
+    });
+    let srun_job: u32 = pending
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a job id");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).expect("kill");
+    let out = child.wait_with_output().expect("srun");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "srun: Requested partition configuration not available now\n\
+             srun: job {srun_job} queued and waiting for resources\n\
+             srun: Job allocation {srun_job} has been revoked\n\
+             srun: Force Terminated JobId={srun_job}\n"
+        )
     );
 }
