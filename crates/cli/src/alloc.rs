@@ -128,7 +128,12 @@ pub fn allocate(
             JobState::Pending => {
                 if !announced {
                     announced = true;
-                    if a.reason == PendingReason::PartitionConfig {
+                    // Real srun said so for -n9 on 8 CPUs (PartitionConfig)
+                    // and -N5 on 4 nodes (PartitionNodeLimit) alike.
+                    if matches!(
+                        a.reason,
+                        PendingReason::PartitionConfig | PendingReason::PartitionNodeLimit
+                    ) {
                         eprintln!(
                             "{prog}: {}",
                             SlurmError::RequestedPartConfigUnavailable.as_slurm_str()

@@ -265,7 +265,7 @@ fn impossible_requests_are_refused_and_too_many_nodes_wait() {
     let mut d = desc();
     d.min_nodes = Some(10);
     let id = submit(&mut e, d, 0);
-    assert_eq!(e.job(id).unwrap().reason, PendingReason::PartitionConfig);
+    assert_eq!(e.job(id).unwrap().reason, PendingReason::PartitionNodeLimit);
 }
 
 /// Issue 35: real Slurm 22.05 on four nodes of two CPUs left `sbatch -n9`
@@ -1802,7 +1802,7 @@ fn twin_engines(
 /// later when `what` is 1 with 1, on one node when `shape` is 1,
 /// exclusive when it is 2, an array of three jobs of `tasks` tasks each
 /// when it is 4, on 5 nodes when it is 5 (more than the partition
-/// has: it waits for ever, with reason PartitionConfig), and in the `gpu`
+/// has: it waits for ever, with reason PartitionNodeLimit), and in the `gpu`
 /// partition (even `tasks`) or in both (odd) when it is 3 (refused where
 /// there is no `gpu` partition), with one or two GPUs per node when it is
 /// 6 or 7, with a minimum time of half its limit (`--time-min`) when it

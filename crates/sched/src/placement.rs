@@ -852,8 +852,11 @@ pub fn partition_refusal(job: &JobRequest, part: &PartView) -> Option<PendingRea
     if !part.up {
         return Some(PendingReason::PartitionDown);
     }
+    // More nodes than the partition has: real Slurm 22.05 shows
+    // PartitionNodeLimit once its scheduler has looked at the job
+    // (PartitionConfig only until then).
     if job.min_nodes as usize > part.nodes.len() {
-        return Some(PendingReason::PartitionConfig);
+        return Some(PendingReason::PartitionNodeLimit);
     }
     if let Some(max) = part.max_nodes {
         if job.min_nodes > max {

@@ -150,11 +150,13 @@ fn drained_nodes_give_the_nodes_down_reason() {
     assert_eq!(reason(&plan, 1), Some(PendingReason::NodesDown));
 }
 
+/// Issue 35: real Slurm 22.05 left `sbatch -N5` on a partition of four
+/// nodes pending with PartitionNodeLimit (after its first pass).
 #[test]
-fn more_nodes_than_the_partition_has_is_partition_config() {
+fn more_nodes_than_the_partition_has_is_partition_node_limit() {
     let nodes = vec![node("n1", 1, 4000, 0)];
     let plan = plan(&nodes, &[part(1)], &[job(1, 4, 4)], 0);
-    assert_eq!(reason(&plan, 1), Some(PendingReason::PartitionConfig));
+    assert_eq!(reason(&plan, 1), Some(PendingReason::PartitionNodeLimit));
 }
 
 #[test]

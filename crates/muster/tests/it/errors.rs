@@ -121,7 +121,9 @@ fn more_nodes_than_the_partition_is_accepted_and_waits() {
         .and_then(|s| s.trim_end().parse().ok())
         .unwrap_or_else(|| panic!("{out}"));
     assert_eq!(out.stderr, "");
-    assert_eq!(c.squeue_field(id, "%T %r"), "PENDING PartitionConfig");
+    // Real Slurm 22.05 (`sbatch -N5` on four nodes) showed PartitionConfig
+    // until its scheduler's first pass, PartitionNodeLimit from then on.
+    assert_eq!(c.squeue_field(id, "%T %r"), "PENDING PartitionNodeLimit");
     c.ok("scancel", &[&id.to_string()]);
 }
 

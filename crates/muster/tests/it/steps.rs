@@ -867,42 +867,51 @@ fn issue_35_more_nodes_than_tasks_warns_and_uses_fewer_nodes() {
     assert_eq!(out.stdout, "node1\n", "{out}");
 }
 
-/// Issue 35: more CPUs than the partition has is accepted and waits
-/// (PartitionConfig), as real Slurm 22.05 did with `srun -n9` and `sbatch
-/// -n9` on 4 nodes of 2 CPUs; srun says so, and an interrupt gives the
-/// allocation up with the lines real srun printed.
+/// Issue 35: more CPUs or nodes than the partition has is accepted and
+/// waits, as real Slurm 22.05 did on 4 nodes of 2 CPUs: `sbatch -n9` and
+/// `srun -n9` with PartitionConfig, `sbatch -N5` and `srun -N5` with
+/// PartitionNodeLimit (after its scheduler's first pass); srun says so,
+/// and an interrupt gives the allocation up with the lines real srun
+/// printed (as in the reference `err_srun_too_many_nodes.err`).
 #[test]
-fn issue_35_more_cpus_than_the_partition_has_waits() {
+fn issue_35_requests_larger_than_the_partition_wait() {
     use nix::sys::signal::{kill, Signal};
     use nix::unistd::Pid;
     let c = cluster(4);
-    let id = c.submit(&["-n9", "--wrap=true"]);
-    assert_eq!(c.squeue_field(id, "%T %r"), "PENDING PartitionConfig");
-    c.ok("scancel", &[&id.to_string()]);
-    let child = c
-        .command("srun")
-        .args(["-n9", "true"])
-        .spawn()
-        .expect("srun");
-    let pending = c.wait_until("srun's job", secs(20), || {
-        let out = c.run("squeue", &["-h", "-n", "true", "-o", "%i %T %r"]);
-        let line = out.stdout.trim().to_string();
-        line.ends_with(" PENDING PartitionConfig").then_some(line)
-    });
-    let srun_job: u32 = pending
-        .split(' ')
-        .next()
-        .and_then(|n| n.parse().ok())
-        .expect("a job id");
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).expect("kill");
-    let out = child.wait_with_output().expect("srun");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        format!(
-            "srun: Requested partition configuration not available now\n\
-             srun: job {srun_job} queued and waiting for resources\n\
-             srun: Job allocation {srun_job} has been revoked\n\
-             srun: Force Terminated JobId={srun_job}\n"
-        )
-    );
+    for (what, reason) in [("-n9", "PartitionConfig"), ("-N5", "PartitionNodeLimit")] {
+        let id = c.submit(&[what, "--wrap=true"]);
+        assert_eq!(c.squeue_field(id, "%T %r"), format!("PENDING {reason}"));
+        c.ok("scancel", &[&id.to_string()]);
+        let child = c
+            .command("srun")
+            .args([what, "true"])
+            .spawn()
+            .expect("srun");
+        let pending = c.wait_until("srun's job", secs(20), || {
+            let out = c.run("squeue", &["-h", "-n", "true", "-o", "%i %T %r"]);
+            let line = out.stdout.trim().to_string();
+            line.ends_with(&format!(" PENDING {reason}"))
+                .then_some(line)
+        });
+        let srun_job: u32 = pending
+            .split(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("a job id");
+        kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).expect("kill");
+        let out = child.wait_with_output().expect("srun");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(
+            stderr,
+            format!(
+                "srun: Requested partition configuration not available now\n\
+                 srun: job {srun_job} queued and waiting for resources\n\
+                 srun: Job allocation {srun_job} has been revoked\n\
+                 srun: Force Terminated JobId={srun_job}\n"
+            )
+        );
+        if let Some(reference) = crate::reference("err_srun_too_many_nodes.err") {
+            assert_eq!(stderr.replace(&srun_job.to_string(), "66801"), reference);
+        }
+    }
 }
