@@ -43,6 +43,12 @@ pub struct Step {
     pub cpus: Vec<u32>,
     /// Memory per node (MB), as asked.
     pub mem: u64,
+    /// Memory (MB) over all its nodes, as its TRES show it: what `--mem`
+    /// asked for, else the job's on those nodes (srun(1) `--exact`: a step
+    /// may use all of it, but does not keep it from other steps). 0 in
+    /// records of older builds: `mem` per node then.
+    #[serde(default)]
+    pub tres_mem: u64,
     /// GPUs (device indexes) on each node that the step asked for with
     /// `--gres=gpu`/`--gpus` (empty when it asked for none and sees all
     /// of the job's): not given to another step without `--overlap`.
@@ -71,6 +77,15 @@ pub struct Step {
 impl Step {
     fn n_tasks(&self) -> u32 {
         self.tasks.iter().map(|t| t.len() as u32).sum()
+    }
+
+    /// Memory over all its nodes for its TRES (see `tres_mem`).
+    fn tres_mem(&self) -> u64 {
+        if self.tres_mem > 0 {
+            self.tres_mem
+        } else {
+            self.mem * self.nodes.len() as u64
+        }
     }
 
     /// When its time limit ends it, while it runs (`srun -t`).
@@ -435,6 +450,13 @@ impl Engine {
             .iter()
             .map(|n| self.nodes[n.0 as usize].conf.name.clone())
             .collect();
+        let tres_mem: u64 = chosen
+            .iter()
+            .map(|p| match req.mem_per_node {
+                Some(m) if m > 0 => m,
+                _ => alloc.nodes[*p].mem,
+            })
+            .sum();
         let step_id = job.next_step_id;
         let env = self.step_env(job, &req, step_id, &names, &tasks);
         let job = self.jobs.get_mut(&req.job_id).expect("checked above");
@@ -447,6 +469,7 @@ impl Engine {
             tasks: tasks.clone(),
             cpus: cpus.clone(),
             mem: req.mem_per_node.unwrap_or(0),
+            tres_mem,
             gpus: step_gpus,
             overlap: req.overlap,
             distribution: req.distribution,
@@ -885,7 +908,7 @@ impl Engine {
                     .collect();
                 info.ntasks = s.n_tasks();
                 info.cpus = s.cpus.iter().sum();
-                info.tres = step_tres(info.cpus, s.mem * s.nodes.len() as u64, s.nodes.len());
+                info.tres = step_tres(info.cpus, s.tres_mem(), s.nodes.len());
                 info.distribution = s.distribution;
                 info.srun_host_pid = s.srun.clone();
                 steps.push(info);
@@ -916,7 +939,7 @@ impl Engine {
                     n_nodes: names.len() as u32,
                     n_cpus: cpus,
                     n_tasks: s.n_tasks(),
-                    alloc_tres: step_tres(cpus, s.mem * names.len() as u64, names.len()),
+                    alloc_tres: step_tres(cpus, s.tres_mem(), names.len()),
                     usage: s.usage.clone(),
                 }
             })

@@ -2342,6 +2342,19 @@ fn issue_35_a_step_without_exact_takes_all_the_jobs_cpus_on_its_nodes() {
     let id = two_cpu_job(&mut e);
     let first = e.on_create_step(step_req(id, 1), &user(), 1).unwrap();
     assert_eq!(first.cpus, vec![2]);
+    // Its TRES, as real Slurm's `scontrol show step` gave them for a step
+    // of a two-task job with DefMemPerCPU=500: all of the job's memory.
+    let tres = |e: &Engine, job: JobId, step: u32| {
+        e.step_list(1)
+            .steps
+            .iter()
+            .find(|s| s.job_id == job && s.step == proto::StepId::Numbered(step))
+            .map(|s| s.tres.clone())
+    };
+    assert_eq!(
+        tres(&e, id, first.step_id).as_deref(),
+        Some("cpu=2,mem=1000M,node=1")
+    );
     assert_eq!(
         e.on_create_step(step_req(id, 1), &user(), 1).unwrap_err(),
         SlurmError::NodesBusy
@@ -2359,9 +2372,11 @@ fn issue_35_a_step_without_exact_takes_all_the_jobs_cpus_on_its_nodes() {
     let mut e = engine();
     let id = two_cpu_job(&mut e);
     exact.job_id = id;
+    let one = e.on_create_step(exact.clone(), &user(), 1).unwrap();
+    assert_eq!(one.cpus, vec![1]);
     assert_eq!(
-        e.on_create_step(exact.clone(), &user(), 1).unwrap().cpus,
-        vec![1]
+        tres(&e, id, one.step_id).as_deref(),
+        Some("cpu=1,mem=1000M,node=1")
     );
     assert_eq!(e.on_create_step(exact, &user(), 1).unwrap().cpus, vec![1]);
     // A step without --exact waits while an --exact one holds a CPU.
