@@ -37,6 +37,9 @@ pub fn job_state(
         }
     }
     opts::resolve_memory(&mut st).map_err(|e| relabel(prog, &e.stderr))?;
+    if let Some(warning) = opts::fit_nodes_to_tasks(&mut st.desc) {
+        eprintln!("{prog}: Warning: {warning}");
+    }
     Ok(st)
 }
 

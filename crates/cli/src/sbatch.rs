@@ -516,7 +516,7 @@ pub fn main(args: Vec<String>) -> i32 {
         None
     };
     let identity = client::current_identity();
-    let built = match build(
+    let mut built = match build(
         &args,
         &env,
         stdin.as_deref(),
@@ -531,6 +531,9 @@ pub fn main(args: Vec<String>) -> i32 {
             return e.code;
         }
     };
+    if let Some(warning) = opts::fit_nodes_to_tasks(&mut built.desc) {
+        eprint(&format!("sbatch: Warning: {warning}\n"));
+    }
     let exit_error = env_get(&env, "SLURM_EXIT_ERROR")
         .and_then(|v| v.parse::<i32>().ok())
         .filter(|c| *c != 0)

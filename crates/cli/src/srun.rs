@@ -290,24 +290,13 @@ pub fn main(args: Vec<String>) -> i32 {
     let cwd = std::env::current_dir()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "/".to_string());
-    let mut st = match alloc::job_state("srun", &job_items, &cwd, crate::common::now()) {
+    let st = match alloc::job_state("srun", &job_items, &cwd, crate::common::now()) {
         Ok(st) => st,
         Err(text) => {
             eprint_lines(&text);
             return if text.contains("Invalid --") { 255 } else { 1 };
         }
     };
-    // Fewer tasks than nodes: every node needs a task, so srun asks for
-    // fewer nodes, with Slurm's warning (`srun -N3 -n2`).
-    if let (Some(ntasks), Some(min_nodes)) = (st.desc.ntasks, st.desc.min_nodes) {
-        if ntasks > 0 && min_nodes > ntasks {
-            eprintln!(
-                "srun: Warning: can't run {ntasks} processes on {min_nodes} nodes, setting nnodes to {ntasks}"
-            );
-            st.desc.min_nodes = Some(ntasks);
-            st.desc.max_nodes = Some(ntasks);
-        }
-    }
     let client = match client::Client::from_env() {
         Ok(c) => c,
         Err(e) => {

@@ -511,6 +511,21 @@ fn resolve_gid(v: &str) -> Result<u32, SbatchError> {
     }
 }
 
+/// Fewer tasks than nodes (`-N3 -n2`): every node needs a task, so the
+/// node count comes down to the task count. Returns Slurm's warning text
+/// for `PROG: Warning: ` (real sbatch, salloc and srun 22.05 all said it).
+pub fn fit_nodes_to_tasks(desc: &mut JobDesc) -> Option<String> {
+    let (ntasks, min_nodes) = (desc.ntasks?, desc.min_nodes?);
+    if ntasks == 0 || min_nodes <= ntasks {
+        return None;
+    }
+    desc.min_nodes = Some(ntasks);
+    desc.max_nodes = Some(ntasks);
+    Some(format!(
+        "can't run {ntasks} processes on {min_nodes} nodes, setting nnodes to {ntasks}"
+    ))
+}
+
 /// Resolves `--mem`, `--mem-per-cpu` and `--mem-per-gpu`, which exclude each
 /// other: the highest source that sets one decides, and two set by that same
 /// source are an error (Slurm's rule).

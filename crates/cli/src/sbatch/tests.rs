@@ -3,7 +3,7 @@ use super::export::{parse_export_file, resolve};
 use super::script::{check_script, directives, wrap_script};
 use super::signal::{parse_signal, signal_number};
 use chrono::{TimeZone, Utc};
-use proto::SignalSpec;
+use proto::{JobDesc, SignalSpec};
 
 /// 2026-12-02T10:24:04Z, a Wednesday (the reference capture's day).
 fn now() -> i64 {
@@ -230,4 +230,27 @@ fn export_file_replaces_the_environment() {
         parse_export_file(b"A=1\nB=2\n"),
         env(&[("A", "1"), ("B", "2")])
     );
+}
+
+/// Issue 35: `-N3 -n2` comes down to two nodes, with the words real
+/// Slurm 22.05 warned with; enough tasks leave the count alone.
+#[test]
+fn issue_35_fewer_tasks_than_nodes_sets_the_node_count() {
+    let mut d = JobDesc {
+        ntasks: Some(2),
+        min_nodes: Some(3),
+        max_nodes: Some(3),
+        ..JobDesc::default()
+    };
+    assert_eq!(
+        super::opts::fit_nodes_to_tasks(&mut d).as_deref(),
+        Some("can't run 2 processes on 3 nodes, setting nnodes to 2")
+    );
+    assert_eq!((d.min_nodes, d.max_nodes), (Some(2), Some(2)));
+    assert_eq!(super::opts::fit_nodes_to_tasks(&mut d), None);
+    let mut d = JobDesc {
+        min_nodes: Some(3),
+        ..JobDesc::default()
+    };
+    assert_eq!(super::opts::fit_nodes_to_tasks(&mut d), None);
 }

@@ -839,9 +839,9 @@ fn issue_35_a_step_time_limit_ends_the_step() {
     );
 }
 
-/// Issue 35: more nodes than tasks: srun shrinks the node count with
-/// Slurm's warning (real Slurm 22.05: `srun -N3 -n2`, and `salloc -N3
-/// srun -N3 -n2`).
+/// Issue 35: more nodes than tasks: srun, sbatch and salloc shrink the
+/// node count with Slurm's warning (real Slurm 22.05: `srun -N3 -n2`,
+/// `salloc -N3 srun -N3 -n2`, `sbatch -N3 -n2`, `salloc -N3 -n2`).
 #[test]
 fn issue_35_more_nodes_than_tasks_warns_and_uses_fewer_nodes() {
     let c = cluster(3);
@@ -865,6 +865,22 @@ fn issue_35_more_nodes_than_tasks_warns_and_uses_fewer_nodes() {
         "{out}"
     );
     assert_eq!(out.stdout, "node1\n", "{out}");
+    // sbatch and salloc say the same (real Slurm 22.05: `sbatch -N3 -n2`,
+    // `salloc -N3 -n2 true`).
+    let warning = "Warning: can't run 2 processes on 3 nodes, setting nnodes to 2\n";
+    let out = c.run("sbatch", &["--parsable", "-N3", "-n2", "--wrap", "true"]);
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.stderr, format!("sbatch: {warning}"));
+    let id: u32 = out.stdout.trim().parse().expect("a job id");
+    assert_eq!(c.wait_done(id, secs(20)), "COMPLETED");
+    assert_eq!(c.job_field(id, "NodeList"), "node[1-2]");
+    let out = c.run("salloc", &["-N3", "-n2", "true"]);
+    assert_eq!(out.code, 0, "{out}");
+    assert!(
+        out.stderr
+            .starts_with(&format!("salloc: {warning}salloc: Granted job allocation ")),
+        "{out}"
+    );
 }
 
 /// Issue 35: more CPUs or nodes than the partition has is accepted and
