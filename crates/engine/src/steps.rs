@@ -64,6 +64,11 @@ pub struct Step {
     pub end_time: Option<Timestamp>,
     /// Time limit.
     pub time_limit: TimeLimit,
+    /// srun gave the step a limit of its own (`-t`): only then does the
+    /// step's limit end it (else the job's does; a suspended job's end
+    /// moves, which a step's copy of the limit would not follow).
+    #[serde(default)]
+    pub own_limit: bool,
     /// Highest exit over the nodes reported so far.
     pub exit: ExitCode,
     /// Nodes that have not reported the step's end yet.
@@ -92,7 +97,9 @@ impl Step {
     pub(crate) fn limit_end(&self) -> Option<Timestamp> {
         match self.time_limit {
             TimeLimit::Minutes(m)
-                if self.state == JobState::Running && !self.pending.is_empty() =>
+                if self.own_limit
+                    && self.state == JobState::Running
+                    && !self.pending.is_empty() =>
             {
                 Some(self.start_time + i64::from(m) * 60)
             }
@@ -476,6 +483,7 @@ impl Engine {
             start_time: now,
             end_time: None,
             time_limit: req.time_limit.unwrap_or(job.time_limit),
+            own_limit: req.time_limit.is_some(),
             exit: ExitCode::default(),
             pending: nodes.iter().copied().collect(),
             usage: proto::StepUsage::default(),

@@ -2397,6 +2397,13 @@ fn issue_35_a_steps_time_limit_ends_it() {
     let mut req = step_req(id, 1);
     req.time_limit = Some(TimeLimit::Minutes(1));
     let step = e.on_create_step(req, &user(), 100).unwrap().step_id;
+    // A step without -t has no deadline of its own: the job's ends it.
+    let mut plain = step_req(id, 1);
+    plain.overlap = true;
+    let plain = e.on_create_step(plain, &user(), 100).unwrap().step_id;
+    let job = e.job(id).unwrap();
+    let plain = job.steps.iter().find(|s| s.id == plain).unwrap();
+    assert_eq!(plain.limit_end(), None);
     e.take_commands();
     assert_eq!(e.next_wakeup(), Some(160));
     e.on_timer(159);
