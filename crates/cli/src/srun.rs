@@ -393,10 +393,11 @@ pub fn main(args: Vec<String>) -> i32 {
             None
         }
     });
-    // Inside an allocation srun asks for the job's node count unless told
-    // otherwise (SLURM_NNODES), so fewer tasks than that get the warning
-    // too (real Slurm: `srun -n1` in a two-node allocation).
-    if in_job.is_some() && st.desc.min_nodes.is_none() && st.desc.nodelist.is_empty() {
+    // Inside an allocation srun asks for the job's node count unless `-N`
+    // says otherwise (SLURM_NNODES), so fewer tasks than that get the
+    // warning too (real Slurm: `srun -n1` and `srun -n1 -w node2` in a
+    // two-node allocation; not `srun -n1 -N1`).
+    if in_job.is_some() && st.desc.min_nodes.is_none() {
         if let (Some(n), Some(job_nodes)) = (st.desc.ntasks, env_num("SLURM_NNODES")) {
             if n > 0 && n < job_nodes {
                 eprintln!(

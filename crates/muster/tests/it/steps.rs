@@ -865,6 +865,24 @@ fn issue_35_more_nodes_than_tasks_warns_and_uses_fewer_nodes() {
         "{out}"
     );
     assert_eq!(out.stdout, "node1\n", "{out}");
+    let out = c.run(
+        "salloc",
+        &[
+            "-N2",
+            "bash",
+            "-c",
+            "srun -n1 -w node2 printenv SLURMD_NODENAME; srun -n1 -N1 true",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(
+        out.stderr
+            .matches("srun: Warning: can't run 1 processes on 2 nodes, setting nnodes to 1\n")
+            .count(),
+        1,
+        "{out}"
+    );
+    assert_eq!(out.stdout, "node2\n", "{out}");
     // sbatch and salloc say the same (real Slurm 22.05: `sbatch -N3 -n2`,
     // `salloc -N3 -n2 true`).
     let warning = "Warning: can't run 2 processes on 3 nodes, setting nnodes to 2\n";
