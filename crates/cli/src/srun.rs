@@ -957,8 +957,12 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                     }
                 }
                 StepdToSrun::TimedOut { message } => {
-                    if !timed_out {
-                        eprint_lines(&message);
+                    // Each node's slurmstepd says so, in the step's stderr
+                    // as its first task there (real `srun -l -e FILE -t 1`
+                    // wrote `0: slurmstepd...` into FILE).
+                    match created.tasks.get(i as usize).and_then(|t| t.first()) {
+                        Some(&task) => sink.add(task, true, message.as_bytes()),
+                        None => eprint_lines(&message),
                     }
                     timed_out = true;
                 }

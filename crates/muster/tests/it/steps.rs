@@ -804,13 +804,17 @@ fn issue_35_gpus_for_the_job_are_spread_over_its_nodes() {
 }
 
 /// Issue 35: a step's own time limit ends it. Real Slurm 22.05 (`salloc
-/// -n1 srun -t 1 bash -c 'sleep 200'`) printed the slurmstepd banner, the
-/// task's end and `srun: Force Terminated StepId=J.0`, and exited 143.
-/// The one slow test of this file: a limit is a whole minute.
+/// -n1 srun -t 1 bash -c 'sleep 200'`) printed slurmstepd's banner, the
+/// task's end and `srun: Force Terminated StepId=J.0`, and exited 143;
+/// with `-l -e FILE` the banner went into FILE as task 0's (`0:
+/// slurmstepd...`). Two such steps run side by side here (`--exact`), so
+/// the minute is waited once: the one slow test of this file.
 #[test]
 fn issue_35_a_step_time_limit_ends_the_step() {
     let c = cluster(1);
-    let out = c.run("salloc", &["-n1", "srun", "-t", "1", "sleep", "200"]);
+    let script = "srun -n1 --exact -t 1 sleep 200 & \
+                  srun -n1 --exact -t 1 -l -e err.txt sleep 200; rc=$?; wait; exit $rc";
+    let out = c.run("salloc", &["-n2", "bash", "-c", script]);
     assert_eq!(out.code, 143, "{out}\n{}", c.logs());
     let id: u32 = out
         .stderr
@@ -819,24 +823,38 @@ fn issue_35_a_step_time_limit_ends_the_step() {
         .and_then(|l| l.strip_prefix("salloc: Granted job allocation "))
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{out}"));
-    let lines: Vec<&str> = out.stderr.lines().collect();
-    assert_eq!(lines.len(), 5, "{out}");
-    let banner = lines[1]
-        .strip_prefix(&format!(
-            "slurmstepd: error: *** STEP {id}.0 ON node1 CANCELLED AT "
-        ))
-        .and_then(|l| l.strip_suffix(" DUE TO TIME LIMIT ***"))
-        .unwrap_or_else(|| panic!("no time limit banner: {out}"));
-    assert!(crate::parse_time(banner) > 0, "{out}");
-    assert_eq!(
-        &lines[2..],
-        [
-            "srun: error: node1: task 0: Terminated".to_string(),
-            format!("srun: Force Terminated StepId={id}.0"),
-            format!("salloc: Relinquishing job allocation {id}"),
-        ],
-        "{out}"
-    );
+    // The banner's step, or None when `line` is not one.
+    let banner_step = |line: &str| -> Option<String> {
+        let rest = line.strip_prefix(&format!("slurmstepd: error: *** STEP {id}."))?;
+        let (step, rest) = rest.split_once(" ON node1 CANCELLED AT ")?;
+        let time = rest.strip_suffix(" DUE TO TIME LIMIT ***")?;
+        assert!(crate::parse_time(time) > 0, "{line}");
+        Some(step.to_string())
+    };
+    let mut lines: Vec<&str> = out.stderr.lines().collect();
+    let banners: Vec<String> = lines.iter().filter_map(|l| banner_step(l)).collect();
+    assert_eq!(banners.len(), 1, "{out}");
+    let labelled = c.read("err.txt");
+    let in_file = labelled
+        .strip_prefix("0: ")
+        .and_then(|l| l.strip_suffix('\n'))
+        .and_then(banner_step)
+        .unwrap_or_else(|| panic!("no labelled banner in err.txt: {labelled:?}"));
+    let mut steps = vec![banners[0].clone(), in_file];
+    steps.sort();
+    assert_eq!(steps, ["0", "1"], "{out}");
+    lines.retain(|l| banner_step(l).is_none());
+    lines.sort_unstable();
+    let mut want = vec![
+        format!("salloc: Granted job allocation {id}"),
+        format!("salloc: Relinquishing job allocation {id}"),
+        format!("srun: Force Terminated StepId={id}.0"),
+        format!("srun: Force Terminated StepId={id}.1"),
+        "srun: error: node1: task 0: Terminated".to_string(),
+        "srun: error: node1: task 0: Terminated".to_string(),
+    ];
+    want.sort();
+    assert_eq!(lines, want, "{out}");
 }
 
 /// Issue 35: more nodes than tasks: srun, sbatch and salloc shrink the
