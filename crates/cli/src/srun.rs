@@ -800,6 +800,11 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
     let mut last_int: Option<Instant> = None;
     let mut kill_at: Option<Instant> = None;
     let mut killed = false;
+    // The controller ended the step alone (`scancel J.S`, `-K`): said once
+    // at the end, as Slurm's srun does.
+    let mut force_terminated = false;
+    let mut said_aborted = false;
+    let kill_wait = client.config().kill_wait;
     // Signals forwarded so far: a supervisor that connects later gets them
     // too (its tasks may already run: it says Hello before it starts them,
     // but that Hello can reach this loop after a signal does).
@@ -893,9 +898,16 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                     sink.flush_task(task);
                     status.insert(task, s);
                     let e = ExitCode::from_wait_status(s);
+                    // -K ends the step as the controller ends a cancelled
+                    // one: the other tasks get SIGTERM (rc 143).
                     if !e.is_success() && o.kill_on_bad_exit && !killed {
                         killed = true;
-                        broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
+                        if !o.quiet {
+                            eprintln!(
+                                "srun: launch/slurm: _step_signal: Terminating StepId={step_name}"
+                            );
+                        }
+                        broadcast(&mut writers, SrunToStepd::Terminate { kill_wait });
                     }
                     if let (Some(w), None) = (o.wait, kill_at) {
                         if status.len() < ntasks {
@@ -923,6 +935,20 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                         eprintln!("srun: Terminating StepId={step_name}");
                         killed = true;
                         broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
+                    }
+                }
+                StepdToSrun::Ending {
+                    step,
+                    kill_wait: wait,
+                } => {
+                    if step {
+                        force_terminated = true;
+                    } else if !said_aborted && !o.quiet {
+                        said_aborted = true;
+                        eprintln!(
+                            "srun: Job step aborted: Waiting up to {} seconds for job step to finish.",
+                            wait + 2
+                        );
                     }
                 }
                 StepdToSrun::Done => {
@@ -988,6 +1014,9 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
     }
     if !o.quiet || status.values().any(|s| *s != 0) {
         eprint_lines(&failure_lines(&created.nodes, &created.tasks, &status));
+    }
+    if force_terminated && !o.quiet {
+        eprintln!("srun: Force Terminated StepId={step_name}");
     }
     exit_status(status.values().copied())
 }

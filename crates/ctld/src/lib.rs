@@ -1047,12 +1047,14 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             step_id,
             signal,
             kill_wait,
+            reason,
         } => {
             let req = NodeRequest::SignalStep {
                 job_id,
                 step_id,
                 signal,
                 kill_wait,
+                reason,
             };
             if let Err(e) = link.call(&addr, &req).await {
                 warn!("cannot signal step {job_id}.{step_id} on {node}: {e}");
@@ -1080,6 +1082,7 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             job_id,
             kill_wait,
             run,
+            reason,
         } => {
             // A node that does not answer may come back with the job still
             // running (a hung host, a cut network): keep trying for a while,
@@ -1087,7 +1090,11 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             // which keeps their order.
             let mut delay = Duration::from_millis(500);
             for attempt in 0..TERMINATE_ATTEMPTS {
-                let req = NodeRequest::Terminate { job_id, kill_wait };
+                let req = NodeRequest::Terminate {
+                    job_id,
+                    kill_wait,
+                    reason,
+                };
                 match link.call(&addr, &req).await {
                     Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => return,
                     Ok(NodeResponse::Failed(why)) => {

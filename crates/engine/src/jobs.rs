@@ -566,7 +566,7 @@ impl Engine {
             self.release_node_share(id, na.node);
         }
         let run = self.jobs[&id].restarts;
-        self.node_command_terminate(batch, id, run);
+        self.node_command_end(batch, id, run, crate::steps::end_reason(state));
         self.refresh_node_state(batch);
     }
 

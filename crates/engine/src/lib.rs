@@ -106,6 +106,8 @@ pub enum Command {
         kill_wait: u32,
         /// Which run of the job (its restart count) this ends.
         run: u32,
+        /// Why, when the job's log gets slurmstepd's banner for it.
+        reason: Option<proto::EndReason>,
     },
     /// Write (or rewrite) a job's accounting record.
     AcctRecord(Box<proto::AcctJob>),
@@ -158,6 +160,8 @@ pub enum Command {
         signal: Option<i32>,
         /// KillWait.
         kill_wait: u32,
+        /// Set when the step is being ended: what its banner says.
+        reason: Option<proto::EndReason>,
     },
 }
 
@@ -1171,6 +1175,8 @@ mod tests;
 mod tests_arrays;
 #[cfg(test)]
 mod tests_preempt;
+#[cfg(test)]
+mod tests_steps;
 
 /// A pending job's request as `Engine::request_cache` keeps it, with what
 /// `sched::PassCache::cannot_start_as` reads of it.

@@ -567,9 +567,13 @@ impl Engine {
             step.usage.merge(&u);
         }
         if step.pending.is_empty() {
+            // A task killed by a signal makes the step CANCELLED (sacct
+            // `CANCELLED 0:9` for SIGKILL), as in Slurm; an exit code FAILED.
             if step.state == JobState::Running {
                 step.state = if step.exit.is_success() {
                     JobState::Completed
+                } else if step.exit.signal != 0 {
+                    JobState::Cancelled
                 } else {
                     JobState::Failed
                 };
@@ -601,7 +605,17 @@ impl Engine {
         if step.state != JobState::Running || step.pending.is_empty() {
             return Err(SlurmError::AlreadyDone);
         }
-        self.signal_step(job_id, step_id, signal);
+        // scancel J.S kills the step's tasks at once (sacct: CANCELLED
+        // 0:9), as Slurm does; the job's end gives them KillWait instead.
+        match signal {
+            Some(sig) => self.signal_step(job_id, step_id, Some(sig), None),
+            None => self.signal_step(
+                job_id,
+                step_id,
+                Some(SIGKILL),
+                Some(proto::EndReason::Cancelled),
+            ),
+        }
         if signal.is_none() {
             if let Some(step) = self
                 .jobs
@@ -615,7 +629,13 @@ impl Engine {
         Ok(())
     }
 
-    fn signal_step(&mut self, job_id: JobId, step_id: u32, signal: Option<i32>) {
+    fn signal_step(
+        &mut self,
+        job_id: JobId,
+        step_id: u32,
+        signal: Option<i32>,
+        reason: Option<proto::EndReason>,
+    ) {
         let Some(step) = self
             .jobs
             .get(&job_id)
@@ -632,6 +652,7 @@ impl Engine {
                 step_id,
                 signal,
                 kill_wait: self.settings.kill_wait,
+                reason,
             });
         }
     }
@@ -650,15 +671,25 @@ impl Engine {
                     .collect()
             })
             .unwrap_or_default();
+        let reason = self.jobs.get(&job_id).and_then(|j| end_reason(j.state));
         for step_id in running {
-            self.signal_step(job_id, step_id, None);
+            self.signal_step(job_id, step_id, None, reason);
             if let Some(step) = self
                 .jobs
                 .get_mut(&job_id)
                 .and_then(|j| j.steps.iter_mut().find(|s| s.id == step_id))
             {
+                // Still running when its job ended: SIGTERM ends it, as
+                // sacct shows (CANCELLED 0:15) for Slurm's.
                 if step.state == JobState::Running {
                     step.state = JobState::Cancelled;
+                    step.exit = worse_exit(
+                        step.exit,
+                        ExitCode {
+                            code: 0,
+                            signal: 15,
+                        },
+                    );
                 }
                 step.pending.clear();
                 step.end_time = Some(now);
@@ -863,6 +894,21 @@ impl Engine {
             .collect()
     }
 }
+
+/// The banner a job ended in `state` gets (None: a job that ended by
+/// itself gets none).
+pub(crate) fn end_reason(state: JobState) -> Option<proto::EndReason> {
+    match state {
+        JobState::Cancelled => Some(proto::EndReason::Cancelled),
+        JobState::Timeout => Some(proto::EndReason::TimeLimit),
+        JobState::Preempted => Some(proto::EndReason::Preempted),
+        _ => None,
+    }
+}
+
+/// SIGKILL's number (the engine has no libc: Linux's 9 everywhere muster
+/// runs).
+const SIGKILL: i32 = 9;
 
 /// `cpu=3,mem=1500M,node=2` (memory left out when not known).
 fn step_tres(cpus: u32, mem: u64, nodes: usize) -> String {

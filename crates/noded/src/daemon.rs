@@ -627,8 +627,9 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             step_id,
             signal,
             kill_wait,
+            reason,
         } => (
-            crate::steps::signal(daemon, job_id, step_id, signal, kill_wait),
+            crate::steps::signal(daemon, job_id, step_id, signal, kill_wait, reason),
             None,
         ),
         NodeRequest::Signal {
@@ -636,13 +637,23 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             signal,
             scope,
         } => (signal_job(daemon, job_id, signal, scope), None),
-        NodeRequest::Terminate { job_id, kill_wait } => {
+        NodeRequest::Terminate {
+            job_id,
+            kill_wait,
+            reason,
+        } => {
             // A job's steps end with it, its extern step too.
             crate::holder::end(daemon, job_id);
             daemon.steps.control(
                 job_id,
                 None,
-                crate::taskd::TaskdControl::Terminate(kill_wait),
+                match reason {
+                    Some(reason) => crate::taskd::TaskdControl::End {
+                        reason,
+                        kill_wait: Some(kill_wait),
+                    },
+                    None => crate::taskd::TaskdControl::Terminate(kill_wait),
+                },
             );
             let action = daemon.jobs().terminate(job_id, kill_wait);
             match action {
@@ -651,6 +662,9 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
                     pgid,
                     kill_wait,
                 }) => {
+                    if let Some(reason) = reason {
+                        write_job_banner(daemon, job_id, pid, reason);
+                    }
                     terminate(daemon, job_id, pid, pgid, kill_wait);
                     (NodeResponse::Ok, None)
                 }
@@ -738,6 +752,26 @@ fn signal_job(daemon: &Daemon, job_id: JobId, signal: i32, scope: SignalScope) -
         Err(nix::errno::Errno::ESRCH) if steps > 0 => NodeResponse::Ok,
         Err(nix::errno::Errno::ESRCH) => failed(Refusal::NoSuchJob.message()),
         Err(e) => failed(format!("cannot signal job {job_id}: {e}")),
+    }
+}
+
+/// slurmstepd's banner for a batch job the controller ends
+/// (`*** JOB 12 ON node1 CANCELLED AT 2026-12-06T14:20:24 ***`), appended
+/// to the script's stderr, whatever file that is (its output is opened for
+/// appending, so the script's own later writes go after it).
+fn write_job_banner(daemon: &Daemon, job_id: JobId, pid: i32, reason: proto::EndReason) {
+    let text = reason.banner(
+        &format!("JOB {job_id}"),
+        &daemon.setup.node_name,
+        &crate::taskd::banner_time(),
+    );
+    let path = format!("/proc/{pid}/fd/2");
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    if let Err(e) = written {
+        warn!(job = %job_id, "cannot write the job's end into its stderr: {e}");
     }
 }
 

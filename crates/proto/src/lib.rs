@@ -1550,6 +1550,9 @@ pub enum NodeRequest {
         job_id: JobId,
         /// Seconds between SIGTERM and SIGKILL.
         kill_wait: u32,
+        /// Why, when the user's log gets slurmstepd's banner for it.
+        #[serde(default)]
+        reason: Option<EndReason>,
     },
     /// The controller is shutting down with `muster down`: stop too.
     Shutdown,
@@ -1610,7 +1613,46 @@ pub enum NodeRequest {
         signal: Option<i32>,
         /// KillWait for ending it.
         kill_wait: u32,
+        /// Set when the step is being ended (by `scancel J.S`, with
+        /// SIGKILL, or with its job, with `signal` None): the banner its
+        /// srun prints, and srun is told.
+        #[serde(default)]
+        reason: Option<EndReason>,
     },
+}
+
+/// Why the controller ends a job's or a step's processes: what the banner
+/// slurmstepd writes into the user's log says
+/// (`*** JOB 12 ON node1 CANCELLED AT 2026-12-06T14:20:24 DUE TO TIME LIMIT ***`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EndReason {
+    /// scancel, or an allocation given back.
+    Cancelled,
+    /// The time limit passed.
+    TimeLimit,
+    /// A higher-priority job preempted it.
+    Preempted,
+}
+
+impl EndReason {
+    /// What follows the time in the banner.
+    pub fn banner_suffix(self) -> &'static str {
+        match self {
+            EndReason::Cancelled => "",
+            EndReason::TimeLimit => " DUE TO TIME LIMIT",
+            EndReason::Preempted => " DUE TO PREEMPTION",
+        }
+    }
+
+    /// slurmstepd's banner for `what` (`JOB 12`, `STEP 12.0`) on `node`,
+    /// ended at `time` (Slurm's local `2026-12-06T14:20:24`), newline
+    /// included.
+    pub fn banner(self, what: &str, node: &str, time: &str) -> String {
+        format!(
+            "slurmstepd: error: *** {what} ON {node} CANCELLED AT {time}{} ***\n",
+            self.banner_suffix()
+        )
+    }
 }
 
 /// Everything a node needs to start a batch script.
