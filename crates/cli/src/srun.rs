@@ -596,9 +596,12 @@ impl OutputSink {
                 if rest.is_empty() {
                     continue;
                 }
+                // A labelled last line without its newline gets one, as
+                // srun -l ends it: the next task's line starts on its own.
                 let text = if self.label {
                     let mut t = format!("{task}: ").into_bytes();
                     t.extend_from_slice(&rest);
+                    t.push(b'\n');
                     t
                 } else {
                     rest
@@ -766,12 +769,7 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
     drop(tx);
     let open = |p: &Option<String>| -> Option<std::fs::File> {
         let p = p.as_ref().filter(|p| !per_task_pattern(p))?;
-        let path = expand_srun_path(p, job_id, created.step_id);
-        let path = if path.starts_with('/') {
-            path
-        } else {
-            format!("{}/{path}", req.work_dir.trim_end_matches('/'))
-        };
+        let path = expand_srun_path(p, &req, created.step_id, &client.identity().user);
         std::fs::File::create(&path).ok()
     };
     let out_file = open(&o.stdout);
@@ -1056,13 +1054,37 @@ fn node_of(tasks: &[Vec<u32>], task: u32) -> Option<u32> {
         .map(|p| p as u32)
 }
 
-/// Expands a pattern srun itself writes (`%j %s %J %%`).
-fn expand_srun_path(p: &str, job: JobId, step: u32) -> String {
-    p.replace("%%", "\u{0}")
-        .replace("%J", &format!("{job}.{step}"))
-        .replace("%j", &job.to_string())
-        .replace("%s", &step.to_string())
-        .replace('\u{0}', "%")
+/// Expands a pattern srun itself writes (one without `%t %n %N`), made
+/// absolute against the step's working directory (`model::filename`: the
+/// job's name and array ids from the step's environment, as in the tasks).
+fn expand_srun_path(p: &str, req: &StepRequest, step: u32, user: &str) -> String {
+    let env = |name: &str| {
+        req.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(name).ok())
+    };
+    let env_num = |name: &str| env(name).and_then(|v| v.parse::<u32>().ok());
+    let job_step = format!("{}.{step}", req.job_id);
+    let step = step.to_string();
+    let name = env("SLURM_JOB_NAME").unwrap_or_else(|| req.name.clone());
+    model::filename::expand(
+        p,
+        &model::filename::PatternValues {
+            job_id: req.job_id.0,
+            job_step: Some(&job_step),
+            array_job_id: env_num("SLURM_ARRAY_JOB_ID").unwrap_or(req.job_id.0),
+            array_task_id: env_num("SLURM_ARRAY_TASK_ID"),
+            name: &name,
+            user,
+            node: "",
+            node_index: 0,
+            task: 0,
+            step: &step,
+            work_dir: &req.work_dir,
+        },
+    )
 }
 
 #[cfg(test)]
@@ -1107,5 +1129,47 @@ mod tests {
         };
         sink.add(1, false, b"a\nb");
         assert_eq!(sink.partial[&(1, false)], b"b".to_vec());
+    }
+
+    #[test]
+    fn issue_35_srun_output_patterns_name_user_job_and_array() {
+        let req = StepRequest {
+            job_id: JobId(42),
+            name: "hostname".into(),
+            work_dir: "/w".into(),
+            env: vec![
+                ("SLURM_JOB_NAME".into(), "myjob".into()),
+                ("SLURM_ARRAY_JOB_ID".into(), "40".into()),
+                ("SLURM_ARRAY_TASK_ID".into(), "2".into()),
+            ],
+            ..StepRequest::default()
+        };
+        assert_eq!(
+            expand_srun_path("%u-%x-%A_%a-%j.%s-%J-%%.out", &req, 3, "alice"),
+            "/w/alice-myjob-40_2-42.3-42.3-%.out"
+        );
+        assert_eq!(expand_srun_path("/o/%j", &req, 0, "alice"), "/o/42");
+    }
+
+    /// `srun -l -n2 bash -c 'printf p$SLURM_PROCID'` under Slurm 22.05
+    /// prints `0: p0` and `1: p1` on lines of their own.
+    #[test]
+    fn issue_35_a_labelled_last_line_is_ended_with_a_newline() {
+        let dir = std::env::temp_dir().join(format!("srun-label-{}", std::process::id()));
+        let file = std::fs::File::create(&dir).expect("a temp file");
+        let mut sink = OutputSink {
+            label: true,
+            unbuffered: false,
+            partial: BTreeMap::new(),
+            files: [file.try_clone().ok(), None],
+        };
+        sink.add(0, false, b"p0");
+        sink.add(1, false, b"p1");
+        sink.flush_task(0);
+        sink.flush_task(1);
+        drop(sink);
+        let text = std::fs::read_to_string(&dir).expect("written");
+        let _ = std::fs::remove_file(&dir);
+        assert_eq!(text, "0: p0\n1: p1\n");
     }
 }

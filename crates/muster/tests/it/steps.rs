@@ -393,7 +393,46 @@ fn issue_35_kill_on_bad_exit_ends_the_other_tasks_with_sigterm() {
     );
 }
 
+#[test]
+fn issue_35_labelled_partial_lines_of_two_tasks_stay_apart() {
+    let c = cluster(1);
+    // Slurm 22.05: `srun -l -n2 bash -c 'printf p$SLURM_PROCID'` printed
+    // `0: p0` and `1: p1`, each on its own line.
+    let out = c.run(
+        "srun",
+        &["-l", "-n2", "bash", "-c", "printf p$SLURM_PROCID"],
+    );
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    assert_eq!(sorted_lines(&out.stdout), vec!["0: p0", "1: p1"], "{out}");
+    assert!(out.stdout.ends_with('\n'), "{out}");
+    // Unlabelled, nothing is added (Slurm printed `p0p1`).
+    let out = c.run("srun", &["-n1", "bash", "-c", "printf p"]);
+    assert_eq!(out.stdout, "p", "{out}");
+}
 
+#[test]
+fn issue_35_srun_output_patterns_name_the_user_job_and_array() {
+    let c = cluster(1);
+    let user = e2e::user_name();
+    c.ok("srun", &["-J", "named", "-o", "%u-%x-%a.out", "echo", "hi"]);
+    let text = c.wait_file(&format!("{user}-named-4294967294.out"), secs(5));
+    assert_eq!(text, "hi\n");
+    c.ok("srun", &["-J", "other", "-o", "arr-%A-%j.out", "true"]);
+    let names: Vec<String> = std::fs::read_dir(c.work())
+        .expect("the work dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("arr-"))
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let parts: Vec<&str> = names[0]
+        .trim_start_matches("arr-")
+        .trim_end_matches(".out")
+        .split('-')
+        .collect();
+    // Outside an array %A is the job id.
+    assert_eq!(parts.len(), 2, "{names:?}");
+    assert_eq!(parts[0], parts[1], "{names:?}");
+}
 
 
 #[test]
