@@ -434,6 +434,26 @@ fn issue_35_srun_output_patterns_name_the_user_job_and_array() {
     assert_eq!(parts[0], parts[1], "{names:?}");
 }
 
+#[test]
+fn issue_35_salloc_exits_as_slurms_when_its_command_is_killed() {
+    let c = cluster(1);
+    // Slurm 22.05: `salloc -n1 bash -c 'kill -KILL $$'` exits 0 (HUP, INT,
+    // QUIT too), `kill -TERM $$` 1.
+    let out = c.run("salloc", &["-n1", "bash", "-c", "kill -KILL $$"]);
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    let out = c.run("salloc", &["-n1", "bash", "-c", "kill -TERM $$"]);
+    assert_eq!(out.code, 1, "{out}");
+    // `salloc --no-shell` names its job no-shell (squeue -o %j).
+    let out = c.ok("salloc", &["--no-shell", "-n1"]);
+    let id: u32 = out
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("salloc: Granted job allocation "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no allocation: {out}"));
+    assert_eq!(c.squeue_field(id, "%j"), "no-shell");
+    c.ok("scancel", &[&id.to_string()]);
+}
 
 #[test]
 fn issue_35_a_cancelled_job_and_its_step_say_so_in_the_log() {
