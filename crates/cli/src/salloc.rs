@@ -118,8 +118,10 @@ pub fn main(args: Vec<String>) -> i32 {
         } else {
             command
         };
+        // The allocation's variables, not sbatch's own (SLURM_PRIO_PROCESS,
+        // SLURM_UMASK): salloc's command has none of them, as in Slurm; the
+        // steps it starts get them from srun.
         let mut env = alloc::process_env();
-        crate::sbatch::add_process_env(&mut env);
         for (k, v) in &a.env {
             alloc::set_env(&mut env, k, v);
         }

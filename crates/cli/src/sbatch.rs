@@ -392,7 +392,23 @@ fn build_inner(
             Some(export::parse_export_file(&bytes))
         }
     };
+    let from_file_given = from_file.is_some();
     let mut job_env = export::resolve(st.export.as_deref(), &own_env, from_file);
+    if let Some(spec) = st.export.as_deref() {
+        if !from_file_given && export::leaves_out_environment(spec) {
+            let login = match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(identity.uid))
+            {
+                Ok(Some(u)) => export::login_env(
+                    &u.name,
+                    identity.uid,
+                    &u.dir.to_string_lossy(),
+                    &u.shell.to_string_lossy(),
+                ),
+                _ => export::login_env(&identity.user, identity.uid, "", ""),
+            };
+            job_env = export::from_login(spec, login, job_env);
+        }
+    }
     if st.get_user_env {
         job_env.retain(|(k, _)| k != "SLURM_GET_USER_ENV");
         job_env.push(("SLURM_GET_USER_ENV".to_string(), "1".to_string()));

@@ -156,6 +156,8 @@ struct Opts {
     stdout: Option<String>,
     stderr: Option<String>,
     distribution: Distribution,
+    /// `-m` as given, when it was.
+    distribution_arg: Option<String>,
     overlap: bool,
     exclusive: bool,
     overcommit: bool,
@@ -234,7 +236,10 @@ pub fn main(args: Vec<String>) -> i32 {
                     "output" => o.stdout = Some(val),
                     "error" => o.stderr = Some(val),
                     "distribution" => match Distribution::parse(&val) {
-                        Some(d) => o.distribution = d,
+                        Some(d) => {
+                            o.distribution = d;
+                            o.distribution_arg = Some(val);
+                        }
                         None => {
                             eprintln!("srun: error: Invalid --distribution specification");
                             return 1;
@@ -364,8 +369,15 @@ pub fn main(args: Vec<String>) -> i32 {
                 Ok(a) => a,
                 Err(code) => return code,
             };
+            // A standalone srun's tasks have the allocation's variables
+            // less its node aliases and the memory default, as Slurm's.
             for (k, v) in &a.env {
-                alloc::set_env(&mut env, k, v);
+                if !matches!(
+                    k.as_str(),
+                    "SLURM_NODE_ALIASES" | "SLURM_MEM_PER_CPU" | "SLURM_MEM_PER_NODE"
+                ) {
+                    alloc::set_env(&mut env, k, v);
+                }
             }
             (a.job_id, true)
         }
@@ -379,6 +391,16 @@ pub fn main(args: Vec<String>) -> i32 {
             None
         }
     });
+    // `-m block` is said in the tasks' environment too (the controller
+    // sets the other distributions' names).
+    if o.distribution == Distribution::Block {
+        if let Some(arg) = &o.distribution_arg {
+            let first = arg.split([':', ',']).next().unwrap_or("");
+            if first.eq_ignore_ascii_case("block") {
+                alloc::set_env(&mut env, "SLURM_DISTRIBUTION", "block");
+            }
+        }
+    }
     let step_env = match o.export.as_deref() {
         None => env.clone(),
         Some(spec) => crate::sbatch::export::resolve(Some(spec), &env, None),

@@ -508,9 +508,12 @@ impl Engine {
             set("SLURM_DISTRIBUTION", d.to_string());
         }
         set("SLURM_JOBID", job.id.to_string());
+        set("SLURM_JOB_GID", job.desc.gid.to_string());
         set("SLURM_JOB_ID", job.id.to_string());
         set("SLURM_JOB_NODELIST", job_nodes.clone());
         set("SLURM_JOB_NUM_NODES", job_names.len().to_string());
+        set("SLURM_JOB_UID", job.desc.uid.to_string());
+        set("SLURM_JOB_USER", job.desc.user.clone());
         set("SLURM_LAUNCH_NODE_IPADDR", req.srun_host.clone());
         set("SLURM_NNODES", names.len().to_string());
         set("SLURM_NODELIST", job_nodes);
@@ -526,6 +529,13 @@ impl Engine {
         set("SLURM_STEP_NUM_TASKS", ntasks.to_string());
         set("SLURM_STEP_TASKS_PER_NODE", per_node.clone());
         set("SLURM_TASKS_PER_NODE", per_node);
+        set(
+            "SLURM_WORKING_CLUSTER",
+            format!(
+                "{}:{}:{}:9728:109",
+                self.settings.cluster_name, self.settings.ctld_addr, self.settings.ctld_port
+            ),
+        );
         let mut env: Vec<(String, String)> = req
             .env
             .iter()
@@ -754,7 +764,10 @@ impl Engine {
                 .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
                 .collect();
             // The batch variables without those of the batch script's own
-            // process and node, and without the user's.
+            // process and node, and without the user's; salloc's own
+            // environment has none of the job's owner, priority and cluster
+            // address either (its steps get them: `step_env`), nor the
+            // memory the job did not ask for.
             const NOT_FOR_ALLOCATIONS: &[&str] = &[
                 "ENVIRONMENT",
                 "SLURM_CPUS_ON_NODE",
@@ -767,11 +780,21 @@ impl Engine {
                 "CUDA_VISIBLE_DEVICES",
                 "GPU_DEVICE_ORDINAL",
                 "TMPDIR",
+                "SLURM_JOB_GID",
+                "SLURM_JOB_UID",
+                "SLURM_JOB_USER",
+                "SLURM_PRIO_PROCESS",
+                "SLURM_WORKING_CLUSTER",
             ];
+            let asked = |k: &str| match k {
+                "SLURM_MEM_PER_CPU" => job.desc.mem_per_cpu.is_some(),
+                "SLURM_MEM_PER_NODE" => job.desc.mem_per_node.is_some(),
+                _ => true,
+            };
             let env = self
                 .batch_env(job)
                 .into_iter()
-                .filter(|(k, _)| !NOT_FOR_ALLOCATIONS.contains(&k.as_str()))
+                .filter(|(k, _)| !NOT_FOR_ALLOCATIONS.contains(&k.as_str()) && asked(k))
                 .filter(|(k, _)| k.starts_with("SLURM_"))
                 .filter(|kv| !job.env.contains(kv) || kv.0.starts_with("SLURM_JOB"))
                 .collect();

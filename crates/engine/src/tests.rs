@@ -2283,3 +2283,21 @@ fn plans_go_over_the_pool_while_every_pending_job_spreads() {
     assert_eq!(e.plans[&wide].start, 3600);
     assert_eq!(e.job(pinned).unwrap().state, JobState::Pending);
 }
+
+#[test]
+fn issue_35_a_batch_job_without_tasks_asked_has_no_task_count() {
+    let mut e = engine();
+    submit(&mut e, desc(), 0);
+    let cmds = e.take_commands();
+    let env = cmds
+        .iter()
+        .find_map(|c| match c {
+            Command::LaunchBatch { launch, .. } => Some(launch.env.clone()),
+            _ => None,
+        })
+        .expect("a launch");
+    for k in ["SLURM_NTASKS", "SLURM_NPROCS"] {
+        assert!(!env.iter().any(|(n, _)| n == k), "{k} in {env:?}");
+    }
+    assert!(env.iter().any(|(n, _)| n == "SLURM_MEM_PER_CPU"));
+}

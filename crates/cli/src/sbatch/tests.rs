@@ -217,6 +217,47 @@ fn export_forms() {
     );
 }
 
+/// Issue 35: `sbatch --export=NONE` and `--export=X=1` under Slurm 22.05
+/// give the job the user's login environment (HOME, USER, ...) with
+/// `SLURM_EXPORT_ENV` and `SLURM_GET_USER_ENV=1`; `--export=ALL,X=1` neither.
+#[test]
+fn issue_35_export_without_all_starts_from_the_login_environment() {
+    use super::export::{from_login, leaves_out_environment, login_env};
+    assert!(leaves_out_environment("NONE"));
+    assert!(leaves_out_environment("X=1"));
+    assert!(leaves_out_environment("NONE,X=1"));
+    assert!(!leaves_out_environment("ALL,X=1"));
+    assert!(!leaves_out_environment("all"));
+    let login = login_env("alice", 1000, "/home/alice", "/bin/bash");
+    assert_eq!(
+        login,
+        env(&[
+            ("HOME", "/home/alice"),
+            ("LOGNAME", "alice"),
+            ("MAIL", "/var/mail/alice"),
+            (
+                "PATH",
+                "/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games"
+            ),
+            ("SHELL", "/bin/bash"),
+            ("USER", "alice"),
+        ])
+    );
+    let base = env(&[("PATH", "/mine"), ("FOO", "bar"), ("SLURM_CONF", "/c")]);
+    let job = from_login("X=1", login, resolve(Some("X=1"), &base, None));
+    let get = |k: &str| job.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    assert_eq!(get("X"), Some("1"));
+    assert_eq!(get("FOO"), None);
+    assert_eq!(get("HOME"), Some("/home/alice"));
+    assert_eq!(
+        get("PATH"),
+        Some("/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games")
+    );
+    assert_eq!(get("SLURM_EXPORT_ENV"), Some("X=1"));
+    assert_eq!(get("SLURM_GET_USER_ENV"), Some("1"));
+    assert_eq!(get("SLURM_CONF"), Some("/c"));
+}
+
 #[test]
 fn export_file_replaces_the_environment() {
     let base = env(&[("PATH", "/bin"), ("SLURM_SUBMIT_DIR", "/d")]);
