@@ -128,6 +128,7 @@ impl SubmitTokens {
     }
 
     /// How many tokens are remembered.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.by_token.len()
     }
