@@ -16,6 +16,7 @@
 
 mod acct;
 mod durable;
+mod fault;
 mod private;
 mod trim;
 
@@ -238,6 +239,7 @@ pub fn main(args: Vec<String>) -> i32 {
 
 /// Runs the controller until SIGINT/SIGTERM or `scontrol shutdown`.
 pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
+    fault::init();
     let loaded =
         conf::load(&opts.conf).with_context(|| format!("reading {}", opts.conf.display()))?;
     for w in &loaded.warnings {
@@ -419,7 +421,7 @@ async fn serve_connection(
     // the controller. Re-encoding can grow a request (omitted optional
     // fields come back as nulls, by well under 2x), so requests are held to
     // a quarter of the record limit (docs/limits.md).
-    const MAX_REQUEST_BYTES: u32 = proto::MAX_FRAME_BYTES / 4;
+    const MAX_REQUEST_BYTES: u32 = proto::MAX_REQUEST_BYTES;
     stream.set_nodelay(true)?;
     let (rd, mut wr) = stream.into_split();
     // Reads go through a buffer: a request's length and body, the wait
@@ -559,6 +561,25 @@ fn refused(e: SlurmError) -> Owed {
     Owed::Ready(Box::new(CtldResponse::Error(e)), rpc::Encoding::Json)
 }
 
+/// Reads and drops the `len` bytes of a frame that is not read, within
+/// `rpc::IO_TIMEOUT`; nothing is kept.
+async fn skip_bytes(
+    stream: &mut tokio::io::BufReader<tokio::net::tcp::OwnedReadHalf>,
+    len: u32,
+) -> Result<(), rpc::RpcError> {
+    let mut body = tokio::io::AsyncReadExt::take(&mut *stream, u64::from(len));
+    let skipped = tokio::time::timeout(
+        rpc::IO_TIMEOUT,
+        tokio::io::copy(&mut body, &mut tokio::io::sink()),
+    )
+    .await
+    .map_err(|_| rpc::RpcError::Timeout)??;
+    if skipped < u64::from(len) {
+        return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+    }
+    Ok(())
+}
+
 /// Reads one request from `stream`, checks its credential (or, in a
 /// session, its number) and hands it to the engine task: what the
 /// connection then owes its client, and whether it goes on. `None`: the
@@ -580,6 +601,13 @@ async fn read_request(
         Ok(read) => read,
         Err(rpc::RpcError::Version { .. }) => {
             return Ok(Some((refused(SlurmError::ProtocolVersion), Next::Read)))
+        }
+        Err(rpc::RpcError::TooLarge { len, max }) if len <= proto::MAX_FRAME_BYTES => {
+            // Read (not kept) so that the client reads the refusal rather
+            // than a reset connection, then closed (docs/limits.md).
+            warn!("refusing a request of {len} bytes from {peer} (limit {max})");
+            skip_bytes(stream, len).await?;
+            return Ok(Some((refused(SlurmError::RequestTooLarge), Next::Close)));
         }
         Err(e) => {
             warn!("dropping malformed request: {e}");
@@ -1277,6 +1305,7 @@ async fn engine_loop(
             let _ = fatal_tx.send(format!("cannot write the controller state: {e}"));
             return;
         }
+        fault::after_commit(replies.iter().map(|(_, resp)| resp));
         for (reply, resp) in replies {
             let _ = reply.send(resp);
         }

@@ -378,6 +378,11 @@ impl Cluster {
     }
 
     fn spawn(&self, args: &[&str], log: &Path) -> Child {
+        self.spawn_env(args, log, &[])
+    }
+
+    /// [`Cluster::spawn`] with variables added to the daemon's environment.
+    fn spawn_env(&self, args: &[&str], log: &Path, env: &[(&str, &str)]) -> Child {
         let out = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -402,6 +407,7 @@ impl Cluster {
             .current_dir(&self.root)
             .env("MUSTER_LOG", "debug");
         clean_env(&mut cmd);
+        cmd.envs(env.iter().copied());
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
         // A binary a test just copied (to run it as other users) may still
@@ -687,10 +693,16 @@ impl Cluster {
 
     /// Starts the controller again (after `kill_ctld`) without waiting.
     pub fn spawn_ctld(&mut self) {
+        self.spawn_ctld_env(&[]);
+    }
+
+    /// [`Cluster::spawn_ctld`] with variables added to the controller's
+    /// environment (such as its test fault hook, `MUSTER_TEST_FAULT`).
+    pub fn spawn_ctld_env(&mut self, env: &[(&str, &str)]) {
         self.kill_ctld();
         let conf_s = self.conf.display().to_string();
         let log = self.root.join("log/ctld.log");
-        let ch = self.spawn(&["ctld", "-f", &conf_s], &log);
+        let ch = self.spawn_env(&["ctld", "-f", &conf_s], &log, env);
         self.ctld = Some(ch);
     }
 
