@@ -50,6 +50,9 @@ pub enum ClientError {
     Credential(#[source] auth::AuthError),
 }
 
+#[cfg(test)]
+mod tests;
+
 /// Where `muster up` keeps its cluster when `MUSTER_STATE_DIR` is unset:
 /// `$XDG_STATE_HOME/muster` or `~/.local/state/muster`.
 pub fn default_state_dir() -> PathBuf {
@@ -310,7 +313,15 @@ impl Client {
         let mut delay = RETRY_FIRST_DELAY;
         let mut maybe_sent = false;
         loop {
-            match self.call_once(&req) {
+            // A try after the first waits only for what is left of the
+            // first one's timeout.
+            let wait = match maybe_sent {
+                false => TIMEOUT,
+                true => TIMEOUT
+                    .saturating_sub(first_try.elapsed())
+                    .max(RETRY_MAX_DELAY),
+            };
+            match self.call_once(&req, wait) {
                 Ok(resp) => return answer(resp),
                 Err(failed) => {
                     maybe_sent |= failed.maybe_sent;
@@ -328,8 +339,9 @@ impl Client {
     }
 
     /// One try of [`Client::call`]: the answer (refusals included), or
-    /// why none came.
-    fn call_once(&self, req: &CtldRequest) -> Result<CtldResponse, NoAnswer> {
+    /// why none came. A new connection waits up to `timeout` to connect,
+    /// and for each read and write.
+    fn call_once(&self, req: &CtldRequest, timeout: Duration) -> Result<CtldResponse, NoAnswer> {
         // A kept connection that failed without an answer was usually
         // closed by the controller before it read the request, but the
         // controller may also have read it and died: it may have been sent.
@@ -357,7 +369,7 @@ impl Client {
             let env = rpc::signed_envelope(self.identity.clone(), Some(credential), req);
             rpc::append_frame(&mut frame, &env, enc, proto::MAX_REQUEST_BYTES)
                 .map_err(|e| NoAnswer::before_sending(frame_error(e)))?;
-            let mut conn = match rpc::Conn::connect(addr, TIMEOUT) {
+            let mut conn = match rpc::Conn::connect(addr, timeout) {
                 Ok(conn) => conn,
                 Err(e) => {
                     last = Some(e);
@@ -372,10 +384,14 @@ impl Client {
             };
             match answer {
                 Ok(resp) => {
-                    self.keep(Kept {
-                        conn,
-                        next_seq: None,
-                    });
+                    // Kept only with the usual timeout (a retry's is
+                    // shorter, and would then cut later calls short).
+                    if timeout == TIMEOUT {
+                        self.keep(Kept {
+                            conn,
+                            next_seq: None,
+                        });
+                    }
                     return Ok(resp);
                 }
                 Err(e) => last = Some(e),
