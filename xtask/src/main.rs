@@ -1,9 +1,13 @@
 //! Repository automation. `cargo xtask verify` runs exactly what CI runs and
-//! never modifies files: formatting, lints, the whole test suite (unit,
-//! golden, property and end-to-end tests with real daemons), and the
-//! dependency rules of ARCHITECTURE.md.
+//! never modifies the source tree: as root, the set-up of what the tests
+//! need (`xtask/setup.sh`: munged, PostgreSQL, MPI); formatting, lints, the
+//! whole test suite (unit, golden, property and end-to-end tests with real
+//! daemons), the dependency rules of ARCHITECTURE.md, and the README's own
+//! first command (`readme`: a local cluster up, a job run on it, down).
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
 
 /// Pure crates: no async runtime, sockets or clock may enter their graph.
 const PURE_CRATES: &[&str] = &["hostlist", "model", "conf", "sched", "engine"];
@@ -89,7 +93,184 @@ fn with_pmix() -> bool {
     found || required
 }
 
+/// Installs and starts what the tests need (`xtask/setup.sh`) where that
+/// is possible, as root, and hands the tests the variables it reports
+/// (`MUSTER_TEST_PG`, `MUSTER_REQUIRE_MPI`, ...). As another user the
+/// tests that need those services say why they do not run.
+fn setup() -> bool {
+    if !is_root() {
+        eprintln!(
+            "==> setup: not root: munged, PostgreSQL and MPI are not installed or started \
+             (the tests that need them say so and do not run)"
+        );
+        return true;
+    }
+    let vars = std::env::temp_dir().join(format!("muster-xtask-setup-{}", std::process::id()));
+    let script = workspace_root().join("xtask/setup.sh");
+    let ok = run(
+        "setup",
+        "sh",
+        &[&script.to_string_lossy(), &vars.to_string_lossy()],
+    );
+    let text = std::fs::read_to_string(&vars).unwrap_or_default();
+    let _ = std::fs::remove_file(&vars);
+    for line in text.lines() {
+        if let Some((key, value)) = line.split_once('=') {
+            eprintln!("==> setup: {key}={value}");
+            std::env::set_var(key, value);
+        }
+    }
+    ok
+}
+
+fn is_root() -> bool {
+    // No libc in xtask: `id -u` says it.
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.status.success() && o.stdout.trim_ascii() == b"0")
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lies in the workspace")
+        .to_path_buf()
+}
+
+/// The README's first command (the first line of its first `sh` block),
+/// split into words: what a newcomer types first.
+fn readme_up_command() -> Result<Vec<String>, String> {
+    let path = workspace_root().join("README.md");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let block = text
+        .split("```sh\n")
+        .nth(1)
+        .ok_or("README.md has no ```sh block")?;
+    let line = block.lines().next().unwrap_or("");
+    let command = line.split('#').next().unwrap_or("").trim();
+    let words: Vec<String> = command.split_whitespace().map(str::to_string).collect();
+    if words.last().map(String::as_str) != Some("up") {
+        return Err(format!(
+            "README.md's first command is {command:?}: expected one ending in `up`"
+        ));
+    }
+    Ok(words)
+}
+
+/// Runs the README's first command exactly as written, with `--detach`
+/// (in a state directory of its own, `MUSTER_STATE_DIR`), runs a job on the
+/// cluster it started through the links it made, and stops it with
+/// `muster down`: a README command can never break unnoticed.
+fn readme() -> bool {
+    let words = match readme_up_command() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("xtask: readme: {e}");
+            return false;
+        }
+    };
+    let state = std::env::temp_dir().join(format!("muster-xtask-readme-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    let with_state = |program: &str, args: &[String]| {
+        let mut c = Command::new(program);
+        c.args(args).env("MUSTER_STATE_DIR", &state);
+        c
+    };
+    let mut up_args = words[1..].to_vec();
+    up_args.push("--detach".into());
+    eprintln!(
+        "==> readme: {} (MUSTER_STATE_DIR={})",
+        up_args.join(" "),
+        state.display()
+    );
+    let up_ok = with_state(&words[0], &up_args)
+        .status()
+        .is_ok_and(|s| s.success());
+    let job_ok = up_ok && readme_job(&state);
+    // `muster down` whatever happened, the same way `up` was run.
+    let mut down_args = words[1..words.len() - 1].to_vec();
+    down_args.push("down".into());
+    let down_ok = with_state(&words[0], &down_args)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !up_ok {
+        eprintln!("xtask: readme: `{} --detach` failed", words.join(" "));
+    } else if !down_ok {
+        eprintln!("xtask: readme: `muster down` failed");
+    }
+    if up_ok && job_ok && down_ok {
+        let _ = std::fs::remove_dir_all(&state);
+        eprintln!("==> readme: ok");
+        true
+    } else {
+        eprintln!(
+            "xtask: readme: the cluster's logs are in {}/log",
+            state.display()
+        );
+        false
+    }
+}
+
+/// `sbatch --wrap` through the links `muster up` made, waited for; its
+/// output file must hold what the job printed.
+fn readme_job(state: &Path) -> bool {
+    let bin = state.join("bin");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(bin.join("sbatch"))
+        .args([
+            "--parsable",
+            "--wait",
+            "-t",
+            "1",
+            "--wrap",
+            "echo readme-ok",
+        ])
+        .env("PATH", &path)
+        .env("SLURM_CONF", state.join("slurm.conf"))
+        .current_dir(state)
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("xtask: readme: cannot run sbatch: {e}");
+            return false;
+        }
+    };
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() {
+        eprintln!(
+            "xtask: readme: sbatch --wait failed ({}): {id} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return false;
+    }
+    let file = state.join(format!("slurm-{id}.out"));
+    // The node daemon closes the file as the job ends; allow it a moment.
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if text == "readme-ok\n" {
+            eprintln!("==> readme: job {id} ran");
+            return true;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            eprintln!("xtask: readme: {} holds {text:?}", file.display());
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn verify() -> bool {
+    if !setup() {
+        return false;
+    }
     let pmix = with_pmix();
     let features: &[&str] = if pmix {
         &["--features", "muster/pmix"]
@@ -130,6 +311,7 @@ fn verify() -> bool {
             ))
         && tidy()
         && run("tests", "cargo", &with(&["test", "--workspace", "--locked", "--no-fail-fast"]))
+        && readme()
 }
 
 fn main() -> ExitCode {
@@ -137,8 +319,10 @@ fn main() -> ExitCode {
     let ok = match args.first().map(String::as_str) {
         Some("verify") => verify(),
         Some("tidy") => tidy(),
+        Some("setup") => setup(),
+        Some("readme") => readme(),
         _ => {
-            eprintln!("usage: cargo xtask verify | tidy");
+            eprintln!("usage: cargo xtask verify | tidy | setup | readme");
             false
         }
     };

@@ -1,7 +1,7 @@
 //! The conformance suite and schema upgrades on PostgreSQL.
 //!
 //! They run against the server named by `MUSTER_TEST_PG`, a libpq-style
-//! `key=value` connection string (.ci/run sets one up). Each store lives in
+//! `key=value` connection string (xtask/setup.sh sets one up). Each store lives in
 //! a fresh schema of its own, dropped at the end, so tests run in parallel
 //! without seeing each other. Without `MUSTER_TEST_PG` the tests say so and
 //! pass, except under CI (`CI` set), where they fail: CI must not skip them.
@@ -23,7 +23,7 @@ fn conninfo(test: &str) -> Option<String> {
             assert!(
                 !ci,
                 "{test}: MUSTER_TEST_PG is not set but CI is: the PostgreSQL accounting \
-                 tests must run in CI (.ci/run starts a server and sets it)"
+                 tests must run in CI (xtask/setup.sh starts a server and sets it)"
             );
             eprintln!("{test}: did not run: set MUSTER_TEST_PG to a PostgreSQL connection string");
             None

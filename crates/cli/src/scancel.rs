@@ -14,8 +14,10 @@
 //! Array tasks (`123_4`, `123_[1-3]`) go to the controller with the task
 //! list; `123` alone cancels every task of array 123.
 //!
-//! Not yet: steps (`123.0`) are parsed and then answered as the controller
-//! answers an unknown job ("Invalid job id specified", printed only with `-v`).
+//! Steps (`123.0`) are cancelled or signalled alone. `--signal` without
+//! `-b` or `-f` reaches the job's steps and not the batch shell, `-b` the
+//! batch shell alone (not its children), `-f` the batch shell, its
+//! children and the steps (`request`, proto::SignalScope).
 
 #[cfg(test)]
 mod tests;
@@ -461,6 +463,29 @@ pub fn step_spec(text: &str) -> Option<(JobId, u32)> {
     Some((JobId(job.parse().ok()?), step.parse().ok()?))
 }
 
+/// The controller request for one target as typed (`123`, `123_4`,
+/// `123.0`); None for an id the controller could not know. With
+/// `--signal`, `-b` and `-f` say who gets it (proto::SignalScope: the
+/// steps alone without them); a step id names its step, and `-b`/`-f` do
+/// not apply to it (scancel(1)).
+pub fn request(args: &ScancelArgs, text: &str) -> Option<CtldRequest> {
+    if let Some((job_id, step_id)) = step_spec(text) {
+        return Some(CtldRequest::CancelStep {
+            job_id,
+            step_id,
+            signal: args.request_signal(),
+        });
+    }
+    let spec = model::array::JobIdSpec::parse(text)?;
+    Some(CtldRequest::Cancel {
+        job_id: JobId(spec.job_id),
+        signal: args.request_signal(),
+        batch_only: args.batch,
+        full: args.full,
+        tasks: spec.tasks,
+    })
+}
+
 /// Runs `scancel`.
 pub fn main(args: Vec<String>) -> i32 {
     let args = match parse_args(&args) {
@@ -516,20 +541,9 @@ pub fn main(args: Vec<String>) -> i32 {
 
     let mut status = 0;
     for text in targets {
-        let result = match (step_spec(&text), model::array::JobIdSpec::parse(&text)) {
-            (Some((job_id, step_id)), _) => client.call_ok(CtldRequest::CancelStep {
-                job_id,
-                step_id,
-                signal: args.request_signal(),
-            }),
-            (None, Some(spec)) => client.call_ok(CtldRequest::Cancel {
-                job_id: JobId(spec.job_id),
-                signal: args.request_signal(),
-                batch_only: args.batch,
-                full: args.full,
-                tasks: spec.tasks,
-            }),
-            (None, None) => Err(client::ClientError::Refused(SlurmError::InvalidJobId)),
+        let result = match request(&args, &text) {
+            Some(req) => client.call_ok(req),
+            None => Err(client::ClientError::Refused(SlurmError::InvalidJobId)),
         };
         let out = outcome(&args, &text, result.as_ref().err());
         for m in &out.messages {

@@ -348,6 +348,9 @@ pub fn apply(
 pub struct Store {
     journal: Journal,
     since_snapshot: u64,
+    /// `since_snapshot` at which the next periodic snapshot is written:
+    /// [`SNAPSHOT_EVERY`], or later after one failed.
+    snapshot_due: u64,
     /// Environments written since the last snapshot.
     envs: EnvTable,
     /// Records encoded for the next append, back to back, and where each
@@ -474,6 +477,7 @@ impl Store {
         let store = Store {
             journal,
             since_snapshot: n_records as u64,
+            snapshot_due: SNAPSHOT_EVERY,
             envs: EnvTable::default(),
             staged: Vec::new(),
             staged_ends: Vec::new(),
@@ -544,11 +548,48 @@ impl Store {
     }
 
     /// Writes a snapshot when enough entries have accumulated.
+    ///
+    /// A snapshot that could not be written while the journal still
+    /// appends (a full disk refuses the large snapshot file first) is a
+    /// warning, tried again after another tenth of [`SNAPSHOT_EVERY`]
+    /// entries; the error is returned only when the failure left the
+    /// journal refusing appends until [`Store::resume`].
     pub fn maybe_snapshot(&mut self, engine: &Engine) -> Result<(), JournalError> {
-        if self.since_snapshot >= SNAPSHOT_EVERY {
-            self.snapshot(engine)?;
+        if self.since_snapshot < self.snapshot_due {
+            return Ok(());
         }
-        Ok(())
+        match self.snapshot(engine) {
+            Ok(()) => Ok(()),
+            Err(e) if self.journal.is_poisoned() => Err(e),
+            Err(e) => {
+                warn!(
+                    "periodic snapshot not written, the journal goes on: {e}; \
+                     trying again after {} more entries",
+                    SNAPSHOT_EVERY / 10
+                );
+                self.snapshot_due = self.since_snapshot + SNAPSHOT_EVERY / 10;
+                Ok(())
+            }
+        }
+    }
+
+    /// The journal's directory (StateSaveLocation).
+    pub fn dir(&self) -> &Path {
+        self.journal.dir()
+    }
+
+    /// After a failed write: saves the whole engine as a snapshot that
+    /// covers every record the failed write may have left on disk, in
+    /// part or whole, and goes on in a new log segment (see
+    /// [`Journal::resume`]). Returns the snapshot's seq.
+    pub fn resume(&mut self, engine: &Engine) -> Result<u64, JournalError> {
+        let data = encode_snapshot(&engine.persistent_state());
+        let seq = self.journal.resume(&data)?;
+        self.since_snapshot = 0;
+        self.snapshot_due = SNAPSHOT_EVERY;
+        // Records after the snapshot give their environments again.
+        self.envs.clear();
+        Ok(seq)
     }
 
     /// Writes a snapshot of the engine as of the last appended entry.
@@ -557,6 +598,7 @@ impl Store {
         let seq = self.journal.last_seq();
         self.journal.snapshot(seq, &data)?;
         self.since_snapshot = 0;
+        self.snapshot_due = SNAPSHOT_EVERY;
         // Records after the snapshot give their environments again: a
         // recovery from it reads nothing older.
         self.envs.clear();
@@ -1011,6 +1053,35 @@ mod tests {
         let (_store, third) = Store::open(tmp.path(), &cfg, 5, "b").unwrap();
         assert_eq!(jobs_json(&third), jobs_json(&engine));
         assert_eq!(env_of(&third, 6), strings(&one));
+    }
+
+    /// After a failed commit the engine is ahead of the journal: `resume`
+    /// saves all of it, and the journal goes on after it (environments
+    /// given in full again, as after any snapshot).
+    #[test]
+    fn resume_saves_the_engine_ahead_of_the_journal_and_appends_go_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = config(tmp.path());
+        let env = [("MARK", "one")];
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1, "b").unwrap();
+        run(&mut store, &mut engine, &cfg, vec![reg("n1"), reg("n2")], 1);
+        let batch = vec![submit_env("a", &env, true)];
+        run(&mut store, &mut engine, &cfg, batch, 2);
+        // Applied, but its record never reached the journal.
+        apply(
+            &mut engine,
+            &cfg,
+            &request(submit_env("b", &env, true), 3),
+            "b",
+        );
+        store.resume(&engine).unwrap();
+        let batch = vec![submit_env("c", &env, true)];
+        run(&mut store, &mut engine, &cfg, batch, 4);
+        drop(store);
+        let (_store, again) = Store::open(tmp.path(), &cfg, 5, "b").unwrap();
+        assert_eq!(jobs_json(&again), jobs_json(&engine));
+        assert_eq!(again.job_count(), 3);
+        assert_eq!(env_of(&again, 3), vec![("MARK".into(), "one".into())]);
     }
 
     #[test]

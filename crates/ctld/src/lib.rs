@@ -15,6 +15,7 @@
 //! that node's own queue so they arrive in the order they were decided.
 
 mod acct;
+mod degraded;
 mod durable;
 mod fault;
 mod private;
@@ -32,7 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
 /// How long the controller waits for a node daemon to answer: the
 /// configured MessageTimeout (Slurm's default, 10 s).
@@ -296,17 +297,13 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         settings.cluster_name,
         listener.local_addr()?
     );
-    let (stop_tx, mut stop_rx) = mpsc::unbounded_channel::<()>();
     let identity = daemon_identity(&settings.ctld_host);
-    let (fatal_tx, mut fatal_rx) = mpsc::unbounded_channel::<String>();
-    let engine_task = tokio::spawn(engine_loop(
+    let mut engine_task = tokio::spawn(engine_loop(
         engine,
         store,
-        fatal_tx,
         cfg.clone(),
         rx,
         tx.clone(),
-        stop_tx,
         identity,
         signer,
         gate.clone(),
@@ -345,19 +342,33 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         }
     });
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => info!("interrupted, stopping"),
-        _ = sigterm.recv() => info!("terminated, stopping"),
-        _ = stop_rx.recv() => info!("shutdown requested, stopping"),
-        Some(why) = fatal_rx.recv() => {
-            accept.abort();
-            engine_task.abort();
-            anyhow::bail!("{why}");
+    // The engine task ends only for `scontrol shutdown` (Ok) or a reason
+    // to stop that the process exits non-zero with; nothing else (a channel
+    // closing as a task ends) reads as a request to stop.
+    let ended = tokio::select! {
+        _ = tokio::signal::ctrl_c() => {
+            info!("interrupted, stopping");
+            None
         }
-    }
+        _ = sigterm.recv() => {
+            info!("terminated, stopping");
+            None
+        }
+        ended = &mut engine_task => Some(ended),
+    };
     accept.abort();
     engine_task.abort();
-    Ok(())
+    match ended {
+        None | Some(Ok(Ok(()))) => Ok(()),
+        Some(Ok(Err(why))) => {
+            error!("stopping: {why:#}");
+            Err(why)
+        }
+        Some(Err(e)) => {
+            error!("stopping: the engine task failed: {e}");
+            anyhow::bail!("the engine task failed: {e}")
+        }
+    }
 }
 
 /// Requests one connection may have in flight (read, not yet answered):
@@ -1080,12 +1091,12 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             addr,
             job_id,
             signal,
-            batch_only,
+            scope,
         } => {
             let req = NodeRequest::Signal {
                 job_id,
                 signal,
-                batch_only,
+                scope,
             };
             if let Err(e) = link.call(&addr, &req).await {
                 warn!("cannot signal job {job_id} on {node}: {e}");
@@ -1140,17 +1151,15 @@ fn connection_refused(e: &NodeCallError) -> bool {
 async fn engine_loop(
     mut engine: Engine,
     mut store: Store,
-    fatal_tx: mpsc::UnboundedSender<String>,
     cfg: Arc<conf::Config>,
     mut rx: mpsc::UnboundedReceiver<Msg>,
     tx: mpsc::UnboundedSender<Msg>,
-    stop_tx: mpsc::UnboundedSender<()>,
     identity: Identity,
     signer: Arc<auth::Signer>,
     gate: Arc<Gate>,
     acct: acct::AcctWriter,
     started: Timestamp,
-) {
+) -> anyhow::Result<()> {
     let boot_text = fmt_local(engine.boot_time());
     // Accounting writes are idempotent: after a restart every job's record
     // is written again, covering whatever the previous process had not
@@ -1178,6 +1187,8 @@ async fn engine_loop(
     }
     let mut ping_tick = tokio::time::interval(ping_every);
     ping_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Set while the journal cannot be written (module `degraded`).
+    let mut degraded: Option<degraded::Degraded> = None;
     loop {
         if let Some(cursor) = reput {
             let (records, more) = engine.records_after(cursor, REPUT_PIECE, started);
@@ -1189,6 +1200,10 @@ async fn engine_loop(
         let wake = engine.next_wakeup();
         let sleep_for = match wake {
             _ if reput.is_some() => Duration::ZERO,
+            // No timers run while degraded: the next wake-up is the next try.
+            _ if degraded.is_some() => degraded
+                .as_ref()
+                .map_or(Duration::ZERO, |d| d.until_next_try()),
             Some(at) => Duration::from_millis((at - now()).max(0) as u64 * 1000 + 5),
             None => Duration::from_secs(3600),
         };
@@ -1204,11 +1219,28 @@ async fn engine_loop(
         while let Ok(m) = rx.try_recv() {
             batch.push(m);
         }
+        if let Some(resumed) = degraded
+            .as_mut()
+            .and_then(|d| d.try_resume(&mut store, &engine))
+        {
+            degraded = None;
+            release(resumed.held, &mut engine, &mut workers, &acct);
+            // Handled first, as they came before this batch.
+            batch.splice(0..0, resumed.deferred);
+        }
         let mut shutdown = false;
         // The batch's journal records are staged in `store`, in order.
         let mut replies: Vec<(oneshot::Sender<CtldResponse>, CtldResponse)> = Vec::new();
         for msg in batch {
             let t = now();
+            if let Some(d) = &mut degraded {
+                // Launch failures, pings and association updates change
+                // the engine: they wait for the journal.
+                if !matches!(msg, Msg::Request { .. }) {
+                    d.defer(msg);
+                    continue;
+                }
+            }
             let entry = match msg {
                 Msg::Request {
                     req,
@@ -1259,12 +1291,26 @@ async fn engine_loop(
                             continue;
                         }
                     }
-                    drop(parts);
                     if !durable::is_mutating(&req) {
+                        drop(parts);
                         let resp = handle(&mut engine, &cfg, *req, &who, t, &boot_text);
                         replies.push((reply, resp));
                         continue;
                     }
+                    if let Some(d) = &mut degraded {
+                        if degraded::Degraded::defers(&req) {
+                            d.defer(Msg::Request {
+                                req,
+                                who,
+                                reply,
+                                parts,
+                            });
+                        } else {
+                            replies.push((reply, d.refusal()));
+                        }
+                        continue;
+                    }
+                    drop(parts);
                     let entry = Entry::Request { req, who, now: t };
                     let resp =
                         durable::stage_and_apply(&mut engine, &cfg, &mut store, entry, &boot_text);
@@ -1287,6 +1333,35 @@ async fn engine_loop(
             };
             durable::stage_and_apply(&mut engine, &cfg, &mut store, entry, &boot_text);
         }
+        if let Some(d) = &mut degraded {
+            // Queries and refusals leave at once; nothing was staged.
+            for (reply, resp) in replies {
+                let _ = reply.send(resp);
+            }
+            if shutdown {
+                // One more try, so that a stop does not lose what waits.
+                return match d.resume_now(&mut store, &engine) {
+                    Ok(resumed) => {
+                        release(resumed.held, &mut engine, &mut workers, &acct);
+                        stop(&mut store, &engine, &identity, &signer).await;
+                        if !resumed.deferred.is_empty() {
+                            warn!(
+                                "{} deferred messages of the node daemons not handled before \
+                                 the stop; the daemons send them again",
+                                resumed.deferred.len()
+                            );
+                        }
+                        Ok(())
+                    }
+                    Err(e) => Err(anyhow::anyhow!(
+                        "shutdown requested while the controller state cannot be saved \
+                         ({e}); the changes since the last successful write were never \
+                         acknowledged and are lost"
+                    )),
+                };
+            }
+            continue;
+        }
         // Timers and a scheduling pass, when something changed or a
         // deadline is due; a batch of queries alone writes nothing.
         let t = now();
@@ -1301,26 +1376,47 @@ async fn engine_loop(
             store.maybe_snapshot(&engine)
         });
         if let Err(e) = written {
-            // The journal can no longer be trusted: stop accepting writes.
-            let _ = fatal_tx.send(format!("cannot write the controller state: {e}"));
-            return;
+            // The engine is ahead of the disk: this batch's answers and
+            // commands wait until a snapshot of it is written.
+            if shutdown {
+                anyhow::bail!(
+                    "cannot write the controller state ({e}) while stopping on request; the \
+                     last batch's changes were never acknowledged and are lost"
+                );
+            }
+            degraded = Some(degraded::Degraded::new(&e, replies));
+            continue;
         }
         fault::after_commit(replies.iter().map(|(_, resp)| resp));
-        for (reply, resp) in replies {
-            let _ = reply.send(resp);
-        }
-        for cmd in engine.take_commands() {
-            dispatch(cmd, &mut workers, &acct);
-        }
+        release(replies, &mut engine, &mut workers, &acct);
         if shutdown {
-            if let Err(e) = tokio::task::block_in_place(|| store.snapshot(&engine)) {
-                warn!("final snapshot: {e}");
-            }
-            shutdown_nodes(&engine, &identity, &signer).await;
-            let _ = stop_tx.send(());
-            return;
+            stop(&mut store, &engine, &identity, &signer).await;
+            return Ok(());
         }
     }
+}
+
+/// Sends the answers of a batch that is on disk, then its commands.
+fn release(
+    replies: Vec<degraded::Reply>,
+    engine: &mut Engine,
+    workers: &mut NodeWorkers,
+    acct: &acct::AcctWriter,
+) {
+    for (reply, resp) in replies {
+        let _ = reply.send(resp);
+    }
+    for cmd in engine.take_commands() {
+        dispatch(cmd, workers, acct);
+    }
+}
+
+/// `scontrol shutdown`: a last snapshot, then the node daemons are told.
+async fn stop(store: &mut Store, engine: &Engine, identity: &Identity, signer: &Arc<auth::Signer>) {
+    if let Err(e) = tokio::task::block_in_place(|| store.snapshot(engine)) {
+        warn!("final snapshot: {e}");
+    }
+    shutdown_nodes(engine, identity, signer).await;
 }
 
 /// Sends node commands to their node's queue and records to the accounting writer.
@@ -1582,9 +1678,16 @@ pub(crate) fn handle(
             job_id,
             signal,
             batch_only,
-            full: _,
+            full,
             tasks,
-        } => ok(engine.on_cancel_tasks(job_id, tasks.as_ref(), signal, batch_only, who, t)),
+        } => ok(engine.on_cancel_tasks(
+            job_id,
+            tasks.as_ref(),
+            signal,
+            proto::SignalScope::of_flags(batch_only, full),
+            who,
+            t,
+        )),
         CtldRequest::UpdateJob {
             job_id,
             update,

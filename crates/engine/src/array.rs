@@ -361,12 +361,12 @@ impl Engine {
         id: JobId,
         tasks: Option<&TaskSet>,
         signal: Option<i32>,
-        batch_only: bool,
+        scope: proto::SignalScope,
         who: &proto::Identity,
         now: Timestamp,
     ) -> Result<(), SlurmError> {
         self.for_targets(id, tasks, who, now, |e, t| {
-            e.on_cancel(t, signal, batch_only, who, now)
+            e.on_cancel(t, signal, scope, who, now)
         })
     }
 

@@ -406,7 +406,8 @@ mod tests {
             .job_id;
         e.schedule(10);
         e.take_commands();
-        e.on_cancel(id, None, false, &who("alice"), 11).unwrap();
+        e.on_cancel(id, None, proto::SignalScope::Steps, &who("alice"), 11)
+            .unwrap();
         assert_eq!(externs(e.take_commands()), [("node1".to_string(), false)]);
     }
 

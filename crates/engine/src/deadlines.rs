@@ -135,7 +135,8 @@ mod tests {
         d.time_limit = Some(TimeLimit::Minutes(1));
         let b = submit(&mut e, d, 10);
         assert_eq!(e.next_wakeup(), Some(70), "b's time limit");
-        e.on_cancel(b, None, false, &user(), 20).unwrap();
+        e.on_cancel(b, None, proto::SignalScope::Steps, &user(), 20)
+            .unwrap();
         assert!(
             e.check_invariants().is_empty(),
             "{:?}",

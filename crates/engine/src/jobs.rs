@@ -3,7 +3,7 @@
 
 use crate::{Command, Engine, Job, BASE_PRIORITY};
 use model::{ExitCode, JobId, JobState, PendingReason, TimeLimit, Timestamp};
-use proto::{Identity, JobDesc, JobUpdate, SlurmError, SubmitReply, TestOnlyEstimate};
+use proto::{Identity, JobDesc, JobUpdate, SignalScope, SlurmError, SubmitReply, TestOnlyEstimate};
 use sched::{Constraint, Decision, JobRequest, NodeIdx, NodeView, PartView};
 use std::sync::Arc;
 
@@ -479,12 +479,13 @@ impl Engine {
         })
     }
 
-    /// scancel: cancels a job, or signals it when `signal` is given.
+    /// scancel: cancels a job, or signals the processes `scope` names
+    /// when `signal` is given.
     pub fn on_cancel(
         &mut self,
         id: JobId,
         signal: Option<i32>,
-        batch_only: bool,
+        scope: SignalScope,
         who: &Identity,
         now: Timestamp,
     ) -> Result<(), SlurmError> {
@@ -498,7 +499,7 @@ impl Engine {
         }
         match (signal, job.state) {
             (Some(sig), JobState::Running) => {
-                self.signal_job_nodes(id, sig, batch_only);
+                self.signal_job_nodes(id, sig, scope);
                 Ok(())
             }
             (Some(_), _) => Err(SlurmError::JobNotRunning),
@@ -512,13 +513,14 @@ impl Engine {
         }
     }
 
-    /// Sends `signal` to the job's processes (the batch host runs them all for now).
-    pub(crate) fn signal_job_nodes(&mut self, id: JobId, signal: i32, batch_only: bool) {
+    /// Sends `signal` to the job's processes that `scope` names: the
+    /// batch shell lives on the first node, steps on any.
+    pub(crate) fn signal_job_nodes(&mut self, id: JobId, signal: i32, scope: SignalScope) {
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
         let Some(alloc) = &job.alloc else { return };
-        let targets: Vec<NodeIdx> = if batch_only {
+        let targets: Vec<NodeIdx> = if scope == SignalScope::Batch {
             alloc.nodes.first().map(|n| n.node).into_iter().collect()
         } else {
             alloc.nodes.iter().map(|n| n.node).collect()
@@ -530,7 +532,7 @@ impl Engine {
                 addr: n.daemon_addr.clone(),
                 job_id: id,
                 signal,
-                batch_only,
+                scope,
             });
         }
     }

@@ -93,8 +93,8 @@ pub enum Command {
         job_id: JobId,
         /// Signal number.
         signal: i32,
-        /// Only the batch shell.
-        batch_only: bool,
+        /// Which of the job's processes.
+        scope: proto::SignalScope,
     },
     /// End a job's processes on a node (SIGTERM, then SIGKILL after `kill_wait`).
     TerminateJob {
@@ -1049,7 +1049,7 @@ impl Engine {
                         if now >= end - sig.secs as i64 && now < end {
                             other = true;
                             self.jobs.get_mut(&id).expect("job").warned = true;
-                            self.signal_job_nodes(id, sig.signal, sig.batch_only);
+                            self.signal_job_nodes(id, sig.signal, sig.scope());
                         }
                     }
                     if now >= end {

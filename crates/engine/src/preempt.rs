@@ -386,7 +386,7 @@ impl Engine {
         let Some(alloc) = self.jobs.get(&id).and_then(|j| j.alloc.clone()) else {
             return;
         };
-        self.signal_job_nodes(id, SIGSTOP, false);
+        self.signal_job_nodes(id, SIGSTOP, proto::SignalScope::Full);
         self.release_all(id);
         for na in &alloc.nodes {
             self.refresh_node_state(na.node);
@@ -420,7 +420,7 @@ impl Engine {
         job.suspended_secs += (now - s.since).max(0);
         job.suspend_time = Some(now);
         job.end_time = job.limit_end();
-        self.signal_job_nodes(id, SIGCONT, false);
+        self.signal_job_nodes(id, SIGCONT, proto::SignalScope::Full);
         self.record(id, now);
     }
 

@@ -313,7 +313,11 @@ fn time_limit_times_out_and_terminates() {
     e.on_timer(30);
     assert!(matches!(
         node_commands(e.take_commands())[..],
-        [Command::SignalJob { signal: 10, .. }]
+        [Command::SignalJob {
+            signal: 10,
+            scope: proto::SignalScope::Steps,
+            ..
+        }]
     ));
     assert_eq!(e.next_wakeup(), Some(60));
     e.on_timer(60);
@@ -372,14 +376,15 @@ fn cancel_permissions_and_states() {
     let mut e = engine();
     let id = submit(&mut e, desc(), 0);
     assert_eq!(
-        e.on_cancel(id, None, false, &other(), 1),
+        e.on_cancel(id, None, proto::SignalScope::Steps, &other(), 1),
         Err(SlurmError::AccessDenied)
     );
     assert_eq!(
-        e.on_cancel(JobId(99), None, false, &user(), 1),
+        e.on_cancel(JobId(99), None, proto::SignalScope::Steps, &user(), 1),
         Err(SlurmError::InvalidJobId)
     );
-    e.on_cancel(id, None, false, &user(), 1).unwrap();
+    e.on_cancel(id, None, proto::SignalScope::Steps, &user(), 1)
+        .unwrap();
     assert_eq!(e.job(id).unwrap().state, JobState::Cancelled);
     assert!(e.job(id).unwrap().completing);
     let mut held = desc();
@@ -387,9 +392,81 @@ fn cancel_permissions_and_states() {
     let h = submit(&mut e, held, 2);
     assert_eq!(e.job(h).unwrap().reason, PendingReason::JobHeldUser);
     assert_eq!(e.job(h).unwrap().priority, 0);
-    e.on_cancel(h, None, false, &admin(), 3).unwrap();
+    e.on_cancel(h, None, proto::SignalScope::Steps, &admin(), 3)
+        .unwrap();
     assert_eq!(e.job(h).unwrap().state, JobState::Cancelled);
     assert!(!e.job(h).unwrap().completing);
+}
+
+/// scancel --signal: which nodes get which scope; a signal is not a
+/// cancel (the job keeps running), and a pending job cannot be signalled.
+#[test]
+fn cancel_with_a_signal_reaches_the_scope_asked_for() {
+    use proto::SignalScope::{Batch, Full, Steps};
+    let mut e = engine();
+    let mut two = desc();
+    two.min_nodes = Some(2);
+    two.ntasks = Some(4);
+    let id = submit(&mut e, two, 0);
+    assert_eq!(e.job(id).unwrap().state, JobState::Running);
+    e.take_commands();
+    let signalled = |e: &mut Engine| -> Vec<(String, i32, proto::SignalScope)> {
+        node_commands(e.take_commands())
+            .into_iter()
+            .filter_map(|c| match c {
+                Command::SignalJob {
+                    node,
+                    signal,
+                    scope,
+                    ..
+                } => Some((node, signal, scope)),
+                _ => None,
+            })
+            .collect()
+    };
+    for (batch, full, scope) in [
+        (false, false, Steps),
+        (true, false, Batch),
+        (false, true, Full),
+        (true, true, Full),
+    ] {
+        let scope_of = proto::SignalScope::of_flags(batch, full);
+        assert_eq!(scope_of, scope, "-b {batch} -f {full}");
+        e.on_cancel(id, Some(12), scope_of, &user(), 1).unwrap();
+        let want: Vec<_> = if scope == Batch {
+            vec![("node1".to_string(), 12, Batch)]
+        } else {
+            vec![
+                ("node1".to_string(), 12, scope),
+                ("node2".to_string(), 12, scope),
+            ]
+        };
+        assert_eq!(signalled(&mut e), want, "-b {batch} -f {full}");
+        assert_eq!(e.job(id).unwrap().state, JobState::Running);
+    }
+    // Suspend and resume stop and continue every process of the job.
+    e.on_suspend(id, &admin(), 2).unwrap();
+    assert_eq!(
+        signalled(&mut e),
+        vec![
+            ("node1".to_string(), 19, Full),
+            ("node2".to_string(), 19, Full)
+        ]
+    );
+    e.on_resume(id, &admin(), 2).unwrap();
+    assert_eq!(
+        signalled(&mut e),
+        vec![
+            ("node1".to_string(), 18, Full),
+            ("node2".to_string(), 18, Full)
+        ]
+    );
+    let blocker = submit_blocker(&mut e, 2);
+    assert_eq!(
+        e.on_cancel(blocker, Some(12), Steps, &user(), 3),
+        Err(SlurmError::JobNotRunning)
+    );
+    assert_invariants(&e);
 }
 
 #[test]
@@ -572,7 +649,8 @@ fn accounting_records_follow_the_job() {
     assert_eq!(recs[0].state, JobState::Pending);
     assert_eq!(recs[1].state, JobState::Running);
     assert_eq!(recs[1].alloc_tres, "billing=1,cpu=1,mem=500M,node=1");
-    e.on_cancel(id, None, false, &user(), 11).unwrap();
+    e.on_cancel(id, None, proto::SignalScope::Steps, &user(), 11)
+        .unwrap();
     e.on_job_exited(
         id,
         "node1",
@@ -603,7 +681,8 @@ fn job_query_filters_by_user_partition_and_activity_and_brief_leaves_out_details
     let mut held = desc();
     held.hold = true;
     let c = submit(&mut e, held, 3);
-    e.on_cancel(c, None, false, &user(), 4).unwrap();
+    e.on_cancel(c, None, proto::SignalScope::Steps, &user(), 4)
+        .unwrap();
     assert_eq!(e.job(c).unwrap().state, JobState::Cancelled);
     let ids = |f: &proto::JobFilter| -> Vec<JobId> {
         e.job_query(f, 5).jobs.iter().map(|j| j.job_id).collect()
@@ -1824,7 +1903,7 @@ fn play(
                 return;
             };
             let _ = match minutes {
-                0 => e.on_cancel(id, None, false, &user(), t),
+                0 => e.on_cancel(id, None, proto::SignalScope::Steps, &user(), t),
                 1 => e.on_hold(id, true, &user()),
                 _ => e.on_release(id, &user()),
             };
@@ -1984,7 +2063,8 @@ fn a_pass_that_can_start_nothing_is_known_before_it() {
         !e.pass_starts_nothing(),
         "an array record is never counted out"
     );
-    e.on_cancel(arr, None, false, &user(), 12).unwrap();
+    e.on_cancel(arr, None, proto::SignalScope::Steps, &user(), 12)
+        .unwrap();
     e.schedule(12);
     e.take_commands();
     assert_eq!(e.job(small).unwrap().reason, PendingReason::Resources);
@@ -2001,7 +2081,8 @@ fn a_pass_that_can_start_nothing_is_known_before_it() {
         .unwrap()
         .job_id;
     assert!(!e.pass_starts_nothing(), "a dependency may be decided");
-    e.on_cancel(after, None, false, &user(), 13).unwrap();
+    e.on_cancel(after, None, proto::SignalScope::Steps, &user(), 13)
+        .unwrap();
     e.schedule(13);
     e.on_job_exited(big, "node1", ExitCode::default(), None, 20)
         .unwrap();

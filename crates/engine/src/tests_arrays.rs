@@ -128,7 +128,7 @@ fn single_tasks_split_for_cancel_hold_and_release() {
     sub(&mut e, big, 1);
     let a = sub(&mut e, array("1-5"), 2);
     let three = model::array::TaskSet::single(3);
-    e.on_cancel_tasks(a, Some(&three), None, false, &user(), 3)
+    e.on_cancel_tasks(a, Some(&three), None, proto::SignalScope::Steps, &user(), 3)
         .unwrap();
     let two_four = model::array::TaskSet::parse("2,4").unwrap();
     e.on_hold_tasks(a, Some(&two_four), true, &user(), 3)
@@ -162,13 +162,20 @@ fn single_tasks_split_for_cancel_hold_and_release() {
         ]
     );
     assert_eq!(
-        e.on_cancel_tasks(a, Some(&three), None, false, &other(), 4),
+        e.on_cancel_tasks(
+            a,
+            Some(&three),
+            None,
+            proto::SignalScope::Steps,
+            &other(),
+            4
+        ),
         Err(SlurmError::AccessDenied)
     );
     e.on_release_tasks(a, Some(&model::array::TaskSet::single(2)), &user(), 4)
         .unwrap();
     // The whole array: every record.
-    e.on_cancel_tasks(a, None, None, false, &admin(), 5)
+    e.on_cancel_tasks(a, None, None, proto::SignalScope::Steps, &admin(), 5)
         .unwrap();
     assert!(e
         .jobs

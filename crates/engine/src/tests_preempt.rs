@@ -470,7 +470,8 @@ fn cancelling_a_suspended_job_continues_and_ends_its_processes() {
     let a = job("normal", 2, 0, &mut e);
     e.on_suspend(a, &admin(), 10).unwrap();
     e.take_commands();
-    e.on_cancel(a, None, false, &user(), 20).unwrap();
+    e.on_cancel(a, None, proto::SignalScope::Steps, &user(), 20)
+        .unwrap();
     let cmds = e.take_commands();
     assert_eq!(state(&e, a), JobState::Cancelled);
     assert_eq!(terminate_wait(&cmds, a), Some(5));
@@ -593,7 +594,7 @@ proptest::proptest! {
                 }
                 3 => {
                     if let Some((id, _)) = pick(&|j| j.1 == JobState::Pending || j.1 == JobState::Running) {
-                        let _ = e.on_cancel(id, None, false, &user(), t);
+                        let _ = e.on_cancel(id, None, proto::SignalScope::Steps, &user(), t);
                     }
                 }
                 4 => {

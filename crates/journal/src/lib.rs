@@ -13,6 +13,8 @@
 //! snapshot(seq, s)  -> snapshot-<seq>.snap.tmp, fsync, rename, fsync dir
 //!                   -> new segment log-<last+1>.log, remove what is now obsolete
 //! open(dir)         -> newest valid snapshot + every record after it (+ torn tail cut)
+//! resume(s)         -> after a failed write: snapshot-<last>.snap as above, then a new
+//!                      segment log-<last+1>.log; the failed segment is never written again
 //! ```
 //!
 //! Recovery rules:
@@ -25,7 +27,21 @@
 //!   the older one is complete; it is renamed to `*.snap.corrupt` for inspection.
 //!
 //! Retention: a snapshot keeps the previous snapshot and the log since it, so that a
-//! damaged newest snapshot has something to fall back on. Older files are removed.
+//! damaged newest snapshot has something to fall back on. Older files are removed; a file
+//! that cannot be removed is left for the next snapshot to try again (a warning, not an
+//! error: nothing reads it once a newer snapshot is on disk).
+//!
+//! Failed writes: after a failed append (or a failed rotation) what reached the segment is
+//! unknown, so the journal is poisoned and refuses appends: retrying an fsync after a
+//! failure can report success for data the kernel already dropped. [`Journal::resume`]
+//! is the way back: the caller hands it its whole state, which is written as a new
+//! snapshot covering every seq the failed write may have used, and appends go on in a new
+//! segment. Nothing is rewritten in place, so the failed segment's unknown tail is never
+//! read again (it is before the snapshot). Until the snapshot after it, a damaged resume
+//! snapshot falls back on the previous one only where the failed segment reads as a whole
+//! chain; otherwise `open` refuses with [`JournalError::Corrupt`] rather than guess. A
+//! snapshot that fails while its temporary file is written changes nothing the log
+//! depends on and does not poison the journal.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -66,6 +82,7 @@ pub struct Journal {
     snapshots: Vec<u64>,
     /// Set when a write or sync failed: what reached the disk is unknown, and retrying an
     /// fsync after a failure can report success for data the kernel already dropped.
+    /// Cleared by [`Journal::resume`].
     poisoned: bool,
     buf: Vec<u8>,
 }
@@ -112,8 +129,9 @@ pub struct Truncation {
 
 /// Why the journal could not be opened or written.
 ///
-/// Every variant names the file. Any error from [`Journal::append`] or
-/// [`Journal::snapshot`] is fatal for the controller: it must stop acknowledging writes.
+/// Every variant names the file. After an error from [`Journal::append`] (or one from
+/// [`Journal::snapshot`] that left the journal [poisoned](Journal::is_poisoned)) the
+/// caller must stop acknowledging writes until [`Journal::resume`] succeeds.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
     /// The file was written by a different build; upgrade or downgrade muster to read it.
@@ -157,8 +175,9 @@ pub enum JournalError {
         last_seq: u64,
         newest_snapshot: u64,
     },
-    /// An earlier write or sync failed, so the on-disk state is unknown; reopen to recover.
-    #[error("journal {path}: an earlier write failed; reopen the journal to recover")]
+    /// An earlier write or sync failed, so the on-disk state is unknown; [`Journal::resume`]
+    /// (or reopening) recovers.
+    #[error("journal {path}: an earlier write failed; resume from a snapshot or reopen the journal to recover")]
     Poisoned { path: PathBuf },
 }
 
@@ -281,6 +300,9 @@ impl Journal {
         }
         if let Err(source) = written {
             self.poisoned = true;
+            // Some of these records may be on disk, whole or in part: their seqs are
+            // never given to other records, and `resume` writes a snapshot covering them.
+            self.next_seq = seq;
             return Err(JournalError::Io {
                 path: self.segment_path.clone(),
                 source,
@@ -298,8 +320,10 @@ impl Journal {
     /// appends went on) is accepted as long as it is not older than the newest snapshot.
     /// The previous snapshot and the log since it are kept as a fallback.
     ///
-    /// A refused `seq` changes nothing. A failed write poisons the journal like a failed
-    /// [`Journal::append`] does, since segment rotation may have half happened.
+    /// A refused `seq` changes nothing, and neither does a failure while the temporary
+    /// file is written (a full disk, usually): appends go on. A failure after that
+    /// poisons the journal like a failed [`Journal::append`] does, since the rename or
+    /// the segment rotation may have half happened.
     pub fn snapshot(&mut self, seq: u64, data: &[u8]) -> Result<(), JournalError> {
         self.check_poisoned()?;
         let newest = self.snapshots.last().copied().unwrap_or(0);
@@ -312,37 +336,92 @@ impl Journal {
                 newest_snapshot: newest,
             });
         }
-        let result = self.write_snapshot(seq, data);
+        let tmp = self.write_snapshot_tmp(seq, data)?;
+        let result = self.publish_snapshot(seq, &tmp, false);
         if result.is_err() {
             self.poisoned = true;
         }
         result
     }
 
-    fn write_snapshot(&mut self, seq: u64, data: &[u8]) -> Result<(), JournalError> {
-        let name = format::snapshot_name(seq);
-        let path = self.dir.join(&name);
-        write_atomically(&self.dir, &path, &format::encode_snapshot(seq, data))?;
+    /// Makes the journal writable again after a failed write: writes `data`, the
+    /// caller's whole state, as a snapshot as of [`Journal::last_seq`] (which counts the
+    /// seqs of a failed append, so the snapshot covers whatever part of it reached the
+    /// disk), then starts a new segment after it, and clears the poison. Returns the
+    /// snapshot's seq.
+    ///
+    /// Nothing already on disk is written again: the failed segment stays as it is,
+    /// behind the snapshot, and the next snapshot removes it. On failure the journal
+    /// stays poisoned and the call may be repeated.
+    ///
+    /// On a journal that is not poisoned it is [`Journal::snapshot`] at the last seq
+    /// with a new segment always started.
+    pub fn resume(&mut self, data: &[u8]) -> Result<u64, JournalError> {
+        let seq = self.last_seq();
+        let tmp = self.write_snapshot_tmp(seq, data)?;
+        if let Err(e) = self.publish_snapshot(seq, &tmp, true) {
+            self.poisoned = true;
+            return Err(e);
+        }
+        self.poisoned = false;
+        Ok(seq)
+    }
+
+    /// Whether a failed write left the journal refusing appends until
+    /// [`Journal::resume`].
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    /// Writes and syncs the snapshot's temporary file; on failure removes it (best
+    /// effort) and leaves everything else as it was.
+    fn write_snapshot_tmp(&self, seq: u64, data: &[u8]) -> Result<PathBuf, JournalError> {
+        let path = self.dir.join(format::snapshot_name(seq));
+        let tmp = tmp_path(&path);
+        let written = write_tmp(&tmp, &format::encode_snapshot(seq, data));
+        if written.is_err() {
+            // Left behind, `open` removes it.
+            let _ = fs::remove_file(&tmp);
+        }
+        written.map(|()| tmp)
+    }
+
+    /// Renames the snapshot's temporary file into place, starts a new segment (always
+    /// with `rotate`, else when records were appended since the current one began) and
+    /// removes what the snapshot makes obsolete.
+    fn publish_snapshot(&mut self, seq: u64, tmp: &Path, rotate: bool) -> Result<(), JournalError> {
+        let path = self.dir.join(format::snapshot_name(seq));
+        fs::rename(tmp, &path).map_err(io_err(&path))?;
+        sync_dir(&self.dir)?;
         if !self.snapshots.contains(&seq) {
             self.snapshots.push(seq);
         }
 
-        if self.next_seq > self.segment_first {
+        if rotate || self.next_seq > self.segment_first {
+            // Replaces a segment of the same name (an empty one, or one a failed
+            // rotation left behind) atomically.
             let file = create_segment(&self.dir, self.next_seq)?;
             self.file = file;
             self.segment_first = self.next_seq;
             self.segment_path = self.dir.join(format::log_name(self.next_seq));
-            self.segments.push(self.next_seq);
+            if !self.segments.contains(&self.next_seq) {
+                self.segments.push(self.next_seq);
+            }
         }
+        self.remove_obsolete();
+        Ok(())
+    }
 
-        // Keep the previous snapshot and every segment that may hold a seq after it.
+    /// Keeps the previous snapshot and every segment that may hold a seq after it, and
+    /// removes the rest. A file that cannot be removed stays listed, for the next
+    /// snapshot to try again.
+    fn remove_obsolete(&mut self) {
         let keep_from = self.snapshots.iter().rev().nth(1).copied().unwrap_or(0);
         let mut removed = false;
         let mut kept = Vec::new();
         for &s in &self.snapshots {
-            if s < keep_from {
-                let p = self.dir.join(format::snapshot_name(s));
-                fs::remove_file(&p).map_err(io_err(&p))?;
+            let p = self.dir.join(format::snapshot_name(s));
+            if s < keep_from && self.remove(&p) {
                 removed = true;
             } else {
                 kept.push(s);
@@ -354,19 +433,38 @@ impl Journal {
             .windows(2)
             .take_while(|w| w[1] <= keep_from + 1)
             .count();
-        for first in self.segments.drain(..obsolete) {
+        let mut kept = Vec::new();
+        for (i, &first) in self.segments.iter().enumerate() {
             let p = self.dir.join(format::log_name(first));
-            fs::remove_file(&p).map_err(io_err(&p))?;
-            removed = true;
+            // Oldest first: a segment left behind keeps every later one.
+            if i < obsolete && kept.is_empty() && self.remove(&p) {
+                removed = true;
+            } else {
+                kept.push(first);
+            }
         }
+        self.segments = kept;
         if removed {
-            sync_dir(&self.dir)?;
+            if let Err(e) = sync_dir(&self.dir) {
+                // A removal that does not last is a file the next open lists and the
+                // next snapshot removes again.
+                tracing::warn!(error = %e, "journal: removed obsolete files, but the directory could not be synced");
+            }
         }
-        Ok(())
     }
 
-    /// The seq of the last record appended (or recovered, or covered by the snapshot);
-    /// 0 for an empty journal.
+    fn remove(&self, path: &Path) -> bool {
+        match fs::remove_file(path) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "journal: cannot remove an obsolete file; the next snapshot tries again");
+                false
+            }
+        }
+    }
+
+    /// The seq of the last record appended (or recovered, or covered by the snapshot, or
+    /// given to a record of a failed append); 0 for an empty journal.
     pub fn last_seq(&self) -> u64 {
         self.next_seq - 1
     }
@@ -417,21 +515,30 @@ fn sync_dir(dir: &Path) -> Result<(), JournalError> {
         .map_err(io_err(dir))
 }
 
-/// Writes `bytes` to `path` so that after a crash the file is either absent or complete.
-fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
+/// `path` with the temporary suffix.
+fn tmp_path(path: &Path) -> PathBuf {
     let mut tmp = path.to_path_buf().into_os_string();
     tmp.push(format::TMP_SUFFIX);
-    let tmp = PathBuf::from(tmp);
+    PathBuf::from(tmp)
+}
+
+/// Writes and syncs `bytes` to a fresh `tmp`.
+fn write_tmp(tmp: &Path, bytes: &[u8]) -> Result<(), JournalError> {
     let mut f = OpenOptions::new()
         .create(true)
         .truncate(true)
         .write(true)
-        .open(&tmp)
-        .map_err(io_err(&tmp))?;
+        .open(tmp)
+        .map_err(io_err(tmp))?;
     f.write_all(bytes)
         .and_then(|()| f.sync_all())
-        .map_err(io_err(&tmp))?;
-    drop(f);
+        .map_err(io_err(tmp))
+}
+
+/// Writes `bytes` to `path` so that after a crash the file is either absent or complete.
+fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), JournalError> {
+    let tmp = tmp_path(path);
+    write_tmp(&tmp, bytes)?;
     fs::rename(&tmp, path).map_err(io_err(path))?;
     sync_dir(dir)
 }

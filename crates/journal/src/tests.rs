@@ -150,3 +150,103 @@ fn intact_record_search_needs_a_valid_crc() {
     damaged[last] ^= 0xff;
     assert!(!format::intact_record_after(&damaged, HEADER_LEN + 1, 2));
 }
+
+/// The journal's file handle swapped for one that refuses writes, as a full disk or an
+/// I/O error would: the next append fails.
+fn break_writes(j: &mut Journal) {
+    j.file = File::open(&j.segment_path).unwrap();
+}
+
+#[test]
+fn a_failed_append_poisons_until_resume_writes_a_snapshot_past_its_seqs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut j, _) = Journal::open(tmp.path()).unwrap();
+    assert_eq!(j.append(&[b"a", b"b"]).unwrap(), 2);
+    let failed_segment = j.segment_path.clone();
+    break_writes(&mut j);
+    let err = j.append(&[b"c", b"d"]).unwrap_err();
+    assert!(
+        matches!(&err, JournalError::Io { path, .. } if *path == failed_segment),
+        "{err}"
+    );
+    assert!(j.is_poisoned());
+    assert!(matches!(
+        j.append(&[b"e"]),
+        Err(JournalError::Poisoned { .. })
+    ));
+    assert!(matches!(
+        j.snapshot(2, b"s"),
+        Err(JournalError::Poisoned { .. })
+    ));
+    // Half of a record reached the disk before the failure.
+    let mut torn = Vec::new();
+    format::encode_record(&mut torn, 3, b"c");
+    let mut f = OpenOptions::new()
+        .append(true)
+        .open(&failed_segment)
+        .unwrap();
+    f.write_all(&torn[..torn.len() / 2]).unwrap();
+    drop(f);
+
+    // The caller's state includes the failed records: the snapshot covers their seqs.
+    assert_eq!(j.resume(b"state with a b c d").unwrap(), 4);
+    assert!(!j.is_poisoned());
+    assert_eq!(j.append(&[b"e"]).unwrap(), 5);
+    drop(j);
+
+    let (mut j, rec) = Journal::open(tmp.path()).unwrap();
+    assert_eq!(
+        rec.snapshot,
+        Some(Snapshot {
+            seq: 4,
+            data: b"state with a b c d".to_vec()
+        })
+    );
+    assert_eq!(
+        rec.records,
+        [Record {
+            seq: 5,
+            payload: b"e".to_vec()
+        }]
+    );
+    assert_eq!(rec.truncated, None);
+    // The failed segment was not written again, and the next snapshot removes it.
+    assert!(failed_segment.exists());
+    j.snapshot(5, b"later").unwrap();
+    assert!(!failed_segment.exists());
+}
+
+#[test]
+fn a_failed_resume_keeps_the_poison_and_may_be_repeated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut j, _) = Journal::open(tmp.path()).unwrap();
+    j.append(&[b"a"]).unwrap();
+    break_writes(&mut j);
+    j.append(&[b"b"]).unwrap_err();
+    // The snapshot's temporary file cannot be created (a directory is in its way).
+    let blocker = tmp_path(&tmp.path().join(format::snapshot_name(2)));
+    fs::create_dir(&blocker).unwrap();
+    let err = j.resume(b"s").unwrap_err();
+    assert!(err.to_string().contains(".snap.tmp"), "{err}");
+    assert!(j.is_poisoned());
+    fs::remove_dir(&blocker).unwrap();
+    assert_eq!(j.resume(b"s").unwrap(), 2);
+    assert_eq!(j.append(&[b"c"]).unwrap(), 3);
+}
+
+#[test]
+fn a_snapshot_that_cannot_write_its_file_does_not_stop_appends() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut j, _) = Journal::open(tmp.path()).unwrap();
+    j.append(&[b"a", b"b"]).unwrap();
+    let blocker = tmp_path(&tmp.path().join(format::snapshot_name(2)));
+    fs::create_dir(&blocker).unwrap();
+    j.snapshot(2, b"s").unwrap_err();
+    assert!(!j.is_poisoned());
+    assert_eq!(j.append(&[b"c"]).unwrap(), 3);
+    fs::remove_dir(&blocker).unwrap();
+    drop(j);
+    let (_j, rec) = Journal::open(tmp.path()).unwrap();
+    assert_eq!(rec.snapshot, None);
+    assert_eq!(rec.records.len(), 3);
+}

@@ -33,7 +33,9 @@ use anyhow::Context;
 use model::{ExitCode, JobId};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use proto::{BatchLaunch, CtldRequest, CtldResponse, Envelope, NodeRequest, NodeResponse};
+use proto::{
+    BatchLaunch, CtldRequest, CtldResponse, Envelope, NodeRequest, NodeResponse, SignalScope,
+};
 use rpc::RpcError;
 use std::collections::HashMap;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -632,21 +634,8 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
         NodeRequest::Signal {
             job_id,
             signal,
-            batch_only,
-        } => {
-            // scancel --signal reaches the job's steps too (not with -b).
-            let steps = if batch_only {
-                0
-            } else {
-                daemon
-                    .steps
-                    .control(job_id, None, crate::taskd::TaskdControl::Signal(signal))
-            };
-            match signal_job(daemon, job_id, signal, batch_only) {
-                NodeResponse::Failed(_) if steps > 0 => (NodeResponse::Ok, None),
-                other => (other, None),
-            }
-        }
+            scope,
+        } => (signal_job(daemon, job_id, signal, scope), None),
         NodeRequest::Terminate { job_id, kill_wait } => {
             // A job's steps end with it, its extern step too.
             crate::holder::end(daemon, job_id);
@@ -704,12 +693,41 @@ fn step_stat(daemon: &Daemon, job_id: JobId) -> NodeResponse {
     NodeResponse::StepStats(out)
 }
 
-fn signal_job(daemon: &Daemon, job_id: JobId, signal: i32, batch_only: bool) -> NodeResponse {
+/// `scancel --signal` and sbatch `--signal` here: the job's steps
+/// (`Steps`), its batch shell alone (`Batch`), or the batch shell's
+/// process group and the steps (`Full`). A job here without steps is
+/// signalled with nothing under `Steps`, and that is no error, as in
+/// Slurm, where the batch shell must be named with `-b` or `-f`.
+fn signal_job(daemon: &Daemon, job_id: JobId, signal: i32, scope: SignalScope) -> NodeResponse {
     let Ok(sig) = Signal::try_from(signal) else {
         return failed(format!("invalid signal {signal}"));
     };
-    let target = match daemon.jobs().signal_target(job_id, batch_only) {
+    let steps = match scope {
+        SignalScope::Batch => 0,
+        SignalScope::Steps | SignalScope::Full => {
+            daemon
+                .steps
+                .control(job_id, None, crate::taskd::TaskdControl::Signal(signal))
+        }
+    };
+    if steps > 0 {
+        info!(job = %job_id, "sent {sig} to {steps} step(s)");
+    }
+    if scope == SignalScope::Steps {
+        return if steps > 0 || daemon.jobs().contains(job_id) {
+            NodeResponse::Ok
+        } else {
+            failed(Refusal::NoSuchJob.message())
+        };
+    }
+    let target = match daemon
+        .jobs()
+        .signal_target(job_id, scope == SignalScope::Batch)
+    {
         Ok(t) => t,
+        // A job with steps here but no batch shell (an allocation, or
+        // not the batch host): the steps had it.
+        Err(_) if steps > 0 => return NodeResponse::Ok,
         Err(r) => return failed(r.message()),
     };
     match kill(Pid::from_raw(target.kill_arg()), sig) {
@@ -717,6 +735,7 @@ fn signal_job(daemon: &Daemon, job_id: JobId, signal: i32, batch_only: bool) -> 
             info!(job = %job_id, "sent {sig} to {target:?}");
             NodeResponse::Ok
         }
+        Err(nix::errno::Errno::ESRCH) if steps > 0 => NodeResponse::Ok,
         Err(nix::errno::Errno::ESRCH) => failed(Refusal::NoSuchJob.message()),
         Err(e) => failed(format!("cannot signal job {job_id}: {e}")),
     }

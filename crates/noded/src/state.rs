@@ -201,6 +201,11 @@ impl JobTable {
         }
     }
 
+    /// True when the job is here, starting or running.
+    pub fn contains(&self, job_id: JobId) -> bool {
+        self.jobs.contains_key(&job_id)
+    }
+
     /// Who gets a `Signal` request.
     pub fn signal_target(&self, job_id: JobId, batch_only: bool) -> Result<SignalTarget, Refusal> {
         match self.jobs.get(&job_id) {

@@ -6,7 +6,7 @@ mod common;
 
 use common::{auth_conf, credential, fake_controller, free_port, identity};
 use model::{ExitCode, JobId};
-use proto::{BatchLaunch, CtldRequest, Envelope, Identity, NodeRequest, NodeResponse};
+use proto::{BatchLaunch, CtldRequest, Envelope, Identity, NodeRequest, NodeResponse, SignalScope};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -428,7 +428,7 @@ async fn signal_reaches_a_trapping_script() {
         .call(NodeRequest::Signal {
             job_id: JobId(31),
             signal: libc::SIGUSR1,
-            batch_only: false,
+            scope: SignalScope::Full,
         })
         .await;
     assert!(matches!(r, NodeResponse::Ok), "{r:?}");
@@ -439,7 +439,7 @@ async fn signal_reaches_a_trapping_script() {
         .call(NodeRequest::Signal {
             job_id: JobId(999),
             signal: libc::SIGUSR1,
-            batch_only: true,
+            scope: SignalScope::Batch,
         })
         .await;
     assert!(
@@ -464,7 +464,7 @@ async fn batch_only_signal_reaches_only_the_shell() {
         .call(NodeRequest::Signal {
             job_id: JobId(32),
             signal: libc::SIGUSR1,
-            batch_only: true,
+            scope: SignalScope::Batch,
         })
         .await;
     assert!(matches!(r, NodeResponse::Ok), "{r:?}");
@@ -472,6 +472,55 @@ async fn batch_only_signal_reaches_only_the_shell() {
     let out = std::fs::read_to_string(h.path("slurm-32.out")).unwrap();
     assert!(out.contains("shell got usr1"), "{out}");
     assert!(!out.contains("child got usr1"), "{out}");
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn steps_signal_passes_the_batch_shell_by_full_reaches_its_children() {
+    let h = Harness::start().await;
+    // USR2 goes to the steps alone (there are none: nothing gets it),
+    // then USR1 to everything (the shell and its child).
+    let script = "#!/bin/sh\n\
+                  (trap 'echo child got usr1; exit 0' USR1; while :; do sleep 0.1; done) &\n\
+                  trap 'echo shell got usr2' USR2\n\
+                  trap 'echo shell got usr1; wait; exit 6' USR1\n\
+                  echo ready\n\
+                  while :; do sleep 0.1; done\n";
+    h.launch(h.batch(33, script)).await;
+    h.wait_for_output(33, "ready").await;
+    let r = h
+        .call(NodeRequest::Signal {
+            job_id: JobId(33),
+            signal: libc::SIGUSR2,
+            scope: SignalScope::Steps,
+        })
+        .await;
+    assert!(matches!(r, NodeResponse::Ok), "{r:?}");
+    let r = h
+        .call(NodeRequest::Signal {
+            job_id: JobId(33),
+            signal: libc::SIGUSR1,
+            scope: SignalScope::Full,
+        })
+        .await;
+    assert!(matches!(r, NodeResponse::Ok), "{r:?}");
+    assert_eq!(h.exit_of(33).await.0, ExitCode { code: 6, signal: 0 });
+    let out = std::fs::read_to_string(h.path("slurm-33.out")).unwrap();
+    assert!(out.contains("shell got usr1"), "{out}");
+    assert!(out.contains("child got usr1"), "{out}");
+    assert!(!out.contains("usr2"), "{out}");
+    // An unknown job: refused under any scope.
+    let r = h
+        .call(NodeRequest::Signal {
+            job_id: JobId(999),
+            signal: libc::SIGUSR1,
+            scope: SignalScope::Steps,
+        })
+        .await;
+    assert!(
+        matches!(r, NodeResponse::Failed(ref m) if m == "no such job"),
+        "{r:?}"
+    );
     h.shutdown().await;
 }
 

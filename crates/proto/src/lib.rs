@@ -167,6 +167,46 @@ pub struct SignalSpec {
     pub batch_only: bool,
 }
 
+impl SignalSpec {
+    /// Who gets the warning signal: the batch shell alone with `B:`, else
+    /// the job's steps (Slurm signals the steps, not the batch shell).
+    pub fn scope(&self) -> SignalScope {
+        if self.batch_only {
+            SignalScope::Batch
+        } else {
+            SignalScope::Steps
+        }
+    }
+}
+
+/// Which of a running job's processes a job signal reaches (`scancel
+/// --signal` with `-b`/`-f` or neither, sbatch `--signal=[B:]`). The
+/// extern step is never signalled: it is muster's holder process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SignalScope {
+    /// The job's steps (srun's), not the batch shell: `scancel --signal`
+    /// alone. A job without steps gets nothing.
+    Steps,
+    /// The batch shell's process alone, not its children nor the steps:
+    /// `scancel -b`, sbatch `--signal=B:`. On the batch host only.
+    Batch,
+    /// The batch shell, its children (its process group) and every step:
+    /// `scancel -f`, and suspend/resume's SIGSTOP/SIGCONT.
+    Full,
+}
+
+impl SignalScope {
+    /// scancel's `-b` and `-f`: `-f` wins when both are given (it
+    /// includes the batch shell).
+    pub fn of_flags(batch: bool, full: bool) -> SignalScope {
+        match (batch, full) {
+            (_, true) => SignalScope::Full,
+            (true, false) => SignalScope::Batch,
+            (false, false) => SignalScope::Steps,
+        }
+    }
+}
+
 /// A batch job submission, as sbatch resolved it from its options,
 /// `#SBATCH` lines and `SBATCH_*` variables.
 
@@ -425,9 +465,11 @@ pub enum CtldRequest {
         job_id: JobId,
         /// A signal to send instead of cancelling.
         signal: Option<i32>,
-        /// `-b`: signal only the batch shell.
+        /// `-b`: signal only the batch shell (not its children nor the
+        /// steps); without `-b` or `-f` a signal reaches the steps alone.
         batch_only: bool,
-        /// `-f`: signal every process of the job, including the batch shell's children.
+        /// `-f`: signal every process of the job: the batch shell, its
+        /// children and the steps.
         full: bool,
         /// Only these tasks of the array `job_id` names (`123_4`, `123_[1-3]`);
         /// None: the job, or every task of the array.
@@ -735,10 +777,58 @@ pub enum SlurmError {
     /// ESLURM_ACCOUNTING_POLICY: a submission past a MaxSubmitJobs or
     /// GrpSubmitJobs limit, which one named (sbatch prints it first).
     AccountingPolicy(model::LimitReason),
+    /// The controller cannot write its state (StateSaveLocation): the change
+    /// was refused without being made. The controller keeps answering
+    /// queries and takes changes again once it can write; try again later.
+    /// Added after the first release of protocol version 1 (an older
+    /// command reading it fails to decode the answer).
+    StateSaveFailed(SaveFailure),
     /// A request above [`MAX_REQUEST_BYTES`]: the controller answers it
     /// so and closes the connection (the client library never sends one,
     /// it reports `client::ClientError::TooLarge` with the size instead).
     RequestTooLarge,
+}
+
+/// Why the controller could not write its state, as the operating system
+/// said it ([`SlurmError::StateSaveFailed`]): the causes a full, read-only
+/// or failing state directory gives, with the C library's text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SaveFailure {
+    /// ENOSPC.
+    NoSpace,
+    /// EDQUOT.
+    QuotaExceeded,
+    /// EROFS.
+    ReadOnlyFileSystem,
+    /// EPERM (an immutable file, `chattr +i`).
+    NotPermitted,
+    /// EACCES.
+    PermissionDenied,
+    /// EIO.
+    Io,
+    /// EFBIG.
+    FileTooLarge,
+    /// ENOENT (the directory was removed).
+    NotFound,
+    /// Anything else; the controller's log has the details.
+    Other,
+}
+
+impl SaveFailure {
+    /// The C library's text for the cause (`strerror`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SaveFailure::NoSpace => "No space left on device",
+            SaveFailure::QuotaExceeded => "Disk quota exceeded",
+            SaveFailure::ReadOnlyFileSystem => "Read-only file system",
+            SaveFailure::NotPermitted => "Operation not permitted",
+            SaveFailure::PermissionDenied => "Permission denied",
+            SaveFailure::Io => "Input/output error",
+            SaveFailure::FileTooLarge => "File too large",
+            SaveFailure::NotFound => "No such file or directory",
+            SaveFailure::Other => "Unexpected error",
+        }
+    }
 }
 
 impl SlurmError {
@@ -790,6 +880,29 @@ impl SlurmError {
             SlurmError::AccountingPolicy(_) => {
                 "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
             }
+            SlurmError::StateSaveFailed(cause) => match cause {
+                SaveFailure::NoSpace => {
+                    "Slurm controller state save failed: No space left on device"
+                }
+                SaveFailure::QuotaExceeded => {
+                    "Slurm controller state save failed: Disk quota exceeded"
+                }
+                SaveFailure::ReadOnlyFileSystem => {
+                    "Slurm controller state save failed: Read-only file system"
+                }
+                SaveFailure::NotPermitted => {
+                    "Slurm controller state save failed: Operation not permitted"
+                }
+                SaveFailure::PermissionDenied => {
+                    "Slurm controller state save failed: Permission denied"
+                }
+                SaveFailure::Io => "Slurm controller state save failed: Input/output error",
+                SaveFailure::FileTooLarge => "Slurm controller state save failed: File too large",
+                SaveFailure::NotFound => {
+                    "Slurm controller state save failed: No such file or directory"
+                }
+                SaveFailure::Other => "Slurm controller state save failed: Unexpected error",
+            },
             SlurmError::RequestTooLarge => "Request too large (limit 16 MiB)",
         }
     }
@@ -1478,8 +1591,8 @@ pub enum NodeRequest {
         job_id: JobId,
         /// Signal number.
         signal: i32,
-        /// Only the batch shell.
-        batch_only: bool,
+        /// Which processes.
+        scope: SignalScope,
     },
     /// End a job: SIGCONT+SIGTERM, then SIGKILL after `kill_wait` seconds.
     Terminate {
@@ -1669,6 +1782,38 @@ mod tests {
         // Absent values are left out of the record.
         let text = serde_json::to_string(&StepUsage::default()).unwrap();
         assert_eq!(text, "{}");
+    }
+
+    #[test]
+    fn a_state_save_failure_reads_as_slurm_words_its_cause_and_round_trips() {
+        let all = [
+            SaveFailure::NoSpace,
+            SaveFailure::QuotaExceeded,
+            SaveFailure::ReadOnlyFileSystem,
+            SaveFailure::NotPermitted,
+            SaveFailure::PermissionDenied,
+            SaveFailure::Io,
+            SaveFailure::FileTooLarge,
+            SaveFailure::NotFound,
+            SaveFailure::Other,
+        ];
+        for cause in all {
+            let err = SlurmError::StateSaveFailed(cause);
+            assert_eq!(
+                err.as_slurm_str(),
+                format!("Slurm controller state save failed: {}", cause.as_str())
+            );
+            let resp = CtldResponse::Error(err);
+            let json = serde_json::to_string(&resp).unwrap();
+            let back: CtldResponse = serde_json::from_str(&json).unwrap();
+            assert!(matches!(back, CtldResponse::Error(e) if e == err), "{json}");
+            let bin = postcard::to_allocvec(&resp).unwrap();
+            let back: CtldResponse = postcard::from_bytes(&bin).unwrap();
+            assert!(matches!(back, CtldResponse::Error(e) if e == err));
+        }
+        // Appended: the variants before it keep their binary numbers.
+        let bin = postcard::to_allocvec(&SlurmError::InvalidJobId).unwrap();
+        assert_eq!(bin, [0]);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 use super::*;
 use proto::JobInfo;
+use proto::SignalScope;
 
 fn parse(args: &[&str]) -> Result<ScancelArgs, String> {
     let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
@@ -191,4 +192,93 @@ fn filters_without_ids_count_as_identification() {
     assert!(!parse(&[]).unwrap().has_filters());
     assert!(parse(&["--me"]).unwrap().has_filters());
     assert!(!parse(&["-s", "USR1"]).unwrap().has_filters());
+}
+
+/// What one request asks for: the job, the step, the signal, and who
+/// gets it (None for a step, which `-b`/`-f` do not apply to).
+fn asked(args: &[&str], target: &str) -> (u32, Option<u32>, Option<i32>, Option<SignalScope>) {
+    match request(&parse(args).unwrap(), target) {
+        Some(CtldRequest::Cancel {
+            job_id,
+            signal,
+            batch_only,
+            full,
+            ..
+        }) => (
+            job_id.0,
+            None,
+            signal,
+            Some(SignalScope::of_flags(batch_only, full)),
+        ),
+        Some(CtldRequest::CancelStep {
+            job_id,
+            step_id,
+            signal,
+        }) => (job_id.0, Some(step_id), signal, None),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn batch_and_full_say_who_gets_the_signal() {
+    use SignalScope::{Batch, Full, Steps};
+    for (args, want) in [
+        // No signal: a cancel (every process; the scope is not used).
+        (&["7"][..], (7, None, None, Some(Steps))),
+        // --signal alone: the steps, not the batch shell.
+        (&["-s", "TERM", "7"], (7, None, Some(15), Some(Steps))),
+        (&["--signal=USR2", "7"], (7, None, Some(12), Some(Steps))),
+        // -b: the batch shell alone; -f: shell, children and steps.
+        (&["-b", "-s", "USR1", "7"], (7, None, Some(10), Some(Batch))),
+        (
+            &["--batch", "-s", "USR1", "7"],
+            (7, None, Some(10), Some(Batch)),
+        ),
+        (&["-f", "-s", "USR1", "7"], (7, None, Some(10), Some(Full))),
+        (
+            &["--full", "-s", "USR1", "7"],
+            (7, None, Some(10), Some(Full)),
+        ),
+        (
+            &["-b", "-f", "-s", "USR1", "7"],
+            (7, None, Some(10), Some(Full)),
+        ),
+        // -s KILL is a cancel unless -b or -f name the processes.
+        (&["-b", "-s", "KILL", "7"], (7, None, Some(9), Some(Batch))),
+        (&["-f", "-s", "KILL", "7"], (7, None, Some(9), Some(Full))),
+        (&["-s", "KILL", "7"], (7, None, None, Some(Steps))),
+        // -i only asks first; the request is the same.
+        (&["-i", "-s", "USR1", "7"], (7, None, Some(10), Some(Steps))),
+        (
+            &["-i", "-b", "-s", "USR1", "7"],
+            (7, None, Some(10), Some(Batch)),
+        ),
+    ] {
+        assert_eq!(asked(args, "7"), want, "{args:?}");
+    }
+    // A step: that step alone, -b and -f or not.
+    for args in [
+        &["-s", "USR1", "7.0"][..],
+        &["-b", "-s", "USR1", "7.0"],
+        &["-f", "-s", "USR1", "7.0"],
+    ] {
+        assert_eq!(asked(args, "7.0"), (7, Some(0), Some(10), None), "{args:?}");
+    }
+    assert_eq!(asked(&["7.3"], "7.3"), (7, Some(3), None, None));
+    // Array tasks carry their task list, with the same scopes.
+    let args = parse(&["-b", "-s", "USR1", "7_[1-2]"]).unwrap();
+    match request(&args, "7_[1-2]") {
+        Some(CtldRequest::Cancel {
+            job_id,
+            signal: Some(10),
+            batch_only: true,
+            full: false,
+            tasks: Some(t),
+        }) => {
+            assert_eq!(job_id, JobId(7));
+            assert_eq!(t, model::array::TaskSet::parse("1-2").unwrap());
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(request(&args, "7.batch").is_none());
 }

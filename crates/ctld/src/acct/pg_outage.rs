@@ -104,7 +104,7 @@ impl Relay {
 }
 
 /// `key=value` pairs of a libpq connection string (values without spaces
-/// or quotes, as .ci/run writes it).
+/// or quotes, as xtask/setup.sh writes it).
 fn pairs(conninfo: &str) -> Vec<(String, String)> {
     conninfo
         .split_whitespace()

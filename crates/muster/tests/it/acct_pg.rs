@@ -3,9 +3,9 @@
 //! the records when the database or the controller goes away mid-stream
 //! (issue 4).
 //!
-//! The server is the one `MUSTER_TEST_PG` names (.ci/run starts one and
+//! The server is the one `MUSTER_TEST_PG` names (xtask/setup.sh starts one and
 //! sets it). Each test gives its controller a database of its own, created
-//! by the test's role (CREATEDB, which .ci/run grants) and dropped at the
+//! by the test's role (CREATEDB, which xtask/setup.sh grants) and dropped at the
 //! end; the controller finds it as a site's would, through
 //! `AccountingStorageHost/Port/User/Pass` in slurm.conf and `StorageLoc` in
 //! a slurmdbd.conf beside it. Without `MUSTER_TEST_PG` the tests say so
@@ -27,7 +27,7 @@ fn pg_base(test: &str) -> Option<String> {
             assert!(
                 !ci,
                 "{test}: MUSTER_TEST_PG is not set but CI is: the PostgreSQL accounting \
-                 tests must run in CI (.ci/run starts a server and sets it)"
+                 tests must run in CI (xtask/setup.sh starts a server and sets it)"
             );
             eprintln!("{test}: did not run: set MUSTER_TEST_PG to a PostgreSQL connection string");
             None
@@ -41,7 +41,7 @@ static NEXT: AtomicU32 = AtomicU32::new(0);
 /// value (also when the test fails).
 struct Db {
     /// `key=value` pairs of `MUSTER_TEST_PG` (values without spaces, as
-    /// .ci/run writes them).
+    /// xtask/setup.sh writes them).
     base: Vec<(String, String)>,
     /// Connected to the base database, never to `name`.
     admin: postgres::Client,
@@ -65,7 +65,7 @@ impl Db {
         ] {
             admin.batch_execute(&sql).unwrap_or_else(|e| {
                 panic!(
-                    "{sql}: {e:?} (the role of MUSTER_TEST_PG needs CREATEDB: .ci/run \
+                    "{sql}: {e:?} (the role of MUSTER_TEST_PG needs CREATEDB: xtask/setup.sh \
                      grants it)"
                 )
             });

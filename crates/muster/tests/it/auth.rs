@@ -787,7 +787,7 @@ pub(crate) fn set_mode(path: &Path, mode: u32) {
 const MUNGE_SOCKET: &str = "/var/run/munge/munge.socket.2";
 
 /// True where munged must be there: CI (`CI` set), or root with apt-get
-/// (where `.ci/run` installs and starts it).
+/// (where `cargo xtask verify` installs and starts it).
 fn munge_required() -> bool {
     let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
     let apt = Path::new("/usr/bin/apt-get").exists();
@@ -800,7 +800,7 @@ fn auth_munge_runs_jobs_with_a_real_munged() {
     if let Err(e) = probe {
         if munge_required() {
             panic!(
-                "munged is required here (CI, or root with apt-get; .ci/run installs and starts it) \
+                "munged is required here (CI, or root with apt-get; xtask/setup.sh installs and starts it) \
                  but does not answer on {MUNGE_SOCKET}: {e}"
             );
         }

@@ -75,29 +75,150 @@ fn scancel_user_cancels_all_of_them() {
     assert_eq!(c.run("squeue", &["-h"]).stdout, "");
 }
 
+/// Which processes `scancel --signal` reaches: the steps alone by
+/// default, the batch shell alone with `-b`, both with `-f`, one step
+/// with `JOB.STEP`. The batch shell and the step's task each log what
+/// they got.
 #[test]
-fn scancel_signal_reaches_a_trapping_script() {
+fn scancel_signal_reaches_what_b_and_f_name() {
     let c = cluster(1);
     let id = c.submit(&[
         "--wrap",
-        "trap 'echo usr1 >> got.txt' USR1; touch ready; while :; do sleep 0.1; done",
+        "trap 'echo usr1 >> got.txt' USR1; trap 'echo usr2 >> got.txt' USR2; \
+         srun sh -c 'trap \"echo step usr1 >> step.txt\" USR1; touch step.ready; \
+         while :; do sleep 0.1; done' & \
+         touch ready; while :; do sleep 0.1; done",
     ]);
-    c.wait_until("the script to set its trap", secs(10), || {
+    let job = id.to_string();
+    c.wait_until(
+        "the script and its step to set their traps",
+        secs(10),
+        || (c.work().join("ready").exists() && c.work().join("step.ready").exists()).then_some(()),
+    );
+    c.ok("scancel", &["--batch", "--signal=USR1", &job]);
+    assert_eq!(c.wait_file("got.txt", secs(5)), "usr1\n");
+    // Without -b or -f: the step, not the batch shell. USR2 to the shell
+    // afterwards shows that no second USR1 came before it.
+    c.ok("scancel", &["-s", "USR1", &job]);
+    assert_eq!(c.wait_file("step.txt", secs(5)), "step usr1\n");
+    c.ok("scancel", &["-b", "-s", "USR2", &job]);
+    c.wait_until("USR2 in the batch shell", secs(5), || {
+        c.read("got.txt").contains("usr2").then_some(())
+    });
+    assert_eq!(c.read("got.txt"), "usr1\nusr2\n");
+    // One step by its id.
+    c.ok("scancel", &["-s", "USR1", &format!("{id}.0")]);
+    c.wait_until("a second USR1 in the step", secs(5), || {
+        (c.read("step.txt") == "step usr1\nstep usr1\n").then_some(())
+    });
+    // -f: the batch shell, its children and the step. srun is one of
+    // the children and forwards the signal to its step too, so the step
+    // may see it twice (as under Slurm).
+    c.ok("scancel", &["--full", "--signal=USR1", &job]);
+    c.wait_until("USR1 in both", secs(5), || {
+        (c.read("got.txt") == "usr1\nusr2\nusr1\n" && c.read("step.txt").lines().count() >= 3)
+            .then_some(())
+    });
+    assert_eq!(c.job_state(id), "RUNNING");
+    c.ok("scancel", &[&job]);
+    assert_eq!(c.wait_done(id, secs(5)), "CANCELLED");
+}
+
+/// submitit's checkpoint path: the batch script runs `srun python3`, the
+/// task bypasses SIGTERM and on USR2 saves a checkpoint and requeues its
+/// own job; the second run (SLURM_RESTART_COUNT=1) finds the checkpoint
+/// and ends well.
+#[test]
+fn submitit_checkpoint_requeue_with_srun_and_python() {
+    let c = cluster(1);
+    c.write(
+        "handler.py",
+        r#"import os, signal, subprocess, sys, time
+
+def log(name, text):
+    with open(name, "a") as f:
+        f.write(text + "\n")
+
+restart = os.environ.get("SLURM_RESTART_COUNT", "0")
+if os.path.exists("ckpt.txt"):
+    with open("ckpt.txt") as f:
+        state = f.read().strip()
+    log("resumed.txt", f"restart {restart} from {state}")
+    sys.exit(0)
+
+def bypass(signum, frame):
+    log("term.txt", "bypassed SIGTERM")
+
+def checkpoint(signum, frame):
+    with open("ckpt.txt", "w") as f:
+        f.write("step 42\n")
+    log("requeue.txt", "requeuing")
+    subprocess.run(["scontrol", "requeue", os.environ["SLURM_JOB_ID"]])
+
+signal.signal(signal.SIGTERM, bypass)
+signal.signal(signal.SIGUSR2, checkpoint)
+log("ready.txt", "ready")
+while True:
+    time.sleep(0.1)
+"#,
+    );
+    c.write(
+        "job.sh",
+        "#!/bin/sh\n\
+         echo $$ > shell.pid\n\
+         srun python3 handler.py\n\
+         echo \"srun exited $?\" >> shell.txt\n",
+    );
+    let id = c.submit(&["-o", "job.out", "job.sh"]);
+    let job = id.to_string();
+    c.wait_file("ready.txt", secs(15));
+    let shell: i32 = c.read("shell.pid").trim().parse().expect("a pid");
+    c.ok("scancel", &["--signal", "SIGTERM", &job]);
+    assert_eq!(c.wait_file("term.txt", secs(5)), "bypassed SIGTERM\n");
+    // The batch shell was not signalled (it would have died of it).
+    assert!(pid_alive(shell), "{}", c.read("job.out"));
+    assert_eq!(c.job_state(id), "RUNNING");
+    c.ok("scancel", &["--signal", "USR2", &job]);
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_eq!(c.job_field(id, "Restarts"), "1");
+    assert_eq!(c.read("requeue.txt"), "requeuing\n");
+    assert_eq!(c.read("resumed.txt"), "restart 1 from step 42\n");
+    assert_eq!(c.read("shell.txt"), "srun exited 0\n");
+    let out = c.wait_until("both runs in sacct", secs(10), || {
+        let o = c.run(
+            "sacct",
+            &["-X", "-P", "-n", "-D", "-j", &job, "--format=JobID,State"],
+        );
+        (o.stdout.lines().count() == 2).then_some(o.stdout)
+    });
+    assert_eq!(out, format!("{id}|REQUEUED\n{id}|COMPLETED\n"));
+}
+
+/// The batch shell requeues its own job from a USR2 trap (`scancel -b`);
+/// the second run ends well.
+#[test]
+fn batch_shell_requeues_itself_on_a_batch_signal() {
+    let c = cluster(1);
+    c.write(
+        "job.sh",
+        "#!/bin/sh\n\
+         if [ -n \"$SLURM_RESTART_COUNT\" ]; then echo \"run $SLURM_RESTART_COUNT\" >> shell.txt; exit 0; fi\n\
+         trap 'echo requeuing >> shell.txt; scontrol requeue $SLURM_JOB_ID' USR2\n\
+         sleep 300 &\n\
+         touch ready\n\
+         wait $!\n\
+         sleep 300 &\n\
+         wait $!\n",
+    );
+    let id = c.submit(&["-o", "job.out", "job.sh"]);
+    let job = id.to_string();
+    c.wait_until("the script to set its trap", secs(15), || {
         c.work().join("ready").exists().then_some(())
     });
-    c.ok("scancel", &["--batch", "--signal=USR1", &id.to_string()]);
-    assert_eq!(c.wait_file("got.txt", secs(5)), "usr1\n");
-    assert_eq!(c.job_state(id), "RUNNING");
-    // Without --batch Slurm signals only the job's steps, not the batch
-    // shell; muster has no steps and signals the script's process group.
-    // FIXME(divergence): this second USR1 would not reach the script in Slurm.
-    c.ok("scancel", &["-s", "USR1", &id.to_string()]);
-    c.wait_until("a second USR1", secs(5), || {
-        (c.read("got.txt") == "usr1\nusr1\n").then_some(())
-    });
-    assert_eq!(c.job_state(id), "RUNNING");
-    c.ok("scancel", &[&id.to_string()]);
-    assert_eq!(c.wait_done(id, secs(5)), "CANCELLED");
+    c.ok("scancel", &["-b", "--signal", "USR2", &job]);
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_eq!(c.job_field(id, "Restarts"), "1");
+    assert_eq!(c.read("shell.txt"), "requeuing\nrun 1\n");
 }
 
 #[test]

@@ -27,6 +27,7 @@ mod preempt;
 mod priority;
 mod sched;
 mod sim;
+mod statesave;
 mod steps;
 
 use e2e::{Builder, Cluster};

@@ -8,7 +8,7 @@
 //! counts the world: a missing variable turns one 4-rank job into four
 //! 1-rank jobs that all exit 0.
 //!
-//! `.ci/run` installs the MPIs and sets `MUSTER_REQUIRE_MPI=1`, under which
+//! `xtask/setup.sh` installs the MPIs and sets `MUSTER_REQUIRE_MPI=1`, under which
 //! anything missing (the packages, the mpi4py venv, root for the hosts'
 //! namespaces, a muster built with `--features pmix`) fails the test;
 //! elsewhere it is skipped with the reason printed.
@@ -45,11 +45,11 @@ fn have(paths: &[&Path]) -> bool {
     }
     assert!(
         !required(),
-        "MUSTER_REQUIRE_MPI=1 but not installed: {} (.ci/run installs them)",
+        "MUSTER_REQUIRE_MPI=1 but not installed: {} (xtask/setup.sh installs them)",
         missing.join(", ")
     );
     eprintln!(
-        "skipping: not installed: {} (.ci/run installs them)",
+        "skipping: not installed: {} (xtask/setup.sh installs them)",
         missing.join(", ")
     );
     false
