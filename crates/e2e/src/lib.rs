@@ -16,6 +16,7 @@
 //! as their current directory.
 
 mod hosts;
+pub mod storm;
 pub use hosts::unavailable as hosts_unavailable;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
