@@ -209,26 +209,79 @@ fn hostile_clients_do_not_stop_the_daemons() {
     assert_eq!(c.node_state("node1"), "idle", "{}", c.logs());
 }
 
+/// A Ping frame signed with the cluster's key, as the test's user, for a
+/// node daemon or the controller.
+fn signed_ping(c: &Cluster, to_node: bool) -> Vec<u8> {
+    let me = client::current_identity();
+    let key = auth::load_key(&c.root().join(e2e::KEY_FILE)).expect("reading the cluster key");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let cred = auth::Signer::with_key(&key)
+        .sign(&me, now)
+        .expect("signing");
+    let mut out = Vec::new();
+    let written = if to_node {
+        let env = rpc::signed_envelope(me, Some(cred), proto::NodeRequest::Ping);
+        rpc::write_frame(&mut out, &env)
+    } else {
+        let env = rpc::signed_envelope(me, Some(cred), proto::CtldRequest::Ping);
+        rpc::write_frame(&mut out, &env)
+    };
+    written.expect("a frame");
+    out
+}
+
 #[test]
-fn idle_connections_are_closed_after_the_io_timeout() {
-    // rpc::IO_TIMEOUT is 30 s (docs/limits.md); this test waits for it.
+fn unauthenticated_connections_are_closed_at_their_deadline_and_authenticated_ones_after_the_io_timeout(
+) {
+    // A connection must present a valid credential within 1.5 s of its
+    // connect; once it has, rpc::IO_TIMEOUT (30 s) of silence ends it
+    // (docs/limits.md). This test waits for the latter.
     let c = cluster(1);
-    let mut conns = Vec::new();
-    for addr in [ctld_addr(&c), node_addr(&c, "node1")] {
-        conns.push((addr.clone(), send(&addr, b""), Instant::now()));
-        conns.push((
+    let (ctld, node) = (ctld_addr(&c), node_addr(&c, "node1"));
+    let mut unauthenticated = Vec::new();
+    for addr in [&ctld, &node] {
+        unauthenticated.push((addr.clone(), send(addr, b""), Instant::now()));
+        unauthenticated.push((
             addr.clone(),
-            send(&addr, &[0, 0, 0, 50, b'{']),
+            send(addr, &[0, 0, 0, 50, b'{']),
+            Instant::now(),
+        ));
+        // A request without a credential is refused, and the connection
+        // is still unauthenticated.
+        unauthenticated.push((
+            addr.clone(),
+            send(addr, &ping_frame(proto::PROTOCOL_VERSION, r#""Ping""#)),
             Instant::now(),
         ));
     }
-    for (addr, s, opened) in &mut conns {
-        let (_, closed) = read_until_closed(s, secs(45));
+    for (addr, s, opened) in &mut unauthenticated {
+        let (_, closed) = read_until_closed(s, secs(10));
         let after = opened.elapsed();
+        assert!(
+            closed,
+            "{addr} kept an unauthenticated connection open past 10 s"
+        );
+        assert!(
+            after >= Duration::from_millis(1_000),
+            "{addr} closed an unauthenticated connection after only {after:?}"
+        );
+    }
+    let mut authenticated = vec![
+        (ctld.clone(), send(&ctld, &signed_ping(&c, false))),
+        (node.clone(), send(&node, &signed_ping(&c, true))),
+    ];
+    let opened = Instant::now();
+    for (addr, s) in &mut authenticated {
+        let (got, closed) = read_until_closed(s, secs(45));
+        let after = opened.elapsed();
+        assert!(got.len() > 4, "{addr} did not answer a signed Ping");
         assert!(closed, "{addr} kept an idle connection open past 45 s");
         assert!(
             after >= secs(25),
-            "{addr} closed an idle connection after only {after:?}"
+            "{addr} closed an idle authenticated connection after only {after:?}"
         );
     }
     for pid in c.daemon_pids() {
