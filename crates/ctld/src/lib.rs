@@ -350,8 +350,8 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
 /// rest, at most half of it per user, and the daemons' users (root,
 /// SlurmUser: node registrations, job ends) are held to no limit.
 const CONNECTION_LIMITS: rpc::admission::Limits = rpc::admission::Limits {
-    unauthenticated: 512,
-    unauthenticated_per_peer: 256,
+    unauthenticated: 2048,
+    unauthenticated_per_peer: 1024,
     deadline: Duration::from_millis(1500),
     authenticated: 1024,
     authenticated_per_uid: 512,

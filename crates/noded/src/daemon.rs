@@ -414,8 +414,8 @@ fn signal_group(pgid: i32, signal: Signal) {
 /// authenticated ones; users other than root and SlurmUser may only ping,
 /// so they get few, and the controller is held to no limit.
 const CONNECTION_LIMITS: rpc::admission::Limits = rpc::admission::Limits {
-    unauthenticated: 256,
-    unauthenticated_per_peer: 128,
+    unauthenticated: 512,
+    unauthenticated_per_peer: 256,
     deadline: Duration::from_millis(1500),
     authenticated: 1024,
     authenticated_per_uid: 64,
