@@ -40,18 +40,32 @@ fn summary(name: &str, v: &mut [Duration]) -> String {
     )
 }
 
-/// Runs `muster <args>` with `SLURM_CONF`, output discarded: its time,
-/// and whether it succeeded.
+/// Runs `muster <args>` with `SLURM_CONF`: its time, and whether it
+/// succeeded (a failure's message goes to stderr).
 fn timed(muster: &Path, conf: &Path, args: &[&str]) -> (Duration, bool) {
     let t = Instant::now();
-    let status = Command::new(muster)
+    let out = Command::new(muster)
         .args(args)
         .env("SLURM_CONF", conf)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    (t.elapsed(), status.is_ok_and(|s| s.success()))
+        .output();
+    let took = t.elapsed();
+    let ok = match out {
+        Ok(o) if o.status.success() => true,
+        Ok(o) => {
+            eprintln!(
+                "muster-bench hostile: `{}` failed after {took:?}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            false
+        }
+        Err(e) => {
+            eprintln!("muster-bench hostile: cannot run {}: {e}", muster.display());
+            false
+        }
+    };
+    (took, ok)
 }
 
 /// One round: squeue then sbatch. A failed call's time counts too (a
