@@ -43,3 +43,9 @@ log "$(basename "$MUSTER"): $R rounds, $HELD held + $CYCLING cycling connections
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
 "$MUSTER_BENCH" hostile -f "$DIR/slurm.conf" --muster "$MUSTER" --count "$R" \
     --held "$HELD" --cycling "$CYCLING"
+# The controller's and node daemon's peak memory over the run (the storm's
+# connections each cost a task and a read buffer until they are closed).
+# (`pids` names the controller `ctld` and each node daemon by its node.)
+while read -r pid name; do
+    echo "hostile $name peak_rss_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null)"
+done <"$DIR/pids"
