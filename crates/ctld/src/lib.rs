@@ -321,7 +321,7 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     ));
     trim::spawn();
     match rpc::admission::raise_open_file_limit() {
-        Ok(n) => debug!("open files: up to {n}"),
+        Ok((_, n)) => debug!("open files: up to {n}"),
         Err(e) => warn!("cannot raise the open-file limit: {e}"),
     }
     let admission = rpc::admission::Admission::new(CONNECTION_LIMITS);

@@ -187,10 +187,6 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     crate::holder::recover(&daemon);
     let ended_meanwhile = recover(&daemon);
     let registration = tokio::spawn(register(daemon.clone(), ended_meanwhile));
-    match rpc::admission::raise_open_file_limit() {
-        Ok(n) => debug!("open files: up to {n}"),
-        Err(e) => warn!("cannot raise the open-file limit: {e}"),
-    }
     // Every connection is accepted; one that does not authenticate in time,
     // or is pushed out of the small unauthenticated pool by a newer one, is
     // closed (rpc::admission, docs/limits.md).

@@ -345,14 +345,17 @@ impl Drop for Ticket {
 
 /// Raises the process's soft limit on open files to its hard limit, so
 /// that thousands of connections (most of them soon closed) do not make
-/// `accept` fail; the limit now in force, or the error.
-pub fn raise_open_file_limit() -> Result<u64, std::io::Error> {
+/// `accept` fail: the soft limit before and after, or the error. Child
+/// processes inherit the raised limit; a daemon that starts users'
+/// programs puts the old one back for them (noded does).
+pub fn raise_open_file_limit() -> Result<(u64, u64), std::io::Error> {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
     if soft < hard {
         setrlimit(Resource::RLIMIT_NOFILE, hard, hard)?;
+        return Ok((soft, hard));
     }
-    Ok(hard.max(soft))
+    Ok((soft, soft))
 }
 
 /// The listen queue asked for (the kernel caps it at `net.core.somaxconn`):

@@ -513,3 +513,41 @@ fn issue_34_a_storm_of_unauthenticated_connections_does_not_stall_commands() {
     }
     assert_eq!(c.node_state("node1"), "idle", "{}", c.logs());
 }
+
+/// The soft and hard open-file limits of a process.
+fn nofile_limits(pid: u32) -> (u64, u64) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap_or_default();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap_or_else(|| panic!("no open-file limit in /proc/{pid}/limits:\n{text}"));
+    let n: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    (n[0], n[1])
+}
+
+#[test]
+fn the_daemons_raise_their_open_file_limit_and_jobs_keep_the_one_they_started_with() {
+    // The daemons take their soft limit to the hard one, so that a storm of
+    // connections does not make accept fail; the node daemon's step
+    // supervisors put the old one back for the jobs.
+    let c = builder().nodes(1).daemon_soft_nofile(1000).start();
+    let mut hard = 0;
+    for pid in c.daemon_pids() {
+        let (soft, h) = nofile_limits(pid);
+        assert_eq!(
+            soft, h,
+            "daemon {pid} kept a soft open-file limit of {soft}"
+        );
+        hard = h;
+    }
+    let id = c.submit(&["-o", "nofile.out", "--wrap", "ulimit -Sn"]);
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_eq!(
+        c.wait_file("nofile.out", secs(10)).trim(),
+        1000.min(hard).to_string(),
+        "the job's soft open-file limit"
+    );
+}
