@@ -46,6 +46,10 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null
 # The controller's and node daemon's peak memory over the run (the storm's
 # connections each cost a task and a read buffer until they are closed).
 # (`pids` names the controller `ctld` and each node daemon by its node.)
+# And the CPU time each used over the whole run (user + system, from
+# /proc/PID/stat; the quiet rounds' share is small).
+tck=$(getconf CLK_TCK)
 while read -r pid name; do
-    echo "hostile $name peak_rss_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null)"
+    cpu=$(awk -v t="$tck" '{sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / t}' "/proc/$pid/stat" 2>/dev/null)
+    echo "hostile $name peak_rss_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null) cpu_s=$cpu"
 done <"$DIR/pids"
