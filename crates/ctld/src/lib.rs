@@ -660,11 +660,12 @@ async fn read_request(
         Err(rpc::RpcError::Version { .. }) => {
             return Ok(Some((refused(SlurmError::ProtocolVersion), Next::Read)))
         }
-        // Silence past the deadline, or a close in the middle of a frame,
-        // from a connection that never authenticated: what a flood of
-        // hostile connections does, not worth a line each.
-        Err(e @ rpc::RpcError::Timeout) if !ticket.is_authenticated() => {
+        // Silence past the deadline, a close in the middle of a frame or
+        // garbage from a connection that never authenticated: what a
+        // flood of hostile connections does, not worth a line each.
+        Err(e) if !ticket.is_authenticated() => {
             debug!("closing unauthenticated connection from {peer}: {e}");
+            ticket.note_closed(&e);
             return Err(e);
         }
         Err(e) => {

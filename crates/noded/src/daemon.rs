@@ -467,6 +467,13 @@ async fn serve_connection(
         });
         let env: Envelope<NodeRequest> = match read.await {
             Ok((env, _)) => env,
+            // Before a valid credential: what a flood of hostile
+            // connections does, counted rather than logged one by one.
+            Err(e) if !ticket.is_authenticated() => {
+                debug!(%peer, "closing unauthenticated connection: {e}");
+                ticket.note_closed(&e);
+                return;
+            }
             Err(RpcError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return,
             Err(RpcError::Timeout) => {
                 debug!(%peer, "closing idle connection");

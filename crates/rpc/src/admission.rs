@@ -93,6 +93,18 @@ struct State {
     /// When a shed was last logged, and how many since.
     last_log: Option<Instant>,
     unlogged: u64,
+    /// The same for connections closed for what they sent (or did not)
+    /// before authenticating.
+    last_failure_log: Option<Instant>,
+    failures_unlogged: u64,
+}
+
+/// Whether a line counted since `last` is due (at most one per 10 s).
+fn log_due(last: Option<Instant>) -> bool {
+    match last {
+        Some(t) => t.elapsed() >= Duration::from_secs(10),
+        None => true,
+    }
 }
 
 /// Where a connection stands.
@@ -225,14 +237,10 @@ impl Admission {
             st.unlogged += 1;
             // One line per ten seconds at most: a flood must not flood the
             // log too.
-            let due = match st.last_log {
-                Some(t) => t.elapsed() >= Duration::from_secs(10),
-                None => true,
-            };
-            if due {
+            if log_due(st.last_log) {
                 tracing::warn!(
-                    "closing unauthenticated connections to make room: {} in the last \
-                     interval (the latest from {}; {} unauthenticated open, at most {} \
+                    "closing unauthenticated connections to make room: {} since the last such \
+                     line (the latest from {}; {} unauthenticated open, at most {} \
                      and {} per address)",
                     st.unlogged,
                     peer.map_or_else(|| "?".to_string(), |p| p.to_string()),
@@ -273,6 +281,25 @@ impl Ticket {
         let extra = Duration::from_secs(u64::from(len / DEADLINE_BYTES));
         let until = self.opened + self.admission.limits.deadline + extra;
         Some(until.saturating_duration_since(Instant::now()))
+    }
+
+    /// Notes that the connection, not yet authenticated, is being closed
+    /// for `why` (silence past its deadline, a frame cut short, garbage):
+    /// logged once per 10 s at most with a count, since a flood would
+    /// otherwise write a line per connection.
+    pub fn note_closed(&self, why: &dyn std::fmt::Display) {
+        let mut st = self.admission.lock();
+        st.failures_unlogged += 1;
+        if log_due(st.last_failure_log) {
+            tracing::warn!(
+                "closed {} unauthenticated connection(s) since the last such line for what \
+                 they sent or did not send in time (the latest from {}: {why})",
+                st.failures_unlogged,
+                self.peer
+            );
+            st.last_failure_log = Some(Instant::now());
+            st.failures_unlogged = 0;
+        }
     }
 
     /// Resolves when a newer connection has taken this one's place in the
