@@ -648,6 +648,9 @@ fn submit(client: &client::Client, built: &Built) -> Result<proto::SubmitReply, 
             Err(client::ClientError::Refused(err)) => {
                 return Err(SbatchError::refused(err, &built.desc))
             }
+            Err(client::ClientError::TooLarge { bytes, limit }) => {
+                return Err(too_large(&built.desc, bytes, limit))
+            }
             Err(e) => {
                 return Err(SbatchError::error(&[&format!(
                     "Batch job submission failed: {e}"
@@ -655,6 +658,28 @@ fn submit(client: &client::Client, built: &Built) -> Result<proto::SubmitReply, 
             }
         }
     }
+}
+
+/// A submission larger than the controller reads
+/// (`proto::MAX_REQUEST_BYTES`): the script when it alone is over the
+/// limit, else the whole request, with what it is made of.
+pub fn too_large(desc: &JobDesc, bytes: u64, limit: u64) -> SbatchError {
+    let mib = limit >> 20;
+    let script = desc.script.len() as u64;
+    if script > limit {
+        return SbatchError::error(&[&format!(
+            "Batch job script is too large ({script} bytes, limit {mib} MiB)"
+        )]);
+    }
+    let env: u64 = desc
+        .env
+        .iter()
+        .map(|(k, v)| (k.len() + v.len() + 1) as u64)
+        .sum();
+    SbatchError::error(&[&format!(
+        "Batch job submission is too large ({bytes} bytes, limit {mib} MiB): \
+         the script is {script} bytes, the environment {env} bytes"
+    )])
 }
 
 /// `-W`: polls the controller until the job has ended and returns its exit

@@ -21,6 +21,11 @@ pub(crate) fn engine() -> Engine {
     engine_on(CONF)
 }
 
+/// The slurm.conf of `engine()`, parsed.
+pub(crate) fn test_config() -> conf::Config {
+    config(CONF)
+}
+
 /// slurm.conf `text`, parsed.
 fn config(text: &str) -> conf::Config {
     conf::parse_str(text, std::path::Path::new("/x/slurm.conf"), &mut |_| {

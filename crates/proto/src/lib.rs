@@ -37,6 +37,16 @@ pub const MAX_FRAME_BYTES: u32 = 64 * 1024 * 1024;
 /// requests under [`MAX_FRAME_BYTES`] or less.
 pub const MAX_RESPONSE_BYTES: u32 = 1024 * 1024 * 1024;
 
+/// Largest request the controller reads: a quarter of [`MAX_FRAME_BYTES`].
+/// The controller journals every request as one record of at most 64 MiB
+/// (`journal::MAX_RECORD_LEN`), and re-encoding a request can make it
+/// larger than it arrived (omitted optional fields come back as nulls, by
+/// well under 2x). The client library checks each request against it
+/// before sending (`client::ClientError::TooLarge`); the controller answers
+/// a larger one with [`SlurmError::RequestTooLarge`] and closes the
+/// connection (docs/limits.md).
+pub const MAX_REQUEST_BYTES: u32 = MAX_FRAME_BYTES / 4;
+
 /// Who is asking. Asserted by the sender; the receiver checks it against
 /// the envelope's credential.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -320,6 +330,41 @@ pub struct JobDesc {
     /// held until its client completes it (`CompleteAllocation`).
     #[serde(default)]
     pub alloc_only: bool,
+    /// The submission's token, chosen by the client (32 hexadecimal
+    /// digits: 128 random bits; [`SubmitToken`]). A submission whose answer
+    /// was lost (the connection failed after it was sent) is sent again
+    /// with the same token, and the controller answers a token it has
+    /// seen with the job it made for it instead of making another, so a
+    /// lost answer is neither a lost nor a doubled job. None: every
+    /// submission makes a job (older clients, hand-made ones).
+    #[serde(default)]
+    pub submit_token: Option<String>,
+}
+
+/// A submission token as the controller keeps it: [`JobDesc::submit_token`]
+/// parsed (1 to 32 hexadecimal digits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SubmitToken(pub u128);
+
+impl SubmitToken {
+    /// A token's text, as [`JobDesc::submit_token`] carries it; None for
+    /// text that is not 1 to 32 hexadecimal digits.
+    pub fn parse(text: &str) -> Option<SubmitToken> {
+        if text.is_empty() || text.len() > 32 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        u128::from_str_radix(text, 16).ok().map(SubmitToken)
+    }
+
+    /// The token from 16 random bytes.
+    pub fn from_bytes(bytes: [u8; 16]) -> SubmitToken {
+        SubmitToken(u128::from_be_bytes(bytes))
+    }
+
+    /// The token's text: 32 lowercase hexadecimal digits.
+    pub fn text(self) -> String {
+        format!("{:032x}", self.0)
+    }
 }
 
 /// Changes `scontrol update JobId=...` may make to a pending job.
@@ -738,6 +783,10 @@ pub enum SlurmError {
     /// Added after the first release of protocol version 1 (an older
     /// command reading it fails to decode the answer).
     StateSaveFailed(SaveFailure),
+    /// A request above [`MAX_REQUEST_BYTES`]: the controller answers it
+    /// so and closes the connection (the client library never sends one,
+    /// it reports `client::ClientError::TooLarge` with the size instead).
+    RequestTooLarge,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -854,6 +903,7 @@ impl SlurmError {
                 }
                 SaveFailure::Other => "Slurm controller state save failed: Unexpected error",
             },
+            SlurmError::RequestTooLarge => "Request too large (limit 16 MiB)",
         }
     }
 }
@@ -1806,6 +1856,22 @@ mod tests {
         // Appended: the variants before it keep their binary numbers.
         let bin = postcard::to_allocvec(&SlurmError::InvalidJobId).unwrap();
         assert_eq!(bin, [0]);
+    }
+
+    #[test]
+    fn submit_tokens_are_32_hex_digits_and_older_descriptions_have_none() {
+        let t = SubmitToken::from_bytes([0xab; 16]);
+        assert_eq!(t.text(), "ab".repeat(16));
+        assert_eq!(SubmitToken::parse(&t.text()), Some(t));
+        assert_eq!(SubmitToken::parse("0F"), Some(SubmitToken(15)));
+        for bad in ["", "x", &"1".repeat(33), "+1", " 1"] {
+            assert_eq!(SubmitToken::parse(bad), None, "{bad:?}");
+        }
+        // A description from a client before tokens decodes without one.
+        let mut old = serde_json::to_value(JobDesc::default()).unwrap();
+        old.as_object_mut().unwrap().remove("submit_token");
+        let back: JobDesc = serde_json::from_value(old).unwrap();
+        assert_eq!(back.submit_token, None);
     }
 
     #[test]

@@ -2,8 +2,9 @@ use super::begin::parse_begin;
 use super::export::{parse_export_file, resolve};
 use super::script::{check_script, directives, wrap_script};
 use super::signal::{parse_signal, signal_number};
+use super::too_large;
 use chrono::{TimeZone, Utc};
-use proto::SignalSpec;
+use proto::{JobDesc, SignalSpec};
 
 /// 2026-12-02T10:24:04Z, a Wednesday (the reference capture's day).
 fn now() -> i64 {
@@ -270,5 +271,31 @@ fn export_file_replaces_the_environment() {
     assert_eq!(
         parse_export_file(b"A=1\nB=2\n"),
         env(&[("A", "1"), ("B", "2")])
+    );
+}
+
+#[test]
+fn issue_34_a_submission_over_the_request_limit_names_the_script_or_the_request() {
+    let limit = u64::from(proto::MAX_REQUEST_BYTES);
+    let big = JobDesc {
+        script: "#".repeat(17 << 20),
+        ..JobDesc::default()
+    };
+    let e = too_large(&big, (17 << 20) + 500, limit);
+    assert_eq!(
+        e.stderr,
+        "sbatch: error: Batch job script is too large (17825792 bytes, limit 16 MiB)\n"
+    );
+    assert_eq!(e.code, 1);
+    let mut env_heavy = JobDesc {
+        script: "#!/bin/sh\n".into(),
+        ..JobDesc::default()
+    };
+    env_heavy.env = std::sync::Arc::new(vec![("BIG".into(), "x".repeat(100))]);
+    let e = too_large(&env_heavy, limit + 1, limit);
+    assert_eq!(
+        e.stderr,
+        "sbatch: error: Batch job submission is too large (16777217 bytes, limit 16 MiB): \
+         the script is 10 bytes, the environment 104 bytes\n"
     );
 }
