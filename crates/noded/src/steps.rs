@@ -248,8 +248,9 @@ fn tx_for_report(
         .cloned()
 }
 
-/// Signals one step, or ends it (`signal` None) with KillWait, because
-/// its time limit passed when `time_limit`.
+/// Signals one step, or ends it: with KillWait (`signal` None), or, with
+/// a reason and a signal, at once (`scancel J.S`: SIGKILL); `time_limit`:
+/// its own time limit passed, and it ends alone.
 pub fn signal(
     daemon: &Daemon,
     job_id: JobId,
@@ -257,11 +258,26 @@ pub fn signal(
     signal: Option<i32>,
     kill_wait: u32,
     time_limit: bool,
+    reason: Option<proto::EndReason>,
 ) -> NodeResponse {
-    let ctl = match signal {
-        Some(s) => TaskdControl::Signal(s),
-        None if time_limit => TaskdControl::TimeLimit(kill_wait),
-        None => TaskdControl::Terminate(kill_wait),
+    let ctl = match (signal, reason) {
+        (Some(s), None) => TaskdControl::Signal(s),
+        (Some(_), Some(reason)) => TaskdControl::End {
+            reason,
+            step: true,
+            kill_wait: None,
+        },
+        (None, Some(reason)) => TaskdControl::End {
+            reason,
+            step: time_limit,
+            kill_wait: Some(kill_wait),
+        },
+        (None, None) if time_limit => TaskdControl::End {
+            reason: proto::EndReason::TimeLimit,
+            step: true,
+            kill_wait: Some(kill_wait),
+        },
+        (None, None) => TaskdControl::Terminate(kill_wait),
     };
     if daemon.steps.control(job_id, Some(step_id), ctl) == 0 {
         return NodeResponse::Failed(format!("no step {job_id}.{step_id} on this node"));

@@ -392,6 +392,7 @@ async fn terminate_sends_sigterm_then_sigkill_after_kill_wait() {
             .call(NodeRequest::Terminate {
                 job_id: JobId(job),
                 kill_wait: 1,
+                reason: None,
             })
             .await;
         assert!(matches!(r, NodeResponse::Ok), "{r:?}");
@@ -409,6 +410,7 @@ async fn terminate_sends_sigterm_then_sigkill_after_kill_wait() {
         .call(NodeRequest::Terminate {
             job_id: JobId(21),
             kill_wait: 1,
+            reason: None,
         })
         .await;
     assert!(
@@ -481,13 +483,16 @@ async fn steps_signal_passes_the_batch_shell_by_full_reaches_its_children() {
     // USR2 goes to the steps alone (there are none: nothing gets it),
     // then USR1 to everything (the shell and its child).
     let script = "#!/bin/sh\n\
-                  (trap 'echo child got usr1; exit 0' USR1; while :; do sleep 0.1; done) &\n\
+                  (trap 'echo child got usr1; exit 0' USR1; echo child ready; while :; do sleep 0.1; done) &\n\
                   trap 'echo shell got usr2' USR2\n\
                   trap 'echo shell got usr1; wait; exit 6' USR1\n\
-                  echo ready\n\
+                  echo shell ready\n\
                   while :; do sleep 0.1; done\n";
     h.launch(h.batch(33, script)).await;
-    h.wait_for_output(33, "ready").await;
+    // Both traps set before any signal (a child without its trap yet
+    // would die of USR1).
+    h.wait_for_output(33, "shell ready").await;
+    h.wait_for_output(33, "child ready").await;
     let r = h
         .call(NodeRequest::Signal {
             job_id: JobId(33),
@@ -836,6 +841,7 @@ async fn only_the_controller_may_launch_signal_or_stop() {
         NodeRequest::Terminate {
             job_id: JobId(62),
             kill_wait: 0,
+            reason: None,
         },
         NodeRequest::Shutdown,
     ] {
