@@ -385,14 +385,16 @@ pub fn matches<J: JobView + ?Sized>(args: &SqueueArgs, job: &J, me: &str) -> boo
         }
         None => {
             // squeue(1) -t: "By default, pending, running, completing,
-            // configuring, and resizing jobs are reported" (jobs selected
-            // with -j are shown in any state).
+            // configuring, and resizing jobs are reported", also for jobs
+            // named with -j: a finished job (or cancelled array task) the
+            // controller still holds is known but shows nothing, so that
+            // scripts polling `squeue -j ID` see it leave at once.
             let active = job.completing()
                 || matches!(
                     job.state(),
                     JobState::Pending | JobState::Running | JobState::Suspended
                 );
-            if !active && args.jobs.is_none() {
+            if !active {
                 return false;
             }
         }

@@ -325,7 +325,7 @@ fn parsl_style_state_query() {
 }
 
 #[test]
-fn finished_jobs_need_states_or_ids() {
+fn issue_35_finished_jobs_need_states_even_with_ids() {
     utc();
     let mut list = reference_jobs();
     let mut done = list.jobs[0].clone();
@@ -340,13 +340,36 @@ fn finished_jobs_need_states_or_ids() {
     assert!(!plain.contains("66780"));
     let all = render_list(&parse(&["-h", "-o", "%i|%T", "-t", "all"]), &list, "sauser").unwrap();
     assert!(all.contains("66780|COMPLETED\n"));
+    // The default state filter applies to jobs named with -j too: a finished
+    // job the controller still holds is known (no error) but not shown, so a
+    // script polling `squeue -j ID` sees it leave at once.
     let by_id = squeue::render(
         &parse(&["-h", "-o", "%i %t", "-j", "66780"]),
         &list,
         "sauser",
     )
     .unwrap();
-    assert_eq!(by_id, "66780 CD\n");
+    assert_eq!(by_id, "");
+    let with_header = squeue::render(&parse(&["-j", "66780"]), &list, "sauser").unwrap();
+    assert_eq!(with_header.lines().count(), 1, "{with_header}");
+    let by_state = squeue::render(
+        &parse(&["-h", "-o", "%i %t", "-t", "all", "-j", "66780"]),
+        &list,
+        "sauser",
+    )
+    .unwrap();
+    assert_eq!(by_state, "66780 CD\n");
+    // A cancelled array task is gone from `squeue -j A` and `-j A_T` alike.
+    let mut task = list.jobs[0].clone();
+    task.job_id = JobId(66783);
+    task.array_job_id = Some(66781);
+    task.array_task_id = Some(2);
+    task.state = JobState::Cancelled;
+    list.jobs.push(task);
+    for id in ["66781", "66781_2"] {
+        let out = squeue::render(&parse(&["-h", "-o", "%i %t", "-j", id]), &list, "sauser");
+        assert_eq!(out.unwrap(), "", "-j {id}");
+    }
 }
 
 #[test]
