@@ -171,6 +171,16 @@ impl Engine {
             gres_spec("gres:", &tres_per_node)
         };
         let text = |kept: bool, v: &String| if kept { v.clone() } else { String::new() };
+        // A batch job's paths as Slurm's job query shows them, from
+        // submission on; an allocation (salloc, srun) has no script to
+        // write them.
+        let (shown_out, shown_err) = if brief {
+            (String::new(), String::new())
+        } else if d.alloc_only {
+            (job.stdout.clone(), job.stderr.clone())
+        } else {
+            crate::env::shown_paths(job)
+        };
         JobInfo {
             job_id: job.id,
             name: text(keep.name, &d.name),
@@ -236,8 +246,8 @@ impl Engine {
             exclusive: d.exclusive,
             work_dir: detail(brief, &d.work_dir),
             command: detail(brief, &d.command),
-            stdout: detail(brief, &job.stdout),
-            stderr: detail(brief, &job.stderr),
+            stdout: detail(brief, &shown_out),
+            stderr: detail(brief, &shown_err),
             stdin: if brief {
                 String::new()
             } else {

@@ -2485,16 +2485,15 @@ impl Engine {
             job.ran_on = alloc.nodes.iter().map(|n| n.node).collect();
             job.ran_cpus = alloc.nodes.iter().map(|n| n.cpus).collect();
             job.alloc = Some(alloc);
-            let d = job.desc.clone();
-            let out_pattern = d.stdout.as_deref().unwrap_or("slurm-%j.out");
-            let err_pattern = d.stderr.as_deref().unwrap_or(out_pattern);
-            job.stdout = crate::env::expand_path(out_pattern, job, batch_name);
+            let (out_pattern, err_pattern) = crate::env::output_patterns(job);
+            let stdout = crate::env::expand_path(out_pattern, job, batch_name);
             job.stderr = if err_pattern == out_pattern {
                 // The same pattern gives the same path.
-                job.stdout.clone()
+                stdout.clone()
             } else {
                 crate::env::expand_path(err_pattern, job, batch_name)
             };
+            job.stdout = stdout;
         }
         // salloc and srun hold the allocation themselves: no script.
         if !self.jobs[&id].desc.alloc_only {

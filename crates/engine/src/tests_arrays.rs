@@ -412,3 +412,52 @@ fn requeue_keeps_the_id_records_the_old_run_and_appends() {
         .iter()
         .any(|(k, v)| k == "SLURM_RESTART_COUNT" && v == "1"));
 }
+
+#[test]
+fn issue_35_array_default_output_is_slurm_array_job_task() {
+    let mut e = engine();
+    let a = sub(&mut e, array("0-3"), 1);
+    let launches: Vec<_> = e
+        .take_commands()
+        .into_iter()
+        .filter_map(|c| match c {
+            crate::Command::LaunchBatch { launch, .. } => Some(launch),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(launches.len(), 4);
+    for l in &launches {
+        let task = e.job(l.job_id).unwrap().array.as_ref().unwrap().task_id;
+        let path = format!("/tmp/w/slurm-{a}_{}.out", task.unwrap());
+        assert_eq!((&l.stdout, &l.stderr), (&path, &path));
+    }
+}
+
+#[test]
+fn issue_35_output_paths_are_shown_from_submission_with_node_codes_as_written() {
+    let mut e = engine();
+    // Held: still pending, yet StdOut= already names the file.
+    let mut d = desc();
+    d.hold = true;
+    d.stdout = Some("o-%j-%N.txt".into());
+    d.stderr = Some("/tmp/e-%x-%u-%t.txt".into());
+    d.user = "alice".into();
+    let id = sub(&mut e, d, 1);
+    let show = |e: &Engine, id: JobId| {
+        let j = e.job_info(e.job(id).unwrap(), 2);
+        (j.stdout, j.stderr)
+    };
+    assert_eq!(
+        show(&e, id),
+        (
+            format!("/tmp/w/o-{id}-%N.txt"),
+            "/tmp/e-job-alice-%t.txt".to_string()
+        )
+    );
+    // An array's record shows the default with its ids.
+    let mut d = array("0-3");
+    d.hold = true;
+    let a = sub(&mut e, d, 1);
+    let path = format!("/tmp/w/slurm-{a}_4294967294.out");
+    assert_eq!(show(&e, a), (path.clone(), path));
+}
