@@ -128,7 +128,10 @@ pub fn allocate(
             JobState::Pending => {
                 if !announced {
                     announced = true;
-                    if a.reason == PendingReason::PartitionConfig {
+                    if matches!(
+                        a.reason,
+                        PendingReason::PartitionConfig | PendingReason::PartitionNodeLimit
+                    ) {
                         eprintln!(
                             "{prog}: {}",
                             SlurmError::RequestedPartConfigUnavailable.as_slurm_str()

@@ -31,7 +31,8 @@ fn reason_words(reason: PendingReason) -> String {
             "it asks for more than its partition has (nodes, CPUs or memory)".to_string()
         }
         PendingReason::PartitionNodeLimit => {
-            "its node count is outside the partition's MinNodes/MaxNodes".to_string()
+            "its node count is more than the partition has, or outside its MinNodes/MaxNodes"
+                .to_string()
         }
         PendingReason::PartitionTimeLimit => {
             "its time limit is above the partition's MaxTime".to_string()

@@ -988,6 +988,14 @@ fn steps_main(args: &SqueueArgs, client: &client::Client) -> i32 {
     }
 }
 
+/// The first of the `-w` names (expanded) that is no node of `known`.
+pub fn unknown_node<'a>(names: &'a [String], known: &[proto::NodeInfo]) -> Option<&'a str> {
+    names
+        .iter()
+        .find(|n| !known.iter().any(|k| k.name == **n))
+        .map(String::as_str)
+}
+
 /// Runs `squeue`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut args = match parse_args(&args) {
@@ -1015,6 +1023,25 @@ pub fn main(args: Vec<String>) -> i32 {
         }
     };
     let me = client.identity().user.clone();
+    // Slurm's squeue drops a user it cannot find, with an error but no
+    // failure; the filter keeps the name, which matches no job.
+    for user in args.users.iter().filter(|u| !crate::common::user_exists(u)) {
+        eprintln!("squeue: error: Invalid user: {user}\n");
+    }
+    if !args.nodes.is_empty() {
+        // Slurm's squeue refuses a -w name the controller does not know.
+        let known = match client.nodes() {
+            Ok(nodes) => nodes,
+            Err(e) => {
+                eprintln!("slurm_load_node error: {e}");
+                return 1;
+            }
+        };
+        if let Some(name) = unknown_node(&args.nodes, &known) {
+            eprintln!("squeue: error: Invalid node name {name}");
+            return 1;
+        }
+    }
     if args.steps {
         return steps_main(&args, &client);
     }

@@ -543,6 +543,14 @@ impl Engine {
                 },
                 Some(p),
             ),
+            // A job waiting for its --begin time is expected to start
+            // then (Slurm's StartTime=, squeue --start and %S show it).
+            None if job.state == JobState::Pending
+                && job.reason == model::PendingReason::BeginTime
+                && job.start_time.is_none() =>
+            {
+                (Some(job.eligible_time), None, None)
+            }
             None => (job.start_time, job.end_time, None),
         }
     }

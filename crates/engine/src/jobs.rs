@@ -337,6 +337,12 @@ impl Engine {
             job.eligible_time = b.max(now);
         }
         if job.desc.test_only {
+            // A real submission of a request every partition refuses (more
+            // nodes than the partition has, ...) is queued to wait for
+            // ever; its estimate fails, as Slurm's will-run test does.
+            if self.every_partition_refuses(&job) {
+                return Err(SlurmError::RequestedNodeConfigUnavailable);
+            }
             let req = self.request_for(&job);
             let views = self.node_views();
             let parts = self.part_views();
@@ -390,6 +396,17 @@ impl Engine {
             job_id: id,
             test_only: None,
             partition,
+        })
+    }
+
+    /// Whether every partition of `job` refuses it for a reason of its
+    /// own (`sched::placement::partition_refusal`) other than being down.
+    fn every_partition_refuses(&self, job: &Job) -> bool {
+        let parts = self.part_views();
+        let req = self.request_with(job, Vec::new());
+        job.partitions.iter().all(|&pi| {
+            sched::placement::partition_refusal(&req, &parts[pi])
+                .is_some_and(|r| r != PendingReason::PartitionDown)
         })
     }
 

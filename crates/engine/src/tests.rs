@@ -265,7 +265,42 @@ fn impossible_requests_are_refused_and_too_many_nodes_wait() {
     let mut d = desc();
     d.min_nodes = Some(10);
     let id = submit(&mut e, d, 0);
-    assert_eq!(e.job(id).unwrap().reason, PendingReason::PartitionConfig);
+    // Slurm: `sbatch -N 5` on 4 nodes waits with PartitionNodeLimit.
+    assert_eq!(e.job(id).unwrap().reason, PendingReason::PartitionNodeLimit);
+}
+
+#[test]
+fn issue_35_test_only_fails_where_the_job_could_never_run() {
+    // Real Slurm 22.05, 4 nodes: `sbatch --test-only -N 5 --wrap=true`
+    // prints `allocation failure: Requested node configuration is not
+    // available` and exits 1, though `sbatch -N 5` is queued.
+    let mut e = engine();
+    let mut d = desc();
+    d.min_nodes = Some(10);
+    d.test_only = true;
+    assert_eq!(
+        e.on_submit(d, &user(), 0).unwrap_err(),
+        SlurmError::RequestedNodeConfigUnavailable
+    );
+    let mut d = desc();
+    d.test_only = true;
+    let reply = e.on_submit(d, &user(), 0).unwrap();
+    assert!(reply.test_only.is_some());
+    assert!(e.jobs.is_empty());
+}
+
+#[test]
+fn issue_35_a_job_waiting_for_its_begin_time_is_expected_to_start_then() {
+    // Real Slurm 22.05: `sbatch --begin=now+3600` shows `StartTime=` the
+    // begin time (and squeue --start, %S), with `EndTime=Unknown`.
+    let mut e = engine();
+    let mut d = desc();
+    d.begin_time = Some(3600);
+    let id = submit(&mut e, d, 0);
+    e.schedule(1);
+    let j = e.job_info(e.job(id).unwrap(), 1);
+    assert_eq!(j.reason, PendingReason::BeginTime);
+    assert_eq!((j.start_time, j.end_time), (Some(3600), None));
 }
 
 #[test]
@@ -1775,7 +1810,7 @@ fn twin_engines(
 /// later when `what` is 1 with 1, on one node when `shape` is 1,
 /// exclusive when it is 2, an array of three jobs of `tasks` tasks each
 /// when it is 4, on 5 nodes when it is 5 (more than the partition
-/// has: it waits for ever, with reason PartitionConfig), and in the `gpu`
+/// has: it waits for ever, with reason PartitionNodeLimit), and in the `gpu`
 /// partition (even `tasks`) or in both (odd) when it is 3 (refused where
 /// there is no `gpu` partition), with one or two GPUs per node when it is
 /// 6 or 7, with a minimum time of half its limit (`--time-min`) when it

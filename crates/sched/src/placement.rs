@@ -844,8 +844,10 @@ pub fn partition_refusal(job: &JobRequest, part: &PartView) -> Option<PendingRea
     if !part.up {
         return Some(PendingReason::PartitionDown);
     }
+    // More nodes than the partition has: Slurm's job_limits_check says
+    // PartitionNodeLimit (`sbatch -N 5` on 4 nodes).
     if job.min_nodes as usize > part.nodes.len() {
-        return Some(PendingReason::PartitionConfig);
+        return Some(PendingReason::PartitionNodeLimit);
     }
     if let Some(max) = part.max_nodes {
         if job.min_nodes > max {
