@@ -134,7 +134,9 @@ fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
     l.push(format!(
         "JobState={} Reason={} Dependency={}",
         job_state_str(job),
-        job.reason.as_slurm_str(),
+        // A described reason ("job requeued in held state") is one word
+        // here, as Slurm's scontrol writes it.
+        job.reason.as_slurm_str().replace(' ', "_"),
         or_null(job.dependency.as_deref())
     ));
     l.push(format!(
@@ -939,6 +941,9 @@ pub enum UpdateRequest {
         job_ids: Vec<(JobId, Option<TaskSet>)>,
         /// The changes.
         update: Box<JobUpdate>,
+        /// `TimeLimit=+N` / `-N`: minutes added to (taken from) each job's
+        /// current limit, which scontrol reads first, as Slurm's does.
+        time_delta: Option<i64>,
     },
 }
 
@@ -1063,11 +1068,12 @@ fn parse_start_time(value: &str, now: Timestamp) -> Option<Timestamp> {
 fn parse_job_update(words: &[String], now: Timestamp) -> Result<UpdateRequest, String> {
     let mut job_ids = Vec::new();
     let mut u = JobUpdate::default();
+    let mut time_delta = None;
     for word in words {
         let (key, value) = split_kv(word);
         let value = value.ok_or_else(|| not_supported(word))?;
         let time = |v: &str, what: &str| -> Result<TimeLimit, String> {
-            parse_time_limit(v).map_err(|_| format!("Invalid {what} value\n"))
+            parse_time_limit(v).map_err(|_| format!("scontrol: error: Invalid {what} value\n"))
         };
         match key.as_str() {
             "jobid" | "job" => {
@@ -1080,6 +1086,14 @@ fn parse_job_update(words: &[String], now: Timestamp) -> Result<UpdateRequest, S
             }
             "arraytaskthrottle" => {
                 u.array_throttle = Some(parse_u32("ArrayTaskThrottle", &value)?);
+            }
+            "timelimit" if value.starts_with(['+', '-']) => {
+                let (sign, minutes) = value.split_at(1);
+                let TimeLimit::Minutes(m) = time(minutes, "TimeLimit")? else {
+                    return Err("scontrol: error: Invalid TimeLimit value\n".to_string());
+                };
+                let m = i64::from(m);
+                time_delta = Some(if sign == "-" { -m } else { m });
             }
             "timelimit" => u.time_limit = Some(time(&value, "TimeLimit")?),
             "timemin" => u.time_min = Some(time(&value, "TimeMin")?),
@@ -1154,10 +1168,32 @@ fn parse_job_update(words: &[String], now: Timestamp) -> Result<UpdateRequest, S
             _ => return Err(not_supported(word)),
         }
     }
+    if u == JobUpdate::default() && time_delta.is_none() {
+        return Err("No changes specified\n".to_string());
+    }
     Ok(UpdateRequest::Job {
         job_ids,
         update: Box::new(u),
+        time_delta,
     })
+}
+
+/// A job's limit after `TimeLimit=+N`/`-N` (`delta` minutes); a decrement
+/// past zero is Slurm's error.
+pub fn relative_time_limit(current: TimeLimit, delta: i64) -> Result<TimeLimit, String> {
+    let TimeLimit::Minutes(m) = current else {
+        return Ok(current);
+    };
+    let m = i64::from(m);
+    if -delta > m {
+        return Err(format!(
+            "scontrol: error: TimeLimit decrement larger than current time limit ({} > {m})\n",
+            -delta
+        ));
+    }
+    Ok(TimeLimit::Minutes(
+        u32::try_from(m + delta).unwrap_or(u32::MAX),
+    ))
 }
 
 fn cmd_update(s: &mut Session, rest: &[String]) -> CmdResult {
@@ -1178,15 +1214,44 @@ fn cmd_update(s: &mut Session, rest: &[String]) -> CmdResult {
                 reason,
             })
             .map_err(|e| fail(format!("slurm_update error: {e}")))?,
-        UpdateRequest::Job { job_ids, update } => {
+        UpdateRequest::Job {
+            job_ids,
+            update,
+            time_delta,
+        } => {
+            let current = match time_delta {
+                Some(_) => Some(
+                    client
+                        .jobs()
+                        .map_err(|e| fail(format!("slurm_load_jobs error: {e}")))?,
+                ),
+                None => None,
+            };
             for (job_id, tasks) in job_ids {
+                let id_text = match &tasks {
+                    Some(t) => format!("{job_id}_{t}"),
+                    None => job_id.to_string(),
+                };
+                let mut update = (*update).clone();
+                if let (Some(delta), Some(list)) = (time_delta, &current) {
+                    let job = list
+                        .jobs
+                        .iter()
+                        .find(|j| job_named(j, job_id, tasks.as_ref()))
+                        .ok_or_else(|| {
+                            fail(format!("Invalid job id specified for job {id_text}"))
+                        })?;
+                    update.time_limit =
+                        Some(relative_time_limit(job.time_limit, delta).map_err(Failure::stderr)?);
+                }
+                // Slurm's form: "<error> for job <id>".
                 client
                     .call_ok(CtldRequest::UpdateJob {
                         job_id,
-                        update: (*update).clone(),
+                        update,
                         tasks,
                     })
-                    .map_err(|e| fail(format!("slurm_update error: {e}")))?;
+                    .map_err(|e| fail(format!("{e} for job {id_text}")))?;
             }
         }
     }
@@ -1202,6 +1267,7 @@ fn cmd_job_action(s: &mut Session, cmd: &str, rest: &[String]) -> CmdResult {
     let client = s.client(&format!("slurm_{cmd} error"))?;
     let mut errors = String::new();
     let mut failed = false;
+    let mut last_error = None;
     for text in ids {
         let Some((job_id, tasks)) = parse_job_id(&text) else {
             errors.push_str(&format!("Invalid job id specified for job {text}\n"));
@@ -1237,7 +1303,14 @@ fn cmd_job_action(s: &mut Session, cmd: &str, rest: &[String]) -> CmdResult {
             if !quiet {
                 errors.push_str(&format!("{e} for job {text}\n"));
             }
+            last_error = Some(e);
         }
+    }
+    // Slurm's hold, uhold and release end a failure with the last error
+    // once more (real scontrol 22.05: "slurm_suspend error: Invalid job id
+    // specified" after "Invalid job id specified for job 999").
+    if let Some(e) = last_error.filter(|_| !quiet && matches!(cmd, "hold" | "uhold" | "release")) {
+        errors.push_str(&format!("slurm_suspend error: {e}\n"));
     }
     if failed || !errors.is_empty() {
         Err(Failure::stderr(errors))

@@ -211,7 +211,7 @@ impl Engine {
             priority: job.priority,
             nice: d.nice,
             submit_time: job.submit_time,
-            eligible_time: job.eligible_time,
+            eligible_time: shown_eligible_time(job),
             start_time,
             end_time,
             run_time,
@@ -486,7 +486,7 @@ impl Engine {
             priority: job.priority,
             nice: d.nice,
             submit_time: job.submit_time,
-            eligible_time: job.eligible_time,
+            eligible_time: shown_eligible_time(job),
             start_time,
             end_time,
             run_time: Self::run_time(job, now),
@@ -751,4 +751,15 @@ fn array_max_tasks(job: &Job) -> Option<u32> {
         .as_ref()
         .filter(|a| a.is_meta() && a.throttle > 0)
         .map(|a| a.throttle)
+}
+
+/// `EligibleTime=` as Slurm shows it: Unknown (0) while a hold is on the
+/// job (Slurm's hold clears the time), except after `requeuehold`, which
+/// keeps the time the requeue set.
+fn shown_eligible_time(job: &Job) -> Timestamp {
+    if job.held.is_some() && job.reason != model::PendingReason::JobRequeuedHeld {
+        0
+    } else {
+        job.eligible_time
+    }
 }

@@ -871,8 +871,13 @@ impl Engine {
         self.touch();
         let admin = self.is_admin(who);
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        // Slurm's messages: "Invalid user id for job N", "Job has already
+        // finished for job N".
         if !self.may_modify(who, job) {
-            return Err(SlurmError::AccessDenied);
+            return Err(SlurmError::InvalidUserId);
+        }
+        if job.state.is_finished() {
+            return Err(SlurmError::JobFinished);
         }
         let pending = job.state == JobState::Pending;
         let mut next = job.clone();
@@ -896,6 +901,10 @@ impl Engine {
             && u.gres.is_none()
             && u.begin_time.is_none()
             && u.dependency.is_none();
+        if !pending && (u.min_nodes.is_some() || u.max_nodes.is_some()) {
+            // Slurm: "Requested operation not supported on this system".
+            return Err(SlurmError::NotSupported);
+        }
         if !pending && !only_running_ok {
             return Err(SlurmError::JobNotPending);
         }
@@ -1012,10 +1021,29 @@ impl Engine {
             Arc::make_mut(&mut next.desc).requeue = Some(r);
         }
         if pending {
+            if u.min_nodes.is_some() && !self.some_partition_has_cpus_for_nodes(&next) {
+                return Err(SlurmError::RequestedPartConfigUnavailable);
+            }
             self.check_feasible(&next)?;
         }
         self.jobs.insert(id, next);
         Ok(())
+    }
+
+    /// Whether one of the job's partitions has at least a CPU for each
+    /// node it asks for. Slurm's update refuses a NumNodes beyond that
+    /// ("Requested partition configuration not available now"), while a
+    /// count between the partition's nodes and CPUs is accepted and waits
+    /// with PartitionNodeLimit, as at submission.
+    fn some_partition_has_cpus_for_nodes(&self, job: &Job) -> bool {
+        job.partitions.iter().any(|&pi| {
+            let cpus: u64 = self.parts[pi]
+                .nodes
+                .iter()
+                .map(|n| u64::from(self.nodes[n.0 as usize].conf.cpus))
+                .sum();
+            u64::from(job.min_nodes) <= cpus
+        })
     }
 
     /// `scontrol hold` / `uhold`.
@@ -1024,9 +1052,14 @@ impl Engine {
         let admin = self.is_admin(who);
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         if !self.may_modify(who, job) {
-            return Err(SlurmError::AccessDenied);
+            return Err(SlurmError::InvalidUserId);
         }
-        if job.state != JobState::Pending {
+        if job.state.is_finished() {
+            return Err(SlurmError::JobFinished);
+        }
+        // A running job may be held too (Slurm: Priority=0, JobHeldAdmin):
+        // it runs on, and a requeue leaves it held.
+        if job.state != JobState::Pending && job.state != JobState::Running {
             return Err(SlurmError::JobNotPending);
         }
         let job = self.jobs.get_mut(&id).expect("checked");
@@ -1047,9 +1080,12 @@ impl Engine {
         let admin = self.is_admin(who);
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         if !self.may_modify(who, job) {
-            return Err(SlurmError::AccessDenied);
+            return Err(SlurmError::InvalidUserId);
         }
-        if job.state != JobState::Pending {
+        if job.state.is_finished() {
+            return Err(SlurmError::JobFinished);
+        }
+        if job.state != JobState::Pending && job.state != JobState::Running {
             return Err(SlurmError::JobNotPending);
         }
         // A user may not release an administrator's hold.
@@ -1091,7 +1127,7 @@ impl Engine {
             let job = self.jobs.get_mut(&id).expect("checked");
             job.held = Some(true);
             job.priority = 0;
-            job.reason = PendingReason::JobHeldUser;
+            job.reason = PendingReason::JobRequeuedHeld;
         }
         Ok(())
     }

@@ -617,9 +617,11 @@ fn hold_release_update_and_requeue() {
         min_nodes: Some(2),
         ..Default::default()
     };
+    // Slurm 22.05: `scontrol update jobid=<running> NumNodes=5` says
+    // "Requested operation not supported on this system for job N".
     assert_eq!(
         e.on_update_job(a, u, &user(), 1),
-        Err(SlurmError::JobNotPending)
+        Err(SlurmError::NotSupported)
     );
     e.on_requeue(a, false, &user(), 2).unwrap();
     assert_eq!(e.job(a).unwrap().state, JobState::Pending);
@@ -2317,4 +2319,78 @@ fn plans_go_over_the_pool_while_every_pending_job_spreads() {
     assert!(!e.plans[&wide].nodes().is_empty());
     assert_eq!(e.plans[&wide].start, 3600);
     assert_eq!(e.job(pinned).unwrap().state, JobState::Pending);
+}
+
+#[test]
+fn issue_35_update_refusals_use_slurms_errors() {
+    // Real scontrol 22.05 (4 nodes of 2 CPUs): "Job has already finished
+    // for job N", "Invalid user id for job N" (another user's job),
+    // "Requested partition configuration not available now for job N"
+    // (NumNodes=10), while NumNodes=5 is accepted.
+    let mut e = engine();
+    let mut d = desc();
+    d.hold = true;
+    let id = submit(&mut e, d, 0);
+    let nodes = |n: u32| proto::JobUpdate {
+        min_nodes: Some(n),
+        ..Default::default()
+    };
+    assert_eq!(
+        e.on_update_job(id, nodes(5), &other(), 1),
+        Err(SlurmError::InvalidUserId)
+    );
+    e.on_update_job(id, nodes(5), &user(), 1).unwrap();
+    assert_eq!(
+        e.on_update_job(id, nodes(10), &user(), 1),
+        Err(SlurmError::RequestedPartConfigUnavailable)
+    );
+    assert_eq!(e.job(id).unwrap().min_nodes, 5);
+    e.on_cancel(id, None, proto::SignalScope::Steps, &user(), 2)
+        .unwrap();
+    let limit = proto::JobUpdate {
+        time_limit: Some(TimeLimit::Minutes(5)),
+        ..Default::default()
+    };
+    assert_eq!(
+        e.on_update_job(id, limit, &user(), 3),
+        Err(SlurmError::JobFinished)
+    );
+    assert_eq!(e.on_hold(id, false, &admin()), Err(SlurmError::JobFinished));
+    assert_eq!(e.on_release(id, &admin()), Err(SlurmError::JobFinished));
+}
+
+#[test]
+fn issue_35_holds_of_running_and_requeued_jobs() {
+    let mut e = engine();
+    let id = submit(&mut e, desc(), 0);
+    assert_eq!(e.job(id).unwrap().state, JobState::Running);
+    // Real Slurm 22.05: `scontrol hold <running>` as root is accepted:
+    // Priority=0, Reason=JobHeldAdmin, EligibleTime=Unknown; it runs on.
+    e.on_hold(id, false, &admin()).unwrap();
+    let j = e.job_info(e.job(id).unwrap(), 1);
+    assert_eq!(
+        (j.state, j.reason, j.priority),
+        (JobState::Running, PendingReason::JobHeldAdmin, 0)
+    );
+    assert_eq!(j.eligible_time, 0);
+    // `scontrol release`: Reason=None.
+    e.on_release(id, &admin()).unwrap();
+    let j = e.job_info(e.job(id).unwrap(), 1);
+    assert_eq!(j.reason, PendingReason::None);
+    assert_ne!(j.priority, 0);
+    // `scontrol requeuehold`: Reason=job_requeued_in_held_state (scontrol),
+    // "job requeued in held state" (squeue), Priority=0; release: None.
+    e.on_requeue(id, true, &admin(), 2).unwrap();
+    let j = e.job_info(e.job(id).unwrap(), 3);
+    assert_eq!(j.reason, PendingReason::JobRequeuedHeld);
+    assert_eq!(j.reason.as_slurm_str(), "job requeued in held state");
+    assert_eq!(j.priority, 0);
+    e.on_release(id, &admin()).unwrap();
+    assert_eq!(e.job(id).unwrap().reason, PendingReason::None);
+    // A job held from its submission is not yet eligible: Unknown.
+    let mut d = desc();
+    d.hold = true;
+    let held = submit(&mut e, d, 4);
+    assert_eq!(e.job_info(e.job(held).unwrap(), 5).eligible_time, 0);
+    assert_invariants(&e);
 }

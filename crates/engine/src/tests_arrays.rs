@@ -356,7 +356,8 @@ fn a_user_cannot_release_an_administrators_hold() {
     e.on_hold(id, false, &admin()).unwrap();
     assert_eq!(e.job(id).unwrap().reason, PendingReason::JobHeldAdmin);
     assert_eq!(e.on_release(id, &user()), Err(SlurmError::AccessDenied));
-    assert_eq!(e.on_release(id, &other()), Err(SlurmError::AccessDenied));
+    // Slurm: "Invalid user id for job N" for another user's job.
+    assert_eq!(e.on_release(id, &other()), Err(SlurmError::InvalidUserId));
     e.on_release(id, &admin()).unwrap();
     e.schedule(2);
     assert_eq!(e.job(id).unwrap().state, JobState::Running);

@@ -738,6 +738,11 @@ pub enum SlurmError {
     /// Added after the first release of protocol version 1 (an older
     /// command reading it fails to decode the answer).
     StateSaveFailed(SaveFailure),
+    /// ESLURM_JOB_FINISHED: a change to a job that has ended. Added after
+    /// the first release of protocol version 1, as `NotSupported`.
+    JobFinished,
+    /// ESLURM_NOT_SUPPORTED: e.g. a running job's node count changed.
+    NotSupported,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -831,6 +836,8 @@ impl SlurmError {
             SlurmError::AccountingPolicy(_) => {
                 "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
             }
+            SlurmError::JobFinished => "Job has already finished",
+            SlurmError::NotSupported => "Requested operation not supported on this system",
             SlurmError::StateSaveFailed(cause) => match cause {
                 SaveFailure::NoSpace => {
                     "Slurm controller state save failed: No space left on device"
