@@ -104,25 +104,26 @@ fn job_state_str(job: &JobInfo) -> &'static str {
 /// The lines of one `scontrol show job` record.
 fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
     let mut l = Vec::new();
-    l.push(
+    l.push({
+        // Every record of a throttled array says so (real scontrol
+        // 22.05: `JobId=17 ArrayJobId=16 ArrayTaskId=4
+        // ArrayTaskThrottle=1`).
+        let throttle = job
+            .array_max_tasks
+            .map(|n| format!(" ArrayTaskThrottle={n}"))
+            .unwrap_or_default();
         match (job.array_job_id, job.array_task_id, &job.array_task_str) {
             (Some(a), Some(t), _) => format!(
-                "JobId={} ArrayJobId={a} ArrayTaskId={t} JobName={}",
+                "JobId={} ArrayJobId={a} ArrayTaskId={t}{throttle} JobName={}",
                 job.job_id, job.name
             ),
-            (Some(a), None, Some(list)) => {
-                let throttle = job
-                    .array_max_tasks
-                    .map(|n| format!(" ArrayTaskThrottle={n}"))
-                    .unwrap_or_default();
-                format!(
-                    "JobId={} ArrayJobId={a} ArrayTaskId={list}{throttle} JobName={}",
-                    job.job_id, job.name
-                )
-            }
+            (Some(a), None, Some(list)) => format!(
+                "JobId={} ArrayJobId={a} ArrayTaskId={list}{throttle} JobName={}",
+                job.job_id, job.name
+            ),
             _ => format!("JobId={} JobName={}", job.job_id, job.name),
-        },
-    );
+        }
+    });
     l.push(format!(
         "UserId={}({}) GroupId={}({}) MCS_label=N/A",
         job.user, job.uid, job.group, job.gid

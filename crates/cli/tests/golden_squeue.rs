@@ -475,6 +475,13 @@ fn running_tasks_and_throttled_rest() {
         render_list(&parsed, &list, "sauser").unwrap(),
         "66792_[5-9%2] 66792 5-9 PENDING\n66792_4 66812 4 RUNNING\n"
     );
+    // Real squeue 22.05 (`--array=4-5%1`, `squeue -j 16 -o "%i %K %r"`):
+    // the last pending task is `16_5`, not `16_[5%1]`.
+    list.jobs[3].array_task_str = Some("9".into());
+    assert_eq!(
+        render_list(&parsed, &list, "sauser").unwrap(),
+        "66792_9 66792 9 PENDING\n66792_4 66812 4 RUNNING\n"
+    );
 }
 
 #[test]

@@ -278,7 +278,7 @@ impl Engine {
             array_job_id: job.array.as_ref().map(|a| a.array_job_id.0),
             array_task_id: job.array.as_ref().and_then(|a| a.task_id),
             array_task_str: array_task_str(job),
-            array_max_tasks: array_max_tasks(job),
+            array_max_tasks: self.array_max_tasks(job),
             deadline: d.deadline,
             sched_nodes,
         }
@@ -506,7 +506,7 @@ impl Engine {
             array_job_id: job.array.as_ref().map(|a| a.array_job_id.0),
             array_task_id: job.array.as_ref().and_then(|a| a.task_id),
             array_task_str: array_task_str(job),
-            array_max_tasks: array_max_tasks(job),
+            array_max_tasks: self.array_max_tasks(job),
         }
     }
 
@@ -745,12 +745,21 @@ fn array_task_str(job: &Job) -> Option<String> {
         .map(|a| a.pending.to_string())
 }
 
-/// A pending array's `%` throttle, when it has one.
-fn array_max_tasks(job: &Job) -> Option<u32> {
-    job.array
-        .as_ref()
-        .filter(|a| a.is_meta() && a.throttle > 0)
-        .map(|a| a.throttle)
+impl Engine {
+    /// An array's `%` throttle, when it has one, for each of its records
+    /// (Slurm's scontrol shows `ArrayTaskThrottle=` on the running tasks
+    /// too): the pending record's, which `scontrol update
+    /// ArrayTaskThrottle=` changes, while there is one.
+    fn array_max_tasks(&self, job: &Job) -> Option<u32> {
+        let part = job.array.as_ref()?;
+        let meta = self
+            .jobs
+            .get(&part.array_job_id)
+            .and_then(|j| j.array.as_ref())
+            .filter(|a| a.is_meta());
+        let throttle = meta.map_or(part.throttle, |m| m.throttle);
+        (throttle > 0).then_some(throttle)
+    }
 }
 
 /// `EligibleTime=` as Slurm shows it: Unknown (0) while a hold is on the

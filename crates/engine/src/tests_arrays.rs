@@ -462,3 +462,26 @@ fn issue_35_output_paths_are_shown_from_submission_with_node_codes_as_written() 
     let path = format!("/tmp/w/slurm-{a}_4294967294.out");
     assert_eq!(show(&e, a), (path.clone(), path));
 }
+
+#[test]
+fn issue_35_a_failed_condition_of_an_or_dependency_says_failed() {
+    // Slurm shows each condition's own state: `afterok:A(failed)?afterok:
+    // B(unfulfilled)` once A has failed and B still runs (squeue %E,
+    // scontrol Dependency=).
+    let mut e = engine();
+    let a = sub(&mut e, desc(), 1);
+    let b = sub(&mut e, desc(), 1);
+    let or = sub(&mut e, dep(&format!("afterok:{a}?afterok:{b}")), 1);
+    exit(&mut e, a, 1, 2);
+    let j = e.job(or).unwrap();
+    assert_eq!(
+        (j.state, j.reason),
+        (JobState::Pending, PendingReason::Dependency)
+    );
+    assert_eq!(
+        e.job_info(j, 2).dependency.as_deref(),
+        Some(format!("afterok:{a}(failed)?afterok:{b}(unfulfilled)").as_str())
+    );
+    exit(&mut e, b, 0, 3);
+    assert_eq!(e.job(or).unwrap().state, JobState::Running);
+}

@@ -1381,10 +1381,12 @@ pub struct JobInfo {
 
 impl JobInfo {
     /// The id as squeue and scontrol print it: `123`, `123_4` for a task,
-    /// `123_[5-9%2]` for an array's pending tasks.
+    /// `123_[5-9%2]` for an array's pending tasks, `123_5` when that is a
+    /// single task (as Slurm shows a throttled array's last one).
     pub fn display_id(&self) -> String {
         match (self.array_job_id, self.array_task_id, &self.array_task_str) {
             (Some(a), Some(t), _) => format!("{a}_{t}"),
+            (Some(a), None, Some(list)) if list.parse::<u32>().is_ok() => format!("{a}_{list}"),
             (Some(a), None, Some(list)) => match self.array_max_tasks {
                 Some(n) if n > 0 => format!("{a}_[{list}%{n}]"),
                 _ => format!("{a}_[{list}]"),

@@ -571,6 +571,8 @@ pub trait JobView {
             self.array_task_str(),
         ) {
             (Some(a), Some(t), _) => format!("{a}_{t}"),
+            // One task left: Slurm shows it as that task (`16_5`).
+            (Some(a), None, Some(list)) if list.parse::<u32>().is_ok() => format!("{a}_{list}"),
             (Some(a), None, Some(list)) => match self.array_max_tasks() {
                 Some(n) if n > 0 => format!("{a}_[{list}%{n}]"),
                 _ => format!("{a}_[{list}]"),
