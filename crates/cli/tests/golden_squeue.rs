@@ -373,6 +373,25 @@ fn issue_35_finished_jobs_need_states_even_with_ids() {
 }
 
 #[test]
+fn issue_35_format_all_and_select_info() {
+    // Real squeue 22.05.8: `squeue -o %all` prints every field letter, a-z
+    // then A-Z, joined by `|` (%s with an empty header and value).
+    let header = "ACCOUNT|TRES_PER_NODE|MIN_CPUS|MIN_TMP_DISK|END_TIME|FEATURES|GROUP|OVER_SUBSCRIBE|JOBID|NAME|COMMENT|TIME_LIMIT|MIN_MEMORY|REQ_NODES|COMMAND|PRIORITY|QOS|REASON||ST|USER|RESERVATION|WCKEY|EXC_NODES|NICE|S:C:T|JOBID|EXEC_HOST|CPUS|NODES|DEPENDENCY|ARRAY_JOB_ID|GROUP|SOCKETS_PER_NODE|CORES_PER_SOCKET|THREADS_PER_CORE|ARRAY_TASK_ID|TIME_LEFT|TIME|NODELIST|CONTIGUOUS|PARTITION|PRIORITY|NODELIST(REASON)|START_TIME|STATE|UID|SUBMIT_TIME|LICENSES|CORE_SPEC|SCHEDNODES|WORK_DIR\n";
+    let out = render(&["-o", "%all", "-j", "66790"]).unwrap();
+    let mut lines = out.lines();
+    assert_eq!(format!("{}\n", lines.next().unwrap()), header);
+    let row = lines.next().unwrap();
+    assert_eq!(row.split('|').count(), header.split('|').count(), "{row}");
+    assert_eq!(row.split('|').nth(8), Some("66790"));
+    assert_eq!(row.split('|').nth(18), Some(""));
+    // `squeue -o "%i %s|"` and `-o "%.5s|%5s|"`: `JOBID |`, `     |     |`.
+    let out = render(&["-o", "%i %s|", "-j", "66790"]).unwrap();
+    assert_eq!(out, "JOBID |\n66790 |\n");
+    let out = render(&["-h", "-o", "%.5s|%5s|", "-j", "66790"]).unwrap();
+    assert_eq!(out, "     |     |\n");
+}
+
+#[test]
 fn long_field_names_with_width_and_suffix() {
     let out = render(&[
         "-O",
