@@ -543,6 +543,7 @@ const COMMANDS: &[(&str, usize)] = &[
     ("suspend", 2),
     ("resume", 3),
     ("ping", 2),
+    ("top", 3),
     ("version", 4),
     ("help", 2),
     ("quit", 4),
@@ -593,6 +594,7 @@ fn run_command(s: &mut Session, words: &[String]) -> CmdResult {
             cmd_job_action(s, cmd, rest)
         }
         "ping" => cmd_ping(s),
+        "top" => cmd_top(s, rest),
         "version" => Ok(crate::common::version_line()),
         "help" => Ok(HELP.to_string()),
         _ => Ok(String::new()),
@@ -1255,6 +1257,30 @@ fn cmd_update(s: &mut Session, rest: &[String]) -> CmdResult {
                     .map_err(|e| fail(format!("{e} for job {id_text}")))?;
             }
         }
+    }
+    Ok(String::new())
+}
+
+/// `scontrol top JOB_LIST`: each job first among its user's pending jobs
+/// of the same partitions, account and QOS. Real scontrol 22.05 prints
+/// nothing on success and `<error> for job <the list as typed>` on a
+/// failure (`Job is no longer pending execution for job 19,20`).
+fn cmd_top(s: &mut Session, rest: &[String]) -> CmdResult {
+    let Some(list) = rest.first() else {
+        return Err(fail("too few arguments for keyword:top"));
+    };
+    let mut ids = Vec::new();
+    for text in split_job_list(list) {
+        match text.parse::<u32>() {
+            Ok(id) => ids.push(JobId(id)),
+            Err(_) => return Err(fail(format!("Invalid job id specified for job {list}"))),
+        }
+    }
+    let client = s.client("slurm_top_job error")?;
+    for id in ids {
+        client
+            .call_ok(CtldRequest::Top { job_id: id })
+            .map_err(|e| fail(format!("{e} for job {list}")))?;
     }
     Ok(String::new())
 }

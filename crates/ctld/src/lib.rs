@@ -1677,6 +1677,7 @@ pub(crate) fn handle(
         CtldRequest::Release { job_id, tasks } => {
             ok(engine.on_release_tasks(job_id, tasks.as_ref(), who, t))
         }
+        CtldRequest::Top { job_id } => ok(engine.on_top(job_id, who)),
         CtldRequest::Requeue {
             job_id,
             hold,

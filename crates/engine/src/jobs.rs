@@ -1046,6 +1046,63 @@ impl Engine {
         })
     }
 
+    /// `scontrol top`: the job moves ahead of its user's other pending jobs
+    /// of the same partitions, account and QOS. As in Slurm, it takes the
+    /// highest priority among those above it and each of them moves down
+    /// one place; the nice values change by as much as the priorities, so
+    /// that a later recalculation keeps the order. Operators only (Slurm's
+    /// `enable_user_top` is not read).
+    pub fn on_top(&mut self, id: JobId, who: &Identity) -> Result<(), SlurmError> {
+        self.touch();
+        let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        if !self.is_admin(who) {
+            return Err(SlurmError::AccessDenied);
+        }
+        if job.state.is_finished() {
+            return Err(SlurmError::JobFinished);
+        }
+        if job.state != JobState::Pending || job.completing {
+            return Err(SlurmError::JobNotPending);
+        }
+        if job.held.is_some() {
+            return Err(SlurmError::JobHeld);
+        }
+        let same = |j: &Job| {
+            j.state == JobState::Pending
+                && !j.completing
+                && j.held.is_none()
+                && j.desc.uid == job.desc.uid
+                && j.partitions == job.partitions
+                && j.desc.account == job.desc.account
+                && j.desc.qos == job.desc.qos
+        };
+        // The jobs above it, highest first (ties: the older first).
+        let mut above: Vec<(u32, JobId)> = self
+            .jobs
+            .values()
+            .filter(|j| j.id != id && same(j) && j.priority > job.priority)
+            .map(|j| (j.priority, j.id))
+            .collect();
+        above.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut order: Vec<JobId> = vec![id];
+        let mut prios: Vec<u32> = above.iter().map(|(p, _)| *p).collect();
+        prios.push(job.priority);
+        order.extend(above.iter().map(|(_, j)| *j));
+        for (jid, new) in order.into_iter().zip(prios) {
+            let j = self.jobs.get_mut(&jid).expect("listed job exists");
+            let delta = i64::from(j.priority) - i64::from(new);
+            let nice = i64::from(j.desc.nice) + delta;
+            Arc::make_mut(&mut j.desc).nice =
+                nice.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
+            j.priority = new;
+            j.base_priority = new;
+            if j.admin_priority.is_some() {
+                j.admin_priority = Some(new);
+            }
+        }
+        Ok(())
+    }
+
     /// `scontrol hold` / `uhold`.
     pub fn on_hold(&mut self, id: JobId, user: bool, who: &Identity) -> Result<(), SlurmError> {
         self.touch();

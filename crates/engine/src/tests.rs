@@ -2394,3 +2394,40 @@ fn issue_35_holds_of_running_and_requeued_jobs() {
     assert_eq!(e.job_info(e.job(held).unwrap(), 5).eligible_time, 0);
     assert_invariants(&e);
 }
+
+#[test]
+fn issue_35_top_moves_a_job_ahead_of_its_users_other_jobs() {
+    // Real Slurm 22.05 (four pending jobs 24-27 of priorities P..P-3, as
+    // root `scontrol top 27`): 27 takes P (Nice=-3), 24-26 move down one
+    // place each (Nice=1); then `scontrol top 26`: 26 P (Nice=-2), 27 P-1
+    // (Nice=-2), 24 and 25 below (Nice=2).
+    let mut e = engine();
+    let mut d = desc();
+    d.ntasks = Some(8);
+    let blocker = submit(&mut e, d, 0);
+    assert_eq!(e.job(blocker).unwrap().state, JobState::Running);
+    let ids: Vec<JobId> = (0..4).map(|_| submit(&mut e, desc(), 1)).collect();
+    let prio = |e: &Engine, id: JobId| e.job(id).unwrap().priority;
+    let nice = |e: &Engine, id: JobId| e.job(id).unwrap().desc.nice;
+    let before: Vec<u32> = ids.iter().map(|&id| prio(&e, id)).collect();
+    assert!(before.windows(2).all(|w| w[0] > w[1]), "{before:?}");
+    assert_eq!(e.on_top(ids[3], &user()), Err(SlurmError::AccessDenied));
+    assert_eq!(e.on_top(blocker, &admin()), Err(SlurmError::JobNotPending));
+    assert_eq!(
+        e.on_top(JobId(999), &admin()),
+        Err(SlurmError::InvalidJobId)
+    );
+    e.on_top(ids[3], &admin()).unwrap();
+    let order = [ids[3], ids[0], ids[1], ids[2]];
+    for (i, id) in order.iter().enumerate() {
+        assert_eq!(prio(&e, *id), before[i]);
+    }
+    assert_eq!(order.map(|id| nice(&e, id)), [-3, 1, 1, 1]);
+    e.on_top(ids[2], &admin()).unwrap();
+    let order = [ids[2], ids[3], ids[0], ids[1]];
+    for (i, id) in order.iter().enumerate() {
+        assert_eq!(prio(&e, *id), before[i]);
+    }
+    assert_eq!(order.map(|id| nice(&e, id)), [-2, -2, 2, 2]);
+    assert_invariants(&e);
+}

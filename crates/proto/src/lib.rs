@@ -592,6 +592,13 @@ pub enum CtldRequest {
         /// The request.
         request: Box<CtldRequest>,
     },
+    /// `scontrol top`: the job first among its user's pending jobs of the
+    /// same partitions, account and QOS. (Added after `InSession`: the
+    /// variants before keep their numbers; an older controller refuses it.)
+    Top {
+        /// The job.
+        job_id: JobId,
+    },
 }
 
 /// Index of [`CtldRequest::InSession`] among its variants, for
@@ -743,6 +750,8 @@ pub enum SlurmError {
     JobFinished,
     /// ESLURM_NOT_SUPPORTED: e.g. a running job's node count changed.
     NotSupported,
+    /// ESLURM_JOB_HELD: a change that needs the job released first.
+    JobHeld,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -838,6 +847,7 @@ impl SlurmError {
             }
             SlurmError::JobFinished => "Job has already finished",
             SlurmError::NotSupported => "Requested operation not supported on this system",
+            SlurmError::JobHeld => "Job is in held state, pending scheduler release",
             SlurmError::StateSaveFailed(cause) => match cause {
                 SaveFailure::NoSpace => {
                     "Slurm controller state save failed: No space left on device"
