@@ -543,6 +543,7 @@ const COMMANDS: &[(&str, usize)] = &[
     ("suspend", 2),
     ("resume", 3),
     ("ping", 2),
+    ("notify", 2),
     ("top", 3),
     ("version", 4),
     ("help", 2),
@@ -595,6 +596,7 @@ fn run_command(s: &mut Session, words: &[String]) -> CmdResult {
         }
         "ping" => cmd_ping(s),
         "top" => cmd_top(s, rest),
+        "notify" => cmd_notify(s, rest),
         "version" => Ok(crate::common::version_line()),
         "help" => Ok(HELP.to_string()),
         _ => Ok(String::new()),
@@ -1282,6 +1284,25 @@ fn cmd_top(s: &mut Session, rest: &[String]) -> CmdResult {
             .call_ok(CtldRequest::Top { job_id: id })
             .map_err(|e| fail(format!("{e} for job {list}")))?;
     }
+    Ok(String::new())
+}
+
+/// `scontrol notify JOB MESSAGE...`: real scontrol 22.05 says `job notify
+/// failure: <error>` (exit 1) for a job that does not run or is unknown.
+fn cmd_notify(s: &mut Session, rest: &[String]) -> CmdResult {
+    if rest.len() < 2 {
+        return Err(fail("too few arguments for keyword:notify"));
+    }
+    let Ok(id) = rest[0].parse::<u32>() else {
+        return Err(fail("job notify failure: Invalid job id specified"));
+    };
+    let message = rest[1..].join(" ");
+    s.client("job notify failure")?
+        .call_ok(CtldRequest::Notify {
+            job_id: JobId(id),
+            message,
+        })
+        .map_err(|e| fail(format!("job notify failure: {e}")))?;
     Ok(String::new())
 }
 

@@ -726,6 +726,7 @@ impl NodeWorkers {
             | Command::LaunchStep { node, .. }
             | Command::SignalStep { node, .. }
             | Command::SignalJob { node, .. }
+            | Command::NotifyJob { node, .. }
             | Command::StartExtern { node, .. }
             | Command::EndExtern { node, .. }
             | Command::TerminateJob { node, .. } => node.clone(),
@@ -1072,6 +1073,17 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             };
             if let Err(e) = link.call(&addr, &req).await {
                 warn!("cannot signal job {job_id} on {node}: {e}");
+            }
+        }
+        Command::NotifyJob {
+            node,
+            addr,
+            job_id,
+            message,
+        } => {
+            let req = NodeRequest::Notify { job_id, message };
+            if let Err(e) = link.call(&addr, &req).await {
+                warn!("cannot notify job {job_id} on {node}: {e}");
             }
         }
         Command::TerminateJob {
@@ -1678,6 +1690,7 @@ pub(crate) fn handle(
             ok(engine.on_release_tasks(job_id, tasks.as_ref(), who, t))
         }
         CtldRequest::Top { job_id } => ok(engine.on_top(job_id, who)),
+        CtldRequest::Notify { job_id, message } => ok(engine.on_notify(job_id, message, who)),
         CtldRequest::Requeue {
             job_id,
             hold,

@@ -1103,6 +1103,39 @@ impl Engine {
         Ok(())
     }
 
+    /// `scontrol notify`: a message for a running job's batch script, sent
+    /// to its batch host. Slurm refuses jobs that do not run ("Requested
+    /// operation is presently disabled") and other users' jobs.
+    pub fn on_notify(
+        &mut self,
+        id: JobId,
+        message: String,
+        who: &Identity,
+    ) -> Result<(), SlurmError> {
+        let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        if !self.may_modify(who, job) {
+            return Err(SlurmError::InvalidUserId);
+        }
+        if job.state != JobState::Running || job.completing {
+            return Err(SlurmError::Disabled);
+        }
+        // An allocation (salloc, srun) has no batch script to write to.
+        if job.desc.alloc_only {
+            return Ok(());
+        }
+        let Some(&batch) = job.ran_on.first() else {
+            return Err(SlurmError::Disabled);
+        };
+        let n = &self.nodes[batch.0 as usize];
+        self.outbox.push(Command::NotifyJob {
+            node: n.conf.name.clone(),
+            addr: n.daemon_addr.clone(),
+            job_id: id,
+            message,
+        });
+        Ok(())
+    }
+
     /// `scontrol hold` / `uhold`.
     pub fn on_hold(&mut self, id: JobId, user: bool, who: &Identity) -> Result<(), SlurmError> {
         self.touch();

@@ -81,6 +81,17 @@ pub enum Command {
         /// What to start.
         launch: Box<BatchLaunch>,
     },
+    /// Hand a message to a running job's batch host (`scontrol notify`).
+    NotifyJob {
+        /// Node name.
+        node: String,
+        /// `host:port` of its daemon.
+        addr: String,
+        /// The job.
+        job_id: JobId,
+        /// The text.
+        message: String,
+    },
     /// Send a signal to a job's processes on a node.
     SignalJob {
         /// Node name.

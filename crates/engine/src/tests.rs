@@ -2431,3 +2431,25 @@ fn issue_35_top_moves_a_job_ahead_of_its_users_other_jobs() {
     assert_eq!(order.map(|id| nice(&e, id)), [-2, -2, 2, 2]);
     assert_invariants(&e);
 }
+
+#[test]
+fn issue_35_notify_reaches_a_running_jobs_batch_host() {
+    let mut e = engine();
+    let mut d = desc();
+    d.ntasks = Some(8);
+    let running = submit(&mut e, d, 0);
+    let pending = submit(&mut e, desc(), 1);
+    e.take_commands();
+    let note = |e: &mut Engine, id: JobId, who: &Identity| e.on_notify(id, "hi there".into(), who);
+    assert_eq!(note(&mut e, JobId(999), &user()), Err(SlurmError::InvalidJobId));
+    assert_eq!(note(&mut e, pending, &user()), Err(SlurmError::Disabled));
+    assert_eq!(note(&mut e, running, &other()), Err(SlurmError::InvalidUserId));
+    note(&mut e, running, &user()).unwrap();
+    let batch = e.job(running).unwrap().ran_on[0];
+    let name = e.nodes[batch.0 as usize].conf.name.clone();
+    assert!(matches!(
+        &e.take_commands()[..],
+        [Command::NotifyJob { node, job_id, message, .. }]
+            if *node == name && *job_id == running && message == "hi there"
+    ));
+}

@@ -563,6 +563,7 @@ fn needs_privilege(request: &NodeRequest) -> bool {
         | NodeRequest::LaunchStep(_)
         | NodeRequest::SignalStep { .. }
         | NodeRequest::Signal { .. }
+        | NodeRequest::Notify { .. }
         | NodeRequest::Terminate { .. }
         | NodeRequest::StartExtern { .. }
         | NodeRequest::EndExtern { .. }
@@ -636,6 +637,7 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             signal,
             scope,
         } => (signal_job(daemon, job_id, signal, scope), None),
+        NodeRequest::Notify { job_id, message } => (notify_job(daemon, job_id, &message), None),
         NodeRequest::Terminate { job_id, kill_wait } => {
             // A job's steps end with it, its extern step too.
             crate::holder::end(daemon, job_id);
@@ -738,6 +740,26 @@ fn signal_job(daemon: &Daemon, job_id: JobId, signal: i32, scope: SignalScope) -
         Err(nix::errno::Errno::ESRCH) if steps > 0 => NodeResponse::Ok,
         Err(nix::errno::Errno::ESRCH) => failed(Refusal::NoSuchJob.message()),
         Err(e) => failed(format!("cannot signal job {job_id}: {e}")),
+    }
+}
+
+/// `scontrol notify`: slurmstepd's line in the batch script's stderr,
+/// whatever file that is (real Slurm 22.05 wrote `slurmstepd-node1: error:
+/// hello world` into the job's output for `scontrol notify 8 hello world`).
+fn notify_job(daemon: &Daemon, job_id: JobId, message: &str) -> NodeResponse {
+    let target = match daemon.jobs().signal_target(job_id, true) {
+        Ok(t) => t,
+        Err(r) => return failed(r.message()),
+    };
+    let text = format!("slurmstepd-{}: error: {message}\n", daemon.setup.node_name);
+    let path = format!("/proc/{}/fd/2", target.kill_arg());
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    match written {
+        Ok(()) => NodeResponse::Ok,
+        Err(e) => failed(format!("cannot write to job {job_id}'s stderr: {e}")),
     }
 }
 

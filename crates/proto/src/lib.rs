@@ -599,6 +599,14 @@ pub enum CtldRequest {
         /// The job.
         job_id: JobId,
     },
+    /// `scontrol notify`: a message for a running job, written to its
+    /// batch script's stderr as slurmstepd writes it. Changes nothing.
+    Notify {
+        /// The job.
+        job_id: JobId,
+        /// The text.
+        message: String,
+    },
 }
 
 /// Index of [`CtldRequest::InSession`] among its variants, for
@@ -1629,6 +1637,15 @@ pub enum NodeRequest {
         signal: Option<i32>,
         /// KillWait for ending it.
         kill_wait: u32,
+    },
+    /// `scontrol notify`: write `slurmstepd-<node>: error: <message>` to
+    /// the batch script's stderr. (Added last: the variants before keep
+    /// their numbers; an older daemon refuses it.)
+    Notify {
+        /// The job.
+        job_id: JobId,
+        /// The text.
+        message: String,
     },
 }
 
