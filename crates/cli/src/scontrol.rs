@@ -543,6 +543,7 @@ const COMMANDS: &[(&str, usize)] = &[
     ("suspend", 2),
     ("resume", 3),
     ("ping", 2),
+    ("listpids", 1),
     ("notify", 2),
     ("top", 3),
     ("version", 4),
@@ -597,6 +598,7 @@ fn run_command(s: &mut Session, words: &[String]) -> CmdResult {
         "ping" => cmd_ping(s),
         "top" => cmd_top(s, rest),
         "notify" => cmd_notify(s, rest),
+        "listpids" => cmd_listpids(s, rest),
         "version" => Ok(crate::common::version_line()),
         "help" => Ok(HELP.to_string()),
         _ => Ok(String::new()),
@@ -1304,6 +1306,87 @@ fn cmd_notify(s: &mut Session, rest: &[String]) -> CmdResult {
         })
         .map_err(|e| fail(format!("job notify failure: {e}")))?;
     Ok(String::new())
+}
+
+/// `scontrol listpids`' header (real scontrol 22.05).
+const LISTPIDS_HEADER: &str = "PID      JOBID    STEPID   LOCALID GLOBALID\n";
+
+/// One `scontrol listpids` line: `-` for the ids of a process a task
+/// started.
+pub fn listpids_line(p: &proto::JobProcess) -> String {
+    let id = |v: Option<u32>| v.map_or_else(|| "-".to_string(), |n| n.to_string());
+    format!(
+        "{:<8} {:<8} {:<8} {:<7} {:<8}\n",
+        p.pid,
+        p.job_id.0,
+        p.step,
+        id(p.local_id),
+        id(p.global_id)
+    )
+}
+
+/// `scontrol listpids [JOB[.STEP]] [NODENAME]`: the processes of the jobs
+/// on this host's node (or the one named), asked of its node daemon, as
+/// Slurm asks the local slurmd. With none found, real scontrol 22.05
+/// prints the header, then `No job steps exist on this node.` (or `JobId=7
+/// does not exist on node <node>.`) on stderr, and exits 1.
+fn cmd_listpids(s: &mut Session, rest: &[String]) -> CmdResult {
+    let (job_id, step_id) = match rest.first().map(String::as_str) {
+        None | Some("*") => (None, None),
+        Some(spec) => {
+            let (job, step) = match spec.split_once('.') {
+                Some((j, st)) => (j, Some(st)),
+                None => (spec, None),
+            };
+            let Ok(job) = job.parse::<u32>() else {
+                return Err(fail(format!("\"{spec}\" does not look like a jobid")));
+            };
+            let step = match step.map(str::parse::<u32>) {
+                None => None,
+                Some(Ok(n)) => Some(n),
+                Some(Err(_)) => {
+                    return Err(fail(format!("\"{spec}\" does not look like a stepid")))
+                }
+            };
+            (Some(JobId(job)), step)
+        }
+    };
+    let client = s.client("slurm_load_node error")?;
+    let nodes = client
+        .nodes()
+        .map_err(|e| fail(format!("slurm_load_node error: {e}")))?;
+    let host = client.identity().host.clone();
+    let short = host.split('.').next().unwrap_or(&host).to_string();
+    let node = match rest.get(1) {
+        Some(name) => nodes.iter().find(|n| n.name == *name),
+        None => nodes
+            .iter()
+            .find(|n| n.name == short || n.hostname == host || n.hostname == short),
+    };
+    let rows = match node {
+        Some(n) => client
+            .node_pids(
+                &format!("{}:{}", n.addr, n.port),
+                proto::NodeRequest::ListPids { job_id, step_id },
+            )
+            .map_err(|e| fail(format!("slurm_list_pids error: {e}")))?,
+        None => Vec::new(),
+    };
+    if rows.is_empty() {
+        let node_name = node.map_or("(null)", |n| n.name.as_str());
+        return Err(Failure {
+            stdout: LISTPIDS_HEADER.to_string(),
+            stderr: match job_id {
+                Some(id) => format!("JobId={id} does not exist on node {node_name}.\n"),
+                None => "No job steps exist on this node.\n".to_string(),
+            },
+        });
+    }
+    let mut out = LISTPIDS_HEADER.to_string();
+    for p in &rows {
+        out.push_str(&listpids_line(p));
+    }
+    Ok(out)
 }
 
 fn cmd_job_action(s: &mut Session, cmd: &str, rest: &[String]) -> CmdResult {

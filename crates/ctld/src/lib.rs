@@ -981,7 +981,7 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             };
             match res {
                 // (StepStats answers only StepStat.)
-                Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => {
+                Ok(NodeResponse::Ok | NodeResponse::StepStats(_) | NodeResponse::Pids(_)) => {
                     debug!("launched job {job_id} on {node}")
                 }
                 Ok(NodeResponse::Failed(why)) => {
@@ -999,7 +999,7 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             let (job_id, step_id) = (launch.job_id, launch.step_id);
             let req = NodeRequest::LaunchStep(launch);
             match link.call(&addr, &req).await {
-                Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => {
+                Ok(NodeResponse::Ok | NodeResponse::StepStats(_) | NodeResponse::Pids(_)) => {
                     debug!("launched step {job_id}.{step_id} on {node}")
                 }
                 Ok(NodeResponse::Failed(why)) => {
@@ -1101,7 +1101,9 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             for attempt in 0..TERMINATE_ATTEMPTS {
                 let req = NodeRequest::Terminate { job_id, kill_wait };
                 match link.call(&addr, &req).await {
-                    Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => return,
+                    Ok(NodeResponse::Ok | NodeResponse::StepStats(_) | NodeResponse::Pids(_)) => {
+                        return
+                    }
                     Ok(NodeResponse::Failed(why)) => {
                         // The node no longer runs it (it ended, or the node
                         // lost it): nothing is left to clean up there.

@@ -2441,9 +2441,15 @@ fn issue_35_notify_reaches_a_running_jobs_batch_host() {
     let pending = submit(&mut e, desc(), 1);
     e.take_commands();
     let note = |e: &mut Engine, id: JobId, who: &Identity| e.on_notify(id, "hi there".into(), who);
-    assert_eq!(note(&mut e, JobId(999), &user()), Err(SlurmError::InvalidJobId));
+    assert_eq!(
+        note(&mut e, JobId(999), &user()),
+        Err(SlurmError::InvalidJobId)
+    );
     assert_eq!(note(&mut e, pending, &user()), Err(SlurmError::Disabled));
-    assert_eq!(note(&mut e, running, &other()), Err(SlurmError::InvalidUserId));
+    assert_eq!(
+        note(&mut e, running, &other()),
+        Err(SlurmError::InvalidUserId)
+    );
     note(&mut e, running, &user()).unwrap();
     let batch = e.job(running).unwrap().ran_on[0];
     let name = e.nodes[batch.0 as usize].conf.name.clone();

@@ -525,7 +525,18 @@ async fn serve_connection(daemon: Arc<Daemon>, mut stream: TcpStream, peer: Stri
             }
             continue;
         }
-        let (response, after) = handle(&daemon, body).await;
+        let (response, after) = match body {
+            // Who asks decides what it sees.
+            NodeRequest::ListPids { job_id, step_id } => {
+                let everyone = daemon.setup.auth.privileged_uids.contains(&who.uid);
+                let owner = (!everyone).then_some(who.uid);
+                (
+                    crate::pids::list(&daemon_jobs(&daemon), job_id, step_id, owner),
+                    None,
+                )
+            }
+            body => handle(&daemon, body).await,
+        };
         let reply = rpc::envelope(daemon.setup.identity.clone(), response);
         let written = write_reply(&mut stream, &reply).await;
         if let Some(after) = after {
@@ -557,7 +568,7 @@ fn authenticate(
 /// authenticated may ping.
 fn needs_privilege(request: &NodeRequest) -> bool {
     match request {
-        NodeRequest::Ping => false,
+        NodeRequest::Ping | NodeRequest::ListPids { .. } => false,
         NodeRequest::StepStat { .. }
         | NodeRequest::LaunchBatch(_)
         | NodeRequest::LaunchStep(_)
@@ -665,7 +676,7 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             (NodeResponse::Ok, None)
         }
         // Answered by the connection itself (serve_connection).
-        NodeRequest::OpenSession | NodeRequest::InSession { .. } => {
+        NodeRequest::OpenSession | NodeRequest::InSession { .. } | NodeRequest::ListPids { .. } => {
             (failed("not a request on its own"), None)
         }
     }
@@ -741,6 +752,15 @@ fn signal_job(daemon: &Daemon, job_id: JobId, signal: i32, scope: SignalScope) -
         Err(nix::errno::Errno::ESRCH) => failed(Refusal::NoSuchJob.message()),
         Err(e) => failed(format!("cannot signal job {job_id}: {e}")),
     }
+}
+
+/// The jobs this daemon runs a batch script or steps of.
+fn daemon_jobs(daemon: &Daemon) -> Vec<JobId> {
+    let mut ids = daemon.jobs().job_ids();
+    ids.extend(daemon.steps.job_ids());
+    ids.sort();
+    ids.dedup();
+    ids
 }
 
 /// `scontrol notify`: slurmstepd's line in the batch script's stderr,

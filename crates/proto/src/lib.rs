@@ -1647,6 +1647,31 @@ pub enum NodeRequest {
         /// The text.
         message: String,
     },
+    /// `scontrol listpids`: the processes of the jobs here (one job, one
+    /// of its steps), the caller's own unless root or SlurmUser asks.
+    /// Anyone authenticated may send it.
+    ListPids {
+        /// Only this job.
+        job_id: Option<JobId>,
+        /// Only this numbered step of it.
+        step_id: Option<u32>,
+    },
+}
+
+/// One process of a job on a node (`scontrol listpids`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobProcess {
+    /// Its pid.
+    pub pid: u32,
+    /// The job.
+    pub job_id: JobId,
+    /// The step: `batch` or its number.
+    pub step: String,
+    /// A task's local id (`SLURM_LOCALID`); None for the processes a task
+    /// started.
+    pub local_id: Option<u32>,
+    /// A task's global id (`SLURM_PROCID`); None as `local_id`.
+    pub global_id: Option<u32>,
 }
 
 /// Everything a node needs to start a batch script.
@@ -1703,6 +1728,8 @@ pub enum NodeResponse {
     Failed(String),
     /// `StepStat`: this node's share of each of the job's running steps.
     StepStats(Vec<NodeStepStat>),
+    /// `ListPids`: the processes found, by job, step and pid.
+    Pids(Vec<JobProcess>),
 }
 
 /// One node's share of a running step, as its supervisor last sampled it.

@@ -151,3 +151,28 @@ fn ping_line_names_role() {
         "Slurmctld(backup) at ctl2 is DOWN\n"
     );
 }
+
+#[test]
+fn issue_35_listpids_lines_are_slurms() {
+    // Real `scontrol listpids 8` (22.05.8, a batch job running `sleep`):
+    // PID      JOBID    STEPID   LOCALID GLOBALID
+    // 2458     8        batch    0       0
+    // 2460     8        batch    -       -
+    let p = |pid, local: Option<u32>| proto::JobProcess {
+        pid,
+        job_id: JobId(8),
+        step: "batch".into(),
+        local_id: local,
+        global_id: local,
+    };
+    assert_eq!(
+        format!(
+            "{LISTPIDS_HEADER}{}{}",
+            listpids_line(&p(2458, Some(0))),
+            listpids_line(&p(2460, None))
+        ),
+        "PID      JOBID    STEPID   LOCALID GLOBALID\n\
+         2458     8        batch    0       0       \n\
+         2460     8        batch    -       -       \n"
+    );
+}

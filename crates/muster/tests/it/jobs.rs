@@ -206,3 +206,37 @@ fn issue_35_array_output_names_and_paths_shown_before_the_start() {
     assert_eq!(out.stdout.lines().count(), 1, "{out}");
     c.ok("scancel", &[&h.to_string()]);
 }
+
+#[test]
+fn issue_35_scontrol_listpids() {
+    // Real scontrol 22.05.8: with no job here, the header, then "No job
+    // steps exist on this node." (exit 1); for a job, its batch script
+    // (`0 0`) and what the script started (`- -`).
+    let c = cluster(1);
+    let out = c.run("scontrol", &["listpids", "*", "node1"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(out.stdout, "PID      JOBID    STEPID   LOCALID GLOBALID\n");
+    assert_eq!(out.stderr, "No job steps exist on this node.\n");
+    let id = c.submit(&["-o", "out.txt", "--wrap", "echo $$; sleep 300"]);
+    let script_pid = c.wait_file("out.txt", secs(10)).trim().to_string();
+    let lines = c.wait_until("the script and its sleep", secs(10), || {
+        let out = c.run("scontrol", &["listpids", &id.to_string(), "node1"]);
+        (out.code == 0 && out.stdout.lines().count() == 3).then_some(out.stdout)
+    });
+    let rows: Vec<Vec<&str>> = lines
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let idt = id.to_string();
+    assert_eq!(
+        rows[0],
+        [script_pid.as_str(), &idt, "batch", "0", "0"],
+        "{lines}"
+    );
+    assert_eq!(&rows[1][1..], [idt.as_str(), "batch", "-", "-"], "{lines}");
+    let out = c.run("scontrol", &["listpids", "999999", "node1"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(out.stderr, "JobId=999999 does not exist on node node1.\n");
+    c.ok("scancel", &[&idt]);
+}
