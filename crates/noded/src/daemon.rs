@@ -530,8 +530,9 @@ async fn serve_connection(daemon: Arc<Daemon>, mut stream: TcpStream, peer: Stri
             NodeRequest::ListPids { job_id, step_id } => {
                 let everyone = daemon.setup.auth.privileged_uids.contains(&who.uid);
                 let owner = (!everyone).then_some(who.uid);
+                let (jobs, roots) = daemon_jobs(&daemon);
                 (
-                    crate::pids::list(&daemon_jobs(&daemon), job_id, step_id, owner),
+                    crate::pids::list(&jobs, &roots, job_id, step_id, owner),
                     None,
                 )
             }
@@ -754,13 +755,23 @@ fn signal_job(daemon: &Daemon, job_id: JobId, signal: i32, scope: SignalScope) -
     }
 }
 
-/// The jobs this daemon runs a batch script or steps of.
-fn daemon_jobs(daemon: &Daemon) -> Vec<JobId> {
-    let mut ids = daemon.jobs().job_ids();
+/// The jobs this daemon runs a batch script or steps of, and the
+/// processes theirs descend from: the daemon itself (its supervisors) and
+/// the batch scripts (which a restarted daemon took over without being
+/// their ancestor).
+fn daemon_jobs(daemon: &Daemon) -> (Vec<JobId>, Vec<u32>) {
+    let batch = daemon.jobs().job_ids();
+    let mut roots = vec![std::process::id()];
+    for &id in &batch {
+        if let Ok(t) = daemon.jobs().signal_target(id, true) {
+            roots.push(t.kill_arg().unsigned_abs());
+        }
+    }
+    let mut ids = batch;
     ids.extend(daemon.steps.job_ids());
     ids.sort();
     ids.dedup();
-    ids
+    (ids, roots)
 }
 
 /// `scontrol notify`: slurmstepd's line in the batch script's stderr,

@@ -4,7 +4,10 @@
 //! `SLURM_STEP_ID` (none: the batch script). A task is such a process
 //! whose parent is not one of the same step (the supervisor or the daemon
 //! started it): it shows its `SLURM_LOCALID` and `SLURM_PROCID`; the
-//! processes it started show `-`, as in Slurm's listing.
+//! processes it started show `-`, as in Slurm's listing. Only processes
+//! that descend from this daemon (its supervisors) or from one of its
+//! batch scripts count: another daemon's job of the same id on the same
+//! host (several node daemons, as in the tests) is not this one's.
 
 use std::collections::BTreeMap;
 
@@ -15,16 +18,19 @@ use proto::{JobProcess, NodeResponse};
 struct Proc {
     ppid: u32,
     uid: u32,
-    job: u32,
+    /// `SLURM_JOB_ID`, for a job's process.
+    job: Option<u32>,
     step: Option<u32>,
     local: Option<u32>,
     global: Option<u32>,
 }
 
-/// The processes of `jobs` (those of this node), narrowed to one job and
-/// step, and to the processes of user `owner` when given.
+/// The processes of `jobs` (those of this node) under `roots` (the
+/// daemon's pid and its batch scripts'), narrowed to one job and step,
+/// and to the processes of user `owner` when given.
 pub fn list(
     jobs: &[JobId],
+    roots: &[u32],
     job_id: Option<JobId>,
     step_id: Option<u32>,
     owner: Option<u32>,
@@ -45,13 +51,30 @@ pub fn list(
             procs.insert(pid, p);
         }
     }
+    // Whether `pid` is one of `roots` or descends from one (a bounded
+    // walk: pid 1 and loops end it).
+    let under_roots = |mut pid: u32| {
+        for _ in 0..256 {
+            if roots.contains(&pid) {
+                return true;
+            }
+            match procs.get(&pid) {
+                Some(p) if p.ppid > 1 && p.ppid != pid => pid = p.ppid,
+                _ => return false,
+            }
+        }
+        false
+    };
     let mut out: Vec<JobProcess> = Vec::new();
     for (&pid, p) in &procs {
-        let job = JobId(p.job);
+        let Some(job) = p.job.map(JobId) else {
+            continue;
+        };
         if !jobs.contains(&job)
             || job_id.is_some_and(|j| j != job)
             || step_id.is_some_and(|s| p.step != Some(s))
             || owner.is_some_and(|u| u != p.uid)
+            || !under_roots(pid)
         {
             continue;
         }
@@ -89,7 +112,8 @@ pub fn list(
 }
 
 fn read_proc(pid: u32) -> Option<Proc> {
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    // Unreadable (a kernel thread, a process gone meanwhile): no job's.
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
     let mut job = None;
     let (mut step, mut local, mut global) = (None, None, None);
     for var in environ.split(|b| *b == 0) {
@@ -107,7 +131,6 @@ fn read_proc(pid: u32) -> Option<Proc> {
             _ => {}
         }
     }
-    let job = job?;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| {
         status
