@@ -344,7 +344,7 @@ pub fn create_key(path: &Path) -> Result<(), AuthError> {
 /// Fills `buf` from the kernel's random source: the getrandom system call
 /// (one call, no file descriptor: a credential is made per request), or
 /// /dev/urandom where the kernel lacks it.
-fn random_bytes(buf: &mut [u8]) -> Result<(), AuthError> {
+pub fn random_bytes(buf: &mut [u8]) -> Result<(), AuthError> {
     let mut filled = 0;
     while filled < buf.len() {
         let rest = &mut buf[filled..];

@@ -22,10 +22,13 @@
 //! muster-bench run     -f slurm.conf [--threads T] [--count N] [--wrap CMD] [--workdir DIR] [--array]
 //! muster-bench ping    -f slurm.conf [--timeout S]
 //! muster-bench count   -f slurm.conf
+//! muster-bench hostile -f slurm.conf --muster PATH [--count ROUNDS] [--held N] [--cycling N]
 //! ```
 //!
 //! Benchmarks are measured, never asserted: a failed request is counted and
 //! reported, and the exit status is nonzero only when nothing could be done.
+
+mod hostile;
 
 use anyhow::{bail, Context};
 use model::{JobId, JobState};
@@ -51,6 +54,13 @@ struct Opts {
     fresh: bool,
     /// `submit --pipeline N`: N submissions in flight per connection.
     pipeline: usize,
+    /// `hostile --muster PATH`: the binary whose `squeue` and `sbatch`
+    /// are timed.
+    muster: Option<PathBuf>,
+    /// `hostile --held N`: connections without a credential held open.
+    held: usize,
+    /// `hostile --cycling N`: connections reopened as fast as closed.
+    cycling: usize,
 }
 
 fn parse(args: &[String]) -> anyhow::Result<Opts> {
@@ -69,6 +79,9 @@ fn parse(args: &[String]) -> anyhow::Result<Opts> {
         array: false,
         fresh: false,
         pipeline: 0,
+        muster: None,
+        held: 4_700,
+        cycling: 300,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -92,6 +105,9 @@ fn parse(args: &[String]) -> anyhow::Result<Opts> {
             "--workdir" => o.workdir = Some(PathBuf::from(val()?)),
             "--gap-ms" => o.gap_ms = val()?.parse().context("--gap-ms")?,
             "--timeout" => o.timeout_s = val()?.parse().context("--timeout")?,
+            "--muster" => o.muster = Some(PathBuf::from(val()?)),
+            "--held" => o.held = val()?.parse().context("--held")?,
+            "--cycling" => o.cycling = val()?.parse().context("--cycling")?,
             other => bail!("unknown option {other:?}"),
         }
     }
@@ -584,7 +600,9 @@ fn cmd_count(o: &Opts) -> anyhow::Result<()> {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some((cmd, rest)) = args.split_first() else {
-        eprintln!("usage: muster-bench submit|latency|run|ping|count -f slurm.conf [options]");
+        eprintln!(
+            "usage: muster-bench submit|latency|run|ping|count|hostile -f slurm.conf [options]"
+        );
         std::process::exit(2);
     };
     let res = parse(rest).and_then(|o| match cmd.as_str() {
@@ -593,6 +611,11 @@ fn main() {
         "run" => cmd_run(&o),
         "ping" => cmd_ping(&o),
         "count" => cmd_count(&o),
+        "hostile" => {
+            let conf = o.conf.clone().context("hostile needs -f slurm.conf")?;
+            let muster = o.muster.clone().context("hostile needs --muster PATH")?;
+            hostile::cmd_hostile(&conf, &muster, o.count, o.held, o.cycling)
+        }
         other => bail!("unknown command {other:?}"),
     });
     if let Err(e) = res {

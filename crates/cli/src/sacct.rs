@@ -580,20 +580,38 @@ fn render_json(args: &SacctArgs, jobs: &[AcctJob], now: Timestamp) -> String {
                     .iter()
                     .map(|s| {
                         let elapsed = s.start_time.map_or(0, |st| s.end_time.unwrap_or(now) - st);
+                        // Slurm 22.05 (dbv0.0.38) names a step by its id alone:
+                        // "batch", "extern", or the number.
+                        let id = match s.step {
+                            StepId::Numbered(n) => json!(n),
+                            other => json!(other.as_slurm_string()),
+                        };
+                        // The keys of dbv0.0.38_job_step; what muster does
+                        // not keep (the first pid, CPU frequencies, who
+                        // cancelled the step) is null or empty.
                         json!({
                             "step": {
                                 "job_id": j.job_id.0,
-                                "id": format!("{}.{}", j.job_id.0, s.step.as_slurm_string()),
+                                "het": { "component": null },
+                                "id": id,
                                 "name": s.name,
                             },
                             "state": s.state.as_slurm_str(),
                             "exit_code": exit(s.exit_code),
                             "nodes": { "count": s.n_nodes, "range": s.nodes },
                             "tasks": { "count": s.n_tasks },
+                            "task": { "distribution": "Unknown" },
+                            "pid": null,
+                            "kill_request_user": null,
+                            "CPU": {
+                                "requested_frequency": { "min": 0, "max": 0 },
+                                "governor": [],
+                            },
                             "time": {
                                 "start": ts(s.start_time),
                                 "end": ts(s.end_time),
                                 "elapsed": elapsed,
+                                "suspended": 0,
                                 "user": { "seconds": s.usage.user_cpu_usec.unwrap_or(0) / 1_000_000,
                                           "microseconds": s.usage.user_cpu_usec.unwrap_or(0) % 1_000_000 },
                                 "system": { "seconds": s.usage.sys_cpu_usec.unwrap_or(0) / 1_000_000,

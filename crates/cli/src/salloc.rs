@@ -88,7 +88,7 @@ pub fn main(args: Vec<String>) -> i32 {
     let id = client.identity().clone();
     desc.alloc_only = true;
     if !st.name_set {
-        desc.name = "interactive".into();
+        desc.name = if no_shell { "no-shell" } else { "interactive" }.into();
     }
     desc.work_dir = match &st.chdir {
         Some(d) if d.starts_with('/') => d.clone(),
@@ -118,8 +118,10 @@ pub fn main(args: Vec<String>) -> i32 {
         } else {
             command
         };
+        // The allocation's variables, not sbatch's own (SLURM_PRIO_PROCESS,
+        // SLURM_UMASK): salloc's command has none of them, as in Slurm; the
+        // steps it starts get them from srun.
         let mut env = alloc::process_env();
-        crate::sbatch::add_process_env(&mut env);
         for (k, v) in &a.env {
             alloc::set_env(&mut env, k, v);
         }
@@ -145,7 +147,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 exit = ExitCode::from_wait_status(s.into_raw());
                 code = match (s.code(), s.signal()) {
                     (Some(c), _) => c,
-                    (None, Some(sig)) => 128 + sig,
+                    (None, Some(sig)) => killed_command_status(sig),
                     _ => 1,
                 };
             }
@@ -162,4 +164,30 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     let _ = exit;
     code
+}
+
+/// salloc's exit status when its command was killed by `sig`: 0 for the
+/// signals a user sends (hangup, interrupt, quit, kill), 1 for any other,
+/// as Slurm 22.05's salloc exits (`salloc bash -c 'kill -KILL $$'` exits 0,
+/// `kill -TERM $$` 1).
+pub fn killed_command_status(sig: i32) -> i32 {
+    match sig {
+        libc::SIGHUP | libc::SIGINT | libc::SIGQUIT | libc::SIGKILL => 0,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_35_a_killed_command_ends_salloc_as_slurm_does() {
+        for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGKILL] {
+            assert_eq!(killed_command_status(sig), 0, "signal {sig}");
+        }
+        for sig in [libc::SIGTERM, libc::SIGUSR1, libc::SIGSEGV] {
+            assert_eq!(killed_command_status(sig), 1, "signal {sig}");
+        }
+    }
 }

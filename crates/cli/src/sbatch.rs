@@ -398,7 +398,23 @@ fn build_inner(
             Some(export::parse_export_file(&bytes))
         }
     };
+    let from_file_given = from_file.is_some();
     let mut job_env = export::resolve(st.export.as_deref(), &own_env, from_file);
+    if let Some(spec) = st.export.as_deref() {
+        if !from_file_given && export::leaves_out_environment(spec) {
+            let login = match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(identity.uid))
+            {
+                Ok(Some(u)) => export::login_env(
+                    &u.name,
+                    identity.uid,
+                    &u.dir.to_string_lossy(),
+                    &u.shell.to_string_lossy(),
+                ),
+                _ => export::login_env(&identity.user, identity.uid, "", ""),
+            };
+            job_env = export::from_login(spec, login, job_env);
+        }
+    }
     if st.get_user_env {
         job_env.retain(|(k, _)| k != "SLURM_GET_USER_ENV");
         job_env.push(("SLURM_GET_USER_ENV".to_string(), "1".to_string()));
@@ -643,6 +659,9 @@ fn submit(client: &client::Client, built: &Built) -> Result<proto::SubmitReply, 
             Err(client::ClientError::Refused(err)) => {
                 return Err(SbatchError::refused(err, &built.desc))
             }
+            Err(client::ClientError::TooLarge { bytes, limit }) => {
+                return Err(too_large(&built.desc, bytes, limit))
+            }
             Err(e) => {
                 return Err(SbatchError::error(&[&format!(
                     "Batch job submission failed: {e}"
@@ -650,6 +669,28 @@ fn submit(client: &client::Client, built: &Built) -> Result<proto::SubmitReply, 
             }
         }
     }
+}
+
+/// A submission larger than the controller reads
+/// (`proto::MAX_REQUEST_BYTES`): the script when it alone is over the
+/// limit, else the whole request, with what it is made of.
+pub fn too_large(desc: &JobDesc, bytes: u64, limit: u64) -> SbatchError {
+    let mib = limit >> 20;
+    let script = desc.script.len() as u64;
+    if script > limit {
+        return SbatchError::error(&[&format!(
+            "Batch job script is too large ({script} bytes, limit {mib} MiB)"
+        )]);
+    }
+    let env: u64 = desc
+        .env
+        .iter()
+        .map(|(k, v)| (k.len() + v.len() + 1) as u64)
+        .sum();
+    SbatchError::error(&[&format!(
+        "Batch job submission is too large ({bytes} bytes, limit {mib} MiB): \
+         the script is {script} bytes, the environment {env} bytes"
+    )])
 }
 
 /// `-W`: polls the controller until the job has ended and returns its exit

@@ -156,6 +156,8 @@ struct Opts {
     stdout: Option<String>,
     stderr: Option<String>,
     distribution: Distribution,
+    /// `-m` as given, when it was.
+    distribution_arg: Option<String>,
     overlap: bool,
     exclusive: bool,
     overcommit: bool,
@@ -234,7 +236,10 @@ pub fn main(args: Vec<String>) -> i32 {
                     "output" => o.stdout = Some(val),
                     "error" => o.stderr = Some(val),
                     "distribution" => match Distribution::parse(&val) {
-                        Some(d) => o.distribution = d,
+                        Some(d) => {
+                            o.distribution = d;
+                            o.distribution_arg = Some(val);
+                        }
                         None => {
                             eprintln!("srun: error: Invalid --distribution specification");
                             return 1;
@@ -364,8 +369,15 @@ pub fn main(args: Vec<String>) -> i32 {
                 Ok(a) => a,
                 Err(code) => return code,
             };
+            // A standalone srun's tasks have the allocation's variables
+            // less its node aliases and the memory default, as Slurm's.
             for (k, v) in &a.env {
-                alloc::set_env(&mut env, k, v);
+                if !matches!(
+                    k.as_str(),
+                    "SLURM_NODE_ALIASES" | "SLURM_MEM_PER_CPU" | "SLURM_MEM_PER_NODE"
+                ) {
+                    alloc::set_env(&mut env, k, v);
+                }
             }
             (a.job_id, true)
         }
@@ -379,6 +391,16 @@ pub fn main(args: Vec<String>) -> i32 {
             None
         }
     });
+    // `-m block` is said in the tasks' environment too (the controller
+    // sets the other distributions' names).
+    if o.distribution == Distribution::Block {
+        if let Some(arg) = &o.distribution_arg {
+            let first = arg.split([':', ',']).next().unwrap_or("");
+            if first.eq_ignore_ascii_case("block") {
+                alloc::set_env(&mut env, "SLURM_DISTRIBUTION", "block");
+            }
+        }
+    }
     let step_env = match o.export.as_deref() {
         None => env.clone(),
         Some(spec) => crate::sbatch::export::resolve(Some(spec), &env, None),
@@ -596,9 +618,12 @@ impl OutputSink {
                 if rest.is_empty() {
                     continue;
                 }
+                // A labelled last line without its newline gets one, as
+                // srun -l ends it: the next task's line starts on its own.
                 let text = if self.label {
                     let mut t = format!("{task}: ").into_bytes();
                     t.extend_from_slice(&rest);
+                    t.push(b'\n');
                     t
                 } else {
                     rest
@@ -766,12 +791,7 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
     drop(tx);
     let open = |p: &Option<String>| -> Option<std::fs::File> {
         let p = p.as_ref().filter(|p| !per_task_pattern(p))?;
-        let path = expand_srun_path(p, job_id, created.step_id);
-        let path = if path.starts_with('/') {
-            path
-        } else {
-            format!("{}/{path}", req.work_dir.trim_end_matches('/'))
-        };
+        let path = expand_srun_path(p, &req, created.step_id, &client.identity().user);
         std::fs::File::create(&path).ok()
     };
     let out_file = open(&o.stdout);
@@ -800,6 +820,11 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
     let mut last_int: Option<Instant> = None;
     let mut kill_at: Option<Instant> = None;
     let mut killed = false;
+    // The controller ended the step alone (`scancel J.S`, `-K`): said once
+    // at the end, as Slurm's srun does.
+    let mut force_terminated = false;
+    let mut said_aborted = false;
+    let kill_wait = client.config().kill_wait;
     // Signals forwarded so far: a supervisor that connects later gets them
     // too (its tasks may already run: it says Hello before it starts them,
     // but that Hello can reach this loop after a signal does).
@@ -893,9 +918,16 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                     sink.flush_task(task);
                     status.insert(task, s);
                     let e = ExitCode::from_wait_status(s);
+                    // -K ends the step as the controller ends a cancelled
+                    // one: the other tasks get SIGTERM (rc 143).
                     if !e.is_success() && o.kill_on_bad_exit && !killed {
                         killed = true;
-                        broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
+                        if !o.quiet {
+                            eprintln!(
+                                "srun: launch/slurm: _step_signal: Terminating StepId={step_name}"
+                            );
+                        }
+                        broadcast(&mut writers, SrunToStepd::Terminate { kill_wait });
                     }
                     if let (Some(w), None) = (o.wait, kill_at) {
                         if status.len() < ntasks {
@@ -923,6 +955,20 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                         eprintln!("srun: Terminating StepId={step_name}");
                         killed = true;
                         broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
+                    }
+                }
+                StepdToSrun::Ending {
+                    step,
+                    kill_wait: wait,
+                } => {
+                    if step {
+                        force_terminated = true;
+                    } else if !said_aborted && !o.quiet {
+                        said_aborted = true;
+                        eprintln!(
+                            "srun: Job step aborted: Waiting up to {} seconds for job step to finish.",
+                            wait + 2
+                        );
                     }
                 }
                 StepdToSrun::Done => {
@@ -989,6 +1035,9 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
     if !o.quiet || status.values().any(|s| *s != 0) {
         eprint_lines(&failure_lines(&created.nodes, &created.tasks, &status));
     }
+    if force_terminated && !o.quiet {
+        eprintln!("srun: Force Terminated StepId={step_name}");
+    }
     exit_status(status.values().copied())
 }
 
@@ -1027,13 +1076,37 @@ fn node_of(tasks: &[Vec<u32>], task: u32) -> Option<u32> {
         .map(|p| p as u32)
 }
 
-/// Expands a pattern srun itself writes (`%j %s %J %%`).
-fn expand_srun_path(p: &str, job: JobId, step: u32) -> String {
-    p.replace("%%", "\u{0}")
-        .replace("%J", &format!("{job}.{step}"))
-        .replace("%j", &job.to_string())
-        .replace("%s", &step.to_string())
-        .replace('\u{0}', "%")
+/// Expands a pattern srun itself writes (one without `%t %n %N`), made
+/// absolute against the step's working directory (`model::filename`: the
+/// job's name and array ids from the step's environment, as in the tasks).
+fn expand_srun_path(p: &str, req: &StepRequest, step: u32, user: &str) -> String {
+    let env = |name: &str| {
+        req.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(name).ok())
+    };
+    let env_num = |name: &str| env(name).and_then(|v| v.parse::<u32>().ok());
+    let job_step = format!("{}.{step}", req.job_id);
+    let step = step.to_string();
+    let name = env("SLURM_JOB_NAME").unwrap_or_else(|| req.name.clone());
+    model::filename::expand(
+        p,
+        &model::filename::PatternValues {
+            job_id: req.job_id.0,
+            job_step: Some(&job_step),
+            array_job_id: env_num("SLURM_ARRAY_JOB_ID").unwrap_or(req.job_id.0),
+            array_task_id: env_num("SLURM_ARRAY_TASK_ID"),
+            name: &name,
+            user,
+            node: "",
+            node_index: 0,
+            task: 0,
+            step: &step,
+            work_dir: &req.work_dir,
+        },
+    )
 }
 
 #[cfg(test)]
@@ -1078,5 +1151,47 @@ mod tests {
         };
         sink.add(1, false, b"a\nb");
         assert_eq!(sink.partial[&(1, false)], b"b".to_vec());
+    }
+
+    #[test]
+    fn issue_35_srun_output_patterns_name_user_job_and_array() {
+        let req = StepRequest {
+            job_id: JobId(42),
+            name: "hostname".into(),
+            work_dir: "/w".into(),
+            env: vec![
+                ("SLURM_JOB_NAME".into(), "myjob".into()),
+                ("SLURM_ARRAY_JOB_ID".into(), "40".into()),
+                ("SLURM_ARRAY_TASK_ID".into(), "2".into()),
+            ],
+            ..StepRequest::default()
+        };
+        assert_eq!(
+            expand_srun_path("%u-%x-%A_%a-%j.%s-%J-%%.out", &req, 3, "alice"),
+            "/w/alice-myjob-40_2-42.3-42.3-%.out"
+        );
+        assert_eq!(expand_srun_path("/o/%j", &req, 0, "alice"), "/o/42");
+    }
+
+    /// `srun -l -n2 bash -c 'printf p$SLURM_PROCID'` under Slurm 22.05
+    /// prints `0: p0` and `1: p1` on lines of their own.
+    #[test]
+    fn issue_35_a_labelled_last_line_is_ended_with_a_newline() {
+        let dir = std::env::temp_dir().join(format!("srun-label-{}", std::process::id()));
+        let file = std::fs::File::create(&dir).expect("a temp file");
+        let mut sink = OutputSink {
+            label: true,
+            unbuffered: false,
+            partial: BTreeMap::new(),
+            files: [file.try_clone().ok(), None],
+        };
+        sink.add(0, false, b"p0");
+        sink.add(1, false, b"p1");
+        sink.flush_task(0);
+        sink.flush_task(1);
+        drop(sink);
+        let text = std::fs::read_to_string(&dir).expect("written");
+        let _ = std::fs::remove_file(&dir);
+        assert_eq!(text, "0: p0\n1: p1\n");
     }
 }

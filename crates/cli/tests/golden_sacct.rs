@@ -422,7 +422,7 @@ fn json_lists_jobs_and_steps() {
     let v: serde_json::Value = serde_json::from_str(&sacct::render(&a, &[memjob()], NOW)).unwrap();
     assert_eq!(v["jobs"][0]["job_id"], 66787);
     assert_eq!(v["jobs"][0]["state"]["current"], "COMPLETED");
-    assert_eq!(v["jobs"][0]["steps"][0]["step"]["id"], "66787.batch");
+    assert_eq!(v["jobs"][0]["steps"][0]["step"]["id"], "batch");
     assert_eq!(v["jobs"][0]["time"]["elapsed"], 3);
     // Slurm 22.05's shape: TRES as lists of {type, name, id, count}.
     assert_eq!(
@@ -451,4 +451,79 @@ fn json_lists_jobs_and_steps() {
     assert_eq!(step["tres"]["requested"]["max"][0]["id"], 1);
     assert_eq!(step["statistics"]["energy"]["consumed"], 0);
     assert_eq!(step["tres"]["consumed"]["max"], serde_json::json!([]));
+}
+
+/// Issue 35: the step's keys are those of Slurm 22.05's dbv0.0.38_job_step
+/// (shared/reference/slurm-22.05/rest_openapi_v3.json, as slurmrestd
+/// served it), its id the step's own ("batch", or the number).
+#[test]
+fn issue_35_json_steps_have_the_reference_keys() {
+    utc();
+    let a = args(&["--json", "-j", "66787"]);
+    let v: serde_json::Value = serde_json::from_str(&sacct::render(&a, &[memjob()], NOW)).unwrap();
+    let step = &v["jobs"][0]["steps"][0];
+    let mut keys: Vec<&str> = step
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/reference/slurm-22.05/rest_openapi_v3.json");
+    let mut want: Vec<String> = match std::fs::read_to_string(dir) {
+        Ok(text) => {
+            let spec: serde_json::Value = serde_json::from_str(&text).unwrap();
+            spec["components"]["schemas"]["dbv0.0.38_job_step"]["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect()
+        }
+        // The reference's keys, for a checkout without shared/.
+        Err(_) => [
+            "time",
+            "exit_code",
+            "nodes",
+            "tasks",
+            "pid",
+            "CPU",
+            "kill_request_user",
+            "state",
+            "statistics",
+            "step",
+            "task",
+            "tres",
+        ]
+        .map(String::from)
+        .to_vec(),
+    };
+    want.sort_unstable();
+    assert_eq!(keys, want);
+    let mut step_keys: Vec<&str> = step["step"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    step_keys.sort_unstable();
+    assert_eq!(step_keys, ["het", "id", "job_id", "name"]);
+    assert_eq!(step["step"]["id"], "batch");
+    let a = args(&["--json", "-j", "66778"]);
+    let v: serde_json::Value = serde_json::from_str(&sacct::render(&a, &[envjob()], NOW)).unwrap();
+    let ids: Vec<&serde_json::Value> = v["jobs"][0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["step"]["id"])
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            &serde_json::json!("batch"),
+            &serde_json::json!(0),
+            &serde_json::json!(1)
+        ]
+    );
 }

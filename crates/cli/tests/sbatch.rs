@@ -858,7 +858,11 @@ fn export_none_and_lists() {
     let d = run_env(&["--export=NONE", "--wrap=true"], &env)
         .unwrap()
         .desc;
-    assert_eq!(value(&d.env, "PATH"), None);
+    // Not the submitting PATH: the login one (issue 35, as Slurm's job
+    // starts from the user's login environment).
+    assert_ne!(value(&d.env, "PATH"), Some("/bin"));
+    assert!(value(&d.env, "PATH").is_some());
+    assert_eq!(value(&d.env, "SLURM_EXPORT_ENV"), Some("NONE"));
     assert_eq!(value(&d.env, "SLURM_CONF"), Some("/c"));
     assert_eq!(value(&d.env, "SLURM_SUBMIT_DIR"), Some(CWD));
 
@@ -872,7 +876,8 @@ fn export_none_and_lists() {
     let d = run_env(&["--export=HOME,NEW=1", "--wrap=true"], &env)
         .unwrap()
         .desc;
-    assert_eq!(value(&d.env, "PATH"), None);
+    assert_ne!(value(&d.env, "PATH"), Some("/bin"));
+    assert_eq!(value(&d.env, "SLURM_EXPORT_ENV"), Some("HOME,NEW=1"));
     assert_eq!(value(&d.env, "HOME"), Some("/h"));
     assert_eq!(value(&d.env, "NEW"), Some("1"));
 
@@ -882,7 +887,7 @@ fn export_none_and_lists() {
     )
     .unwrap()
     .desc;
-    assert_eq!(value(&d.env, "PATH"), None);
+    assert_ne!(value(&d.env, "PATH"), Some("/bin"));
 
     let d = run_env(&["--get-user-env", "--wrap=true"], &env)
         .unwrap()

@@ -33,11 +33,25 @@ pub enum ClientError {
     /// The controller answered with something unexpected.
     #[error("Unexpected message received")]
     Unexpected,
+    /// The request is larger than the controller reads
+    /// ([`proto::MAX_REQUEST_BYTES`]), so it was not sent: the controller
+    /// would refuse it. Commands print it as it is, sbatch names the
+    /// script when that is what is too large.
+    #[error("Request too large ({bytes} bytes, limit {} MiB)", limit >> 20)]
+    TooLarge {
+        /// The request's encoded size.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// No credential could be made for the request (no readable key and
     /// no node daemon socket, or munged is down).
     #[error("Protocol authentication error: {0}")]
     Credential(#[source] auth::AuthError),
 }
+
+#[cfg(test)]
+mod tests;
 
 /// Where `muster up` keeps its cluster when `MUSTER_STATE_DIR` is unset:
 /// `$XDG_STATE_HOME/muster` or `~/.local/state/muster`.
@@ -133,6 +147,65 @@ fn encoding_for(req: &CtldRequest) -> rpc::Encoding {
     }
 }
 
+/// A frame that could not be built: too large for the controller, or
+/// (never in practice) not encodable.
+fn frame_error(e: rpc::RpcError) -> ClientError {
+    match e {
+        rpc::RpcError::TooLarge { len, max } => ClientError::TooLarge {
+            bytes: u64::from(len),
+            limit: u64::from(max),
+        },
+        e => ClientError::Unreachable(e),
+    }
+}
+
+/// The first wait before a submission whose answer was lost is sent
+/// again; each later wait doubles, up to [`RETRY_MAX_DELAY`].
+const RETRY_FIRST_DELAY: Duration = Duration::from_millis(100);
+
+/// The longest wait between two tries of a submission.
+const RETRY_MAX_DELAY: Duration = Duration::from_secs(2);
+
+/// A try of a request that got no answer: the failure, and whether the
+/// request may have reached the controller (it was being written or
+/// answered when the connection failed).
+struct NoAnswer {
+    error: ClientError,
+    maybe_sent: bool,
+}
+
+impl NoAnswer {
+    fn before_sending(error: ClientError) -> NoAnswer {
+        NoAnswer {
+            error,
+            maybe_sent: false,
+        }
+    }
+}
+
+/// A new submission token: 128 random bits (`proto::SubmitToken`).
+fn new_token() -> Result<String, ClientError> {
+    let mut bytes = [0u8; 16];
+    auth::random_bytes(&mut bytes).map_err(ClientError::Credential)?;
+    Ok(proto::SubmitToken::from_bytes(bytes).text())
+}
+
+/// Gives a submission its token (unless the caller gave one) and says
+/// whether `req` may be sent again after its answer was lost: only a
+/// submission with a token, which the controller answers with the job it
+/// already made instead of making another (`--test-only` makes nothing).
+fn give_token(req: &mut CtldRequest) -> Result<bool, ClientError> {
+    match req {
+        CtldRequest::Submit(desc) if !desc.test_only => {
+            if desc.submit_token.is_none() {
+                desc.submit_token = Some(new_token()?);
+            }
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
 /// An answer as a result: refusals are errors.
 fn answer(resp: CtldResponse) -> Result<CtldResponse, ClientError> {
     match resp {
@@ -221,40 +294,113 @@ impl Client {
     /// connection's session (opened with this call's credential if it has
     /// none yet); on a new connection it carries its own credential, as a
     /// command's single call does.
-    pub fn call(&self, req: CtldRequest) -> Result<CtldResponse, ClientError> {
-        let enc = encoding_for(&req);
+    ///
+    /// A request larger than the controller reads is not sent
+    /// ([`ClientError::TooLarge`]). A submission (`CtldRequest::Submit`,
+    /// not `--test-only`) gets a token ([`proto::JobDesc::submit_token`])
+    /// unless it has one; when its connection fails after it may have
+    /// been sent (the controller may have made the job and died before
+    /// answering), it is sent again with the same token, on a new
+    /// connection, waiting 0.1 s, then twice as long each time up to 2 s,
+    /// until an answer comes or [`TIMEOUT`] has passed since the first
+    /// try: the controller answers a token it has seen with the job it
+    /// made, so the caller gets that job's id, never a second job. A
+    /// controller that cannot be reached at the first try is reported at
+    /// once, as before.
+    pub fn call(&self, mut req: CtldRequest) -> Result<CtldResponse, ClientError> {
+        let again = give_token(&mut req)?;
+        let first_try = std::time::Instant::now();
+        let mut delay = RETRY_FIRST_DELAY;
+        let mut maybe_sent = false;
+        loop {
+            // A try after the first waits only for what is left of the
+            // first one's timeout.
+            let wait = match maybe_sent {
+                false => TIMEOUT,
+                true => TIMEOUT
+                    .saturating_sub(first_try.elapsed())
+                    .max(RETRY_MAX_DELAY),
+            };
+            match self.call_once(&req, wait) {
+                Ok(resp) => return answer(resp),
+                Err(failed) => {
+                    maybe_sent |= failed.maybe_sent;
+                    let unanswered = matches!(failed.error, ClientError::Unreachable(_));
+                    if !(again && maybe_sent && unanswered)
+                        || first_try.elapsed() + delay >= TIMEOUT
+                    {
+                        return Err(failed.error);
+                    }
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(RETRY_MAX_DELAY);
+                }
+            }
+        }
+    }
+
+    /// One try of [`Client::call`]: the answer (refusals included), or
+    /// why none came. A new connection waits up to `timeout` to connect,
+    /// and for each read and write.
+    fn call_once(&self, req: &CtldRequest, timeout: Duration) -> Result<CtldResponse, NoAnswer> {
+        // A kept connection that failed without an answer was usually
+        // closed by the controller before it read the request, but the
+        // controller may also have read it and died: it may have been sent.
+        let mut maybe_sent = false;
         if let Some(mut kept) = self.reused() {
+            maybe_sent = true;
             // A connection the controller has closed fails before the
             // request is read; the request then goes on a fresh one below.
-            if let Some(result) = self.call_in_session(&mut kept, &req) {
+            if let Some(result) = self.call_in_session(&mut kept, req) {
                 // A session opened and answered: the connection serves on.
                 if result.is_ok() && kept.next_seq.is_some() {
                     self.keep(kept);
                 }
-                return result.and_then(answer);
+                return result.map_err(|error| NoAnswer {
+                    maybe_sent: matches!(error, ClientError::Unreachable(_)),
+                    error,
+                });
             }
         }
+        let enc = encoding_for(req);
         let mut last = None;
         for addr in &self.addrs {
-            let credential = self.credential()?;
-            let answer = rpc::Conn::connect(addr, TIMEOUT).and_then(|mut conn| {
-                let resp = conn.call_enc(self.identity.clone(), Some(credential), &req, enc)?;
-                let resp = rest_of_parts(&mut conn, resp)?;
-                self.keep(Kept {
-                    conn,
-                    next_seq: None,
-                });
-                Ok(resp)
-            });
+            let credential = self.credential().map_err(NoAnswer::before_sending)?;
+            let mut frame = Vec::with_capacity(2048);
+            let env = rpc::signed_envelope(self.identity.clone(), Some(credential), req);
+            rpc::append_frame(&mut frame, &env, enc, proto::MAX_REQUEST_BYTES)
+                .map_err(|e| NoAnswer::before_sending(frame_error(e)))?;
+            let mut conn = match rpc::Conn::connect(addr, timeout) {
+                Ok(conn) => conn,
+                Err(e) => {
+                    last = Some(e);
+                    continue;
+                }
+            };
+            maybe_sent = true;
+            let (mut answers, err) = conn.call_many::<CtldResponse>(&frame, 1);
+            let answer = match (answers.pop(), err) {
+                (Some(resp), None) => rest_of_parts(&mut conn, resp),
+                (_, e) => Err(e.unwrap_or(rpc::RpcError::Timeout)),
+            };
             match answer {
-                Ok(CtldResponse::Error(e)) => return Err(ClientError::Refused(e)),
-                Ok(resp) => return Ok(resp),
+                Ok(resp) => {
+                    // Kept only with the usual timeout (a retry's is
+                    // shorter, and would then cut later calls short).
+                    if timeout == TIMEOUT {
+                        self.keep(Kept {
+                            conn,
+                            next_seq: None,
+                        });
+                    }
+                    return Ok(resp);
+                }
                 Err(e) => last = Some(e),
             }
         }
-        Err(ClientError::Unreachable(
-            last.unwrap_or(rpc::RpcError::Timeout),
-        ))
+        Err(NoAnswer {
+            error: ClientError::Unreachable(last.unwrap_or(rpc::RpcError::Timeout)),
+            maybe_sent,
+        })
     }
 
     /// Appends the frame that opens a session (with a fresh credential)
@@ -269,8 +415,8 @@ impl Client {
             Some(self.credential()?),
             CtldRequest::OpenSession,
         );
-        rpc::append_frame(frames, &env, rpc::Encoding::Json, proto::MAX_FRAME_BYTES)
-            .map_err(ClientError::Unreachable)?;
+        rpc::append_frame(frames, &env, rpc::Encoding::Json, proto::MAX_REQUEST_BYTES)
+            .map_err(frame_error)?;
         Ok(1)
     }
 
@@ -283,8 +429,8 @@ impl Client {
     ) -> Result<(), ClientError> {
         let body = proto::InSessionRef { seq, request: req };
         let env = rpc::envelope(self.identity.clone(), body);
-        rpc::append_frame(frames, &env, encoding_for(req), proto::MAX_FRAME_BYTES)
-            .map_err(ClientError::Unreachable)
+        rpc::append_frame(frames, &env, encoding_for(req), proto::MAX_REQUEST_BYTES)
+            .map_err(frame_error)
     }
 
     /// One request in `kept`'s session, opening it first if needed (both

@@ -1349,4 +1349,43 @@ mod tests {
             assert_eq!(back, Some(v));
         }
     }
+
+    #[test]
+    fn issue_34_a_submissions_token_survives_a_replay_and_a_snapshot() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = config(tmp.path());
+        let with_token = || {
+            let CtldRequest::Submit(mut d) = submit("tok") else {
+                unreachable!()
+            };
+            d.submit_token = Some(proto::SubmitToken(0xfeed).text());
+            CtldRequest::Submit(d)
+        };
+        let again = |engine: &mut Engine| {
+            let entry = request(with_token(), 40);
+            match apply(engine, &cfg, &entry, "b") {
+                Some(CtldResponse::Submitted(r)) => r.job_id,
+                other => panic!("{other:?}"),
+            }
+        };
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1, "b").unwrap();
+        run(
+            &mut store,
+            &mut engine,
+            &cfg,
+            vec![reg("n1"), with_token()],
+            2,
+        );
+        drop(store);
+        // Replayed from the journal.
+        let (mut store, mut replayed) = Store::open(tmp.path(), &cfg, 30, "b").unwrap();
+        assert_eq!(again(&mut replayed), JobId(1));
+        assert_eq!(replayed.job_list(40).jobs.len(), 1);
+        // Restored from a (binary) snapshot.
+        store.snapshot(&replayed).unwrap();
+        drop(store);
+        let (_store, mut restored) = Store::open(tmp.path(), &cfg, 50, "b").unwrap();
+        assert_eq!(again(&mut restored), JobId(1));
+        assert_eq!(restored.job_list(60).jobs.len(), 1);
+    }
 }

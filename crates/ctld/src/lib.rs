@@ -17,6 +17,7 @@
 mod acct;
 mod degraded;
 mod durable;
+mod fault;
 mod private;
 mod trim;
 
@@ -125,21 +126,29 @@ impl Gate {
         }
     }
 
-    /// The identity the request's credential proves, or the refusal to
-    /// answer with (logged here, with the peer's address). Only root and
-    /// SlurmUser may register a node or report a job's end, so no other
-    /// process can pose as a node daemon.
-    fn admit(
+    /// A connection that proved `who` leaves the unauthenticated pool for
+    /// an authenticated place (`rpc::admission`; root and SlurmUser are
+    /// never refused one). Where the user or the controller has no place
+    /// left, the connection is closed without an answer, as one beyond the
+    /// listen queue would be, and the refusal logged.
+    fn take_place(
         &self,
-        env: &proto::Envelope<CtldRequest>,
+        ticket: &rpc::admission::Ticket,
+        who: &Identity,
         peer: &str,
-    ) -> Result<Identity, SlurmError> {
-        let who = self.verify(env, peer)?;
-        self.permit(&env.body, &who, peer)?;
-        Ok(who)
+    ) -> Result<(), rpc::RpcError> {
+        let exempt = self.daemon_uids.contains(&who.uid);
+        ticket.authenticate(who.uid, exempt).map_err(|refusal| {
+            warn!(
+                "closing a connection from {peer} of user {} (uid {}): {refusal}",
+                who.user, who.uid
+            );
+            rpc::RpcError::Io(std::io::Error::other(refusal))
+        })
     }
 
-    /// The identity the envelope's credential proves.
+    /// The identity the envelope's credential proves, or the refusal to
+    /// answer with (logged here, with the peer's address).
     fn verify(
         &self,
         env: &proto::Envelope<CtldRequest>,
@@ -168,7 +177,10 @@ impl Gate {
     }
 
     /// Whether `who` (proved by the request's credential or by its
-    /// connection's session) may send `body` at all.
+    /// connection's session) may send `body` at all (the refusal is logged
+    /// here, with the peer's address). Only root and SlurmUser may register
+    /// a node or report a job's end, so no other process can pose as a
+    /// node daemon.
     fn permit(&self, body: &CtldRequest, who: &Identity, peer: &str) -> Result<(), SlurmError> {
         let daemons_only = matches!(
             body,
@@ -239,6 +251,7 @@ pub fn main(args: Vec<String>) -> i32 {
 
 /// Runs the controller until SIGINT/SIGTERM or `scontrol shutdown`.
 pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
+    fault::init();
     let loaded =
         conf::load(&opts.conf).with_context(|| format!("reading {}", opts.conf.display()))?;
     for w in &loaded.warnings {
@@ -287,7 +300,7 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         }
     }
     let bind = format!("{}:{}", settings.ctld_addr, settings.ctld_port);
-    let listener = TcpListener::bind(&bind)
+    let listener = rpc::admission::listen(&bind)
         .await
         .with_context(|| format!("listening on {bind}"))?;
     info!(
@@ -309,36 +322,12 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         started,
     ));
     trim::spawn();
-    let accept_tx = tx.clone();
-    let accept = tokio::spawn(async move {
-        // At most this many connections are served at once (docs/limits.md).
-        // When all are taken the loop stops accepting: new clients wait in
-        // the listen backlog until one ends, and an idle one ends after
-        // rpc::IO_TIMEOUT.
-        const MAX_CONNECTIONS: usize = 1024;
-        let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-        loop {
-            let Ok(permit) = permits.clone().acquire_owned().await else {
-                return;
-            };
-            match listener.accept().await {
-                Ok((stream, peer)) => {
-                    let tx = accept_tx.clone();
-                    let gate = gate.clone();
-                    tokio::spawn(async move {
-                        let _permit = permit;
-                        if let Err(e) = serve_connection(stream, tx, gate, peer.to_string()).await {
-                            debug!("connection: {e}");
-                        }
-                    });
-                }
-                Err(e) => {
-                    warn!("accept: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        }
-    });
+    match rpc::admission::raise_open_file_limit() {
+        Ok((_, n)) => debug!("open files: up to {n}"),
+        Err(e) => warn!("cannot raise the open-file limit: {e}"),
+    }
+    let admission = rpc::admission::Admission::new(CONNECTION_LIMITS);
+    let accept = tokio::spawn(accept_loop(listener, admission, tx.clone(), gate));
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     // The engine task ends only for `scontrol shutdown` (Ok) or a reason
     // to stop that the process exits non-zero with; nothing else (a channel
@@ -365,6 +354,86 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         Some(Err(e)) => {
             error!("stopping: the engine task failed: {e}");
             anyhow::bail!("the engine task failed: {e}")
+        }
+    }
+}
+
+/// Who may hold the controller's connections (docs/limits.md,
+/// "Connections"). A connection is unauthenticated until a frame of it
+/// carries a valid credential, which a real client's first frame does:
+/// such connections have a small pool of their own, where a new one
+/// closes the oldest, and a short deadline; authenticated ones have the
+/// rest, at most half of it per user, and the daemons' users (root,
+/// SlurmUser: node registrations, job ends) are held to no limit.
+const CONNECTION_LIMITS: rpc::admission::Limits = rpc::admission::Limits {
+    unauthenticated: 2048,
+    unauthenticated_per_peer: 1024,
+    deadline: Duration::from_millis(1500),
+    authenticated: 1024,
+    authenticated_per_uid: 512,
+};
+
+/// Accepts connections for as long as the controller runs. It never waits
+/// for a place: a new connection always gets one in the unauthenticated
+/// pool (`rpc::admission`), so an authenticated client is never queued
+/// behind connections that never authenticate.
+async fn accept_loop(
+    listener: TcpListener,
+    admission: Arc<rpc::admission::Admission>,
+    tx: mpsc::UnboundedSender<Msg>,
+    gate: Arc<Gate>,
+) {
+    let mut last_warned: Option<std::time::Instant> = None;
+    loop {
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                let ticket = admission.arrive(peer.ip());
+                let tx = tx.clone();
+                let gate = gate.clone();
+                tokio::spawn(async move {
+                    let peer = peer.to_string();
+                    let serve = serve_connection(stream, tx, gate, &peer, &ticket);
+                    tokio::select! {
+                        // A connection whose credential has arrived is
+                        // served rather than closed.
+                        biased;
+                        served = serve => {
+                            if let Err(e) = served {
+                                debug!("connection: {e}");
+                            }
+                        }
+                        () = ticket.shed() => {
+                            debug!("closed unauthenticated connection from {peer} to make room");
+                        }
+                    }
+                });
+            }
+            Err(e) => {
+                // Out of file descriptors (the limit is raised to the hard
+                // limit at start): the oldest unauthenticated connection
+                // makes room. Other failures (a connection reset before it
+                // was accepted) pass. Either way a short pause, not a spin,
+                // and a warning at most once a second.
+                let out_of_fds = matches!(
+                    e.raw_os_error(),
+                    Some(n) if n == nix::errno::Errno::EMFILE as i32
+                        || n == nix::errno::Errno::ENFILE as i32
+                );
+                let due = match last_warned {
+                    Some(t) => t.elapsed() >= Duration::from_secs(1),
+                    None => true,
+                };
+                if due {
+                    warn!("accept: {e}");
+                    last_warned = Some(std::time::Instant::now());
+                }
+                let pause = if out_of_fds && admission.shed_oldest() {
+                    Duration::from_millis(5)
+                } else {
+                    Duration::from_millis(50)
+                };
+                tokio::time::sleep(pause).await;
+            }
         }
     }
 }
@@ -423,14 +492,15 @@ async fn serve_connection(
     stream: TcpStream,
     tx: mpsc::UnboundedSender<Msg>,
     gate: Arc<Gate>,
-    peer: String,
+    peer: &str,
+    ticket: &rpc::admission::Ticket,
 ) -> Result<(), rpc::RpcError> {
     // Every request is journaled as one record of at most
     // journal::MAX_RECORD_LEN (64 MiB), and a record that does not fit stops
     // the controller. Re-encoding can grow a request (omitted optional
     // fields come back as nulls, by well under 2x), so requests are held to
     // a quarter of the record limit (docs/limits.md).
-    const MAX_REQUEST_BYTES: u32 = proto::MAX_FRAME_BYTES / 4;
+    const MAX_REQUEST_BYTES: u32 = proto::MAX_REQUEST_BYTES;
     stream.set_nodelay(true)?;
     let (rd, mut wr) = stream.into_split();
     // Reads go through a buffer: a request's length and body, the wait
@@ -444,7 +514,6 @@ async fn serve_connection(
     // pipelining client's requests share the engine's batches.
     let (owed_tx, mut owed_rx) = mpsc::channel::<Owed>(PIPELINE_DEPTH);
     let gate = &*gate;
-    let peer = &*peer;
     let tx = &tx;
     let reader = async move {
         let mut first = true;
@@ -455,16 +524,26 @@ async fn serve_connection(
         loop {
             if !first {
                 // The next request, or the client's end: a close, or
-                // silence for rpc::IO_TIMEOUT.
+                // silence for rpc::IO_TIMEOUT (until its deadline, on a
+                // connection not yet authenticated).
                 use tokio::io::AsyncBufReadExt;
-                match tokio::time::timeout(rpc::IO_TIMEOUT, rd.fill_buf()).await {
+                let idle = ticket.read_budget(0).unwrap_or(rpc::IO_TIMEOUT);
+                match tokio::time::timeout(idle, rd.fill_buf()).await {
                     Ok(Ok([])) | Err(_) => return Ok(()),
                     Ok(Ok(_)) => {}
                     Ok(Err(e)) => return Err(e.into()),
                 }
             }
             first = false;
-            let read = read_request(&mut rd, tx, gate, peer, MAX_REQUEST_BYTES, &mut session);
+            let read = read_request(
+                &mut rd,
+                tx,
+                gate,
+                peer,
+                MAX_REQUEST_BYTES,
+                &mut session,
+                ticket,
+            );
             let Some((owed, next)) = read.await? else {
                 return Ok(());
             };
@@ -570,6 +649,25 @@ fn refused(e: SlurmError) -> Owed {
     Owed::Ready(Box::new(CtldResponse::Error(e)), rpc::Encoding::Json)
 }
 
+/// Reads and drops the `len` bytes of a frame that is not read, within
+/// `rpc::IO_TIMEOUT`; nothing is kept.
+async fn skip_bytes(
+    stream: &mut tokio::io::BufReader<tokio::net::tcp::OwnedReadHalf>,
+    len: u32,
+) -> Result<(), rpc::RpcError> {
+    let mut body = tokio::io::AsyncReadExt::take(&mut *stream, u64::from(len));
+    let skipped = tokio::time::timeout(
+        rpc::IO_TIMEOUT,
+        tokio::io::copy(&mut body, &mut tokio::io::sink()),
+    )
+    .await
+    .map_err(|_| rpc::RpcError::Timeout)??;
+    if skipped < u64::from(len) {
+        return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+    }
+    Ok(())
+}
+
 /// Reads one request from `stream`, checks its credential (or, in a
 /// session, its number) and hands it to the engine task: what the
 /// connection then owes its client, and whether it goes on. `None`: the
@@ -581,16 +679,44 @@ async fn read_request(
     peer: &str,
     max_request: u32,
     session: &mut Option<(Identity, u64)>,
+    ticket: &rpc::admission::Ticket,
 ) -> Result<Option<(Owed, Next)>, rpc::RpcError> {
     // Nothing reaches the engine until a whole frame has arrived, and the
-    // read gives up after rpc::IO_TIMEOUT, so an idle client holds only its
-    // connection permit.
-    let read = rpc::read_frame_async_enc(&mut *stream, rpc::IO_TIMEOUT, max_request).await;
+    // read gives up after rpc::IO_TIMEOUT, or, until the connection has
+    // presented a valid credential, at its deadline (rpc::admission), so
+    // an idle client holds only its place.
+    let read = rpc::read_frame_async_timed(&mut *stream, max_request, |len| {
+        ticket.read_budget(len).unwrap_or(rpc::IO_TIMEOUT)
+    })
+    .await;
     trim::note_request();
     let (env, frame_enc) = match read {
         Ok(read) => read,
         Err(rpc::RpcError::Version { .. }) => {
             return Ok(Some((refused(SlurmError::ProtocolVersion), Next::Read)))
+        }
+        Err(rpc::RpcError::TooLarge { len, max }) if len <= proto::MAX_FRAME_BYTES => {
+            // Read (not kept) so that the client reads the refusal rather
+            // than a reset connection, then closed (docs/limits.md); an
+            // unauthenticated connection only within its deadline.
+            let budget = ticket.read_budget(len).unwrap_or(rpc::IO_TIMEOUT);
+            if ticket.is_authenticated() {
+                warn!("refusing a request of {len} bytes from {peer} (limit {max})");
+            } else {
+                debug!("refusing a first request of {len} bytes from {peer} (limit {max})");
+            }
+            tokio::time::timeout(budget, skip_bytes(stream, len))
+                .await
+                .map_err(|_| rpc::RpcError::Timeout)??;
+            return Ok(Some((refused(SlurmError::RequestTooLarge), Next::Close)));
+        }
+        // Silence past the deadline, a close in the middle of a frame or
+        // garbage from a connection that never authenticated: what a
+        // flood of hostile connections does, not worth a line each.
+        Err(e) if !ticket.is_authenticated() => {
+            debug!("closing unauthenticated connection from {peer}: {e}");
+            ticket.note_closed(&e);
+            return Err(e);
         }
         Err(e) => {
             warn!("dropping malformed request: {e}");
@@ -646,6 +772,7 @@ async fn read_request(
             }
             return Ok(Some(match gate.verify(&env, peer) {
                 Ok(who) => {
+                    gate.take_place(ticket, &who, peer)?;
                     *session = Some((who, 1));
                     (
                         Owed::Ready(Box::new(CtldResponse::Ok), rpc::Encoding::Json),
@@ -657,10 +784,15 @@ async fn read_request(
         }
         body => {
             let env = proto::Envelope { body, ..env };
-            match gate.admit(&env, peer) {
-                Ok(who) => (who, env.body),
+            let who = match gate.verify(&env, peer) {
+                Ok(who) => who,
                 Err(refusal) => return Ok(Some((refused(refusal), Next::Read))),
+            };
+            gate.take_place(ticket, &who, peer)?;
+            if let Err(refusal) = gate.permit(&env.body, &who, peer) {
+                return Ok(Some((refused(refusal), Next::Read)));
             }
+            (who, env.body)
         }
     };
     // Job listings for the commands travel in binary, and a binary
@@ -1048,12 +1180,14 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             step_id,
             signal,
             kill_wait,
+            reason,
         } => {
             let req = NodeRequest::SignalStep {
                 job_id,
                 step_id,
                 signal,
                 kill_wait,
+                reason,
             };
             if let Err(e) = link.call(&addr, &req).await {
                 warn!("cannot signal step {job_id}.{step_id} on {node}: {e}");
@@ -1092,6 +1226,7 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             job_id,
             kill_wait,
             run,
+            reason,
         } => {
             // A node that does not answer may come back with the job still
             // running (a hung host, a cut network): keep trying for a while,
@@ -1099,7 +1234,11 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             // which keeps their order.
             let mut delay = Duration::from_millis(500);
             for attempt in 0..TERMINATE_ATTEMPTS {
-                let req = NodeRequest::Terminate { job_id, kill_wait };
+                let req = NodeRequest::Terminate {
+                    job_id,
+                    kill_wait,
+                    reason,
+                };
                 match link.call(&addr, &req).await {
                     Ok(NodeResponse::Ok | NodeResponse::StepStats(_) | NodeResponse::Pids(_)) => {
                         return
@@ -1373,6 +1512,7 @@ async fn engine_loop(
             degraded = Some(degraded::Degraded::new(&e, replies));
             continue;
         }
+        fault::after_commit(replies.iter().map(|(_, resp)| resp));
         release(replies, &mut engine, &mut workers, &acct);
         if shutdown {
             stop(&mut store, &engine, &identity, &signer).await;
@@ -1705,7 +1845,7 @@ pub(crate) fn handle(
             ok(engine.on_resume_tasks(job_id, tasks.as_ref(), who, t))
         }
         CtldRequest::RegisterNode(reg) => {
-            // Only the daemons (root or SlurmUser) get here: see Gate::admit.
+            // Only the daemons (root or SlurmUser) get here: see Gate::permit.
             let name = reg.name.clone();
             let r = engine.on_node_registered(reg, t);
             if r.is_ok() {

@@ -16,6 +16,7 @@
 //! as their current directory.
 
 mod hosts;
+pub mod storm;
 pub use hosts::unavailable as hosts_unavailable;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -136,6 +137,7 @@ pub struct Builder {
     wait_nodes: bool,
     hosts: bool,
     files: BTreeMap<String, String>,
+    soft_nofile: Option<u64>,
 }
 
 impl Builder {
@@ -216,6 +218,13 @@ impl Builder {
         self
     }
 
+    /// Starts the daemons with this soft limit on open files (`ulimit -Sn`)
+    /// instead of the test process's own.
+    pub fn daemon_soft_nofile(mut self, n: u64) -> Self {
+        self.soft_nofile = Some(n);
+        self
+    }
+
     /// Writes the configuration and starts the daemons; panics (with the
     /// logs) when they do not come up.
     pub fn start(self) -> Cluster {
@@ -249,6 +258,8 @@ pub struct Cluster {
     node_names: Vec<String>,
     /// The namespaces of a multi-host cluster (removed after the daemons stop).
     hosts: Option<hosts::Hosts>,
+    /// `Builder::daemon_soft_nofile`.
+    soft_nofile: Option<u64>,
 }
 
 impl Cluster {
@@ -271,6 +282,7 @@ impl Cluster {
             wait_nodes: true,
             hosts: false,
             files: BTreeMap::new(),
+            soft_nofile: None,
         }
     }
 
@@ -320,6 +332,7 @@ impl Cluster {
             noded: BTreeMap::new(),
             node_names,
             hosts,
+            soft_nofile: b.soft_nofile,
         };
         assert!(
             c.binary.exists(),
@@ -378,6 +391,11 @@ impl Cluster {
     }
 
     fn spawn(&self, args: &[&str], log: &Path) -> Child {
+        self.spawn_env(args, log, &[])
+    }
+
+    /// [`Cluster::spawn`] with variables added to the daemon's environment.
+    fn spawn_env(&self, args: &[&str], log: &Path, env: &[(&str, &str)]) -> Child {
         let out = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -402,8 +420,21 @@ impl Cluster {
             .current_dir(&self.root)
             .env("MUSTER_LOG", "debug");
         clean_env(&mut cmd);
+        cmd.envs(env.iter().copied());
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
+        if let Some(soft) = self.soft_nofile {
+            // SAFETY: getrlimit and setrlimit are async-signal-safe
+            // system calls on memory of the child's own stack.
+            unsafe {
+                cmd.pre_exec(move || {
+                    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+                    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
+                    setrlimit(Resource::RLIMIT_NOFILE, soft.min(hard), hard)?;
+                    Ok(())
+                });
+            }
+        }
         // A binary a test just copied (to run it as other users) may still
         // be open for writing in a child another test thread forked during
         // the copy: exec fails with ETXTBSY until that child execs.
@@ -687,10 +718,16 @@ impl Cluster {
 
     /// Starts the controller again (after `kill_ctld`) without waiting.
     pub fn spawn_ctld(&mut self) {
+        self.spawn_ctld_env(&[]);
+    }
+
+    /// [`Cluster::spawn_ctld`] with variables added to the controller's
+    /// environment (such as its test fault hook, `MUSTER_TEST_FAULT`).
+    pub fn spawn_ctld_env(&mut self, env: &[(&str, &str)]) {
         self.kill_ctld();
         let conf_s = self.conf.display().to_string();
         let log = self.root.join("log/ctld.log");
-        let ch = self.spawn(&["ctld", "-f", &conf_s], &log);
+        let ch = self.spawn_env(&["ctld", "-f", &conf_s], &log, env);
         self.ctld = Some(ch);
     }
 

@@ -39,8 +39,11 @@ impl Engine {
                 .as_ref()
                 .map(|a| a.nodes[0].mem)
                 .unwrap_or_else(|| info.mem_per_cpu.unwrap_or(0) * u64::from(batch_cpus));
+            // A batch shell killed by a signal is CANCELLED, as sacct shows
+            // Slurm's; one that exited non-zero FAILED.
             let state = match job.state {
                 JobState::Running => JobState::Running,
+                JobState::Failed if job.exit.signal != 0 => JobState::Cancelled,
                 JobState::Completed | JobState::Failed | JobState::OutOfMemory => job.state,
                 _ => JobState::Cancelled,
             };

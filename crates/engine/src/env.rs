@@ -186,8 +186,11 @@ impl Engine {
         set("SLURM_NODEID", "0".into());
         set("SLURM_NODELIST", nodelist);
         set("SLURM_NODE_ALIASES", "(null)".into());
-        set("SLURM_NPROCS", n_tasks.to_string());
-        set("SLURM_NTASKS", n_tasks.to_string());
+        // Only for a job that asked for tasks, as sbatch(1) sets them.
+        if d.ntasks.is_some() || d.ntasks_per_node.is_some() {
+            set("SLURM_NPROCS", n_tasks.to_string());
+            set("SLURM_NTASKS", n_tasks.to_string());
+        }
         if let Some(t) = d.ntasks_per_node {
             set("SLURM_NTASKS_PER_NODE", t.to_string());
         }

@@ -193,6 +193,29 @@ impl Engine {
         desc.uid = who.uid;
         desc.gid = who.gid;
         desc.user = who.user.clone();
+        // Taken out of the description, which is pooled with identical
+        // ones (a token is unique to its submission).
+        let token = match desc.submit_token.take() {
+            Some(text) if !desc.test_only => {
+                Some(proto::SubmitToken::parse(&text).ok_or(SlurmError::InvalidRequest)?)
+            }
+            _ => None,
+        };
+        if let Some(token) = token {
+            // A submission sent again (its answer was lost): the job it
+            // made, nothing new (`tokens`).
+            self.submit_tokens.forget_expired(now);
+            if let Some(seen) = self.submit_tokens.get(token) {
+                if seen.uid != who.uid {
+                    return Err(SlurmError::AccessDenied);
+                }
+                return Ok(SubmitReply {
+                    job_id: seen.job_id,
+                    test_only: None,
+                    partition: seen.partition.to_string(),
+                });
+            }
+        }
         if self.jobs.len() as u32 >= self.settings.max_job_count {
             return Err(SlurmError::TooManyJobs);
         }
@@ -392,6 +415,10 @@ impl Engine {
         job.desc = self.intern_desc(job.desc);
         self.jobs.insert(id, Box::new(job));
         self.record(id, now);
+        if let Some(token) = token {
+            self.submit_tokens
+                .remember(token, id, who.uid, now, &partition);
+        }
         Ok(SubmitReply {
             job_id: id,
             test_only: None,
@@ -583,7 +610,7 @@ impl Engine {
             self.release_node_share(id, na.node);
         }
         let run = self.jobs[&id].restarts;
-        self.node_command_terminate(batch, id, run);
+        self.node_command_end(batch, id, run, crate::steps::end_reason(state));
         self.refresh_node_state(batch);
     }
 

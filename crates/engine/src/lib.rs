@@ -31,6 +31,7 @@ mod preempt;
 mod priority;
 mod queue;
 mod steps;
+mod tokens;
 
 use model::{ExitCode, JobId, JobState, NodeBase, NodeState, PendingReason, TimeLimit, Timestamp};
 use proto::{BatchLaunch, Identity, JobDesc};
@@ -47,6 +48,7 @@ pub use nodes::NOT_RESPONDING;
 pub use persist::{with_desc_numbers, with_desc_table, PersistentState, RestoreError};
 pub use preempt::{PreemptConf, PreemptMode, PreemptType, Suspension};
 pub use steps::{layout, worse_exit, Step};
+pub use tokens::{SavedToken, MAX_TOKENS, TOKEN_WINDOW};
 
 /// The earliest of `times`.
 fn min_time(times: impl IntoIterator<Item = Timestamp>) -> Option<Timestamp> {
@@ -117,6 +119,8 @@ pub enum Command {
         kill_wait: u32,
         /// Which run of the job (its restart count) this ends.
         run: u32,
+        /// Why, when the job's log gets slurmstepd's banner for it.
+        reason: Option<proto::EndReason>,
     },
     /// Write (or rewrite) a job's accounting record.
     AcctRecord(Box<proto::AcctJob>),
@@ -169,6 +173,8 @@ pub enum Command {
         signal: Option<i32>,
         /// KillWait.
         kill_wait: u32,
+        /// Set when the step is being ended: what its banner says.
+        reason: Option<proto::EndReason>,
     },
 }
 
@@ -535,6 +541,8 @@ pub struct Engine {
     jobs: queue::JobTable,
     next_job_id: u32,
     n_submitted: u32,
+    /// The recent submissions' tokens and the jobs they made (`tokens`).
+    submit_tokens: tokens::SubmitTokens,
     outbox: Vec<Command>,
     boot_time: Timestamp,
     /// Something changed that may let a pending job start or change its
@@ -767,6 +775,7 @@ impl Engine {
             part_sizes,
             jobs: queue::JobTable::default(),
             n_submitted: 0,
+            submit_tokens: tokens::SubmitTokens::default(),
             outbox: Vec::new(),
             boot_time: now,
             sched_dirty: true,
@@ -1102,6 +1111,9 @@ impl Engine {
     /// Checks the tables' internal consistency; returns what is wrong.
     pub fn check_invariants(&self) -> Vec<String> {
         let mut problems = Vec::new();
+        if !self.submit_tokens.consistent() {
+            problems.push("the submission tokens' table and order disagree".to_string());
+        }
         let mut cpus = vec![0u32; self.nodes.len()];
         let mut mem = vec![0u64; self.nodes.len()];
         for job in self.jobs.values() {
@@ -1182,6 +1194,10 @@ mod tests;
 mod tests_arrays;
 #[cfg(test)]
 mod tests_preempt;
+#[cfg(test)]
+mod tests_steps;
+#[cfg(test)]
+mod tests_tokens;
 
 /// A pending job's request as `Engine::request_cache` keeps it, with what
 /// `sched::PassCache::cannot_start_as` reads of it.

@@ -402,6 +402,18 @@ impl Engine {
 
     /// Ends run `run` of a job on a node (`u32::MAX`: whatever runs there).
     pub(crate) fn node_command_terminate(&mut self, idx: NodeIdx, job_id: model::JobId, run: u32) {
+        self.node_command_end(idx, job_id, run, None);
+    }
+
+    /// Ends run `run` of a job on a node, for `reason` (the banner the
+    /// job's log gets; None: none).
+    pub(crate) fn node_command_end(
+        &mut self,
+        idx: NodeIdx,
+        job_id: model::JobId,
+        run: u32,
+        reason: Option<proto::EndReason>,
+    ) {
         let n = &self.nodes[idx.0 as usize];
         self.outbox.push(Command::TerminateJob {
             node: n.conf.name.clone(),
@@ -409,6 +421,7 @@ impl Engine {
             job_id,
             kill_wait: self.settings.kill_wait,
             run,
+            reason,
         });
     }
 }

@@ -158,6 +158,9 @@ pub struct PersistentState {
     /// When usage was last accrued (PriorityCalcPeriod).
     #[serde(default)]
     pub prio_last_calc: Timestamp,
+    /// The recent submissions' tokens, oldest first (`tokens`).
+    #[serde(default)]
+    pub submit_tokens: Vec<crate::SavedToken>,
 }
 
 /// Why a snapshot cannot be used with the current configuration.
@@ -285,6 +288,7 @@ impl Engine {
                 .map(|((a, u), v)| (a.clone(), u.clone(), *v))
                 .collect(),
             prio_last_calc: self.prio_last_calc,
+            submit_tokens: self.submit_tokens.saved(),
         }
     }
 
@@ -347,6 +351,7 @@ impl Engine {
         e.touch();
         e.next_job_id = state.next_job_id;
         e.n_submitted = state.n_submitted;
+        e.submit_tokens = crate::tokens::SubmitTokens::restored(state.submit_tokens);
         e.assoc = state.assoc_tables.map(Arc::new);
         e.usage = state
             .usage

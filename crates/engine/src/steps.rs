@@ -508,9 +508,12 @@ impl Engine {
             set("SLURM_DISTRIBUTION", d.to_string());
         }
         set("SLURM_JOBID", job.id.to_string());
+        set("SLURM_JOB_GID", job.desc.gid.to_string());
         set("SLURM_JOB_ID", job.id.to_string());
         set("SLURM_JOB_NODELIST", job_nodes.clone());
         set("SLURM_JOB_NUM_NODES", job_names.len().to_string());
+        set("SLURM_JOB_UID", job.desc.uid.to_string());
+        set("SLURM_JOB_USER", job.desc.user.clone());
         set("SLURM_LAUNCH_NODE_IPADDR", req.srun_host.clone());
         set("SLURM_NNODES", names.len().to_string());
         set("SLURM_NODELIST", job_nodes);
@@ -526,6 +529,13 @@ impl Engine {
         set("SLURM_STEP_NUM_TASKS", ntasks.to_string());
         set("SLURM_STEP_TASKS_PER_NODE", per_node.clone());
         set("SLURM_TASKS_PER_NODE", per_node);
+        set(
+            "SLURM_WORKING_CLUSTER",
+            format!(
+                "{}:{}:{}:9728:109",
+                self.settings.cluster_name, self.settings.ctld_addr, self.settings.ctld_port
+            ),
+        );
         let mut env: Vec<(String, String)> = req
             .env
             .iter()
@@ -567,9 +577,13 @@ impl Engine {
             step.usage.merge(&u);
         }
         if step.pending.is_empty() {
+            // A task killed by a signal makes the step CANCELLED (sacct
+            // `CANCELLED 0:9` for SIGKILL), as in Slurm; an exit code FAILED.
             if step.state == JobState::Running {
                 step.state = if step.exit.is_success() {
                     JobState::Completed
+                } else if step.exit.signal != 0 {
+                    JobState::Cancelled
                 } else {
                     JobState::Failed
                 };
@@ -601,7 +615,17 @@ impl Engine {
         if step.state != JobState::Running || step.pending.is_empty() {
             return Err(SlurmError::AlreadyDone);
         }
-        self.signal_step(job_id, step_id, signal);
+        // scancel J.S kills the step's tasks at once (sacct: CANCELLED
+        // 0:9), as Slurm does; the job's end gives them KillWait instead.
+        match signal {
+            Some(sig) => self.signal_step(job_id, step_id, Some(sig), None),
+            None => self.signal_step(
+                job_id,
+                step_id,
+                Some(SIGKILL),
+                Some(proto::EndReason::Cancelled),
+            ),
+        }
         if signal.is_none() {
             if let Some(step) = self
                 .jobs
@@ -615,7 +639,13 @@ impl Engine {
         Ok(())
     }
 
-    fn signal_step(&mut self, job_id: JobId, step_id: u32, signal: Option<i32>) {
+    fn signal_step(
+        &mut self,
+        job_id: JobId,
+        step_id: u32,
+        signal: Option<i32>,
+        reason: Option<proto::EndReason>,
+    ) {
         let Some(step) = self
             .jobs
             .get(&job_id)
@@ -632,6 +662,7 @@ impl Engine {
                 step_id,
                 signal,
                 kill_wait: self.settings.kill_wait,
+                reason,
             });
         }
     }
@@ -650,15 +681,25 @@ impl Engine {
                     .collect()
             })
             .unwrap_or_default();
+        let reason = self.jobs.get(&job_id).and_then(|j| end_reason(j.state));
         for step_id in running {
-            self.signal_step(job_id, step_id, None);
+            self.signal_step(job_id, step_id, None, reason);
             if let Some(step) = self
                 .jobs
                 .get_mut(&job_id)
                 .and_then(|j| j.steps.iter_mut().find(|s| s.id == step_id))
             {
+                // Still running when its job ended: SIGTERM ends it, as
+                // sacct shows (CANCELLED 0:15) for Slurm's.
                 if step.state == JobState::Running {
                     step.state = JobState::Cancelled;
+                    step.exit = worse_exit(
+                        step.exit,
+                        ExitCode {
+                            code: 0,
+                            signal: 15,
+                        },
+                    );
                 }
                 step.pending.clear();
                 step.end_time = Some(now);
@@ -723,7 +764,10 @@ impl Engine {
                 .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
                 .collect();
             // The batch variables without those of the batch script's own
-            // process and node, and without the user's.
+            // process and node, and without the user's; salloc's own
+            // environment has none of the job's owner, priority and cluster
+            // address either (its steps get them: `step_env`), nor the
+            // memory the job did not ask for.
             const NOT_FOR_ALLOCATIONS: &[&str] = &[
                 "ENVIRONMENT",
                 "SLURM_CPUS_ON_NODE",
@@ -736,11 +780,21 @@ impl Engine {
                 "CUDA_VISIBLE_DEVICES",
                 "GPU_DEVICE_ORDINAL",
                 "TMPDIR",
+                "SLURM_JOB_GID",
+                "SLURM_JOB_UID",
+                "SLURM_JOB_USER",
+                "SLURM_PRIO_PROCESS",
+                "SLURM_WORKING_CLUSTER",
             ];
+            let asked = |k: &str| match k {
+                "SLURM_MEM_PER_CPU" => job.desc.mem_per_cpu.is_some(),
+                "SLURM_MEM_PER_NODE" => job.desc.mem_per_node.is_some(),
+                _ => true,
+            };
             let env = self
                 .batch_env(job)
                 .into_iter()
-                .filter(|(k, _)| !NOT_FOR_ALLOCATIONS.contains(&k.as_str()))
+                .filter(|(k, _)| !NOT_FOR_ALLOCATIONS.contains(&k.as_str()) && asked(k))
                 .filter(|(k, _)| k.starts_with("SLURM_"))
                 .filter(|kv| !job.env.contains(kv) || kv.0.starts_with("SLURM_JOB"))
                 .collect();
@@ -863,6 +917,21 @@ impl Engine {
             .collect()
     }
 }
+
+/// The banner a job ended in `state` gets (None: a job that ended by
+/// itself gets none).
+pub(crate) fn end_reason(state: JobState) -> Option<proto::EndReason> {
+    match state {
+        JobState::Cancelled => Some(proto::EndReason::Cancelled),
+        JobState::Timeout => Some(proto::EndReason::TimeLimit),
+        JobState::Preempted => Some(proto::EndReason::Preempted),
+        _ => None,
+    }
+}
+
+/// SIGKILL's number (the engine has no libc: Linux's 9 everywhere muster
+/// runs).
+const SIGKILL: i32 = 9;
 
 /// `cpu=3,mem=1500M,node=2` (memory left out when not known).
 fn step_tres(cpus: u32, mem: u64, nodes: usize) -> String {

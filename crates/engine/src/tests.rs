@@ -21,6 +21,11 @@ pub(crate) fn engine() -> Engine {
     engine_on(CONF)
 }
 
+/// The slurm.conf of `engine()`, parsed.
+pub(crate) fn test_config() -> conf::Config {
+    config(CONF)
+}
+
 /// slurm.conf `text`, parsed.
 fn config(text: &str) -> conf::Config {
     conf::parse_str(text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
@@ -2458,4 +2463,22 @@ fn issue_35_notify_reaches_a_running_jobs_batch_host() {
         [Command::NotifyJob { node, job_id, message, .. }]
             if *node == name && *job_id == running && message == "hi there"
     ));
+}
+
+#[test]
+fn issue_35_a_batch_job_without_tasks_asked_has_no_task_count() {
+    let mut e = engine();
+    submit(&mut e, desc(), 0);
+    let cmds = e.take_commands();
+    let env = cmds
+        .iter()
+        .find_map(|c| match c {
+            Command::LaunchBatch { launch, .. } => Some(launch.env.clone()),
+            _ => None,
+        })
+        .expect("a launch");
+    for k in ["SLURM_NTASKS", "SLURM_NPROCS"] {
+        assert!(!env.iter().any(|(n, _)| n == k), "{k} in {env:?}");
+    }
+    assert!(env.iter().any(|(n, _)| n == "SLURM_MEM_PER_CPU"));
 }

@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
@@ -142,7 +142,7 @@ impl Daemon {
 pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     let setup = setup::load(&opts)?;
     let bind = host_port(&setup.addr, setup.port);
-    let listener = TcpListener::bind(&bind).await.with_context(|| {
+    let listener = rpc::admission::listen(&bind).await.with_context(|| {
         format!(
             "cannot listen on {bind} (NodeAddr and Port of node {})",
             setup.node_name
@@ -190,26 +190,51 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     crate::holder::recover(&daemon);
     let ended_meanwhile = recover(&daemon);
     let registration = tokio::spawn(register(daemon.clone(), ended_meanwhile));
-    // At most MAX_CONNECTIONS requests in flight; beyond that a new
-    // connection is closed at once (the controller retries its calls).
-    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    // Every connection is accepted; one that does not authenticate in time,
+    // or is pushed out of the small unauthenticated pool by a newer one, is
+    // closed (rpc::admission, docs/limits.md).
+    let admission = rpc::admission::Admission::new(CONNECTION_LIMITS);
+    let mut last_warned: Option<Instant> = None;
     let why = loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => match permits.clone().try_acquire_owned() {
-                    Ok(permit) => {
-                        let daemon = daemon.clone();
-                        tokio::spawn(async move {
-                            let _permit = permit;
-                            serve_connection(daemon, stream, peer.to_string()).await;
-                        });
-                    }
-                    Err(_) => warn!(%peer, "closing connection: {MAX_CONNECTIONS} already open"),
-                },
+                Ok((stream, peer)) => {
+                    let ticket = admission.arrive(peer.ip());
+                    let daemon = daemon.clone();
+                    tokio::spawn(async move {
+                        let peer = peer.to_string();
+                        tokio::select! {
+                            biased;
+                            () = serve_connection(daemon, stream, &peer, &ticket) => {}
+                            () = ticket.shed() => {
+                                debug!(%peer, "closed unauthenticated connection to make room");
+                            }
+                        }
+                    });
+                }
                 Err(e) => {
-                    // Out of file descriptors and the like: wait rather than spin.
-                    warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    // Out of file descriptors: the oldest unauthenticated
+                    // connection makes room. A pause rather than a spin,
+                    // and a warning at most once a second.
+                    let out_of_fds = matches!(
+                        e.raw_os_error(),
+                        Some(n) if n == nix::errno::Errno::EMFILE as i32
+                            || n == nix::errno::Errno::ENFILE as i32
+                    );
+                    let due = match last_warned {
+                        Some(t) => t.elapsed() >= Duration::from_secs(1),
+                        None => true,
+                    };
+                    if due {
+                        warn!("accept failed: {e}");
+                        last_warned = Some(Instant::now());
+                    }
+                    let pause = if out_of_fds && admission.shed_oldest() {
+                        Duration::from_millis(5)
+                    } else {
+                        Duration::from_millis(50)
+                    };
+                    tokio::time::sleep(pause).await;
                 }
             },
             _ = daemon.shutdown.notified() => break "the controller asked to shut down",
@@ -368,8 +393,18 @@ fn signal_group(pgid: i32, signal: Signal) {
 
 /// Serves requests on one connection until the peer closes it, a frame is
 /// bad, or it stays idle past the read timeout.
-/// Most connections served at once.
-const MAX_CONNECTIONS: usize = 1024;
+/// Who may hold the node daemon's connections: a small pool for
+/// connections that have not yet presented a valid credential (the
+/// controller's carries one in its first frame), and the rest for
+/// authenticated ones; users other than root and SlurmUser may only ping,
+/// so they get few, and the controller is held to no limit.
+const CONNECTION_LIMITS: rpc::admission::Limits = rpc::admission::Limits {
+    unauthenticated: 512,
+    unauthenticated_per_peer: 256,
+    deadline: Duration::from_millis(1500),
+    authenticated: 1024,
+    authenticated_per_uid: 64,
+};
 
 /// Largest request read. A launch carries a submission the controller
 /// accepted (at most a quarter of the frame limit) plus the job's `SLURM_*`
@@ -398,7 +433,12 @@ async fn refuse(daemon: &Daemon, stream: &mut TcpStream, why: String) {
     let _ = write_reply(stream, &reply).await;
 }
 
-async fn serve_connection(daemon: Arc<Daemon>, mut stream: TcpStream, peer: String) {
+async fn serve_connection(
+    daemon: Arc<Daemon>,
+    mut stream: TcpStream,
+    peer: &str,
+    ticket: &rpc::admission::Ticket,
+) {
     let _ = stream.set_nodelay(true);
     // After an authenticated `OpenSession`: whom the connection's opener
     // proved to be, and the number the next `InSession` request must carry.
@@ -409,19 +449,30 @@ async fn serve_connection(daemon: Arc<Daemon>, mut stream: TcpStream, peer: Stri
         } else {
             rpc::IO_TIMEOUT
         };
-        let env: Envelope<NodeRequest> =
-            match rpc::read_frame_async_max(&mut stream, idle, MAX_REQUEST_BYTES).await {
-                Ok(env) => env,
-                Err(RpcError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return,
-                Err(RpcError::Timeout) => {
-                    debug!(%peer, "closing idle connection");
-                    return;
-                }
-                Err(e) => {
-                    warn!(%peer, "dropping connection: {e}");
-                    return;
-                }
-            };
+        // Until the connection has presented a valid credential, its
+        // deadline (rpc::admission) bounds every read.
+        let read = rpc::read_frame_async_timed(&mut stream, MAX_REQUEST_BYTES, |len| {
+            ticket.read_budget(len).unwrap_or(idle)
+        });
+        let env: Envelope<NodeRequest> = match read.await {
+            Ok((env, _)) => env,
+            // Before a valid credential: what a flood of hostile
+            // connections does, counted rather than logged one by one.
+            Err(e) if !ticket.is_authenticated() => {
+                debug!(%peer, "closing unauthenticated connection: {e}");
+                ticket.note_closed(&e);
+                return;
+            }
+            Err(RpcError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return,
+            Err(RpcError::Timeout) => {
+                debug!(%peer, "closing idle connection");
+                return;
+            }
+            Err(e) => {
+                warn!(%peer, "dropping connection: {e}");
+                return;
+            }
+        };
         let (who, body) = match env.body {
             // The connection was authenticated once; each request on it
             // carries the next number, so a frame repeated within it, or
@@ -457,7 +508,19 @@ async fn serve_connection(daemon: Arc<Daemon>, mut stream: TcpStream, peer: Stri
             body => {
                 let checked = authenticate(&daemon, env.credential.as_deref(), &env.identity);
                 match checked {
-                    Ok(who) => (who, body),
+                    Ok(who) => {
+                        let exempt = daemon.setup.auth.privileged_uids.contains(&who.uid);
+                        if let Err(refusal) = ticket.authenticate(who.uid, exempt) {
+                            warn!(
+                                %peer,
+                                uid = who.uid,
+                                "closing connection of user {}: {refusal}",
+                                who.user
+                            );
+                            return;
+                        }
+                        (who, body)
+                    }
                     Err(e) => {
                         warn!(
                             %peer,
@@ -640,8 +703,9 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             step_id,
             signal,
             kill_wait,
+            reason,
         } => (
-            crate::steps::signal(daemon, job_id, step_id, signal, kill_wait),
+            crate::steps::signal(daemon, job_id, step_id, signal, kill_wait, reason),
             None,
         ),
         NodeRequest::Signal {
@@ -650,13 +714,23 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             scope,
         } => (signal_job(daemon, job_id, signal, scope), None),
         NodeRequest::Notify { job_id, message } => (notify_job(daemon, job_id, &message), None),
-        NodeRequest::Terminate { job_id, kill_wait } => {
+        NodeRequest::Terminate {
+            job_id,
+            kill_wait,
+            reason,
+        } => {
             // A job's steps end with it, its extern step too.
             crate::holder::end(daemon, job_id);
             daemon.steps.control(
                 job_id,
                 None,
-                crate::taskd::TaskdControl::Terminate(kill_wait),
+                match reason {
+                    Some(reason) => crate::taskd::TaskdControl::End {
+                        reason,
+                        kill_wait: Some(kill_wait),
+                    },
+                    None => crate::taskd::TaskdControl::Terminate(kill_wait),
+                },
             );
             let action = daemon.jobs().terminate(job_id, kill_wait);
             match action {
@@ -665,6 +739,9 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
                     pgid,
                     kill_wait,
                 }) => {
+                    if let Some(reason) = reason {
+                        write_job_banner(daemon, job_id, pid, reason);
+                    }
                     terminate(daemon, job_id, pid, pgid, kill_wait);
                     (NodeResponse::Ok, None)
                 }
@@ -791,6 +868,26 @@ fn notify_job(daemon: &Daemon, job_id: JobId, message: &str) -> NodeResponse {
     match written {
         Ok(()) => NodeResponse::Ok,
         Err(e) => failed(format!("cannot write to job {job_id}'s stderr: {e}")),
+    }
+}
+
+/// slurmstepd's banner for a batch job the controller ends
+/// (`*** JOB 12 ON node1 CANCELLED AT 2026-12-06T14:20:24 ***`), appended
+/// to the script's stderr, whatever file that is (its output is opened for
+/// appending, so the script's own later writes go after it).
+fn write_job_banner(daemon: &Daemon, job_id: JobId, pid: i32, reason: proto::EndReason) {
+    let text = reason.banner(
+        &format!("JOB {job_id}"),
+        &daemon.setup.node_name,
+        &crate::taskd::banner_time(),
+    );
+    let path = format!("/proc/{pid}/fd/2");
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    if let Err(e) = written {
+        warn!(job = %job_id, "cannot write the job's end into its stderr: {e}");
     }
 }
 

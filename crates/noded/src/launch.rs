@@ -219,14 +219,14 @@ impl ChildSetup {
                 return (STEP_STDIN, errno());
             }
             libc::dup2(fd, 0);
+            // Always appending (after truncating, unless --open-mode=append):
+            // what the daemon adds (the banner of a cancelled job) is never
+            // written over by the script's later output.
             let mode = libc::O_WRONLY
                 | libc::O_CREAT
                 | libc::O_CLOEXEC
-                | if self.append {
-                    libc::O_APPEND
-                } else {
-                    libc::O_TRUNC
-                };
+                | libc::O_APPEND
+                | if self.append { 0 } else { libc::O_TRUNC };
             let fd = libc::open(self.stdout.as_ptr(), mode, 0o666 as libc::c_uint);
             if fd < 0 {
                 return (STEP_STDOUT, errno());

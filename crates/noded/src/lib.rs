@@ -147,6 +147,46 @@ fn parse_args(args: &[String]) -> Result<Parsed, String> {
     Ok(Parsed::Run(opts))
 }
 
+/// Where the daemon leaves its open-file limit as it found it, for its step
+/// supervisors (`restore_open_file_limit`).
+const SOFT_NOFILE_ENV: &str = "MUSTER_NODED_SOFT_NOFILE";
+
+/// Raises the daemon's soft open-file limit to the hard one (a storm of
+/// connections must not make `accept`, nor the spool and pipes of a
+/// launch, fail for want of descriptors), and notes the old one in the
+/// environment its children inherit. Called before logging and the
+/// runtime start: no other thread exists to read the environment yet.
+/// What to log once logging is up.
+fn raise_open_file_limit() -> String {
+    match rpc::admission::raise_open_file_limit() {
+        Ok((before, now)) => {
+            if before != now {
+                std::env::set_var(SOFT_NOFILE_ENV, before.to_string());
+            }
+            format!("open files: up to {now} (was {before})")
+        }
+        Err(e) => format!("cannot raise the open-file limit: {e}"),
+    }
+}
+
+/// In a step supervisor: puts back the soft open-file limit the daemon
+/// started with, so jobs and tasks get the limit they got before the
+/// daemon raised its own (a soft limit of a million slows programs that
+/// close every descriptor up to it). Called before any thread exists.
+fn restore_open_file_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Some(soft) = std::env::var(SOFT_NOFILE_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return;
+    };
+    std::env::remove_var(SOFT_NOFILE_ENV);
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, soft.min(hard), hard);
+    }
+}
+
 /// Entry point of `muster noded`: parses `args` (without the program name),
 /// runs the daemon on a fresh tokio runtime and returns the exit status:
 /// 0 after a clean shutdown (SIGTERM, SIGINT or the controller's
@@ -161,6 +201,12 @@ pub fn main(args: Vec<String>) -> i32 {
         Some(first) if !first.starts_with('-') => &args[1..],
         _ => &args[..],
     };
+    if matches!(args, [f] if f == "--step-tasks")
+        || matches!(args, [f, _] if f == zygote::FLAG || f == "--stepd")
+    {
+        // A supervisor: what it starts runs with the daemon's own limit.
+        restore_open_file_limit();
+    }
     if let [flag] = args {
         if flag == "--step-tasks" {
             // Before any runtime or thread exists: the supervisor forks.
@@ -194,7 +240,9 @@ pub fn main(args: Vec<String>) -> i32 {
             return 1;
         }
     };
+    let nofile = raise_open_file_limit();
     init_logging(opts.verbose);
+    tracing::debug!("{nofile}");
     // The daemon writes to its step supervisors' stdin; one that has just
     // exited must give EPIPE, not kill the daemon (`muster` restores the
     // default SIGPIPE for the listing commands).

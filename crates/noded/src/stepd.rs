@@ -254,10 +254,22 @@ fn peek_exit(pid: i32, extra: libc::c_int) -> (libc::c_int, libc::siginfo_t) {
 /// The group is killed before the script is reaped: while it is an
 /// unreaped zombie its pid, hence the group id, cannot be reused.
 fn wait_job(pid: i32) -> (i32, Option<(u64, u64, u64)>) {
-    loop {
-        let (r, _) = peek_exit(pid, 0);
-        if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            break;
+    let signalled = loop {
+        let (r, info) = peek_exit(pid, 0);
+        if r == 0 {
+            break matches!(info.si_code, libc::CLD_KILLED | libc::CLD_DUMPED);
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break false;
+        }
+    };
+    if signalled {
+        // The job is being ended (its group had SIGTERM): an srun there
+        // finishes its step and says so in the job's log before the rest
+        // of the group is killed, as Slurm's does.
+        let deadline = std::time::Instant::now() + GROUP_GRACE;
+        while std::time::Instant::now() < deadline && group_has_others(pid) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
     // SAFETY: kill(2) on a process group id; no memory involved.
@@ -268,6 +280,40 @@ fn wait_job(pid: i32) -> (i32, Option<(u64, u64, u64)>) {
         // than as a success.
         None => (libc::SIGKILL, None),
     }
+}
+
+/// How long what is left of a script's group may run on after the script
+/// was killed by a signal, before SIGKILL.
+const GROUP_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Whether a live process other than `pgid` itself is in process group
+/// `pgid` (`/proc/PID/stat`: the group is the third field after the name).
+fn group_has_others(pgid: i32) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|entry| {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            return false;
+        };
+        if pid == pgid {
+            return false;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let Some(close) = stat.rfind(')') else {
+            return false;
+        };
+        let mut fields = stat[close + 1..].split_ascii_whitespace();
+        let state = fields.next();
+        let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+        group == Some(pgid) && state != Some("Z")
+    })
 }
 
 /// Waits for our own child `pid` to be reaped: its wait status and rusage

@@ -256,17 +256,27 @@ fn tx_for_report(
         .cloned()
 }
 
-/// Signals one step, or ends it (`signal` None) with KillWait.
+/// Signals one step, or ends it: with KillWait (`signal` None), or, with
+/// a reason and a signal, at once (`scancel J.S`: SIGKILL).
 pub fn signal(
     daemon: &Daemon,
     job_id: JobId,
     step_id: u32,
     signal: Option<i32>,
     kill_wait: u32,
+    reason: Option<proto::EndReason>,
 ) -> NodeResponse {
-    let ctl = match signal {
-        Some(s) => TaskdControl::Signal(s),
-        None => TaskdControl::Terminate(kill_wait),
+    let ctl = match (signal, reason) {
+        (Some(s), None) => TaskdControl::Signal(s),
+        (Some(_), Some(reason)) => TaskdControl::End {
+            reason,
+            kill_wait: None,
+        },
+        (None, Some(reason)) => TaskdControl::End {
+            reason,
+            kill_wait: Some(kill_wait),
+        },
+        (None, None) => TaskdControl::Terminate(kill_wait),
     };
     if daemon.steps.control(job_id, Some(step_id), ctl) == 0 {
         return NodeResponse::Failed(format!("no step {job_id}.{step_id} on this node"));

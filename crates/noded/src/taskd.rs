@@ -62,6 +62,15 @@ pub enum TaskdControl {
     Signal(i32),
     /// End the step: SIGCONT and SIGTERM, SIGKILL after `kill_wait` seconds.
     Terminate(u32),
+    /// The controller ends the step: slurmstepd's banner to srun, then
+    /// SIGKILL at once (`kill_wait` None: `scancel J.S`) or as `Terminate`
+    /// (its job ends).
+    End {
+        /// What the banner says.
+        reason: proto::EndReason,
+        /// KillWait, when the tasks get SIGTERM first.
+        kill_wait: Option<u32>,
+    },
     /// The controller has recorded this node's end of the step: srun may
     /// hear `Done` (so srun never exits before the step's end is known).
     Reported,
@@ -91,6 +100,67 @@ pub struct TaskdResult {
 
 /// How long the supervisor tries to reach srun.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Now, as slurmstepd's banners write it (local time, `2026-12-06T14:20:24`).
+pub fn banner_time() -> String {
+    chrono::Local::now().format("%Y-%m-%dT%H:%M:%S").to_string()
+}
+
+/// How the step's end reaches its tasks: once, whoever asks first (the
+/// controller for the step, for its job, or srun `-K`).
+#[derive(Clone)]
+struct Ender {
+    to: ToSrun,
+    pids: Arc<Mutex<Vec<i32>>>,
+    /// Job, step, node and the first local task (whose stderr carries the
+    /// banner, as `0: slurmstepd: ...` under `srun -l`).
+    job_id: model::JobId,
+    step_id: u32,
+    node: String,
+    first_task: Option<u32>,
+    done: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Ender {
+    /// Says why the step ends (banner, srun told) and ends its tasks: at
+    /// once, or SIGTERM and SIGKILL after `kill_wait` seconds.
+    fn end(&self, reason: proto::EndReason, step: bool, kill_wait: Option<u32>) {
+        if !self.done.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            if let Some(task) = self.first_task {
+                let what = format!("STEP {}.{}", self.job_id, self.step_id);
+                self.to.send(StepdToSrun::Output {
+                    task,
+                    stderr: true,
+                    data: reason
+                        .banner(&what, &self.node, &banner_time())
+                        .into_bytes(),
+                });
+            }
+            self.to.send(StepdToSrun::Ending {
+                step,
+                kill_wait: kill_wait.unwrap_or(0),
+            });
+        }
+        match kill_wait {
+            None => {
+                signal_tasks(&self.pids, libc::SIGCONT);
+                signal_tasks(&self.pids, libc::SIGKILL);
+            }
+            Some(kill_wait) => terminate_tasks(&self.pids, kill_wait),
+        }
+    }
+}
+
+/// SIGCONT and SIGTERM now, SIGKILL after `kill_wait` seconds.
+fn terminate_tasks(pids: &Arc<Mutex<Vec<i32>>>, kill_wait: u32) {
+    signal_tasks(pids, libc::SIGCONT);
+    signal_tasks(pids, libc::SIGTERM);
+    let pids = pids.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(u64::from(kill_wait)));
+        signal_tasks(&pids, libc::SIGKILL);
+    });
+}
 
 /// The shared, framed connection to srun.
 #[derive(Clone)]
@@ -701,9 +771,19 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
             pmi.serve(task, fd, pids.clone());
         }
     }
+    let ender = Ender {
+        to: to.clone(),
+        pids: pids.clone(),
+        job_id: l.job_id,
+        step_id: l.step_id,
+        node: spec.node_name.clone(),
+        first_task: mine.first().copied(),
+        done: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    };
     // srun's messages: stdin, signals, fence results.
     if let Some(s) = stream {
         let pids = pids.clone();
+        let ender = ender.clone();
         let pmi = pmi.clone();
         let pmix = pmix.clone();
         let mut stdin_pipes = stdin_pipes;
@@ -720,6 +800,9 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
                     }
                     SrunToStepd::StdinEof => stdin_pipes.clear(),
                     SrunToStepd::Signal(sig) => signal_tasks(&pids, sig),
+                    SrunToStepd::Terminate { kill_wait } => {
+                        ender.end(proto::EndReason::Cancelled, true, Some(kill_wait));
+                    }
                     SrunToStepd::FenceOut { seq, kvs } => {
                         if let Some(p) = &pmi {
                             p.fence_out(seq, kvs);
@@ -740,14 +823,9 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
                 let Ok(line) = line else { return };
                 match serde_json::from_str::<TaskdControl>(&line) {
                     Ok(TaskdControl::Signal(sig)) => signal_tasks(&pids, sig),
-                    Ok(TaskdControl::Terminate(kill_wait)) => {
-                        signal_tasks(&pids, libc::SIGCONT);
-                        signal_tasks(&pids, libc::SIGTERM);
-                        let pids = pids.clone();
-                        std::thread::spawn(move || {
-                            std::thread::sleep(Duration::from_secs(u64::from(kill_wait)));
-                            signal_tasks(&pids, libc::SIGKILL);
-                        });
+                    Ok(TaskdControl::Terminate(kill_wait)) => terminate_tasks(&pids, kill_wait),
+                    Ok(TaskdControl::End { reason, kill_wait }) => {
+                        ender.end(reason, kill_wait.is_none(), kill_wait);
                     }
                     Ok(TaskdControl::Reported) => {
                         let _ = reported_tx.send(());

@@ -392,6 +392,7 @@ async fn terminate_sends_sigterm_then_sigkill_after_kill_wait() {
             .call(NodeRequest::Terminate {
                 job_id: JobId(job),
                 kill_wait: 1,
+                reason: None,
             })
             .await;
         assert!(matches!(r, NodeResponse::Ok), "{r:?}");
@@ -409,6 +410,7 @@ async fn terminate_sends_sigterm_then_sigkill_after_kill_wait() {
         .call(NodeRequest::Terminate {
             job_id: JobId(21),
             kill_wait: 1,
+            reason: None,
         })
         .await;
     assert!(
@@ -836,6 +838,7 @@ async fn only_the_controller_may_launch_signal_or_stop() {
         NodeRequest::Terminate {
             job_id: JobId(62),
             kill_wait: 0,
+            reason: None,
         },
         NodeRequest::Shutdown,
     ] {

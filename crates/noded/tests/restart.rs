@@ -359,6 +359,7 @@ async fn terminate_reaches_a_reattached_job() {
         .call(NodeRequest::Terminate {
             job_id: JobId(83),
             kill_wait: 10,
+            reason: None,
         })
         .await;
     assert!(matches!(r, NodeResponse::Ok), "{r:?}");

@@ -37,6 +37,16 @@ pub const MAX_FRAME_BYTES: u32 = 64 * 1024 * 1024;
 /// requests under [`MAX_FRAME_BYTES`] or less.
 pub const MAX_RESPONSE_BYTES: u32 = 1024 * 1024 * 1024;
 
+/// Largest request the controller reads: a quarter of [`MAX_FRAME_BYTES`].
+/// The controller journals every request as one record of at most 64 MiB
+/// (`journal::MAX_RECORD_LEN`), and re-encoding a request can make it
+/// larger than it arrived (omitted optional fields come back as nulls, by
+/// well under 2x). The client library checks each request against it
+/// before sending (`client::ClientError::TooLarge`); the controller answers
+/// a larger one with [`SlurmError::RequestTooLarge`] and closes the
+/// connection (docs/limits.md).
+pub const MAX_REQUEST_BYTES: u32 = MAX_FRAME_BYTES / 4;
+
 /// Who is asking. Asserted by the sender; the receiver checks it against
 /// the envelope's credential.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -320,6 +330,41 @@ pub struct JobDesc {
     /// held until its client completes it (`CompleteAllocation`).
     #[serde(default)]
     pub alloc_only: bool,
+    /// The submission's token, chosen by the client (32 hexadecimal
+    /// digits: 128 random bits; [`SubmitToken`]). A submission whose answer
+    /// was lost (the connection failed after it was sent) is sent again
+    /// with the same token, and the controller answers a token it has
+    /// seen with the job it made for it instead of making another, so a
+    /// lost answer is neither a lost nor a doubled job. None: every
+    /// submission makes a job (older clients, hand-made ones).
+    #[serde(default)]
+    pub submit_token: Option<String>,
+}
+
+/// A submission token as the controller keeps it: [`JobDesc::submit_token`]
+/// parsed (1 to 32 hexadecimal digits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SubmitToken(pub u128);
+
+impl SubmitToken {
+    /// A token's text, as [`JobDesc::submit_token`] carries it; None for
+    /// text that is not 1 to 32 hexadecimal digits.
+    pub fn parse(text: &str) -> Option<SubmitToken> {
+        if text.is_empty() || text.len() > 32 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        u128::from_str_radix(text, 16).ok().map(SubmitToken)
+    }
+
+    /// The token from 16 random bytes.
+    pub fn from_bytes(bytes: [u8; 16]) -> SubmitToken {
+        SubmitToken(u128::from_be_bytes(bytes))
+    }
+
+    /// The token's text: 32 lowercase hexadecimal digits.
+    pub fn text(self) -> String {
+        format!("{:032x}", self.0)
+    }
 }
 
 /// Changes `scontrol update JobId=...` may make to a pending job.
@@ -753,6 +798,10 @@ pub enum SlurmError {
     /// Added after the first release of protocol version 1 (an older
     /// command reading it fails to decode the answer).
     StateSaveFailed(SaveFailure),
+    /// A request above [`MAX_REQUEST_BYTES`]: the controller answers it
+    /// so and closes the connection (the client library never sends one,
+    /// it reports `client::ClientError::TooLarge` with the size instead).
+    RequestTooLarge,
     /// ESLURM_JOB_FINISHED: a change to a job that has ended. Added after
     /// the first release of protocol version 1, as `NotSupported`.
     JobFinished,
@@ -879,6 +928,7 @@ impl SlurmError {
                 }
                 SaveFailure::Other => "Slurm controller state save failed: Unexpected error",
             },
+            SlurmError::RequestTooLarge => "Request too large (limit 16 MiB)",
         }
     }
 }
@@ -1577,6 +1627,9 @@ pub enum NodeRequest {
         job_id: JobId,
         /// Seconds between SIGTERM and SIGKILL.
         kill_wait: u32,
+        /// Why, when the user's log gets slurmstepd's banner for it.
+        #[serde(default)]
+        reason: Option<EndReason>,
     },
     /// The controller is shutting down with `muster down`: stop too.
     Shutdown,
@@ -1637,6 +1690,11 @@ pub enum NodeRequest {
         signal: Option<i32>,
         /// KillWait for ending it.
         kill_wait: u32,
+        /// Set when the step is being ended (by `scancel J.S`, with
+        /// SIGKILL, or with its job, with `signal` None): the banner its
+        /// srun prints, and srun is told.
+        #[serde(default)]
+        reason: Option<EndReason>,
     },
     /// `scontrol notify`: write `slurmstepd-<node>: error: <message>` to
     /// the batch script's stderr. (Added last: the variants before keep
@@ -1672,6 +1730,40 @@ pub struct JobProcess {
     pub local_id: Option<u32>,
     /// A task's global id (`SLURM_PROCID`); None as `local_id`.
     pub global_id: Option<u32>,
+}
+
+/// Why the controller ends a job's or a step's processes: what the banner
+/// slurmstepd writes into the user's log says
+/// (`*** JOB 12 ON node1 CANCELLED AT 2026-12-06T14:20:24 DUE TO TIME LIMIT ***`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EndReason {
+    /// scancel, or an allocation given back.
+    Cancelled,
+    /// The time limit passed.
+    TimeLimit,
+    /// A higher-priority job preempted it.
+    Preempted,
+}
+
+impl EndReason {
+    /// What follows the time in the banner.
+    pub fn banner_suffix(self) -> &'static str {
+        match self {
+            EndReason::Cancelled => "",
+            EndReason::TimeLimit => " DUE TO TIME LIMIT",
+            EndReason::Preempted => " DUE TO PREEMPTION",
+        }
+    }
+
+    /// slurmstepd's banner for `what` (`JOB 12`, `STEP 12.0`) on `node`,
+    /// ended at `time` (Slurm's local `2026-12-06T14:20:24`), newline
+    /// included.
+    pub fn banner(self, what: &str, node: &str, time: &str) -> String {
+        format!(
+            "slurmstepd: error: *** {what} ON {node} CANCELLED AT {time}{} ***\n",
+            self.banner_suffix()
+        )
+    }
 }
 
 /// Everything a node needs to start a batch script.
@@ -1827,6 +1919,22 @@ mod tests {
         // Appended: the variants before it keep their binary numbers.
         let bin = postcard::to_allocvec(&SlurmError::InvalidJobId).unwrap();
         assert_eq!(bin, [0]);
+    }
+
+    #[test]
+    fn submit_tokens_are_32_hex_digits_and_older_descriptions_have_none() {
+        let t = SubmitToken::from_bytes([0xab; 16]);
+        assert_eq!(t.text(), "ab".repeat(16));
+        assert_eq!(SubmitToken::parse(&t.text()), Some(t));
+        assert_eq!(SubmitToken::parse("0F"), Some(SubmitToken(15)));
+        for bad in ["", "x", &"1".repeat(33), "+1", " 1"] {
+            assert_eq!(SubmitToken::parse(bad), None, "{bad:?}");
+        }
+        // A description from a client before tokens decodes without one.
+        let mut old = serde_json::to_value(JobDesc::default()).unwrap();
+        old.as_object_mut().unwrap().remove("submit_token");
+        let back: JobDesc = serde_json::from_value(old).unwrap();
+        assert_eq!(back.submit_token, None);
     }
 
     #[test]

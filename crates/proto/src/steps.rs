@@ -255,6 +255,16 @@ pub enum StepdToSrun {
         /// Why.
         message: String,
     },
+    /// The controller is ending the step (`step`: the step alone, with
+    /// `scancel J.S` or srun `-K`; otherwise its whole job, cancelled or out
+    /// of time, whose tasks get `kill_wait` seconds after SIGTERM): srun
+    /// says so as Slurm's does.
+    Ending {
+        /// Only this step ends, not its job.
+        step: bool,
+        /// KillWait, in seconds.
+        kill_wait: u32,
+    },
     /// Every task on the node has ended and was reported.
     Done,
 }
@@ -268,6 +278,13 @@ pub enum SrunToStepd {
     StdinEof,
     /// Send this signal to every task.
     Signal(i32),
+    /// `srun -K`: a task failed, end the step as the controller ends a
+    /// cancelled one (banner, SIGCONT and SIGTERM, SIGKILL after
+    /// `kill_wait` seconds).
+    Terminate {
+        /// KillWait, in seconds.
+        kill_wait: u32,
+    },
     /// The fence completed everywhere; the merged puts of every node.
     FenceOut {
         /// Fence sequence number.

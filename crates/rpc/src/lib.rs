@@ -8,6 +8,8 @@
 //! allocation, and every read has a timeout, so a hostile or stuck peer
 //! cannot make a daemon allocate without bound or hang.
 
+pub mod admission;
+
 use proto::{Envelope, Identity, MAX_FRAME_BYTES, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
 use serde::{de::DeserializeOwned, Serialize};
 use std::io::{Read, Write};
@@ -488,12 +490,32 @@ where
     R: tokio::io::AsyncRead + Unpin,
     T: DeserializeOwned,
 {
+    read_frame_async_timed(r, max, |_| timeout).await
+}
+
+/// [`read_frame_async_enc`] with the time allowed set by the frame's
+/// announced length: the whole frame must arrive within `timeout(len)` of
+/// the call, and its length prefix within `timeout(0)`. For a peer that
+/// must authenticate quickly, except where its first frame is large.
+pub async fn read_frame_async_timed<R, T>(
+    r: &mut R,
+    max: u32,
+    timeout: impl Fn(u32) -> Duration,
+) -> Result<(Envelope<T>, Encoding), RpcError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    T: DeserializeOwned,
+{
     let max = max.min(MAX_FRAME_BYTES);
-    let fut = async {
-        let mut len = [0u8; 4];
-        r.read_exact(&mut len).await?;
-        let len = u32::from_be_bytes(len);
-        check_len(len, max)?;
+    let start = tokio::time::Instant::now();
+    let mut len = [0u8; 4];
+    match tokio::time::timeout(timeout(0), r.read_exact(&mut len)).await {
+        Ok(read) => read?,
+        Err(_) => return Err(RpcError::Timeout),
+    };
+    let len = u32::from_be_bytes(len);
+    check_len(len, max)?;
+    let body = async {
         let mut buf = Vec::with_capacity(initial_capacity(len));
         (&mut *r).take(u64::from(len)).read_to_end(&mut buf).await?;
         check_complete(&buf, len)?;
@@ -504,7 +526,7 @@ where
         };
         decode_any(&buf).map(|env| (env, enc))
     };
-    match tokio::time::timeout(timeout, fut).await {
+    match tokio::time::timeout_at(start + timeout(len), body).await {
         Ok(r) => r,
         Err(_) => Err(RpcError::Timeout),
     }

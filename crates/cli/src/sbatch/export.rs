@@ -58,6 +58,59 @@ pub fn resolve(
     out
 }
 
+/// Whether `--export=SPEC` leaves the submitting environment out (`NONE`,
+/// or a list without `ALL`): the job then starts from the user's login
+/// environment (`login_env`) and gets `SLURM_EXPORT_ENV=SPEC`, as Slurm's
+/// does.
+pub fn leaves_out_environment(spec: &str) -> bool {
+    !split_list(spec)
+        .iter()
+        .any(|item| item.eq_ignore_ascii_case("ALL"))
+}
+
+/// The search path a login shell starts with: Debian's `/etc/profile`
+/// (root's, with the `sbin` directories, and everyone else's).
+const ROOT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+const USER_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games";
+
+/// The user's basic login environment (what `su - USER` starts with):
+/// what a job exported with `NONE` or a list without `ALL` starts from,
+/// before its listed variables and the `SLURM_*` ones. Slurm runs the
+/// user's login shell for it (`--get-user-env`); muster takes the passwd
+/// entry's values and the system's default path, not the user's dot files.
+pub fn login_env(user: &str, uid: u32, home: &str, shell: &str) -> Vec<(String, String)> {
+    let path = if uid == 0 { ROOT_PATH } else { USER_PATH };
+    [
+        ("HOME", home.to_string()),
+        ("LOGNAME", user.to_string()),
+        ("MAIL", format!("/var/mail/{user}")),
+        ("PATH", path.to_string()),
+        ("SHELL", shell.to_string()),
+        ("USER", user.to_string()),
+    ]
+    .into_iter()
+    .filter(|(_, v)| !v.is_empty())
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// The job's environment for `--export=SPEC` that leaves the submitting
+/// one out: `login` first, then what `resolve` kept (which wins), then
+/// `SLURM_EXPORT_ENV` and `SLURM_GET_USER_ENV`.
+pub fn from_login(
+    spec: &str,
+    login: Vec<(String, String)>,
+    resolved: Vec<(String, String)>,
+) -> Vec<(String, String)> {
+    let mut out = login;
+    for (k, v) in &resolved {
+        set(&mut out, k, v);
+    }
+    set(&mut out, "SLURM_EXPORT_ENV", spec);
+    set(&mut out, "SLURM_GET_USER_ENV", "1");
+    out
+}
+
 /// Parses an `--export-file`: `NAME=value` entries separated by NUL bytes
 /// (as `env -0` writes them) or, when there is no NUL, by newlines.
 pub fn parse_export_file(bytes: &[u8]) -> Vec<(String, String)> {

@@ -2,8 +2,9 @@ use super::begin::parse_begin;
 use super::export::{parse_export_file, resolve};
 use super::script::{check_script, directives, wrap_script};
 use super::signal::{parse_signal, signal_number};
+use super::too_large;
 use chrono::{TimeZone, Utc};
-use proto::SignalSpec;
+use proto::{JobDesc, SignalSpec};
 
 /// 2026-12-02T10:24:04Z, a Wednesday (the reference capture's day).
 fn now() -> i64 {
@@ -217,6 +218,47 @@ fn export_forms() {
     );
 }
 
+/// Issue 35: `sbatch --export=NONE` and `--export=X=1` under Slurm 22.05
+/// give the job the user's login environment (HOME, USER, ...) with
+/// `SLURM_EXPORT_ENV` and `SLURM_GET_USER_ENV=1`; `--export=ALL,X=1` neither.
+#[test]
+fn issue_35_export_without_all_starts_from_the_login_environment() {
+    use super::export::{from_login, leaves_out_environment, login_env};
+    assert!(leaves_out_environment("NONE"));
+    assert!(leaves_out_environment("X=1"));
+    assert!(leaves_out_environment("NONE,X=1"));
+    assert!(!leaves_out_environment("ALL,X=1"));
+    assert!(!leaves_out_environment("all"));
+    let login = login_env("alice", 1000, "/home/alice", "/bin/bash");
+    assert_eq!(
+        login,
+        env(&[
+            ("HOME", "/home/alice"),
+            ("LOGNAME", "alice"),
+            ("MAIL", "/var/mail/alice"),
+            (
+                "PATH",
+                "/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games"
+            ),
+            ("SHELL", "/bin/bash"),
+            ("USER", "alice"),
+        ])
+    );
+    let base = env(&[("PATH", "/mine"), ("FOO", "bar"), ("SLURM_CONF", "/c")]);
+    let job = from_login("X=1", login, resolve(Some("X=1"), &base, None));
+    let get = |k: &str| job.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    assert_eq!(get("X"), Some("1"));
+    assert_eq!(get("FOO"), None);
+    assert_eq!(get("HOME"), Some("/home/alice"));
+    assert_eq!(
+        get("PATH"),
+        Some("/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games")
+    );
+    assert_eq!(get("SLURM_EXPORT_ENV"), Some("X=1"));
+    assert_eq!(get("SLURM_GET_USER_ENV"), Some("1"));
+    assert_eq!(get("SLURM_CONF"), Some("/c"));
+}
+
 #[test]
 fn export_file_replaces_the_environment() {
     let base = env(&[("PATH", "/bin"), ("SLURM_SUBMIT_DIR", "/d")]);
@@ -229,5 +271,31 @@ fn export_file_replaces_the_environment() {
     assert_eq!(
         parse_export_file(b"A=1\nB=2\n"),
         env(&[("A", "1"), ("B", "2")])
+    );
+}
+
+#[test]
+fn issue_34_a_submission_over_the_request_limit_names_the_script_or_the_request() {
+    let limit = u64::from(proto::MAX_REQUEST_BYTES);
+    let big = JobDesc {
+        script: "#".repeat(17 << 20),
+        ..JobDesc::default()
+    };
+    let e = too_large(&big, (17 << 20) + 500, limit);
+    assert_eq!(
+        e.stderr,
+        "sbatch: error: Batch job script is too large (17825792 bytes, limit 16 MiB)\n"
+    );
+    assert_eq!(e.code, 1);
+    let mut env_heavy = JobDesc {
+        script: "#!/bin/sh\n".into(),
+        ..JobDesc::default()
+    };
+    env_heavy.env = std::sync::Arc::new(vec![("BIG".into(), "x".repeat(100))]);
+    let e = too_large(&env_heavy, limit + 1, limit);
+    assert_eq!(
+        e.stderr,
+        "sbatch: error: Batch job submission is too large (16777217 bytes, limit 16 MiB): \
+         the script is 10 bytes, the environment 104 bytes\n"
     );
 }

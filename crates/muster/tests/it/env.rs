@@ -49,8 +49,6 @@ fn batch_environment_has_the_slurm_variables() {
         ("SLURM_NODELIST", "node1"),
         ("SLURM_JOB_NUM_NODES", "1"),
         ("SLURM_NNODES", "1"),
-        ("SLURM_NTASKS", "1"),
-        ("SLURM_NPROCS", "1"),
         ("SLURM_JOB_PARTITION", "debug"),
         ("SLURM_SUBMIT_DIR", &work),
         ("SLURM_SUBMIT_HOST", &e2e::hostname()),
@@ -66,6 +64,11 @@ fn batch_environment_has_the_slurm_variables() {
     ];
     for (k, want) in expect {
         assert_eq!(get(&v, k), *want, "{k}");
+    }
+    // Issue 35: no task count for a job that asked for none, as Slurm's
+    // batch_env without -n.
+    for k in ["SLURM_NTASKS", "SLURM_NPROCS"] {
+        assert!(!v.contains_key(k), "{k}: {v:#?}");
     }
     // One task on a node of 2 cores (one thread each) gets one CPU.
     assert_eq!(get(&v, "SLURM_CPUS_ON_NODE"), "1");
@@ -118,4 +121,85 @@ fn gpus_are_split_between_concurrent_jobs() {
     let third = c.submit(&["--gres=gpu:1", "--wrap", "true"]);
     assert_eq!(c.squeue_field(third, "%T %r"), "PENDING Resources");
     assert_eq!(c.wait_done(third, secs(15)), "COMPLETED");
+}
+
+#[test]
+fn issue_35_export_without_all_starts_from_the_login_environment() {
+    let c = cluster(1);
+    let user = e2e::user_name();
+    // Slurm 22.05: `sbatch --export=NONE` and `--export=X=1` gave the job
+    // HOME, USER, ... with SLURM_EXPORT_ENV and SLURM_GET_USER_ENV=1;
+    // `--export=ALL,X=1` neither.
+    let (_, none) = job_env(&c, "none.txt", &["--export=NONE"], &[("FOO", "bar")]);
+    assert!(!none.contains_key("FOO"), "{none:#?}");
+    assert_eq!(get(&none, "USER"), user);
+    assert_eq!(get(&none, "LOGNAME"), user);
+    assert!(get(&none, "HOME").starts_with('/'), "{none:#?}");
+    assert!(none.contains_key("PATH"), "{none:#?}");
+    assert_eq!(get(&none, "SLURM_EXPORT_ENV"), "NONE");
+    assert_eq!(get(&none, "SLURM_GET_USER_ENV"), "1");
+    let (_, x) = job_env(&c, "x.txt", &["--export=X=1"], &[("FOO", "bar")]);
+    assert_eq!(get(&x, "X"), "1");
+    assert!(!x.contains_key("FOO"), "{x:#?}");
+    assert_eq!(get(&x, "USER"), user);
+    assert_eq!(get(&x, "SLURM_EXPORT_ENV"), "X=1");
+    let (_, all) = job_env(&c, "all.txt", &["--export=ALL,X=1"], &[("FOO", "bar")]);
+    assert_eq!(get(&all, "FOO"), "bar");
+    assert!(!all.contains_key("SLURM_EXPORT_ENV"), "{all:#?}");
+}
+
+/// `srun ... env` or `salloc ... env` output as a map.
+fn vars(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn issue_35_steps_and_allocations_have_only_slurms_variables() {
+    let c = cluster(1);
+    // A standalone srun's task (reference srun_env_slurm.out): neither the
+    // memory default nor the node aliases, no distribution unless -m.
+    let out = c.ok("srun", &["-n1", "env"]);
+    let task = vars(&out.stdout);
+    for k in [
+        "SLURM_MEM_PER_CPU",
+        "SLURM_NODE_ALIASES",
+        "SLURM_DISTRIBUTION",
+    ] {
+        assert!(!task.contains_key(k), "{k}: {task:#?}");
+    }
+    for k in [
+        "SLURM_JOB_UID",
+        "SLURM_JOB_USER",
+        "SLURM_JOB_GID",
+        "SLURM_WORKING_CLUSTER",
+    ] {
+        assert!(task.contains_key(k), "{k}: {task:#?}");
+    }
+    // Slurm 22.05: `srun -m block -n1 env` has SLURM_DISTRIBUTION=block.
+    let out = c.ok("srun", &["-m", "block", "-n1", "env"]);
+    assert_eq!(get(&vars(&out.stdout), "SLURM_DISTRIBUTION"), "block");
+    // salloc's command (Slurm 22.05 `salloc bash -c 'env'`): the
+    // allocation's variables, no task count without -n, none of the
+    // owner's, the priority's, the cluster address or the memory default.
+    let out = c.ok("salloc", &["env"]);
+    let alloc = vars(&out.stdout);
+    assert_eq!(get(&alloc, "SLURM_NODE_ALIASES"), "(null)");
+    for k in [
+        "SLURM_NTASKS",
+        "SLURM_NPROCS",
+        "SLURM_JOB_UID",
+        "SLURM_JOB_USER",
+        "SLURM_JOB_GID",
+        "SLURM_PRIO_PROCESS",
+        "SLURM_UMASK",
+        "SLURM_WORKING_CLUSTER",
+        "SLURM_MEM_PER_CPU",
+    ] {
+        assert!(!alloc.contains_key(k), "{k}: {alloc:#?}");
+    }
+    let out = c.ok("salloc", &["-n1", "env"]);
+    assert_eq!(get(&vars(&out.stdout), "SLURM_NTASKS"), "1");
 }

@@ -20,6 +20,7 @@ mod hostile;
 mod hosts;
 mod jobs;
 mod local;
+mod lost_reply;
 mod mpi;
 mod nodes;
 mod preempt;

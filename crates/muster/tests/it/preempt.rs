@@ -97,10 +97,17 @@ fn preempt_qos_cancel_ends_the_job_preempted_after_its_grace_time() {
     let high = c.submit(&["-n", "2", "--qos=high", "--wrap", "true"]);
     assert_eq!(c.wait_done(low, secs(20)), "PREEMPTED");
     assert_eq!(c.wait_done(high, secs(20)), "COMPLETED");
-    assert_eq!(
-        c.wait_file("low.out", secs(5)),
-        "started\ngot TERM\nsaved\n"
+    // Slurm's log has slurmstepd's banner for the preemption too (issue 35).
+    let log = c.wait_file("low.out", secs(5));
+    assert!(
+        crate::steps::has_banner(&log, &format!("JOB {low}"), "node1", " DUE TO PREEMPTION"),
+        "{log}"
     );
+    let own: Vec<&str> = log
+        .lines()
+        .filter(|l| !l.starts_with("slurmstepd: "))
+        .collect();
+    assert_eq!(own, ["started", "got TERM", "saved"], "{log}");
     assert_eq!(sacct_runs(&c, low, 1), format!("{low}|PREEMPTED\n"));
     assert_eq!(c.squeue_field(low, "%t"), "PR");
 }

@@ -298,6 +298,19 @@ fn steps_of_a_batch_job_show_in_squeue_scontrol_sacct_and_cancel() {
     assert_eq!(c.wait_done(id, secs(20)), "COMPLETED");
     let text = c.wait_file(&format!("slurm-{id}.out"), secs(5));
     assert!(text.ends_with("after\n"), "{text}");
+    // Issue 35: scancel J.S kills the tasks with SIGKILL, and the log says
+    // so as Slurm 22.05's does (`srun -J stepc sleep 300` then `scancel J.0`
+    // printed the banner, `srun: error: vm: task 0: Killed` and
+    // `srun: Force Terminated StepId=12.0`).
+    assert!(
+        has_banner(&text, &format!("STEP {step1}"), "node1", ""),
+        "{text}"
+    );
+    assert!(text.contains(": task 0: Killed\n"), "{text}");
+    assert!(
+        text.contains(&format!("srun: Force Terminated StepId={step1}\n")),
+        "{text}"
+    );
     let out = c.ok(
         "sacct",
         &["-j", &ids, "-n", "-P", "-o", "JobID,JobName,State,ExitCode"],
@@ -305,9 +318,199 @@ fn steps_of_a_batch_job_show_in_squeue_scontrol_sacct_and_cancel() {
     assert_eq!(
         out.stdout,
         format!(
-            "{id}|wrap|COMPLETED|0:0\n{id}.batch|batch|COMPLETED|0:0\n{id}.0|hostname|COMPLETED|0:0\n{id}.1|sleep|CANCELLED|0:15\n"
+            "{id}|wrap|COMPLETED|0:0\n{id}.batch|batch|COMPLETED|0:0\n{id}.0|hostname|COMPLETED|0:0\n{id}.1|sleep|CANCELLED|0:9\n"
         ),
         "{out}"
+    );
+}
+
+/// Whether `text` has slurmstepd's banner for `what` (`JOB 12`, `STEP
+/// 12.0`) on `node`, with `suffix` after its time (`" DUE TO TIME LIMIT"`),
+/// the time in Slurm's form (`2026-12-06T14:20:24`); a line labelled by
+/// `srun -l` counts too.
+pub fn has_banner(text: &str, what: &str, node: &str, suffix: &str) -> bool {
+    let head = format!("slurmstepd: error: *** {what} ON {node} CANCELLED AT ");
+    let tail = format!("{suffix} ***");
+    text.lines().any(|line| {
+        let line = line.split_once(": slurmstepd").map_or(line, |(label, _)| {
+            if label.chars().all(|c| c.is_ascii_digit()) {
+                &line[label.len() + 2..]
+            } else {
+                line
+            }
+        });
+        line.strip_prefix(&head)
+            .and_then(|rest| rest.strip_suffix(&tail))
+            .is_some_and(|time| {
+                time.len() == 19
+                    && time.as_bytes()[10] == b'T'
+                    && time[..10].split('-').count() == 3
+                    && crate::parse_time(time) > 0
+            })
+    })
+}
+
+#[test]
+fn issue_35_kill_on_bad_exit_ends_the_other_tasks_with_sigterm() {
+    let c = cluster(1);
+    // As `srun -K -n2 bash -c 'if [ $SLURM_PROCID = 1 ]; then sleep 1; exit 1;
+    // fi; sleep 30'` under Slurm 22.05: exit 143, task 0 "Terminated".
+    let out = c.run(
+        "srun",
+        &[
+            "-K",
+            "-n2",
+            "bash",
+            "-c",
+            "if [ $SLURM_PROCID = 1 ]; then sleep 1; exit 1; fi; exec sleep 60",
+        ],
+    );
+    assert_eq!(out.code, 143, "{out}\n{}", c.logs());
+    assert!(
+        out.stderr
+            .contains("srun: error: node1: task 1: Exited with exit code 1\n"),
+        "{out}"
+    );
+    assert!(
+        out.stderr
+            .contains("srun: error: node1: task 0: Terminated\n"),
+        "{out}"
+    );
+    let step = out
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("srun: launch/slurm: _step_signal: Terminating StepId="))
+        .unwrap_or_else(|| panic!("no Terminating line: {out}"))
+        .to_string();
+    assert!(
+        has_banner(&out.stderr, &format!("STEP {step}"), "node1", ""),
+        "{out}"
+    );
+    assert!(
+        out.stderr
+            .contains(&format!("srun: Force Terminated StepId={step}\n")),
+        "{out}"
+    );
+}
+
+#[test]
+fn issue_35_labelled_partial_lines_of_two_tasks_stay_apart() {
+    let c = cluster(1);
+    // Slurm 22.05: `srun -l -n2 bash -c 'printf p$SLURM_PROCID'` printed
+    // `0: p0` and `1: p1`, each on its own line.
+    let out = c.run(
+        "srun",
+        &["-l", "-n2", "bash", "-c", "printf p$SLURM_PROCID"],
+    );
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    assert_eq!(sorted_lines(&out.stdout), vec!["0: p0", "1: p1"], "{out}");
+    assert!(out.stdout.ends_with('\n'), "{out}");
+    // Unlabelled, nothing is added (Slurm printed `p0p1`).
+    let out = c.run("srun", &["-n1", "bash", "-c", "printf p"]);
+    assert_eq!(out.stdout, "p", "{out}");
+}
+
+#[test]
+fn issue_35_srun_output_patterns_name_the_user_job_and_array() {
+    let c = cluster(1);
+    let user = e2e::user_name();
+    c.ok("srun", &["-J", "named", "-o", "%u-%x-%a.out", "echo", "hi"]);
+    let text = c.wait_file(&format!("{user}-named-4294967294.out"), secs(5));
+    assert_eq!(text, "hi\n");
+    c.ok("srun", &["-J", "other", "-o", "arr-%A-%j.out", "true"]);
+    let names: Vec<String> = std::fs::read_dir(c.work())
+        .expect("the work dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("arr-"))
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let parts: Vec<&str> = names[0]
+        .trim_start_matches("arr-")
+        .trim_end_matches(".out")
+        .split('-')
+        .collect();
+    // Outside an array %A is the job id.
+    assert_eq!(parts.len(), 2, "{names:?}");
+    assert_eq!(parts[0], parts[1], "{names:?}");
+}
+
+#[test]
+fn issue_35_salloc_exits_as_slurms_when_its_command_is_killed() {
+    let c = cluster(1);
+    // Slurm 22.05: `salloc -n1 bash -c 'kill -KILL $$'` exits 0 (HUP, INT,
+    // QUIT too), `kill -TERM $$` 1.
+    let out = c.run("salloc", &["-n1", "bash", "-c", "kill -KILL $$"]);
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    let out = c.run("salloc", &["-n1", "bash", "-c", "kill -TERM $$"]);
+    assert_eq!(out.code, 1, "{out}");
+    // `salloc --no-shell` names its job no-shell (squeue -o %j).
+    let out = c.ok("salloc", &["--no-shell", "-n1"]);
+    let id: u32 = out
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("salloc: Granted job allocation "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no allocation: {out}"));
+    assert_eq!(c.squeue_field(id, "%j"), "no-shell");
+    c.ok("scancel", &[&id.to_string()]);
+}
+
+#[test]
+fn issue_35_a_cancelled_job_and_its_step_say_so_in_the_log() {
+    let c = cluster(1);
+    let id = c.submit(&["--wrap", "srun sleep 300"]);
+    let step = format!("{id}.0");
+    c.wait_until("the step", secs(15), || {
+        let out = c.run("squeue", &["-s", "-h", "-o", "%i"]);
+        out.stdout.lines().any(|l| l.trim() == step).then_some(())
+    });
+    c.ok("scancel", &[&id.to_string()]);
+    assert_eq!(c.wait_done(id, secs(20)), "CANCELLED");
+    // As Slurm 22.05 wrote for `sbatch --wrap 'srun sleep 300'` then
+    // `scancel`: the job's banner, srun's wait, the step's banner
+    // (KillWait=2 here: "up to 4 seconds").
+    let log = c.wait_until("the banners", secs(10), || {
+        let text = c.read(&format!("slurm-{id}.out"));
+        (has_banner(&text, &format!("JOB {id}"), "node1", "")
+            && has_banner(&text, &format!("STEP {step}"), "node1", ""))
+        .then_some(text)
+    });
+    assert!(
+        log.contains("srun: Job step aborted: Waiting up to 4 seconds for job step to finish.\n"),
+        "{log}"
+    );
+    let ids = id.to_string();
+    let out = c.ok(
+        "sacct",
+        &["-j", &ids, "-n", "-P", "-o", "JobID,State,ExitCode"],
+    );
+    assert!(
+        out.stdout.contains(&format!("{step}|CANCELLED|0:15\n")),
+        "{out}"
+    );
+}
+
+#[test]
+fn issue_35_a_job_out_of_time_and_its_step_say_so_in_the_log() {
+    let c = cluster(1);
+    let id = c.submit(&["-t", "1", "--wrap", "srun sleep 300"]);
+    assert_eq!(c.wait_done(id, secs(90)), "TIMEOUT", "{}", c.logs());
+    let step = format!("{id}.0");
+    // Slurm 22.05, `sbatch -t 1 --wrap 'srun sleep 300'`.
+    let log = c.wait_until("the banners", secs(10), || {
+        let text = c.read(&format!("slurm-{id}.out"));
+        (has_banner(&text, &format!("JOB {id}"), "node1", " DUE TO TIME LIMIT")
+            && has_banner(
+                &text,
+                &format!("STEP {step}"),
+                "node1",
+                " DUE TO TIME LIMIT",
+            ))
+        .then_some(text)
+    });
+    assert!(
+        log.contains("srun: Job step aborted: Waiting up to 4 seconds for job step to finish.\n"),
+        "{log}"
     );
 }
 
@@ -551,14 +754,17 @@ fn srun_kill_on_bad_exit_wait_chdir_name_export_and_exclude() {
             "if [ $SLURM_PROCID = 1 ]; then exit 3; fi; exec sleep 300",
         ],
     );
-    assert_ne!(out.code, 0, "{out}");
+    // Issue 35: the others end with SIGTERM, as Slurm 22.05's -K ends
+    // them ("Terminated", exit 143).
+    assert_eq!(out.code, 143, "{out}");
     assert!(
         out.stderr
             .contains("srun: error: node2: task 1: Exited with exit code 3"),
         "{out}"
     );
     assert!(
-        out.stderr.contains("srun: error: node1: task 0: Killed"),
+        out.stderr
+            .contains("srun: error: node1: task 0: Terminated"),
         "{out}"
     );
     // -W: the others are killed a while after the first task ends.

@@ -1,0 +1,149 @@
+//! Job steps in the engine: how they are ended and recorded (issue 35).
+
+use crate::tests::{desc, engine, submit, user};
+use crate::{Command, Engine};
+use model::{ExitCode, JobId, JobState};
+use proto::{EndReason, SignalScope, StepId, StepNodeEnd, StepRequest};
+
+/// A running batch job with one step of one task on node1.
+fn job_with_step(e: &mut Engine) -> (JobId, u32) {
+    let id = submit(e, desc(), 0);
+    let created = e
+        .on_create_step(
+            StepRequest {
+                job_id: id,
+                name: "sleep".into(),
+                argv: vec!["sleep".into(), "100".into()],
+                ntasks: Some(1),
+                ..StepRequest::default()
+            },
+            &user(),
+            1,
+        )
+        .expect("the step fits");
+    e.take_commands();
+    (id, created.step_id)
+}
+
+fn step_ends(cmds: &[Command]) -> Vec<(Option<i32>, Option<EndReason>)> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::SignalStep { signal, reason, .. } => Some((*signal, *reason)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn numbered(e: &Engine, id: JobId, step: u32) -> proto::AcctStep {
+    e.acct_job(id, 10)
+        .expect("a record")
+        .steps
+        .into_iter()
+        .find(|s| s.step == StepId::Numbered(step))
+        .expect("the step's record")
+}
+
+#[test]
+fn issue_35_scancel_of_a_step_kills_its_tasks_at_once() {
+    let mut e = engine();
+    let (id, step) = job_with_step(&mut e);
+    e.on_cancel_step(id, step, None, &user(), 2).unwrap();
+    assert_eq!(
+        step_ends(&e.take_commands()),
+        [(Some(9), Some(EndReason::Cancelled))]
+    );
+    e.on_step_exited(
+        StepNodeEnd {
+            job_id: id,
+            step_id: step,
+            node: "node1".into(),
+            exit: ExitCode { code: 0, signal: 9 },
+            usage: None,
+        },
+        3,
+    )
+    .unwrap();
+    let rec = numbered(&e, id, step);
+    assert_eq!(rec.state, JobState::Cancelled);
+    assert_eq!(rec.exit_code.to_string(), "0:9");
+    // A plain signal is only a signal.
+    let mut e = engine();
+    let (id, step) = job_with_step(&mut e);
+    e.on_cancel_step(id, step, Some(10), &user(), 2).unwrap();
+    assert_eq!(step_ends(&e.take_commands()), [(Some(10), None)]);
+}
+
+#[test]
+fn issue_35_a_task_killed_by_a_signal_makes_its_step_cancelled() {
+    let mut e = engine();
+    let (id, step) = job_with_step(&mut e);
+    e.on_step_exited(
+        StepNodeEnd {
+            job_id: id,
+            step_id: step,
+            node: "node1".into(),
+            exit: ExitCode { code: 0, signal: 9 },
+            usage: None,
+        },
+        3,
+    )
+    .unwrap();
+    let rec = numbered(&e, id, step);
+    assert_eq!(rec.state, JobState::Cancelled);
+    assert_eq!(rec.exit_code.to_string(), "0:9");
+}
+
+#[test]
+fn issue_35_a_step_still_running_when_its_job_is_cancelled_ends_0_15() {
+    let mut e = engine();
+    let (id, step) = job_with_step(&mut e);
+    e.on_cancel(id, None, SignalScope::Full, &user(), 5)
+        .unwrap();
+    let cmds = e.take_commands();
+    // The step's tasks get SIGTERM and KillWait, with the job's banner.
+    assert_eq!(step_ends(&cmds), [(None, Some(EndReason::Cancelled))]);
+    assert!(cmds.iter().any(|c| matches!(
+        c,
+        Command::TerminateJob {
+            reason: Some(EndReason::Cancelled),
+            ..
+        }
+    )));
+    let rec = numbered(&e, id, step);
+    assert_eq!(rec.state, JobState::Cancelled);
+    assert_eq!(rec.exit_code.to_string(), "0:15");
+}
+
+#[test]
+fn issue_35_a_job_out_of_time_says_so_to_its_nodes() {
+    let mut e = engine();
+    let mut d = desc();
+    d.time_limit = Some(model::TimeLimit::Minutes(1));
+    submit(&mut e, d, 0);
+    e.take_commands();
+    e.on_timer(60);
+    assert!(e.take_commands().iter().any(|c| matches!(
+        c,
+        Command::TerminateJob {
+            reason: Some(EndReason::TimeLimit),
+            ..
+        }
+    )));
+}
+
+#[test]
+fn issue_35_a_batch_shell_killed_by_a_signal_is_cancelled() {
+    let mut e = engine();
+    let id = submit(&mut e, desc(), 0);
+    e.on_job_exited(id, "node1", ExitCode { code: 0, signal: 9 }, None, 3)
+        .unwrap();
+    let rec = e.acct_job(id, 4).expect("a record");
+    assert_eq!(rec.state, JobState::Failed);
+    let batch = rec
+        .steps
+        .iter()
+        .find(|s| s.step == StepId::Batch)
+        .expect("the batch step");
+    assert_eq!(batch.state, JobState::Cancelled);
+    assert_eq!(batch.exit_code.to_string(), "0:9");
+}
