@@ -373,6 +373,32 @@ fn issue_35_finished_jobs_need_states_even_with_ids() {
 }
 
 #[test]
+fn issue_35_stdout_shows_the_pattern_as_given() {
+    // Real squeue 22.05 (`sbatch -H -o "o-%j-%N-%x-%u-%4j-%%.txt"`, then
+    // `squeue -O STDOUT:80`): the pattern anchored at the working
+    // directory, where scontrol's StdOut= expands %j %x %u; the default
+    // shows expanded in both (`.../slurm-30.out`).
+    utc();
+    let mut list = reference_jobs();
+    list.jobs.truncate(1);
+    list.jobs[0].stdout = "/home/sauser/o-66790-%N-wrap.txt".into();
+    list.jobs[0].stdout_pattern = Some("/home/sauser/o-%j-%N-%x.txt".into());
+    list.jobs[0].stderr = "/home/sauser/slurm-66790.out".into();
+    let args: Vec<String> = ["-h", "-O", "STDOUT:40,STDERR:40"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let parsed = squeue::parse_args(&args).unwrap();
+    assert_eq!(
+        render_list(&parsed, &list, "sauser").unwrap(),
+        format!(
+            "{:<40}{:<40}\n",
+            "/home/sauser/o-%j-%N-%x.txt", "/home/sauser/slurm-66790.out"
+        )
+    );
+}
+
+#[test]
 fn issue_35_format_all_and_select_info() {
     // Real squeue 22.05.8: `squeue -o %all` prints every field letter, a-z
     // then A-Z, joined by `|` (%s with an empty header and value).

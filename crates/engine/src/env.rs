@@ -54,6 +54,28 @@ pub(crate) fn shown_paths(job: &Job) -> (String, String) {
     (shown, err)
 }
 
+/// The job's paths as Slurm's `squeue -O STDOUT,STDERR` shows them: a
+/// pattern the user gave as submitted, anchored at the working directory
+/// (no code expanded); `None` for the defaults, which squeue shows
+/// expanded as scontrol does ([`shown_paths`]).
+pub(crate) fn squeue_paths(job: &Job) -> (Option<String>, Option<String>) {
+    let defaults = ["slurm-%j.out", "slurm-%A_%a.out"];
+    let dir = job.desc.work_dir.trim_end_matches('/');
+    let anchored = |p: &str| {
+        if p.starts_with('/') {
+            p.to_string()
+        } else {
+            format!("{dir}/{p}")
+        }
+    };
+    let given_out = job.desc.stdout.as_deref().filter(|p| !defaults.contains(p));
+    let given_err = match job.desc.stderr.as_deref() {
+        Some(p) => Some(p),
+        None => given_out,
+    };
+    (given_out.map(anchored), given_err.map(anchored))
+}
+
 fn pattern_values<'a>(job: &'a Job, batch_host: &'a str) -> model::filename::PatternValues<'a> {
     model::filename::PatternValues {
         job_id: job.id.0,

@@ -181,6 +181,15 @@ impl Engine {
         } else {
             crate::env::shown_paths(job)
         };
+        let (stdout_pattern, stderr_pattern) = if brief || d.alloc_only {
+            (None, None)
+        } else {
+            let (out, err) = crate::env::squeue_paths(job);
+            (
+                out.filter(|p| *p != shown_out),
+                err.filter(|p| *p != shown_err),
+            )
+        };
         JobInfo {
             job_id: job.id,
             name: text(keep.name, &d.name),
@@ -280,6 +289,8 @@ impl Engine {
             array_task_str: array_task_str(job),
             array_max_tasks: self.array_max_tasks(job),
             deadline: d.deadline,
+            stdout_pattern,
+            stderr_pattern,
             sched_nodes,
         }
     }

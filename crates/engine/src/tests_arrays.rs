@@ -455,12 +455,22 @@ fn issue_35_output_paths_are_shown_from_submission_with_node_codes_as_written() 
             "/tmp/e-job-alice-%t.txt".to_string()
         )
     );
-    // An array's record shows the default with its ids.
+    // squeue -O STDOUT,STDERR: the patterns as given, anchored (real
+    // squeue 22.05: `/tmp/realslurm-queries/nb/o-%j-%N-%x-%u-%4j-%%.txt`
+    // where scontrol showed `.../o-29-%N-wrap-root-%4j-%%.txt`).
+    let j = e.job_info(e.job(id).unwrap(), 2);
+    assert_eq!(j.stdout_pattern.as_deref(), Some("/tmp/w/o-%j-%N.txt"));
+    assert_eq!(j.stderr_pattern.as_deref(), Some("/tmp/e-%x-%u-%t.txt"));
+    // An array's record shows the default with its ids (real scontrol
+    // 22.05: `StdOut=/tmp/realslurm-queries/nb/slurm-28_4294967294.out`
+    // for a held `--array=1-3`), in squeue too.
     let mut d = array("0-3");
     d.hold = true;
     let a = sub(&mut e, d, 1);
     let path = format!("/tmp/w/slurm-{a}_4294967294.out");
     assert_eq!(show(&e, a), (path.clone(), path));
+    let j = e.job_info(e.job(a).unwrap(), 2);
+    assert_eq!((j.stdout_pattern, j.stderr_pattern), (None, None));
 }
 
 #[test]

@@ -1445,6 +1445,15 @@ pub struct JobInfo {
     /// `--deadline`.
     #[serde(default)]
     pub deadline: Option<Timestamp>,
+    /// `squeue -O STDOUT` where it differs from `stdout`: Slurm's squeue
+    /// shows the pattern as submitted (anchored at the working directory,
+    /// no code expanded), while scontrol's `StdOut=` expands `%A %a %j %u
+    /// %x`; both show the default (`slurm-%j.out`) expanded.
+    #[serde(default)]
+    pub stdout_pattern: Option<String>,
+    /// `squeue -O STDERR`, as `stdout_pattern`.
+    #[serde(default)]
+    pub stderr_pattern: Option<String>,
 }
 
 impl JobInfo {
@@ -1481,6 +1490,8 @@ impl JobInfo {
         "stdout",
         "stderr",
         "stdin",
+        "stdout_pattern",
+        "stderr_pattern",
         "dependency",
         "comment",
         "alloc_node",

@@ -1223,8 +1223,16 @@ fn value<J: JobView + ?Sized>(
         K::WorkDir => (full(job).work_dir.clone(), true),
         K::NumTasks => (job.num_tasks().to_string(), true),
         K::CpusPerTask => (job.cpus_per_task().to_string(), true),
-        K::Stdout => (full(job).stdout.clone(), true),
-        K::Stderr => (full(job).stderr.clone(), true),
+        // Slurm's squeue shows a given pattern as submitted; scontrol's
+        // StdOut= has codes expanded (`JobInfo::stdout_pattern`).
+        K::Stdout => {
+            let j = full(job);
+            (j.stdout_pattern.as_ref().unwrap_or(&j.stdout).clone(), true)
+        }
+        K::Stderr => {
+            let j = full(job);
+            (j.stderr_pattern.as_ref().unwrap_or(&j.stderr).clone(), true)
+        }
         K::Stdin => (full(job).stdin.clone(), true),
         K::TresAlloc => (full(job).tres.clone(), true),
         K::Requeue => (u8::from(job.requeue()).to_string(), true),
