@@ -1077,12 +1077,13 @@ impl Engine {
     /// of the same partitions, account and QOS. As in Slurm, it takes the
     /// highest priority among those above it and each of them moves down
     /// one place; the nice values change by as much as the priorities, so
-    /// that a later recalculation keeps the order. Operators only (Slurm's
-    /// `enable_user_top` is not read).
+    /// that a later recalculation keeps the order. Operators only, and a
+    /// user for their own jobs with `SchedulerParameters=enable_user_top`.
     pub fn on_top(&mut self, id: JobId, who: &Identity) -> Result<(), SlurmError> {
         self.touch();
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
-        if !self.is_admin(who) {
+        let own = self.settings.enable_user_top && who.uid == job.desc.uid;
+        if !self.is_admin(who) && !own {
             return Err(SlurmError::AccessDenied);
         }
         if job.state.is_finished() {

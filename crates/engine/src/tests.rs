@@ -2434,6 +2434,14 @@ fn issue_35_top_moves_a_job_ahead_of_its_users_other_jobs() {
         assert_eq!(prio(&e, *id), before[i]);
     }
     assert_eq!(order.map(|id| nice(&e, id)), [-2, -2, 2, 2]);
+    // SchedulerParameters=enable_user_top: a user may top their own jobs.
+    let conf = format!("{CONF}SchedulerParameters=bf_continue,enable_user_top\n");
+    assert!(engine_on(&conf).settings.enable_user_top);
+    assert!(!engine().settings.enable_user_top);
+    e.settings.enable_user_top = true;
+    e.on_top(ids[1], &user()).unwrap();
+    assert_eq!(prio(&e, ids[1]), before[0]);
+    assert_eq!(e.on_top(ids[0], &other()), Err(SlurmError::AccessDenied));
     assert_invariants(&e);
 }
 
