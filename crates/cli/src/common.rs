@@ -143,3 +143,15 @@ pub fn format_items(spec: &str) -> Vec<FormatItem<'_>> {
         })
         .collect()
 }
+
+/// Whether `user` names a user of this host, as Slurm's `uid_from_string`
+/// reads it: a name, else a number that is some user's uid.
+pub fn user_exists(user: &str) -> bool {
+    if let Ok(Some(_)) = nix::unistd::User::from_name(user) {
+        return true;
+    }
+    match user.parse::<u32>() {
+        Ok(uid) => matches!(nix::unistd::User::from_uid(uid.into()), Ok(Some(_))),
+        Err(_) => false,
+    }
+}

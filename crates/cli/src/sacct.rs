@@ -384,8 +384,9 @@ pub fn query_for(args: &SacctArgs, me: &str, now: Timestamp) -> JobFilter {
 /// [`query_for`] in the time zone `tz`.
 ///
 /// The window follows sacct(1): `-S` defaults to midnight today, to `now`
-/// with `-s`, and to no bound with `-j`; `-E` defaults to no bound (`now`
-/// with `-s`). Users: `-u` as given; everyone with `-a`, for root, or with
+/// with `-s`, and to no bound with `-j`; `-E` defaults to no bound, and
+/// with `-s` to the window's start (`-S T -s CD` asks for the jobs in that
+/// state at T, as Slurm's sacct does; `now` without `-S`). Users: `-u` as given; everyone with `-a`, for root, or with
 /// `-j` (the ids already select); otherwise only the caller.
 pub fn query_for_tz<Tz: chrono::TimeZone>(
     args: &SacctArgs,
@@ -402,7 +403,7 @@ pub fn query_for_tz<Tz: chrono::TimeZone>(
     };
     let end = match resolve(&args.endtime) {
         Some(t) => Some(t),
-        None if !args.states.is_empty() && args.jobs.is_empty() => Some(now),
+        None if !args.states.is_empty() => start,
         None => None,
     };
     let users = if !args.users.is_empty() {

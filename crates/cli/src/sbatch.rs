@@ -42,6 +42,12 @@ pub use crate::common::SLURM_VERSION;
 /// The stdout pattern when `-o` is not given (`sbatch(1)`).
 pub const DEFAULT_STDOUT: &str = "slurm-%j.out";
 
+/// The stdout pattern of a job array when `-o` is not given: sbatch(1)
+/// "By default both standard output and standard error are directed to a
+/// file of the name "slurm-%j.out" [...]. For job arrays, the default file
+/// name is "slurm-%A_%a.out"".
+pub const DEFAULT_ARRAY_STDOUT: &str = "slurm-%A_%a.out";
+
 /// How many times a submission refused as "temporarily unable" is retried
 /// (Slurm's sbatch retries as many).
 const MAX_RETRIES: u32 = 15;
@@ -433,11 +439,16 @@ fn build_inner(
         .collect::<Vec<_>>()
         .join(" ");
     desc.env = job_env.into();
-    if desc.stdout.is_none() {
-        desc.stdout = Some(DEFAULT_STDOUT.to_string());
-    }
     desc.test_only = st.test_only;
     desc.array = st.array;
+    if desc.stdout.is_none() {
+        let default = if desc.array.is_some() {
+            DEFAULT_ARRAY_STDOUT
+        } else {
+            DEFAULT_STDOUT
+        };
+        desc.stdout = Some(default.to_string());
+    }
     desc.uid = st.uid.unwrap_or(identity.uid);
     desc.gid = st.gid.unwrap_or(identity.gid);
     desc.user = match st.uid {

@@ -503,6 +503,15 @@ pub fn main(args: Vec<String>) -> i32 {
         eprintln!("scancel: error: No job identification provided");
         return 1;
     }
+    // Slurm checks the name before anything is sent (scancel(1) -u).
+    if let Some(user) = args
+        .user
+        .as_deref()
+        .filter(|u| !crate::common::user_exists(u))
+    {
+        eprintln!("scancel: error: Invalid user name: {user}");
+        return 1;
+    }
     let client = match client::Client::from_env() {
         Ok(c) => c,
         Err(e) => {

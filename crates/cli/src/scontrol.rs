@@ -104,25 +104,26 @@ fn job_state_str(job: &JobInfo) -> &'static str {
 /// The lines of one `scontrol show job` record.
 fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
     let mut l = Vec::new();
-    l.push(
+    l.push({
+        // Every record of a throttled array says so (real scontrol
+        // 22.05: `JobId=17 ArrayJobId=16 ArrayTaskId=4
+        // ArrayTaskThrottle=1`).
+        let throttle = job
+            .array_max_tasks
+            .map(|n| format!(" ArrayTaskThrottle={n}"))
+            .unwrap_or_default();
         match (job.array_job_id, job.array_task_id, &job.array_task_str) {
             (Some(a), Some(t), _) => format!(
-                "JobId={} ArrayJobId={a} ArrayTaskId={t} JobName={}",
+                "JobId={} ArrayJobId={a} ArrayTaskId={t}{throttle} JobName={}",
                 job.job_id, job.name
             ),
-            (Some(a), None, Some(list)) => {
-                let throttle = job
-                    .array_max_tasks
-                    .map(|n| format!(" ArrayTaskThrottle={n}"))
-                    .unwrap_or_default();
-                format!(
-                    "JobId={} ArrayJobId={a} ArrayTaskId={list}{throttle} JobName={}",
-                    job.job_id, job.name
-                )
-            }
+            (Some(a), None, Some(list)) => format!(
+                "JobId={} ArrayJobId={a} ArrayTaskId={list}{throttle} JobName={}",
+                job.job_id, job.name
+            ),
             _ => format!("JobId={} JobName={}", job.job_id, job.name),
-        },
-    );
+        }
+    });
     l.push(format!(
         "UserId={}({}) GroupId={}({}) MCS_label=N/A",
         job.user, job.uid, job.group, job.gid
@@ -134,7 +135,9 @@ fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
     l.push(format!(
         "JobState={} Reason={} Dependency={}",
         job_state_str(job),
-        job.reason.as_slurm_str(),
+        // A described reason ("job requeued in held state") is one word
+        // here, as Slurm's scontrol writes it.
+        job.reason.as_slurm_str().replace(' ', "_"),
         or_null(job.dependency.as_deref())
     ));
     l.push(format!(
@@ -540,6 +543,9 @@ const COMMANDS: &[(&str, usize)] = &[
     ("suspend", 2),
     ("resume", 3),
     ("ping", 2),
+    ("listpids", 1),
+    ("notify", 2),
+    ("top", 3),
     ("version", 4),
     ("help", 2),
     ("quit", 4),
@@ -590,6 +596,9 @@ fn run_command(s: &mut Session, words: &[String]) -> CmdResult {
             cmd_job_action(s, cmd, rest)
         }
         "ping" => cmd_ping(s),
+        "top" => cmd_top(s, rest),
+        "notify" => cmd_notify(s, rest),
+        "listpids" => cmd_listpids(s, rest),
         "version" => Ok(crate::common::version_line()),
         "help" => Ok(HELP.to_string()),
         _ => Ok(String::new()),
@@ -939,6 +948,9 @@ pub enum UpdateRequest {
         job_ids: Vec<(JobId, Option<TaskSet>)>,
         /// The changes.
         update: Box<JobUpdate>,
+        /// `TimeLimit=+N` / `-N`: minutes added to (taken from) each job's
+        /// current limit, which scontrol reads first, as Slurm's does.
+        time_delta: Option<i64>,
     },
 }
 
@@ -1063,11 +1075,12 @@ fn parse_start_time(value: &str, now: Timestamp) -> Option<Timestamp> {
 fn parse_job_update(words: &[String], now: Timestamp) -> Result<UpdateRequest, String> {
     let mut job_ids = Vec::new();
     let mut u = JobUpdate::default();
+    let mut time_delta = None;
     for word in words {
         let (key, value) = split_kv(word);
         let value = value.ok_or_else(|| not_supported(word))?;
         let time = |v: &str, what: &str| -> Result<TimeLimit, String> {
-            parse_time_limit(v).map_err(|_| format!("Invalid {what} value\n"))
+            parse_time_limit(v).map_err(|_| format!("scontrol: error: Invalid {what} value\n"))
         };
         match key.as_str() {
             "jobid" | "job" => {
@@ -1080,6 +1093,14 @@ fn parse_job_update(words: &[String], now: Timestamp) -> Result<UpdateRequest, S
             }
             "arraytaskthrottle" => {
                 u.array_throttle = Some(parse_u32("ArrayTaskThrottle", &value)?);
+            }
+            "timelimit" if value.starts_with(['+', '-']) => {
+                let (sign, minutes) = value.split_at(1);
+                let TimeLimit::Minutes(m) = time(minutes, "TimeLimit")? else {
+                    return Err("scontrol: error: Invalid TimeLimit value\n".to_string());
+                };
+                let m = i64::from(m);
+                time_delta = Some(if sign == "-" { -m } else { m });
             }
             "timelimit" => u.time_limit = Some(time(&value, "TimeLimit")?),
             "timemin" => u.time_min = Some(time(&value, "TimeMin")?),
@@ -1154,10 +1175,32 @@ fn parse_job_update(words: &[String], now: Timestamp) -> Result<UpdateRequest, S
             _ => return Err(not_supported(word)),
         }
     }
+    if u == JobUpdate::default() && time_delta.is_none() {
+        return Err("No changes specified\n".to_string());
+    }
     Ok(UpdateRequest::Job {
         job_ids,
         update: Box::new(u),
+        time_delta,
     })
+}
+
+/// A job's limit after `TimeLimit=+N`/`-N` (`delta` minutes); a decrement
+/// past zero is Slurm's error.
+pub fn relative_time_limit(current: TimeLimit, delta: i64) -> Result<TimeLimit, String> {
+    let TimeLimit::Minutes(m) = current else {
+        return Ok(current);
+    };
+    let m = i64::from(m);
+    if -delta > m {
+        return Err(format!(
+            "scontrol: error: TimeLimit decrement larger than current time limit ({} > {m})\n",
+            -delta
+        ));
+    }
+    Ok(TimeLimit::Minutes(
+        u32::try_from(m + delta).unwrap_or(u32::MAX),
+    ))
 }
 
 fn cmd_update(s: &mut Session, rest: &[String]) -> CmdResult {
@@ -1178,19 +1221,172 @@ fn cmd_update(s: &mut Session, rest: &[String]) -> CmdResult {
                 reason,
             })
             .map_err(|e| fail(format!("slurm_update error: {e}")))?,
-        UpdateRequest::Job { job_ids, update } => {
+        UpdateRequest::Job {
+            job_ids,
+            update,
+            time_delta,
+        } => {
+            let current = match time_delta {
+                Some(_) => Some(
+                    client
+                        .jobs()
+                        .map_err(|e| fail(format!("slurm_load_jobs error: {e}")))?,
+                ),
+                None => None,
+            };
             for (job_id, tasks) in job_ids {
+                let id_text = match &tasks {
+                    Some(t) => format!("{job_id}_{t}"),
+                    None => job_id.to_string(),
+                };
+                let mut update = (*update).clone();
+                if let (Some(delta), Some(list)) = (time_delta, &current) {
+                    let job = list
+                        .jobs
+                        .iter()
+                        .find(|j| job_named(j, job_id, tasks.as_ref()))
+                        .ok_or_else(|| {
+                            fail(format!("Invalid job id specified for job {id_text}"))
+                        })?;
+                    update.time_limit =
+                        Some(relative_time_limit(job.time_limit, delta).map_err(Failure::stderr)?);
+                }
+                // Slurm's form: "<error> for job <id>".
                 client
                     .call_ok(CtldRequest::UpdateJob {
                         job_id,
-                        update: (*update).clone(),
+                        update,
                         tasks,
                     })
-                    .map_err(|e| fail(format!("slurm_update error: {e}")))?;
+                    .map_err(|e| fail(format!("{e} for job {id_text}")))?;
             }
         }
     }
     Ok(String::new())
+}
+
+/// `scontrol top JOB_LIST`: each job first among its user's pending jobs
+/// of the same partitions, account and QOS. Real scontrol 22.05 prints
+/// nothing on success and `<error> for job <the list as typed>` on a
+/// failure (`Job is no longer pending execution for job 19,20`).
+fn cmd_top(s: &mut Session, rest: &[String]) -> CmdResult {
+    let Some(list) = rest.first() else {
+        return Err(fail("too few arguments for keyword:top"));
+    };
+    let mut ids = Vec::new();
+    for text in split_job_list(list) {
+        match text.parse::<u32>() {
+            Ok(id) => ids.push(JobId(id)),
+            Err(_) => return Err(fail(format!("Invalid job id specified for job {list}"))),
+        }
+    }
+    let client = s.client("slurm_top_job error")?;
+    for id in ids {
+        client
+            .call_ok(CtldRequest::Top { job_id: id })
+            .map_err(|e| fail(format!("{e} for job {list}")))?;
+    }
+    Ok(String::new())
+}
+
+/// `scontrol notify JOB MESSAGE...`: real scontrol 22.05 says `job notify
+/// failure: <error>` (exit 1) for a job that does not run or is unknown.
+fn cmd_notify(s: &mut Session, rest: &[String]) -> CmdResult {
+    if rest.len() < 2 {
+        return Err(fail("too few arguments for keyword:notify"));
+    }
+    let Ok(id) = rest[0].parse::<u32>() else {
+        return Err(fail("job notify failure: Invalid job id specified"));
+    };
+    let message = rest[1..].join(" ");
+    s.client("job notify failure")?
+        .call_ok(CtldRequest::Notify {
+            job_id: JobId(id),
+            message,
+        })
+        .map_err(|e| fail(format!("job notify failure: {e}")))?;
+    Ok(String::new())
+}
+
+/// `scontrol listpids`' header (real scontrol 22.05).
+const LISTPIDS_HEADER: &str = "PID      JOBID    STEPID   LOCALID GLOBALID\n";
+
+/// One `scontrol listpids` line: `-` for the ids of a process a task
+/// started.
+pub fn listpids_line(p: &proto::JobProcess) -> String {
+    let id = |v: Option<u32>| v.map_or_else(|| "-".to_string(), |n| n.to_string());
+    format!(
+        "{:<8} {:<8} {:<8} {:<7} {:<8}\n",
+        p.pid,
+        p.job_id.0,
+        p.step,
+        id(p.local_id),
+        id(p.global_id)
+    )
+}
+
+/// `scontrol listpids [JOB[.STEP]] [NODENAME]`: the processes of the jobs
+/// on this host's node (or the one named), asked of its node daemon, as
+/// Slurm asks the local slurmd. With none found, real scontrol 22.05
+/// prints the header, then `No job steps exist on this node.` (or `JobId=7
+/// does not exist on node <node>.`) on stderr, and exits 1.
+fn cmd_listpids(s: &mut Session, rest: &[String]) -> CmdResult {
+    let (job_id, step_id) = match rest.first().map(String::as_str) {
+        None | Some("*") => (None, None),
+        Some(spec) => {
+            let (job, step) = match spec.split_once('.') {
+                Some((j, st)) => (j, Some(st)),
+                None => (spec, None),
+            };
+            let Ok(job) = job.parse::<u32>() else {
+                return Err(fail(format!("\"{spec}\" does not look like a jobid")));
+            };
+            let step = match step.map(str::parse::<u32>) {
+                None => None,
+                Some(Ok(n)) => Some(n),
+                Some(Err(_)) => {
+                    return Err(fail(format!("\"{spec}\" does not look like a stepid")))
+                }
+            };
+            (Some(JobId(job)), step)
+        }
+    };
+    let client = s.client("slurm_load_node error")?;
+    let nodes = client
+        .nodes()
+        .map_err(|e| fail(format!("slurm_load_node error: {e}")))?;
+    let host = client.identity().host.clone();
+    let short = host.split('.').next().unwrap_or(&host).to_string();
+    let node = match rest.get(1) {
+        Some(name) => nodes.iter().find(|n| n.name == *name),
+        None => nodes
+            .iter()
+            .find(|n| n.name == short || n.hostname == host || n.hostname == short),
+    };
+    let rows = match node {
+        Some(n) => client
+            .node_pids(
+                &format!("{}:{}", n.addr, n.port),
+                proto::NodeRequest::ListPids { job_id, step_id },
+            )
+            .map_err(|e| fail(format!("slurm_list_pids error: {e}")))?,
+        None => Vec::new(),
+    };
+    if rows.is_empty() {
+        let node_name = node.map_or("(null)", |n| n.name.as_str());
+        return Err(Failure {
+            stdout: LISTPIDS_HEADER.to_string(),
+            stderr: match job_id {
+                Some(id) => format!("JobId={id} does not exist on node {node_name}.\n"),
+                None => "No job steps exist on this node.\n".to_string(),
+            },
+        });
+    }
+    let mut out = LISTPIDS_HEADER.to_string();
+    for p in &rows {
+        out.push_str(&listpids_line(p));
+    }
+    Ok(out)
 }
 
 fn cmd_job_action(s: &mut Session, cmd: &str, rest: &[String]) -> CmdResult {
@@ -1202,6 +1398,7 @@ fn cmd_job_action(s: &mut Session, cmd: &str, rest: &[String]) -> CmdResult {
     let client = s.client(&format!("slurm_{cmd} error"))?;
     let mut errors = String::new();
     let mut failed = false;
+    let mut last_error = None;
     for text in ids {
         let Some((job_id, tasks)) = parse_job_id(&text) else {
             errors.push_str(&format!("Invalid job id specified for job {text}\n"));
@@ -1237,7 +1434,14 @@ fn cmd_job_action(s: &mut Session, cmd: &str, rest: &[String]) -> CmdResult {
             if !quiet {
                 errors.push_str(&format!("{e} for job {text}\n"));
             }
+            last_error = Some(e);
         }
+    }
+    // Slurm's hold, uhold and release end a failure with the last error
+    // once more (real scontrol 22.05: "slurm_suspend error: Invalid job id
+    // specified" after "Invalid job id specified for job 999").
+    if let Some(e) = last_error.filter(|_| !quiet && matches!(cmd, "hold" | "uhold" | "release")) {
+        errors.push_str(&format!("slurm_suspend error: {e}\n"));
     }
     if failed || !errors.is_empty() {
         Err(Failure::stderr(errors))

@@ -740,18 +740,16 @@ fn build_records<'a>(
                         nodes: vec![*node],
                     });
                 }
-            } else if shows_partition {
+            } else {
+                // Once per partition, whether or not the format shows the
+                // partition (real `sinfo -N -o "%N %t"` prints node1 twice
+                // when it is in two partitions).
                 for part in containing {
                     recs.push(Rec {
                         part: Some(part),
                         nodes: vec![*node],
                     });
                 }
-            } else {
-                recs.push(Rec {
-                    part: Some(containing[0]),
-                    nodes: vec![*node],
-                });
             }
         }
         // sinfo(1): the node-oriented default sort is by node name. Slurm

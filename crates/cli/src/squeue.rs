@@ -385,14 +385,16 @@ pub fn matches<J: JobView + ?Sized>(args: &SqueueArgs, job: &J, me: &str) -> boo
         }
         None => {
             // squeue(1) -t: "By default, pending, running, completing,
-            // configuring, and resizing jobs are reported" (jobs selected
-            // with -j are shown in any state).
+            // configuring, and resizing jobs are reported", also for jobs
+            // named with -j: a finished job (or cancelled array task) the
+            // controller still holds is known but shows nothing, so that
+            // scripts polling `squeue -j ID` see it leave at once.
             let active = job.completing()
                 || matches!(
                     job.state(),
                     JobState::Pending | JobState::Running | JobState::Suspended
                 );
-            if !active && args.jobs.is_none() {
+            if !active {
                 return false;
             }
         }
@@ -986,6 +988,14 @@ fn steps_main(args: &SqueueArgs, client: &client::Client) -> i32 {
     }
 }
 
+/// The first of the `-w` names (expanded) that is no node of `known`.
+pub fn unknown_node<'a>(names: &'a [String], known: &[proto::NodeInfo]) -> Option<&'a str> {
+    names
+        .iter()
+        .find(|n| !known.iter().any(|k| k.name == **n))
+        .map(String::as_str)
+}
+
 /// Runs `squeue`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut args = match parse_args(&args) {
@@ -1013,6 +1023,25 @@ pub fn main(args: Vec<String>) -> i32 {
         }
     };
     let me = client.identity().user.clone();
+    // Slurm's squeue drops a user it cannot find, with an error but no
+    // failure; the filter keeps the name, which matches no job.
+    for user in args.users.iter().filter(|u| !crate::common::user_exists(u)) {
+        eprintln!("squeue: error: Invalid user: {user}\n");
+    }
+    if !args.nodes.is_empty() {
+        // Slurm's squeue refuses a -w name the controller does not know.
+        let known = match client.nodes() {
+            Ok(nodes) => nodes,
+            Err(e) => {
+                eprintln!("slurm_load_node error: {e}");
+                return 1;
+            }
+        };
+        if let Some(name) = unknown_node(&args.nodes, &known) {
+            eprintln!("squeue: error: Invalid node name {name}");
+            return 1;
+        }
+    }
     if args.steps {
         return steps_main(&args, &client);
     }

@@ -122,6 +122,23 @@ fn parsable_and_where_forms_tools_use() {
         ),
         "ml|high,normal\nresearch|high,normal\n"
     );
+    // Issue 35: the options may follow the command.
+    assert_eq!(
+        run(
+            &[
+                "show",
+                "users",
+                "withassoc",
+                "format=account,qos",
+                "where",
+                "user=sauser",
+                "cluster=anchor",
+                "-nP"
+            ],
+            &t
+        ),
+        "ml|high,normal\nresearch|high,normal\n"
+    );
     // Kubeflow-style: -s (withassoc) list user NAME format=account%256.
     let out = run(
         &["-n", "-s", "list", "user", "nobody", "format=account%-8"],

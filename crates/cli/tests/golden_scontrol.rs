@@ -172,6 +172,41 @@ fn show_job_pending_array() {
 }
 
 #[test]
+fn issue_35_throttled_array_records() {
+    // Real scontrol 22.05 (`sbatch --array=4-5%1`, task 4 running, 5 held
+    // back by the throttle; `scontrol show job 16`):
+    //   JobId=16 ArrayJobId=16 ArrayTaskId=5 ArrayTaskThrottle=1 JobName=wrap
+    //   JobId=17 ArrayJobId=16 ArrayTaskId=4 ArrayTaskThrottle=1 JobName=wrap
+    utc();
+    let mut rest = job(16, "wrap", 2854, at(24, 4), 10178);
+    rest.reason = PendingReason::JobArrayTaskLimit;
+    rest.array_job_id = Some(16);
+    rest.array_task_str = Some("5".into());
+    rest.array_max_tasks = Some(1);
+    let mut task = rest.clone();
+    task.job_id = JobId(17);
+    task.array_task_id = Some(4);
+    task.array_task_str = None;
+    let first = |j: &JobInfo| {
+        scontrol::render_job(j, NOW)
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        first(&rest),
+        "JobId=16 ArrayJobId=16 ArrayTaskId=5 ArrayTaskThrottle=1 JobName=wrap"
+    );
+    assert_eq!(
+        first(&task),
+        "JobId=17 ArrayJobId=16 ArrayTaskId=4 ArrayTaskThrottle=1 JobName=wrap"
+    );
+    // squeue shows the last pending task as a task: `16_5`.
+    assert_eq!(rest.display_id(), "16_5");
+}
+
+#[test]
 fn show_job_pending_on_dependency() {
     utc();
     let mut j = job(66794, "depjob", 2854, at(24, 4), 10186);

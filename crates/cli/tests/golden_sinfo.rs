@@ -194,6 +194,18 @@ fn node_format_with_gres() {
 }
 
 #[test]
+fn issue_35_node_oriented_lists_a_node_once_per_partition_in_any_format() {
+    // Real sinfo 22.05 (node1 and node2 in partitions debug and other):
+    // `sinfo -N -o "%N %t"` and `sinfo -N -h -o %N` print each such node
+    // twice, as `sinfo -N -l` does.
+    let a = args(&["-N", "-h", "-o", "%N"]);
+    assert_eq!(
+        sinfo::render(&a, &parts(), &busy_nodes(), NOW),
+        "node1\nnode2\nnode3\nnode3\nnode4\nnode4\n"
+    );
+}
+
+#[test]
 fn node_long_after_drain_and_down() {
     utc();
     let mut nodes = drained_nodes();

@@ -325,7 +325,7 @@ fn parsl_style_state_query() {
 }
 
 #[test]
-fn finished_jobs_need_states_or_ids() {
+fn issue_35_finished_jobs_need_states_even_with_ids() {
     utc();
     let mut list = reference_jobs();
     let mut done = list.jobs[0].clone();
@@ -340,13 +340,81 @@ fn finished_jobs_need_states_or_ids() {
     assert!(!plain.contains("66780"));
     let all = render_list(&parse(&["-h", "-o", "%i|%T", "-t", "all"]), &list, "sauser").unwrap();
     assert!(all.contains("66780|COMPLETED\n"));
+    // The default state filter applies to jobs named with -j too: a finished
+    // job the controller still holds is known (no error) but not shown, so a
+    // script polling `squeue -j ID` sees it leave at once.
     let by_id = squeue::render(
         &parse(&["-h", "-o", "%i %t", "-j", "66780"]),
         &list,
         "sauser",
     )
     .unwrap();
-    assert_eq!(by_id, "66780 CD\n");
+    assert_eq!(by_id, "");
+    let with_header = squeue::render(&parse(&["-j", "66780"]), &list, "sauser").unwrap();
+    assert_eq!(with_header.lines().count(), 1, "{with_header}");
+    let by_state = squeue::render(
+        &parse(&["-h", "-o", "%i %t", "-t", "all", "-j", "66780"]),
+        &list,
+        "sauser",
+    )
+    .unwrap();
+    assert_eq!(by_state, "66780 CD\n");
+    // A cancelled array task is gone from `squeue -j A` and `-j A_T` alike.
+    let mut task = list.jobs[0].clone();
+    task.job_id = JobId(66783);
+    task.array_job_id = Some(66781);
+    task.array_task_id = Some(2);
+    task.state = JobState::Cancelled;
+    list.jobs.push(task);
+    for id in ["66781", "66781_2"] {
+        let out = squeue::render(&parse(&["-h", "-o", "%i %t", "-j", id]), &list, "sauser");
+        assert_eq!(out.unwrap(), "", "-j {id}");
+    }
+}
+
+#[test]
+fn issue_35_stdout_shows_the_pattern_as_given() {
+    // Real squeue 22.05 (`sbatch -H -o "o-%j-%N-%x-%u-%4j-%%.txt"`, then
+    // `squeue -O STDOUT:80`): the pattern anchored at the working
+    // directory, where scontrol's StdOut= expands %j %x %u; the default
+    // shows expanded in both (`.../slurm-30.out`).
+    utc();
+    let mut list = reference_jobs();
+    list.jobs.truncate(1);
+    list.jobs[0].stdout = "/home/sauser/o-66790-%N-wrap.txt".into();
+    list.jobs[0].stdout_pattern = Some("/home/sauser/o-%j-%N-%x.txt".into());
+    list.jobs[0].stderr = "/home/sauser/slurm-66790.out".into();
+    let args: Vec<String> = ["-h", "-O", "STDOUT:40,STDERR:40"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let parsed = squeue::parse_args(&args).unwrap();
+    assert_eq!(
+        render_list(&parsed, &list, "sauser").unwrap(),
+        format!(
+            "{:<40}{:<40}\n",
+            "/home/sauser/o-%j-%N-%x.txt", "/home/sauser/slurm-66790.out"
+        )
+    );
+}
+
+#[test]
+fn issue_35_format_all_and_select_info() {
+    // Real squeue 22.05.8: `squeue -o %all` prints every field letter, a-z
+    // then A-Z, joined by `|` (%s with an empty header and value).
+    let header = "ACCOUNT|TRES_PER_NODE|MIN_CPUS|MIN_TMP_DISK|END_TIME|FEATURES|GROUP|OVER_SUBSCRIBE|JOBID|NAME|COMMENT|TIME_LIMIT|MIN_MEMORY|REQ_NODES|COMMAND|PRIORITY|QOS|REASON||ST|USER|RESERVATION|WCKEY|EXC_NODES|NICE|S:C:T|JOBID|EXEC_HOST|CPUS|NODES|DEPENDENCY|ARRAY_JOB_ID|GROUP|SOCKETS_PER_NODE|CORES_PER_SOCKET|THREADS_PER_CORE|ARRAY_TASK_ID|TIME_LEFT|TIME|NODELIST|CONTIGUOUS|PARTITION|PRIORITY|NODELIST(REASON)|START_TIME|STATE|UID|SUBMIT_TIME|LICENSES|CORE_SPEC|SCHEDNODES|WORK_DIR\n";
+    let out = render(&["-o", "%all", "-j", "66790"]).unwrap();
+    let mut lines = out.lines();
+    assert_eq!(format!("{}\n", lines.next().unwrap()), header);
+    let row = lines.next().unwrap();
+    assert_eq!(row.split('|').count(), header.split('|').count(), "{row}");
+    assert_eq!(row.split('|').nth(8), Some("66790"));
+    assert_eq!(row.split('|').nth(18), Some(""));
+    // `squeue -o "%i %s|"` and `-o "%.5s|%5s|"`: `JOBID |`, `     |     |`.
+    let out = render(&["-o", "%i %s|", "-j", "66790"]).unwrap();
+    assert_eq!(out, "JOBID |\n66790 |\n");
+    let out = render(&["-h", "-o", "%.5s|%5s|", "-j", "66790"]).unwrap();
+    assert_eq!(out, "     |     |\n");
 }
 
 #[test]
@@ -451,6 +519,13 @@ fn running_tasks_and_throttled_rest() {
     assert_eq!(
         render_list(&parsed, &list, "sauser").unwrap(),
         "66792_[5-9%2] 66792 5-9 PENDING\n66792_4 66812 4 RUNNING\n"
+    );
+    // Real squeue 22.05 (`--array=4-5%1`, `squeue -j 16 -o "%i %K %r"`):
+    // the last pending task is `16_5`, not `16_[5%1]`.
+    list.jobs[3].array_task_str = Some("9".into());
+    assert_eq!(
+        render_list(&parsed, &list, "sauser").unwrap(),
+        "66792_9 66792 9 PENDING\n66792_4 66812 4 RUNNING\n"
     );
 }
 

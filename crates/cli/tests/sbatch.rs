@@ -534,6 +534,10 @@ fn time_options() {
 fn io_options_keep_patterns_unexpanded() {
     let d = desc(&["--wrap=true"]);
     assert_eq!(d.stdout.as_deref(), Some("slurm-%j.out"));
+    // An array's default is slurm-%A_%a.out (sbatch(1) --output).
+    let d = desc(&["--array=1-3", "--wrap=true"]);
+    assert_eq!(d.stdout.as_deref(), Some("slurm-%A_%a.out"));
+    assert_eq!(d.stderr, None);
     assert_eq!((d.stderr.as_deref(), d.stdin.as_deref()), (None, None));
     let d = desc(&[
         "-o",

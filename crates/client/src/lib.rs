@@ -647,6 +647,26 @@ impl Client {
         }
     }
 
+    /// The processes of the jobs on one node daemon (`addr`: `host:port`;
+    /// `req`: a `NodeRequest::ListPids`), asked of that daemon itself, as
+    /// Slurm's `scontrol listpids` asks the local slurmd: the caller's own
+    /// processes, every one for root or SlurmUser. (The one request the
+    /// commands send a node daemon; the daemon refuses any other from them.)
+    pub fn node_pids(
+        &self,
+        addr: &str,
+        req: proto::NodeRequest,
+    ) -> Result<Vec<proto::JobProcess>, ClientError> {
+        let credential = self.credential()?;
+        let answer: proto::NodeResponse =
+            rpc::call_blocking(addr, self.identity.clone(), Some(credential), req, TIMEOUT)
+                .map_err(ClientError::Unreachable)?;
+        match answer {
+            proto::NodeResponse::Pids(rows) => Ok(rows),
+            _ => Err(ClientError::Unexpected),
+        }
+    }
+
     /// Every partition.
     pub fn partitions(&self) -> Result<Vec<PartitionInfo>, ClientError> {
         match self.call(CtldRequest::ListPartitions)? {

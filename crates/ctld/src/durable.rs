@@ -91,6 +91,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::ListSteps
             | CtldRequest::StepStat { .. }
             | CtldRequest::OpenSession
+            | CtldRequest::Notify { .. }
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
 }
 

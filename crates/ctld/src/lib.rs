@@ -858,6 +858,7 @@ impl NodeWorkers {
             | Command::LaunchStep { node, .. }
             | Command::SignalStep { node, .. }
             | Command::SignalJob { node, .. }
+            | Command::NotifyJob { node, .. }
             | Command::StartExtern { node, .. }
             | Command::EndExtern { node, .. }
             | Command::TerminateJob { node, .. } => node.clone(),
@@ -1112,7 +1113,7 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             };
             match res {
                 // (StepStats answers only StepStat.)
-                Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => {
+                Ok(NodeResponse::Ok | NodeResponse::StepStats(_) | NodeResponse::Pids(_)) => {
                     debug!("launched job {job_id} on {node}")
                 }
                 Ok(NodeResponse::Failed(why)) => {
@@ -1130,7 +1131,7 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             let (job_id, step_id) = (launch.job_id, launch.step_id);
             let req = NodeRequest::LaunchStep(launch);
             match link.call(&addr, &req).await {
-                Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => {
+                Ok(NodeResponse::Ok | NodeResponse::StepStats(_) | NodeResponse::Pids(_)) => {
                     debug!("launched step {job_id}.{step_id} on {node}")
                 }
                 Ok(NodeResponse::Failed(why)) => {
@@ -1210,6 +1211,17 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
                 warn!("cannot signal job {job_id} on {node}: {e}");
             }
         }
+        Command::NotifyJob {
+            node,
+            addr,
+            job_id,
+            message,
+        } => {
+            let req = NodeRequest::Notify { job_id, message };
+            if let Err(e) = link.call(&addr, &req).await {
+                warn!("cannot notify job {job_id} on {node}: {e}");
+            }
+        }
         Command::TerminateJob {
             node,
             addr,
@@ -1230,7 +1242,9 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
                     reason,
                 };
                 match link.call(&addr, &req).await {
-                    Ok(NodeResponse::Ok | NodeResponse::StepStats(_)) => return,
+                    Ok(NodeResponse::Ok | NodeResponse::StepStats(_) | NodeResponse::Pids(_)) => {
+                        return
+                    }
                     Ok(NodeResponse::Failed(why)) => {
                         // The node no longer runs it (it ended, or the node
                         // lost it): nothing is left to clean up there.
@@ -1819,6 +1833,8 @@ pub(crate) fn handle(
         CtldRequest::Release { job_id, tasks } => {
             ok(engine.on_release_tasks(job_id, tasks.as_ref(), who, t))
         }
+        CtldRequest::Top { job_id } => ok(engine.on_top(job_id, who)),
+        CtldRequest::Notify { job_id, message } => ok(engine.on_notify(job_id, message, who)),
         CtldRequest::Requeue {
             job_id,
             hold,

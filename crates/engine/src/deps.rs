@@ -451,15 +451,20 @@ impl Engine {
             return None;
         }
         let sep = if dep.any { "?" } else { "," };
-        let state = if job.dep_status == DepStatus::Never {
-            "failed"
-        } else {
-            "unfulfilled"
+        let never = job.dep_status == DepStatus::Never;
+        // Each condition says where it stands: in an OR dependency one that
+        // failed shows `(failed)` while the job still waits on the others.
+        let state = |item: &DepItem| {
+            if never || self.item_answer(job, item) == Answer::Fail {
+                "failed"
+            } else {
+                "unfulfilled"
+            }
         };
         Some(
             dep.items
                 .iter()
-                .map(|i| format!("{i}({state})"))
+                .map(|i| format!("{i}({})", state(i)))
                 .collect::<Vec<_>>()
                 .join(sep),
         )

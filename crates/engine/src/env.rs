@@ -26,25 +26,76 @@ pub fn rle_counts(counts: &[u32]) -> String {
     out.join(",")
 }
 
+/// The job's stdout and stderr patterns: as submitted, else Slurm's
+/// defaults (`slurm-%j.out`, `slurm-%A_%a.out` for an array; stderr goes
+/// where stdout goes).
+pub(crate) fn output_patterns(job: &Job) -> (&str, &str) {
+    let default = if job.array.is_some() {
+        "slurm-%A_%a.out"
+    } else {
+        "slurm-%j.out"
+    };
+    let out = job.desc.stdout.as_deref().unwrap_or(default);
+    (out, job.desc.stderr.as_deref().unwrap_or(out))
+}
+
+/// The job's `StdOut=` and `StdErr=` as Slurm's job query shows them, from
+/// submission on (`model::filename::expand_shown`: `%N` and the other
+/// codes only a node knows stay as written).
+pub(crate) fn shown_paths(job: &Job) -> (String, String) {
+    let (out, err) = output_patterns(job);
+    let values = pattern_values(job, "");
+    let shown = model::filename::expand_shown(out, &values);
+    let err = if err == out {
+        shown.clone()
+    } else {
+        model::filename::expand_shown(err, &values)
+    };
+    (shown, err)
+}
+
+/// The job's paths as Slurm's `squeue -O STDOUT,STDERR` shows them: a
+/// pattern the user gave as submitted, anchored at the working directory
+/// (no code expanded); `None` for the defaults, which squeue shows
+/// expanded as scontrol does ([`shown_paths`]).
+pub(crate) fn squeue_paths(job: &Job) -> (Option<String>, Option<String>) {
+    let defaults = ["slurm-%j.out", "slurm-%A_%a.out"];
+    let dir = job.desc.work_dir.trim_end_matches('/');
+    let anchored = |p: &str| {
+        if p.starts_with('/') {
+            p.to_string()
+        } else {
+            format!("{dir}/{p}")
+        }
+    };
+    let given_out = job.desc.stdout.as_deref().filter(|p| !defaults.contains(p));
+    let given_err = match job.desc.stderr.as_deref() {
+        Some(p) => Some(p),
+        None => given_out,
+    };
+    (given_out.map(anchored), given_err.map(anchored))
+}
+
+fn pattern_values<'a>(job: &'a Job, batch_host: &'a str) -> model::filename::PatternValues<'a> {
+    model::filename::PatternValues {
+        job_id: job.id.0,
+        job_step: None,
+        array_job_id: job.array.as_ref().map_or(job.id, |a| a.array_job_id).0,
+        array_task_id: job.array.as_ref().and_then(|a| a.task_id),
+        name: &job.desc.name,
+        user: &job.desc.user,
+        node: batch_host,
+        node_index: 0,
+        task: 0,
+        step: "batch",
+        work_dir: &job.desc.work_dir,
+    }
+}
+
 /// Expands sbatch's filename pattern for the batch script (`%s` is
 /// `batch`, `%n` and `%t` are 0, `%N` the batch host; `model::filename`).
 pub(crate) fn expand_path(pattern: &str, job: &Job, batch_host: &str) -> String {
-    model::filename::expand(
-        pattern,
-        &model::filename::PatternValues {
-            job_id: job.id.0,
-            job_step: None,
-            array_job_id: job.array.as_ref().map_or(job.id, |a| a.array_job_id).0,
-            array_task_id: job.array.as_ref().and_then(|a| a.task_id),
-            name: &job.desc.name,
-            user: &job.desc.user,
-            node: batch_host,
-            node_index: 0,
-            task: 0,
-            step: "batch",
-            work_dir: &job.desc.work_dir,
-        },
-    )
+    model::filename::expand(pattern, &pattern_values(job, batch_host))
 }
 
 impl Engine {

@@ -171,6 +171,25 @@ impl Engine {
             gres_spec("gres:", &tres_per_node)
         };
         let text = |kept: bool, v: &String| if kept { v.clone() } else { String::new() };
+        // A batch job's paths as Slurm's job query shows them, from
+        // submission on; an allocation (salloc, srun) has no script to
+        // write them.
+        let (shown_out, shown_err) = if brief {
+            (String::new(), String::new())
+        } else if d.alloc_only {
+            (job.stdout.clone(), job.stderr.clone())
+        } else {
+            crate::env::shown_paths(job)
+        };
+        let (stdout_pattern, stderr_pattern) = if brief || d.alloc_only {
+            (None, None)
+        } else {
+            let (out, err) = crate::env::squeue_paths(job);
+            (
+                out.filter(|p| *p != shown_out),
+                err.filter(|p| *p != shown_err),
+            )
+        };
         JobInfo {
             job_id: job.id,
             name: text(keep.name, &d.name),
@@ -201,7 +220,7 @@ impl Engine {
             priority: job.priority,
             nice: d.nice,
             submit_time: job.submit_time,
-            eligible_time: job.eligible_time,
+            eligible_time: shown_eligible_time(job),
             start_time,
             end_time,
             run_time,
@@ -236,8 +255,8 @@ impl Engine {
             exclusive: d.exclusive,
             work_dir: detail(brief, &d.work_dir),
             command: detail(brief, &d.command),
-            stdout: detail(brief, &job.stdout),
-            stderr: detail(brief, &job.stderr),
+            stdout: detail(brief, &shown_out),
+            stderr: detail(brief, &shown_err),
             stdin: if brief {
                 String::new()
             } else {
@@ -268,8 +287,10 @@ impl Engine {
             array_job_id: job.array.as_ref().map(|a| a.array_job_id.0),
             array_task_id: job.array.as_ref().and_then(|a| a.task_id),
             array_task_str: array_task_str(job),
-            array_max_tasks: array_max_tasks(job),
+            array_max_tasks: self.array_max_tasks(job),
             deadline: d.deadline,
+            stdout_pattern,
+            stderr_pattern,
             sched_nodes,
         }
     }
@@ -476,7 +497,7 @@ impl Engine {
             priority: job.priority,
             nice: d.nice,
             submit_time: job.submit_time,
-            eligible_time: job.eligible_time,
+            eligible_time: shown_eligible_time(job),
             start_time,
             end_time,
             run_time: Self::run_time(job, now),
@@ -496,7 +517,7 @@ impl Engine {
             array_job_id: job.array.as_ref().map(|a| a.array_job_id.0),
             array_task_id: job.array.as_ref().and_then(|a| a.task_id),
             array_task_str: array_task_str(job),
-            array_max_tasks: array_max_tasks(job),
+            array_max_tasks: self.array_max_tasks(job),
         }
     }
 
@@ -533,6 +554,14 @@ impl Engine {
                 },
                 Some(p),
             ),
+            // A job waiting for its --begin time is expected to start
+            // then (Slurm's StartTime=, squeue --start and %S show it).
+            None if job.state == JobState::Pending
+                && job.reason == model::PendingReason::BeginTime
+                && job.start_time.is_none() =>
+            {
+                (Some(job.eligible_time), None, None)
+            }
             None => (job.start_time, job.end_time, None),
         }
     }
@@ -727,10 +756,30 @@ fn array_task_str(job: &Job) -> Option<String> {
         .map(|a| a.pending.to_string())
 }
 
-/// A pending array's `%` throttle, when it has one.
-fn array_max_tasks(job: &Job) -> Option<u32> {
-    job.array
-        .as_ref()
-        .filter(|a| a.is_meta() && a.throttle > 0)
-        .map(|a| a.throttle)
+impl Engine {
+    /// An array's `%` throttle, when it has one, for each of its records
+    /// (Slurm's scontrol shows `ArrayTaskThrottle=` on the running tasks
+    /// too): the pending record's, which `scontrol update
+    /// ArrayTaskThrottle=` changes, while there is one.
+    fn array_max_tasks(&self, job: &Job) -> Option<u32> {
+        let part = job.array.as_ref()?;
+        let meta = self
+            .jobs
+            .get(&part.array_job_id)
+            .and_then(|j| j.array.as_ref())
+            .filter(|a| a.is_meta());
+        let throttle = meta.map_or(part.throttle, |m| m.throttle);
+        (throttle > 0).then_some(throttle)
+    }
+}
+
+/// `EligibleTime=` as Slurm shows it: Unknown (0) while a hold is on the
+/// job (Slurm's hold clears the time), except after `requeuehold`, which
+/// keeps the time the requeue set.
+fn shown_eligible_time(job: &Job) -> Timestamp {
+    if job.held.is_some() && job.reason != model::PendingReason::JobRequeuedHeld {
+        0
+    } else {
+        job.eligible_time
+    }
 }

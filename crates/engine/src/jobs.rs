@@ -360,6 +360,12 @@ impl Engine {
             job.eligible_time = b.max(now);
         }
         if job.desc.test_only {
+            // A real submission of a request every partition refuses (more
+            // nodes than the partition has, ...) is queued to wait for
+            // ever; its estimate fails, as Slurm's will-run test does.
+            if self.every_partition_refuses(&job) {
+                return Err(SlurmError::RequestedNodeConfigUnavailable);
+            }
             let req = self.request_for(&job);
             let views = self.node_views();
             let parts = self.part_views();
@@ -417,6 +423,17 @@ impl Engine {
             job_id: id,
             test_only: None,
             partition,
+        })
+    }
+
+    /// Whether every partition of `job` refuses it for a reason of its
+    /// own (`sched::placement::partition_refusal`) other than being down.
+    fn every_partition_refuses(&self, job: &Job) -> bool {
+        let parts = self.part_views();
+        let req = self.request_with(job, Vec::new());
+        job.partitions.iter().all(|&pi| {
+            sched::placement::partition_refusal(&req, &parts[pi])
+                .is_some_and(|r| r != PendingReason::PartitionDown)
         })
     }
 
@@ -899,8 +916,13 @@ impl Engine {
         self.touch();
         let admin = self.is_admin(who);
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        // Slurm's messages: "Invalid user id for job N", "Job has already
+        // finished for job N".
         if !self.may_modify(who, job) {
-            return Err(SlurmError::AccessDenied);
+            return Err(SlurmError::InvalidUserId);
+        }
+        if job.state.is_finished() {
+            return Err(SlurmError::JobFinished);
         }
         let pending = job.state == JobState::Pending;
         let mut next = job.clone();
@@ -924,6 +946,10 @@ impl Engine {
             && u.gres.is_none()
             && u.begin_time.is_none()
             && u.dependency.is_none();
+        if !pending && (u.min_nodes.is_some() || u.max_nodes.is_some()) {
+            // Slurm: "Requested operation not supported on this system".
+            return Err(SlurmError::NotSupported);
+        }
         if !pending && !only_running_ok {
             return Err(SlurmError::JobNotPending);
         }
@@ -1040,9 +1066,119 @@ impl Engine {
             Arc::make_mut(&mut next.desc).requeue = Some(r);
         }
         if pending {
+            if u.min_nodes.is_some() && !self.some_partition_has_cpus_for_nodes(&next) {
+                return Err(SlurmError::RequestedPartConfigUnavailable);
+            }
             self.check_feasible(&next)?;
         }
         self.jobs.insert(id, next);
+        Ok(())
+    }
+
+    /// Whether one of the job's partitions has at least a CPU for each
+    /// node it asks for. Slurm's update refuses a NumNodes beyond that
+    /// ("Requested partition configuration not available now"), while a
+    /// count between the partition's nodes and CPUs is accepted and waits
+    /// with PartitionNodeLimit, as at submission.
+    fn some_partition_has_cpus_for_nodes(&self, job: &Job) -> bool {
+        job.partitions.iter().any(|&pi| {
+            let cpus: u64 = self.parts[pi]
+                .nodes
+                .iter()
+                .map(|n| u64::from(self.nodes[n.0 as usize].conf.cpus))
+                .sum();
+            u64::from(job.min_nodes) <= cpus
+        })
+    }
+
+    /// `scontrol top`: the job moves ahead of its user's other pending jobs
+    /// of the same partitions, account and QOS. As in Slurm, it takes the
+    /// highest priority among those above it and each of them moves down
+    /// one place; the nice values change by as much as the priorities, so
+    /// that a later recalculation keeps the order. Operators only, and a
+    /// user for their own jobs with `SchedulerParameters=enable_user_top`.
+    pub fn on_top(&mut self, id: JobId, who: &Identity) -> Result<(), SlurmError> {
+        self.touch();
+        let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        let own = self.settings.enable_user_top && who.uid == job.desc.uid;
+        if !self.is_admin(who) && !own {
+            return Err(SlurmError::AccessDenied);
+        }
+        if job.state.is_finished() {
+            return Err(SlurmError::JobFinished);
+        }
+        if job.state != JobState::Pending || job.completing {
+            return Err(SlurmError::JobNotPending);
+        }
+        if job.held.is_some() {
+            return Err(SlurmError::JobHeld);
+        }
+        let same = |j: &Job| {
+            j.state == JobState::Pending
+                && !j.completing
+                && j.held.is_none()
+                && j.desc.uid == job.desc.uid
+                && j.partitions == job.partitions
+                && j.desc.account == job.desc.account
+                && j.desc.qos == job.desc.qos
+        };
+        // The jobs above it, highest first (ties: the older first).
+        let mut above: Vec<(u32, JobId)> = self
+            .jobs
+            .values()
+            .filter(|j| j.id != id && same(j) && j.priority > job.priority)
+            .map(|j| (j.priority, j.id))
+            .collect();
+        above.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut order: Vec<JobId> = vec![id];
+        let mut prios: Vec<u32> = above.iter().map(|(p, _)| *p).collect();
+        prios.push(job.priority);
+        order.extend(above.iter().map(|(_, j)| *j));
+        for (jid, new) in order.into_iter().zip(prios) {
+            let j = self.jobs.get_mut(&jid).expect("listed job exists");
+            let delta = i64::from(j.priority) - i64::from(new);
+            let nice = i64::from(j.desc.nice) + delta;
+            Arc::make_mut(&mut j.desc).nice =
+                nice.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
+            j.priority = new;
+            j.base_priority = new;
+            if j.admin_priority.is_some() {
+                j.admin_priority = Some(new);
+            }
+        }
+        Ok(())
+    }
+
+    /// `scontrol notify`: a message for a running job's batch script, sent
+    /// to its batch host. Slurm refuses jobs that do not run ("Requested
+    /// operation is presently disabled") and other users' jobs.
+    pub fn on_notify(
+        &mut self,
+        id: JobId,
+        message: String,
+        who: &Identity,
+    ) -> Result<(), SlurmError> {
+        let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        if !self.may_modify(who, job) {
+            return Err(SlurmError::InvalidUserId);
+        }
+        if job.state != JobState::Running || job.completing {
+            return Err(SlurmError::Disabled);
+        }
+        // An allocation (salloc, srun) has no batch script to write to.
+        if job.desc.alloc_only {
+            return Ok(());
+        }
+        let Some(&batch) = job.ran_on.first() else {
+            return Err(SlurmError::Disabled);
+        };
+        let n = &self.nodes[batch.0 as usize];
+        self.outbox.push(Command::NotifyJob {
+            node: n.conf.name.clone(),
+            addr: n.daemon_addr.clone(),
+            job_id: id,
+            message,
+        });
         Ok(())
     }
 
@@ -1052,9 +1188,14 @@ impl Engine {
         let admin = self.is_admin(who);
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         if !self.may_modify(who, job) {
-            return Err(SlurmError::AccessDenied);
+            return Err(SlurmError::InvalidUserId);
         }
-        if job.state != JobState::Pending {
+        if job.state.is_finished() {
+            return Err(SlurmError::JobFinished);
+        }
+        // A running job may be held too (Slurm: Priority=0, JobHeldAdmin):
+        // it runs on, and a requeue leaves it held.
+        if job.state != JobState::Pending && job.state != JobState::Running {
             return Err(SlurmError::JobNotPending);
         }
         let job = self.jobs.get_mut(&id).expect("checked");
@@ -1075,9 +1216,12 @@ impl Engine {
         let admin = self.is_admin(who);
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         if !self.may_modify(who, job) {
-            return Err(SlurmError::AccessDenied);
+            return Err(SlurmError::InvalidUserId);
         }
-        if job.state != JobState::Pending {
+        if job.state.is_finished() {
+            return Err(SlurmError::JobFinished);
+        }
+        if job.state != JobState::Pending && job.state != JobState::Running {
             return Err(SlurmError::JobNotPending);
         }
         // A user may not release an administrator's hold.
@@ -1119,7 +1263,7 @@ impl Engine {
             let job = self.jobs.get_mut(&id).expect("checked");
             job.held = Some(true);
             job.priority = 0;
-            job.reason = PendingReason::JobHeldUser;
+            job.reason = PendingReason::JobRequeuedHeld;
         }
         Ok(())
     }
@@ -2530,16 +2674,15 @@ impl Engine {
             job.ran_on = alloc.nodes.iter().map(|n| n.node).collect();
             job.ran_cpus = alloc.nodes.iter().map(|n| n.cpus).collect();
             job.alloc = Some(alloc);
-            let d = job.desc.clone();
-            let out_pattern = d.stdout.as_deref().unwrap_or("slurm-%j.out");
-            let err_pattern = d.stderr.as_deref().unwrap_or(out_pattern);
-            job.stdout = crate::env::expand_path(out_pattern, job, batch_name);
+            let (out_pattern, err_pattern) = crate::env::output_patterns(job);
+            let stdout = crate::env::expand_path(out_pattern, job, batch_name);
             job.stderr = if err_pattern == out_pattern {
                 // The same pattern gives the same path.
-                job.stdout.clone()
+                stdout.clone()
             } else {
                 crate::env::expand_path(err_pattern, job, batch_name)
             };
+            job.stdout = stdout;
         }
         // salloc and srun hold the allocation themselves: no script.
         if !self.jobs[&id].desc.alloc_only {

@@ -83,6 +83,17 @@ pub enum Command {
         /// What to start.
         launch: Box<BatchLaunch>,
     },
+    /// Hand a message to a running job's batch host (`scontrol notify`).
+    NotifyJob {
+        /// Node name.
+        node: String,
+        /// `host:port` of its daemon.
+        addr: String,
+        /// The job.
+        job_id: JobId,
+        /// The text.
+        message: String,
+    },
     /// Send a signal to a job's processes on a node.
     SignalJob {
         /// Node name.
@@ -221,6 +232,10 @@ pub struct Settings {
     /// dependency can never be satisfied.
     #[serde(default)]
     pub kill_invalid_depend: bool,
+    /// SchedulerParameters=enable_user_top: users may `scontrol top`
+    /// their own jobs (else only operators may).
+    #[serde(default)]
+    pub enable_user_top: bool,
     /// AccountingStorageEnforce.
     #[serde(default)]
     pub enforce: Enforce,
@@ -299,6 +314,10 @@ impl Settings {
                 .other
                 .get("dependencyparameters")
                 .is_some_and(|(_, v)| v.to_ascii_lowercase().contains("kill_invalid_depend")),
+            enable_user_top: cfg.other.get("schedulerparameters").is_some_and(|(_, v)| {
+                v.split(',')
+                    .any(|o| o.trim().eq_ignore_ascii_case("enable_user_top"))
+            }),
             prolog_contain: cfg.other.get("prologflags").is_some_and(|(_, v)| {
                 v.split(',')
                     .any(|f| f.trim().eq_ignore_ascii_case("contain"))

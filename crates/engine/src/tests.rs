@@ -301,6 +301,40 @@ fn issue_35_more_cpus_than_the_partition_wait_and_impossible_shapes_are_refused(
 }
 
 #[test]
+fn issue_35_test_only_fails_where_the_job_could_never_run() {
+    // Real Slurm 22.05, 4 nodes: `sbatch --test-only -N 5 --wrap=true`
+    // prints `allocation failure: Requested node configuration is not
+    // available` and exits 1, though `sbatch -N 5` is queued.
+    let mut e = engine();
+    let mut d = desc();
+    d.min_nodes = Some(10);
+    d.test_only = true;
+    assert_eq!(
+        e.on_submit(d, &user(), 0).unwrap_err(),
+        SlurmError::RequestedNodeConfigUnavailable
+    );
+    let mut d = desc();
+    d.test_only = true;
+    let reply = e.on_submit(d, &user(), 0).unwrap();
+    assert!(reply.test_only.is_some());
+    assert!(e.jobs.is_empty());
+}
+
+#[test]
+fn issue_35_a_job_waiting_for_its_begin_time_is_expected_to_start_then() {
+    // Real Slurm 22.05: `sbatch --begin=now+3600` shows `StartTime=` the
+    // begin time (and squeue --start, %S), with `EndTime=Unknown`.
+    let mut e = engine();
+    let mut d = desc();
+    d.begin_time = Some(3600);
+    let id = submit(&mut e, d, 0);
+    e.schedule(1);
+    let j = e.job_info(e.job(id).unwrap(), 1);
+    assert_eq!(j.reason, PendingReason::BeginTime);
+    assert_eq!((j.start_time, j.end_time), (Some(3600), None));
+}
+
+#[test]
 fn waiting_jobs_get_resources_then_priority_and_start_when_freed() {
     let mut e = engine();
     let mut big = desc();
@@ -614,9 +648,11 @@ fn hold_release_update_and_requeue() {
         min_nodes: Some(2),
         ..Default::default()
     };
+    // Slurm 22.05: `scontrol update jobid=<running> NumNodes=5` says
+    // "Requested operation not supported on this system for job N".
     assert_eq!(
         e.on_update_job(a, u, &user(), 1),
-        Err(SlurmError::JobNotPending)
+        Err(SlurmError::NotSupported)
     );
     e.on_requeue(a, false, &user(), 2).unwrap();
     assert_eq!(e.job(a).unwrap().state, JobState::Pending);
@@ -2454,6 +2490,153 @@ fn issue_35_a_steps_time_limit_ends_it() {
         .cloned();
     assert_eq!(s.map(|s| s.state), Some(JobState::Timeout));
     assert_ne!(e.next_wakeup(), Some(160));
+}
+
+#[test]
+fn issue_35_update_refusals_use_slurms_errors() {
+    // Real scontrol 22.05 (4 nodes of 2 CPUs): "Job has already finished
+    // for job N", "Invalid user id for job N" (another user's job),
+    // "Requested partition configuration not available now for job N"
+    // (NumNodes=10), while NumNodes=5 is accepted.
+    let mut e = engine();
+    let mut d = desc();
+    d.hold = true;
+    let id = submit(&mut e, d, 0);
+    let nodes = |n: u32| proto::JobUpdate {
+        min_nodes: Some(n),
+        ..Default::default()
+    };
+    assert_eq!(
+        e.on_update_job(id, nodes(5), &other(), 1),
+        Err(SlurmError::InvalidUserId)
+    );
+    e.on_update_job(id, nodes(5), &user(), 1).unwrap();
+    assert_eq!(
+        e.on_update_job(id, nodes(10), &user(), 1),
+        Err(SlurmError::RequestedPartConfigUnavailable)
+    );
+    assert_eq!(e.job(id).unwrap().min_nodes, 5);
+    e.on_cancel(id, None, proto::SignalScope::Steps, &user(), 2)
+        .unwrap();
+    let limit = proto::JobUpdate {
+        time_limit: Some(TimeLimit::Minutes(5)),
+        ..Default::default()
+    };
+    assert_eq!(
+        e.on_update_job(id, limit, &user(), 3),
+        Err(SlurmError::JobFinished)
+    );
+    assert_eq!(e.on_hold(id, false, &admin()), Err(SlurmError::JobFinished));
+    assert_eq!(e.on_release(id, &admin()), Err(SlurmError::JobFinished));
+}
+
+#[test]
+fn issue_35_holds_of_running_and_requeued_jobs() {
+    let mut e = engine();
+    let id = submit(&mut e, desc(), 0);
+    assert_eq!(e.job(id).unwrap().state, JobState::Running);
+    // Real Slurm 22.05: `scontrol hold <running>` as root is accepted:
+    // Priority=0, Reason=JobHeldAdmin, EligibleTime=Unknown; it runs on.
+    e.on_hold(id, false, &admin()).unwrap();
+    let j = e.job_info(e.job(id).unwrap(), 1);
+    assert_eq!(
+        (j.state, j.reason, j.priority),
+        (JobState::Running, PendingReason::JobHeldAdmin, 0)
+    );
+    assert_eq!(j.eligible_time, 0);
+    // `scontrol release`: Reason=None.
+    e.on_release(id, &admin()).unwrap();
+    let j = e.job_info(e.job(id).unwrap(), 1);
+    assert_eq!(j.reason, PendingReason::None);
+    assert_ne!(j.priority, 0);
+    // `scontrol requeuehold`: Reason=job_requeued_in_held_state (scontrol),
+    // "job requeued in held state" (squeue), Priority=0; release: None.
+    e.on_requeue(id, true, &admin(), 2).unwrap();
+    let j = e.job_info(e.job(id).unwrap(), 3);
+    assert_eq!(j.reason, PendingReason::JobRequeuedHeld);
+    assert_eq!(j.reason.as_slurm_str(), "job requeued in held state");
+    assert_eq!(j.priority, 0);
+    e.on_release(id, &admin()).unwrap();
+    assert_eq!(e.job(id).unwrap().reason, PendingReason::None);
+    // A job held from its submission is not yet eligible: Unknown.
+    let mut d = desc();
+    d.hold = true;
+    let held = submit(&mut e, d, 4);
+    assert_eq!(e.job_info(e.job(held).unwrap(), 5).eligible_time, 0);
+    assert_invariants(&e);
+}
+
+#[test]
+fn issue_35_top_moves_a_job_ahead_of_its_users_other_jobs() {
+    // Real Slurm 22.05 (four pending jobs 24-27 of priorities P..P-3, as
+    // root `scontrol top 27`): 27 takes P (Nice=-3), 24-26 move down one
+    // place each (Nice=1); then `scontrol top 26`: 26 P (Nice=-2), 27 P-1
+    // (Nice=-2), 24 and 25 below (Nice=2).
+    let mut e = engine();
+    let mut d = desc();
+    d.ntasks = Some(8);
+    let blocker = submit(&mut e, d, 0);
+    assert_eq!(e.job(blocker).unwrap().state, JobState::Running);
+    let ids: Vec<JobId> = (0..4).map(|_| submit(&mut e, desc(), 1)).collect();
+    let prio = |e: &Engine, id: JobId| e.job(id).unwrap().priority;
+    let nice = |e: &Engine, id: JobId| e.job(id).unwrap().desc.nice;
+    let before: Vec<u32> = ids.iter().map(|&id| prio(&e, id)).collect();
+    assert!(before.windows(2).all(|w| w[0] > w[1]), "{before:?}");
+    assert_eq!(e.on_top(ids[3], &user()), Err(SlurmError::AccessDenied));
+    assert_eq!(e.on_top(blocker, &admin()), Err(SlurmError::JobNotPending));
+    assert_eq!(
+        e.on_top(JobId(999), &admin()),
+        Err(SlurmError::InvalidJobId)
+    );
+    e.on_top(ids[3], &admin()).unwrap();
+    let order = [ids[3], ids[0], ids[1], ids[2]];
+    for (i, id) in order.iter().enumerate() {
+        assert_eq!(prio(&e, *id), before[i]);
+    }
+    assert_eq!(order.map(|id| nice(&e, id)), [-3, 1, 1, 1]);
+    e.on_top(ids[2], &admin()).unwrap();
+    let order = [ids[2], ids[3], ids[0], ids[1]];
+    for (i, id) in order.iter().enumerate() {
+        assert_eq!(prio(&e, *id), before[i]);
+    }
+    assert_eq!(order.map(|id| nice(&e, id)), [-2, -2, 2, 2]);
+    // SchedulerParameters=enable_user_top: a user may top their own jobs.
+    let conf = format!("{CONF}SchedulerParameters=bf_continue,enable_user_top\n");
+    assert!(engine_on(&conf).settings.enable_user_top);
+    assert!(!engine().settings.enable_user_top);
+    e.settings.enable_user_top = true;
+    e.on_top(ids[1], &user()).unwrap();
+    assert_eq!(prio(&e, ids[1]), before[0]);
+    assert_eq!(e.on_top(ids[0], &other()), Err(SlurmError::AccessDenied));
+    assert_invariants(&e);
+}
+
+#[test]
+fn issue_35_notify_reaches_a_running_jobs_batch_host() {
+    let mut e = engine();
+    let mut d = desc();
+    d.ntasks = Some(8);
+    let running = submit(&mut e, d, 0);
+    let pending = submit(&mut e, desc(), 1);
+    e.take_commands();
+    let note = |e: &mut Engine, id: JobId, who: &Identity| e.on_notify(id, "hi there".into(), who);
+    assert_eq!(
+        note(&mut e, JobId(999), &user()),
+        Err(SlurmError::InvalidJobId)
+    );
+    assert_eq!(note(&mut e, pending, &user()), Err(SlurmError::Disabled));
+    assert_eq!(
+        note(&mut e, running, &other()),
+        Err(SlurmError::InvalidUserId)
+    );
+    note(&mut e, running, &user()).unwrap();
+    let batch = e.job(running).unwrap().ran_on[0];
+    let name = e.nodes[batch.0 as usize].conf.name.clone();
+    assert!(matches!(
+        &e.take_commands()[..],
+        [Command::NotifyJob { node, job_id, message, .. }]
+            if *node == name && *job_id == running && message == "hi there"
+    ));
 }
 
 #[test]

@@ -356,7 +356,8 @@ fn a_user_cannot_release_an_administrators_hold() {
     e.on_hold(id, false, &admin()).unwrap();
     assert_eq!(e.job(id).unwrap().reason, PendingReason::JobHeldAdmin);
     assert_eq!(e.on_release(id, &user()), Err(SlurmError::AccessDenied));
-    assert_eq!(e.on_release(id, &other()), Err(SlurmError::AccessDenied));
+    // Slurm: "Invalid user id for job N" for another user's job.
+    assert_eq!(e.on_release(id, &other()), Err(SlurmError::InvalidUserId));
     e.on_release(id, &admin()).unwrap();
     e.schedule(2);
     assert_eq!(e.job(id).unwrap().state, JobState::Running);
@@ -411,4 +412,86 @@ fn requeue_keeps_the_id_records_the_old_run_and_appends() {
         .env
         .iter()
         .any(|(k, v)| k == "SLURM_RESTART_COUNT" && v == "1"));
+}
+
+#[test]
+fn issue_35_array_default_output_is_slurm_array_job_task() {
+    let mut e = engine();
+    let a = sub(&mut e, array("0-3"), 1);
+    let launches: Vec<_> = e
+        .take_commands()
+        .into_iter()
+        .filter_map(|c| match c {
+            crate::Command::LaunchBatch { launch, .. } => Some(launch),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(launches.len(), 4);
+    for l in &launches {
+        let task = e.job(l.job_id).unwrap().array.as_ref().unwrap().task_id;
+        let path = format!("/tmp/w/slurm-{a}_{}.out", task.unwrap());
+        assert_eq!((&l.stdout, &l.stderr), (&path, &path));
+    }
+}
+
+#[test]
+fn issue_35_output_paths_are_shown_from_submission_with_node_codes_as_written() {
+    let mut e = engine();
+    // Held: still pending, yet StdOut= already names the file.
+    let mut d = desc();
+    d.hold = true;
+    d.stdout = Some("o-%j-%N.txt".into());
+    d.stderr = Some("/tmp/e-%x-%u-%t.txt".into());
+    d.user = "alice".into();
+    let id = sub(&mut e, d, 1);
+    let show = |e: &Engine, id: JobId| {
+        let j = e.job_info(e.job(id).unwrap(), 2);
+        (j.stdout, j.stderr)
+    };
+    assert_eq!(
+        show(&e, id),
+        (
+            format!("/tmp/w/o-{id}-%N.txt"),
+            "/tmp/e-job-alice-%t.txt".to_string()
+        )
+    );
+    // squeue -O STDOUT,STDERR: the patterns as given, anchored (real
+    // squeue 22.05: `/tmp/realslurm-queries/nb/o-%j-%N-%x-%u-%4j-%%.txt`
+    // where scontrol showed `.../o-29-%N-wrap-root-%4j-%%.txt`).
+    let j = e.job_info(e.job(id).unwrap(), 2);
+    assert_eq!(j.stdout_pattern.as_deref(), Some("/tmp/w/o-%j-%N.txt"));
+    assert_eq!(j.stderr_pattern.as_deref(), Some("/tmp/e-%x-%u-%t.txt"));
+    // An array's record shows the default with its ids (real scontrol
+    // 22.05: `StdOut=/tmp/realslurm-queries/nb/slurm-28_4294967294.out`
+    // for a held `--array=1-3`), in squeue too.
+    let mut d = array("0-3");
+    d.hold = true;
+    let a = sub(&mut e, d, 1);
+    let path = format!("/tmp/w/slurm-{a}_4294967294.out");
+    assert_eq!(show(&e, a), (path.clone(), path));
+    let j = e.job_info(e.job(a).unwrap(), 2);
+    assert_eq!((j.stdout_pattern, j.stderr_pattern), (None, None));
+}
+
+#[test]
+fn issue_35_a_failed_condition_of_an_or_dependency_says_failed() {
+    // Slurm shows each condition's own state: `afterok:A(failed)?afterok:
+    // B(unfulfilled)` once A has failed and B still runs (squeue %E,
+    // scontrol Dependency=).
+    let mut e = engine();
+    let a = sub(&mut e, desc(), 1);
+    let b = sub(&mut e, desc(), 1);
+    let or = sub(&mut e, dep(&format!("afterok:{a}?afterok:{b}")), 1);
+    exit(&mut e, a, 1, 2);
+    let j = e.job(or).unwrap();
+    assert_eq!(
+        (j.state, j.reason),
+        (JobState::Pending, PendingReason::Dependency)
+    );
+    assert_eq!(
+        e.job_info(j, 2).dependency.as_deref(),
+        Some(format!("afterok:{a}(failed)?afterok:{b}(unfulfilled)").as_str())
+    );
+    exit(&mut e, b, 0, 3);
+    assert_eq!(e.job(or).unwrap().state, JobState::Running);
 }

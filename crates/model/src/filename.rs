@@ -88,6 +88,45 @@ pub fn expand(pattern: &str, v: &PatternValues<'_>) -> String {
     out
 }
 
+/// The path `scontrol show job` (`StdOut=`, `StdErr=`) and `squeue -O
+/// STDOUT` show for `pattern`, from submission on: Slurm's job query
+/// expands only `%A %a %j %u %x` (no widths) and leaves every other code,
+/// `%N` included, as written, anchored at the working directory.
+pub fn expand_shown(pattern: &str, v: &PatternValues<'_>) -> String {
+    let mut out = String::with_capacity(v.work_dir.len() + pattern.len() + 16);
+    let mut rest = pattern;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let code = after.chars().next();
+        let value = match code {
+            Some('A') => Some(v.array_job_id.to_string()),
+            Some('a') => Some(v.array_task_id.unwrap_or(4_294_967_294).to_string()),
+            Some('j') => Some(v.job_id.to_string()),
+            Some('u') => Some(v.user.to_string()),
+            Some('x') => Some(v.name.to_string()),
+            _ => None,
+        };
+        match value {
+            Some(text) => {
+                out.push_str(&text);
+                rest = &after[1..];
+            }
+            None => {
+                out.push('%');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    if !out.starts_with('/') {
+        let dir = v.work_dir.trim_end_matches('/');
+        out.insert(0, '/');
+        out.insert_str(0, dir);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +159,23 @@ mod tests {
             ..PatternValues::default()
         };
         assert_eq!(expand("%J.%a.%s", &batch), "/w/9.4294967294.batch");
+    }
+
+    #[test]
+    fn shown_paths_expand_only_what_the_job_query_knows() {
+        let v = PatternValues {
+            job_id: 42,
+            array_job_id: 40,
+            array_task_id: Some(2),
+            name: "sim",
+            user: "alice",
+            work_dir: "/home/alice",
+            ..PatternValues::default()
+        };
+        assert_eq!(
+            expand_shown("o-%A_%a-%j-%u-%x-%N-%n-%t-%s-%4j-%%", &v),
+            "/home/alice/o-40_2-42-alice-sim-%N-%n-%t-%s-%4j-%%"
+        );
+        assert_eq!(expand_shown("/tmp/%N.out", &v), "/tmp/%N.out");
     }
 }

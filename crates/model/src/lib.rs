@@ -197,6 +197,11 @@ pub enum PendingReason {
     JobArrayTaskLimit,
     /// A QOS or association limit holds the job ([`LimitReason`]).
     Limit(LimitReason),
+    /// Held by `scontrol requeuehold`: Slurm's user hold with the
+    /// description "job requeued in held state", which squeue shows as is
+    /// and scontrol with underscores (`job_requeued_in_held_state`).
+    /// Last, so the variants before it keep their numbers on disk.
+    JobRequeuedHeld,
 }
 
 /// Declares [`LimitReason`] from its table: variant => Slurm's reason text.
@@ -273,6 +278,7 @@ impl PendingReason {
             PendingReason::Dependency => "Dependency",
             PendingReason::JobHeldUser => "JobHeldUser",
             PendingReason::JobHeldAdmin => "JobHeldAdmin",
+            PendingReason::JobRequeuedHeld => "job requeued in held state",
             PendingReason::BeginTime => "BeginTime",
             PendingReason::PartitionConfig => "PartitionConfig",
             PendingReason::PartitionNodeLimit => "PartitionNodeLimit",
@@ -296,11 +302,13 @@ impl PendingReason {
         }
     }
 
-    /// True for the two hold reasons, which only `scontrol release` clears.
+    /// True for the hold reasons, which only `scontrol release` clears.
     pub fn is_hold(self) -> bool {
         matches!(
             self,
-            PendingReason::JobHeldUser | PendingReason::JobHeldAdmin
+            PendingReason::JobHeldUser
+                | PendingReason::JobHeldAdmin
+                | PendingReason::JobRequeuedHeld
         )
     }
 }

@@ -588,7 +588,19 @@ async fn serve_connection(
             }
             continue;
         }
-        let (response, after) = handle(&daemon, body).await;
+        let (response, after) = match body {
+            // Who asks decides what it sees.
+            NodeRequest::ListPids { job_id, step_id } => {
+                let everyone = daemon.setup.auth.privileged_uids.contains(&who.uid);
+                let owner = (!everyone).then_some(who.uid);
+                let (jobs, roots) = daemon_jobs(&daemon);
+                (
+                    crate::pids::list(&jobs, &roots, job_id, step_id, owner),
+                    None,
+                )
+            }
+            body => handle(&daemon, body).await,
+        };
         let reply = rpc::envelope(daemon.setup.identity.clone(), response);
         let written = write_reply(&mut stream, &reply).await;
         if let Some(after) = after {
@@ -620,12 +632,13 @@ fn authenticate(
 /// authenticated may ping.
 fn needs_privilege(request: &NodeRequest) -> bool {
     match request {
-        NodeRequest::Ping => false,
+        NodeRequest::Ping | NodeRequest::ListPids { .. } => false,
         NodeRequest::StepStat { .. }
         | NodeRequest::LaunchBatch(_)
         | NodeRequest::LaunchStep(_)
         | NodeRequest::SignalStep { .. }
         | NodeRequest::Signal { .. }
+        | NodeRequest::Notify { .. }
         | NodeRequest::Terminate { .. }
         | NodeRequest::StartExtern { .. }
         | NodeRequest::EndExtern { .. }
@@ -703,6 +716,7 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             signal,
             scope,
         } => (signal_job(daemon, job_id, signal, scope), None),
+        NodeRequest::Notify { job_id, message } => (notify_job(daemon, job_id, &message), None),
         NodeRequest::Terminate {
             job_id,
             kill_wait,
@@ -744,7 +758,7 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             (NodeResponse::Ok, None)
         }
         // Answered by the connection itself (serve_connection).
-        NodeRequest::OpenSession | NodeRequest::InSession { .. } => {
+        NodeRequest::OpenSession | NodeRequest::InSession { .. } | NodeRequest::ListPids { .. } => {
             (failed("not a request on its own"), None)
         }
     }
@@ -819,6 +833,45 @@ fn signal_job(daemon: &Daemon, job_id: JobId, signal: i32, scope: SignalScope) -
         Err(nix::errno::Errno::ESRCH) if steps > 0 => NodeResponse::Ok,
         Err(nix::errno::Errno::ESRCH) => failed(Refusal::NoSuchJob.message()),
         Err(e) => failed(format!("cannot signal job {job_id}: {e}")),
+    }
+}
+
+/// The jobs this daemon runs a batch script or steps of, and the
+/// processes theirs descend from: the daemon itself (its supervisors) and
+/// the batch scripts (which a restarted daemon took over without being
+/// their ancestor).
+fn daemon_jobs(daemon: &Daemon) -> (Vec<JobId>, Vec<u32>) {
+    let batch = daemon.jobs().job_ids();
+    let mut roots = vec![std::process::id()];
+    for &id in &batch {
+        if let Ok(t) = daemon.jobs().signal_target(id, true) {
+            roots.push(t.kill_arg().unsigned_abs());
+        }
+    }
+    let mut ids = batch;
+    ids.extend(daemon.steps.job_ids());
+    ids.sort();
+    ids.dedup();
+    (ids, roots)
+}
+
+/// `scontrol notify`: slurmstepd's line in the batch script's stderr,
+/// whatever file that is (real Slurm 22.05 wrote `slurmstepd-node1: error:
+/// hello world` into the job's output for `scontrol notify 8 hello world`).
+fn notify_job(daemon: &Daemon, job_id: JobId, message: &str) -> NodeResponse {
+    let target = match daemon.jobs().signal_target(job_id, true) {
+        Ok(t) => t,
+        Err(r) => return failed(r.message()),
+    };
+    let text = format!("slurmstepd-{}: error: {message}\n", daemon.setup.node_name);
+    let path = format!("/proc/{}/fd/2", target.kill_arg());
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    match written {
+        Ok(()) => NodeResponse::Ok,
+        Err(e) => failed(format!("cannot write to job {job_id}'s stderr: {e}")),
     }
 }
 

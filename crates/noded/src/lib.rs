@@ -51,6 +51,7 @@ mod gather;
 mod holder;
 mod hw;
 mod launch;
+mod pids;
 mod pmi;
 mod pmix;
 mod setup;

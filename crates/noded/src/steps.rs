@@ -79,6 +79,14 @@ impl StepTable {
             .collect()
     }
 
+    /// The jobs with a step running here.
+    pub fn job_ids(&self) -> Vec<JobId> {
+        let map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ids: Vec<JobId> = map.keys().map(|(j, _)| *j).collect();
+        ids.dedup();
+        ids
+    }
+
     /// Sends `ctl` to one step (`Some`) or every step of a job; how many got it.
     pub fn control(&self, job_id: JobId, step: Option<u32>, ctl: TaskdControl) -> usize {
         let senders = self.senders(job_id, step);

@@ -637,6 +637,21 @@ pub enum CtldRequest {
         /// The request.
         request: Box<CtldRequest>,
     },
+    /// `scontrol top`: the job first among its user's pending jobs of the
+    /// same partitions, account and QOS. (Added after `InSession`: the
+    /// variants before keep their numbers; an older controller refuses it.)
+    Top {
+        /// The job.
+        job_id: JobId,
+    },
+    /// `scontrol notify`: a message for a running job, written to its
+    /// batch script's stderr as slurmstepd writes it. Changes nothing.
+    Notify {
+        /// The job.
+        job_id: JobId,
+        /// The text.
+        message: String,
+    },
 }
 
 /// Index of [`CtldRequest::InSession`] among its variants, for
@@ -787,6 +802,13 @@ pub enum SlurmError {
     /// so and closes the connection (the client library never sends one,
     /// it reports `client::ClientError::TooLarge` with the size instead).
     RequestTooLarge,
+    /// ESLURM_JOB_FINISHED: a change to a job that has ended. Added after
+    /// the first release of protocol version 1, as `NotSupported`.
+    JobFinished,
+    /// ESLURM_NOT_SUPPORTED: e.g. a running job's node count changed.
+    NotSupported,
+    /// ESLURM_JOB_HELD: a change that needs the job released first.
+    JobHeld,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -880,6 +902,9 @@ impl SlurmError {
             SlurmError::AccountingPolicy(_) => {
                 "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
             }
+            SlurmError::JobFinished => "Job has already finished",
+            SlurmError::NotSupported => "Requested operation not supported on this system",
+            SlurmError::JobHeld => "Job is in held state, pending scheduler release",
             SlurmError::StateSaveFailed(cause) => match cause {
                 SaveFailure::NoSpace => {
                     "Slurm controller state save failed: No space left on device"
@@ -1420,14 +1445,25 @@ pub struct JobInfo {
     /// `--deadline`.
     #[serde(default)]
     pub deadline: Option<Timestamp>,
+    /// `squeue -O STDOUT` where it differs from `stdout`: Slurm's squeue
+    /// shows the pattern as submitted (anchored at the working directory,
+    /// no code expanded), while scontrol's `StdOut=` expands `%A %a %j %u
+    /// %x`; both show the default (`slurm-%j.out`) expanded.
+    #[serde(default)]
+    pub stdout_pattern: Option<String>,
+    /// `squeue -O STDERR`, as `stdout_pattern`.
+    #[serde(default)]
+    pub stderr_pattern: Option<String>,
 }
 
 impl JobInfo {
     /// The id as squeue and scontrol print it: `123`, `123_4` for a task,
-    /// `123_[5-9%2]` for an array's pending tasks.
+    /// `123_[5-9%2]` for an array's pending tasks, `123_5` when that is a
+    /// single task (as Slurm shows a throttled array's last one).
     pub fn display_id(&self) -> String {
         match (self.array_job_id, self.array_task_id, &self.array_task_str) {
             (Some(a), Some(t), _) => format!("{a}_{t}"),
+            (Some(a), None, Some(list)) if list.parse::<u32>().is_ok() => format!("{a}_{list}"),
             (Some(a), None, Some(list)) => match self.array_max_tasks {
                 Some(n) if n > 0 => format!("{a}_[{list}%{n}]"),
                 _ => format!("{a}_[{list}]"),
@@ -1454,6 +1490,8 @@ impl JobInfo {
         "stdout",
         "stderr",
         "stdin",
+        "stdout_pattern",
+        "stderr_pattern",
         "dependency",
         "comment",
         "alloc_node",
@@ -1673,6 +1711,40 @@ pub enum NodeRequest {
         #[serde(default)]
         reason: Option<EndReason>,
     },
+    /// `scontrol notify`: write `slurmstepd-<node>: error: <message>` to
+    /// the batch script's stderr. (Added last: the variants before keep
+    /// their numbers; an older daemon refuses it.)
+    Notify {
+        /// The job.
+        job_id: JobId,
+        /// The text.
+        message: String,
+    },
+    /// `scontrol listpids`: the processes of the jobs here (one job, one
+    /// of its steps), the caller's own unless root or SlurmUser asks.
+    /// Anyone authenticated may send it.
+    ListPids {
+        /// Only this job.
+        job_id: Option<JobId>,
+        /// Only this numbered step of it.
+        step_id: Option<u32>,
+    },
+}
+
+/// One process of a job on a node (`scontrol listpids`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobProcess {
+    /// Its pid.
+    pub pid: u32,
+    /// The job.
+    pub job_id: JobId,
+    /// The step: `batch` or its number.
+    pub step: String,
+    /// A task's local id (`SLURM_LOCALID`); None for the processes a task
+    /// started.
+    pub local_id: Option<u32>,
+    /// A task's global id (`SLURM_PROCID`); None as `local_id`.
+    pub global_id: Option<u32>,
 }
 
 /// Why the controller ends a job's or a step's processes: what the banner
@@ -1763,6 +1835,8 @@ pub enum NodeResponse {
     Failed(String),
     /// `StepStat`: this node's share of each of the job's running steps.
     StepStats(Vec<NodeStepStat>),
+    /// `ListPids`: the processes found, by job, step and pid.
+    Pids(Vec<JobProcess>),
 }
 
 /// One node's share of a running step, as its supervisor last sampled it.

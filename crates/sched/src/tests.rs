@@ -153,7 +153,7 @@ fn drained_nodes_give_the_nodes_down_reason() {
 /// Issue 35: real Slurm 22.05 left `sbatch -N5` on a partition of four
 /// nodes pending with PartitionNodeLimit (after its first pass).
 #[test]
-fn more_nodes_than_the_partition_has_is_partition_node_limit() {
+fn issue_35_more_nodes_than_the_partition_has_is_partition_node_limit() {
     let nodes = vec![node("n1", 1, 4000, 0)];
     let plan = plan(&nodes, &[part(1)], &[job(1, 4, 4)], 0);
     assert_eq!(reason(&plan, 1), Some(PendingReason::PartitionNodeLimit));

@@ -225,6 +225,27 @@ fn query_defaults_follow_the_time_window_rules() {
     // -s without -S: now..now.
     let q = query_for_tz(&parse(&["-s", "R"]).unwrap(), "sauser", NOW, &Utc);
     assert_eq!((q.start, q.end), (Some(NOW), Some(NOW)));
+    // Issue 35: -S T -s STATES without -E ends the window at T (Slurm's
+    // sacct: "-E defaults to -S" with -s), with -j or without.
+    for args in [
+        &["-S", "now-1day", "-s", "CD"][..],
+        &["-S", "now-1day", "-s", "CD", "-j", "5"],
+    ] {
+        let q = query_for_tz(&parse(args).unwrap(), "sauser", NOW, &Utc);
+        assert_eq!(
+            (q.start, q.end),
+            (Some(NOW - 86_400), Some(NOW - 86_400)),
+            "{args:?}"
+        );
+    }
+    // -j -s without -S: no bounds (Slurm: from the epoch to now).
+    let q = query_for_tz(
+        &parse(&["-s", "CD", "-j", "5"]).unwrap(),
+        "sauser",
+        NOW,
+        &Utc,
+    );
+    assert_eq!((q.start, q.end), (None, None));
     // -a and root see everyone; -u wins.
     assert_eq!(
         query_for_tz(&parse(&["-a"]).unwrap(), "x", NOW, &Utc).users,

@@ -666,9 +666,11 @@ pub fn rows<'a>(t: &'a AcctTables, s: &Show, control: (&'a str, u16)) -> Vec<Row
     out
 }
 
-/// Parses the options; returns them and the command words.
+/// Parses the options; returns them and the command words. Options may
+/// follow the command too (`sacctmgr show assoc -P`), as GNU getopt_long
+/// permutes them in Slurm's sacctmgr.
 pub fn parse_opts(args: &[String]) -> Result<(Opts, Vec<String>, bool, bool), String> {
-    let items = getopt::parse(OPTIONS, args, true).map_err(|e| {
+    let items = getopt::parse(OPTIONS, args, false).map_err(|e| {
         format!(
             "sacctmgr: {}\nTry \"sacctmgr --help\" for more information\n",
             e.message()

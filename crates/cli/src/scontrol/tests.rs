@@ -39,7 +39,10 @@ fn job_update_maps_fields() {
         1000,
     )
     .unwrap();
-    let UpdateRequest::Job { job_ids, update } = req else {
+    let UpdateRequest::Job {
+        job_ids, update, ..
+    } = req
+    else {
         panic!("not a job update");
     };
     assert_eq!(job_ids, vec![(JobId(5), None)]);
@@ -51,6 +54,49 @@ fn job_update_maps_fields() {
     );
     assert_eq!(update.mem_per_cpu, Some(1024));
     assert_eq!(update.begin_time, Some(4600));
+}
+
+#[test]
+fn issue_35_relative_time_limits_and_empty_updates() {
+    // Real scontrol 22.05: `TimeLimit=+5` and `-5` change the job's limit
+    // by that many minutes; `TimeLimit=+abc` is "scontrol: error: Invalid
+    // TimeLimit value"; `TimeLimit=-100` on a 12-minute job is "scontrol:
+    // error: TimeLimit decrement larger than current time limit (100 >
+    // 12)"; `update jobid=9` alone is "No changes specified" (each exit 1).
+    for (text, delta) in [("+5", 5), ("-5", -5), ("-1:00", -1)] {
+        let req = parse_update(&words(&format!("jobid=9 TimeLimit={text}")), 0).unwrap();
+        let UpdateRequest::Job {
+            update, time_delta, ..
+        } = req
+        else {
+            panic!("not a job update");
+        };
+        assert_eq!((update.time_limit, time_delta), (None, Some(delta)));
+    }
+    assert_eq!(
+        parse_update(&words("jobid=9 TimeLimit=+abc"), 0).unwrap_err(),
+        "scontrol: error: Invalid TimeLimit value\n"
+    );
+    assert_eq!(
+        parse_update(&words("jobid=9 TimeLimit=abc"), 0).unwrap_err(),
+        "scontrol: error: Invalid TimeLimit value\n"
+    );
+    assert_eq!(
+        parse_update(&words("jobid=9"), 0).unwrap_err(),
+        "No changes specified\n"
+    );
+    assert_eq!(
+        relative_time_limit(TimeLimit::Minutes(12), 5),
+        Ok(TimeLimit::Minutes(17))
+    );
+    assert_eq!(
+        relative_time_limit(TimeLimit::Minutes(12), -12),
+        Ok(TimeLimit::Minutes(0))
+    );
+    assert_eq!(
+        relative_time_limit(TimeLimit::Minutes(12), -100).unwrap_err(),
+        "scontrol: error: TimeLimit decrement larger than current time limit (100 > 12)\n"
+    );
 }
 
 #[test]
@@ -103,5 +149,30 @@ fn ping_line_names_role() {
     assert_eq!(
         ping_line(1, "ctl2", false),
         "Slurmctld(backup) at ctl2 is DOWN\n"
+    );
+}
+
+#[test]
+fn issue_35_listpids_lines_are_slurms() {
+    // Real `scontrol listpids 8` (22.05.8, a batch job running `sleep`):
+    // PID      JOBID    STEPID   LOCALID GLOBALID
+    // 2458     8        batch    0       0
+    // 2460     8        batch    -       -
+    let p = |pid, local: Option<u32>| proto::JobProcess {
+        pid,
+        job_id: JobId(8),
+        step: "batch".into(),
+        local_id: local,
+        global_id: local,
+    };
+    assert_eq!(
+        format!(
+            "{LISTPIDS_HEADER}{}{}",
+            listpids_line(&p(2458, Some(0))),
+            listpids_line(&p(2460, None))
+        ),
+        "PID      JOBID    STEPID   LOCALID GLOBALID\n\
+         2458     8        batch    0       0       \n\
+         2460     8        batch    -       -       \n"
     );
 }

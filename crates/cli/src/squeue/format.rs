@@ -143,6 +143,9 @@ pub enum FieldKind {
     LastSchedEval,
     /// `-O Cluster` (no federation yet: `(null)`).
     Cluster,
+    /// `%s`: the node selection plugin's data, which Slurm 22.05's squeue
+    /// prints empty, under an empty header, for jobs.
+    SelectInfo,
     /// A `%x` code squeue does not know: printed as typed.
     Invalid,
 }
@@ -209,6 +212,7 @@ fn kind_for_code(c: char) -> Option<FieldKind> {
         'Q' => PriorityLong,
         'r' => Reason,
         'R' => ReasonList,
+        's' => SelectInfo,
         'S' => StartTime,
         't' => StateCompact,
         'T' => State,
@@ -302,6 +306,9 @@ const DEFAULT_LONG_WIDTH: usize = 20;
 /// as [`FieldKind::Invalid`] and reported in the second value, as squeue
 /// reports them on stderr and goes on.
 pub fn parse_percent(format: &str) -> (Format, Vec<String>) {
+    if format == "%all" {
+        return parse_percent(&all_format());
+    }
     let mut out = Format::default();
     let mut errors = Vec::new();
     let (prefix, rest) = match format.find('%') {
@@ -355,6 +362,16 @@ pub fn parse_percent(format: &str) -> (Format, Vec<String>) {
         }
     }
     (out, errors)
+}
+
+/// What `-o %all` stands for: every field letter, `a` to `z` then `A` to
+/// `Z`, separated by `|` (as Slurm's squeue builds it).
+fn all_format() -> String {
+    ('a'..='z')
+        .chain('A'..='Z')
+        .map(|c| format!("%{c}"))
+        .collect::<Vec<_>>()
+        .join("|")
 }
 
 /// Parses an `-O` format: `Name[:[.][size][suffix]]`, comma separated.
@@ -495,7 +512,7 @@ fn header(kind: FieldKind) -> &'static str {
         RestartCnt => "RESTARTCNT",
         LastSchedEval => "LAST_SCHED_EVAL",
         Cluster => "CLUSTER",
-        Invalid => "",
+        SelectInfo | Invalid => "",
     }
 }
 
@@ -571,6 +588,8 @@ pub trait JobView {
             self.array_task_str(),
         ) {
             (Some(a), Some(t), _) => format!("{a}_{t}"),
+            // One task left: Slurm shows it as that task (`16_5`).
+            (Some(a), None, Some(list)) if list.parse::<u32>().is_ok() => format!("{a}_{list}"),
             (Some(a), None, Some(list)) => match self.array_max_tasks() {
                 Some(n) if n > 0 => format!("{a}_[{list}%{n}]"),
                 _ => format!("{a}_[{list}]"),
@@ -1204,14 +1223,22 @@ fn value<J: JobView + ?Sized>(
         K::WorkDir => (full(job).work_dir.clone(), true),
         K::NumTasks => (job.num_tasks().to_string(), true),
         K::CpusPerTask => (job.cpus_per_task().to_string(), true),
-        K::Stdout => (full(job).stdout.clone(), true),
-        K::Stderr => (full(job).stderr.clone(), true),
+        // Slurm's squeue shows a given pattern as submitted; scontrol's
+        // StdOut= has codes expanded (`JobInfo::stdout_pattern`).
+        K::Stdout => {
+            let j = full(job);
+            (j.stdout_pattern.as_ref().unwrap_or(&j.stdout).clone(), true)
+        }
+        K::Stderr => {
+            let j = full(job);
+            (j.stderr_pattern.as_ref().unwrap_or(&j.stderr).clone(), true)
+        }
         K::Stdin => (full(job).stdin.clone(), true),
         K::TresAlloc => (full(job).tres.clone(), true),
         K::Requeue => (u8::from(job.requeue()).to_string(), true),
         K::RestartCnt => (job.restarts().to_string(), true),
         K::Cluster => ("(null)".to_string(), true),
-        K::Invalid => (String::new(), true),
+        K::SelectInfo | K::Invalid => (String::new(), true),
     }
 }
 

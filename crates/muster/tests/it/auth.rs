@@ -642,6 +642,25 @@ fn users_reach_only_what_is_theirs() {
         out.stderr,
         format!("scancel: error: Kill job error on job id {long}: Access/permission denied\n")
     );
+    // scontrol listpids: A sees its job's processes on the node, B none
+    // of them (issue 35 item 15).
+    let job = long.to_string();
+    let out = a.run(&c, "scontrol", &["listpids", &job, "node1"]);
+    assert_eq!(out.code, 0, "{out}");
+    assert!(
+        out.stdout
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.contains(" batch ")),
+        "{out}"
+    );
+    let out = b.run(&c, "scontrol", &["listpids", &job, "node1"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(out.stdout, "PID      JOBID    STEPID   LOCALID GLOBALID\n");
+    assert_eq!(
+        out.stderr,
+        format!("JobId={job} does not exist on node node1.\n")
+    );
 
     // B cannot pose as A, register a node or launch on a node directly.
     let helper = |what: &str, extra: &[(&str, String)]| -> String {

@@ -106,7 +106,8 @@ fn several_jobs_arrays_tasks_and_update() {
         ],
     );
     assert_eq!(out.code, 1, "{out}");
-    assert_eq!(out.stderr, "slurm_update error: Circular job dependency\n");
+    // Real scontrol 22.05: "Circular job dependency for job 14".
+    assert_eq!(out.stderr, format!("Circular job dependency for job {x}\n"));
     c.ok("scancel", &[&x.to_string(), &y.to_string()]);
     c.write("go-arr", "");
     assert_eq!(c.wait_done(task1, secs(15)), "COMPLETED");
@@ -235,9 +236,12 @@ fn requeue_from_inside_the_job_appends_and_keeps_the_id() {
     let held = c.submit(&["--wrap", "echo $SLURM_RESTART_COUNT >> rq.txt; sleep 60"]);
     c.wait_state(held, "RUNNING", secs(10));
     c.ok("scontrol", &["requeuehold", &held.to_string()]);
+    // Real Slurm 22.05 after `scontrol requeuehold`: squeue's %r "job
+    // requeued in held state", scontrol's Reason=job_requeued_in_held_state.
     c.wait_until("the requeued job held", secs(10), || {
-        (reason(&c, held) == "PENDING JobHeldUser").then_some(())
+        (reason(&c, held) == "PENDING job requeued in held state").then_some(())
     });
+    assert_eq!(c.job_field(held, "Reason"), "job_requeued_in_held_state");
     // --no-requeue refuses.
     let fixed = c.submit(&["--no-requeue", "--wrap", "sleep 60"]);
     let out = c.run("scontrol", &["requeue", &fixed.to_string()]);

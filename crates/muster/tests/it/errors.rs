@@ -146,6 +146,62 @@ fn unknown_job_ids() {
 }
 
 #[test]
+fn issue_35_bad_user_and_node_filters_are_errors() {
+    // Expected output from real Slurm 22.05.8 (slurmctld and slurmd run
+    // here with -f on a 4-node test config): `scancel -u nosuchuser`,
+    // `squeue -w node9`, `squeue -w node[1-9]`, `squeue -u nosuchuser`.
+    let c = cluster(2);
+    let id = c.submit(&["--hold", "--wrap=true"]);
+    check(
+        &c.run("scancel", &["-u", "nosuchuser"]),
+        1,
+        "scancel: error: Invalid user name: nosuchuser\n",
+        None,
+    );
+    check(
+        &c.run("scancel", &["-u", "nosuchuser", &id.to_string()]),
+        1,
+        "scancel: error: Invalid user name: nosuchuser\n",
+        None,
+    );
+    check(
+        &c.run("squeue", &["-w", "node9"]),
+        1,
+        "squeue: error: Invalid node name node9\n",
+        None,
+    );
+    check(
+        &c.run("squeue", &["-w", "node[1-9]"]),
+        1,
+        "squeue: error: Invalid node name node3\n",
+        None,
+    );
+    // An unknown user is only complained about; the filter matches nothing.
+    let out = c.run("squeue", &["-h", "-u", "nosuchuser"]);
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (0, "", "squeue: error: Invalid user: nosuchuser\n\n"),
+        "{out}"
+    );
+    assert_eq!(c.job_state(id), "PENDING");
+    c.ok("scancel", &[&id.to_string()]);
+}
+
+#[test]
+fn issue_35_test_only_fails_for_a_job_that_could_never_run() {
+    // Real Slurm 22.05.8 on 4 nodes: `sbatch --test-only -N 5 --wrap=true`
+    // prints this and exits 1 (`sbatch -N 5` itself is queued).
+    let c = cluster(2);
+    check(
+        &c.run("sbatch", &["--test-only", "-N", "3", "--wrap=true"]),
+        1,
+        "allocation failure: Requested node configuration is not available\n",
+        None,
+    );
+    no_jobs(&c);
+}
+
+#[test]
 fn a_bad_slurm_conf_stops_the_controller() {
     let dir = tempfile_dir();
     let conf = dir.join("slurm.conf");

@@ -112,3 +112,131 @@ fn sbatch_lines_in_the_script_and_command_line_overrides() {
     );
     c.ok("scancel", &[&id.to_string(), &plain.to_string()]);
 }
+
+#[test]
+fn issue_35_scontrol_top_and_notify() {
+    // Expected texts from real scontrol 22.05.8 (slurmctld and slurmd run
+    // here with -f on a test config): `scontrol top 999` "Invalid job id
+    // specified for job 999", `top <running>` "Job is no longer pending
+    // execution for job N", `notify <pending> hi` "job notify failure:
+    // Requested operation is presently disabled", `notify 999 hi` "job
+    // notify failure: Invalid job id specified", `notify 7` "too few
+    // arguments for keyword:notify" (each exit 1); `notify <running> hello
+    // world` exits 0 and the job's output gets "slurmstepd-node1: error:
+    // hello world".
+    let c = cluster(1);
+    let blocker = c.submit(&[
+        "-n",
+        "2",
+        "-o",
+        "out-%j.txt",
+        "--wrap",
+        "echo started; sleep 300",
+    ]);
+    let out_file = format!("out-{blocker}.txt");
+    c.wait_file(&out_file, secs(10));
+    let a = c.submit(&["--wrap", "true"]);
+    let b = c.submit(&["--wrap", "true"]);
+    let prio = |id: u32| -> u64 { c.job_field(id, "Priority").parse().unwrap() };
+    assert!(prio(a) > prio(b));
+    c.ok("scontrol", &["top", &b.to_string()]);
+    assert!(prio(b) > prio(a), "{} {}", prio(b), prio(a));
+    let fails = |args: &[&str], stderr: String| {
+        let out = c.run("scontrol", args);
+        assert_eq!((out.code, out.stdout.as_str()), (1, ""), "{out}");
+        assert_eq!(out.stderr, stderr, "{out}");
+    };
+    fails(
+        &["top", "999999"],
+        "Invalid job id specified for job 999999\n".into(),
+    );
+    fails(
+        &["top", &blocker.to_string()],
+        format!("Job is no longer pending execution for job {blocker}\n"),
+    );
+    fails(
+        &["notify", &a.to_string(), "hi"],
+        "job notify failure: Requested operation is presently disabled\n".into(),
+    );
+    fails(
+        &["notify", "999999", "hi"],
+        "job notify failure: Invalid job id specified\n".into(),
+    );
+    fails(
+        &["notify", &a.to_string()],
+        "too few arguments for keyword:notify\n".into(),
+    );
+    c.ok(
+        "scontrol",
+        &["notify", &blocker.to_string(), "hello", "world"],
+    );
+    let text = c.wait_until("the notice in the job's output", secs(10), || {
+        let t = c.read(&out_file);
+        t.contains("error: hello world").then_some(t)
+    });
+    assert_eq!(text, "started\nslurmstepd-node1: error: hello world\n");
+    c.ok(
+        "scancel",
+        &[&blocker.to_string(), &a.to_string(), &b.to_string()],
+    );
+}
+
+#[test]
+fn issue_35_array_output_names_and_paths_shown_before_the_start() {
+    let c = cluster(1);
+    // Real sbatch 22.05: an array's default output is slurm-%A_%a.out.
+    let a = c.submit(&["--array=1-2", "--wrap", "echo task $SLURM_ARRAY_TASK_ID"]);
+    assert_eq!(
+        c.wait_file(&format!("slurm-{a}_1.out"), secs(10)),
+        "task 1\n"
+    );
+    assert_eq!(
+        c.wait_file(&format!("slurm-{a}_2.out"), secs(10)),
+        "task 2\n"
+    );
+    // StdOut= from submission on, with %N as written (Slurm's job query
+    // expands only %A %a %j %u %x).
+    let h = c.submit(&["-H", "-o", "o-%j-%N.txt", "--wrap", "true"]);
+    let work = c.work().display().to_string();
+    assert_eq!(c.job_field(h, "StdOut"), format!("{work}/o-{h}-%N.txt"));
+    assert_eq!(c.job_field(h, "StdErr"), format!("{work}/o-{h}-%N.txt"));
+    // squeue -j of a finished job: the header alone, exit 0.
+    c.wait_done(a, secs(10));
+    let out = c.ok("squeue", &["-j", &a.to_string()]);
+    assert_eq!(out.stdout.lines().count(), 1, "{out}");
+    c.ok("scancel", &[&h.to_string()]);
+}
+
+#[test]
+fn issue_35_scontrol_listpids() {
+    // Real scontrol 22.05.8: with no job here, the header, then "No job
+    // steps exist on this node." (exit 1); for a job, its batch script
+    // (`0 0`) and what the script started (`- -`).
+    let c = cluster(1);
+    let out = c.run("scontrol", &["listpids", "*", "node1"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(out.stdout, "PID      JOBID    STEPID   LOCALID GLOBALID\n");
+    assert_eq!(out.stderr, "No job steps exist on this node.\n");
+    let id = c.submit(&["-o", "out.txt", "--wrap", "echo $$; sleep 300"]);
+    let script_pid = c.wait_file("out.txt", secs(10)).trim().to_string();
+    let lines = c.wait_until("the script and its sleep", secs(10), || {
+        let out = c.run("scontrol", &["listpids", &id.to_string(), "node1"]);
+        (out.code == 0 && out.stdout.lines().count() == 3).then_some(out.stdout)
+    });
+    let rows: Vec<Vec<&str>> = lines
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let idt = id.to_string();
+    assert_eq!(
+        rows[0],
+        [script_pid.as_str(), &idt, "batch", "0", "0"],
+        "{lines}"
+    );
+    assert_eq!(&rows[1][1..], [idt.as_str(), "batch", "-", "-"], "{lines}");
+    let out = c.run("scontrol", &["listpids", "999999", "node1"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(out.stderr, "JobId=999999 does not exist on node node1.\n");
+    c.ok("scancel", &[&idt]);
+}

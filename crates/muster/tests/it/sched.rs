@@ -78,14 +78,18 @@ fn hold_release_and_requeue() {
         "echo \"run ${SLURM_RESTART_COUNT:-0}\" >> runs.txt; [ -n \"$SLURM_RESTART_COUNT\" ] || sleep 300",
     ]);
     c.wait_file("runs.txt", secs(10));
-    // Only pending jobs can be held.
-    let out = c.run("scontrol", &["hold", &id.to_string()]);
-    assert_eq!(out.code, 1, "{out}");
-    assert_eq!(
-        out.stderr,
-        format!("Job is no longer pending execution for job {id}\n")
-    );
+    // A running job may be held (real scontrol 22.05 as root: `scontrol
+    // hold <running>` exits 0, then Priority=0, JobState=RUNNING
+    // Reason=JobHeldAdmin, EligibleTime=Unknown; after `scontrol release`,
+    // Reason=None). It runs on.
+    c.ok("scontrol", &["hold", &id.to_string()]);
     assert_eq!(c.job_state(id), "RUNNING");
+    assert_eq!(c.job_field(id, "Priority"), "0");
+    assert_eq!(c.job_field(id, "Reason"), "JobHeldAdmin");
+    assert_eq!(c.job_field(id, "EligibleTime"), "Unknown");
+    c.ok("scontrol", &["release", &id.to_string()]);
+    assert_eq!(c.job_field(id, "Reason"), "None");
+    assert_ne!(c.job_field(id, "Priority"), "0");
     c.ok("scontrol", &["requeue", &id.to_string()]);
     // Back in the queue, it waits out cred_expire first, as Slurm's do.
     // (COMPLETING while the old run's processes end.)

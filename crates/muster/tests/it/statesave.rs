@@ -186,7 +186,7 @@ fn check_degraded(c: &Cluster, cause: &str, listed: &[u32]) {
     assert_eq!(out.code, 1, "{out}");
     assert_eq!(
         out.stderr,
-        format!("slurm_update error: Slurm controller state save failed: {cause}\n"),
+        format!("Slurm controller state save failed: {cause} for job {job}\n"),
     );
     let q = c.ok("squeue", &["-h", "-o", "%i"]);
     for id in listed {
