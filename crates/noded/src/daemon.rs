@@ -391,16 +391,18 @@ fn signal_group(pgid: i32, signal: Signal) {
     }
 }
 
-/// Serves requests on one connection until the peer closes it, a frame is
-/// bad, or it stays idle past the read timeout.
-/// Who may hold the node daemon's connections: a small pool for
-/// connections that have not yet presented a valid credential (the
-/// controller's carries one in its first frame), and the rest for
-/// authenticated ones; users other than root and SlurmUser may only ping,
-/// so they get few, and the controller is held to no limit.
+/// Who may hold the node daemon's connections: a pool for connections
+/// that have not yet presented a valid credential (the controller's
+/// carries one in its first frame), and the rest for authenticated ones;
+/// users other than root and SlurmUser may only ping, so they get few, and
+/// the controller is held to no limit. The pool is the controller's size:
+/// where a flood comes from the controller's own address (a login node
+/// that is also the controller, loopback in the tests), a share of 256
+/// was replaced faster than a loaded host read the controller's first
+/// frame, and the node was judged down.
 const CONNECTION_LIMITS: rpc::admission::Limits = rpc::admission::Limits {
-    unauthenticated: 512,
-    unauthenticated_per_peer: 256,
+    unauthenticated: 2048,
+    unauthenticated_per_peer: 1024,
     deadline: Duration::from_millis(1500),
     authenticated: 1024,
     authenticated_per_uid: 64,
@@ -433,6 +435,8 @@ async fn refuse(daemon: &Daemon, stream: &mut TcpStream, why: String) {
     let _ = write_reply(stream, &reply).await;
 }
 
+/// Serves requests on one connection until the peer closes it, a frame is
+/// bad, or it stays idle past the read timeout.
 async fn serve_connection(
     daemon: Arc<Daemon>,
     mut stream: TcpStream,
@@ -911,17 +915,42 @@ fn terminate(daemon: &Arc<Daemon>, job_id: JobId, pid: i32, pgid: i32, kill_wait
     });
 }
 
+/// Waits (a few seconds at most) until the end of a job's earlier run in
+/// `dir` has been acknowledged by the controller and its directory taken
+/// away; whether it was.
+async fn earlier_run_acknowledged(dir: &Path) -> bool {
+    const LIMIT: Duration = Duration::from_secs(5);
+    let start = std::time::Instant::now();
+    while matches!(spool::read_status(dir), Ok(Some(_))) {
+        if start.elapsed() >= LIMIT {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
+}
+
 async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeResponse, Option<After>) {
     let job_id = launch.job_id;
     // The job ended here and its end is still being reported (the status
     // file goes once the controller has it): this launch is one a restarted
     // controller re-sends for a job it still thinks runs. The script ran;
-    // it must not run twice. (A requeued job is launched again only after
-    // its end was acknowledged and its directory removed.)
+    // it must not run twice. A later run (a requeue: a higher run number)
+    // may arrive before the answer to the report has: the controller sends
+    // it once it has the end, on another connection. It waits for that
+    // answer (the directory's removal) and then starts.
     let dir = spool::job_dir(&daemon.setup.spool_dir, job_id);
     if matches!(spool::read_status(&dir), Ok(Some(_))) {
-        warn!(job = %job_id, "launch refused: the job ended here, its end is being reported");
-        return (NodeResponse::Ok, None);
+        let later_run = spool::read_record(&dir).is_some_and(|r| r.restarts < launch.restarts);
+        if !later_run {
+            warn!(job = %job_id, "launch refused: the job ended here, its end is being reported");
+            return (NodeResponse::Ok, None);
+        }
+        if !earlier_run_acknowledged(&dir).await {
+            let msg = "the end of the job's earlier run here is not yet acknowledged";
+            warn!(job = %job_id, run = launch.restarts, "launch refused: {msg}");
+            return (failed(msg.to_string()), None);
+        }
     }
     // The same, after the end was acknowledged and the directory removed:
     // a copy of the launch that was on its way meanwhile. A later run (a
