@@ -62,7 +62,8 @@ pub enum JobSpec {
     Job(JobId),
     /// `123_4`, `123_[1-3]`: tasks of an array, as typed.
     Tasks(String),
-    /// `123.0`: kept as typed until muster has steps.
+    /// `123.0`: a job's step, kept as typed (`request` makes it a
+    /// `CancelStep`; filters never select steps).
     Unsupported(String),
 }
 

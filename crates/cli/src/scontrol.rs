@@ -1476,6 +1476,10 @@ scontrol [<OPTION>] [<COMMAND>]
      exit                     terminate scontrol
      help                     print this description of use.
      hold <job_list>          prevent specified job from starting.
+     listpids [<job_id>[.<step>]] [<node>]
+                              list the processes of a job (or of every job)
+                              on this host or on the named node.
+     notify <job_id> <msg>    write a message into a running job's stderr.
      ping                     print status of slurmctld daemons.
      quit                     terminate this command.
      release <job_list>       permit specified job to start.
@@ -1485,6 +1489,8 @@ scontrol [<OPTION>] [<COMMAND>]
      show <ENTITY> [<ID>]     display state of identified entity, default
                               is all records.
      suspend <job_list>       suspend specified job (see resume).
+     top <job_list>           put the jobs first among their user's pending
+                              jobs.
      uhold <job_list>         place user hold on specified job.
      update <SPECIFICATIONS>  update job or node configuration.
      version                  display tool version number.
