@@ -26,6 +26,15 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// One whole message line to stderr in a single write (`eprintln!` writes
+/// its pieces one by one): two sruns sharing a stderr, as in
+/// `srun ... & srun ...`, must not splice their lines together.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprint_lines(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 /// srun's own options; the job options (`-N`, `-n`, `-c`, `--mem`, ...)
 /// come from sbatch's table, less those only sbatch has.
 const SRUN_ONLY: &[OptSpec] = &[
@@ -172,7 +181,7 @@ fn eprint_lines(text: &str) {
 }
 
 fn usage_error(msg: &str) -> i32 {
-    eprintln!("srun: {msg}\nTry \"srun --help\" for more information");
+    say!("srun: {msg}\nTry \"srun --help\" for more information");
     1
 }
 
@@ -236,7 +245,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     "wait" => match val.parse() {
                         Ok(n) => o.wait = Some(n),
                         Err(_) => {
-                            eprintln!("srun: error: Invalid numeric value \"{val}\" for --wait.");
+                            say!("srun: error: Invalid numeric value \"{val}\" for --wait.");
                             return 1;
                         }
                     },
@@ -251,7 +260,7 @@ pub fn main(args: Vec<String>) -> i32 {
                             o.distribution_arg = Some(val);
                         }
                         None => {
-                            eprintln!("srun: error: Invalid --distribution specification");
+                            say!("srun: error: Invalid --distribution specification");
                             return 1;
                         }
                     },
@@ -264,7 +273,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     "jobid" => match val.parse() {
                         Ok(n) => o.jobid = Some(n),
                         Err(_) => {
-                            eprintln!("srun: error: Invalid --jobid specification");
+                            say!("srun: error: Invalid --jobid specification");
                             return 1;
                         }
                     },
@@ -289,7 +298,7 @@ pub fn main(args: Vec<String>) -> i32 {
         return 0;
     }
     if o.argv.is_empty() {
-        eprintln!("srun: fatal: No command given to execute.");
+        say!("srun: fatal: No command given to execute.");
         return 1;
     }
     let cwd = std::env::current_dir()
@@ -305,7 +314,7 @@ pub fn main(args: Vec<String>) -> i32 {
     let client = match client::Client::from_env() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("srun: error: {e}");
+            say!("srun: error: {e}");
             return 1;
         }
     };
@@ -327,14 +336,14 @@ pub fn main(args: Vec<String>) -> i32 {
         "pmi2" | "pmi1" | "pmi" => "pmi2".to_string(),
         "pmix" | "pmix_v4" if PMIX => "pmix".to_string(),
         "pmix" | "pmix_v4" => {
-            eprintln!(
+            say!(
                 "srun: error: MPI type '{mpi}' is not available: this muster was built without \
                  PMIx (cargo feature `pmix`), --mpi=list for acceptable types"
             );
             return 1;
         }
         other => {
-            eprintln!("srun: error: Invalid MPI type '{other}', --mpi=list for acceptable types");
+            say!("srun: error: Invalid MPI type '{other}', --mpi=list for acceptable types");
             return 1;
         }
     };
@@ -412,7 +421,7 @@ pub fn main(args: Vec<String>) -> i32 {
     if in_job.is_some() && st.desc.min_nodes.is_none() {
         if let (Some(n), Some(job_nodes)) = (st.desc.ntasks, env_num("SLURM_NNODES")) {
             if n > 0 && n < job_nodes {
-                eprintln!(
+                say!(
                     "srun: Warning: can't run {n} processes on {job_nodes} nodes, setting nnodes to {n}"
                 );
             }
@@ -692,7 +701,7 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
     let listener = match TcpListener::bind((host.as_str(), 0)) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("srun: error: cannot listen on {host}: {e}");
+            say!("srun: error: cannot listen on {host}: {e}");
             return 1;
         }
     };
@@ -707,32 +716,32 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
         match client.call(CtldRequest::CreateStep(Box::new(req.clone()))) {
             Ok(CtldResponse::StepCreated(c)) => break c,
             Ok(_) => {
-                eprintln!("srun: error: Unable to create step for job {job_id}: Unexpected message received");
+                say!("srun: error: Unable to create step for job {job_id}: Unexpected message received");
                 return 1;
             }
             Err(client::ClientError::Refused(SlurmError::NodesBusy)) => {
                 if !said_busy && !o.quiet {
-                    eprintln!("srun: Job {job_id} step creation temporarily disabled, retrying (Requested nodes are busy)");
+                    say!("srun: Job {job_id} step creation temporarily disabled, retrying (Requested nodes are busy)");
                 }
                 said_busy = true;
                 std::thread::sleep(delay);
                 delay = (delay * 2).min(Duration::from_millis(500));
             }
             Err(client::ClientError::Refused(e)) => {
-                eprintln!(
+                say!(
                     "srun: error: Unable to create step for job {job_id}: {}",
                     e.as_slurm_str()
                 );
                 return 1;
             }
             Err(e) => {
-                eprintln!("srun: error: Unable to create step for job {job_id}: {e}");
+                say!("srun: error: Unable to create step for job {job_id}: {e}");
                 return 1;
             }
         }
     };
     if said_busy && !o.quiet {
-        eprintln!("srun: Step created for job {job_id}");
+        say!("srun: Step created for job {job_id}");
     }
     let step_name = format!("{job_id}.{}", created.step_id);
     let n_nodes = created.nodes.len();
@@ -878,7 +887,7 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                 if kill_at.is_some_and(|t| Instant::now() >= t) {
                     kill_at = None;
                     if !killed {
-                        eprintln!("srun: error: Timed out waiting for job step to complete");
+                        say!("srun: error: Timed out waiting for job step to complete");
                     }
                     killed = true;
                     broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
@@ -889,7 +898,7 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                     for (i, node) in created.nodes.iter().enumerate() {
                         let i = i as u32;
                         if !writers.contains_key(&i) && !done_nodes.contains(&i) {
-                            eprintln!("srun: error: {node}: the step's tasks never started");
+                            say!("srun: error: {node}: the step's tasks never started");
                             for t in &created.tasks[i as usize] {
                                 status.entry(*t).or_insert(libc::SIGKILL);
                             }
@@ -952,7 +961,7 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                     if !e.is_success() && o.kill_on_bad_exit && !killed {
                         killed = true;
                         if !o.quiet {
-                            eprintln!(
+                            say!(
                                 "srun: launch/slurm: _step_signal: Terminating StepId={step_name}"
                             );
                         }
@@ -980,8 +989,8 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                 } => {
                     if !killed {
                         let node = &created.nodes[i as usize];
-                        eprintln!("srun: error: {node}: task {task}: {message}");
-                        eprintln!("srun: Terminating StepId={step_name}");
+                        say!("srun: error: {node}: task {task}: {message}");
+                        say!("srun: Terminating StepId={step_name}");
                         killed = true;
                         broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
                     }
@@ -994,7 +1003,7 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                         force_terminated = true;
                     } else if !said_aborted && !o.quiet {
                         said_aborted = true;
-                        eprintln!(
+                        say!(
                             "srun: Job step aborted: Waiting up to {} seconds for job step to finish.",
                             wait + 2
                         );
@@ -1008,7 +1017,7 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                 writers.remove(&i);
                 if !done_nodes.contains(&i) {
                     let node = &created.nodes[i as usize];
-                    eprintln!("srun: error: Node failure on {node}");
+                    say!("srun: error: Node failure on {node}");
                     for t in &created.tasks[i as usize] {
                         status.entry(*t).or_insert(libc::SIGKILL);
                     }
@@ -1022,13 +1031,13 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
             Event::Signal(sig) if sig == libc::SIGINT => {
                 let now = Instant::now();
                 if last_int.is_some_and(|t| now.duration_since(t) < Duration::from_secs(1)) {
-                    eprintln!("srun: sending Ctrl-C to StepId={step_name}");
-                    eprintln!("srun: forcing job termination");
+                    say!("srun: sending Ctrl-C to StepId={step_name}");
+                    say!("srun: forcing job termination");
                     killed = true;
                     broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
                 } else {
                     last_int = Some(now);
-                    eprintln!("srun: interrupt (one more within 1 sec to abort)");
+                    say!("srun: interrupt (one more within 1 sec to abort)");
                     let running: Vec<u32> = (0..ntasks as u32)
                         .filter(|t| !status.contains_key(t))
                         .collect();
@@ -1037,14 +1046,14 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                         .collect();
                     let plural = |v: &[u32]| if v.len() == 1 { "task" } else { "tasks" };
                     if !running.is_empty() {
-                        eprintln!(
+                        say!(
                             "srun: StepId={step_name} {} {}: running",
                             plural(&running),
                             ranges(&running)
                         );
                     }
                     if !exited.is_empty() {
-                        eprintln!(
+                        say!(
                             "srun: StepId={step_name} {} {}: exited",
                             plural(&exited),
                             ranges(&exited)
@@ -1065,7 +1074,7 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
         eprint_lines(&failure_lines(&created.nodes, &created.tasks, &status));
     }
     if force_terminated && !o.quiet {
-        eprintln!("srun: Force Terminated StepId={step_name}");
+        say!("srun: Force Terminated StepId={step_name}");
     }
     exit_status(status.values().copied())
 }
