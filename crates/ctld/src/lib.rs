@@ -383,7 +383,7 @@ async fn accept_loop(
     tx: mpsc::UnboundedSender<Msg>,
     gate: Arc<Gate>,
 ) {
-    let mut last_warned: Option<std::time::Instant> = None;
+    let mut accept_errors = rpc::admission::AcceptErrors::default();
     loop {
         match listener.accept().await {
             Ok((stream, peer)) => {
@@ -408,32 +408,7 @@ async fn accept_loop(
                     }
                 });
             }
-            Err(e) => {
-                // Out of file descriptors (the limit is raised to the hard
-                // limit at start): the oldest unauthenticated connection
-                // makes room. Other failures (a connection reset before it
-                // was accepted) pass. Either way a short pause, not a spin,
-                // and a warning at most once a second.
-                let out_of_fds = matches!(
-                    e.raw_os_error(),
-                    Some(n) if n == nix::errno::Errno::EMFILE as i32
-                        || n == nix::errno::Errno::ENFILE as i32
-                );
-                let due = match last_warned {
-                    Some(t) => t.elapsed() >= Duration::from_secs(1),
-                    None => true,
-                };
-                if due {
-                    warn!("accept: {e}");
-                    last_warned = Some(std::time::Instant::now());
-                }
-                let pause = if out_of_fds && admission.shed_oldest() {
-                    Duration::from_millis(5)
-                } else {
-                    Duration::from_millis(50)
-                };
-                tokio::time::sleep(pause).await;
-            }
+            Err(e) => tokio::time::sleep(accept_errors.pause_after(&e, &admission)).await,
         }
     }
 }

@@ -194,7 +194,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     // or is pushed out of the small unauthenticated pool by a newer one, is
     // closed (rpc::admission, docs/limits.md).
     let admission = rpc::admission::Admission::new(CONNECTION_LIMITS);
-    let mut last_warned: Option<Instant> = None;
+    let mut accept_errors = rpc::admission::AcceptErrors::default();
     let why = loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -213,28 +213,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
                     });
                 }
                 Err(e) => {
-                    // Out of file descriptors: the oldest unauthenticated
-                    // connection makes room. A pause rather than a spin,
-                    // and a warning at most once a second.
-                    let out_of_fds = matches!(
-                        e.raw_os_error(),
-                        Some(n) if n == nix::errno::Errno::EMFILE as i32
-                            || n == nix::errno::Errno::ENFILE as i32
-                    );
-                    let due = match last_warned {
-                        Some(t) => t.elapsed() >= Duration::from_secs(1),
-                        None => true,
-                    };
-                    if due {
-                        warn!("accept failed: {e}");
-                        last_warned = Some(Instant::now());
-                    }
-                    let pause = if out_of_fds && admission.shed_oldest() {
-                        Duration::from_millis(5)
-                    } else {
-                        Duration::from_millis(50)
-                    };
-                    tokio::time::sleep(pause).await;
+                    tokio::time::sleep(accept_errors.pause_after(&e, &admission)).await;
                 }
             },
             _ = daemon.shutdown.notified() => break "the controller asked to shut down",

@@ -255,6 +255,39 @@ impl Admission {
     }
 }
 
+/// What a daemon's accept loop does after `accept` failed: out of file
+/// descriptors (the limit is raised to the hard limit at start), the
+/// oldest unauthenticated connection makes room and the loop pauses 5 ms;
+/// other failures (a connection reset before it was accepted) pass with a
+/// 50 ms pause. A pause, not a spin, and a warning at most once a second.
+#[derive(Debug, Default)]
+pub struct AcceptErrors {
+    last_warned: Option<Instant>,
+}
+
+impl AcceptErrors {
+    /// Notes the failure `e` and says how long the loop should pause.
+    pub fn pause_after(&mut self, e: &std::io::Error, admission: &Admission) -> Duration {
+        let out_of_fds = matches!(
+            e.raw_os_error(),
+            Some(n) if n == nix::errno::Errno::EMFILE as i32
+                || n == nix::errno::Errno::ENFILE as i32
+        );
+        if self
+            .last_warned
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(1))
+        {
+            tracing::warn!("accept: {e}");
+            self.last_warned = Some(Instant::now());
+        }
+        if out_of_fds && admission.shed_oldest() {
+            Duration::from_millis(5)
+        } else {
+            Duration::from_millis(50)
+        }
+    }
+}
+
 impl Ticket {
     /// The peer's address.
     pub fn peer(&self) -> IpAddr {
