@@ -1165,9 +1165,11 @@ impl Engine {
         if job.state != JobState::Running || job.completing {
             return Err(SlurmError::Disabled);
         }
-        // An allocation (salloc, srun) has no batch script to write to.
+        // An allocation (salloc, srun) has no batch script to write to;
+        // Slurm's salloc and srun print the message, which muster's do
+        // not yet: refused, not accepted and dropped.
         if job.desc.alloc_only {
-            return Ok(());
+            return Err(SlurmError::Disabled);
         }
         let Some(&batch) = job.ran_on.first() else {
             return Err(SlurmError::Disabled);
