@@ -4,6 +4,23 @@
 //!
 //! Blocking on purpose: every command makes a handful of requests and exits,
 //! so a runtime would only add start-up time.
+//!
+//! # Performance notes: kept connections, resent submissions
+//!
+//! A `Client` keeps the connections that answered for its next calls, and the
+//! signer it loaded at its first request (the cluster key or libmunge, read
+//! once, not per request); `Client::call_pipelined` keeps up to 32 requests in
+//! flight on one connection. A kept connection's requests travel in a session
+//! authenticated once (`CtldRequest::OpenSession`), so no credential is signed,
+//! verified or remembered per request.
+//!
+//! A request over the controller's limit (`proto::MAX_REQUEST_BYTES`, 16 MiB)
+//! is not sent (`ClientError::TooLarge`). `Client::call` gives each submission
+//! a random token (`JobDesc::submit_token`) and, when its connection fails
+//! after it may have been sent, sends it again with that token until an answer
+//! comes or `TIMEOUT` passes: the controller answers a token it has seen with
+//! the job it made, so a lost answer is neither a lost nor a doubled job
+//! (docs/limits.md).
 #![warn(missing_docs)]
 
 use proto::{CtldRequest, CtldResponse, Identity, JobList, NodeInfo, PartitionInfo, SlurmError};

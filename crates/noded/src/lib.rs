@@ -43,6 +43,29 @@
 //! killed, as Slurm's proctrack does for the batch step. Cgroups, where
 //! `JobAcctGatherType=jobacct_gather/cgroup` asks for them, serve usage
 //! gathering only (`gather`): no limits, no process tracking.
+//!
+//! # Performance notes
+//!
+//! The batch supervisor forks and executes the script itself (its own fork, not
+//! `std::process::Command`), with `SLURM_TASK_PID` set to its pid, through
+//! `/bin/sh` only when the kernel cannot execute the script. Supervisors are
+//! forked by the zygote, so no job pays for executing and relocating the big
+//! binary; where the zygote is gone the daemon executes `noded --stepd DIR`.
+//!
+//! Usage gathering (`gather`, Slurm's jobacct_gather): the step supervisors
+//! sample their tasks every JobAcctGatherFrequency seconds on a thread of their
+//! own; the batch supervisor starts it only once the script has run for 50 ms,
+//! so a short job has no sampler and no live file. While a step runs its
+//! supervisor publishes the usage after every sample (`usage.live` in the job's
+//! spool directory for `.batch`, `step<J>.<S>.live` beside it for srun's
+//! steps), which the daemon reads to answer `StepStat`; the final report
+//! travels with the step's end.
+//!
+//! The spool's records are never fsynced: they must outlive the daemon, which
+//! the page cache does; a host crash kills the jobs anyway, and the controller
+//! ends the jobs of a node that booted after it last heard from it. Job
+//! directories are used again (`slots`), so a job allocates and frees no
+//! inodes.
 
 mod credsock;
 mod daemon;
