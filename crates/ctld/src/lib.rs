@@ -76,6 +76,34 @@
 //! with `StepUsage::merge`. Listings stream from the engine task in
 //! `block_in_place`, so a connection's writer sends the parts already built
 //! meanwhile.
+//!
+//! # Kept node connections
+//!
+//! The controller's commands for a node (launch, signal, terminate, extern
+//! steps) travel on one connection per node that stays open between them
+//! (`NodeLink` in ctld; a new one after 60 s of silence, the daemon closes one
+//! after 300 s). It is authenticated both ways once: the controller's first
+//! frame, `NodeRequest::OpenSession`, carries its credential, which the daemon
+//! verifies (fresh, single-use nonce, root or SlurmUser); the daemon's answer
+//! carries the daemon's own credential, which the controller verifies the same
+//! way (so a process that took over the node's port without the cluster key or
+//! MUNGE gets no command).
+//!
+//! Every later frame is `NodeRequest::InSession { seq, request }` without a
+//! credential: `seq` counts from 1 on that connection and must grow by exactly
+//! one, and an `InSession` frame on a connection that did not open a session,
+//! or out of order, is refused and closes the connection. A frame copied from
+//! one connection is worthless on another (the opening credential is single-use
+//! and the numbers start over), so a replayed or forged command is still
+//! refused; what this does not cover, as before, is an attacker who can inject
+//! bytes into an established TCP connection (no per-message MAC: answers were
+//! never authenticated either).
+//!
+//! When a kept connection turns out closed (the daemon restarted), the call is
+//! made again once on a new connection: launches are idempotent on the daemon
+//! (a launch of a running job is answered Ok, one of an ended run refused).
+//! Job-end reports still come from the daemon on connections of their own, each
+//! with its credential.
 
 mod acct;
 mod degraded;
