@@ -66,6 +66,26 @@
 //! ends the jobs of a node that booted after it last heard from it. Job
 //! directories are used again (`slots`), so a job allocates and frees no
 //! inodes.
+//!
+//! # Stopping, and launches sent twice
+//!
+//! A stopping daemon (SIGTERM, SIGINT, or the controller's shutdown) kills its
+//! running batch jobs' process groups, tells every srun step's supervisor to
+//! end its tasks at once (`StepTable::stop`: the supervisors run in sessions of
+//! their own, which the batch jobs' groups do not reach), and waits a moment
+//! for their ends; from then on the job table (`JobTable::stop`) and the step
+//! table refuse launches, and a launch already in flight is killed as soon as
+//! its process exists (`AfterStart::Kill`; a step entered while stopping is
+//! ended at once), so nothing outlives the daemon that it started (extern-step
+//! holders aside: they are kept in the spool, for a restarted daemon).
+//!
+//! A launch of a job whose end is still being reported (its end is in the job's
+//! log in the spool) is answered as done, not run again: a restarted controller
+//! re-sends the launch of every job it holds as running. A copy that arrives
+//! after the end was acknowledged is refused too: each launch carries its run
+//! number (`restarts`, SLURM_RESTART_COUNT), kept in the job's spool record,
+//! and the daemon remembers for 10 minutes which run of each job ended; a
+//! requeued job's next run has a higher number and starts.
 
 mod credsock;
 mod daemon;
