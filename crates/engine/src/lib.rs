@@ -177,8 +177,8 @@
 //! records), and flags that let a pass skip the look for dependencies and
 //! suspended jobs while none can exist; `check_invariants` checks the index of
 //! jobs holding allocations, the queue against one built afresh from every
-//! pending job, and the deadline index (`deadlines::Deadlines`, see the
-//! controller above) against every job's deadline.
+//! pending job, and the deadline index (`deadlines::Deadlines`) against
+//! every job's deadline.
 //!
 //! The node table (`node_table::NodeTable`) notes which nodes changed since
 //! each of its two readers last looked (every mutable access marks the node:
