@@ -17,12 +17,17 @@
 //! user; a signal for the step goes to every task's group. A task that
 //! cannot be executed gets slurmstepd's `execve(): NAME: REASON` line on
 //! its stderr and exits with the errno as its code, as in Slurm.
+//!
+//! This is the step supervisor's room. It may import the leaves (`spool`,
+//! `gather`, `exec`, `to_srun`) and the PMI servers (`pmi`); the daemon
+//! imports its spec, control and report lines, never the other way.
 
+use crate::exec::{chdir_error_line, os_error_text, ExecImage};
 use crate::gather::{
     parse_frequency, Gather, GatherType, Publish, Sampler, StepCgroup, TaskCgroup, TaskSource,
 };
-use crate::launch::{chdir_error_line, os_error_text};
 use crate::spool::ProcId;
+use crate::to_srun::ToSrun;
 use model::ExitCode;
 use proto::{SrunToStepd, StdinMode, StepLaunch, StepdToSrun};
 use serde::{Deserialize, Serialize};
@@ -165,27 +170,6 @@ fn terminate_tasks(pids: &Arc<Mutex<Vec<i32>>>, kill_wait: u32) {
     });
 }
 
-/// The shared, framed connection to srun.
-#[derive(Clone)]
-pub struct ToSrun {
-    stream: Arc<Mutex<Option<TcpStream>>>,
-    identity: proto::Identity,
-}
-
-impl ToSrun {
-    /// Sends one message; a gone srun is ignored (the step goes on, as
-    /// Slurm's does when srun dies, until it is ended).
-    pub fn send(&self, msg: StepdToSrun) {
-        let mut guard = self.stream.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = guard.as_mut() {
-            let env = rpc::envelope(self.identity.clone(), msg);
-            if rpc::write_frame(s, &env).is_err() {
-                *guard = None;
-            }
-        }
-    }
-}
-
 /// One local task.
 struct Task {
     /// Global task id.
@@ -197,7 +181,7 @@ struct Task {
 /// Runs the supervisor; returns the process exit status.
 pub fn main() -> i32 {
     let _ = nix::unistd::setsid();
-    for sig in crate::launch::SUPERVISOR_IGNORES {
+    for sig in crate::exec::SUPERVISOR_IGNORES {
         // SAFETY: SIG_IGN installs no handler.
         unsafe { libc::signal(sig, libc::SIG_IGN) };
     }
@@ -325,118 +309,6 @@ fn task_env(
     env.into_iter().collect()
 }
 
-/// The task's program, arguments and environment, prepared before fork so
-/// that the child can exec with `SLURM_TASK_PID` set to its own pid (known
-/// only after fork) without allocating.
-pub(crate) struct ExecImage {
-    path: CString,
-    argv: Vec<CString>,
-    env: Vec<CString>,
-    /// `SLURM_TASK_PID=` with room for the digits, written in the child.
-    pid_entry: Vec<u8>,
-    /// NULL-terminated pointer arrays, filled in the child (no allocation).
-    argv_ptrs: Vec<usize>,
-    env_ptrs: Vec<usize>,
-}
-
-const TASK_PID_KEY: &[u8] = b"SLURM_TASK_PID=";
-
-impl ExecImage {
-    /// The image of `program args` with `env`, or None when `program` is
-    /// not found on the environment's PATH (the plain spawn then reports
-    /// the error).
-    pub(crate) fn new(
-        program: &str,
-        args: &[String],
-        env: &[(String, String)],
-    ) -> Option<ExecImage> {
-        let path = resolve_program(program, env)?;
-        let argv: Vec<CString> = std::iter::once(program)
-            .chain(args.iter().map(String::as_str))
-            .map(|a| CString::new(a).ok())
-            .collect::<Option<_>>()?;
-        let env: Vec<CString> = env
-            .iter()
-            .filter(|(k, _)| k != "SLURM_TASK_PID")
-            .map(|(k, v)| CString::new(format!("{k}={v}")).ok())
-            .collect::<Option<_>>()?;
-        let mut pid_entry = TASK_PID_KEY.to_vec();
-        pid_entry.resize(TASK_PID_KEY.len() + 24, 0);
-        Some(ExecImage {
-            path: CString::new(path).ok()?,
-            argv_ptrs: vec![0; argv.len() + 1],
-            env_ptrs: vec![0; env.len() + 2],
-            argv,
-            env,
-            pid_entry,
-        })
-    }
-
-    /// Execs the image with this process's pid as `SLURM_TASK_PID`;
-    /// returns only on failure. Async-signal-safe.
-    pub(crate) fn exec(&mut self) -> std::io::Error {
-        // SAFETY: getpid is async-signal-safe.
-        let mut pid = unsafe { libc::getpid() } as u64;
-        let mut digits = [0u8; 20];
-        let mut n = 0;
-        loop {
-            digits[n] = b'0' + (pid % 10) as u8;
-            n += 1;
-            pid /= 10;
-            if pid == 0 {
-                break;
-            }
-        }
-        let base = TASK_PID_KEY.len();
-        for (slot, d) in self.pid_entry[base..base + n]
-            .iter_mut()
-            .zip(digits[..n].iter().rev())
-        {
-            *slot = *d;
-        }
-        self.pid_entry[base + n] = 0;
-        for (slot, a) in self.argv_ptrs.iter_mut().zip(&self.argv) {
-            *slot = a.as_ptr() as usize;
-        }
-        *self.argv_ptrs.last_mut().expect("argv has a NULL slot") = 0;
-        for (slot, e) in self.env_ptrs.iter_mut().zip(&self.env) {
-            *slot = e.as_ptr() as usize;
-        }
-        let len = self.env_ptrs.len();
-        self.env_ptrs[len - 2] = self.pid_entry.as_ptr() as usize;
-        self.env_ptrs[len - 1] = 0;
-        // SAFETY: NUL-terminated strings and NULL-terminated arrays of
-        // pointers into memory this struct owns.
-        unsafe {
-            libc::execve(
-                self.path.as_ptr(),
-                self.argv_ptrs.as_ptr().cast(),
-                self.env_ptrs.as_ptr().cast(),
-            );
-        }
-        std::io::Error::last_os_error()
-    }
-}
-
-/// `program` as execvp would find it on the task environment's PATH.
-fn resolve_program(program: &str, env: &[(String, String)]) -> Option<String> {
-    if program.contains('/') {
-        return Some(program.to_string());
-    }
-    let path = env
-        .iter()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.as_str())
-        .unwrap_or("/usr/local/bin:/usr/bin:/bin");
-    path.split(':').find_map(|dir| {
-        let dir = if dir.is_empty() { "." } else { dir };
-        let candidate = format!("{dir}/{program}");
-        let meta = std::fs::metadata(&candidate).ok()?;
-        use std::os::unix::fs::PermissionsExt;
-        (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(candidate)
-    })
-}
-
 /// Everything a task's child needs between fork and exec.
 struct TaskSetup {
     switch: Option<(libc::uid_t, libc::gid_t, Vec<libc::gid_t>)>,
@@ -454,7 +326,7 @@ impl TaskSetup {
     fn apply(&mut self) -> std::io::Result<()> {
         // SAFETY: system calls on memory prepared before fork.
         unsafe {
-            for sig in crate::launch::SUPERVISOR_IGNORES {
+            for sig in crate::exec::SUPERVISOR_IGNORES {
                 libc::signal(sig, libc::SIG_DFL);
             }
             if libc::setsid() < 0 {
@@ -557,10 +429,10 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         gather_settings.freq_secs = n;
     }
     let stream = connect(&l.srun_addr);
-    let to = ToSrun {
-        stream: Arc::new(Mutex::new(stream.as_ref().and_then(|s| s.try_clone().ok()))),
-        identity: identity(spec),
-    };
+    let to = ToSrun::new(
+        stream.as_ref().and_then(|s| s.try_clone().ok()),
+        identity(spec),
+    );
     to.send(StepdToSrun::Hello {
         token: l.token.clone(),
         node_index: l.node_index,
@@ -568,7 +440,7 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
     });
     let mine: Vec<u32> = l.tasks[l.node_index as usize].clone();
     let switch = if spec.switch_user {
-        let groups = crate::launch::groups_of(&l.user, l.gid).unwrap_or_else(|_| vec![l.gid]);
+        let groups = crate::exec::groups_of(&l.user, l.gid).unwrap_or_else(|_| vec![l.gid]);
         Some((l.uid, l.gid, groups))
     } else {
         None
@@ -580,7 +452,7 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
     };
     let mut chdir_lines = vec![chdir_error_line(work_dir, libc::EIO).into_bytes()];
     chdir_lines.extend((1..134).map(|e| chdir_error_line(work_dir, e).into_bytes()));
-    let pmi = (l.mpi == "pmi2").then(|| crate::pmi::Server::new(l, to.clone()));
+    let pmi = (l.mpi == "pmi2").then(|| crate::pmi::pmi2::Server::new(l, to.clone()));
     let ids = match &switch {
         Some((uid, gid, _)) => (*uid, *gid),
         None => (
@@ -589,7 +461,7 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         ),
     };
     let (pmix, mut pmix_error) =
-        match (l.mpi == "pmix").then(|| crate::pmix::Server::start(l, to.clone(), ids)) {
+        match (l.mpi == "pmix").then(|| crate::pmi::pmix::Server::start(l, to.clone(), ids)) {
             Some(Ok(server)) => (Some(Arc::new(server)), None),
             Some(Err(e)) => (None, Some(e)),
             None => (None, None),
@@ -933,20 +805,6 @@ fn engine_like_worse(a: ExitCode, b: ExitCode) -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn programs_are_found_on_the_task_path_as_execvp_finds_them() {
-        let env = vec![("PATH".to_string(), "/nonexistent:/usr/bin:/bin".to_string())];
-        let sh = resolve_program("sh", &env).expect("sh on PATH");
-        assert!(sh.ends_with("/sh"), "{sh}");
-        assert_eq!(resolve_program("no-such-program-here", &env), None);
-        assert_eq!(
-            resolve_program("./relative", &env).as_deref(),
-            Some("./relative")
-        );
-    }
-
     /// The banner real Slurm 22.05's slurmstepd printed for `srun -t 1`
     /// (its log prefix aside: muster's supervisor says `slurmstepd:`).
     #[test]
@@ -955,20 +813,5 @@ mod tests {
             proto::EndReason::TimeLimit.banner("STEP 1.0", "node1", "2026-12-06T14:22:13"),
             "slurmstepd: error: *** STEP 1.0 ON node1 CANCELLED AT 2026-12-06T14:22:13 DUE TO TIME LIMIT ***\n"
         );
-    }
-
-    #[test]
-    fn the_image_carries_the_environment_and_a_pid_slot() {
-        let env = vec![
-            ("PATH".to_string(), "/usr/bin:/bin".to_string()),
-            ("SLURM_TASK_PID".to_string(), "stale".to_string()),
-            ("A".to_string(), "1".to_string()),
-        ];
-        let img = ExecImage::new("sh", &["-c".to_string()], &env).expect("an image");
-        let env: Vec<&str> = img.env.iter().map(|e| e.to_str().unwrap()).collect();
-        assert_eq!(env, vec!["PATH=/usr/bin:/bin", "A=1"]);
-        assert!(img.pid_entry.starts_with(TASK_PID_KEY));
-        assert_eq!(img.argv_ptrs.len(), 3);
-        assert_eq!(img.env_ptrs.len(), 4);
     }
 }
