@@ -1,4 +1,5 @@
-use super::*;
+use super::info::*;
+use proto::StepLaunch;
 
 fn launch(tasks: Vec<Vec<u32>>, node_index: u32) -> StepLaunch {
     StepLaunch {

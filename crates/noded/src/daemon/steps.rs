@@ -14,7 +14,7 @@
 //! without stopping does not re-attach to them (their srun still sees them
 //! end).
 
-use crate::daemon::{call_until_answered, Daemon};
+use crate::daemon::link::NodeLink;
 use crate::spool::ProcId;
 use crate::taskd::{TaskdControl, TaskdReport, TaskdResult, TaskdSpec};
 use model::{ExitCode, JobId};
@@ -103,31 +103,35 @@ pub fn live_path(spool_dir: &std::path::Path, job_id: JobId, step_id: u32) -> st
 }
 
 /// Starts this node's share of a step.
-pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
+pub async fn launch(
+    node: &Arc<NodeLink>,
+    steps: &Arc<StepTable>,
+    launch: StepLaunch,
+) -> NodeResponse {
     let key = (launch.job_id, launch.step_id);
-    if daemon.steps.stopping.load(Ordering::SeqCst) {
+    if steps.stopping.load(Ordering::SeqCst) {
         return NodeResponse::Failed("the node daemon is shutting down".into());
     }
-    let switch_user = launch.uid != daemon.daemon_uid;
-    if switch_user && daemon.daemon_uid != 0 {
+    let switch_user = launch.uid != node.daemon_uid;
+    if switch_user && node.daemon_uid != 0 {
         return NodeResponse::Failed(
             "cannot run steps for other users unless the node daemon runs as root".into(),
         );
     }
-    let live = live_path(&daemon.setup.spool_dir, launch.job_id, launch.step_id);
+    let live = live_path(&node.spool_dir, launch.job_id, launch.step_id);
     let spec = TaskdSpec {
         live_path: Some(live.clone()),
         launch,
-        node_name: daemon.setup.node_name.clone(),
-        conf_path: daemon.setup.conf_path.to_string_lossy().into_owned(),
+        node_name: node.node_name.clone(),
+        conf_path: node.conf_path.to_string_lossy().into_owned(),
         switch_user,
-        gather: daemon.setup.gather.clone(),
+        gather: node.gather.clone(),
     };
     let Ok(mut line) = serde_json::to_vec(&spec) else {
         return NodeResponse::Failed("cannot encode the step".into());
     };
     line.push(b'\n');
-    let mut cmd = tokio::process::Command::new(&daemon.stepd_program);
+    let mut cmd = tokio::process::Command::new(&node.stepd_program);
     cmd.arg0("muster")
         .arg("noded")
         .arg("--step-tasks")
@@ -149,18 +153,18 @@ pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
         return NodeResponse::Failed(format!("cannot hand the step to its supervisor: {e}"));
     }
     let (tx, mut rx) = mpsc::unbounded_channel::<TaskdControl>();
-    daemon.steps.live.fetch_add(1, Ordering::SeqCst);
+    steps.live.fetch_add(1, Ordering::SeqCst);
     {
-        let mut map = daemon.steps.map.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = steps.map.lock().unwrap_or_else(|p| p.into_inner());
         // Started while the daemon began to stop (`StepTable::stop` has
         // told the others): ended as they are.
-        if daemon.steps.stopping.load(Ordering::SeqCst) {
+        if steps.stopping.load(Ordering::SeqCst) {
             let _ = tx.send(AT_STOP);
         }
         map.insert(key, tx);
     }
     info!(job = %key.0, step = key.1, "step started");
-    let control = tx_for_report(daemon, key);
+    let control = tx_for_report(steps, key);
     tokio::spawn(async move {
         while let Some(ctl) = rx.recv().await {
             let Ok(mut l) = serde_json::to_vec(&ctl) else {
@@ -172,7 +176,8 @@ pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
             }
         }
     });
-    let daemon = daemon.clone();
+    let node = node.clone();
+    let steps = steps.clone();
     tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(stdout).lines();
         let mut started = Vec::new();
@@ -196,16 +201,18 @@ pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
             }
         });
         info!(job = %key.0, step = key.1, "step ended with {}", result.exit);
-        daemon.steps.live.fetch_sub(1, Ordering::SeqCst);
-        daemon.progress.notify_waiters();
+        steps.live.fetch_sub(1, Ordering::SeqCst);
+        node.progress.notify_waiters();
         let end = StepNodeEnd {
             job_id: key.0,
             step_id: key.1,
-            node: daemon.setup.node_name.clone(),
+            node: node.node_name.clone(),
             exit: result.exit,
             usage: Some(result.usage),
         };
-        match call_until_answered(&daemon, || CtldRequest::StepExited(end.clone()), "step end")
+        match node
+            .ctld
+            .call_until_answered(|| CtldRequest::StepExited(end.clone()), "step end")
             .await
         {
             CtldResponse::Ok => {}
@@ -219,8 +226,7 @@ pub async fn launch(daemon: &Arc<Daemon>, launch: StepLaunch) -> NodeResponse {
         let _ = child.wait().await;
         // A supervisor killed before its own cleanup leaves its last sample.
         let _ = std::fs::remove_file(&live);
-        daemon
-            .steps
+        steps
             .map
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -244,11 +250,10 @@ fn kill_orphans(tasks: &[ProcId]) {
 }
 
 fn tx_for_report(
-    daemon: &Daemon,
+    steps: &StepTable,
     key: (JobId, u32),
 ) -> Option<mpsc::UnboundedSender<TaskdControl>> {
-    daemon
-        .steps
+    steps
         .map
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -260,7 +265,7 @@ fn tx_for_report(
 /// a reason and a signal, at once (`scancel J.S`: SIGKILL); `time_limit`:
 /// its own time limit passed, and it ends alone.
 pub fn signal(
-    daemon: &Daemon,
+    steps: &StepTable,
     job_id: JobId,
     step_id: u32,
     signal: Option<i32>,
@@ -287,7 +292,7 @@ pub fn signal(
         },
         (None, None) => TaskdControl::Terminate(kill_wait),
     };
-    if daemon.steps.control(job_id, Some(step_id), ctl) == 0 {
+    if steps.control(job_id, Some(step_id), ctl) == 0 {
         return NodeResponse::Failed(format!("no step {job_id}.{step_id} on this node"));
     }
     NodeResponse::Ok

@@ -6,8 +6,8 @@
 //! thread that reads srun's messages.
 
 use super::ffi::*;
-use super::{fence_key, gather, hex, job_info, nspace, ppn_input, Value};
-use crate::taskd::ToSrun;
+use super::info::{fence_key, gather, hex, job_info, nspace, ppn_input, Value};
+use crate::to_srun::ToSrun;
 use proto::{StepLaunch, StepdToSrun};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};

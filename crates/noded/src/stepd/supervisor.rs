@@ -22,11 +22,12 @@
 //! session keeps it out of the daemon's signals; the job's signals go to
 //! the script's group, which it is not in.
 
+use crate::exec::SUPERVISOR_IGNORES;
 use crate::gather::{
     parse_frequency, Gather, GatherType, Publish, Sampler, StepCgroup, TaskSource,
 };
-use crate::launch::{self, StepdAnswer, StepdSpec, SUPERVISOR_IGNORES};
 use crate::spool::{self, Pids, ProcId};
+use crate::stepd::launch::{self, StepdAnswer, StepdSpec};
 use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -16,7 +16,7 @@
 //! lock and another live daemon takes the socket over within
 //! [`TAKEOVER_POLL`], so no one daemon's death stops the users' commands.
 
-use crate::setup::{self, NodeAuth};
+use crate::daemon::setup::{self, NodeAuth};
 use nix::fcntl::{Flock, FlockArg};
 use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
 use proto::Identity;

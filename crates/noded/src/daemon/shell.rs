@@ -23,12 +23,13 @@
 //! (`muster down`) leaves no stray processes. Killed by SIGKILL or a crash,
 //! it leaves them to their supervisors, and the next daemon picks them up.
 
-use crate::credsock;
-use crate::launch::{self, LaunchContext, StepdAnswer, Supervisor, SupervisorHandle};
-use crate::setup::{self, host_port, NodeSetup};
+use crate::daemon::credsock;
+use crate::daemon::link::{CtldLink, NodeLink, BACKOFF_MAX, BACKOFF_MIN};
+use crate::daemon::setup::{self, host_port, NodeSetup};
+use crate::daemon::state::{AfterStart, JobTable, Refusal, TerminateAction};
+use crate::options::NodedOptions;
 use crate::spool::{self, Ended, Found, Pids, ProcId};
-use crate::state::{AfterStart, JobTable, Refusal, TerminateAction};
-use crate::NodedOptions;
+use crate::stepd::launch::{self, LaunchContext, StepdAnswer, Supervisor, SupervisorHandle};
 use anyhow::Context;
 use model::{ExitCode, JobId};
 use nix::sys::signal::{kill, Signal};
@@ -47,12 +48,6 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
-/// First retry delay towards the controller.
-const BACKOFF_MIN: Duration = Duration::from_millis(100);
-/// Longest retry delay towards the controller.
-const BACKOFF_MAX: Duration = Duration::from_secs(5);
-/// How long one request to the controller may take.
-const CTLD_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a stopping daemon waits for killed jobs to be reaped and
 /// reported.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
@@ -74,42 +69,28 @@ pub(crate) struct Daemon {
     pub(crate) daemon_uid: u32,
     /// Runs `noded --stepd DIR`.
     pub(crate) stepd_program: PathBuf,
+    /// The controller link, and what the holders and steps report from.
+    pub(crate) link: Arc<NodeLink>,
     /// srun's steps running here.
-    pub(crate) steps: crate::steps::StepTable,
+    pub(crate) steps: Arc<crate::daemon::steps::StepTable>,
     /// The extern steps' holders running here.
-    pub(crate) holders: crate::holder::HolderTable,
+    pub(crate) holders: crate::daemon::holder::HolderTable,
     jobs: Mutex<JobTable>,
     shutdown: Notify,
     /// Reports to the controller not yet answered.
     pending_reports: AtomicUsize,
     /// Signalled when a job leaves the table, a report is answered or a
     /// step's tasks end.
-    pub(crate) progress: Notify,
+    pub(crate) progress: Arc<Notify>,
     /// The run (`restarts`) of each job whose end the controller
     /// acknowledged lately, and when.
     ended_runs: Mutex<HashMap<JobId, (u32, Instant)>>,
-    /// Connections to the controller that answered a request and may carry
-    /// the next (`call_until_answered`).
-    ctld_conns: Mutex<Vec<IdleConn>>,
     /// Forks the job supervisors (`zygote`); `None` once it failed, and
     /// the supervisors are executed instead.
-    zygote: Mutex<Option<crate::zygote::Zygote>>,
+    zygote: Mutex<Option<crate::stepd::zygote::Zygote>>,
     /// Reported jobs' directories, emptied for later launches.
     slots: crate::slots::Slots,
 }
-
-/// A connection to the controller between two requests.
-struct IdleConn {
-    addr: String,
-    stream: TcpStream,
-    since: Instant,
-}
-
-/// A connection to the controller is used again only after less silence
-/// than this (the controller closes one after `rpc::IO_TIMEOUT`, 30 s).
-const CTLD_CONN_REUSE: Duration = Duration::from_secs(10);
-/// At most this many such connections are kept.
-const CTLD_CONNS_KEPT: usize = 16;
 
 impl Daemon {
     /// Notes that run `restarts` of `job_id` ended here and the controller
@@ -161,7 +142,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .context("installing the SIGINT handler")?;
     let stepd_program = stepd_program(&opts)?;
-    let zygote = match crate::zygote::Zygote::start(&stepd_program, &setup.spool_dir) {
+    let zygote = match crate::stepd::zygote::Zygote::start(&stepd_program, &setup.spool_dir) {
         Ok(z) => Some(z),
         Err(e) => {
             warn!("cannot start the supervisor zygote: {e}; supervisors will be executed");
@@ -170,10 +151,23 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     };
     // After the bind, as the recovery: the `free.N` left are this node's.
     let slots = crate::slots::Slots::new(&setup.spool_dir);
+    let daemon_uid = nix::unistd::geteuid().as_raw();
+    let progress = Arc::new(Notify::new());
+    let link = Arc::new(NodeLink {
+        ctld: CtldLink::new(&setup),
+        node_name: setup.node_name.clone(),
+        conf_path: setup.conf_path.clone(),
+        spool_dir: setup.spool_dir.clone(),
+        gather: setup.gather.clone(),
+        daemon_uid,
+        stepd_program: stepd_program.clone(),
+        progress: progress.clone(),
+    });
     let daemon = Arc::new(Daemon {
         slots,
         setup,
-        daemon_uid: nix::unistd::geteuid().as_raw(),
+        link,
+        daemon_uid,
         stepd_program,
         zygote: Mutex::new(zygote),
         jobs: Mutex::new(JobTable::new()),
@@ -181,13 +175,12 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
         holders: Default::default(),
         shutdown: Notify::new(),
         pending_reports: AtomicUsize::new(0),
-        progress: Notify::new(),
+        progress,
         ended_runs: Mutex::default(),
-        ctld_conns: Mutex::default(),
     });
     // After the bind: a second daemon for the same node fails there and
     // never touches the first one's jobs.
-    crate::holder::recover(&daemon);
+    crate::daemon::holder::recover(&daemon.link, &daemon.holders);
     let ended_meanwhile = recover(&daemon);
     let registration = tokio::spawn(register(daemon.clone(), ended_meanwhile));
     // Every connection is accepted; one that does not authenticate in time,
@@ -540,7 +533,7 @@ async fn serve_connection(
         }
         if matches!(body, NodeRequest::OpenSession) {
             // The answer proves this daemon to the controller in turn.
-            let reply = match own_credential(&daemon) {
+            let reply = match daemon.link.ctld.credential() {
                 Ok(c) => {
                     rpc::signed_envelope(daemon.setup.identity.clone(), Some(c), NodeResponse::Ok)
                 }
@@ -578,7 +571,7 @@ async fn serve_connection(
                 let owner = (!everyone).then_some(who.uid);
                 let (jobs, roots) = daemon_jobs(&daemon);
                 (
-                    crate::pids::list(&jobs, &roots, job_id, step_id, owner),
+                    crate::daemon::pids::list(&jobs, &roots, job_id, step_id, owner),
                     None,
                 )
             }
@@ -633,16 +626,6 @@ fn needs_privilege(request: &NodeRequest) -> bool {
 
 /// A credential for the daemon's own request to the controller (a fresh
 /// one per attempt: each is accepted once).
-fn own_credential(daemon: &Daemon) -> Result<String, auth::AuthError> {
-    let auth = &daemon.setup.auth;
-    let sign = || auth.signer.sign(&daemon.setup.identity, setup::now());
-    if auth.blocks() {
-        tokio::task::block_in_place(sign)
-    } else {
-        sign()
-    }
-}
-
 /// The request's variant name, for logs (a launch carries a whole script).
 struct RequestName<'a>(&'a NodeRequest);
 
@@ -669,7 +652,10 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
         NodeRequest::Ping => (NodeResponse::Ok, None),
         NodeRequest::StepStat { job_id } => (step_stat(daemon, job_id), None),
         NodeRequest::LaunchBatch(l) => launch_batch(daemon, *l).await,
-        NodeRequest::LaunchStep(l) => (crate::steps::launch(daemon, *l).await, None),
+        NodeRequest::LaunchStep(l) => (
+            crate::daemon::steps::launch(&daemon.link, &daemon.steps, *l).await,
+            None,
+        ),
         NodeRequest::StartExtern {
             job_id,
             uid,
@@ -677,10 +663,21 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             node_index,
             acctg_freq,
         } => (
-            crate::holder::start(daemon, job_id, uid, gid, node_index, acctg_freq.as_deref()),
+            crate::daemon::holder::start(
+                &daemon.link,
+                &daemon.holders,
+                job_id,
+                uid,
+                gid,
+                node_index,
+                acctg_freq.as_deref(),
+            ),
             None,
         ),
-        NodeRequest::EndExtern { job_id } => (crate::holder::end(daemon, job_id), None),
+        NodeRequest::EndExtern { job_id } => (
+            crate::daemon::holder::end(&daemon.link, &daemon.holders, job_id),
+            None,
+        ),
         NodeRequest::SignalStep {
             job_id,
             step_id,
@@ -689,8 +686,14 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             time_limit,
             reason,
         } => (
-            crate::steps::signal(
-                daemon, job_id, step_id, signal, kill_wait, time_limit, reason,
+            crate::daemon::steps::signal(
+                &daemon.steps,
+                job_id,
+                step_id,
+                signal,
+                kill_wait,
+                time_limit,
+                reason,
             ),
             None,
         ),
@@ -706,7 +709,7 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             reason,
         } => {
             // A job's steps end with it, its extern step too.
-            crate::holder::end(daemon, job_id);
+            crate::daemon::holder::end(&daemon.link, &daemon.holders, job_id);
             daemon.steps.control(
                 job_id,
                 None,
@@ -758,13 +761,15 @@ fn step_stat(daemon: &Daemon, job_id: JobId) -> NodeResponse {
         out.push(s);
     }
     for step in daemon.steps.running(job_id) {
-        let path = crate::steps::live_path(spool_dir, job_id, step);
+        let path = crate::daemon::steps::live_path(spool_dir, job_id, step);
         if let Some(s) = crate::gather::read_live(&path) {
             out.push(s);
         }
     }
-    if crate::holder::running(daemon, job_id) {
-        if let Some(s) = crate::gather::read_live(&crate::holder::live_path(spool_dir, job_id)) {
+    if daemon.holders.running(job_id) {
+        if let Some(s) =
+            crate::gather::read_live(&crate::daemon::holder::live_path(spool_dir, job_id))
+        {
             out.push(s);
         }
     }
@@ -1208,7 +1213,12 @@ fn start_report(
         };
         let mut delay = BACKOFF_MIN;
         loop {
-            match call_until_answered(&daemon, || request.clone(), "job end").await {
+            match daemon
+                .link
+                .ctld
+                .call_until_answered(|| request.clone(), "job end")
+                .await
+            {
                 CtldResponse::Ok => debug!(job = %job_id, "end reported"),
                 // Its credential was not taken, so the report was not
                 // looked at: sent again after its connection closed
@@ -1247,12 +1257,17 @@ async fn register(daemon: Arc<Daemon>, ended_meanwhile: Vec<EndedMeanwhile>) {
     loop {
         let make = || {
             let mut reg = daemon.setup.registration.clone();
-            reg.free_memory = crate::hw::free_memory_mb();
-            reg.cpu_load = crate::hw::load_average();
+            reg.free_memory = crate::daemon::hw::free_memory_mb();
+            reg.cpu_load = crate::daemon::hw::load_average();
             reg.running_jobs = daemon.jobs().job_ids();
             CtldRequest::RegisterNode(reg)
         };
-        match call_until_answered(&daemon, make, "registration").await {
+        match daemon
+            .link
+            .ctld
+            .call_until_answered(make, "registration")
+            .await
+        {
             CtldResponse::Ok => {
                 // `muster up` waits for this line in each log it started.
                 info!("registered with the controller");
@@ -1273,129 +1288,5 @@ async fn register(daemon: Arc<Daemon>, ended_meanwhile: Vec<EndedMeanwhile>) {
                 tokio::time::sleep(BACKOFF_MAX).await;
             }
         }
-    }
-}
-
-/// Sends a request to the controller (the primary, then the backups in
-/// turn) until one answers, with capped exponential backoff.
-pub(crate) async fn call_until_answered(
-    daemon: &Daemon,
-    mut make: impl FnMut() -> CtldRequest,
-    what: &str,
-) -> CtldResponse {
-    let addrs = &daemon.setup.ctld_addrs;
-    let mut delay = BACKOFF_MIN;
-    let mut attempt: usize = 0;
-    loop {
-        let credential = match own_credential(daemon) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                warn!("{what}: cannot make a credential: {e}; retrying");
-                None
-            }
-        };
-        if let (Some(addr), Some(credential)) =
-            (addrs.get(attempt % addrs.len().max(1)), credential)
-        {
-            let frame =
-                rpc::signed_envelope(daemon.setup.identity.clone(), Some(credential), make());
-            match call_ctld(daemon, addr, &frame).await {
-                Ok(answer) => return answer,
-                // A kept connection that turned out closed: again at once on
-                // a new one, with a new credential (the controller may have
-                // read this one, and would refuse it as a replay).
-                Err(CtldCallError::Stale) => continue,
-                Err(CtldCallError::Rpc(e)) if attempt == 0 || delay == BACKOFF_MAX => {
-                    warn!("{what}: controller at {addr} did not answer: {e}; retrying")
-                }
-                Err(CtldCallError::Rpc(e)) => {
-                    debug!("{what}: controller at {addr} did not answer: {e}")
-                }
-            }
-        }
-        attempt += 1;
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(BACKOFF_MAX);
-    }
-}
-
-/// Why `call_ctld` got no answer.
-enum CtldCallError {
-    /// The kept connection it used turned out closed: the caller sends the
-    /// request again at once, signed anew.
-    Stale,
-    /// A new connection got no answer.
-    Rpc(RpcError),
-}
-
-/// One request to the controller at `addr`: on a connection that carried
-/// an earlier one if one is idle (a report costs no new connection), else
-/// on a new one. The request carries its own credential either way, so
-/// the controller checks each as before. A reused connection that turns
-/// out closed is `Stale`: the caller sends the request again with a new
-/// credential (the same one, sent again, would be refused as a replay
-/// where the controller had read it).
-async fn call_ctld(
-    daemon: &Daemon,
-    addr: &str,
-    frame: &Envelope<CtldRequest>,
-) -> Result<CtldResponse, CtldCallError> {
-    let idle = {
-        let mut conns = daemon.ctld_conns.lock().unwrap_or_else(|p| p.into_inner());
-        conns.retain(|c| c.since.elapsed() < CTLD_CONN_REUSE);
-        conns
-            .iter()
-            .rposition(|c| c.addr == addr)
-            .map(|i| conns.swap_remove(i))
-    };
-    if let Some(IdleConn { stream, .. }) = idle {
-        match exchange_ctld(stream, frame).await {
-            Ok((answer, stream)) => {
-                keep_ctld_conn(daemon, addr, stream);
-                return Ok(answer);
-            }
-            Err(e) => {
-                debug!("connection to the controller at {addr} closed ({e}); opening another");
-                return Err(CtldCallError::Stale);
-            }
-        }
-    }
-    let fut = async {
-        let stream = TcpStream::connect(addr).await?;
-        stream.set_nodelay(true)?;
-        exchange_ctld(stream, frame).await
-    };
-    let (answer, stream) = tokio::time::timeout(CTLD_TIMEOUT, fut)
-        .await
-        .unwrap_or(Err(RpcError::Timeout))
-        .map_err(CtldCallError::Rpc)?;
-    keep_ctld_conn(daemon, addr, stream);
-    Ok(answer)
-}
-
-async fn exchange_ctld(
-    mut stream: TcpStream,
-    frame: &Envelope<CtldRequest>,
-) -> Result<(CtldResponse, TcpStream), RpcError> {
-    let fut = async {
-        rpc::write_frame_async(&mut stream, frame).await?;
-        let answer: Envelope<CtldResponse> =
-            rpc::read_frame_async(&mut stream, CTLD_TIMEOUT).await?;
-        Ok::<_, RpcError>(answer.body)
-    };
-    let answer = tokio::time::timeout(CTLD_TIMEOUT, fut)
-        .await
-        .unwrap_or(Err(RpcError::Timeout))?;
-    Ok((answer, stream))
-}
-
-fn keep_ctld_conn(daemon: &Daemon, addr: &str, stream: TcpStream) {
-    let mut conns = daemon.ctld_conns.lock().unwrap_or_else(|p| p.into_inner());
-    if conns.len() < CTLD_CONNS_KEPT {
-        conns.push(IdleConn {
-            addr: addr.to_string(),
-            stream,
-            since: Instant::now(),
-        });
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::exec::chdir_error_line;
 use model::JobId;
 
 #[test]

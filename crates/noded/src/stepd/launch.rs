@@ -18,6 +18,7 @@
 //! against the permissions of, the job's user.
 
 use crate::env::{job_env, NodeEnv};
+use crate::exec::{groups_of, os_error_text, ExecImage, SUPERVISOR_IGNORES};
 use crate::slots::{Owner, Slots};
 use crate::spool::{JobRecord, Pids, RecordState};
 use proto::BatchLaunch;
@@ -125,35 +126,12 @@ pub fn resolve_path(work_dir: &str, path: &str, default: &str) -> String {
     }
 }
 
-/// strerror(3) text, without Rust's " (os error N)".
-pub fn os_error_text(errno: i32) -> String {
-    let text = std::io::Error::from_raw_os_error(errno).to_string();
-    match text.rfind(" (os error ") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
-}
-
-/// The line slurmstepd writes to the job's stderr when it cannot enter the
-/// working directory.
-pub fn chdir_error_line(work_dir: &str, errno: i32) -> String {
-    format!(
-        "slurmstepd: error: couldn't chdir to `{work_dir}': {}: going to /tmp instead\n",
-        os_error_text(errno)
-    )
-}
-
 /// The child's steps, reported through the side pipe when one fails.
 const STEP_SETSID: u8 = 1;
 const STEP_USER: u8 = 2;
 const STEP_STDIN: u8 = 3;
 const STEP_STDOUT: u8 = 4;
 const STEP_STDERR: u8 = 5;
-
-/// Signals the supervisor ignores, so that only the job's own signals
-/// (sent to the script's group, not to the supervisor) affect the job.
-pub const SUPERVISOR_IGNORES: [libc::c_int; 4] =
-    [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGPIPE];
 
 /// Highest errno with a prepared chdir message.
 const MAX_ERRNO: usize = 134;
@@ -170,9 +148,9 @@ struct ChildSetup {
     append: bool,
     /// The script itself, executed with `SLURM_TASK_PID` set to its pid
     /// (one program started, not a shell that then starts the script).
-    direct: Option<crate::taskd::ExecImage>,
+    direct: Option<ExecImage>,
     /// `/bin/sh -c WRAPPER script args`, when the direct exec fails.
-    wrapped: Option<crate::taskd::ExecImage>,
+    wrapped: Option<ExecImage>,
 }
 
 fn errno() -> i32 {
@@ -317,14 +295,6 @@ impl ChdirLine {
 
 fn cstring(what: &str, s: &str) -> Result<CString, String> {
     CString::new(s).map_err(|_| format!("{what} contains a NUL byte"))
-}
-
-/// Supplementary groups of `user` with primary group `gid`.
-pub(crate) fn groups_of(user: &str, gid: u32) -> Result<Vec<libc::gid_t>, String> {
-    let name = CString::new(user).map_err(|_| "user name contains a NUL byte".to_string())?;
-    let groups = nix::unistd::getgrouplist(&name, nix::unistd::Gid::from_raw(gid))
-        .map_err(|e| format!("cannot read the groups of user {user}: {e}"))?;
-    Ok(groups.into_iter().map(|g| g.as_raw()).collect())
 }
 
 /// Where the script's stdio and working directory are.
@@ -603,8 +573,8 @@ pub fn spawn_script(
     let (mut report_rx, report_tx) =
         UnixStream::pair().map_err(|e| format!("cannot create a pipe: {e}"))?;
     let script_arg = script.to_string_lossy().into_owned();
-    let direct = crate::taskd::ExecImage::new(&script_arg, &launch.argv, &env);
-    let wrapped = crate::taskd::ExecImage::new(
+    let direct = ExecImage::new(&script_arg, &launch.argv, &env);
+    let wrapped = ExecImage::new(
         "/bin/sh",
         &[
             ["-c".to_string(), WRAPPER.to_string(), script_arg.clone()].as_slice(),

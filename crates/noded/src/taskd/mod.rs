@@ -17,12 +17,18 @@
 //! user; a signal for the step goes to every task's group. A task that
 //! cannot be executed gets slurmstepd's `execve(): NAME: REASON` line on
 //! its stderr and exits with the errno as its code, as in Slurm.
+//!
+//! This is the step supervisor's room. It may import the leaves (`spool`,
+//! `gather`, `exec`, `to_srun`) and the PMI servers (`pmi`); the daemon
+//! imports its spec, control and report lines, never the other way.
 
+use crate::exec::{chdir_error_line, os_error_text, ExecImage};
 use crate::gather::{
-    parse_frequency, Gather, GatherType, Publish, Sampler, StepCgroup, TaskCgroup, TaskSource,
+    parse_frequency, Gather, GatherSettings, GatherType, Publish, Sampler, StepCgroup, TaskCgroup,
+    TaskSource,
 };
-use crate::launch::{chdir_error_line, os_error_text};
 use crate::spool::ProcId;
+use crate::to_srun::ToSrun;
 use model::ExitCode;
 use proto::{SrunToStepd, StdinMode, StepLaunch, StepdToSrun};
 use serde::{Deserialize, Serialize};
@@ -49,7 +55,7 @@ pub struct TaskdSpec {
     pub switch_user: bool,
     /// How to gather the tasks' usage.
     #[serde(default)]
-    pub gather: crate::gather::GatherSettings,
+    pub gather: GatherSettings,
     /// Where to publish the step's usage after every sample (sstat).
     #[serde(default)]
     pub live_path: Option<std::path::PathBuf>,
@@ -165,27 +171,6 @@ fn terminate_tasks(pids: &Arc<Mutex<Vec<i32>>>, kill_wait: u32) {
     });
 }
 
-/// The shared, framed connection to srun.
-#[derive(Clone)]
-pub struct ToSrun {
-    stream: Arc<Mutex<Option<TcpStream>>>,
-    identity: proto::Identity,
-}
-
-impl ToSrun {
-    /// Sends one message; a gone srun is ignored (the step goes on, as
-    /// Slurm's does when srun dies, until it is ended).
-    pub fn send(&self, msg: StepdToSrun) {
-        let mut guard = self.stream.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = guard.as_mut() {
-            let env = rpc::envelope(self.identity.clone(), msg);
-            if rpc::write_frame(s, &env).is_err() {
-                *guard = None;
-            }
-        }
-    }
-}
-
 /// One local task.
 struct Task {
     /// Global task id.
@@ -197,7 +182,7 @@ struct Task {
 /// Runs the supervisor; returns the process exit status.
 pub fn main() -> i32 {
     let _ = nix::unistd::setsid();
-    for sig in crate::launch::SUPERVISOR_IGNORES {
+    for sig in crate::exec::SUPERVISOR_IGNORES {
         // SAFETY: SIG_IGN installs no handler.
         unsafe { libc::signal(sig, libc::SIG_IGN) };
     }
@@ -325,118 +310,6 @@ fn task_env(
     env.into_iter().collect()
 }
 
-/// The task's program, arguments and environment, prepared before fork so
-/// that the child can exec with `SLURM_TASK_PID` set to its own pid (known
-/// only after fork) without allocating.
-pub(crate) struct ExecImage {
-    path: CString,
-    argv: Vec<CString>,
-    env: Vec<CString>,
-    /// `SLURM_TASK_PID=` with room for the digits, written in the child.
-    pid_entry: Vec<u8>,
-    /// NULL-terminated pointer arrays, filled in the child (no allocation).
-    argv_ptrs: Vec<usize>,
-    env_ptrs: Vec<usize>,
-}
-
-const TASK_PID_KEY: &[u8] = b"SLURM_TASK_PID=";
-
-impl ExecImage {
-    /// The image of `program args` with `env`, or None when `program` is
-    /// not found on the environment's PATH (the plain spawn then reports
-    /// the error).
-    pub(crate) fn new(
-        program: &str,
-        args: &[String],
-        env: &[(String, String)],
-    ) -> Option<ExecImage> {
-        let path = resolve_program(program, env)?;
-        let argv: Vec<CString> = std::iter::once(program)
-            .chain(args.iter().map(String::as_str))
-            .map(|a| CString::new(a).ok())
-            .collect::<Option<_>>()?;
-        let env: Vec<CString> = env
-            .iter()
-            .filter(|(k, _)| k != "SLURM_TASK_PID")
-            .map(|(k, v)| CString::new(format!("{k}={v}")).ok())
-            .collect::<Option<_>>()?;
-        let mut pid_entry = TASK_PID_KEY.to_vec();
-        pid_entry.resize(TASK_PID_KEY.len() + 24, 0);
-        Some(ExecImage {
-            path: CString::new(path).ok()?,
-            argv_ptrs: vec![0; argv.len() + 1],
-            env_ptrs: vec![0; env.len() + 2],
-            argv,
-            env,
-            pid_entry,
-        })
-    }
-
-    /// Execs the image with this process's pid as `SLURM_TASK_PID`;
-    /// returns only on failure. Async-signal-safe.
-    pub(crate) fn exec(&mut self) -> std::io::Error {
-        // SAFETY: getpid is async-signal-safe.
-        let mut pid = unsafe { libc::getpid() } as u64;
-        let mut digits = [0u8; 20];
-        let mut n = 0;
-        loop {
-            digits[n] = b'0' + (pid % 10) as u8;
-            n += 1;
-            pid /= 10;
-            if pid == 0 {
-                break;
-            }
-        }
-        let base = TASK_PID_KEY.len();
-        for (slot, d) in self.pid_entry[base..base + n]
-            .iter_mut()
-            .zip(digits[..n].iter().rev())
-        {
-            *slot = *d;
-        }
-        self.pid_entry[base + n] = 0;
-        for (slot, a) in self.argv_ptrs.iter_mut().zip(&self.argv) {
-            *slot = a.as_ptr() as usize;
-        }
-        *self.argv_ptrs.last_mut().expect("argv has a NULL slot") = 0;
-        for (slot, e) in self.env_ptrs.iter_mut().zip(&self.env) {
-            *slot = e.as_ptr() as usize;
-        }
-        let len = self.env_ptrs.len();
-        self.env_ptrs[len - 2] = self.pid_entry.as_ptr() as usize;
-        self.env_ptrs[len - 1] = 0;
-        // SAFETY: NUL-terminated strings and NULL-terminated arrays of
-        // pointers into memory this struct owns.
-        unsafe {
-            libc::execve(
-                self.path.as_ptr(),
-                self.argv_ptrs.as_ptr().cast(),
-                self.env_ptrs.as_ptr().cast(),
-            );
-        }
-        std::io::Error::last_os_error()
-    }
-}
-
-/// `program` as execvp would find it on the task environment's PATH.
-fn resolve_program(program: &str, env: &[(String, String)]) -> Option<String> {
-    if program.contains('/') {
-        return Some(program.to_string());
-    }
-    let path = env
-        .iter()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.as_str())
-        .unwrap_or("/usr/local/bin:/usr/bin:/bin");
-    path.split(':').find_map(|dir| {
-        let dir = if dir.is_empty() { "." } else { dir };
-        let candidate = format!("{dir}/{program}");
-        let meta = std::fs::metadata(&candidate).ok()?;
-        use std::os::unix::fs::PermissionsExt;
-        (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(candidate)
-    })
-}
-
 /// Everything a task's child needs between fork and exec.
 struct TaskSetup {
     switch: Option<(libc::uid_t, libc::gid_t, Vec<libc::gid_t>)>,
@@ -454,7 +327,7 @@ impl TaskSetup {
     fn apply(&mut self) -> std::io::Result<()> {
         // SAFETY: system calls on memory prepared before fork.
         unsafe {
-            for sig in crate::launch::SUPERVISOR_IGNORES {
+            for sig in crate::exec::SUPERVISOR_IGNORES {
                 libc::signal(sig, libc::SIG_DFL);
             }
             if libc::setsid() < 0 {
@@ -557,298 +430,449 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         gather_settings.freq_secs = n;
     }
     let stream = connect(&l.srun_addr);
-    let to = ToSrun {
-        stream: Arc::new(Mutex::new(stream.as_ref().and_then(|s| s.try_clone().ok()))),
-        identity: identity(spec),
-    };
+    let to = ToSrun::new(
+        stream.as_ref().and_then(|s| s.try_clone().ok()),
+        identity(spec),
+    );
     to.send(StepdToSrun::Hello {
         token: l.token.clone(),
         node_index: l.node_index,
         node: spec.node_name.clone(),
     });
-    let mine: Vec<u32> = l.tasks[l.node_index as usize].clone();
-    let switch = if spec.switch_user {
-        let groups = crate::launch::groups_of(&l.user, l.gid).unwrap_or_else(|_| vec![l.gid]);
-        Some((l.uid, l.gid, groups))
-    } else {
-        None
-    };
-    let work_dir = if l.work_dir.is_empty() {
-        "/tmp"
-    } else {
-        &l.work_dir
-    };
-    let mut chdir_lines = vec![chdir_error_line(work_dir, libc::EIO).into_bytes()];
-    chdir_lines.extend((1..134).map(|e| chdir_error_line(work_dir, e).into_bytes()));
-    let pmi = (l.mpi == "pmi2").then(|| crate::pmi::Server::new(l, to.clone()));
-    let ids = match &switch {
-        Some((uid, gid, _)) => (*uid, *gid),
-        None => (
-            nix::unistd::getuid().as_raw(),
-            nix::unistd::getgid().as_raw(),
-        ),
-    };
-    let (pmix, mut pmix_error) =
-        match (l.mpi == "pmix").then(|| crate::pmix::Server::start(l, to.clone(), ids)) {
-            Some(Ok(server)) => (Some(Arc::new(server)), None),
-            Some(Err(e)) => (None, Some(e)),
-            None => (None, None),
-        };
-    let cgroup = (gather_settings.kind == GatherType::Cgroup)
-        .then(|| StepCgroup::create(&gather_settings, l.job_id.0, &l.step_id.to_string()))
-        .flatten();
-    let mut task_cgroups: BTreeMap<usize, TaskCgroup> = BTreeMap::new();
-    let mut sources: Vec<(usize, TaskSource)> = Vec::new();
-    let mut tasks: Vec<Task> = Vec::new();
-    let mut stdin_pipes: Vec<(u32, std::process::ChildStdin)> = Vec::new();
-    let mut opened: BTreeMap<String, std::fs::File> = BTreeMap::new();
-    let mut failed_exits: Vec<(u32, i32)> = Vec::new();
-    let mut pmi_conns: Vec<(u32, OwnedFd)> = Vec::new();
-    let fs_switch = switch.as_ref().map(|(u, g, _)| (*u, *g));
-    for (local, task) in mine.iter().copied().enumerate() {
-        let mut out_msgs: Vec<String> = Vec::new();
-        let mut output = |pattern: &Option<String>| -> Stdio {
-            let Some(p) = pattern else {
-                return Stdio::piped();
-            };
-            let path = expand_task_path(p, l, &spec.node_name, task);
-            if let Some(f) = opened.get(&path).and_then(|f| f.try_clone().ok()) {
-                return Stdio::from(f);
-            }
-            match open_output(&path, fs_switch) {
-                Ok(f) => {
-                    if let Ok(c) = f.try_clone() {
-                        opened.insert(path, c);
-                    }
-                    Stdio::from(f)
-                }
-                Err(e) => {
-                    out_msgs.push(format!(
-                        "slurmstepd: error: Could not open stdout file {path}: {}\n",
-                        os_error_text(e.raw_os_error().unwrap_or(libc::EIO))
-                    ));
-                    Stdio::null()
-                }
-            }
-        };
-        let stdout = output(&l.stdout);
-        let stderr = match (&l.stderr, &l.stdout) {
-            (None, Some(_)) => output(&l.stdout),
-            (e, _) => output(e),
-        };
-        let (stdin, stdin_file) = match &l.stdin {
-            StdinMode::Task0 if task == 0 => (Stdio::piped(), None),
-            StdinMode::Task(n) if *n == task => (Stdio::piped(), None),
-            StdinMode::All => (Stdio::piped(), None),
-            StdinMode::File(p) => (
-                Stdio::null(),
-                CString::new(expand_task_path(p, l, &spec.node_name, task)).ok(),
-            ),
-            _ => (Stdio::null(), None),
-        };
-        let pair = if pmi.is_some() {
-            nix::sys::socket::socketpair(
-                nix::sys::socket::AddressFamily::Unix,
-                nix::sys::socket::SockType::Stream,
-                None,
-                nix::sys::socket::SockFlag::SOCK_CLOEXEC,
-            )
-            .ok()
-        } else {
-            None
-        };
-        let keep_fd = pair.as_ref().map(|(_, child)| child.as_raw_fd());
-        let pmix_env = match &pmix {
-            Some(server) => server.task_env(task),
-            None => Ok(Vec::new()),
-        };
-        let pmix_env = match (pmix_env, pmix_error.clone()) {
-            (Ok(v), None) => v,
-            (Err(e), _) | (_, Some(e)) => {
-                // Said once per node; every task of the node fails.
-                if pmix_error.is_none() || local == 0 {
-                    to.send(StepdToSrun::Output {
-                        task,
-                        stderr: true,
-                        data: format!("slurmstepd: error: mpi/pmix: {e}\n").into_bytes(),
-                    });
-                }
-                pmix_error.get_or_insert(e);
-                failed_exits.push((task, 1 << 8));
-                continue;
-            }
-        };
-        let env = task_env(spec, task, local, keep_fd, pmix_env);
-        let Some(program) = l.argv.first() else {
-            failed_exits.push((task, 1 << 8));
-            continue;
-        };
-        let mut setup = TaskSetup {
-            switch: switch.clone(),
-            work_dir: CString::new(work_dir).unwrap_or_else(|_| c"/tmp".into()),
-            chdir_lines: chdir_lines.clone(),
-            stdin_file,
-            keep_fd,
-            image: ExecImage::new(program, &l.argv[1..], &env),
-        };
-        let mut cmd = std::process::Command::new(program);
-        cmd.args(&l.argv[1..])
-            .env_clear()
-            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdin(stdin)
-            .stdout(stdout)
-            .stderr(stderr);
-        let task_cgroup = cgroup.as_ref().and_then(|c| c.task(task));
-        if let Some(cg) = &task_cgroup {
-            task_cgroups.insert(local, cg.clone());
-        }
-        // SAFETY: `join_self` and `apply` are async-signal-safe (see
-        // TaskCgroup, TaskSetup); the cgroup is joined while still root.
-        unsafe {
-            if let Some(cg) = task_cgroup.clone() {
-                cmd.pre_exec(move || {
-                    cg.join_self();
-                    Ok(())
-                });
-            }
-            cmd.pre_exec(move || setup.apply());
-        }
-        for m in out_msgs {
-            to.send(StepdToSrun::Output {
-                task,
-                stderr: true,
-                data: m.into_bytes(),
-            });
-        }
-        match cmd.spawn() {
-            Ok(mut child) => {
-                let pid = child.id() as i32;
-                if let Some(id) = ProcId::of(pid) {
-                    report(&TaskdReport::Started(id));
-                }
-                sources.push((
-                    local,
-                    match task_cgroup {
-                        Some(cg) => TaskSource::Cgroup(cg),
-                        None => TaskSource::Session(pid),
-                    },
-                ));
-                let mut readers = Vec::new();
-                if let Some(o) = child.stdout.take() {
-                    readers.push(pump(o, to.clone(), task, false));
-                }
-                if let Some(e) = child.stderr.take() {
-                    readers.push(pump(e, to.clone(), task, true));
-                }
-                if let Some(i) = child.stdin.take() {
-                    stdin_pipes.push((task, i));
-                }
-                if let Some((ours, _child_end)) = pair {
-                    pmi_conns.push((task, ours));
-                }
-                tasks.push(Task {
-                    id: task,
-                    pid,
-                    readers,
-                });
-            }
-            Err(e) => {
-                let errno = e.raw_os_error().unwrap_or(libc::ENOENT);
-                to.send(StepdToSrun::Output {
-                    task,
-                    stderr: true,
-                    data: format!(
-                        "slurmstepd: error: execve(): {program}: {}\n",
-                        os_error_text(errno)
-                    )
-                    .into_bytes(),
-                });
-                failed_exits.push((task, (errno & 0xff) << 8));
-            }
-        }
-    }
-    drop(opened);
+    let mut step = StepSetup::new(spec, to, &gather_settings);
+    let Started {
+        tasks,
+        sources,
+        task_cgroups,
+        stdin_pipes,
+        failed_exits,
+        pmi_conns,
+    } = start_tasks(spec, &mut step);
     let pids: Arc<Mutex<Vec<i32>>> = Arc::new(Mutex::new(tasks.iter().map(|t| t.pid).collect()));
-    if let (Some(pmi), Some(_)) = (&pmi, tasks.first()) {
+    if let (Some(pmi), Some(_)) = (&step.pmi, tasks.first()) {
         for (task, fd) in pmi_conns {
             pmi.serve(task, fd, pids.clone());
         }
     }
     let ender = Ender {
-        to: to.clone(),
+        to: step.to.clone(),
         pids: pids.clone(),
         job_id: l.job_id,
         step_id: l.step_id,
         node: spec.node_name.clone(),
-        first_task: mine.first().copied(),
+        first_task: step.mine.first().copied(),
         done: Arc::new(std::sync::atomic::AtomicBool::new(false)),
     };
-    // srun's messages: stdin, signals, fence results.
     if let Some(s) = stream {
-        let pids = pids.clone();
-        let ender = ender.clone();
-        let pmi = pmi.clone();
-        let pmix = pmix.clone();
-        let mut stdin_pipes = stdin_pipes;
-        std::thread::spawn(move || {
-            let mut s = s;
-            loop {
-                let msg: proto::Envelope<SrunToStepd> = match rpc::read_frame(&mut s) {
-                    Ok(m) => m,
-                    Err(_) => return,
-                };
-                match msg.body {
-                    SrunToStepd::Stdin(data) => {
-                        stdin_pipes.retain_mut(|(_, p)| p.write_all(&data).is_ok());
-                    }
-                    SrunToStepd::StdinEof => stdin_pipes.clear(),
-                    SrunToStepd::Signal(sig) => signal_tasks(&pids, sig),
-                    SrunToStepd::Terminate { kill_wait } => {
-                        ender.end(proto::EndReason::Cancelled, true, Some(kill_wait));
-                    }
-                    SrunToStepd::FenceOut { seq, kvs } => {
-                        if let Some(p) = &pmi {
-                            p.fence_out(seq, kvs);
-                        } else if let Some(p) = &pmix {
-                            p.fence_out(seq, kvs);
-                        }
-                    }
-                }
-            }
-        });
+        relay_srun_messages(s, &step, pids.clone(), ender.clone(), stdin_pipes);
     }
-    // The daemon's control lines.
-    let (reported_tx, reported_rx) = std::sync::mpsc::channel::<()>();
-    {
-        let pids = pids.clone();
-        std::thread::spawn(move || {
-            for line in control.lines() {
-                let Ok(line) = line else { return };
-                match serde_json::from_str::<TaskdControl>(&line) {
-                    Ok(TaskdControl::Signal(sig)) => signal_tasks(&pids, sig),
-                    Ok(TaskdControl::Terminate(kill_wait)) => terminate_tasks(&pids, kill_wait),
-                    Ok(TaskdControl::End {
-                        reason,
-                        step,
-                        kill_wait,
-                    }) => {
-                        ender.end(reason, step, kill_wait);
-                    }
-                    Ok(TaskdControl::Reported) => {
-                        let _ = reported_tx.send(());
-                    }
-                    Err(_) => {}
-                }
-            }
-        });
-    }
-    let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &mine)));
+    let reported_rx = follow_control_lines(control, pids.clone(), ender);
+    let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &step.mine)));
     let publish = spec.live_path.clone().map(|path| Publish {
         path,
         step: proto::StepId::Numbered(l.step_id),
         pids: tasks.iter().map(|t| t.pid as u32).collect(),
     });
     let sampler = Sampler::start(&gather_settings, gather.clone(), sources, publish);
+    let exit = reap_tasks(&step, tasks, failed_exits, &task_cgroups, &pids, &gather);
+    sampler.stop();
+    if let Some(p) = &step.pmix {
+        p.finish();
+    }
+    if let Some(p) = &spec.live_path {
+        let _ = std::fs::remove_file(p);
+    }
+    let usage = gather.lock().unwrap_or_else(|p| p.into_inner()).usage();
+    if let Some(c) = &step.cgroup {
+        c.remove();
+    }
+    report(&TaskdReport::Ended(Box::new(TaskdResult { exit, usage })));
+    let _ = reported_rx.recv_timeout(REPORT_WAIT);
+    step.to.send(StepdToSrun::Done);
+}
+
+/// What every task of the step on this node shares, made once before the
+/// first fork: the user switch, the working directory and its error
+/// lines, the PMI server and the step's cgroup.
+struct StepSetup {
+    /// The step's connection to srun.
+    to: ToSrun,
+    /// This node's tasks (global ids).
+    mine: Vec<u32>,
+    switch: Option<(u32, u32, Vec<libc::gid_t>)>,
+    work_dir: String,
+    /// `chdir_error_line` by errno (index 0: EIO's).
+    chdir_lines: Vec<Vec<u8>>,
+    pmi: Option<crate::pmi::pmi2::Server>,
+    pmix: Option<Arc<crate::pmi::pmix::Server>>,
+    /// Why the PMIx server could not start (or serve a task): every task
+    /// of this node then fails.
+    pmix_error: Option<String>,
+    cgroup: Option<StepCgroup>,
+}
+
+impl StepSetup {
+    fn new(spec: &TaskdSpec, to: ToSrun, gather_settings: &GatherSettings) -> StepSetup {
+        let l = &spec.launch;
+        let mine: Vec<u32> = l.tasks[l.node_index as usize].clone();
+        let switch = if spec.switch_user {
+            let groups = crate::exec::groups_of(&l.user, l.gid).unwrap_or_else(|_| vec![l.gid]);
+            Some((l.uid, l.gid, groups))
+        } else {
+            None
+        };
+        let work_dir = if l.work_dir.is_empty() {
+            "/tmp"
+        } else {
+            &l.work_dir
+        };
+        let mut chdir_lines = vec![chdir_error_line(work_dir, libc::EIO).into_bytes()];
+        chdir_lines.extend((1..134).map(|e| chdir_error_line(work_dir, e).into_bytes()));
+        let pmi = (l.mpi == "pmi2").then(|| crate::pmi::pmi2::Server::new(l, to.clone()));
+        let ids = match &switch {
+            Some((uid, gid, _)) => (*uid, *gid),
+            None => (
+                nix::unistd::getuid().as_raw(),
+                nix::unistd::getgid().as_raw(),
+            ),
+        };
+        let (pmix, pmix_error) =
+            match (l.mpi == "pmix").then(|| crate::pmi::pmix::Server::start(l, to.clone(), ids)) {
+                Some(Ok(server)) => (Some(Arc::new(server)), None),
+                Some(Err(e)) => (None, Some(e)),
+                None => (None, None),
+            };
+        let cgroup = (gather_settings.kind == GatherType::Cgroup)
+            .then(|| StepCgroup::create(gather_settings, l.job_id.0, &l.step_id.to_string()))
+            .flatten();
+        StepSetup {
+            to,
+            mine,
+            switch,
+            work_dir: work_dir.to_string(),
+            chdir_lines,
+            pmi,
+            pmix,
+            pmix_error,
+            cgroup,
+        }
+    }
+}
+
+/// This node's tasks as they started, or did not.
+#[derive(Default)]
+struct Started {
+    tasks: Vec<Task>,
+    /// Where the sampler reads each local task's usage.
+    sources: Vec<(usize, TaskSource)>,
+    task_cgroups: BTreeMap<usize, TaskCgroup>,
+    /// The tasks that read srun's stdin.
+    stdin_pipes: Vec<(u32, std::process::ChildStdin)>,
+    /// The tasks that never ran, with their wait status.
+    failed_exits: Vec<(u32, i32)>,
+    /// The daemon's end of each task's `PMI_FD`.
+    pmi_conns: Vec<(u32, OwnedFd)>,
+}
+
+/// Starts every task of this node, in order.
+fn start_tasks(spec: &TaskdSpec, step: &mut StepSetup) -> Started {
+    let mut started = Started::default();
+    let mut opened: BTreeMap<String, std::fs::File> = BTreeMap::new();
+    for (local, task) in step.mine.clone().into_iter().enumerate() {
+        start_task(spec, step, &mut opened, &mut started, local, task);
+    }
+    drop(opened);
+    started
+}
+
+/// Starts the task `task` (the `local`th here): its stdio, environment,
+/// cgroup and exec, and notes it in `started` (or why it did not start).
+/// Output files already open for an earlier task (`opened`) are shared.
+fn start_task(
+    spec: &TaskdSpec,
+    step: &mut StepSetup,
+    opened: &mut BTreeMap<String, std::fs::File>,
+    started: &mut Started,
+    local: usize,
+    task: u32,
+) {
+    let l = &spec.launch;
+    let to = &step.to;
+    let stdio = task_stdio(spec, step, opened, task);
+    let pair = if step.pmi.is_some() {
+        nix::sys::socket::socketpair(
+            nix::sys::socket::AddressFamily::Unix,
+            nix::sys::socket::SockType::Stream,
+            None,
+            nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+        )
+        .ok()
+    } else {
+        None
+    };
+    let keep_fd = pair.as_ref().map(|(_, child)| child.as_raw_fd());
+    let pmix_env = match &step.pmix {
+        Some(server) => server.task_env(task),
+        None => Ok(Vec::new()),
+    };
+    let pmix_env = match (pmix_env, step.pmix_error.clone()) {
+        (Ok(v), None) => v,
+        (Err(e), _) | (_, Some(e)) => {
+            // Said once per node; every task of the node fails.
+            if step.pmix_error.is_none() || local == 0 {
+                to.send(StepdToSrun::Output {
+                    task,
+                    stderr: true,
+                    data: format!("slurmstepd: error: mpi/pmix: {e}\n").into_bytes(),
+                });
+            }
+            step.pmix_error.get_or_insert(e);
+            started.failed_exits.push((task, 1 << 8));
+            return;
+        }
+    };
+    let env = task_env(spec, task, local, keep_fd, pmix_env);
+    let Some(program) = l.argv.first() else {
+        started.failed_exits.push((task, 1 << 8));
+        return;
+    };
+    let mut setup = TaskSetup {
+        switch: step.switch.clone(),
+        work_dir: CString::new(step.work_dir.as_str()).unwrap_or_else(|_| c"/tmp".into()),
+        chdir_lines: step.chdir_lines.clone(),
+        stdin_file: stdio.stdin_file,
+        keep_fd,
+        image: ExecImage::new(program, &l.argv[1..], &env),
+    };
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(&l.argv[1..])
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(stdio.stdin)
+        .stdout(stdio.stdout)
+        .stderr(stdio.stderr);
+    let task_cgroup = step.cgroup.as_ref().and_then(|c| c.task(task));
+    if let Some(cg) = &task_cgroup {
+        started.task_cgroups.insert(local, cg.clone());
+    }
+    // SAFETY: `join_self` and `apply` are async-signal-safe (see
+    // TaskCgroup, TaskSetup); the cgroup is joined while still root.
+    unsafe {
+        if let Some(cg) = task_cgroup.clone() {
+            cmd.pre_exec(move || {
+                cg.join_self();
+                Ok(())
+            });
+        }
+        cmd.pre_exec(move || setup.apply());
+    }
+    for m in stdio.messages {
+        to.send(StepdToSrun::Output {
+            task,
+            stderr: true,
+            data: m.into_bytes(),
+        });
+    }
+    match cmd.spawn() {
+        Ok(mut child) => {
+            let pid = child.id() as i32;
+            if let Some(id) = ProcId::of(pid) {
+                report(&TaskdReport::Started(id));
+            }
+            started.sources.push((
+                local,
+                match task_cgroup {
+                    Some(cg) => TaskSource::Cgroup(cg),
+                    None => TaskSource::Session(pid),
+                },
+            ));
+            let mut readers = Vec::new();
+            if let Some(o) = child.stdout.take() {
+                readers.push(pump(o, to.clone(), task, false));
+            }
+            if let Some(e) = child.stderr.take() {
+                readers.push(pump(e, to.clone(), task, true));
+            }
+            if let Some(i) = child.stdin.take() {
+                started.stdin_pipes.push((task, i));
+            }
+            if let Some((ours, _child_end)) = pair {
+                started.pmi_conns.push((task, ours));
+            }
+            started.tasks.push(Task {
+                id: task,
+                pid,
+                readers,
+            });
+        }
+        Err(e) => {
+            let errno = e.raw_os_error().unwrap_or(libc::ENOENT);
+            to.send(StepdToSrun::Output {
+                task,
+                stderr: true,
+                data: format!(
+                    "slurmstepd: error: execve(): {program}: {}\n",
+                    os_error_text(errno)
+                )
+                .into_bytes(),
+            });
+            started.failed_exits.push((task, (errno & 0xff) << 8));
+        }
+    }
+}
+
+/// A task's stdio, and the error lines for the files that could not be
+/// opened (sent to srun as the task's stderr).
+struct TaskStdio {
+    stdin: Stdio,
+    /// `--input=FILE`: opened by the child, as the job's user.
+    stdin_file: Option<CString>,
+    stdout: Stdio,
+    stderr: Stdio,
+    messages: Vec<String>,
+}
+
+/// Opens (or shares, through `opened`) the output files of task `task`;
+/// a stream without a file is a pipe to srun.
+fn task_stdio(
+    spec: &TaskdSpec,
+    step: &StepSetup,
+    opened: &mut BTreeMap<String, std::fs::File>,
+    task: u32,
+) -> TaskStdio {
+    let l = &spec.launch;
+    let fs_switch = step.switch.as_ref().map(|(u, g, _)| (*u, *g));
+    let mut messages: Vec<String> = Vec::new();
+    let mut output = |pattern: &Option<String>| -> Stdio {
+        let Some(p) = pattern else {
+            return Stdio::piped();
+        };
+        let path = expand_task_path(p, l, &spec.node_name, task);
+        if let Some(f) = opened.get(&path).and_then(|f| f.try_clone().ok()) {
+            return Stdio::from(f);
+        }
+        match open_output(&path, fs_switch) {
+            Ok(f) => {
+                if let Ok(c) = f.try_clone() {
+                    opened.insert(path, c);
+                }
+                Stdio::from(f)
+            }
+            Err(e) => {
+                messages.push(format!(
+                    "slurmstepd: error: Could not open stdout file {path}: {}\n",
+                    os_error_text(e.raw_os_error().unwrap_or(libc::EIO))
+                ));
+                Stdio::null()
+            }
+        }
+    };
+    let stdout = output(&l.stdout);
+    let stderr = match (&l.stderr, &l.stdout) {
+        (None, Some(_)) => output(&l.stdout),
+        (e, _) => output(e),
+    };
+    let (stdin, stdin_file) = match &l.stdin {
+        StdinMode::Task0 if task == 0 => (Stdio::piped(), None),
+        StdinMode::Task(n) if *n == task => (Stdio::piped(), None),
+        StdinMode::All => (Stdio::piped(), None),
+        StdinMode::File(p) => (
+            Stdio::null(),
+            CString::new(expand_task_path(p, l, &spec.node_name, task)).ok(),
+        ),
+        _ => (Stdio::null(), None),
+    };
+    TaskStdio {
+        stdin,
+        stdin_file,
+        stdout,
+        stderr,
+        messages,
+    }
+}
+
+/// Serves srun's messages (stdin, signals, fence results) on a thread of
+/// their own until srun goes.
+fn relay_srun_messages(
+    stream: TcpStream,
+    step: &StepSetup,
+    pids: Arc<Mutex<Vec<i32>>>,
+    ender: Ender,
+    mut stdin_pipes: Vec<(u32, std::process::ChildStdin)>,
+) {
+    let pmi = step.pmi.clone();
+    let pmix = step.pmix.clone();
+    std::thread::spawn(move || {
+        let mut s = stream;
+        loop {
+            let msg: proto::Envelope<SrunToStepd> = match rpc::read_frame(&mut s) {
+                Ok(m) => m,
+                Err(_) => return,
+            };
+            match msg.body {
+                SrunToStepd::Stdin(data) => {
+                    stdin_pipes.retain_mut(|(_, p)| p.write_all(&data).is_ok());
+                }
+                SrunToStepd::StdinEof => stdin_pipes.clear(),
+                SrunToStepd::Signal(sig) => signal_tasks(&pids, sig),
+                SrunToStepd::Terminate { kill_wait } => {
+                    ender.end(proto::EndReason::Cancelled, true, Some(kill_wait));
+                }
+                SrunToStepd::FenceOut { seq, kvs } => {
+                    if let Some(p) = &pmi {
+                        p.fence_out(seq, kvs);
+                    } else if let Some(p) = &pmix {
+                        p.fence_out(seq, kvs);
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Follows the daemon's control lines on a thread of their own; the
+/// receiver hears when the daemon has reported the step's end.
+fn follow_control_lines(
+    control: std::io::BufReader<std::io::Stdin>,
+    pids: Arc<Mutex<Vec<i32>>>,
+    ender: Ender,
+) -> std::sync::mpsc::Receiver<()> {
+    let (reported_tx, reported_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        for line in control.lines() {
+            let Ok(line) = line else { return };
+            match serde_json::from_str::<TaskdControl>(&line) {
+                Ok(TaskdControl::Signal(sig)) => signal_tasks(&pids, sig),
+                Ok(TaskdControl::Terminate(kill_wait)) => terminate_tasks(&pids, kill_wait),
+                Ok(TaskdControl::End {
+                    reason,
+                    step,
+                    kill_wait,
+                }) => {
+                    ender.end(reason, step, kill_wait);
+                }
+                Ok(TaskdControl::Reported) => {
+                    let _ = reported_tx.send(());
+                }
+                Err(_) => {}
+            }
+        }
+    });
+    reported_rx
+}
+
+/// Tells srun of the tasks that never ran, then reaps every task as it
+/// ends (its group killed, its usage noted, its output drained) and tells
+/// srun; returns the step's exit code on this node (the worst).
+fn reap_tasks(
+    step: &StepSetup,
+    mut tasks: Vec<Task>,
+    failed_exits: Vec<(u32, i32)>,
+    task_cgroups: &BTreeMap<usize, TaskCgroup>,
+    pids: &Mutex<Vec<i32>>,
+    gather: &Mutex<Gather>,
+) -> ExitCode {
+    let to = &step.to;
     let mut exit = ExitCode::default();
     for (task, status) in failed_exits {
         exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
@@ -879,7 +903,7 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
             .unwrap_or_else(|p| p.into_inner())
             .retain(|p| *p != pid);
         let usec = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-        if let Some(local) = mine.iter().position(|m| *m == t.id) {
+        if let Some(local) = step.mine.iter().position(|m| *m == t.id) {
             gather
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -896,29 +920,16 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         for r in t.readers {
             let _ = r.join();
         }
-        if let Some(p) = &pmi {
+        if let Some(p) = &step.pmi {
             p.task_exited(t.id);
         }
-        if let Some(p) = &pmix {
+        if let Some(p) = &step.pmix {
             p.task_exited(t.id);
         }
         exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
         to.send(StepdToSrun::TaskExited { task: t.id, status });
     }
-    sampler.stop();
-    if let Some(p) = &pmix {
-        p.finish();
-    }
-    if let Some(p) = &spec.live_path {
-        let _ = std::fs::remove_file(p);
-    }
-    let usage = gather.lock().unwrap_or_else(|p| p.into_inner()).usage();
-    if let Some(c) = &cgroup {
-        c.remove();
-    }
-    report(&TaskdReport::Ended(Box::new(TaskdResult { exit, usage })));
-    let _ = reported_rx.recv_timeout(REPORT_WAIT);
-    to.send(StepdToSrun::Done);
+    exit
 }
 
 /// The worse of two exits (a signal beats a code, then the higher value).
@@ -933,20 +944,6 @@ fn engine_like_worse(a: ExitCode, b: ExitCode) -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn programs_are_found_on_the_task_path_as_execvp_finds_them() {
-        let env = vec![("PATH".to_string(), "/nonexistent:/usr/bin:/bin".to_string())];
-        let sh = resolve_program("sh", &env).expect("sh on PATH");
-        assert!(sh.ends_with("/sh"), "{sh}");
-        assert_eq!(resolve_program("no-such-program-here", &env), None);
-        assert_eq!(
-            resolve_program("./relative", &env).as_deref(),
-            Some("./relative")
-        );
-    }
-
     /// The banner real Slurm 22.05's slurmstepd printed for `srun -t 1`
     /// (its log prefix aside: muster's supervisor says `slurmstepd:`).
     #[test]
@@ -955,20 +952,5 @@ mod tests {
             proto::EndReason::TimeLimit.banner("STEP 1.0", "node1", "2026-12-06T14:22:13"),
             "slurmstepd: error: *** STEP 1.0 ON node1 CANCELLED AT 2026-12-06T14:22:13 DUE TO TIME LIMIT ***\n"
         );
-    }
-
-    #[test]
-    fn the_image_carries_the_environment_and_a_pid_slot() {
-        let env = vec![
-            ("PATH".to_string(), "/usr/bin:/bin".to_string()),
-            ("SLURM_TASK_PID".to_string(), "stale".to_string()),
-            ("A".to_string(), "1".to_string()),
-        ];
-        let img = ExecImage::new("sh", &["-c".to_string()], &env).expect("an image");
-        let env: Vec<&str> = img.env.iter().map(|e| e.to_str().unwrap()).collect();
-        assert_eq!(env, vec!["PATH=/usr/bin:/bin", "A=1"]);
-        assert!(img.pid_entry.starts_with(TASK_PID_KEY));
-        assert_eq!(img.argv_ptrs.len(), 3);
-        assert_eq!(img.env_ptrs.len(), 4);
     }
 }

@@ -44,7 +44,7 @@ use nix::sys::socket::{
 };
 
 /// The zygote's flag.
-pub const FLAG: &str = "--stepd-zygote";
+pub const FLAG: &str = crate::spool::ZYGOTE_FLAG;
 
 /// Longest job directory path the zygote reads.
 const MAX_DIR_BYTES: usize = 4096;
@@ -62,7 +62,7 @@ pub fn main() -> i32 {
     // kernel reap the forked supervisors.
     unsafe { libc::signal(libc::SIGCHLD, libc::SIG_IGN) };
     // Made here once, every supervisor forked inherits them.
-    crate::launch::prepare_texts();
+    crate::stepd::launch::prepare_texts();
     let control: RawFd = 0;
     let mut buf = vec![0u8; MAX_DIR_BYTES];
     loop {
@@ -122,7 +122,7 @@ fn fork_supervisor(fd: OwnedFd, dir: &Path) {
                 libc::dup2(fd.as_raw_fd(), 1);
             }
             drop(fd);
-            let status = crate::stepd::main(dir);
+            let status = crate::stepd::supervisor::main(dir);
             std::process::exit(status);
         }
         pid if pid > 0 => {

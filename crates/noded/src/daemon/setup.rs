@@ -2,8 +2,8 @@
 //! node entry, where to listen, where the controller is, and the resources
 //! it reports.
 
-use crate::hw;
-use crate::NodedOptions;
+use crate::daemon::hw;
+use crate::options::NodedOptions;
 use anyhow::Context;
 use model::Gres;
 use proto::{Identity, NodeRegistration};

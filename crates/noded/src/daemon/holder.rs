@@ -22,7 +22,7 @@
 //! daemon's child: its end is awaited in /proc, and its CPU time is the
 //! sampler's, not wait4's.
 
-use crate::daemon::{call_until_answered, Daemon};
+use crate::daemon::link::NodeLink;
 use crate::gather::{
     parse_frequency, Gather, GatherType, Publish, Sampler, StepCgroup, TaskCgroup, TaskSource,
 };
@@ -62,6 +62,11 @@ impl HolderTable {
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<JobId, Holder>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Whether `job_id` has a holder here (sstat reads its live file).
+    pub fn running(&self, job_id: JobId) -> bool {
+        self.lock().contains_key(&job_id)
+    }
 }
 
 /// Where the holder of `job_id` publishes its usage for sstat.
@@ -91,30 +96,26 @@ fn parse_record_name(name: &str) -> Option<JobId> {
         .map(JobId)
 }
 
-/// Whether `job_id` has a holder here (sstat reads its live file).
-pub fn running(daemon: &Daemon, job_id: JobId) -> bool {
-    daemon.holders.lock().contains_key(&job_id)
-}
-
 /// Starts the holder of `job_id` (a second start changes nothing).
 pub fn start(
-    daemon: &Daemon,
+    node: &NodeLink,
+    holders: &HolderTable,
     job_id: JobId,
     uid: u32,
     gid: u32,
     node_index: u32,
     acctg_freq: Option<&str>,
 ) -> NodeResponse {
-    if daemon.holders.lock().contains_key(&job_id) {
+    if holders.lock().contains_key(&job_id) {
         return NodeResponse::Ok;
     }
-    let switch_user = uid != daemon.daemon_uid;
-    if switch_user && daemon.daemon_uid != 0 {
+    let switch_user = uid != node.daemon_uid;
+    if switch_user && node.daemon_uid != 0 {
         return NodeResponse::Failed(
             "cannot run the extern step for other users unless the node daemon runs as root".into(),
         );
     }
-    let (settings, cgroup, task) = gather_settings(daemon, job_id, node_index, acctg_freq);
+    let (settings, cgroup, task) = gather_settings(node, job_id, node_index, acctg_freq);
     let mut cmd = std::process::Command::new("sleep");
     cmd.arg(HOLD_SECS)
         .current_dir("/")
@@ -159,8 +160,8 @@ pub fn start(
         }
     };
     // A node that never ran a batch script has no spool directory yet.
-    let _ = std::fs::create_dir_all(&daemon.setup.spool_dir);
-    let record = record_path(&daemon.setup.spool_dir, job_id);
+    let _ = std::fs::create_dir_all(&node.spool_dir);
+    let record = record_path(&node.spool_dir, job_id);
     let written = ProcId::of(pid)
         .ok_or_else(|| std::io::Error::other("gone"))
         .and_then(|proc_id| {
@@ -176,7 +177,7 @@ pub fn start(
         warn!(job = %job_id, "extern step holder {pid} not recorded in the spool: {e}");
     }
     attach(
-        daemon, job_id, pid, true, node_index, settings, cgroup, task,
+        node, holders, job_id, pid, true, node_index, settings, cgroup, task,
     );
     NodeResponse::Ok
 }
@@ -190,12 +191,12 @@ type Cgroups = (
 /// The gathering settings of a holder (`--acctg-freq` over the node's),
 /// and its cgroups where cgroups gather (made if missing).
 fn gather_settings(
-    daemon: &Daemon,
+    node: &NodeLink,
     job_id: JobId,
     node_index: u32,
     acctg_freq: Option<&str>,
 ) -> Cgroups {
-    let mut settings = daemon.setup.gather.clone();
+    let mut settings = node.gather.clone();
     if let Some(n) = acctg_freq.and_then(parse_frequency) {
         settings.freq_secs = n;
     }
@@ -209,7 +210,8 @@ fn gather_settings(
 /// Starts sampling the holder `pid` and enters it in the table.
 #[allow(clippy::too_many_arguments)]
 fn attach(
-    daemon: &Daemon,
+    node: &NodeLink,
+    holders: &HolderTable,
     job_id: JobId,
     pid: i32,
     child: bool,
@@ -218,15 +220,12 @@ fn attach(
     cgroup: Option<StepCgroup>,
     task: Option<TaskCgroup>,
 ) {
-    let gather = Arc::new(Mutex::new(Gather::new(
-        &daemon.setup.node_name,
-        &[node_index],
-    )));
+    let gather = Arc::new(Mutex::new(Gather::new(&node.node_name, &[node_index])));
     let source = match &task {
         Some(cg) => TaskSource::Cgroup(cg.clone()),
         None => TaskSource::Session(pid),
     };
-    let live = live_path(&daemon.setup.spool_dir, job_id);
+    let live = live_path(&node.spool_dir, job_id);
     let sampler = Sampler::start(
         &settings,
         gather.clone(),
@@ -238,12 +237,12 @@ fn attach(
         }),
     );
     debug!(job = %job_id, pid, child, "extern step holder attached");
-    daemon.holders.lock().insert(
+    holders.lock().insert(
         job_id,
         Holder {
             pid,
             child,
-            record: record_path(&daemon.setup.spool_dir, job_id),
+            record: record_path(&node.spool_dir, job_id),
             gather,
             sampler,
             cgroup,
@@ -255,8 +254,8 @@ fn attach(
 
 /// At start-up: re-attaches to the holders recorded in the spool that still
 /// run (the same pid and start time), and forgets the others.
-pub fn recover(daemon: &Daemon) {
-    let Ok(dir) = std::fs::read_dir(&daemon.setup.spool_dir) else {
+pub fn recover(node: &NodeLink, holders: &HolderTable) {
+    let Ok(dir) = std::fs::read_dir(&node.spool_dir) else {
         return;
     };
     for entry in dir.flatten() {
@@ -269,10 +268,11 @@ pub fn recover(daemon: &Daemon) {
         match rec {
             Some(rec) if rec.proc_id.is_alive() => {
                 let (settings, cgroup, task) =
-                    gather_settings(daemon, job_id, rec.node_index, rec.acctg_freq.as_deref());
+                    gather_settings(node, job_id, rec.node_index, rec.acctg_freq.as_deref());
                 let pid = rec.proc_id.pid;
                 attach(
-                    daemon,
+                    node,
+                    holders,
                     job_id,
                     pid,
                     false,
@@ -286,7 +286,7 @@ pub fn recover(daemon: &Daemon) {
             _ => {
                 debug!(job = %job_id, "extern step holder gone while the daemon was away");
                 let _ = std::fs::remove_file(entry.path());
-                let _ = std::fs::remove_file(live_path(&daemon.setup.spool_dir, job_id));
+                let _ = std::fs::remove_file(live_path(&node.spool_dir, job_id));
             }
         }
     }
@@ -294,13 +294,13 @@ pub fn recover(daemon: &Daemon) {
 
 /// Ends the holder of `job_id`, if one runs here: kills it and whatever
 /// joined its cgroup, and reports what it used in the background.
-pub fn end(daemon: &Arc<Daemon>, job_id: JobId) -> NodeResponse {
-    let Some(h) = daemon.holders.lock().remove(&job_id) else {
+pub fn end(node: &Arc<NodeLink>, holders: &HolderTable, job_id: JobId) -> NodeResponse {
+    let Some(h) = holders.lock().remove(&job_id) else {
         return NodeResponse::Ok;
     };
-    let daemon = daemon.clone();
+    let link = node.clone();
     tokio::spawn(async move {
-        let node = daemon.setup.node_name.clone();
+        let node = link.node_name.clone();
         let usage = tokio::task::spawn_blocking(move || finish(h))
             .await
             .unwrap_or_default();
@@ -309,7 +309,11 @@ pub fn end(daemon: &Arc<Daemon>, job_id: JobId) -> NodeResponse {
             node,
             usage,
         };
-        match call_until_answered(&daemon, || request.clone(), "extern step end").await {
+        match link
+            .ctld
+            .call_until_answered(|| request.clone(), "extern step end")
+            .await
+        {
             CtldResponse::Ok => debug!(job = %job_id, "extern step end reported"),
             other => warn!(job = %job_id, "controller refused the extern step report: {other:?}"),
         }
@@ -360,7 +364,7 @@ fn finish(h: Holder) -> proto::StepUsage {
 /// Waits for the killed holder; its rusage (user and system CPU in
 /// microseconds, largest RSS in KiB).
 fn reap(pid: i32) -> Option<(u64, u64, u64)> {
-    crate::stepd::reap(pid).map(|(_, usage)| usage)
+    crate::stepd::supervisor::reap(pid).map(|(_, usage)| usage)
 }
 
 #[cfg(test)]

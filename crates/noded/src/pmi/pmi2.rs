@@ -14,7 +14,7 @@
 //! supervisor tell srun, which ends the step at once: nobody waits forever
 //! in a fence.
 
-use crate::taskd::ToSrun;
+use crate::to_srun::ToSrun;
 use proto::{StepLaunch, StepdToSrun};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
