@@ -17,7 +17,6 @@
 //! `-M`/`-L` are accepted and ignored.
 
 pub mod fields;
-pub mod time;
 
 #[cfg(test)]
 mod tests;
@@ -25,6 +24,7 @@ mod tests;
 use crate::common::print_stdout;
 use crate::common::split_list;
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
+use crate::timespec;
 use fields::{Column, Ctx, Unit};
 use model::{JobState, Timestamp, ALL_JOB_STATES};
 use proto::{AcctJob, StepId};
@@ -370,7 +370,7 @@ pub fn parse_args(args: &[String], env: &[(String, String)]) -> Result<SacctArgs
 
 fn check_time(v: &str) -> Result<String, String> {
     // Validity does not depend on the day; the value is resolved later.
-    match time::parse_time(v, 0, &chrono::Utc) {
+    match timespec::parse_time(v, 0, &chrono::Utc) {
         Some(_) => Ok(v.to_string()),
         None => Err(format!("sacct: error: Invalid time specification: {v}\n")),
     }
@@ -394,12 +394,12 @@ pub fn query_for_tz<Tz: chrono::TimeZone>(
     now: Timestamp,
     tz: &Tz,
 ) -> JobFilter {
-    let resolve = |s: &Option<String>| s.as_deref().and_then(|v| time::parse_time(v, now, tz));
+    let resolve = |s: &Option<String>| s.as_deref().and_then(|v| timespec::parse_time(v, now, tz));
     let start = match resolve(&args.starttime) {
         Some(t) => Some(t),
         None if !args.jobs.is_empty() => None,
         None if !args.states.is_empty() => Some(now),
-        None => Some(time::midnight(now, tz)),
+        None => Some(timespec::midnight(now, tz)),
     };
     let end = match resolve(&args.endtime) {
         Some(t) => Some(t),

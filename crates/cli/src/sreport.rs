@@ -14,8 +14,8 @@
 
 use crate::common::print_stdout;
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
-use crate::sacct::time::parse_time;
 use crate::sacctmgr::abbrev;
+use crate::timespec::{midnight, parse_time};
 use model::Timestamp;
 use proto::acctdb::{AcctTables, UsageQuery, UsageReport};
 
@@ -234,7 +234,7 @@ pub fn parse<Tz: chrono::TimeZone>(
     } else {
         return Err(format!("Not valid report {report}\nValid cluster reports are, \"AccountUtilizationByUser\" and \"Utilization\"\nValid user reports are, \"TopUsage\"\n"));
     };
-    let midnight = crate::sacct::time::midnight(now, tz);
+    let midnight = midnight(now, tz);
     let mut start = None;
     let mut end = None;
     let mut format = String::new();
