@@ -121,6 +121,26 @@ pub fn finish(rendered: Result<String, String>) -> i32 {
     }
 }
 
+/// A `--helpformat` text (sacct, sstat): the field names in columns 20
+/// wide, four to a line, without trailing blanks.
+pub fn helpformat<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    let mut n_names = 0;
+    for (i, name) in names.into_iter().enumerate() {
+        out.push_str(&format!("{name:<20}"));
+        if i % 4 == 3 {
+            out.truncate(out.trim_end().len());
+            out.push('\n');
+        }
+        n_names = i + 1;
+    }
+    if !n_names.is_multiple_of(4) {
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    }
+    out
+}
+
 /// One `--format` item: (item, name, (width, left-justified) when given).
 pub type FormatItem<'a> = (&'a str, &'a str, Option<(usize, bool)>);
 
