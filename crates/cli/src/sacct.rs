@@ -237,10 +237,6 @@ impl JobFilter {
     }
 }
 
-fn usage_error(msg: &str) -> String {
-    crate::common::usage_error("sacct", msg)
-}
-
 fn parse_step(s: &str) -> Option<StepId> {
     match s {
         "batch" => Some(StepId::Batch),
@@ -274,7 +270,8 @@ fn parse_state(s: &str) -> Option<JobState> {
 /// process environment (`SACCT_FORMAT`). The error is the complete text for
 /// stderr.
 pub fn parse_args(args: &[String], env: &[(String, String)]) -> Result<SacctArgs, String> {
-    let items = getopt::parse(OPTIONS, args, false).map_err(|e| usage_error(&e.message()))?;
+    let items = getopt::parse(OPTIONS, args, false)
+        .map_err(|e| crate::common::usage_error("sacct", &e.message()))?;
     let mut a = SacctArgs {
         delimiter: "|".into(),
         ..SacctArgs::default()

@@ -121,10 +121,7 @@ impl SbatchError {
     fn getopt(e: &getopt::OptError) -> SbatchError {
         SbatchError {
             stdout: String::new(),
-            stderr: format!(
-                "sbatch: {}\nTry \"sbatch --help\" for more information\n",
-                e.message()
-            ),
+            stderr: crate::common::usage_error("sbatch", &e.message()),
             code: 1,
         }
     }

@@ -1499,8 +1499,7 @@ pub fn main(args: Vec<String>) -> i32 {
     let items = match getopt::parse(OPTS, &args, false) {
         Ok(items) => items,
         Err(e) => {
-            eprintln!("scontrol: {}", e.message());
-            eprintln!("Try \"scontrol --help\" for more information");
+            eprint!("{}", common::usage_error("scontrol", &e.message()));
             return 1;
         }
     };

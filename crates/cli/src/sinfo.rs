@@ -1353,8 +1353,7 @@ pub fn main(args: Vec<String>) -> i32 {
     let parsed = match parse_args(&args) {
         Ok(p) => p,
         Err(ArgsError::Opt(e)) => {
-            eprintln!("sinfo: {}", e.message());
-            eprintln!("Try \"sinfo --help\" for more information");
+            eprint!("{}", crate::common::usage_error("sinfo", &e.message()));
             return 1;
         }
         Err(ArgsError::InvalidState(s)) => {

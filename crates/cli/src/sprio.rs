@@ -115,9 +115,10 @@ pub fn parse_args(args: &[String]) -> Result<SprioArgs, String> {
                 }
             }
             Item::Positional(p) => {
-                return Err(format!(
-                "sprio: unrecognized argument '{p}'\nTry \"sprio --help\" for more information\n"
-            ))
+                return Err(crate::common::usage_error(
+                    "sprio",
+                    &format!("unrecognized argument '{p}'"),
+                ))
             }
         }
     }

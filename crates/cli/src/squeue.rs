@@ -219,12 +219,8 @@ fn parse_job_ids(
 /// Parses squeue's command line (without the program name). The error is
 /// the complete text for stderr.
 pub fn parse_args(args: &[String]) -> Result<SqueueArgs, String> {
-    let items = getopt::parse(OPTIONS, args, false).map_err(|e| {
-        format!(
-            "squeue: {}\nTry \"squeue --help\" for more information\n",
-            e.message()
-        )
-    })?;
+    let items = getopt::parse(OPTIONS, args, false)
+        .map_err(|e| crate::common::usage_error("squeue", &e.message()))?;
     let mut a = SqueueArgs::default();
     let mut jobs_flag = false;
     for item in items {

@@ -192,12 +192,8 @@ pub fn parse<Tz: chrono::TimeZone>(
     now: Timestamp,
     tz: &Tz,
 ) -> Result<Option<Report>, String> {
-    let items = getopt::parse(OPTIONS, args, true).map_err(|e| {
-        format!(
-            "sreport: {}\nTry \"sreport --help\" for more information\n",
-            e.message()
-        )
-    })?;
+    let items = getopt::parse(OPTIONS, args, true)
+        .map_err(|e| crate::common::usage_error("sreport", &e.message()))?;
     let mut words = Vec::new();
     let mut time = TimeFormat::Minutes;
     let mut parsable = 0;

@@ -180,11 +180,6 @@ fn eprint_lines(text: &str) {
     let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
-fn usage_error(msg: &str) -> i32 {
-    say!("srun: {msg}\nTry \"srun --help\" for more information");
-    1
-}
-
 /// `-i`: `all`, `none`, a task number, or a file name pattern.
 fn stdin_mode(val: &str) -> StdinMode {
     if val.eq_ignore_ascii_case("none") {
@@ -208,7 +203,10 @@ fn per_task_pattern(p: &str) -> bool {
 pub fn main(args: Vec<String>) -> i32 {
     let parsed = match getopt::parse(&specs(), &args, true) {
         Ok(p) => p,
-        Err(e) => return usage_error(&e.message()),
+        Err(e) => {
+            eprint_lines(&crate::common::usage_error("srun", &e.message()));
+            return 1;
+        }
     };
     // srun(1) "IO Redirection": stdin goes to every task unless `-i`
     // (or SLURM_STDINMODE) says otherwise.

@@ -102,9 +102,10 @@ pub fn parse_args(args: &[String]) -> Result<SshareArgs, String> {
                 }
             }
             Item::Positional(p) => {
-                return Err(format!(
-                "sshare: unrecognized argument '{p}'\nTry \"sshare --help\" for more information\n"
-            ))
+                return Err(crate::common::usage_error(
+                    "sshare",
+                    &format!("unrecognized argument '{p}'"),
+                ))
             }
         }
     }

@@ -212,14 +212,11 @@ pub fn parse_step_sel(text: &str) -> Option<StepSel> {
     (job != 0).then_some(StepSel { job, step })
 }
 
-fn usage_error(msg: &str) -> String {
-    crate::common::usage_error("sstat", msg)
-}
-
 /// Parses sstat's command line (without the program name). The error is
 /// the complete text for stderr.
 pub fn parse_args(args: &[String]) -> Result<SstatArgs, String> {
-    let items = getopt::parse(OPTIONS, args, false).map_err(|e| usage_error(&e.message()))?;
+    let items = getopt::parse(OPTIONS, args, false)
+        .map_err(|e| crate::common::usage_error("sstat", &e.message()))?;
     let mut a = SstatArgs::default();
     let mut format = String::new();
     for item in items {
