@@ -21,8 +21,8 @@ pub mod fields;
 #[cfg(test)]
 mod tests;
 
-use crate::common::print_stdout;
 use crate::common::split_list;
+use crate::common::{self, print_stdout, Stop};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use crate::timespec;
 use fields::{Column, Ctx, Unit};
@@ -921,41 +921,41 @@ pub fn fetch(query: &JobFilter) -> Result<Vec<AcctJob>, String> {
 /// Runs `sacct`.
 pub fn main(args: Vec<String>) -> i32 {
     let env: Vec<(String, String)> = std::env::vars().collect();
-    let args = match parse_args(&args, &env) {
-        Ok(a) => a,
-        Err(text) => {
-            eprint!("{text}");
-            return 1;
-        }
-    };
-    if let Some(code) = crate::common::info_flags(args.help, args.usage, args.version, HELP, USAGE)
-    {
-        return code;
-    }
-    if args.helpformat {
-        print_stdout(&fields::helpformat());
-        return 0;
-    }
+    common::run(
+        || {
+            let args = common::parsed(parse_args(&args, &env), |a| {
+                common::info_flags(a.help, a.usage, a.version, HELP, USAGE)
+            })?;
+            if args.helpformat {
+                print_stdout(&fields::helpformat());
+                return Err(Stop::Exit(0));
+            }
+            Ok(args)
+        },
+        ask,
+        |args, (jobs, now)| {
+            print_stdout(&render(args, &jobs, now));
+            0
+        },
+    )
+}
+
+/// The caller's jobs in the window `args` asks for, from the accounting
+/// store, with the time they were asked at.
+fn ask(args: &SacctArgs) -> Result<(Vec<AcctJob>, Timestamp), Stop> {
     let me = nix::unistd::User::from_uid(nix::unistd::getuid())
         .ok()
         .flatten()
         .map(|u| u.name)
         .unwrap_or_else(|| nix::unistd::getuid().to_string());
-    let now = crate::common::now();
-    let query = query_for(&args, &me, now);
+    let now = common::now();
+    let query = query_for(args, &me, now);
     match fetch(&query) {
         Ok(mut jobs) => {
             jobs.retain(|j| query.matches(j));
-            print_stdout(&render(&args, &jobs, now));
-            0
+            Ok((jobs, now))
         }
-        Err(e) if e == ACCOUNTING_DISABLED => {
-            eprintln!("{e}");
-            1
-        }
-        Err(e) => {
-            eprintln!("sacct: error: {e}");
-            1
-        }
+        Err(e) if e == ACCOUNTING_DISABLED => Err(Stop::Fail(format!("{e}\n"))),
+        Err(e) => Err(Stop::Fail(format!("sacct: error: {e}\n"))),
     }
 }

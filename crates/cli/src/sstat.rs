@@ -14,7 +14,7 @@
 //! (`sacct::fields`). Not measured, printed empty: disk I/O, energy, CPU
 //! frequency.
 
-use crate::common::print_stdout;
+use crate::common::{self, print_stdout, Stop};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use crate::sacct::fields::{self, Ctx, FieldDef};
 use crate::sacct::Layout;
@@ -505,33 +505,29 @@ fn fetch(client: &client::Client, sel: &StepSel) -> Result<Vec<LiveStepStat>, St
 /// and goes on with the next; the exit status is 0 once the jobs were
 /// asked about, 1 for bad options, no `-j`, or no controller.
 pub fn main(args: Vec<String>) -> i32 {
-    let args = match parse_args(&args) {
-        Ok(a) => a,
-        Err(text) => {
-            eprint!("{text}");
-            return 1;
-        }
-    };
-    if let Some(code) = crate::common::info_flags(args.help, args.usage, args.version, HELP, USAGE)
-    {
-        return code;
-    }
-    if args.helpformat {
-        print_stdout(&helpformat());
-        return 0;
-    }
-    if args.jobs.is_empty() {
-        eprint!("{NO_JOBS}");
-        return 1;
-    }
-    let client = match client::Client::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("sstat: error: {e}");
-            return 1;
-        }
-    };
-    print_stdout(&render_header(&args));
+    common::run(
+        || {
+            let args = common::parsed(parse_args(&args), |a| {
+                common::info_flags(a.help, a.usage, a.version, HELP, USAGE)
+            })?;
+            if args.helpformat {
+                print_stdout(&helpformat());
+                return Err(Stop::Exit(0));
+            }
+            if args.jobs.is_empty() {
+                return Err(Stop::Fail(NO_JOBS.to_string()));
+            }
+            Ok(args)
+        },
+        |_| client::Client::from_env().map_err(|e| Stop::Fail(format!("sstat: error: {e}\n"))),
+        show,
+    )
+}
+
+/// The header, then each `-j` entry's rows as they come: an entry that
+/// fails says so on stderr and the others still print.
+fn show(args: &SstatArgs, client: client::Client) -> i32 {
+    print_stdout(&render_header(args));
     for sel in &args.jobs {
         let steps = match fetch(&client, sel) {
             Ok(s) => s,
@@ -541,7 +537,7 @@ pub fn main(args: Vec<String>) -> i32 {
             }
         };
         match select(sel, args.allsteps, &steps) {
-            Ok(rows) => print_stdout(&render_rows(&args, &rows)),
+            Ok(rows) => print_stdout(&render_rows(args, &rows)),
             Err(text) => eprint!("{text}"),
         }
     }
