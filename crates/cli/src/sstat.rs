@@ -16,7 +16,7 @@
 
 use crate::common::{self, print_stdout, Stop};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
-use crate::sacct::fields::{self, Ctx, FieldDef};
+use crate::sacct::fields::{self, f, l, Ctx, FieldDef};
 use crate::sacct::Layout;
 use proto::{LiveStepStat, StepId};
 
@@ -74,22 +74,6 @@ pub const FIELDS: &[FieldDef] = &[
     l("TRESUsageOutMinTask", 19),
     l("TRESUsageOutTot", 15),
 ];
-
-const fn f(name: &'static str, width: usize) -> FieldDef {
-    FieldDef {
-        name,
-        width,
-        left: false,
-    }
-}
-
-const fn l(name: &'static str, width: usize) -> FieldDef {
-    FieldDef {
-        name,
-        width,
-        left: true,
-    }
-}
 
 /// The columns sstat prints without `-o`.
 pub const DEFAULT_FORMAT: &str = "JobID,MaxVMSize,MaxVMSizeNode,MaxVMSizeTask,AveVMSize,MaxRSS,\

@@ -21,7 +21,8 @@ pub struct FieldDef {
     pub left: bool,
 }
 
-const fn f(name: &'static str, width: usize) -> FieldDef {
+/// A right-justified field (sacct's and sstat's tables).
+pub(crate) const fn f(name: &'static str, width: usize) -> FieldDef {
     FieldDef {
         name,
         width,
@@ -29,7 +30,8 @@ const fn f(name: &'static str, width: usize) -> FieldDef {
     }
 }
 
-const fn l(name: &'static str, width: usize) -> FieldDef {
+/// A left-justified field.
+pub(crate) const fn l(name: &'static str, width: usize) -> FieldDef {
     FieldDef {
         name,
         width,
