@@ -11,7 +11,7 @@
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
 use model::Timestamp;
 
-use crate::timespec::{parse_clock, parse_offset, two_digits};
+use super::{named_time, parse_clock, parse_iso_date, parse_offset, parse_short_date, two_digits};
 
 /// Parses a `-S`/`-E` value into a timestamp; `None` when it is not one of
 /// sacct's forms.
@@ -26,13 +26,12 @@ pub fn parse_time<Tz: TimeZone>(spec: &str, now: Timestamp, tz: &Tz) -> Option<T
     let now_local = tz.timestamp_opt(now, 0).earliest()?.naive_local();
     let today = now_local.date();
     let at = match text.as_str() {
-        "today" | "midnight" => NaiveDateTime::new(today, NaiveTime::MIN),
+        "today" => NaiveDateTime::new(today, NaiveTime::MIN),
         "tomorrow" => NaiveDateTime::new(today.succ_opt()?, NaiveTime::MIN),
-        "noon" => NaiveDateTime::new(today, NaiveTime::from_hms_opt(12, 0, 0)?),
-        "elevenses" => NaiveDateTime::new(today, NaiveTime::from_hms_opt(11, 0, 0)?),
-        "fika" => NaiveDateTime::new(today, NaiveTime::from_hms_opt(15, 0, 0)?),
-        "teatime" => NaiveDateTime::new(today, NaiveTime::from_hms_opt(16, 0, 0)?),
-        _ => parse_date_time(&text, today)?,
+        word => match named_time(word) {
+            Some(time) => NaiveDateTime::new(today, time),
+            None => parse_date_time(&text, today)?,
+        },
     };
     Some(tz.from_local_datetime(&at).earliest()?.timestamp())
 }
@@ -44,7 +43,7 @@ fn parse_date_time(text: &str, today: NaiveDate) -> Option<NaiveDateTime> {
             Some((d, t)) => (d, Some(t)),
             None => (text, None),
         };
-        let date = parse_iso_date(date)?;
+        let date = parse_iso_date(date, two_digits)?;
         let time = match time {
             Some(t) => parse_clock(t)?,
             None => NaiveTime::MIN,
@@ -60,50 +59,8 @@ fn parse_date_time(text: &str, today: NaiveDate) -> Option<NaiveDateTime> {
         Some((d, t)) => (d, parse_clock(t)?),
         None => (text, NaiveTime::MIN),
     };
-    Some(NaiveDateTime::new(
-        parse_short_date(date, today.year())?,
-        time,
-    ))
-}
-
-fn parse_iso_date(text: &str) -> Option<NaiveDate> {
-    let mut parts = text.split('-');
-    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() || y.len() != 4 {
-        return None;
-    }
-    NaiveDate::from_ymd_opt(y.parse().ok()?, two_digits(m)?, two_digits(d)?)
-}
-
-/// `MMDD[YY]`, `MM/DD[/YY]`, `MM.DD[.YY]`.
-fn parse_short_date(text: &str, this_year: i32) -> Option<NaiveDate> {
-    let year = |s: &str| -> Option<i32> {
-        match s.len() {
-            2 => Some(2000 + i32::try_from(two_digits(s)?).ok()?),
-            4 if s.bytes().all(|b| b.is_ascii_digit()) => s.parse().ok(),
-            _ => None,
-        }
-    };
-    let (month, day, y) = if text.bytes().all(|b| b.is_ascii_digit()) {
-        match text.len() {
-            4 => (two_digits(&text[0..2])?, two_digits(&text[2..4])?, None),
-            6 => (
-                two_digits(&text[0..2])?,
-                two_digits(&text[2..4])?,
-                Some(year(&text[4..6])?),
-            ),
-            _ => return None,
-        }
-    } else {
-        let sep = if text.contains('/') { '/' } else { '.' };
-        let parts: Vec<&str> = text.split(sep).collect();
-        match parts.as_slice() {
-            [m, d] => (two_digits(m)?, two_digits(d)?, None),
-            [m, d, y] => (two_digits(m)?, two_digits(d)?, Some(year(y)?)),
-            _ => return None,
-        }
-    };
-    NaiveDate::from_ymd_opt(y.unwrap_or(this_year), month, day)
+    let (date, _) = parse_short_date(date, today.year(), true)?;
+    Some(NaiveDateTime::new(date, time))
 }
 
 /// Midnight at the start of `now`'s day in `tz`: sacct's default `-S`.

@@ -9,7 +9,7 @@
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
 use model::Timestamp;
 
-use crate::timespec::{parse_clock, parse_offset, two_digits};
+use super::{named_time, parse_clock, parse_iso_date, parse_offset, parse_short_date};
 
 /// Parses a `--begin` value into a timestamp. `None` when it is not one of
 /// Slurm's forms.
@@ -51,22 +51,15 @@ pub fn parse_begin<Tz: TimeZone>(spec: &str, now: Timestamp, tz: &Tz) -> Option<
                 set_once(&mut date, (d, true))?;
                 continue;
             }
-            "midnight" | "noon" | "elevenses" | "fika" | "teatime" => {
-                let hour = match tok {
-                    "midnight" => 0,
-                    "noon" => 12,
-                    "elevenses" => 11,
-                    "fika" => 15,
-                    _ => 16,
-                };
-                set_once(&mut time, NaiveTime::from_hms_opt(hour, 0, 0)?)?;
-                continue;
-            }
             _ => {}
+        }
+        if let Some(named) = named_time(tok) {
+            set_once(&mut time, named)?;
+            continue;
         }
         if let Some((d, t)) = tok.split_once('t') {
             // YYYY-MM-DDTHH:MM[:SS]
-            set_once(&mut date, (parse_iso_date(d)?, true))?;
+            set_once(&mut date, (parse_iso_date(d, any_digits)?, true))?;
             set_once(&mut time, parse_clock(t)?)?;
         } else if tok.contains(':') {
             set_once(&mut time, parse_clock(tok)?)?;
@@ -109,44 +102,16 @@ fn set_once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
     Some(())
 }
 
-/// `YYYY-MM-DD`.
-fn parse_iso_date(text: &str) -> Option<NaiveDate> {
-    let mut parts = text.split('-');
-    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() || y.len() != 4 {
-        return None;
-    }
-    NaiveDate::from_ymd_opt(y.parse().ok()?, m.parse().ok()?, d.parse().ok()?)
+/// A month or day field of `YYYY-MM-DD`: any number `u32` reads.
+fn any_digits(s: &str) -> Option<u32> {
+    s.parse().ok()
 }
 
 /// `YYYY-MM-DD`, `MMDDYY`, `MM/DD[/YY]`, `MM.DD[.YY]`; the flag says whether
 /// the year was given.
 fn parse_date(text: &str, this_year: i32) -> Option<(NaiveDate, bool)> {
     if text.contains('-') {
-        return Some((parse_iso_date(text)?, true));
+        return Some((parse_iso_date(text, any_digits)?, true));
     }
-    let year = |s: &str| -> Option<i32> {
-        match s.len() {
-            2 => Some(2000 + i32::try_from(two_digits(s)?).ok()?),
-            4 if s.bytes().all(|b| b.is_ascii_digit()) => s.parse().ok(),
-            _ => None,
-        }
-    };
-    let (month, day, y) = if text.len() == 6 && text.bytes().all(|b| b.is_ascii_digit()) {
-        (
-            two_digits(&text[0..2])?,
-            two_digits(&text[2..4])?,
-            Some(year(&text[4..6])?),
-        )
-    } else {
-        let sep = if text.contains('/') { '/' } else { '.' };
-        let parts: Vec<&str> = text.split(sep).collect();
-        match parts.as_slice() {
-            [m, d] => (two_digits(m)?, two_digits(d)?, None),
-            [m, d, y] => (two_digits(m)?, two_digits(d)?, Some(year(y)?)),
-            _ => return None,
-        }
-    };
-    let date = NaiveDate::from_ymd_opt(y.unwrap_or(this_year), month, day)?;
-    Some((date, y.is_some()))
+    parse_short_date(text, this_year, false)
 }
