@@ -302,7 +302,9 @@ impl PassState {
     }
 
     /// Decides `job`, the next in the order the pass tries jobs (priority
-    /// order, the deferred ones last: `defers`), into `plan`.
+    /// order, the deferred ones last: `defers`), into `plan`: it starts
+    /// now where it may be tried and fits, else it gets a plan where it
+    /// is due one and one is found, and waits with a reason.
     #[allow(clippy::too_many_arguments)]
     fn decide(
         &mut self,
@@ -313,11 +315,39 @@ impl PassState {
         plan: &mut Plan,
         spread_ids: &mut SpreadIds,
     ) {
-        let (parts, now) = (view.parts, self.now);
         let shape = shape_key(job);
         let known = self.memo.get(&shape).cloned().unwrap_or_default();
         let behind = job.partitions.iter().any(|p| self.blocked_parts[*p]);
         let d = limit_secs(job.time_limit);
+        let may_try = self.may_try(job, cfg, behind, plan);
+        if may_try && self.start_now(job, view.parts, tl, plan, spread_ids, &shape, &known, d) {
+            return;
+        }
+        let wants_plan = may_try && self.wants_plan(job, cfg);
+        let planned = wants_plan && self.plan_later(job, view.parts, tl, plan, &shape, &known, d);
+        let unfit = match (planned.then_some(Unfit::Busy), known.unfit) {
+            (Some(u), _) | (None, Some(u)) => u,
+            (None, None) => {
+                let u = self.diagnose(job, view, &shape);
+                self.memo.entry(shape).or_default().unfit = Some(u);
+                u
+            }
+        };
+        let reason = self.wait_reason(job, unfit, behind);
+        plan.decisions.push((job.job_id, Decision::Wait(reason)));
+    }
+
+    /// Whether the pass tries `job` at all (FCFS: not behind a blocked job
+    /// of its partitions, within `default_queue_depth`; the others: within
+    /// `bf_max_job_test` and `bf_max_job_user`), counting it as tried
+    /// where it does.
+    fn may_try(
+        &mut self,
+        job: &JobRequest,
+        cfg: &SchedConfig,
+        behind: bool,
+        plan: &mut Plan,
+    ) -> bool {
         let may_try = match cfg.policy {
             Policy::Fcfs => {
                 let deep = !behind && self.n_tested >= cfg.default_queue_depth;
@@ -337,90 +367,124 @@ impl PassState {
             if cfg.bf_max_job_user.is_some() {
                 *self.tested_per_user.entry(job.user).or_default() += 1;
             }
-            let mut start = None;
-            let spread = spread_key(job, &shape).map(|k| spread_ids.id(k));
-            let dominated = spread.is_some_and(|k| {
-                self.spread_failed
-                    .get(&k)
-                    .is_some_and(|f| covered(f, job.ntasks, d))
-            });
-            let tried = !known.failed_now && !dominated;
-            if tried {
-                start = tl.fits_now(job, parts, d).map(|a| (a, None));
-                if start.is_none() {
-                    start = shortened_start(tl, job, parts, d);
-                }
-            }
+        }
+        may_try
+    }
+
+    /// Starts `job` now where it fits without delaying a plan, for its
+    /// limit or one shortened down to its `--time-min`, unless an earlier
+    /// job of its shape could not start, or one its spread key covers;
+    /// where it does not, the memos learn that. True where it started.
+    #[allow(clippy::too_many_arguments)]
+    fn start_now(
+        &mut self,
+        job: &JobRequest,
+        parts: &[PartView],
+        tl: &mut Timeline,
+        plan: &mut Plan,
+        spread_ids: &mut SpreadIds,
+        shape: &ShapeKey,
+        known: &ShapeMemo,
+        d: i64,
+    ) -> bool {
+        let mut start = None;
+        let spread = spread_key(job, shape).map(|k| spread_ids.id(k));
+        let dominated = spread.is_some_and(|k| {
+            self.spread_failed
+                .get(&k)
+                .is_some_and(|f| covered(f, job.ntasks, d))
+        });
+        let tried = !known.failed_now && !dominated;
+        if tried {
+            start = tl.fits_now(job, parts, d).map(|a| (a, None));
             if start.is_none() {
-                self.memo.entry(shape.clone()).or_default().failed_now = true;
-                // Only a job no partition refuses (a refusal may depend on
-                // its node counts) failed for want of room.
-                let refused = || {
-                    job.partitions
-                        .iter()
-                        .any(|p| crate::placement::partition_refusal(job, &parts[*p]).is_some())
-                };
-                if let Some(k) = spread.filter(|_| tried && !refused()) {
-                    let f = self.spread_failed.entry(k).or_default();
-                    f.retain(|&(n, t)| !(n >= job.ntasks && t >= d));
-                    f.push((job.ntasks, d));
-                }
-            }
-            if let Some((alloc, minutes)) = start {
-                let run_for = minutes.map_or(d, |m| i64::from(m) * 60);
-                tl.start(run_for, &alloc);
-                if let Some(m) = minutes {
-                    plan.time_limits.insert(job.job_id, m);
-                }
-                plan.decisions.push((job.job_id, Decision::Start(alloc)));
-                return;
+                start = shortened_start(tl, job, parts, d);
             }
         }
-        let wants_plan = may_try
-            && match cfg.policy {
-                Policy::Fcfs => false,
-                Policy::Easy => self.n_planned == 0,
-                Policy::Backfill => {
-                    cfg.bf_job_part_count_reserve
-                        .is_none_or(|m| job.partitions.iter().any(|p| self.reserved[*p] < m))
-                        || aged(cfg, job, &self.part_sizes, now)
-                }
+        let Some((alloc, minutes)) = start else {
+            self.memo.entry(shape.clone()).or_default().failed_now = true;
+            // Only a job no partition refuses (a refusal may depend on
+            // its node counts) failed for want of room.
+            let refused = || {
+                job.partitions
+                    .iter()
+                    .any(|p| crate::placement::partition_refusal(job, &parts[*p]).is_some())
             };
-        let mut unfit = None;
+            if let Some(k) = spread.filter(|_| tried && !refused()) {
+                let f = self.spread_failed.entry(k).or_default();
+                f.retain(|&(n, t)| !(n >= job.ntasks && t >= d));
+                f.push((job.ntasks, d));
+            }
+            return false;
+        };
+        let run_for = minutes.map_or(d, |m| i64::from(m) * 60);
+        tl.start(run_for, &alloc);
+        if let Some(m) = minutes {
+            plan.time_limits.insert(job.job_id, m);
+        }
+        plan.decisions.push((job.job_id, Decision::Start(alloc)));
+        true
+    }
+
+    /// Whether `job`, tried and not started, gets a plan: under EASY the
+    /// first blocked job, under backfill the first ones of each partition
+    /// (`bf_job_part_count_reserve`) and those due one of their own.
+    fn wants_plan(&self, job: &JobRequest, cfg: &SchedConfig) -> bool {
+        match cfg.policy {
+            Policy::Fcfs => false,
+            Policy::Easy => self.n_planned == 0,
+            Policy::Backfill => {
+                cfg.bf_job_part_count_reserve
+                    .is_none_or(|m| job.partitions.iter().any(|p| self.reserved[*p] < m))
+                    || aged(cfg, job, &self.part_sizes, self.now)
+            }
+        }
+    }
+
+    /// Plans `job` at the earliest time it fits for `d` seconds from the
+    /// time an earlier job of its shape was planned (none where that job
+    /// found no time), and lays the plan on the timeline. True where it
+    /// got one.
+    #[allow(clippy::too_many_arguments)]
+    fn plan_later(
+        &mut self,
+        job: &JobRequest,
+        parts: &[PartView],
+        tl: &mut Timeline,
+        plan: &mut Plan,
+        shape: &ShapeKey,
+        known: &ShapeMemo,
+        d: i64,
+    ) -> bool {
         let found = match known.planned_from {
             // An identical job found no plan: neither will this one.
             Some(None) => None,
-            not_before if wants_plan => {
-                let from = not_before.flatten().unwrap_or(now);
+            not_before => {
+                let from = not_before.flatten().unwrap_or(self.now);
                 let found = tl.earliest(job, parts, d, from, self.horizon);
                 self.memo.entry(shape.clone()).or_default().planned_from =
                     Some(found.as_ref().map(|(t, _)| *t));
                 found
             }
-            _ => None,
         };
-        if wants_plan {
-            if let Some((start, alloc)) = found {
-                if tl.pool_pass {
-                    tl.reserve_cpus(start, d, demand_cpus(job));
-                } else {
-                    tl.reserve(start, d, &alloc);
-                }
-                self.n_planned += 1;
-                self.reserved[alloc.partition] += 1;
-                plan.planned.insert(job.job_id, Planned { start, alloc });
-                unfit = Some(Unfit::Busy);
-            }
+        let Some((start, alloc)) = found else {
+            return false;
+        };
+        if tl.pool_pass {
+            tl.reserve_cpus(start, d, demand_cpus(job));
+        } else {
+            tl.reserve(start, d, &alloc);
         }
-        let unfit = match (unfit, known.unfit) {
-            (Some(u), _) | (None, Some(u)) => u,
-            (None, None) => {
-                let u = self.diagnose(job, view, &shape);
-                self.memo.entry(shape).or_default().unfit = Some(u);
-                u
-            }
-        };
-        let reason = match unfit {
+        self.n_planned += 1;
+        self.reserved[alloc.partition] += 1;
+        plan.planned.insert(job.job_id, Planned { start, alloc });
+        true
+    }
+
+    /// The reason `job` waits, given why it does not fit (`Busy`: it
+    /// blocks its partitions for the jobs after it).
+    fn wait_reason(&mut self, job: &JobRequest, unfit: Unfit, behind: bool) -> PendingReason {
+        match unfit {
             Unfit::Never(reason) => reason,
             Unfit::NodesUnavailable => PendingReason::NodesDown,
             Unfit::Busy => {
@@ -433,8 +497,7 @@ impl PassState {
                     PendingReason::Resources
                 }
             }
-        };
-        plan.decisions.push((job.job_id, Decision::Wait(reason)));
+        }
     }
 
     /// Why `job` (of `shape`) waits when it got no plan.

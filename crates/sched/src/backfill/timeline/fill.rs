@@ -27,44 +27,7 @@ impl Timeline {
         // size; most passes follow an event or two, which change a few.
         let mut changed = std::mem::take(&mut self.changed_nodes);
         changed.clear();
-        let mut sizes_kept = !rebuilt;
-        if !rebuilt {
-            match hint {
-                // `base` is the last views taken in, but for the nodes the
-                // last pass started jobs on (`started_at`).
-                Some(hinted) => {
-                    let mut maybe = std::mem::take(&mut self.maybe_changed);
-                    maybe.clear();
-                    maybe.extend_from_slice(&self.started_at);
-                    maybe.extend_from_slice(hinted);
-                    maybe.sort_unstable();
-                    maybe.dedup();
-                    for &i in &maybe {
-                        let (b, n) = (&self.base[i], &nodes[i]);
-                        if !same_node(b, n) {
-                            sizes_kept &= b.cpus == n.cpus;
-                            changed.push(i);
-                        }
-                    }
-                    self.maybe_changed = maybe;
-                    debug_assert_eq!(
-                        changed,
-                        (0..nodes.len())
-                            .filter(|&i| !same_node(&self.base[i], &nodes[i]))
-                            .collect::<Vec<_>>(),
-                        "a hint left out a node that changed"
-                    );
-                }
-                None => {
-                    for (i, (b, n)) in self.base.iter().zip(nodes).enumerate() {
-                        if !same_node(b, n) {
-                            sizes_kept &= b.cpus == n.cpus;
-                            changed.push(i);
-                        }
-                    }
-                }
-            }
-        }
+        let sizes_kept = !rebuilt && self.find_changed(nodes, hint, &mut changed);
         // The kept running jobs are changed, not laid out again, where
         // they were laid out for these nodes (their CPUs count in
         // `releases`) and this resolution and the caller gives the running
@@ -83,90 +46,9 @@ impl Timeline {
         self.now = now;
         self.resolution = resolution;
         if rebuilt {
-            // Placement never reads a node's name: copies without it cost
-            // no allocation for a plain node.
-            self.base = nodes
-                .iter()
-                .map(|n| NodeView {
-                    name: String::new(),
-                    features: n.features.clone(),
-                    gres: n.gres.clone(),
-                    ..*n
-                })
-                .collect();
-            self.work = self.base.clone();
-            self.room = crate::placement::room_bits(nodes);
-            self.weights = nodes.iter().map(|n| n.weight).collect();
-            self.running_on = vec![Vec::new(); nodes.len()];
-            self.run_sum = vec![RunSum::default(); nodes.len()];
-            self.plan_last = vec![Timestamp::MIN; nodes.len()];
-            self.plan_head = vec![NO_PLAN; nodes.len()];
-            self.is_dirty = vec![false; nodes.len()];
-            self.next_plan = vec![u64::MAX; nodes.len()];
-            self.free_now = vec![0; nodes.len()];
-            self.moved_all = [true, true];
-            self.dirty.clear();
-            self.overlay = 0;
-            self.stale = false;
-            self.stale_at = None;
-            self.since_stale.clear();
-            self.free = nodes.iter().map(free_cpus).sum();
-            self.hist.iter_mut().for_each(|h| *h = 0);
-            for (i, n) in nodes.iter().enumerate() {
-                let f = free_cpus(n);
-                self.hist[hist_slot(f)] += 1;
-                self.free_now[i] = f as u64;
-            }
+            self.take_in_all(nodes);
         } else {
-            // `work` back to `base` on every node (`free` and `hist` with
-            // it), then the changed nodes taken from `nodes`; the others
-            // are as `nodes` has them already.
-            self.reset();
-            for &i in &changed {
-                let (b, n) = (&mut self.base[i], &nodes[i]);
-                if b.weight != n.weight {
-                    self.moved_all = [true, true];
-                }
-                b.cpus = n.cpus;
-                b.real_memory = n.real_memory;
-                b.alloc_cpus = n.alloc_cpus;
-                b.alloc_mem = n.alloc_mem;
-                copy_vec(&mut b.gres, &n.gres);
-                copy_vec(&mut b.features, &n.features);
-                b.weight = n.weight;
-                self.weights[i] = n.weight;
-                b.available = n.available;
-                b.exclusive_in_use = n.exclusive_in_use;
-                b.n_jobs = n.n_jobs;
-                crate::placement::set_room(&mut self.room, i, b);
-                let (w, b) = (&mut self.work[i], &self.base[i]);
-                let old = free_cpus(w);
-                w.cpus = b.cpus;
-                w.real_memory = b.real_memory;
-                copy_vec(&mut w.gres, &b.gres);
-                copy_vec(&mut w.features, &b.features);
-                w.weight = b.weight;
-                w.available = b.available;
-                copy_use(w, b);
-                let new = free_cpus(w);
-                self.count_free(old, new);
-                // `free_now` is `base`'s free CPUs on every node.
-                if self.free_now[i] != new as u64 {
-                    self.free_now[i] = new as u64;
-                    note_moved(&mut self.moved[1], &mut self.moved_all[1], i);
-                }
-            }
-            // Only nodes with a plan have one to take off.
-            for on in self.plan_starts.values() {
-                for &i in on {
-                    self.plan_head[i] = NO_PLAN;
-                    self.plan_last[i] = Timestamp::MIN;
-                    if self.next_plan[i] != u64::MAX {
-                        self.next_plan[i] = u64::MAX;
-                        note_moved(&mut self.moved[0], &mut self.moved_all[0], i);
-                    }
-                }
-            }
+            self.take_in_changed(nodes, &changed);
         }
         self.changed_nodes = changed;
         debug_assert_eq!(self.free, nodes.iter().map(free_cpus).sum::<i64>());
@@ -175,6 +57,169 @@ impl Timeline {
             .iter()
             .zip(nodes)
             .all(|(f, n)| *f == free_cpus(n) as u64));
+        self.forget_last_pass(nodes, sizes_kept);
+        let from_scratch = !matches!(running, Running::Changes { .. }) && !incremental;
+        self.set_up_pool(now, from_scratch);
+        match running {
+            Running::All(all) if incremental => {
+                self.update_running(all);
+                self.give_back_started();
+            }
+            Running::Changes { changed, gone } => {
+                self.update_changes(changed, gone);
+                self.give_back_started();
+            }
+            Running::All(all) => self.lay_out_running(all, now),
+        }
+        true
+    }
+
+    /// Puts in `changed` the nodes of `nodes` that differ from `base`
+    /// (of the same length), looking only where `hint` and the last
+    /// pass's starts say they may; whether each kept its CPUs.
+    fn find_changed(
+        &mut self,
+        nodes: &[NodeView],
+        hint: Option<&[usize]>,
+        changed: &mut Vec<usize>,
+    ) -> bool {
+        let mut sizes_kept = true;
+        match hint {
+            // `base` is the last views taken in, but for the nodes the
+            // last pass started jobs on (`started_at`).
+            Some(hinted) => {
+                let mut maybe = std::mem::take(&mut self.maybe_changed);
+                maybe.clear();
+                maybe.extend_from_slice(&self.started_at);
+                maybe.extend_from_slice(hinted);
+                maybe.sort_unstable();
+                maybe.dedup();
+                for &i in &maybe {
+                    let (b, n) = (&self.base[i], &nodes[i]);
+                    if !same_node(b, n) {
+                        sizes_kept &= b.cpus == n.cpus;
+                        changed.push(i);
+                    }
+                }
+                self.maybe_changed = maybe;
+                debug_assert_eq!(
+                    *changed,
+                    (0..nodes.len())
+                        .filter(|&i| !same_node(&self.base[i], &nodes[i]))
+                        .collect::<Vec<_>>(),
+                    "a hint left out a node that changed"
+                );
+            }
+            None => {
+                for (i, (b, n)) in self.base.iter().zip(nodes).enumerate() {
+                    if !same_node(b, n) {
+                        sizes_kept &= b.cpus == n.cpus;
+                        changed.push(i);
+                    }
+                }
+            }
+        }
+        sizes_kept
+    }
+
+    /// Takes in nodes of another count: `base` and `work` made again, and
+    /// every per-node table with them.
+    fn take_in_all(&mut self, nodes: &[NodeView]) {
+        // Placement never reads a node's name: copies without it cost
+        // no allocation for a plain node.
+        self.base = nodes
+            .iter()
+            .map(|n| NodeView {
+                name: String::new(),
+                features: n.features.clone(),
+                gres: n.gres.clone(),
+                ..*n
+            })
+            .collect();
+        self.work = self.base.clone();
+        self.room = crate::placement::room_bits(nodes);
+        self.weights = nodes.iter().map(|n| n.weight).collect();
+        self.running_on = vec![Vec::new(); nodes.len()];
+        self.run_sum = vec![RunSum::default(); nodes.len()];
+        self.plan_last = vec![Timestamp::MIN; nodes.len()];
+        self.plan_head = vec![NO_PLAN; nodes.len()];
+        self.is_dirty = vec![false; nodes.len()];
+        self.next_plan = vec![u64::MAX; nodes.len()];
+        self.free_now = vec![0; nodes.len()];
+        self.moved_all = [true, true];
+        self.dirty.clear();
+        self.overlay = 0;
+        self.stale = false;
+        self.stale_at = None;
+        self.since_stale.clear();
+        self.free = nodes.iter().map(free_cpus).sum();
+        self.hist.iter_mut().for_each(|h| *h = 0);
+        for (i, n) in nodes.iter().enumerate() {
+            let f = free_cpus(n);
+            self.hist[hist_slot(f)] += 1;
+            self.free_now[i] = f as u64;
+        }
+    }
+
+    /// Takes in nodes of the same count: `work` back to `base`, the
+    /// `changed` nodes copied, and the last pass's plans taken off their
+    /// nodes.
+    fn take_in_changed(&mut self, nodes: &[NodeView], changed: &[usize]) {
+        // `work` back to `base` on every node (`free` and `hist` with
+        // it), then the changed nodes taken from `nodes`; the others
+        // are as `nodes` has them already.
+        self.reset();
+        for &i in changed {
+            let (b, n) = (&mut self.base[i], &nodes[i]);
+            if b.weight != n.weight {
+                self.moved_all = [true, true];
+            }
+            b.cpus = n.cpus;
+            b.real_memory = n.real_memory;
+            b.alloc_cpus = n.alloc_cpus;
+            b.alloc_mem = n.alloc_mem;
+            copy_vec(&mut b.gres, &n.gres);
+            copy_vec(&mut b.features, &n.features);
+            b.weight = n.weight;
+            self.weights[i] = n.weight;
+            b.available = n.available;
+            b.exclusive_in_use = n.exclusive_in_use;
+            b.n_jobs = n.n_jobs;
+            crate::placement::set_room(&mut self.room, i, b);
+            let (w, b) = (&mut self.work[i], &self.base[i]);
+            let old = free_cpus(w);
+            w.cpus = b.cpus;
+            w.real_memory = b.real_memory;
+            copy_vec(&mut w.gres, &b.gres);
+            copy_vec(&mut w.features, &b.features);
+            w.weight = b.weight;
+            w.available = b.available;
+            copy_use(w, b);
+            let new = free_cpus(w);
+            self.count_free(old, new);
+            // `free_now` is `base`'s free CPUs on every node.
+            if self.free_now[i] != new as u64 {
+                self.free_now[i] = new as u64;
+                note_moved(&mut self.moved[1], &mut self.moved_all[1], i);
+            }
+        }
+        // Only nodes with a plan have one to take off.
+        for on in self.plan_starts.values() {
+            for &i in on {
+                self.plan_head[i] = NO_PLAN;
+                self.plan_last[i] = Timestamp::MIN;
+                if self.next_plan[i] != u64::MAX {
+                    self.next_plan[i] = u64::MAX;
+                    note_moved(&mut self.moved[0], &mut self.moved_all[0], i);
+                }
+            }
+        }
+    }
+
+    /// Forgets the last pass's starts and plans (`added`, `plan_starts`
+    /// and their sums), its overlay counts and node orders, and takes the
+    /// free CPUs of `base` and the largest node (`hist_top`) as they are.
+    fn forget_last_pass(&mut self, nodes: &[NodeView], sizes_kept: bool) {
         self.overlay_free.clear();
         self.base_free = self.free;
         if !sizes_kept {
@@ -192,6 +237,12 @@ impl Timeline {
         self.plan_start_cpus.clear();
         self.order_ok = [false, false];
         self.pool_pass = false;
+    }
+
+    /// Takes the last pass's plans off `pool` and brings it to `now`, or
+    /// makes it anew (`from_scratch`: every running job is laid out
+    /// again; else from the kept jobs).
+    fn set_up_pool(&mut self, now: Timestamp, from_scratch: bool) {
         let mut holds = std::mem::take(&mut self.pool_pass_holds);
         for (from, until, cpus) in holds.drain(..) {
             self.pool_give(from, until, cpus);
@@ -206,14 +257,13 @@ impl Timeline {
         if let Some(p) = &mut self.pool {
             p.advance(now.max(p.now()));
         }
-        let from_scratch = !matches!(running, Running::Changes { .. }) && !incremental;
         if self.pool.is_none() || from_scratch {
-            // No profile, or a new one made below: nothing of theirs is on.
+            // No profile, or a new one made here: nothing of theirs is on.
             self.pool_started.clear();
         }
         if self.pool_wanted && (self.pool.is_none() || from_scratch) {
             // Made from the kept jobs (a set-up from scratch lays every
-            // job on again below).
+            // job on again: `lay_out_running`).
             self.pool = Some(Profile::new(0, now));
             if !from_scratch {
                 let kept: Vec<(Timestamp, i64)> = self
@@ -226,19 +276,11 @@ impl Timeline {
                 }
             }
         }
-        let running = match running {
-            Running::All(all) if incremental => {
-                self.update_running(all);
-                self.give_back_started();
-                return true;
-            }
-            Running::Changes { changed, gone } => {
-                self.update_changes(changed, gone);
-                self.give_back_started();
-                return true;
-            }
-            Running::All(all) => all,
-        };
+    }
+
+    /// Lays out every running job from scratch, keeping them for the next
+    /// pass where they come by job id.
+    fn lay_out_running(&mut self, running: &[RunningJob], now: Timestamp) {
         for v in self.running_on.iter_mut() {
             v.clear();
         }
@@ -258,7 +300,6 @@ impl Timeline {
                 self.add_running(until, &r.alloc, None, Release::Running);
             }
         }
-        true
     }
 
     /// Takes off `pool` the last pass's starts' holds that no running job
