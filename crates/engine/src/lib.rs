@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 mod acct;
+mod apply;
 mod array;
 mod assoc;
 mod deadlines;
@@ -40,6 +41,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 pub use acct::sorted_tres;
+pub use apply::{Applied, Input};
 pub use array::ArrayPart;
 pub use assoc::Enforce;
 pub use deps::{DepStatus, Outcome};
@@ -697,6 +699,9 @@ pub struct Engine {
     freed: bool,
     /// Jobs purged since the pools were last pruned (`on_timer`).
     purged_since_prune: usize,
+    /// What `scontrol show config` needs beyond the tables
+    /// (`set_show_config`).
+    show_config: Option<apply::ShowConfig>,
 }
 
 /// The scheduler settings slurm.conf asks for, over the scheduler's
@@ -834,6 +839,7 @@ impl Engine {
             prefix_min_left_out: jobs::PREFIX_MIN_LEFT_OUT,
             freed: false,
             purged_since_prune: 0,
+            show_config: None,
         }
     }
 
