@@ -114,7 +114,7 @@ mod trim;
 
 use anyhow::Context;
 use durable::{Entry, Store};
-use engine::{Command, Engine};
+use engine::{Command, Engine, Input};
 use model::{JobId, Timestamp};
 use proto::{CtldRequest, CtldResponse, Identity, NodeRequest, NodeResponse, SlurmError};
 use std::collections::BTreeMap;
@@ -356,15 +356,11 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     let signer = Arc::new(signer);
     let gate = Arc::new(Gate::new(verifier, &cfg));
     let started = now();
-    let boot_text = fmt_local(started);
     let state_dir = PathBuf::from(&cfg.state_save_location);
     // Job scripts and environments are in the journal: owner-only.
     private::make_private(&state_dir);
-    let (store, engine) =
-        tokio::task::block_in_place(|| Store::open(&state_dir, &cfg, started, &boot_text))
-            .with_context(|| {
-                format!("recovering the controller state in {}", state_dir.display())
-            })?;
+    let (store, engine) = tokio::task::block_in_place(|| Store::open(&state_dir, &cfg, started))
+        .with_context(|| format!("recovering the controller state in {}", state_dir.display()))?;
     let settings = engine.settings().clone();
     let (tx, rx) = mpsc::unbounded_channel::<Msg>();
     let tables_tx = tx.clone();
@@ -385,7 +381,7 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
             let entry = Entry::AssocTables {
                 tables: Box::new(t.clone()),
             };
-            durable::apply(&mut engine, &cfg, &entry, &boot_text);
+            durable::apply(&mut engine, entry.clone());
             tokio::task::block_in_place(|| store.append(std::slice::from_ref(&entry)))
                 .context("writing the association database into the journal")?;
         }
@@ -1353,7 +1349,7 @@ async fn engine_loop(
     acct: acct::AcctWriter,
     started: Timestamp,
 ) -> anyhow::Result<()> {
-    let boot_text = fmt_local(engine.boot_time());
+    engine.set_show_config(cfg.clone(), fmt_local(engine.boot_time()));
     // Accounting writes are idempotent: after a restart every job's record
     // is written again, covering whatever the previous process had not
     // written yet. In pieces between batches, so the controller answers at
@@ -1486,8 +1482,9 @@ async fn engine_loop(
                     }
                     if !durable::is_mutating(&req) {
                         drop(parts);
-                        let resp = handle(&mut engine, &cfg, *req, &who, t, &boot_text);
-                        replies.push((reply, resp));
+                        let input = Input::Request { req, who };
+                        let resp = engine.apply(input, t).reply;
+                        replies.push((reply, resp.unwrap_or(CtldResponse::Ok)));
                         continue;
                     }
                     if let Some(d) = &mut degraded {
@@ -1505,8 +1502,7 @@ async fn engine_loop(
                     }
                     drop(parts);
                     let entry = Entry::Request { req, who, now: t };
-                    let resp =
-                        durable::stage_and_apply(&mut engine, &cfg, &mut store, entry, &boot_text);
+                    let resp = durable::stage_and_apply(&mut engine, &mut store, entry);
                     replies.push((reply, resp.unwrap_or(CtldResponse::Ok)));
                     continue;
                 }
@@ -1524,7 +1520,7 @@ async fn engine_loop(
                     now: t,
                 },
             };
-            durable::stage_and_apply(&mut engine, &cfg, &mut store, entry, &boot_text);
+            durable::stage_and_apply(&mut engine, &mut store, entry);
         }
         if let Some(d) = &mut degraded {
             // Queries and refusals leave at once; nothing was staged.
@@ -1560,7 +1556,7 @@ async fn engine_loop(
         let t = now();
         if store.staged() > 0 || engine.next_wakeup().is_some_and(|due| t >= due) {
             let tick = Entry::Tick { now: t };
-            durable::stage_and_apply(&mut engine, &cfg, &mut store, tick, &boot_text);
+            durable::stage_and_apply(&mut engine, &mut store, tick);
         }
         // Nothing leaves this process (no reply, no launch) before the
         // batch is on disk: a crash after this point loses nothing.
@@ -1828,150 +1824,6 @@ fn stream_job_rows(
                 .is_ok()
         }))
     })
-}
-
-pub(crate) fn handle(
-    engine: &mut Engine,
-    cfg: &conf::Config,
-    req: CtldRequest,
-    who: &Identity,
-    t: Timestamp,
-    boot_text: &str,
-) -> CtldResponse {
-    let ok = |r: Result<(), SlurmError>| match r {
-        Ok(()) => CtldResponse::Ok,
-        Err(e) => CtldResponse::Error(e),
-    };
-    match req {
-        CtldRequest::Ping => CtldResponse::Ok,
-        CtldRequest::Submit(desc) => match engine.on_submit(*desc, who, t) {
-            Ok(reply) => {
-                if reply.test_only.is_none() {
-                    debug!("job {} submitted by {}", reply.job_id, who.user);
-                }
-                CtldResponse::Submitted(reply)
-            }
-            Err(e) => CtldResponse::Error(e),
-        },
-        CtldRequest::ListJobs => CtldResponse::Jobs(engine.job_list(t)),
-        CtldRequest::QueryJobs(filter) if filter.rows && filter.brief => {
-            CtldResponse::JobRows(engine.job_rows_encoded(&filter, t))
-        }
-        CtldRequest::QueryJobs(filter) => CtldResponse::Jobs(engine.job_query(&filter, t)),
-        CtldRequest::Priorities => CtldResponse::Priorities(engine.priority_list()),
-        CtldRequest::Shares => CtldResponse::Shares(engine.share_rows()),
-        CtldRequest::ListNodes => CtldResponse::Nodes(engine.node_infos()),
-        CtldRequest::ListPartitions => CtldResponse::Partitions(engine.partition_infos()),
-        CtldRequest::ShowConfig => CtldResponse::Config(engine.config_info(cfg, t, boot_text)),
-        CtldRequest::Explain { job_id } => match engine.explain(job_id, t) {
-            Ok(x) => CtldResponse::Explanation(Box::new(x)),
-            Err(e) => CtldResponse::Error(e),
-        },
-        CtldRequest::Cancel {
-            job_id,
-            signal,
-            batch_only,
-            full,
-            tasks,
-        } => ok(engine.on_cancel_tasks(
-            job_id,
-            tasks.as_ref(),
-            signal,
-            proto::SignalScope::of_flags(batch_only, full),
-            who,
-            t,
-        )),
-        CtldRequest::UpdateJob {
-            job_id,
-            update,
-            tasks,
-        } => ok(engine.on_update_tasks(job_id, tasks.as_ref(), update, who, t)),
-        CtldRequest::UpdateNode {
-            nodes,
-            state,
-            reason,
-        } => ok(engine.on_update_node(&nodes, state, reason, who, t)),
-        CtldRequest::Hold {
-            job_id,
-            user,
-            tasks,
-        } => ok(engine.on_hold_tasks(job_id, tasks.as_ref(), user, who, t)),
-        CtldRequest::Release { job_id, tasks } => {
-            ok(engine.on_release_tasks(job_id, tasks.as_ref(), who, t))
-        }
-        CtldRequest::Top { job_id } => ok(engine.on_top(job_id, who)),
-        CtldRequest::Notify { job_id, message } => ok(engine.on_notify(job_id, message, who)),
-        CtldRequest::Requeue {
-            job_id,
-            hold,
-            tasks,
-        } => ok(engine.on_requeue_tasks(job_id, tasks.as_ref(), hold, who, t)),
-        CtldRequest::Suspend { job_id, tasks } => {
-            ok(engine.on_suspend_tasks(job_id, tasks.as_ref(), who, t))
-        }
-        CtldRequest::Resume { job_id, tasks } => {
-            ok(engine.on_resume_tasks(job_id, tasks.as_ref(), who, t))
-        }
-        CtldRequest::RegisterNode(reg) => {
-            // Only the daemons (root or SlurmUser) get here: see Gate::permit.
-            let name = reg.name.clone();
-            let r = engine.on_node_registered(reg, t);
-            if r.is_ok() {
-                info!("node {name} registered");
-            }
-            ok(r)
-        }
-        CtldRequest::JobExited {
-            job_id,
-            node,
-            exit,
-            launch_failed,
-            usage,
-        } => {
-            if let Some(why) = &launch_failed {
-                warn!("job {job_id} could not start on {node}: {why}");
-            }
-            if let Some(usage) = usage {
-                engine.on_batch_usage(job_id, &node, usage);
-            }
-            ok(engine.on_job_exited(job_id, &node, exit, launch_failed, t))
-        }
-        CtldRequest::AllocationInfo { job_id } => match engine.allocation_info(job_id) {
-            Ok(info) => CtldResponse::Allocation(info),
-            Err(e) => CtldResponse::Error(e),
-        },
-        CtldRequest::CompleteAllocation { job_id, exit } => {
-            ok(engine.on_complete_allocation(job_id, exit, who, t))
-        }
-        CtldRequest::CreateStep(req) => match engine.on_create_step(*req, who, t) {
-            Ok(created) => CtldResponse::StepCreated(created),
-            Err(e) => CtldResponse::Error(e),
-        },
-        CtldRequest::StepExited(end) => ok(engine.on_step_exited(end, t)),
-        CtldRequest::ExternEnded {
-            job_id,
-            node,
-            usage,
-        } => ok(engine.on_extern_ended(job_id, &node, usage, t)),
-        CtldRequest::CancelStep {
-            job_id,
-            step_id,
-            signal,
-        } => ok(engine.on_cancel_step(job_id, step_id, signal, who, t)),
-        CtldRequest::ListSteps => CtldResponse::Steps(engine.step_list(t)),
-        CtldRequest::Shutdown => CtldResponse::Ok,
-        // Answered by the accounting writer, never by the engine.
-        CtldRequest::AcctQuery(_)
-        | CtldRequest::StepStat { .. }
-        | CtldRequest::AcctTables
-        | CtldRequest::AcctAdmin(_)
-        | CtldRequest::AcctUsage(_)
-        | CtldRequest::AcctDecayedUsage => CtldResponse::Error(SlurmError::InvalidRequest),
-        // Taken apart by the connection (`read_request`), never passed on.
-        CtldRequest::OpenSession | CtldRequest::InSession { .. } => {
-            CtldResponse::Error(SlurmError::InvalidRequest)
-        }
-    }
 }
 
 fn fmt_local(ts: Timestamp) -> String {

@@ -194,6 +194,7 @@
 #![warn(missing_docs)]
 
 mod acct;
+mod apply;
 mod array;
 mod assoc;
 mod deadlines;
@@ -219,6 +220,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 pub use acct::sorted_tres;
+pub use apply::{Applied, Input};
 pub use array::ArrayPart;
 pub use assoc::Enforce;
 pub use deps::{DepStatus, Outcome};
@@ -876,6 +878,9 @@ pub struct Engine {
     freed: bool,
     /// Jobs purged since the pools were last pruned (`on_timer`).
     purged_since_prune: usize,
+    /// What `scontrol show config` needs beyond the tables
+    /// (`set_show_config`).
+    show_config: Option<apply::ShowConfig>,
 }
 
 /// The scheduler settings slurm.conf asks for, over the scheduler's
@@ -1013,6 +1018,7 @@ impl Engine {
             prefix_min_left_out: jobs::PREFIX_MIN_LEFT_OUT,
             freed: false,
             purged_since_prune: 0,
+            show_config: None,
         }
     }
 
