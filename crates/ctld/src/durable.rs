@@ -1389,3 +1389,6 @@ mod tests {
         assert_eq!(restored.job_list(60).jobs.len(), 1);
     }
 }
+
+#[cfg(test)]
+mod release_fixtures;

@@ -1,0 +1,310 @@
+//! State directories as the release before issue 36 wrote them, checked in
+//! under `tests/fixtures/` and loaded by every later build: a journal alone,
+//! a snapshot alone, and a snapshot followed by journal records.
+//!
+//! `MUSTER_WRITE_FIXTURES=1 cargo test -p ctld release_fixtures` writes
+//! them again with the build under test; that is only for a new format
+//! version's fixtures, never to refresh these.
+
+use super::*;
+use proto::{JobDesc, NodeRegistration};
+use std::path::PathBuf;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn config(dir: &Path) -> conf::Config {
+    let text = format!(
+        "ClusterName=fx\nSlurmctldHost=h(127.0.0.1)\nStateSaveLocation={}\n\
+         SelectTypeParameters=CR_Core_Memory\nDefMemPerCPU=10\n\
+         NodeName=n[1-2] CPUs=2 RealMemory=1000\n\
+         PartitionName=batch Nodes=n[1-2] Default=YES\nPartitionName=debug Nodes=n1\n",
+        dir.display()
+    );
+    conf::parse_str(&text, &dir.join("slurm.conf"), &mut |_| {
+        Err(std::io::Error::other("none"))
+    })
+    .expect("config")
+    .config
+}
+
+fn who() -> Identity {
+    Identity {
+        uid: 1000,
+        gid: 1000,
+        user: "alice".into(),
+        host: "login".into(),
+    }
+}
+
+fn reg(name: &str) -> CtldRequest {
+    CtldRequest::RegisterNode(NodeRegistration {
+        name: name.into(),
+        addr: "127.0.0.1".into(),
+        port: 6818,
+        cpus: 2,
+        boards: 1,
+        sockets: 2,
+        cores_per_socket: 1,
+        threads_per_core: 1,
+        real_memory: 1000,
+        free_memory: 1000,
+        cpu_load: 0.0,
+        gres: vec![],
+        os: "Linux".into(),
+        arch: "x86_64".into(),
+        boot_time: 0,
+        start_time: 0,
+        running_jobs: vec![],
+        version: "fixture".into(),
+    })
+}
+
+fn job(name: &str, edit: impl FnOnce(&mut JobDesc)) -> CtldRequest {
+    let mut d = JobDesc {
+        name: name.into(),
+        script: "#!/bin/sh\nsleep 600\n".into(),
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())].into(),
+        work_dir: "/home/alice".into(),
+        uid: 1000,
+        gid: 1000,
+        user: "alice".into(),
+        ..JobDesc::default()
+    };
+    edit(&mut d);
+    CtldRequest::Submit(Box::new(d))
+}
+
+fn cancel(id: u32) -> CtldRequest {
+    CtldRequest::Cancel {
+        job_id: JobId(id),
+        signal: None,
+        batch_only: false,
+        full: false,
+        tasks: None,
+    }
+}
+
+fn run(
+    store: &mut Store,
+    engine: &mut Engine,
+    cfg: &conf::Config,
+    reqs: Vec<CtldRequest>,
+    now: Timestamp,
+) {
+    let mut entries = Vec::new();
+    for req in reqs {
+        let e = Entry::Request {
+            req: Box::new(req),
+            who: who(),
+            now,
+        };
+        apply(engine, cfg, &e, "boot");
+        entries.push(e);
+    }
+    let tick = Entry::Tick { now };
+    apply(engine, cfg, &tick, "boot");
+    entries.push(tick);
+    store.append(&entries).unwrap();
+}
+
+/// The first half of the fixtures' history: nodes, a running job, an
+/// array, a dependency, a hold and a cancellation, all in the journal.
+fn first_half(store: &mut Store, engine: &mut Engine, cfg: &conf::Config) {
+    run(
+        store,
+        engine,
+        cfg,
+        vec![reg("n1"), reg("n2")],
+        1_700_000_000,
+    );
+    run(
+        store,
+        engine,
+        cfg,
+        vec![
+            job("solo", |_| {}),
+            job("sweep", |d| d.array = Some("1-3".into())),
+            job("after", |d| d.dependency = Some("afterok:1".into())),
+            job("held", |d| d.hold = true),
+            job("debugging", |d| {
+                d.partitions = vec!["debug".into()];
+                d.time_limit = Some(model::TimeLimit::Minutes(30));
+            }),
+        ],
+        1_700_000_010,
+    );
+    run(store, engine, cfg, vec![cancel(5)], 1_700_000_020);
+}
+
+/// The second half, after the snapshot: more records.
+fn second_half(store: &mut Store, engine: &mut Engine, cfg: &conf::Config) {
+    run(
+        store,
+        engine,
+        cfg,
+        vec![job("late", |d| d.hold = true), cancel(1)],
+        1_700_000_030,
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() && p.file_name().is_some_and(|n| n != "LOCK") {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn write_release_fixtures_when_asked() {
+    if std::env::var_os("MUSTER_WRITE_FIXTURES").is_none() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(tmp.path());
+    let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1_700_000_000, "boot").unwrap();
+    first_half(&mut store, &mut engine, &cfg);
+    copy_dir(tmp.path(), &fixtures().join("release-journal"));
+    store.snapshot(&engine).unwrap();
+    copy_dir(tmp.path(), &fixtures().join("release-snapshot"));
+    second_half(&mut store, &mut engine, &cfg);
+    copy_dir(tmp.path(), &fixtures().join("release-snapshot-journal"));
+}
+
+/// Opens a copy of fixture `name` (opening writes to the directory).
+fn open_fixture(name: &str) -> (tempfile::TempDir, Engine) {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&fixtures().join(name), tmp.path());
+    let cfg = config(tmp.path());
+    let (_store, engine) = Store::open(tmp.path(), &cfg, 1_700_000_100, "boot").unwrap();
+    (tmp, engine)
+}
+
+/// One line per job: id, array parent and index, name, state, partition.
+fn jobs(engine: &Engine) -> Vec<String> {
+    engine
+        .job_list(1_700_000_100)
+        .jobs
+        .iter()
+        .map(|j| {
+            format!(
+                "{} {:?}_{:?} {} {:?} {} {:?}",
+                j.job_id.0, j.array_job_id, j.array_task_id, j.name, j.state, j.partition, j.reason
+            )
+        })
+        .collect()
+}
+
+fn nodes(engine: &Engine) -> Vec<String> {
+    engine
+        .node_infos()
+        .iter()
+        .map(|n| {
+            format!(
+                "{} {:?} completing={} {}",
+                n.name, n.state.base, n.state.completing, n.port
+            )
+        })
+        .collect()
+}
+
+/// What every fixture holds up to the snapshot (job 5 cancelled).
+const FIRST_HALF: [&str; 7] = [
+    "1 None_None solo Running batch None",
+    "2 Some(2)_Some(3) sweep Running batch None",
+    "3 None_None after Pending batch Dependency",
+    "4 None_None held Pending batch JobHeldUser",
+    "5 None_None debugging Cancelled debug None",
+    "6 Some(2)_Some(1) sweep Running batch None",
+    "7 Some(2)_Some(2) sweep Running batch None",
+];
+
+fn check_common(name: &str, engine: &Engine) {
+    assert_eq!(
+        engine.layout(),
+        (
+            vec!["n1".to_string(), "n2".to_string()],
+            vec!["batch".to_string(), "debug".to_string()]
+        ),
+        "{name}"
+    );
+    let partitions: Vec<String> = engine
+        .partition_infos()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(partitions, ["batch", "debug"], "{name}");
+    // Scripts, environments and descriptions come back from their tables.
+    let held = engine.job(JobId(4)).expect("job 4");
+    assert_eq!(&*held.script, "#!/bin/sh\nsleep 600\n", "{name}");
+    assert_eq!(
+        held.env.to_vec(),
+        vec![("PATH".to_string(), "/usr/bin:/bin".to_string())],
+        "{name}"
+    );
+    assert_eq!(held.desc.work_dir, "/home/alice", "{name}");
+    let debugging = engine.job(JobId(5)).expect("job 5");
+    assert_eq!(
+        debugging.time_limit,
+        model::TimeLimit::Minutes(30),
+        "{name}"
+    );
+    assert!(
+        engine.check_invariants().is_empty(),
+        "{name}: {:?}",
+        engine.check_invariants()
+    );
+}
+
+#[test]
+fn a_journal_of_the_release_before_issue_36_replays() {
+    let (_tmp, engine) = open_fixture("release-journal");
+    check_common("release-journal", &engine);
+    assert_eq!(jobs(&engine), FIRST_HALF);
+    assert_eq!(
+        nodes(&engine),
+        [
+            "n1 Allocated completing=false 6818",
+            "n2 Allocated completing=false 6818"
+        ]
+    );
+    assert_eq!(engine.persistent_state().next_job_id, 8);
+}
+
+#[test]
+fn a_snapshot_of_the_release_before_issue_36_restores() {
+    let (_tmp, engine) = open_fixture("release-snapshot");
+    check_common("release-snapshot", &engine);
+    assert_eq!(jobs(&engine), FIRST_HALF);
+    assert_eq!(
+        nodes(&engine),
+        [
+            "n1 Allocated completing=false 6818",
+            "n2 Allocated completing=false 6818"
+        ]
+    );
+    assert_eq!(engine.persistent_state().next_job_id, 8);
+}
+
+#[test]
+fn a_snapshot_and_journal_of_the_release_before_issue_36_restore_and_replay() {
+    let (_tmp, engine) = open_fixture("release-snapshot-journal");
+    check_common("release-snapshot-journal", &engine);
+    let mut expected = FIRST_HALF.to_vec();
+    expected[0] = "1 None_None solo Cancelled batch None";
+    expected[2] = "3 None_None after Pending batch DependencyNeverSatisfied";
+    expected.push("8 None_None late Pending batch JobHeldUser");
+    assert_eq!(jobs(&engine), expected);
+    assert_eq!(
+        nodes(&engine),
+        [
+            "n1 Allocated completing=true 6818",
+            "n2 Allocated completing=false 6818"
+        ]
+    );
+    assert_eq!(engine.persistent_state().next_job_id, 9);
+}
