@@ -159,20 +159,47 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-#[test]
-fn write_release_fixtures_when_asked() {
-    if std::env::var_os("MUSTER_WRITE_FIXTURES").is_none() {
-        return;
-    }
+/// Writes the three fixtures' directories under `to`.
+fn write_fixtures(to: &Path) {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config(tmp.path());
     let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1_700_000_000, "boot").unwrap();
     first_half(&mut store, &mut engine, &cfg);
-    copy_dir(tmp.path(), &fixtures().join("release-journal"));
+    copy_dir(tmp.path(), &to.join("release-journal"));
     store.snapshot(&engine).unwrap();
-    copy_dir(tmp.path(), &fixtures().join("release-snapshot"));
+    copy_dir(tmp.path(), &to.join("release-snapshot"));
     second_half(&mut store, &mut engine, &cfg);
-    copy_dir(tmp.path(), &fixtures().join("release-snapshot-journal"));
+    copy_dir(tmp.path(), &to.join("release-snapshot-journal"));
+}
+
+#[test]
+fn write_release_fixtures_when_asked() {
+    if std::env::var_os("MUSTER_WRITE_FIXTURES").is_some() {
+        write_fixtures(&fixtures());
+    }
+}
+
+/// The snapshot's own types keep the release's shape: the same history
+/// written by this build gives the fixtures' bytes.
+#[test]
+fn this_build_writes_the_fixtures_byte_for_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_fixtures(tmp.path());
+    let mut compared = 0;
+    for name in [
+        "release-journal",
+        "release-snapshot",
+        "release-snapshot-journal",
+    ] {
+        for e in std::fs::read_dir(fixtures().join(name)).unwrap() {
+            let p = e.unwrap().path();
+            let file = p.file_name().unwrap();
+            let now = std::fs::read(tmp.path().join(name).join(file)).unwrap();
+            assert!(now == std::fs::read(&p).unwrap(), "{} differs", p.display());
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 5);
 }
 
 /// Opens a copy of fixture `name` (opening writes to the directory).
