@@ -137,7 +137,11 @@ impl Engine {
             nodes: self.nodes.iter().map(v1::Node::from).collect(),
             jobs: self.jobs.values().map(|j| v1::Job::from(&**j)).collect(),
             next_job_id: self.next_job_id,
-            outcomes: self.outcomes(),
+            outcomes: self
+                .outcomes()
+                .into_iter()
+                .map(|(id, o)| (id, o.into()))
+                .collect(),
             n_submitted: self.n_submitted,
             assoc_tables: self.assoc.as_deref().cloned(),
             usage: self
@@ -260,7 +264,13 @@ impl Engine {
                 e.take_resources(id, &a, boot_time);
             }
         }
-        e.set_outcomes(state.outcomes);
+        e.set_outcomes(
+            state
+                .outcomes
+                .into_iter()
+                .map(|(id, o)| (id, o.into()))
+                .collect(),
+        );
         e.reindex_arrays();
         // The first pass looks for them.
         e.may_depend = true;

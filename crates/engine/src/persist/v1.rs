@@ -10,15 +10,14 @@
 //! bytes --> Snapshot --resolve_descs--> Engine::restore
 //! ```
 
+use model::array::TaskSet;
 use model::{ExitCode, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
-use proto::JobDesc;
+use proto::{Distribution, JobDesc};
 use sched::{Allocation, GresPool, NodeIdx};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-
-use crate::{ArrayPart, DepStatus, Step, Suspension};
 
 /// The engine's state as stored in a snapshot.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -48,7 +47,7 @@ pub struct Snapshot {
     pub n_submitted: u32,
     /// How purged jobs ended, for dependencies on them.
     #[serde(default)]
-    pub outcomes: Vec<(JobId, crate::deps::Outcome)>,
+    pub outcomes: Vec<(JobId, Outcome)>,
     /// The association database last pushed by the controller.
     #[serde(default)]
     pub assoc_tables: Option<proto::acctdb::AcctTables>,
@@ -427,12 +426,14 @@ impl From<&crate::Job> for Job {
             batch_usage: batch_usage.clone(),
             extern_usage: extern_usage.clone(),
             prio_factors: prio_factors.clone(),
-            array: array.clone(),
+            array: array.clone().map(ArrayPart::from),
             depend: depend.clone(),
-            dep_status: *dep_status,
-            steps: steps.clone(),
+            dep_status: (*dep_status).into(),
+            steps: steps.iter().cloned().map(Step::from).collect(),
             next_step_id: *next_step_id,
-            suspend: suspend.clone(),
+            suspend: suspend
+                .as_deref()
+                .map(|s| Box::new(Suspension::from(s.clone()))),
             suspended_secs: *suspended_secs,
             suspend_time: *suspend_time,
             secs_pre_suspend: *secs_pre_suspend,
@@ -486,12 +487,12 @@ impl Job {
             batch_usage: self.batch_usage,
             extern_usage: self.extern_usage,
             prio_factors: self.prio_factors,
-            array: self.array,
+            array: self.array.map(crate::ArrayPart::from),
             depend: self.depend,
-            dep_status: self.dep_status,
-            steps: self.steps,
+            dep_status: self.dep_status.into(),
+            steps: self.steps.into_iter().map(crate::Step::from).collect(),
             next_step_id: self.next_step_id,
-            suspend: self.suspend,
+            suspend: self.suspend.map(|s| Box::new(crate::Suspension::from(*s))),
             suspended_secs: self.suspended_secs,
             suspend_time: self.suspend_time,
             secs_pre_suspend: self.secs_pre_suspend,
@@ -541,6 +542,266 @@ impl From<&crate::Node> for Node {
             report: report.clone(),
             last_busy: *last_busy,
             last_response: *last_response,
+        }
+    }
+}
+
+/// A step of a job in a snapshot.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Step {
+    /// Its id within the job.
+    pub id: u32,
+    /// Its name.
+    pub name: String,
+    /// RUNNING, then COMPLETED, FAILED or CANCELLED.
+    pub state: JobState,
+    /// Its nodes, in step order.
+    pub nodes: Vec<NodeIdx>,
+    /// Global task ids on each node.
+    pub tasks: Vec<Vec<u32>>,
+    /// CPUs on each node.
+    pub cpus: Vec<u32>,
+    /// Memory per node (MB), as asked.
+    pub mem: u64,
+    /// Memory (MB) over all its nodes, as its TRES show it: what `--mem`
+    /// asked for, else the job's on those nodes (srun(1) `--exact`: a step
+    /// may use all of it, but does not keep it from other steps). 0 in
+    /// records of older builds: `mem` per node then.
+    #[serde(default)]
+    pub tres_mem: u64,
+    /// GPUs (device indexes) on each node that the step asked for with
+    /// `--gres=gpu`/`--gpus` (empty when it asked for none and sees all
+    /// of the job's): not given to another step without `--overlap`.
+    #[serde(default)]
+    pub gpus: Vec<Vec<u32>>,
+    /// `--overlap`: its CPUs are not its own.
+    pub overlap: bool,
+    /// Task layout.
+    pub distribution: Distribution,
+    /// Start time.
+    pub start_time: Timestamp,
+    /// End time.
+    pub end_time: Option<Timestamp>,
+    /// Time limit.
+    pub time_limit: TimeLimit,
+    /// srun gave the step a limit of its own (`-t`): only then does the
+    /// step's limit end it (else the job's does; a suspended job's end
+    /// moves, which a step's copy of the limit would not follow).
+    #[serde(default)]
+    pub own_limit: bool,
+    /// Highest exit over the nodes reported so far.
+    pub exit: ExitCode,
+    /// Nodes that have not reported the step's end yet.
+    pub pending: BTreeSet<NodeIdx>,
+    /// Usage summed over the nodes.
+    pub usage: proto::StepUsage,
+    /// `host:pid` of srun.
+    pub srun: String,
+}
+/// A job's place in an array, in a snapshot.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ArrayPart {
+    /// The array's job id (`SLURM_ARRAY_JOB_ID`).
+    pub array_job_id: JobId,
+    /// This record's task, once it is one task.
+    pub task_id: Option<u32>,
+    /// Tasks still pending in this record (the array's own record only).
+    pub pending: TaskSet,
+    /// `%N`: at most this many tasks run at once (0: no limit).
+    pub throttle: u32,
+    /// Tasks in the whole array (`SLURM_ARRAY_TASK_COUNT`).
+    pub count: u32,
+    /// Smallest index (`SLURM_ARRAY_TASK_MIN`).
+    pub min: u32,
+    /// Largest index (`SLURM_ARRAY_TASK_MAX`).
+    pub max: u32,
+    /// Step between indexes (`SLURM_ARRAY_TASK_STEP`).
+    pub step: u32,
+}
+/// A suspended job's shares, in a snapshot.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Suspension {
+    /// When it was suspended.
+    pub since: Timestamp,
+    /// By `scontrol suspend`: it waits for `scontrol resume`. Otherwise it
+    /// was preempted and resumes once its shares are free.
+    pub by_admin: bool,
+    /// The shares it had and takes back on resume.
+    pub alloc: Allocation,
+    /// The job it was suspended for: only that job may use its shares
+    /// meanwhile.
+    #[serde(default)]
+    pub preemptor: Option<JobId>,
+}
+/// How a purged job ended, in a snapshot.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Its final state.
+    pub state: JobState,
+    /// When it started.
+    pub start: Option<Timestamp>,
+    /// When it ended.
+    pub end: Option<Timestamp>,
+    /// Its array, for a task.
+    pub array_job_id: Option<JobId>,
+    /// Its index, for a task.
+    pub task: Option<u32>,
+}
+/// Where a job's dependency stands, in a snapshot.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub enum DepStatus {
+    /// Nothing to wait for.
+    #[default]
+    Clear,
+    /// Some condition is not met yet.
+    Waiting,
+    /// It can never be met.
+    Never,
+}
+impl From<crate::Step> for Step {
+    fn from(x: crate::Step) -> Step {
+        Step {
+            id: x.id,
+            name: x.name,
+            state: x.state,
+            nodes: x.nodes,
+            tasks: x.tasks,
+            cpus: x.cpus,
+            mem: x.mem,
+            tres_mem: x.tres_mem,
+            gpus: x.gpus,
+            overlap: x.overlap,
+            distribution: x.distribution,
+            start_time: x.start_time,
+            end_time: x.end_time,
+            time_limit: x.time_limit,
+            own_limit: x.own_limit,
+            exit: x.exit,
+            pending: x.pending,
+            usage: x.usage,
+            srun: x.srun,
+        }
+    }
+}
+
+impl From<Step> for crate::Step {
+    fn from(x: Step) -> crate::Step {
+        crate::Step {
+            id: x.id,
+            name: x.name,
+            state: x.state,
+            nodes: x.nodes,
+            tasks: x.tasks,
+            cpus: x.cpus,
+            mem: x.mem,
+            tres_mem: x.tres_mem,
+            gpus: x.gpus,
+            overlap: x.overlap,
+            distribution: x.distribution,
+            start_time: x.start_time,
+            end_time: x.end_time,
+            time_limit: x.time_limit,
+            own_limit: x.own_limit,
+            exit: x.exit,
+            pending: x.pending,
+            usage: x.usage,
+            srun: x.srun,
+        }
+    }
+}
+
+impl From<crate::ArrayPart> for ArrayPart {
+    fn from(x: crate::ArrayPart) -> ArrayPart {
+        ArrayPart {
+            array_job_id: x.array_job_id,
+            task_id: x.task_id,
+            pending: x.pending,
+            throttle: x.throttle,
+            count: x.count,
+            min: x.min,
+            max: x.max,
+            step: x.step,
+        }
+    }
+}
+
+impl From<ArrayPart> for crate::ArrayPart {
+    fn from(x: ArrayPart) -> crate::ArrayPart {
+        crate::ArrayPart {
+            array_job_id: x.array_job_id,
+            task_id: x.task_id,
+            pending: x.pending,
+            throttle: x.throttle,
+            count: x.count,
+            min: x.min,
+            max: x.max,
+            step: x.step,
+        }
+    }
+}
+
+impl From<crate::Suspension> for Suspension {
+    fn from(x: crate::Suspension) -> Suspension {
+        Suspension {
+            since: x.since,
+            by_admin: x.by_admin,
+            alloc: x.alloc,
+            preemptor: x.preemptor,
+        }
+    }
+}
+
+impl From<Suspension> for crate::Suspension {
+    fn from(x: Suspension) -> crate::Suspension {
+        crate::Suspension {
+            since: x.since,
+            by_admin: x.by_admin,
+            alloc: x.alloc,
+            preemptor: x.preemptor,
+        }
+    }
+}
+
+impl From<crate::Outcome> for Outcome {
+    fn from(x: crate::Outcome) -> Outcome {
+        Outcome {
+            state: x.state,
+            start: x.start,
+            end: x.end,
+            array_job_id: x.array_job_id,
+            task: x.task,
+        }
+    }
+}
+
+impl From<Outcome> for crate::Outcome {
+    fn from(x: Outcome) -> crate::Outcome {
+        crate::Outcome {
+            state: x.state,
+            start: x.start,
+            end: x.end,
+            array_job_id: x.array_job_id,
+            task: x.task,
+        }
+    }
+}
+
+impl From<crate::DepStatus> for DepStatus {
+    fn from(x: crate::DepStatus) -> DepStatus {
+        match x {
+            crate::DepStatus::Clear => DepStatus::Clear,
+            crate::DepStatus::Waiting => DepStatus::Waiting,
+            crate::DepStatus::Never => DepStatus::Never,
+        }
+    }
+}
+
+impl From<DepStatus> for crate::DepStatus {
+    fn from(x: DepStatus) -> crate::DepStatus {
+        match x {
+            DepStatus::Clear => crate::DepStatus::Clear,
+            DepStatus::Waiting => crate::DepStatus::Waiting,
+            DepStatus::Never => crate::DepStatus::Never,
         }
     }
 }
