@@ -1,6 +1,7 @@
 //! State directories as the release before issue 36 wrote them, checked in
 //! under `tests/fixtures/` and loaded by every later build: a journal alone,
-//! a snapshot alone, and a snapshot followed by journal records.
+//! a snapshot alone, a snapshot followed by journal records, and a snapshot
+//! with a step, a suspension and a purged job's outcome.
 //!
 //! `MUSTER_WRITE_FIXTURES=1 cargo test -p ctld release_fixtures` writes
 //! them again with the build under test; that is only for a new format
@@ -93,11 +94,31 @@ fn run(
     reqs: Vec<CtldRequest>,
     now: Timestamp,
 ) {
+    run_as(store, engine, cfg, who(), reqs, now)
+}
+
+fn root() -> Identity {
+    Identity {
+        uid: 0,
+        gid: 0,
+        user: "root".into(),
+        host: "h".into(),
+    }
+}
+
+fn run_as(
+    store: &mut Store,
+    engine: &mut Engine,
+    cfg: &conf::Config,
+    who: Identity,
+    reqs: Vec<CtldRequest>,
+    now: Timestamp,
+) {
     let mut entries = Vec::new();
     for req in reqs {
         let e = Entry::Request {
             req: Box::new(req),
-            who: who(),
+            who: who.clone(),
             now,
         };
         apply(engine, cfg, &e, "boot");
@@ -149,6 +170,94 @@ fn second_half(store: &mut Store, engine: &mut Engine, cfg: &conf::Config) {
     );
 }
 
+/// A second history, for the parts of a job the first leaves out: a step,
+/// a suspension, and the outcome of a purged job; then a snapshot.
+fn rich(store: &mut Store, engine: &mut Engine, cfg: &conf::Config) {
+    let t = 1_700_000_000;
+    run(store, engine, cfg, vec![reg("n1"), reg("n2")], t);
+    run(
+        store,
+        engine,
+        cfg,
+        vec![
+            job("stepping", |_| {}),
+            job("suspended", |_| {}),
+            job("quick", |_| {}),
+        ],
+        t + 10,
+    );
+    let step = proto::StepRequest {
+        job_id: JobId(1),
+        name: "hostname".into(),
+        argv: vec!["hostname".into()],
+        ntasks: Some(1),
+        work_dir: "/home/alice".into(),
+        srun_host: "login".into(),
+        srun_port: 4000,
+        srun_pid: 77,
+        ..Default::default()
+    };
+    let exited = CtldRequest::JobExited {
+        job_id: JobId(3),
+        node: engine
+            .job(JobId(3))
+            .and_then(|j| j.alloc.as_ref())
+            .map(|a| engine.node_infos()[a.nodes[0].node.0 as usize].name.clone())
+            .unwrap_or_default(),
+        exit: model::ExitCode::default(),
+        launch_failed: None,
+        usage: None,
+    };
+    run(
+        store,
+        engine,
+        cfg,
+        vec![CtldRequest::CreateStep(Box::new(step)), exited],
+        t + 20,
+    );
+    run_as(
+        store,
+        engine,
+        cfg,
+        root(),
+        vec![CtldRequest::Suspend {
+            job_id: JobId(2),
+            tasks: None,
+        }],
+        t + 30,
+    );
+    // The nodes answer their pings until past MinJobAge, when job 3 is
+    // purged and only its outcome is kept.
+    for now in (t + 100..t + 1000).step_by(100) {
+        let pings: Vec<Entry> = ["n1", "n2"]
+            .iter()
+            .map(|n| Entry::Ping {
+                node: n.to_string(),
+                ok: true,
+                now,
+            })
+            .chain([Entry::Tick { now }])
+            .collect();
+        for e in &pings {
+            apply(engine, cfg, e, "boot");
+        }
+        store.append(&pings).unwrap();
+    }
+    run(
+        store,
+        engine,
+        cfg,
+        vec![
+            job("after-quick", |d| d.dependency = Some("afterok:3".into())),
+            job("after-stepping", |d| {
+                d.dependency = Some("afterok:1".into())
+            }),
+        ],
+        t + 1000,
+    );
+    store.snapshot(engine).unwrap();
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
@@ -170,6 +279,12 @@ fn write_fixtures(to: &Path) {
     copy_dir(tmp.path(), &to.join("release-snapshot"));
     second_half(&mut store, &mut engine, &cfg);
     copy_dir(tmp.path(), &to.join("release-snapshot-journal"));
+    drop(store);
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(tmp.path());
+    let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1_700_000_000, "boot").unwrap();
+    rich(&mut store, &mut engine, &cfg);
+    copy_dir(tmp.path(), &to.join("release-rich-snapshot"));
 }
 
 #[test]
@@ -190,6 +305,7 @@ fn this_build_writes_the_fixtures_byte_for_byte() {
         "release-journal",
         "release-snapshot",
         "release-snapshot-journal",
+        "release-rich-snapshot",
     ] {
         for e in std::fs::read_dir(fixtures().join(name)).unwrap() {
             let p = e.unwrap().path();
@@ -199,7 +315,7 @@ fn this_build_writes_the_fixtures_byte_for_byte() {
             compared += 1;
         }
     }
-    assert_eq!(compared, 5);
+    assert_eq!(compared, 7);
 }
 
 /// Opens a copy of fixture `name` (opening writes to the directory).
@@ -334,4 +450,46 @@ fn a_snapshot_and_journal_of_the_release_before_issue_36_restore_and_replay() {
         ]
     );
     assert_eq!(engine.persistent_state().next_job_id, 9);
+}
+
+#[test]
+fn a_snapshot_of_the_release_with_steps_suspensions_and_outcomes_restores() {
+    let (_tmp, engine) = open_fixture("release-rich-snapshot");
+    assert_eq!(
+        jobs(&engine),
+        [
+            "1 None_None stepping Running batch None",
+            "2 None_None suspended Suspended batch None",
+            "4 None_None after-quick Running batch None",
+            "5 None_None after-stepping Pending batch Dependency",
+        ]
+    );
+    let stepping = engine.job(JobId(1)).expect("job 1");
+    assert_eq!(stepping.steps.len(), 1);
+    assert_eq!(stepping.steps[0].name, "hostname");
+    assert_eq!(stepping.steps[0].srun, "login:77");
+    let suspended = engine.job(JobId(2)).expect("job 2");
+    assert!(suspended.suspend.as_ref().is_some_and(|s| s.by_admin));
+    assert_eq!(
+        engine.job(JobId(5)).expect("job 5").dep_status,
+        engine::DepStatus::Waiting
+    );
+    // Job 3 was purged; its outcome is kept for dependencies on it.
+    assert!(engine.job(JobId(3)).is_none());
+    let state = engine.persistent_state();
+    assert_eq!(state.outcomes.len(), 1);
+    assert_eq!(state.outcomes[0].0, JobId(3));
+    assert_eq!(state.next_job_id, 6);
+    assert_eq!(
+        nodes(&engine),
+        [
+            "n1 Allocated completing=false 6818",
+            "n2 Idle completing=false 6818"
+        ]
+    );
+    assert!(
+        engine.check_invariants().is_empty(),
+        "{:?}",
+        engine.check_invariants()
+    );
 }
