@@ -553,7 +553,7 @@ impl Store {
     /// part or whole, and goes on in a new log segment (see
     /// [`Journal::resume`]). Returns the snapshot's seq.
     pub fn resume(&mut self, engine: &Engine) -> Result<u64, JournalError> {
-        let data = encode_snapshot(&engine.persistent_state());
+        let data = encode_state(engine.persistent_state());
         let seq = self.journal.resume(&data)?;
         self.since_snapshot = 0;
         self.snapshot_due = SNAPSHOT_EVERY;
@@ -564,7 +564,7 @@ impl Store {
 
     /// Writes a snapshot of the engine as of the last appended entry.
     pub fn snapshot(&mut self, engine: &Engine) -> Result<(), JournalError> {
-        let data = encode_snapshot(&engine.persistent_state());
+        let data = encode_state(engine.persistent_state());
         let seq = self.journal.last_seq();
         self.journal.snapshot(seq, &data)?;
         self.since_snapshot = 0;
@@ -591,13 +591,20 @@ const SNAPSHOT_MAGIC: u8 = 0xB6;
 /// 100,000 times (most of a snapshot's size and decoding time).
 const SNAPSHOT_MAGIC_POOLED: u8 = 0xB8;
 
-fn encode_snapshot(state: &engine::PersistentState) -> Vec<u8> {
+/// A snapshot of `state` in the pooled binary form: the description table,
+/// then the state with each job's description by number.
+fn encode_state(mut state: engine::PersistentState) -> Vec<u8> {
     let mut out = vec![SNAPSHOT_MAGIC_POOLED];
     rmp_serde::encode::write_named(&mut out, &state.descs).expect("descriptions always serialize");
-    engine::with_desc_numbers(state, || {
-        rmp_serde::encode::write_named(&mut out, state).expect("state always serializes")
-    });
+    state.number_descs();
+    rmp_serde::encode::write_named(&mut out, &state).expect("state always serializes");
     out
+}
+
+/// [`encode_state`] of a state the caller keeps.
+#[cfg(test)]
+fn encode_snapshot(state: &engine::PersistentState) -> Vec<u8> {
+    encode_state(state.clone())
 }
 
 /// A snapshot of the first binary form, as builds before
@@ -628,9 +635,11 @@ fn decode_snapshot(
             let descs: Vec<std::sync::Arc<proto::JobDesc>> =
                 Deserialize::deserialize(&mut de).map_err(binary)?;
             let mut state: engine::PersistentState =
-                engine::with_desc_table(descs.clone(), || Deserialize::deserialize(&mut de))
-                    .map_err(binary)?;
+                Deserialize::deserialize(&mut de).map_err(binary)?;
             state.descs = descs;
+            state
+                .resolve_descs()
+                .map_err(|e| binary(rmp_serde::decode::Error::Syntax(e.to_string())))?;
             Ok(state)
         }
         Some((&SNAPSHOT_MAGIC, rest)) => rmp_serde::from_slice(rest).map_err(binary),
@@ -1254,9 +1263,9 @@ mod tests {
         // The table written ahead of the state lacks the last description.
         let mut data = vec![SNAPSHOT_MAGIC_POOLED];
         rmp_serde::encode::write_named(&mut data, &state.descs[..2]).unwrap();
-        engine::with_desc_numbers(&state, || {
-            rmp_serde::encode::write_named(&mut data, &state).unwrap()
-        });
+        let mut numbered = state.clone();
+        numbered.number_descs();
+        rmp_serde::encode::write_named(&mut data, &numbered).unwrap();
         let err = decode_snapshot(tmp.path(), 9, &data).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("snapshot 9"), "{text}");
@@ -1315,3 +1324,6 @@ mod tests {
         assert_eq!(restored.job_list(60).jobs.len(), 1);
     }
 }
+
+#[cfg(test)]
+mod release_fixtures;

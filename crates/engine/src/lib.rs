@@ -226,7 +226,7 @@ pub use assoc::Enforce;
 pub use deps::{DepStatus, Outcome};
 pub use info::OVERSUBSCRIBE_EXCLUSIVE;
 pub use nodes::NOT_RESPONDING;
-pub use persist::{with_desc_numbers, with_desc_table, PersistentState, RestoreError};
+pub use persist::{v1 as snapshot_v1, PersistentState, RestoreError};
 pub use preempt::{PreemptConf, PreemptMode, PreemptType, Suspension};
 pub use steps::{layout, worse_exit, Step};
 pub use tokens::{SavedToken, MAX_TOKENS, TOKEN_WINDOW};
@@ -527,7 +527,7 @@ impl Settings {
 }
 
 /// A node as the controller tracks it.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug)]
 pub struct Node {
     /// Its configuration.
     pub conf: conf::NodeConf,
@@ -574,7 +574,7 @@ impl Node {
 }
 
 /// A partition as the controller tracks it.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug)]
 pub struct Partition {
     /// Its configuration.
     pub conf: conf::PartitionConf,
@@ -583,7 +583,7 @@ pub struct Partition {
 }
 
 /// A job as the controller tracks it.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug)]
 pub struct Job {
     /// Its id.
     pub id: JobId,
@@ -592,18 +592,14 @@ pub struct Job {
     /// of sbatch sends the same description every time); changes go
     /// through `Arc::make_mut`, which copies a shared one first.
     /// Snapshots store each distinct description once and give each job
-    /// its number instead (`persist::desc_serde`); older snapshots, with
-    /// each job's description in full, are still read.
-    #[serde(with = "persist::desc_serde")]
+    /// its number instead (`snapshot_v1::Desc`).
     pub desc: Arc<JobDesc>,
     /// The script, shared between jobs that submitted the same text.
     /// Snapshots store each distinct script once (`PersistentState::scripts`).
-    #[serde(skip)]
     pub script: Arc<str>,
     /// The exported environment, shared between jobs with the same one:
     /// a loop of sbatch from one shell stores it once (in memory and in
     /// snapshots, `PersistentState::envs`).
-    #[serde(skip)]
     pub env: Arc<Vec<(String, String)>>,
     /// Base state.
     pub state: JobState,
@@ -620,10 +616,8 @@ pub struct Job {
     /// When it became eligible.
     pub eligible_time: Timestamp,
     /// Start time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<Timestamp>,
     /// End time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<Timestamp>,
     /// Candidate partitions (indexes), in the user's order.
     pub partitions: Vec<usize>,
@@ -638,13 +632,10 @@ pub struct Job {
     /// Tasks.
     pub ntasks: u32,
     /// Allocation while running or completing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alloc: Option<Allocation>,
     /// The nodes it last ran on (kept after it ends, for `squeue`/`scontrol`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ran_on: Vec<NodeIdx>,
     /// CPUs it had on each of those nodes.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ran_cpus: Vec<u32>,
     /// Exit status.
     pub exit: ExitCode,
@@ -659,62 +650,45 @@ pub struct Job {
     /// Resolved stderr path.
     pub stderr: String,
     /// Last scheduling pass that looked at it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_sched_eval: Option<Timestamp>,
     /// Held, and by whom (user hold when true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<bool>,
     /// Priority set by an administrator.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin_priority: Option<u32>,
     /// Who cancelled it (`CANCELLED by <uid>` in sacct).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelled_by: Option<u32>,
     /// What its batch script used, as its node measured it (boxed: about
     /// 300 bytes that only ended jobs have, in every job).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_usage: Option<Box<proto::StepUsage>>,
     /// What its extern step used, merged over the nodes that reported
     /// (boxed, as `batch_usage`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extern_usage: Option<Box<proto::StepUsage>>,
     /// Its weighted priority factors when multifactor priority last set
     /// its priority (sprio). Boxed: 88 bytes that priority/basic (the
     /// default) never sets, in every job.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prio_factors: Option<Box<proto::PriorityFactors>>,
     /// Its place in a job array.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<ArrayPart>,
     /// The conditions of its dependency still to be met (satisfied ones
     /// are dropped, as Slurm does).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depend: Option<model::depend::Dependency>,
     /// Where its dependency stands.
-    #[serde(default)]
     pub dep_status: DepStatus,
     /// Its steps (srun), in creation order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Step>,
     /// The id the next step gets.
-    #[serde(default)]
     pub next_step_id: u32,
     /// While SUSPENDED: its shares and who suspended it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend: Option<Box<Suspension>>,
     /// Seconds it has spent suspended in this run (not counted toward its
     /// time limit).
-    #[serde(default)]
     pub suspended_secs: i64,
     /// When it was last suspended or resumed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend_time: Option<Timestamp>,
     /// Seconds it ran before its last suspension.
-    #[serde(default)]
     pub secs_pre_suspend: i64,
     /// Requeued by preemption for this job: it does not start again while
     /// that job still waits for the resources it gave up.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempted_by: Option<JobId>,
 }
 
