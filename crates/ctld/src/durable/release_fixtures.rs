@@ -87,14 +87,8 @@ fn cancel(id: u32) -> CtldRequest {
     }
 }
 
-fn run(
-    store: &mut Store,
-    engine: &mut Engine,
-    cfg: &conf::Config,
-    reqs: Vec<CtldRequest>,
-    now: Timestamp,
-) {
-    run_as(store, engine, cfg, who(), reqs, now)
+fn run(store: &mut Store, engine: &mut Engine, reqs: Vec<CtldRequest>, now: Timestamp) {
+    run_as(store, engine, who(), reqs, now)
 }
 
 fn root() -> Identity {
@@ -109,7 +103,6 @@ fn root() -> Identity {
 fn run_as(
     store: &mut Store,
     engine: &mut Engine,
-    cfg: &conf::Config,
     who: Identity,
     reqs: Vec<CtldRequest>,
     now: Timestamp,
@@ -121,29 +114,22 @@ fn run_as(
             who: who.clone(),
             now,
         };
-        apply(engine, cfg, &e, "boot");
+        apply(engine, e.clone());
         entries.push(e);
     }
     let tick = Entry::Tick { now };
-    apply(engine, cfg, &tick, "boot");
+    apply(engine, tick.clone());
     entries.push(tick);
     store.append(&entries).unwrap();
 }
 
 /// The first half of the fixtures' history: nodes, a running job, an
 /// array, a dependency, a hold and a cancellation, all in the journal.
-fn first_half(store: &mut Store, engine: &mut Engine, cfg: &conf::Config) {
+fn first_half(store: &mut Store, engine: &mut Engine) {
+    run(store, engine, vec![reg("n1"), reg("n2")], 1_700_000_000);
     run(
         store,
         engine,
-        cfg,
-        vec![reg("n1"), reg("n2")],
-        1_700_000_000,
-    );
-    run(
-        store,
-        engine,
-        cfg,
         vec![
             job("solo", |_| {}),
             job("sweep", |d| d.array = Some("1-3".into())),
@@ -156,15 +142,14 @@ fn first_half(store: &mut Store, engine: &mut Engine, cfg: &conf::Config) {
         ],
         1_700_000_010,
     );
-    run(store, engine, cfg, vec![cancel(5)], 1_700_000_020);
+    run(store, engine, vec![cancel(5)], 1_700_000_020);
 }
 
 /// The second half, after the snapshot: more records.
-fn second_half(store: &mut Store, engine: &mut Engine, cfg: &conf::Config) {
+fn second_half(store: &mut Store, engine: &mut Engine) {
     run(
         store,
         engine,
-        cfg,
         vec![job("late", |d| d.hold = true), cancel(1)],
         1_700_000_030,
     );
@@ -172,13 +157,12 @@ fn second_half(store: &mut Store, engine: &mut Engine, cfg: &conf::Config) {
 
 /// A second history, for the parts of a job the first leaves out: a step,
 /// a suspension, and the outcome of a purged job; then a snapshot.
-fn rich(store: &mut Store, engine: &mut Engine, cfg: &conf::Config) {
+fn rich(store: &mut Store, engine: &mut Engine) {
     let t = 1_700_000_000;
-    run(store, engine, cfg, vec![reg("n1"), reg("n2")], t);
+    run(store, engine, vec![reg("n1"), reg("n2")], t);
     run(
         store,
         engine,
-        cfg,
         vec![
             job("stepping", |_| {}),
             job("suspended", |_| {}),
@@ -211,14 +195,12 @@ fn rich(store: &mut Store, engine: &mut Engine, cfg: &conf::Config) {
     run(
         store,
         engine,
-        cfg,
         vec![CtldRequest::CreateStep(Box::new(step)), exited],
         t + 20,
     );
     run_as(
         store,
         engine,
-        cfg,
         root(),
         vec![CtldRequest::Suspend {
             job_id: JobId(2),
@@ -239,14 +221,13 @@ fn rich(store: &mut Store, engine: &mut Engine, cfg: &conf::Config) {
             .chain([Entry::Tick { now }])
             .collect();
         for e in &pings {
-            apply(engine, cfg, e, "boot");
+            apply(engine, e.clone());
         }
         store.append(&pings).unwrap();
     }
     run(
         store,
         engine,
-        cfg,
         vec![
             job("after-quick", |d| d.dependency = Some("afterok:3".into())),
             job("after-stepping", |d| {
@@ -272,18 +253,18 @@ fn copy_dir(from: &Path, to: &Path) {
 fn write_fixtures(to: &Path) {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config(tmp.path());
-    let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1_700_000_000, "boot").unwrap();
-    first_half(&mut store, &mut engine, &cfg);
+    let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1_700_000_000).unwrap();
+    first_half(&mut store, &mut engine);
     copy_dir(tmp.path(), &to.join("release-journal"));
     store.snapshot(&engine).unwrap();
     copy_dir(tmp.path(), &to.join("release-snapshot"));
-    second_half(&mut store, &mut engine, &cfg);
+    second_half(&mut store, &mut engine);
     copy_dir(tmp.path(), &to.join("release-snapshot-journal"));
     drop(store);
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config(tmp.path());
-    let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1_700_000_000, "boot").unwrap();
-    rich(&mut store, &mut engine, &cfg);
+    let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1_700_000_000).unwrap();
+    rich(&mut store, &mut engine);
     copy_dir(tmp.path(), &to.join("release-rich-snapshot"));
 }
 
@@ -323,7 +304,7 @@ fn open_fixture(name: &str) -> (tempfile::TempDir, Engine) {
     let tmp = tempfile::tempdir().unwrap();
     copy_dir(&fixtures().join(name), tmp.path());
     let cfg = config(tmp.path());
-    let (_store, engine) = Store::open(tmp.path(), &cfg, 1_700_000_100, "boot").unwrap();
+    let (_store, engine) = Store::open(tmp.path(), &cfg, 1_700_000_100).unwrap();
     (tmp, engine)
 }
 
