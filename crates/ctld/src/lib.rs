@@ -25,7 +25,9 @@ use anyhow::Context;
 use durable::{Entry, Store};
 use engine::{Command, Engine};
 use model::{JobId, Timestamp};
-use proto::{CtldRequest, CtldResponse, Identity, NodeRequest, NodeResponse, SlurmError};
+use proto::{
+    CtldRequest, CtldResponse, Identity, JobRowSource, NodeRequest, NodeResponse, SlurmError,
+};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
