@@ -8,11 +8,14 @@
 //!          -> plan_pass (sched::plan) -> [finish a partial pass] -> apply
 //! ```
 
-use crate::partial::freed_pass_holds;
-use crate::requests::{ArrayWalk, Pass};
+use crate::array::ArrayRequests;
+use crate::limits::LimitCheck;
+use crate::partial::{freed_pass_holds, PrefixCheck};
+use crate::requests::{ArrayWalk, Optional, Pass};
 use crate::{Engine, Job};
 use model::{JobId, JobState, PendingReason, TimeLimit, Timestamp};
-use sched::{Decision, JobRequest};
+use sched::{Decision, JobRequest, NodeView, PartView};
+use std::sync::Arc;
 
 impl Engine {
     /// Whether the next `schedule` would start no job and do nothing else
@@ -114,8 +117,50 @@ impl Engine {
 
     /// `known_free`: the free CPUs where the caller counted them since the
     /// last change (`free_if_pass_may_start`).
+    ///
+    /// ```text
+    /// pass_input -> reducible -> collect_pass (part of the queue, or all)
+    ///   -> tell_collected -> plan_collected -> finish_collected -> apply_plan
+    /// ```
     fn schedule_pass(&mut self, now: Timestamp, known_free: Option<u32>) {
         self.sched_dirty = false;
+        let (fresh, input) = self.pass_input(now, known_free);
+        let fresh = self.reducible(fresh, &input);
+        let Some(collected) = self.collect_pass(fresh, &input, now) else {
+            // Decided without a pass: every new job waits.
+            return;
+        };
+        let Collected {
+            pass:
+                Pass {
+                    requests,
+                    arrays,
+                    throttled,
+                    waiting_to_begin,
+                    optional,
+                },
+            prefix_check,
+            reduced,
+        } = collected;
+        self.tell_collected(throttled, waiting_to_begin, &input.limited, now);
+        if requests.is_empty() && optional.is_empty() {
+            return;
+        }
+        let prefix = prefix_check.is_some();
+        let mut work = self.plan_collected(&input, requests, arrays, &optional, prefix, now);
+        self.finish_collected(&input, prefix_check.as_ref(), reduced, &mut work, now);
+        self.apply_plan(work, input.parts.len(), now);
+    }
+
+    /// What a pass reads first: the new jobs since the last pass where
+    /// only submissions (and job ends) came (`Engine::fresh`; `None`: it
+    /// must try every job), with what it fixes for the rest of the pass.
+    /// Resumes the jobs preemption let go and evaluates dependencies.
+    fn pass_input(
+        &mut self,
+        now: Timestamp,
+        known_free: Option<u32>,
+    ) -> (Option<Vec<JobId>>, PassInput) {
         let fresh = self.fresh.replace(Vec::new());
         if fresh.is_none() {
             // Something other than submissions and job ends happened.
@@ -138,9 +183,29 @@ impl Engine {
             }
             None => self.free_cpus(),
         };
-        let cfg = &self.sched_cfg;
         // FCFS passes are reduced only to a prefix of the queue (below).
-        let fcfs = cfg.policy == sched::Policy::Fcfs;
+        let fcfs = self.sched_cfg.policy == sched::Policy::Fcfs;
+        let old_heads = if freed {
+            self.heads.clone()
+        } else {
+            Vec::new()
+        };
+        let input = PassInput {
+            freed,
+            limited,
+            free_cpus,
+            fcfs,
+            parts: self.part_views(),
+            old_heads,
+        };
+        (fresh, input)
+    }
+
+    /// `fresh` where the pass may go over part of the queue, else `None`.
+    /// Brings the queue up to date.
+    fn reducible(&mut self, fresh: Option<Vec<JobId>>, input: &PassInput) -> Option<Vec<JobId>> {
+        let (freed, fcfs) = (input.freed, input.fcfs);
+        let cfg = &self.sched_cfg;
         let may_reduce = cfg.bf_max_job_test.is_none()
             && cfg.bf_max_job_user.is_none()
             && self.settings.preempt.kind == crate::preempt::PreemptType::None
@@ -158,7 +223,6 @@ impl Engine {
         let may_reduce = may_reduce
             && (!(freed || fcfs)
                 || (one_reservation && self.parts.len() == 1 && !self.settings.enforce.limits));
-        let parts = self.part_views();
         self.refresh_queue();
         // Plans over the pool (`bf_plan=auto`) only where every job the
         // pass may go on with spreads, and no node, preemption or
@@ -172,20 +236,35 @@ impl Engine {
         let switched = self.sched_cfg.bf_plan == sched::PlanOn::Auto
             && pool_exact != self.pass_cache.pool_exact;
         self.pass_cache.pool_exact = pool_exact;
-        let fresh = fresh.filter(|_| may_reduce && !switched);
+        fresh.filter(|_| may_reduce && !switched)
+    }
+
+    /// The requests the pass tries: over part of the queue where `fresh`
+    /// allows and that part shows what the whole would decide, else over
+    /// every pending job. `None` where the pass is decided without
+    /// planning (the new jobs were told their reasons).
+    fn collect_pass(
+        &mut self,
+        fresh: Option<Vec<JobId>>,
+        input: &PassInput,
+        now: Timestamp,
+    ) -> Option<Collected> {
+        let PassInput {
+            freed,
+            fcfs,
+            ref limited,
+            free_cpus,
+            ref parts,
+            ..
+        } = *input;
         // Every first blocked job holds a plan (else the pass would plan
         // the next one, which a pass over new jobs does not try). A pass
         // over a prefix of the queue after job ends checks what it left
         // out instead.
         let heads_planned = self.heads.iter().all(|h| self.plans.contains_key(h));
-        let old_heads = if freed {
-            self.heads.clone()
-        } else {
-            Vec::new()
-        };
         let mut reduced = false;
         let mut prefix_check = None;
-        let mut pass = match fresh {
+        let pass = match fresh {
             // An FCFS pass after submissions alone goes over a prefix too:
             // its jobs behind the first blocked one wait whatever came.
             Some(ids) if freed || fcfs => {
@@ -198,19 +277,19 @@ impl Engine {
                     .chain(&self.heads)
                     .copied();
                 let mut bufs = std::mem::take(&mut self.prefix_bufs);
-                let prefix = self.freed_prefix(needed, &limited, free_cpus, now, &mut bufs);
+                let prefix = self.freed_prefix(needed, limited, free_cpus, now, &mut bufs);
                 let pass = match prefix {
                     Some(check) => {
                         prefix_check = Some(check);
                         let only = bufs.only.iter().copied();
-                        Some(self.collect_requests(Some(only), &limited, free_cpus, now))
+                        Some(self.collect_requests(Some(only), limited, free_cpus, now))
                     }
                     None if fcfs || !heads_planned => None,
                     None => {
                         let startable = self.startable_waiting(&ids, free_cpus);
                         let aged = self.aged_waiting(now);
-                        let pass = self
-                            .short_pass(&ids, startable, aged, &parts, &limited, free_cpus, now);
+                        let pass =
+                            self.short_pass(&ids, startable, aged, parts, limited, free_cpus, now);
                         reduced = pass.is_some();
                         pass
                     }
@@ -231,36 +310,43 @@ impl Engine {
                 if !freed
                     && none_startable
                     && aged.iter().all(|id| self.plans.contains_key(id))
-                    && self.fresh_cannot_start(&ids, &parts, &limited, free_cpus, now)
+                    && self.fresh_cannot_start(&ids, parts, limited, free_cpus, now)
                 {
                     // What the pass would decide, without the pass: every
                     // new job waits behind a planned job of its partitions.
                     for id in &ids {
                         self.jobs.tell_reason(id, PendingReason::Priority, now);
                     }
-                    return;
+                    return None;
                 }
                 let startable = if self.older_jobs_wait(now) {
                     Vec::new()
                 } else {
                     self.startable_waiting(&ids, free_cpus)
                 };
-                let pass = self.short_pass(&ids, startable, aged, &parts, &limited, free_cpus, now);
+                let pass = self.short_pass(&ids, startable, aged, parts, limited, free_cpus, now);
                 reduced = pass.is_some();
                 pass
             }
             _ => None,
         };
-        if pass.is_none() {
-            pass = Some(self.collect_requests(ALL_JOBS, &limited, free_cpus, now));
-        }
-        let Pass {
-            requests,
-            arrays,
-            throttled,
-            waiting_to_begin,
-            optional,
-        } = pass.expect("collected");
+        let pass = pass.unwrap_or_else(|| self.collect_requests(ALL_JOBS, limited, free_cpus, now));
+        Some(Collected {
+            pass,
+            prefix_check,
+            reduced,
+        })
+    }
+
+    /// Tells the jobs the pass will not try why they wait, and forgets the
+    /// last pass's plans and first blocked jobs.
+    fn tell_collected(
+        &mut self,
+        throttled: Vec<JobId>,
+        waiting_to_begin: Vec<JobId>,
+        limited: &LimitCheck,
+        now: Timestamp,
+    ) {
         self.mark_throttled(throttled);
         self.mark_waiting_to_begin(waiting_to_begin);
         for (id, limit) in &limited.blocked {
@@ -268,10 +354,22 @@ impl Engine {
         }
         self.plans.clear();
         self.heads.clear();
-        if requests.is_empty() && optional.is_empty() {
-            return;
-        }
-        let lowest = requests.iter().map(|r| sched::order_key(r, &parts)).max();
+    }
+
+    /// The scheduler's plan for `requests` (and, in order, the `optional`
+    /// jobs it has not shown would wait: `walk_pass`) over the nodes as
+    /// they are now. `prefix`: the pass is over a prefix of the queue.
+    fn plan_collected(
+        &mut self,
+        input: &PassInput,
+        mut requests: Vec<JobRequest>,
+        arrays: ArrayRequests,
+        optional: &[Optional],
+        prefix: bool,
+        now: Timestamp,
+    ) -> Planning {
+        let parts = &input.parts;
+        let lowest = requests.iter().map(|r| sched::order_key(r, parts)).max();
         self.last_order_key = self.last_order_key.max(lowest);
         let mut nodes = self.refreshed_node_views();
         self.hold_suspended_shares(&mut nodes);
@@ -280,36 +378,62 @@ impl Engine {
         if !self.views_plain {
             self.view_hint = None;
         }
-        let mut requests = requests;
-        let mut plan = if optional.is_empty() {
+        let plan = if optional.is_empty() {
             // A pass over a prefix goes on over the jobs it left out
             // (`finish_prefix_pass`): the jobs it defers come after them.
-            self.pass_cache.hold_deferred = prefix_check.is_some();
-            let plan = self.plan_pass(&nodes, &parts, &requests, now);
+            self.pass_cache.hold_deferred = prefix;
+            let plan = self.plan_pass(&nodes, parts, &requests, now);
             self.pass_cache.hold_deferred = false;
             plan
         } else {
-            self.walk_pass(&nodes, &parts, &mut requests, &optional, free_cpus, now)
+            self.walk_pass(&nodes, parts, &mut requests, optional, input.free_cpus, now)
         };
-        let mut arrays = arrays;
-        let prefix_failed = match &prefix_check {
+        Planning {
+            requests,
+            arrays,
+            nodes,
+            plan,
+        }
+    }
+
+    /// After a pass over part of the queue: goes on over the jobs a prefix
+    /// left out where its blocked, planned job keeps them behind it, else
+    /// (or where a first blocked job started or lost its plan) plans again
+    /// over every job.
+    fn finish_collected(
+        &mut self,
+        input: &PassInput,
+        prefix_check: Option<&PrefixCheck>,
+        reduced: bool,
+        work: &mut Planning,
+        now: Timestamp,
+    ) {
+        let PassInput {
+            freed,
+            fcfs,
+            ref limited,
+            free_cpus,
+            ref parts,
+            ref old_heads,
+        } = *input;
+        let prefix_failed = match prefix_check {
             Some(check)
-                if check.behind_plan(&plan, fcfs, || {
-                    self.holders_endless() && self.pending_endless(&limited, now)
+                if check.behind_plan(&work.plan, fcfs, || {
+                    self.holders_endless() && self.pending_endless(limited, now)
                 }) =>
             {
                 let mut records = ArrayWalk {
-                    arrays: &mut arrays,
-                    limited: &limited,
+                    arrays: &mut work.arrays,
+                    limited,
                     free_cpus,
                     throttled: Vec::new(),
                 };
                 self.finish_prefix_pass(
                     check,
-                    &mut plan,
-                    &mut requests,
-                    &nodes,
-                    &parts,
+                    &mut work.plan,
+                    &mut work.requests,
+                    &work.nodes,
+                    parts,
                     &mut records,
                     now,
                 );
@@ -322,7 +446,7 @@ impl Engine {
             Some(_) => true,
             None => false,
         };
-        if prefix_failed || (reduced && freed && !freed_pass_holds(&plan, &old_heads)) {
+        if prefix_failed || (reduced && freed && !freed_pass_holds(&work.plan, old_heads)) {
             // A first blocked job started (or lost its plan): the next one
             // in line, which this pass did not try, may need a plan. Look
             // at every job.
@@ -332,15 +456,31 @@ impl Engine {
                 throttled,
                 waiting_to_begin,
                 ..
-            } = self.collect_requests(ALL_JOBS, &limited, free_cpus, now);
+            } = self.collect_requests(ALL_JOBS, limited, free_cpus, now);
             self.mark_throttled(throttled);
             self.mark_waiting_to_begin(waiting_to_begin);
-            requests = all;
-            arrays = all_arrays;
-            let lowest = requests.iter().map(|r| sched::order_key(r, &parts)).max();
+            work.requests = all;
+            work.arrays = all_arrays;
+            let lowest = work
+                .requests
+                .iter()
+                .map(|r| sched::order_key(r, parts))
+                .max();
             self.last_order_key = self.last_order_key.max(lowest);
-            plan = self.plan_pass(&nodes, &parts, &requests, now);
+            work.plan = self.plan_pass(&work.nodes, parts, &work.requests, now);
         }
+    }
+
+    /// Carries out the pass's plan: starts the jobs it starts, tells the
+    /// others why they wait, keeps its plans and first blocked jobs, and
+    /// preempts for the jobs that may.
+    fn apply_plan(&mut self, work: Planning, n_parts: usize, now: Timestamp) {
+        let Planning {
+            requests,
+            arrays,
+            nodes,
+            plan,
+        } = work;
         self.node_view_cache = nodes;
         self.view_hint = None;
         if plan.depth_reached && self.depth_wake.is_none() {
@@ -354,7 +494,7 @@ impl Engine {
                 job.time_limit = TimeLimit::Minutes(minutes);
             }
         }
-        self.heads = self.first_blocked(&plan.decisions, &arrays, parts.len());
+        self.heads = self.first_blocked(&plan.decisions, &arrays, n_parts);
         let preemptors = self.preemptors(&plan.decisions, &requests);
         for (id, decision) in plan.decisions {
             let starting = matches!(decision, Decision::Start(_));
@@ -545,3 +685,40 @@ fn running_view(j: &Job, version: u64, now: Timestamp) -> Option<sched::RunningJ
 
 /// `collect_requests` over every pending job.
 const ALL_JOBS: Option<std::iter::Empty<JobId>> = None;
+
+/// What a pass fixes before it collects its requests
+/// (`Engine::pass_input`).
+struct PassInput {
+    /// A job ended since the last pass (`Engine::freed`).
+    freed: bool,
+    /// The jobs limits hold, and the room they leave.
+    limited: LimitCheck,
+    /// The CPUs free before the pass.
+    free_cpus: u32,
+    /// The policy is FCFS.
+    fcfs: bool,
+    /// Every partition as the scheduler sees it.
+    parts: Arc<[PartView]>,
+    /// After job ends, the last pass's first blocked jobs
+    /// (`freed_pass_holds`); else none.
+    old_heads: Vec<JobId>,
+}
+
+/// The requests a pass tries (`Engine::collect_pass`).
+struct Collected {
+    pass: Pass,
+    /// Where the pass is over a prefix of the queue: what must hold after
+    /// it for the jobs it left out to keep their decisions.
+    prefix_check: Option<PrefixCheck>,
+    /// The pass is over the new jobs and those the free CPUs could hold
+    /// (`Engine::short_pass`).
+    reduced: bool,
+}
+
+/// What a pass plans over, and its plan (`Engine::plan_collected`).
+struct Planning {
+    requests: Vec<JobRequest>,
+    arrays: ArrayRequests,
+    nodes: Vec<NodeView>,
+    plan: sched::Plan,
+}
