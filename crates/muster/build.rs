@@ -6,7 +6,7 @@
 //! Why: a command is a process per call, and its start is most of what a
 //! loop of `sbatch` costs. Linked dynamically, `sbatch --version` took
 //! 0.82 ms of CPU and 93 page faults here; statically, 0.45 ms and 52, the
-//! same as a dynamically linked `/bin/true` (docs/performance.md). No
+//! same as a dynamically linked `/bin/true` (docs/performance-history.md). No
 //! loader maps libc and libgcc_s, resolves symbols or runs their CPU
 //! probes (each `cpuid` a trap to the hypervisor on a VM).
 //!

@@ -1,5 +1,5 @@
 //! With the `pmix` feature: links the system OpenPMIx library (pkg-config
-//! `pmix`, Debian's libpmix-dev) and compiles `src/pmix/layout.c`, which
+//! `pmix`, Debian's libpmix-dev) and compiles `src/pmi/pmix/layout.c`, which
 //! reports the C layout of the structures `pmix::ffi` declares by hand (a
 //! unit test compares them). Without the feature it does nothing.
 
@@ -10,7 +10,7 @@ fn main() {
 
 #[cfg(feature = "pmix")]
 fn pmix() {
-    println!("cargo:rerun-if-changed=src/pmix/layout.c");
+    println!("cargo:rerun-if-changed=src/pmi/pmix/layout.c");
     let lib = match pkg_config::Config::new().atleast_version("4").probe("pmix") {
         Ok(lib) => lib,
         Err(e) => panic!(
@@ -19,7 +19,7 @@ fn pmix() {
         ),
     };
     let mut build = cc::Build::new();
-    build.file("src/pmix/layout.c");
+    build.file("src/pmi/pmix/layout.c");
     for dir in &lib.include_paths {
         build.include(dir);
     }

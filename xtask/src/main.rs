@@ -4,6 +4,19 @@
 //! whole test suite (unit, golden, property and end-to-end tests with real
 //! daemons), the dependency rules of ARCHITECTURE.md, and the README's own
 //! first command (`readme`: a local cluster up, a job run on it, down).
+//!
+//! `cargo xtask tidy` fails on:
+//! - a dependency edge between workspace crates that is not in the allowed
+//!   table (`deps::ALLOWED_EDGES`), or a pure crate (`PURE_CRATES`) that
+//!   reaches tokio, rpc, journal, accounting, auth, client, a daemon or an
+//!   async runtime (`deps::PURE_FORBIDDEN`), directly or through others;
+//! - a pure crate without the shared `clippy.toml` (the same file in each)
+//!   whose `disallowed-methods`/`disallowed-types` make clippy refuse clock,
+//!   environment, file, socket and process calls there (`verify` runs
+//!   clippy with `-D warnings`);
+//! - a switched-off test (`#[ignore]`, `#[should_panic]`).
+
+mod deps;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -27,10 +40,12 @@ fn run(desc: &str, program: &str, args: &[&str]) -> bool {
     }
 }
 
-/// `cargo tree -i tokio` fails when tokio is not in the crate's graph,
-/// which is what a pure crate must show (the rust-analyzer idiom).
+/// The rules of the module doc. `cargo tree -i tokio` fails when tokio is
+/// not in the crate's graph, which is what a pure crate must show (the
+/// rust-analyzer idiom): it also sees tokio behind an outside crate.
 fn tidy() -> bool {
-    let mut ok = true;
+    let mut ok = dependency_edges();
+    ok &= pure_clippy_configs();
     for krate in PURE_CRATES {
         let out = Command::new("cargo")
             .args(["tree", "-p", krate, "-e", "normal", "-i", "tokio"])
@@ -73,6 +88,61 @@ fn tidy() -> bool {
     }
     if ok {
         eprintln!("==> tidy: ok");
+    }
+    ok
+}
+
+/// Every edge between workspace crates is allowed (`deps::ALLOWED_EDGES`)
+/// and no pure crate reaches a forbidden one (`deps::PURE_FORBIDDEN`).
+fn dependency_edges() -> bool {
+    let manifests = match deps::read_manifests(&workspace_root()) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("xtask: cannot read the manifests: {e}");
+            return false;
+        }
+    };
+    let problems = deps::check(
+        &manifests,
+        deps::ALLOWED_EDGES,
+        PURE_CRATES,
+        deps::PURE_FORBIDDEN,
+    );
+    for p in &problems {
+        eprintln!("xtask: {p}");
+    }
+    problems.is_empty()
+}
+
+/// Each pure crate carries the same `clippy.toml` (a crate's own file
+/// replaces any other, so each needs the whole of it).
+fn pure_clippy_configs() -> bool {
+    let root = workspace_root();
+    let mut first: Option<(String, String)> = None;
+    let mut ok = true;
+    for krate in PURE_CRATES {
+        let path = root.join("crates").join(krate).join("clippy.toml");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!(
+                    "xtask: pure crate {krate} needs its clippy.toml ({}: {e})",
+                    path.display()
+                );
+                ok = false;
+                continue;
+            }
+        };
+        match &first {
+            None => first = Some((krate.to_string(), text)),
+            Some((other, t)) if *t != text => {
+                eprintln!(
+                    "xtask: crates/{krate}/clippy.toml differs from crates/{other}/clippy.toml"
+                );
+                ok = false;
+            }
+            Some(_) => {}
+        }
     }
     ok
 }

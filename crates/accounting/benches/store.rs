@@ -1,4 +1,4 @@
-//! Accounting store benchmark (docs/performance.md, "Accounting"):
+//! Accounting store benchmark (docs/performance-history.md, "Accounting store"):
 //!
 //! 1. record writes per second through `AccountingStore::put_jobs` (batches
 //!    of 1000, the writer thread's path) against raw batched inserts of the

@@ -21,6 +21,15 @@
 //! ```
 //!
 //! Every backend passes the same [`suite::conformance_suite`].
+//!
+//! # Performance notes: the sacct window query
+//!
+//! sacct's window query without states is two index ranges: ended jobs between
+//! the window's start less the cluster's longest submit-to-end span
+//! (`job_span`, raised in the same transaction as each write, never lowered)
+//! and its end, and jobs with no end through a partial index (`jobs_open`), so
+//! its cost follows the answer, not the user's history.
+//! `SqliteStore::set_bulk_load` turns fsync off for benchmarks and imports.
 #![warn(missing_docs)]
 
 pub mod admin;

@@ -1,4 +1,5 @@
-//! Small helpers the commands share: Slurm's timestamp form, error output.
+//! What the commands share: the command skeleton ([`run`]: parse, ask,
+//! show), Slurm's timestamp form, error and `--help`/`--helpformat` output.
 
 use model::Timestamp;
 
@@ -71,6 +72,70 @@ pub fn info_flags(
     Some(0)
 }
 
+/// Why a command ends before its last step.
+#[derive(Debug)]
+pub enum Stop {
+    /// Exit with this status; what there was to say is already printed
+    /// (`--help`'s text, or messages written as they came).
+    Exit(i32),
+    /// Print this complete text (newline included) to stderr and exit 1.
+    Fail(String),
+}
+
+impl Stop {
+    /// Prints what is left to print and gives the exit status.
+    pub fn exit_status(self) -> i32 {
+        match self {
+            Stop::Exit(code) => code,
+            Stop::Fail(text) => {
+                eprint!("{text}");
+                1
+            }
+        }
+    }
+}
+
+/// The skeleton every query command follows:
+///
+/// ```text
+/// argv --parse--> A --ask (controller, accounting)--> T --show--> stdout, exit status
+///         |                    |
+///         +-------- Stop ------+--> stderr, exit status
+/// ```
+///
+/// `parse` reads the command line (and answers `--help`, `--usage`,
+/// `--version` with [`Stop::Exit`]); `ask` gets the answer from the daemons;
+/// `show` prints it and gives the exit status, most often through
+/// [`finish`].
+pub fn run<A, T>(
+    parse: impl FnOnce() -> Result<A, Stop>,
+    ask: impl FnOnce(&A) -> Result<T, Stop>,
+    show: impl FnOnce(&A, T) -> i32,
+) -> i32 {
+    let args = match parse() {
+        Ok(args) => args,
+        Err(stop) => return stop.exit_status(),
+    };
+    match ask(&args) {
+        Ok(answer) => show(&args, answer),
+        Err(stop) => stop.exit_status(),
+    }
+}
+
+/// The parse step for a parser whose error is the complete stderr text:
+/// then `info` answers `--help`, `--usage` and `--version` (see
+/// [`info_flags`]) when one was given.
+pub fn parsed<A>(
+    parsed: Result<A, String>,
+    info: impl FnOnce(&A) -> Option<i32>,
+) -> Result<A, Stop> {
+    let args = parsed.map_err(Stop::Fail)?;
+    match info(&args) {
+        Some(code) => Err(Stop::Exit(code)),
+        None => Ok(args),
+    }
+}
+
 /// A comma list as Slurm's commands take it (`-u a,b`), empty items dropped.
 pub fn split_list(v: &str) -> impl Iterator<Item = String> + '_ {
     v.split(',').filter(|s| !s.is_empty()).map(str::to_string)
@@ -83,42 +148,53 @@ pub fn usage_error(cmd: &str, msg: &str) -> String {
 }
 
 /// Sends `req` for command `cmd` through a client found from the
-/// environment. A failure (no slurm.conf, no controller, a refusal, an
-/// answer of another kind than `want` accepts) is printed as
-/// `cmd: error: ...` and gives None; the command then exits 1.
+/// environment: an ask step of [`run`]. A failure (no slurm.conf, no
+/// controller, a refusal, an answer of another kind than `want` accepts)
+/// stops the command with `cmd: error: ...`.
 pub fn ask_controller<T>(
     cmd: &str,
     req: proto::CtldRequest,
     want: impl FnOnce(proto::CtldResponse) -> Option<T>,
-) -> Option<(client::Client, T)> {
-    let client = client::Client::from_env()
-        .map_err(|e| eprintln!("{cmd}: error: {e}"))
-        .ok()?;
-    let answer = client
-        .call(req)
-        .map_err(|e| eprintln!("{cmd}: error: {e}"))
-        .ok()?;
+) -> Result<(client::Client, T), Stop> {
+    let fail = |e: &dyn std::fmt::Display| Stop::Fail(format!("{cmd}: error: {e}\n"));
+    let client = client::Client::from_env().map_err(|e| fail(&e))?;
+    let answer = client.call(req).map_err(|e| fail(&e))?;
     match want(answer) {
-        Some(t) => Some((client, t)),
-        None => {
-            eprintln!("{cmd}: error: unexpected answer from the controller");
-            None
-        }
+        Some(t) => Ok((client, t)),
+        None => Err(fail(&"unexpected answer from the controller")),
     }
 }
 
-/// Prints a rendered output (exit 0) or its error text (exit 1).
+/// Prints a rendered output (exit 0) or its error text (exit 1): the
+/// usual last step of [`run`].
 pub fn finish(rendered: Result<String, String>) -> i32 {
     match rendered {
         Ok(text) => {
             print_stdout(&text);
             0
         }
-        Err(text) => {
-            eprint!("{text}");
-            1
-        }
+        Err(text) => Stop::Fail(text).exit_status(),
     }
+}
+
+/// A `--helpformat` text (sacct, sstat): the field names in columns 20
+/// wide, four to a line, without trailing blanks.
+pub fn helpformat<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    let mut n_names = 0;
+    for (i, name) in names.into_iter().enumerate() {
+        out.push_str(&format!("{name:<20}"));
+        if i % 4 == 3 {
+            out.truncate(out.trim_end().len());
+            out.push('\n');
+        }
+        n_names = i + 1;
+    }
+    if !n_names.is_multiple_of(4) {
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    }
+    out
 }
 
 /// One `--format` item: (item, name, (width, left-justified) when given).

@@ -4,6 +4,8 @@
 //! Each command module has `pub fn main(args: Vec<String>) -> i32` (args
 //! without the program name) that talks to the controller through `client`,
 //! and pure parsing and rendering functions that the golden tests call.
+//! The query commands' `main` is `common::run`'s three steps (parse, ask,
+//! show); Slurm's time and date forms are read only in `timespec`.
 //! Output text, error text and exit codes follow Slurm 22.05 byte for byte
 //! (see `tests/golden/`).
 

@@ -17,14 +17,14 @@
 //! `-M`/`-L` are accepted and ignored.
 
 pub mod fields;
-pub mod time;
 
 #[cfg(test)]
 mod tests;
 
-use crate::common::print_stdout;
 use crate::common::split_list;
+use crate::common::{self, print_stdout, Stop};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
+use crate::timespec;
 use fields::{Column, Ctx, Unit};
 use model::{JobState, Timestamp, ALL_JOB_STATES};
 use proto::{AcctJob, StepId};
@@ -237,10 +237,6 @@ impl JobFilter {
     }
 }
 
-fn usage_error(msg: &str) -> String {
-    crate::common::usage_error("sacct", msg)
-}
-
 fn parse_step(s: &str) -> Option<StepId> {
     match s {
         "batch" => Some(StepId::Batch),
@@ -274,7 +270,8 @@ fn parse_state(s: &str) -> Option<JobState> {
 /// process environment (`SACCT_FORMAT`). The error is the complete text for
 /// stderr.
 pub fn parse_args(args: &[String], env: &[(String, String)]) -> Result<SacctArgs, String> {
-    let items = getopt::parse(OPTIONS, args, false).map_err(|e| usage_error(&e.message()))?;
+    let items = getopt::parse(OPTIONS, args, false)
+        .map_err(|e| crate::common::usage_error("sacct", &e.message()))?;
     let mut a = SacctArgs {
         delimiter: "|".into(),
         ..SacctArgs::default()
@@ -370,7 +367,7 @@ pub fn parse_args(args: &[String], env: &[(String, String)]) -> Result<SacctArgs
 
 fn check_time(v: &str) -> Result<String, String> {
     // Validity does not depend on the day; the value is resolved later.
-    match time::parse_time(v, 0, &chrono::Utc) {
+    match timespec::parse_time(v, 0, &chrono::Utc) {
         Some(_) => Ok(v.to_string()),
         None => Err(format!("sacct: error: Invalid time specification: {v}\n")),
     }
@@ -394,12 +391,12 @@ pub fn query_for_tz<Tz: chrono::TimeZone>(
     now: Timestamp,
     tz: &Tz,
 ) -> JobFilter {
-    let resolve = |s: &Option<String>| s.as_deref().and_then(|v| time::parse_time(v, now, tz));
+    let resolve = |s: &Option<String>| s.as_deref().and_then(|v| timespec::parse_time(v, now, tz));
     let start = match resolve(&args.starttime) {
         Some(t) => Some(t),
         None if !args.jobs.is_empty() => None,
         None if !args.states.is_empty() => Some(now),
-        None => Some(time::midnight(now, tz)),
+        None => Some(timespec::midnight(now, tz)),
     };
     let end = match resolve(&args.endtime) {
         Some(t) => Some(t),
@@ -924,41 +921,41 @@ pub fn fetch(query: &JobFilter) -> Result<Vec<AcctJob>, String> {
 /// Runs `sacct`.
 pub fn main(args: Vec<String>) -> i32 {
     let env: Vec<(String, String)> = std::env::vars().collect();
-    let args = match parse_args(&args, &env) {
-        Ok(a) => a,
-        Err(text) => {
-            eprint!("{text}");
-            return 1;
-        }
-    };
-    if let Some(code) = crate::common::info_flags(args.help, args.usage, args.version, HELP, USAGE)
-    {
-        return code;
-    }
-    if args.helpformat {
-        print_stdout(&fields::helpformat());
-        return 0;
-    }
+    common::run(
+        || {
+            let args = common::parsed(parse_args(&args, &env), |a| {
+                common::info_flags(a.help, a.usage, a.version, HELP, USAGE)
+            })?;
+            if args.helpformat {
+                print_stdout(&fields::helpformat());
+                return Err(Stop::Exit(0));
+            }
+            Ok(args)
+        },
+        ask,
+        |args, (jobs, now)| {
+            print_stdout(&render(args, &jobs, now));
+            0
+        },
+    )
+}
+
+/// The caller's jobs in the window `args` asks for, from the accounting
+/// store, with the time they were asked at.
+fn ask(args: &SacctArgs) -> Result<(Vec<AcctJob>, Timestamp), Stop> {
     let me = nix::unistd::User::from_uid(nix::unistd::getuid())
         .ok()
         .flatten()
         .map(|u| u.name)
         .unwrap_or_else(|| nix::unistd::getuid().to_string());
-    let now = crate::common::now();
-    let query = query_for(&args, &me, now);
+    let now = common::now();
+    let query = query_for(args, &me, now);
     match fetch(&query) {
         Ok(mut jobs) => {
             jobs.retain(|j| query.matches(j));
-            print_stdout(&render(&args, &jobs, now));
-            0
+            Ok((jobs, now))
         }
-        Err(e) if e == ACCOUNTING_DISABLED => {
-            eprintln!("{e}");
-            1
-        }
-        Err(e) => {
-            eprintln!("sacct: error: {e}");
-            1
-        }
+        Err(e) if e == ACCOUNTING_DISABLED => Err(Stop::Fail(format!("{e}\n"))),
+        Err(e) => Err(Stop::Fail(format!("sacct: error: {e}\n"))),
     }
 }

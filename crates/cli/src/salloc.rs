@@ -38,10 +38,7 @@ pub fn main(args: Vec<String>) -> i32 {
     let parsed = match getopt::parse(&specs, &args, true) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!(
-                "salloc: {}\nTry \"salloc --help\" for more information",
-                e.message()
-            );
+            eprint!("{}", crate::common::usage_error("salloc", &e.message()));
             return 1;
         }
     };

@@ -19,7 +19,6 @@
 //! as typed (`slurm-%j.out` by default, relative to the working directory),
 //! because only the controller knows the job id and the node.
 
-mod begin;
 pub(crate) mod export;
 pub(crate) mod opts;
 mod script;
@@ -28,7 +27,7 @@ mod signal;
 #[cfg(test)]
 mod tests;
 
-pub use begin::parse_begin;
+pub use crate::timespec::parse_begin;
 pub use script::wrap_script;
 pub use signal::parse_signal;
 
@@ -122,10 +121,7 @@ impl SbatchError {
     fn getopt(e: &getopt::OptError) -> SbatchError {
         SbatchError {
             stdout: String::new(),
-            stderr: format!(
-                "sbatch: {}\nTry \"sbatch --help\" for more information\n",
-                e.message()
-            ),
+            stderr: crate::common::usage_error("sbatch", &e.message()),
             code: 1,
         }
     }

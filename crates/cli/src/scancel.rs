@@ -222,12 +222,8 @@ fn parse_job_spec(s: &str) -> Option<JobSpec> {
 /// Parses scancel's command line (without the program name). Options may
 /// come before or after the ids. The error is the full text for stderr.
 pub fn parse_args(args: &[String]) -> Result<ScancelArgs, String> {
-    let items = getopt::parse(OPTIONS, args, false).map_err(|e| {
-        format!(
-            "scancel: {}\nTry \"scancel --help\" for more information\n",
-            e.message()
-        )
-    })?;
+    let items = getopt::parse(OPTIONS, args, false)
+        .map_err(|e| crate::common::usage_error("scancel", &e.message()))?;
     let mut a = ScancelArgs::default();
     for item in items {
         match item {

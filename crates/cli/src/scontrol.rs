@@ -13,6 +13,7 @@
 
 use crate::common::{self, fmt_time};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
+use crate::timespec::parse_start_time;
 use model::array::{split_job_list, JobIdSpec, TaskSet};
 use model::units::{
     format_duration_hms, format_memory_mb, format_time_limit_hms, parse_memory_mb, parse_time_limit,
@@ -1027,51 +1028,6 @@ fn parse_u32(key: &str, value: &str) -> Result<u32, String> {
         .map_err(|_| format!("Invalid {key} value: {value}\n"))
 }
 
-/// `StartTime=` values: `now`, `now+N[seconds|minutes|hours|days]`,
-/// `YYYY-MM-DD[THH:MM[:SS]]`, `HH:MM[:SS]` (today).
-fn parse_start_time(value: &str, now: Timestamp) -> Option<Timestamp> {
-    use chrono::{Local, NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
-    let lower = value.to_ascii_lowercase();
-    if lower == "now" {
-        return Some(now);
-    }
-    if let Some(offset) = lower.strip_prefix("now+") {
-        let n_digits = offset.chars().take_while(char::is_ascii_digit).count();
-        let n: i64 = offset[..n_digits].parse().ok()?;
-        let unit = &offset[n_digits..];
-        let scale = match unit {
-            "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
-            "m" | "min" | "mins" | "minute" | "minutes" => 60,
-            "h" | "hour" | "hours" => 3600,
-            "d" | "day" | "days" => 86_400,
-            "w" | "week" | "weeks" => 604_800,
-            _ => return None,
-        };
-        return Some(now + n * scale);
-    }
-    let local = |dt: NaiveDateTime| {
-        Local
-            .from_local_datetime(&dt)
-            .earliest()
-            .map(|t| t.timestamp())
-    };
-    for fmt in ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"] {
-        if let Ok(dt) = NaiveDateTime::parse_from_str(value, fmt) {
-            return local(dt);
-        }
-    }
-    if let Ok(d) = NaiveDate::parse_from_str(value, "%Y-%m-%d") {
-        return local(d.and_hms_opt(0, 0, 0)?);
-    }
-    for fmt in ["%H:%M:%S", "%H:%M"] {
-        if let Ok(t) = NaiveTime::parse_from_str(value, fmt) {
-            let today = Local.timestamp_opt(now, 0).earliest()?.date_naive();
-            return local(today.and_time(t));
-        }
-    }
-    None
-}
-
 fn parse_job_update(words: &[String], now: Timestamp) -> Result<UpdateRequest, String> {
     let mut job_ids = Vec::new();
     let mut u = JobUpdate::default();
@@ -1543,8 +1499,7 @@ pub fn main(args: Vec<String>) -> i32 {
     let items = match getopt::parse(OPTS, &args, false) {
         Ok(items) => items,
         Err(e) => {
-            eprintln!("scontrol: {}", e.message());
-            eprintln!("Try \"scontrol --help\" for more information");
+            eprint!("{}", common::usage_error("scontrol", &e.message()));
             return 1;
         }
     };

@@ -15,8 +15,8 @@
 //! the minimum followed by `+` (`250+`). In node mode (`-N`) there is one
 //! line per node and partition, sorted by node name.
 
-use crate::common;
 use crate::common::split_list;
+use crate::common::{self, Stop};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use model::units::format_time_limit;
 use model::{NodeBase, NodeState, TimeLimit, Timestamp};
@@ -1350,62 +1350,48 @@ Help options:
 
 /// Runs `sinfo`.
 pub fn main(args: Vec<String>) -> i32 {
-    let parsed = match parse_args(&args) {
-        Ok(p) => p,
-        Err(ArgsError::Opt(e)) => {
-            eprintln!("sinfo: {}", e.message());
-            eprintln!("Try \"sinfo --help\" for more information");
-            return 1;
-        }
-        Err(ArgsError::InvalidState(s)) => {
-            eprintln!("sinfo: error: Invalid node state specified: {s}");
-            return 1;
-        }
-        Err(ArgsError::InvalidNodes(s)) => {
-            eprintln!("sinfo: error: Invalid node name specified: {s}");
-            return 1;
-        }
-        Err(ArgsError::InvalidField(s)) => {
-            eprintln!("sinfo: error: Invalid node format specification: {s}");
-            return 1;
-        }
+    common::run(
+        || parse_step(&args),
+        |_| ask(),
+        |args, (parts, nodes)| {
+            common::print_stdout(&render(args, &parts, &nodes, common::now()));
+            0
+        },
+    )
+}
+
+/// [`parse_args`] as a step of [`common::run`]: the errors' texts, and
+/// `--help`, `--usage` and `--version` answered.
+fn parse_step(args: &[String]) -> Result<SinfoArgs, Stop> {
+    let info = |text: &str| {
+        common::print_stdout(text);
+        Err(Stop::Exit(0))
     };
-    let args = match parsed {
-        Parsed::Run(a) => a,
-        Parsed::Help => {
-            common::print_stdout(HELP);
-            return 0;
-        }
-        Parsed::Usage => {
-            common::print_stdout(USAGE);
-            return 0;
-        }
-        Parsed::Version => {
-            common::print_stdout(&crate::common::version_line());
-            return 0;
-        }
-    };
-    let client = match client::Client::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("slurm_load_partitions: {e}");
-            return 1;
-        }
-    };
-    let parts = match client.partitions() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("slurm_load_partitions: {e}");
-            return 1;
-        }
-    };
-    let nodes = match client.nodes() {
-        Ok(n) => n,
-        Err(e) => {
-            eprintln!("slurm_load_node: {e}");
-            return 1;
-        }
-    };
-    common::print_stdout(&render(&args, &parts, &nodes, common::now()));
-    0
+    match parse_args(args) {
+        Ok(Parsed::Run(a)) => Ok(a),
+        Ok(Parsed::Help) => info(HELP),
+        Ok(Parsed::Usage) => info(USAGE),
+        Ok(Parsed::Version) => info(&common::version_line()),
+        Err(ArgsError::Opt(e)) => Err(Stop::Fail(common::usage_error("sinfo", &e.message()))),
+        Err(ArgsError::InvalidState(s)) => Err(Stop::Fail(format!(
+            "sinfo: error: Invalid node state specified: {s}\n"
+        ))),
+        Err(ArgsError::InvalidNodes(s)) => Err(Stop::Fail(format!(
+            "sinfo: error: Invalid node name specified: {s}\n"
+        ))),
+        Err(ArgsError::InvalidField(s)) => Err(Stop::Fail(format!(
+            "sinfo: error: Invalid node format specification: {s}\n"
+        ))),
+    }
+}
+
+/// The partitions and the nodes, from the controller.
+fn ask() -> Result<(Vec<PartitionInfo>, Vec<NodeInfo>), Stop> {
+    let fail = |what: &str, e: client::ClientError| Stop::Fail(format!("{what}: {e}\n"));
+    let client = client::Client::from_env().map_err(|e| fail("slurm_load_partitions", e))?;
+    let parts = client
+        .partitions()
+        .map_err(|e| fail("slurm_load_partitions", e))?;
+    let nodes = client.nodes().map_err(|e| fail("slurm_load_node", e))?;
+    Ok((parts, nodes))
 }

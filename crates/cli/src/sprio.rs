@@ -7,7 +7,7 @@
 //! controller --Priorities--> PriorityList -+
 //! ```
 
-use crate::common::split_list;
+use crate::common::{self, split_list};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use proto::{JobPriority, PriorityFactors, PriorityList};
 
@@ -115,9 +115,10 @@ pub fn parse_args(args: &[String]) -> Result<SprioArgs, String> {
                 }
             }
             Item::Positional(p) => {
-                return Err(format!(
-                "sprio: unrecognized argument '{p}'\nTry \"sprio --help\" for more information\n"
-            ))
+                return Err(crate::common::usage_error(
+                    "sprio",
+                    &format!("unrecognized argument '{p}'"),
+                ))
             }
         }
     }
@@ -323,26 +324,20 @@ pub fn render(args: &SprioArgs, list: &PriorityList) -> Result<String, String> {
 
 /// Runs `sprio`.
 pub fn main(args: Vec<String>) -> i32 {
-    let args = match parse_args(&args) {
-        Ok(a) => a,
-        Err(text) => {
-            eprint!("{text}");
-            return 1;
-        }
-    };
-    if let Some(code) = crate::common::info_flags(args.help, args.usage, args.version, HELP, USAGE)
-    {
-        return code;
-    }
-    let Some((_, list)) =
-        crate::common::ask_controller("sprio", proto::CtldRequest::Priorities, |r| match r {
-            proto::CtldResponse::Priorities(l) => Some(l),
-            _ => None,
-        })
-    else {
-        return 1;
-    };
-    crate::common::finish(render(&args, &list))
+    common::run(
+        || {
+            common::parsed(parse_args(&args), |a| {
+                common::info_flags(a.help, a.usage, a.version, HELP, USAGE)
+            })
+        },
+        |_| {
+            common::ask_controller("sprio", proto::CtldRequest::Priorities, |r| match r {
+                proto::CtldResponse::Priorities(l) => Some(l),
+                _ => None,
+            })
+        },
+        |args, (_, list)| common::finish(render(args, &list)),
+    )
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ pub mod format;
 mod tests;
 
 use crate::common::split_list;
-use crate::common::{fmt_banner, print_stdout};
+use crate::common::{self, fmt_banner, print_stdout, Stop};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use format::{Format, JobView, RowView, SortKey};
 use model::{JobState, ALL_JOB_STATES};
@@ -219,12 +219,8 @@ fn parse_job_ids(
 /// Parses squeue's command line (without the program name). The error is
 /// the complete text for stderr.
 pub fn parse_args(args: &[String]) -> Result<SqueueArgs, String> {
-    let items = getopt::parse(OPTIONS, args, false).map_err(|e| {
-        format!(
-            "squeue: {}\nTry \"squeue --help\" for more information\n",
-            e.message()
-        )
-    })?;
+    let items = getopt::parse(OPTIONS, args, false)
+        .map_err(|e| crate::common::usage_error("squeue", &e.message()))?;
     let mut a = SqueueArgs::default();
     let mut jobs_flag = false;
     for item in items {
@@ -998,55 +994,59 @@ pub fn unknown_node<'a>(names: &'a [String], known: &[proto::NodeInfo]) -> Optio
 
 /// Runs `squeue`.
 pub fn main(args: Vec<String>) -> i32 {
-    let mut args = match parse_args(&args) {
-        Ok(a) => a,
-        Err(text) => {
-            eprint!("{text}");
-            return 1;
-        }
-    };
-    if let Some(code) = crate::common::info_flags(args.help, args.usage, args.version, HELP, USAGE)
-    {
-        return code;
-    }
-    apply_env(&mut args);
-    if let FormatChoice::Percent(spec) = &args.format {
-        for e in format::parse_percent(spec).1 {
-            eprintln!("squeue: error: {e}");
-        }
-    }
-    let client = match client::Client::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("slurm_load_jobs error: {e}");
-            return 1;
-        }
-    };
+    common::run(
+        || {
+            let mut args = common::parsed(parse_args(&args), |a| {
+                common::info_flags(a.help, a.usage, a.version, HELP, USAGE)
+            })?;
+            apply_env(&mut args);
+            if let FormatChoice::Percent(spec) = &args.format {
+                for e in format::parse_percent(spec).1 {
+                    eprintln!("squeue: error: {e}");
+                }
+            }
+            Ok(args)
+        },
+        connect,
+        |args, (client, me)| {
+            if args.steps {
+                steps_main(args, &client)
+            } else {
+                jobs_main(args, &client, &me)
+            }
+        },
+    )
+}
+
+/// The ask step: a client, with `-u` and `-w` checked as Slurm's squeue
+/// checks them, and the caller's name.
+fn connect(args: &SqueueArgs) -> Result<(client::Client, String), Stop> {
+    let client = client::Client::from_env()
+        .map_err(|e| Stop::Fail(format!("slurm_load_jobs error: {e}\n")))?;
     let me = client.identity().user.clone();
     // Slurm's squeue drops a user it cannot find, with an error but no
     // failure; the filter keeps the name, which matches no job.
-    for user in args.users.iter().filter(|u| !crate::common::user_exists(u)) {
+    for user in args.users.iter().filter(|u| !common::user_exists(u)) {
         eprintln!("squeue: error: Invalid user: {user}\n");
     }
     if !args.nodes.is_empty() {
         // Slurm's squeue refuses a -w name the controller does not know.
-        let known = match client.nodes() {
-            Ok(nodes) => nodes,
-            Err(e) => {
-                eprintln!("slurm_load_node error: {e}");
-                return 1;
-            }
-        };
+        let known = client
+            .nodes()
+            .map_err(|e| Stop::Fail(format!("slurm_load_node error: {e}\n")))?;
         if let Some(name) = unknown_node(&args.nodes, &known) {
-            eprintln!("squeue: error: Invalid node name {name}");
-            return 1;
+            return Err(Stop::Fail(format!(
+                "squeue: error: Invalid node name {name}\n"
+            )));
         }
     }
-    if args.steps {
-        return steps_main(&args, &client);
-    }
+    Ok((client, me))
+}
+
+/// The job list, once, or every `-i` seconds until squeue is stopped.
+fn jobs_main(args: &SqueueArgs, client: &client::Client, me: &str) -> i32 {
     loop {
-        let filter = job_filter(&args, &me);
+        let filter = job_filter(args, me);
         let text = if filter.rows {
             client.query_job_rows(filter).map(|rows| {
                 // Written in pieces as it is formatted.
@@ -1055,7 +1055,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     print_stdout(text);
                     text.clear();
                 };
-                let done = render_rows_to(&args, &rows, &me, &mut out, &mut write);
+                let done = render_rows_to(args, &rows, me, &mut out, &mut write);
                 if args.iterate.is_none() {
                     // The process ends here: freeing every row one by
                     // one would only cost time.
@@ -1065,7 +1065,7 @@ pub fn main(args: Vec<String>) -> i32 {
             })
         } else {
             client.query_jobs(filter).map(|list| {
-                let text = render(&args, &list, &me);
+                let text = render(args, &list, me);
                 if args.iterate.is_none() {
                     std::mem::forget(list);
                 }

@@ -12,10 +12,10 @@
 //! kept), Energy is 0, the `-T` TRES selection (CPU only), job and reservation
 //! reports, `tree`.
 
-use crate::common::print_stdout;
+use crate::common::{self, print_stdout, Stop};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
-use crate::sacct::time::parse_time;
 use crate::sacctmgr::abbrev;
+use crate::timespec::{midnight, parse_time};
 use model::Timestamp;
 use proto::acctdb::{AcctTables, UsageQuery, UsageReport};
 
@@ -192,12 +192,8 @@ pub fn parse<Tz: chrono::TimeZone>(
     now: Timestamp,
     tz: &Tz,
 ) -> Result<Option<Report>, String> {
-    let items = getopt::parse(OPTIONS, args, true).map_err(|e| {
-        format!(
-            "sreport: {}\nTry \"sreport --help\" for more information\n",
-            e.message()
-        )
-    })?;
+    let items = getopt::parse(OPTIONS, args, true)
+        .map_err(|e| crate::common::usage_error("sreport", &e.message()))?;
     let mut words = Vec::new();
     let mut time = TimeFormat::Minutes;
     let mut parsable = 0;
@@ -234,7 +230,7 @@ pub fn parse<Tz: chrono::TimeZone>(
     } else {
         return Err(format!("Not valid report {report}\nValid cluster reports are, \"AccountUtilizationByUser\" and \"Utilization\"\nValid user reports are, \"TopUsage\"\n"));
     };
-    let midnight = crate::sacct::time::midnight(now, tz);
+    let midnight = midnight(now, tz);
     let mut start = None;
     let mut end = None;
     let mut format = String::new();
@@ -534,40 +530,35 @@ fn gecos(user: &str) -> String {
 
 /// Runs `sreport`.
 pub fn main(args: Vec<String>) -> i32 {
-    let now = crate::common::now();
-    let report = match parse(&args, now, &chrono::Local) {
-        Ok(Some(r)) => r,
-        Ok(None) => return 0,
-        Err(e) => {
-            eprint!("{e}");
-            return 1;
-        }
-    };
-    let client = match client::Client::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("sreport: error: {e}");
-            return 1;
-        }
-    };
+    let now = common::now();
+    common::run(
+        || match parse(&args, now, &chrono::Local) {
+            Ok(Some(r)) => Ok(r),
+            Ok(None) => Err(Stop::Exit(0)),
+            Err(e) => Err(Stop::Fail(e)),
+        },
+        ask,
+        |report, (usage, tables)| {
+            print_stdout(&render(report, &usage, &tables, &gecos, &common::fmt_time));
+            0
+        },
+    )
+}
+
+/// The usage in the report's window, and for the per-user report the
+/// accounting tables (users' accounts), from the controller.
+fn ask(report: &Report) -> Result<(UsageReport, AcctTables), Stop> {
+    let fail = |e: &dyn std::fmt::Display| Stop::Fail(format!("sreport: error: {e}\n"));
+    let client = client::Client::from_env().map_err(|e| fail(&e))?;
     let q = UsageQuery {
         start: report.start,
         end: report.end,
     };
     let usage = match client.call(proto::CtldRequest::AcctUsage(q)) {
         Ok(proto::CtldResponse::AcctUsage(u)) => u,
-        Ok(_) => {
-            eprintln!("sreport: error: Unexpected message received");
-            return 1;
-        }
-        Err(client::ClientError::Refused(e)) => {
-            eprintln!("sreport: error: {}", e.as_slurm_str());
-            return 1;
-        }
-        Err(e) => {
-            eprintln!("sreport: error: {e}");
-            return 1;
-        }
+        Ok(_) => return Err(fail(&"Unexpected message received")),
+        Err(client::ClientError::Refused(e)) => return Err(fail(&e.as_slurm_str())),
+        Err(e) => return Err(fail(&e)),
     };
     let tables = match report.kind {
         Kind::AccountByUser => match client.call(proto::CtldRequest::AcctTables) {
@@ -576,12 +567,5 @@ pub fn main(args: Vec<String>) -> i32 {
         },
         _ => AcctTables::default(),
     };
-    print_stdout(&render(
-        &report,
-        &usage,
-        &tables,
-        &gecos,
-        &crate::common::fmt_time,
-    ));
-    0
+    Ok((usage, tables))
 }

@@ -180,11 +180,6 @@ fn eprint_lines(text: &str) {
     let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
-fn usage_error(msg: &str) -> i32 {
-    say!("srun: {msg}\nTry \"srun --help\" for more information");
-    1
-}
-
 /// `-i`: `all`, `none`, a task number, or a file name pattern.
 fn stdin_mode(val: &str) -> StdinMode {
     if val.eq_ignore_ascii_case("none") {
@@ -208,7 +203,10 @@ fn per_task_pattern(p: &str) -> bool {
 pub fn main(args: Vec<String>) -> i32 {
     let parsed = match getopt::parse(&specs(), &args, true) {
         Ok(p) => p,
-        Err(e) => return usage_error(&e.message()),
+        Err(e) => {
+            eprint_lines(&crate::common::usage_error("srun", &e.message()));
+            return 1;
+        }
     };
     // srun(1) "IO Redirection": stdin goes to every task unless `-i`
     // (or SLURM_STDINMODE) says otherwise.
@@ -696,13 +694,45 @@ fn block_signals() -> nix::sys::signal::SigSet {
 }
 
 /// Creates the step, runs it to the end and returns srun's exit status.
+///
+/// ```text
+/// create_step --> spawn_event_threads --> open_sink --> StepRun::on_event ... --> finish
+/// ```
 fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
+    let (listener, created) = match create_step(client, o, &mut req) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let rx = spawn_event_threads(listener, req.token.clone(), &o.stdin);
+    let sink = open_sink(client, o, &req, &created);
+    let mut run = StepRun::new(o, &created, req.job_id, sink, client.config().kill_wait);
+    while run.done_nodes.len() < run.n_nodes {
+        let ev = match rx.recv_timeout(run.timeout()) {
+            Ok(ev) => ev,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                run.on_timeout();
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        run.on_event(ev);
+    }
+    run.finish()
+}
+
+/// Listens for the supervisors, then asks the controller for the step until
+/// the nodes are free. The error is srun's exit status, the reason printed.
+fn create_step(
+    client: &client::Client,
+    o: &Opts,
+    req: &mut StepRequest,
+) -> Result<(TcpListener, StepCreated), i32> {
     let host = local_addr(client);
     let listener = match TcpListener::bind((host.as_str(), 0)) {
         Ok(l) => l,
         Err(e) => {
             say!("srun: error: cannot listen on {host}: {e}");
-            return 1;
+            return Err(1);
         }
     };
     req.srun_host = host;
@@ -717,7 +747,7 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
             Ok(CtldResponse::StepCreated(c)) => break c,
             Ok(_) => {
                 say!("srun: error: Unable to create step for job {job_id}: Unexpected message received");
-                return 1;
+                return Err(1);
             }
             Err(client::ClientError::Refused(SlurmError::NodesBusy)) => {
                 if !said_busy && !o.quiet {
@@ -732,20 +762,28 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
                     "srun: error: Unable to create step for job {job_id}: {}",
                     e.as_slurm_str()
                 );
-                return 1;
+                return Err(1);
             }
             Err(e) => {
                 say!("srun: error: Unable to create step for job {job_id}: {e}");
-                return 1;
+                return Err(1);
             }
         }
     };
     if said_busy && !o.quiet {
         say!("srun: Step created for job {job_id}");
     }
-    let step_name = format!("{job_id}.{}", created.step_id);
-    let n_nodes = created.nodes.len();
-    let ntasks: usize = created.tasks.iter().map(Vec::len).sum();
+    Ok((listener, created))
+}
+
+/// Blocks srun's signals and starts the threads that feed the main loop:
+/// one for signals, one accepting the supervisors (a reader each, after a
+/// Hello carrying `token`), and one for stdin when the tasks read it.
+fn spawn_event_threads(
+    listener: TcpListener,
+    token: String,
+    stdin: &StdinMode,
+) -> mpsc::Receiver<Event> {
     let sigset = block_signals();
     let (tx, rx) = mpsc::channel::<Event>();
     // Signals.
@@ -765,7 +803,6 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
     // Connections from the supervisors.
     {
         let tx = tx.clone();
-        let token = req.token.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(mut s) = conn else { continue };
@@ -806,7 +843,7 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
         });
     }
     // stdin, for the tasks that read it.
-    if !matches!(o.stdin, StdinMode::None | StdinMode::File(_)) {
+    if !matches!(stdin, StdinMode::None | StdinMode::File(_)) {
         let tx = tx.clone();
         std::thread::spawn(move || {
             let mut buf = vec![0u8; 64 * 1024];
@@ -827,9 +864,20 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
         });
     }
     drop(tx);
+    rx
+}
+
+/// Where the tasks' output goes: `-o`/`-e` files that srun writes itself
+/// (stderr follows stdout's file when only `-o` is given), else srun's own.
+fn open_sink(
+    client: &client::Client,
+    o: &Opts,
+    req: &StepRequest,
+    created: &StepCreated,
+) -> OutputSink {
     let open = |p: &Option<String>| -> Option<std::fs::File> {
         let p = p.as_ref().filter(|p| !per_task_pattern(p))?;
-        let path = expand_srun_path(p, &req, created.step_id, &client.identity().user);
+        let path = expand_srun_path(p, req, created.step_id, &client.identity().user);
         std::fs::File::create(&path).ok()
     };
     let out_file = open(&o.stdout);
@@ -837,246 +885,334 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
         (None, Some(f)) => f.try_clone().ok(),
         _ => open(&o.stderr),
     };
-    let mut sink = OutputSink {
+    OutputSink {
         label: o.label,
         unbuffered: o.unbuffered,
         partial: BTreeMap::new(),
         files: [out_file, err_file],
-    };
-    let stdin_nodes: BTreeSet<u32> = match &o.stdin {
-        StdinMode::Task0 => node_of(&created.tasks, 0).into_iter().collect(),
-        StdinMode::Task(t) => node_of(&created.tasks, *t).into_iter().collect(),
-        StdinMode::All => (0..n_nodes as u32).collect(),
-        _ => BTreeSet::new(),
-    };
-    let mut writers: BTreeMap<u32, TcpStream> = BTreeMap::new();
-    let mut pending_stdin: Vec<Vec<u8>> = Vec::new();
-    let mut stdin_done = false;
-    let mut done_nodes: BTreeSet<u32> = BTreeSet::new();
-    let mut status: BTreeMap<u32, i32> = BTreeMap::new();
-    let mut fence: BTreeMap<u32, FenceGather> = BTreeMap::new();
-    let mut last_int: Option<Instant> = None;
-    let mut kill_at: Option<Instant> = None;
-    let mut killed = false;
-    // The controller ended the step alone (`scancel J.S`, `-K`): said once
-    // at the end, as Slurm's srun does.
-    let mut force_terminated = false;
-    let mut said_aborted = false;
-    let kill_wait = client.config().kill_wait;
-    // Signals forwarded so far: a supervisor that connects later gets them
-    // too (its tasks may already run: it says Hello before it starts them,
-    // but that Hello can reach this loop after a signal does).
-    let mut forwarded: Vec<i32> = Vec::new();
-    let connect_deadline = Instant::now() + Duration::from_secs(60);
-    let broadcast = |writers: &mut BTreeMap<u32, TcpStream>, msg: SrunToStepd| {
-        for w in writers.values_mut() {
-            send(w, msg.clone());
+    }
+}
+
+/// Sends `msg` to every connected supervisor.
+fn broadcast(writers: &mut BTreeMap<u32, TcpStream>, msg: SrunToStepd) {
+    for w in writers.values_mut() {
+        send(w, msg.clone());
+    }
+}
+
+/// The main loop's state while a step runs: the supervisors connected,
+/// the tasks' exit statuses, stdin kept for late nodes, PMI fences, and
+/// what srun has already said or done about ending the step.
+struct StepRun<'a> {
+    o: &'a Opts,
+    created: &'a StepCreated,
+    step_name: String,
+    n_nodes: usize,
+    ntasks: usize,
+    sink: OutputSink,
+    stdin_nodes: BTreeSet<u32>,
+    writers: BTreeMap<u32, TcpStream>,
+    pending_stdin: Vec<Vec<u8>>,
+    stdin_done: bool,
+    done_nodes: BTreeSet<u32>,
+    status: BTreeMap<u32, i32>,
+    fence: BTreeMap<u32, FenceGather>,
+    last_int: Option<Instant>,
+    kill_at: Option<Instant>,
+    killed: bool,
+    /// The controller ended the step alone (`scancel J.S`, `-K`): said once
+    /// at the end, as Slurm's srun does.
+    force_terminated: bool,
+    said_aborted: bool,
+    kill_wait: u32,
+    /// Signals forwarded so far: a supervisor that connects later gets them
+    /// too (its tasks may already run: it says Hello before it starts them,
+    /// but that Hello can reach this loop after a signal does).
+    forwarded: Vec<i32>,
+    connect_deadline: Instant,
+}
+
+impl<'a> StepRun<'a> {
+    fn new(
+        o: &'a Opts,
+        created: &'a StepCreated,
+        job_id: JobId,
+        sink: OutputSink,
+        kill_wait: u32,
+    ) -> Self {
+        let n_nodes = created.nodes.len();
+        let stdin_nodes: BTreeSet<u32> = match &o.stdin {
+            StdinMode::Task0 => node_of(&created.tasks, 0).into_iter().collect(),
+            StdinMode::Task(t) => node_of(&created.tasks, *t).into_iter().collect(),
+            StdinMode::All => (0..n_nodes as u32).collect(),
+            _ => BTreeSet::new(),
+        };
+        StepRun {
+            o,
+            created,
+            step_name: format!("{job_id}.{}", created.step_id),
+            n_nodes,
+            ntasks: created.tasks.iter().map(Vec::len).sum(),
+            sink,
+            stdin_nodes,
+            writers: BTreeMap::new(),
+            pending_stdin: Vec::new(),
+            stdin_done: false,
+            done_nodes: BTreeSet::new(),
+            status: BTreeMap::new(),
+            fence: BTreeMap::new(),
+            last_int: None,
+            kill_at: None,
+            killed: false,
+            force_terminated: false,
+            said_aborted: false,
+            kill_wait,
+            forwarded: Vec::new(),
+            connect_deadline: Instant::now() + Duration::from_secs(60),
         }
-    };
-    while done_nodes.len() < n_nodes {
-        let timeout = match kill_at {
+    }
+
+    /// Whether some node's supervisor has neither connected nor finished.
+    fn waiting_for_connections(&self) -> bool {
+        self.writers.len() + self.done_nodes.len() < self.n_nodes
+    }
+
+    /// How long the loop may wait for the next event.
+    fn timeout(&self) -> Duration {
+        match self.kill_at {
             Some(t) => t.saturating_duration_since(Instant::now()),
-            None if writers.len() + done_nodes.len() < n_nodes => {
-                connect_deadline.saturating_duration_since(Instant::now())
-            }
+            None if self.waiting_for_connections() => self
+                .connect_deadline
+                .saturating_duration_since(Instant::now()),
             None => Duration::from_secs(3600),
-        };
-        let ev = match rx.recv_timeout(timeout) {
-            Ok(ev) => ev,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if kill_at.is_some_and(|t| Instant::now() >= t) {
-                    kill_at = None;
-                    if !killed {
-                        say!("srun: error: Timed out waiting for job step to complete");
-                    }
-                    killed = true;
-                    broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
-                    continue;
-                }
-                if writers.len() + done_nodes.len() < n_nodes && Instant::now() >= connect_deadline
-                {
-                    for (i, node) in created.nodes.iter().enumerate() {
-                        let i = i as u32;
-                        if !writers.contains_key(&i) && !done_nodes.contains(&i) {
-                            say!("srun: error: {node}: the step's tasks never started");
-                            for t in &created.tasks[i as usize] {
-                                status.entry(*t).or_insert(libc::SIGKILL);
-                            }
-                            done_nodes.insert(i);
-                        }
-                    }
-                    broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
-                }
-                continue;
+        }
+    }
+
+    /// No event in time: `-W` ran out, or nodes never connected.
+    fn on_timeout(&mut self) {
+        if self.kill_at.is_some_and(|t| Instant::now() >= t) {
+            self.kill_at = None;
+            if !self.killed {
+                say!("srun: error: Timed out waiting for job step to complete");
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        };
+            self.killed = true;
+            broadcast(&mut self.writers, SrunToStepd::Signal(libc::SIGKILL));
+            return;
+        }
+        if self.waiting_for_connections() && Instant::now() >= self.connect_deadline {
+            for (i, node) in self.created.nodes.iter().enumerate() {
+                let i = i as u32;
+                if !self.writers.contains_key(&i) && !self.done_nodes.contains(&i) {
+                    say!("srun: error: {node}: the step's tasks never started");
+                    for t in &self.created.tasks[i as usize] {
+                        self.status.entry(*t).or_insert(libc::SIGKILL);
+                    }
+                    self.done_nodes.insert(i);
+                }
+            }
+            broadcast(&mut self.writers, SrunToStepd::Signal(libc::SIGKILL));
+        }
+    }
+
+    fn on_event(&mut self, ev: Event) {
         match ev {
-            Event::Connected(i, mut w) => {
-                if stdin_nodes.contains(&i) {
-                    for chunk in &pending_stdin {
-                        send(&mut w, SrunToStepd::Stdin(chunk.clone()));
-                    }
-                    if stdin_done {
-                        send(&mut w, SrunToStepd::StdinEof);
-                    }
-                }
-                for sig in &forwarded {
-                    send(&mut w, SrunToStepd::Signal(*sig));
-                }
-                if killed {
-                    send(&mut w, SrunToStepd::Signal(libc::SIGKILL));
-                }
-                writers.insert(i, w);
-            }
-            Event::Stdin(data) => {
-                let eof = data.is_empty();
-                for n in &stdin_nodes {
-                    if let Some(w) = writers.get_mut(n) {
-                        send(
-                            w,
-                            if eof {
-                                SrunToStepd::StdinEof
-                            } else {
-                                SrunToStepd::Stdin(data.clone())
-                            },
-                        );
-                    }
-                }
-                if eof {
-                    stdin_done = true;
-                } else {
-                    pending_stdin.push(data);
-                }
-            }
-            Event::Msg(i, msg) => match msg {
-                StepdToSrun::Hello { .. } => {}
-                StepdToSrun::Output { task, stderr, data } => sink.add(task, stderr, &data),
-                StepdToSrun::TaskExited { task, status: s } => {
-                    sink.flush_task(task);
-                    status.insert(task, s);
-                    let e = ExitCode::from_wait_status(s);
-                    // -K ends the step as the controller ends a cancelled
-                    // one: the other tasks get SIGTERM (rc 143).
-                    if !e.is_success() && o.kill_on_bad_exit && !killed {
-                        killed = true;
-                        if !o.quiet {
-                            say!(
-                                "srun: launch/slurm: _step_signal: Terminating StepId={step_name}"
-                            );
-                        }
-                        broadcast(&mut writers, SrunToStepd::Terminate { kill_wait });
-                    }
-                    if let (Some(w), None) = (o.wait, kill_at) {
-                        if status.len() < ntasks {
-                            kill_at = Some(Instant::now() + Duration::from_secs(w));
-                        }
-                    }
-                }
-                StepdToSrun::FenceIn { seq, kvs } => {
-                    let entry = fence.entry(seq).or_default();
-                    entry.0.insert(i);
-                    entry.1.extend(kvs);
-                    if entry.0.len() == n_nodes {
-                        let (_, all) = fence.remove(&seq).unwrap_or_default();
-                        broadcast(&mut writers, SrunToStepd::FenceOut { seq, kvs: all });
-                    }
-                }
-                StepdToSrun::Abort {
-                    task,
-                    code: _,
-                    message,
-                } => {
-                    if !killed {
-                        let node = &created.nodes[i as usize];
-                        say!("srun: error: {node}: task {task}: {message}");
-                        say!("srun: Terminating StepId={step_name}");
-                        killed = true;
-                        broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
-                    }
-                }
-                StepdToSrun::Ending {
-                    step,
-                    kill_wait: wait,
-                } => {
-                    if step {
-                        force_terminated = true;
-                    } else if !said_aborted && !o.quiet {
-                        said_aborted = true;
-                        say!(
-                            "srun: Job step aborted: Waiting up to {} seconds for job step to finish.",
-                            wait + 2
-                        );
-                    }
-                }
-                StepdToSrun::Done => {
-                    done_nodes.insert(i);
-                }
-            },
-            Event::Gone(i) => {
-                writers.remove(&i);
-                if !done_nodes.contains(&i) {
-                    let node = &created.nodes[i as usize];
-                    say!("srun: error: Node failure on {node}");
-                    for t in &created.tasks[i as usize] {
-                        status.entry(*t).or_insert(libc::SIGKILL);
-                    }
-                    done_nodes.insert(i);
-                    if !killed {
-                        killed = true;
-                        broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
-                    }
-                }
-            }
-            Event::Signal(sig) if sig == libc::SIGINT => {
-                let now = Instant::now();
-                if last_int.is_some_and(|t| now.duration_since(t) < Duration::from_secs(1)) {
-                    say!("srun: sending Ctrl-C to StepId={step_name}");
-                    say!("srun: forcing job termination");
-                    killed = true;
-                    broadcast(&mut writers, SrunToStepd::Signal(libc::SIGKILL));
-                } else {
-                    last_int = Some(now);
-                    say!("srun: interrupt (one more within 1 sec to abort)");
-                    let running: Vec<u32> = (0..ntasks as u32)
-                        .filter(|t| !status.contains_key(t))
-                        .collect();
-                    let exited: Vec<u32> = (0..ntasks as u32)
-                        .filter(|t| status.contains_key(t))
-                        .collect();
-                    let plural = |v: &[u32]| if v.len() == 1 { "task" } else { "tasks" };
-                    if !running.is_empty() {
-                        say!(
-                            "srun: StepId={step_name} {} {}: running",
-                            plural(&running),
-                            ranges(&running)
-                        );
-                    }
-                    if !exited.is_empty() {
-                        say!(
-                            "srun: StepId={step_name} {} {}: exited",
-                            plural(&exited),
-                            ranges(&exited)
-                        );
-                    }
-                }
-            }
+            Event::Connected(i, w) => self.on_connected(i, w),
+            Event::Stdin(data) => self.on_stdin(data),
+            Event::Msg(i, msg) => self.on_msg(i, msg),
+            Event::Gone(i) => self.on_gone(i),
+            Event::Signal(sig) if sig == libc::SIGINT => self.on_interrupt(),
             Event::Signal(sig) => {
-                forwarded.push(sig);
-                broadcast(&mut writers, SrunToStepd::Signal(sig));
+                self.forwarded.push(sig);
+                broadcast(&mut self.writers, SrunToStepd::Signal(sig));
             }
         }
     }
-    for t in 0..ntasks as u32 {
-        sink.flush_task(t);
+
+    /// A supervisor connected: it gets the stdin, signals and kill it missed.
+    fn on_connected(&mut self, i: u32, mut w: TcpStream) {
+        if self.stdin_nodes.contains(&i) {
+            for chunk in &self.pending_stdin {
+                send(&mut w, SrunToStepd::Stdin(chunk.clone()));
+            }
+            if self.stdin_done {
+                send(&mut w, SrunToStepd::StdinEof);
+            }
+        }
+        for sig in &self.forwarded {
+            send(&mut w, SrunToStepd::Signal(*sig));
+        }
+        if self.killed {
+            send(&mut w, SrunToStepd::Signal(libc::SIGKILL));
+        }
+        self.writers.insert(i, w);
     }
-    if !o.quiet || status.values().any(|s| *s != 0) {
-        eprint_lines(&failure_lines(&created.nodes, &created.tasks, &status));
+
+    fn on_stdin(&mut self, data: Vec<u8>) {
+        let eof = data.is_empty();
+        for n in &self.stdin_nodes {
+            if let Some(w) = self.writers.get_mut(n) {
+                send(
+                    w,
+                    if eof {
+                        SrunToStepd::StdinEof
+                    } else {
+                        SrunToStepd::Stdin(data.clone())
+                    },
+                );
+            }
+        }
+        if eof {
+            self.stdin_done = true;
+        } else {
+            self.pending_stdin.push(data);
+        }
     }
-    if force_terminated && !o.quiet {
-        say!("srun: Force Terminated StepId={step_name}");
+
+    fn on_msg(&mut self, i: u32, msg: StepdToSrun) {
+        let o = self.o;
+        match msg {
+            StepdToSrun::Hello { .. } => {}
+            StepdToSrun::Output { task, stderr, data } => self.sink.add(task, stderr, &data),
+            StepdToSrun::TaskExited { task, status: s } => {
+                self.sink.flush_task(task);
+                self.status.insert(task, s);
+                let e = ExitCode::from_wait_status(s);
+                // -K ends the step as the controller ends a cancelled
+                // one: the other tasks get SIGTERM (rc 143).
+                if !e.is_success() && o.kill_on_bad_exit && !self.killed {
+                    self.killed = true;
+                    if !o.quiet {
+                        say!(
+                            "srun: launch/slurm: _step_signal: Terminating StepId={}",
+                            self.step_name
+                        );
+                    }
+                    let kill_wait = self.kill_wait;
+                    broadcast(&mut self.writers, SrunToStepd::Terminate { kill_wait });
+                }
+                if let (Some(w), None) = (o.wait, self.kill_at) {
+                    if self.status.len() < self.ntasks {
+                        self.kill_at = Some(Instant::now() + Duration::from_secs(w));
+                    }
+                }
+            }
+            StepdToSrun::FenceIn { seq, kvs } => {
+                let entry = self.fence.entry(seq).or_default();
+                entry.0.insert(i);
+                entry.1.extend(kvs);
+                if entry.0.len() == self.n_nodes {
+                    let (_, all) = self.fence.remove(&seq).unwrap_or_default();
+                    broadcast(&mut self.writers, SrunToStepd::FenceOut { seq, kvs: all });
+                }
+            }
+            StepdToSrun::Abort {
+                task,
+                code: _,
+                message,
+            } => {
+                if !self.killed {
+                    let node = &self.created.nodes[i as usize];
+                    say!("srun: error: {node}: task {task}: {message}");
+                    say!("srun: Terminating StepId={}", self.step_name);
+                    self.killed = true;
+                    broadcast(&mut self.writers, SrunToStepd::Signal(libc::SIGKILL));
+                }
+            }
+            StepdToSrun::Ending {
+                step,
+                kill_wait: wait,
+            } => {
+                if step {
+                    self.force_terminated = true;
+                } else if !self.said_aborted && !o.quiet {
+                    self.said_aborted = true;
+                    say!(
+                        "srun: Job step aborted: Waiting up to {} seconds for job step to finish.",
+                        wait + 2
+                    );
+                }
+            }
+            StepdToSrun::Done => {
+                self.done_nodes.insert(i);
+            }
+        }
     }
-    exit_status(status.values().copied())
+
+    /// A node's connection ended before it said Done: its tasks count as
+    /// killed and the step is ended.
+    fn on_gone(&mut self, i: u32) {
+        self.writers.remove(&i);
+        if !self.done_nodes.contains(&i) {
+            let node = &self.created.nodes[i as usize];
+            say!("srun: error: Node failure on {node}");
+            for t in &self.created.tasks[i as usize] {
+                self.status.entry(*t).or_insert(libc::SIGKILL);
+            }
+            self.done_nodes.insert(i);
+            if !self.killed {
+                self.killed = true;
+                broadcast(&mut self.writers, SrunToStepd::Signal(libc::SIGKILL));
+            }
+        }
+    }
+
+    /// Ctrl-C: the tasks' state; a second one within a second kills the step.
+    fn on_interrupt(&mut self) {
+        let step_name = &self.step_name;
+        let now = Instant::now();
+        if self
+            .last_int
+            .is_some_and(|t| now.duration_since(t) < Duration::from_secs(1))
+        {
+            say!("srun: sending Ctrl-C to StepId={step_name}");
+            say!("srun: forcing job termination");
+            self.killed = true;
+            broadcast(&mut self.writers, SrunToStepd::Signal(libc::SIGKILL));
+        } else {
+            self.last_int = Some(now);
+            say!("srun: interrupt (one more within 1 sec to abort)");
+            let running: Vec<u32> = (0..self.ntasks as u32)
+                .filter(|t| !self.status.contains_key(t))
+                .collect();
+            let exited: Vec<u32> = (0..self.ntasks as u32)
+                .filter(|t| self.status.contains_key(t))
+                .collect();
+            let plural = |v: &[u32]| if v.len() == 1 { "task" } else { "tasks" };
+            if !running.is_empty() {
+                say!(
+                    "srun: StepId={step_name} {} {}: running",
+                    plural(&running),
+                    ranges(&running)
+                );
+            }
+            if !exited.is_empty() {
+                say!(
+                    "srun: StepId={step_name} {} {}: exited",
+                    plural(&exited),
+                    ranges(&exited)
+                );
+            }
+        }
+    }
+
+    /// Flushes the last output, reports the failed tasks and returns srun's
+    /// exit status.
+    fn finish(mut self) -> i32 {
+        for t in 0..self.ntasks as u32 {
+            self.sink.flush_task(t);
+        }
+        if !self.o.quiet || self.status.values().any(|s| *s != 0) {
+            eprint_lines(&failure_lines(
+                &self.created.nodes,
+                &self.created.tasks,
+                &self.status,
+            ));
+        }
+        if self.force_terminated && !self.o.quiet {
+            say!("srun: Force Terminated StepId={}", self.step_name);
+        }
+        exit_status(self.status.values().copied())
+    }
 }
 
 /// The step's GRES per node: `--gres`, with `--gpus-per-node` as `gpu`.

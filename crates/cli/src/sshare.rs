@@ -7,7 +7,7 @@
 //! controller --Shares--> Vec<ShareRow> -+
 //! ```
 
-use crate::common::split_list;
+use crate::common::{self, split_list};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use proto::ShareRow;
 
@@ -102,9 +102,10 @@ pub fn parse_args(args: &[String]) -> Result<SshareArgs, String> {
                 }
             }
             Item::Positional(p) => {
-                return Err(format!(
-                "sshare: unrecognized argument '{p}'\nTry \"sshare --help\" for more information\n"
-            ))
+                return Err(crate::common::usage_error(
+                    "sshare",
+                    &format!("unrecognized argument '{p}'"),
+                ))
             }
         }
     }
@@ -309,26 +310,20 @@ pub fn render(args: &SshareArgs, rows: &[ShareRow], me: &str) -> Result<String, 
 
 /// Runs `sshare`.
 pub fn main(args: Vec<String>) -> i32 {
-    let args = match parse_args(&args) {
-        Ok(a) => a,
-        Err(text) => {
-            eprint!("{text}");
-            return 1;
-        }
-    };
-    if let Some(code) = crate::common::info_flags(args.help, args.usage, args.version, HELP, USAGE)
-    {
-        return code;
-    }
-    let Some((client, rows)) =
-        crate::common::ask_controller("sshare", proto::CtldRequest::Shares, |r| match r {
-            proto::CtldResponse::Shares(rows) => Some(rows),
-            _ => None,
-        })
-    else {
-        return 1;
-    };
-    crate::common::finish(render(&args, &rows, &client.identity().user))
+    common::run(
+        || {
+            common::parsed(parse_args(&args), |a| {
+                common::info_flags(a.help, a.usage, a.version, HELP, USAGE)
+            })
+        },
+        |_| {
+            common::ask_controller("sshare", proto::CtldRequest::Shares, |r| match r {
+                proto::CtldResponse::Shares(rows) => Some(rows),
+                _ => None,
+            })
+        },
+        |args, (client, rows)| common::finish(render(args, &rows, &client.identity().user)),
+    )
 }
 
 #[cfg(test)]

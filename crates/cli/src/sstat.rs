@@ -14,9 +14,9 @@
 //! (`sacct::fields`). Not measured, printed empty: disk I/O, energy, CPU
 //! frequency.
 
-use crate::common::print_stdout;
+use crate::common::{self, print_stdout, Stop};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
-use crate::sacct::fields::{self, Ctx, FieldDef};
+use crate::sacct::fields::{self, f, l, Ctx, FieldDef};
 use crate::sacct::Layout;
 use proto::{LiveStepStat, StepId};
 
@@ -74,22 +74,6 @@ pub const FIELDS: &[FieldDef] = &[
     l("TRESUsageOutMinTask", 19),
     l("TRESUsageOutTot", 15),
 ];
-
-const fn f(name: &'static str, width: usize) -> FieldDef {
-    FieldDef {
-        name,
-        width,
-        left: false,
-    }
-}
-
-const fn l(name: &'static str, width: usize) -> FieldDef {
-    FieldDef {
-        name,
-        width,
-        left: true,
-    }
-}
 
 /// The columns sstat prints without `-o`.
 pub const DEFAULT_FORMAT: &str = "JobID,MaxVMSize,MaxVMSizeNode,MaxVMSizeTask,AveVMSize,MaxRSS,\
@@ -212,14 +196,11 @@ pub fn parse_step_sel(text: &str) -> Option<StepSel> {
     (job != 0).then_some(StepSel { job, step })
 }
 
-fn usage_error(msg: &str) -> String {
-    crate::common::usage_error("sstat", msg)
-}
-
 /// Parses sstat's command line (without the program name). The error is
 /// the complete text for stderr.
 pub fn parse_args(args: &[String]) -> Result<SstatArgs, String> {
-    let items = getopt::parse(OPTIONS, args, false).map_err(|e| usage_error(&e.message()))?;
+    let items = getopt::parse(OPTIONS, args, false)
+        .map_err(|e| crate::common::usage_error("sstat", &e.message()))?;
     let mut a = SstatArgs::default();
     let mut format = String::new();
     for item in items {
@@ -424,19 +405,7 @@ fn line(args: &SstatArgs, cells: Vec<String>) -> String {
 
 /// The `--helpformat` text: every field, four to a line.
 pub fn helpformat() -> String {
-    let mut out = String::new();
-    for (i, d) in FIELDS.iter().enumerate() {
-        out.push_str(&format!("{:<20}", d.name));
-        if i % 4 == 3 {
-            out.truncate(out.trim_end().len());
-            out.push('\n');
-        }
-    }
-    if !FIELDS.len().is_multiple_of(4) {
-        out.truncate(out.trim_end().len());
-        out.push('\n');
-    }
-    out
+    crate::common::helpformat(FIELDS.iter().map(|d| d.name))
 }
 
 /// The `--usage` text.
@@ -520,33 +489,29 @@ fn fetch(client: &client::Client, sel: &StepSel) -> Result<Vec<LiveStepStat>, St
 /// and goes on with the next; the exit status is 0 once the jobs were
 /// asked about, 1 for bad options, no `-j`, or no controller.
 pub fn main(args: Vec<String>) -> i32 {
-    let args = match parse_args(&args) {
-        Ok(a) => a,
-        Err(text) => {
-            eprint!("{text}");
-            return 1;
-        }
-    };
-    if let Some(code) = crate::common::info_flags(args.help, args.usage, args.version, HELP, USAGE)
-    {
-        return code;
-    }
-    if args.helpformat {
-        print_stdout(&helpformat());
-        return 0;
-    }
-    if args.jobs.is_empty() {
-        eprint!("{NO_JOBS}");
-        return 1;
-    }
-    let client = match client::Client::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("sstat: error: {e}");
-            return 1;
-        }
-    };
-    print_stdout(&render_header(&args));
+    common::run(
+        || {
+            let args = common::parsed(parse_args(&args), |a| {
+                common::info_flags(a.help, a.usage, a.version, HELP, USAGE)
+            })?;
+            if args.helpformat {
+                print_stdout(&helpformat());
+                return Err(Stop::Exit(0));
+            }
+            if args.jobs.is_empty() {
+                return Err(Stop::Fail(NO_JOBS.to_string()));
+            }
+            Ok(args)
+        },
+        |_| client::Client::from_env().map_err(|e| Stop::Fail(format!("sstat: error: {e}\n"))),
+        show,
+    )
+}
+
+/// The header, then each `-j` entry's rows as they come: an entry that
+/// fails says so on stderr and the others still print.
+fn show(args: &SstatArgs, client: client::Client) -> i32 {
+    print_stdout(&render_header(args));
     for sel in &args.jobs {
         let steps = match fetch(&client, sel) {
             Ok(s) => s,
@@ -556,7 +521,7 @@ pub fn main(args: Vec<String>) -> i32 {
             }
         };
         match select(sel, args.allsteps, &steps) {
-            Ok(rows) => print_stdout(&render_rows(&args, &rows)),
+            Ok(rows) => print_stdout(&render_rows(args, &rows)),
             Err(text) => eprint!("{text}"),
         }
     }

@@ -4,6 +4,47 @@
 //!
 //! Blocking on purpose: every command makes a handful of requests and exits,
 //! so a runtime would only add start-up time.
+//!
+//! # Performance notes: kept connections, resent submissions
+//!
+//! A `Client` keeps the connections that answered for its next calls, and the
+//! signer it loaded at its first request (the cluster key or libmunge, read
+//! once, not per request); `Client::call_pipelined` keeps up to 32 requests in
+//! flight on one connection. A kept connection's requests travel in a session
+//! authenticated once (`CtldRequest::OpenSession`), so no credential is signed,
+//! verified or remembered per request.
+//!
+//! A request over the controller's limit (`proto::MAX_REQUEST_BYTES`, 16 MiB)
+//! is not sent (`ClientError::TooLarge`). `Client::call` gives each submission
+//! a random token (`JobDesc::submit_token`) and, when its connection fails
+//! after it may have been sent, sends it again with that token until an answer
+//! comes or `TIMEOUT` passes: the controller answers a token it has seen with
+//! the job it made, so a lost answer is neither a lost nor a doubled job
+//! (docs/limits.md).
+//!
+//! # Sessions
+//!
+//! The client library's kept connections to the controller are authenticated
+//! once, as the controller's kept connections to the node daemons are. On a
+//! connection kept from an earlier call,
+//! `client::Client` first sends `CtldRequest::OpenSession` with its credential
+//! (in the same write as the first request after it); the controller verifies
+//! it as any request's (fresh, single-use nonce; HMAC or MUNGE), and the
+//! identity it proves is the caller of every later request on the connection,
+//! for every check exactly as a per-request credential's (a job's owner, who
+//! may cancel what, the daemons-only requests). Later requests are
+//! `CtldRequest::InSession { seq, request }` without a credential, numbered
+//! from 1; one out of order, claiming a uid other than the session's, on a
+//! connection without a session, or a second `OpenSession`, is refused
+//! (`ProtocolAuthentication`) and closes the connection (`ctld::read_request`).
+//!
+//! A request with a credential of its own is still accepted on any connection,
+//! so older clients and the commands' single calls (a new connection, one
+//! request) work as before. What a session does not cover is the same as for
+//! node connections: bytes injected into an established TCP connection (no
+//! per-message MAC). What it removes is a credential signed and verified per
+//! request and a nonce per request in the replay cache, which bounded a
+//! sustained rate at about 2,900 requests/s (docs/limits.md).
 #![warn(missing_docs)]
 
 use proto::{CtldRequest, CtldResponse, Identity, JobList, NodeInfo, PartitionInfo, SlurmError};

@@ -432,6 +432,8 @@ pub struct GresConf {
 
 /// Reads `path` as slurm.conf, following `Include` lines (relative to the
 /// file's directory), and `gres.conf` from the same directory if it exists.
+// The crate's one reader of files, by design: the parsers stay pure.
+#[allow(clippy::disallowed_methods)]
 pub fn load(path: &Path) -> Result<Loaded, ConfError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfError::Io {
         path: path.to_path_buf(),
@@ -545,5 +547,7 @@ impl Config {
     }
 }
 
+// Tests write and read fixture files of their own.
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests;

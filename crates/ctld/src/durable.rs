@@ -2,9 +2,11 @@
 //! journal entry, appended and fsynced (one fsync per batch: group commit)
 //! before any reply is sent or any command leaves for a node. Recovery is a
 //! replay of those entries through the same deterministic engine, on top of
-//! the newest snapshot.
+//! the newest snapshot: each entry becomes an `engine::Input`
+//! ([`Entry::into_input`]) and goes through `Engine::apply`, as it did
+//! when it was first applied.
 
-use engine::Engine;
+use engine::{Engine, Input};
 use journal::{Journal, JournalError};
 use model::{JobId, Timestamp};
 use proto::{CtldRequest, CtldResponse, Identity};
@@ -15,7 +17,8 @@ use tracing::{info, warn};
 /// Entries since the last snapshot after which a new one is written.
 pub const SNAPSHOT_EVERY: u64 = 20_000;
 
-/// One input to the engine, with the time it was applied.
+/// One input to the engine (`engine::Input`) as the journal records it,
+/// with the time it was applied.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Entry {
     /// A request that may change state.
@@ -269,80 +272,47 @@ pub fn decode_record(payload: &[u8], envs: &mut EnvReader) -> Result<Entry, Stri
     Ok(entry)
 }
 
+impl Entry {
+    /// The engine's input, and the time it was applied at. An
+    /// `AssocTables` entry records no time (the engine reads none for it):
+    /// 0.
+    pub fn into_input(self) -> (Input, Timestamp) {
+        match self {
+            Entry::Request { req, who, now } => (Input::Request { req, who }, now),
+            Entry::LaunchFailed { job_id, node, now } => {
+                (Input::LaunchFailed { job_id, node }, now)
+            }
+            Entry::JobGone {
+                job_id,
+                node,
+                run,
+                now,
+            } => (Input::JobGone { job_id, node, run }, now),
+            Entry::Ping { node, ok, now } => (Input::Ping { node, ok }, now),
+            Entry::AssocTables { tables } => (Input::AssocTables { tables }, 0),
+            Entry::Tick { now } => (Input::Tick, now),
+        }
+    }
+}
+
 /// Encodes an entry for the journal, then applies it (the request moves
 /// into the engine instead of being copied: a submission's description,
 /// environment included, is dozens of allocations); requests return their
 /// answer.
 pub fn stage_and_apply(
     engine: &mut Engine,
-    cfg: &conf::Config,
     store: &mut Store,
     mut entry: Entry,
-    boot_text: &str,
 ) -> Option<CtldResponse> {
     store.stage(&mut entry);
-    apply_owned(engine, cfg, entry, boot_text)
+    apply(engine, entry)
 }
 
-/// [`apply`], moving a request into the engine instead of copying it
-/// (recovery replays thousands of submissions).
-pub fn apply_owned(
-    engine: &mut Engine,
-    cfg: &conf::Config,
-    entry: Entry,
-    boot_text: &str,
-) -> Option<CtldResponse> {
-    match entry {
-        Entry::Request { req, who, now } => {
-            Some(crate::handle(engine, cfg, *req, &who, now, boot_text))
-        }
-        other => apply(engine, cfg, &other, boot_text),
-    }
-}
-
-/// Applies one entry to the engine; requests return their answer.
-pub fn apply(
-    engine: &mut Engine,
-    cfg: &conf::Config,
-    entry: &Entry,
-    boot_text: &str,
-) -> Option<CtldResponse> {
-    match entry {
-        Entry::Request { req, who, now } => Some(crate::handle(
-            engine,
-            cfg,
-            (**req).clone(),
-            who,
-            *now,
-            boot_text,
-        )),
-        Entry::LaunchFailed { job_id, node, now } => {
-            engine.on_launch_failed(*job_id, node, *now);
-            None
-        }
-        Entry::JobGone {
-            job_id,
-            node,
-            run,
-            now,
-        } => {
-            engine.on_job_gone(*job_id, node, *run, *now);
-            None
-        }
-        Entry::Ping { node, ok, now } => {
-            engine.on_node_ping(node, *ok, *now);
-            None
-        }
-        Entry::AssocTables { tables } => {
-            engine.on_assoc_tables((**tables).clone());
-            None
-        }
-        Entry::Tick { now } => {
-            engine.on_timer(*now);
-            engine.schedule(*now);
-            None
-        }
-    }
+/// Applies one entry to the engine ([`Engine::apply`]); requests return
+/// their answer.
+pub fn apply(engine: &mut Engine, entry: Entry) -> Option<CtldResponse> {
+    let (input, now) = entry.into_input();
+    engine.apply(input, now).reply
 }
 
 /// The journal and the bookkeeping of snapshots.
@@ -423,7 +393,6 @@ impl Store {
         dir: &Path,
         cfg: &conf::Config,
         now: Timestamp,
-        boot_text: &str,
     ) -> Result<(Store, Engine), RecoverError> {
         let t0 = std::time::Instant::now();
         let (journal, recovered) = Journal::open(dir)?;
@@ -470,7 +439,7 @@ impl Store {
                     what,
                 }
             })?;
-            apply_owned(&mut engine, cfg, entry, boot_text);
+            apply(&mut engine, entry);
         }
         // What the replay decided was done (or lost) by the previous process.
         engine.take_commands();
@@ -584,7 +553,7 @@ impl Store {
     /// part or whole, and goes on in a new log segment (see
     /// [`Journal::resume`]). Returns the snapshot's seq.
     pub fn resume(&mut self, engine: &Engine) -> Result<u64, JournalError> {
-        let data = encode_snapshot(&engine.persistent_state());
+        let data = encode_state(engine.persistent_state());
         let seq = self.journal.resume(&data)?;
         self.since_snapshot = 0;
         self.snapshot_due = SNAPSHOT_EVERY;
@@ -595,7 +564,7 @@ impl Store {
 
     /// Writes a snapshot of the engine as of the last appended entry.
     pub fn snapshot(&mut self, engine: &Engine) -> Result<(), JournalError> {
-        let data = encode_snapshot(&engine.persistent_state());
+        let data = encode_state(engine.persistent_state());
         let seq = self.journal.last_seq();
         self.journal.snapshot(seq, &data)?;
         self.since_snapshot = 0;
@@ -622,13 +591,20 @@ const SNAPSHOT_MAGIC: u8 = 0xB6;
 /// 100,000 times (most of a snapshot's size and decoding time).
 const SNAPSHOT_MAGIC_POOLED: u8 = 0xB8;
 
-fn encode_snapshot(state: &engine::PersistentState) -> Vec<u8> {
+/// A snapshot of `state` in the pooled binary form: the description table,
+/// then the state with each job's description by number.
+fn encode_state(mut state: engine::PersistentState) -> Vec<u8> {
     let mut out = vec![SNAPSHOT_MAGIC_POOLED];
     rmp_serde::encode::write_named(&mut out, &state.descs).expect("descriptions always serialize");
-    engine::with_desc_numbers(state, || {
-        rmp_serde::encode::write_named(&mut out, state).expect("state always serializes")
-    });
+    state.number_descs();
+    rmp_serde::encode::write_named(&mut out, &state).expect("state always serializes");
     out
+}
+
+/// [`encode_state`] of a state the caller keeps.
+#[cfg(test)]
+fn encode_snapshot(state: &engine::PersistentState) -> Vec<u8> {
+    encode_state(state.clone())
 }
 
 /// A snapshot of the first binary form, as builds before
@@ -659,9 +635,11 @@ fn decode_snapshot(
             let descs: Vec<std::sync::Arc<proto::JobDesc>> =
                 Deserialize::deserialize(&mut de).map_err(binary)?;
             let mut state: engine::PersistentState =
-                engine::with_desc_table(descs.clone(), || Deserialize::deserialize(&mut de))
-                    .map_err(binary)?;
+                Deserialize::deserialize(&mut de).map_err(binary)?;
             state.descs = descs;
+            state
+                .resolve_descs()
+                .map_err(|e| binary(rmp_serde::decode::Error::Syntax(e.to_string())))?;
             Ok(state)
         }
         Some((&SNAPSHOT_MAGIC, rest)) => rmp_serde::from_slice(rest).map_err(binary),
@@ -735,13 +713,7 @@ mod tests {
         }))
     }
 
-    fn run(
-        store: &mut Store,
-        engine: &mut Engine,
-        cfg: &conf::Config,
-        reqs: Vec<CtldRequest>,
-        now: Timestamp,
-    ) {
+    fn run(store: &mut Store, engine: &mut Engine, reqs: Vec<CtldRequest>, now: Timestamp) {
         let mut entries = Vec::new();
         for req in reqs {
             let e = Entry::Request {
@@ -749,11 +721,11 @@ mod tests {
                 who: who(),
                 now,
             };
-            apply(engine, cfg, &e, "b");
+            apply(engine, e.clone());
             entries.push(e);
         }
         let tick = Entry::Tick { now };
-        apply(engine, cfg, &tick, "b");
+        apply(engine, tick.clone());
         entries.push(tick);
         store.append(&entries).unwrap();
     }
@@ -766,19 +738,17 @@ mod tests {
     fn replay_rebuilds_the_same_jobs_and_ids_continue() {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = config(tmp.path());
-        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1, "b").unwrap();
-        run(&mut store, &mut engine, &cfg, vec![reg("n1"), reg("n2")], 1);
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1).unwrap();
+        run(&mut store, &mut engine, vec![reg("n1"), reg("n2")], 1);
         run(
             &mut store,
             &mut engine,
-            &cfg,
             (0..5).map(|i| submit(&format!("j{i}"))).collect(),
             2,
         );
         run(
             &mut store,
             &mut engine,
-            &cfg,
             vec![CtldRequest::Cancel {
                 job_id: JobId(2),
                 signal: None,
@@ -790,7 +760,7 @@ mod tests {
         );
         let before = jobs_json(&engine);
         drop(store);
-        let (mut store, mut again) = Store::open(tmp.path(), &cfg, 50, "b").unwrap();
+        let (mut store, mut again) = Store::open(tmp.path(), &cfg, 50).unwrap();
         assert_eq!(jobs_json(&again), before);
         // Recovery re-sends the launches of the 3 running jobs and the
         // termination of the cancelled one, which still holds its CPU.
@@ -804,13 +774,13 @@ mod tests {
             .filter(|c| matches!(c, engine::Command::TerminateJob { .. }))
             .count();
         assert_eq!((launches, terms), (3, 1), "{cmds:?}");
-        run(&mut store, &mut again, &cfg, vec![submit("next")], 60);
+        run(&mut store, &mut again, vec![submit("next")], 60);
         let ids: Vec<u32> = again.job_list(61).jobs.iter().map(|j| j.job_id.0).collect();
         assert_eq!(ids, vec![1, 2, 3, 4, 5, 6]);
         // And once more from a (binary) snapshot.
         store.snapshot(&again).unwrap();
         drop(store);
-        let (_store, mut third) = Store::open(tmp.path(), &cfg, 70, "b").unwrap();
+        let (_store, mut third) = Store::open(tmp.path(), &cfg, 70).unwrap();
         assert_eq!(third.job_list(61).jobs.len(), 6);
         // Scripts and environments come back from the snapshot's shared tables.
         for cmd in third.take_commands() {
@@ -966,35 +936,21 @@ mod tests {
         second.name = "q".into();
         second.default = false;
         more.partitions.push(second);
-        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1, "b").unwrap();
-        run(
-            &mut store,
-            &mut engine,
-            &cfg,
-            vec![submit_env("a", &[], true)],
-            2,
-        );
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1).unwrap();
+        run(&mut store, &mut engine, vec![submit_env("a", &[], true)], 2);
         store.snapshot(&engine).unwrap();
-        run(
-            &mut store,
-            &mut engine,
-            &cfg,
-            vec![submit_env("b", &[], true)],
-            3,
-        );
+        run(&mut store, &mut engine, vec![submit_env("b", &[], true)], 3);
         drop(store);
-        let err = Store::open(tmp.path(), &more, 4, "b")
-            .err()
-            .expect("refused");
+        let err = Store::open(tmp.path(), &more, 4).err().expect("refused");
         assert!(
             matches!(err, RecoverError::ConfigChangedAfterCrash { records, .. } if records > 0),
             "{err}"
         );
         // Started once as it was, stopped cleanly: then taken, jobs kept.
-        let (mut store, engine) = Store::open(tmp.path(), &cfg, 4, "b").unwrap();
+        let (mut store, engine) = Store::open(tmp.path(), &cfg, 4).unwrap();
         store.snapshot(&engine).unwrap();
         drop(store);
-        let (_store, again) = Store::open(tmp.path(), &more, 5, "b").unwrap();
+        let (_store, again) = Store::open(tmp.path(), &more, 5).unwrap();
         assert_eq!(again.layout().1, ["p", "q"]);
         assert_eq!(jobs_json(&again), jobs_json(&engine));
     }
@@ -1005,26 +961,25 @@ mod tests {
         let cfg = config(tmp.path());
         let one = [("MARK", "one"), ("WEIRD", "a=b\nc \"d\" \u{e9}")];
         let two = [("MARK", "two")];
-        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1, "b").unwrap();
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1).unwrap();
         let batch = vec![
             submit_env("a", &one, true),
             submit_env("b", &one, true),
             submit_env("c", &two, true),
         ];
-        run(&mut store, &mut engine, &cfg, batch, 2);
+        run(&mut store, &mut engine, batch, 2);
         store.snapshot(&engine).unwrap();
         // After the snapshot each is given in full again, then referred to.
         let batch = vec![submit_env("d", &one, true), submit_env("e", &two, true)];
-        run(&mut store, &mut engine, &cfg, batch, 3);
+        run(&mut store, &mut engine, batch, 3);
         run(
             &mut store,
             &mut engine,
-            &cfg,
             vec![submit_env("f", &one, true)],
             4,
         );
         drop(store);
-        let (store, again) = Store::open(tmp.path(), &cfg, 5, "b").unwrap();
+        let (store, again) = Store::open(tmp.path(), &cfg, 5).unwrap();
         let strings = |env: &[(&str, &str)]| -> Vec<(String, String)> {
             env.iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -1051,7 +1006,7 @@ mod tests {
                 std::fs::remove_file(p).unwrap();
             }
         }
-        let (_store, third) = Store::open(tmp.path(), &cfg, 5, "b").unwrap();
+        let (_store, third) = Store::open(tmp.path(), &cfg, 5).unwrap();
         assert_eq!(jobs_json(&third), jobs_json(&engine));
         assert_eq!(env_of(&third, 6), strings(&one));
     }
@@ -1064,22 +1019,17 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = config(tmp.path());
         let env = [("MARK", "one")];
-        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1, "b").unwrap();
-        run(&mut store, &mut engine, &cfg, vec![reg("n1"), reg("n2")], 1);
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1).unwrap();
+        run(&mut store, &mut engine, vec![reg("n1"), reg("n2")], 1);
         let batch = vec![submit_env("a", &env, true)];
-        run(&mut store, &mut engine, &cfg, batch, 2);
+        run(&mut store, &mut engine, batch, 2);
         // Applied, but its record never reached the journal.
-        apply(
-            &mut engine,
-            &cfg,
-            &request(submit_env("b", &env, true), 3),
-            "b",
-        );
+        apply(&mut engine, request(submit_env("b", &env, true), 3));
         store.resume(&engine).unwrap();
         let batch = vec![submit_env("c", &env, true)];
-        run(&mut store, &mut engine, &cfg, batch, 4);
+        run(&mut store, &mut engine, batch, 4);
         drop(store);
-        let (_store, again) = Store::open(tmp.path(), &cfg, 5, "b").unwrap();
+        let (_store, again) = Store::open(tmp.path(), &cfg, 5).unwrap();
         assert_eq!(jobs_json(&again), jobs_json(&engine));
         assert_eq!(again.job_count(), 3);
         assert_eq!(env_of(&again, 3), vec![("MARK".into(), "one".into())]);
@@ -1105,13 +1055,13 @@ mod tests {
             let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
             journal.append(&refs).unwrap();
         }
-        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 3, "b").unwrap();
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 3).unwrap();
         assert_eq!(env_of(&engine, 1), vec![("MARK".into(), "json".into())]);
         // New records go on in binary after the old ones.
         let batch = vec![submit_env("new", &[("MARK", "bin")], true)];
-        run(&mut store, &mut engine, &cfg, batch, 4);
+        run(&mut store, &mut engine, batch, 4);
         drop(store);
-        let (_store, again) = Store::open(tmp.path(), &cfg, 5, "b").unwrap();
+        let (_store, again) = Store::open(tmp.path(), &cfg, 5).unwrap();
         assert_eq!(env_of(&again, 1), vec![("MARK".into(), "json".into())]);
         assert_eq!(env_of(&again, 2), vec![("MARK".into(), "bin".into())]);
     }
@@ -1120,13 +1070,12 @@ mod tests {
     fn a_torn_binary_tail_is_cut_and_other_damage_names_the_file_and_offset() {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = config(tmp.path());
-        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1, "b").unwrap();
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1).unwrap();
         let env = [("MARK", "one")];
         for i in 0..3 {
             run(
                 &mut store,
                 &mut engine,
-                &cfg,
                 vec![submit_env(&format!("j{i}"), &env, true)],
                 2,
             );
@@ -1141,7 +1090,7 @@ mod tests {
         let bytes = std::fs::read(&log).unwrap();
         // The last record cut in the middle: a crash during its write.
         std::fs::write(&log, &bytes[..bytes.len() - 5]).unwrap();
-        let (store, again) = Store::open(tmp.path(), &cfg, 3, "b").unwrap();
+        let (store, again) = Store::open(tmp.path(), &cfg, 3).unwrap();
         // The last record was the batch's Tick: every job is there.
         assert_eq!(again.job_count(), 3);
         assert_eq!(env_of(&again, 3), vec![("MARK".into(), "one".into())]);
@@ -1151,9 +1100,7 @@ mod tests {
         let at = bytes.len() / 2;
         bytes[at] ^= 0x55;
         std::fs::write(&log, &bytes).unwrap();
-        let err = Store::open(tmp.path(), &cfg, 4, "b")
-            .err()
-            .expect("refused");
+        let err = Store::open(tmp.path(), &cfg, 4).err().expect("refused");
         let text = err.to_string();
         assert!(text.contains(&log.display().to_string()), "{text}");
         assert!(text.contains("corrupt record at byte"), "{text}");
@@ -1197,15 +1144,9 @@ mod tests {
     fn snapshots_are_binary_and_json_snapshots_of_older_builds_still_load() {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = config(tmp.path());
-        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1, "b").unwrap();
-        run(&mut store, &mut engine, &cfg, vec![reg("n1"), reg("n2")], 1);
-        run(
-            &mut store,
-            &mut engine,
-            &cfg,
-            vec![submit("a"), submit("b")],
-            2,
-        );
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1).unwrap();
+        run(&mut store, &mut engine, vec![reg("n1"), reg("n2")], 1);
+        run(&mut store, &mut engine, vec![submit("a"), submit("b")], 2);
         let mut state = engine.persistent_state();
         state.assoc_tables = Some(Default::default());
         // Every field survives the binary encoding, with pooled
@@ -1238,14 +1179,14 @@ mod tests {
     /// A cluster with `n` identical held jobs and two others, journaled
     /// and snapshotted in `dir`.
     fn queue_of_identical_jobs(dir: &Path, cfg: &conf::Config, n: usize) -> Engine {
-        let (mut store, mut engine) = Store::open(dir, cfg, 1, "b").unwrap();
-        run(&mut store, &mut engine, cfg, vec![reg("n1"), reg("n2")], 1);
+        let (mut store, mut engine) = Store::open(dir, cfg, 1).unwrap();
+        run(&mut store, &mut engine, vec![reg("n1"), reg("n2")], 1);
         let mut reqs: Vec<CtldRequest> = (0..n)
             .map(|_| submit_env("same", &[("PATH", "/bin")], true))
             .collect();
         reqs.push(submit("other"));
         reqs.push(submit_env("third", &[("PATH", "/usr/bin")], true));
-        run(&mut store, &mut engine, cfg, reqs, 2);
+        run(&mut store, &mut engine, reqs, 2);
         store.snapshot(&engine).unwrap();
         engine
     }
@@ -1272,7 +1213,7 @@ mod tests {
         );
         let before = jobs_json(&engine);
         drop(engine);
-        let (_store, again) = Store::open(tmp.path(), &cfg, 50, "b").unwrap();
+        let (_store, again) = Store::open(tmp.path(), &cfg, 50).unwrap();
         assert_eq!(jobs_json(&again), before);
         let first = again.job(JobId(1)).unwrap();
         for id in 2..=50 {
@@ -1304,7 +1245,7 @@ mod tests {
             let seq = journal.last_seq();
             journal.snapshot(seq, &data).unwrap();
             drop(journal);
-            let (_store, again) = Store::open(tmp.path(), &cfg, 50, "b").unwrap();
+            let (_store, again) = Store::open(tmp.path(), &cfg, 50).unwrap();
             assert_eq!(jobs_json(&again), before);
             // Identical descriptions are pooled on load all the same.
             let first = again.job(JobId(1)).unwrap();
@@ -1322,9 +1263,9 @@ mod tests {
         // The table written ahead of the state lacks the last description.
         let mut data = vec![SNAPSHOT_MAGIC_POOLED];
         rmp_serde::encode::write_named(&mut data, &state.descs[..2]).unwrap();
-        engine::with_desc_numbers(&state, || {
-            rmp_serde::encode::write_named(&mut data, &state).unwrap()
-        });
+        let mut numbered = state.clone();
+        numbered.number_descs();
+        rmp_serde::encode::write_named(&mut data, &numbered).unwrap();
         let err = decode_snapshot(tmp.path(), 9, &data).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("snapshot 9"), "{text}");
@@ -1363,29 +1304,26 @@ mod tests {
         };
         let again = |engine: &mut Engine| {
             let entry = request(with_token(), 40);
-            match apply(engine, &cfg, &entry, "b") {
+            match apply(engine, entry) {
                 Some(CtldResponse::Submitted(r)) => r.job_id,
                 other => panic!("{other:?}"),
             }
         };
-        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1, "b").unwrap();
-        run(
-            &mut store,
-            &mut engine,
-            &cfg,
-            vec![reg("n1"), with_token()],
-            2,
-        );
+        let (mut store, mut engine) = Store::open(tmp.path(), &cfg, 1).unwrap();
+        run(&mut store, &mut engine, vec![reg("n1"), with_token()], 2);
         drop(store);
         // Replayed from the journal.
-        let (mut store, mut replayed) = Store::open(tmp.path(), &cfg, 30, "b").unwrap();
+        let (mut store, mut replayed) = Store::open(tmp.path(), &cfg, 30).unwrap();
         assert_eq!(again(&mut replayed), JobId(1));
         assert_eq!(replayed.job_list(40).jobs.len(), 1);
         // Restored from a (binary) snapshot.
         store.snapshot(&replayed).unwrap();
         drop(store);
-        let (_store, mut restored) = Store::open(tmp.path(), &cfg, 50, "b").unwrap();
+        let (_store, mut restored) = Store::open(tmp.path(), &cfg, 50).unwrap();
         assert_eq!(again(&mut restored), JobId(1));
         assert_eq!(restored.job_list(60).jobs.len(), 1);
     }
 }
+
+#[cfg(test)]
+mod release_fixtures;

@@ -13,6 +13,97 @@
 //! costs one pass. Time limits and other deadlines wake it exactly when due
 //! (`Engine::next_wakeup`); nothing polls. Commands for a node go through
 //! that node's own queue so they arrive in the order they were decided.
+//!
+//! # Persistence, accounting and memory
+//!
+//! Journal records and snapshots (`durable`): a record is a magic byte, then
+//! MessagePack with field names (a newer build reads an older one's records;
+//! JSON records of earlier builds are still read). A submission's environment
+//! is written in full only the first time it is seen since the last snapshot
+//! (`EnvTable`, by content); later submissions with the same one refer to it by
+//! id. A snapshot and a new process start the table afresh, so a recovery never
+//! needs a record older than its snapshot.
+//!
+//! Snapshots are MessagePack with field names behind a magic byte
+//! (self-describing, so a newer build reads an older one's; JSON snapshots of
+//! older builds still load): first each distinct job description once, then the
+//! state, whose jobs name their description by its number in that table
+//! (`engine::with_desc_numbers` / `with_desc_table`; a job's empty optional
+//! fields are left out), so 100,000 jobs from one script are one description to
+//! write, read and pool. Snapshots with a description per job (older builds)
+//! still load, their identical descriptions pooled.
+//!
+//! Recovery replays the entries on top of the newest snapshot
+//! (`Engine::restore`, then `Engine::after_recovery` re-sends launches and
+//! terminations that may have been lost). slurm.conf may change between runs:
+//! the snapshot records the node and partition names (`Engine::layout`);
+//! `restore` maps every job's partitions, allocation and suspended shares to
+//! the partitions of the same name and takes nodes added after the last one; it
+//! refuses (`RestoreError`) while a job names a partition that is gone, or when
+//! nodes were removed, renamed or reordered (allocations name nodes by place).
+//! Records after the snapshot (a crash: a clean stop writes a snapshot last)
+//! are replayed only under the layout they were written with
+//! (`RecoverError::ConfigChangedAfterCrash`). A launch re-sent to a daemon that
+//! has neither registered nor answered since the controller started, and that
+//! refuses connections, is tried again for up to 30 s (`FIRST_CONTACT_WAIT`:
+//! `muster up` starts the controller first) before the node is judged not
+//! responding. A request the engine task never handled because it stopped gets
+//! no answer: its connection is closed, so the client tries again instead of
+//! reading a refusal.
+//!
+//! Accounting (`acct`): a writer thread owns the store and writes the engine's
+//! `Command::AcctRecord`s in batches (a record waits up to 100 ms for others,
+//! so a burst is one transaction; a query writes what waits before it is
+//! answered). It retries when the database is away (the batch is kept and the
+//! store opened again; a query, rollup or decayed-usage read that fails opens
+//! it again once), answers sacct's `AcctQuery` and sreport's `AcctUsage`
+//! (rolling usage up first, and every five idle minutes), serves the decayed
+//! usage (`AcctDecayedUsage`), and owns the association database: sacctmgr's
+//! changes are applied there, only for root, SlurmUser and AdminLevel Operator
+//! or Administrator, and saved before the reply.
+//!
+//! Memory (`trim`): once requests (or accounting batches, such as the re-put of
+//! every job after a restart) have stopped for a quarter of a second, and once
+//! after recovery, `malloc_trim` gives the memory a burst freed back to the
+//! system (glibc keeps it otherwise: RSS stayed twice the live heap after
+//! 100,000 submissions). `trim::one_arena` makes every thread allocate from one
+//! glibc arena (with one per thread, long-lived jobs and freed request buffers
+//! were spread over several arenas and RSS stayed 1.4-1.9 times the live heap).
+//!
+//! sstat's `StepStat` is answered off the engine task: the job's running steps
+//! come from the engine, each node that runs one is asked for its supervisors'
+//! newest usage sample (`NodeRequest::StepStat`), and the answers are merged
+//! with `StepUsage::merge`. Listings stream from the engine task in
+//! `block_in_place`, so a connection's writer sends the parts already built
+//! meanwhile.
+//!
+//! # Kept node connections
+//!
+//! The controller's commands for a node (launch, signal, terminate, extern
+//! steps) travel on one connection per node that stays open between them
+//! (`NodeLink` in ctld; a new one after 60 s of silence, the daemon closes one
+//! after 300 s). It is authenticated both ways once: the controller's first
+//! frame, `NodeRequest::OpenSession`, carries its credential, which the daemon
+//! verifies (fresh, single-use nonce, root or SlurmUser); the daemon's answer
+//! carries the daemon's own credential, which the controller verifies the same
+//! way (so a process that took over the node's port without the cluster key or
+//! MUNGE gets no command).
+//!
+//! Every later frame is `NodeRequest::InSession { seq, request }` without a
+//! credential: `seq` counts from 1 on that connection and must grow by exactly
+//! one, and an `InSession` frame on a connection that did not open a session,
+//! or out of order, is refused and closes the connection. A frame copied from
+//! one connection is worthless on another (the opening credential is single-use
+//! and the numbers start over), so a replayed or forged command is still
+//! refused; what this does not cover, as before, is an attacker who can inject
+//! bytes into an established TCP connection (no per-message MAC: answers were
+//! never authenticated either).
+//!
+//! When a kept connection turns out closed (the daemon restarted), the call is
+//! made again once on a new connection: launches are idempotent on the daemon
+//! (a launch of a running job is answered Ok, one of an ended run refused).
+//! Job-end reports still come from the daemon on connections of their own, each
+//! with its credential.
 
 mod acct;
 mod degraded;
@@ -23,7 +114,7 @@ mod trim;
 
 use anyhow::Context;
 use durable::{Entry, Store};
-use engine::{Command, Engine};
+use engine::{Command, Engine, Input};
 use model::{JobId, Timestamp};
 use proto::{
     CtldRequest, CtldResponse, Identity, JobRowSource, NodeRequest, NodeResponse, SlurmError,
@@ -267,15 +358,11 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     let signer = Arc::new(signer);
     let gate = Arc::new(Gate::new(verifier, &cfg));
     let started = now();
-    let boot_text = fmt_local(started);
     let state_dir = PathBuf::from(&cfg.state_save_location);
     // Job scripts and environments are in the journal: owner-only.
     private::make_private(&state_dir);
-    let (store, engine) =
-        tokio::task::block_in_place(|| Store::open(&state_dir, &cfg, started, &boot_text))
-            .with_context(|| {
-                format!("recovering the controller state in {}", state_dir.display())
-            })?;
+    let (store, engine) = tokio::task::block_in_place(|| Store::open(&state_dir, &cfg, started))
+        .with_context(|| format!("recovering the controller state in {}", state_dir.display()))?;
     let settings = engine.settings().clone();
     let (tx, rx) = mpsc::unbounded_channel::<Msg>();
     let tables_tx = tx.clone();
@@ -296,7 +383,7 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
             let entry = Entry::AssocTables {
                 tables: Box::new(t.clone()),
             };
-            durable::apply(&mut engine, &cfg, &entry, &boot_text);
+            durable::apply(&mut engine, entry.clone());
             tokio::task::block_in_place(|| store.append(std::slice::from_ref(&entry)))
                 .context("writing the association database into the journal")?;
         }
@@ -1264,7 +1351,7 @@ async fn engine_loop(
     acct: acct::AcctWriter,
     started: Timestamp,
 ) -> anyhow::Result<()> {
-    let boot_text = fmt_local(engine.boot_time());
+    engine.set_show_config(cfg.clone(), fmt_local(engine.boot_time()));
     // Accounting writes are idempotent: after a restart every job's record
     // is written again, covering whatever the previous process had not
     // written yet. In pieces between batches, so the controller answers at
@@ -1397,8 +1484,9 @@ async fn engine_loop(
                     }
                     if !durable::is_mutating(&req) {
                         drop(parts);
-                        let resp = handle(&mut engine, &cfg, *req, &who, t, &boot_text);
-                        replies.push((reply, resp));
+                        let input = Input::Request { req, who };
+                        let resp = engine.apply(input, t).reply;
+                        replies.push((reply, resp.unwrap_or(CtldResponse::Ok)));
                         continue;
                     }
                     if let Some(d) = &mut degraded {
@@ -1416,8 +1504,7 @@ async fn engine_loop(
                     }
                     drop(parts);
                     let entry = Entry::Request { req, who, now: t };
-                    let resp =
-                        durable::stage_and_apply(&mut engine, &cfg, &mut store, entry, &boot_text);
+                    let resp = durable::stage_and_apply(&mut engine, &mut store, entry);
                     replies.push((reply, resp.unwrap_or(CtldResponse::Ok)));
                     continue;
                 }
@@ -1435,7 +1522,7 @@ async fn engine_loop(
                     now: t,
                 },
             };
-            durable::stage_and_apply(&mut engine, &cfg, &mut store, entry, &boot_text);
+            durable::stage_and_apply(&mut engine, &mut store, entry);
         }
         if let Some(d) = &mut degraded {
             // Queries and refusals leave at once; nothing was staged.
@@ -1471,7 +1558,7 @@ async fn engine_loop(
         let t = now();
         if store.staged() > 0 || engine.next_wakeup().is_some_and(|due| t >= due) {
             let tick = Entry::Tick { now: t };
-            durable::stage_and_apply(&mut engine, &cfg, &mut store, tick, &boot_text);
+            durable::stage_and_apply(&mut engine, &mut store, tick);
         }
         // Nothing leaves this process (no reply, no launch) before the
         // batch is on disk: a crash after this point loses nothing.
@@ -1739,150 +1826,6 @@ fn stream_job_rows(
                 .is_ok()
         }))
     })
-}
-
-pub(crate) fn handle(
-    engine: &mut Engine,
-    cfg: &conf::Config,
-    req: CtldRequest,
-    who: &Identity,
-    t: Timestamp,
-    boot_text: &str,
-) -> CtldResponse {
-    let ok = |r: Result<(), SlurmError>| match r {
-        Ok(()) => CtldResponse::Ok,
-        Err(e) => CtldResponse::Error(e),
-    };
-    match req {
-        CtldRequest::Ping => CtldResponse::Ok,
-        CtldRequest::Submit(desc) => match engine.on_submit(*desc, who, t) {
-            Ok(reply) => {
-                if reply.test_only.is_none() {
-                    debug!("job {} submitted by {}", reply.job_id, who.user);
-                }
-                CtldResponse::Submitted(reply)
-            }
-            Err(e) => CtldResponse::Error(e),
-        },
-        CtldRequest::ListJobs => CtldResponse::Jobs(engine.job_list(t)),
-        CtldRequest::QueryJobs(filter) if filter.rows && filter.brief => {
-            CtldResponse::JobRows(engine.job_rows_encoded(&filter, t))
-        }
-        CtldRequest::QueryJobs(filter) => CtldResponse::Jobs(engine.job_query(&filter, t)),
-        CtldRequest::Priorities => CtldResponse::Priorities(engine.priority_list()),
-        CtldRequest::Shares => CtldResponse::Shares(engine.share_rows()),
-        CtldRequest::ListNodes => CtldResponse::Nodes(engine.node_infos()),
-        CtldRequest::ListPartitions => CtldResponse::Partitions(engine.partition_infos()),
-        CtldRequest::ShowConfig => CtldResponse::Config(engine.config_info(cfg, t, boot_text)),
-        CtldRequest::Explain { job_id } => match engine.explain(job_id, t) {
-            Ok(x) => CtldResponse::Explanation(Box::new(x)),
-            Err(e) => CtldResponse::Error(e),
-        },
-        CtldRequest::Cancel {
-            job_id,
-            signal,
-            batch_only,
-            full,
-            tasks,
-        } => ok(engine.on_cancel_tasks(
-            job_id,
-            tasks.as_ref(),
-            signal,
-            proto::SignalScope::of_flags(batch_only, full),
-            who,
-            t,
-        )),
-        CtldRequest::UpdateJob {
-            job_id,
-            update,
-            tasks,
-        } => ok(engine.on_update_tasks(job_id, tasks.as_ref(), update, who, t)),
-        CtldRequest::UpdateNode {
-            nodes,
-            state,
-            reason,
-        } => ok(engine.on_update_node(&nodes, state, reason, who, t)),
-        CtldRequest::Hold {
-            job_id,
-            user,
-            tasks,
-        } => ok(engine.on_hold_tasks(job_id, tasks.as_ref(), user, who, t)),
-        CtldRequest::Release { job_id, tasks } => {
-            ok(engine.on_release_tasks(job_id, tasks.as_ref(), who, t))
-        }
-        CtldRequest::Top { job_id } => ok(engine.on_top(job_id, who)),
-        CtldRequest::Notify { job_id, message } => ok(engine.on_notify(job_id, message, who)),
-        CtldRequest::Requeue {
-            job_id,
-            hold,
-            tasks,
-        } => ok(engine.on_requeue_tasks(job_id, tasks.as_ref(), hold, who, t)),
-        CtldRequest::Suspend { job_id, tasks } => {
-            ok(engine.on_suspend_tasks(job_id, tasks.as_ref(), who, t))
-        }
-        CtldRequest::Resume { job_id, tasks } => {
-            ok(engine.on_resume_tasks(job_id, tasks.as_ref(), who, t))
-        }
-        CtldRequest::RegisterNode(reg) => {
-            // Only the daemons (root or SlurmUser) get here: see Gate::permit.
-            let name = reg.name.clone();
-            let r = engine.on_node_registered(reg, t);
-            if r.is_ok() {
-                info!("node {name} registered");
-            }
-            ok(r)
-        }
-        CtldRequest::JobExited {
-            job_id,
-            node,
-            exit,
-            launch_failed,
-            usage,
-        } => {
-            if let Some(why) = &launch_failed {
-                warn!("job {job_id} could not start on {node}: {why}");
-            }
-            if let Some(usage) = usage {
-                engine.on_batch_usage(job_id, &node, usage);
-            }
-            ok(engine.on_job_exited(job_id, &node, exit, launch_failed, t))
-        }
-        CtldRequest::AllocationInfo { job_id } => match engine.allocation_info(job_id) {
-            Ok(info) => CtldResponse::Allocation(info),
-            Err(e) => CtldResponse::Error(e),
-        },
-        CtldRequest::CompleteAllocation { job_id, exit } => {
-            ok(engine.on_complete_allocation(job_id, exit, who, t))
-        }
-        CtldRequest::CreateStep(req) => match engine.on_create_step(*req, who, t) {
-            Ok(created) => CtldResponse::StepCreated(created),
-            Err(e) => CtldResponse::Error(e),
-        },
-        CtldRequest::StepExited(end) => ok(engine.on_step_exited(end, t)),
-        CtldRequest::ExternEnded {
-            job_id,
-            node,
-            usage,
-        } => ok(engine.on_extern_ended(job_id, &node, usage, t)),
-        CtldRequest::CancelStep {
-            job_id,
-            step_id,
-            signal,
-        } => ok(engine.on_cancel_step(job_id, step_id, signal, who, t)),
-        CtldRequest::ListSteps => CtldResponse::Steps(engine.step_list(t)),
-        CtldRequest::Shutdown => CtldResponse::Ok,
-        // Answered by the accounting writer, never by the engine.
-        CtldRequest::AcctQuery(_)
-        | CtldRequest::StepStat { .. }
-        | CtldRequest::AcctTables
-        | CtldRequest::AcctAdmin(_)
-        | CtldRequest::AcctUsage(_)
-        | CtldRequest::AcctDecayedUsage => CtldResponse::Error(SlurmError::InvalidRequest),
-        // Taken apart by the connection (`read_request`), never passed on.
-        CtldRequest::OpenSession | CtldRequest::InSession { .. } => {
-            CtldResponse::Error(SlurmError::InvalidRequest)
-        }
-    }
 }
 
 fn fmt_local(ts: Timestamp) -> String {

@@ -50,7 +50,7 @@ pub(crate) fn spawn() {
 /// the holes the freed request buffers leave are spread over all of them:
 /// with 100,000 held jobs the controller's RSS was 1.4 to 1.9 times its
 /// live heap (936-1,290 B per job, at most 724 B live), against 1.2
-/// times with one arena (732-754 B; docs/performance.md). Per-thread caches (tcache) still serve
+/// times with one arena (732-754 B; docs/performance-history.md). Per-thread caches (tcache) still serve
 /// most small allocations without the arena's lock. To be called before
 /// the runtime starts its threads.
 pub(crate) fn one_arena() {

@@ -33,6 +33,8 @@ static ALLOC: Counting = Counting;
 
 /// The process's resident set in bytes, after giving glibc's free pages
 /// back (so the figure does not depend on how much it kept).
+// A benchmark, not the engine: it reads the process's own status file.
+#[allow(clippy::disallowed_methods)]
 fn rss_trimmed() -> i64 {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

@@ -20,7 +20,7 @@ use sched::JobRequest;
 use std::collections::BTreeMap;
 
 /// What a record knows of the array it belongs to.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ArrayPart {
     /// The array's job id (`SLURM_ARRAY_JOB_ID`).
     pub array_job_id: JobId,

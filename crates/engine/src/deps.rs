@@ -16,11 +16,10 @@ use crate::{Engine, Job};
 use model::depend::{DepItem, DepKind, Dependency};
 use model::{JobId, JobState, PendingReason, Timestamp};
 use proto::SlurmError;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Where a job's dependency stands.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DepStatus {
     /// Nothing to wait for.
     #[default]
@@ -32,7 +31,7 @@ pub enum DepStatus {
 }
 
 /// How a purged job ended, kept for dependencies on it.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Outcome {
     /// Its final state.
     pub state: JobState,

@@ -12,9 +12,189 @@
 //! order. The same code runs in the controller and, later, in the simulator.
 //! Requests answer with `Result<_, SlurmError>` (a refusal is a value, not
 //! a failure); effects on node daemons are queued as [`Command`]s.
+//!
+//! # Entry points
+//!
+//! The node, partition and job tables hold jobs boxed, with identical
+//! scripts, environments and descriptions stored once and shared through
+//! `Arc`. Entry points: `on_submit`, `on_cancel`, `on_update_job`,
+//! `on_update_node`, `on_hold`, `on_release`, `on_requeue`,
+//! `on_node_registered` (a node whose boot time is later than both its
+//! previous registration's and the controller's last contact with it
+//! rebooted, Slurm's test: the jobs it held that it does not list end
+//! NODE_FAIL or are requeued, and unless `ReturnToService=2` a node that was
+//! not already DOWN goes DOWN "Node unexpectedly rebooted"), `on_job_exited`,
+//! `on_timer`, `schedule`; job steps (`steps`: `on_create_step`,
+//! `on_step_exited`, `on_cancel_step`, `on_complete_allocation`). Effects
+//! are `Command`s; `check_invariants` checks the tables.
+//!
+//! # Performance notes: the scheduling pass and its shortcuts
+//!
+//! `schedule` keeps the last plan's expected starts (`Engine::planned`: squeue
+//! `--start`, `scontrol show job` StartTime/SchedNodeList) and `explain`
+//! answers `muster explain`. When the only change since the last pass is new
+//! plain submissions that come after every job that pass tried, `schedule`
+//! tries only them, the planned jobs, the first blocked job of each partition
+//! (`first_blocked`: with several partitions, also a job that waits for
+//! Priority behind the blocked job of one of its partitions and is the first to
+//! block another) and the older jobs that need no more CPUs than are free
+//! (nothing came free, so no other waiting job can start; a plan made again may
+//! land elsewhere and leave room for such a job); it goes over them in order
+//! with `sched::plan_more` (`walk_pass`, `walk`) and leaves out the older ones
+//! the pass has already shown would wait behind a planned job
+//! (`PassCache::settled` and `cannot_start_as`; the walk's entries carry each
+//! job's partitions as a bit set, read against `PassCache::settled_parts`, so a
+//! job left out costs no look at the job table; with `bf_order=shortest` the
+//! walk puts the jobs the pass defers aside and tries them at its end, by time
+//! limit and then in order, as a full pass does; they are put in that order by
+//! counting over their few distinct limits, or, past 64 runs of distinct
+//! limits, by a radix sort over the limits' minutes; the walk borrows the
+//! entries it defers instead of copying them).
+//!
+//! When there are no such older jobs, each new job needs more CPUs than are
+//! free and its partitions already hold their planned jobs, it only marks the
+//! new jobs Priority (`fresh_cannot_start`; not while a plan starts by now: a
+//! job being ended is expected gone a second after each pass, so a plan behind
+//! it moves with the clock).
+//!
+//! With limits enforced, a pass after submissions is a full one when a job the
+//! last pass held at a limit is no longer held (`LimitCheck::released`, found
+//! in the limit check's own walk over the pending jobs: jobs let through count
+//! against later ones whether they start or not, so the holds can change
+//! without an event of the held job's own).
+//!
+//! After job ends (and submissions, and timers that only purged finished jobs),
+//! with one partition, one planned job (EASY, the default) and neither
+//! dependencies nor limits pending, the pass is the same short one: the jobs
+//! left out need more CPUs than are free and wait behind the planned first
+//! blocked job; if that job starts or loses its plan, the pass is done again
+//! over every job (`freed_pass_holds`).
+//!
+//! With one partition, one planned job per partition (EASY, or backfill's
+//! default `bf_job_part_count_reserve=1`) and neither dependencies, limits nor
+//! preemption, whether or not the first blocked job holds a plan, after job
+//! ends the pass first tries only a prefix of the queue in the order a pass
+//! tries jobs (`freed_prefix`: as many jobs as the free CPUs could take and one
+//! more), read from the queue (below) in that order, without building their
+//! requests or looking at the jobs; past the prefix it reads only the jobs that
+//! must be tried (the queue's notable ones, the needed and the aged ones) and
+//! counts the others from the queue's end only as far as `PREFIX_MIN_LEFT_OUT`,
+//! so it does not walk the queue (whether no job a pass would try has a time
+//! limit is read only where no plan was made, `Engine::pending_endless`).
+//!
+//! When a first blocked job waits for Resources in it and a plan was made (or
+//! no running or startable job has a time limit, so none can be), the pass goes
+//! on in order over the jobs left out (`finish_prefix_pass`, with
+//! `sched::plan_more`, which continues the same pass; the prefix's pass holds
+//! back the jobs it defers, `hold_deferred`, and the walk tries them with its
+//! own deferred ones at its end): it tries the ones that must be tried wherever
+//! they are (new, planned, first blocked, aged, arrays, reason not Priority; an
+//! array's pending record as a full pass does, one request per task that could
+//! start) and the ones that could use the CPUs left, except those the pass has
+//! shown cannot start (`sched::PassCache::cannot_start`: an earlier job of the
+//! same spread shape with no more tasks and no longer a limit could not, and
+//! nodes only fill up along a pass); the others keep their decision to wait
+//! behind the plan, with reason Priority, and their last evaluation time.
+//!
+//! The ones that may be left out are not collected where the pass defers them
+//! all (`bf_order=shortest`, the partition settled when the walk starts): the
+//! walk reads them, when it tries the deferred jobs, from the queue's index by
+//! (time limit, order key) (`Queue::by_limit`, `LazyLeftOut`), merged with the
+//! jobs it deferred itself, and stops reading them once the CPUs left are fewer
+//! than any pending job asks (`Queue::least_demand`); otherwise
+//! `finish_prefix_pass` reads them in order from the queue past the prefix.
+//! Otherwise it passes over every job.
+//!
+//! Under FCFS (`sched/builtin`: no plans, and every job behind the first
+//! blocked one waits) the same prefix pass runs after submissions alone too, a
+//! blocked job in it is enough, and only the jobs that must be tried are tried
+//! after it; those are found among the new, first blocked and planned jobs and
+//! the queue's notable ones (`Queue::notable_after`: arrays, jobs whose reason
+//! is not Priority, jobs with a begin time, kept in an index by order key), so
+//! the queue past the prefix is not walked at all and an FCFS pass costs what
+//! the head of its queue costs.
+//!
+//! An FCFS pass tries at most `default_queue_depth` jobs (Slurm's
+//! sched/builtin); where it stopped there before a job blocked
+//! (`sched::Plan::depth_reached`), the engine arms a pass over the whole queue
+//! `sched_interval` later (`depth_wake`, one of the wake-ups that are no job's
+//! own), as Slurm's main scheduler tries the whole queue at that interval, so
+//! jobs past the depth start then at the latest instead of waiting for the next
+//! event.
+//!
+//! Pending jobs' requests are kept between passes until the next `touch`
+//! (`request_cache`, with each request's `sched::Probe`: only submissions and
+//! job ends happened since, and neither changes a pending job's request).
+//! Between touches a pass gives the scheduler only the running jobs that took
+//! or gave back resources, ended or were suspended since the last pass
+//! (`running_changed`, `sched::plan_with_changes`); after a touch, every one.
+//! This is what keeps the pass after each end of a stream of short jobs from
+//! looking at the whole queue (or twice: the planned head job usually starts).
+//!
+//! `set_full_passes` turns the shortcuts off, so tests can compare.
+//!
+//! `pass_starts_nothing` (and `schedule_unless_idle`, which runs the pass
+//! unless so, with the free CPUs the test counted) tells a caller that the next
+//! pass could start no job (every waiting job, held and completing ones aside,
+//! asks for more CPUs than are free, read from the queue's index by demand; an
+//! array record always counts; never with preemption, a job it suspended, a
+//! pending dependency or enforced limits, nor under FCFS where more jobs wait
+//! than `default_queue_depth` and no whole-queue pass is armed: the pass could
+//! arm it): the simulator skips such a pass, whose only effect would be reasons
+//! and plans that the next pass makes again; the controller does not.
+//!
+//! Every other change (a node, a timer that ends or warns a job, an update)
+//! gives a pass over every job.
+//!
+//! The engine keeps a `sched::PassCache` between passes (the timeline's memory,
+//! the diagnoses of waiting jobs' shapes), an index of the jobs holding
+//! allocations with each allocation's version (kept by `take_resources` and
+//! `release_node_share`: the running jobs of a pass are listed from it), the
+//! queue (`queue::Queue`: every pending job's facts that a pass reads, its
+//! order key, the CPUs it asks, its partitions as a bit set, whether it is
+//! held, completing, waiting for a dependency or its begin time, its reason,
+//! its submit time and limit, in the order passes try jobs and indexed by the
+//! CPUs asked and by time limit, and how many of them do not spread
+//! (`Queued::spreads`, read off what the job asked for: with `bf_plan=auto` a
+//! pass plans over the pool only while none does, while no node that holds
+//! running jobs refuses new ones, `NodeTable::any_apart`, and without
+//! preemption; where that changed since the last pass the pass goes over every
+//! job. Over the pool a pass after submissions alone leaves out the older jobs
+//! that fit the free CPUs, `older_jobs_wait`: with no job ended, being ended or
+//! past its limit, nothing that could make room for them lies between the last
+//! pass and now; and with every pending job spreading, the walk by limit leaves
+//! out every job that asks for as many CPUs as one that could not start, and
+//! stops reading the queue once that is the least any pending job asks, testing
+//! a job's CPUs before anything else of it); the job table (`queue::JobTable`)
+//! notes every job changed through it (a pass telling a job the reason it had,
+//! `tell_reason`, does not), and a pass brings the queue up to date from those
+//! alone (a job whose order and demand keys stay has its facts changed in
+//! place, not taken out of the indexes and entered again), or rebuilds it when
+//! the partitions' tiers or sizes changed (made once, as the partitions'
+//! scheduler views are, in `Engine::new`: partitions never change after it):
+//! `freed_prefix`, the short pass's older jobs that fit in the free CPUs and
+//! the wide ones due for a plan are read from it, not from the scattered job
+//! records), and flags that let a pass skip the look for dependencies and
+//! suspended jobs while none can exist; `check_invariants` checks the index of
+//! jobs holding allocations, the queue against one built afresh from every
+//! pending job, and the deadline index (`deadlines::Deadlines`) against
+//! every job's deadline.
+//!
+//! The node table (`node_table::NodeTable`) notes which nodes changed since
+//! each of its two readers last looked (every mutable access marks the node:
+//! `IndexMut`, `iter_mut`; reads go through `Deref` to the slice, so the
+//! compiler sees every write): `free_cpus` keeps each node's free CPUs and
+//! their sum and counts again only the changed nodes, and
+//! `refreshed_node_views` compares only those with their views, except after a
+//! pass that laid suspended jobs' shares on the views or when the views were
+//! made outside a pass (the submission check makes them once,
+//! `node_view_cache`, while no pass has kept any: a trace's whole queue may
+//! come before the first pass); debug builds check both against a sweep of
+//! every node.
 #![warn(missing_docs)]
 
 mod acct;
+mod apply;
 mod array;
 mod assoc;
 mod deadlines;
@@ -44,12 +224,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 pub use acct::sorted_tres;
+pub use apply::{Applied, Input};
 pub use array::ArrayPart;
 pub use assoc::Enforce;
 pub use deps::{DepStatus, Outcome};
 pub use info::OVERSUBSCRIBE_EXCLUSIVE;
 pub use nodes::NOT_RESPONDING;
-pub use persist::{with_desc_numbers, with_desc_table, PersistentState, RestoreError};
+pub use persist::{v1 as snapshot_v1, PersistentState, RestoreError};
 pub use preempt::{PreemptConf, PreemptMode, PreemptType, Suspension};
 pub use steps::{layout, worse_exit, Step};
 pub use tokens::{SavedToken, MAX_TOKENS, TOKEN_WINDOW};
@@ -350,7 +531,7 @@ impl Settings {
 }
 
 /// A node as the controller tracks it.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug)]
 pub struct Node {
     /// Its configuration.
     pub conf: conf::NodeConf,
@@ -397,7 +578,7 @@ impl Node {
 }
 
 /// A partition as the controller tracks it.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug)]
 pub struct Partition {
     /// Its configuration.
     pub conf: conf::PartitionConf,
@@ -406,7 +587,7 @@ pub struct Partition {
 }
 
 /// A job as the controller tracks it.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug)]
 pub struct Job {
     /// Its id.
     pub id: JobId,
@@ -415,18 +596,14 @@ pub struct Job {
     /// of sbatch sends the same description every time); changes go
     /// through `Arc::make_mut`, which copies a shared one first.
     /// Snapshots store each distinct description once and give each job
-    /// its number instead (`persist::desc_serde`); older snapshots, with
-    /// each job's description in full, are still read.
-    #[serde(with = "persist::desc_serde")]
+    /// its number instead (`snapshot_v1::Desc`).
     pub desc: Arc<JobDesc>,
     /// The script, shared between jobs that submitted the same text.
     /// Snapshots store each distinct script once (`PersistentState::scripts`).
-    #[serde(skip)]
     pub script: Arc<str>,
     /// The exported environment, shared between jobs with the same one:
     /// a loop of sbatch from one shell stores it once (in memory and in
     /// snapshots, `PersistentState::envs`).
-    #[serde(skip)]
     pub env: Arc<Vec<(String, String)>>,
     /// Base state.
     pub state: JobState,
@@ -443,10 +620,8 @@ pub struct Job {
     /// When it became eligible.
     pub eligible_time: Timestamp,
     /// Start time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_time: Option<Timestamp>,
     /// End time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<Timestamp>,
     /// Candidate partitions (indexes), in the user's order.
     pub partitions: Vec<usize>,
@@ -461,13 +636,10 @@ pub struct Job {
     /// Tasks.
     pub ntasks: u32,
     /// Allocation while running or completing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alloc: Option<Allocation>,
     /// The nodes it last ran on (kept after it ends, for `squeue`/`scontrol`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ran_on: Vec<NodeIdx>,
     /// CPUs it had on each of those nodes.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ran_cpus: Vec<u32>,
     /// Exit status.
     pub exit: ExitCode,
@@ -482,62 +654,45 @@ pub struct Job {
     /// Resolved stderr path.
     pub stderr: String,
     /// Last scheduling pass that looked at it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_sched_eval: Option<Timestamp>,
     /// Held, and by whom (user hold when true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<bool>,
     /// Priority set by an administrator.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin_priority: Option<u32>,
     /// Who cancelled it (`CANCELLED by <uid>` in sacct).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancelled_by: Option<u32>,
     /// What its batch script used, as its node measured it (boxed: about
     /// 300 bytes that only ended jobs have, in every job).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_usage: Option<Box<proto::StepUsage>>,
     /// What its extern step used, merged over the nodes that reported
     /// (boxed, as `batch_usage`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extern_usage: Option<Box<proto::StepUsage>>,
     /// Its weighted priority factors when multifactor priority last set
     /// its priority (sprio). Boxed: 88 bytes that priority/basic (the
     /// default) never sets, in every job.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prio_factors: Option<Box<proto::PriorityFactors>>,
     /// Its place in a job array.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<ArrayPart>,
     /// The conditions of its dependency still to be met (satisfied ones
     /// are dropped, as Slurm does).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depend: Option<model::depend::Dependency>,
     /// Where its dependency stands.
-    #[serde(default)]
     pub dep_status: DepStatus,
     /// Its steps (srun), in creation order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Step>,
     /// The id the next step gets.
-    #[serde(default)]
     pub next_step_id: u32,
     /// While SUSPENDED: its shares and who suspended it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend: Option<Box<Suspension>>,
     /// Seconds it has spent suspended in this run (not counted toward its
     /// time limit).
-    #[serde(default)]
     pub suspended_secs: i64,
     /// When it was last suspended or resumed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend_time: Option<Timestamp>,
     /// Seconds it ran before its last suspension.
-    #[serde(default)]
     pub secs_pre_suspend: i64,
     /// Requeued by preemption for this job: it does not start again while
     /// that job still waits for the resources it gave up.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempted_by: Option<JobId>,
 }
 
@@ -701,6 +856,9 @@ pub struct Engine {
     freed: bool,
     /// Jobs purged since the pools were last pruned (`on_timer`).
     purged_since_prune: usize,
+    /// What `scontrol show config` needs beyond the tables
+    /// (`set_show_config`).
+    show_config: Option<apply::ShowConfig>,
 }
 
 /// The scheduler settings slurm.conf asks for, over the scheduler's
@@ -838,6 +996,7 @@ impl Engine {
             prefix_min_left_out: partial::PREFIX_MIN_LEFT_OUT,
             freed: false,
             purged_since_prune: 0,
+            show_config: None,
         }
     }
 

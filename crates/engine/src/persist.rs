@@ -1,167 +1,21 @@
 //! What the controller keeps across restarts: a snapshot of the dynamic
 //! state (jobs, node states, the next job id), and what it must redo after
-//! replaying its journal.
+//! replaying its journal. The snapshot's types are its own, one module
+//! per format version (`v1`), converted to and from the engine's here.
 
-use crate::{Command, Engine, Job, Node};
+use crate::{Command, Engine};
 use model::{JobState, Timestamp};
 use proto::JobDesc;
-use serde::{Deserialize, Serialize};
-use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-thread_local! {
-    /// While a snapshot is written ([`with_desc_numbers`]): the number of
-    /// each distinct description, by address.
-    static DESC_OUT: RefCell<Option<HashMap<*const JobDesc, u32>>> = const { RefCell::new(None) };
-    /// While a snapshot is read ([`with_desc_table`]): the descriptions
-    /// its jobs refer to by number.
-    static DESC_IN: RefCell<Option<Vec<Arc<JobDesc>>>> = const { RefCell::new(None) };
-}
+pub mod v1;
 
-/// Serializes `f`'s jobs with each description written as its index in
-/// `state.descs` (which the caller writes before the state) instead of in
-/// full: a queue of 100,000 jobs from one script holds one description,
-/// not 100,000 copies to write, read and pool again.
-pub fn with_desc_numbers<R>(state: &PersistentState, f: impl FnOnce() -> R) -> R {
-    struct Reset;
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            DESC_OUT.with(|m| *m.borrow_mut() = None);
-        }
-    }
-    let numbers = state
-        .descs
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (Arc::as_ptr(d), i as u32))
-        .collect();
-    DESC_OUT.with(|m| *m.borrow_mut() = Some(numbers));
-    let _reset = Reset;
-    f()
-}
+use v1::Desc;
 
-/// Deserializes `f`'s jobs with description numbers ([`with_desc_numbers`])
-/// taken from `descs`. Jobs with a description in full (snapshots of
-/// builds before the numbers) are read as before.
-pub fn with_desc_table<R>(descs: Vec<Arc<JobDesc>>, f: impl FnOnce() -> R) -> R {
-    struct Reset;
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            DESC_IN.with(|m| *m.borrow_mut() = None);
-        }
-    }
-    DESC_IN.with(|m| *m.borrow_mut() = Some(descs));
-    let _reset = Reset;
-    f()
-}
-
-/// `Job::desc` in serde: a number while a snapshot is written or read
-/// with a description table, the description in full otherwise.
-pub(crate) mod desc_serde {
-    use super::{DESC_IN, DESC_OUT};
-    use proto::JobDesc;
-    use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-    use serde::{Serialize, Serializer};
-    use std::sync::Arc;
-
-    pub fn serialize<S: Serializer>(d: &Arc<JobDesc>, s: S) -> Result<S::Ok, S::Error> {
-        let n = DESC_OUT.with(|m| {
-            m.borrow()
-                .as_ref()
-                .and_then(|m| m.get(&Arc::as_ptr(d)).copied())
-        });
-        match n {
-            Some(n) => s.serialize_u32(n),
-            None => (**d).serialize(s),
-        }
-    }
-
-    struct DescVisitor;
-
-    impl<'de> Visitor<'de> for DescVisitor {
-        type Value = Arc<JobDesc>;
-
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a job description or its number in the snapshot's table")
-        }
-
-        fn visit_u64<E: de::Error>(self, n: u64) -> Result<Self::Value, E> {
-            DESC_IN.with(|t| {
-                t.borrow()
-                    .as_ref()
-                    .and_then(|t| t.get(n as usize).cloned())
-                    .ok_or_else(|| {
-                        E::custom(format_args!(
-                            "job description {n} is not in the snapshot's table"
-                        ))
-                    })
-            })
-        }
-
-        fn visit_i64<E: de::Error>(self, n: i64) -> Result<Self::Value, E> {
-            match u64::try_from(n) {
-                Ok(n) => self.visit_u64(n),
-                Err(_) => Err(E::custom("a negative job description number")),
-            }
-        }
-
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-            JobDesc::deserialize(de::value::MapAccessDeserializer::new(map)).map(Arc::new)
-        }
-
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-            JobDesc::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Arc::new)
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<JobDesc>, D::Error> {
-        d.deserialize_any(DescVisitor)
-    }
-}
-
-/// The engine's state as stored in a snapshot.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct PersistentState {
-    /// Node names in configuration order, to check the configuration still matches.
-    pub node_names: Vec<String>,
-    /// Partition names in configuration order.
-    pub partition_names: Vec<String>,
-    /// Nodes with their dynamic state.
-    pub nodes: Vec<Node>,
-    /// Every job still held.
-    pub jobs: Vec<Box<Job>>,
-    /// Each distinct job description once, in the order the jobs first
-    /// use them. Not part of the state's own encoding: a snapshot writes
-    /// them ahead of it and the jobs by number ([`with_desc_numbers`]).
-    #[serde(skip)]
-    pub descs: Vec<Arc<JobDesc>>,
-    /// Each distinct environment once.
-    pub envs: Vec<Arc<Vec<(String, String)>>>,
-    /// Each distinct script once.
-    pub scripts: Vec<Arc<str>>,
-    /// For each job (same order as `jobs`), its index in `envs` and `scripts`.
-    pub job_text: Vec<(u32, u32)>,
-    /// Next job id to give.
-    pub next_job_id: u32,
-    /// Submissions so far (priority tie-break).
-    pub n_submitted: u32,
-    /// How purged jobs ended, for dependencies on them.
-    #[serde(default)]
-    pub outcomes: Vec<(model::JobId, crate::deps::Outcome)>,
-    /// The association database last pushed by the controller.
-    #[serde(default)]
-    pub assoc_tables: Option<proto::acctdb::AcctTables>,
-    /// Fair-share usage per (account, user), decayed.
-    #[serde(default)]
-    pub usage: Vec<(String, String, f64)>,
-    /// When usage was last accrued (PriorityCalcPeriod).
-    #[serde(default)]
-    pub prio_last_calc: Timestamp,
-    /// The recent submissions' tokens, oldest first (`tokens`).
-    #[serde(default)]
-    pub submit_tokens: Vec<crate::SavedToken>,
-}
+/// The engine's state as stored in a snapshot: the current version of the
+/// snapshot's own types.
+pub type PersistentState = v1::Snapshot;
 
 /// Why a snapshot cannot be used with the current configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -192,6 +46,10 @@ pub enum RestoreError {
         /// The partitions gone that they name.
         parts: Vec<String>,
     },
+    /// A job gives its description by a number the snapshot's table does
+    /// not have.
+    #[error(transparent)]
+    UnknownDesc(#[from] v1::UnknownDesc),
 }
 
 /// Where each saved partition is now (`None`: gone), by name.
@@ -204,7 +62,7 @@ fn partition_map(saved: &[String], now: &[String]) -> Vec<Option<usize>> {
 
 /// A job's partition indexes under the current configuration; `Err` with
 /// the saved indexes that are gone (repeats allowed).
-fn remap_partitions(job: &mut Job, map: &[Option<usize>]) -> Result<(), Vec<usize>> {
+fn remap_partitions(job: &mut v1::Job, map: &[Option<usize>]) -> Result<(), Vec<usize>> {
     let at = |p: usize| map.get(p).copied().flatten();
     let gone: Vec<usize> = job
         .partitions
@@ -276,10 +134,18 @@ impl Engine {
             job_text,
             node_names,
             partition_names,
-            nodes: self.nodes.to_vec(),
-            jobs: self.jobs.values().cloned().collect(),
+            nodes: self.nodes.iter().map(v1::Node::from).collect(),
+            jobs: self
+                .jobs
+                .values()
+                .map(|j| Box::new(v1::Job::from(&**j)))
+                .collect(),
             next_job_id: self.next_job_id,
-            outcomes: self.outcomes(),
+            outcomes: self
+                .outcomes()
+                .into_iter()
+                .map(|(id, o)| (id, o.into()))
+                .collect(),
             n_submitted: self.n_submitted,
             assoc_tables: self.assoc.as_deref().cloned(),
             usage: self
@@ -377,28 +243,38 @@ impl Engine {
         // (the read copy is kept while the loop runs, so its address
         // stays its own).
         let mut pooled: HashMap<*const JobDesc, (Arc<JobDesc>, Arc<JobDesc>)> = HashMap::new();
-        for (mut job, (env, script)) in state.jobs.into_iter().zip(state.job_text) {
-            let id = job.id;
-            job.env = envs[env as usize].clone();
-            job.script = scripts[script as usize].clone();
-            let ptr = Arc::as_ptr(&job.desc);
-            job.desc = match pooled.get(&ptr) {
+        for (mut saved, (env, script)) in state.jobs.into_iter().zip(state.job_text) {
+            let id = saved.id;
+            let desc = std::mem::replace(&mut saved.desc, Desc::Number(0)).resolve(&state.descs)?;
+            let ptr = Arc::as_ptr(&desc);
+            let desc = match pooled.get(&ptr) {
                 Some((_, d)) => d.clone(),
-                None if Arc::strong_count(&job.desc) > 1 => {
-                    let read = job.desc.clone();
-                    let d = e.intern_desc(job.desc);
+                None if Arc::strong_count(&desc) > 1 => {
+                    let read = desc.clone();
+                    let d = e.intern_desc(desc);
                     pooled.insert(ptr, (read, d.clone()));
                     d
                 }
-                None => e.intern_desc(job.desc),
+                None => e.intern_desc(desc),
             };
+            let job = Box::new(saved.into_engine(
+                desc,
+                scripts[script as usize].clone(),
+                envs[env as usize].clone(),
+            ));
             let alloc = job.alloc.clone();
             e.jobs.insert(id, job);
             if let Some(a) = alloc {
                 e.take_resources(id, &a, boot_time);
             }
         }
-        e.set_outcomes(state.outcomes);
+        e.set_outcomes(
+            state
+                .outcomes
+                .into_iter()
+                .map(|(id, o)| (id, o.into()))
+                .collect(),
+        );
         e.reindex_arrays();
         // The first pass looks for them.
         e.may_depend = true;

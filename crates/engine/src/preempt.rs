@@ -155,7 +155,7 @@ impl PreemptConf {
 }
 
 /// A suspended job's shares and why it stopped.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Suspension {
     /// When it was suspended.
     pub since: Timestamp,
@@ -166,7 +166,6 @@ pub struct Suspension {
     pub alloc: Allocation,
     /// The job it was suspended for: only that job may use its shares
     /// meanwhile.
-    #[serde(default)]
     pub preemptor: Option<JobId>,
 }
 

@@ -23,11 +23,10 @@ use proto::{
     StepList, StepNodeEnd, StepRequest,
 };
 use sched::NodeIdx;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 /// One step of a job.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug)]
 pub struct Step {
     /// Its id within the job.
     pub id: u32,
@@ -47,12 +46,10 @@ pub struct Step {
     /// asked for, else the job's on those nodes (srun(1) `--exact`: a step
     /// may use all of it, but does not keep it from other steps). 0 in
     /// records of older builds: `mem` per node then.
-    #[serde(default)]
     pub tres_mem: u64,
     /// GPUs (device indexes) on each node that the step asked for with
     /// `--gres=gpu`/`--gpus` (empty when it asked for none and sees all
     /// of the job's): not given to another step without `--overlap`.
-    #[serde(default)]
     pub gpus: Vec<Vec<u32>>,
     /// `--overlap`: its CPUs are not its own.
     pub overlap: bool,
@@ -67,7 +64,6 @@ pub struct Step {
     /// srun gave the step a limit of its own (`-t`): only then does the
     /// step's limit end it (else the job's does; a suspended job's end
     /// moves, which a step's copy of the limit would not follow).
-    #[serde(default)]
     pub own_limit: bool,
     /// Highest exit over the nodes reported so far.
     pub exit: ExitCode,

@@ -4,7 +4,7 @@
 //! The daemons keep glibc's: the controller's memory is measured and
 //! trimmed with it (`ctld::trim`: `malloc_trim`, one arena), and under
 //! mimalloc it held twice the memory after 100,000 held jobs and a
-//! restart (docs/performance.md, twenty-seventh session). The simulator,
+//! restart (docs/performance-history.md, twenty-seventh session). The simulator,
 //! which allocates and frees job records, requests and plans at every
 //! event of a trace, runs faster on mimalloc. The switch happens once the
 //! process has already allocated with glibc, so a block is freed (or

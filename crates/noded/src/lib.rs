@@ -17,7 +17,7 @@
 //!      v
 //!   stepd (one per job, own session) --fork/exec--> batch script (own session = the job)
 //!
-//!   state::JobTable (pure)   spool (files, /proc identity)   launch   env (pure)   hw
+//!   daemon::state::JobTable (pure)   spool (files, /proc identity)   env (pure)
 //!
 //!   credsock: users' commands --AuthInfo socket, SO_PEERCRED--> a credential for their uid
 //! ```
@@ -28,13 +28,13 @@
 //! refusal is logged with the peer's address.
 //!
 //! Each job has a supervisor process (`stepd`), the script's parent, which
-//! writes the script's wait status into the job's spool directory. The
+//! appends the script's wait status to the job's log in the spool (`job.log`). The
 //! daemon can die (even by SIGKILL) without harm to its jobs: a restarted
 //! daemon scans the spool directory, re-attaches to the jobs whose
 //! supervisor still runs and reports those that ended meanwhile.
 //!
 //! Invariant: every job in the job table has a watcher task that waits for
-//! its supervisor and reports its end from the `status` file; nothing else
+//! its supervisor and reports its end from the job's log; nothing else
 //! removes it. A job's spool directory lives until the controller answered
 //! its end report.
 //!
@@ -43,70 +43,84 @@
 //! killed, as Slurm's proctrack does for the batch step. Cgroups, where
 //! `JobAcctGatherType=jobacct_gather/cgroup` asks for them, serve usage
 //! gathering only (`gather`): no limits, no process tracking.
+//!
+//! The code lives in one room (folder) per program, over leaves they all
+//! share. An arrow is "imports"; no file imports one that imports it back.
+//!
+//! ```text
+//!   lib.rs (dispatch: noded | --stepd DIR | --stepd-zygote SPOOL | --step-tasks)
+//!    +---------------------+--------------------------+
+//!    v                     v                          v
+//!   daemon/ ----------->  stepd/                    taskd/ ----------> pmi/
+//!    the node daemon       the batch supervisor,     the step           pmi2, pmix
+//!    |                     its zygote, launch        supervisor
+//!    +------------------------------------------------^ (spec, control and report lines)
+//!   every room --> leaves: spool <-- slots, gather, env, exec, to_srun, options
+//! ```
+//!
+//! # Performance notes
+//!
+//! The batch supervisor forks and executes the script itself (its own fork, not
+//! `std::process::Command`), with `SLURM_TASK_PID` set to its pid, through
+//! `/bin/sh` only when the kernel cannot execute the script. Supervisors are
+//! forked by the zygote, so no job pays for executing and relocating the big
+//! binary; where the zygote is gone the daemon executes `noded --stepd DIR`.
+//!
+//! Usage gathering (`gather`, Slurm's jobacct_gather): the step supervisors
+//! sample their tasks every JobAcctGatherFrequency seconds on a thread of their
+//! own; the batch supervisor starts it only once the script has run for 50 ms,
+//! so a short job has no sampler and no live file. While a step runs its
+//! supervisor publishes the usage after every sample (`usage.live` in the job's
+//! spool directory for `.batch`, `step<J>.<S>.live` beside it for srun's
+//! steps), which the daemon reads to answer `StepStat`; the final report
+//! travels with the step's end.
+//!
+//! The spool's records are never fsynced: they must outlive the daemon, which
+//! the page cache does; a host crash kills the jobs anyway, and the controller
+//! ends the jobs of a node that booted after it last heard from it. Job
+//! directories are used again (`slots`), so a job allocates and frees no
+//! inodes.
+//!
+//! # Stopping, and launches sent twice
+//!
+//! A stopping daemon (SIGTERM, SIGINT, or the controller's shutdown) kills its
+//! running batch jobs' process groups, tells every srun step's supervisor to
+//! end its tasks at once (`StepTable::stop`: the supervisors run in sessions of
+//! their own, which the batch jobs' groups do not reach), and waits a moment
+//! for their ends; from then on the job table (`JobTable::stop`) and the step
+//! table refuse launches, and a launch already in flight is killed as soon as
+//! its process exists (`AfterStart::Kill`; a step entered while stopping is
+//! ended at once), so nothing outlives the daemon that it started (extern-step
+//! holders aside: they are kept in the spool, for a restarted daemon).
+//!
+//! A launch of a job whose end is still being reported (its end is in the job's
+//! log in the spool) is answered as done, not run again: a restarted controller
+//! re-sends the launch of every job it holds as running. A copy that arrives
+//! after the end was acknowledged is refused too: each launch carries its run
+//! number (`restarts`, SLURM_RESTART_COUNT), kept in the job's spool record,
+//! and the daemon remembers for 10 minutes which run of each job ended; a
+//! requeued job's next run has a higher number and starts.
 
-mod credsock;
+// The rooms, one per program; each one's module doc says what it may import.
 mod daemon;
-mod env;
-mod gather;
-mod holder;
-mod hw;
-mod launch;
-mod pids;
 mod pmi;
-mod pmix;
-mod setup;
+mod stepd;
+mod taskd;
+
+// The leaves the rooms share; they import no room.
+mod env;
+mod exec;
+mod gather;
+mod options;
 mod slots;
 mod spool;
-pub mod state;
-mod stepd;
-mod steps;
-mod taskd;
-mod zygote;
+mod to_srun;
 
 use std::path::PathBuf;
 
 pub use daemon::run;
-
-/// Command-line options of the node daemon (`muster noded`, slurmd's
-/// spelling).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodedOptions {
-    /// `-N`: the NodeName this daemon serves; `None` means the short host name.
-    pub node_name: Option<String>,
-    /// `-f`: slurm.conf (default `SLURM_CONF`, else `/etc/slurm/slurm.conf`).
-    pub conf_path: PathBuf,
-    /// `-D`: stay in the foreground. The daemon always does; kept so that
-    /// slurmd command lines work unchanged.
-    pub foreground: bool,
-    /// `-v` count: more logging.
-    pub verbose: u8,
-    /// The program that runs job supervisors as `PROGRAM noded --stepd
-    /// DIR`. `None` means this executable, which must then dispatch
-    /// `noded` to [`main`] (as `muster` does); a test binary that runs the
-    /// daemon in-process points it at one that does.
-    pub stepd_program: Option<PathBuf>,
-}
-
-impl NodedOptions {
-    /// Options with the defaults: this host's name, `SLURM_CONF` or
-    /// `/etc/slurm/slurm.conf`.
-    pub fn with_defaults() -> NodedOptions {
-        NodedOptions {
-            node_name: None,
-            conf_path: default_conf_path(),
-            foreground: true,
-            verbose: 0,
-            stepd_program: None,
-        }
-    }
-}
-
-fn default_conf_path() -> PathBuf {
-    match std::env::var_os("SLURM_CONF") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => PathBuf::from("/etc/slurm/slurm.conf"),
-    }
-}
+pub use daemon::state;
+pub use options::NodedOptions;
 
 const USAGE: &str = "Usage: muster noded [-D] [-v...] [-N nodename] [-f slurm.conf]";
 
@@ -202,7 +216,7 @@ pub fn main(args: Vec<String>) -> i32 {
         _ => &args[..],
     };
     if matches!(args, [f] if f == "--step-tasks")
-        || matches!(args, [f, _] if f == zygote::FLAG || f == "--stepd")
+        || matches!(args, [f, _] if f == stepd::zygote::FLAG || f == "--stepd")
     {
         // A supervisor: what it starts runs with the daemon's own limit.
         restore_open_file_limit();
@@ -214,15 +228,15 @@ pub fn main(args: Vec<String>) -> i32 {
         }
     }
     if let [flag, _spool] = args {
-        if flag == zygote::FLAG {
+        if flag == stepd::zygote::FLAG {
             // Before any runtime or thread exists: the zygote forks.
-            return zygote::main();
+            return stepd::zygote::main();
         }
     }
     if let [flag, dir] = args {
         if flag == "--stepd" {
             // Before any runtime or thread exists: the supervisor forks.
-            return stepd::main(std::path::Path::new(dir));
+            return stepd::supervisor::main(std::path::Path::new(dir));
         }
     }
     let opts = match parse_args(args) {

@@ -169,6 +169,12 @@ impl Slots {
     }
 }
 
+impl spool::Recycle for Slots {
+    fn recycle(&self, dir: &Path) -> std::io::Result<()> {
+        Slots::recycle(self, dir)
+    }
+}
+
 /// Removes everything in `dir` but the script and the log.
 fn empty(dir: &Path) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {

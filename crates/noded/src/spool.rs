@@ -483,13 +483,20 @@ fn read_status_file(dir: &Path) -> std::io::Result<Option<Ended>> {
 /// take the new run's directory with it.
 pub static DIR_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// What keeps a reported job's directory, emptied, for a later launch
+/// instead of removing it (`slots::Slots`).
+pub trait Recycle {
+    /// Empties `dir` and keeps it for a later launch.
+    fn recycle(&self, dir: &Path) -> std::io::Result<()>;
+}
+
 /// Removes a reported job's directory (or empties it and keeps it for a
 /// later launch, with `slots`), unless a relaunch of the same job id
 /// replaced it meanwhile.
 pub fn remove_reported(
     dir: &Path,
     ended: &Ended,
-    slots: Option<&crate::slots::Slots>,
+    slots: Option<&dyn Recycle>,
 ) -> std::io::Result<()> {
     let _guard = DIR_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     match read_status(dir) {
@@ -502,6 +509,10 @@ pub fn remove_reported(
         Err(e) => Err(e),
     }
 }
+
+/// The flag of the zygote's command line (`noded --stepd-zygote SPOOL`),
+/// by which a supervisor it forked is known in /proc.
+pub const ZYGOTE_FLAG: &str = "--stepd-zygote";
 
 /// True when `id` is the supervisor of the job in `dir`: the same process
 /// (pid and start time) and its command line names `--stepd` and `dir`
@@ -526,7 +537,7 @@ pub fn names_supervisor(cmdline: &[u8], dir: &Path) -> bool {
     let mut flag: &[u8] = b"";
     args.any(|arg| {
         let hit = (flag == b"--stepd" && arg == dir)
-            || (flag == crate::zygote::FLAG.as_bytes() && Some(arg) == spool);
+            || (flag == ZYGOTE_FLAG.as_bytes() && Some(arg) == spool);
         flag = arg;
         hit
     })

@@ -4,6 +4,37 @@
 //! message is a plain serde struct, framed by `rpc` as a length-prefixed JSON
 //! document inside an [`Envelope`] that carries [`PROTOCOL_VERSION`] and the
 //! caller's identity. Sans-io: no sockets here.
+//!
+//! # Performance notes: job listings
+//!
+//! Job listings and submissions between the commands and the controller travel
+//! as binary frames (`Encoding::Binary`: a magic byte, then postcard,
+//! positional and compact); commands and controller must be of one build, and a
+//! binary frame of another protocol version is refused as such before its body
+//! is read.
+//!
+//! squeue's `JobFilter` says which text fields its format, sort keys and
+//! filters never read (`omit`), and the controller leaves them empty. When
+//! squeue reads nothing beyond a brief job it asks for `rows`: a `JobRows`
+//! answer of compact rows, built straight from the job table (prefetching the
+//! boxed job two places ahead) and encoded as they are built. Each chunk of
+//! rows travels as one byte string with its row count in front, so no row is
+//! kept or copied. The rows are postcard's bytes written and read by hand in
+//! `rows`, not through serde: written into room reserved per row, with the
+//! state, reason and time limit written only when they differ from the row
+//! before. The receiver decodes them into `PackedRow` (160 bytes: optional
+//! numbers as a value and a flag, node lists and task list boxed only when
+//! present) instead of the 282-byte `JobRow`. Texts are indexes into one string
+//! table per answer, looked up by address first, since jobs sharing a
+//! description hand in the same texts.
+//!
+//! With `stream` set the answer comes in parts: `CtldResponse::JobRowsPart`,
+//! one chunk of 2,048 rows and the texts it adds to the table, sent as soon as
+//! the controller has built it, then the last part as `JobRows`
+//! (`Client::query_job_rows` appends them with `JobRows::append`), so squeue
+//! decodes rows while the controller builds the next ones. Parts leave at once
+//! only while nothing of the controller's batch waits for the journal;
+//! otherwise the whole answer is one frame after the commit.
 #![warn(missing_docs)]
 
 pub mod acctdb;

@@ -7,6 +7,16 @@
 //! Frames larger than `proto::MAX_FRAME_BYTES` are refused before any
 //! allocation, and every read has a timeout, so a hostile or stuck peer
 //! cannot make a daemon allocate without bound or hang.
+//!
+//! # Performance notes: several requests on one connection
+//!
+//! `Conn` is a blocking connection that carries several requests, in turn or
+//! several at once (`Conn::call_many`, frames built with `append_frame`). The
+//! controller reads up to 64 requests ahead on a connection while earlier ones
+//! wait for the engine and the journal, passes them to the engine in the order
+//! read, answers them in that order (answers that are ready together in one
+//! write, a binary request in binary), and drops a connection idle for
+//! `IO_TIMEOUT`.
 
 pub mod admission;
 

@@ -1,22 +1,22 @@
 //! The virtual clock: replays a trace through the controller's own
-//! `engine::Engine` (and so `sched::plan`), the same calls ctld makes:
-//! nodes register, jobs are submitted, every batch of events is followed by
-//! one `schedule` (unless that pass could start nothing:
-//! `Engine::pass_starts_nothing`), launches become job ends `run` seconds
-//! later.
+//! `engine::Engine` (and so `sched::plan`), by the entry point ctld uses
+//! (`Engine::apply`): nodes register, jobs are submitted, every batch of
+//! events is followed by one tick, timers then a pass (a pass that could
+//! start nothing is skipped: `Input::TickUnlessIdle`), launches become job
+//! ends `run` seconds later.
 //!
 //! ```text
-//!   trace jobs --submit at t--> Engine::on_submit
-//!   job ends   --at start+run-> Engine::on_job_exited      then on_timer(t), schedule(t)
+//!   trace jobs --submit at t--> apply(Request(Submit))
+//!   job ends   --at start+run-> apply(Request(JobExited))  then apply(TickUnlessIdle)
 //!   Command::LaunchBatch  <----------------------------------+  (start = t)
 //! ```
 //!
 //! No clock, no threads: time jumps from one event to the next.
 
 use crate::swf::{Machine, Trace};
-use engine::{Command, Engine};
+use engine::{Command, Engine, Input};
 use model::{ExitCode, JobId, TimeLimit, Timestamp};
-use proto::{Identity, JobDesc, NodeRegistration};
+use proto::{CtldRequest, CtldResponse, Identity, JobDesc, NodeRegistration};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -177,6 +177,13 @@ pub fn simulate_with(
     let mut batch_host: Vec<String> = vec![String::new(); trace.jobs.len()];
     // The identities of a trace without user names, made once per user.
     let mut identities: BTreeMap<(i64, i64), Identity> = BTreeMap::new();
+    // Who reports a job's end: the node daemons (the engine does not read it).
+    let node_daemon = Identity {
+        uid: 0,
+        gid: 0,
+        user: "root".into(),
+        host: "sim".into(),
+    };
     let (mut next, mut busy, mut queued, mut done) = (0usize, 0u64, 0u64, 0usize);
     let total = trace.jobs.len();
     let mut last_t = i64::MIN;
@@ -196,7 +203,20 @@ pub fn simulate_with(
             ends.pop();
             let k = by_id[id.0 as usize];
             let node = std::mem::take(&mut batch_host[k]);
-            let _ = engine.on_job_exited(id, &node, ExitCode::default(), None, t);
+            let exited = CtldRequest::JobExited {
+                job_id: id,
+                node,
+                exit: ExitCode::default(),
+                launch_failed: None,
+                usage: None,
+            };
+            engine.apply(
+                Input::Request {
+                    req: Box::new(exited),
+                    who: node_daemon.clone(),
+                },
+                t,
+            );
             busy -= u64::from(trace.jobs[k].procs);
             done += 1;
         }
@@ -236,8 +256,12 @@ pub fn simulate_with(
                     .entry((job.user, job.group))
                     .or_insert_with(|| identity(job.user, job.group, None)),
             };
-            match engine.on_submit(desc, who, t) {
-                Ok(reply) => {
+            let submit = Input::Request {
+                req: Box::new(CtldRequest::Submit(Box::new(desc))),
+                who: who.clone(),
+            };
+            match engine.apply(submit, t).reply {
+                Some(CtldResponse::Submitted(reply)) => {
                     let at = reply.job_id.0 as usize;
                     if by_id.len() <= at {
                         by_id.resize(at + 1, NOT_OURS);
@@ -245,22 +269,24 @@ pub fn simulate_with(
                     by_id[at] = next;
                     queued += 1;
                 }
-                Err(e) => {
+                Some(CtldResponse::Error(e)) => {
                     out.refused.push((job.id, e.as_slurm_str().to_string()));
                     done += 1;
                 }
+                other => unreachable!("a submission answers Submitted or Error, not {other:?}"),
             }
             next += 1;
         }
-        engine.on_timer(t);
         // A pass that can start nothing only gives the waiting jobs
         // reasons and plans, which the next pass makes again: skipped
-        // (`Engine::schedule_unless_idle`; never with `full_passes`),
-        // unless the plans are tracked (they are those a controller shows).
-        if track_plans {
-            engine.schedule(t);
-            out.passes += 1;
-        } else if engine.schedule_unless_idle(t) {
+        // (`Input::TickUnlessIdle`; never with `full_passes`), unless the
+        // plans are tracked (they are those a controller shows).
+        let tick = if track_plans {
+            Input::Tick
+        } else {
+            Input::TickUnlessIdle
+        };
+        if engine.apply(tick, t).scheduled {
             out.passes += 1;
         }
         batches += 1;

@@ -296,7 +296,7 @@ fn shipped(name: &str, prefix: usize) -> Trace {
 }
 
 /// Every shipped trace (a prefix, so that a debug build stays quick; the
-/// full traces run in the release benchmark, docs/performance.md),
+/// full traces run in the release benchmark, docs/performance-history.md),
 /// under every policy; EASY's head job is never started later than the
 /// first start it was planned for.
 #[test]

@@ -21,7 +21,8 @@ pub struct FieldDef {
     pub left: bool,
 }
 
-const fn f(name: &'static str, width: usize) -> FieldDef {
+/// A right-justified field (sacct's and sstat's tables).
+pub(crate) const fn f(name: &'static str, width: usize) -> FieldDef {
     FieldDef {
         name,
         width,
@@ -29,7 +30,8 @@ const fn f(name: &'static str, width: usize) -> FieldDef {
     }
 }
 
-const fn l(name: &'static str, width: usize) -> FieldDef {
+/// A left-justified field.
+pub(crate) const fn l(name: &'static str, width: usize) -> FieldDef {
     FieldDef {
         name,
         width,
@@ -623,17 +625,5 @@ pub fn fit(text: &str, width: usize, left: bool) -> String {
 
 /// The `--helpformat` text: every field, four to a line.
 pub fn helpformat() -> String {
-    let mut out = String::new();
-    for (i, d) in FIELDS.iter().enumerate() {
-        out.push_str(&format!("{:<20}", d.name));
-        if i % 4 == 3 {
-            out.truncate(out.trim_end().len());
-            out.push('\n');
-        }
-    }
-    if !FIELDS.len().is_multiple_of(4) {
-        out.truncate(out.trim_end().len());
-        out.push('\n');
-    }
-    out
+    crate::common::helpformat(FIELDS.iter().map(|d| d.name))
 }

@@ -1,6 +1,6 @@
 use super::fields::{fmt_cpu, fmt_elapsed, fmt_kib, lookup, parse_format, Ctx};
-use super::time::{midnight, parse_time};
 use super::*;
+use crate::timespec::{midnight, parse_time};
 use chrono::Utc;
 
 /// 2026-12-02T10:24:12 UTC.

@@ -670,12 +670,8 @@ pub fn rows<'a>(t: &'a AcctTables, s: &Show, control: (&'a str, u16)) -> Vec<Row
 /// follow the command too (`sacctmgr show assoc -P`), as GNU getopt_long
 /// permutes them in Slurm's sacctmgr.
 pub fn parse_opts(args: &[String]) -> Result<(Opts, Vec<String>, bool, bool), String> {
-    let items = getopt::parse(OPTIONS, args, false).map_err(|e| {
-        format!(
-            "sacctmgr: {}\nTry \"sacctmgr --help\" for more information\n",
-            e.message()
-        )
-    })?;
+    let items = getopt::parse(OPTIONS, args, false)
+        .map_err(|e| crate::common::usage_error("sacctmgr", &e.message()))?;
     let mut o = Opts::default();
     let mut words = Vec::new();
     let (mut help, mut version) = (false, false);

@@ -8,10 +8,10 @@
 //! so an invalid value fails even when a later source overrides it, as in
 //! Slurm.
 
-use super::begin::parse_begin;
 use super::signal::parse_signal;
 use super::SbatchError;
 use crate::getopt::{opt, Arg, OptSpec};
+use crate::timespec::parse_begin;
 use model::{Gres, TimeLimit, Timestamp};
 use proto::JobDesc;
 

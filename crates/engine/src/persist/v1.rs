@@ -1,0 +1,808 @@
+//! Version 1 of the snapshot: the on-disk shape of the engine's state as
+//! every release up to issue 36 wrote it (MessagePack or JSON with field
+//! names). These types are made for the disk and converted to and from the
+//! engine's (`crate::Job`, `crate::Node`), so that an engine field can change
+//! without changing what a snapshot holds: a change to this shape is a new
+//! version beside this one, and this one stays readable.
+//!
+//! ```text
+//! Engine --persistent_state--> Snapshot --number_descs--> bytes (ctld)
+//! bytes --> Snapshot --resolve_descs--> Engine::restore
+//! ```
+
+use model::array::TaskSet;
+use model::{ExitCode, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
+use proto::{Distribution, JobDesc};
+use sched::{Allocation, GresPool, NodeIdx};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// The engine's state as stored in a snapshot.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Node names in configuration order, to check the configuration still matches.
+    pub node_names: Vec<String>,
+    /// Partition names in configuration order.
+    pub partition_names: Vec<String>,
+    /// Nodes with their dynamic state.
+    pub nodes: Vec<Node>,
+    /// Every job still held (boxed, as the engine holds them: a queue of
+    /// 100,000 jobs is not one contiguous block to grow while it is read).
+    pub jobs: Vec<Box<Job>>,
+    /// Each distinct job description once, in the order the jobs first
+    /// use them. Not part of the state's own encoding: a snapshot writes
+    /// them ahead of it, and its jobs by number ([`Snapshot::number_descs`]).
+    #[serde(skip)]
+    pub descs: Vec<Arc<JobDesc>>,
+    /// Each distinct environment once.
+    pub envs: Vec<Arc<Vec<(String, String)>>>,
+    /// Each distinct script once.
+    pub scripts: Vec<Arc<str>>,
+    /// For each job (same order as `jobs`), its index in `envs` and `scripts`.
+    pub job_text: Vec<(u32, u32)>,
+    /// Next job id to give.
+    pub next_job_id: u32,
+    /// Submissions so far (priority tie-break).
+    pub n_submitted: u32,
+    /// How purged jobs ended, for dependencies on them.
+    #[serde(default)]
+    pub outcomes: Vec<(JobId, Outcome)>,
+    /// The association database last pushed by the controller.
+    #[serde(default)]
+    pub assoc_tables: Option<proto::acctdb::AcctTables>,
+    /// Fair-share usage per (account, user), decayed.
+    #[serde(default)]
+    pub usage: Vec<(String, String, f64)>,
+    /// When usage was last accrued (PriorityCalcPeriod).
+    #[serde(default)]
+    pub prio_last_calc: Timestamp,
+    /// The recent submissions' tokens, oldest first (`tokens`).
+    #[serde(default)]
+    pub submit_tokens: Vec<crate::SavedToken>,
+}
+
+/// A job's description refers to a number that is not in the snapshot's
+/// table of descriptions.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("job description {number} is not in the snapshot's table")]
+pub struct UnknownDesc {
+    /// The number.
+    pub number: u32,
+}
+
+impl Snapshot {
+    /// Gives each job's description as its index in `descs` instead of in
+    /// full, as a snapshot writes them after the table: a queue of 100,000
+    /// jobs from one script holds one description, not 100,000 copies to
+    /// write, read and pool again. A description missing from `descs` stays
+    /// in full.
+    pub fn number_descs(&mut self) {
+        let numbers: HashMap<*const JobDesc, u32> = self
+            .descs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (Arc::as_ptr(d), i as u32))
+            .collect();
+        for job in &mut self.jobs {
+            if let Desc::Full(d) = &job.desc {
+                if let Some(&n) = numbers.get(&Arc::as_ptr(d)) {
+                    job.desc = Desc::Number(n);
+                }
+            }
+        }
+    }
+
+    /// Gives each job's description in full again, from `descs` (the jobs
+    /// that share a number share one copy).
+    pub fn resolve_descs(&mut self) -> Result<(), UnknownDesc> {
+        for job in &mut self.jobs {
+            if let Desc::Number(n) = job.desc {
+                job.desc = Desc::Number(n).resolve(&self.descs).map(Desc::Full)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A job's description in a snapshot: its number in the snapshot's table,
+/// or in full (older snapshots, and the state's other encodings).
+#[derive(Clone, Debug)]
+pub enum Desc {
+    /// Its index in [`Snapshot::descs`].
+    Number(u32),
+    /// The description itself.
+    Full(Arc<JobDesc>),
+}
+
+impl Desc {
+    /// The description, from `table` when given by number.
+    pub fn resolve(self, table: &[Arc<JobDesc>]) -> Result<Arc<JobDesc>, UnknownDesc> {
+        match self {
+            Desc::Full(d) => Ok(d),
+            Desc::Number(n) => table
+                .get(n as usize)
+                .cloned()
+                .ok_or(UnknownDesc { number: n }),
+        }
+    }
+}
+
+impl Serialize for Desc {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Desc::Number(n) => s.serialize_u32(*n),
+            Desc::Full(d) => (**d).serialize(s),
+        }
+    }
+}
+
+struct DescVisitor;
+
+impl<'de> Visitor<'de> for DescVisitor {
+    type Value = Desc;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a job description or its number in the snapshot's table")
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Desc, E> {
+        u32::try_from(n).map(Desc::Number).map_err(|_| {
+            E::custom(format_args!(
+                "job description {n} is not in the snapshot's table"
+            ))
+        })
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Desc, E> {
+        match u64::try_from(n) {
+            Ok(n) => self.visit_u64(n),
+            Err(_) => Err(E::custom("a negative job description number")),
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Desc, A::Error> {
+        JobDesc::deserialize(de::value::MapAccessDeserializer::new(map))
+            .map(|d| Desc::Full(Arc::new(d)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Desc, A::Error> {
+        JobDesc::deserialize(de::value::SeqAccessDeserializer::new(seq))
+            .map(|d| Desc::Full(Arc::new(d)))
+    }
+}
+
+impl<'de> Deserialize<'de> for Desc {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Desc, D::Error> {
+        d.deserialize_any(DescVisitor)
+    }
+}
+
+/// A job in a snapshot (its script and environment are in the snapshot's
+/// tables, `Snapshot::job_text`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Job {
+    /// Its id.
+    pub id: JobId,
+    /// Its submission: in a snapshot, its number in the table written
+    /// ahead of the state; in full in older snapshots and in the
+    /// state's other encodings.
+    pub desc: Desc,
+    /// Base state.
+    pub state: JobState,
+    /// Processes still being cleaned up on its batch host.
+    pub completing: bool,
+    /// Why it waits (or why it ended).
+    pub reason: PendingReason,
+    /// Priority (0 while held).
+    pub priority: u32,
+    /// Priority it had before a hold.
+    pub base_priority: u32,
+    /// Submission time.
+    pub submit_time: Timestamp,
+    /// When it became eligible.
+    pub eligible_time: Timestamp,
+    /// Start time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Timestamp>,
+    /// End time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<Timestamp>,
+    /// Candidate partitions (indexes), in the user's order.
+    pub partitions: Vec<usize>,
+    /// The partition it runs in (or the first candidate while pending).
+    pub partition: usize,
+    /// Effective time limit.
+    pub time_limit: TimeLimit,
+    /// Minimum nodes.
+    pub min_nodes: u32,
+    /// Maximum nodes.
+    pub max_nodes: u32,
+    /// Tasks.
+    pub ntasks: u32,
+    /// Allocation while running or completing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc: Option<Allocation>,
+    /// The nodes it last ran on (kept after it ends, for `squeue`/`scontrol`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ran_on: Vec<NodeIdx>,
+    /// CPUs it had on each of those nodes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ran_cpus: Vec<u32>,
+    /// Exit status.
+    pub exit: ExitCode,
+    /// Times requeued.
+    pub restarts: u32,
+    /// Requeue allowed.
+    pub requeue: bool,
+    /// The `--signal` warning has been sent.
+    pub warned: bool,
+    /// Resolved stdout path.
+    pub stdout: String,
+    /// Resolved stderr path.
+    pub stderr: String,
+    /// Last scheduling pass that looked at it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_sched_eval: Option<Timestamp>,
+    /// Held, and by whom (user hold when true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<bool>,
+    /// Priority set by an administrator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_priority: Option<u32>,
+    /// Who cancelled it (`CANCELLED by <uid>` in sacct).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled_by: Option<u32>,
+    /// What its batch script used, as its node measured it (boxed: about
+    /// 300 bytes that only ended jobs have, in every job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_usage: Option<Box<proto::StepUsage>>,
+    /// What its extern step used, merged over the nodes that reported
+    /// (boxed, as `batch_usage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extern_usage: Option<Box<proto::StepUsage>>,
+    /// Its weighted priority factors when multifactor priority last set
+    /// its priority (sprio). Boxed: 88 bytes that priority/basic (the
+    /// default) never sets, in every job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prio_factors: Option<Box<proto::PriorityFactors>>,
+    /// Its place in a job array.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array: Option<ArrayPart>,
+    /// The conditions of its dependency still to be met (satisfied ones
+    /// are dropped, as Slurm does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depend: Option<model::depend::Dependency>,
+    /// Where its dependency stands.
+    #[serde(default)]
+    pub dep_status: DepStatus,
+    /// Its steps (srun), in creation order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<Step>,
+    /// The id the next step gets.
+    #[serde(default)]
+    pub next_step_id: u32,
+    /// While SUSPENDED: its shares and who suspended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend: Option<Box<Suspension>>,
+    /// Seconds it has spent suspended in this run (not counted toward its
+    /// time limit).
+    #[serde(default)]
+    pub suspended_secs: i64,
+    /// When it was last suspended or resumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend_time: Option<Timestamp>,
+    /// Seconds it ran before its last suspension.
+    #[serde(default)]
+    pub secs_pre_suspend: i64,
+    /// Requeued by preemption for this job: it does not start again while
+    /// that job still waits for the resources it gave up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempted_by: Option<JobId>,
+}
+
+/// A node in a snapshot. Only its dynamic state is read back: the rest
+/// comes from slurm.conf and the jobs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Node {
+    /// Its configuration.
+    pub conf: conf::NodeConf,
+    /// `host:port` of its daemon.
+    pub daemon_addr: String,
+    /// Port of its daemon.
+    pub port: u16,
+    /// Base state and flags.
+    pub state: NodeState,
+    /// Has registered since the controller started.
+    pub registered: bool,
+    /// Drain/down reason.
+    pub reason: Option<String>,
+    /// Who set the reason.
+    pub reason_user: Option<String>,
+    /// When the reason was set.
+    pub reason_time: Option<Timestamp>,
+    /// CPUs allocated.
+    pub alloc_cpus: u32,
+    /// Memory allocated (MB).
+    pub alloc_mem: u64,
+    /// GRES pools with their use.
+    pub gres: Vec<GresPool>,
+    /// Jobs holding resources here.
+    pub jobs: BTreeSet<JobId>,
+    /// An exclusive job runs here.
+    pub exclusive_in_use: bool,
+    /// Partitions containing it.
+    pub partitions: Vec<String>,
+    /// What it last reported.
+    pub report: Option<proto::NodeRegistration>,
+    /// Last time a job ran here.
+    pub last_busy: Option<Timestamp>,
+    /// Last time its daemon answered (registration or ping).
+    pub last_response: Option<Timestamp>,
+}
+
+impl From<&crate::Job> for Job {
+    fn from(j: &crate::Job) -> Job {
+        // Every field named: a field added to the engine's type must be
+        // given its place on disk (or left out) here.
+        let crate::Job {
+            id,
+            desc,
+            state,
+            completing,
+            reason,
+            priority,
+            base_priority,
+            submit_time,
+            eligible_time,
+            start_time,
+            end_time,
+            partitions,
+            partition,
+            time_limit,
+            min_nodes,
+            max_nodes,
+            ntasks,
+            alloc,
+            ran_on,
+            ran_cpus,
+            exit,
+            restarts,
+            requeue,
+            warned,
+            stdout,
+            stderr,
+            last_sched_eval,
+            held,
+            admin_priority,
+            cancelled_by,
+            batch_usage,
+            extern_usage,
+            prio_factors,
+            array,
+            depend,
+            dep_status,
+            steps,
+            next_step_id,
+            suspend,
+            suspended_secs,
+            suspend_time,
+            secs_pre_suspend,
+            preempted_by,
+            script: _,
+            env: _,
+        } = j;
+        Job {
+            desc: Desc::Full(desc.clone()),
+            id: *id,
+            state: *state,
+            completing: *completing,
+            reason: *reason,
+            priority: *priority,
+            base_priority: *base_priority,
+            submit_time: *submit_time,
+            eligible_time: *eligible_time,
+            start_time: *start_time,
+            end_time: *end_time,
+            partitions: partitions.clone(),
+            partition: *partition,
+            time_limit: *time_limit,
+            min_nodes: *min_nodes,
+            max_nodes: *max_nodes,
+            ntasks: *ntasks,
+            alloc: alloc.clone(),
+            ran_on: ran_on.clone(),
+            ran_cpus: ran_cpus.clone(),
+            exit: *exit,
+            restarts: *restarts,
+            requeue: *requeue,
+            warned: *warned,
+            stdout: stdout.clone(),
+            stderr: stderr.clone(),
+            last_sched_eval: *last_sched_eval,
+            held: *held,
+            admin_priority: *admin_priority,
+            cancelled_by: *cancelled_by,
+            batch_usage: batch_usage.clone(),
+            extern_usage: extern_usage.clone(),
+            prio_factors: prio_factors.clone(),
+            array: array.clone().map(ArrayPart::from),
+            depend: depend.clone(),
+            dep_status: (*dep_status).into(),
+            steps: steps.iter().cloned().map(Step::from).collect(),
+            next_step_id: *next_step_id,
+            suspend: suspend
+                .as_deref()
+                .map(|s| Box::new(Suspension::from(s.clone()))),
+            suspended_secs: *suspended_secs,
+            suspend_time: *suspend_time,
+            secs_pre_suspend: *secs_pre_suspend,
+            preempted_by: *preempted_by,
+        }
+    }
+}
+
+impl Job {
+    /// The engine's job, with its description (resolved: see
+    /// [`Snapshot::resolve_descs`]), script and environment.
+    pub(crate) fn into_engine(
+        self,
+        desc: Arc<JobDesc>,
+        script: Arc<str>,
+        env: Arc<Vec<(String, String)>>,
+    ) -> crate::Job {
+        crate::Job {
+            desc,
+            script,
+            env,
+            id: self.id,
+            state: self.state,
+            completing: self.completing,
+            reason: self.reason,
+            priority: self.priority,
+            base_priority: self.base_priority,
+            submit_time: self.submit_time,
+            eligible_time: self.eligible_time,
+            start_time: self.start_time,
+            end_time: self.end_time,
+            partitions: self.partitions,
+            partition: self.partition,
+            time_limit: self.time_limit,
+            min_nodes: self.min_nodes,
+            max_nodes: self.max_nodes,
+            ntasks: self.ntasks,
+            alloc: self.alloc,
+            ran_on: self.ran_on,
+            ran_cpus: self.ran_cpus,
+            exit: self.exit,
+            restarts: self.restarts,
+            requeue: self.requeue,
+            warned: self.warned,
+            stdout: self.stdout,
+            stderr: self.stderr,
+            last_sched_eval: self.last_sched_eval,
+            held: self.held,
+            admin_priority: self.admin_priority,
+            cancelled_by: self.cancelled_by,
+            batch_usage: self.batch_usage,
+            extern_usage: self.extern_usage,
+            prio_factors: self.prio_factors,
+            array: self.array.map(crate::ArrayPart::from),
+            depend: self.depend,
+            dep_status: self.dep_status.into(),
+            steps: self.steps.into_iter().map(crate::Step::from).collect(),
+            next_step_id: self.next_step_id,
+            suspend: self.suspend.map(|s| Box::new(crate::Suspension::from(*s))),
+            suspended_secs: self.suspended_secs,
+            suspend_time: self.suspend_time,
+            secs_pre_suspend: self.secs_pre_suspend,
+            preempted_by: self.preempted_by,
+        }
+    }
+}
+
+impl From<&crate::Node> for Node {
+    fn from(n: &crate::Node) -> Node {
+        // Every field named: a field added to the engine's type must be
+        // given its place on disk (or left out) here.
+        let crate::Node {
+            conf,
+            daemon_addr,
+            port,
+            state,
+            registered,
+            reason,
+            reason_user,
+            reason_time,
+            alloc_cpus,
+            alloc_mem,
+            gres,
+            jobs,
+            exclusive_in_use,
+            partitions,
+            report,
+            last_busy,
+            last_response,
+        } = n;
+        Node {
+            conf: conf.clone(),
+            daemon_addr: daemon_addr.clone(),
+            port: *port,
+            state: *state,
+            registered: *registered,
+            reason: reason.clone(),
+            reason_user: reason_user.clone(),
+            reason_time: *reason_time,
+            alloc_cpus: *alloc_cpus,
+            alloc_mem: *alloc_mem,
+            gres: gres.clone(),
+            jobs: jobs.clone(),
+            exclusive_in_use: *exclusive_in_use,
+            partitions: partitions.clone(),
+            report: report.clone(),
+            last_busy: *last_busy,
+            last_response: *last_response,
+        }
+    }
+}
+
+/// A step of a job in a snapshot.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Step {
+    /// Its id within the job.
+    pub id: u32,
+    /// Its name.
+    pub name: String,
+    /// RUNNING, then COMPLETED, FAILED or CANCELLED.
+    pub state: JobState,
+    /// Its nodes, in step order.
+    pub nodes: Vec<NodeIdx>,
+    /// Global task ids on each node.
+    pub tasks: Vec<Vec<u32>>,
+    /// CPUs on each node.
+    pub cpus: Vec<u32>,
+    /// Memory per node (MB), as asked.
+    pub mem: u64,
+    /// Memory (MB) over all its nodes, as its TRES show it: what `--mem`
+    /// asked for, else the job's on those nodes (srun(1) `--exact`: a step
+    /// may use all of it, but does not keep it from other steps). 0 in
+    /// records of older builds: `mem` per node then.
+    #[serde(default)]
+    pub tres_mem: u64,
+    /// GPUs (device indexes) on each node that the step asked for with
+    /// `--gres=gpu`/`--gpus` (empty when it asked for none and sees all
+    /// of the job's): not given to another step without `--overlap`.
+    #[serde(default)]
+    pub gpus: Vec<Vec<u32>>,
+    /// `--overlap`: its CPUs are not its own.
+    pub overlap: bool,
+    /// Task layout.
+    pub distribution: Distribution,
+    /// Start time.
+    pub start_time: Timestamp,
+    /// End time.
+    pub end_time: Option<Timestamp>,
+    /// Time limit.
+    pub time_limit: TimeLimit,
+    /// srun gave the step a limit of its own (`-t`): only then does the
+    /// step's limit end it (else the job's does; a suspended job's end
+    /// moves, which a step's copy of the limit would not follow).
+    #[serde(default)]
+    pub own_limit: bool,
+    /// Highest exit over the nodes reported so far.
+    pub exit: ExitCode,
+    /// Nodes that have not reported the step's end yet.
+    pub pending: BTreeSet<NodeIdx>,
+    /// Usage summed over the nodes.
+    pub usage: proto::StepUsage,
+    /// `host:pid` of srun.
+    pub srun: String,
+}
+/// A job's place in an array, in a snapshot.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ArrayPart {
+    /// The array's job id (`SLURM_ARRAY_JOB_ID`).
+    pub array_job_id: JobId,
+    /// This record's task, once it is one task.
+    pub task_id: Option<u32>,
+    /// Tasks still pending in this record (the array's own record only).
+    pub pending: TaskSet,
+    /// `%N`: at most this many tasks run at once (0: no limit).
+    pub throttle: u32,
+    /// Tasks in the whole array (`SLURM_ARRAY_TASK_COUNT`).
+    pub count: u32,
+    /// Smallest index (`SLURM_ARRAY_TASK_MIN`).
+    pub min: u32,
+    /// Largest index (`SLURM_ARRAY_TASK_MAX`).
+    pub max: u32,
+    /// Step between indexes (`SLURM_ARRAY_TASK_STEP`).
+    pub step: u32,
+}
+/// A suspended job's shares, in a snapshot.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Suspension {
+    /// When it was suspended.
+    pub since: Timestamp,
+    /// By `scontrol suspend`: it waits for `scontrol resume`. Otherwise it
+    /// was preempted and resumes once its shares are free.
+    pub by_admin: bool,
+    /// The shares it had and takes back on resume.
+    pub alloc: Allocation,
+    /// The job it was suspended for: only that job may use its shares
+    /// meanwhile.
+    #[serde(default)]
+    pub preemptor: Option<JobId>,
+}
+/// How a purged job ended, in a snapshot.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Its final state.
+    pub state: JobState,
+    /// When it started.
+    pub start: Option<Timestamp>,
+    /// When it ended.
+    pub end: Option<Timestamp>,
+    /// Its array, for a task.
+    pub array_job_id: Option<JobId>,
+    /// Its index, for a task.
+    pub task: Option<u32>,
+}
+/// Where a job's dependency stands, in a snapshot.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub enum DepStatus {
+    /// Nothing to wait for.
+    #[default]
+    Clear,
+    /// Some condition is not met yet.
+    Waiting,
+    /// It can never be met.
+    Never,
+}
+impl From<crate::Step> for Step {
+    fn from(x: crate::Step) -> Step {
+        Step {
+            id: x.id,
+            name: x.name,
+            state: x.state,
+            nodes: x.nodes,
+            tasks: x.tasks,
+            cpus: x.cpus,
+            mem: x.mem,
+            tres_mem: x.tres_mem,
+            gpus: x.gpus,
+            overlap: x.overlap,
+            distribution: x.distribution,
+            start_time: x.start_time,
+            end_time: x.end_time,
+            time_limit: x.time_limit,
+            own_limit: x.own_limit,
+            exit: x.exit,
+            pending: x.pending,
+            usage: x.usage,
+            srun: x.srun,
+        }
+    }
+}
+
+impl From<Step> for crate::Step {
+    fn from(x: Step) -> crate::Step {
+        crate::Step {
+            id: x.id,
+            name: x.name,
+            state: x.state,
+            nodes: x.nodes,
+            tasks: x.tasks,
+            cpus: x.cpus,
+            mem: x.mem,
+            tres_mem: x.tres_mem,
+            gpus: x.gpus,
+            overlap: x.overlap,
+            distribution: x.distribution,
+            start_time: x.start_time,
+            end_time: x.end_time,
+            time_limit: x.time_limit,
+            own_limit: x.own_limit,
+            exit: x.exit,
+            pending: x.pending,
+            usage: x.usage,
+            srun: x.srun,
+        }
+    }
+}
+
+impl From<crate::ArrayPart> for ArrayPart {
+    fn from(x: crate::ArrayPart) -> ArrayPart {
+        ArrayPart {
+            array_job_id: x.array_job_id,
+            task_id: x.task_id,
+            pending: x.pending,
+            throttle: x.throttle,
+            count: x.count,
+            min: x.min,
+            max: x.max,
+            step: x.step,
+        }
+    }
+}
+
+impl From<ArrayPart> for crate::ArrayPart {
+    fn from(x: ArrayPart) -> crate::ArrayPart {
+        crate::ArrayPart {
+            array_job_id: x.array_job_id,
+            task_id: x.task_id,
+            pending: x.pending,
+            throttle: x.throttle,
+            count: x.count,
+            min: x.min,
+            max: x.max,
+            step: x.step,
+        }
+    }
+}
+
+impl From<crate::Suspension> for Suspension {
+    fn from(x: crate::Suspension) -> Suspension {
+        Suspension {
+            since: x.since,
+            by_admin: x.by_admin,
+            alloc: x.alloc,
+            preemptor: x.preemptor,
+        }
+    }
+}
+
+impl From<Suspension> for crate::Suspension {
+    fn from(x: Suspension) -> crate::Suspension {
+        crate::Suspension {
+            since: x.since,
+            by_admin: x.by_admin,
+            alloc: x.alloc,
+            preemptor: x.preemptor,
+        }
+    }
+}
+
+impl From<crate::Outcome> for Outcome {
+    fn from(x: crate::Outcome) -> Outcome {
+        Outcome {
+            state: x.state,
+            start: x.start,
+            end: x.end,
+            array_job_id: x.array_job_id,
+            task: x.task,
+        }
+    }
+}
+
+impl From<Outcome> for crate::Outcome {
+    fn from(x: Outcome) -> crate::Outcome {
+        crate::Outcome {
+            state: x.state,
+            start: x.start,
+            end: x.end,
+            array_job_id: x.array_job_id,
+            task: x.task,
+        }
+    }
+}
+
+impl From<crate::DepStatus> for DepStatus {
+    fn from(x: crate::DepStatus) -> DepStatus {
+        match x {
+            crate::DepStatus::Clear => DepStatus::Clear,
+            crate::DepStatus::Waiting => DepStatus::Waiting,
+            crate::DepStatus::Never => DepStatus::Never,
+        }
+    }
+}
+
+impl From<DepStatus> for crate::DepStatus {
+    fn from(x: DepStatus) -> crate::DepStatus {
+        match x {
+            DepStatus::Clear => crate::DepStatus::Clear,
+            DepStatus::Waiting => crate::DepStatus::Waiting,
+            DepStatus::Never => crate::DepStatus::Never,
+        }
+    }
+}

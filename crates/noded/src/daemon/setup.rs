@@ -1,0 +1,248 @@
+//! From the command line and slurm.conf to what this daemon needs: its
+//! node entry, where to listen, where the controller is, and the resources
+//! it reports.
+
+use crate::daemon::hw;
+use crate::options::NodedOptions;
+use anyhow::Context;
+use model::Gres;
+use proto::{Identity, NodeRegistration};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Everything the daemon takes from its configuration at start.
+#[derive(Clone, Debug)]
+pub struct NodeSetup {
+    /// This node's NodeName.
+    pub node_name: String,
+    /// The absolute slurm.conf path (`SLURM_CONF` in jobs).
+    pub conf_path: PathBuf,
+    /// `NodeAddr`.
+    pub addr: String,
+    /// The port to listen on.
+    pub port: u16,
+    /// Controller addresses (`host:port`), primary first.
+    pub ctld_addrs: Vec<String>,
+    /// The spool directory (`SlurmdSpoolDir`, `%n` expanded).
+    pub spool_dir: PathBuf,
+    /// JobAcctGatherType and JobAcctGatherFrequency, for the supervisors.
+    pub gather: crate::gather::GatherSettings,
+    /// What registration reports (free memory, load and start time are
+    /// refreshed on each attempt).
+    pub registration: NodeRegistration,
+    /// Who the daemon is, for its requests to the controller.
+    pub identity: Identity,
+    /// Credentials: made for the daemon's requests and its socket, checked
+    /// on every request it serves.
+    pub auth: Arc<NodeAuth>,
+}
+
+/// The daemon's side of authentication (crate `auth`).
+#[derive(Debug)]
+pub struct NodeAuth {
+    /// Signs the daemon's requests and the credentials its socket hands out.
+    pub signer: auth::Signer,
+    /// Checks every request.
+    pub verifier: auth::Verifier,
+    /// The scheme and paths from `AuthType` and `AuthInfo`.
+    pub settings: auth::AuthSettings,
+    /// Who may launch, signal and end jobs and stop the daemon: root and
+    /// `SlurmUser` (the controller's user).
+    pub privileged_uids: Vec<u32>,
+}
+
+impl NodeAuth {
+    /// True when checking or making a credential asks munged (a blocking
+    /// round trip), rather than only computing an HMAC.
+    pub fn blocks(&self) -> bool {
+        self.verifier.blocks() || self.signer.blocks()
+    }
+
+    /// Loads the key (or libmunge) and resolves `SlurmUser`.
+    pub fn from_config(config: &conf::Config) -> anyhow::Result<NodeAuth> {
+        let settings = auth::AuthSettings::from_config(config)?;
+        let (signer, verifier) = auth::from_config(config)?;
+        let (privileged_uids, known) = auth::daemon_uids(config);
+        if !known {
+            tracing::warn!(
+                "SlurmUser {:?} is not a known user: only root may launch jobs here",
+                config.slurm_user
+            );
+        }
+        Ok(NodeAuth {
+            signer,
+            verifier,
+            settings,
+            privileged_uids,
+        })
+    }
+}
+
+/// `host:port`, bracketing an IPv6 literal.
+pub fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// True when `SlurmdParameters` has `config_overrides`: report the
+/// configured resources instead of the hardware (slurm.conf(5)).
+pub fn has_config_overrides(slurmd_parameters: Option<&str>) -> bool {
+    slurmd_parameters.is_some_and(|p| {
+        p.split(',')
+            .any(|w| w.trim().eq_ignore_ascii_case("config_overrides"))
+    })
+}
+
+/// Sums gres.conf lines into the node's GRES inventory, keeping the order
+/// of first appearance.
+pub fn gres_inventory(lines: &[&conf::GresConf]) -> Vec<Gres> {
+    let mut out: Vec<Gres> = Vec::new();
+    for line in lines {
+        match out
+            .iter_mut()
+            .find(|g| g.name == line.name && g.type_ == line.type_)
+        {
+            Some(g) => g.count += line.count,
+            None => out.push(Gres {
+                name: line.name.clone(),
+                type_: line.type_.clone(),
+                count: line.count,
+            }),
+        }
+    }
+    out
+}
+
+/// This host's short name (up to the first dot).
+pub fn short_hostname() -> anyhow::Result<String> {
+    let name = nix::unistd::gethostname().context("reading the host name")?;
+    let name = name.to_string_lossy();
+    Ok(name.split('.').next().unwrap_or_default().to_string())
+}
+
+/// The daemon's own identity: its uid, gid, user name and node name.
+pub fn own_identity(node_name: &str) -> Identity {
+    let uid = nix::unistd::getuid();
+    let gid = nix::unistd::getgid();
+    let user = nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map_or_else(|| uid.to_string(), |u| u.name);
+    Identity {
+        uid: uid.as_raw(),
+        gid: gid.as_raw(),
+        user,
+        host: node_name.to_string(),
+    }
+}
+
+/// Seconds since the epoch.
+pub fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// Loads slurm.conf and finds this node.
+pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
+    let node_name = match &opts.node_name {
+        Some(n) => n.clone(),
+        None => short_hostname()?,
+    };
+    let conf_path = if opts.conf_path.is_absolute() {
+        opts.conf_path.clone()
+    } else {
+        std::env::current_dir()
+            .context("reading the current directory")?
+            .join(&opts.conf_path)
+    };
+    // ConfError's text already names the file, the line and the cause.
+    let loaded = conf::load(&conf_path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    let config = loaded.config;
+    let node = config.node(&node_name).with_context(|| {
+        format!(
+            "node {node_name:?} is not defined in {} (use -N to name it)",
+            conf_path.display()
+        )
+    })?;
+    let port = node.port.unwrap_or(config.slurmd_port);
+    let ctld_addrs = config
+        .slurmctld_host
+        .iter()
+        .map(|h| host_port(h.addr.as_deref().unwrap_or(&h.name), config.slurmctld_port))
+        .collect();
+    let overrides = has_config_overrides(
+        config
+            .other
+            .get("slurmdparameters")
+            .map(|(_, v)| v.as_str()),
+    );
+    let probe = hw::probe();
+    let mut registration = NodeRegistration {
+        name: node_name.clone(),
+        addr: node.addr.clone(),
+        port,
+        cpus: probe.topology.cpus,
+        boards: 1,
+        sockets: probe.topology.sockets,
+        cores_per_socket: probe.topology.cores_per_socket,
+        threads_per_core: probe.topology.threads_per_core,
+        real_memory: probe.memory.total_mb,
+        free_memory: probe.memory.free_mb,
+        cpu_load: probe.load,
+        gres: Vec::new(),
+        os: probe.os,
+        arch: probe.arch,
+        boot_time: probe.boot_time,
+        start_time: now(),
+        running_jobs: Vec::new(),
+        version: conf::SLURM_COMPAT_VERSION.to_string(),
+    };
+    if overrides {
+        registration.cpus = node.cpus;
+        registration.boards = node.boards;
+        registration.sockets = node.sockets;
+        registration.cores_per_socket = node.cores_per_socket;
+        registration.threads_per_core = node.threads_per_core;
+        registration.real_memory = node.real_memory;
+        registration.gres = node.gres.clone();
+    } else {
+        let lines = config.gres_for_node(&node_name);
+        // GRES without a gres.conf line (a count-only GRES) keeps the
+        // count slurm.conf gives it.
+        registration.gres = gres_inventory(&lines);
+        for g in &node.gres {
+            if !registration.gres.iter().any(|r| r.name == g.name) {
+                registration.gres.push(g.clone());
+            }
+        }
+    }
+    let auth = NodeAuth::from_config(&config).context("setting up authentication")?;
+    let spool_dir = PathBuf::from(config.spool_dir_for(&node_name));
+    let other = |key: &str| config.other.get(key).map(|(_, v)| v.as_str());
+    let gather = crate::gather::GatherSettings::from_conf(
+        other("jobacctgathertype"),
+        other("jobacctgatherfrequency"),
+        &node_name,
+        &spool_dir,
+    );
+    Ok(NodeSetup {
+        gather,
+        auth: Arc::new(auth),
+        identity: own_identity(&node_name),
+        spool_dir,
+        addr: node.addr.clone(),
+        port,
+        ctld_addrs,
+        conf_path,
+        node_name,
+        registration,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,956 @@
+//! The step supervisor (slurmstepd's part for srun's steps): one process per
+//! step and node, started by the daemon as `<this binary> noded
+//! --step-tasks`, with a [`TaskdSpec`] line on its stdin.
+//!
+//! ```text
+//!   connect to srun, Hello(token)        stdin from the daemon: control lines
+//!   fork/exec every local task             (Signal, Terminate) --> tasks' groups
+//!     stdout/stderr pipes --Output------> srun
+//!     stdin pipe <--------Stdin---------- srun
+//!     PMI_FD socketpair <--> pmi server --FenceIn/FenceOut--> srun (the tree's root)
+//!   each task started --Started(pid, start time)--> the daemon (stdout)
+//!   reap each task --TaskExited--> srun; all reaped: Done
+//!   last line on stdout: Ended(TaskdResult) (highest exit, usage)
+//! ```
+//!
+//! Each task is a session and process group of its own, run as the job's
+//! user; a signal for the step goes to every task's group. A task that
+//! cannot be executed gets slurmstepd's `execve(): NAME: REASON` line on
+//! its stderr and exits with the errno as its code, as in Slurm.
+//!
+//! This is the step supervisor's room. It may import the leaves (`spool`,
+//! `gather`, `exec`, `to_srun`) and the PMI servers (`pmi`); the daemon
+//! imports its spec, control and report lines, never the other way.
+
+use crate::exec::{chdir_error_line, os_error_text, ExecImage};
+use crate::gather::{
+    parse_frequency, Gather, GatherSettings, GatherType, Publish, Sampler, StepCgroup, TaskCgroup,
+    TaskSource,
+};
+use crate::spool::ProcId;
+use crate::to_srun::ToSrun;
+use model::ExitCode;
+use proto::{SrunToStepd, StdinMode, StepLaunch, StepdToSrun};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::io::{BufRead, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the daemon hands the supervisor on its first stdin line.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TaskdSpec {
+    /// The step's launch.
+    pub launch: StepLaunch,
+    /// This node's name.
+    pub node_name: String,
+    /// Absolute slurm.conf path.
+    pub conf_path: String,
+    /// Run the tasks as the launch's user.
+    pub switch_user: bool,
+    /// How to gather the tasks' usage.
+    #[serde(default)]
+    pub gather: GatherSettings,
+    /// Where to publish the step's usage after every sample (sstat).
+    #[serde(default)]
+    pub live_path: Option<std::path::PathBuf>,
+}
+
+/// The daemon's later stdin lines.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaskdControl {
+    /// Send a signal to every task.
+    Signal(i32),
+    /// End the step: SIGCONT and SIGTERM, SIGKILL after `kill_wait` seconds.
+    Terminate(u32),
+    /// The controller ends the step: slurmstepd's banner to srun, then
+    /// SIGKILL at once (`kill_wait` None: `scancel J.S`) or as `Terminate`
+    /// (its job ends, or its own time limit passed).
+    End {
+        /// What the banner says.
+        reason: proto::EndReason,
+        /// The step ends alone (`scancel J.S`, its own time limit), not
+        /// with its job: srun says `Force Terminated`.
+        step: bool,
+        /// KillWait, when the tasks get SIGTERM first.
+        kill_wait: Option<u32>,
+    },
+    /// The controller has recorded this node's end of the step: srun may
+    /// hear `Done` (so srun never exits before the step's end is known).
+    Reported,
+}
+
+/// How long the supervisor waits for `Reported` before telling srun anyway.
+const REPORT_WAIT: Duration = Duration::from_secs(60);
+
+/// A line the supervisor writes on its stdout for the daemon.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum TaskdReport {
+    /// A task has been started: its pid is its process group, which the
+    /// daemon kills if the supervisor dies before reaping it.
+    Started(ProcId),
+    /// The last line: every task has ended.
+    Ended(Box<TaskdResult>),
+}
+
+/// What a step's tasks on this node came to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskdResult {
+    /// The highest exit of the node's tasks.
+    pub exit: ExitCode,
+    /// What they used.
+    pub usage: proto::StepUsage,
+}
+
+/// How long the supervisor tries to reach srun.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Now, as slurmstepd's banners write it (local time, `2026-12-06T14:20:24`).
+pub fn banner_time() -> String {
+    chrono::Local::now().format("%Y-%m-%dT%H:%M:%S").to_string()
+}
+
+/// How the step's end reaches its tasks: once, whoever asks first (the
+/// controller for the step, for its job, or srun `-K`).
+#[derive(Clone)]
+struct Ender {
+    to: ToSrun,
+    pids: Arc<Mutex<Vec<i32>>>,
+    /// Job, step, node and the first local task (whose stderr carries the
+    /// banner, as `0: slurmstepd: ...` under `srun -l`).
+    job_id: model::JobId,
+    step_id: u32,
+    node: String,
+    first_task: Option<u32>,
+    done: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Ender {
+    /// Says why the step ends (banner, srun told) and ends its tasks: at
+    /// once, or SIGTERM and SIGKILL after `kill_wait` seconds.
+    fn end(&self, reason: proto::EndReason, step: bool, kill_wait: Option<u32>) {
+        if !self.done.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            if let Some(task) = self.first_task {
+                let what = format!("STEP {}.{}", self.job_id, self.step_id);
+                self.to.send(StepdToSrun::Output {
+                    task,
+                    stderr: true,
+                    data: reason
+                        .banner(&what, &self.node, &banner_time())
+                        .into_bytes(),
+                });
+            }
+            self.to.send(StepdToSrun::Ending {
+                step,
+                kill_wait: kill_wait.unwrap_or(0),
+            });
+        }
+        match kill_wait {
+            None => {
+                signal_tasks(&self.pids, libc::SIGCONT);
+                signal_tasks(&self.pids, libc::SIGKILL);
+            }
+            Some(kill_wait) => terminate_tasks(&self.pids, kill_wait),
+        }
+    }
+}
+
+/// SIGCONT and SIGTERM now, SIGKILL after `kill_wait` seconds.
+fn terminate_tasks(pids: &Arc<Mutex<Vec<i32>>>, kill_wait: u32) {
+    signal_tasks(pids, libc::SIGCONT);
+    signal_tasks(pids, libc::SIGTERM);
+    let pids = pids.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(u64::from(kill_wait)));
+        signal_tasks(&pids, libc::SIGKILL);
+    });
+}
+
+/// One local task.
+struct Task {
+    /// Global task id.
+    id: u32,
+    pid: i32,
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// Runs the supervisor; returns the process exit status.
+pub fn main() -> i32 {
+    let _ = nix::unistd::setsid();
+    for sig in crate::exec::SUPERVISOR_IGNORES {
+        // SAFETY: SIG_IGN installs no handler.
+        unsafe { libc::signal(sig, libc::SIG_IGN) };
+    }
+    let mut stdin = std::io::BufReader::new(std::io::stdin());
+    let mut line = String::new();
+    if stdin.read_line(&mut line).is_err() {
+        return 1;
+    }
+    let spec: TaskdSpec = match serde_json::from_str(&line) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("noded --step-tasks: cannot read the launch: {e}");
+            return 1;
+        }
+    };
+    run(&spec, stdin);
+    0
+}
+
+fn report(line: &TaskdReport) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer(&mut out, line);
+    let _ = out.write_all(b"\n");
+    let _ = out.flush();
+}
+
+fn connect(addr: &str) -> Option<TcpStream> {
+    use std::net::ToSocketAddrs;
+    for sa in addr.to_socket_addrs().ok()? {
+        if let Ok(s) = TcpStream::connect_timeout(&sa, CONNECT_TIMEOUT) {
+            let _ = s.set_nodelay(true);
+            return Some(s);
+        }
+    }
+    None
+}
+
+fn identity(spec: &TaskdSpec) -> proto::Identity {
+    proto::Identity {
+        uid: nix::unistd::getuid().as_raw(),
+        gid: nix::unistd::getgid().as_raw(),
+        user: String::new(),
+        host: spec.node_name.clone(),
+    }
+}
+
+/// Expands an srun filename pattern for one task (`model::filename`; the
+/// job's name and array ids come from its environment).
+pub fn expand_task_path(pattern: &str, l: &StepLaunch, node: &str, task: u32) -> String {
+    let job_step = format!("{}.{}", l.job_id, l.step_id);
+    let step = l.step_id.to_string();
+    let env = |name: &str| {
+        l.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let env_num = |name: &str| env(name).and_then(|v| v.parse::<u32>().ok());
+    model::filename::expand(
+        pattern,
+        &model::filename::PatternValues {
+            job_id: l.job_id.0,
+            job_step: Some(&job_step),
+            array_job_id: env_num("SLURM_ARRAY_JOB_ID").unwrap_or(l.job_id.0),
+            array_task_id: env_num("SLURM_ARRAY_TASK_ID"),
+            name: env("SLURM_JOB_NAME").unwrap_or_default(),
+            user: &l.user,
+            node,
+            node_index: l.node_index,
+            task,
+            step: &step,
+            work_dir: &l.work_dir,
+        },
+    )
+}
+
+/// The environment of one task.
+fn task_env(
+    spec: &TaskdSpec,
+    task: u32,
+    local: usize,
+    pmi_fd: Option<RawFd>,
+    extra: Vec<(String, String)>,
+) -> Vec<(String, String)> {
+    let l = &spec.launch;
+    let mut env: BTreeMap<String, String> = l
+        .env
+        .iter()
+        .filter(|(k, v)| {
+            !k.is_empty() && !k.contains('=') && !k.contains('\0') && !v.contains('\0')
+        })
+        .cloned()
+        .collect();
+    let mine = &l.tasks[l.node_index as usize];
+    let gtids: Vec<String> = mine.iter().map(|t| t.to_string()).collect();
+    let mut set = |k: &str, v: String| {
+        env.insert(k.to_string(), v);
+    };
+    set("SLURMD_NODENAME", spec.node_name.clone());
+    set("SLURM_TOPOLOGY_ADDR", spec.node_name.clone());
+    set("SLURM_TOPOLOGY_ADDR_PATTERN", "node".into());
+    set("SLURM_CONF", spec.conf_path.clone());
+    set("SLURM_CPUS_ON_NODE", l.cpus.to_string());
+    set("SLURM_NODEID", l.node_index.to_string());
+    set("SLURM_GTIDS", gtids.join(","));
+    set("SLURM_PROCID", task.to_string());
+    set("SLURM_LOCALID", local.to_string());
+    set("SLURM_PRIO_PROCESS", "0".into());
+    if !l.gpus.is_empty() {
+        let ids: Vec<String> = l.gpus.iter().map(|g| g.to_string()).collect();
+        let ids = ids.join(",");
+        set("SLURM_STEP_GPUS", ids.clone());
+        set("SLURM_GPUS_ON_NODE", l.gpus.len().to_string());
+        set("CUDA_VISIBLE_DEVICES", ids.clone());
+        set("GPU_DEVICE_ORDINAL", ids.clone());
+        set("ROCR_VISIBLE_DEVICES", ids);
+    }
+    if let Some(fd) = pmi_fd {
+        set("PMI_FD", fd.to_string());
+        set("PMI_RANK", task.to_string());
+        set("PMI_SIZE", l.ntasks().to_string());
+        set("PMI_JOBID", format!("{}.{}", l.job_id, l.step_id));
+    }
+    env.extend(extra);
+    env.into_iter().collect()
+}
+
+/// Everything a task's child needs between fork and exec.
+struct TaskSetup {
+    switch: Option<(libc::uid_t, libc::gid_t, Vec<libc::gid_t>)>,
+    work_dir: CString,
+    chdir_lines: Vec<Vec<u8>>,
+    stdin_file: Option<CString>,
+    keep_fd: Option<RawFd>,
+    image: Option<ExecImage>,
+}
+
+impl TaskSetup {
+    /// Async-signal-safe only: runs between fork and exec. With an image,
+    /// execs it (so `SLURM_TASK_PID` is the task's pid); without one,
+    /// returns and lets the spawn's own exec report the error.
+    fn apply(&mut self) -> std::io::Result<()> {
+        // SAFETY: system calls on memory prepared before fork.
+        unsafe {
+            for sig in crate::exec::SUPERVISOR_IGNORES {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some((uid, gid, groups)) = &self.switch {
+                if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
+                    || libc::setgid(*gid) != 0
+                    || libc::setuid(*uid) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if libc::chdir(self.work_dir.as_ptr()) != 0 {
+                let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0) as usize;
+                let line = self.chdir_lines.get(e).unwrap_or(&self.chdir_lines[0]);
+                libc::write(2, line.as_ptr().cast(), line.len());
+                libc::chdir(c"/tmp".as_ptr());
+            }
+            if let Some(path) = &self.stdin_file {
+                let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::dup2(fd, 0);
+                libc::close(fd);
+            }
+            if let Some(fd) = self.keep_fd {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
+            }
+        }
+        match self.image.as_mut() {
+            Some(image) => Err(image.exec()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Opens an output file as the job's user (the supervisor is root): the
+/// file system ids are switched for the open only.
+fn open_output(path: &str, switch: Option<(u32, u32)>) -> std::io::Result<std::fs::File> {
+    if let Some((uid, gid)) = switch {
+        // SAFETY: per-thread file system ids; restored below.
+        unsafe {
+            libc::setfsgid(gid);
+            libc::setfsuid(uid);
+        }
+    }
+    let opened = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path);
+    if switch.is_some() {
+        // SAFETY: back to the supervisor's own ids.
+        unsafe {
+            libc::setfsuid(0);
+            libc::setfsgid(0);
+        }
+    }
+    opened
+}
+
+fn pump(
+    mut from: impl Read + Send + 'static,
+    to: ToSrun,
+    task: u32,
+    stderr: bool,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => to.send(StepdToSrun::Output {
+                    task,
+                    stderr,
+                    data: buf[..n].to_vec(),
+                }),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
+    })
+}
+
+/// Signals every task's process group.
+fn signal_tasks(pids: &Mutex<Vec<i32>>, sig: i32) {
+    for pid in pids.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        // SAFETY: kill(2) on a process group.
+        unsafe { libc::kill(-*pid, sig) };
+    }
+}
+
+fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
+    let l = &spec.launch;
+    let mut gather_settings = spec.gather.clone();
+    if let Some(n) = l.acctg_freq.as_deref().and_then(parse_frequency) {
+        gather_settings.freq_secs = n;
+    }
+    let stream = connect(&l.srun_addr);
+    let to = ToSrun::new(
+        stream.as_ref().and_then(|s| s.try_clone().ok()),
+        identity(spec),
+    );
+    to.send(StepdToSrun::Hello {
+        token: l.token.clone(),
+        node_index: l.node_index,
+        node: spec.node_name.clone(),
+    });
+    let mut step = StepSetup::new(spec, to, &gather_settings);
+    let Started {
+        tasks,
+        sources,
+        task_cgroups,
+        stdin_pipes,
+        failed_exits,
+        pmi_conns,
+    } = start_tasks(spec, &mut step);
+    let pids: Arc<Mutex<Vec<i32>>> = Arc::new(Mutex::new(tasks.iter().map(|t| t.pid).collect()));
+    if let (Some(pmi), Some(_)) = (&step.pmi, tasks.first()) {
+        for (task, fd) in pmi_conns {
+            pmi.serve(task, fd, pids.clone());
+        }
+    }
+    let ender = Ender {
+        to: step.to.clone(),
+        pids: pids.clone(),
+        job_id: l.job_id,
+        step_id: l.step_id,
+        node: spec.node_name.clone(),
+        first_task: step.mine.first().copied(),
+        done: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    };
+    if let Some(s) = stream {
+        relay_srun_messages(s, &step, pids.clone(), ender.clone(), stdin_pipes);
+    }
+    let reported_rx = follow_control_lines(control, pids.clone(), ender);
+    let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &step.mine)));
+    let publish = spec.live_path.clone().map(|path| Publish {
+        path,
+        step: proto::StepId::Numbered(l.step_id),
+        pids: tasks.iter().map(|t| t.pid as u32).collect(),
+    });
+    let sampler = Sampler::start(&gather_settings, gather.clone(), sources, publish);
+    let exit = reap_tasks(&step, tasks, failed_exits, &task_cgroups, &pids, &gather);
+    sampler.stop();
+    if let Some(p) = &step.pmix {
+        p.finish();
+    }
+    if let Some(p) = &spec.live_path {
+        let _ = std::fs::remove_file(p);
+    }
+    let usage = gather.lock().unwrap_or_else(|p| p.into_inner()).usage();
+    if let Some(c) = &step.cgroup {
+        c.remove();
+    }
+    report(&TaskdReport::Ended(Box::new(TaskdResult { exit, usage })));
+    let _ = reported_rx.recv_timeout(REPORT_WAIT);
+    step.to.send(StepdToSrun::Done);
+}
+
+/// What every task of the step on this node shares, made once before the
+/// first fork: the user switch, the working directory and its error
+/// lines, the PMI server and the step's cgroup.
+struct StepSetup {
+    /// The step's connection to srun.
+    to: ToSrun,
+    /// This node's tasks (global ids).
+    mine: Vec<u32>,
+    switch: Option<(u32, u32, Vec<libc::gid_t>)>,
+    work_dir: String,
+    /// `chdir_error_line` by errno (index 0: EIO's).
+    chdir_lines: Vec<Vec<u8>>,
+    pmi: Option<crate::pmi::pmi2::Server>,
+    pmix: Option<Arc<crate::pmi::pmix::Server>>,
+    /// Why the PMIx server could not start (or serve a task): every task
+    /// of this node then fails.
+    pmix_error: Option<String>,
+    cgroup: Option<StepCgroup>,
+}
+
+impl StepSetup {
+    fn new(spec: &TaskdSpec, to: ToSrun, gather_settings: &GatherSettings) -> StepSetup {
+        let l = &spec.launch;
+        let mine: Vec<u32> = l.tasks[l.node_index as usize].clone();
+        let switch = if spec.switch_user {
+            let groups = crate::exec::groups_of(&l.user, l.gid).unwrap_or_else(|_| vec![l.gid]);
+            Some((l.uid, l.gid, groups))
+        } else {
+            None
+        };
+        let work_dir = if l.work_dir.is_empty() {
+            "/tmp"
+        } else {
+            &l.work_dir
+        };
+        let mut chdir_lines = vec![chdir_error_line(work_dir, libc::EIO).into_bytes()];
+        chdir_lines.extend((1..134).map(|e| chdir_error_line(work_dir, e).into_bytes()));
+        let pmi = (l.mpi == "pmi2").then(|| crate::pmi::pmi2::Server::new(l, to.clone()));
+        let ids = match &switch {
+            Some((uid, gid, _)) => (*uid, *gid),
+            None => (
+                nix::unistd::getuid().as_raw(),
+                nix::unistd::getgid().as_raw(),
+            ),
+        };
+        let (pmix, pmix_error) =
+            match (l.mpi == "pmix").then(|| crate::pmi::pmix::Server::start(l, to.clone(), ids)) {
+                Some(Ok(server)) => (Some(Arc::new(server)), None),
+                Some(Err(e)) => (None, Some(e)),
+                None => (None, None),
+            };
+        let cgroup = (gather_settings.kind == GatherType::Cgroup)
+            .then(|| StepCgroup::create(gather_settings, l.job_id.0, &l.step_id.to_string()))
+            .flatten();
+        StepSetup {
+            to,
+            mine,
+            switch,
+            work_dir: work_dir.to_string(),
+            chdir_lines,
+            pmi,
+            pmix,
+            pmix_error,
+            cgroup,
+        }
+    }
+}
+
+/// This node's tasks as they started, or did not.
+#[derive(Default)]
+struct Started {
+    tasks: Vec<Task>,
+    /// Where the sampler reads each local task's usage.
+    sources: Vec<(usize, TaskSource)>,
+    task_cgroups: BTreeMap<usize, TaskCgroup>,
+    /// The tasks that read srun's stdin.
+    stdin_pipes: Vec<(u32, std::process::ChildStdin)>,
+    /// The tasks that never ran, with their wait status.
+    failed_exits: Vec<(u32, i32)>,
+    /// The daemon's end of each task's `PMI_FD`.
+    pmi_conns: Vec<(u32, OwnedFd)>,
+}
+
+/// Starts every task of this node, in order.
+fn start_tasks(spec: &TaskdSpec, step: &mut StepSetup) -> Started {
+    let mut started = Started::default();
+    let mut opened: BTreeMap<String, std::fs::File> = BTreeMap::new();
+    for (local, task) in step.mine.clone().into_iter().enumerate() {
+        start_task(spec, step, &mut opened, &mut started, local, task);
+    }
+    drop(opened);
+    started
+}
+
+/// Starts the task `task` (the `local`th here): its stdio, environment,
+/// cgroup and exec, and notes it in `started` (or why it did not start).
+/// Output files already open for an earlier task (`opened`) are shared.
+fn start_task(
+    spec: &TaskdSpec,
+    step: &mut StepSetup,
+    opened: &mut BTreeMap<String, std::fs::File>,
+    started: &mut Started,
+    local: usize,
+    task: u32,
+) {
+    let l = &spec.launch;
+    let to = &step.to;
+    let stdio = task_stdio(spec, step, opened, task);
+    let pair = if step.pmi.is_some() {
+        nix::sys::socket::socketpair(
+            nix::sys::socket::AddressFamily::Unix,
+            nix::sys::socket::SockType::Stream,
+            None,
+            nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+        )
+        .ok()
+    } else {
+        None
+    };
+    let keep_fd = pair.as_ref().map(|(_, child)| child.as_raw_fd());
+    let pmix_env = match &step.pmix {
+        Some(server) => server.task_env(task),
+        None => Ok(Vec::new()),
+    };
+    let pmix_env = match (pmix_env, step.pmix_error.clone()) {
+        (Ok(v), None) => v,
+        (Err(e), _) | (_, Some(e)) => {
+            // Said once per node; every task of the node fails.
+            if step.pmix_error.is_none() || local == 0 {
+                to.send(StepdToSrun::Output {
+                    task,
+                    stderr: true,
+                    data: format!("slurmstepd: error: mpi/pmix: {e}\n").into_bytes(),
+                });
+            }
+            step.pmix_error.get_or_insert(e);
+            started.failed_exits.push((task, 1 << 8));
+            return;
+        }
+    };
+    let env = task_env(spec, task, local, keep_fd, pmix_env);
+    let Some(program) = l.argv.first() else {
+        started.failed_exits.push((task, 1 << 8));
+        return;
+    };
+    let mut setup = TaskSetup {
+        switch: step.switch.clone(),
+        work_dir: CString::new(step.work_dir.as_str()).unwrap_or_else(|_| c"/tmp".into()),
+        chdir_lines: step.chdir_lines.clone(),
+        stdin_file: stdio.stdin_file,
+        keep_fd,
+        image: ExecImage::new(program, &l.argv[1..], &env),
+    };
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(&l.argv[1..])
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(stdio.stdin)
+        .stdout(stdio.stdout)
+        .stderr(stdio.stderr);
+    let task_cgroup = step.cgroup.as_ref().and_then(|c| c.task(task));
+    if let Some(cg) = &task_cgroup {
+        started.task_cgroups.insert(local, cg.clone());
+    }
+    // SAFETY: `join_self` and `apply` are async-signal-safe (see
+    // TaskCgroup, TaskSetup); the cgroup is joined while still root.
+    unsafe {
+        if let Some(cg) = task_cgroup.clone() {
+            cmd.pre_exec(move || {
+                cg.join_self();
+                Ok(())
+            });
+        }
+        cmd.pre_exec(move || setup.apply());
+    }
+    for m in stdio.messages {
+        to.send(StepdToSrun::Output {
+            task,
+            stderr: true,
+            data: m.into_bytes(),
+        });
+    }
+    match cmd.spawn() {
+        Ok(mut child) => {
+            let pid = child.id() as i32;
+            if let Some(id) = ProcId::of(pid) {
+                report(&TaskdReport::Started(id));
+            }
+            started.sources.push((
+                local,
+                match task_cgroup {
+                    Some(cg) => TaskSource::Cgroup(cg),
+                    None => TaskSource::Session(pid),
+                },
+            ));
+            let mut readers = Vec::new();
+            if let Some(o) = child.stdout.take() {
+                readers.push(pump(o, to.clone(), task, false));
+            }
+            if let Some(e) = child.stderr.take() {
+                readers.push(pump(e, to.clone(), task, true));
+            }
+            if let Some(i) = child.stdin.take() {
+                started.stdin_pipes.push((task, i));
+            }
+            if let Some((ours, _child_end)) = pair {
+                started.pmi_conns.push((task, ours));
+            }
+            started.tasks.push(Task {
+                id: task,
+                pid,
+                readers,
+            });
+        }
+        Err(e) => {
+            let errno = e.raw_os_error().unwrap_or(libc::ENOENT);
+            to.send(StepdToSrun::Output {
+                task,
+                stderr: true,
+                data: format!(
+                    "slurmstepd: error: execve(): {program}: {}\n",
+                    os_error_text(errno)
+                )
+                .into_bytes(),
+            });
+            started.failed_exits.push((task, (errno & 0xff) << 8));
+        }
+    }
+}
+
+/// A task's stdio, and the error lines for the files that could not be
+/// opened (sent to srun as the task's stderr).
+struct TaskStdio {
+    stdin: Stdio,
+    /// `--input=FILE`: opened by the child, as the job's user.
+    stdin_file: Option<CString>,
+    stdout: Stdio,
+    stderr: Stdio,
+    messages: Vec<String>,
+}
+
+/// Opens (or shares, through `opened`) the output files of task `task`;
+/// a stream without a file is a pipe to srun.
+fn task_stdio(
+    spec: &TaskdSpec,
+    step: &StepSetup,
+    opened: &mut BTreeMap<String, std::fs::File>,
+    task: u32,
+) -> TaskStdio {
+    let l = &spec.launch;
+    let fs_switch = step.switch.as_ref().map(|(u, g, _)| (*u, *g));
+    let mut messages: Vec<String> = Vec::new();
+    let mut output = |pattern: &Option<String>| -> Stdio {
+        let Some(p) = pattern else {
+            return Stdio::piped();
+        };
+        let path = expand_task_path(p, l, &spec.node_name, task);
+        if let Some(f) = opened.get(&path).and_then(|f| f.try_clone().ok()) {
+            return Stdio::from(f);
+        }
+        match open_output(&path, fs_switch) {
+            Ok(f) => {
+                if let Ok(c) = f.try_clone() {
+                    opened.insert(path, c);
+                }
+                Stdio::from(f)
+            }
+            Err(e) => {
+                messages.push(format!(
+                    "slurmstepd: error: Could not open stdout file {path}: {}\n",
+                    os_error_text(e.raw_os_error().unwrap_or(libc::EIO))
+                ));
+                Stdio::null()
+            }
+        }
+    };
+    let stdout = output(&l.stdout);
+    let stderr = match (&l.stderr, &l.stdout) {
+        (None, Some(_)) => output(&l.stdout),
+        (e, _) => output(e),
+    };
+    let (stdin, stdin_file) = match &l.stdin {
+        StdinMode::Task0 if task == 0 => (Stdio::piped(), None),
+        StdinMode::Task(n) if *n == task => (Stdio::piped(), None),
+        StdinMode::All => (Stdio::piped(), None),
+        StdinMode::File(p) => (
+            Stdio::null(),
+            CString::new(expand_task_path(p, l, &spec.node_name, task)).ok(),
+        ),
+        _ => (Stdio::null(), None),
+    };
+    TaskStdio {
+        stdin,
+        stdin_file,
+        stdout,
+        stderr,
+        messages,
+    }
+}
+
+/// Serves srun's messages (stdin, signals, fence results) on a thread of
+/// their own until srun goes.
+fn relay_srun_messages(
+    stream: TcpStream,
+    step: &StepSetup,
+    pids: Arc<Mutex<Vec<i32>>>,
+    ender: Ender,
+    mut stdin_pipes: Vec<(u32, std::process::ChildStdin)>,
+) {
+    let pmi = step.pmi.clone();
+    let pmix = step.pmix.clone();
+    std::thread::spawn(move || {
+        let mut s = stream;
+        loop {
+            let msg: proto::Envelope<SrunToStepd> = match rpc::read_frame(&mut s) {
+                Ok(m) => m,
+                Err(_) => return,
+            };
+            match msg.body {
+                SrunToStepd::Stdin(data) => {
+                    stdin_pipes.retain_mut(|(_, p)| p.write_all(&data).is_ok());
+                }
+                SrunToStepd::StdinEof => stdin_pipes.clear(),
+                SrunToStepd::Signal(sig) => signal_tasks(&pids, sig),
+                SrunToStepd::Terminate { kill_wait } => {
+                    ender.end(proto::EndReason::Cancelled, true, Some(kill_wait));
+                }
+                SrunToStepd::FenceOut { seq, kvs } => {
+                    if let Some(p) = &pmi {
+                        p.fence_out(seq, kvs);
+                    } else if let Some(p) = &pmix {
+                        p.fence_out(seq, kvs);
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Follows the daemon's control lines on a thread of their own; the
+/// receiver hears when the daemon has reported the step's end.
+fn follow_control_lines(
+    control: std::io::BufReader<std::io::Stdin>,
+    pids: Arc<Mutex<Vec<i32>>>,
+    ender: Ender,
+) -> std::sync::mpsc::Receiver<()> {
+    let (reported_tx, reported_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        for line in control.lines() {
+            let Ok(line) = line else { return };
+            match serde_json::from_str::<TaskdControl>(&line) {
+                Ok(TaskdControl::Signal(sig)) => signal_tasks(&pids, sig),
+                Ok(TaskdControl::Terminate(kill_wait)) => terminate_tasks(&pids, kill_wait),
+                Ok(TaskdControl::End {
+                    reason,
+                    step,
+                    kill_wait,
+                }) => {
+                    ender.end(reason, step, kill_wait);
+                }
+                Ok(TaskdControl::Reported) => {
+                    let _ = reported_tx.send(());
+                }
+                Err(_) => {}
+            }
+        }
+    });
+    reported_rx
+}
+
+/// Tells srun of the tasks that never ran, then reaps every task as it
+/// ends (its group killed, its usage noted, its output drained) and tells
+/// srun; returns the step's exit code on this node (the worst).
+fn reap_tasks(
+    step: &StepSetup,
+    mut tasks: Vec<Task>,
+    failed_exits: Vec<(u32, i32)>,
+    task_cgroups: &BTreeMap<usize, TaskCgroup>,
+    pids: &Mutex<Vec<i32>>,
+    gather: &Mutex<Gather>,
+) -> ExitCode {
+    let to = &step.to;
+    let mut exit = ExitCode::default();
+    for (task, status) in failed_exits {
+        exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
+        to.send(StepdToSrun::TaskExited { task, status });
+    }
+    let mut left = tasks.len();
+    while left > 0 {
+        let mut status = 0;
+        // SAFETY: zeroed rusage is a valid out-parameter.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4 for any child with live out-parameters.
+        let pid = unsafe { libc::wait4(-1, &mut status, 0, &mut ru) };
+        if pid < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            break;
+        }
+        let Some(pos) = tasks.iter().position(|t| t.pid == pid) else {
+            continue;
+        };
+        let t = tasks.swap_remove(pos);
+        left -= 1;
+        // What is left of the task's group goes with it.
+        // SAFETY: kill(2) on the task's own (now zombie-free) group.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+        pids.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|p| *p != pid);
+        let usec = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+        if let Some(local) = step.mine.iter().position(|m| *m == t.id) {
+            gather
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .finish_task(
+                    local,
+                    (
+                        usec(ru.ru_utime),
+                        usec(ru.ru_stime),
+                        ru.ru_maxrss.max(0) as u64,
+                    ),
+                    task_cgroups.get(&local),
+                );
+        }
+        for r in t.readers {
+            let _ = r.join();
+        }
+        if let Some(p) = &step.pmi {
+            p.task_exited(t.id);
+        }
+        if let Some(p) = &step.pmix {
+            p.task_exited(t.id);
+        }
+        exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
+        to.send(StepdToSrun::TaskExited { task: t.id, status });
+    }
+    exit
+}
+
+/// The worse of two exits (a signal beats a code, then the higher value).
+fn engine_like_worse(a: ExitCode, b: ExitCode) -> ExitCode {
+    let key = |e: ExitCode| (e.signal != 0, e.signal, e.code);
+    if key(b) > key(a) {
+        b
+    } else {
+        a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The banner real Slurm 22.05's slurmstepd printed for `srun -t 1`
+    /// (its log prefix aside: muster's supervisor says `slurmstepd:`).
+    #[test]
+    fn the_time_limit_banner_is_slurmstepds() {
+        assert_eq!(
+            proto::EndReason::TimeLimit.banner("STEP 1.0", "node1", "2026-12-06T14:22:13"),
+            "slurmstepd: error: *** STEP 1.0 ON node1 CANCELLED AT 2026-12-06T14:22:13 DUE TO TIME LIMIT ***\n"
+        );
+    }
+}
