@@ -1482,6 +1482,16 @@ async fn engine_loop(
                             continue;
                         }
                     }
+                    if let CtldRequest::QueryJobs(filter) = &*req {
+                        if filter.rows && filter.brief {
+                            // Encoded here: the engine hands out rows and
+                            // writes no wire bytes (`proto::JobRowSource`).
+                            drop(parts);
+                            let rows = engine.job_rows_encoded(filter, t);
+                            replies.push((reply, CtldResponse::JobRows(rows)));
+                            continue;
+                        }
+                    }
                     if !durable::is_mutating(&req) {
                         drop(parts);
                         let input = Input::Request { req, who };
