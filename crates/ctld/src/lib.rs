@@ -28,7 +28,7 @@
 //! (self-describing, so a newer build reads an older one's; JSON snapshots of
 //! older builds still load): first each distinct job description once, then the
 //! state, whose jobs name their description by its number in that table
-//! (`engine::with_desc_numbers` / `with_desc_table`; a job's empty optional
+//! (`engine::persist`'s versioned snapshot types; a job's empty optional
 //! fields are left out), so 100,000 jobs from one script are one description to
 //! write, read and pool. Snapshots with a description per job (older builds)
 //! still load, their identical descriptions pooled.

@@ -2,22 +2,25 @@
 //! every decision about them.
 //!
 //! ```text
-//!   request / node report / timer        Engine            ctld (shell)
-//!   ------------------------------>  on_*(.., now)  --> take_commands()
-//!                                         |                 |  RPCs to node daemons
-//!                                    schedule(now)          v
+//!   request / node report / timer        Engine              ctld (shell)
+//!   ------------------------------>  apply(input, now) --> take_commands()
+//!      (the simulator, the same way)      |                    |  RPCs to node daemons
+//!                                    pass (Tick)               v
 //! ```
 //!
 //! Pure: no sockets, no files, no clock (`now` is an argument), no hash
-//! order. The same code runs in the controller and, later, in the simulator.
+//! order. The same code runs in the controller and in the simulator.
 //! Requests answer with `Result<_, SlurmError>` (a refusal is a value, not
 //! a failure); effects on node daemons are queued as [`Command`]s.
 //!
 //! # Entry points
 //!
-//! The node, partition and job tables hold jobs boxed, with identical
-//! scripts, environments and descriptions stored once and shared through
-//! `Arc`. Entry points: `on_submit`, `on_cancel`, `on_update_job`,
+//! One for the daemon and the simulator: [`Engine::apply`] (module `apply`)
+//! takes an [`Input`] (a request with its sender, a node report, a tick)
+//! and returns the request's answer; journal replay feeds the same inputs.
+//! Commands stay queued until `take_commands`, so the controller sends
+//! them only after the batch is on disk. Behind it, the handlers:
+//! `on_submit`, `on_cancel`, `on_update_job`,
 //! `on_update_node`, `on_hold`, `on_release`, `on_requeue`,
 //! `on_node_registered` (a node whose boot time is later than both its
 //! previous registration's and the controller's last contact with it
@@ -26,7 +29,11 @@
 //! not already DOWN goes DOWN "Node unexpectedly rebooted"), `on_job_exited`,
 //! `on_timer`, `schedule`; job steps (`steps`: `on_create_step`,
 //! `on_step_exited`, `on_cancel_step`, `on_complete_allocation`). Effects
-//! are `Command`s; `check_invariants` checks the tables.
+//! are `Command`s; `check_invariants` checks the tables. The job lifecycle
+//! (`jobs`) and the scheduling pass (`pass`, over `views` and `requests`;
+//! `partial` for passes over part of the queue) are separate modules;
+//! snapshots are their own versioned types (`persist`); a brief job listing
+//! is handed out as rows (`proto::JobRowSource`), which the controller encodes.
 //!
 //! # Performance notes: the scheduling pass and its shortcuts
 //!
