@@ -5,6 +5,10 @@
 //! the newest snapshot: each entry becomes an `engine::Input`
 //! ([`Entry::into_input`]) and goes through `Engine::apply`, as it did
 //! when it was first applied.
+//!
+//! What a record holds is the journal's own type, `engine::journal_v1`,
+//! not the wire request: an entry is written through a record that
+//! borrows from it, and a record read back is moved into an entry.
 
 use engine::journal_v1::{self, RECORD_MAGIC};
 use engine::{Engine, Input};
