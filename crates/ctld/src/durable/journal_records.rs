@@ -236,3 +236,127 @@ fn requests_that_change_nothing_are_not_journaled() {
     assert!(Request::from_ctld(&CtldRequest::ListJobs).is_none());
     assert!(Request::from_ctld(&CtldRequest::Ping).is_none());
 }
+
+/// A journal of JSON records, as builds before the binary records wrote
+/// them, checked in under `tests/fixtures/json-journal/`
+/// (`MUSTER_WRITE_FIXTURES=1` writes it again: only for a new fixture).
+mod json_fixture {
+    use super::super::{Entry, Store};
+    use journal::Journal;
+    use model::{JobId, JobState};
+    use proto::{CtldRequest, Identity};
+    use std::path::{Path, PathBuf};
+
+    fn fixture() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/json-journal")
+    }
+
+    fn config(dir: &Path) -> conf::Config {
+        let text = format!(
+            "ClusterName=fx\nSlurmctldHost=h(127.0.0.1)\nStateSaveLocation={}\n\
+             NodeName=n[1-2] CPUs=2 RealMemory=1000\n\
+             PartitionName=batch Nodes=n[1-2] Default=YES\n",
+            dir.display()
+        );
+        conf::parse_str(&text, &dir.join("slurm.conf"), &mut |_| {
+            Err(std::io::Error::other("none"))
+        })
+        .expect("config")
+        .config
+    }
+
+    fn request(req: CtldRequest, now: i64) -> Entry {
+        Entry::Request {
+            req: Box::new(req),
+            who: Identity {
+                uid: 1000,
+                gid: 1000,
+                user: "alice".into(),
+                host: "login".into(),
+            },
+            now,
+        }
+    }
+
+    fn submit(name: &str, hold: bool) -> CtldRequest {
+        CtldRequest::Submit(Box::new(proto::JobDesc {
+            name: name.into(),
+            script: "#!/bin/sh\nsleep 600\n".into(),
+            env: vec![("MARK".into(), "json".into())].into(),
+            work_dir: "/home/alice".into(),
+            uid: 1000,
+            gid: 1000,
+            user: "alice".into(),
+            hold,
+            ..Default::default()
+        }))
+    }
+
+    fn history() -> Vec<Entry> {
+        let reg = |name: &str| match super::every_request().swap_remove(12) {
+            CtldRequest::RegisterNode(mut r) => {
+                r.name = name.into();
+                r.running_jobs.clear();
+                r.gres.clear();
+                CtldRequest::RegisterNode(r)
+            }
+            other => panic!("{other:?}"),
+        };
+        vec![
+            request(reg("n1"), 1_700_000_000),
+            request(reg("n2"), 1_700_000_000),
+            Entry::Tick { now: 1_700_000_000 },
+            request(submit("a", false), 1_700_000_001),
+            request(submit("b", true), 1_700_000_001),
+            Entry::Tick { now: 1_700_000_001 },
+            request(
+                CtldRequest::Cancel {
+                    job_id: JobId(2),
+                    signal: None,
+                    batch_only: false,
+                    full: false,
+                    tasks: None,
+                },
+                1_700_000_002,
+            ),
+            Entry::Tick { now: 1_700_000_002 },
+        ]
+    }
+
+    #[test]
+    fn write_the_json_journal_fixture_when_asked() {
+        if std::env::var_os("MUSTER_WRITE_FIXTURES").is_none() {
+            return;
+        }
+        let dir = fixture();
+        std::fs::create_dir_all(&dir).unwrap();
+        let (mut journal, _) = Journal::open(&dir).unwrap();
+        let records: Vec<Vec<u8>> = history()
+            .iter()
+            .map(|e| serde_json::to_vec(e).unwrap())
+            .collect();
+        let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+        journal.append(&refs).unwrap();
+        drop(journal);
+        let _ = std::fs::remove_file(dir.join("LOCK"));
+    }
+
+    #[test]
+    fn a_journal_of_json_records_of_older_builds_replays() {
+        let tmp = tempfile::tempdir().unwrap();
+        for e in std::fs::read_dir(fixture()).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().is_some_and(|n| n != "LOCK") {
+                std::fs::copy(&p, tmp.path().join(p.file_name().unwrap())).unwrap();
+            }
+        }
+        let cfg = config(tmp.path());
+        let (_store, engine) = Store::open(tmp.path(), &cfg, 1_700_000_100).unwrap();
+        assert_eq!(engine.job_count(), 2);
+        let a = engine.job(JobId(1)).expect("job 1");
+        assert_eq!(a.desc.name, "a");
+        assert_eq!(a.env.to_vec(), vec![("MARK".into(), "json".into())]);
+        assert_eq!(a.state, JobState::Running);
+        assert_eq!(engine.job(JobId(2)).unwrap().state, JobState::Cancelled);
+    }
+}
