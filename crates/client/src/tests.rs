@@ -12,7 +12,7 @@ fn client_for(dir: &Path, port: u16) -> Client {
     let key = dir.join("key");
     auth::create_key(&key).expect("a key");
     let text = format!(
-        "ClusterName=t\nSlurmctldHost=h(127.0.0.1)\nSlurmctldPort={port}\n\
+        "ClusterName=t\nAuthType=auth/muster\nSlurmctldHost=h(127.0.0.1)\nSlurmctldPort={port}\n\
          AuthInfo=key={}\nNodeName=n1 CPUs=1\nPartitionName=p Nodes=n1 Default=YES\n",
         key.display()
     );

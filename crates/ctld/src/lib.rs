@@ -116,7 +116,9 @@ use anyhow::Context;
 use durable::{Entry, Store};
 use engine::{Command, Engine, Input};
 use model::{JobId, Timestamp};
-use proto::{CtldRequest, CtldResponse, Identity, NodeRequest, NodeResponse, SlurmError};
+use proto::{
+    CtldRequest, CtldResponse, Identity, JobRowSource, NodeRequest, NodeResponse, SlurmError,
+};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -1477,6 +1479,16 @@ async fn engine_loop(
                         if store.staged() == 0 {
                             let resp = stream_job_rows(&engine, filter, t, parts);
                             replies.push((reply, resp));
+                            continue;
+                        }
+                    }
+                    if let CtldRequest::QueryJobs(filter) = &*req {
+                        if filter.rows && filter.brief {
+                            // Encoded here: the engine hands out rows and
+                            // writes no wire bytes (`proto::JobRowSource`).
+                            drop(parts);
+                            let rows = engine.job_rows_encoded(filter, t);
+                            replies.push((reply, CtldResponse::JobRows(rows)));
                             continue;
                         }
                     }

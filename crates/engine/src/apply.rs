@@ -161,8 +161,10 @@ impl Engine {
                 Err(e) => CtldResponse::Error(e),
             },
             CtldRequest::ListJobs => CtldResponse::Jobs(self.job_list(t)),
+            // Encoded by the controller from the rows the engine hands out
+            // (`proto::JobRowSource`): the engine writes no wire bytes.
             CtldRequest::QueryJobs(filter) if filter.rows && filter.brief => {
-                CtldResponse::JobRows(self.job_rows_encoded(&filter, t))
+                CtldResponse::Error(SlurmError::InvalidRequest)
             }
             CtldRequest::QueryJobs(filter) => CtldResponse::Jobs(self.job_query(&filter, t)),
             CtldRequest::Priorities => CtldResponse::Priorities(self.priority_list()),

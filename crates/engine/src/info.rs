@@ -1,12 +1,12 @@
 //! Views of the tables for the commands: `JobInfo`, `NodeInfo`,
-//! `PartitionInfo` and the effective configuration.
+//! `PartitionInfo`, the effective configuration, and the rows of a brief
+//! job listing (`proto::JobRowSource`: the engine hands out each job's
+//! row; `proto` builds and encodes the answer from them).
 
 use crate::{Engine, Job};
 use model::units::format_memory_mb;
 use model::{Gres, JobState, TimeLimit, Timestamp};
-use proto::{
-    ConfigInfo, Interner, JobFilter, JobInfo, JobList, JobRow, JobRows, NodeInfo, PartitionInfo,
-};
+use proto::{ConfigInfo, Interner, JobFilter, JobInfo, JobList, JobRow, NodeInfo, PartitionInfo};
 
 /// `OverSubscribe=EXCLUSIVE` as the configuration stores it.
 pub const OVERSUBSCRIBE_EXCLUSIVE: &str = "EXCLUSIVE";
@@ -320,93 +320,6 @@ impl Engine {
         JobList { now, jobs }
     }
 
-    /// `job_query` as compact rows (`JobFilter::rows`): the fields of the
-    /// brief `JobInfo`, built straight from the job table.
-    pub fn job_rows(&self, filter: &JobFilter, now: Timestamp) -> JobRows {
-        let mut rows = JobRows::new(now);
-        rows.strings = self
-            .each_job_row(filter, now, |row, _| rows.push(row.clone()))
-            .into_strings();
-        rows
-    }
-
-    /// [`Engine::job_rows`] with each row encoded as it is built (what the
-    /// controller sends: no row is kept, and the answer is a few dozen
-    /// bytes a job instead of a few hundred). The same answer once
-    /// decoded.
-    pub fn job_rows_encoded(&self, filter: &JobFilter, now: Timestamp) -> JobRows {
-        self.job_rows_parts(filter, now, |_| false)
-    }
-
-    /// [`Engine::job_rows_encoded`] in parts (`JobFilter::stream`): each
-    /// time a chunk of rows is full, `part` is offered the rows so far
-    /// with the texts they name that no earlier part carried; if it
-    /// returns true it has taken them (sent them on), else they stay in
-    /// the answer. Returns the rest: the last part. The parts appended in
-    /// order ([`JobRows::append`]) are the answer `job_rows_encoded`
-    /// gives.
-    pub fn job_rows_parts(
-        &self,
-        filter: &JobFilter,
-        now: Timestamp,
-        mut part: impl FnMut(&mut JobRows) -> bool,
-    ) -> JobRows {
-        let mut rows = JobRows::new(now);
-        rows.strings = Vec::new();
-        let mut pending: Option<JobRows> = None;
-        let mut strings = self.each_job_row(filter, now, |row, strings| {
-            if let Err(e) = rows.push_encoded(row) {
-                tracing::error!("job {}: its row cannot be encoded: {e}", row.job_id);
-            }
-            if let Some(mut p) = rows.take_full_part() {
-                p.strings = strings.take_new();
-                if !part(&mut p) {
-                    match &mut pending {
-                        Some(kept) => kept.append(p),
-                        None => pending = Some(p),
-                    }
-                }
-            }
-        });
-        let mut last = pending.unwrap_or_else(|| {
-            let mut p = JobRows::new(now);
-            p.strings = Vec::new();
-            p
-        });
-        rows.strings = strings.take_new();
-        last.append(rows);
-        last
-    }
-
-    /// Calls `each` with the row of every job `filter` selects, by id,
-    /// and the string table its texts are in; returns the table.
-    fn each_job_row<'a>(
-        &'a self,
-        filter: &JobFilter,
-        now: Timestamp,
-        // A reference: the row is 282 bytes, built here and dropped after.
-        mut each: impl FnMut(&JobRow, &mut Interner<'a>),
-    ) -> Interner<'a> {
-        let keep = Keep::of(filter);
-        let mut strings = Interner::new();
-        // Node names by node index, interned once each.
-        let mut node_names: Vec<u32> = vec![u32::MAX; self.nodes.len()];
-        // Each job is a box of its own: the first touch of every one was
-        // half of this walk's time. Ask for the job two places ahead
-        // while this one is read.
-        let mut ahead = self.jobs.values().skip(2);
-        for j in self.jobs.values() {
-            if let Some(next) = ahead.next() {
-                proto::prefetch(&**next);
-            }
-            if self.job_passes(j, filter) {
-                let row = self.job_row(j, now, &keep, &mut strings, &mut node_names);
-                each(&row, &mut strings);
-            }
-        }
-        strings
-    }
-
     fn job_row<'a>(
         &'a self,
         job: &'a Job,
@@ -699,6 +612,41 @@ impl Engine {
         conf::override_entry(&mut entries, "BOOT_TIME", boot_time);
         conf::override_entry(&mut entries, "NEXT_JOB_ID", self.next_job_id.to_string());
         ConfigInfo { now, entries }
+    }
+}
+
+/// The rows of a brief listing (`JobFilter::rows`): the engine hands out
+/// the rows; `proto` encodes them into the answer.
+impl proto::JobRowSource for Engine {
+    fn each_job_row<'a>(
+        &'a self,
+        filter: &JobFilter,
+        now: Timestamp,
+        // A reference: the row is 282 bytes, built here and dropped after.
+        mut each: impl FnMut(&JobRow, &mut Interner<'a>),
+    ) -> Interner<'a> {
+        let keep = Keep::of(filter);
+        let mut strings = Interner::new();
+        // Node names by node index, interned once each.
+        let mut node_names: Vec<u32> = vec![u32::MAX; self.nodes.len()];
+        // Each job is a box of its own: the first touch of every one was
+        // half of this walk's time. Ask for the job two places ahead
+        // while this one is read.
+        let mut ahead = self.jobs.values().skip(2);
+        for j in self.jobs.values() {
+            if let Some(next) = ahead.next() {
+                proto::prefetch(&**next);
+            }
+            if self.job_passes(j, filter) {
+                let row = self.job_row(j, now, &keep, &mut strings, &mut node_names);
+                each(&row, &mut strings);
+            }
+        }
+        strings
+    }
+
+    fn row_unencodable(&self, row: &JobRow, error: proto::RowEncodeError) {
+        tracing::error!("job {}: its row cannot be encoded: {error}", row.job_id);
     }
 }
 

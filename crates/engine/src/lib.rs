@@ -206,12 +206,16 @@ mod jobs;
 mod limits;
 mod node_table;
 mod nodes;
+mod partial;
+mod pass;
 mod persist;
 mod preempt;
 mod priority;
 mod queue;
+mod requests;
 mod steps;
 mod tokens;
+mod views;
 
 use model::{ExitCode, JobId, JobState, NodeBase, NodeState, PendingReason, TimeLimit, Timestamp};
 use proto::{BatchLaunch, Identity, JobDesc};
@@ -702,7 +706,7 @@ pub struct Engine {
     /// The partitions as the scheduler sees them, made once: partitions
     /// and the settings they read never change after `new`.
     part_views: Arc<[sched::PartView]>,
-    /// Each partition's size, in the same order (`jobs::part_size`).
+    /// Each partition's size, in the same order (`views::part_size`).
     part_sizes: Vec<sched::PartSize>,
     jobs: queue::JobTable,
     next_job_id: u32,
@@ -747,11 +751,11 @@ pub struct Engine {
     /// `schedule` refreshes what changes, the rest never does).
     node_view_cache: Vec<sched::NodeView>,
     /// The submission check's answers (`check_feasible`) for plain
-    /// requests, by partition and shape (`jobs::FitShape`): whether the
+    /// requests, by partition and shape (`views::FitShape`): whether the
     /// request could ever fit there. They read only the nodes'
     /// configuration and the partitions, which never change after `new`;
     /// emptied all the same when the views are made again.
-    fit_memo: BTreeMap<(usize, jobs::FitShape), bool>,
+    fit_memo: BTreeMap<(usize, views::FitShape), bool>,
     /// Within a pass: the nodes whose views differ from the ones the last
     /// pass gave the scheduler (`refreshed_node_views`), for the next
     /// `plan_pass` to tell `pass_cache`; `None`: not known.
@@ -783,8 +787,8 @@ pub struct Engine {
     may_complete: bool,
     /// The jobs the last timer found due (a list kept for the next).
     due_buf: Vec<JobId>,
-    /// `jobs::freed_prefix`'s lists, kept for the next pass.
-    prefix_bufs: jobs::PrefixBufs,
+    /// `Engine::freed_prefix`'s lists, kept for the next pass.
+    prefix_bufs: partial::PrefixBufs,
     /// Every pending job's facts that a pass reads, in the order passes
     /// try jobs and by the CPUs each asks for: what a pass after job ends
     /// or submissions reads to find the jobs it must try, and the older
@@ -932,8 +936,8 @@ impl Engine {
                 nodes: members,
             });
         }
-        let part_views = jobs::part_views(&parts, &settings).into();
-        let part_sizes = parts.iter().map(|p| jobs::part_size(p, &nodes)).collect();
+        let part_views = views::part_views(&parts, &settings).into();
+        let part_sizes = parts.iter().map(|p| views::part_size(p, &nodes)).collect();
         Engine {
             next_job_id: settings.first_job_id,
             settings,
@@ -972,7 +976,7 @@ impl Engine {
             may_depend: false,
             may_complete: false,
             due_buf: Vec::new(),
-            prefix_bufs: jobs::PrefixBufs::default(),
+            prefix_bufs: partial::PrefixBufs::default(),
             queue: queue::Queue::default(),
             request_cache: std::collections::HashMap::default(),
             running_changed: BTreeSet::new(),
@@ -989,7 +993,7 @@ impl Engine {
             full_passes: false,
             prefix_passes_off: false,
             walk_passes_off: false,
-            prefix_min_left_out: jobs::PREFIX_MIN_LEFT_OUT,
+            prefix_min_left_out: partial::PREFIX_MIN_LEFT_OUT,
             freed: false,
             purged_since_prune: 0,
             show_config: None,

@@ -140,9 +140,9 @@ pub(crate) struct Queued {
     /// Its order key (`sched::order_key` of the request it makes), which
     /// holds its submit time and id.
     pub(crate) key: sched::OrderKey,
-    /// The CPUs it asks for (`jobs::demand_cpus`).
+    /// The CPUs it asks for (`demand_cpus`).
     pub(crate) demand: i64,
-    /// Its partitions as a bit set (`jobs::parts_mask`), where `masked`.
+    /// Its partitions as a bit set (`parts_mask`), where `masked`.
     mask: u64,
     masked: bool,
     /// Neither completing nor held.
@@ -177,7 +177,7 @@ impl Queued {
         self.key.2
     }
 
-    /// Its partitions as a bit set (`jobs::parts_mask`).
+    /// Its partitions as a bit set (`parts_mask`).
     pub(crate) fn mask(&self) -> Option<u64> {
         self.masked.then_some(self.mask)
     }
@@ -222,7 +222,7 @@ pub(crate) struct Setting {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Queue {
     by_order: BTreeMap<sched::OrderKey, Queued>,
-    /// The same by (`jobs::pending_key`, id).
+    /// The same by (`pending_key`, id).
     by_demand: BTreeMap<(i64, JobId), Queued>,
     /// The same by (time limit in seconds, `sched::limit_secs`, order
     /// key): the order in which a pass tries the jobs it defers
@@ -416,7 +416,7 @@ impl Queue {
     }
 
     /// The pending jobs, neither completing nor held, whose
-    /// (`jobs::pending_key`, id) is in `range`.
+    /// (`pending_key`, id) is in `range`.
     pub(crate) fn by_demand(
         &self,
         range: impl std::ops::RangeBounds<(i64, JobId)>,
@@ -479,7 +479,7 @@ impl Queue {
     }
 }
 
-/// A pending job's `jobs::pending_key` and facts (its order key too:
+/// A pending job's `pending_key` and facts (its order key too:
 /// `sched::order_key` of the request it makes, without making it).
 fn facts(job: &Job, setting: &Setting) -> (i64, Queued) {
     let tier = job
@@ -495,12 +495,12 @@ fn facts(job: &Job, setting: &Setting) -> (i64, Queued) {
         job.submit_time,
         job.id,
     );
-    let demand = crate::jobs::demand_cpus(job);
+    let demand = demand_cpus(job);
     let mine = job
         .partitions
         .iter()
         .filter_map(|&p| setting.sizes.get(p).copied());
-    let mask = crate::jobs::parts_mask(&job.partitions);
+    let mask = parts_mask(&job.partitions);
     let q = Queued {
         key,
         demand,
@@ -517,7 +517,7 @@ fn facts(job: &Job, setting: &Setting) -> (i64, Queued) {
         share: sched::Share::of(demand, job.desc.exclusive, mine),
         spreads: spreads(job, setting),
     };
-    (crate::jobs::pending_key(job), q)
+    (pending_key(job), q)
 }
 
 /// Whether `job`'s request (`Engine::request_for`) spreads
@@ -550,8 +550,45 @@ fn spreads(job: &Job, setting: &Setting) -> bool {
         && d.time_min.is_none()
 }
 
+/// A job's partitions as a bit set (`sched::PassCache::settled_parts`),
+/// where every index is below 64: `Engine::walk` reads them without a look
+/// at the job.
+pub(crate) fn parts_mask(partitions: &[usize]) -> Option<u64> {
+    partitions
+        .iter()
+        .try_fold(0u64, |m, &p| (p < 64).then(|| m | 1 << p))
+}
+
+/// A pending job's key in `Engine::queue`'s index by demand: the CPUs it asks for
+/// (`demand_cpus`), `i64::MIN` for an array record (each pass may start
+/// some of its tasks whatever one asks).
+pub(crate) fn pending_key(j: &Job) -> i64 {
+    if j.array.is_some() {
+        i64::MIN
+    } else {
+        demand_cpus(j)
+    }
+}
+
+/// The CPUs a pending job asks for, counted as `sched::demand_cpus` counts
+/// its request (nodes for whole-node jobs).
+pub(crate) fn demand_cpus(j: &Job) -> i64 {
+    let d = &j.desc;
+    let cpt = i64::from(d.cpus_per_task.unwrap_or(1).max(1));
+    let tasks = match d.ntasks_per_node {
+        Some(tpn) => i64::from(tpn) * i64::from(j.min_nodes.max(1)),
+        None => i64::from(j.ntasks.max(1)),
+    };
+    if d.exclusive {
+        i64::from(j.min_nodes.max(1))
+    } else {
+        tasks * cpt
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::parts_mask;
     use crate::tests::{desc, engine, submit, submit_blocker, user};
     use model::JobState;
 
@@ -606,5 +643,14 @@ mod tests {
             problems.iter().any(|p| p.contains("stale facts")),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn parts_mask_is_a_bit_per_partition_below_64() {
+        assert_eq!(parts_mask(&[]), Some(0));
+        assert_eq!(parts_mask(&[0, 2]), Some(0b101));
+        assert_eq!(parts_mask(&[2, 0, 2]), Some(0b101));
+        assert_eq!(parts_mask(&[63]), Some(1 << 63));
+        assert_eq!(parts_mask(&[1, 64]), None);
     }
 }

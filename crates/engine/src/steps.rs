@@ -217,6 +217,138 @@ pub fn layout(
     Some(tasks)
 }
 
+/// GPU indexes on each node of a step, in step order.
+type NodeGpus = Vec<Vec<u32>>;
+
+/// A step's node and task counts, (nodes, tasks), from -N, -n and
+/// --ntasks-per-node over `n_candidates` nodes, `required` of them named.
+fn step_counts(
+    req: &StepRequest,
+    n_candidates: usize,
+    required: usize,
+) -> Result<(usize, u32), SlurmError> {
+    let (min_nodes, ntasks) = match (req.min_nodes, req.ntasks, req.ntasks_per_node) {
+        (Some(n), Some(t), _) => (n, t),
+        (Some(n), None, Some(tpn)) => (n, n * tpn),
+        (Some(n), None, None) => (n, n),
+        (None, Some(t), Some(tpn)) => (t.div_ceil(tpn).max(required as u32), t),
+        (None, Some(t), None) => (t.min(n_candidates as u32).max(required as u32), t),
+        (None, None, Some(tpn)) => (n_candidates as u32, n_candidates as u32 * tpn),
+        (None, None, None) => (n_candidates as u32, n_candidates as u32),
+    };
+    let n_nodes = (min_nodes as usize).max(required);
+    if min_nodes == 0 || ntasks == 0 || n_nodes > n_candidates || ntasks < n_nodes as u32 {
+        return Err(SlurmError::RequestedNodeConfigUnavailable);
+    }
+    Ok((n_nodes, ntasks))
+}
+
+/// The task ids of a step on each of its first `n_nodes` candidates
+/// (`order`, places in `alloc`), laid out over the CPUs free of other
+/// steps (all of the job's with --overlap).
+fn step_tasks(
+    job: &Job,
+    alloc: &sched::Allocation,
+    req: &StepRequest,
+    order: &[usize],
+    n_nodes: usize,
+    ntasks: u32,
+    cpt: u32,
+) -> Result<Vec<Vec<u32>>, SlurmError> {
+    // CPUs each candidate has: in all, and free of other steps.
+    let in_use = |pos: usize| -> u32 {
+        let idx = alloc.nodes[pos].node;
+        job.steps
+            .iter()
+            .filter(|s| s.state == JobState::Running && !s.overlap)
+            .flat_map(|s| s.nodes.iter().zip(&s.cpus))
+            .filter(|(n, _)| **n == idx)
+            .map(|(_, c)| *c)
+            .sum()
+    };
+    let total: Vec<u32> = order.iter().map(|p| alloc.nodes[*p].cpus / cpt).collect();
+    // Without --exact a step takes every CPU of the job on its nodes,
+    // so a node where another step holds any is not free for it.
+    let free: Vec<u32> = order
+        .iter()
+        .map(|p| {
+            let used = in_use(*p);
+            if req.exact || used == 0 {
+                alloc.nodes[*p].cpus.saturating_sub(used) / cpt
+            } else {
+                0
+            }
+        })
+        .collect();
+    let caps = if req.overlap { &total } else { &free };
+    let per_node = req.ntasks_per_node;
+    match layout(
+        caps,
+        n_nodes,
+        ntasks,
+        per_node,
+        req.distribution,
+        req.overcommit,
+    ) {
+        Some(t) => Ok(t),
+        None => {
+            let fits_at_all = layout(
+                &total,
+                n_nodes,
+                ntasks,
+                per_node,
+                req.distribution,
+                req.overcommit,
+            )
+            .is_some();
+            Err(if fits_at_all {
+                SlurmError::NodesBusy
+            } else {
+                SlurmError::TooManyRequestedCpus
+            })
+        }
+    }
+}
+
+/// The running steps of `job` a new step (`req`) does not share with.
+fn other_steps<'a>(job: &'a Job, req: &StepRequest) -> impl Iterator<Item = &'a Step> {
+    let overlap = req.overlap;
+    job.steps
+        .iter()
+        .filter(move |s| s.state == JobState::Running && !s.overlap && !overlap)
+}
+
+/// --mem: per node, within the job's share there, less what other
+/// steps asked for.
+fn check_step_memory(
+    job: &Job,
+    alloc: &sched::Allocation,
+    req: &StepRequest,
+    chosen: &[usize],
+    nodes: &[NodeIdx],
+) -> Result<(), SlurmError> {
+    let mem = req.mem_per_node.unwrap_or(0);
+    if mem > 0 {
+        for (i, p) in chosen.iter().enumerate() {
+            let na = &alloc.nodes[*p];
+            if na.mem == 0 {
+                continue;
+            }
+            if mem > na.mem {
+                return Err(SlurmError::InvalidTaskMemory);
+            }
+            let used: u64 = other_steps(job, req)
+                .filter(|s| s.nodes.contains(&nodes[i]))
+                .map(|s| s.mem)
+                .sum();
+            if mem > na.mem.saturating_sub(used) {
+                return Err(SlurmError::NodesBusy);
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Engine {
     /// srun: creates a step of a running job and tells its nodes to start it.
     pub fn on_create_step(
@@ -226,174 +358,16 @@ impl Engine {
         now: Timestamp,
     ) -> Result<StepCreated, SlurmError> {
         let job = self.jobs.get(&req.job_id).ok_or(SlurmError::InvalidJobId)?;
-        if !self.may_modify(who, job) {
-            return Err(SlurmError::AccessDenied);
-        }
-        if job.state != JobState::Running || job.completing {
-            return Err(if job.state == JobState::Pending {
-                SlurmError::JobNotRunning
-            } else {
-                SlurmError::AlreadyDone
-            });
-        }
-        let alloc = job.alloc.as_ref().ok_or(SlurmError::AlreadyDone)?;
-        // Candidate nodes: -w first, in the order given, then the rest of
-        // the allocation in its order; -x removed.
-        let mut order: Vec<usize> = Vec::new();
-        for name in &req.nodelist {
-            let idx = self
-                .node_idx(name)
-                .ok_or(SlurmError::RequestedNodeConfigUnavailable)?;
-            let pos = alloc
-                .nodes
-                .iter()
-                .position(|na| na.node == idx)
-                .ok_or(SlurmError::RequestedNodeConfigUnavailable)?;
-            if !order.contains(&pos) {
-                order.push(pos);
-            }
-        }
-        let required = order.len();
-        for pos in 0..alloc.nodes.len() {
-            if !order.contains(&pos) {
-                order.push(pos);
-            }
-        }
-        order.retain(|pos| {
-            let name = &self.nodes[alloc.nodes[*pos].node.0 as usize].conf.name;
-            !req.exclude.contains(name)
-        });
+        let alloc = self.step_allocation(job, who)?;
+        let (order, required) = self.step_candidates(alloc, &req)?;
+        let (n_nodes, ntasks) = step_counts(&req, order.len(), required)?;
         let cpt = req.cpus_per_task.unwrap_or(1).max(1);
-        let (min_nodes, ntasks) = match (req.min_nodes, req.ntasks, req.ntasks_per_node) {
-            (Some(n), Some(t), _) => (n, t),
-            (Some(n), None, Some(tpn)) => (n, n * tpn),
-            (Some(n), None, None) => (n, n),
-            (None, Some(t), Some(tpn)) => (t.div_ceil(tpn).max(required as u32), t),
-            (None, Some(t), None) => (t.min(order.len() as u32).max(required as u32), t),
-            (None, None, Some(tpn)) => (order.len() as u32, order.len() as u32 * tpn),
-            (None, None, None) => (order.len() as u32, order.len() as u32),
-        };
-        let n_nodes = (min_nodes as usize).max(required);
-        if min_nodes == 0 || ntasks == 0 || n_nodes > order.len() || ntasks < n_nodes as u32 {
-            return Err(SlurmError::RequestedNodeConfigUnavailable);
-        }
-        // CPUs each candidate has: in all, and free of other steps.
-        let in_use = |pos: usize| -> u32 {
-            let idx = alloc.nodes[pos].node;
-            job.steps
-                .iter()
-                .filter(|s| s.state == JobState::Running && !s.overlap)
-                .flat_map(|s| s.nodes.iter().zip(&s.cpus))
-                .filter(|(n, _)| **n == idx)
-                .map(|(_, c)| *c)
-                .sum()
-        };
-        let total: Vec<u32> = order.iter().map(|p| alloc.nodes[*p].cpus / cpt).collect();
-        // Without --exact a step takes every CPU of the job on its nodes,
-        // so a node where another step holds any is not free for it.
-        let free: Vec<u32> = order
-            .iter()
-            .map(|p| {
-                let used = in_use(*p);
-                if req.exact || used == 0 {
-                    alloc.nodes[*p].cpus.saturating_sub(used) / cpt
-                } else {
-                    0
-                }
-            })
-            .collect();
-        let caps = if req.overlap { &total } else { &free };
-        let per_node = req.ntasks_per_node;
-        let tasks = match layout(
-            caps,
-            n_nodes,
-            ntasks,
-            per_node,
-            req.distribution,
-            req.overcommit,
-        ) {
-            Some(t) => t,
-            None => {
-                let fits_at_all = layout(
-                    &total,
-                    n_nodes,
-                    ntasks,
-                    per_node,
-                    req.distribution,
-                    req.overcommit,
-                )
-                .is_some();
-                return Err(if fits_at_all {
-                    SlurmError::NodesBusy
-                } else {
-                    SlurmError::TooManyRequestedCpus
-                });
-            }
-        };
+        let tasks = step_tasks(job, alloc, &req, &order, n_nodes, ntasks, cpt)?;
         let chosen: Vec<usize> = order[..n_nodes].to_vec();
         let nodes: Vec<NodeIdx> = chosen.iter().map(|p| alloc.nodes[*p].node).collect();
-        let others = || {
-            job.steps
-                .iter()
-                .filter(|s| s.state == JobState::Running && !s.overlap && !req.overlap)
-        };
-        // --mem: per node, within the job's share there, less what other
-        // steps asked for.
-        let mem = req.mem_per_node.unwrap_or(0);
-        if mem > 0 {
-            for (i, p) in chosen.iter().enumerate() {
-                let na = &alloc.nodes[*p];
-                if na.mem == 0 {
-                    continue;
-                }
-                if mem > na.mem {
-                    return Err(SlurmError::InvalidTaskMemory);
-                }
-                let used: u64 = others()
-                    .filter(|s| s.nodes.contains(&nodes[i]))
-                    .map(|s| s.mem)
-                    .sum();
-                if mem > na.mem.saturating_sub(used) {
-                    return Err(SlurmError::NodesBusy);
-                }
-            }
-        }
-        // --gres/--gpus: each node's GPUs taken from the job's there, not
-        // from another step's.
-        for g in &req.gres {
-            for p in &chosen {
-                let na = &alloc.nodes[*p];
-                let node = &self.nodes[na.node.0 as usize];
-                let held: u64 = na
-                    .gres
-                    .iter()
-                    .filter(|(pool, _)| {
-                        let pool = &node.gres[*pool];
-                        pool.name == g.name
-                            && g.type_
-                                .as_ref()
-                                .is_none_or(|t| pool.type_.as_ref() == Some(t))
-                    })
-                    .map(|(_, idx)| idx.len() as u64)
-                    .sum();
-                if g.count > held {
-                    return Err(SlurmError::InvalidGres);
-                }
-            }
-        }
-        let gpu_want: Option<Vec<u64>> = match (req.gres.iter().find(|g| g.name == "gpu"), req.gpus)
-        {
-            (Some(g), _) => Some(vec![g.count; n_nodes]),
-            (None, Some(total)) => {
-                let n = n_nodes as u64;
-                Some(
-                    (0..n)
-                        .map(|i| total / n + u64::from(i < total % n))
-                        .collect(),
-                )
-            }
-            (None, None) => None,
-        };
+        check_step_memory(job, alloc, &req, &chosen, &nodes)?;
+        self.check_step_gres(alloc, &req, &chosen)?;
+        let (step_gpus, gpus) = self.step_gpus(job, alloc, &req, &chosen, &nodes)?;
         let cpus: Vec<u32> = tasks
             .iter()
             .zip(&chosen)
@@ -405,50 +379,6 @@ impl Engine {
                 }
             })
             .collect();
-        let job_gpus: Vec<Vec<u32>> = chosen
-            .iter()
-            .map(|p| {
-                let na = &alloc.nodes[*p];
-                let node = &self.nodes[na.node.0 as usize];
-                na.gres
-                    .iter()
-                    .filter(|(pool, _)| node.gres[*pool].name == "gpu")
-                    .flat_map(|(_, idx)| idx.iter().copied())
-                    .collect()
-            })
-            .collect();
-        let mut step_gpus: Vec<Vec<u32>> = Vec::new();
-        if let Some(want) = &gpu_want {
-            for (i, all) in job_gpus.iter().enumerate() {
-                let want = want[i] as usize;
-                if want > all.len() {
-                    return Err(SlurmError::InvalidGres);
-                }
-                let taken: BTreeSet<u32> = others()
-                    .filter_map(|s| {
-                        let k = s.nodes.iter().position(|n| *n == nodes[i])?;
-                        s.gpus.get(k)
-                    })
-                    .flatten()
-                    .copied()
-                    .collect();
-                let free: Vec<u32> = all
-                    .iter()
-                    .copied()
-                    .filter(|g| !taken.contains(g))
-                    .take(want)
-                    .collect();
-                if free.len() < want {
-                    return Err(SlurmError::NodesBusy);
-                }
-                step_gpus.push(free);
-            }
-        }
-        let gpus: Vec<Vec<u32>> = if gpu_want.is_some() {
-            step_gpus.clone()
-        } else {
-            job_gpus
-        };
         let names: Vec<String> = nodes
             .iter()
             .map(|n| self.nodes[n.0 as usize].conf.name.clone())
@@ -523,6 +453,166 @@ impl Engine {
             tasks,
             cpus,
         })
+    }
+
+    /// The allocation a step of `job` is made in: `who` may act on the
+    /// job, and it is running.
+    fn step_allocation<'a>(
+        &self,
+        job: &'a Job,
+        who: &Identity,
+    ) -> Result<&'a sched::Allocation, SlurmError> {
+        if !self.may_modify(who, job) {
+            return Err(SlurmError::AccessDenied);
+        }
+        if job.state != JobState::Running || job.completing {
+            return Err(if job.state == JobState::Pending {
+                SlurmError::JobNotRunning
+            } else {
+                SlurmError::AlreadyDone
+            });
+        }
+        job.alloc.as_ref().ok_or(SlurmError::AlreadyDone)
+    }
+
+    /// Candidate nodes, as places in `alloc`: -w first, in the order
+    /// given, then the rest of the allocation in its order; -x removed.
+    /// Also how many -w named (the first ones).
+    fn step_candidates(
+        &self,
+        alloc: &sched::Allocation,
+        req: &StepRequest,
+    ) -> Result<(Vec<usize>, usize), SlurmError> {
+        let mut order: Vec<usize> = Vec::new();
+        for name in &req.nodelist {
+            let idx = self
+                .node_idx(name)
+                .ok_or(SlurmError::RequestedNodeConfigUnavailable)?;
+            let pos = alloc
+                .nodes
+                .iter()
+                .position(|na| na.node == idx)
+                .ok_or(SlurmError::RequestedNodeConfigUnavailable)?;
+            if !order.contains(&pos) {
+                order.push(pos);
+            }
+        }
+        let required = order.len();
+        for pos in 0..alloc.nodes.len() {
+            if !order.contains(&pos) {
+                order.push(pos);
+            }
+        }
+        order.retain(|pos| {
+            let name = &self.nodes[alloc.nodes[*pos].node.0 as usize].conf.name;
+            !req.exclude.contains(name)
+        });
+        Ok((order, required))
+    }
+
+    /// --gres/--gpus: each node's GPUs taken from the job's there, not
+    /// from another step's.
+    fn check_step_gres(
+        &self,
+        alloc: &sched::Allocation,
+        req: &StepRequest,
+        chosen: &[usize],
+    ) -> Result<(), SlurmError> {
+        for g in &req.gres {
+            for p in chosen {
+                let na = &alloc.nodes[*p];
+                let node = &self.nodes[na.node.0 as usize];
+                let held: u64 = na
+                    .gres
+                    .iter()
+                    .filter(|(pool, _)| {
+                        let pool = &node.gres[*pool];
+                        pool.name == g.name
+                            && g.type_
+                                .as_ref()
+                                .is_none_or(|t| pool.type_.as_ref() == Some(t))
+                    })
+                    .map(|(_, idx)| idx.len() as u64)
+                    .sum();
+                if g.count > held {
+                    return Err(SlurmError::InvalidGres);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The GPUs of the step on each of its nodes (`nodes`, at places
+    /// `chosen` of `alloc`), and the GPUs its tasks see there: those it
+    /// asked for (--gres=gpu, --gpus), free of other steps, else all of
+    /// the job's there.
+    fn step_gpus(
+        &self,
+        job: &Job,
+        alloc: &sched::Allocation,
+        req: &StepRequest,
+        chosen: &[usize],
+        nodes: &[NodeIdx],
+    ) -> Result<(NodeGpus, NodeGpus), SlurmError> {
+        let n_nodes = chosen.len();
+        let gpu_want: Option<Vec<u64>> = match (req.gres.iter().find(|g| g.name == "gpu"), req.gpus)
+        {
+            (Some(g), _) => Some(vec![g.count; n_nodes]),
+            (None, Some(total)) => {
+                let n = n_nodes as u64;
+                Some(
+                    (0..n)
+                        .map(|i| total / n + u64::from(i < total % n))
+                        .collect(),
+                )
+            }
+            (None, None) => None,
+        };
+        let job_gpus: Vec<Vec<u32>> = chosen
+            .iter()
+            .map(|p| {
+                let na = &alloc.nodes[*p];
+                let node = &self.nodes[na.node.0 as usize];
+                na.gres
+                    .iter()
+                    .filter(|(pool, _)| node.gres[*pool].name == "gpu")
+                    .flat_map(|(_, idx)| idx.iter().copied())
+                    .collect()
+            })
+            .collect();
+        let mut step_gpus: Vec<Vec<u32>> = Vec::new();
+        if let Some(want) = &gpu_want {
+            for (i, all) in job_gpus.iter().enumerate() {
+                let want = want[i] as usize;
+                if want > all.len() {
+                    return Err(SlurmError::InvalidGres);
+                }
+                let taken: BTreeSet<u32> = other_steps(job, req)
+                    .filter_map(|s| {
+                        let k = s.nodes.iter().position(|n| *n == nodes[i])?;
+                        s.gpus.get(k)
+                    })
+                    .flatten()
+                    .copied()
+                    .collect();
+                let free: Vec<u32> = all
+                    .iter()
+                    .copied()
+                    .filter(|g| !taken.contains(g))
+                    .take(want)
+                    .collect();
+                if free.len() < want {
+                    return Err(SlurmError::NodesBusy);
+                }
+                step_gpus.push(free);
+            }
+        }
+        let gpus: Vec<Vec<u32>> = if gpu_want.is_some() {
+            step_gpus.clone()
+        } else {
+            job_gpus
+        };
+        Ok((step_gpus, gpus))
     }
 
     /// The variables every task of a step gets (srun's environment, then

@@ -1,6 +1,8 @@
 use super::*;
 use model::{ExitCode, JobState, PendingReason};
-use proto::{Identity, JobDesc, JobUpdate, NodeRegistration, NodeStateRequest, SlurmError};
+use proto::{
+    Identity, JobDesc, JobRowSource, JobUpdate, NodeRegistration, NodeStateRequest, SlurmError,
+};
 
 const CONF: &str = "\
 ClusterName=test

@@ -42,8 +42,10 @@ pub mod acctdb;
 use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use serde::{Deserialize, Serialize};
 
+mod row_source;
 mod rows;
 mod steps;
+pub use row_source::{JobRowSource, RowEncodeError};
 pub use rows::{prefetch, Interner, JobRow, JobRows, PackedRow};
 pub use steps::process_mapping;
 pub use steps::{
