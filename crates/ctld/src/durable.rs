@@ -5,12 +5,18 @@
 //! the newest snapshot: each entry becomes an `engine::Input`
 //! ([`Entry::into_input`]) and goes through `Engine::apply`, as it did
 //! when it was first applied.
+//!
+//! What a record holds is the journal's own type, `engine::journal_v1`,
+//! not the wire request: an entry is written through a record that
+//! borrows from it, and a record read back is moved into an entry.
 
+use engine::journal_v1::{self, RECORD_MAGIC};
 use engine::{Engine, Input};
 use journal::{Journal, JournalError};
 use model::{JobId, Timestamp};
 use proto::{CtldRequest, CtldResponse, Identity};
-use serde::{Deserialize, Serialize};
+#[cfg(test)]
+use serde::Serialize;
 use std::path::Path;
 use tracing::{info, warn};
 
@@ -18,8 +24,12 @@ use tracing::{info, warn};
 pub const SNAPSHOT_EVERY: u64 = 20_000;
 
 /// One input to the engine (`engine::Input`) as the journal records it,
-/// with the time it was applied.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// with the time it was applied. Written and read as its record
+/// ([`journal_v1::Record`]), never as itself (tests compare entries by
+/// their JSON, the shape of that record, and write older builds' JSON
+/// records with it).
+#[derive(Clone, Debug)]
+#[cfg_attr(test, derive(Serialize))]
 pub enum Entry {
     /// A request that may change state.
     Request {
@@ -98,57 +108,6 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
 }
 
-/// First byte of a binary journal record: MessagePack with field names
-/// (self-describing like the snapshots, so a newer build reads an older
-/// build's records; fields it lacks take their serde defaults) of a
-/// [`RecordOut`]. Records of builds before it are JSON documents of an
-/// [`Entry`] and start with `{`; both are read.
-const RECORD_MAGIC: u8 = 0xB7;
-
-/// A submission's environment in a binary record: in full the first time
-/// since the last snapshot (and in this process), then by the id it was
-/// given. The jobs of one client usually share one environment, by far
-/// the largest part of a submission: it is written once, not per job.
-#[derive(Serialize)]
-enum EnvOut<'a> {
-    /// The variables, and the id later records refer to them by.
-    Full {
-        id: u64,
-        vars: &'a [(String, String)],
-    },
-    /// The variables of the `Full` record with this id.
-    Same { id: u64 },
-}
-
-/// [`EnvOut`] as read back.
-#[derive(Deserialize)]
-enum EnvIn {
-    Full {
-        id: u64,
-        vars: Vec<(String, String)>,
-    },
-    Same {
-        id: u64,
-    },
-}
-
-/// A binary record's body: the entry, with a submission's environment
-/// taken out of its description (left empty there) into `env`.
-#[derive(Serialize)]
-struct RecordOut<'a> {
-    entry: &'a Entry,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    env: Option<EnvOut<'a>>,
-}
-
-/// [`RecordOut`] as read back.
-#[derive(Deserialize)]
-struct RecordIn {
-    entry: Entry,
-    #[serde(default)]
-    env: Option<EnvIn>,
-}
-
 /// A job's environment variables, in order.
 type Vars = Vec<(String, String)>;
 
@@ -207,69 +166,141 @@ pub struct EnvReader {
     by_id: std::collections::HashMap<u64, proto::Env>,
 }
 
-/// The submitted description inside an entry, if it is a submission.
-fn submitted_desc(entry: &mut Entry) -> Option<&mut proto::JobDesc> {
-    match entry {
-        Entry::Request { req, .. } => match &mut **req {
-            CtldRequest::Submit(desc) => Some(desc),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// The journal record of an entry: [`RECORD_MAGIC`] and MessagePack, a
-/// submission's environment given once per distinct environment (`envs`).
-/// The entry is unchanged afterwards (its environment is taken out for
-/// the encoding and put back).
+/// The journal record of an entry: [`RECORD_MAGIC`] and MessagePack of a
+/// [`journal_v1::Body`], a submission's environment given once per
+/// distinct environment (`envs`).
 #[cfg(test)]
-pub fn encode_record(entry: &mut Entry, envs: &mut EnvTable) -> Vec<u8> {
+pub fn encode_record(entry: &Entry, envs: &mut EnvTable) -> Vec<u8> {
     let mut out = Vec::new();
     encode_record_into(entry, envs, &mut out);
     out
 }
 
-/// [`encode_record`], appended to `out`.
-pub fn encode_record_into(entry: &mut Entry, envs: &mut EnvTable, out: &mut Vec<u8>) {
-    let vars = submitted_desc(entry)
+/// [`encode_record`], appended to `out`. The record borrows from the
+/// entry: nothing of a submission is copied to be written.
+pub fn encode_record_into(entry: &Entry, envs: &mut EnvTable, out: &mut Vec<u8>) {
+    let mut record = entry.record();
+    let vars = record
+        .submitted_desc()
         .map(|d| std::mem::take(&mut d.env))
         .filter(|v| !v.is_empty());
-    let env = vars.as_deref().map(|vars| match envs.intern(vars) {
-        (id, true) => EnvOut::Full { id, vars },
-        (id, false) => EnvOut::Same { id },
+    let env = vars.map(|vars| match envs.intern(&vars) {
+        (id, true) => journal_v1::Env::Full { id, vars },
+        (id, false) => journal_v1::Env::Same { id },
     });
     out.push(RECORD_MAGIC);
-    rmp_serde::encode::write_named(out, &RecordOut { entry, env })
-        .expect("journal entries always serialize");
-    if let (Some(vars), Some(desc)) = (vars, submitted_desc(entry)) {
-        desc.env = vars;
-    }
+    rmp_serde::encode::write_named(out, &journal_v1::Body { entry: record, env })
+        .expect("journal records always serialize");
 }
 
 /// Reads a record [`encode_record`] wrote, or the JSON record of an older
 /// build. `envs` holds the environments of the records before it.
 pub fn decode_record(payload: &[u8], envs: &mut EnvReader) -> Result<Entry, String> {
     let Some((&RECORD_MAGIC, rest)) = payload.split_first() else {
-        return serde_json::from_slice(payload).map_err(|e| e.to_string());
+        let record: journal_v1::Record =
+            serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+        return Ok(Entry::from(record));
     };
-    let RecordIn { mut entry, env } = rmp_serde::from_slice(rest).map_err(|e| e.to_string())?;
+    let journal_v1::Body { entry, env } = rmp_serde::from_slice(rest).map_err(|e| e.to_string())?;
+    let mut entry = Entry::from(entry);
     let vars = match env {
         None => return Ok(entry),
-        Some(EnvIn::Full { id, vars }) => {
+        Some(journal_v1::Env::Full { id, vars }) => {
             // Shared by every later record that refers to it.
-            let vars = proto::Env::new(vars);
+            let vars = proto::Env::new(vars.into_owned());
             envs.by_id.insert(id, vars.clone());
             vars
         }
-        Some(EnvIn::Same { id }) => envs.by_id.get(&id).cloned().ok_or_else(|| {
+        Some(journal_v1::Env::Same { id }) => envs.by_id.get(&id).cloned().ok_or_else(|| {
             format!("it refers to environment {id}, which no earlier record gives")
         })?,
     };
-    match submitted_desc(&mut entry) {
-        Some(desc) => desc.env = vars,
-        None => return Err("an environment in a record that is not a submission".into()),
+    match &mut entry {
+        Entry::Request { req, .. } => match &mut **req {
+            CtldRequest::Submit(desc) => desc.env = vars,
+            _ => return Err("an environment in a record that is not a submission".into()),
+        },
+        _ => return Err("an environment in a record that is not a submission".into()),
     }
     Ok(entry)
+}
+
+impl Entry {
+    /// The entry's journal record, borrowing from it.
+    fn record(&self) -> journal_v1::Record<'_> {
+        use std::borrow::Cow;
+        match self {
+            Entry::Request { req, who, now } => journal_v1::Record::Request {
+                req: journal_v1::Request::from_ctld(req)
+                    .expect("only requests that change state are journaled (is_mutating)"),
+                who: who.into(),
+                now: *now,
+            },
+            Entry::LaunchFailed { job_id, node, now } => journal_v1::Record::LaunchFailed {
+                job_id: *job_id,
+                node: Cow::Borrowed(node),
+                now: *now,
+            },
+            Entry::JobGone {
+                job_id,
+                node,
+                run,
+                now,
+            } => journal_v1::Record::JobGone {
+                job_id: *job_id,
+                node: Cow::Borrowed(node),
+                run: *run,
+                now: *now,
+            },
+            Entry::Ping { node, ok, now } => journal_v1::Record::Ping {
+                node: Cow::Borrowed(node),
+                ok: *ok,
+                now: *now,
+            },
+            Entry::AssocTables { tables } => journal_v1::Record::AssocTables {
+                tables: Cow::Borrowed(&**tables),
+            },
+            Entry::Tick { now } => journal_v1::Record::Tick { now: *now },
+        }
+    }
+}
+
+impl From<journal_v1::Record<'_>> for Entry {
+    fn from(record: journal_v1::Record<'_>) -> Entry {
+        use journal_v1::Record;
+        match record {
+            Record::Request { req, who, now } => Entry::Request {
+                req: Box::new(req.into()),
+                who: who.into(),
+                now,
+            },
+            Record::LaunchFailed { job_id, node, now } => Entry::LaunchFailed {
+                job_id,
+                node: node.into_owned(),
+                now,
+            },
+            Record::JobGone {
+                job_id,
+                node,
+                run,
+                now,
+            } => Entry::JobGone {
+                job_id,
+                node: node.into_owned(),
+                run,
+                now,
+            },
+            Record::Ping { node, ok, now } => Entry::Ping {
+                node: node.into_owned(),
+                ok,
+                now,
+            },
+            Record::AssocTables { tables } => Entry::AssocTables {
+                tables: Box::new(tables.into_owned()),
+            },
+            Record::Tick { now } => Entry::Tick { now },
+        }
+    }
 }
 
 impl Entry {
@@ -302,9 +333,9 @@ impl Entry {
 pub fn stage_and_apply(
     engine: &mut Engine,
     store: &mut Store,
-    mut entry: Entry,
+    entry: Entry,
 ) -> Option<CtldResponse> {
-    store.stage(&mut entry);
+    store.stage(&entry);
     apply(engine, entry)
 }
 
@@ -474,7 +505,7 @@ impl Store {
 
     /// Encodes `entry` ([`encode_record`] with this journal's
     /// environments) for the next [`Store::commit`].
-    pub fn stage(&mut self, entry: &mut Entry) {
+    pub fn stage(&mut self, entry: &Entry) {
         encode_record_into(entry, &mut self.envs, &mut self.staged);
         self.staged_ends.push(self.staged.len());
     }
@@ -512,7 +543,7 @@ impl Store {
     /// Appends a batch and makes it durable (one fsync).
     pub fn append(&mut self, entries: &[Entry]) -> Result<(), JournalError> {
         for e in entries {
-            self.stage(&mut e.clone());
+            self.stage(e);
         }
         self.commit()
     }
@@ -834,12 +865,12 @@ mod tests {
             ("MARKER_VALUE", "x".repeat(500).leak()),
         ];
         let mut envs = EnvTable::default();
-        let mut first = request(submit_env("a", &env, true), 1);
+        let first = request(submit_env("a", &env, true), 1);
         let before = json(&first);
-        let full = encode_record(&mut first, &mut envs);
+        let full = encode_record(&first, &mut envs);
         // The entry is handed back unchanged.
         assert_eq!(json(&first), before);
-        let same = encode_record(&mut request(submit_env("b", &env, true), 1), &mut envs);
+        let same = encode_record(&request(submit_env("b", &env, true), 1), &mut envs);
         assert_eq!(full[0], RECORD_MAGIC);
         assert!(full.len() > 500, "{}", full.len());
         assert!(
@@ -851,7 +882,7 @@ mod tests {
         assert!(!same.windows(12).any(|w| w == b"MARKER_VALUE"));
         // A snapshot starts over: the next record gives it in full again.
         envs.clear();
-        let again = encode_record(&mut request(submit_env("c", &env, true), 1), &mut envs);
+        let again = encode_record(&request(submit_env("c", &env, true), 1), &mut envs);
         assert!(again.windows(12).any(|w| w == b"MARKER_VALUE"));
         // Read back in order, every record has its environment.
         let mut reader = EnvReader::default();
@@ -886,7 +917,7 @@ mod tests {
             let mut envs = EnvTable::default();
             let mut written = Vec::new();
             for (i, (pick, name, flag, now)) in steps.iter().enumerate() {
-                let mut entry = match pick {
+                let entry = match pick {
                     0 => Entry::Tick { now: *now },
                     1 => Entry::Ping { node: name.clone(), ok: *flag, now: *now },
                     2 => Entry::JobGone { job_id: JobId(i as u32), node: name.clone(), run: 3, now: *now },
@@ -913,7 +944,7 @@ mod tests {
                     envs.clear();
                 }
                 let expected = json(&entry);
-                written.push((encode_record(&mut entry, &mut envs), expected));
+                written.push((encode_record(&entry, &mut envs), expected));
             }
             let mut reader = EnvReader::default();
             for (rec, expected) in &written {
@@ -1325,5 +1356,7 @@ mod tests {
     }
 }
 
+#[cfg(test)]
+mod journal_records;
 #[cfg(test)]
 mod release_fixtures;

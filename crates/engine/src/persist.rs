@@ -9,6 +9,7 @@ use proto::JobDesc;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+pub mod journal_v1;
 pub mod v1;
 
 use v1::Desc;

@@ -5,6 +5,15 @@
 //! without changing what a snapshot holds: a change to this shape is a new
 //! version beside this one, and this one stays readable.
 //!
+//! The scheduler's and the configuration's types a snapshot holds
+//! (`sched::Allocation`, `GresPool`, `conf::NodeConf`) have their mirrors
+//! here too. Kept as they are: `model`'s vocabulary values (ids, states,
+//! units) and `sched::NodeIdx` (a plain index), whose encodings are
+//! themselves stable; and, not mirrored yet, `proto`'s `JobDesc`,
+//! `StepUsage`, `NodeRegistration`, `Distribution` and `AcctTables` (wire
+//! types: a field added to one of them changes a snapshot, unlike a
+//! journal record, whose mirrors are in `journal_v1`).
+//!
 //! ```text
 //! Engine --persistent_state--> Snapshot --number_descs--> bytes (ctld)
 //! bytes --> Snapshot --resolve_descs--> Engine::restore
@@ -13,10 +22,10 @@
 use model::array::TaskSet;
 use model::{ExitCode, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use proto::{Distribution, JobDesc};
-use sched::{Allocation, GresPool, NodeIdx};
+use sched::NodeIdx;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// The engine's state as stored in a snapshot.
@@ -307,7 +316,7 @@ pub struct Job {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Node {
     /// Its configuration.
-    pub conf: conf::NodeConf,
+    pub conf: NodeConf,
     /// `host:port` of its daemon.
     pub daemon_addr: String,
     /// Port of its daemon.
@@ -411,7 +420,7 @@ impl From<&crate::Job> for Job {
             min_nodes: *min_nodes,
             max_nodes: *max_nodes,
             ntasks: *ntasks,
-            alloc: alloc.clone(),
+            alloc: alloc.as_ref().map(Allocation::from),
             ran_on: ran_on.clone(),
             ran_cpus: ran_cpus.clone(),
             exit: *exit,
@@ -472,7 +481,7 @@ impl Job {
             min_nodes: self.min_nodes,
             max_nodes: self.max_nodes,
             ntasks: self.ntasks,
-            alloc: self.alloc,
+            alloc: self.alloc.map(Into::into),
             ran_on: self.ran_on,
             ran_cpus: self.ran_cpus,
             exit: self.exit,
@@ -526,7 +535,7 @@ impl From<&crate::Node> for Node {
             last_response,
         } = n;
         Node {
-            conf: conf.clone(),
+            conf: NodeConf::from(conf),
             daemon_addr: daemon_addr.clone(),
             port: *port,
             state: *state,
@@ -536,7 +545,7 @@ impl From<&crate::Node> for Node {
             reason_time: *reason_time,
             alloc_cpus: *alloc_cpus,
             alloc_mem: *alloc_mem,
-            gres: gres.clone(),
+            gres: gres.iter().map(GresPool::from).collect(),
             jobs: jobs.clone(),
             exclusive_in_use: *exclusive_in_use,
             partitions: partitions.clone(),
@@ -746,7 +755,7 @@ impl From<crate::Suspension> for Suspension {
         Suspension {
             since: x.since,
             by_admin: x.by_admin,
-            alloc: x.alloc,
+            alloc: Allocation::from(&x.alloc),
             preemptor: x.preemptor,
         }
     }
@@ -757,7 +766,7 @@ impl From<Suspension> for crate::Suspension {
         crate::Suspension {
             since: x.since,
             by_admin: x.by_admin,
-            alloc: x.alloc,
+            alloc: x.alloc.into(),
             preemptor: x.preemptor,
         }
     }
@@ -803,6 +812,204 @@ impl From<DepStatus> for crate::DepStatus {
             DepStatus::Clear => crate::DepStatus::Clear,
             DepStatus::Waiting => crate::DepStatus::Waiting,
             DepStatus::Never => crate::DepStatus::Never,
+        }
+    }
+}
+
+/// Where a job runs, in a snapshot (`sched::Allocation`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Allocation {
+    /// Index of the partition it runs in.
+    pub partition: usize,
+    /// Per-node shares, in node order.
+    pub nodes: Vec<NodeAlloc>,
+    /// The whole nodes are the job's.
+    pub exclusive: bool,
+}
+
+/// What one node gives a job, in a snapshot (`sched::NodeAlloc`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NodeAlloc {
+    /// The node.
+    pub node: NodeIdx,
+    /// CPUs.
+    pub cpus: u32,
+    /// Memory (MB).
+    pub mem: u64,
+    /// Tasks placed here.
+    pub tasks: u32,
+    /// GRES taken: (pool index on the node, device indexes).
+    pub gres: Vec<(usize, Vec<u32>)>,
+}
+
+impl From<&sched::Allocation> for Allocation {
+    fn from(a: &sched::Allocation) -> Allocation {
+        let sched::Allocation {
+            partition,
+            nodes,
+            exclusive,
+        } = a;
+        Allocation {
+            partition: *partition,
+            nodes: nodes
+                .iter()
+                .map(|n| {
+                    let sched::NodeAlloc {
+                        node,
+                        cpus,
+                        mem,
+                        tasks,
+                        gres,
+                    } = n;
+                    NodeAlloc {
+                        node: *node,
+                        cpus: *cpus,
+                        mem: *mem,
+                        tasks: *tasks,
+                        gres: gres.clone(),
+                    }
+                })
+                .collect(),
+            exclusive: *exclusive,
+        }
+    }
+}
+
+impl From<Allocation> for sched::Allocation {
+    fn from(a: Allocation) -> sched::Allocation {
+        sched::Allocation {
+            partition: a.partition,
+            nodes: a
+                .nodes
+                .into_iter()
+                .map(|n| sched::NodeAlloc {
+                    node: n.node,
+                    cpus: n.cpus,
+                    mem: n.mem,
+                    tasks: n.tasks,
+                    gres: n.gres,
+                })
+                .collect(),
+            exclusive: a.exclusive,
+        }
+    }
+}
+
+/// A node's pool of one generic resource, in a snapshot
+/// (`sched::GresPool`). Written as the node held it; a restore builds the
+/// pools again from slurm.conf and the jobs' allocations.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GresPool {
+    /// GRES name (`gpu`).
+    pub name: String,
+    /// Type (`a100`), if configured.
+    pub type_: Option<String>,
+    /// Node-local device indexes of this pool.
+    pub indexes: Vec<u32>,
+    /// Which of `indexes` are in use.
+    pub used: Vec<bool>,
+}
+
+impl From<&sched::GresPool> for GresPool {
+    fn from(g: &sched::GresPool) -> GresPool {
+        let sched::GresPool {
+            name,
+            type_,
+            indexes,
+            used,
+        } = g;
+        GresPool {
+            name: name.clone(),
+            type_: type_.clone(),
+            indexes: indexes.clone(),
+            used: used.clone(),
+        }
+    }
+}
+
+/// A node's slurm.conf line, in a snapshot (`conf::NodeConf`). Written as
+/// the configuration stood; a restore takes it from slurm.conf.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NodeConf {
+    /// `NodeName`.
+    pub name: String,
+    /// `NodeAddr`.
+    pub addr: String,
+    /// `NodeHostname`.
+    pub hostname: String,
+    /// `Port`.
+    pub port: Option<u16>,
+    /// `CPUs`.
+    pub cpus: u32,
+    /// `Boards`.
+    pub boards: u32,
+    /// `Sockets`.
+    pub sockets: u32,
+    /// `CoresPerSocket`.
+    pub cores_per_socket: u32,
+    /// `ThreadsPerCore`.
+    pub threads_per_core: u32,
+    /// `RealMemory` in MB.
+    pub real_memory: u64,
+    /// `TmpDisk` in MB.
+    pub tmp_disk: u64,
+    /// `Gres`.
+    pub gres: Vec<model::Gres>,
+    /// `Features`.
+    pub features: Vec<String>,
+    /// `Weight`.
+    pub weight: u32,
+    /// `State`.
+    pub state: Option<String>,
+    /// `Reason`.
+    pub reason: Option<String>,
+    /// Other node keys, by lowercase key: (key as written, value).
+    pub other: BTreeMap<String, (String, String)>,
+    /// Line of the `NodeName=` entry in its file.
+    pub line: usize,
+}
+
+impl From<&conf::NodeConf> for NodeConf {
+    fn from(c: &conf::NodeConf) -> NodeConf {
+        let conf::NodeConf {
+            name,
+            addr,
+            hostname,
+            port,
+            cpus,
+            boards,
+            sockets,
+            cores_per_socket,
+            threads_per_core,
+            real_memory,
+            tmp_disk,
+            gres,
+            features,
+            weight,
+            state,
+            reason,
+            other,
+            line,
+        } = c;
+        NodeConf {
+            name: name.clone(),
+            addr: addr.clone(),
+            hostname: hostname.clone(),
+            port: *port,
+            cpus: *cpus,
+            boards: *boards,
+            sockets: *sockets,
+            cores_per_socket: *cores_per_socket,
+            threads_per_core: *threads_per_core,
+            real_memory: *real_memory,
+            tmp_disk: *tmp_disk,
+            gres: gres.clone(),
+            features: features.clone(),
+            weight: *weight,
+            state: state.clone(),
+            reason: reason.clone(),
+            other: other.clone(),
+            line: *line,
         }
     }
 }

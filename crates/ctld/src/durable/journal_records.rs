@@ -1,0 +1,362 @@
+//! The journal's record types (`engine::journal_v1`) write each journaled
+//! request as the wire request was written before them, and read it back.
+
+use engine::journal_v1::Request;
+use model::array::TaskSet;
+use model::{ExitCode, Gres, JobId, TimeLimit};
+use proto::CtldRequest;
+
+fn gres(count: u64) -> Gres {
+    Gres {
+        name: "gpu".into(),
+        type_: Some("a100".into()),
+        count,
+    }
+}
+
+fn usage() -> proto::StepUsage {
+    proto::StepUsage {
+        user_cpu_usec: Some(1),
+        max_rss_node: Some("n1".into()),
+        n_tasks: Some(4),
+        ..Default::default()
+    }
+}
+
+fn desc() -> proto::JobDesc {
+    proto::JobDesc {
+        name: "j".into(),
+        script: "#!/bin/sh\n".into(),
+        argv: vec!["a".into()],
+        command: Some("/x.sh".into()),
+        work_dir: "/w".into(),
+        env: vec![("A".into(), "b".into())].into(),
+        partitions: vec!["p".into()],
+        min_nodes: Some(1),
+        mem_per_cpu: Some(10),
+        gres: vec![gres(1)],
+        gpus: Some(gres(2)),
+        time_limit: Some(TimeLimit::Minutes(5)),
+        stdout: Some("o".into()),
+        exclusive: true,
+        nodelist: vec!["n1".into()],
+        signal: Some(proto::SignalSpec {
+            signal: 10,
+            secs: 60,
+            batch_only: true,
+        }),
+        requeue: Some(false),
+        acctg_freq: Some("task=5".into()),
+        nice: -3,
+        uid: 7,
+        user: "u".into(),
+        array: Some("0-3".into()),
+        deadline: Some(99),
+        alloc_only: true,
+        submit_token: Some("ab".into()),
+        ..Default::default()
+    }
+}
+
+/// One of each journaled request, with its optional parts given.
+fn every_request() -> Vec<CtldRequest> {
+    let tasks = Some(TaskSet::parse("1-3").unwrap());
+    vec![
+        CtldRequest::Submit(Box::new(desc())),
+        CtldRequest::Submit(Box::default()),
+        CtldRequest::Cancel {
+            job_id: JobId(1),
+            signal: Some(9),
+            batch_only: true,
+            full: false,
+            tasks: tasks.clone(),
+        },
+        CtldRequest::Cancel {
+            job_id: JobId(1),
+            signal: None,
+            batch_only: false,
+            full: true,
+            tasks: None,
+        },
+        CtldRequest::UpdateJob {
+            job_id: JobId(2),
+            update: proto::JobUpdate {
+                partitions: Some(vec!["p".into()]),
+                name: Some("n".into()),
+                gres: Some(vec![gres(3)]),
+                array_throttle: Some(2),
+                priority: Some(5),
+                ..Default::default()
+            },
+            tasks: tasks.clone(),
+        },
+        CtldRequest::UpdateJob {
+            job_id: JobId(2),
+            update: proto::JobUpdate::default(),
+            tasks: None,
+        },
+        CtldRequest::UpdateNode {
+            nodes: vec!["n1".into(), "n2".into()],
+            state: Some(proto::NodeStateRequest::Drain),
+            reason: Some("why".into()),
+        },
+        CtldRequest::Hold {
+            job_id: JobId(3),
+            user: true,
+            tasks: tasks.clone(),
+        },
+        CtldRequest::Release {
+            job_id: JobId(3),
+            tasks: None,
+        },
+        CtldRequest::Requeue {
+            job_id: JobId(3),
+            hold: true,
+            tasks: tasks.clone(),
+        },
+        CtldRequest::Suspend {
+            job_id: JobId(3),
+            tasks: None,
+        },
+        CtldRequest::Resume {
+            job_id: JobId(3),
+            tasks: tasks.clone(),
+        },
+        CtldRequest::RegisterNode(proto::NodeRegistration {
+            name: "n1".into(),
+            addr: "127.0.0.1".into(),
+            port: 6818,
+            cpus: 2,
+            boards: 1,
+            sockets: 2,
+            cores_per_socket: 1,
+            threads_per_core: 1,
+            real_memory: 1000,
+            free_memory: 900,
+            cpu_load: 0.5,
+            gres: vec![gres(1)],
+            os: "Linux".into(),
+            arch: "x86_64".into(),
+            boot_time: 1,
+            start_time: 2,
+            running_jobs: vec![JobId(4)],
+            version: "v".into(),
+        }),
+        CtldRequest::JobExited {
+            job_id: JobId(4),
+            node: "n1".into(),
+            exit: ExitCode::default(),
+            launch_failed: Some("no dir".into()),
+            usage: Some(usage()),
+        },
+        CtldRequest::CompleteAllocation {
+            job_id: JobId(4),
+            exit: ExitCode::default(),
+        },
+        CtldRequest::CreateStep(Box::new(proto::StepRequest {
+            job_id: JobId(4),
+            name: "s".into(),
+            argv: vec!["hostname".into()],
+            gres: vec![gres(1)],
+            gpus: Some(2),
+            env: vec![("X".into(), "y".into())],
+            stdin: proto::StdinMode::File("in".into()),
+            stdout: Some("o".into()),
+            mpi: "pmi2".into(),
+            acctg_freq: Some("5".into()),
+            ..Default::default()
+        })),
+        CtldRequest::CreateStep(Box::new(proto::StepRequest {
+            stdin: proto::StdinMode::Task(2),
+            ..Default::default()
+        })),
+        CtldRequest::StepExited(proto::StepNodeEnd {
+            job_id: JobId(4),
+            step_id: 0,
+            node: "n1".into(),
+            exit: ExitCode::default(),
+            usage: Some(usage()),
+        }),
+        CtldRequest::ExternEnded {
+            job_id: JobId(4),
+            node: "n2".into(),
+            usage: usage(),
+        },
+        CtldRequest::CancelStep {
+            job_id: JobId(4),
+            step_id: 1,
+            signal: Some(2),
+        },
+        CtldRequest::InSession {
+            seq: 3,
+            request: Box::new(CtldRequest::Top { job_id: JobId(5) }),
+        },
+        CtldRequest::Top { job_id: JobId(5) },
+    ]
+}
+
+#[test]
+fn a_journaled_request_is_written_as_the_wire_request_was() {
+    for req in every_request() {
+        let mine = Request::from_ctld(&req).expect("journaled");
+        assert_eq!(
+            rmp_serde::to_vec_named(&mine).unwrap(),
+            rmp_serde::to_vec_named(&req).unwrap(),
+            "{req:?}"
+        );
+        assert_eq!(
+            serde_json::to_string(&mine).unwrap(),
+            serde_json::to_string(&req).unwrap(),
+        );
+    }
+}
+
+#[test]
+fn a_journaled_request_reads_back_as_the_wire_request() {
+    for req in every_request() {
+        let bin = rmp_serde::to_vec_named(&req).unwrap();
+        let back: Request<'static> = rmp_serde::from_slice(&bin).unwrap();
+        let back = CtldRequest::from(back);
+        assert_eq!(
+            serde_json::to_string(&back).unwrap(),
+            serde_json::to_string(&req).unwrap()
+        );
+        let json = serde_json::to_vec(&req).unwrap();
+        let back: Request<'static> = serde_json::from_slice(&json).unwrap();
+        let back = CtldRequest::from(back);
+        assert_eq!(
+            serde_json::to_string(&back).unwrap(),
+            serde_json::to_string(&req).unwrap()
+        );
+    }
+}
+
+#[test]
+fn requests_that_change_nothing_are_not_journaled() {
+    assert!(Request::from_ctld(&CtldRequest::ListJobs).is_none());
+    assert!(Request::from_ctld(&CtldRequest::Ping).is_none());
+}
+
+/// A journal of JSON records, as builds before the binary records wrote
+/// them, checked in under `tests/fixtures/json-journal/`
+/// (`MUSTER_WRITE_FIXTURES=1` writes it again: only for a new fixture).
+mod json_fixture {
+    use super::super::{Entry, Store};
+    use journal::Journal;
+    use model::{JobId, JobState};
+    use proto::{CtldRequest, Identity};
+    use std::path::{Path, PathBuf};
+
+    fn fixture() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/json-journal")
+    }
+
+    fn config(dir: &Path) -> conf::Config {
+        let text = format!(
+            "ClusterName=fx\nSlurmctldHost=h(127.0.0.1)\nStateSaveLocation={}\n\
+             NodeName=n[1-2] CPUs=2 RealMemory=1000\n\
+             PartitionName=batch Nodes=n[1-2] Default=YES\n",
+            dir.display()
+        );
+        conf::parse_str(&text, &dir.join("slurm.conf"), &mut |_| {
+            Err(std::io::Error::other("none"))
+        })
+        .expect("config")
+        .config
+    }
+
+    fn request(req: CtldRequest, now: i64) -> Entry {
+        Entry::Request {
+            req: Box::new(req),
+            who: Identity {
+                uid: 1000,
+                gid: 1000,
+                user: "alice".into(),
+                host: "login".into(),
+            },
+            now,
+        }
+    }
+
+    fn submit(name: &str, hold: bool) -> CtldRequest {
+        CtldRequest::Submit(Box::new(proto::JobDesc {
+            name: name.into(),
+            script: "#!/bin/sh\nsleep 600\n".into(),
+            env: vec![("MARK".into(), "json".into())].into(),
+            work_dir: "/home/alice".into(),
+            uid: 1000,
+            gid: 1000,
+            user: "alice".into(),
+            hold,
+            ..Default::default()
+        }))
+    }
+
+    fn history() -> Vec<Entry> {
+        let reg = |name: &str| match super::every_request().swap_remove(12) {
+            CtldRequest::RegisterNode(mut r) => {
+                r.name = name.into();
+                r.running_jobs.clear();
+                r.gres.clear();
+                CtldRequest::RegisterNode(r)
+            }
+            other => panic!("{other:?}"),
+        };
+        vec![
+            request(reg("n1"), 1_700_000_000),
+            request(reg("n2"), 1_700_000_000),
+            Entry::Tick { now: 1_700_000_000 },
+            request(submit("a", false), 1_700_000_001),
+            request(submit("b", true), 1_700_000_001),
+            Entry::Tick { now: 1_700_000_001 },
+            request(
+                CtldRequest::Cancel {
+                    job_id: JobId(2),
+                    signal: None,
+                    batch_only: false,
+                    full: false,
+                    tasks: None,
+                },
+                1_700_000_002,
+            ),
+            Entry::Tick { now: 1_700_000_002 },
+        ]
+    }
+
+    #[test]
+    fn write_the_json_journal_fixture_when_asked() {
+        if std::env::var_os("MUSTER_WRITE_FIXTURES").is_none() {
+            return;
+        }
+        let dir = fixture();
+        std::fs::create_dir_all(&dir).unwrap();
+        let (mut journal, _) = Journal::open(&dir).unwrap();
+        let records: Vec<Vec<u8>> = history()
+            .iter()
+            .map(|e| serde_json::to_vec(e).unwrap())
+            .collect();
+        let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+        journal.append(&refs).unwrap();
+        drop(journal);
+        let _ = std::fs::remove_file(dir.join("LOCK"));
+    }
+
+    #[test]
+    fn a_journal_of_json_records_of_older_builds_replays() {
+        let tmp = tempfile::tempdir().unwrap();
+        for e in std::fs::read_dir(fixture()).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().is_some_and(|n| n != "LOCK") {
+                std::fs::copy(&p, tmp.path().join(p.file_name().unwrap())).unwrap();
+            }
+        }
+        let cfg = config(tmp.path());
+        let (_store, engine) = Store::open(tmp.path(), &cfg, 1_700_000_100).unwrap();
+        assert_eq!(engine.job_count(), 2);
+        let a = engine.job(JobId(1)).expect("job 1");
+        assert_eq!(a.desc.name, "a");
+        assert_eq!(a.env.to_vec(), vec![("MARK".into(), "json".into())]);
+        assert_eq!(a.state, JobState::Running);
+        assert_eq!(engine.job(JobId(2)).unwrap().state, JobState::Cancelled);
+    }
+}

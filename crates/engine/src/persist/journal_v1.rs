@@ -1,0 +1,1427 @@
+//! Version 1 of the journal record: the on-disk shape of one input to the
+//! engine as every release up to issue 36 wrote it (MessagePack with field
+//! names after [`RECORD_MAGIC`], or a JSON document in older builds). These
+//! types are made for the disk and converted to and from the engine's and
+//! the wire's (`proto::CtldRequest` and its payloads), so that a field added
+//! to a wire request does not change what a record holds.
+//!
+//! ```text
+//! write: Input/CtldRequest --Request::from_ctld (borrows)--> Record --> bytes
+//! read:  bytes --> Record --CtldRequest::from (moves)--> Input
+//! ```
+//!
+//! The shape mirrors `proto::CtldRequest` and its payloads exactly, for the
+//! requests that are journaled only: variant names, field names, their
+//! order, `serde` defaults and skips. The write side borrows what it writes
+//! ([`Cow::Borrowed`]): a submission's description is not copied to be
+//! journaled. The read side owns it ([`Cow::Owned`]) and moves it out.
+//!
+//! Kept as they are, because each is a vocabulary value whose encoding is
+//! itself a stable on-disk form: `model`'s `JobId`, `ExitCode`, `Gres`,
+//! `TimeLimit`, `Timestamp` and `array::TaskSet`, `proto::Distribution`
+//! (a plain enum of names), and `proto::acctdb::AcctTables` (the
+//! association database, whose format `sacctmgr` and the accounting store
+//! already pin).
+//!
+//! To add a field to a record: give the field here `#[serde(default)]`
+//! (and `skip_serializing_if` where its absence is the old meaning), so
+//! that this version still reads every record written before; a change
+//! that an old build must not misread, or that changes a field's meaning,
+//! is a new module (`journal_v2`) beside this one, and this one stays
+//! readable. A field added to `proto::JobDesc` (or another payload) is not
+//! journaled until it is added here too.
+
+use model::array::TaskSet;
+use model::{ExitCode, Gres, JobId, TimeLimit, Timestamp};
+use proto::acctdb::AcctTables;
+use proto::{CtldRequest, Distribution};
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// First byte of a binary journal record: MessagePack with field names
+/// (self-describing, so a newer build reads an older build's records;
+/// fields it lacks take their serde defaults) of a [`Body`]. Records of
+/// builds before it are JSON documents of a [`Record`] and start with `{`.
+pub const RECORD_MAGIC: u8 = 0xB7;
+
+/// A binary record's body: the record, with a submission's environment
+/// taken out of its description (left empty there) into `env`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Body<'a> {
+    /// The record.
+    pub entry: Record<'a>,
+    /// The submission's environment, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<Env<'a>>,
+}
+
+/// A submission's environment in a binary record: in full the first time
+/// since the last snapshot, then by the id it was given.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Env<'a> {
+    /// The variables, and the id later records refer to them by.
+    Full {
+        /// The id.
+        id: u64,
+        /// The variables, in order.
+        vars: Cow<'a, [(String, String)]>,
+    },
+    /// The variables of the `Full` record with this id.
+    Same {
+        /// The id.
+        id: u64,
+    },
+}
+
+/// One input to the engine as the journal records it, with the time it was
+/// applied.
+// A record lives only while it is written or read, one at a time: a
+// box around its largest payload would be an allocation per submission.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Record<'a> {
+    /// A request that may change state.
+    Request {
+        /// The request.
+        req: Request<'a>,
+        /// Who sent it.
+        who: Identity<'a>,
+        /// When it was applied.
+        now: Timestamp,
+    },
+    /// A launch could not be delivered.
+    LaunchFailed {
+        /// The job.
+        job_id: JobId,
+        /// The node.
+        node: Cow<'a, str>,
+        /// When.
+        now: Timestamp,
+    },
+    /// A node no longer runs a job it was told to end.
+    JobGone {
+        /// The job.
+        job_id: JobId,
+        /// The node.
+        node: Cow<'a, str>,
+        /// The run that was ended.
+        run: u32,
+        /// When.
+        now: Timestamp,
+    },
+    /// A ping's outcome.
+    Ping {
+        /// The node.
+        node: Cow<'a, str>,
+        /// Whether it answered.
+        ok: bool,
+        /// When.
+        now: Timestamp,
+    },
+    /// The association database changed (sacctmgr), or was read at start.
+    AssocTables {
+        /// The whole database.
+        tables: Cow<'a, AcctTables>,
+    },
+    /// The end of a batch: timers and a scheduling pass.
+    Tick {
+        /// When.
+        now: Timestamp,
+    },
+}
+
+impl<'a> Record<'a> {
+    /// The submitted description, if this is a submission (whose
+    /// environment a binary record gives in [`Body::env`]).
+    pub fn submitted_desc(&mut self) -> Option<&mut JobDesc<'a>> {
+        match self {
+            Record::Request {
+                req: Request::Submit(d),
+                ..
+            } => Some(d),
+            _ => None,
+        }
+    }
+}
+
+/// Who sent a request (`proto::Identity`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Identity<'a> {
+    /// Numeric user id.
+    pub uid: u32,
+    /// Primary group id.
+    pub gid: u32,
+    /// User name.
+    pub user: Cow<'a, str>,
+    /// The host the request came from.
+    pub host: Cow<'a, str>,
+}
+
+impl<'a> From<&'a proto::Identity> for Identity<'a> {
+    fn from(w: &'a proto::Identity) -> Self {
+        Identity {
+            uid: w.uid,
+            gid: w.gid,
+            user: Cow::Borrowed(&w.user),
+            host: Cow::Borrowed(&w.host),
+        }
+    }
+}
+
+impl From<Identity<'_>> for proto::Identity {
+    fn from(w: Identity<'_>) -> Self {
+        proto::Identity {
+            uid: w.uid,
+            gid: w.gid,
+            user: w.user.into_owned(),
+            host: w.host.into_owned(),
+        }
+    }
+}
+
+/// A journaled request: the variants of `proto::CtldRequest` that change
+/// state, in its shape.
+// A record lives only while it is written or read, one at a time: a
+// box around its largest payload would be an allocation per submission.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Request<'a> {
+    /// sbatch.
+    Submit(JobDesc<'a>),
+    /// scancel one job.
+    Cancel {
+        /// The job.
+        job_id: JobId,
+        /// A signal to send instead of cancelling.
+        signal: Option<i32>,
+        /// `-b`.
+        batch_only: bool,
+        /// `-f`.
+        full: bool,
+        /// Only these tasks of the array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks: Option<Cow<'a, TaskSet>>,
+    },
+    /// `scontrol update JobId=...`.
+    UpdateJob {
+        /// The job.
+        job_id: JobId,
+        /// The changes.
+        update: JobUpdate<'a>,
+        /// Only these tasks of the array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks: Option<Cow<'a, TaskSet>>,
+    },
+    /// `scontrol update NodeName=...`.
+    UpdateNode {
+        /// Expanded node names.
+        nodes: Cow<'a, [String]>,
+        /// New state, if any.
+        state: Option<NodeStateRequest>,
+        /// `Reason=`.
+        reason: Option<Cow<'a, str>>,
+    },
+    /// `scontrol hold`.
+    Hold {
+        /// The job.
+        job_id: JobId,
+        /// Hold as user rather than admin.
+        user: bool,
+        /// Only these tasks of the array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks: Option<Cow<'a, TaskSet>>,
+    },
+    /// `scontrol release`.
+    Release {
+        /// The job.
+        job_id: JobId,
+        /// Only these tasks of the array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks: Option<Cow<'a, TaskSet>>,
+    },
+    /// `scontrol requeue`.
+    Requeue {
+        /// The job.
+        job_id: JobId,
+        /// `requeuehold`.
+        hold: bool,
+        /// Only these tasks of the array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks: Option<Cow<'a, TaskSet>>,
+    },
+    /// `scontrol suspend`.
+    Suspend {
+        /// The job.
+        job_id: JobId,
+        /// Only these tasks of the array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks: Option<Cow<'a, TaskSet>>,
+    },
+    /// `scontrol resume`.
+    Resume {
+        /// The job.
+        job_id: JobId,
+        /// Only these tasks of the array.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tasks: Option<Cow<'a, TaskSet>>,
+    },
+    /// A node daemon starts and reports what it has.
+    RegisterNode(NodeRegistration<'a>),
+    /// A batch job's script ended.
+    JobExited {
+        /// The job.
+        job_id: JobId,
+        /// The node.
+        node: Cow<'a, str>,
+        /// How it ended.
+        exit: ExitCode,
+        /// The node could not start it.
+        launch_failed: Option<Cow<'a, str>>,
+        /// What the script and its children used.
+        #[serde(default)]
+        usage: Option<StepUsage<'a>>,
+    },
+    /// salloc and a standalone srun ended.
+    CompleteAllocation {
+        /// The job.
+        job_id: JobId,
+        /// How the command ended.
+        exit: ExitCode,
+    },
+    /// srun: create a step of a running job.
+    CreateStep(StepRequest<'a>),
+    /// A node's share of a step ended.
+    StepExited(StepNodeEnd<'a>),
+    /// What a job's extern step used on a node.
+    ExternEnded {
+        /// The job.
+        job_id: JobId,
+        /// The node.
+        node: Cow<'a, str>,
+        /// What it used.
+        usage: StepUsage<'a>,
+    },
+    /// scancel 123.4.
+    CancelStep {
+        /// The job.
+        job_id: JobId,
+        /// The step.
+        step_id: u32,
+        /// A signal to send instead of cancelling.
+        signal: Option<i32>,
+    },
+    /// A request of a session (journaled as it came, though the daemon
+    /// journals the request inside it).
+    InSession {
+        /// Its number on its connection.
+        seq: u64,
+        /// The request.
+        request: Box<Request<'a>>,
+    },
+    /// `scontrol top`.
+    Top {
+        /// The job.
+        job_id: JobId,
+    },
+}
+
+impl<'a> Request<'a> {
+    /// The record of a journaled request, borrowing from it; None for a
+    /// request that is not journaled (it changes nothing).
+    pub fn from_ctld(req: &'a CtldRequest) -> Option<Request<'a>> {
+        let tasks = |t: &'a Option<TaskSet>| t.as_ref().map(Cow::Borrowed);
+        Some(match req {
+            CtldRequest::Submit(d) => Request::Submit(JobDesc::from(&**d)),
+            CtldRequest::Cancel {
+                job_id,
+                signal,
+                batch_only,
+                full,
+                tasks: t,
+            } => Request::Cancel {
+                job_id: *job_id,
+                signal: *signal,
+                batch_only: *batch_only,
+                full: *full,
+                tasks: tasks(t),
+            },
+            CtldRequest::UpdateJob {
+                job_id,
+                update,
+                tasks: t,
+            } => Request::UpdateJob {
+                job_id: *job_id,
+                update: JobUpdate::from(update),
+                tasks: tasks(t),
+            },
+            CtldRequest::UpdateNode {
+                nodes,
+                state,
+                reason,
+            } => Request::UpdateNode {
+                nodes: Cow::Borrowed(nodes),
+                state: state.as_ref().map(NodeStateRequest::from),
+                reason: reason.as_deref().map(Cow::Borrowed),
+            },
+            CtldRequest::Hold {
+                job_id,
+                user,
+                tasks: t,
+            } => Request::Hold {
+                job_id: *job_id,
+                user: *user,
+                tasks: tasks(t),
+            },
+            CtldRequest::Release { job_id, tasks: t } => Request::Release {
+                job_id: *job_id,
+                tasks: tasks(t),
+            },
+            CtldRequest::Requeue {
+                job_id,
+                hold,
+                tasks: t,
+            } => Request::Requeue {
+                job_id: *job_id,
+                hold: *hold,
+                tasks: tasks(t),
+            },
+            CtldRequest::Suspend { job_id, tasks: t } => Request::Suspend {
+                job_id: *job_id,
+                tasks: tasks(t),
+            },
+            CtldRequest::Resume { job_id, tasks: t } => Request::Resume {
+                job_id: *job_id,
+                tasks: tasks(t),
+            },
+            CtldRequest::RegisterNode(r) => Request::RegisterNode(NodeRegistration::from(r)),
+            CtldRequest::JobExited {
+                job_id,
+                node,
+                exit,
+                launch_failed,
+                usage,
+            } => Request::JobExited {
+                job_id: *job_id,
+                node: Cow::Borrowed(node),
+                exit: *exit,
+                launch_failed: launch_failed.as_deref().map(Cow::Borrowed),
+                usage: usage.as_ref().map(StepUsage::from),
+            },
+            CtldRequest::CompleteAllocation { job_id, exit } => Request::CompleteAllocation {
+                job_id: *job_id,
+                exit: *exit,
+            },
+            CtldRequest::CreateStep(s) => Request::CreateStep(StepRequest::from(&**s)),
+            CtldRequest::StepExited(e) => Request::StepExited(StepNodeEnd::from(e)),
+            CtldRequest::ExternEnded {
+                job_id,
+                node,
+                usage,
+            } => Request::ExternEnded {
+                job_id: *job_id,
+                node: Cow::Borrowed(node),
+                usage: StepUsage::from(usage),
+            },
+            CtldRequest::CancelStep {
+                job_id,
+                step_id,
+                signal,
+            } => Request::CancelStep {
+                job_id: *job_id,
+                step_id: *step_id,
+                signal: *signal,
+            },
+            CtldRequest::InSession { seq, request } => Request::InSession {
+                seq: *seq,
+                request: Box::new(Request::from_ctld(request)?),
+            },
+            CtldRequest::Top { job_id } => Request::Top { job_id: *job_id },
+            CtldRequest::Ping
+            | CtldRequest::ListJobs
+            | CtldRequest::QueryJobs(_)
+            | CtldRequest::Priorities
+            | CtldRequest::Shares
+            | CtldRequest::ListNodes
+            | CtldRequest::ListPartitions
+            | CtldRequest::ShowConfig
+            | CtldRequest::Explain { .. }
+            | CtldRequest::Shutdown
+            | CtldRequest::AcctQuery(_)
+            | CtldRequest::AcctTables
+            | CtldRequest::AcctAdmin(_)
+            | CtldRequest::AcctUsage(_)
+            | CtldRequest::AcctDecayedUsage
+            | CtldRequest::AllocationInfo { .. }
+            | CtldRequest::ListSteps
+            | CtldRequest::StepStat { .. }
+            | CtldRequest::OpenSession
+            | CtldRequest::Notify { .. } => return None,
+        })
+    }
+}
+
+impl From<Request<'_>> for CtldRequest {
+    fn from(req: Request<'_>) -> Self {
+        let tasks = |t: Option<Cow<'_, TaskSet>>| t.map(Cow::into_owned);
+        match req {
+            Request::Submit(d) => CtldRequest::Submit(Box::new(d.into())),
+            Request::Cancel {
+                job_id,
+                signal,
+                batch_only,
+                full,
+                tasks: t,
+            } => CtldRequest::Cancel {
+                job_id,
+                signal,
+                batch_only,
+                full,
+                tasks: tasks(t),
+            },
+            Request::UpdateJob {
+                job_id,
+                update,
+                tasks: t,
+            } => CtldRequest::UpdateJob {
+                job_id,
+                update: update.into(),
+                tasks: tasks(t),
+            },
+            Request::UpdateNode {
+                nodes,
+                state,
+                reason,
+            } => CtldRequest::UpdateNode {
+                nodes: nodes.into_owned(),
+                state: state.map(Into::into),
+                reason: reason.map(Cow::into_owned),
+            },
+            Request::Hold {
+                job_id,
+                user,
+                tasks: t,
+            } => CtldRequest::Hold {
+                job_id,
+                user,
+                tasks: tasks(t),
+            },
+            Request::Release { job_id, tasks: t } => CtldRequest::Release {
+                job_id,
+                tasks: tasks(t),
+            },
+            Request::Requeue {
+                job_id,
+                hold,
+                tasks: t,
+            } => CtldRequest::Requeue {
+                job_id,
+                hold,
+                tasks: tasks(t),
+            },
+            Request::Suspend { job_id, tasks: t } => CtldRequest::Suspend {
+                job_id,
+                tasks: tasks(t),
+            },
+            Request::Resume { job_id, tasks: t } => CtldRequest::Resume {
+                job_id,
+                tasks: tasks(t),
+            },
+            Request::RegisterNode(r) => CtldRequest::RegisterNode(r.into()),
+            Request::JobExited {
+                job_id,
+                node,
+                exit,
+                launch_failed,
+                usage,
+            } => CtldRequest::JobExited {
+                job_id,
+                node: node.into_owned(),
+                exit,
+                launch_failed: launch_failed.map(Cow::into_owned),
+                usage: usage.map(Into::into),
+            },
+            Request::CompleteAllocation { job_id, exit } => {
+                CtldRequest::CompleteAllocation { job_id, exit }
+            }
+            Request::CreateStep(s) => CtldRequest::CreateStep(Box::new(s.into())),
+            Request::StepExited(e) => CtldRequest::StepExited(e.into()),
+            Request::ExternEnded {
+                job_id,
+                node,
+                usage,
+            } => CtldRequest::ExternEnded {
+                job_id,
+                node: node.into_owned(),
+                usage: usage.into(),
+            },
+            Request::CancelStep {
+                job_id,
+                step_id,
+                signal,
+            } => CtldRequest::CancelStep {
+                job_id,
+                step_id,
+                signal,
+            },
+            Request::InSession { seq, request } => CtldRequest::InSession {
+                seq,
+                request: Box::new((*request).into()),
+            },
+            Request::Top { job_id } => CtldRequest::Top { job_id },
+        }
+    }
+}
+
+/// `--signal=[B:]SIG@SECS` (`proto::SignalSpec`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SignalSpec {
+    /// Signal number.
+    pub signal: i32,
+    /// Seconds before the end of the time limit.
+    pub secs: u32,
+    /// `B:`: the batch shell only.
+    pub batch_only: bool,
+}
+
+impl From<&proto::SignalSpec> for SignalSpec {
+    fn from(s: &proto::SignalSpec) -> Self {
+        SignalSpec {
+            signal: s.signal,
+            secs: s.secs,
+            batch_only: s.batch_only,
+        }
+    }
+}
+
+impl From<SignalSpec> for proto::SignalSpec {
+    fn from(s: SignalSpec) -> Self {
+        proto::SignalSpec {
+            signal: s.signal,
+            secs: s.secs,
+            batch_only: s.batch_only,
+        }
+    }
+}
+
+/// A batch job submission (`proto::JobDesc`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct JobDesc<'a> {
+    /// `-J`.
+    pub name: Cow<'a, str>,
+    /// The script text.
+    pub script: Cow<'a, str>,
+    /// Arguments passed to the script.
+    pub argv: Cow<'a, [String]>,
+    /// The script's path when it came from a file.
+    #[serde(default)]
+    pub command: Option<Cow<'a, str>>,
+    /// Working directory.
+    pub work_dir: Cow<'a, str>,
+    /// The directory sbatch ran in.
+    pub submit_dir: Cow<'a, str>,
+    /// Host sbatch ran on.
+    pub submit_host: Cow<'a, str>,
+    /// The command line as typed.
+    pub submit_line: Cow<'a, str>,
+    /// Environment for the job (empty in a binary record, which gives it
+    /// in [`Body::env`]).
+    pub env: Cow<'a, [(String, String)]>,
+    /// `-p`.
+    pub partitions: Cow<'a, [String]>,
+    /// `-N` minimum.
+    pub min_nodes: Option<u32>,
+    /// `-N` maximum.
+    pub max_nodes: Option<u32>,
+    /// `-n`.
+    pub ntasks: Option<u32>,
+    /// `--ntasks-per-node`.
+    pub ntasks_per_node: Option<u32>,
+    /// `-c`.
+    pub cpus_per_task: Option<u32>,
+    /// `--mem` in MB.
+    pub mem_per_node: Option<u64>,
+    /// `--mem-per-cpu` in MB.
+    pub mem_per_cpu: Option<u64>,
+    /// `--mem-per-gpu` in MB.
+    pub mem_per_gpu: Option<u64>,
+    /// `--gres`: per node.
+    pub gres: Cow<'a, [Gres]>,
+    /// `-G/--gpus`.
+    pub gpus: Option<Cow<'a, Gres>>,
+    /// `--gpus-per-node`.
+    pub gpus_per_node: Option<Cow<'a, Gres>>,
+    /// `--gpus-per-task`.
+    pub gpus_per_task: Option<Cow<'a, Gres>>,
+    /// `--cpus-per-gpu`.
+    pub cpus_per_gpu: Option<u32>,
+    /// `-t`.
+    pub time_limit: Option<TimeLimit>,
+    /// `--time-min`.
+    pub time_min: Option<TimeLimit>,
+    /// `-o` pattern.
+    pub stdout: Option<Cow<'a, str>>,
+    /// `-e` pattern.
+    pub stderr: Option<Cow<'a, str>>,
+    /// `-i`.
+    pub stdin: Option<Cow<'a, str>>,
+    /// `--open-mode=append`.
+    pub open_append: bool,
+    /// `--exclusive`.
+    pub exclusive: bool,
+    /// `-w`, expanded.
+    pub nodelist: Cow<'a, [String]>,
+    /// `-x`, expanded.
+    pub exclude: Cow<'a, [String]>,
+    /// `-C`.
+    pub constraint: Option<Cow<'a, str>>,
+    /// `-H`.
+    pub hold: bool,
+    /// `-b`.
+    pub begin_time: Option<Timestamp>,
+    /// `--signal`.
+    pub signal: Option<SignalSpec>,
+    /// `--requeue` / `--no-requeue`.
+    pub requeue: Option<bool>,
+    /// `--comment`.
+    pub comment: Option<Cow<'a, str>>,
+    /// `--acctg-freq`.
+    #[serde(default)]
+    pub acctg_freq: Option<Cow<'a, str>>,
+    /// `-A`.
+    pub account: Option<Cow<'a, str>>,
+    /// `-q`.
+    pub qos: Option<Cow<'a, str>>,
+    /// `--nice`.
+    pub nice: i32,
+    /// `-d`, as typed.
+    pub dependency: Option<Cow<'a, str>>,
+    /// `--test-only`.
+    pub test_only: bool,
+    /// The user's numeric id.
+    pub uid: u32,
+    /// Primary group id.
+    pub gid: u32,
+    /// The submitting user's name.
+    pub user: Cow<'a, str>,
+    /// sbatch's own pid.
+    pub alloc_sid: u32,
+    /// `-a/--array`, as typed.
+    #[serde(default)]
+    pub array: Option<Cow<'a, str>>,
+    /// `--kill-on-invalid-dep=yes`.
+    #[serde(default)]
+    pub kill_on_invalid_dep: Option<bool>,
+    /// `--deadline`.
+    #[serde(default)]
+    pub deadline: Option<Timestamp>,
+    /// salloc and a standalone srun: an allocation without a script.
+    #[serde(default)]
+    pub alloc_only: bool,
+    /// The submission's token.
+    #[serde(default)]
+    pub submit_token: Option<Cow<'a, str>>,
+}
+
+/// `Option<String>` borrowed.
+fn text(s: &Option<String>) -> Option<Cow<'_, str>> {
+    s.as_deref().map(Cow::Borrowed)
+}
+
+/// `Option<Cow<str>>` owned.
+fn owned(s: Option<Cow<'_, str>>) -> Option<String> {
+    s.map(Cow::into_owned)
+}
+
+impl<'a> From<&'a proto::JobDesc> for JobDesc<'a> {
+    fn from(d: &'a proto::JobDesc) -> Self {
+        JobDesc {
+            name: Cow::Borrowed(&d.name),
+            script: Cow::Borrowed(&d.script),
+            argv: Cow::Borrowed(&d.argv),
+            command: text(&d.command),
+            work_dir: Cow::Borrowed(&d.work_dir),
+            submit_dir: Cow::Borrowed(&d.submit_dir),
+            submit_host: Cow::Borrowed(&d.submit_host),
+            submit_line: Cow::Borrowed(&d.submit_line),
+            env: Cow::Borrowed(&d.env[..]),
+            partitions: Cow::Borrowed(&d.partitions),
+            min_nodes: d.min_nodes,
+            max_nodes: d.max_nodes,
+            ntasks: d.ntasks,
+            ntasks_per_node: d.ntasks_per_node,
+            cpus_per_task: d.cpus_per_task,
+            mem_per_node: d.mem_per_node,
+            mem_per_cpu: d.mem_per_cpu,
+            mem_per_gpu: d.mem_per_gpu,
+            gres: Cow::Borrowed(&d.gres),
+            gpus: d.gpus.as_ref().map(Cow::Borrowed),
+            gpus_per_node: d.gpus_per_node.as_ref().map(Cow::Borrowed),
+            gpus_per_task: d.gpus_per_task.as_ref().map(Cow::Borrowed),
+            cpus_per_gpu: d.cpus_per_gpu,
+            time_limit: d.time_limit,
+            time_min: d.time_min,
+            stdout: text(&d.stdout),
+            stderr: text(&d.stderr),
+            stdin: text(&d.stdin),
+            open_append: d.open_append,
+            exclusive: d.exclusive,
+            nodelist: Cow::Borrowed(&d.nodelist),
+            exclude: Cow::Borrowed(&d.exclude),
+            constraint: text(&d.constraint),
+            hold: d.hold,
+            begin_time: d.begin_time,
+            signal: d.signal.as_ref().map(SignalSpec::from),
+            requeue: d.requeue,
+            comment: text(&d.comment),
+            acctg_freq: text(&d.acctg_freq),
+            account: text(&d.account),
+            qos: text(&d.qos),
+            nice: d.nice,
+            dependency: text(&d.dependency),
+            test_only: d.test_only,
+            uid: d.uid,
+            gid: d.gid,
+            user: Cow::Borrowed(&d.user),
+            alloc_sid: d.alloc_sid,
+            array: text(&d.array),
+            kill_on_invalid_dep: d.kill_on_invalid_dep,
+            deadline: d.deadline,
+            alloc_only: d.alloc_only,
+            submit_token: text(&d.submit_token),
+        }
+    }
+}
+
+impl From<JobDesc<'_>> for proto::JobDesc {
+    fn from(d: JobDesc<'_>) -> Self {
+        proto::JobDesc {
+            name: d.name.into_owned(),
+            script: d.script.into_owned(),
+            argv: d.argv.into_owned(),
+            command: owned(d.command),
+            work_dir: d.work_dir.into_owned(),
+            submit_dir: d.submit_dir.into_owned(),
+            submit_host: d.submit_host.into_owned(),
+            submit_line: d.submit_line.into_owned(),
+            env: Arc::new(d.env.into_owned()),
+            partitions: d.partitions.into_owned(),
+            min_nodes: d.min_nodes,
+            max_nodes: d.max_nodes,
+            ntasks: d.ntasks,
+            ntasks_per_node: d.ntasks_per_node,
+            cpus_per_task: d.cpus_per_task,
+            mem_per_node: d.mem_per_node,
+            mem_per_cpu: d.mem_per_cpu,
+            mem_per_gpu: d.mem_per_gpu,
+            gres: d.gres.into_owned(),
+            gpus: d.gpus.map(Cow::into_owned),
+            gpus_per_node: d.gpus_per_node.map(Cow::into_owned),
+            gpus_per_task: d.gpus_per_task.map(Cow::into_owned),
+            cpus_per_gpu: d.cpus_per_gpu,
+            time_limit: d.time_limit,
+            time_min: d.time_min,
+            stdout: owned(d.stdout),
+            stderr: owned(d.stderr),
+            stdin: owned(d.stdin),
+            open_append: d.open_append,
+            exclusive: d.exclusive,
+            nodelist: d.nodelist.into_owned(),
+            exclude: d.exclude.into_owned(),
+            constraint: owned(d.constraint),
+            hold: d.hold,
+            begin_time: d.begin_time,
+            signal: d.signal.map(Into::into),
+            requeue: d.requeue,
+            comment: owned(d.comment),
+            acctg_freq: owned(d.acctg_freq),
+            account: owned(d.account),
+            qos: owned(d.qos),
+            nice: d.nice,
+            dependency: owned(d.dependency),
+            test_only: d.test_only,
+            uid: d.uid,
+            gid: d.gid,
+            user: d.user.into_owned(),
+            alloc_sid: d.alloc_sid,
+            array: owned(d.array),
+            kill_on_invalid_dep: d.kill_on_invalid_dep,
+            deadline: d.deadline,
+            alloc_only: d.alloc_only,
+            submit_token: owned(d.submit_token),
+        }
+    }
+}
+
+/// Changes `scontrol update JobId=...` makes (`proto::JobUpdate`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct JobUpdate<'a> {
+    /// `TimeLimit=`.
+    pub time_limit: Option<TimeLimit>,
+    /// `TimeMin=`.
+    pub time_min: Option<TimeLimit>,
+    /// `Partition=`.
+    pub partitions: Option<Cow<'a, [String]>>,
+    /// `NumNodes=` min.
+    pub min_nodes: Option<u32>,
+    /// `NumNodes=` max.
+    pub max_nodes: Option<u32>,
+    /// `NumTasks=`.
+    pub ntasks: Option<u32>,
+    /// `Features=`.
+    pub constraint: Option<Cow<'a, str>>,
+    /// `JobName=`.
+    pub name: Option<Cow<'a, str>>,
+    /// `Comment=`.
+    pub comment: Option<Cow<'a, str>>,
+    /// `Nice=`.
+    pub nice: Option<i32>,
+    /// `ReqNodeList=`.
+    pub nodelist: Option<Cow<'a, [String]>>,
+    /// `ExcNodeList=`.
+    pub exclude: Option<Cow<'a, [String]>>,
+    /// `Account=`.
+    pub account: Option<Cow<'a, str>>,
+    /// `QOS=`.
+    pub qos: Option<Cow<'a, str>>,
+    /// `Priority=`.
+    pub priority: Option<u32>,
+    /// `MinMemoryNode=`.
+    pub mem_per_node: Option<u64>,
+    /// `MinMemoryCPU=`.
+    pub mem_per_cpu: Option<u64>,
+    /// `Gres=`.
+    pub gres: Option<Cow<'a, [Gres]>>,
+    /// `Dependency=`.
+    pub dependency: Option<Cow<'a, str>>,
+    /// `StartTime=`.
+    pub begin_time: Option<Timestamp>,
+    /// `Requeue=`.
+    pub requeue: Option<bool>,
+    /// `ArrayTaskThrottle=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_throttle: Option<u32>,
+}
+
+impl<'a> From<&'a proto::JobUpdate> for JobUpdate<'a> {
+    fn from(u: &'a proto::JobUpdate) -> Self {
+        let list = |v: &'a Option<Vec<String>>| v.as_deref().map(Cow::Borrowed);
+        JobUpdate {
+            time_limit: u.time_limit,
+            time_min: u.time_min,
+            partitions: list(&u.partitions),
+            min_nodes: u.min_nodes,
+            max_nodes: u.max_nodes,
+            ntasks: u.ntasks,
+            constraint: text(&u.constraint),
+            name: text(&u.name),
+            comment: text(&u.comment),
+            nice: u.nice,
+            nodelist: list(&u.nodelist),
+            exclude: list(&u.exclude),
+            account: text(&u.account),
+            qos: text(&u.qos),
+            priority: u.priority,
+            mem_per_node: u.mem_per_node,
+            mem_per_cpu: u.mem_per_cpu,
+            gres: u.gres.as_deref().map(Cow::Borrowed),
+            dependency: text(&u.dependency),
+            begin_time: u.begin_time,
+            requeue: u.requeue,
+            array_throttle: u.array_throttle,
+        }
+    }
+}
+
+impl From<JobUpdate<'_>> for proto::JobUpdate {
+    fn from(u: JobUpdate<'_>) -> Self {
+        proto::JobUpdate {
+            time_limit: u.time_limit,
+            time_min: u.time_min,
+            partitions: u.partitions.map(Cow::into_owned),
+            min_nodes: u.min_nodes,
+            max_nodes: u.max_nodes,
+            ntasks: u.ntasks,
+            constraint: owned(u.constraint),
+            name: owned(u.name),
+            comment: owned(u.comment),
+            nice: u.nice,
+            nodelist: u.nodelist.map(Cow::into_owned),
+            exclude: u.exclude.map(Cow::into_owned),
+            account: owned(u.account),
+            qos: owned(u.qos),
+            priority: u.priority,
+            mem_per_node: u.mem_per_node,
+            mem_per_cpu: u.mem_per_cpu,
+            gres: u.gres.map(Cow::into_owned),
+            dependency: owned(u.dependency),
+            begin_time: u.begin_time,
+            requeue: u.requeue,
+            array_throttle: u.array_throttle,
+        }
+    }
+}
+
+/// What `scontrol update NodeName=...` asks for (`proto::NodeStateRequest`).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub enum NodeStateRequest {
+    /// `State=DRAIN`.
+    Drain,
+    /// `State=RESUME`.
+    Resume,
+    /// `State=DOWN`.
+    Down,
+    /// `State=UNDRAIN`.
+    Undrain,
+    /// `State=IDLE`.
+    Idle,
+}
+
+impl From<&proto::NodeStateRequest> for NodeStateRequest {
+    fn from(s: &proto::NodeStateRequest) -> Self {
+        match s {
+            proto::NodeStateRequest::Drain => NodeStateRequest::Drain,
+            proto::NodeStateRequest::Resume => NodeStateRequest::Resume,
+            proto::NodeStateRequest::Down => NodeStateRequest::Down,
+            proto::NodeStateRequest::Undrain => NodeStateRequest::Undrain,
+            proto::NodeStateRequest::Idle => NodeStateRequest::Idle,
+        }
+    }
+}
+
+impl From<NodeStateRequest> for proto::NodeStateRequest {
+    fn from(s: NodeStateRequest) -> Self {
+        match s {
+            NodeStateRequest::Drain => proto::NodeStateRequest::Drain,
+            NodeStateRequest::Resume => proto::NodeStateRequest::Resume,
+            NodeStateRequest::Down => proto::NodeStateRequest::Down,
+            NodeStateRequest::Undrain => proto::NodeStateRequest::Undrain,
+            NodeStateRequest::Idle => proto::NodeStateRequest::Idle,
+        }
+    }
+}
+
+/// What a node daemon reports when it registers (`proto::NodeRegistration`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct NodeRegistration<'a> {
+    /// Its NodeName.
+    pub name: Cow<'a, str>,
+    /// The address it listens on.
+    pub addr: Cow<'a, str>,
+    /// Its listening port.
+    pub port: u16,
+    /// CPUs found.
+    pub cpus: u32,
+    /// Boards.
+    pub boards: u32,
+    /// Sockets.
+    pub sockets: u32,
+    /// Cores per socket.
+    pub cores_per_socket: u32,
+    /// Threads per core.
+    pub threads_per_core: u32,
+    /// Memory in MB.
+    pub real_memory: u64,
+    /// Free memory in MB.
+    pub free_memory: u64,
+    /// Load average.
+    pub cpu_load: f64,
+    /// GRES found.
+    pub gres: Cow<'a, [Gres]>,
+    /// `uname -r -v`.
+    pub os: Cow<'a, str>,
+    /// `uname -m`.
+    pub arch: Cow<'a, str>,
+    /// Host boot time.
+    pub boot_time: Timestamp,
+    /// When the daemon started.
+    pub start_time: Timestamp,
+    /// Jobs it is still running.
+    pub running_jobs: Cow<'a, [JobId]>,
+    /// Its build's version string.
+    pub version: Cow<'a, str>,
+}
+
+impl<'a> From<&'a proto::NodeRegistration> for NodeRegistration<'a> {
+    fn from(r: &'a proto::NodeRegistration) -> Self {
+        NodeRegistration {
+            name: Cow::Borrowed(&r.name),
+            addr: Cow::Borrowed(&r.addr),
+            port: r.port,
+            cpus: r.cpus,
+            boards: r.boards,
+            sockets: r.sockets,
+            cores_per_socket: r.cores_per_socket,
+            threads_per_core: r.threads_per_core,
+            real_memory: r.real_memory,
+            free_memory: r.free_memory,
+            cpu_load: r.cpu_load,
+            gres: Cow::Borrowed(&r.gres),
+            os: Cow::Borrowed(&r.os),
+            arch: Cow::Borrowed(&r.arch),
+            boot_time: r.boot_time,
+            start_time: r.start_time,
+            running_jobs: Cow::Borrowed(&r.running_jobs),
+            version: Cow::Borrowed(&r.version),
+        }
+    }
+}
+
+impl From<NodeRegistration<'_>> for proto::NodeRegistration {
+    fn from(r: NodeRegistration<'_>) -> Self {
+        proto::NodeRegistration {
+            name: r.name.into_owned(),
+            addr: r.addr.into_owned(),
+            port: r.port,
+            cpus: r.cpus,
+            boards: r.boards,
+            sockets: r.sockets,
+            cores_per_socket: r.cores_per_socket,
+            threads_per_core: r.threads_per_core,
+            real_memory: r.real_memory,
+            free_memory: r.free_memory,
+            cpu_load: r.cpu_load,
+            gres: r.gres.into_owned(),
+            os: r.os.into_owned(),
+            arch: r.arch.into_owned(),
+            boot_time: r.boot_time,
+            start_time: r.start_time,
+            running_jobs: r.running_jobs.into_owned(),
+            version: r.version.into_owned(),
+        }
+    }
+}
+
+/// What a step's tasks used (`proto::StepUsage`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StepUsage<'a> {
+    /// User CPU time in microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_cpu_usec: Option<u64>,
+    /// System CPU time in microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sys_cpu_usec: Option<u64>,
+    /// Largest resident set size of any task, in KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rss_kib: Option<u64>,
+    /// Average resident set size, in KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ave_rss_kib: Option<u64>,
+    /// Largest virtual memory size of any task, in KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_vmsize_kib: Option<u64>,
+    /// The node where MaxRSS was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rss_node: Option<Cow<'a, str>>,
+    /// The task where MaxRSS was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rss_task: Option<u32>,
+    /// The node where MaxVMSize was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_vmsize_node: Option<Cow<'a, str>>,
+    /// The task where MaxVMSize was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_vmsize_task: Option<u32>,
+    /// Average virtual memory size, in KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ave_vmsize_kib: Option<u64>,
+    /// Most major page faults of any task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pages: Option<u64>,
+    /// The node where MaxPages was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pages_node: Option<Cow<'a, str>>,
+    /// The task where MaxPages was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pages_task: Option<u32>,
+    /// Average major page faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ave_pages: Option<u64>,
+    /// Least CPU time of any task, in microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_cpu_usec: Option<u64>,
+    /// The node of MinCPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_cpu_node: Option<Cow<'a, str>>,
+    /// The task of MinCPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_cpu_task: Option<u32>,
+    /// Average CPU time, in microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ave_cpu_usec: Option<u64>,
+    /// How many tasks the averages are over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n_tasks: Option<u32>,
+}
+
+impl<'a> From<&'a proto::StepUsage> for StepUsage<'a> {
+    fn from(u: &'a proto::StepUsage) -> Self {
+        StepUsage {
+            user_cpu_usec: u.user_cpu_usec,
+            sys_cpu_usec: u.sys_cpu_usec,
+            max_rss_kib: u.max_rss_kib,
+            ave_rss_kib: u.ave_rss_kib,
+            max_vmsize_kib: u.max_vmsize_kib,
+            max_rss_node: text(&u.max_rss_node),
+            max_rss_task: u.max_rss_task,
+            max_vmsize_node: text(&u.max_vmsize_node),
+            max_vmsize_task: u.max_vmsize_task,
+            ave_vmsize_kib: u.ave_vmsize_kib,
+            max_pages: u.max_pages,
+            max_pages_node: text(&u.max_pages_node),
+            max_pages_task: u.max_pages_task,
+            ave_pages: u.ave_pages,
+            min_cpu_usec: u.min_cpu_usec,
+            min_cpu_node: text(&u.min_cpu_node),
+            min_cpu_task: u.min_cpu_task,
+            ave_cpu_usec: u.ave_cpu_usec,
+            n_tasks: u.n_tasks,
+        }
+    }
+}
+
+impl From<StepUsage<'_>> for proto::StepUsage {
+    fn from(u: StepUsage<'_>) -> Self {
+        proto::StepUsage {
+            user_cpu_usec: u.user_cpu_usec,
+            sys_cpu_usec: u.sys_cpu_usec,
+            max_rss_kib: u.max_rss_kib,
+            ave_rss_kib: u.ave_rss_kib,
+            max_vmsize_kib: u.max_vmsize_kib,
+            max_rss_node: owned(u.max_rss_node),
+            max_rss_task: u.max_rss_task,
+            max_vmsize_node: owned(u.max_vmsize_node),
+            max_vmsize_task: u.max_vmsize_task,
+            ave_vmsize_kib: u.ave_vmsize_kib,
+            max_pages: u.max_pages,
+            max_pages_node: owned(u.max_pages_node),
+            max_pages_task: u.max_pages_task,
+            ave_pages: u.ave_pages,
+            min_cpu_usec: u.min_cpu_usec,
+            min_cpu_node: owned(u.min_cpu_node),
+            min_cpu_task: u.min_cpu_task,
+            ave_cpu_usec: u.ave_cpu_usec,
+            n_tasks: u.n_tasks,
+        }
+    }
+}
+
+/// Where a task's standard input comes from (`proto::StdinMode`).
+#[derive(Debug, Serialize, Deserialize)]
+pub enum StdinMode<'a> {
+    /// Task 0 only.
+    Task0,
+    /// `-i N`.
+    Task(u32),
+    /// `-i all`.
+    All,
+    /// `--input none`.
+    None,
+    /// `-i PATTERN`.
+    File(Cow<'a, str>),
+}
+
+impl<'a> From<&'a proto::StdinMode> for StdinMode<'a> {
+    fn from(m: &'a proto::StdinMode) -> Self {
+        match m {
+            proto::StdinMode::Task0 => StdinMode::Task0,
+            proto::StdinMode::Task(n) => StdinMode::Task(*n),
+            proto::StdinMode::All => StdinMode::All,
+            proto::StdinMode::None => StdinMode::None,
+            proto::StdinMode::File(p) => StdinMode::File(Cow::Borrowed(p)),
+        }
+    }
+}
+
+impl From<StdinMode<'_>> for proto::StdinMode {
+    fn from(m: StdinMode<'_>) -> Self {
+        match m {
+            StdinMode::Task0 => proto::StdinMode::Task0,
+            StdinMode::Task(n) => proto::StdinMode::Task(n),
+            StdinMode::All => proto::StdinMode::All,
+            StdinMode::None => proto::StdinMode::None,
+            StdinMode::File(p) => proto::StdinMode::File(p.into_owned()),
+        }
+    }
+}
+
+/// srun's request for a step (`proto::StepRequest`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StepRequest<'a> {
+    /// The job the step belongs to.
+    pub job_id: JobId,
+    /// `-J`.
+    pub name: Cow<'a, str>,
+    /// The command and its arguments.
+    pub argv: Cow<'a, [String]>,
+    /// `-n`.
+    pub ntasks: Option<u32>,
+    /// `-N` minimum.
+    pub min_nodes: Option<u32>,
+    /// `-N` maximum.
+    pub max_nodes: Option<u32>,
+    /// `--ntasks-per-node`.
+    pub ntasks_per_node: Option<u32>,
+    /// `-c`.
+    pub cpus_per_task: Option<u32>,
+    /// `--mem` in MB per node.
+    pub mem_per_node: Option<u64>,
+    /// `--gres`, per node.
+    pub gres: Cow<'a, [Gres]>,
+    /// `--gpus`.
+    #[serde(default)]
+    pub gpus: Option<u64>,
+    /// `-w`, expanded.
+    pub nodelist: Cow<'a, [String]>,
+    /// `-x`, expanded.
+    pub exclude: Cow<'a, [String]>,
+    /// `-m`.
+    pub distribution: Distribution,
+    /// `--exclusive`.
+    pub exclusive: bool,
+    /// `--exact`.
+    #[serde(default)]
+    pub exact: bool,
+    /// `--overlap`.
+    pub overlap: bool,
+    /// `-O/--overcommit`.
+    pub overcommit: bool,
+    /// `-t`.
+    pub time_limit: Option<TimeLimit>,
+    /// The tasks' environment.
+    pub env: Cow<'a, [(String, String)]>,
+    /// `-D`.
+    pub work_dir: Cow<'a, str>,
+    /// Address srun listens on.
+    pub srun_host: Cow<'a, str>,
+    /// Port srun listens on.
+    pub srun_port: u16,
+    /// srun's pid.
+    pub srun_pid: u32,
+    /// The secret the supervisors present to srun.
+    pub token: Cow<'a, str>,
+    /// `-o` pattern.
+    pub stdout: Option<Cow<'a, str>>,
+    /// `-e` pattern.
+    pub stderr: Option<Cow<'a, str>>,
+    /// `-i`.
+    pub stdin: StdinMode<'a>,
+    /// `--mpi`.
+    pub mpi: Cow<'a, str>,
+    /// `--acctg-freq`.
+    #[serde(default)]
+    pub acctg_freq: Option<Cow<'a, str>>,
+}
+
+impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
+    fn from(s: &'a proto::StepRequest) -> Self {
+        StepRequest {
+            job_id: s.job_id,
+            name: Cow::Borrowed(&s.name),
+            argv: Cow::Borrowed(&s.argv),
+            ntasks: s.ntasks,
+            min_nodes: s.min_nodes,
+            max_nodes: s.max_nodes,
+            ntasks_per_node: s.ntasks_per_node,
+            cpus_per_task: s.cpus_per_task,
+            mem_per_node: s.mem_per_node,
+            gres: Cow::Borrowed(&s.gres),
+            gpus: s.gpus,
+            nodelist: Cow::Borrowed(&s.nodelist),
+            exclude: Cow::Borrowed(&s.exclude),
+            distribution: s.distribution,
+            exclusive: s.exclusive,
+            exact: s.exact,
+            overlap: s.overlap,
+            overcommit: s.overcommit,
+            time_limit: s.time_limit,
+            env: Cow::Borrowed(&s.env),
+            work_dir: Cow::Borrowed(&s.work_dir),
+            srun_host: Cow::Borrowed(&s.srun_host),
+            srun_port: s.srun_port,
+            srun_pid: s.srun_pid,
+            token: Cow::Borrowed(&s.token),
+            stdout: text(&s.stdout),
+            stderr: text(&s.stderr),
+            stdin: StdinMode::from(&s.stdin),
+            mpi: Cow::Borrowed(&s.mpi),
+            acctg_freq: text(&s.acctg_freq),
+        }
+    }
+}
+
+impl From<StepRequest<'_>> for proto::StepRequest {
+    fn from(s: StepRequest<'_>) -> Self {
+        proto::StepRequest {
+            job_id: s.job_id,
+            name: s.name.into_owned(),
+            argv: s.argv.into_owned(),
+            ntasks: s.ntasks,
+            min_nodes: s.min_nodes,
+            max_nodes: s.max_nodes,
+            ntasks_per_node: s.ntasks_per_node,
+            cpus_per_task: s.cpus_per_task,
+            mem_per_node: s.mem_per_node,
+            gres: s.gres.into_owned(),
+            gpus: s.gpus,
+            nodelist: s.nodelist.into_owned(),
+            exclude: s.exclude.into_owned(),
+            distribution: s.distribution,
+            exclusive: s.exclusive,
+            exact: s.exact,
+            overlap: s.overlap,
+            overcommit: s.overcommit,
+            time_limit: s.time_limit,
+            env: s.env.into_owned(),
+            work_dir: s.work_dir.into_owned(),
+            srun_host: s.srun_host.into_owned(),
+            srun_port: s.srun_port,
+            srun_pid: s.srun_pid,
+            token: s.token.into_owned(),
+            stdout: owned(s.stdout),
+            stderr: owned(s.stderr),
+            stdin: s.stdin.into(),
+            mpi: s.mpi.into_owned(),
+            acctg_freq: owned(s.acctg_freq),
+        }
+    }
+}
+
+/// How one node's share of a step ended (`proto::StepNodeEnd`).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StepNodeEnd<'a> {
+    /// The job.
+    pub job_id: JobId,
+    /// The step.
+    pub step_id: u32,
+    /// The node.
+    pub node: Cow<'a, str>,
+    /// The highest exit of its tasks.
+    pub exit: ExitCode,
+    /// What its tasks used.
+    pub usage: Option<StepUsage<'a>>,
+}
+
+impl<'a> From<&'a proto::StepNodeEnd> for StepNodeEnd<'a> {
+    fn from(e: &'a proto::StepNodeEnd) -> Self {
+        StepNodeEnd {
+            job_id: e.job_id,
+            step_id: e.step_id,
+            node: Cow::Borrowed(&e.node),
+            exit: e.exit,
+            usage: e.usage.as_ref().map(StepUsage::from),
+        }
+    }
+}
+
+impl From<StepNodeEnd<'_>> for proto::StepNodeEnd {
+    fn from(e: StepNodeEnd<'_>) -> Self {
+        proto::StepNodeEnd {
+            job_id: e.job_id,
+            step_id: e.step_id,
+            node: e.node.into_owned(),
+            exit: e.exit,
+            usage: e.usage.map(Into::into),
+        }
+    }
+}
