@@ -9,7 +9,21 @@ use crate::parse::{expand, At, AtLike};
 use crate::{ConfError, GresConf, Warning};
 
 /// Keys of gres.conf(5) that muster reads but does not model.
-const OTHER_KEYS: &[&str] = &["Flags", "Links", "MultipleFiles"];
+const OTHER_KEYS: &[&str] = &["MultipleFiles"];
+
+/// The values gres.conf(5) allows in `Flags`.
+const FLAGS: &[&str] = &[
+    "countonly",
+    "env_uuid",
+    "explicit",
+    "one_sharing",
+    "all_sharing",
+    "nvidia_gpu_env",
+    "amd_gpu_env",
+    "intel_gpu_env",
+    "opencl_env",
+    "no_gpu_env",
+];
 
 /// The values gres.conf(5) allows for `AutoDetect`.
 const AUTODETECT: &[&str] = &["off", "nvml", "nvidia", "rsmi", "oneapi"];
@@ -41,6 +55,8 @@ pub fn parse_gres_conf(
             files: Vec::new(),
             count: 0,
             cores: None,
+            links: None,
+            flags: Vec::new(),
             autodetect: None,
             line: logical.line,
         };
@@ -79,7 +95,36 @@ pub fn parse_gres_conf(
                         )
                     })?)
                 }
-                "cores" | "cpus" => gres.cores = Some(value.clone()),
+                "cores" | "cpus" => {
+                    if parse_id_list(value).is_none() {
+                        return Err(at.invalid_at(
+                            key,
+                            value,
+                            "expected core indexes such as 0-15,32".to_string(),
+                        ));
+                    }
+                    gres.cores = Some(value.clone());
+                }
+                "links" => {
+                    if value.split(',').any(|l| l.trim().parse::<i32>().is_err()) {
+                        return Err(at.invalid_at(
+                            key,
+                            value,
+                            "expected link counts such as -1,2,0,0".to_string(),
+                        ));
+                    }
+                    gres.links = Some(value.clone());
+                }
+                "flags" => {
+                    for flag in value.split(',').map(|f| f.trim().to_ascii_lowercase()) {
+                        if !FLAGS.contains(&flag.as_str()) {
+                            return Err(at.invalid_at(key, value, format!("unknown flag {flag}")));
+                        }
+                        if !gres.flags.contains(&flag) {
+                            gres.flags.push(flag);
+                        }
+                    }
+                }
                 "autodetect" => {
                     let lower = value.to_ascii_lowercase();
                     if !AUTODETECT.contains(&lower.as_str()) {
@@ -142,6 +187,32 @@ fn valid_word(w: &str) -> bool {
     !w.is_empty()
         && w.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+}
+
+/// A list of indexes with ranges, as `Cores=` takes them: `0-3,8,10-11`
+/// (Slurm also accepts the brackets of a hostlist: `[0-3]`). None when
+/// malformed or descending.
+pub fn parse_id_list(text: &str) -> Option<Vec<u32>> {
+    let text = text.trim();
+    let text = text
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .unwrap_or(text);
+    let mut out = Vec::new();
+    for item in text.split(',') {
+        let item = item.trim();
+        match item.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if b < a || b - a > 65_536 {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(item.parse().ok()?),
+        }
+    }
+    Some(out)
 }
 
 /// A count with an optional binary suffix (gres.conf(5): K, M, G, T, P

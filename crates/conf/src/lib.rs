@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use model::TimeLimit;
 use serde::{Deserialize, Serialize};
 
-pub use gres::parse_gres_conf;
+pub use gres::{parse_gres_conf, parse_id_list};
 pub use show::{override_entry, render_show_config, SLURM_COMPAT_VERSION};
 
 /// A parsed configuration and the warnings met on the way (unknown keys,
@@ -423,6 +423,14 @@ pub struct GresConf {
     pub count: u64,
     /// `Cores` (or the old `CPUs`) as written, e.g. `0-15`.
     pub cores: Option<String>,
+    /// `Links` as written (one connection count per GPU of the node, `-1`
+    /// for the device itself), e.g. `-1,2,0,0`.
+    pub links: Option<String>,
+    /// `Flags`, lowercase, e.g. `["nvidia_gpu_env"]` (gres.conf(5):
+    /// `CountOnly`, `env_uuid`, `explicit`, `one_sharing`, `all_sharing`,
+    /// `nvidia_gpu_env`, `amd_gpu_env`, `intel_gpu_env`, `opencl_env`,
+    /// `no_gpu_env`).
+    pub flags: Vec<String>,
     /// `AutoDetect` of this line, or of a global `AutoDetect=` line in the
     /// file (`off`, `nvml`, `rsmi`, `oneapi`, `nvidia`).
     pub autodetect: Option<String>,

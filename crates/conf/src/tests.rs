@@ -970,6 +970,36 @@ fn gres_conf_lines_counts_and_autodetect() {
     );
 }
 
+/// Issue 37: `File=` ranges, `Type=`, `Cores=`, `Links=` and `Flags=`
+/// are kept per line, shard and mps lines count as written.
+#[test]
+fn issue_37_gres_conf_keeps_type_cores_links_and_flags() {
+    let (gres, warnings) = parse_gres_conf(
+        "Name=gpu Type=a100 File=/dev/nvidia[0-1] Cores=0-1,4 Links=-1,2 Flags=nvidia_gpu_env,AMD_GPU_ENV\n\
+         Name=gpu Type=fake File=/tmp/x/nvidia[2-3] Cores=[2-3] Flags=CountOnly\n\
+         Name=shard Count=8 File=/dev/nvidia0\n\
+         Name=mps Count=200\n",
+        Path::new("gres.conf"),
+    )
+    .unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(gres[0].files, ["/dev/nvidia0", "/dev/nvidia1"]);
+    assert_eq!(gres[0].type_.as_deref(), Some("a100"));
+    assert_eq!(gres[0].links.as_deref(), Some("-1,2"));
+    assert_eq!(gres[0].flags, ["nvidia_gpu_env", "amd_gpu_env"]);
+    assert_eq!(
+        gres[0].cores.as_deref().and_then(crate::parse_id_list),
+        Some(vec![0, 1, 4])
+    );
+    assert_eq!(
+        gres[1].cores.as_deref().and_then(crate::parse_id_list),
+        Some(vec![2, 3])
+    );
+    assert_eq!(gres[1].flags, ["countonly"]);
+    assert_eq!(gres[2].count, 8);
+    assert_eq!(gres[3].count, 200);
+}
+
 #[test]
 fn gres_conf_bad_values_are_errors() {
     let cases = [
@@ -990,6 +1020,18 @@ fn gres_conf_bad_values_are_errors() {
             "gres.conf:1: invalid value \"magic\" for AutoDetect",
         ),
         ("Name=g:pu", "gres.conf:1: invalid value \"g:pu\" for Name"),
+        (
+            "Name=gpu Flags=sparkly",
+            "gres.conf:1: invalid value \"sparkly\" for Flags: unknown flag sparkly",
+        ),
+        (
+            "Name=gpu Cores=3-1",
+            "gres.conf:1: invalid value \"3-1\" for Cores",
+        ),
+        (
+            "Name=gpu Links=-1,x",
+            "gres.conf:1: invalid value \"-1,x\" for Links",
+        ),
     ];
     for (text, want) in cases {
         let err = parse_gres_conf(text, Path::new("gres.conf"))

@@ -26,6 +26,8 @@ fn gres_lines_are_summed_by_name_and_type() {
         files: vec![],
         count,
         cores: None,
+        links: None,
+        flags: vec![],
         autodetect: None,
         line: 1,
     };
