@@ -173,6 +173,10 @@ struct Opts {
     overcommit: bool,
     jobid: Option<u32>,
     export: Option<String>,
+    /// `--gpu-bind`, checked.
+    gpu_bind: Option<String>,
+    /// `--ntasks-per-gpu`.
+    ntasks_per_gpu: Option<u32>,
     argv: Vec<String>,
 }
 
@@ -283,6 +287,20 @@ pub fn main(args: Vec<String>) -> i32 {
                     }
                     // Accepted; binding comes with cgroups.
                     "cpu-bind" | "cpu_bind" => {}
+                    "gpu-bind" => match proto::GpuBind::parse(&val) {
+                        Ok(_) => o.gpu_bind = Some(val),
+                        Err(e) => {
+                            say!("srun: error: {e}");
+                            return 1;
+                        }
+                    },
+                    "ntasks-per-gpu" => match val.trim().parse::<u32>() {
+                        Ok(n) if n > 0 => o.ntasks_per_gpu = Some(n),
+                        _ => {
+                            say!("srun: error: Invalid numeric value \"{val}\" for --ntasks-per-gpu.");
+                            return 1;
+                        }
+                    },
                     _ => job_items.push((name, v)),
                 }
             }
@@ -470,6 +488,23 @@ pub fn main(args: Vec<String>) -> i32 {
             stdin: o.stdin.clone(),
             mpi,
             acctg_freq: st.desc.acctg_freq.clone(),
+            // Inside an allocation the job's --gpus-per-task (and
+            // --gpu-bind) reach srun as input variables, as in Slurm.
+            gpus_per_task: st.desc.gpus_per_task.as_ref().map(|g| g.count).or_else(|| {
+                in_job
+                    .and(std::env::var("SLURM_GPUS_PER_TASK").ok())
+                    .and_then(|v| v.rsplit(':').next()?.parse().ok())
+            }),
+            ntasks_per_gpu: o.ntasks_per_gpu.or_else(|| {
+                in_job
+                    .and(std::env::var("SLURM_NTASKS_PER_GPU").ok())
+                    .and_then(|v| v.parse().ok())
+            }),
+            gpu_bind: o.gpu_bind.clone().or_else(|| {
+                in_job
+                    .and(std::env::var("SLURM_GPU_BIND").ok())
+                    .filter(|v| proto::GpuBind::parse(v).is_ok())
+            }),
             ..StepRequest::default()
         },
     );

@@ -244,6 +244,9 @@ impl Engine {
             set("CUDA_VISIBLE_DEVICES", list.clone());
             set("GPU_DEVICE_ORDINAL", list);
         }
+        for (k, v) in sharing_env(&batch_node.gres, &batch.gres) {
+            set(&k, v);
+        }
         if let Some(g) = &d.gpus {
             set("SLURM_GPUS", g.count.to_string());
         }
@@ -266,4 +269,78 @@ impl Engine {
         env.extend(slurm);
         env
     }
+}
+
+/// The variables of GPU sharing for what a job holds on a node (`taken`:
+/// pool and indexes, as in its allocation): `--gres=shard:N` gives
+/// `SLURM_SHARDS_ON_NODE=N`, `--gres=mps:N` `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`
+/// (N * 100 / the node's mps count per GPU, gres.conf(5) and Slurm's
+/// gres_mps guide), both with the vendor variables naming the GPU they
+/// belong to. Shares are spread evenly over the node's GPUs in order, as
+/// Slurm splits a `Count=` given without `File=`. Nothing for a job that
+/// holds GPUs themselves (it sees those) or no shares.
+pub(crate) fn sharing_env(
+    pools: &[sched::GresPool],
+    taken: &[(usize, Vec<u32>)],
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let holds = |name: &str| -> Vec<u32> {
+        taken
+            .iter()
+            .filter(|(p, _)| pools.get(*p).is_some_and(|pool| pool.name == name))
+            .flat_map(|(_, idx)| idx.iter().copied())
+            .collect()
+    };
+    if !holds("gpu").is_empty() {
+        return out;
+    }
+    let n_gpus = pools
+        .iter()
+        .filter(|p| p.name == "gpu")
+        .map(|p| p.indexes.len() as u64)
+        .sum::<u64>();
+    let total = |name: &str| -> u64 {
+        pools
+            .iter()
+            .filter(|p| p.name == name)
+            .map(|p| p.indexes.len() as u64)
+            .sum()
+    };
+    // The GPU share `first` of `count` shares lives on.
+    let gpu_of = |first: u32, count: u64| -> u64 {
+        if n_gpus == 0 || count == 0 {
+            0
+        } else {
+            u64::from(first) * n_gpus / count
+        }
+    };
+    let vendor = |out: &mut Vec<(String, String)>, gpu: u64| {
+        for name in [
+            "CUDA_VISIBLE_DEVICES",
+            "ROCR_VISIBLE_DEVICES",
+            "ZE_AFFINITY_MASK",
+            "GPU_DEVICE_ORDINAL",
+        ] {
+            if !out.iter().any(|(k, _)| k == name) {
+                out.push((name.to_string(), gpu.to_string()));
+            }
+        }
+    };
+    let shards = holds("shard");
+    if let Some(first) = shards.iter().min() {
+        out.push(("SLURM_SHARDS_ON_NODE".to_string(), shards.len().to_string()));
+        vendor(&mut out, gpu_of(*first, total("shard")));
+    }
+    let mps = holds("mps");
+    if let Some(first) = mps.iter().min() {
+        let count = total("mps");
+        let per_gpu = count.checked_div(n_gpus).unwrap_or(count).max(1);
+        let percent = (mps.len() as u64 * 100 / per_gpu).clamp(1, 100);
+        out.push((
+            "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE".to_string(),
+            percent.to_string(),
+        ));
+        vendor(&mut out, gpu_of(*first, count));
+    }
+    out
 }

@@ -367,7 +367,12 @@ impl Engine {
         let nodes: Vec<NodeIdx> = chosen.iter().map(|p| alloc.nodes[*p].node).collect();
         check_step_memory(job, alloc, &req, &chosen, &nodes)?;
         self.check_step_gres(alloc, &req, &chosen)?;
-        let (step_gpus, gpus) = self.step_gpus(job, alloc, &req, &chosen, &nodes)?;
+        let (step_gpus, gpus) = self.step_gpus(job, alloc, &req, &chosen, &nodes, &tasks)?;
+        let gpu_bind = proto::GpuBind::of_step(
+            req.gpu_bind.as_deref(),
+            req.gpus_per_task,
+            req.ntasks_per_gpu,
+        );
         let cpus: Vec<u32> = tasks
             .iter()
             .zip(&chosen)
@@ -439,6 +444,7 @@ impl Engine {
                 stdin: req.stdin.clone(),
                 mpi: req.mpi.clone(),
                 acctg_freq: req.acctg_freq.clone(),
+                gpu_bind: gpu_bind.clone(),
             };
             self.outbox.push(Command::LaunchStep {
                 node: n.conf.name.clone(),
@@ -543,9 +549,10 @@ impl Engine {
     }
 
     /// The GPUs of the step on each of its nodes (`nodes`, at places
-    /// `chosen` of `alloc`), and the GPUs its tasks see there: those it
-    /// asked for (--gres=gpu, --gpus), free of other steps, else all of
-    /// the job's there.
+    /// `chosen` of `alloc`, with `tasks` there), and the GPUs its tasks
+    /// see there: those it asked for (--gres=gpu, --gpus, --gpus-per-task
+    /// times its tasks there, one per --ntasks-per-gpu tasks), free of
+    /// other steps, else all of the job's there.
     fn step_gpus(
         &self,
         job: &Job,
@@ -553,10 +560,26 @@ impl Engine {
         req: &StepRequest,
         chosen: &[usize],
         nodes: &[NodeIdx],
+        tasks: &[Vec<u32>],
     ) -> Result<(NodeGpus, NodeGpus), SlurmError> {
         let n_nodes = chosen.len();
-        let gpu_want: Option<Vec<u64>> = match (req.gres.iter().find(|g| g.name == "gpu"), req.gpus)
-        {
+        let gres_gpu = req.gres.iter().find(|g| g.name == "gpu");
+        let per_task = req.gpus_per_task.filter(|n| *n > 0);
+        let per_gpu = req.ntasks_per_gpu.filter(|n| *n > 0);
+        let gpu_want: Option<Vec<u64>> = match (gres_gpu, req.gpus) {
+            (None, None) if per_task.is_some() || per_gpu.is_some() => Some(
+                tasks
+                    .iter()
+                    .map(|t| {
+                        let n = t.len() as u64;
+                        match (per_task, per_gpu) {
+                            (Some(g), _) => n * g,
+                            (None, Some(k)) => n.div_ceil(u64::from(k)),
+                            (None, None) => 0,
+                        }
+                    })
+                    .collect(),
+            ),
             (Some(g), _) => Some(vec![g.count; n_nodes]),
             (None, Some(total)) => {
                 let n = n_nodes as u64;

@@ -147,3 +147,97 @@ fn issue_35_a_batch_shell_killed_by_a_signal_is_cancelled() {
     assert_eq!(batch.state, JobState::Cancelled);
     assert_eq!(batch.exit_code.to_string(), "0:9");
 }
+
+/// Issue 37: `--gpus-per-task` takes that many GPUs per task on each
+/// node, `--ntasks-per-gpu` one per that many tasks, and the node is told
+/// how to bind them (`GpuBind`); without either every task sees the step's.
+#[test]
+fn issue_37_per_task_gpus_size_the_step_and_travel_to_the_node() {
+    let mut e = engine();
+    let mut d = desc();
+    d.partitions = vec!["gpu".into()];
+    d.ntasks = Some(2);
+    d.gres = vec![model::Gres::parse("gpu:2").unwrap()];
+    let id = submit(&mut e, d, 0);
+    e.take_commands();
+    let launch_of = |e: &mut Engine, req: StepRequest| {
+        e.on_create_step(req, &user(), 1).expect("the step fits");
+        e.take_commands()
+            .into_iter()
+            .find_map(|c| match c {
+                Command::LaunchStep { launch, .. } => Some(launch),
+                _ => None,
+            })
+            .expect("a launch")
+    };
+    let req = |ntasks: u32| StepRequest {
+        job_id: id,
+        name: "s".into(),
+        argv: vec!["true".into()],
+        ntasks: Some(ntasks),
+        exact: true,
+        overlap: true,
+        ..StepRequest::default()
+    };
+    let plain = launch_of(&mut e, req(2));
+    assert_eq!(plain.gpus, [0, 1]);
+    assert_eq!(plain.gpu_bind, proto::GpuBind::None);
+    let per_task = launch_of(
+        &mut e,
+        StepRequest {
+            gpus_per_task: Some(1),
+            ..req(1)
+        },
+    );
+    assert_eq!(per_task.gpus, [0]);
+    assert_eq!(per_task.gpu_bind, proto::GpuBind::PerTask(1));
+    let shared = launch_of(
+        &mut e,
+        StepRequest {
+            ntasks_per_gpu: Some(2),
+            gpu_bind: Some("map_gpu:1,0".into()),
+            ..req(2)
+        },
+    );
+    assert_eq!(shared.gpus, [0]);
+    assert_eq!(shared.gpu_bind, proto::GpuBind::Map(vec![1, 0]));
+    let too_many = e.on_create_step(
+        StepRequest {
+            gpus_per_task: Some(2),
+            ..req(2)
+        },
+        &user(),
+        1,
+    );
+    assert_eq!(too_many.err(), Some(proto::SlurmError::InvalidGres));
+}
+
+/// Issue 37 (acceptance test 15): shards and MPS shares name the GPU
+/// they live on, with SLURM_SHARDS_ON_NODE and Slurm's MPS percentage.
+#[test]
+fn issue_37_shard_and_mps_variables() {
+    let pool = |name: &str, n: u32| sched::GresPool {
+        name: name.into(),
+        type_: None,
+        indexes: (0..n).collect(),
+        used: vec![false; n as usize],
+    };
+    let pools = [pool("gpu", 2), pool("shard", 16), pool("mps", 200)];
+    let get = |env: &[(String, String)], k: &str| {
+        env.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone())
+    };
+    let shards = crate::env::sharing_env(&pools, &[(1, (0..8).collect())]);
+    assert_eq!(get(&shards, "SLURM_SHARDS_ON_NODE").as_deref(), Some("8"));
+    assert_eq!(get(&shards, "CUDA_VISIBLE_DEVICES").as_deref(), Some("0"));
+    let later = crate::env::sharing_env(&pools, &[(1, (8..12).collect())]);
+    assert_eq!(get(&later, "CUDA_VISIBLE_DEVICES").as_deref(), Some("1"));
+    // 50 of the 100 MPS shares of one GPU: half its threads.
+    let mps = crate::env::sharing_env(&pools, &[(2, (0..50).collect())]);
+    assert_eq!(
+        get(&mps, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE").as_deref(),
+        Some("50")
+    );
+    assert_eq!(get(&mps, "GPU_DEVICE_ORDINAL").as_deref(), Some("0"));
+    // A job with GPUs of its own gets none of this.
+    assert!(crate::env::sharing_env(&pools, &[(0, vec![0]), (1, vec![0])]).is_empty());
+}

@@ -55,7 +55,7 @@
 //!    the node daemon       the batch supervisor,     the step           pmi2, pmix
 //!    |                     its zygote, launch        supervisor
 //!    +------------------------------------------------^ (spec, control and report lines)
-//!   every room --> leaves: spool <-- slots, gather, env, exec, to_srun, options
+//!   every room --> leaves: spool <-- slots, gather, env, gpus, nvml, exec, to_srun, options
 //! ```
 //!
 //! # Performance notes
@@ -111,6 +111,8 @@ mod taskd;
 mod env;
 mod exec;
 mod gather;
+mod gpus;
+mod nvml;
 mod options;
 mod slots;
 mod spool;

@@ -42,9 +42,11 @@ pub mod acctdb;
 use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use serde::{Deserialize, Serialize};
 
+mod gpus;
 mod row_source;
 mod rows;
 mod steps;
+pub use gpus::GpuBind;
 pub use row_source::{JobRowSource, RowEncodeError};
 pub use rows::{prefetch, Interner, JobRow, JobRows, PackedRow};
 pub use steps::process_mapping;

@@ -146,6 +146,17 @@ pub struct StepRequest {
     /// `--acctg-freq`, if given: the usage sampling interval.
     #[serde(default)]
     pub acctg_freq: Option<String>,
+    /// `--gpus-per-task`: the step takes this many GPUs per task on each
+    /// node, and each task gets its own (`GpuBind::PerTask`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_per_task: Option<u64>,
+    /// `--ntasks-per-gpu`: one GPU per this many tasks on each node, each
+    /// task bound to one (`GpuBind::Single`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ntasks_per_gpu: Option<u32>,
+    /// `--gpu-bind`, as written (checked by srun with `GpuBind::parse`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_bind: Option<String>,
 }
 
 /// The controller's answer to [`StepRequest`]: the step's id and layout.
@@ -189,7 +200,8 @@ pub struct StepLaunch {
     pub tasks: Vec<Vec<u32>>,
     /// CPUs of the step on this node.
     pub cpus: u32,
-    /// GPU indexes of the job on this node.
+    /// GPU indexes of the step on this node (global: the node's own
+    /// numbering).
     pub gpus: Vec<u32>,
     /// `host:port` of srun.
     pub srun_addr: String,
@@ -206,6 +218,10 @@ pub struct StepLaunch {
     /// `--acctg-freq`, if given: the usage sampling interval.
     #[serde(default)]
     pub acctg_freq: Option<String>,
+    /// How the node gives `gpus` to its tasks: `GpuBind::of_step` of the
+    /// request's `--gpu-bind`, `--gpus-per-task` and `--ntasks-per-gpu`.
+    #[serde(default)]
+    pub gpu_bind: crate::GpuBind,
 }
 
 impl StepLaunch {

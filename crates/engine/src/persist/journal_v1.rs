@@ -1311,6 +1311,15 @@ pub struct StepRequest<'a> {
     /// `--acctg-freq`.
     #[serde(default)]
     pub acctg_freq: Option<Cow<'a, str>>,
+    /// `--gpus-per-task`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_per_task: Option<u64>,
+    /// `--ntasks-per-gpu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ntasks_per_gpu: Option<u32>,
+    /// `--gpu-bind`, as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_bind: Option<Cow<'a, str>>,
 }
 
 impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
@@ -1346,6 +1355,9 @@ impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
             stdin: StdinMode::from(&s.stdin),
             mpi: Cow::Borrowed(&s.mpi),
             acctg_freq: text(&s.acctg_freq),
+            gpus_per_task: s.gpus_per_task,
+            ntasks_per_gpu: s.ntasks_per_gpu,
+            gpu_bind: text(&s.gpu_bind),
         }
     }
 }
@@ -1383,6 +1395,9 @@ impl From<StepRequest<'_>> for proto::StepRequest {
             stdin: s.stdin.into(),
             mpi: s.mpi.into_owned(),
             acctg_freq: owned(s.acctg_freq),
+            gpus_per_task: s.gpus_per_task,
+            ntasks_per_gpu: s.ntasks_per_gpu,
+            gpu_bind: owned(s.gpu_bind),
         }
     }
 }

@@ -16,6 +16,7 @@ mod deps;
 mod durable;
 mod env;
 mod errors;
+mod gpus;
 mod hostile;
 mod hosts;
 mod jobs;

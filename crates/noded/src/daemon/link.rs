@@ -210,6 +210,8 @@ pub struct NodeLink {
     pub spool_dir: PathBuf,
     /// JobAcctGatherType and JobAcctGatherFrequency.
     pub gather: GatherSettings,
+    /// The node's GPUs (gres.conf) for its steps' tasks.
+    pub gpus: crate::gpus::GpuSettings,
     /// The daemon's effective uid: only root starts processes for others.
     pub daemon_uid: u32,
     /// Runs `noded --step-tasks`.

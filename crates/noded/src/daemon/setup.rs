@@ -27,6 +27,8 @@ pub struct NodeSetup {
     pub spool_dir: PathBuf,
     /// JobAcctGatherType and JobAcctGatherFrequency, for the supervisors.
     pub gather: crate::gather::GatherSettings,
+    /// The node's GPUs as gres.conf describes them, for its steps' tasks.
+    pub gpus: crate::gpus::GpuSettings,
     /// What registration reports (free memory, load and start time are
     /// refreshed on each attempt).
     pub registration: NodeRegistration,
@@ -116,6 +118,32 @@ pub fn gres_inventory(lines: &[&conf::GresConf]) -> Vec<Gres> {
     out
 }
 
+/// The gres.conf lines of `node`, its gpu lines replaced by what NVML
+/// finds where a line asks for `AutoDetect=nvml`. Without the library (no
+/// NVIDIA driver) the daemon says so once, here, and keeps gres.conf.
+pub fn node_gres_lines(config: &conf::Config, node: &str) -> Vec<conf::GresConf> {
+    let lines: Vec<conf::GresConf> = config.gres_for_node(node).into_iter().cloned().collect();
+    if !lines
+        .iter()
+        .any(|g| g.autodetect.as_deref() == Some("nvml"))
+    {
+        return lines;
+    }
+    match crate::nvml::Nvml::load().and_then(|nvml| crate::nvml::autodetect_lines(&lines, &nvml)) {
+        Ok(found) => {
+            tracing::info!(
+                "AutoDetect=nvml: {} GPUs found",
+                found.iter().filter(|g| g.name == "gpu").count()
+            );
+            found
+        }
+        Err(e) => {
+            tracing::warn!("AutoDetect=nvml: {e}; using the GPUs of gres.conf");
+            lines
+        }
+    }
+}
+
 /// This host's short name (up to the first dot).
 pub fn short_hostname() -> anyhow::Result<String> {
     let name = nix::unistd::gethostname().context("reading the host name")?;
@@ -181,6 +209,7 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
             .get("slurmdparameters")
             .map(|(_, v)| v.as_str()),
     );
+    let gres_lines = node_gres_lines(&config, &node_name);
     let probe = hw::probe();
     let mut registration = NodeRegistration {
         name: node_name.clone(),
@@ -211,7 +240,7 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         registration.real_memory = node.real_memory;
         registration.gres = node.gres.clone();
     } else {
-        let lines = config.gres_for_node(&node_name);
+        let lines: Vec<&conf::GresConf> = gres_lines.iter().collect();
         // GRES without a gres.conf line (a count-only GRES) keeps the
         // count slurm.conf gives it.
         registration.gres = gres_inventory(&lines);
@@ -230,8 +259,16 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         &node_name,
         &spool_dir,
     );
+    // TODO(#37): Step (or Task) numbering once the cgroup layer confines
+    // devices (task/cgroup with ConstrainDevices=yes); global until then,
+    // as every task can open every GPU of the node.
+    let gpus = crate::gpus::GpuSettings::from_gres(
+        &gres_lines.iter().collect::<Vec<_>>(),
+        crate::gpus::GpuNumbering::for_confinement(false, false),
+    );
     Ok(NodeSetup {
         gather,
+        gpus,
         auth: Arc::new(auth),
         identity: own_identity(&node_name),
         spool_dir,

@@ -159,6 +159,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
         conf_path: setup.conf_path.clone(),
         spool_dir: setup.spool_dir.clone(),
         gather: setup.gather.clone(),
+        gpus: setup.gpus.clone(),
         daemon_uid,
         stepd_program: stepd_program.clone(),
         progress: progress.clone(),

@@ -59,6 +59,9 @@ pub struct TaskdSpec {
     /// Where to publish the step's usage after every sample (sstat).
     #[serde(default)]
     pub live_path: Option<std::path::PathBuf>,
+    /// The node's GPUs (gres.conf) and how its tasks' GPU variables count.
+    #[serde(default)]
+    pub gpus: crate::gpus::GpuSettings,
 }
 
 /// The daemon's later stdin lines.
@@ -291,20 +294,30 @@ fn task_env(
     set("SLURM_PROCID", task.to_string());
     set("SLURM_LOCALID", local.to_string());
     set("SLURM_PRIO_PROCESS", "0".into());
-    if !l.gpus.is_empty() {
-        let ids: Vec<String> = l.gpus.iter().map(|g| g.to_string()).collect();
-        let ids = ids.join(",");
-        set("SLURM_STEP_GPUS", ids.clone());
-        set("SLURM_GPUS_ON_NODE", l.gpus.len().to_string());
-        set("CUDA_VISIBLE_DEVICES", ids.clone());
-        set("GPU_DEVICE_ORDINAL", ids.clone());
-        set("ROCR_VISIBLE_DEVICES", ids);
-    }
     if let Some(fd) = pmi_fd {
         set("PMI_FD", fd.to_string());
         set("PMI_RANK", task.to_string());
         set("PMI_SIZE", l.ntasks().to_string());
         set("PMI_JOBID", format!("{}.{}", l.job_id, l.step_id));
+    }
+    if !l.gpus.is_empty() {
+        // The task's own GPUs replace the job's that srun's environment
+        // carries (the batch script's).
+        for name in [
+            "CUDA_VISIBLE_DEVICES",
+            "ROCR_VISIBLE_DEVICES",
+            "ZE_AFFINITY_MASK",
+            "GPU_DEVICE_ORDINAL",
+        ] {
+            env.remove(name);
+        }
+        // TODO(#37): the task's CPUs, once task/affinity binds them, for
+        // `--gpu-bind=closest`; until then it gives every GPU of the step.
+        let task_gpus =
+            crate::gpus::task_gpus(&l.gpus, &l.gpu_bind, local as u32, &spec.gpus, None);
+        for (k, v) in crate::gpus::gpu_env(&l.gpus, &task_gpus, &spec.gpus) {
+            env.insert(k, v);
+        }
     }
     env.extend(extra);
     env.into_iter().collect()

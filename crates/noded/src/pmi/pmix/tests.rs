@@ -23,6 +23,7 @@ fn launch(tasks: Vec<Vec<u32>>, node_index: u32) -> StepLaunch {
         stdin: proto::StdinMode::Task0,
         mpi: "pmix".into(),
         acctg_freq: None,
+        gpu_bind: proto::GpuBind::None,
     }
 }
 
