@@ -189,3 +189,31 @@ fn issue_37_gpu_autodetect_without_nvml_falls_back_to_gres_conf() {
         "{log}"
     );
 }
+
+/// Acceptance test 15 (batch jobs): `--gres=shard:4` gets the GPU's vendor
+/// variables and SLURM_SHARDS_ON_NODE; `--gres=mps:50` of 100 shares per
+/// GPU gets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50.
+#[test]
+fn issue_37_gpu_shard_and_mps_batch_variables() {
+    let c = crate::builder()
+        .nodes(1)
+        .conf_extra("GresTypes=gpu,shard,mps\n")
+        .node_extra(1, "Gres=gpu:2,shard:8,mps:200")
+        .start();
+    let shard = c.submit(&[
+        "--gres=shard:4",
+        "--wrap",
+        "echo $SLURM_SHARDS_ON_NODE $CUDA_VISIBLE_DEVICES > shard.txt",
+    ]);
+    let mps = c.submit(&[
+        "--gres=mps:50",
+        "--wrap",
+        "echo $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE $CUDA_VISIBLE_DEVICES > mps.txt",
+    ]);
+    for id in [shard, mps] {
+        let state = c.wait_done(id, secs(30));
+        assert!(state.contains("COMPLETED"), "{state}\n{}", c.logs());
+    }
+    assert_eq!(c.read("shard.txt"), "4 0\n");
+    assert_eq!(c.read("mps.txt"), "50 0\n");
+}
