@@ -14,6 +14,8 @@ pub struct NodeEnv<'a> {
     pub node_name: &'a str,
     /// The absolute path of slurm.conf (`SLURM_CONF`).
     pub conf_path: &'a str,
+    /// Which vendor variables name the job's GPUs (gres.conf `Flags=`).
+    pub gpu_env: crate::gpus::GpuEnvVars,
 }
 
 /// An ordered environment in which setting a name replaces its old value.
@@ -30,6 +32,10 @@ impl EnvList {
             Some(slot) => slot.1 = value,
             None => self.0.push((name.to_string(), value)),
         }
+    }
+
+    fn remove(&mut self, name: &str) {
+        self.0.retain(|(k, _)| k != name);
     }
 
     fn set_default(&mut self, name: &str, value: String) {
@@ -73,9 +79,21 @@ pub fn job_env(launch: &BatchLaunch, node: &NodeEnv<'_>) -> Vec<(String, String)
             .join(",");
         env.set_default("SLURM_GPUS_ON_NODE", launch.gpus.len().to_string());
         env.set_default("SLURM_JOB_GPUS", ids.clone());
-        env.set_default("CUDA_VISIBLE_DEVICES", ids.clone());
-        env.set_default("GPU_DEVICE_ORDINAL", ids.clone());
-        env.set_default("ROCR_VISIBLE_DEVICES", ids);
+        // The vendor variables gres.conf `Flags=` selects (all four
+        // without env flags); the others are dropped, also when sent.
+        let vars = node.gpu_env;
+        for (on, name) in [
+            (vars.nvidia, "CUDA_VISIBLE_DEVICES"),
+            (vars.amd, "ROCR_VISIBLE_DEVICES"),
+            (vars.intel, "ZE_AFFINITY_MASK"),
+            (vars.opencl, "GPU_DEVICE_ORDINAL"),
+        ] {
+            if on {
+                env.set_default(name, ids.clone());
+            } else {
+                env.remove(name);
+            }
+        }
     }
     for name in [
         "SLURM_PROCID",

@@ -961,6 +961,7 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
         daemon_uid: daemon.daemon_uid,
         stepd_program: &daemon.stepd_program,
         gather: &daemon.setup.gather,
+        gpu_env: daemon.setup.gpus.env,
         slots: &daemon.slots,
     };
     let dir = match launch::prepare(&launch, &ctx) {

@@ -32,6 +32,7 @@ fn node() -> NodeEnv<'static> {
     NodeEnv {
         node_name: "node1",
         conf_path: "/etc/slurm/slurm.conf",
+        gpu_env: Default::default(),
     }
 }
 
@@ -94,4 +95,26 @@ fn sent_cpus_on_node_wins_and_bad_names_are_dropped() {
     assert_eq!(get(&env, ""), None);
     assert_eq!(get(&env, "NUL"), None);
     assert_eq!(get(&env, "PATH"), Some("/opt/bin"));
+}
+
+/// Issue 37: gres.conf `Flags=` choose the batch script's vendor
+/// variables too; the others are dropped even when the controller sent them.
+#[test]
+fn issue_37_flags_choose_the_batch_vendor_variables() {
+    let mut l = launch();
+    l.gpus = vec![2, 3];
+    l.env.push(("CUDA_VISIBLE_DEVICES".into(), "2,3".into()));
+    l.env.push(("GPU_DEVICE_ORDINAL".into(), "2,3".into()));
+    let all = job_env(&l, &node());
+    assert_eq!(get(&all, "ZE_AFFINITY_MASK"), Some("2,3"));
+    assert_eq!(get(&all, "ROCR_VISIBLE_DEVICES"), Some("2,3"));
+    let amd = NodeEnv {
+        gpu_env: crate::gpus::GpuEnvVars::from_flags(["amd_gpu_env"]),
+        ..node()
+    };
+    let env = job_env(&l, &amd);
+    assert_eq!(get(&env, "ROCR_VISIBLE_DEVICES"), Some("2,3"));
+    assert_eq!(get(&env, "CUDA_VISIBLE_DEVICES"), None);
+    assert_eq!(get(&env, "GPU_DEVICE_ORDINAL"), None);
+    assert_eq!(get(&env, "SLURM_JOB_GPUS"), Some("2,3"));
 }

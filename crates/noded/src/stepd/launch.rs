@@ -54,6 +54,8 @@ pub struct LaunchContext<'a> {
     pub stepd_program: &'a Path,
     /// How the supervisor gathers usage.
     pub gather: &'a crate::gather::GatherSettings,
+    /// Which vendor variables name the job's GPUs (gres.conf `Flags=`).
+    pub gpu_env: crate::gpus::GpuEnvVars,
     /// The spool's emptied job directories, used again.
     pub slots: &'a Slots,
 }
@@ -73,6 +75,9 @@ pub struct StepdSpec {
     /// How to gather the script's usage.
     #[serde(default)]
     pub gather: crate::gather::GatherSettings,
+    /// Which vendor variables name the job's GPUs (gres.conf `Flags=`).
+    #[serde(default)]
+    pub gpu_env: crate::gpus::GpuEnvVars,
 }
 
 /// A `StepdSpec` as the daemon writes it, borrowing the launch instead of
@@ -84,6 +89,7 @@ struct StepdSpecRef<'a> {
     conf_path: &'a str,
     switch_user: bool,
     gather: &'a crate::gather::GatherSettings,
+    gpu_env: crate::gpus::GpuEnvVars,
 }
 
 /// The supervisor's one line on its stdout.
@@ -409,6 +415,7 @@ pub async fn start_supervisor(
         conf_path: ctx.conf_path,
         switch_user: switches_user(launch, ctx),
         gather: ctx.gather,
+        gpu_env: ctx.gpu_env,
     };
     let spec = serde_json::to_vec(&spec).map_err(|e| format!("cannot encode the launch: {e}"))?;
     if let Some(sock) = zygote {
@@ -557,6 +564,7 @@ pub fn spawn_script(
         &NodeEnv {
             node_name: &spec.node_name,
             conf_path: &spec.conf_path,
+            gpu_env: spec.gpu_env,
         },
     );
     let umask = env
