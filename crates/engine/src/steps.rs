@@ -397,6 +397,15 @@ impl Engine {
             .sum();
         let step_id = job.next_step_id;
         let env = self.step_env(job, &req, step_id, &names, &tasks);
+        // Shards and MPS shares name their GPU per node (a job holding
+        // GPUs themselves gets its GPUs from the node instead).
+        let share_env: Vec<Vec<(String, String)>> = chosen
+            .iter()
+            .map(|p| {
+                let na = &alloc.nodes[*p];
+                crate::env::sharing_env(&self.nodes[na.node.0 as usize].gres, &na.gres)
+            })
+            .collect();
         let job = self.jobs.get_mut(&req.job_id).expect("checked above");
         job.next_step_id += 1;
         job.steps.push(Step {
@@ -430,7 +439,7 @@ impl Engine {
                 gid,
                 user: user.clone(),
                 argv: req.argv.clone(),
-                env: env.clone(),
+                env: env.iter().chain(&share_env[i]).cloned().collect(),
                 work_dir: req.work_dir.clone(),
                 node_index: i as u32,
                 nodes: names.clone(),

@@ -190,7 +190,7 @@ fn issue_37_gpu_autodetect_without_nvml_falls_back_to_gres_conf() {
     );
 }
 
-/// Acceptance test 15 (batch jobs): `--gres=shard:4` gets the GPU's vendor
+/// Acceptance test 15 (batch jobs and steps): `--gres=shard:4` gets the GPU's vendor
 /// variables and SLURM_SHARDS_ON_NODE; `--gres=mps:50` of 100 shares per
 /// GPU gets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50.
 #[test]
@@ -216,4 +216,15 @@ fn issue_37_gpu_shard_and_mps_batch_variables() {
     }
     assert_eq!(c.read("shard.txt"), "4 0\n");
     assert_eq!(c.read("mps.txt"), "50 0\n");
+    // A step of a standalone srun: the same, per node.
+    let out = c.ok(
+        "srun",
+        &[
+            "--gres=shard:2",
+            "bash",
+            "-c",
+            "echo $SLURM_SHARDS_ON_NODE $CUDA_VISIBLE_DEVICES $ROCR_VISIBLE_DEVICES",
+        ],
+    );
+    assert_eq!(out.stdout, "2 0 0\n", "{out}\n{}", c.logs());
 }
