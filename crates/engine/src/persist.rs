@@ -136,11 +136,7 @@ impl Engine {
             node_names,
             partition_names,
             nodes: self.nodes.iter().map(v1::Node::from).collect(),
-            jobs: self
-                .jobs
-                .values()
-                .map(|j| Box::new(v1::Job::from(&**j)))
-                .collect(),
+            jobs: self.jobs.values().map(|j| v1::Job::from(&**j)).collect(),
             next_job_id: self.next_job_id,
             outcomes: self
                 .outcomes()

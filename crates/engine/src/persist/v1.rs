@@ -37,9 +37,8 @@ pub struct Snapshot {
     pub partition_names: Vec<String>,
     /// Nodes with their dynamic state.
     pub nodes: Vec<Node>,
-    /// Every job still held (boxed, as the engine holds them: a queue of
-    /// 100,000 jobs is not one contiguous block to grow while it is read).
-    pub jobs: Vec<Box<Job>>,
+    /// Every job still held.
+    pub jobs: Vec<Job>,
     /// Each distinct job description once, in the order the jobs first
     /// use them. Not part of the state's own encoding: a snapshot writes
     /// them ahead of it, and its jobs by number ([`Snapshot::number_descs`]).
