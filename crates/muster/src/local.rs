@@ -155,7 +155,7 @@ fn commands_binary_beside(exe: &Path) -> PathBuf {
 /// The name of the user commands' own binary (`src/bin/muster-cli.rs`).
 const CLI_BINARY: &str = "muster-cli";
 
-/// Makes DIR/<command> links for every Slurm command, to
+/// Makes `DIR/<command>` links for every Slurm command, to
 /// [`commands_binary`].
 pub fn install_links(dir: &Path) -> anyhow::Result<()> {
     let exe = commands_binary()?;
