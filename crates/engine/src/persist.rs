@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 pub mod journal_v1;
+pub mod payload_v1;
 pub mod v1;
 
 use v1::Desc;
