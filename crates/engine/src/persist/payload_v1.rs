@@ -50,7 +50,7 @@ impl From<SignalSpec> for proto::SignalSpec {
 }
 
 /// A batch job submission (`proto::JobDesc`).
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct JobDesc<'a> {
     /// `-J`.
     pub name: Cow<'a, str>,
@@ -300,7 +300,7 @@ impl From<JobDesc<'_>> for proto::JobDesc {
 }
 
 /// What a node daemon reports when it registers (`proto::NodeRegistration`).
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NodeRegistration<'a> {
     /// Its NodeName.
     pub name: Cow<'a, str>,
@@ -391,7 +391,7 @@ impl From<NodeRegistration<'_>> for proto::NodeRegistration {
 }
 
 /// What a step's tasks used (`proto::StepUsage`).
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StepUsage<'a> {
     /// User CPU time in microseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
