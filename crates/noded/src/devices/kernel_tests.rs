@@ -439,3 +439,38 @@ fn v1_levels_written_top_down_confine_each_level() {
         other => panic!("{other}"),
     }
 }
+
+#[test]
+fn v2_refused_program_reports_the_verifiers_reason() {
+    let root = cgroup2_root();
+    if !can_run(
+        "v2_refused_program_reports_the_verifiers_reason",
+        &root,
+        "cgroup2 mount",
+    ) {
+        return;
+    }
+    // An instruction no path reaches: the verifier refuses the program.
+    let dead = [
+        Insn::alu64_imm(bpf::ALU_MOV, 0, 1),
+        Insn::exit(),
+        Insn::alu64_imm(bpf::ALU_MOV, 0, 0),
+        Insn::exit(),
+    ];
+    let err = Program::load(&dead).unwrap_err();
+    match &err {
+        DeviceError::Load { source, log } => {
+            assert_eq!(source.raw_os_error(), Some(libc::EINVAL), "{err}");
+            assert!(log.contains("unreachable"), "{err}");
+        }
+        other => panic!("{other}"),
+    }
+
+    // A level attached with one mode cannot be replaced with the other.
+    let cg = CgroupDir::create(root.unwrap().join(unique("v2mode")));
+    let node = [Device::char(GPU, 0)];
+    confine_v2(&cg.path, Level::Job, &node, &[]).unwrap();
+    let prog = Program::load(&assemble(&Filter::deny_unallocated(&node, &[])).unwrap()).unwrap();
+    let err = prog.attach(&cg.path, AttachMode::Multi).unwrap_err();
+    assert!(err.to_string().contains("BPF_PROG_ATTACH"), "{err}");
+}
