@@ -55,7 +55,8 @@
 //!    the node daemon       the batch supervisor,     the step           pmi2, pmix
 //!    |                     its zygote, launch        supervisor
 //!    +------------------------------------------------^ (spec, control and report lines)
-//!   every room --> leaves: spool <-- slots, gather, env, exec, to_srun, options
+//!   every room --> leaves: spool <-- slots, gather, env, exec, to_srun, options;
+//!                          devices (device confinement, for the cgroup layer)
 //! ```
 //!
 //! # Performance notes
@@ -108,6 +109,9 @@ mod stepd;
 mod taskd;
 
 // The leaves the rooms share; they import no room.
+// Public: the building blocks of device confinement (issue 37) that the
+// cgroup layer calls with its directories.
+pub mod devices;
 mod env;
 mod exec;
 mod gather;
