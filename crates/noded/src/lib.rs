@@ -40,9 +40,20 @@
 //!
 //! A job is its batch script's session and process group: signals go to
 //! the group, and what is left of the group when the script ends is
-//! killed, as Slurm's proctrack does for the batch step. Cgroups, where
+//! killed, as Slurm's proctrack does for the batch step.
+//!
+//! Confinement (`cgroup`, Slurm's proctrack/cgroup): where a cgroup.conf
+//! lies beside slurm.conf, `ProctrackType` is `proctrack/cgroup` and the
+//! daemon is root, every task joins its cgroup
+//! (`uid_U/job_J/step_S/task_T` on v1) before its exec, so a process that
+//! left its session is still the job's: a step ends once its cgroup is
+//! empty (what is left when its tasks end is killed), suspend freezes the
+//! job's cgroups and resume thaws them. A daemon configured for cgroups it
+//! cannot use refuses to start; not root, it says so once and runs jobs
+//! as without. Otherwise cgroups, where
 //! `JobAcctGatherType=jobacct_gather/cgroup` asks for them, serve usage
-//! gathering only (`gather`): no limits, no process tracking.
+//! gathering only (`gather`); with confinement, gathering reads the same
+//! cgroups.
 //!
 //! The code lives in one room (folder) per program, over leaves they all
 //! share. An arrow is "imports"; no file imports one that imports it back.
@@ -55,7 +66,8 @@
 //!    the node daemon       the batch supervisor,     the step           pmi2, pmix
 //!    |                     its zygote, launch        supervisor
 //!    +------------------------------------------------^ (spec, control and report lines)
-//!   every room --> leaves: spool <-- slots, gather, env, exec, to_srun, options
+//!   every room --> leaves: spool <-- slots, gather, env, exec, to_srun, options;
+//!                          cgroup <-- gather
 //! ```
 //!
 //! # Performance notes
@@ -108,6 +120,7 @@ mod stepd;
 mod taskd;
 
 // The leaves the rooms share; they import no room.
+mod cgroup;
 mod env;
 mod exec;
 mod gather;
