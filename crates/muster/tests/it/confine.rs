@@ -193,10 +193,18 @@ fn confine_suspend_freezes_the_job_and_resume_thaws_it() {
         "-o",
         "out",
         "--wrap",
-        "echo $$ > job.pid; while :; do :; done",
+        // The batch script and an srun step's task, both busy.
+        "srun sh -c 'echo $$ > task.pid; while :; do :; done' & \
+         echo $$ > job.pid; while :; do :; done",
     ]);
     c.wait_state(id, "RUNNING", secs(10));
     let pid = pid_file(&c, "job.pid");
+    let task = pid_file(&c, "task.pid");
+    let task_freezer = freezer_path(&task).expect("the task's freezer cgroup");
+    assert!(
+        task_freezer.ends_with(&format!("/uid_0/job_{id}/step_0/task_0")),
+        "{task_freezer}"
+    );
     let freezer = freezer_path(&pid).expect("the job's freezer cgroup");
     guard.set(&freezer);
     assert_eq!(
@@ -222,12 +230,16 @@ fn confine_suspend_freezes_the_job_and_resume_thaws_it() {
         (std::fs::read_to_string(&state).unwrap_or_default().trim() == "FROZEN").then_some(())
     });
     assert_eq!(c.job_state(id), "SUSPENDED");
-    let before = cpu_ticks(&pid);
+    let before = (cpu_ticks(&pid), cpu_ticks(&task));
     std::thread::sleep(secs(2));
-    assert_eq!(cpu_ticks(&pid), before, "CPU ticks moved while suspended");
+    assert_eq!(
+        (cpu_ticks(&pid), cpu_ticks(&task)),
+        before,
+        "CPU ticks moved while suspended"
+    );
     c.ok("scontrol", &["resume", &id.to_string()]);
-    c.wait_until("the job to run again", secs(10), || {
-        (cpu_ticks(&pid) > before).then_some(())
+    c.wait_until("the job and its step to run again", secs(10), || {
+        (cpu_ticks(&pid) > before.0 && cpu_ticks(&task) > before.1).then_some(())
     });
     assert_eq!(
         std::fs::read_to_string(&state).unwrap_or_default().trim(),
@@ -235,6 +247,9 @@ fn confine_suspend_freezes_the_job_and_resume_thaws_it() {
     );
     c.ok("scancel", &[&id.to_string()]);
     assert_eq!(c.wait_done(id, secs(20)), "CANCELLED");
+    c.wait_until("the job's processes to end", secs(10), || {
+        (!alive(&pid) && !alive(&task)).then_some(())
+    });
     assert_job_cgroups_gone(&c, &freezer, id);
 }
 
