@@ -324,6 +324,34 @@ fn confine_a_process_that_double_forked_is_killed_when_its_step_ends() {
     }
 }
 
+#[test]
+fn confine_the_extern_step_holder_is_in_step_extern_and_ends_with_the_job() {
+    let guard = CgGuard::default();
+    let c = builder()
+        .nodes(1)
+        .conf_extra("ProctrackType=proctrack/cgroup\nPrologFlags=Contain\n")
+        .file("cgroup.conf", "CgroupPlugin=autodetect\n")
+        .start();
+    guard.set_node_dir(node_dir_name(&c, "node1"));
+    let id = c.submit(&["-o", "out", "--wrap", "echo $$ > job.pid; sleep 300"]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let pid = pid_file(&c, "job.pid");
+    let freezer = freezer_path(&pid).expect("the job's freezer cgroup");
+    let holder_procs = job_dir("freezer", &freezer, id).join("step_extern/task_0/cgroup.procs");
+    let holder = c.wait_until("the extern step's holder", secs(10), || {
+        let p = std::fs::read_to_string(&holder_procs).unwrap_or_default();
+        p.lines().next().map(str::to_string)
+    });
+    let cmdline = std::fs::read_to_string(format!("/proc/{holder}/cmdline")).unwrap_or_default();
+    assert!(cmdline.starts_with("sleep"), "{cmdline:?}");
+    c.ok("scancel", &[&id.to_string()]);
+    assert_eq!(c.wait_done(id, secs(20)), "CANCELLED");
+    c.wait_until("the holder to end", secs(10), || {
+        (!alive(&holder)).then_some(())
+    });
+    assert_job_cgroups_gone(&c, &freezer, id);
+}
+
 /// The parent of `pid` (field 4 of /proc/PID/stat).
 fn parent_of(pid: &str) -> String {
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
