@@ -592,6 +592,10 @@ fn down_inner(o: &UpOptions) -> anyhow::Result<()> {
         });
     }
     let _ = fs::remove_file(dir.join("pids"));
+    // A node daemon that was killed left its cgroup directory.
+    if let Ok(loaded) = conf::load(&conf_path) {
+        noded::release_cgroups(&loaded.config);
+    }
     if !answered && pids.is_empty() {
         bail!("no cluster is running from {}", dir.display());
     }

@@ -214,6 +214,30 @@ fn restore_open_file_limit() {
     }
 }
 
+/// Removes the node daemons' own cgroup directories of this configuration
+/// where no job is left in them: for `muster down`, once the daemons are
+/// gone (one that was killed could not remove its own). Nothing without
+/// confinement, as non-root, or for a daemon in a delegated v2 cgroup
+/// (that base is not ours to remove).
+pub fn release_cgroups(config: &conf::Config) {
+    let Some(cgroup_conf) = config.confinement() else {
+        return;
+    };
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    for node in &config.nodes {
+        let spool = PathBuf::from(config.spool_dir_for(&node.name));
+        let Ok(settings) = cgroup::CgroupSettings::resolve(cgroup_conf, &node.name, &spool) else {
+            continue;
+        };
+        if settings.version == cgroup::Version::V2 && !cgroup_conf.ignore_systemd {
+            continue;
+        }
+        settings.driver().release();
+    }
+}
+
 /// Entry point of `muster noded`: parses `args` (without the program name),
 /// runs the daemon on a fresh tokio runtime and returns the exit status:
 /// 0 after a clean shutdown (SIGTERM, SIGINT or the controller's

@@ -502,6 +502,20 @@ fn confine_muster_up_as_root_confines_jobs() {
     }
     assert!(freezer.starts_with("/slurm_node1-"), "{out}");
     assert!(freezer.ends_with("/step_0/task_0"), "{out}");
+    // A node daemon killed (so it cannot remove its own directory):
+    // `muster down` removes it.
+    let pids = std::fs::read_to_string(dir.join("pids")).unwrap_or_default();
+    let node = pids
+        .lines()
+        .find_map(|l| l.strip_suffix(" node1"))
+        .expect("up records node1's pid")
+        .to_string();
+    sigkill(&node);
+    let start = std::time::Instant::now();
+    while alive(&node) && start.elapsed() < secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(guard.dirs()[0].is_dir(), "the killed daemon's directory");
     drop(down);
     for dir in guard.dirs() {
         assert!(!dir.exists(), "{} left after muster down", dir.display());

@@ -152,6 +152,17 @@ impl CgroupSettings {
         node: &str,
         spool: &Path,
     ) -> Result<CgroupSettings, CgroupError> {
+        let settings = CgroupSettings::resolve(conf, node, spool)?;
+        settings.driver().prepare()?;
+        Ok(settings)
+    }
+
+    /// [`CgroupSettings::from_conf`] without making the node's directory.
+    pub fn resolve(
+        conf: &conf::CgroupConf,
+        node: &str,
+        spool: &Path,
+    ) -> Result<CgroupSettings, CgroupError> {
         let mount = PathBuf::from(&conf.mountpoint);
         let tag = node_tag(node, spool);
         let mut v2_needed = Vec::new();
@@ -255,7 +266,6 @@ impl CgroupSettings {
                 }
             }
         };
-        settings.driver().prepare()?;
         Ok(settings)
     }
 
