@@ -586,6 +586,23 @@ pub(crate) fn rmdir_if_unused(dir: &Path) {
     }
 }
 
+/// Runs `make` again (twice at most) when it failed for a directory that
+/// vanished: another step of the job, ending meanwhile, may remove the
+/// job's (or the user's) directory between two of its mkdirs.
+pub(crate) fn retry_vanished<T>(
+    mut make: impl FnMut() -> Result<T, CgroupError>,
+) -> Result<T, CgroupError> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match make() {
+            Err(CgroupError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound && tries < 3 => {}
+            other => return other,
+        }
+    }
+}
+
 /// SIGKILL to each pid.
 pub(crate) fn kill_each(pids: &[i32]) {
     for &pid in pids {

@@ -491,3 +491,29 @@ fn real_v1_end_step_empties_and_removes_and_rmdir_retries_while_busy() {
     assert!(!d.dir(&job).exists());
     assert!(d.jobs().is_empty());
 }
+
+#[test]
+fn making_a_cgroup_is_tried_again_when_a_parent_vanished_meanwhile() {
+    let vanished = || CgroupError::Io {
+        action: "create",
+        path: PathBuf::from("/x"),
+        source: std::io::Error::from(std::io::ErrorKind::NotFound),
+    };
+    let mut calls = 0;
+    let res = retry_vanished(|| {
+        calls += 1;
+        if calls < 3 {
+            Err(vanished())
+        } else {
+            Ok(calls)
+        }
+    });
+    assert_eq!(res.unwrap(), 3);
+    let mut calls = 0;
+    let res: Result<(), _> = retry_vanished(|| {
+        calls += 1;
+        Err(vanished())
+    });
+    assert!(res.is_err());
+    assert_eq!(calls, 3, "at most three tries");
+}

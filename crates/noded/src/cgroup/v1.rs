@@ -116,34 +116,11 @@ impl Driver for V1 {
     }
 
     fn create_step(&self, cg: &CgPath) -> Result<(), CgroupError> {
-        self.prepare()?;
-        let rel = Self::rel(&CgPath {
-            task: None,
-            ..cg.clone()
-        });
-        for (name, ctrl) in &self.settings.controllers {
-            self.make_levels(name, &self.node_dir(ctrl), &rel)?;
-        }
-        Ok(())
+        super::retry_vanished(|| self.create_step_once(cg))
     }
 
     fn create_task(&self, cg: &CgPath) -> Result<TaskDirs, CgroupError> {
-        let rel = Self::rel(cg);
-        let mut procs = Vec::new();
-        for (name, ctrl) in &self.settings.controllers {
-            self.make_levels(name, &self.node_dir(ctrl), &rel)?;
-            procs.push(self.node_dir(ctrl).join(&rel).join("cgroup.procs"));
-        }
-        let at = |name: &str| {
-            self.ctrl(name)
-                .map(|c| self.node_dir(c).join(&rel))
-                .unwrap_or_default()
-        };
-        Ok(TaskDirs {
-            procs,
-            memory: at("memory"),
-            cpu: at("cpuacct"),
-        })
+        super::retry_vanished(|| self.create_task_once(cg))
     }
 
     fn add_pid(&self, cg: &CgPath, pid: i32) -> Result<(), CgroupError> {
@@ -301,6 +278,39 @@ impl Driver for V1 {
             .map(|(_, d)| d.clone())
             .unwrap_or_default();
         self.node_dir(&ctrl).join(Self::rel(cg))
+    }
+}
+
+impl V1 {
+    fn create_step_once(&self, cg: &CgPath) -> Result<(), CgroupError> {
+        self.prepare()?;
+        let rel = Self::rel(&CgPath {
+            task: None,
+            ..cg.clone()
+        });
+        for (name, ctrl) in &self.settings.controllers {
+            self.make_levels(name, &self.node_dir(ctrl), &rel)?;
+        }
+        Ok(())
+    }
+
+    fn create_task_once(&self, cg: &CgPath) -> Result<TaskDirs, CgroupError> {
+        let rel = Self::rel(cg);
+        let mut procs = Vec::new();
+        for (name, ctrl) in &self.settings.controllers {
+            self.make_levels(name, &self.node_dir(ctrl), &rel)?;
+            procs.push(self.node_dir(ctrl).join(&rel).join("cgroup.procs"));
+        }
+        let at = |name: &str| {
+            self.ctrl(name)
+                .map(|c| self.node_dir(c).join(&rel))
+                .unwrap_or_default()
+        };
+        Ok(TaskDirs {
+            procs,
+            memory: at("memory"),
+            cpu: at("cpuacct"),
+        })
     }
 }
 

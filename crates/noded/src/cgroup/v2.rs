@@ -88,31 +88,11 @@ impl Driver for V2 {
     }
 
     fn create_step(&self, cg: &CgPath) -> Result<(), CgroupError> {
-        self.prepare()?;
-        let job = self.dir(&CgPath::job(cg.uid, cg.job));
-        mkdir(&job)?;
-        self.enable_controllers(&job);
-        let step = self.dir(&CgPath {
-            task: None,
-            ..cg.clone()
-        });
-        mkdir(&step)?;
-        self.enable_controllers(&step);
-        mkdir(&step.join("slurm"))?;
-        let user = step.join("user");
-        mkdir(&user)?;
-        self.enable_controllers(&user);
-        Ok(())
+        super::retry_vanished(|| self.create_step_once(cg))
     }
 
     fn create_task(&self, cg: &CgPath) -> Result<TaskDirs, CgroupError> {
-        let dir = self.dir(cg);
-        mkdir(&dir)?;
-        Ok(TaskDirs {
-            procs: vec![dir.join("cgroup.procs")],
-            memory: dir.clone(),
-            cpu: dir,
-        })
+        super::retry_vanished(|| self.create_task_once(cg))
     }
 
     fn add_pid(&self, cg: &CgPath, pid: i32) -> Result<(), CgroupError> {
@@ -230,5 +210,35 @@ impl Driver for V2 {
             }
         }
         dir
+    }
+}
+
+impl V2 {
+    fn create_step_once(&self, cg: &CgPath) -> Result<(), CgroupError> {
+        self.prepare()?;
+        let job = self.dir(&CgPath::job(cg.uid, cg.job));
+        mkdir(&job)?;
+        self.enable_controllers(&job);
+        let step = self.dir(&CgPath {
+            task: None,
+            ..cg.clone()
+        });
+        mkdir(&step)?;
+        self.enable_controllers(&step);
+        mkdir(&step.join("slurm"))?;
+        let user = step.join("user");
+        mkdir(&user)?;
+        self.enable_controllers(&user);
+        Ok(())
+    }
+
+    fn create_task_once(&self, cg: &CgPath) -> Result<TaskDirs, CgroupError> {
+        let dir = self.dir(cg);
+        mkdir(&dir)?;
+        Ok(TaskDirs {
+            procs: vec![dir.join("cgroup.procs")],
+            memory: dir.clone(),
+            cpu: dir,
+        })
     }
 }
