@@ -20,7 +20,6 @@
 //! pure and unit-tested for both cgroup versions.
 
 use serde::{Deserialize, Serialize};
-use std::ffi::CString;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -357,11 +356,12 @@ impl StepCgroup {
                 }
             }
         }
-        let join = dirs
-            .iter()
-            .map(|d| CString::new(d.join("cgroup.procs").into_os_string().into_encoded_bytes()))
-            .collect::<Result<Vec<_>, _>>()
-            .ok()?;
+        let join = crate::cgroup::TaskJoin::new(
+            &dirs
+                .iter()
+                .map(|d| d.join("cgroup.procs"))
+                .collect::<Vec<_>>(),
+        );
         Some(TaskCgroup {
             v2: matches!(self.hierarchy, Hierarchy::V2 { .. }),
             dirs,
@@ -413,26 +413,26 @@ pub struct TaskCgroup {
     /// Its directory in each hierarchy (v1: memory first, then cpuacct).
     dirs: Vec<PathBuf>,
     /// `cgroup.procs` of each, for the child to join.
-    join: Vec<CString>,
+    join: crate::cgroup::TaskJoin,
 }
 
 impl TaskCgroup {
+    /// A task cgroup the confinement layer (`cgroup`) made: joined through
+    /// its `procs` files, usage read from `memory` and (v1) `cpu`.
+    pub fn from_dirs(v2: bool, memory: PathBuf, cpu: PathBuf, procs: &[PathBuf]) -> TaskCgroup {
+        TaskCgroup {
+            v2,
+            dirs: if v2 { vec![memory] } else { vec![memory, cpu] },
+            join: crate::cgroup::TaskJoin::new(procs),
+        }
+    }
+
     /// Moves the calling process into the task's cgroups. Async-signal-safe
     /// (system calls on memory prepared before fork): for between fork and
     /// exec, before the user switch. Failure is ignored: the task then is
     /// sampled from /proc.
     pub fn join_self(&self) {
-        for path in &self.join {
-            // SAFETY: open/write/close on a NUL-terminated path made
-            // before fork and a static buffer.
-            unsafe {
-                let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
-                if fd >= 0 {
-                    libc::write(fd, c"0".as_ptr().cast(), 1);
-                    libc::close(fd);
-                }
-            }
-        }
+        self.join.join_self();
     }
 
     fn read(&self, i: usize, file: &str) -> Option<String> {

@@ -12,6 +12,7 @@ mod acctmgr;
 mod arrays;
 mod auth;
 mod cancel;
+mod confine;
 mod deps;
 mod durable;
 mod env;

@@ -210,6 +210,8 @@ pub struct NodeLink {
     pub spool_dir: PathBuf,
     /// JobAcctGatherType and JobAcctGatherFrequency.
     pub gather: GatherSettings,
+    /// Where jobs' cgroups are, when jobs are confined.
+    pub cgroup: Option<crate::cgroup::CgroupSettings>,
     /// The daemon's effective uid: only root starts processes for others.
     pub daemon_uid: u32,
     /// Runs `noded --step-tasks`.

@@ -27,6 +27,9 @@ pub struct NodeSetup {
     pub spool_dir: PathBuf,
     /// JobAcctGatherType and JobAcctGatherFrequency, for the supervisors.
     pub gather: crate::gather::GatherSettings,
+    /// Where jobs' cgroups are: `Some` where cgroup.conf and
+    /// `ProctrackType=proctrack/cgroup` confine jobs and the daemon is root.
+    pub cgroup: Option<crate::cgroup::CgroupSettings>,
     /// What registration reports (free memory, load and start time are
     /// refreshed on each attempt).
     pub registration: NodeRegistration,
@@ -230,8 +233,10 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         &node_name,
         &spool_dir,
     );
+    let cgroup = confinement(&config, &node_name, &spool_dir)?;
     Ok(NodeSetup {
         gather,
+        cgroup,
         auth: Arc::new(auth),
         identity: own_identity(&node_name),
         spool_dir,
@@ -242,6 +247,40 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         node_name,
         registration,
     })
+}
+
+/// The cgroup settings where the configuration confines jobs. Not root:
+/// said once, and jobs run as without cgroups. Root, but the cgroups
+/// cannot be used (no such mount, a controller missing): an error that
+/// names what is missing, and the daemon does not start.
+fn confinement(
+    config: &conf::Config,
+    node_name: &str,
+    spool_dir: &std::path::Path,
+) -> anyhow::Result<Option<crate::cgroup::CgroupSettings>> {
+    let Some(cgroup_conf) = config.confinement() else {
+        return Ok(None);
+    };
+    if !nix::unistd::geteuid().is_root() {
+        tracing::warn!(
+            "jobs are not confined: cgroup.conf asks for cgroups, but only root can make them"
+        );
+        return Ok(None);
+    }
+    let settings = crate::cgroup::CgroupSettings::from_conf(cgroup_conf, node_name, spool_dir)
+        .context("cannot confine jobs with cgroups (cgroup.conf)")?;
+    tracing::info!(
+        "jobs are confined: cgroup {:?} under {}, controllers {}",
+        settings.version,
+        settings.mount.join(&settings.base).display(),
+        settings
+            .controllers
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    Ok(Some(settings))
 }
 
 #[cfg(test)]

@@ -126,6 +126,7 @@ pub async fn launch(
         conf_path: node.conf_path.to_string_lossy().into_owned(),
         switch_user,
         gather: node.gather.clone(),
+        cgroup: node.cgroup.clone(),
     };
     let Ok(mut line) = serde_json::to_vec(&spec) else {
         return NodeResponse::Failed("cannot encode the step".into());

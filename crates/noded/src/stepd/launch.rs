@@ -54,6 +54,8 @@ pub struct LaunchContext<'a> {
     pub stepd_program: &'a Path,
     /// How the supervisor gathers usage.
     pub gather: &'a crate::gather::GatherSettings,
+    /// Where the job's cgroups are, when jobs are confined.
+    pub cgroup: Option<&'a crate::cgroup::CgroupSettings>,
     /// The spool's emptied job directories, used again.
     pub slots: &'a Slots,
 }
@@ -73,6 +75,10 @@ pub struct StepdSpec {
     /// How to gather the script's usage.
     #[serde(default)]
     pub gather: crate::gather::GatherSettings,
+    /// Where the job's cgroups are (proctrack/cgroup); `None`: the job is
+    /// its script's process group, as without cgroups.
+    #[serde(default)]
+    pub cgroup: Option<crate::cgroup::CgroupSettings>,
 }
 
 /// A `StepdSpec` as the daemon writes it, borrowing the launch instead of
@@ -84,6 +90,7 @@ struct StepdSpecRef<'a> {
     conf_path: &'a str,
     switch_user: bool,
     gather: &'a crate::gather::GatherSettings,
+    cgroup: Option<&'a crate::cgroup::CgroupSettings>,
 }
 
 /// The supervisor's one line on its stdout.
@@ -409,6 +416,7 @@ pub async fn start_supervisor(
         conf_path: ctx.conf_path,
         switch_user: switches_user(launch, ctx),
         gather: ctx.gather,
+        cgroup: ctx.cgroup,
     };
     let spec = serde_json::to_vec(&spec).map_err(|e| format!("cannot encode the launch: {e}"))?;
     if let Some(sock) = zygote {

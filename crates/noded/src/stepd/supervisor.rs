@@ -22,9 +22,10 @@
 //! session keeps it out of the daemon's signals; the job's signals go to
 //! the script's group, which it is not in.
 
+use crate::cgroup::{self, CgPath, Driver};
 use crate::exec::SUPERVISOR_IGNORES;
 use crate::gather::{
-    parse_frequency, Gather, GatherType, Publish, Sampler, StepCgroup, TaskSource,
+    parse_frequency, Gather, GatherType, Publish, Sampler, StepCgroup, TaskCgroup, TaskSource,
 };
 use crate::spool::{self, Pids, ProcId};
 use crate::stepd::launch::{self, StepdAnswer, StepdSpec};
@@ -58,21 +59,63 @@ pub fn main(job_dir: &Path) -> i32 {
         spec.gather.freq_secs = n;
     }
     let script = job_dir.join("slurm_script");
-    let cgroup = (spec.gather.kind == GatherType::Cgroup)
-        .then(|| StepCgroup::create(&spec.gather, job_id.0, "batch"))
-        .flatten();
-    let task_cgroup = cgroup.as_ref().and_then(|c| c.task(0));
+    // proctrack/cgroup: the script joins step_batch/task_0 before its exec,
+    // and so does everything it starts; the supervisor stays outside.
+    let confined = spec.cgroup.as_ref().map(|s| (s.driver(), s.settle));
+    let batch_cg = CgPath::job(spec.launch.uid, job_id.0).step("batch");
+    let (gather_cgroup, task_cgroup) = match &confined {
+        Some((driver, settle)) => match confine(&**driver, &batch_cg) {
+            Ok(task) => (None, Some(task)),
+            Err(e) => {
+                let _ = cgroup::end_step(&**driver, &batch_cg, *settle);
+                let msg = format!("cannot make the job's cgroup: {e}");
+                let _ = spool::write_status(job_dir, EXIT_1, Some(&msg), None);
+                answer(&StepdAnswer::Failed(msg));
+                return 0;
+            }
+        },
+        None => {
+            let cgroup = (spec.gather.kind == GatherType::Cgroup)
+                .then(|| StepCgroup::create(&spec.gather, job_id.0, "batch"))
+                .flatten();
+            let task = cgroup.as_ref().and_then(|c| c.task(0));
+            (cgroup, task)
+        }
+    };
+    // Usage comes from the cgroup only where JobAcctGatherType says so.
+    let sampled = task_cgroup
+        .as_ref()
+        .filter(|_| spec.gather.kind == GatherType::Cgroup);
+    let end_cgroups = || {
+        if let Some(c) = &gather_cgroup {
+            c.remove();
+        }
+        if let Some((driver, settle)) = &confined {
+            // What the script left (a double fork, a daemon) ends with it.
+            if let Err(e) = cgroup::end_step(&**driver, &batch_cg, *settle) {
+                eprintln!("noded --stepd: job {job_id}: {e}");
+            }
+        }
+    };
     let pid = match launch::spawn_script(&spec, &script, task_cgroup.as_ref()) {
         Ok(pid) => pid,
         Err(msg) => {
-            if let Some(c) = &cgroup {
-                c.remove();
-            }
+            end_cgroups();
             let _ = spool::write_status(job_dir, EXIT_1, Some(&msg), None);
             answer(&StepdAnswer::Failed(msg));
             return 0;
         }
     };
+    if let Some((driver, _)) = &confined {
+        // The script joined its cgroup before its exec; should that have
+        // failed, it is moved now (it may not have forked yet).
+        let task = batch_cg.task(0);
+        if !driver.pids(&task).contains(&pid) {
+            if let Err(e) = driver.add_pid(&task, pid) {
+                eprintln!("noded --stepd: job {job_id}: {e}");
+            }
+        }
+    }
     let Some(stepd) = ProcId::of(std::process::id() as i32) else {
         return abandon(job_dir, pid, "cannot read the supervisor's /proc entry");
     };
@@ -92,7 +135,7 @@ pub fn main(job_dir: &Path) -> i32 {
     answer(&StepdAnswer::Started(pids));
     detach_stdio();
     let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &[0])));
-    let source = match &task_cgroup {
+    let source = match sampled {
         Some(cg) => TaskSource::Cgroup(cg.clone()),
         None => TaskSource::Session(pid),
     };
@@ -120,13 +163,11 @@ pub fn main(job_dir: &Path) -> i32 {
     let usage = {
         let mut g = gather.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(ru) = ru {
-            g.finish_task(0, ru, task_cgroup.as_ref());
+            g.finish_task(0, ru, sampled);
         }
         g.usage()
     };
-    if let Some(c) = &cgroup {
-        c.remove();
-    }
+    end_cgroups();
     // The live sample ends with the step; the final usage comes next, and
     // the status record is the last thing a supervisor writes.
     let _ = std::fs::remove_file(&live);
@@ -137,6 +178,18 @@ pub fn main(job_dir: &Path) -> i32 {
         return 1;
     }
     0
+}
+
+/// Makes the batch step's cgroup and its task's, for the script to join.
+fn confine(driver: &dyn Driver, step: &CgPath) -> Result<TaskCgroup, cgroup::CgroupError> {
+    driver.create_step(step)?;
+    let dirs = driver.create_task(&step.task(0))?;
+    Ok(TaskCgroup::from_dirs(
+        driver.version() == cgroup::Version::V2,
+        dirs.memory,
+        dirs.cpu,
+        &dirs.procs,
+    ))
 }
 
 /// Kills the script just started, reaps it, records a launch failure and

@@ -59,6 +59,10 @@ pub struct TaskdSpec {
     /// Where to publish the step's usage after every sample (sstat).
     #[serde(default)]
     pub live_path: Option<std::path::PathBuf>,
+    /// Where the job's cgroups are (proctrack/cgroup): the tasks join
+    /// `step_S/task_T`, and the step ends once its cgroup is empty.
+    #[serde(default)]
+    pub cgroup: Option<crate::cgroup::CgroupSettings>,
 }
 
 /// The daemon's later stdin lines.
@@ -486,6 +490,13 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
     if let Some(c) = &step.cgroup {
         c.remove();
     }
+    if let Some(c) = &step.confined {
+        // The step is over once its cgroup is empty: what its tasks left
+        // (a double fork, a daemon) is killed now.
+        if let Err(e) = crate::cgroup::end_step(&*c.driver, &c.step, c.settle) {
+            eprintln!("noded --step-tasks: {e}");
+        }
+    }
     report(&TaskdReport::Ended(Box::new(TaskdResult { exit, usage })));
     let _ = reported_rx.recv_timeout(REPORT_WAIT);
     step.to.send(StepdToSrun::Done);
@@ -509,6 +520,18 @@ struct StepSetup {
     /// of this node then fails.
     pmix_error: Option<String>,
     cgroup: Option<StepCgroup>,
+    /// proctrack/cgroup: the step's cgroup, which every task joins.
+    confined: Option<Confined>,
+    /// Why the step's cgroup could not be made: every task of this node
+    /// then fails.
+    confine_error: Option<String>,
+}
+
+/// A confined step's cgroup.
+struct Confined {
+    driver: Box<dyn crate::cgroup::Driver>,
+    step: crate::cgroup::CgPath,
+    settle: Duration,
 }
 
 impl StepSetup {
@@ -542,10 +565,28 @@ impl StepSetup {
                 Some(Err(e)) => (None, Some(e)),
                 None => (None, None),
             };
-        let cgroup = (gather_settings.kind == GatherType::Cgroup)
+        let mut confine_error = None;
+        let confined = spec.cgroup.as_ref().and_then(|s| {
+            let c = Confined {
+                driver: s.driver(),
+                step: crate::cgroup::CgPath::job(l.uid, l.job_id.0).step(&l.step_id.to_string()),
+                settle: s.settle,
+            };
+            match c.driver.create_step(&c.step) {
+                Ok(()) => Some(c),
+                Err(e) => {
+                    let _ = c.driver.remove(&c.step);
+                    confine_error = Some(format!("cannot make the step's cgroup: {e}"));
+                    None
+                }
+            }
+        });
+        let cgroup = (confined.is_none() && gather_settings.kind == GatherType::Cgroup)
             .then(|| StepCgroup::create(gather_settings, l.job_id.0, &l.step_id.to_string()))
             .flatten();
         StepSetup {
+            confined,
+            confine_error,
             to,
             mine,
             switch,
@@ -598,6 +639,34 @@ fn start_task(
 ) {
     let l = &spec.launch;
     let to = &step.to;
+    let confined_task = match (&step.confined, &step.confine_error) {
+        (_, Some(e)) => Err(e.clone()),
+        (Some(c), None) => c
+            .driver
+            .create_task(&c.step.task(local as u32))
+            .map(|dirs| {
+                Some(TaskCgroup::from_dirs(
+                    c.driver.version() == crate::cgroup::Version::V2,
+                    dirs.memory,
+                    dirs.cpu,
+                    &dirs.procs,
+                ))
+            })
+            .map_err(|e| format!("cannot make the task's cgroup: {e}")),
+        (None, None) => Ok(None),
+    };
+    let confined_task = match confined_task {
+        Ok(t) => t,
+        Err(e) => {
+            to.send(StepdToSrun::Output {
+                task,
+                stderr: true,
+                data: format!("slurmstepd: error: {e}\n").into_bytes(),
+            });
+            started.failed_exits.push((task, 1 << 8));
+            return;
+        }
+    };
     let stdio = task_stdio(spec, step, opened, task);
     let pair = if step.pmi.is_some() {
         nix::sys::socket::socketpair(
@@ -651,8 +720,15 @@ fn start_task(
         .stdin(stdio.stdin)
         .stdout(stdio.stdout)
         .stderr(stdio.stderr);
-    let task_cgroup = step.cgroup.as_ref().and_then(|c| c.task(task));
-    if let Some(cg) = &task_cgroup {
+    let task_cgroup = match confined_task {
+        Some(cg) => Some(cg),
+        None => step.cgroup.as_ref().and_then(|c| c.task(task)),
+    };
+    // Usage comes from the cgroup only where JobAcctGatherType says so.
+    let sampled = task_cgroup
+        .clone()
+        .filter(|_| spec.gather.kind == GatherType::Cgroup);
+    if let Some(cg) = &sampled {
         started.task_cgroups.insert(local, cg.clone());
     }
     // SAFETY: `join_self` and `apply` are async-signal-safe (see
@@ -681,7 +757,7 @@ fn start_task(
             }
             started.sources.push((
                 local,
-                match task_cgroup {
+                match sampled {
                     Some(cg) => TaskSource::Cgroup(cg),
                     None => TaskSource::Session(pid),
                 },

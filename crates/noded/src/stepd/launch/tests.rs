@@ -84,6 +84,7 @@ fn borrowed_spec_is_the_specs_json() {
         conf_path: "/etc/slurm.conf".into(),
         switch_user: true,
         gather: gather.clone(),
+        cgroup: None,
     };
     let borrowed = StepdSpecRef {
         launch: &launch,
@@ -91,6 +92,7 @@ fn borrowed_spec_is_the_specs_json() {
         conf_path: "/etc/slurm.conf",
         switch_user: true,
         gather: &gather,
+        cgroup: None,
     };
     assert_eq!(
         serde_json::to_string(&borrowed).unwrap(),
