@@ -22,6 +22,7 @@
 mod gres;
 mod keys;
 mod lex;
+pub mod memlimit;
 mod parse;
 mod show;
 
