@@ -42,7 +42,9 @@
 //! the group, and what is left of the group when the script ends is
 //! killed, as Slurm's proctrack does for the batch step. Cgroups, where
 //! `JobAcctGatherType=jobacct_gather/cgroup` asks for them, serve usage
-//! gathering only (`gather`): no limits, no process tracking.
+//! gathering (`gather`), and, where cgroup.conf constrains RAM or swap,
+//! the step's memory limits and its OOM kills (`oom`): no process
+//! tracking.
 //!
 //! The code lives in one room (folder) per program, over leaves they all
 //! share. An arrow is "imports"; no file imports one that imports it back.
@@ -55,7 +57,7 @@
 //!    the node daemon       the batch supervisor,     the step           pmi2, pmix
 //!    |                     its zygote, launch        supervisor
 //!    +------------------------------------------------^ (spec, control and report lines)
-//!   every room --> leaves: spool <-- slots, gather, env, exec, to_srun, options
+//!   every room --> leaves: spool <-- slots, gather (--> oom), env, exec, to_srun, options
 //! ```
 //!
 //! # Performance notes
@@ -111,6 +113,7 @@ mod taskd;
 mod env;
 mod exec;
 mod gather;
+mod oom;
 mod options;
 mod slots;
 mod spool;

@@ -61,6 +61,9 @@ pub fn main(job_dir: &Path) -> i32 {
     let cgroup = (spec.gather.kind == GatherType::Cgroup)
         .then(|| StepCgroup::create(&spec.gather, job_id.0, "batch"))
         .flatten();
+    if let Some(c) = &cgroup {
+        c.limit_memory(&spec.gather, spec.launch.mem);
+    }
     let task_cgroup = cgroup.as_ref().and_then(|c| c.task(0));
     let pid = match launch::spawn_script(&spec, &script, task_cgroup.as_ref()) {
         Ok(pid) => pid,
@@ -89,6 +92,14 @@ pub fn main(job_dir: &Path) -> i32 {
         // gave up on the job): nothing could report this job's end.
         return abandon(job_dir, pid, &format!("cannot write the pid file: {e}"));
     }
+    // The script's stderr, whatever file it is, for slurmstepd's OOM line
+    // at its end (the script's descriptors are gone by then).
+    let script_stderr = cgroup.as_ref().and_then(|_| {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(format!("/proc/{pid}/fd/2"))
+            .ok()
+    });
     answer(&StepdAnswer::Started(pids));
     detach_stdio();
     let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &[0])));
@@ -124,13 +135,20 @@ pub fn main(job_dir: &Path) -> i32 {
         }
         g.usage()
     };
+    let oom_kills = cgroup.as_ref().map_or(0, StepCgroup::oom_kills);
     if let Some(c) = &cgroup {
         c.remove();
+    }
+    if oom_kills > 0 {
+        if let Some(mut f) = script_stderr {
+            let line = crate::oom::detected_line(oom_kills, &format!("{job_id}.batch"));
+            let _ = f.write_all(line.as_bytes());
+        }
     }
     // The live sample ends with the step; the final usage comes next, and
     // the status record is the last thing a supervisor writes.
     let _ = std::fs::remove_file(&live);
-    if let Err(e) = spool::write_status(job_dir, raw, None, Some(&usage)) {
+    if let Err(e) = spool::write_end(job_dir, raw, None, Some(&usage), oom_kills) {
         // Nobody reads stderr any more; the daemon reports a supervisor
         // gone without a status as a killed job.
         eprintln!("noded --stepd: job {job_id}: cannot write the status: {e}");

@@ -105,6 +105,10 @@ pub struct TaskdResult {
     pub exit: ExitCode,
     /// What they used.
     pub usage: proto::StepUsage,
+    /// How many of their processes the OOM killer killed (0 without a
+    /// memory cgroup).
+    #[serde(default)]
+    pub oom_kills: u64,
 }
 
 /// How long the supervisor tries to reach srun.
@@ -483,10 +487,26 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         let _ = std::fs::remove_file(p);
     }
     let usage = gather.lock().unwrap_or_else(|p| p.into_inner()).usage();
+    let oom_kills = step.cgroup.as_ref().map_or(0, StepCgroup::oom_kills);
     if let Some(c) = &step.cgroup {
         c.remove();
     }
-    report(&TaskdReport::Ended(Box::new(TaskdResult { exit, usage })));
+    if oom_kills > 0 {
+        // slurmstepd's line, on the stderr of the node's first task.
+        if let Some(task) = step.mine.first() {
+            let what = format!("{}.{}", l.job_id, l.step_id);
+            step.to.send(StepdToSrun::Output {
+                task: *task,
+                stderr: true,
+                data: crate::oom::detected_line(oom_kills, &what).into_bytes(),
+            });
+        }
+    }
+    report(&TaskdReport::Ended(Box::new(TaskdResult {
+        exit,
+        usage,
+        oom_kills,
+    })));
     let _ = reported_rx.recv_timeout(REPORT_WAIT);
     step.to.send(StepdToSrun::Done);
 }
@@ -545,6 +565,9 @@ impl StepSetup {
         let cgroup = (gather_settings.kind == GatherType::Cgroup)
             .then(|| StepCgroup::create(gather_settings, l.job_id.0, &l.step_id.to_string()))
             .flatten();
+        if let Some(c) = &cgroup {
+            c.limit_memory(gather_settings, l.mem);
+        }
         StepSetup {
             to,
             mine,
@@ -926,6 +949,19 @@ fn reap_tasks(
         if let Some(p) = &step.pmix {
             p.task_exited(t.id);
         }
+        // A task the OOM killer hit ends with Slurm's SIG_OOM status (srun:
+        // `Out Of Memory`, exit 0:125), whatever killed or ended it.
+        let oom = step
+            .mine
+            .iter()
+            .position(|m| *m == t.id)
+            .and_then(|local| task_cgroups.get(&local))
+            .is_some_and(|c| c.oom_kills() > 0);
+        let status = if oom {
+            crate::oom::SIG_OOM_STATUS
+        } else {
+            status
+        };
         exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
         to.send(StepdToSrun::TaskExited { task: t.id, status });
     }
