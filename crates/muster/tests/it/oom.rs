@@ -222,3 +222,38 @@ fn issue_37_max_rss_is_the_cgroups_peak() {
     let max_rss = kib(rows.split('|').nth(1).unwrap_or(""));
     assert!(max_rss >= 150 * 1024, "MaxRSS below 150 MiB: {rows}");
 }
+
+#[test]
+fn issue_37_one_task_killed_for_memory_makes_the_step_out_of_memory() {
+    if !memory_cgroups_writable() {
+        eprintln!("skipped: no writable memory cgroup here (not root?)");
+        return;
+    }
+    let g = start(LIMITS);
+    let c = g.c();
+    // Only task 1 touches 300 MiB; task 0 exits 0. On cgroup v1 the kill
+    // is counted in task 1's cgroup alone: the step's count is the sum.
+    let code = format!("import os\nif os.environ['SLURM_PROCID'] == '1':\n    {HOG}\n");
+    let o = c.run("srun", &["-n2", "--mem=100M", "python3", "-c", &code]);
+    assert_eq!(o.code, 253, "srun: {o:?}");
+    assert!(
+        o.stderr
+            .contains("srun: error: node1: task 1: Out Of Memory\n"),
+        "srun's stderr: {:?}",
+        o.stderr
+    );
+    let line = o
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("slurmstepd: error: Detected 1 oom_kill event in StepId="))
+        .unwrap_or_else(|| panic!("no OOM line in srun's stderr: {:?}", o.stderr));
+    let step = line
+        .split("StepId=")
+        .nth(1)
+        .and_then(|r| r.split(". ").next())
+        .unwrap_or_else(|| panic!("no StepId in {line:?}"));
+    assert_eq!(
+        sacct(c, step, "JobID,State,ExitCode"),
+        format!("{step}|OUT_OF_MEMORY|0:125\n")
+    );
+}
