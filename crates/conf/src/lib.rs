@@ -24,6 +24,7 @@ mod cgroup;
 mod gres;
 mod keys;
 mod lex;
+pub mod memlimit;
 mod parse;
 mod show;
 

@@ -53,7 +53,9 @@
 //! as without. Otherwise cgroups, where
 //! `JobAcctGatherType=jobacct_gather/cgroup` asks for them, serve usage
 //! gathering only (`gather`); with confinement, gathering reads the same
-//! cgroups.
+//! cgroups. Where cgroup.conf constrains RAM or swap, the step's cgroup
+//! (the layer's, else the gathering one) gets its memory limits, and its
+//! OOM kills end the step OUT_OF_MEMORY (`oom`).
 //!
 //! The code lives in one room (folder) per program, over leaves they all
 //! share. An arrow is "imports"; no file imports one that imports it back.
@@ -66,7 +68,7 @@
 //!    the node daemon       the batch supervisor,     the step           pmi2, pmix
 //!    |                     its zygote, launch        supervisor
 //!    +------------------------------------------------^ (spec, control and report lines)
-//!   every room --> leaves: spool <-- slots, gather, env, exec, to_srun, options;
+//!   every room --> leaves: spool <-- slots, gather (--> oom), env, exec, to_srun, options;
 //!                          cgroup <-- gather; devices (device rules, for the cgroup layer)
 //! ```
 //!
@@ -127,6 +129,7 @@ pub mod devices;
 mod env;
 mod exec;
 mod gather;
+mod oom;
 mod options;
 mod slots;
 mod spool;

@@ -287,6 +287,10 @@ pub enum Request<'a> {
         /// What the script and its children used.
         #[serde(default)]
         usage: Option<StepUsage<'a>>,
+        /// Processes of the batch step the OOM killer killed (absent in
+        /// records before it was reported: none).
+        #[serde(default, skip_serializing_if = "proto::is_zero_u64")]
+        oom_kills: u64,
     },
     /// salloc and a standalone srun ended.
     CompleteAllocation {
@@ -407,12 +411,14 @@ impl<'a> Request<'a> {
                 exit,
                 launch_failed,
                 usage,
+                oom_kills,
             } => Request::JobExited {
                 job_id: *job_id,
                 node: Cow::Borrowed(node),
                 exit: *exit,
                 launch_failed: launch_failed.as_deref().map(Cow::Borrowed),
                 usage: usage.as_ref().map(StepUsage::from),
+                oom_kills: *oom_kills,
             },
             CtldRequest::CompleteAllocation { job_id, exit } => Request::CompleteAllocation {
                 job_id: *job_id,
@@ -540,12 +546,14 @@ impl From<Request<'_>> for CtldRequest {
                 exit,
                 launch_failed,
                 usage,
+                oom_kills,
             } => CtldRequest::JobExited {
                 job_id,
                 node: node.into_owned(),
                 exit,
                 launch_failed: launch_failed.map(Cow::into_owned),
                 usage: usage.map(Into::into),
+                oom_kills,
             },
             Request::CompleteAllocation { job_id, exit } => {
                 CtldRequest::CompleteAllocation { job_id, exit }
@@ -921,6 +929,9 @@ pub struct StepNodeEnd<'a> {
     pub exit: ExitCode,
     /// What its tasks used.
     pub usage: Option<StepUsage<'a>>,
+    /// Processes the OOM killer killed (absent in older records: none).
+    #[serde(default, skip_serializing_if = "proto::is_zero_u64")]
+    pub oom_kills: u64,
 }
 
 impl<'a> From<&'a proto::StepNodeEnd> for StepNodeEnd<'a> {
@@ -931,6 +942,7 @@ impl<'a> From<&'a proto::StepNodeEnd> for StepNodeEnd<'a> {
             node: Cow::Borrowed(&e.node),
             exit: e.exit,
             usage: e.usage.as_ref().map(StepUsage::from),
+            oom_kills: e.oom_kills,
         }
     }
 }
@@ -943,6 +955,7 @@ impl From<StepNodeEnd<'_>> for proto::StepNodeEnd {
             node: e.node.into_owned(),
             exit: e.exit,
             usage: e.usage.map(Into::into),
+            oom_kills: e.oom_kills,
         }
     }
 }

@@ -24,6 +24,7 @@ mod local;
 mod lost_reply;
 mod mpi;
 mod nodes;
+mod oom;
 mod preempt;
 mod priority;
 mod sched;

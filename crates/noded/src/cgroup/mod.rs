@@ -430,9 +430,6 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
     fn remove(&self, cg: &CgPath) -> Result<(), CgroupError>;
     /// Sets the memory limit of `cg` (bytes), and what it may use of swap
     /// beyond it (`None`: unchanged).
-    // TODO(#37): the memory limits (ConstrainRAMSpace) call it; until then
-    // only the tests do.
-    #[allow(dead_code)]
     fn set_memory_limit(
         &self,
         cg: &CgPath,
@@ -441,8 +438,6 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
     ) -> Result<(), CgroupError>;
     /// How many processes the kernel killed for want of memory in a step
     /// (v1: summed over the step's and its tasks' cgroups).
-    // TODO(#37): OUT_OF_MEMORY steps read it; until then only the tests do.
-    #[allow(dead_code)]
     fn oom_kills(&self, step: &CgPath) -> u64;
     /// The jobs that have a cgroup of this node.
     fn jobs(&self) -> Vec<CgPath>;

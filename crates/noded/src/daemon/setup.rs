@@ -227,12 +227,16 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
     let auth = NodeAuth::from_config(&config).context("setting up authentication")?;
     let spool_dir = PathBuf::from(config.spool_dir_for(&node_name));
     let other = |key: &str| config.other.get(key).map(|(_, v)| v.as_str());
-    let gather = crate::gather::GatherSettings::from_conf(
+    let mut gather = crate::gather::GatherSettings::from_conf(
         other("jobacctgathertype"),
         other("jobacctgatherfrequency"),
         &node_name,
         &spool_dir,
     );
+    // cgroup.conf's memory limits: on the job's cgroups where the cgroup
+    // layer confines, else on the gathering cgroups.
+    gather.memory = crate::oom::memory_constraints(&conf_path);
+    gather.real_memory_mb = registration.real_memory;
     let cgroup = confinement(&config, &node_name, &spool_dir)?;
     Ok(NodeSetup {
         gather,

@@ -1239,12 +1239,14 @@ fn start_report(
         let usage = cleanup
             .as_ref()
             .and_then(|(_, ended)| ended.usage.as_deref().cloned());
+        let oom_kills = cleanup.as_ref().map_or(0, |(_, ended)| ended.oom_kills);
         let request = CtldRequest::JobExited {
             job_id,
             node: daemon.setup.node_name.clone(),
             exit,
             launch_failed,
             usage,
+            oom_kills,
         };
         let mut delay = BACKOFF_MIN;
         loop {

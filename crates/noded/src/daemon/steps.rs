@@ -199,6 +199,7 @@ pub async fn launch(
             TaskdResult {
                 exit: ExitCode { code: 0, signal: 9 },
                 usage: Default::default(),
+                oom_kills: 0,
             }
         });
         info!(job = %key.0, step = key.1, "step ended with {}", result.exit);
@@ -210,6 +211,7 @@ pub async fn launch(
             node: node.node_name.clone(),
             exit: result.exit,
             usage: Some(result.usage),
+            oom_kills: result.oom_kills,
         };
         match node
             .ctld

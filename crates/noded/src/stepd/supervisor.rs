@@ -65,7 +65,14 @@ pub fn main(job_dir: &Path) -> i32 {
     let batch_cg = CgPath::job(spec.launch.uid, job_id.0).step("batch");
     let (gather_cgroup, task_cgroup) = match &confined {
         Some((driver, settle)) => match confine(&**driver, &batch_cg) {
-            Ok(task) => (None, Some(task)),
+            Ok(task) => {
+                if let Some((bytes, swap)) = memory_limit(&spec) {
+                    if let Err(e) = driver.set_memory_limit(&batch_cg, bytes, swap) {
+                        eprintln!("noded --stepd: job {job_id}: memory limit: {e}");
+                    }
+                }
+                (None, Some(task))
+            }
             Err(e) => {
                 let _ = cgroup::end_step(&**driver, &batch_cg, *settle);
                 let msg = format!("cannot make the job's cgroup: {e}");
@@ -78,6 +85,9 @@ pub fn main(job_dir: &Path) -> i32 {
             let cgroup = (spec.gather.kind == GatherType::Cgroup)
                 .then(|| StepCgroup::create(&spec.gather, job_id.0, "batch"))
                 .flatten();
+            if let Some(c) = &cgroup {
+                c.limit_memory(&spec.gather, spec.launch.mem);
+            }
             let task = cgroup.as_ref().and_then(|c| c.task(0));
             (cgroup, task)
         }
@@ -86,6 +96,12 @@ pub fn main(job_dir: &Path) -> i32 {
     let sampled = task_cgroup
         .as_ref()
         .filter(|_| spec.gather.kind == GatherType::Cgroup);
+    // The OOM kills are counted before the cgroups go.
+    let oom_kills = || match (&gather_cgroup, &confined) {
+        (Some(c), _) => c.oom_kills(),
+        (None, Some((driver, _))) => driver.oom_kills(&batch_cg),
+        (None, None) => 0,
+    };
     let end_cgroups = || {
         if let Some(c) = &gather_cgroup {
             c.remove();
@@ -132,6 +148,16 @@ pub fn main(job_dir: &Path) -> i32 {
         // gave up on the job): nothing could report this job's end.
         return abandon(job_dir, pid, &format!("cannot write the pid file: {e}"));
     }
+    // The script's stderr, whatever file it is, for slurmstepd's OOM line
+    // at its end (the script's descriptors are gone by then).
+    let script_stderr = (gather_cgroup.is_some() || confined.is_some())
+        .then(|| {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(format!("/proc/{pid}/fd/2"))
+                .ok()
+        })
+        .flatten();
     answer(&StepdAnswer::Started(pids));
     detach_stdio();
     let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &[0])));
@@ -167,11 +193,18 @@ pub fn main(job_dir: &Path) -> i32 {
         }
         g.usage()
     };
+    let oom_kills = oom_kills();
     end_cgroups();
+    if oom_kills > 0 {
+        if let Some(mut f) = script_stderr {
+            let line = crate::oom::detected_line(oom_kills, &format!("{job_id}.batch"));
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
     // The live sample ends with the step; the final usage comes next, and
     // the status record is the last thing a supervisor writes.
     let _ = std::fs::remove_file(&live);
-    if let Err(e) = spool::write_status(job_dir, raw, None, Some(&usage)) {
+    if let Err(e) = spool::write_end(job_dir, raw, None, Some(&usage), oom_kills) {
         // Nobody reads stderr any more; the daemon reports a supervisor
         // gone without a status as a killed job.
         eprintln!("noded --stepd: job {job_id}: cannot write the status: {e}");
@@ -181,6 +214,14 @@ pub fn main(job_dir: &Path) -> i32 {
 }
 
 /// Makes the batch step's cgroup and its task's, for the script to join.
+/// The batch step's memory limit and what it may use of swap beyond it,
+/// from cgroup.conf's memory keys (`None`: nothing constrained).
+fn memory_limit(spec: &StepdSpec) -> Option<(u64, Option<u64>)> {
+    let c = spec.gather.memory.as_ref()?;
+    let limits = conf::memlimit::mem_limits(spec.launch.mem, spec.gather.real_memory_mb, c)?;
+    Some((limits.ram_bytes, limits.swap_only_bytes()))
+}
+
 fn confine(driver: &dyn Driver, step: &CgPath) -> Result<TaskCgroup, cgroup::CgroupError> {
     driver.create_step(step)?;
     let dirs = driver.create_task(&step.task(0))?;

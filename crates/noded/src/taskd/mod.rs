@@ -109,6 +109,10 @@ pub struct TaskdResult {
     pub exit: ExitCode,
     /// What they used.
     pub usage: proto::StepUsage,
+    /// How many of their processes the OOM killer killed (0 without a
+    /// memory cgroup).
+    #[serde(default)]
+    pub oom_kills: u64,
 }
 
 /// How long the supervisor tries to reach srun.
@@ -487,6 +491,11 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         let _ = std::fs::remove_file(p);
     }
     let usage = gather.lock().unwrap_or_else(|p| p.into_inner()).usage();
+    let oom_kills = match (&step.cgroup, &step.confined) {
+        (Some(c), _) => c.oom_kills(),
+        (None, Some(c)) => c.driver.oom_kills(&c.step),
+        (None, None) => 0,
+    };
     if let Some(c) = &step.cgroup {
         c.remove();
     }
@@ -497,7 +506,22 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
             eprintln!("noded --step-tasks: {e}");
         }
     }
-    report(&TaskdReport::Ended(Box::new(TaskdResult { exit, usage })));
+    if oom_kills > 0 {
+        // slurmstepd's line, on the stderr of the node's first task.
+        if let Some(task) = step.mine.first() {
+            let what = format!("{}.{}", l.job_id, l.step_id);
+            step.to.send(StepdToSrun::Output {
+                task: *task,
+                stderr: true,
+                data: crate::oom::detected_line(oom_kills, &what).into_bytes(),
+            });
+        }
+    }
+    report(&TaskdReport::Ended(Box::new(TaskdResult {
+        exit,
+        usage,
+        oom_kills,
+    })));
     let _ = reported_rx.recv_timeout(REPORT_WAIT);
     step.to.send(StepdToSrun::Done);
 }
@@ -573,7 +597,18 @@ impl StepSetup {
                 settle: s.settle,
             };
             match c.driver.create_step(&c.step) {
-                Ok(()) => Some(c),
+                Ok(()) => {
+                    let limits = gather_settings.memory.as_ref().and_then(|m| {
+                        conf::memlimit::mem_limits(l.mem, gather_settings.real_memory_mb, m)
+                    });
+                    if let Some(limits) = limits {
+                        let swap = limits.swap_only_bytes();
+                        if let Err(e) = c.driver.set_memory_limit(&c.step, limits.ram_bytes, swap) {
+                            eprintln!("noded --step-tasks: memory limit: {e}");
+                        }
+                    }
+                    Some(c)
+                }
                 Err(e) => {
                     let _ = c.driver.remove(&c.step);
                     confine_error = Some(format!("cannot make the step's cgroup: {e}"));
@@ -584,6 +619,9 @@ impl StepSetup {
         let cgroup = (confined.is_none() && gather_settings.kind == GatherType::Cgroup)
             .then(|| StepCgroup::create(gather_settings, l.job_id.0, &l.step_id.to_string()))
             .flatten();
+        if let Some(c) = &cgroup {
+            c.limit_memory(gather_settings, l.mem);
+        }
         StepSetup {
             confined,
             confine_error,
@@ -1002,6 +1040,19 @@ fn reap_tasks(
         if let Some(p) = &step.pmix {
             p.task_exited(t.id);
         }
+        // A task the OOM killer hit ends with Slurm's SIG_OOM status (srun:
+        // `Out Of Memory`, exit 0:125), whatever killed or ended it.
+        let oom = step
+            .mine
+            .iter()
+            .position(|m| *m == t.id)
+            .and_then(|local| task_cgroups.get(&local))
+            .is_some_and(|c| c.oom_kills() > 0);
+        let status = if oom {
+            crate::oom::SIG_OOM_STATUS
+        } else {
+            status
+        };
         exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
         to.send(StepdToSrun::TaskExited { task: t.id, status });
     }
