@@ -1,6 +1,7 @@
 //! Repository automation. `cargo xtask verify` runs exactly what CI runs and
 //! never modifies the source tree: as root, the set-up of what the tests
 //! need (`xtask/setup.sh`: munged, PostgreSQL, MPI); formatting, lints, the
+//! documentation (`cargo doc`, warnings as errors: no broken links), the
 //! whole test suite (unit, golden, property and end-to-end tests with real
 //! daemons), the dependency rules of ARCHITECTURE.md, and the README's own
 //! first command (`readme`: a local cluster up, a job run on it, down).
@@ -145,6 +146,31 @@ fn pure_clippy_configs() -> bool {
         }
     }
     ok
+}
+
+/// `cargo doc` of every crate with warnings as errors, so that a broken
+/// intra-doc link (a renamed item, a link to a private one) fails here.
+fn docs() -> bool {
+    let args = ["doc", "--workspace", "--no-deps", "--locked"];
+    eprintln!(
+        "==> docs: RUSTDOCFLAGS='-D warnings' cargo {}",
+        args.join(" ")
+    );
+    match Command::new("cargo")
+        .args(args)
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .status()
+    {
+        Ok(s) if s.success() => true,
+        Ok(s) => {
+            eprintln!("xtask: docs failed ({s})");
+            false
+        }
+        Err(e) => {
+            eprintln!("xtask: cannot run cargo: {e}");
+            false
+        }
+    }
 }
 
 /// Whether to build with `--features muster/pmix` (`srun --mpi=pmix`,
@@ -380,6 +406,7 @@ fn verify() -> bool {
                 ],
             ))
         && tidy()
+        && docs()
         && run("tests", "cargo", &with(&["test", "--workspace", "--locked", "--no-fail-fast"]))
         && readme()
 }

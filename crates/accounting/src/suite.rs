@@ -17,6 +17,7 @@ pub fn conformance_suite(make: MakeStore<'_>) {
     schema_is_current(make());
     empty_store_returns_nothing(make());
     round_trip_with_steps_and_usage(make());
+    out_of_memory_round_trips(make());
     replayed_writes_replace(make());
     replay_within_one_batch_keeps_the_last(make());
     filters(make());
@@ -166,6 +167,38 @@ fn round_trip_with_steps_and_usage(mut store: Box<dyn AccountingStore>) {
         })
         .expect("query");
     assert_eq!(got, vec![job], "round_trip_with_steps_and_usage");
+}
+
+/// A job and step the OOM killer ended (issue 37) come back as they were
+/// stored, and `sacct -s OOM` finds them.
+fn out_of_memory_round_trips(mut store: Box<dyn AccountingStore>) {
+    let oom = ExitCode {
+        code: 0,
+        signal: 125,
+    };
+    let mut job = sample_job("c1", 43, 1_700_000_000);
+    job.state = JobState::OutOfMemory;
+    job.exit_code = oom;
+    let mut s0 = step(
+        StepId::Numbered(0),
+        "python3",
+        1_700_000_020,
+        Some(1_700_000_030),
+    );
+    s0.state = JobState::OutOfMemory;
+    s0.exit_code = oom;
+    job.steps.push(s0);
+    store.put_job(&job).expect("put_job");
+    store
+        .put_job(&sample_job("c1", 44, 1_700_000_000))
+        .expect("put_job");
+    let got = store
+        .query(&JobQuery {
+            states: vec![JobState::OutOfMemory],
+            ..JobQuery::default()
+        })
+        .expect("query");
+    assert_eq!(got, vec![job], "out_of_memory_round_trips");
 }
 
 fn replayed_writes_replace(mut store: Box<dyn AccountingStore>) {

@@ -28,7 +28,7 @@ pub mod sshare;
 pub mod sstat;
 mod timespec;
 
-/// Runs the Slurm command `name` (as found in argv[0]) with `args`.
+/// Runs the Slurm command `name` (as found in `argv[0]`) with `args`.
 /// Returns None when `name` is not a command this build provides.
 pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
     Some(match name {

@@ -632,7 +632,7 @@ pub fn render_rows(args: &SqueueArgs, rows: &JobRows, me: &str) -> Result<String
 const FLUSH_BYTES: usize = 64 * 1024;
 
 /// [`render_rows`] in pieces: the text goes into `out`, and whenever it
-/// holds [`FLUSH_BYTES`] or more (whole lines), `flush` is called with it
+/// holds `FLUSH_BYTES` or more (whole lines), `flush` is called with it
 /// and may take it (squeue writes and clears it, so the output of 100,000
 /// jobs never lies in memory whole). Nothing is written before the jobs
 /// are known to render (a `RenderError` leaves `out` empty).

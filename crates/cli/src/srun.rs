@@ -621,7 +621,10 @@ pub fn failure_lines(nodes: &[String], tasks: &[Vec<u32>], status: &BTreeMap<u32
             } else {
                 format!("tasks {}", ranges(&ids))
             };
-            let what = if sig != 0 {
+            // Slurm's SIG_OOM (status 253): the OOM killer hit the task.
+            let what = if sig == 125 {
+                "Out Of Memory".to_string()
+            } else if sig != 0 {
                 signal_name(sig)
             } else {
                 format!("Exited with exit code {code}")
@@ -1331,6 +1334,18 @@ mod tests {
             failure_lines(&nodes, &tasks, &st),
             "srun: error: node1: tasks 0-1: Exited with exit code 3\nsrun: error: node2: task 2: Killed\n"
         );
+    }
+
+    #[test]
+    fn issue_37_a_task_the_oom_killer_hit_is_out_of_memory() {
+        // Slurm's SIG_OOM wait status, 253: srun exits 128 + 125.
+        let nodes = vec!["node1".to_string()];
+        let st: BTreeMap<u32, i32> = [(0, 253), (1, 0)].into_iter().collect();
+        assert_eq!(
+            failure_lines(&nodes, &[vec![0, 1]], &st),
+            "srun: error: node1: task 0: Out Of Memory\n"
+        );
+        assert_eq!(exit_status(st.values().copied()), 253);
     }
 
     #[test]

@@ -7,10 +7,11 @@
 //! load(path) --reads--> text --parse_str()--> Loaded { Config, warnings }
 //!                         \--Include--> include(path) callback
 //! gres.conf (same directory) --parse_gres_conf()--> Config::gres
+//! cgroup.conf (same directory) --parse_cgroup_conf()--> Config::cgroup
 //! ```
 //!
-//! Only [`load`] touches the file system; [`parse_str`] and
-//! [`parse_gres_conf`] are pure and get included files through a callback.
+//! Only [`load`] touches the file system; [`parse_str`],
+//! [`parse_gres_conf`] and [`parse_cgroup_conf`] are pure and get included files through a callback.
 //! This crate does not watch files, resolve user names, or look at the
 //! hardware.
 //!
@@ -19,9 +20,11 @@
 
 #![warn(missing_docs)]
 
+mod cgroup;
 mod gres;
 mod keys;
 mod lex;
+pub mod memlimit;
 mod parse;
 mod show;
 
@@ -32,6 +35,7 @@ use std::path::{Path, PathBuf};
 use model::TimeLimit;
 use serde::{Deserialize, Serialize};
 
+pub use cgroup::{parse_cgroup_conf, CgroupConf, CgroupPlugin};
 pub use gres::{parse_gres_conf, parse_id_list};
 pub use show::{override_entry, render_show_config, SLURM_COMPAT_VERSION};
 
@@ -216,6 +220,10 @@ pub struct Config {
     pub partitions: Vec<PartitionConf>,
     /// gres.conf lines in file order (empty without a gres.conf).
     pub gres: Vec<GresConf>,
+    /// cgroup.conf beside slurm.conf; `None` without one (jobs are then
+    /// not confined).
+    #[serde(default)]
+    pub cgroup: Option<CgroupConf>,
 }
 
 /// `PriorityType=priority/multifactor` and its settings (slurm.conf(5)).
@@ -439,7 +447,8 @@ pub struct GresConf {
 }
 
 /// Reads `path` as slurm.conf, following `Include` lines (relative to the
-/// file's directory), and `gres.conf` from the same directory if it exists.
+/// file's directory), and `gres.conf` and `cgroup.conf` from the same
+/// directory where they exist.
 // The crate's one reader of files, by design: the parsers stay pure.
 #[allow(clippy::disallowed_methods)]
 pub fn load(path: &Path) -> Result<Loaded, ConfError> {
@@ -468,6 +477,24 @@ pub fn load(path: &Path) -> Result<Loaded, ConfError> {
         Err(source) => {
             return Err(ConfError::Io {
                 path: gres_path,
+                source,
+            })
+        }
+    }
+    let cgroup_path = path
+        .parent()
+        .unwrap_or_else(|| Path::new(""))
+        .join("cgroup.conf");
+    match std::fs::read_to_string(&cgroup_path) {
+        Ok(text) => {
+            let (cgroup, warnings) = parse_cgroup_conf(&text, &cgroup_path)?;
+            loaded.warnings.extend(warnings);
+            loaded.config.cgroup = Some(cgroup);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(ConfError::Io {
+                path: cgroup_path,
                 source,
             })
         }
@@ -533,6 +560,34 @@ impl Config {
         self.slurmd_spool_dir
             .replace("%n", node)
             .replace("%h", hostname)
+    }
+
+    /// `ProctrackType` (Slurm's default `proctrack/cgroup` where unset).
+    pub fn proctrack_type(&self) -> &str {
+        self.other
+            .get("proctracktype")
+            .map_or("proctrack/cgroup", |(_, v)| v.as_str())
+    }
+
+    /// `TaskPlugin` as written (Slurm's default `task/none` where unset).
+    pub fn task_plugin(&self) -> &str {
+        self.other
+            .get("taskplugin")
+            .map_or("task/none", |(_, v)| v.as_str())
+    }
+
+    /// The cgroup.conf settings that confine jobs: `Some` where a
+    /// cgroup.conf exists, its `CgroupPlugin` is not `disabled` and
+    /// `ProctrackType` is `proctrack/cgroup`; `None` (no confinement, as
+    /// before cgroup support) otherwise.
+    pub fn confinement(&self) -> Option<&CgroupConf> {
+        self.cgroup.as_ref().filter(|c| {
+            c.plugin != CgroupPlugin::Disabled
+                && self
+                    .proctrack_type()
+                    .trim()
+                    .eq_ignore_ascii_case("proctrack/cgroup")
+        })
     }
 
     /// The gres.conf lines that apply to `node` (those naming it, and those

@@ -654,6 +654,7 @@ impl Parser<'_> {
             nodes: Vec::new(),
             partitions: Vec::new(),
             gres: Vec::new(),
+            cgroup: None,
         };
         let mut globals: Vec<(String, Global)> = self.globals.drain().collect();
         globals.sort_by(|a, b| a.0.cmp(&b.0));

@@ -1209,3 +1209,113 @@ fn one_value_of_the_main_file_without_a_parse() {
         None
     );
 }
+
+// ---- cgroup.conf ----
+
+#[test]
+fn cgroup_conf_defaults_are_slurms() {
+    let (c, warnings) = parse_cgroup_conf("", Path::new("cgroup.conf")).unwrap();
+    assert!(warnings.is_empty());
+    assert_eq!(c, CgroupConf::default());
+    assert_eq!(c.plugin, CgroupPlugin::Autodetect);
+    assert_eq!(c.mountpoint, "/sys/fs/cgroup");
+    assert!(!c.ignore_systemd && !c.constrain_cores && !c.constrain_devices);
+    assert!(!c.constrain_ram_space && !c.constrain_swap_space);
+    assert_eq!(c.allowed_ram_space, 100.0);
+    assert_eq!(c.allowed_swap_space, 0.0);
+    assert_eq!(c.min_ram_space, 30);
+    assert_eq!(c.max_ram_percent, 100.0);
+}
+
+#[test]
+fn cgroup_conf_keys_are_typed_and_unknown_ones_warned() {
+    let text = "CgroupPlugin=cgroup/v1\n\
+                CgroupMountpoint=/tmp/cg/\n\
+                IgnoreSystemd=yes\n\
+                ConstrainCores=yes ConstrainRAMSpace=yes\n\
+                AllowedRAMSpace=95.5 ConstrainSwapSpace=yes AllowedSwapSpace=10\n\
+                MinRAMSpace=64 MaxRAMPercent=90% ConstrainDevices=yes\n\
+                CgroupAutomount=yes\n\
+                Bogus=1\n";
+    let (c, warnings) = parse_cgroup_conf(text, Path::new("/etc/slurm/cgroup.conf")).unwrap();
+    assert_eq!(c.plugin, CgroupPlugin::V1);
+    assert_eq!(c.plugin.as_slurm_str(), "cgroup/v1");
+    assert_eq!(c.mountpoint, "/tmp/cg");
+    assert!(c.ignore_systemd && c.constrain_cores && c.constrain_ram_space);
+    assert!(c.constrain_swap_space && c.constrain_devices);
+    assert_eq!(c.allowed_ram_space, 95.5);
+    assert_eq!(c.allowed_swap_space, 10.0);
+    assert_eq!(c.min_ram_space, 64);
+    assert_eq!(c.max_ram_percent, 90.0);
+    let warnings: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(warnings, ["/etc/slurm/cgroup.conf:8: unknown key Bogus"]);
+}
+
+#[test]
+fn cgroup_conf_bad_values_are_errors() {
+    for (text, want) in [
+        (
+            "CgroupPlugin=cgroup/v3",
+            "cgroup.conf:1: invalid value \"cgroup/v3\" for CgroupPlugin",
+        ),
+        (
+            "ConstrainCores=maybe",
+            "cgroup.conf:1: invalid value \"maybe\" for ConstrainCores: expected yes or no",
+        ),
+        (
+            "AllowedRAMSpace=120",
+            "cgroup.conf:1: invalid value \"120\" for AllowedRAMSpace",
+        ),
+        (
+            "CgroupMountpoint=sys/fs/cgroup",
+            "cgroup.conf:1: invalid value \"sys/fs/cgroup\" for CgroupMountpoint",
+        ),
+    ] {
+        let err = parse_cgroup_conf(text, Path::new("cgroup.conf"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with(want), "{text}: {err}");
+    }
+}
+
+#[test]
+fn load_reads_cgroup_conf_beside_slurm_conf_and_confinement_follows_proctrack() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("slurm.conf");
+    std::fs::write(&conf, "ClusterName=c\nSlurmctldHost=ctl\nNodeName=n1\n").unwrap();
+    let loaded = load(&conf).unwrap();
+    assert_eq!(loaded.config.cgroup, None);
+    assert!(loaded.config.confinement().is_none());
+
+    std::fs::write(
+        dir.path().join("cgroup.conf"),
+        "CgroupPlugin=cgroup/v2\nNope=1\n",
+    )
+    .unwrap();
+    let loaded = load(&conf).unwrap();
+    assert_eq!(
+        loaded.config.cgroup.as_ref().map(|c| c.plugin),
+        Some(CgroupPlugin::V2)
+    );
+    // ProctrackType defaults to proctrack/cgroup, as in Slurm.
+    assert!(loaded.config.confinement().is_some());
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.to_string().ends_with("cgroup.conf:2: unknown key Nope")),
+        "{:?}",
+        loaded.warnings
+    );
+
+    std::fs::write(
+        &conf,
+        "ClusterName=c\nSlurmctldHost=ctl\nNodeName=n1\nProctrackType=proctrack/linuxproc\n",
+    )
+    .unwrap();
+    assert!(load(&conf).unwrap().config.confinement().is_none());
+
+    std::fs::write(dir.path().join("cgroup.conf"), "CgroupPlugin=disabled\n").unwrap();
+    std::fs::write(&conf, "ClusterName=c\nSlurmctldHost=ctl\nNodeName=n1\n").unwrap();
+    assert!(load(&conf).unwrap().config.confinement().is_none());
+}

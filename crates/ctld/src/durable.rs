@@ -615,7 +615,8 @@ impl Store {
 const SNAPSHOT_MAGIC: u8 = 0xB6;
 
 /// First byte of a binary snapshot with pooled descriptions: the distinct
-/// job descriptions (MessagePack with field names, an array), then the
+/// job descriptions (MessagePack with field names, an array of
+/// `snapshot_v1::JobDesc`, the mirror of `proto::JobDesc`), then the
 /// state as under [`SNAPSHOT_MAGIC`] except that each job gives its
 /// description by its index in that array. 100,000 jobs from one script
 /// hold one description, written, read and pooled once instead of
@@ -663,7 +664,7 @@ fn decode_snapshot(
         Some((&SNAPSHOT_MAGIC_POOLED, rest)) => {
             use serde::Deserialize;
             let mut de = rmp_serde::Deserializer::from_read_ref(rest);
-            let descs: Vec<std::sync::Arc<proto::JobDesc>> =
+            let descs: Vec<std::sync::Arc<engine::snapshot_v1::JobDesc<'static>>> =
                 Deserialize::deserialize(&mut de).map_err(binary)?;
             let mut state: engine::PersistentState =
                 Deserialize::deserialize(&mut de).map_err(binary)?;
@@ -1306,6 +1307,137 @@ mod tests {
         state.descs.clear();
         let json = serde_json::to_value(&state).unwrap();
         assert_eq!(json["jobs"][0]["desc"]["name"], "same");
+    }
+
+    /// The snapshot's mirrors of the wire payloads write what the wire
+    /// types wrote, with every field set (the release fixtures leave most
+    /// of them empty), and read back into the same values.
+    #[test]
+    fn a_snapshots_payload_mirrors_encode_as_the_wire_types_did() {
+        use engine::snapshot_v1 as v1;
+        fn same<P, M>(wire: &P, mirror: &M)
+        where
+            P: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+            M: serde::Serialize + serde::de::DeserializeOwned + Into<P>,
+        {
+            let bin = rmp_serde::to_vec_named(wire).unwrap();
+            assert_eq!(rmp_serde::to_vec_named(mirror).unwrap(), bin);
+            let json = serde_json::to_vec(wire).unwrap();
+            assert_eq!(serde_json::to_vec(mirror).unwrap(), json);
+            let back: M = rmp_serde::from_slice(&bin).unwrap();
+            assert_eq!(&back.into(), wire);
+            let back: M = serde_json::from_slice(&json).unwrap();
+            assert_eq!(&back.into(), wire);
+        }
+        let gres = |n: &str| model::Gres {
+            name: n.into(),
+            type_: Some("a100".into()),
+            count: 2,
+        };
+        let text = |s: &str| Some(s.to_string());
+        let desc = JobDesc {
+            name: "n".into(),
+            script: "#!/bin/sh\n".into(),
+            argv: vec!["a".into()],
+            command: text("/x.sh"),
+            work_dir: "/w".into(),
+            submit_dir: "/s".into(),
+            submit_host: "h".into(),
+            submit_line: "sbatch x.sh".into(),
+            env: vec![("A".into(), "1".into())].into(),
+            partitions: vec!["batch".into()],
+            min_nodes: Some(1),
+            max_nodes: Some(2),
+            ntasks: Some(3),
+            ntasks_per_node: Some(4),
+            cpus_per_task: Some(5),
+            mem_per_node: Some(6),
+            mem_per_cpu: Some(7),
+            mem_per_gpu: Some(8),
+            gres: vec![gres("gpu")],
+            gpus: Some(gres("gpu")),
+            gpus_per_node: Some(gres("gpu")),
+            gpus_per_task: Some(gres("gpu")),
+            cpus_per_gpu: Some(9),
+            time_limit: Some(model::TimeLimit::Minutes(10)),
+            time_min: Some(model::TimeLimit::Minutes(5)),
+            stdout: text("o"),
+            stderr: text("e"),
+            stdin: text("i"),
+            open_append: true,
+            exclusive: true,
+            nodelist: vec!["n1".into()],
+            exclude: vec!["n2".into()],
+            constraint: text("c"),
+            hold: true,
+            begin_time: Some(11),
+            signal: Some(proto::SignalSpec {
+                signal: 10,
+                secs: 60,
+                batch_only: true,
+            }),
+            requeue: Some(false),
+            comment: text("hi"),
+            acctg_freq: text("30"),
+            account: text("acct"),
+            qos: text("q"),
+            nice: -3,
+            dependency: text("afterok:1"),
+            test_only: true,
+            uid: 1000,
+            gid: 1001,
+            user: "alice".into(),
+            alloc_sid: 77,
+            array: text("0-3"),
+            kill_on_invalid_dep: Some(true),
+            deadline: Some(12),
+            alloc_only: true,
+            submit_token: text("feed"),
+        };
+        same(&desc, &v1::JobDesc::from(&desc).into_owned());
+        let usage = proto::StepUsage {
+            user_cpu_usec: Some(1),
+            sys_cpu_usec: Some(2),
+            max_rss_kib: Some(3),
+            ave_rss_kib: Some(4),
+            max_vmsize_kib: Some(5),
+            max_rss_node: text("n1"),
+            max_rss_task: Some(6),
+            max_vmsize_node: text("n2"),
+            max_vmsize_task: Some(7),
+            ave_vmsize_kib: Some(8),
+            max_pages: Some(9),
+            max_pages_node: text("n3"),
+            max_pages_task: Some(10),
+            ave_pages: Some(11),
+            min_cpu_usec: Some(12),
+            min_cpu_node: text("n4"),
+            min_cpu_task: Some(13),
+            ave_cpu_usec: Some(14),
+            n_tasks: Some(15),
+        };
+        for u in [proto::StepUsage::default(), usage] {
+            same(&u, &v1::StepUsage::from(&u).into_owned());
+        }
+        let CtldRequest::RegisterNode(mut node) = reg("n1") else {
+            unreachable!()
+        };
+        node.gres = vec![gres("gpu")];
+        node.running_jobs = vec![JobId(4)];
+        node.cpu_load = 1.5;
+        same(&node, &v1::NodeRegistration::from(&node).into_owned());
+        let factors = proto::PriorityFactors {
+            site: 1.0,
+            age: 2.5,
+            assoc: 3.0,
+            fairshare: 4.25,
+            jobsize: 5.0,
+            partition: 6.0,
+            qos: 7.0,
+            nice: -8,
+            tres: vec![("cpu".into(), 9.5)],
+        };
+        same(&factors, &v1::PriorityFactors::from(&factors));
     }
 
     #[test]

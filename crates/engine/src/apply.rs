@@ -240,6 +240,7 @@ impl Engine {
                 exit,
                 launch_failed,
                 usage,
+                oom_kills,
             } => {
                 if let Some(why) = &launch_failed {
                     warn!(target: "ctld", "job {job_id} could not start on {node}: {why}");
@@ -247,6 +248,13 @@ impl Engine {
                 if let Some(usage) = usage {
                     self.on_batch_usage(job_id, &node, usage);
                 }
+                // The OOM killer hit the batch step: the job ends
+                // OUT_OF_MEMORY whatever the script's own exit.
+                let exit = if oom_kills > 0 && launch_failed.is_none() {
+                    crate::OOM_EXIT
+                } else {
+                    exit
+                };
                 ok(self.on_job_exited(job_id, &node, exit, launch_failed, t))
             }
             CtldRequest::AllocationInfo { job_id } => match self.allocation_info(job_id) {

@@ -3,6 +3,7 @@
 //! of its batch script and its end. The scheduling pass that decides
 //! which pending job starts is `pass`.
 
+use crate::steps::OOM_EXIT;
 use crate::views::{shape, FitShape};
 use crate::{Command, Engine, Job, BASE_PRIORITY};
 use model::{ExitCode, JobId, JobState, PendingReason, TimeLimit, Timestamp};
@@ -570,7 +571,9 @@ impl Engine {
         }
     }
 
-    /// A node daemon reports that a batch script ended.
+    /// A node daemon reports that a batch script ended; `exit` is
+    /// [`OOM_EXIT`] when the OOM killer killed a process of its batch step
+    /// (`Engine::apply` makes it so from the report's count).
     pub fn on_job_exited(
         &mut self,
         id: JobId,
@@ -606,13 +609,17 @@ impl Engine {
             JobState::Running => {
                 job.exit = exit;
                 job.end_time = Some(now);
-                job.state = if launch_failed.is_some() || !exit.is_success() {
+                job.state = if exit == OOM_EXIT && launch_failed.is_none() {
+                    JobState::OutOfMemory
+                } else if launch_failed.is_some() || !exit.is_success() {
                     JobState::Failed
                 } else {
                     JobState::Completed
                 };
                 job.reason = if launch_failed.is_some() {
                     PendingReason::LaunchFailRequeueHold
+                } else if job.state == JobState::OutOfMemory {
+                    PendingReason::OutOfMemory
                 } else if exit.signal != 0 {
                     PendingReason::RaisedSignal(exit.signal.clamp(0, 255) as u8)
                 } else if exit.code != 0 {

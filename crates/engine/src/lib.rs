@@ -237,9 +237,9 @@ pub use assoc::Enforce;
 pub use deps::{DepStatus, Outcome};
 pub use info::OVERSUBSCRIBE_EXCLUSIVE;
 pub use nodes::NOT_RESPONDING;
-pub use persist::{journal_v1, v1 as snapshot_v1, PersistentState, RestoreError};
+pub use persist::{journal_v1, payload_v1, v1 as snapshot_v1, PersistentState, RestoreError};
 pub use preempt::{PreemptConf, PreemptMode, PreemptType, Suspension};
-pub use steps::{layout, worse_exit, Step};
+pub use steps::{layout, worse_exit, Step, OOM_EXIT};
 pub use tokens::{SavedToken, MAX_TOKENS, TOKEN_WINDOW};
 
 /// The earliest of `times`.

@@ -1,7 +1,9 @@
 //! What the controller keeps across restarts: a snapshot of the dynamic
 //! state (jobs, node states, the next job id), and what it must redo after
 //! replaying its journal. The snapshot's types are its own, one module
-//! per format version (`v1`), converted to and from the engine's here.
+//! per format version (`v1`), converted to and from the engine's here;
+//! the journal's records are too (`journal_v1`), and the wire payloads
+//! both hold are mirrored once, for both (`payload_v1`).
 
 use crate::{Command, Engine};
 use model::{JobState, Timestamp};
@@ -10,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 pub mod journal_v1;
+pub mod payload_v1;
 pub mod v1;
 
 use v1::Desc;
@@ -107,14 +110,18 @@ impl Engine {
         let mut scripts: Vec<Arc<str>> = Vec::new();
         let mut env_idx: BTreeMap<*const Vec<(String, String)>, u32> = BTreeMap::new();
         let mut script_idx: BTreeMap<*const u8, u32> = BTreeMap::new();
-        let mut descs: Vec<Arc<JobDesc>> = Vec::new();
+        // Each distinct description is copied into its mirror once, and
+        // the jobs that share it share the copy.
+        let mut descs: Vec<Arc<v1::JobDesc<'static>>> = Vec::new();
         let mut desc_idx: HashMap<*const JobDesc, u32> = HashMap::new();
+        let mut jobs = Vec::with_capacity(self.jobs.len());
         let mut job_text = Vec::with_capacity(self.jobs.len());
         for j in self.jobs.values() {
-            desc_idx.entry(Arc::as_ptr(&j.desc)).or_insert_with(|| {
-                descs.push(j.desc.clone());
+            let d = *desc_idx.entry(Arc::as_ptr(&j.desc)).or_insert_with(|| {
+                descs.push(Arc::new(v1::JobDesc::from(&*j.desc).into_owned()));
                 descs.len() as u32 - 1
             });
+            jobs.push(v1::Job::from_engine(j, descs[d as usize].clone()));
             let e = *env_idx.entry(Arc::as_ptr(&j.env)).or_insert_with(|| {
                 envs.push(j.env.clone());
                 envs.len() as u32 - 1
@@ -136,11 +143,7 @@ impl Engine {
             node_names,
             partition_names,
             nodes: self.nodes.iter().map(v1::Node::from).collect(),
-            jobs: self
-                .jobs
-                .values()
-                .map(|j| Box::new(v1::Job::from(&**j)))
-                .collect(),
+            jobs,
             next_job_id: self.next_job_id,
             outcomes: self
                 .outcomes()
@@ -211,7 +214,7 @@ impl Engine {
             n.reason = saved.reason;
             n.reason_user = saved.reason_user;
             n.reason_time = saved.reason_time;
-            n.report = saved.report;
+            n.report = saved.report.map(Into::into);
             n.last_busy = saved.last_busy;
             n.last_response = saved.last_response;
         }
@@ -240,10 +243,12 @@ impl Engine {
             .iter()
             .map(|s| e.intern_script(Arc::from(&**s)))
             .collect();
-        // Jobs read with a table share its descriptions: pool each once
-        // (the read copy is kept while the loop runs, so its address
-        // stays its own).
-        let mut pooled: HashMap<*const JobDesc, (Arc<JobDesc>, Arc<JobDesc>)> = HashMap::new();
+        // Jobs read with a table share its descriptions: convert and pool
+        // each once (the read copy is kept while the loop runs, so its
+        // address stays its own). A description of one job alone (older
+        // snapshots) is moved, not copied.
+        type Read = Arc<v1::JobDesc<'static>>;
+        let mut pooled: HashMap<*const v1::JobDesc<'static>, (Read, Arc<JobDesc>)> = HashMap::new();
         for (mut saved, (env, script)) in state.jobs.into_iter().zip(state.job_text) {
             let id = saved.id;
             let desc = std::mem::replace(&mut saved.desc, Desc::Number(0)).resolve(&state.descs)?;
@@ -251,12 +256,14 @@ impl Engine {
             let desc = match pooled.get(&ptr) {
                 Some((_, d)) => d.clone(),
                 None if Arc::strong_count(&desc) > 1 => {
-                    let read = desc.clone();
-                    let d = e.intern_desc(desc);
-                    pooled.insert(ptr, (read, d.clone()));
+                    let d = e.intern_desc(Arc::new(JobDesc::from((*desc).clone())));
+                    pooled.insert(ptr, (desc, d.clone()));
                     d
                 }
-                None => e.intern_desc(desc),
+                None => {
+                    let read = Arc::try_unwrap(desc).unwrap_or_else(|d| (*d).clone());
+                    e.intern_desc(Arc::new(JobDesc::from(read)))
+                }
             };
             let job = Box::new(saved.into_engine(
                 desc,

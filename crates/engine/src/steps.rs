@@ -104,6 +104,16 @@ impl Step {
     }
 }
 
+/// The exit of a step or batch job the kernel's OOM killer hit, as sacct
+/// prints it (`0:125`): Slurm reports it as the wait status 253
+/// (`SIG_OOM`), whose low seven bits read as signal 125. No real signal has
+/// that number, so the value means OUT_OF_MEMORY and nothing else; it is
+/// also the worst exit there is ([`worse_exit`]).
+pub const OOM_EXIT: ExitCode = ExitCode {
+    code: 0,
+    signal: 125,
+};
+
 /// The worse of two exits, as srun reports a step's: a signal beats a
 /// code, then the higher value wins.
 pub fn worse_exit(a: ExitCode, b: ExitCode) -> ExitCode {
@@ -388,13 +398,14 @@ impl Engine {
             .iter()
             .map(|n| self.nodes[n.0 as usize].conf.name.clone())
             .collect();
-        let tres_mem: u64 = chosen
+        let mems: Vec<u64> = chosen
             .iter()
             .map(|p| match req.mem_per_node {
                 Some(m) if m > 0 => m,
                 _ => alloc.nodes[*p].mem,
             })
-            .sum();
+            .collect();
+        let tres_mem: u64 = mems.iter().sum();
         let step_id = job.next_step_id;
         let env = self.step_env(job, &req, step_id, &names, &tasks);
         // Shards and MPS shares name their GPU per node (a job holding
@@ -445,6 +456,7 @@ impl Engine {
                 nodes: names.clone(),
                 tasks: tasks.clone(),
                 cpus: cpus[i],
+                mem: mems[i],
                 gpus: gpus[i].clone(),
                 srun_addr: format!("{}:{}", req.srun_host, req.srun_port),
                 token: req.token.clone(),
@@ -739,7 +751,13 @@ impl Engine {
         if !step.pending.remove(&idx) {
             return Ok(());
         }
-        step.exit = worse_exit(step.exit, end.exit);
+        // The OOM killer's victim died of SIGKILL: the step's end says why.
+        let exit = if end.oom_kills > 0 {
+            OOM_EXIT
+        } else {
+            end.exit
+        };
+        step.exit = worse_exit(step.exit, exit);
         if let Some(mut u) = end.usage {
             // A report without node names (an older daemon) is this node's.
             for name in [
@@ -760,6 +778,8 @@ impl Engine {
             if step.state == JobState::Running {
                 step.state = if step.exit.is_success() {
                     JobState::Completed
+                } else if step.exit == OOM_EXIT {
+                    JobState::OutOfMemory
                 } else if step.exit.signal != 0 {
                     JobState::Cancelled
                 } else {
@@ -948,8 +968,12 @@ impl Engine {
             self.end_job(job_id, JobState::Cancelled, now);
             return Ok(());
         }
+        // A standalone srun whose step the OOM killer hit ends with its
+        // exit, 0:125: the job is OUT_OF_MEMORY too, as in Slurm.
         let state = if exit.is_success() {
             JobState::Completed
+        } else if exit == OOM_EXIT {
+            JobState::OutOfMemory
         } else {
             JobState::Failed
         };
@@ -958,7 +982,9 @@ impl Engine {
         }
         self.end_job(job_id, state, now);
         if let Some(j) = self.jobs.get_mut(&job_id) {
-            j.reason = if exit.signal != 0 {
+            j.reason = if exit == OOM_EXIT {
+                model::PendingReason::OutOfMemory
+            } else if exit.signal != 0 {
                 model::PendingReason::RaisedSignal(exit.signal.clamp(0, 255) as u8)
             } else if exit.code != 0 {
                 model::PendingReason::NonZeroExitCode

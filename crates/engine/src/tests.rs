@@ -2479,6 +2479,7 @@ fn issue_35_a_steps_time_limit_ends_it() {
                 signal: 15,
             },
             usage: None,
+            oom_kills: 0,
         },
         161,
     )

@@ -59,6 +59,7 @@ fn issue_35_scancel_of_a_step_kills_its_tasks_at_once() {
             node: "node1".into(),
             exit: ExitCode { code: 0, signal: 9 },
             usage: None,
+            oom_kills: 0,
         },
         3,
     )
@@ -84,6 +85,7 @@ fn issue_35_a_task_killed_by_a_signal_makes_its_step_cancelled() {
             node: "node1".into(),
             exit: ExitCode { code: 0, signal: 9 },
             usage: None,
+            oom_kills: 0,
         },
         3,
     )
@@ -240,4 +242,106 @@ fn issue_37_shard_and_mps_variables() {
     assert_eq!(get(&mps, "GPU_DEVICE_ORDINAL").as_deref(), Some("0"));
     // A job with GPUs of its own gets none of this.
     assert!(crate::env::sharing_env(&pools, &[(0, vec![0]), (1, vec![0])]).is_empty());
+}
+
+/// A node's report of the step on node1 (one task) ending with `exit`,
+/// the OOM killer having killed `oom_kills` of its processes.
+fn step_end(id: JobId, step: u32, exit: ExitCode, oom_kills: u64) -> StepNodeEnd {
+    StepNodeEnd {
+        job_id: id,
+        step_id: step,
+        node: "node1".into(),
+        exit,
+        usage: None,
+        oom_kills,
+    }
+}
+
+#[test]
+fn issue_37_a_step_the_oom_killer_hit_ends_out_of_memory_0_125() {
+    let mut e = engine();
+    let (id, step) = job_with_step(&mut e);
+    e.on_step_exited(step_end(id, step, ExitCode { code: 0, signal: 9 }, 1), 3)
+        .unwrap();
+    let rec = numbered(&e, id, step);
+    assert_eq!(rec.state, JobState::OutOfMemory);
+    assert_eq!(rec.exit_code.to_string(), "0:125");
+    // Even when the task it killed was not the one whose exit counts.
+    let mut e = engine();
+    let (id, step) = job_with_step(&mut e);
+    e.on_step_exited(step_end(id, step, ExitCode::default(), 2), 3)
+        .unwrap();
+    assert_eq!(numbered(&e, id, step).state, JobState::OutOfMemory);
+    // The job itself goes on: its batch script's exit decides its state.
+    assert_eq!(e.job(id).unwrap().state, JobState::Running);
+}
+
+#[test]
+fn issue_37_a_step_without_oom_kills_ends_as_before() {
+    let mut e = engine();
+    let (id, step) = job_with_step(&mut e);
+    e.on_step_exited(step_end(id, step, ExitCode { code: 0, signal: 9 }, 0), 3)
+        .unwrap();
+    assert_eq!(numbered(&e, id, step).state, JobState::Cancelled);
+}
+
+fn batch_exited(e: &mut Engine, id: JobId, exit: ExitCode, oom_kills: u64, now: i64) {
+    let req = proto::CtldRequest::JobExited {
+        job_id: id,
+        node: "node1".into(),
+        exit,
+        launch_failed: None,
+        usage: None,
+        oom_kills,
+    };
+    let _ = e.apply(
+        crate::Input::Request {
+            req: Box::new(req),
+            who: user(),
+        },
+        now,
+    );
+}
+
+#[test]
+fn issue_37_a_batch_step_the_oom_killer_hit_ends_the_job_out_of_memory() {
+    let mut e = engine();
+    let id = submit(&mut e, desc(), 0);
+    // The script itself may even exit 0 after one of its children died.
+    batch_exited(&mut e, id, ExitCode::default(), 1, 5);
+    let job = e.job(id).unwrap();
+    assert_eq!(job.state, JobState::OutOfMemory);
+    assert_eq!(job.reason.as_slurm_str(), "OutOfMemory");
+    let rec = e.acct_job(id, 6).unwrap();
+    assert_eq!(rec.state, JobState::OutOfMemory);
+    assert_eq!(rec.exit_code.to_string(), "0:125");
+    let batch = rec
+        .steps
+        .iter()
+        .find(|s| s.step == StepId::Batch)
+        .expect("the batch step's record");
+    assert_eq!(batch.state, JobState::OutOfMemory);
+    assert_eq!(batch.exit_code.to_string(), "0:125");
+}
+
+#[test]
+fn issue_37_a_batch_job_without_oom_kills_ends_as_its_exit_says() {
+    let mut e = engine();
+    let id = submit(&mut e, desc(), 0);
+    batch_exited(&mut e, id, ExitCode { code: 0, signal: 9 }, 0, 5);
+    assert_eq!(e.job(id).unwrap().state, JobState::Failed);
+}
+
+#[test]
+fn issue_37_a_standalone_srun_ending_0_125_ends_its_job_out_of_memory() {
+    let mut e = engine();
+    let mut d = desc();
+    d.alloc_only = true;
+    let id = submit(&mut e, d, 0);
+    e.on_complete_allocation(id, crate::OOM_EXIT, &user(), 5)
+        .unwrap();
+    let job = e.job(id).unwrap();
+    assert_eq!(job.state, JobState::OutOfMemory);
+    assert_eq!(job.reason.as_slurm_str(), "OutOfMemory");
+    assert_eq!(e.acct_job(id, 6).unwrap().exit_code.to_string(), "0:125");
 }

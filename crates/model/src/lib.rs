@@ -193,6 +193,9 @@ pub enum PendingReason {
     TimeLimit,
     /// Ended: a node of the allocation failed.
     NodeDown,
+    /// Ended: the kernel's OOM killer killed a process of its batch step
+    /// (Slurm's `OutOfMemory`).
+    OutOfMemory,
     /// An array waits: as many of its tasks run as its `%N` limit allows.
     JobArrayTaskLimit,
     /// A QOS or association limit holds the job ([`LimitReason`]).
@@ -297,6 +300,7 @@ impl PendingReason {
             PendingReason::RaisedSignal(sig) => raised_signal_str(sig),
             PendingReason::TimeLimit => "TimeLimit",
             PendingReason::NodeDown => "NodeDown",
+            PendingReason::OutOfMemory => "OutOfMemory",
             PendingReason::JobArrayTaskLimit => "JobArrayTaskLimit",
             PendingReason::Limit(l) => l.as_slurm_str(),
         }

@@ -9,6 +9,12 @@
 //! controller and the node daemons as child processes, each in its own
 //! process group so that Ctrl-C reaches only `up`, which then stops them in
 //! order.
+//!
+//! Confinement: as root, where this host's cgroups can be written, the
+//! slurm.conf `up` writes says `ProctrackType=proctrack/cgroup` and a
+//! cgroup.conf goes beside it, so jobs run in cgroups; otherwise `up` says
+//! once that jobs are not confined and runs them as before. `--confine`
+//! makes a missing cgroup setup an error.
 
 use anyhow::{bail, Context};
 use proto::CtldRequest;
@@ -20,6 +26,8 @@ use std::time::{Duration, Instant};
 
 struct UpOptions {
     detach: bool,
+    /// `--confine`: jobs must run in cgroups.
+    confine: bool,
     state_dir: PathBuf,
     n_nodes: u32,
 }
@@ -27,6 +35,7 @@ struct UpOptions {
 fn parse_common(args: &[String], allow_up: bool) -> anyhow::Result<UpOptions> {
     let mut o = UpOptions {
         detach: false,
+        confine: false,
         state_dir: client::default_state_dir(),
         n_nodes: 4,
     };
@@ -48,6 +57,7 @@ fn parse_common(args: &[String], allow_up: bool) -> anyhow::Result<UpOptions> {
         };
         match key {
             "--detach" | "-d" if allow_up => o.detach = true,
+            "--confine" if allow_up => o.confine = true,
             "--state-dir" => o.state_dir = PathBuf::from(value()?),
             "--nodes" | "-N" if allow_up => {
                 let v = value()?;
@@ -155,7 +165,7 @@ fn commands_binary_beside(exe: &Path) -> PathBuf {
 /// The name of the user commands' own binary (`src/bin/muster-cli.rs`).
 const CLI_BINARY: &str = "muster-cli";
 
-/// Makes DIR/<command> links for every Slurm command, to
+/// Makes `DIR/<command>` links for every Slurm command, to
 /// [`commands_binary`].
 pub fn install_links(dir: &Path) -> anyhow::Result<()> {
     let exe = commands_binary()?;
@@ -339,12 +349,39 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
         auth::create_key(&key_path).context("creating the cluster key")?;
     }
     if !conf_path.exists() {
-        fs::write(&conf_path, default_config(&dir, o.n_nodes)?)
-            .with_context(|| format!("writing {}", conf_path.display()))?;
+        let mut text = default_config(&dir, o.n_nodes)?;
+        match cgroups_writable() {
+            Ok(()) => {
+                text.push_str("ProctrackType=proctrack/cgroup\n");
+                let cgroup_conf = dir.join("cgroup.conf");
+                fs::write(&cgroup_conf, DEFAULT_CGROUP_CONF)
+                    .with_context(|| format!("writing {}", cgroup_conf.display()))?;
+            }
+            Err(why) if o.confine => bail!("--confine: jobs cannot be confined: {why}"),
+            Err(_) => {}
+        }
+        fs::write(&conf_path, text).with_context(|| format!("writing {}", conf_path.display()))?;
     }
     let loaded =
         conf::load(&conf_path).with_context(|| format!("reading {}", conf_path.display()))?;
     let cfg = loaded.config;
+    match (cfg.confinement().is_some(), cgroups_writable()) {
+        (true, Ok(())) => {}
+        (true, Err(why)) | (false, Err(why)) if o.confine => {
+            bail!("--confine: jobs cannot be confined: {why}")
+        }
+        (false, Ok(())) if o.confine => bail!(
+            "--confine: {} does not confine jobs (it needs ProctrackType=proctrack/cgroup and a cgroup.conf beside it)",
+            conf_path.display()
+        ),
+        (true, Err(why)) | (false, Err(why)) => {
+            eprintln!("muster: jobs are not confined: {why}")
+        }
+        (false, Ok(())) => eprintln!(
+            "muster: jobs are not confined: {} has no cgroup setup",
+            conf_path.display()
+        ),
+    }
     let c = client_for(&conf_path)?;
     if c.call(CtldRequest::Ping).is_ok() {
         bail!(
@@ -479,7 +516,39 @@ fn stop_children(children: &mut [(String, Child)]) {
     }
 }
 
-/// `muster up [--detach] [--state-dir DIR] [--nodes N]`.
+/// The cgroup.conf `up` writes where it confines jobs: the cgroup version
+/// this host has, the daemons' scope made by mkdir (no systemd needed).
+const DEFAULT_CGROUP_CONF: &str = "# Written by `muster up`: jobs run in cgroups; edit freely.\n\
+CgroupPlugin=autodetect\n\
+IgnoreSystemd=yes\n";
+
+/// Whether this process can make cgroups for jobs: root, with the v1
+/// freezer hierarchy or a unified (v2) hierarchy at /sys/fs/cgroup. What
+/// is missing otherwise.
+fn cgroups_writable() -> Result<(), String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Err("cgroups need root (run `muster up` as root to confine jobs)".into());
+    }
+    let root = Path::new("/sys/fs/cgroup");
+    let candidates = [
+        root.join("cgroup.controllers"),
+        root.join("freezer/cgroup.procs"),
+    ];
+    if !candidates.iter().any(|p| p.exists()) {
+        return Err(format!(
+            "no cgroup v2 hierarchy and no v1 freezer hierarchy under {}",
+            root.display()
+        ));
+    }
+    if nix::unistd::access(root, nix::unistd::AccessFlags::W_OK).is_err()
+        && nix::unistd::access(&root.join("freezer"), nix::unistd::AccessFlags::W_OK).is_err()
+    {
+        return Err(format!("{} cannot be written (read-only)", root.display()));
+    }
+    Ok(())
+}
+
+/// `muster up [--detach] [--confine] [--state-dir DIR] [--nodes N]`.
 pub fn up(args: Vec<String>) -> i32 {
     match parse_common(&args, true).and_then(|o| up_inner(&o)) {
         Ok(()) => 0,
@@ -523,6 +592,10 @@ fn down_inner(o: &UpOptions) -> anyhow::Result<()> {
         });
     }
     let _ = fs::remove_file(dir.join("pids"));
+    // A node daemon that was killed left its cgroup directory.
+    if let Ok(loaded) = conf::load(&conf_path) {
+        noded::release_cgroups(&loaded.config);
+    }
     if !answered && pids.is_empty() {
         bail!("no cluster is running from {}", dir.display());
     }

@@ -24,7 +24,7 @@ const USAGE: &str = "\
 Usage: muster <command> [options]
 
 Cluster:
-  up [--detach] [--state-dir DIR] [--nodes N]
+  up [--detach] [--confine] [--state-dir DIR] [--nodes N]
                         start a local cluster (a controller and N node daemons
                         on loopback, as the current user); Ctrl-C stops it
   down [--state-dir DIR]

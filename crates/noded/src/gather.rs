@@ -20,7 +20,6 @@
 //! pure and unit-tested for both cgroup versions.
 
 use serde::{Deserialize, Serialize};
-use std::ffi::CString;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -40,7 +39,7 @@ pub enum GatherType {
 }
 
 /// How a supervisor gathers usage (from slurm.conf, via the daemon).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GatherSettings {
     /// The plugin.
     pub kind: GatherType,
@@ -48,6 +47,14 @@ pub struct GatherSettings {
     pub freq_secs: u32,
     /// Directory name of this daemon's cgroups (under `muster/`).
     pub cgroup_name: String,
+    /// cgroup.conf's memory keys, where it constrains RAM or swap: a
+    /// step's cgroup then gets its memory limits (`conf::memlimit`).
+    #[serde(default)]
+    pub memory: Option<conf::memlimit::MemConstraints>,
+    /// The node's RealMemory (MB), which MaxRAMPercent and MaxSwapPercent
+    /// are percents of.
+    #[serde(default)]
+    pub real_memory_mb: u64,
 }
 
 impl Default for GatherSettings {
@@ -56,6 +63,8 @@ impl Default for GatherSettings {
             kind: GatherType::Linux,
             freq_secs: DEFAULT_FREQ,
             cgroup_name: "muster".into(),
+            memory: None,
+            real_memory_mb: 0,
         }
     }
 }
@@ -86,6 +95,8 @@ impl GatherSettings {
             kind,
             freq_secs: freq.and_then(parse_frequency).unwrap_or(DEFAULT_FREQ),
             cgroup_name: format!("{node}-{:08x}", hash as u32),
+            memory: None,
+            real_memory_mb: 0,
         }
     }
 }
@@ -347,6 +358,56 @@ impl StepCgroup {
         })
     }
 
+    /// Limits the step's memory (its cgroup and so all its tasks), to what
+    /// cgroup.conf's memory keys make of `alloc_mb`, the MB the step holds
+    /// on this node; nothing where cgroup.conf constrains no memory. A file
+    /// the kernel lacks (`memory.memsw.*` without swap accounting) is
+    /// skipped: the other limits still hold.
+    pub fn limit_memory(&self, settings: &GatherSettings, alloc_mb: u64) {
+        let Some(limits) = settings
+            .memory
+            .as_ref()
+            .and_then(|c| conf::memlimit::mem_limits(alloc_mb, settings.real_memory_mb, c))
+        else {
+            return;
+        };
+        let dir = &self.hierarchy.dirs(&self.step)[0];
+        let write = |file: &str, bytes: u64| {
+            if let Err(e) = std::fs::write(dir.join(file), bytes.to_string()) {
+                tracing::warn!("cannot write {}: {e}", dir.join(file).display());
+            }
+        };
+        match &self.hierarchy {
+            // A fresh cgroup has no limits: RAM first, then RAM + swap,
+            // which must never be below it.
+            Hierarchy::V1 { .. } => {
+                write("memory.limit_in_bytes", limits.ram_bytes);
+                write("memory.soft_limit_in_bytes", limits.soft_bytes);
+                if let Some(total) = limits.ram_swap_bytes {
+                    write("memory.memsw.limit_in_bytes", total);
+                }
+            }
+            Hierarchy::V2 { .. } => {
+                write("memory.max", limits.ram_bytes);
+                write("memory.high", limits.soft_bytes);
+                if let Some(swap) = limits.swap_only_bytes() {
+                    write("memory.swap.max", swap);
+                }
+            }
+        }
+    }
+
+    /// How many of the step's processes the OOM killer killed: v1 sums the
+    /// step's and its tasks' counters, v2's step counter covers its tasks.
+    /// Read before [`StepCgroup::remove`].
+    pub fn oom_kills(&self) -> u64 {
+        let dir = &self.hierarchy.dirs(&self.step)[0];
+        match &self.hierarchy {
+            Hierarchy::V1 { .. } => crate::oom::v1_oom_kills(dir),
+            Hierarchy::V2 { .. } => crate::oom::v2_oom_kills(dir),
+        }
+    }
+
     /// Creates task `task`'s cgroup; `None` if it cannot be.
     pub fn task(&self, task: u32) -> Option<TaskCgroup> {
         let dirs = self.hierarchy.dirs(&self.step.join(format!("task_{task}")));
@@ -357,11 +418,12 @@ impl StepCgroup {
                 }
             }
         }
-        let join = dirs
-            .iter()
-            .map(|d| CString::new(d.join("cgroup.procs").into_os_string().into_encoded_bytes()))
-            .collect::<Result<Vec<_>, _>>()
-            .ok()?;
+        let join = crate::cgroup::TaskJoin::new(
+            &dirs
+                .iter()
+                .map(|d| d.join("cgroup.procs"))
+                .collect::<Vec<_>>(),
+        );
         Some(TaskCgroup {
             v2: matches!(self.hierarchy, Hierarchy::V2 { .. }),
             dirs,
@@ -413,26 +475,26 @@ pub struct TaskCgroup {
     /// Its directory in each hierarchy (v1: memory first, then cpuacct).
     dirs: Vec<PathBuf>,
     /// `cgroup.procs` of each, for the child to join.
-    join: Vec<CString>,
+    join: crate::cgroup::TaskJoin,
 }
 
 impl TaskCgroup {
+    /// A task cgroup the confinement layer (`cgroup`) made: joined through
+    /// its `procs` files, usage read from `memory` and (v1) `cpu`.
+    pub fn from_dirs(v2: bool, memory: PathBuf, cpu: PathBuf, procs: &[PathBuf]) -> TaskCgroup {
+        TaskCgroup {
+            v2,
+            dirs: if v2 { vec![memory] } else { vec![memory, cpu] },
+            join: crate::cgroup::TaskJoin::new(procs),
+        }
+    }
+
     /// Moves the calling process into the task's cgroups. Async-signal-safe
     /// (system calls on memory prepared before fork): for between fork and
     /// exec, before the user switch. Failure is ignored: the task then is
     /// sampled from /proc.
     pub fn join_self(&self) {
-        for path in &self.join {
-            // SAFETY: open/write/close on a NUL-terminated path made
-            // before fork and a static buffer.
-            unsafe {
-                let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
-                if fd >= 0 {
-                    libc::write(fd, c"0".as_ptr().cast(), 1);
-                    libc::close(fd);
-                }
-            }
-        }
+        self.join.join_self();
     }
 
     fn read(&self, i: usize, file: &str) -> Option<String> {
@@ -485,6 +547,19 @@ impl TaskCgroup {
                 self.read(0, "memory.max_usage_in_bytes")
                     .and_then(|t| parse_u64(&t)),
             )
+        }
+    }
+
+    /// How many of its processes the OOM killer killed (v1: in it alone;
+    /// v2: in it and below).
+    pub fn oom_kills(&self) -> u64 {
+        let Some(dir) = self.dirs.first() else {
+            return 0;
+        };
+        if self.v2 {
+            crate::oom::v2_oom_kills(dir)
+        } else {
+            crate::oom::v1_oom_kills(dir)
         }
     }
 

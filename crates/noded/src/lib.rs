@@ -40,9 +40,22 @@
 //!
 //! A job is its batch script's session and process group: signals go to
 //! the group, and what is left of the group when the script ends is
-//! killed, as Slurm's proctrack does for the batch step. Cgroups, where
+//! killed, as Slurm's proctrack does for the batch step.
+//!
+//! Confinement (`cgroup`, Slurm's proctrack/cgroup): where a cgroup.conf
+//! lies beside slurm.conf, `ProctrackType` is `proctrack/cgroup` and the
+//! daemon is root, every task joins its cgroup
+//! (`uid_U/job_J/step_S/task_T` on v1) before its exec, so a process that
+//! left its session is still the job's: a step ends once its cgroup is
+//! empty (what is left when its tasks end is killed), suspend freezes the
+//! job's cgroups and resume thaws them. A daemon configured for cgroups it
+//! cannot use refuses to start; not root, it says so once and runs jobs
+//! as without. Otherwise cgroups, where
 //! `JobAcctGatherType=jobacct_gather/cgroup` asks for them, serve usage
-//! gathering only (`gather`): no limits, no process tracking.
+//! gathering only (`gather`); with confinement, gathering reads the same
+//! cgroups. Where cgroup.conf constrains RAM or swap, the step's cgroup
+//! (the layer's, else the gathering one) gets its memory limits, and its
+//! OOM kills end the step OUT_OF_MEMORY (`oom`).
 //!
 //! The code lives in one room (folder) per program, over leaves they all
 //! share. An arrow is "imports"; no file imports one that imports it back.
@@ -55,7 +68,8 @@
 //!    the node daemon       the batch supervisor,     the step           pmi2, pmix
 //!    |                     its zygote, launch        supervisor
 //!    +------------------------------------------------^ (spec, control and report lines)
-//!   every room --> leaves: spool <-- slots, gather, env, gpus, nvml, exec, to_srun, options
+//!   every room --> leaves: spool <-- slots, gather (--> oom), env, gpus, nvml, exec, to_srun, options;
+//!                          cgroup <-- gather; devices (device rules, for the cgroup layer)
 //! ```
 //!
 //! # Performance notes
@@ -108,11 +122,16 @@ mod stepd;
 mod taskd;
 
 // The leaves the rooms share; they import no room.
+mod cgroup;
+// Public: the building blocks of device confinement (issue 37) that the
+// cgroup layer calls with its directories.
+pub mod devices;
 mod env;
 mod exec;
 mod gather;
 mod gpus;
 mod nvml;
+mod oom;
 mod options;
 mod slots;
 mod spool;
@@ -200,6 +219,30 @@ fn restore_open_file_limit() {
     std::env::remove_var(SOFT_NOFILE_ENV);
     if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
         let _ = setrlimit(Resource::RLIMIT_NOFILE, soft.min(hard), hard);
+    }
+}
+
+/// Removes the node daemons' own cgroup directories of this configuration
+/// where no job is left in them: for `muster down`, once the daemons are
+/// gone (one that was killed could not remove its own). Nothing without
+/// confinement, as non-root, or for a daemon in a delegated v2 cgroup
+/// (that base is not ours to remove).
+pub fn release_cgroups(config: &conf::Config) {
+    let Some(cgroup_conf) = config.confinement() else {
+        return;
+    };
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    for node in &config.nodes {
+        let spool = PathBuf::from(config.spool_dir_for(&node.name));
+        let Ok(settings) = cgroup::CgroupSettings::resolve(cgroup_conf, &node.name, &spool) else {
+            continue;
+        };
+        if settings.version == cgroup::Version::V2 && !cgroup_conf.ignore_systemd {
+            continue;
+        }
+        settings.driver().release();
     }
 }
 

@@ -18,7 +18,7 @@ pub struct NodedOptions {
     pub verbose: u8,
     /// The program that runs job supervisors as `PROGRAM noded --stepd
     /// DIR`. `None` means this executable, which must then dispatch
-    /// `noded` to [`main`] (as `muster` does); a test binary that runs the
+    /// `noded` to [`crate::main`] (as `muster` does); a test binary that runs the
     /// daemon in-process points it at one that does.
     pub stepd_program: Option<PathBuf>,
 }

@@ -196,6 +196,8 @@ pub struct Ended {
     pub launch_failed: Option<String>,
     /// What the script used, when its supervisor measured it (`usage` file).
     pub usage: Option<Box<proto::StepUsage>>,
+    /// How many processes of the batch step the OOM killer killed.
+    pub oom_kills: u64,
     /// The file's (device, inode) and the token its writer put in it: the
     /// job directory is removed only while it still holds this very file,
     /// not a relaunch's (which may get the same inode number back).
@@ -244,6 +246,8 @@ struct LogStatus {
     launch_failed: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     usage: Option<proto::StepUsage>,
+    #[serde(default, skip_serializing_if = "proto::is_zero_u64")]
+    oom_kills: u64,
 }
 
 /// What a job's log holds: for each kind, the first whole record.
@@ -403,12 +407,25 @@ pub fn write_status(
     launch_failed: Option<&str>,
     usage: Option<&proto::StepUsage>,
 ) -> std::io::Result<()> {
+    write_end(dir, raw, launch_failed, usage, 0)
+}
+
+/// [`write_status`], with how many of the batch step's processes the OOM
+/// killer killed.
+pub fn write_end(
+    dir: &Path,
+    raw: i32,
+    launch_failed: Option<&str>,
+    usage: Option<&proto::StepUsage>,
+    oom_kills: u64,
+) -> std::io::Result<()> {
     let status = LogStatus {
         raw,
         token: token(),
         // As a `status` file had it: one line, no trailing blanks.
         launch_failed: launch_failed.map(|m| m.replace('\n', " ").trim_end().to_string()),
         usage: usage.cloned(),
+        oom_kills,
     };
     append(dir, &log_line("status", &status)?, false)
 }
@@ -432,6 +449,7 @@ pub fn read_status(dir: &Path) -> std::io::Result<Option<Ended>> {
                 exit: ExitCode::from_wait_status(status.raw),
                 launch_failed,
                 usage: status.usage.map(Box::new),
+                oom_kills: status.oom_kills,
                 file: (dev, ino, Some(status.token)),
             }));
         }
@@ -466,6 +484,7 @@ fn read_status_file(dir: &Path) -> std::io::Result<Option<Ended>> {
         exit: ExitCode::from_wait_status(raw),
         launch_failed,
         usage,
+        oom_kills: 0,
         file: (
             meta.dev(),
             meta.ino(),

@@ -595,6 +595,11 @@ pub enum CtldRequest {
         /// What the script and its children used, from the kernel (wait4).
         #[serde(default)]
         usage: Option<StepUsage>,
+        /// How many processes of the batch step the kernel's OOM killer
+        /// killed (its memory cgroup's counters): the job then ends
+        /// OUT_OF_MEMORY. 0 where no cgroup counts them.
+        #[serde(default, skip_serializing_if = "is_zero_u64")]
+        oom_kills: u64,
     },
     /// `scontrol shutdown`.
     Shutdown,
@@ -2386,6 +2391,11 @@ pub struct AcctJob {
     pub suspended_secs: i64,
     /// Steps, in order.
     pub steps: Vec<AcctStep>,
+}
+
+/// For `skip_serializing_if`: a count left at its default.
+pub fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 fn is_zero(v: &i64) -> bool {

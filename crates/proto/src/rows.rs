@@ -519,7 +519,7 @@ impl JobRow {
 
 /// A job row as the receiver keeps it: the fields of a [`JobRow`] in
 /// 160 bytes instead of 282, with nothing on the heap unless the job has
-/// nodes, planned nodes or an array's task list ([`RowExtra`], which
+/// nodes, planned nodes or an array's task list (`RowExtra`, which
 /// pending jobs rarely have). Optional numbers are a value and a flag;
 /// an absent one is stored as 0, so equal rows compare equal.
 ///

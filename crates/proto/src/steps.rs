@@ -200,6 +200,10 @@ pub struct StepLaunch {
     pub tasks: Vec<Vec<u32>>,
     /// CPUs of the step on this node.
     pub cpus: u32,
+    /// Memory of the step on this node (MB): its `--mem`, else the job's
+    /// there; 0: none allocated. What its memory cgroup is limited to.
+    #[serde(default)]
+    pub mem: u64,
     /// GPU indexes of the step on this node (global: the node's own
     /// numbering).
     pub gpus: Vec<u32>,
@@ -389,6 +393,12 @@ pub struct StepNodeEnd {
     pub exit: ExitCode,
     /// What its tasks used.
     pub usage: Option<crate::StepUsage>,
+    /// How many of its processes the kernel's OOM killer killed on this
+    /// node (the memory cgroups' counters, summed over the task cgroups on
+    /// cgroup v1): the step then ends OUT_OF_MEMORY. 0 where no cgroup
+    /// counts them.
+    #[serde(default, skip_serializing_if = "crate::is_zero_u64")]
+    pub oom_kills: u64,
 }
 
 /// `PMI_process_mapping` (RFC 13) for a layout: `(vector,(node,count,ppn),...)`

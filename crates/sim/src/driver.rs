@@ -209,6 +209,7 @@ pub fn simulate_with(
                 exit: ExitCode::default(),
                 launch_failed: None,
                 usage: None,
+                oom_kills: 0,
             };
             engine.apply(
                 Input::Request {

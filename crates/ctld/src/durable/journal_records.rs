@@ -148,6 +148,7 @@ fn every_request() -> Vec<CtldRequest> {
             exit: ExitCode::default(),
             launch_failed: Some("no dir".into()),
             usage: Some(usage()),
+            oom_kills: 0,
         },
         CtldRequest::CompleteAllocation {
             job_id: JobId(4),
@@ -176,6 +177,7 @@ fn every_request() -> Vec<CtldRequest> {
             node: "n1".into(),
             exit: ExitCode::default(),
             usage: Some(usage()),
+            oom_kills: 0,
         }),
         CtldRequest::ExternEnded {
             job_id: JobId(4),

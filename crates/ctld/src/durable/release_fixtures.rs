@@ -191,6 +191,7 @@ fn rich(store: &mut Store, engine: &mut Engine) {
         exit: model::ExitCode::default(),
         launch_failed: None,
         usage: None,
+        oom_kills: 0,
     };
     run(
         store,

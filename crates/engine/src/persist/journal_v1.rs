@@ -23,6 +23,10 @@
 //! association database, whose format `sacctmgr` and the accounting store
 //! already pin).
 //!
+//! The payloads a snapshot holds too (`JobDesc`, `NodeRegistration`,
+//! `StepUsage`, with `SignalSpec`) are mirrored once, in `payload_v1`,
+//! and re-exported here.
+//!
 //! To add a field to a record: give the field here `#[serde(default)]`
 //! (and `skip_serializing_if` where its absence is the old meaning), so
 //! that this version still reads every record written before; a change
@@ -37,7 +41,9 @@ use proto::acctdb::AcctTables;
 use proto::{CtldRequest, Distribution};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use std::sync::Arc;
+
+use super::payload_v1::{owned, text};
+pub use super::payload_v1::{JobDesc, NodeRegistration, SignalSpec, StepUsage};
 
 /// First byte of a binary journal record: MessagePack with field names
 /// (self-describing, so a newer build reads an older build's records;
@@ -281,6 +287,10 @@ pub enum Request<'a> {
         /// What the script and its children used.
         #[serde(default)]
         usage: Option<StepUsage<'a>>,
+        /// Processes of the batch step the OOM killer killed (absent in
+        /// records before it was reported: none).
+        #[serde(default, skip_serializing_if = "proto::is_zero_u64")]
+        oom_kills: u64,
     },
     /// salloc and a standalone srun ended.
     CompleteAllocation {
@@ -401,12 +411,14 @@ impl<'a> Request<'a> {
                 exit,
                 launch_failed,
                 usage,
+                oom_kills,
             } => Request::JobExited {
                 job_id: *job_id,
                 node: Cow::Borrowed(node),
                 exit: *exit,
                 launch_failed: launch_failed.as_deref().map(Cow::Borrowed),
                 usage: usage.as_ref().map(StepUsage::from),
+                oom_kills: *oom_kills,
             },
             CtldRequest::CompleteAllocation { job_id, exit } => Request::CompleteAllocation {
                 job_id: *job_id,
@@ -534,12 +546,14 @@ impl From<Request<'_>> for CtldRequest {
                 exit,
                 launch_failed,
                 usage,
+                oom_kills,
             } => CtldRequest::JobExited {
                 job_id,
                 node: node.into_owned(),
                 exit,
                 launch_failed: launch_failed.map(Cow::into_owned),
                 usage: usage.map(Into::into),
+                oom_kills,
             },
             Request::CompleteAllocation { job_id, exit } => {
                 CtldRequest::CompleteAllocation { job_id, exit }
@@ -569,286 +583,6 @@ impl From<Request<'_>> for CtldRequest {
                 request: Box::new((*request).into()),
             },
             Request::Top { job_id } => CtldRequest::Top { job_id },
-        }
-    }
-}
-
-/// `--signal=[B:]SIG@SECS` (`proto::SignalSpec`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SignalSpec {
-    /// Signal number.
-    pub signal: i32,
-    /// Seconds before the end of the time limit.
-    pub secs: u32,
-    /// `B:`: the batch shell only.
-    pub batch_only: bool,
-}
-
-impl From<&proto::SignalSpec> for SignalSpec {
-    fn from(s: &proto::SignalSpec) -> Self {
-        SignalSpec {
-            signal: s.signal,
-            secs: s.secs,
-            batch_only: s.batch_only,
-        }
-    }
-}
-
-impl From<SignalSpec> for proto::SignalSpec {
-    fn from(s: SignalSpec) -> Self {
-        proto::SignalSpec {
-            signal: s.signal,
-            secs: s.secs,
-            batch_only: s.batch_only,
-        }
-    }
-}
-
-/// A batch job submission (`proto::JobDesc`).
-#[derive(Debug, Serialize, Deserialize)]
-pub struct JobDesc<'a> {
-    /// `-J`.
-    pub name: Cow<'a, str>,
-    /// The script text.
-    pub script: Cow<'a, str>,
-    /// Arguments passed to the script.
-    pub argv: Cow<'a, [String]>,
-    /// The script's path when it came from a file.
-    #[serde(default)]
-    pub command: Option<Cow<'a, str>>,
-    /// Working directory.
-    pub work_dir: Cow<'a, str>,
-    /// The directory sbatch ran in.
-    pub submit_dir: Cow<'a, str>,
-    /// Host sbatch ran on.
-    pub submit_host: Cow<'a, str>,
-    /// The command line as typed.
-    pub submit_line: Cow<'a, str>,
-    /// Environment for the job (empty in a binary record, which gives it
-    /// in [`Body::env`]).
-    pub env: Cow<'a, [(String, String)]>,
-    /// `-p`.
-    pub partitions: Cow<'a, [String]>,
-    /// `-N` minimum.
-    pub min_nodes: Option<u32>,
-    /// `-N` maximum.
-    pub max_nodes: Option<u32>,
-    /// `-n`.
-    pub ntasks: Option<u32>,
-    /// `--ntasks-per-node`.
-    pub ntasks_per_node: Option<u32>,
-    /// `-c`.
-    pub cpus_per_task: Option<u32>,
-    /// `--mem` in MB.
-    pub mem_per_node: Option<u64>,
-    /// `--mem-per-cpu` in MB.
-    pub mem_per_cpu: Option<u64>,
-    /// `--mem-per-gpu` in MB.
-    pub mem_per_gpu: Option<u64>,
-    /// `--gres`: per node.
-    pub gres: Cow<'a, [Gres]>,
-    /// `-G/--gpus`.
-    pub gpus: Option<Cow<'a, Gres>>,
-    /// `--gpus-per-node`.
-    pub gpus_per_node: Option<Cow<'a, Gres>>,
-    /// `--gpus-per-task`.
-    pub gpus_per_task: Option<Cow<'a, Gres>>,
-    /// `--cpus-per-gpu`.
-    pub cpus_per_gpu: Option<u32>,
-    /// `-t`.
-    pub time_limit: Option<TimeLimit>,
-    /// `--time-min`.
-    pub time_min: Option<TimeLimit>,
-    /// `-o` pattern.
-    pub stdout: Option<Cow<'a, str>>,
-    /// `-e` pattern.
-    pub stderr: Option<Cow<'a, str>>,
-    /// `-i`.
-    pub stdin: Option<Cow<'a, str>>,
-    /// `--open-mode=append`.
-    pub open_append: bool,
-    /// `--exclusive`.
-    pub exclusive: bool,
-    /// `-w`, expanded.
-    pub nodelist: Cow<'a, [String]>,
-    /// `-x`, expanded.
-    pub exclude: Cow<'a, [String]>,
-    /// `-C`.
-    pub constraint: Option<Cow<'a, str>>,
-    /// `-H`.
-    pub hold: bool,
-    /// `-b`.
-    pub begin_time: Option<Timestamp>,
-    /// `--signal`.
-    pub signal: Option<SignalSpec>,
-    /// `--requeue` / `--no-requeue`.
-    pub requeue: Option<bool>,
-    /// `--comment`.
-    pub comment: Option<Cow<'a, str>>,
-    /// `--acctg-freq`.
-    #[serde(default)]
-    pub acctg_freq: Option<Cow<'a, str>>,
-    /// `-A`.
-    pub account: Option<Cow<'a, str>>,
-    /// `-q`.
-    pub qos: Option<Cow<'a, str>>,
-    /// `--nice`.
-    pub nice: i32,
-    /// `-d`, as typed.
-    pub dependency: Option<Cow<'a, str>>,
-    /// `--test-only`.
-    pub test_only: bool,
-    /// The user's numeric id.
-    pub uid: u32,
-    /// Primary group id.
-    pub gid: u32,
-    /// The submitting user's name.
-    pub user: Cow<'a, str>,
-    /// sbatch's own pid.
-    pub alloc_sid: u32,
-    /// `-a/--array`, as typed.
-    #[serde(default)]
-    pub array: Option<Cow<'a, str>>,
-    /// `--kill-on-invalid-dep=yes`.
-    #[serde(default)]
-    pub kill_on_invalid_dep: Option<bool>,
-    /// `--deadline`.
-    #[serde(default)]
-    pub deadline: Option<Timestamp>,
-    /// salloc and a standalone srun: an allocation without a script.
-    #[serde(default)]
-    pub alloc_only: bool,
-    /// The submission's token.
-    #[serde(default)]
-    pub submit_token: Option<Cow<'a, str>>,
-}
-
-/// `Option<String>` borrowed.
-fn text(s: &Option<String>) -> Option<Cow<'_, str>> {
-    s.as_deref().map(Cow::Borrowed)
-}
-
-/// `Option<Cow<str>>` owned.
-fn owned(s: Option<Cow<'_, str>>) -> Option<String> {
-    s.map(Cow::into_owned)
-}
-
-impl<'a> From<&'a proto::JobDesc> for JobDesc<'a> {
-    fn from(d: &'a proto::JobDesc) -> Self {
-        JobDesc {
-            name: Cow::Borrowed(&d.name),
-            script: Cow::Borrowed(&d.script),
-            argv: Cow::Borrowed(&d.argv),
-            command: text(&d.command),
-            work_dir: Cow::Borrowed(&d.work_dir),
-            submit_dir: Cow::Borrowed(&d.submit_dir),
-            submit_host: Cow::Borrowed(&d.submit_host),
-            submit_line: Cow::Borrowed(&d.submit_line),
-            env: Cow::Borrowed(&d.env[..]),
-            partitions: Cow::Borrowed(&d.partitions),
-            min_nodes: d.min_nodes,
-            max_nodes: d.max_nodes,
-            ntasks: d.ntasks,
-            ntasks_per_node: d.ntasks_per_node,
-            cpus_per_task: d.cpus_per_task,
-            mem_per_node: d.mem_per_node,
-            mem_per_cpu: d.mem_per_cpu,
-            mem_per_gpu: d.mem_per_gpu,
-            gres: Cow::Borrowed(&d.gres),
-            gpus: d.gpus.as_ref().map(Cow::Borrowed),
-            gpus_per_node: d.gpus_per_node.as_ref().map(Cow::Borrowed),
-            gpus_per_task: d.gpus_per_task.as_ref().map(Cow::Borrowed),
-            cpus_per_gpu: d.cpus_per_gpu,
-            time_limit: d.time_limit,
-            time_min: d.time_min,
-            stdout: text(&d.stdout),
-            stderr: text(&d.stderr),
-            stdin: text(&d.stdin),
-            open_append: d.open_append,
-            exclusive: d.exclusive,
-            nodelist: Cow::Borrowed(&d.nodelist),
-            exclude: Cow::Borrowed(&d.exclude),
-            constraint: text(&d.constraint),
-            hold: d.hold,
-            begin_time: d.begin_time,
-            signal: d.signal.as_ref().map(SignalSpec::from),
-            requeue: d.requeue,
-            comment: text(&d.comment),
-            acctg_freq: text(&d.acctg_freq),
-            account: text(&d.account),
-            qos: text(&d.qos),
-            nice: d.nice,
-            dependency: text(&d.dependency),
-            test_only: d.test_only,
-            uid: d.uid,
-            gid: d.gid,
-            user: Cow::Borrowed(&d.user),
-            alloc_sid: d.alloc_sid,
-            array: text(&d.array),
-            kill_on_invalid_dep: d.kill_on_invalid_dep,
-            deadline: d.deadline,
-            alloc_only: d.alloc_only,
-            submit_token: text(&d.submit_token),
-        }
-    }
-}
-
-impl From<JobDesc<'_>> for proto::JobDesc {
-    fn from(d: JobDesc<'_>) -> Self {
-        proto::JobDesc {
-            name: d.name.into_owned(),
-            script: d.script.into_owned(),
-            argv: d.argv.into_owned(),
-            command: owned(d.command),
-            work_dir: d.work_dir.into_owned(),
-            submit_dir: d.submit_dir.into_owned(),
-            submit_host: d.submit_host.into_owned(),
-            submit_line: d.submit_line.into_owned(),
-            env: Arc::new(d.env.into_owned()),
-            partitions: d.partitions.into_owned(),
-            min_nodes: d.min_nodes,
-            max_nodes: d.max_nodes,
-            ntasks: d.ntasks,
-            ntasks_per_node: d.ntasks_per_node,
-            cpus_per_task: d.cpus_per_task,
-            mem_per_node: d.mem_per_node,
-            mem_per_cpu: d.mem_per_cpu,
-            mem_per_gpu: d.mem_per_gpu,
-            gres: d.gres.into_owned(),
-            gpus: d.gpus.map(Cow::into_owned),
-            gpus_per_node: d.gpus_per_node.map(Cow::into_owned),
-            gpus_per_task: d.gpus_per_task.map(Cow::into_owned),
-            cpus_per_gpu: d.cpus_per_gpu,
-            time_limit: d.time_limit,
-            time_min: d.time_min,
-            stdout: owned(d.stdout),
-            stderr: owned(d.stderr),
-            stdin: owned(d.stdin),
-            open_append: d.open_append,
-            exclusive: d.exclusive,
-            nodelist: d.nodelist.into_owned(),
-            exclude: d.exclude.into_owned(),
-            constraint: owned(d.constraint),
-            hold: d.hold,
-            begin_time: d.begin_time,
-            signal: d.signal.map(Into::into),
-            requeue: d.requeue,
-            comment: owned(d.comment),
-            acctg_freq: owned(d.acctg_freq),
-            account: owned(d.account),
-            qos: owned(d.qos),
-            nice: d.nice,
-            dependency: owned(d.dependency),
-            test_only: d.test_only,
-            uid: d.uid,
-            gid: d.gid,
-            user: d.user.into_owned(),
-            alloc_sid: d.alloc_sid,
-            array: owned(d.array),
-            kill_on_invalid_dep: d.kill_on_invalid_dep,
-            deadline: d.deadline,
-            alloc_only: d.alloc_only,
-            submit_token: owned(d.submit_token),
         }
     }
 }
@@ -997,211 +731,6 @@ impl From<NodeStateRequest> for proto::NodeStateRequest {
             NodeStateRequest::Down => proto::NodeStateRequest::Down,
             NodeStateRequest::Undrain => proto::NodeStateRequest::Undrain,
             NodeStateRequest::Idle => proto::NodeStateRequest::Idle,
-        }
-    }
-}
-
-/// What a node daemon reports when it registers (`proto::NodeRegistration`).
-#[derive(Debug, Serialize, Deserialize)]
-pub struct NodeRegistration<'a> {
-    /// Its NodeName.
-    pub name: Cow<'a, str>,
-    /// The address it listens on.
-    pub addr: Cow<'a, str>,
-    /// Its listening port.
-    pub port: u16,
-    /// CPUs found.
-    pub cpus: u32,
-    /// Boards.
-    pub boards: u32,
-    /// Sockets.
-    pub sockets: u32,
-    /// Cores per socket.
-    pub cores_per_socket: u32,
-    /// Threads per core.
-    pub threads_per_core: u32,
-    /// Memory in MB.
-    pub real_memory: u64,
-    /// Free memory in MB.
-    pub free_memory: u64,
-    /// Load average.
-    pub cpu_load: f64,
-    /// GRES found.
-    pub gres: Cow<'a, [Gres]>,
-    /// `uname -r -v`.
-    pub os: Cow<'a, str>,
-    /// `uname -m`.
-    pub arch: Cow<'a, str>,
-    /// Host boot time.
-    pub boot_time: Timestamp,
-    /// When the daemon started.
-    pub start_time: Timestamp,
-    /// Jobs it is still running.
-    pub running_jobs: Cow<'a, [JobId]>,
-    /// Its build's version string.
-    pub version: Cow<'a, str>,
-}
-
-impl<'a> From<&'a proto::NodeRegistration> for NodeRegistration<'a> {
-    fn from(r: &'a proto::NodeRegistration) -> Self {
-        NodeRegistration {
-            name: Cow::Borrowed(&r.name),
-            addr: Cow::Borrowed(&r.addr),
-            port: r.port,
-            cpus: r.cpus,
-            boards: r.boards,
-            sockets: r.sockets,
-            cores_per_socket: r.cores_per_socket,
-            threads_per_core: r.threads_per_core,
-            real_memory: r.real_memory,
-            free_memory: r.free_memory,
-            cpu_load: r.cpu_load,
-            gres: Cow::Borrowed(&r.gres),
-            os: Cow::Borrowed(&r.os),
-            arch: Cow::Borrowed(&r.arch),
-            boot_time: r.boot_time,
-            start_time: r.start_time,
-            running_jobs: Cow::Borrowed(&r.running_jobs),
-            version: Cow::Borrowed(&r.version),
-        }
-    }
-}
-
-impl From<NodeRegistration<'_>> for proto::NodeRegistration {
-    fn from(r: NodeRegistration<'_>) -> Self {
-        proto::NodeRegistration {
-            name: r.name.into_owned(),
-            addr: r.addr.into_owned(),
-            port: r.port,
-            cpus: r.cpus,
-            boards: r.boards,
-            sockets: r.sockets,
-            cores_per_socket: r.cores_per_socket,
-            threads_per_core: r.threads_per_core,
-            real_memory: r.real_memory,
-            free_memory: r.free_memory,
-            cpu_load: r.cpu_load,
-            gres: r.gres.into_owned(),
-            os: r.os.into_owned(),
-            arch: r.arch.into_owned(),
-            boot_time: r.boot_time,
-            start_time: r.start_time,
-            running_jobs: r.running_jobs.into_owned(),
-            version: r.version.into_owned(),
-        }
-    }
-}
-
-/// What a step's tasks used (`proto::StepUsage`).
-#[derive(Debug, Serialize, Deserialize)]
-pub struct StepUsage<'a> {
-    /// User CPU time in microseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user_cpu_usec: Option<u64>,
-    /// System CPU time in microseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sys_cpu_usec: Option<u64>,
-    /// Largest resident set size of any task, in KiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_rss_kib: Option<u64>,
-    /// Average resident set size, in KiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ave_rss_kib: Option<u64>,
-    /// Largest virtual memory size of any task, in KiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_vmsize_kib: Option<u64>,
-    /// The node where MaxRSS was seen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_rss_node: Option<Cow<'a, str>>,
-    /// The task where MaxRSS was seen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_rss_task: Option<u32>,
-    /// The node where MaxVMSize was seen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_vmsize_node: Option<Cow<'a, str>>,
-    /// The task where MaxVMSize was seen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_vmsize_task: Option<u32>,
-    /// Average virtual memory size, in KiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ave_vmsize_kib: Option<u64>,
-    /// Most major page faults of any task.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_pages: Option<u64>,
-    /// The node where MaxPages was seen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_pages_node: Option<Cow<'a, str>>,
-    /// The task where MaxPages was seen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_pages_task: Option<u32>,
-    /// Average major page faults.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ave_pages: Option<u64>,
-    /// Least CPU time of any task, in microseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_cpu_usec: Option<u64>,
-    /// The node of MinCPU.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_cpu_node: Option<Cow<'a, str>>,
-    /// The task of MinCPU.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_cpu_task: Option<u32>,
-    /// Average CPU time, in microseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ave_cpu_usec: Option<u64>,
-    /// How many tasks the averages are over.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub n_tasks: Option<u32>,
-}
-
-impl<'a> From<&'a proto::StepUsage> for StepUsage<'a> {
-    fn from(u: &'a proto::StepUsage) -> Self {
-        StepUsage {
-            user_cpu_usec: u.user_cpu_usec,
-            sys_cpu_usec: u.sys_cpu_usec,
-            max_rss_kib: u.max_rss_kib,
-            ave_rss_kib: u.ave_rss_kib,
-            max_vmsize_kib: u.max_vmsize_kib,
-            max_rss_node: text(&u.max_rss_node),
-            max_rss_task: u.max_rss_task,
-            max_vmsize_node: text(&u.max_vmsize_node),
-            max_vmsize_task: u.max_vmsize_task,
-            ave_vmsize_kib: u.ave_vmsize_kib,
-            max_pages: u.max_pages,
-            max_pages_node: text(&u.max_pages_node),
-            max_pages_task: u.max_pages_task,
-            ave_pages: u.ave_pages,
-            min_cpu_usec: u.min_cpu_usec,
-            min_cpu_node: text(&u.min_cpu_node),
-            min_cpu_task: u.min_cpu_task,
-            ave_cpu_usec: u.ave_cpu_usec,
-            n_tasks: u.n_tasks,
-        }
-    }
-}
-
-impl From<StepUsage<'_>> for proto::StepUsage {
-    fn from(u: StepUsage<'_>) -> Self {
-        proto::StepUsage {
-            user_cpu_usec: u.user_cpu_usec,
-            sys_cpu_usec: u.sys_cpu_usec,
-            max_rss_kib: u.max_rss_kib,
-            ave_rss_kib: u.ave_rss_kib,
-            max_vmsize_kib: u.max_vmsize_kib,
-            max_rss_node: owned(u.max_rss_node),
-            max_rss_task: u.max_rss_task,
-            max_vmsize_node: owned(u.max_vmsize_node),
-            max_vmsize_task: u.max_vmsize_task,
-            ave_vmsize_kib: u.ave_vmsize_kib,
-            max_pages: u.max_pages,
-            max_pages_node: owned(u.max_pages_node),
-            max_pages_task: u.max_pages_task,
-            ave_pages: u.ave_pages,
-            min_cpu_usec: u.min_cpu_usec,
-            min_cpu_node: owned(u.min_cpu_node),
-            min_cpu_task: u.min_cpu_task,
-            ave_cpu_usec: u.ave_cpu_usec,
-            n_tasks: u.n_tasks,
         }
     }
 }
@@ -1415,6 +944,9 @@ pub struct StepNodeEnd<'a> {
     pub exit: ExitCode,
     /// What its tasks used.
     pub usage: Option<StepUsage<'a>>,
+    /// Processes the OOM killer killed (absent in older records: none).
+    #[serde(default, skip_serializing_if = "proto::is_zero_u64")]
+    pub oom_kills: u64,
 }
 
 impl<'a> From<&'a proto::StepNodeEnd> for StepNodeEnd<'a> {
@@ -1425,6 +957,7 @@ impl<'a> From<&'a proto::StepNodeEnd> for StepNodeEnd<'a> {
             node: Cow::Borrowed(&e.node),
             exit: e.exit,
             usage: e.usage.as_ref().map(StepUsage::from),
+            oom_kills: e.oom_kills,
         }
     }
 }
@@ -1437,6 +970,7 @@ impl From<StepNodeEnd<'_>> for proto::StepNodeEnd {
             node: e.node.into_owned(),
             exit: e.exit,
             usage: e.usage.map(Into::into),
+            oom_kills: e.oom_kills,
         }
     }
 }

@@ -7,12 +7,20 @@
 //!
 //! The scheduler's and the configuration's types a snapshot holds
 //! (`sched::Allocation`, `GresPool`, `conf::NodeConf`) have their mirrors
-//! here too. Kept as they are: `model`'s vocabulary values (ids, states,
-//! units) and `sched::NodeIdx` (a plain index), whose encodings are
-//! themselves stable; and, not mirrored yet, `proto`'s `JobDesc`,
-//! `StepUsage`, `NodeRegistration`, `Distribution` and `AcctTables` (wire
-//! types: a field added to one of them changes a snapshot, unlike a
-//! journal record, whose mirrors are in `journal_v1`).
+//! here too. The wire payloads it holds (`proto`'s `JobDesc`, `StepUsage`,
+//! `NodeRegistration` and `PriorityFactors`) are written through the
+//! mirrors the journal's records use too (`payload_v1`, re-exported
+//! here), owned (`'static`): a field added to a wire type does not change
+//! a snapshot until it is added there. Each distinct description is
+//! copied into its mirror once per snapshot, not once per job.
+//!
+//! Kept as they are, because each is a vocabulary value whose encoding is
+//! itself a stable on-disk form: `model`'s values (ids, states, units,
+//! `array::TaskSet`, `depend::Dependency`), `sched::NodeIdx` (a plain
+//! index), `proto::Distribution` (a plain enum of names) and
+//! `proto::acctdb::AcctTables` (the association database, whose format
+//! `sacctmgr` and the accounting store already pin), as `journal_v1`
+//! keeps them.
 //!
 //! ```text
 //! Engine --persistent_state--> Snapshot --number_descs--> bytes (ctld)
@@ -21,12 +29,14 @@
 
 use model::array::TaskSet;
 use model::{ExitCode, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
-use proto::{Distribution, JobDesc};
+use proto::Distribution;
 use sched::NodeIdx;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
+
+pub use super::payload_v1::{JobDesc, NodeRegistration, PriorityFactors, SignalSpec, StepUsage};
 
 /// The engine's state as stored in a snapshot.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -37,14 +47,13 @@ pub struct Snapshot {
     pub partition_names: Vec<String>,
     /// Nodes with their dynamic state.
     pub nodes: Vec<Node>,
-    /// Every job still held (boxed, as the engine holds them: a queue of
-    /// 100,000 jobs is not one contiguous block to grow while it is read).
-    pub jobs: Vec<Box<Job>>,
+    /// Every job still held.
+    pub jobs: Vec<Job>,
     /// Each distinct job description once, in the order the jobs first
     /// use them. Not part of the state's own encoding: a snapshot writes
     /// them ahead of it, and its jobs by number ([`Snapshot::number_descs`]).
     #[serde(skip)]
-    pub descs: Vec<Arc<JobDesc>>,
+    pub descs: Vec<Arc<JobDesc<'static>>>,
     /// Each distinct environment once.
     pub envs: Vec<Arc<Vec<(String, String)>>>,
     /// Each distinct script once.
@@ -88,7 +97,7 @@ impl Snapshot {
     /// write, read and pool again. A description missing from `descs` stays
     /// in full.
     pub fn number_descs(&mut self) {
-        let numbers: HashMap<*const JobDesc, u32> = self
+        let numbers: HashMap<*const JobDesc<'static>, u32> = self
             .descs
             .iter()
             .enumerate()
@@ -122,12 +131,15 @@ pub enum Desc {
     /// Its index in [`Snapshot::descs`].
     Number(u32),
     /// The description itself.
-    Full(Arc<JobDesc>),
+    Full(Arc<JobDesc<'static>>),
 }
 
 impl Desc {
     /// The description, from `table` when given by number.
-    pub fn resolve(self, table: &[Arc<JobDesc>]) -> Result<Arc<JobDesc>, UnknownDesc> {
+    pub fn resolve(
+        self,
+        table: &[Arc<JobDesc<'static>>],
+    ) -> Result<Arc<JobDesc<'static>>, UnknownDesc> {
         match self {
             Desc::Full(d) => Ok(d),
             Desc::Number(n) => table
@@ -172,12 +184,12 @@ impl<'de> Visitor<'de> for DescVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Desc, A::Error> {
-        JobDesc::deserialize(de::value::MapAccessDeserializer::new(map))
+        JobDesc::<'static>::deserialize(de::value::MapAccessDeserializer::new(map))
             .map(|d| Desc::Full(Arc::new(d)))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Desc, A::Error> {
-        JobDesc::deserialize(de::value::SeqAccessDeserializer::new(seq))
+        JobDesc::<'static>::deserialize(de::value::SeqAccessDeserializer::new(seq))
             .map(|d| Desc::Full(Arc::new(d)))
     }
 }
@@ -266,16 +278,16 @@ pub struct Job {
     /// What its batch script used, as its node measured it (boxed: about
     /// 300 bytes that only ended jobs have, in every job).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub batch_usage: Option<Box<proto::StepUsage>>,
+    pub batch_usage: Option<Box<StepUsage<'static>>>,
     /// What its extern step used, merged over the nodes that reported
     /// (boxed, as `batch_usage`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub extern_usage: Option<Box<proto::StepUsage>>,
+    pub extern_usage: Option<Box<StepUsage<'static>>>,
     /// Its weighted priority factors when multifactor priority last set
     /// its priority (sprio). Boxed: 88 bytes that priority/basic (the
     /// default) never sets, in every job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prio_factors: Option<Box<proto::PriorityFactors>>,
+    pub prio_factors: Option<Box<PriorityFactors>>,
     /// Its place in a job array.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub array: Option<ArrayPart>,
@@ -344,20 +356,22 @@ pub struct Node {
     /// Partitions containing it.
     pub partitions: Vec<String>,
     /// What it last reported.
-    pub report: Option<proto::NodeRegistration>,
+    pub report: Option<NodeRegistration<'static>>,
     /// Last time a job ran here.
     pub last_busy: Option<Timestamp>,
     /// Last time its daemon answered (registration or ping).
     pub last_response: Option<Timestamp>,
 }
 
-impl From<&crate::Job> for Job {
-    fn from(j: &crate::Job) -> Job {
+impl Job {
+    /// The snapshot's job for the engine's `j`, whose description is
+    /// `desc` (its copy in the snapshot's table, [`Snapshot::descs`]).
+    pub(crate) fn from_engine(j: &crate::Job, desc: Arc<JobDesc<'static>>) -> Job {
         // Every field named: a field added to the engine's type must be
         // given its place on disk (or left out) here.
         let crate::Job {
             id,
-            desc,
+            desc: _,
             state,
             completing,
             reason,
@@ -403,7 +417,7 @@ impl From<&crate::Job> for Job {
             env: _,
         } = j;
         Job {
-            desc: Desc::Full(desc.clone()),
+            desc: Desc::Full(desc),
             id: *id,
             state: *state,
             completing: *completing,
@@ -433,13 +447,19 @@ impl From<&crate::Job> for Job {
             held: *held,
             admin_priority: *admin_priority,
             cancelled_by: *cancelled_by,
-            batch_usage: batch_usage.clone(),
-            extern_usage: extern_usage.clone(),
-            prio_factors: prio_factors.clone(),
+            batch_usage: batch_usage
+                .as_deref()
+                .map(|u| Box::new(StepUsage::from(u).into_owned())),
+            extern_usage: extern_usage
+                .as_deref()
+                .map(|u| Box::new(StepUsage::from(u).into_owned())),
+            prio_factors: prio_factors
+                .as_deref()
+                .map(|p| Box::new(PriorityFactors::from(p))),
             array: array.clone().map(ArrayPart::from),
             depend: depend.clone(),
             dep_status: (*dep_status).into(),
-            steps: steps.iter().cloned().map(Step::from).collect(),
+            steps: steps.iter().map(Step::from).collect(),
             next_step_id: *next_step_id,
             suspend: suspend
                 .as_deref()
@@ -457,7 +477,7 @@ impl Job {
     /// [`Snapshot::resolve_descs`]), script and environment.
     pub(crate) fn into_engine(
         self,
-        desc: Arc<JobDesc>,
+        desc: Arc<proto::JobDesc>,
         script: Arc<str>,
         env: Arc<Vec<(String, String)>>,
     ) -> crate::Job {
@@ -494,9 +514,9 @@ impl Job {
             held: self.held,
             admin_priority: self.admin_priority,
             cancelled_by: self.cancelled_by,
-            batch_usage: self.batch_usage,
-            extern_usage: self.extern_usage,
-            prio_factors: self.prio_factors,
+            batch_usage: self.batch_usage.map(|u| Box::new((*u).into())),
+            extern_usage: self.extern_usage.map(|u| Box::new((*u).into())),
+            prio_factors: self.prio_factors.map(|p| Box::new((*p).into())),
             array: self.array.map(crate::ArrayPart::from),
             depend: self.depend,
             dep_status: self.dep_status.into(),
@@ -549,7 +569,9 @@ impl From<&crate::Node> for Node {
             jobs: jobs.clone(),
             exclusive_in_use: *exclusive_in_use,
             partitions: partitions.clone(),
-            report: report.clone(),
+            report: report
+                .as_ref()
+                .map(|r| NodeRegistration::from(r).into_owned()),
             last_busy: *last_busy,
             last_response: *last_response,
         }
@@ -604,7 +626,7 @@ pub struct Step {
     /// Nodes that have not reported the step's end yet.
     pub pending: BTreeSet<NodeIdx>,
     /// Usage summed over the nodes.
-    pub usage: proto::StepUsage,
+    pub usage: StepUsage<'static>,
     /// `host:pid` of srun.
     pub srun: String,
 }
@@ -668,18 +690,18 @@ pub enum DepStatus {
     /// It can never be met.
     Never,
 }
-impl From<crate::Step> for Step {
-    fn from(x: crate::Step) -> Step {
+impl From<&crate::Step> for Step {
+    fn from(x: &crate::Step) -> Step {
         Step {
             id: x.id,
-            name: x.name,
+            name: x.name.clone(),
             state: x.state,
-            nodes: x.nodes,
-            tasks: x.tasks,
-            cpus: x.cpus,
+            nodes: x.nodes.clone(),
+            tasks: x.tasks.clone(),
+            cpus: x.cpus.clone(),
             mem: x.mem,
             tres_mem: x.tres_mem,
-            gpus: x.gpus,
+            gpus: x.gpus.clone(),
             overlap: x.overlap,
             distribution: x.distribution,
             start_time: x.start_time,
@@ -687,9 +709,9 @@ impl From<crate::Step> for Step {
             time_limit: x.time_limit,
             own_limit: x.own_limit,
             exit: x.exit,
-            pending: x.pending,
-            usage: x.usage,
-            srun: x.srun,
+            pending: x.pending.clone(),
+            usage: StepUsage::from(&x.usage).into_owned(),
+            srun: x.srun.clone(),
         }
     }
 }
@@ -714,7 +736,7 @@ impl From<Step> for crate::Step {
             own_limit: x.own_limit,
             exit: x.exit,
             pending: x.pending,
-            usage: x.usage,
+            usage: x.usage.into(),
             srun: x.srun,
         }
     }

@@ -122,7 +122,7 @@ fn foreign_source(nsswitch: &str) -> Option<String> {
 }
 
 /// Runs the same command line with the dynamically linked `muster` beside
-/// this binary (same argv[0], so it dispatches the same way). Returns only
+/// this binary (same `argv[0]`, so it dispatches the same way). Returns only
 /// where there is none or it cannot be executed, with a warning; the
 /// command then runs here as well as a static C library lets it.
 #[cfg(static_cli)]

@@ -5,7 +5,9 @@
 //! sampler, a live sample for sstat), and what it used is reported to the
 //! controller (`ExternEnded`) for the job's `.extern` record. Processes put
 //! into its cgroup (what pam_slurm_adopt does) are counted with it and
-//! killed with it.
+//! killed with it. With proctrack/cgroup (`crate::cgroup`) the holder is in
+//! the job's `step_extern/task_0` cgroup, and what is left in it is killed
+//! and the cgroup removed when the holder ends.
 //!
 //! ```text
 //!   StartExtern --spawn sleep (own group, cgroup step_extern/task_N)--> holder
@@ -49,7 +51,16 @@ struct Holder {
     sampler: Sampler,
     cgroup: Option<StepCgroup>,
     task: Option<TaskCgroup>,
+    /// proctrack/cgroup: the extern step's cgroup in the job's.
+    confined: Option<Confined>,
     live: PathBuf,
+}
+
+/// The extern step's cgroup of the confinement layer.
+struct Confined {
+    driver: Box<dyn crate::cgroup::Driver>,
+    step: crate::cgroup::CgPath,
+    settle: std::time::Duration,
 }
 
 /// The holders running here, by job.
@@ -115,14 +126,14 @@ pub fn start(
             "cannot run the extern step for other users unless the node daemon runs as root".into(),
         );
     }
-    let (settings, cgroup, task) = gather_settings(node, job_id, node_index, acctg_freq);
+    let (settings, cgroup, task, join, confined) =
+        gather_settings(node, job_id, Some(uid), node_index, acctg_freq);
     let mut cmd = std::process::Command::new("sleep");
     cmd.arg(HOLD_SECS)
         .current_dir("/")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    let join = task.clone();
     // SAFETY: only async-signal-safe system calls (setsid, open/write/close
     // on paths made before fork, setgroups/setgid/setuid) between fork and
     // exec. The cgroup is joined first, while the child is still root.
@@ -156,6 +167,9 @@ pub fn start(
             if let Some(c) = &cgroup {
                 c.remove();
             }
+            if let Some(c) = &confined {
+                let _ = c.driver.remove(&c.step);
+            }
             return NodeResponse::Failed(format!("cannot start the extern step: {e}"));
         }
     };
@@ -177,7 +191,7 @@ pub fn start(
         warn!(job = %job_id, "extern step holder {pid} not recorded in the spool: {e}");
     }
     attach(
-        node, holders, job_id, pid, true, node_index, settings, cgroup, task,
+        node, holders, job_id, pid, true, node_index, settings, cgroup, task, confined,
     );
     NodeResponse::Ok
 }
@@ -186,13 +200,19 @@ type Cgroups = (
     crate::gather::GatherSettings,
     Option<StepCgroup>,
     Option<TaskCgroup>,
+    Option<TaskCgroup>,
+    Option<Confined>,
 );
 
-/// The gathering settings of a holder (`--acctg-freq` over the node's),
-/// and its cgroups where cgroups gather (made if missing).
+/// The gathering settings of a holder (`--acctg-freq` over the node's), its
+/// cgroups where cgroups gather (made if missing), the cgroup the holder
+/// joins, and with proctrack/cgroup the extern step's cgroup in the job's
+/// (`uid`: the job's user; `None` after a restart: found among the node's
+/// job cgroups).
 fn gather_settings(
     node: &NodeLink,
     job_id: JobId,
+    uid: Option<u32>,
     node_index: u32,
     acctg_freq: Option<&str>,
 ) -> Cgroups {
@@ -200,11 +220,57 @@ fn gather_settings(
     if let Some(n) = acctg_freq.and_then(parse_frequency) {
         settings.freq_secs = n;
     }
+    if let Some(confined) = node.cgroup.as_ref().and_then(|s| confine(s, job_id, uid)) {
+        let join = confined
+            .driver
+            .create_task(&confined.step.task(0))
+            .map(|dirs| {
+                TaskCgroup::from_dirs(
+                    confined.driver.version() == crate::cgroup::Version::V2,
+                    dirs.memory,
+                    dirs.cpu,
+                    &dirs.procs,
+                )
+            });
+        match join {
+            Ok(join) => {
+                // Usage comes from the cgroup only where JobAcctGatherType
+                // says so.
+                let task = (settings.kind == GatherType::Cgroup).then(|| join.clone());
+                return (settings, None, task, Some(join), Some(confined));
+            }
+            Err(e) => warn!(job = %job_id, "extern step not confined: {e}"),
+        }
+    }
     let cgroup = (settings.kind == GatherType::Cgroup)
         .then(|| StepCgroup::create(&settings, job_id.0, "extern"))
         .flatten();
     let task = cgroup.as_ref().and_then(|c| c.task(node_index));
-    (settings, cgroup, task)
+    let join = task.clone();
+    (settings, cgroup, task, join, None)
+}
+
+/// The extern step's cgroup of job `job_id` (made if missing).
+fn confine(
+    settings: &crate::cgroup::CgroupSettings,
+    job_id: JobId,
+    uid: Option<u32>,
+) -> Option<Confined> {
+    let driver = settings.driver();
+    let job = match uid {
+        Some(uid) => crate::cgroup::CgPath::job(uid, job_id.0),
+        None => driver.jobs().into_iter().find(|c| c.job == job_id.0)?,
+    };
+    let step = job.step("extern");
+    if let Err(e) = driver.create_step(&step) {
+        warn!(job = %job_id, "extern step not confined: {e}");
+        return None;
+    }
+    Some(Confined {
+        driver,
+        step,
+        settle: settings.settle,
+    })
 }
 
 /// Starts sampling the holder `pid` and enters it in the table.
@@ -219,6 +285,7 @@ fn attach(
     settings: crate::gather::GatherSettings,
     cgroup: Option<StepCgroup>,
     task: Option<TaskCgroup>,
+    confined: Option<Confined>,
 ) {
     let gather = Arc::new(Mutex::new(Gather::new(&node.node_name, &[node_index])));
     let source = match &task {
@@ -247,6 +314,7 @@ fn attach(
             sampler,
             cgroup,
             task,
+            confined,
             live,
         },
     );
@@ -267,8 +335,13 @@ pub fn recover(node: &NodeLink, holders: &HolderTable) {
             .and_then(|b| serde_json::from_slice(&b).ok());
         match rec {
             Some(rec) if rec.proc_id.is_alive() => {
-                let (settings, cgroup, task) =
-                    gather_settings(node, job_id, rec.node_index, rec.acctg_freq.as_deref());
+                let (settings, cgroup, task, _join, confined) = gather_settings(
+                    node,
+                    job_id,
+                    None,
+                    rec.node_index,
+                    rec.acctg_freq.as_deref(),
+                );
                 let pid = rec.proc_id.pid;
                 attach(
                     node,
@@ -280,6 +353,7 @@ pub fn recover(node: &NodeLink, holders: &HolderTable) {
                     settings,
                     cgroup,
                     task,
+                    confined,
                 );
                 info!(job = %job_id, pid, "re-attached to the extern step's holder");
             }
@@ -355,6 +429,12 @@ fn finish(h: Holder) -> proto::StepUsage {
     };
     if let Some(c) = &h.cgroup {
         c.remove();
+    }
+    if let Some(c) = &h.confined {
+        // What joined the extern step (pam_slurm_adopt's way) ends with it.
+        if let Err(e) = crate::cgroup::end_step(&*c.driver, &c.step, c.settle) {
+            warn!("extern step: {e}");
+        }
     }
     let _ = std::fs::remove_file(&h.live);
     let _ = std::fs::remove_file(&h.record);

@@ -212,6 +212,8 @@ pub struct NodeLink {
     pub gather: GatherSettings,
     /// The node's GPUs (gres.conf) for its steps' tasks.
     pub gpus: crate::gpus::GpuSettings,
+    /// Where jobs' cgroups are, when jobs are confined.
+    pub cgroup: Option<crate::cgroup::CgroupSettings>,
     /// The daemon's effective uid: only root starts processes for others.
     pub daemon_uid: u32,
     /// Runs `noded --step-tasks`.

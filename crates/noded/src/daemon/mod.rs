@@ -6,7 +6,7 @@
 //!
 //! ```text
 //!   shell (listener, requests, job watchers, recovery)
-//!     |-- state (pure job table)   setup   hw   pids   credsock
+//!     |-- state (pure job table)   setup   hw   pids   credsock   confine
 //!     |-- holder --+
 //!     |-- steps ---+-- link::NodeLink (controller link, node facts) -- ctld
 //!     +-- link::CtldLink (registration, job ends)
@@ -20,6 +20,7 @@
 
 pub mod state;
 
+mod confine;
 mod credsock;
 mod holder;
 mod hw;

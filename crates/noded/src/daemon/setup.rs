@@ -29,6 +29,9 @@ pub struct NodeSetup {
     pub gather: crate::gather::GatherSettings,
     /// The node's GPUs as gres.conf describes them, for its steps' tasks.
     pub gpus: crate::gpus::GpuSettings,
+    /// Where jobs' cgroups are: `Some` where cgroup.conf and
+    /// `ProctrackType=proctrack/cgroup` confine jobs and the daemon is root.
+    pub cgroup: Option<crate::cgroup::CgroupSettings>,
     /// What registration reports (free memory, load and start time are
     /// refreshed on each attempt).
     pub registration: NodeRegistration,
@@ -253,7 +256,7 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
     let auth = NodeAuth::from_config(&config).context("setting up authentication")?;
     let spool_dir = PathBuf::from(config.spool_dir_for(&node_name));
     let other = |key: &str| config.other.get(key).map(|(_, v)| v.as_str());
-    let gather = crate::gather::GatherSettings::from_conf(
+    let mut gather = crate::gather::GatherSettings::from_conf(
         other("jobacctgathertype"),
         other("jobacctgatherfrequency"),
         &node_name,
@@ -266,9 +269,15 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         &gres_lines.iter().collect::<Vec<_>>(),
         crate::gpus::GpuNumbering::for_confinement(false, false),
     );
+    // cgroup.conf's memory limits: on the job's cgroups where the cgroup
+    // layer confines, else on the gathering cgroups.
+    gather.memory = crate::oom::memory_constraints(&conf_path);
+    gather.real_memory_mb = registration.real_memory;
+    let cgroup = confinement(&config, &node_name, &spool_dir)?;
     Ok(NodeSetup {
         gather,
         gpus,
+        cgroup,
         auth: Arc::new(auth),
         identity: own_identity(&node_name),
         spool_dir,
@@ -279,6 +288,40 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         node_name,
         registration,
     })
+}
+
+/// The cgroup settings where the configuration confines jobs. Not root:
+/// said once, and jobs run as without cgroups. Root, but the cgroups
+/// cannot be used (no such mount, a controller missing): an error that
+/// names what is missing, and the daemon does not start.
+fn confinement(
+    config: &conf::Config,
+    node_name: &str,
+    spool_dir: &std::path::Path,
+) -> anyhow::Result<Option<crate::cgroup::CgroupSettings>> {
+    let Some(cgroup_conf) = config.confinement() else {
+        return Ok(None);
+    };
+    if !nix::unistd::geteuid().is_root() {
+        tracing::warn!(
+            "jobs are not confined: cgroup.conf asks for cgroups, but only root can make them"
+        );
+        return Ok(None);
+    }
+    let settings = crate::cgroup::CgroupSettings::from_conf(cgroup_conf, node_name, spool_dir)
+        .context("cannot confine jobs with cgroups (cgroup.conf)")?;
+    tracing::info!(
+        "jobs are confined: cgroup {:?} under {}, controllers {}",
+        settings.version,
+        settings.mount.join(&settings.base).display(),
+        settings
+            .controllers
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    Ok(Some(settings))
 }
 
 #[cfg(test)]

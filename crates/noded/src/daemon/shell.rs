@@ -23,10 +23,10 @@
 //! (`muster down`) leaves no stray processes. Killed by SIGKILL or a crash,
 //! it leaves them to their supervisors, and the next daemon picks them up.
 
-use crate::daemon::credsock;
 use crate::daemon::link::{CtldLink, NodeLink, BACKOFF_MAX, BACKOFF_MIN};
 use crate::daemon::setup::{self, host_port, NodeSetup};
 use crate::daemon::state::{AfterStart, JobTable, Refusal, TerminateAction};
+use crate::daemon::{confine, credsock};
 use crate::options::NodedOptions;
 use crate::spool::{self, Ended, Found, Pids, ProcId};
 use crate::stepd::launch::{self, LaunchContext, StepdAnswer, Supervisor, SupervisorHandle};
@@ -160,6 +160,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
         spool_dir: setup.spool_dir.clone(),
         gather: setup.gather.clone(),
         gpus: setup.gpus.clone(),
+        cgroup: setup.cgroup.clone(),
         daemon_uid,
         stepd_program: stepd_program.clone(),
         progress: progress.clone(),
@@ -183,6 +184,12 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     // never touches the first one's jobs.
     crate::daemon::holder::recover(&daemon.link, &daemon.holders);
     let ended_meanwhile = recover(&daemon);
+    {
+        let known = |job: u32| {
+            daemon.jobs().contains(JobId(job)) || daemon.steps.job_ids().contains(&JobId(job))
+        };
+        confine::remove_gone(daemon.setup.cgroup.as_ref(), &known);
+    }
     let registration = tokio::spawn(register(daemon.clone(), ended_meanwhile));
     // Every connection is accepted; one that does not authenticate in time,
     // or is pushed out of the small unauthenticated pool by a newer one, is
@@ -222,6 +229,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     }
     registration.abort();
     stop_jobs(&daemon).await;
+    confine::release(daemon.setup.cgroup.as_ref());
     Ok(())
 }
 
@@ -323,6 +331,7 @@ fn recover(daemon: &Arc<Daemon>) -> Vec<EndedMeanwhile> {
 async fn stop_jobs(daemon: &Arc<Daemon>) {
     let groups = daemon.jobs().stop();
     for (job_id, pgid) in &groups {
+        confine::thaw_job(daemon.setup.cgroup.as_ref(), *job_id);
         kill_at_shutdown(*job_id, *pgid);
     }
     // srun's steps end with the jobs: their supervisors run in sessions of
@@ -709,7 +718,9 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             kill_wait,
             reason,
         } => {
-            // A job's steps end with it, its extern step too.
+            // A job's steps end with it, its extern step too; frozen
+            // (suspended), they would not see their signals.
+            confine::thaw_job(daemon.setup.cgroup.as_ref(), job_id);
             crate::daemon::holder::end(&daemon.link, &daemon.holders, job_id);
             daemon.steps.control(
                 job_id,
@@ -786,6 +797,21 @@ fn signal_job(daemon: &Daemon, job_id: JobId, signal: i32, scope: SignalScope) -
     let Ok(sig) = Signal::try_from(signal) else {
         return failed(format!("invalid signal {signal}"));
     };
+    // proctrack/cgroup: a suspend freezes the job's cgroups (no SIGSTOP);
+    // resume and SIGKILL thaw them first (a frozen process gets its
+    // signals once thawed).
+    let cgroups = daemon.setup.cgroup.as_ref();
+    match sig {
+        Signal::SIGSTOP if scope == SignalScope::Full => {
+            match confine::freeze_job(cgroups, job_id) {
+                Some(Ok(())) => return NodeResponse::Ok,
+                Some(Err(e)) => return failed(format!("cannot suspend job {job_id}: {e}")),
+                None => {}
+            }
+        }
+        Signal::SIGCONT | Signal::SIGKILL => confine::thaw_job(cgroups, job_id),
+        _ => {}
+    }
     let steps = match scope {
         SignalScope::Batch => 0,
         SignalScope::Steps | SignalScope::Full => {
@@ -888,12 +914,14 @@ fn write_job_banner(daemon: &Daemon, job_id: JobId, pid: i32, reason: proto::End
 /// seconds if the script still runs.
 fn terminate(daemon: &Arc<Daemon>, job_id: JobId, pid: i32, pgid: i32, kill_wait: u32) {
     info!(job = %job_id, "terminating (KillWait {kill_wait}s)");
+    confine::thaw_job(daemon.setup.cgroup.as_ref(), job_id);
     signal_group(pgid, Signal::SIGCONT);
     signal_group(pgid, Signal::SIGTERM);
     let daemon = daemon.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(u64::from(kill_wait))).await;
         if daemon.jobs().is_running(job_id, pid) {
+            confine::thaw_job(daemon.setup.cgroup.as_ref(), job_id);
             info!(job = %job_id, "still running after KillWait: SIGKILL");
             signal_group(pgid, Signal::SIGKILL);
         }
@@ -962,6 +990,7 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
         stepd_program: &daemon.stepd_program,
         gather: &daemon.setup.gather,
         gpu_env: daemon.setup.gpus.env,
+        cgroup: daemon.setup.cgroup.as_ref(),
         slots: &daemon.slots,
     };
     let dir = match launch::prepare(&launch, &ctx) {
@@ -1078,6 +1107,12 @@ async fn watch_job(daemon: Arc<Daemon>, job_id: JobId, dir: PathBuf, pids: Pids,
     // daemon never sees neither a job nor a report outstanding meanwhile.
     daemon.pending_reports.fetch_add(1, Ordering::SeqCst);
     daemon.jobs().finished(job_id, pids.script.pid);
+    if daemon.setup.cgroup.is_some() && !daemon.steps.job_ids().contains(&job_id) {
+        // What the supervisor could not remove (it was killed) goes now.
+        let settings = daemon.setup.cgroup.clone();
+        let _ =
+            tokio::task::spawn_blocking(move || confine::end_job(settings.as_ref(), job_id)).await;
+    }
     report_end(&daemon, job_id, &dir, NoStatus::Killed(pids));
     daemon.pending_reports.fetch_sub(1, Ordering::SeqCst);
     daemon.progress.notify_waiters();
@@ -1206,12 +1241,14 @@ fn start_report(
         let usage = cleanup
             .as_ref()
             .and_then(|(_, ended)| ended.usage.as_deref().cloned());
+        let oom_kills = cleanup.as_ref().map_or(0, |(_, ended)| ended.oom_kills);
         let request = CtldRequest::JobExited {
             job_id,
             node: daemon.setup.node_name.clone(),
             exit,
             launch_failed,
             usage,
+            oom_kills,
         };
         let mut delay = BACKOFF_MIN;
         loop {

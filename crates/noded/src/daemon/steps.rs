@@ -127,6 +127,7 @@ pub async fn launch(
         switch_user,
         gather: node.gather.clone(),
         gpus: node.gpus.clone(),
+        cgroup: node.cgroup.clone(),
     };
     let Ok(mut line) = serde_json::to_vec(&spec) else {
         return NodeResponse::Failed("cannot encode the step".into());
@@ -199,6 +200,7 @@ pub async fn launch(
             TaskdResult {
                 exit: ExitCode { code: 0, signal: 9 },
                 usage: Default::default(),
+                oom_kills: 0,
             }
         });
         info!(job = %key.0, step = key.1, "step ended with {}", result.exit);
@@ -210,6 +212,7 @@ pub async fn launch(
             node: node.node_name.clone(),
             exit: result.exit,
             usage: Some(result.usage),
+            oom_kills: result.oom_kills,
         };
         match node
             .ctld

@@ -65,7 +65,7 @@ fn cgroup_v2_and_v1_files() {
     let t = TaskCgroup {
         v2: true,
         dirs: vec![v2],
-        join: vec![],
+        join: crate::cgroup::TaskJoin::new(&[]),
     };
     assert_eq!(t.memory(), (Some(104_857_600), Some(209_715_200)));
     assert_eq!(t.cpu_usec(), Some((100_000, 23_456)));
@@ -84,7 +84,7 @@ fn cgroup_v2_and_v1_files() {
     let t = TaskCgroup {
         v2: false,
         dirs: vec![mem, acct],
-        join: vec![],
+        join: crate::cgroup::TaskJoin::new(&[]),
     };
     assert_eq!(t.memory(), (Some(1_048_576), Some(2_097_152)));
     assert_eq!(t.cpu_usec(), Some((3_000_000, 1)));

@@ -69,6 +69,7 @@ fn classify_prefers_the_status_then_a_live_supervisor() {
         exit: ExitCode { code: 4, signal: 0 },
         launch_failed: None,
         usage: None,
+        oom_kills: 0,
         file: (1, 2, None),
     };
     let j = JobId(7);

@@ -56,6 +56,8 @@ pub struct LaunchContext<'a> {
     pub gather: &'a crate::gather::GatherSettings,
     /// Which vendor variables name the job's GPUs (gres.conf `Flags=`).
     pub gpu_env: crate::gpus::GpuEnvVars,
+    /// Where the job's cgroups are, when jobs are confined.
+    pub cgroup: Option<&'a crate::cgroup::CgroupSettings>,
     /// The spool's emptied job directories, used again.
     pub slots: &'a Slots,
 }
@@ -78,6 +80,10 @@ pub struct StepdSpec {
     /// Which vendor variables name the job's GPUs (gres.conf `Flags=`).
     #[serde(default)]
     pub gpu_env: crate::gpus::GpuEnvVars,
+    /// Where the job's cgroups are (proctrack/cgroup); `None`: the job is
+    /// its script's process group, as without cgroups.
+    #[serde(default)]
+    pub cgroup: Option<crate::cgroup::CgroupSettings>,
 }
 
 /// A `StepdSpec` as the daemon writes it, borrowing the launch instead of
@@ -90,6 +96,7 @@ struct StepdSpecRef<'a> {
     switch_user: bool,
     gather: &'a crate::gather::GatherSettings,
     gpu_env: crate::gpus::GpuEnvVars,
+    cgroup: Option<&'a crate::cgroup::CgroupSettings>,
 }
 
 /// The supervisor's one line on its stdout.
@@ -416,6 +423,7 @@ pub async fn start_supervisor(
         switch_user: switches_user(launch, ctx),
         gather: ctx.gather,
         gpu_env: ctx.gpu_env,
+        cgroup: ctx.cgroup,
     };
     let spec = serde_json::to_vec(&spec).map_err(|e| format!("cannot encode the launch: {e}"))?;
     if let Some(sock) = zygote {

@@ -22,9 +22,10 @@
 //! session keeps it out of the daemon's signals; the job's signals go to
 //! the script's group, which it is not in.
 
+use crate::cgroup::{self, CgPath, Driver};
 use crate::exec::SUPERVISOR_IGNORES;
 use crate::gather::{
-    parse_frequency, Gather, GatherType, Publish, Sampler, StepCgroup, TaskSource,
+    parse_frequency, Gather, GatherType, Publish, Sampler, StepCgroup, TaskCgroup, TaskSource,
 };
 use crate::spool::{self, Pids, ProcId};
 use crate::stepd::launch::{self, StepdAnswer, StepdSpec};
@@ -58,21 +59,79 @@ pub fn main(job_dir: &Path) -> i32 {
         spec.gather.freq_secs = n;
     }
     let script = job_dir.join("slurm_script");
-    let cgroup = (spec.gather.kind == GatherType::Cgroup)
-        .then(|| StepCgroup::create(&spec.gather, job_id.0, "batch"))
-        .flatten();
-    let task_cgroup = cgroup.as_ref().and_then(|c| c.task(0));
+    // proctrack/cgroup: the script joins step_batch/task_0 before its exec,
+    // and so does everything it starts; the supervisor stays outside.
+    let confined = spec.cgroup.as_ref().map(|s| (s.driver(), s.settle));
+    let batch_cg = CgPath::job(spec.launch.uid, job_id.0).step("batch");
+    let (gather_cgroup, task_cgroup) = match &confined {
+        Some((driver, settle)) => match confine(&**driver, &batch_cg) {
+            Ok(task) => {
+                if let Some((bytes, swap)) = memory_limit(&spec) {
+                    if let Err(e) = driver.set_memory_limit(&batch_cg, bytes, swap) {
+                        eprintln!("noded --stepd: job {job_id}: memory limit: {e}");
+                    }
+                }
+                (None, Some(task))
+            }
+            Err(e) => {
+                let _ = cgroup::end_step(&**driver, &batch_cg, *settle);
+                let msg = format!("cannot make the job's cgroup: {e}");
+                let _ = spool::write_status(job_dir, EXIT_1, Some(&msg), None);
+                answer(&StepdAnswer::Failed(msg));
+                return 0;
+            }
+        },
+        None => {
+            let cgroup = (spec.gather.kind == GatherType::Cgroup)
+                .then(|| StepCgroup::create(&spec.gather, job_id.0, "batch"))
+                .flatten();
+            if let Some(c) = &cgroup {
+                c.limit_memory(&spec.gather, spec.launch.mem);
+            }
+            let task = cgroup.as_ref().and_then(|c| c.task(0));
+            (cgroup, task)
+        }
+    };
+    // Usage comes from the cgroup only where JobAcctGatherType says so.
+    let sampled = task_cgroup
+        .as_ref()
+        .filter(|_| spec.gather.kind == GatherType::Cgroup);
+    // The OOM kills are counted before the cgroups go.
+    let oom_kills = || match (&gather_cgroup, &confined) {
+        (Some(c), _) => c.oom_kills(),
+        (None, Some((driver, _))) => driver.oom_kills(&batch_cg),
+        (None, None) => 0,
+    };
+    let end_cgroups = || {
+        if let Some(c) = &gather_cgroup {
+            c.remove();
+        }
+        if let Some((driver, settle)) = &confined {
+            // What the script left (a double fork, a daemon) ends with it.
+            if let Err(e) = cgroup::end_step(&**driver, &batch_cg, *settle) {
+                eprintln!("noded --stepd: job {job_id}: {e}");
+            }
+        }
+    };
     let pid = match launch::spawn_script(&spec, &script, task_cgroup.as_ref()) {
         Ok(pid) => pid,
         Err(msg) => {
-            if let Some(c) = &cgroup {
-                c.remove();
-            }
+            end_cgroups();
             let _ = spool::write_status(job_dir, EXIT_1, Some(&msg), None);
             answer(&StepdAnswer::Failed(msg));
             return 0;
         }
     };
+    if let Some((driver, _)) = &confined {
+        // The script joined its cgroup before its exec; should that have
+        // failed, it is moved now (it may not have forked yet).
+        let task = batch_cg.task(0);
+        if !driver.pids(&task).contains(&pid) {
+            if let Err(e) = driver.add_pid(&task, pid) {
+                eprintln!("noded --stepd: job {job_id}: {e}");
+            }
+        }
+    }
     let Some(stepd) = ProcId::of(std::process::id() as i32) else {
         return abandon(job_dir, pid, "cannot read the supervisor's /proc entry");
     };
@@ -89,10 +148,20 @@ pub fn main(job_dir: &Path) -> i32 {
         // gave up on the job): nothing could report this job's end.
         return abandon(job_dir, pid, &format!("cannot write the pid file: {e}"));
     }
+    // The script's stderr, whatever file it is, for slurmstepd's OOM line
+    // at its end (the script's descriptors are gone by then).
+    let script_stderr = (gather_cgroup.is_some() || confined.is_some())
+        .then(|| {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(format!("/proc/{pid}/fd/2"))
+                .ok()
+        })
+        .flatten();
     answer(&StepdAnswer::Started(pids));
     detach_stdio();
     let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &[0])));
-    let source = match &task_cgroup {
+    let source = match sampled {
         Some(cg) => TaskSource::Cgroup(cg.clone()),
         None => TaskSource::Session(pid),
     };
@@ -120,23 +189,48 @@ pub fn main(job_dir: &Path) -> i32 {
     let usage = {
         let mut g = gather.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(ru) = ru {
-            g.finish_task(0, ru, task_cgroup.as_ref());
+            g.finish_task(0, ru, sampled);
         }
         g.usage()
     };
-    if let Some(c) = &cgroup {
-        c.remove();
+    let oom_kills = oom_kills();
+    end_cgroups();
+    if oom_kills > 0 {
+        if let Some(mut f) = script_stderr {
+            let line = crate::oom::detected_line(oom_kills, &format!("{job_id}.batch"));
+            let _ = f.write_all(line.as_bytes());
+        }
     }
     // The live sample ends with the step; the final usage comes next, and
     // the status record is the last thing a supervisor writes.
     let _ = std::fs::remove_file(&live);
-    if let Err(e) = spool::write_status(job_dir, raw, None, Some(&usage)) {
+    if let Err(e) = spool::write_end(job_dir, raw, None, Some(&usage), oom_kills) {
         // Nobody reads stderr any more; the daemon reports a supervisor
         // gone without a status as a killed job.
         eprintln!("noded --stepd: job {job_id}: cannot write the status: {e}");
         return 1;
     }
     0
+}
+
+/// Makes the batch step's cgroup and its task's, for the script to join.
+/// The batch step's memory limit and what it may use of swap beyond it,
+/// from cgroup.conf's memory keys (`None`: nothing constrained).
+fn memory_limit(spec: &StepdSpec) -> Option<(u64, Option<u64>)> {
+    let c = spec.gather.memory.as_ref()?;
+    let limits = conf::memlimit::mem_limits(spec.launch.mem, spec.gather.real_memory_mb, c)?;
+    Some((limits.ram_bytes, limits.swap_only_bytes()))
+}
+
+fn confine(driver: &dyn Driver, step: &CgPath) -> Result<TaskCgroup, cgroup::CgroupError> {
+    driver.create_step(step)?;
+    let dirs = driver.create_task(&step.task(0))?;
+    Ok(TaskCgroup::from_dirs(
+        driver.version() == cgroup::Version::V2,
+        dirs.memory,
+        dirs.cpu,
+        &dirs.procs,
+    ))
 }
 
 /// Kills the script just started, reaps it, records a launch failure and

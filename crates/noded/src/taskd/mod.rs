@@ -62,6 +62,10 @@ pub struct TaskdSpec {
     /// The node's GPUs (gres.conf) and how its tasks' GPU variables count.
     #[serde(default)]
     pub gpus: crate::gpus::GpuSettings,
+    /// Where the job's cgroups are (proctrack/cgroup): the tasks join
+    /// `step_S/task_T`, and the step ends once its cgroup is empty.
+    #[serde(default)]
+    pub cgroup: Option<crate::cgroup::CgroupSettings>,
 }
 
 /// The daemon's later stdin lines.
@@ -108,6 +112,10 @@ pub struct TaskdResult {
     pub exit: ExitCode,
     /// What they used.
     pub usage: proto::StepUsage,
+    /// How many of their processes the OOM killer killed (0 without a
+    /// memory cgroup).
+    #[serde(default)]
+    pub oom_kills: u64,
 }
 
 /// How long the supervisor tries to reach srun.
@@ -496,10 +504,37 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         let _ = std::fs::remove_file(p);
     }
     let usage = gather.lock().unwrap_or_else(|p| p.into_inner()).usage();
+    let oom_kills = match (&step.cgroup, &step.confined) {
+        (Some(c), _) => c.oom_kills(),
+        (None, Some(c)) => c.driver.oom_kills(&c.step),
+        (None, None) => 0,
+    };
     if let Some(c) = &step.cgroup {
         c.remove();
     }
-    report(&TaskdReport::Ended(Box::new(TaskdResult { exit, usage })));
+    if let Some(c) = &step.confined {
+        // The step is over once its cgroup is empty: what its tasks left
+        // (a double fork, a daemon) is killed now.
+        if let Err(e) = crate::cgroup::end_step(&*c.driver, &c.step, c.settle) {
+            eprintln!("noded --step-tasks: {e}");
+        }
+    }
+    if oom_kills > 0 {
+        // slurmstepd's line, on the stderr of the node's first task.
+        if let Some(task) = step.mine.first() {
+            let what = format!("{}.{}", l.job_id, l.step_id);
+            step.to.send(StepdToSrun::Output {
+                task: *task,
+                stderr: true,
+                data: crate::oom::detected_line(oom_kills, &what).into_bytes(),
+            });
+        }
+    }
+    report(&TaskdReport::Ended(Box::new(TaskdResult {
+        exit,
+        usage,
+        oom_kills,
+    })));
     let _ = reported_rx.recv_timeout(REPORT_WAIT);
     step.to.send(StepdToSrun::Done);
 }
@@ -522,6 +557,18 @@ struct StepSetup {
     /// of this node then fails.
     pmix_error: Option<String>,
     cgroup: Option<StepCgroup>,
+    /// proctrack/cgroup: the step's cgroup, which every task joins.
+    confined: Option<Confined>,
+    /// Why the step's cgroup could not be made: every task of this node
+    /// then fails.
+    confine_error: Option<String>,
+}
+
+/// A confined step's cgroup.
+struct Confined {
+    driver: Box<dyn crate::cgroup::Driver>,
+    step: crate::cgroup::CgPath,
+    settle: Duration,
 }
 
 impl StepSetup {
@@ -555,10 +602,42 @@ impl StepSetup {
                 Some(Err(e)) => (None, Some(e)),
                 None => (None, None),
             };
-        let cgroup = (gather_settings.kind == GatherType::Cgroup)
+        let mut confine_error = None;
+        let confined = spec.cgroup.as_ref().and_then(|s| {
+            let c = Confined {
+                driver: s.driver(),
+                step: crate::cgroup::CgPath::job(l.uid, l.job_id.0).step(&l.step_id.to_string()),
+                settle: s.settle,
+            };
+            match c.driver.create_step(&c.step) {
+                Ok(()) => {
+                    let limits = gather_settings.memory.as_ref().and_then(|m| {
+                        conf::memlimit::mem_limits(l.mem, gather_settings.real_memory_mb, m)
+                    });
+                    if let Some(limits) = limits {
+                        let swap = limits.swap_only_bytes();
+                        if let Err(e) = c.driver.set_memory_limit(&c.step, limits.ram_bytes, swap) {
+                            eprintln!("noded --step-tasks: memory limit: {e}");
+                        }
+                    }
+                    Some(c)
+                }
+                Err(e) => {
+                    let _ = c.driver.remove(&c.step);
+                    confine_error = Some(format!("cannot make the step's cgroup: {e}"));
+                    None
+                }
+            }
+        });
+        let cgroup = (confined.is_none() && gather_settings.kind == GatherType::Cgroup)
             .then(|| StepCgroup::create(gather_settings, l.job_id.0, &l.step_id.to_string()))
             .flatten();
+        if let Some(c) = &cgroup {
+            c.limit_memory(gather_settings, l.mem);
+        }
         StepSetup {
+            confined,
+            confine_error,
             to,
             mine,
             switch,
@@ -611,6 +690,34 @@ fn start_task(
 ) {
     let l = &spec.launch;
     let to = &step.to;
+    let confined_task = match (&step.confined, &step.confine_error) {
+        (_, Some(e)) => Err(e.clone()),
+        (Some(c), None) => c
+            .driver
+            .create_task(&c.step.task(local as u32))
+            .map(|dirs| {
+                Some(TaskCgroup::from_dirs(
+                    c.driver.version() == crate::cgroup::Version::V2,
+                    dirs.memory,
+                    dirs.cpu,
+                    &dirs.procs,
+                ))
+            })
+            .map_err(|e| format!("cannot make the task's cgroup: {e}")),
+        (None, None) => Ok(None),
+    };
+    let confined_task = match confined_task {
+        Ok(t) => t,
+        Err(e) => {
+            to.send(StepdToSrun::Output {
+                task,
+                stderr: true,
+                data: format!("slurmstepd: error: {e}\n").into_bytes(),
+            });
+            started.failed_exits.push((task, 1 << 8));
+            return;
+        }
+    };
     let stdio = task_stdio(spec, step, opened, task);
     let pair = if step.pmi.is_some() {
         nix::sys::socket::socketpair(
@@ -664,8 +771,15 @@ fn start_task(
         .stdin(stdio.stdin)
         .stdout(stdio.stdout)
         .stderr(stdio.stderr);
-    let task_cgroup = step.cgroup.as_ref().and_then(|c| c.task(task));
-    if let Some(cg) = &task_cgroup {
+    let task_cgroup = match confined_task {
+        Some(cg) => Some(cg),
+        None => step.cgroup.as_ref().and_then(|c| c.task(task)),
+    };
+    // Usage comes from the cgroup only where JobAcctGatherType says so.
+    let sampled = task_cgroup
+        .clone()
+        .filter(|_| spec.gather.kind == GatherType::Cgroup);
+    if let Some(cg) = &sampled {
         started.task_cgroups.insert(local, cg.clone());
     }
     // SAFETY: `join_self` and `apply` are async-signal-safe (see
@@ -694,7 +808,7 @@ fn start_task(
             }
             started.sources.push((
                 local,
-                match task_cgroup {
+                match sampled {
                     Some(cg) => TaskSource::Cgroup(cg),
                     None => TaskSource::Session(pid),
                 },
@@ -939,6 +1053,19 @@ fn reap_tasks(
         if let Some(p) = &step.pmix {
             p.task_exited(t.id);
         }
+        // A task the OOM killer hit ends with Slurm's SIG_OOM status (srun:
+        // `Out Of Memory`, exit 0:125), whatever killed or ended it.
+        let oom = step
+            .mine
+            .iter()
+            .position(|m| *m == t.id)
+            .and_then(|local| task_cgroups.get(&local))
+            .is_some_and(|c| c.oom_kills() > 0);
+        let status = if oom {
+            crate::oom::SIG_OOM_STATUS
+        } else {
+            status
+        };
         exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
         to.send(StepdToSrun::TaskExited { task: t.id, status });
     }

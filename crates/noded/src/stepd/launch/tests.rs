@@ -85,6 +85,7 @@ fn borrowed_spec_is_the_specs_json() {
         switch_user: true,
         gather: gather.clone(),
         gpu_env: Default::default(),
+        cgroup: None,
     };
     let borrowed = StepdSpecRef {
         launch: &launch,
@@ -93,6 +94,7 @@ fn borrowed_spec_is_the_specs_json() {
         switch_user: true,
         gather: &gather,
         gpu_env: Default::default(),
+        cgroup: None,
     };
     assert_eq!(
         serde_json::to_string(&borrowed).unwrap(),

@@ -1,0 +1,523 @@
+//! Confinement with cgroups (issue 37; isolation notes §5, tests 6-10) on
+//! this host's cgroup version: with `ProctrackType=proctrack/cgroup` and a
+//! cgroup.conf, `scontrol suspend` freezes a job's cgroups and `resume`
+//! thaws them, a suspended job can be cancelled and leaves nothing, a
+//! process that left its session is still killed when its step ends, no
+//! cgroup directory outlives the cluster, and a node daemon configured for
+//! cgroups it cannot use refuses to start. CI runs these as root.
+
+use crate::{builder, secs};
+use e2e::Cluster;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+/// The v1 controllers the node daemon uses by default.
+const CONTROLLERS: &[&str] = &["freezer", "memory", "cpuacct"];
+
+/// A one-node cluster whose jobs run in cgroups (v1: this host's).
+fn confined_cluster() -> Cluster {
+    builder()
+        .nodes(1)
+        .conf_extra("ProctrackType=proctrack/cgroup\n")
+        .file(
+            "cgroup.conf",
+            "CgroupPlugin=autodetect\nIgnoreSystemd=yes\n",
+        )
+        .start()
+}
+
+/// The node's cgroup directory (first level below each controller, the
+/// `slurm_<node>-<hash>` the daemon made), learnt from a job's process;
+/// on drop, whatever is still in it is killed and it is removed, so a
+/// failed test leaves no cgroup behind. Declared before the cluster: it
+/// drops after it.
+#[derive(Default)]
+struct CgGuard {
+    node_dir: Mutex<Option<String>>,
+}
+
+/// The node's cgroup directory name, as the node daemon makes it:
+/// `slurm_<node>-<hash of its spool directory>` (FNV-1a, low 32 bits).
+fn node_dir_name(c: &Cluster, node: &str) -> String {
+    let conf = std::fs::read_to_string(c.conf()).unwrap_or_default();
+    let spool = conf
+        .lines()
+        .find_map(|l| l.strip_prefix("SlurmdSpoolDir="))
+        .expect("SlurmdSpoolDir in slurm.conf")
+        .replace("%n", node);
+    let hash = spool.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("slurm_{node}-{:08x}", hash as u32)
+}
+
+impl CgGuard {
+    fn set_node_dir(&self, name: String) {
+        *self.node_dir.lock().unwrap() = Some(name);
+    }
+
+    fn set(&self, freezer_path: &str) {
+        let first = freezer_path
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        assert!(first.starts_with("slurm_node1-"), "{freezer_path}");
+        *self.node_dir.lock().unwrap() = Some(first);
+    }
+
+    fn dirs(&self) -> Vec<PathBuf> {
+        let Some(node) = self.node_dir.lock().unwrap().clone() else {
+            return Vec::new();
+        };
+        CONTROLLERS
+            .iter()
+            .map(|c| Path::new(CGROUP_ROOT).join(c).join(&node))
+            .collect()
+    }
+}
+
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn kill_and_remove(dir: &Path) {
+    for sub in subdirs(dir) {
+        kill_and_remove(&sub);
+    }
+    let _ = std::fs::write(dir.join("freezer.state"), "THAWED");
+    for _ in 0..100 {
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+impl Drop for CgGuard {
+    fn drop(&mut self) {
+        for dir in self.dirs() {
+            kill_and_remove(&dir);
+        }
+    }
+}
+
+/// The freezer cgroup of `pid` (relative to the freezer mount).
+fn freezer_path(pid: &str) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{}/cgroup", pid.trim())).ok()?;
+    text.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let _id = parts.next()?;
+        let ctrls = parts.next()?;
+        let path = parts.next()?;
+        ctrls
+            .split(',')
+            .any(|c| c == "freezer")
+            .then(|| path.to_string())
+    })
+}
+
+/// The job's directory in controller `ctrl`, from a freezer path below it.
+fn job_dir(ctrl: &str, freezer_path: &str, id: u32) -> PathBuf {
+    let job = format!("job_{id}");
+    let mut dir = Path::new(CGROUP_ROOT).join(ctrl);
+    for part in freezer_path.trim_start_matches('/').split('/') {
+        dir.push(part);
+        if part == job {
+            return dir;
+        }
+    }
+    panic!("{freezer_path} is not below {job}");
+}
+
+/// User plus system CPU ticks of `pid`.
+fn cpu_ticks(pid: &str) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|w| w.parse().unwrap_or(0))
+        .collect();
+    f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)
+}
+
+/// Whether `pid` is a live (not zombie) process.
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{}/status", pid.trim())).is_ok_and(|s| {
+        !s.lines()
+            .any(|l| l.starts_with("State:") && l.contains('Z'))
+    })
+}
+
+/// Waits for a pid file in the work directory.
+fn pid_file(c: &Cluster, name: &str) -> String {
+    c.wait_until(name, secs(10), || {
+        let p = c.read(name);
+        (!p.trim().is_empty()).then(|| p.trim().to_string())
+    })
+}
+
+/// Waits until the job has no cgroup directory left in any controller.
+fn assert_job_cgroups_gone(c: &Cluster, freezer: &str, id: u32) {
+    c.wait_until("the job's cgroups to go", secs(10), || {
+        CONTROLLERS
+            .iter()
+            .all(|ctrl| !job_dir(ctrl, freezer, id).exists())
+            .then_some(())
+    });
+}
+
+#[test]
+fn confine_suspend_freezes_the_job_and_resume_thaws_it() {
+    let guard = CgGuard::default();
+    let c = confined_cluster();
+    guard.set_node_dir(node_dir_name(&c, "node1"));
+    let id = c.submit(&[
+        "-o",
+        "out",
+        "--wrap",
+        // The batch script and an srun step's task, both busy.
+        "srun sh -c 'echo $$ > task.pid; while :; do :; done' & \
+         echo $$ > job.pid; while :; do :; done",
+    ]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let pid = pid_file(&c, "job.pid");
+    let task = pid_file(&c, "task.pid");
+    let task_freezer = freezer_path(&task).expect("the task's freezer cgroup");
+    assert!(
+        task_freezer.ends_with(&format!("/uid_0/job_{id}/step_0/task_0")),
+        "{task_freezer}"
+    );
+    let freezer = freezer_path(&pid).expect("the job's freezer cgroup");
+    guard.set(&freezer);
+    assert_eq!(
+        guard.dirs()[0].file_name().and_then(|n| n.to_str()),
+        Some(node_dir_name(&c, "node1").as_str()),
+        "the daemon's cgroup name"
+    );
+    assert!(
+        freezer.ends_with(&format!("/uid_0/job_{id}/step_batch/task_0")),
+        "{freezer}"
+    );
+    for ctrl in CONTROLLERS {
+        assert!(
+            job_dir(ctrl, &freezer, id)
+                .join("step_batch/task_0")
+                .is_dir(),
+            "{ctrl}"
+        );
+    }
+    let state = job_dir("freezer", &freezer, id).join("freezer.state");
+    c.ok("scontrol", &["suspend", &id.to_string()]);
+    c.wait_until("the job to freeze", secs(10), || {
+        (std::fs::read_to_string(&state).unwrap_or_default().trim() == "FROZEN").then_some(())
+    });
+    assert_eq!(c.job_state(id), "SUSPENDED");
+    let before = (cpu_ticks(&pid), cpu_ticks(&task));
+    std::thread::sleep(secs(2));
+    assert_eq!(
+        (cpu_ticks(&pid), cpu_ticks(&task)),
+        before,
+        "CPU ticks moved while suspended"
+    );
+    c.ok("scontrol", &["resume", &id.to_string()]);
+    c.wait_until("the job and its step to run again", secs(10), || {
+        (cpu_ticks(&pid) > before.0 && cpu_ticks(&task) > before.1).then_some(())
+    });
+    assert_eq!(
+        std::fs::read_to_string(&state).unwrap_or_default().trim(),
+        "THAWED"
+    );
+    c.ok("scancel", &[&id.to_string()]);
+    assert_eq!(c.wait_done(id, secs(20)), "CANCELLED");
+    c.wait_until("the job's processes to end", secs(10), || {
+        (!alive(&pid) && !alive(&task)).then_some(())
+    });
+    assert_job_cgroups_gone(&c, &freezer, id);
+}
+
+#[test]
+fn confine_scancel_of_a_suspended_job_leaves_no_process_and_no_cgroup() {
+    let guard = CgGuard::default();
+    let c = confined_cluster();
+    let id = c.submit(&[
+        "-o",
+        "out",
+        "--wrap",
+        "setsid sh -c 'echo $$ > daemon.pid; exec sleep 300' </dev/null >/dev/null 2>&1 & \
+         echo $$ > job.pid; sleep 300",
+    ]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let pid = pid_file(&c, "job.pid");
+    let daemon = pid_file(&c, "daemon.pid");
+    let freezer = freezer_path(&pid).expect("the job's freezer cgroup");
+    guard.set(&freezer);
+    // The process that left the job's session is in the job's cgroup.
+    assert_eq!(freezer_path(&daemon).as_deref(), Some(freezer.as_str()));
+    c.ok("scontrol", &["suspend", &id.to_string()]);
+    let state = job_dir("freezer", &freezer, id).join("freezer.state");
+    c.wait_until("the job to freeze", secs(10), || {
+        (std::fs::read_to_string(&state).unwrap_or_default().trim() == "FROZEN").then_some(())
+    });
+    c.ok("scancel", &[&id.to_string()]);
+    assert_eq!(c.wait_done(id, secs(20)), "CANCELLED");
+    c.wait_until("the job's processes to end", secs(10), || {
+        (!alive(&pid) && !alive(&daemon)).then_some(())
+    });
+    assert_job_cgroups_gone(&c, &freezer, id);
+}
+
+#[test]
+fn confine_a_process_that_double_forked_is_killed_when_its_step_ends() {
+    let guard = CgGuard::default();
+    let c = confined_cluster();
+    guard.set_node_dir(node_dir_name(&c, "node1"));
+    // An srun step whose task starts a daemon (setsid, its parent exits)
+    // and ends; the job goes on and looks whether the daemon survived.
+    let id = c.submit(&[
+        "-o",
+        "out",
+        "--wrap",
+        "srun sh -c \"setsid sh -c 'echo \\$\\$ > s.pid; exec sleep 300' </dev/null >/dev/null 2>&1 & \
+           while [ ! -s s.pid ]; do sleep 0.05; done\"; \
+         p=$(cat s.pid); sleep 1; \
+         if [ -d /proc/$p ] && ! grep -q '^State:.*Z' /proc/$p/status; then echo ALIVE; else echo GONE; fi; \
+         setsid sh -c 'echo $$ > b.pid; exec sleep 300' </dev/null >/dev/null 2>&1 & \
+         echo $$ > job.pid; while [ ! -s b.pid ]; do sleep 0.05; done",
+    ]);
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED", "{}", c.read("out"));
+    let step_daemon = pid_file(&c, "s.pid");
+    let out = c.read("out");
+    assert!(
+        out.contains("GONE") && !out.contains("ALIVE"),
+        "the step's daemon outlived its step: {out}"
+    );
+    assert!(!alive(&step_daemon));
+    // The batch step's daemon ends with the script.
+    let batch_daemon = pid_file(&c, "b.pid");
+    c.wait_until("the batch step's daemon to end", secs(10), || {
+        (!alive(&batch_daemon)).then_some(())
+    });
+    let dirs = guard.dirs();
+    assert!(!dirs.is_empty());
+    // Nothing is left once the daemon stops: not even the node's directory.
+    drop(c);
+    for dir in &dirs {
+        assert!(!dir.exists(), "{} left", dir.display());
+    }
+}
+
+#[test]
+fn confine_the_extern_step_holder_is_in_step_extern_and_ends_with_the_job() {
+    let guard = CgGuard::default();
+    let c = builder()
+        .nodes(1)
+        .conf_extra("ProctrackType=proctrack/cgroup\nPrologFlags=Contain\n")
+        .file("cgroup.conf", "CgroupPlugin=autodetect\n")
+        .start();
+    guard.set_node_dir(node_dir_name(&c, "node1"));
+    let id = c.submit(&["-o", "out", "--wrap", "echo $$ > job.pid; sleep 300"]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let pid = pid_file(&c, "job.pid");
+    let freezer = freezer_path(&pid).expect("the job's freezer cgroup");
+    let holder_procs = job_dir("freezer", &freezer, id).join("step_extern/task_0/cgroup.procs");
+    let holder = c.wait_until("the extern step's holder", secs(10), || {
+        let p = std::fs::read_to_string(&holder_procs).unwrap_or_default();
+        p.lines().next().map(str::to_string)
+    });
+    let cmdline = std::fs::read_to_string(format!("/proc/{holder}/cmdline")).unwrap_or_default();
+    assert!(cmdline.starts_with("sleep"), "{cmdline:?}");
+    c.ok("scancel", &[&id.to_string()]);
+    assert_eq!(c.wait_done(id, secs(20)), "CANCELLED");
+    c.wait_until("the holder to end", secs(10), || {
+        (!alive(&holder)).then_some(())
+    });
+    assert_job_cgroups_gone(&c, &freezer, id);
+}
+
+/// The parent of `pid` (field 4 of /proc/PID/stat).
+fn parent_of(pid: &str) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    rest.split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn sigkill(pid: &str) {
+    if let Ok(pid) = pid.trim().parse::<i32>() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+#[test]
+fn confine_a_restarted_daemon_removes_the_cgroups_of_jobs_that_are_gone() {
+    let guard = CgGuard::default();
+    let mut c = confined_cluster();
+    guard.set_node_dir(node_dir_name(&c, "node1"));
+    let id = c.submit(&["-o", "out", "--wrap", "echo $$ > job.pid; sleep 300"]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let pid = pid_file(&c, "job.pid");
+    let freezer = freezer_path(&pid).expect("the job's freezer cgroup");
+    let supervisor = parent_of(&pid);
+    // The daemon, then the job's supervisor and every process of the job
+    // die while no daemon watches: nobody removes the job's cgroups.
+    c.kill_node("node1");
+    sigkill(&supervisor);
+    let job = job_dir("freezer", &freezer, id);
+    c.wait_until("the job's processes to die", secs(10), || {
+        let procs =
+            std::fs::read_to_string(job.join("step_batch/task_0/cgroup.procs")).unwrap_or_default();
+        for p in procs.lines() {
+            sigkill(p);
+        }
+        (procs.trim().is_empty() && !alive(&supervisor)).then_some(())
+    });
+    assert!(job.is_dir());
+    c.start_node_with("node1", &[]);
+    assert_job_cgroups_gone(&c, &freezer, id);
+    c.wait_done(id, secs(30));
+}
+
+#[test]
+fn confine_a_daemon_configured_for_cgroups_it_cannot_use_refuses_to_start() {
+    // This host's other cgroup version: v2 on a v1 host (the notes'
+    // machine), v1 on a unified one.
+    let unified = Path::new(CGROUP_ROOT).join("cgroup.controllers").exists();
+    let (plugin, want) = if unified {
+        ("cgroup/v1", "cgroup controller freezer is not available")
+    } else {
+        (
+            "cgroup/v2",
+            "CgroupPlugin=cgroup/v2: /sys/fs/cgroup is not a cgroup v2 (unified) mount",
+        )
+    };
+    let mut c = builder()
+        .nodes(1)
+        .wait_nodes(false)
+        .conf_extra("ProctrackType=proctrack/cgroup\n")
+        .file("cgroup.conf", &format!("CgroupPlugin={plugin}\n"))
+        .start();
+    let status = c
+        .wait_node_exit("node1", secs(20))
+        .expect("the node daemon to exit");
+    assert!(!status.success());
+    let log = c.log("noded-node1");
+    assert!(log.contains("cannot confine jobs with cgroups"), "{log}");
+    assert!(log.contains(want), "{log}");
+}
+
+/// `muster` with `args`, without the test's own `SLURM_*` variables.
+fn muster(args: &[&str], env: &[(&str, &str)]) -> e2e::Output {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_muster"));
+    c.args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("SLURM_") {
+            c.env_remove(k);
+        }
+    }
+    c.envs(env.iter().copied());
+    let out = c.output().expect("running muster");
+    e2e::Output {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+/// Stops what `muster up` started in the directory and removes it.
+struct Down(PathBuf);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let d = self.0.display().to_string();
+        let _ = muster(&["down", "--state-dir", &d], &[]);
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+#[test]
+fn confine_muster_up_as_root_confines_jobs() {
+    let guard = CgGuard::default();
+    let dir = std::env::temp_dir().join(format!(
+        "muster-e2e-confine-up-{}-{}",
+        std::process::id(),
+        e2e::free_port()
+    ));
+    let d = dir.display().to_string();
+    let up = muster(
+        &[
+            "up",
+            "--detach",
+            "--confine",
+            "--state-dir",
+            &d,
+            "--nodes",
+            "1",
+        ],
+        &[],
+    );
+    let down = Down(dir.clone());
+    assert_eq!(up.code, 0, "{up}");
+    assert!(!up.stderr.contains("not confined"), "{up}");
+    let conf = std::fs::read_to_string(dir.join("slurm.conf")).unwrap_or_default();
+    assert!(conf.contains("ProctrackType=proctrack/cgroup"), "{conf}");
+    assert!(dir.join("cgroup.conf").is_file());
+    let conf_path = dir.join("slurm.conf").display().to_string();
+    let out = muster(
+        &["srun", "cat", "/proc/self/cgroup"],
+        &[("SLURM_CONF", conf_path.as_str())],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    let freezer = out
+        .stdout
+        .lines()
+        .find_map(|l| l.split_once(":freezer:").map(|(_, p)| p.to_string()))
+        .unwrap_or_default();
+    if freezer.starts_with("/slurm_node1-") {
+        guard.set(&freezer);
+    }
+    assert!(freezer.starts_with("/slurm_node1-"), "{out}");
+    assert!(freezer.ends_with("/step_0/task_0"), "{out}");
+    // A node daemon killed (so it cannot remove its own directory):
+    // `muster down` removes it.
+    let pids = std::fs::read_to_string(dir.join("pids")).unwrap_or_default();
+    let node = pids
+        .lines()
+        .find_map(|l| l.strip_suffix(" node1"))
+        .expect("up records node1's pid")
+        .to_string();
+    sigkill(&node);
+    let start = std::time::Instant::now();
+    while alive(&node) && start.elapsed() < secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(guard.dirs()[0].is_dir(), "the killed daemon's directory");
+    drop(down);
+    for dir in guard.dirs() {
+        assert!(!dir.exists(), "{} left after muster down", dir.display());
+    }
+}
