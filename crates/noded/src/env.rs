@@ -16,6 +16,10 @@ pub struct NodeEnv<'a> {
     pub conf_path: &'a str,
     /// Which vendor variables name the job's GPUs (gres.conf `Flags=`).
     pub gpu_env: crate::gpus::GpuEnvVars,
+    /// ConstrainDevices: the job sees only its GPUs, so the vendor
+    /// variables count them from 0 (`SLURM_JOB_GPUS` keeps the node's
+    /// indexes).
+    pub gpus_relative: bool,
 }
 
 /// An ordered environment in which setting a name replaces its old value.
@@ -82,14 +86,25 @@ pub fn job_env(launch: &BatchLaunch, node: &NodeEnv<'_>) -> Vec<(String, String)
         // The vendor variables gres.conf `Flags=` selects (all four
         // without env flags); the others are dropped, also when sent.
         let vars = node.gpu_env;
+        let vendor = if node.gpus_relative {
+            (0..launch.gpus.len())
+                .map(|g| g.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        } else {
+            ids.clone()
+        };
         for (on, name) in [
             (vars.nvidia, "CUDA_VISIBLE_DEVICES"),
             (vars.amd, "ROCR_VISIBLE_DEVICES"),
             (vars.intel, "ZE_AFFINITY_MASK"),
             (vars.opencl, "GPU_DEVICE_ORDINAL"),
         ] {
-            if on {
-                env.set_default(name, ids.clone());
+            if on && node.gpus_relative {
+                // The node's indexes, where sent, mean nothing here.
+                env.set(name, vendor.clone());
+            } else if on {
+                env.set_default(name, vendor.clone());
             } else {
                 env.remove(name);
             }

@@ -36,6 +36,8 @@ fn confined_cluster() -> Cluster {
 #[derive(Default)]
 struct CgGuard {
     node_dir: Mutex<Option<String>>,
+    /// ConstrainDevices: the devices hierarchy is used too.
+    devices: bool,
 }
 
 /// The node's cgroup directory name, as the node daemon makes it:
@@ -75,6 +77,7 @@ impl CgGuard {
         };
         CONTROLLERS
             .iter()
+            .chain(self.devices.then_some(&"devices"))
             .map(|c| Path::new(CGROUP_ROOT).join(c).join(&node))
             .collect()
     }
@@ -520,4 +523,175 @@ fn confine_muster_up_as_root_confines_jobs() {
     for dir in guard.dirs() {
         assert!(!dir.exists(), "{} left after muster down", dir.display());
     }
+}
+
+/// Four fake GPUs: character devices 195:N (NVIDIA's major, no driver
+/// behind them) in a temporary directory, removed with it.
+fn fake_gpu_devices() -> tempfile::TempDir {
+    let dev = tempfile::tempdir().expect("a temporary directory");
+    for i in 0..4u32 {
+        let path = dev.path().join(format!("nvidia{i}"));
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mknod(2) on a NUL-terminated path.
+        let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(195, i)) };
+        assert_eq!(
+            rc,
+            0,
+            "mknod {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+    dev
+}
+
+/// A one-node cluster with four fake GPUs whose jobs are confined to
+/// their GRES devices (`ConstrainDevices=yes`).
+fn devices_cluster(dev: &Path) -> Cluster {
+    builder()
+        .nodes(1)
+        .conf_extra("ProctrackType=proctrack/cgroup\n")
+        .node_extra(1, "Gres=gpu:fake:4")
+        .file(
+            "gres.conf",
+            &format!("Name=gpu Type=fake File={}/nvidia[0-3]\n", dev.display()),
+        )
+        .file(
+            "cgroup.conf",
+            "CgroupPlugin=autodetect\nIgnoreSystemd=yes\nConstrainDevices=yes\n",
+        )
+        .start()
+}
+
+/// Opens each fake GPU and prints what came of it: `ENXIO` where the
+/// cgroup allows the device (no driver behind it), `EPERM` where it
+/// denies it.
+fn probe(dev: &Path) -> String {
+    format!(
+        "python3 -c 'import os, errno\n\
+         r = []\n\
+         for i in range(4):\n    \
+         try:\n        os.close(os.open(\"{}/nvidia%d\" % i, os.O_RDWR)); r.append(\"OK\")\n    \
+         except OSError as e:\n        r.append(errno.errorcode[e.errno])\n\
+         print(\" \".join(r))'",
+        dev.display()
+    )
+}
+
+/// What `probe` prints for a job given GPU `gpu` only.
+fn only(gpu: usize) -> String {
+    (0..4)
+        .map(|i| if i == gpu { "ENXIO" } else { "EPERM" })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Waits until no job directory is left in the devices hierarchy.
+fn assert_devices_cgroups_gone(c: &Cluster) {
+    let node = Path::new(CGROUP_ROOT)
+        .join("devices")
+        .join(node_dir_name(c, "node1"));
+    fn jobs_below(dir: &Path) -> usize {
+        subdirs(dir)
+            .iter()
+            .map(|d| {
+                let own = d
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("job_"));
+                usize::from(own) + jobs_below(d)
+            })
+            .sum()
+    }
+    c.wait_until("the devices cgroups to go", secs(10), || {
+        (jobs_below(&node) == 0).then_some(())
+    });
+}
+
+/// Isolation notes §5 test 11: with ConstrainDevices=yes a step given one
+/// GPU can open only that one (ENXIO: allowed, no driver); the other three
+/// are denied (EPERM). CUDA_VISIBLE_DEVICES counts among the step's (the
+/// job's) GPUs, SLURM_STEP_GPUS (SLURM_JOB_GPUS) names the node's index.
+#[test]
+fn confine_devices_a_step_opens_only_its_gpu() {
+    let dev = fake_gpu_devices();
+    let guard = CgGuard {
+        node_dir: Mutex::default(),
+        devices: true,
+    };
+    let c = devices_cluster(dev.path());
+    guard.set_node_dir(node_dir_name(&c, "node1"));
+    let out = c.ok(
+        "srun",
+        &[
+            "-n1",
+            "--gres=gpu:1",
+            "bash",
+            "-c",
+            &format!(
+                "echo $CUDA_VISIBLE_DEVICES $SLURM_STEP_GPUS; {}",
+                probe(dev.path())
+            ),
+        ],
+    );
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}\n{}", c.logs());
+    let (cuda, step) = lines[0].split_once(' ').expect("two words");
+    assert_eq!(cuda, "0", "{out}");
+    let gpu: usize = step.parse().expect("a GPU index");
+    assert_eq!(lines[1], only(gpu), "{out}\n{}", c.logs());
+    // A batch job: the job's and the batch step's cgroups are confined.
+    let id = c.submit(&[
+        "-o",
+        "out",
+        "--gres=gpu:1",
+        "--wrap",
+        &format!(
+            "echo $SLURM_JOB_GPUS $CUDA_VISIBLE_DEVICES; {}",
+            probe(dev.path())
+        ),
+    ]);
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED", "{}", c.logs());
+    let text = c.read("out");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}\n{}", c.logs());
+    let (job, cuda) = lines[0].split_once(' ').expect("two words");
+    assert_eq!(cuda, "0", "{text}");
+    let gpu: usize = job.parse().expect("a GPU index");
+    assert_eq!(lines[1], only(gpu), "{text}\n{}", c.logs());
+    assert_devices_cgroups_gone(&c);
+}
+
+/// Isolation notes §5 test 13: two jobs running at once, one GPU each:
+/// each opens its own and no other.
+#[test]
+fn confine_devices_two_jobs_each_open_only_their_own_gpu() {
+    let dev = fake_gpu_devices();
+    let guard = CgGuard {
+        node_dir: Mutex::default(),
+        devices: true,
+    };
+    let c = devices_cluster(dev.path());
+    guard.set_node_dir(node_dir_name(&c, "node1"));
+    let script = format!(
+        "while [ ! -e go ]; do sleep 0.1; done; echo $SLURM_JOB_GPUS; {}",
+        probe(dev.path())
+    );
+    let a = c.submit(&["-o", "a.out", "--gres=gpu:1", "--wrap", &script]);
+    let b = c.submit(&["-o", "b.out", "--gres=gpu:1", "--wrap", &script]);
+    c.wait_state(a, "RUNNING", secs(10));
+    c.wait_state(b, "RUNNING", secs(10));
+    std::fs::write(c.work().join("go"), "").unwrap();
+    assert_eq!(c.wait_done(a, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_eq!(c.wait_done(b, secs(30)), "COMPLETED", "{}", c.logs());
+    let mut gpus = Vec::new();
+    for name in ["a.out", "b.out"] {
+        let text = c.read(name);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{name}: {text}\n{}", c.logs());
+        let gpu: usize = lines[0].trim().parse().expect("a GPU index");
+        assert_eq!(lines[1], only(gpu), "{name}: {text}\n{}", c.logs());
+        gpus.push(gpu);
+    }
+    assert_ne!(gpus[0], gpus[1], "two jobs, one GPU each, not the same");
+    assert_devices_cgroups_gone(&c);
 }

@@ -75,6 +75,12 @@ pub enum CgroupError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// The device rules could not be applied (ConstrainDevices).
+    #[error("cannot confine devices: {what}")]
+    Devices {
+        /// What went wrong.
+        what: String,
+    },
     /// A freeze did not complete in time.
     #[error("{} did not freeze within {} ms", path.display(), waited.as_millis())]
     FreezeTimeout {
@@ -113,6 +119,12 @@ pub struct CgroupSettings {
     /// How long a freeze, or a cgroup to empty, may take.
     #[serde(default = "default_settle")]
     pub settle: Duration,
+    /// cgroup.conf `ConstrainDevices=yes`: the device files of the node's
+    /// GPUs, by the node's index (gres.conf `File=`); a job, step or task
+    /// may open only those it was given (`confine_devices`). `None`:
+    /// devices are not confined.
+    #[serde(default)]
+    pub devices: Option<Vec<PathBuf>>,
 }
 
 fn default_settle() -> Duration {
@@ -223,6 +235,7 @@ impl CgroupSettings {
                     base: PathBuf::from(format!("slurm_{tag}")),
                     controllers,
                     settle: default_settle(),
+                    devices: None,
                 }
             }
             Version::V2 => {
@@ -263,6 +276,7 @@ impl CgroupSettings {
                     mount,
                     base,
                     settle: default_settle(),
+                    devices: None,
                 }
             }
         };
@@ -468,6 +482,57 @@ pub fn end_step(driver: &dyn Driver, cg: &CgPath, settle: Duration) -> Result<()
         wait_empty(driver, cg, settle);
     }
     driver.remove(cg)
+}
+
+/// ConstrainDevices: lets the processes of `cg` (a job, a step or a task)
+/// open only the GPUs `gpus` (the node's indexes) of the node's GPU device
+/// files; the other device files stay as they were. Nothing where devices
+/// are not confined. Levels are written top down (job, then its steps,
+/// then their tasks), each after its directory was made.
+pub fn confine_devices(
+    settings: &CgroupSettings,
+    cg: &CgPath,
+    gpus: &[u32],
+) -> Result<(), crate::devices::DeviceError> {
+    let Some(files) = &settings.devices else {
+        return Ok(());
+    };
+    let node = files
+        .iter()
+        .map(|f| crate::devices::Device::from_path(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let allocated: Vec<crate::devices::Device> = gpus
+        .iter()
+        .filter_map(|i| node.get(*i as usize).copied())
+        .collect();
+    let level = match (&cg.step, cg.task) {
+        (None, _) => crate::devices::Level::Job,
+        (Some(_), None) => crate::devices::Level::Step,
+        (Some(_), Some(_)) => crate::devices::Level::Task,
+    };
+    match settings.version {
+        Version::V1 => {
+            let Some((_, ctrl)) = settings.controllers.iter().find(|(n, _)| n == "devices") else {
+                return Ok(());
+            };
+            let dir = ctrl.join(&settings.base).join(v1::V1::rel(cg));
+            crate::devices::confine_v1(&dir, &node, &allocated)
+        }
+        Version::V2 => {
+            let mut dir = settings
+                .mount
+                .join(&settings.base)
+                .join(format!("job_{}", cg.job));
+            if let Some(step) = &cg.step {
+                dir.push(format!("step_{step}"));
+                dir.push("user");
+                if let Some(task) = cg.task {
+                    dir.push(format!("task_{task}"));
+                }
+            }
+            crate::devices::confine_v2(&dir, level, &node, &allocated)
+        }
+    }
 }
 
 // ---- helpers the drivers share ----

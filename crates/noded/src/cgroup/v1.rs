@@ -31,7 +31,7 @@ impl V1 {
     }
 
     /// `cg`'s path below the node's directory.
-    fn rel(cg: &CgPath) -> PathBuf {
+    pub(crate) fn rel(cg: &CgPath) -> PathBuf {
         let mut rel = PathBuf::from(format!("uid_{}", cg.uid));
         rel.push(format!("job_{}", cg.job));
         if let Some(step) = &cg.step {

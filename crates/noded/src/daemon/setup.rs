@@ -262,18 +262,18 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         &node_name,
         &spool_dir,
     );
-    // TODO(#37): Step (or Task) numbering once the cgroup layer confines
-    // devices (task/cgroup with ConstrainDevices=yes); global until then,
-    // as every task can open every GPU of the node.
+    let cgroup = confinement(&config, &node_name, &spool_dir, &gres_lines)?;
+    // With ConstrainDevices a step sees only its own GPUs, numbered from 0
+    // (CUDA_VISIBLE_DEVICES relative; SLURM_STEP_GPUS stays global).
+    let devices_confined = cgroup.as_ref().is_some_and(|c| c.devices.is_some());
     let gpus = crate::gpus::GpuSettings::from_gres(
         &gres_lines.iter().collect::<Vec<_>>(),
-        crate::gpus::GpuNumbering::for_confinement(false, false),
+        crate::gpus::GpuNumbering::for_confinement(devices_confined, false),
     );
     // cgroup.conf's memory limits: on the job's cgroups where the cgroup
     // layer confines, else on the gathering cgroups.
     gather.memory = crate::oom::memory_constraints(&conf_path);
     gather.real_memory_mb = registration.real_memory;
-    let cgroup = confinement(&config, &node_name, &spool_dir)?;
     Ok(NodeSetup {
         gather,
         gpus,
@@ -298,6 +298,7 @@ fn confinement(
     config: &conf::Config,
     node_name: &str,
     spool_dir: &std::path::Path,
+    gres_lines: &[conf::GresConf],
 ) -> anyhow::Result<Option<crate::cgroup::CgroupSettings>> {
     let Some(cgroup_conf) = config.confinement() else {
         return Ok(None);
@@ -308,8 +309,19 @@ fn confinement(
         );
         return Ok(None);
     }
-    let settings = crate::cgroup::CgroupSettings::from_conf(cgroup_conf, node_name, spool_dir)
+    let mut settings = crate::cgroup::CgroupSettings::from_conf(cgroup_conf, node_name, spool_dir)
         .context("cannot confine jobs with cgroups (cgroup.conf)")?;
+    if cgroup_conf.constrain_devices {
+        // The node's GPU device files, by index (GPUs count up over the
+        // gpu lines in file order).
+        settings.devices = Some(
+            gres_lines
+                .iter()
+                .filter(|g| g.name == "gpu")
+                .flat_map(|g| g.files.iter().map(PathBuf::from))
+                .collect(),
+        );
+    }
     tracing::info!(
         "jobs are confined: cgroup {:?} under {}, controllers {}",
         settings.version,

@@ -33,6 +33,7 @@ fn node() -> NodeEnv<'static> {
         node_name: "node1",
         conf_path: "/etc/slurm/slurm.conf",
         gpu_env: Default::default(),
+        gpus_relative: false,
     }
 }
 
@@ -117,4 +118,21 @@ fn issue_37_flags_choose_the_batch_vendor_variables() {
     assert_eq!(get(&env, "CUDA_VISIBLE_DEVICES"), None);
     assert_eq!(get(&env, "GPU_DEVICE_ORDINAL"), None);
     assert_eq!(get(&env, "SLURM_JOB_GPUS"), Some("2,3"));
+    // ConstrainDevices: the job sees only its GPUs, counted from 0, also
+    // where the controller sent the node's indexes.
+    let confined = NodeEnv {
+        gpus_relative: true,
+        ..amd
+    };
+    let env = job_env(&l, &confined);
+    assert_eq!(get(&env, "ROCR_VISIBLE_DEVICES"), Some("0,1"));
+    assert_eq!(get(&env, "SLURM_JOB_GPUS"), Some("2,3"));
+    let env = job_env(
+        &l,
+        &NodeEnv {
+            gpus_relative: true,
+            ..node()
+        },
+    );
+    assert_eq!(get(&env, "CUDA_VISIBLE_DEVICES"), Some("0,1"));
 }

@@ -573,6 +573,7 @@ pub fn spawn_script(
             node_name: &spec.node_name,
             conf_path: &spec.conf_path,
             gpu_env: spec.gpu_env,
+            gpus_relative: spec.cgroup.as_ref().is_some_and(|c| c.devices.is_some()),
         },
     );
     let umask = env

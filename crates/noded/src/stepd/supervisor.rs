@@ -64,7 +64,20 @@ pub fn main(job_dir: &Path) -> i32 {
     let confined = spec.cgroup.as_ref().map(|s| (s.driver(), s.settle));
     let batch_cg = CgPath::job(spec.launch.uid, job_id.0).step("batch");
     let (gather_cgroup, task_cgroup) = match &confined {
-        Some((driver, settle)) => match confine(&**driver, &batch_cg) {
+        Some((driver, settle)) => match confine(&**driver, &batch_cg).and_then(|t| {
+            // ConstrainDevices: the job and its batch step may open only
+            // the job's GPUs on this node.
+            let settings = spec.cgroup.as_ref().expect("confined");
+            let job_cg = CgPath::job(spec.launch.uid, job_id.0);
+            for cg in [&job_cg, &batch_cg] {
+                cgroup::confine_devices(settings, cg, &spec.launch.gpus).map_err(|e| {
+                    cgroup::CgroupError::Devices {
+                        what: e.to_string(),
+                    }
+                })?;
+            }
+            Ok(t)
+        }) {
             Ok(task) => {
                 if let Some((bytes, swap)) = memory_limit(&spec) {
                     if let Err(e) = driver.set_memory_limit(&batch_cg, bytes, swap) {

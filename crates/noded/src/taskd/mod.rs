@@ -609,7 +609,15 @@ impl StepSetup {
                 step: crate::cgroup::CgPath::job(l.uid, l.job_id.0).step(&l.step_id.to_string()),
                 settle: s.settle,
             };
-            match c.driver.create_step(&c.step) {
+            let made = c.driver.create_step(&c.step).and_then(|()| {
+                // ConstrainDevices: the step may open only its GPUs.
+                crate::cgroup::confine_devices(s, &c.step, &l.gpus).map_err(|e| {
+                    crate::cgroup::CgroupError::Devices {
+                        what: e.to_string(),
+                    }
+                })
+            });
+            match made {
                 Ok(()) => {
                     let limits = gather_settings.memory.as_ref().and_then(|m| {
                         conf::memlimit::mem_limits(l.mem, gather_settings.real_memory_mb, m)
