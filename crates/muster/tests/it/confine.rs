@@ -695,3 +695,52 @@ fn confine_devices_two_jobs_each_open_only_their_own_gpu() {
     assert_ne!(gpus[0], gpus[1], "two jobs, one GPU each, not the same");
     assert_devices_cgroups_gone(&c);
 }
+
+/// With `--gpus-per-task=1` each task gets a device cgroup of its own: it
+/// opens only its GPU, and sees it as GPU 0.
+#[test]
+fn confine_devices_per_task_each_task_opens_only_its_gpu() {
+    let dev = fake_gpu_devices();
+    let guard = CgGuard {
+        node_dir: Mutex::default(),
+        devices: true,
+    };
+    let c = devices_cluster(dev.path());
+    guard.set_node_dir(node_dir_name(&c, "node1"));
+    let out = c.ok(
+        "srun",
+        &[
+            "-n2",
+            "-l",
+            "--gpus-per-task=1",
+            "bash",
+            "-c",
+            &format!(
+                "echo $CUDA_VISIBLE_DEVICES $SLURM_STEP_GPUS; {}",
+                probe(dev.path())
+            ),
+        ],
+    );
+    let mut opened = Vec::new();
+    for task in ["0", "1"] {
+        let lines: Vec<&str> = out
+            .stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{task}: ")))
+            .collect();
+        assert_eq!(lines.len(), 2, "task {task}: {out}\n{}", c.logs());
+        let (cuda, step) = lines[0].split_once(' ').expect("two words");
+        assert_eq!(cuda, "0", "task {task}: {out}");
+        let step: Vec<usize> = step.split(',').map(|g| g.parse().unwrap()).collect();
+        assert_eq!(step.len(), 2, "{out}");
+        let gpu = lines[1]
+            .split(' ')
+            .position(|w| w == "ENXIO")
+            .expect("an allowed GPU");
+        assert_eq!(lines[1], only(gpu), "task {task}: {out}\n{}", c.logs());
+        assert!(step.contains(&gpu), "task {task}: {out}");
+        opened.push(gpu);
+    }
+    assert_ne!(opened[0], opened[1], "each task its own GPU: {out}");
+    assert_devices_cgroups_gone(&c);
+}

@@ -270,6 +270,27 @@ pub fn expand_task_path(pattern: &str, l: &StepLaunch, node: &str, task: u32) ->
     )
 }
 
+/// The GPUs of the `local`th task here (`--gpus-per-task`, `--gpu-bind`).
+fn own_gpus(spec: &TaskdSpec, local: usize) -> Vec<u32> {
+    // TODO(#37): the task's CPUs, once task/affinity binds them, for
+    // `--gpu-bind=closest`; until then it gives every GPU of the step.
+    crate::gpus::task_gpus(
+        &spec.launch.gpus,
+        &spec.launch.gpu_bind,
+        local as u32,
+        &spec.gpus,
+        None,
+    )
+}
+
+/// Whether a task with `task_gpus` gets a device cgroup of its own
+/// (ConstrainDevices, and fewer GPUs than its step: as Slurm, the task
+/// level is skipped where a task gets all the step's).
+fn task_devices(spec: &TaskdSpec, task_gpus: &[u32]) -> bool {
+    spec.cgroup.as_ref().is_some_and(|c| c.devices.is_some())
+        && task_gpus.len() < spec.launch.gpus.len()
+}
+
 /// The environment of one task.
 fn task_env(
     spec: &TaskdSpec,
@@ -319,11 +340,17 @@ fn task_env(
         ] {
             env.remove(name);
         }
-        // TODO(#37): the task's CPUs, once task/affinity binds them, for
-        // `--gpu-bind=closest`; until then it gives every GPU of the step.
-        let task_gpus =
-            crate::gpus::task_gpus(&l.gpus, &l.gpu_bind, local as u32, &spec.gpus, None);
-        for (k, v) in crate::gpus::gpu_env(&l.gpus, &task_gpus, &spec.gpus) {
+        let task_gpus = own_gpus(spec, local);
+        // A task confined to its own GPUs sees them numbered from 0.
+        let settings = if task_devices(spec, &task_gpus) {
+            crate::gpus::GpuSettings {
+                numbering: crate::gpus::GpuNumbering::Task,
+                ..spec.gpus.clone()
+            }
+        } else {
+            spec.gpus.clone()
+        };
+        for (k, v) in crate::gpus::gpu_env(&l.gpus, &task_gpus, &settings) {
             env.insert(k, v);
         }
     }
@@ -703,6 +730,21 @@ fn start_task(
         (Some(c), None) => c
             .driver
             .create_task(&c.step.task(local as u32))
+            .and_then(|dirs| {
+                // ConstrainDevices: a task given some of the step's GPUs
+                // may open only those.
+                let gpus = own_gpus(spec, local);
+                match spec.cgroup.as_ref() {
+                    Some(s) if task_devices(spec, &gpus) => {
+                        crate::cgroup::confine_devices(s, &c.step.task(local as u32), &gpus)
+                            .map_err(|e| crate::cgroup::CgroupError::Devices {
+                                what: e.to_string(),
+                            })?
+                    }
+                    _ => {}
+                }
+                Ok(dirs)
+            })
             .map(|dirs| {
                 Some(TaskCgroup::from_dirs(
                     c.driver.version() == crate::cgroup::Version::V2,
