@@ -311,6 +311,33 @@ fn confinement(
     }
     let mut settings = crate::cgroup::CgroupSettings::from_conf(cgroup_conf, node_name, spool_dir)
         .context("cannot confine jobs with cgroups (cgroup.conf)")?;
+    // Keys read and typed but not yet acted on: said once, not ignored
+    // in silence (docs/compatibility.md).
+    let not_applied: Vec<&str> = [
+        (
+            cgroup_conf.constrain_cores,
+            "ConstrainCores=yes (jobs are not held to their cores)",
+        ),
+        (cgroup_conf.memory_swappiness.is_some(), "MemorySwappiness"),
+        (
+            cgroup_conf.signal_children_processes,
+            "SignalChildrenProcesses=yes",
+        ),
+        (cgroup_conf.enable_controllers, "EnableControllers=yes"),
+        (
+            cgroup_conf.ignore_systemd_on_failure,
+            "IgnoreSystemdOnFailure=yes",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(set, key)| set.then_some(key))
+    .collect();
+    if !not_applied.is_empty() {
+        tracing::warn!(
+            "cgroup.conf: not applied here, ignored: {}",
+            not_applied.join(", ")
+        );
+    }
     if cgroup_conf.constrain_devices {
         // The node's GPU device files, by index (GPUs count up over the
         // gpu lines in file order).
