@@ -69,14 +69,28 @@ fn timed(muster: &Path, conf: &Path, args: &[&str]) -> (Duration, bool) {
 }
 
 /// One round: squeue then sbatch. A failed call's time counts too (a
-/// command that gave up after a minute is the stall this measures).
-fn round(muster: &Path, conf: &Path, ph: &mut Phase) {
-    let (d, ok) = timed(muster, conf, &["squeue"]);
-    ph.squeue.push(d);
-    ph.failed += usize::from(!ok);
-    let (d, ok) = timed(muster, conf, &["sbatch", "--wrap", "true"]);
-    ph.sbatch.push(d);
-    ph.failed += usize::from(!ok);
+/// command that gave up after a minute is the stall this measures). A
+/// call over 100 ms is named on stderr with when it started, counted from
+/// `since` (the storm's start), to tell the storm's opening burst from
+/// its steady state.
+fn round(muster: &Path, conf: &Path, ph: &mut Phase, since: Instant) {
+    for (args, times) in [
+        (&["squeue"][..], &mut ph.squeue),
+        (&["sbatch", "--wrap", "true"][..], &mut ph.sbatch),
+    ] {
+        let at = since.elapsed();
+        let (d, ok) = timed(muster, conf, args);
+        if d > Duration::from_millis(100) {
+            eprintln!(
+                "muster-bench hostile: `{}` took {:.1} ms, started at +{:.3} s",
+                args.join(" "),
+                d.as_secs_f64() * 1000.0,
+                at.as_secs_f64()
+            );
+        }
+        times.push(d);
+        ph.failed += usize::from(!ok);
+    }
 }
 
 fn rounds(muster: &Path, conf: &Path, n: usize) -> Phase {
@@ -85,8 +99,9 @@ fn rounds(muster: &Path, conf: &Path, n: usize) -> Phase {
         sbatch: Vec::new(),
         failed: 0,
     };
+    let since = Instant::now();
     for _ in 0..n {
-        round(muster, conf, &mut ph);
+        round(muster, conf, &mut ph, since);
     }
     ph
 }
@@ -101,13 +116,14 @@ fn print(name: &str, mut ph: Phase, extra: &str) {
 }
 
 /// `muster-bench hostile -f slurm.conf --muster PATH [--count ROUNDS]
-/// [--held N] [--cycling N]`.
+/// [--held N] [--cycling N] [--storm-cpu CPU]`.
 pub fn cmd_hostile(
     conf_path: &Path,
     muster: &Path,
     n_rounds: usize,
     held: usize,
     cycling: usize,
+    storm_cpu: Option<usize>,
 ) -> anyhow::Result<()> {
     let cfg = conf::load(conf_path)
         .with_context(|| format!("reading {}", conf_path.display()))?
@@ -132,6 +148,7 @@ pub fn cmd_hostile(
         held: held * share / of,
         held_threads: 2,
         cycling: cycling * share / of,
+        cpu: storm_cpu,
     };
     let on_ctld = e2e::storm::Storm::start(&ctld, plan(9, 10));
     let on_node = e2e::storm::Storm::start(&node, plan(1, 10));
@@ -155,7 +172,7 @@ pub fn cmd_hostile(
         {
             break;
         }
-        round(muster, conf_path, &mut storm);
+        round(muster, conf_path, &mut storm, start);
     }
     let all_opened = all_opened.map_or(-1.0, |t| (t - start).as_secs_f64());
     let n_done = storm.squeue.len();

@@ -23,6 +23,7 @@
 //! muster-bench ping    -f slurm.conf [--timeout S]
 //! muster-bench count   -f slurm.conf
 //! muster-bench hostile -f slurm.conf --muster PATH [--count ROUNDS] [--held N] [--cycling N]
+//!                      [--storm-cpu CPU]
 //! ```
 //!
 //! Benchmarks are measured, never asserted: a failed request is counted and
@@ -61,6 +62,8 @@ struct Opts {
     held: usize,
     /// `hostile --cycling N`: connections reopened as fast as closed.
     cycling: usize,
+    /// `hostile --storm-cpu CPU`: the CPU the storm's threads run on.
+    storm_cpu: Option<usize>,
 }
 
 fn parse(args: &[String]) -> anyhow::Result<Opts> {
@@ -82,6 +85,7 @@ fn parse(args: &[String]) -> anyhow::Result<Opts> {
         muster: None,
         held: 4_700,
         cycling: 300,
+        storm_cpu: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -108,6 +112,7 @@ fn parse(args: &[String]) -> anyhow::Result<Opts> {
             "--muster" => o.muster = Some(PathBuf::from(val()?)),
             "--held" => o.held = val()?.parse().context("--held")?,
             "--cycling" => o.cycling = val()?.parse().context("--cycling")?,
+            "--storm-cpu" => o.storm_cpu = Some(val()?.parse().context("--storm-cpu")?),
             other => bail!("unknown option {other:?}"),
         }
     }
@@ -614,7 +619,7 @@ fn main() {
         "hostile" => {
             let conf = o.conf.clone().context("hostile needs -f slurm.conf")?;
             let muster = o.muster.clone().context("hostile needs --muster PATH")?;
-            hostile::cmd_hostile(&conf, &muster, o.count, o.held, o.cycling)
+            hostile::cmd_hostile(&conf, &muster, o.count, o.held, o.cycling, o.storm_cpu)
         }
         other => bail!("unknown command {other:?}"),
     });

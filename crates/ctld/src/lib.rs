@@ -416,7 +416,8 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         Err(e) => warn!("cannot raise the open-file limit: {e}"),
     }
     let admission = rpc::admission::Admission::new(CONNECTION_LIMITS);
-    let accept = tokio::spawn(accept_loop(listener, admission, tx.clone(), gate));
+    let lobby = rpc::lobby::Lobby::start("ctld-lobby").context("starting the lobby thread")?;
+    let accept = tokio::spawn(accept_loop(listener, admission, lobby, tx.clone(), gate));
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     // The engine task ends only for `scontrol shutdown` (Ok) or a reason
     // to stop that the process exits non-zero with; nothing else (a channel
@@ -465,10 +466,13 @@ const CONNECTION_LIMITS: rpc::admission::Limits = rpc::admission::Limits {
 /// Accepts connections for as long as the controller runs. It never waits
 /// for a place: a new connection always gets one in the unauthenticated
 /// pool (`rpc::admission`), so an authenticated client is never queued
-/// behind connections that never authenticate.
+/// behind connections that never authenticate; while many such are open,
+/// those that have sent no request wait in the lobby (`rpc::lobby`), off
+/// the runtime that serves requests.
 async fn accept_loop(
     listener: TcpListener,
     admission: Arc<rpc::admission::Admission>,
+    lobby: rpc::lobby::Lobby,
     tx: mpsc::UnboundedSender<Msg>,
     gate: Arc<Gate>,
 ) {
@@ -479,25 +483,36 @@ async fn accept_loop(
                 let ticket = admission.arrive(peer.ip());
                 let tx = tx.clone();
                 let gate = gate.clone();
-                tokio::spawn(async move {
-                    let peer = peer.to_string();
-                    let serve = serve_connection(stream, tx, gate, &peer, &ticket);
-                    tokio::select! {
-                        // A connection whose credential has arrived is
-                        // served rather than closed.
-                        biased;
-                        served = serve => {
-                            if let Err(e) = served {
-                                debug!("connection: {e}");
-                            }
-                        }
-                        () = ticket.shed() => {
-                            debug!("closed unauthenticated connection from {peer} to make room");
-                        }
-                    }
+                lobby.admit(&admission, stream, ticket, move |stream, ticket| {
+                    serve_admitted(stream, ticket, peer, tx, gate)
                 });
             }
             Err(e) => tokio::time::sleep(accept_errors.pause_after(&e, &admission)).await,
+        }
+    }
+}
+
+/// Serves one connection until it ends or, not yet authenticated, is shed.
+async fn serve_admitted(
+    stream: TcpStream,
+    ticket: rpc::admission::Ticket,
+    peer: std::net::SocketAddr,
+    tx: mpsc::UnboundedSender<Msg>,
+    gate: Arc<Gate>,
+) {
+    let peer = peer.to_string();
+    let serve = serve_connection(stream, tx, gate, &peer, &ticket);
+    tokio::select! {
+        // A connection whose credential has arrived is served rather than
+        // closed.
+        biased;
+        served = serve => {
+            if let Err(e) = served {
+                debug!("connection: {e}");
+            }
+        }
+        () = ticket.shed() => {
+            debug!("closed unauthenticated connection from {peer} to make room");
         }
     }
 }

@@ -33,6 +33,10 @@ pub struct StormPlan {
     /// Connections kept open by the cycling thread, each opened again (with
     /// half a frame) as soon as the daemon closes it.
     pub cycling: usize,
+    /// The CPU the storm's threads run on, where given: a benchmark puts
+    /// the storm on a CPU of its own, as connections from other hosts
+    /// would cost the measured host nothing but their handling.
+    pub cpu: Option<usize>,
 }
 
 /// What a storm did.
@@ -68,6 +72,18 @@ fn half_frame() -> Vec<u8> {
     let mut out = 100u32.to_be_bytes().to_vec();
     out.extend_from_slice(br#"{"version""#);
     out
+}
+
+/// Keeps the calling thread on `cpu` (best effort: a CPU the process may
+/// not use leaves the thread where it was).
+fn pin(cpu: Option<usize>) {
+    use nix::sched::{sched_setaffinity, CpuSet};
+    use nix::unistd::Pid;
+    let Some(cpu) = cpu else { return };
+    let mut set = CpuSet::new();
+    if set.set(cpu).is_ok() {
+        let _ = sched_setaffinity(Pid::from_raw(0), &set);
+    }
 }
 
 fn open(addr: &SocketAddr, kind: usize) -> Option<TcpStream> {
@@ -112,6 +128,7 @@ impl Storm {
             let share = plan.held / n_threads + usize::from(t < plan.held % n_threads);
             let (stop, opened, done) = (stop.clone(), opened.clone(), done.clone());
             threads.push(std::thread::spawn(move || {
+                pin(plan.cpu);
                 let mut stats = StormStats::default();
                 let mut held = Vec::with_capacity(share);
                 for i in 0..share {
@@ -141,6 +158,7 @@ impl Storm {
         if plan.cycling > 0 {
             let stop = stop.clone();
             threads.push(std::thread::spawn(move || {
+                pin(plan.cpu);
                 let mut stats = StormStats::default();
                 let mut kind = 0usize;
                 let mut reopen = |stats: &mut StormStats| {

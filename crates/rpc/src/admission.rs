@@ -156,6 +156,11 @@ impl Admission {
         &self.limits
     }
 
+    /// Connections open that have not yet presented a valid credential.
+    pub fn pending(&self) -> usize {
+        self.lock().pending.len()
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // Every update is a few map operations that cannot panic half way.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -342,6 +347,19 @@ impl Ticket {
         if self.is_authenticated() {
             std::future::pending::<()>().await;
         }
+    }
+
+    /// Forgets a shedding not acted on: for a connection found with its
+    /// request waiting as it was shed (`rpc::lobby`), which is served
+    /// rather than closed, so that a later `shed` does not close it for
+    /// that.
+    pub fn forgive_shed(&self) {
+        use std::future::Future;
+        let notified = self.shed.notified();
+        let mut notified = std::pin::pin!(notified);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        // Polling takes the stored notification, if there is one.
+        let _ = notified.as_mut().poll(&mut cx);
     }
 
     /// The connection presented a valid credential of `uid`: it leaves the

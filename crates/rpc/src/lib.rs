@@ -19,6 +19,7 @@
 //! `IO_TIMEOUT`.
 
 pub mod admission;
+pub mod lobby;
 
 use proto::{Envelope, Identity, MAX_FRAME_BYTES, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
 use serde::{de::DeserializeOwned, Serialize};

@@ -413,6 +413,7 @@ fn issue_34_a_storm_of_unauthenticated_connections_does_not_stall_commands() {
             held: held_ctld,
             held_threads: 2,
             cycling: 200,
+            cpu: None,
         },
     );
     let node_storm = Storm::start(
@@ -421,6 +422,7 @@ fn issue_34_a_storm_of_unauthenticated_connections_does_not_stall_commands() {
             held: held_node,
             held_threads: 1,
             cycling: 100,
+            cpu: None,
         },
     );
     let me = client::current_identity();

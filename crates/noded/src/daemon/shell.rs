@@ -194,7 +194,10 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     // Every connection is accepted; one that does not authenticate in time,
     // or is pushed out of the small unauthenticated pool by a newer one, is
     // closed (rpc::admission, docs/limits.md).
+    // While many are open, those that have sent nothing wait in the lobby,
+    // off the runtime that runs the jobs' steps (rpc::lobby).
     let admission = rpc::admission::Admission::new(CONNECTION_LIMITS);
+    let lobby = rpc::lobby::Lobby::start("noded-lobby").context("starting the lobby thread")?;
     let mut accept_errors = rpc::admission::AcceptErrors::default();
     let why = loop {
         tokio::select! {
@@ -202,7 +205,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
                 Ok((stream, peer)) => {
                     let ticket = admission.arrive(peer.ip());
                     let daemon = daemon.clone();
-                    tokio::spawn(async move {
+                    lobby.admit(&admission, stream, ticket, move |stream, ticket| async move {
                         let peer = peer.to_string();
                         tokio::select! {
                             biased;
@@ -224,6 +227,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
     };
     info!("stopping: {why}");
     drop(listener);
+    drop(lobby);
     if let Some(task) = cred_socket {
         task.abort();
     }

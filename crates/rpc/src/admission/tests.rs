@@ -125,3 +125,17 @@ fn the_deadline_runs_from_the_connect_and_grows_with_a_large_first_frame() {
     let large = t.read_budget(16 << 20).unwrap();
     assert!(large > Duration::from_secs(16), "{large:?}");
 }
+
+#[test]
+fn a_forgiven_shedding_does_not_close_the_connection_later() {
+    let adm = Admission::new(limits());
+    let mine: Vec<Ticket> = (0..3).map(|_| adm.arrive(ip(1))).collect();
+    let _newest = adm.arrive(ip(1));
+    // Shed while its request was already waiting (rpc::lobby): served.
+    mine[0].forgive_shed();
+    assert!(!was_shed(&mine[0]));
+    // Forgiving a ticket that was never shed changes nothing.
+    mine[1].forgive_shed();
+    let _newer = adm.arrive(ip(1));
+    assert!(was_shed(&mine[1]));
+}
