@@ -1179,3 +1179,69 @@ fn confine_v2_a_restarted_daemon_removes_the_cgroups_of_jobs_that_are_gone() {
     c.wait_done(id, secs(30));
     assert_v2_nothing_left(c, &slice);
 }
+
+/// The memory cgroup of `pid` (relative to the v1 memory mount).
+fn memory_path(pid: &str) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{}/cgroup", pid.trim())).ok()?;
+    text.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let _id = parts.next()?;
+        let ctrls = parts.next()?;
+        let path = parts.next()?;
+        ctrls
+            .split(',')
+            .any(|c| c == "memory")
+            .then(|| path.to_string())
+    })
+}
+
+/// Isolation notes §5 test 1 (cgroup v1): with ConstrainRAMSpace=yes the
+/// job's memory cgroup is limited to the job's memory on the node (all
+/// its steps together), and each step's to its own: the batch step to the
+/// job's, an srun step to its `--mem`.
+#[test]
+fn confine_memory_the_job_and_each_step_are_limited_to_their_memory() {
+    if !Path::new(CGROUP_ROOT).join("memory/cgroup.procs").exists() {
+        eprintln!("not run: no cgroup v1 memory hierarchy");
+        return;
+    }
+    let guard = CgGuard::default();
+    let c = builder()
+        .nodes(1)
+        .conf_extra("ProctrackType=proctrack/cgroup\n")
+        .file(
+            "cgroup.conf",
+            "CgroupPlugin=cgroup/v1\nIgnoreSystemd=yes\nConstrainRAMSpace=yes\n",
+        )
+        .start();
+    guard.set_node_dir(node_dir_name(&c, "node1"));
+    let id = c.submit(&[
+        "-o",
+        "out",
+        "--mem=300",
+        "--wrap",
+        "srun --mem=100 sh -c 'echo $$ > task.pid; sleep 300' & \
+         echo $$ > job.pid; sleep 300",
+    ]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let pid = pid_file(&c, "job.pid");
+    pid_file(&c, "task.pid");
+    let memory = memory_path(&pid).expect("the job's memory cgroup");
+    let job = job_dir("memory", &memory, id);
+    let limit = |rel: &str| -> u64 {
+        let file = job.join(rel).join("memory.limit_in_bytes");
+        std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{}", file.display()))
+    };
+    const MIB: u64 = 1024 * 1024;
+    assert_eq!(limit(""), 300 * MIB, "the job's limit");
+    assert_eq!(limit("step_batch"), 300 * MIB, "the batch step's limit");
+    assert_eq!(limit("step_0"), 100 * MIB, "the srun step's limit");
+    c.ok("scancel", &[&id.to_string()]);
+    assert_eq!(c.wait_done(id, secs(20)), "CANCELLED");
+    let freezer = freezer_path(&pid).unwrap_or(memory);
+    assert_job_cgroups_gone(&c, &freezer, id);
+}
