@@ -1245,3 +1245,55 @@ fn confine_memory_the_job_and_each_step_are_limited_to_their_memory() {
     let freezer = freezer_path(&pid).unwrap_or(memory);
     assert_job_cgroups_gone(&c, &freezer, id);
 }
+
+/// On cgroup v2 without controllers, `jobacct_gather/cgroup` still gives a
+/// step's usage: CPU from each task cgroup's `cpu.stat` (a core file), the
+/// memory high-water mark from the task's rusage where the mount has no
+/// `memory.peak`.
+#[test]
+fn confine_v2_usage_is_gathered_from_task_cgroups_without_controllers() {
+    let Some(mount) = unified_mount() else {
+        return;
+    };
+    let slice = V2Slice::new(mount);
+    let c = builder()
+        .nodes(1)
+        .conf_extra("ProctrackType=proctrack/cgroup\nJobAcctGatherType=jobacct_gather/cgroup\n")
+        .file("cgroup.conf", &slice.conf(""))
+        .start();
+    let id = c.submit(&[
+        "-o",
+        "out",
+        "--wrap",
+        "srun dd if=/dev/zero of=/dev/null bs=64M count=8 2>/dev/null",
+    ]);
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED", "{}", c.logs());
+    let row = c.wait_until("the step's usage in sacct", secs(10), || {
+        let o = c.run(
+            "sacct",
+            &[
+                "-j",
+                &format!("{id}.0"),
+                "-n",
+                "-P",
+                "-o",
+                "MaxRSS,TotalCPU",
+            ],
+        );
+        o.stdout
+            .lines()
+            .find(|l| !l.starts_with('|') && !l.trim().is_empty())
+            .map(str::to_string)
+    });
+    let fields: Vec<&str> = row.split('|').collect();
+    let rss_kib: u64 = fields[0]
+        .trim_end_matches('K')
+        .parse()
+        .unwrap_or_else(|_| panic!("MaxRSS in K: {row}"));
+    assert!(
+        rss_kib >= 64 * 1024,
+        "MaxRSS below the 64 MiB buffer: {row}"
+    );
+    assert_ne!(fields[1], "00:00:00", "TotalCPU: {row}");
+    assert_v2_nothing_left(c, &slice);
+}
