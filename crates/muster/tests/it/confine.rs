@@ -374,6 +374,17 @@ fn sigkill(pid: &str) {
     }
 }
 
+/// Waits until the controller has the node's answer to the job's launch:
+/// a node daemon killed before it answered makes the launch a failure
+/// (the job is requeued and the node drained), not a job whose processes
+/// died unwatched.
+fn wait_launch_answered(c: &Cluster, id: u32) {
+    let line = format!("launched job {id} on node1");
+    c.wait_until("the launch's answer", secs(10), || {
+        c.log("ctld").contains(&line).then_some(())
+    });
+}
+
 #[test]
 fn confine_a_restarted_daemon_removes_the_cgroups_of_jobs_that_are_gone() {
     let guard = CgGuard::default();
@@ -386,6 +397,7 @@ fn confine_a_restarted_daemon_removes_the_cgroups_of_jobs_that_are_gone() {
     let supervisor = parent_of(&pid);
     // The daemon, then the job's supervisor and every process of the job
     // die while no daemon watches: nobody removes the job's cgroups.
+    wait_launch_answered(&c, id);
     c.kill_node("node1");
     sigkill(&supervisor);
     let job = job_dir("freezer", &freezer, id);
@@ -1164,6 +1176,7 @@ fn confine_v2_a_restarted_daemon_removes_the_cgroups_of_jobs_that_are_gone() {
     let pid = pid_file(&c, "job.pid");
     let supervisor = parent_of(&pid);
     let job = slice.base(&c).join(format!("job_{id}"));
+    wait_launch_answered(&c, id);
     c.kill_node("node1");
     sigkill(&supervisor);
     // cgroup.kill: every process of the job dies while no daemon watches.
