@@ -102,6 +102,26 @@ impl Default for CgroupConf {
     }
 }
 
+impl CgroupConf {
+    /// The memory keys as numbers for [`crate::memlimit::mem_limits`];
+    /// `None` unless it constrains RAM or swap and its `CgroupPlugin` is
+    /// not `disabled`.
+    pub fn memory_constraints(&self) -> Option<crate::memlimit::MemConstraints> {
+        let constrained = self.constrain_ram_space || self.constrain_swap_space;
+        (constrained && self.plugin != CgroupPlugin::Disabled).then_some(
+            crate::memlimit::MemConstraints {
+                constrain_ram: self.constrain_ram_space,
+                constrain_swap: self.constrain_swap_space,
+                allowed_ram_percent: self.allowed_ram_space,
+                allowed_swap_percent: self.allowed_swap_space,
+                min_ram_mb: self.min_ram_space,
+                max_ram_percent: self.max_ram_percent,
+                max_swap_percent: self.max_swap_percent,
+            },
+        )
+    }
+}
+
 /// Keys of cgroup.conf(5) that muster accepts and does not use (some are
 /// obsolete in Slurm too: the kernel memory ones, the release agent).
 const ACCEPTED_KEYS: &[&str] = &[

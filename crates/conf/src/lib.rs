@@ -590,6 +590,14 @@ impl Config {
         })
     }
 
+    /// cgroup.conf's memory limits (`ConstrainRAMSpace`, ...): on the
+    /// job's and step's cgroups where [`Config::confinement`] confines,
+    /// else on the cgroups usage is gathered from. `None` without a
+    /// cgroup.conf, with `CgroupPlugin=disabled` or nothing constrained.
+    pub fn memory_constraints(&self) -> Option<memlimit::MemConstraints> {
+        self.cgroup.as_ref()?.memory_constraints()
+    }
+
     /// The gres.conf lines that apply to `node` (those naming it, and those
     /// naming no node).
     pub fn gres_for_node(&self, node: &str) -> Vec<&GresConf> {

@@ -1279,6 +1279,36 @@ fn cgroup_conf_bad_values_are_errors() {
 }
 
 #[test]
+fn cgroup_conf_memory_keys_become_memory_constraints() {
+    let parse = |text: &str| {
+        parse_cgroup_conf(text, std::path::Path::new("cgroup.conf"))
+            .unwrap()
+            .0
+            .memory_constraints()
+    };
+    let c = parse(
+        "# limits\nConstrainRAMSpace=yes\nallowedramspace=99.5\nMinRAMSpace=50\n\
+         MaxRAMPercent=90 # of RealMemory\nConstrainCores=yes\n",
+    )
+    .expect("RAM is constrained");
+    assert!(c.constrain_ram && !c.constrain_swap);
+    assert_eq!(c.allowed_ram_percent, 99.5);
+    assert_eq!(c.min_ram_mb, 50);
+    assert_eq!(c.max_ram_percent, 90.0);
+    assert_eq!(c.allowed_swap_percent, 0.0);
+    let c = parse("ConstrainSwapSpace=yes\nAllowedSwapSpace=20\nMaxSwapPercent=5\n")
+        .expect("swap is constrained");
+    assert!(!c.constrain_ram && c.constrain_swap);
+    assert_eq!((c.allowed_swap_percent, c.max_swap_percent), (20.0, 5.0));
+    // Nothing constrained, or cgroups disabled: no limits.
+    assert_eq!(parse("ConstrainCores=yes\n"), None);
+    assert_eq!(
+        parse("CgroupPlugin=disabled\nConstrainRAMSpace=yes\n"),
+        None
+    );
+}
+
+#[test]
 fn load_reads_cgroup_conf_beside_slurm_conf_and_confinement_follows_proctrack() {
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("slurm.conf");

@@ -406,6 +406,8 @@ impl Engine {
             })
             .collect();
         let tres_mem: u64 = mems.iter().sum();
+        // The job's own share of each node: its memory cgroup's limit.
+        let job_mems: Vec<u64> = chosen.iter().map(|p| alloc.nodes[*p].mem).collect();
         let step_id = job.next_step_id;
         let env = self.step_env(job, &req, step_id, &names, &tasks);
         // Shards and MPS shares name their GPU per node (a job holding
@@ -457,6 +459,7 @@ impl Engine {
                 tasks: tasks.clone(),
                 cpus: cpus[i],
                 mem: mems[i],
+                job_mem: job_mems[i],
                 gpus: gpus[i].clone(),
                 srun_addr: format!("{}:{}", req.srun_host, req.srun_port),
                 token: req.token.clone(),

@@ -1,5 +1,6 @@
-//! Out-of-memory kills of a step: the memory cgroups' `oom_kill` counters,
-//! Slurm's line for the step's stderr, and cgroup.conf's memory keys.
+//! Out-of-memory kills of a step: the memory cgroups' `oom_kill` counters
+//! and Slurm's line for the step's stderr (cgroup.conf's memory keys are
+//! conf's `Config::memory_constraints`).
 //!
 //! ```text
 //!   v1: <memory>/.../step_S/memory.oom_control  `oom_kill N`  (local: the
@@ -11,10 +12,9 @@
 //!
 //! The parsing is pure and unit-tested on fake files; reading is one small
 //! function per cgroup version. TODO(#37): the cgroup layer's
-//! `oom_kills(step)` and conf's cgroup.conf replace `StepCgroup::oom_kills`
-//! and [`memory_constraints`] once they land.
+//! `oom_kills(step)` replaces `StepCgroup::oom_kills` once the gathering
+//! cgroups go.
 
-use conf::memlimit::MemConstraints;
 use std::path::Path;
 
 /// The wait status Slurm reports for a task the OOM killer hit
@@ -70,48 +70,6 @@ pub fn detected_line(kills: u64, step: &str) -> String {
         "slurmstepd: error: Detected {kills} oom_kill event{plural} in StepId={step}. \
          Some of the step tasks have been OOM Killed.\n"
     )
-}
-
-/// cgroup.conf's memory keys from its text; None unless it constrains
-/// RAM or swap (and its CgroupPlugin is not `disabled`). Keys are
-/// case-insensitive, `#` starts a comment; a value that is not a number
-/// keeps Slurm's default.
-pub fn parse_memory_constraints(text: &str) -> Option<MemConstraints> {
-    let mut c = MemConstraints::default();
-    let mut disabled = false;
-    for line in text.lines() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        let value = value.trim();
-        let yes = value.eq_ignore_ascii_case("yes");
-        let percent = |old: f64| value.trim_end_matches('%').parse::<f64>().unwrap_or(old);
-        match key.trim().to_ascii_lowercase().as_str() {
-            "cgroupplugin" => disabled = value.eq_ignore_ascii_case("disabled"),
-            "constrainramspace" => c.constrain_ram = yes,
-            "constrainswapspace" => c.constrain_swap = yes,
-            "allowedramspace" => c.allowed_ram_percent = percent(c.allowed_ram_percent),
-            "allowedswapspace" => c.allowed_swap_percent = percent(c.allowed_swap_percent),
-            "maxrampercent" => c.max_ram_percent = percent(c.max_ram_percent),
-            "maxswappercent" => c.max_swap_percent = percent(c.max_swap_percent),
-            "minramspace" => {
-                c.min_ram_mb = value
-                    .trim_end_matches(['M', 'm'])
-                    .parse()
-                    .unwrap_or(c.min_ram_mb)
-            }
-            _ => {}
-        }
-    }
-    (!disabled && (c.constrain_ram || c.constrain_swap)).then_some(c)
-}
-
-/// The memory keys of the cgroup.conf beside `slurm_conf` (None: no such
-/// file, or it constrains no memory).
-pub fn memory_constraints(slurm_conf: &Path) -> Option<MemConstraints> {
-    let text = std::fs::read_to_string(slurm_conf.parent()?.join("cgroup.conf")).ok()?;
-    parse_memory_constraints(&text)
 }
 
 #[cfg(test)]

@@ -204,6 +204,11 @@ pub struct StepLaunch {
     /// there; 0: none allocated. What its memory cgroup is limited to.
     #[serde(default)]
     pub mem: u64,
+    /// Memory of the job on this node (MB), what the job's memory cgroup
+    /// is limited to (its steps together); 0: none allocated, or a
+    /// controller that does not say.
+    #[serde(default)]
+    pub job_mem: u64,
     /// GPU indexes of the step on this node (global: the node's own
     /// numbering).
     pub gpus: Vec<u32>,

@@ -374,6 +374,17 @@ fn sigkill(pid: &str) {
     }
 }
 
+/// Waits until the controller has the node's answer to the job's launch:
+/// a node daemon killed before it answered makes the launch a failure
+/// (the job is requeued and the node drained), not a job whose processes
+/// died unwatched.
+fn wait_launch_answered(c: &Cluster, id: u32) {
+    let line = format!("launched job {id} on node1");
+    c.wait_until("the launch's answer", secs(10), || {
+        c.log("ctld").contains(&line).then_some(())
+    });
+}
+
 #[test]
 fn confine_a_restarted_daemon_removes_the_cgroups_of_jobs_that_are_gone() {
     let guard = CgGuard::default();
@@ -386,6 +397,7 @@ fn confine_a_restarted_daemon_removes_the_cgroups_of_jobs_that_are_gone() {
     let supervisor = parent_of(&pid);
     // The daemon, then the job's supervisor and every process of the job
     // die while no daemon watches: nobody removes the job's cgroups.
+    wait_launch_answered(&c, id);
     c.kill_node("node1");
     sigkill(&supervisor);
     let job = job_dir("freezer", &freezer, id);
@@ -743,4 +755,558 @@ fn confine_devices_per_task_each_task_opens_only_its_gpu() {
     }
     assert_ne!(opened[0], opened[1], "each task its own GPU: {out}");
     assert_devices_cgroups_gone(&c);
+}
+
+// ---- cgroup v2 (CgroupPlugin=cgroup/v2) on this host's unified mount ----
+
+/// The unified (v2) mount of this host: `/sys/fs/cgroup/unified` on a
+/// hybrid host, `/sys/fs/cgroup` on a v2 one; `None` (the v2 tests say
+/// they did not run) without one or as non-root.
+fn unified_mount() -> Option<PathBuf> {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("cgroup v2 tests: not run: need root");
+        return None;
+    }
+    let found = ["/sys/fs/cgroup/unified", CGROUP_ROOT]
+        .iter()
+        .map(PathBuf::from)
+        .find(|d| d.join("cgroup.controllers").exists());
+    if found.is_none() {
+        eprintln!("cgroup v2 tests: not run: no cgroup v2 mount");
+    }
+    found
+}
+
+/// A test's cgroup v2 slice (`CgroupSlice`, of its own so that parallel
+/// tests never share one): on drop, whatever is still in it is killed and
+/// it is removed, so a failed test leaves nothing behind. Declared before
+/// the cluster: it drops after it.
+struct V2Slice {
+    mount: PathBuf,
+    name: String,
+}
+
+impl V2Slice {
+    fn new(mount: PathBuf) -> V2Slice {
+        V2Slice {
+            mount,
+            name: format!(
+                "muster_e2e_{}_{}.slice",
+                std::process::id(),
+                e2e::free_port()
+            ),
+        }
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.mount.join(&self.name)
+    }
+
+    /// The node daemon's base cgroup (its scope in the slice).
+    fn base(&self, c: &Cluster) -> PathBuf {
+        let scope = node_dir_name(c, "node1");
+        let tag = scope.strip_prefix("slurm_").unwrap_or(&scope);
+        self.dir().join(format!("{tag}_slurmstepd.scope"))
+    }
+
+    /// cgroup.conf for this slice, plus `extra` lines.
+    fn conf(&self, extra: &str) -> String {
+        format!(
+            "CgroupPlugin=cgroup/v2\nCgroupMountpoint={}\nIgnoreSystemd=yes\nCgroupSlice={}\n{extra}",
+            self.mount.display(),
+            self.name
+        )
+    }
+}
+
+fn v2_kill_and_remove(dir: &Path) {
+    for sub in subdirs(dir) {
+        v2_kill_and_remove(&sub);
+    }
+    let _ = std::fs::write(dir.join("cgroup.kill"), "1");
+    let _ = std::fs::write(dir.join("cgroup.freeze"), "0");
+    for _ in 0..250 {
+        if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+impl Drop for V2Slice {
+    fn drop(&mut self) {
+        v2_kill_and_remove(&self.dir());
+    }
+}
+
+/// A one-node cluster confined with the cgroup v2 driver in `slice`.
+fn v2_cluster(slice: &V2Slice, extra: &str) -> Cluster {
+    builder()
+        .nodes(1)
+        .conf_extra("ProctrackType=proctrack/cgroup\n")
+        .file("cgroup.conf", &slice.conf(extra))
+        .start()
+}
+
+/// The v2 cgroup of `pid`, relative to the mount (`0::` line).
+fn v2_path(pid: &str) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{}/cgroup", pid.trim())).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(str::to_string)
+}
+
+/// The value of `key` in a v2 `cgroup.events` file.
+fn v2_event(dir: &Path, key: &str) -> Option<u64> {
+    std::fs::read_to_string(dir.join("cgroup.events"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+}
+
+/// Stops the cluster and checks that its slice is gone with it: no
+/// cgroup left behind by the node daemon.
+fn assert_v2_nothing_left(c: Cluster, slice: &V2Slice) {
+    let base = slice.base(&c);
+    drop(c);
+    assert!(!base.exists(), "{} left", base.display());
+    assert!(!slice.dir().exists(), "{} left", slice.dir().display());
+}
+
+/// Isolation notes §5 test 8 on cgroup v2: a task's daemon (setsid, its
+/// parent gone) is in the step's cgroup and dies with the step
+/// (`cgroup.kill`); the step's cgroup is gone once it ended; tasks are in
+/// `job_J/step_S/user/task_T`; nothing is left after the cluster.
+#[test]
+fn confine_v2_a_process_that_double_forked_is_killed_when_its_step_ends() {
+    let Some(mount) = unified_mount() else {
+        return;
+    };
+    let slice = V2Slice::new(mount);
+    let c = v2_cluster(&slice, "");
+    c.write("mount", &slice.mount.display().to_string());
+    let id = c.submit(&[
+        "-o",
+        "out",
+        "--wrap",
+        "srun sh -c \"sed -n 's/^0:://p' /proc/self/cgroup > task.cg; \
+           setsid sh -c 'echo \\$\\$ > s.pid; exec sleep 300' </dev/null >/dev/null 2>&1 & \
+           while [ ! -s s.pid ]; do sleep 0.05; done\"; \
+         p=$(cat s.pid); sleep 1; \
+         if [ -d /proc/$p ] && ! grep -q '^State:.*Z' /proc/$p/status; then echo ALIVE; else echo GONE; fi; \
+         step0=$(dirname $(dirname $(dirname $(sed -n 's/^0:://p' /proc/self/cgroup))))/step_0; \
+         if [ -d $(cat mount)$step0 ]; then echo STEP_CGROUP_LEFT; fi; \
+         setsid sh -c 'echo $$ > b.pid; exec sleep 300' </dev/null >/dev/null 2>&1 & \
+         echo $$ > job.pid; while [ ! -s b.pid ]; do sleep 0.05; done",
+    ]);
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED", "{}", c.logs());
+    let out = c.read("out");
+    assert!(
+        out.contains("GONE") && !out.contains("ALIVE"),
+        "the step's daemon outlived its step: {out}"
+    );
+    assert!(!out.contains("STEP_CGROUP_LEFT"), "{out}");
+    let base = slice.base(&c);
+    let rel = base
+        .strip_prefix(&slice.mount)
+        .unwrap()
+        .display()
+        .to_string();
+    assert_eq!(
+        c.read("task.cg").trim(),
+        format!("/{rel}/job_{id}/step_0/user/task_0")
+    );
+    assert!(!alive(&pid_file(&c, "s.pid")));
+    let batch_daemon = pid_file(&c, "b.pid");
+    c.wait_until("the batch step's daemon to end", secs(10), || {
+        (!alive(&batch_daemon)).then_some(())
+    });
+    c.wait_until("the job's cgroup to go", secs(10), || {
+        (!base.join(format!("job_{id}")).exists()).then_some(())
+    });
+    assert_v2_nothing_left(c, &slice);
+}
+
+/// Isolation notes §5 test 6 on cgroup v2: suspend writes the job's
+/// `cgroup.freeze` (done: `frozen 1` in its `cgroup.events`), the batch
+/// script and an srun task stop using CPU; resume thaws them.
+#[test]
+fn confine_v2_suspend_freezes_the_job_and_resume_thaws_it() {
+    let Some(mount) = unified_mount() else {
+        return;
+    };
+    let slice = V2Slice::new(mount);
+    let c = v2_cluster(&slice, "");
+    let id = c.submit(&[
+        "-o",
+        "out",
+        "--wrap",
+        "srun sh -c 'echo $$ > task.pid; while :; do :; done' & \
+         echo $$ > job.pid; while :; do :; done",
+    ]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let pid = pid_file(&c, "job.pid");
+    let task = pid_file(&c, "task.pid");
+    let job = slice.base(&c).join(format!("job_{id}"));
+    let rel = job
+        .strip_prefix(&slice.mount)
+        .unwrap()
+        .display()
+        .to_string();
+    assert_eq!(
+        v2_path(&pid).as_deref(),
+        Some(format!("/{rel}/step_batch/user/task_0").as_str())
+    );
+    assert_eq!(
+        v2_path(&task).as_deref(),
+        Some(format!("/{rel}/step_0/user/task_0").as_str())
+    );
+    c.ok("scontrol", &["suspend", &id.to_string()]);
+    c.wait_until("the job to freeze", secs(10), || {
+        (v2_event(&job, "frozen") == Some(1)).then_some(())
+    });
+    assert_eq!(c.job_state(id), "SUSPENDED");
+    let before = (cpu_ticks(&pid), cpu_ticks(&task));
+    std::thread::sleep(secs(2));
+    assert_eq!(
+        (cpu_ticks(&pid), cpu_ticks(&task)),
+        before,
+        "CPU ticks moved while suspended"
+    );
+    c.ok("scontrol", &["resume", &id.to_string()]);
+    c.wait_until("the job and its step to run again", secs(10), || {
+        (cpu_ticks(&pid) > before.0 && cpu_ticks(&task) > before.1).then_some(())
+    });
+    assert_eq!(v2_event(&job, "frozen"), Some(0));
+    c.ok("scancel", &[&id.to_string()]);
+    assert_eq!(c.wait_done(id, secs(20)), "CANCELLED");
+    c.wait_until("the job's processes to end", secs(10), || {
+        (!alive(&pid) && !alive(&task)).then_some(())
+    });
+    c.wait_until("the job's cgroup to go", secs(10), || {
+        (!job.exists()).then_some(())
+    });
+    assert_v2_nothing_left(c, &slice);
+}
+
+/// Isolation notes §5 test 7 on cgroup v2: a suspended (frozen) job that
+/// is cancelled leaves no process, not even one that left its session,
+/// and no cgroup.
+#[test]
+fn confine_v2_scancel_of_a_suspended_job_leaves_no_process_and_no_cgroup() {
+    let Some(mount) = unified_mount() else {
+        return;
+    };
+    let slice = V2Slice::new(mount);
+    let c = v2_cluster(&slice, "");
+    let id = c.submit(&[
+        "-o",
+        "out",
+        "--wrap",
+        "setsid sh -c 'echo $$ > daemon.pid; exec sleep 300' </dev/null >/dev/null 2>&1 & \
+         echo $$ > job.pid; sleep 300",
+    ]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let pid = pid_file(&c, "job.pid");
+    let daemon = pid_file(&c, "daemon.pid");
+    let job = slice.base(&c).join(format!("job_{id}"));
+    assert_eq!(v2_path(&daemon), v2_path(&pid));
+    c.ok("scontrol", &["suspend", &id.to_string()]);
+    c.wait_until("the job to freeze", secs(10), || {
+        (v2_event(&job, "frozen") == Some(1)).then_some(())
+    });
+    c.ok("scancel", &[&id.to_string()]);
+    assert_eq!(c.wait_done(id, secs(20)), "CANCELLED");
+    c.wait_until("the job's processes to end", secs(10), || {
+        (!alive(&pid) && !alive(&daemon)).then_some(())
+    });
+    c.wait_until("the job's cgroup to go", secs(10), || {
+        (!job.exists()).then_some(())
+    });
+    assert_v2_nothing_left(c, &slice);
+}
+
+/// Isolation notes §5 test 11 on cgroup v2: ConstrainDevices with the
+/// device filter program loaded for real: a step and a batch job given one
+/// GPU open only it (ENXIO: allowed, no driver; EPERM: denied), and the
+/// programs attached to the job's cgroups are gone once the job is.
+#[test]
+fn confine_v2_devices_a_job_opens_only_its_gpu_and_its_programs_go_with_it() {
+    let Some(mount) = unified_mount() else {
+        return;
+    };
+    let dev = fake_gpu_devices();
+    let slice = V2Slice::new(mount);
+    let c = builder()
+        .nodes(1)
+        .conf_extra("ProctrackType=proctrack/cgroup\n")
+        .node_extra(1, "Gres=gpu:fake:4")
+        .file(
+            "gres.conf",
+            &format!(
+                "Name=gpu Type=fake File={}/nvidia[0-3]\n",
+                dev.path().display()
+            ),
+        )
+        .file("cgroup.conf", &slice.conf("ConstrainDevices=yes\n"))
+        .start();
+    let out = c.ok(
+        "srun",
+        &[
+            "-n1",
+            "--gres=gpu:1",
+            "bash",
+            "-c",
+            &format!("echo $SLURM_STEP_GPUS; {}", probe(dev.path())),
+        ],
+    );
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}\n{}", c.logs());
+    let gpu: usize = lines[0].trim().parse().expect("a GPU index");
+    assert_eq!(lines[1], only(gpu), "{out}\n{}", c.logs());
+    // A batch job that waits for the test to look at its programs.
+    let id = c.submit(&[
+        "-o",
+        "out",
+        "--gres=gpu:1",
+        "--wrap",
+        &format!(
+            "echo x > started; while [ ! -e go ]; do sleep 0.1; done; echo $SLURM_JOB_GPUS; {}",
+            probe(dev.path())
+        ),
+    ]);
+    c.wait_file("started", secs(10));
+    let job = slice.base(&c).join(format!("job_{id}"));
+    let mut ids = Vec::new();
+    for dir in [job.clone(), job.join("step_batch/user")] {
+        let attached = noded::devices::load::attached(&dir).expect("BPF_PROG_QUERY");
+        assert!(!attached.ids.is_empty(), "no program on {}", dir.display());
+        ids.extend(attached.ids);
+    }
+    assert!(ids.iter().all(|p| noded::devices::load::is_loaded(*p)));
+    std::fs::write(c.work().join("go"), "").unwrap();
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED", "{}", c.logs());
+    let text = c.read("out");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}\n{}", c.logs());
+    let gpu: usize = lines[0].trim().parse().expect("a GPU index");
+    assert_eq!(lines[1], only(gpu), "{text}\n{}", c.logs());
+    c.wait_until("the job's cgroup and programs to go", secs(10), || {
+        (!job.exists() && !ids.iter().any(|p| noded::devices::load::is_loaded(*p))).then_some(())
+    });
+    assert_v2_nothing_left(c, &slice);
+}
+
+/// A v2 mount without the memory controller does for tracking, freezing
+/// and devices, but not for ConstrainRAMSpace=yes: the node daemon
+/// refuses to start and says which controller is missing and why.
+#[test]
+fn confine_v2_a_mount_without_the_memory_controller_refuses_constrain_ram_space() {
+    let Some(mount) = unified_mount() else {
+        return;
+    };
+    let controllers = std::fs::read_to_string(mount.join("cgroup.controllers")).unwrap();
+    if controllers.split_whitespace().any(|c| c == "memory") {
+        eprintln!("not run: {} has the memory controller", mount.display());
+        return;
+    }
+    let slice = V2Slice::new(mount.clone());
+    let mut c = builder()
+        .nodes(1)
+        .wait_nodes(false)
+        .conf_extra("ProctrackType=proctrack/cgroup\n")
+        .file("cgroup.conf", &slice.conf("ConstrainRAMSpace=yes\n"))
+        .start();
+    let status = c
+        .wait_node_exit("node1", secs(20))
+        .expect("the node daemon to exit");
+    assert!(!status.success());
+    let log = c.log("noded-node1");
+    let want = format!(
+        "cgroup controller memory is not available (ConstrainRAMSpace=yes needs it): {}",
+        mount.join("cgroup.controllers").display()
+    );
+    assert!(log.contains(&want), "{log}");
+    drop(c);
+    assert!(!slice.dir().exists(), "{} left", slice.dir().display());
+}
+
+/// On cgroup v2 the extern step's holder (PrologFlags=Contain) is in
+/// `step_extern/user/task_0` and ends with the job.
+#[test]
+fn confine_v2_the_extern_step_holder_is_in_step_extern_and_ends_with_the_job() {
+    let Some(mount) = unified_mount() else {
+        return;
+    };
+    let slice = V2Slice::new(mount);
+    let c = builder()
+        .nodes(1)
+        .conf_extra("ProctrackType=proctrack/cgroup\nPrologFlags=Contain\n")
+        .file("cgroup.conf", &slice.conf(""))
+        .start();
+    let id = c.submit(&["-o", "out", "--wrap", "sleep 300"]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let job = slice.base(&c).join(format!("job_{id}"));
+    let holder_procs = job.join("step_extern/user/task_0/cgroup.procs");
+    let holder = c.wait_until("the extern step's holder", secs(10), || {
+        let p = std::fs::read_to_string(&holder_procs).unwrap_or_default();
+        p.lines().next().map(str::to_string)
+    });
+    let cmdline = std::fs::read_to_string(format!("/proc/{holder}/cmdline")).unwrap_or_default();
+    assert!(cmdline.starts_with("sleep"), "{cmdline:?}");
+    c.ok("scancel", &[&id.to_string()]);
+    assert_eq!(c.wait_done(id, secs(20)), "CANCELLED");
+    c.wait_until("the holder and the job's cgroup to go", secs(10), || {
+        (!alive(&holder) && !job.exists()).then_some(())
+    });
+    assert_v2_nothing_left(c, &slice);
+}
+
+/// On cgroup v2 a node daemon restarted after its job's processes died
+/// unwatched removes the job's cgroup.
+#[test]
+fn confine_v2_a_restarted_daemon_removes_the_cgroups_of_jobs_that_are_gone() {
+    let Some(mount) = unified_mount() else {
+        return;
+    };
+    let slice = V2Slice::new(mount);
+    let mut c = v2_cluster(&slice, "");
+    let id = c.submit(&["-o", "out", "--wrap", "echo $$ > job.pid; sleep 300"]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let pid = pid_file(&c, "job.pid");
+    let supervisor = parent_of(&pid);
+    let job = slice.base(&c).join(format!("job_{id}"));
+    wait_launch_answered(&c, id);
+    c.kill_node("node1");
+    sigkill(&supervisor);
+    // cgroup.kill: every process of the job dies while no daemon watches.
+    std::fs::write(job.join("cgroup.kill"), "1").unwrap();
+    c.wait_until("the job's processes to die", secs(10), || {
+        (v2_event(&job, "populated") == Some(0) && !alive(&supervisor)).then_some(())
+    });
+    assert!(job.is_dir());
+    c.start_node_with("node1", &[]);
+    c.wait_until("the job's cgroup to go", secs(10), || {
+        (!job.exists()).then_some(())
+    });
+    c.wait_done(id, secs(30));
+    assert_v2_nothing_left(c, &slice);
+}
+
+/// The memory cgroup of `pid` (relative to the v1 memory mount).
+fn memory_path(pid: &str) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{}/cgroup", pid.trim())).ok()?;
+    text.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let _id = parts.next()?;
+        let ctrls = parts.next()?;
+        let path = parts.next()?;
+        ctrls
+            .split(',')
+            .any(|c| c == "memory")
+            .then(|| path.to_string())
+    })
+}
+
+/// Isolation notes §5 test 1 (cgroup v1): with ConstrainRAMSpace=yes the
+/// job's memory cgroup is limited to the job's memory on the node (all
+/// its steps together), and each step's to its own: the batch step to the
+/// job's, an srun step to its `--mem`.
+#[test]
+fn confine_memory_the_job_and_each_step_are_limited_to_their_memory() {
+    if !Path::new(CGROUP_ROOT).join("memory/cgroup.procs").exists() {
+        eprintln!("not run: no cgroup v1 memory hierarchy");
+        return;
+    }
+    let guard = CgGuard::default();
+    let c = builder()
+        .nodes(1)
+        .conf_extra("ProctrackType=proctrack/cgroup\n")
+        .file(
+            "cgroup.conf",
+            "CgroupPlugin=cgroup/v1\nIgnoreSystemd=yes\nConstrainRAMSpace=yes\n",
+        )
+        .start();
+    guard.set_node_dir(node_dir_name(&c, "node1"));
+    let id = c.submit(&[
+        "-o",
+        "out",
+        "--mem=300",
+        "--wrap",
+        "srun --mem=100 sh -c 'echo $$ > task.pid; sleep 300' & \
+         echo $$ > job.pid; sleep 300",
+    ]);
+    c.wait_state(id, "RUNNING", secs(10));
+    let pid = pid_file(&c, "job.pid");
+    pid_file(&c, "task.pid");
+    let memory = memory_path(&pid).expect("the job's memory cgroup");
+    let job = job_dir("memory", &memory, id);
+    let limit = |rel: &str| -> u64 {
+        let file = job.join(rel).join("memory.limit_in_bytes");
+        std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{}", file.display()))
+    };
+    const MIB: u64 = 1024 * 1024;
+    assert_eq!(limit(""), 300 * MIB, "the job's limit");
+    assert_eq!(limit("step_batch"), 300 * MIB, "the batch step's limit");
+    assert_eq!(limit("step_0"), 100 * MIB, "the srun step's limit");
+    c.ok("scancel", &[&id.to_string()]);
+    assert_eq!(c.wait_done(id, secs(20)), "CANCELLED");
+    let freezer = freezer_path(&pid).unwrap_or(memory);
+    assert_job_cgroups_gone(&c, &freezer, id);
+}
+
+/// On cgroup v2 without controllers, `jobacct_gather/cgroup` still gives a
+/// step's usage: CPU from each task cgroup's `cpu.stat` (a core file), the
+/// memory high-water mark from the task's rusage where the mount has no
+/// `memory.peak`.
+#[test]
+fn confine_v2_usage_is_gathered_from_task_cgroups_without_controllers() {
+    let Some(mount) = unified_mount() else {
+        return;
+    };
+    let slice = V2Slice::new(mount);
+    let c = builder()
+        .nodes(1)
+        .conf_extra("ProctrackType=proctrack/cgroup\nJobAcctGatherType=jobacct_gather/cgroup\n")
+        .file("cgroup.conf", &slice.conf(""))
+        .start();
+    let id = c.submit(&[
+        "-o",
+        "out",
+        "--wrap",
+        "srun dd if=/dev/zero of=/dev/null bs=64M count=8 2>/dev/null",
+    ]);
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED", "{}", c.logs());
+    let row = c.wait_until("the step's usage in sacct", secs(10), || {
+        let o = c.run(
+            "sacct",
+            &[
+                "-j",
+                &format!("{id}.0"),
+                "-n",
+                "-P",
+                "-o",
+                "MaxRSS,TotalCPU",
+            ],
+        );
+        o.stdout
+            .lines()
+            .find(|l| !l.starts_with('|') && !l.trim().is_empty())
+            .map(str::to_string)
+    });
+    let fields: Vec<&str> = row.split('|').collect();
+    let rss_kib: u64 = fields[0]
+        .trim_end_matches('K')
+        .parse()
+        .unwrap_or_else(|_| panic!("MaxRSS in K: {row}"));
+    assert!(
+        rss_kib >= 64 * 1024,
+        "MaxRSS below the 64 MiB buffer: {row}"
+    );
+    assert_ne!(fields[1], "00:00:00", "TotalCPU: {row}");
+    assert_v2_nothing_left(c, &slice);
 }

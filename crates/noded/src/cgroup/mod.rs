@@ -58,10 +58,12 @@ pub enum CgroupError {
         what: String,
     },
     /// A controller the configuration needs is not available.
-    #[error("cgroup controller {controller} is not available: {}", place.display())]
+    #[error("cgroup controller {controller} is not available ({needed_by} needs it): {}", place.display())]
     MissingController {
         /// The controller's name (`freezer`, `memory`, ...).
         controller: String,
+        /// What in the configuration needs it (`ConstrainRAMSpace=yes`).
+        needed_by: &'static str,
         /// Where it was looked for.
         place: PathBuf,
     },
@@ -177,12 +179,18 @@ impl CgroupSettings {
     ) -> Result<CgroupSettings, CgroupError> {
         let mount = PathBuf::from(&conf.mountpoint);
         let tag = node_tag(node, spool);
-        let mut v2_needed = Vec::new();
+        // v2 tracks, freezes and kills with the core files of every
+        // cgroup (cgroup.procs, cgroup.freeze, cgroup.kill) and confines
+        // devices with a BPF program: a mount without controllers does
+        // as long as nothing below needs one.
+        let mut v2_needed: Vec<(&str, &'static str)> = Vec::new();
         if conf.constrain_cores {
-            v2_needed.push("cpuset");
+            v2_needed.push(("cpuset", "ConstrainCores=yes"));
         }
-        if conf.constrain_ram_space || conf.constrain_swap_space {
-            v2_needed.push("memory");
+        if conf.constrain_ram_space {
+            v2_needed.push(("memory", "ConstrainRAMSpace=yes"));
+        } else if conf.constrain_swap_space {
+            v2_needed.push(("memory", "ConstrainSwapSpace=yes"));
         }
         let unified = std::fs::read_to_string(mount.join("cgroup.controllers")).ok();
         let version = match conf.plugin {
@@ -195,12 +203,16 @@ impl CgroupSettings {
         };
         let settings = match version {
             Version::V1 => {
-                let mut wanted = vec!["freezer", "cpuacct", "memory"];
+                let mut wanted = vec![
+                    ("freezer", "proctrack/cgroup"),
+                    ("cpuacct", "proctrack/cgroup"),
+                    ("memory", "proctrack/cgroup"),
+                ];
                 if conf.constrain_cores {
-                    wanted.push("cpuset");
+                    wanted.push(("cpuset", "ConstrainCores=yes"));
                 }
                 if conf.constrain_devices {
-                    wanted.push("devices");
+                    wanted.push(("devices", "ConstrainDevices=yes"));
                 }
                 if !mount.is_dir() {
                     return Err(CgroupError::Mount {
@@ -210,7 +222,7 @@ impl CgroupSettings {
                     });
                 }
                 let mut controllers = Vec::new();
-                for name in wanted {
+                for (name, needed_by) in wanted {
                     let dirs = V1_MOUNT_NAMES
                         .iter()
                         .find(|(n, _)| *n == name)
@@ -224,6 +236,7 @@ impl CgroupSettings {
                         None => {
                             return Err(CgroupError::MissingController {
                                 controller: name.to_string(),
+                                needed_by,
                                 place: mount.join(name),
                             })
                         }
@@ -247,10 +260,11 @@ impl CgroupSettings {
                             .into(),
                     });
                 };
-                for name in &v2_needed {
+                for (name, needed_by) in &v2_needed {
                     if !has_word(&available, name) {
                         return Err(CgroupError::MissingController {
                             controller: name.to_string(),
+                            needed_by,
                             place: mount.join("cgroup.controllers"),
                         });
                     }
@@ -267,11 +281,20 @@ impl CgroupSettings {
                                 .into(),
                     })?
                 };
+                if base.as_os_str().is_empty() {
+                    return Err(CgroupError::Mount {
+                        plugin: "cgroup/v2",
+                        mount,
+                        what: "holds this daemon in its root cgroup, which is not a delegated \
+                               one; run it in a delegated cgroup or set IgnoreSystemd=yes"
+                            .into(),
+                    });
+                }
                 CgroupSettings {
                     version,
                     controllers: v2_needed
                         .iter()
-                        .map(|n| (n.to_string(), mount.join(&base)))
+                        .map(|(n, _)| (n.to_string(), mount.join(&base)))
                         .collect(),
                     mount,
                     base,

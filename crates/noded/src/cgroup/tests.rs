@@ -74,7 +74,7 @@ fn v1_settings_find_controllers_and_name_a_missing_one() {
     assert_eq!(
         err.to_string(),
         format!(
-            "cgroup controller devices is not available: {}",
+            "cgroup controller devices is not available (ConstrainDevices=yes needs it): {}",
             root.path().join("devices").display()
         )
     );
@@ -108,8 +108,9 @@ fn v2_settings_need_the_controllers_constrained() {
     c.constrain_ram_space = true;
     let err = CgroupSettings::from_conf(&c, "n1", Path::new("/s")).unwrap_err();
     assert!(
-        err.to_string()
-            .starts_with("cgroup controller memory is not available"),
+        err.to_string().starts_with(
+            "cgroup controller memory is not available (ConstrainRAMSpace=yes needs it)"
+        ),
         "{err}"
     );
     c.constrain_ram_space = false;
@@ -121,6 +122,9 @@ fn v2_settings_need_the_controllers_constrained() {
         Path::new("system.slice").join(format!("{tag}_slurmstepd.scope"))
     );
     assert!(root.path().join(&s.base).is_dir());
+    // The daemon made the slice and its scope: both go at its release.
+    s.driver().release();
+    assert!(!root.path().join("system.slice").exists());
 }
 
 #[test]

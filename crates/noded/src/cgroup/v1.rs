@@ -209,6 +209,7 @@ impl Driver for V1 {
         let Some(memory) = self.ctrl("memory") else {
             return Err(CgroupError::MissingController {
                 controller: "memory".into(),
+                needed_by: "ConstrainRAMSpace=yes",
                 place: self.settings.mount.join("memory"),
             });
         };

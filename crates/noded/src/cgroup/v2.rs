@@ -69,13 +69,18 @@ impl Driver for V2 {
     fn prepare(&self) -> Result<(), CgroupError> {
         let base = self.base();
         if !base.is_dir() {
-            // IgnoreSystemd=yes: the slice and scope are made here.
-            let mut dir = self.settings.mount.clone();
-            for part in self.settings.base.iter() {
-                self.enable_controllers(&dir);
-                dir.push(part);
-                mkdir(&dir)?;
-            }
+            // IgnoreSystemd=yes: the slice and scope are made here (again,
+            // should another node daemon's release remove the slice
+            // between two mkdirs).
+            super::retry_vanished(|| {
+                let mut dir = self.settings.mount.clone();
+                for part in self.settings.base.iter() {
+                    self.enable_controllers(&dir);
+                    dir.push(part);
+                    mkdir(&dir)?;
+                }
+                Ok(())
+            })?;
         }
         self.enable_controllers(&base);
         Ok(())
@@ -83,8 +88,15 @@ impl Driver for V2 {
 
     fn release(&self) {
         // A delegated base holds the daemon itself: rmdir refuses, and it
-        // stays, as it should.
-        rmdir_if_unused(&self.base());
+        // stays, as it should. The slice above a scope made here goes too
+        // once no other scope is in it.
+        let mut dir = self.base();
+        for _ in self.settings.base.iter() {
+            rmdir_if_unused(&dir);
+            if dir.is_dir() || !dir.pop() {
+                break;
+            }
+        }
     }
 
     fn create_step(&self, cg: &CgPath) -> Result<(), CgroupError> {

@@ -272,7 +272,7 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
     );
     // cgroup.conf's memory limits: on the job's cgroups where the cgroup
     // layer confines, else on the gathering cgroups.
-    gather.memory = crate::oom::memory_constraints(&conf_path);
+    gather.memory = config.memory_constraints();
     gather.real_memory_mb = registration.real_memory;
     Ok(NodeSetup {
         gather,

@@ -38,6 +38,7 @@ const BPF_PROG_ATTACH: libc::c_int = 8;
 const BPF_PROG_DETACH: libc::c_int = 9;
 const BPF_OBJ_GET_INFO_BY_FD: libc::c_int = 15;
 const BPF_PROG_QUERY: libc::c_int = 16;
+const BPF_PROG_GET_FD_BY_ID: libc::c_int = 13;
 
 /// `BPF_PROG_TYPE_CGROUP_DEVICE` in `enum bpf_prog_type`.
 const BPF_PROG_TYPE_CGROUP_DEVICE: u32 = 15;
@@ -94,6 +95,15 @@ struct QueryAttr {
     prog_ids: u64,
     prog_cnt: u32,
     _pad: u32,
+}
+
+/// The `BPF_PROG_GET_FD_BY_ID` part.
+#[repr(C)]
+#[derive(Default)]
+struct GetFdAttr {
+    prog_id: u32,
+    next_id: u32,
+    open_flags: u32,
 }
 
 /// The `BPF_OBJ_GET_INFO_BY_FD` part.
@@ -271,6 +281,25 @@ pub fn attached(cgroup_dir: &Path) -> Result<Attached, DeviceError> {
         Some(AttachMode::Override)
     };
     Ok(Attached { mode, ids })
+}
+
+/// Whether the kernel still holds the program `id` (an id from
+/// [`attached`]): a program goes once nothing holds it, neither a cgroup
+/// it is attached to nor a descriptor. For tests that nothing outlives a
+/// job (root only; false also where the kernel refuses to say).
+pub fn is_loaded(id: u32) -> bool {
+    let mut attr = GetFdAttr {
+        prog_id: id,
+        ..GetFdAttr::default()
+    };
+    match sys_bpf(BPF_PROG_GET_FD_BY_ID, &mut attr) {
+        Ok(fd) => {
+            // SAFETY: a new descriptor that nothing else owns.
+            drop(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) });
+            true
+        }
+        Err(_) => false,
+    }
 }
 
 /// One BPF_PROG_LOAD, with the verifier's log in `log` when given.

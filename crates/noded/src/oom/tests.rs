@@ -53,23 +53,3 @@ fn the_detected_line_is_slurmstepds() {
          Some of the step tasks have been OOM Killed.\n"
     );
 }
-
-#[test]
-fn cgroup_conf_memory_keys() {
-    let c = parse_memory_constraints(
-        "# limits\nConstrainRAMSpace=yes\nallowedramspace=110.5\nMinRAMSpace=50\n\
-         MaxRAMPercent=90 # of RealMemory\nConstrainCores=yes\n",
-    )
-    .expect("RAM is constrained");
-    assert!(c.constrain_ram && !c.constrain_swap);
-    assert_eq!(c.allowed_ram_percent, 110.5);
-    assert_eq!(c.min_ram_mb, 50);
-    assert_eq!(c.max_ram_percent, 90.0);
-    assert_eq!(c.allowed_swap_percent, 0.0);
-    // Nothing constrained, or cgroups disabled: no limits.
-    assert_eq!(parse_memory_constraints("ConstrainCores=yes\n"), None);
-    assert_eq!(
-        parse_memory_constraints("CgroupPlugin=disabled\nConstrainRAMSpace=yes\n"),
-        None
-    );
-}

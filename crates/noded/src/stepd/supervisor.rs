@@ -80,8 +80,14 @@ pub fn main(job_dir: &Path) -> i32 {
         }) {
             Ok(task) => {
                 if let Some((bytes, swap)) = memory_limit(&spec) {
-                    if let Err(e) = driver.set_memory_limit(&batch_cg, bytes, swap) {
-                        eprintln!("noded --stepd: job {job_id}: memory limit: {e}");
+                    // The batch launch carries the job's memory on this
+                    // node: the job's limit (all its steps together) and
+                    // the batch step's are the same.
+                    let job_cg = CgPath::job(spec.launch.uid, job_id.0);
+                    for cg in [&job_cg, &batch_cg] {
+                        if let Err(e) = driver.set_memory_limit(cg, bytes, swap) {
+                            eprintln!("noded --stepd: job {job_id}: memory limit: {e}");
+                        }
                     }
                 }
                 (None, Some(task))
@@ -226,15 +232,16 @@ pub fn main(job_dir: &Path) -> i32 {
     0
 }
 
-/// Makes the batch step's cgroup and its task's, for the script to join.
-/// The batch step's memory limit and what it may use of swap beyond it,
-/// from cgroup.conf's memory keys (`None`: nothing constrained).
+/// The job's and the batch step's memory limit and what they may use of
+/// swap beyond it, from cgroup.conf's memory keys (`None`: nothing
+/// constrained).
 fn memory_limit(spec: &StepdSpec) -> Option<(u64, Option<u64>)> {
     let c = spec.gather.memory.as_ref()?;
     let limits = conf::memlimit::mem_limits(spec.launch.mem, spec.gather.real_memory_mb, c)?;
     Some((limits.ram_bytes, limits.swap_only_bytes()))
 }
 
+/// Makes the batch step's cgroup and its task's, for the script to join.
 fn confine(driver: &dyn Driver, step: &CgPath) -> Result<TaskCgroup, cgroup::CgroupError> {
     driver.create_step(step)?;
     let dirs = driver.create_task(&step.task(0))?;

@@ -646,13 +646,18 @@ impl StepSetup {
             });
             match made {
                 Ok(()) => {
-                    let limits = gather_settings.memory.as_ref().and_then(|m| {
-                        conf::memlimit::mem_limits(l.mem, gather_settings.real_memory_mb, m)
-                    });
-                    if let Some(limits) = limits {
-                        let swap = limits.swap_only_bytes();
-                        if let Err(e) = c.driver.set_memory_limit(&c.step, limits.ram_bytes, swap) {
-                            eprintln!("noded --step-tasks: memory limit: {e}");
+                    // The job's limit (all its steps together), then the
+                    // step's.
+                    let job = crate::cgroup::CgPath::job(l.uid, l.job_id.0);
+                    for (cg, mb) in [(&job, l.job_mem), (&c.step, l.mem)] {
+                        let limits = gather_settings.memory.as_ref().and_then(|m| {
+                            conf::memlimit::mem_limits(mb, gather_settings.real_memory_mb, m)
+                        });
+                        if let Some(limits) = limits {
+                            let swap = limits.swap_only_bytes();
+                            if let Err(e) = c.driver.set_memory_limit(cg, limits.ram_bytes, swap) {
+                                eprintln!("noded --step-tasks: memory limit: {e}");
+                            }
                         }
                     }
                     Some(c)

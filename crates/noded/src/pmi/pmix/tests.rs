@@ -16,6 +16,7 @@ fn launch(tasks: Vec<Vec<u32>>, node_index: u32) -> StepLaunch {
         tasks,
         cpus: 2,
         mem: 0,
+        job_mem: 0,
         gpus: Vec::new(),
         srun_addr: "127.0.0.1:1".into(),
         token: String::new(),
