@@ -122,6 +122,7 @@ mod stepd;
 mod taskd;
 
 // The leaves the rooms share; they import no room.
+mod affinity;
 mod cgroup;
 // Public: the building blocks of device confinement (issue 37) that the
 // cgroup layer calls with its directories.
