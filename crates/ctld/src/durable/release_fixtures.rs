@@ -487,8 +487,11 @@ fn a_snapshot_of_the_release_with_steps_suspensions_and_outcomes_restores() {
     );
 }
 
+/// A job's id, its CPU ids on each node, and each step's on each node.
+type JobCpuIds = (u32, Vec<Vec<u32>>, Vec<Vec<Vec<u32>>>);
+
 /// The CPU ids each job holds and each of its steps runs on.
-fn cpu_ids(engine: &Engine) -> Vec<(u32, Vec<Vec<u32>>, Vec<Vec<Vec<u32>>>)> {
+fn cpu_ids(engine: &Engine) -> Vec<JobCpuIds> {
     (1..=8)
         .filter_map(|id| engine.job(JobId(id)))
         .map(|j| {
