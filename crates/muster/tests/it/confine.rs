@@ -937,5 +937,23 @@ fn confine_cores_cpu_bind_verbose_prints_the_mask_and_sets_the_variables() {
     );
     assert_eq!(out.stdout, "quiet,none none\n", "{out}");
     assert!(!out.stderr.contains("cpu-bind="), "{out}");
+    // --hint=nomultithread: one thread per core, bound.
+    let out = c.ok(
+        "srun",
+        &[
+            "-n1",
+            "--hint=nomultithread",
+            "bash",
+            "-c",
+            "echo $SLURM_CPU_BIND",
+        ],
+    );
+    assert_eq!(out.stdout, "quiet,mask_cpu:0x1\n", "{out}");
+    let out = c.run("srun", &["-n1", "--cpu-bind=bogus", "true"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr, "srun: error: invalid --cpu-bind argument: bogus\n",
+        "{out}"
+    );
     assert_no_job_cgroups(&c, "cpuset");
 }
