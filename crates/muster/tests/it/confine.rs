@@ -755,6 +755,10 @@ fn confine_devices_per_task_each_task_opens_only_its_gpu() {
 /// their cores (`ConstrainCores=yes`) and whose tasks are bound
 /// (`TaskPlugin=task/affinity`).
 fn cores_cluster() -> Cluster {
+    cores_builder().start()
+}
+
+fn cores_builder() -> e2e::Builder {
     builder()
         .nodes(1)
         .conf_extra("ProctrackType=proctrack/cgroup\nTaskPlugin=task/affinity,task/cgroup\n")
@@ -762,7 +766,6 @@ fn cores_cluster() -> Cluster {
             "cgroup.conf",
             "CgroupPlugin=autodetect\nIgnoreSystemd=yes\nConstrainCores=yes\n",
         )
-        .start()
 }
 
 fn cores_guard(c: &Cluster) -> CgGuard {
@@ -955,5 +958,60 @@ fn confine_cores_cpu_bind_verbose_prints_the_mask_and_sets_the_variables() {
         out.stderr, "srun: error: invalid --cpu-bind argument: bogus\n",
         "{out}"
     );
+    assert_no_job_cgroups(&c, "cpuset");
+}
+
+/// The ids in a kernel CPU list (`0-1,4`).
+fn cpu_ids(list: &str) -> Vec<u32> {
+    list.split(',')
+        .filter(|p| !p.is_empty())
+        .flat_map(|p| match p.split_once('-') {
+            Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).collect::<Vec<u32>>(),
+            None => vec![p.parse().unwrap()],
+        })
+        .collect()
+}
+
+/// A node that claims more CPUs than this host has (as the nodes of a
+/// test cluster may): its CPU ids land on the host's CPUs modulo their
+/// number, so a job on ids 2-3 still runs, held to host CPUs that exist.
+#[test]
+fn confine_cores_a_node_claiming_more_cpus_than_the_host_has_still_runs_jobs() {
+    let c = cores_builder()
+        .node_line_override(1, "CPUs=4 RealMemory=2000")
+        .start();
+    let _guard = cores_guard(&c);
+    let host = cpu_ids(&allowed(
+        &std::fs::read_to_string("/proc/self/status").unwrap(),
+    ));
+    let a = c.submit(&[
+        "-n2",
+        "-o",
+        "a.out",
+        "--wrap",
+        "while [ ! -e go ]; do sleep 0.1; done",
+    ]);
+    c.wait_state(a, "RUNNING", secs(10));
+    let b = c.submit(&[
+        "-n2",
+        "-o",
+        "b.out",
+        "--wrap",
+        "grep Cpus_allowed_list /proc/self/status; while [ ! -e go ]; do sleep 0.1; done",
+    ]);
+    c.wait_state(b, "RUNNING", secs(10));
+    let out = c.ok("scontrol", &["show", "job", "-d", &b.to_string()]);
+    assert!(out.stdout.contains(" CPU_IDs=2-3 "), "{out}");
+    let text = c.wait_until("b.out", secs(10), || {
+        let t = c.read("b.out");
+        t.contains("Cpus_allowed_list").then_some(t)
+    });
+    std::fs::write(c.work().join("go"), "").unwrap();
+    assert_eq!(c.wait_done(b, secs(30)), "COMPLETED", "{}", c.logs());
+    let mut want: Vec<u32> = [2usize, 3].iter().map(|i| host[i % host.len()]).collect();
+    want.sort_unstable();
+    want.dedup();
+    assert_eq!(cpu_ids(&allowed(&text)), want, "{}", c.logs());
+    assert_eq!(c.wait_done(a, secs(30)), "COMPLETED", "{}", c.logs());
     assert_no_job_cgroups(&c, "cpuset");
 }
