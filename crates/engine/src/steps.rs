@@ -325,7 +325,6 @@ fn step_tasks(
     }
 }
 
-/// The running steps of `job` a new step (`req`) does not share with.
 /// The CPU ids a new step runs on, per node: the job's there, or with
 /// `--exact` (fewer CPUs than the job's) the lowest of them that no other
 /// running step holds, topped up from the held ones where too few are
@@ -373,6 +372,7 @@ fn step_cpu_ids(
         .collect()
 }
 
+/// The running steps of `job` a new step (`req`) does not share with.
 fn other_steps<'a>(job: &'a Job, req: &StepRequest) -> impl Iterator<Item = &'a Step> {
     let overlap = req.overlap;
     job.steps
