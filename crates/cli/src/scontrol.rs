@@ -258,27 +258,26 @@ fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
 }
 
 /// `-d`: one `Nodes=... CPU_IDs=... Mem=... GRES=` line per run of nodes with
-/// the same allocation. muster does not track CPU ids; it shows the first
-/// `n` ids of each node.
+/// the same allocation. A controller that only counted CPUs sends no ids:
+/// then the first `n` ids of each node are shown.
 fn job_node_detail_lines(job: &JobInfo, gres: &str) -> Vec<String> {
-    let mut runs: Vec<(Vec<String>, u32)> = Vec::new();
-    for (name, cpus) in job.nodes.iter().zip(job.cpus_per_node.iter()) {
+    let mut runs: Vec<(Vec<String>, u32, String)> = Vec::new();
+    for (i, (name, cpus)) in job.nodes.iter().zip(job.cpus_per_node.iter()).enumerate() {
+        let ids = match job.cpu_ids_per_node.get(i) {
+            Some(ids) if !ids.is_empty() => proto::cpu_list(ids),
+            _ => proto::cpu_list(&(0..(*cpus).max(1)).collect::<Vec<u32>>()),
+        };
         match runs.last_mut() {
-            Some((names, c)) if *c == *cpus => names.push(name.clone()),
-            _ => runs.push((vec![name.clone()], *cpus)),
+            Some((names, c, i)) if *c == *cpus && *i == ids => names.push(name.clone()),
+            _ => runs.push((vec![name.clone()], *cpus, ids)),
         }
     }
     runs.into_iter()
-        .map(|(names, cpus)| {
+        .map(|(names, cpus, ids)| {
             let mem = match (job.mem_per_cpu, job.mem_per_node) {
                 (Some(m), _) => m * u64::from(cpus),
                 (None, Some(m)) => m,
                 (None, None) => 0,
-            };
-            let ids = if cpus <= 1 {
-                "0".to_string()
-            } else {
-                format!("0-{}", cpus - 1)
             };
             format!(
                 "  Nodes={} CPU_IDs={ids} Mem={mem} GRES={gres}",

@@ -175,9 +175,35 @@ struct Opts {
     export: Option<String>,
     /// `--gpu-bind`, checked.
     gpu_bind: Option<String>,
+    /// `--cpu-bind`, parsed.
+    cpu_bind: Option<proto::CpuBind>,
+    /// `--hint`, checked.
+    hint: Option<String>,
     /// `--ntasks-per-gpu`.
     ntasks_per_gpu: Option<u32>,
     argv: Vec<String>,
+}
+
+/// What srun asks task/affinity for: `--cpu-bind` (else `SLURM_CPU_BIND`,
+/// srun(1)'s input variable), its type from `--hint` (else `SLURM_HINT`)
+/// where it names none; `None` for Slurm's default.
+fn cpu_bind_request(given: Option<proto::CpuBind>, hint: Option<&str>) -> Option<String> {
+    let mut bind = given
+        .or_else(|| {
+            std::env::var("SLURM_CPU_BIND")
+                .ok()
+                .and_then(|v| proto::CpuBind::parse(&v).ok())
+        })
+        .unwrap_or_default();
+    let hint = hint
+        .map(str::to_string)
+        .or_else(|| std::env::var("SLURM_HINT").ok());
+    if bind.kind == proto::CpuBindType::Auto {
+        if let Some(kind) = hint.and_then(|h| proto::CpuBind::of_hint(&h).ok()) {
+            bind.kind = kind;
+        }
+    }
+    Some(bind.to_text()).filter(|t| !t.is_empty())
 }
 
 fn eprint_lines(text: &str) {
@@ -285,8 +311,20 @@ pub fn main(args: Vec<String>) -> i32 {
                         o.exact = true;
                         job_items.push((name, v));
                     }
-                    // Accepted; binding comes with cgroups.
-                    "cpu-bind" | "cpu_bind" => {}
+                    "cpu-bind" | "cpu_bind" => match proto::CpuBind::parse(&val) {
+                        Ok(b) => o.cpu_bind = Some(b),
+                        Err(e) => {
+                            say!("srun: error: {e}");
+                            return 1;
+                        }
+                    },
+                    "hint" => match proto::CpuBind::of_hint(&val) {
+                        Ok(_) => o.hint = Some(val),
+                        Err(e) => {
+                            say!("srun: error: {e}");
+                            return 1;
+                        }
+                    },
                     "gpu-bind" => match proto::GpuBind::parse(&val) {
                         Ok(_) => o.gpu_bind = Some(val),
                         Err(e) => {
@@ -505,6 +543,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     .and(std::env::var("SLURM_GPU_BIND").ok())
                     .filter(|v| proto::GpuBind::parse(v).is_ok())
             }),
+            cpu_bind: cpu_bind_request(o.cpu_bind.clone(), o.hint.as_deref()),
             ..StepRequest::default()
         },
     );

@@ -105,6 +105,31 @@ fn show_job_details() {
     );
 }
 
+/// The same job as the controller sends it with the CPU ids it holds:
+/// Slurm's golden record where they are Slurm's (`0-1` on both nodes);
+/// where the nodes' ids differ, one line per node, the rest unchanged.
+#[test]
+fn show_job_details_with_cpu_ids() {
+    utc();
+    let opts = ShowOpts {
+        details: true,
+        oneliner: false,
+    };
+    let mut j = job_running();
+    j.cpu_ids_per_node = vec![vec![0, 1], vec![0, 1]];
+    assert_eq!(
+        scontrol::render_job_with(&j, NOW, opts),
+        golden("scontrol_show_job_d")
+    );
+    j.cpu_ids_per_node = vec![vec![2, 3], vec![0, 5]];
+    let want = golden("scontrol_show_job_d").replace(
+        "     Nodes=node[2-3] CPU_IDs=0-1 Mem=1000 GRES=\n",
+        "     Nodes=node2 CPU_IDs=2-3 Mem=1000 GRES=\n     Nodes=node3 CPU_IDs=0,5 Mem=1000 GRES=\n",
+    );
+    assert_ne!(want, golden("scontrol_show_job_d"));
+    assert_eq!(scontrol::render_job_with(&j, NOW, opts), want);
+}
+
 #[test]
 fn show_job_gpu_with_year_limit() {
     utc();

@@ -330,6 +330,10 @@ fn other_invalid_values() {
         line("Invalid --exclusive specification", 255)
     );
     assert_eq!(
+        first(&["--hint=lots", "--wrap=true"]),
+        line("Invalid --hint argument: lots", 255)
+    );
+    assert_eq!(
         first(&["-N", "0", "--wrap=true"]),
         line("\"0\" is not a valid node count", 255)
     );

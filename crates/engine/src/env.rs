@@ -136,6 +136,7 @@ impl Engine {
             cpus: batch.cpus,
             mem: batch.mem,
             gpus,
+            cpu_ids: batch.cpu_ids.clone(),
             time_limit_secs: match job.time_limit {
                 model::TimeLimit::Minutes(m) => Some(m as u64 * 60),
                 model::TimeLimit::Unlimited => None,

@@ -235,6 +235,10 @@ impl Engine {
             cpus_per_task,
             ntasks_per_node: d.ntasks_per_node,
             cpus_per_node: if brief { Vec::new() } else { cpus_per_node },
+            cpu_ids_per_node: match &job.alloc {
+                Some(a) if !brief => a.nodes.iter().map(|n| n.cpu_ids.clone()).collect(),
+                _ => Vec::new(),
+            },
             mem_per_cpu,
             mem_per_node,
             tres_per_node,

@@ -1127,9 +1127,9 @@ impl Engine {
         Ok(())
     }
 
-    pub(crate) fn start_job(&mut self, id: JobId, alloc: sched::Allocation, now: Timestamp) {
+    pub(crate) fn start_job(&mut self, id: JobId, mut alloc: sched::Allocation, now: Timestamp) {
         self.request_cache.remove(&id);
-        self.take_resources(id, &alloc, now);
+        self.take_resources(id, &mut alloc, now);
         let batch = alloc.nodes[0].node;
         let batch_name = &self.nodes[batch.0 as usize].conf.name;
         {

@@ -560,6 +560,9 @@ pub struct Node {
     pub alloc_cpus: u32,
     /// Memory allocated (MB).
     pub alloc_mem: u64,
+    /// CPU ids held by jobs (`NodeAlloc::cpu_ids`): a job takes the lowest
+    /// free ones, so two jobs never share a CPU.
+    pub cpu_ids_in_use: BTreeSet<u32>,
     /// GRES pools with their use.
     pub gres: Vec<GresPool>,
     /// Jobs holding resources here.
@@ -1306,6 +1309,7 @@ impl Engine {
         }
         let mut cpus = vec![0u32; self.nodes.len()];
         let mut mem = vec![0u64; self.nodes.len()];
+        let mut cpu_ids = vec![BTreeSet::<u32>::new(); self.nodes.len()];
         for job in self.jobs.values() {
             let holds = job.alloc.is_some();
             if holds != (job.state == JobState::Running || job.completing) {
@@ -1321,6 +1325,14 @@ impl Engine {
                 for na in &a.nodes {
                     cpus[na.node.0 as usize] += na.cpus;
                     mem[na.node.0 as usize] += na.mem;
+                    for id in &na.cpu_ids {
+                        if !cpu_ids[na.node.0 as usize].insert(*id) {
+                            problems.push(format!(
+                                "CPU {id} of node {} is held by two jobs (one is {})",
+                                self.nodes[na.node.0 as usize].conf.name, job.id
+                            ));
+                        }
+                    }
                 }
             }
         }
@@ -1347,6 +1359,12 @@ impl Engine {
             }
             if n.alloc_cpus > n.conf.cpus {
                 problems.push(format!("node {} over-allocated", n.conf.name));
+            }
+            if n.cpu_ids_in_use != cpu_ids[i] {
+                problems.push(format!(
+                    "node {} holds CPU ids {:?} but jobs hold {:?}",
+                    n.conf.name, n.cpu_ids_in_use, cpu_ids[i]
+                ));
             }
         }
         let min_age = i64::from(self.settings.min_job_age);

@@ -5,6 +5,7 @@ use crate::{Command, Engine, Node, Settings};
 use model::{JobState, NodeBase, NodeState, PendingReason, Timestamp};
 use proto::{Identity, NodeRegistration, NodeStateRequest, SlurmError};
 use sched::{Allocation, GresPool, NodeIdx};
+use std::collections::BTreeSet;
 
 /// Slurm's reason for a node that stopped answering.
 pub const NOT_RESPONDING: &str = "Not responding";
@@ -51,6 +52,7 @@ pub(crate) fn new_node(nc: &conf::NodeConf, cfg: &conf::Config, settings: &Setti
         reason_time: None,
         alloc_cpus: 0,
         alloc_mem: 0,
+        cpu_ids_in_use: BTreeSet::new(),
         gres,
         jobs: Default::default(),
         exclusive_in_use: false,
@@ -316,15 +318,24 @@ impl Engine {
         self.refresh_node_state(idx);
     }
 
-    /// Takes `alloc`'s resources on every node it names.
-    pub(crate) fn take_resources(&mut self, job: model::JobId, alloc: &Allocation, now: Timestamp) {
+    /// Takes `alloc`'s resources on every node it names, and gives each
+    /// node's share its CPU ids: those it names where they are all free
+    /// (a snapshot's, a suspended job's), else the node's lowest free ones.
+    pub(crate) fn take_resources(
+        &mut self,
+        job: model::JobId,
+        alloc: &mut Allocation,
+        now: Timestamp,
+    ) {
         self.alloc_versions += 1;
         self.holding.insert(job, self.alloc_versions);
         self.running_changed.insert(job);
-        for na in &alloc.nodes {
+        for na in &mut alloc.nodes {
             let n = &mut self.nodes[na.node.0 as usize];
             n.alloc_cpus += na.cpus;
             n.alloc_mem += na.mem;
+            na.cpu_ids = pick_cpu_ids(&n.cpu_ids_in_use, n.conf.cpus, na.cpus, &na.cpu_ids);
+            n.cpu_ids_in_use.extend(na.cpu_ids.iter().copied());
             n.jobs.insert(job);
             n.last_busy = Some(now);
             if alloc.exclusive {
@@ -368,6 +379,9 @@ impl Engine {
         let n = &mut self.nodes[idx.0 as usize];
         n.alloc_cpus -= na.cpus;
         n.alloc_mem -= na.mem;
+        for id in &na.cpu_ids {
+            n.cpu_ids_in_use.remove(id);
+        }
         n.jobs.remove(&job);
         if exclusive {
             n.exclusive_in_use = false;
@@ -424,4 +438,27 @@ impl Engine {
             reason,
         });
     }
+}
+
+/// The CPU ids a share of `want` CPUs gets on a node of `n_cpus` CPUs
+/// where `in_use` are taken: `asked` when it names `want` free ids, else
+/// the lowest free ones (fewer only where the node has fewer free, which
+/// the CPU counts rule out).
+pub(crate) fn pick_cpu_ids(
+    in_use: &BTreeSet<u32>,
+    n_cpus: u32,
+    want: u32,
+    asked: &[u32],
+) -> Vec<u32> {
+    if asked.len() == want as usize
+        && asked
+            .iter()
+            .all(|id| *id < n_cpus.max(want) && !in_use.contains(id))
+    {
+        return asked.to_vec();
+    }
+    (0..n_cpus.max(want))
+        .filter(|id| !in_use.contains(id))
+        .take(want as usize)
+        .collect()
 }

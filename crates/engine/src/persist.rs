@@ -272,8 +272,13 @@ impl Engine {
             ));
             let alloc = job.alloc.clone();
             e.jobs.insert(id, job);
-            if let Some(a) = alloc {
-                e.take_resources(id, &a, boot_time);
+            if let Some(mut a) = alloc {
+                // Ids as saved; a snapshot of an older build has none, and
+                // its running jobs get the lowest free ones in id order.
+                e.take_resources(id, &mut a, boot_time);
+                if let Some(j) = e.jobs.get_mut(&id) {
+                    j.alloc = Some(a);
+                }
             }
         }
         e.set_outcomes(

@@ -370,6 +370,8 @@ impl Engine {
                 && !n.exclusive_in_use
                 && (!alloc.exclusive || n.jobs.is_empty())
                 && n.alloc_cpus + na.cpus <= n.conf.cpus
+                // Its processes stayed in their cpusets: the same CPUs.
+                && na.cpu_ids.iter().all(|id| !n.cpu_ids_in_use.contains(id))
                 && (!self.settings.memory_consumable || n.alloc_mem + na.mem <= n.conf.real_memory)
         })
     }
@@ -409,10 +411,10 @@ impl Engine {
 
     /// Takes a suspended job's shares back and continues it (SIGCONT).
     fn resume_job(&mut self, id: JobId, now: Timestamp) {
-        let Some(s) = self.jobs.get_mut(&id).and_then(|j| j.suspend.take()) else {
+        let Some(mut s) = self.jobs.get_mut(&id).and_then(|j| j.suspend.take()) else {
             return;
         };
-        self.take_resources(id, &s.alloc, now);
+        self.take_resources(id, &mut s.alloc, now);
         let job = self.jobs.get_mut(&id).expect("job");
         job.alloc = Some(s.alloc);
         job.state = JobState::Running;

@@ -51,6 +51,11 @@ pub struct Step {
     /// `--gres=gpu`/`--gpus` (empty when it asked for none and sees all
     /// of the job's): not given to another step without `--overlap`.
     pub gpus: Vec<Vec<u32>>,
+    /// The CPU ids (the node's, among the job's there) it runs on, on
+    /// each node: with `--exact`, the lowest of the job's that no other
+    /// step holds; else all of the job's. Empty in records of older
+    /// builds.
+    pub cpu_ids: Vec<Vec<u32>>,
     /// `--overlap`: its CPUs are not its own.
     pub overlap: bool,
     /// Task layout.
@@ -320,6 +325,53 @@ fn step_tasks(
     }
 }
 
+/// The CPU ids a new step runs on, per node: the job's there, or with
+/// `--exact` (fewer CPUs than the job's) the lowest of them that no other
+/// running step holds, topped up from the held ones where too few are
+/// free (an `--overlap` step may share).
+fn step_cpu_ids(
+    job: &Job,
+    req: &StepRequest,
+    nodes: &[NodeIdx],
+    job_cpu_ids: &[Vec<u32>],
+    cpus: &[u32],
+) -> Vec<Vec<u32>> {
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(i, node)| {
+            let all = &job_cpu_ids[i];
+            let want = cpus[i] as usize;
+            if want >= all.len() {
+                return all.clone();
+            }
+            let taken: BTreeSet<u32> = other_steps(job, req)
+                .filter_map(|s| {
+                    let k = s.nodes.iter().position(|n| n == node)?;
+                    s.cpu_ids.get(k)
+                })
+                .flatten()
+                .copied()
+                .collect();
+            let mut ids: Vec<u32> = all
+                .iter()
+                .copied()
+                .filter(|c| !taken.contains(c))
+                .take(want)
+                .collect();
+            let short = want - ids.len();
+            ids.extend(
+                all.iter()
+                    .copied()
+                    .filter(|c| taken.contains(c))
+                    .take(short),
+            );
+            ids.sort_unstable();
+            ids
+        })
+        .collect()
+}
+
 /// The running steps of `job` a new step (`req`) does not share with.
 fn other_steps<'a>(job: &'a Job, req: &StepRequest) -> impl Iterator<Item = &'a Step> {
     let overlap = req.overlap;
@@ -394,6 +446,11 @@ impl Engine {
                 }
             })
             .collect();
+        let job_cpu_ids: Vec<Vec<u32>> = chosen
+            .iter()
+            .map(|p| alloc.nodes[*p].cpu_ids.clone())
+            .collect();
+        let cpu_ids = step_cpu_ids(job, &req, &nodes, &job_cpu_ids, &cpus);
         let names: Vec<String> = nodes
             .iter()
             .map(|n| self.nodes[n.0 as usize].conf.name.clone())
@@ -431,6 +488,7 @@ impl Engine {
             mem: req.mem_per_node.unwrap_or(0),
             tres_mem,
             gpus: step_gpus,
+            cpu_ids: cpu_ids.clone(),
             overlap: req.overlap,
             distribution: req.distribution,
             start_time: now,
@@ -461,6 +519,9 @@ impl Engine {
                 mem: mems[i],
                 job_mem: job_mems[i],
                 gpus: gpus[i].clone(),
+                cpu_ids: cpu_ids[i].clone(),
+                job_cpu_ids: job_cpu_ids[i].clone(),
+                cpu_bind: req.cpu_bind.clone(),
                 srun_addr: format!("{}:{}", req.srun_host, req.srun_port),
                 token: req.token.clone(),
                 stdout: req.stdout.clone(),

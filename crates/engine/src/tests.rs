@@ -2659,3 +2659,70 @@ fn issue_35_a_batch_job_without_tasks_asked_has_no_task_count() {
     }
     assert!(env.iter().any(|(n, _)| n == "SLURM_MEM_PER_CPU"));
 }
+
+/// The CPU ids a job holds on each node.
+fn cpu_ids(e: &Engine, id: JobId) -> Vec<Vec<u32>> {
+    e.jobs[&id]
+        .alloc
+        .as_ref()
+        .map(|a| a.nodes.iter().map(|n| n.cpu_ids.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// Issue 37 item 4: two jobs on one node never share a CPU; each takes
+/// the lowest free ids, a job's end frees them for the next, and a
+/// snapshot keeps them.
+#[test]
+fn issue_37_jobs_on_one_node_hold_disjoint_cpu_ids_lowest_first() {
+    let mut e = engine();
+    let on_node1 = || {
+        let mut d = desc();
+        d.nodelist = vec!["node1".into()];
+        d
+    };
+    let a = submit(&mut e, on_node1(), 1);
+    let b = submit(&mut e, on_node1(), 1);
+    assert_eq!(cpu_ids(&e, a), vec![vec![0]]);
+    assert_eq!(cpu_ids(&e, b), vec![vec![1]]);
+    assert_eq!(e.job_info(&e.jobs[&b], 1).cpu_ids_per_node, vec![vec![1]]);
+    e.on_job_exited(a, "node1", ExitCode::default(), None, 2)
+        .unwrap();
+    e.schedule(2);
+    assert_invariants(&e);
+    let c = submit(&mut e, on_node1(), 3);
+    assert_eq!(cpu_ids(&e, c), vec![vec![0]]);
+    let r = Engine::restore(&test_config(), e.persistent_state(), 4).expect("restores");
+    assert_invariants(&r);
+    assert_eq!(cpu_ids(&r, b), vec![vec![1]]);
+    assert_eq!(cpu_ids(&r, c), vec![vec![0]]);
+}
+
+/// Steps: without `--exact` a step runs on all of the job's CPU ids on a
+/// node; with it, `--exact` steps get disjoint ids among the job's.
+#[test]
+fn issue_37_exact_steps_get_disjoint_cpu_ids_within_the_job() {
+    let mut e = engine();
+    let id = two_cpu_job(&mut e);
+    let job_ids = cpu_ids(&e, id);
+    assert_eq!(job_ids, vec![vec![0, 1]]);
+    let launched = |e: &mut Engine| -> Vec<(Vec<u32>, Vec<u32>)> {
+        e.take_commands()
+            .into_iter()
+            .filter_map(|c| match c {
+                Command::LaunchStep { launch, .. } => {
+                    Some((launch.cpu_ids.clone(), launch.job_cpu_ids.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let _ = launched(&mut e);
+    let mut exact = step_req(id, 1);
+    exact.exact = true;
+    exact.cpu_bind = Some("verbose,cores".into());
+    e.on_create_step(exact.clone(), &user(), 1).unwrap();
+    assert_eq!(launched(&mut e), vec![(vec![0], vec![0, 1])]);
+    e.on_create_step(exact, &user(), 1).unwrap();
+    assert_eq!(launched(&mut e), vec![(vec![1], vec![0, 1])]);
+    assert_eq!(e.jobs[&id].steps[1].cpu_ids, vec![vec![1]]);
+}

@@ -55,7 +55,10 @@
 //! gathering only (`gather`); with confinement, gathering reads the same
 //! cgroups. Where cgroup.conf constrains RAM or swap, the step's cgroup
 //! (the layer's, else the gathering one) gets its memory limits, and its
-//! OOM kills end the step OUT_OF_MEMORY (`oom`).
+//! OOM kills end the step OUT_OF_MEMORY (`oom`). With `ConstrainCores`
+//! the job's and each step's cgroups hold them to the CPU ids the
+//! controller gave them here; with `TaskPlugin=task/affinity` each task is
+//! bound as srun's `--cpu-bind` says (`affinity`).
 //!
 //! The code lives in one room (folder) per program, over leaves they all
 //! share. An arrow is "imports"; no file imports one that imports it back.
@@ -69,7 +72,8 @@
 //!    |                     its zygote, launch        supervisor
 //!    +------------------------------------------------^ (spec, control and report lines)
 //!   every room --> leaves: spool <-- slots, gather (--> oom), env, gpus, nvml, exec, to_srun, options;
-//!                          cgroup <-- gather; devices (device rules, for the cgroup layer)
+//!                          cgroup <-- gather; devices (device rules, for the cgroup layer);
+//!                          affinity (CPU ids on host CPUs, task binding) <-- cgroup
 //! ```
 //!
 //! # Performance notes
@@ -122,6 +126,7 @@ mod stepd;
 mod taskd;
 
 // The leaves the rooms share; they import no room.
+mod affinity;
 mod cgroup;
 // Public: the building blocks of device confinement (issue 37) that the
 // cgroup layer calls with its directories.

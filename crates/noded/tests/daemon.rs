@@ -173,6 +173,7 @@ impl Harness {
             cpus: 2,
             mem: 100,
             gpus: vec![],
+            cpu_ids: vec![],
             time_limit_secs: None,
             acctg_freq: None,
             restarts: 0,

@@ -229,6 +229,7 @@ impl Node {
             cpus: 1,
             mem: 100,
             gpus: vec![],
+            cpu_ids: vec![],
             time_limit_secs: None,
             acctg_freq: None,
             restarts: 0,

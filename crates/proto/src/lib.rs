@@ -42,10 +42,12 @@ pub mod acctdb;
 use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use serde::{Deserialize, Serialize};
 
+mod cpu_bind;
 mod gpus;
 mod row_source;
 mod rows;
 mod steps;
+pub use cpu_bind::{mask_hex, CpuBind, CpuBindError, CpuBindType};
 pub use gpus::GpuBind;
 pub use row_source::{JobRowSource, RowEncodeError};
 pub use rows::{prefetch, Interner, JobRow, JobRows, PackedRow};
@@ -1384,6 +1386,11 @@ pub struct JobInfo {
     /// CPUs allocated on each node, in node order.
     #[serde(default)]
     pub cpus_per_node: Vec<u32>,
+    /// The CPU ids (each node's own) allocated on each node, in node
+    /// order (`scontrol show job -d` `CPU_IDs=`). Empty from controllers
+    /// that only counted CPUs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_ids_per_node: Vec<Vec<u32>>,
     /// Memory per CPU in MB, when the request was per CPU.
     #[serde(default)]
     pub mem_per_cpu: Option<u64>,
@@ -1538,6 +1545,7 @@ impl JobInfo {
         "submit_line",
         "signal",
         "cpus_per_node",
+        "cpu_ids_per_node",
     ];
 }
 
@@ -1855,6 +1863,10 @@ pub struct BatchLaunch {
     pub mem: u64,
     /// GPU indexes allocated on this node.
     pub gpus: Vec<u32>,
+    /// The CPU ids (the node's) the job holds here (cgroup.conf
+    /// `ConstrainCores`). Empty from older controllers: not confined.
+    #[serde(default)]
+    pub cpu_ids: Vec<u32>,
     /// `--signal` to deliver before the limit: handled by the controller, kept for the node's log.
     pub time_limit_secs: Option<u64>,
     /// `--acctg-freq`, if given: the usage sampling interval.
@@ -1905,6 +1917,29 @@ pub struct LiveStepStat {
     pub usage: StepUsage,
     /// Each answering node's task pids.
     pub pids: Vec<(String, Vec<u32>)>,
+}
+
+/// A list of CPU ids as Slurm and the kernel's cpusets write it: ranges
+/// joined by commas (`0-1,4`), ascending; empty for none.
+pub fn cpu_list(ids: &[u32]) -> String {
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            sorted[i].to_string()
+        } else {
+            format!("{}-{}", sorted[i], sorted[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
 }
 
 #[cfg(test)]

@@ -157,6 +157,9 @@ pub struct StepRequest {
     /// `--gpu-bind`, as written (checked by srun with `GpuBind::parse`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_bind: Option<String>,
+    /// `--cpu-bind`, as written (checked by srun with `CpuBind::parse`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_bind: Option<String>,
 }
 
 /// The controller's answer to [`StepRequest`]: the step's id and layout.
@@ -212,6 +215,17 @@ pub struct StepLaunch {
     /// GPU indexes of the step on this node (global: the node's own
     /// numbering).
     pub gpus: Vec<u32>,
+    /// The CPU ids (the node's) the step runs on here (cgroup.conf
+    /// `ConstrainCores`, task/affinity). Empty from older controllers:
+    /// not confined.
+    #[serde(default)]
+    pub cpu_ids: Vec<u32>,
+    /// The CPU ids the job holds here (the job's cpuset).
+    #[serde(default)]
+    pub job_cpu_ids: Vec<u32>,
+    /// srun's `--cpu-bind`, as given (task/affinity binds by it).
+    #[serde(default)]
+    pub cpu_bind: Option<String>,
     /// `host:port` of srun.
     pub srun_addr: String,
     /// The secret to present to srun.

@@ -60,6 +60,7 @@ fn cluster(n: u32) -> (Vec<NodeView>, Vec<RunningJob<'static>>) {
                     mem: 800,
                     tasks: 8,
                     gres: vec![],
+                    cpu_ids: Vec::new(),
                 }],
                 exclusive: false,
             }),

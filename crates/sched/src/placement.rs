@@ -191,6 +191,11 @@ pub struct NodeAlloc {
     pub tasks: u32,
     /// GRES taken: (pool index on the node, device indexes).
     pub gres: Vec<(usize, Vec<u32>)>,
+    /// The node's CPU ids given to the job (`scontrol show job -d`
+    /// `CPU_IDs`). Placement counts CPUs and leaves this empty; the
+    /// engine picks the ids when the job takes its share.
+    #[serde(default)]
+    pub cpu_ids: Vec<u32>,
 }
 
 /// Where a job goes.
@@ -368,6 +373,7 @@ fn fit_on_node(
                     mem,
                     tasks,
                     gres: Vec::new(),
+                    cpu_ids: Vec::new(),
                 });
                 return true;
             }
@@ -385,6 +391,7 @@ fn fit_on_node(
                 mem,
                 tasks,
                 gres,
+                cpu_ids: Vec::new(),
             });
             return true;
         }

@@ -325,7 +325,7 @@ proptest! {
                         end: now + i64::from(*mins) * 60,
                         alloc: Cow::Owned(Allocation {
                             partition: 0,
-                            nodes: vec![NodeAlloc { node: NodeIdx(*on), cpus: 1, mem: 0, tasks: 1, gres: vec![] }],
+                            nodes: vec![NodeAlloc { node: NodeIdx(*on), cpus: 1, mem: 0, tasks: 1, gres: vec![], cpu_ids: vec![] }],
                             exclusive: false,
                         }),
                         version: None,
@@ -394,6 +394,7 @@ fn running(id: u32, nodes: &mut [NodeView], on: &[u32], end: i64) -> RunningJob<
                     mem: 0,
                     tasks: 1,
                     gres: vec![],
+                    cpu_ids: Vec::new(),
                 }
             })
             .collect(),

@@ -91,6 +91,7 @@ fn cand(id: u32, node: u32, cpus: u32, cost: u64) -> Candidate {
                 mem: 100 * u64::from(cpus),
                 tasks: cpus,
                 gres: vec![],
+                cpu_ids: Vec::new(),
             }],
             exclusive: false,
         },

@@ -379,6 +379,12 @@ pub fn apply(
                     .ok_or_else(|| SbatchError::invalid("Invalid --signal specification"))?,
             );
         }
+        // Checked; the allocation is the same (muster counts a thread per
+        // CPU), and sruns bind by their own --hint or SLURM_HINT.
+        "hint" => {
+            proto::CpuBind::of_hint(&v)
+                .map_err(|_| SbatchError::invalid(&format!("Invalid --hint argument: {v}")))?;
+        }
         "test-only" => st.test_only = true,
         "time" => d.time_limit = Some(time_limit(&v, "--time")?),
         "time-min" => d.time_min = Some(time_limit(&v, "--time-min")?),

@@ -849,6 +849,9 @@ pub struct StepRequest<'a> {
     /// `--gpu-bind`, as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_bind: Option<Cow<'a, str>>,
+    /// `--cpu-bind`, as written (absent before task/affinity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_bind: Option<Cow<'a, str>>,
 }
 
 impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
@@ -887,6 +890,7 @@ impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
             gpus_per_task: s.gpus_per_task,
             ntasks_per_gpu: s.ntasks_per_gpu,
             gpu_bind: text(&s.gpu_bind),
+            cpu_bind: text(&s.cpu_bind),
         }
     }
 }
@@ -927,6 +931,7 @@ impl From<StepRequest<'_>> for proto::StepRequest {
             gpus_per_task: s.gpus_per_task,
             ntasks_per_gpu: s.ntasks_per_gpu,
             gpu_bind: owned(s.gpu_bind),
+            cpu_bind: owned(s.cpu_bind),
         }
     }
 }

@@ -91,6 +91,26 @@ pub struct UnknownDesc {
 }
 
 impl Snapshot {
+    /// Leaves out the CPU ids of every allocation and step: the state as
+    /// builds before per-CPU allocation wrote it (those builds' files are
+    /// checked byte for byte against what this build writes, less them).
+    pub fn forget_cpu_ids(&mut self) {
+        for job in &mut self.jobs {
+            let allocs = job
+                .alloc
+                .iter_mut()
+                .chain(job.suspend.iter_mut().map(|s| &mut s.alloc));
+            for alloc in allocs {
+                for node in &mut alloc.nodes {
+                    node.cpu_ids.clear();
+                }
+            }
+            for step in &mut job.steps {
+                step.cpu_ids.clear();
+            }
+        }
+    }
+
     /// Gives each job's description as its index in `descs` instead of in
     /// full, as a snapshot writes them after the table: a queue of 100,000
     /// jobs from one script holds one description, not 100,000 copies to
@@ -546,6 +566,8 @@ impl From<&crate::Node> for Node {
             reason_time,
             alloc_cpus,
             alloc_mem,
+            // Derived from the jobs' allocations when they are loaded.
+            cpu_ids_in_use: _,
             gres,
             jobs,
             exclusive_in_use,
@@ -606,6 +628,10 @@ pub struct Step {
     /// of the job's): not given to another step without `--overlap`.
     #[serde(default)]
     pub gpus: Vec<Vec<u32>>,
+    /// The CPU ids (the node's) it runs on, on each node. Absent in files
+    /// of builds before per-CPU allocation, and left out where empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_ids: Vec<Vec<u32>>,
     /// `--overlap`: its CPUs are not its own.
     pub overlap: bool,
     /// Task layout.
@@ -702,6 +728,7 @@ impl From<&crate::Step> for Step {
             mem: x.mem,
             tres_mem: x.tres_mem,
             gpus: x.gpus.clone(),
+            cpu_ids: x.cpu_ids.clone(),
             overlap: x.overlap,
             distribution: x.distribution,
             start_time: x.start_time,
@@ -728,6 +755,7 @@ impl From<Step> for crate::Step {
             mem: x.mem,
             tres_mem: x.tres_mem,
             gpus: x.gpus,
+            cpu_ids: x.cpu_ids,
             overlap: x.overlap,
             distribution: x.distribution,
             start_time: x.start_time,
@@ -862,6 +890,11 @@ pub struct NodeAlloc {
     pub tasks: u32,
     /// GRES taken: (pool index on the node, device indexes).
     pub gres: Vec<(usize, Vec<u32>)>,
+    /// The node's CPU ids the job holds. Absent in files of builds before
+    /// per-CPU allocation (and left out where empty, so that what those
+    /// builds wrote reads and writes back byte for byte).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_ids: Vec<u32>,
 }
 
 impl From<&sched::Allocation> for Allocation {
@@ -882,6 +915,7 @@ impl From<&sched::Allocation> for Allocation {
                         mem,
                         tasks,
                         gres,
+                        cpu_ids,
                     } = n;
                     NodeAlloc {
                         node: *node,
@@ -889,6 +923,7 @@ impl From<&sched::Allocation> for Allocation {
                         mem: *mem,
                         tasks: *tasks,
                         gres: gres.clone(),
+                        cpu_ids: cpu_ids.clone(),
                     }
                 })
                 .collect(),
@@ -910,6 +945,7 @@ impl From<Allocation> for sched::Allocation {
                     mem: n.mem,
                     tasks: n.tasks,
                     gres: n.gres,
+                    cpu_ids: n.cpu_ids,
                 })
                 .collect(),
             exclusive: a.exclusive,

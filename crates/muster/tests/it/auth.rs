@@ -572,6 +572,7 @@ fn helper_runs_as_another_user() {
                 cpus: 1,
                 mem: 1,
                 gpus: vec![],
+                cpu_ids: vec![],
                 time_limit_secs: None,
                 acctg_freq: None,
                 restarts: 0,

@@ -38,6 +38,8 @@ struct CgGuard {
     node_dir: Mutex<Option<String>>,
     /// ConstrainDevices: the devices hierarchy is used too.
     devices: bool,
+    /// ConstrainCores: the cpuset hierarchy is used too.
+    cpuset: bool,
 }
 
 /// The node's cgroup directory name, as the node daemon makes it:
@@ -78,6 +80,7 @@ impl CgGuard {
         CONTROLLERS
             .iter()
             .chain(self.devices.then_some(&"devices"))
+            .chain(self.cpuset.then_some(&"cpuset"))
             .map(|c| Path::new(CGROUP_ROOT).join(c).join(&node))
             .collect()
     }
@@ -629,6 +632,7 @@ fn confine_devices_a_step_opens_only_its_gpu() {
     let guard = CgGuard {
         node_dir: Mutex::default(),
         devices: true,
+        cpuset: false,
     };
     let c = devices_cluster(dev.path());
     guard.set_node_dir(node_dir_name(&c, "node1"));
@@ -681,6 +685,7 @@ fn confine_devices_two_jobs_each_open_only_their_own_gpu() {
     let guard = CgGuard {
         node_dir: Mutex::default(),
         devices: true,
+        cpuset: false,
     };
     let c = devices_cluster(dev.path());
     guard.set_node_dir(node_dir_name(&c, "node1"));
@@ -716,6 +721,7 @@ fn confine_devices_per_task_each_task_opens_only_its_gpu() {
     let guard = CgGuard {
         node_dir: Mutex::default(),
         devices: true,
+        cpuset: false,
     };
     let c = devices_cluster(dev.path());
     guard.set_node_dir(node_dir_name(&c, "node1"));
@@ -1309,4 +1315,270 @@ fn confine_v2_usage_is_gathered_from_task_cgroups_without_controllers() {
     );
     assert_ne!(fields[1], "00:00:00", "TotalCPU: {row}");
     assert_v2_nothing_left(c, &slice);
+}
+
+
+/// A one-node cluster (`CPUs=2`, this host's two) whose jobs are held to
+/// their cores (`ConstrainCores=yes`) and whose tasks are bound
+/// (`TaskPlugin=task/affinity`).
+fn cores_cluster() -> Cluster {
+    cores_builder().start()
+}
+
+fn cores_builder() -> e2e::Builder {
+    builder()
+        .nodes(1)
+        .conf_extra("ProctrackType=proctrack/cgroup\nTaskPlugin=task/affinity,task/cgroup\n")
+        .file(
+            "cgroup.conf",
+            "CgroupPlugin=autodetect\nIgnoreSystemd=yes\nConstrainCores=yes\n",
+        )
+}
+
+fn cores_guard(c: &Cluster) -> CgGuard {
+    let guard = CgGuard {
+        node_dir: Mutex::default(),
+        devices: false,
+        cpuset: true,
+    };
+    guard.set_node_dir(node_dir_name(c, "node1"));
+    guard
+}
+
+/// Waits until no job directory is left below the node's directory of
+/// controller `ctrl`.
+fn assert_no_job_cgroups(c: &Cluster, ctrl: &str) {
+    let node = Path::new(CGROUP_ROOT)
+        .join(ctrl)
+        .join(node_dir_name(c, "node1"));
+    fn jobs_below(dir: &Path) -> usize {
+        subdirs(dir)
+            .iter()
+            .map(|d| {
+                let own = d
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("job_"));
+                usize::from(own) + jobs_below(d)
+            })
+            .sum()
+    }
+    c.wait_until("the job cgroups to go", secs(10), || {
+        (jobs_below(&node) == 0).then_some(())
+    });
+}
+
+/// The `Cpus_allowed_list` line's value in a job's output.
+fn allowed(text: &str) -> String {
+    text.lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap_or_else(|| panic!("no Cpus_allowed_list in {text:?}"))
+        .trim()
+        .to_string()
+}
+
+/// Isolation notes §5 test 5 (issue 37 item 4): two one-CPU jobs on one
+/// node run on different CPUs, each held there by its cpuset; `scontrol
+/// show job -d` names each one's `CPU_IDs`; no cpuset is left after.
+#[test]
+fn confine_cores_two_jobs_on_one_node_get_disjoint_cpusets() {
+    let c = cores_cluster();
+    let _guard = cores_guard(&c);
+    let script = "grep Cpus_allowed_list /proc/self/status; \
+                  while [ ! -e go ]; do sleep 0.1; done";
+    let a = c.submit(&["-n1", "-o", "a.out", "--wrap", script]);
+    let b = c.submit(&["-n1", "-o", "b.out", "--wrap", script]);
+    c.wait_state(a, "RUNNING", secs(10));
+    c.wait_state(b, "RUNNING", secs(10));
+    let ids: Vec<String> = [a, b]
+        .iter()
+        .map(|id| {
+            let out = c.ok("scontrol", &["show", "job", "-d", &id.to_string()]);
+            out.stdout
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("Nodes=node1 CPU_IDs="))
+                .and_then(|rest| rest.split_whitespace().next())
+                .unwrap_or_else(|| panic!("no CPU_IDs line: {out}"))
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ids, ["0", "1"]);
+    let lists: Vec<String> = ["a.out", "b.out"]
+        .iter()
+        .map(|name| {
+            c.wait_until(name, secs(10), || {
+                let t = c.read(name);
+                t.contains("Cpus_allowed_list").then(|| allowed(&t))
+            })
+        })
+        .collect();
+    std::fs::write(c.work().join("go"), "").unwrap();
+    assert_eq!(c.wait_done(a, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_eq!(c.wait_done(b, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_eq!(lists, ["0", "1"], "{}", c.logs());
+    assert_no_job_cgroups(&c, "cpuset");
+}
+
+/// Isolation notes §5 test 4: a task bound to its core cannot move itself
+/// to the node's other CPU (the cpuset refuses: EINVAL), and its step's
+/// cpuset is the job's one CPU.
+#[test]
+fn confine_cores_a_task_cannot_escape_with_taskset() {
+    let c = cores_cluster();
+    let _guard = cores_guard(&c);
+    let out = c.ok(
+        "srun",
+        &[
+            "-n1",
+            "--cpu-bind=cores",
+            "bash",
+            "-c",
+            "grep Cpus_allowed_list /proc/self/status; \
+             mine=$(awk '/Cpus_allowed_list/ {print $2}' /proc/self/status); \
+             taskset -pc $((1 - mine)) $$ >/dev/null 2>&1; echo taskset=$?; \
+             grep Cpus_allowed_list /proc/self/status",
+        ],
+    );
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}\n{}", c.logs());
+    assert_eq!(allowed(lines[0]), "0", "{out}");
+    assert_eq!(lines[1], "taskset=1", "{out}");
+    assert_eq!(allowed(lines[2]), "0", "{out}");
+    assert_no_job_cgroups(&c, "cpuset");
+}
+
+/// srun(1) `--cpu-bind=verbose,cores`: each task's binding on its stderr
+/// in Slurm's form, and the `SLURM_CPU_BIND*` variables as task/affinity
+/// sets them; `--cpu-bind=none` binds nothing and says so.
+#[test]
+fn confine_cores_cpu_bind_verbose_prints_the_mask_and_sets_the_variables() {
+    let c = cores_cluster();
+    let _guard = cores_guard(&c);
+    let out = c.ok(
+        "srun",
+        &[
+            "-n2",
+            "--cpu-bind=verbose,cores",
+            "bash",
+            "-c",
+            "echo $SLURM_PROCID $SLURM_CPU_BIND $SLURM_CPU_BIND_TYPE $SLURM_CPU_BIND_LIST \
+             $SLURM_CPU_BIND_VERBOSE $(awk '/Cpus_allowed_list/ {print $2}' /proc/self/status)",
+        ],
+    );
+    let mut lines: Vec<&str> = out.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "0 verbose,mask_cpu:0x1,0x2 mask_cpu: 0x1,0x2 verbose 0",
+            "1 verbose,mask_cpu:0x1,0x2 mask_cpu: 0x1,0x2 verbose 1",
+        ],
+        "{out}\n{}",
+        c.logs()
+    );
+    let mut said: Vec<String> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("cpu-bind="))
+        .map(|l| {
+            // The pid differs from run to run.
+            let (head, tail) = l.split_once('[').expect("a pid");
+            let (_, rest) = tail.split_once(']').expect("a pid");
+            format!("{head}[PID]{rest}")
+        })
+        .collect();
+    said.sort();
+    assert_eq!(
+        said,
+        [
+            "cpu-bind=MASK - node1, task  0  0 [PID]: mask 0x1 set",
+            "cpu-bind=MASK - node1, task  1  1 [PID]: mask 0x2 set",
+        ],
+        "{out}"
+    );
+    let out = c.ok(
+        "srun",
+        &[
+            "-n1",
+            "--cpu-bind=none",
+            "bash",
+            "-c",
+            "echo $SLURM_CPU_BIND $SLURM_CPU_BIND_TYPE",
+        ],
+    );
+    assert_eq!(out.stdout, "quiet,none none\n", "{out}");
+    assert!(!out.stderr.contains("cpu-bind="), "{out}");
+    // --hint=nomultithread: one thread per core, bound.
+    let out = c.ok(
+        "srun",
+        &[
+            "-n1",
+            "--hint=nomultithread",
+            "bash",
+            "-c",
+            "echo $SLURM_CPU_BIND",
+        ],
+    );
+    assert_eq!(out.stdout, "quiet,mask_cpu:0x1\n", "{out}");
+    let out = c.run("srun", &["-n1", "--cpu-bind=bogus", "true"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr, "srun: error: invalid --cpu-bind argument: bogus\n",
+        "{out}"
+    );
+    assert_no_job_cgroups(&c, "cpuset");
+}
+
+/// The ids in a kernel CPU list (`0-1,4`).
+fn cpu_ids(list: &str) -> Vec<u32> {
+    list.split(',')
+        .filter(|p| !p.is_empty())
+        .flat_map(|p| match p.split_once('-') {
+            Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).collect::<Vec<u32>>(),
+            None => vec![p.parse().unwrap()],
+        })
+        .collect()
+}
+
+/// A node that claims more CPUs than this host has (as the nodes of a
+/// test cluster may): its CPU ids land on the host's CPUs modulo their
+/// number, so a job on ids 2-3 still runs, held to host CPUs that exist.
+#[test]
+fn confine_cores_a_node_claiming_more_cpus_than_the_host_has_still_runs_jobs() {
+    let c = cores_builder()
+        .node_line_override(1, "CPUs=4 RealMemory=2000")
+        .start();
+    let _guard = cores_guard(&c);
+    let host = cpu_ids(&allowed(
+        &std::fs::read_to_string("/proc/self/status").unwrap(),
+    ));
+    let a = c.submit(&[
+        "-n2",
+        "-o",
+        "a.out",
+        "--wrap",
+        "while [ ! -e go ]; do sleep 0.1; done",
+    ]);
+    c.wait_state(a, "RUNNING", secs(10));
+    let b = c.submit(&[
+        "-n2",
+        "-o",
+        "b.out",
+        "--wrap",
+        "grep Cpus_allowed_list /proc/self/status; while [ ! -e go ]; do sleep 0.1; done",
+    ]);
+    c.wait_state(b, "RUNNING", secs(10));
+    let out = c.ok("scontrol", &["show", "job", "-d", &b.to_string()]);
+    assert!(out.stdout.contains(" CPU_IDs=2-3 "), "{out}");
+    let text = c.wait_until("b.out", secs(10), || {
+        let t = c.read("b.out");
+        t.contains("Cpus_allowed_list").then_some(t)
+    });
+    std::fs::write(c.work().join("go"), "").unwrap();
+    assert_eq!(c.wait_done(b, secs(30)), "COMPLETED", "{}", c.logs());
+    let mut want: Vec<u32> = [2usize, 3].iter().map(|i| host[i % host.len()]).collect();
+    want.sort_unstable();
+    want.dedup();
+    assert_eq!(cpu_ids(&allowed(&text)), want, "{}", c.logs());
+    assert_eq!(c.wait_done(a, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_no_job_cgroups(&c, "cpuset");
 }

@@ -473,6 +473,11 @@ pub trait Driver: Send + Sync + std::fmt::Debug {
         bytes: u64,
         swap: Option<u64>,
     ) -> Result<(), CgroupError>;
+    /// ConstrainCores: holds `cg` (a job or a step) to the host CPUs
+    /// `cpus`. v1, where a cgroup's CPUs must hold its children's: the
+    /// cgroups below are narrowed first (each to what it has of `cpus`, or
+    /// all of them where it has none). Nothing without a cpuset controller.
+    fn set_cpus(&self, cg: &CgPath, cpus: &[u32]) -> Result<(), CgroupError>;
     /// How many processes the kernel killed for want of memory in a step
     /// (v1: summed over the step's and its tasks' cgroups).
     fn oom_kills(&self, step: &CgPath) -> u64;
@@ -555,6 +560,47 @@ pub fn confine_devices(
             }
             crate::devices::confine_v2(&dir, level, &node, &allocated)
         }
+    }
+}
+
+/// ConstrainCores: holds a job to its CPU ids on this node (`job_ids`, the
+/// node's) and its step `step` to the step's (`step_ids`; empty: the
+/// job's), on the host CPUs those ids stand for (`affinity::to_host` of
+/// `host`). Call it after `create_step` and before the step's tasks are
+/// made: v1 task cgroups copy their step's CPUs when made. Nothing where
+/// cores are not confined or the controller sent no ids (an older one).
+pub fn confine_cpus(
+    driver: &dyn Driver,
+    settings: &CgroupSettings,
+    step: &CgPath,
+    job_ids: &[u32],
+    step_ids: &[u32],
+    host: &[u32],
+) -> Result<(), CgroupError> {
+    if !settings.constrains_cores() || job_ids.is_empty() {
+        return Ok(());
+    }
+    let job_cpus = crate::affinity::to_host(job_ids, host);
+    let step_cpus = if step_ids.is_empty() {
+        job_cpus.clone()
+    } else {
+        crate::affinity::to_host(step_ids, host)
+    };
+    let job = CgPath::job(step.uid, step.job);
+    let step = CgPath {
+        task: None,
+        ..step.clone()
+    };
+    // The step within the job's CPUs first, then the job (v1 narrows what
+    // is below it; v2 takes either order).
+    driver.set_cpus(&step, &step_cpus)?;
+    driver.set_cpus(&job, &job_cpus)
+}
+
+impl CgroupSettings {
+    /// cgroup.conf `ConstrainCores=yes`: the cpuset controller is used.
+    pub fn constrains_cores(&self) -> bool {
+        self.controllers.iter().any(|(n, _)| n == "cpuset")
     }
 }
 

@@ -521,3 +521,173 @@ fn making_a_cgroup_is_tried_again_when_a_parent_vanished_meanwhile() {
     assert!(res.is_err());
     assert_eq!(calls, 3, "at most three tries");
 }
+
+/// ConstrainCores on v1: the job and the step get their CPUs (the node's
+/// ids on the host's CPUs) after the step's cgroups were made; what is
+/// below already (a task, the extern step) is narrowed first, and a later
+/// task copies its step's.
+#[test]
+fn v1_confine_cpus_sets_job_and_step_and_narrows_what_is_below() {
+    let root = fake_v1(&["freezer", "cpuacct", "memory", "cpuset"]);
+    let s = v1_fake_settings(root.path());
+    let d = s.driver();
+    let job = CgPath::job(1000, 7);
+    d.create_step(&job.step("extern")).unwrap();
+    d.create_task(&job.step("extern").task(0)).unwrap();
+    d.create_step(&job.step("batch")).unwrap();
+    confine_cpus(&*d, &s, &job.step("batch"), &[3], &[], &[0, 1]).unwrap();
+    d.create_task(&job.step("batch").task(0)).unwrap();
+    let tag = node_tag("n1", Path::new("/spool"));
+    let cpus = |rel: &str| {
+        read(
+            &root
+                .path()
+                .join("cpuset")
+                .join(format!("slurm_{tag}/uid_1000/job_7"))
+                .join(rel)
+                .join("cpuset.cpus"),
+        )
+    };
+    // Node CPU 3 on a host of two: host CPU 1.
+    for rel in [
+        "",
+        "step_batch",
+        "step_batch/task_0",
+        "step_extern",
+        "step_extern/task_0",
+    ] {
+        assert_eq!(cpus(rel), "1", "{rel}");
+    }
+    // The uid level keeps the node's.
+    assert_eq!(
+        read(
+            &root
+                .path()
+                .join("cpuset")
+                .join(format!("slurm_{tag}/uid_1000/cpuset.cpus"))
+        ),
+        "0-1"
+    );
+    // Without ConstrainCores (no cpuset controller): nothing.
+    let mut other = s.clone();
+    other.controllers.retain(|(n, _)| n != "cpuset");
+    confine_cpus(
+        &*other.driver(),
+        &other,
+        &job.step("batch"),
+        &[0],
+        &[],
+        &[0, 1],
+    )
+    .unwrap();
+    assert_eq!(cpus(""), "1");
+}
+
+/// v1 `--exact` steps: each step its own CPUs within the job's; a second
+/// step's start leaves the first's as they are.
+#[test]
+fn v1_confine_cpus_keeps_an_earlier_steps_narrower_set() {
+    let root = fake_v1(&["freezer", "cpuacct", "memory", "cpuset"]);
+    std::fs::write(root.path().join("cpuset/cpuset.cpus"), "0-3\n").unwrap();
+    let s = v1_fake_settings(root.path());
+    let d = s.driver();
+    let job = CgPath::job(0, 8);
+    let host = [0, 1, 2, 3];
+    d.create_step(&job.step("0")).unwrap();
+    confine_cpus(&*d, &s, &job.step("0"), &[0, 1], &[0], &host).unwrap();
+    d.create_step(&job.step("1")).unwrap();
+    confine_cpus(&*d, &s, &job.step("1"), &[0, 1], &[1], &host).unwrap();
+    let dir = |step: &str| {
+        let rel = d
+            .dir(&job.step(step))
+            .strip_prefix(root.path().join("freezer"))
+            .unwrap()
+            .to_path_buf();
+        root.path().join("cpuset").join(rel).join("cpuset.cpus")
+    };
+    assert_eq!(read(&dir("0")), "0");
+    assert_eq!(read(&dir("1")), "1");
+    let job_dir = dir("0")
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("cpuset.cpus");
+    assert_eq!(read(&job_dir), "0-1");
+}
+
+/// ConstrainCores on v2: cpuset is enabled below the base, and the job's
+/// and the step's `cpuset.cpus` are written.
+#[test]
+fn v2_confine_cpus_writes_job_and_step_cpusets() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("cgroup.controllers"),
+        "cpuset cpu memory pids\n",
+    )
+    .unwrap();
+    let mut c = conf(conf::CgroupPlugin::V2, root.path());
+    c.ignore_systemd = true;
+    c.constrain_cores = true;
+    let s = CgroupSettings::from_conf(&c, "n1", Path::new("/spool")).unwrap();
+    assert!(s.constrains_cores());
+    let d = s.driver();
+    let step = CgPath::job(1000, 4).step("0");
+    d.create_step(&step).unwrap();
+    confine_cpus(&*d, &s, &step, &[0, 1, 2], &[2], &[0, 1, 2, 3]).unwrap();
+    let sdir = d.dir(&step);
+    assert_eq!(read(&sdir.join("cpuset.cpus")), "2");
+    assert_eq!(read(&sdir.parent().unwrap().join("cpuset.cpus")), "0-2");
+    assert_eq!(read(&sdir.join("cgroup.subtree_control")), "+cpuset");
+}
+
+/// The real v1 cpuset hierarchy: narrowing a job whose step and task
+/// cgroups already hold every CPU works (the kernel refuses a parent
+/// smaller than a child), a process in the task is held to the job's CPU,
+/// and everything is removed at the end.
+#[test]
+fn real_v1_confine_cpus_holds_a_task_to_the_jobs_cpu() {
+    use std::os::unix::process::CommandExt;
+    let spool = PathBuf::from(format!("/nonexistent/cgtest-cpus-{}", std::process::id()));
+    let c = conf::CgroupConf {
+        plugin: conf::CgroupPlugin::V1,
+        constrain_cores: true,
+        ..conf::CgroupConf::default()
+    };
+    let settings = CgroupSettings::from_conf(&c, "cgtest_cpus", &spool)
+        .expect("this host's cgroup v1 hierarchies (run as root)");
+    let g = RealGuard {
+        driver: settings.driver(),
+        settings,
+    };
+    let d = &*g.driver;
+    let host = crate::affinity::host_cpus();
+    let last = host.len() as u32 - 1;
+    let step = CgPath::job(0, 1).step("0");
+    d.create_step(&step).unwrap();
+    let dirs = d.create_task(&step.task(0)).unwrap();
+    confine_cpus(d, &g.settings, &step, &[last], &[], &host).unwrap();
+    let join = TaskJoin::new(&dirs.procs);
+    let mut child = unsafe {
+        std::process::Command::new("sleep")
+            .arg("30")
+            .pre_exec(move || {
+                join.join_self();
+                Ok(())
+            })
+            .spawn()
+            .unwrap()
+    };
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert_eq!(allowed, host[last as usize].to_string());
+    let _ = child.kill();
+    let _ = child.wait();
+    end_step(d, &step, Duration::from_secs(2)).unwrap();
+    assert!(!d.dir(&CgPath::job(0, 1)).exists());
+}

@@ -230,6 +230,20 @@ impl Driver for V1 {
         }
     }
 
+    fn set_cpus(&self, cg: &CgPath, cpus: &[u32]) -> Result<(), CgroupError> {
+        let Some(cpuset) = self.ctrl("cpuset") else {
+            return Ok(());
+        };
+        let dir = self.node_dir(cpuset).join(Self::rel(cg));
+        let list = proto::cpu_list(cpus);
+        let current = std::fs::read_to_string(dir.join("cpuset.cpus")).unwrap_or_default();
+        if current.trim() == list {
+            return Ok(());
+        }
+        narrow_below(&dir, cpus);
+        write(&dir.join("cpuset.cpus"), &list)
+    }
+
     fn oom_kills(&self, step: &CgPath) -> u64 {
         let Some(memory) = self.ctrl("memory") else {
             return 0;
@@ -312,6 +326,30 @@ impl V1 {
             memory: at("memory"),
             cpu: at("cpuacct"),
         })
+    }
+}
+
+/// Narrows every cpuset below `dir`, deepest first, to what it has of
+/// `cpus` (all of `cpus` where it has none of them), so that `dir` may
+/// then take `cpus`. Best effort: what the kernel refuses below shows as
+/// the refusal of `dir` itself.
+fn narrow_below(dir: &Path, cpus: &[u32]) {
+    for sub in subdirs(dir) {
+        narrow_below(&sub, cpus);
+        let file = sub.join("cpuset.cpus");
+        let current =
+            crate::affinity::parse_cpu_list(&std::fs::read_to_string(&file).unwrap_or_default());
+        let mut want: Vec<u32> = current
+            .iter()
+            .copied()
+            .filter(|c| cpus.contains(c))
+            .collect();
+        if want.is_empty() {
+            want = cpus.to_vec();
+        }
+        if want != current {
+            let _ = write(&file, &proto::cpu_list(&want));
+        }
     }
 }
 

@@ -193,6 +193,15 @@ impl Driver for V2 {
         Ok(())
     }
 
+    fn set_cpus(&self, cg: &CgPath, cpus: &[u32]) -> Result<(), CgroupError> {
+        if !self.settings.constrains_cores() {
+            return Ok(());
+        }
+        // v2 takes any set: what a cgroup may use is what its parents
+        // allow too (cpuset.cpus.effective).
+        write(&self.dir(cg).join("cpuset.cpus"), &proto::cpu_list(cpus))
+    }
+
     fn oom_kills(&self, step: &CgPath) -> u64 {
         // memory.events is hierarchical: the user part counts its tasks.
         let file = self.user_dir(step).join("memory.events");

@@ -214,6 +214,8 @@ pub struct NodeLink {
     pub gpus: crate::gpus::GpuSettings,
     /// Where jobs' cgroups are, when jobs are confined.
     pub cgroup: Option<crate::cgroup::CgroupSettings>,
+    /// slurm.conf `TaskPlugin` has `task/affinity`.
+    pub task_affinity: bool,
     /// The daemon's effective uid: only root starts processes for others.
     pub daemon_uid: u32,
     /// Runs `noded --step-tasks`.

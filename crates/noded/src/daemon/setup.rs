@@ -32,6 +32,9 @@ pub struct NodeSetup {
     /// Where jobs' cgroups are: `Some` where cgroup.conf and
     /// `ProctrackType=proctrack/cgroup` confine jobs and the daemon is root.
     pub cgroup: Option<crate::cgroup::CgroupSettings>,
+    /// slurm.conf `TaskPlugin` has `task/affinity`: steps' tasks are bound
+    /// to CPUs (`--cpu-bind`).
+    pub task_affinity: bool,
     /// What registration reports (free memory, load and start time are
     /// refreshed on each attempt).
     pub registration: NodeRegistration,
@@ -274,10 +277,15 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
     // layer confines, else on the gathering cgroups.
     gather.memory = config.memory_constraints();
     gather.real_memory_mb = registration.real_memory;
+    let task_affinity = config
+        .task_plugin()
+        .split(',')
+        .any(|p| p.trim() == "task/affinity" || p.trim() == "affinity");
     Ok(NodeSetup {
         gather,
         gpus,
         cgroup,
+        task_affinity,
         auth: Arc::new(auth),
         identity: own_identity(&node_name),
         spool_dir,
@@ -314,10 +322,6 @@ fn confinement(
     // Keys read and typed but not yet acted on: said once, not ignored
     // in silence (docs/compatibility.md).
     let not_applied: Vec<&str> = [
-        (
-            cgroup_conf.constrain_cores,
-            "ConstrainCores=yes (jobs are not held to their cores)",
-        ),
         (cgroup_conf.memory_swappiness.is_some(), "MemorySwappiness"),
         (
             cgroup_conf.signal_children_processes,

@@ -160,6 +160,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
         spool_dir: setup.spool_dir.clone(),
         gather: setup.gather.clone(),
         gpus: setup.gpus.clone(),
+        task_affinity: setup.task_affinity,
         cgroup: setup.cgroup.clone(),
         daemon_uid,
         stepd_program: stepd_program.clone(),

@@ -128,6 +128,7 @@ pub async fn launch(
         gather: node.gather.clone(),
         gpus: node.gpus.clone(),
         cgroup: node.cgroup.clone(),
+        task_affinity: node.task_affinity,
     };
     let Ok(mut line) = serde_json::to_vec(&spec) else {
         return NodeResponse::Failed("cannot encode the step".into());

@@ -22,6 +22,7 @@ fn launch() -> BatchLaunch {
         cpus: 2,
         mem: 1000,
         gpus: vec![],
+        cpu_ids: vec![],
         time_limit_secs: None,
         acctg_freq: None,
         restarts: 0,

@@ -64,7 +64,13 @@ pub fn main(job_dir: &Path) -> i32 {
     let confined = spec.cgroup.as_ref().map(|s| (s.driver(), s.settle));
     let batch_cg = CgPath::job(spec.launch.uid, job_id.0).step("batch");
     let (gather_cgroup, task_cgroup) = match &confined {
-        Some((driver, settle)) => match confine(&**driver, &batch_cg).and_then(|t| {
+        Some((driver, settle)) => match confine(
+            &**driver,
+            &batch_cg,
+            spec.cgroup.as_ref().expect("confined"),
+            &spec.launch.cpu_ids,
+        )
+        .and_then(|t| {
             // ConstrainDevices: the job and its batch step may open only
             // the job's GPUs on this node.
             let settings = spec.cgroup.as_ref().expect("confined");
@@ -242,8 +248,17 @@ fn memory_limit(spec: &StepdSpec) -> Option<(u64, Option<u64>)> {
 }
 
 /// Makes the batch step's cgroup and its task's, for the script to join.
-fn confine(driver: &dyn Driver, step: &CgPath) -> Result<TaskCgroup, cgroup::CgroupError> {
+fn confine(
+    driver: &dyn Driver,
+    step: &CgPath,
+    settings: &cgroup::CgroupSettings,
+    cpu_ids: &[u32],
+) -> Result<TaskCgroup, cgroup::CgroupError> {
     driver.create_step(step)?;
+    // ConstrainCores: the job and its batch step on the job's CPUs here,
+    // before the task's cgroup copies them.
+    let host = crate::affinity::host_cpus();
+    cgroup::confine_cpus(driver, settings, step, cpu_ids, cpu_ids, &host)?;
     let dirs = driver.create_task(&step.task(0))?;
     Ok(TaskCgroup::from_dirs(
         driver.version() == cgroup::Version::V2,

@@ -66,6 +66,10 @@ pub struct TaskdSpec {
     /// `step_S/task_T`, and the step ends once its cgroup is empty.
     #[serde(default)]
     pub cgroup: Option<crate::cgroup::CgroupSettings>,
+    /// slurm.conf `TaskPlugin` has `task/affinity`: each task is bound to
+    /// CPUs as `--cpu-bind` says (`affinity`).
+    #[serde(default)]
+    pub task_affinity: bool,
 }
 
 /// The daemon's later stdin lines.
@@ -589,6 +593,8 @@ struct StepSetup {
     /// Why the step's cgroup could not be made: every task of this node
     /// then fails.
     confine_error: Option<String>,
+    /// task/affinity: how this node's tasks are bound, and the host's CPUs.
+    binding: Option<(crate::affinity::Binding, Vec<u32>)>,
 }
 
 /// A confined step's cgroup.
@@ -637,6 +643,16 @@ impl StepSetup {
                 settle: s.settle,
             };
             let made = c.driver.create_step(&c.step).and_then(|()| {
+                // ConstrainCores: the job on its CPUs here, the step on its
+                // own, before the tasks' cgroups copy them.
+                crate::cgroup::confine_cpus(
+                    &*c.driver,
+                    s,
+                    &c.step,
+                    &l.job_cpu_ids,
+                    &l.cpu_ids,
+                    &crate::affinity::host_cpus(),
+                )?;
                 // ConstrainDevices: the step may open only its GPUs.
                 crate::cgroup::confine_devices(s, &c.step, &l.gpus).map_err(|e| {
                     crate::cgroup::CgroupError::Devices {
@@ -675,7 +691,26 @@ impl StepSetup {
         if let Some(c) = &cgroup {
             c.limit_memory(gather_settings, l.mem);
         }
+        let binding = spec.task_affinity.then(|| {
+            let host = crate::affinity::host_cpus();
+            // srun(1) `-c`: each task's share of the step's CPUs.
+            let cpus_per_task = l
+                .env
+                .iter()
+                .find(|(k, _)| k == "SLURM_CPUS_PER_TASK")
+                .and_then(|(_, v)| v.parse().ok())
+                .unwrap_or(1);
+            let binding = crate::affinity::plan(
+                l.cpu_bind.as_deref(),
+                &l.cpu_ids,
+                &host,
+                mine.len(),
+                cpus_per_task,
+            );
+            (binding, host)
+        });
         StepSetup {
+            binding,
             confined,
             confine_error,
             to,
@@ -806,6 +841,14 @@ fn start_task(
             return;
         }
     };
+    let mut pmix_env = pmix_env;
+    let bound: Option<Vec<u32>> = match &step.binding {
+        Some((b, _)) => {
+            pmix_env.extend(b.env.iter().cloned());
+            b.tasks.get(local).cloned().flatten()
+        }
+        None => None,
+    };
     let env = task_env(spec, task, local, keep_fd, pmix_env);
     let Some(program) = l.argv.first() else {
         started.failed_exits.push((task, 1 << 8));
@@ -846,6 +889,14 @@ fn start_task(
                 Ok(())
             });
         }
+        // task/affinity, after the cgroup (joining a v1 cpuset resets the
+        // affinity to the cpuset's CPUs); `apply` is one system call.
+        if let Some(mask) = bound.as_deref().map(crate::affinity::CpuMask::new) {
+            cmd.pre_exec(move || {
+                mask.apply();
+                Ok(())
+            });
+        }
         cmd.pre_exec(move || setup.apply());
     }
     for m in stdio.messages {
@@ -860,6 +911,21 @@ fn start_task(
             let pid = child.id() as i32;
             if let Some(id) = ProcId::of(pid) {
                 report(&TaskdReport::Started(id));
+            }
+            if let Some((b, host)) = step.binding.as_ref().filter(|(b, _)| b.verbose) {
+                to.send(StepdToSrun::Output {
+                    task,
+                    stderr: true,
+                    data: crate::affinity::verbose_line(
+                        &spec.node_name,
+                        task,
+                        local,
+                        pid,
+                        b.tasks.get(local).and_then(|t| t.as_deref()),
+                        host,
+                    )
+                    .into_bytes(),
+                });
             }
             started.sources.push((
                 local,

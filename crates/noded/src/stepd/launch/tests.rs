@@ -73,6 +73,7 @@ fn borrowed_spec_is_the_specs_json() {
         cpus: 2,
         mem: 100,
         gpus: vec![1],
+        cpu_ids: vec![],
         time_limit_secs: Some(60),
         acctg_freq: Some("task=5".into()),
         restarts: 3,

@@ -214,7 +214,7 @@ proptest! {
         let parts = vec![crate::tests::part(6)];
         let on = |node: u32, cpus: u32| Allocation {
             partition: 0,
-            nodes: vec![NodeAlloc { node: NodeIdx(node), cpus, mem: 0, tasks: cpus, gres: vec![] }],
+            nodes: vec![NodeAlloc { node: NodeIdx(node), cpus, mem: 0, tasks: cpus, gres: vec![], cpu_ids: vec![] }],
             exclusive: false,
         };
         let state = |tl: &Timeline| {
@@ -300,7 +300,7 @@ proptest! {
                 end: now + end,
                 alloc: Cow::Owned(Allocation {
                     partition: 0,
-                    nodes: vec![NodeAlloc { node: NodeIdx(on), cpus, mem: 0, tasks: cpus, gres: vec![] }],
+                    nodes: vec![NodeAlloc { node: NodeIdx(on), cpus, mem: 0, tasks: cpus, gres: vec![], cpu_ids: vec![] }],
                     exclusive,
                 }),
                 version: None,
@@ -367,7 +367,7 @@ proptest! {
                 let alloc = Allocation {
                     partition: 0,
                     nodes: (first..(first + n).min(6))
-                        .map(|i| NodeAlloc { node: NodeIdx(i), cpus, mem: 0, tasks: cpus, gres: vec![] })
+                        .map(|i| NodeAlloc { node: NodeIdx(i), cpus, mem: 0, tasks: cpus, gres: vec![], cpu_ids: vec![] })
                         .collect(),
                     exclusive: false,
                 };
@@ -404,7 +404,7 @@ proptest! {
             for (first, cpus, limit) in starts {
                 let alloc = Allocation {
                     partition: 0,
-                    nodes: vec![NodeAlloc { node: NodeIdx(first), cpus, mem: 0, tasks: cpus, gres: vec![] }],
+                    nodes: vec![NodeAlloc { node: NodeIdx(first), cpus, mem: 0, tasks: cpus, gres: vec![], cpu_ids: vec![] }],
                     exclusive: false,
                 };
                 kept.start(limit, &alloc);

@@ -1,0 +1,196 @@
+//! CPUs: a node's CPU ids on this host's CPUs, and Slurm's task/affinity
+//! (srun(1) `--cpu-bind`): which CPUs each task of a step is bound to, the
+//! `SLURM_CPU_BIND*` variables it gets, the `verbose` line, and the
+//! binding itself (`sched_setaffinity` between fork and exec).
+//!
+//! A node's CPU ids are the controller's (`0..CPUs` of slurm.conf); on a
+//! real node they are the host's. A test cluster runs several node
+//! daemons on one host, each claiming CPUs the host may not have: id `i`
+//! is then the host's `i mod n`th usable CPU ([`to_host`]), so that
+//! confinement and binding still work and a job never fails for it (two
+//! jobs of one node share a host CPU only where the node claims more CPUs
+//! than the host has).
+//!
+//! A leaf: imports no room. Pure but for [`host_cpus`] and [`CpuMask`].
+
+use proto::{mask_hex, CpuBind, CpuBindType};
+
+/// The CPUs this process may run on (its affinity): the host's usable CPUs
+/// for a daemon or supervisor that nothing bound.
+pub fn host_cpus() -> Vec<u32> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
+    // writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|c| libc::CPU_ISSET(*c, &set))
+            .map(|c| c as u32)
+            .collect()
+    }
+}
+
+/// The host CPUs that stand for a node's CPU `ids`: id `i` is `host[i mod
+/// len]` (the same where the node's ids are the host's), ascending and
+/// without repeats. No host CPUs known: the ids themselves.
+pub fn to_host(ids: &[u32], host: &[u32]) -> Vec<u32> {
+    let mut out: Vec<u32> = if host.is_empty() {
+        ids.to_vec()
+    } else {
+        ids.iter().map(|i| host[*i as usize % host.len()]).collect()
+    };
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The ids in a kernel CPU list (`0-3,8`), as cpusets and sysfs write it.
+pub fn parse_cpu_list(text: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) {
+                    out.extend(a..=b);
+                }
+            }
+            None => out.extend(part.trim().parse::<u32>().ok()),
+        }
+    }
+    out
+}
+
+/// How the tasks of a step are bound on this node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Binding {
+    /// Each local task's host CPUs; `None`: not bound.
+    pub tasks: Vec<Option<Vec<u32>>>,
+    /// `SLURM_CPU_BIND*` for every task of the node.
+    pub env: Vec<(String, String)>,
+    /// `verbose`: each task's line on its stderr.
+    pub verbose: bool,
+}
+
+/// task/affinity's binding for `n_local` tasks of `cpus_per_task` CPUs
+/// each, on the step's CPU ids `step_ids` (the node's) of host CPUs
+/// `host`, by srun's `--cpu-bind` text `asked` (`None`: Slurm's default,
+/// cores where the tasks fit). A text that does not parse binds nothing.
+pub fn plan(
+    asked: Option<&str>,
+    step_ids: &[u32],
+    host: &[u32],
+    n_local: usize,
+    cpus_per_task: u32,
+) -> Binding {
+    let bind = asked
+        .map(|t| CpuBind::parse(t).unwrap_or_default())
+        .unwrap_or_default();
+    let cpt = cpus_per_task.max(1) as usize;
+    let mut step: Vec<u32> = step_ids.to_vec();
+    step.sort_unstable();
+    step.dedup();
+    if step.is_empty() {
+        // An older controller sends no ids: all the host's CPUs.
+        step = (0..host.len() as u32).collect();
+    }
+    let nth = |k: usize| -> u32 { step[k % step.len().max(1)] };
+    let node_ids: Vec<Option<Vec<u32>>> = if step.is_empty() {
+        vec![None; n_local]
+    } else {
+        match &bind.kind {
+            CpuBindType::None => vec![None; n_local],
+            CpuBindType::Auto if n_local * cpt > step.len() => vec![None; n_local],
+            CpuBindType::Auto | CpuBindType::Cores | CpuBindType::Threads => (0..n_local)
+                .map(|t| Some((0..cpt).map(|k| nth(t * cpt + k)).collect()))
+                .collect(),
+            CpuBindType::Sockets => vec![Some(step.clone()); n_local],
+            CpuBindType::Rank => (0..n_local).map(|t| Some(vec![nth(t)])).collect(),
+            CpuBindType::MapCpu(ids) => (0..n_local)
+                .map(|t| Some(vec![ids[t % ids.len()]]))
+                .collect(),
+            CpuBindType::MaskCpu(masks) => (0..n_local)
+                .map(|t| Some(masks[t % masks.len()].clone()))
+                .collect(),
+        }
+    };
+    let tasks: Vec<Option<Vec<u32>>> = node_ids
+        .into_iter()
+        .map(|ids| ids.map(|ids| to_host(&ids, host)))
+        .collect();
+    let verbose = if bind.verbose { "verbose" } else { "quiet" };
+    let bound = tasks.iter().any(Option::is_some);
+    let (kind, list) = if bound {
+        let masks: Vec<String> = tasks
+            .iter()
+            .map(|t| t.as_deref().map_or_else(|| mask_hex(host), mask_hex))
+            .collect();
+        ("mask_cpu:".to_string(), masks.join(","))
+    } else {
+        ("none".to_string(), String::new())
+    };
+    let env = vec![
+        (
+            "SLURM_CPU_BIND".to_string(),
+            format!("{verbose},{kind}{list}"),
+        ),
+        ("SLURM_CPU_BIND_LIST".to_string(), list),
+        ("SLURM_CPU_BIND_TYPE".to_string(), kind),
+        ("SLURM_CPU_BIND_VERBOSE".to_string(), verbose.to_string()),
+    ];
+    Binding {
+        tasks,
+        env,
+        verbose: bind.verbose,
+    }
+}
+
+/// The line `verbose` writes to a task's stderr, as Slurm's task/affinity
+/// does: `cpu-bind=MASK - node1, task  0  0 [4242]: mask 0x1 set`
+/// (`cpu-bind=NULL` and the CPUs it may use where it is not bound).
+pub fn verbose_line(
+    node: &str,
+    task: u32,
+    local: usize,
+    pid: i32,
+    cpus: Option<&[u32]>,
+    all: &[u32],
+) -> String {
+    let (kind, mask) = match cpus {
+        Some(c) => ("MASK", mask_hex(c)),
+        None => ("NULL", mask_hex(all)),
+    };
+    format!("cpu-bind={kind} - {node}, task {task:2} {local:2} [{pid}]: mask {mask} set\n")
+}
+
+/// A CPU set prepared before fork; [`CpuMask::apply`] is async-signal-safe.
+#[derive(Clone, Copy)]
+pub struct CpuMask(libc::cpu_set_t);
+
+impl CpuMask {
+    /// The set of host CPUs `cpus` (ids past the kernel's set size are
+    /// left out).
+    pub fn new(cpus: &[u32]) -> CpuMask {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET is
+        // given ids below CPU_SETSIZE only.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for c in cpus {
+                if (*c as usize) < libc::CPU_SETSIZE as usize {
+                    libc::CPU_SET(*c as usize, &mut set);
+                }
+            }
+            CpuMask(set)
+        }
+    }
+
+    /// Binds the calling process; false where the kernel refused.
+    pub fn apply(&self) -> bool {
+        // SAFETY: one system call on memory this value owns.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.0) == 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests;
