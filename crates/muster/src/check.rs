@@ -186,8 +186,9 @@ pub fn check_files(path: &Path, read: &mut dyn FnMut(&Path) -> std::io::Result<S
         match conf::parse_gres_conf(&text, &gres_path) {
             Ok((gres, warnings)) => {
                 let mut all = warnings;
-                if let Some(c) = &config {
+                if let Some(c) = config.as_mut() {
                     all.extend(conf::check_gres_types(&gres, &c.gres_types, &gres_path));
+                    c.gres = gres;
                 }
                 findings.extend(in_file_order(
                     all.into_iter().map(Finding::warning).collect(),
@@ -201,7 +202,13 @@ pub fn check_files(path: &Path, read: &mut dyn FnMut(&Path) -> std::io::Result<S
     if let Ok(text) = reading(&cgroup_path) {
         let mut all = Vec::new();
         match conf::parse_cgroup_conf(&text, &cgroup_path) {
-            Ok((_, warnings)) => all.extend(warnings.into_iter().map(Finding::warning)),
+            Ok((cgroup, warnings)) => {
+                all.extend(warnings.into_iter().map(Finding::warning));
+                // As `conf::load` sets it, for the confinement check below.
+                if let Some(c) = config.as_mut() {
+                    c.cgroup = Some(cgroup);
+                }
+            }
             Err(e) => all.push(Finding::error(&e, &cgroup_path)),
         }
         all.extend(
@@ -307,8 +314,10 @@ impl Change {
     }
 }
 
-/// Entries that are runtime facts, not configuration.
-const RUNTIME_ENTRIES: &[&str] = &["BOOT_TIME", "NEXT_JOB_ID"];
+/// Entries left out of the comparison: runtime facts, not configuration,
+/// and the file's own path (a candidate file is usually not where the
+/// running one is).
+const RUNTIME_ENTRIES: &[&str] = &["BOOT_TIME", "NEXT_JOB_ID", "SLURM_CONF"];
 
 /// The changes between two `scontrol show config` entry lists, in the
 /// running list's order, then the keys only the file has.
@@ -460,7 +469,15 @@ pub fn main(a: &crate::args::CheckConfigArgs) -> i32 {
                     message: format!("{e:#}"),
                 }),
             },
-            None => diff_text = "diff: not compared: slurm.conf has errors\n".to_string(),
+            None => {
+                diff_text = format!(
+                    "diff: not compared: {} has errors\n",
+                    path.file_name().map_or_else(
+                        || path.display().to_string(),
+                        |n| n.to_string_lossy().into_owned()
+                    )
+                )
+            }
         }
     }
     let text = report.render();
