@@ -1,6 +1,6 @@
 //! Which of the keys muster accepts act here, for `muster check-config`.
 //!
-//! [`crate::keys`] says which keys Slurm knows; this module says which of
+//! The `keys` table says which keys Slurm knows; this module says which of
 //! those muster reads and acts on. A key that parses but that no part of
 //! muster reads "does nothing here": the daemons keep it for
 //! `scontrol show config`, and `check-config` warns about it with its
