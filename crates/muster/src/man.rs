@@ -39,7 +39,7 @@ pub fn write_pages(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 pub fn slurm_command(name: &'static str) -> Option<clap::Command> {
     let specs = cli::options(name)?;
     let about = format!(
-        "{name}, as muster serves it (Slurm {})",
+        "the Slurm command, as muster serves it (Slurm {})",
         cli::common::SLURM_VERSION
     );
     let long_about = format!(
