@@ -61,13 +61,19 @@ impl Finding {
         }
     }
 
-    /// `file:line: severity: message`, the file relative to `root`.
+    /// `file:line: severity: message`, the files (also those the message
+    /// names) relative to `root`.
     pub fn render(&self, root: &Path) -> String {
         let file = self.file.strip_prefix(root).unwrap_or(&self.file);
         let severity = self.severity;
+        let message = if root.as_os_str().is_empty() {
+            self.message.clone()
+        } else {
+            self.message.replace(&format!("{}/", root.display()), "")
+        };
         match self.line {
-            Some(line) => format!("{}:{line}: {severity}: {}", file.display(), self.message),
-            None => format!("{}: {severity}: {}", file.display(), self.message),
+            Some(line) => format!("{}:{line}: {severity}: {message}", file.display()),
+            None => format!("{}: {severity}: {message}", file.display()),
         }
     }
 }
