@@ -104,11 +104,18 @@ impl Report {
 
     /// The findings, one line each, and the summary line.
     pub fn render(&self) -> String {
+        self.render_with("")
+    }
+
+    /// [`Report::render`] with `more` (the `--diff` section) before the
+    /// summary line, which stays last.
+    pub fn render_with(&self, more: &str) -> String {
         let mut out = String::new();
         for f in &self.findings {
             out.push_str(&f.render(&self.root));
             out.push('\n');
         }
+        out.push_str(more);
         out.push_str(&self.summary());
         out.push('\n');
         out
@@ -486,19 +493,7 @@ pub fn main(a: &crate::args::CheckConfigArgs) -> i32 {
             }
         }
     }
-    let text = report.render();
-    let (body, summary) = text
-        .trim_end()
-        .rsplit_once('\n')
-        .map_or(("", text.trim_end()), |(b, s)| (b, s));
-    let mut out = String::new();
-    if !body.is_empty() {
-        out.push_str(body);
-        out.push('\n');
-    }
-    out.push_str(&diff_text);
-    out.push_str(summary);
-    out.push('\n');
+    let out = report.render_with(&diff_text);
     cli::common::print_stdout(&out);
     i32::from(report.errors() > 0)
 }
