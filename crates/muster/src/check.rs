@@ -102,13 +102,8 @@ impl Report {
         self.findings.len() - self.errors()
     }
 
-    /// The findings, one line each, and the summary line.
-    pub fn render(&self) -> String {
-        self.render_with("")
-    }
-
-    /// [`Report::render`] with `more` (the `--diff` section) before the
-    /// summary line, which stays last.
+    /// The findings, one line each, then `more` (the `--diff` section),
+    /// then the summary line.
     pub fn render_with(&self, more: &str) -> String {
         let mut out = String::new();
         for f in &self.findings {

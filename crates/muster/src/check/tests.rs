@@ -86,7 +86,7 @@ fn a_missing_file_is_an_error() {
     let report = check_files(Path::new("/nowhere/slurm.conf"), &mut read);
     assert_eq!(report.errors(), 1);
     assert_eq!(
-        report.render(),
+        report.render_with(""),
         "slurm.conf: error: cannot read: entity not found\nchecked nothing: 1 error, 0 warnings\n"
     );
 }
@@ -110,7 +110,7 @@ fn golden_check_config_reports() {
     for case in cases {
         let mut read = |p: &Path| std::fs::read_to_string(p);
         let report = check_files(&case.join("slurm.conf"), &mut read);
-        let got = report.render();
+        let got = report.render_with("");
         let expected_path = case.join("expected.txt");
         if update {
             std::fs::write(&expected_path, &got).unwrap();
