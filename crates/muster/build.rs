@@ -22,6 +22,9 @@
 //! The daemons' `muster` stays a dynamically linked PIE: it needs the
 //! site's name services for every user (initgroups), dlopens libmunge,
 //! links OpenPMIx, and is started once, so its start does not matter.
+//!
+//! Also: `MUSTER_GIT_COMMIT`, the commit this was built from, for
+//! `muster --version` (see `git_commit`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,6 +32,7 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rustc-check-cfg=cfg(static_cli)");
+    println!("cargo:rustc-env=MUSTER_GIT_COMMIT={}", git_commit());
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
     if os != "linux" || env != "gnu" {
@@ -106,4 +110,44 @@ fn archive(name: &str) -> Option<PathBuf> {
     }
     let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
     (path.is_absolute() && path.is_file()).then_some(path)
+}
+
+/// The short hash of the commit checked out, or `unknown` outside a git
+/// checkout (a source tarball) or without git; `MUSTER_GIT_COMMIT` in the
+/// build's environment wins (packagers). The script reruns when HEAD or
+/// the branch it names moves, so a commit rebuilds this package alone,
+/// not the workspace.
+fn git_commit() -> String {
+    println!("cargo:rerun-if-env-changed=MUSTER_GIT_COMMIT");
+    if let Ok(given) = std::env::var("MUSTER_GIT_COMMIT") {
+        return given;
+    }
+    let git = |args: &[&str]| -> Option<String> {
+        let out = Command::new("git").args(args).output().ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let text = String::from_utf8(out.stdout).ok()?;
+        let text = text.trim();
+        (!text.is_empty()).then(|| text.to_string())
+    };
+    let Some(commit) = git(&["rev-parse", "--short=12", "HEAD"]) else {
+        return "unknown".to_string();
+    };
+    // In a worktree HEAD is the worktree's own, the branch in the shared
+    // directory; `--git-path` resolves both. A path that does not exist
+    // (a packed ref) would make cargo rerun every build: watch
+    // packed-refs instead.
+    let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watched.push(branch);
+    }
+    for name in watched {
+        if let Some(path) = git(&["rev-parse", "--git-path", &name]) {
+            if let Ok(path) = PathBuf::from(path).canonicalize() {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
+        }
+    }
+    commit
 }

@@ -75,6 +75,27 @@ pub fn dispatch_by_word(args: &[String]) -> i32 {
     }
 }
 
+/// The options command `name`'s parser accepts (its getopt table), for
+/// man pages and completions; None for a name not in [`COMMANDS`].
+pub fn options(name: &str) -> Option<Vec<getopt::OptSpec>> {
+    Some(match name {
+        "sbatch" => sbatch::opts::SPECS.to_vec(),
+        "srun" => srun::specs(),
+        "salloc" => salloc::specs(),
+        "squeue" => squeue::OPTIONS.to_vec(),
+        "sinfo" => sinfo::OPTS.to_vec(),
+        "scancel" => scancel::OPTIONS.to_vec(),
+        "scontrol" => scontrol::OPTS.to_vec(),
+        "sacct" => sacct::OPTIONS.to_vec(),
+        "sacctmgr" => sacctmgr::OPTIONS.to_vec(),
+        "sreport" => sreport::OPTIONS.to_vec(),
+        "sprio" => sprio::OPTIONS.to_vec(),
+        "sshare" => sshare::OPTIONS.to_vec(),
+        "sstat" => sstat::OPTIONS.to_vec(),
+        _ => return None,
+    })
+}
+
 /// The command names `muster install-links` creates.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr", "sreport", "sprio",

@@ -49,7 +49,7 @@ tresusageoutmaxt,tresusageoutave,tresusageouttot";
 /// (`AccountingStorageType=accounting_storage/none`); it then exits 1.
 pub const ACCOUNTING_DISABLED: &str = "Slurm accounting storage is disabled";
 
-const OPTIONS: &[OptSpec] = &[
+pub(crate) const OPTIONS: &[OptSpec] = &[
     opt("accounts", Some('A'), Arg::Required),
     opt("allclusters", Some('L'), Arg::None),
     opt("allocations", Some('X'), Arg::None),

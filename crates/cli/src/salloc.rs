@@ -22,8 +22,8 @@ const EXTRA: &[OptSpec] = &[
     opt("immediate", Some('I'), Arg::Optional),
 ];
 
-/// Runs `salloc`.
-pub fn main(args: Vec<String>) -> i32 {
+/// salloc's options: sbatch's, less those of batch jobs, and its own.
+pub fn specs() -> Vec<OptSpec> {
     let mut specs: Vec<OptSpec> = crate::sbatch::opts::SPECS
         .iter()
         .filter(|s| {
@@ -35,6 +35,12 @@ pub fn main(args: Vec<String>) -> i32 {
         .copied()
         .collect();
     specs.extend_from_slice(EXTRA);
+    specs
+}
+
+/// Runs `salloc`.
+pub fn main(args: Vec<String>) -> i32 {
+    let specs = specs();
     let parsed = match getopt::parse(&specs, &args, true) {
         Ok(p) => p,
         Err(e) => {

@@ -28,7 +28,7 @@ use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use model::{JobId, JobState};
 use proto::{CtldRequest, JobList, SlurmError};
 
-const OPTIONS: &[OptSpec] = &[
+pub(crate) const OPTIONS: &[OptSpec] = &[
     opt("account", Some('A'), Arg::Required),
     opt("batch", Some('b'), Arg::None),
     opt("ctld", Some('c'), Arg::None),

@@ -24,7 +24,7 @@ use proto::{
     PartitionInfo,
 };
 
-const OPTS: &[OptSpec] = &[
+pub(crate) const OPTS: &[OptSpec] = &[
     opt("all", Some('a'), Arg::None),
     opt("details", Some('d'), Arg::None),
     opt("federation", None, Arg::None),

@@ -39,7 +39,7 @@ const FMT_REASONS: &str = "%20E %9u %19H %N";
 const FMT_REASONS_LONG: &str = "%20E %12U %19H %6t %N";
 
 /// The options `sinfo` accepts.
-const OPTS: &[OptSpec] = &[
+pub(crate) const OPTS: &[OptSpec] = &[
     opt("all", Some('a'), Arg::None),
     opt("bg", Some('b'), Arg::None),
     opt("dead", Some('d'), Arg::None),

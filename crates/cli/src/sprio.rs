@@ -17,7 +17,7 @@ pub const DEFAULT_FORMAT: &str = "%.15i %9r %.10Y %.10S %.10A %.10F %.10J %.10P 
 pub const LONG_FORMAT: &str =
     "%.15i %9r %.8u %.10Y %.10S %.10A %.10a %.10F %.10J %.10P %.10Q %.11N %.20T";
 
-const OPTIONS: &[OptSpec] = &[
+pub(crate) const OPTIONS: &[OptSpec] = &[
     opt("help", None, Arg::None),
     opt("jobs", Some('j'), Arg::Required),
     opt("long", Some('l'), Arg::None),

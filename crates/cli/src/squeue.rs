@@ -37,7 +37,7 @@ pub const STEP_FORMAT: &str = "%.15i %.8j %.9P %.8u %.9M %N";
 /// Default `-S` for jobs.
 pub const DEFAULT_SORT: &str = "P,t,-p";
 
-const OPTIONS: &[OptSpec] = &[
+pub(crate) const OPTIONS: &[OptSpec] = &[
     opt("account", Some('A'), Arg::Required),
     opt("all", Some('a'), Arg::None),
     opt("array", Some('r'), Arg::None),

@@ -19,7 +19,7 @@ use crate::timespec::{midnight, parse_time};
 use model::Timestamp;
 use proto::acctdb::{AcctTables, UsageQuery, UsageReport};
 
-const OPTIONS: &[OptSpec] = &[
+pub(crate) const OPTIONS: &[OptSpec] = &[
     opt("all_clusters", Some('a'), Arg::None),
     opt("cluster", Some('M'), Arg::Required),
     opt("help", Some('h'), Arg::None),

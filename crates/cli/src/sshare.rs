@@ -11,7 +11,7 @@ use crate::common::{self, split_list};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use proto::ShareRow;
 
-const OPTIONS: &[OptSpec] = &[
+pub(crate) const OPTIONS: &[OptSpec] = &[
     opt("accounts", Some('A'), Arg::Required),
     opt("all", Some('a'), Arg::None),
     opt("clusters", Some('M'), Arg::Required),

@@ -88,7 +88,7 @@ TRESUsageOutMinNode,TRESUsageOutMinTask,TRESUsageOutTot";
 /// `-i/--pidformat`.
 pub const PID_FORMAT: &str = "JobID,Nodelist,Pids";
 
-const OPTIONS: &[OptSpec] = &[
+pub(crate) const OPTIONS: &[OptSpec] = &[
     opt("allsteps", Some('a'), Arg::None),
     opt("fields", None, Arg::Required),
     opt("format", Some('o'), Arg::Required),

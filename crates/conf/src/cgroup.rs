@@ -124,7 +124,7 @@ impl CgroupConf {
 
 /// Keys of cgroup.conf(5) that muster accepts and does not use (some are
 /// obsolete in Slurm too: the kernel memory ones, the release agent).
-const ACCEPTED_KEYS: &[&str] = &[
+pub(crate) const ACCEPTED_KEYS: &[&str] = &[
     "AllowedKmemSpace",
     "CgroupAutomount",
     "CgroupReleaseAgentDir",

@@ -168,11 +168,7 @@ pub fn parse_gres_conf(
 
 /// Warnings for gres.conf lines whose name `GresTypes` does not list
 /// (slurmd ignores them).
-pub(crate) fn check_against_types(
-    gres: &[GresConf],
-    gres_types: &[String],
-    file: &Path,
-) -> Vec<Warning> {
+pub fn check_against_types(gres: &[GresConf], gres_types: &[String], file: &Path) -> Vec<Warning> {
     gres.iter()
         .filter(|g| !gres_types.iter().any(|t| t.eq_ignore_ascii_case(&g.name)))
         .map(|g| Warning {

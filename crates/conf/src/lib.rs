@@ -8,7 +8,10 @@
 //!                         \--Include--> include(path) callback
 //! gres.conf (same directory) --parse_gres_conf()--> Config::gres
 //! cgroup.conf (same directory) --parse_cgroup_conf()--> Config::cgroup
+//! topology.conf --parse_topology_conf()--> TopologyConf (syntax only: unused)
 //! ```
+//!
+//! [`effect`] says which accepted keys act in muster (for `muster check-config`).
 //!
 //! Only [`load`] touches the file system; [`parse_str`],
 //! [`parse_gres_conf`] and [`parse_cgroup_conf`] are pure and get included files through a callback.
@@ -21,12 +24,14 @@
 #![warn(missing_docs)]
 
 mod cgroup;
+pub mod effect;
 mod gres;
 mod keys;
 mod lex;
 pub mod memlimit;
 mod parse;
 mod show;
+mod topology;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -36,8 +41,11 @@ use model::TimeLimit;
 use serde::{Deserialize, Serialize};
 
 pub use cgroup::{parse_cgroup_conf, CgroupConf, CgroupPlugin};
-pub use gres::{parse_gres_conf, parse_id_list};
+pub use gres::{check_against_types as check_gres_types, parse_gres_conf, parse_id_list};
 pub use show::{override_entry, render_show_config, SLURM_COMPAT_VERSION};
+pub use topology::{
+    check_topology_nodes, parse_topology_conf, TopologyBlock, TopologyConf, TopologySwitch,
+};
 
 /// A parsed configuration and the warnings met on the way (unknown keys,
 /// keys given twice, obsolete keys).

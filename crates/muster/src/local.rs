@@ -32,46 +32,18 @@ struct UpOptions {
     n_nodes: u32,
 }
 
-fn parse_common(args: &[String], allow_up: bool) -> anyhow::Result<UpOptions> {
-    let mut o = UpOptions {
-        detach: false,
-        confine: false,
-        state_dir: client::default_state_dir(),
-        n_nodes: 4,
-    };
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        let (key, inline) = match a.split_once('=') {
-            Some((k, v)) => (k, Some(v.to_string())),
-            None => (a, None),
-        };
-        let mut value = || -> anyhow::Result<String> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
-            }
-            i += 1;
-            args.get(i)
-                .cloned()
-                .with_context(|| format!("{key} needs a value"))
-        };
-        match key {
-            "--detach" | "-d" if allow_up => o.detach = true,
-            "--confine" if allow_up => o.confine = true,
-            "--state-dir" => o.state_dir = PathBuf::from(value()?),
-            "--nodes" | "-N" if allow_up => {
-                let v = value()?;
-                o.n_nodes = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=64).contains(n))
-                    .with_context(|| format!("--nodes {v:?}: expected a number from 1 to 64"))?;
-            }
-            other => bail!("unknown option {other:?}"),
+impl UpOptions {
+    fn from_up(a: &crate::args::UpArgs) -> UpOptions {
+        UpOptions {
+            detach: a.detach,
+            confine: a.confine,
+            state_dir: a
+                .state_dir
+                .clone()
+                .unwrap_or_else(client::default_state_dir),
+            n_nodes: a.nodes,
         }
-        i += 1;
     }
-    Ok(o)
 }
 
 fn free_port() -> anyhow::Result<u16> {
@@ -182,18 +154,10 @@ pub fn install_links(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// `muster install-links DIR`.
-pub fn install_links_cmd(args: Vec<String>) -> i32 {
-    let [dir] = args.as_slice() else {
-        eprintln!("usage: muster install-links DIR");
-        return 1;
-    };
-    match install_links(Path::new(dir)) {
+pub fn install_links_cmd(dir: &Path) -> i32 {
+    match install_links(dir) {
         Ok(()) => {
-            println!(
-                "linked {} into {}",
-                cli::COMMANDS.join(" "),
-                Path::new(dir).display()
-            );
+            println!("linked {} into {}", cli::COMMANDS.join(" "), dir.display());
             0
         }
         Err(e) => {
@@ -549,8 +513,8 @@ fn cgroups_writable() -> Result<(), String> {
 }
 
 /// `muster up [--detach] [--confine] [--state-dir DIR] [--nodes N]`.
-pub fn up(args: Vec<String>) -> i32 {
-    match parse_common(&args, true).and_then(|o| up_inner(&o)) {
+pub fn up(args: &crate::args::UpArgs) -> i32 {
+    match up_inner(&UpOptions::from_up(args)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("muster up: error: {e:#}");
@@ -563,8 +527,7 @@ fn pid_alive(pid: i32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
 
-fn down_inner(o: &UpOptions) -> anyhow::Result<()> {
-    let dir = &o.state_dir;
+fn down_inner(dir: &Path) -> anyhow::Result<()> {
     let conf_path = dir.join("slurm.conf");
     if !conf_path.exists() {
         bail!("no local cluster in {}", dir.display());
@@ -604,8 +567,12 @@ fn down_inner(o: &UpOptions) -> anyhow::Result<()> {
 }
 
 /// `muster down [--state-dir DIR]`.
-pub fn down(args: Vec<String>) -> i32 {
-    match parse_common(&args, false).and_then(|o| down_inner(&o)) {
+pub fn down(args: &crate::args::DownArgs) -> i32 {
+    let dir = args
+        .state_dir
+        .clone()
+        .unwrap_or_else(client::default_state_dir);
+    match down_inner(&dir) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("muster down: error: {e:#}");

@@ -1,9 +1,14 @@
-//! The one binary. `muster ctld|noded|up|down|install-links`, and the Slurm
+//! The one binary. `muster ctld|noded|up|down|install-links|sim|explain|
+//! check-config|completions|man` (parsed by clap: `args`), and the Slurm
 //! commands by the name it is called with (`sbatch`, `squeue`, ... as
-//! links made by `muster install-links DIR`), or as `muster sbatch ...`.
+//! links made by `muster install-links DIR`), or as `muster sbatch ...`
+//! (parsed by their own getopt tables, as Slurm's).
 
 mod alloc;
+mod args;
+mod check;
 mod local;
+mod man;
 
 #[global_allocator]
 static ALLOC: alloc::Switch = alloc::Switch;
@@ -19,30 +24,6 @@ fn init_logging() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
-
-const USAGE: &str = "\
-Usage: muster <command> [options]
-
-Cluster:
-  up [--detach] [--confine] [--state-dir DIR] [--nodes N]
-                        start a local cluster (a controller and N node daemons
-                        on loopback, as the current user); Ctrl-C stops it
-  down [--state-dir DIR]
-                        stop a cluster started with `muster up --detach`
-  install-links DIR     make the Slurm command names links to this binary in DIR
-  ctld [-f slurm.conf]  run the controller (slurmctld)
-  noded [-N name] [-f slurm.conf]
-                        run a node daemon (slurmd)
-
-Beyond Slurm:
-  explain JOBID         why a job waits, in plain words, and when it should start
-  sim --trace FILE [--config slurm.conf] [--policy fcfs|easy|backfill]
-                        replay a workload trace (SWF) through the scheduler
-                        with a virtual clock; `muster sim --help` for more
-
-Slurm commands (also available as `muster <name>`):
-  sbatch srun salloc squeue sinfo scancel scontrol sacct sstat sacctmgr sreport sprio sshare
-";
 
 fn main() {
     // Listing commands exit quietly when their reader goes away (`squeue | head`).
@@ -64,45 +45,118 @@ fn main() {
         // commands alone, never a daemon.
         std::process::exit(cli::dispatch_by_word(&args));
     }
-    let Some(sub) = args.first().cloned() else {
-        eprint!("{USAGE}");
-        std::process::exit(1);
-    };
-    let rest = args[1..].to_vec();
-    if let Some(code) = cli::dispatch(&sub, rest.clone()) {
-        std::process::exit(code);
+    if let Some(sub) = args.first() {
+        // The Slurm commands parse their own options, as Slurm's getopt.
+        if let Some(code) = cli::dispatch(sub, args[1..].to_vec()) {
+            std::process::exit(code);
+        }
+        // The node daemon's own programs (a job's supervisor, its forker,
+        // a step's tasks), started by the daemon with these exact words:
+        // straight to it, without the parser.
+        if sub == "noded"
+            && args
+                .get(1)
+                .is_some_and(|f| f == "--stepd" || f == "--stepd-zygote" || f == "--step-tasks")
+        {
+            std::process::exit(noded::main(args[1..].to_vec()));
+        }
+        if sub == "version" {
+            println!("muster {}", args::VERSION);
+            std::process::exit(0);
+        }
     }
-    let code = match sub.as_str() {
-        "ctld" => {
-            init_logging();
-            ctld::main(rest)
+    let parsed = match <args::Cli as clap::Parser>::try_parse_from(
+        std::iter::once("muster".to_string()).chain(args),
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            // `--help` and `--version` print to stdout and succeed; a bad
+            // command line exits 1, as it did before clap and as Slurm's
+            // commands do.
+            let _ = e.print();
+            std::process::exit(if e.use_stderr() { 1 } else { 0 });
         }
-        "noded" => {
+    };
+    std::process::exit(run(parsed.command));
+}
+
+/// Runs one of muster's own subcommands; the exit status.
+fn run(command: args::Sub) -> i32 {
+    use args::Sub;
+    match command {
+        Sub::Ctld(a) => {
             init_logging();
-            noded::main(rest)
+            let mut words = Vec::new();
+            if let Some(conf) = a.conf {
+                words.push("-f".to_string());
+                words.push(conf.display().to_string());
+            }
+            if a.foreground {
+                words.push("-D".to_string());
+            }
+            if a.verbose > 0 {
+                words.push(format!("-{}", "v".repeat(a.verbose.min(3) as usize)));
+            }
+            ctld::main(words)
         }
-        "up" => local::up(rest),
-        "down" => local::down(rest),
-        "install-links" => local::install_links_cmd(rest),
-        "explain" => cli::explain::main(rest),
-        "sim" => {
+        Sub::Noded(a) => {
+            init_logging();
+            let mut words = Vec::new();
+            if a.foreground {
+                words.push("-D".to_string());
+            }
+            if a.verbose > 0 {
+                words.push(format!("-{}", "v".repeat(a.verbose as usize)));
+            }
+            if let Some(node) = a.node_name {
+                words.push("-N".to_string());
+                words.push(node);
+            }
+            if let Some(conf) = a.conf {
+                words.push("-f".to_string());
+                words.push(conf.display().to_string());
+            }
+            noded::main(words)
+        }
+        Sub::Up(a) => local::up(&a),
+        Sub::Down(a) => local::down(&a),
+        Sub::InstallLinks(a) => local::install_links_cmd(&a.dir),
+        Sub::Explain(a) => cli::explain::main(vec![a.job_id]),
+        Sub::Sim(a) => {
             // The simulator allocates at every event: mimalloc (`alloc`).
             alloc::use_mimalloc();
-            sim::main(rest)
+            match sim::run(&a.to_sim()) {
+                Ok(text) => {
+                    print!("{text}");
+                    0
+                }
+                Err(e) => {
+                    eprintln!("muster sim: {e:#}");
+                    1
+                }
+            }
         }
-        "-h" | "--help" | "help" => {
-            print!("{USAGE}");
-            0
+        Sub::CheckConfig(a) => check::main(&a),
+        Sub::Completions(a) => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            match out.write_all(&man::completions(a.shell)) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("muster completions: error: {e}");
+                    1
+                }
+            }
         }
-        "-V" | "--version" | "version" => {
-            println!("muster {}", env!("CARGO_PKG_VERSION"));
-            0
-        }
-        other => {
-            eprintln!("muster: unknown command {other:?}\n");
-            eprint!("{USAGE}");
-            1
-        }
-    };
-    std::process::exit(code);
+        Sub::Man(a) => match man::write_pages(&a.dir) {
+            Ok(files) => {
+                println!("wrote {} man pages into {}", files.len(), a.dir.display());
+                0
+            }
+            Err(e) => {
+                eprintln!("muster man: error: {e:#}");
+                1
+            }
+        },
+    }
 }

@@ -28,7 +28,7 @@ use proto::acctdb::{
     Key, ListOp, Setting,
 };
 
-const OPTIONS: &[OptSpec] = &[
+pub(crate) const OPTIONS: &[OptSpec] = &[
     opt("associations", Some('s'), Arg::None),
     opt("help", Some('h'), Arg::None),
     opt("immediate", Some('i'), Arg::None),

@@ -1317,7 +1317,6 @@ fn confine_v2_usage_is_gathered_from_task_cgroups_without_controllers() {
     assert_v2_nothing_left(c, &slice);
 }
 
-
 /// A one-node cluster (`CPUs=2`, this host's two) whose jobs are held to
 /// their cores (`ConstrainCores=yes`) and whose tasks are bound
 /// (`TaskPlugin=task/affinity`).

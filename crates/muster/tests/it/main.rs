@@ -32,6 +32,7 @@ mod sched;
 mod sim;
 mod statesave;
 mod steps;
+mod subcommands;
 
 use e2e::{Builder, Cluster};
 use std::time::Duration;

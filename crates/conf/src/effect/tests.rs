@@ -1,0 +1,68 @@
+use super::*;
+
+#[test]
+fn keys_that_act_or_match_muster_are_not_inert() {
+    assert!(!global_key_is_inert("SchedulerParameters", "bf_window=60"));
+    assert!(!global_key_is_inert("proctracktype", "proctrack/cgroup"));
+    assert!(!global_key_is_inert("SelectType", "select/cons_tres"));
+    assert!(global_key_is_inert("SelectType", "select/linear"));
+    assert!(global_key_is_inert("Prolog", "/etc/prolog"));
+    // Typed keys, unknown and obsolete keys are not this module's.
+    assert!(!global_key_is_inert("KillWait", "30"));
+    assert!(!global_key_is_inert("Frobnicate", "1"));
+    assert!(!global_key_is_inert("FastSchedule", "1"));
+}
+
+#[test]
+fn inert_keys_follow_includes_with_file_and_line() {
+    let mut read = |p: &Path| -> std::io::Result<String> {
+        assert_eq!(p, Path::new("/etc/slurm/extra.conf"));
+        Ok("\nEpilog=/bin/true\n".to_string())
+    };
+    let w = inert_keys(
+        "ClusterName=c\nInclude extra.conf\nNodeName=n1 CPUs=2 Comment=x\nPartitionName=p Nodes=n1 PreemptMode=off Hidden=yes\n",
+        Path::new("/etc/slurm/slurm.conf"),
+        &mut read,
+    );
+    let lines: Vec<String> = w.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        lines,
+        vec![
+            "/etc/slurm/extra.conf:2: Epilog=/bin/true does nothing here",
+            "/etc/slurm/slurm.conf:3: Comment (node line) does nothing here",
+            "/etc/slurm/slurm.conf:4: Hidden (partition line) does nothing here",
+        ]
+    );
+}
+
+#[test]
+fn cgroup_keys_read_but_not_applied() {
+    let w = inert_cgroup_keys(
+        "ConstrainCores=yes\nConstrainRAMSpace=yes\nSignalChildrenProcesses=no\nCgroupAutomount=yes\n",
+        Path::new("cgroup.conf"),
+    );
+    let lines: Vec<String> = w.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        lines,
+        vec!["cgroup.conf:4: CgroupAutomount does nothing here",]
+    );
+}
+
+#[test]
+fn without_reconfigure_every_change_needs_a_restart() {
+    assert_eq!(reload_for("KillWait"), Reload::Restart);
+    assert_eq!(reload_for("SchedulerParameters"), Reload::Restart);
+}
+
+#[test]
+fn error_parts_split_the_location_off() {
+    let e = ConfError::Syntax {
+        file: "/a/slurm.conf".into(),
+        line: 3,
+        reason: "unterminated quote".into(),
+    };
+    let (file, line, message) = error_parts(&e);
+    assert_eq!(file, Some(Path::new("/a/slurm.conf")));
+    assert_eq!(line, Some(3));
+    assert_eq!(message, "unterminated quote");
+}

@@ -1,0 +1,128 @@
+use super::*;
+
+fn entries(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn diff_entries_ignores_runtime_facts_and_finds_changes() {
+    let running = entries(&[
+        ("BOOT_TIME", "2026-12-06T10:00:00"),
+        ("KillWait", "5 sec"),
+        ("MinJobAge", "300 sec"),
+        ("NEXT_JOB_ID", "17"),
+        ("OldKey", "x"),
+    ]);
+    let file = entries(&[
+        ("BOOT_TIME", "(null)"),
+        ("KillWait", "30 sec"),
+        ("MinJobAge", "300 sec"),
+        ("NEXT_JOB_ID", "1"),
+        ("NewKey", "y"),
+    ]);
+    let changes = diff_entries(&running, &file);
+    assert_eq!(
+        changes,
+        vec![
+            Change {
+                key: "KillWait".into(),
+                running: Some("5 sec".into()),
+                file: Some("30 sec".into()),
+            },
+            Change {
+                key: "OldKey".into(),
+                running: Some("x".into()),
+                file: None,
+            },
+            Change {
+                key: "NewKey".into(),
+                running: None,
+                file: Some("y".into()),
+            },
+        ]
+    );
+    assert!(diff_entries(&running, &running).is_empty());
+}
+
+#[test]
+fn diff_names_compares_sets() {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        diff_names("NodeName", &s(&["n1", "n2"]), &s(&["n2", "n1"])),
+        None
+    );
+    let c = diff_names("NodeName", &s(&["n1", "n2"]), &s(&["n1", "n2", "n3"])).unwrap();
+    assert_eq!(c.running.as_deref(), Some("n[1-2]"));
+    assert_eq!(c.file.as_deref(), Some("n[1-3]"));
+}
+
+#[test]
+fn every_change_needs_a_restart_while_reconfigure_is_missing() {
+    let changes = vec![Change {
+        key: "KillWait".into(),
+        running: Some("5 sec".into()),
+        file: Some("30 sec".into()),
+    }];
+    let text = render_changes(&changes);
+    assert_eq!(
+        text,
+        "diff: KillWait: running 5 sec -> file 30 sec: needs a restart\n\
+         diff: 1 change: 0 applied by `scontrol reconfigure`, 1 needs a restart of the controller and the node daemons (muster has no `scontrol reconfigure` yet: the daemons read their configuration at start)\n"
+    );
+    assert_eq!(
+        render_changes(&[]),
+        "diff: the running controller uses this configuration\n"
+    );
+}
+
+#[test]
+fn a_missing_file_is_an_error() {
+    let mut read = |_: &Path| -> std::io::Result<String> {
+        Err(std::io::Error::from(std::io::ErrorKind::NotFound))
+    };
+    let report = check_files(Path::new("/nowhere/slurm.conf"), &mut read);
+    assert_eq!(report.errors(), 1);
+    assert_eq!(
+        report.render_with(""),
+        "slurm.conf: error: cannot read: entity not found\nchecked nothing: 1 error, 0 warnings\n"
+    );
+}
+
+/// The cases under tests/check-config/: each a directory with a
+/// slurm.conf (and maybe gres.conf, cgroup.conf, topology.conf, included
+/// files) and `expected.txt`, what `muster check-config` prints for it.
+/// `UPDATE_GOLDEN=1` rewrites the expected files.
+#[test]
+fn golden_check_config_reports() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check-config");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 5, "{cases:?}");
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let mut failed = Vec::new();
+    for case in cases {
+        let mut read = |p: &Path| std::fs::read_to_string(p);
+        let report = check_files(&case.join("slurm.conf"), &mut read);
+        let got = report.render_with("");
+        let expected_path = case.join("expected.txt");
+        if update {
+            std::fs::write(&expected_path, &got).unwrap();
+            continue;
+        }
+        let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
+        if got != expected {
+            failed.push(format!(
+                "{}:\n--- expected\n{expected}--- got\n{got}",
+                case.display()
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
