@@ -1388,8 +1388,9 @@ pub struct JobInfo {
     pub cpus_per_node: Vec<u32>,
     /// The CPU ids (each node's own) allocated on each node, in node
     /// order (`scontrol show job -d` `CPU_IDs=`). Empty from controllers
-    /// that only counted CPUs.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// that only counted CPUs. Always written: listings travel in binary
+    /// (postcard is positional), where a skipped field misreads the rest.
+    #[serde(default)]
     pub cpu_ids_per_node: Vec<Vec<u32>>,
     /// Memory per CPU in MB, when the request was per CPU.
     #[serde(default)]
