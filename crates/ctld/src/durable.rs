@@ -1489,6 +1489,8 @@ mod tests {
 }
 
 #[cfg(test)]
+mod cancel_jobs_fixture;
+#[cfg(test)]
 mod journal_records;
 #[cfg(test)]
 mod release_fixtures;
