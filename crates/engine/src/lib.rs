@@ -1401,6 +1401,8 @@ mod tests;
 #[cfg(test)]
 mod tests_arrays;
 #[cfg(test)]
+mod tests_cancel;
+#[cfg(test)]
 mod tests_preempt;
 #[cfg(test)]
 mod tests_steps;

@@ -42,11 +42,13 @@ pub mod acctdb;
 use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use serde::{Deserialize, Serialize};
 
+mod cancel;
 mod cpu_bind;
 mod gpus;
 mod row_source;
 mod rows;
 mod steps;
+pub use cancel::{CancelOutcome, JobSelect, SelectFacts};
 pub use cpu_bind::{mask_hex, CpuBind, CpuBindError, CpuBindType};
 pub use gpus::GpuBind;
 pub use row_source::{JobRowSource, RowEncodeError};
@@ -694,6 +696,22 @@ pub enum CtldRequest {
         /// The text.
         message: String,
     },
+    /// A filtered `scancel` (`-u`, `-n`, `-p`, ...): cancels (or signals)
+    /// every job `select` matches, each as `Cancel` of that job alone
+    /// would, in one request (answered `Cancelled`). (Added after
+    /// `Notify`: the variants before keep their numbers; an older
+    /// controller refuses it, and scancel then lists and cancels job by
+    /// job.)
+    CancelJobs {
+        /// Which jobs.
+        select: Box<JobSelect>,
+        /// A signal to send instead of cancelling.
+        signal: Option<i32>,
+        /// `-b`: signal only the batch shell.
+        batch_only: bool,
+        /// `-f`: signal every process of the job.
+        full: bool,
+    },
 }
 
 /// Index of [`CtldRequest::InSession`] among its variants, for
@@ -1022,6 +1040,8 @@ pub enum CtldResponse {
     /// `QueryJobs` with `rows` and `stream`: a part of the answer, more to
     /// follow on the same connection (see [`JobRows::append`]).
     JobRowsPart(JobRows),
+    /// `CancelJobs`: each selected job with its outcome, in job order.
+    Cancelled(Vec<CancelOutcome>),
 }
 
 /// `muster explain`: where a job stands in the queue and why, with the
