@@ -350,6 +350,11 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     for w in &loaded.warnings {
         warn!("{w}");
     }
+    // Keys Slurm knows that do nothing here: said once, as check-config
+    // says them (`conf::effect`); `scontrol show config` still shows them.
+    for w in conf::effect::inert_keys_in(&opts.conf) {
+        warn!("{w}");
+    }
     let cfg = Arc::new(loaded.config);
     // Every request is checked with the verifier; every call to a node
     // daemon carries a credential from the signer.

@@ -66,3 +66,49 @@ fn error_parts_split_the_location_off() {
     assert_eq!(line, Some(3));
     assert_eq!(message, "unterminated quote");
 }
+
+#[test]
+fn key_table_covers_every_known_key_once() {
+    let rows = key_table();
+    for key in crate::keys::MODELLED_GLOBAL {
+        assert!(
+            rows.iter().any(|r| r.key.eq_ignore_ascii_case(key)),
+            "{key} has no row"
+        );
+    }
+    assert_eq!(MODELLED_SPELLING.len(), crate::keys::MODELLED_GLOBAL.len());
+    for key in crate::keys::OTHER_GLOBAL
+        .iter()
+        .chain(crate::keys::OBSOLETE_GLOBAL)
+    {
+        let n = rows
+            .iter()
+            .filter(|r| r.section == "slurm.conf" && r.key == *key)
+            .count();
+        assert_eq!(n, 1, "{key}");
+    }
+    let prolog = rows.iter().find(|r| r.key == "Prolog").unwrap();
+    assert_eq!(prolog.disposition, KeyDisposition::Inert);
+    let kill_wait = rows.iter().find(|r| r.key == "KillWait").unwrap();
+    assert_eq!(kill_wait.disposition, KeyDisposition::Acting);
+    let select = rows.iter().find(|r| r.key == "SelectType").unwrap();
+    assert!(matches!(select.disposition, KeyDisposition::OnlyAs(_)));
+}
+
+#[test]
+fn inert_keys_in_reads_the_file() {
+    let dir = std::env::temp_dir().join(format!("conf-inert-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("slurm.conf");
+    std::fs::write(&path, "ClusterName=c\nProlog=/bin/true\n").unwrap();
+    let lines: Vec<String> = inert_keys_in(&path).iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        lines,
+        vec![format!(
+            "{}:2: Prolog=/bin/true does nothing here",
+            path.display()
+        )]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(inert_keys_in(&dir.join("missing")).is_empty());
+}

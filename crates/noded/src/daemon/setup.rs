@@ -196,6 +196,10 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }
+    // Keys Slurm knows that do nothing here, once (`conf::effect`).
+    for warning in conf::effect::inert_keys_in(&conf_path) {
+        tracing::warn!("{warning}");
+    }
     let config = loaded.config;
     let node = config.node(&node_name).with_context(|| {
         format!(
