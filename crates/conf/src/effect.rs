@@ -255,16 +255,6 @@ pub fn inert_cgroup_keys(text: &str, origin: &Path) -> Vec<Warning> {
     out
 }
 
-/// [`inert_keys`] of the slurm.conf at `path` and the files it includes,
-/// for the daemons to log once at start; empty when it cannot be read
-/// (loading it reports that).
-pub fn inert_keys_in(path: &Path) -> Vec<Warning> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => inert_keys(&text, path, &mut |p| std::fs::read_to_string(p)),
-        Err(_) => Vec::new(),
-    }
-}
-
 /// What muster does with one slurm.conf or cgroup.conf key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyDisposition {

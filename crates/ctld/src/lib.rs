@@ -352,8 +352,10 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     }
     // Keys Slurm knows that do nothing here: said once, as check-config
     // says them (`conf::effect`); `scontrol show config` still shows them.
-    for w in conf::effect::inert_keys_in(&opts.conf) {
-        warn!("{w}");
+    if let Ok(text) = std::fs::read_to_string(&opts.conf) {
+        for w in conf::effect::inert_keys(&text, &opts.conf, &mut |p| std::fs::read_to_string(p)) {
+            warn!("{w}");
+        }
     }
     let cfg = Arc::new(loaded.config);
     // Every request is checked with the verifier; every call to a node

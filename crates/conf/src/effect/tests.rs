@@ -94,21 +94,3 @@ fn key_table_covers_every_known_key_once() {
     let select = rows.iter().find(|r| r.key == "SelectType").unwrap();
     assert!(matches!(select.disposition, KeyDisposition::OnlyAs(_)));
 }
-
-#[test]
-fn inert_keys_in_reads_the_file() {
-    let dir = std::env::temp_dir().join(format!("conf-inert-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("slurm.conf");
-    std::fs::write(&path, "ClusterName=c\nProlog=/bin/true\n").unwrap();
-    let lines: Vec<String> = inert_keys_in(&path).iter().map(|w| w.to_string()).collect();
-    assert_eq!(
-        lines,
-        vec![format!(
-            "{}:2: Prolog=/bin/true does nothing here",
-            path.display()
-        )]
-    );
-    std::fs::remove_dir_all(&dir).unwrap();
-    assert!(inert_keys_in(&dir.join("missing")).is_empty());
-}

@@ -197,8 +197,12 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         tracing::warn!("{warning}");
     }
     // Keys Slurm knows that do nothing here, once (`conf::effect`).
-    for warning in conf::effect::inert_keys_in(&conf_path) {
-        tracing::warn!("{warning}");
+    if let Ok(text) = std::fs::read_to_string(&conf_path) {
+        for warning in
+            conf::effect::inert_keys(&text, &conf_path, &mut |p| std::fs::read_to_string(p))
+        {
+            tracing::warn!("{warning}");
+        }
     }
     let config = loaded.config;
     let node = config.node(&node_name).with_context(|| {
