@@ -169,10 +169,7 @@ pub const SRUN: &[(&str, Disposition)] = &[
     ("cpu_bind", I),
     ("distribution", I),
     ("exact", I),
-    (
-        "external-launcher",
-        R("steps for external launchers are not modelled"),
-    ),
+    ("external-launcher", I),
     ("gpu-bind", I),
     ("immediate", R("an allocation always waits in the queue")),
     ("jobid", I),
@@ -199,6 +196,10 @@ pub const SRUN: &[(&str, Disposition)] = &[
     ("slurmd-debug", W("the node daemons' log level is fixed")),
     ("task-epilog", R("tasks run no epilog")),
     ("task-prolog", R("tasks run no prolog")),
+    (
+        "test-only",
+        R("srun has no estimate; give --test-only to sbatch"),
+    ),
     ("unbuffered", I),
     ("wait", I),
     ("whole", I),
@@ -215,6 +216,11 @@ pub const SALLOC: &[(&str, Disposition)] = &[
     ),
     ("no-bell", I),
     ("no-shell", I),
+    (
+        "test-only",
+        R("salloc has no estimate; give --test-only to sbatch"),
+    ),
+    ("wait", R("an allocation always waits in the queue")),
 ];
 
 /// The commands with a disposition table.

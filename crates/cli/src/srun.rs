@@ -302,6 +302,12 @@ pub fn main(args: Vec<String>) -> i32 {
                     }
                     "overcommit" => o.overcommit = true,
                     "whole" => o.whole = true,
+                    // What Open MPI's mpirun passes for its daemons: a
+                    // step beside the others, on all of the job's CPUs.
+                    "external-launcher" => {
+                        o.overlap = true;
+                        o.whole = true;
+                    }
                     "jobid" => match val.parse() {
                         Ok(n) => o.jobid = Some(n),
                         Err(_) => {

@@ -119,6 +119,7 @@ fn options_client_programs_send_are_not_refused() {
             "sbatch --{long}"
         );
     }
+    // Also what Open MPI's mpirun and MPICH's hydra pass to srun.
     for long in [
         "unbuffered",
         "output",
@@ -126,7 +127,13 @@ fn options_client_programs_send_are_not_refused() {
         "label",
         "exclusive",
         "cpu-bind",
+        "cpu_bind",
         "nodelist",
+        "external-launcher",
+        "kill-on-bad-exit",
+        "mpi",
+        "input",
+        "ntasks-per-node",
     ] {
         assert!(
             !matches!(disposition("srun", long), Disposition::Refuse(_)),
