@@ -11,6 +11,7 @@
 
 pub mod alloc;
 pub mod common;
+pub mod compat;
 pub mod explain;
 pub mod getopt;
 pub mod sacct;

@@ -350,6 +350,13 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     for w in &loaded.warnings {
         warn!("{w}");
     }
+    // Keys Slurm knows that do nothing here: said once, as check-config
+    // says them (`conf::effect`); `scontrol show config` still shows them.
+    if let Ok(text) = std::fs::read_to_string(&opts.conf) {
+        for w in conf::effect::inert_keys(&text, &opts.conf, &mut |p| std::fs::read_to_string(p)) {
+            warn!("{w}");
+        }
+    }
     let cfg = Arc::new(loaded.config);
     // Every request is checked with the verifier; every call to a node
     // daemon carries a credential from the signer.

@@ -7,6 +7,8 @@
 mod alloc;
 mod args;
 mod check;
+#[cfg(test)]
+mod compat_doc;
 mod local;
 mod man;
 
