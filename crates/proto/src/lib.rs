@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 pub mod acctdb;
+pub mod diag;
 
 use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -694,6 +695,13 @@ pub enum CtldRequest {
         /// The text.
         message: String,
     },
+    /// `sdiag`: the controller's statistics; `reset` (`sdiag --reset`,
+    /// operators only) starts them afresh instead. (Last: the variants
+    /// before keep their numbers; an older controller refuses it.)
+    Diag {
+        /// Reset instead of report.
+        reset: bool,
+    },
 }
 
 /// Index of [`CtldRequest::InSession`] among its variants, for
@@ -1022,6 +1030,8 @@ pub enum CtldResponse {
     /// `QueryJobs` with `rows` and `stream`: a part of the answer, more to
     /// follow on the same connection (see [`JobRows::append`]).
     JobRowsPart(JobRows),
+    /// `Diag`.
+    Diag(Box<diag::DiagStats>),
 }
 
 /// `muster explain`: where a job stands in the queue and why, with the
