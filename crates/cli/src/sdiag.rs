@@ -265,22 +265,25 @@ pub fn main(args: Vec<String>) -> i32 {
             })
         },
         |a| {
-            let reset = a.reset;
-            common::ask_controller("sdiag", proto::CtldRequest::Diag { reset }, |r| match r {
-                proto::CtldResponse::Diag(stats) if !reset => Some(Ok(Some(*stats))),
-                proto::CtldResponse::Ok if reset => Some(Ok(None)),
-                proto::CtldResponse::Error(e) => Some(Err(e)),
-                _ => None,
-            })
+            // Slurm's sdiag names the library call that failed
+            // (`slurm_reset_statistics: Access/permission denied`).
+            let call = if a.reset {
+                "slurm_reset_statistics"
+            } else {
+                "slurm_get_statistics"
+            };
+            let fail = |e: &dyn std::fmt::Display| common::Stop::Fail(format!("{call}: {e}\n"));
+            let client = client::Client::from_env().map_err(|e| fail(&e))?;
+            match client.call(proto::CtldRequest::Diag { reset: a.reset }) {
+                Ok(proto::CtldResponse::Diag(stats)) if !a.reset => Ok(Some(*stats)),
+                Ok(proto::CtldResponse::Ok) if a.reset => Ok(None),
+                Ok(_) => Err(fail(&"Unexpected message received")),
+                Err(e) => Err(fail(&e)),
+            }
         },
-        |a, (_, answer)| match answer {
-            Ok(Some(stats)) => common::finish(Ok(render(&stats, clock_latency(), a.order))),
-            Ok(None) => common::finish(Ok("Reset scheduling statistics\n".into())),
-            Err(e) if a.reset => common::finish(Err(format!(
-                "slurm_reset_statistics: {}\n",
-                e.as_slurm_str()
-            ))),
-            Err(e) => common::finish(Err(format!("slurm_get_statistics: {}\n", e.as_slurm_str()))),
+        |a, answer| match answer {
+            Some(stats) => common::finish(Ok(render(&stats, clock_latency(), a.order))),
+            None => common::finish(Ok("Reset scheduling statistics\n".into())),
         },
     )
 }

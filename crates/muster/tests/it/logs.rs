@@ -101,3 +101,39 @@ fn sdiag_reports_the_controller_statistics_and_resets_them() {
     // The reset itself is the first call booked afresh.
     assert!(text.contains("\tREQUEST_STATS_INFO"), "{text}");
 }
+
+#[test]
+fn sdiag_reset_is_for_operators() {
+    if !crate::auth::is_root() {
+        eprintln!(
+            "sdiag_reset_is_for_operators: not run: it creates a Unix user, which needs root"
+        );
+        return;
+    }
+    let base = tempfile::Builder::new()
+        .prefix("muster-sdiag-")
+        .tempdir()
+        .expect("a temp dir");
+    crate::auth::set_mode(base.path(), 0o755);
+    let user = crate::auth::TestUser::create("d", base.path());
+    // A hard link where it can be (see preempt.rs), else a copy.
+    let muster_bin = base.path().join("muster");
+    if std::fs::hard_link(env!("CARGO_BIN_EXE_muster"), &muster_bin).is_err() {
+        std::fs::copy(env!("CARGO_BIN_EXE_muster"), &muster_bin).expect("copying muster");
+    }
+    let c = builder().binary(&muster_bin).nodes(1).start();
+    crate::auth::set_mode(c.root(), 0o755);
+    // Anyone may read the statistics.
+    let out = user.run(&c, "sdiag", &[]);
+    assert!(out.ok(), "{out}");
+    assert!(out
+        .stdout
+        .contains("Remote Procedure Call statistics by user"));
+    let out = user.run(&c, "sdiag", &["--reset"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        "slurm_reset_statistics: Access/permission denied\n"
+    );
+    assert_eq!(out.stdout, "");
+}
