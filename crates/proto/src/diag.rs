@@ -130,3 +130,6 @@ pub struct RpcUserStat {
 pub fn mean(sum: u64, n: u64) -> u64 {
     sum.checked_div(n).unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests;
