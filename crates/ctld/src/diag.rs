@@ -90,6 +90,10 @@ pub struct Stats {
     failed: u32,
     /// Every job not yet ended, by its last recorded state.
     live: BTreeMap<JobId, JobState>,
+    /// How many of `live` are pending and running (kept as they change,
+    /// so a tick does not count a long queue).
+    n_pending: u32,
+    n_running: u32,
     schedule: SchedStats,
     backfill: BackfillStats,
     /// The engine's pass counts at the last reset (they count from its start).
@@ -165,12 +169,24 @@ impl Stats {
                 }
             }
         }
+        self.tally(before, -1);
         // A requeued job comes back: it stays followed.
         if state.is_finished() && !matches!(state, JobState::Requeued | JobState::Preempted) {
             self.live.remove(&job_id);
         } else {
             self.live.insert(job_id, state);
+            self.tally(Some(state), 1);
         }
+    }
+
+    /// Adds `by` to the count of jobs in `state`.
+    fn tally(&mut self, state: Option<JobState>, by: i32) {
+        let n = match state {
+            Some(JobState::Pending) => &mut self.n_pending,
+            Some(JobState::Running) => &mut self.n_running,
+            _ => return,
+        };
+        *n = n.saturating_add_signed(by);
     }
 
     /// Books a tick of the engine (timers and the scheduling pass) that
@@ -180,7 +196,7 @@ impl Stats {
         if after.passes == before.passes {
             return;
         }
-        let queue = self.n_in(JobState::Pending);
+        let queue = self.n_pending;
         let s = &mut self.schedule;
         s.last_cycle = us;
         s.max_cycle = s.max_cycle.max(us);
@@ -202,10 +218,6 @@ impl Stats {
         }
     }
 
-    fn n_in(&self, state: JobState) -> u32 {
-        self.live.values().filter(|s| **s == state).count() as u32
-    }
-
     /// Starts the statistics afresh at `now` (`sdiag --reset`); the jobs
     /// followed and the backfill total since the start stay.
     pub fn reset(&mut self, engine: &Engine, now: Timestamp) {
@@ -213,6 +225,8 @@ impl Stats {
         *self = Stats {
             since: now,
             live,
+            n_pending: self.n_pending,
+            n_running: self.n_running,
             pass_base: engine.pass_stats().clone(),
             ..Stats::default()
         };
@@ -260,8 +274,8 @@ impl Stats {
             jobs_canceled: self.canceled,
             jobs_failed: self.failed,
             job_states_ts: now,
-            jobs_pending: self.n_in(JobState::Pending),
-            jobs_running: self.n_in(JobState::Running),
+            jobs_pending: self.n_pending,
+            jobs_running: self.n_running,
             schedule: self.schedule.clone(),
             backfill,
             rpc_by_type,

@@ -74,10 +74,14 @@ fn job_records_count_submissions_starts_and_ends_once() {
         (s.submitted, s.started, s.completed, s.canceled, s.failed),
         (3, 2, 1, 1, 1)
     );
-    assert_eq!(
-        (s.n_in(JobState::Pending), s.n_in(JobState::Running)),
-        (1, 0)
-    );
+    assert_eq!((s.n_pending, s.n_running), (1, 0));
+    s.observe(JobId(5), JobState::Pending, true);
+    s.observe(JobId(5), JobState::Running, true);
+    assert_eq!((s.n_pending, s.n_running), (1, 1));
+    s.observe(JobId(5), JobState::Suspended, true);
+    s.observe(JobId(5), JobState::Running, true);
+    // A resume is no start.
+    assert_eq!((s.started, s.n_running), (3, 1));
 }
 
 #[test]
