@@ -30,6 +30,7 @@ const ACTING_GLOBAL: &[&str] = &[
     "JobAcctGatherFrequency",
     "JobAcctGatherType",
     "JobRequeue",
+    "LogTimeFormat",
     "MaxArraySize",
     "MessageTimeout",
     "MpiDefault",
@@ -56,6 +57,10 @@ const ACTING_GLOBAL: &[&str] = &[
     "SchedulerParameters",
     "SchedulerType",
     "SelectTypeParameters",
+    "SlurmctldDebug",
+    "SlurmctldLogFile",
+    "SlurmdDebug",
+    "SlurmdLogFile",
     "SlurmdParameters",
     "TaskPlugin",
 ];
