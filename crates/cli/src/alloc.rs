@@ -30,6 +30,10 @@ pub fn job_state(
 ) -> Result<State, String> {
     let ctx = Ctx { now, cwd };
     let mut st = State::default();
+    // Refused options fail here, ignored ones are warned about once
+    // (`compat`: `prog`'s own table, then sbatch's).
+    let warnings = crate::compat::check(prog, items.iter().map(|(name, _)| *name))?;
+    eprint!("{warnings}");
     for (name, v) in items {
         if opts::SPECS.iter().any(|s| s.long == *name) {
             opts::apply(&mut st, name, v.clone(), Level::Cli, &ctx)

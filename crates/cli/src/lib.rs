@@ -11,6 +11,7 @@
 
 pub mod alloc;
 pub mod common;
+pub mod compat;
 pub mod explain;
 pub mod getopt;
 pub mod sacct;
@@ -19,6 +20,7 @@ pub mod salloc;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
+pub mod sdiag;
 pub mod sinfo;
 pub mod sprio;
 pub mod squeue;
@@ -40,6 +42,7 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "sacct" => sacct::main(args),
         "sacctmgr" => sacctmgr::main(args),
         "sreport" => sreport::main(args),
+        "sdiag" => sdiag::main(args),
         "sprio" => sprio::main(args),
         "sshare" => sshare::main(args),
         "sstat" => sstat::main(args),
@@ -89,6 +92,7 @@ pub fn options(name: &str) -> Option<Vec<getopt::OptSpec>> {
         "sacct" => sacct::OPTIONS.to_vec(),
         "sacctmgr" => sacctmgr::OPTIONS.to_vec(),
         "sreport" => sreport::OPTIONS.to_vec(),
+        "sdiag" => sdiag::OPTIONS.to_vec(),
         "sprio" => sprio::OPTIONS.to_vec(),
         "sshare" => sshare::OPTIONS.to_vec(),
         "sstat" => sstat::OPTIONS.to_vec(),
@@ -99,5 +103,5 @@ pub fn options(name: &str) -> Option<Vec<getopt::OptSpec>> {
 /// The command names `muster install-links` creates.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr", "sreport", "sprio",
-    "sshare", "sstat", "srun", "salloc",
+    "sshare", "sstat", "srun", "salloc", "sdiag",
 ];

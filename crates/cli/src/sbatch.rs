@@ -66,6 +66,9 @@ pub struct Built {
     pub quiet: bool,
     /// `-M`, as given: the id is followed by the cluster name.
     pub clusters: Option<String>,
+    /// `sbatch: warning: ...` lines for the options given that are ignored
+    /// here (`compat::SBATCH`), for stderr.
+    pub warnings: String,
 }
 
 /// Why sbatch stops before (or instead of) submitting: the exact text to
@@ -320,10 +323,11 @@ fn build_inner(
     // #SBATCH directives (not for --wrap, whose script has none).
     let words = script::directives(&script_text, &script_name)?;
     let parsed = getopt::parse(opts::SPECS, &words, true).map_err(|e| SbatchError::getopt(&e))?;
+    let mut given: Vec<(&'static str, Option<String>, Level)> = Vec::new();
     for item in parsed {
         match item {
             Item::Opt(name, _) if opts::FIRST_PASS_ONLY.contains(&name) => {}
-            Item::Opt(name, v) => opts::apply(&mut st, name, v, Level::Script, &ctx)?,
+            Item::Opt(name, v) => given.push((name, v, Level::Script)),
             Item::Positional(p) => {
                 return Err(SbatchError::error(&[&format!(
                     "Invalid directive found in batch script: {p}"
@@ -344,12 +348,24 @@ fn build_inner(
             _ => Some(value.to_string()),
         };
         let name: &'static str = spec.map(|s| s.long).unwrap_or(name);
-        opts::apply(&mut st, name, value, Level::Env, &ctx)?;
+        given.push((name, value, Level::Env));
     }
 
     // The command line.
-    for (name, v) in fp.items {
-        opts::apply(&mut st, name, v, Level::Cli, &ctx)?;
+    given.extend(fp.items.into_iter().map(|(name, v)| (name, v, Level::Cli)));
+
+    // Refused options fail before any is applied; ignored ones are warned
+    // about once (`compat::SBATCH`).
+    let warnings =
+        crate::compat::check("sbatch", given.iter().map(|(name, _, _)| *name)).map_err(|line| {
+            SbatchError {
+                stdout: String::new(),
+                stderr: line,
+                code: 1,
+            }
+        })?;
+    for (name, v, level) in given {
+        opts::apply(&mut st, name, v, level, &ctx)?;
     }
     opts::resolve_memory(&mut st)?;
 
@@ -464,6 +480,7 @@ fn build_inner(
         test_only: st.test_only,
         quiet: fp.quiet,
         clusters: st.clusters,
+        warnings,
     })
 }
 
@@ -554,6 +571,7 @@ pub fn main(args: Vec<String>) -> i32 {
             return e.code;
         }
     };
+    eprint(&built.warnings);
     if let Some(warning) = opts::fit_nodes_to_tasks(&mut built.desc) {
         eprint(&format!("sbatch: Warning: {warning}\n"));
     }
@@ -577,6 +595,18 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     if let Err(e) = check_gres_types(&built.desc, &client.config().gres_types) {
         return fail(e);
+    }
+    // `-M` picks among clusters; muster serves its own one only.
+    if let Some(m) = built.clusters.as_deref() {
+        let own = &client.config().cluster_name;
+        if !m
+            .split(',')
+            .any(|c| c.is_empty() || c.eq_ignore_ascii_case("all") || c == own)
+        {
+            return fail(SbatchError::error(&[&format!(
+                "-M/--clusters={m} is not supported here: jobs run on this cluster ({own}) only"
+            )]));
+        }
     }
     let cluster = built.clusters.as_deref().map(|m| {
         let first = m.split(',').next().unwrap_or(m);

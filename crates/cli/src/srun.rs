@@ -170,6 +170,9 @@ struct Opts {
     overlap: bool,
     exclusive: bool,
     exact: bool,
+    /// `--whole`: all of the job's CPUs on the step's nodes, even with
+    /// `-c` (what a step without `--exact` gets anyway).
+    whole: bool,
     overcommit: bool,
     jobid: Option<u32>,
     export: Option<String>,
@@ -298,6 +301,13 @@ pub fn main(args: Vec<String>) -> i32 {
                         o.exact = true;
                     }
                     "overcommit" => o.overcommit = true,
+                    "whole" => o.whole = true,
+                    // What Open MPI's mpirun passes for its daemons: a
+                    // step beside the others, on all of the job's CPUs.
+                    "external-launcher" => {
+                        o.overlap = true;
+                        o.whole = true;
+                    }
                     "jobid" => match val.parse() {
                         Ok(n) => o.jobid = Some(n),
                         Err(_) => {
@@ -515,7 +525,7 @@ pub fn main(args: Vec<String>) -> i32 {
             distribution: o.distribution,
             exclusive: o.exclusive,
             // srun(1): `-c` implies `--exact`, as `--exclusive` does for a step.
-            exact: o.exact || st.desc.cpus_per_task.is_some(),
+            exact: !o.whole && (o.exact || st.desc.cpus_per_task.is_some()),
             overlap: o.overlap,
             overcommit: o.overcommit,
             time_limit: st.desc.time_limit,

@@ -419,7 +419,6 @@ fn identity_and_placement_options() {
         "a100&ib",
         "-d",
         "afterok:12:13",
-        "--reservation=r",
         "--wckey=k",
         "--wrap=true",
     ]);
@@ -598,7 +597,16 @@ fn flags() {
     assert_eq!(d.requeue, Some(false));
     assert_eq!(d.nice, 5);
     assert_eq!(desc(&["--wrap=true"]).requeue, None);
-    assert!(!desc(&["--exclusive=user", "--wrap=true"]).exclusive);
+    // Sharing nodes per user (or MCS label, topology block) is not
+    // modelled: refused, not run shared.
+    for kind in ["user", "mcs", "topo"] {
+        let e = err(&[&format!("--exclusive={kind}"), "--wrap=true"]);
+        assert_eq!(
+            e.stderr,
+            format!("sbatch: error: --exclusive={kind} is not supported here: nodes are shared only as --exclusive and --oversubscribe say\n")
+        );
+        assert_eq!(e.code, 1);
+    }
 }
 
 #[test]
@@ -642,13 +650,54 @@ fn begin_and_signal_options() {
 }
 
 #[test]
-fn accepted_niche_options_do_not_fail() {
-    desc(&[
+fn hint_options_are_warned_about_once_and_ignored() {
+    let b = run(&[
         "-M",
         "anchor",
         "--mail-type=END,FAIL",
         "--mail-user=a@b",
+        "--mail-type=ALL",
         "--get-user-env",
+        "--hint=nomultithread",
+        "-v",
+        "--acctg-freq=30",
+        "--profile=none",
+        "--wait-all-nodes=1",
+        "--uid=2001",
+        "--gid=2001",
+        "--wrap=true",
+    ])
+    .unwrap();
+    assert_eq!(
+        b.warnings,
+        "sbatch: warning: --mail-type is ignored here: no MailProg runs\n\
+         sbatch: warning: --mail-user is ignored here: no MailProg runs\n\
+         sbatch: warning: -v/--verbose is ignored here: the commands print no debug messages\n\
+         sbatch: warning: --profile is ignored here: no AcctGatherProfile plugin\n"
+    );
+    assert_eq!(
+        run(&["-M", "anchor", "--wrap=true"])
+            .unwrap()
+            .clusters
+            .as_deref(),
+        Some("anchor")
+    );
+    let b = run(&["--mail-type=END", "--wckey=k", "--wrap=true"]).unwrap();
+    assert_eq!(b.warnings, golden("sbatch_warn_ignored.err"));
+    assert_eq!(run(&["--wrap=true"]).unwrap().warnings, "");
+}
+
+/// Options that would change where, when or as whom the job runs and that
+/// muster does not implement fail, from any source, before anything is
+/// submitted (`compat::SBATCH`).
+#[test]
+fn options_muster_cannot_honour_are_refused() {
+    assert_golden(
+        &err(&["--mail-type=END", "--reservation=r", "--wrap=true"]),
+        "sbatch_err_refused_option.err",
+        1,
+    );
+    for opt in [
         "--licenses=x:1",
         "--distribution=block",
         "--no-kill",
@@ -659,28 +708,41 @@ fn accepted_niche_options_do_not_fail() {
         "--sockets-per-node=1",
         "--cores-per-socket=2",
         "--threads-per-core=1",
-        "--hint=nomultithread",
         "--switches=1",
-        "-v",
         "--gres-flags=enforce-binding",
         "--ntasks-per-socket=1",
         "--propagate",
-        "--acctg-freq=30",
-        "--profile=none",
         "--priority=5",
-        "--wait-all-nodes=1",
         "--contiguous",
-        "--uid=2001",
-        "--gid=2001",
-        "--wrap=true",
-    ]);
+        "--bb=x",
+        "--core-spec=1",
+    ] {
+        let e = err(&[opt, "--wrap=true"]);
+        assert!(
+            e.stderr.starts_with("sbatch: error: ")
+                && e.stderr.contains(" is not supported here: "),
+            "{opt}: {}",
+            e.stderr
+        );
+        assert_eq!(e.code, 1, "{opt}");
+    }
+    let e = err(&["-L", "x:1", "--wrap=true"]);
     assert_eq!(
-        run(&["-M", "anchor", "--wrap=true"])
-            .unwrap()
-            .clusters
-            .as_deref(),
-        Some("anchor")
+        e.stderr,
+        "sbatch: error: -L/--licenses is not supported here: muster has no licenses\n"
     );
+    // From a directive and from an input variable too.
+    let s = script("#!/bin/sh\n#SBATCH --tmp=1G\ntrue\n");
+    assert!(err(&[&s]).stderr.contains("--tmp is not supported here"));
+    let e = run_env(&["--wrap=true"], &[("SBATCH_RESERVATION", "r")]).unwrap_err();
+    assert_eq!(e.stderr, golden("sbatch_err_refused_option.err"));
+    // SLURM_EXIT_ERROR replaces the status, as for every error.
+    let e = run_env(&["--tmp=1", "--wrap=true"], &[("SLURM_EXIT_ERROR", "7")]).unwrap_err();
+    assert_eq!(e.code, 7);
+}
+
+#[test]
+fn ordinary_users_cannot_submit_as_someone_else() {
     // Someone else's uid is refused for an ordinary user.
     let e = err(&["--uid=0", "--wrap=true"]);
     assert_eq!(

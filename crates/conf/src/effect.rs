@@ -30,6 +30,7 @@ const ACTING_GLOBAL: &[&str] = &[
     "JobAcctGatherFrequency",
     "JobAcctGatherType",
     "JobRequeue",
+    "LogTimeFormat",
     "MaxArraySize",
     "MessageTimeout",
     "MpiDefault",
@@ -56,6 +57,10 @@ const ACTING_GLOBAL: &[&str] = &[
     "SchedulerParameters",
     "SchedulerType",
     "SelectTypeParameters",
+    "SlurmctldDebug",
+    "SlurmctldLogFile",
+    "SlurmdDebug",
+    "SlurmdLogFile",
     "SlurmdParameters",
     "TaskPlugin",
 ];
@@ -253,6 +258,135 @@ pub fn inert_cgroup_keys(text: &str, origin: &Path) -> Vec<Warning> {
         }
     }
     out
+}
+
+/// What muster does with one slurm.conf or cgroup.conf key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyDisposition {
+    /// Read and acted on.
+    Acting,
+    /// Not read: these values are what muster does anyway; any other is
+    /// warned about.
+    OnlyAs(&'static [&'static str]),
+    /// Accepted (and shown by `scontrol show config`), not acted on:
+    /// `muster check-config` and the daemons at start warn about it.
+    Inert,
+    /// Read but not applied (cgroup.conf); the node daemon warns at start.
+    NotApplied(&'static str),
+    /// Dropped by Slurm; warned about as obsolete and ignored.
+    Obsolete,
+}
+
+/// One row of the configuration table.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyRow {
+    /// `slurm.conf`, `slurm.conf node line`, `slurm.conf partition line`
+    /// or `cgroup.conf`.
+    pub section: &'static str,
+    /// The key as Slurm spells it.
+    pub key: &'static str,
+    /// What muster does with it.
+    pub disposition: KeyDisposition,
+}
+
+/// The keys muster models with typed fields, as Slurm spells them
+/// (`keys::MODELLED_GLOBAL` holds them lowercased).
+const MODELLED_SPELLING: &[&str] = &[
+    "AuthType",
+    "BackupAddr",
+    "BackupController",
+    "ClusterName",
+    "ControlAddr",
+    "ControlMachine",
+    "DefMemPerCPU",
+    "DefMemPerNode",
+    "FirstJobId",
+    "GresTypes",
+    "KillWait",
+    "MaxJobCount",
+    "MaxMemPerNode",
+    "MinJobAge",
+    "ReturnToService",
+    "SlurmctldHost",
+    "SlurmctldPort",
+    "SlurmdPort",
+    "SlurmdSpoolDir",
+    "SlurmdTimeout",
+    "SlurmUser",
+    "StateSaveLocation",
+];
+
+/// Every key of the tables in `keys` and `cgroup` with what muster does
+/// with it: the configuration's disposition table, from which
+/// docs/compatibility.md is generated. Node- and partition-line keys with
+/// typed fields (`CPUs`, `Nodes`, ...) act and are not listed.
+pub fn key_table() -> Vec<KeyRow> {
+    use crate::keys;
+    let mut rows = Vec::new();
+    let slurm = "slurm.conf";
+    for key in MODELLED_SPELLING {
+        rows.push(KeyRow {
+            section: slurm,
+            key,
+            disposition: KeyDisposition::Acting,
+        });
+    }
+    for key in keys::OTHER_GLOBAL {
+        let disposition = if contains(ACTING_GLOBAL, key) {
+            KeyDisposition::Acting
+        } else if let Some((_, values)) = SAME_AS_MUSTER.iter().find(|(k, _)| k == key) {
+            KeyDisposition::OnlyAs(values)
+        } else {
+            KeyDisposition::Inert
+        };
+        rows.push(KeyRow {
+            section: slurm,
+            key,
+            disposition,
+        });
+    }
+    for key in keys::OBSOLETE_GLOBAL {
+        rows.push(KeyRow {
+            section: slurm,
+            key,
+            disposition: KeyDisposition::Obsolete,
+        });
+    }
+    for key in keys::OTHER_NODE {
+        rows.push(KeyRow {
+            section: "slurm.conf node line",
+            key,
+            disposition: KeyDisposition::Inert,
+        });
+    }
+    for key in keys::OTHER_PARTITION {
+        let disposition = if contains(ACTING_PARTITION, key) {
+            KeyDisposition::Acting
+        } else {
+            KeyDisposition::Inert
+        };
+        rows.push(KeyRow {
+            section: "slurm.conf partition line",
+            key,
+            disposition,
+        });
+    }
+    for (key, why) in CGROUP_NOT_APPLIED {
+        rows.push(KeyRow {
+            section: "cgroup.conf",
+            key,
+            disposition: KeyDisposition::NotApplied(why),
+        });
+    }
+    for key in CGROUP_INERT {
+        rows.push(KeyRow {
+            section: "cgroup.conf",
+            key,
+            disposition: KeyDisposition::Inert,
+        });
+    }
+    rows.sort_by_key(|r| (r.section, r.key.to_ascii_lowercase()));
+    rows
 }
 
 /// The error's file and line, where it has them, and its message without

@@ -105,6 +105,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::StepStat { .. }
             | CtldRequest::OpenSession
             | CtldRequest::Notify { .. }
+            | CtldRequest::Diag { .. }
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
 }
 

@@ -107,6 +107,7 @@
 
 mod acct;
 mod degraded;
+mod diag;
 mod durable;
 mod fault;
 mod private;
@@ -349,6 +350,13 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         conf::load(&opts.conf).with_context(|| format!("reading {}", opts.conf.display()))?;
     for w in &loaded.warnings {
         warn!("{w}");
+    }
+    // Keys Slurm knows that do nothing here: said once, as check-config
+    // says them (`conf::effect`); `scontrol show config` still shows them.
+    if let Ok(text) = std::fs::read_to_string(&opts.conf) {
+        for w in conf::effect::inert_keys(&text, &opts.conf, &mut |p| std::fs::read_to_string(p)) {
+            warn!("{w}");
+        }
     }
     let cfg = Arc::new(loaded.config);
     // Every request is checked with the verifier; every call to a node
@@ -919,6 +927,9 @@ struct NodeWorkers {
     /// Per node: its daemon registered or answered since this controller
     /// started (`NodeLink::reached`).
     reached: BTreeMap<String, Arc<AtomicBool>>,
+    /// `sdiag`'s statistics: here because `dispatch` follows the jobs'
+    /// accounting records for them.
+    diag: diag::Stats,
 }
 
 impl NodeWorkers {
@@ -1383,6 +1394,7 @@ async fn engine_loop(
         gate,
         timeout: node_timeout(&engine),
         reached: BTreeMap::new(),
+        diag: diag::Stats::new(started),
     };
     // Slurm pings every node a third of SlurmdTimeout; silence for the
     // whole timeout sets it DOWN (Engine::on_timer).
@@ -1399,6 +1411,7 @@ async fn engine_loop(
         if let Some(cursor) = reput {
             let (records, more) = engine.records_after(cursor, REPUT_PIECE, started);
             for rec in records {
+                workers.diag.observe(rec.job_id, rec.state, false);
                 acct.put(rec);
             }
             reput = more.map(Some);
@@ -1437,7 +1450,11 @@ async fn engine_loop(
         let mut shutdown = false;
         // The batch's journal records are staged in `store`, in order.
         let mut replies: Vec<(oneshot::Sender<CtldResponse>, CtldResponse)> = Vec::new();
+        // The request being handled, booked when the next message starts
+        // (the handling below leaves by `continue`) or the batch ends.
+        let mut booking: Option<diag::Pending> = None;
         for msg in batch {
+            workers.diag.finish(booking.take());
             let t = now();
             if let Some(d) = &mut degraded {
                 // Launch failures, pings and association updates change
@@ -1454,6 +1471,19 @@ async fn engine_loop(
                     reply,
                     parts,
                 } => {
+                    booking = Some(diag::Stats::begin(&req, &who));
+                    if let CtldRequest::Diag { reset } = *req {
+                        let resp = if !reset {
+                            CtldResponse::Diag(Box::new(workers.diag.report(&engine, t)))
+                        } else if engine.is_admin(&who) {
+                            workers.diag.reset(&engine, t);
+                            CtldResponse::Ok
+                        } else {
+                            CtldResponse::Error(SlurmError::AccessDenied)
+                        };
+                        replies.push((reply, resp));
+                        continue;
+                    }
                     if let CtldRequest::RegisterNode(reg) = &*req {
                         workers.registered(&reg.name);
                     }
@@ -1549,6 +1579,7 @@ async fn engine_loop(
             };
             durable::stage_and_apply(&mut engine, &mut store, entry);
         }
+        workers.diag.finish(booking.take());
         if let Some(d) = &mut degraded {
             // Queries and refusals leave at once; nothing was staged.
             for (reply, resp) in replies {
@@ -1583,7 +1614,10 @@ async fn engine_loop(
         let t = now();
         if store.staged() > 0 || engine.next_wakeup().is_some_and(|due| t >= due) {
             let tick = Entry::Tick { now: t };
+            let (before, clock) = (engine.pass_stats().clone(), std::time::Instant::now());
             durable::stage_and_apply(&mut engine, &mut store, tick);
+            let us = clock.elapsed().as_micros() as u64;
+            workers.diag.note_tick(&before, engine.pass_stats(), us, t);
         }
         // Nothing leaves this process (no reply, no launch) before the
         // batch is on disk: a crash after this point loses nothing.
@@ -1638,7 +1672,10 @@ async fn stop(store: &mut Store, engine: &Engine, identity: &Identity, signer: &
 /// Sends node commands to their node's queue and records to the accounting writer.
 fn dispatch(cmd: Command, workers: &mut NodeWorkers, acct: &acct::AcctWriter) {
     match cmd {
-        Command::AcctRecord(rec) => acct.put(*rec),
+        Command::AcctRecord(rec) => {
+            workers.diag.observe(rec.job_id, rec.state, true);
+            acct.put(*rec)
+        }
         other => workers.send(other),
     }
 }

@@ -890,7 +890,7 @@ fn pid_of(ch: &Child) -> nix::unistd::Pid {
 /// with SLURM_CONF set) talks only to its own cluster.
 /// The command names linked into the cluster's `bin` directory.
 const SLURM_COMMANDS: &[&str] = &[
-    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "salloc",
+    "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "salloc", "sdiag",
 ];
 
 fn clean_env(cmd: &mut Command) {

@@ -300,7 +300,9 @@ impl Engine {
             | CtldRequest::AcctTables
             | CtldRequest::AcctAdmin(_)
             | CtldRequest::AcctUsage(_)
-            | CtldRequest::AcctDecayedUsage => CtldResponse::Error(SlurmError::InvalidRequest),
+            | CtldRequest::AcctDecayedUsage
+            // Answered by the controller, which keeps the statistics.
+            | CtldRequest::Diag { .. } => CtldResponse::Error(SlurmError::InvalidRequest),
             // Taken apart by the connection, never passed on.
             CtldRequest::OpenSession | CtldRequest::InSession { .. } => {
                 CtldResponse::Error(SlurmError::InvalidRequest)

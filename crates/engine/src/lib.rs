@@ -220,6 +220,7 @@ mod preempt;
 mod priority;
 mod queue;
 mod requests;
+mod stats;
 mod steps;
 mod tokens;
 mod views;
@@ -239,6 +240,7 @@ pub use info::OVERSUBSCRIBE_EXCLUSIVE;
 pub use nodes::NOT_RESPONDING;
 pub use persist::{journal_v1, payload_v1, v1 as snapshot_v1, PersistentState, RestoreError};
 pub use preempt::{PreemptConf, PreemptMode, PreemptType, Suspension};
+pub use stats::PassStats;
 pub use steps::{layout, worse_exit, Step, OOM_EXIT};
 pub use tokens::{SavedToken, MAX_TOKENS, TOKEN_WINDOW};
 
@@ -869,6 +871,8 @@ pub struct Engine {
     /// What `scontrol show config` needs beyond the tables
     /// (`set_show_config`).
     show_config: Option<apply::ShowConfig>,
+    /// What the scheduling passes did (`pass_stats`, for `sdiag`).
+    pass_stats: stats::PassStats,
 }
 
 /// The scheduler settings slurm.conf asks for, over the scheduler's
@@ -1007,6 +1011,7 @@ impl Engine {
             freed: false,
             purged_since_prune: 0,
             show_config: None,
+            pass_stats: stats::PassStats::default(),
         }
     }
 

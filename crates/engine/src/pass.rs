@@ -494,6 +494,8 @@ impl Engine {
                 job.time_limit = TimeLimit::Minutes(minutes);
             }
         }
+        self.pass_stats
+            .note_pass(plan.decisions.iter().map(|(_, d)| d));
         self.heads = self.first_blocked(&plan.decisions, &arrays, n_parts);
         let preemptors = self.preemptors(&plan.decisions, &requests);
         for (id, decision) in plan.decisions {

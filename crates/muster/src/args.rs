@@ -19,7 +19,7 @@ pub const VERSION: &str = concat!(
 const AFTER_HELP: &str = "\
 Slurm commands (also available as `muster <name>`, or by their own names
 through the links `muster install-links DIR` makes):
-  sbatch srun salloc squeue sinfo scancel scontrol sacct sstat sacctmgr sreport sprio sshare";
+  sbatch srun salloc squeue sinfo scancel scontrol sacct sstat sacctmgr sreport sprio sshare sdiag";
 
 /// A Slurm-compatible workload manager: the controller, the node daemon,
 /// a local cluster and the Slurm commands in one program.
@@ -108,7 +108,7 @@ pub struct CtldArgs {
     /// Stay in the foreground (accepted for slurmctld's sake: it always does)
     #[arg(short = 'D')]
     pub foreground: bool,
-    /// More log output (accepted; MUSTER_LOG sets the level)
+    /// More log output: each -v one level over SlurmctldDebug (MUSTER_LOG overrides)
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
 }
@@ -125,7 +125,7 @@ pub struct NodedArgs {
     /// Stay in the foreground
     #[arg(short = 'D')]
     pub foreground: bool,
-    /// More log output: -v debug, -vv trace (MUSTER_LOG overrides)
+    /// More log output: each -v one level over SlurmdDebug (MUSTER_LOG overrides)
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
 }

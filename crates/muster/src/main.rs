@@ -7,23 +7,16 @@
 mod alloc;
 mod args;
 mod check;
+#[cfg(test)]
+mod compat_doc;
 mod local;
+mod logs;
 mod man;
 
 #[global_allocator]
 static ALLOC: alloc::Switch = alloc::Switch;
 
 use std::path::Path;
-
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MUSTER_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
-}
 
 fn main() {
     // Listing commands exit quietly when their reader goes away (`squeue | head`).
@@ -85,7 +78,8 @@ fn run(command: args::Sub) -> i32 {
     use args::Sub;
     match command {
         Sub::Ctld(a) => {
-            init_logging();
+            let conf = a.conf.clone().unwrap_or_else(logs::default_conf);
+            logs::init(&logs::Daemon::Ctld, &conf, a.verbose);
             let mut words = Vec::new();
             if let Some(conf) = a.conf {
                 words.push("-f".to_string());
@@ -100,7 +94,9 @@ fn run(command: args::Sub) -> i32 {
             ctld::main(words)
         }
         Sub::Noded(a) => {
-            init_logging();
+            let conf = a.conf.clone().unwrap_or_else(logs::default_conf);
+            let node = a.node_name.clone().unwrap_or_else(logs::short_hostname);
+            logs::init(&logs::Daemon::Noded { node }, &conf, a.verbose);
             let mut words = Vec::new();
             if a.foreground {
                 words.push("-D".to_string());

@@ -61,6 +61,18 @@ pub fn slurm_command(name: &'static str) -> Option<clap::Command> {
         if let Some(c) = spec.short {
             arg = arg.short(c);
         }
+        // What muster does with it, where a table decides (`cli::compat`).
+        if cli::compat::COMMANDS.contains(&name) {
+            match cli::compat::disposition(name, spec.long) {
+                cli::compat::Disposition::Implemented => {}
+                cli::compat::Disposition::Warn(why) => {
+                    arg = arg.help(format!("ignored here, with a warning: {why}"));
+                }
+                cli::compat::Disposition::Refuse(why) => {
+                    arg = arg.help(format!("refused here: {why}"));
+                }
+            }
+        }
         arg = match spec.arg {
             cli::getopt::Arg::None => arg.action(clap::ArgAction::SetTrue),
             cli::getopt::Arg::Required => arg

@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 pub mod acctdb;
+pub mod diag;
 
 use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -711,6 +712,12 @@ pub enum CtldRequest {
         batch_only: bool,
         /// `-f`: signal every process of the job.
         full: bool,
+    /// `sdiag`: the controller's statistics; `reset` (`sdiag --reset`,
+    /// operators only) starts them afresh instead. (Last: the variants
+    /// before keep their numbers; an older controller refuses it.)
+    Diag {
+        /// Reset instead of report.
+        reset: bool,
     },
 }
 
@@ -1042,6 +1049,8 @@ pub enum CtldResponse {
     JobRowsPart(JobRows),
     /// `CancelJobs`: each selected job with its outcome, in job order.
     Cancelled(Vec<CancelOutcome>),
+    /// `Diag`.
+    Diag(Box<diag::DiagStats>),
 }
 
 /// `muster explain`: where a job stands in the queue and why, with the

@@ -304,9 +304,13 @@ pub fn apply(
             match value.as_deref().map(str::to_ascii_lowercase).as_deref() {
                 None | Some("exclusive") => d.exclusive = true,
                 Some("oversubscribe") => d.exclusive = false,
-                // TODO: node sharing per user or MCS label is not modelled;
-                // accept the request so scripts run, sharing as usual.
-                Some("user") | Some("mcs") | Some("topo") => d.exclusive = false,
+                // Node sharing per user, MCS label or topology block is not
+                // modelled: refused rather than run shared (`compat`).
+                Some(kind @ ("user" | "mcs" | "topo")) => {
+                    return Err(SbatchError::error(&[&format!(
+                        "--exclusive={kind} is not supported here: nodes are shared only as --exclusive and --oversubscribe say"
+                    )]))
+                }
                 Some(_) => return Err(SbatchError::invalid("Invalid --exclusive specification")),
             }
         }
@@ -390,8 +394,10 @@ pub fn apply(
         "time-min" => d.time_min = Some(time_limit(&v, "--time-min")?),
         "uid" => st.uid = Some(resolve_uid(&v)?),
         "wait" => st.wait = true,
-        // Accepted and not (yet) acted on: tuning, accounting tags and
-        // site features that do not change where or how muster runs the job.
+        // The rest are acted on elsewhere (first pass, srun, salloc), are
+        // the same as what muster does anyway (`--ignore-pbs`,
+        // `--wait-all-nodes`), or were warned about or refused before
+        // they got here (`compat::SBATCH`).
         _ => {}
     }
     Ok(())

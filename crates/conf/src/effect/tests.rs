@@ -66,3 +66,31 @@ fn error_parts_split_the_location_off() {
     assert_eq!(line, Some(3));
     assert_eq!(message, "unterminated quote");
 }
+
+#[test]
+fn key_table_covers_every_known_key_once() {
+    let rows = key_table();
+    for key in crate::keys::MODELLED_GLOBAL {
+        assert!(
+            rows.iter().any(|r| r.key.eq_ignore_ascii_case(key)),
+            "{key} has no row"
+        );
+    }
+    assert_eq!(MODELLED_SPELLING.len(), crate::keys::MODELLED_GLOBAL.len());
+    for key in crate::keys::OTHER_GLOBAL
+        .iter()
+        .chain(crate::keys::OBSOLETE_GLOBAL)
+    {
+        let n = rows
+            .iter()
+            .filter(|r| r.section == "slurm.conf" && r.key == *key)
+            .count();
+        assert_eq!(n, 1, "{key}");
+    }
+    let prolog = rows.iter().find(|r| r.key == "Prolog").unwrap();
+    assert_eq!(prolog.disposition, KeyDisposition::Inert);
+    let kill_wait = rows.iter().find(|r| r.key == "KillWait").unwrap();
+    assert_eq!(kill_wait.disposition, KeyDisposition::Acting);
+    let select = rows.iter().find(|r| r.key == "SelectType").unwrap();
+    assert!(matches!(select.disposition, KeyDisposition::OnlyAs(_)));
+}

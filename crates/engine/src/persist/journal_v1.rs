@@ -560,7 +560,8 @@ impl<'a> Request<'a> {
             | CtldRequest::ListSteps
             | CtldRequest::StepStat { .. }
             | CtldRequest::OpenSession
-            | CtldRequest::Notify { .. } => return None,
+            | CtldRequest::Notify { .. }
+            | CtldRequest::Diag { .. } => return None,
         })
     }
 }

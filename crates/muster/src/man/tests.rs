@@ -33,6 +33,14 @@ fn pages_for_muster_its_subcommands_and_the_slurm_commands() {
     assert!(sbatch.contains("\\-\\-time"), "{sbatch}");
     assert!(sbatch.contains("\\-t"), "{sbatch}");
     assert!(sbatch.contains("22.05"), "{sbatch}");
+    assert!(
+        sbatch.contains("refused here: jobs cannot run in reservations"),
+        "{sbatch}"
+    );
+    assert!(
+        sbatch.contains("ignored here, with a warning: no MailProg runs"),
+        "{sbatch}"
+    );
 }
 
 #[test]

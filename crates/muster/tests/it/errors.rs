@@ -235,3 +235,45 @@ fn tempfile_dir() -> std::path::PathBuf {
     std::fs::create_dir_all(&d).expect("creating a temp dir");
     d
 }
+
+/// Issue 38 item 1: an option muster cannot honour is refused before
+/// anything is queued, a hint is warned about and ignored, and a
+/// slurm.conf key that does nothing here is logged by the daemons at start.
+#[test]
+fn issue_38_unsupported_options_are_refused_or_warned() {
+    let c = builder().nodes(1).conf_extra("Prolog=/bin/true").start();
+    check(
+        &c.run("sbatch", &["--reservation=r", "--wrap=true"]),
+        1,
+        "sbatch: error: --reservation is not supported here: jobs cannot run in reservations\n",
+        None,
+    );
+    check(
+        &c.run("srun", &["--multi-prog", "true"]),
+        1,
+        "srun: error: --multi-prog is not supported here: every task runs the same program\n",
+        None,
+    );
+    check(
+        &c.run("salloc", &["--tmp=1G", "true"]),
+        1,
+        "salloc: error: --tmp is not supported here: temporary disk space is not a resource\n",
+        None,
+    );
+    no_jobs(&c);
+    let out = c.run("sbatch", &["--mail-type=END", "--wrap=true"]);
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(
+        out.stderr,
+        "sbatch: warning: --mail-type is ignored here: no MailProg runs\n"
+    );
+    assert!(out.stdout.starts_with("Submitted batch job "), "{out}");
+    let logged = |name: &str| {
+        c.log(name)
+            .lines()
+            .filter(|l| l.contains("Prolog=/bin/true does nothing here"))
+            .count()
+    };
+    assert_eq!(logged("ctld"), 1, "{}", c.logs());
+    assert_eq!(logged("noded-node1"), 1, "{}", c.logs());
+}

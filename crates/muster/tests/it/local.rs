@@ -259,7 +259,7 @@ fn install_links_makes_every_command() {
     let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_muster-cli")).expect("the binary");
     for cmd in [
         "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr", "sreport",
-        "sprio", "sshare", "sstat", "srun", "salloc",
+        "sprio", "sshare", "sstat", "srun", "salloc", "sdiag",
     ] {
         let link = dir.join(cmd);
         let meta =

@@ -22,6 +22,7 @@ mod hostile;
 mod hosts;
 mod jobs;
 mod local;
+mod logs;
 mod lost_reply;
 mod mpi;
 mod nodes;

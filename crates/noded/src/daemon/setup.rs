@@ -196,6 +196,14 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }
+    // Keys Slurm knows that do nothing here, once (`conf::effect`).
+    if let Ok(text) = std::fs::read_to_string(&conf_path) {
+        for warning in
+            conf::effect::inert_keys(&text, &conf_path, &mut |p| std::fs::read_to_string(p))
+        {
+            tracing::warn!("{warning}");
+        }
+    }
     let config = loaded.config;
     let node = config.node(&node_name).with_context(|| {
         format!(

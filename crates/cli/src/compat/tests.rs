@@ -1,0 +1,197 @@
+use super::*;
+
+/// Every option of each command's getopt table has a row in exactly one
+/// place that decides it, and no row names an option the command lacks.
+#[test]
+fn every_option_has_one_decision() {
+    let sbatch: Vec<&str> = crate::sbatch::opts::SPECS.iter().map(|s| s.long).collect();
+    for (name, _) in SBATCH {
+        assert!(sbatch.contains(name), "sbatch has no --{name}");
+        assert_eq!(
+            SBATCH.iter().filter(|(n, _)| n == name).count(),
+            1,
+            "{name}"
+        );
+    }
+    for long in &sbatch {
+        assert!(SBATCH.iter().any(|(n, _)| n == long), "--{long} has no row");
+    }
+    for (cmd, table) in [("srun", SRUN), ("salloc", SALLOC)] {
+        let specs = crate::options(cmd).unwrap();
+        for (name, _) in table {
+            assert!(
+                specs.iter().any(|s| s.long == *name),
+                "{cmd} has no --{name}"
+            );
+        }
+        for s in &specs {
+            assert!(
+                table.iter().any(|(n, _)| *n == s.long) || SBATCH.iter().any(|(n, _)| *n == s.long),
+                "{cmd} --{} has no row",
+                s.long
+            );
+        }
+    }
+}
+
+#[test]
+fn each_command_has_each_disposition() {
+    assert_eq!(disposition("sbatch", "time"), Disposition::Implemented);
+    assert!(matches!(
+        disposition("sbatch", "mail-type"),
+        Disposition::Warn(_)
+    ));
+    assert!(matches!(
+        disposition("sbatch", "reservation"),
+        Disposition::Refuse(_)
+    ));
+    assert_eq!(disposition("srun", "label"), Disposition::Implemented);
+    assert_eq!(
+        disposition("srun", "distribution"),
+        Disposition::Implemented
+    );
+    assert!(matches!(
+        disposition("srun", "slurmd-debug"),
+        Disposition::Warn(_)
+    ));
+    assert!(matches!(
+        disposition("srun", "multi-prog"),
+        Disposition::Refuse(_)
+    ));
+    assert_eq!(disposition("salloc", "no-shell"), Disposition::Implemented);
+    assert!(matches!(
+        disposition("salloc", "bell"),
+        Disposition::Warn(_)
+    ));
+    assert!(matches!(
+        disposition("salloc", "kill-command"),
+        Disposition::Refuse(_)
+    ));
+    // salloc takes sbatch's job options and their decisions.
+    assert!(matches!(
+        disposition("salloc", "tmp"),
+        Disposition::Refuse(_)
+    ));
+}
+
+/// Options that the client programs of client-surface.md pass are never
+/// refused (submitit, dask-jobqueue, Parsl, Snakemake, Nextflow, OnDemand).
+#[test]
+fn options_client_programs_send_are_not_refused() {
+    for long in [
+        "job-name",
+        "output",
+        "error",
+        "time",
+        "mem",
+        "mem-per-cpu",
+        "ntasks",
+        "ntasks-per-node",
+        "nodes",
+        "cpus-per-task",
+        "gpus-per-node",
+        "gres",
+        "gpus",
+        "constraint",
+        "qos",
+        "partition",
+        "account",
+        "exclude",
+        "signal",
+        "open-mode",
+        "wckey",
+        "comment",
+        "export",
+        "chdir",
+        "requeue",
+        "no-requeue",
+        "exclusive",
+        "hold",
+        "begin",
+        "dependency",
+        "array",
+        "parsable",
+        "wrap",
+        "clusters",
+    ] {
+        assert!(
+            !matches!(disposition("sbatch", long), Disposition::Refuse(_)),
+            "sbatch --{long}"
+        );
+    }
+    // Also what Open MPI's mpirun and MPICH's hydra pass to srun.
+    for long in [
+        "unbuffered",
+        "output",
+        "error",
+        "label",
+        "exclusive",
+        "cpu-bind",
+        "cpu_bind",
+        "nodelist",
+        "external-launcher",
+        "kill-on-bad-exit",
+        "mpi",
+        "input",
+        "ntasks-per-node",
+    ] {
+        assert!(
+            !matches!(disposition("srun", long), Disposition::Refuse(_)),
+            "srun --{long}"
+        );
+    }
+}
+
+#[test]
+fn golden_warning_and_refusal_lines() {
+    assert_eq!(
+        check("sbatch", ["time", "mail-type", "mail-type", "mail-user"]).unwrap(),
+        "sbatch: warning: --mail-type is ignored here: no MailProg runs\n\
+         sbatch: warning: --mail-user is ignored here: no MailProg runs\n"
+    );
+    assert_eq!(
+        check("sbatch", ["mail-type", "licenses", "bb"]).unwrap_err(),
+        "sbatch: error: -L/--licenses is not supported here: muster has no licenses\n"
+    );
+    assert_eq!(
+        check("srun", ["multi-prog"]).unwrap_err(),
+        "srun: error: --multi-prog is not supported here: every task runs the same program\n"
+    );
+}
+
+#[test]
+fn markdown_counts_and_rows() {
+    let md = markdown("sbatch");
+    assert!(md.starts_with("104 options: "), "{md}");
+    assert!(md.contains("| `--reservation` | refused: jobs cannot run in reservations |\n"));
+    assert!(md.contains("| `-t/--time` | implemented |\n"));
+    assert!(md.contains("| `--mail-type` | warned and ignored: no MailProg runs |\n"));
+}
+
+#[test]
+fn srun_and_salloc_refuse_before_asking_for_anything() {
+    let e = crate::alloc::job_state("srun", &[("multi-prog", None)], "/", 0).unwrap_err();
+    assert_eq!(
+        e,
+        "srun: error: --multi-prog is not supported here: every task runs the same program\n"
+    );
+    let e = crate::alloc::job_state("srun", &[("bcast", None)], "/", 0).unwrap_err();
+    assert!(
+        e.starts_with("srun: error: --bcast is not supported here"),
+        "{e}"
+    );
+    let e = crate::alloc::job_state("salloc", &[("kill-command", None)], "/", 0).unwrap_err();
+    assert!(
+        e.starts_with("salloc: error: -K/--kill-command is not supported here"),
+        "{e}"
+    );
+    let e = crate::alloc::job_state("salloc", &[("reservation", Some("r".into()))], "/", 0)
+        .unwrap_err();
+    assert_eq!(
+        e,
+        "salloc: error: --reservation is not supported here: jobs cannot run in reservations\n"
+    );
+    let st = crate::alloc::job_state("salloc", &[("time", Some("5".into()))], "/", 0).unwrap();
+    assert!(st.desc.time_limit.is_some());
+    assert!(crate::alloc::job_state("srun", &[("whole", None)], "/", 0).is_ok());
+}
