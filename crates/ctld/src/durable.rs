@@ -92,6 +92,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::Shares
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions
+            | CtldRequest::ListLicenses
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }
             | CtldRequest::Shutdown

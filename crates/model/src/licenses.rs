@@ -19,7 +19,9 @@ pub enum LicenseSpecError {
         spec: String,
     },
     /// A count that is not a positive whole number.
-    #[error("invalid license specification \"{spec}\": count \"{count}\" is not a positive number")]
+    #[error(
+        "invalid license specification \"{spec}\": count \"{count}\" is not a positive number"
+    )]
     BadCount {
         /// The whole list.
         spec: String,

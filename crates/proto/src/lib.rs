@@ -376,6 +376,10 @@ pub struct JobDesc {
     /// submission makes a job (older clients, hand-made ones).
     #[serde(default)]
     pub submit_token: Option<String>,
+    /// `-L`/`--licenses` as given (`foo:2,bar`; `model::licenses::parse`).
+    /// None: no licenses (and no change to what older releases wrote).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub licenses: Option<String>,
 }
 
 /// A submission token as the controller keeps it: [`JobDesc::submit_token`]
@@ -694,6 +698,10 @@ pub enum CtldRequest {
         /// The text.
         message: String,
     },
+    /// `scontrol show licenses`: every license slurm.conf configures, with
+    /// what the running jobs use (answered with `Licenses`). Added after
+    /// the first release of protocol version 1.
+    ListLicenses,
 }
 
 /// Index of [`CtldRequest::InSession`] among its variants, for
@@ -851,6 +859,10 @@ pub enum SlurmError {
     NotSupported,
     /// ESLURM_JOB_HELD: a change that needs the job released first.
     JobHeld,
+    /// ESLURM_INVALID_LICENSES: `-L` names a license slurm.conf does not
+    /// configure, asks for more than its total, or does not parse. Added
+    /// after the first release of protocol version 1.
+    InvalidLicenses,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -947,6 +959,7 @@ impl SlurmError {
             SlurmError::JobFinished => "Job has already finished",
             SlurmError::NotSupported => "Requested operation not supported on this system",
             SlurmError::JobHeld => "Job is in held state, pending scheduler release",
+            SlurmError::InvalidLicenses => "Invalid license specification",
             SlurmError::StateSaveFailed(cause) => match cause {
                 SaveFailure::NoSpace => {
                     "Slurm controller state save failed: No space left on device"
@@ -1022,6 +1035,22 @@ pub enum CtldResponse {
     /// `QueryJobs` with `rows` and `stream`: a part of the answer, more to
     /// follow on the same connection (see [`JobRows::append`]).
     JobRowsPart(JobRows),
+    /// `ListLicenses`: each license in name order.
+    Licenses(Vec<LicenseInfo>),
+}
+
+/// One license as `scontrol show licenses` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LicenseInfo {
+    /// `LicenseName=`.
+    pub name: String,
+    /// `Total=`: the count slurm.conf gives it.
+    pub total: u32,
+    /// `Used=`: what running (and completing) jobs hold.
+    pub used: u32,
+    /// `Reserved=`: held by advance reservations (always 0: muster's
+    /// reservations take no licenses).
+    pub reserved: u32,
 }
 
 /// `muster explain`: where a job stands in the queue and why, with the
@@ -1501,6 +1530,10 @@ pub struct JobInfo {
     /// `squeue -O STDERR`, as `stdout_pattern`.
     #[serde(default)]
     pub stderr_pattern: Option<String>,
+    /// The licenses it asks for, Slurm's spelling (`foo:1,bar:2`;
+    /// `Licenses=` in `scontrol show job`, squeue `%W`). None: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub licenses: Option<String>,
 }
 
 impl JobInfo {
