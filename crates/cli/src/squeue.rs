@@ -589,6 +589,7 @@ fn brief_enough(args: &SqueueArgs) -> bool {
                 | K::Dependency
                 | K::Features
                 | K::Comment
+                | K::Licenses
                 | K::ReqNodes
                 | K::Command
                 | K::ExcNodes

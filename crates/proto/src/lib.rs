@@ -377,8 +377,8 @@ pub struct JobDesc {
     #[serde(default)]
     pub submit_token: Option<String>,
     /// `-L`/`--licenses` as given (`foo:2,bar`; `model::licenses::parse`).
-    /// None: no licenses (and no change to what older releases wrote).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// None: no licenses. (Never skipped: the binary form is positional.)
+    #[serde(default)]
     pub licenses: Option<String>,
 }
 
@@ -1532,7 +1532,7 @@ pub struct JobInfo {
     pub stderr_pattern: Option<String>,
     /// The licenses it asks for, Slurm's spelling (`foo:1,bar:2`;
     /// `Licenses=` in `scontrol show job`, squeue `%W`). None: none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub licenses: Option<String>,
 }
 
