@@ -64,8 +64,8 @@ impl Engine {
         Ok(())
     }
 
-    /// What the jobs holding an allocation (running, suspended by
-    /// preemption aside, or completing) hold of each license.
+    /// What the jobs holding an allocation (running or completing; a
+    /// suspended job holds none) hold of each license.
     pub(crate) fn licenses_used(&self) -> Licenses {
         let mut used = Licenses::new();
         for job in self.jobs.values() {
