@@ -1355,5 +1355,8 @@ fn licenses_are_checked_at_their_line() {
     let ok = parse_ok(&format!("{HEAD}Licenses=matlab:10,ansys\n"));
     assert_eq!(ok.config.other["licenses"].1, "matlab:10,ansys");
     let err = err_text(&format!("{HEAD}Licenses=matlab:x\n"));
-    assert!(err.contains("invalid value \"matlab:x\" for Licenses"), "{err}");
+    assert!(
+        err.contains("invalid value \"matlab:x\" for Licenses"),
+        "{err}"
+    );
 }

@@ -1417,8 +1417,9 @@ pub struct JobInfo {
     pub cpus_per_node: Vec<u32>,
     /// The CPU ids (each node's own) allocated on each node, in node
     /// order (`scontrol show job -d` `CPU_IDs=`). Empty from controllers
-    /// that only counted CPUs.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// that only counted CPUs. Never skipped: `QueryJobs` answers are
+    /// positional (`rpc::Encoding::Binary`), and a pending job's is empty.
+    #[serde(default)]
     pub cpu_ids_per_node: Vec<Vec<u32>>,
     /// Memory per CPU in MB, when the request was per CPU.
     #[serde(default)]
@@ -2042,6 +2043,24 @@ mod tests {
         // Appended: the variants before it keep their binary numbers.
         let bin = postcard::to_allocvec(&SlurmError::InvalidJobId).unwrap();
         assert_eq!(bin, [0]);
+    }
+
+    /// `QueryJobs` answers travel positionally: a pending job (no CPU
+    /// ids, no licenses) and a running one with both decode as sent.
+    #[test]
+    fn job_infos_round_trip_in_binary_with_and_without_optional_fields() {
+        let pending = JobInfo::default();
+        let running = JobInfo {
+            cpu_ids_per_node: vec![vec![0, 1]],
+            licenses: Some("matlab:1".into()),
+            ..JobInfo::default()
+        };
+        for job in [pending, running] {
+            let bin = postcard::to_allocvec(&job).unwrap();
+            let back: JobInfo = postcard::from_bytes(&bin).unwrap();
+            assert_eq!(back.cpu_ids_per_node, job.cpu_ids_per_node);
+            assert_eq!(back.licenses, job.licenses);
+        }
     }
 
     #[test]

@@ -12,7 +12,10 @@ fn gate(name: &str) -> String {
 
 #[test]
 fn a_job_waits_for_a_license_and_runs_when_one_frees() {
-    let c = builder().nodes(2).conf_extra("Licenses=matlab:1,ansys:3").start();
+    let c = builder()
+        .nodes(2)
+        .conf_extra("Licenses=matlab:1,ansys:3")
+        .start();
     let a = c.submit(&["-L", "matlab", "--wrap", &gate("go-a")]);
     c.wait_state(a, "RUNNING", secs(10));
     let b = c.submit(&["--licenses=matlab:1", "--wrap", "true"]);
@@ -45,7 +48,15 @@ fn a_job_waits_for_a_license_and_runs_when_one_frees() {
     let out = c.wait_until("b in sacct", secs(10), || {
         let o = c.run(
             "sacct",
-            &["-X", "-n", "-P", "-j", &b.to_string(), "-o", "ReqTRES,AllocTRES"],
+            &[
+                "-X",
+                "-n",
+                "-P",
+                "-j",
+                &b.to_string(),
+                "-o",
+                "ReqTRES,AllocTRES",
+            ],
         );
         o.stdout.contains("license/matlab=1").then_some(o.stdout)
     });
