@@ -1500,7 +1500,7 @@ scontrol [<OPTION>] [<COMMAND>]
      version                  display tool version number.
 
   <ENTITY> may be \"config\", \"hostnames\", \"hostlist\", \"hostlistsorted\",
-       \"job\", \"node\" or \"partition\".
+       \"job\", \"licenses\", \"node\" or \"partition\".
 
   <SPECIFICATIONS> are specified in the same format as the configuration
   file: NodeName=<hostlist> State=DRAIN|DOWN|RESUME|UNDRAIN|IDLE Reason=<text>,
