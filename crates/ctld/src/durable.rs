@@ -1398,6 +1398,9 @@ mod tests {
             deadline: Some(12),
             alloc_only: true,
             submit_token: text("feed"),
+            // Where None, the mirror skips it (the wire form writes null):
+            // what older releases wrote stays byte for byte.
+            licenses: text("matlab:1"),
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {
