@@ -185,3 +185,35 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn array_tasks_start_as_far_as_the_licenses_go() {
+    let mut e = engine();
+    let mut d = with_licenses("matlab");
+    d.array = Some("0-3".into());
+    let id = e.on_submit(d, &user(), 0).unwrap().job_id;
+    e.schedule(0);
+    assert_invariants(&e);
+    let running: Vec<JobId> = e
+        .jobs
+        .values()
+        .filter(|j| j.state == JobState::Running)
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(running.len(), 2, "matlab:2 configured");
+    assert_eq!(e.license_infos()[1].used, 2);
+    // The record of the tasks not started waits for the licenses.
+    assert_eq!(e.job(id).unwrap().state, JobState::Pending);
+    end(&mut e, running[0], 5);
+    let n_running = e
+        .jobs
+        .values()
+        .filter(|j| j.state == JobState::Running)
+        .count();
+    assert_eq!(n_running, 2);
+    assert_eq!(e.license_infos()[1].used, 2);
+    // FIXME: the record whose tasks the licenses cut short is told
+    // Resources by the pass (it tried only as many tasks as the licenses
+    // allow); Slurm says Licenses.
+    assert_eq!(e.job(id).unwrap().reason, PendingReason::Resources);
+}
