@@ -42,6 +42,19 @@ fn a_job_waits_for_a_license_and_runs_when_one_frees() {
         );
     }
 
+    // srun and salloc take -L too (a standalone srun's allocation).
+    let out = c.run("srun", &["-L", "nosuch", "true"]);
+    assert_ne!(out.code, 0, "{out}");
+    assert!(
+        out.stderr.contains("Invalid license specification"),
+        "{out}"
+    );
+    let out = c.ok("srun", &["-L", "ansys:2", "echo", "ran"]);
+    assert_eq!(out.stdout, "ran\n");
+    let out = c.run("salloc", &["-L", "a|b", "true"]);
+    assert_ne!(out.code, 0, "{out}");
+    assert!(out.stderr.contains("not supported"), "{out}");
+
     c.write("go-a", "");
     assert_eq!(c.wait_done(a, secs(10)), "COMPLETED");
     assert_eq!(c.wait_done(b, secs(10)), "COMPLETED");
