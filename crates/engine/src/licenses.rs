@@ -94,6 +94,20 @@ impl Engine {
             .collect()
     }
 
+    /// After a pass: the array records the licenses cut short that the
+    /// pass left waiting for nodes wait for Licenses.
+    pub(crate) fn tell_license_cut(&mut self, check: &LimitCheck, now: Timestamp) {
+        for id in &check.license_cut {
+            let waits_on_nodes = self.jobs.get(id).is_some_and(|j| {
+                j.state == JobState::Pending
+                    && matches!(j.reason, PendingReason::Resources | PendingReason::Priority)
+            });
+            if waits_on_nodes {
+                self.jobs.tell_reason(id, PendingReason::Licenses, now);
+            }
+        }
+    }
+
     /// Adds to `check` the pending jobs that wait for licenses (see the
     /// module doc), and notes a job told `Licenses` that no longer waits
     /// (`LimitCheck::released`).
@@ -149,6 +163,9 @@ impl Engine {
             }
             if job.array.as_ref().is_some_and(|a| a.is_meta()) {
                 check.array_room.insert(job.id, room);
+                if room < most {
+                    check.license_cut.push(job.id);
+                }
             }
             check.released |= job.reason == PendingReason::Licenses;
         }

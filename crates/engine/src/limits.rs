@@ -117,6 +117,11 @@ pub(crate) struct LimitCheck {
     /// A pending job waits for a limit (its reason) that no longer holds
     /// it: the last pass's holds changed without an event of its own.
     pub released: bool,
+    /// Array records of which the licenses let fewer tasks start than are
+    /// pending (`Engine::license_blocked`): where the pass leaves them
+    /// waiting on nodes, they wait for Licenses (Slurm checks licenses
+    /// first).
+    pub license_cut: Vec<JobId>,
 }
 
 impl Engine {

@@ -151,6 +151,7 @@ impl Engine {
         let mut work = self.plan_collected(&input, requests, arrays, &optional, prefix, now);
         self.finish_collected(&input, prefix_check.as_ref(), reduced, &mut work, now);
         self.apply_plan(work, input.parts.len(), now);
+        self.tell_license_cut(&input.limited, now);
     }
 
     /// What a pass reads first: the new jobs since the last pass where

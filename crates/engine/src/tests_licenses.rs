@@ -212,8 +212,5 @@ fn array_tasks_start_as_far_as_the_licenses_go() {
         .count();
     assert_eq!(n_running, 2);
     assert_eq!(e.license_infos()[1].used, 2);
-    // FIXME: the record whose tasks the licenses cut short is told
-    // Resources by the pass (it tried only as many tasks as the licenses
-    // allow); Slurm says Licenses.
-    assert_eq!(e.job(id).unwrap().reason, PendingReason::Resources);
+    assert_eq!(e.job(id).unwrap().reason, PendingReason::Licenses);
 }
