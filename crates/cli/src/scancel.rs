@@ -2,9 +2,17 @@
 //! scancel does, with its messages and exit codes.
 //!
 //! ```text
-//! args --parse_args--> ScancelArgs --ids only------------------> Cancel per id
-//!                                  \--filters--> ListJobs --select()--> Cancel per job
+//! args --parse_args--> ScancelArgs --ids only----------------------------> Cancel per id
+//!                                  \--filters--> CancelJobs(job_select()) --> outcome per job
+//!                                  \--filters, -i (or an older controller)-->
+//!                                           ListJobs --select()--> Cancel per job
 //! ```
+//!
+//! With filters the controller picks the jobs and cancels them in one
+//! request (one journal record, one commit): 100,000 jobs take one round
+//! trip, not 100,000. Its answer gives each job's outcome, printed as the
+//! answers to single cancels were. `-i` still lists, to ask before each
+//! job; so does a controller that does not know `CancelJobs`.
 //!
 //! Exit status follows Slurm: an unknown or already finished job is not an
 //! error when cancelling (it is reported only with `-v`), and any other
@@ -325,48 +333,66 @@ Help options:
   --usage                         display brief usage message
 ";
 
-/// The jobs a filtered scancel acts on, in the controller's order: every
+/// The filters as the controller applies them (`proto::JobSelect`): every
 /// filter must match (AND), ids given on the command line restrict the set
-/// further, and finished jobs are skipped. `me` is the caller's user name.
+/// further (an array's id takes its tasks), and finished jobs are skipped.
+pub fn job_select(args: &ScancelArgs) -> proto::JobSelect {
+    proto::JobSelect {
+        job_ids: args
+            .jobs
+            .iter()
+            .filter_map(|j| match j {
+                JobSpec::Job(id) => Some(*id),
+                JobSpec::Tasks(_) | JobSpec::Unsupported(_) => None,
+            })
+            .collect(),
+        by_id: !args.jobs.is_empty(),
+        me: args.me,
+        user: args.user.clone(),
+        names: args.names.clone(),
+        partitions: args.partitions.clone(),
+        accounts: args.accounts.clone(),
+        qos: args.qos.clone(),
+        states: args.states.clone(),
+        nodes: args.nodes.clone(),
+    }
+}
+
+/// The one request of a filtered scancel.
+pub fn cancel_jobs_request(args: &ScancelArgs) -> CtldRequest {
+    CtldRequest::CancelJobs {
+        select: Box::new(job_select(args)),
+        signal: args.request_signal(),
+        batch_only: args.batch,
+        full: args.full,
+    }
+}
+
+/// The jobs a filtered scancel acts on, picked from a listing in the
+/// controller's order ([`job_select`]; `-i`, or a controller without
+/// `CancelJobs`). `me` is the caller's user name.
 pub fn select(args: &ScancelArgs, list: &JobList, me: &str) -> Vec<JobId> {
-    let ids: Vec<JobId> = args
-        .jobs
-        .iter()
-        .filter_map(|j| match j {
-            JobSpec::Job(id) => Some(*id),
-            JobSpec::Tasks(_) | JobSpec::Unsupported(_) => None,
-        })
-        .collect();
+    let select = job_select(args);
     list.jobs
         .iter()
-        .filter(|j| !j.state.is_finished())
         .filter(|j| {
-            args.jobs.is_empty()
-                || ids.contains(&j.job_id)
-                || j.array_job_id.is_some_and(|a| ids.contains(&JobId(a)))
+            let facts = proto::SelectFacts {
+                job_id: j.job_id,
+                array_job_id: j.array_job_id,
+                state: j.state,
+                user: &j.user,
+                uid: j.uid,
+                name: &j.name,
+                account: &j.account,
+                qos: &j.qos,
+            };
+            select.selects(
+                &facts,
+                me,
+                j.partition.split(','),
+                j.nodes.iter().map(String::as_str),
+            )
         })
-        .filter(|j| !args.me || j.user == me)
-        .filter(|j| match &args.user {
-            Some(u) => *u == j.user || u.parse::<u32>().is_ok_and(|n| n == j.uid),
-            None => true,
-        })
-        .filter(|j| args.names.is_empty() || args.names.contains(&j.name))
-        .filter(|j| {
-            args.partitions.is_empty()
-                || j.partition
-                    .split(',')
-                    .any(|p| args.partitions.iter().any(|q| q == p))
-        })
-        .filter(|j| {
-            args.accounts.is_empty()
-                || args
-                    .accounts
-                    .iter()
-                    .any(|a| a.eq_ignore_ascii_case(&j.account))
-        })
-        .filter(|j| args.qos.is_empty() || args.qos.iter().any(|q| q.eq_ignore_ascii_case(&j.qos)))
-        .filter(|j| args.states.is_empty() || args.states.contains(&j.state))
-        .filter(|j| args.nodes.is_empty() || j.nodes.iter().any(|n| args.nodes.contains(n)))
         .map(|j| j.job_id)
         .collect()
 }
@@ -517,6 +543,29 @@ pub fn main(args: Vec<String>) -> i32 {
         }
     };
     let me = client.identity().user.clone();
+
+    // With filters the controller picks and cancels in one request. A
+    // failure (a controller that does not know the request closes the
+    // connection) falls back to listing and cancelling job by job, which
+    // also reports an unreachable controller as scancel always did.
+    if args.has_filters() && !args.interactive {
+        if let Ok(proto::CtldResponse::Cancelled(outcomes)) =
+            client.call(cancel_jobs_request(&args))
+        {
+            let mut status = 0;
+            for o in outcomes {
+                let err = o.error.map(client::ClientError::Refused);
+                let out = outcome(&args, &o.job_id.to_string(), err.as_ref());
+                for m in &out.messages {
+                    eprintln!("{m}");
+                }
+                if out.status != 0 {
+                    status = out.status;
+                }
+            }
+            return status;
+        }
+    }
 
     // Without filters each id goes straight to the controller, which
     // answers for unknown ids; with filters scancel picks from the list.

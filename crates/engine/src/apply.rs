@@ -194,6 +194,18 @@ impl Engine {
                 who,
                 t,
             )),
+            CtldRequest::CancelJobs {
+                select,
+                signal,
+                batch_only,
+                full,
+            } => CtldResponse::Cancelled(self.on_cancel_selected(
+                &select,
+                signal,
+                proto::SignalScope::of_flags(batch_only, full),
+                who,
+                t,
+            )),
             CtldRequest::UpdateJob {
                 job_id,
                 update,

@@ -355,6 +355,73 @@ impl Engine {
         self.nodes.free_cpus()
     }
 
+    /// A filtered scancel (`proto::CtldRequest::CancelJobs`): every job
+    /// `select` matches for `who`, in id order, cancelled (or signalled)
+    /// as a `Cancel` of that job alone would be, each with its outcome.
+    /// The jobs are picked before any is cancelled, as scancel picked
+    /// them from one listing: cancelling an array's record, which ends its
+    /// tasks too, leaves those tasks `AlreadyDone`.
+    pub fn on_cancel_selected(
+        &mut self,
+        select: &proto::JobSelect,
+        signal: Option<i32>,
+        scope: proto::SignalScope,
+        who: &proto::Identity,
+        now: Timestamp,
+    ) -> Vec<proto::CancelOutcome> {
+        let ids: Vec<JobId> = self
+            .jobs
+            .values()
+            .filter(|job| self.job_selected(job, select, &who.user))
+            .map(|job| job.id)
+            .collect();
+        ids.into_iter()
+            .map(|job_id| proto::CancelOutcome {
+                job_id,
+                error: self
+                    .on_cancel_tasks(job_id, None, signal, scope, who, now)
+                    .err(),
+            })
+            .collect()
+    }
+
+    /// Whether `select` matches `job` as squeue shows it (`job_info`):
+    /// a pending job's partitions, the nodes it runs on (or last ran on).
+    fn job_selected(&self, job: &Job, select: &proto::JobSelect, caller: &str) -> bool {
+        let d = &job.desc;
+        let facts = proto::SelectFacts {
+            job_id: job.id,
+            array_job_id: job.array.as_ref().map(|a| a.array_job_id.0),
+            state: job.state,
+            user: &d.user,
+            uid: d.uid,
+            name: &d.name,
+            account: d.account.as_deref().unwrap_or("(null)"),
+            qos: d.qos.as_deref().unwrap_or("normal"),
+        };
+        let parts = if job.state == JobState::Pending && job.partitions.len() > 1 {
+            &job.partitions[..]
+        } else {
+            std::slice::from_ref(&job.partition)
+        };
+        let part_names = parts.iter().map(|&p| self.parts[p].conf.name.as_str());
+        let allocated = job
+            .alloc
+            .iter()
+            .flat_map(|a| a.nodes.iter().map(|n| n.node));
+        let ran = job
+            .alloc
+            .is_none()
+            .then_some(&job.ran_on)
+            .into_iter()
+            .flatten()
+            .copied();
+        let node_names = allocated
+            .chain(ran)
+            .map(|i| self.nodes[i.0 as usize].conf.name.as_str());
+        select.selects(&facts, caller, part_names, node_names)
+    }
+
     /// scancel on a job, an array, or some of its tasks.
     pub fn on_cancel_tasks(
         &mut self,

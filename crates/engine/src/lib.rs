@@ -1412,6 +1412,8 @@ mod tests;
 #[cfg(test)]
 mod tests_arrays;
 #[cfg(test)]
+mod tests_cancel;
+#[cfg(test)]
 mod tests_licenses;
 #[cfg(test)]
 mod tests_preempt;

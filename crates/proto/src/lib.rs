@@ -42,11 +42,13 @@ pub mod acctdb;
 use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use serde::{Deserialize, Serialize};
 
+mod cancel;
 mod cpu_bind;
 mod gpus;
 mod row_source;
 mod rows;
 mod steps;
+pub use cancel::{CancelOutcome, JobSelect, SelectFacts};
 pub use cpu_bind::{mask_hex, CpuBind, CpuBindError, CpuBindType};
 pub use gpus::GpuBind;
 pub use row_source::{JobRowSource, RowEncodeError};
@@ -698,6 +700,22 @@ pub enum CtldRequest {
         /// The text.
         message: String,
     },
+    /// A filtered `scancel` (`-u`, `-n`, `-p`, ...): cancels (or signals)
+    /// every job `select` matches, each as `Cancel` of that job alone
+    /// would, in one request (answered `Cancelled`). (Added after
+    /// `Notify`: the variants before keep their numbers; an older
+    /// controller refuses it, and scancel then lists and cancels job by
+    /// job.)
+    CancelJobs {
+        /// Which jobs.
+        select: Box<JobSelect>,
+        /// A signal to send instead of cancelling.
+        signal: Option<i32>,
+        /// `-b`: signal only the batch shell.
+        batch_only: bool,
+        /// `-f`: signal every process of the job.
+        full: bool,
+    },
     /// `scontrol show licenses`: every license slurm.conf configures, with
     /// what the running jobs use (answered with `Licenses`). Added after
     /// the first release of protocol version 1.
@@ -1035,6 +1053,8 @@ pub enum CtldResponse {
     /// `QueryJobs` with `rows` and `stream`: a part of the answer, more to
     /// follow on the same connection (see [`JobRows::append`]).
     JobRowsPart(JobRows),
+    /// `CancelJobs`: each selected job with its outcome, in job order.
+    Cancelled(Vec<CancelOutcome>),
     /// `ListLicenses`: each license in name order.
     Licenses(Vec<LicenseInfo>),
 }
@@ -1417,8 +1437,8 @@ pub struct JobInfo {
     pub cpus_per_node: Vec<u32>,
     /// The CPU ids (each node's own) allocated on each node, in node
     /// order (`scontrol show job -d` `CPU_IDs=`). Empty from controllers
-    /// that only counted CPUs. Never skipped: `QueryJobs` answers are
-    /// positional (`rpc::Encoding::Binary`), and a pending job's is empty.
+    /// that only counted CPUs. Always written: listings travel in binary
+    /// (postcard is positional), where a skipped field misreads the rest.
     #[serde(default)]
     pub cpu_ids_per_node: Vec<Vec<u32>>,
     /// Memory per CPU in MB, when the request was per CPU.

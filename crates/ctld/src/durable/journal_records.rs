@@ -194,6 +194,29 @@ fn every_request() -> Vec<CtldRequest> {
             request: Box::new(CtldRequest::Top { job_id: JobId(5) }),
         },
         CtldRequest::Top { job_id: JobId(5) },
+        CtldRequest::CancelJobs {
+            select: Box::new(proto::JobSelect {
+                job_ids: vec![JobId(6)],
+                by_id: true,
+                me: true,
+                user: Some("u".into()),
+                names: vec!["n".into()],
+                partitions: vec!["p".into()],
+                accounts: vec!["a".into()],
+                qos: vec!["q".into()],
+                states: vec![model::JobState::Pending, model::JobState::Suspended],
+                nodes: vec!["n1".into()],
+            }),
+            signal: Some(10),
+            batch_only: true,
+            full: false,
+        },
+        CtldRequest::CancelJobs {
+            select: Box::default(),
+            signal: None,
+            batch_only: false,
+            full: true,
+        },
         CtldRequest::Submit(Box::new(proto::JobDesc {
             licenses: Some("matlab:1".into()),
             ..desc()

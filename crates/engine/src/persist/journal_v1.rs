@@ -17,7 +17,7 @@
 //! journaled. The read side owns it ([`Cow::Owned`]) and moves it out.
 //!
 //! Kept as they are, because each is a vocabulary value whose encoding is
-//! itself a stable on-disk form: `model`'s `JobId`, `ExitCode`, `Gres`,
+//! itself a stable on-disk form: `model`'s `JobId`, `JobState`, `ExitCode`, `Gres`,
 //! `TimeLimit`, `Timestamp` and `array::TaskSet`, `proto::Distribution`
 //! (a plain enum of names), and `proto::acctdb::AcctTables` (the
 //! association database, whose format `sacctmgr` and the accounting store
@@ -36,7 +36,7 @@
 //! journaled until it is added here too.
 
 use model::array::TaskSet;
-use model::{ExitCode, Gres, JobId, TimeLimit, Timestamp};
+use model::{ExitCode, Gres, JobId, JobState, TimeLimit, Timestamp};
 use proto::acctdb::AcctTables;
 use proto::{CtldRequest, Distribution};
 use serde::{Deserialize, Serialize};
@@ -334,6 +334,87 @@ pub enum Request<'a> {
         /// The job.
         job_id: JobId,
     },
+    /// A filtered scancel: every job `select` matches (when applied).
+    /// (Added after `Top`; builds before it never wrote it.)
+    CancelJobs {
+        /// Which jobs.
+        select: JobSelect<'a>,
+        /// A signal to send instead of cancelling.
+        signal: Option<i32>,
+        /// `-b`.
+        batch_only: bool,
+        /// `-f`.
+        full: bool,
+    },
+}
+
+/// scancel's filters (`proto::JobSelect`), states by their Slurm names.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct JobSelect<'a> {
+    /// Ids typed beside the filters.
+    #[serde(default, skip_serializing_if = "<[JobId]>::is_empty")]
+    pub job_ids: Cow<'a, [JobId]>,
+    /// Whether ids were typed at all.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_id: bool,
+    /// `--me`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub me: bool,
+    /// `-u`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<Cow<'a, str>>,
+    /// `-n`.
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+    pub names: Cow<'a, [String]>,
+    /// `-p`.
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+    pub partitions: Cow<'a, [String]>,
+    /// `-A`.
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+    pub accounts: Cow<'a, [String]>,
+    /// `-q`.
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+    pub qos: Cow<'a, [String]>,
+    /// `-t` (a `model` vocabulary value, as snapshots store it too).
+    #[serde(default, skip_serializing_if = "<[JobState]>::is_empty")]
+    pub states: Cow<'a, [JobState]>,
+    /// `-w`.
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+    pub nodes: Cow<'a, [String]>,
+}
+
+impl<'a> From<&'a proto::JobSelect> for JobSelect<'a> {
+    fn from(s: &'a proto::JobSelect) -> Self {
+        JobSelect {
+            job_ids: Cow::Borrowed(&s.job_ids),
+            by_id: s.by_id,
+            me: s.me,
+            user: s.user.as_deref().map(Cow::Borrowed),
+            names: Cow::Borrowed(&s.names),
+            partitions: Cow::Borrowed(&s.partitions),
+            accounts: Cow::Borrowed(&s.accounts),
+            qos: Cow::Borrowed(&s.qos),
+            states: Cow::Borrowed(&s.states),
+            nodes: Cow::Borrowed(&s.nodes),
+        }
+    }
+}
+
+impl From<JobSelect<'_>> for proto::JobSelect {
+    fn from(s: JobSelect<'_>) -> Self {
+        proto::JobSelect {
+            job_ids: s.job_ids.into_owned(),
+            by_id: s.by_id,
+            me: s.me,
+            user: s.user.map(Cow::into_owned),
+            names: s.names.into_owned(),
+            partitions: s.partitions.into_owned(),
+            accounts: s.accounts.into_owned(),
+            qos: s.qos.into_owned(),
+            states: s.states.into_owned(),
+            nodes: s.nodes.into_owned(),
+        }
+    }
 }
 
 impl<'a> Request<'a> {
@@ -449,6 +530,17 @@ impl<'a> Request<'a> {
                 request: Box::new(Request::from_ctld(request)?),
             },
             CtldRequest::Top { job_id } => Request::Top { job_id: *job_id },
+            CtldRequest::CancelJobs {
+                select,
+                signal,
+                batch_only,
+                full,
+            } => Request::CancelJobs {
+                select: JobSelect::from(&**select),
+                signal: *signal,
+                batch_only: *batch_only,
+                full: *full,
+            },
             CtldRequest::Ping
             | CtldRequest::ListJobs
             | CtldRequest::QueryJobs(_)
@@ -584,6 +676,17 @@ impl From<Request<'_>> for CtldRequest {
                 request: Box::new((*request).into()),
             },
             Request::Top { job_id } => CtldRequest::Top { job_id },
+            Request::CancelJobs {
+                select,
+                signal,
+                batch_only,
+                full,
+            } => CtldRequest::CancelJobs {
+                select: Box::new(select.into()),
+                signal,
+                batch_only,
+                full,
+            },
         }
     }
 }

@@ -75,6 +75,55 @@ fn scancel_user_cancels_all_of_them() {
     assert_eq!(c.run("squeue", &["-h"]).stdout, "");
 }
 
+/// Issue 44: `scancel -u USER -n NAME` cancels every matching pending job
+/// (one request to the controller), leaves the others, prints nothing,
+/// and sacct shows each matching job CANCELLED.
+#[test]
+fn issue_44_scancel_user_and_name_cancels_many_pending_jobs() {
+    let c = cluster(1);
+    let me = e2e::user_name();
+    let many: Vec<u32> = (0..40)
+        .map(|_| c.submit(&["-H", "-J", "many", "--wrap", "true"]))
+        .collect();
+    let other = c.submit(&["-H", "-J", "other", "--wrap", "true"]);
+    let out = c.run("scancel", &["-u", &me, "-n", "many"]);
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (0, "", ""),
+        "{out}"
+    );
+    assert_eq!(
+        c.ok("squeue", &["-h", "-o", "%i"]).stdout,
+        format!("{other}\n")
+    );
+    let rows = c.wait_until("every cancelled job in sacct", secs(10), || {
+        let o = c.run("sacct", &["-X", "-n", "-P", "-o", "JobID,JobName,State"]);
+        let cancelled = o
+            .stdout
+            .lines()
+            .filter(|l| l.contains("|many|CANCELLED"))
+            .count();
+        (cancelled == many.len()).then_some(o.stdout)
+    });
+    for id in &many {
+        assert!(
+            rows.contains(&format!("{id}|many|CANCELLED")),
+            "{id}: {rows}"
+        );
+    }
+    assert!(rows.contains(&format!("{other}|other|PENDING")), "{rows}");
+    // -v names each job it acts on, as single cancels did; a filter that
+    // matches nothing says nothing.
+    let out = c.run("scancel", &["-v", "-n", "other"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (0, format!("scancel: Terminating job {other}\n").as_str()),
+        "{out}"
+    );
+    let out = c.run("scancel", &["-u", &me, "-n", "many"]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{out}");
+}
+
 /// Which processes `scancel --signal` reaches: the steps alone by
 /// default, the batch shell alone with `-b`, both with `-f`, one step
 /// with `JOB.STEP`. The batch shell and the step's task each log what

@@ -361,6 +361,11 @@ fn down_and_up_again_keep_the_jobs_and_the_nodes_and_take_a_new_partition() {
             .to_string()
     };
     wait_for("the job to run", &|| state(&id) == "RUNNING");
+    // RUNNING is the controller's word at the launch; the stop must come
+    // after the script itself has started (a confined start takes longer).
+    wait_for("the script to start", &|| {
+        std::fs::read_to_string(dir.join("ran.txt")).is_ok_and(|t| t == "ran\n")
+    });
     let pending = run("sbatch", &["--parsable", "-n", "4", "--wrap", "true"]);
     assert_eq!(pending.code, 0, "{pending}");
     let pending = pending.stdout.trim().to_string();
