@@ -90,7 +90,7 @@ pub const SBATCH: &[(&str, Disposition)] = &[
     ("input", I),
     ("job-name", I),
     ("kill-on-invalid-dep", I),
-    ("licenses", R("muster has no licenses")),
+    ("licenses", I),
     ("mail-type", W("no MailProg runs")),
     ("mail-user", W("no MailProg runs")),
     ("mcs-label", R("muster has no MCS plugin")),

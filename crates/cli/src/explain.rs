@@ -44,6 +44,10 @@ fn reason_words(reason: PendingReason) -> String {
         }
         PendingReason::ReqNodeNotAvail => "a node it requires (-w) is not available".to_string(),
         PendingReason::BadConstraints => "no node has the features it asks for (-C)".to_string(),
+        PendingReason::Licenses => {
+            "the licenses it asks for (-L) are in use, or kept for a job of higher priority (`scontrol show licenses`)"
+                .to_string()
+        }
         other => format!("reason {}", other.as_slurm_str()),
     }
 }

@@ -232,8 +232,9 @@ fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
         or_null(job.features.as_deref())
     ));
     l.push(format!(
-        "OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
-        if job.exclusive { "NO" } else { "OK" }
+        "OverSubscribe={} Contiguous=0 Licenses={} Network=(null)",
+        if job.exclusive { "NO" } else { "OK" },
+        or_null(job.licenses.as_deref())
     ));
     l.push(format!("Command={}", or_null(job.command.as_deref())));
     l.push(format!("WorkDir={}", job.work_dir));
@@ -613,6 +614,8 @@ const SHOW_ENTITIES: &[(&str, usize)] = &[
     ("partition", 1),
     ("partitions", 1),
     ("config", 1),
+    ("licenses", 3),
+    ("license", 3),
     ("step", 4),
     ("steps", 4),
     ("hostnames", 5),
@@ -634,6 +637,7 @@ fn cmd_show(s: &mut Session, rest: &[String]) -> CmdResult {
         "node" | "nodes" => show_nodes(s, arg),
         "partition" | "partitions" => show_partitions(s, arg),
         "config" => show_config(s),
+        "licenses" | "license" => show_licenses(s, arg),
         "step" | "steps" => show_steps(s, arg),
         "hostnames" | "hostname" => {
             let expr = match arg {
@@ -865,6 +869,51 @@ fn show_partitions(s: &mut Session, arg: Option<&str>) -> CmdResult {
             None => Err(fail(format!("Partition {name} not found"))),
         },
     }
+}
+
+fn show_licenses(s: &mut Session, arg: Option<&str>) -> CmdResult {
+    let opts = s.opts;
+    let licenses = match s
+        .client("slurm_load_licenses error")?
+        .call(CtldRequest::ListLicenses)
+    {
+        Ok(CtldResponse::Licenses(l)) => l,
+        Ok(_) => {
+            return Err(fail(
+                "slurm_load_licenses error: Unexpected message received",
+            ))
+        }
+        Err(e) => return Err(fail(format!("slurm_load_licenses error: {e}"))),
+    };
+    match arg {
+        None if licenses.is_empty() => Ok("No licenses configured in Slurm.\n".to_string()),
+        None => Ok(render_licenses(&licenses, opts)),
+        Some(name) => match licenses.iter().find(|l| l.name == name) {
+            Some(l) => Ok(render_licenses(std::slice::from_ref(l), opts)),
+            None => Err(fail(format!("License {name} not found"))),
+        },
+    }
+}
+
+/// `scontrol show licenses`: per license `LicenseName=` on its line, then
+/// the counts indented by four spaces (`-o`: one line each), as Slurm
+/// 22.05 prints them. Remote (database) licenses are not implemented:
+/// `Remote=no` always.
+pub fn render_licenses(licenses: &[proto::LicenseInfo], opts: ShowOpts) -> String {
+    let sep = if opts.oneliner { " " } else { "\n    " };
+    licenses
+        .iter()
+        .map(|l| {
+            format!(
+                "LicenseName={}{sep}Total={} Used={} Free={} Reserved={} Remote=no\n",
+                l.name,
+                l.total,
+                l.used,
+                l.total.saturating_sub(l.used).saturating_sub(l.reserved),
+                l.reserved
+            )
+        })
+        .collect()
 }
 
 fn show_config(s: &mut Session) -> CmdResult {
@@ -1451,7 +1500,7 @@ scontrol [<OPTION>] [<COMMAND>]
      version                  display tool version number.
 
   <ENTITY> may be \"config\", \"hostnames\", \"hostlist\", \"hostlistsorted\",
-       \"job\", \"node\" or \"partition\".
+       \"job\", \"licenses\", \"node\" or \"partition\".
 
   <SPECIFICATIONS> are specified in the same format as the configuration
   file: NodeName=<hostlist> State=DRAIN|DOWN|RESUME|UNDRAIN|IDLE Reason=<text>,

@@ -118,6 +118,8 @@ pub struct SqueueArgs {
     pub accounts: Vec<String>,
     /// `-q`.
     pub qos: Vec<String>,
+    /// `-L`: jobs that ask for any of these licenses.
+    pub licenses: Vec<String>,
     /// `-S`.
     pub sort: Option<String>,
     /// `--start`.
@@ -262,6 +264,7 @@ pub fn parse_args(args: &[String]) -> Result<SqueueArgs, String> {
                     }
                     "partition" => a.partitions.extend(split_list(&v)),
                     "qos" => a.qos.extend(split_list(&v)),
+                    "licenses" => a.licenses.extend(split_list(&v)),
                     "sort" => a.sort = Some(v),
                     "start" => a.start = true,
                     "states" => a
@@ -342,6 +345,17 @@ Help options:
   --usage                         display a brief summary of squeue options
 ";
 
+/// Whether `job` asks for one of `names` (`squeue -L`; the job's list is
+/// `name:count,...`).
+fn asks_for_license<J: JobView + ?Sized>(job: &J, names: &[String]) -> bool {
+    let Some(list) = job.full().and_then(|j| j.licenses.as_deref()) else {
+        return false;
+    };
+    list.split(',')
+        .map(|l| l.split(':').next().unwrap_or(l))
+        .any(|l| names.iter().any(|n| n == l))
+}
+
 /// Whether `job` passes every filter of `args` (`me` is the caller's name).
 pub fn matches<J: JobView + ?Sized>(args: &SqueueArgs, job: &J, me: &str) -> bool {
     if let Some(ids) = &args.jobs {
@@ -396,6 +410,9 @@ pub fn matches<J: JobView + ?Sized>(args: &SqueueArgs, job: &J, me: &str) -> boo
         }
     }
     if args.start && job.state() != JobState::Pending && args.states.is_none() {
+        return false;
+    }
+    if !args.licenses.is_empty() && !asks_for_license(job, &args.licenses) {
         return false;
     }
     let user_ok = |u: &str| u == job.user() || u.parse::<u32>().is_ok_and(|n| n == job.uid());
@@ -575,7 +592,7 @@ fn unread_fields(args: &SqueueArgs) -> Vec<proto::JobField> {
 /// brief `JobInfo` carries.
 fn brief_enough(args: &SqueueArgs) -> bool {
     use format::FieldKind as K;
-    if args.json || args.steps {
+    if args.json || args.steps || !args.licenses.is_empty() {
         return false;
     }
     let (Ok(format), Ok(keys)) = (resolve_format(args), resolve_sort(args)) else {
@@ -589,6 +606,7 @@ fn brief_enough(args: &SqueueArgs) -> bool {
                 | K::Dependency
                 | K::Features
                 | K::Comment
+                | K::Licenses
                 | K::ReqNodes
                 | K::Command
                 | K::ExcNodes

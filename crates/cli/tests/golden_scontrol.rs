@@ -450,3 +450,26 @@ fn show_job_pending_with_a_planned_start() {
     );
     assert!(!text.contains("StartTime=Unknown"), "{text}");
 }
+
+/// `scontrol show licenses` in Slurm 22.05's layout: the name, then the
+/// counts indented by four spaces; `-o` puts each on one line.
+#[test]
+fn show_licenses_matches_slurm() {
+    let lic = |name: &str, total, used| proto::LicenseInfo {
+        name: name.into(),
+        total,
+        used,
+        reserved: 0,
+    };
+    let list = [lic("ansys", 1, 0), lic("matlab", 10, 2)];
+    let text = scontrol::render_licenses(&list, ShowOpts::default());
+    assert_eq!(text, golden("scontrol_show_licenses"));
+    let one = ShowOpts {
+        oneliner: true,
+        ..ShowOpts::default()
+    };
+    assert_eq!(
+        scontrol::render_licenses(&list[1..], one),
+        "LicenseName=matlab Total=10 Used=2 Free=8 Reserved=0 Remote=no\n"
+    );
+}

@@ -605,3 +605,37 @@ fn brief_formats_ask_for_compact_rows() {
         assert!(!squeue::job_filter(&parsed, "u").rows, "{args:?}");
     }
 }
+
+/// `%W` shows a job's licenses (`(null)` for none) and `-L` keeps the jobs
+/// that ask for one of the named licenses.
+#[test]
+fn licenses_column_and_filter() {
+    utc();
+    let mut list = reference_jobs();
+    list.jobs[0].licenses = Some("matlab:2".into());
+    let first = list.jobs[0].job_id.0;
+    let args = |a: &[&str]| {
+        let a: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+        squeue::parse_args(&a).unwrap()
+    };
+    let out = render_list(
+        &args(&["-h", "-o", "%i %W", "-L", "matlab"]),
+        &list,
+        "sauser",
+    )
+    .unwrap();
+    assert_eq!(out, format!("{first} matlab:2\n"));
+    let out = render_list(&args(&["-h", "-o", "%W"]), &list, "sauser").unwrap();
+    let lines: Vec<&str> = out.lines().map(str::trim).collect();
+    assert_eq!(
+        lines.iter().filter(|l| **l == "matlab:2").count(),
+        1,
+        "{out}"
+    );
+    assert!(
+        lines.iter().all(|l| *l == "matlab:2" || *l == "(null)"),
+        "{out}"
+    );
+    let none = render_list(&args(&["-h", "-L", "ansys"]), &list, "sauser").unwrap();
+    assert_eq!(none, "");
+}

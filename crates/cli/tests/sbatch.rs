@@ -223,6 +223,11 @@ fn controller_refusals_print_slurms_lines() {
         1,
     );
     assert_golden(
+        &SbatchError::refused(SlurmError::InvalidLicenses, &d),
+        "sbatch_err_invalid_licenses.err",
+        1,
+    );
+    assert_golden(
         &SbatchError::refused(SlurmError::RequestedNodeConfigUnavailable, &d),
         "sbatch_err_invalid_gres_count.err",
         1,
@@ -647,6 +652,27 @@ fn begin_and_signal_options() {
             batch_only: false
         })
     );
+}
+
+#[test]
+fn licenses_go_to_the_controller_and_or_is_refused() {
+    assert_eq!(
+        desc(&["-L", "matlab:2,ansys", "--wrap=true"])
+            .licenses
+            .as_deref(),
+        Some("matlab:2,ansys")
+    );
+    assert_eq!(
+        desc(&["--licenses=foo", "--wrap=true"]).licenses.as_deref(),
+        Some("foo")
+    );
+    let e = err(&["-L", "a|b", "--wrap=true"]);
+    assert!(
+        e.stderr.contains("'|'") && e.stderr.contains("not supported"),
+        "{}",
+        e.stderr
+    );
+    assert_ne!(e.code, 0);
 }
 
 #[test]

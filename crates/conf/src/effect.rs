@@ -30,6 +30,7 @@ const ACTING_GLOBAL: &[&str] = &[
     "JobAcctGatherFrequency",
     "JobAcctGatherType",
     "JobRequeue",
+    "Licenses",
     "LogTimeFormat",
     "MaxArraySize",
     "MessageTimeout",

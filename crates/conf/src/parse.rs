@@ -756,6 +756,16 @@ impl Parser<'_> {
                         .other
                         .insert(lower.clone(), (key.clone(), value.clone()));
                 }
+                // Kept as text (the engine reads it), checked here so that a
+                // bad list fails at its line instead of configuring nothing.
+                "licenses" => {
+                    if let Err(e) = model::licenses::parse(value) {
+                        return Err(at.invalid(key, value, e.to_string()));
+                    }
+                    config
+                        .other
+                        .insert(lower.clone(), (key.clone(), value.clone()));
+                }
                 _ => {
                     config
                         .other

@@ -1349,3 +1349,14 @@ fn load_reads_cgroup_conf_beside_slurm_conf_and_confinement_follows_proctrack() 
     std::fs::write(&conf, "ClusterName=c\nSlurmctldHost=ctl\nNodeName=n1\n").unwrap();
     assert!(load(&conf).unwrap().config.confinement().is_none());
 }
+
+#[test]
+fn licenses_are_checked_at_their_line() {
+    let ok = parse_ok(&format!("{HEAD}Licenses=matlab:10,ansys\n"));
+    assert_eq!(ok.config.other["licenses"].1, "matlab:10,ansys");
+    let err = err_text(&format!("{HEAD}Licenses=matlab:x\n"));
+    assert!(
+        err.contains("invalid value \"matlab:x\" for Licenses"),
+        "{err}"
+    );
+}

@@ -92,6 +92,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::Shares
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions
+            | CtldRequest::ListLicenses
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }
             | CtldRequest::Shutdown
@@ -1408,6 +1409,9 @@ mod tests {
             deadline: Some(12),
             alloc_only: true,
             submit_token: text("feed"),
+            // Where None, the mirror skips it (the wire form writes null):
+            // what older releases wrote stays byte for byte.
+            licenses: text("matlab:1"),
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {

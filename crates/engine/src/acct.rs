@@ -17,6 +17,15 @@ pub fn sorted_tres(tres: &str) -> String {
     parts.join(",")
 }
 
+/// A job's TRES with its licenses added (`license/foo=1`), as Slurm
+/// counts each license as a TRES.
+fn with_licenses(mut tres: String, job: &crate::Job) -> String {
+    for (name, n) in crate::licenses::of_job(job) {
+        tres.push_str(&format!(",license/{name}={n}"));
+    }
+    tres
+}
+
 impl Engine {
     /// The accounting record of a job as it stands now.
     pub fn acct_job(&self, id: JobId, now: Timestamp) -> Option<AcctJob> {
@@ -146,9 +155,9 @@ impl Engine {
             n_nodes: info.num_nodes,
             n_cpus: info.num_cpus,
             req_mem,
-            req_tres: sorted_tres(&self.requested_tres(job)),
+            req_tres: sorted_tres(&with_licenses(self.requested_tres(job), job)),
             alloc_tres: if started {
-                sorted_tres(&info.tres)
+                sorted_tres(&with_licenses(info.tres.clone(), job))
             } else {
                 String::new()
             },

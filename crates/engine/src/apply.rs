@@ -171,6 +171,7 @@ impl Engine {
             CtldRequest::Shares => CtldResponse::Shares(self.share_rows()),
             CtldRequest::ListNodes => CtldResponse::Nodes(self.node_infos()),
             CtldRequest::ListPartitions => CtldResponse::Partitions(self.partition_infos()),
+            CtldRequest::ListLicenses => CtldResponse::Licenses(self.license_infos()),
             CtldRequest::ShowConfig => match &self.show_config {
                 Some(show) => CtldResponse::Config(self.config_info(&show.cfg, t, &show.boot_text)),
                 None => CtldResponse::Error(SlurmError::InvalidRequest),

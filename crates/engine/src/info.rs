@@ -296,6 +296,7 @@ impl Engine {
             stdout_pattern,
             stderr_pattern,
             sched_nodes,
+            licenses: d.licenses.clone(),
         }
     }
 

@@ -92,6 +92,7 @@ impl Engine {
                 return Err(SlurmError::InvalidFeature);
             }
         }
+        self.check_licenses(&mut desc)?;
         if self.settings.enforce.associations {
             let part_names: Vec<String> = partitions
                 .iter()

@@ -210,6 +210,7 @@ mod env;
 mod explain;
 mod info;
 mod jobs;
+mod licenses;
 mod limits;
 mod node_table;
 mod nodes;
@@ -447,6 +448,9 @@ pub struct Settings {
     /// so that nothing launched for its last run can still start.
     #[serde(default = "default_cred_expire")]
     pub cred_expire: u32,
+    /// `Licenses=`: each license's total.
+    #[serde(default)]
+    pub licenses: model::licenses::Licenses,
 }
 
 /// Slurm's default `cred_expire`.
@@ -535,6 +539,7 @@ impl Settings {
                     })
                 })
                 .unwrap_or_else(default_cred_expire),
+            licenses: licenses::from_config(cfg),
         }
     }
 }
@@ -1341,6 +1346,12 @@ impl Engine {
                 }
             }
         }
+        for (name, used) in self.licenses_used() {
+            let total = self.settings.licenses.get(&name).copied().unwrap_or(0);
+            if used > total {
+                problems.push(format!("license {name}: {used} held, {total} configured"));
+            }
+        }
         problems.extend(self.queue.problems(&self.jobs));
         let holders: Vec<JobId> = self
             .jobs
@@ -1407,6 +1418,8 @@ mod tests;
 mod tests_arrays;
 #[cfg(test)]
 mod tests_cancel;
+#[cfg(test)]
+mod tests_licenses;
 #[cfg(test)]
 mod tests_preempt;
 #[cfg(test)]

@@ -107,14 +107,21 @@ const ASSOC_GRP: [LimitReason; 4] = [
 /// What the pass's limit check found.
 #[derive(Default)]
 pub(crate) struct LimitCheck {
-    /// Pending jobs (and array records) a limit holds, with the limit.
-    pub blocked: BTreeMap<JobId, LimitReason>,
+    /// Pending jobs (and array records) a limit holds, with the limit
+    /// (`PendingReason::Limit`), or that wait for licenses
+    /// (`PendingReason::Licenses`, `Engine::license_blocked`).
+    pub blocked: BTreeMap<JobId, PendingReason>,
     /// For an array's pending record that a limit does not hold: how many
     /// of its tasks may start this pass before one would.
     pub array_room: BTreeMap<JobId, u32>,
     /// A pending job waits for a limit (its reason) that no longer holds
     /// it: the last pass's holds changed without an event of its own.
     pub released: bool,
+    /// Array records of which the licenses let fewer tasks start than are
+    /// pending (`Engine::license_blocked`): where the pass leaves them
+    /// waiting on nodes, they wait for Licenses (Slurm checks licenses
+    /// first).
+    pub license_cut: Vec<JobId>,
 }
 
 impl Engine {
@@ -387,7 +394,7 @@ impl Engine {
             match tasks {
                 None => match self.limit_reason(t, job, h, &used, &chain) {
                     Some(r) => {
-                        check.blocked.insert(job.id, r);
+                        check.blocked.insert(job.id, PendingReason::Limit(r));
                     }
                     // Let through: it counts against the jobs after it.
                     None => self.count_use(&mut used, job, h, &chain),
@@ -398,7 +405,7 @@ impl Engine {
                     while room < n {
                         if let Some(r) = self.limit_reason(t, job, h, &used, &chain) {
                             if room == 0 {
-                                check.blocked.insert(job.id, r);
+                                check.blocked.insert(job.id, PendingReason::Limit(r));
                             }
                             break;
                         }

@@ -63,6 +63,7 @@ impl Engine {
             || self.may_resume
             || self.may_depend
             || self.settings.enforce.limits
+            || self.licenses_on()
             || self.settings.preempt.kind != crate::preempt::PreemptType::None
         {
             return Some(None);
@@ -150,6 +151,7 @@ impl Engine {
         let mut work = self.plan_collected(&input, requests, arrays, &optional, prefix, now);
         self.finish_collected(&input, prefix_check.as_ref(), reduced, &mut work, now);
         self.apply_plan(work, input.parts.len(), now);
+        self.tell_license_cut(&input.limited, now);
     }
 
     /// What a pass reads first: the new jobs since the last pass where
@@ -171,7 +173,8 @@ impl Engine {
         let had_dependencies = self.evaluate_dependencies(now);
         // A job end may meet a dependency: every job is looked at then.
         let fresh = fresh.filter(|_| !freed || !had_dependencies);
-        let limited = self.limit_blocked();
+        let mut limited = self.limit_blocked();
+        self.license_blocked(&mut limited, now);
         // A job a limit held after the last pass that none holds now (a job
         // let through before it then, counted against it, started or not)
         // must be tried: only a pass over every job does.
@@ -236,7 +239,8 @@ impl Engine {
         let switched = self.sched_cfg.bf_plan == sched::PlanOn::Auto
             && pool_exact != self.pass_cache.pool_exact;
         self.pass_cache.pool_exact = pool_exact;
-        fresh.filter(|_| may_reduce && !switched)
+        // Licenses: see `crate::licenses`.
+        fresh.filter(|_| may_reduce && !switched && !self.licenses_on())
     }
 
     /// The requests the pass tries: over part of the queue where `fresh`
@@ -349,8 +353,8 @@ impl Engine {
     ) {
         self.mark_throttled(throttled);
         self.mark_waiting_to_begin(waiting_to_begin);
-        for (id, limit) in &limited.blocked {
-            self.jobs.tell_reason(id, PendingReason::Limit(*limit), now);
+        for (id, reason) in &limited.blocked {
+            self.jobs.tell_reason(id, *reason, now);
         }
         self.plans.clear();
         self.heads.clear();

@@ -29,7 +29,7 @@ pub(crate) fn test_config() -> conf::Config {
 }
 
 /// slurm.conf `text`, parsed.
-fn config(text: &str) -> conf::Config {
+pub(crate) fn config(text: &str) -> conf::Config {
     conf::parse_str(text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
         Err(std::io::Error::other("no includes"))
     })

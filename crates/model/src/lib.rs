@@ -9,6 +9,7 @@ pub mod array;
 pub mod depend;
 pub mod filename;
 pub mod hash;
+pub mod licenses;
 pub mod units;
 
 use serde::{Deserialize, Serialize};
@@ -205,6 +206,10 @@ pub enum PendingReason {
     /// and scontrol with underscores (`job_requeued_in_held_state`).
     /// Last, so the variants before it keep their numbers on disk.
     JobRequeuedHeld,
+    /// The licenses it asks for (`-L`) are in use by other jobs, or kept
+    /// for a higher-priority job that asks for them too. After
+    /// `JobRequeuedHeld`, so the variants before it keep their numbers.
+    Licenses,
 }
 
 /// Declares [`LimitReason`] from its table: variant => Slurm's reason text.
@@ -303,6 +308,7 @@ impl PendingReason {
             PendingReason::OutOfMemory => "OutOfMemory",
             PendingReason::JobArrayTaskLimit => "JobArrayTaskLimit",
             PendingReason::Limit(l) => l.as_slurm_str(),
+            PendingReason::Licenses => "Licenses",
         }
     }
 

@@ -379,6 +379,10 @@ pub struct JobDesc {
     /// submission makes a job (older clients, hand-made ones).
     #[serde(default)]
     pub submit_token: Option<String>,
+    /// `-L`/`--licenses` as given (`foo:2,bar`; `model::licenses::parse`).
+    /// None: no licenses. (Never skipped: the binary form is positional.)
+    #[serde(default)]
+    pub licenses: Option<String>,
 }
 
 /// A submission token as the controller keeps it: [`JobDesc::submit_token`]
@@ -719,6 +723,10 @@ pub enum CtldRequest {
         /// Reset instead of report.
         reset: bool,
     },
+    /// `scontrol show licenses`: every license slurm.conf configures, with
+    /// what the running jobs use (answered with `Licenses`). Added after
+    /// the first release of protocol version 1.
+    ListLicenses,
 }
 
 /// Index of [`CtldRequest::InSession`] among its variants, for
@@ -876,6 +884,10 @@ pub enum SlurmError {
     NotSupported,
     /// ESLURM_JOB_HELD: a change that needs the job released first.
     JobHeld,
+    /// ESLURM_INVALID_LICENSES: `-L` names a license slurm.conf does not
+    /// configure, asks for more than its total, or does not parse. Added
+    /// after the first release of protocol version 1.
+    InvalidLicenses,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -972,6 +984,7 @@ impl SlurmError {
             SlurmError::JobFinished => "Job has already finished",
             SlurmError::NotSupported => "Requested operation not supported on this system",
             SlurmError::JobHeld => "Job is in held state, pending scheduler release",
+            SlurmError::InvalidLicenses => "Invalid license specification",
             SlurmError::StateSaveFailed(cause) => match cause {
                 SaveFailure::NoSpace => {
                     "Slurm controller state save failed: No space left on device"
@@ -1051,6 +1064,22 @@ pub enum CtldResponse {
     Cancelled(Vec<CancelOutcome>),
     /// `Diag`.
     Diag(Box<diag::DiagStats>),
+    /// `ListLicenses`: each license in name order.
+    Licenses(Vec<LicenseInfo>),
+}
+
+/// One license as `scontrol show licenses` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LicenseInfo {
+    /// `LicenseName=`.
+    pub name: String,
+    /// `Total=`: the count slurm.conf gives it.
+    pub total: u32,
+    /// `Used=`: what running (and completing) jobs hold.
+    pub used: u32,
+    /// `Reserved=`: held by advance reservations (always 0: muster's
+    /// reservations take no licenses).
+    pub reserved: u32,
 }
 
 /// `muster explain`: where a job stands in the queue and why, with the
@@ -1531,6 +1560,10 @@ pub struct JobInfo {
     /// `squeue -O STDERR`, as `stdout_pattern`.
     #[serde(default)]
     pub stderr_pattern: Option<String>,
+    /// The licenses it asks for, Slurm's spelling (`foo:1,bar:2`;
+    /// `Licenses=` in `scontrol show job`, squeue `%W`). None: none.
+    #[serde(default)]
+    pub licenses: Option<String>,
 }
 
 impl JobInfo {
@@ -2039,6 +2072,24 @@ mod tests {
         // Appended: the variants before it keep their binary numbers.
         let bin = postcard::to_allocvec(&SlurmError::InvalidJobId).unwrap();
         assert_eq!(bin, [0]);
+    }
+
+    /// `QueryJobs` answers travel positionally: a pending job (no CPU
+    /// ids, no licenses) and a running one with both decode as sent.
+    #[test]
+    fn job_infos_round_trip_in_binary_with_and_without_optional_fields() {
+        let pending = JobInfo::default();
+        let running = JobInfo {
+            cpu_ids_per_node: vec![vec![0, 1]],
+            licenses: Some("matlab:1".into()),
+            ..JobInfo::default()
+        };
+        for job in [pending, running] {
+            let bin = postcard::to_allocvec(&job).unwrap();
+            let back: JobInfo = postcard::from_bytes(&bin).unwrap();
+            assert_eq!(back.cpu_ids_per_node, job.cpu_ids_per_node);
+            assert_eq!(back.licenses, job.licenses);
+        }
     }
 
     #[test]

@@ -150,8 +150,8 @@ fn golden_warning_and_refusal_lines() {
          sbatch: warning: --mail-user is ignored here: no MailProg runs\n"
     );
     assert_eq!(
-        check("sbatch", ["mail-type", "licenses", "bb"]).unwrap_err(),
-        "sbatch: error: -L/--licenses is not supported here: muster has no licenses\n"
+        check("sbatch", ["mail-type", "reservation", "bb"]).unwrap_err(),
+        "sbatch: error: --reservation is not supported here: jobs cannot run in reservations\n"
     );
     assert_eq!(
         check("srun", ["multi-prog"]).unwrap_err(),

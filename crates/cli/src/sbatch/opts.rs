@@ -392,6 +392,17 @@ pub fn apply(
         "test-only" => st.test_only = true,
         "time" => d.time_limit = Some(time_limit(&v, "--time")?),
         "time-min" => d.time_min = Some(time_limit(&v, "--time-min")?),
+        // Checked by the controller (an unknown license, or more than its
+        // total: `Invalid license specification`); only `|`, which muster
+        // does not implement, is refused here, with what to do instead.
+        "licenses" => {
+            if let Err(e @ model::licenses::LicenseSpecError::Or { .. }) =
+                model::licenses::parse(&v)
+            {
+                return Err(SbatchError::invalid(&e.to_string()));
+            }
+            d.licenses = Some(v);
+        }
         "uid" => st.uid = Some(resolve_uid(&v)?),
         "wait" => st.wait = true,
         // The rest are acted on elsewhere (first pass, srun, salloc), are

@@ -548,6 +548,7 @@ impl<'a> Request<'a> {
             | CtldRequest::Shares
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions
+            | CtldRequest::ListLicenses
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }
             | CtldRequest::Shutdown

@@ -167,6 +167,10 @@ pub struct JobDesc<'a> {
     /// The submission's token.
     #[serde(default)]
     pub submit_token: Option<Cow<'a, str>>,
+    /// `-L` (normalised, `foo:1,bar:2`). Absent in what older releases
+    /// wrote, and skipped where None, so their bytes are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub licenses: Option<Cow<'a, str>>,
 }
 
 /// `Option<String>` borrowed.
@@ -235,6 +239,7 @@ impl<'a> From<&'a proto::JobDesc> for JobDesc<'a> {
             deadline: d.deadline,
             alloc_only: d.alloc_only,
             submit_token: text(&d.submit_token),
+            licenses: text(&d.licenses),
         }
     }
 }
@@ -295,6 +300,7 @@ impl From<JobDesc<'_>> for proto::JobDesc {
             deadline: d.deadline,
             alloc_only: d.alloc_only,
             submit_token: owned(d.submit_token),
+            licenses: owned(d.licenses),
         }
     }
 }
@@ -561,6 +567,7 @@ impl JobDesc<'_> {
             deadline: self.deadline,
             alloc_only: self.alloc_only,
             submit_token: self.submit_token.map(own),
+            licenses: self.licenses.map(own),
         }
     }
 }

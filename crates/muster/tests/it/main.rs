@@ -21,6 +21,7 @@ mod gpus;
 mod hostile;
 mod hosts;
 mod jobs;
+mod licenses;
 mod local;
 mod logs;
 mod lost_reply;
