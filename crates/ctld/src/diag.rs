@@ -62,6 +62,10 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         CtldRequest::Top { .. } => ("REQUEST_TOP_JOB", 5038),
         CtldRequest::Notify { .. } => ("REQUEST_JOB_NOTIFY", 4022),
         CtldRequest::Diag { .. } => ("REQUEST_STATS_INFO", 2035),
+        // Slurm 22.05's scancel sends one kill per job; a filtered cancel
+        // in one request has no message type there.
+        CtldRequest::CancelJobs { .. } => ("MUSTER_CANCEL_JOBS", 0),
+        CtldRequest::ListLicenses => ("REQUEST_LICENSE_INFO", 1021),
     }
 }
 

@@ -716,6 +716,7 @@ pub enum CtldRequest {
         batch_only: bool,
         /// `-f`: signal every process of the job.
         full: bool,
+    },
     /// `sdiag`: the controller's statistics; `reset` (`sdiag --reset`,
     /// operators only) starts them afresh instead. (Last: the variants
     /// before keep their numbers; an older controller refuses it.)
