@@ -376,6 +376,12 @@ pub struct JobDesc {
     /// submission makes a job (older clients, hand-made ones).
     #[serde(default)]
     pub submit_token: Option<String>,
+    /// `--gres-flags`, lowercase as the command checked it
+    /// (`enforce-binding`, `disable-binding`, comma separated): with
+    /// `enforce-binding` the job's CPUs on a node are those gres.conf
+    /// `Cores=` name for its GPUs there. None: not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gres_flags: Option<String>,
 }
 
 /// A submission token as the controller keeps it: [`JobDesc::submit_token`]

@@ -167,6 +167,9 @@ pub struct JobDesc<'a> {
     /// The submission's token.
     #[serde(default)]
     pub submit_token: Option<Cow<'a, str>>,
+    /// `--gres-flags` (absent in records written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gres_flags: Option<Cow<'a, str>>,
 }
 
 /// `Option<String>` borrowed.
@@ -235,6 +238,7 @@ impl<'a> From<&'a proto::JobDesc> for JobDesc<'a> {
             deadline: d.deadline,
             alloc_only: d.alloc_only,
             submit_token: text(&d.submit_token),
+            gres_flags: text(&d.gres_flags),
         }
     }
 }
@@ -295,6 +299,7 @@ impl From<JobDesc<'_>> for proto::JobDesc {
             deadline: d.deadline,
             alloc_only: d.alloc_only,
             submit_token: owned(d.submit_token),
+            gres_flags: owned(d.gres_flags),
         }
     }
 }
@@ -561,6 +566,7 @@ impl JobDesc<'_> {
             deadline: self.deadline,
             alloc_only: self.alloc_only,
             submit_token: self.submit_token.map(own),
+            gres_flags: self.gres_flags.map(own),
         }
     }
 }
