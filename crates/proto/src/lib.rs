@@ -379,8 +379,10 @@ pub struct JobDesc {
     /// `--gres-flags`, lowercase as the command checked it
     /// (`enforce-binding`, `disable-binding`, comma separated): with
     /// `enforce-binding` the job's CPUs on a node are those gres.conf
-    /// `Cores=` name for its GPUs there. None: not given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `Cores=` name for its GPUs there. None: not given. Never skipped
+    /// when serialized: submissions travel positionally (`rpc`'s binary
+    /// encoding).
+    #[serde(default)]
     pub gres_flags: Option<String>,
 }
 
