@@ -1399,6 +1399,11 @@ pub struct JobInfo {
     /// that only counted CPUs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpu_ids_per_node: Vec<Vec<u32>>,
+    /// The GRES allocated on each node with their indexes, in node order
+    /// (`scontrol show job -d` `GRES=gpu:a100:1(IDX:0)`). Empty from
+    /// controllers before it, or where the job has none.
+    #[serde(default)]
+    pub gres_idx_per_node: Vec<String>,
     /// Memory per CPU in MB, when the request was per CPU.
     #[serde(default)]
     pub mem_per_cpu: Option<u64>,
@@ -1554,6 +1559,7 @@ impl JobInfo {
         "signal",
         "cpus_per_node",
         "cpu_ids_per_node",
+        "gres_idx_per_node",
     ];
 }
 
