@@ -922,10 +922,17 @@ fn issue_37_gres_flags_are_checked_and_carried() {
         Some("enforce-binding".to_string())
     );
     assert_eq!(
-        desc(&["--gres-flags=disable-binding,one-task-per-sharing", "--wrap=true"]).gres_flags,
+        desc(&[
+            "--gres-flags=disable-binding,one-task-per-sharing",
+            "--wrap=true"
+        ])
+        .gres_flags,
         Some("disable-binding,one-task-per-sharing".to_string())
     );
     assert_eq!(desc(&["--wrap=true"]).gres_flags, None);
     let e = err(&["--gres-flags=bogus", "--wrap=true"]);
-    assert_eq!(e.stderr, "sbatch: error: Invalid --gres-flags specification\n");
+    assert_eq!(
+        e.stderr,
+        "sbatch: error: Invalid --gres-flags specification\n"
+    );
 }
