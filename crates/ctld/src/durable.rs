@@ -1397,6 +1397,7 @@ mod tests {
             deadline: Some(12),
             alloc_only: true,
             submit_token: text("feed"),
+            gres_flags: text("enforce-binding"),
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {
