@@ -1396,8 +1396,8 @@ pub struct JobInfo {
     pub cpus_per_node: Vec<u32>,
     /// The CPU ids (each node's own) allocated on each node, in node
     /// order (`scontrol show job -d` `CPU_IDs=`). Empty from controllers
-    /// that only counted CPUs. Never skipped when serialized: listings
-    /// travel positionally (`rpc`'s binary encoding).
+    /// that only counted CPUs. Always written: listings travel in binary
+    /// (postcard is positional), where a skipped field misreads the rest.
     #[serde(default)]
     pub cpu_ids_per_node: Vec<Vec<u32>>,
     /// The GRES allocated on each node with their indexes, in node order
