@@ -82,7 +82,7 @@ pub const SBATCH: &[(&str, Disposition)] = &[
     ("gpus-per-socket", R("GPUs are not allocated per socket")),
     ("gpus-per-task", I),
     ("gres", I),
-    ("gres-flags", R("GRES are not bound to cores")),
+    ("gres-flags", I),
     ("help", I),
     ("hint", I),
     ("hold", I),

@@ -259,22 +259,32 @@ fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
 }
 
 /// `-d`: one `Nodes=... CPU_IDs=... Mem=... GRES=` line per run of nodes with
-/// the same allocation. A controller that only counted CPUs sends no ids:
+/// the same allocation (GRES with their indexes, `gpu:1(IDX:0)`, where the
+/// controller sent them). A controller that only counted CPUs sends no ids:
 /// then the first `n` ids of each node are shown.
 fn job_node_detail_lines(job: &JobInfo, gres: &str) -> Vec<String> {
-    let mut runs: Vec<(Vec<String>, u32, String)> = Vec::new();
+    let mut runs: Vec<(Vec<String>, u32, String, String)> = Vec::new();
     for (i, (name, cpus)) in job.nodes.iter().zip(job.cpus_per_node.iter()).enumerate() {
         let ids = match job.cpu_ids_per_node.get(i) {
             Some(ids) if !ids.is_empty() => proto::cpu_list(ids),
             _ => proto::cpu_list(&(0..(*cpus).max(1)).collect::<Vec<u32>>()),
         };
+        // The node's GRES with their indexes where the controller sent
+        // them, else the job's request.
+        let g = job
+            .gres_idx_per_node
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| gres.to_string());
         match runs.last_mut() {
-            Some((names, c, i)) if *c == *cpus && *i == ids => names.push(name.clone()),
-            _ => runs.push((vec![name.clone()], *cpus, ids)),
+            Some((names, c, i, gg)) if *c == *cpus && *i == ids && *gg == g => {
+                names.push(name.clone())
+            }
+            _ => runs.push((vec![name.clone()], *cpus, ids, g)),
         }
     }
     runs.into_iter()
-        .map(|(names, cpus, ids)| {
+        .map(|(names, cpus, ids, gres)| {
             let mem = match (job.mem_per_cpu, job.mem_per_node) {
                 (Some(m), _) => m * u64::from(cpus),
                 (None, Some(m)) => m,

@@ -130,6 +130,28 @@ fn show_job_details_with_cpu_ids() {
     assert_eq!(scontrol::render_job_with(&j, NOW, opts), want);
 }
 
+/// Issue 37: where the controller sends each node's GRES with their
+/// indexes, the detail lines show them (`GRES=gpu:1(IDX:0)`), and nodes
+/// with different GPUs get lines of their own.
+#[test]
+fn show_job_details_with_gres_indexes() {
+    utc();
+    let opts = ShowOpts {
+        details: true,
+        oneliner: false,
+    };
+    let mut j = job_running();
+    j.cpu_ids_per_node = vec![vec![0, 1], vec![0, 1]];
+    j.gres_idx_per_node = vec!["gpu:a100:1(IDX:0)".into(), "gpu:a100:1(IDX:1)".into()];
+    let want = golden("scontrol_show_job_d").replace(
+        "     Nodes=node[2-3] CPU_IDs=0-1 Mem=1000 GRES=\n",
+        "     Nodes=node2 CPU_IDs=0-1 Mem=1000 GRES=gpu:a100:1(IDX:0)\n     \
+         Nodes=node3 CPU_IDs=0-1 Mem=1000 GRES=gpu:a100:1(IDX:1)\n",
+    );
+    assert_ne!(want, golden("scontrol_show_job_d"));
+    assert_eq!(scontrol::render_job_with(&j, NOW, opts), want);
+}
+
 #[test]
 fn show_job_gpu_with_year_limit() {
     utc();

@@ -724,7 +724,6 @@ fn options_muster_cannot_honour_are_refused() {
         1,
     );
     for opt in [
-        "--licenses=x:1",
         "--distribution=block",
         "--no-kill",
         "-k",
@@ -735,7 +734,6 @@ fn options_muster_cannot_honour_are_refused() {
         "--cores-per-socket=2",
         "--threads-per-core=1",
         "--switches=1",
-        "--gres-flags=enforce-binding",
         "--ntasks-per-socket=1",
         "--propagate",
         "--priority=5",
@@ -999,4 +997,28 @@ fn export_file() {
     assert_eq!(value(&d.env, "A"), Some("1"));
     assert_eq!(value(&d.env, "PATH"), None);
     assert_eq!(value(&d.env, "SLURM_SUBMIT_DIR"), Some(CWD));
+}
+
+/// Issue 37: `--gres-flags` is checked and travels lowercase; the
+/// controller acts on `enforce-binding` and `disable-binding`.
+#[test]
+fn issue_37_gres_flags_are_checked_and_carried() {
+    assert_eq!(
+        desc(&["--gres-flags=Enforce-Binding", "--wrap=true"]).gres_flags,
+        Some("enforce-binding".to_string())
+    );
+    assert_eq!(
+        desc(&[
+            "--gres-flags=disable-binding,one-task-per-sharing",
+            "--wrap=true"
+        ])
+        .gres_flags,
+        Some("disable-binding,one-task-per-sharing".to_string())
+    );
+    assert_eq!(desc(&["--wrap=true"]).gres_flags, None);
+    let e = err(&["--gres-flags=bogus", "--wrap=true"]);
+    assert_eq!(
+        e.stderr,
+        "sbatch: error: Invalid --gres-flags specification\n"
+    );
 }

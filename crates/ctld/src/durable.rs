@@ -1412,6 +1412,7 @@ mod tests {
             // Where None, the mirror skips it (the wire form writes null):
             // what older releases wrote stays byte for byte.
             licenses: text("matlab:1"),
+            gres_flags: text("enforce-binding"),
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {

@@ -239,6 +239,12 @@ impl Engine {
                 Some(a) if !brief => a.nodes.iter().map(|n| n.cpu_ids.clone()).collect(),
                 _ => Vec::new(),
             },
+            gres_idx_per_node: match &job.alloc {
+                Some(a) if !brief && a.nodes.iter().any(|n| !n.gres.is_empty()) => {
+                    a.nodes.iter().map(|n| self.gres_idx_text(n)).collect()
+                }
+                _ => Vec::new(),
+            },
             mem_per_cpu,
             mem_per_node,
             tres_per_node,
@@ -710,6 +716,28 @@ fn array_task_str(job: &Job) -> Option<String> {
 }
 
 impl Engine {
+    /// A node share's GRES as `scontrol show job -d` writes them:
+    /// `gpu:a100:1(IDX:0)`, pools joined by commas; empty without any.
+    fn gres_idx_text(&self, na: &sched::NodeAlloc) -> String {
+        let pools = &self.nodes[na.node.0 as usize].gres;
+        na.gres
+            .iter()
+            .filter_map(|(pi, idxs)| {
+                let pool = pools.get(*pi)?;
+                let name = match &pool.type_ {
+                    Some(t) => format!("{}:{t}", pool.name),
+                    None => pool.name.clone(),
+                };
+                Some(format!(
+                    "{name}:{}(IDX:{})",
+                    idxs.len(),
+                    proto::cpu_list(idxs)
+                ))
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     /// An array's `%` throttle, when it has one, for each of its records
     /// (Slurm's scontrol shows `ArrayTaskThrottle=` on the running tasks
     /// too): the pending record's, which `scontrol update

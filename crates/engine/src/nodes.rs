@@ -23,18 +23,28 @@ pub(crate) fn new_node(nc: &conf::NodeConf, cfg: &conf::Config, settings: &Setti
     // as the devices of gres.conf `File=` lines do.
     let mut gres = Vec::new();
     let mut next_index: std::collections::BTreeMap<String, u32> = Default::default();
+    let near = gres_cores(cfg, &nc.name);
     for g in &nc.gres {
         let start = *next_index.get(&g.name).unwrap_or(&0);
         let n = g.count as u32;
         next_index.insert(g.name.clone(), start + n);
+        let indexes: Vec<u32> = (start..start + n).collect();
+        let cores: Vec<Vec<u32>> = indexes
+            .iter()
+            .map(|i| near.get(&(g.name.clone(), *i)).cloned().unwrap_or_default())
+            .collect();
         gres.push(GresPool {
             name: g.name.clone(),
             type_: g.type_.clone(),
-            indexes: (start..start + n).collect(),
+            indexes,
             used: vec![false; n as usize],
+            cores: if cores.iter().all(Vec::is_empty) {
+                Vec::new()
+            } else {
+                cores
+            },
         });
     }
-    let _ = cfg;
     let base = match nc.state.as_deref() {
         Some("FUTURE") => NodeBase::Future,
         Some("DOWN") => NodeBase::Down,
@@ -62,6 +72,29 @@ pub(crate) fn new_node(nc: &conf::NodeConf, cfg: &conf::Config, settings: &Setti
         last_response: None,
         conf: nc.clone(),
     }
+}
+
+/// gres.conf `Cores=` of `node`'s devices, by (name, the node's index):
+/// indexes count up over the node's lines of each name in file order, as
+/// the node daemon counts them. The controller reads gres.conf beside
+/// slurm.conf, as Slurm's does, for `--gres-flags=enforce-binding`.
+fn gres_cores(
+    cfg: &conf::Config,
+    node: &str,
+) -> std::collections::BTreeMap<(String, u32), Vec<u32>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut next: std::collections::BTreeMap<&str, u32> = Default::default();
+    for line in cfg.gres_for_node(node) {
+        let start = *next.get(line.name.as_str()).unwrap_or(&0);
+        let n = u32::try_from(line.count).unwrap_or(u32::MAX);
+        next.insert(line.name.as_str(), start.saturating_add(n));
+        if let Some(list) = line.cores.as_deref().and_then(conf::parse_id_list) {
+            for i in start..start.saturating_add(n) {
+                out.insert((line.name.clone(), i), list.clone());
+            }
+        }
+    }
+    out
 }
 
 impl Engine {
@@ -330,11 +363,20 @@ impl Engine {
         self.alloc_versions += 1;
         self.holding.insert(job, self.alloc_versions);
         self.running_changed.insert(job);
+        let enforce = self
+            .jobs
+            .get(&job)
+            .is_some_and(|j| crate::views::gres_flags_enforce(j.desc.gres_flags.as_deref()));
         for na in &mut alloc.nodes {
             let n = &mut self.nodes[na.node.0 as usize];
             n.alloc_cpus += na.cpus;
             n.alloc_mem += na.mem;
-            na.cpu_ids = pick_cpu_ids(&n.cpu_ids_in_use, n.conf.cpus, na.cpus, &na.cpu_ids);
+            let near = if enforce {
+                near_cpus(&n.gres, &na.gres)
+            } else {
+                Vec::new()
+            };
+            na.cpu_ids = pick_cpu_ids(&n.cpu_ids_in_use, n.conf.cpus, na.cpus, &na.cpu_ids, &near);
             n.cpu_ids_in_use.extend(na.cpu_ids.iter().copied());
             n.jobs.insert(job);
             n.last_busy = Some(now);
@@ -442,23 +484,50 @@ impl Engine {
 
 /// The CPU ids a share of `want` CPUs gets on a node of `n_cpus` CPUs
 /// where `in_use` are taken: `asked` when it names `want` free ids, else
-/// the lowest free ones (fewer only where the node has fewer free, which
-/// the CPU counts rule out).
+/// the lowest free ones of `near` first (`--gres-flags=enforce-binding`:
+/// the cores of the share's GPUs), then the lowest free others (fewer
+/// only where the node has fewer free, which the CPU counts rule out).
 pub(crate) fn pick_cpu_ids(
     in_use: &BTreeSet<u32>,
     n_cpus: u32,
     want: u32,
     asked: &[u32],
+    near: &[u32],
 ) -> Vec<u32> {
-    if asked.len() == want as usize
-        && asked
-            .iter()
-            .all(|id| *id < n_cpus.max(want) && !in_use.contains(id))
-    {
+    let top = n_cpus.max(want);
+    if asked.len() == want as usize && asked.iter().all(|id| *id < top && !in_use.contains(id)) {
         return asked.to_vec();
     }
-    (0..n_cpus.max(want))
+    let near_first = near.iter().copied().filter(|id| *id < top);
+    let rest = (0..top).filter(|id| near.binary_search(id).is_err());
+    let mut out: Vec<u32> = near_first
+        .chain(rest)
         .filter(|id| !in_use.contains(id))
         .take(want as usize)
-        .collect()
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// The CPU ids near a share's GPUs (`taken`: pool, indexes): the union of
+/// their gres.conf `Cores=`, ascending; empty where one has none (near
+/// every CPU) or none is known.
+fn near_cpus(pools: &[GresPool], taken: &[(usize, Vec<u32>)]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (pi, idxs) in taken {
+        let Some(pool) = pools.get(*pi) else { continue };
+        if pool.name != "gpu" {
+            continue;
+        }
+        for idx in idxs {
+            let k = pool.indexes.iter().position(|i| i == idx);
+            match k.and_then(|k| pool.cores.get(k)) {
+                Some(c) if !c.is_empty() => out.extend_from_slice(c),
+                _ => return Vec::new(),
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
 }

@@ -2726,3 +2726,62 @@ fn issue_37_exact_steps_get_disjoint_cpu_ids_within_the_job() {
     assert_eq!(launched(&mut e), vec![(vec![1], vec![0, 1])]);
     assert_eq!(e.jobs[&id].steps[1].cpu_ids, vec![vec![1]]);
 }
+
+/// Issue 37: `--gres-flags=enforce-binding` gives a job the GPU whose
+/// gres.conf `Cores=` have free CPUs, and CPU ids among those cores (the
+/// controller reads gres.conf beside slurm.conf); a job that no GPU's
+/// cores could hold is refused at submission.
+#[test]
+fn issue_37_enforce_binding_gives_cpu_ids_near_the_gpus() {
+    let mut cfg = config(
+        "ClusterName=c\nSlurmctldHost=h\nGresTypes=gpu\n\
+         NodeName=g1 CPUs=4 RealMemory=4000 Gres=gpu:2 Port=7001\n\
+         PartitionName=p Nodes=g1 Default=YES MaxTime=INFINITE State=UP\n",
+    );
+    cfg.gres = conf::parse_gres_conf(
+        "Name=gpu File=/dev/nvidia0 Cores=0-1\nName=gpu File=/dev/nvidia1 Cores=2-3\n",
+        std::path::Path::new("/x/gres.conf"),
+    )
+    .expect("gres.conf parses")
+    .0;
+    let mut e = Engine::new(&cfg, 0);
+    e.on_node_registered(reg("g1", 4, 4000), 0).unwrap();
+    let gpu_job = |flags: Option<&str>, tasks: u32| {
+        let mut d = desc();
+        d.ntasks = Some(tasks);
+        d.gres = vec![model::Gres::parse("gpu:1").unwrap()];
+        d.gres_flags = flags.map(str::to_string);
+        d
+    };
+    let gpus = |e: &Engine, id: JobId| -> Vec<u32> {
+        e.jobs[&id].alloc.as_ref().unwrap().nodes[0]
+            .gres
+            .iter()
+            .flat_map(|g| g.1.clone())
+            .collect()
+    };
+    // A job without the flag: GPU 0, CPU 0.
+    let a = submit(&mut e, gpu_job(None, 1), 0);
+    assert_eq!((gpus(&e, a), cpu_ids(&e, a)), (vec![0], vec![vec![0]]));
+    // With it: GPU 1 and CPU 2 (near GPU 1), not the lowest free id 1.
+    let b = submit(&mut e, gpu_job(Some("enforce-binding"), 1), 0);
+    assert_eq!((gpus(&e, b), cpu_ids(&e, b)), (vec![1], vec![vec![2]]));
+    // Two CPUs near one GPU: none has them free now, so it waits.
+    let c = submit(&mut e, gpu_job(Some("enforce-binding"), 2), 0);
+    assert!(e.jobs[&c].alloc.is_none());
+    assert_eq!(e.jobs[&c].reason, PendingReason::Resources);
+    // Three CPUs near one GPU: never.
+    assert_eq!(
+        e.on_submit(gpu_job(Some("enforce-binding"), 3), &user(), 0)
+            .unwrap_err(),
+        SlurmError::RequestedNodeConfigUnavailable
+    );
+    // disable-binding after it turns it off again.
+    assert!(e
+        .on_submit(
+            gpu_job(Some("enforce-binding,disable-binding"), 3),
+            &user(),
+            0
+        )
+        .is_ok());
+}

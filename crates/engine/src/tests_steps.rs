@@ -223,6 +223,7 @@ fn issue_37_shard_and_mps_variables() {
         type_: None,
         indexes: (0..n).collect(),
         used: vec![false; n as usize],
+        cores: Vec::new(),
     };
     let pools = [pool("gpu", 2), pool("shard", 16), pool("mps", 200)];
     let get = |env: &[(String, String)], k: &str| {

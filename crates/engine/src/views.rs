@@ -77,6 +77,7 @@ impl Engine {
             time_min: d.time_min,
             user: d.uid,
             memory_consumable: self.settings.memory_consumable,
+            enforce_binding: gres_flags_enforce(d.gres_flags.as_deref()),
         }
     }
 
@@ -95,6 +96,7 @@ impl Engine {
                 available: n.takes_jobs(),
                 exclusive_in_use: n.exclusive_in_use,
                 n_jobs: n.jobs.len() as u32,
+                cpu_ids_in_use: n.cpu_ids_in_use.iter().copied().collect(),
             })
             .collect()
     }
@@ -139,6 +141,8 @@ impl Engine {
             v.available = n.takes_jobs();
             v.exclusive_in_use = n.exclusive_in_use;
             v.n_jobs = n.jobs.len() as u32;
+            v.cpu_ids_in_use.clear();
+            v.cpu_ids_in_use.extend(n.cpu_ids_in_use.iter().copied());
             for (vp, np) in v.gres.iter_mut().zip(&n.gres) {
                 vp.used.clone_from(&np.used);
             }
@@ -204,6 +208,20 @@ impl FitShape {
     }
 }
 
+/// Whether a job's `--gres-flags` (sbatch(1)) hold `enforce-binding`
+/// (a later `disable-binding` turns it off again).
+pub(crate) fn gres_flags_enforce(flags: Option<&str>) -> bool {
+    let mut on = false;
+    for f in flags.unwrap_or_default().split(',') {
+        match f.trim() {
+            "enforce-binding" => on = true,
+            "disable-binding" => on = false,
+            _ => {}
+        }
+    }
+    on
+}
+
 /// Whether `v` shows what is in use on `n` now (the fields
 /// `refreshed_node_views` copies again).
 fn view_is_of(v: &NodeView, n: &crate::Node) -> bool {
@@ -212,6 +230,7 @@ fn view_is_of(v: &NodeView, n: &crate::Node) -> bool {
         && v.available == n.takes_jobs()
         && v.exclusive_in_use == n.exclusive_in_use
         && v.n_jobs == n.jobs.len() as u32
+        && v.cpu_ids_in_use.iter().eq(n.cpu_ids_in_use.iter())
         && v.gres
             .iter()
             .zip(&n.gres)

@@ -149,9 +149,10 @@ impl GpuSettings {
 
 /// The GPUs (the node's indexes) of the task with node-local id `local`,
 /// among the step's `step_gpus` on this node, under `bind`. `task_cpus`
-/// are the CPUs the task is bound to, where known (`closest` needs them
-/// and `Cores=`; without either it gives every GPU of the step, as Slurm
-/// does when it knows of no affinity).
+/// are the CPUs (the node's ids) the task may run on, where known:
+/// `closest` gives the GPUs whose `Cores=` hold one of them ([`closest`]);
+/// without them every GPU of the step, as Slurm does when it knows of no
+/// affinity.
 pub fn task_gpus(
     step_gpus: &[u32],
     bind: &GpuBind,
@@ -187,30 +188,41 @@ pub fn task_gpus(
                 .filter_map(resolve)
                 .collect()
         }
-        GpuBind::Closest => {
-            let near: Vec<u32> = match task_cpus {
-                Some(cpus) => step_gpus
-                    .iter()
-                    .copied()
-                    .filter(|g| {
-                        settings
-                            .cores
-                            .get(g)
-                            .is_some_and(|c| c.iter().any(|x| cpus.contains(x)))
-                    })
-                    .collect(),
-                None => Vec::new(),
-            };
-            if near.is_empty() {
-                step_gpus.to_vec()
-            } else {
-                near
-            }
-        }
+        GpuBind::Closest => match task_cpus {
+            Some(cpus) if !cpus.is_empty() => closest(step_gpus, &settings.cores, cpus),
+            _ => step_gpus.to_vec(),
+        },
     };
     let mut seen = std::collections::BTreeSet::new();
     out.retain(|g| seen.insert(*g));
     out
+}
+
+/// `--gpu-bind=closest` for a task that may run on `cpus` (the node's
+/// ids): the GPUs of `step_gpus` whose gres.conf `Cores=` hold one of
+/// them. A GPU without `Cores=` is near every CPU (gres.conf(5): usable
+/// from any core). Where none is, the GPUs whose `Cores=` come nearest to
+/// the task's CPUs (the least distance between ids: the next socket over),
+/// so a task always gets a GPU where the step has one.
+pub fn closest(step_gpus: &[u32], cores: &BTreeMap<u32, Vec<u32>>, cpus: &[u32]) -> Vec<u32> {
+    let distance = |g: &u32| -> u32 {
+        match cores.get(g) {
+            None => 0,
+            Some(c) => c
+                .iter()
+                .flat_map(|x| cpus.iter().map(move |y| x.abs_diff(*y)))
+                .min()
+                .unwrap_or(0),
+        }
+    };
+    let Some(best) = step_gpus.iter().map(distance).min() else {
+        return Vec::new();
+    };
+    step_gpus
+        .iter()
+        .copied()
+        .filter(|g| distance(g) == best)
+        .collect()
 }
 
 /// The GPU variables of a task that got `task` (node indexes) of the

@@ -383,6 +383,14 @@ pub struct JobDesc {
     /// None: no licenses. (Never skipped: the binary form is positional.)
     #[serde(default)]
     pub licenses: Option<String>,
+    /// `--gres-flags`, lowercase as the command checked it
+    /// (`enforce-binding`, `disable-binding`, comma separated): with
+    /// `enforce-binding` the job's CPUs on a node are those gres.conf
+    /// `Cores=` name for its GPUs there. None: not given. Never skipped
+    /// when serialized: submissions travel positionally (`rpc`'s binary
+    /// encoding).
+    #[serde(default)]
+    pub gres_flags: Option<String>,
 }
 
 /// A submission token as the controller keeps it: [`JobDesc::submit_token`]
@@ -1451,6 +1459,11 @@ pub struct JobInfo {
     /// (postcard is positional), where a skipped field misreads the rest.
     #[serde(default)]
     pub cpu_ids_per_node: Vec<Vec<u32>>,
+    /// The GRES allocated on each node with their indexes, in node order
+    /// (`scontrol show job -d` `GRES=gpu:a100:1(IDX:0)`). Empty from
+    /// controllers before it, or where the job has none.
+    #[serde(default)]
+    pub gres_idx_per_node: Vec<String>,
     /// Memory per CPU in MB, when the request was per CPU.
     #[serde(default)]
     pub mem_per_cpu: Option<u64>,
@@ -1610,6 +1623,7 @@ impl JobInfo {
         "signal",
         "cpus_per_node",
         "cpu_ids_per_node",
+        "gres_idx_per_node",
     ];
 }
 

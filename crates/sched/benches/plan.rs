@@ -48,6 +48,7 @@ fn cluster(n: u32) -> (Vec<NodeView>, Vec<RunningJob<'static>>) {
             available: true,
             exclusive_in_use: false,
             n_jobs: 1,
+            cpu_ids_in_use: Vec::new(),
         });
         running.push(RunningJob {
             job_id: JobId(1_000_000 + i),
@@ -115,6 +116,7 @@ fn jobs(n: u32) -> Vec<JobRequest> {
                 time_min: None,
                 user: 1000 + i % 50,
                 memory_consumable: true,
+                enforce_binding: false,
             }
         })
         .collect()

@@ -20,6 +20,11 @@ pub struct GresPool {
     pub indexes: Vec<u32>,
     /// Which of `indexes` are in use.
     pub used: Vec<bool>,
+    /// gres.conf `Cores=` of each of `indexes`: the node's CPU ids the
+    /// device is near; empty for one without `Cores=` (near every CPU).
+    /// Empty altogether where none is known.
+    #[serde(default)]
+    pub cores: Vec<Vec<u32>>,
 }
 
 impl GresPool {
@@ -61,6 +66,9 @@ pub struct NodeView {
     pub exclusive_in_use: bool,
     /// Number of jobs running here.
     pub n_jobs: u32,
+    /// The CPU ids jobs hold here, ascending (read for
+    /// `--gres-flags=enforce-binding` only; empty where not known).
+    pub cpu_ids_in_use: Vec<u32>,
 }
 
 /// What the scheduler needs to know about a partition.
@@ -176,6 +184,10 @@ pub struct JobRequest {
     pub user: u32,
     /// Whether memory is a consumable resource (SelectTypeParameters has Memory).
     pub memory_consumable: bool,
+    /// `--gres-flags=enforce-binding`: on each node, the job's GPUs are
+    /// ones whose gres.conf `Cores=` hold as many free CPUs as the job
+    /// takes there ([`take_gres_bound`]).
+    pub enforce_binding: bool,
 }
 
 /// What one node gives a job.
@@ -246,6 +258,17 @@ fn take_gres(
     wants: &[Gres],
     ignore_use: bool,
 ) -> Option<Vec<(usize, Vec<u32>)>> {
+    take_gres_where(pools, wants, ignore_use, &|_, _| true)
+}
+
+/// `take_gres` among the devices `allowed` lets through (pool index,
+/// position in the pool).
+fn take_gres_where(
+    pools: &[GresPool],
+    wants: &[Gres],
+    ignore_use: bool,
+    allowed: &dyn Fn(usize, usize) -> bool,
+) -> Option<Vec<(usize, Vec<u32>)>> {
     let mut used: Vec<Vec<bool>> = pools
         .iter()
         .map(|p| {
@@ -270,7 +293,7 @@ fn take_gres(
                 if left == 0 {
                     break;
                 }
-                if !*u {
+                if !*u && allowed(pi, k) {
                     *u = true;
                     left -= 1;
                     match out.iter_mut().find(|(p, _)| *p == pi) {
@@ -285,6 +308,75 @@ fn take_gres(
         }
     }
     Some(out)
+}
+
+/// `--gres-flags=enforce-binding`: takes `wants` from `node`'s pools so
+/// that the GPUs' gres.conf `Cores=` together hold `need_cpus` CPU ids
+/// that are free (all of them, with `ignore_use`). It tries the GPUs near
+/// one set of cores at a time (a socket's, in the order the devices
+/// come), lowest first, then those without `Cores=` (near every CPU),
+/// then any mix. None where no choice has the CPUs: the job waits (or, on an
+/// empty node, can never run there).
+fn take_gres_bound(
+    node: &NodeView,
+    wants: &[Gres],
+    ignore_use: bool,
+    need_cpus: u32,
+) -> Option<Vec<(usize, Vec<u32>)>> {
+    let cores_of = |pi: usize, k: usize| -> &[u32] {
+        node.gres[pi].cores.get(k).map_or(&[][..], Vec::as_slice)
+    };
+    let enough = |taken: &[(usize, Vec<u32>)]| -> bool {
+        let mut near: Vec<u32> = Vec::new();
+        for (pi, idxs) in taken {
+            let pool = &node.gres[*pi];
+            for idx in idxs {
+                let Some(k) = pool.indexes.iter().position(|i| i == idx) else {
+                    continue;
+                };
+                let c = cores_of(*pi, k);
+                if c.is_empty() {
+                    // Near every CPU: no narrower than the node.
+                    return true;
+                }
+                near.extend_from_slice(c);
+            }
+        }
+        near.sort_unstable();
+        near.dedup();
+        let free = near
+            .iter()
+            .filter(|id| **id < node.cpus)
+            .filter(|id| ignore_use || node.cpu_ids_in_use.binary_search(id).is_err())
+            .count();
+        free >= need_cpus as usize
+    };
+    // The distinct core sets of the node's devices, in device order.
+    let mut groups: Vec<&[u32]> = Vec::new();
+    for (pi, pool) in node.gres.iter().enumerate() {
+        for k in 0..pool.indexes.len() {
+            let c = cores_of(pi, k);
+            if !c.is_empty() && !groups.contains(&c) {
+                groups.push(c);
+            }
+        }
+    }
+    for group in &groups {
+        let within = |pi: usize, k: usize| -> bool {
+            let c = cores_of(pi, k);
+            !c.is_empty() && c.iter().all(|x| group.contains(x))
+        };
+        if let Some(taken) = take_gres_where(&node.gres, wants, ignore_use, &within) {
+            if enough(&taken) {
+                return Some(taken);
+            }
+        }
+    }
+    // GPUs without `Cores=` (near every CPU), then any mix.
+    let unbound = |pi: usize, k: usize| -> bool { cores_of(pi, k).is_empty() };
+    take_gres_where(&node.gres, wants, ignore_use, &unbound)
+        .filter(|taken| enough(taken))
+        .or_else(|| take_gres(&node.gres, wants, ignore_use).filter(|taken| enough(taken)))
 }
 
 fn gres_count(gres: &[(usize, Vec<u32>)], pools: &[GresPool], name: &str) -> u64 {
@@ -377,14 +469,24 @@ fn fit_on_node(
                 });
                 return true;
             }
-        } else if let Some((cpus, mem, gres)) =
-            take_gres(&node.gres, &gres_wanted(job, tasks, gpus_here), ignore_use).and_then(
-                |gres| {
-                    let n_gpus = gres_count(&gres, &node.gres, "gpu");
-                    share(tasks, n_gpus).map(|(cpus, mem)| (cpus, mem, gres))
-                },
-            )
-        {
+        } else if let Some((cpus, mem, gres)) = {
+            let wants = gres_wanted(job, tasks, gpus_here);
+            if job.enforce_binding && !exclusive {
+                let n_gpus: u64 = wants
+                    .iter()
+                    .filter(|w| w.name == "gpu")
+                    .map(|w| w.count)
+                    .sum();
+                let need = (tasks * cpt).max(job.cpus_per_gpu.unwrap_or(0) * n_gpus as u32);
+                take_gres_bound(node, &wants, ignore_use, need)
+            } else {
+                take_gres(&node.gres, &wants, ignore_use)
+            }
+        }
+        .and_then(|gres| {
+            let n_gpus = gres_count(&gres, &node.gres, "gpu");
+            share(tasks, n_gpus).map(|(cpus, mem)| (cpus, mem, gres))
+        }) {
             picked.push(NodeAlloc {
                 node: node_idx,
                 cpus,
@@ -693,6 +795,7 @@ pub fn emptied(nodes: &[NodeView]) -> Vec<NodeView> {
         n.alloc_mem = 0;
         n.n_jobs = 0;
         n.exclusive_in_use = false;
+        n.cpu_ids_in_use.clear();
         for p in n.gres.iter_mut() {
             p.used.iter_mut().for_each(|u| *u = false);
         }

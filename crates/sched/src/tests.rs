@@ -16,6 +16,7 @@ fn node(name: &str, cpus: u32, mem: u64, gpus: u32) -> NodeView {
                 type_: Some("a100".into()),
                 indexes: (0..gpus).collect(),
                 used: vec![false; gpus as usize],
+                cores: Vec::new(),
             }]
         } else {
             vec![]
@@ -25,6 +26,7 @@ fn node(name: &str, cpus: u32, mem: u64, gpus: u32) -> NodeView {
         available: true,
         exclusive_in_use: false,
         n_jobs: 0,
+        cpu_ids_in_use: Vec::new(),
     }
 }
 
@@ -70,6 +72,7 @@ fn job(id: u32, nodes: u32, tasks: u32) -> JobRequest {
         time_min: None,
         user: 1000,
         memory_consumable: true,
+        enforce_binding: false,
     }
 }
 
@@ -245,6 +248,78 @@ fn required_and_excluded_nodes() {
     assert_eq!(starts(&plan), vec![(1, vec![(1, 1)]), (2, vec![(1, 1)])]);
 }
 
+/// A node of 4 CPUs and two GPUs, one per socket: GPU 0 near CPUs 0-1,
+/// GPU 1 near CPUs 2-3 (gres.conf `Cores=`).
+fn two_socket_node() -> NodeView {
+    let mut n = node("n1", 4, 4000, 2);
+    n.gres[0].cores = vec![vec![0, 1], vec![2, 3]];
+    n
+}
+
+fn gpus_of(plan: &Plan, id: u32) -> Option<Vec<u32>> {
+    plan.decisions.iter().find_map(|(j, d)| match d {
+        Decision::Start(a) if j.0 == id => {
+            Some(a.nodes[0].gres.iter().flat_map(|g| g.1.clone()).collect())
+        }
+        _ => None,
+    })
+}
+
+/// Issue 37: `--gres-flags=enforce-binding` takes the GPU whose `Cores=`
+/// have the free CPUs the job needs; without it, the lowest free GPU.
+#[test]
+fn issue_37_enforce_binding_picks_the_gpu_near_free_cpus() {
+    let mut n = two_socket_node();
+    n.alloc_cpus = 2;
+    n.n_jobs = 1;
+    n.cpu_ids_in_use = vec![0, 1];
+    let mut a = job(1, 1, 1);
+    a.gres_per_node = vec![Gres::parse("gpu:1").unwrap()];
+    let p = plan(std::slice::from_ref(&n), &[part(1)], &[a.clone()], 0);
+    assert_eq!(gpus_of(&p, 1), Some(vec![0]));
+    a.enforce_binding = true;
+    let p = plan(&[n], &[part(1)], &[a], 0);
+    assert_eq!(gpus_of(&p, 1), Some(vec![1]));
+}
+
+/// Issue 37: a job whose GPU's cores are taken waits (Resources); one
+/// that no choice of GPUs could give its CPUs near them is never placed,
+/// and two GPUs of two sockets give it the CPUs of both.
+#[test]
+fn issue_37_enforce_binding_waits_or_never_fits() {
+    let mut n = two_socket_node();
+    n.alloc_cpus = 1;
+    n.n_jobs = 1;
+    n.cpu_ids_in_use = vec![2];
+    n.gres[0].used = vec![true, false];
+    let mut a = job(1, 1, 2);
+    a.gres_per_node = vec![Gres::parse("gpu:1").unwrap()];
+    a.enforce_binding = true;
+    let p = plan(std::slice::from_ref(&n), &[part(1)], &[a.clone()], 0);
+    assert_eq!(reason(&p, 1), Some(PendingReason::Resources));
+    // Three CPUs near one GPU: no socket has them.
+    let mut b = job(2, 1, 3);
+    b.gres_per_node = vec![Gres::parse("gpu:1").unwrap()];
+    b.enforce_binding = true;
+    assert!(matches!(
+        place(&b, &[part(1)], &[two_socket_node()]),
+        Err(Unfit::Never(_))
+    ));
+    b.enforce_binding = false;
+    assert!(place(&b, &[part(1)], &[two_socket_node()]).is_ok());
+    // With two GPUs the cores of both sockets count.
+    let mut c = job(3, 1, 3);
+    c.gres_per_node = vec![Gres::parse("gpu:2").unwrap()];
+    c.enforce_binding = true;
+    assert!(place(&c, &[part(1)], &[two_socket_node()]).is_ok());
+    // A GPU without Cores= binds no CPUs.
+    let mut free = two_socket_node();
+    free.gres[0].cores = vec![vec![0, 1], vec![]];
+    b.enforce_binding = true;
+    let a = place(&b, &[part(1)], &[free]).unwrap();
+    assert_eq!(a.nodes[0].gres[0].1, vec![1]);
+}
+
 proptest! {
     /// No node is ever over-allocated in CPUs, memory or GPUs, and no GPU
     /// index is given twice.
@@ -289,6 +364,39 @@ proptest! {
             g.dedup();
             prop_assert_eq!(before, g.len());
             prop_assert!(excl[i] == 0 || n_jobs[i] == 1);
+        }
+    }
+
+    /// Issue 37: under `--gres-flags=enforce-binding` every job placed
+    /// takes no more CPUs on a node than its GPUs' `Cores=` hold, free.
+    #[test]
+    fn enforce_binding_never_takes_more_cpus_than_near_its_gpus(
+        in_use in prop::collection::vec(0u32..8, 0..6),
+        job_specs in prop::collection::vec((1u32..6, 1u64..4), 1..6),
+    ) {
+        let mut n = node("n1", 8, 64000, 4);
+        n.gres[0].cores = vec![vec![0, 1, 2, 3], vec![0, 1, 2, 3], vec![4, 5, 6, 7], vec![4, 5, 6, 7]];
+        let mut ids = in_use.clone();
+        ids.sort_unstable();
+        ids.dedup();
+        n.alloc_cpus = ids.len() as u32;
+        n.n_jobs = u32::from(!ids.is_empty());
+        n.cpu_ids_in_use = ids.clone();
+        for (i, (tasks, gpus)) in job_specs.iter().enumerate() {
+            let mut j = job(i as u32 + 1, 1, *tasks);
+            j.gres_per_node = vec![Gres { name: "gpu".into(), type_: None, count: *gpus }];
+            j.enforce_binding = true;
+            if let Ok(a) = place(&j, &[part(1)], std::slice::from_ref(&n)) {
+                let na = &a.nodes[0];
+                let mut near: Vec<u32> = na.gres.iter()
+                    .flat_map(|(p, idx)| idx.iter().map(move |g| (*p, *g)))
+                    .flat_map(|(p, g)| n.gres[p].cores[g as usize].clone())
+                    .collect();
+                near.sort_unstable();
+                near.dedup();
+                let free = near.iter().filter(|c| !ids.contains(c)).count() as u32;
+                prop_assert!(na.cpus <= free, "{} CPUs, {} free near {:?}", na.cpus, free, na.gres);
+            }
         }
     }
 

@@ -17,6 +17,7 @@ fn node(cpus: u32, gpus: u32) -> NodeView {
                 type_: None,
                 indexes: (0..gpus).collect(),
                 used: vec![false; gpus as usize],
+                cores: Vec::new(),
             }]
         } else {
             vec![]
@@ -26,6 +27,7 @@ fn node(cpus: u32, gpus: u32) -> NodeView {
         available: true,
         exclusive_in_use: false,
         n_jobs: 0,
+        cpu_ids_in_use: Vec::new(),
     }
 }
 
@@ -77,6 +79,7 @@ fn req(id: u32, nodes: u32, tasks: u32, gpus: u64) -> JobRequest {
         time_min: None,
         user: 1000,
         memory_consumable: true,
+        enforce_binding: false,
     }
 }
 

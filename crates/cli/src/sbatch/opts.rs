@@ -325,6 +325,26 @@ pub fn apply(
         "gres" => {
             d.gres = Gres::parse_list(&v).map_err(|_| SbatchError::gres())?;
         }
+        // sbatch(1) --gres-flags: `enforce-binding` and `disable-binding`
+        // act (placement); the task-sharing flags are checked and kept.
+        "gres-flags" => {
+            let flags: Vec<String> = v
+                .split(',')
+                .map(|f| f.trim().to_ascii_lowercase())
+                .filter(|f| !f.is_empty())
+                .collect();
+            let known = [
+                "enforce-binding",
+                "disable-binding",
+                "allow-task-sharing",
+                "one-task-per-sharing",
+                "multiple-tasks-per-sharing",
+            ];
+            if flags.is_empty() || flags.iter().any(|f| !known.contains(&f.as_str())) {
+                return Err(SbatchError::invalid("Invalid --gres-flags specification"));
+            }
+            d.gres_flags = Some(flags.join(","));
+        }
         "hold" => d.hold = true,
         "input" => d.stdin = Some(io_path(v)),
         "job-name" => {

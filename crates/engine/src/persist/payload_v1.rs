@@ -171,6 +171,9 @@ pub struct JobDesc<'a> {
     /// wrote, and skipped where None, so their bytes are unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub licenses: Option<Cow<'a, str>>,
+    /// `--gres-flags` (absent in records written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gres_flags: Option<Cow<'a, str>>,
 }
 
 /// `Option<String>` borrowed.
@@ -240,6 +243,7 @@ impl<'a> From<&'a proto::JobDesc> for JobDesc<'a> {
             alloc_only: d.alloc_only,
             submit_token: text(&d.submit_token),
             licenses: text(&d.licenses),
+            gres_flags: text(&d.gres_flags),
         }
     }
 }
@@ -301,6 +305,7 @@ impl From<JobDesc<'_>> for proto::JobDesc {
             alloc_only: d.alloc_only,
             submit_token: owned(d.submit_token),
             licenses: owned(d.licenses),
+            gres_flags: owned(d.gres_flags),
         }
     }
 }
@@ -568,6 +573,7 @@ impl JobDesc<'_> {
             alloc_only: self.alloc_only,
             submit_token: self.submit_token.map(own),
             licenses: self.licenses.map(own),
+            gres_flags: self.gres_flags.map(own),
         }
     }
 }

@@ -975,6 +975,7 @@ impl From<&sched::GresPool> for GresPool {
             type_,
             indexes,
             used,
+            cores: _,
         } = g;
         GresPool {
             name: name.clone(),

@@ -1581,3 +1581,146 @@ fn confine_cores_a_node_claiming_more_cpus_than_the_host_has_still_runs_jobs() {
     assert_eq!(c.wait_done(a, secs(30)), "COMPLETED", "{}", c.logs());
     assert_no_job_cgroups(&c, "cpuset");
 }
+
+/// A `cores_builder` node (`CPUs=2`, tasks bound by task/affinity) with
+/// two fake GPUs, each near one CPU: `nvidia0` near CPU `cores0`,
+/// `nvidia1` near CPU `cores1` (gres.conf `Cores=`).
+fn gpu_cores_cluster(dev: &Path, cores0: u32, cores1: u32) -> Cluster {
+    cores_builder()
+        .node_extra(1, "Gres=gpu:fake:2")
+        .file(
+            "gres.conf",
+            &format!(
+                "Name=gpu Type=fake File={d}/nvidia0 Cores={cores0}\n\
+                 Name=gpu Type=fake File={d}/nvidia1 Cores={cores1}\n",
+                d = dev.display()
+            ),
+        )
+        .start()
+}
+
+/// Isolation notes §5 test 16 (issue 37 item 6): with `--gpu-bind=closest`
+/// each of two tasks, bound to one CPU each, gets the GPU whose `Cores=`
+/// hold its CPU: task 0 (CPU 0) GPU 1, task 1 (CPU 1) GPU 0 here, as
+/// gres.conf puts them the other way round. SLURM_STEP_GPUS names both.
+#[test]
+fn confine_gpus_closest_gives_each_task_the_gpu_near_its_cpu() {
+    let dev = fake_gpu_devices();
+    let c = gpu_cores_cluster(dev.path(), 1, 0);
+    let _guard = cores_guard(&c);
+    let out = c.ok(
+        "srun",
+        &[
+            "-n2",
+            "-l",
+            "--gres=gpu:2",
+            "--cpu-bind=cores",
+            "--gpu-bind=closest",
+            "bash",
+            "-c",
+            "echo $CUDA_VISIBLE_DEVICES $SLURM_STEP_GPUS \
+             $(awk '/Cpus_allowed_list/ {print $2}' /proc/self/status)",
+        ],
+    );
+    let mut lines: Vec<&str> = out.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["0: 1 0,1 0", "1: 0 0,1 1"], "{out}\n{}", c.logs());
+    // Without it every task sees both.
+    let out = c.ok(
+        "srun",
+        &[
+            "-n2",
+            "-l",
+            "--gres=gpu:2",
+            "bash",
+            "-c",
+            "echo $CUDA_VISIBLE_DEVICES",
+        ],
+    );
+    let mut lines: Vec<&str> = out.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["0: 0,1", "1: 0,1"], "{out}");
+    assert_no_job_cgroups(&c, "cpuset");
+}
+
+/// The `Nodes=` detail line of `scontrol show job -d`.
+fn detail_line(c: &Cluster, id: u32) -> String {
+    let out = c.ok("scontrol", &["show", "job", "-d", &id.to_string()]);
+    out.stdout
+        .lines()
+        .find(|l| l.trim().starts_with("Nodes=node1 CPU_IDs="))
+        .unwrap_or_else(|| panic!("no detail line: {out}"))
+        .trim()
+        .to_string()
+}
+
+/// Issue 37 item 6: `--gres-flags=enforce-binding` gives a job CPU ids
+/// within its GPU's `Cores=`: GPU 0 (near CPU 1) comes with CPU 1, not
+/// the lowest free id; the next such job gets GPU 1 and CPU 0. A job that
+/// needs more CPUs than any GPU is near is refused as Slurm refuses it.
+#[test]
+fn confine_gpus_enforce_binding_gives_cpu_ids_near_the_gpu() {
+    let dev = fake_gpu_devices();
+    let c = gpu_cores_cluster(dev.path(), 1, 0);
+    let _guard = cores_guard(&c);
+    let wait = "grep Cpus_allowed_list /proc/self/status; \
+                while [ ! -e go ]; do sleep 0.1; done";
+    let bound = |out: &str| {
+        c.submit(&[
+            "-n1",
+            "-o",
+            out,
+            "--gres=gpu:1",
+            "--gres-flags=enforce-binding",
+            "--wrap",
+            wait,
+        ])
+    };
+    let a = bound("a.out");
+    c.wait_state(a, "RUNNING", secs(10));
+    let line = detail_line(&c, a);
+    assert!(
+        line.starts_with("Nodes=node1 CPU_IDs=1 ") && line.ends_with(" GRES=gpu:fake:1(IDX:0)"),
+        "{line}\n{}",
+        c.logs()
+    );
+    let b = bound("b.out");
+    c.wait_state(b, "RUNNING", secs(10));
+    let line = detail_line(&c, b);
+    assert!(
+        line.starts_with("Nodes=node1 CPU_IDs=0 ") && line.ends_with(" GRES=gpu:fake:1(IDX:1)"),
+        "{line}"
+    );
+    let a_list = c.wait_until("a.out", secs(10), || {
+        let t = c.read("a.out");
+        t.contains("Cpus_allowed_list").then(|| allowed(&t))
+    });
+    assert_eq!(a_list, "1", "{}", c.logs());
+    // Two CPUs near one GPU: no GPU has them.
+    let out = c.run(
+        "sbatch",
+        &[
+            "-n2",
+            "--gres=gpu:1",
+            "--gres-flags=enforce-binding",
+            "--wrap",
+            "true",
+        ],
+    );
+    assert!(!out.ok(), "{out}");
+    assert_eq!(
+        out.stderr.trim(),
+        "sbatch: error: Batch job submission failed: Requested node configuration is not available",
+        "{out}"
+    );
+    let out = c.run("sbatch", &["--gres-flags=bogus", "--wrap", "true"]);
+    assert_eq!(
+        out.stderr.trim(),
+        "sbatch: error: Invalid --gres-flags specification",
+        "{out}"
+    );
+    std::fs::write(c.work().join("go"), "").unwrap();
+    assert_eq!(c.wait_done(a, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_eq!(c.wait_done(b, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_no_job_cgroups(&c, "cpuset");
+}

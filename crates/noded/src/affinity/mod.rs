@@ -67,6 +67,9 @@ pub fn parse_cpu_list(text: &str) -> Vec<u32> {
 pub struct Binding {
     /// Each local task's host CPUs; `None`: not bound.
     pub tasks: Vec<Option<Vec<u32>>>,
+    /// The same CPUs by the node's ids (those gres.conf `Cores=` name,
+    /// for `--gpu-bind=closest`), ascending.
+    pub node_tasks: Vec<Option<Vec<u32>>>,
     /// `SLURM_CPU_BIND*` for every task of the node.
     pub env: Vec<(String, String)>,
     /// `verbose`: each task's line on its stderr.
@@ -116,8 +119,18 @@ pub fn plan(
         }
     };
     let tasks: Vec<Option<Vec<u32>>> = node_ids
+        .iter()
+        .map(|ids| ids.as_ref().map(|ids| to_host(ids, host)))
+        .collect();
+    let node_tasks: Vec<Option<Vec<u32>>> = node_ids
         .into_iter()
-        .map(|ids| ids.map(|ids| to_host(&ids, host)))
+        .map(|ids| {
+            ids.map(|mut ids| {
+                ids.sort_unstable();
+                ids.dedup();
+                ids
+            })
+        })
         .collect();
     let verbose = if bind.verbose { "verbose" } else { "quiet" };
     let bound = tasks.iter().any(Option::is_some);
@@ -141,6 +154,7 @@ pub fn plan(
     ];
     Binding {
         tasks,
+        node_tasks,
         env,
         verbose: bind.verbose,
     }

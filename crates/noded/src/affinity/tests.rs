@@ -93,3 +93,14 @@ fn a_mask_binds_this_process() {
     assert!(CpuMask::new(&host).apply());
     assert_eq!(host_cpus(), host);
 }
+
+/// `--gpu-bind=closest` reads each task's CPUs by the node's ids, which
+/// differ from the host's where the node claims more CPUs than it has.
+#[test]
+fn node_ids_of_each_task_are_kept_beside_the_hosts() {
+    let b = plan(Some("cores"), &[2, 3], &[0, 1], 2, 1);
+    assert_eq!(b.node_tasks, vec![Some(vec![2]), Some(vec![3])]);
+    assert_eq!(b.tasks, vec![Some(vec![0]), Some(vec![1])]);
+    let b = plan(Some("none"), &[2, 3], &[0, 1], 2, 1);
+    assert_eq!(b.node_tasks, vec![None, None]);
+}

@@ -125,6 +125,31 @@ fn issue_37_closest_uses_cores() {
     assert_eq!(task_gpus(&[0], &GpuBind::Closest, 0, &s, Some(&[1])), [0]);
 }
 
+/// Issue 37: two tasks bound to CPUs of different sockets each get their
+/// socket's GPU; a task whose CPUs no GPU's `Cores=` hold gets the
+/// nearest; a GPU without `Cores=` is near every CPU.
+#[test]
+fn issue_37_closest_per_task_and_nearest() {
+    let cores: BTreeMap<u32, Vec<u32>> = [(0, vec![0, 1]), (1, vec![2, 3])].into();
+    let s = GpuSettings {
+        cores: cores.clone(),
+        ..GpuSettings::default()
+    };
+    let step = [0, 1];
+    assert_eq!(task_gpus(&step, &GpuBind::Closest, 0, &s, Some(&[1])), [0]);
+    assert_eq!(task_gpus(&step, &GpuBind::Closest, 1, &s, Some(&[2])), [1]);
+    // Spanning both sockets: both.
+    assert_eq!(closest(&step, &cores, &[1, 2]), [0, 1]);
+    // CPU 5 is in no Cores=: GPU 1 (Cores=2-3) is nearer.
+    assert_eq!(closest(&step, &cores, &[5]), [1]);
+    // Only GPU 0 in the step, the task on the other socket: still GPU 0.
+    assert_eq!(closest(&[0], &cores, &[3]), [0]);
+    // GPU 2 has no Cores=: near the task wherever it runs.
+    assert_eq!(closest(&[0, 1, 2], &cores, &[3]), [1, 2]);
+    // No CPUs known, or none given: every GPU of the step.
+    assert_eq!(task_gpus(&step, &GpuBind::Closest, 0, &s, Some(&[])), step);
+}
+
 /// Issue 37: gres.conf `Flags=` choose the vendor variables.
 #[test]
 fn issue_37_flags_choose_the_vendor_variables() {

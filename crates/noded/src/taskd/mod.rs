@@ -275,16 +275,30 @@ pub fn expand_task_path(pattern: &str, l: &StepLaunch, node: &str, task: u32) ->
 }
 
 /// The GPUs of the `local`th task here (`--gpus-per-task`, `--gpu-bind`).
-fn own_gpus(spec: &TaskdSpec, local: usize) -> Vec<u32> {
-    // TODO(#37): the task's CPUs, once task/affinity binds them, for
-    // `--gpu-bind=closest`; until then it gives every GPU of the step.
+fn own_gpus(spec: &TaskdSpec, step: &StepSetup, local: usize) -> Vec<u32> {
     crate::gpus::task_gpus(
         &spec.launch.gpus,
         &spec.launch.gpu_bind,
         local as u32,
         &spec.gpus,
-        None,
+        task_cpus(spec, step, local).as_deref(),
     )
+}
+
+/// The CPUs (the node's ids) the `local`th task may run on, for
+/// `--gpu-bind=closest`: those task/affinity binds it to; unbound, the
+/// step's where ConstrainCores keeps the step on them; else unknown (it
+/// may run on any CPU, and `closest` gives every GPU of the step).
+fn task_cpus(spec: &TaskdSpec, step: &StepSetup, local: usize) -> Option<Vec<u32>> {
+    let bound = step
+        .binding
+        .as_ref()
+        .and_then(|(b, _)| b.node_tasks.get(local).cloned().flatten());
+    let confined =
+        spec.cgroup.as_ref().is_some_and(|c| c.constrains_cores()) && step.confined.is_some();
+    bound.or_else(|| {
+        (confined && !spec.launch.cpu_ids.is_empty()).then(|| spec.launch.cpu_ids.clone())
+    })
 }
 
 /// Whether a task with `task_gpus` gets a device cgroup of its own
@@ -298,6 +312,7 @@ fn task_devices(spec: &TaskdSpec, task_gpus: &[u32]) -> bool {
 /// The environment of one task.
 fn task_env(
     spec: &TaskdSpec,
+    step: &StepSetup,
     task: u32,
     local: usize,
     pmi_fd: Option<RawFd>,
@@ -344,7 +359,7 @@ fn task_env(
         ] {
             env.remove(name);
         }
-        let task_gpus = own_gpus(spec, local);
+        let task_gpus = own_gpus(spec, step, local);
         // A task confined to its own GPUs sees them numbered from 0.
         let settings = if task_devices(spec, &task_gpus) {
             crate::gpus::GpuSettings {
@@ -773,7 +788,7 @@ fn start_task(
             .and_then(|dirs| {
                 // ConstrainDevices: a task given some of the step's GPUs
                 // may open only those.
-                let gpus = own_gpus(spec, local);
+                let gpus = own_gpus(spec, step, local);
                 match spec.cgroup.as_ref() {
                     Some(s) if task_devices(spec, &gpus) => {
                         crate::cgroup::confine_devices(s, &c.step.task(local as u32), &gpus)
@@ -849,7 +864,7 @@ fn start_task(
         }
         None => None,
     };
-    let env = task_env(spec, task, local, keep_fd, pmix_env);
+    let env = task_env(spec, step, task, local, keep_fd, pmix_env);
     let Some(program) = l.argv.first() else {
         started.failed_exits.push((task, 1 << 8));
         return;

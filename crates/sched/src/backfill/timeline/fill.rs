@@ -133,6 +133,7 @@ impl Timeline {
                 name: String::new(),
                 features: n.features.clone(),
                 gres: n.gres.clone(),
+                cpu_ids_in_use: n.cpu_ids_in_use.clone(),
                 ..*n
             })
             .collect();
@@ -185,6 +186,7 @@ impl Timeline {
             b.available = n.available;
             b.exclusive_in_use = n.exclusive_in_use;
             b.n_jobs = n.n_jobs;
+            copy_vec(&mut b.cpu_ids_in_use, &n.cpu_ids_in_use);
             crate::placement::set_room(&mut self.room, i, b);
             let (w, b) = (&mut self.work[i], &self.base[i]);
             let old = free_cpus(w);

@@ -19,6 +19,7 @@ fn plain_node() -> NodeView {
         available: true,
         exclusive_in_use: false,
         n_jobs: 0,
+        cpu_ids_in_use: Vec::new(),
     }
 }
 
@@ -184,6 +185,7 @@ fn plain_job(id: u32, tasks: u32, minutes: u32) -> JobRequest {
         time_min: None,
         user: 1,
         memory_consumable: false,
+        enforce_binding: false,
     }
 }
 
@@ -240,6 +242,7 @@ proptest! {
                 .map(|&(used, up)| NodeView {
                     alloc_cpus: used,
                     n_jobs: u32::from(used > 0),
+                    cpu_ids_in_use: Vec::new(),
                     available: up,
                     ..plain_node()
                 })

@@ -229,6 +229,7 @@ fn same_node(b: &NodeView, n: &NodeView) -> bool {
         && b.weight == n.weight
         && b.gres == n.gres
         && b.features == n.features
+        && b.cpu_ids_in_use == n.cpu_ids_in_use
 }
 
 /// Copies what is in use (not the configuration) from `from` to `to`.
@@ -238,6 +239,7 @@ fn copy_use(to: &mut NodeView, from: &NodeView) {
     to.alloc_mem = from.alloc_mem;
     to.n_jobs = from.n_jobs;
     to.exclusive_in_use = from.exclusive_in_use;
+    copy_vec(&mut to.cpu_ids_in_use, &from.cpu_ids_in_use);
     for (t, f) in to.gres.iter_mut().zip(&from.gres) {
         copy_vec(&mut t.used, &f.used);
     }
