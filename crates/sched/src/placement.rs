@@ -186,7 +186,7 @@ pub struct JobRequest {
     pub memory_consumable: bool,
     /// `--gres-flags=enforce-binding`: on each node, the job's GPUs are
     /// ones whose gres.conf `Cores=` hold as many free CPUs as the job
-    /// takes there ([`take_gres_bound`]).
+    /// takes there (`take_gres_bound`).
     pub enforce_binding: bool,
 }
 
