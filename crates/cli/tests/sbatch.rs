@@ -750,10 +750,10 @@ fn options_muster_cannot_honour_are_refused() {
         );
         assert_eq!(e.code, 1, "{opt}");
     }
-    let e = err(&["-L", "x:1", "--wrap=true"]);
+    let e = err(&["-S", "1", "--wrap=true"]);
     assert_eq!(
         e.stderr,
-        "sbatch: error: -L/--licenses is not supported here: muster has no licenses\n"
+        "sbatch: error: -S/--core-spec is not supported here: no cores are reserved for system use\n"
     );
     // From a directive and from an input variable too.
     let s = script("#!/bin/sh\n#SBATCH --tmp=1G\ntrue\n");
