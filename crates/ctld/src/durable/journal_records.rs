@@ -55,6 +55,8 @@ fn desc() -> proto::JobDesc {
         alloc_only: true,
         submit_token: Some("ab".into()),
         gres_flags: Some("enforce-binding".into()),
+        mail_type: 2,
+        mail_user: Some("m@x".into()),
         ..Default::default()
     }
 }
