@@ -183,7 +183,7 @@ impl Engine {
 
     /// Mails the job's user about a change since its last record that
     /// its `--mail-type` names: a start (BEGIN), an end (END, or FAIL for
-    /// an end other than COMPLETED), a requeue (REQUEUE).
+    /// an end other than COMPLETED or CANCELLED), a requeue (REQUEUE).
     fn mail(&mut self, id: JobId, now: Timestamp) {
         use model::mail;
         let Some(job) = self.jobs.get(&id) else {
@@ -206,7 +206,8 @@ impl Engine {
                 queued: job.start_time.map_or(0, |t| t - job.submit_time),
             })
         } else if state.is_finished() && !before.is_finished() {
-            let failed = state != JobState::Completed;
+            // A cancelled job ended as its user asked: END, not FAIL.
+            let failed = !matches!(state, JobState::Completed | JobState::Cancelled);
             let code = if job.exit.signal != 0 {
                 0
             } else {
