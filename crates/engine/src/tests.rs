@@ -710,10 +710,20 @@ fn mail_types_mail_at_begin_requeue_and_end() {
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(sent[0].0, format!("Slurm Job_id={a} Name=job Requeued"));
     // The requeued run's end is no mail; nor is a job without --mail-type.
-    e.on_job_exited(a, "node1", ExitCode { code: 0, signal: 15 }, None, 3)
-        .unwrap();
+    e.on_job_exited(
+        a,
+        "node1",
+        ExitCode {
+            code: 0,
+            signal: 15,
+        },
+        None,
+        3,
+    )
+    .unwrap();
     let b = submit(&mut e, desc(), 3);
-    e.on_job_exited(b, "node1", ExitCode::default(), None, 4).ok();
+    e.on_job_exited(b, "node1", ExitCode::default(), None, 4)
+        .ok();
     assert_eq!(mails(&e.take_commands()), []);
     // FAIL (in ALL) names a failed end; END alone says Ended.
     d.mail_user = Some("ops".into());

@@ -18,12 +18,13 @@ pub const ARRAY_TASKS: u16 = 1 << 6;
 /// `ALL`: BEGIN, END, FAIL, INVALID_DEPEND, REQUEUE and STAGE_OUT.
 pub const ALL: u16 = BEGIN | END | FAIL | REQUEUE | INVALID_DEPEND | STAGE_OUT;
 
+/// In the order `scontrol show job` lists them (`MailType=`).
 const NAMES: [(&str, u16); 7] = [
+    ("INVALID_DEPEND", INVALID_DEPEND),
     ("BEGIN", BEGIN),
     ("END", END),
     ("FAIL", FAIL),
     ("REQUEUE", REQUEUE),
-    ("INVALID_DEPEND", INVALID_DEPEND),
     ("STAGE_OUT", STAGE_OUT),
     ("ARRAY_TASKS", ARRAY_TASKS),
 ];
@@ -155,7 +156,7 @@ mod tests {
         assert_eq!(parse("begin,END").unwrap(), BEGIN | END);
         assert_eq!(
             names(parse("ALL").unwrap()),
-            "BEGIN,END,FAIL,REQUEUE,INVALID_DEPEND,STAGE_OUT"
+            "INVALID_DEPEND,BEGIN,END,FAIL,REQUEUE,STAGE_OUT"
         );
         assert_eq!(parse("END,NONE").unwrap(), 0);
         assert_eq!(names(0), "NONE");

@@ -1585,6 +1585,12 @@ pub struct JobInfo {
     /// `Licenses=` in `scontrol show job`, squeue `%W`). None: none.
     #[serde(default)]
     pub licenses: Option<String>,
+    /// `--mail-type` (`model::mail` bits; 0: none).
+    #[serde(default)]
+    pub mail_type: u16,
+    /// Who is mailed: `--mail-user`, else the job's user.
+    #[serde(default)]
+    pub mail_user: Option<String>,
 }
 
 impl JobInfo {

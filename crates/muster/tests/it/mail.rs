@@ -102,4 +102,23 @@ fn begin_end_and_fail_run_mail_prog_with_slurms_subjects() {
     assert_eq!(c.wait_done(d, secs(15)), "COMPLETED");
     std::thread::sleep(secs(1));
     assert_eq!(lines(&c, &log, 3).len(), 3);
+
+    // scontrol shows the mail settings; a cancelled job's mail is END's.
+    let h = c.submit(&["--hold", "--mail-type=ALL", "-J", "held", "--wrap", "true"]);
+    let show = c.ok("scontrol", &["show", "job", &h.to_string()]);
+    assert!(
+        show.stdout.contains(&format!(
+            "\n   MailUser={user} MailType=INVALID_DEPEND,BEGIN,END,FAIL,REQUEUE,STAGE_OUT\n"
+        )),
+        "{show}"
+    );
+    c.ok("scancel", &[&h.to_string()]);
+    let got = lines(&c, &log, 4);
+    assert_eq!(
+        got[3],
+        format!(
+            "-s|Slurm Job_id={h} Name=held Ended, Run time 00:00:00, CANCELLED, ExitCode 0|{user}@example.org"
+        ),
+        "{got:?}"
+    );
 }
