@@ -232,14 +232,13 @@ impl Engine {
         let Some(event) = event else {
             return;
         };
-        let shown = match &job.array {
-            Some(a) => match a.task_id {
-                Some(t) => format!("{}_{t}", a.array_job_id.0),
-                None => format!("{}_*", a.array_job_id.0),
-            },
-            None => id.0.to_string(),
-        };
-        let subject = mail::subject(&shown, &job.desc.name, event);
+        // Each array task is mailed for on its own (Slurm's one
+        // `Array Summary` mail for the whole array is not sent).
+        let task = job
+            .array
+            .as_ref()
+            .and_then(|a| a.task_id.map(|t| (a.array_job_id.0, t)));
+        let subject = mail::subject(&mail::who(id.0, task), &job.desc.name, event);
         let (user, default_user) = match &job.desc.mail_user {
             Some(u) => (u.clone(), false),
             None => (job.desc.user.clone(), true),

@@ -126,10 +126,19 @@ pub enum Event {
     Requeued,
 }
 
+/// How a subject names the job: `Job_id=12`, or for an array task
+/// `Array Task Job_id=10_3 (13)` (array id, task id, the task's own id).
+pub fn who(job_id: u32, array: Option<(u32, u32)>) -> String {
+    match array {
+        Some((array_id, task)) => format!("Array Task Job_id={array_id}_{task} ({job_id})"),
+        None => format!("Job_id={job_id}"),
+    }
+}
+
 /// The subject line: `Slurm Job_id=12 Name=foo Began, Queued time 00:00:05`.
-/// `job` is the id as shown (`12`, or `10_3` for an array task).
-pub fn subject(job: &str, name: &str, ev: Event) -> String {
-    let head = format!("Slurm Job_id={job} Name={name}");
+/// `who` names the job (`who`).
+pub fn subject(who: &str, name: &str, ev: Event) -> String {
+    let head = format!("Slurm {who} Name={name}");
     match ev {
         Event::Began { queued } => format!("{head} Began, Queued time {}", duration(queued)),
         Event::Ended { run, state, code } => format!(
@@ -170,12 +179,12 @@ mod tests {
     #[test]
     fn subjects_read_as_slurm_writes_them() {
         assert_eq!(
-            subject("1234", "foo", Event::Began { queued: 5 }),
+            subject(&who(1234, None), "foo", Event::Began { queued: 5 }),
             "Slurm Job_id=1234 Name=foo Began, Queued time 00:00:05"
         );
         assert_eq!(
             subject(
-                "1234",
+                &who(1234, None),
                 "foo",
                 Event::Ended {
                     run: 60,
@@ -187,7 +196,7 @@ mod tests {
         );
         assert_eq!(
             subject(
-                "7_2",
+                &who(9, Some((7, 2))),
                 "w",
                 Event::Failed {
                     run: 90061,
@@ -195,10 +204,10 @@ mod tests {
                     code: 1
                 }
             ),
-            "Slurm Job_id=7_2 Name=w Failed, Run time 1-01:01:01, FAILED, ExitCode 1"
+            "Slurm Array Task Job_id=7_2 (9) Name=w Failed, Run time 1-01:01:01, FAILED, ExitCode 1"
         );
         assert_eq!(
-            subject("9", "r", Event::Requeued),
+            subject(&who(9, None), "r", Event::Requeued),
             "Slurm Job_id=9 Name=r Requeued"
         );
     }
