@@ -5,7 +5,7 @@
 //!
 //! The rule: an option that changes where, when or as whom a job runs is
 //! implemented or refused, never ignored. Only a hint that cannot change
-//! that (mail, profiling, accounting tags) is warned about and ignored.
+//! that (profiling, accounting tags) is warned about and ignored.
 //!
 //! ```text
 //!  getopt item --disposition(cmd, long)--> Implemented: apply
@@ -91,8 +91,8 @@ pub const SBATCH: &[(&str, Disposition)] = &[
     ("job-name", I),
     ("kill-on-invalid-dep", I),
     ("licenses", I),
-    ("mail-type", W("no MailProg runs")),
-    ("mail-user", W("no MailProg runs")),
+    ("mail-type", I),
+    ("mail-user", I),
     ("mcs-label", R("muster has no MCS plugin")),
     ("mem", I),
     ("mem-bind", W("memory is not bound to NUMA nodes")),

@@ -254,6 +254,13 @@ fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
     if let Some(t) = &job.tres_per_task {
         l.push(format!("TresPerTask={t}"));
     }
+    if job.mail_type != 0 {
+        l.push(format!(
+            "MailUser={} MailType={}",
+            job.mail_user.as_deref().unwrap_or(&job.user),
+            model::mail::names(job.mail_type)
+        ));
+    }
     l.push(String::new());
     l
 }

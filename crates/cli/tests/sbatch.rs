@@ -696,9 +696,7 @@ fn hint_options_are_warned_about_once_and_ignored() {
     .unwrap();
     assert_eq!(
         b.warnings,
-        "sbatch: warning: --mail-type is ignored here: no MailProg runs\n\
-         sbatch: warning: --mail-user is ignored here: no MailProg runs\n\
-         sbatch: warning: -v/--verbose is ignored here: the commands print no debug messages\n\
+        "sbatch: warning: -v/--verbose is ignored here: the commands print no debug messages\n\
          sbatch: warning: --profile is ignored here: no AcctGatherProfile plugin\n"
     );
     assert_eq!(
@@ -710,6 +708,31 @@ fn hint_options_are_warned_about_once_and_ignored() {
     );
     let b = run(&["--mail-type=END", "--wckey=k", "--wrap=true"]).unwrap();
     assert_eq!(b.warnings, golden("sbatch_warn_ignored.err"));
+}
+
+/// `--mail-type` and `--mail-user` travel to the controller (it runs
+/// MailProg); the last `--mail-type` given wins, NONE clears.
+#[test]
+fn mail_options_are_carried() {
+    let d = desc(&[
+        "--mail-type=END,FAIL",
+        "--mail-user=a@b",
+        "--mail-type=begin",
+        "--wrap=true",
+    ]);
+    use model::mail;
+    assert_eq!(d.mail_type, mail::BEGIN);
+    assert_eq!(d.mail_user.as_deref(), Some("a@b"));
+    let d = desc(&["--mail-type=END,FAIL", "--wrap=true"]);
+    assert_eq!(d.mail_type, mail::END | mail::FAIL);
+    assert_eq!(desc(&["--mail-type=ALL,NONE", "--wrap=true"]).mail_type, 0);
+    assert_eq!(desc(&["--wrap=true"]).mail_user, None);
+    let e = err(&["--mail-type=BOGUS", "--wrap=true"]);
+    assert_eq!(e.stderr, "sbatch: error: --mail-type=BOGUS invalid\n");
+    assert_eq!(e.code, 255);
+    let e = err(&["--mail-type=TIME_LIMIT_80", "--wrap=true"]);
+    assert!(e.stderr.contains("is not supported here"), "{}", e.stderr);
+    assert_eq!(e.code, 1);
     assert_eq!(run(&["--wrap=true"]).unwrap().warnings, "");
 }
 

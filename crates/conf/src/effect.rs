@@ -32,6 +32,8 @@ const ACTING_GLOBAL: &[&str] = &[
     "JobRequeue",
     "Licenses",
     "LogTimeFormat",
+    "MailDomain",
+    "MailProg",
     "MaxArraySize",
     "MessageTimeout",
     "MpiDefault",

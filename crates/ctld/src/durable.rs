@@ -1413,6 +1413,8 @@ mod tests {
             // what older releases wrote stays byte for byte.
             licenses: text("matlab:1"),
             gres_flags: text("enforce-binding"),
+            mail_type: 3,
+            mail_user: text("ops@site"),
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {

@@ -110,6 +110,7 @@ mod degraded;
 mod diag;
 mod durable;
 mod fault;
+mod mail;
 mod private;
 mod trim;
 
@@ -930,6 +931,8 @@ struct NodeWorkers {
     /// `sdiag`'s statistics: here because `dispatch` follows the jobs'
     /// accounting records for them.
     diag: diag::Stats,
+    /// MailProg, for `Command::Mail`.
+    mailer: mail::Mailer,
 }
 
 impl NodeWorkers {
@@ -952,7 +955,7 @@ impl NodeWorkers {
             | Command::StartExtern { node, .. }
             | Command::EndExtern { node, .. }
             | Command::TerminateJob { node, .. } => node.clone(),
-            Command::AcctRecord(_) => return,
+            Command::AcctRecord(_) | Command::Mail { .. } => return,
         };
         if !self.workers.contains_key(&node) {
             // The node's worker and its link, made once per node.
@@ -1176,7 +1179,7 @@ async fn call_node(
 async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedSender<Msg>) {
     match cmd {
         // Records go to the accounting writer (`dispatch`), never here.
-        Command::AcctRecord(_) => {}
+        Command::AcctRecord(_) | Command::Mail { .. } => {}
         Command::LaunchBatch { node, addr, launch } => {
             let job_id = launch.job_id;
             let req = NodeRequest::LaunchBatch(launch);
@@ -1395,6 +1398,7 @@ async fn engine_loop(
         timeout: node_timeout(&engine),
         reached: BTreeMap::new(),
         diag: diag::Stats::new(started),
+        mailer: mail::Mailer::from_config(&cfg),
     };
     // Slurm pings every node a third of SlurmdTimeout; silence for the
     // whole timeout sets it DOWN (Engine::on_timer).
@@ -1676,6 +1680,11 @@ fn dispatch(cmd: Command, workers: &mut NodeWorkers, acct: &acct::AcctWriter) {
             workers.diag.observe(rec.job_id, rec.state, true);
             acct.put(*rec)
         }
+        Command::Mail {
+            user,
+            default_user,
+            subject,
+        } => workers.mailer.send(user, default_user, subject),
         other => workers.send(other),
     }
 }

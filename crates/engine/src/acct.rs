@@ -178,6 +178,76 @@ impl Engine {
         if let Some(rec) = self.acct_job(id, now) {
             self.outbox.push(Command::AcctRecord(Box::new(rec)));
         }
+        self.mail(id, now);
+    }
+
+    /// Mails the job's user about a change since its last record that
+    /// its `--mail-type` names: a start (BEGIN), an end (END, or FAIL for
+    /// an end other than COMPLETED or CANCELLED), a requeue (REQUEUE).
+    fn mail(&mut self, id: JobId, now: Timestamp) {
+        use model::mail;
+        let Some(job) = self.jobs.get(&id) else {
+            self.mail_seen.remove(&id);
+            return;
+        };
+        let bits = job.desc.mail_type;
+        if bits == 0 {
+            return;
+        }
+        let state = job.state;
+        let Some(before) = self.mail_seen.insert(id, state) else {
+            return;
+        };
+        if before == state {
+            return;
+        }
+        let event = if state == JobState::Running && before == JobState::Pending {
+            (bits & mail::BEGIN != 0).then(|| mail::Event::Began {
+                queued: job.start_time.map_or(0, |t| t - job.submit_time),
+            })
+        } else if state.is_finished() && !before.is_finished() {
+            // A cancelled job ended as its user asked: END, not FAIL.
+            let failed = !matches!(state, JobState::Completed | JobState::Cancelled);
+            let code = if job.exit.signal != 0 {
+                0
+            } else {
+                job.exit.code
+            };
+            let run = job
+                .start_time
+                .map_or(0, |t| job.end_time.unwrap_or(now) - t);
+            if failed && bits & mail::FAIL != 0 {
+                Some(mail::Event::Failed { run, state, code })
+            } else {
+                (bits & mail::END != 0).then_some(mail::Event::Ended { run, state, code })
+            }
+        } else if state == JobState::Pending && before != JobState::Pending {
+            (bits & mail::REQUEUE != 0).then_some(mail::Event::Requeued)
+        } else {
+            None
+        };
+        if state.is_finished() {
+            self.mail_seen.remove(&id);
+        }
+        let Some(event) = event else {
+            return;
+        };
+        // Each array task is mailed for on its own (Slurm's one
+        // `Array Summary` mail for the whole array is not sent).
+        let task = job
+            .array
+            .as_ref()
+            .and_then(|a| a.task_id.map(|t| (a.array_job_id.0, t)));
+        let subject = mail::subject(&mail::who(id.0, task), &job.desc.name, event);
+        let (user, default_user) = match &job.desc.mail_user {
+            Some(u) => (u.clone(), false),
+            None => (job.desc.user.clone(), true),
+        };
+        self.outbox.push(Command::Mail {
+            user,
+            default_user,
+            subject,
+        });
     }
 
     /// Records of every job the controller holds (re-sent after a restart,

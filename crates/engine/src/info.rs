@@ -303,6 +303,9 @@ impl Engine {
             stderr_pattern,
             sched_nodes,
             licenses: d.licenses.clone(),
+            mail_type: d.mail_type,
+            mail_user: (d.mail_type != 0)
+                .then(|| d.mail_user.clone().unwrap_or_else(|| d.user.clone())),
         }
     }
 

@@ -374,6 +374,16 @@ pub enum Command {
         /// Set when the step is being ended: what its banner says.
         reason: Option<proto::EndReason>,
     },
+    /// Mail the job's user (`--mail-type`): ctld runs `MailProg -s SUBJECT USER`.
+    Mail {
+        /// `--mail-user`, or the job's user name.
+        user: String,
+        /// The user is the job's user name (`--mail-user` not given):
+        /// slurm.conf's `MailDomain` qualifies it.
+        default_user: bool,
+        /// The subject line (`model::mail::subject`).
+        subject: String,
+    },
 }
 
 /// Settings the engine takes from slurm.conf.
@@ -844,6 +854,11 @@ pub struct Engine {
     /// Driven by the simulator (`set_simulated`): no accounting records
     /// and no environment in batch launches (nobody reads them).
     simulated: bool,
+    /// The state each job with `--mail-type` was last recorded in
+    /// (`record`): a change from it is an event to mail about. Not kept
+    /// across restarts: a job first seen after one is mailed about from
+    /// its next change on.
+    mail_seen: BTreeMap<JobId, JobState>,
     /// Jobs submitted since the last pass while nothing else changed;
     /// `None` when something else changed (or no pass ran yet): the next
     /// pass then looks at every job (`schedule`).
@@ -1006,6 +1021,7 @@ impl Engine {
             depth_wake: None,
             whole_queue_pass: false,
             simulated: false,
+            mail_seen: BTreeMap::new(),
             fresh: None,
             last_order_key: None,
             heads: Vec::new(),

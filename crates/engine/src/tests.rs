@@ -675,6 +675,85 @@ fn hold_release_update_and_requeue() {
     assert_invariants(&e);
 }
 
+/// The subjects of the mails among `cmds`, with their user.
+fn mails(cmds: &[Command]) -> Vec<(String, String, bool)> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::Mail {
+                user,
+                default_user,
+                subject,
+            } => Some((subject.clone(), user.clone(), *default_user)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn mail_types_mail_at_begin_requeue_and_end() {
+    let mut e = engine();
+    let mut d = desc();
+    d.mail_type = model::mail::ALL;
+    d.user = "alice".into();
+    let a = submit(&mut e, d.clone(), 0);
+    let sent = mails(&e.take_commands());
+    assert_eq!(
+        sent,
+        [(
+            format!("Slurm Job_id={a} Name=job Began, Queued time 00:00:00"),
+            "alice".into(),
+            true
+        )]
+    );
+    e.on_requeue(a, false, &user(), 2).unwrap();
+    let sent = mails(&e.take_commands());
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].0, format!("Slurm Job_id={a} Name=job Requeued"));
+    // The requeued run's end is no mail; nor is a job without --mail-type.
+    e.on_job_exited(
+        a,
+        "node1",
+        ExitCode {
+            code: 0,
+            signal: 15,
+        },
+        None,
+        3,
+    )
+    .unwrap();
+    let b = submit(&mut e, desc(), 3);
+    e.on_job_exited(b, "node1", ExitCode::default(), None, 4)
+        .ok();
+    assert_eq!(mails(&e.take_commands()), []);
+    // FAIL (in ALL) names a failed end; END alone says Ended.
+    d.mail_user = Some("ops".into());
+    let c = submit(&mut e, d.clone(), 10);
+    let node = e.job(c).unwrap().alloc.as_ref().unwrap().nodes[0].node;
+    let node = e.nodes[node.0 as usize].conf.name.clone();
+    e.take_commands();
+    e.on_job_exited(c, &node, ExitCode { code: 2, signal: 0 }, None, 75)
+        .unwrap();
+    assert_eq!(
+        mails(&e.take_commands()),
+        [(
+            format!("Slurm Job_id={c} Name=job Failed, Run time 00:01:05, FAILED, ExitCode 2"),
+            "ops".into(),
+            false
+        )]
+    );
+    d.mail_type = model::mail::END;
+    let f = submit(&mut e, d, 80);
+    let node = e.job(f).unwrap().alloc.as_ref().unwrap().nodes[0].node;
+    let node = e.nodes[node.0 as usize].conf.name.clone();
+    e.take_commands();
+    e.on_job_exited(f, &node, ExitCode { code: 1, signal: 0 }, None, 81)
+        .unwrap();
+    assert_eq!(
+        mails(&e.take_commands())[0].0,
+        format!("Slurm Job_id={f} Name=job Ended, Run time 00:00:01, FAILED, ExitCode 1")
+    );
+}
+
 #[test]
 fn rle_counts_form() {
     assert_eq!(env::rle_counts(&[2, 2, 2, 1]), "2(x3),1");

@@ -10,6 +10,7 @@ pub mod depend;
 pub mod filename;
 pub mod hash;
 pub mod licenses;
+pub mod mail;
 pub mod units;
 
 use serde::{Deserialize, Serialize};

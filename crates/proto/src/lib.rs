@@ -391,6 +391,13 @@ pub struct JobDesc {
     /// encoding).
     #[serde(default)]
     pub gres_flags: Option<String>,
+    /// `--mail-type` (`model::mail` bits; 0: none). Never skipped when
+    /// serialized (positional binary form).
+    #[serde(default)]
+    pub mail_type: u16,
+    /// `--mail-user`; None: the submitting user. Never skipped.
+    #[serde(default)]
+    pub mail_user: Option<String>,
 }
 
 /// A submission token as the controller keeps it: [`JobDesc::submit_token`]
@@ -1578,6 +1585,12 @@ pub struct JobInfo {
     /// `Licenses=` in `scontrol show job`, squeue `%W`). None: none.
     #[serde(default)]
     pub licenses: Option<String>,
+    /// `--mail-type` (`model::mail` bits; 0: none).
+    #[serde(default)]
+    pub mail_type: u16,
+    /// Who is mailed: `--mail-user`, else the job's user.
+    #[serde(default)]
+    pub mail_user: Option<String>,
 }
 
 impl JobInfo {

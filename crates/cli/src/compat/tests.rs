@@ -38,7 +38,7 @@ fn every_option_has_one_decision() {
 fn each_command_has_each_disposition() {
     assert_eq!(disposition("sbatch", "time"), Disposition::Implemented);
     assert!(matches!(
-        disposition("sbatch", "mail-type"),
+        disposition("sbatch", "wckey"),
         Disposition::Warn(_)
     ));
     assert!(matches!(
@@ -145,12 +145,12 @@ fn options_client_programs_send_are_not_refused() {
 #[test]
 fn golden_warning_and_refusal_lines() {
     assert_eq!(
-        check("sbatch", ["time", "mail-type", "mail-type", "mail-user"]).unwrap(),
-        "sbatch: warning: --mail-type is ignored here: no MailProg runs\n\
-         sbatch: warning: --mail-user is ignored here: no MailProg runs\n"
+        check("sbatch", ["time", "wckey", "wckey", "profile", "mail-type"]).unwrap(),
+        "sbatch: warning: --wckey is ignored here: wckeys are not tracked\n\
+         sbatch: warning: --profile is ignored here: no AcctGatherProfile plugin\n"
     );
     assert_eq!(
-        check("sbatch", ["mail-type", "reservation", "bb"]).unwrap_err(),
+        check("sbatch", ["wckey", "reservation", "bb"]).unwrap_err(),
         "sbatch: error: --reservation is not supported here: jobs cannot run in reservations\n"
     );
     assert_eq!(
@@ -165,7 +165,8 @@ fn markdown_counts_and_rows() {
     assert!(md.starts_with("104 options: "), "{md}");
     assert!(md.contains("| `--reservation` | refused: jobs cannot run in reservations |\n"));
     assert!(md.contains("| `-t/--time` | implemented |\n"));
-    assert!(md.contains("| `--mail-type` | warned and ignored: no MailProg runs |\n"));
+    assert!(md.contains("| `--wckey` | warned and ignored: wckeys are not tracked |\n"));
+    assert!(md.contains("| `--mail-type` | implemented |\n"));
 }
 
 #[test]

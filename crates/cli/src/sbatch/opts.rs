@@ -345,6 +345,13 @@ pub fn apply(
             }
             d.gres_flags = Some(flags.join(","));
         }
+        "mail-type" => {
+            d.mail_type = model::mail::parse(&v).map_err(|e| match e {
+                model::mail::MailTypeError::Invalid(_) => SbatchError::invalid(&e.to_string()),
+                model::mail::MailTypeError::Unsupported(_) => SbatchError::error(&[&e.to_string()]),
+            })?;
+        }
+        "mail-user" => d.mail_user = Some(v),
         "hold" => d.hold = true,
         "input" => d.stdin = Some(io_path(v)),
         "job-name" => {

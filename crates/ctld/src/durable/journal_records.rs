@@ -55,6 +55,8 @@ fn desc() -> proto::JobDesc {
         alloc_only: true,
         submit_token: Some("ab".into()),
         gres_flags: Some("enforce-binding".into()),
+        mail_type: 2,
+        mail_user: Some("m@x".into()),
         ..Default::default()
     }
 }
@@ -234,7 +236,11 @@ fn a_journaled_request_is_written_as_the_wire_request_was() {
         // written as before it existed), the wire writes it (rpc's binary
         // encoding is positional). The same request either way.
         if let CtldRequest::Submit(d) = &req {
-            if d.gres_flags.is_none() || d.licenses.is_none() {
+            if d.gres_flags.is_none()
+                || d.licenses.is_none()
+                || d.mail_type == 0
+                || d.mail_user.is_none()
+            {
                 let bin = rmp_serde::to_vec_named(&mine).unwrap();
                 let json = serde_json::to_string(&mine).unwrap();
                 for back in [

@@ -174,6 +174,12 @@ pub struct JobDesc<'a> {
     /// `--gres-flags` (absent in records written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gres_flags: Option<Cow<'a, str>>,
+    /// `--mail-type` bits (absent in records written before it, and when 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mail_type: Option<u16>,
+    /// `--mail-user` (absent in records written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mail_user: Option<Cow<'a, str>>,
 }
 
 /// `Option<String>` borrowed.
@@ -244,6 +250,8 @@ impl<'a> From<&'a proto::JobDesc> for JobDesc<'a> {
             submit_token: text(&d.submit_token),
             licenses: text(&d.licenses),
             gres_flags: text(&d.gres_flags),
+            mail_type: (d.mail_type != 0).then_some(d.mail_type),
+            mail_user: text(&d.mail_user),
         }
     }
 }
@@ -306,6 +314,8 @@ impl From<JobDesc<'_>> for proto::JobDesc {
             submit_token: owned(d.submit_token),
             licenses: owned(d.licenses),
             gres_flags: owned(d.gres_flags),
+            mail_type: d.mail_type.unwrap_or(0),
+            mail_user: owned(d.mail_user),
         }
     }
 }
@@ -574,6 +584,8 @@ impl JobDesc<'_> {
             submit_token: self.submit_token.map(own),
             licenses: self.licenses.map(own),
             gres_flags: self.gres_flags.map(own),
+            mail_type: self.mail_type,
+            mail_user: self.mail_user.map(own),
         }
     }
 }

@@ -38,7 +38,7 @@ fn pages_for_muster_its_subcommands_and_the_slurm_commands() {
         "{sbatch}"
     );
     assert!(
-        sbatch.contains("ignored here, with a warning: no MailProg runs"),
+        sbatch.contains("ignored here, with a warning: wckeys are not tracked"),
         "{sbatch}"
     );
 }

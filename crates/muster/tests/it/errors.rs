@@ -261,11 +261,11 @@ fn issue_38_unsupported_options_are_refused_or_warned() {
         None,
     );
     no_jobs(&c);
-    let out = c.run("sbatch", &["--mail-type=END", "--wrap=true"]);
+    let out = c.run("sbatch", &["--wckey=w", "--wrap=true"]);
     assert_eq!(out.code, 0, "{out}");
     assert_eq!(
         out.stderr,
-        "sbatch: warning: --mail-type is ignored here: no MailProg runs\n"
+        "sbatch: warning: --wckey is ignored here: wckeys are not tracked\n"
     );
     assert!(out.stdout.starts_with("Submitted batch job "), "{out}");
     let logged = |name: &str| {

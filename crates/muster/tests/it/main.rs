@@ -25,6 +25,7 @@ mod licenses;
 mod local;
 mod logs;
 mod lost_reply;
+mod mail;
 mod mpi;
 mod nodes;
 mod oom;
