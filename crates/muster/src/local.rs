@@ -124,15 +124,27 @@ pub fn commands_binary() -> anyhow::Result<PathBuf> {
     Ok(commands_binary_beside(&exe))
 }
 
-/// [`commands_binary`] for the `muster` binary at `exe`.
+/// [`commands_binary`] for the `muster` binary at `exe`. A `muster-cli`
+/// built well before `exe` is passed over: `cargo run -p muster` builds
+/// only `muster`, and one left from an older build may not speak this
+/// build's binary requests (a submission's fields are positional there).
 fn commands_binary_beside(exe: &Path) -> PathBuf {
     let cli = exe.with_file_name(CLI_BINARY);
-    if cli.is_file() {
+    let built = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let current = match (built(&cli), built(exe)) {
+        (Some(cli_at), Some(exe_at)) => cli_at + STALE_CLI > exe_at,
+        _ => false,
+    };
+    if cli.is_file() && current {
         cli
     } else {
         exe.to_path_buf()
     }
 }
+
+/// How much older than `muster` its `muster-cli` may be (the two are
+/// linked one after the other by the same build).
+const STALE_CLI: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The name of the user commands' own binary (`src/bin/muster-cli.rs`).
 const CLI_BINARY: &str = "muster-cli";
@@ -578,5 +590,31 @@ pub fn down(args: &crate::args::DownArgs) -> i32 {
             eprintln!("muster down: error: {e:#}");
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    fn file_at(path: &Path, at: SystemTime) {
+        let f = std::fs::File::create(path).expect("creating");
+        f.set_modified(at).expect("setting the time");
+    }
+
+    /// The commands run `muster-cli` where it is of the same build, else
+    /// `muster` itself (an older one may not read this build's requests).
+    #[test]
+    fn a_stale_muster_cli_is_passed_over() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let (exe, cli) = (dir.path().join("muster"), dir.path().join(CLI_BINARY));
+        let now = SystemTime::now();
+        file_at(&exe, now);
+        assert_eq!(commands_binary_beside(&exe), exe, "no muster-cli");
+        file_at(&cli, now - Duration::from_secs(30));
+        assert_eq!(commands_binary_beside(&exe), cli, "built together");
+        file_at(&cli, now - Duration::from_secs(3600));
+        assert_eq!(commands_binary_beside(&exe), exe, "an hour older");
     }
 }
