@@ -1,5 +1,5 @@
 //! The one binary. `muster ctld|noded|up|down|install-links|sim|explain|
-//! check-config|completions|man` (parsed by clap: `args`), and the Slurm
+//! check-config|keygen|completions|man` (parsed by clap: `args`), and the Slurm
 //! commands by the name it is called with (`sbatch`, `squeue`, ... as
 //! links made by `muster install-links DIR`), or as `muster sbatch ...`
 //! (parsed by their own getopt tables, as Slurm's).
@@ -9,6 +9,7 @@ mod args;
 mod check;
 #[cfg(test)]
 mod compat_doc;
+mod keygen;
 mod local;
 mod logs;
 mod man;
@@ -112,6 +113,12 @@ fn run(command: args::Sub) -> i32 {
                 words.push("-f".to_string());
                 words.push(conf.display().to_string());
             }
+            if let Some(server) = a.conf_server {
+                words.push(format!("--conf-server={server}"));
+            }
+            if let Some(info) = a.authinfo {
+                words.push(format!("--authinfo={info}"));
+            }
             noded::main(words)
         }
         Sub::Up(a) => local::up(&a),
@@ -133,6 +140,7 @@ fn run(command: args::Sub) -> i32 {
             }
         }
         Sub::CheckConfig(a) => check::main(&a),
+        Sub::Keygen(a) => keygen::main(&a),
         Sub::Completions(a) => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
