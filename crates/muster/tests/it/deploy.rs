@@ -219,6 +219,23 @@ impl Drop for Daemons {
     }
 }
 
+/// Removes a directory on drop, if it was not there before and is empty.
+struct RunDir(Option<PathBuf>);
+
+impl RunDir {
+    fn note(p: &Path) -> RunDir {
+        RunDir((!p.exists()).then(|| p.to_path_buf()))
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            let _ = std::fs::remove_dir(p);
+        }
+    }
+}
+
 /// A command run on the login host: the Slurm command names from the
 /// links directory, slurm.conf copied from the controller.
 fn login(hosts: &Hosts, bin: &Path, conf: &Path, work: &Path, args: &[&str]) -> Output {
@@ -268,6 +285,9 @@ fn deploy_guide_on_distinct_hosts() {
         return;
     }
     let hosts = Hosts::create_with(3, true).expect("making the hosts' namespaces");
+    // The node hosts mount a tmpfs of their own on /run/muster, made where
+    // missing; removed again (once empty) when the test made it.
+    let _run_dir = RunDir::note(Path::new("/run/muster"));
     let dir = tempfile::Builder::new()
         .prefix("muster-deploy-")
         .tempdir()
