@@ -95,7 +95,16 @@ fn run(command: args::Sub) -> i32 {
             ctld::main(words)
         }
         Sub::Noded(a) => {
-            let conf = a.conf.clone().unwrap_or_else(logs::default_conf);
+            // Configless: the log settings of the copy an earlier start
+            // cached (none at a host's first start: stderr), not a local
+            // file the daemon will not read.
+            let configless = a.conf_server.is_some()
+                || std::env::var_os("SLURM_CONF_SERVER").is_some_and(|v| !v.is_empty());
+            let conf = if configless {
+                Path::new(proto::CONF_CACHE_LINK).join("slurm.conf")
+            } else {
+                a.conf.clone().unwrap_or_else(logs::default_conf)
+            };
             let node = a.node_name.clone().unwrap_or_else(logs::short_hostname);
             logs::init(&logs::Daemon::Noded { node }, &conf, a.verbose);
             let mut words = Vec::new();
