@@ -181,6 +181,20 @@ impl Daemons {
         self.children.push((name.to_string(), child));
     }
 
+    /// Kills the daemon `name` alone, as `systemctl restart` does with the
+    /// unit's `KillMode=process` and `KillSignal=SIGKILL`: its jobs go on.
+    fn kill(&mut self, name: &str) {
+        use nix::sys::signal::{kill, Signal};
+        let i = self
+            .children
+            .iter()
+            .position(|(n, _)| n == name)
+            .expect("a daemon of that name");
+        let (_, mut ch) = self.children.remove(i);
+        let _ = kill(nix::unistd::Pid::from_raw(ch.id() as i32), Signal::SIGKILL);
+        let _ = ch.wait();
+    }
+
     fn logs(&self) -> String {
         let mut s = String::new();
         for (name, _) in &self.children {
@@ -343,15 +357,18 @@ fn deploy_guide_on_distinct_hosts() {
     // 5. Configless compute hosts: `muster noded -D --conf-server ctl`,
     // each with a /run/muster of its own (the hosts share one file system
     // here; on real hosts /run is each host's own).
-    for i in 1..=3 {
-        let name = format!("node{i}");
-        let mut noded = hosts.command_after(
-            &name,
+    let noded = |name: &str| {
+        let mut c = hosts.command_after(
+            name,
             "mkdir -p /run/muster && mount -t tmpfs muster-test /run/muster",
             Path::new(MUSTER),
         );
-        noded.args(["noded", "-D", "--conf-server", "ctl"]);
-        daemons.spawn(&name, noded);
+        c.args(["noded", "-D", "--conf-server", "ctl"]);
+        c
+    };
+    for i in 1..=3 {
+        let name = format!("node{i}");
+        daemons.spawn(&name, noded(&name));
     }
     let run = |args: &[&str]| login(&hosts, &bin, &login_conf, &root.join("work"), args);
     let idle = until(secs(60), || {
@@ -405,6 +422,42 @@ fn deploy_guide_on_distinct_hosts() {
         ),
         "{}",
         daemons.logs()
+    );
+    // A restart of a configless node daemon, as its unit does it (the
+    // daemon alone, SIGKILL): the running job goes on, the new daemon
+    // fetches the files again and reports the job's end.
+    let out = run(&[
+        "sbatch",
+        "--parsable",
+        "-w",
+        "node3",
+        "-o",
+        "restart.out",
+        "--wrap",
+        "sleep 3; echo survived",
+    ]);
+    assert_eq!(out.code, 0, "{out}");
+    let id = out.stdout.trim().to_string();
+    let running = until(secs(30), || {
+        let out = run(&["squeue", "-h", "-j", &id, "-o", "%T"]);
+        (out.stdout.trim() == "RUNNING").then_some(())
+    });
+    assert!(running.is_some(), "{}", daemons.logs());
+    daemons.kill("node3");
+    daemons.spawn("node3", noded("node3"));
+    let state = until(secs(60), || {
+        let out = run(&["squeue", "-h", "-t", "all", "-j", &id, "-o", "%T"]);
+        let s = out.stdout.trim().to_string();
+        matches!(
+            s.as_str(),
+            "COMPLETED" | "FAILED" | "CANCELLED" | "NODE_FAIL"
+        )
+        .then_some(s)
+    });
+    assert_eq!(state.as_deref(), Some("COMPLETED"), "{}", daemons.logs());
+    assert_eq!(
+        std::fs::read_to_string(root.join("work/restart.out")).unwrap(),
+        "survived\n"
     );
     // A two-node MPI job from the login host (MPICH through PMI-2).
     if !Path::new(MPICC_MPICH).exists() {
