@@ -11,5 +11,8 @@ features="--features pmix"
 if [ "${NO_PMIX:-0}" = 1 ]; then
     features=""
 fi
+# A quick look at the package from an existing debug build (no release
+# build): dist/deb/build.sh --no-build --profile dev -o target/debian-dev/
+# then: dpkg -c target/debian-dev/*.deb; dpkg -x target/debian-dev/*.deb /tmp/x
 # shellcheck disable=SC2086
 cargo deb -p muster $features "$@"
