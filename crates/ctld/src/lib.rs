@@ -383,6 +383,13 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
             ),
             Err(why) => warn!("configless mode: {why}"),
         }
+        if cfg.other.contains_key("accountingstoragepass") {
+            warn!(
+                "configless mode: slurm.conf sets AccountingStoragePass, and configless mode \
+                 serves slurm.conf to every authenticated user: put the password in a \
+                 slurmdbd.conf beside it (StoragePass=, mode 0600), which is never served"
+            );
+        }
         gate.configless = Some(opts.conf.clone());
     }
     let gate = Arc::new(gate);
