@@ -253,22 +253,64 @@ impl AuthSettings {
             lifetime: DEFAULT_LIFETIME,
         };
         let info = cfg.other.get("authinfo").map(|(_, v)| v.as_str());
-        for opt in info.unwrap_or("").split(',') {
+        s.apply_info(info.unwrap_or(""));
+        Ok(s)
+    }
+}
+
+impl AuthSettings {
+    /// What a node daemon in configless mode signs its configuration
+    /// request with, before it has slurm.conf (slurmd's `--authinfo`):
+    /// `AuthInfo` options as slurm.conf writes them. With `key=` it is
+    /// auth/muster with that key; otherwise auth/munge (Slurm's default
+    /// `AuthType`), with `socket=` naming munged's socket.
+    pub fn bootstrap(authinfo: Option<&str>) -> AuthSettings {
+        let info = authinfo.unwrap_or("");
+        let has_key = info
+            .split(',')
+            .any(|o| o.trim().to_ascii_lowercase().starts_with("key="));
+        let scheme = if has_key { Scheme::Key } else { Scheme::Munge };
+        let mut s = AuthSettings {
+            scheme,
+            key_path: PathBuf::from(DEFAULT_KEY_PATH),
+            socket_path: PathBuf::from(match scheme {
+                Scheme::Key => DEFAULT_SOCKET_PATH,
+                Scheme::Munge => munge::DEFAULT_SOCKET,
+            }),
+            lifetime: DEFAULT_LIFETIME,
+        };
+        s.apply_info(info);
+        s
+    }
+
+    fn apply_info(&mut self, info: &str) {
+        for opt in info.split(',') {
             let Some((k, v)) = opt.trim().split_once('=') else {
                 continue;
             };
             match k.trim().to_ascii_lowercase().as_str() {
-                "key" => s.key_path = PathBuf::from(v.trim()),
-                "socket" => s.socket_path = PathBuf::from(v.trim()),
+                "key" => self.key_path = PathBuf::from(v.trim()),
+                "socket" => self.socket_path = PathBuf::from(v.trim()),
                 "ttl" => {
                     if let Ok(n) = v.trim().parse::<i64>() {
-                        s.lifetime = n.clamp(1, cred::MAX_LIFETIME);
+                        self.lifetime = n.clamp(1, cred::MAX_LIFETIME);
                     }
                 }
                 _ => {}
             }
         }
-        Ok(s)
+    }
+
+    /// A signer for these settings: the cluster key (which this process
+    /// must be able to read) or libmunge.
+    pub fn signer(&self) -> Result<Signer, AuthError> {
+        match self.scheme {
+            Scheme::Key => Ok(Signer::with_key(&load_key(&self.key_path)?).lifetime(self.lifetime)),
+            Scheme::Munge => Ok(Signer {
+                kind: SignerKind::Munge(Arc::new(munge::Munge::load(&self.socket_path)?)),
+                lifetime: self.lifetime,
+            }),
+        }
     }
 }
 
@@ -339,6 +381,24 @@ pub fn create_key(path: &Path) -> Result<(), AuthError> {
         .map_err(key_err)?;
     f.write_all(&key).map_err(key_err)?;
     f.sync_all().map_err(key_err)
+}
+
+/// Writes a new cluster key over the one at `path` (or where none is):
+/// [`NEW_KEY_LEN`] random bytes, mode 0600, written beside it and renamed
+/// into place, so a reader sees the old key or the new one, never part.
+pub fn replace_key(path: &Path) -> Result<(), AuthError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".new");
+    let tmp = PathBuf::from(tmp);
+    let _ = std::fs::remove_file(&tmp);
+    create_key(&tmp)?;
+    std::fs::rename(&tmp, path).map_err(|source| {
+        let _ = std::fs::remove_file(&tmp);
+        AuthError::Key {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
 }
 
 /// Fills `buf` from the kernel's random source: the getrandom system call
@@ -620,14 +680,7 @@ pub fn credential_for_client(
 /// readable: credentials then come from the node daemon's socket, one per
 /// request, through [`credential_for_client`]).
 pub fn client_signer(cfg: &conf::Config) -> Result<Signer, AuthError> {
-    let s = AuthSettings::from_config(cfg)?;
-    match s.scheme {
-        Scheme::Key => Ok(Signer::with_key(&load_key(&s.key_path)?).lifetime(s.lifetime)),
-        Scheme::Munge => Ok(Signer {
-            kind: SignerKind::Munge(Arc::new(munge::Munge::load(&s.socket_path)?)),
-            lifetime: s.lifetime,
-        }),
-    }
+    AuthSettings::from_config(cfg)?.signer()
 }
 
 /// What the node daemon's credential socket answers: one line, either the

@@ -269,6 +269,29 @@ fn created_key_is_private_and_loads() {
     assert_eq!(load_key(&p).unwrap().len(), NEW_KEY_LEN);
     // Never overwritten.
     assert!(create_key(&p).is_err());
+    // Replaced on purpose: another key, still private, nothing left beside it.
+    let old = load_key(&p).unwrap();
+    replace_key(&p).unwrap();
+    assert_ne!(load_key(&p).unwrap(), old);
+    let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn bootstrap_settings_follow_authinfo() {
+    // No AuthInfo: MUNGE at its default socket, as slurmd without --authinfo.
+    let s = AuthSettings::bootstrap(None);
+    assert_eq!(s.scheme, Scheme::Munge);
+    assert_eq!(s.socket_path, PathBuf::from(munge::DEFAULT_SOCKET));
+    let s = AuthSettings::bootstrap(Some("socket=/run/m.sock"));
+    assert_eq!(s.scheme, Scheme::Munge);
+    assert_eq!(s.socket_path, PathBuf::from("/run/m.sock"));
+    // A key: the cluster key.
+    let s = AuthSettings::bootstrap(Some("key=/etc/slurm/k,ttl=60"));
+    assert_eq!(s.scheme, Scheme::Key);
+    assert_eq!(s.key_path, PathBuf::from("/etc/slurm/k"));
+    assert_eq!(s.lifetime, 60);
 }
 
 #[test]

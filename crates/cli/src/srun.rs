@@ -359,6 +359,14 @@ pub fn main(args: Vec<String>) -> i32 {
         .is_some_and(|m| m.eq_ignore_ascii_case("list"))
     {
         crate::common::print_stdout(mpi_list());
+        if !PMIX {
+            // Slurm's list stays as it is on stdout; the reason pmix is
+            // missing goes beside it.
+            say!(
+                "srun: note: no pmix: this muster was built without PMIx (cargo feature `pmix`, \
+                 which links the system's OpenPMIx, Debian libpmix-dev)"
+            );
+        }
         return 0;
     }
     if o.argv.is_empty() {

@@ -108,7 +108,11 @@ pub fn default_state_dir() -> PathBuf {
 }
 
 /// The slurm.conf a command uses, in Slurm's order: `SLURM_CONF`, then
-/// `/etc/slurm/slurm.conf`; muster adds the local cluster of `muster up`.
+/// `/etc/slurm/slurm.conf`, then the configless cache a node daemon
+/// started with `--conf-server` keeps (`proto::CONF_CACHE_LINK`, as
+/// Slurm's clients read `/run/slurm/conf`): so a command in a job finds it
+/// even where a workflow tool stripped `SLURM_CONF`. muster adds the local
+/// cluster of `muster up`.
 pub fn find_config() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("SLURM_CONF") {
         return Some(PathBuf::from(p));
@@ -116,6 +120,10 @@ pub fn find_config() -> Option<PathBuf> {
     let etc = Path::new("/etc/slurm/slurm.conf");
     if etc.exists() {
         return Some(etc.to_path_buf());
+    }
+    let cached = Path::new(proto::CONF_CACHE_LINK).join("slurm.conf");
+    if cached.exists() {
+        return Some(cached);
     }
     let local = default_state_dir().join("slurm.conf");
     local.exists().then_some(local)

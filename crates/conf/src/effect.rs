@@ -69,8 +69,11 @@ const ACTING_GLOBAL: &[&str] = &[
 ];
 
 /// Keys that muster does not read but whose given value is what muster
-/// does anyway (its only behaviour): no warning for these values.
+/// does anyway (its only behaviour), or that it reads for these values
+/// alone (`SlurmctldParameters`: ctld's configless mode): no warning for
+/// these values; a comma-separated list warns unless every item is one.
 const SAME_AS_MUSTER: &[(&str, &[&str])] = &[
+    ("SlurmctldParameters", &["enable_configless"]),
     ("SelectType", &["select/cons_tres", "select/cons_res"]),
     ("SwitchType", &["switch/none"]),
     ("LaunchType", &["launch/slurm"]),
@@ -138,7 +141,7 @@ pub fn global_key_is_inert(key: &str, value: &str) -> bool {
     let same = SAME_AS_MUSTER
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(key))
-        .is_some_and(|(_, values)| contains(values, value.trim()));
+        .is_some_and(|(_, values)| value.split(',').all(|item| contains(values, item.trim())));
     !same
 }
 

@@ -106,6 +106,7 @@
 //! with its credential.
 
 mod acct;
+mod configless;
 mod degraded;
 mod diag;
 mod durable;
@@ -204,6 +205,8 @@ struct Gate {
     verifier: auth::Verifier,
     /// root and SlurmUser.
     daemon_uids: Vec<u32>,
+    /// slurm.conf, when configless mode serves it (`configless`).
+    configless: Option<PathBuf>,
 }
 
 impl Gate {
@@ -218,6 +221,7 @@ impl Gate {
         Gate {
             verifier,
             daemon_uids,
+            configless: None,
         }
     }
 
@@ -365,7 +369,30 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     let (signer, verifier) = auth::from_config(&cfg)
         .context("setting up authentication (AuthType and AuthInfo in slurm.conf)")?;
     let signer = Arc::new(signer);
-    let gate = Arc::new(Gate::new(verifier, &cfg));
+    let mut gate = Gate::new(verifier, &cfg);
+    if configless::enabled(&cfg) {
+        // Said at start, so a broken set is found before a node asks.
+        match configless::files(&opts.conf) {
+            Ok(files) => info!(
+                "configless mode: serving {}",
+                files
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Err(why) => warn!("configless mode: {why}"),
+        }
+        if cfg.other.contains_key("accountingstoragepass") {
+            warn!(
+                "configless mode: slurm.conf sets AccountingStoragePass, and configless mode \
+                 serves slurm.conf to every authenticated user: put the password in a \
+                 slurmdbd.conf beside it (StoragePass=, mode 0600), which is never served"
+            );
+        }
+        gate.configless = Some(opts.conf.clone());
+    }
+    let gate = Arc::new(gate);
     let started = now();
     let state_dir = PathBuf::from(&cfg.state_save_location);
     // Job scripts and environments are in the journal: owner-only.
@@ -892,6 +919,11 @@ async fn read_request(
         } else {
             rpc::Encoding::Json
         };
+    if matches!(body, CtldRequest::GetConfig) {
+        // Answered here: the files, not the engine's state.
+        let resp = tokio::task::block_in_place(|| configless::answer(gate.configless.as_deref()));
+        return Ok(Some((Owed::Ready(Box::new(resp), encoding), Next::Read)));
+    }
     let (reply_tx, reply_rx) = oneshot::channel();
     let streamed = matches!(
         &body,

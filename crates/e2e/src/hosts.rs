@@ -53,6 +53,12 @@ pub fn unavailable() -> Option<String> {
 impl Hosts {
     /// Makes the bridge and the namespaces of the controller and `n` nodes.
     pub fn create(n: u32) -> Result<Hosts, String> {
+        Hosts::create_with(n, false)
+    }
+
+    /// [`Hosts::create`], and with `login` a login host: namespace and
+    /// host name `login`, address `.200`, which runs no daemon.
+    pub fn create_with(n: u32, login: bool) -> Result<Hosts, String> {
         let seq = NEXT.fetch_add(1, Ordering::SeqCst);
         let pid = std::process::id();
         let tag = format!("m{:04x}{:02x}", pid & 0xffff, seq & 0xff);
@@ -84,6 +90,9 @@ impl Hosts {
         ip(&["link", "set", &h.bridge, "up"])?;
         let mut hosts: Vec<(String, String)> = vec![("c".into(), "100".into())];
         hosts.extend((1..=n).map(|i| (i.to_string(), i.to_string())));
+        if login {
+            hosts.push(("l".into(), "200".into()));
+        }
         for (suffix, octet) in hosts {
             let ns = format!("{}{suffix}", h.tag);
             ip(&["netns", "add", &ns])?;
@@ -119,6 +128,7 @@ impl Hosts {
         for i in 1..=n {
             text.push_str(&format!("{}.{i} node{i}\n", self.prefix));
         }
+        text.push_str(&format!("{}.200 login\n", self.prefix));
         for ns in &self.namespaces {
             let dir = std::path::Path::new("/etc/netns").join(ns);
             std::fs::create_dir_all(&dir)
@@ -147,6 +157,7 @@ impl Hosts {
     pub fn place(&self, host: &str) -> (String, String) {
         let suffix = match host.strip_prefix("node") {
             Some(i) => i.to_string(),
+            None if host == "login" => "l".to_string(),
             None => "c".to_string(),
         };
         (format!("{}{suffix}", self.tag), host.to_string())
@@ -155,12 +166,28 @@ impl Hosts {
     /// Wraps `program args` to run inside the namespace of `host`, with
     /// its host name.
     pub fn command(&self, host: &str, program: &std::path::Path) -> Command {
+        self.command_after(host, "", program)
+    }
+
+    /// [`Hosts::command`], running the shell text `setup` first inside the
+    /// namespace (which has a mount namespace of its own: `ip netns exec`
+    /// makes one, so a mount made there stays there), e.g. a private
+    /// tmpfs over a directory the host's daemons would share.
+    pub fn command_after(&self, host: &str, setup: &str, program: &std::path::Path) -> Command {
         let (ns, name) = self.place(host);
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &ns, "unshare", "--uts", "--", "sh", "-c"])
-            .arg(format!("hostname {name} && exec \"$0\" \"$@\""))
+            .arg(format!(
+                "{setup}{}hostname {name} && exec \"$0\" \"$@\"",
+                if setup.is_empty() { "" } else { " && " }
+            ))
             .arg(program);
         c
+    }
+
+    /// The login host's address (with [`Hosts::create_with`]).
+    pub fn login_addr(&self) -> String {
+        format!("{}.200", self.prefix)
     }
 }
 

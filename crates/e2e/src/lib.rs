@@ -18,6 +18,7 @@
 mod hosts;
 pub mod storm;
 pub use hosts::unavailable as hosts_unavailable;
+pub use hosts::Hosts;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;

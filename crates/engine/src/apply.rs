@@ -303,7 +303,9 @@ impl Engine {
             | CtldRequest::AcctUsage(_)
             | CtldRequest::AcctDecayedUsage
             // Answered by the controller, which keeps the statistics.
-            | CtldRequest::Diag { .. } => CtldResponse::Error(SlurmError::InvalidRequest),
+            | CtldRequest::Diag { .. }
+            // Answered by the controller's connection: files, not state.
+            | CtldRequest::GetConfig => CtldResponse::Error(SlurmError::InvalidRequest),
             // Taken apart by the connection, never passed on.
             CtldRequest::OpenSession | CtldRequest::InSession { .. } => {
                 CtldResponse::Error(SlurmError::InvalidRequest)

@@ -58,6 +58,8 @@ pub enum Sub {
     /// Check slurm.conf (with its Includes), gres.conf, cgroup.conf and
     /// topology.conf; with --diff, compare with the running controller
     CheckConfig(CheckConfigArgs),
+    /// Write a new cluster key for AuthType=auth/muster (mode 0600)
+    Keygen(KeygenArgs),
     /// Print a shell completion script for muster
     Completions(CompletionsArgs),
     /// Write man pages for muster, its subcommands and the Slurm commands
@@ -122,6 +124,17 @@ pub struct NodedArgs {
     /// The slurm.conf to read [default: $SLURM_CONF or /etc/slurm/slurm.conf]
     #[arg(short = 'f', value_name = "slurm.conf")]
     pub conf: Option<PathBuf>,
+    /// Configless mode: fetch slurm.conf and the files beside it from the
+    /// controller at HOST (port 6817 unless given) and run on the copy
+    /// cached in SlurmdSpoolDir/conf-cache (the controller needs
+    /// SlurmctldParameters=enable_configless) [default: $SLURM_CONF_SERVER]
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub conf_server: Option<String>,
+    /// With --conf-server: AuthInfo options to sign the fetch with before
+    /// slurm.conf is there: key=PATH for auth/muster, else auth/munge
+    /// (socket=PATH for munged's socket)
+    #[arg(long, value_name = "OPTIONS")]
+    pub authinfo: Option<String>,
     /// Stay in the foreground
     #[arg(short = 'D')]
     pub foreground: bool,
@@ -243,6 +256,25 @@ pub struct CheckConfigArgs {
     /// which changes `scontrol reconfigure` applies and which need a restart
     #[arg(long)]
     pub diff: bool,
+}
+
+/// `muster keygen`.
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// Where to write the key [default: AuthInfo's key= in slurm.conf, else
+    /// /etc/slurm/muster.key]
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
+    /// The slurm.conf to read AuthInfo and SlurmUser from [default:
+    /// $SLURM_CONF or /etc/slurm/slurm.conf, where it exists]
+    #[arg(short = 'f', long = "conf", value_name = "slurm.conf")]
+    pub conf: Option<PathBuf>,
+    /// Who owns the key [default: SlurmUser in slurm.conf, else the caller]
+    #[arg(long, value_name = "USER")]
+    pub owner: Option<String>,
+    /// Replace an existing key (every daemon must then be restarted)
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `muster completions`.

@@ -358,6 +358,12 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
             conf_path.display()
         ),
     }
+    if !cfg!(feature = "pmix") {
+        eprintln!(
+            "muster: MPI: --mpi=pmi2 only; this build has no PMIx (--mpi=pmix fails): \
+             build with --features pmix (needs libpmix-dev)"
+        );
+    }
     let c = client_for(&conf_path)?;
     if c.call(CtldRequest::Ping).is_ok() {
         bail!(

@@ -1,5 +1,5 @@
 //! The one binary. `muster ctld|noded|up|down|install-links|sim|explain|
-//! check-config|completions|man` (parsed by clap: `args`), and the Slurm
+//! check-config|keygen|completions|man` (parsed by clap: `args`), and the Slurm
 //! commands by the name it is called with (`sbatch`, `squeue`, ... as
 //! links made by `muster install-links DIR`), or as `muster sbatch ...`
 //! (parsed by their own getopt tables, as Slurm's).
@@ -9,6 +9,7 @@ mod args;
 mod check;
 #[cfg(test)]
 mod compat_doc;
+mod keygen;
 mod local;
 mod logs;
 mod man;
@@ -94,7 +95,16 @@ fn run(command: args::Sub) -> i32 {
             ctld::main(words)
         }
         Sub::Noded(a) => {
-            let conf = a.conf.clone().unwrap_or_else(logs::default_conf);
+            // Configless: the log settings of the copy an earlier start
+            // cached (none at a host's first start: stderr), not a local
+            // file the daemon will not read.
+            let configless = a.conf_server.is_some()
+                || std::env::var_os("SLURM_CONF_SERVER").is_some_and(|v| !v.is_empty());
+            let conf = if configless {
+                Path::new(proto::CONF_CACHE_LINK).join("slurm.conf")
+            } else {
+                a.conf.clone().unwrap_or_else(logs::default_conf)
+            };
             let node = a.node_name.clone().unwrap_or_else(logs::short_hostname);
             logs::init(&logs::Daemon::Noded { node }, &conf, a.verbose);
             let mut words = Vec::new();
@@ -111,6 +121,12 @@ fn run(command: args::Sub) -> i32 {
             if let Some(conf) = a.conf {
                 words.push("-f".to_string());
                 words.push(conf.display().to_string());
+            }
+            if let Some(server) = a.conf_server {
+                words.push(format!("--conf-server={server}"));
+            }
+            if let Some(info) = a.authinfo {
+                words.push(format!("--authinfo={info}"));
             }
             noded::main(words)
         }
@@ -133,6 +149,7 @@ fn run(command: args::Sub) -> i32 {
             }
         }
         Sub::CheckConfig(a) => check::main(&a),
+        Sub::Keygen(a) => keygen::main(&a),
         Sub::Completions(a) => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();

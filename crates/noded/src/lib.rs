@@ -148,7 +148,8 @@ pub use daemon::run;
 pub use daemon::state;
 pub use options::NodedOptions;
 
-const USAGE: &str = "Usage: muster noded [-D] [-v...] [-N nodename] [-f slurm.conf]";
+const USAGE: &str = "Usage: muster noded [-D] [-v...] [-N nodename] [-f slurm.conf] \
+                     [--conf-server host[:port]] [--authinfo options]";
 
 /// What the command line asked for.
 #[derive(Debug, PartialEq, Eq)]
@@ -180,6 +181,20 @@ fn parse_args(args: &[String]) -> Result<Parsed, String> {
                 opts.verbose = opts.verbose.saturating_add((s.len() - 1) as u8);
             }
             s if s.starts_with("-N") => opts.node_name = Some(value_for("-N", &s[2..])?),
+            s if s.starts_with("--conf-server") => {
+                let attached = s["--conf-server".len()..].strip_prefix('=');
+                if s != "--conf-server" && attached.is_none() {
+                    return Err(format!("unrecognized option {s:?}"));
+                }
+                opts.conf_server = Some(value_for("--conf-server", attached.unwrap_or(""))?);
+            }
+            s if s.starts_with("--authinfo") => {
+                let attached = s["--authinfo".len()..].strip_prefix('=');
+                if s != "--authinfo" && attached.is_none() {
+                    return Err(format!("unrecognized option {s:?}"));
+                }
+                opts.authinfo = Some(value_for("--authinfo", attached.unwrap_or(""))?);
+            }
             s if s.starts_with("-f") => opts.conf_path = PathBuf::from(value_for("-f", &s[2..])?),
             other => return Err(format!("unrecognized option {other:?}")),
         }

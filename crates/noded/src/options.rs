@@ -11,6 +11,14 @@ pub struct NodedOptions {
     pub node_name: Option<String>,
     /// `-f`: slurm.conf (default `SLURM_CONF`, else `/etc/slurm/slurm.conf`).
     pub conf_path: PathBuf,
+    /// `--conf-server HOST[:PORT]` (or `SLURM_CONF_SERVER`): configless
+    /// mode: slurm.conf and the files beside it come from the controller
+    /// there at start (see `daemon::configless`); `conf_path` is then the
+    /// cached copy.
+    pub conf_server: Option<String>,
+    /// `--authinfo`: the `AuthInfo` options to sign the configless fetch
+    /// with, before slurm.conf is there (`auth::AuthSettings::bootstrap`).
+    pub authinfo: Option<String>,
     /// `-D`: stay in the foreground. The daemon always does; kept so that
     /// slurmd command lines work unchanged.
     pub foreground: bool,
@@ -30,6 +38,10 @@ impl NodedOptions {
         NodedOptions {
             node_name: None,
             conf_path: default_conf_path(),
+            conf_server: std::env::var("SLURM_CONF_SERVER")
+                .ok()
+                .filter(|v| !v.is_empty()),
+            authinfo: None,
             foreground: true,
             verbose: 0,
             stepd_program: None,

@@ -50,3 +50,15 @@ fn main_reports_missing_config_as_failure() {
     );
     assert_eq!(main(args("--bogus")), 1);
 }
+
+#[test]
+fn configless_options_in_slurmd_spelling() {
+    let o = opts("--conf-server ctl:6817 --authinfo key=/etc/slurm/k -N n1");
+    assert_eq!(o.conf_server.as_deref(), Some("ctl:6817"));
+    assert_eq!(o.authinfo.as_deref(), Some("key=/etc/slurm/k"));
+    let o = opts("--conf-server=ctl --authinfo=socket=/run/m");
+    assert_eq!(o.conf_server.as_deref(), Some("ctl"));
+    assert_eq!(o.authinfo.as_deref(), Some("socket=/run/m"));
+    assert!(parse_args(&args("--conf-server")).is_err());
+    assert!(parse_args(&args("--conf-serverx")).is_err());
+}

@@ -74,6 +74,8 @@ impl Harness {
             conf_path: conf_path.clone(),
             foreground: true,
             verbose: 0,
+            conf_server: None,
+            authinfo: None,
             stepd_program: Some(STEPD.into()),
         };
         let daemon = tokio::spawn(noded::run(opts));
@@ -627,6 +629,8 @@ async fn start_up_errors_are_clear() {
         conf_path: h.conf_path.clone(),
         foreground: true,
         verbose: 0,
+        conf_server: None,
+        authinfo: None,
         stepd_program: None,
     })
     .await
@@ -639,6 +643,8 @@ async fn start_up_errors_are_clear() {
         conf_path: h.conf_path.clone(),
         foreground: true,
         verbose: 0,
+        conf_server: None,
+        authinfo: None,
         stepd_program: None,
     })
     .await
@@ -657,6 +663,8 @@ async fn start_up_errors_are_clear() {
         conf_path: bad.clone(),
         foreground: true,
         verbose: 0,
+        conf_server: None,
+        authinfo: None,
         stepd_program: None,
     })
     .await

@@ -743,6 +743,13 @@ pub enum CtldRequest {
     /// what the running jobs use (answered with `Licenses`). Added after
     /// the first release of protocol version 1.
     ListLicenses,
+    /// Configless mode (`SlurmctldParameters=enable_configless`): slurm.conf
+    /// and the files beside it, for a node daemon started with
+    /// `--conf-server` (answered with `ConfigFiles`; refused with
+    /// `ConfiglessDisabled` when the controller does not serve them).
+    /// Slurm's REQUEST_CONFIG. Added after the first release of protocol
+    /// version 1: an older controller refuses it.
+    GetConfig,
 }
 
 /// Index of [`CtldRequest::InSession`] among its variants, for
@@ -904,6 +911,10 @@ pub enum SlurmError {
     /// configure, asks for more than its total, or does not parse. Added
     /// after the first release of protocol version 1.
     InvalidLicenses,
+    /// ESLURM_CONFIGLESS_DISABLED: `GetConfig` from a controller without
+    /// `SlurmctldParameters=enable_configless`. Added after the first
+    /// release of protocol version 1.
+    ConfiglessDisabled,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -1001,6 +1012,7 @@ impl SlurmError {
             SlurmError::NotSupported => "Requested operation not supported on this system",
             SlurmError::JobHeld => "Job is in held state, pending scheduler release",
             SlurmError::InvalidLicenses => "Invalid license specification",
+            SlurmError::ConfiglessDisabled => "ConfigLess mode is disabled in slurm configuration.",
             SlurmError::StateSaveFailed(cause) => match cause {
                 SaveFailure::NoSpace => {
                     "Slurm controller state save failed: No space left on device"
@@ -1082,7 +1094,25 @@ pub enum CtldResponse {
     Diag(Box<diag::DiagStats>),
     /// `ListLicenses`: each license in name order.
     Licenses(Vec<LicenseInfo>),
+    /// `GetConfig`: slurm.conf first, then the files beside it.
+    ConfigFiles(Vec<ConfigFile>),
 }
+
+/// One configuration file a controller serves in configless mode.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigFile {
+    /// Its name relative to slurm.conf's directory (`slurm.conf`,
+    /// `gres.conf`, or the relative path of an `Include`d file).
+    pub name: String,
+    /// Its contents.
+    pub text: String,
+}
+
+/// Where a node daemon in configless mode links its cache of the
+/// controller's configuration files (`<SlurmdSpoolDir>/conf-cache`), so
+/// that commands run on the node find slurm.conf there when `SLURM_CONF`
+/// is unset (as Slurm's clients fall back to `/run/slurm/conf`).
+pub const CONF_CACHE_LINK: &str = "/run/muster/conf";
 
 /// One license as `scontrol show licenses` shows it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

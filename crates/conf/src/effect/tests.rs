@@ -7,6 +7,16 @@ fn keys_that_act_or_match_muster_are_not_inert() {
     assert!(!global_key_is_inert("SelectType", "select/cons_tres"));
     assert!(global_key_is_inert("SelectType", "select/linear"));
     assert!(global_key_is_inert("Prolog", "/etc/prolog"));
+    // Configless mode acts (ctld); any other controller flag is warned.
+    assert!(!global_key_is_inert(
+        "SlurmctldParameters",
+        "enable_configless"
+    ));
+    assert!(global_key_is_inert(
+        "SlurmctldParameters",
+        "enable_configless,idle_on_node_suspend"
+    ));
+    assert!(global_key_is_inert("SlurmctldParameters", "cloud_dns"));
     // Typed keys, unknown and obsolete keys are not this module's.
     assert!(!global_key_is_inert("KillWait", "30"));
     assert!(!global_key_is_inert("Frobnicate", "1"));

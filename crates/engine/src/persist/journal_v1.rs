@@ -549,6 +549,7 @@ impl<'a> Request<'a> {
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions
             | CtldRequest::ListLicenses
+            | CtldRequest::GetConfig
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }
             | CtldRequest::Shutdown

@@ -21,6 +21,7 @@ fn every_subcommand_has_help_and_version() {
         "sim",
         "explain",
         "check-config",
+        "keygen",
         "completions",
         "man",
     ] {

@@ -56,6 +56,7 @@ fn every_subcommand_answers_help_and_version() {
         "sim",
         "explain",
         "check-config",
+        "keygen",
         "completions",
         "man",
     ] {

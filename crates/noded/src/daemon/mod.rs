@@ -20,6 +20,7 @@
 
 pub mod state;
 
+mod configless;
 mod confine;
 mod credsock;
 mod holder;

@@ -120,7 +120,13 @@ impl Daemon {
 /// Runs the node daemon until the controller sends `Shutdown` or the
 /// process gets SIGTERM or SIGINT. Fails when the configuration cannot be
 /// loaded, the node is not in it, or its port cannot be bound.
-pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
+pub async fn run(mut opts: NodedOptions) -> anyhow::Result<()> {
+    if let Some(server) = opts.conf_server.clone() {
+        // Configless: the configuration comes from the controller first.
+        let cached =
+            tokio::task::block_in_place(|| super::configless::fetch_and_cache(&opts, &server))?;
+        opts.conf_path = cached;
+    }
     let setup = setup::load(&opts)?;
     let bind = host_port(&setup.addr, setup.port);
     let listener = rpc::admission::listen(&bind).await.with_context(|| {
