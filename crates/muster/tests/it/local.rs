@@ -267,6 +267,17 @@ fn install_links_makes_every_command() {
         assert!(meta.file_type().is_symlink());
         assert_eq!(std::fs::canonicalize(&link).expect("resolving"), exe);
     }
+    // slurmrestd is a daemon: it links to muster itself.
+    let link = dir.join("slurmrestd");
+    assert_eq!(
+        std::fs::canonicalize(&link).expect("resolving slurmrestd"),
+        std::fs::canonicalize(env!("CARGO_BIN_EXE_muster")).expect("the binary")
+    );
+    let help = Command::new(&link).arg("--help").output().expect("slurmrestd --help");
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("unix:PATH"),
+        "{help:?}"
+    );
     // A link runs its command.
     let v = Command::new(dir.join("scontrol"))
         .arg("version")

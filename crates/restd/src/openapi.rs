@@ -1,0 +1,328 @@
+//! `GET /openapi/v3`: the OpenAPI 3.0 document, generated from the route
+//! table (`api::ROUTES`: paths, methods, operation ids, parameters) and, for
+//! the schemas of the answers, from what the renderers (`v0038`) write for
+//! an example of each thing, so a field added to a renderer is in the
+//! document without another edit.
+
+use crate::api::ROUTES;
+use crate::json::{obj, strs, J};
+use crate::v0038;
+
+/// The schema of a value as the renderers write it.
+fn schema_of(v: &J) -> J {
+    match v {
+        J::Null => obj(vec![("nullable", J::Bool(true))]),
+        J::Bool(_) => obj(vec![("type", J::from("boolean"))]),
+        J::Int(_) => obj(vec![("type", J::from("integer"))]),
+        J::Float(_) => obj(vec![("type", J::from("number"))]),
+        J::Str(_) => obj(vec![("type", J::from("string"))]),
+        J::Arr(items) => obj(vec![
+            ("type", J::from("array")),
+            (
+                "items",
+                items.first().map_or_else(|| obj(Vec::<(&str, J)>::new()), schema_of),
+            ),
+        ]),
+        J::Obj(pairs) => obj(vec![
+            ("type", J::from("object")),
+            (
+                "properties",
+                J::Obj(pairs.iter().map(|(k, v)| (k.clone(), schema_of(v))).collect()),
+            ),
+        ]),
+    }
+}
+
+/// An example of each answer, by schema name: what the handlers write.
+pub fn examples() -> Vec<(&'static str, J)> {
+    let job = v0038::job(&proto::JobInfo::default(), "cluster", &[]);
+    let err = v0038::error("description", -1, "error", "source");
+    vec![
+        ("v0.0.38_errors", v0038::answer(false, vec![err.clone()], vec![])),
+        (
+            "v0.0.38_pings",
+            v0038::answer(false, vec![], vec![("pings", J::Arr(vec![v0038::ping("ctl", true)]))]),
+        ),
+        (
+            "v0.0.38_jobs_response",
+            v0038::answer(false, vec![], vec![("jobs", J::Arr(vec![job]))]),
+        ),
+        (
+            "v0.0.38_job_submission_response",
+            v0038::answer(
+                false,
+                vec![],
+                vec![
+                    ("job_id", J::Int(1)),
+                    ("step_id", J::from("BATCH")),
+                    ("job_submit_user_msg", J::from("")),
+                ],
+            ),
+        ),
+        (
+            "v0.0.38_nodes_response",
+            v0038::answer(false, vec![], vec![("nodes", J::Arr(vec![v0038::node(&example_node())]))]),
+        ),
+        (
+            "v0.0.38_partitions_response",
+            v0038::answer(
+                false,
+                vec![],
+                vec![("partitions", J::Arr(vec![v0038::partition(&example_partition())]))],
+            ),
+        ),
+        (
+            "v0.0.38_diag",
+            v0038::answer(
+                false,
+                vec![],
+                vec![("statistics", v0038::diag(&proto::diag::DiagStats::default()))],
+            ),
+        ),
+        (
+            "v0.0.38_licenses",
+            v0038::answer(
+                false,
+                vec![],
+                vec![(
+                    "licenses",
+                    J::Arr(vec![v0038::license(&proto::LicenseInfo::default())]),
+                )],
+            ),
+        ),
+    ]
+}
+
+/// A node with every field set, for the document's schema.
+pub fn example_node() -> proto::NodeInfo {
+    proto::NodeInfo {
+        name: "node1".into(),
+        addr: "node1".into(),
+        hostname: "node1".into(),
+        port: 6818,
+        state: model::NodeState::new(model::NodeBase::Idle),
+        cpus: 2,
+        boards: 1,
+        sockets: 2,
+        cores_per_socket: 1,
+        threads_per_core: 1,
+        real_memory: 4000,
+        tmp_disk: 0,
+        weight: 1,
+        alloc_cpus: 0,
+        alloc_mem: 0,
+        free_mem: Some(1),
+        cpu_load: Some(0.0),
+        gres: vec![],
+        gres_used: vec![],
+        features: vec![],
+        partitions: vec!["debug".into()],
+        reason: None,
+        reason_user: None,
+        reason_time: None,
+        boot_time: Some(0),
+        slurmd_start_time: Some(0),
+        last_busy: Some(0),
+        version: Some(v0038::SLURM_RELEASE.into()),
+        os: Some("Linux".into()),
+        arch: Some("x86_64".into()),
+    }
+}
+
+/// A partition with every field set, for the document's schema.
+pub fn example_partition() -> proto::PartitionInfo {
+    proto::PartitionInfo {
+        name: "debug".into(),
+        default: true,
+        nodes: vec!["node1".into()],
+        state: "UP".into(),
+        max_time: model::TimeLimit::Unlimited,
+        default_time: None,
+        max_nodes: None,
+        min_nodes: 0,
+        priority_tier: 1,
+        priority_job_factor: 1,
+        oversubscribe: "NO".into(),
+        allow_accounts: None,
+        allow_groups: None,
+        def_mem_per_cpu: None,
+        max_mem_per_node: None,
+        total_cpus: 2,
+        total_nodes: 1,
+        tres: "cpu=2,mem=4000M,node=1,billing=2".into(),
+    }
+}
+
+fn path_params(path: &str) -> Vec<&str> {
+    path.split('/')
+        .filter_map(|p| p.strip_prefix('{').and_then(|p| p.strip_suffix('}')))
+        .collect()
+}
+
+/// The whole document.
+pub fn document() -> J {
+    let mut paths: Vec<(String, J)> = Vec::new();
+    for r in ROUTES {
+        let mut params: Vec<J> = path_params(r.path)
+            .into_iter()
+            .map(|name| {
+                obj(vec![
+                    ("name", J::from(name)),
+                    ("in", J::from("path")),
+                    ("required", J::Bool(true)),
+                    ("schema", obj(vec![("type", J::from("string"))])),
+                ])
+            })
+            .collect();
+        for (name, description) in r.query {
+            params.push(obj(vec![
+                ("name", J::from(*name)),
+                ("in", J::from("query")),
+                ("description", J::from(*description)),
+                ("required", J::Bool(false)),
+                ("schema", obj(vec![("type", J::from("string"))])),
+            ]));
+        }
+        let ok = if r.schema.is_empty() {
+            obj(vec![("description", J::from(r.summary))])
+        } else {
+            obj(vec![
+                ("description", J::from(r.summary)),
+                (
+                    "content",
+                    obj(vec![(
+                        "application/json",
+                        obj(vec![(
+                            "schema",
+                            obj(vec![(
+                                "$ref",
+                                J::from(format!("#/components/schemas/{}", r.schema)),
+                            )]),
+                        )]),
+                    )]),
+                ),
+            ])
+        };
+        let mut op = obj(vec![
+            (
+                "tags",
+                strs(&[if r.path.starts_with("/slurm/") { "slurm" } else { "openapi" }]),
+            ),
+            ("operationId", J::from(r.op)),
+            ("summary", J::from(r.summary)),
+            ("parameters", J::Arr(params)),
+        ]);
+        if r.method == "POST" {
+            op.push(
+                "requestBody",
+                obj(vec![
+                    ("required", J::Bool(true)),
+                    (
+                        "content",
+                        obj(vec![(
+                            "application/json",
+                            obj(vec![(
+                                "schema",
+                                obj(vec![(
+                                    "$ref",
+                                    J::from("#/components/schemas/v0.0.38_job_submission"),
+                                )]),
+                            )]),
+                        )]),
+                    ),
+                ]),
+            );
+        }
+        op.push(
+            "responses",
+            obj(vec![
+                ("200", ok),
+                (
+                    "default",
+                    obj(vec![
+                        ("description", J::from("an error")),
+                        (
+                            "content",
+                            obj(vec![(
+                                "application/json",
+                                obj(vec![(
+                                    "schema",
+                                    obj(vec![(
+                                        "$ref",
+                                        J::from("#/components/schemas/v0.0.38_errors"),
+                                    )]),
+                                )]),
+                            )]),
+                        ),
+                    ]),
+                ),
+            ]),
+        );
+        let method = r.method.to_ascii_lowercase();
+        match paths.iter_mut().find(|(p, _)| p == r.path) {
+            Some((_, item)) => item.push(&method, op),
+            None => paths.push((r.path.to_string(), J::Obj(vec![(method, op)]))),
+        }
+    }
+    let mut schemas: Vec<(String, J)> = examples()
+        .iter()
+        .map(|(name, v)| (name.to_string(), schema_of(v)))
+        .collect();
+    let submission_props: Vec<(String, J)> = crate::submit::TAKEN
+        .iter()
+        .map(|k| (k.to_string(), obj(Vec::<(&str, J)>::new())))
+        .collect();
+    schemas.push((
+        "v0.0.38_job_submission".into(),
+        obj(vec![
+            ("required", strs(&["script"])),
+            (
+                "properties",
+                obj(vec![
+                    ("script", obj(vec![("type", J::from("string"))])),
+                    (
+                        "job",
+                        obj(vec![
+                            ("type", J::from("object")),
+                            ("properties", J::Obj(submission_props)),
+                        ]),
+                    ),
+                ]),
+            ),
+        ]),
+    ));
+    obj(vec![
+        ("openapi", J::from("3.0.2")),
+        (
+            "info",
+            obj(vec![
+                ("title", J::from("Slurm Rest API (muster)")),
+                ("description", J::from("API to access and control Slurm.")),
+                ("version", J::from("0.0.38")),
+            ]),
+        ),
+        ("paths", J::Obj(paths)),
+        ("components", obj(vec![("schemas", J::Obj(schemas))])),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_is_in_the_document_and_every_schema_it_names() {
+        let doc = document().to_value();
+        for r in ROUTES {
+            let op = &doc["paths"][r.path][r.method.to_ascii_lowercase()];
+            assert_eq!(op["operationId"], r.op, "{} {}", r.method, r.path);
+            if !r.schema.is_empty() {
+                assert!(
+                    doc["components"]["schemas"].get(r.schema).is_some(),
+                    "{}",
+                    r.schema
+                );
+            }
+        }
+    }
+}
