@@ -218,6 +218,13 @@ impl Gate {
                 cfg.slurm_user
             );
         }
+        if let Some((_, params)) = cfg.other.get("authaltparameters") {
+            for p in params.split(',').map(str::trim) {
+                if !p.is_empty() && !p.starts_with("jwt_key=") {
+                    warn!("AuthAltParameters={p} is not supported (only jwt_key=): ignored");
+                }
+            }
+        }
         let jwt_key = auth::jwt::key_path(cfg).and_then(|path| match auth::jwt::load_key(&path) {
             Ok(key) => Some(key),
             Err(e) => {

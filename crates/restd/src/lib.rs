@@ -340,6 +340,8 @@ where
         let svc = hyper::service::service_fn(move |req| handle(server.clone(), peer_uid, req));
         let _ = hyper::server::conn::http1::Builder::new()
             .title_case_headers(true)
+            // slurmrestd sends no Date.
+            .auto_date_header(false)
             .serve_connection(io, svc)
             .await;
     });

@@ -1,0 +1,343 @@
+//! The REST API (`muster restd`, slurmrestd) end to end with real daemons:
+//! tokens from `scontrol token`, submit, query and cancel over HTTP, bad
+//! tokens refused as slurmrestd refuses them, and (as root, with two real
+//! users) a user who cannot cancel another's job over REST either.
+
+use crate::auth::{is_root, TestUser};
+use crate::{builder, secs};
+use e2e::Cluster;
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A JWT key outside the cluster's directory (its path must be in
+/// slurm.conf before the cluster starts).
+struct Key {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    bytes: Vec<u8>,
+}
+
+fn jwt_key() -> Key {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("jwt.key");
+    let bytes: Vec<u8> = (0..32u8).map(|i| i.wrapping_mul(37).wrapping_add(11)).collect();
+    std::fs::write(&path, &bytes).expect("writing the key");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    Key {
+        _dir: dir,
+        path,
+        bytes,
+    }
+}
+
+fn jwt_cluster(key: &Key) -> Cluster {
+    builder()
+        .nodes(1)
+        .conf_extra(&format!(
+            "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n",
+            key.path.display()
+        ))
+        .start()
+}
+
+/// A running `muster restd`, stopped (SIGTERM, then waited for) on drop.
+struct Restd {
+    child: Child,
+    addr: String,
+}
+
+impl Restd {
+    fn start(c: &Cluster) -> Restd {
+        let addr = format!("127.0.0.1:{}", e2e::free_port());
+        let log = std::fs::File::create(c.root().join("log/restd.log")).expect("restd log");
+        let child = Command::new(c.binary())
+            .args(["restd", "-f"])
+            .arg(c.conf())
+            .args(["-a", "rest_auth/jwt", &addr])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("starting muster restd");
+        let r = Restd { child, addr };
+        c.wait_until("restd to listen", secs(20), || {
+            std::net::TcpStream::connect(&r.addr).ok().map(|_| ())
+        });
+        r
+    }
+
+    /// One request; (status, body).
+    fn call(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+        let mut s = std::net::TcpStream::connect(&self.addr).expect("connecting to restd");
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            self.addr,
+            body.len()
+        );
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        s.write_all(req.as_bytes()).expect("sending");
+        let mut out = String::new();
+        s.read_to_string(&mut out).expect("reading the answer");
+        let (head, body) = out.split_once("\r\n\r\n").expect("an HTTP answer");
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .expect("a status");
+        (status, body.to_string())
+    }
+
+    fn get(&self, path: &str, token: &str) -> (u16, serde_json::Value) {
+        let (status, body) = self.call("GET", path, &[("X-SLURM-USER-TOKEN", token)], "");
+        (status, json(&body))
+    }
+}
+
+impl Drop for Restd {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.child.wait();
+    }
+}
+
+fn json(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
+}
+
+fn token_of(out: &e2e::Output) -> String {
+    assert_eq!(out.code, 0, "{out}");
+    out.stdout
+        .trim()
+        .strip_prefix("SLURM_JWT=")
+        .unwrap_or_else(|| panic!("no SLURM_JWT= in {out}"))
+        .to_string()
+}
+
+fn submit_body(dir: &str, partition: &str) -> String {
+    serde_json::json!({
+        "job": {
+            "name": "restjob",
+            "partition": partition,
+            "tasks": 1,
+            "nodes": 1,
+            "current_working_directory": dir,
+            "standard_output": format!("{dir}/restjob-%j.out"),
+            "environment": {"PATH": "/bin:/usr/bin", "LANG": "C"}
+        },
+        "script": "#!/bin/sh\nsleep 300\n"
+    })
+    .to_string()
+}
+
+/// The `errors` of slurmrestd's answer to a bad token
+/// (`rest_bad_token.response`).
+fn bad_token_errors() -> serde_json::Value {
+    serde_json::json!([{
+        "description": "slurmctld config is unable to load",
+        "error_number": -1,
+        "error": "Unspecified error",
+        "source": "slurm_load_ctl_conf"
+    }])
+}
+
+#[test]
+fn rest_submit_query_cancel_with_a_token_from_scontrol() {
+    let key = jwt_key();
+    let c = jwt_cluster(&key);
+    let restd = Restd::start(&c);
+    let token = token_of(&c.run("scontrol", &["token", "lifespan=900"]));
+    let me = client::current_identity().user;
+
+    let (status, ping) = restd.get("/slurm/v0.0.38/ping", &token);
+    assert_eq!(status, 200, "{ping}");
+    assert_eq!(ping["pings"][0]["ping"], "UP");
+    assert_eq!(ping["meta"]["plugin"]["type"], "openapi/v0.0.38");
+    assert_eq!(ping["errors"], serde_json::json!([]));
+
+    let work = c.work().display().to_string();
+    let (status, body) = restd.call(
+        "POST",
+        "/slurm/v0.0.38/job/submit",
+        &[
+            ("X-SLURM-USER-NAME", &me),
+            ("X-SLURM-USER-TOKEN", &token),
+            ("Content-Type", "application/json"),
+        ],
+        &submit_body(&work, "debug"),
+    );
+    assert_eq!(status, 200, "{body}");
+    let submitted = json(&body);
+    assert_eq!(submitted["step_id"], "BATCH");
+    let id = submitted["job_id"].as_u64().expect("a job id") as u32;
+    c.wait_state(id, "RUNNING", secs(30));
+
+    // The same job through `Authorization: Bearer`.
+    let (status, body) = restd.call(
+        "GET",
+        &format!("/slurm/v0.0.38/job/{id}"),
+        &[("Authorization", &format!("Bearer {token}"))],
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    let job = &json(&body)["jobs"][0];
+    assert_eq!(job["job_id"], id);
+    assert_eq!(job["name"], "restjob");
+    assert_eq!(job["user_name"], me.as_str());
+    assert_eq!(job["job_state"], "RUNNING");
+    assert_eq!(job["standard_output"], format!("{work}/restjob-%j.out"));
+
+    for path in [
+        "/slurm/v0.0.38/jobs",
+        "/slurm/v0.0.38/nodes",
+        "/slurm/v0.0.38/node/node1",
+        "/slurm/v0.0.38/partitions",
+        "/slurm/v0.0.38/partition/debug",
+        "/slurm/v0.0.38/diag",
+        "/slurm/v0.0.38/licenses",
+    ] {
+        let (status, v) = restd.get(path, &token);
+        assert_eq!(status, 200, "{path}: {v}");
+        assert_eq!(v["errors"], serde_json::json!([]), "{path}");
+    }
+    let (_, nodes) = restd.get("/slurm/v0.0.38/nodes", &token);
+    assert_eq!(nodes["nodes"][0]["name"], "node1");
+
+    // Errors as slurmrestd 22.05 answers them.
+    let (status, v) = restd.get("/slurm/v0.0.38/job/999999", &token);
+    assert_eq!(status, 500);
+    assert_eq!(v["errors"][0]["error_number"], 2017);
+    assert_eq!(v["errors"][0]["description"], "Unable to find JobId=999999");
+    let (status, body) = restd.call(
+        "POST",
+        "/slurm/v0.0.38/job/submit",
+        &[("X-SLURM-USER-TOKEN", &token)],
+        &submit_body("/tmp", "nosuchpart"),
+    );
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(
+        json(&body)["errors"],
+        serde_json::json!([{"error_code": 2000, "error": "Invalid partition name specified"}])
+    );
+
+    // The document and the metrics.
+    let (status, body) = restd.call("GET", "/openapi/v3", &[], "");
+    assert_eq!(status, 200);
+    assert!(json(&body)["paths"]["/slurm/v0.0.38/job/{job_id}"]["delete"].is_object());
+    let (status, body) = restd.call("GET", "/metrics", &[("X-SLURM-USER-TOKEN", &token)], "");
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("muster_jobs{state=\"RUNNING\",partition=\"debug\"} 1"),
+        "{body}"
+    );
+
+    // Cancel over REST.
+    let (status, body) = restd.call(
+        "DELETE",
+        &format!("/slurm/v0.0.38/job/{id}"),
+        &[("X-SLURM-USER-TOKEN", &token)],
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(json(&body)["errors"], serde_json::json!([]));
+    assert_eq!(c.wait_done(id, secs(30)), "CANCELLED");
+}
+
+#[test]
+fn rest_refuses_missing_forged_and_expired_tokens() {
+    let key = jwt_key();
+    let c = jwt_cluster(&key);
+    let restd = Restd::start(&c);
+    let me = client::current_identity().user;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let good = auth::jwt::mint(&key.bytes, &me, now, 600);
+    let (status, _) = restd.get("/slurm/v0.0.38/ping", &good);
+    assert_eq!(status, 200);
+    let forged = auth::jwt::mint(b"not the cluster's key at all", &me, now, 600);
+    let expired = auth::jwt::mint(&key.bytes, &me, now - 1000, 10);
+    let unknown_user = auth::jwt::mint(&key.bytes, "no-such-user-here", now, 600);
+    for token in ["invalid", &forged, &expired, &unknown_user] {
+        let (status, v) = restd.get("/slurm/v0.0.38/ping", token);
+        assert_eq!(status, 500, "{token}: {v}");
+        assert_eq!(v["errors"], bad_token_errors(), "{token}");
+    }
+    let (status, body) = restd.call("GET", "/slurm/v0.0.38/jobs", &[], "");
+    assert_eq!(status, 401, "{body}");
+    // Nothing was submitted by any of them.
+    assert!(c.ok("squeue", &["-h"]).stdout.trim().is_empty());
+}
+
+#[test]
+fn rest_users_cannot_cancel_each_others_jobs() {
+    if !is_root() {
+        eprintln!("skipped: needs root to make users");
+        return;
+    }
+    let key = jwt_key();
+    let c = jwt_cluster(&key);
+    let restd = Restd::start(&c);
+    let base = tempfile::tempdir().expect("a directory");
+    let alice = TestUser::create("ra", base.path());
+    let bob = TestUser::create("rb", base.path());
+    let alice_token = token_of(&alice.run(&c, "scontrol", &["token"]));
+    let bob_token = token_of(&bob.run(&c, "scontrol", &["token"]));
+    // Only root and SlurmUser may name another user.
+    let out = bob.run(&c, "scontrol", &["token", &format!("username={}", alice.name)]);
+    assert_ne!(out.code, 0, "{out}");
+    assert!(out.stderr.contains("Access/permission denied"), "{out}");
+    let for_bob = token_of(&c.run("scontrol", &["token", &format!("username={}", bob.name)]));
+
+    let (status, body) = restd.call(
+        "POST",
+        "/slurm/v0.0.38/job/submit",
+        &[("X-SLURM-USER-TOKEN", &alice_token)],
+        &submit_body("/tmp", "debug"),
+    );
+    assert_eq!(status, 200, "{body}");
+    let id = json(&body)["job_id"].as_u64().unwrap() as u32;
+    let (_, job) = restd.get(&format!("/slurm/v0.0.38/job/{id}"), &bob_token);
+    assert_eq!(job["jobs"][0]["user_name"], alice.name.as_str());
+
+    for token in [&bob_token, &for_bob] {
+        let (status, body) = restd.call(
+            "DELETE",
+            &format!("/slurm/v0.0.38/job/{id}"),
+            &[("X-SLURM-USER-TOKEN", token)],
+            "",
+        );
+        assert_eq!(status, 500, "{body}");
+        assert_eq!(json(&body)["errors"][0]["error"], "Access/permission denied");
+    }
+    // A user's token cannot be turned into another's with the name header.
+    let (status, body) = restd.call(
+        "DELETE",
+        &format!("/slurm/v0.0.38/job/{id}"),
+        &[
+            ("X-SLURM-USER-TOKEN", &bob_token),
+            ("X-SLURM-USER-NAME", &alice.name),
+        ],
+        "",
+    );
+    assert_eq!(status, 500, "{body}");
+    assert_ne!(c.job_state(id), "CANCELLED");
+    let (status, body) = restd.call(
+        "DELETE",
+        &format!("/slurm/v0.0.38/job/{id}"),
+        &[("X-SLURM-USER-TOKEN", &alice_token)],
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(c.wait_done(id, secs(30)), "CANCELLED");
+}
