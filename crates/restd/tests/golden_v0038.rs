@@ -67,6 +67,7 @@ fn check(name: &str, status: u16, ours: &J, masked: &[&str]) {
         serde_json::to_string_pretty(&a).unwrap(),
         serde_json::to_string_pretty(&b).unwrap()
     );
+    assert!(!keys_at(&want, 2).is_empty(), "{name}: no keys read");
     for indent in [2, 4, 6] {
         assert_eq!(keys_at(&got, indent), keys_at(&want, indent), "{name}: key order at {indent}");
     }
