@@ -70,34 +70,44 @@ impl Restd {
 
     /// One request; (status, body).
     fn call(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-        let mut s = std::net::TcpStream::connect(&self.addr).expect("connecting to restd");
-        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        let mut req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
-            self.addr,
-            body.len()
-        );
-        for (k, v) in headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        req.push_str("\r\n");
-        req.push_str(body);
-        s.write_all(req.as_bytes()).expect("sending");
-        let mut out = String::new();
-        s.read_to_string(&mut out).expect("reading the answer");
-        let (head, body) = out.split_once("\r\n\r\n").expect("an HTTP answer");
-        let status = head
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .expect("a status");
-        (status, body.to_string())
+        http(&self.addr, method, path, headers, body)
     }
 
     fn get(&self, path: &str, token: &str) -> (u16, serde_json::Value) {
         let (status, body) = self.call("GET", path, &[("X-SLURM-USER-TOKEN", token)], "");
         (status, json(&body))
     }
+}
+
+/// One HTTP/1.1 request to `addr`; (status, body).
+pub(crate) fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).expect("connecting to restd");
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).expect("sending");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("reading the answer");
+    let (head, body) = out.split_once("\r\n\r\n").expect("an HTTP answer");
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status");
+    (status, body.to_string())
 }
 
 impl Drop for Restd {
