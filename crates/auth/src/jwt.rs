@@ -80,7 +80,8 @@ pub fn verify(key: &[u8], token: &str, now: i64) -> Result<Claims, JwtError> {
         return Err(JwtError::Malformed);
     }
     let mut parts = token.split('.');
-    let (Some(h), Some(p), Some(s), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    let (Some(h), Some(p), Some(s), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return Err(JwtError::Malformed);
     };

@@ -1353,10 +1353,9 @@ fn cmd_token(s: &mut Session, rest: &[String]) -> CmdResult {
         .call(CtldRequest::Token { username, lifespan })
     {
         Ok(CtldResponse::Token(token)) => Ok(format!("SLURM_JWT={token}\n")),
-        Ok(CtldResponse::Error(e)) => Err(fail(format!(
-            "Unable to fetch token: {}",
-            e.as_slurm_str()
-        ))),
+        Ok(CtldResponse::Error(e)) => {
+            Err(fail(format!("Unable to fetch token: {}", e.as_slurm_str())))
+        }
         Ok(_) => Err(fail("Unable to fetch token: Unexpected message received")),
         Err(e) => Err(fail(format!("Unable to fetch token: {e}"))),
     }

@@ -228,7 +228,10 @@ impl Gate {
         let jwt_key = auth::jwt::key_path(cfg).and_then(|path| match auth::jwt::load_key(&path) {
             Ok(key) => Some(key),
             Err(e) => {
-                error!("cannot read the JWT key {}: {e}; scontrol token is refused", path.display());
+                error!(
+                    "cannot read the JWT key {}: {e}; scontrol token is refused",
+                    path.display()
+                );
                 None
             }
         });
@@ -265,7 +268,10 @@ impl Gate {
             _ => who.user.clone(),
         };
         let lifespan = lifespan.unwrap_or(auth::jwt::DEFAULT_LIFESPAN);
-        info!("issued a JWT for {user} (lifespan {lifespan}s) to {} (uid {})", who.user, who.uid);
+        info!(
+            "issued a JWT for {user} (lifespan {lifespan}s) to {} (uid {})",
+            who.user, who.uid
+        );
         CtldResponse::Token(auth::jwt::mint(key, &user, now(), lifespan))
     }
 

@@ -361,9 +361,17 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
         // A cluster made before `up` enabled JWTs gets them now.
         let text = fs::read_to_string(&conf_path)
             .with_context(|| format!("reading {}", conf_path.display()))?;
-        if !text.lines().any(|l| l.trim_start().to_ascii_lowercase().starts_with("authalttypes")) {
+        if !text.lines().any(|l| {
+            l.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("authalttypes")
+        }) {
             let mut f = fs::OpenOptions::new().append(true).open(&conf_path)?;
-            write!(f, "# Added by `muster up` for the REST API:\n{}", jwt_lines(&dir))?;
+            write!(
+                f,
+                "# Added by `muster up` for the REST API:\n{}",
+                jwt_lines(&dir)
+            )?;
         }
     }
     if !conf_path.exists() {
@@ -490,7 +498,10 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
         conf_s
     )?;
     writeln!(out, "    sbatch --wrap 'hostname'; squeue; sinfo")?;
-    writeln!(out, "REST API (slurmrestd v0.0.38): http://{rest_addr}/slurm/v0.0.38/ping")?;
+    writeln!(
+        out,
+        "REST API (slurmrestd v0.0.38): http://{rest_addr}/slurm/v0.0.38/ping"
+    )?;
     writeln!(
         out,
         "    export $(scontrol token); curl -H \"X-SLURM-USER-TOKEN: $SLURM_JWT\" http://{rest_addr}/slurm/v0.0.38/jobs"
@@ -634,7 +645,9 @@ fn down_inner(dir: &Path) -> anyhow::Result<()> {
     // The REST daemon does not end with the controller: told first.
     for line in recorded.lines() {
         let mut words = line.split_whitespace();
-        if let (Some(pid), Some("restd")) = (words.next().and_then(|p| p.parse().ok()), words.next()) {
+        if let (Some(pid), Some("restd")) =
+            (words.next().and_then(|p| p.parse().ok()), words.next())
+        {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid),
                 nix::sys::signal::Signal::SIGTERM,

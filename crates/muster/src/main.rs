@@ -118,9 +118,10 @@ fn run(command: args::Sub) -> i32 {
             noded::main(words)
         }
         Sub::Restd(a) => {
-            let filter = tracing_subscriber::EnvFilter::try_from_env("MUSTER_LOG").unwrap_or_else(|_| {
-                tracing_subscriber::EnvFilter::new(if a.verbose > 0 { "debug" } else { "info" })
-            });
+            let filter =
+                tracing_subscriber::EnvFilter::try_from_env("MUSTER_LOG").unwrap_or_else(|_| {
+                    tracing_subscriber::EnvFilter::new(if a.verbose > 0 { "debug" } else { "info" })
+                });
             let _ = tracing_subscriber::fmt()
                 .with_env_filter(filter)
                 .with_writer(std::io::stderr)

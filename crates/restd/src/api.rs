@@ -55,7 +55,7 @@ pub struct Call {
     /// The query's `key=value` pairs, percent-decoded.
     pub query: Vec<(String, String)>,
     /// The path's `{name}` parts, by name.
-    pub params: Vec<(&'static str, String)>,
+    pub params: Params,
     /// The body.
     pub body: Vec<u8>,
 }
@@ -271,9 +271,12 @@ pub const ROUTES: &[Route] = &[
     },
 ];
 
+/// A path's `{name}` parts, by name.
+pub type Params = Vec<(&'static str, String)>;
+
 /// The route for `method` and `path`, with the path's parameters; or the
 /// status that says why none: 404 (no such path) or 405 (not this method).
-pub fn find(method: &str, path: &str) -> Result<(&'static Route, Vec<(&'static str, String)>), u16> {
+pub fn find(method: &str, path: &str) -> Result<(&'static Route, Params), u16> {
     let mut status = 404;
     for route in ROUTES {
         if let Some(params) = matches(route.path, path) {
@@ -287,7 +290,10 @@ pub fn find(method: &str, path: &str) -> Result<(&'static Route, Vec<(&'static s
 }
 
 fn matches(pattern: &'static str, path: &str) -> Option<Vec<(&'static str, String)>> {
-    let path = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
+    let path = path
+        .strip_suffix('/')
+        .filter(|p| !p.is_empty())
+        .unwrap_or(path);
     let mut params = Vec::new();
     let mut a = pattern.split('/');
     let mut b = path.split('/');
@@ -386,7 +392,10 @@ pub fn unauthenticated() -> Resp {
 
 fn ping(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     let up = ctx.call(who, CtldRequest::Ping).is_ok();
-    ok(call, vec![("pings", J::Arr(vec![v0038::ping(&ctx.ctld_host, up)]))])
+    ok(
+        call,
+        vec![("pings", J::Arr(vec![v0038::ping(&ctx.ctld_host, up)]))],
+    )
 }
 
 /// The nodes' shapes, for jobs' `job_resources`; empty when no job holds
@@ -551,7 +560,10 @@ fn submit(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
         Err(e) => {
             return submit_refusal(vec![obj(vec![
                 ("error_code", J::Int(-1)),
-                ("error", J::from(format!("Unable to parse the request body: {e}"))),
+                (
+                    "error",
+                    J::from(format!("Unable to parse the request body: {e}")),
+                ),
             ])])
         }
     };
@@ -709,7 +721,10 @@ mod tests {
         let (r, _) = find("DELETE", "/slurm/v0.0.38/job/42").unwrap();
         assert_eq!(r.op, "slurm_v0_0_38_cancel_job");
         // `job/submit` is not a job id for POST.
-        assert_eq!(find("POST", "/slurm/v0.0.38/job/submit").unwrap().0.op, "slurm_v0_0_38_submit_job");
+        assert_eq!(
+            find("POST", "/slurm/v0.0.38/job/submit").unwrap().0.op,
+            "slurm_v0_0_38_submit_job"
+        );
         assert_eq!(find("GET", "/slurm/v0.0.38/nope").err(), Some(404));
         assert_eq!(find("PUT", "/slurm/v0.0.38/ping").err(), Some(405));
         assert!(find("GET", "/slurm/v0.0.38/ping/").is_ok());

@@ -29,7 +29,12 @@ pub fn obj<K: Into<String>>(pairs: Vec<(K, J)>) -> J {
 
 /// An array of strings.
 pub fn strs<S: AsRef<str>>(items: &[S]) -> J {
-    J::Arr(items.iter().map(|s| J::Str(s.as_ref().to_string())).collect())
+    J::Arr(
+        items
+            .iter()
+            .map(|s| J::Str(s.as_ref().to_string()))
+            .collect(),
+    )
 }
 
 impl From<&str> for J {

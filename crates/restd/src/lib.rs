@@ -87,7 +87,11 @@ impl Listen {
             None => ("0.0.0.0".to_string(), s),
         };
         let port: u16 = port.parse().map_err(|_| format!("invalid port in {s}"))?;
-        let host = if host.is_empty() { "0.0.0.0".to_string() } else { host };
+        let host = if host.is_empty() {
+            "0.0.0.0".to_string()
+        } else {
+            host
+        };
         Ok(Listen::Tcp(if host.contains(':') {
             format!("[{host}]:{port}")
         } else {
@@ -139,7 +143,10 @@ fn identity_of_user(user: &nix::unistd::User, host: &str) -> Identity {
 }
 
 fn header<'a>(headers: &'a hyper::HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
 }
 
 impl Authn {
@@ -160,7 +167,8 @@ impl Authn {
             AuthMode::Jwt => {
                 let token = header(headers, "x-slurm-user-token").or_else(|| {
                     header(headers, "authorization").and_then(|a| {
-                        a.strip_prefix("Bearer ").or_else(|| a.strip_prefix("bearer "))
+                        a.strip_prefix("Bearer ")
+                            .or_else(|| a.strip_prefix("bearer "))
                     })
                 });
                 let Some(token) = token.filter(|t| !t.is_empty()) else {
@@ -204,13 +212,18 @@ type Body = http_body_util::Full<hyper::body::Bytes>;
 
 fn respond(resp: api::Resp) -> hyper::Response<Body> {
     let mut r = hyper::Response::new(Body::from(resp.body));
-    *r.status_mut() =
-        hyper::StatusCode::from_u16(resp.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    *r.status_mut() = hyper::StatusCode::from_u16(resp.status)
+        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     r.extensions_mut()
-        .insert(hyper::ext::ReasonPhrase::from_static(api::reason(resp.status).as_bytes()));
+        .insert(hyper::ext::ReasonPhrase::from_static(
+            api::reason(resp.status).as_bytes(),
+        ));
     let h = r.headers_mut();
     if resp.status >= 400 {
-        h.insert(hyper::header::CONNECTION, hyper::header::HeaderValue::from_static("Close"));
+        h.insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("Close"),
+        );
     }
     h.insert(
         hyper::header::CONTENT_TYPE,
@@ -226,7 +239,10 @@ fn percent_decode(s: &str) -> String {
     while i < b.len() {
         match b[i] {
             b'+' => out.push(b' '),
-            b'%' => match s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            b'%' => match s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
                 Some(v) => {
                     out.push(v);
                     i += 2;
@@ -267,7 +283,11 @@ async fn handle(
                 vec![v0038::error(
                     &format!("Unable to find a handler for {method} {path}"),
                     -1,
-                    if status == 404 { "Not found" } else { "Method not allowed" },
+                    if status == 404 {
+                        "Not found"
+                    } else {
+                        "Method not allowed"
+                    },
                     "muster_restd",
                 )],
                 vec![],

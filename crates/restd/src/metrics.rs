@@ -24,7 +24,9 @@ impl Counters {
 
 /// A label value, escaped as the text format wants.
 fn esc(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {
@@ -52,14 +54,31 @@ pub fn render(ctx: &Ctx, who: &Identity) -> Result<String, client::ClientError> 
                 .or_default() += 1;
         }
         if j.state == model::JobState::Pending {
-            *by_reason.entry(j.reason.as_slurm_str().to_string()).or_default() += 1;
+            *by_reason
+                .entry(j.reason.as_slurm_str().to_string())
+                .or_default() += 1;
         }
     }
-    family(&mut out, "muster_jobs", "gauge", "Jobs the controller holds, by state and partition.");
+    family(
+        &mut out,
+        "muster_jobs",
+        "gauge",
+        "Jobs the controller holds, by state and partition.",
+    );
     for ((state, part), n) in &by_state {
-        let _ = writeln!(out, "muster_jobs{{state=\"{}\",partition=\"{}\"}} {n}", esc(state), esc(part));
+        let _ = writeln!(
+            out,
+            "muster_jobs{{state=\"{}\",partition=\"{}\"}} {n}",
+            esc(state),
+            esc(part)
+        );
     }
-    family(&mut out, "muster_jobs_pending", "gauge", "Pending jobs by the reason they wait.");
+    family(
+        &mut out,
+        "muster_jobs_pending",
+        "gauge",
+        "Pending jobs by the reason they wait.",
+    );
     for (reason, n) in &by_reason {
         let _ = writeln!(out, "muster_jobs_pending{{reason=\"{}\"}} {n}", esc(reason));
     }
@@ -75,38 +94,137 @@ pub fn render(ctx: &Ctx, who: &Identity) -> Result<String, client::ClientError> 
         mem_alloc += n.alloc_mem;
         mem_total += n.real_memory;
     }
-    family(&mut out, "muster_nodes", "gauge", "Nodes by state and partition.");
+    family(
+        &mut out,
+        "muster_nodes",
+        "gauge",
+        "Nodes by state and partition.",
+    );
     for ((state, part), n) in &node_states {
-        let _ = writeln!(out, "muster_nodes{{state=\"{}\",partition=\"{}\"}} {n}", esc(state), esc(part));
+        let _ = writeln!(
+            out,
+            "muster_nodes{{state=\"{}\",partition=\"{}\"}} {n}",
+            esc(state),
+            esc(part)
+        );
     }
-    family(&mut out, "muster_cpus", "gauge", "CPUs of all nodes, allocated and idle.");
+    family(
+        &mut out,
+        "muster_cpus",
+        "gauge",
+        "CPUs of all nodes, allocated and idle.",
+    );
     let _ = writeln!(out, "muster_cpus{{state=\"allocated\"}} {cpus_alloc}");
-    let _ = writeln!(out, "muster_cpus{{state=\"idle\"}} {}", cpus_total.saturating_sub(cpus_alloc));
-    family(&mut out, "muster_memory_megabytes", "gauge", "Memory of all nodes (MB), allocated and idle.");
-    let _ = writeln!(out, "muster_memory_megabytes{{state=\"allocated\"}} {mem_alloc}");
-    let _ = writeln!(out, "muster_memory_megabytes{{state=\"idle\"}} {}", mem_total.saturating_sub(mem_alloc));
+    let _ = writeln!(
+        out,
+        "muster_cpus{{state=\"idle\"}} {}",
+        cpus_total.saturating_sub(cpus_alloc)
+    );
+    family(
+        &mut out,
+        "muster_memory_megabytes",
+        "gauge",
+        "Memory of all nodes (MB), allocated and idle.",
+    );
+    let _ = writeln!(
+        out,
+        "muster_memory_megabytes{{state=\"allocated\"}} {mem_alloc}"
+    );
+    let _ = writeln!(
+        out,
+        "muster_memory_megabytes{{state=\"idle\"}} {}",
+        mem_total.saturating_sub(mem_alloc)
+    );
     if let Ok(CtldResponse::Diag(d)) = ctx.call(who, CtldRequest::Diag { reset: false }) {
-        family(&mut out, "muster_scheduler_cycles_total", "counter", "Main scheduling passes.");
-        let _ = writeln!(out, "muster_scheduler_cycles_total {}", d.schedule.total_cycles);
-        family(&mut out, "muster_scheduler_cycle_last_microseconds", "gauge", "The last main pass's duration.");
-        let _ = writeln!(out, "muster_scheduler_cycle_last_microseconds {}", d.schedule.last_cycle);
-        family(&mut out, "muster_backfill_cycles_total", "counter", "Backfill passes.");
-        let _ = writeln!(out, "muster_backfill_cycles_total {}", d.backfill.total_cycles);
-        family(&mut out, "muster_backfilled_jobs_total", "counter", "Jobs started by backfill.");
-        let _ = writeln!(out, "muster_backfilled_jobs_total {}", d.backfill.backfilled_jobs);
-        family(&mut out, "muster_rpcs_total", "counter", "Requests the controller handled, by Slurm message type.");
+        family(
+            &mut out,
+            "muster_scheduler_cycles_total",
+            "counter",
+            "Main scheduling passes.",
+        );
+        let _ = writeln!(
+            out,
+            "muster_scheduler_cycles_total {}",
+            d.schedule.total_cycles
+        );
+        family(
+            &mut out,
+            "muster_scheduler_cycle_last_microseconds",
+            "gauge",
+            "The last main pass's duration.",
+        );
+        let _ = writeln!(
+            out,
+            "muster_scheduler_cycle_last_microseconds {}",
+            d.schedule.last_cycle
+        );
+        family(
+            &mut out,
+            "muster_backfill_cycles_total",
+            "counter",
+            "Backfill passes.",
+        );
+        let _ = writeln!(
+            out,
+            "muster_backfill_cycles_total {}",
+            d.backfill.total_cycles
+        );
+        family(
+            &mut out,
+            "muster_backfilled_jobs_total",
+            "counter",
+            "Jobs started by backfill.",
+        );
+        let _ = writeln!(
+            out,
+            "muster_backfilled_jobs_total {}",
+            d.backfill.backfilled_jobs
+        );
+        family(
+            &mut out,
+            "muster_rpcs_total",
+            "counter",
+            "Requests the controller handled, by Slurm message type.",
+        );
         for r in &d.rpc_by_type {
-            let _ = writeln!(out, "muster_rpcs_total{{type=\"{}\"}} {}", esc(&r.name), r.count);
+            let _ = writeln!(
+                out,
+                "muster_rpcs_total{{type=\"{}\"}} {}",
+                esc(&r.name),
+                r.count
+            );
         }
-        family(&mut out, "muster_rpcs_by_user_total", "counter", "Requests the controller handled, by user.");
+        family(
+            &mut out,
+            "muster_rpcs_by_user_total",
+            "counter",
+            "Requests the controller handled, by user.",
+        );
         for r in &d.rpc_by_user {
-            let _ = writeln!(out, "muster_rpcs_by_user_total{{user=\"{}\"}} {}", esc(&r.user), r.count);
+            let _ = writeln!(
+                out,
+                "muster_rpcs_by_user_total{{user=\"{}\"}} {}",
+                esc(&r.user),
+                r.count
+            );
         }
     }
-    family(&mut out, "muster_rest_requests_total", "counter", "Requests this REST daemon answered, by method and status.");
-    let m = ctx.metrics.requests.lock().unwrap_or_else(|e| e.into_inner());
+    family(
+        &mut out,
+        "muster_rest_requests_total",
+        "counter",
+        "Requests this REST daemon answered, by method and status.",
+    );
+    let m = ctx
+        .metrics
+        .requests
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     for ((method, status), n) in m.iter() {
-        let _ = writeln!(out, "muster_rest_requests_total{{method=\"{method}\",status=\"{status}\"}} {n}");
+        let _ = writeln!(
+            out,
+            "muster_rest_requests_total{{method=\"{method}\",status=\"{status}\"}} {n}"
+        );
     }
     Ok(out)
 }

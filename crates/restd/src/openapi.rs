@@ -20,14 +20,21 @@ fn schema_of(v: &J) -> J {
             ("type", J::from("array")),
             (
                 "items",
-                items.first().map_or_else(|| obj(Vec::<(&str, J)>::new()), schema_of),
+                items
+                    .first()
+                    .map_or_else(|| obj(Vec::<(&str, J)>::new()), schema_of),
             ),
         ]),
         J::Obj(pairs) => obj(vec![
             ("type", J::from("object")),
             (
                 "properties",
-                J::Obj(pairs.iter().map(|(k, v)| (k.clone(), schema_of(v))).collect()),
+                J::Obj(
+                    pairs
+                        .iter()
+                        .map(|(k, v)| (k.clone(), schema_of(v)))
+                        .collect(),
+                ),
             ),
         ]),
     }
@@ -38,10 +45,17 @@ pub fn examples() -> Vec<(&'static str, J)> {
     let job = v0038::job(&proto::JobInfo::default(), "cluster", &[]);
     let err = v0038::error("description", -1, "error", "source");
     vec![
-        ("v0.0.38_errors", v0038::answer(false, vec![err.clone()], vec![])),
+        (
+            "v0.0.38_errors",
+            v0038::answer(false, vec![err.clone()], vec![]),
+        ),
         (
             "v0.0.38_pings",
-            v0038::answer(false, vec![], vec![("pings", J::Arr(vec![v0038::ping("ctl", true)]))]),
+            v0038::answer(
+                false,
+                vec![],
+                vec![("pings", J::Arr(vec![v0038::ping("ctl", true)]))],
+            ),
         ),
         (
             "v0.0.38_jobs_response",
@@ -61,14 +75,21 @@ pub fn examples() -> Vec<(&'static str, J)> {
         ),
         (
             "v0.0.38_nodes_response",
-            v0038::answer(false, vec![], vec![("nodes", J::Arr(vec![v0038::node(&example_node())]))]),
+            v0038::answer(
+                false,
+                vec![],
+                vec![("nodes", J::Arr(vec![v0038::node(&example_node())]))],
+            ),
         ),
         (
             "v0.0.38_partitions_response",
             v0038::answer(
                 false,
                 vec![],
-                vec![("partitions", J::Arr(vec![v0038::partition(&example_partition())]))],
+                vec![(
+                    "partitions",
+                    J::Arr(vec![v0038::partition(&example_partition())]),
+                )],
             ),
         ),
         (
@@ -76,7 +97,10 @@ pub fn examples() -> Vec<(&'static str, J)> {
             v0038::answer(
                 false,
                 vec![],
-                vec![("statistics", v0038::diag(&proto::diag::DiagStats::default()))],
+                vec![(
+                    "statistics",
+                    v0038::diag(&proto::diag::DiagStats::default()),
+                )],
             ),
         ),
         (
@@ -206,7 +230,11 @@ pub fn document() -> J {
         let mut op = obj(vec![
             (
                 "tags",
-                strs(&[if r.path.starts_with("/slurm/") { "slurm" } else { "openapi" }]),
+                strs(&[if r.path.starts_with("/slurm/") {
+                    "slurm"
+                } else {
+                    "openapi"
+                }]),
             ),
             ("operationId", J::from(r.op)),
             ("summary", J::from(r.summary)),

@@ -89,7 +89,10 @@ fn nodes(v: &Value) -> Result<(Option<u32>, Option<u32>), Refusal> {
     match v.get("nodes") {
         None | Some(Value::Null) => Ok((None, None)),
         Some(Value::Number(x)) => {
-            let x = x.as_u64().and_then(|x| u32::try_from(x).ok()).ok_or_else(bad)?;
+            let x = x
+                .as_u64()
+                .and_then(|x| u32::try_from(x).ok())
+                .ok_or_else(bad)?;
             Ok((Some(x), Some(x)))
         }
         Some(Value::String(t)) => match t.split_once('-') {
@@ -132,7 +135,10 @@ pub fn job_desc(body: &Value) -> Result<JobDesc, Refusal> {
         Some(Value::String(s)) => s.clone(),
         _ => return Err("script: required, a string".into()),
     };
-    let job = top.get("job").cloned().unwrap_or(Value::Object(Default::default()));
+    let job = top
+        .get("job")
+        .cloned()
+        .unwrap_or(Value::Object(Default::default()));
     let Value::Object(fields) = &job else {
         return Err("job: expected an object".into());
     };
@@ -190,7 +196,11 @@ pub fn job_desc(body: &Value) -> Result<JobDesc, Refusal> {
     if let Some(Value::Array(argv)) = job.get("argv") {
         d.argv = argv
             .iter()
-            .map(|a| a.as_str().map(str::to_string).ok_or("argv: expected strings"))
+            .map(|a| {
+                a.as_str()
+                    .map(str::to_string)
+                    .ok_or("argv: expected strings")
+            })
             .collect::<Result<_, _>>()?;
     }
     let mut env = Vec::new();
@@ -242,17 +252,24 @@ mod tests {
         let d = job_desc(&body).unwrap();
         assert_eq!(d.name, "restjob");
         assert_eq!(d.partitions, vec!["debug"]);
-        assert_eq!((d.min_nodes, d.max_nodes, d.ntasks), (Some(1), Some(1), Some(1)));
+        assert_eq!(
+            (d.min_nodes, d.max_nodes, d.ntasks),
+            (Some(1), Some(1), Some(1))
+        );
         assert_eq!(d.work_dir, "/home/sauser/capture");
-        assert_eq!(d.stdout.as_deref(), Some("/home/sauser/capture/restjob-%j.out"));
+        assert_eq!(
+            d.stdout.as_deref(),
+            Some("/home/sauser/capture/restjob-%j.out")
+        );
         assert_eq!(d.env.len(), 2);
     }
 
     #[test]
     fn unsupported_properties_are_refused_by_name() {
-        let body: Value =
-            serde_json::from_str(r#"{"job": {"reservation": "r", "environment": {"A": "1"}}, "script": "x"}"#)
-                .unwrap();
+        let body: Value = serde_json::from_str(
+            r#"{"job": {"reservation": "r", "environment": {"A": "1"}}, "script": "x"}"#,
+        )
+        .unwrap();
         assert_eq!(
             job_desc(&body).unwrap_err(),
             "job.reservation is not supported here"

@@ -2,7 +2,10 @@ use super::*;
 
 #[test]
 fn listen_arguments_as_slurmrestd_takes_them() {
-    assert_eq!(Listen::parse("6820").unwrap(), Listen::Tcp("0.0.0.0:6820".into()));
+    assert_eq!(
+        Listen::parse("6820").unwrap(),
+        Listen::Tcp("0.0.0.0:6820".into())
+    );
     assert_eq!(
         Listen::parse("127.0.0.1:6820").unwrap(),
         Listen::Tcp("127.0.0.1:6820".into())

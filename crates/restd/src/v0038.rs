@@ -21,7 +21,10 @@ pub fn meta(db: bool) -> J {
         ("openapi/v0.0.38", "Slurm OpenAPI v0.0.38")
     };
     obj(vec![
-        ("plugin", obj(vec![("type", J::from(ty)), ("name", J::from(name))])),
+        (
+            "plugin",
+            obj(vec![("type", J::from(ty)), ("name", J::from(name))]),
+        ),
         (
             "Slurm",
             obj(vec![
@@ -121,11 +124,12 @@ fn job_resources(j: &JobInfo, topo: Topology<'_>) -> J {
             Some(ids) if !ids.is_empty() => ids.clone(),
             _ => (0..cpus).collect(),
         };
-        let (_, _, cores, threads) = topo
-            .iter()
-            .find(|(n, ..)| n == name)
-            .cloned()
-            .unwrap_or((String::new(), 1, cpus.max(1), 1));
+        let (_, _, cores, threads) = topo.iter().find(|(n, ..)| n == name).cloned().unwrap_or((
+            String::new(),
+            1,
+            cpus.max(1),
+            1,
+        ));
         let (cores, threads) = (cores.max(1), threads.max(1));
         // socket -> cores, in order.
         let mut sockets: Vec<(u32, Vec<u32>)> = Vec::new();
@@ -208,11 +212,19 @@ pub fn job(j: &JobInfo, cluster: &str, topo: Topology<'_>) -> J {
         ("cores_per_socket", J::Null),
         (
             "billable_tres",
-            if started { J::from(j.num_cpus) } else { J::Null },
+            if started {
+                J::from(j.num_cpus)
+            } else {
+                J::Null
+            },
         ),
         (
             "cpus_per_task",
-            if j.cpus_per_task > 1 { J::from(j.cpus_per_task) } else { J::Null },
+            if j.cpus_per_task > 1 {
+                J::from(j.cpus_per_task)
+            } else {
+                J::Null
+            },
         ),
         ("cpu_frequency_minimum", J::Null),
         ("cpu_frequency_maximum", J::Null),
@@ -241,7 +253,10 @@ pub fn job(j: &JobInfo, cluster: &str, topo: Topology<'_>) -> J {
     let state = j.state.as_slurm_str();
     let rest = vec![
         ("job_state", J::from(state)),
-        ("last_sched_evaluation", J::from(j.last_sched_eval.unwrap_or(0))),
+        (
+            "last_sched_evaluation",
+            J::from(j.last_sched_eval.unwrap_or(0)),
+        ),
         ("licenses", opt_str(&j.licenses)),
         ("max_cpus", J::Int(0)),
         ("max_nodes", J::from(j.max_nodes.unwrap_or(0))),
@@ -249,7 +264,14 @@ pub fn job(j: &JobInfo, cluster: &str, topo: Topology<'_>) -> J {
         ("memory_per_tres", J::from("")),
         ("name", J::from(&j.name)),
         ("nodes", J::from(nodelist(&j.nodes))),
-        ("nice", if j.nice == 0 { J::Null } else { J::from(j.nice) }),
+        (
+            "nice",
+            if j.nice == 0 {
+                J::Null
+            } else {
+                J::from(j.nice)
+            },
+        ),
         ("tasks_per_core", J::Null),
         ("tasks_per_node", J::from(j.ntasks_per_node.unwrap_or(0))),
         ("tasks_per_socket", J::Null),
@@ -286,7 +308,11 @@ pub fn job(j: &JobInfo, cluster: &str, topo: Topology<'_>) -> J {
         ("sockets_per_node", J::Null),
         (
             "start_time",
-            J::from(if started { j.start_time.unwrap_or(0) } else { 0 }),
+            J::from(if started {
+                j.start_time.unwrap_or(0)
+            } else {
+                0
+            }),
         ),
         ("state_description", J::from("")),
         ("state_reason", J::from(j.reason.as_slurm_str())),
@@ -314,7 +340,11 @@ pub fn job(j: &JobInfo, cluster: &str, topo: Topology<'_>) -> J {
         ("tres_req_str", J::from(&j.tres)),
         (
             "tres_alloc_str",
-            J::from(if started { j.tres.clone() } else { String::new() }),
+            J::from(if started {
+                j.tres.clone()
+            } else {
+                String::new()
+            }),
         ),
         ("user_id", J::from(j.uid)),
         ("user_name", J::from(&j.user)),
@@ -328,7 +358,10 @@ pub fn job(j: &JobInfo, cluster: &str, topo: Topology<'_>) -> J {
 }
 
 fn gres_list(g: &[model::Gres]) -> String {
-    g.iter().map(|g| g.to_string()).collect::<Vec<_>>().join(",")
+    g.iter()
+        .map(|g| g.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// A node's TRES: `cpu=2,mem=4000M,billing=2[,gres/gpu=2]`.
@@ -417,7 +450,10 @@ pub fn node(n: &NodeInfo) -> J {
         ("reason", opt_str(&n.reason)),
         ("reason_changed_at", J::from(n.reason_time.unwrap_or(0))),
         ("reason_set_by_user", J::from(n.reason_user.clone())),
-        ("slurmd_start_time", J::from(n.slurmd_start_time.unwrap_or(0))),
+        (
+            "slurmd_start_time",
+            J::from(n.slurmd_start_time.unwrap_or(0)),
+        ),
         ("sockets", J::from(n.sockets)),
         ("threads", J::from(n.threads_per_core)),
         ("temporary_disk", J::from(n.tmp_disk)),
@@ -434,11 +470,16 @@ pub fn node(n: &NodeInfo) -> J {
 
 /// One partition of `GET /slurm/v0.0.38/partitions` and `partition/{name}`.
 pub fn partition(p: &PartitionInfo) -> J {
-    let list = |l: &Option<Vec<String>>| J::from(l.as_ref().map(|l| l.join(",")).unwrap_or_default());
+    let list =
+        |l: &Option<Vec<String>>| J::from(l.as_ref().map(|l| l.join(",")).unwrap_or_default());
     obj(vec![
         (
             "flags",
-            if p.default { strs(&["default"]) } else { J::Arr(vec![]) },
+            if p.default {
+                strs(&["default"])
+            } else {
+                J::Arr(vec![])
+            },
         ),
         ("preemption_mode", strs(&["disabled"])),
         ("allowed_allocation_nodes", J::from("")),
@@ -449,7 +490,10 @@ pub fn partition(p: &PartitionInfo) -> J {
         ("billing_weights", J::from("")),
         ("default_memory_per_cpu", J::from(p.def_mem_per_cpu)),
         ("default_memory_per_node", J::Null),
-        ("default_time_limit", p.default_time.map_or(J::Null, time_limit)),
+        (
+            "default_time_limit",
+            p.default_time.map_or(J::Null, time_limit),
+        ),
         ("denied_accounts", J::from("")),
         ("denied_qos", J::from("")),
         ("preemption_grace_time", J::Int(0)),
@@ -497,7 +541,7 @@ pub fn license(l: &LicenseInfo) -> J {
 pub fn diag(d: &proto::diag::DiagStats) -> J {
     let s = &d.schedule;
     let b = &d.backfill;
-    let mean = |sum: u64, n: u64| if n == 0 { 0 } else { sum / n };
+    let mean = |sum: u64, n: u64| sum.checked_div(n).unwrap_or(0);
     obj(vec![
         ("parts_packed", J::Int(0)),
         ("req_time", J::from(d.req_time)),

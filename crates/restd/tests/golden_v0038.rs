@@ -69,7 +69,11 @@ fn check(name: &str, status: u16, ours: &J, masked: &[&str]) {
     );
     assert!(!keys_at(&want, 2).is_empty(), "{name}: no keys read");
     for indent in [2, 4, 6] {
-        assert_eq!(keys_at(&got, indent), keys_at(&want, indent), "{name}: key order at {indent}");
+        assert_eq!(
+            keys_at(&got, indent),
+            keys_at(&want, indent),
+            "{name}: key order at {indent}"
+        );
     }
     if masked.is_empty() {
         assert_eq!(got, want, "{name}: bytes");
@@ -78,13 +82,22 @@ fn check(name: &str, status: u16, ours: &J, masked: &[&str]) {
 
 #[test]
 fn ping() {
-    let v = v0038::answer(false, vec![], vec![("pings", J::Arr(vec![v0038::ping("ctl", true)]))]);
+    let v = v0038::answer(
+        false,
+        vec![],
+        vec![("pings", J::Arr(vec![v0038::ping("ctl", true)]))],
+    );
     check("rest_ping.response", 200, &v, &[]);
 }
 
 #[test]
 fn cancel() {
-    check("rest_job_cancel.response", 200, &v0038::answer(false, vec![], vec![]), &[]);
+    check(
+        "rest_job_cancel.response",
+        200,
+        &v0038::answer(false, vec![], vec![]),
+        &[],
+    );
 }
 
 #[test]
@@ -103,17 +116,26 @@ fn submit() {
 
 #[test]
 fn submit_to_a_missing_partition() {
-    let v = v0038::answer(false, vec![v0038::submit_error(SlurmError::InvalidPartitionName)], vec![]);
+    let v = v0038::answer(
+        false,
+        vec![v0038::submit_error(SlurmError::InvalidPartitionName)],
+        vec![],
+    );
     check("rest_job_submit_bad_partition.response", 500, &v, &[]);
 }
 
 #[test]
 fn the_reference_submission_parses() {
     let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/rest_job_submit.request"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden/rest_job_submit.request"),
     )
     .unwrap();
-    let body = text.split_once("\n\n").or_else(|| text.split_once("\r\n\r\n")).unwrap().1;
+    let body = text
+        .split_once("\n\n")
+        .or_else(|| text.split_once("\r\n\r\n"))
+        .unwrap()
+        .1;
     let d = restd::submit::job_desc(&serde_json::from_str(body).unwrap()).unwrap();
     assert_eq!(d.name, "restjob");
     assert_eq!(d.partitions, vec!["debug"]);
@@ -167,7 +189,10 @@ fn job_query() {
     let v = v0038::answer(
         false,
         vec![],
-        vec![("jobs", J::Arr(vec![v0038::job(&job_66811(), "anchor", &[])]))],
+        vec![(
+            "jobs",
+            J::Arr(vec![v0038::job(&job_66811(), "anchor", &[])]),
+        )],
     );
     // Not kept by muster: the association's id.
     check("rest_job_query.response", 200, &v, &["association_id"]);

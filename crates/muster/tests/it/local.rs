@@ -208,7 +208,12 @@ fn up_detach_then_down() {
         .unwrap_or_else(|| panic!("no REST URL in {up}"));
     let token = via_link(&bin, &conf, "scontrol", &["token"], &dir);
     assert_eq!(token.code, 0, "{token}");
-    let token = token.stdout.trim().strip_prefix("SLURM_JWT=").expect("a token").to_string();
+    let token = token
+        .stdout
+        .trim()
+        .strip_prefix("SLURM_JWT=")
+        .expect("a token")
+        .to_string();
     let (status, body) = crate::rest::http(
         &addr,
         "GET",
@@ -293,7 +298,10 @@ fn install_links_makes_every_command() {
         std::fs::canonicalize(&link).expect("resolving slurmrestd"),
         std::fs::canonicalize(env!("CARGO_BIN_EXE_muster")).expect("the binary")
     );
-    let help = Command::new(&link).arg("--help").output().expect("slurmrestd --help");
+    let help = Command::new(&link)
+        .arg("--help")
+        .output()
+        .expect("slurmrestd --help");
     assert!(
         String::from_utf8_lossy(&help.stdout).contains("unix:PATH"),
         "{help:?}"

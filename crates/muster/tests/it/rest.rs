@@ -22,7 +22,9 @@ fn jwt_key() -> Key {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("a directory");
     let path = dir.path().join("jwt.key");
-    let bytes: Vec<u8> = (0..32u8).map(|i| i.wrapping_mul(37).wrapping_add(11)).collect();
+    let bytes: Vec<u8> = (0..32u8)
+        .map(|i| i.wrapping_mul(37).wrapping_add(11))
+        .collect();
     std::fs::write(&path, &bytes).expect("writing the key");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     Key {
@@ -69,7 +71,13 @@ impl Restd {
     }
 
     /// One request; (status, body).
-    fn call(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String) {
         http(&self.addr, method, path, headers, body)
     }
 
@@ -304,7 +312,11 @@ fn rest_users_cannot_cancel_each_others_jobs() {
     let alice_token = token_of(&alice.run(&c, "scontrol", &["token"]));
     let bob_token = token_of(&bob.run(&c, "scontrol", &["token"]));
     // Only root and SlurmUser may name another user.
-    let out = bob.run(&c, "scontrol", &["token", &format!("username={}", alice.name)]);
+    let out = bob.run(
+        &c,
+        "scontrol",
+        &["token", &format!("username={}", alice.name)],
+    );
     assert_ne!(out.code, 0, "{out}");
     assert!(out.stderr.contains("Access/permission denied"), "{out}");
     let for_bob = token_of(&c.run("scontrol", &["token", &format!("username={}", bob.name)]));
@@ -328,7 +340,10 @@ fn rest_users_cannot_cancel_each_others_jobs() {
             "",
         );
         assert_eq!(status, 500, "{body}");
-        assert_eq!(json(&body)["errors"][0]["error"], "Access/permission denied");
+        assert_eq!(
+            json(&body)["errors"][0]["error"],
+            "Access/permission denied"
+        );
     }
     // A user's token cannot be turned into another's with the name header.
     let (status, body) = restd.call(
