@@ -53,11 +53,18 @@ struct Restd {
 impl Restd {
     fn start(c: &Cluster) -> Restd {
         let addr = format!("127.0.0.1:{}", e2e::free_port());
-        let log = std::fs::File::create(c.root().join("log/restd.log")).expect("restd log");
-        let child = Command::new(c.binary())
-            .args(["restd", "-f"])
+        let mut cmd = Command::new(c.binary());
+        cmd.args(["restd", "-f"])
             .arg(c.conf())
-            .args(["-a", "rest_auth/jwt", &addr])
+            .args(["-a", "rest_auth/jwt", &addr]);
+        Restd::spawn(c, cmd, addr)
+    }
+
+    /// Starts `cmd` (a `muster restd` command line listening on `addr`,
+    /// a TCP address or `unix:PATH`) and waits until it listens.
+    fn spawn(c: &Cluster, mut cmd: Command, addr: String) -> Restd {
+        let log = std::fs::File::create(c.root().join("log/restd.log")).expect("restd log");
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
@@ -65,7 +72,12 @@ impl Restd {
             .expect("starting muster restd");
         let r = Restd { child, addr };
         c.wait_until("restd to listen", secs(20), || {
-            std::net::TcpStream::connect(&r.addr).ok().map(|_| ())
+            match r.addr.strip_prefix("unix:") {
+                Some(path) => std::os::unix::net::UnixStream::connect(path)
+                    .ok()
+                    .map(|_| ()),
+                None => std::net::TcpStream::connect(&r.addr).ok().map(|_| ()),
+            }
         });
         r
     }
@@ -126,6 +138,14 @@ impl Drop for Restd {
         );
         let _ = self.child.wait();
     }
+}
+
+/// A directory for test users' homes that they can reach.
+fn users_base() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let base = tempfile::tempdir().expect("a directory");
+    std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    base
 }
 
 fn json(body: &str) -> serde_json::Value {
@@ -306,7 +326,7 @@ fn rest_users_cannot_cancel_each_others_jobs() {
     let key = jwt_key();
     let c = jwt_cluster(&key);
     let restd = Restd::start(&c);
-    let base = tempfile::tempdir().expect("a directory");
+    let base = users_base();
     let alice = TestUser::create("ra", base.path());
     let bob = TestUser::create("rb", base.path());
     let alice_token = token_of(&alice.run(&c, "scontrol", &["token"]));
@@ -325,7 +345,10 @@ fn rest_users_cannot_cancel_each_others_jobs() {
         "POST",
         "/slurm/v0.0.38/job/submit",
         &[("X-SLURM-USER-TOKEN", &alice_token)],
-        &submit_body("/tmp", "debug"),
+        &submit_body(
+            &base.path().join(&alice.name).display().to_string(),
+            "debug",
+        ),
     );
     assert_eq!(status, 200, "{body}");
     let id = json(&body)["job_id"].as_u64().unwrap() as u32;
@@ -365,4 +388,122 @@ fn rest_users_cannot_cancel_each_others_jobs() {
     );
     assert_eq!(status, 200, "{body}");
     assert_eq!(c.wait_done(id, secs(30)), "CANCELLED");
+}
+
+/// `rest_auth/local`: on a Unix socket the caller is whom the kernel says
+/// (SO_PEERCRED), with no token; as root, a second real user's request
+/// acts as that user.
+#[test]
+fn rest_local_auth_takes_the_callers_uid_from_the_socket() {
+    let c = builder().nodes(1).start();
+    let sock = c.root().join("restd.sock");
+    let addr = format!("unix:{}", sock.display());
+    let mut cmd = Command::new(c.binary());
+    cmd.args(["restd", "-f"])
+        .arg(c.conf())
+        .args(["-a", "rest_auth/local", &addr]);
+    let _restd = Restd::spawn(&c, cmd, addr);
+    let me = client::current_identity().user;
+    let curl = |cmd: &mut Command, method: &str, path: &str, body: &str| {
+        let out = cmd
+            .args(["-s", "--unix-socket"])
+            .arg(&sock)
+            .args(["-X", method, "-H", "Content-Type: application/json"])
+            .args(if body.is_empty() {
+                vec![]
+            } else {
+                vec!["-d", body]
+            })
+            .arg(format!("http://localhost{path}"))
+            .output()
+            .expect("running curl");
+        json(&String::from_utf8_lossy(&out.stdout))
+    };
+    let v = curl(
+        &mut Command::new("curl"),
+        "POST",
+        "/slurm/v0.0.38/job/submit",
+        &submit_body(&c.work().display().to_string(), "debug"),
+    );
+    let id = v["job_id"].as_u64().unwrap_or_else(|| panic!("{v}"));
+    let v = curl(
+        &mut Command::new("curl"),
+        "GET",
+        &format!("/slurm/v0.0.38/job/{id}"),
+        "",
+    );
+    assert_eq!(v["jobs"][0]["user_name"], me.as_str(), "{v}");
+    if !is_root() {
+        return;
+    }
+    let base = users_base();
+    let carol = TestUser::create("rl", base.path());
+    let v = curl(
+        &mut carol.command(std::path::Path::new("/usr/bin/curl")),
+        "POST",
+        "/slurm/v0.0.38/job/submit",
+        &submit_body(
+            &base.path().join(&carol.name).display().to_string(),
+            "debug",
+        ),
+    );
+    let theirs = v["job_id"].as_u64().unwrap_or_else(|| panic!("{v}"));
+    let v = curl(
+        &mut Command::new("curl"),
+        "GET",
+        &format!("/slurm/v0.0.38/job/{theirs}"),
+        "",
+    );
+    assert_eq!(v["jobs"][0]["user_name"], carol.name.as_str(), "{v}");
+    // carol cannot cancel root's job over the socket either.
+    let v = curl(
+        &mut carol.command(std::path::Path::new("/usr/bin/curl")),
+        "DELETE",
+        &format!("/slurm/v0.0.38/job/{id}"),
+        "",
+    );
+    assert_eq!(v["errors"][0]["error"], "Access/permission denied", "{v}");
+    c.ok("scancel", &[&id.to_string(), &theirs.to_string()]);
+}
+
+/// A restd that runs as an ordinary user cannot act for anyone else: the
+/// controller takes `OnBehalf` only from root and SlurmUser.
+#[test]
+fn rest_a_restd_of_an_ordinary_user_serves_only_that_user() {
+    if !is_root() {
+        eprintln!("skipped: needs root to make users");
+        return;
+    }
+    let key = jwt_key();
+    let c = jwt_cluster(&key);
+    let base = users_base();
+    let dave = TestUser::create("rd", base.path());
+    let erin = TestUser::create("re", base.path());
+    // dave runs restd, so he must read the key.
+    let dave_uid = nix::unistd::User::from_name(&dave.name)
+        .unwrap()
+        .unwrap()
+        .uid;
+    nix::unistd::chown(&key.path, Some(dave_uid), None).expect("chown the key");
+    let addr = format!("127.0.0.1:{}", e2e::free_port());
+    let mut cmd = dave.command(c.binary());
+    cmd.args(["restd", "-f"])
+        .arg(c.conf())
+        .args(["-a", "rest_auth/jwt", &addr]);
+    let restd = Restd::spawn(&c, cmd, addr);
+    let dave_token = token_of(&dave.run(&c, "scontrol", &["token"]));
+    let erin_token = token_of(&erin.run(&c, "scontrol", &["token"]));
+    let (status, v) = restd.get("/slurm/v0.0.38/jobs", &dave_token);
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = restd.get("/slurm/v0.0.38/jobs", &erin_token);
+    assert_eq!(status, 500, "{v}");
+    assert_eq!(v["errors"][0]["error"], "Access/permission denied", "{v}");
+    let (status, body) = restd.call(
+        "POST",
+        "/slurm/v0.0.38/job/submit",
+        &[("X-SLURM-USER-TOKEN", &erin_token)],
+        &submit_body("/tmp", "debug"),
+    );
+    assert_eq!(status, 500, "{body}");
+    assert!(c.ok("squeue", &["-h"]).stdout.trim().is_empty());
 }
