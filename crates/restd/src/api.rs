@@ -251,6 +251,26 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        path: "/slurmdb/v0.0.38/job/{job_id}",
+        op: "slurmdb_v0_0_38_get_job",
+        summary: "Get job info",
+        query: &[],
+        schema: "dbv0.0.38_job_info",
+        auth: true,
+        handler: db_job,
+    },
+    Route {
+        method: "GET",
+        path: "/slurmdb/v0.0.38/jobs",
+        op: "slurmdb_v0_0_38_get_jobs",
+        summary: "Get job list",
+        query: DB_JOB_QUERY,
+        schema: "dbv0.0.38_job_info",
+        auth: true,
+        handler: db_jobs,
+    },
+    Route {
+        method: "GET",
         path: "/openapi/v3",
         op: "openapi_v3",
         summary: "this document",
@@ -684,6 +704,124 @@ fn licenses(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
         Ok(_) => unexpected(call, "slurm_load_licenses"),
         Err(e) => refused(call, &e, "slurm_load_licenses", ""),
     }
+}
+
+/// The query parameters of `GET /slurmdb/v0.0.38/jobs` that are taken;
+/// any other is refused by name (never ignored).
+pub const DB_JOB_QUERY: &[(&str, &str)] = &[
+    ("start_time", "Filter by start time (seconds since the epoch)"),
+    ("end_time", "Filter by end time (seconds since the epoch)"),
+    ("account", "Comma delimited list of accounts to match"),
+    ("cluster", "Comma delimited list of cluster to match"),
+    ("job_name", "Comma delimited list of job names to match"),
+    ("partition", "Comma delimited list of partitions to match"),
+    ("state", "Comma delimited list of states to match"),
+    ("users", "Comma delimited list of users to match"),
+];
+
+fn db_error(call: &Call, description: &str, source: &str) -> Resp {
+    Resp::json(
+        500,
+        &v0038::answer(
+            is_db(call),
+            vec![v0038::error(description, -1, "Unspecified error", source)],
+            vec![],
+        ),
+    )
+}
+
+fn db_answer(ctx: &Ctx, who: &Identity, call: &Call, q: proto::AcctQuery) -> Resp {
+    let jobs = match ctx.call(who, CtldRequest::AcctQuery(q)) {
+        Ok(CtldResponse::AcctJobs(j)) => j,
+        Ok(_) => return unexpected(call, "slurmdb_jobs_get"),
+        Err(e) => return refused(call, &e, "slurmdb_jobs_get", ""),
+    };
+    let rendered = jobs
+        .iter()
+        .map(|j| {
+            let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(j.gid))
+                .ok()
+                .flatten()
+                .map_or_else(|| j.gid.to_string(), |g| g.name);
+            let killer = j.cancelled_by.map(|uid| {
+                nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                    .ok()
+                    .flatten()
+                    .map_or_else(|| uid.to_string(), |u| u.name)
+            });
+            v0038::db_job(j, &group, killer.as_deref())
+        })
+        .collect();
+    ok(call, vec![("jobs", J::Arr(rendered))])
+}
+
+fn db_job(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let id = call.param("job_id");
+    let Ok(n) = id.parse::<u32>() else {
+        return db_error(call, &format!("Invalid job id: {id}"), "_dump_jobs");
+    };
+    let q = proto::AcctQuery {
+        job_ids: vec![n],
+        ..Default::default()
+    };
+    db_answer(ctx, who, call, q)
+}
+
+fn db_jobs(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let mut q = proto::AcctQuery::default();
+    let list = |v: &str| -> Vec<String> {
+        v.split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    for (k, v) in &call.query {
+        match k.as_str() {
+            "start_time" | "end_time" => {
+                let Ok(t) = v.parse::<i64>() else {
+                    return db_error(
+                        call,
+                        &format!("{k}={v}: only seconds since the epoch are supported here"),
+                        "_parse_job_cond",
+                    );
+                };
+                if k == "start_time" {
+                    q.start = Some(t);
+                } else {
+                    q.end = Some(t);
+                }
+            }
+            "account" => q.accounts = list(v),
+            "cluster" => q.cluster = list(v).into_iter().next(),
+            "job_name" => q.names = list(v),
+            "partition" => q.partitions = list(v),
+            "users" => q.users = list(v),
+            "state" => {
+                let mut states = Vec::new();
+                for s in list(v) {
+                    match model::JobState::parse(&s) {
+                        Some(st) => states.push(st),
+                        None => {
+                            return db_error(
+                                call,
+                                &format!("invalid job state {s}"),
+                                "_parse_job_cond",
+                            )
+                        }
+                    }
+                }
+                q.states = states;
+            }
+            other => {
+                return db_error(
+                    call,
+                    &format!("query parameter {other} is not supported here"),
+                    "_parse_job_cond",
+                )
+            }
+        }
+    }
+    db_answer(ctx, who, call, q)
 }
 
 fn openapi_doc(_ctx: &Ctx, _who: &Identity, _call: &Call) -> Resp {

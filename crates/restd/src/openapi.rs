@@ -104,6 +104,17 @@ pub fn examples() -> Vec<(&'static str, J)> {
             ),
         ),
         (
+            "dbv0.0.38_job_info",
+            v0038::answer(
+                true,
+                vec![],
+                vec![(
+                    "jobs",
+                    J::Arr(vec![v0038::db_job(&example_acct_job(), "group", None)]),
+                )],
+            ),
+        ),
+        (
             "v0.0.38_licenses",
             v0038::answer(
                 false,
@@ -115,6 +126,58 @@ pub fn examples() -> Vec<(&'static str, J)> {
             ),
         ),
     ]
+}
+
+/// An accounting record with a step, for the document's schema.
+pub fn example_acct_job() -> proto::AcctJob {
+    proto::AcctJob {
+        cluster: "cluster".into(),
+        job_id: model::JobId(1),
+        array_job_id: None,
+        array_task_id: None,
+        array_task_str: None,
+        name: "job".into(),
+        user: "user".into(),
+        uid: 1000,
+        gid: 1000,
+        account: "account".into(),
+        qos: "normal".into(),
+        partition: "debug".into(),
+        state: model::JobState::Completed,
+        cancelled_by: None,
+        reason: "None".into(),
+        exit_code: model::ExitCode::default(),
+        priority: 1,
+        submit_time: 0,
+        eligible_time: Some(0),
+        start_time: Some(0),
+        end_time: Some(1),
+        time_limit: model::TimeLimit::Minutes(1),
+        nodes: "node1".into(),
+        n_nodes: 1,
+        n_cpus: 1,
+        req_mem: "500M".into(),
+        req_tres: "cpu=1,mem=500M,node=1,billing=1".into(),
+        alloc_tres: "cpu=1,mem=500M,node=1,billing=1".into(),
+        work_dir: "/".into(),
+        submit_line: String::new(),
+        comment: None,
+        suspended_secs: 0,
+        steps: vec![proto::AcctStep {
+            step: proto::StepId::Batch,
+            name: "batch".into(),
+            state: model::JobState::Completed,
+            exit_code: model::ExitCode::default(),
+            start_time: Some(0),
+            end_time: Some(1),
+            nodes: "node1".into(),
+            n_nodes: 1,
+            n_cpus: 1,
+            n_tasks: 1,
+            alloc_tres: "cpu=1,mem=500M,node=1".into(),
+            usage: proto::StepUsage::default(),
+        }],
+    }
 }
 
 /// A node with every field set, for the document's schema.

@@ -649,3 +649,265 @@ pub fn ping(host: &str, up: bool) -> J {
         ("mode", J::from("primary")),
     ])
 }
+
+/// A TRES string (`cpu=1,mem=500M,node=1,billing=1,gres/gpu=2`) as the
+/// list slurmdbd's answers hold: `{type, name, id, count}` with Slurm's
+/// ids for the standard ones (cpu 1, mem 2, energy 3, node 4, billing 5)
+/// and 1001 on for GRES, memory in MB.
+pub fn tres_list(s: &str) -> J {
+    let mut gres_id = 1000;
+    J::Arr(
+        s.split(',')
+            .filter(|p| !p.is_empty())
+            .filter_map(|p| p.split_once('='))
+            .map(|(k, v)| {
+                let (ty, name) = match k.split_once('/') {
+                    Some((t, n)) => (t, J::from(n)),
+                    None => (k, J::Null),
+                };
+                let id = match ty {
+                    "cpu" => 1,
+                    "mem" => 2,
+                    "energy" => 3,
+                    "node" => 4,
+                    "billing" => 5,
+                    _ => {
+                        gres_id += 1;
+                        gres_id
+                    }
+                };
+                let count = match v.char_indices().last() {
+                    Some((i, unit @ ('K' | 'M' | 'G' | 'T'))) => {
+                        let n: f64 = v[..i].parse().unwrap_or(0.0);
+                        let mb = match unit {
+                            'K' => n / 1024.0,
+                            'M' => n,
+                            'G' => n * 1024.0,
+                            _ => n * 1024.0 * 1024.0,
+                        };
+                        mb.round() as i64
+                    }
+                    _ => v.parse().unwrap_or(0),
+                };
+                obj(vec![
+                    ("type", J::from(ty)),
+                    ("name", name),
+                    ("id", J::Int(id)),
+                    ("count", J::Int(count)),
+                ])
+            })
+            .collect(),
+    )
+}
+
+fn exit_code_obj(e: &model::ExitCode) -> J {
+    let status = if e.signal != 0 {
+        "SIGNALED"
+    } else if e.code != 0 {
+        "FAILED"
+    } else {
+        "SUCCESS"
+    };
+    let mut v = obj(vec![
+        ("status", J::from(status)),
+        ("return_code", J::from(e.code)),
+    ]);
+    if e.signal != 0 {
+        v.push(
+            "signal",
+            obj(vec![("signal_id", J::from(e.signal)), ("name", J::Null)]),
+        );
+    }
+    v
+}
+
+fn usecs(us: Option<u64>) -> J {
+    let us = us.unwrap_or(0);
+    obj(vec![
+        ("seconds", J::from(us / 1_000_000)),
+        ("microseconds", J::from(us % 1_000_000)),
+    ])
+}
+
+fn db_step(job: &proto::AcctJob, s: &proto::AcctStep) -> J {
+    let id = match s.step {
+        proto::StepId::Batch => "batch".to_string(),
+        proto::StepId::Extern => "extern".to_string(),
+        proto::StepId::Numbered(n) => n.to_string(),
+    };
+    let elapsed = match (s.start_time, s.end_time) {
+        (Some(a), Some(b)) if b >= a => b - a,
+        _ => 0,
+    };
+    let total = s
+        .usage
+        .user_cpu_usec
+        .zip(s.usage.sys_cpu_usec)
+        .map(|(u, y)| u + y);
+    obj(vec![
+        (
+            "time",
+            obj(vec![
+                ("elapsed", J::from(elapsed)),
+                ("end", J::from(s.end_time.unwrap_or(0))),
+                ("start", J::from(s.start_time.unwrap_or(0))),
+                ("suspended", J::Int(0)),
+                ("system", usecs(s.usage.sys_cpu_usec)),
+                ("total", usecs(total)),
+                ("user", usecs(s.usage.user_cpu_usec)),
+            ]),
+        ),
+        ("exit_code", exit_code_obj(&s.exit_code)),
+        (
+            "nodes",
+            obj(vec![
+                ("count", J::from(s.n_nodes)),
+                ("range", J::from(&s.nodes)),
+            ]),
+        ),
+        ("tasks", obj(vec![("count", J::from(s.n_tasks))])),
+        ("state", J::from(s.state.as_slurm_str())),
+        (
+            "step",
+            obj(vec![
+                ("job_id", J::from(job.job_id.0)),
+                ("id", J::from(format!("{}.{id}", job.job_id.0))),
+                ("name", J::from(&s.name)),
+            ]),
+        ),
+        (
+            "tres",
+            obj(vec![
+                ("requested", obj(vec![("max", J::Arr(vec![])), ("min", J::Arr(vec![])), ("average", J::Arr(vec![])), ("total", J::Arr(vec![]))])),
+                ("consumed", obj(vec![("max", J::Arr(vec![])), ("min", J::Arr(vec![])), ("average", J::Arr(vec![])), ("total", J::Arr(vec![]))])),
+                ("allocated", tres_list(&s.alloc_tres)),
+            ]),
+        ),
+    ])
+}
+
+/// One job of `GET /slurmdb/v0.0.38/jobs` and `job/{id}`, from the
+/// accounting record. `group` and `kill_user` are the names of the job's
+/// group and of the user who cancelled it (looked up by the caller).
+pub fn db_job(j: &proto::AcctJob, group: &str, kill_user: Option<&str>) -> J {
+    let elapsed = match (j.start_time, j.end_time) {
+        (Some(a), Some(b)) if b >= a => b - a,
+        _ => 0,
+    };
+    let user_us: u64 = j.steps.iter().filter_map(|s| s.usage.user_cpu_usec).sum();
+    let sys_us: u64 = j.steps.iter().filter_map(|s| s.usage.sys_cpu_usec).sum();
+    let mem = tres_list(&j.req_tres)
+        .to_value()
+        .as_array()
+        .and_then(|a| a.iter().find(|t| t["type"] == "mem").and_then(|t| t["count"].as_i64()))
+        .unwrap_or(0);
+    let started = j.start_time.is_some() && !j.nodes.is_empty() && j.nodes != "None assigned";
+    obj(vec![
+        ("account", J::from(&j.account)),
+        (
+            "comment",
+            obj(vec![
+                ("administrator", J::Null),
+                ("job", J::from(j.comment.clone())),
+                ("system", J::Null),
+            ]),
+        ),
+        ("allocation_nodes", J::from(if started { j.n_nodes } else { 0 })),
+        (
+            "array",
+            obj(vec![
+                ("job_id", J::from(j.array_job_id.unwrap_or(0))),
+                (
+                    "limits",
+                    obj(vec![(
+                        "max",
+                        obj(vec![("running", obj(vec![("tasks", J::Int(0))]))]),
+                    )]),
+                ),
+                ("task", J::from(j.array_task_str.clone())),
+                ("task_id", J::from(j.array_task_id)),
+            ]),
+        ),
+        (
+            "association",
+            obj(vec![
+                ("account", J::from(&j.account)),
+                ("cluster", J::from(&j.cluster)),
+                ("partition", J::Null),
+                ("user", J::from(&j.user)),
+            ]),
+        ),
+        ("cluster", J::from(&j.cluster)),
+        ("constraints", J::from("")),
+        ("container", J::Null),
+        (
+            "derived_exit_code",
+            obj(vec![("status", J::from("SUCCESS")), ("return_code", J::Int(0))]),
+        ),
+        (
+            "time",
+            obj(vec![
+                ("elapsed", J::from(elapsed)),
+                ("eligible", J::from(j.eligible_time.unwrap_or(j.submit_time))),
+                ("end", J::from(j.end_time.unwrap_or(0))),
+                ("start", J::from(j.start_time.unwrap_or(0))),
+                ("submission", J::from(j.submit_time)),
+                ("suspended", J::from(j.suspended_secs)),
+                ("system", usecs(Some(sys_us))),
+                ("limit", time_limit(j.time_limit)),
+                ("total", usecs(Some(user_us + sys_us))),
+                ("user", usecs(Some(user_us))),
+            ]),
+        ),
+        ("exit_code", exit_code_obj(&j.exit_code)),
+        ("flags", J::Arr(vec![])),
+        ("group", J::from(group)),
+        (
+            "het",
+            obj(vec![("job_id", J::Int(0)), ("job_offset", J::Null)]),
+        ),
+        ("job_id", J::from(j.job_id.0)),
+        ("name", J::from(&j.name)),
+        ("mcs", obj(vec![("label", J::from(""))])),
+        (
+            "nodes",
+            J::from(if j.nodes.is_empty() { "None assigned".to_string() } else { j.nodes.clone() }),
+        ),
+        ("partition", J::from(&j.partition)),
+        ("priority", J::from(j.priority)),
+        ("qos", J::from(&j.qos)),
+        (
+            "required",
+            obj(vec![("CPUs", J::from(j.n_cpus)), ("memory", J::Int(mem))]),
+        ),
+        ("kill_request_user", J::from(kill_user.map(str::to_string))),
+        (
+            "reservation",
+            obj(vec![("id", J::Int(0)), ("name", J::Int(0))]),
+        ),
+        (
+            "state",
+            obj(vec![
+                ("current", J::from(j.state.as_slurm_str())),
+                ("reason", J::from(&j.reason)),
+            ]),
+        ),
+        (
+            "steps",
+            J::Arr(j.steps.iter().map(|s| db_step(j, s)).collect()),
+        ),
+        (
+            "tres",
+            obj(vec![
+                ("allocated", tres_list(&j.alloc_tres)),
+                ("requested", tres_list(&j.req_tres)),
+            ]),
+        ),
+        ("user", J::from(&j.user)),
+        (
+            "wckey",
+            obj(vec![("wckey", J::from("")), ("flags", J::Arr(vec![]))]),
+        ),
+        ("working_directory", J::from(&j.work_dir)),
+    ])
+}

@@ -290,3 +290,33 @@ fn partitions() {
     );
     check("rest_partitions.response", 200, &v, &[]);
 }
+
+#[test]
+fn dbd_job() {
+    let mut j = restd::openapi::example_acct_job();
+    j.cluster = "anchor".into();
+    j.job_id = JobId(66811);
+    j.name = "restjob".into();
+    j.user = "sauser".into();
+    j.uid = 2001;
+    j.gid = 2001;
+    j.account = "research".into();
+    j.state = JobState::Cancelled;
+    j.cancelled_by = Some(2001);
+    j.priority = 2854;
+    j.submit_time = 1796207070;
+    j.eligible_time = Some(1796207070);
+    j.start_time = Some(1796207072);
+    j.end_time = Some(1796207072);
+    j.time_limit = TimeLimit::Unlimited;
+    j.nodes = "None assigned".into();
+    j.alloc_tres = String::new();
+    j.work_dir = "/home/sauser/capture".into();
+    j.steps = vec![];
+    let v = v0038::answer(
+        true,
+        vec![],
+        vec![("jobs", J::Arr(vec![v0038::db_job(&j, "sauser", Some("sauser"))]))],
+    );
+    check("rest_dbd_job.response", 200, &v, &[]);
+}
