@@ -709,7 +709,10 @@ fn licenses(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
 /// The query parameters of `GET /slurmdb/v0.0.38/jobs` that are taken;
 /// any other is refused by name (never ignored).
 pub const DB_JOB_QUERY: &[(&str, &str)] = &[
-    ("start_time", "Filter by start time (seconds since the epoch)"),
+    (
+        "start_time",
+        "Filter by start time (seconds since the epoch)",
+    ),
     ("end_time", "Filter by end time (seconds since the epoch)"),
     ("account", "Comma delimited list of accounts to match"),
     ("cluster", "Comma delimited list of cluster to match"),

@@ -778,8 +778,24 @@ fn db_step(job: &proto::AcctJob, s: &proto::AcctStep) -> J {
         (
             "tres",
             obj(vec![
-                ("requested", obj(vec![("max", J::Arr(vec![])), ("min", J::Arr(vec![])), ("average", J::Arr(vec![])), ("total", J::Arr(vec![]))])),
-                ("consumed", obj(vec![("max", J::Arr(vec![])), ("min", J::Arr(vec![])), ("average", J::Arr(vec![])), ("total", J::Arr(vec![]))])),
+                (
+                    "requested",
+                    obj(vec![
+                        ("max", J::Arr(vec![])),
+                        ("min", J::Arr(vec![])),
+                        ("average", J::Arr(vec![])),
+                        ("total", J::Arr(vec![])),
+                    ]),
+                ),
+                (
+                    "consumed",
+                    obj(vec![
+                        ("max", J::Arr(vec![])),
+                        ("min", J::Arr(vec![])),
+                        ("average", J::Arr(vec![])),
+                        ("total", J::Arr(vec![])),
+                    ]),
+                ),
                 ("allocated", tres_list(&s.alloc_tres)),
             ]),
         ),
@@ -799,7 +815,11 @@ pub fn db_job(j: &proto::AcctJob, group: &str, kill_user: Option<&str>) -> J {
     let mem = tres_list(&j.req_tres)
         .to_value()
         .as_array()
-        .and_then(|a| a.iter().find(|t| t["type"] == "mem").and_then(|t| t["count"].as_i64()))
+        .and_then(|a| {
+            a.iter()
+                .find(|t| t["type"] == "mem")
+                .and_then(|t| t["count"].as_i64())
+        })
         .unwrap_or(0);
     let started = j.start_time.is_some() && !j.nodes.is_empty() && j.nodes != "None assigned";
     obj(vec![
@@ -812,7 +832,10 @@ pub fn db_job(j: &proto::AcctJob, group: &str, kill_user: Option<&str>) -> J {
                 ("system", J::Null),
             ]),
         ),
-        ("allocation_nodes", J::from(if started { j.n_nodes } else { 0 })),
+        (
+            "allocation_nodes",
+            J::from(if started { j.n_nodes } else { 0 }),
+        ),
         (
             "array",
             obj(vec![
@@ -842,13 +865,19 @@ pub fn db_job(j: &proto::AcctJob, group: &str, kill_user: Option<&str>) -> J {
         ("container", J::Null),
         (
             "derived_exit_code",
-            obj(vec![("status", J::from("SUCCESS")), ("return_code", J::Int(0))]),
+            obj(vec![
+                ("status", J::from("SUCCESS")),
+                ("return_code", J::Int(0)),
+            ]),
         ),
         (
             "time",
             obj(vec![
                 ("elapsed", J::from(elapsed)),
-                ("eligible", J::from(j.eligible_time.unwrap_or(j.submit_time))),
+                (
+                    "eligible",
+                    J::from(j.eligible_time.unwrap_or(j.submit_time)),
+                ),
                 ("end", J::from(j.end_time.unwrap_or(0))),
                 ("start", J::from(j.start_time.unwrap_or(0))),
                 ("submission", J::from(j.submit_time)),
@@ -871,7 +900,11 @@ pub fn db_job(j: &proto::AcctJob, group: &str, kill_user: Option<&str>) -> J {
         ("mcs", obj(vec![("label", J::from(""))])),
         (
             "nodes",
-            J::from(if j.nodes.is_empty() { "None assigned".to_string() } else { j.nodes.clone() }),
+            J::from(if j.nodes.is_empty() {
+                "None assigned".to_string()
+            } else {
+                j.nodes.clone()
+            }),
         ),
         ("partition", J::from(&j.partition)),
         ("priority", J::from(j.priority)),

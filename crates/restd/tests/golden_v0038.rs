@@ -316,7 +316,10 @@ fn dbd_job() {
     let v = v0038::answer(
         true,
         vec![],
-        vec![("jobs", J::Arr(vec![v0038::db_job(&j, "sauser", Some("sauser"))]))],
+        vec![(
+            "jobs",
+            J::Arr(vec![v0038::db_job(&j, "sauser", Some("sauser"))]),
+        )],
     );
     check("rest_dbd_job.response", 200, &v, &[]);
 }

@@ -288,6 +288,30 @@ fn rest_submit_query_cancel_with_a_token_from_scontrol() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(json(&body)["errors"], serde_json::json!([]));
     assert_eq!(c.wait_done(id, secs(30)), "CANCELLED");
+
+    // The accounting record, as slurmdbd's part of the API shows it.
+    let job = c.wait_until("the job in accounting", secs(20), || {
+        let (status, v) = restd.get(&format!("/slurmdb/v0.0.38/job/{id}"), &token);
+        (status == 200 && v["jobs"][0]["state"]["current"] == "CANCELLED").then_some(v)
+    });
+    assert_eq!(job["meta"]["plugin"]["type"], "openapi/dbv0.0.38");
+    assert_eq!(job["jobs"][0]["name"], "restjob");
+    assert_eq!(job["jobs"][0]["kill_request_user"], me.as_str());
+    let (status, v) = restd.get(
+        "/slurmdb/v0.0.38/jobs?state=CANCELLED&job_name=restjob",
+        &token,
+    );
+    assert_eq!(status, 200, "{v}");
+    assert!(
+        v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|j| j["job_id"] == id),
+        "{v}"
+    );
+    let (status, v) = restd.get("/slurmdb/v0.0.38/jobs?reservation=r", &token);
+    assert_eq!(status, 500, "{v}");
 }
 
 #[test]
