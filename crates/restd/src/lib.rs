@@ -359,6 +359,10 @@ where
         let io = hyper_util::rt::TokioIo::new(io);
         let svc = hyper::service::service_fn(move |req| handle(server.clone(), peer_uid, req));
         let _ = hyper::server::conn::http1::Builder::new()
+            // A client that sends no complete header in this time is
+            // dropped, so silent connections hold nothing for long.
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(std::time::Duration::from_secs(30))
             .title_case_headers(true)
             // slurmrestd sends no Date.
             .auto_date_header(false)

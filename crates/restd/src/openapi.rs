@@ -18,12 +18,7 @@ fn schema_of(v: &J) -> J {
         J::Str(_) => obj(vec![("type", J::from("string"))]),
         J::Arr(items) => obj(vec![
             ("type", J::from("array")),
-            (
-                "items",
-                items
-                    .first()
-                    .map_or_else(|| obj(Vec::<(&str, J)>::new()), schema_of),
-            ),
+            ("items", items_schema(items)),
         ]),
         J::Obj(pairs) => obj(vec![
             ("type", J::from("object")),
@@ -40,14 +35,59 @@ fn schema_of(v: &J) -> J {
     }
 }
 
+/// The schema of an array's items: the first item's, with the properties
+/// of the other items (objects of several shapes, as `errors`) added.
+fn items_schema(items: &[J]) -> J {
+    let Some(first) = items.first() else {
+        return obj(Vec::<(&str, J)>::new());
+    };
+    let mut schema = schema_of(first);
+    for item in &items[1..] {
+        if let (J::Obj(pairs), Some(J::Obj(props))) = (item, schema_props(&mut schema)) {
+            for (k, v) in pairs {
+                if !props.iter().any(|(p, _)| p == k) {
+                    props.push((k.clone(), schema_of(v)));
+                }
+            }
+        }
+    }
+    schema
+}
+
+fn schema_props(schema: &mut J) -> Option<&mut J> {
+    match schema {
+        J::Obj(pairs) => pairs
+            .iter_mut()
+            .find(|(k, _)| k == "properties")
+            .map(|(_, v)| v),
+        _ => None,
+    }
+}
+
 /// An example of each answer, by schema name: what the handlers write.
 pub fn examples() -> Vec<(&'static str, J)> {
-    let job = v0038::job(&proto::JobInfo::default(), "cluster", &[]);
+    // Running, so that its `job_resources` are in the schema too.
+    let running = proto::JobInfo {
+        state: model::JobState::Running,
+        start_time: Some(1),
+        nodes: vec!["node1".into()],
+        cpus_per_node: vec![1],
+        cpu_ids_per_node: vec![vec![0]],
+        ..proto::JobInfo::default()
+    };
+    let job = v0038::job(&running, "cluster", &[]);
     let err = v0038::error("description", -1, "error", "source");
     vec![
         (
             "v0.0.38_errors",
-            v0038::answer(false, vec![err.clone()], vec![]),
+            v0038::answer(
+                false,
+                vec![
+                    err.clone(),
+                    v0038::submit_error(proto::SlurmError::InvalidJobId),
+                ],
+                vec![],
+            ),
         ),
         (
             "v0.0.38_pings",
@@ -146,7 +186,8 @@ pub fn example_acct_job() -> proto::AcctJob {
         state: model::JobState::Completed,
         cancelled_by: None,
         reason: "None".into(),
-        exit_code: model::ExitCode::default(),
+        // Signaled, so that `exit_code.signal` is in the schema.
+        exit_code: model::ExitCode { code: 0, signal: 9 },
         priority: 1,
         submit_time: 0,
         eligible_time: Some(0),
@@ -167,7 +208,10 @@ pub fn example_acct_job() -> proto::AcctJob {
             step: proto::StepId::Batch,
             name: "batch".into(),
             state: model::JobState::Completed,
-            exit_code: model::ExitCode::default(),
+            exit_code: model::ExitCode {
+                code: 0,
+                signal: 15,
+            },
             start_time: Some(0),
             end_time: Some(1),
             nodes: "node1".into(),
@@ -397,9 +441,83 @@ pub fn document() -> J {
     ])
 }
 
+/// Checks `value` against the schema `name` of `doc` (a served document):
+/// types, and that an object has no property the schema lacks. Enough to
+/// catch a handler writing what the document does not say; `Err` names
+/// the first place that differs.
+pub fn validate(
+    doc: &serde_json::Value,
+    name: &str,
+    value: &serde_json::Value,
+) -> Result<(), String> {
+    let schema = &doc["components"]["schemas"][name];
+    if schema.is_null() {
+        return Err(format!("no schema {name}"));
+    }
+    check(schema, value, name)
+}
+
+fn check(schema: &serde_json::Value, v: &serde_json::Value, at: &str) -> Result<(), String> {
+    use serde_json::Value;
+    if v.is_null() {
+        return Ok(());
+    }
+    let ok = match schema.get("type").and_then(Value::as_str) {
+        None => true,
+        Some("object") => v.is_object(),
+        Some("array") => v.is_array(),
+        Some("string") => v.is_string(),
+        Some("integer") => v.is_i64() || v.is_u64(),
+        Some("number") => v.is_number(),
+        Some("boolean") => v.is_boolean(),
+        Some(_) => true,
+    };
+    if !ok {
+        return Err(format!("{at}: {v} is not of type {}", schema["type"]));
+    }
+    if let (Some(props), Some(obj)) = (
+        schema.get("properties").and_then(Value::as_object),
+        v.as_object(),
+    ) {
+        // Keys that are numbers (a node's sockets and cores) are data.
+        for (k, x) in obj {
+            match props.get(k) {
+                Some(s) => check(s, x, &format!("{at}.{k}"))?,
+                None if k.parse::<u32>().is_ok() => {}
+                None => return Err(format!("{at}: {k} is not in the document")),
+            }
+        }
+    }
+    if let (Some(items), Some(arr)) = (schema.get("items"), v.as_array()) {
+        for (i, x) in arr.iter().enumerate() {
+            check(items, x, &format!("{at}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The schema `route`'s answers follow, by method and path.
+pub fn schema_for(method: &str, path: &str) -> Option<&'static str> {
+    crate::api::find(method, path)
+        .ok()
+        .map(|(r, _)| r.schema)
+        .filter(|s| !s.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_examples_validate_and_a_stray_key_does_not() {
+        let doc = document().to_value();
+        for (name, v) in examples() {
+            validate(&doc, name, &v.to_value()).unwrap();
+        }
+        let mut bad = examples()[0].1.to_value();
+        bad["stray"] = serde_json::json!(1);
+        assert!(validate(&doc, examples()[0].0, &bad).is_err());
+    }
 
     #[test]
     fn every_route_is_in_the_document_and_every_schema_it_names() {

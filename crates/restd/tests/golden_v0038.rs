@@ -303,6 +303,7 @@ fn dbd_job() {
     j.account = "research".into();
     j.state = JobState::Cancelled;
     j.cancelled_by = Some(2001);
+    j.exit_code = model::ExitCode::default();
     j.priority = 2854;
     j.submit_time = 1796207070;
     j.eligible_time = Some(1796207070);
@@ -322,4 +323,41 @@ fn dbd_job() {
         )],
     );
     check("rest_dbd_job.response", 200, &v, &[]);
+}
+
+/// slurmrestd's own answers fit the document restd serves: every key
+/// they hold is in it, with the type it says.
+#[test]
+fn the_reference_answers_validate_against_the_served_document() {
+    let doc = restd::openapi::document().to_value();
+    for (file, schema) in [
+        ("rest_ping.response", "v0.0.38_pings"),
+        ("rest_job_query.response", "v0.0.38_jobs_response"),
+        ("rest_jobs.response", "v0.0.38_jobs_response"),
+        (
+            "rest_job_query_nonexistent.response",
+            "v0.0.38_jobs_response",
+        ),
+        ("rest_nodes.response", "v0.0.38_nodes_response"),
+        ("rest_partitions.response", "v0.0.38_partitions_response"),
+        (
+            "rest_job_submit.response",
+            "v0.0.38_job_submission_response",
+        ),
+        ("rest_job_cancel.response", "v0.0.38_errors"),
+        ("rest_bad_token.response", "v0.0.38_errors"),
+        ("rest_dbd_job.response", "dbv0.0.38_job_info"),
+    ] {
+        let (_, body) = golden(file);
+        let v: Value = serde_json::from_str(&body).unwrap();
+        restd::openapi::validate(&doc, schema, &v).unwrap_or_else(|e| panic!("{file}: {e}"));
+    }
+}
+
+#[test]
+fn a_submission_refusal_fits_the_errors_schema() {
+    let doc = restd::openapi::document().to_value();
+    let (_, body) = golden("rest_job_submit_bad_partition.response");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    restd::openapi::validate(&doc, "v0.0.38_errors", &v).unwrap();
 }

@@ -48,6 +48,8 @@ fn jwt_cluster(key: &Key) -> Cluster {
 struct Restd {
     child: Child,
     addr: String,
+    /// The OpenAPI document it serves: every answer is checked against it.
+    doc: serde_json::Value,
 }
 
 impl Restd {
@@ -70,7 +72,11 @@ impl Restd {
             .stderr(log)
             .spawn()
             .expect("starting muster restd");
-        let r = Restd { child, addr };
+        let mut r = Restd {
+            child,
+            addr,
+            doc: serde_json::Value::Null,
+        };
         c.wait_until("restd to listen", secs(20), || {
             match r.addr.strip_prefix("unix:") {
                 Some(path) => std::os::unix::net::UnixStream::connect(path)
@@ -79,6 +85,11 @@ impl Restd {
                 None => std::net::TcpStream::connect(&r.addr).ok().map(|_| ()),
             }
         });
+        if !r.addr.starts_with("unix:") {
+            let (status, body) = http(&r.addr, "GET", "/openapi/v3", &[], "");
+            assert_eq!(status, 200, "{body}");
+            r.doc = json(&body);
+        }
         r
     }
 
@@ -90,7 +101,27 @@ impl Restd {
         headers: &[(&str, &str)],
         body: &str,
     ) -> (u16, String) {
-        http(&self.addr, method, path, headers, body)
+        let (status, answer) = http(&self.addr, method, path, headers, body);
+        // Every JSON answer fits the document restd serves.
+        let route = path.split('?').next().unwrap_or(path);
+        if let Some(schema) = restd::openapi::schema_for(method, route) {
+            if !self.doc.is_null() && answer.starts_with('{') {
+                // A refusal fits the route's schema (`jobs: []` with the
+                // errors) or the plain errors one.
+                let v = json(&answer);
+                let fits = restd::openapi::validate(&self.doc, schema, &v);
+                if let Err(e) = fits {
+                    if status == 200
+                        || restd::openapi::validate(&self.doc, "v0.0.38_errors", &v).is_err()
+                    {
+                        panic!(
+                            "{method} {path}: the answer does not fit the document: {e}\n{answer}"
+                        );
+                    }
+                }
+            }
+        }
+        (status, answer)
     }
 
     fn get(&self, path: &str, token: &str) -> (u16, serde_json::Value) {
