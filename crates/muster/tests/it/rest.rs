@@ -192,6 +192,57 @@ fn token_of(out: &e2e::Output) -> String {
         .to_string()
 }
 
+/// Checks `text` against the Prometheus text format (0.0.4): every sample
+/// is `name{label="value",...} number` of a family declared before it by
+/// `# TYPE`, each family's samples together.
+fn prometheus_text(text: &str) {
+    let mut declared: Vec<String> = Vec::new();
+    let name_ok = |n: &str| {
+        !n.is_empty()
+            && n.chars().enumerate().all(|(i, c)| {
+                c.is_ascii_alphabetic() || c == '_' || c == ':' || (i > 0 && c.is_ascii_digit())
+            })
+    };
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').expect("# TYPE name kind");
+            assert!(name_ok(name), "{line}");
+            assert!(
+                ["counter", "gauge", "histogram", "summary", "untyped"].contains(&kind),
+                "{line}"
+            );
+            assert!(
+                !declared.iter().any(|d| d == name),
+                "declared twice: {line}"
+            );
+            declared.push(name.to_string());
+            continue;
+        }
+        if line.starts_with("# HELP ") || line.is_empty() {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("a sample and its value");
+        assert!(value.parse::<f64>().is_ok(), "{line}");
+        let name = series.split('{').next().unwrap();
+        assert!(name_ok(name), "{line}");
+        assert_eq!(declared.last().map(String::as_str), Some(name), "{line}");
+        if let Some(labels) = series.strip_prefix(name) {
+            if !labels.is_empty() {
+                let inner = labels
+                    .strip_prefix('{')
+                    .and_then(|l| l.strip_suffix('}'))
+                    .unwrap_or_else(|| panic!("{line}"));
+                for pair in inner.split("\",").filter(|p| !p.is_empty()) {
+                    let (k, v) = pair.split_once("=\"").unwrap_or_else(|| panic!("{line}"));
+                    assert!(name_ok(k), "{line}");
+                    assert!(!v.trim_end_matches('"').contains('"'), "{line}");
+                }
+            }
+        }
+    }
+    assert!(!declared.is_empty());
+}
+
 fn submit_body(dir: &str, partition: &str) -> String {
     serde_json::json!({
         "job": {
@@ -308,6 +359,7 @@ fn rest_submit_query_cancel_with_a_token_from_scontrol() {
         body.contains("muster_jobs{state=\"RUNNING\",partition=\"debug\"} 1"),
         "{body}"
     );
+    prometheus_text(&body);
 
     // Cancel over REST.
     let (status, body) = restd.call(
