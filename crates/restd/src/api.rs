@@ -190,6 +190,16 @@ pub const ROUTES: &[Route] = &[
         handler: job,
     },
     Route {
+        method: "POST",
+        path: "/slurm/v0.0.38/job/{job_id}",
+        op: "slurm_v0_0_38_update_job",
+        summary: "update job",
+        query: &[],
+        schema: "v0.0.38_errors",
+        auth: true,
+        handler: update,
+    },
+    Route {
         method: "DELETE",
         path: "/slurm/v0.0.38/job/{job_id}",
         op: "slurm_v0_0_38_cancel_job",
@@ -318,7 +328,10 @@ pub type Params = Vec<(&'static str, String)>;
 /// status that says why none: 404 (no such path) or 405 (not this method).
 pub fn find(method: &str, path: &str) -> Result<(&'static Route, Params), u16> {
     let mut status = 404;
-    for route in ROUTES {
+    // Literal paths first: `job/submit` is not the job `submit`.
+    let literal = ROUTES.iter().filter(|r| !r.path.contains('{'));
+    let templated = ROUTES.iter().filter(|r| r.path.contains('{'));
+    for route in literal.chain(templated) {
         if let Some(params) = matches(route.path, path) {
             if route.method == method {
                 return Ok((route, params));
@@ -590,6 +603,48 @@ fn cancel(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
                 &format!("unable to kill job {n}: {text}"),
             )
         }
+    }
+}
+
+fn update(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let id = call.param("job_id");
+    let Ok(n) = id.parse::<u32>() else {
+        return refused(
+            call,
+            &ClientError::Refused(SlurmError::InvalidJobId),
+            "slurm_update_job",
+            &format!("unable to parse job_id: {id}"),
+        );
+    };
+    let update = serde_json::from_slice::<serde_json::Value>(&call.body)
+        .map_err(|e| format!("Unable to parse the request body: {e}"))
+        .and_then(|b| crate::submit::job_update(&b));
+    let update = match update {
+        Ok(u) => u,
+        Err(why) => {
+            return Resp::json(
+                500,
+                &v0038::answer(
+                    false,
+                    vec![v0038::error(
+                        &why,
+                        -1,
+                        "Unspecified error",
+                        "slurm_update_job",
+                    )],
+                    vec![],
+                ),
+            )
+        }
+    };
+    let req = CtldRequest::UpdateJob {
+        job_id: model::JobId(n),
+        update,
+        tasks: None,
+    };
+    match ctx.call(who, req) {
+        Ok(_) => ok(call, vec![]),
+        Err(e) => refused(call, &e, "slurm_update_job", ""),
     }
 }
 
@@ -879,6 +934,8 @@ mod tests {
         let (r, p) = find("GET", "/slurm/v0.0.38/job/42").unwrap();
         assert_eq!(r.op, "slurm_v0_0_38_get_job");
         assert_eq!(p, vec![("job_id", "42".to_string())]);
+        let (r, _) = find("POST", "/slurm/v0.0.38/job/42").unwrap();
+        assert_eq!(r.op, "slurm_v0_0_38_update_job");
         let (r, _) = find("DELETE", "/slurm/v0.0.38/job/42").unwrap();
         assert_eq!(r.op, "slurm_v0_0_38_cancel_job");
         // `job/submit` is not a job id for POST.

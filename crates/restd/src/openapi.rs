@@ -348,6 +348,11 @@ pub fn document() -> J {
             ("parameters", J::Arr(params)),
         ]);
         if r.method == "POST" {
+            let body = if r.path.ends_with("/submit") {
+                "v0.0.38_job_submission"
+            } else {
+                "v0.0.38_job_properties"
+            };
             op.push(
                 "requestBody",
                 obj(vec![
@@ -360,7 +365,7 @@ pub fn document() -> J {
                                 "schema",
                                 obj(vec![(
                                     "$ref",
-                                    J::from("#/components/schemas/v0.0.38_job_submission"),
+                                    J::from(format!("#/components/schemas/{body}")),
                                 )]),
                             )]),
                         )]),
@@ -407,6 +412,18 @@ pub fn document() -> J {
         .iter()
         .map(|k| (k.to_string(), obj(Vec::<(&str, J)>::new())))
         .collect();
+    let mut update_props: Vec<(String, J)> = crate::submit::UPDATABLE
+        .iter()
+        .map(|k| (k.to_string(), obj(Vec::<(&str, J)>::new())))
+        .collect();
+    update_props.sort_by(|a, b| a.0.cmp(&b.0));
+    schemas.push((
+        "v0.0.38_job_properties".into(),
+        obj(vec![
+            ("type", J::from("object")),
+            ("properties", J::Obj(update_props)),
+        ]),
+    ));
     schemas.push((
         "v0.0.38_job_submission".into(),
         obj(vec![

@@ -236,6 +236,68 @@ pub fn job_desc(body: &Value) -> Result<JobDesc, Refusal> {
     Ok(d)
 }
 
+/// The properties `POST /slurm/v0.0.38/job/{job_id}` (update) takes, as
+/// `scontrol update` does.
+pub const UPDATABLE: &[&str] = &[
+    "account",
+    "begin_time",
+    "comment",
+    "constraints",
+    "dependency",
+    "memory_per_cpu",
+    "memory_per_node",
+    "name",
+    "nice",
+    "nodes",
+    "partition",
+    "priority",
+    "qos",
+    "requeue",
+    "tasks",
+    "time_limit",
+    "time_minimum",
+];
+
+/// The update a `v0.0.38_job_properties` body asks for; a property not
+/// in [`UPDATABLE`] refuses it by name.
+pub fn job_update(body: &Value) -> Result<proto::JobUpdate, Refusal> {
+    let Value::Object(fields) = body else {
+        return Err("the body must be a JSON object".into());
+    };
+    for key in fields.keys() {
+        if !UPDATABLE.contains(&key.as_str()) {
+            return Err(format!("{key} cannot be updated here"));
+        }
+    }
+    let mut u = proto::JobUpdate {
+        time_limit: n32(body, "time_limit")?.map(TimeLimit::Minutes),
+        time_min: n32(body, "time_minimum")?.map(TimeLimit::Minutes),
+        partitions: s(body, "partition")?.map(|p| p.split(',').map(str::to_string).collect()),
+        ntasks: n32(body, "tasks")?,
+        constraint: s(body, "constraints")?,
+        name: s(body, "name")?,
+        comment: s(body, "comment")?,
+        account: s(body, "account")?,
+        qos: s(body, "qos")?,
+        priority: n32(body, "priority")?,
+        mem_per_node: n(body, "memory_per_node")?,
+        mem_per_cpu: n(body, "memory_per_cpu")?,
+        dependency: s(body, "dependency")?,
+        begin_time: n(body, "begin_time")?.map(|t| t as i64),
+        requeue: b(body, "requeue")?,
+        ..Default::default()
+    };
+    (u.min_nodes, u.max_nodes) = nodes(body)?;
+    if let Some(nice) = body.get("nice") {
+        u.nice = Some(
+            nice.as_i64()
+                .and_then(|x| i32::try_from(x).ok())
+                .ok_or("nice: expected an integer")?,
+        );
+    }
+    Ok(u)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -361,6 +361,29 @@ fn rest_submit_query_cancel_with_a_token_from_scontrol() {
     );
     prometheus_text(&body);
 
+    // Update over REST, as scontrol update.
+    let (status, body) = restd.call(
+        "POST",
+        &format!("/slurm/v0.0.38/job/{id}"),
+        &[("X-SLURM-USER-TOKEN", &token)],
+        r#"{"comment": "via rest", "time_limit": 30}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    let (_, v) = restd.get(&format!("/slurm/v0.0.38/job/{id}"), &token);
+    assert_eq!(v["jobs"][0]["comment"], "via rest", "{v}");
+    assert_eq!(v["jobs"][0]["time_limit"], 30, "{v}");
+    let (status, body) = restd.call(
+        "POST",
+        &format!("/slurm/v0.0.38/job/{id}"),
+        &[("X-SLURM-USER-TOKEN", &token)],
+        r#"{"reservation": "r"}"#,
+    );
+    assert_eq!(status, 500, "{body}");
+    assert!(
+        body.contains("reservation cannot be updated here"),
+        "{body}"
+    );
+
     // Cancel over REST.
     let (status, body) = restd.call(
         "DELETE",
