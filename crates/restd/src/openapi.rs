@@ -155,6 +155,10 @@ pub fn examples() -> Vec<(&'static str, J)> {
             ),
         ),
         (
+            "v0.0.38_reservations_response",
+            v0038::answer(false, vec![], vec![("reservations", J::Arr(vec![]))]),
+        ),
+        (
             "v0.0.38_licenses",
             v0038::answer(
                 false,

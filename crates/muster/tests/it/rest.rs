@@ -324,6 +324,7 @@ fn rest_submit_query_cancel_with_a_token_from_scontrol() {
         "/slurm/v0.0.38/partition/debug",
         "/slurm/v0.0.38/diag",
         "/slurm/v0.0.38/licenses",
+        "/slurm/v0.0.38/reservations",
     ] {
         let (status, v) = restd.get(path, &token);
         assert_eq!(status, 200, "{path}: {v}");
