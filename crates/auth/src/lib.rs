@@ -33,6 +33,7 @@
 #![warn(missing_docs)]
 
 pub mod cred;
+pub mod jwt;
 pub mod munge;
 
 use cred::{Payload, ReplayCache, DEFAULT_REPLAY_CACHE, NONCE_LEN};

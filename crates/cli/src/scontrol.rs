@@ -564,6 +564,7 @@ const COMMANDS: &[(&str, usize)] = &[
     ("listpids", 1),
     ("notify", 2),
     ("top", 3),
+    ("token", 3),
     ("version", 4),
     ("help", 2),
     ("quit", 4),
@@ -616,6 +617,7 @@ fn run_command(s: &mut Session, words: &[String]) -> CmdResult {
         "ping" => cmd_ping(s),
         "top" => cmd_top(s, rest),
         "notify" => cmd_notify(s, rest),
+        "token" => cmd_token(s, rest),
         "listpids" => cmd_listpids(s, rest),
         "version" => Ok(crate::common::version_line()),
         "help" => Ok(HELP.to_string()),
@@ -1329,6 +1331,36 @@ fn cmd_notify(s: &mut Session, rest: &[String]) -> CmdResult {
     Ok(String::new())
 }
 
+/// `scontrol token [username=U] [lifespan=S]`: a JWT minted by the
+/// controller (`AuthAltTypes=auth/jwt`), printed as `SLURM_JWT=...` as real
+/// scontrol 22.05 prints it. Only root and SlurmUser may name another user.
+fn cmd_token(s: &mut Session, rest: &[String]) -> CmdResult {
+    let mut username = None;
+    let mut lifespan = None;
+    for word in rest {
+        let (key, value) = word.split_once('=').unwrap_or((word.as_str(), ""));
+        match key.to_ascii_lowercase().as_str() {
+            "username" if !value.is_empty() => username = Some(value.to_string()),
+            "lifespan" => match value.parse::<u64>() {
+                Ok(n) if n > 0 => lifespan = Some(n),
+                _ => return Err(fail(format!("Invalid lifespan: {value}"))),
+            },
+            _ => return Err(fail(format!("Invalid parameter: {word}"))),
+        }
+    }
+    match s
+        .client("Unable to fetch token")?
+        .call(CtldRequest::Token { username, lifespan })
+    {
+        Ok(CtldResponse::Token(token)) => Ok(format!("SLURM_JWT={token}\n")),
+        Ok(CtldResponse::Error(e)) => {
+            Err(fail(format!("Unable to fetch token: {}", e.as_slurm_str())))
+        }
+        Ok(_) => Err(fail("Unable to fetch token: Unexpected message received")),
+        Err(e) => Err(fail(format!("Unable to fetch token: {e}"))),
+    }
+}
+
 /// `scontrol listpids`' header (real scontrol 22.05).
 const LISTPIDS_HEADER: &str = "PID      JOBID    STEPID   LOCALID GLOBALID\n";
 
@@ -1501,6 +1533,7 @@ scontrol [<OPTION>] [<COMMAND>]
                               list the processes of a job (or of every job)
                               on this host or on the named node.
      notify <job_id> <msg>    write a message into a running job's stderr.
+     token [lifespan=S] [username=U]  print a JWT for the REST API.
      ping                     print status of slurmctld daemons.
      quit                     terminate this command.
      release <job_list>       permit specified job to start.

@@ -251,6 +251,8 @@ fn give_token(req: &mut CtldRequest) -> Result<bool, ClientError> {
             }
             Ok(true)
         }
+        // A front-end's submission for a user is resent the same way.
+        CtldRequest::OnBehalf { request, .. } => give_token(request),
         _ => Ok(false),
     }
 }

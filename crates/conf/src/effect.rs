@@ -25,6 +25,8 @@ const ACTING_GLOBAL: &[&str] = &[
     "AccountingStoragePort",
     "AccountingStorageType",
     "AccountingStorageUser",
+    "AuthAltParameters",
+    "AuthAltTypes",
     "AuthInfo",
     "DependencyParameters",
     "JobAcctGatherFrequency",

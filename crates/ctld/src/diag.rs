@@ -67,6 +67,8 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         CtldRequest::CancelJobs { .. } => ("MUSTER_CANCEL_JOBS", 0),
         CtldRequest::ListLicenses => ("REQUEST_LICENSE_INFO", 1021),
         CtldRequest::GetConfig => ("MUSTER_GET_CONFIG", 0),
+        CtldRequest::Token { .. } => ("REQUEST_AUTH_TOKEN", 5039),
+        CtldRequest::OnBehalf { request, .. } => rpc_type(request),
     }
 }
 

@@ -108,7 +108,9 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::OpenSession
             | CtldRequest::Notify { .. }
             | CtldRequest::Diag { .. }
+            | CtldRequest::Token { .. }
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
+        && !matches!(req, CtldRequest::OnBehalf { request, .. } if !is_mutating(request))
 }
 
 /// A job's environment variables, in order.

@@ -207,6 +207,9 @@ struct Gate {
     daemon_uids: Vec<u32>,
     /// slurm.conf, when configless mode serves it (`configless`).
     configless: Option<PathBuf>,
+    /// The `auth/jwt` key (`AuthAltParameters=jwt_key=`), for
+    /// `CtldRequest::Token`; None where slurm.conf enables no JWTs.
+    jwt_key: Option<Vec<u8>>,
 }
 
 impl Gate {
@@ -218,11 +221,92 @@ impl Gate {
                 cfg.slurm_user
             );
         }
+        if let Some((_, params)) = cfg.other.get("authaltparameters") {
+            for p in params.split(',').map(str::trim) {
+                if !p.is_empty() && !p.starts_with("jwt_key=") {
+                    warn!("AuthAltParameters={p} is not supported (only jwt_key=): ignored");
+                }
+            }
+        }
+        let jwt_key = auth::jwt::key_path(cfg).and_then(|path| match auth::jwt::load_key(&path) {
+            Ok(key) => Some(key),
+            Err(e) => {
+                error!(
+                    "cannot read the JWT key {}: {e}; scontrol token is refused",
+                    path.display()
+                );
+                None
+            }
+        });
         Gate {
             verifier,
             daemon_uids,
             configless: None,
+            jwt_key,
         }
+    }
+
+    /// `scontrol token`: a JWT for `who`, or for `username` where `who` is
+    /// root or SlurmUser.
+    fn token(
+        &self,
+        who: &Identity,
+        username: Option<String>,
+        lifespan: Option<u64>,
+        peer: &str,
+    ) -> CtldResponse {
+        let Some(key) = &self.jwt_key else {
+            return CtldResponse::Error(SlurmError::NotSupported);
+        };
+        let user = match username {
+            Some(u) if u != who.user => {
+                if !self.daemon_uids.contains(&who.uid) {
+                    warn!(
+                        "refused a token for {u} to {} (uid {}) from {peer}: not root or SlurmUser",
+                        who.user, who.uid
+                    );
+                    return CtldResponse::Error(SlurmError::AccessDenied);
+                }
+                u
+            }
+            _ => who.user.clone(),
+        };
+        let lifespan = lifespan.unwrap_or(auth::jwt::DEFAULT_LIFESPAN);
+        info!(
+            "issued a JWT for {user} (lifespan {lifespan}s) to {} (uid {})",
+            who.user, who.uid
+        );
+        CtldResponse::Token(auth::jwt::mint(key, &user, now(), lifespan))
+    }
+
+    /// Unwraps `CtldRequest::OnBehalf`: the request and the identity it
+    /// acts as, when `who` (proven by a credential or a session) is root
+    /// or SlurmUser; any other request as it is.
+    fn on_behalf(
+        &self,
+        who: Identity,
+        body: CtldRequest,
+        peer: &str,
+    ) -> Result<(Identity, CtldRequest), SlurmError> {
+        let CtldRequest::OnBehalf { user, request } = body else {
+            return Ok((who, body));
+        };
+        if !self.daemon_uids.contains(&who.uid) {
+            warn!(
+                "refused a request on behalf of {} from {peer}: user {} (uid {}) is not root or \
+                 SlurmUser",
+                user.user, who.user, who.uid
+            );
+            return Err(SlurmError::AccessDenied);
+        }
+        if matches!(
+            *request,
+            CtldRequest::OnBehalf { .. } | CtldRequest::OpenSession | CtldRequest::InSession { .. }
+        ) {
+            return Err(SlurmError::InvalidRequest);
+        }
+        self.permit(&request, &user, peer)?;
+        Ok((user, *request))
     }
 
     /// A connection that proved `who` leaves the unauthenticated pool for
@@ -910,6 +994,19 @@ async fn read_request(
             (who, env.body)
         }
     };
+    // A front-end's request for one of its users (the REST daemon's):
+    // from here on it is that user's request.
+    let (who, body) = match gate.on_behalf(who, body, peer) {
+        Ok(unwrapped) => unwrapped,
+        Err(refusal) => return Ok(Some((refused(refusal), Next::Read))),
+    };
+    if let CtldRequest::Token { username, lifespan } = body {
+        let resp = gate.token(&who, username, lifespan, peer);
+        return Ok(Some((
+            Owed::Ready(Box::new(resp), rpc::Encoding::Json),
+            Next::Read,
+        )));
+    }
     // Job listings for the commands travel in binary, and a binary
     // request (a submission from the client library, of this build) is
     // answered in binary (rpc::Encoding).

@@ -307,9 +307,10 @@ impl Engine {
             // Answered by the controller's connection: files, not state.
             | CtldRequest::GetConfig => CtldResponse::Error(SlurmError::InvalidRequest),
             // Taken apart by the connection, never passed on.
-            CtldRequest::OpenSession | CtldRequest::InSession { .. } => {
-                CtldResponse::Error(SlurmError::InvalidRequest)
-            }
+            CtldRequest::OpenSession
+            | CtldRequest::InSession { .. }
+            | CtldRequest::OnBehalf { .. }
+            | CtldRequest::Token { .. } => CtldResponse::Error(SlurmError::InvalidRequest),
         }
     }
 }

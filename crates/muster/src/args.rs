@@ -51,6 +51,8 @@ pub enum Sub {
     Ctld(CtldArgs),
     /// Run a node daemon (slurmd)
     Noded(NodedArgs),
+    /// Run the REST API daemon (slurmrestd)
+    Restd(RestdArgs),
     /// Replay a workload trace through the scheduler with a virtual clock
     Sim(SimArgs),
     /// Why a job waits, in plain words, and when it should start
@@ -141,6 +143,29 @@ pub struct NodedArgs {
     /// More log output: each -v one level over SlurmdDebug (MUSTER_LOG overrides)
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
+}
+
+/// `muster restd` (also `slurmrestd` through `muster install-links`).
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Serves Slurm's REST API (slurmrestd 22.05's v0.0.38 paths and answers), \
+/openapi/v3 and /metrics, acting towards the controller as each authenticated caller. \
+rest_auth/jwt takes tokens from `scontrol token` (X-SLURM-USER-TOKEN or Authorization: Bearer); \
+rest_auth/local takes the caller's uid from a Unix socket. See docs/rest.md."
+)]
+pub struct RestdArgs {
+    /// The slurm.conf to read [default: $SLURM_CONF or /etc/slurm/slurm.conf]
+    #[arg(short = 'f', value_name = "slurm.conf")]
+    pub conf: Option<PathBuf>,
+    /// rest_auth/jwt or rest_auth/local [default: jwt on TCP, local on a Unix socket]
+    #[arg(short = 'a', value_name = "PLUGIN")]
+    pub auth: Option<String>,
+    /// More log output
+    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Where to listen: [ADDR:]PORT or unix:PATH (several allowed)
+    #[arg(value_name = "[ADDR:]PORT|unix:PATH", required = true)]
+    pub listen: Vec<String>,
 }
 
 /// A trace's form, for `muster sim --format`.

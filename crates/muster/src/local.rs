@@ -74,6 +74,17 @@ fn host_memory_mb() -> u64 {
 const KEY_FILE: &str = "muster.key";
 /// The node daemons' credential socket in the state directory.
 const SOCKET_FILE: &str = "auth.sock";
+/// The JWT key in the state directory (created by `up`, mode 0600), for
+/// `scontrol token` and the REST daemon.
+const JWT_KEY_FILE: &str = "jwt.key";
+
+/// The slurm.conf lines that enable JWTs with [`JWT_KEY_FILE`].
+fn jwt_lines(dir: &Path) -> String {
+    format!(
+        "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}/{JWT_KEY_FILE}\n",
+        dir.display()
+    )
+}
 
 /// The default slurm.conf for a local cluster on this host.
 fn default_config(dir: &Path, n_nodes: u32) -> anyhow::Result<String> {
@@ -95,6 +106,7 @@ fn default_config(dir: &Path, n_nodes: u32) -> anyhow::Result<String> {
          SlurmdParameters=config_overrides\n\
          AuthType=auth/muster\n\
          AuthInfo=key={dir}/{KEY_FILE},socket={dir}/{SOCKET_FILE}\n\
+         {jwt}\
          SelectType=select/cons_tres\n\
          SelectTypeParameters=CR_Core_Memory\n\
          DefMemPerCPU=100\n\
@@ -102,7 +114,8 @@ fn default_config(dir: &Path, n_nodes: u32) -> anyhow::Result<String> {
          KillWait=5\n\
          MinJobAge=300\n\
          GresTypes=gpu\n",
-        dir = dir.display()
+        dir = dir.display(),
+        jwt = jwt_lines(dir),
     );
     for i in 1..=n_nodes {
         text.push_str(&format!(
@@ -154,22 +167,37 @@ const CLI_BINARY: &str = "muster-cli";
 pub fn install_links(dir: &Path) -> anyhow::Result<()> {
     let exe = commands_binary()?;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for name in cli::COMMANDS {
+    // The daemons' names link to muster itself: muster-cli runs the user
+    // commands alone.
+    let daemon = std::env::current_exe().context("finding this program")?;
+    let links = cli::COMMANDS
+        .iter()
+        .map(|name| (*name, &exe))
+        .chain(DAEMON_LINKS.iter().map(|name| (*name, &daemon)));
+    for (name, target) in links {
         let link = dir.join(name);
         if link.symlink_metadata().is_ok() {
             fs::remove_file(&link).with_context(|| format!("replacing {}", link.display()))?;
         }
-        std::os::unix::fs::symlink(&exe, &link)
+        std::os::unix::fs::symlink(target, &link)
             .with_context(|| format!("linking {}", link.display()))?;
     }
     Ok(())
 }
 
+/// The daemons that answer to Slurm's name for them through a link.
+pub const DAEMON_LINKS: &[&str] = &["slurmrestd"];
+
 /// `muster install-links DIR`.
 pub fn install_links_cmd(dir: &Path) -> i32 {
     match install_links(dir) {
         Ok(()) => {
-            println!("linked {} into {}", cli::COMMANDS.join(" "), dir.display());
+            println!(
+                "linked {} {} into {}",
+                cli::COMMANDS.join(" "),
+                DAEMON_LINKS.join(" "),
+                dir.display()
+            );
             0
         }
         Err(e) => {
@@ -324,6 +352,28 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
     if !key_path.exists() {
         auth::create_key(&key_path).context("creating the cluster key")?;
     }
+    // `scontrol token` and the REST daemon sign and check with this key.
+    let jwt_key = dir.join(JWT_KEY_FILE);
+    if !jwt_key.exists() {
+        auth::create_key(&jwt_key).context("creating the JWT key")?;
+    }
+    if conf_path.exists() {
+        // A cluster made before `up` enabled JWTs gets them now.
+        let text = fs::read_to_string(&conf_path)
+            .with_context(|| format!("reading {}", conf_path.display()))?;
+        if !text.lines().any(|l| {
+            l.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("authalttypes")
+        }) {
+            let mut f = fs::OpenOptions::new().append(true).open(&conf_path)?;
+            write!(
+                f,
+                "# Added by `muster up` for the REST API:\n{}",
+                jwt_lines(&dir)
+            )?;
+        }
+    }
     if !conf_path.exists() {
         let mut text = default_config(&dir, o.n_nodes)?;
         match cgroups_writable() {
@@ -410,6 +460,26 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
         stop_children(&mut children);
         return Err(e);
     }
+    // The REST API, on a free loopback port, as the cluster's user.
+    let rest_port = free_port()?;
+    let rest_addr = format!("127.0.0.1:{rest_port}");
+    let restd = spawn_daemon(
+        &exe,
+        &["restd", "-f", &conf_s, "-a", "rest_auth/jwt", &rest_addr],
+        &dir.join("log/restd.log"),
+        o.detach,
+    )?;
+    children.push(("restd".into(), restd));
+    let rest_up = wait_until(Duration::from_secs(15), || {
+        std::net::TcpStream::connect(&rest_addr).is_ok()
+    });
+    if !rest_up {
+        stop_children(&mut children);
+        bail!(
+            "the REST daemon did not start; see {}",
+            dir.join("log/restd.log").display()
+        );
+    }
     let pids: String = children
         .iter()
         .map(|(name, ch)| format!("{} {}\n", ch.id(), name))
@@ -434,6 +504,14 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
         conf_s
     )?;
     writeln!(out, "    sbatch --wrap 'hostname'; squeue; sinfo")?;
+    writeln!(
+        out,
+        "REST API (slurmrestd v0.0.38): http://{rest_addr}/slurm/v0.0.38/ping"
+    )?;
+    writeln!(
+        out,
+        "    export $(scontrol token); curl -H \"X-SLURM-USER-TOKEN: $SLURM_JWT\" http://{rest_addr}/slurm/v0.0.38/jobs"
+    )?;
     if o.detach {
         writeln!(
             out,
@@ -447,6 +525,8 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
     drop(out);
     wait_for_interrupt(&mut children);
     eprintln!("muster: stopping the cluster");
+    // The REST daemon does not end with the controller: told first.
+    stop_named(&mut children, "restd");
     let _ = c.call(CtldRequest::Shutdown);
     let stopped = wait_until(Duration::from_secs(10), || {
         children
@@ -483,6 +563,17 @@ fn wait_for_interrupt(children: &mut [(String, Child)]) {
             }
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Stops the child named `name` (SIGTERM) and waits for it.
+fn stop_named(children: &mut [(String, Child)], name: &str) {
+    for (_, ch) in children.iter_mut().filter(|(n, _)| n == name) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(ch.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = ch.wait();
     }
 }
 
@@ -551,13 +642,25 @@ fn down_inner(dir: &Path) -> anyhow::Result<()> {
         bail!("no local cluster in {}", dir.display());
     }
     let c = client_for(&conf_path)?;
-    let answered = c.call(CtldRequest::Shutdown).is_ok();
     // Only the processes `up` started, by the PIDs it recorded.
-    let pids: Vec<i32> = fs::read_to_string(dir.join("pids"))
-        .unwrap_or_default()
+    let recorded = fs::read_to_string(dir.join("pids")).unwrap_or_default();
+    let pids: Vec<i32> = recorded
         .lines()
         .filter_map(|l| l.split_whitespace().next()?.parse().ok())
         .collect();
+    // The REST daemon does not end with the controller: told first.
+    for line in recorded.lines() {
+        let mut words = line.split_whitespace();
+        if let (Some(pid), Some("restd")) =
+            (words.next().and_then(|p| p.parse().ok()), words.next())
+        {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+    }
+    let answered = c.call(CtldRequest::Shutdown).is_ok();
     let gone = wait_until(Duration::from_secs(10), || {
         pids.iter().all(|p| !pid_alive(*p))
     });

@@ -1,4 +1,4 @@
-//! The one binary. `muster ctld|noded|up|down|install-links|sim|explain|
+//! The one binary. `muster ctld|noded|restd|up|down|install-links|sim|explain|
 //! check-config|keygen|completions|man` (parsed by clap: `args`), and the Slurm
 //! commands by the name it is called with (`sbatch`, `squeue`, ... as
 //! links made by `muster install-links DIR`), or as `muster sbatch ...`
@@ -34,7 +34,10 @@ fn main() {
     if let Some(code) = cli::dispatch(&name, args.clone()) {
         std::process::exit(code);
     }
-    if name == "muster-cli" {
+    if name == "slurmrestd" {
+        // `slurmrestd ...` (a link `muster install-links` makes): `muster restd ...`.
+        args.insert(0, "restd".to_string());
+    } else if name == "muster-cli" {
         // Handed over by the static muster-cli (its `hand_over`): the user
         // commands alone, never a daemon.
         std::process::exit(cli::dispatch_by_word(&args));
@@ -129,6 +132,39 @@ fn run(command: args::Sub) -> i32 {
                 words.push(format!("--authinfo={info}"));
             }
             noded::main(words)
+        }
+        Sub::Restd(a) => {
+            let filter =
+                tracing_subscriber::EnvFilter::try_from_env("MUSTER_LOG").unwrap_or_else(|_| {
+                    tracing_subscriber::EnvFilter::new(if a.verbose > 0 { "debug" } else { "info" })
+                });
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_writer(std::io::stderr)
+                .try_init();
+            let auth = match a.auth.as_deref().map(|s| (s, restd::AuthMode::parse(s))) {
+                None => None,
+                Some((_, Some(mode))) => Some(mode),
+                Some((s, None)) => {
+                    eprintln!("slurmrestd: error: unknown authentication plugin {s}: rest_auth/jwt or rest_auth/local");
+                    return 1;
+                }
+            };
+            let mut listen = Vec::new();
+            for l in &a.listen {
+                match restd::Listen::parse(l) {
+                    Ok(l) => listen.push(l),
+                    Err(e) => {
+                        eprintln!("slurmrestd: error: {e}");
+                        return 1;
+                    }
+                }
+            }
+            restd::main(restd::Options {
+                conf: a.conf,
+                auth,
+                listen,
+            })
         }
         Sub::Up(a) => local::up(&a),
         Sub::Down(a) => local::down(&a),

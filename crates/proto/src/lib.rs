@@ -750,6 +750,30 @@ pub enum CtldRequest {
     /// Slurm's REQUEST_CONFIG. Added after the first release of protocol
     /// version 1: an older controller refuses it.
     GetConfig,
+    /// `scontrol token [username=U] [lifespan=S]`: a JWT (HS256, signed
+    /// with `AuthAltParameters=jwt_key=`) for the caller, or for
+    /// `username` where the caller is root or SlurmUser (answered with
+    /// `Token`). Answered by the controller, which holds the key.
+    /// (Appended: the variants before keep their numbers.)
+    Token {
+        /// The user the token names; None: the caller.
+        username: Option<String>,
+        /// Seconds the token is valid; None: the default (1800).
+        lifespan: Option<u64>,
+    },
+    /// A request made on behalf of `user` by a trusted front-end (the REST
+    /// daemon, which proved who `user` is by a JWT or a Unix socket's peer
+    /// credentials): accepted only from root or SlurmUser (the credential
+    /// of the envelope, or the session's), and then handled exactly as
+    /// `request` sent by `user` with a credential of its own (every check:
+    /// ownership, admin rights, daemons-only requests). Never nested, and
+    /// never around `OpenSession`/`InSession`. (Appended.)
+    OnBehalf {
+        /// Whom the request acts as.
+        user: Identity,
+        /// The request.
+        request: Box<CtldRequest>,
+    },
 }
 
 /// Index of [`CtldRequest::InSession`] among its variants, for
@@ -1096,6 +1120,8 @@ pub enum CtldResponse {
     Licenses(Vec<LicenseInfo>),
     /// `GetConfig`: slurm.conf first, then the files beside it.
     ConfigFiles(Vec<ConfigFile>),
+    /// `Token`: the JWT, without `SLURM_JWT=`. (Appended.)
+    Token(String),
 }
 
 /// One configuration file a controller serves in configless mode.

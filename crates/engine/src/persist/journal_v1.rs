@@ -563,7 +563,11 @@ impl<'a> Request<'a> {
             | CtldRequest::StepStat { .. }
             | CtldRequest::OpenSession
             | CtldRequest::Notify { .. }
-            | CtldRequest::Diag { .. } => return None,
+            | CtldRequest::Diag { .. }
+            // Answered or unwrapped by the controller's connection,
+            // never journaled as they are.
+            | CtldRequest::Token { .. }
+            | CtldRequest::OnBehalf { .. } => return None,
         })
     }
 }

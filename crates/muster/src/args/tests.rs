@@ -18,6 +18,7 @@ fn every_subcommand_has_help_and_version() {
         "install-links",
         "ctld",
         "noded",
+        "restd",
         "sim",
         "explain",
         "check-config",
@@ -154,4 +155,29 @@ fn check_config_flags() {
     };
     assert_eq!(a.file, Some(PathBuf::from("a.conf")));
     assert!(a.diff);
+}
+
+#[test]
+fn restd_takes_slurmrestds_arguments() {
+    let Sub::Restd(a) = parse(&[
+        "restd",
+        "-f",
+        "/etc/slurm.conf",
+        "-a",
+        "rest_auth/jwt",
+        "6820",
+        "unix:/run/r.sock",
+    ])
+    .unwrap()
+    .command
+    else {
+        panic!("not restd");
+    };
+    assert_eq!(
+        a.conf.as_deref(),
+        Some(std::path::Path::new("/etc/slurm.conf"))
+    );
+    assert_eq!(a.auth.as_deref(), Some("rest_auth/jwt"));
+    assert_eq!(a.listen, vec!["6820", "unix:/run/r.sock"]);
+    assert!(parse(&["restd"]).is_err(), "a listen address is required");
 }

@@ -15,6 +15,7 @@ fn pages_for_muster_its_subcommands_and_the_slurm_commands() {
         "muster-install-links.1",
         "muster-ctld.1",
         "muster-noded.1",
+        "muster-restd.1",
         "muster-sim.1",
         "muster-explain.1",
         "muster-check-config.1",

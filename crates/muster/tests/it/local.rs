@@ -196,8 +196,33 @@ fn up_detach_then_down() {
         .lines()
         .filter_map(|l| l.split_whitespace().next()?.parse().ok())
         .collect();
-    assert_eq!(pids.len(), 3, "a controller and two node daemons");
+    assert_eq!(pids.len(), 4, "a controller, two node daemons and restd");
     assert!(pids.iter().all(|p| alive(*p)));
+    // The REST API answers at once with a token from `scontrol token`.
+    let addr = up
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("REST API (slurmrestd v0.0.38): http://"))
+        .and_then(|l| l.split_once('/'))
+        .map(|(addr, _)| addr.to_string())
+        .unwrap_or_else(|| panic!("no REST URL in {up}"));
+    let token = via_link(&bin, &conf, "scontrol", &["token"], &dir);
+    assert_eq!(token.code, 0, "{token}");
+    let token = token
+        .stdout
+        .trim()
+        .strip_prefix("SLURM_JWT=")
+        .expect("a token")
+        .to_string();
+    let (status, body) = crate::rest::http(
+        &addr,
+        "GET",
+        "/slurm/v0.0.38/ping",
+        &[("X-SLURM-USER-TOKEN", &token)],
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"ping\": \"UP\""), "{body}");
 
     let out = via_link(
         &bin,
@@ -267,6 +292,20 @@ fn install_links_makes_every_command() {
         assert!(meta.file_type().is_symlink());
         assert_eq!(std::fs::canonicalize(&link).expect("resolving"), exe);
     }
+    // slurmrestd is a daemon: it links to muster itself.
+    let link = dir.join("slurmrestd");
+    assert_eq!(
+        std::fs::canonicalize(&link).expect("resolving slurmrestd"),
+        std::fs::canonicalize(env!("CARGO_BIN_EXE_muster")).expect("the binary")
+    );
+    let help = Command::new(&link)
+        .arg("--help")
+        .output()
+        .expect("slurmrestd --help");
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("unix:PATH"),
+        "{help:?}"
+    );
     // A link runs its command.
     let v = Command::new(dir.join("scontrol"))
         .arg("version")

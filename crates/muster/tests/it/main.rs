@@ -32,6 +32,7 @@ mod nodes;
 mod oom;
 mod preempt;
 mod priority;
+mod rest;
 mod sched;
 mod sim;
 mod statesave;

@@ -1,0 +1,1008 @@
+//! The routes, who is calling, and the handlers. One table ([`ROUTES`])
+//! drives both the dispatch and the OpenAPI document (`openapi`).
+//!
+//! Handlers are blocking (the client library is): the server runs each in
+//! `tokio::task::spawn_blocking`.
+
+use crate::json::{obj, J};
+use crate::{metrics, v0038};
+use client::ClientError;
+use proto::{CtldRequest, CtldResponse, Identity, SlurmError};
+
+/// What a handler answers.
+#[derive(Debug)]
+pub struct Resp {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body.
+    pub body: String,
+    /// Its type.
+    pub content_type: &'static str,
+}
+
+impl Resp {
+    /// A JSON answer.
+    pub fn json(status: u16, v: &J) -> Resp {
+        Resp {
+            status,
+            body: v.to_slurm_string(),
+            content_type: "application/json",
+        }
+    }
+}
+
+/// The reason phrase slurmrestd sends with a status.
+pub fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "BAD REQUEST",
+        401 => "UNAUTHORIZED",
+        403 => "FORBIDDEN",
+        404 => "NOT FOUND",
+        405 => "METHOD NOT ALLOWED",
+        413 => "PAYLOAD TOO LARGE",
+        _ => "INTERNAL ERROR",
+    }
+}
+
+/// A request as the handlers see it.
+#[derive(Debug, Default)]
+pub struct Call {
+    /// `GET`, `POST`, `DELETE`.
+    pub method: String,
+    /// The path, without the query.
+    pub path: String,
+    /// The query's `key=value` pairs, percent-decoded.
+    pub query: Vec<(String, String)>,
+    /// The path's `{name}` parts, by name.
+    pub params: Params,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl Call {
+    /// A path parameter.
+    pub fn param(&self, name: &str) -> &str {
+        self.params
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or("", |(_, v)| v.as_str())
+    }
+
+    /// A query parameter.
+    pub fn query(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the server holds for the handlers.
+pub struct Ctx {
+    /// The client, as restd's own user (root or SlurmUser to act for
+    /// others: `CtldRequest::OnBehalf`).
+    pub client: client::Client,
+    /// ClusterName.
+    pub cluster: String,
+    /// The first SlurmctldHost, for ping.
+    pub ctld_host: String,
+    /// Counters for `/metrics`.
+    pub metrics: metrics::Counters,
+}
+
+impl Ctx {
+    /// `req` as `caller`: directly when restd runs as the caller, else
+    /// wrapped in `OnBehalf`, which the controller takes only from root
+    /// and SlurmUser.
+    pub fn call(&self, caller: &Identity, req: CtldRequest) -> Result<CtldResponse, ClientError> {
+        let resp = if caller.uid == self.client.identity().uid {
+            self.client.call(req)
+        } else {
+            self.client.call(CtldRequest::OnBehalf {
+                user: caller.clone(),
+                request: Box::new(req),
+            })
+        }?;
+        match resp {
+            CtldResponse::Error(e) => Err(ClientError::Refused(e)),
+            resp => Ok(resp),
+        }
+    }
+}
+
+/// A handler.
+pub type Handler = fn(&Ctx, &Identity, &Call) -> Resp;
+
+/// One route.
+pub struct Route {
+    /// The method.
+    pub method: &'static str,
+    /// The path, with `{name}` parameters.
+    pub path: &'static str,
+    /// OpenAPI operationId (slurmrestd's).
+    pub op: &'static str,
+    /// OpenAPI summary (slurmrestd's).
+    pub summary: &'static str,
+    /// Query parameters it reads: (name, description).
+    pub query: &'static [(&'static str, &'static str)],
+    /// The schema of its answer (`#/components/schemas/...`).
+    pub schema: &'static str,
+    /// Whether it needs an authenticated user (all but the documents).
+    pub auth: bool,
+    /// The handler.
+    pub handler: Handler,
+}
+
+/// Every route restd serves.
+pub const ROUTES: &[Route] = &[
+    Route {
+        method: "GET",
+        path: "/slurm/v0.0.38/diag",
+        op: "slurm_v0_0_38_diag",
+        summary: "get diagnostics",
+        query: &[],
+        schema: "v0.0.38_diag",
+        auth: true,
+        handler: diag,
+    },
+    Route {
+        method: "GET",
+        path: "/slurm/v0.0.38/licenses",
+        op: "slurm_v0_0_38_slurmctld_get_licenses",
+        summary: "get all Slurm tracked license info",
+        query: &[],
+        schema: "v0.0.38_licenses",
+        auth: true,
+        handler: licenses,
+    },
+    Route {
+        method: "GET",
+        path: "/slurm/v0.0.38/ping",
+        op: "slurm_v0_0_38_ping",
+        summary: "ping test",
+        query: &[],
+        schema: "v0.0.38_pings",
+        auth: true,
+        handler: ping,
+    },
+    Route {
+        method: "GET",
+        path: "/slurm/v0.0.38/jobs",
+        op: "slurm_v0_0_38_get_jobs",
+        summary: "get list of jobs",
+        query: &[(
+            "update_time",
+            "Filter if changed since update_time. Use of this parameter can result in faster replies.",
+        )],
+        schema: "v0.0.38_jobs_response",
+        auth: true,
+        handler: jobs,
+    },
+    Route {
+        method: "GET",
+        path: "/slurm/v0.0.38/job/{job_id}",
+        op: "slurm_v0_0_38_get_job",
+        summary: "get job info",
+        query: &[],
+        schema: "v0.0.38_jobs_response",
+        auth: true,
+        handler: job,
+    },
+    Route {
+        method: "POST",
+        path: "/slurm/v0.0.38/job/{job_id}",
+        op: "slurm_v0_0_38_update_job",
+        summary: "update job",
+        query: &[],
+        schema: "v0.0.38_errors",
+        auth: true,
+        handler: update,
+    },
+    Route {
+        method: "DELETE",
+        path: "/slurm/v0.0.38/job/{job_id}",
+        op: "slurm_v0_0_38_cancel_job",
+        summary: "cancel or signal job",
+        query: &[("signal", "signal to send to job")],
+        schema: "v0.0.38_errors",
+        auth: true,
+        handler: cancel,
+    },
+    Route {
+        method: "POST",
+        path: "/slurm/v0.0.38/job/submit",
+        op: "slurm_v0_0_38_submit_job",
+        summary: "submit new job",
+        query: &[],
+        schema: "v0.0.38_job_submission_response",
+        auth: true,
+        handler: submit,
+    },
+    Route {
+        method: "GET",
+        path: "/slurm/v0.0.38/nodes",
+        op: "slurm_v0_0_38_get_nodes",
+        summary: "get all node info",
+        query: &[("update_time", "Filter if changed since update_time.")],
+        schema: "v0.0.38_nodes_response",
+        auth: true,
+        handler: nodes,
+    },
+    Route {
+        method: "GET",
+        path: "/slurm/v0.0.38/node/{node_name}",
+        op: "slurm_v0_0_38_get_node",
+        summary: "get node info",
+        query: &[],
+        schema: "v0.0.38_nodes_response",
+        auth: true,
+        handler: node,
+    },
+    Route {
+        method: "GET",
+        path: "/slurm/v0.0.38/partitions",
+        op: "slurm_v0_0_38_get_partitions",
+        summary: "get all partition info",
+        query: &[("update_time", "Filter if changed since update_time.")],
+        schema: "v0.0.38_partitions_response",
+        auth: true,
+        handler: partitions,
+    },
+    Route {
+        method: "GET",
+        path: "/slurm/v0.0.38/partition/{partition_name}",
+        op: "slurm_v0_0_38_get_partition",
+        summary: "get partition info",
+        query: &[],
+        schema: "v0.0.38_partitions_response",
+        auth: true,
+        handler: partition,
+    },
+    Route {
+        method: "GET",
+        path: "/slurm/v0.0.38/reservations",
+        op: "slurm_v0_0_38_get_reservations",
+        summary: "get all reservation info",
+        query: &[],
+        schema: "v0.0.38_reservations_response",
+        auth: true,
+        handler: reservations,
+    },
+    Route {
+        method: "GET",
+        path: "/slurm/v0.0.38/reservation/{reservation_name}",
+        op: "slurm_v0_0_38_get_reservation",
+        summary: "get reservation info",
+        query: &[],
+        schema: "v0.0.38_reservations_response",
+        auth: true,
+        handler: reservation,
+    },
+    Route {
+        method: "GET",
+        path: "/slurmdb/v0.0.38/job/{job_id}",
+        op: "slurmdb_v0_0_38_get_job",
+        summary: "Get job info",
+        query: &[],
+        schema: "dbv0.0.38_job_info",
+        auth: true,
+        handler: db_job,
+    },
+    Route {
+        method: "GET",
+        path: "/slurmdb/v0.0.38/jobs",
+        op: "slurmdb_v0_0_38_get_jobs",
+        summary: "Get job list",
+        query: DB_JOB_QUERY,
+        schema: "dbv0.0.38_job_info",
+        auth: true,
+        handler: db_jobs,
+    },
+    Route {
+        method: "GET",
+        path: "/openapi/v3",
+        op: "openapi_v3",
+        summary: "this document",
+        query: &[],
+        schema: "",
+        auth: false,
+        handler: openapi_doc,
+    },
+    Route {
+        method: "GET",
+        path: "/openapi.json",
+        op: "openapi_json",
+        summary: "this document",
+        query: &[],
+        schema: "",
+        auth: false,
+        handler: openapi_doc,
+    },
+    Route {
+        method: "GET",
+        path: "/openapi",
+        op: "openapi",
+        summary: "this document",
+        query: &[],
+        schema: "",
+        auth: false,
+        handler: openapi_doc,
+    },
+    Route {
+        method: "GET",
+        path: "/metrics",
+        op: "muster_metrics",
+        summary: "the cluster's state and the controller's statistics in the Prometheus text format",
+        query: &[],
+        schema: "",
+        auth: true,
+        handler: metrics_doc,
+    },
+];
+
+/// A path's `{name}` parts, by name.
+pub type Params = Vec<(&'static str, String)>;
+
+/// The route for `method` and `path`, with the path's parameters; or the
+/// status that says why none: 404 (no such path) or 405 (not this method).
+pub fn find(method: &str, path: &str) -> Result<(&'static Route, Params), u16> {
+    let mut status = 404;
+    // Literal paths first: `job/submit` is not the job `submit`.
+    let literal = ROUTES.iter().filter(|r| !r.path.contains('{'));
+    let templated = ROUTES.iter().filter(|r| r.path.contains('{'));
+    for route in literal.chain(templated) {
+        if let Some(params) = matches(route.path, path) {
+            if route.method == method {
+                return Ok((route, params));
+            }
+            status = 405;
+        }
+    }
+    Err(status)
+}
+
+fn matches(pattern: &'static str, path: &str) -> Option<Vec<(&'static str, String)>> {
+    let path = path
+        .strip_suffix('/')
+        .filter(|p| !p.is_empty())
+        .unwrap_or(path);
+    let mut params = Vec::new();
+    let mut a = pattern.split('/');
+    let mut b = path.split('/');
+    loop {
+        match (a.next(), b.next()) {
+            (None, None) => return Some(params),
+            (Some(p), Some(v)) => {
+                if let Some(name) = p.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+                    if v.is_empty() {
+                        return None;
+                    }
+                    params.push((name, v.to_string()));
+                } else if p != v {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Whether a route is slurmdbd's (its answers name `dbv0.0.38`).
+fn is_db(call: &Call) -> bool {
+    call.path.starts_with("/slurmdb/")
+}
+
+/// The answer to a refusal of the controller.
+fn refused(call: &Call, e: &ClientError, source: &str, description: &str) -> Resp {
+    let (number, text) = match e {
+        ClientError::Refused(s) => (v0038::errno(*s), s.as_slurm_str().to_string()),
+        ClientError::Unreachable(_) => (
+            1001,
+            "Unable to contact slurm controller (connect failure)".to_string(),
+        ),
+        other => (-1, other.to_string()),
+    };
+    let description = if description.is_empty() {
+        text.clone()
+    } else {
+        description.to_string()
+    };
+    Resp::json(
+        500,
+        &v0038::answer(
+            is_db(call),
+            vec![v0038::error(&description, number, &text, source)],
+            vec![],
+        ),
+    )
+}
+
+fn ok(call: &Call, rest: Vec<(&str, J)>) -> Resp {
+    Resp::json(200, &v0038::answer(is_db(call), vec![], rest))
+}
+
+fn unexpected(call: &Call, source: &str) -> Resp {
+    refused(call, &ClientError::Unexpected, source, "")
+}
+
+/// The refusal of a request whose token is forged, expired or for another
+/// user: what slurmrestd 22.05 answers when the controller refuses the
+/// token (`rest_bad_token.response`).
+pub fn bad_token() -> Resp {
+    Resp::json(
+        500,
+        &v0038::answer(
+            false,
+            vec![v0038::error(
+                "slurmctld config is unable to load",
+                -1,
+                "Unspecified error",
+                "slurm_load_ctl_conf",
+            )],
+            vec![],
+        ),
+    )
+}
+
+/// The refusal of a request without any credential (no token headers, or
+/// no peer credentials on a socket).
+pub fn unauthenticated() -> Resp {
+    Resp::json(
+        401,
+        &v0038::answer(
+            false,
+            vec![v0038::error(
+                "Authentication failure",
+                1007,
+                "Protocol authentication error",
+                "rest_authenticate_http_request",
+            )],
+            vec![],
+        ),
+    )
+}
+
+fn ping(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let up = ctx.call(who, CtldRequest::Ping).is_ok();
+    ok(
+        call,
+        vec![("pings", J::Arr(vec![v0038::ping(&ctx.ctld_host, up)]))],
+    )
+}
+
+/// The nodes' shapes, for jobs' `job_resources`; empty when no job holds
+/// an allocation or the nodes cannot be listed.
+fn topology(ctx: &Ctx, who: &Identity, jobs: &[proto::JobInfo]) -> Vec<(String, u32, u32, u32)> {
+    if jobs.iter().all(|j| j.nodes.is_empty()) {
+        return Vec::new();
+    }
+    match ctx.call(who, CtldRequest::ListNodes) {
+        Ok(CtldResponse::Nodes(nodes)) => nodes
+            .into_iter()
+            .map(|n| (n.name, n.sockets, n.cores_per_socket, n.threads_per_core))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn list_jobs(ctx: &Ctx, who: &Identity) -> Result<Vec<proto::JobInfo>, ClientError> {
+    match ctx.call(who, CtldRequest::ListJobs)? {
+        CtldResponse::Jobs(list) => Ok(list.jobs),
+        _ => Err(ClientError::Unexpected),
+    }
+}
+
+fn jobs(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let jobs = match list_jobs(ctx, who) {
+        Ok(j) => j,
+        Err(e) => return refused(call, &e, "slurm_load_jobs", ""),
+    };
+    let topo = topology(ctx, who, &jobs);
+    let rendered = jobs
+        .iter()
+        .map(|j| v0038::job(j, &ctx.cluster, &topo))
+        .collect();
+    ok(call, vec![("jobs", J::Arr(rendered))])
+}
+
+fn job_not_found(call: &Call, id: &str) -> Resp {
+    Resp::json(
+        500,
+        &v0038::answer(
+            is_db(call),
+            vec![v0038::error(
+                &format!("Unable to find JobId={id}"),
+                2017,
+                SlurmError::InvalidJobId.as_slurm_str(),
+                "slurm_load_job",
+            )],
+            vec![("jobs", J::Arr(vec![]))],
+        ),
+    )
+}
+
+fn job(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let id = call.param("job_id");
+    let Ok(n) = id.parse::<u32>() else {
+        return job_not_found(call, id);
+    };
+    let jobs = match list_jobs(ctx, who) {
+        Ok(j) => j,
+        Err(e) => return refused(call, &e, "slurm_load_job", ""),
+    };
+    let found: Vec<proto::JobInfo> = jobs
+        .into_iter()
+        .filter(|j| j.job_id.0 == n || j.array_job_id == Some(n))
+        .collect();
+    if found.is_empty() {
+        return job_not_found(call, id);
+    }
+    let topo = topology(ctx, who, &found);
+    let rendered = found
+        .iter()
+        .map(|j| v0038::job(j, &ctx.cluster, &topo))
+        .collect();
+    ok(call, vec![("jobs", J::Arr(rendered))])
+}
+
+/// A signal by number or name (`9`, `KILL`, `SIGKILL`).
+pub fn parse_signal(s: &str) -> Option<i32> {
+    if let Ok(n) = s.parse::<i32>() {
+        return (1..=64).contains(&n).then_some(n);
+    }
+    let name = s.to_ascii_uppercase();
+    let name = name.strip_prefix("SIG").unwrap_or(&name);
+    Some(match name {
+        "HUP" => 1,
+        "INT" => 2,
+        "QUIT" => 3,
+        "ABRT" => 6,
+        "KILL" => 9,
+        "USR1" => 10,
+        "SEGV" => 11,
+        "USR2" => 12,
+        "PIPE" => 13,
+        "ALRM" => 14,
+        "TERM" => 15,
+        "CONT" => 18,
+        "STOP" => 19,
+        "TSTP" => 20,
+        "URG" => 23,
+        "XCPU" => 24,
+        "XFSZ" => 25,
+        "WINCH" => 28,
+        _ => return None,
+    })
+}
+
+fn cancel(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let id = call.param("job_id");
+    let Ok(n) = id.parse::<u32>() else {
+        return refused(
+            call,
+            &ClientError::Refused(SlurmError::InvalidJobId),
+            "slurm_kill_job",
+            &format!("unable to parse job_id: {id}"),
+        );
+    };
+    // slurmrestd sends SIGKILL without `signal`: a cancel.
+    let signal = match call.query("signal") {
+        None => None,
+        Some(s) => match parse_signal(s) {
+            Some(9) => None,
+            Some(sig) => Some(sig),
+            None => {
+                return refused(
+                    call,
+                    &ClientError::Refused(SlurmError::InvalidRequest),
+                    "slurm_kill_job",
+                    &format!("unable to parse signal: {s}"),
+                )
+            }
+        },
+    };
+    let req = CtldRequest::Cancel {
+        job_id: model::JobId(n),
+        signal,
+        batch_only: false,
+        full: signal.is_some(),
+        tasks: None,
+    };
+    match ctx.call(who, req) {
+        Ok(_) => ok(call, vec![]),
+        Err(e) => {
+            let text = match &e {
+                ClientError::Refused(s) => s.as_slurm_str().to_string(),
+                other => other.to_string(),
+            };
+            refused(
+                call,
+                &e,
+                "slurm_kill_job",
+                &format!("unable to kill job {n}: {text}"),
+            )
+        }
+    }
+}
+
+fn update(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let id = call.param("job_id");
+    let Ok(n) = id.parse::<u32>() else {
+        return refused(
+            call,
+            &ClientError::Refused(SlurmError::InvalidJobId),
+            "slurm_update_job",
+            &format!("unable to parse job_id: {id}"),
+        );
+    };
+    let update = serde_json::from_slice::<serde_json::Value>(&call.body)
+        .map_err(|e| format!("Unable to parse the request body: {e}"))
+        .and_then(|b| crate::submit::job_update(&b));
+    let update = match update {
+        Ok(u) => u,
+        Err(why) => {
+            return Resp::json(
+                500,
+                &v0038::answer(
+                    false,
+                    vec![v0038::error(
+                        &why,
+                        -1,
+                        "Unspecified error",
+                        "slurm_update_job",
+                    )],
+                    vec![],
+                ),
+            )
+        }
+    };
+    let req = CtldRequest::UpdateJob {
+        job_id: model::JobId(n),
+        update,
+        tasks: None,
+    };
+    match ctx.call(who, req) {
+        Ok(_) => ok(call, vec![]),
+        Err(e) => refused(call, &e, "slurm_update_job", ""),
+    }
+}
+
+fn submit(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let submit_refusal = |errors: Vec<J>| Resp::json(500, &v0038::answer(false, errors, vec![]));
+    let body: serde_json::Value = match serde_json::from_slice(&call.body) {
+        Ok(b) => b,
+        Err(e) => {
+            return submit_refusal(vec![obj(vec![
+                ("error_code", J::Int(-1)),
+                (
+                    "error",
+                    J::from(format!("Unable to parse the request body: {e}")),
+                ),
+            ])])
+        }
+    };
+    let mut desc = match crate::submit::job_desc(&body) {
+        Ok(d) => d,
+        Err(why) => {
+            return submit_refusal(vec![obj(vec![
+                ("error_code", J::Int(-1)),
+                ("error", J::from(why)),
+            ])])
+        }
+    };
+    desc.uid = who.uid;
+    desc.gid = who.gid;
+    desc.user = who.user.clone();
+    desc.submit_host = who.host.clone();
+    match ctx.call(who, CtldRequest::Submit(Box::new(desc))) {
+        Ok(CtldResponse::Submitted(r)) => ok(
+            call,
+            vec![
+                ("job_id", J::from(r.job_id.0)),
+                ("step_id", J::from("BATCH")),
+                ("job_submit_user_msg", J::from("")),
+            ],
+        ),
+        Ok(_) => unexpected(call, "slurm_submit_batch_job"),
+        Err(ClientError::Refused(e)) => submit_refusal(vec![v0038::submit_error(e)]),
+        Err(e) => refused(call, &e, "slurm_submit_batch_job", ""),
+    }
+}
+
+fn list_nodes(ctx: &Ctx, who: &Identity) -> Result<Vec<proto::NodeInfo>, ClientError> {
+    match ctx.call(who, CtldRequest::ListNodes)? {
+        CtldResponse::Nodes(n) => Ok(n),
+        _ => Err(ClientError::Unexpected),
+    }
+}
+
+fn nodes(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    match list_nodes(ctx, who) {
+        Ok(n) => ok(
+            call,
+            vec![("nodes", J::Arr(n.iter().map(v0038::node).collect()))],
+        ),
+        Err(e) => refused(call, &e, "slurm_load_node", ""),
+    }
+}
+
+fn node(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let name = call.param("node_name");
+    match list_nodes(ctx, who) {
+        Ok(n) => match n.iter().find(|n| n.name == name) {
+            Some(n) => ok(call, vec![("nodes", J::Arr(vec![v0038::node(n)]))]),
+            None => refused(
+                call,
+                &ClientError::Refused(SlurmError::InvalidNodeName),
+                "slurm_load_node_single",
+                &format!("Invalid node name {name}"),
+            ),
+        },
+        Err(e) => refused(call, &e, "slurm_load_node_single", ""),
+    }
+}
+
+fn list_partitions(ctx: &Ctx, who: &Identity) -> Result<Vec<proto::PartitionInfo>, ClientError> {
+    match ctx.call(who, CtldRequest::ListPartitions)? {
+        CtldResponse::Partitions(p) => Ok(p),
+        _ => Err(ClientError::Unexpected),
+    }
+}
+
+fn partitions(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    match list_partitions(ctx, who) {
+        Ok(p) => ok(
+            call,
+            vec![(
+                "partitions",
+                J::Arr(p.iter().map(v0038::partition).collect()),
+            )],
+        ),
+        Err(e) => refused(call, &e, "slurm_load_partitions", ""),
+    }
+}
+
+fn partition(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let name = call.param("partition_name");
+    match list_partitions(ctx, who) {
+        Ok(p) => match p.iter().find(|p| p.name == name) {
+            Some(p) => ok(
+                call,
+                vec![("partitions", J::Arr(vec![v0038::partition(p)]))],
+            ),
+            None => refused(
+                call,
+                &ClientError::Refused(SlurmError::InvalidPartitionName),
+                "slurm_load_partitions",
+                &format!("Unable to find partition {name}"),
+            ),
+        },
+        Err(e) => refused(call, &e, "slurm_load_partitions", ""),
+    }
+}
+
+/// muster has no advance reservations (jobs asking for one are refused):
+/// the list is empty, after the controller answered for the caller.
+fn reservations(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    match ctx.call(who, CtldRequest::Ping) {
+        Ok(_) => ok(call, vec![("reservations", J::Arr(vec![]))]),
+        Err(e) => refused(call, &e, "slurm_load_reservations", ""),
+    }
+}
+
+fn reservation(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let name = call.param("reservation_name");
+    match ctx.call(who, CtldRequest::Ping) {
+        Ok(_) => Resp::json(
+            500,
+            &v0038::answer(
+                false,
+                vec![v0038::error(
+                    &format!("Unable to find reservation {name}"),
+                    -1,
+                    "Unspecified error",
+                    "slurm_load_reservations",
+                )],
+                vec![("reservations", J::Arr(vec![]))],
+            ),
+        ),
+        Err(e) => refused(call, &e, "slurm_load_reservations", ""),
+    }
+}
+
+fn diag(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    match ctx.call(who, CtldRequest::Diag { reset: false }) {
+        Ok(CtldResponse::Diag(d)) => ok(call, vec![("statistics", v0038::diag(&d))]),
+        Ok(_) => unexpected(call, "slurm_get_statistics"),
+        Err(e) => refused(call, &e, "slurm_get_statistics", ""),
+    }
+}
+
+fn licenses(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    match ctx.call(who, CtldRequest::ListLicenses) {
+        Ok(CtldResponse::Licenses(l)) => ok(
+            call,
+            vec![("licenses", J::Arr(l.iter().map(v0038::license).collect()))],
+        ),
+        Ok(_) => unexpected(call, "slurm_load_licenses"),
+        Err(e) => refused(call, &e, "slurm_load_licenses", ""),
+    }
+}
+
+/// The query parameters of `GET /slurmdb/v0.0.38/jobs` that are taken;
+/// any other is refused by name (never ignored).
+pub const DB_JOB_QUERY: &[(&str, &str)] = &[
+    (
+        "start_time",
+        "Filter by start time (seconds since the epoch)",
+    ),
+    ("end_time", "Filter by end time (seconds since the epoch)"),
+    ("account", "Comma delimited list of accounts to match"),
+    ("cluster", "Comma delimited list of cluster to match"),
+    ("job_name", "Comma delimited list of job names to match"),
+    ("partition", "Comma delimited list of partitions to match"),
+    ("state", "Comma delimited list of states to match"),
+    ("users", "Comma delimited list of users to match"),
+];
+
+fn db_error(call: &Call, description: &str, source: &str) -> Resp {
+    Resp::json(
+        500,
+        &v0038::answer(
+            is_db(call),
+            vec![v0038::error(description, -1, "Unspecified error", source)],
+            vec![],
+        ),
+    )
+}
+
+fn db_answer(ctx: &Ctx, who: &Identity, call: &Call, q: proto::AcctQuery) -> Resp {
+    let jobs = match ctx.call(who, CtldRequest::AcctQuery(q)) {
+        Ok(CtldResponse::AcctJobs(j)) => j,
+        Ok(_) => return unexpected(call, "slurmdb_jobs_get"),
+        Err(e) => return refused(call, &e, "slurmdb_jobs_get", ""),
+    };
+    let rendered = jobs
+        .iter()
+        .map(|j| {
+            let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(j.gid))
+                .ok()
+                .flatten()
+                .map_or_else(|| j.gid.to_string(), |g| g.name);
+            let killer = j.cancelled_by.map(|uid| {
+                nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                    .ok()
+                    .flatten()
+                    .map_or_else(|| uid.to_string(), |u| u.name)
+            });
+            v0038::db_job(j, &group, killer.as_deref())
+        })
+        .collect();
+    ok(call, vec![("jobs", J::Arr(rendered))])
+}
+
+fn db_job(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let id = call.param("job_id");
+    let Ok(n) = id.parse::<u32>() else {
+        return db_error(call, &format!("Invalid job id: {id}"), "_dump_jobs");
+    };
+    let q = proto::AcctQuery {
+        job_ids: vec![n],
+        ..Default::default()
+    };
+    db_answer(ctx, who, call, q)
+}
+
+fn db_jobs(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let mut q = proto::AcctQuery::default();
+    let list = |v: &str| -> Vec<String> {
+        v.split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    for (k, v) in &call.query {
+        match k.as_str() {
+            "start_time" | "end_time" => {
+                let Ok(t) = v.parse::<i64>() else {
+                    return db_error(
+                        call,
+                        &format!("{k}={v}: only seconds since the epoch are supported here"),
+                        "_parse_job_cond",
+                    );
+                };
+                if k == "start_time" {
+                    q.start = Some(t);
+                } else {
+                    q.end = Some(t);
+                }
+            }
+            "account" => q.accounts = list(v),
+            "cluster" => q.cluster = list(v).into_iter().next(),
+            "job_name" => q.names = list(v),
+            "partition" => q.partitions = list(v),
+            "users" => q.users = list(v),
+            "state" => {
+                let mut states = Vec::new();
+                for s in list(v) {
+                    match model::JobState::parse(&s) {
+                        Some(st) => states.push(st),
+                        None => {
+                            return db_error(
+                                call,
+                                &format!("invalid job state {s}"),
+                                "_parse_job_cond",
+                            )
+                        }
+                    }
+                }
+                q.states = states;
+            }
+            other => {
+                return db_error(
+                    call,
+                    &format!("query parameter {other} is not supported here"),
+                    "_parse_job_cond",
+                )
+            }
+        }
+    }
+    db_answer(ctx, who, call, q)
+}
+
+fn openapi_doc(_ctx: &Ctx, _who: &Identity, _call: &Call) -> Resp {
+    Resp {
+        status: 200,
+        body: crate::openapi::document().to_slurm_string(),
+        content_type: "application/json",
+    }
+}
+
+fn metrics_doc(ctx: &Ctx, who: &Identity, _call: &Call) -> Resp {
+    match metrics::render(ctx, who) {
+        Ok(text) => Resp {
+            status: 200,
+            body: text,
+            content_type: "text/plain; version=0.0.4; charset=utf-8",
+        },
+        Err(e) => Resp {
+            status: 500,
+            body: format!("# {e}\n"),
+            content_type: "text/plain; version=0.0.4; charset=utf-8",
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_match_with_their_parameters() {
+        let (r, p) = find("GET", "/slurm/v0.0.38/job/42").unwrap();
+        assert_eq!(r.op, "slurm_v0_0_38_get_job");
+        assert_eq!(p, vec![("job_id", "42".to_string())]);
+        let (r, _) = find("POST", "/slurm/v0.0.38/job/42").unwrap();
+        assert_eq!(r.op, "slurm_v0_0_38_update_job");
+        let (r, _) = find("DELETE", "/slurm/v0.0.38/job/42").unwrap();
+        assert_eq!(r.op, "slurm_v0_0_38_cancel_job");
+        // `job/submit` is not a job id for POST.
+        assert_eq!(
+            find("POST", "/slurm/v0.0.38/job/submit").unwrap().0.op,
+            "slurm_v0_0_38_submit_job"
+        );
+        assert_eq!(find("GET", "/slurm/v0.0.38/nope").err(), Some(404));
+        assert_eq!(find("PUT", "/slurm/v0.0.38/ping").err(), Some(405));
+        assert!(find("GET", "/slurm/v0.0.38/ping/").is_ok());
+    }
+
+    #[test]
+    fn signals_by_name_and_number() {
+        assert_eq!(parse_signal("SIGUSR1"), Some(10));
+        assert_eq!(parse_signal("term"), Some(15));
+        assert_eq!(parse_signal("9"), Some(9));
+        assert_eq!(parse_signal("SIGBOGUS"), None);
+        assert_eq!(parse_signal("0"), None);
+    }
+}

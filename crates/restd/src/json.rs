@@ -1,0 +1,220 @@
+//! Answers as slurmrestd 22.05 writes them: JSON with keys in the order the
+//! handlers give them, two spaces of indent, `/` escaped as `\/`, an empty
+//! array as `[` and `]` on two lines, no newline at the end (the captures
+//! in the reference are byte for byte this).
+
+/// A JSON value whose objects keep their keys' order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum J {
+    /// `null`.
+    Null,
+    /// `true`/`false`.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A number with a fraction (written with at least one decimal).
+    Float(f64),
+    /// A string.
+    Str(String),
+    /// An array.
+    Arr(Vec<J>),
+    /// An object, in key order.
+    Obj(Vec<(String, J)>),
+}
+
+/// An object from `(key, value)` pairs, in order.
+pub fn obj<K: Into<String>>(pairs: Vec<(K, J)>) -> J {
+    J::Obj(pairs.into_iter().map(|(k, v)| (k.into(), v)).collect())
+}
+
+/// An array of strings.
+pub fn strs<S: AsRef<str>>(items: &[S]) -> J {
+    J::Arr(
+        items
+            .iter()
+            .map(|s| J::Str(s.as_ref().to_string()))
+            .collect(),
+    )
+}
+
+impl From<&str> for J {
+    fn from(s: &str) -> J {
+        J::Str(s.to_string())
+    }
+}
+impl From<String> for J {
+    fn from(s: String) -> J {
+        J::Str(s)
+    }
+}
+impl From<&String> for J {
+    fn from(s: &String) -> J {
+        J::Str(s.clone())
+    }
+}
+impl From<bool> for J {
+    fn from(b: bool) -> J {
+        J::Bool(b)
+    }
+}
+impl From<i64> for J {
+    fn from(n: i64) -> J {
+        J::Int(n)
+    }
+}
+impl From<i32> for J {
+    fn from(n: i32) -> J {
+        J::Int(n.into())
+    }
+}
+impl From<u32> for J {
+    fn from(n: u32) -> J {
+        J::Int(n.into())
+    }
+}
+impl From<u64> for J {
+    fn from(n: u64) -> J {
+        J::Int(i64::try_from(n).unwrap_or(i64::MAX))
+    }
+}
+impl From<f64> for J {
+    fn from(n: f64) -> J {
+        J::Float(n)
+    }
+}
+impl<T: Into<J>> From<Option<T>> for J {
+    fn from(o: Option<T>) -> J {
+        o.map_or(J::Null, Into::into)
+    }
+}
+impl From<Vec<J>> for J {
+    fn from(v: Vec<J>) -> J {
+        J::Arr(v)
+    }
+}
+
+impl J {
+    /// The member `key` of an object.
+    pub fn get(&self, key: &str) -> Option<&J> {
+        match self {
+            J::Obj(pairs) => pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// Appends `key: value` to an object (nothing for other values).
+    pub fn push(&mut self, key: &str, value: J) {
+        if let J::Obj(pairs) = self {
+            pairs.push((key.to_string(), value));
+        }
+    }
+
+    /// As slurmrestd writes it.
+    pub fn to_slurm_string(&self) -> String {
+        let mut out = String::with_capacity(4096);
+        write(&mut out, self, 0);
+        out
+    }
+
+    /// Into `serde_json` (key order lost), for tests and comparisons.
+    pub fn to_value(&self) -> serde_json::Value {
+        use serde_json::Value;
+        match self {
+            J::Null => Value::Null,
+            J::Bool(b) => Value::Bool(*b),
+            J::Int(n) => Value::from(*n),
+            J::Float(f) => Value::from(*f),
+            J::Str(s) => Value::String(s.clone()),
+            J::Arr(a) => Value::Array(a.iter().map(J::to_value).collect()),
+            J::Obj(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), v.to_value())).collect()),
+        }
+    }
+}
+
+fn indent(out: &mut String, level: usize) {
+    for _ in 0..level {
+        out.push_str("  ");
+    }
+}
+
+fn write_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '/' => out.push_str("\\/"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn write(out: &mut String, v: &J, level: usize) {
+    match v {
+        J::Null => out.push_str("null"),
+        J::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        J::Int(n) => out.push_str(&n.to_string()),
+        J::Float(f) if f.is_finite() => {
+            let s = f.to_string();
+            out.push_str(&s);
+            if !s.contains(['.', 'e', 'E']) {
+                out.push_str(".0");
+            }
+        }
+        J::Float(_) => out.push_str("null"),
+        J::Str(s) => write_str(out, s),
+        J::Arr(items) => {
+            out.push_str("[\n");
+            for (i, item) in items.iter().enumerate() {
+                indent(out, level + 1);
+                write(out, item, level + 1);
+                if i + 1 < items.len() {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            indent(out, level);
+            out.push(']');
+        }
+        J::Obj(pairs) => {
+            out.push_str("{\n");
+            for (i, (k, item)) in pairs.iter().enumerate() {
+                indent(out, level + 1);
+                write_str(out, k);
+                out.push_str(": ");
+                write(out, item, level + 1);
+                if i + 1 < pairs.len() {
+                    out.push(',');
+                }
+                out.push('\n');
+            }
+            indent(out, level);
+            out.push('}');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_as_slurmrestd_writes() {
+        let v = obj(vec![
+            ("type", J::from("openapi/v0.0.38")),
+            ("errors", J::Arr(vec![])),
+            ("w", J::Float(2.0)),
+        ]);
+        assert_eq!(
+            v.to_slurm_string(),
+            "{\n  \"type\": \"openapi\\/v0.0.38\",\n  \"errors\": [\n  ],\n  \"w\": 2.0\n}"
+        );
+    }
+}
