@@ -291,6 +291,10 @@ pub enum Request<'a> {
         /// records before it was reported: none).
         #[serde(default, skip_serializing_if = "proto::is_zero_u64")]
         oom_kills: u64,
+        /// The node's Prolog or Epilog failed for the job (absent in
+        /// records before site scripts ran: none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        script_failed: Option<proto::NodeScript>,
     },
     /// salloc and a standalone srun ended.
     CompleteAllocation {
@@ -493,6 +497,7 @@ impl<'a> Request<'a> {
                 launch_failed,
                 usage,
                 oom_kills,
+                script_failed,
             } => Request::JobExited {
                 job_id: *job_id,
                 node: Cow::Borrowed(node),
@@ -500,6 +505,7 @@ impl<'a> Request<'a> {
                 launch_failed: launch_failed.as_deref().map(Cow::Borrowed),
                 usage: usage.as_ref().map(StepUsage::from),
                 oom_kills: *oom_kills,
+                script_failed: *script_failed,
             },
             CtldRequest::CompleteAllocation { job_id, exit } => Request::CompleteAllocation {
                 job_id: *job_id,
@@ -641,6 +647,7 @@ impl From<Request<'_>> for CtldRequest {
                 launch_failed,
                 usage,
                 oom_kills,
+                script_failed,
             } => CtldRequest::JobExited {
                 job_id,
                 node: node.into_owned(),
@@ -648,6 +655,7 @@ impl From<Request<'_>> for CtldRequest {
                 launch_failed: launch_failed.map(Cow::into_owned),
                 usage: usage.map(Into::into),
                 oom_kills,
+                script_failed,
             },
             Request::CompleteAllocation { job_id, exit } => {
                 CtldRequest::CompleteAllocation { job_id, exit }

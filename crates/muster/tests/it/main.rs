@@ -18,6 +18,7 @@ mod durable;
 mod env;
 mod errors;
 mod gpus;
+mod hooks;
 mod hostile;
 mod hosts;
 mod jobs;

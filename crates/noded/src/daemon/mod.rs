@@ -23,6 +23,7 @@ pub mod state;
 mod confine;
 mod credsock;
 mod holder;
+mod health;
 mod hw;
 mod link;
 mod pids;
