@@ -30,6 +30,7 @@ const ACTING_GLOBAL: &[&str] = &[
     "Epilog",
     "HealthCheckInterval",
     "HealthCheckNodeState",
+    "HealthCheckParameters",
     "HealthCheckProgram",
     "JobAcctGatherFrequency",
     "JobAcctGatherType",

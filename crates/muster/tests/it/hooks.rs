@@ -173,7 +173,10 @@ fn health_check_drain_on_failure_drains_and_resumes() {
     std::fs::write(dir.path().join("sick"), "").unwrap();
     script(
         &dir.path().join("health"),
-        &format!("if [ -e {d}/sick ]; then echo 'disk /scratch full'; echo more; exit 1; fi\nexit 0\n"),
+        &format!(
+            "echo run >> {d}/runs\n\
+             if [ -e {d}/sick ]; then echo 'disk /scratch full'; echo more; exit 1; fi\nexit 0\n"
+        ),
     );
     let c = builder()
         .nodes(1)
@@ -193,7 +196,12 @@ fn health_check_drain_on_failure_drains_and_resumes() {
         "scontrol",
         &["update", "nodename=node1", "state=drain", "reason=admin"],
     );
-    std::thread::sleep(secs(3));
+    // Two more passing checks after it: the drain stays.
+    let runs = || read(&dir.path().join("runs")).lines().count();
+    let before = runs();
+    c.wait_until("two more health checks", secs(20), || {
+        (runs() >= before + 2).then_some(())
+    });
     assert_eq!(reason(&c, "node1"), "admin");
 }
 
