@@ -194,8 +194,8 @@ pub const SRUN: &[(&str, Disposition)] = &[
         W("no ports are reserved; SLURM_STEP_RESV_PORTS is not set"),
     ),
     ("slurmd-debug", W("the node daemons' log level is fixed")),
-    ("task-epilog", R("tasks run no epilog")),
-    ("task-prolog", R("tasks run no prolog")),
+    ("task-epilog", I),
+    ("task-prolog", I),
     (
         "test-only",
         R("srun has no estimate; give --test-only to sbatch"),

@@ -184,7 +184,22 @@ struct Opts {
     hint: Option<String>,
     /// `--ntasks-per-gpu`.
     ntasks_per_gpu: Option<u32>,
+    /// `--task-prolog`, `--task-epilog`.
+    task_prolog: Option<String>,
+    task_epilog: Option<String>,
     argv: Vec<String>,
+}
+
+/// A path relative to srun's working directory made absolute (the tasks
+/// run it from theirs).
+fn absolute(path: &str) -> String {
+    if path.starts_with('/') {
+        return path.to_string();
+    }
+    match std::env::current_dir() {
+        Ok(d) => d.join(path).to_string_lossy().into_owned(),
+        Err(_) => path.to_string(),
+    }
 }
 
 /// What srun asks task/affinity for: `--cpu-bind` (else `SLURM_CPU_BIND`,
@@ -316,6 +331,8 @@ pub fn main(args: Vec<String>) -> i32 {
                         }
                     },
                     "export" => o.export = Some(val),
+                    "task-prolog" => o.task_prolog = Some(val),
+                    "task-epilog" => o.task_epilog = Some(val),
                     "exclusive" => {
                         o.exclusive = true;
                         o.exact = true;
@@ -554,6 +571,8 @@ pub fn main(args: Vec<String>) -> i32 {
                     .filter(|v| proto::GpuBind::parse(v).is_ok())
             }),
             cpu_bind: cpu_bind_request(o.cpu_bind.clone(), o.hint.as_deref()),
+            task_prolog: o.task_prolog.clone().map(|p| absolute(&p)),
+            task_epilog: o.task_epilog.clone().map(|p| absolute(&p)),
             ..StepRequest::default()
         },
     );

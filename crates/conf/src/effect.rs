@@ -72,7 +72,9 @@ const ACTING_GLOBAL: &[&str] = &[
     "SlurmdDebug",
     "SlurmdLogFile",
     "SlurmdParameters",
+    "TaskEpilog",
     "TaskPlugin",
+    "TaskProlog",
 ];
 
 /// Keys muster refuses (the daemons do not start, `check-config` says
@@ -83,8 +85,6 @@ const REFUSED_GLOBAL: &[(&str, &str)] = &[
     ("PrologSlurmctld", "muster's controller runs no PrologSlurmctld"),
     ("SrunEpilog", "srun runs no epilog"),
     ("SrunProlog", "srun runs no prolog"),
-    ("TaskEpilog", "tasks run no TaskEpilog"),
-    ("TaskProlog", "tasks run no TaskProlog"),
 ];
 
 /// The `PrologFlags` words muster acts on: `Alloc` (the Prolog runs when

@@ -55,6 +55,10 @@ pub struct HookSettings {
     pub serial: bool,
     /// `HealthCheckProgram` and its settings.
     pub health: Option<HealthSettings>,
+    /// `TaskProlog`: run as the user before each task of a step.
+    pub task_prolog: Option<String>,
+    /// `TaskEpilog`: run as the user after each task of a step.
+    pub task_epilog: Option<String>,
 }
 
 /// `HealthCheckNodeState`: in which states of the node the check runs
@@ -140,6 +144,8 @@ impl HookSettings {
                 .any(|w| w.trim().eq_ignore_ascii_case("serial"))
         });
         HookSettings {
+            task_prolog: other("taskprolog"),
+            task_epilog: other("taskepilog"),
             serial,
             prolog: other("prolog"),
             epilog: other("epilog"),
@@ -399,6 +405,74 @@ async fn run_one(path: &Path, env: &[(String, String)], timeout: Option<Duration
     }
 }
 
+/// Runs a TaskProlog or TaskEpilog (slurm.conf's or srun's) for one
+/// task, blocking: as the task's user (`switch`: uid, gid, groups) where
+/// the supervisor is root, in the task's environment and working
+/// directory. Returns its standard output; Slurm does not act on its
+/// exit status.
+pub fn run_task_script(
+    path: &str,
+    env: &[(String, String)],
+    work_dir: &str,
+    switch: Option<&(u32, u32, Vec<u32>)>,
+) -> Result<String, String> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(path);
+    cmd.env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    if Path::new(work_dir).is_dir() {
+        cmd.current_dir(work_dir);
+    }
+    if let Some((uid, gid, groups)) = switch.cloned() {
+        // SAFETY: setgroups, setgid and setuid are async-signal-safe, on
+        // memory made before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
+                    || libc::setgid(gid) != 0
+                    || libc::setuid(uid) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {path}: {e}"))?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Applies a TaskProlog's output to the task's environment: `export
+/// NAME=value` sets, `unset NAME` removes; returns the text of its `print
+/// ...` lines (for the task's standard output), each with its newline.
+pub fn apply_task_prolog(output: &str, env: &mut Vec<(String, String)>) -> String {
+    let mut printed = String::new();
+    for line in output.lines() {
+        let line = line.trim_start();
+        if let Some(rest) = line.strip_prefix("export ") {
+            if let Some((name, value)) = rest.trim().split_once('=') {
+                let name = name.trim();
+                if !name.is_empty() {
+                    env.retain(|(k, _)| k != name);
+                    env.push((name.to_string(), value.to_string()));
+                }
+            }
+        } else if let Some(rest) = line.strip_prefix("unset ") {
+            let name = rest.trim();
+            env.retain(|(k, _)| k != name);
+        } else if let Some(rest) = line.strip_prefix("print ") {
+            printed.push_str(rest);
+            printed.push('\n');
+        }
+    }
+    printed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,6 +520,26 @@ mod tests {
         assert!(health_states("ANY").covers(&drained));
         let cycle = health_states("CYCLE");
         assert!(cycle.cycle && cycle.any());
+    }
+
+    #[test]
+    fn task_prolog_lines_set_unset_and_print() {
+        let mut env = vec![
+            ("A".to_string(), "1".to_string()),
+            ("GONE".to_string(), "x".to_string()),
+        ];
+        let printed = apply_task_prolog(
+            "export A=2\nexport B=x=y\nunset GONE\nprint hello world\nnoise\n",
+            &mut env,
+        );
+        assert_eq!(
+            env,
+            [
+                ("A".to_string(), "2".to_string()),
+                ("B".to_string(), "x=y".to_string())
+            ]
+        );
+        assert_eq!(printed, "hello world\n");
     }
 
     #[test]

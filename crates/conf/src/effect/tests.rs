@@ -90,8 +90,8 @@ fn key_table_covers_every_known_key_once() {
     }
     let prolog = rows.iter().find(|r| r.key == "Prolog").unwrap();
     assert_eq!(prolog.disposition, KeyDisposition::Acting);
-    let task_prolog = rows.iter().find(|r| r.key == "TaskProlog").unwrap();
-    assert!(matches!(task_prolog.disposition, KeyDisposition::Refused(_)));
+    let ctld_prolog = rows.iter().find(|r| r.key == "PrologSlurmctld").unwrap();
+    assert!(matches!(ctld_prolog.disposition, KeyDisposition::Refused(_)));
     let kill_wait = rows.iter().find(|r| r.key == "KillWait").unwrap();
     assert_eq!(kill_wait.disposition, KeyDisposition::Acting);
     let select = rows.iter().find(|r| r.key == "SelectType").unwrap();
@@ -100,7 +100,8 @@ fn key_table_covers_every_known_key_once() {
 
 #[test]
 fn issue_39_unsupported_scripts_and_prolog_flags_are_refused() {
-    assert!(refusal("TaskProlog", "/etc/tp").is_some());
+    assert!(refusal("TaskProlog", "/etc/tp").is_none());
+    assert!(refusal("SrunProlog", "/etc/sp").is_some());
     assert!(refusal("PrologSlurmctld", "/etc/p").is_some());
     assert!(refusal("PrologFlags", "Alloc,Contain,Serial").is_none());
     let why = refusal("PrologFlags", "Contain,NoHold").unwrap();

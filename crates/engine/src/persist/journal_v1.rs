@@ -965,6 +965,12 @@ pub struct StepRequest<'a> {
     /// `--cpu-bind`, as written (absent before task/affinity).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_bind: Option<Cow<'a, str>>,
+    /// `--task-prolog` (absent before issue 39).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_prolog: Option<Cow<'a, str>>,
+    /// `--task-epilog` (absent before issue 39).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_epilog: Option<Cow<'a, str>>,
 }
 
 impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
@@ -1004,6 +1010,8 @@ impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
             ntasks_per_gpu: s.ntasks_per_gpu,
             gpu_bind: text(&s.gpu_bind),
             cpu_bind: text(&s.cpu_bind),
+            task_prolog: text(&s.task_prolog),
+            task_epilog: text(&s.task_epilog),
         }
     }
 }
@@ -1045,6 +1053,8 @@ impl From<StepRequest<'_>> for proto::StepRequest {
             ntasks_per_gpu: s.ntasks_per_gpu,
             gpu_bind: owned(s.gpu_bind),
             cpu_bind: owned(s.cpu_bind),
+            task_prolog: owned(s.task_prolog),
+            task_epilog: owned(s.task_epilog),
         }
     }
 }

@@ -236,11 +236,70 @@ fn unsupported_script_keys_are_refused_by_check_config() {
     let c = builder().nodes(1).start();
     let conf = c.conf().parent().unwrap().join("refused.conf");
     let text = std::fs::read_to_string(c.conf()).unwrap();
-    std::fs::write(&conf, format!("{text}TaskProlog=/bin/true\n")).unwrap();
+    std::fs::write(&conf, format!("{text}PrologSlurmctld=/bin/true\n")).unwrap();
     let out = c.run("check-config", &["-f", conf.to_str().unwrap()]);
     assert_ne!(out.code, 0, "{out}");
     assert!(
-        out.stderr.contains("TaskProlog") || out.stdout.contains("TaskProlog"),
+        out.stderr.contains("PrologSlurmctld") || out.stdout.contains("PrologSlurmctld"),
         "{out}"
     );
+}
+
+/// TaskProlog (slurm.conf's, then srun's `--task-prolog`) runs before each
+/// task as the user: its `export`, `unset` and `print` lines act on the
+/// task; TaskEpilog and `--task-epilog` run after it.
+#[test]
+fn task_prolog_exports_reach_the_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    script(
+        &dir.path().join("task_prolog"),
+        "echo \"export GREETING=hello-$SLURM_PROCID\"\n\
+         echo 'export WHO=conf'\n\
+         echo 'unset DROP_ME'\n\
+         echo 'print from the task prolog'\n",
+    );
+    script(
+        &dir.path().join("task_epilog"),
+        &format!("echo \"$GREETING\" > {d}/epilog.$SLURM_PROCID\n"),
+    );
+    let c = builder()
+        .nodes(1)
+        .conf_extra(&format!(
+            "TaskProlog={d}/task_prolog\nTaskEpilog={d}/task_epilog\n"
+        ))
+        .start();
+    c.write("srun_prolog", "#!/bin/sh\necho 'export WHO=srun'\n");
+    c.write(
+        "srun_epilog",
+        &format!("#!/bin/sh\necho done > {d}/srun_epilog.$SLURM_PROCID\n"),
+    );
+    let out = c.run_env(
+        "srun",
+        &[
+            "-n2",
+            "--task-prolog=srun_prolog",
+            "--task-epilog=srun_epilog",
+            "sh",
+            "-c",
+            "echo \"$SLURM_PROCID $GREETING $WHO ${DROP_ME:-unset}\"",
+        ],
+        &[("DROP_ME", "kept")],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    let mut lines: Vec<&str> = out.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "0 hello-0 srun unset",
+            "1 hello-1 srun unset",
+            "from the task prolog",
+            "from the task prolog",
+        ],
+        "{out}"
+    );
+    assert_eq!(read(&dir.path().join("epilog.0")), "hello-0\n");
+    assert_eq!(read(&dir.path().join("epilog.1")), "hello-1\n");
+    assert_eq!(read(&dir.path().join("srun_epilog.1")), "done\n");
 }

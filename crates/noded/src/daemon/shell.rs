@@ -164,6 +164,10 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
         gather: setup.gather.clone(),
         gpus: setup.gpus.clone(),
         task_affinity: setup.task_affinity,
+        task_scripts: (
+            setup.hooks.task_prolog.clone(),
+            setup.hooks.task_epilog.clone(),
+        ),
         cgroup: setup.cgroup.clone(),
         daemon_uid,
         stepd_program: stepd_program.clone(),

@@ -129,6 +129,8 @@ pub async fn launch(
         gpus: node.gpus.clone(),
         cgroup: node.cgroup.clone(),
         task_affinity: node.task_affinity,
+        task_prolog: node.task_scripts.0.clone(),
+        task_epilog: node.task_scripts.1.clone(),
     };
     let Ok(mut line) = serde_json::to_vec(&spec) else {
         return NodeResponse::Failed("cannot encode the step".into());
