@@ -81,8 +81,14 @@ const ACTING_GLOBAL: &[&str] = &[
 /// why at the key's file and line): scripts whose absence would change
 /// where, when or as whom a job runs, which muster does not run.
 const REFUSED_GLOBAL: &[(&str, &str)] = &[
-    ("EpilogSlurmctld", "muster's controller runs no EpilogSlurmctld"),
-    ("PrologSlurmctld", "muster's controller runs no PrologSlurmctld"),
+    (
+        "EpilogSlurmctld",
+        "muster's controller runs no EpilogSlurmctld",
+    ),
+    (
+        "PrologSlurmctld",
+        "muster's controller runs no PrologSlurmctld",
+    ),
     ("SrunEpilog", "srun runs no epilog"),
     ("SrunProlog", "srun runs no prolog"),
 ];
@@ -188,7 +194,9 @@ fn contains(list: &[&str], key: &str) -> bool {
 pub fn global_key_is_inert(key: &str, value: &str) -> bool {
     if !crate::keys::contains(crate::keys::OTHER_GLOBAL, key)
         || contains(ACTING_GLOBAL, key)
-        || REFUSED_GLOBAL.iter().any(|(k, _)| k.eq_ignore_ascii_case(key))
+        || REFUSED_GLOBAL
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(key))
     {
         return false;
     }

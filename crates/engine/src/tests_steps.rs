@@ -372,7 +372,13 @@ fn issue_39_a_failed_prolog_drains_the_node_and_requeues_the_job_held() {
     let mut e = engine();
     let id = submit(&mut e, desc(), 0);
     assert_eq!(e.job(id).unwrap().state, JobState::Running);
-    script_failed(&mut e, id, ExitCode { code: 1, signal: 0 }, proto::NodeScript::Prolog, 5);
+    script_failed(
+        &mut e,
+        id,
+        ExitCode { code: 1, signal: 0 },
+        proto::NodeScript::Prolog,
+        5,
+    );
     let job = e.job(id).unwrap();
     assert_eq!(job.state, JobState::Pending);
     assert_eq!(job.reason.as_slurm_str(), "launch failed requeued held");
@@ -392,7 +398,13 @@ fn issue_39_a_failed_prolog_drains_the_node_and_requeues_the_job_held() {
 fn issue_39_a_failed_epilog_drains_the_node_and_the_job_ends_as_it_did() {
     let mut e = engine();
     let id = submit(&mut e, desc(), 0);
-    script_failed(&mut e, id, ExitCode::default(), proto::NodeScript::Epilog, 5);
+    script_failed(
+        &mut e,
+        id,
+        ExitCode::default(),
+        proto::NodeScript::Epilog,
+        5,
+    );
     assert_eq!(e.job(id).unwrap().state, JobState::Completed);
     let n = e.node("node1").unwrap();
     assert!(n.state.drain);

@@ -91,7 +91,10 @@ fn key_table_covers_every_known_key_once() {
     let prolog = rows.iter().find(|r| r.key == "Prolog").unwrap();
     assert_eq!(prolog.disposition, KeyDisposition::Acting);
     let ctld_prolog = rows.iter().find(|r| r.key == "PrologSlurmctld").unwrap();
-    assert!(matches!(ctld_prolog.disposition, KeyDisposition::Refused(_)));
+    assert!(matches!(
+        ctld_prolog.disposition,
+        KeyDisposition::Refused(_)
+    ));
     let kill_wait = rows.iter().find(|r| r.key == "KillWait").unwrap();
     assert_eq!(kill_wait.disposition, KeyDisposition::Acting);
     let select = rows.iter().find(|r| r.key == "SelectType").unwrap();

@@ -241,7 +241,10 @@ fn tempfile_dir() -> std::path::PathBuf {
 /// slurm.conf key that does nothing here is logged by the daemons at start.
 #[test]
 fn issue_38_unsupported_options_are_refused_or_warned() {
-    let c = builder().nodes(1).conf_extra("ResvProlog=/bin/true").start();
+    let c = builder()
+        .nodes(1)
+        .conf_extra("ResvProlog=/bin/true")
+        .start();
     check(
         &c.run("sbatch", &["--reservation=r", "--wrap=true"]),
         1,

@@ -158,7 +158,10 @@ fn a_failing_epilog_drains_the_node_after_the_job_completes() {
     assert_eq!(reason(&c, "node1"), "Epilog error");
     assert_eq!(c.node_state("node1"), "drain");
     let acct = c.wait_until("the job's record", secs(10), || {
-        let o = c.run("sacct", &["-n", "-X", "-P", "-o", "State", "-j", &id.to_string()]);
+        let o = c.run(
+            "sacct",
+            &["-n", "-X", "-P", "-o", "State", "-j", &id.to_string()],
+        );
         (!o.stdout.trim().is_empty()).then_some(o.stdout)
     });
     assert_eq!(acct.trim(), "COMPLETED");

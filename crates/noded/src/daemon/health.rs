@@ -36,7 +36,10 @@ pub async fn run(link: Arc<NodeLink>, settings: HealthSettings, timeout: Option<
             "PATH".to_string(),
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_string(),
         ),
-        ("SLURM_SCRIPT_CONTEXT".to_string(), "health_check".to_string()),
+        (
+            "SLURM_SCRIPT_CONTEXT".to_string(),
+            "health_check".to_string(),
+        ),
     ];
     let mut first = true;
     loop {

@@ -22,8 +22,8 @@ pub mod state;
 
 mod confine;
 mod credsock;
-mod holder;
 mod health;
+mod holder;
 mod hw;
 mod link;
 mod pids;
