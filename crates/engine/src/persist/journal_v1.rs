@@ -292,8 +292,9 @@ pub enum Request<'a> {
         #[serde(default, skip_serializing_if = "proto::is_zero_u64")]
         oom_kills: u64,
         /// The node's Prolog or Epilog failed for the job (absent in
-        /// records before site scripts ran: none).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        /// records before site scripts ran: none). Written always, as the
+        /// wire request writes it.
+        #[serde(default)]
         script_failed: Option<proto::NodeScript>,
     },
     /// salloc and a standalone srun ended.
@@ -965,11 +966,13 @@ pub struct StepRequest<'a> {
     /// `--cpu-bind`, as written (absent before task/affinity).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_bind: Option<Cow<'a, str>>,
-    /// `--task-prolog` (absent before issue 39).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `--task-prolog` (absent before issue 39; written always, as the wire
+    /// request writes it).
+    #[serde(default)]
     pub task_prolog: Option<Cow<'a, str>>,
-    /// `--task-epilog` (absent before issue 39).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `--task-epilog` (absent before issue 39; written always, as the wire
+    /// request writes it).
+    #[serde(default)]
     pub task_epilog: Option<Cow<'a, str>>,
 }
 
