@@ -695,7 +695,18 @@ impl Engine {
                         .as_ref()
                         .is_some_and(|a| a.nodes.first().is_some_and(|n| n.node == idx))
             });
-            if batch_here {
+            // A step's Prolog on another node of a batch job: requeued
+            // the same way (its script is ended). An allocation's
+            // (salloc, srun) runs on; its step there failed.
+            let elsewhere = !batch_here
+                && self.jobs.get(&id).is_some_and(|j| {
+                    j.state == JobState::Running
+                        && !j.desc.alloc_only
+                        && j.alloc
+                            .as_ref()
+                            .is_some_and(|a| a.nodes.iter().any(|n| n.node == idx))
+                });
+            if batch_here || elsewhere {
                 self.requeue_job(id, PendingReason::LaunchFailRequeueHold, now);
                 if let Some(job) = self.jobs.get_mut(&id) {
                     job.held = Some(false);
@@ -732,14 +743,25 @@ impl Engine {
 
     /// Starts (`start`) or ends the job's extern step on every node of its
     /// allocation, with PrologFlags=Contain; only batch jobs have one.
+    /// With a `Prolog` or `Epilog` the end goes to every node of every job
+    /// (allocations too): a node that ran a step's Prolog runs the Epilog.
     pub(crate) fn extern_command(&mut self, id: JobId, start: bool) {
-        if !self.settings.prolog_contain || self.simulated {
+        if self.simulated {
+            return;
+        }
+        let contain = self.settings.prolog_contain;
+        let epilog = !start && self.settings.node_scripts;
+        if !contain && !epilog {
             return;
         }
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
-        let Some(alloc) = job.alloc.as_ref().filter(|_| !job.desc.alloc_only) else {
+        let Some(alloc) = job
+            .alloc
+            .as_ref()
+            .filter(|_| epilog || !job.desc.alloc_only)
+        else {
             return;
         };
         let mut cmds = Vec::new();

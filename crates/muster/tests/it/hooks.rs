@@ -306,3 +306,42 @@ fn task_prolog_exports_reach_the_tasks() {
     assert_eq!(read(&dir.path().join("epilog.1")), "hello-1\n");
     assert_eq!(read(&dir.path().join("srun_epilog.1")), "done\n");
 }
+
+/// The other nodes of a batch job run the Prolog at the job's first step
+/// there and the Epilog at its end; a job without a batch script (a
+/// standalone srun) runs them on its nodes the same way.
+#[test]
+fn steps_run_the_prolog_and_epilog_on_their_other_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    script(
+        &dir.path().join("prolog"),
+        &format!("echo $SLURM_JOB_ID >> {d}/prolog.$SLURMD_NODENAME\n"),
+    );
+    script(
+        &dir.path().join("epilog"),
+        &format!("echo $SLURM_JOB_ID >> {d}/epilog.$SLURMD_NODENAME\n"),
+    );
+    let c = builder()
+        .nodes(2)
+        .conf_extra(&format!("Prolog={d}/prolog\nEpilog={d}/epilog\n"))
+        .start();
+    let id = c.submit(&["-N2", "--wrap", "srun -N2 true; srun -N2 true"]);
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED");
+    let once = format!("{id}\n");
+    for node in ["node1", "node2"] {
+        let path = dir.path().join(format!("epilog.{node}"));
+        c.wait_until(&format!("the epilog on {node}"), secs(20), || {
+            (read(&path) == once).then_some(())
+        });
+        // Once per node, though two steps ran there.
+        assert_eq!(read(&dir.path().join(format!("prolog.{node}"))), once);
+    }
+    let out = c.run("srun", &["-N1", "-w", "node2", "true"]);
+    assert_eq!(out.code, 0, "{out}");
+    let path = dir.path().join("epilog.node2");
+    c.wait_until("the standalone srun's epilog", secs(20), || {
+        (read(&path).lines().count() == 2).then_some(())
+    });
+    assert_eq!(read(&dir.path().join("prolog.node2")).lines().count(), 2);
+}

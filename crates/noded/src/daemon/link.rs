@@ -224,4 +224,7 @@ pub struct NodeLink {
     pub stepd_program: PathBuf,
     /// The daemon's `progress`, signalled when a step's tasks end.
     pub progress: Arc<Notify>,
+    /// Prolog and Epilog, and the jobs whose Prolog ran here
+    /// (`daemon::scripts`).
+    pub scripts: crate::daemon::scripts::NodeScripts,
 }

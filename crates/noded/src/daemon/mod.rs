@@ -27,6 +27,7 @@ mod holder;
 mod hw;
 mod link;
 mod pids;
+mod scripts;
 mod setup;
 mod shell;
 mod steps;

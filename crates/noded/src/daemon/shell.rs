@@ -172,6 +172,7 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
         daemon_uid,
         stepd_program: stepd_program.clone(),
         progress: progress.clone(),
+        scripts: crate::daemon::scripts::NodeScripts::new(setup.hooks.clone()),
     });
     let daemon = Arc::new(Daemon {
         slots,
@@ -707,10 +708,13 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             ),
             None,
         ),
-        NodeRequest::EndExtern { job_id } => (
-            crate::daemon::holder::end(&daemon.link, &daemon.holders, job_id),
-            None,
-        ),
+        NodeRequest::EndExtern { job_id } => {
+            crate::daemon::scripts::job_ended(&daemon.link, job_id);
+            (
+                crate::daemon::holder::end(&daemon.link, &daemon.holders, job_id),
+                None,
+            )
+        }
         NodeRequest::SignalStep {
             job_id,
             step_id,
@@ -1004,6 +1008,7 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
             other => (failed(other.message()), None),
         };
     }
+    daemon.link.scripts.batch_launched(job_id);
     // Prolog: run before the script, off this connection (a site script
     // may take long); its failure is reported as the job's end, and the
     // controller drains the node and requeues the job held.

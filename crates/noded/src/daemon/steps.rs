@@ -118,6 +118,11 @@ pub async fn launch(
             "cannot run steps for other users unless the node daemon runs as root".into(),
         );
     }
+    // The job's Prolog, at its first step here (where no batch script of
+    // it runs).
+    if let Err(why) = crate::daemon::scripts::before_step(node, &launch).await {
+        return NodeResponse::Failed(why);
+    }
     let live = live_path(&node.spool_dir, launch.job_id, launch.step_id);
     let spec = TaskdSpec {
         live_path: Some(live.clone()),
