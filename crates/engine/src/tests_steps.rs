@@ -411,3 +411,39 @@ fn issue_39_a_failed_epilog_drains_the_node_and_the_job_ends_as_it_did() {
     assert_eq!(n.reason.as_deref(), Some("Epilog error"));
     crate::tests::assert_invariants(&e);
 }
+
+#[test]
+fn issue_39_a_failed_step_prolog_on_another_node_requeues_a_batch_job_held() {
+    let mut e = engine();
+    let mut d = desc();
+    d.min_nodes = Some(2);
+    d.max_nodes = Some(2);
+    let id = submit(&mut e, d, 0);
+    let nodes = e.job(id).unwrap().alloc.as_ref().unwrap().nodes.clone();
+    assert_eq!(nodes.len(), 2);
+    let other = e.nodes[nodes[1].node.0 as usize].conf.name.clone();
+    let req = proto::CtldRequest::JobExited {
+        job_id: id,
+        node: other.clone(),
+        exit: ExitCode { code: 1, signal: 0 },
+        launch_failed: Some("Prolog error".into()),
+        usage: None,
+        oom_kills: 0,
+        script_failed: Some(proto::NodeScript::Prolog),
+    };
+    let _ = e.apply(
+        crate::Input::Request {
+            req: Box::new(req),
+            who: user(),
+        },
+        5,
+    );
+    let job = e.job(id).unwrap();
+    assert_eq!(job.state, JobState::Pending);
+    assert_eq!(job.reason.as_slurm_str(), "launch failed requeued held");
+    assert_eq!(
+        e.node(&other).unwrap().reason.as_deref(),
+        Some("Prolog error")
+    );
+    crate::tests::assert_invariants(&e);
+}
