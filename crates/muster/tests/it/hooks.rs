@@ -345,3 +345,44 @@ fn steps_run_the_prolog_and_epilog_on_their_other_nodes() {
     });
     assert_eq!(read(&dir.path().join("prolog.node2")).lines().count(), 2);
 }
+
+/// The batch script is a task too: TaskProlog's exports reach it, and
+/// TaskEpilog runs after it in its environment.
+#[test]
+fn task_prolog_exports_reach_the_batch_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    script(
+        &dir.path().join("task_prolog"),
+        "echo \"export GREETING=hello-$SLURM_JOB_ID\"\necho 'unset DROP_ME'\n",
+    );
+    script(
+        &dir.path().join("task_epilog"),
+        &format!("echo \"$GREETING\" > {d}/epilog.batch\n"),
+    );
+    let c = builder()
+        .nodes(1)
+        .conf_extra(&format!(
+            "TaskProlog={d}/task_prolog\nTaskEpilog={d}/task_epilog\n"
+        ))
+        .start();
+    let out = c.run_env(
+        "sbatch",
+        &[
+            "--parsable",
+            "-o",
+            "out.txt",
+            "--wrap",
+            "echo \"$GREETING ${DROP_ME:-unset}\"",
+        ],
+        &[("DROP_ME", "kept")],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    let id: u32 = out.stdout.trim().parse().unwrap();
+    assert_eq!(c.wait_done(id, secs(20)), "COMPLETED");
+    assert_eq!(c.read("out.txt"), format!("hello-{id} unset\n"));
+    assert_eq!(
+        read(&dir.path().join("epilog.batch")),
+        format!("hello-{id}\n")
+    );
+}

@@ -1080,6 +1080,10 @@ async fn start_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeResponse
         gpu_env: daemon.setup.gpus.env,
         cgroup: daemon.setup.cgroup.as_ref(),
         slots: &daemon.slots,
+        task_scripts: (
+            daemon.setup.hooks.task_prolog.as_deref(),
+            daemon.setup.hooks.task_epilog.as_deref(),
+        ),
     };
     let dir = match launch::prepare(&launch, &ctx) {
         Ok(dir) => dir,
