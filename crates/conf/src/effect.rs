@@ -72,6 +72,8 @@ const ACTING_GLOBAL: &[&str] = &[
     "SlurmdDebug",
     "SlurmdLogFile",
     "SlurmdParameters",
+    "SrunEpilog",
+    "SrunProlog",
     "TaskEpilog",
     "TaskPlugin",
     "TaskProlog",
@@ -89,8 +91,6 @@ const REFUSED_GLOBAL: &[(&str, &str)] = &[
         "PrologSlurmctld",
         "muster's controller runs no PrologSlurmctld",
     ),
-    ("SrunEpilog", "srun runs no epilog"),
-    ("SrunProlog", "srun runs no prolog"),
 ];
 
 /// The `PrologFlags` words muster acts on: `Alloc` (the Prolog runs when

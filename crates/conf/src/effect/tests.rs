@@ -104,7 +104,8 @@ fn key_table_covers_every_known_key_once() {
 #[test]
 fn issue_39_unsupported_scripts_and_prolog_flags_are_refused() {
     assert!(refusal("TaskProlog", "/etc/tp").is_none());
-    assert!(refusal("SrunProlog", "/etc/sp").is_some());
+    assert!(refusal("SrunProlog", "/etc/sp").is_none());
+    assert!(refusal("EpilogSlurmctld", "/etc/e").is_some());
     assert!(refusal("PrologSlurmctld", "/etc/p").is_some());
     assert!(refusal("PrologFlags", "Alloc,Contain,Serial").is_none());
     let why = refusal("PrologFlags", "Contain,NoHold").unwrap();

@@ -386,3 +386,45 @@ fn task_prolog_exports_reach_the_batch_script() {
         format!("hello-{id}\n")
     );
 }
+
+/// srun's `--prolog` and `--epilog` run where srun runs, with the step's
+/// command line as arguments; a failing `--prolog` aborts srun.
+#[test]
+fn srun_prolog_and_epilog_run_locally() {
+    let c = builder().nodes(1).start();
+    c.write(
+        "sp",
+        "#!/bin/sh\necho \"prolog $SLURM_JOB_ID $*\" >> hooks.log\n",
+    );
+    c.write(
+        "se",
+        "#!/bin/sh\necho \"epilog $SLURM_JOB_ID $SLURM_STEP_ID $*\" >> hooks.log\n",
+    );
+    let out = c.run(
+        "srun",
+        &[
+            "--prolog=./sp",
+            "--epilog=./se",
+            "sh",
+            "-c",
+            "echo task >> hooks.log",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    let log = c.read("hooks.log");
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 3, "{log}");
+    assert!(
+        lines[0].starts_with("prolog ") && lines[0].ends_with(" sh -c echo task >> hooks.log"),
+        "{log}"
+    );
+    assert_eq!(lines[1], "task");
+    assert!(
+        lines[2].starts_with("epilog ") && lines[2].contains(" 0 sh -c"),
+        "{log}"
+    );
+    c.write("bad", "#!/bin/sh\nexit 3\n");
+    let out = c.run("srun", &["--prolog=./bad", "true"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(out.stderr.contains("srun prolog failed: status=3"), "{out}");
+}
