@@ -95,8 +95,10 @@ const REFUSED_GLOBAL: &[(&str, &str)] = &[
 
 /// The `PrologFlags` words muster acts on: `Alloc` (the Prolog runs when
 /// the batch script is launched, which is at allocation), `Contain` (the
-/// extern step) and `Serial` (one Prolog or Epilog at a time per node).
-const PROLOG_FLAGS: &[&str] = &["Alloc", "Contain", "Serial"];
+/// extern step), `Serial` (one Prolog or Epilog at a time per node) and
+/// `NoHold` (salloc does not wait for the Prolog: it never does here, the
+/// Prolog running at the first step).
+const PROLOG_FLAGS: &[&str] = &["Alloc", "Contain", "NoHold", "Serial"];
 
 /// Why a global key set to `value` is refused, if it is: a key of
 /// [`REFUSED_GLOBAL`] set to anything, or a `PrologFlags` word muster does

@@ -108,7 +108,7 @@ fn issue_39_unsupported_scripts_and_prolog_flags_are_refused() {
     assert!(refusal("EpilogSlurmctld", "/etc/e").is_some());
     assert!(refusal("PrologSlurmctld", "/etc/p").is_some());
     assert!(refusal("PrologFlags", "Alloc,Contain,Serial").is_none());
-    let why = refusal("PrologFlags", "Contain,NoHold").unwrap();
-    assert!(why.contains("NoHold"), "{why}");
+    let why = refusal("PrologFlags", "Contain,RunInJob").unwrap();
+    assert!(why.contains("RunInJob"), "{why}");
     assert!(refusal("Prolog", "/etc/prolog").is_none());
 }
