@@ -42,6 +42,7 @@ const SRUN_ONLY: &[OptSpec] = &[
     opt("compress", None, Arg::Optional),
     opt("cpu-bind", None, Arg::Required),
     opt("cpu_bind", None, Arg::Required),
+    opt("epilog", None, Arg::Required),
     opt("exact", None, Arg::None),
     opt("external-launcher", None, Arg::None),
     opt("immediate", Some('I'), Arg::Optional),
@@ -184,7 +185,25 @@ struct Opts {
     hint: Option<String>,
     /// `--ntasks-per-gpu`.
     ntasks_per_gpu: Option<u32>,
+    /// `--prolog`, `--epilog`: run by srun itself.
+    prolog: Option<String>,
+    epilog: Option<String>,
+    /// `--task-prolog`, `--task-epilog`.
+    task_prolog: Option<String>,
+    task_epilog: Option<String>,
     argv: Vec<String>,
+}
+
+/// A path relative to srun's working directory made absolute (the tasks
+/// run it from theirs).
+fn absolute(path: &str) -> String {
+    if path.starts_with('/') {
+        return path.to_string();
+    }
+    match std::env::current_dir() {
+        Ok(d) => d.join(path).to_string_lossy().into_owned(),
+        Err(_) => path.to_string(),
+    }
 }
 
 /// What srun asks task/affinity for: `--cpu-bind` (else `SLURM_CPU_BIND`,
@@ -316,6 +335,10 @@ pub fn main(args: Vec<String>) -> i32 {
                         }
                     },
                     "export" => o.export = Some(val),
+                    "task-prolog" => o.task_prolog = Some(val),
+                    "prolog" => o.prolog = Some(val),
+                    "epilog" => o.epilog = Some(val),
+                    "task-epilog" => o.task_epilog = Some(val),
                     "exclusive" => {
                         o.exclusive = true;
                         o.exact = true;
@@ -562,6 +585,8 @@ pub fn main(args: Vec<String>) -> i32 {
                     .filter(|v| proto::GpuBind::parse(v).is_ok())
             }),
             cpu_bind: cpu_bind_request(o.cpu_bind.clone(), o.hint.as_deref()),
+            task_prolog: o.task_prolog.clone().map(|p| absolute(&p)),
+            task_epilog: o.task_epilog.clone().map(|p| absolute(&p)),
             ..StepRequest::default()
         },
     );
@@ -794,10 +819,80 @@ fn block_signals() -> nix::sys::signal::SigSet {
 /// create_step --> spawn_event_threads --> open_sink --> StepRun::on_event ... --> finish
 /// ```
 fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
+    // `--prolog`: srun runs it itself before the step, with the step's
+    // command line as its arguments; a failure aborts srun.
+    // slurm.conf's SrunProlog/SrunEpilog where the options are not given.
+    let conf = |key: &str| {
+        client
+            .config()
+            .other
+            .get(key)
+            .map(|(_, v)| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let prolog = o.prolog.clone().or_else(|| conf("srunprolog"));
+    let epilog = o.epilog.clone().or_else(|| conf("srunepilog"));
+    if let Some(prolog) = prolog.as_deref().filter(|p| *p != "none") {
+        match run_local_script(prolog, &req.argv, req.job_id, None) {
+            Ok(0) => {}
+            Ok(code) => {
+                say!("srun: error: srun prolog failed: status={code}");
+                return 1;
+            }
+            Err(e) => {
+                say!("srun: error: srun prolog failed: {e}");
+                return 1;
+            }
+        }
+    }
     let (listener, created) = match create_step(client, o, &mut req) {
         Ok(c) => c,
         Err(code) => return code,
     };
+    let step_id = created.step_id;
+    let code = run_created_step(client, o, req.clone(), listener, created);
+    // `--epilog`: after the step, whatever its end.
+    if let Some(epilog) = epilog.as_deref().filter(|p| *p != "none") {
+        match run_local_script(epilog, &req.argv, req.job_id, Some(step_id)) {
+            Ok(0) => {}
+            Ok(code) => say!("srun: error: srun epilog failed: status={code}"),
+            Err(e) => say!("srun: error: srun epilog failed: {e}"),
+        }
+    }
+    code
+}
+
+/// Runs srun's `--prolog` or `--epilog` here, as the user, with srun's
+/// environment and the job's (and step's) id; its exit code.
+fn run_local_script(
+    path: &str,
+    argv: &[String],
+    job_id: model::JobId,
+    step_id: Option<u32>,
+) -> Result<i32, String> {
+    let mut cmd = std::process::Command::new(path);
+    cmd.args(argv)
+        .env("SLURM_JOB_ID", job_id.to_string())
+        .env("SLURM_JOBID", job_id.to_string())
+        .stdin(std::process::Stdio::null());
+    if let Some(s) = step_id {
+        cmd.env("SLURM_STEP_ID", s.to_string())
+            .env("SLURM_STEPID", s.to_string());
+    }
+    let status = cmd.status().map_err(|e| format!("{path}: {e}"))?;
+    Ok(status.code().unwrap_or_else(|| {
+        128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)
+    }))
+}
+
+/// Runs a created step to its end; srun's exit status.
+fn run_created_step(
+    client: &client::Client,
+    o: &Opts,
+    req: StepRequest,
+    listener: TcpListener,
+    created: StepCreated,
+) -> i32 {
     let rx = spawn_event_threads(listener, req.token.clone(), &o.stdin);
     let sink = open_sink(client, o, &req, &created);
     let mut run = StepRun::new(o, &created, req.job_id, sink, client.config().kill_wait);

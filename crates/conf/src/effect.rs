@@ -29,6 +29,11 @@ const ACTING_GLOBAL: &[&str] = &[
     "AuthAltTypes",
     "AuthInfo",
     "DependencyParameters",
+    "Epilog",
+    "HealthCheckInterval",
+    "HealthCheckNodeState",
+    "HealthCheckParameters",
+    "HealthCheckProgram",
     "JobAcctGatherFrequency",
     "JobAcctGatherType",
     "JobRequeue",
@@ -58,6 +63,8 @@ const ACTING_GLOBAL: &[&str] = &[
     "PriorityWeightQOS",
     "PriorityWeightTRES",
     "ProctrackType",
+    "Prolog",
+    "PrologEpilogTimeout",
     "PrologFlags",
     "SchedulerParameters",
     "SchedulerType",
@@ -67,8 +74,63 @@ const ACTING_GLOBAL: &[&str] = &[
     "SlurmdDebug",
     "SlurmdLogFile",
     "SlurmdParameters",
+    "SrunEpilog",
+    "SrunProlog",
+    "TaskEpilog",
     "TaskPlugin",
+    "TaskProlog",
 ];
+
+/// Keys muster refuses (the daemons do not start, `check-config` says
+/// why at the key's file and line): scripts whose absence would change
+/// where, when or as whom a job runs, which muster does not run.
+const REFUSED_GLOBAL: &[(&str, &str)] = &[
+    (
+        "EpilogSlurmctld",
+        "muster's controller runs no EpilogSlurmctld",
+    ),
+    (
+        "PrologSlurmctld",
+        "muster's controller runs no PrologSlurmctld",
+    ),
+];
+
+/// The `PrologFlags` words muster acts on: `Alloc` (the Prolog runs when
+/// the batch script is launched, which is at allocation), `Contain` (the
+/// extern step), `Serial` (one Prolog or Epilog at a time per node) and
+/// `NoHold` (salloc does not wait for the Prolog: it never does here, the
+/// Prolog running at the first step).
+const PROLOG_FLAGS: &[&str] = &["Alloc", "Contain", "NoHold", "Serial"];
+
+/// Why a global key set to `value` is refused, if it is: a key of
+/// [`REFUSED_GLOBAL`] set to anything, or a `PrologFlags` word muster does
+/// not act on.
+pub fn refusal(key: &str, value: &str) -> Option<String> {
+    if value.trim().is_empty() {
+        return None;
+    }
+    if let Some((_, why)) = REFUSED_GLOBAL
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+    {
+        return Some(format!("not supported: {why}"));
+    }
+    if key.eq_ignore_ascii_case("PrologFlags") {
+        let unknown: Vec<&str> = value
+            .split(',')
+            .map(str::trim)
+            .filter(|w| !w.is_empty() && !contains(PROLOG_FLAGS, w))
+            .collect();
+        if !unknown.is_empty() {
+            return Some(format!(
+                "not supported: {} (muster acts on {})",
+                unknown.join(","),
+                PROLOG_FLAGS.join(", ")
+            ));
+        }
+    }
+    None
+}
 
 /// Keys that muster does not read but whose given value is what muster
 /// does anyway (its only behaviour), or that it reads for these values
@@ -137,7 +199,12 @@ fn contains(list: &[&str], key: &str) -> bool {
 /// the value is what muster does anyway. Unknown and obsolete keys are the
 /// parser's warnings, not this.
 pub fn global_key_is_inert(key: &str, value: &str) -> bool {
-    if !crate::keys::contains(crate::keys::OTHER_GLOBAL, key) || contains(ACTING_GLOBAL, key) {
+    if !crate::keys::contains(crate::keys::OTHER_GLOBAL, key)
+        || contains(ACTING_GLOBAL, key)
+        || REFUSED_GLOBAL
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(key))
+    {
         return false;
     }
     let same = SAME_AS_MUSTER
@@ -283,6 +350,8 @@ pub enum KeyDisposition {
     NotApplied(&'static str),
     /// Dropped by Slurm; warned about as obsolete and ignored.
     Obsolete,
+    /// Refused where set (the daemons do not start), for this reason.
+    Refused(&'static str),
 }
 
 /// One row of the configuration table.
@@ -340,7 +409,9 @@ pub fn key_table() -> Vec<KeyRow> {
         });
     }
     for key in keys::OTHER_GLOBAL {
-        let disposition = if contains(ACTING_GLOBAL, key) {
+        let disposition = if let Some((_, why)) = REFUSED_GLOBAL.iter().find(|(k, _)| k == key) {
+            KeyDisposition::Refused(why)
+        } else if contains(ACTING_GLOBAL, key) {
             KeyDisposition::Acting
         } else if let Some((_, values)) = SAME_AS_MUSTER.iter().find(|(k, _)| k == key) {
             KeyDisposition::OnlyAs(values)

@@ -92,6 +92,8 @@ pub(crate) const OTHER_GLOBAL: &[&str] = &[
     "HashPlugin",
     "HealthCheckInterval",
     "HealthCheckNodeState",
+    // muster's own (`drain_on_failure`, docs/admin-hooks.md), not Slurm's.
+    "HealthCheckParameters",
     "HealthCheckProgram",
     "InactiveLimit",
     "InteractiveStepOptions",

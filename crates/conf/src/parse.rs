@@ -304,6 +304,9 @@ impl Parser<'_> {
                 .push(at.warning(format!("unknown key {}", pair.key)));
             return Ok(());
         }
+        if let Some(why) = crate::effect::refusal(&pair.key, &pair.value) {
+            return Err(at.invalid(&pair.key, &pair.value, why));
+        }
         let entry = Global {
             key: pair.key.clone(),
             value: pair.value.clone(),

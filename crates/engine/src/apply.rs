@@ -254,6 +254,7 @@ impl Engine {
                 launch_failed,
                 usage,
                 oom_kills,
+                script_failed,
             } => {
                 if let Some(why) = &launch_failed {
                     warn!(target: "ctld", "job {job_id} could not start on {node}: {why}");
@@ -268,7 +269,10 @@ impl Engine {
                 } else {
                     exit
                 };
-                ok(self.on_job_exited(job_id, &node, exit, launch_failed, t))
+                match script_failed {
+                    None => ok(self.on_job_exited(job_id, &node, exit, launch_failed, t)),
+                    Some(script) => ok(self.on_node_script_failed(job_id, &node, exit, script, t)),
+                }
             }
             CtldRequest::AllocationInfo { job_id } => match self.allocation_info(job_id) {
                 Ok(info) => CtldResponse::Allocation(info),

@@ -351,6 +351,34 @@ mod tests {
         }
     }
 
+    /// Issue 39: with a Prolog or Epilog every node of a job, an
+    /// allocation's too, hears of its end (to run the Epilog where a
+    /// step's Prolog ran); nothing starts an extern step.
+    #[test]
+    fn node_scripts_end_every_job_on_its_nodes() {
+        let mut e = engine("Epilog=/etc/slurm/epilog\n");
+        e.on_node_registered(reg(), 0).unwrap();
+        let mut d = desc(None, None, None);
+        d.alloc_only = true;
+        let id = e.on_submit(d, &who("alice"), 0).unwrap().job_id;
+        e.schedule(0);
+        let cmds = e.take_commands();
+        assert!(!cmds
+            .iter()
+            .any(|c| matches!(c, Command::StartExtern { .. })));
+        e.on_complete_allocation(id, model::ExitCode::default(), &who("alice"), 5)
+            .unwrap();
+        let ends: Vec<String> = e
+            .take_commands()
+            .into_iter()
+            .filter_map(|c| match c {
+                Command::EndExtern { node, .. } => Some(node),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends, ["node1"]);
+    }
+
     #[test]
     fn prolog_contain_starts_and_ends_the_extern_step_and_records_its_usage() {
         let mut e = engine("PrologFlags=Contain\n");

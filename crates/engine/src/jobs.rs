@@ -660,6 +660,66 @@ impl Engine {
         Ok(())
     }
 
+    /// A node's Prolog or Epilog failed for a job (slurm.conf "Prolog and
+    /// Epilog Scripts"). The node is drained, "Prolog error" or "Epilog
+    /// error", as SlurmUser. After a failed Prolog the script never ran:
+    /// the job goes back to the queue held, `launch failed requeued held`
+    /// (Slurm requeues it whatever `--no-requeue` says). After a failed
+    /// Epilog the job ends as its script did.
+    pub fn on_node_script_failed(
+        &mut self,
+        id: JobId,
+        node: &str,
+        exit: ExitCode,
+        script: proto::NodeScript,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
+        self.touch();
+        let idx = self.node_idx(node).ok_or(SlurmError::InvalidNodeName)?;
+        let reason = match script {
+            proto::NodeScript::Prolog => "Prolog error",
+            proto::NodeScript::Epilog => "Epilog error",
+        };
+        {
+            let slurm_user = self.settings.slurm_user.clone();
+            let n = &mut self.nodes[idx.0 as usize];
+            n.state.drain = true;
+            n.reason = Some(reason.into());
+            n.reason_user = Some(slurm_user);
+            n.reason_time = Some(now);
+        }
+        if script == proto::NodeScript::Prolog {
+            let batch_here = self.jobs.get(&id).is_some_and(|j| {
+                j.state == JobState::Running
+                    && j.alloc
+                        .as_ref()
+                        .is_some_and(|a| a.nodes.first().is_some_and(|n| n.node == idx))
+            });
+            // A step's Prolog on another node of a batch job: requeued
+            // the same way (its script is ended). An allocation's
+            // (salloc, srun) runs on; its step there failed.
+            let elsewhere = !batch_here
+                && self.jobs.get(&id).is_some_and(|j| {
+                    j.state == JobState::Running
+                        && !j.desc.alloc_only
+                        && j.alloc
+                            .as_ref()
+                            .is_some_and(|a| a.nodes.iter().any(|n| n.node == idx))
+                });
+            if batch_here || elsewhere {
+                self.requeue_job(id, PendingReason::LaunchFailRequeueHold, now);
+                if let Some(job) = self.jobs.get_mut(&id) {
+                    job.held = Some(false);
+                    job.priority = 0;
+                    job.reason = PendingReason::LaunchFailRequeueHold;
+                }
+            }
+            // Pending now: its share is given back as any requeued job's.
+            return self.on_job_exited(id, node, exit, None, now);
+        }
+        self.on_job_exited(id, node, exit, None, now)
+    }
+
     /// A node reports what a job's batch script used (just before its end).
     /// Kept only from the node that runs the job's current run.
     pub fn on_batch_usage(&mut self, id: JobId, node: &str, usage: proto::StepUsage) {
@@ -683,14 +743,25 @@ impl Engine {
 
     /// Starts (`start`) or ends the job's extern step on every node of its
     /// allocation, with PrologFlags=Contain; only batch jobs have one.
+    /// With a `Prolog` or `Epilog` the end goes to every node of every job
+    /// (allocations too): a node that ran a step's Prolog runs the Epilog.
     pub(crate) fn extern_command(&mut self, id: JobId, start: bool) {
-        if !self.settings.prolog_contain || self.simulated {
+        if self.simulated {
+            return;
+        }
+        let contain = self.settings.prolog_contain;
+        let epilog = !start && self.settings.node_scripts;
+        if !contain && !epilog {
             return;
         }
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
-        let Some(alloc) = job.alloc.as_ref().filter(|_| !job.desc.alloc_only) else {
+        let Some(alloc) = job
+            .alloc
+            .as_ref()
+            .filter(|_| epilog || !job.desc.alloc_only)
+        else {
             return;
         };
         let mut cmds = Vec::new();

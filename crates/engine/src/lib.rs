@@ -461,6 +461,11 @@ pub struct Settings {
     /// `Licenses=`: each license's total.
     #[serde(default)]
     pub licenses: model::licenses::Licenses,
+    /// `Prolog` or `Epilog` is set: at a job's end every node of it is
+    /// told (`Command::EndExtern`), so that the nodes that ran a step's
+    /// Prolog run the Epilog.
+    #[serde(default)]
+    pub node_scripts: bool,
 }
 
 /// Slurm's default `cred_expire`.
@@ -550,6 +555,9 @@ impl Settings {
                 })
                 .unwrap_or_else(default_cred_expire),
             licenses: licenses::from_config(cfg),
+            node_scripts: ["prolog", "epilog"]
+                .iter()
+                .any(|k| cfg.other.get(*k).is_some_and(|(_, v)| !v.trim().is_empty())),
         }
     }
 }

@@ -530,6 +530,8 @@ impl Engine {
                 mpi: req.mpi.clone(),
                 acctg_freq: req.acctg_freq.clone(),
                 gpu_bind: gpu_bind.clone(),
+                task_prolog: req.task_prolog.clone(),
+                task_epilog: req.task_epilog.clone(),
             };
             self.outbox.push(Command::LaunchStep {
                 node: n.conf.name.clone(),

@@ -294,6 +294,7 @@ fn batch_exited(e: &mut Engine, id: JobId, exit: ExitCode, oom_kills: u64, now: 
         launch_failed: None,
         usage: None,
         oom_kills,
+        script_failed: None,
     };
     let _ = e.apply(
         crate::Input::Request {
@@ -345,4 +346,104 @@ fn issue_37_a_standalone_srun_ending_0_125_ends_its_job_out_of_memory() {
     assert_eq!(job.state, JobState::OutOfMemory);
     assert_eq!(job.reason.as_slurm_str(), "OutOfMemory");
     assert_eq!(e.acct_job(id, 6).unwrap().exit_code.to_string(), "0:125");
+}
+
+fn script_failed(e: &mut Engine, id: JobId, exit: ExitCode, script: proto::NodeScript, now: i64) {
+    let req = proto::CtldRequest::JobExited {
+        job_id: id,
+        node: "node1".into(),
+        exit,
+        launch_failed: (script == proto::NodeScript::Prolog).then(|| "Prolog error".into()),
+        usage: None,
+        oom_kills: 0,
+        script_failed: Some(script),
+    };
+    let _ = e.apply(
+        crate::Input::Request {
+            req: Box::new(req),
+            who: user(),
+        },
+        now,
+    );
+}
+
+#[test]
+fn issue_39_a_failed_prolog_drains_the_node_and_requeues_the_job_held() {
+    let mut e = engine();
+    let id = submit(&mut e, desc(), 0);
+    assert_eq!(e.job(id).unwrap().state, JobState::Running);
+    script_failed(
+        &mut e,
+        id,
+        ExitCode { code: 1, signal: 0 },
+        proto::NodeScript::Prolog,
+        5,
+    );
+    let job = e.job(id).unwrap();
+    assert_eq!(job.state, JobState::Pending);
+    assert_eq!(job.reason.as_slurm_str(), "launch failed requeued held");
+    assert_eq!(job.priority, 0);
+    assert_eq!(job.restarts, 1);
+    let n = e.node("node1").unwrap();
+    assert!(n.state.drain);
+    assert_eq!(n.reason.as_deref(), Some("Prolog error"));
+    assert_eq!(n.alloc_cpus, 0);
+    crate::tests::assert_invariants(&e);
+    // Held: a pass does not start it again.
+    e.apply(crate::Input::Tick, 100);
+    assert_eq!(e.job(id).unwrap().state, JobState::Pending);
+}
+
+#[test]
+fn issue_39_a_failed_epilog_drains_the_node_and_the_job_ends_as_it_did() {
+    let mut e = engine();
+    let id = submit(&mut e, desc(), 0);
+    script_failed(
+        &mut e,
+        id,
+        ExitCode::default(),
+        proto::NodeScript::Epilog,
+        5,
+    );
+    assert_eq!(e.job(id).unwrap().state, JobState::Completed);
+    let n = e.node("node1").unwrap();
+    assert!(n.state.drain);
+    assert_eq!(n.reason.as_deref(), Some("Epilog error"));
+    crate::tests::assert_invariants(&e);
+}
+
+#[test]
+fn issue_39_a_failed_step_prolog_on_another_node_requeues_a_batch_job_held() {
+    let mut e = engine();
+    let mut d = desc();
+    d.min_nodes = Some(2);
+    d.max_nodes = Some(2);
+    let id = submit(&mut e, d, 0);
+    let nodes = e.job(id).unwrap().alloc.as_ref().unwrap().nodes.clone();
+    assert_eq!(nodes.len(), 2);
+    let other = e.nodes[nodes[1].node.0 as usize].conf.name.clone();
+    let req = proto::CtldRequest::JobExited {
+        job_id: id,
+        node: other.clone(),
+        exit: ExitCode { code: 1, signal: 0 },
+        launch_failed: Some("Prolog error".into()),
+        usage: None,
+        oom_kills: 0,
+        script_failed: Some(proto::NodeScript::Prolog),
+    };
+    let _ = e.apply(
+        crate::Input::Request {
+            req: Box::new(req),
+            who: user(),
+        },
+        5,
+    );
+    let job = e.job(id).unwrap();
+    assert_eq!(job.state, JobState::Pending);
+    assert_eq!(job.reason.as_slurm_str(), "launch failed requeued held");
+    assert_eq!(
+        e.node(&other).unwrap().reason.as_deref(),
+        Some("Prolog error")
+    );
+    crate::tests::assert_invariants(&e);
 }

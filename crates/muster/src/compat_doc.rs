@@ -24,13 +24,14 @@ fn config_markdown() -> String {
     let rows = conf::effect::key_table();
     let count = |f: fn(&KeyDisposition) -> bool| rows.iter().filter(|r| f(&r.disposition)).count();
     let mut out = format!(
-        "{} keys: {} act, {} act only as muster does (other values warned), {} warned and ignored, {} read but not applied, {} obsolete.\n\n",
+        "{} keys: {} act, {} act only as muster does (other values warned), {} warned and ignored, {} read but not applied, {} obsolete, {} refused.\n\n",
         rows.len(),
         count(|d| matches!(d, KeyDisposition::Acting)),
         count(|d| matches!(d, KeyDisposition::OnlyAs(_))),
         count(|d| matches!(d, KeyDisposition::Inert)),
         count(|d| matches!(d, KeyDisposition::NotApplied(_))),
         count(|d| matches!(d, KeyDisposition::Obsolete)),
+        count(|d| matches!(d, KeyDisposition::Refused(_))),
     );
     out.push_str("| file | key | decision |\n|---|---|---|\n");
     for r in rows {
@@ -49,6 +50,9 @@ fn config_markdown() -> String {
             }
             KeyDisposition::NotApplied(why) => format!("read, not applied: {why}"),
             KeyDisposition::Obsolete => "obsolete: warned about and ignored".to_string(),
+            KeyDisposition::Refused(why) => {
+                format!("refused where set (the daemons do not start): {why}")
+            }
         };
         out.push_str(&format!("| {} | `{}` | {decision} |\n", r.section, r.key));
     }

@@ -135,6 +135,7 @@ mod env;
 mod exec;
 mod gather;
 mod gpus;
+mod hooks;
 mod nvml;
 mod oom;
 mod options;

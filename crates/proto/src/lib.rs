@@ -624,6 +624,12 @@ pub enum CtldRequest {
         /// OUT_OF_MEMORY. 0 where no cgroup counts them.
         #[serde(default, skip_serializing_if = "is_zero_u64")]
         oom_kills: u64,
+        /// A site script of the node failed for this job: `Prolog` (the
+        /// script never started; the node is drained "Prolog error" and
+        /// the job requeued held) or `Epilog` (after the end; the node is
+        /// drained "Epilog error").
+        #[serde(default)]
+        script_failed: Option<NodeScript>,
     },
     /// `scontrol shutdown`.
     Shutdown,
@@ -1974,6 +1980,15 @@ impl EndReason {
             self.banner_suffix()
         )
     }
+}
+
+/// A node's site script (slurm.conf "Prolog and Epilog Scripts").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeScript {
+    /// `Prolog`.
+    Prolog,
+    /// `Epilog`.
+    Epilog,
 }
 
 /// Everything a node needs to start a batch script.

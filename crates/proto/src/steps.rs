@@ -160,6 +160,14 @@ pub struct StepRequest {
     /// `--cpu-bind`, as written (checked by srun with `CpuBind::parse`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_bind: Option<String>,
+    /// `--task-prolog`: run as the user before each task, after slurm.conf's
+    /// TaskProlog (its `export`/`unset`/`print` lines honoured).
+    #[serde(default)]
+    pub task_prolog: Option<String>,
+    /// `--task-epilog`: run as the user after each task, before slurm.conf's
+    /// TaskEpilog.
+    #[serde(default)]
+    pub task_epilog: Option<String>,
 }
 
 /// The controller's answer to [`StepRequest`]: the step's id and layout.
@@ -245,6 +253,12 @@ pub struct StepLaunch {
     /// request's `--gpu-bind`, `--gpus-per-task` and `--ntasks-per-gpu`.
     #[serde(default)]
     pub gpu_bind: crate::GpuBind,
+    /// srun's `--task-prolog`.
+    #[serde(default)]
+    pub task_prolog: Option<String>,
+    /// srun's `--task-epilog`.
+    #[serde(default)]
+    pub task_epilog: Option<String>,
 }
 
 impl StepLaunch {

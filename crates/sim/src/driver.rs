@@ -210,6 +210,7 @@ pub fn simulate_with(
                 launch_failed: None,
                 usage: None,
                 oom_kills: 0,
+                script_failed: None,
             };
             engine.apply(
                 Input::Request {

@@ -6,7 +6,8 @@ fn keys_that_act_or_match_muster_are_not_inert() {
     assert!(!global_key_is_inert("proctracktype", "proctrack/cgroup"));
     assert!(!global_key_is_inert("SelectType", "select/cons_tres"));
     assert!(global_key_is_inert("SelectType", "select/linear"));
-    assert!(global_key_is_inert("Prolog", "/etc/prolog"));
+    assert!(global_key_is_inert("ResvProlog", "/etc/prolog"));
+    assert!(!global_key_is_inert("Prolog", "/etc/prolog"));
     // Configless mode acts (ctld); any other controller flag is warned.
     assert!(!global_key_is_inert(
         "SlurmctldParameters",
@@ -27,7 +28,7 @@ fn keys_that_act_or_match_muster_are_not_inert() {
 fn inert_keys_follow_includes_with_file_and_line() {
     let mut read = |p: &Path| -> std::io::Result<String> {
         assert_eq!(p, Path::new("/etc/slurm/extra.conf"));
-        Ok("\nEpilog=/bin/true\n".to_string())
+        Ok("\nResvEpilog=/bin/true\n".to_string())
     };
     let w = inert_keys(
         "ClusterName=c\nInclude extra.conf\nNodeName=n1 CPUs=2 Comment=x\nPartitionName=p Nodes=n1 PreemptMode=off Hidden=yes\n",
@@ -38,7 +39,7 @@ fn inert_keys_follow_includes_with_file_and_line() {
     assert_eq!(
         lines,
         vec![
-            "/etc/slurm/extra.conf:2: Epilog=/bin/true does nothing here",
+            "/etc/slurm/extra.conf:2: ResvEpilog=/bin/true does nothing here",
             "/etc/slurm/slurm.conf:3: Comment (node line) does nothing here",
             "/etc/slurm/slurm.conf:4: Hidden (partition line) does nothing here",
         ]
@@ -98,9 +99,26 @@ fn key_table_covers_every_known_key_once() {
         assert_eq!(n, 1, "{key}");
     }
     let prolog = rows.iter().find(|r| r.key == "Prolog").unwrap();
-    assert_eq!(prolog.disposition, KeyDisposition::Inert);
+    assert_eq!(prolog.disposition, KeyDisposition::Acting);
+    let ctld_prolog = rows.iter().find(|r| r.key == "PrologSlurmctld").unwrap();
+    assert!(matches!(
+        ctld_prolog.disposition,
+        KeyDisposition::Refused(_)
+    ));
     let kill_wait = rows.iter().find(|r| r.key == "KillWait").unwrap();
     assert_eq!(kill_wait.disposition, KeyDisposition::Acting);
     let select = rows.iter().find(|r| r.key == "SelectType").unwrap();
     assert!(matches!(select.disposition, KeyDisposition::OnlyAs(_)));
+}
+
+#[test]
+fn issue_39_unsupported_scripts_and_prolog_flags_are_refused() {
+    assert!(refusal("TaskProlog", "/etc/tp").is_none());
+    assert!(refusal("SrunProlog", "/etc/sp").is_none());
+    assert!(refusal("EpilogSlurmctld", "/etc/e").is_some());
+    assert!(refusal("PrologSlurmctld", "/etc/p").is_some());
+    assert!(refusal("PrologFlags", "Alloc,Contain,Serial").is_none());
+    let why = refusal("PrologFlags", "Contain,RunInJob").unwrap();
+    assert!(why.contains("RunInJob"), "{why}");
+    assert!(refusal("Prolog", "/etc/prolog").is_none());
 }

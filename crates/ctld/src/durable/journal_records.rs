@@ -152,6 +152,7 @@ fn every_request() -> Vec<CtldRequest> {
             launch_failed: Some("no dir".into()),
             usage: Some(usage()),
             oom_kills: 0,
+            script_failed: None,
         },
         CtldRequest::CompleteAllocation {
             job_id: JobId(4),

@@ -199,6 +199,7 @@ fn rich(store: &mut Store, engine: &mut Engine) {
         launch_failed: None,
         usage: None,
         oom_kills: 0,
+        script_failed: None,
     };
     run(
         store,

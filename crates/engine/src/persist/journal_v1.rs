@@ -291,6 +291,11 @@ pub enum Request<'a> {
         /// records before it was reported: none).
         #[serde(default, skip_serializing_if = "proto::is_zero_u64")]
         oom_kills: u64,
+        /// The node's Prolog or Epilog failed for the job (absent in
+        /// records before site scripts ran: none). Written always, as the
+        /// wire request writes it.
+        #[serde(default)]
+        script_failed: Option<proto::NodeScript>,
     },
     /// salloc and a standalone srun ended.
     CompleteAllocation {
@@ -493,6 +498,7 @@ impl<'a> Request<'a> {
                 launch_failed,
                 usage,
                 oom_kills,
+                script_failed,
             } => Request::JobExited {
                 job_id: *job_id,
                 node: Cow::Borrowed(node),
@@ -500,6 +506,7 @@ impl<'a> Request<'a> {
                 launch_failed: launch_failed.as_deref().map(Cow::Borrowed),
                 usage: usage.as_ref().map(StepUsage::from),
                 oom_kills: *oom_kills,
+                script_failed: *script_failed,
             },
             CtldRequest::CompleteAllocation { job_id, exit } => Request::CompleteAllocation {
                 job_id: *job_id,
@@ -646,6 +653,7 @@ impl From<Request<'_>> for CtldRequest {
                 launch_failed,
                 usage,
                 oom_kills,
+                script_failed,
             } => CtldRequest::JobExited {
                 job_id,
                 node: node.into_owned(),
@@ -653,6 +661,7 @@ impl From<Request<'_>> for CtldRequest {
                 launch_failed: launch_failed.map(Cow::into_owned),
                 usage: usage.map(Into::into),
                 oom_kills,
+                script_failed,
             },
             Request::CompleteAllocation { job_id, exit } => {
                 CtldRequest::CompleteAllocation { job_id, exit }
@@ -962,6 +971,14 @@ pub struct StepRequest<'a> {
     /// `--cpu-bind`, as written (absent before task/affinity).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_bind: Option<Cow<'a, str>>,
+    /// `--task-prolog` (absent before issue 39; written always, as the wire
+    /// request writes it).
+    #[serde(default)]
+    pub task_prolog: Option<Cow<'a, str>>,
+    /// `--task-epilog` (absent before issue 39; written always, as the wire
+    /// request writes it).
+    #[serde(default)]
+    pub task_epilog: Option<Cow<'a, str>>,
 }
 
 impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
@@ -1001,6 +1018,8 @@ impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
             ntasks_per_gpu: s.ntasks_per_gpu,
             gpu_bind: text(&s.gpu_bind),
             cpu_bind: text(&s.cpu_bind),
+            task_prolog: text(&s.task_prolog),
+            task_epilog: text(&s.task_epilog),
         }
     }
 }
@@ -1042,6 +1061,8 @@ impl From<StepRequest<'_>> for proto::StepRequest {
             ntasks_per_gpu: s.ntasks_per_gpu,
             gpu_bind: owned(s.gpu_bind),
             cpu_bind: owned(s.cpu_bind),
+            task_prolog: owned(s.task_prolog),
+            task_epilog: owned(s.task_epilog),
         }
     }
 }

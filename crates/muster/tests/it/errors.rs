@@ -241,7 +241,10 @@ fn tempfile_dir() -> std::path::PathBuf {
 /// slurm.conf key that does nothing here is logged by the daemons at start.
 #[test]
 fn issue_38_unsupported_options_are_refused_or_warned() {
-    let c = builder().nodes(1).conf_extra("Prolog=/bin/true").start();
+    let c = builder()
+        .nodes(1)
+        .conf_extra("ResvProlog=/bin/true")
+        .start();
     check(
         &c.run("sbatch", &["--reservation=r", "--wrap=true"]),
         1,
@@ -271,7 +274,7 @@ fn issue_38_unsupported_options_are_refused_or_warned() {
     let logged = |name: &str| {
         c.log(name)
             .lines()
-            .filter(|l| l.contains("Prolog=/bin/true does nothing here"))
+            .filter(|l| l.contains("ResvProlog=/bin/true does nothing here"))
             .count()
     };
     assert_eq!(logged("ctld"), 1, "{}", c.logs());

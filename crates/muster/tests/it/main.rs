@@ -19,6 +19,7 @@ mod durable;
 mod env;
 mod errors;
 mod gpus;
+mod hooks;
 mod hostile;
 mod hosts;
 mod jobs;

@@ -216,10 +216,15 @@ pub struct NodeLink {
     pub cgroup: Option<crate::cgroup::CgroupSettings>,
     /// slurm.conf `TaskPlugin` has `task/affinity`.
     pub task_affinity: bool,
+    /// slurm.conf's TaskProlog and TaskEpilog, for the steps' supervisors.
+    pub task_scripts: (Option<String>, Option<String>),
     /// The daemon's effective uid: only root starts processes for others.
     pub daemon_uid: u32,
     /// Runs `noded --step-tasks`.
     pub stepd_program: PathBuf,
     /// The daemon's `progress`, signalled when a step's tasks end.
     pub progress: Arc<Notify>,
+    /// Prolog and Epilog, and the jobs whose Prolog ran here
+    /// (`daemon::scripts`).
+    pub scripts: crate::daemon::scripts::NodeScripts,
 }

@@ -35,6 +35,8 @@ pub struct NodeSetup {
     /// slurm.conf `TaskPlugin` has `task/affinity`: steps' tasks are bound
     /// to CPUs (`--cpu-bind`).
     pub task_affinity: bool,
+    /// Prolog, Epilog and the health check (crate::hooks).
+    pub hooks: crate::hooks::HookSettings,
     /// What registration reports (free memory, load and start time are
     /// refreshed on each attempt).
     pub registration: NodeRegistration,
@@ -289,7 +291,9 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         .task_plugin()
         .split(',')
         .any(|p| p.trim() == "task/affinity" || p.trim() == "affinity");
+    let hooks = crate::hooks::HookSettings::from_config(&config);
     Ok(NodeSetup {
+        hooks,
         gather,
         gpus,
         cgroup,

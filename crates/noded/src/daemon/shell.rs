@@ -60,6 +60,9 @@ const ADOPTED_POLL: Duration = Duration::from_millis(200);
 /// a late copy of that run's launch (one a restarted controller sent before
 /// it heard of the end). Copies arrive within seconds of the end.
 const ENDED_RUN_MEMORY: Duration = Duration::from_secs(600);
+/// How long a health check may run before it is killed (Slurm's fixed
+/// limit for HealthCheckProgram).
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(60);
 /// The raw wait status of `exit 1`.
 const EXIT_1: i32 = 1 << 8;
 
@@ -167,10 +170,15 @@ pub async fn run(mut opts: NodedOptions) -> anyhow::Result<()> {
         gather: setup.gather.clone(),
         gpus: setup.gpus.clone(),
         task_affinity: setup.task_affinity,
+        task_scripts: (
+            setup.hooks.task_prolog.clone(),
+            setup.hooks.task_epilog.clone(),
+        ),
         cgroup: setup.cgroup.clone(),
         daemon_uid,
         stepd_program: stepd_program.clone(),
         progress: progress.clone(),
+        scripts: crate::daemon::scripts::NodeScripts::new(setup.hooks.clone()),
     });
     let daemon = Arc::new(Daemon {
         slots,
@@ -197,7 +205,18 @@ pub async fn run(mut opts: NodedOptions) -> anyhow::Result<()> {
         };
         confine::remove_gone(daemon.setup.cgroup.as_ref(), &known);
     }
-    let registration = tokio::spawn(register(daemon.clone(), ended_meanwhile));
+    let registration = tokio::spawn({
+        let daemon = daemon.clone();
+        async move {
+            register(daemon.clone(), ended_meanwhile).await;
+            // HealthCheckProgram: at start (once registered, so that a
+            // program's `scontrol update` finds the node) and periodically.
+            if let Some(health) = daemon.setup.hooks.health.clone() {
+                let link = daemon.link.clone();
+                crate::daemon::health::run(link, health, Some(HEALTH_TIMEOUT)).await;
+            }
+        }
+    });
     // Every connection is accepted; one that does not authenticate in time,
     // or is pushed out of the small unauthenticated pool by a newer one, is
     // closed (rpc::admission, docs/limits.md).
@@ -325,7 +344,7 @@ fn recover(daemon: &Arc<Daemon>) -> Vec<EndedMeanwhile> {
                 match ended {
                     Some(ended) => ended_meanwhile.push(EndedMeanwhile { job_id, dir, ended }),
                     // Nothing on disk: report it now, without the cleanup.
-                    None => start_report(daemon.clone(), job_id, exit, launch_failed, None),
+                    None => start_report(daemon.clone(), job_id, exit, launch_failed, None, None),
                 }
             }
         }
@@ -695,10 +714,13 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             ),
             None,
         ),
-        NodeRequest::EndExtern { job_id } => (
-            crate::daemon::holder::end(&daemon.link, &daemon.holders, job_id),
-            None,
-        ),
+        NodeRequest::EndExtern { job_id } => {
+            crate::daemon::scripts::job_ended(&daemon.link, job_id);
+            (
+                crate::daemon::holder::end(&daemon.link, &daemon.holders, job_id),
+                None,
+            )
+        }
         NodeRequest::SignalStep {
             job_id,
             step_id,
@@ -992,6 +1014,67 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
             other => (failed(other.message()), None),
         };
     }
+    daemon.link.scripts.batch_launched(job_id);
+    // Prolog: run before the script, off this connection (a site script
+    // may take long); its failure is reported as the job's end, and the
+    // controller drains the node and requeues the job held.
+    if let Some(prolog) = daemon.setup.hooks.prolog.clone() {
+        let after: After = Box::new(move |daemon: Arc<Daemon>| {
+            tokio::spawn(async move {
+                let env = script_env(&daemon, &launch, "prolog_slurmd");
+                let outcome = daemon.setup.hooks.run_job_script(&prolog, &env).await;
+                if !outcome.ok {
+                    daemon.jobs().abort_launch(job_id);
+                    warn!(job = %job_id, "prolog failed: {}", outcome.why);
+                    start_report(
+                        daemon.clone(),
+                        job_id,
+                        ExitCode::from_wait_status(EXIT_1),
+                        Some("Prolog error".into()),
+                        None,
+                        Some(proto::NodeScript::Prolog),
+                    );
+                    return;
+                }
+                let (response, after) = start_batch(&daemon, launch).await;
+                if let NodeResponse::Failed(msg) = response {
+                    start_report(
+                        daemon.clone(),
+                        job_id,
+                        ExitCode::from_wait_status(EXIT_1),
+                        Some(msg),
+                        None,
+                        None,
+                    );
+                }
+                if let Some(after) = after {
+                    after(daemon);
+                }
+            });
+        });
+        return (NodeResponse::Ok, Some(after));
+    }
+    start_batch(daemon, launch).await
+}
+
+/// The environment of the job's Prolog or Epilog here.
+fn script_env(daemon: &Daemon, launch: &BatchLaunch, context: &str) -> Vec<(String, String)> {
+    crate::hooks::job_env(
+        &launch.env,
+        &launch.gpus,
+        &daemon.setup.node_name,
+        &daemon.setup.conf_path.to_string_lossy(),
+        context,
+    )
+}
+
+/// Where a job's Epilog environment is kept between its launch and its end
+/// (in the job's directory: a restarted daemon still has it).
+const EPILOG_ENV: &str = "epilog_env";
+
+/// Starts a batch script whose launch was accepted (`begin_launch`).
+async fn start_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeResponse, Option<After>) {
+    let job_id = launch.job_id;
     let conf_path = daemon.setup.conf_path.to_string_lossy().into_owned();
     let ctx = LaunchContext {
         node_name: &daemon.setup.node_name,
@@ -1003,6 +1086,10 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
         gpu_env: daemon.setup.gpus.env,
         cgroup: daemon.setup.cgroup.as_ref(),
         slots: &daemon.slots,
+        task_scripts: (
+            daemon.setup.hooks.task_prolog.as_deref(),
+            daemon.setup.hooks.task_epilog.as_deref(),
+        ),
     };
     let dir = match launch::prepare(&launch, &ctx) {
         Ok(dir) => dir,
@@ -1012,6 +1099,15 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
             return (failed(msg), None);
         }
     };
+    if daemon.setup.hooks.epilog.is_some() {
+        let env = script_env(daemon, &launch, "epilog_slurmd");
+        if let Err(e) = serde_json::to_vec(&env)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| spool::write_atomic(&dir.join(EPILOG_ENV), &bytes))
+        {
+            warn!(job = %job_id, "cannot keep the epilog's environment: {e}");
+        }
+    }
     let zygote = zygote_socket(daemon, &dir);
     match launch::start_supervisor(&launch, &ctx, &dir, zygote).await {
         Ok(Supervisor {
@@ -1198,7 +1294,7 @@ fn report_end(daemon: &Arc<Daemon>, job_id: JobId, dir: &Path, no_status: NoStat
     };
     info!(job = %job_id, "batch script ended with {exit}");
     let cleanup = ended.map(|ended| (dir.to_path_buf(), ended));
-    start_report(daemon.clone(), job_id, exit, launch_failed, cleanup);
+    start_report(daemon.clone(), job_id, exit, launch_failed, cleanup, None);
 }
 
 /// Records the end of a job whose supervisor left no status: kills what is
@@ -1246,9 +1342,31 @@ fn start_report(
     exit: ExitCode,
     launch_failed: Option<String>,
     cleanup: Option<(PathBuf, Ended)>,
+    mut script_failed: Option<proto::NodeScript>,
 ) {
     daemon.pending_reports.fetch_add(1, Ordering::SeqCst);
     tokio::spawn(async move {
+        // Epilog: after the script, before the end is reported (the job's
+        // resources are held meanwhile, as a COMPLETING job's in Slurm).
+        if let (Some(epilog), Some((dir, ended))) = (&daemon.setup.hooks.epilog, &cleanup) {
+            if ended.launch_failed.is_none() {
+                let env: Vec<(String, String)> = std::fs::read(dir.join(EPILOG_ENV))
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok())
+                    .unwrap_or_else(|| {
+                        vec![
+                            ("SLURM_JOB_ID".into(), job_id.to_string()),
+                            ("SLURMD_NODENAME".into(), daemon.setup.node_name.clone()),
+                            ("SLURM_SCRIPT_CONTEXT".into(), "epilog_slurmd".into()),
+                        ]
+                    });
+                let outcome = daemon.setup.hooks.run_job_script(epilog, &env).await;
+                if !outcome.ok {
+                    warn!(job = %job_id, "epilog failed: {}", outcome.why);
+                    script_failed = Some(proto::NodeScript::Epilog);
+                }
+            }
+        }
         let usage = cleanup
             .as_ref()
             .and_then(|(_, ended)| ended.usage.as_deref().cloned());
@@ -1260,6 +1378,7 @@ fn start_report(
             launch_failed,
             usage,
             oom_kills,
+            script_failed,
         };
         let mut delay = BACKOFF_MIN;
         loop {
@@ -1329,6 +1448,7 @@ async fn register(daemon: Arc<Daemon>, ended_meanwhile: Vec<EndedMeanwhile>) {
                         exit,
                         launch_failed,
                         Some((dir, ended)),
+                        None,
                     );
                 }
                 return;

@@ -118,6 +118,11 @@ pub async fn launch(
             "cannot run steps for other users unless the node daemon runs as root".into(),
         );
     }
+    // The job's Prolog, at its first step here (where no batch script of
+    // it runs).
+    if let Err(why) = crate::daemon::scripts::before_step(node, &launch).await {
+        return NodeResponse::Failed(why);
+    }
     let live = live_path(&node.spool_dir, launch.job_id, launch.step_id);
     let spec = TaskdSpec {
         live_path: Some(live.clone()),
@@ -129,6 +134,8 @@ pub async fn launch(
         gpus: node.gpus.clone(),
         cgroup: node.cgroup.clone(),
         task_affinity: node.task_affinity,
+        task_prolog: node.task_scripts.0.clone(),
+        task_epilog: node.task_scripts.1.clone(),
     };
     let Ok(mut line) = serde_json::to_vec(&spec) else {
         return NodeResponse::Failed("cannot encode the step".into());

@@ -60,6 +60,8 @@ pub struct LaunchContext<'a> {
     pub cgroup: Option<&'a crate::cgroup::CgroupSettings>,
     /// The spool's emptied job directories, used again.
     pub slots: &'a Slots,
+    /// slurm.conf's TaskProlog and TaskEpilog, for the batch step.
+    pub task_scripts: (Option<&'a str>, Option<&'a str>),
 }
 
 /// What the daemon hands a supervisor on its stdin.
@@ -84,6 +86,12 @@ pub struct StepdSpec {
     /// its script's process group, as without cgroups.
     #[serde(default)]
     pub cgroup: Option<crate::cgroup::CgroupSettings>,
+    /// slurm.conf `TaskProlog`, run as the user before the batch script.
+    #[serde(default)]
+    pub task_prolog: Option<String>,
+    /// slurm.conf `TaskEpilog`, run as the user after it.
+    #[serde(default)]
+    pub task_epilog: Option<String>,
 }
 
 /// A `StepdSpec` as the daemon writes it, borrowing the launch instead of
@@ -97,6 +105,8 @@ struct StepdSpecRef<'a> {
     gather: &'a crate::gather::GatherSettings,
     gpu_env: crate::gpus::GpuEnvVars,
     cgroup: Option<&'a crate::cgroup::CgroupSettings>,
+    task_prolog: Option<&'a str>,
+    task_epilog: Option<&'a str>,
 }
 
 /// The supervisor's one line on its stdout.
@@ -424,6 +434,8 @@ pub async fn start_supervisor(
         gather: ctx.gather,
         gpu_env: ctx.gpu_env,
         cgroup: ctx.cgroup,
+        task_prolog: ctx.task_scripts.0,
+        task_epilog: ctx.task_scripts.1,
     };
     let spec = serde_json::to_vec(&spec).map_err(|e| format!("cannot encode the launch: {e}"))?;
     if let Some(sock) = zygote {
@@ -559,15 +571,16 @@ fn kill_forked(pid: i32) {
 /// Starts the batch script of `spec`, whose copy is `script`, as a child
 /// of the calling process (the supervisor). Returns its pid, which is also
 /// its process group and session, or why it could not start. With a cgroup
-/// the script starts inside it.
+/// the script starts inside it. Also returns the script's environment (as
+/// the TaskProlog left it), for the TaskEpilog.
 pub fn spawn_script(
     spec: &StepdSpec,
     script: &Path,
     cgroup: Option<&crate::gather::TaskCgroup>,
-) -> Result<i32, String> {
+) -> Result<(i32, Vec<(String, String)>), String> {
     let launch = &spec.launch;
     let paths = Paths::of(launch);
-    let env = job_env(
+    let mut env = job_env(
         launch,
         &NodeEnv {
             node_name: &spec.node_name,
@@ -587,6 +600,16 @@ pub fn spawn_script(
         None
     };
     let work_dir = &paths.work_dir;
+    // TaskProlog: its `export` and `unset` lines act on the script's
+    // environment (its `print` lines are not written to the job's output).
+    if let Some(prolog) = spec.task_prolog.as_deref() {
+        match crate::hooks::run_task_script(prolog, &env, work_dir, switch.as_ref()) {
+            Ok(out) => {
+                crate::hooks::apply_task_prolog(&out, &mut env);
+            }
+            Err(e) => eprintln!("noded --stepd: job {}: TaskProlog: {e}", launch.job_id),
+        }
+    }
     let (mut report_rx, report_tx) =
         UnixStream::pair().map_err(|e| format!("cannot create a pipe: {e}"))?;
     let script_arg = script.to_string_lossy().into_owned();
@@ -663,7 +686,7 @@ pub fn spawn_script(
     if got == 0 {
         // The supervisor reaps the script by pid (it needs the raw status
         // and to look before reaping).
-        return Ok(pid);
+        return Ok((pid, env));
     }
     // It failed before its exec and exits: reap it.
     let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
@@ -686,6 +709,11 @@ pub fn spawn_script(
         STEP_STDERR => format!("Could not open stderr file {}: {err}", paths.stderr),
         _ => format!("cannot execute /bin/sh for {}: {err}", script.display()),
     })
+}
+
+/// The batch script's working directory.
+pub fn work_dir(launch: &BatchLaunch) -> String {
+    Paths::of(launch).work_dir
 }
 
 #[cfg(test)]

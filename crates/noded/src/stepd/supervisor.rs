@@ -138,8 +138,8 @@ pub fn main(job_dir: &Path) -> i32 {
             }
         }
     };
-    let pid = match launch::spawn_script(&spec, &script, task_cgroup.as_ref()) {
-        Ok(pid) => pid,
+    let (pid, script_env) = match launch::spawn_script(&spec, &script, task_cgroup.as_ref()) {
+        Ok(started) => started,
         Err(msg) => {
             end_cgroups();
             let _ = spool::write_status(job_dir, EXIT_1, Some(&msg), None);
@@ -208,6 +208,23 @@ pub fn main(job_dir: &Path) -> i32 {
         )
     });
     let (raw, ru) = wait_job(pid);
+    // TaskEpilog: as the user, in the script's environment.
+    if let Some(epilog) = spec.task_epilog.as_deref() {
+        let launch = &spec.launch;
+        let switch = if spec.switch_user {
+            crate::exec::groups_of(&launch.user, launch.gid)
+                .ok()
+                .map(|g| (launch.uid, launch.gid, g))
+        } else {
+            None
+        };
+        let work_dir = launch::work_dir(launch);
+        if let Err(e) =
+            crate::hooks::run_task_script(epilog, &script_env, &work_dir, switch.as_ref())
+        {
+            eprintln!("noded --stepd: job {job_id}: TaskEpilog: {e}");
+        }
+    }
     if let Some(sampler) = sampler {
         sampler.stop();
     }

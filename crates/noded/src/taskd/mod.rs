@@ -70,6 +70,12 @@ pub struct TaskdSpec {
     /// CPUs as `--cpu-bind` says (`affinity`).
     #[serde(default)]
     pub task_affinity: bool,
+    /// slurm.conf `TaskProlog`, run as the user before each task.
+    #[serde(default)]
+    pub task_prolog: Option<String>,
+    /// slurm.conf `TaskEpilog`, run as the user after each task.
+    #[serde(default)]
+    pub task_epilog: Option<String>,
 }
 
 /// The daemon's later stdin lines.
@@ -192,6 +198,8 @@ struct Task {
     id: u32,
     pid: i32,
     readers: Vec<std::thread::JoinHandle<()>>,
+    /// Its environment (after the TaskProlog), for the TaskEpilog.
+    env: Vec<(String, String)>,
 }
 
 /// Runs the supervisor; returns the process exit status.
@@ -541,7 +549,16 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         pids: tasks.iter().map(|t| t.pid as u32).collect(),
     });
     let sampler = Sampler::start(&gather_settings, gather.clone(), sources, publish);
-    let exit = reap_tasks(&step, tasks, failed_exits, &task_cgroups, &pids, &gather);
+    let epilogs = (l.task_epilog.clone(), spec.task_epilog.clone());
+    let exit = reap_tasks(
+        &step,
+        tasks,
+        failed_exits,
+        &task_cgroups,
+        &pids,
+        &gather,
+        &epilogs,
+    );
     sampler.stop();
     if let Some(p) = &step.pmix {
         p.finish();
@@ -864,7 +881,31 @@ fn start_task(
         }
         None => None,
     };
-    let env = task_env(spec, step, task, local, keep_fd, pmix_env);
+    let mut env = task_env(spec, step, task, local, keep_fd, pmix_env);
+    // TaskProlog (slurm.conf's, then srun's --task-prolog): its `export`,
+    // `unset` and `print` lines act on the task.
+    for prolog in [spec.task_prolog.as_deref(), l.task_prolog.as_deref()]
+        .into_iter()
+        .flatten()
+    {
+        match crate::hooks::run_task_script(prolog, &env, &step.work_dir, step.switch.as_ref()) {
+            Ok(out) => {
+                let printed = crate::hooks::apply_task_prolog(&out, &mut env);
+                if !printed.is_empty() {
+                    to.send(StepdToSrun::Output {
+                        task,
+                        stderr: false,
+                        data: printed.into_bytes(),
+                    });
+                }
+            }
+            Err(e) => to.send(StepdToSrun::Output {
+                task,
+                stderr: true,
+                data: format!("slurmstepd: error: {e}\n").into_bytes(),
+            }),
+        }
+    }
     let Some(program) = l.argv.first() else {
         started.failed_exits.push((task, 1 << 8));
         return;
@@ -966,6 +1007,7 @@ fn start_task(
                 id: task,
                 pid,
                 readers,
+                env,
             });
         }
         Err(e) => {
@@ -1134,6 +1176,7 @@ fn reap_tasks(
     task_cgroups: &BTreeMap<usize, TaskCgroup>,
     pids: &Mutex<Vec<i32>>,
     gather: &Mutex<Gather>,
+    spec_epilogs: &(Option<String>, Option<String>),
 ) -> ExitCode {
     let to = &step.to;
     let mut exit = ExitCode::default();
@@ -1202,6 +1245,22 @@ fn reap_tasks(
         } else {
             status
         };
+        // TaskEpilog (srun's --task-epilog, then slurm.conf's), as the
+        // user, in the task's environment; its output is not used.
+        for epilog in [spec_epilogs.0.as_deref(), spec_epilogs.1.as_deref()]
+            .into_iter()
+            .flatten()
+        {
+            if let Err(e) =
+                crate::hooks::run_task_script(epilog, &t.env, &step.work_dir, step.switch.as_ref())
+            {
+                to.send(StepdToSrun::Output {
+                    task: t.id,
+                    stderr: true,
+                    data: format!("slurmstepd: error: {e}\n").into_bytes(),
+                });
+            }
+        }
         exit = engine_like_worse(exit, ExitCode::from_wait_status(status));
         to.send(StepdToSrun::TaskExited { task: t.id, status });
     }

@@ -87,6 +87,8 @@ fn borrowed_spec_is_the_specs_json() {
         gather: gather.clone(),
         gpu_env: Default::default(),
         cgroup: None,
+        task_prolog: None,
+        task_epilog: None,
     };
     let borrowed = StepdSpecRef {
         launch: &launch,
@@ -96,6 +98,8 @@ fn borrowed_spec_is_the_specs_json() {
         gather: &gather,
         gpu_env: Default::default(),
         cgroup: None,
+        task_prolog: None,
+        task_epilog: None,
     };
     assert_eq!(
         serde_json::to_string(&borrowed).unwrap(),
