@@ -88,6 +88,9 @@ fn run(command: args::Sub) -> i32 {
             if a.foreground {
                 words.push("-D".to_string());
             }
+            if a.recover {
+                words.push("-R".to_string());
+            }
             if a.verbose > 0 {
                 words.push(format!("-{}", "v".repeat(a.verbose.min(3) as usize)));
             }

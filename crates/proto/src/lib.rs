@@ -743,6 +743,80 @@ pub enum CtldRequest {
     /// what the running jobs use (answered with `Licenses`). Added after
     /// the first release of protocol version 1.
     ListLicenses,
+    /// `scontrol reconfigure` (and SIGHUP): the controller reads its
+    /// configuration files again and applies what can change while it
+    /// runs (answered `Reconfigured`, or `ReconfigureRefused` with the
+    /// files' error). Operators only. Added after `ListLicenses`.
+    Reconfigure,
+    /// `scontrol update PartitionName=...`. Operators only.
+    UpdatePartition(Box<PartitionUpdate>),
+    /// `scontrol create partition PartitionName=...`. Operators only.
+    CreatePartition(Box<PartitionUpdate>),
+    /// `scontrol delete PartitionName=NAME`: refused while jobs use it.
+    DeletePartition {
+        /// The partition.
+        name: String,
+    },
+    /// `scontrol shutdown slurmctld`: the controller alone stops (the
+    /// node daemons keep running); `Shutdown` stops them too.
+    ShutdownController,
+}
+
+/// What `scontrol update PartitionName=...` (or `create partition`)
+/// changes; `None` leaves a key as it is (for `create`, its default).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionUpdate {
+    /// `PartitionName`.
+    pub name: String,
+    /// `Nodes=`, expanded (empty: no nodes).
+    #[serde(default)]
+    pub nodes: Option<Vec<String>>,
+    /// `Default=YES|NO`.
+    #[serde(default)]
+    pub default: Option<bool>,
+    /// `MaxTime=`.
+    #[serde(default)]
+    pub max_time: Option<TimeLimit>,
+    /// `DefaultTime=` (`Some(None)`: NONE).
+    #[serde(default)]
+    pub default_time: Option<Option<TimeLimit>>,
+    /// `MaxNodes=` (`Some(None)`: UNLIMITED).
+    #[serde(default)]
+    pub max_nodes: Option<Option<u32>>,
+    /// `MinNodes=`.
+    #[serde(default)]
+    pub min_nodes: Option<u32>,
+    /// `State=UP|DOWN|DRAIN|INACTIVE`, upper case.
+    #[serde(default)]
+    pub state: Option<String>,
+    /// `PriorityTier=` (`Priority=` sets both).
+    #[serde(default)]
+    pub priority_tier: Option<u32>,
+    /// `PriorityJobFactor=`.
+    #[serde(default)]
+    pub priority_job_factor: Option<u32>,
+    /// `AllowAccounts=` (`Some(None)`: ALL).
+    #[serde(default)]
+    pub allow_accounts: Option<Option<Vec<String>>>,
+    /// `AllowGroups=` (`Some(None)`: ALL).
+    #[serde(default)]
+    pub allow_groups: Option<Option<Vec<String>>>,
+    /// `OverSubscribe=` upper case (`NO`, `EXCLUSIVE`, `YES[:n]`, `FORCE[:n]`).
+    #[serde(default)]
+    pub oversubscribe: Option<String>,
+    /// Access keys kept as text (`DenyAccounts`, `AllowQos`, `DenyQos`,
+    /// `RootOnly`, `ExclusiveUser`), by the key as written.
+    #[serde(default)]
+    pub other: Vec<(String, String)>,
+}
+
+/// What `scontrol reconfigure` did ([`CtldResponse::Reconfigured`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReconfigureReport {
+    /// The changes applied, one line each (`PartitionName=gpu: added`).
+    pub applied: Vec<String>,
+    /// The changes that need a restart and were not applied, one line each.
+    pub restart: Vec<String>,
 }
 
 /// Index of [`CtldRequest::InSession`] among its variants, for
@@ -904,6 +978,8 @@ pub enum SlurmError {
     /// configure, asks for more than its total, or does not parse. Added
     /// after the first release of protocol version 1.
     InvalidLicenses,
+    /// ESLURM_PARTITION_IN_USE: a partition jobs still use cannot be deleted.
+    PartitionInUse,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -1001,6 +1077,7 @@ impl SlurmError {
             SlurmError::NotSupported => "Requested operation not supported on this system",
             SlurmError::JobHeld => "Job is in held state, pending scheduler release",
             SlurmError::InvalidLicenses => "Invalid license specification",
+            SlurmError::PartitionInUse => "Partition is in use",
             SlurmError::StateSaveFailed(cause) => match cause {
                 SaveFailure::NoSpace => {
                     "Slurm controller state save failed: No space left on device"
@@ -1082,6 +1159,11 @@ pub enum CtldResponse {
     Diag(Box<diag::DiagStats>),
     /// `ListLicenses`: each license in name order.
     Licenses(Vec<LicenseInfo>),
+    /// `Reconfigure`: the new configuration is in force.
+    Reconfigured(ReconfigureReport),
+    /// `Reconfigure`: the files were refused (the error, `file:line: ...`);
+    /// the configuration in force is unchanged.
+    ReconfigureRefused(String),
 }
 
 /// One license as `scontrol show licenses` shows it.

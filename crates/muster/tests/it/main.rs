@@ -31,6 +31,7 @@ mod nodes;
 mod oom;
 mod preempt;
 mod priority;
+mod reconfigure;
 mod sched;
 mod sim;
 mod statesave;
