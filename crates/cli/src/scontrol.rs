@@ -1375,12 +1375,18 @@ pub fn parse_partition_options(words: &[String]) -> Result<proto::PartitionUpdat
             u.min_nodes = Some(value.parse().map_err(|_| bad())?);
         } else if tag_is(tag, "Default", 7) {
             u.default = Some(part_yes_no(arg, "Default", value)?);
-        } else if tag_is(tag, "ExclusiveUser", 1) {
-            let yes = part_yes_no(arg, "ExclusiveUser", value)?;
+        } else if tag_is(tag, "DisableRootJobs", 1) {
+            let yes = part_yes_no(arg, "DisableRootJobs", value)?;
             u.other.push((
-                "ExclusiveUser".into(),
+                "DisableRootJobs".into(),
                 if yes { "YES" } else { "NO" }.into(),
             ));
+        } else if tag_is(tag, "ExclusiveUser", 1) {
+            // Not implemented: NO (what muster does) only.
+            if part_yes_no(arg, "ExclusiveUser", value)? {
+                return Err(not_supported(arg));
+            }
+            u.other.push(("ExclusiveUser".into(), "NO".into()));
         } else if tag_is(tag, "RootOnly", 3) {
             let yes = part_yes_no(arg, "RootOnly", value)?;
             u.other

@@ -79,8 +79,25 @@ const SAME_AS_MUSTER: &[(&str, &[&str])] = &[
     ("CredType", &["cred/munge", "cred/none"]),
 ];
 
-/// Partition-line keys kept as text that muster reads.
-const ACTING_PARTITION: &[&str] = &["PreemptMode"];
+/// Partition-line keys kept as text that muster reads (the access keys
+/// at submission, `engine`'s `part_access`).
+const ACTING_PARTITION: &[&str] = &[
+    "AllowQos",
+    "DenyAccounts",
+    "DenyQos",
+    "DisableRootJobs",
+    "PreemptMode",
+    "RootOnly",
+];
+
+/// Partition-line keys that change who may run where and that muster does
+/// not implement: only these values are accepted, any other is refused
+/// with a `file:line` error (the parser's `refused_partition_value`).
+pub const REFUSED_PARTITION: &[(&str, &[&str])] = &[
+    ("AllocNodes", &["ALL"]),
+    ("ExclusiveUser", &["NO"]),
+    ("ReqResv", &["NO"]),
+];
 
 /// cgroup.conf keys read and typed but not applied (the node daemon says
 /// so once at start), with what is missing.
@@ -398,6 +415,9 @@ fn walk(
                 for p in &pairs[1..] {
                     if crate::keys::contains(crate::keys::OTHER_PARTITION, &p.key)
                         && !contains(ACTING_PARTITION, &p.key)
+                        && !REFUSED_PARTITION
+                            .iter()
+                            .any(|(k, _)| k.eq_ignore_ascii_case(&p.key))
                     {
                         out.push(warn(format!(
                             "{} (partition line) does nothing here",
@@ -471,6 +491,9 @@ pub enum KeyDisposition {
     NotApplied(&'static str),
     /// Dropped by Slurm; warned about as obsolete and ignored.
     Obsolete,
+    /// Only these values are accepted (what muster does); any other is
+    /// refused with an error, as it would change who may run where.
+    RefusedExcept(&'static [&'static str]),
 }
 
 /// One row of the configuration table.
@@ -558,6 +581,8 @@ pub fn key_table() -> Vec<KeyRow> {
     for key in keys::OTHER_PARTITION {
         let disposition = if contains(ACTING_PARTITION, key) {
             KeyDisposition::Acting
+        } else if let Some((_, values)) = REFUSED_PARTITION.iter().find(|(k, _)| k == key) {
+            KeyDisposition::RefusedExcept(values)
         } else {
             KeyDisposition::Inert
         };

@@ -1436,6 +1436,7 @@ mod tests {
             gres_flags: text("enforce-binding"),
             mail_type: 3,
             mail_user: text("ops@site"),
+            user_groups: vec!["wheel".into()],
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {

@@ -1617,6 +1617,21 @@ async fn engine_loop(
                         continue;
                     }
                     drop(parts);
+                    let mut req = req;
+                    if let CtldRequest::Submit(desc) = &mut *req {
+                        // AllowGroups: the groups are the controller's
+                        // look-up, journaled with the submission.
+                        desc.user_groups = if engine
+                            .config()
+                            .partitions
+                            .iter()
+                            .any(|p| p.allow_groups.is_some())
+                        {
+                            user_groups(&who)
+                        } else {
+                            Vec::new()
+                        };
+                    }
                     let entry = Entry::Request { req, who, now: t };
                     let resp = durable::stage_and_apply(&mut engine, &mut store, entry);
                     replies.push((reply, resp.unwrap_or(CtldResponse::Ok)));
@@ -1718,6 +1733,26 @@ async fn engine_loop(
             return Ok(());
         }
     }
+}
+
+/// The names of `who`'s groups (primary and supplementary) as this host's
+/// user database has them, for partitions' `AllowGroups`.
+fn user_groups(who: &Identity) -> Vec<String> {
+    use nix::unistd::{getgrouplist, Gid, Group};
+    let Ok(name) = std::ffi::CString::new(who.user.as_str()) else {
+        return Vec::new();
+    };
+    let gids = getgrouplist(&name, Gid::from_raw(who.gid)).unwrap_or_else(|e| {
+        warn!("groups of {}: {e}", who.user);
+        vec![Gid::from_raw(who.gid)]
+    });
+    let mut names: Vec<String> = gids
+        .into_iter()
+        .filter_map(|g| Group::from_gid(g).ok().flatten().map(|g| g.name))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Sends the answers of a batch that is on disk, then its commands.

@@ -159,6 +159,14 @@ impl Engine {
         }
         for (key, value) in u.other {
             let lower = key.to_ascii_lowercase();
+            if let Some((_, allowed)) = conf::effect::REFUSED_PARTITION
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(&key))
+            {
+                if !allowed.iter().any(|v| v.eq_ignore_ascii_case(&value)) {
+                    return Err(SlurmError::NotSupported);
+                }
+            }
             if value.is_empty() {
                 p.other.remove(&lower);
             } else {
@@ -194,6 +202,63 @@ impl Engine {
         let mut new = self.rebuilt(&cfg).map_err(|_| SlurmError::PartitionInUse)?;
         new.parts_changed = true;
         self.take_over(new);
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// Who may submit to a partition (slurm.conf's access keys), checked
+    /// at submission with Slurm's errors: `RootOnly=YES` (root and
+    /// SlurmUser only) and `DisableRootJobs=YES` (not root):
+    /// `Access/permission denied`; `AllowGroups` (the submitter's groups,
+    /// as the controller looked them up, `JobDesc::user_groups`): `User's
+    /// group not permitted to use this partition`; `AllowAccounts` and
+    /// `DenyAccounts` (the job's account, an account being needed where
+    /// `AllowAccounts` is not ALL and one was given or defaulted):
+    /// `Invalid account or account/partition combination specified`;
+    /// `AllowQos` and `DenyQos` (the job's QOS, `normal` when none):
+    /// `Invalid qos specification`.
+    pub(crate) fn part_access(
+        &self,
+        part: &conf::PartitionConf,
+        desc: &proto::JobDesc,
+        who: &Identity,
+    ) -> Result<(), SlurmError> {
+        let other = |key: &str| part.other.get(key).map(|(_, v)| v.trim());
+        let yes = |key: &str| other(key).is_some_and(|v| v.eq_ignore_ascii_case("YES"));
+        let list = |key: &str| -> Option<Vec<&str>> {
+            other(key)
+                .filter(|v| !v.is_empty() && !v.eq_ignore_ascii_case("ALL"))
+                .map(|v| v.split(',').map(str::trim).collect())
+        };
+        if yes("rootonly") && !self.is_admin(who) {
+            return Err(SlurmError::AccessDenied);
+        }
+        if yes("disablerootjobs") && desc.uid == 0 {
+            return Err(SlurmError::AccessDenied);
+        }
+        if let Some(groups) = &part.allow_groups {
+            if !groups.iter().any(|g| desc.user_groups.contains(g)) && !self.is_admin(who) {
+                return Err(SlurmError::PartitionGroupRequired);
+            }
+        }
+        if let Some(account) = &desc.account {
+            if let Some(allowed) = &part.allow_accounts {
+                if !allowed.iter().any(|x| x == account) {
+                    return Err(SlurmError::InvalidAccount);
+                }
+            }
+            if list("denyaccounts").is_some_and(|d| d.contains(&account.as_str())) {
+                return Err(SlurmError::InvalidAccount);
+            }
+        }
+        let qos = desc.qos.as_deref().unwrap_or("normal");
+        if list("allowqos").is_some_and(|a| !a.contains(&qos)) {
+            return Err(SlurmError::InvalidQos);
+        }
+        if list("denyqos").is_some_and(|d| d.contains(&qos)) {
+            return Err(SlurmError::InvalidQos);
+        }
         Ok(())
     }
 }

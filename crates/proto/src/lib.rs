@@ -398,6 +398,12 @@ pub struct JobDesc {
     /// `--mail-user`; None: the submitting user. Never skipped.
     #[serde(default)]
     pub mail_user: Option<String>,
+    /// The submitter's groups (names) as the controller looked them up,
+    /// for partitions' `AllowGroups`: the controller replaces whatever a
+    /// client sends. Empty where no partition restricts groups. Never
+    /// skipped (positional binary form).
+    #[serde(default)]
+    pub user_groups: Vec<String>,
 }
 
 /// A submission token as the controller keeps it: [`JobDesc::submit_token`]
@@ -980,6 +986,9 @@ pub enum SlurmError {
     InvalidLicenses,
     /// ESLURM_PARTITION_IN_USE: a partition jobs still use cannot be deleted.
     PartitionInUse,
+    /// ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP: `AllowGroups` of the
+    /// partition names none of the submitter's groups.
+    PartitionGroupRequired,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -1078,6 +1087,9 @@ impl SlurmError {
             SlurmError::JobHeld => "Job is in held state, pending scheduler release",
             SlurmError::InvalidLicenses => "Invalid license specification",
             SlurmError::PartitionInUse => "Partition is in use",
+            SlurmError::PartitionGroupRequired => {
+                "User's group not permitted to use this partition"
+            }
             SlurmError::StateSaveFailed(cause) => match cause {
                 SaveFailure::NoSpace => {
                     "Slurm controller state save failed: No space left on device"
