@@ -434,22 +434,46 @@ fn partition_lines(part: &PartitionInfo) -> Vec<String> {
         Some(items) if !items.is_empty() => items.join(","),
         _ => "ALL".to_string(),
     };
+    let access = |key: &str| {
+        part.access
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    };
+    let yes_no = |key: &str| {
+        if access(key).is_some_and(|v| v.eq_ignore_ascii_case("YES")) {
+            "YES"
+        } else {
+            "NO"
+        }
+    };
     let mut l = Vec::new();
     l.push(format!("PartitionName={}", part.name));
+    // A Deny list shows where no Allow list is set, as Slurm shows it.
+    let accounts = match (&part.allow_accounts, access("DenyAccounts")) {
+        (None, Some(deny)) => format!("DenyAccounts={deny}"),
+        (allow, _) => format!("AllowAccounts={}", list_or_all(allow)),
+    };
+    let qos = match (access("AllowQos"), access("DenyQos")) {
+        (None, Some(deny)) => format!("DenyQos={deny}"),
+        (allow, _) => format!("AllowQos={}", allow.unwrap_or("ALL")),
+    };
     l.push(format!(
-        "AllowGroups={} AllowAccounts={} AllowQos=ALL",
+        "AllowGroups={} {accounts} {qos}",
         list_or_all(&part.allow_groups),
-        list_or_all(&part.allow_accounts)
     ));
     l.push(format!(
         "AllocNodes=ALL Default={} QoS=N/A",
         if part.default { "YES" } else { "NO" }
     ));
     l.push(format!(
-        "DefaultTime={} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO",
+        "DefaultTime={} DisableRootJobs={} ExclusiveUser={} GraceTime=0 Hidden=NO",
         part.default_time
             .map(format_time_limit_hms)
-            .unwrap_or_else(|| "NONE".to_string())
+            .unwrap_or_else(|| "NONE".to_string()),
+        yes_no("DisableRootJobs"),
+        yes_no("ExclusiveUser"),
     ));
     l.push(format!(
         "MaxNodes={} MaxTime={} MinNodes={} LLN=NO MaxCPUsPerNode=UNLIMITED",
@@ -461,8 +485,11 @@ fn partition_lines(part: &PartitionInfo) -> Vec<String> {
     ));
     l.push(format!("Nodes={}", hostlist::compress(&part.nodes)));
     l.push(format!(
-        "PriorityJobFactor={} PriorityTier={} RootOnly=NO ReqResv=NO OverSubscribe={}",
-        part.priority_job_factor, part.priority_tier, part.oversubscribe
+        "PriorityJobFactor={} PriorityTier={} RootOnly={} ReqResv=NO OverSubscribe={}",
+        part.priority_job_factor,
+        part.priority_tier,
+        yes_no("RootOnly"),
+        part.oversubscribe
     ));
     l.push("OverTimeLimit=NONE PreemptMode=OFF".to_string());
     l.push(format!(
@@ -1777,6 +1804,9 @@ scontrol [<OPTION>] [<COMMAND>]
   terminated.
 
     Valid <COMMAND> values are:
+     create <SPECIFICATIONS>  create a new partition (PartitionName=...).
+     delete <SPECIFICATIONS>  delete the specified partition
+                              (PartitionName=<name>, or partition <name>).
      exit                     terminate scontrol
      help                     print this description of use.
      hold <job_list>          prevent specified job from starting.
@@ -1786,17 +1816,21 @@ scontrol [<OPTION>] [<COMMAND>]
      notify <job_id> <msg>    write a message into a running job's stderr.
      ping                     print status of slurmctld daemons.
      quit                     terminate this command.
+     reconfigure              re-read the configuration files; what a
+                              running controller cannot change is told.
      release <job_list>       permit specified job to start.
      requeue <job_id>         re-queue a batch job.
      requeuehold <job_id>     re-queue and hold a batch job.
      resume <job_list>        resume previously suspended job.
      show <ENTITY> [<ID>]     display state of identified entity, default
                               is all records.
+     shutdown <OPTS>          shutdown slurm controller and node daemons
+                              (\"slurmctld\": the controller only).
      suspend <job_list>       suspend specified job (see resume).
      top <job_list>           put the jobs first among their user's pending
                               jobs.
      uhold <job_list>         place user hold on specified job.
-     update <SPECIFICATIONS>  update job or node configuration.
+     update <SPECIFICATIONS>  update job, node or partition configuration.
      version                  display tool version number.
 
   <ENTITY> may be \"config\", \"hostnames\", \"hostlist\", \"hostlistsorted\",
@@ -1807,7 +1841,11 @@ scontrol [<OPTION>] [<COMMAND>]
   or JobId=<id> followed by TimeLimit=, Partition=, NumNodes=, NumTasks=,
   Features=, JobName=, Comment=, Nice=, ReqNodeList=, ExcNodeList=,
   Account=, QOS=, Priority=, MinMemoryNode=, MinMemoryCPU=, Gres=,
-  Dependency=, StartTime= or Requeue=.
+  Dependency=, StartTime= or Requeue=, or PartitionName=<name> followed by
+  Nodes=, State=UP|DOWN|DRAIN|INACTIVE, MaxTime=, DefaultTime=, MaxNodes=,
+  MinNodes=, Default=, Priority=, PriorityTier=, PriorityJobFactor=,
+  OverSubscribe=, AllowAccounts=, DenyAccounts=, AllowGroups=, AllowQos=,
+  DenyQos=, RootOnly= or DisableRootJobs=.
 ";
 
 /// Splits an interactive line into words, honouring double and single quotes.

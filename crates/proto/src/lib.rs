@@ -1838,6 +1838,12 @@ pub struct PartitionInfo {
     pub total_nodes: u32,
     /// Partition TRES (`cpu=8,mem=16000M,node=4,billing=8,gres/gpu=4`).
     pub tres: String,
+    /// The access keys slurm.conf or scontrol set, as text, by the key as
+    /// Slurm spells it (`AllowQos`, `DenyAccounts`, `DenyQos`, `RootOnly`,
+    /// `DisableRootJobs`, `ExclusiveUser`); absent ones are Slurm's
+    /// defaults. (Added at the end: positional binary form.)
+    #[serde(default)]
+    pub access: Vec<(String, String)>,
 }
 
 /// `scontrol show config`: effective settings in display order.

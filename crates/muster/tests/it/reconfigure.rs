@@ -5,7 +5,7 @@
 //! survives both, and what needs a restart is told; partitions changed at
 //! runtime last until a restart, as Slurm's without `slurmctld -R`.
 
-use crate::{cluster, secs};
+use crate::{builder, cluster, secs};
 
 /// A job that runs until the file `name` appears in the work directory.
 fn gate(name: &str) -> String {
@@ -222,4 +222,73 @@ fn partitions_change_at_runtime_until_a_restart() {
     assert_eq!(c.job_state(job), "RUNNING");
     c.write("go", "");
     assert_eq!(c.wait_done(job, secs(10)), "COMPLETED");
+}
+
+#[test]
+fn partition_access_keys_refuse_submissions_with_slurms_messages() {
+    let c = builder()
+        .nodes(1)
+        .conf_tail(
+            "PartitionName=acl Nodes=node1 AllowQos=high DenyAccounts=bad\n\
+             PartitionName=noroot Nodes=node1 DisableRootJobs=YES",
+        )
+        .start();
+    let refused = |args: &[&str], why: &str| {
+        let out = c.run("sbatch", args);
+        assert_eq!(out.code, 1, "{out}");
+        assert_eq!(
+            out.stderr,
+            format!("sbatch: error: Batch job submission failed: {why}\n"),
+            "{args:?}"
+        );
+    };
+    refused(
+        &["-p", "acl", "--wrap", "true"],
+        "Invalid qos specification",
+    );
+    refused(
+        &["-p", "acl", "--qos=high", "-A", "bad", "--wrap", "true"],
+        "Invalid account or account/partition combination specified",
+    );
+    // The tests run as root: DisableRootJobs refuses them.
+    refused(
+        &["-p", "noroot", "--wrap", "true"],
+        "Access/permission denied",
+    );
+    let ok = c.submit(&["-p", "acl", "--qos=high", "--wrap", "true"]);
+    assert_eq!(c.wait_done(ok, secs(10)), "COMPLETED");
+    let part = c.ok("scontrol", &["show", "partition", "acl"]);
+    assert!(
+        part.stdout
+            .contains("AllowGroups=ALL DenyAccounts=bad AllowQos=high"),
+        "{part}"
+    );
+    let part = c.ok("scontrol", &["show", "partition", "noroot"]);
+    assert!(part.stdout.contains(" DisableRootJobs=YES "), "{part}");
+    // Changed at runtime: the next submission is judged by the new keys.
+    c.ok("scontrol", &["update", "PartitionName=acl", "AllowQos=ALL"]);
+    let ok = c.submit(&["-p", "acl", "--wrap", "true"]);
+    assert_eq!(c.wait_done(ok, secs(10)), "COMPLETED");
+    // What muster does not implement is refused, not ignored.
+    let out = c.run(
+        "scontrol",
+        &["update", "PartitionName=acl", "ExclusiveUser=YES"],
+    );
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        out.stderr,
+        "Update of this parameter is not supported: ExclusiveUser=YES\nRequest aborted\n"
+    );
+    let text = std::fs::read_to_string(c.conf()).unwrap();
+    let bad = c.write(
+        "exclusive.conf",
+        &format!("{text}PartitionName=x Nodes=node1 ExclusiveUser=YES\n"),
+    );
+    let out = c.run("check-config", &["-f", bad.to_str().unwrap()]);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(
+        out.stdout
+            .contains("invalid value \"YES\" for ExclusiveUser: not supported by muster"),
+        "{out}"
+    );
 }
