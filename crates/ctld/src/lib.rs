@@ -51,6 +51,13 @@
 //! no answer: its connection is closed, so the client tries again instead of
 //! reading a refusal.
 //!
+//! `scontrol reconfigure` and SIGHUP (`reconfigure`): the files are read
+//! again once the batch before the request is on disk; the engine is rebuilt
+//! under the configuration `conf::effect::reconfigured` makes of them, and a
+//! snapshot of it is written before the answer, so records before it are
+//! never replayed under the new configuration nor records after it under the
+//! old. `muster ctld -R` recovers the partitions as `scontrol` left them.
+//!
 //! Accounting (`acct`): a writer thread owns the store and writes the engine's
 //! `Command::AcctRecord`s in batches (a record waits up to 100 ms for others,
 //! so a burst is one transaction; a query writes what waits before it is
