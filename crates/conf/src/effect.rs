@@ -205,6 +205,14 @@ pub fn reconfigured(
         if ["BOOT_TIME", "NEXT_JOB_ID", "SLURM_CONF"].contains(&key.as_str()) {
             continue;
         }
+        // Unless written, MaxNodeCount is the number of nodes: their
+        // change is told below.
+        if key == "MaxNodeCount"
+            && !running.other.contains_key("maxnodecount")
+            && !file.other.contains_key("maxnodecount")
+        {
+            continue;
+        }
         let (old, new) = (value(&before, key), value(&after, key));
         if old == new {
             continue;

@@ -412,6 +412,11 @@ fn diff_with_running(cfg: &conf::Config) -> anyhow::Result<Vec<Change>> {
         other => anyhow::bail!("--diff: unexpected answer to ShowConfig: {other:?}"),
     };
     let mut changes = diff_entries(&running, &cfg.show_config_entries());
+    // Unwritten, MaxNodeCount counts the nodes: the NodeName change below
+    // tells it.
+    if !cfg.other.contains_key("maxnodecount") {
+        changes.retain(|c| c.key != "MaxNodeCount");
+    }
     let nodes: Vec<String> = c
         .nodes()
         .map_err(unreachable)?

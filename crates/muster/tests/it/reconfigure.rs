@@ -292,3 +292,43 @@ fn partition_access_keys_refuse_submissions_with_slurms_messages() {
         "{out}"
     );
 }
+
+#[test]
+fn a_node_added_by_reconfigure_registers_and_runs_jobs() {
+    let mut c = cluster(1);
+    let running = c.submit(&["--wrap", &gate("go")]);
+    c.wait_state(running, "RUNNING", secs(10));
+    append(
+        &c,
+        &format!(
+            "NodeName=node3 NodeAddr=127.0.0.1 NodeHostname={} Port={} CPUs=2 RealMemory=2000 State=UNKNOWN\n\
+             PartitionName=more Nodes=node3\n",
+            e2e::hostname(),
+            e2e::free_port()
+        ),
+    );
+    let out = c.ok("scontrol", &["reconfigure"]);
+    assert_eq!(out.stderr, "", "{out}");
+    c.start_node_with("node3", &[]);
+    c.wait_node_state("node3", "idle", secs(20));
+    let job = c.submit(&["-p", "more", "--wrap", "hostname"]);
+    assert_eq!(c.wait_done(job, secs(10)), "COMPLETED");
+    assert_eq!(c.job_field(job, "NodeList"), "node3");
+    // Removing it again needs a restart: told, not applied.
+    let text = std::fs::read_to_string(c.conf()).unwrap();
+    let without: String = text
+        .lines()
+        .filter(|l| !l.starts_with("NodeName=node3") && !l.starts_with("PartitionName=more"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(c.conf(), without).unwrap();
+    let out = c.ok("scontrol", &["reconfigure"]);
+    assert!(
+        out.stderr
+            .contains("not applied, needs a restart of the controller: NodeName: nodes removed"),
+        "{out}"
+    );
+    assert_eq!(c.node_state("node3"), "idle");
+    c.write("go", "");
+    assert_eq!(c.wait_done(running, secs(10)), "COMPLETED");
+}
