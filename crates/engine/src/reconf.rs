@@ -45,6 +45,14 @@ impl Engine {
     /// Take it over with [`Engine::take_over`].
     pub fn rebuilt(&self, cfg: &conf::Config) -> Result<Engine, RestoreError> {
         let mut e = Engine::restore(cfg, self.persistent_state(), self.boot_time)?;
+        // The restore marks nodes with running jobs busy "now" (its boot
+        // time): here they keep what they had, so a replay, whose boot
+        // time differs, rebuilds the same.
+        for (i, old) in self.nodes.iter().enumerate() {
+            if e.nodes[i].last_busy != old.last_busy {
+                e.nodes[i].last_busy = old.last_busy;
+            }
+        }
         e.utc_offset = self.utc_offset;
         e.simulated = self.simulated;
         e.full_passes = self.full_passes;

@@ -242,3 +242,35 @@ fn refused_partition_keys_are_errors_at_their_line() {
         .is_ok()
     );
 }
+
+#[test]
+fn a_partition_change_replays_the_same_whatever_the_boot_time() {
+    let run = |boot: Timestamp| {
+        let mut e = Engine::new(&test_config(), boot);
+        for i in 1..=4 {
+            e.on_node_registered(super::tests::reg(&format!("node{i}"), 2, 4000), 1000)
+                .unwrap();
+        }
+        let sub = |d: JobDesc| Input::Request {
+            req: Box::new(proto::CtldRequest::Submit(Box::new(d))),
+            who: user(),
+        };
+        e.apply(sub(desc()), 1001);
+        e.apply(Input::Tick, 1001);
+        let mut u = update("debug");
+        u.max_time = Some(TimeLimit::Minutes(9));
+        let req = Input::Request {
+            req: Box::new(proto::CtldRequest::UpdatePartition(Box::new(u))),
+            who: admin(),
+        };
+        e.apply(req, 1002);
+        e.apply(Input::Tick, 1002);
+        let s = e.persistent_state();
+        (
+            format!("{:?}", s.nodes),
+            format!("{:?}", s.jobs),
+            s.partitions.len(),
+        )
+    };
+    assert_eq!(run(0), run(500));
+}
