@@ -332,3 +332,21 @@ fn a_node_added_by_reconfigure_registers_and_runs_jobs() {
     c.write("go", "");
     assert_eq!(c.wait_done(running, secs(10)), "COMPLETED");
 }
+
+#[test]
+fn partition_changes_survive_a_crash_as_the_journal_replays_them() {
+    let mut c = cluster(1);
+    c.ok("scontrol", &["create", "PartitionName=rt", "Nodes=node1"]);
+    c.ok("scontrol", &["update", "PartitionName=debug", "MaxTime=30"]);
+    let job = c.submit(&["-p", "rt", "--wrap", &gate("go")]);
+    c.wait_state(job, "RUNNING", secs(10));
+    // SIGKILL: the records after the last snapshot replay under the
+    // partitions they were written with.
+    c.restart_ctld();
+    let debug = c.ok("scontrol", &["show", "partition", "debug"]);
+    assert!(debug.stdout.contains("MaxTime=00:30:00"), "{debug}");
+    assert_eq!(c.job_state(job), "RUNNING");
+    assert_eq!(c.job_field(job, "Partition"), "rt");
+    c.write("go", "");
+    assert_eq!(c.wait_done(job, secs(10)), "COMPLETED");
+}
