@@ -161,6 +161,7 @@ pub const APPLIED_BY_RECONFIGURE: &[&str] = &[
     "ReturnToService",
     "SchedulerParameters",
     "SchedulerType",
+    "SlurmctldDebug",
 ];
 
 /// What `scontrol reconfigure` makes of the configuration in force and the

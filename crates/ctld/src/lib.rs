@@ -313,6 +313,17 @@ impl Gate {
     }
 }
 
+/// What the process does with a configuration `scontrol reconfigure`
+/// put in force beyond the engine (`muster`: the log level).
+type ReconfigureHook = Box<dyn Fn(&conf::Config) + Send + Sync>;
+static ON_RECONFIGURE: std::sync::OnceLock<ReconfigureHook> = std::sync::OnceLock::new();
+
+/// Sets what the process does after each reconfigure with the new
+/// configuration (the log's `SlurmctldDebug`); once, before [`main`].
+pub fn on_reconfigure(hook: ReconfigureHook) {
+    let _ = ON_RECONFIGURE.set(hook);
+}
+
 /// `muster ctld [-f slurm.conf] [-D] [-v]`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut conf = std::env::var_os("SLURM_CONF")
@@ -1836,6 +1847,9 @@ fn reconfigure(engine: &mut Engine, store: &mut Store, path: &std::path::Path) -
         ));
     }
     engine.take_over(new);
+    if let Some(hook) = ON_RECONFIGURE.get() {
+        hook(&plan.config);
+    }
     for line in &plan.applied {
         info!("reconfigure: {line}");
     }

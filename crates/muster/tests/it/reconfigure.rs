@@ -350,3 +350,41 @@ fn partition_changes_survive_a_crash_as_the_journal_replays_them() {
     c.write("go", "");
     assert_eq!(c.wait_done(job, secs(10)), "COMPLETED");
 }
+
+#[test]
+fn reconfigure_applies_slurmctlddebug_to_the_running_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("ctld.log");
+    let mut c = builder()
+        .nodes(1)
+        .conf_extra(&format!(
+            "SlurmctldLogFile={}\nSlurmctldDebug=info",
+            log.display()
+        ))
+        .start();
+    // The harness's MUSTER_LOG would override slurm.conf: none here.
+    c.spawn_ctld_env(&[("MUSTER_LOG", "")]);
+    c.wait_until("the controller to answer", secs(20), || {
+        c.run("scontrol", &["ping"]).ok().then_some(())
+    });
+    let first = c.submit(&["--wrap", "true"]);
+    assert_eq!(c.wait_done(first, secs(10)), "COMPLETED");
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!read().contains("submitted by"), "{}", read());
+    let text = std::fs::read_to_string(c.conf()).unwrap();
+    std::fs::write(
+        c.conf(),
+        text.replace("SlurmctldDebug=info", "SlurmctldDebug=debug"),
+    )
+    .unwrap();
+    let out = c.ok("scontrol", &["reconfigure"]);
+    assert_eq!(out.stderr, "", "{out}");
+    assert!(read().contains("log level now debug"), "{}", read());
+    let second = c.submit(&["--wrap", "true"]);
+    assert_eq!(c.wait_done(second, secs(10)), "COMPLETED");
+    assert!(
+        read().contains(&format!("job {second} submitted by")),
+        "{}",
+        read()
+    );
+}
