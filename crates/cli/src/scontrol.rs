@@ -434,22 +434,46 @@ fn partition_lines(part: &PartitionInfo) -> Vec<String> {
         Some(items) if !items.is_empty() => items.join(","),
         _ => "ALL".to_string(),
     };
+    let access = |key: &str| {
+        part.access
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    };
+    let yes_no = |key: &str| {
+        if access(key).is_some_and(|v| v.eq_ignore_ascii_case("YES")) {
+            "YES"
+        } else {
+            "NO"
+        }
+    };
     let mut l = Vec::new();
     l.push(format!("PartitionName={}", part.name));
+    // A Deny list shows where no Allow list is set, as Slurm shows it.
+    let accounts = match (&part.allow_accounts, access("DenyAccounts")) {
+        (None, Some(deny)) => format!("DenyAccounts={deny}"),
+        (allow, _) => format!("AllowAccounts={}", list_or_all(allow)),
+    };
+    let qos = match (access("AllowQos"), access("DenyQos")) {
+        (None, Some(deny)) => format!("DenyQos={deny}"),
+        (allow, _) => format!("AllowQos={}", allow.unwrap_or("ALL")),
+    };
     l.push(format!(
-        "AllowGroups={} AllowAccounts={} AllowQos=ALL",
+        "AllowGroups={} {accounts} {qos}",
         list_or_all(&part.allow_groups),
-        list_or_all(&part.allow_accounts)
     ));
     l.push(format!(
         "AllocNodes=ALL Default={} QoS=N/A",
         if part.default { "YES" } else { "NO" }
     ));
     l.push(format!(
-        "DefaultTime={} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO",
+        "DefaultTime={} DisableRootJobs={} ExclusiveUser={} GraceTime=0 Hidden=NO",
         part.default_time
             .map(format_time_limit_hms)
-            .unwrap_or_else(|| "NONE".to_string())
+            .unwrap_or_else(|| "NONE".to_string()),
+        yes_no("DisableRootJobs"),
+        yes_no("ExclusiveUser"),
     ));
     l.push(format!(
         "MaxNodes={} MaxTime={} MinNodes={} LLN=NO MaxCPUsPerNode=UNLIMITED",
@@ -461,8 +485,11 @@ fn partition_lines(part: &PartitionInfo) -> Vec<String> {
     ));
     l.push(format!("Nodes={}", hostlist::compress(&part.nodes)));
     l.push(format!(
-        "PriorityJobFactor={} PriorityTier={} RootOnly=NO ReqResv=NO OverSubscribe={}",
-        part.priority_job_factor, part.priority_tier, part.oversubscribe
+        "PriorityJobFactor={} PriorityTier={} RootOnly={} ReqResv=NO OverSubscribe={}",
+        part.priority_job_factor,
+        part.priority_tier,
+        yes_no("RootOnly"),
+        part.oversubscribe
     ));
     l.push("OverTimeLimit=NONE PreemptMode=OFF".to_string());
     l.push(format!(
@@ -561,6 +588,10 @@ const COMMANDS: &[(&str, usize)] = &[
     ("suspend", 2),
     ("resume", 3),
     ("ping", 2),
+    ("reconfigure", 3),
+    ("shutdown", 8),
+    ("create", 2),
+    ("delete", 3),
     ("listpids", 1),
     ("notify", 2),
     ("top", 3),
@@ -615,6 +646,10 @@ fn run_command(s: &mut Session, words: &[String]) -> CmdResult {
             cmd_job_action(s, cmd, rest)
         }
         "ping" => cmd_ping(s),
+        "reconfigure" => cmd_reconfigure(s),
+        "shutdown" => cmd_shutdown(s, rest),
+        "create" => cmd_create(s, rest),
+        "delete" => cmd_delete(s, rest),
         "top" => cmd_top(s, rest),
         "notify" => cmd_notify(s, rest),
         "token" => cmd_token(s, rest),
@@ -1020,6 +1055,8 @@ pub enum UpdateRequest {
         /// current limit, which scontrol reads first, as Slurm's does.
         time_delta: Option<i64>,
     },
+    /// `PartitionName=...`.
+    Partition(Box<proto::PartitionUpdate>),
 }
 
 /// Parses the words after `update`. `now` resolves `StartTime=now+1hour`.
@@ -1028,6 +1065,9 @@ pub fn parse_update(words: &[String], now: Timestamp) -> Result<UpdateRequest, S
     let keys: Vec<String> = words.iter().map(|w| split_kv(w).0).collect();
     if keys.iter().any(|k| k == "nodename") {
         return parse_node_update(words);
+    }
+    if keys.iter().any(|k| k == "partitionname") {
+        return parse_partition_options(words).map(|u| UpdateRequest::Partition(Box::new(u)));
     }
     if keys.iter().any(|k| k == "jobid" || k == "job") {
         return parse_job_update(words, now);
@@ -1233,6 +1273,14 @@ fn cmd_update(s: &mut Session, rest: &[String]) -> CmdResult {
     let req = parse_update(rest, common::now()).map_err(Failure::stderr)?;
     let client = s.client("slurm_update error")?;
     match req {
+        UpdateRequest::Partition(u) => {
+            if u.name.is_empty() {
+                return Err(fail("PartitionName must be given."));
+            }
+            client
+                .call_ok(CtldRequest::UpdatePartition(u))
+                .map_err(|e| fail(format!("slurm_update error: {e}")))?
+        }
         UpdateRequest::Node {
             nodes,
             state,
@@ -1285,6 +1333,268 @@ fn cmd_update(s: &mut Session, rest: &[String]) -> CmdResult {
             }
         }
     }
+    Ok(String::new())
+}
+
+/// Whether `tag` names `key` as scontrol's partition options accept it:
+/// any prefix of at least `min` letters (`MAX(taglen, min)` in Slurm).
+fn tag_is(tag: &str, key: &str, min: usize) -> bool {
+    tag.len() >= min && tag.len() <= key.len() && key[..tag.len()].eq_ignore_ascii_case(tag)
+}
+
+/// `YES`/`NO` (any prefix) of a partition flag, with Slurm's error.
+fn part_yes_no(arg: &str, key: &str, value: &str) -> Result<bool, String> {
+    if !value.is_empty() && tag_is(value, "NO", 1) {
+        Ok(false)
+    } else if !value.is_empty() && tag_is(value, "YES", 1) {
+        Ok(true)
+    } else {
+        Err(format!(
+            "Invalid input: {arg}\nAcceptable {key} values are YES and NO\n"
+        ))
+    }
+}
+
+/// `ALL` or a comma list (AllowAccounts, AllowGroups).
+fn all_or_list(value: &str) -> Option<Vec<String>> {
+    if value.eq_ignore_ascii_case("ALL") || value.is_empty() {
+        None
+    } else {
+        Some(value.split(',').map(str::to_string).collect())
+    }
+}
+
+/// scontrol's partition options (`update PartitionName=...`, `create
+/// PartitionName=...`): Slurm's abbreviations and messages. Keys muster
+/// does not apply to partitions are refused, as Slurm refuses unknown ones.
+pub fn parse_partition_options(words: &[String]) -> Result<proto::PartitionUpdate, String> {
+    let mut u = proto::PartitionUpdate::default();
+    let mut changes = 0;
+    for arg in words {
+        let Some((tag, value)) = arg.split_once('=') else {
+            return Err(format!("Invalid input: {arg}  Request aborted\n"));
+        };
+        let bad = || format!("Invalid input {arg}\n");
+        let number = |what: &str| -> Result<u32, String> {
+            value
+                .parse::<u32>()
+                .ok()
+                .filter(|&n| n <= u32::from(u16::MAX))
+                .ok_or_else(|| format!("Invalid {what} value: {value}\n"))
+        };
+        if tag_is(tag, "PartitionName", 2) {
+            u.name = value.to_string();
+            continue;
+        }
+        changes += 1;
+        if tag_is(tag, "MaxTime", 4) {
+            u.max_time = Some(parse_time_limit(value).map_err(|_| bad())?);
+        } else if tag_is(tag, "DefaultTime", 8) {
+            u.default_time = Some(Some(parse_time_limit(value).map_err(|_| bad())?));
+        } else if tag_is(tag, "MaxNodes", 4) {
+            u.max_nodes = Some(
+                if value.eq_ignore_ascii_case("UNLIMITED") || value.eq_ignore_ascii_case("INFINITE")
+                {
+                    None
+                } else {
+                    Some(value.parse().map_err(|_| bad())?)
+                },
+            );
+        } else if tag_is(tag, "MinNodes", 2) {
+            u.min_nodes = Some(value.parse().map_err(|_| bad())?);
+        } else if tag_is(tag, "Default", 7) {
+            u.default = Some(part_yes_no(arg, "Default", value)?);
+        } else if tag_is(tag, "DisableRootJobs", 1) {
+            let yes = part_yes_no(arg, "DisableRootJobs", value)?;
+            u.other.push((
+                "DisableRootJobs".into(),
+                if yes { "YES" } else { "NO" }.into(),
+            ));
+        } else if tag_is(tag, "ExclusiveUser", 1) {
+            // Not implemented: NO (what muster does) only.
+            if part_yes_no(arg, "ExclusiveUser", value)? {
+                return Err(not_supported(arg));
+            }
+            u.other.push(("ExclusiveUser".into(), "NO".into()));
+        } else if tag_is(tag, "RootOnly", 3) {
+            let yes = part_yes_no(arg, "RootOnly", value)?;
+            u.other
+                .push(("RootOnly".into(), if yes { "YES" } else { "NO" }.into()));
+        } else if tag_is(tag, "OverSubscribe", 5) || tag_is(tag, "Shared", 2) {
+            let (kind, count) = match value.split_once(':') {
+                Some((k, c)) => (k, Some(c)),
+                None => (value, None),
+            };
+            let upper = if !kind.is_empty() && tag_is(kind, "NO", 1) {
+                "NO".to_string()
+            } else if !kind.is_empty() && tag_is(kind, "EXCLUSIVE", 1) {
+                "EXCLUSIVE".to_string()
+            } else if !kind.is_empty() && (tag_is(kind, "YES", 1) || tag_is(kind, "FORCE", 1)) {
+                let word = if tag_is(kind, "YES", 1) {
+                    "YES"
+                } else {
+                    "FORCE"
+                };
+                format!("{word}:{}", count.unwrap_or("4"))
+            } else {
+                return Err(format!(
+                    "Invalid input: {arg}\nAcceptable OverSubscribe values are NO, EXCLUSIVE, YES:#, and FORCE:#\n"
+                ));
+            };
+            u.oversubscribe = Some(upper);
+        } else if tag_is(tag, "PriorityJobFactor", 3) && tag.len() > "Priority".len() {
+            u.priority_job_factor = Some(number("PriorityJobFactor")?);
+        } else if tag_is(tag, "PriorityTier", 3) && tag.len() > "Priority".len() {
+            u.priority_tier = Some(number("PriorityTier")?);
+        } else if tag_is(tag, "Priority", 3) {
+            let n = number("Priority")?;
+            u.priority_tier = Some(n);
+            u.priority_job_factor = Some(n);
+        } else if tag_is(tag, "State", 2) {
+            let state = ["INACTIVE", "DOWN", "UP", "DRAIN"]
+                .into_iter()
+                .find(|s| !value.is_empty() && tag_is(value, s, 1))
+                .ok_or_else(|| {
+                    format!(
+                        "Invalid input: {arg}\nAcceptable State values are UP, DOWN, DRAIN and INACTIVE\n"
+                    )
+                })?;
+            u.state = Some(state.to_string());
+        } else if tag_is(tag, "Nodes", 1) {
+            u.nodes = Some(if value.is_empty() {
+                Vec::new()
+            } else {
+                hostlist::expand(value).map_err(|_| bad())?
+            });
+        } else if tag_is(tag, "AllowGroups", 6) {
+            u.allow_groups = Some(all_or_list(value));
+        } else if tag_is(tag, "AllowAccounts", 6) {
+            u.allow_accounts = Some(all_or_list(value));
+        } else if tag_is(tag, "AllowQos", 6) {
+            u.other.push(("AllowQos".into(), value.to_string()));
+        } else if tag_is(tag, "DenyAccounts", 5) {
+            u.other.push(("DenyAccounts".into(), value.to_string()));
+        } else if tag_is(tag, "DenyQos", 5) {
+            u.other.push(("DenyQos".into(), value.to_string()));
+        } else {
+            return Err(not_supported(arg));
+        }
+    }
+    if changes == 0 {
+        return Err("No changes specified\n".into());
+    }
+    Ok(u)
+}
+
+/// `scontrol reconfigure`: the controller reads its files again; prints
+/// nothing when it did, Slurm's `slurm_reconfigure error: ...` when it
+/// refused. What needs a restart is told on stderr (the controller's log
+/// has it too).
+fn cmd_reconfigure(s: &mut Session) -> CmdResult {
+    let client = s.client("slurm_reconfigure error")?;
+    match client.call(CtldRequest::Reconfigure) {
+        Ok(CtldResponse::Reconfigured(report)) => {
+            if !report.restart.is_empty() {
+                use std::io::Write;
+                let mut text = String::new();
+                for line in &report.restart {
+                    text.push_str(&format!(
+                        "scontrol: warning: not applied, needs a restart of the controller: {line}\n"
+                    ));
+                }
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            }
+            Ok(String::new())
+        }
+        Ok(CtldResponse::ReconfigureRefused(why)) => {
+            Err(fail(format!("slurm_reconfigure error: {why}")))
+        }
+        Ok(CtldResponse::Error(e)) => Err(fail(format!(
+            "slurm_reconfigure error: {}",
+            e.as_slurm_str()
+        ))),
+        Ok(other) => Err(fail(format!(
+            "slurm_reconfigure error: unexpected answer {other:?}"
+        ))),
+        Err(e) => Err(fail(format!("slurm_reconfigure error: {e}"))),
+    }
+}
+
+/// `scontrol shutdown [slurmctld|controller]`: the controller saves its
+/// state and exits; without an argument the node daemons stop too.
+fn cmd_shutdown(s: &mut Session, rest: &[String]) -> CmdResult {
+    let req = match rest.first().map(|w| w.to_ascii_lowercase()) {
+        None => CtldRequest::Shutdown,
+        Some(w) if w == "slurmctld" || w == "controller" => CtldRequest::ShutdownController,
+        Some(w) => return Err(fail(format!("invalid shutdown argument:{w}"))),
+    };
+    if rest.len() > 1 {
+        return Err(fail("too many arguments for keyword:shutdown"));
+    }
+    let client = s.client("slurm_shutdown error")?;
+    client
+        .call_ok(req)
+        .map_err(|e| fail(format!("slurm_shutdown error: {e}")))?;
+    Ok(String::new())
+}
+
+/// `scontrol create PartitionName=NAME ...` (also `create partition
+/// PartitionName=NAME ...`).
+fn cmd_create(s: &mut Session, rest: &[String]) -> CmdResult {
+    let Some(first) = rest.first() else {
+        return Err(fail("too few arguments for keyword:create"));
+    };
+    let words: &[String] = if !first.contains('=') && tag_is(first, "partition", 3) {
+        &rest[1..]
+    } else {
+        rest
+    };
+    let is_part = words
+        .first()
+        .and_then(|w| w.split_once('='))
+        .is_some_and(|(t, _)| tag_is(t, "PartitionName", 2));
+    if !is_part {
+        return Err(fail(format!("Invalid creation entity: {first}")));
+    }
+    let u = match parse_partition_options(words) {
+        Ok(u) => u,
+        Err(e) if e == "No changes specified\n" => return Err(fail("No parameters specified")),
+        Err(e) => return Err(Failure::stderr(e)),
+    };
+    if u.name.eq_ignore_ascii_case("default") {
+        return Err(fail("PartitionName cannot be \"DEFAULT\"."));
+    }
+    let client = s.client("Error creating the partition")?;
+    client
+        .call_ok(CtldRequest::CreatePartition(Box::new(u)))
+        .map_err(|e| fail(format!("Error creating the partition: {e}")))?;
+    Ok(String::new())
+}
+
+/// `scontrol delete PartitionName=NAME` (also `delete partition NAME`):
+/// refused while jobs use it (`Partition is in use`).
+fn cmd_delete(s: &mut Session, rest: &[String]) -> CmdResult {
+    let Some(first) = rest.first() else {
+        return Err(fail("too few arguments for keyword:delete"));
+    };
+    let (tag, name, shown) = match first.split_once('=') {
+        Some((t, v)) => (t.to_string(), v.to_string(), first.clone()),
+        None => match rest.get(1) {
+            Some(v) => (first.clone(), v.clone(), first.clone()),
+            None => {
+                return Err(fail(
+                    "Proper format is 'delete Partition=p' or 'delete Reservation=r'",
+                ))
+            }
+        },
+    };
+    if !tag_is(&tag, "PartitionName", 3) {
+        return Err(fail(format!("Invalid deletion entity: {first}")));
+    }
+    let client = s.client("delete_partition")?;
+    client
+        .call_ok(CtldRequest::DeletePartition { name })
+        .map_err(|e| fail(format!("delete_partition {shown}: {e}")))?;
     Ok(String::new())
 }
 
@@ -1526,6 +1836,9 @@ scontrol [<OPTION>] [<COMMAND>]
   terminated.
 
     Valid <COMMAND> values are:
+     create <SPECIFICATIONS>  create a new partition (PartitionName=...).
+     delete <SPECIFICATIONS>  delete the specified partition
+                              (PartitionName=<name>, or partition <name>).
      exit                     terminate scontrol
      help                     print this description of use.
      hold <job_list>          prevent specified job from starting.
@@ -1536,17 +1849,21 @@ scontrol [<OPTION>] [<COMMAND>]
      token [lifespan=S] [username=U]  print a JWT for the REST API.
      ping                     print status of slurmctld daemons.
      quit                     terminate this command.
+     reconfigure              re-read the configuration files; what a
+                              running controller cannot change is told.
      release <job_list>       permit specified job to start.
      requeue <job_id>         re-queue a batch job.
      requeuehold <job_id>     re-queue and hold a batch job.
      resume <job_list>        resume previously suspended job.
      show <ENTITY> [<ID>]     display state of identified entity, default
                               is all records.
+     shutdown <OPTS>          shutdown slurm controller and node daemons
+                              (\"slurmctld\": the controller only).
      suspend <job_list>       suspend specified job (see resume).
      top <job_list>           put the jobs first among their user's pending
                               jobs.
      uhold <job_list>         place user hold on specified job.
-     update <SPECIFICATIONS>  update job or node configuration.
+     update <SPECIFICATIONS>  update job, node or partition configuration.
      version                  display tool version number.
 
   <ENTITY> may be \"config\", \"hostnames\", \"hostlist\", \"hostlistsorted\",
@@ -1557,7 +1874,11 @@ scontrol [<OPTION>] [<COMMAND>]
   or JobId=<id> followed by TimeLimit=, Partition=, NumNodes=, NumTasks=,
   Features=, JobName=, Comment=, Nice=, ReqNodeList=, ExcNodeList=,
   Account=, QOS=, Priority=, MinMemoryNode=, MinMemoryCPU=, Gres=,
-  Dependency=, StartTime= or Requeue=.
+  Dependency=, StartTime= or Requeue=, or PartitionName=<name> followed by
+  Nodes=, State=UP|DOWN|DRAIN|INACTIVE, MaxTime=, DefaultTime=, MaxNodes=,
+  MinNodes=, Default=, Priority=, PriorityTier=, PriorityJobFactor=,
+  OverSubscribe=, AllowAccounts=, DenyAccounts=, AllowGroups=, AllowQos=,
+  DenyQos=, RootOnly= or DisableRootJobs=.
 ";
 
 /// Splits an interactive line into words, honouring double and single quotes.

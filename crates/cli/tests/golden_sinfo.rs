@@ -56,6 +56,7 @@ fn partition(name: &str, default: bool, nodes: &[&str], tres: &str) -> Partition
         total_cpus: 2 * nodes.len() as u32,
         total_nodes: nodes.len() as u32,
         tres: tres.into(),
+        access: Vec::new(),
     }
 }
 

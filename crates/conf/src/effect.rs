@@ -146,8 +146,25 @@ const SAME_AS_MUSTER: &[(&str, &[&str])] = &[
     ("CredType", &["cred/munge", "cred/none"]),
 ];
 
-/// Partition-line keys kept as text that muster reads.
-const ACTING_PARTITION: &[&str] = &["PreemptMode"];
+/// Partition-line keys kept as text that muster reads (the access keys
+/// at submission, `engine`'s `part_access`).
+const ACTING_PARTITION: &[&str] = &[
+    "AllowQos",
+    "DenyAccounts",
+    "DenyQos",
+    "DisableRootJobs",
+    "PreemptMode",
+    "RootOnly",
+];
+
+/// Partition-line keys that change who may run where and that muster does
+/// not implement: only these values are accepted, any other is refused
+/// with a `file:line` error (the parser's `refused_partition_value`).
+pub const REFUSED_PARTITION: &[(&str, &[&str])] = &[
+    ("AllocNodes", &["ALL"]),
+    ("ExclusiveUser", &["NO"]),
+    ("ReqResv", &["NO"]),
+];
 
 /// cgroup.conf keys read and typed but not applied (the node daemon says
 /// so once at start), with what is missing.
@@ -174,12 +191,214 @@ pub enum Reload {
 }
 
 /// The keys (as `scontrol show config` names them) whose change
-/// `scontrol reconfigure` applies to the running daemons. Empty: muster
-/// has no `scontrol reconfigure` yet (scontrol answers `invalid keyword`),
-/// and the daemons read their configuration once, at start, so every
-/// change needs a restart. When reconfigure is implemented, list here the
-/// keys it re-reads; this is the one table `check-config --diff` uses.
-pub const APPLIED_BY_RECONFIGURE: &[&str] = &[];
+/// `scontrol reconfigure` (or SIGHUP to the controller) applies to the
+/// running controller ([`reconfigured`]); this is the one table
+/// `check-config --diff` uses. Partitions (`PartitionName`, added, changed
+/// or removed while no job uses them) and nodes added after the last one
+/// are applied too. Every other change needs a restart.
+pub const APPLIED_BY_RECONFIGURE: &[&str] = &[
+    "AccountingStorageEnforce",
+    "DefMemPerCPU",
+    "DefMemPerNode",
+    "DependencyParameters",
+    "JobRequeue",
+    "KillWait",
+    "MaxArraySize",
+    "MaxJobCount",
+    "MaxMemPerNode",
+    "MinJobAge",
+    "PreemptExemptTime",
+    "PreemptMode",
+    "PreemptParameters",
+    "PreemptType",
+    "PriorityCalcPeriod",
+    "PriorityDecayHalfLife",
+    "PriorityFavorSmall",
+    "PriorityFlags",
+    "PriorityMaxAge",
+    "PriorityType",
+    "PriorityUsageResetPeriod",
+    "PriorityWeightAge",
+    "PriorityWeightAssoc",
+    "PriorityWeightFairShare",
+    "PriorityWeightJobSize",
+    "PriorityWeightPartition",
+    "PriorityWeightQOS",
+    "PriorityWeightTRES",
+    "ReturnToService",
+    "SchedulerParameters",
+    "SchedulerType",
+    "SlurmctldDebug",
+];
+
+/// What `scontrol reconfigure` makes of the configuration in force and the
+/// one the files now give ([`reconfigured`]).
+#[derive(Debug, Clone)]
+pub struct Reconfigured {
+    /// The configuration to run with: the running one with every change
+    /// reconfigure applies taken from the files.
+    pub config: crate::Config,
+    /// The changes applied, one line each.
+    pub applied: Vec<String>,
+    /// The changes left for a restart, one line each.
+    pub restart: Vec<String>,
+}
+
+/// The configuration `scontrol reconfigure` runs with: `running` with the
+/// keys of [`APPLIED_BY_RECONFIGURE`], the partitions and nodes added after
+/// the last one taken from `file`. A partition that jobs still use
+/// (`in_use`) is kept when the files drop it; nodes removed, renamed,
+/// reordered or redefined, gres.conf and cgroup.conf changes, and every
+/// other key need a restart and stay as they run.
+pub fn reconfigured(
+    running: &crate::Config,
+    file: &crate::Config,
+    in_use: &[String],
+) -> Reconfigured {
+    let mut cfg = running.clone();
+    let (mut applied, mut restart) = (Vec::new(), Vec::new());
+    let before = running.show_config_entries();
+    let after = file.show_config_entries();
+    let value = |list: &[(String, String)], key: &str| {
+        list.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+    };
+    let mut keys: Vec<&String> = before.iter().map(|(k, _)| k).collect();
+    keys.extend(
+        after
+            .iter()
+            .map(|(k, _)| k)
+            .filter(|k| value(&before, k).is_none()),
+    );
+    for key in keys {
+        if ["BOOT_TIME", "NEXT_JOB_ID", "SLURM_CONF"].contains(&key.as_str()) {
+            continue;
+        }
+        // Unless written, MaxNodeCount is the number of nodes: their
+        // change is told below.
+        if key == "MaxNodeCount"
+            && !running.other.contains_key("maxnodecount")
+            && !file.other.contains_key("maxnodecount")
+        {
+            continue;
+        }
+        let (old, new) = (value(&before, key), value(&after, key));
+        if old == new {
+            continue;
+        }
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(absent)".into());
+        let line = format!("{key}: {} -> {}", show(&old), show(&new));
+        if contains(APPLIED_BY_RECONFIGURE, key) {
+            applied.push(line);
+        } else {
+            restart.push(line);
+        }
+    }
+    // The typed fields of the keys applied; the others stay.
+    cfg.scheduler_type = file.scheduler_type.clone();
+    cfg.scheduler_params = file.scheduler_params.clone();
+    cfg.priority = file.priority.clone();
+    cfg.min_job_age = file.min_job_age;
+    cfg.max_job_count = file.max_job_count;
+    cfg.kill_wait = file.kill_wait;
+    cfg.return_to_service = file.return_to_service;
+    cfg.def_mem_per_cpu = file.def_mem_per_cpu;
+    cfg.def_mem_per_node = file.def_mem_per_node;
+    cfg.max_mem_per_node = file.max_mem_per_node;
+    for key in APPLIED_BY_RECONFIGURE {
+        let lower = key.to_ascii_lowercase();
+        match file.other.get(&lower) {
+            Some(v) => {
+                cfg.other.insert(lower, v.clone());
+            }
+            None => {
+                cfg.other.remove(&lower);
+            }
+        }
+    }
+    // Nodes: those added after the last one; any other change waits.
+    let old_names: Vec<&str> = running.nodes.iter().map(|n| n.name.as_str()).collect();
+    let new_names: Vec<&str> = file.nodes.iter().map(|n| n.name.as_str()).collect();
+    if new_names.starts_with(&old_names) {
+        for (old, new) in running.nodes.iter().zip(&file.nodes) {
+            if old_differs(old, new) {
+                restart.push(format!("NodeName={}: definition changed", old.name));
+            }
+        }
+        for n in &file.nodes[old_names.len()..] {
+            applied.push(format!("NodeName={}: added", n.name));
+            cfg.nodes.push(n.clone());
+        }
+    } else {
+        restart.push(format!(
+            "NodeName: nodes removed, renamed or reordered ({} -> {})",
+            names_or_none(&old_names),
+            names_or_none(&new_names)
+        ));
+    }
+    // Partitions: as the files have them, with the ones still in use kept.
+    let mut parts = Vec::new();
+    for p in &file.partitions {
+        match running.partition(&p.name) {
+            None => applied.push(format!("PartitionName={}: added", p.name)),
+            Some(old) if !same_partition(old, p) => {
+                applied.push(format!("PartitionName={}: changed", p.name))
+            }
+            Some(_) => {}
+        }
+        let mut p = p.clone();
+        // Nodes the running configuration does not have yet wait too.
+        p.nodes.retain(|n| cfg.nodes.iter().any(|c| &c.name == n));
+        parts.push(p);
+    }
+    for old in &running.partitions {
+        if file.partition(&old.name).is_some() {
+            continue;
+        }
+        if in_use.iter().any(|n| n == &old.name) {
+            restart.push(format!(
+                "PartitionName={}: removed from the files but jobs still use it; kept",
+                old.name
+            ));
+            parts.push(old.clone());
+        } else {
+            applied.push(format!("PartitionName={}: removed", old.name));
+        }
+    }
+    cfg.partitions = parts;
+    if running.gres != file.gres {
+        restart.push("gres.conf: changed".into());
+    }
+    if running.cgroup != file.cgroup {
+        restart.push("cgroup.conf: changed".into());
+    }
+    Reconfigured {
+        config: cfg,
+        applied,
+        restart,
+    }
+}
+
+fn names_or_none(names: &[&str]) -> String {
+    if names.is_empty() {
+        "(none)".into()
+    } else {
+        hostlist::compress(names)
+    }
+}
+
+/// Whether a node's definition changed (its line number aside).
+fn old_differs(old: &crate::NodeConf, new: &crate::NodeConf) -> bool {
+    let mut a = old.clone();
+    a.line = new.line;
+    a != *new
+}
+
+/// Whether two partition definitions are the same (line numbers aside).
+fn same_partition(a: &crate::PartitionConf, b: &crate::PartitionConf) -> bool {
+    let mut a = a.clone();
+    a.line = b.line;
+    a == *b
+}
 
 /// How a change of `key` reaches the running daemons ([`APPLIED_BY_RECONFIGURE`]).
 pub fn reload_for(key: &str) -> Reload {
@@ -277,6 +496,9 @@ fn walk(
                 for p in &pairs[1..] {
                     if crate::keys::contains(crate::keys::OTHER_PARTITION, &p.key)
                         && !contains(ACTING_PARTITION, &p.key)
+                        && !REFUSED_PARTITION
+                            .iter()
+                            .any(|(k, _)| k.eq_ignore_ascii_case(&p.key))
                     {
                         out.push(warn(format!(
                             "{} (partition line) does nothing here",
@@ -352,6 +574,9 @@ pub enum KeyDisposition {
     Obsolete,
     /// Refused where set (the daemons do not start), for this reason.
     Refused(&'static str),
+    /// Only these values are accepted (what muster does); any other is
+    /// refused with an error, as it would change who may run where.
+    RefusedExcept(&'static [&'static str]),
 }
 
 /// One row of the configuration table.
@@ -441,6 +666,8 @@ pub fn key_table() -> Vec<KeyRow> {
     for key in keys::OTHER_PARTITION {
         let disposition = if contains(ACTING_PARTITION, key) {
             KeyDisposition::Acting
+        } else if let Some((_, values)) = REFUSED_PARTITION.iter().find(|(k, _)| k == key) {
+            KeyDisposition::RefusedExcept(values)
         } else {
             KeyDisposition::Inert
         };

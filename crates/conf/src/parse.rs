@@ -573,7 +573,27 @@ impl Parser<'_> {
                 "partitionname" => {
                     return Err(at.invalid(key, value, "PartitionName given twice on one line"))
                 }
+                "rootonly" | "disablerootjobs" => {
+                    let yes = yes_no(key, value, at)?;
+                    let text = if yes { "YES" } else { "NO" };
+                    spec.other.insert(lower, (key.clone(), text.to_string()));
+                }
                 _ if keys::contains(keys::OTHER_PARTITION, key) => {
+                    if let Some((_, allowed)) = crate::effect::REFUSED_PARTITION
+                        .iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                    {
+                        if !allowed.iter().any(|v| v.eq_ignore_ascii_case(value.trim())) {
+                            return Err(at.invalid(
+                                key,
+                                value,
+                                format!(
+                                    "not supported by muster (only {} is): it would change who may run where",
+                                    allowed.join(", ")
+                                ),
+                            ));
+                        }
+                    }
                     spec.other.insert(lower, (key.clone(), value.clone()));
                 }
                 _ => self

@@ -97,6 +97,8 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }
             | CtldRequest::Shutdown
+            | CtldRequest::ShutdownController
+            | CtldRequest::Reconfigure
             | CtldRequest::AcctQuery(_)
             | CtldRequest::AcctTables
             | CtldRequest::AcctAdmin(_)
@@ -425,10 +427,22 @@ pub enum RecoverError {
 
 impl Store {
     /// Opens the journal under `dir` and rebuilds the engine from it.
+    #[cfg(test)]
     pub fn open(
         dir: &Path,
         cfg: &conf::Config,
         now: Timestamp,
+    ) -> Result<(Store, Engine), RecoverError> {
+        Store::open_with(dir, cfg, now, false)
+    }
+
+    /// [`Store::open`]; `keep_partitions` (`muster ctld -R`) recovers the
+    /// partitions as `scontrol` left them ([`Engine::restore_with`]).
+    pub fn open_with(
+        dir: &Path,
+        cfg: &conf::Config,
+        now: Timestamp,
+        keep_partitions: bool,
     ) -> Result<(Store, Engine), RecoverError> {
         let t0 = std::time::Instant::now();
         let (journal, mut recovered) = Journal::open(dir)?;
@@ -457,7 +471,14 @@ impl Store {
             .map(|s| (s.node_names.clone(), s.partition_names.clone()));
         let state_restored = state.is_some();
         let mut engine = match state {
-            Some(state) => Engine::restore(cfg, state, now)?,
+            // Records after the snapshot (a crash) replay under the
+            // partitions they were written with, runtime changes included.
+            Some(state) => Engine::restore_with(
+                cfg,
+                state,
+                now,
+                keep_partitions || !recovered.records.is_empty(),
+            )?,
             None => Engine::new(cfg, now),
         };
         // Records after the snapshot are replayed through the engine, whose
@@ -1418,6 +1439,7 @@ mod tests {
             gres_flags: text("enforce-binding"),
             mail_type: 3,
             mail_user: text("ops@site"),
+            user_groups: vec!["wheel".into()],
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {

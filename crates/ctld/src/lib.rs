@@ -51,6 +51,13 @@
 //! no answer: its connection is closed, so the client tries again instead of
 //! reading a refusal.
 //!
+//! `scontrol reconfigure` and SIGHUP (`reconfigure`): the files are read
+//! again once the batch before the request is on disk; the engine is rebuilt
+//! under the configuration `conf::effect::reconfigured` makes of them, and a
+//! snapshot of it is written before the answer, so records before it are
+//! never replayed under the new configuration nor records after it under the
+//! old. `muster ctld -R` recovers the partitions as `scontrol` left them.
+//!
 //! Accounting (`acct`): a writer thread owns the store and writes the engine's
 //! `Command::AcctRecord`s in batches (a record waits up to 100 ms for others,
 //! so a burst is one transaction; a query writes what waits before it is
@@ -146,6 +153,10 @@ const TERMINATE_ATTEMPTS: u32 = 120;
 pub struct CtldOptions {
     /// slurm.conf to read.
     pub conf: PathBuf,
+    /// `-R`: the partitions as `scontrol` left them, not slurm.conf's
+    /// (slurmctld's `-R` recovers partition state; without it only jobs
+    /// and node states are).
+    pub recover_partitions: bool,
 }
 
 /// What reaches the engine task.
@@ -173,6 +184,8 @@ enum Msg {
     },
     /// The accounting writer committed a change of the association database.
     AssocTables(Box<proto::acctdb::AcctTables>),
+    /// SIGHUP: read the configuration again, as `scontrol reconfigure`.
+    Reload,
 }
 
 fn now() -> Timestamp {
@@ -388,21 +401,34 @@ impl Gate {
     }
 }
 
+/// What the process does with a configuration `scontrol reconfigure`
+/// put in force beyond the engine (`muster`: the log level).
+type ReconfigureHook = Box<dyn Fn(&conf::Config) + Send + Sync>;
+static ON_RECONFIGURE: std::sync::OnceLock<ReconfigureHook> = std::sync::OnceLock::new();
+
+/// Sets what the process does after each reconfigure with the new
+/// configuration (the log's `SlurmctldDebug`); once, before [`main`].
+pub fn on_reconfigure(hook: ReconfigureHook) {
+    let _ = ON_RECONFIGURE.set(hook);
+}
+
 /// `muster ctld [-f slurm.conf] [-D] [-v]`.
 pub fn main(args: Vec<String>) -> i32 {
     let mut conf = std::env::var_os("SLURM_CONF")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/etc/slurm/slurm.conf"));
+    let mut recover_partitions = false;
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
+            "-R" => recover_partitions = true,
             "-f" if i + 1 < args.len() => {
                 conf = PathBuf::from(&args[i + 1]);
                 i += 1;
             }
             "-D" | "-v" | "-vv" | "-vvv" => {}
             "-h" | "--help" => {
-                println!("Usage: muster ctld [-f slurm.conf] [-D] [-v]");
+                println!("Usage: muster ctld [-f slurm.conf] [-D] [-R] [-v]");
                 return 0;
             }
             other => {
@@ -423,7 +449,10 @@ pub fn main(args: Vec<String>) -> i32 {
             return 1;
         }
     };
-    match rt.block_on(run(CtldOptions { conf })) {
+    match rt.block_on(run(CtldOptions {
+        conf,
+        recover_partitions,
+    })) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("muster ctld: error: {e:#}");
@@ -481,8 +510,10 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     let state_dir = PathBuf::from(&cfg.state_save_location);
     // Job scripts and environments are in the journal: owner-only.
     private::make_private(&state_dir);
-    let (store, engine) = tokio::task::block_in_place(|| Store::open(&state_dir, &cfg, started))
-        .with_context(|| format!("recovering the controller state in {}", state_dir.display()))?;
+    let (store, engine) = tokio::task::block_in_place(|| {
+        Store::open_with(&state_dir, &cfg, started, opts.recover_partitions)
+    })
+    .with_context(|| format!("recovering the controller state in {}", state_dir.display()))?;
     let settings = engine.settings().clone();
     let (tx, rx) = mpsc::unbounded_channel::<Msg>();
     let tables_tx = tx.clone();
@@ -522,6 +553,7 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
         engine,
         store,
         cfg.clone(),
+        opts.conf.clone(),
         rx,
         tx.clone(),
         identity,
@@ -539,19 +571,27 @@ pub async fn run(opts: CtldOptions) -> anyhow::Result<()> {
     let lobby = rpc::lobby::Lobby::start("ctld-lobby").context("starting the lobby thread")?;
     let accept = tokio::spawn(accept_loop(listener, admission, lobby, tx.clone(), gate));
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut sighup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     // The engine task ends only for `scontrol shutdown` (Ok) or a reason
     // to stop that the process exits non-zero with; nothing else (a channel
     // closing as a task ends) reads as a request to stop.
-    let ended = tokio::select! {
-        _ = tokio::signal::ctrl_c() => {
-            info!("interrupted, stopping");
-            None
+    let ended = loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {
+                info!("interrupted, stopping");
+                break None;
+            }
+            _ = sigterm.recv() => {
+                info!("terminated, stopping");
+                break None;
+            }
+            _ = sighup.recv() => {
+                // As slurmctld: SIGHUP is `scontrol reconfigure`.
+                info!("SIGHUP: reading the configuration again");
+                let _ = tx.send(Msg::Reload);
+            }
+            ended = &mut engine_task => break Some(ended),
         }
-        _ = sigterm.recv() => {
-            info!("terminated, stopping");
-            None
-        }
-        ended = &mut engine_task => Some(ended),
     };
     accept.abort();
     engine_task.abort();
@@ -1501,6 +1541,7 @@ async fn engine_loop(
     mut engine: Engine,
     mut store: Store,
     cfg: Arc<conf::Config>,
+    conf_path: PathBuf,
     mut rx: mpsc::UnboundedReceiver<Msg>,
     tx: mpsc::UnboundedSender<Msg>,
     identity: Identity,
@@ -1540,6 +1581,8 @@ async fn engine_loop(
     ping_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // Set while the journal cannot be written (module `degraded`).
     let mut degraded: Option<degraded::Degraded> = None;
+    // A reconfigure ran: the next batch passes over the jobs at once.
+    let mut pass_soon = false;
     loop {
         if let Some(cursor) = reput {
             let (records, more) = engine.records_after(cursor, REPUT_PIECE, started);
@@ -1551,7 +1594,7 @@ async fn engine_loop(
         }
         let wake = engine.next_wakeup();
         let sleep_for = match wake {
-            _ if reput.is_some() => Duration::ZERO,
+            _ if reput.is_some() || pass_soon => Duration::ZERO,
             // No timers run while degraded: the next wake-up is the next try.
             _ if degraded.is_some() => degraded
                 .as_ref()
@@ -1581,6 +1624,12 @@ async fn engine_loop(
             batch.splice(0..0, resumed.deferred);
         }
         let mut shutdown = false;
+        // `scontrol shutdown` also stops the node daemons; `scontrol
+        // shutdown slurmctld` does not.
+        let mut stop_nodes = true;
+        // `scontrol reconfigure` (their answers; None for SIGHUP): done
+        // once the batch before them is on disk.
+        let mut reconfigures: Vec<Option<oneshot::Sender<CtldResponse>>> = Vec::new();
         // The batch's journal records are staged in `store`, in order.
         let mut replies: Vec<(oneshot::Sender<CtldResponse>, CtldResponse)> = Vec::new();
         // The request being handled, booked when the next message starts
@@ -1589,6 +1638,13 @@ async fn engine_loop(
         for msg in batch {
             workers.diag.finish(booking.take());
             let t = now();
+            if let Msg::Reload = msg {
+                match &degraded {
+                    Some(_) => warn!("SIGHUP: the state cannot be saved; not reconfigured"),
+                    None => reconfigures.push(None),
+                }
+                continue;
+            }
             if let Some(d) = &mut degraded {
                 // Launch failures, pings and association updates change
                 // the engine: they wait for the journal.
@@ -1620,14 +1676,31 @@ async fn engine_loop(
                     if let CtldRequest::RegisterNode(reg) = &*req {
                         workers.registered(&reg.name);
                     }
-                    if matches!(*req, CtldRequest::Shutdown) {
+                    if matches!(
+                        *req,
+                        CtldRequest::Shutdown | CtldRequest::ShutdownController
+                    ) {
+                        // Slurm's: ESLURM_USER_ID_MISSING for anyone else.
                         let resp = if engine.is_admin(&who) {
                             shutdown = true;
+                            if matches!(*req, CtldRequest::ShutdownController) {
+                                stop_nodes = false;
+                            }
                             CtldResponse::Ok
                         } else {
-                            CtldResponse::Error(SlurmError::AccessDenied)
+                            CtldResponse::Error(SlurmError::InvalidUserId)
                         };
                         replies.push((reply, resp));
+                        continue;
+                    }
+                    if matches!(*req, CtldRequest::Reconfigure) {
+                        if !engine.is_admin(&who) {
+                            replies.push((reply, CtldResponse::Error(SlurmError::InvalidUserId)));
+                        } else if let Some(d) = &degraded {
+                            replies.push((reply, d.refusal()));
+                        } else {
+                            reconfigures.push(Some(reply));
+                        }
                         continue;
                     }
                     if let CtldRequest::AcctQuery(q) = *req {
@@ -1691,6 +1764,21 @@ async fn engine_loop(
                         continue;
                     }
                     drop(parts);
+                    let mut req = req;
+                    if let CtldRequest::Submit(desc) = &mut *req {
+                        // AllowGroups: the groups are the controller's
+                        // look-up, journaled with the submission.
+                        desc.user_groups = if engine
+                            .config()
+                            .partitions
+                            .iter()
+                            .any(|p| p.allow_groups.is_some())
+                        {
+                            user_groups(&who)
+                        } else {
+                            Vec::new()
+                        };
+                    }
                     let entry = Entry::Request { req, who, now: t };
                     let resp = durable::stage_and_apply(&mut engine, &mut store, entry);
                     replies.push((reply, resp.unwrap_or(CtldResponse::Ok)));
@@ -1709,6 +1797,7 @@ async fn engine_loop(
                     run,
                     now: t,
                 },
+                Msg::Reload => continue,
             };
             durable::stage_and_apply(&mut engine, &mut store, entry);
         }
@@ -1723,7 +1812,7 @@ async fn engine_loop(
                 return match d.resume_now(&mut store, &engine) {
                     Ok(resumed) => {
                         release(resumed.held, &mut engine, &mut workers, &acct);
-                        stop(&mut store, &engine, &identity, &signer).await;
+                        stop(&mut store, &engine, &identity, &signer, stop_nodes).await;
                         if !resumed.deferred.is_empty() {
                             warn!(
                                 "{} deferred messages of the node daemons not handled before \
@@ -1745,7 +1834,10 @@ async fn engine_loop(
         // Timers and a scheduling pass, when something changed or a
         // deadline is due; a batch of queries alone writes nothing.
         let t = now();
-        if store.staged() > 0 || engine.next_wakeup().is_some_and(|due| t >= due) {
+        if store.staged() > 0
+            || std::mem::take(&mut pass_soon)
+            || engine.next_wakeup().is_some_and(|due| t >= due)
+        {
             let tick = Entry::Tick { now: t };
             let (before, clock) = (engine.pass_stats().clone(), std::time::Instant::now());
             durable::stage_and_apply(&mut engine, &mut store, tick);
@@ -1771,12 +1863,43 @@ async fn engine_loop(
             continue;
         }
         fault::after_commit(replies.iter().map(|(_, resp)| resp));
+        if !reconfigures.is_empty() && !shutdown {
+            // After the batch before it is on disk: the snapshot the
+            // reconfigure writes covers every record before it.
+            let resp = reconfigure(&mut engine, &mut store, &conf_path);
+            if matches!(resp, CtldResponse::Reconfigured(_)) {
+                pass_soon = true;
+            }
+            for reply in reconfigures.into_iter().flatten() {
+                replies.push((reply, resp.clone()));
+            }
+        }
         release(replies, &mut engine, &mut workers, &acct);
         if shutdown {
-            stop(&mut store, &engine, &identity, &signer).await;
+            stop(&mut store, &engine, &identity, &signer, stop_nodes).await;
             return Ok(());
         }
     }
+}
+
+/// The names of `who`'s groups (primary and supplementary) as this host's
+/// user database has them, for partitions' `AllowGroups`.
+fn user_groups(who: &Identity) -> Vec<String> {
+    use nix::unistd::{getgrouplist, Gid, Group};
+    let Ok(name) = std::ffi::CString::new(who.user.as_str()) else {
+        return Vec::new();
+    };
+    let gids = getgrouplist(&name, Gid::from_raw(who.gid)).unwrap_or_else(|e| {
+        warn!("groups of {}: {e}", who.user);
+        vec![Gid::from_raw(who.gid)]
+    });
+    let mut names: Vec<String> = gids
+        .into_iter()
+        .filter_map(|g| Group::from_gid(g).ok().flatten().map(|g| g.name))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Sends the answers of a batch that is on disk, then its commands.
@@ -1794,12 +1917,84 @@ fn release(
     }
 }
 
-/// `scontrol shutdown`: a last snapshot, then the node daemons are told.
-async fn stop(store: &mut Store, engine: &Engine, identity: &Identity, signer: &Arc<auth::Signer>) {
+/// `scontrol shutdown`: a last snapshot, then the node daemons are told
+/// (not for `scontrol shutdown slurmctld`).
+async fn stop(
+    store: &mut Store,
+    engine: &Engine,
+    identity: &Identity,
+    signer: &Arc<auth::Signer>,
+    stop_nodes: bool,
+) {
     if let Err(e) = tokio::task::block_in_place(|| store.snapshot(engine)) {
         warn!("final snapshot: {e}");
     }
-    shutdown_nodes(engine, identity, signer).await;
+    if stop_nodes {
+        shutdown_nodes(engine, identity, signer).await;
+    }
+}
+
+/// `scontrol reconfigure` and SIGHUP, as slurmctld: the files are read
+/// again; refused with their error, the configuration in force stays.
+/// Otherwise the engine is rebuilt under the configuration the files give
+/// for the keys a running controller can change (`conf::effect::
+/// reconfigured`; the others are logged and told, and wait for a
+/// restart), and a snapshot of it is written before the answer, so a
+/// recovery never replays a record written under the old configuration.
+fn reconfigure(engine: &mut Engine, store: &mut Store, path: &std::path::Path) -> CtldResponse {
+    let loaded = match tokio::task::block_in_place(|| conf::load(path)) {
+        Ok(l) => l,
+        Err(e) => {
+            error!("reconfigure refused, the configuration in force stays: {e}");
+            return CtldResponse::ReconfigureRefused(e.to_string());
+        }
+    };
+    for w in &loaded.warnings {
+        warn!("{w}");
+    }
+    let plan =
+        conf::effect::reconfigured(engine.config(), &loaded.config, &engine.partitions_in_use());
+    let kept = plan
+        .config
+        .partitions
+        .iter()
+        .any(|p| loaded.config.partition(&p.name).is_none());
+    let mut new = match engine.rebuilt(&plan.config) {
+        Ok(e) => e,
+        Err(e) => {
+            error!("reconfigure refused, the configuration in force stays: {e}");
+            return CtldResponse::ReconfigureRefused(e.to_string());
+        }
+    };
+    if kept {
+        new.set_partitions_changed();
+    }
+    if let Err(e) = tokio::task::block_in_place(|| store.snapshot(&new)) {
+        error!("reconfigure: cannot save the controller state, not reconfigured: {e}");
+        return CtldResponse::ReconfigureRefused(format!(
+            "cannot save the controller state ({e}); not reconfigured"
+        ));
+    }
+    engine.take_over(new);
+    if let Some(hook) = ON_RECONFIGURE.get() {
+        hook(&plan.config);
+    }
+    for line in &plan.applied {
+        info!("reconfigure: {line}");
+    }
+    for line in &plan.restart {
+        warn!("reconfigure: not applied, needs a restart: {line}");
+    }
+    info!(
+        "reconfigured from {}: {} changes applied, {} need a restart",
+        path.display(),
+        plan.applied.len(),
+        plan.restart.len()
+    );
+    CtldResponse::Reconfigured(proto::ReconfigureReport {
+        applied: plan.applied,
+        restart: plan.restart,
+    })
 }
 
 /// Sends node commands to their node's queue and records to the accounting writer.

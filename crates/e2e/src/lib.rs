@@ -740,6 +740,21 @@ impl Cluster {
         });
     }
 
+    /// Starts the controller (stopped or killed) with `extra` arguments
+    /// (`-R`) and waits until it answers.
+    pub fn restart_ctld_with(&mut self, extra: &[&str]) {
+        self.kill_ctld();
+        let conf_s = self.conf.display().to_string();
+        let log = self.root.join("log/ctld.log");
+        let mut args = vec!["ctld", "-f", &conf_s];
+        args.extend_from_slice(extra);
+        let ch = self.spawn_env(&args, &log, &[]);
+        self.ctld = Some(ch);
+        self.wait_until("the controller to answer", Duration::from_secs(20), || {
+            self.run("scontrol", &["ping"]).ok().then_some(())
+        });
+    }
+
     /// Waits for the controller process to exit; its exit status.
     pub fn wait_ctld_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
         let start = std::time::Instant::now();
@@ -758,6 +773,13 @@ impl Cluster {
     /// The controller's StateSaveLocation.
     pub fn state_dir(&self) -> PathBuf {
         self.root.join("state")
+    }
+
+    /// Sends `sig` to the controller (SIGHUP: reconfigure).
+    pub fn signal_ctld(&self, sig: nix::sys::signal::Signal) {
+        if let Some(ch) = &self.ctld {
+            let _ = nix::sys::signal::kill(pid_of(ch), sig);
+        }
     }
 
     /// Sends `sig` to the node daemon of `name` (SIGSTOP makes it silent

@@ -90,7 +90,7 @@ pub struct Applied {
 /// (the engine reads no time zone).
 #[derive(Clone, Debug)]
 pub(crate) struct ShowConfig {
-    cfg: Arc<conf::Config>,
+    pub(crate) cfg: Arc<conf::Config>,
     boot_text: String,
 }
 
@@ -297,7 +297,10 @@ impl Engine {
                 signal,
             } => ok(self.on_cancel_step(job_id, step_id, signal, who, t)),
             CtldRequest::ListSteps => CtldResponse::Steps(self.step_list(t)),
-            CtldRequest::Shutdown => CtldResponse::Ok,
+            CtldRequest::Shutdown | CtldRequest::ShutdownController => CtldResponse::Ok,
+            CtldRequest::UpdatePartition(u) => ok(self.on_update_partition(*u, false, who)),
+            CtldRequest::CreatePartition(u) => ok(self.on_update_partition(*u, true, who)),
+            CtldRequest::DeletePartition { name } => ok(self.on_delete_partition(&name, who)),
             // Answered by the controller's accounting writer, never by the
             // engine.
             CtldRequest::AcctQuery(_)
@@ -310,6 +313,8 @@ impl Engine {
             | CtldRequest::Diag { .. }
             // Answered by the controller's connection: files, not state.
             | CtldRequest::GetConfig => CtldResponse::Error(SlurmError::InvalidRequest),
+            // Done by the controller, which reads the files.
+            | CtldRequest::Reconfigure => CtldResponse::Error(SlurmError::InvalidRequest),
             // Taken apart by the connection, never passed on.
             CtldRequest::OpenSession
             | CtldRequest::InSession { .. }

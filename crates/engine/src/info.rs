@@ -613,6 +613,20 @@ impl Engine {
                     total_cpus: cpus,
                     total_nodes: members.len() as u32,
                     tres: tres_string(cpus, mem, members.len() as u32, gpus),
+                    access: [
+                        "AllowQos",
+                        "DenyAccounts",
+                        "DenyQos",
+                        "RootOnly",
+                        "DisableRootJobs",
+                        "ExclusiveUser",
+                    ]
+                    .iter()
+                    .filter_map(|k| {
+                        let (_, v) = p.conf.other.get(&k.to_ascii_lowercase())?;
+                        Some((k.to_string(), v.clone()))
+                    })
+                    .collect(),
                 }
             })
             .collect()

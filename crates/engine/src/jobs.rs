@@ -100,14 +100,8 @@ impl Engine {
                 .collect();
             self.apply_association(&mut desc, &part_names)?;
         }
-        if let Some(a) = &desc.account {
-            for &p in &partitions {
-                if let Some(allowed) = &self.parts[p].conf.allow_accounts {
-                    if !allowed.iter().any(|x| x == a) {
-                        return Err(SlurmError::InvalidAccount);
-                    }
-                }
-            }
+        for &p in &partitions {
+            self.part_access(&self.parts[p].conf, &desc, who)?;
         }
         // `--time=0` means no limit (sbatch(1)).
         let requested_limit = match desc.time_limit {

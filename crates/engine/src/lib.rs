@@ -220,6 +220,7 @@ mod persist;
 mod preempt;
 mod priority;
 mod queue;
+mod reconf;
 mod requests;
 mod stats;
 mod steps;
@@ -734,6 +735,12 @@ pub struct Job {
 /// The controller's state.
 #[derive(Clone, Debug)]
 pub struct Engine {
+    /// The configuration in force: slurm.conf at start, then
+    /// `scontrol reconfigure` and runtime partition changes (`reconf`).
+    cfg: Arc<conf::Config>,
+    /// The partitions differ from slurm.conf's (`scontrol update/create/
+    /// delete partition`): snapshots save them (`persist`).
+    parts_changed: bool,
     settings: Settings,
     nodes: node_table::NodeTable,
     node_by_name: BTreeMap<String, NodeIdx>,
@@ -981,6 +988,8 @@ impl Engine {
         let part_views = views::part_views(&parts, &settings).into();
         let part_sizes = parts.iter().map(|p| views::part_size(p, &nodes)).collect();
         Engine {
+            cfg: Arc::new(cfg.clone()),
+            parts_changed: false,
             next_job_id: settings.first_job_id,
             settings,
             nodes: node_table::NodeTable::new(nodes),
@@ -1446,6 +1455,8 @@ mod tests_cancel;
 mod tests_licenses;
 #[cfg(test)]
 mod tests_preempt;
+#[cfg(test)]
+mod tests_reconf;
 #[cfg(test)]
 mod tests_steps;
 #[cfg(test)]

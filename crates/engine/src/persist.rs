@@ -159,6 +159,15 @@ impl Engine {
                 .collect(),
             prio_last_calc: self.prio_last_calc,
             submit_tokens: self.submit_tokens.saved(),
+            partitions: if self.parts_changed {
+                self.cfg
+                    .partitions
+                    .iter()
+                    .map(v1::Partition::from)
+                    .collect()
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -174,10 +183,61 @@ impl Engine {
     /// whose places the jobs' allocations name).
     pub fn restore(
         cfg: &conf::Config,
-        mut state: PersistentState,
+        state: PersistentState,
         boot_time: Timestamp,
     ) -> Result<Engine, RestoreError> {
+        Engine::restore_with(cfg, state, boot_time, false)
+    }
+
+    /// [`Engine::restore`]; with `keep_partitions` (`slurmctld -R`) the
+    /// partitions as `scontrol update/create/delete partition` left them
+    /// (the snapshot's, where it has them) replace slurm.conf's, as Slurm
+    /// recovers partition state only with `-R`. Without it, a partition
+    /// created at runtime that jobs still name is kept beside slurm.conf's.
+    pub fn restore_with(
+        cfg: &conf::Config,
+        mut state: PersistentState,
+        boot_time: Timestamp,
+        keep_partitions: bool,
+    ) -> Result<Engine, RestoreError> {
+        let saved_parts = std::mem::take(&mut state.partitions);
+        let mut changed = false;
+        let mut owned;
+        let cfg = if saved_parts.is_empty() {
+            cfg
+        } else {
+            owned = cfg.clone();
+            if keep_partitions {
+                owned.partitions = saved_parts
+                    .into_iter()
+                    .map(conf::PartitionConf::from)
+                    .collect();
+                changed = true;
+            } else {
+                // Partitions slurm.conf lacks that a job still names (made
+                // by `scontrol create partition`, or kept by a reconfigure
+                // while jobs used them) stay until the jobs are gone.
+                let named: std::collections::BTreeSet<&String> = state
+                    .jobs
+                    .iter()
+                    .flat_map(|j| j.partitions.iter().chain(std::iter::once(&j.partition)))
+                    .filter_map(|&p| state.partition_names.get(p))
+                    .collect();
+                for p in saved_parts {
+                    if named.contains(&p.name) && owned.partition(&p.name).is_none() {
+                        owned.partitions.push(p.into());
+                        changed = true;
+                    }
+                }
+            }
+            let known: Vec<String> = owned.nodes.iter().map(|n| n.name.clone()).collect();
+            for p in owned.partitions.iter_mut() {
+                p.nodes.retain(|n| known.contains(n));
+            }
+            &owned
+        };
         let mut e = Engine::new(cfg, boot_time);
+        e.parts_changed = changed;
         let (nodes, parts) = e.layout();
         if !nodes.starts_with(&state.node_names) {
             return Err(RestoreError::NodesChanged {

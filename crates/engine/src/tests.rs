@@ -4,7 +4,7 @@ use proto::{
     Identity, JobDesc, JobRowSource, JobUpdate, NodeRegistration, NodeStateRequest, SlurmError,
 };
 
-const CONF: &str = "\
+pub(crate) const CONF: &str = "\
 ClusterName=test
 SlurmctldHost=ctl(127.0.0.1)
 SlurmUser=slurm

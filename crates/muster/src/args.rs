@@ -112,6 +112,9 @@ pub struct CtldArgs {
     /// Stay in the foreground (accepted for slurmctld's sake: it always does)
     #[arg(short = 'D')]
     pub foreground: bool,
+    /// Recover the partitions as `scontrol update/create/delete partition` left them, not slurm.conf's (slurmctld -R; jobs and node states are always recovered)
+    #[arg(short = 'R')]
+    pub recover: bool,
     /// More log output: each -v one level over SlurmctldDebug (MUSTER_LOG overrides)
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,

@@ -304,6 +304,15 @@ pub struct Change {
 
 impl Change {
     fn reload(&self) -> Reload {
+        // Partitions (added, changed, removed) and nodes added after the
+        // last one: `scontrol reconfigure` applies them
+        // (`conf::effect::reconfigured`).
+        if self.key == "PartitionName"
+            || self.key.starts_with("PartitionName=")
+            || self.key == NODES_ADDED
+        {
+            return Reload::Reconfigure;
+        }
         conf::effect::reload_for(&self.key)
     }
 
@@ -321,6 +330,9 @@ impl Change {
         )
     }
 }
+
+/// The key of a node change that only adds nodes after the last one.
+const NODES_ADDED: &str = "NodeName (added)";
 
 /// Entries left out of the comparison: runtime facts, not configuration,
 /// and the file's own path (a candidate file is usually not where the
@@ -400,6 +412,11 @@ fn diff_with_running(cfg: &conf::Config) -> anyhow::Result<Vec<Change>> {
         other => anyhow::bail!("--diff: unexpected answer to ShowConfig: {other:?}"),
     };
     let mut changes = diff_entries(&running, &cfg.show_config_entries());
+    // Unwritten, MaxNodeCount counts the nodes: the NodeName change below
+    // tells it.
+    if !cfg.other.contains_key("maxnodecount") {
+        changes.retain(|c| c.key != "MaxNodeCount");
+    }
     let nodes: Vec<String> = c
         .nodes()
         .map_err(unreachable)?
@@ -407,7 +424,12 @@ fn diff_with_running(cfg: &conf::Config) -> anyhow::Result<Vec<Change>> {
         .map(|n| n.name)
         .collect();
     let file_nodes: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
-    changes.extend(diff_names("NodeName", &nodes, &file_nodes));
+    let key = if file_nodes.starts_with(&nodes) {
+        NODES_ADDED
+    } else {
+        "NodeName"
+    };
+    changes.extend(diff_names(key, &nodes, &file_nodes));
     let parts = c.partitions().map_err(unreachable)?;
     let names: Vec<String> = parts.iter().map(|p| p.name.clone()).collect();
     let file_names: Vec<String> = cfg.partitions.iter().map(|p| p.name.clone()).collect();
@@ -441,14 +463,9 @@ pub fn render_changes(changes: &[Change]) -> String {
         out.push_str("diff: the running controller uses this configuration\n");
     } else {
         out.push_str(&format!(
-            "diff: {}: {by_reconfigure} applied by `scontrol reconfigure`, {restart} {} a restart of the controller and the node daemons{}\n",
+            "diff: {}: {by_reconfigure} applied by `scontrol reconfigure`, {restart} {} a restart of the controller and the node daemons\n",
             plural(changes.len(), "change"),
             if restart == 1 { "needs" } else { "need" },
-            if conf::effect::APPLIED_BY_RECONFIGURE.is_empty() {
-                " (muster has no `scontrol reconfigure` yet: the daemons read their configuration at start)"
-            } else {
-                ""
-            }
         ));
     }
     out

@@ -24,10 +24,11 @@ fn config_markdown() -> String {
     let rows = conf::effect::key_table();
     let count = |f: fn(&KeyDisposition) -> bool| rows.iter().filter(|r| f(&r.disposition)).count();
     let mut out = format!(
-        "{} keys: {} act, {} act only as muster does (other values warned), {} warned and ignored, {} read but not applied, {} obsolete, {} refused.\n\n",
+        "{} keys: {} act, {} act only as muster does (other values warned), {} act only as muster does (other values refused), {} warned and ignored, {} read but not applied, {} obsolete, {} refused.\n\n",
         rows.len(),
         count(|d| matches!(d, KeyDisposition::Acting)),
         count(|d| matches!(d, KeyDisposition::OnlyAs(_))),
+        count(|d| matches!(d, KeyDisposition::RefusedExcept(_))),
         count(|d| matches!(d, KeyDisposition::Inert)),
         count(|d| matches!(d, KeyDisposition::NotApplied(_))),
         count(|d| matches!(d, KeyDisposition::Obsolete)),
@@ -49,6 +50,14 @@ fn config_markdown() -> String {
                 "warned about (check-config, daemons at start) and ignored".to_string()
             }
             KeyDisposition::NotApplied(why) => format!("read, not applied: {why}"),
+            KeyDisposition::RefusedExcept(values) => format!(
+                "muster does only {}; other values are refused (an error at their line)",
+                values
+                    .iter()
+                    .map(|v| format!("`{v}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             KeyDisposition::Obsolete => "obsolete: warned about and ignored".to_string(),
             KeyDisposition::Refused(why) => {
                 format!("refused where set (the daemons do not start): {why}")

@@ -176,6 +176,29 @@ struct LogFile {
 
 static LOG_FILE: OnceLock<LogFile> = OnceLock::new();
 
+/// Sets the level of the installed log (`init`); None where `MUSTER_LOG`
+/// chose the filter (it keeps overriding).
+type SetLevel = Box<dyn Fn(LevelFilter) + Send + Sync>;
+static SET_LEVEL: OnceLock<SetLevel> = OnceLock::new();
+
+/// After `scontrol reconfigure`: the level slurm.conf's `cfg` now asks for
+/// (`SlurmctldDebug`/`SlurmdDebug` and the daemon's `-v`), applied to the
+/// installed log; unchanged where `MUSTER_LOG` chose it.
+pub fn reload_level(daemon: &Daemon, cfg: &conf::Config, verbose: u8) {
+    let s = settings(daemon, Some(cfg), verbose);
+    if let Some(set) = SET_LEVEL.get() {
+        set(s.level);
+        tracing::info!("log level now {}", s.level);
+    }
+    for w in &s.warnings {
+        tracing::warn!("{w}");
+    }
+}
+
+fn level_filter(level: LevelFilter) -> tracing_subscriber::EnvFilter {
+    tracing_subscriber::EnvFilter::default().add_directive(level.into())
+}
+
 fn open(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .create(true)
@@ -308,8 +331,13 @@ fn watch_usr2() -> io::Result<()> {
 pub fn init(daemon: &Daemon, conf_path: &Path, verbose: u8) {
     let cfg = conf::load(conf_path).ok().map(|l| l.config);
     let s = settings(daemon, cfg.as_ref(), verbose);
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MUSTER_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::default().add_directive(s.level.into()));
+    // An empty MUSTER_LOG is no MUSTER_LOG.
+    let from_env = std::env::var("MUSTER_LOG")
+        .is_ok_and(|v| !v.is_empty())
+        .then(|| tracing_subscriber::EnvFilter::try_from_env("MUSTER_LOG").ok())
+        .flatten();
+    let reloadable = from_env.is_none();
+    let filter = from_env.unwrap_or_else(|| level_filter(s.level));
     let mut open_error = None;
     if let Some(path) = &s.file {
         match open(path) {
@@ -323,18 +351,30 @@ pub fn init(daemon: &Daemon, conf_path: &Path, verbose: u8) {
         }
     }
     if LOG_FILE.get().is_some() {
-        let _ = tracing_subscriber::fmt()
+        let b = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(|| FileWriter)
             .with_ansi(false)
             .event_format(SlurmFormat(s.time))
-            .try_init();
+            .with_filter_reloading();
+        let handle = b.reload_handle();
+        if b.try_init().is_ok() && reloadable {
+            let _ = SET_LEVEL.set(Box::new(move |l| {
+                let _ = handle.reload(level_filter(l));
+            }));
+        }
     } else {
-        let _ = tracing_subscriber::fmt()
+        let b = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(io::stderr)
             .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
-            .try_init();
+            .with_filter_reloading();
+        let handle = b.reload_handle();
+        if b.try_init().is_ok() && reloadable {
+            let _ = SET_LEVEL.set(Box::new(move |l| {
+                let _ = handle.reload(level_filter(l));
+            }));
+        }
     }
     if let Some(e) = open_error {
         tracing::error!("{e}; logging to stderr");

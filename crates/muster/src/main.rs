@@ -92,9 +92,16 @@ fn run(command: args::Sub) -> i32 {
             if a.foreground {
                 words.push("-D".to_string());
             }
+            if a.recover {
+                words.push("-R".to_string());
+            }
             if a.verbose > 0 {
                 words.push(format!("-{}", "v".repeat(a.verbose.min(3) as usize)));
             }
+            let verbose = a.verbose;
+            ctld::on_reconfigure(Box::new(move |cfg| {
+                logs::reload_level(&logs::Daemon::Ctld, cfg, verbose)
+            }));
             ctld::main(words)
         }
         Sub::Noded(a) => {

@@ -398,6 +398,12 @@ pub struct JobDesc {
     /// `--mail-user`; None: the submitting user. Never skipped.
     #[serde(default)]
     pub mail_user: Option<String>,
+    /// The submitter's groups (names) as the controller looked them up,
+    /// for partitions' `AllowGroups`: the controller replaces whatever a
+    /// client sends. Empty where no partition restricts groups. Never
+    /// skipped (positional binary form).
+    #[serde(default)]
+    pub user_groups: Vec<String>,
 }
 
 /// A submission token as the controller keeps it: [`JobDesc::submit_token`]
@@ -780,6 +786,80 @@ pub enum CtldRequest {
         /// The request.
         request: Box<CtldRequest>,
     },
+    /// `scontrol reconfigure` (and SIGHUP): the controller reads its
+    /// configuration files again and applies what can change while it
+    /// runs (answered `Reconfigured`, or `ReconfigureRefused` with the
+    /// files' error). Operators only. Added after `ListLicenses`.
+    Reconfigure,
+    /// `scontrol update PartitionName=...`. Operators only.
+    UpdatePartition(Box<PartitionUpdate>),
+    /// `scontrol create partition PartitionName=...`. Operators only.
+    CreatePartition(Box<PartitionUpdate>),
+    /// `scontrol delete PartitionName=NAME`: refused while jobs use it.
+    DeletePartition {
+        /// The partition.
+        name: String,
+    },
+    /// `scontrol shutdown slurmctld`: the controller alone stops (the
+    /// node daemons keep running); `Shutdown` stops them too.
+    ShutdownController,
+}
+
+/// What `scontrol update PartitionName=...` (or `create partition`)
+/// changes; `None` leaves a key as it is (for `create`, its default).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionUpdate {
+    /// `PartitionName`.
+    pub name: String,
+    /// `Nodes=`, expanded (empty: no nodes).
+    #[serde(default)]
+    pub nodes: Option<Vec<String>>,
+    /// `Default=YES|NO`.
+    #[serde(default)]
+    pub default: Option<bool>,
+    /// `MaxTime=`.
+    #[serde(default)]
+    pub max_time: Option<TimeLimit>,
+    /// `DefaultTime=` (`Some(None)`: NONE).
+    #[serde(default)]
+    pub default_time: Option<Option<TimeLimit>>,
+    /// `MaxNodes=` (`Some(None)`: UNLIMITED).
+    #[serde(default)]
+    pub max_nodes: Option<Option<u32>>,
+    /// `MinNodes=`.
+    #[serde(default)]
+    pub min_nodes: Option<u32>,
+    /// `State=UP|DOWN|DRAIN|INACTIVE`, upper case.
+    #[serde(default)]
+    pub state: Option<String>,
+    /// `PriorityTier=` (`Priority=` sets both).
+    #[serde(default)]
+    pub priority_tier: Option<u32>,
+    /// `PriorityJobFactor=`.
+    #[serde(default)]
+    pub priority_job_factor: Option<u32>,
+    /// `AllowAccounts=` (`Some(None)`: ALL).
+    #[serde(default)]
+    pub allow_accounts: Option<Option<Vec<String>>>,
+    /// `AllowGroups=` (`Some(None)`: ALL).
+    #[serde(default)]
+    pub allow_groups: Option<Option<Vec<String>>>,
+    /// `OverSubscribe=` upper case (`NO`, `EXCLUSIVE`, `YES[:n]`, `FORCE[:n]`).
+    #[serde(default)]
+    pub oversubscribe: Option<String>,
+    /// Access keys kept as text (`DenyAccounts`, `AllowQos`, `DenyQos`,
+    /// `RootOnly`, `ExclusiveUser`), by the key as written.
+    #[serde(default)]
+    pub other: Vec<(String, String)>,
+}
+
+/// What `scontrol reconfigure` did ([`CtldResponse::Reconfigured`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReconfigureReport {
+    /// The changes applied, one line each (`PartitionName=gpu: added`).
+    pub applied: Vec<String>,
+    /// The changes that need a restart and were not applied, one line each.
+    pub restart: Vec<String>,
 }
 
 /// Index of [`CtldRequest::InSession`] among its variants, for
@@ -945,6 +1025,11 @@ pub enum SlurmError {
     /// `SlurmctldParameters=enable_configless`. Added after the first
     /// release of protocol version 1.
     ConfiglessDisabled,
+    /// ESLURM_PARTITION_IN_USE: a partition jobs still use cannot be deleted.
+    PartitionInUse,
+    /// ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP: `AllowGroups` of the
+    /// partition names none of the submitter's groups.
+    PartitionGroupRequired,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -1043,6 +1128,10 @@ impl SlurmError {
             SlurmError::JobHeld => "Job is in held state, pending scheduler release",
             SlurmError::InvalidLicenses => "Invalid license specification",
             SlurmError::ConfiglessDisabled => "ConfigLess mode is disabled in slurm configuration.",
+            SlurmError::PartitionInUse => "Partition is in use",
+            SlurmError::PartitionGroupRequired => {
+                "User's group not permitted to use this partition"
+            }
             SlurmError::StateSaveFailed(cause) => match cause {
                 SaveFailure::NoSpace => {
                     "Slurm controller state save failed: No space left on device"
@@ -1128,6 +1217,11 @@ pub enum CtldResponse {
     ConfigFiles(Vec<ConfigFile>),
     /// `Token`: the JWT, without `SLURM_JWT=`. (Appended.)
     Token(String),
+    /// `Reconfigure`: the new configuration is in force.
+    Reconfigured(ReconfigureReport),
+    /// `Reconfigure`: the files were refused (the error, `file:line: ...`);
+    /// the configuration in force is unchanged.
+    ReconfigureRefused(String),
 }
 
 /// One configuration file a controller serves in configless mode.
@@ -1806,6 +1900,12 @@ pub struct PartitionInfo {
     pub total_nodes: u32,
     /// Partition TRES (`cpu=8,mem=16000M,node=4,billing=8,gres/gpu=4`).
     pub tres: String,
+    /// The access keys slurm.conf or scontrol set, as text, by the key as
+    /// Slurm spells it (`AllowQos`, `DenyAccounts`, `DenyQos`, `RootOnly`,
+    /// `DisableRootJobs`, `ExclusiveUser`); absent ones are Slurm's
+    /// defaults. (Added at the end: positional binary form.)
+    #[serde(default)]
+    pub access: Vec<(String, String)>,
 }
 
 /// `scontrol show config`: effective settings in display order.

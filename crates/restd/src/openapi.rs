@@ -285,6 +285,7 @@ pub fn example_partition() -> proto::PartitionInfo {
         total_cpus: 2,
         total_nodes: 1,
         tres: "cpu=2,mem=4000M,node=1,billing=2".into(),
+        access: vec![],
     }
 }
 

@@ -176,3 +176,51 @@ fn issue_35_listpids_lines_are_slurms() {
          2460     8        batch    -       -       \n"
     );
 }
+
+#[test]
+fn partition_options_are_parsed_with_slurms_abbreviations_and_messages() {
+    let req = parse_update(
+        &words("PartitionName=p State=drain MaxT=1:00:00 Default=YES Nodes=n[1-2] MaxNodes=UNLIMITED Priority=3 AllowAccounts=ALL DenyQos=low OverSubscribe=FORCE"),
+        0,
+    )
+    .unwrap();
+    let UpdateRequest::Partition(u) = req else {
+        panic!("not a partition update: {req:?}")
+    };
+    assert_eq!(u.name, "p");
+    assert_eq!(u.state.as_deref(), Some("DRAIN"));
+    assert_eq!(u.max_time, Some(TimeLimit::Minutes(60)));
+    assert_eq!(u.default, Some(true));
+    assert_eq!(u.nodes, Some(vec!["n1".into(), "n2".into()]));
+    assert_eq!(u.max_nodes, Some(None));
+    assert_eq!((u.priority_tier, u.priority_job_factor), (Some(3), Some(3)));
+    assert_eq!(u.allow_accounts, Some(None));
+    assert_eq!(u.oversubscribe.as_deref(), Some("FORCE:4"));
+    assert_eq!(u.other, vec![("DenyQos".to_string(), "low".to_string())]);
+    let err = |line: &str| parse_partition_options(&words(line)).unwrap_err();
+    assert_eq!(
+        err("PartitionName=p State=bogus"),
+        "Invalid input: State=bogus\nAcceptable State values are UP, DOWN, DRAIN and INACTIVE\n"
+    );
+    assert_eq!(
+        err("PartitionName=p MaxTime=soon"),
+        "Invalid input MaxTime=soon\n"
+    );
+    assert_eq!(
+        err("PartitionName=p Default=maybe"),
+        "Invalid input: Default=maybe\nAcceptable Default values are YES and NO\n"
+    );
+    assert_eq!(
+        err("PartitionName=p ExclusiveUser=YES"),
+        "Update of this parameter is not supported: ExclusiveUser=YES\nRequest aborted\n"
+    );
+    assert_eq!(
+        err("PartitionName=p Hidden=YES"),
+        "Update of this parameter is not supported: Hidden=YES\nRequest aborted\n"
+    );
+    assert_eq!(err("PartitionName=p"), "No changes specified\n");
+    assert_eq!(
+        err("PartitionName=p bogus"),
+        "Invalid input: bogus  Request aborted\n"
+    );
+}

@@ -57,6 +57,7 @@ fn desc() -> proto::JobDesc {
         gres_flags: Some("enforce-binding".into()),
         mail_type: 2,
         mail_user: Some("m@x".into()),
+        user_groups: vec!["g".into()],
         ..Default::default()
     }
 }
@@ -225,6 +226,39 @@ fn every_request() -> Vec<CtldRequest> {
             licenses: Some("matlab:1".into()),
             ..desc()
         })),
+        CtldRequest::UpdatePartition(Box::new(proto::PartitionUpdate {
+            name: "p".into(),
+            nodes: Some(vec!["n1".into()]),
+            default: Some(true),
+            max_time: Some(model::TimeLimit::Minutes(5)),
+            default_time: Some(None),
+            max_nodes: Some(Some(2)),
+            min_nodes: Some(1),
+            state: Some("DOWN".into()),
+            priority_tier: Some(2),
+            priority_job_factor: Some(3),
+            allow_accounts: Some(Some(vec!["a".into()])),
+            allow_groups: Some(None),
+            oversubscribe: Some("NO".into()),
+            other: vec![("RootOnly".into(), "YES".into())],
+        })),
+        CtldRequest::CreatePartition(Box::new(proto::PartitionUpdate {
+            name: "q".into(),
+            nodes: Some(Vec::new()),
+            default: Some(false),
+            max_time: Some(model::TimeLimit::Unlimited),
+            default_time: Some(Some(model::TimeLimit::Minutes(1))),
+            max_nodes: Some(None),
+            min_nodes: Some(0),
+            state: Some("UP".into()),
+            priority_tier: Some(1),
+            priority_job_factor: Some(1),
+            allow_accounts: Some(None),
+            allow_groups: Some(Some(vec!["g".into()])),
+            oversubscribe: Some("YES:4".into()),
+            other: vec![("DenyQos".into(), "low".into())],
+        })),
+        CtldRequest::DeletePartition { name: "q".into() },
     ]
 }
 
@@ -238,6 +272,7 @@ fn a_journaled_request_is_written_as_the_wire_request_was() {
         // encoding is positional). The same request either way.
         if let CtldRequest::Submit(d) = &req {
             if d.gres_flags.is_none()
+                || d.user_groups.is_empty()
                 || d.licenses.is_none()
                 || d.mail_type == 0
                 || d.mail_user.is_none()

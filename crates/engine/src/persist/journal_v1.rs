@@ -351,6 +351,104 @@ pub enum Request<'a> {
         /// `-f`.
         full: bool,
     },
+    /// `scontrol update PartitionName=...`. (Added after `CancelJobs`.)
+    UpdatePartition(PartitionUpdate),
+    /// `scontrol create partition`.
+    CreatePartition(PartitionUpdate),
+    /// `scontrol delete PartitionName=...`.
+    DeletePartition {
+        /// The partition.
+        name: String,
+    },
+}
+
+/// What `scontrol update/create partition` changes
+/// (`proto::PartitionUpdate`).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct PartitionUpdate {
+    /// `PartitionName`.
+    pub name: String,
+    /// `Nodes=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<String>>,
+    /// `Default=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<bool>,
+    /// `MaxTime=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time: Option<TimeLimit>,
+    /// `DefaultTime=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_time: Option<Option<TimeLimit>>,
+    /// `MaxNodes=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_nodes: Option<Option<u32>>,
+    /// `MinNodes=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_nodes: Option<u32>,
+    /// `State=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// `PriorityTier=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_tier: Option<u32>,
+    /// `PriorityJobFactor=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_job_factor: Option<u32>,
+    /// `AllowAccounts=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_accounts: Option<Option<Vec<String>>>,
+    /// `AllowGroups=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_groups: Option<Option<Vec<String>>>,
+    /// `OverSubscribe=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oversubscribe: Option<String>,
+    /// Other keys as text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other: Vec<(String, String)>,
+}
+
+impl From<&proto::PartitionUpdate> for PartitionUpdate {
+    fn from(u: &proto::PartitionUpdate) -> Self {
+        PartitionUpdate {
+            name: u.name.clone(),
+            nodes: u.nodes.clone(),
+            default: u.default,
+            max_time: u.max_time,
+            default_time: u.default_time,
+            max_nodes: u.max_nodes,
+            min_nodes: u.min_nodes,
+            state: u.state.clone(),
+            priority_tier: u.priority_tier,
+            priority_job_factor: u.priority_job_factor,
+            allow_accounts: u.allow_accounts.clone(),
+            allow_groups: u.allow_groups.clone(),
+            oversubscribe: u.oversubscribe.clone(),
+            other: u.other.clone(),
+        }
+    }
+}
+
+impl From<PartitionUpdate> for proto::PartitionUpdate {
+    fn from(u: PartitionUpdate) -> Self {
+        proto::PartitionUpdate {
+            name: u.name,
+            nodes: u.nodes,
+            default: u.default,
+            max_time: u.max_time,
+            default_time: u.default_time,
+            max_nodes: u.max_nodes,
+            min_nodes: u.min_nodes,
+            state: u.state,
+            priority_tier: u.priority_tier,
+            priority_job_factor: u.priority_job_factor,
+            allow_accounts: u.allow_accounts,
+            allow_groups: u.allow_groups,
+            oversubscribe: u.oversubscribe,
+            other: u.other,
+        }
+    }
 }
 
 /// scancel's filters (`proto::JobSelect`), states by their Slurm names.
@@ -548,6 +646,11 @@ impl<'a> Request<'a> {
                 batch_only: *batch_only,
                 full: *full,
             },
+            CtldRequest::UpdatePartition(u) => Request::UpdatePartition((&**u).into()),
+            CtldRequest::CreatePartition(u) => Request::CreatePartition((&**u).into()),
+            CtldRequest::DeletePartition { name } => {
+                Request::DeletePartition { name: name.clone() }
+            }
             CtldRequest::Ping
             | CtldRequest::ListJobs
             | CtldRequest::QueryJobs(_)
@@ -575,6 +678,8 @@ impl<'a> Request<'a> {
             // never journaled as they are.
             | CtldRequest::Token { .. }
             | CtldRequest::OnBehalf { .. } => return None,
+            | CtldRequest::Reconfigure
+            | CtldRequest::ShutdownController => return None,
         })
     }
 }
@@ -702,6 +807,9 @@ impl From<Request<'_>> for CtldRequest {
                 batch_only,
                 full,
             },
+            Request::UpdatePartition(u) => CtldRequest::UpdatePartition(Box::new(u.into())),
+            Request::CreatePartition(u) => CtldRequest::CreatePartition(Box::new(u.into())),
+            Request::DeletePartition { name } => CtldRequest::DeletePartition { name },
         }
     }
 }

@@ -180,6 +180,10 @@ pub struct JobDesc<'a> {
     /// `--mail-user` (absent in records written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mail_user: Option<Cow<'a, str>>,
+    /// The submitter's groups the controller looked up (absent in records
+    /// written before it, and where empty).
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+    pub user_groups: Cow<'a, [String]>,
 }
 
 /// `Option<String>` borrowed.
@@ -252,6 +256,7 @@ impl<'a> From<&'a proto::JobDesc> for JobDesc<'a> {
             gres_flags: text(&d.gres_flags),
             mail_type: (d.mail_type != 0).then_some(d.mail_type),
             mail_user: text(&d.mail_user),
+            user_groups: Cow::Borrowed(&d.user_groups),
         }
     }
 }
@@ -316,6 +321,7 @@ impl From<JobDesc<'_>> for proto::JobDesc {
             gres_flags: owned(d.gres_flags),
             mail_type: d.mail_type.unwrap_or(0),
             mail_user: owned(d.mail_user),
+            user_groups: d.user_groups.into_owned(),
         }
     }
 }
@@ -586,6 +592,7 @@ impl JobDesc<'_> {
             gres_flags: self.gres_flags.map(own),
             mail_type: self.mail_type,
             mail_user: self.mail_user.map(own),
+            user_groups: own(self.user_groups),
         }
     }
 }

@@ -79,6 +79,110 @@ pub struct Snapshot {
     /// The recent submissions' tokens, oldest first (`tokens`).
     #[serde(default)]
     pub submit_tokens: Vec<crate::SavedToken>,
+    /// The partition table as `scontrol update/create/delete partition`
+    /// left it; empty (and not written) while the partitions are
+    /// slurm.conf's. Read back with `slurmctld -R` (`muster ctld -R`),
+    /// and for partitions created at runtime that jobs still name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<Partition>,
+}
+
+/// A partition's definition (`conf::PartitionConf`'s mirror).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Partition {
+    /// `PartitionName`.
+    pub name: String,
+    /// `Nodes`, expanded.
+    #[serde(default)]
+    pub nodes: Vec<String>,
+    /// `Default=YES`.
+    #[serde(default)]
+    pub default: bool,
+    /// `MaxTime`.
+    pub max_time: TimeLimit,
+    /// `DefaultTime`.
+    #[serde(default)]
+    pub default_time: Option<TimeLimit>,
+    /// `MaxNodes`; `None` is UNLIMITED.
+    #[serde(default)]
+    pub max_nodes: Option<u32>,
+    /// `MinNodes`.
+    #[serde(default)]
+    pub min_nodes: u32,
+    /// `State`.
+    pub state: String,
+    /// `PriorityTier`.
+    pub priority_tier: u32,
+    /// `PriorityJobFactor`.
+    pub priority_job_factor: u32,
+    /// `OverSubscribe`.
+    pub oversubscribe: String,
+    /// `AllowAccounts`; `None` is ALL.
+    #[serde(default)]
+    pub allow_accounts: Option<Vec<String>>,
+    /// `AllowGroups`; `None` is ALL.
+    #[serde(default)]
+    pub allow_groups: Option<Vec<String>>,
+    /// `DefMemPerCPU`.
+    #[serde(default)]
+    pub def_mem_per_cpu: Option<u64>,
+    /// `MaxMemPerNode`.
+    #[serde(default)]
+    pub max_mem_per_node: Option<u64>,
+    /// Other keys as text, by lowercase key: (key as written, value).
+    #[serde(default)]
+    pub other: BTreeMap<String, (String, String)>,
+    /// Its line in slurm.conf; 0 for one `scontrol create partition` made.
+    #[serde(default)]
+    pub line: usize,
+}
+
+impl From<&conf::PartitionConf> for Partition {
+    fn from(p: &conf::PartitionConf) -> Partition {
+        Partition {
+            name: p.name.clone(),
+            nodes: p.nodes.clone(),
+            default: p.default,
+            max_time: p.max_time,
+            default_time: p.default_time,
+            max_nodes: p.max_nodes,
+            min_nodes: p.min_nodes,
+            state: p.state.clone(),
+            priority_tier: p.priority_tier,
+            priority_job_factor: p.priority_job_factor,
+            oversubscribe: p.oversubscribe.clone(),
+            allow_accounts: p.allow_accounts.clone(),
+            allow_groups: p.allow_groups.clone(),
+            def_mem_per_cpu: p.def_mem_per_cpu,
+            max_mem_per_node: p.max_mem_per_node,
+            other: p.other.clone(),
+            line: p.line,
+        }
+    }
+}
+
+impl From<Partition> for conf::PartitionConf {
+    fn from(p: Partition) -> conf::PartitionConf {
+        conf::PartitionConf {
+            name: p.name,
+            nodes: p.nodes,
+            default: p.default,
+            max_time: p.max_time,
+            default_time: p.default_time,
+            max_nodes: p.max_nodes,
+            min_nodes: p.min_nodes,
+            state: p.state,
+            priority_tier: p.priority_tier,
+            priority_job_factor: p.priority_job_factor,
+            oversubscribe: p.oversubscribe,
+            allow_accounts: p.allow_accounts,
+            allow_groups: p.allow_groups,
+            def_mem_per_cpu: p.def_mem_per_cpu,
+            max_mem_per_node: p.max_mem_per_node,
+            other: p.other,
+            line: p.line,
+        }
+    }
 }
 
 /// A job's description refers to a number that is not in the snapshot's

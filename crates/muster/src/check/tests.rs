@@ -60,17 +60,28 @@ fn diff_names_compares_sets() {
 }
 
 #[test]
-fn every_change_needs_a_restart_while_reconfigure_is_missing() {
-    let changes = vec![Change {
-        key: "KillWait".into(),
-        running: Some("5 sec".into()),
-        file: Some("30 sec".into()),
-    }];
+fn each_change_says_whether_reconfigure_applies_it() {
+    let change = |key: &str, running: &str, file: &str| Change {
+        key: key.into(),
+        running: Some(running.into()),
+        file: Some(file.into()),
+    };
+    let changes = vec![
+        change("KillWait", "5 sec", "30 sec"),
+        change("MessageTimeout", "10 sec", "20 sec"),
+        change("PartitionName", "debug", "debug,gpu"),
+        change("NodeName (added)", "n[1-2]", "n[1-3]"),
+        change("NodeName", "n[1-2]", "n1"),
+    ];
     let text = render_changes(&changes);
     assert_eq!(
         text,
-        "diff: KillWait: running 5 sec -> file 30 sec: needs a restart\n\
-         diff: 1 change: 0 applied by `scontrol reconfigure`, 1 needs a restart of the controller and the node daemons (muster has no `scontrol reconfigure` yet: the daemons read their configuration at start)\n"
+        "diff: KillWait: running 5 sec -> file 30 sec: applied by `scontrol reconfigure`\n\
+         diff: MessageTimeout: running 10 sec -> file 20 sec: needs a restart\n\
+         diff: PartitionName: running debug -> file debug,gpu: applied by `scontrol reconfigure`\n\
+         diff: NodeName (added): running n[1-2] -> file n[1-3]: applied by `scontrol reconfigure`\n\
+         diff: NodeName: running n[1-2] -> file n1: needs a restart\n\
+         diff: 5 changes: 3 applied by `scontrol reconfigure`, 2 need a restart of the controller and the node daemons\n"
     );
     assert_eq!(
         render_changes(&[]),

@@ -34,6 +34,7 @@ mod oom;
 mod preempt;
 mod priority;
 mod rest;
+mod reconfigure;
 mod sched;
 mod sim;
 mod statesave;

@@ -348,7 +348,7 @@ fn issue_34_a_shutdown_while_the_state_cannot_be_saved_exits_non_zero_with_the_r
         .start();
     let filler = fill(mnt.path());
     let (_, waiting) = submit_until_the_write_fails(&c);
-    // `muster down`'s request (scontrol has no shutdown yet).
+    // `muster down`'s request (and `scontrol shutdown`'s).
     let cfg = conf::load(c.conf()).expect("slurm.conf").config;
     let admin = client::Client::new(cfg, client::current_identity());
     let answer = admin.call(proto::CtldRequest::Shutdown);

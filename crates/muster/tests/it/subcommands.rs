@@ -142,10 +142,11 @@ fn check_config_diff_against_the_running_controller() {
             .starts_with("checked slurm.conf"),
         "{out}"
     );
-    // A changed copy beside it: each change, and that it needs a restart.
+    // A changed copy beside it: each change, and whether `scontrol
+    // reconfigure` applies it or it needs a restart.
     let text = std::fs::read_to_string(c.conf()).unwrap();
     let new = c.conf().with_file_name("slurm-new.conf");
-    std::fs::write(&new, format!("{text}\nKillWait=17\n")).unwrap();
+    std::fs::write(&new, format!("{text}\nKillWait=17\nMessageTimeout=17\n")).unwrap();
     let out = c.run(
         "check-config",
         &["-f", &new.display().to_string(), "--diff"],
@@ -156,10 +157,19 @@ fn check_config_diff_against_the_running_controller() {
         .lines()
         .find(|l| l.starts_with("diff: KillWait: running "))
         .unwrap_or_else(|| panic!("no KillWait change: {out}"));
+    assert!(
+        line.ends_with("-> file 17 sec: applied by `scontrol reconfigure`"),
+        "{line}"
+    );
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("diff: MessageTimeout: running "))
+        .unwrap_or_else(|| panic!("no MessageTimeout change: {out}"));
     assert!(line.ends_with("-> file 17 sec: needs a restart"), "{line}");
     assert!(
         out.stdout
-            .contains("diff: 1 change: 0 applied by `scontrol reconfigure`, 1 needs a restart"),
+            .contains("diff: 2 changes: 1 applied by `scontrol reconfigure`, 1 needs a restart"),
         "{out}"
     );
     // A broken file: its error at file:line, exit 1, and no comparison.
