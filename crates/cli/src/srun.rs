@@ -329,7 +329,10 @@ pub fn main(args: Vec<String>) -> i32 {
                         }
                     },
                     "hint" => match proto::CpuBind::of_hint(&val) {
-                        Ok(_) => o.hint = Some(val),
+                        Ok(_) => {
+                            o.hint = Some(val);
+                            job_items.push((name, v));
+                        }
                         Err(e) => {
                             say!("srun: error: {e}");
                             return 1;
@@ -554,6 +557,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     .filter(|v| proto::GpuBind::parse(v).is_ok())
             }),
             cpu_bind: cpu_bind_request(o.cpu_bind.clone(), o.hint.as_deref()),
+            gres_flags: st.desc.gres_flags.clone(),
             ..StepRequest::default()
         },
     );

@@ -1415,6 +1415,9 @@ mod tests {
             gres_flags: text("enforce-binding"),
             mail_type: 3,
             mail_user: text("ops@site"),
+            hint: text("nomultithread"),
+            threads_per_core: Some(1),
+            ntasks_per_core: Some(1),
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {

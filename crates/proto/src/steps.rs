@@ -160,6 +160,11 @@ pub struct StepRequest {
     /// `--cpu-bind`, as written (checked by srun with `CpuBind::parse`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_bind: Option<String>,
+    /// `--gres-flags` given to srun (lowercase, comma separated); None:
+    /// the job's. With `enforce-binding` an `--exact` step's CPUs are
+    /// those near its GPUs first. Never skipped.
+    #[serde(default)]
+    pub gres_flags: Option<String>,
 }
 
 /// The controller's answer to [`StepRequest`]: the step's id and layout.

@@ -957,6 +957,10 @@ pub struct StepRequest<'a> {
     /// `--cpu-bind`, as written (absent before task/affinity).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_bind: Option<Cow<'a, str>>,
+    /// `--gres-flags` given to srun (absent in records written before
+    /// it, and when None).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gres_flags: Option<Cow<'a, str>>,
 }
 
 impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
@@ -996,6 +1000,7 @@ impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
             ntasks_per_gpu: s.ntasks_per_gpu,
             gpu_bind: text(&s.gpu_bind),
             cpu_bind: text(&s.cpu_bind),
+            gres_flags: text(&s.gres_flags),
         }
     }
 }
@@ -1037,6 +1042,7 @@ impl From<StepRequest<'_>> for proto::StepRequest {
             ntasks_per_gpu: s.ntasks_per_gpu,
             gpu_bind: owned(s.gpu_bind),
             cpu_bind: owned(s.cpu_bind),
+            gres_flags: owned(s.gres_flags),
         }
     }
 }

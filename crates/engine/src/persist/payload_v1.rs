@@ -180,6 +180,15 @@ pub struct JobDesc<'a> {
     /// `--mail-user` (absent in records written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mail_user: Option<Cow<'a, str>>,
+    /// `--hint` (absent in records written before it, and when None).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<Cow<'a, str>>,
+    /// `--threads-per-core` (absent before it, and when None).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads_per_core: Option<u32>,
+    /// `--ntasks-per-core` (absent before it, and when None).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ntasks_per_core: Option<u32>,
 }
 
 /// `Option<String>` borrowed.
@@ -252,6 +261,9 @@ impl<'a> From<&'a proto::JobDesc> for JobDesc<'a> {
             gres_flags: text(&d.gres_flags),
             mail_type: (d.mail_type != 0).then_some(d.mail_type),
             mail_user: text(&d.mail_user),
+            hint: text(&d.hint),
+            threads_per_core: d.threads_per_core,
+            ntasks_per_core: d.ntasks_per_core,
         }
     }
 }
@@ -316,6 +328,9 @@ impl From<JobDesc<'_>> for proto::JobDesc {
             gres_flags: owned(d.gres_flags),
             mail_type: d.mail_type.unwrap_or(0),
             mail_user: owned(d.mail_user),
+            hint: owned(d.hint),
+            threads_per_core: d.threads_per_core,
+            ntasks_per_core: d.ntasks_per_core,
         }
     }
 }
@@ -586,6 +601,9 @@ impl JobDesc<'_> {
             gres_flags: self.gres_flags.map(own),
             mail_type: self.mail_type,
             mail_user: self.mail_user.map(own),
+            hint: self.hint.map(own),
+            threads_per_core: self.threads_per_core,
+            ntasks_per_core: self.ntasks_per_core,
         }
     }
 }

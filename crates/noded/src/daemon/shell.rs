@@ -161,6 +161,8 @@ pub async fn run(opts: NodedOptions) -> anyhow::Result<()> {
         gather: setup.gather.clone(),
         gpus: setup.gpus.clone(),
         task_affinity: setup.task_affinity,
+        cpu_threads: setup.cpu_threads,
+        default_cpu_bind: setup.default_cpu_bind.clone(),
         cgroup: setup.cgroup.clone(),
         daemon_uid,
         stepd_program: stepd_program.clone(),
@@ -996,6 +998,7 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
         gather: &daemon.setup.gather,
         gpu_env: daemon.setup.gpus.env,
         cgroup: daemon.setup.cgroup.as_ref(),
+        task_affinity: daemon.setup.task_affinity,
         slots: &daemon.slots,
     };
     let dir = match launch::prepare(&launch, &ctx) {

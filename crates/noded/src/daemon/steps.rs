@@ -129,6 +129,8 @@ pub async fn launch(
         gpus: node.gpus.clone(),
         cgroup: node.cgroup.clone(),
         task_affinity: node.task_affinity,
+        cpu_threads: node.cpu_threads,
+        default_cpu_bind: node.default_cpu_bind.clone(),
     };
     let Ok(mut line) = serde_json::to_vec(&spec) else {
         return NodeResponse::Failed("cannot encode the step".into());

@@ -70,6 +70,12 @@ pub struct TaskdSpec {
     /// CPUs as `--cpu-bind` says (`affinity`).
     #[serde(default)]
     pub task_affinity: bool,
+    /// Threads per core of the node's CPU ids (0 read as 1).
+    #[serde(default)]
+    pub cpu_threads: u32,
+    /// slurm.conf `TaskPluginParam`'s binding for a step that asks none.
+    #[serde(default)]
+    pub default_cpu_bind: Option<String>,
 }
 
 /// The daemon's later stdin lines.
@@ -715,12 +721,13 @@ impl StepSetup {
                 .find(|(k, _)| k == "SLURM_CPUS_PER_TASK")
                 .and_then(|(_, v)| v.parse().ok())
                 .unwrap_or(1);
-            let binding = crate::affinity::plan(
-                l.cpu_bind.as_deref(),
+            let binding = crate::affinity::plan_smt(
+                l.cpu_bind.as_deref().or(spec.default_cpu_bind.as_deref()),
                 &l.cpu_ids,
                 &host,
                 mine.len(),
                 cpus_per_task,
+                spec.cpu_threads,
             );
             (binding, host)
         });

@@ -87,6 +87,7 @@ fn borrowed_spec_is_the_specs_json() {
         gather: gather.clone(),
         gpu_env: Default::default(),
         cgroup: None,
+        task_affinity: true,
     };
     let borrowed = StepdSpecRef {
         launch: &launch,
@@ -96,6 +97,7 @@ fn borrowed_spec_is_the_specs_json() {
         gather: &gather,
         gpu_env: Default::default(),
         cgroup: None,
+        task_affinity: true,
     };
     assert_eq!(
         serde_json::to_string(&borrowed).unwrap(),
