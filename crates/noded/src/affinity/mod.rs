@@ -113,6 +113,7 @@ pub struct Binding {
 /// each, on the step's CPU ids `step_ids` (the node's) of host CPUs
 /// `host`, by srun's `--cpu-bind` text `asked` (`None`: Slurm's default,
 /// cores where the tasks fit). A text that does not parse binds nothing.
+#[cfg(test)]
 pub fn plan(
     asked: Option<&str>,
     step_ids: &[u32],
