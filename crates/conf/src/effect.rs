@@ -66,6 +66,7 @@ const ACTING_GLOBAL: &[&str] = &[
     "SlurmdLogFile",
     "SlurmdParameters",
     "TaskPlugin",
+    "TaskPluginParam",
 ];
 
 /// Keys that muster does not read but whose given value is what muster

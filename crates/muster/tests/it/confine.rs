@@ -1807,3 +1807,39 @@ fn confine_cores_a_core_of_two_threads_goes_to_one_job_under_cr_core() {
     assert_eq!(c.wait_done(b, secs(30)), "COMPLETED", "{}", c.logs());
     assert_no_job_cgroups(&c, "cpuset");
 }
+
+/// task/affinity without cgroups binds the batch step to the job's CPUs
+/// on its node, as Slurm's does (two one-CPU jobs: CPU 0 and CPU 1); and
+/// `TaskPluginParam=verbose` makes a step's binding verbose by default.
+#[test]
+fn affinity_binds_the_batch_step_to_the_jobs_cpus() {
+    let c = builder()
+        .nodes(1)
+        .conf_extra("TaskPlugin=task/affinity\nTaskPluginParam=Verbose\n")
+        .start();
+    let script = "grep Cpus_allowed_list /proc/self/status; \
+                  while [ ! -e go ]; do sleep 0.1; done";
+    let a = c.submit(&["-n1", "-o", "a.out", "--wrap", script]);
+    let b = c.submit(&["-n1", "-o", "b.out", "--wrap", script]);
+    c.wait_state(a, "RUNNING", secs(10));
+    c.wait_state(b, "RUNNING", secs(10));
+    let lists: Vec<String> = ["a.out", "b.out"]
+        .iter()
+        .map(|name| {
+            c.wait_until(name, secs(10), || {
+                let t = c.read(name);
+                t.contains("Cpus_allowed_list").then(|| allowed(&t))
+            })
+        })
+        .collect();
+    std::fs::write(c.work().join("go"), "").unwrap();
+    assert_eq!(c.wait_done(a, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_eq!(c.wait_done(b, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_eq!(lists, ["0", "1"], "{}", c.logs());
+    let out = c.ok("srun", &["-n1", "true"]);
+    assert!(
+        out.stderr.contains("cpu-bind=MASK - node1, task  0  0 ["),
+        "{out}\n{}",
+        c.logs()
+    );
+}
