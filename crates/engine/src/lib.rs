@@ -1411,10 +1411,9 @@ impl Engine {
                     let t = node_threads(self.settings.whole_cores, &node.conf);
                     if t > 1
                         && !na.cpu_ids.is_empty()
-                        && na
-                            .cpu_ids
-                            .iter()
-                            .any(|id| (id / t * t..id / t * t + t).any(|x| !na.cpu_ids.contains(&x)))
+                        && na.cpu_ids.iter().any(|id| {
+                            (id / t * t..id / t * t + t).any(|x| !na.cpu_ids.contains(&x))
+                        })
                     {
                         problems.push(format!(
                             "job {} holds part of a core of node {}: {:?}",

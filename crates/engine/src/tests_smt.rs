@@ -49,8 +49,14 @@ fn cr_core_gives_a_one_task_job_both_threads_of_a_core() {
     let mut e = smt_engine("CR_Core");
     let a = submit(&mut e, tasks(1), 0);
     assert_eq!(held(&e, a), Some((2, vec![0, 1])));
-    assert_eq!(batch_env(&mut e, a, "SLURM_CPUS_ON_NODE").as_deref(), Some("2"));
-    assert_eq!(e.job_info(&e.jobs[&a], 0).cpu_ids_per_node, vec![vec![0, 1]]);
+    assert_eq!(
+        batch_env(&mut e, a, "SLURM_CPUS_ON_NODE").as_deref(),
+        Some("2")
+    );
+    assert_eq!(
+        e.job_info(&e.jobs[&a], 0).cpu_ids_per_node,
+        vec![vec![0, 1]]
+    );
     let b = submit(&mut e, tasks(1), 0);
     assert_eq!(held(&e, b), Some((2, vec![2, 3])));
     // Every core is taken: a third one-task job waits, though no thread

@@ -189,6 +189,8 @@ pub(crate) struct FitShape {
     cpus_per_gpu: Option<u32>,
     exclusive: bool,
     memory_consumable: bool,
+    threads_per_core: Option<u32>,
+    ntasks_per_core: Option<u32>,
 }
 
 impl FitShape {
@@ -210,6 +212,8 @@ impl FitShape {
             cpus_per_gpu: req.cpus_per_gpu,
             exclusive: req.exclusive,
             memory_consumable: req.memory_consumable,
+            threads_per_core: req.threads_per_core,
+            ntasks_per_core: req.ntasks_per_core,
         })
     }
 }

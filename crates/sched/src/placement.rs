@@ -531,7 +531,9 @@ fn fit_on_node(
 pub fn cpus_on_node(job: &JobRequest, threads: u32, tasks: u32, n_gpus: u64) -> u32 {
     let threads = threads.max(1);
     let cpt = job.cpus_per_task.max(1);
-    let per_core = job.threads_per_core.map_or(threads, |t| t.clamp(1, threads));
+    let per_core = job
+        .threads_per_core
+        .map_or(threads, |t| t.clamp(1, threads));
     let mut cores = if threads > 1 {
         (tasks * cpt).div_ceil(per_core)
     } else {

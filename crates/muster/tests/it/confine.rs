@@ -504,7 +504,10 @@ fn confine_muster_up_as_root_confines_jobs() {
     assert!(!up.stderr.contains("not confined"), "{up}");
     let conf = std::fs::read_to_string(dir.join("slurm.conf")).unwrap_or_default();
     assert!(conf.contains("ProctrackType=proctrack/cgroup"), "{conf}");
-    assert!(conf.contains("TaskPlugin=task/cgroup,task/affinity"), "{conf}");
+    assert!(
+        conf.contains("TaskPlugin=task/cgroup,task/affinity"),
+        "{conf}"
+    );
     let cgroup_conf = std::fs::read_to_string(dir.join("cgroup.conf")).unwrap_or_default();
     assert!(cgroup_conf.contains("ConstrainCores=yes"), "{cgroup_conf}");
     let conf_path = dir.join("slurm.conf").display().to_string();

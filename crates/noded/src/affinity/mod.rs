@@ -29,7 +29,11 @@ pub fn host_cpus() -> Vec<u32> {
                 .parse()
                 .ok()
         };
-        Some((read("physical_package_id")?, read("die_id").unwrap_or(0), read("core_id")?))
+        Some((
+            read("physical_package_id")?,
+            read("die_id").unwrap_or(0),
+            read("core_id")?,
+        ))
     })
 }
 

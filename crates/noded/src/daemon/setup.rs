@@ -349,7 +349,9 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
     let (default_cpu_bind, not_read) =
         task_plugin_param(config.other.get("taskpluginparam").map(|(_, v)| v.as_str()));
     for word in not_read {
-        eprintln!("noded: TaskPluginParam={word} is not acted on here; tasks are bound as without it");
+        eprintln!(
+            "noded: TaskPluginParam={word} is not acted on here; tasks are bound as without it"
+        );
     }
     Ok(NodeSetup {
         gather,

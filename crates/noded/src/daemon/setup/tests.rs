@@ -91,8 +91,14 @@ fn cpu_threads_count_only_where_cpus_are_threads() {
         .nodes[0]
             .clone()
     };
-    assert_eq!(cpu_threads(&node("Sockets=1 CoresPerSocket=2 ThreadsPerCore=2")), 2);
+    assert_eq!(
+        cpu_threads(&node("Sockets=1 CoresPerSocket=2 ThreadsPerCore=2")),
+        2
+    );
     // CPUs=2 on 2 cores of 2 threads: each CPU a core.
-    assert_eq!(cpu_threads(&node("CPUs=2 CoresPerSocket=2 ThreadsPerCore=2")), 1);
+    assert_eq!(
+        cpu_threads(&node("CPUs=2 CoresPerSocket=2 ThreadsPerCore=2")),
+        1
+    );
     assert_eq!(cpu_threads(&node("CPUs=2")), 1);
 }
