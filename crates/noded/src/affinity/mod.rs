@@ -37,12 +37,15 @@ pub fn host_cpus() -> Vec<u32> {
     })
 }
 
+/// Where a host CPU is: (package, die, core).
+pub type CorePlace = (u32, u32, u32);
+
 /// Orders host CPUs as Slurm numbers a node's CPUs (its abstract ids):
 /// socket by socket, core by core, a core's threads together, by `key`
 /// (package, die, core) and then by number. Where a CPU's place is not
 /// known (`key` None), ascending, as listed.
-pub fn in_core_order(cpus: Vec<u32>, key: impl Fn(u32) -> Option<(u32, u32, u32)>) -> Vec<u32> {
-    let keyed: Option<Vec<((u32, u32, u32), u32)>> =
+pub fn in_core_order(cpus: Vec<u32>, key: impl Fn(u32) -> Option<CorePlace>) -> Vec<u32> {
+    let keyed: Option<Vec<(CorePlace, u32)>> =
         cpus.iter().map(|c| key(*c).map(|k| (k, *c))).collect();
     match keyed {
         Some(mut k) => {
