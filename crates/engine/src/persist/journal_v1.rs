@@ -958,8 +958,8 @@ pub struct StepRequest<'a> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_bind: Option<Cow<'a, str>>,
     /// `--gres-flags` given to srun (absent in records written before
-    /// it, and when None).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// it; written null when None, as the wire form writes it).
+    #[serde(default)]
     pub gres_flags: Option<Cow<'a, str>>,
 }
 
