@@ -281,13 +281,21 @@ pub fn expand_task_path(pattern: &str, l: &StepLaunch, node: &str, task: u32) ->
 }
 
 /// The GPUs of the `local`th task here (`--gpus-per-task`, `--gpu-bind`).
+/// `closest` compares the task's cores with gres.conf `Cores=` (core
+/// ids: the node's CPU id over its threads per core).
 fn own_gpus(spec: &TaskdSpec, step: &StepSetup, local: usize) -> Vec<u32> {
+    let t = spec.cpu_threads.max(1);
+    let cores = task_cpus(spec, step, local).map(|ids| {
+        let mut c: Vec<u32> = ids.iter().map(|id| id / t).collect();
+        c.dedup();
+        c
+    });
     crate::gpus::task_gpus(
         &spec.launch.gpus,
         &spec.launch.gpu_bind,
         local as u32,
         &spec.gpus,
-        task_cpus(spec, step, local).as_deref(),
+        cores.as_deref(),
     )
 }
 
