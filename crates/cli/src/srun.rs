@@ -352,7 +352,10 @@ pub fn main(args: Vec<String>) -> i32 {
                         }
                     },
                     "hint" => match proto::CpuBind::of_hint(&val) {
-                        Ok(_) => o.hint = Some(val),
+                        Ok(_) => {
+                            o.hint = Some(val);
+                            job_items.push((name, v));
+                        }
                         Err(e) => {
                             say!("srun: error: {e}");
                             return 1;
@@ -587,6 +590,7 @@ pub fn main(args: Vec<String>) -> i32 {
             cpu_bind: cpu_bind_request(o.cpu_bind.clone(), o.hint.as_deref()),
             task_prolog: o.task_prolog.clone().map(|p| absolute(&p)),
             task_epilog: o.task_epilog.clone().map(|p| absolute(&p)),
+            gres_flags: st.desc.gres_flags.clone(),
             ..StepRequest::default()
         },
     );

@@ -755,7 +755,6 @@ fn options_muster_cannot_honour_are_refused() {
         "--mincpus=2",
         "--sockets-per-node=1",
         "--cores-per-socket=2",
-        "--threads-per-core=1",
         "--switches=1",
         "--ntasks-per-socket=1",
         "--propagate",
@@ -1043,5 +1042,25 @@ fn issue_37_gres_flags_are_checked_and_carried() {
     assert_eq!(
         e.stderr,
         "sbatch: error: Invalid --gres-flags specification\n"
+    );
+}
+
+/// Issue 37: `--hint`, `--threads-per-core` and `--ntasks-per-core` reach
+/// the controller (one task per core on nodes that give whole cores).
+#[test]
+fn issue_37_core_options_are_carried() {
+    let d = desc(&["--hint=nomultithread", "--wrap=true"]);
+    assert_eq!(d.hint.as_deref(), Some("nomultithread"));
+    let d = desc(&["--threads-per-core=1", "--ntasks-per-core=2", "--wrap=true"]);
+    assert_eq!((d.threads_per_core, d.ntasks_per_core), (Some(1), Some(2)));
+    let e = err(&["--ntasks-per-core=0", "--wrap=true"]);
+    assert_eq!(
+        e.stderr,
+        "sbatch: error: Invalid numeric value \"0\" for --ntasks-per-core.\n"
+    );
+    let d = desc(&["--wrap=true"]);
+    assert_eq!(
+        (d.hint, d.threads_per_core, d.ntasks_per_core),
+        (None, None, None)
     );
 }

@@ -79,6 +79,7 @@ const ACTING_GLOBAL: &[&str] = &[
     "TaskEpilog",
     "TaskPlugin",
     "TaskProlog",
+    "TaskPluginParam",
 ];
 
 /// Keys muster refuses (the daemons do not start, `check-config` says

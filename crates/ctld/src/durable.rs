@@ -1440,6 +1440,9 @@ mod tests {
             mail_type: 3,
             mail_user: text("ops@site"),
             user_groups: vec!["wheel".into()],
+            hint: text("nomultithread"),
+            threads_per_core: Some(1),
+            ntasks_per_core: Some(1),
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {

@@ -467,6 +467,48 @@ pub struct Settings {
     /// Prolog run the Epilog.
     #[serde(default)]
     pub node_scripts: bool,
+    /// `SelectTypeParameters=CR_Core` (or `CR_Core_Memory`): cores are
+    /// the unit of allocation, a job takes every thread of each core it
+    /// gets (`node_threads`); else (`CR_CPU`) each CPU is its own.
+    #[serde(default)]
+    pub whole_cores: bool,
+    /// `whole_cores` and some node has more than one thread per core.
+    #[serde(default)]
+    pub smt_whole_cores: bool,
+    /// `SelectTypeParameters=...,ENFORCE_BINDING_GRES`: every job is as
+    /// if submitted with `--gres-flags=enforce-binding` (unless it gave
+    /// `disable-binding`).
+    #[serde(default)]
+    pub enforce_binding_gres: bool,
+}
+
+/// The node's CPUs per core as its ids are numbered: `ThreadsPerCore`
+/// where `CPUs` counts every thread (Boards x Sockets x CoresPerSocket x
+/// ThreadsPerCore), else 1 (each CPU id a core). Slurm numbers a node's
+/// CPUs core by core: core `c` holds ids `c*T .. c*T+T-1`.
+pub fn hw_threads(nc: &conf::NodeConf) -> u32 {
+    let t = nc.threads_per_core.max(1);
+    let all = nc
+        .boards
+        .max(1)
+        .saturating_mul(nc.sockets.max(1))
+        .saturating_mul(nc.cores_per_socket.max(1))
+        .saturating_mul(t);
+    if t > 1 && nc.cpus == all {
+        t
+    } else {
+        1
+    }
+}
+
+/// The CPUs a job takes together on a node (`sched::NodeView::threads`):
+/// a whole core's threads under `CR_Core`, else one.
+pub fn node_threads(whole_cores: bool, nc: &conf::NodeConf) -> u32 {
+    if whole_cores {
+        hw_threads(nc)
+    } else {
+        1
+    }
 }
 
 /// Slurm's default `cred_expire`.
@@ -517,6 +559,10 @@ impl Settings {
             def_mem_per_node: cfg.def_mem_per_node,
             max_mem_per_node: cfg.max_mem_per_node,
             memory_consumable: select_params.contains("MEMORY"),
+            whole_cores: select_params.contains("CR_CORE"),
+            smt_whole_cores: select_params.contains("CR_CORE")
+                && cfg.nodes.iter().any(|n| hw_threads(n) > 1),
+            enforce_binding_gres: select_params.contains("ENFORCE_BINDING_GRES"),
             gres_types: cfg.gres_types.clone(),
             conf_path: cfg.path.display().to_string(),
             max_array_size: cfg
@@ -1376,6 +1422,21 @@ impl Engine {
                             ));
                         }
                     }
+                    // CR_Core: a job holds every thread of each core it
+                    // has a thread of, so no core is shared.
+                    let node = &self.nodes[na.node.0 as usize];
+                    let t = node_threads(self.settings.whole_cores, &node.conf);
+                    if t > 1
+                        && !na.cpu_ids.is_empty()
+                        && na.cpu_ids.iter().any(|id| {
+                            (id / t * t..id / t * t + t).any(|x| !na.cpu_ids.contains(&x))
+                        })
+                    {
+                        problems.push(format!(
+                            "job {} holds part of a core of node {}: {:?}",
+                            job.id, node.conf.name, na.cpu_ids
+                        ));
+                    }
                 }
             }
         }
@@ -1457,6 +1518,8 @@ mod tests_licenses;
 mod tests_preempt;
 #[cfg(test)]
 mod tests_reconf;
+#[cfg(test)]
+mod tests_smt;
 #[cfg(test)]
 mod tests_steps;
 #[cfg(test)]

@@ -24,6 +24,15 @@ pub(crate) fn new_node(nc: &conf::NodeConf, cfg: &conf::Config, settings: &Setti
     let mut gres = Vec::new();
     let mut next_index: std::collections::BTreeMap<String, u32> = Default::default();
     let near = gres_cores(cfg, &nc.name);
+    // gres.conf `Cores=` names cores: each stands for its threads' ids.
+    let t = crate::hw_threads(nc);
+    let near: std::collections::BTreeMap<(String, u32), Vec<u32>> = near
+        .into_iter()
+        .map(|(k, cores)| {
+            let ids = cores.iter().flat_map(|c| c * t..(c + 1) * t).collect();
+            (k, ids)
+        })
+        .collect();
     for g in &nc.gres {
         let start = *next_index.get(&g.name).unwrap_or(&0);
         let n = g.count as u32;
@@ -363,10 +372,10 @@ impl Engine {
         self.alloc_versions += 1;
         self.holding.insert(job, self.alloc_versions);
         self.running_changed.insert(job);
-        let enforce = self
-            .jobs
-            .get(&job)
-            .is_some_and(|j| crate::views::gres_flags_enforce(j.desc.gres_flags.as_deref()));
+        let enforce = self.jobs.get(&job).is_some_and(|j| {
+            crate::views::enforce_binding(&self.settings, j.desc.gres_flags.as_deref())
+        });
+        let whole_cores = self.settings.whole_cores;
         for na in &mut alloc.nodes {
             let n = &mut self.nodes[na.node.0 as usize];
             n.alloc_cpus += na.cpus;
@@ -376,7 +385,15 @@ impl Engine {
             } else {
                 Vec::new()
             };
-            na.cpu_ids = pick_cpu_ids(&n.cpu_ids_in_use, n.conf.cpus, na.cpus, &na.cpu_ids, &near);
+            let threads = crate::node_threads(whole_cores, &n.conf);
+            na.cpu_ids = pick_cpu_ids(
+                &n.cpu_ids_in_use,
+                n.conf.cpus,
+                na.cpus,
+                &na.cpu_ids,
+                &near,
+                threads,
+            );
             n.cpu_ids_in_use.extend(na.cpu_ids.iter().copied());
             n.jobs.insert(job);
             n.last_busy = Some(now);
@@ -484,29 +501,70 @@ impl Engine {
 
 /// The CPU ids a share of `want` CPUs gets on a node of `n_cpus` CPUs
 /// where `in_use` are taken: `asked` when it names `want` free ids, else
-/// the lowest free ones of `near` first (`--gres-flags=enforce-binding`:
-/// the cores of the share's GPUs), then the lowest free others (fewer
-/// only where the node has fewer free, which the CPU counts rule out).
+/// whole free cores of `threads` ids each (core `c`: ids `c*threads ..`;
+/// one id per core with `CR_CPU` or one thread per core), those holding
+/// an id of `near` first (`--gres-flags=enforce-binding`: the cores of the
+/// share's GPUs), then the lowest free others; lowest free ids where
+/// whole cores ran out (fewer only where the node has fewer free, which
+/// the CPU counts rule out).
 pub(crate) fn pick_cpu_ids(
     in_use: &BTreeSet<u32>,
     n_cpus: u32,
     want: u32,
     asked: &[u32],
     near: &[u32],
+    threads: u32,
 ) -> Vec<u32> {
     let top = n_cpus.max(want);
     if asked.len() == want as usize && asked.iter().all(|id| *id < top && !in_use.contains(id)) {
         return asked.to_vec();
     }
-    let near_first = near.iter().copied().filter(|id| *id < top);
-    let rest = (0..top).filter(|id| near.binary_search(id).is_err());
-    let mut out: Vec<u32> = near_first
-        .chain(rest)
-        .filter(|id| !in_use.contains(id))
-        .take(want as usize)
-        .collect();
+    let t = threads.max(1);
+    let ids_of = |c: u32| c * t..((c + 1) * t).min(top);
+    let is_near = |c: &u32| ids_of(*c).any(|id| near.binary_search(&id).is_ok());
+    let n_cores = top.div_ceil(t);
+    let order = (0..n_cores)
+        .filter(is_near)
+        .chain((0..n_cores).filter(|c| !is_near(c)));
+    let mut out: Vec<u32> = Vec::with_capacity(want as usize);
+    for c in order {
+        if out.len() >= want as usize {
+            break;
+        }
+        if ids_of(c).all(|id| !in_use.contains(&id)) {
+            out.extend(ids_of(c));
+        }
+    }
+    if out.len() < want as usize {
+        let taken: BTreeSet<u32> = out.iter().copied().collect();
+        let more: Vec<u32> = (0..top)
+            .filter(|id| !in_use.contains(id) && !taken.contains(id))
+            .take(want as usize - out.len())
+            .collect();
+        out.extend(more);
+    }
+    out.truncate(want as usize);
     out.sort_unstable();
     out
+}
+
+/// The CPU ids near GPUs `gpus` (the node's GPU indexes) of `pools`:
+/// `near_cpus` of the pools that hold them.
+pub(crate) fn near_gpu_indexes(pools: &[GresPool], gpus: &[u32]) -> Vec<u32> {
+    let taken: Vec<(usize, Vec<u32>)> = pools
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.name == "gpu")
+        .map(|(pi, p)| {
+            let mine = p.indexes.iter().copied().filter(|i| gpus.contains(i));
+            (pi, mine.collect())
+        })
+        .filter(|(_, v): &(usize, Vec<u32>)| !v.is_empty())
+        .collect();
+    if taken.is_empty() {
+        return Vec::new();
+    }
+    near_cpus(pools, &taken)
 }
 
 /// The CPU ids near a share's GPUs (`taken`: pool, indexes): the union of

@@ -592,14 +592,19 @@ impl Engine {
                 && self.settings.def_mem_per_node.is_none_or(|m| m == 0)
         });
         // Compared where they are: built only when they changed.
-        let same = self
-            .queue
-            .has_setting(tiers.clone(), sizes.clone(), consumable, no_mem.clone());
+        let same = self.queue.has_setting(
+            tiers.clone(),
+            sizes.clone(),
+            consumable,
+            no_mem.clone(),
+            self.settings.smt_whole_cores,
+        );
         let setting = (!same).then(|| crate::queue::Setting {
             tiers: tiers.collect(),
             sizes: sizes.collect(),
             memory_consumable: consumable,
             no_mem_spreads: no_mem.collect(),
+            whole_cores: self.settings.smt_whole_cores,
         });
         self.queue.update(&mut self.jobs, setting);
     }

@@ -215,6 +215,9 @@ pub(crate) struct Setting {
     /// no node can run short of (none, or 0: the whole node's, while
     /// memory is not consumable), `Engine::mem_request`.
     pub(crate) no_mem_spreads: Vec<bool>,
+    /// Some node gives whole cores of several threads
+    /// (`Settings::smt_whole_cores`): no job spreads.
+    pub(crate) whole_cores: bool,
 }
 
 /// Every pending job's facts but held jobs' (`queued`), in the order a
@@ -259,8 +262,10 @@ impl Queue {
         sizes: impl Iterator<Item = sched::PartSize>,
         memory_consumable: bool,
         no_mem_spreads: impl Iterator<Item = bool>,
+        whole_cores: bool,
     ) -> bool {
-        self.setting.tiers.iter().copied().eq(tiers)
+        self.setting.whole_cores == whole_cores
+            && self.setting.tiers.iter().copied().eq(tiers)
             && self.setting.sizes.iter().copied().eq(sizes)
             && self.setting.memory_consumable == memory_consumable
             && self
@@ -546,6 +551,7 @@ fn spreads(job: &Job, setting: &Setting) -> bool {
         _ => false,
     };
     mem && !d.exclusive
+        && !setting.whole_cores
         && d.ntasks_per_node.is_none()
         && job.min_nodes <= 1
         && job.max_nodes >= job.ntasks

@@ -327,14 +327,16 @@ fn step_tasks(
 
 /// The CPU ids a new step runs on, per node: the job's there, or with
 /// `--exact` (fewer CPUs than the job's) the lowest of them that no other
-/// running step holds, topped up from the held ones where too few are
-/// free (an `--overlap` step may share).
+/// running step holds (those of `near` there first: its GPUs' cores under
+/// `--gres-flags=enforce-binding`), topped up from the held ones where
+/// too few are free (an `--overlap` step may share).
 fn step_cpu_ids(
     job: &Job,
     req: &StepRequest,
     nodes: &[NodeIdx],
     job_cpu_ids: &[Vec<u32>],
     cpus: &[u32],
+    near: &[Vec<u32>],
 ) -> Vec<Vec<u32>> {
     nodes
         .iter()
@@ -353,9 +355,13 @@ fn step_cpu_ids(
                 .flatten()
                 .copied()
                 .collect();
+            let near = near.get(i).map_or(&[][..], Vec::as_slice);
+            let is_near = |c: &u32| near.binary_search(c).is_ok();
             let mut ids: Vec<u32> = all
                 .iter()
                 .copied()
+                .filter(is_near)
+                .chain(all.iter().copied().filter(|c| !is_near(c)))
                 .filter(|c| !taken.contains(c))
                 .take(want)
                 .collect();
@@ -450,7 +456,23 @@ impl Engine {
             .iter()
             .map(|p| alloc.nodes[*p].cpu_ids.clone())
             .collect();
-        let cpu_ids = step_cpu_ids(job, &req, &nodes, &job_cpu_ids, &cpus);
+        // --gres-flags=enforce-binding (the step's, else the job's): the
+        // step's CPUs near its GPUs first.
+        let enforce = crate::views::enforce_binding(
+            &self.settings,
+            req.gres_flags.as_deref().or(job.desc.gres_flags.as_deref()),
+        );
+        let near: Vec<Vec<u32>> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| match (enforce, step_gpus.get(i)) {
+                (true, Some(g)) => {
+                    crate::nodes::near_gpu_indexes(&self.nodes[n.0 as usize].gres, g)
+                }
+                _ => Vec::new(),
+            })
+            .collect();
+        let cpu_ids = step_cpu_ids(job, &req, &nodes, &job_cpu_ids, &cpus, &near);
         let names: Vec<String> = nodes
             .iter()
             .map(|n| self.nodes[n.0 as usize].conf.name.clone())

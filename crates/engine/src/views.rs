@@ -77,7 +77,12 @@ impl Engine {
             time_min: d.time_min,
             user: d.uid,
             memory_consumable: self.settings.memory_consumable,
-            enforce_binding: gres_flags_enforce(d.gres_flags.as_deref()),
+            enforce_binding: enforce_binding(&self.settings, d.gres_flags.as_deref()),
+            threads_per_core: d
+                .threads_per_core
+                .or_else(|| hint_nomultithread(d.hint.as_deref()).then_some(1)),
+            ntasks_per_core: d.ntasks_per_core,
+            whole_cores: self.settings.smt_whole_cores,
         }
     }
 
@@ -97,6 +102,7 @@ impl Engine {
                 exclusive_in_use: n.exclusive_in_use,
                 n_jobs: n.jobs.len() as u32,
                 cpu_ids_in_use: n.cpu_ids_in_use.iter().copied().collect(),
+                threads: crate::node_threads(self.settings.whole_cores, &n.conf),
             })
             .collect()
     }
@@ -183,6 +189,8 @@ pub(crate) struct FitShape {
     cpus_per_gpu: Option<u32>,
     exclusive: bool,
     memory_consumable: bool,
+    threads_per_core: Option<u32>,
+    ntasks_per_core: Option<u32>,
 }
 
 impl FitShape {
@@ -204,14 +212,17 @@ impl FitShape {
             cpus_per_gpu: req.cpus_per_gpu,
             exclusive: req.exclusive,
             memory_consumable: req.memory_consumable,
+            threads_per_core: req.threads_per_core,
+            ntasks_per_core: req.ntasks_per_core,
         })
     }
 }
 
-/// Whether a job's `--gres-flags` (sbatch(1)) hold `enforce-binding`
-/// (a later `disable-binding` turns it off again).
-pub(crate) fn gres_flags_enforce(flags: Option<&str>) -> bool {
-    let mut on = false;
+/// Whether a job is bound to its GPUs' cores: `--gres-flags`, over
+/// `SelectTypeParameters=ENFORCE_BINDING_GRES` (which `disable-binding`
+/// turns off for the job).
+pub(crate) fn enforce_binding(settings: &crate::Settings, flags: Option<&str>) -> bool {
+    let mut on = settings.enforce_binding_gres;
     for f in flags.unwrap_or_default().split(',') {
         match f.trim() {
             "enforce-binding" => on = true,
@@ -220,6 +231,11 @@ pub(crate) fn gres_flags_enforce(flags: Option<&str>) -> bool {
         }
     }
     on
+}
+
+/// Whether `--hint` asks for one thread per core (`nomultithread`).
+pub(crate) fn hint_nomultithread(hint: Option<&str>) -> bool {
+    hint.is_some_and(|h| h.split(',').any(|x| x.trim() == "nomultithread"))
 }
 
 /// Whether `v` shows what is in use on `n` now (the fields

@@ -11,8 +11,10 @@
 //! order.
 //!
 //! Confinement: as root, where this host's cgroups can be written, the
-//! slurm.conf `up` writes says `ProctrackType=proctrack/cgroup` and a
-//! cgroup.conf goes beside it, so jobs run in cgroups; otherwise `up` says
+//! slurm.conf `up` writes says `ProctrackType=proctrack/cgroup` and
+//! `TaskPlugin=task/cgroup,task/affinity`, and a cgroup.conf with
+//! `ConstrainCores=yes` goes beside it, so jobs run in cgroups on their
+//! CPUs and their tasks are bound; otherwise `up` says
 //! once that jobs are not confined and runs them as before. `--confine`
 //! makes a missing cgroup setup an error.
 
@@ -378,7 +380,11 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
         let mut text = default_config(&dir, o.n_nodes)?;
         match cgroups_writable() {
             Ok(()) => {
-                text.push_str("ProctrackType=proctrack/cgroup\n");
+                // task/cgroup holds each job to its cores (cgroup.conf
+                // `ConstrainCores`), task/affinity binds its tasks.
+                text.push_str(
+                    "ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup,task/affinity\n",
+                );
                 let cgroup_conf = dir.join("cgroup.conf");
                 fs::write(&cgroup_conf, DEFAULT_CGROUP_CONF)
                     .with_context(|| format!("writing {}", cgroup_conf.display()))?;
@@ -593,7 +599,8 @@ fn stop_children(children: &mut [(String, Child)]) {
 /// this host has, the daemons' scope made by mkdir (no systemd needed).
 const DEFAULT_CGROUP_CONF: &str = "# Written by `muster up`: jobs run in cgroups; edit freely.\n\
 CgroupPlugin=autodetect\n\
-IgnoreSystemd=yes\n";
+IgnoreSystemd=yes\n\
+ConstrainCores=yes\n";
 
 /// Whether this process can make cgroups for jobs: root, with the v1
 /// freezer hierarchy or a unified (v2) hierarchy at /sys/fs/cgroup. What

@@ -404,6 +404,19 @@ pub struct JobDesc {
     /// skipped (positional binary form).
     #[serde(default)]
     pub user_groups: Vec<String>,
+    /// `--hint` as given (`nomultithread`, `multithread`, `compute_bound`,
+    /// `memory_bound`): `nomultithread` allocates one task per core on
+    /// nodes that give whole cores. Never skipped (positional binary form).
+    #[serde(default)]
+    pub hint: Option<String>,
+    /// `--threads-per-core`: threads of each allocated core the tasks use
+    /// (1: one CPU per core, the job holds whole cores). Never skipped.
+    #[serde(default)]
+    pub threads_per_core: Option<u32>,
+    /// `--ntasks-per-core`: at most this many tasks on one core. Never
+    /// skipped.
+    #[serde(default)]
+    pub ntasks_per_core: Option<u32>,
 }
 
 /// A submission token as the controller keeps it: [`JobDesc::submit_token`]

@@ -168,6 +168,11 @@ pub struct StepRequest {
     /// TaskEpilog.
     #[serde(default)]
     pub task_epilog: Option<String>,
+    /// `--gres-flags` given to srun (lowercase, comma separated); None:
+    /// the job's. With `enforce-binding` an `--exact` step's CPUs are
+    /// those near its GPUs first. Never skipped.
+    #[serde(default)]
+    pub gres_flags: Option<String>,
 }
 
 /// The controller's answer to [`StepRequest`]: the step's id and layout.

@@ -49,6 +49,7 @@ fn cluster(n: u32) -> (Vec<NodeView>, Vec<RunningJob<'static>>) {
             exclusive_in_use: false,
             n_jobs: 1,
             cpu_ids_in_use: Vec::new(),
+            threads: 1,
         });
         running.push(RunningJob {
             job_id: JobId(1_000_000 + i),
@@ -117,6 +118,9 @@ fn jobs(n: u32) -> Vec<JobRequest> {
                 user: 1000 + i % 50,
                 memory_consumable: true,
                 enforce_binding: false,
+                threads_per_core: None,
+                ntasks_per_core: None,
+                whole_cores: false,
             }
         })
         .collect()

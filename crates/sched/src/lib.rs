@@ -179,7 +179,8 @@ pub use backfill::{
 };
 pub use ordering::{order_key, priority_order, Decision, OrderKey};
 pub use placement::{
-    place, Allocation, Constraint, GresPool, JobRequest, NodeAlloc, NodeView, PartView, Unfit,
+    cpus_on_node, place, Allocation, Constraint, GresPool, JobRequest, NodeAlloc, NodeView,
+    PartView, Unfit,
 };
 pub use preempt::{select_victims, Candidate, Preemption};
 

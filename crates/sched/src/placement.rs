@@ -69,6 +69,12 @@ pub struct NodeView {
     /// The CPU ids jobs hold here, ascending (read for
     /// `--gres-flags=enforce-binding` only; empty where not known).
     pub cpu_ids_in_use: Vec<u32>,
+    /// CPUs allocated together as one core: `ThreadsPerCore` where
+    /// `SelectTypeParameters=CR_Core` makes cores the unit (Slurm's
+    /// select/cons_tres gives a job every thread of each core it takes),
+    /// 1 where each CPU is its own unit (`CR_CPU`, one thread per core).
+    /// A job's CPUs on the node are a multiple of it (`cpus_on_node`).
+    pub threads: u32,
 }
 
 /// What the scheduler needs to know about a partition.
@@ -188,6 +194,18 @@ pub struct JobRequest {
     /// ones whose gres.conf `Cores=` hold as many free CPUs as the job
     /// takes there (`take_gres_bound`).
     pub enforce_binding: bool,
+    /// Threads of each core its tasks may use (`--threads-per-core`,
+    /// `--hint=nomultithread`: 1); None: all of them. Read on nodes that
+    /// allocate whole cores (`NodeView::threads` above 1) only.
+    pub threads_per_core: Option<u32>,
+    /// `--ntasks-per-core`: at most this many tasks on one core (read on
+    /// nodes that allocate whole cores only).
+    pub ntasks_per_core: Option<u32>,
+    /// Some node of the cluster allocates whole cores of several threads
+    /// (`NodeView::threads` above 1): the CPUs the job takes may be more
+    /// than its tasks ask for, so a count of CPUs over the pool is not
+    /// exact for it (`spreads`).
+    pub whole_cores: bool,
 }
 
 /// What one node gives a job.
@@ -422,10 +440,7 @@ fn fit_on_node(
     // The CPUs and memory of `tasks` tasks with `n_gpus` GPUs here, where
     // they fit.
     let share = |tasks: u32, n_gpus: u64| -> Option<(u32, u64)> {
-        let mut cpus = tasks * cpt;
-        if let Some(cpg) = job.cpus_per_gpu {
-            cpus = cpus.max(cpg * n_gpus as u32);
-        }
+        let mut cpus = cpus_on_node(job, node.threads, tasks, n_gpus);
         if exclusive {
             cpus = node.cpus;
         }
@@ -477,7 +492,7 @@ fn fit_on_node(
                     .filter(|w| w.name == "gpu")
                     .map(|w| w.count)
                     .sum();
-                let need = (tasks * cpt).max(job.cpus_per_gpu.unwrap_or(0) * n_gpus as u32);
+                let need = cpus_on_node(job, node.threads, tasks, n_gpus);
                 take_gres_bound(node, &wants, ignore_use, need)
             } else {
                 take_gres(&node.gres, &wants, ignore_use)
@@ -503,6 +518,35 @@ fn fit_on_node(
         tasks -= 1;
     }
     false
+}
+
+/// The CPUs `tasks` tasks of `job` (with `n_gpus` GPUs) take on a node
+/// that allocates `threads` CPUs per core (`NodeView::threads`): their
+/// CPUs per task (or `--cpus-per-gpu` for the GPUs, where more), and on
+/// a node of several threads per core whole cores, as Slurm's
+/// select/cons_tres does under `CR_Core`: `-n1` takes the two CPUs of a
+/// core of two threads, `-n2` the same two; with `--threads-per-core=1`
+/// (`--hint=nomultithread`) each CPU a task asks for is a core of its
+/// own, and `--ntasks-per-core=N` puts at most N tasks on a core.
+pub fn cpus_on_node(job: &JobRequest, threads: u32, tasks: u32, n_gpus: u64) -> u32 {
+    let threads = threads.max(1);
+    let cpt = job.cpus_per_task.max(1);
+    let per_core = job
+        .threads_per_core
+        .map_or(threads, |t| t.clamp(1, threads));
+    let mut cores = if threads > 1 {
+        (tasks * cpt).div_ceil(per_core)
+    } else {
+        tasks * cpt
+    };
+    if let (Some(k), true) = (job.ntasks_per_core, threads > 1) {
+        cores = cores.max(tasks.div_ceil(k.max(1)));
+    }
+    let mut cpus = cores * threads;
+    if let Some(cpg) = job.cpus_per_gpu {
+        cpus = cpus.max((cpg * n_gpus as u32).next_multiple_of(threads));
+    }
+    cpus
 }
 
 /// Tries to place `job` in partition `part_idx` on `nodes`. With `ignore_use`

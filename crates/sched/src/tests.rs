@@ -27,6 +27,7 @@ fn node(name: &str, cpus: u32, mem: u64, gpus: u32) -> NodeView {
         exclusive_in_use: false,
         n_jobs: 0,
         cpu_ids_in_use: Vec::new(),
+        threads: 1,
     }
 }
 
@@ -73,6 +74,9 @@ fn job(id: u32, nodes: u32, tasks: u32) -> JobRequest {
         user: 1000,
         memory_consumable: true,
         enforce_binding: false,
+        threads_per_core: None,
+        ntasks_per_core: None,
+        whole_cores: false,
     }
 }
 
@@ -898,23 +902,38 @@ struct Scenario {
 }
 
 fn scenario() -> impl Strategy<Value = Scenario> {
+    scenario_with(1)
+}
+
+/// `scenario` on nodes of `threads` threads per core that give whole
+/// cores (`NodeView::threads`; CPUs `threads` times as many), some jobs
+/// asking for one task per core (`--threads-per-core=1`).
+fn scenario_with(threads: u32) -> impl Strategy<Value = Scenario> {
     (
         prop::collection::vec((1u32..5, 0u32..3, prop::bool::weighted(0.85)), 1..7),
         prop::collection::vec((1u32..3, 1u32..5, 1i64..200), 0..8),
         prop::collection::vec((1u32..4, 1u32..6, 1u32..120, 0u32..3, 0u64..2), 0..14),
     )
-        .prop_map(|(node_specs, run_specs, job_specs)| {
+        .prop_map(move |(node_specs, run_specs, job_specs)| {
             let mut nodes: Vec<NodeView> = node_specs
                 .iter()
                 .enumerate()
-                .map(|(i, (c, g, _))| node(&format!("n{i}"), *c, 16_000, *g))
+                .map(|(i, (c, g, _))| {
+                    let mut n = node(&format!("n{i}"), *c * threads, 16_000, *g);
+                    n.threads = threads;
+                    n
+                })
                 .collect();
             let parts = [part(nodes.len() as u32)];
             // Running jobs: what a first pass on the empty cluster starts.
             let first: Vec<JobRequest> = run_specs
                 .iter()
                 .enumerate()
-                .map(|(i, (n, t, _))| job(900 + i as u32, *n, (*t).max(*n)))
+                .map(|(i, (n, t, _))| {
+                    let mut j = job(900 + i as u32, *n, (*t).max(*n));
+                    j.whole_cores = threads > 1;
+                    j
+                })
                 .collect();
             let p = plan(&nodes, &parts, &first, 0);
             let mut running = Vec::new();
@@ -953,6 +972,10 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                     j.time_limit = TimeLimit::Minutes(*minutes);
                     j.priority = 100 + prio;
                     j.user = 1000 + (i as u32 % 3);
+                    j.whole_cores = threads > 1;
+                    if threads > 1 && *prio == 2 {
+                        j.threads_per_core = Some(1);
+                    }
                     if *g > 0 {
                         j.gres_per_node = vec![Gres {
                             name: "gpu".into(),
@@ -1446,4 +1469,72 @@ fn auto_plans_over_the_pool_only_where_every_job_spreads() {
     for j in &not {
         assert!(!crate::spreads(j), "{j:?}");
     }
+}
+
+proptest! {
+    /// Nodes of two threads per core under `CR_Core`: every share, now or
+    /// planned, is whole cores (never half of one, so two jobs never
+    /// share a core), holds each task's CPUs (a core per CPU asked with
+    /// `--threads-per-core=1`), and no node gives more cores than it has
+    /// at any moment of the plan.
+    #[test]
+    fn smt_nodes_give_whole_cores_and_no_core_twice(s in scenario_with(2)) {
+        let p = plan_of(&s, Policy::Backfill);
+        let mut all = holds(&s, &p);
+        for (id, pl) in &p.planned {
+            let j = s.jobs.iter().find(|j| j.job_id == *id).expect("job");
+            for na in &pl.alloc.nodes {
+                all.push((na.node.0 as usize, pl.start, pl.start + limit_secs(j.time_limit), na.clone()));
+            }
+        }
+        let starts = p.decisions.iter().filter_map(|(id, d)| match d {
+            Decision::Start(a) => Some((*id, a)),
+            _ => None,
+        });
+        let planned = p.planned.iter().map(|(id, pl)| (*id, &pl.alloc));
+        for (id, a) in starts.chain(planned) {
+            let j = s.jobs.iter().find(|j| j.job_id == id).expect("job");
+            for na in &a.nodes {
+                prop_assert_eq!(na.cpus % 2, 0, "job {} takes half a core", id);
+                let per_task = if j.threads_per_core == Some(1) { 2 } else { 1 };
+                prop_assert!(na.cpus >= na.tasks * j.cpus_per_task * per_task);
+            }
+        }
+        let mut times: Vec<i64> = all.iter().map(|h| h.1).collect();
+        times.sort();
+        times.dedup();
+        for t in times {
+            for (i, n) in s.nodes.iter().enumerate() {
+                let cpus: u32 = all
+                    .iter()
+                    .filter(|h| h.0 == i && h.1 <= t && t < h.2)
+                    .map(|h| h.3.cpus)
+                    .sum();
+                prop_assert!(cpus <= n.cpus, "node {i} at {t}: {cpus} cpus of {}", n.cpus);
+            }
+        }
+    }
+}
+
+/// `cpus_on_node`: whole cores on a node of two threads per core, as
+/// many CPUs as asked on one of one.
+#[test]
+fn cpus_on_node_rounds_to_whole_cores() {
+    let mut j = job(1, 1, 1);
+    assert_eq!(cpus_on_node(&j, 1, 3, 0), 3);
+    assert_eq!(cpus_on_node(&j, 2, 1, 0), 2);
+    assert_eq!(cpus_on_node(&j, 2, 2, 0), 2);
+    assert_eq!(cpus_on_node(&j, 2, 3, 0), 4);
+    j.threads_per_core = Some(1);
+    assert_eq!(cpus_on_node(&j, 2, 2, 0), 4);
+    assert_eq!(cpus_on_node(&j, 1, 2, 0), 2);
+    j.threads_per_core = None;
+    j.ntasks_per_core = Some(1);
+    assert_eq!(cpus_on_node(&j, 2, 2, 0), 4);
+    j.ntasks_per_core = None;
+    j.cpus_per_task = 3;
+    assert_eq!(cpus_on_node(&j, 2, 1, 0), 4);
+    j.cpus_per_task = 1;
+    j.cpus_per_gpu = Some(3);
+    assert_eq!(cpus_on_node(&j, 2, 1, 1), 4);
 }

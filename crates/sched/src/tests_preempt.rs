@@ -28,6 +28,7 @@ fn node(cpus: u32, gpus: u32) -> NodeView {
         exclusive_in_use: false,
         n_jobs: 0,
         cpu_ids_in_use: Vec::new(),
+        threads: 1,
     }
 }
 
@@ -80,6 +81,9 @@ fn req(id: u32, nodes: u32, tasks: u32, gpus: u64) -> JobRequest {
         user: 1000,
         memory_consumable: true,
         enforce_binding: false,
+        threads_per_core: None,
+        ntasks_per_core: None,
+        whole_cores: false,
     }
 }
 

@@ -410,11 +410,19 @@ pub fn apply(
                     .ok_or_else(|| SbatchError::invalid("Invalid --signal specification"))?,
             );
         }
-        // Checked; the allocation is the same (muster counts a thread per
-        // CPU), and sruns bind by their own --hint or SLURM_HINT.
+        // `nomultithread` allocates one task per core where nodes give
+        // whole cores (`SelectTypeParameters=CR_Core`); sruns bind by
+        // their own --hint or SLURM_HINT.
         "hint" => {
             proto::CpuBind::of_hint(&v)
                 .map_err(|_| SbatchError::invalid(&format!("Invalid --hint argument: {v}")))?;
+            d.hint = Some(v);
+        }
+        "threads-per-core" => {
+            d.threads_per_core = Some(positive(&v, "--threads-per-core")?);
+        }
+        "ntasks-per-core" => {
+            d.ntasks_per_core = Some(positive(&v, "--ntasks-per-core")?);
         }
         "test-only" => st.test_only = true,
         "time" => d.time_limit = Some(time_limit(&v, "--time")?),

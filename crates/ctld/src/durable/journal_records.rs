@@ -58,6 +58,9 @@ fn desc() -> proto::JobDesc {
         mail_type: 2,
         mail_user: Some("m@x".into()),
         user_groups: vec!["g".into()],
+        hint: Some("nomultithread".into()),
+        threads_per_core: Some(1),
+        ntasks_per_core: Some(2),
         ..Default::default()
     }
 }
@@ -276,6 +279,7 @@ fn a_journaled_request_is_written_as_the_wire_request_was() {
                 || d.licenses.is_none()
                 || d.mail_type == 0
                 || d.mail_user.is_none()
+                || d.hint.is_none()
             {
                 let bin = rmp_serde::to_vec_named(&mine).unwrap();
                 let json = serde_json::to_string(&mine).unwrap();

@@ -1087,6 +1087,10 @@ pub struct StepRequest<'a> {
     /// request writes it).
     #[serde(default)]
     pub task_epilog: Option<Cow<'a, str>>,
+    /// `--gres-flags` given to srun (absent in records written before
+    /// it; written null when None, as the wire form writes it).
+    #[serde(default)]
+    pub gres_flags: Option<Cow<'a, str>>,
 }
 
 impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
@@ -1128,6 +1132,7 @@ impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
             cpu_bind: text(&s.cpu_bind),
             task_prolog: text(&s.task_prolog),
             task_epilog: text(&s.task_epilog),
+            gres_flags: text(&s.gres_flags),
         }
     }
 }
@@ -1171,6 +1176,7 @@ impl From<StepRequest<'_>> for proto::StepRequest {
             cpu_bind: owned(s.cpu_bind),
             task_prolog: owned(s.task_prolog),
             task_epilog: owned(s.task_epilog),
+            gres_flags: owned(s.gres_flags),
         }
     }
 }

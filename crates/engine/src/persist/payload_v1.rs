@@ -184,6 +184,15 @@ pub struct JobDesc<'a> {
     /// written before it, and where empty).
     #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
     pub user_groups: Cow<'a, [String]>,
+    /// `--hint` (absent in records written before it, and when None).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<Cow<'a, str>>,
+    /// `--threads-per-core` (absent before it, and when None).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads_per_core: Option<u32>,
+    /// `--ntasks-per-core` (absent before it, and when None).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ntasks_per_core: Option<u32>,
 }
 
 /// `Option<String>` borrowed.
@@ -257,6 +266,9 @@ impl<'a> From<&'a proto::JobDesc> for JobDesc<'a> {
             mail_type: (d.mail_type != 0).then_some(d.mail_type),
             mail_user: text(&d.mail_user),
             user_groups: Cow::Borrowed(&d.user_groups),
+            hint: text(&d.hint),
+            threads_per_core: d.threads_per_core,
+            ntasks_per_core: d.ntasks_per_core,
         }
     }
 }
@@ -322,6 +334,9 @@ impl From<JobDesc<'_>> for proto::JobDesc {
             mail_type: d.mail_type.unwrap_or(0),
             mail_user: owned(d.mail_user),
             user_groups: d.user_groups.into_owned(),
+            hint: owned(d.hint),
+            threads_per_core: d.threads_per_core,
+            ntasks_per_core: d.ntasks_per_core,
         }
     }
 }
@@ -593,6 +608,9 @@ impl JobDesc<'_> {
             mail_type: self.mail_type,
             mail_user: self.mail_user.map(own),
             user_groups: own(self.user_groups),
+            hint: self.hint.map(own),
+            threads_per_core: self.threads_per_core,
+            ntasks_per_core: self.ntasks_per_core,
         }
     }
 }

@@ -504,7 +504,12 @@ fn confine_muster_up_as_root_confines_jobs() {
     assert!(!up.stderr.contains("not confined"), "{up}");
     let conf = std::fs::read_to_string(dir.join("slurm.conf")).unwrap_or_default();
     assert!(conf.contains("ProctrackType=proctrack/cgroup"), "{conf}");
-    assert!(dir.join("cgroup.conf").is_file());
+    assert!(
+        conf.contains("TaskPlugin=task/cgroup,task/affinity"),
+        "{conf}"
+    );
+    let cgroup_conf = std::fs::read_to_string(dir.join("cgroup.conf")).unwrap_or_default();
+    assert!(cgroup_conf.contains("ConstrainCores=yes"), "{cgroup_conf}");
     let conf_path = dir.join("slurm.conf").display().to_string();
     let out = muster(
         &["srun", "cat", "/proc/self/cgroup"],
@@ -1726,4 +1731,118 @@ fn confine_gpus_enforce_binding_gives_cpu_ids_near_the_gpu() {
     assert_eq!(c.wait_done(a, secs(30)), "COMPLETED", "{}", c.logs());
     assert_eq!(c.wait_done(b, secs(30)), "COMPLETED", "{}", c.logs());
     assert_no_job_cgroups(&c, "cpuset");
+}
+
+/// Issue 37 item 4 on a node of two threads per core: this host's CPUs 0
+/// and 1 declared as one core's two threads (`Sockets=1 CoresPerSocket=1
+/// ThreadsPerCore=2`). Under `CR_Core` a one-task job takes the whole
+/// core, as Slurm's select/cons_tres does (`NumCPUs=2`, `CPU_IDs=0-1`,
+/// `SLURM_CPUS_ON_NODE=2`, its cpuset and its batch step's binding both
+/// threads), so a second one waits (`Resources`) until the first ends;
+/// under `CR_CPU` the two run at once, a thread each.
+#[test]
+fn confine_cores_a_core_of_two_threads_goes_to_one_job_under_cr_core() {
+    let script = |go: &str| {
+        format!(
+            "grep Cpus_allowed_list /proc/self/status; echo cpus=$SLURM_CPUS_ON_NODE; \
+             while [ ! -e {go} ]; do sleep 0.1; done"
+        )
+    };
+    let smt = "Sockets=1 CoresPerSocket=1 ThreadsPerCore=2 RealMemory=2000";
+    let show = |c: &Cluster, id: u32| -> (String, String) {
+        let out = c.ok("scontrol", &["show", "job", "-d", &id.to_string()]);
+        let word = |key: &str| {
+            out.stdout
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix(key))
+                .unwrap_or_else(|| panic!("no {key} in {out}"))
+                .to_string()
+        };
+        (word("NumCPUs="), word("CPU_IDs="))
+    };
+    let out_of = |c: &Cluster, name: &str| -> (String, String) {
+        c.wait_until(name, secs(10), || {
+            let t = c.read(name);
+            let cpus = t.lines().find_map(|l| l.strip_prefix("cpus="))?.to_string();
+            Some((allowed(&t), cpus))
+        })
+    };
+
+    // CR_Core (the harness's CR_Core_Memory): one job at a time.
+    let c = cores_builder().node_line_override(1, smt).start();
+    let _guard = cores_guard(&c);
+    let a = c.submit(&["-n1", "-o", "a.out", "--wrap", &script("go_a")]);
+    let b = c.submit(&["-n1", "-o", "b.out", "--wrap", &script("go_b")]);
+    c.wait_state(a, "RUNNING", secs(10));
+    let pending = c.wait_until("b to wait for Resources", secs(10), || {
+        let o = c.ok("squeue", &["-h", "-j", &b.to_string(), "-o", "%T %r"]);
+        (o.stdout.trim() == "PENDING Resources").then_some(o.stdout)
+    });
+    assert_eq!(pending.trim(), "PENDING Resources");
+    assert_eq!(show(&c, a), ("2".to_string(), "0-1".to_string()));
+    assert_eq!(out_of(&c, "a.out"), ("0-1".to_string(), "2".to_string()));
+    std::fs::write(c.work().join("go_a"), "").unwrap();
+    assert_eq!(c.wait_done(a, secs(30)), "COMPLETED", "{}", c.logs());
+    c.wait_state(b, "RUNNING", secs(30));
+    assert_eq!(show(&c, b), ("2".to_string(), "0-1".to_string()));
+    assert_eq!(out_of(&c, "b.out"), ("0-1".to_string(), "2".to_string()));
+    std::fs::write(c.work().join("go_b"), "").unwrap();
+    assert_eq!(c.wait_done(b, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_no_job_cgroups(&c, "cpuset");
+    drop(c);
+
+    // CR_CPU: each thread a CPU, the two jobs at once.
+    let c = cores_builder()
+        .node_line_override(1, smt)
+        .conf_extra("SelectTypeParameters=CR_CPU_Memory\n")
+        .start();
+    let _guard = cores_guard(&c);
+    let a = c.submit(&["-n1", "-o", "a.out", "--wrap", &script("go")]);
+    let b = c.submit(&["-n1", "-o", "b.out", "--wrap", &script("go")]);
+    c.wait_state(a, "RUNNING", secs(10));
+    c.wait_state(b, "RUNNING", secs(10));
+    assert_eq!(show(&c, a), ("1".to_string(), "0".to_string()));
+    assert_eq!(show(&c, b), ("1".to_string(), "1".to_string()));
+    assert_eq!(out_of(&c, "a.out"), ("0".to_string(), "1".to_string()));
+    assert_eq!(out_of(&c, "b.out"), ("1".to_string(), "1".to_string()));
+    std::fs::write(c.work().join("go"), "").unwrap();
+    assert_eq!(c.wait_done(a, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_eq!(c.wait_done(b, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_no_job_cgroups(&c, "cpuset");
+}
+
+/// task/affinity without cgroups binds the batch step to the job's CPUs
+/// on its node, as Slurm's does (two one-CPU jobs: CPU 0 and CPU 1); and
+/// `TaskPluginParam=verbose` makes a step's binding verbose by default.
+#[test]
+fn affinity_binds_the_batch_step_to_the_jobs_cpus() {
+    let c = builder()
+        .nodes(1)
+        .conf_extra("TaskPlugin=task/affinity\nTaskPluginParam=Verbose\n")
+        .start();
+    let script = "grep Cpus_allowed_list /proc/self/status; \
+                  while [ ! -e go ]; do sleep 0.1; done";
+    let a = c.submit(&["-n1", "-o", "a.out", "--wrap", script]);
+    let b = c.submit(&["-n1", "-o", "b.out", "--wrap", script]);
+    c.wait_state(a, "RUNNING", secs(10));
+    c.wait_state(b, "RUNNING", secs(10));
+    let lists: Vec<String> = ["a.out", "b.out"]
+        .iter()
+        .map(|name| {
+            c.wait_until(name, secs(10), || {
+                let t = c.read(name);
+                t.contains("Cpus_allowed_list").then(|| allowed(&t))
+            })
+        })
+        .collect();
+    std::fs::write(c.work().join("go"), "").unwrap();
+    assert_eq!(c.wait_done(a, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_eq!(c.wait_done(b, secs(30)), "COMPLETED", "{}", c.logs());
+    assert_eq!(lists, ["0", "1"], "{}", c.logs());
+    let out = c.ok("srun", &["-n1", "true"]);
+    assert!(
+        out.stderr.contains("cpu-bind=MASK - node1, task  0  0 ["),
+        "{out}\n{}",
+        c.logs()
+    );
 }

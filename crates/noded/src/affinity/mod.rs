@@ -16,8 +16,48 @@
 use proto::{mask_hex, CpuBind, CpuBindType};
 
 /// The CPUs this process may run on (its affinity): the host's usable CPUs
-/// for a daemon or supervisor that nothing bound.
+/// for a daemon or supervisor that nothing bound, in the order Slurm
+/// numbers a node's CPUs ([`in_core_order`]): the node's id `i` is the
+/// `i`th of them, so a core's threads (ids `c*T ..`) are one core's here.
 pub fn host_cpus() -> Vec<u32> {
+    in_core_order(affinity_cpus(), |c| {
+        let dir = format!("/sys/devices/system/cpu/cpu{c}/topology");
+        let read = |f: &str| -> Option<u32> {
+            std::fs::read_to_string(format!("{dir}/{f}"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        };
+        Some((
+            read("physical_package_id")?,
+            read("die_id").unwrap_or(0),
+            read("core_id")?,
+        ))
+    })
+}
+
+/// Where a host CPU is: (package, die, core).
+pub type CorePlace = (u32, u32, u32);
+
+/// Orders host CPUs as Slurm numbers a node's CPUs (its abstract ids):
+/// socket by socket, core by core, a core's threads together, by `key`
+/// (package, die, core) and then by number. Where a CPU's place is not
+/// known (`key` None), ascending, as listed.
+pub fn in_core_order(cpus: Vec<u32>, key: impl Fn(u32) -> Option<CorePlace>) -> Vec<u32> {
+    let keyed: Option<Vec<(CorePlace, u32)>> =
+        cpus.iter().map(|c| key(*c).map(|k| (k, *c))).collect();
+    match keyed {
+        Some(mut k) => {
+            k.sort_unstable();
+            k.into_iter().map(|(_, c)| c).collect()
+        }
+        None => cpus,
+    }
+}
+
+/// The CPUs of this process's affinity, ascending.
+fn affinity_cpus() -> Vec<u32> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
     // writes at most its size.
     unsafe {
@@ -80,12 +120,28 @@ pub struct Binding {
 /// each, on the step's CPU ids `step_ids` (the node's) of host CPUs
 /// `host`, by srun's `--cpu-bind` text `asked` (`None`: Slurm's default,
 /// cores where the tasks fit). A text that does not parse binds nothing.
+#[cfg(test)]
 pub fn plan(
     asked: Option<&str>,
     step_ids: &[u32],
     host: &[u32],
     n_local: usize,
     cpus_per_task: u32,
+) -> Binding {
+    plan_smt(asked, step_ids, host, n_local, cpus_per_task, 1)
+}
+
+/// [`plan`] on a node of `threads` threads per core (its ids core by
+/// core: core `c` holds `c*threads ..`): `cores` gives each task whole
+/// cores (as many as its CPUs fill), and so does the default where the
+/// node's tasks fit its cores (else, as Slurm's auto binding, threads).
+pub fn plan_smt(
+    asked: Option<&str>,
+    step_ids: &[u32],
+    host: &[u32],
+    n_local: usize,
+    cpus_per_task: u32,
+    threads: u32,
 ) -> Binding {
     let bind = asked
         .map(|t| CpuBind::parse(t).unwrap_or_default())
@@ -99,8 +155,34 @@ pub fn plan(
         step = (0..host.len() as u32).collect();
     }
     let nth = |k: usize| -> u32 { step[k % step.len().max(1)] };
+    // The step's CPUs core by core, and how many cores a task fills.
+    let t = threads.max(1);
+    let mut cores: Vec<Vec<u32>> = Vec::new();
+    for id in &step {
+        match cores.last_mut() {
+            Some(c) if c[0] / t == id / t => c.push(*id),
+            _ => cores.push(vec![*id]),
+        }
+    }
+    let per_task = (cpt as u32).div_ceil(t).max(1) as usize;
+    let whole_cores = t > 1
+        && match &bind.kind {
+            CpuBindType::Cores => true,
+            CpuBindType::Auto => n_local * per_task <= cores.len(),
+            _ => false,
+        };
     let node_ids: Vec<Option<Vec<u32>>> = if step.is_empty() {
         vec![None; n_local]
+    } else if whole_cores {
+        (0..n_local)
+            .map(|task| {
+                Some(
+                    (0..per_task)
+                        .flat_map(|j| cores[(task * per_task + j) % cores.len()].clone())
+                        .collect(),
+                )
+            })
+            .collect()
     } else {
         match &bind.kind {
             CpuBindType::None => vec![None; n_local],

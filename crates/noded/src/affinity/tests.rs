@@ -104,3 +104,31 @@ fn node_ids_of_each_task_are_kept_beside_the_hosts() {
     let b = plan(Some("none"), &[2, 3], &[0, 1], 2, 1);
     assert_eq!(b.node_tasks, vec![None, None]);
 }
+
+/// A node of two threads per core (ids 0-1 core 0, 2-3 core 1): the
+/// default and `cores` give each task its whole core; more tasks than
+/// cores bind to threads by default.
+#[test]
+fn whole_cores_on_a_node_of_two_threads_per_core() {
+    let b = plan_smt(None, &[0, 1], &[0, 1], 1, 1, 2);
+    assert_eq!(b.tasks, vec![Some(vec![0, 1])]);
+    assert_eq!(env(&b, "SLURM_CPU_BIND"), "quiet,mask_cpu:0x3");
+    let b = plan_smt(Some("cores"), &[0, 1, 2, 3], &[0, 1, 2, 3], 2, 1, 2);
+    assert_eq!(b.tasks, vec![Some(vec![0, 1]), Some(vec![2, 3])]);
+    let b = plan_smt(None, &[0, 1], &[0, 1], 2, 1, 2);
+    assert_eq!(b.tasks, vec![Some(vec![0]), Some(vec![1])]);
+    let b = plan_smt(Some("threads"), &[0, 1, 2, 3], &[0, 1, 2, 3], 2, 1, 2);
+    assert_eq!(b.tasks, vec![Some(vec![0]), Some(vec![1])]);
+}
+
+/// Host CPUs in Slurm's order: a core's threads together, whatever the
+/// kernel's numbering (siblings 0 and 2 here).
+#[test]
+fn host_cpus_come_core_by_core() {
+    let key = |c: u32| Some((0, 0, c % 2));
+    assert_eq!(in_core_order(vec![0, 1, 2, 3], key), vec![0, 2, 1, 3]);
+    assert_eq!(in_core_order(vec![0, 1], |_| None), vec![0, 1]);
+    // Two sockets numbered alternately: socket 0's first.
+    let key = |c: u32| Some((c % 2, 0, c / 2));
+    assert_eq!(in_core_order(vec![0, 1, 2, 3], key), vec![0, 2, 1, 3]);
+}

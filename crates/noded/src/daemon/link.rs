@@ -218,6 +218,10 @@ pub struct NodeLink {
     pub task_affinity: bool,
     /// slurm.conf's TaskProlog and TaskEpilog, for the steps' supervisors.
     pub task_scripts: (Option<String>, Option<String>),
+    /// Threads per core of the node's CPU ids (`NodeSetup::cpu_threads`).
+    pub cpu_threads: u32,
+    /// `TaskPluginParam`'s binding (`NodeSetup::default_cpu_bind`).
+    pub default_cpu_bind: Option<String>,
     /// The daemon's effective uid: only root starts processes for others.
     pub daemon_uid: u32,
     /// Runs `noded --step-tasks`.

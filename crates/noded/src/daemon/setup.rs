@@ -37,6 +37,14 @@ pub struct NodeSetup {
     pub task_affinity: bool,
     /// Prolog, Epilog and the health check (crate::hooks).
     pub hooks: crate::hooks::HookSettings,
+    /// The node's threads per core as its CPU ids count them
+    /// (`ThreadsPerCore` where `CPUs` counts every thread, else 1): task
+    /// binding gives whole cores of that many ids.
+    pub cpu_threads: u32,
+    /// slurm.conf `TaskPluginParam`: the binding of a step that asks for
+    /// none (`--cpu-bind` text: `cores`, `threads`, `sockets`, `none`,
+    /// with `verbose`); None: Slurm's automatic binding.
+    pub default_cpu_bind: Option<String>,
     /// What registration reports (free memory, load and start time are
     /// refreshed on each attempt).
     pub registration: NodeRegistration,
@@ -95,6 +103,55 @@ pub fn host_port(host: &str, port: u16) -> String {
     } else {
         format!("{host}:{port}")
     }
+}
+
+/// The node's threads per core as its CPU ids count them: `ThreadsPerCore`
+/// where `CPUs` is Boards x Sockets x CoresPerSocket x ThreadsPerCore
+/// (Slurm numbers the ids core by core), else 1.
+pub fn cpu_threads(node: &conf::NodeConf) -> u32 {
+    let t = node.threads_per_core.max(1);
+    let all = node
+        .boards
+        .max(1)
+        .saturating_mul(node.sockets.max(1))
+        .saturating_mul(node.cores_per_socket.max(1))
+        .saturating_mul(t);
+    if node.cpus == all {
+        t
+    } else {
+        1
+    }
+}
+
+/// slurm.conf `TaskPluginParam` as the `--cpu-bind` text of a step that
+/// gives none: `Cores`, `Threads`, `Sockets` or `None` (the default
+/// binding type), `Autobind=cores|threads|sockets` (the same where no
+/// type is given) and `Verbose`; with the words it does not act on
+/// (`SlurmdOffSpec`, `OMPThreads`, ...), for the daemon to say so.
+pub fn task_plugin_param(value: Option<&str>) -> (Option<String>, Vec<String>) {
+    let mut kind = None;
+    let mut auto = None;
+    let mut verbose = false;
+    let mut not_read = Vec::new();
+    for word in value.unwrap_or_default().split(',') {
+        let w = word.trim().to_ascii_lowercase();
+        match w.as_str() {
+            "" => {}
+            "cores" | "threads" | "sockets" | "none" => kind = Some(w),
+            "autobind=cores" | "autobind=threads" | "autobind=sockets" => {
+                auto = Some(w["autobind=".len()..].to_string());
+            }
+            "verbose" => verbose = true,
+            _ => not_read.push(word.trim().to_string()),
+        }
+    }
+    let bind = match (kind.or(auto), verbose) {
+        (None, false) => None,
+        (None, true) => Some("verbose".to_string()),
+        (Some(k), false) => Some(k),
+        (Some(k), true) => Some(format!("verbose,{k}")),
+    };
+    (bind, not_read)
 }
 
 /// True when `SlurmdParameters` has `config_overrides`: report the
@@ -292,12 +349,21 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         .split(',')
         .any(|p| p.trim() == "task/affinity" || p.trim() == "affinity");
     let hooks = crate::hooks::HookSettings::from_config(&config);
+    let (default_cpu_bind, not_read) =
+        task_plugin_param(config.other.get("taskpluginparam").map(|(_, v)| v.as_str()));
+    for word in not_read {
+        eprintln!(
+            "noded: TaskPluginParam={word} is not acted on here; tasks are bound as without it"
+        );
+    }
     Ok(NodeSetup {
         hooks,
         gather,
         gpus,
         cgroup,
         task_affinity,
+        cpu_threads: cpu_threads(node),
+        default_cpu_bind,
         auth: Arc::new(auth),
         identity: own_identity(&node_name),
         spool_dir,

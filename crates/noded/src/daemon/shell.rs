@@ -174,6 +174,8 @@ pub async fn run(mut opts: NodedOptions) -> anyhow::Result<()> {
             setup.hooks.task_prolog.clone(),
             setup.hooks.task_epilog.clone(),
         ),
+        cpu_threads: setup.cpu_threads,
+        default_cpu_bind: setup.default_cpu_bind.clone(),
         cgroup: setup.cgroup.clone(),
         daemon_uid,
         stepd_program: stepd_program.clone(),
@@ -1085,6 +1087,7 @@ async fn start_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeResponse
         gather: &daemon.setup.gather,
         gpu_env: daemon.setup.gpus.env,
         cgroup: daemon.setup.cgroup.as_ref(),
+        task_affinity: daemon.setup.task_affinity,
         slots: &daemon.slots,
         task_scripts: (
             daemon.setup.hooks.task_prolog.as_deref(),

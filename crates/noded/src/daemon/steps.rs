@@ -136,6 +136,8 @@ pub async fn launch(
         task_affinity: node.task_affinity,
         task_prolog: node.task_scripts.0.clone(),
         task_epilog: node.task_scripts.1.clone(),
+        cpu_threads: node.cpu_threads,
+        default_cpu_bind: node.default_cpu_bind.clone(),
     };
     let Ok(mut line) = serde_json::to_vec(&spec) else {
         return NodeResponse::Failed("cannot encode the step".into());

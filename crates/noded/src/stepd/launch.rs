@@ -58,6 +58,9 @@ pub struct LaunchContext<'a> {
     pub gpu_env: crate::gpus::GpuEnvVars,
     /// Where the job's cgroups are, when jobs are confined.
     pub cgroup: Option<&'a crate::cgroup::CgroupSettings>,
+    /// slurm.conf `TaskPlugin` has `task/affinity`: the script is bound
+    /// to the job's CPUs on the node.
+    pub task_affinity: bool,
     /// The spool's emptied job directories, used again.
     pub slots: &'a Slots,
     /// slurm.conf's TaskProlog and TaskEpilog, for the batch step.
@@ -92,6 +95,10 @@ pub struct StepdSpec {
     /// slurm.conf `TaskEpilog`, run as the user after it.
     #[serde(default)]
     pub task_epilog: Option<String>,
+    /// task/affinity: the script is bound (`sched_setaffinity`) to the
+    /// job's CPUs here, as Slurm binds the batch step.
+    #[serde(default)]
+    pub task_affinity: bool,
 }
 
 /// A `StepdSpec` as the daemon writes it, borrowing the launch instead of
@@ -107,6 +114,7 @@ struct StepdSpecRef<'a> {
     cgroup: Option<&'a crate::cgroup::CgroupSettings>,
     task_prolog: Option<&'a str>,
     task_epilog: Option<&'a str>,
+    task_affinity: bool,
 }
 
 /// The supervisor's one line on its stdout.
@@ -436,6 +444,7 @@ pub async fn start_supervisor(
         cgroup: ctx.cgroup,
         task_prolog: ctx.task_scripts.0,
         task_epilog: ctx.task_scripts.1,
+        task_affinity: ctx.task_affinity,
     };
     let spec = serde_json::to_vec(&spec).map_err(|e| format!("cannot encode the launch: {e}"))?;
     if let Some(sock) = zygote {
@@ -640,8 +649,14 @@ pub fn spawn_script(
         append: launch.open_append,
     };
     let report_fd = report_tx.as_raw_fd();
+    // task/affinity: the batch step on the job's CPUs here.
+    let mask = (spec.task_affinity && !launch.cpu_ids.is_empty()).then(|| {
+        let host = crate::affinity::host_cpus();
+        crate::affinity::CpuMask::new(&crate::affinity::to_host(&launch.cpu_ids, &host))
+    });
     // SAFETY: the child makes only async-signal-safe system calls on memory
-    // prepared before fork (`TaskCgroup::join_self`, `ChildSetup::apply`)
+    // prepared before fork (`TaskCgroup::join_self`, `CpuMask::apply`,
+    // `ChildSetup::apply`)
     // and execs or exits. The cgroup is joined first, while it is root.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
@@ -653,6 +668,9 @@ pub fn spawn_script(
             libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
             if let Some(cg) = cgroup {
                 cg.join_self();
+            }
+            if let Some(m) = &mask {
+                m.apply();
             }
             let (step, err) = setup.apply();
             let mut report = [0u8; 5];

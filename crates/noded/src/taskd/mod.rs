@@ -76,6 +76,12 @@ pub struct TaskdSpec {
     /// slurm.conf `TaskEpilog`, run as the user after each task.
     #[serde(default)]
     pub task_epilog: Option<String>,
+    /// Threads per core of the node's CPU ids (0 read as 1).
+    #[serde(default)]
+    pub cpu_threads: u32,
+    /// slurm.conf `TaskPluginParam`'s binding for a step that asks none.
+    #[serde(default)]
+    pub default_cpu_bind: Option<String>,
 }
 
 /// The daemon's later stdin lines.
@@ -283,13 +289,21 @@ pub fn expand_task_path(pattern: &str, l: &StepLaunch, node: &str, task: u32) ->
 }
 
 /// The GPUs of the `local`th task here (`--gpus-per-task`, `--gpu-bind`).
+/// `closest` compares the task's cores with gres.conf `Cores=` (core
+/// ids: the node's CPU id over its threads per core).
 fn own_gpus(spec: &TaskdSpec, step: &StepSetup, local: usize) -> Vec<u32> {
+    let t = spec.cpu_threads.max(1);
+    let cores = task_cpus(spec, step, local).map(|ids| {
+        let mut c: Vec<u32> = ids.iter().map(|id| id / t).collect();
+        c.dedup();
+        c
+    });
     crate::gpus::task_gpus(
         &spec.launch.gpus,
         &spec.launch.gpu_bind,
         local as u32,
         &spec.gpus,
-        task_cpus(spec, step, local).as_deref(),
+        cores.as_deref(),
     )
 }
 
@@ -732,12 +746,13 @@ impl StepSetup {
                 .find(|(k, _)| k == "SLURM_CPUS_PER_TASK")
                 .and_then(|(_, v)| v.parse().ok())
                 .unwrap_or(1);
-            let binding = crate::affinity::plan(
-                l.cpu_bind.as_deref(),
+            let binding = crate::affinity::plan_smt(
+                l.cpu_bind.as_deref().or(spec.default_cpu_bind.as_deref()),
                 &l.cpu_ids,
                 &host,
                 mine.len(),
                 cpus_per_task,
+                spec.cpu_threads,
             );
             (binding, host)
         });

@@ -108,6 +108,7 @@ impl SpreadIds {
 #[derive(Clone, Debug, PartialEq)]
 struct NodeKey {
     cpus: u32,
+    threads: u32,
     real_memory: u64,
     weight: u32,
     available: bool,
@@ -117,6 +118,7 @@ struct NodeKey {
 
 fn node_key_matches(k: &NodeKey, n: &NodeView) -> bool {
     k.cpus == n.cpus
+        && k.threads == n.threads
         && k.real_memory == n.real_memory
         && k.weight == n.weight
         && k.available == n.available
@@ -295,6 +297,7 @@ impl PassCache {
                 .iter()
                 .map(|n| NodeKey {
                     cpus: n.cpus,
+                    threads: n.threads,
                     real_memory: n.real_memory,
                     weight: n.weight,
                     available: n.available,

@@ -84,7 +84,9 @@ pub(super) fn shape_key(job: &JobRequest) -> ShapeKey {
         && job.mem_per_gpu.is_none()
         && job.required_nodes.is_empty()
         && job.excluded_nodes.is_empty()
-        && job.constraint.is_none();
+        && job.constraint.is_none()
+        && job.threads_per_core.is_none()
+        && job.ntasks_per_core.is_none();
     if plain {
         return ShapeKey::Plain {
             partitions: parts_key(&job.partitions),

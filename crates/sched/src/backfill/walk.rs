@@ -57,7 +57,8 @@ pub fn plan_with_changes(
 /// task, no node counts or tasks per node, no whole nodes, no memory that
 /// a node could run out of (memory not a consumable resource, and no more
 /// asked than any node has), no GRES, no node list, exclusion, feature
-/// constraint or `--time-min`.
+/// constraint or `--time-min`, and no node that gives whole cores of
+/// several threads (a task there takes more than one CPU).
 pub fn spreads(job: &JobRequest) -> bool {
     !job.memory_consumable
         && matches!(job.mem_per_node, None | Some(0))
@@ -76,6 +77,7 @@ pub fn spreads(job: &JobRequest) -> bool {
         && job.excluded_nodes.is_empty()
         && job.constraint.is_none()
         && job.time_min.is_none()
+        && !job.whole_cores
 }
 
 /// Whether a pass over `view` plans over the pool exactly what planning

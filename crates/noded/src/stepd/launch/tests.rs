@@ -89,6 +89,7 @@ fn borrowed_spec_is_the_specs_json() {
         cgroup: None,
         task_prolog: None,
         task_epilog: None,
+        task_affinity: true,
     };
     let borrowed = StepdSpecRef {
         launch: &launch,
@@ -100,6 +101,7 @@ fn borrowed_spec_is_the_specs_json() {
         cgroup: None,
         task_prolog: None,
         task_epilog: None,
+        task_affinity: true,
     };
     assert_eq!(
         serde_json::to_string(&borrowed).unwrap(),

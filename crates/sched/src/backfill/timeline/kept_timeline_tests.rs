@@ -20,6 +20,7 @@ fn plain_node() -> NodeView {
         exclusive_in_use: false,
         n_jobs: 0,
         cpu_ids_in_use: Vec::new(),
+        threads: 1,
     }
 }
 
@@ -186,6 +187,9 @@ fn plain_job(id: u32, tasks: u32, minutes: u32) -> JobRequest {
         user: 1,
         memory_consumable: false,
         enforce_binding: false,
+        threads_per_core: None,
+        ntasks_per_core: None,
+        whole_cores: false,
     }
 }
 
@@ -243,6 +247,7 @@ proptest! {
                     alloc_cpus: used,
                     n_jobs: u32::from(used > 0),
                     cpu_ids_in_use: Vec::new(),
+                    threads: 1,
                     available: up,
                     ..plain_node()
                 })

@@ -230,6 +230,7 @@ fn same_node(b: &NodeView, n: &NodeView) -> bool {
         && b.gres == n.gres
         && b.features == n.features
         && b.cpu_ids_in_use == n.cpu_ids_in_use
+        && b.threads == n.threads
 }
 
 /// Copies what is in use (not the configuration) from `from` to `to`.
