@@ -186,7 +186,7 @@ pub const SRUN: &[(&str, Disposition)] = &[
         R("SLURM_NNODES and SLURM_NTASKS are always set from the step"),
     ),
     ("prolog", R("srun runs no prolog")),
-    ("pty", R("tasks get no pseudo-terminal")),
+    ("pty", I),
     ("quit-on-interrupt", R("one Ctrl-C does not end the step")),
     ("relative", R("steps are not placed relative to a node")),
     (

@@ -13,6 +13,8 @@
 //! srun's exit status is the highest exit code of its tasks, or 128 plus
 //! the signal that killed one.
 
+mod pty;
+
 use crate::alloc;
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
 use model::{ExitCode, JobId};
@@ -184,6 +186,8 @@ struct Opts {
     hint: Option<String>,
     /// `--ntasks-per-gpu`.
     ntasks_per_gpu: Option<u32>,
+    /// `--pty`: task 0 on a pseudo-terminal.
+    pty: bool,
     argv: Vec<String>,
 }
 
@@ -271,6 +275,7 @@ pub fn main(args: Vec<String>) -> i32 {
                         return 0;
                     }
                     "label" => o.label = true,
+                    "pty" => o.pty = true,
                     "unbuffered" => o.unbuffered = true,
                     "kill-on-bad-exit" => o.kill_on_bad_exit = val != "0",
                     "wait" => match val.parse() {
@@ -372,6 +377,13 @@ pub fn main(args: Vec<String>) -> i32 {
     if o.argv.is_empty() {
         say!("srun: fatal: No command given to execute.");
         return 1;
+    }
+    if o.pty {
+        // srun(1) --pty: task 0 alone reads srun's stdin, and its output
+        // is passed on as it comes (no labels: a terminal's bytes).
+        o.stdin = StdinMode::Task0;
+        o.unbuffered = true;
+        o.label = false;
     }
     let cwd = std::env::current_dir()
         .map(|p| p.to_string_lossy().into_owned())
@@ -562,6 +574,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     .filter(|v| proto::GpuBind::parse(v).is_ok())
             }),
             cpu_bind: cpu_bind_request(o.cpu_bind.clone(), o.hint.as_deref()),
+            pty: o.pty.then(|| pty::window_size().unwrap_or((0, 0))),
             ..StepRequest::default()
         },
     );
@@ -769,9 +782,12 @@ fn send(stream: &mut TcpStream, msg: SrunToStepd) -> bool {
     client::stepio::send(stream, msg).is_ok()
 }
 
-fn block_signals() -> nix::sys::signal::SigSet {
+fn block_signals(pty: bool) -> nix::sys::signal::SigSet {
     use nix::sys::signal::{SigSet, Signal};
     let mut set = SigSet::empty();
+    if pty {
+        set.add(Signal::SIGWINCH);
+    }
     for s in [
         Signal::SIGINT,
         Signal::SIGTERM,
@@ -798,9 +814,10 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let rx = spawn_event_threads(listener, req.token.clone(), &o.stdin);
+    let rx = spawn_event_threads(listener, req.token.clone(), &o.stdin, o.pty);
     let sink = open_sink(client, o, &req, &created);
     let mut run = StepRun::new(o, &created, req.job_id, sink, client.config().kill_wait);
+    let raw = o.pty.then(pty::RawMode::enter).flatten();
     while run.done_nodes.len() < run.n_nodes {
         let ev = match rx.recv_timeout(run.timeout()) {
             Ok(ev) => ev,
@@ -812,6 +829,7 @@ fn run_step(client: &client::Client, o: &Opts, mut req: StepRequest) -> i32 {
         };
         run.on_event(ev);
     }
+    drop(raw);
     run.finish()
 }
 
@@ -878,8 +896,9 @@ fn spawn_event_threads(
     listener: TcpListener,
     token: String,
     stdin: &StdinMode,
+    pty: bool,
 ) -> mpsc::Receiver<Event> {
-    let sigset = block_signals();
+    let sigset = block_signals(pty);
     let (tx, rx) = mpsc::channel::<Event>();
     // Signals.
     {
@@ -1116,6 +1135,16 @@ impl<'a> StepRun<'a> {
             Event::Msg(i, msg) => self.on_msg(i, msg),
             Event::Gone(i) => self.on_gone(i),
             Event::Signal(sig) if sig == libc::SIGINT => self.on_interrupt(),
+            Event::Signal(sig) if sig == libc::SIGWINCH => {
+                // --pty: task 0's terminal takes srun's new size.
+                if let (Some((rows, cols)), Some(n)) =
+                    (pty::window_size(), node_of(&self.created.tasks, 0))
+                {
+                    if let Some(w) = self.writers.get_mut(&n) {
+                        send(w, SrunToStepd::WindowSize(rows, cols));
+                    }
+                }
+            }
             Event::Signal(sig) => {
                 self.forwarded.push(sig);
                 broadcast(&mut self.writers, SrunToStepd::Signal(sig));

@@ -530,6 +530,8 @@ impl Engine {
                 mpi: req.mpi.clone(),
                 acctg_freq: req.acctg_freq.clone(),
                 gpu_bind: gpu_bind.clone(),
+                pty: req.pty,
+                multi_prog: req.multi_prog.clone(),
             };
             self.outbox.push(Command::LaunchStep {
                 node: n.conf.name.clone(),

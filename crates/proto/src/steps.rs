@@ -160,6 +160,14 @@ pub struct StepRequest {
     /// `--cpu-bind`, as written (checked by srun with `CpuBind::parse`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_bind: Option<String>,
+    /// `--pty`: task 0 runs on a pseudo-terminal of this size (rows,
+    /// columns; 0 when srun's stdin is no terminal).
+    #[serde(default)]
+    pub pty: Option<(u16, u16)>,
+    /// `--multi-prog`: the configuration file's text (`multi_prog`); each
+    /// task runs the program its line names, `argv` being the file name.
+    #[serde(default)]
+    pub multi_prog: Option<String>,
 }
 
 /// The controller's answer to [`StepRequest`]: the step's id and layout.
@@ -245,6 +253,12 @@ pub struct StepLaunch {
     /// request's `--gpu-bind`, `--gpus-per-task` and `--ntasks-per-gpu`.
     #[serde(default)]
     pub gpu_bind: crate::GpuBind,
+    /// `srun --pty`: task 0's pseudo-terminal size (rows, columns).
+    #[serde(default)]
+    pub pty: Option<(u16, u16)>,
+    /// `srun --multi-prog`: the configuration file's text.
+    #[serde(default)]
+    pub multi_prog: Option<String>,
 }
 
 impl StepLaunch {
@@ -337,6 +351,8 @@ pub enum SrunToStepd {
         /// Every key-value pair put since the previous fence, on all nodes.
         kvs: Vec<(String, String)>,
     },
+    /// `srun --pty`: srun's terminal changed size (rows, columns).
+    WindowSize(u16, u16),
 }
 
 /// `AllocationInfo`'s answer: a job's state and, once it runs, the

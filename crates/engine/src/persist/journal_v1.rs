@@ -958,6 +958,12 @@ pub struct StepRequest<'a> {
     /// `--cpu-bind`, as written (absent before task/affinity).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_bind: Option<Cow<'a, str>>,
+    /// `--pty`: task 0's terminal size (absent before srun --pty).
+    #[serde(default)]
+    pub pty: Option<(u16, u16)>,
+    /// `--multi-prog`: the configuration file's text.
+    #[serde(default)]
+    pub multi_prog: Option<Cow<'a, str>>,
 }
 
 impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
@@ -997,6 +1003,8 @@ impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
             ntasks_per_gpu: s.ntasks_per_gpu,
             gpu_bind: text(&s.gpu_bind),
             cpu_bind: text(&s.cpu_bind),
+            pty: s.pty,
+            multi_prog: text(&s.multi_prog),
         }
     }
 }
@@ -1038,6 +1046,8 @@ impl From<StepRequest<'_>> for proto::StepRequest {
             ntasks_per_gpu: s.ntasks_per_gpu,
             gpu_bind: owned(s.gpu_bind),
             cpu_bind: owned(s.cpu_bind),
+            pty: s.pty,
+            multi_prog: owned(s.multi_prog),
         }
     }
 }

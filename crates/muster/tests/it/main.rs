@@ -21,6 +21,7 @@ mod errors;
 mod gpus;
 mod hostile;
 mod hosts;
+mod interactive;
 mod jobs;
 mod licenses;
 mod local;

@@ -29,6 +29,8 @@ fn launch(tasks: Vec<Vec<u32>>, node_index: u32) -> StepLaunch {
         mpi: "pmix".into(),
         acctg_freq: None,
         gpu_bind: proto::GpuBind::None,
+        pty: None,
+        multi_prog: None,
     }
 }
 
