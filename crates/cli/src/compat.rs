@@ -176,7 +176,7 @@ pub const SRUN: &[(&str, Disposition)] = &[
     ("kill-on-bad-exit", I),
     ("label", I),
     ("mpi", I),
-    ("multi-prog", R("every task runs the same program")),
+    ("multi-prog", I),
     ("no-allocate", R("steps always run in an allocation")),
     ("ntasks-per-gpu", I),
     ("overcommit", I),

@@ -188,6 +188,8 @@ struct Opts {
     ntasks_per_gpu: Option<u32>,
     /// `--pty`: task 0 on a pseudo-terminal.
     pty: bool,
+    /// `--multi-prog`: the command is a configuration file.
+    multi_prog: bool,
     argv: Vec<String>,
 }
 
@@ -276,6 +278,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     }
                     "label" => o.label = true,
                     "pty" => o.pty = true,
+                    "multi-prog" => o.multi_prog = true,
                     "unbuffered" => o.unbuffered = true,
                     "kill-on-bad-exit" => o.kill_on_bad_exit = val != "0",
                     "wait" => match val.parse() {
@@ -378,6 +381,17 @@ pub fn main(args: Vec<String>) -> i32 {
         say!("srun: fatal: No command given to execute.");
         return 1;
     }
+    let multi_prog = if o.multi_prog {
+        match read_multi_prog(&o.argv[0]) {
+            Ok(text) => Some(text),
+            Err(lines) => {
+                eprint_lines(&lines);
+                return 1;
+            }
+        }
+    } else {
+        None
+    };
     if o.pty {
         // srun(1) --pty: task 0 alone reads srun's stdin, and its output
         // is passed on as it comes (no labels: a terminal's bytes).
@@ -575,6 +589,7 @@ pub fn main(args: Vec<String>) -> i32 {
             }),
             cpu_bind: cpu_bind_request(o.cpu_bind.clone(), o.hint.as_deref()),
             pty: o.pty.then(|| pty::window_size().unwrap_or((0, 0))),
+            multi_prog,
             ..StepRequest::default()
         },
     );
@@ -589,6 +604,20 @@ pub fn main(args: Vec<String>) -> i32 {
         alloc::release(&client, job_id, exit);
     }
     code
+}
+
+/// `--multi-prog FILE`: the file's text once it parses, else srun's error
+/// lines.
+fn read_multi_prog(path: &str) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|_| format!("srun: error: Unable to open configuration file {path}\n"))?;
+    match proto::multi_prog::parse(&text) {
+        Ok(_) => Ok(text),
+        Err((line, what)) => Err(format!(
+            "srun: error: Line {line} of configuration file {path} invalid: {what}\n\
+             srun: error: Configuration file {path} invalid\n"
+        )),
+    }
 }
 
 /// The address this host reaches the controller from: the one the step's

@@ -45,6 +45,7 @@ use serde::{Deserialize, Serialize};
 
 mod cancel;
 mod cpu_bind;
+pub mod multi_prog;
 mod gpus;
 mod row_source;
 mod rows;

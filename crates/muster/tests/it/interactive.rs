@@ -209,7 +209,7 @@ fn issue_39_srun_pty_inside_salloc_passes_ctrl_c_to_the_shell() {
         &["-N1", "srun", "--pty", "bash", "--norc", "--noprofile"],
     );
     t.master
-        .write_all(b"echo job=$SLURM_JOB_ID; sleep 100\n")
+        .write_all(b"echo job=$SLURM_JOB_ID\n")
         .expect("type");
     assert!(
         screen.until(|s| s
@@ -220,8 +220,18 @@ fn issue_39_srun_pty_inside_salloc_passes_ctrl_c_to_the_shell() {
         screen.text,
         c.logs()
     );
-    // Ctrl-C, as a terminal in raw mode sends it: the shell's terminal
-    // interrupts the sleep (or the line); srun and the shell go on.
+    // Ctrl-C, as a terminal in raw mode sends it, once the command runs
+    // in the foreground: it interrupts the command (and, as bash does, the
+    // rest of its line), not srun: the shell takes the next line.
+    t.master
+        .write_all(b"sh -c 'echo rea\"\"dy; exec sleep 100'; echo after=$?\n")
+        .expect("type");
+    assert!(
+        screen.until(|s| s.contains("ready")),
+        "{}\n{}",
+        screen.text,
+        c.logs()
+    );
     t.master.write_all(b"\x03").expect("type");
     t.master
         .write_all(b"echo alive=$((6*7))\n")
@@ -235,4 +245,51 @@ fn issue_39_srun_pty_inside_salloc_passes_ctrl_c_to_the_shell() {
     t.master.write_all(b"exit 0\n").expect("type");
     let status = child.wait().expect("salloc ends");
     assert_eq!(status.code(), Some(0), "{}\n{}", screen.text, c.logs());
+}
+
+/// `srun -n4 --multi-prog FILE`: each task runs its line's program, `%t`
+/// its rank and `%o` its offset within the line's ranks; a task no line
+/// names fails with srun(1)'s message; a bad file is refused before any
+/// step.
+#[test]
+fn issue_39_srun_multi_prog_runs_each_tasks_line() {
+    let c = cluster(2);
+    c.write(
+        "mp.conf",
+        "# Slurm's multi-prog format\n\
+         0      echo  first %t\n\
+         1-2    echo  'range %o of' %t\n\
+         *      printenv SLURMD_NODENAME  # the rest\n",
+    );
+    let out = c.run("srun", &["-N2", "-n4", "-l", "--multi-prog", "mp.conf"]);
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    let mut lines: Vec<&str> = out.stdout.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        ["0: first 0", "1: range 0 of 1", "2: range 1 of 2", "3: node2"],
+        "{out}"
+    );
+    c.write("some.conf", "0-1 true\n");
+    let out = c.run("srun", &["-n3", "-l", "--multi-prog", "some.conf"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(
+        out.stderr
+            .contains("2: No executable program specified for this task"),
+        "{out}"
+    );
+    c.write("bad.conf", "0 true\n3-1 true\n");
+    let out = c.run("srun", &["-n2", "--multi-prog", "bad.conf"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert!(
+        out.stderr.ends_with("srun: error: Configuration file bad.conf invalid\n"),
+        "{out}"
+    );
+    assert!(out.stderr.contains("Line 2 "), "{out}");
+    let out = c.run("srun", &["-n2", "--multi-prog", "missing.conf"]);
+    assert_eq!(
+        out.stderr,
+        "srun: error: Unable to open configuration file missing.conf\n",
+        "{out}"
+    );
 }

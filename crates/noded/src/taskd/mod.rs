@@ -909,10 +909,23 @@ fn start_task(
         None => None,
     };
     let env = task_env(spec, step, task, local, keep_fd, pmix_env);
-    let Some(program) = l.argv.first() else {
+    // `srun --multi-prog`: the task's own line of the file.
+    let argv = match &l.multi_prog {
+        Some(text) => proto::multi_prog::parse(text)
+            .ok()
+            .and_then(|lines| proto::multi_prog::task_argv(&lines, task)),
+        None => Some(l.argv.clone()),
+    };
+    let Some(argv) = argv.filter(|a| !a.is_empty()) else {
+        to.send(StepdToSrun::Output {
+            task,
+            stderr: true,
+            data: b"No executable program specified for this task\n".to_vec(),
+        });
         started.failed_exits.push((task, 1 << 8));
         return;
     };
+    let program = &argv[0];
     let mut setup = TaskSetup {
         switch: step.switch.clone(),
         work_dir: CString::new(step.work_dir.as_str()).unwrap_or_else(|_| c"/tmp".into()),
@@ -920,10 +933,10 @@ fn start_task(
         stdin_file: stdio.stdin_file,
         keep_fd,
         ctty: term.is_some(),
-        image: ExecImage::new(program, &l.argv[1..], &env),
+        image: ExecImage::new(program, &argv[1..], &env),
     };
     let mut cmd = std::process::Command::new(program);
-    cmd.args(&l.argv[1..])
+    cmd.args(&argv[1..])
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(stdio.stdin)
