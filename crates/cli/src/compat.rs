@@ -163,8 +163,8 @@ pub const SBATCH: &[(&str, Disposition)] = &[
 
 /// srun's own options and where srun's answer differs from sbatch's.
 pub const SRUN: &[(&str, Disposition)] = &[
-    ("bcast", R("files are not broadcast to the nodes")),
-    ("compress", W("files are not broadcast to the nodes")),
+    ("bcast", I),
+    ("compress", W("--bcast copies are sent uncompressed")),
     ("cpu-bind", I),
     ("cpu_bind", I),
     ("distribution", I),

@@ -190,6 +190,8 @@ struct Opts {
     pty: bool,
     /// `--multi-prog`: the command is a configuration file.
     multi_prog: bool,
+    /// `--bcast[=DEST]`: the program is copied to DEST on every node first.
+    bcast: Option<String>,
     argv: Vec<String>,
 }
 
@@ -279,6 +281,7 @@ pub fn main(args: Vec<String>) -> i32 {
                     "label" => o.label = true,
                     "pty" => o.pty = true,
                     "multi-prog" => o.multi_prog = true,
+                    "bcast" => o.bcast = Some(val),
                     "unbuffered" => o.unbuffered = true,
                     "kill-on-bad-exit" => o.kill_on_bad_exit = val != "0",
                     "wait" => match val.parse() {
@@ -392,6 +395,15 @@ pub fn main(args: Vec<String>) -> i32 {
     } else {
         None
     };
+    if let Some(dest) = &o.bcast {
+        if dest.is_empty() || dest.ends_with('/') {
+            say!(
+                "srun: error: --bcast needs a destination file here (--bcast=PATH): \
+                 slurm_bcast_JOB.STEP_NODE names are not made"
+            );
+            return 1;
+        }
+    }
     if o.pty {
         // srun(1) --pty: task 0 alone reads srun's stdin, and its output
         // is passed on as it comes (no labels: a terminal's bytes).
@@ -535,6 +547,29 @@ pub fn main(args: Vec<String>) -> i32 {
             }
         }
     }
+    // --bcast: the program goes to every node first, then runs from there.
+    let mut argv = o.argv.clone();
+    if let Some(dest) = &o.bcast {
+        let source = find_program(&argv[0], &cwd);
+        let code = crate::sbcast::copy(
+            "srun",
+            &crate::sbcast::Copy {
+                job_id: job_id.0,
+                source: &source,
+                dest,
+                force: true,
+                preserve: false,
+                mode: true,
+            },
+        );
+        if code != 0 {
+            if standalone {
+                alloc::release(&client, job_id, ExitCode { code, signal: 0 });
+            }
+            return code;
+        }
+        argv[0] = dest.clone();
+    }
     let step_env = match o.export.as_deref() {
         None => env.clone(),
         Some(spec) => crate::sbatch::export::resolve(Some(spec), &env, None),
@@ -545,7 +580,7 @@ pub fn main(args: Vec<String>) -> i32 {
         StepRequest {
             job_id,
             name,
-            argv: o.argv.clone(),
+            argv,
             ntasks,
             min_nodes: st.desc.min_nodes,
             max_nodes: st.desc.max_nodes,
@@ -604,6 +639,23 @@ pub fn main(args: Vec<String>) -> i32 {
         alloc::release(&client, job_id, exit);
     }
     code
+}
+
+/// `--bcast`'s source: the program as named, or found on srun's PATH.
+fn find_program(name: &str, cwd: &str) -> String {
+    if name.contains('/') {
+        return if name.starts_with('/') {
+            name.to_string()
+        } else {
+            format!("{}/{name}", cwd.trim_end_matches('/'))
+        };
+    }
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|d| format!("{}/{name}", d.trim_end_matches('/')))
+        .find(|p| std::path::Path::new(p).is_file())
+        .unwrap_or_else(|| name.to_string())
 }
 
 /// `--multi-prog FILE`: the file's text once it parses, else srun's error

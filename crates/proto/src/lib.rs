@@ -45,8 +45,8 @@ use serde::{Deserialize, Serialize};
 
 mod cancel;
 mod cpu_bind;
-pub mod multi_prog;
 mod gpus;
+pub mod multi_prog;
 mod row_source;
 mod rows;
 mod steps;

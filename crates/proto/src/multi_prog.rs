@@ -32,7 +32,11 @@ pub fn parse(text: &str) -> Result<Vec<Line>, (usize, String)> {
         let ranks = if ranks == "*" {
             None
         } else {
-            Some(parse_ranks(ranks).ok_or_else(|| format!("invalid task ranks {ranks}")).map_err(|e| (n, e))?)
+            Some(
+                parse_ranks(ranks)
+                    .ok_or_else(|| format!("invalid task ranks {ranks}"))
+                    .map_err(|e| (n, e))?,
+            )
         };
         lines.push(Line {
             ranks,
@@ -144,7 +148,8 @@ mod tests {
 
     #[test]
     fn ranks_ranges_star_and_substitutions() {
-        let text = "# a comment\n\n0 echo first %t\n1-2,4 printf '%o of %t\\n'\n* hostname # rest\n";
+        let text =
+            "# a comment\n\n0 echo first %t\n1-2,4 printf '%o of %t\\n'\n* hostname # rest\n";
         let lines = parse(text).expect("a valid file");
         assert_eq!(lines.len(), 3);
         assert_eq!(task_argv(&lines, 0).unwrap(), ["echo", "first", "0"]);

@@ -156,9 +156,7 @@ fn issue_39_srun_pty_runs_a_shell_on_a_terminal() {
     resize(&t.master, 50, 120);
     let mut seen = false;
     for n in 1..=20 {
-        t.master
-            .write_all(b"echo S=$(stty size)=\n")
-            .expect("type");
+        t.master.write_all(b"echo S=$(stty size)=\n").expect("type");
         assert!(
             screen.until(|s| sizes(s).len() >= n),
             "{}\n{}",
@@ -233,9 +231,7 @@ fn issue_39_srun_pty_inside_salloc_passes_ctrl_c_to_the_shell() {
         c.logs()
     );
     t.master.write_all(b"\x03").expect("type");
-    t.master
-        .write_all(b"echo alive=$((6*7))\n")
-        .expect("type");
+    t.master.write_all(b"echo alive=$((6*7))\n").expect("type");
     assert!(
         screen.until(|s| s.contains("alive=42")),
         "{}\n{}",
@@ -267,7 +263,12 @@ fn issue_39_srun_multi_prog_runs_each_tasks_line() {
     lines.sort_unstable();
     assert_eq!(
         lines,
-        ["0: first 0", "1: range 0 of 1", "2: range 1 of 2", "3: node2"],
+        [
+            "0: first 0",
+            "1: range 0 of 1",
+            "2: range 1 of 2",
+            "3: node2"
+        ],
         "{out}"
     );
     c.write("some.conf", "0-1 true\n");
@@ -282,14 +283,63 @@ fn issue_39_srun_multi_prog_runs_each_tasks_line() {
     let out = c.run("srun", &["-n2", "--multi-prog", "bad.conf"]);
     assert_eq!(out.code, 1, "{out}");
     assert!(
-        out.stderr.ends_with("srun: error: Configuration file bad.conf invalid\n"),
+        out.stderr
+            .ends_with("srun: error: Configuration file bad.conf invalid\n"),
         "{out}"
     );
     assert!(out.stderr.contains("Line 2 "), "{out}");
     let out = c.run("srun", &["-n2", "--multi-prog", "missing.conf"]);
     assert_eq!(
-        out.stderr,
-        "srun: error: Unable to open configuration file missing.conf\n",
+        out.stderr, "srun: error: Unable to open configuration file missing.conf\n",
         "{out}"
+    );
+}
+
+/// `sbcast` inside an allocation copies a file to every node of the job
+/// (`-p`: with its mode), refuses to replace one without `-f`; `srun
+/// --bcast=DEST` copies its program and runs the copy.
+#[test]
+fn issue_39_sbcast_and_srun_bcast_copy_to_every_node() {
+    let c = cluster(2);
+    let dir = c.work().join("bcast");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let src = c.write("tool.sh", "#!/bin/sh\necho \"tool on $SLURMD_NODENAME\"\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o751)).expect("chmod");
+    // Each node writes its own copy; on this one-host cluster the nodes
+    // share the file system, so they replace one another's (-f).
+    let script = format!(
+        "set -e; sbcast -f -p tool.sh {d}/t; \
+         srun -N2 --ntasks-per-node=1 sh -c 'stat -c \"%a %s\" {d}/t'; \
+         set +e; sbcast tool.sh {d}/t; echo again=$?; \
+         sbcast -f tool.sh {d}/t; echo force=$?",
+        d = dir.display()
+    );
+    let out = c.run("salloc", &["-N2", "sh", "-c", &script]);
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    assert!(out.stdout.contains("751 "), "{out}");
+    assert!(out.stdout.contains("again=1"), "{out}");
+    assert!(out.stdout.contains("force=0"), "{out}");
+    let copy = std::fs::read_to_string(dir.join("t")).expect("the copy");
+    assert!(copy.contains("tool on"), "{copy}");
+    // srun --bcast, standalone: the program runs from its copy.
+    let dest = dir.join("run.sh");
+    let dest = dest.display().to_string();
+    let out = c.run(
+        "srun",
+        &["-N2", "-l", &format!("--bcast={dest}"), "./tool.sh"],
+    );
+    assert_eq!(out.code, 0, "{out}\n{}", c.logs());
+    let mut lines: Vec<&str> = out.stdout.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(lines, ["0: tool on node1", "1: tool on node2"], "{out}");
+    let meta = std::fs::metadata(&dest).expect("the copy");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o751);
+    // Outside a job sbcast says what it needs.
+    let out = c.run("sbcast", &["tool.sh", "/tmp/x"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        "sbcast: error: Need a job id to run this command.  Run from within a Slurm job or use the --jobid option.\n"
     );
 }
