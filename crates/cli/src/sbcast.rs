@@ -34,13 +34,13 @@ const USAGE: &str = "Usage: sbcast [-CfFjpstvV] SOURCE DEST\n";
 
 const HELP: &str = "\
 Usage: sbcast [OPTIONS] SOURCE DEST
-  -C, --compress[=lib]  compress the file being transmitted (accepted; not compressed)
+  -C, --compress[=lib]  compress the file being transmitted (warned: not compressed)
   -f, --force           replace destination file as required
-  -F, --fanout=num      specify message fanout (accepted; every node is sent to directly)
+  -F, --fanout=num      specify message fanout (warned: every node is sent to directly)
   -j, --jobid=#[.#]     specify job ID and optional step ID
   -p, --preserve        preserve modes and times of source file
-  -s, --size=num        block size in bytes (accepted; not used)
-  -t, --timeout=secs    specify message timeout (accepted; not used)
+  -s, --size=num        block size in bytes (warned: not used)
+  -t, --timeout=secs    specify message timeout (warned: not used)
   -v, --verbose         provide detailed event logging
   -V, --version         print version information and exit
 
@@ -172,8 +172,21 @@ pub fn main(args: Vec<String>) -> i32 {
                         }
                     }
                 }
-                // Accepted: how the bytes travel is muster's own.
-                _ => {}
+                // How the bytes travel is muster's own: said, not acted on.
+                other => {
+                    let why = match other {
+                        "compress" => "the file is sent uncompressed",
+                        "fanout" => "every node is sent to directly",
+                        "size" | "timeout" => "the file travels as a step's input",
+                        _ => "sbcast prints no debug messages",
+                    };
+                    let long = OPTIONS
+                        .iter()
+                        .find(|o| o.long == other)
+                        .and_then(|o| o.short)
+                        .map_or(format!("--{other}"), |c| format!("-{c}/--{other}"));
+                    say(&format!("sbcast: warning: {long} is ignored here: {why}\n"));
+                }
             },
         }
     }

@@ -847,14 +847,11 @@ fn start_task(
             match pty::open(rows, cols, owner) {
                 Ok(p) => {
                     let dup = |f: &std::fs::File| f.try_clone().map(Stdio::from);
-                    match (dup(&p.slave), dup(&p.slave), dup(&p.slave)) {
-                        (Ok(i), Ok(o), Ok(e)) => {
-                            stdio.stdin = i;
-                            stdio.stdout = o;
-                            stdio.stderr = e;
-                            stdio.stdin_file = None;
-                        }
-                        _ => {}
+                    if let (Ok(i), Ok(o), Ok(e)) = (dup(&p.slave), dup(&p.slave), dup(&p.slave)) {
+                        stdio.stdin = i;
+                        stdio.stdout = o;
+                        stdio.stderr = e;
+                        stdio.stdin_file = None;
                     }
                     Some(p)
                 }
