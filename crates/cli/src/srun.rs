@@ -12,6 +12,11 @@
 //!
 //! srun's exit status is the highest exit code of its tasks, or 128 plus
 //! the signal that killed one.
+//!
+//! `--pty`: task 0 runs on a terminal of its node (`pty`: srun's own in raw
+//! mode meanwhile, SIGWINCH passed on as `WindowSize`); `--multi-prog`: the
+//! file's text goes with the step; `--bcast=DEST`: a copy step first
+//! (`sbcast::copy`), then DEST runs.
 
 mod pty;
 

@@ -13,6 +13,11 @@
 //!   last line on stdout: Ended(TaskdResult) (highest exit, usage)
 //! ```
 //!
+//! `srun --pty`: task 0's stdio is a pseudo-terminal (`pty`) whose master
+//! the supervisor reads (to srun as task 0's stdout) and writes (srun's
+//! stdin; `WindowSize` resizes it); `--multi-prog`: each task's command is
+//! its line of the file (`proto::multi_prog`).
+//!
 //! Each task is a session and process group of its own, run as the job's
 //! user; a signal for the step goes to every task's group. A task that
 //! cannot be executed gets slurmstepd's `execve(): NAME: REASON` line on
