@@ -160,8 +160,8 @@ pub const SBATCH: &[(&str, Disposition)] = &[
 
 /// srun's own options and where srun's answer differs from sbatch's.
 pub const SRUN: &[(&str, Disposition)] = &[
-    ("bcast", R("files are not broadcast to the nodes")),
-    ("compress", W("files are not broadcast to the nodes")),
+    ("bcast", I),
+    ("compress", W("--bcast copies are sent uncompressed")),
     ("cpu-bind", I),
     ("cpu_bind", I),
     ("distribution", I),
@@ -174,7 +174,7 @@ pub const SRUN: &[(&str, Disposition)] = &[
     ("kill-on-bad-exit", I),
     ("label", I),
     ("mpi", I),
-    ("multi-prog", R("every task runs the same program")),
+    ("multi-prog", I),
     ("no-allocate", R("steps always run in an allocation")),
     ("ntasks-per-gpu", I),
     ("overcommit", I),
@@ -184,7 +184,7 @@ pub const SRUN: &[(&str, Disposition)] = &[
         R("SLURM_NNODES and SLURM_NTASKS are always set from the step"),
     ),
     ("prolog", I),
-    ("pty", R("tasks get no pseudo-terminal")),
+    ("pty", I),
     ("quit-on-interrupt", R("one Ctrl-C does not end the step")),
     ("relative", R("steps are not placed relative to a node")),
     (

@@ -18,6 +18,7 @@ pub mod sacct;
 pub mod sacctmgr;
 pub mod salloc;
 pub mod sbatch;
+pub mod sbcast;
 pub mod scancel;
 pub mod scontrol;
 pub mod sdiag;
@@ -48,6 +49,7 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "sstat" => sstat::main(args),
         "srun" => srun::main(args),
         "salloc" => salloc::main(args),
+        "sbcast" => sbcast::main(args),
         _ => return None,
     })
 }
@@ -96,6 +98,7 @@ pub fn options(name: &str) -> Option<Vec<getopt::OptSpec>> {
         "sprio" => sprio::OPTIONS.to_vec(),
         "sshare" => sshare::OPTIONS.to_vec(),
         "sstat" => sstat::OPTIONS.to_vec(),
+        "sbcast" => sbcast::OPTIONS.to_vec(),
         _ => return None,
     })
 }
@@ -103,5 +106,5 @@ pub fn options(name: &str) -> Option<Vec<getopt::OptSpec>> {
 /// The command names `muster install-links` creates.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr", "sreport", "sprio",
-    "sshare", "sstat", "srun", "salloc", "sdiag",
+    "sshare", "sstat", "srun", "salloc", "sdiag", "sbcast",
 ];

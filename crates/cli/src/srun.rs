@@ -12,6 +12,13 @@
 //!
 //! srun's exit status is the highest exit code of its tasks, or 128 plus
 //! the signal that killed one.
+//!
+//! `--pty`: task 0 runs on a terminal of its node (`pty`: srun's own in raw
+//! mode meanwhile, SIGWINCH passed on as `WindowSize`); `--multi-prog`: the
+//! file's text goes with the step; `--bcast=DEST`: a copy step first
+//! (`sbcast::copy`), then DEST runs.
+
+mod pty;
 
 use crate::alloc;
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
@@ -191,6 +198,12 @@ struct Opts {
     /// `--task-prolog`, `--task-epilog`.
     task_prolog: Option<String>,
     task_epilog: Option<String>,
+    /// `--pty`: task 0 on a pseudo-terminal.
+    pty: bool,
+    /// `--multi-prog`: the command is a configuration file.
+    multi_prog: bool,
+    /// `--bcast[=DEST]`: the program is copied to DEST on every node first.
+    bcast: Option<String>,
     argv: Vec<String>,
 }
 
@@ -290,6 +303,9 @@ pub fn main(args: Vec<String>) -> i32 {
                         return 0;
                     }
                     "label" => o.label = true,
+                    "pty" => o.pty = true,
+                    "multi-prog" => o.multi_prog = true,
+                    "bcast" => o.bcast = Some(val),
                     "unbuffered" => o.unbuffered = true,
                     "kill-on-bad-exit" => o.kill_on_bad_exit = val != "0",
                     "wait" => match val.parse() {
@@ -398,6 +414,33 @@ pub fn main(args: Vec<String>) -> i32 {
     if o.argv.is_empty() {
         say!("srun: fatal: No command given to execute.");
         return 1;
+    }
+    let multi_prog = if o.multi_prog {
+        match read_multi_prog(&o.argv[0]) {
+            Ok(text) => Some(text),
+            Err(lines) => {
+                eprint_lines(&lines);
+                return 1;
+            }
+        }
+    } else {
+        None
+    };
+    if let Some(dest) = &o.bcast {
+        if dest.is_empty() || dest.ends_with('/') {
+            say!(
+                "srun: error: --bcast needs a destination file here (--bcast=PATH): \
+                 slurm_bcast_JOB.STEP_NODE names are not made"
+            );
+            return 1;
+        }
+    }
+    if o.pty {
+        // srun(1) --pty: task 0 alone reads srun's stdin, and its output
+        // is passed on as it comes (no labels: a terminal's bytes).
+        o.stdin = StdinMode::Task0;
+        o.unbuffered = true;
+        o.label = false;
     }
     let cwd = std::env::current_dir()
         .map(|p| p.to_string_lossy().into_owned())
@@ -535,6 +578,29 @@ pub fn main(args: Vec<String>) -> i32 {
             }
         }
     }
+    // --bcast: the program goes to every node first, then runs from there.
+    let mut argv = o.argv.clone();
+    if let Some(dest) = &o.bcast {
+        let source = find_program(&argv[0], &cwd);
+        let code = crate::sbcast::copy(
+            "srun",
+            &crate::sbcast::Copy {
+                job_id: job_id.0,
+                source: &source,
+                dest,
+                force: true,
+                preserve: false,
+                mode: true,
+            },
+        );
+        if code != 0 {
+            if standalone {
+                alloc::release(&client, job_id, ExitCode { code, signal: 0 });
+            }
+            return code;
+        }
+        argv[0] = dest.clone();
+    }
     let step_env = match o.export.as_deref() {
         None => env.clone(),
         Some(spec) => crate::sbatch::export::resolve(Some(spec), &env, None),
@@ -545,7 +611,7 @@ pub fn main(args: Vec<String>) -> i32 {
         StepRequest {
             job_id,
             name,
-            argv: o.argv.clone(),
+            argv,
             ntasks,
             min_nodes: st.desc.min_nodes,
             max_nodes: st.desc.max_nodes,
@@ -591,6 +657,8 @@ pub fn main(args: Vec<String>) -> i32 {
             task_prolog: o.task_prolog.clone().map(|p| absolute(&p)),
             task_epilog: o.task_epilog.clone().map(|p| absolute(&p)),
             gres_flags: st.desc.gres_flags.clone(),
+            pty: o.pty.then(|| pty::window_size().unwrap_or((0, 0))),
+            multi_prog,
             ..StepRequest::default()
         },
     );
@@ -605,6 +673,37 @@ pub fn main(args: Vec<String>) -> i32 {
         alloc::release(&client, job_id, exit);
     }
     code
+}
+
+/// `--bcast`'s source: the program as named, or found on srun's PATH.
+fn find_program(name: &str, cwd: &str) -> String {
+    if name.contains('/') {
+        return if name.starts_with('/') {
+            name.to_string()
+        } else {
+            format!("{}/{name}", cwd.trim_end_matches('/'))
+        };
+    }
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|d| format!("{}/{name}", d.trim_end_matches('/')))
+        .find(|p| std::path::Path::new(p).is_file())
+        .unwrap_or_else(|| name.to_string())
+}
+
+/// `--multi-prog FILE`: the file's text once it parses, else srun's error
+/// lines.
+fn read_multi_prog(path: &str) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|_| format!("srun: error: Unable to open configuration file {path}\n"))?;
+    match proto::multi_prog::parse(&text) {
+        Ok(_) => Ok(text),
+        Err((line, what)) => Err(format!(
+            "srun: error: Line {line} of configuration file {path} invalid: {what}\n\
+             srun: error: Configuration file {path} invalid\n"
+        )),
+    }
 }
 
 /// The address this host reaches the controller from: the one the step's
@@ -798,9 +897,12 @@ fn send(stream: &mut TcpStream, msg: SrunToStepd) -> bool {
     client::stepio::send(stream, msg).is_ok()
 }
 
-fn block_signals() -> nix::sys::signal::SigSet {
+fn block_signals(pty: bool) -> nix::sys::signal::SigSet {
     use nix::sys::signal::{SigSet, Signal};
     let mut set = SigSet::empty();
+    if pty {
+        set.add(Signal::SIGWINCH);
+    }
     for s in [
         Signal::SIGINT,
         Signal::SIGTERM,
@@ -897,9 +999,10 @@ fn run_created_step(
     listener: TcpListener,
     created: StepCreated,
 ) -> i32 {
-    let rx = spawn_event_threads(listener, req.token.clone(), &o.stdin);
+    let rx = spawn_event_threads(listener, req.token.clone(), &o.stdin, o.pty);
     let sink = open_sink(client, o, &req, &created);
     let mut run = StepRun::new(o, &created, req.job_id, sink, client.config().kill_wait);
+    let raw = o.pty.then(pty::RawMode::enter).flatten();
     while run.done_nodes.len() < run.n_nodes {
         let ev = match rx.recv_timeout(run.timeout()) {
             Ok(ev) => ev,
@@ -911,6 +1014,7 @@ fn run_created_step(
         };
         run.on_event(ev);
     }
+    drop(raw);
     run.finish()
 }
 
@@ -977,8 +1081,9 @@ fn spawn_event_threads(
     listener: TcpListener,
     token: String,
     stdin: &StdinMode,
+    pty: bool,
 ) -> mpsc::Receiver<Event> {
-    let sigset = block_signals();
+    let sigset = block_signals(pty);
     let (tx, rx) = mpsc::channel::<Event>();
     // Signals.
     {
@@ -1215,6 +1320,16 @@ impl<'a> StepRun<'a> {
             Event::Msg(i, msg) => self.on_msg(i, msg),
             Event::Gone(i) => self.on_gone(i),
             Event::Signal(sig) if sig == libc::SIGINT => self.on_interrupt(),
+            Event::Signal(sig) if sig == libc::SIGWINCH => {
+                // --pty: task 0's terminal takes srun's new size.
+                if let (Some((rows, cols)), Some(n)) =
+                    (pty::window_size(), node_of(&self.created.tasks, 0))
+                {
+                    if let Some(w) = self.writers.get_mut(&n) {
+                        send(w, SrunToStepd::WindowSize(rows, cols));
+                    }
+                }
+            }
             Event::Signal(sig) => {
                 self.forwarded.push(sig);
                 broadcast(&mut self.writers, SrunToStepd::Signal(sig));

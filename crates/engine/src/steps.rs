@@ -554,6 +554,8 @@ impl Engine {
                 gpu_bind: gpu_bind.clone(),
                 task_prolog: req.task_prolog.clone(),
                 task_epilog: req.task_epilog.clone(),
+                pty: req.pty,
+                multi_prog: req.multi_prog.clone(),
             };
             self.outbox.push(Command::LaunchStep {
                 node: n.conf.name.clone(),

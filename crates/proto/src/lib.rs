@@ -46,6 +46,7 @@ use serde::{Deserialize, Serialize};
 mod cancel;
 mod cpu_bind;
 mod gpus;
+pub mod multi_prog;
 mod row_source;
 mod rows;
 mod steps;

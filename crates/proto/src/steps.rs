@@ -173,6 +173,14 @@ pub struct StepRequest {
     /// those near its GPUs first. Never skipped.
     #[serde(default)]
     pub gres_flags: Option<String>,
+    /// `--pty`: task 0 runs on a pseudo-terminal of this size (rows,
+    /// columns; 0 when srun's stdin is no terminal).
+    #[serde(default)]
+    pub pty: Option<(u16, u16)>,
+    /// `--multi-prog`: the configuration file's text (`multi_prog`); each
+    /// task runs the program its line names, `argv` being the file name.
+    #[serde(default)]
+    pub multi_prog: Option<String>,
 }
 
 /// The controller's answer to [`StepRequest`]: the step's id and layout.
@@ -264,6 +272,12 @@ pub struct StepLaunch {
     /// srun's `--task-epilog`.
     #[serde(default)]
     pub task_epilog: Option<String>,
+    /// `srun --pty`: task 0's pseudo-terminal size (rows, columns).
+    #[serde(default)]
+    pub pty: Option<(u16, u16)>,
+    /// `srun --multi-prog`: the configuration file's text.
+    #[serde(default)]
+    pub multi_prog: Option<String>,
 }
 
 impl StepLaunch {
@@ -356,6 +370,8 @@ pub enum SrunToStepd {
         /// Every key-value pair put since the previous fence, on all nodes.
         kvs: Vec<(String, String)>,
     },
+    /// `srun --pty`: srun's terminal changed size (rows, columns).
+    WindowSize(u16, u16),
 }
 
 /// `AllocationInfo`'s answer: a job's state and, once it runs, the

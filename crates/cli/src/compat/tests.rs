@@ -55,7 +55,7 @@ fn each_command_has_each_disposition() {
         Disposition::Warn(_)
     ));
     assert!(matches!(
-        disposition("srun", "multi-prog"),
+        disposition("srun", "no-allocate"),
         Disposition::Refuse(_)
     ));
     assert_eq!(disposition("salloc", "no-shell"), Disposition::Implemented);
@@ -154,8 +154,8 @@ fn golden_warning_and_refusal_lines() {
         "sbatch: error: --reservation is not supported here: jobs cannot run in reservations\n"
     );
     assert_eq!(
-        check("srun", ["multi-prog"]).unwrap_err(),
-        "srun: error: --multi-prog is not supported here: every task runs the same program\n"
+        check("srun", ["no-allocate"]).unwrap_err(),
+        "srun: error: -Z/--no-allocate is not supported here: steps always run in an allocation\n"
     );
 }
 
@@ -171,14 +171,14 @@ fn markdown_counts_and_rows() {
 
 #[test]
 fn srun_and_salloc_refuse_before_asking_for_anything() {
-    let e = crate::alloc::job_state("srun", &[("multi-prog", None)], "/", 0).unwrap_err();
+    let e = crate::alloc::job_state("srun", &[("no-allocate", None)], "/", 0).unwrap_err();
     assert_eq!(
         e,
-        "srun: error: --multi-prog is not supported here: every task runs the same program\n"
+        "srun: error: -Z/--no-allocate is not supported here: steps always run in an allocation\n"
     );
-    let e = crate::alloc::job_state("srun", &[("bcast", None)], "/", 0).unwrap_err();
+    let e = crate::alloc::job_state("srun", &[("prolog", Some("p".into()))], "/", 0).unwrap_err();
     assert!(
-        e.starts_with("srun: error: --bcast is not supported here"),
+        e.starts_with("srun: error: --prolog is not supported here"),
         "{e}"
     );
     let e = crate::alloc::job_state("salloc", &[("kill-command", None)], "/", 0).unwrap_err();

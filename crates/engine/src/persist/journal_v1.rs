@@ -1091,6 +1091,12 @@ pub struct StepRequest<'a> {
     /// it; written null when None, as the wire form writes it).
     #[serde(default)]
     pub gres_flags: Option<Cow<'a, str>>,
+    /// `--pty`: task 0's terminal size (absent before srun --pty).
+    #[serde(default)]
+    pub pty: Option<(u16, u16)>,
+    /// `--multi-prog`: the configuration file's text.
+    #[serde(default)]
+    pub multi_prog: Option<Cow<'a, str>>,
 }
 
 impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
@@ -1133,6 +1139,8 @@ impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
             task_prolog: text(&s.task_prolog),
             task_epilog: text(&s.task_epilog),
             gres_flags: text(&s.gres_flags),
+            pty: s.pty,
+            multi_prog: text(&s.multi_prog),
         }
     }
 }
@@ -1177,6 +1185,8 @@ impl From<StepRequest<'_>> for proto::StepRequest {
             task_prolog: owned(s.task_prolog),
             task_epilog: owned(s.task_epilog),
             gres_flags: owned(s.gres_flags),
+            pty: s.pty,
+            multi_prog: owned(s.multi_prog),
         }
     }
 }

@@ -22,6 +22,7 @@ mod gpus;
 mod hooks;
 mod hostile;
 mod hosts;
+mod interactive;
 mod jobs;
 mod licenses;
 mod local;

@@ -13,6 +13,11 @@
 //!   last line on stdout: Ended(TaskdResult) (highest exit, usage)
 //! ```
 //!
+//! `srun --pty`: task 0's stdio is a pseudo-terminal (`pty`) whose master
+//! the supervisor reads (to srun as task 0's stdout) and writes (srun's
+//! stdin; `WindowSize` resizes it); `--multi-prog`: each task's command is
+//! its line of the file (`proto::multi_prog`).
+//!
 //! Each task is a session and process group of its own, run as the job's
 //! user; a signal for the step goes to every task's group. A task that
 //! cannot be executed gets slurmstepd's `execve(): NAME: REASON` line on
@@ -21,6 +26,8 @@
 //! This is the step supervisor's room. It may import the leaves (`spool`,
 //! `gather`, `exec`, `to_srun`) and the PMI servers (`pmi`); the daemon
 //! imports its spec, control and report lines, never the other way.
+
+mod pty;
 
 use crate::exec::{chdir_error_line, os_error_text, ExecImage};
 use crate::gather::{
@@ -406,6 +413,8 @@ struct TaskSetup {
     chdir_lines: Vec<Vec<u8>>,
     stdin_file: Option<CString>,
     keep_fd: Option<RawFd>,
+    /// `srun --pty`: stdin is a terminal to make the task's controlling one.
+    ctty: bool,
     image: Option<ExecImage>,
 }
 
@@ -420,6 +429,9 @@ impl TaskSetup {
                 libc::signal(sig, libc::SIG_DFL);
             }
             if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if self.ctty && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             if let Some((uid, gid, groups)) = &self.switch {
@@ -536,6 +548,7 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         stdin_pipes,
         failed_exits,
         pmi_conns,
+        pty_master,
     } = start_tasks(spec, &mut step);
     let pids: Arc<Mutex<Vec<i32>>> = Arc::new(Mutex::new(tasks.iter().map(|t| t.pid).collect()));
     if let (Some(pmi), Some(_)) = (&step.pmi, tasks.first()) {
@@ -553,7 +566,13 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         done: Arc::new(std::sync::atomic::AtomicBool::new(false)),
     };
     if let Some(s) = stream {
-        relay_srun_messages(s, &step, pids.clone(), ender.clone(), stdin_pipes);
+        relay_srun_messages(
+            s,
+            &step,
+            pids.clone(),
+            ender.clone(),
+            (stdin_pipes, pty_master),
+        );
     }
     let reported_rx = follow_control_lines(control, pids.clone(), ender);
     let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &step.mine)));
@@ -780,8 +799,10 @@ struct Started {
     /// Where the sampler reads each local task's usage.
     sources: Vec<(usize, TaskSource)>,
     task_cgroups: BTreeMap<usize, TaskCgroup>,
-    /// The tasks that read srun's stdin.
-    stdin_pipes: Vec<(u32, std::process::ChildStdin)>,
+    /// The tasks that read srun's stdin (a pipe, or task 0's terminal).
+    stdin_pipes: Vec<(u32, std::fs::File)>,
+    /// `srun --pty`: task 0's terminal, for srun's window size.
+    pty_master: Option<std::fs::File>,
     /// The tasks that never ran, with their wait status.
     failed_exits: Vec<(u32, i32)>,
     /// The daemon's end of each task's `PMI_FD`.
@@ -855,7 +876,32 @@ fn start_task(
             return;
         }
     };
-    let stdio = task_stdio(spec, step, opened, task);
+    let mut stdio = task_stdio(spec, step, opened, task);
+    // `srun --pty`: task 0 alone runs on a terminal (srun(1) --pty).
+    let term = match l.pty.filter(|_| task == 0) {
+        Some((rows, cols)) => {
+            let owner = step.switch.as_ref().map(|(u, g, _)| (*u, *g));
+            match pty::open(rows, cols, owner) {
+                Ok(p) => {
+                    let dup = |f: &std::fs::File| f.try_clone().map(Stdio::from);
+                    if let (Ok(i), Ok(o), Ok(e)) = (dup(&p.slave), dup(&p.slave), dup(&p.slave)) {
+                        stdio.stdin = i;
+                        stdio.stdout = o;
+                        stdio.stderr = e;
+                        stdio.stdin_file = None;
+                    }
+                    Some(p)
+                }
+                Err(e) => {
+                    stdio
+                        .messages
+                        .push(format!("slurmstepd: error: cannot open a pty: {e}\n"));
+                    None
+                }
+            }
+        }
+        None => None,
+    };
     let pair = if step.pmi.is_some() {
         nix::sys::socket::socketpair(
             nix::sys::socket::AddressFamily::Unix,
@@ -921,20 +967,34 @@ fn start_task(
             }),
         }
     }
-    let Some(program) = l.argv.first() else {
+    // `srun --multi-prog`: the task's own line of the file.
+    let argv = match &l.multi_prog {
+        Some(text) => proto::multi_prog::parse(text)
+            .ok()
+            .and_then(|lines| proto::multi_prog::task_argv(&lines, task)),
+        None => Some(l.argv.clone()),
+    };
+    let Some(argv) = argv.filter(|a| !a.is_empty()) else {
+        to.send(StepdToSrun::Output {
+            task,
+            stderr: true,
+            data: b"No executable program specified for this task\n".to_vec(),
+        });
         started.failed_exits.push((task, 1 << 8));
         return;
     };
+    let program = &argv[0];
     let mut setup = TaskSetup {
         switch: step.switch.clone(),
         work_dir: CString::new(step.work_dir.as_str()).unwrap_or_else(|_| c"/tmp".into()),
         chdir_lines: step.chdir_lines.clone(),
         stdin_file: stdio.stdin_file,
         keep_fd,
-        image: ExecImage::new(program, &l.argv[1..], &env),
+        ctty: term.is_some(),
+        image: ExecImage::new(program, &argv[1..], &env),
     };
     let mut cmd = std::process::Command::new(program);
-    cmd.args(&l.argv[1..])
+    cmd.args(&argv[1..])
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(stdio.stdin)
@@ -1013,7 +1073,21 @@ fn start_task(
                 readers.push(pump(e, to.clone(), task, true));
             }
             if let Some(i) = child.stdin.take() {
-                started.stdin_pipes.push((task, i));
+                started
+                    .stdin_pipes
+                    .push((task, std::fs::File::from(OwnedFd::from(i))));
+            }
+            if let Some(p) = term {
+                // The task holds the slave now: the master reads EIO once
+                // every process on the terminal is gone.
+                drop(p.slave);
+                if let Ok(r) = p.master.try_clone() {
+                    readers.push(pump(r, to.clone(), task, false));
+                }
+                if let Ok(w) = p.master.try_clone() {
+                    started.stdin_pipes.push((task, w));
+                }
+                started.pty_master = Some(p.master);
             }
             if let Some((ours, _child_end)) = pair {
                 started.pmi_conns.push((task, ours));
@@ -1118,7 +1192,7 @@ fn relay_srun_messages(
     step: &StepSetup,
     pids: Arc<Mutex<Vec<i32>>>,
     ender: Ender,
-    mut stdin_pipes: Vec<(u32, std::process::ChildStdin)>,
+    (mut stdin_pipes, pty_master): (Vec<(u32, std::fs::File)>, Option<std::fs::File>),
 ) {
     let pmi = step.pmi.clone();
     let pmix = step.pmix.clone();
@@ -1133,7 +1207,18 @@ fn relay_srun_messages(
                 SrunToStepd::Stdin(data) => {
                     stdin_pipes.retain_mut(|(_, p)| p.write_all(&data).is_ok());
                 }
-                SrunToStepd::StdinEof => stdin_pipes.clear(),
+                SrunToStepd::StdinEof => {
+                    // A terminal hears its end-of-file character.
+                    if let Some(m) = &pty_master {
+                        let _ = (&*m).write_all(b"\x04");
+                    }
+                    stdin_pipes.clear();
+                }
+                SrunToStepd::WindowSize(rows, cols) => {
+                    if let Some(m) = &pty_master {
+                        pty::set_size(m, rows, cols);
+                    }
+                }
                 SrunToStepd::Signal(sig) => signal_tasks(&pids, sig),
                 SrunToStepd::Terminate { kill_wait } => {
                     ender.end(proto::EndReason::Cancelled, true, Some(kill_wait));

@@ -31,6 +31,8 @@ fn launch(tasks: Vec<Vec<u32>>, node_index: u32) -> StepLaunch {
         gpu_bind: proto::GpuBind::None,
         task_prolog: None,
         task_epilog: None,
+        pty: None,
+        multi_prog: None,
     }
 }
 
