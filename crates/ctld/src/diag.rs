@@ -67,6 +67,10 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         CtldRequest::CancelJobs { .. } => ("MUSTER_CANCEL_JOBS", 0),
         CtldRequest::ListLicenses => ("REQUEST_LICENSE_INFO", 1021),
         CtldRequest::GetConfig => ("MUSTER_GET_CONFIG", 0),
+        CtldRequest::CreateReservation(_) => ("REQUEST_CREATE_RESERVATION", 3006),
+        CtldRequest::DeleteReservation { .. } => ("REQUEST_DELETE_RESERVATION", 3008),
+        CtldRequest::UpdateReservation(_) => ("REQUEST_UPDATE_RESERVATION", 3009),
+        CtldRequest::ListReservations => ("REQUEST_RESERVATION_INFO", 2024),
     }
 }
 

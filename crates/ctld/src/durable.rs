@@ -93,6 +93,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions
             | CtldRequest::ListLicenses
+            | CtldRequest::ListReservations
             | CtldRequest::GetConfig
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }
@@ -1416,6 +1417,7 @@ mod tests {
             gres_flags: text("enforce-binding"),
             mail_type: 3,
             mail_user: text("ops@site"),
+            reservation: text("maint"),
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {

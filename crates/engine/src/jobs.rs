@@ -109,6 +109,7 @@ impl Engine {
                 }
             }
         }
+        self.check_job_resv(&desc, &who.user)?;
         // `--time=0` means no limit (sbatch(1)).
         let requested_limit = match desc.time_limit {
             Some(TimeLimit::Minutes(0)) => Some(TimeLimit::Unlimited),

@@ -39,6 +39,7 @@
 
 pub mod acctdb;
 pub mod diag;
+pub mod resv;
 
 use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -398,6 +399,9 @@ pub struct JobDesc {
     /// `--mail-user`; None: the submitting user. Never skipped.
     #[serde(default)]
     pub mail_user: Option<String>,
+    /// `--reservation`: the reservation the job runs in. Never skipped.
+    #[serde(default)]
+    pub reservation: Option<String>,
 }
 
 /// A submission token as the controller keeps it: [`JobDesc::submit_token`]
@@ -750,6 +754,19 @@ pub enum CtldRequest {
     /// Slurm's REQUEST_CONFIG. Added after the first release of protocol
     /// version 1: an older controller refuses it.
     GetConfig,
+    /// `scontrol create reservation` (answered `ReservationCreated`).
+    /// Added after the first release of protocol version 1.
+    CreateReservation(resv::ResvSpec),
+    /// `scontrol update ReservationName=...`.
+    UpdateReservation(resv::ResvSpec),
+    /// `scontrol delete ReservationName=...`.
+    DeleteReservation {
+        /// The reservation.
+        name: String,
+    },
+    /// `scontrol show reservation`: every reservation (answered with
+    /// `Reservations`).
+    ListReservations,
 }
 
 /// Index of [`CtldRequest::InSession`] among its variants, for
@@ -915,6 +932,22 @@ pub enum SlurmError {
     /// `SlurmctldParameters=enable_configless`. Added after the first
     /// release of protocol version 1.
     ConfiglessDisabled,
+    /// ESLURM_RESERVATION_INVALID: no reservation of that name.
+    ReservationInvalid,
+    /// ESLURM_RESERVATION_ACCESS: the job's user and account are not
+    /// among the reservation's.
+    ReservationAccess,
+    /// ESLURM_RESERVATION_NAME_DUP.
+    ReservationNameDup,
+    /// ESLURM_RESERVATION_OVERLAP: its nodes and window meet another
+    /// reservation's (without OVERLAP).
+    ReservationOverlap,
+    /// ESLURM_INVALID_TIME_VALUE.
+    InvalidTimeValue,
+    /// ESLURM_RESERVATION_EMPTY: neither users nor accounts given.
+    ReservationEmpty,
+    /// ESLURM_RESERVATION_BUSY: jobs still run in it.
+    ReservationBusy,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -1013,6 +1046,13 @@ impl SlurmError {
             SlurmError::JobHeld => "Job is in held state, pending scheduler release",
             SlurmError::InvalidLicenses => "Invalid license specification",
             SlurmError::ConfiglessDisabled => "ConfigLess mode is disabled in slurm configuration.",
+            SlurmError::ReservationInvalid => "Requested reservation is invalid",
+            SlurmError::ReservationAccess => "Access denied to requested reservation",
+            SlurmError::ReservationNameDup => "Duplicate reservation name",
+            SlurmError::ReservationOverlap => "Requested reservation overlaps with another reservation",
+            SlurmError::InvalidTimeValue => "Invalid time specified",
+            SlurmError::ReservationEmpty => "Reservation request lacks users or accounts",
+            SlurmError::ReservationBusy => "Reservation is busy",
             SlurmError::StateSaveFailed(cause) => match cause {
                 SaveFailure::NoSpace => {
                     "Slurm controller state save failed: No space left on device"
@@ -1096,6 +1136,10 @@ pub enum CtldResponse {
     Licenses(Vec<LicenseInfo>),
     /// `GetConfig`: slurm.conf first, then the files beside it.
     ConfigFiles(Vec<ConfigFile>),
+    /// `CreateReservation`: the name it was given.
+    ReservationCreated(String),
+    /// `ListReservations`: each reservation by start time, then name.
+    Reservations(Vec<resv::ResvInfo>),
 }
 
 /// One configuration file a controller serves in configless mode.

@@ -346,6 +346,15 @@ pub enum Request<'a> {
         /// `-f`.
         full: bool,
     },
+    /// `scontrol create reservation`. (Added after `CancelJobs`.)
+    CreateReservation(super::resv_v1::ResvSpec),
+    /// `scontrol update ReservationName=...`.
+    UpdateReservation(super::resv_v1::ResvSpec),
+    /// `scontrol delete ReservationName=...`.
+    DeleteReservation {
+        /// The reservation.
+        name: Cow<'a, str>,
+    },
 }
 
 /// scancel's filters (`proto::JobSelect`), states by their Slurm names.
@@ -541,6 +550,11 @@ impl<'a> Request<'a> {
                 batch_only: *batch_only,
                 full: *full,
             },
+            CtldRequest::CreateReservation(r) => Request::CreateReservation(r.into()),
+            CtldRequest::UpdateReservation(r) => Request::UpdateReservation(r.into()),
+            CtldRequest::DeleteReservation { name } => Request::DeleteReservation {
+                name: Cow::Borrowed(name),
+            },
             CtldRequest::Ping
             | CtldRequest::ListJobs
             | CtldRequest::QueryJobs(_)
@@ -549,6 +563,7 @@ impl<'a> Request<'a> {
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions
             | CtldRequest::ListLicenses
+            | CtldRequest::ListReservations
             | CtldRequest::GetConfig
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }
@@ -688,6 +703,11 @@ impl From<Request<'_>> for CtldRequest {
                 signal,
                 batch_only,
                 full,
+            },
+            Request::CreateReservation(r) => CtldRequest::CreateReservation(r.into()),
+            Request::UpdateReservation(r) => CtldRequest::UpdateReservation(r.into()),
+            Request::DeleteReservation { name } => CtldRequest::DeleteReservation {
+                name: name.into_owned(),
             },
         }
     }

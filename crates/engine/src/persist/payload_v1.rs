@@ -180,6 +180,9 @@ pub struct JobDesc<'a> {
     /// `--mail-user` (absent in records written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mail_user: Option<Cow<'a, str>>,
+    /// `--reservation` (absent in records written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<Cow<'a, str>>,
 }
 
 /// `Option<String>` borrowed.
@@ -252,6 +255,7 @@ impl<'a> From<&'a proto::JobDesc> for JobDesc<'a> {
             gres_flags: text(&d.gres_flags),
             mail_type: (d.mail_type != 0).then_some(d.mail_type),
             mail_user: text(&d.mail_user),
+            reservation: text(&d.reservation),
         }
     }
 }
@@ -316,6 +320,7 @@ impl From<JobDesc<'_>> for proto::JobDesc {
             gres_flags: owned(d.gres_flags),
             mail_type: d.mail_type.unwrap_or(0),
             mail_user: owned(d.mail_user),
+            reservation: owned(d.reservation),
         }
     }
 }
@@ -586,6 +591,7 @@ impl JobDesc<'_> {
             gres_flags: self.gres_flags.map(own),
             mail_type: self.mail_type,
             mail_user: self.mail_user.map(own),
+            reservation: self.reservation.map(own),
         }
     }
 }

@@ -79,6 +79,12 @@ pub struct Snapshot {
     /// The recent submissions' tokens, oldest first (`tokens`).
     #[serde(default)]
     pub submit_tokens: Vec<crate::SavedToken>,
+    /// Advance reservations (absent in files written before them).
+    #[serde(default)]
+    pub reservations: Vec<super::resv_v1::Resv>,
+    /// The number the last unnamed reservation got.
+    #[serde(default)]
+    pub resv_next_id: u32,
 }
 
 /// A job's description refers to a number that is not in the snapshot's
