@@ -1448,6 +1448,8 @@ mod tests_licenses;
 #[cfg(test)]
 mod tests_preempt;
 #[cfg(test)]
+mod tests_resv;
+#[cfg(test)]
 mod tests_steps;
 #[cfg(test)]
 mod tests_tokens;

@@ -410,7 +410,7 @@ impl Engine {
         }
         let clash = self.resvs.by_name.values().any(|o| {
             Some(o.name.as_str()) != replacing
-                && (resv.flags | o.flags) & (OVERLAP | MAINT) == 0
+                && resv.flags & (OVERLAP | MAINT) == 0
                 && o.meets(resv.start, resv.end)
                 && o.nodes.iter().any(|n| resv.nodes.contains(n))
         });
@@ -444,15 +444,16 @@ impl Engine {
     /// Narrows a job's request to what the reservations leave it: a job
     /// in one gets its nodes only; every other reservation whose window
     /// its run (now to now plus its limit) would meet takes its nodes out.
-    /// Returns whether a MAINT reservation took any out.
-    pub(crate) fn resv_restrict(&self, job: &Job, req: &mut sched::JobRequest) -> bool {
+    /// Returns `Some` where another reservation took nodes out, `Some(true)`
+    /// where a MAINT one did.
+    pub(crate) fn resv_restrict(&self, job: &Job, req: &mut sched::JobRequest) -> Option<bool> {
         if !self.resvs.ever {
-            return false;
+            return None;
         }
         let now = self.resv_now;
         let own = job.desc.reservation.as_deref();
         let until = limit_secs(job.time_limit).map_or(Timestamp::MAX, |s| now.saturating_add(s));
-        let mut maint = false;
+        let mut maint = None;
         if let Some(name) = own {
             let keep: &[NodeIdx] = self
                 .resvs
@@ -469,7 +470,7 @@ impl Engine {
             if Some(r.name.as_str()) == own || !r.meets(now, until) {
                 continue;
             }
-            maint |= r.flags & MAINT != 0;
+            maint = Some(maint.unwrap_or(false) | (r.flags & MAINT != 0));
             req.excluded_nodes.extend(r.nodes.iter().copied());
         }
         req.excluded_nodes.sort_unstable();
@@ -491,11 +492,7 @@ impl Engine {
             let Some(name) = &j.desc.reservation else {
                 continue;
             };
-            let waits = self
-                .resvs
-                .by_name
-                .get(name)
-                .is_none_or(|r| !r.active(now));
+            let waits = self.resvs.by_name.get(name).is_none_or(|r| !r.active(now));
             if waits {
                 blocked.entry(j.id).or_insert(PendingReason::Reservation);
             }
@@ -508,23 +505,24 @@ impl Engine {
         if self.resvs.is_empty()
             || !matches!(
                 reason,
-                PendingReason::Resources | PendingReason::ReqNodeNotAvail | PendingReason::NodesDown
+                PendingReason::Resources
+                    | PendingReason::ReqNodeNotAvail
+                    | PendingReason::NodesDown
+                    | PendingReason::PartitionConfig
             )
         {
             return reason;
         }
         let mut req = self.request_with(job, job.partitions.clone());
-        if self.resv_restrict_maint(job, &mut req) {
-            PendingReason::ReservedForMaint
-        } else {
-            reason
+        match self.resv_restrict(job, &mut req) {
+            Some(true) => PendingReason::ReservedForMaint,
+            // Nodes held for others: it waits for them (Slurm's
+            // `ReqNodeNotAvail` names the nodes; muster's reason is bare).
+            Some(false) if reason == PendingReason::PartitionConfig => {
+                PendingReason::ReqNodeNotAvail
+            }
+            _ => reason,
         }
-    }
-
-    /// `resv_restrict` on a request that does not have it yet.
-    fn resv_restrict_maint(&self, job: &Job, req: &mut sched::JobRequest) -> bool {
-        req.excluded_nodes.clear();
-        self.resv_restrict(job, req)
     }
 
     /// The reservations that keep `job` off nodes now, by name, for
@@ -724,7 +722,10 @@ mod tests {
 
     #[test]
     fn flags_parse_and_print() {
-        assert_eq!(parse_flags("maint,IGNORE_JOBS"), Ok((MAINT | IGNORE_JOBS, 0)));
+        assert_eq!(
+            parse_flags("maint,IGNORE_JOBS"),
+            Ok((MAINT | IGNORE_JOBS, 0))
+        );
         assert_eq!(parse_flags("-MAINT"), Ok((0, MAINT)));
         assert!(parse_flags("DAILY").is_err());
         assert!(parse_flags("SPEC_NODES").is_err());
@@ -737,7 +738,10 @@ mod tests {
     fn names_lists() {
         let (mut l, mut e) = (Vec::new(), false);
         apply_names(&mut l, &mut e, "a,b", false);
-        assert_eq!((l.clone(), e), (vec!["a".to_string(), "b".to_string()], false));
+        assert_eq!(
+            (l.clone(), e),
+            (vec!["a".to_string(), "b".to_string()], false)
+        );
         apply_names(&mut l, &mut e, "+c", true);
         assert_eq!(l.len(), 3);
         apply_names(&mut l, &mut e, "-a", true);
