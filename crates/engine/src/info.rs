@@ -532,7 +532,8 @@ impl Engine {
     pub fn node_infos(&self) -> Vec<NodeInfo> {
         self.nodes
             .iter()
-            .map(|n| {
+            .enumerate()
+            .map(|(i, n)| {
                 let used: Vec<Gres> = n
                     .gres
                     .iter()
@@ -574,6 +575,11 @@ impl Engine {
                     version: r.map(|r| r.version.clone()),
                     os: r.map(|r| r.os.clone()),
                     arch: r.map(|r| r.arch.clone()),
+                    resv: match self.node_resv(sched::NodeIdx(i as u32), self.resv_now) {
+                        Some((_, true)) => 2,
+                        Some((_, false)) => 1,
+                        None => 0,
+                    },
                 }
             })
             .collect()

@@ -1777,6 +1777,10 @@ pub struct NodeInfo {
     pub os: Option<String>,
     /// Architecture its daemon reported.
     pub arch: Option<String>,
+    /// In an active reservation: 0 none, 1 (`RESERVED`), 2 a MAINT one
+    /// (sinfo's `resv` and `maint`). Never skipped.
+    #[serde(default)]
+    pub resv: u8,
 }
 
 /// Everything the commands show about a partition.

@@ -32,6 +32,7 @@ mod nodes;
 mod oom;
 mod preempt;
 mod priority;
+mod resv;
 mod sched;
 mod sim;
 mod statesave;
