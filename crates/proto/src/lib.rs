@@ -1212,6 +1212,10 @@ pub struct JobExplanation {
     pub waits_for: Vec<(JobId, Timestamp)>,
     /// The nodes its partitions offer it.
     pub candidates: Vec<ExplainNode>,
+    /// The reservations it waits for: its own (not begun), or those that
+    /// hold nodes it could use within its time limit. Never skipped.
+    #[serde(default)]
+    pub reservations: Vec<String>,
 }
 
 /// A node as `muster explain` describes it.
