@@ -53,12 +53,12 @@ fn reservations_are_made_shown_used_and_deleted() {
     assert_eq!(out.stderr, "Error creating the reservation: Duplicate reservation name\n");
 
     // Outside the reservation: node2, then none (node1 is reserved).
-    let a = c.submit(&["-n2", "--wrap", &gate("go-a")]);
+    let a = c.submit(&["-n2", "-t", "10", "--wrap", &gate("go-a")]);
     c.wait_state(a, "RUNNING", secs(10));
     assert_eq!(c.squeue_field(a, "%N"), "node2");
-    let b = c.submit(&["-n2", "--wrap", "true"]);
+    let b = c.submit(&["-n2", "-t", "10", "--wrap", "true"]);
     // In it: node1, while b waits.
-    let r = c.submit(&["-n2", "--reservation=r1", "--wrap", &gate("go-r")]);
+    let r = c.submit(&["-n2", "-t", "10", "--reservation=r1", "--wrap", &gate("go-r")]);
     c.wait_state(r, "RUNNING", secs(10));
     assert_eq!(c.squeue_field(r, "%N"), "node1");
     assert_eq!(c.job_state(b), "PENDING");
@@ -100,7 +100,7 @@ fn reservations_are_made_shown_used_and_deleted() {
     c.write("go-r", "");
     assert_eq!(c.wait_done(r, secs(10)), "COMPLETED");
     c.ok("scontrol", &["delete", "ReservationName=r1"]);
-    // b takes node1 once it is no longer reserved... after a's end.
+    // b takes node1 once it is no longer reserved.
     c.write("go-a", "");
     assert_eq!(c.wait_done(a, secs(10)), "COMPLETED");
     assert_eq!(c.wait_done(b, secs(10)), "COMPLETED");
