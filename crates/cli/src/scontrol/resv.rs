@@ -70,11 +70,7 @@ pub fn parse_resv(words: &[String], now: Timestamp, update: bool) -> Result<Resv
                 }
                 s.flags = Some(value);
             }
-            _ => {
-                return Err(format!(
-                    "Unknown parameter {w}.  Request aborted\n"
-                ))
-            }
+            _ => return Err(format!("Unknown parameter {w}.  Request aborted\n")),
         }
     }
     if update {

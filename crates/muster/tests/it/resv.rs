@@ -47,10 +47,21 @@ fn reservations_are_made_shown_used_and_deleted() {
     // The name is taken.
     let out = c.run(
         "scontrol",
-        &["create", "res", "ReservationName=r1", "StartTime=now", "Duration=5", "Nodes=node2", "Users=root"],
+        &[
+            "create",
+            "res",
+            "ReservationName=r1",
+            "StartTime=now",
+            "Duration=5",
+            "Nodes=node2",
+            "Users=root",
+        ],
     );
     assert_eq!(out.code, 1, "{out}");
-    assert_eq!(out.stderr, "Error creating the reservation: Duplicate reservation name\n");
+    assert_eq!(
+        out.stderr,
+        "Error creating the reservation: Duplicate reservation name\n"
+    );
 
     // Outside the reservation: node2, then none (node1 is reserved).
     let a = c.submit(&["-n2", "-t", "10", "--wrap", &gate("go-a")]);
@@ -58,7 +69,14 @@ fn reservations_are_made_shown_used_and_deleted() {
     assert_eq!(c.squeue_field(a, "%N"), "node2");
     let b = c.submit(&["-n2", "-t", "10", "--wrap", "true"]);
     // In it: node1, while b waits.
-    let r = c.submit(&["-n2", "-t", "10", "--reservation=r1", "--wrap", &gate("go-r")]);
+    let r = c.submit(&[
+        "-n2",
+        "-t",
+        "10",
+        "--reservation=r1",
+        "--wrap",
+        &gate("go-r"),
+    ]);
     c.wait_state(r, "RUNNING", secs(10));
     assert_eq!(c.squeue_field(r, "%N"), "node1");
     assert_eq!(c.job_state(b), "PENDING");
@@ -72,7 +90,15 @@ fn reservations_are_made_shown_used_and_deleted() {
     );
     let out = c.ok(
         "scontrol",
-        &["create", "reservation", "ReservationName=r2", "StartTime=now+1day", "Duration=1:00:00", "Nodes=node2", "Users=nobody"],
+        &[
+            "create",
+            "reservation",
+            "ReservationName=r2",
+            "StartTime=now+1day",
+            "Duration=1:00:00",
+            "Nodes=node2",
+            "Users=nobody",
+        ],
     );
     assert_eq!(out.stdout, "Reservation created: r2\n");
     let out = c.run("sbatch", &["--reservation=r2", "--wrap", "true"]);
@@ -83,13 +109,20 @@ fn reservations_are_made_shown_used_and_deleted() {
     );
     let out = c.ok("scontrol", &["update", "ReservationName=r2", "Users=+root"]);
     assert_eq!(out.stdout, "Reservation updated.\n");
-    assert!(shown(&c, "r2").contains(" Users=nobody,root "), "{}", shown(&c, "r2"));
+    assert!(
+        shown(&c, "r2").contains(" Users=nobody,root "),
+        "{}",
+        shown(&c, "r2")
+    );
     assert!(shown(&c, "r2").contains(" State=INACTIVE "));
 
     // Busy while a job runs in it.
     let out = c.run("scontrol", &["delete", "ReservationName=r1"]);
     assert_eq!(out.code, 1, "{out}");
-    assert!(out.stderr.starts_with("Error deleting the reservation: "), "{out}");
+    assert!(
+        out.stderr.starts_with("Error deleting the reservation: "),
+        "{out}"
+    );
 
     // Kept across a restart.
     let before = c.ok("scontrol", &["show", "reservation"]).stdout;
@@ -108,7 +141,10 @@ fn reservations_are_made_shown_used_and_deleted() {
     let out = c.ok("scontrol", &["show", "reservation"]);
     assert_eq!(out.stdout, "No reservations in the system\n");
     let out = c.run("scontrol", &["show", "reservation", "r1"]);
-    assert_eq!((out.code, out.stderr.as_str()), (1, "Reservation r1 not found\n"));
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "Reservation r1 not found\n")
+    );
 }
 
 #[test]
@@ -136,11 +172,23 @@ fn a_job_that_would_run_into_a_maintenance_window_waits() {
     // One that ends before the window runs.
     let short = c.submit(&["-t", "30", "--wrap", "true"]);
     assert_eq!(c.wait_done(short, secs(10)), "COMPLETED");
-    assert!(shown(&c, "maint").contains(" Flags=MAINT,ALL_NODES\n"), "{}", shown(&c, "maint"));
+    assert!(
+        shown(&c, "maint").contains(" Flags=MAINT,ALL_NODES\n"),
+        "{}",
+        shown(&c, "maint")
+    );
     // Unsupported flags are refused, not ignored.
     let out = c.run(
         "scontrol",
-        &["create", "reservation", "StartTime=now", "Duration=5", "Nodes=ALL", "Flags=DAILY", "Users=root"],
+        &[
+            "create",
+            "reservation",
+            "StartTime=now",
+            "Duration=5",
+            "Nodes=ALL",
+            "Flags=DAILY",
+            "Users=root",
+        ],
     );
     assert_eq!(out.code, 1, "{out}");
     c.kill_ctld();
