@@ -325,6 +325,7 @@ impl Engine {
             return Err(SlurmError::ReservationBusy);
         }
         self.resvs.by_name.remove(name);
+        self.settle_resv_ever();
         self.touch();
         Ok(())
     }
@@ -564,7 +565,21 @@ impl Engine {
             .any(|r| (before < r.start && r.start <= now) || r.end <= now);
         self.resvs.by_name.retain(|_, r| r.end > now);
         if crossed {
+            self.settle_resv_ever();
             self.touch();
+        }
+    }
+
+    /// Once no reservation is left and no job names one, passes take
+    /// their shortcuts again.
+    fn settle_resv_ever(&mut self) {
+        if self.resvs.by_name.is_empty()
+            && !self
+                .jobs
+                .values()
+                .any(|j| j.desc.reservation.is_some() && !j.state.is_finished())
+        {
+            self.resvs.ever = false;
         }
     }
 

@@ -168,6 +168,13 @@ fn create_show_update_delete() {
         CtldResponse::Ok
     ));
     assert_eq!(list(&mut e, 30).len(), 2);
+    assert!(e.resvs.ever);
+    for name in ["other", "third"] {
+        let r = ask(&mut e, del(name), admin(), 30);
+        assert!(matches!(r, CtldResponse::Ok), "{r:?}");
+    }
+    // None left and no job names one: passes take their shortcuts again.
+    assert!(!e.resvs.ever);
 }
 
 #[test]

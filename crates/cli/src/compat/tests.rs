@@ -187,14 +187,14 @@ fn srun_and_salloc_refuse_before_asking_for_anything() {
         e.starts_with("salloc: error: -K/--kill-command is not supported here"),
         "{e}"
     );
-    let e = crate::alloc::job_state("salloc", &[("mincpus", Some("2".into()))], "/", 0)
-        .unwrap_err();
+    let e =
+        crate::alloc::job_state("salloc", &[("mincpus", Some("2".into()))], "/", 0).unwrap_err();
     assert_eq!(
         e,
         "salloc: error: --mincpus is not supported here: nodes are not chosen by a minimum CPU count\n"
     );
-    let st = crate::alloc::job_state("salloc", &[("reservation", Some("r".into()))], "/", 0)
-        .unwrap();
+    let st =
+        crate::alloc::job_state("salloc", &[("reservation", Some("r".into()))], "/", 0).unwrap();
     assert_eq!(st.desc.reservation.as_deref(), Some("r"));
     let st = crate::alloc::job_state("salloc", &[("time", Some("5".into()))], "/", 0).unwrap();
     assert!(st.desc.time_limit.is_some());

@@ -44,6 +44,9 @@ fn reservations_are_made_shown_used_and_deleted() {
          Users=root Groups=(null) Accounts=(null) Licenses=(null) State=ACTIVE BurstBuffer=(null) Watts=n/a\n   \
          MaxStartDelay=(null)\n\n"
     );
+    // sinfo: the idle reserved node reads `resv`, the other `idle`.
+    let out = c.ok("sinfo", &["-h", "-N", "-o", "%N %t"]);
+    assert_eq!(out.stdout, "node1 resv\nnode2 idle\n");
     // The name is taken.
     let out = c.run(
         "scontrol",
@@ -164,6 +167,8 @@ fn a_job_that_would_run_into_a_maintenance_window_waits() {
         ],
     );
     assert_eq!(out.stdout, "Reservation created: maint\n");
+    // Not begun: the node is idle still.
+    assert_eq!(c.ok("sinfo", &["-h", "-o", "%t"]).stdout, "idle\n");
     let long = c.submit(&["-t", "120", "--wrap", "true"]);
     c.wait_until("the long job waits for the maintenance", secs(10), || {
         (c.squeue_field(long, "%T %r") == "PENDING ReqNodeNotAvail, Reserved for maintenance")
