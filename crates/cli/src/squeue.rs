@@ -607,6 +607,7 @@ fn brief_enough(args: &SqueueArgs) -> bool {
                 | K::Features
                 | K::Comment
                 | K::Licenses
+                | K::Reservation
                 | K::ReqNodes
                 | K::Command
                 | K::ExcNodes

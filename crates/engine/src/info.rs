@@ -306,6 +306,7 @@ impl Engine {
             mail_type: d.mail_type,
             mail_user: (d.mail_type != 0)
                 .then(|| d.mail_user.clone().unwrap_or_else(|| d.user.clone())),
+            reservation: d.reservation.clone(),
         }
     }
 

@@ -1669,6 +1669,9 @@ pub struct JobInfo {
     /// Who is mailed: `--mail-user`, else the job's user.
     #[serde(default)]
     pub mail_user: Option<String>,
+    /// `--reservation`. Never skipped.
+    #[serde(default)]
+    pub reservation: Option<String>,
 }
 
 impl JobInfo {

@@ -82,6 +82,8 @@ fn reservations_are_made_shown_used_and_deleted() {
     ]);
     c.wait_state(r, "RUNNING", secs(10));
     assert_eq!(c.squeue_field(r, "%N"), "node1");
+    assert_eq!(c.squeue_field(r, "%v"), "r1");
+    assert_eq!(c.squeue_field(a, "%v"), "(null)");
     assert_eq!(c.job_state(b), "PENDING");
 
     // Unknown, and not allowed.
