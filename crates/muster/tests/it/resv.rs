@@ -84,6 +84,8 @@ fn reservations_are_made_shown_used_and_deleted() {
     assert_eq!(c.squeue_field(r, "%N"), "node1");
     assert_eq!(c.squeue_field(r, "%v"), "r1");
     assert_eq!(c.squeue_field(a, "%v"), "(null)");
+    let out = c.ok("squeue", &["-h", "-R", "r1", "-o", "%i"]);
+    assert_eq!(out.stdout, format!("{r}\n"));
     assert_eq!(c.job_state(b), "PENDING");
 
     // Unknown, and not allowed.
