@@ -504,13 +504,14 @@ fn show_licenses_matches_slurm() {
 #[test]
 fn show_reservation_matches_slurm() {
     utc();
-    let resv = |name: &str, start, end, nodes: &str, n, cores| proto::resv::ResvInfo {
+    let resv = |name: &str, start, end, nodes: &str, n, cores: u32| proto::resv::ResvInfo {
         name: name.into(),
         start,
         end,
         nodes: nodes.into(),
         node_cnt: n,
         core_cnt: cores,
+        cpu_cnt: cores * 2,
         partition: None,
         flags: String::new(),
         users: String::new(),
@@ -537,7 +538,7 @@ fn show_reservation_matches_slurm() {
     assert_eq!(
         scontrol::resv::render_resv(&list[1], one),
         "ReservationName=phys StartTime=2026-12-02T10:24:12 EndTime=2026-12-04T10:24:12 Duration=2-00:00:00 \
-         Nodes=node1 NodeCnt=1 CoreCnt=2 Features=(null) PartitionName=debug Flags=(null) TRES=cpu=2 \
+         Nodes=node1 NodeCnt=1 CoreCnt=2 Features=(null) PartitionName=debug Flags=(null) TRES=cpu=4 \
          Users=(null) Groups=(null) Accounts=phys,-chem Licenses=(null) State=ACTIVE BurstBuffer=(null) Watts=n/a \
          MaxStartDelay=(null)\n"
     );

@@ -352,7 +352,7 @@ impl Engine {
         match (nodes, count) {
             (Some(list), _) if list.eq_ignore_ascii_case("ALL") => {
                 resv.nodes = part_nodes;
-                resv.flags |= ALL_NODES;
+                resv.flags |= SPEC_NODES | ALL_NODES;
             }
             (Some(list), _) => {
                 let names = hostlist::expand(list).map_err(|_| SlurmError::InvalidNodeName)?;
@@ -599,10 +599,21 @@ impl Engine {
                     .iter()
                     .map(|i| self.nodes[i.0 as usize].conf.name.clone())
                     .collect();
+                let conf = |i: &NodeIdx| &self.nodes[i.0 as usize].conf;
+                let cpus: u32 = r.nodes.iter().map(|i| conf(i).cpus).sum();
                 let cores: u32 = r
                     .nodes
                     .iter()
-                    .map(|i| self.nodes[i.0 as usize].conf.cpus)
+                    .map(|i| {
+                        let c = conf(i);
+                        let cores = c.boards.max(1) * c.sockets.max(1) * c.cores_per_socket.max(1);
+                        // A node given only CPUs= counts them as cores.
+                        if cores * c.threads_per_core.max(1) == c.cpus {
+                            cores
+                        } else {
+                            c.cpus
+                        }
+                    })
                     .sum();
                 let shown = |list: &[String], except: bool| {
                     let text = list.join(",");
@@ -619,6 +630,7 @@ impl Engine {
                     nodes: hostlist::compress(&names),
                     node_cnt: r.nodes.len() as u32,
                     core_cnt: cores,
+                    cpu_cnt: cpus,
                     partition: r.partition.clone(),
                     flags: r.flags_text(),
                     users: shown(&r.users, r.users_except),

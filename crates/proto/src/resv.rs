@@ -47,8 +47,10 @@ pub struct ResvInfo {
     pub nodes: String,
     /// How many nodes.
     pub node_cnt: u32,
-    /// How many cores (the nodes' CPUs).
+    /// How many cores (sockets times cores per socket of each node).
     pub core_cnt: u32,
+    /// How many CPUs (`TRES=cpu=`: threads where a core has several).
+    pub cpu_cnt: u32,
     /// `PartitionName=`.
     pub partition: Option<String>,
     /// Its flags, Slurm's names joined by commas (empty: none).

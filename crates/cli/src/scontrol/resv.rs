@@ -194,7 +194,7 @@ pub fn render_resv(r: &ResvInfo, opts: ShowOpts) -> String {
             r.partition.as_deref().unwrap_or("(null)"),
             null(&r.flags)
         ),
-        format!("TRES=cpu={}", r.core_cnt),
+        format!("TRES=cpu={}", r.cpu_cnt),
         format!(
             "Users={} Groups=(null) Accounts={} Licenses=(null) State={} BurstBuffer=(null) Watts=n/a",
             null(&r.users),

@@ -182,7 +182,7 @@ fn a_job_that_would_run_into_a_maintenance_window_waits() {
     let short = c.submit(&["-t", "30", "--wrap", "true"]);
     assert_eq!(c.wait_done(short, secs(10)), "COMPLETED");
     assert!(
-        shown(&c, "maint").contains(" Flags=MAINT,ALL_NODES\n"),
+        shown(&c, "maint").contains(" Flags=MAINT,SPEC_NODES,ALL_NODES\n"),
         "{}",
         shown(&c, "maint")
     );
