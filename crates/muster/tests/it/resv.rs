@@ -139,6 +139,18 @@ fn reservations_are_made_shown_used_and_deleted() {
 
     c.write("go-r", "");
     assert_eq!(c.wait_done(r, secs(10)), "COMPLETED");
+    // srun's allocation runs in it too.
+    let out = c.ok(
+        "srun",
+        &[
+            "--reservation=r1",
+            "-t",
+            "5",
+            "printenv",
+            "SLURM_JOB_NODELIST",
+        ],
+    );
+    assert_eq!(out.stdout, "node1\n");
     c.ok("scontrol", &["delete", "ReservationName=r1"]);
     // b takes node1 once it is no longer reserved.
     c.write("go-a", "");
