@@ -132,7 +132,7 @@ pub const SBATCH: &[(&str, Disposition)] = &[
     ("quiet", I),
     ("reboot", W("nodes are never rebooted for a job")),
     ("requeue", I),
-    ("reservation", R("jobs cannot run in reservations")),
+    ("reservation", I),
     ("signal", I),
     (
         "sockets-per-node",

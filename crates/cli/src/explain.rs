@@ -42,7 +42,15 @@ fn reason_words(reason: PendingReason) -> String {
         PendingReason::NodesDown => {
             "the nodes that could run it are down, drained or reserved".to_string()
         }
-        PendingReason::ReqNodeNotAvail => "a node it requires (-w) is not available".to_string(),
+        PendingReason::ReqNodeNotAvail => {
+            "a node it requires (-w) is not available, or the nodes it could use are reserved"
+                .to_string()
+        }
+        PendingReason::Reservation => "its reservation (--reservation) has not begun".to_string(),
+        PendingReason::ReservedForMaint => {
+            "a maintenance reservation holds the nodes it could use before its time limit would end"
+                .to_string()
+        }
         PendingReason::BadConstraints => "no node has the features it asks for (-C)".to_string(),
         PendingReason::Licenses => {
             "the licenses it asks for (-L) are in use, or kept for a job of higher priority (`scontrol show licenses`)"
@@ -100,6 +108,12 @@ pub fn render(x: &JobExplanation, now: Timestamp) -> String {
         return out;
     }
     line(format!("It waits because {}.", reason_words(x.reason)));
+    if !x.reservations.is_empty() {
+        line(format!(
+            "Reservations in its way: {} (`scontrol show reservation`).",
+            x.reservations.join(", ")
+        ));
+    }
     match x.position {
         Some(pos) => {
             let mut s = format!(

@@ -580,6 +580,8 @@ fn fail(msg: impl Into<String>) -> Failure {
 const COMMANDS: &[(&str, usize)] = &[
     ("show", 3),
     ("update", 1),
+    ("create", 2),
+    ("delete", 3),
     ("hold", 2),
     ("uhold", 2),
     ("release", 3),
@@ -641,7 +643,14 @@ fn run_command(s: &mut Session, words: &[String]) -> CmdResult {
     let rest = &words[1..];
     match cmd {
         "show" => cmd_show(s, rest),
+        "update" if resv::names_reservation(rest) => resv::cmd_update(s, rest),
         "update" => cmd_update(s, rest),
+        "create" | "delete" if !resv::names_reservation(rest) => Err(fail(format!(
+            "invalid entity:{} for keyword:{cmd}",
+            rest.first().map(String::as_str).unwrap_or("")
+        ))),
+        "create" => resv::cmd_create(s, rest),
+        "delete" => resv::cmd_delete(s, rest),
         "hold" | "uhold" | "release" | "requeue" | "requeuehold" | "suspend" | "resume" => {
             cmd_job_action(s, cmd, rest)
         }
@@ -676,6 +685,8 @@ const SHOW_ENTITIES: &[(&str, usize)] = &[
     ("hostname", 5),
     ("hostlistsorted", 9),
     ("hostlist", 5),
+    ("reservations", 3),
+    ("reservation", 3),
 ];
 
 fn cmd_show(s: &mut Session, rest: &[String]) -> CmdResult {
@@ -693,6 +704,7 @@ fn cmd_show(s: &mut Session, rest: &[String]) -> CmdResult {
         "config" => show_config(s),
         "licenses" | "license" => show_licenses(s, arg),
         "step" | "steps" => show_steps(s, arg),
+        "reservations" | "reservation" => resv::show(s, arg),
         "hostnames" | "hostname" => {
             let expr = match arg {
                 Some(a) => a.to_string(),
@@ -1988,5 +2000,6 @@ fn execute(session: &mut Session, words: &[String]) -> i32 {
     }
 }
 
+pub mod resv;
 #[cfg(test)]
 mod tests;

@@ -644,6 +644,8 @@ fn state_matches(node: &NodeInfo, states: &[String]) -> bool {
         "alloc" | "allocated" => s.base == NodeBase::Allocated,
         "mix" | "mixed" => s.base == NodeBase::Mixed,
         "idle" => s.base == NodeBase::Idle,
+        "resv" | "reserved" => node.resv == 1,
+        "maint" => node.resv == 2,
         "comp" | "completing" => s.completing,
         "fail" | "failing" => s.fail,
         "no_respond" => s.not_responding,
@@ -867,6 +869,27 @@ fn range<T: PartialOrd + Copy>(
     }
 }
 
+/// sinfo's state word (`%t`, `%T` with `long`): an idle node in an active
+/// reservation reads `resv` (`reserved`), in a MAINT one `maint`, with the
+/// suffixes kept (`resv*`).
+fn resv_state(node: &NodeInfo, long: bool) -> String {
+    let text = if long {
+        node.state.sinfo_long()
+    } else {
+        node.state.sinfo_short()
+    };
+    let word = match (node.resv, long) {
+        (2, _) => "maint",
+        (1, true) => "reserved",
+        (1, false) => "resv",
+        _ => return text,
+    };
+    match text.strip_prefix("idle") {
+        Some(suffix) => format!("{word}{suffix}"),
+        None => text,
+    }
+}
+
 /// Whether a node counts as "other" in the A/I/O/T columns.
 fn is_other(node: &NodeInfo) -> bool {
     let s = &node.state;
@@ -999,8 +1022,8 @@ fn value(rec: &Rec<'_>, kind: Kind) -> String {
         Kind::NodeAddr => {
             hostlist::compress(&sorted_names(rec.nodes.iter().map(|n| n.addr.as_str())))
         }
-        Kind::StateCompact => first.map(|n| n.state.sinfo_short()).unwrap_or_else(na),
-        Kind::StateLong => first.map(|n| n.state.sinfo_long()).unwrap_or_else(na),
+        Kind::StateCompact => first.map(|n| resv_state(n, false)).unwrap_or_else(na),
+        Kind::StateLong => first.map(|n| resv_state(n, true)).unwrap_or_else(na),
         Kind::NodesAiot | Kind::NodesAi => {
             let total = rec.nodes.len();
             let other = rec.nodes.iter().filter(|n| is_other(n)).count();

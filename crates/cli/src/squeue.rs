@@ -120,6 +120,8 @@ pub struct SqueueArgs {
     pub qos: Vec<String>,
     /// `-L`: jobs that ask for any of these licenses.
     pub licenses: Vec<String>,
+    /// `-R/--reservation`: jobs in any of these reservations.
+    pub reservations: Vec<String>,
     /// `-S`.
     pub sort: Option<String>,
     /// `--start`.
@@ -265,6 +267,7 @@ pub fn parse_args(args: &[String]) -> Result<SqueueArgs, String> {
                     "partition" => a.partitions.extend(split_list(&v)),
                     "qos" => a.qos.extend(split_list(&v)),
                     "licenses" => a.licenses.extend(split_list(&v)),
+                    "reservation" => a.reservations.extend(split_list(&v)),
                     "sort" => a.sort = Some(v),
                     "start" => a.start = true,
                     "states" => a
@@ -274,7 +277,7 @@ pub fn parse_args(args: &[String]) -> Result<SqueueArgs, String> {
                     "steps" => a.steps = true,
                     "user" => a.users.extend(split_list(&v)),
                     "verbose" => a.verbose += 1,
-                    // Accepted, no effect in muster: -a, -M, -L, -R, -P, --hide,
+                    // Accepted, no effect in muster: -a, -M, -P, --hide,
                     // --local, --federation, --sibling, --array-unique, --yaml.
                     _ => {}
                 }
@@ -414,6 +417,12 @@ pub fn matches<J: JobView + ?Sized>(args: &SqueueArgs, job: &J, me: &str) -> boo
     }
     if !args.licenses.is_empty() && !asks_for_license(job, &args.licenses) {
         return false;
+    }
+    if !args.reservations.is_empty() {
+        let resv = job.full().and_then(|j| j.reservation.as_deref());
+        if !resv.is_some_and(|r| args.reservations.iter().any(|n| n == r)) {
+            return false;
+        }
     }
     let user_ok = |u: &str| u == job.user() || u.parse::<u32>().is_ok_and(|n| n == job.uid());
     if args.me || !args.users.is_empty() {
@@ -592,7 +601,7 @@ fn unread_fields(args: &SqueueArgs) -> Vec<proto::JobField> {
 /// brief `JobInfo` carries.
 fn brief_enough(args: &SqueueArgs) -> bool {
     use format::FieldKind as K;
-    if args.json || args.steps || !args.licenses.is_empty() {
+    if args.json || args.steps || !args.licenses.is_empty() || !args.reservations.is_empty() {
         return false;
     }
     let (Ok(format), Ok(keys)) = (resolve_format(args), resolve_sort(args)) else {
@@ -607,6 +616,7 @@ fn brief_enough(args: &SqueueArgs) -> bool {
                 | K::Features
                 | K::Comment
                 | K::Licenses
+                | K::Reservation
                 | K::ReqNodes
                 | K::Command
                 | K::ExcNodes

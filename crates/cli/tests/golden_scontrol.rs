@@ -322,6 +322,7 @@ fn node(i: u32, base: NodeBase, alloc_cpus: u32, alloc_mem: u64) -> NodeInfo {
         version: Some("22.05.8".into()),
         os: Some("Linux 6.18.44-fc-v1098 #1 SMP PREEMPT_DYNAMIC @0".into()),
         arch: Some("x86_64".into()),
+        resv: 0,
     }
 }
 
@@ -494,5 +495,52 @@ fn show_licenses_matches_slurm() {
     assert_eq!(
         scontrol::render_licenses(&list[1..], one),
         "LicenseName=matlab Total=10 Used=2 Free=8 Reserved=0 Remote=no\n"
+    );
+}
+
+/// `scontrol show reservation` in Slurm 22.05's layout
+/// (`slurm_sprint_reservation_info`); `-o` joins each record's lines.
+/// The golden file is written from the layout Slurm's source prints, not
+/// from a capture (`shared/reference/` has none).
+#[test]
+fn show_reservation_matches_slurm() {
+    utc();
+    let resv = |name: &str, start, end, nodes: &str, n, cores: u32| proto::resv::ResvInfo {
+        name: name.into(),
+        start,
+        end,
+        nodes: nodes.into(),
+        node_cnt: n,
+        core_cnt: cores,
+        cpu_cnt: cores * 2,
+        partition: None,
+        flags: String::new(),
+        users: String::new(),
+        accounts: String::new(),
+        active: false,
+    };
+    let mut maint = resv("maint", NOW + 2148, NOW + 2148 + 7200, "node[1-4]", 4, 8);
+    maint.flags = "MAINT,IGNORE_JOBS,SPEC_NODES".into();
+    maint.users = "root".into();
+    let mut phys = resv("phys", NOW, NOW + 2 * 86400, "node1", 1, 2);
+    phys.partition = Some("debug".into());
+    phys.accounts = "phys,-chem".into();
+    phys.active = true;
+    let list = [maint, phys];
+    let text: String = list
+        .iter()
+        .map(|r| scontrol::resv::render_resv(r, ShowOpts::default()))
+        .collect();
+    assert_eq!(text, golden("scontrol_show_reservation"));
+    let one = ShowOpts {
+        oneliner: true,
+        ..ShowOpts::default()
+    };
+    assert_eq!(
+        scontrol::resv::render_resv(&list[1], one),
+        "ReservationName=phys StartTime=2026-12-02T10:24:12 EndTime=2026-12-04T10:24:12 Duration=2-00:00:00 \
+         Nodes=node1 NodeCnt=1 CoreCnt=2 Features=(null) PartitionName=debug Flags=(null) TRES=cpu=4 \
+         Users=(null) Groups=(null) Accounts=phys,-chem Licenses=(null) State=ACTIVE BurstBuffer=(null) Watts=n/a \
+         MaxStartDelay=(null)\n"
     );
 }

@@ -73,6 +73,10 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         CtldRequest::GetConfig => ("MUSTER_GET_CONFIG", 0),
         CtldRequest::Token { .. } => ("REQUEST_AUTH_TOKEN", 5039),
         CtldRequest::OnBehalf { request, .. } => rpc_type(request),
+        CtldRequest::CreateReservation(_) => ("REQUEST_CREATE_RESERVATION", 3006),
+        CtldRequest::DeleteReservation { .. } => ("REQUEST_DELETE_RESERVATION", 3008),
+        CtldRequest::UpdateReservation(_) => ("REQUEST_UPDATE_RESERVATION", 3009),
+        CtldRequest::ListReservations => ("REQUEST_RESERVATION_INFO", 2024),
     }
 }
 

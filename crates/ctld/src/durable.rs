@@ -93,6 +93,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions
             | CtldRequest::ListLicenses
+            | CtldRequest::ListReservations
             | CtldRequest::GetConfig
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }
@@ -1443,6 +1444,7 @@ mod tests {
             hint: text("nomultithread"),
             threads_per_core: Some(1),
             ntasks_per_core: Some(1),
+            reservation: text("maint"),
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {

@@ -100,6 +100,7 @@ impl Engine {
     /// lets the controller replay its journal.
     pub fn apply(&mut self, input: Input, now: Timestamp) -> Applied {
         let mut scheduled = false;
+        self.resv_tick(now);
         let reply = match input {
             Input::Request { req, who } => Some(self.answer(*req, &who, now)),
             Input::LaunchFailed { job_id, node } => {
@@ -172,6 +173,13 @@ impl Engine {
             CtldRequest::ListNodes => CtldResponse::Nodes(self.node_infos()),
             CtldRequest::ListPartitions => CtldResponse::Partitions(self.partition_infos()),
             CtldRequest::ListLicenses => CtldResponse::Licenses(self.license_infos()),
+            CtldRequest::ListReservations => CtldResponse::Reservations(self.resv_infos(t)),
+            CtldRequest::CreateReservation(spec) => match self.on_create_resv(spec, who, t) {
+                Ok(name) => CtldResponse::ReservationCreated(name),
+                Err(e) => CtldResponse::Error(e),
+            },
+            CtldRequest::UpdateReservation(spec) => ok(self.on_update_resv(spec, who, t)),
+            CtldRequest::DeleteReservation { name } => ok(self.on_delete_resv(&name, who)),
             CtldRequest::ShowConfig => match &self.show_config {
                 Some(show) => CtldResponse::Config(self.config_info(&show.cfg, t, &show.boot_text)),
                 None => CtldResponse::Error(SlurmError::InvalidRequest),

@@ -126,6 +126,11 @@ impl Engine {
             planned_nodes,
             waits_for,
             candidates,
+            reservations: match (&job.desc.reservation, job.reason) {
+                (Some(own), model::PendingReason::Reservation) => vec![own.clone()],
+                _ if job.state == JobState::Pending => self.resvs_in_way(job, now),
+                _ => Vec::new(),
+            },
         })
     }
 }

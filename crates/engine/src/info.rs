@@ -306,6 +306,7 @@ impl Engine {
             mail_type: d.mail_type,
             mail_user: (d.mail_type != 0)
                 .then(|| d.mail_user.clone().unwrap_or_else(|| d.user.clone())),
+            reservation: d.reservation.clone(),
         }
     }
 
@@ -532,7 +533,8 @@ impl Engine {
     pub fn node_infos(&self) -> Vec<NodeInfo> {
         self.nodes
             .iter()
-            .map(|n| {
+            .enumerate()
+            .map(|(i, n)| {
                 let used: Vec<Gres> = n
                     .gres
                     .iter()
@@ -574,6 +576,11 @@ impl Engine {
                     version: r.map(|r| r.version.clone()),
                     os: r.map(|r| r.os.clone()),
                     arch: r.map(|r| r.arch.clone()),
+                    resv: match self.node_resv(sched::NodeIdx(i as u32), self.resv_now) {
+                        Some((_, true)) => 2,
+                        Some((_, false)) => 1,
+                        None => 0,
+                    },
                 }
             })
             .collect()

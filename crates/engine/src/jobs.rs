@@ -103,6 +103,7 @@ impl Engine {
         for &p in &partitions {
             self.part_access(&self.parts[p].conf, &desc, who)?;
         }
+        self.check_job_resv(&desc, &who.user)?;
         // `--time=0` means no limit (sbatch(1)).
         let requested_limit = match desc.time_limit {
             Some(TimeLimit::Minutes(0)) => Some(TimeLimit::Unlimited),

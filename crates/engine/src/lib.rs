@@ -222,6 +222,7 @@ mod priority;
 mod queue;
 mod reconf;
 mod requests;
+mod resv;
 mod stats;
 mod steps;
 mod tokens;
@@ -801,6 +802,11 @@ pub struct Engine {
     n_submitted: u32,
     /// The recent submissions' tokens and the jobs they made (`tokens`).
     submit_tokens: tokens::SubmitTokens,
+    /// Advance reservations (`resv`).
+    resvs: resv::Resvs,
+    /// The time of the last input applied: what the reservations are
+    /// compared with (`resv::resv_restrict`).
+    resv_now: Timestamp,
     outbox: Vec<Command>,
     boot_time: Timestamp,
     /// Something changed that may let a pending job start or change its
@@ -1046,6 +1052,8 @@ impl Engine {
             jobs: queue::JobTable::default(),
             n_submitted: 0,
             submit_tokens: tokens::SubmitTokens::default(),
+            resvs: resv::Resvs::default(),
+            resv_now: now,
             outbox: Vec::new(),
             boot_time: now,
             sched_dirty: true,
@@ -1270,6 +1278,7 @@ impl Engine {
             self.priority_due(),
             self.exempt_wake,
             self.depth_wake,
+            self.resv_wake(),
         ];
         let timeout = self.settings.slurmd_timeout as i64;
         let watched: &[Node] = if timeout > 0 { &self.nodes } else { &[] };
@@ -1518,6 +1527,8 @@ mod tests_licenses;
 mod tests_preempt;
 #[cfg(test)]
 mod tests_reconf;
+#[cfg(test)]
+mod tests_resv;
 #[cfg(test)]
 mod tests_smt;
 #[cfg(test)]

@@ -59,6 +59,7 @@ impl Engine {
     fn free_if_pass_may_start(&mut self) -> Option<Option<u32>> {
         if !self.sched_dirty
             || self.full_passes
+            || self.resvs.ever
             || self.whole_queue_pass
             || self.may_resume
             || self.may_depend
@@ -175,6 +176,7 @@ impl Engine {
         let fresh = fresh.filter(|_| !freed || !had_dependencies);
         let mut limited = self.limit_blocked();
         self.license_blocked(&mut limited, now);
+        self.resv_blocked(&mut limited.blocked);
         // A job a limit held after the last pass that none holds now (a job
         // let through before it then, counted against it, started or not)
         // must be tried: only a pass over every job does.
@@ -213,7 +215,8 @@ impl Engine {
             && cfg.bf_max_job_user.is_none()
             && self.settings.preempt.kind == crate::preempt::PreemptType::None
             && self.last_order_key.is_some()
-            && !self.full_passes;
+            && !self.full_passes
+            && !self.resvs.ever;
         // After job ends, only with one partition and one planned job (the
         // first blocked one), and no limits that an end could lift: see
         // `freed_pass_holds`.
@@ -235,7 +238,8 @@ impl Engine {
         let pool_exact = self.queue.all_spread()
             && self.settings.preempt.kind == crate::preempt::PreemptType::None
             && self.preempt_suspended.is_empty()
-            && !self.nodes.any_apart();
+            && !self.nodes.any_apart()
+            && !self.resvs.ever;
         let switched = self.sched_cfg.bf_plan == sched::PlanOn::Auto
             && pool_exact != self.pass_cache.pool_exact;
         self.pass_cache.pool_exact = pool_exact;
@@ -509,7 +513,13 @@ impl Engine {
             };
             match decision {
                 Decision::Start(alloc) => self.start_job(id, alloc, now),
-                Decision::Wait(reason) => self.jobs.tell_reason(&id, reason, now),
+                Decision::Wait(reason) => {
+                    let reason = match self.jobs.get(&id) {
+                        Some(job) if self.resvs.ever => self.resv_reason(job, reason),
+                        _ => reason,
+                    };
+                    self.jobs.tell_reason(&id, reason, now)
+                }
             }
         }
         self.preempt_pass(&preemptors, now);
@@ -539,7 +549,7 @@ impl Engine {
         if let Some(changed) = self.view_hint.replace(Vec::new()) {
             self.pass_cache.views_differ_only_on(changed);
         }
-        if !self.running_all && !self.full_passes {
+        if !self.running_all && !self.full_passes && !self.resvs.ever {
             let mut changed = Vec::new();
             let mut gone = Vec::new();
             for id in &self.running_changed {

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 pub mod journal_v1;
 pub mod payload_v1;
+pub mod resv_v1;
 pub mod v1;
 
 use v1::Desc;
@@ -168,6 +169,8 @@ impl Engine {
             } else {
                 Vec::new()
             },
+            reservations: self.saved_resvs(),
+            resv_next_id: self.resvs.next_id,
         }
     }
 
@@ -282,6 +285,7 @@ impl Engine {
         e.next_job_id = state.next_job_id;
         e.n_submitted = state.n_submitted;
         e.submit_tokens = crate::tokens::SubmitTokens::restored(state.submit_tokens);
+        e.restore_resvs(state.reservations, state.resv_next_id);
         e.assoc = state.assoc_tables.map(Arc::new);
         e.usage = state
             .usage
@@ -353,6 +357,7 @@ impl Engine {
         e.may_depend = true;
         e.may_complete = true;
         e.may_resume = true;
+        e.resvs.ever |= e.jobs.values().any(|j| j.desc.reservation.is_some());
         Ok(e)
     }
 

@@ -60,7 +60,7 @@ impl Engine {
             debug_assert!(
                 self.queue
                     .get(job.id)
-                    .is_none_or(|q| !q.spreads || sched::spreads(&req)),
+                    .is_none_or(|q| !q.spreads || self.resvs.ever || sched::spreads(&req)),
                 "job {} spreads by its queue entry, not by its request",
                 job.id
             );

@@ -41,7 +41,9 @@ impl Engine {
     }
 
     pub(crate) fn request_for(&self, job: &Job) -> JobRequest {
-        self.request_with(job, job.partitions.clone())
+        let mut req = self.request_with(job, job.partitions.clone());
+        self.resv_restrict(job, &mut req);
+        req
     }
 
     /// `request_for` with `partitions` in place of the job's.

@@ -211,6 +211,12 @@ pub enum PendingReason {
     /// for a higher-priority job that asks for them too. After
     /// `JobRequeuedHeld`, so the variants before it keep their numbers.
     Licenses,
+    /// Its reservation (`--reservation`) has not begun. After `Licenses`.
+    Reservation,
+    /// A maintenance reservation holds the nodes it could run on within
+    /// its time limit (Slurm's `ReqNodeNotAvail, Reserved for
+    /// maintenance`). After `Reservation`.
+    ReservedForMaint,
 }
 
 /// Declares [`LimitReason`] from its table: variant => Slurm's reason text.
@@ -310,6 +316,8 @@ impl PendingReason {
             PendingReason::JobArrayTaskLimit => "JobArrayTaskLimit",
             PendingReason::Limit(l) => l.as_slurm_str(),
             PendingReason::Licenses => "Licenses",
+            PendingReason::Reservation => "Reservation",
+            PendingReason::ReservedForMaint => "ReqNodeNotAvail, Reserved for maintenance",
         }
     }
 

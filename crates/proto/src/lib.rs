@@ -39,6 +39,7 @@
 
 pub mod acctdb;
 pub mod diag;
+pub mod resv;
 
 use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -418,6 +419,9 @@ pub struct JobDesc {
     /// skipped.
     #[serde(default)]
     pub ntasks_per_core: Option<u32>,
+    /// `--reservation`: the reservation the job runs in. Never skipped.
+    #[serde(default)]
+    pub reservation: Option<String>,
 }
 
 /// A submission token as the controller keeps it: [`JobDesc::submit_token`]
@@ -817,6 +821,19 @@ pub enum CtldRequest {
     /// `scontrol shutdown slurmctld`: the controller alone stops (the
     /// node daemons keep running); `Shutdown` stops them too.
     ShutdownController,
+    /// `scontrol create reservation` (answered `ReservationCreated`).
+    /// Added after the first release of protocol version 1.
+    CreateReservation(resv::ResvSpec),
+    /// `scontrol update ReservationName=...`.
+    UpdateReservation(resv::ResvSpec),
+    /// `scontrol delete ReservationName=...`.
+    DeleteReservation {
+        /// The reservation.
+        name: String,
+    },
+    /// `scontrol show reservation`: every reservation (answered with
+    /// `Reservations`).
+    ListReservations,
 }
 
 /// What `scontrol update PartitionName=...` (or `create partition`)
@@ -1044,6 +1061,22 @@ pub enum SlurmError {
     /// ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP: `AllowGroups` of the
     /// partition names none of the submitter's groups.
     PartitionGroupRequired,
+    /// ESLURM_RESERVATION_INVALID: no reservation of that name.
+    ReservationInvalid,
+    /// ESLURM_RESERVATION_ACCESS: the job's user and account are not
+    /// among the reservation's.
+    ReservationAccess,
+    /// ESLURM_RESERVATION_NAME_DUP.
+    ReservationNameDup,
+    /// ESLURM_RESERVATION_OVERLAP: its nodes and window meet another
+    /// reservation's (without OVERLAP).
+    ReservationOverlap,
+    /// ESLURM_INVALID_TIME_VALUE.
+    InvalidTimeValue,
+    /// ESLURM_RESERVATION_EMPTY: neither users nor accounts given.
+    ReservationEmpty,
+    /// ESLURM_RESERVATION_BUSY: jobs still run in it.
+    ReservationBusy,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -1146,6 +1179,13 @@ impl SlurmError {
             SlurmError::PartitionGroupRequired => {
                 "User's group not permitted to use this partition"
             }
+            SlurmError::ReservationInvalid => "Requested reservation is invalid",
+            SlurmError::ReservationAccess => "Access denied to requested reservation",
+            SlurmError::ReservationNameDup => "Duplicate reservation name",
+            SlurmError::ReservationOverlap => "Requested reservation overlaps with another reservation",
+            SlurmError::InvalidTimeValue => "Invalid time specified",
+            SlurmError::ReservationEmpty => "Reservation request lacks users or accounts",
+            SlurmError::ReservationBusy => "Reservation is busy",
             SlurmError::StateSaveFailed(cause) => match cause {
                 SaveFailure::NoSpace => {
                     "Slurm controller state save failed: No space left on device"
@@ -1236,6 +1276,10 @@ pub enum CtldResponse {
     /// `Reconfigure`: the files were refused (the error, `file:line: ...`);
     /// the configuration in force is unchanged.
     ReconfigureRefused(String),
+    /// `CreateReservation`: the name it was given.
+    ReservationCreated(String),
+    /// `ListReservations`: each reservation by start time, then name.
+    Reservations(Vec<resv::ResvInfo>),
 }
 
 /// One configuration file a controller serves in configless mode.
@@ -1308,6 +1352,10 @@ pub struct JobExplanation {
     pub waits_for: Vec<(JobId, Timestamp)>,
     /// The nodes its partitions offer it.
     pub candidates: Vec<ExplainNode>,
+    /// The reservations it waits for: its own (not begun), or those that
+    /// hold nodes it could use within its time limit. Never skipped.
+    #[serde(default)]
+    pub reservations: Vec<String>,
 }
 
 /// A node as `muster explain` describes it.
@@ -1761,6 +1809,9 @@ pub struct JobInfo {
     /// Who is mailed: `--mail-user`, else the job's user.
     #[serde(default)]
     pub mail_user: Option<String>,
+    /// `--reservation`. Never skipped.
+    #[serde(default)]
+    pub reservation: Option<String>,
 }
 
 impl JobInfo {
@@ -1873,6 +1924,10 @@ pub struct NodeInfo {
     pub os: Option<String>,
     /// Architecture its daemon reported.
     pub arch: Option<String>,
+    /// In an active reservation: 0 none, 1 (`RESERVED`), 2 a MAINT one
+    /// (sinfo's `resv` and `maint`). Never skipped.
+    #[serde(default)]
+    pub resv: u8,
 }
 
 /// Everything the commands show about a partition.

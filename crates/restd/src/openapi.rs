@@ -261,6 +261,7 @@ pub fn example_node() -> proto::NodeInfo {
         version: Some(v0038::SLURM_RELEASE.into()),
         os: Some("Linux".into()),
         arch: Some("x86_64".into()),
+        resv: 0,
     }
 }
 

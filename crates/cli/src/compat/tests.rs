@@ -42,7 +42,7 @@ fn each_command_has_each_disposition() {
         Disposition::Warn(_)
     ));
     assert!(matches!(
-        disposition("sbatch", "reservation"),
+        disposition("sbatch", "mincpus"),
         Disposition::Refuse(_)
     ));
     assert_eq!(disposition("srun", "label"), Disposition::Implemented);
@@ -150,8 +150,8 @@ fn golden_warning_and_refusal_lines() {
          sbatch: warning: --profile is ignored here: no AcctGatherProfile plugin\n"
     );
     assert_eq!(
-        check("sbatch", ["wckey", "reservation", "bb"]).unwrap_err(),
-        "sbatch: error: --reservation is not supported here: jobs cannot run in reservations\n"
+        check("sbatch", ["wckey", "mincpus", "bb"]).unwrap_err(),
+        "sbatch: error: --mincpus is not supported here: nodes are not chosen by a minimum CPU count\n"
     );
     assert_eq!(
         check("srun", ["no-allocate"]).unwrap_err(),
@@ -163,7 +163,8 @@ fn golden_warning_and_refusal_lines() {
 fn markdown_counts_and_rows() {
     let md = markdown("sbatch");
     assert!(md.starts_with("104 options: "), "{md}");
-    assert!(md.contains("| `--reservation` | refused: jobs cannot run in reservations |\n"));
+    assert!(md.contains("| `--mincpus` | refused: nodes are not chosen by a minimum CPU count |\n"));
+    assert!(md.contains("| `--reservation` | implemented |\n"));
     assert!(md.contains("| `-t/--time` | implemented |\n"));
     assert!(md.contains("| `--wckey` | warned and ignored: wckeys are not tracked |\n"));
     assert!(md.contains("| `--mail-type` | implemented |\n"));
@@ -186,12 +187,15 @@ fn srun_and_salloc_refuse_before_asking_for_anything() {
         e.starts_with("salloc: error: -K/--kill-command is not supported here"),
         "{e}"
     );
-    let e = crate::alloc::job_state("salloc", &[("reservation", Some("r".into()))], "/", 0)
-        .unwrap_err();
+    let e =
+        crate::alloc::job_state("salloc", &[("mincpus", Some("2".into()))], "/", 0).unwrap_err();
     assert_eq!(
         e,
-        "salloc: error: --reservation is not supported here: jobs cannot run in reservations\n"
+        "salloc: error: --mincpus is not supported here: nodes are not chosen by a minimum CPU count\n"
     );
+    let st =
+        crate::alloc::job_state("salloc", &[("reservation", Some("r".into()))], "/", 0).unwrap();
+    assert_eq!(st.desc.reservation.as_deref(), Some("r"));
     let st = crate::alloc::job_state("salloc", &[("time", Some("5".into()))], "/", 0).unwrap();
     assert!(st.desc.time_limit.is_some());
     assert!(crate::alloc::job_state("srun", &[("whole", None)], "/", 0).is_ok());

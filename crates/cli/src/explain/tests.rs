@@ -41,6 +41,7 @@ fn a_planned_job_is_explained_in_words() {
                 jobs: vec![],
             },
         ],
+        reservations: vec![],
     };
     assert_eq!(
         render(&x, 100),
@@ -79,6 +80,7 @@ fn a_job_planned_over_the_pool_is_explained_in_words() {
         planned_nodes: vec![],
         waits_for: vec![(JobId(40), 7200), (JobId(38), 3600)],
         candidates: vec![],
+        reservations: vec![],
     };
     let text = render(&x, 100);
     let last = text.lines().last().unwrap();
@@ -108,6 +110,7 @@ fn a_job_without_a_plan_is_told_why_it_may_have_none() {
         planned_nodes: vec![],
         waits_for: vec![],
         candidates: vec![],
+        reservations: vec![],
     };
     let text = render(&x, 100);
     assert!(
@@ -131,4 +134,34 @@ fn ordinals() {
     assert_eq!(ordinal(11), "11th");
     assert_eq!(ordinal(22), "22nd");
     assert_eq!(ordinal(104), "104th");
+}
+
+/// A job kept off nodes by a maintenance reservation is told which.
+#[test]
+fn a_job_waiting_for_maintenance_names_the_reservation() {
+    utc();
+    let x = JobExplanation {
+        job_id: JobId(44),
+        user: "bob".into(),
+        partition: "debug".into(),
+        state: JobState::Pending,
+        reason: PendingReason::ReservedForMaint,
+        priority: 100,
+        position: Some(1),
+        n_queued: 1,
+        ahead: None,
+        first: Some((JobId(44), 100)),
+        request: "1 node, 1 CPU".into(),
+        time_limit: TimeLimit::Minutes(120),
+        start_time: None,
+        planned_nodes: vec![],
+        waits_for: vec![],
+        candidates: vec![],
+        reservations: vec!["maint".into()],
+    };
+    let text = render(&x, 100);
+    assert!(
+        text.contains("It waits because a maintenance reservation holds the nodes it could use before its time limit would end.\nReservations in its way: maint (`scontrol show reservation`).\n"),
+        "{text}"
+    );
 }

@@ -352,6 +352,7 @@ pub fn apply(
             })?;
         }
         "mail-user" => d.mail_user = Some(v),
+        "reservation" => d.reservation = Some(v),
         "hold" => d.hold = true,
         "input" => d.stdin = Some(io_path(v)),
         "job-name" => {

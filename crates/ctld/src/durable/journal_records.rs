@@ -262,6 +262,32 @@ fn every_request() -> Vec<CtldRequest> {
             other: vec![("DenyQos".into(), "low".into())],
         })),
         CtldRequest::DeletePartition { name: "q".into() },
+        CtldRequest::Submit(Box::new(proto::JobDesc {
+            reservation: Some("maint".into()),
+            ..desc()
+        })),
+        CtldRequest::CreateReservation(proto::resv::ResvSpec {
+            name: "maint".into(),
+            start: Some(100),
+            start_now: false,
+            end: None,
+            duration_mins: Some(60),
+            nodes: Some("n[1-2]".into()),
+            node_cnt: None,
+            partition: Some("p".into()),
+            users: Some("root".into()),
+            accounts: Some("-a".into()),
+            flags: Some("MAINT".into()),
+        }),
+        CtldRequest::UpdateReservation(proto::resv::ResvSpec {
+            name: "maint".into(),
+            start_now: true,
+            node_cnt: Some(2),
+            ..Default::default()
+        }),
+        CtldRequest::DeleteReservation {
+            name: "maint".into(),
+        },
     ]
 }
 
@@ -280,6 +306,7 @@ fn a_journaled_request_is_written_as_the_wire_request_was() {
                 || d.mail_type == 0
                 || d.mail_user.is_none()
                 || d.hint.is_none()
+                || d.reservation.is_none()
             {
                 let bin = rmp_serde::to_vec_named(&mine).unwrap();
                 let json = serde_json::to_string(&mine).unwrap();

@@ -360,6 +360,15 @@ pub enum Request<'a> {
         /// The partition.
         name: String,
     },
+    /// `scontrol create reservation`. (Added after `CancelJobs`.)
+    CreateReservation(super::resv_v1::ResvSpec),
+    /// `scontrol update ReservationName=...`.
+    UpdateReservation(super::resv_v1::ResvSpec),
+    /// `scontrol delete ReservationName=...`.
+    DeleteReservation {
+        /// The reservation.
+        name: Cow<'a, str>,
+    },
 }
 
 /// What `scontrol update/create partition` changes
@@ -651,6 +660,11 @@ impl<'a> Request<'a> {
             CtldRequest::DeletePartition { name } => {
                 Request::DeletePartition { name: name.clone() }
             }
+            CtldRequest::CreateReservation(r) => Request::CreateReservation(r.into()),
+            CtldRequest::UpdateReservation(r) => Request::UpdateReservation(r.into()),
+            CtldRequest::DeleteReservation { name } => Request::DeleteReservation {
+                name: Cow::Borrowed(name),
+            },
             CtldRequest::Ping
             | CtldRequest::ListJobs
             | CtldRequest::QueryJobs(_)
@@ -659,6 +673,7 @@ impl<'a> Request<'a> {
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions
             | CtldRequest::ListLicenses
+            | CtldRequest::ListReservations
             | CtldRequest::GetConfig
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }
@@ -810,6 +825,11 @@ impl From<Request<'_>> for CtldRequest {
             Request::UpdatePartition(u) => CtldRequest::UpdatePartition(Box::new(u.into())),
             Request::CreatePartition(u) => CtldRequest::CreatePartition(Box::new(u.into())),
             Request::DeletePartition { name } => CtldRequest::DeletePartition { name },
+            Request::CreateReservation(r) => CtldRequest::CreateReservation(r.into()),
+            Request::UpdateReservation(r) => CtldRequest::UpdateReservation(r.into()),
+            Request::DeleteReservation { name } => CtldRequest::DeleteReservation {
+                name: name.into_owned(),
+            },
         }
     }
 }

@@ -193,6 +193,9 @@ pub struct JobDesc<'a> {
     /// `--ntasks-per-core` (absent before it, and when None).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ntasks_per_core: Option<u32>,
+    /// `--reservation` (absent in records written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<Cow<'a, str>>,
 }
 
 /// `Option<String>` borrowed.
@@ -269,6 +272,7 @@ impl<'a> From<&'a proto::JobDesc> for JobDesc<'a> {
             hint: text(&d.hint),
             threads_per_core: d.threads_per_core,
             ntasks_per_core: d.ntasks_per_core,
+            reservation: text(&d.reservation),
         }
     }
 }
@@ -337,6 +341,7 @@ impl From<JobDesc<'_>> for proto::JobDesc {
             hint: owned(d.hint),
             threads_per_core: d.threads_per_core,
             ntasks_per_core: d.ntasks_per_core,
+            reservation: owned(d.reservation),
         }
     }
 }
@@ -611,6 +616,7 @@ impl JobDesc<'_> {
             hint: self.hint.map(own),
             threads_per_core: self.threads_per_core,
             ntasks_per_core: self.ntasks_per_core,
+            reservation: self.reservation.map(own),
         }
     }
 }

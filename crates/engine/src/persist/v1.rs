@@ -85,6 +85,18 @@ pub struct Snapshot {
     /// and for partitions created at runtime that jobs still name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partitions: Vec<Partition>,
+    /// Advance reservations (absent in files written before them, and
+    /// left out where none, so such snapshots keep their bytes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reservations: Vec<super::resv_v1::Resv>,
+    /// The number the last unnamed reservation got (left out where 0).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub resv_next_id: u32,
+}
+
+/// For `skip_serializing_if`.
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A partition's definition (`conf::PartitionConf`'s mirror).

@@ -35,7 +35,7 @@ fn pages_for_muster_its_subcommands_and_the_slurm_commands() {
     assert!(sbatch.contains("\\-t"), "{sbatch}");
     assert!(sbatch.contains("22.05"), "{sbatch}");
     assert!(
-        sbatch.contains("refused here: jobs cannot run in reservations"),
+        sbatch.contains("refused here: nodes are not chosen by a minimum CPU count"),
         "{sbatch}"
     );
     assert!(

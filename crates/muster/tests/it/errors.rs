@@ -246,9 +246,9 @@ fn issue_38_unsupported_options_are_refused_or_warned() {
         .conf_extra("ResvProlog=/bin/true")
         .start();
     check(
-        &c.run("sbatch", &["--reservation=r", "--wrap=true"]),
+        &c.run("sbatch", &["--mincpus=2", "--wrap=true"]),
         1,
-        "sbatch: error: --reservation is not supported here: jobs cannot run in reservations\n",
+        "sbatch: error: --mincpus is not supported here: nodes are not chosen by a minimum CPU count\n",
         None,
     );
     check(

@@ -36,6 +36,7 @@ mod preempt;
 mod priority;
 mod reconfigure;
 mod rest;
+mod resv;
 mod sched;
 mod sim;
 mod statesave;

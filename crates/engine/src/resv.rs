@@ -1,0 +1,779 @@
+//! Advance reservations (Slurm's `scontrol create reservation`): a set of
+//! nodes held for some users or accounts over a window of time.
+//!
+//! ```text
+//!   CreateReservation/UpdateReservation/DeleteReservation --> Resvs (journaled)
+//!   scheduling pass: a job outside a reservation never gets its nodes
+//!     where its time limit meets the window (`restrict`); a job in one
+//!     gets only its nodes, and waits (Reservation) before it starts
+//!   timer: a reservation is purged at its end (`next_wake`, `purge`)
+//! ```
+//!
+//! Jobs are kept off a reservation's nodes by excluding them from the
+//! job's request (`sched::JobRequest::excluded_nodes`) for the jobs whose
+//! run, from now to now plus their time limit, would meet the window: the
+//! scheduler then plans them elsewhere, or makes them wait. A pass over
+//! every job runs while any reservation exists (the shortcuts assume a
+//! job's request changes only with the job).
+
+use crate::{Engine, Job};
+use model::{JobState, PendingReason, TimeLimit, Timestamp};
+use proto::resv::{ResvInfo, ResvSpec};
+use proto::{Identity, SlurmError};
+use sched::NodeIdx;
+use std::collections::BTreeMap;
+
+/// The reservation flags muster knows, with Slurm's names, in the order
+/// `scontrol show reservation` prints them.
+pub(crate) const FLAG_NAMES: &[(u32, &str)] = &[
+    (MAINT, "MAINT"),
+    (OVERLAP, "OVERLAP"),
+    (IGNORE_JOBS, "IGNORE_JOBS"),
+    (SPEC_NODES, "SPEC_NODES"),
+    (ALL_NODES, "ALL_NODES"),
+];
+
+/// `MAINT`: maintenance; may overlap other reservations; waiting jobs
+/// read `ReqNodeNotAvail, Reserved for maintenance`.
+pub(crate) const MAINT: u32 = 1;
+/// `OVERLAP`: may share nodes with other reservations.
+pub(crate) const OVERLAP: u32 = 1 << 1;
+/// `IGNORE_JOBS`: created even where jobs run on its nodes in its window.
+pub(crate) const IGNORE_JOBS: u32 = 1 << 2;
+/// `SPEC_NODES` (set by the controller): its nodes were named.
+pub(crate) const SPEC_NODES: u32 = 1 << 3;
+/// `ALL_NODES` (set by the controller): `Nodes=ALL`.
+pub(crate) const ALL_NODES: u32 = 1 << 4;
+
+/// The flags an administrator may give (the others the controller sets).
+const GIVEN: u32 = MAINT | OVERLAP | IGNORE_JOBS;
+
+/// One reservation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resv {
+    /// Its name.
+    pub name: String,
+    /// When it starts.
+    pub start: Timestamp,
+    /// When it ends (purged then).
+    pub end: Timestamp,
+    /// Its nodes, in index order.
+    pub nodes: Vec<NodeIdx>,
+    /// `PartitionName=`.
+    pub partition: Option<String>,
+    /// Flag bits (`MAINT`, ...).
+    pub flags: u32,
+    /// Users allowed (with `users_except`: refused).
+    pub users: Vec<String>,
+    /// `Users=-a,b`.
+    pub users_except: bool,
+    /// Accounts allowed (with `accounts_except`: refused).
+    pub accounts: Vec<String>,
+    /// `Accounts=-a,b`.
+    pub accounts_except: bool,
+}
+
+impl Resv {
+    /// Its window meets `[from, to)`.
+    pub(crate) fn meets(&self, from: Timestamp, to: Timestamp) -> bool {
+        self.start < to && from < self.end
+    }
+
+    /// In its window at `now`.
+    pub(crate) fn active(&self, now: Timestamp) -> bool {
+        self.start <= now && now < self.end
+    }
+
+    /// May a job of `user` under `account` run in it: each list given
+    /// must let it in.
+    pub(crate) fn admits(&self, user: &str, account: Option<&str>) -> bool {
+        let within = |list: &[String], except: bool, who: Option<&str>| {
+            if list.is_empty() {
+                return true;
+            }
+            let listed = who.is_some_and(|w| list.iter().any(|x| x == w));
+            listed != except
+        };
+        (!self.users.is_empty() || !self.accounts.is_empty())
+            && within(&self.users, self.users_except, Some(user))
+            && within(&self.accounts, self.accounts_except, account)
+    }
+
+    /// Its flags by Slurm's names, comma-separated.
+    pub(crate) fn flags_text(&self) -> String {
+        FLAG_NAMES
+            .iter()
+            .filter(|(bit, _)| self.flags & bit != 0)
+            .map(|(_, name)| *name)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// Every reservation, by name.
+#[derive(Clone, Debug, Default)]
+pub struct Resvs {
+    pub(crate) by_name: BTreeMap<String, Resv>,
+    /// The number the next unnamed reservation gets (`user_N`).
+    pub(crate) next_id: u32,
+    /// A reservation was made (or a job names one): passes look for jobs
+    /// whose reservation has not begun, or is gone.
+    pub(crate) ever: bool,
+}
+
+impl Resvs {
+    /// No reservation at all.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+}
+
+/// Parses a `Flags=` value: the bits to set and the bits to clear
+/// (`-FLAG`, on update).
+pub(crate) fn parse_flags(text: &str) -> Result<(u32, u32), SlurmError> {
+    let (mut set, mut clear) = (0, 0);
+    for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        let (remove, word) = match word.strip_prefix('-') {
+            Some(w) => (true, w),
+            None => (false, word.strip_prefix('+').unwrap_or(word)),
+        };
+        let bit = FLAG_NAMES
+            .iter()
+            .find(|(_, name)| name.eq_ignore_ascii_case(word))
+            .map(|(bit, _)| *bit)
+            .filter(|bit| bit & GIVEN != 0)
+            .ok_or(SlurmError::InvalidRequest)?;
+        if remove {
+            clear |= bit;
+        } else {
+            set |= bit;
+        }
+    }
+    Ok((set, clear))
+}
+
+/// Applies a `Users=`/`Accounts=` value to a list: `a,b` sets it, `-a,b`
+/// (on create) refuses those, `+a`/`-a` (on update, with a list already)
+/// adds or removes.
+fn apply_names(list: &mut Vec<String>, except: &mut bool, text: &str, update: bool) {
+    let names = |t: &str| -> Vec<String> {
+        t.split(',')
+            .map(|s| s.trim().trim_start_matches(['+', '-']).to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    if update && text.starts_with('+') {
+        for n in names(text) {
+            if !list.contains(&n) {
+                list.push(n);
+            }
+        }
+    } else if update && text.starts_with('-') && !list.is_empty() && !*except {
+        let gone = names(text);
+        list.retain(|n| !gone.contains(n));
+    } else {
+        *except = text.starts_with('-');
+        *list = names(text);
+    }
+}
+
+/// A time limit in seconds (`None`: unlimited).
+fn limit_secs(limit: TimeLimit) -> Option<i64> {
+    match limit {
+        TimeLimit::Minutes(m) => Some(i64::from(m) * 60),
+        TimeLimit::Unlimited => None,
+    }
+}
+
+impl Engine {
+    /// `scontrol create reservation`: its name, or Slurm's refusal.
+    pub(crate) fn on_create_resv(
+        &mut self,
+        spec: ResvSpec,
+        who: &Identity,
+        now: Timestamp,
+    ) -> Result<String, SlurmError> {
+        if !self.is_admin(who) {
+            return Err(SlurmError::AccessDenied);
+        }
+        let name = if spec.name.is_empty() {
+            self.resvs.next_id += 1;
+            format!("{}_{}", who.user, self.resvs.next_id)
+        } else {
+            spec.name.clone()
+        };
+        if self.resvs.by_name.contains_key(&name) {
+            return Err(SlurmError::ReservationNameDup);
+        }
+        let start = match (spec.start_now, spec.start) {
+            (true, _) | (false, None) => now,
+            (false, Some(t)) => t.max(now),
+        };
+        let end = match (spec.end, spec.duration_mins) {
+            (Some(e), _) => e,
+            (None, Some(d)) => start.saturating_add(d.min(i64::MAX as u64 / 120) as i64 * 60),
+            (None, None) => return Err(SlurmError::InvalidTimeValue),
+        };
+        if end <= start {
+            return Err(SlurmError::InvalidTimeValue);
+        }
+        let (flags, _) = parse_flags(spec.flags.as_deref().unwrap_or(""))?;
+        let mut resv = Resv {
+            name: name.clone(),
+            start,
+            end,
+            nodes: Vec::new(),
+            partition: spec.partition.clone(),
+            flags,
+            users: Vec::new(),
+            users_except: false,
+            accounts: Vec::new(),
+            accounts_except: false,
+        };
+        if let Some(u) = &spec.users {
+            apply_names(&mut resv.users, &mut resv.users_except, u, false);
+        }
+        if let Some(a) = &spec.accounts {
+            apply_names(&mut resv.accounts, &mut resv.accounts_except, a, false);
+        }
+        if resv.users.is_empty() && resv.accounts.is_empty() {
+            return Err(SlurmError::ReservationEmpty);
+        }
+        self.resv_nodes(&mut resv, spec.nodes.as_deref(), spec.node_cnt)?;
+        self.check_resv_room(&resv, None)?;
+        self.resvs.by_name.insert(name.clone(), resv);
+        self.resvs.ever = true;
+        self.touch();
+        Ok(name)
+    }
+
+    /// `scontrol update ReservationName=...`.
+    pub(crate) fn on_update_resv(
+        &mut self,
+        spec: ResvSpec,
+        who: &Identity,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
+        if !self.is_admin(who) {
+            return Err(SlurmError::AccessDenied);
+        }
+        let mut resv = self
+            .resvs
+            .by_name
+            .get(&spec.name)
+            .cloned()
+            .ok_or(SlurmError::ReservationInvalid)?;
+        let length = resv.end - resv.start;
+        if spec.start_now {
+            resv.start = now;
+            resv.end = now + length;
+        } else if let Some(t) = spec.start {
+            resv.start = t.max(now);
+            resv.end = resv.start + length;
+        }
+        if let Some(e) = spec.end {
+            resv.end = e;
+        } else if let Some(d) = spec.duration_mins {
+            resv.end = resv
+                .start
+                .saturating_add(d.min(i64::MAX as u64 / 120) as i64 * 60);
+        }
+        if resv.end <= resv.start {
+            return Err(SlurmError::InvalidTimeValue);
+        }
+        if let Some(f) = &spec.flags {
+            let (set, clear) = parse_flags(f)?;
+            resv.flags = (resv.flags | set) & !clear;
+        }
+        if let Some(u) = &spec.users {
+            apply_names(&mut resv.users, &mut resv.users_except, u, true);
+        }
+        if let Some(a) = &spec.accounts {
+            apply_names(&mut resv.accounts, &mut resv.accounts_except, a, true);
+        }
+        if resv.users.is_empty() && resv.accounts.is_empty() {
+            return Err(SlurmError::ReservationEmpty);
+        }
+        if spec.partition.is_some() {
+            resv.partition = spec.partition.clone();
+        }
+        if spec.nodes.is_some() || spec.node_cnt.is_some() {
+            resv.flags &= !(SPEC_NODES | ALL_NODES);
+            self.resv_nodes(&mut resv, spec.nodes.as_deref(), spec.node_cnt)?;
+        }
+        self.check_resv_room(&resv, Some(&spec.name))?;
+        self.resvs.by_name.insert(spec.name, resv);
+        self.touch();
+        Ok(())
+    }
+
+    /// `scontrol delete ReservationName=...`: refused while jobs run in it.
+    pub(crate) fn on_delete_resv(&mut self, name: &str, who: &Identity) -> Result<(), SlurmError> {
+        if !self.is_admin(who) {
+            return Err(SlurmError::AccessDenied);
+        }
+        if !self.resvs.by_name.contains_key(name) {
+            return Err(SlurmError::ReservationInvalid);
+        }
+        let busy = self.jobs.values().any(|j| {
+            matches!(
+                j.state,
+                JobState::Pending | JobState::Running | JobState::Suspended
+            ) && j.desc.reservation.as_deref() == Some(name)
+        });
+        if busy {
+            return Err(SlurmError::ReservationBusy);
+        }
+        self.resvs.by_name.remove(name);
+        self.settle_resv_ever();
+        self.touch();
+        Ok(())
+    }
+
+    /// Fills a reservation's nodes from `Nodes=` or `NodeCnt=` (within its
+    /// partition, or the default one, else every node).
+    fn resv_nodes(
+        &self,
+        resv: &mut Resv,
+        nodes: Option<&str>,
+        count: Option<u32>,
+    ) -> Result<(), SlurmError> {
+        let part_nodes: Vec<NodeIdx> = match &resv.partition {
+            Some(p) => {
+                let part = self
+                    .parts
+                    .iter()
+                    .find(|x| &x.conf.name == p)
+                    .ok_or(SlurmError::InvalidPartitionName)?;
+                part.nodes.clone()
+            }
+            None => (0..self.nodes.len() as u32).map(NodeIdx).collect(),
+        };
+        match (nodes, count) {
+            (Some(list), _) if list.eq_ignore_ascii_case("ALL") => {
+                resv.nodes = part_nodes;
+                resv.flags |= SPEC_NODES | ALL_NODES;
+            }
+            (Some(list), _) => {
+                let names = hostlist::expand(list).map_err(|_| SlurmError::InvalidNodeName)?;
+                let mut idx = self.resolve_nodes(&names)?;
+                idx.sort_unstable();
+                idx.dedup();
+                resv.nodes = idx;
+                resv.flags |= SPEC_NODES;
+            }
+            (None, Some(n)) if n > 0 => {
+                // The first nodes free of jobs (unless IGNORE_JOBS) and of
+                // other reservations in the window.
+                let picked: Vec<NodeIdx> = part_nodes
+                    .into_iter()
+                    .filter(|&i| self.nodes[i.0 as usize].takes_jobs())
+                    .filter(|&i| resv.flags & IGNORE_JOBS != 0 || !self.node_busy_in(i, resv))
+                    .filter(|&i| {
+                        resv.flags & (OVERLAP | MAINT) != 0
+                            || !self.resvs.by_name.values().any(|o| {
+                                o.name != resv.name
+                                    && o.meets(resv.start, resv.end)
+                                    && o.nodes.contains(&i)
+                            })
+                    })
+                    .take(n as usize)
+                    .collect();
+                if picked.len() < n as usize {
+                    return Err(SlurmError::NodesBusy);
+                }
+                resv.nodes = picked;
+            }
+            _ => return Err(SlurmError::RequestedNodeConfigUnavailable),
+        }
+        if resv.nodes.is_empty() {
+            return Err(SlurmError::RequestedNodeConfigUnavailable);
+        }
+        Ok(())
+    }
+
+    /// A job runs on node `i` into `resv`'s window, outside it.
+    fn node_busy_in(&self, i: NodeIdx, resv: &Resv) -> bool {
+        self.nodes[i.0 as usize].jobs.iter().any(|id| {
+            self.jobs.get(id).is_some_and(|j| {
+                j.desc.reservation.as_deref() != Some(resv.name.as_str())
+                    && j.limit_end().is_none_or(|e| e > resv.start)
+            })
+        })
+    }
+
+    /// Refuses a reservation whose nodes are busy in its window (without
+    /// IGNORE_JOBS) or held by another one (without OVERLAP or MAINT on
+    /// either).
+    fn check_resv_room(&self, resv: &Resv, replacing: Option<&str>) -> Result<(), SlurmError> {
+        if resv.flags & IGNORE_JOBS == 0 && resv.nodes.iter().any(|&i| self.node_busy_in(i, resv)) {
+            return Err(SlurmError::NodesBusy);
+        }
+        let clash = self.resvs.by_name.values().any(|o| {
+            Some(o.name.as_str()) != replacing
+                && resv.flags & (OVERLAP | MAINT) == 0
+                && o.meets(resv.start, resv.end)
+                && o.nodes.iter().any(|n| resv.nodes.contains(n))
+        });
+        if clash {
+            return Err(SlurmError::ReservationOverlap);
+        }
+        Ok(())
+    }
+
+    /// The submission check of `--reservation`: it must exist and let the
+    /// job's user and account in.
+    pub(crate) fn check_job_resv(
+        &self,
+        desc: &proto::JobDesc,
+        user: &str,
+    ) -> Result<(), SlurmError> {
+        let Some(name) = &desc.reservation else {
+            return Ok(());
+        };
+        let resv = self
+            .resvs
+            .by_name
+            .get(name)
+            .ok_or(SlurmError::ReservationInvalid)?;
+        if !resv.admits(user, desc.account.as_deref()) {
+            return Err(SlurmError::ReservationAccess);
+        }
+        Ok(())
+    }
+
+    /// Narrows a job's request to what the reservations leave it: a job
+    /// in one gets its nodes only; every other reservation whose window
+    /// its run (now to now plus its limit) would meet takes its nodes out.
+    /// Returns `Some` where another reservation took nodes out, `Some(true)`
+    /// where a MAINT one did.
+    pub(crate) fn resv_restrict(&self, job: &Job, req: &mut sched::JobRequest) -> Option<bool> {
+        if !self.resvs.ever {
+            return None;
+        }
+        let now = self.resv_now;
+        let own = job.desc.reservation.as_deref();
+        let until = limit_secs(job.time_limit).map_or(Timestamp::MAX, |s| now.saturating_add(s));
+        let mut maint = None;
+        if let Some(name) = own {
+            let keep: &[NodeIdx] = self
+                .resvs
+                .by_name
+                .get(name)
+                .map_or(&[], |r| r.nodes.as_slice());
+            req.excluded_nodes.extend(
+                (0..self.nodes.len() as u32)
+                    .map(NodeIdx)
+                    .filter(|i| !keep.contains(i)),
+            );
+        }
+        for r in self.resvs.by_name.values() {
+            if Some(r.name.as_str()) == own || !r.meets(now, until) {
+                continue;
+            }
+            maint = Some(maint.unwrap_or(false) | (r.flags & MAINT != 0));
+            req.excluded_nodes.extend(r.nodes.iter().copied());
+        }
+        req.excluded_nodes.sort_unstable();
+        req.excluded_nodes.dedup();
+        maint
+    }
+
+    /// Pending jobs whose reservation has not begun (or is gone) wait with
+    /// reason `Reservation`.
+    pub(crate) fn resv_blocked(&self, blocked: &mut BTreeMap<model::JobId, PendingReason>) {
+        if !self.resvs.ever {
+            return;
+        }
+        let now = self.resv_now;
+        for j in self.jobs.values() {
+            if j.state != JobState::Pending {
+                continue;
+            }
+            let Some(name) = &j.desc.reservation else {
+                continue;
+            };
+            let waits = self.resvs.by_name.get(name).is_none_or(|r| !r.active(now));
+            if waits {
+                blocked.entry(j.id).or_insert(PendingReason::Reservation);
+            }
+        }
+    }
+
+    /// The reason a job the pass left waiting gives, where reservations
+    /// are why: a MAINT reservation took nodes it could have had.
+    pub(crate) fn resv_reason(&self, job: &Job, reason: PendingReason) -> PendingReason {
+        if self.resvs.is_empty()
+            || !matches!(
+                reason,
+                PendingReason::Resources
+                    | PendingReason::ReqNodeNotAvail
+                    | PendingReason::NodesDown
+                    | PendingReason::PartitionConfig
+            )
+        {
+            return reason;
+        }
+        let mut req = self.request_with(job, job.partitions.clone());
+        match self.resv_restrict(job, &mut req) {
+            Some(true) => PendingReason::ReservedForMaint,
+            // Nodes held for others: it waits for them (Slurm's
+            // `ReqNodeNotAvail` names the nodes; muster's reason is bare).
+            Some(false) if reason == PendingReason::PartitionConfig => {
+                PendingReason::ReqNodeNotAvail
+            }
+            _ => reason,
+        }
+    }
+
+    /// The reservations that keep `job` off nodes now, by name, for
+    /// `muster explain`.
+    pub fn resvs_in_way(&self, job: &Job, now: Timestamp) -> Vec<String> {
+        let until = limit_secs(job.time_limit).map_or(Timestamp::MAX, |s| now.saturating_add(s));
+        let own = job.desc.reservation.as_deref();
+        self.resvs
+            .by_name
+            .values()
+            .filter(|r| Some(r.name.as_str()) != own && r.meets(now, until))
+            .map(|r| r.name.clone())
+            .collect()
+    }
+
+    /// When the next reservation starts or ends (a pass is due then).
+    pub(crate) fn resv_wake(&self) -> Option<Timestamp> {
+        let now = self.resv_now;
+        self.resvs
+            .by_name
+            .values()
+            .flat_map(|r| [r.start, r.end])
+            .filter(|&t| t > now)
+            .min()
+    }
+
+    /// At a timer: notes `now`, purges the reservations that ended, and
+    /// marks the state changed where one began or ended.
+    pub(crate) fn resv_tick(&mut self, now: Timestamp) {
+        let before = self.resv_now;
+        self.resv_now = now;
+        if self.resvs.is_empty() {
+            return;
+        }
+        let crossed = self
+            .resvs
+            .by_name
+            .values()
+            .any(|r| (before < r.start && r.start <= now) || r.end <= now);
+        self.resvs.by_name.retain(|_, r| r.end > now);
+        if crossed {
+            self.settle_resv_ever();
+            self.touch();
+        }
+    }
+
+    /// Once no reservation is left and no job names one, passes take
+    /// their shortcuts again.
+    fn settle_resv_ever(&mut self) {
+        if self.resvs.by_name.is_empty()
+            && !self
+                .jobs
+                .values()
+                .any(|j| j.desc.reservation.is_some() && !j.state.is_finished())
+        {
+            self.resvs.ever = false;
+        }
+    }
+
+    /// `scontrol show reservation`: every reservation, by start then name.
+    pub(crate) fn resv_infos(&self, now: Timestamp) -> Vec<ResvInfo> {
+        let mut list: Vec<&Resv> = self
+            .resvs
+            .by_name
+            .values()
+            .filter(|r| r.end > now)
+            .collect();
+        list.sort_by(|a, b| (a.start, &a.name).cmp(&(b.start, &b.name)));
+        list.into_iter()
+            .map(|r| {
+                let names: Vec<String> = r
+                    .nodes
+                    .iter()
+                    .map(|i| self.nodes[i.0 as usize].conf.name.clone())
+                    .collect();
+                let conf = |i: &NodeIdx| &self.nodes[i.0 as usize].conf;
+                let cpus: u32 = r.nodes.iter().map(|i| conf(i).cpus).sum();
+                let cores: u32 = r
+                    .nodes
+                    .iter()
+                    .map(|i| {
+                        let c = conf(i);
+                        let cores = c.boards.max(1) * c.sockets.max(1) * c.cores_per_socket.max(1);
+                        // A node given only CPUs= counts them as cores.
+                        if cores * c.threads_per_core.max(1) == c.cpus {
+                            cores
+                        } else {
+                            c.cpus
+                        }
+                    })
+                    .sum();
+                let shown = |list: &[String], except: bool| {
+                    let text = list.join(",");
+                    if except {
+                        format!("-{text}")
+                    } else {
+                        text
+                    }
+                };
+                ResvInfo {
+                    name: r.name.clone(),
+                    start: r.start,
+                    end: r.end,
+                    nodes: hostlist::compress(&names),
+                    node_cnt: r.nodes.len() as u32,
+                    core_cnt: cores,
+                    cpu_cnt: cpus,
+                    partition: r.partition.clone(),
+                    flags: r.flags_text(),
+                    users: shown(&r.users, r.users_except),
+                    accounts: shown(&r.accounts, r.accounts_except),
+                    active: r.active(now),
+                }
+            })
+            .collect()
+    }
+
+    /// The reservation a node is in now, with whether it is MAINT
+    /// (sinfo's `resv` and `maint` states).
+    pub fn node_resv(&self, node: NodeIdx, now: Timestamp) -> Option<(&str, bool)> {
+        self.resvs
+            .by_name
+            .values()
+            .filter(|r| r.active(now) && r.nodes.contains(&node))
+            .map(|r| (r.name.as_str(), r.flags & MAINT != 0))
+            .max_by_key(|(_, m)| *m)
+    }
+}
+
+impl Engine {
+    /// The reservations as a snapshot keeps them.
+    pub(crate) fn saved_resvs(&self) -> Vec<crate::persist::resv_v1::Resv> {
+        self.resvs
+            .by_name
+            .values()
+            .map(|r| crate::persist::resv_v1::Resv {
+                name: r.name.clone(),
+                start: r.start,
+                end: r.end,
+                nodes: r
+                    .nodes
+                    .iter()
+                    .map(|i| self.nodes[i.0 as usize].conf.name.clone())
+                    .collect(),
+                partition: r.partition.clone(),
+                flags: r.flags,
+                users: r.users.clone(),
+                users_except: r.users_except,
+                accounts: r.accounts.clone(),
+                accounts_except: r.accounts_except,
+            })
+            .collect()
+    }
+
+    /// Takes a snapshot's reservations back (nodes gone from slurm.conf
+    /// are left out of them).
+    pub(crate) fn restore_resvs(
+        &mut self,
+        saved: Vec<crate::persist::resv_v1::Resv>,
+        next_id: u32,
+    ) {
+        self.resvs.next_id = next_id;
+        for r in saved {
+            let nodes = r.nodes.iter().filter_map(|n| self.node_idx(n)).collect();
+            self.resvs.by_name.insert(
+                r.name.clone(),
+                Resv {
+                    name: r.name,
+                    start: r.start,
+                    end: r.end,
+                    nodes,
+                    partition: r.partition,
+                    flags: r.flags,
+                    users: r.users,
+                    users_except: r.users_except,
+                    accounts: r.accounts,
+                    accounts_except: r.accounts_except,
+                },
+            );
+        }
+        self.resvs.ever = !self.resvs.by_name.is_empty();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resv(users: &[&str], except: bool, accounts: &[&str]) -> Resv {
+        Resv {
+            name: "r".into(),
+            start: 100,
+            end: 200,
+            nodes: vec![NodeIdx(0)],
+            partition: None,
+            flags: 0,
+            users: users.iter().map(|s| s.to_string()).collect(),
+            users_except: except,
+            accounts: accounts.iter().map(|s| s.to_string()).collect(),
+            accounts_except: false,
+        }
+    }
+
+    #[test]
+    fn admits_users_and_accounts() {
+        assert!(resv(&["alice"], false, &[]).admits("alice", None));
+        assert!(!resv(&["alice"], false, &[]).admits("bob", None));
+        assert!(resv(&["alice"], true, &[]).admits("bob", None));
+        assert!(!resv(&["alice"], true, &[]).admits("alice", None));
+        assert!(resv(&[], false, &["phys"]).admits("bob", Some("phys")));
+        assert!(!resv(&[], false, &["phys"]).admits("bob", Some("chem")));
+        assert!(!resv(&["bob"], false, &["phys"]).admits("bob", Some("chem")));
+    }
+
+    #[test]
+    fn windows_meet() {
+        let r = resv(&["a"], false, &[]);
+        assert!(r.meets(50, 101));
+        assert!(!r.meets(50, 100));
+        assert!(!r.meets(200, 300));
+        assert!(r.active(100) && !r.active(200));
+    }
+
+    #[test]
+    fn flags_parse_and_print() {
+        assert_eq!(
+            parse_flags("maint,IGNORE_JOBS"),
+            Ok((MAINT | IGNORE_JOBS, 0))
+        );
+        assert_eq!(parse_flags("-MAINT"), Ok((0, MAINT)));
+        assert!(parse_flags("DAILY").is_err());
+        assert!(parse_flags("SPEC_NODES").is_err());
+        let mut r = resv(&["a"], false, &[]);
+        r.flags = MAINT | SPEC_NODES | IGNORE_JOBS;
+        assert_eq!(r.flags_text(), "MAINT,IGNORE_JOBS,SPEC_NODES");
+    }
+
+    #[test]
+    fn names_lists() {
+        let (mut l, mut e) = (Vec::new(), false);
+        apply_names(&mut l, &mut e, "a,b", false);
+        assert_eq!(
+            (l.clone(), e),
+            (vec!["a".to_string(), "b".to_string()], false)
+        );
+        apply_names(&mut l, &mut e, "+c", true);
+        assert_eq!(l.len(), 3);
+        apply_names(&mut l, &mut e, "-a", true);
+        assert_eq!(l, vec!["b".to_string(), "c".to_string()]);
+        apply_names(&mut l, &mut e, "-x", false);
+        assert_eq!((l, e), (vec!["x".to_string()], true));
+    }
+}
