@@ -645,12 +645,8 @@ fn run_command(s: &mut Session, words: &[String]) -> CmdResult {
         "show" => cmd_show(s, rest),
         "update" if resv::names_reservation(rest) => resv::cmd_update(s, rest),
         "update" => cmd_update(s, rest),
-        "create" | "delete" if !resv::names_reservation(rest) => Err(fail(format!(
-            "invalid entity:{} for keyword:{cmd}",
-            rest.first().map(String::as_str).unwrap_or("")
-        ))),
-        "create" => resv::cmd_create(s, rest),
-        "delete" => resv::cmd_delete(s, rest),
+        "create" if resv::names_reservation(rest) => resv::cmd_create(s, rest),
+        "delete" if resv::names_reservation(rest) => resv::cmd_delete(s, rest),
         "hold" | "uhold" | "release" | "requeue" | "requeuehold" | "suspend" | "resume" => {
             cmd_job_action(s, cmd, rest)
         }
