@@ -104,7 +104,7 @@ const REFUSED_GLOBAL: &[(&str, &str)] = &[
 const PROLOG_FLAGS: &[&str] = &["Alloc", "Contain", "NoHold", "Serial"];
 
 /// Why a global key set to `value` is refused, if it is: a key of
-/// [`REFUSED_GLOBAL`] set to anything, or a `PrologFlags` word muster does
+/// `REFUSED_GLOBAL` set to anything, or a `PrologFlags` word muster does
 /// not act on.
 pub fn refusal(key: &str, value: &str) -> Option<String> {
     if value.trim().is_empty() {

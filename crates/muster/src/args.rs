@@ -166,7 +166,7 @@ pub struct RestdArgs {
     /// More log output
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
-    /// Where to listen: [ADDR:]PORT or unix:PATH (several allowed)
+    /// Where to listen: PORT, ADDR:PORT or unix:PATH (several allowed)
     #[arg(value_name = "[ADDR:]PORT|unix:PATH", required = true)]
     pub listen: Vec<String>,
 }
