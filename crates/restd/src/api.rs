@@ -782,10 +782,16 @@ fn partition(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     }
 }
 
-/// muster has no advance reservations (jobs asking for one are refused):
-/// the list is empty, after the controller answered for the caller.
+/// The controller's reservations, as the caller may see them.
 fn reservations(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
-    match ctx.call(who, CtldRequest::Ping) {
+    match ctx.call(who, CtldRequest::ListReservations) {
+        Ok(CtldResponse::Reservations(list)) => ok(
+            call,
+            vec![(
+                "reservations",
+                J::Arr(list.iter().map(v0038::reservation).collect()),
+            )],
+        ),
         Ok(_) => ok(call, vec![("reservations", J::Arr(vec![]))]),
         Err(e) => refused(call, &e, "slurm_load_reservations", ""),
     }
@@ -793,7 +799,19 @@ fn reservations(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
 
 fn reservation(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     let name = call.param("reservation_name");
-    match ctx.call(who, CtldRequest::Ping) {
+    match ctx.call(who, CtldRequest::ListReservations) {
+        Ok(CtldResponse::Reservations(list)) if list.iter().any(|r| r.name == name) => ok(
+            call,
+            vec![(
+                "reservations",
+                J::Arr(
+                    list.iter()
+                        .filter(|r| r.name == name)
+                        .map(v0038::reservation)
+                        .collect(),
+                ),
+            )],
+        ),
         Ok(_) => Resp::json(
             500,
             &v0038::answer(

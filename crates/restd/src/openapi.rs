@@ -156,7 +156,27 @@ pub fn examples() -> Vec<(&'static str, J)> {
         ),
         (
             "v0.0.38_reservations_response",
-            v0038::answer(false, vec![], vec![("reservations", J::Arr(vec![]))]),
+            v0038::answer(
+                false,
+                vec![],
+                vec![(
+                    "reservations",
+                    J::Arr(vec![v0038::reservation(&proto::resv::ResvInfo {
+                        name: "maint".into(),
+                        start: 0,
+                        end: 0,
+                        nodes: "node1".into(),
+                        node_cnt: 1,
+                        core_cnt: 1,
+                        cpu_cnt: 1,
+                        partition: Some("debug".into()),
+                        flags: "MAINT".into(),
+                        users: "root".into(),
+                        accounts: "(null)".into(),
+                        active: true,
+                    })]),
+                )],
+            ),
         ),
         (
             "v0.0.38_licenses",

@@ -32,6 +32,7 @@ pub const TAKEN: &[&str] = &[
     "partition",
     "qos",
     "requeue",
+    "reservation",
     "standard_error",
     "standard_input",
     "standard_output",
@@ -157,6 +158,7 @@ pub fn job_desc(body: &Value) -> Result<JobDesc, Refusal> {
     if let Some(p) = s(&job, "partition")? {
         d.partitions = p.split(',').map(str::to_string).collect();
     }
+    d.reservation = s(&job, "reservation")?;
     (d.min_nodes, d.max_nodes) = nodes(&job)?;
     d.ntasks = n32(&job, "tasks")?;
     d.ntasks_per_node = n32(&job, "tasks_per_node")?;
@@ -329,12 +331,12 @@ mod tests {
     #[test]
     fn unsupported_properties_are_refused_by_name() {
         let body: Value = serde_json::from_str(
-            r#"{"job": {"reservation": "r", "environment": {"A": "1"}}, "script": "x"}"#,
+            r#"{"job": {"distribution": "block", "environment": {"A": "1"}}, "script": "x"}"#,
         )
         .unwrap();
         assert_eq!(
             job_desc(&body).unwrap_err(),
-            "job.reservation is not supported here"
+            "job.distribution is not supported here"
         );
         let body: Value = serde_json::from_str(r#"{"job": {}}"#).unwrap();
         assert!(job_desc(&body).unwrap_err().contains("script"));

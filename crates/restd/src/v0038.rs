@@ -7,6 +7,7 @@
 
 use crate::json::{obj, strs, J};
 use model::{JobState, NodeBase, TimeLimit};
+use proto::resv::ResvInfo;
 use proto::{JobInfo, LicenseInfo, NodeInfo, PartitionInfo, SlurmError};
 
 /// The Slurm release the answers name (`scontrol version`'s).
@@ -522,6 +523,41 @@ pub fn partition(p: &PartitionInfo) -> J {
         ("total_cpus", J::from(p.total_cpus)),
         ("total_nodes", J::from(p.total_nodes)),
         ("tres", J::from(&p.tres)),
+    ])
+}
+
+/// One reservation as v0.0.38's `reservations` lists it.
+pub fn reservation(r: &ResvInfo) -> J {
+    let text = |t: &str| J::from(if t == "(null)" { "" } else { t });
+    obj(vec![
+        ("accounts", text(&r.accounts)),
+        ("burst_buffer", J::from("")),
+        ("core_count", J::from(r.core_cnt)),
+        ("core_spec_cnt", J::Int(0)),
+        ("end_time", J::Int(r.end)),
+        ("features", J::from("")),
+        (
+            "flags",
+            J::Arr(
+                r.flags
+                    .split(',')
+                    .filter(|f| !f.is_empty())
+                    .map(J::from)
+                    .collect(),
+            ),
+        ),
+        ("groups", J::from("")),
+        ("licenses", J::from("")),
+        ("max_start_delay", J::Int(0)),
+        ("name", J::from(r.name.as_str())),
+        ("node_count", J::from(r.node_cnt)),
+        ("node_list", J::from(r.nodes.as_str())),
+        ("partition", J::from(r.partition.as_deref().unwrap_or(""))),
+        ("purge_completed", obj(vec![("time", J::Int(0))])),
+        ("start_time", J::Int(r.start)),
+        ("watts", J::Int(0)),
+        ("tres", J::from(format!("cpu={}", r.cpu_cnt))),
+        ("users", text(&r.users)),
     ])
 }
 

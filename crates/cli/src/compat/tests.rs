@@ -177,9 +177,9 @@ fn srun_and_salloc_refuse_before_asking_for_anything() {
         e,
         "srun: error: -Z/--no-allocate is not supported here: steps always run in an allocation\n"
     );
-    let e = crate::alloc::job_state("srun", &[("prolog", Some("p".into()))], "/", 0).unwrap_err();
+    let e = crate::alloc::job_state("srun", &[("relative", Some("1".into()))], "/", 0).unwrap_err();
     assert!(
-        e.starts_with("srun: error: --prolog is not supported here"),
+        e.starts_with("srun: error: -r/--relative is not supported here"),
         "{e}"
     );
     let e = crate::alloc::job_state("salloc", &[("kill-command", None)], "/", 0).unwrap_err();

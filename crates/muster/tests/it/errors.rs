@@ -252,9 +252,9 @@ fn issue_38_unsupported_options_are_refused_or_warned() {
         None,
     );
     check(
-        &c.run("srun", &["--multi-prog", "true"]),
+        &c.run("srun", &["--relative=1", "true"]),
         1,
-        "srun: error: --multi-prog is not supported here: every task runs the same program\n",
+        "srun: error: -r/--relative is not supported here: steps are not placed relative to a node\n",
         None,
     );
     check(
