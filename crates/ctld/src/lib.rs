@@ -1808,6 +1808,9 @@ async fn engine_loop(
                 let _ = reply.send(resp);
             }
             if shutdown {
+                // The connection tasks write the answers just sent (the
+                // shutdown's own `Ok` among them) before the process ends.
+                tokio::time::sleep(REPLY_GRACE).await;
                 // One more try, so that a stop does not lose what waits.
                 return match d.resume_now(&mut store, &engine) {
                     Ok(resumed) => {
@@ -1902,6 +1905,10 @@ fn user_groups(who: &Identity) -> Vec<String> {
     names
 }
 
+/// How long a stopping controller lets its connections write the answers
+/// it has just sent before the process ends.
+const REPLY_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Sends the answers of a batch that is on disk, then its commands.
 fn release(
     replies: Vec<degraded::Reply>,
@@ -1932,6 +1939,7 @@ async fn stop(
     if stop_nodes {
         shutdown_nodes(engine, identity, signer).await;
     }
+    tokio::time::sleep(REPLY_GRACE).await;
 }
 
 /// `scontrol reconfigure` and SIGHUP, as slurmctld: the files are read
