@@ -74,6 +74,7 @@ pub const ALLOWED_EDGES: &[(&str, &str)] = &[
     ("rpc", "proto"),
     ("sched", "hostlist"),
     ("sched", "model"),
+    ("sim", "charts"),
     ("sim", "conf"),
     ("sim", "engine"),
     ("sim", "hostlist"),

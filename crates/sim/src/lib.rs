@@ -339,8 +339,17 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
             cfg.nodes.first().map_or(0, |n| n.cpus),
             summary.jobs
         );
-        std::fs::write(p, report::svg(&title, &out.records, &out.samples, procs))
-            .with_context(|| format!("writing {}", p.display()))?;
+        std::fs::write(
+            p,
+            report::svg(
+                &title,
+                &out.records,
+                &out.samples,
+                procs,
+                trace.unix_start.map(|u| u + trace.shift),
+            ),
+        )
+        .with_context(|| format!("writing {}", p.display()))?;
     }
     Ok(if args.json {
         format!("{}\n", summary.json())

@@ -134,139 +134,63 @@ pub fn csv(records: &[JobRecord], names: &[String]) -> String {
     out
 }
 
-/// Wait-time classes of the histogram: (label, upper bound in seconds).
-const WAIT_CLASSES: &[(&str, i64)] = &[
-    ("0", 1),
-    ("<1m", 60),
-    ("<10m", 600),
-    ("<1h", 3_600),
-    ("<6h", 21_600),
-    ("<1d", 86_400),
-    ("<1w", 604_800),
-    (">=1w", i64::MAX),
-];
-
-/// An SVG picture: utilization and queue length over time, and the
-/// wait-time distribution.
-pub fn svg(title: &str, records: &[JobRecord], samples: &[Sample], procs: u64) -> String {
-    const W: f64 = 900.0;
-    const PLOT_H: f64 = 180.0;
-    const LEFT: f64 = 60.0;
-    let width = W - LEFT - 20.0;
-    let t_end = samples.last().map_or(1, |s| s.t).max(1) as f64;
-    // Each pixel column shows the mean use and the largest queue in it.
-    let cols = width as usize;
-    let mut use_sum = vec![0.0f64; cols];
-    let mut use_time = vec![0.0f64; cols];
-    let mut queue_max = vec![0u64; cols];
-    for w in samples.windows(2) {
-        let (a, b) = (w[0], w[1]);
-        let col = ((a.t as f64 / t_end) * (cols - 1) as f64) as usize;
-        let dt = (b.t - a.t) as f64;
-        use_sum[col] += a.busy as f64 * dt;
-        use_time[col] += dt;
-        queue_max[col] = queue_max[col].max(a.queued);
-    }
-    let q_top = queue_max.iter().copied().max().unwrap_or(0).max(1) as f64;
-    let mut util_pts = String::new();
-    let mut queue_pts = String::new();
-    let mut last_util = 0.0;
-    for c in 0..cols {
-        if use_time[c] > 0.0 {
-            last_util = use_sum[c] / use_time[c] / procs.max(1) as f64;
+/// The picture `--svg` writes: utilization and queue length over time and
+/// the wait-time distribution, drawn by `charts` (valid SVG, dated time
+/// axes when the trace gives its start, `epoch`).
+pub fn svg(
+    title: &str,
+    records: &[JobRecord],
+    samples: &[Sample],
+    procs: u64,
+    epoch: Option<i64>,
+) -> String {
+    let series = |name: &str, reduce, f: &dyn Fn(&Sample) -> f64| charts::Series {
+        name: name.to_string(),
+        points: samples.iter().map(|s| (s.t, f(s))).collect(),
+        reduce,
+    };
+    let time_chart = |id: &str, title: &str, y_label: &str, y_max, s| {
+        charts::TimeChart {
+            id: id.to_string(),
+            title: title.to_string(),
+            y_label: y_label.to_string(),
+            y_max,
+            epoch,
+            series: vec![s],
+            width: 900.0,
+            height: 260.0,
         }
-        let x = LEFT + c as f64;
-        let _ = write!(util_pts, "{x:.1},{:.1} ", 40.0 + PLOT_H * (1.0 - last_util));
-        let q = queue_max[c] as f64 / q_top;
-        let _ = write!(queue_pts, "{x:.1},{:.1} ", 260.0 + PLOT_H * (1.0 - q));
+        .render()
+    };
+    let per_cent = 100.0 / procs.max(1) as f64;
+    let util = time_chart(
+        "utilization",
+        "Utilization",
+        "busy processors (%)",
+        Some(100.0),
+        series("mean busy", charts::Reduce::Mean, &|s| {
+            s.busy as f64 * per_cent
+        }),
+    );
+    let queue = time_chart(
+        "queue",
+        "Queue length",
+        "jobs waiting",
+        None,
+        series("most waiting", charts::Reduce::Max, &|s| s.queued as f64),
+    );
+    let waits = charts::BarChart {
+        id: "waits".to_string(),
+        title: "Wait time".to_string(),
+        x_label: "time from submission to start".to_string(),
+        y_label: "jobs".to_string(),
+        bars: charts::wait_bins(records.iter().map(|r| r.start - r.submit)),
+        log_y: true,
+        width: 900.0,
+        height: 260.0,
     }
-    let mut counts = vec![0usize; WAIT_CLASSES.len()];
-    for r in records {
-        let wait = r.start - r.submit;
-        let k = WAIT_CLASSES
-            .iter()
-            .position(|(_, hi)| wait < *hi)
-            .unwrap_or(WAIT_CLASSES.len() - 1);
-        counts[k] += 1;
-    }
-    let c_top = counts.iter().copied().max().unwrap_or(0).max(1) as f64;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"720\" font-family=\"sans-serif\" font-size=\"12\">"
-    );
-    let _ = writeln!(s, "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>");
-    let _ = writeln!(
-        s,
-        "<text x=\"{LEFT}\" y=\"20\" font-size=\"15\">{}</text>",
-        xml_escape(title)
-    );
-    for (y0, label, top) in [
-        (40.0, "utilization", "100%".to_string()),
-        (260.0, "queued jobs", format!("{}", q_top as u64)),
-    ] {
-        let _ = writeln!(
-            s,
-            "<rect x=\"{LEFT}\" y=\"{y0}\" width=\"{width}\" height=\"{PLOT_H}\" fill=\"none\" stroke=\"#999\"/>\
-             <text x=\"{}\" y=\"{}\" text-anchor=\"end\">{top}</text>\
-             <text x=\"{}\" y=\"{}\" text-anchor=\"end\">0</text>\
-             <text x=\"{}\" y=\"{}\">{label}</text>",
-            LEFT - 4.0,
-            y0 + 10.0,
-            LEFT - 4.0,
-            y0 + PLOT_H,
-            LEFT + 4.0,
-            y0 + 14.0
-        );
-    }
-    let _ = writeln!(
-        s,
-        "<polyline fill=\"none\" stroke=\"#1f77b4\" points=\"{util_pts}\"/>"
-    );
-    let _ = writeln!(
-        s,
-        "<polyline fill=\"none\" stroke=\"#d62728\" points=\"{queue_pts}\"/>"
-    );
-    let days = t_end / 86_400.0;
-    let _ = writeln!(
-        s,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">time: {days:.1} days</text>",
-        LEFT + width,
-        260.0 + PLOT_H + 16.0
-    );
-    let y0 = 480.0;
-    let _ = writeln!(
-        s,
-        "<text x=\"{LEFT}\" y=\"{}\">wait time (jobs)</text>",
-        y0 - 4.0
-    );
-    let bar_w = width / WAIT_CLASSES.len() as f64;
-    for (k, (label, _)) in WAIT_CLASSES.iter().enumerate() {
-        let h = PLOT_H * counts[k] as f64 / c_top;
-        let x = LEFT + k as f64 * bar_w;
-        let _ = writeln!(
-            s,
-            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"#2ca02c\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{label}</text>",
-            x + 4.0,
-            y0 + PLOT_H - h,
-            bar_w - 8.0,
-            x + bar_w / 2.0,
-            y0 + PLOT_H - h - 4.0,
-            counts[k],
-            x + bar_w / 2.0,
-            y0 + PLOT_H + 16.0
-        );
-    }
-    s.push_str("</svg>\n");
-    s
-}
-
-fn xml_escape(t: &str) -> String {
-    t.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    .render();
+    charts::stack(title, &[util, queue, waits])
 }
 
 #[cfg(test)]
@@ -332,9 +256,11 @@ mod tests {
                 queued: 0,
             },
         ];
-        let pic = svg("t <1>", &r, &samples, 2);
-        assert!(pic.starts_with("<svg"));
-        assert!(pic.contains("t &lt;1&gt;"));
-        assert!(pic.trim_end().ends_with("</svg>"));
+        let pic = svg("t <1>", &r, &samples, 2, Some(1_700_000_000));
+        let xml = roxmltree::Document::parse(&pic).expect("valid XML");
+        let texts: Vec<&str> = xml.descendants().filter_map(|n| n.text()).collect();
+        assert!(texts.contains(&"t <1>"));
+        assert!(texts.contains(&"< 1 min"), "{texts:?}");
+        assert!(texts.contains(&"time (UTC)"));
     }
 }
