@@ -140,10 +140,32 @@ install_mpi() {
     export MUSTER_TEST_MPI4PY MUSTER_REQUIRE_MPI
 }
 
+# The dashboard is tested in a real browser: Debian's chromium, driven
+# headless by Playwright for Python (PyPI; its own browser downloads are not
+# used: the tests launch /usr/bin/chromium).
+install_browser() {
+    if [ ! -x /usr/bin/chromium ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium python3-venv >/dev/null
+    fi
+    venv="$PWD/target/ui-venv"
+    if ! "$venv/bin/python" -c 'import playwright.sync_api' >/dev/null 2>&1; then
+        rm -rf "$venv"
+        /usr/bin/python3 -m venv "$venv"
+        "$venv/bin/pip" install -q --no-cache-dir playwright
+    fi
+    MUSTER_TEST_UI_PYTHON="$venv/bin/python"
+    MUSTER_TEST_CHROMIUM=/usr/bin/chromium
+    export MUSTER_TEST_UI_PYTHON MUSTER_TEST_CHROMIUM
+}
+
 install_mpi
 start_munged
 start_postgres
+install_browser
 {
+    echo "MUSTER_TEST_UI_PYTHON=$MUSTER_TEST_UI_PYTHON"
+    echo "MUSTER_TEST_CHROMIUM=$MUSTER_TEST_CHROMIUM"
     echo "MUSTER_TEST_MPI4PY=$MUSTER_TEST_MPI4PY"
     echo "MUSTER_REQUIRE_MPI=$MUSTER_REQUIRE_MPI"
     echo "MUSTER_TEST_PG=$MUSTER_TEST_PG"

@@ -66,6 +66,8 @@ pub const ALLOWED_EDGES: &[(&str, &str)] = &[
     ("refsched", "sched"),
     ("refsched", "sim"),
     ("restd", "auth"),
+    ("restd", "charts"),
+    ("restd", "cli"),
     ("restd", "client"),
     ("restd", "conf"),
     ("restd", "hostlist"),

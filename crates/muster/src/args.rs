@@ -166,6 +166,10 @@ pub struct RestdArgs {
     /// More log output
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// The dashboard trusts this header (set by an authenticating reverse
+    /// proxy) to name the user
+    #[arg(long = "ui-user-header", value_name = "NAME")]
+    pub ui_user_header: Option<String>,
     /// Where to listen: PORT, ADDR:PORT or unix:PATH (several allowed)
     #[arg(value_name = "[ADDR:]PORT|unix:PATH", required = true)]
     pub listen: Vec<String>,

@@ -171,6 +171,7 @@ fn run(command: args::Sub) -> i32 {
                 conf: a.conf,
                 auth,
                 listen,
+                ui_user_header: a.ui_user_header,
             })
         }
         Sub::Up(a) => local::up(&a),

@@ -35,6 +35,7 @@ pub mod json;
 pub mod metrics;
 pub mod openapi;
 pub mod submit;
+pub mod ui;
 pub mod v0038;
 
 use anyhow::{bail, Context};
@@ -109,6 +110,9 @@ pub struct Options {
     pub auth: Option<AuthMode>,
     /// Where to listen (at least one).
     pub listen: Vec<Listen>,
+    /// `--ui-user-header`: the dashboard trusts this header, set by an
+    /// authenticating reverse proxy, to name the user.
+    pub ui_user_header: Option<String>,
 }
 
 /// How requests are authenticated, fixed at start.
@@ -124,6 +128,7 @@ struct Authn {
 struct Server {
     ctx: api::Ctx,
     authn: Authn,
+    ui: ui::UiState,
 }
 
 fn now() -> i64 {
@@ -275,6 +280,11 @@ async fn handle(
     let method = req.method().as_str().to_string();
     let path = req.uri().path().to_string();
     let query = req.uri().query().map(parse_query).unwrap_or_default();
+    if ui::is_ui_path(&path) {
+        let out = handle_ui(server.clone(), peer_uid, req, method.clone(), path, query).await;
+        server.ctx.metrics.count(&method, out.status);
+        return Ok(respond_ui(out));
+    }
     let resp = match api::find(&method, &path) {
         Err(status) => api::Resp::json(
             status,
@@ -351,6 +361,124 @@ async fn handle(
     Ok(respond(resp))
 }
 
+/// Who a dashboard request comes from: the trusted proxy header when the
+/// administrator named one, else the cookie's token, else the API's
+/// headers (or the Unix socket's peer).
+fn ui_identity(
+    server: &Server,
+    headers: &hyper::HeaderMap,
+    peer_uid: Option<u32>,
+) -> Result<Identity, api::Resp> {
+    if let Some(name) = &server.ui.user_header {
+        if let Some(user) = header(headers, name).filter(|u| !u.is_empty()) {
+            return nix::unistd::User::from_name(user)
+                .ok()
+                .flatten()
+                .map(|u| identity_of_user(&u, &server.authn.host))
+                .ok_or_else(api::bad_token);
+        }
+    }
+    let cookie = header(headers, "cookie").and_then(ui::cookie_token);
+    match cookie {
+        Some(token) if server.authn.mode == AuthMode::Jwt => {
+            let mut h = hyper::HeaderMap::new();
+            if let Ok(v) = hyper::header::HeaderValue::from_str(token) {
+                h.insert("x-slurm-user-token", v);
+            }
+            server.authn.authenticate(&h, peer_uid)
+        }
+        _ => server.authn.authenticate(headers, peer_uid),
+    }
+}
+
+async fn handle_ui(
+    server: Arc<Server>,
+    peer_uid: Option<u32>,
+    req: hyper::Request<hyper::body::Incoming>,
+    method: String,
+    path: String,
+    query: Vec<(String, String)>,
+) -> ui::Out {
+    let headers = req.headers().clone();
+    let body = match http_body_util::Limited::new(req.into_body(), MAX_BODY)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes().to_vec(),
+        Err(_) => Vec::new(),
+    };
+    let form = ui::parse_form(&body);
+    match (method.as_str(), path.as_str()) {
+        ("GET", "/login") => return ui::login_page(None),
+        ("POST", "/login") => {
+            let token = form
+                .iter()
+                .find(|(k, _)| k == "token")
+                .map(|(_, v)| v.trim().trim_start_matches("SLURM_JWT=").to_string())
+                .unwrap_or_default();
+            let mut h = hyper::HeaderMap::new();
+            if let Ok(v) = hyper::header::HeaderValue::from_str(&token) {
+                h.insert("x-slurm-user-token", v);
+            }
+            return match server.authn.authenticate(&h, peer_uid) {
+                Ok(_) if !token.is_empty() => ui::logged_in(&token),
+                _ => ui::login_page(Some(
+                    "That token was refused: it is forged, expired or of an unknown user.",
+                )),
+            };
+        }
+        (_, "/logout") => return ui::logged_out(),
+        _ => {}
+    }
+    let who = match ui_identity(&server, &headers, peer_uid) {
+        Ok(who) => who,
+        Err(_) if method == "GET" => return ui::login_page(None),
+        Err(_) => return ui::login_page(Some("Log in first.")),
+    };
+    let req = ui::Req {
+        method,
+        path,
+        query,
+        form,
+        body,
+        origin: header(&headers, "origin").map(str::to_string),
+        host: header(&headers, "host").map(str::to_string),
+    };
+    let s = server.clone();
+    tokio::task::spawn_blocking(move || ui::serve(&s.ctx, &s.ui, &s.authn.daemon_uids, &who, &req))
+        .await
+        .unwrap_or_else(|e| {
+            warn!("a page failed: {e}");
+            ui::login_page(Some("internal error"))
+        })
+}
+
+fn respond_ui(out: ui::Out) -> hyper::Response<Body> {
+    let mut r = hyper::Response::new(Body::from(out.body));
+    *r.status_mut() =
+        hyper::StatusCode::from_u16(out.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    let h = r.headers_mut();
+    h.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(out.content_type),
+    );
+    // Pages are never framed elsewhere and never cached.
+    h.insert(
+        hyper::header::X_FRAME_OPTIONS,
+        hyper::header::HeaderValue::from_static("DENY"),
+    );
+    h.insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-store"),
+    );
+    for (k, v) in out.headers {
+        if let Ok(v) = hyper::header::HeaderValue::from_str(&v) {
+            h.append(k, v);
+        }
+    }
+    r
+}
+
 fn serve_conn<S>(server: Arc<Server>, io: S, peer_uid: Option<u32>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -423,6 +551,7 @@ async fn run(opts: Options) -> anyhow::Result<()> {
             daemon_uids,
             host,
         },
+        ui: ui::UiState::new(opts.ui_user_header.clone()),
     });
     let mut tasks = Vec::new();
     for l in &opts.listen {

@@ -12,13 +12,13 @@ use std::time::Duration;
 
 /// A JWT key outside the cluster's directory (its path must be in
 /// slurm.conf before the cluster starts).
-struct Key {
+pub(crate) struct Key {
     _dir: tempfile::TempDir,
-    path: std::path::PathBuf,
+    pub(crate) path: std::path::PathBuf,
     bytes: Vec<u8>,
 }
 
-fn jwt_key() -> Key {
+pub(crate) fn jwt_key() -> Key {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("a directory");
     let path = dir.path().join("jwt.key");
@@ -45,15 +45,15 @@ fn jwt_cluster(key: &Key) -> Cluster {
 }
 
 /// A running `muster restd`, stopped (SIGTERM, then waited for) on drop.
-struct Restd {
+pub(crate) struct Restd {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
     /// The OpenAPI document it serves: every answer is checked against it.
     doc: serde_json::Value,
 }
 
 impl Restd {
-    fn start(c: &Cluster) -> Restd {
+    pub(crate) fn start(c: &Cluster) -> Restd {
         let addr = format!("127.0.0.1:{}", e2e::free_port());
         let mut cmd = Command::new(c.binary());
         cmd.args(["restd", "-f"])
@@ -172,7 +172,7 @@ impl Drop for Restd {
 }
 
 /// A directory for test users' homes that they can reach.
-fn users_base() -> tempfile::TempDir {
+pub(crate) fn users_base() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
     let base = tempfile::tempdir().expect("a directory");
     std::fs::set_permissions(base.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -183,7 +183,7 @@ fn json(body: &str) -> serde_json::Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
 
-fn token_of(out: &e2e::Output) -> String {
+pub(crate) fn token_of(out: &e2e::Output) -> String {
     assert_eq!(out.code, 0, "{out}");
     out.stdout
         .trim()

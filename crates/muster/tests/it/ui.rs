@@ -1,0 +1,135 @@
+//! The dashboard (restd's pages) in a real browser: Debian's chromium,
+//! headless, driven by Playwright for Python (`ui_browser.py`), against a
+//! real cluster with two real users. `xtask/setup.sh` installs both and
+//! sets `MUSTER_TEST_UI_PYTHON` and `MUSTER_TEST_CHROMIUM`; without them the
+//! test fails under CI (`MUSTER_REQUIRE_MPI=1`, which setup sets too) and
+//! says why elsewhere. Screenshots land in `target/ui-screenshots/`.
+
+use crate::auth::{is_root, TestUser};
+use crate::rest::{jwt_key, token_of, users_base, Restd};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn tools() -> Option<(PathBuf, PathBuf)> {
+    let python = std::env::var_os("MUSTER_TEST_UI_PYTHON").map(PathBuf::from);
+    let chromium = std::env::var_os("MUSTER_TEST_CHROMIUM").map(PathBuf::from);
+    match (python, chromium) {
+        (Some(p), Some(c)) if p.exists() && c.exists() => Some((p, c)),
+        _ => {
+            assert!(
+                std::env::var("MUSTER_REQUIRE_MPI").as_deref() != Ok("1"),
+                "CI set-up ran (MUSTER_REQUIRE_MPI=1) but MUSTER_TEST_UI_PYTHON/MUSTER_TEST_CHROMIUM are missing"
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn dashboard_pages_work_in_a_real_browser() {
+    let Some((python, chromium)) = tools() else {
+        eprintln!("skipped: no Playwright/chromium (xtask/setup.sh installs them)");
+        return;
+    };
+    let base = users_base();
+    let alice = if is_root() {
+        Some(TestUser::create("ua", base.path()))
+    } else {
+        None
+    };
+    let bob = if is_root() {
+        Some(TestUser::create("ub", base.path()))
+    } else {
+        None
+    };
+    let key = jwt_key();
+    let c = crate::builder()
+        .nodes(2)
+        .conf_extra(&format!(
+            "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n",
+            key.path.display()
+        ))
+        .start();
+    let restd = Restd::start(&c);
+    let as_alice = |cmd: &str, args: &[&str]| match &alice {
+        Some(u) => u.run(&c, cmd, args),
+        None => c.run(cmd, args),
+    };
+    let alice_token = token_of(&as_alice("scontrol", &["token"]));
+    let bob_token = bob
+        .as_ref()
+        .map(|b| token_of(&b.run(&c, "scontrol", &["token"])));
+    let submit = |args: &[&str]| -> u32 {
+        let out = as_alice("sbatch", args);
+        assert_eq!(out.code, 0, "{out}");
+        out.stdout
+            .trim()
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let running = submit(&[
+        "-t",
+        "10",
+        "-w",
+        "node1",
+        "--wrap",
+        "echo hello from the job; sleep 600",
+    ]);
+    c.wait_state(running, "RUNNING", crate::secs(30));
+    let pending = submit(&["-t", "5", "-N", "2", "--exclusive", "--wrap", "true"]);
+    c.wait_until("the pending job to hold a plan", crate::secs(30), || {
+        let out = c.run("squeue", &["-h", "-j", &pending.to_string(), "-o", "%r %S"]);
+        (out.stdout.starts_with("Resources") && !out.stdout.contains("N/A")).then_some(())
+    });
+    let home = match &alice {
+        Some(u) => base.path().join(&u.name),
+        None => std::env::temp_dir(),
+    };
+    let shots =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ui-screenshots");
+    std::fs::create_dir_all(&shots).expect("the screenshots' directory");
+    let submit_body = serde_json::json!({
+        "job": {
+            "name": "live", "partition": "debug", "tasks": 1, "nodes": 1,
+            "current_working_directory": home.display().to_string(),
+            "environment": {"PATH": "/bin:/usr/bin"}
+        },
+        "script": "#!/bin/sh\nsleep 1\n"
+    })
+    .to_string();
+    let cfg = serde_json::json!({
+        "url": format!("http://{}", restd.addr),
+        "chromium": chromium,
+        "shots": shots,
+        "nodes": ["node1", "node2"],
+        "alice": alice_token,
+        "bob": bob_token,
+        "pending": pending,
+        "running": running,
+        "live": true,
+        "submit_body": submit_body,
+    });
+    let cfg_path = c.root().join("ui-test.json");
+    std::fs::write(&cfg_path, cfg.to_string()).expect("writing the test's settings");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/ui_browser.py");
+    let out = Command::new(python)
+        .arg(script)
+        .arg(&cfg_path)
+        .output()
+        .expect("running the browser test");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "the browser test failed:\n{text}\nrestd's log:\n{}",
+        std::fs::read_to_string(c.root().join("log/restd.log")).unwrap_or_default()
+    );
+    assert_eq!(c.job_state(pending), "CANCELLED");
+    assert!(shots.join("overview.png").exists());
+}

@@ -1,0 +1,919 @@
+//! The dashboard: server-rendered pages for users and administrators,
+//! served by `muster restd` beside the REST API (docs/dashboard.md).
+//!
+//! ```text
+//!  browser --GET /jobs--> identity (cookie token | proxy header | JWT headers)
+//!      --> Ctx::call(who, ListJobs ...) as that user (the controller checks rights)
+//!      --> pages::* (pure: answers -> HTML) --> html::page (layout, nav)
+//!  browser --POST /jobs/7/cancel (csrf=...)--> check the token and Origin --> Cancel as that user
+//! ```
+//!
+//! Who: the same identities as the REST API. A browser logs in by pasting a
+//! token from `scontrol token` (kept in an HttpOnly, SameSite=Strict
+//! cookie); a site that authenticates at a reverse proxy names the header
+//! that carries the user (`muster restd --ui-user-header NAME`), which
+//! restd then trusts. Every page asks the controller as the viewer, so a
+//! user sees what squeue and sacct show them (PrivateData) and can act only
+//! on what scancel/scontrol let them.
+//!
+//! Forgery: every action is a POST carrying a token bound to the viewer
+//! (a JWT signed with a key drawn at start, lifetime 12 hours), and a
+//! request whose `Origin` names another host is refused.
+
+pub mod html;
+pub mod pages;
+
+use crate::api::Ctx;
+use html::{esc, page, table, time};
+use model::{JobId, JobState};
+use proto::{AcctQuery, CtldRequest, CtldResponse, Identity, JobInfo, NodeInfo};
+use std::fmt::Write as _;
+
+/// The cookie that holds a browser's token.
+pub const COOKIE: &str = "muster_token";
+
+/// The anti-forgery tokens' lifetime.
+const CSRF_LIFESPAN: u64 = 12 * 3_600;
+
+/// How much of a job's output file its page shows.
+const TAIL_BYTES: u64 = 4_096;
+
+/// What the dashboard holds, fixed at start.
+pub struct UiState {
+    /// The key of the anti-forgery tokens (random, per process).
+    pub secret: Vec<u8>,
+    /// `--ui-user-header`: the header a trusted reverse proxy sets to the
+    /// authenticated user.
+    pub user_header: Option<String>,
+    /// The path of the `muster` binary, for the simulator page.
+    pub muster: std::path::PathBuf,
+}
+
+impl UiState {
+    /// A state with a fresh random key.
+    pub fn new(user_header: Option<String>) -> UiState {
+        let mut secret = vec![0u8; 32];
+        if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+            use std::io::Read as _;
+            let _ = f.read_exact(&mut secret);
+        }
+        UiState {
+            secret,
+            user_header,
+            muster: std::env::current_exe().unwrap_or_else(|_| "muster".into()),
+        }
+    }
+}
+
+/// A request to a page.
+#[derive(Debug, Default)]
+pub struct Req {
+    /// `GET` or `POST`.
+    pub method: String,
+    /// The path.
+    pub path: String,
+    /// The query's pairs.
+    pub query: Vec<(String, String)>,
+    /// A form body's pairs.
+    pub form: Vec<(String, String)>,
+    /// The raw body (the simulator's upload).
+    pub body: Vec<u8>,
+    /// The `Origin` header, when sent.
+    pub origin: Option<String>,
+    /// The `Host` header.
+    pub host: Option<String>,
+}
+
+impl Req {
+    fn q(&self, name: &str) -> &str {
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
+    }
+
+    fn f(&self, name: &str) -> &str {
+        self.form
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
+    }
+}
+
+/// A page's answer.
+#[derive(Debug)]
+pub struct Out {
+    /// The status.
+    pub status: u16,
+    /// The body.
+    pub body: String,
+    /// Its type.
+    pub content_type: &'static str,
+    /// Extra headers (`Location`, `Set-Cookie`).
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl Out {
+    fn html(status: u16, body: String) -> Out {
+        Out {
+            status,
+            body,
+            content_type: "text/html; charset=utf-8",
+            headers: Vec::new(),
+        }
+    }
+
+    fn redirect(to: &str) -> Out {
+        Out {
+            status: 303,
+            body: String::new(),
+            content_type: "text/plain",
+            headers: vec![("location", to.to_string())],
+        }
+    }
+}
+
+/// Whether `path` is one of the dashboard's.
+pub fn is_ui_path(path: &str) -> bool {
+    path == "/"
+        || [
+            "/jobs",
+            "/nodes",
+            "/history",
+            "/fairshare",
+            "/reservations",
+            "/sim",
+            "/login",
+            "/logout",
+        ]
+        .iter()
+        .any(|p| path == *p || path.starts_with(&format!("{p}/")))
+}
+
+/// The token in a `Cookie` header, if any.
+pub fn cookie_token(cookie: &str) -> Option<&str> {
+    cookie
+        .split(';')
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty())
+}
+
+/// The login page.
+pub fn login_page(error: Option<&str>) -> Out {
+    let mut body = String::new();
+    if let Some(e) = error {
+        let _ = write!(body, "<p class=\"err\" role=\"alert\">{}</p>", esc(e));
+    }
+    body.push_str(
+        "<p>Paste a token from <code>scontrol token</code> (the line's part after <code>SLURM_JWT=</code>).</p>\
+         <form method=\"post\" action=\"/login\"><label for=\"token\">Token</label> \
+         <input id=\"token\" name=\"token\" type=\"password\" size=\"60\" autocomplete=\"off\" required> \
+         <button type=\"submit\">Log in</button></form>",
+    );
+    Out::html(
+        if error.is_some() { 401 } else { 200 },
+        page("Log in", "", None, &body),
+    )
+}
+
+/// The answer to a good login: the cookie and a way home.
+pub fn logged_in(token: &str) -> Out {
+    let mut out = Out::redirect("/");
+    out.headers.push((
+        "set-cookie",
+        format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"),
+    ));
+    out
+}
+
+/// Logging out forgets the cookie.
+pub fn logged_out() -> Out {
+    let mut out = Out::redirect("/login");
+    out.headers.push((
+        "set-cookie",
+        format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    ));
+    out
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// The viewer's anti-forgery token.
+pub fn csrf_token(ui: &UiState, who: &Identity) -> String {
+    auth::jwt::mint(&ui.secret, &who.user, now(), CSRF_LIFESPAN)
+}
+
+/// Whether a POST may act: its token is the viewer's and it comes from
+/// this site.
+fn check_post(ui: &UiState, who: &Identity, req: &Req) -> Result<(), String> {
+    if let (Some(origin), Some(host)) = (&req.origin, &req.host) {
+        let o = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .unwrap_or(origin);
+        if o != host {
+            return Err(format!(
+                "refused: the request comes from {origin}, not this site"
+            ));
+        }
+    }
+    match auth::jwt::verify(&ui.secret, req.f("csrf"), now()) {
+        Ok(c) if c.sun == who.user => Ok(()),
+        _ => Err(
+            "refused: the form is stale or forged (no valid anti-forgery token); reload the page"
+                .to_string(),
+        ),
+    }
+}
+
+fn error_page(who: &Identity, status: u16, msg: &str) -> Out {
+    Out::html(
+        status,
+        page(
+            "Error",
+            &who.user,
+            None,
+            &format!("<p class=\"err\" role=\"alert\">{}</p>", esc(msg)),
+        ),
+    )
+}
+
+fn ask(ctx: &Ctx, who: &Identity, req: CtldRequest) -> Result<CtldResponse, String> {
+    ctx.call(who, req).map_err(|e| match e {
+        client::ClientError::Refused(e) => e.as_slurm_str().to_string(),
+        e => e.to_string(),
+    })
+}
+
+fn jobs_of(ctx: &Ctx, who: &Identity) -> Result<(Vec<JobInfo>, i64), String> {
+    match ask(ctx, who, CtldRequest::ListJobs)? {
+        CtldResponse::Jobs(l) => Ok((l.jobs, l.now)),
+        _ => Err("unexpected answer".into()),
+    }
+}
+
+fn nodes_of(ctx: &Ctx, who: &Identity) -> Result<Vec<NodeInfo>, String> {
+    match ask(ctx, who, CtldRequest::ListNodes)? {
+        CtldResponse::Nodes(n) => Ok(n),
+        _ => Err("unexpected answer".into()),
+    }
+}
+
+/// Whether the viewer may act on every job (root or SlurmUser); others see
+/// the buttons on their own jobs only (the controller decides anyway).
+fn is_admin(who: &Identity, admins: &[u32]) -> bool {
+    admins.contains(&who.uid)
+}
+
+/// Serves a dashboard page as `who` (authenticated by the caller).
+pub fn serve(ctx: &Ctx, ui: &UiState, admins: &[u32], who: &Identity, req: &Req) -> Out {
+    let parts: Vec<&str> = req.path.trim_matches('/').split('/').collect();
+    let result = match (req.method.as_str(), parts.as_slice()) {
+        ("GET", [""]) => overview(ctx, who),
+        ("GET", ["jobs"]) => jobs_page(ctx, who, req),
+        ("GET", ["jobs", id]) => job_page(ctx, ui, admins, who, id),
+        ("POST", ["jobs", id, action]) => match check_post(ui, who, req) {
+            Err(e) => return error_page(who, 403, &e),
+            Ok(()) => job_action(ctx, who, id, action),
+        },
+        ("GET", ["nodes"]) => return Out::redirect("/"),
+        ("GET", ["nodes", name]) => node_page(ctx, who, name),
+        ("GET", ["history"]) => history_page(ctx, who, req),
+        ("GET", ["fairshare"]) => fairshare_page(ctx, who),
+        ("GET", ["reservations"]) => reservations_page(ctx, who),
+        ("GET", ["sim"]) => Ok(sim_page(ui, who, None)),
+        ("POST", ["sim"]) => match check_post(ui, who, req) {
+            Err(e) => return error_page(who, 403, &e),
+            Ok(()) => Ok(sim_run(ctx, ui, who, req)),
+        },
+        _ => return error_page(who, 404, &format!("no page {}", req.path)),
+    };
+    match result {
+        Ok(out) => out,
+        Err(e) => error_page(who, 500, &e),
+    }
+}
+
+/// The live stream a page listens to (the watch stream, when restd serves
+/// one).
+const LIVE: &str = "/muster/v1/watch";
+
+fn overview(ctx: &Ctx, who: &Identity) -> Result<Out, String> {
+    let nodes = nodes_of(ctx, who)?;
+    let (jobs, now) = jobs_of(ctx, who)?;
+    let parts = match ask(ctx, who, CtldRequest::ListPartitions)? {
+        CtldResponse::Partitions(p) => p,
+        _ => Vec::new(),
+    };
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<h2>Nodes</h2>{}<h2>Partitions</h2>{}<h2>Queue</h2>{}",
+        pages::node_grid(&nodes),
+        pages::partitions_table(&parts, &nodes, &jobs),
+        pages::queue_summary(&jobs)
+    );
+    // The last hour's use: finished jobs from accounting, running ones
+    // from the controller.
+    let from = now - 3_600;
+    let mut spans: Vec<(i64, Option<i64>, u32)> = jobs
+        .iter()
+        .filter(|j| j.state == JobState::Running)
+        .filter_map(|j| j.start_time.map(|s| (s, None, j.num_cpus)))
+        .collect();
+    if let Ok(CtldResponse::AcctJobs(done)) = ask(
+        ctx,
+        who,
+        CtldRequest::AcctQuery(AcctQuery {
+            start: Some(from),
+            end: Some(now),
+            ..Default::default()
+        }),
+    ) {
+        spans.extend(
+            done.iter()
+                .filter(|j| j.end_time.is_some())
+                .filter_map(|j| j.start_time.map(|s| (s, j.end_time, j.n_cpus))),
+        );
+    }
+    let total: u32 = nodes.iter().map(|n| n.cpus).sum();
+    let chart = charts::TimeChart {
+        id: "util".into(),
+        title: "Utilization, last hour".into(),
+        y_label: "allocated CPUs (%)".into(),
+        y_max: Some(100.0),
+        epoch: Some(0),
+        series: vec![charts::Series {
+            name: "allocated".into(),
+            points: pages::busy_series(&spans, from, now)
+                .into_iter()
+                .map(|(t, v)| (t, v * 100.0 / f64::from(total.max(1))))
+                .collect(),
+            reduce: charts::Reduce::Mean,
+        }],
+        width: 900.0,
+        height: 240.0,
+    };
+    let _ = write!(body, "<h2>Utilization</h2>{}", chart.render());
+    Ok(Out::html(
+        200,
+        page("Cluster", &who.user, Some(LIVE), &body),
+    ))
+}
+
+fn jobs_page(ctx: &Ctx, who: &Identity, req: &Req) -> Result<Out, String> {
+    let (jobs, now) = jobs_of(ctx, who)?;
+    let (user, part, state, name, reason) = (
+        req.q("user"),
+        req.q("partition"),
+        req.q("state"),
+        req.q("name"),
+        req.q("reason"),
+    );
+    let mut shown: Vec<&JobInfo> = jobs
+        .iter()
+        .filter(|j| user.is_empty() || j.user == user)
+        .filter(|j| part.is_empty() || j.partition.split(',').any(|p| p == part))
+        .filter(|j| state.is_empty() || j.state.as_slurm_str().eq_ignore_ascii_case(state))
+        .filter(|j| name.is_empty() || j.name.contains(name))
+        .filter(|j| reason.is_empty() || j.reason.as_slurm_str() == reason)
+        .collect();
+    let sort = req.q("sort");
+    match sort {
+        "user" => shown.sort_by(|a, b| a.user.cmp(&b.user).then(a.job_id.cmp(&b.job_id))),
+        "name" => shown.sort_by(|a, b| a.name.cmp(&b.name).then(a.job_id.cmp(&b.job_id))),
+        "state" => shown.sort_by(|a, b| {
+            a.state
+                .as_slurm_str()
+                .cmp(b.state.as_slurm_str())
+                .then(a.job_id.cmp(&b.job_id))
+        }),
+        "priority" => {
+            shown.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.job_id.cmp(&b.job_id)))
+        }
+        _ => shown.sort_by_key(|j| j.job_id),
+    }
+    let mut body = String::new();
+    let field = |id: &str, label: &str, v: &str| {
+        format!(
+            "<label for=\"{id}\">{label}</label> <input id=\"{id}\" name=\"{id}\" value=\"{}\" size=\"10\"> ",
+            esc(v)
+        )
+    };
+    let _ = write!(
+        body,
+        "<form method=\"get\" action=\"/jobs\" role=\"search\">{}{}{}{}\
+         <label for=\"sort\">sort by</label> <select id=\"sort\" name=\"sort\">",
+        field("user", "user", user),
+        field("partition", "partition", part),
+        field("state", "state", state),
+        field("name", "name", name)
+    );
+    for s in ["id", "user", "name", "state", "priority"] {
+        let sel = if s == sort { " selected" } else { "" };
+        let _ = write!(body, "<option{sel}>{s}</option>");
+    }
+    let _ = write!(
+        body,
+        "</select> <button type=\"submit\">Filter</button></form><p>{} of {} jobs.</p>{}",
+        shown.len(),
+        jobs.len(),
+        pages::jobs_table(&shown, now)
+    );
+    Ok(Out::html(200, page("Jobs", &who.user, Some(LIVE), &body)))
+}
+
+fn parse_job_id(id: &str) -> Option<JobId> {
+    id.parse::<u32>().ok().map(JobId)
+}
+
+fn job_page(
+    ctx: &Ctx,
+    ui: &UiState,
+    admins: &[u32],
+    who: &Identity,
+    id: &str,
+) -> Result<Out, String> {
+    let (jobs, now) = jobs_of(ctx, who)?;
+    let Some(j) = parse_job_id(id).and_then(|n| jobs.iter().find(|j| j.job_id == n)) else {
+        return Ok(error_page(
+            who,
+            404,
+            &format!("Invalid job id specified: {id}"),
+        ));
+    };
+    let mut body = pages::job_fields(j);
+    if j.uid == who.uid || is_admin(who, admins) {
+        body.push_str(&pages::job_actions(j, &csrf_token(ui, who)));
+    }
+    if j.state == JobState::Pending {
+        if let Ok(CtldResponse::Explanation(x)) =
+            ask(ctx, who, CtldRequest::Explain { job_id: j.job_id })
+        {
+            let _ = write!(
+                body,
+                "<h2>Why it waits</h2><pre id=\"explain\">{}</pre>",
+                esc(&cli::explain::render(&x, now))
+            );
+        }
+        if let Ok(CtldResponse::Priorities(p)) = ask(ctx, who, CtldRequest::Priorities) {
+            if let Some(row) = p.jobs.iter().find(|r| r.job_id == j.job_id) {
+                let f = &row.factors;
+                let rows: Vec<Vec<String>> = [
+                    ("site", f.site),
+                    ("age", f.age),
+                    ("association", f.assoc),
+                    ("fair-share", f.fairshare),
+                    ("job size", f.jobsize),
+                    ("partition", f.partition),
+                    ("QOS", f.qos),
+                ]
+                .iter()
+                .map(|(k, v)| vec![esc(k), format!("{v:.0}")])
+                .chain(f.tres.iter().map(|(k, v)| vec![esc(k), format!("{v:.0}")]))
+                .chain([vec!["nice".to_string(), f.nice.to_string()]])
+                .collect();
+                let _ = write!(
+                    body,
+                    "<h2>Priority {}</h2>{}",
+                    row.priority,
+                    table("Priority factors (weighted)", &["factor", "value"], &rows)
+                );
+            }
+        }
+    }
+    if let Ok(CtldResponse::Steps(list)) = ask(ctx, who, CtldRequest::ListSteps) {
+        let rows: Vec<Vec<String>> = list
+            .steps
+            .iter()
+            .filter(|s| s.job_id == j.job_id)
+            .map(|s| {
+                vec![
+                    format!("{}.{}", s.job_id.0, s.step.as_slurm_string()),
+                    esc(&s.name),
+                    esc(s.state.as_slurm_str()),
+                    time(s.start_time),
+                    esc(&hostlist::compress(&s.nodes)),
+                    s.ntasks.to_string(),
+                    s.cpus.to_string(),
+                ]
+            })
+            .collect();
+        let _ = write!(
+            body,
+            "<h2>Steps</h2>{}",
+            table(
+                "Steps",
+                &["step", "name", "state", "start", "nodes", "tasks", "CPUs"],
+                &rows
+            )
+        );
+    }
+    if let Some(tail) = output_tail(&j.stdout, who, admins) {
+        let _ = write!(
+            body,
+            "<h2>Output</h2><p>The end of {}:</p><pre id=\"output\">{}</pre>",
+            esc(&j.stdout),
+            esc(&tail)
+        );
+    }
+    Ok(Out::html(
+        200,
+        page(
+            &format!("Job {}", pages::job_id_str(j)),
+            &who.user,
+            Some(LIVE),
+            &body,
+        ),
+    ))
+}
+
+/// The end of a job's output file, when the viewer may read it: they own
+/// it, or it is readable by all, or they are an administrator.
+fn output_tail(path: &str, who: &Identity, admins: &[u32]) -> Option<String> {
+    use std::io::{Read as _, Seek as _};
+    use std::os::unix::fs::MetadataExt as _;
+    if path.is_empty() || path.contains('%') {
+        return None;
+    }
+    let meta = std::fs::metadata(path).ok()?;
+    let may = is_admin(who, admins) || meta.uid() == who.uid || meta.mode() & 0o004 != 0;
+    if !may || !meta.is_file() {
+        return None;
+    }
+    let mut f = std::fs::File::open(path).ok()?;
+    let from = meta.len().saturating_sub(TAIL_BYTES);
+    f.seek(std::io::SeekFrom::Start(from)).ok()?;
+    let mut buf = Vec::new();
+    f.take(TAIL_BYTES).read_to_end(&mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
+fn job_action(ctx: &Ctx, who: &Identity, id: &str, action: &str) -> Result<Out, String> {
+    let Some(job_id) = parse_job_id(id) else {
+        return Ok(error_page(
+            who,
+            404,
+            &format!("Invalid job id specified: {id}"),
+        ));
+    };
+    let req = match action {
+        "cancel" => CtldRequest::Cancel {
+            job_id,
+            signal: None,
+            batch_only: false,
+            full: false,
+            tasks: None,
+        },
+        "hold" => CtldRequest::Hold {
+            job_id,
+            user: true,
+            tasks: None,
+        },
+        "release" => CtldRequest::Release {
+            job_id,
+            tasks: None,
+        },
+        "requeue" => CtldRequest::Requeue {
+            job_id,
+            hold: false,
+            tasks: None,
+        },
+        other => return Ok(error_page(who, 404, &format!("no action {other}"))),
+    };
+    match ask(ctx, who, req) {
+        Ok(_) => Ok(Out::redirect(&format!("/jobs/{}?done={action}", job_id.0))),
+        Err(e) => Ok(error_page(
+            who,
+            403,
+            &format!("{action} of job {}: {e}", job_id.0),
+        )),
+    }
+}
+
+fn node_page(ctx: &Ctx, who: &Identity, name: &str) -> Result<Out, String> {
+    let nodes = nodes_of(ctx, who)?;
+    let Some(n) = nodes.iter().find(|n| n.name == name) else {
+        return Ok(error_page(who, 404, &format!("Node {name} not found")));
+    };
+    let (jobs, now) = jobs_of(ctx, who)?;
+    let state = n.state.sinfo_long();
+    let gres = n
+        .gres
+        .iter()
+        .map(|g| g.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let gres_used = n
+        .gres_used
+        .iter()
+        .map(|g| g.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let rows: Vec<Vec<String>> = [
+        ("State", html::badge(&state)),
+        ("StateFlags", esc(&n.state.scontrol_string())),
+        (
+            "Reason",
+            esc(&match (&n.reason, &n.reason_user, n.reason_time) {
+                (Some(r), Some(u), Some(t)) => format!("{r} [{u}@{}]", time(t)),
+                (Some(r), _, _) => r.clone(),
+                _ => "none".to_string(),
+            }),
+        ),
+        ("CPUs", format!("{} allocated of {}", n.alloc_cpus, n.cpus)),
+        (
+            "Memory",
+            format!("{} MB allocated of {}", n.alloc_mem, n.real_memory),
+        ),
+        ("Gres", esc(&gres)),
+        ("GresUsed", esc(&gres_used)),
+        ("Partitions", esc(&n.partitions.join(","))),
+        ("Features", esc(&n.features.join(","))),
+        (
+            "CPULoad",
+            n.cpu_load.map_or("N/A".into(), |l| format!("{l:.2}")),
+        ),
+        ("BootTime", n.boot_time.map_or("None".into(), time)),
+        (
+            "SlurmdStartTime",
+            n.slurmd_start_time.map_or("None".into(), time),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| vec![esc(k), v])
+    .collect();
+    let here: Vec<&JobInfo> = jobs
+        .iter()
+        .filter(|j| j.state == JobState::Running && j.nodes.iter().any(|x| x == name))
+        .collect();
+    let body = format!(
+        "{}<h2>Jobs on {}</h2>{}<h2>Health checks</h2><p>{}</p>",
+        table("Node", &["field", "value"], &rows),
+        esc(name),
+        pages::jobs_table(&here, now),
+        esc(&match (&n.reason, n.state.drain) {
+            (Some(r), true) => format!("drained: {r}"),
+            _ => "no failed check is recorded on this node".to_string(),
+        })
+    );
+    Ok(Out::html(
+        200,
+        page(&format!("Node {name}"), &who.user, Some(LIVE), &body),
+    ))
+}
+
+fn history_page(ctx: &Ctx, who: &Identity, req: &Req) -> Result<Out, String> {
+    let now = now();
+    let days: i64 = req.q("days").parse().unwrap_or(7).clamp(1, 366);
+    let from = now - days * 86_400;
+    let jobs = match ask(
+        ctx,
+        who,
+        CtldRequest::AcctQuery(AcctQuery {
+            start: Some(from),
+            end: Some(now),
+            ..Default::default()
+        }),
+    )? {
+        CtldResponse::AcctJobs(j) => j,
+        _ => Vec::new(),
+    };
+    let done: Vec<proto::AcctJob> = jobs.into_iter().filter(|j| j.end_time.is_some()).collect();
+    let mut body = format!(
+        "<form method=\"get\" action=\"/history\"><label for=\"days\">days</label> \
+         <input id=\"days\" name=\"days\" value=\"{days}\" size=\"4\"> <button type=\"submit\">Show</button></form>\
+         <p>{} finished jobs since {}.</p>",
+        done.len(),
+        time(from)
+    );
+    body.push_str(&pages::history(&done, from, now));
+    Ok(Out::html(200, page("History", &who.user, None, &body)))
+}
+
+fn fairshare_page(ctx: &Ctx, who: &Identity) -> Result<Out, String> {
+    let rows = match ask(ctx, who, CtldRequest::Shares)? {
+        CtldResponse::Shares(r) => r,
+        _ => Vec::new(),
+    };
+    Ok(Out::html(
+        200,
+        page(
+            "Fair share",
+            &who.user,
+            None,
+            &pages::fairshare_table(&rows),
+        ),
+    ))
+}
+
+fn reservations_page(ctx: &Ctx, who: &Identity) -> Result<Out, String> {
+    let list = match ask(ctx, who, CtldRequest::ListReservations)? {
+        CtldResponse::Reservations(r) => r,
+        _ => Vec::new(),
+    };
+    let rows: Vec<Vec<String>> = list
+        .iter()
+        .map(|r| {
+            vec![
+                esc(&r.name),
+                if r.active { "ACTIVE" } else { "INACTIVE" }.to_string(),
+                time(r.start),
+                time(r.end),
+                esc(&r.nodes),
+                r.node_cnt.to_string(),
+                esc(&r.flags),
+                esc(&r.users),
+                esc(&r.accounts),
+            ]
+        })
+        .collect();
+    let body = table(
+        "Reservations",
+        &[
+            "name",
+            "state",
+            "start",
+            "end",
+            "nodes",
+            "node count",
+            "flags",
+            "users",
+            "accounts",
+        ],
+        &rows,
+    );
+    Ok(Out::html(
+        200,
+        page("Reservations", &who.user, Some(LIVE), &body),
+    ))
+}
+
+/// The simulator's form: a trace (pasted or the site's recent history) and
+/// the setting to compare.
+fn sim_page(ui: &UiState, who: &Identity, result: Option<&str>) -> Out {
+    let mut body = String::from(
+        "<p>Replay a workload trace through the scheduler twice, with the site's policy and with another, and compare.</p>",
+    );
+    let _ = write!(
+        body,
+        "<form method=\"post\" action=\"/sim\">{}\
+         <p><label><input type=\"radio\" name=\"source\" value=\"history\" checked> the cluster's jobs of the last \
+         <input name=\"days\" value=\"30\" size=\"4\" aria-label=\"days\"> days</label><br>\
+         <label><input type=\"radio\" name=\"source\" value=\"trace\"> this trace (Standard Workload Format):</label><br>\
+         <textarea name=\"trace\" rows=\"6\" cols=\"80\" aria-label=\"trace\"></textarea></p>\
+         <p><label for=\"a\">schedule A</label> <select id=\"a\" name=\"a\">{opts}</select> \
+         <label for=\"b\">schedule B</label> <select id=\"b\" name=\"b\">{opts_b}</select></p>\
+         <button type=\"submit\">Simulate</button></form>",
+        html::csrf_field(&csrf_token(ui, who)),
+        opts = "<option selected>backfill</option><option>easy</option><option>fcfs</option>",
+        opts_b = "<option>backfill</option><option selected>easy</option><option>fcfs</option>",
+    );
+    if let Some(r) = result {
+        body.push_str(r);
+    }
+    Out::html(200, page("Simulator", &who.user, None, &body))
+}
+
+/// One run of `muster sim`: its summary (JSON) and picture.
+fn run_sim(
+    ui: &UiState,
+    trace: &std::path::Path,
+    policy: &str,
+    svg: &std::path::Path,
+) -> Result<serde_json::Value, String> {
+    let out = std::process::Command::new(&ui.muster)
+        .arg("sim")
+        .arg("--trace")
+        .arg(trace)
+        .args(["--json", "--policy", policy, "--svg"])
+        .arg(svg)
+        .output()
+        .map_err(|e| format!("running muster sim: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("muster sim's answer: {e}"))
+}
+
+/// The site's finished jobs as a Standard Workload Format trace.
+fn history_trace(jobs: &[proto::AcctJob]) -> String {
+    let mut s = String::new();
+    let t0 = jobs.iter().map(|j| j.submit_time).min().unwrap_or(0);
+    let _ = writeln!(s, "; UnixStartTime: {t0}");
+    for (i, j) in jobs.iter().enumerate() {
+        let (Some(st), Some(en)) = (j.start_time, j.end_time) else {
+            continue;
+        };
+        let limit = match j.time_limit {
+            model::TimeLimit::Minutes(m) => i64::from(m) * 60,
+            _ => -1,
+        };
+        let _ = writeln!(
+            s,
+            "{} {} {} {} {} -1 -1 {} {limit} -1 1 {} -1 -1 -1 -1 -1 -1",
+            i + 1,
+            j.submit_time - t0,
+            st - j.submit_time,
+            en - st,
+            j.n_cpus,
+            j.n_cpus,
+            j.uid
+        );
+    }
+    s
+}
+
+fn sim_run(ctx: &Ctx, ui: &UiState, who: &Identity, req: &Req) -> Out {
+    let policy = |p: &str| match p {
+        "backfill" | "easy" | "fcfs" => Some(p.to_string()),
+        _ => None,
+    };
+    let (Some(a), Some(b)) = (policy(req.f("a")), policy(req.f("b"))) else {
+        return sim_page(ui, who, Some("<p class=\"err\">unknown policy</p>"));
+    };
+    let text = if req.f("source") == "trace" {
+        req.f("trace").to_string()
+    } else {
+        let days: i64 = req.f("days").parse().unwrap_or(30).clamp(1, 366);
+        let now = now();
+        match ask(
+            ctx,
+            who,
+            CtldRequest::AcctQuery(AcctQuery {
+                start: Some(now - days * 86_400),
+                end: Some(now),
+                ..Default::default()
+            }),
+        ) {
+            Ok(CtldResponse::AcctJobs(j)) => history_trace(&j),
+            Ok(_) => String::new(),
+            Err(e) => return sim_page(ui, who, Some(&format!("<p class=\"err\">{}</p>", esc(&e)))),
+        }
+    };
+    let dir = match tempdir() {
+        Ok(d) => d,
+        Err(e) => return sim_page(ui, who, Some(&format!("<p class=\"err\">{}</p>", esc(&e)))),
+    };
+    let trace = dir.join("trace.swf");
+    let result = std::fs::write(&trace, text.as_bytes())
+        .map_err(|e| e.to_string())
+        .and_then(|()| {
+            let ra = run_sim(ui, &trace, &a, &dir.join("a.svg"))?;
+            let rb = run_sim(ui, &trace, &b, &dir.join("b.svg"))?;
+            Ok((ra, rb))
+        });
+    let html =
+        match result {
+            Err(e) => format!("<p class=\"err\" role=\"alert\">{}</p>", esc(&e)),
+            Ok((ra, rb)) => {
+                let keys = [
+                    "jobs",
+                    "utilization",
+                    "mean_wait_s",
+                    "max_wait_s",
+                    "mean_bsld",
+                    "makespan_s",
+                ];
+                let rows: Vec<Vec<String>> = keys
+                    .iter()
+                    .map(|k| vec![esc(k), esc(&ra[k].to_string()), esc(&rb[k].to_string())])
+                    .collect();
+                let pic = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+                format!(
+                "<h2>Results</h2>{}<div class=\"grid2\"><h3>A: {a}</h3>{}<h3>B: {b}</h3>{}</div>",
+                table("Summary", &["measure", &format!("A: {a}"), &format!("B: {b}")], &rows),
+                pic("a.svg"),
+                pic("b.svg")
+            )
+            }
+        };
+    let _ = std::fs::remove_dir_all(&dir);
+    sim_page(ui, who, Some(&html))
+}
+
+fn tempdir() -> Result<std::path::PathBuf, String> {
+    let base = std::env::temp_dir().join(format!("muster-ui-sim-{}-{}", std::process::id(), now()));
+    for i in 0..100 {
+        let p = base.with_extension(i.to_string());
+        if std::fs::create_dir(&p).is_ok() {
+            return Ok(p);
+        }
+    }
+    Err("could not make a temporary directory".into())
+}
+
+/// Parses an `application/x-www-form-urlencoded` body.
+pub fn parse_form(body: &[u8]) -> Vec<(String, String)> {
+    crate::parse_query(&String::from_utf8_lossy(body))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,386 @@
+//! The pages, as functions from the controller's answers to HTML: no I/O
+//! here, so each is tested with made-up data (`tests`).
+
+use super::html::{badge, duration, esc, table, time};
+use model::{JobState, Timestamp};
+use proto::{AcctJob, JobInfo, NodeInfo, PartitionInfo, ShareRow};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// A node's GRES as `gpu:2 (1 used)`.
+fn gres_words(n: &NodeInfo) -> String {
+    n.gres
+        .iter()
+        .map(|g| {
+            let used: u64 = n
+                .gres_used
+                .iter()
+                .filter(|u| u.name == g.name && u.type_ == g.type_)
+                .map(|u| u.count)
+                .sum();
+            let kind = match &g.type_ {
+                Some(t) => format!("{}:{t}", g.name),
+                None => g.name.clone(),
+            };
+            format!("{kind}:{} ({used} used)", g.count)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn pct(part: u64, whole: u64) -> u64 {
+    (part * 100).checked_div(whole).unwrap_or(0)
+}
+
+/// The node grid: one tile per node, its state in words and colour, its
+/// CPU, memory and GPU use.
+pub fn node_grid(nodes: &[NodeInfo]) -> String {
+    let mut s = String::from("<div class=\"grid\" id=\"nodes\">");
+    for n in nodes {
+        let state = n.state.sinfo_long();
+        let cpu = pct(u64::from(n.alloc_cpus), u64::from(n.cpus));
+        let _ = write!(
+            s,
+            "<a class=\"node {cls}\" href=\"/nodes/{name}\" data-node=\"{name}\" data-state=\"{st}\">\
+             <b>{name}</b>{badge}<br>CPU {a}/{t}<div class=\"bar\" role=\"img\" aria-label=\"CPU {cpu}% allocated\"><span style=\"width:{cpu}%\"></span></div>\
+             mem {am}/{tm} MB",
+            cls = super::html::state_class(&state),
+            name = esc(&n.name),
+            st = esc(&state),
+            badge = badge(&state),
+            a = n.alloc_cpus,
+            t = n.cpus,
+            am = n.alloc_mem,
+            tm = n.real_memory,
+        );
+        let g = gres_words(n);
+        if !g.is_empty() {
+            let _ = write!(s, "<br>{}", esc(&g));
+        }
+        s.push_str("</a>");
+    }
+    s.push_str("</div>");
+    s
+}
+
+/// Partitions with their load: CPUs allocated of their nodes' CPUs, jobs
+/// running and pending.
+pub fn partitions_table(parts: &[PartitionInfo], nodes: &[NodeInfo], jobs: &[JobInfo]) -> String {
+    let by_name: BTreeMap<&str, &NodeInfo> = nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let rows: Vec<Vec<String>> = parts
+        .iter()
+        .map(|p| {
+            let (mut alloc, mut total) = (0u64, 0u64);
+            for name in &p.nodes {
+                if let Some(n) = by_name.get(name.as_str()) {
+                    alloc += u64::from(n.alloc_cpus);
+                    total += u64::from(n.cpus);
+                }
+            }
+            let in_part = |j: &&JobInfo| j.partition.split(',').any(|x| x == p.name);
+            let running = jobs
+                .iter()
+                .filter(in_part)
+                .filter(|j| j.state == JobState::Running)
+                .count();
+            let pending = jobs
+                .iter()
+                .filter(in_part)
+                .filter(|j| j.state == JobState::Pending)
+                .count();
+            vec![
+                format!("{}{}", esc(&p.name), if p.default { "*" } else { "" }),
+                esc(&p.state),
+                p.nodes.len().to_string(),
+                format!("{alloc}/{total} ({}%)", pct(alloc, total)),
+                running.to_string(),
+                pending.to_string(),
+            ]
+        })
+        .collect();
+    table(
+        "Partitions",
+        &[
+            "partition",
+            "state",
+            "nodes",
+            "CPUs allocated",
+            "running jobs",
+            "pending jobs",
+        ],
+        &rows,
+    )
+}
+
+/// The queue at a glance: running, and pending by reason.
+pub fn queue_summary(jobs: &[JobInfo]) -> String {
+    let running = jobs.iter().filter(|j| j.state == JobState::Running).count();
+    let mut by_reason: BTreeMap<String, usize> = BTreeMap::new();
+    for j in jobs.iter().filter(|j| j.state == JobState::Pending) {
+        *by_reason
+            .entry(j.reason.as_slurm_str().to_string())
+            .or_default() += 1;
+    }
+    let pending: usize = by_reason.values().sum();
+    let rows: Vec<Vec<String>> = by_reason
+        .iter()
+        .map(|(r, n)| {
+            vec![
+                format!(
+                    "<a href=\"/jobs?state=PENDING&amp;reason={}\">{}</a>",
+                    esc(r),
+                    esc(r)
+                ),
+                n.to_string(),
+            ]
+        })
+        .collect();
+    format!(
+        "<p id=\"queue\"><strong>{running}</strong> running, <strong>{pending}</strong> pending.</p>{}",
+        table("Pending jobs by reason", &["reason", "jobs"], &rows)
+    )
+}
+
+/// Allocated CPUs over `[from, to]` as a step series, from the jobs that ran
+/// in that window (accounting records and running jobs alike).
+pub fn busy_series(
+    spans: &[(Timestamp, Option<Timestamp>, u32)],
+    from: i64,
+    to: i64,
+) -> Vec<(i64, f64)> {
+    let mut delta: BTreeMap<i64, i64> = BTreeMap::new();
+    delta.entry(from).or_default();
+    for (start, end, cpus) in spans {
+        let s = (*start).max(from);
+        let e = end.unwrap_or(i64::MAX);
+        if e <= s || s > to {
+            continue;
+        }
+        *delta.entry(s).or_default() += i64::from(*cpus);
+        // A job still running at the window's end holds its CPUs to it.
+        if e < to {
+            *delta.entry(e).or_default() -= i64::from(*cpus);
+        }
+    }
+    let mut level = 0i64;
+    let mut out = Vec::with_capacity(delta.len());
+    for (t, d) in delta {
+        level += d;
+        out.push((t, level as f64));
+    }
+    if out.last().map_or(true, |p| p.0 < to) {
+        out.push((to, level as f64));
+    }
+    out
+}
+
+/// The jobs table, filtered and sorted.
+pub fn jobs_table(jobs: &[&JobInfo], now: Timestamp) -> String {
+    let rows: Vec<Vec<String>> = jobs
+        .iter()
+        .map(|j| {
+            let t = match j.start_time {
+                Some(s) if j.state == JobState::Running => duration(now - s),
+                _ => "0:00".to_string(),
+            };
+            vec![
+                format!("<a href=\"/jobs/{id}\">{id}</a>", id = esc(&job_id_str(j))),
+                esc(&j.name),
+                esc(&j.user),
+                esc(&j.partition),
+                esc(j.state.as_slurm_str()),
+                esc(&if j.state == JobState::Pending {
+                    j.reason.as_slurm_str().to_string()
+                } else {
+                    hostlist::compress(&j.nodes)
+                }),
+                t,
+                model::units::format_time_limit(j.time_limit),
+            ]
+        })
+        .collect();
+    table(
+        "Jobs",
+        &[
+            "job",
+            "name",
+            "user",
+            "partition",
+            "state",
+            "nodes (reason)",
+            "time",
+            "time limit",
+        ],
+        &rows,
+    )
+}
+
+/// A job's id as squeue prints it (`12_3` for array tasks).
+pub fn job_id_str(j: &JobInfo) -> String {
+    match (j.array_job_id, j.array_task_id) {
+        (Some(a), Some(t)) => format!("{a}_{t}"),
+        _ => j.job_id.0.to_string(),
+    }
+}
+
+/// A job's fields, in `scontrol show job`'s order and names.
+pub fn job_fields(j: &JobInfo) -> String {
+    let opt_t = |t: Option<Timestamp>| t.map_or("Unknown".to_string(), time);
+    let rows: Vec<Vec<String>> = [
+        ("JobId", j.job_id.0.to_string()),
+        ("JobName", j.name.clone()),
+        ("UserId", format!("{}({})", j.user, j.uid)),
+        ("Account", j.account.clone()),
+        ("QOS", j.qos.clone()),
+        ("Partition", j.partition.clone()),
+        ("JobState", j.state.as_slurm_str().to_string()),
+        ("Reason", j.reason.as_slurm_str().to_string()),
+        ("Priority", j.priority.to_string()),
+        ("SubmitTime", time(j.submit_time)),
+        ("StartTime", opt_t(j.start_time)),
+        ("EndTime", opt_t(j.end_time)),
+        ("TimeLimit", model::units::format_time_limit(j.time_limit)),
+        ("NumNodes", j.num_nodes.to_string()),
+        ("NumCPUs", j.num_cpus.to_string()),
+        ("TRES", j.tres.clone()),
+        ("NodeList", hostlist::compress(&j.nodes)),
+        ("WorkDir", j.work_dir.clone()),
+        ("StdOut", j.stdout.clone()),
+        ("ExitCode", j.exit_code.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| vec![esc(k), esc(&v)])
+    .collect();
+    table("Fields", &["field", "value"], &rows)
+}
+
+/// Action buttons (cancel, hold, release, requeue) as forms that post with
+/// the anti-forgery token.
+pub fn job_actions(j: &JobInfo, csrf: &str) -> String {
+    let mut acts: Vec<(&str, &str)> = Vec::new();
+    match j.state {
+        JobState::Pending => {
+            acts.push(("cancel", "Cancel"));
+            if j.priority == 0 {
+                acts.push(("release", "Release"));
+            } else {
+                acts.push(("hold", "Hold"));
+            }
+        }
+        JobState::Running | JobState::Suspended => {
+            acts.push(("cancel", "Cancel"));
+            acts.push(("requeue", "Requeue"));
+        }
+        _ => {}
+    }
+    let mut s = String::from("<div id=\"actions\">");
+    for (act, label) in acts {
+        let _ = write!(
+            s,
+            "<form class=\"inline\" method=\"post\" action=\"/jobs/{}/{act}\">{}<button type=\"submit\" name=\"do\" value=\"{act}\">{label}</button></form>",
+            j.job_id.0,
+            super::html::csrf_field(csrf)
+        );
+    }
+    s.push_str("</div>");
+    s
+}
+
+/// The fair-share tree as `sshare` shows it, indented by depth.
+pub fn fairshare_table(rows: &[ShareRow]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let indent = "&nbsp;".repeat(2 * r.depth as usize);
+            vec![
+                format!("{indent}{}", esc(&r.account)),
+                esc(&r.user),
+                r.raw_shares.map_or("parent".to_string(), |v| v.to_string()),
+                format!("{:.6}", r.norm_shares),
+                format!("{:.0}", r.raw_usage),
+                format!("{:.6}", r.effective_usage),
+                r.fairshare.map_or(String::new(), |f| format!("{f:.6}")),
+            ]
+        })
+        .collect();
+    table(
+        "Fair Tree",
+        &[
+            "account",
+            "user",
+            "raw shares",
+            "norm shares",
+            "raw usage",
+            "effective usage",
+            "fair-share factor",
+        ],
+        &rows,
+    )
+}
+
+/// Finished jobs: counts by user and by account, waits, and use over time,
+/// as charts and tables.
+pub fn history(jobs: &[AcctJob], from: i64, to: i64) -> String {
+    let mut s = String::new();
+    let spans: Vec<(Timestamp, Option<Timestamp>, u32)> = jobs
+        .iter()
+        .filter_map(|j| j.start_time.map(|st| (st, j.end_time, j.n_cpus)))
+        .collect();
+    let util = charts::TimeChart {
+        id: "hist-util".into(),
+        title: "CPUs in use".into(),
+        y_label: "allocated CPUs".into(),
+        y_max: None,
+        epoch: Some(0),
+        series: vec![charts::Series {
+            name: "allocated".into(),
+            points: busy_series(&spans, from, to),
+            reduce: charts::Reduce::Mean,
+        }],
+        width: 900.0,
+        height: 260.0,
+    };
+    s.push_str(&util.render());
+    let waits = charts::BarChart {
+        id: "hist-wait".into(),
+        title: "Wait time".into(),
+        x_label: "time from submission to start".into(),
+        y_label: "jobs".into(),
+        bars: charts::wait_bins(
+            jobs.iter()
+                .filter_map(|j| j.start_time.map(|st| st - j.submit_time)),
+        ),
+        log_y: true,
+        width: 900.0,
+        height: 260.0,
+    };
+    s.push_str(&waits.render());
+    s.push_str(&waits.html_table());
+    for (what, key) in [("user", 0), ("account", 1)] {
+        let mut counts: BTreeMap<&str, f64> = BTreeMap::new();
+        for j in jobs {
+            let k = if key == 0 {
+                j.user.as_str()
+            } else {
+                j.account.as_str()
+            };
+            *counts.entry(k).or_default() += 1.0;
+        }
+        let chart = charts::BarChart {
+            id: format!("hist-by-{what}"),
+            title: format!("Jobs by {what}"),
+            x_label: what.into(),
+            y_label: "jobs".into(),
+            bars: counts
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            log_y: false,
+            width: 900.0,
+            height: 240.0,
+        };
+        s.push_str(&chart.render());
+        s.push_str(&chart.html_table());
+    }
+    s
+}

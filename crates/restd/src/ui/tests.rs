@@ -1,0 +1,266 @@
+use super::*;
+use model::{NodeBase, NodeState, PendingReason, TimeLimit};
+
+fn node(name: &str, base: NodeBase, alloc: u32) -> NodeInfo {
+    NodeInfo {
+        name: name.into(),
+        state: NodeState::new(base),
+        cpus: 4,
+        alloc_cpus: alloc,
+        real_memory: 1000,
+        gres: vec![model::Gres {
+            name: "gpu".into(),
+            type_: None,
+            count: 2,
+        }],
+        gres_used: vec![],
+        alloc_mem: 0,
+        ..crate::openapi::example_node()
+    }
+}
+
+fn job(id: u32, user: &str, state: JobState) -> JobInfo {
+    JobInfo {
+        job_id: JobId(id),
+        name: format!("job<{id}>"),
+        user: user.into(),
+        uid: 1000,
+        partition: "debug".into(),
+        state,
+        reason: if state == JobState::Pending {
+            PendingReason::Resources
+        } else {
+            PendingReason::None
+        },
+        priority: 10,
+        time_limit: TimeLimit::Minutes(60),
+        nodes: if state == JobState::Running {
+            vec!["n1".into()]
+        } else {
+            vec![]
+        },
+        start_time: (state == JobState::Running).then_some(1_000),
+        num_cpus: 2,
+        ..Default::default()
+    }
+}
+
+/// Parses a page's HTML as XML where it is well-formed enough: the pages
+/// are written as XHTML-compatible markup, except the doctype.
+fn well_formed(html: &str) {
+    let body = html
+        .trim_start_matches("<!DOCTYPE html>\n")
+        .replace("&nbsp;", "&#160;");
+    // Void elements are written unclosed in HTML: close them for the check.
+    let mut fixed = String::new();
+    let mut rest = body.as_str();
+    while let Some(i) = rest.find('<') {
+        fixed.push_str(&rest[..i]);
+        let end = rest[i..].find('>').map(|e| i + e).unwrap();
+        let tag = &rest[i..=end];
+        let name: String = tag[1..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        if ["meta", "input", "br"].contains(&name.as_str()) && !tag.ends_with("/>") {
+            fixed.push_str(&tag[..tag.len() - 1]);
+            fixed.push_str("/>");
+        } else {
+            fixed.push_str(tag);
+        }
+        rest = &rest[end + 1..];
+    }
+    fixed.push_str(rest);
+    let fixed = format!("<div>{fixed}</div>");
+    if let Err(e) = roxmltree::Document::parse(&fixed) {
+        panic!("not well-formed: {e}\n{fixed}");
+    }
+}
+
+#[test]
+fn the_grid_shows_every_node_with_its_state_in_words() {
+    let nodes = [
+        node("n1", NodeBase::Mixed, 2),
+        node("n2", NodeBase::Idle, 0),
+        NodeInfo {
+            state: NodeState {
+                drain: true,
+                ..NodeState::new(NodeBase::Idle)
+            },
+            ..node("n3", NodeBase::Idle, 0)
+        },
+    ];
+    let g = pages::node_grid(&nodes);
+    for (n, st) in [("n1", "mixed"), ("n2", "idle"), ("n3", "drained")] {
+        assert!(
+            g.contains(&format!("data-node=\"{n}\" data-state=\"{st}\"")),
+            "{n} {st}: {g}"
+        );
+    }
+    assert!(g.contains("CPU 2/4"));
+    assert!(g.contains("gpu:2 (0 used)"));
+    well_formed(&page("Cluster", "alice", Some("/muster/v1/watch"), &g));
+}
+
+#[test]
+fn the_queue_summary_counts_pending_jobs_by_reason() {
+    let jobs = [
+        job(1, "alice", JobState::Running),
+        job(2, "alice", JobState::Pending),
+        job(3, "bob", JobState::Pending),
+    ];
+    let q = pages::queue_summary(&jobs);
+    assert!(q.contains("<strong>1</strong> running, <strong>2</strong> pending."));
+    assert!(q.contains(">Resources</a></td><td>2</td>"), "{q}");
+    well_formed(&q);
+}
+
+#[test]
+fn job_tables_escape_names_and_link_each_job() {
+    let jobs = [job(7, "alice", JobState::Pending)];
+    let refs: Vec<&JobInfo> = jobs.iter().collect();
+    let t = pages::jobs_table(&refs, 2_000);
+    assert!(t.contains("<a href=\"/jobs/7\">7</a>"));
+    assert!(t.contains("job&lt;7&gt;"));
+    assert!(t.contains("<td>1:00:00</td>"), "{t}");
+    well_formed(&t);
+    let f = pages::job_fields(&jobs[0]);
+    assert!(f.contains("<td>JobState</td><td>PENDING</td>"));
+    well_formed(&f);
+}
+
+#[test]
+fn actions_carry_the_token_and_fit_the_state() {
+    let pending = pages::job_actions(&job(7, "alice", JobState::Pending), "TOKEN");
+    assert!(pending.contains("action=\"/jobs/7/cancel\""));
+    assert!(pending.contains("action=\"/jobs/7/hold\""));
+    assert!(pending.contains("name=\"csrf\" value=\"TOKEN\""));
+    let held = pages::job_actions(
+        &JobInfo {
+            priority: 0,
+            ..job(7, "alice", JobState::Pending)
+        },
+        "T",
+    );
+    assert!(held.contains("/jobs/7/release"));
+    let running = pages::job_actions(&job(8, "alice", JobState::Running), "T");
+    assert!(running.contains("/jobs/8/requeue"));
+    assert!(pages::job_actions(&job(9, "a", JobState::Completed), "T")
+        .contains("<div id=\"actions\"></div>"));
+}
+
+#[test]
+fn busy_series_is_a_step_function_clipped_to_the_window() {
+    let spans = [(0, Some(50), 2), (20, None, 1), (200, Some(300), 4)];
+    assert_eq!(
+        pages::busy_series(&spans, 10, 100),
+        vec![(10, 2.0), (20, 3.0), (50, 1.0), (100, 1.0)]
+    );
+}
+
+#[test]
+fn history_page_draws_valid_charts() {
+    let j = proto::AcctJob {
+        user: "alice".into(),
+        account: "physics".into(),
+        submit_time: 0,
+        start_time: Some(100),
+        end_time: Some(400),
+        n_cpus: 2,
+        ..crate::openapi::example_acct_job()
+    };
+    let h = pages::history(&[j], 0, 1_000);
+    assert!(h.contains("Jobs by user"));
+    assert_eq!(h.matches("<svg ").count(), 4);
+    for doc in h.split("</svg>").filter(|d| d.contains("<svg ")) {
+        let start = doc.find("<svg ").unwrap();
+        roxmltree::Document::parse(&format!("{}</svg>", &doc[start..])).unwrap();
+    }
+}
+
+#[test]
+fn paths_cookies_and_forms() {
+    for p in [
+        "/",
+        "/jobs",
+        "/jobs/7",
+        "/nodes/n1",
+        "/history",
+        "/sim",
+        "/login",
+    ] {
+        assert!(is_ui_path(p), "{p}");
+    }
+    for p in ["/slurm/v0.0.38/jobs", "/openapi/v3", "/metrics", "/jobsx"] {
+        assert!(!is_ui_path(p), "{p}");
+    }
+    assert_eq!(cookie_token("a=b; muster_token=xyz; c=d"), Some("xyz"));
+    assert_eq!(cookie_token("muster_token="), None);
+    assert_eq!(
+        parse_form(b"csrf=a%2Bb&do=cancel"),
+        vec![
+            ("csrf".to_string(), "a+b".to_string()),
+            ("do".to_string(), "cancel".to_string())
+        ]
+    );
+    let out = logged_in("tok");
+    assert_eq!(out.status, 303);
+    assert!(out.headers.iter().any(|(k, v)| *k == "set-cookie"
+        && v.starts_with("muster_token=tok;")
+        && v.contains("HttpOnly")
+        && v.contains("SameSite=Strict")));
+}
+
+#[test]
+fn forged_or_cross_site_posts_are_refused() {
+    let ui = UiState::new(None);
+    let alice = Identity {
+        uid: 1000,
+        gid: 1000,
+        user: "alice".into(),
+        host: "h".into(),
+    };
+    let bob = Identity {
+        user: "bob".into(),
+        ..alice.clone()
+    };
+    let good = Req {
+        method: "POST".into(),
+        form: vec![("csrf".into(), csrf_token(&ui, &alice))],
+        host: Some("localhost:6820".into()),
+        origin: Some("http://localhost:6820".into()),
+        ..Default::default()
+    };
+    assert!(check_post(&ui, &alice, &good).is_ok());
+    assert!(
+        check_post(&ui, &bob, &good).is_err(),
+        "another user's token"
+    );
+    let cross = Req {
+        origin: Some("http://evil.example".into()),
+        ..good
+    };
+    assert!(check_post(&ui, &alice, &cross).is_err());
+    let none = Req {
+        method: "POST".into(),
+        ..Default::default()
+    };
+    assert!(check_post(&ui, &alice, &none).is_err());
+}
+
+#[test]
+fn the_history_becomes_a_trace() {
+    let j = proto::AcctJob {
+        submit_time: 1_000,
+        start_time: Some(1_010),
+        end_time: Some(1_070),
+        n_cpus: 2,
+        uid: 5,
+        time_limit: TimeLimit::Minutes(2),
+        ..crate::openapi::example_acct_job()
+    };
+    assert_eq!(
+        history_trace(&[j]),
+        "; UnixStartTime: 1000\n1 0 10 60 2 -1 -1 2 120 -1 1 5 -1 -1 -1 -1 -1 -1\n"
+    );
+}
