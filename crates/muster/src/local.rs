@@ -518,6 +518,10 @@ fn up_inner(o: &UpOptions) -> anyhow::Result<()> {
         out,
         "    export $(scontrol token); curl -H \"X-SLURM-USER-TOKEN: $SLURM_JWT\" http://{rest_addr}/slurm/v0.0.38/jobs"
     )?;
+    writeln!(
+        out,
+        "Dashboard: http://{rest_addr}/ (log in with the token `scontrol token` prints; docs/dashboard.md)"
+    )?;
     if o.detach {
         writeln!(
             out,
