@@ -569,13 +569,27 @@ pub fn validate(
     if schema.is_null() {
         return Err(format!("no schema {name}"));
     }
-    check(schema, value, name)
+    check(doc, schema, value, name)
 }
 
-fn check(schema: &serde_json::Value, v: &serde_json::Value, at: &str) -> Result<(), String> {
+fn check(
+    doc: &serde_json::Value,
+    schema: &serde_json::Value,
+    v: &serde_json::Value,
+    at: &str,
+) -> Result<(), String> {
     use serde_json::Value;
     if v.is_null() {
         return Ok(());
+    }
+    // `{"$ref": "#/components/schemas/NAME"}`: that schema of `doc`.
+    if let Some(target) = schema.get("$ref").and_then(Value::as_str) {
+        let resolved = target
+            .strip_prefix("#/")
+            .map(|p| p.split('/').fold(doc, |node, part| &node[part]))
+            .filter(|s| !s.is_null())
+            .ok_or_else(|| format!("{at}: unresolved {target}"))?;
+        return check(doc, resolved, v, at);
     }
     let ok = match schema.get("type").and_then(Value::as_str) {
         None => true,
@@ -597,7 +611,7 @@ fn check(schema: &serde_json::Value, v: &serde_json::Value, at: &str) -> Result<
         // Keys that are numbers (a node's sockets and cores) are data.
         for (k, x) in obj {
             match props.get(k) {
-                Some(s) => check(s, x, &format!("{at}.{k}"))?,
+                Some(s) => check(doc, s, x, &format!("{at}.{k}"))?,
                 None if k.parse::<u32>().is_ok() => {}
                 None => return Err(format!("{at}: {k} is not in the document")),
             }
@@ -605,7 +619,7 @@ fn check(schema: &serde_json::Value, v: &serde_json::Value, at: &str) -> Result<
     }
     if let (Some(items), Some(arr)) = (schema.get("items"), v.as_array()) {
         for (i, x) in arr.iter().enumerate() {
-            check(items, x, &format!("{at}[{i}]"))?;
+            check(doc, items, x, &format!("{at}[{i}]"))?;
         }
     }
     Ok(())
