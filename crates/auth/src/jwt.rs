@@ -386,8 +386,8 @@ mod tests {
             let key = dir.path().join("key.pem");
             let key = key.to_str().unwrap();
             openssl(&["genrsa", "-out", key, &bits.to_string()]);
-            let modulus = String::from_utf8(openssl(&["rsa", "-in", key, "-noout", "-modulus"]))
-                .unwrap();
+            let modulus =
+                String::from_utf8(openssl(&["rsa", "-in", key, "-noout", "-modulus"])).unwrap();
             let hex = modulus.trim().strip_prefix("Modulus=").unwrap();
             let n = (0..hex.len())
                 .step_by(2)
@@ -483,7 +483,9 @@ mod tests {
         let idp = Idp::new(1024);
         let check = TokenCheck {
             hs256: None,
-            jwks: Some(Jwks::parse(&serde_json::json!({"keys": [idp.jwk("k")]}).to_string()).unwrap()),
+            jwks: Some(
+                Jwks::parse(&serde_json::json!({"keys": [idp.jwk("k")]}).to_string()).unwrap(),
+            ),
             user_claim: "preferred_username".into(),
         };
         let t = idp.token(

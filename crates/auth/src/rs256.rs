@@ -235,7 +235,11 @@ mod tests {
         let mut want = [0u32; 8];
         let mut carry = 0u128;
         for (i, w) in want.iter_mut().enumerate() {
-            let part = if i < 4 { (square >> (32 * i)) as u32 } else { 0 };
+            let part = if i < 4 {
+                (square >> (32 * i)) as u32
+            } else {
+                0
+            };
             let v = u128::from(part) * u128::from(x) + carry;
             *w = v as u32;
             carry = v >> 32;
@@ -246,8 +250,14 @@ mod tests {
 
     #[test]
     fn bad_keys_are_refused() {
-        assert_eq!(PublicKey::new(&[0xff; 64], &[1, 0, 1]), Err(KeyError::Modulus));
-        assert_eq!(PublicKey::new(&[0xfe; 128], &[1, 0, 1]), Err(KeyError::Modulus));
+        assert_eq!(
+            PublicKey::new(&[0xff; 64], &[1, 0, 1]),
+            Err(KeyError::Modulus)
+        );
+        assert_eq!(
+            PublicKey::new(&[0xfe; 128], &[1, 0, 1]),
+            Err(KeyError::Modulus)
+        );
         assert_eq!(PublicKey::new(&[0xff; 128], &[2]), Err(KeyError::Exponent));
     }
 }

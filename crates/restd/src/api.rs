@@ -482,7 +482,11 @@ fn ping(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
 
 /// The nodes' shapes, for jobs' `job_resources`; empty when no job holds
 /// an allocation or the nodes cannot be listed.
-pub(crate) fn topology(ctx: &Ctx, who: &Identity, jobs: &[proto::JobInfo]) -> Vec<(String, u32, u32, u32)> {
+pub(crate) fn topology(
+    ctx: &Ctx,
+    who: &Identity,
+    jobs: &[proto::JobInfo],
+) -> Vec<(String, u32, u32, u32)> {
     if jobs.iter().all(|j| j.nodes.is_empty()) {
         return Vec::new();
     }
@@ -757,7 +761,10 @@ fn node(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     }
 }
 
-pub(crate) fn list_partitions(ctx: &Ctx, who: &Identity) -> Result<Vec<proto::PartitionInfo>, ClientError> {
+pub(crate) fn list_partitions(
+    ctx: &Ctx,
+    who: &Identity,
+) -> Result<Vec<proto::PartitionInfo>, ClientError> {
     match ctx.call(who, CtldRequest::ListPartitions)? {
         CtldResponse::Partitions(p) => Ok(p),
         _ => Err(ClientError::Unexpected),

@@ -26,7 +26,10 @@ pub const TAKEN: &[(&str, &str)] = &[
         "Accepted for compatibility: muster answers from its store at once",
     ),
     ("exit_code", "Filter by the job's exit code"),
-    ("group", "Comma delimited list of groups (names or ids) to match"),
+    (
+        "group",
+        "Comma delimited list of groups (names or ids) to match",
+    ),
     ("job_name", "Comma delimited list of job names to match"),
     ("nodes_max", "Filter by maximum number of nodes"),
     ("nodes_min", "Filter by minimum number of nodes"),
@@ -109,8 +112,7 @@ pub fn parse(query: &[(String, String)]) -> Result<(AcctQuery, JobFilter), Strin
             "qos" => f.qos = list(v),
             "reason" => f.reasons = list(v),
             "node" => {
-                f.on_nodes =
-                    hostlist::expand(v).map_err(|e| format!("node={v}: {e}"))?;
+                f.on_nodes = hostlist::expand(v).map_err(|e| format!("node={v}: {e}"))?;
             }
             "skip_steps" => {
                 f.skip_steps = match v.to_ascii_lowercase().as_str() {

@@ -155,7 +155,11 @@ fn db_refused(e: &client::ClientError, source: &str) -> Resp {
     };
     Resp::json(
         500,
-        &v0038::answer(true, vec![v0038::error(&text, number, &text, source)], vec![]),
+        &v0038::answer(
+            true,
+            vec![v0038::error(&text, number, &text, source)],
+            vec![],
+        ),
     )
 }
 
@@ -258,7 +262,10 @@ pub fn assoc_json(a: &Assoc) -> J {
         ("cluster", J::from(&a.cluster)),
         (
             "default",
-            obj(vec![("qos", J::from(a.default_qos.clone().unwrap_or_default()))]),
+            obj(vec![(
+                "qos",
+                J::from(a.default_qos.clone().unwrap_or_default()),
+            )]),
         ),
         ("flags", J::Arr(vec![])),
         (
@@ -266,7 +273,10 @@ pub fn assoc_json(a: &Assoc) -> J {
             obj(vec![
                 (
                     "jobs",
-                    obj(vec![("per", obj(vec![("wall_clock", opt_int(l.max_wall))]))]),
+                    obj(vec![(
+                        "per",
+                        obj(vec![("wall_clock", opt_int(l.max_wall))]),
+                    )]),
                 ),
                 (
                     "per",
@@ -323,7 +333,12 @@ pub fn qos_json(q: &Qos) -> J {
         ("description", J::from(&q.description)),
         (
             "flags",
-            J::Arr(q.flags.iter().map(|f| J::from(f.to_ascii_uppercase())).collect()),
+            J::Arr(
+                q.flags
+                    .iter()
+                    .map(|f| J::from(f.to_ascii_uppercase()))
+                    .collect(),
+            ),
         ),
         ("id", J::from(q.id.to_string())),
         (
@@ -337,7 +352,10 @@ pub fn qos_json(q: &Qos) -> J {
                             "wall_clock",
                             obj(vec![(
                                 "per",
-                                obj(vec![("qos", opt_int(l.grp_wall)), ("job", opt_int(l.max_wall))]),
+                                obj(vec![
+                                    ("qos", opt_int(l.grp_wall)),
+                                    ("job", opt_int(l.max_wall)),
+                                ]),
                             )]),
                         ),
                         (
@@ -389,7 +407,10 @@ pub fn qos_json(q: &Qos) -> J {
                     "min",
                     obj(vec![
                         ("priority_threshold", J::Null),
-                        ("tres", obj(vec![("per", obj(vec![("job", J::Arr(vec![]))]))])),
+                        (
+                            "tres",
+                            obj(vec![("per", obj(vec![("job", J::Arr(vec![]))]))]),
+                        ),
                     ]),
                 ),
             ]),
@@ -470,7 +491,11 @@ fn accounts(ctx: &Ctx, who: &Identity, _call: &Call) -> Resp {
 fn account(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     let name = call.param("account_name");
     match tables(ctx, who) {
-        Ok(t) => match t.accounts.iter().find(|a| a.name.eq_ignore_ascii_case(name)) {
+        Ok(t) => match t
+            .accounts
+            .iter()
+            .find(|a| a.name.eq_ignore_ascii_case(name))
+        {
             Some(a) => db_ok(vec![("accounts", J::Arr(vec![account_json(&t, a)]))]),
             None => not_found("account", "slurmdb_accounts_get", name),
         },
@@ -533,7 +558,12 @@ fn associations(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
                 500,
                 &v0038::answer(
                     true,
-                    vec![v0038::error(&why, -1, "Unspecified error", "_parse_assoc_cond")],
+                    vec![v0038::error(
+                        &why,
+                        -1,
+                        "Unspecified error",
+                        "_parse_assoc_cond",
+                    )],
                     vec![],
                 ),
             ),
@@ -637,7 +667,11 @@ pub fn examples() -> Vec<(&'static str, J)> {
         ),
         (
             "dbv0.0.38_qos_info",
-            v0038::answer(true, vec![], vec![("qos", J::Arr(vec![qos_json(&t.qos[0])]))]),
+            v0038::answer(
+                true,
+                vec![],
+                vec![("qos", J::Arr(vec![qos_json(&t.qos[0])]))],
+            ),
         ),
         (
             "dbv0.0.38_tres_info",

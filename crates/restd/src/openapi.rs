@@ -376,7 +376,10 @@ pub fn document() -> J {
             ("parameters", J::Arr(params)),
         ]);
         if r.method == "POST" {
-            let body = match (r.path.starts_with("/slurm/v0.0.44/"), r.path.ends_with("/submit")) {
+            let body = match (
+                r.path.starts_with("/slurm/v0.0.44/"),
+                r.path.ends_with("/submit"),
+            ) {
                 (false, true) => "v0.0.38_job_submission",
                 (false, false) => "v0.0.38_job_properties",
                 (true, true) => "v0.0.44_job_submit_req",

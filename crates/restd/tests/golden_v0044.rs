@@ -148,7 +148,10 @@ fn v0044_nodes_partitions_ping_and_submit() {
         "v0044_partitions",
         &answer(
             false,
-            vec![("partitions", J::Arr(vec![render::partition(&part, "anchor")]))],
+            vec![(
+                "partitions",
+                J::Arr(vec![render::partition(&part, "anchor")]),
+            )],
         ),
         VARYING,
     );
@@ -169,7 +172,10 @@ fn v0044_accounting_answers() {
     let t = dbv0038::example_tables();
     golden(
         "v0044_db_jobs",
-        &answer(true, vec![("jobs", J::Arr(vec![db::job(&acct, "sauser", None)]))]),
+        &answer(
+            true,
+            vec![("jobs", J::Arr(vec![db::job(&acct, "sauser", None)]))],
+        ),
         VARYING,
     );
     golden(
@@ -191,8 +197,7 @@ fn v0044_accounting_answers() {
 fn reference_document() -> Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/reference/slurm-22.05/rest_openapi_v3.json");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
 }
 

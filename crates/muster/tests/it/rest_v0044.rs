@@ -165,7 +165,10 @@ fn rest_v0044_submit_query_update_cancel_beside_v0038() {
     assert_eq!(status, 200, "{v}");
     let found = v["jobs"].as_array().unwrap();
     assert!(found.iter().any(|j| j["job_id"] == id), "{v}");
-    assert!(found.iter().all(|j| j["steps"] == serde_json::json!([])), "{v}");
+    assert!(
+        found.iter().all(|j| j["steps"] == serde_json::json!([])),
+        "{v}"
+    );
     let (_, v) = restd.get("/slurmdb/v0.0.44/jobs?job_name=rest44&cpus_min=64", &token);
     assert_eq!(v["jobs"], serde_json::json!([]), "{v}");
 }
@@ -191,8 +194,8 @@ impl Idp {
         let dir = tempfile::tempdir().expect("a directory");
         let key = dir.path().join("key.pem").display().to_string();
         openssl(&["genrsa", "-out", &key, "2048"]);
-        let modulus = String::from_utf8(openssl(&["rsa", "-in", &key, "-noout", "-modulus"]))
-            .expect("text");
+        let modulus =
+            String::from_utf8(openssl(&["rsa", "-in", &key, "-noout", "-modulus"])).expect("text");
         let hex = modulus.trim().strip_prefix("Modulus=").expect("a modulus");
         let n = (0..hex.len())
             .step_by(2)
@@ -217,7 +220,13 @@ impl Idp {
         let input = self.dir.path().join("input");
         std::fs::write(&input, &t).expect("writing");
         let key = self.dir.path().join("key.pem").display().to_string();
-        let sig = openssl(&["dgst", "-sha256", "-sign", &key, &input.display().to_string()]);
+        let sig = openssl(&[
+            "dgst",
+            "-sha256",
+            "-sign",
+            &key,
+            &input.display().to_string(),
+        ]);
         t.push('.');
         t.push_str(&b64(&sig));
         t

@@ -60,7 +60,10 @@ fn step(job: &AcctJob, s: &AcctStep) -> J {
             obj(vec![
                 ("count", J::from(s.n_nodes)),
                 ("range", J::from(&s.nodes)),
-                ("list", strs(&hostlist::expand(&s.nodes).unwrap_or_default())),
+                (
+                    "list",
+                    strs(&hostlist::expand(&s.nodes).unwrap_or_default()),
+                ),
             ]),
         ),
         ("tasks", obj(vec![("count", J::from(s.n_tasks))])),
@@ -138,7 +141,10 @@ pub fn job(j: &AcctJob, group: &str, kill_user: Option<&str>) -> J {
                     )]),
                 ),
                 ("task_id", no_val(j.array_task_id.map(i64::from))),
-                ("task", J::from(j.array_task_str.clone().unwrap_or_default())),
+                (
+                    "task",
+                    J::from(j.array_task_str.clone().unwrap_or_default()),
+                ),
             ]),
         ),
         (
@@ -161,7 +167,10 @@ pub fn job(j: &AcctJob, group: &str, kill_user: Option<&str>) -> J {
             "time",
             obj(vec![
                 ("elapsed", J::from(elapsed)),
-                ("eligible", J::from(j.eligible_time.unwrap_or(j.submit_time))),
+                (
+                    "eligible",
+                    J::from(j.eligible_time.unwrap_or(j.submit_time)),
+                ),
                 ("end", J::from(j.end_time.unwrap_or(0))),
                 ("planned", no_val(None)),
                 ("start", J::from(j.start_time.unwrap_or(0))),
@@ -206,10 +215,7 @@ pub fn job(j: &AcctJob, group: &str, kill_user: Option<&str>) -> J {
                 ("memory_per_node", no_val(None)),
             ]),
         ),
-        (
-            "kill_request_user",
-            J::from(kill_user.unwrap_or_default()),
-        ),
+        ("kill_request_user", J::from(kill_user.unwrap_or_default())),
         ("restart_cnt", J::Int(0)),
         (
             "reservation",
@@ -278,10 +284,7 @@ pub fn account(t: &AcctTables, a: &AcctAccount) -> J {
 /// One `user`.
 pub fn user(t: &AcctTables, u: &AcctUser) -> J {
     obj(vec![
-        (
-            "administrator_level",
-            strs(&[u.admin_level.as_str()]),
-        ),
+        ("administrator_level", strs(&[u.admin_level.as_str()])),
         (
             "associations",
             J::Arr(
@@ -316,7 +319,10 @@ pub fn assoc(a: &Assoc) -> J {
         ("comment", J::from("")),
         (
             "default",
-            obj(vec![("qos", J::from(a.default_qos.clone().unwrap_or_default()))]),
+            obj(vec![(
+                "qos",
+                J::from(a.default_qos.clone().unwrap_or_default()),
+            )]),
         ),
         ("flags", J::Arr(vec![])),
         (
@@ -381,7 +387,12 @@ pub fn qos(q: &Qos) -> J {
         ("description", J::from(&q.description)),
         (
             "flags",
-            J::Arr(q.flags.iter().map(|f| J::from(f.to_ascii_uppercase())).collect()),
+            J::Arr(
+                q.flags
+                    .iter()
+                    .map(|f| J::from(f.to_ascii_uppercase()))
+                    .collect(),
+            ),
         ),
         ("id", J::from(q.id)),
         (
@@ -432,10 +443,7 @@ pub fn qos(q: &Qos) -> J {
             obj(vec![
                 ("list", strs(&q.preempt)),
                 ("mode", strs(&[mode.as_str()])),
-                (
-                    "exempt_time",
-                    no_val(q.preempt_exempt_time.map(i64::from)),
-                ),
+                ("exempt_time", no_val(q.preempt_exempt_time.map(i64::from))),
             ]),
         ),
         ("priority", num(q.priority)),

@@ -18,32 +18,249 @@ use serde_json::Value;
 /// The routes of v0.0.44 (operation ids as slurmrestd's document names
 /// them).
 pub const ROUTES: &[Route] = &[
-    route("GET", "/slurm/v0.0.44/ping", "slurm_v0044_get_ping", "ping test", &[], "v0.0.44_openapi_ping_array_resp", ping),
-    route("GET", "/slurm/v0.0.44/diag", "slurm_v0044_get_diag", "get diagnostics", &[], "v0.0.44_openapi_diag_resp", diag),
-    route("GET", "/slurm/v0.0.44/jobs", "slurm_v0044_get_jobs", "get list of jobs", &[("update_time", "Query jobs updated more recently than this time (UNIX timestamp)")], "v0.0.44_openapi_job_info_resp", jobs),
-    route("GET", "/slurm/v0.0.44/job/{job_id}", "slurm_v0044_get_job", "get job info", &[], "v0.0.44_openapi_job_info_resp", job),
-    route("POST", "/slurm/v0.0.44/job/{job_id}", "slurm_v0044_post_job", "update job", &[], "v0.0.44_openapi_job_post_response", update),
-    route("DELETE", "/slurm/v0.0.44/job/{job_id}", "slurm_v0044_delete_job", "cancel or signal job", &[("signal", "Signal to send to Job")], "v0.0.44_openapi_kill_job_resp", cancel),
-    route("POST", "/slurm/v0.0.44/job/submit", "slurm_v0044_post_job_submit", "submit new job", &[], "v0.0.44_openapi_job_submit_response", submit),
-    route("GET", "/slurm/v0.0.44/nodes", "slurm_v0044_get_nodes", "get node(s) info", &[("update_time", "Query jobs updated more recently than this time (UNIX timestamp)")], "v0.0.44_openapi_nodes_resp", nodes),
-    route("GET", "/slurm/v0.0.44/node/{node_name}", "slurm_v0044_get_node", "get node info", &[], "v0.0.44_openapi_nodes_resp", node),
-    route("GET", "/slurm/v0.0.44/partitions", "slurm_v0044_get_partitions", "get all partition info", &[("update_time", "Query partitions updated more recently than this time (UNIX timestamp)")], "v0.0.44_openapi_partition_resp", partitions),
-    route("GET", "/slurm/v0.0.44/partition/{partition_name}", "slurm_v0044_get_partition", "get partition info", &[], "v0.0.44_openapi_partition_resp", partition),
-    route("GET", "/slurm/v0.0.44/reservations", "slurm_v0044_get_reservations", "get all reservation info", &[], "v0.0.44_openapi_reservation_resp", reservations),
-    route("GET", "/slurm/v0.0.44/reservation/{reservation_name}", "slurm_v0044_get_reservation", "get reservation info", &[], "v0.0.44_openapi_reservation_resp", reservation),
-    route("GET", "/slurm/v0.0.44/licenses", "slurm_v0044_get_licenses", "get all Slurm tracked license info", &[], "v0.0.44_openapi_licenses_resp", licenses),
-    route("GET", "/slurmdb/v0.0.44/jobs", "slurmdb_v0044_get_jobs", "Get job list", crate::dbquery::TAKEN, "v0.0.44_openapi_slurmdbd_jobs_resp", db_jobs),
-    route("GET", "/slurmdb/v0.0.44/job/{job_id}", "slurmdb_v0044_get_job", "Get job info", &[], "v0.0.44_openapi_slurmdbd_jobs_resp", db_job),
-    route("GET", "/slurmdb/v0.0.44/accounts", "slurmdb_v0044_get_accounts", "Get account list", &[], "v0.0.44_openapi_accounts_resp", db_accounts),
-    route("GET", "/slurmdb/v0.0.44/account/{account_name}", "slurmdb_v0044_get_account", "Get account info", &[], "v0.0.44_openapi_accounts_resp", db_account),
-    route("GET", "/slurmdb/v0.0.44/users", "slurmdb_v0044_get_users", "Get user list", &[], "v0.0.44_openapi_users_resp", db_users),
-    route("GET", "/slurmdb/v0.0.44/user/{name}", "slurmdb_v0044_get_user", "Get user info", &[], "v0.0.44_openapi_users_resp", db_user),
-    route("GET", "/slurmdb/v0.0.44/associations", "slurmdb_v0044_get_associations", "Get association list", crate::dbv0038::ASSOC_QUERY, "v0.0.44_openapi_assocs_resp", db_assocs),
-    route("GET", "/slurmdb/v0.0.44/qos", "slurmdb_v0044_get_qos", "Get QOS list", &[], "v0.0.44_openapi_slurmdbd_qos_resp", db_qos_list),
-    route("GET", "/slurmdb/v0.0.44/qos/{qos}", "slurmdb_v0044_get_single_qos", "Get QOS info", &[], "v0.0.44_openapi_slurmdbd_qos_resp", db_qos),
-    route("GET", "/slurmdb/v0.0.44/tres", "slurmdb_v0044_get_tres", "Get TRES info", &[], "v0.0.44_openapi_tres_resp", db_tres),
-    route("GET", "/slurmdb/v0.0.44/config", "slurmdb_v0044_get_config", "Dump all configuration information", &[], "v0.0.44_openapi_slurmdbd_config_resp", db_config),
-    route("GET", "/slurmdb/v0.0.44/diag", "slurmdb_v0044_get_diag", "Get slurmdb diagnostics", &[], "v0.0.44_openapi_slurmdbd_stats_resp", db_diag),
+    route(
+        "GET",
+        "/slurm/v0.0.44/ping",
+        "slurm_v0044_get_ping",
+        "ping test",
+        &[],
+        "v0.0.44_openapi_ping_array_resp",
+        ping,
+    ),
+    route(
+        "GET",
+        "/slurm/v0.0.44/diag",
+        "slurm_v0044_get_diag",
+        "get diagnostics",
+        &[],
+        "v0.0.44_openapi_diag_resp",
+        diag,
+    ),
+    route(
+        "GET",
+        "/slurm/v0.0.44/jobs",
+        "slurm_v0044_get_jobs",
+        "get list of jobs",
+        &[(
+            "update_time",
+            "Query jobs updated more recently than this time (UNIX timestamp)",
+        )],
+        "v0.0.44_openapi_job_info_resp",
+        jobs,
+    ),
+    route(
+        "GET",
+        "/slurm/v0.0.44/job/{job_id}",
+        "slurm_v0044_get_job",
+        "get job info",
+        &[],
+        "v0.0.44_openapi_job_info_resp",
+        job,
+    ),
+    route(
+        "POST",
+        "/slurm/v0.0.44/job/{job_id}",
+        "slurm_v0044_post_job",
+        "update job",
+        &[],
+        "v0.0.44_openapi_job_post_response",
+        update,
+    ),
+    route(
+        "DELETE",
+        "/slurm/v0.0.44/job/{job_id}",
+        "slurm_v0044_delete_job",
+        "cancel or signal job",
+        &[("signal", "Signal to send to Job")],
+        "v0.0.44_openapi_kill_job_resp",
+        cancel,
+    ),
+    route(
+        "POST",
+        "/slurm/v0.0.44/job/submit",
+        "slurm_v0044_post_job_submit",
+        "submit new job",
+        &[],
+        "v0.0.44_openapi_job_submit_response",
+        submit,
+    ),
+    route(
+        "GET",
+        "/slurm/v0.0.44/nodes",
+        "slurm_v0044_get_nodes",
+        "get node(s) info",
+        &[(
+            "update_time",
+            "Query jobs updated more recently than this time (UNIX timestamp)",
+        )],
+        "v0.0.44_openapi_nodes_resp",
+        nodes,
+    ),
+    route(
+        "GET",
+        "/slurm/v0.0.44/node/{node_name}",
+        "slurm_v0044_get_node",
+        "get node info",
+        &[],
+        "v0.0.44_openapi_nodes_resp",
+        node,
+    ),
+    route(
+        "GET",
+        "/slurm/v0.0.44/partitions",
+        "slurm_v0044_get_partitions",
+        "get all partition info",
+        &[(
+            "update_time",
+            "Query partitions updated more recently than this time (UNIX timestamp)",
+        )],
+        "v0.0.44_openapi_partition_resp",
+        partitions,
+    ),
+    route(
+        "GET",
+        "/slurm/v0.0.44/partition/{partition_name}",
+        "slurm_v0044_get_partition",
+        "get partition info",
+        &[],
+        "v0.0.44_openapi_partition_resp",
+        partition,
+    ),
+    route(
+        "GET",
+        "/slurm/v0.0.44/reservations",
+        "slurm_v0044_get_reservations",
+        "get all reservation info",
+        &[],
+        "v0.0.44_openapi_reservation_resp",
+        reservations,
+    ),
+    route(
+        "GET",
+        "/slurm/v0.0.44/reservation/{reservation_name}",
+        "slurm_v0044_get_reservation",
+        "get reservation info",
+        &[],
+        "v0.0.44_openapi_reservation_resp",
+        reservation,
+    ),
+    route(
+        "GET",
+        "/slurm/v0.0.44/licenses",
+        "slurm_v0044_get_licenses",
+        "get all Slurm tracked license info",
+        &[],
+        "v0.0.44_openapi_licenses_resp",
+        licenses,
+    ),
+    route(
+        "GET",
+        "/slurmdb/v0.0.44/jobs",
+        "slurmdb_v0044_get_jobs",
+        "Get job list",
+        crate::dbquery::TAKEN,
+        "v0.0.44_openapi_slurmdbd_jobs_resp",
+        db_jobs,
+    ),
+    route(
+        "GET",
+        "/slurmdb/v0.0.44/job/{job_id}",
+        "slurmdb_v0044_get_job",
+        "Get job info",
+        &[],
+        "v0.0.44_openapi_slurmdbd_jobs_resp",
+        db_job,
+    ),
+    route(
+        "GET",
+        "/slurmdb/v0.0.44/accounts",
+        "slurmdb_v0044_get_accounts",
+        "Get account list",
+        &[],
+        "v0.0.44_openapi_accounts_resp",
+        db_accounts,
+    ),
+    route(
+        "GET",
+        "/slurmdb/v0.0.44/account/{account_name}",
+        "slurmdb_v0044_get_account",
+        "Get account info",
+        &[],
+        "v0.0.44_openapi_accounts_resp",
+        db_account,
+    ),
+    route(
+        "GET",
+        "/slurmdb/v0.0.44/users",
+        "slurmdb_v0044_get_users",
+        "Get user list",
+        &[],
+        "v0.0.44_openapi_users_resp",
+        db_users,
+    ),
+    route(
+        "GET",
+        "/slurmdb/v0.0.44/user/{name}",
+        "slurmdb_v0044_get_user",
+        "Get user info",
+        &[],
+        "v0.0.44_openapi_users_resp",
+        db_user,
+    ),
+    route(
+        "GET",
+        "/slurmdb/v0.0.44/associations",
+        "slurmdb_v0044_get_associations",
+        "Get association list",
+        crate::dbv0038::ASSOC_QUERY,
+        "v0.0.44_openapi_assocs_resp",
+        db_assocs,
+    ),
+    route(
+        "GET",
+        "/slurmdb/v0.0.44/qos",
+        "slurmdb_v0044_get_qos",
+        "Get QOS list",
+        &[],
+        "v0.0.44_openapi_slurmdbd_qos_resp",
+        db_qos_list,
+    ),
+    route(
+        "GET",
+        "/slurmdb/v0.0.44/qos/{qos}",
+        "slurmdb_v0044_get_single_qos",
+        "Get QOS info",
+        &[],
+        "v0.0.44_openapi_slurmdbd_qos_resp",
+        db_qos,
+    ),
+    route(
+        "GET",
+        "/slurmdb/v0.0.44/tres",
+        "slurmdb_v0044_get_tres",
+        "Get TRES info",
+        &[],
+        "v0.0.44_openapi_tres_resp",
+        db_tres,
+    ),
+    route(
+        "GET",
+        "/slurmdb/v0.0.44/config",
+        "slurmdb_v0044_get_config",
+        "Dump all configuration information",
+        &[],
+        "v0.0.44_openapi_slurmdbd_config_resp",
+        db_config,
+    ),
+    route(
+        "GET",
+        "/slurmdb/v0.0.44/diag",
+        "slurmdb_v0044_get_diag",
+        "Get slurmdb diagnostics",
+        &[],
+        "v0.0.44_openapi_slurmdbd_stats_resp",
+        db_diag,
+    ),
 ];
 
 #[allow(clippy::too_many_arguments)]
@@ -121,7 +338,10 @@ fn now() -> i64 {
 }
 
 fn stamps() -> Vec<(&'static str, J)> {
-    vec![("last_backfill", render::no_val(None)), ("last_update", render::time(Some(now())))]
+    vec![
+        ("last_backfill", render::no_val(None)),
+        ("last_update", render::time(Some(now()))),
+    ]
 }
 
 fn ping(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
@@ -132,21 +352,34 @@ fn ping(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
         ctx,
         who,
         call,
-        vec![("pings", J::Arr(vec![render::ping(&ctx.ctld_host, up, latency)]))],
+        vec![(
+            "pings",
+            J::Arr(vec![render::ping(&ctx.ctld_host, up, latency)]),
+        )],
     )
 }
 
 fn diag(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     match ctx.call(who, CtldRequest::Diag { reset: false }) {
         Ok(CtldResponse::Diag(d)) => ok(ctx, who, call, vec![("statistics", render::diag(&d))]),
-        Ok(_) => refused(ctx, who, call, &ClientError::Unexpected, "slurm_get_statistics"),
+        Ok(_) => refused(
+            ctx,
+            who,
+            call,
+            &ClientError::Unexpected,
+            "slurm_get_statistics",
+        ),
         Err(e) => refused(ctx, who, call, &e, "slurm_get_statistics"),
     }
 }
 
 fn render_jobs(ctx: &Ctx, who: &Identity, jobs: &[proto::JobInfo]) -> J {
     let topo = api::topology(ctx, who, jobs);
-    J::Arr(jobs.iter().map(|j| render::job(j, &ctx.cluster, &topo)).collect())
+    J::Arr(
+        jobs.iter()
+            .map(|j| render::job(j, &ctx.cluster, &topo))
+            .collect(),
+    )
 }
 
 fn jobs(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
@@ -237,7 +470,10 @@ pub fn normalize_job(job: &Value) -> Result<(Value, Option<String>), String> {
             out.insert("nodes".into(), Value::from(a));
         }
         (a, Some(b)) => {
-            out.insert("nodes".into(), Value::from(format!("{}-{b}", a.unwrap_or(1))));
+            out.insert(
+                "nodes".into(),
+                Value::from(format!("{}-{b}", a.unwrap_or(1))),
+            );
         }
     }
     Ok((Value::Object(out), script))
@@ -245,7 +481,16 @@ pub fn normalize_job(job: &Value) -> Result<(Value, Option<String>), String> {
 
 fn submit(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     let refuse = |why: &str, number: i64, text: &str| {
-        fail(ctx, who, call, vec![], why, number, text, "slurm_submit_batch_job")
+        fail(
+            ctx,
+            who,
+            call,
+            vec![],
+            why,
+            number,
+            text,
+            "slurm_submit_batch_job",
+        )
     };
     let body: Value = match serde_json::from_slice(&call.body) {
         Ok(b) => b,
@@ -266,7 +511,10 @@ fn submit(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
             e.as_slurm_str(),
         );
     }
-    let job = body.get("job").cloned().unwrap_or(Value::Object(Default::default()));
+    let job = body
+        .get("job")
+        .cloned()
+        .unwrap_or(Value::Object(Default::default()));
     let (job, inner_script) = match normalize_job(&job) {
         Ok(x) => x,
         Err(why) => return refuse(&why, -1, "Unspecified error"),
@@ -310,7 +558,13 @@ fn submit(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
                 ("job_submit_user_msg", J::from("")),
             ],
         ),
-        Ok(_) => refused(ctx, who, call, &ClientError::Unexpected, "slurm_submit_batch_job"),
+        Ok(_) => refused(
+            ctx,
+            who,
+            call,
+            &ClientError::Unexpected,
+            "slurm_submit_batch_job",
+        ),
         Err(ClientError::Refused(e)) => {
             refuse(e.as_slurm_str(), crate::v0038::errno(e), e.as_slurm_str())
         }
@@ -321,11 +575,24 @@ fn submit(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
 fn update(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     let id = call.param("job_id");
     let refuse = |why: &str, number: i64, text: &str| {
-        fail(ctx, who, call, vec![], why, number, text, "slurm_update_job")
+        fail(
+            ctx,
+            who,
+            call,
+            vec![],
+            why,
+            number,
+            text,
+            "slurm_update_job",
+        )
     };
     let Ok(n) = id.parse::<u32>() else {
         let e = SlurmError::InvalidJobId;
-        return refuse(&format!("unable to parse job_id: {id}"), 2017, e.as_slurm_str());
+        return refuse(
+            &format!("unable to parse job_id: {id}"),
+            2017,
+            e.as_slurm_str(),
+        );
     };
     let body: Value = match serde_json::from_slice(&call.body) {
         Ok(b) => b,
@@ -501,7 +768,11 @@ fn partitions(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
             vec![
                 (
                     "partitions",
-                    J::Arr(p.iter().map(|p| render::partition(p, &ctx.cluster)).collect()),
+                    J::Arr(
+                        p.iter()
+                            .map(|p| render::partition(p, &ctx.cluster))
+                            .collect(),
+                    ),
                 ),
                 ("last_update", render::time(Some(now()))),
             ],
@@ -519,7 +790,10 @@ fn partition(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
                 who,
                 call,
                 vec![
-                    ("partitions", J::Arr(vec![render::partition(p, &ctx.cluster)])),
+                    (
+                        "partitions",
+                        J::Arr(vec![render::partition(p, &ctx.cluster)]),
+                    ),
                     ("last_update", render::time(Some(now()))),
                 ],
             ),
@@ -611,7 +885,13 @@ fn licenses(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
                 ("last_update", render::time(Some(now()))),
             ],
         ),
-        Ok(_) => refused(ctx, who, call, &ClientError::Unexpected, "slurm_load_licenses"),
+        Ok(_) => refused(
+            ctx,
+            who,
+            call,
+            &ClientError::Unexpected,
+            "slurm_load_licenses",
+        ),
         Err(e) => refused(ctx, who, call, &e, "slurm_load_licenses"),
     }
 }
@@ -716,9 +996,19 @@ fn db_accounts(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
 fn db_account(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     let name = call.param("account_name");
     with_tables(ctx, who, call, "slurmdb_accounts_get", |t| {
-        match t.accounts.iter().find(|a| a.name.eq_ignore_ascii_case(name)) {
+        match t
+            .accounts
+            .iter()
+            .find(|a| a.name.eq_ignore_ascii_case(name))
+        {
             Some(a) => Ok(vec![("accounts", J::Arr(vec![db::account(t, a)]))]),
-            None => Err(missing(ctx, who, call, "accounts", &format!("account {name}"))),
+            None => Err(missing(
+                ctx,
+                who,
+                call,
+                "accounts",
+                &format!("account {name}"),
+            )),
         }
     })
 }
@@ -743,8 +1033,12 @@ fn db_user(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
 }
 
 fn db_assocs(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
-    with_tables(ctx, who, call, "slurmdb_associations_get", |t| {
-        match crate::dbv0038::select_assocs(t, call) {
+    with_tables(
+        ctx,
+        who,
+        call,
+        "slurmdb_associations_get",
+        |t| match crate::dbv0038::select_assocs(t, call) {
             Ok(list) => Ok(vec![(
                 "associations",
                 J::Arr(list.into_iter().map(db::assoc).collect()),
@@ -759,8 +1053,8 @@ fn db_assocs(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
                 "Unspecified error",
                 "_parse_assoc_cond",
             )),
-        }
-    })
+        },
+    )
 }
 
 fn db_qos_list(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
@@ -771,9 +1065,11 @@ fn db_qos_list(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
 
 fn db_qos(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     let name = call.param("qos");
-    with_tables(ctx, who, call, "slurmdb_qos_get", |t| match t.qos_named(name) {
-        Some(q) => Ok(vec![("qos", J::Arr(vec![db::qos(q)]))]),
-        None => Err(missing(ctx, who, call, "qos", &format!("QOS {name}"))),
+    with_tables(ctx, who, call, "slurmdb_qos_get", |t| {
+        match t.qos_named(name) {
+            Some(q) => Ok(vec![("qos", J::Arr(vec![db::qos(q)]))]),
+            None => Err(missing(ctx, who, call, "qos", &format!("QOS {name}"))),
+        }
     })
 }
 
@@ -854,7 +1150,8 @@ pub fn examples() -> Vec<(&'static str, J)> {
     };
     let meta = |db: bool| render::meta(db, "cluster", &who);
     let err = vec![render::error("description", -1, "error", "source")];
-    let with = |db: bool, result: Vec<(&'static str, J)>| render::answer(meta(db), result, err.clone());
+    let with =
+        |db: bool, result: Vec<(&'static str, J)>| render::answer(meta(db), result, err.clone());
     let running = proto::JobInfo {
         state: model::JobState::Running,
         start_time: Some(1),
@@ -909,13 +1206,13 @@ pub fn examples() -> Vec<(&'static str, J)> {
         ..Default::default()
     };
     vec![
-        (
-            "v0.0.44_openapi_resp",
-            with(false, vec![]),
-        ),
+        ("v0.0.44_openapi_resp", with(false, vec![])),
         (
             "v0.0.44_openapi_ping_array_resp",
-            with(false, vec![("pings", J::Arr(vec![render::ping("ctl", true, 1)]))]),
+            with(
+                false,
+                vec![("pings", J::Arr(vec![render::ping("ctl", true, 1)]))],
+            ),
         ),
         (
             "v0.0.44_openapi_diag_resp",
@@ -993,7 +1290,10 @@ pub fn examples() -> Vec<(&'static str, J)> {
                 vec![
                     (
                         "nodes",
-                        J::Arr(vec![render::node(&crate::openapi::example_node(), "cluster")]),
+                        J::Arr(vec![render::node(
+                            &crate::openapi::example_node(),
+                            "cluster",
+                        )]),
                     ),
                     ("last_update", render::no_val(Some(1))),
                 ],
@@ -1051,7 +1351,10 @@ pub fn examples() -> Vec<(&'static str, J)> {
         ),
         (
             "v0.0.44_openapi_users_resp",
-            with(true, vec![("users", J::Arr(vec![db::user(&t, &t.users[0])]))]),
+            with(
+                true,
+                vec![("users", J::Arr(vec![db::user(&t, &t.users[0])]))],
+            ),
         ),
         (
             "v0.0.44_openapi_assocs_resp",

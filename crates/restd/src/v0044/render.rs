@@ -86,10 +86,7 @@ pub fn meta(db: bool, cluster: &str, who: &Identity) -> J {
                 ("type", J::from(ty)),
                 ("name", J::from(name)),
                 ("data_parser", J::from(format!("data_parser/{VERSION}"))),
-                (
-                    "accounting_storage",
-                    J::from("accounting_storage/slurmdbd"),
-                ),
+                ("accounting_storage", J::from("accounting_storage/slurmdbd")),
             ]),
         ),
         (
@@ -192,7 +189,14 @@ pub fn exit_code(e: &model::ExitCode, ended: bool) -> J {
         (
             "signal",
             obj(vec![
-                ("id", if e.signal != 0 { num(e.signal) } else { no_val(None) }),
+                (
+                    "id",
+                    if e.signal != 0 {
+                        num(e.signal)
+                    } else {
+                        no_val(None)
+                    },
+                ),
                 ("name", J::from(signal_name(e.signal))),
             ]),
         ),
@@ -319,7 +323,10 @@ pub fn job(j: &JobInfo, cluster: &str, topo: crate::v0038::Topology<'_>) -> J {
         ("cpus_per_task", num(j.cpus_per_task.max(1))),
         ("deadline", time(j.deadline)),
         ("dependency", opt_str(&j.dependency)),
-        ("derived_exit_code", exit_code(&model::ExitCode::default(), ended)),
+        (
+            "derived_exit_code",
+            exit_code(&model::ExitCode::default(), ended),
+        ),
         ("eligible_time", time(Some(j.eligible_time))),
         ("end_time", time(j.end_time)),
         ("excluded_nodes", J::from(nodelist(&j.exc_nodes))),
@@ -342,10 +349,7 @@ pub fn job(j: &JobInfo, cluster: &str, topo: crate::v0038::Topology<'_>) -> J {
         ("name", J::from(&j.name)),
         ("nodes", J::from(nodelist(&j.nodes))),
         ("nice", J::from(j.nice)),
-        (
-            "tasks_per_node",
-            no_val(j.ntasks_per_node.map(i64::from)),
-        ),
+        ("tasks_per_node", no_val(j.ntasks_per_node.map(i64::from))),
         ("cpus", num(j.num_cpus)),
         ("node_count", num(j.num_nodes)),
         ("tasks", num(j.num_tasks)),
@@ -363,7 +367,10 @@ pub fn job(j: &JobInfo, cluster: &str, topo: crate::v0038::Topology<'_>) -> J {
         ("restart_cnt", J::from(j.restarts)),
         ("resv_name", opt_str(&j.reservation)),
         ("scheduled_nodes", J::from(nodelist(&j.sched_nodes))),
-        ("start_time", time(if started { j.start_time } else { None })),
+        (
+            "start_time",
+            time(if started { j.start_time } else { None }),
+        ),
         ("state_description", J::from("")),
         ("state_reason", J::from(j.reason.as_slurm_str())),
         ("standard_input", J::from(&j.stdin)),
@@ -392,7 +399,11 @@ pub fn job(j: &JobInfo, cluster: &str, topo: crate::v0038::Topology<'_>) -> J {
         ("tres_req_str", J::from(&j.tres)),
         (
             "tres_alloc_str",
-            J::from(if started { j.tres.clone() } else { String::new() }),
+            J::from(if started {
+                j.tres.clone()
+            } else {
+                String::new()
+            }),
         ),
         ("user_id", J::from(j.uid)),
         ("user_name", J::from(&j.user)),
@@ -498,7 +509,10 @@ pub fn node(n: &NodeInfo, cluster: &str) -> J {
         ("reservation", J::from("")),
         ("alloc_memory", J::from(n.alloc_mem)),
         ("alloc_cpus", J::from(n.alloc_cpus)),
-        ("alloc_idle_cpus", J::from(n.cpus.saturating_sub(n.alloc_cpus))),
+        (
+            "alloc_idle_cpus",
+            J::from(n.cpus.saturating_sub(n.alloc_cpus)),
+        ),
         ("tres_used", J::from(tres_used)),
         ("tres_weighted", J::Float(f64::from(n.alloc_cpus))),
         ("slurmd_start_time", time(n.slurmd_start_time)),
@@ -526,11 +540,20 @@ pub fn partition(p: &PartitionInfo, cluster: &str) -> J {
         (
             "accounts",
             obj(vec![
-                ("allowed", J::from(p.allow_accounts.as_deref().unwrap_or_default().join(","))),
+                (
+                    "allowed",
+                    J::from(p.allow_accounts.as_deref().unwrap_or_default().join(",")),
+                ),
                 ("deny", J::from("")),
             ]),
         ),
-        ("groups", obj(vec![("allowed", J::from(p.allow_groups.as_deref().unwrap_or_default().join(",")))])),
+        (
+            "groups",
+            obj(vec![(
+                "allowed",
+                J::from(p.allow_groups.as_deref().unwrap_or_default().join(",")),
+            )]),
+        ),
         (
             "qos",
             obj(vec![
@@ -562,10 +585,7 @@ pub fn partition(p: &PartitionInfo, cluster: &str) -> J {
                 ("memory_per_cpu", J::from(p.def_mem_per_cpu.unwrap_or(0))),
                 ("partition_memory_per_cpu", opt_u64(p.def_mem_per_cpu)),
                 ("partition_memory_per_node", no_val(None)),
-                (
-                    "time",
-                    p.default_time.map_or_else(|| no_val(None), minutes),
-                ),
+                ("time", p.default_time.map_or_else(|| no_val(None), minutes)),
                 ("job", J::from("")),
             ]),
         ),
@@ -578,17 +598,11 @@ pub fn partition(p: &PartitionInfo, cluster: &str) -> J {
                 ("memory_per_cpu", J::Int(0)),
                 ("partition_memory_per_cpu", no_val(None)),
                 ("partition_memory_per_node", opt_u64(p.max_mem_per_node)),
-                (
-                    "nodes",
-                    p.max_nodes.map_or_else(infinite, num),
-                ),
+                ("nodes", p.max_nodes.map_or_else(infinite, num)),
                 ("shares", J::Int(1)),
                 (
                     "oversubscribe",
-                    obj(vec![
-                        ("jobs", J::Int(1)),
-                        ("flags", J::Arr(vec![])),
-                    ]),
+                    obj(vec![("jobs", J::Int(1)), ("flags", J::Arr(vec![]))]),
                 ),
                 ("time", minutes(p.max_time)),
                 ("over_time_limit", no_val(None)),

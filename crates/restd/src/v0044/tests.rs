@@ -22,7 +22,10 @@ fn numbers_with_flags_become_plain_and_unset_ones_are_left_out() {
     let d = crate::submit::job_desc(&Value::Object(wrapped)).unwrap();
     assert_eq!(d.time_limit, Some(model::TimeLimit::Minutes(30)));
     assert_eq!((d.min_nodes, d.max_nodes), (Some(1), Some(2)));
-    assert_eq!(d.env.as_slice(), &[("PATH".to_string(), "/bin".to_string())]);
+    assert_eq!(
+        d.env.as_slice(),
+        &[("PATH".to_string(), "/bin".to_string())]
+    );
 }
 
 #[test]
@@ -30,7 +33,13 @@ fn every_route_has_its_example_and_every_example_validates() {
     let doc = crate::openapi::document().to_value();
     let names: Vec<&str> = examples().iter().map(|(n, _)| *n).collect();
     for r in ROUTES {
-        assert!(names.contains(&r.schema), "{} {}: {}", r.method, r.path, r.schema);
+        assert!(
+            names.contains(&r.schema),
+            "{} {}: {}",
+            r.method,
+            r.path,
+            r.schema
+        );
         assert!(doc["paths"][r.path][r.method.to_ascii_lowercase()].is_object());
     }
     for (name, v) in examples() {
