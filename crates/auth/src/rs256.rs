@@ -63,13 +63,13 @@ fn geq(a: &[u32], b: &[u32]) -> bool {
 /// a -= b, where a >= b and a has at least b's limbs.
 fn sub_in_place(a: &mut [u32], b: &[u32]) {
     let mut borrow = 0i64;
-    for i in 0..a.len() {
-        let d = i64::from(a[i]) - i64::from(b.get(i).copied().unwrap_or(0)) - borrow;
+    for (i, limb) in a.iter_mut().enumerate() {
+        let d = i64::from(*limb) - i64::from(b.get(i).copied().unwrap_or(0)) - borrow;
         if d < 0 {
-            a[i] = (d + (1i64 << 32)) as u32;
+            *limb = (d + (1i64 << 32)) as u32;
             borrow = 1;
         } else {
-            a[i] = d as u32;
+            *limb = d as u32;
             borrow = 0;
         }
     }

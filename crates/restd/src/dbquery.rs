@@ -132,19 +132,19 @@ impl JobFilter {
     /// Whether `j` passes; `group` is the name of its group.
     pub fn keeps(&self, j: &AcctJob, group: &str) -> bool {
         let within = |n: u32, (lo, hi): (Option<u32>, Option<u32>)| {
-            lo.map_or(true, |lo| lo <= n) && hi.map_or(true, |hi| n <= hi)
+            lo.is_none_or(|lo| lo <= n) && hi.is_none_or(|hi| n <= hi)
         };
-        self.submit_after.map_or(true, |t| t <= j.submit_time)
+        self.submit_after.is_none_or(|t| t <= j.submit_time)
             && within(j.n_cpus, self.cpus)
             && within(j.n_nodes, self.nodes)
-            && self.exit_code.map_or(true, |c| c == j.exit_code.code)
+            && self.exit_code.is_none_or(|c| c == j.exit_code.code)
             && (self.groups.is_empty()
                 || self
                     .groups
                     .iter()
                     .any(|g| g == group || *g == j.gid.to_string()))
             && (self.qos.is_empty() || self.qos.iter().any(|x| x.eq_ignore_ascii_case(&j.qos)))
-            && (self.reasons.is_empty() || self.reasons.iter().any(|r| *r == j.reason))
+            && (self.reasons.is_empty() || self.reasons.contains(&j.reason))
             && (self.on_nodes.is_empty() || {
                 let ran = hostlist::expand(&j.nodes).unwrap_or_default();
                 ran.iter().any(|n| self.on_nodes.contains(n))
