@@ -2,6 +2,8 @@
 //! 22.05 serves it (`../shared/reference/slurm-22.05/rest_*`), over HTTP/1.1
 //! (hyper) on TCP or a Unix socket, talking to the controller through the
 //! client library only. docs/rest.md is the user's and admin's guide.
+//! The data parser v0.0.44 is served beside it (`v0044`), and slurmdbd's
+//! v0.0.38 paths beyond jobs are in `dbv0038`.
 //!
 //! ```text
 //!  HTTP request --authenticate--> Identity --route (api::ROUTES)--> handler (blocking)
