@@ -35,6 +35,7 @@
 pub mod cred;
 pub mod jwt;
 pub mod munge;
+pub mod rs256;
 
 use cred::{Payload, ReplayCache, DEFAULT_REPLAY_CACHE, NONCE_LEN};
 use proto::Identity;

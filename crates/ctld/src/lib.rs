@@ -236,8 +236,11 @@ impl Gate {
         }
         if let Some((_, params)) = cfg.other.get("authaltparameters") {
             for p in params.split(',').map(str::trim) {
-                if !p.is_empty() && !p.starts_with("jwt_key=") {
-                    warn!("AuthAltParameters={p} is not supported (only jwt_key=): ignored");
+                // jwks= and userclaimfield= are restd's (it checks the
+                // tokens); the controller only mints HS256 ones.
+                let known = ["jwt_key=", "jwks=", "userclaimfield="];
+                if !p.is_empty() && !known.iter().any(|k| p.starts_with(k)) {
+                    warn!("AuthAltParameters={p} is not supported (only jwt_key=, jwks=, userclaimfield=): ignored");
                 }
             }
         }

@@ -344,13 +344,22 @@ pub const ROUTES: &[Route] = &[
 /// A path's `{name}` parts, by name.
 pub type Params = Vec<(&'static str, String)>;
 
+/// Every route restd serves: [`ROUTES`], slurmdbd's other v0.0.38 paths
+/// (`dbv0038`) and the newer data parser's (`v0044`).
+pub fn all_routes() -> impl Iterator<Item = &'static Route> {
+    ROUTES
+        .iter()
+        .chain(crate::dbv0038::ROUTES)
+        .chain(crate::v0044::ROUTES)
+}
+
 /// The route for `method` and `path`, with the path's parameters; or the
 /// status that says why none: 404 (no such path) or 405 (not this method).
 pub fn find(method: &str, path: &str) -> Result<(&'static Route, Params), u16> {
     let mut status = 404;
     // Literal paths first: `job/submit` is not the job `submit`.
-    let literal = ROUTES.iter().filter(|r| !r.path.contains('{'));
-    let templated = ROUTES.iter().filter(|r| r.path.contains('{'));
+    let literal = all_routes().filter(|r| !r.path.contains('{'));
+    let templated = all_routes().filter(|r| r.path.contains('{'));
     for route in literal.chain(templated) {
         if let Some(params) = matches(route.path, path) {
             if route.method == method {
@@ -473,7 +482,11 @@ fn ping(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
 
 /// The nodes' shapes, for jobs' `job_resources`; empty when no job holds
 /// an allocation or the nodes cannot be listed.
-fn topology(ctx: &Ctx, who: &Identity, jobs: &[proto::JobInfo]) -> Vec<(String, u32, u32, u32)> {
+pub(crate) fn topology(
+    ctx: &Ctx,
+    who: &Identity,
+    jobs: &[proto::JobInfo],
+) -> Vec<(String, u32, u32, u32)> {
     if jobs.iter().all(|j| j.nodes.is_empty()) {
         return Vec::new();
     }
@@ -486,7 +499,7 @@ fn topology(ctx: &Ctx, who: &Identity, jobs: &[proto::JobInfo]) -> Vec<(String, 
     }
 }
 
-fn list_jobs(ctx: &Ctx, who: &Identity) -> Result<Vec<proto::JobInfo>, ClientError> {
+pub(crate) fn list_jobs(ctx: &Ctx, who: &Identity) -> Result<Vec<proto::JobInfo>, ClientError> {
     match ctx.call(who, CtldRequest::ListJobs)? {
         CtldResponse::Jobs(list) => Ok(list.jobs),
         _ => Err(ClientError::Unexpected),
@@ -682,6 +695,11 @@ fn submit(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
             ])])
         }
     };
+    // muster has no heterogeneous jobs: Slurm's refusal of an operation
+    // the system does not support, in the submission's error shape.
+    if body.get("jobs").is_some() {
+        return submit_refusal(vec![v0038::submit_error(SlurmError::NotSupported)]);
+    }
     let mut desc = match crate::submit::job_desc(&body) {
         Ok(d) => d,
         Err(why) => {
@@ -710,7 +728,7 @@ fn submit(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     }
 }
 
-fn list_nodes(ctx: &Ctx, who: &Identity) -> Result<Vec<proto::NodeInfo>, ClientError> {
+pub(crate) fn list_nodes(ctx: &Ctx, who: &Identity) -> Result<Vec<proto::NodeInfo>, ClientError> {
     match ctx.call(who, CtldRequest::ListNodes)? {
         CtldResponse::Nodes(n) => Ok(n),
         _ => Err(ClientError::Unexpected),
@@ -743,7 +761,10 @@ fn node(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     }
 }
 
-fn list_partitions(ctx: &Ctx, who: &Identity) -> Result<Vec<proto::PartitionInfo>, ClientError> {
+pub(crate) fn list_partitions(
+    ctx: &Ctx,
+    who: &Identity,
+) -> Result<Vec<proto::PartitionInfo>, ClientError> {
     match ctx.call(who, CtldRequest::ListPartitions)? {
         CtldResponse::Partitions(p) => Ok(p),
         _ => Err(ClientError::Unexpected),
@@ -849,20 +870,8 @@ fn licenses(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
 }
 
 /// The query parameters of `GET /slurmdb/v0.0.38/jobs` that are taken;
-/// any other is refused by name (never ignored).
-pub const DB_JOB_QUERY: &[(&str, &str)] = &[
-    (
-        "start_time",
-        "Filter by start time (seconds since the epoch)",
-    ),
-    ("end_time", "Filter by end time (seconds since the epoch)"),
-    ("account", "Comma delimited list of accounts to match"),
-    ("cluster", "Comma delimited list of cluster to match"),
-    ("job_name", "Comma delimited list of job names to match"),
-    ("partition", "Comma delimited list of partitions to match"),
-    ("state", "Comma delimited list of states to match"),
-    ("users", "Comma delimited list of users to match"),
-];
+/// any other is refused by name (never ignored): `dbquery`.
+pub const DB_JOB_QUERY: &[(&str, &str)] = crate::dbquery::TAKEN;
 
 fn db_error(call: &Call, description: &str, source: &str) -> Resp {
     Resp::json(
@@ -875,26 +884,62 @@ fn db_error(call: &Call, description: &str, source: &str) -> Resp {
     )
 }
 
-fn db_answer(ctx: &Ctx, who: &Identity, call: &Call, q: proto::AcctQuery) -> Resp {
-    let jobs = match ctx.call(who, CtldRequest::AcctQuery(q)) {
-        Ok(CtldResponse::AcctJobs(j)) => j,
-        Ok(_) => return unexpected(call, "slurmdb_jobs_get"),
+/// The name of group `gid`, or the number.
+pub(crate) fn group_name(gid: u32) -> String {
+    nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+        .ok()
+        .flatten()
+        .map_or_else(|| gid.to_string(), |g| g.name)
+}
+
+/// The name of user `uid`, or the number.
+pub(crate) fn user_name(uid: u32) -> String {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map_or_else(|| uid.to_string(), |u| u.name)
+}
+
+/// The accounting records `q` and `filter` select, or the refusal.
+pub(crate) fn acct_jobs(
+    ctx: &Ctx,
+    who: &Identity,
+    q: proto::AcctQuery,
+    filter: &crate::dbquery::JobFilter,
+) -> Result<Vec<proto::AcctJob>, ClientError> {
+    let jobs = match ctx.call(who, CtldRequest::AcctQuery(q))? {
+        CtldResponse::AcctJobs(j) => j,
+        _ => return Err(ClientError::Unexpected),
+    };
+    Ok(jobs
+        .into_iter()
+        .filter(|j| filter.keeps(j, &group_name(j.gid)))
+        .map(|mut j| {
+            if filter.skip_steps {
+                j.steps.clear();
+            }
+            j
+        })
+        .collect())
+}
+
+fn db_answer(
+    ctx: &Ctx,
+    who: &Identity,
+    call: &Call,
+    q: proto::AcctQuery,
+    filter: &crate::dbquery::JobFilter,
+) -> Resp {
+    let jobs = match acct_jobs(ctx, who, q, filter) {
+        Ok(j) => j,
+        Err(ClientError::Unexpected) => return unexpected(call, "slurmdb_jobs_get"),
         Err(e) => return refused(call, &e, "slurmdb_jobs_get", ""),
     };
     let rendered = jobs
         .iter()
         .map(|j| {
-            let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(j.gid))
-                .ok()
-                .flatten()
-                .map_or_else(|| j.gid.to_string(), |g| g.name);
-            let killer = j.cancelled_by.map(|uid| {
-                nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-                    .ok()
-                    .flatten()
-                    .map_or_else(|| uid.to_string(), |u| u.name)
-            });
-            v0038::db_job(j, &group, killer.as_deref())
+            let killer = j.cancelled_by.map(user_name);
+            v0038::db_job(j, &group_name(j.gid), killer.as_deref())
         })
         .collect();
     ok(call, vec![("jobs", J::Arr(rendered))])
@@ -909,64 +954,14 @@ fn db_job(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
         job_ids: vec![n],
         ..Default::default()
     };
-    db_answer(ctx, who, call, q)
+    db_answer(ctx, who, call, q, &Default::default())
 }
 
 fn db_jobs(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
-    let mut q = proto::AcctQuery::default();
-    let list = |v: &str| -> Vec<String> {
-        v.split(',')
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
-    for (k, v) in &call.query {
-        match k.as_str() {
-            "start_time" | "end_time" => {
-                let Ok(t) = v.parse::<i64>() else {
-                    return db_error(
-                        call,
-                        &format!("{k}={v}: only seconds since the epoch are supported here"),
-                        "_parse_job_cond",
-                    );
-                };
-                if k == "start_time" {
-                    q.start = Some(t);
-                } else {
-                    q.end = Some(t);
-                }
-            }
-            "account" => q.accounts = list(v),
-            "cluster" => q.cluster = list(v).into_iter().next(),
-            "job_name" => q.names = list(v),
-            "partition" => q.partitions = list(v),
-            "users" => q.users = list(v),
-            "state" => {
-                let mut states = Vec::new();
-                for s in list(v) {
-                    match model::JobState::parse(&s) {
-                        Some(st) => states.push(st),
-                        None => {
-                            return db_error(
-                                call,
-                                &format!("invalid job state {s}"),
-                                "_parse_job_cond",
-                            )
-                        }
-                    }
-                }
-                q.states = states;
-            }
-            other => {
-                return db_error(
-                    call,
-                    &format!("query parameter {other} is not supported here"),
-                    "_parse_job_cond",
-                )
-            }
-        }
+    match crate::dbquery::parse(&call.query) {
+        Ok((q, filter)) => db_answer(ctx, who, call, q, &filter),
+        Err(why) => db_error(call, &why, "_parse_job_cond"),
     }
-    db_answer(ctx, who, call, q)
 }
 
 fn openapi_doc(_ctx: &Ctx, _who: &Identity, _call: &Call) -> Resp {

@@ -2,10 +2,12 @@
 //! 22.05 serves it (`../shared/reference/slurm-22.05/rest_*`), over HTTP/1.1
 //! (hyper) on TCP or a Unix socket, talking to the controller through the
 //! client library only. docs/rest.md is the user's and admin's guide.
+//! The data parser v0.0.44 is served beside it (`v0044`), and slurmdbd's
+//! v0.0.38 paths beyond jobs are in `dbv0038`.
 //!
 //! ```text
 //!  HTTP request --authenticate--> Identity --route (api::ROUTES)--> handler (blocking)
-//!      JWT (auth::jwt, the key of AuthAltParameters=jwt_key=)         |
+//!      JWT (auth::jwt: AuthAltParameters=jwt_key= HS256, jwks= RS256)  |
 //!      or SO_PEERCRED on a Unix socket (rest_auth/local)              v
 //!                             client::Client as restd's user: OnBehalf { user, request }
 //! ```
@@ -31,12 +33,15 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod dbquery;
+pub mod dbv0038;
 pub mod json;
 pub mod metrics;
 pub mod openapi;
 pub mod submit;
 pub mod ui;
 pub mod v0038;
+pub mod v0044;
 
 use anyhow::{bail, Context};
 use http_body_util::BodyExt;
@@ -118,7 +123,8 @@ pub struct Options {
 /// How requests are authenticated, fixed at start.
 struct Authn {
     mode: AuthMode,
-    jwt_key: Option<Vec<u8>>,
+    /// `jwt_key=` (HS256) and `jwks=` (RS256) of AuthAltParameters.
+    tokens: Option<auth::jwt::TokenCheck>,
     /// root and SlurmUser: a token of theirs may name another user
     /// (`X-SLURM-USER-NAME`), as in Slurm.
     daemon_uids: Vec<u32>,
@@ -179,8 +185,8 @@ impl Authn {
                 let Some(token) = token.filter(|t| !t.is_empty()) else {
                     return Err(api::unauthenticated());
                 };
-                let key = self.jwt_key.as_deref().ok_or_else(api::bad_token)?;
-                let claims = auth::jwt::verify(key, token, now()).map_err(|e| {
+                let check = self.tokens.as_ref().ok_or_else(api::bad_token)?;
+                let claims = check.verify(token, now()).map_err(|e| {
                     info!("refused a token: {e}");
                     api::bad_token()
                 })?;
@@ -515,15 +521,13 @@ async fn run(opts: Options) -> anyhow::Result<()> {
     if mode == AuthMode::Local && opts.listen.iter().any(|l| matches!(l, Listen::Tcp(_))) {
         bail!("rest_auth/local takes its callers from Unix sockets only: listen on unix:PATH or use -a rest_auth/jwt");
     }
-    let jwt_key = match auth::jwt::key_path(&cfg) {
-        Some(path) => Some(
-            auth::jwt::load_key(&path)
-                .with_context(|| format!("reading the JWT key {}", path.display()))?,
-        ),
-        None => None,
-    };
-    if mode == AuthMode::Jwt && jwt_key.is_none() {
-        bail!("rest_auth/jwt needs AuthAltTypes=auth/jwt and AuthAltParameters=jwt_key=PATH in slurm.conf");
+    let tokens = auth::jwt::TokenCheck::from_config(&cfg)
+        .context("reading the JWT key or JWKS of AuthAltParameters")?;
+    if mode == AuthMode::Jwt && tokens.is_none() {
+        bail!("rest_auth/jwt needs AuthAltTypes=auth/jwt and AuthAltParameters=jwt_key=PATH or jwks=PATH in slurm.conf");
+    }
+    if let Some(jwks) = tokens.as_ref().and_then(|t| t.jwks.as_ref()) {
+        info!("RS256 keys of the JWKS: {}", jwks.kids().join(", "));
     }
     let me = client::current_identity();
     let (daemon_uids, _) = auth::daemon_uids(&cfg);
@@ -547,7 +551,7 @@ async fn run(opts: Options) -> anyhow::Result<()> {
         },
         authn: Authn {
             mode,
-            jwt_key,
+            tokens,
             daemon_uids,
             host,
         },

@@ -4,7 +4,7 @@
 //! an example of each thing, so a field added to a renderer is in the
 //! document without another edit.
 
-use crate::api::ROUTES;
+use crate::api::all_routes;
 use crate::json::{obj, strs, J};
 use crate::v0038;
 
@@ -319,7 +319,7 @@ fn path_params(path: &str) -> Vec<&str> {
 /// The whole document.
 pub fn document() -> J {
     let mut paths: Vec<(String, J)> = Vec::new();
-    for r in ROUTES {
+    for r in all_routes() {
         let mut params: Vec<J> = path_params(r.path)
             .into_iter()
             .map(|name| {
@@ -365,6 +365,8 @@ pub fn document() -> J {
                 "tags",
                 strs(&[if r.path.starts_with("/slurm/") {
                     "slurm"
+                } else if r.path.starts_with("/slurmdb/") {
+                    "slurmdb"
                 } else {
                     "openapi"
                 }]),
@@ -374,10 +376,14 @@ pub fn document() -> J {
             ("parameters", J::Arr(params)),
         ]);
         if r.method == "POST" {
-            let body = if r.path.ends_with("/submit") {
-                "v0.0.38_job_submission"
-            } else {
-                "v0.0.38_job_properties"
+            let body = match (
+                r.path.starts_with("/slurm/v0.0.44/"),
+                r.path.ends_with("/submit"),
+            ) {
+                (false, true) => "v0.0.38_job_submission",
+                (false, false) => "v0.0.38_job_properties",
+                (true, true) => "v0.0.44_job_submit_req",
+                (true, false) => "v0.0.44_job_desc_msg",
             };
             op.push(
                 "requestBody",
@@ -415,7 +421,10 @@ pub fn document() -> J {
                                     "schema",
                                     obj(vec![(
                                         "$ref",
-                                        J::from("#/components/schemas/v0.0.38_errors"),
+                                        J::from(format!(
+                                            "#/components/schemas/{}",
+                                            error_schema(r.path)
+                                        )),
                                     )]),
                                 )]),
                             )]),
@@ -431,8 +440,10 @@ pub fn document() -> J {
         }
     }
     let mut schemas: Vec<(String, J)> = examples()
-        .iter()
-        .map(|(name, v)| (name.to_string(), schema_of(v)))
+        .into_iter()
+        .chain(crate::dbv0038::examples())
+        .chain(crate::v0044::examples())
+        .map(|(name, v)| (name.to_string(), schema_of(&v)))
         .collect();
     let submission_props: Vec<(String, J)> = crate::submit::TAKEN
         .iter()
@@ -462,13 +473,14 @@ pub fn document() -> J {
                         "job",
                         obj(vec![
                             ("type", J::from("object")),
-                            ("properties", J::Obj(submission_props)),
+                            ("properties", J::Obj(submission_props.clone())),
                         ]),
                     ),
                 ]),
             ),
         ]),
     ));
+    schemas.extend(v0044_requests(&submission_props));
     obj(vec![
         ("openapi", J::from("3.0.2")),
         (
@@ -484,6 +496,69 @@ pub fn document() -> J {
     ])
 }
 
+/// The schema of a route's refusals: v0.0.38's errors, or v0.0.44's
+/// plain answer (`meta`, `errors`, `warnings`).
+fn error_schema(path: &str) -> &'static str {
+    if path.contains("/v0.0.44/") {
+        "v0.0.44_openapi_resp"
+    } else {
+        "v0.0.38_errors"
+    }
+}
+
+/// v0.0.44's request bodies: `job_desc_msg` (the properties v0.0.38
+/// takes, each a number, string or `{"set", "infinite", "number"}`), and
+/// `job_submit_req` (`script` and `job`; `jobs`, heterogeneous, is
+/// refused).
+fn v0044_requests(taken: &[(String, J)]) -> Vec<(String, J)> {
+    let mut props: Vec<(String, J)> = taken.to_vec();
+    props.push(("script".into(), obj(vec![("type", J::from("string"))])));
+    props.push(("minimum_nodes".into(), obj(Vec::<(&str, J)>::new())));
+    props.push(("maximum_nodes".into(), obj(Vec::<(&str, J)>::new())));
+    props.sort_by(|a, b| a.0.cmp(&b.0));
+    vec![
+        (
+            "v0.0.44_job_desc_msg".into(),
+            obj(vec![
+                ("type", J::from("object")),
+                ("properties", J::Obj(props)),
+            ]),
+        ),
+        (
+            "v0.0.44_job_submit_req".into(),
+            obj(vec![
+                ("type", J::from("object")),
+                (
+                    "properties",
+                    obj(vec![
+                        ("script", obj(vec![("type", J::from("string"))])),
+                        (
+                            "job",
+                            obj(vec![(
+                                "$ref",
+                                J::from("#/components/schemas/v0.0.44_job_desc_msg"),
+                            )]),
+                        ),
+                        (
+                            "jobs",
+                            obj(vec![
+                                ("type", J::from("array")),
+                                (
+                                    "items",
+                                    obj(vec![(
+                                        "$ref",
+                                        J::from("#/components/schemas/v0.0.44_job_desc_msg"),
+                                    )]),
+                                ),
+                            ]),
+                        ),
+                    ]),
+                ),
+            ]),
+        ),
+    ]
+}
+
 /// Checks `value` against the schema `name` of `doc` (a served document):
 /// types, and that an object has no property the schema lacks. Enough to
 /// catch a handler writing what the document does not say; `Err` names
@@ -497,13 +572,27 @@ pub fn validate(
     if schema.is_null() {
         return Err(format!("no schema {name}"));
     }
-    check(schema, value, name)
+    check(doc, schema, value, name)
 }
 
-fn check(schema: &serde_json::Value, v: &serde_json::Value, at: &str) -> Result<(), String> {
+fn check(
+    doc: &serde_json::Value,
+    schema: &serde_json::Value,
+    v: &serde_json::Value,
+    at: &str,
+) -> Result<(), String> {
     use serde_json::Value;
     if v.is_null() {
         return Ok(());
+    }
+    // `{"$ref": "#/components/schemas/NAME"}`: that schema of `doc`.
+    if let Some(target) = schema.get("$ref").and_then(Value::as_str) {
+        let resolved = target
+            .strip_prefix("#/")
+            .map(|p| p.split('/').fold(doc, |node, part| &node[part]))
+            .filter(|s| !s.is_null())
+            .ok_or_else(|| format!("{at}: unresolved {target}"))?;
+        return check(doc, resolved, v, at);
     }
     let ok = match schema.get("type").and_then(Value::as_str) {
         None => true,
@@ -525,7 +614,7 @@ fn check(schema: &serde_json::Value, v: &serde_json::Value, at: &str) -> Result<
         // Keys that are numbers (a node's sockets and cores) are data.
         for (k, x) in obj {
             match props.get(k) {
-                Some(s) => check(s, x, &format!("{at}.{k}"))?,
+                Some(s) => check(doc, s, x, &format!("{at}.{k}"))?,
                 None if k.parse::<u32>().is_ok() => {}
                 None => return Err(format!("{at}: {k} is not in the document")),
             }
@@ -533,7 +622,7 @@ fn check(schema: &serde_json::Value, v: &serde_json::Value, at: &str) -> Result<
     }
     if let (Some(items), Some(arr)) = (schema.get("items"), v.as_array()) {
         for (i, x) in arr.iter().enumerate() {
-            check(items, x, &format!("{at}[{i}]"))?;
+            check(doc, items, x, &format!("{at}[{i}]"))?;
         }
     }
     Ok(())
@@ -554,7 +643,11 @@ mod tests {
     #[test]
     fn the_examples_validate_and_a_stray_key_does_not() {
         let doc = document().to_value();
-        for (name, v) in examples() {
+        for (name, v) in examples()
+            .into_iter()
+            .chain(crate::dbv0038::examples())
+            .chain(crate::v0044::examples())
+        {
             validate(&doc, name, &v.to_value()).unwrap();
         }
         let mut bad = examples()[0].1.to_value();
@@ -565,7 +658,7 @@ mod tests {
     #[test]
     fn every_route_is_in_the_document_and_every_schema_it_names() {
         let doc = document().to_value();
-        for r in ROUTES {
+        for r in all_routes() {
             let op = &doc["paths"][r.path][r.method.to_ascii_lowercase()];
             assert_eq!(op["operationId"], r.op, "{} {}", r.method, r.path);
             if !r.schema.is_empty() {

@@ -36,6 +36,7 @@ mod preempt;
 mod priority;
 mod reconfigure;
 mod rest;
+mod rest_v0044;
 mod resv;
 mod sched;
 mod sim;

@@ -15,7 +15,7 @@ use std::time::Duration;
 pub(crate) struct Key {
     _dir: tempfile::TempDir,
     pub(crate) path: std::path::PathBuf,
-    bytes: Vec<u8>,
+    pub(crate) bytes: Vec<u8>,
 }
 
 pub(crate) fn jwt_key() -> Key {
@@ -34,7 +34,7 @@ pub(crate) fn jwt_key() -> Key {
     }
 }
 
-fn jwt_cluster(key: &Key) -> Cluster {
+pub(crate) fn jwt_cluster(key: &Key) -> Cluster {
     builder()
         .nodes(1)
         .conf_extra(&format!(
@@ -64,7 +64,7 @@ impl Restd {
 
     /// Starts `cmd` (a `muster restd` command line listening on `addr`,
     /// a TCP address or `unix:PATH`) and waits until it listens.
-    fn spawn(c: &Cluster, mut cmd: Command, addr: String) -> Restd {
+    pub(crate) fn spawn(c: &Cluster, mut cmd: Command, addr: String) -> Restd {
         let log = std::fs::File::create(c.root().join("log/restd.log")).expect("restd log");
         let child = cmd
             .stdin(Stdio::null())
@@ -94,7 +94,7 @@ impl Restd {
     }
 
     /// One request; (status, body).
-    fn call(
+    pub(crate) fn call(
         &self,
         method: &str,
         path: &str,
@@ -124,7 +124,7 @@ impl Restd {
         (status, answer)
     }
 
-    fn get(&self, path: &str, token: &str) -> (u16, serde_json::Value) {
+    pub(crate) fn get(&self, path: &str, token: &str) -> (u16, serde_json::Value) {
         let (status, body) = self.call("GET", path, &[("X-SLURM-USER-TOKEN", token)], "");
         (status, json(&body))
     }
@@ -179,7 +179,7 @@ pub(crate) fn users_base() -> tempfile::TempDir {
     base
 }
 
-fn json(body: &str) -> serde_json::Value {
+pub(crate) fn json(body: &str) -> serde_json::Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
 
@@ -243,7 +243,7 @@ fn prometheus_text(text: &str) {
     assert!(!declared.is_empty());
 }
 
-fn submit_body(dir: &str, partition: &str) -> String {
+pub(crate) fn submit_body(dir: &str, partition: &str) -> String {
     serde_json::json!({
         "job": {
             "name": "restjob",
@@ -261,7 +261,7 @@ fn submit_body(dir: &str, partition: &str) -> String {
 
 /// The `errors` of slurmrestd's answer to a bad token
 /// (`rest_bad_token.response`).
-fn bad_token_errors() -> serde_json::Value {
+pub(crate) fn bad_token_errors() -> serde_json::Value {
     serde_json::json!([{
         "description": "slurmctld config is unable to load",
         "error_number": -1,
