@@ -540,6 +540,8 @@ pub fn job_filter(args: &SqueueArgs, me: &str) -> proto::JobFilter {
         rows: brief,
         // Set by `Client::query_job_rows`, which reads the parts.
         stream: false,
+        // `-j` also names array tasks by their array's id: filtered here.
+        job_ids: Vec::new(),
     }
 }
 

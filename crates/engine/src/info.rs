@@ -512,6 +512,9 @@ impl Engine {
         if filter.active_only && !active {
             return false;
         }
+        if !filter.job_ids.is_empty() && !filter.job_ids.contains(&job.id.0) {
+            return false;
+        }
         let mut names = String::new();
         if !filter.partitions.is_empty() {
             let parts = if job.state == JobState::Pending {

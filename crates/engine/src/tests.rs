@@ -853,6 +853,11 @@ fn job_query_filters_by_user_partition_and_activity_and_brief_leaves_out_details
         ..all.clone()
     };
     assert_eq!(ids(&active), vec![a, b]);
+    let one = proto::JobFilter {
+        job_ids: vec![c.0],
+        ..all.clone()
+    };
+    assert_eq!(ids(&one), vec![c]);
     let full = &e.job_query(&all, 5).jobs[0];
     let brief = &e
         .job_query(&proto::JobFilter { brief: true, ..all }, 5)

@@ -1513,6 +1513,10 @@ pub struct JobFilter {
     /// the whole answer as one `JobRows`, as without this flag.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stream: bool,
+    /// Only these jobs (empty: all): a page about one job asks for it
+    /// alone rather than for the whole table.
+    #[serde(default)]
+    pub job_ids: Vec<u32>,
 }
 
 /// A text field of [`JobInfo`] that [`JobFilter::omit`] can leave empty.

@@ -252,8 +252,26 @@ fn ask(ctx: &Ctx, who: &Identity, req: CtldRequest) -> Result<CtldResponse, Stri
     })
 }
 
+/// The active jobs (pending, running, suspended, completing), without the
+/// fields only a job's own page shows: what the lists need.
 fn jobs_of(ctx: &Ctx, who: &Identity) -> Result<(Vec<JobInfo>, i64), String> {
-    match ask(ctx, who, CtldRequest::ListJobs)? {
+    query_jobs(
+        ctx,
+        who,
+        proto::JobFilter {
+            active_only: true,
+            brief: true,
+            ..Default::default()
+        },
+    )
+}
+
+fn query_jobs(
+    ctx: &Ctx,
+    who: &Identity,
+    filter: proto::JobFilter,
+) -> Result<(Vec<JobInfo>, i64), String> {
+    match ask(ctx, who, CtldRequest::QueryJobs(filter))? {
         CtldResponse::Jobs(l) => Ok((l.jobs, l.now)),
         _ => Err("unexpected answer".into()),
     }
@@ -441,8 +459,22 @@ fn job_page(
     who: &Identity,
     id: &str,
 ) -> Result<Out, String> {
-    let (jobs, now) = jobs_of(ctx, who)?;
-    let Some(j) = parse_job_id(id).and_then(|n| jobs.iter().find(|j| j.job_id == n)) else {
+    let Some(wanted) = parse_job_id(id) else {
+        return Ok(error_page(
+            who,
+            404,
+            &format!("Invalid job id specified: {id}"),
+        ));
+    };
+    let (jobs, now) = query_jobs(
+        ctx,
+        who,
+        proto::JobFilter {
+            job_ids: vec![wanted.0],
+            ..Default::default()
+        },
+    )?;
+    let Some(j) = jobs.iter().find(|j| j.job_id == wanted) else {
         return Ok(error_page(
             who,
             404,
