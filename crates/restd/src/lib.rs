@@ -311,7 +311,10 @@ async fn handle(
         ),
         Ok((route, params)) => {
             let who = if route.auth {
-                server.authn.authenticate(req.headers(), peer_uid)
+                match cookie_headers(req.headers(), &method) {
+                    Some(h) => server.authn.authenticate(&h, peer_uid),
+                    None => server.authn.authenticate(req.headers(), peer_uid),
+                }
             } else {
                 Ok(Identity {
                     uid: u32::MAX,
@@ -365,6 +368,27 @@ async fn handle(
     };
     server.ctx.metrics.count(&method, resp.status);
     Ok(respond(resp))
+}
+
+/// For a GET of the API from the dashboard's pages (the watch stream they
+/// follow), which send no token header: the headers with the session
+/// cookie's token. None when the request carries its own token, is not a
+/// GET (the cookie is never enough to change anything through the API), or
+/// has no cookie.
+fn cookie_headers(headers: &hyper::HeaderMap, method: &str) -> Option<hyper::HeaderMap> {
+    if method != "GET"
+        || header(headers, "x-slurm-user-token").is_some()
+        || header(headers, "authorization").is_some()
+    {
+        return None;
+    }
+    let token = header(headers, "cookie").and_then(ui::cookie_token)?;
+    let mut h = headers.clone();
+    h.insert(
+        "x-slurm-user-token",
+        hyper::header::HeaderValue::from_str(token).ok()?,
+    );
+    Some(h)
 }
 
 /// Who a dashboard request comes from: the trusted proxy header when the
