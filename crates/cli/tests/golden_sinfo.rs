@@ -121,6 +121,8 @@ fn node(i: u32, base: NodeBase, alloc_cpus: u32, alloc_mem: u64) -> NodeInfo {
         os: Some("Linux 6.18.44-fc-v1098 #1 SMP PREEMPT_DYNAMIC @0".into()),
         arch: Some("x86_64".into()),
         resv: 0,
+        reboot_issued: false,
+        next_state: None,
     }
 }
 

@@ -693,7 +693,14 @@ impl Client {
     /// Every node.
     pub fn nodes(&self) -> Result<Vec<NodeInfo>, ClientError> {
         match self.call(CtldRequest::ListNodes)? {
-            CtldResponse::Nodes(list) => Ok(list),
+            CtldResponse::Nodes(mut list) => {
+                // REBOOT_ISSUED travels beside the state, whose encoding
+                // has no room for it (`proto::NodeInfo::reboot_issued`).
+                for n in &mut list {
+                    n.state.reboot_issued |= n.reboot_issued;
+                }
+                Ok(list)
+            }
             _ => Err(ClientError::Unexpected),
         }
     }

@@ -148,6 +148,7 @@ fn every_request() -> Vec<CtldRequest> {
             start_time: 2,
             running_jobs: vec![JobId(4)],
             version: "v".into(),
+            boot_id: String::new(),
         }),
         CtldRequest::JobExited {
             job_id: JobId(4),

@@ -369,6 +369,22 @@ pub enum Request<'a> {
         /// The reservation.
         name: Cow<'a, str>,
     },
+    /// `scontrol reboot`. (Added after `DeleteReservation`.)
+    RebootNodes {
+        /// Expanded node names.
+        nodes: Cow<'a, [String]>,
+        /// `ASAP`.
+        asap: bool,
+        /// `nextstate=`: `RESUME` or `DOWN`.
+        next_state: Option<Cow<'a, str>>,
+        /// `reason=`.
+        reason: Option<Cow<'a, str>>,
+    },
+    /// `scontrol cancel_reboot`.
+    CancelReboot {
+        /// Expanded node names.
+        nodes: Cow<'a, [String]>,
+    },
 }
 
 /// What `scontrol update/create partition` changes
@@ -665,6 +681,20 @@ impl<'a> Request<'a> {
             CtldRequest::DeleteReservation { name } => Request::DeleteReservation {
                 name: Cow::Borrowed(name),
             },
+            CtldRequest::RebootNodes {
+                nodes,
+                asap,
+                next_state,
+                reason,
+            } => Request::RebootNodes {
+                nodes: Cow::Borrowed(nodes),
+                asap: *asap,
+                next_state: next_state.map(|s| Cow::Borrowed(s.as_slurm_str())),
+                reason: reason.as_deref().map(Cow::Borrowed),
+            },
+            CtldRequest::CancelReboot { nodes } => Request::CancelReboot {
+                nodes: Cow::Borrowed(nodes),
+            },
             CtldRequest::Ping
             | CtldRequest::ListJobs
             | CtldRequest::QueryJobs(_)
@@ -829,6 +859,24 @@ impl From<Request<'_>> for CtldRequest {
             Request::UpdateReservation(r) => CtldRequest::UpdateReservation(r.into()),
             Request::DeleteReservation { name } => CtldRequest::DeleteReservation {
                 name: name.into_owned(),
+            },
+            Request::RebootNodes {
+                nodes,
+                asap,
+                next_state,
+                reason,
+            } => CtldRequest::RebootNodes {
+                nodes: nodes.into_owned(),
+                asap,
+                next_state: match next_state.as_deref() {
+                    Some("RESUME") => Some(proto::RebootNextState::Resume),
+                    Some("DOWN") => Some(proto::RebootNextState::Down),
+                    _ => None,
+                },
+                reason: reason.map(Cow::into_owned),
+            },
+            Request::CancelReboot { nodes } => CtldRequest::CancelReboot {
+                nodes: nodes.into_owned(),
             },
         }
     }

@@ -34,6 +34,7 @@ mod nodes;
 mod oom;
 mod preempt;
 mod priority;
+mod reboot;
 mod reconfigure;
 mod rest;
 mod resv;

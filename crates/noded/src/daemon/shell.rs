@@ -662,6 +662,7 @@ fn needs_privilege(request: &NodeRequest) -> bool {
         | NodeRequest::EndExtern { .. }
         | NodeRequest::OpenSession
         | NodeRequest::InSession { .. }
+        | NodeRequest::Reboot
         | NodeRequest::Shutdown => true,
     }
 }
@@ -790,9 +791,47 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             daemon.shutdown.notify_one();
             (NodeResponse::Ok, None)
         }
+        NodeRequest::Reboot => (reboot(daemon), None),
         // Answered by the connection itself (serve_connection).
         NodeRequest::OpenSession | NodeRequest::InSession { .. } | NodeRequest::ListPids { .. } => {
             (failed("not a request on its own"), None)
+        }
+    }
+}
+
+/// `scontrol reboot`: runs slurm.conf's RebootProgram (a command line,
+/// through `/bin/sh -c`) as the daemon's user, detached: the host goes
+/// down under it, and the daemon that starts after the boot registers
+/// with the new boot id. Not configured: refused with slurmd's message,
+/// and the node is set DOWN once ResumeTimeout passes.
+fn reboot(daemon: &Daemon) -> NodeResponse {
+    let Some(program) = daemon.setup.reboot_program.as_deref() else {
+        tracing::error!("RebootProgram isn't defined in config");
+        return failed("RebootProgram isn't defined in config");
+    };
+    tracing::info!("rebooting: running RebootProgram {program}");
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(program)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .env("SLURMD_NODENAME", &daemon.setup.node_name);
+    use std::os::unix::process::CommandExt;
+    // Its own session: the program outlives this daemon (which it may
+    // stop) and none of its signals reach it.
+    cmd.process_group(0);
+    match cmd.spawn() {
+        Ok(mut child) => {
+            // Reaped off the request's thread: nothing waits on it.
+            std::thread::spawn(move || {
+                let _ = child.wait();
+            });
+            NodeResponse::Ok
+        }
+        Err(e) => {
+            tracing::error!("cannot run RebootProgram {program}: {e}");
+            failed(format!("cannot run RebootProgram {program}: {e}"))
         }
     }
 }
