@@ -628,7 +628,7 @@ fn state_rank(s: &NodeState) -> u32 {
         v |= 0x40000;
     }
     if s.reboot {
-        v |= 0x80000;
+        v |= 0x10000;
     }
     if s.reboot_issued {
         v |= 0x100000;

@@ -371,6 +371,36 @@ fn show_node_drained_with_reason() {
     );
 }
 
+/// `scontrol reboot ASAP nextstate=resume node4` once the node was told
+/// (written from scontrol(1) and Slurm's flag order: no capture of a
+/// reboot in `reference/`).
+#[test]
+fn show_node_being_rebooted() {
+    utc();
+    let mut n = node(4, NodeBase::Down, 0, 0);
+    n.state = NodeState {
+        drain: true,
+        reboot_issued: true,
+        ..NodeState::new(NodeBase::Down)
+    };
+    n.reboot_issued = true;
+    n.next_state = Some(proto::RebootNextState::Resume);
+    n.cpu_load = Some(0.35);
+    n.free_mem = Some(22526);
+    n.boot_time = Some(at(-81, -13));
+    n.last_busy = Some(at(23, 54));
+    n.reason = Some("Reboot ASAP : reboot issued".into());
+    n.reason_user = Some("root".into());
+    n.reason_time = Some(at(24, 13));
+    assert_eq!(
+        scontrol::render_node(&n),
+        golden("scontrol_show_node_reboot_issued")
+    );
+    // Back: no NextState line.
+    n.state = NodeState::new(NodeBase::Idle);
+    assert!(!scontrol::render_node(&n).contains("NextState"));
+}
+
 fn partition(name: &str, default: bool, nodes: &[&str], tres: &str) -> PartitionInfo {
     PartitionInfo {
         name: name.into(),

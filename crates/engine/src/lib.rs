@@ -1554,6 +1554,8 @@ mod tests_licenses;
 #[cfg(test)]
 mod tests_preempt;
 #[cfg(test)]
+mod tests_reboot;
+#[cfg(test)]
 mod tests_reconf;
 #[cfg(test)]
 mod tests_resv;

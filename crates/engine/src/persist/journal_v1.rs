@@ -375,8 +375,8 @@ pub enum Request<'a> {
         nodes: Cow<'a, [String]>,
         /// `ASAP`.
         asap: bool,
-        /// `nextstate=`: `RESUME` or `DOWN`.
-        next_state: Option<Cow<'a, str>>,
+        /// `nextstate=`.
+        next_state: Option<RebootNextState>,
         /// `reason=`.
         reason: Option<Cow<'a, str>>,
     },
@@ -689,7 +689,7 @@ impl<'a> Request<'a> {
             } => Request::RebootNodes {
                 nodes: Cow::Borrowed(nodes),
                 asap: *asap,
-                next_state: next_state.map(|s| Cow::Borrowed(s.as_slurm_str())),
+                next_state: next_state.map(RebootNextState::from),
                 reason: reason.as_deref().map(Cow::Borrowed),
             },
             CtldRequest::CancelReboot { nodes } => Request::CancelReboot {
@@ -868,11 +868,7 @@ impl From<Request<'_>> for CtldRequest {
             } => CtldRequest::RebootNodes {
                 nodes: nodes.into_owned(),
                 asap,
-                next_state: match next_state.as_deref() {
-                    Some("RESUME") => Some(proto::RebootNextState::Resume),
-                    Some("DOWN") => Some(proto::RebootNextState::Down),
-                    _ => None,
-                },
+                next_state: next_state.map(Into::into),
                 reason: reason.map(Cow::into_owned),
             },
             Request::CancelReboot { nodes } => CtldRequest::CancelReboot {
@@ -987,6 +983,33 @@ impl From<JobUpdate<'_>> for proto::JobUpdate {
             begin_time: u.begin_time,
             requeue: u.requeue,
             array_throttle: u.array_throttle,
+        }
+    }
+}
+
+/// `scontrol reboot nextstate=` (`proto::RebootNextState`).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub enum RebootNextState {
+    /// `RESUME`.
+    Resume,
+    /// `DOWN`.
+    Down,
+}
+
+impl From<proto::RebootNextState> for RebootNextState {
+    fn from(s: proto::RebootNextState) -> Self {
+        match s {
+            proto::RebootNextState::Resume => RebootNextState::Resume,
+            proto::RebootNextState::Down => RebootNextState::Down,
+        }
+    }
+}
+
+impl From<RebootNextState> for proto::RebootNextState {
+    fn from(s: RebootNextState) -> Self {
+        match s {
+            RebootNextState::Resume => proto::RebootNextState::Resume,
+            RebootNextState::Down => proto::RebootNextState::Down,
         }
     }
 }
