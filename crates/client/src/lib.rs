@@ -725,6 +725,19 @@ impl Client {
         }
     }
 
+    /// One request to a node daemon (`addr`: `host:port`), signed as this
+    /// client: `sattach`'s `NodeRequest::Attach`. The daemon refuses the
+    /// requests only the controller may send.
+    pub fn node_call(
+        &self,
+        addr: &str,
+        req: proto::NodeRequest,
+    ) -> Result<proto::NodeResponse, ClientError> {
+        let credential = self.credential()?;
+        rpc::call_blocking(addr, self.identity.clone(), Some(credential), req, TIMEOUT)
+            .map_err(ClientError::Unreachable)
+    }
+
     /// Every partition.
     pub fn partitions(&self) -> Result<Vec<PartitionInfo>, ClientError> {
         match self.call(CtldRequest::ListPartitions)? {

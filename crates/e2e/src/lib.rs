@@ -927,7 +927,7 @@ fn pid_of(ch: &Child) -> nix::unistd::Pid {
 /// The command names linked into the cluster's `bin` directory.
 const SLURM_COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "salloc", "sdiag",
-    "sbcast",
+    "sbcast", "sattach",
 ];
 
 fn clean_env(cmd: &mut Command) {

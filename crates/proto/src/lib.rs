@@ -2156,6 +2156,21 @@ pub enum NodeRequest {
     /// user (root). The host comes back with a new boot id and
     /// registers again. (Appended.)
     Reboot,
+    /// `sattach`: the step's supervisor here connects to `addr`, says
+    /// `StepdToSrun::Hello` with `token`, and from then on copies its
+    /// tasks' output there too and takes stdin and signals from there.
+    /// Anyone authenticated may send it; the daemon lets only the step's
+    /// owner (or root and SlurmUser) attach. (Appended.)
+    Attach {
+        /// The job.
+        job_id: JobId,
+        /// The step.
+        step_id: u32,
+        /// `host:port` sattach listens on.
+        addr: String,
+        /// sattach's secret, which the supervisor's Hello carries.
+        token: String,
+    },
 }
 
 /// One process of a job on a node (`scontrol listpids`).

@@ -10,6 +10,7 @@ mod acct;
 mod acct_pg;
 mod acctmgr;
 mod arrays;
+mod attach;
 mod auth;
 mod cancel;
 mod confine;

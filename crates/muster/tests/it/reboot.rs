@@ -117,7 +117,7 @@ fn reboot_asap_drains_waits_for_the_job_and_survives_a_controller_restart() {
     c.kill_ctld();
     c.restart_ctld();
     assert_eq!(c.node_state("node1"), "drng@");
-    assert_eq!(c.node_field("node1", "Reason"), "Reboot ASAP");
+    assert!(show_node(&c, "node1").contains("Reason=Reboot ASAP ["));
     assert_eq!(c.job_state(job), "RUNNING");
     assert_eq!(c.job_state(next), "PENDING");
 
@@ -147,8 +147,8 @@ fn a_node_that_does_not_come_back_goes_down_after_resume_timeout() {
     c.wait_file("rebooted-node1", secs(20));
     // Its daemon never comes back with a new boot id.
     c.wait_node_state("node1", "down", secs(30));
-    assert_eq!(c.node_field("node1", "Reason"), "reboot timed out");
     let show = show_node(&c, "node1");
+    assert!(show.contains("Reason=reboot timed out ["), "{show}");
     assert!(show.contains("   State=DOWN "), "{show}");
     let r = c.ok("sinfo", &["-h", "-R", "-o", "%E|%N"]).stdout;
     assert_eq!(r, "reboot timed out|node1\n");

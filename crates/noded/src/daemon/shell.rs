@@ -617,6 +617,19 @@ async fn serve_connection(
                     None,
                 )
             }
+            NodeRequest::Attach {
+                job_id,
+                step_id,
+                addr,
+                token,
+            } => {
+                let everyone = daemon.setup.auth.privileged_uids.contains(&who.uid);
+                let owner = (!everyone).then_some(who.uid);
+                (
+                    attach_step(&daemon, job_id, step_id, addr, token, owner),
+                    None,
+                )
+            }
             body => handle(&daemon, body).await,
         };
         let reply = rpc::envelope(daemon.setup.identity.clone(), response);
@@ -650,7 +663,7 @@ fn authenticate(
 /// authenticated may ping.
 fn needs_privilege(request: &NodeRequest) -> bool {
     match request {
-        NodeRequest::Ping | NodeRequest::ListPids { .. } => false,
+        NodeRequest::Ping | NodeRequest::ListPids { .. } | NodeRequest::Attach { .. } => false,
         NodeRequest::StepStat { .. }
         | NodeRequest::LaunchBatch(_)
         | NodeRequest::LaunchStep(_)
@@ -793,10 +806,38 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
         }
         NodeRequest::Reboot => (reboot(daemon), None),
         // Answered by the connection itself (serve_connection).
-        NodeRequest::OpenSession | NodeRequest::InSession { .. } | NodeRequest::ListPids { .. } => {
-            (failed("not a request on its own"), None)
-        }
+        NodeRequest::OpenSession
+        | NodeRequest::InSession { .. }
+        | NodeRequest::ListPids { .. }
+        | NodeRequest::Attach { .. } => (failed("not a request on its own"), None),
     }
+}
+
+/// `sattach`: tells the step's supervisor to connect to `addr`, when the
+/// step runs here and `owner` (None: root or SlurmUser) owns it.
+fn attach_step(
+    daemon: &Daemon,
+    job_id: JobId,
+    step_id: u32,
+    addr: String,
+    token: String,
+    owner: Option<u32>,
+) -> NodeResponse {
+    let Some(uid) = daemon.steps.owner(job_id, step_id) else {
+        return failed(format!("Job step {job_id}.{step_id} is not running here"));
+    };
+    if owner.is_some_and(|o| o != uid) {
+        return failed("Access/permission denied");
+    }
+    let told = daemon.steps.control(
+        job_id,
+        Some(step_id),
+        crate::taskd::TaskdControl::Attach { addr, token },
+    );
+    if told == 0 {
+        return failed(format!("Job step {job_id}.{step_id} is not running here"));
+    }
+    NodeResponse::Ok
 }
 
 /// `scontrol reboot`: runs slurm.conf's RebootProgram (a command line,
