@@ -92,8 +92,8 @@ fn task_id(opt: &str, v: &str) -> Result<u32, String> {
 /// Parses sattach's command line (without the program name); errors are
 /// the complete stderr text.
 pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
-    let items = getopt::parse(OPTIONS, args, false)
-        .map_err(|e| format!("sattach: {e}\n{USAGE}"))?;
+    let items =
+        getopt::parse(OPTIONS, args, false).map_err(|e| format!("sattach: {e}\n{USAGE}"))?;
     let mut o = Opts::default();
     let mut ids: Vec<String> = Vec::new();
     let mut given: Vec<&'static str> = Vec::new();
@@ -168,9 +168,7 @@ fn attach(o: &Opts) -> Result<i32, String> {
     };
     let step = steps
         .iter()
-        .find(|s| {
-            s.job_id.0 == o.job_id && s.step == proto::StepId::Numbered(o.step_id)
-        })
+        .find(|s| s.job_id.0 == o.job_id && s.step == proto::StepId::Numbered(o.step_id))
         .ok_or_else(|| format!("Job step {}.{} not found", o.job_id, o.step_id))?;
     let nodes = client.nodes().map_err(|e| e.to_string())?;
     let addrs: Vec<String> = step
@@ -185,8 +183,8 @@ fn attach(o: &Opts) -> Result<i32, String> {
         })
         .collect::<Result<_, _>>()?;
     let host = crate::srun::local_addr(&client);
-    let listener =
-        TcpListener::bind((host.as_str(), 0)).map_err(|e| format!("cannot listen on {host}: {e}"))?;
+    let listener = TcpListener::bind((host.as_str(), 0))
+        .map_err(|e| format!("cannot listen on {host}: {e}"))?;
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let token = crate::srun::random_token();
     for (name, addr) in step.nodes.iter().zip(&addrs) {
@@ -206,9 +204,7 @@ fn attach(o: &Opts) -> Result<i32, String> {
     let n_nodes = addrs.len();
     let (tx, rx) = mpsc::channel::<Event>();
     let mut writers: Vec<TcpStream> = Vec::new();
-    listener
-        .set_nonblocking(false)
-        .map_err(|e| e.to_string())?;
+    listener.set_nonblocking(false).map_err(|e| e.to_string())?;
     while writers.len() < n_nodes {
         let (mut s, _) = listener.accept().map_err(|e| e.to_string())?;
         let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
@@ -241,7 +237,11 @@ fn attach(o: &Opts) -> Result<i32, String> {
     while done < n_nodes {
         match rx.recv() {
             Ok(Event::Msg(StepdToSrun::Output { task, stderr, data })) => {
-                let filter = if stderr { o.error_filter } else { o.output_filter };
+                let filter = if stderr {
+                    o.error_filter
+                } else {
+                    o.output_filter
+                };
                 if filter.is_none_or(|t| t == task) {
                     out.add(task, stderr, &data);
                 }
@@ -267,7 +267,9 @@ fn forward_stdin(mut writers: Vec<TcpStream>) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
-            writers.retain_mut(|w| client::stepio::send(w, SrunToStepd::Stdin(buf[..n].to_vec())).is_ok());
+            writers.retain_mut(|w| {
+                client::stepio::send(w, SrunToStepd::Stdin(buf[..n].to_vec())).is_ok()
+            });
         }
         for w in &mut writers {
             let _ = client::stepio::send(w, SrunToStepd::StdinEof);

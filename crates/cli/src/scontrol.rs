@@ -377,7 +377,10 @@ fn node_lines(node: &NodeInfo) -> Vec<String> {
         node.weight
     ));
     // Slurm prints the reboot's next state while one is pending or issued.
-    if let (Some(next), true) = (node.next_state, node.state.reboot || node.state.reboot_issued) {
+    if let (Some(next), true) = (
+        node.next_state,
+        node.state.reboot || node.state.reboot_issued,
+    ) {
         l.push(format!("NextState={}", next.as_slurm_str()));
     }
     l.push(format!("Partitions={} ", node.partitions.join(",")));

@@ -96,7 +96,10 @@ fn an_idle_node_is_told_at_once_and_comes_back_with_a_new_boot_id() {
     e.on_node_ping("node1", true, 3);
     assert_eq!(state(&e, "node1").0, "boot^");
     let id = submit(&mut e, desc(), 4);
-    assert_eq!(e.job(id).unwrap().alloc.as_ref().unwrap().nodes[0].node.0, 1);
+    assert_eq!(
+        e.job(id).unwrap().alloc.as_ref().unwrap().nodes[0].node.0,
+        1
+    );
     // A new boot: back, IDLE.
     e.on_node_registered(booted("node1", "boot-2"), 5).unwrap();
     assert_eq!(state(&e, "node1"), ("idle".into(), "IDLE".into(), None));
@@ -179,7 +182,11 @@ fn a_node_that_does_not_come_back_is_down_after_resume_timeout() {
     e.apply(Input::Tick, 40);
     assert_eq!(
         state(&e, "node1"),
-        ("down".into(), "DOWN".into(), Some("reboot timed out".into()))
+        (
+            "down".into(),
+            "DOWN".into(),
+            Some("reboot timed out".into())
+        )
     );
     // Its daemon answering again does not bring it back by itself.
     e.on_node_ping("node1", true, 41);
@@ -197,7 +204,10 @@ fn cancel_reboot_forgets_a_pending_reboot_but_not_an_issued_one() {
     let cancel = |nodes: &[&str]| CtldRequest::CancelReboot {
         nodes: nodes.iter().map(|n| n.to_string()).collect(),
     };
-    assert!(matches!(ask(&mut e, cancel(&["node1"]), 2), CtldResponse::Ok));
+    assert!(matches!(
+        ask(&mut e, cancel(&["node1"]), 2),
+        CtldResponse::Ok
+    ));
     assert_eq!(
         state(&e, "node1"),
         ("alloc".into(), "ALLOCATED".into(), None)

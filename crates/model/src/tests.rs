@@ -44,7 +44,11 @@ fn reboot_state_words() {
     st.reboot = true;
     assert_eq!(
         words(&st),
-        ("alloc@".into(), "allocated@".into(), "ALLOCATED+REBOOT_REQUESTED".into())
+        (
+            "alloc@".into(),
+            "allocated@".into(),
+            "ALLOCATED+REBOOT_REQUESTED".into()
+        )
     );
     st.drain = true;
     assert_eq!(
@@ -61,7 +65,11 @@ fn reboot_state_words() {
     st.base = NodeBase::Idle;
     assert_eq!(
         words(&st),
-        ("boot".into(), "reboot".into(), "IDLE+REBOOT_REQUESTED".into())
+        (
+            "boot".into(),
+            "reboot".into(),
+            "IDLE+REBOOT_REQUESTED".into()
+        )
     );
     st.not_responding = true;
     assert_eq!(st.sinfo_short(), "boot*");

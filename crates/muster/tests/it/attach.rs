@@ -35,7 +35,9 @@ fn sattach_gets_the_lines_printed_after_it_attached_with_labels() {
     assert_eq!(out.stderr, "", "{out}");
     let mut last = [0u32; 2];
     for line in out.stdout.lines() {
-        let (task, rest) = line.split_once(": line ").unwrap_or_else(|| panic!("{out}"));
+        let (task, rest) = line
+            .split_once(": line ")
+            .unwrap_or_else(|| panic!("{out}"));
         let task: usize = task.parse().unwrap_or_else(|_| panic!("{out}"));
         let n: u32 = rest.parse().unwrap_or_else(|_| panic!("{out}"));
         assert!(task < 2 && n > last[task], "{out}");

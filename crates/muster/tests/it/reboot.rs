@@ -60,7 +60,9 @@ fn an_idle_node_reboots_and_comes_back_idle() {
     assert!(show.contains("   State=DOWN+REBOOT_ISSUED "), "{show}");
     assert!(show.contains("\n   NextState=RESUME\n"), "{show}");
     assert!(show.contains("Reason=new bios : reboot issued ["), "{show}");
-    let long = c.ok("sinfo", &["-h", "-N", "-n", "node1", "-o", "%T"]).stdout;
+    let long = c
+        .ok("sinfo", &["-h", "-N", "-n", "node1", "-o", "%T"])
+        .stdout;
     assert_eq!(long, "reboot^\n");
     assert_eq!(c.wait_file("rebooted-node1", secs(20)), "rebooted\n");
 
@@ -94,12 +96,7 @@ fn an_idle_node_reboots_and_comes_back_idle() {
 #[test]
 fn reboot_asap_drains_waits_for_the_job_and_survives_a_controller_restart() {
     let mut c = reboot_cluster(1, 300);
-    let job = c.submit(&[
-        "-c",
-        "2",
-        "--wrap",
-        "while [ ! -e go ]; do sleep 0.2; done",
-    ]);
+    let job = c.submit(&["-c", "2", "--wrap", "while [ ! -e go ]; do sleep 0.2; done"]);
     c.wait_state(job, "RUNNING", secs(20));
     quiet_ok(&c, &["reboot", "ASAP", "node1"]);
     assert_eq!(c.node_state("node1"), "drng@");
@@ -130,7 +127,10 @@ fn reboot_asap_drains_waits_for_the_job_and_survives_a_controller_restart() {
         show.contains("   State=DOWN+DRAIN+REBOOT_ISSUED "),
         "{show}"
     );
-    assert!(show.contains("Reason=Reboot ASAP : reboot issued ["), "{show}");
+    assert!(
+        show.contains("Reason=Reboot ASAP : reboot issued ["),
+        "{show}"
+    );
     c.wait_file("rebooted-node1", secs(20));
     assert_eq!(c.job_state(next), "PENDING");
     c.reboot_node("node1", "e2e-boot-2");
@@ -157,12 +157,7 @@ fn a_node_that_does_not_come_back_goes_down_after_resume_timeout() {
 #[test]
 fn cancel_reboot_forgets_a_pending_reboot() {
     let c = reboot_cluster(1, 300);
-    let job = c.submit(&[
-        "-c",
-        "2",
-        "--wrap",
-        "while [ ! -e go ]; do sleep 0.2; done",
-    ]);
+    let job = c.submit(&["-c", "2", "--wrap", "while [ ! -e go ]; do sleep 0.2; done"]);
     c.wait_state(job, "RUNNING", secs(20));
     // Without ASAP the busy node only waits for its reboot: `@`.
     quiet_ok(&c, &["reboot", "node1"]);

@@ -1225,7 +1225,10 @@ fn relay_srun_messages(
                     if let Some(m) = &pty_master {
                         let _ = (&*m).write_all(b"\x04");
                     }
-                    stdin_pipes.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                    stdin_pipes
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clear();
                 }
                 SrunToStepd::WindowSize(rows, cols) => {
                     if let Some(m) = &pty_master {
