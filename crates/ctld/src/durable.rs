@@ -773,7 +773,7 @@ mod tests {
             start_time: 0,
             running_jobs: vec![],
             version: "v".into(),
-            boot_id: String::new(),
+            boot_id: "3f2c-boot".into(),
         })
     }
 
