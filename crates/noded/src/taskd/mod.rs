@@ -1260,6 +1260,9 @@ fn write_stdin(pipes: &StdinPipes, data: &[u8]) {
     pipes.retain_mut(|(_, p)| p.write_all(data).is_ok());
 }
 
+/// How long a write to an `sattach` client may block.
+const ATTACH_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// What an `sattach` connection needs of the step.
 struct AttachTo {
     to: ToSrun,
@@ -1280,6 +1283,9 @@ impl AttachTo {
         let Ok(mut reader) = stream.try_clone() else {
             return;
         };
+        // An sattach that stops reading is dropped rather than holding up
+        // the output srun gets.
+        let _ = stream.set_write_timeout(Some(ATTACH_WRITE_TIMEOUT));
         let hello = StepdToSrun::Hello {
             token,
             node_index: self.node_index,
