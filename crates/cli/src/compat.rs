@@ -221,8 +221,21 @@ pub const SALLOC: &[(&str, Disposition)] = &[
     ("wait", R("an allocation always waits in the queue")),
 ];
 
+/// sattach's options (its own table: no job options).
+pub const SATTACH: &[(&str, Disposition)] = &[
+    (
+        "input-filter",
+        R("stdin goes to every task of the step that reads it"),
+    ),
+    (
+        "layout",
+        R("sattach does not print the step's layout; see `scontrol show step`"),
+    ),
+    ("pty", R("sattach does not attach to a step's terminal")),
+];
+
 /// The commands with a disposition table.
-pub const COMMANDS: &[&str] = &["sbatch", "srun", "salloc"];
+pub const COMMANDS: &[&str] = &["sbatch", "srun", "salloc", "sattach"];
 
 /// What `cmd` does with its option `long`. Options of another command's
 /// table, or of no table, are Implemented (the getopt table is the judge
@@ -231,6 +244,12 @@ pub fn disposition(cmd: &str, long: &str) -> Disposition {
     let own: &[(&str, Disposition)] = match cmd {
         "srun" => SRUN,
         "salloc" => SALLOC,
+        "sattach" => {
+            return SATTACH
+                .iter()
+                .find(|(name, _)| *name == long)
+                .map_or(I, |(_, d)| *d)
+        }
         _ => &[],
     };
     own.iter()

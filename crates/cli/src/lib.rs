@@ -17,6 +17,7 @@ pub mod getopt;
 pub mod sacct;
 pub mod sacctmgr;
 pub mod salloc;
+pub mod sattach;
 pub mod sbatch;
 pub mod sbcast;
 pub mod scancel;
@@ -50,6 +51,7 @@ pub fn dispatch(name: &str, args: Vec<String>) -> Option<i32> {
         "srun" => srun::main(args),
         "salloc" => salloc::main(args),
         "sbcast" => sbcast::main(args),
+        "sattach" => sattach::main(args),
         _ => return None,
     })
 }
@@ -99,6 +101,7 @@ pub fn options(name: &str) -> Option<Vec<getopt::OptSpec>> {
         "sshare" => sshare::OPTIONS.to_vec(),
         "sstat" => sstat::OPTIONS.to_vec(),
         "sbcast" => sbcast::OPTIONS.to_vec(),
+        "sattach" => sattach::OPTIONS.to_vec(),
         _ => return None,
     })
 }
@@ -106,5 +109,5 @@ pub fn options(name: &str) -> Option<Vec<getopt::OptSpec>> {
 /// The command names `muster install-links` creates.
 pub const COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "sacctmgr", "sreport", "sprio",
-    "sshare", "sstat", "srun", "salloc", "sdiag", "sbcast",
+    "sshare", "sstat", "srun", "salloc", "sdiag", "sbcast", "sattach",
 ];

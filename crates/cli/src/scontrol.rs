@@ -376,6 +376,13 @@ fn node_lines(node: &NodeInfo) -> Vec<String> {
         node.tmp_disk,
         node.weight
     ));
+    // Slurm prints the reboot's next state while one is pending or issued.
+    if let (Some(next), true) = (
+        node.next_state,
+        node.state.reboot || node.state.reboot_issued,
+    ) {
+        l.push(format!("NextState={}", next.as_slurm_str()));
+    }
     l.push(format!("Partitions={} ", node.partitions.join(",")));
     l.push(format!(
         "BootTime={} SlurmdStartTime={}",
@@ -596,6 +603,9 @@ const COMMANDS: &[(&str, usize)] = &[
     ("delete", 3),
     ("listpids", 1),
     ("notify", 2),
+    ("reboot", 6),
+    ("reboot_nodes", 8),
+    ("cancel_reboot", 13),
     ("top", 3),
     ("token", 3),
     ("version", 4),
@@ -659,6 +669,8 @@ fn run_command(s: &mut Session, words: &[String]) -> CmdResult {
         "notify" => cmd_notify(s, rest),
         "token" => cmd_token(s, rest),
         "listpids" => cmd_listpids(s, rest),
+        "reboot" | "reboot_nodes" => reboot::cmd_reboot(s, rest),
+        "cancel_reboot" => reboot::cmd_cancel_reboot(s, rest),
         "version" => Ok(crate::common::version_line()),
         "help" => Ok(HELP.to_string()),
         _ => Ok(String::new()),
@@ -1844,6 +1856,7 @@ scontrol [<OPTION>] [<COMMAND>]
   terminated.
 
     Valid <COMMAND> values are:
+     cancel_reboot <NodeList> cancel pending reboot on nodes.
      create <SPECIFICATIONS>  create a new partition (PartitionName=...).
      delete <SPECIFICATIONS>  delete the specified partition
                               (PartitionName=<name>, or partition <name>).
@@ -1857,6 +1870,9 @@ scontrol [<OPTION>] [<COMMAND>]
      token [lifespan=S] [username=U]  print a JWT for the REST API.
      ping                     print status of slurmctld daemons.
      quit                     terminate this command.
+     reboot [ASAP] [nextstate=RESUME|DOWN] [reason=<reason>] <ALL|NodeList>
+                              reboot the nodes once they are idle (ASAP:
+                              drain them first).
      reconfigure              re-read the configuration files; what a
                               running controller cannot change is told.
      release <job_list>       permit specified job to start.
@@ -1996,6 +2012,7 @@ fn execute(session: &mut Session, words: &[String]) -> i32 {
     }
 }
 
+pub mod reboot;
 pub mod resv;
 #[cfg(test)]
 mod tests;

@@ -627,6 +627,12 @@ fn state_rank(s: &NodeState) -> u32 {
     if s.powering_down {
         v |= 0x40000;
     }
+    if s.reboot {
+        v |= 0x10000;
+    }
+    if s.reboot_issued {
+        v |= 0x100000;
+    }
     v
 }
 
@@ -634,9 +640,9 @@ fn state_rank(s: &NodeState) -> u32 {
 fn state_matches(node: &NodeInfo, states: &[String]) -> bool {
     let s = &node.state;
     let short = s.sinfo_short();
-    let short = short.trim_end_matches(['*', '~', '#', '%', '@', '!']);
+    let short = short.trim_end_matches(['*', '~', '#', '%', '@', '!', '^']);
     let long = s.sinfo_long();
-    let long = long.trim_end_matches(['*', '~', '#', '%', '@', '!']);
+    let long = long.trim_end_matches(['*', '~', '#', '%', '@', '!', '^']);
     states.iter().any(|want| match want.as_str() {
         "all" => true,
         "drain" => s.drain,

@@ -708,7 +708,7 @@ fn read_multi_prog(path: &str) -> Result<String, String> {
 
 /// The address this host reaches the controller from: the one the step's
 /// nodes can reach srun on.
-fn local_addr(client: &client::Client) -> String {
+pub(crate) fn local_addr(client: &client::Client) -> String {
     let cfg = client.config();
     for h in &cfg.slurmctld_host {
         let host = h.addr.as_deref().unwrap_or(&h.name);
@@ -730,7 +730,7 @@ fn local_addr(client: &client::Client) -> String {
     "127.0.0.1".to_string()
 }
 
-fn random_token() -> String {
+pub(crate) fn random_token() -> String {
     let mut buf = [0u8; 16];
     if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
         let _ = f.read_exact(&mut buf);

@@ -323,6 +323,8 @@ fn node(i: u32, base: NodeBase, alloc_cpus: u32, alloc_mem: u64) -> NodeInfo {
         os: Some("Linux 6.18.44-fc-v1098 #1 SMP PREEMPT_DYNAMIC @0".into()),
         arch: Some("x86_64".into()),
         resv: 0,
+        reboot_issued: false,
+        next_state: None,
     }
 }
 
@@ -367,6 +369,36 @@ fn show_node_drained_with_reason() {
         scontrol::render_node(&n),
         golden("scontrol_show_node_drain")
     );
+}
+
+/// `scontrol reboot ASAP nextstate=resume node4` once the node was told
+/// (written from scontrol(1) and Slurm's flag order: no capture of a
+/// reboot in `reference/`).
+#[test]
+fn show_node_being_rebooted() {
+    utc();
+    let mut n = node(4, NodeBase::Down, 0, 0);
+    n.state = NodeState {
+        drain: true,
+        reboot_issued: true,
+        ..NodeState::new(NodeBase::Down)
+    };
+    n.reboot_issued = true;
+    n.next_state = Some(proto::RebootNextState::Resume);
+    n.cpu_load = Some(0.35);
+    n.free_mem = Some(22526);
+    n.boot_time = Some(at(-81, -13));
+    n.last_busy = Some(at(23, 54));
+    n.reason = Some("Reboot ASAP : reboot issued".into());
+    n.reason_user = Some("root".into());
+    n.reason_time = Some(at(24, 13));
+    assert_eq!(
+        scontrol::render_node(&n),
+        golden("scontrol_show_node_reboot_issued")
+    );
+    // Back: no NextState line.
+    n.state = NodeState::new(NodeBase::Idle);
+    assert!(!scontrol::render_node(&n).contains("NextState"));
 }
 
 fn partition(name: &str, default: bool, nodes: &[&str], tres: &str) -> PartitionInfo {

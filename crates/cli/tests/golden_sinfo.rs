@@ -121,6 +121,8 @@ fn node(i: u32, base: NodeBase, alloc_cpus: u32, alloc_mem: u64) -> NodeInfo {
         os: Some("Linux 6.18.44-fc-v1098 #1 SMP PREEMPT_DYNAMIC @0".into()),
         arch: Some("x86_64".into()),
         resv: 0,
+        reboot_issued: false,
+        next_state: None,
     }
 }
 
@@ -148,6 +150,30 @@ fn drained_nodes() -> Vec<NodeInfo> {
     let mut nodes = busy_nodes();
     drain(&mut nodes[3]);
     nodes
+}
+
+/// Nodes waiting for (`@`, `boot`) and in (`^`) a reboot, with sinfo(1)'s
+/// NODE STATE CODES (no capture of a reboot in `reference/`).
+#[test]
+fn reboot_states_and_suffixes() {
+    let mut nodes = busy_nodes();
+    // node1: `scontrol reboot ASAP` while busy; node2: a plain reboot
+    // while busy; node3: idle, waiting; node4: told to reboot.
+    nodes[0].state.drain = true;
+    nodes[0].state.reboot = true;
+    nodes[1] = node(2, NodeBase::Mixed, 1, 500);
+    nodes[1].state.reboot = true;
+    nodes[2] = node(3, NodeBase::Idle, 0, 0);
+    nodes[2].state.reboot = true;
+    nodes[3] = node(4, NodeBase::Down, 0, 0);
+    nodes[3].state.reboot_issued = true;
+    assert_eq!(
+        sinfo::render(&args(&[]), &parts(), &nodes, NOW),
+        golden("sinfo_reboot")
+    );
+    let long = sinfo::render(&args(&["-h", "-N", "-o", "%N %T"]), &parts(), &nodes, NOW);
+    assert!(long.contains("node4 reboot^\n"), "{long}");
+    assert!(long.contains("node1 draining@\n"), "{long}");
 }
 
 #[test]

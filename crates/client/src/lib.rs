@@ -693,7 +693,14 @@ impl Client {
     /// Every node.
     pub fn nodes(&self) -> Result<Vec<NodeInfo>, ClientError> {
         match self.call(CtldRequest::ListNodes)? {
-            CtldResponse::Nodes(list) => Ok(list),
+            CtldResponse::Nodes(mut list) => {
+                // REBOOT_ISSUED travels beside the state, whose encoding
+                // has no room for it (`proto::NodeInfo::reboot_issued`).
+                for n in &mut list {
+                    n.state.reboot_issued |= n.reboot_issued;
+                }
+                Ok(list)
+            }
             _ => Err(ClientError::Unexpected),
         }
     }
@@ -716,6 +723,19 @@ impl Client {
             proto::NodeResponse::Pids(rows) => Ok(rows),
             _ => Err(ClientError::Unexpected),
         }
+    }
+
+    /// One request to a node daemon (`addr`: `host:port`), signed as this
+    /// client: `sattach`'s `NodeRequest::Attach`. The daemon refuses the
+    /// requests only the controller may send.
+    pub fn node_call(
+        &self,
+        addr: &str,
+        req: proto::NodeRequest,
+    ) -> Result<proto::NodeResponse, ClientError> {
+        let credential = self.credential()?;
+        rpc::call_blocking(addr, self.identity.clone(), Some(credential), req, TIMEOUT)
+            .map_err(ClientError::Unreachable)
     }
 
     /// Every partition.

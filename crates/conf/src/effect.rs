@@ -66,6 +66,8 @@ const ACTING_GLOBAL: &[&str] = &[
     "Prolog",
     "PrologEpilogTimeout",
     "PrologFlags",
+    "RebootProgram",
+    "ResumeTimeout",
     "SchedulerParameters",
     "SchedulerType",
     "SelectTypeParameters",

@@ -77,6 +77,9 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         CtldRequest::DeleteReservation { .. } => ("REQUEST_DELETE_RESERVATION", 3008),
         CtldRequest::UpdateReservation(_) => ("REQUEST_UPDATE_RESERVATION", 3009),
         CtldRequest::ListReservations => ("REQUEST_RESERVATION_INFO", 2024),
+        CtldRequest::RebootNodes { .. } => ("REQUEST_REBOOT_NODES", 1015),
+        // Slurm sends cancel_reboot as a node update (State=CANCEL_REBOOT).
+        CtldRequest::CancelReboot { .. } => ("REQUEST_UPDATE_NODE", 3002),
     }
 }
 

@@ -773,6 +773,7 @@ mod tests {
             start_time: 0,
             running_jobs: vec![],
             version: "v".into(),
+            boot_id: "3f2c-boot".into(),
         })
     }
 

@@ -1126,7 +1126,8 @@ impl NodeWorkers {
             | Command::NotifyJob { node, .. }
             | Command::StartExtern { node, .. }
             | Command::EndExtern { node, .. }
-            | Command::TerminateJob { node, .. } => node.clone(),
+            | Command::TerminateJob { node, .. }
+            | Command::RebootNode { node, .. } => node.clone(),
             Command::AcctRecord(_) | Command::Mail { .. } => return,
         };
         if !self.workers.contains_key(&node) {
@@ -1474,6 +1475,15 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
             };
             if let Err(e) = link.call(&addr, &req).await {
                 warn!("cannot signal job {job_id} on {node}: {e}");
+            }
+        }
+        Command::RebootNode { node, addr } => {
+            // Once: a node that does not take it does not come back, and
+            // ResumeTimeout sets it DOWN.
+            match link.call(&addr, &NodeRequest::Reboot).await {
+                Ok(NodeResponse::Failed(why)) => warn!("node {node} cannot reboot: {why}"),
+                Ok(_) => info!("node {node} is rebooting"),
+                Err(e) => warn!("cannot reboot node {node}: {e}"),
             }
         }
         Command::NotifyJob {

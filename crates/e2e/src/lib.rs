@@ -154,7 +154,8 @@ impl Builder {
         self
     }
 
-    /// Lines appended to slurm.conf before the node lines (later keys win).
+    /// Lines appended to slurm.conf before the node lines (later keys win);
+    /// `{root}` in them stands for the cluster's directory.
     pub fn conf_extra(mut self, text: &str) -> Self {
         self.conf_extra.push_str(text);
         if !text.ends_with('\n') {
@@ -817,6 +818,18 @@ impl Cluster {
         self.noded.insert(name.to_string(), ch);
     }
 
+    /// Plays a host that rebooted: the node daemon of `name` is killed and
+    /// started again with the host boot id `boot_id` (`MUSTER_BOOT_ID`),
+    /// as the daemon of a freshly booted host registers.
+    pub fn reboot_node(&mut self, name: &str, boot_id: &str) {
+        self.kill_node(name);
+        let conf_s = self.conf.display().to_string();
+        let args = ["noded", "-N", name, "-f", &conf_s];
+        let log = self.root.join(format!("log/noded-{name}.log"));
+        let ch = self.spawn_env(&args, &log, &[("MUSTER_BOOT_ID", boot_id)]);
+        self.noded.insert(name.to_string(), ch);
+    }
+
     /// The PIDs of the running daemons (the controller first).
     pub fn daemon_pids(&self) -> Vec<u32> {
         self.ctld
@@ -914,7 +927,7 @@ fn pid_of(ch: &Child) -> nix::unistd::Pid {
 /// The command names linked into the cluster's `bin` directory.
 const SLURM_COMMANDS: &[&str] = &[
     "sbatch", "squeue", "sinfo", "scancel", "scontrol", "sacct", "srun", "salloc", "sdiag",
-    "sbcast",
+    "sbcast", "sattach",
 ];
 
 fn clean_env(cmd: &mut Command) {
@@ -1016,7 +1029,9 @@ fn config_text(b: &Builder, root: &Path, hosts: Option<&hosts::Hosts>) -> String
             ""
         },
     );
-    t.push_str(&b.conf_extra);
+    // `{root}` in the extra lines: the cluster's directory (scripts the
+    // test wrote there with `Builder::file`).
+    t.push_str(&b.conf_extra.replace("{root}", &root.display().to_string()));
     for i in 1..=b.nodes {
         let res = b
             .node_line

@@ -120,12 +120,14 @@ impl Engine {
                 None
             }
             Input::Tick => {
+                self.reboot_tick(now);
                 self.on_timer(now);
                 self.schedule(now);
                 scheduled = true;
                 None
             }
             Input::TickUnlessIdle => {
+                self.reboot_tick(now);
                 self.on_timer(now);
                 scheduled = self.schedule_unless_idle(now);
                 None
@@ -224,6 +226,13 @@ impl Engine {
                 state,
                 reason,
             } => ok(self.on_update_node(&nodes, state, reason, who, t)),
+            CtldRequest::RebootNodes {
+                nodes,
+                asap,
+                next_state,
+                reason,
+            } => ok(self.on_reboot_nodes(&nodes, asap, next_state, reason, who, t)),
+            CtldRequest::CancelReboot { nodes } => ok(self.on_cancel_reboot(&nodes, who)),
             CtldRequest::Hold {
                 job_id,
                 user,

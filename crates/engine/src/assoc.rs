@@ -459,6 +459,7 @@ mod tests {
             start_time: 0,
             running_jobs: vec![],
             version: "0".into(),
+            boot_id: String::new(),
         }
     }
 

@@ -584,6 +584,8 @@ impl Engine {
                         Some((_, false)) => 1,
                         None => 0,
                     },
+                    reboot_issued: n.state.reboot_issued,
+                    next_state: n.reboot.as_ref().and_then(|r| r.next_state),
                 }
             })
             .collect()

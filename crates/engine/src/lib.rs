@@ -220,6 +220,7 @@ mod persist;
 mod preempt;
 mod priority;
 mod queue;
+mod reboot;
 mod reconf;
 mod requests;
 mod resv;
@@ -376,6 +377,13 @@ pub enum Command {
         /// Set when the step is being ended: what its banner says.
         reason: Option<proto::EndReason>,
     },
+    /// Reboot a node (`scontrol reboot`): its daemon runs RebootProgram.
+    RebootNode {
+        /// Node name.
+        node: String,
+        /// `host:port` of its daemon.
+        addr: String,
+    },
     /// Mail the job's user (`--mail-type`): ctld runs `MailProg -s SUBJECT USER`.
     Mail {
         /// `--mail-user`, or the job's user name.
@@ -481,6 +489,14 @@ pub struct Settings {
     /// `disable-binding`).
     #[serde(default)]
     pub enforce_binding_gres: bool,
+    /// ResumeTimeout (seconds, default 60): how long a node told to reboot
+    /// (`scontrol reboot`) has to come back before it is set DOWN.
+    #[serde(default = "default_resume_timeout")]
+    pub resume_timeout: u32,
+}
+
+fn default_resume_timeout() -> u32 {
+    60
 }
 
 /// The node's CPUs per core as its ids are numbered: `ThreadsPerCore`
@@ -564,6 +580,11 @@ impl Settings {
             smt_whole_cores: select_params.contains("CR_CORE")
                 && cfg.nodes.iter().any(|n| hw_threads(n) > 1),
             enforce_binding_gres: select_params.contains("ENFORCE_BINDING_GRES"),
+            resume_timeout: cfg
+                .other
+                .get("resumetimeout")
+                .and_then(|(_, v)| v.trim().parse().ok())
+                .unwrap_or_else(default_resume_timeout),
             gres_types: cfg.gres_types.clone(),
             conf_path: cfg.path.display().to_string(),
             max_array_size: cfg
@@ -650,6 +671,8 @@ pub struct Node {
     pub last_busy: Option<Timestamp>,
     /// Last time its daemon answered (registration or ping).
     pub last_response: Option<Timestamp>,
+    /// The reboot it waits for or is in (`scontrol reboot`).
+    pub reboot: Option<reboot::Reboot>,
 }
 
 impl Node {
@@ -914,6 +937,9 @@ pub struct Engine {
     /// so jobs it did not try may fit; Slurm's main scheduler tries the
     /// whole queue every `sched_interval` for them.
     pub(crate) depth_wake: Option<Timestamp>,
+    /// Some node may wait for, or be in, a reboot (`reboot`): the end of
+    /// each batch looks at them. Derived from the nodes.
+    pub(crate) any_reboot: bool,
     /// The next pass is that one (`depth_wake` came).
     pub(crate) whole_queue_pass: bool,
     /// Local time's offset from UTC (`set_utc_offset`).
@@ -1090,6 +1116,7 @@ impl Engine {
             utc_offset: 0,
             exempt_wake: None,
             depth_wake: None,
+            any_reboot: false,
             whole_queue_pass: false,
             simulated: false,
             mail_seen: BTreeMap::new(),
@@ -1279,6 +1306,7 @@ impl Engine {
             self.exempt_wake,
             self.depth_wake,
             self.resv_wake(),
+            self.reboot_wake(),
         ];
         let timeout = self.settings.slurmd_timeout as i64;
         let watched: &[Node] = if timeout > 0 { &self.nodes } else { &[] };
@@ -1525,6 +1553,8 @@ mod tests_cancel;
 mod tests_licenses;
 #[cfg(test)]
 mod tests_preempt;
+#[cfg(test)]
+mod tests_reboot;
 #[cfg(test)]
 mod tests_reconf;
 #[cfg(test)]

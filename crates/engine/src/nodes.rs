@@ -79,6 +79,7 @@ pub(crate) fn new_node(nc: &conf::NodeConf, cfg: &conf::Config, settings: &Setti
         report: None,
         last_busy: None,
         last_response: None,
+        reboot: None,
         conf: nc.clone(),
     }
 }
@@ -164,8 +165,13 @@ impl Engine {
             reg.boot_time > old.boot_time + REBOOT_SLACK_SECS
                 && last_heard.is_some_and(|last| reg.boot_time > last)
         });
+        let (boot_id, boot_time) = (reg.boot_id.clone(), reg.boot_time);
         n.report = Some(reg);
-        if rebooted {
+        // A reboot the controller issued: the host back is no surprise
+        // (it ran nothing), nor is a daemon restarted meanwhile.
+        if n.state.reboot_issued {
+            self.reboot_registered(idx, &boot_id, boot_time);
+        } else if rebooted {
             // Slurm takes such a node out of service unless ReturnToService=2
             // says any registration with a valid configuration brings it back.
             // A node already DOWN keeps its reason (its jobs were lost then).
@@ -201,7 +207,8 @@ impl Engine {
     fn maybe_return_to_service(&mut self, idx: NodeIdx) {
         let rts = self.settings.return_to_service;
         let n = &mut self.nodes[idx.0 as usize];
-        if n.state.base != NodeBase::Down {
+        // A node rebooting comes back by registering after its reboot.
+        if n.state.base != NodeBase::Down || n.state.reboot_issued {
             return;
         }
         let not_responding = n.reason.as_deref() == Some(NOT_RESPONDING);
@@ -286,6 +293,7 @@ impl Engine {
                     self.node_down(idx, now);
                 }
                 Some(NodeStateRequest::Resume) | Some(NodeStateRequest::Idle) => {
+                    self.forget_reboot(idx);
                     let n = &mut self.nodes[idx.0 as usize];
                     n.state.drain = false;
                     n.state.fail = false;

@@ -280,7 +280,13 @@ impl Engine {
             n.report = saved.report.map(Into::into);
             n.last_busy = saved.last_busy;
             n.last_response = saved.last_response;
+            // REBOOT_ISSUED is not part of the state's encoding: the
+            // reboot's record says it.
+            n.reboot = saved.reboot.map(Into::into);
+            n.state.reboot = n.reboot.as_ref().is_some_and(|r| r.issued.is_none());
+            n.state.reboot_issued = n.reboot.as_ref().is_some_and(|r| r.issued.is_some());
         }
+        e.any_reboot = e.nodes.iter().any(|n| n.reboot.is_some());
         e.touch();
         e.next_job_id = state.next_job_id;
         e.n_submitted = state.n_submitted;

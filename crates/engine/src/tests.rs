@@ -67,6 +67,7 @@ pub(crate) fn reg(name: &str, cpus: u32, mem: u64) -> NodeRegistration {
         start_time: 0,
         running_jobs: vec![],
         version: "0".into(),
+        boot_id: String::new(),
     }
 }
 

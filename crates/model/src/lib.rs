@@ -421,7 +421,8 @@ pub struct NodeState {
     pub completing: bool,
     /// NOT_RESPONDING flag (`*` suffix).
     pub not_responding: bool,
-    /// Node was rebooted/requested reboot (`@`), unused for now.
+    /// REBOOT_REQUESTED: `scontrol reboot` asked for a reboot that has not
+    /// been issued yet (it waits for the node to be idle).
     pub reboot: bool,
     /// Powered down (`~`).
     pub powered_down: bool,
@@ -431,6 +432,12 @@ pub struct NodeState {
     pub powering_down: bool,
     /// Failing (`FAIL` flag).
     pub fail: bool,
+    /// REBOOT_ISSUED: the node was told to reboot and has not come back.
+    /// Never encoded (`NodeState` sits inside wire and snapshot types whose
+    /// encodings are fixed): the controller sends it as
+    /// `proto::NodeInfo::reboot_issued` and keeps it in its own record.
+    #[serde(skip)]
+    pub reboot_issued: bool,
 }
 
 impl NodeState {
@@ -446,6 +453,7 @@ impl NodeState {
             powering_up: false,
             powering_down: false,
             fail: false,
+            reboot_issued: false,
         }
     }
 
@@ -478,11 +486,19 @@ impl NodeState {
         if self.fail {
             s.push_str("+FAIL");
         }
-        if self.not_responding {
-            s.push_str("+NOT_RESPONDING");
-        }
+        // Slurm's flag order: POWERED_DOWN, REBOOT_REQUESTED,
+        // REBOOT_ISSUED, then NOT_RESPONDING.
         if self.powered_down {
             s.push_str("+POWERED_DOWN");
+        }
+        if self.reboot {
+            s.push_str("+REBOOT_REQUESTED");
+        }
+        if self.reboot_issued {
+            s.push_str("+REBOOT_ISSUED");
+        }
+        if self.not_responding {
+            s.push_str("+NOT_RESPONDING");
         }
         s
     }
@@ -491,7 +507,13 @@ impl NodeState {
     /// Slurm folds DRAIN into the base: DRAINING while jobs still run,
     /// DRAINED once idle; COMPLETING wins over IDLE.
     fn sinfo_word(&self, long: bool) -> &'static str {
-        let (l, s) = if self.drain {
+        let busy = matches!(self.base, NodeBase::Allocated | NodeBase::Mixed);
+        let (l, s) = if (self.reboot || self.reboot_issued) && !busy {
+            // A node waiting for its reboot, or rebooting, reads `boot`
+            // whatever else it is, unless jobs still run there
+            // (sinfo(1) REBOOT_REQUESTED, REBOOT_ISSUED).
+            ("reboot", "boot")
+        } else if self.drain {
             match self.base {
                 NodeBase::Allocated | NodeBase::Mixed => ("draining", "drng"),
                 NodeBase::Down => ("down", "down"),
@@ -518,9 +540,26 @@ impl NodeState {
     }
 
     /// The suffix sinfo appends: `*` not responding, `~` powered down,
-    /// `#` powering up, `%` powering down, `!` pending power down, `@` reboot.
+    /// `#` powering up, `%` powering down, `!` pending power down, `@` reboot
+    /// requested, `^` reboot issued (those two before the others, as Slurm
+    /// checks them).
     fn sinfo_suffix(&self) -> &'static str {
-        if self.not_responding {
+        let busy = matches!(self.base, NodeBase::Allocated | NodeBase::Mixed);
+        if (self.reboot || self.reboot_issued) && !busy {
+            // `boot^` issued, `boot*` silent, `boot` waiting.
+            return if self.reboot_issued {
+                "^"
+            } else if self.not_responding {
+                "*"
+            } else {
+                ""
+            };
+        }
+        if self.reboot_issued {
+            "^"
+        } else if self.reboot {
+            "@"
+        } else if self.not_responding {
             "*"
         } else if self.powered_down {
             "~"
@@ -528,8 +567,6 @@ impl NodeState {
             "#"
         } else if self.powering_down {
             "%"
-        } else if self.reboot {
-            "@"
         } else {
             ""
         }

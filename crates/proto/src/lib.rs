@@ -834,6 +834,43 @@ pub enum CtldRequest {
     /// `scontrol show reservation`: every reservation (answered with
     /// `Reservations`).
     ListReservations,
+    /// `scontrol reboot [ASAP] [nextstate=...] [reason=...] NODES`:
+    /// reboot each node with its daemon's RebootProgram once it is idle.
+    /// Operators only. Added after `ListReservations`.
+    RebootNodes {
+        /// Expanded node names (every node for `ALL`).
+        nodes: Vec<String>,
+        /// `ASAP`: drain the nodes so that no new job starts there.
+        asap: bool,
+        /// `nextstate=`: the state after the reboot (None: as before).
+        next_state: Option<RebootNextState>,
+        /// `reason=`.
+        reason: Option<String>,
+    },
+    /// `scontrol cancel_reboot NODES`: forget reboots not issued yet.
+    CancelReboot {
+        /// Expanded node names.
+        nodes: Vec<String>,
+    },
+}
+
+/// `scontrol reboot nextstate=`: what a rebooted node becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RebootNextState {
+    /// `RESUME`: IDLE, its DRAIN and reason cleared.
+    Resume,
+    /// `DOWN`: DOWN, with the reboot's reason.
+    Down,
+}
+
+impl RebootNextState {
+    /// The word `scontrol show node` prints after `NextState=`.
+    pub fn as_slurm_str(self) -> &'static str {
+        match self {
+            RebootNextState::Resume => "RESUME",
+            RebootNextState::Down => "DOWN",
+        }
+    }
 }
 
 /// What `scontrol update PartitionName=...` (or `create partition`)
@@ -957,6 +994,11 @@ pub struct NodeRegistration {
     pub running_jobs: Vec<JobId>,
     /// This build's version string.
     pub version: String,
+    /// The host's boot id (`/proc/sys/kernel/random/boot_id`, or the
+    /// daemon's `MUSTER_BOOT_ID`): a new one after an issued reboot says
+    /// the host came back. Empty from older daemons. (Appended.)
+    #[serde(default)]
+    pub boot_id: String,
 }
 
 /// A refusal, with Slurm's message text (`slurm_strerror`).
@@ -1077,6 +1119,9 @@ pub enum SlurmError {
     ReservationEmpty,
     /// ESLURM_RESERVATION_BUSY: jobs still run in it.
     ReservationBusy,
+    /// ESLURM_REBOOT_IN_PROGRESS: `cancel_reboot` of a node whose reboot
+    /// was already issued. (Appended.)
+    RebootInProgress,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -1186,6 +1231,7 @@ impl SlurmError {
             SlurmError::InvalidTimeValue => "Invalid time specified",
             SlurmError::ReservationEmpty => "Reservation request lacks users or accounts",
             SlurmError::ReservationBusy => "Reservation is busy",
+            SlurmError::RebootInProgress => "Reboot already in progress",
             SlurmError::StateSaveFailed(cause) => match cause {
                 SaveFailure::NoSpace => {
                     "Slurm controller state save failed: No space left on device"
@@ -1932,6 +1978,13 @@ pub struct NodeInfo {
     /// (sinfo's `resv` and `maint`). Never skipped.
     #[serde(default)]
     pub resv: u8,
+    /// REBOOT_ISSUED (`NodeState::reboot_issued` is not encoded; the
+    /// client library copies this into it). (Appended.)
+    #[serde(default)]
+    pub reboot_issued: bool,
+    /// `NextState=` of a pending or issued reboot. (Appended.)
+    #[serde(default)]
+    pub next_state: Option<RebootNextState>,
 }
 
 /// Everything the commands show about a partition.
@@ -2102,6 +2155,25 @@ pub enum NodeRequest {
         job_id: Option<JobId>,
         /// Only this numbered step of it.
         step_id: Option<u32>,
+    },
+    /// `scontrol reboot`: run RebootProgram (slurm.conf) as the daemon's
+    /// user (root). The host comes back with a new boot id and
+    /// registers again. (Appended.)
+    Reboot,
+    /// `sattach`: the step's supervisor here connects to `addr`, says
+    /// `StepdToSrun::Hello` with `token`, and from then on copies its
+    /// tasks' output there too and takes stdin and signals from there.
+    /// Anyone authenticated may send it; the daemon lets only the step's
+    /// owner (or root and SlurmUser) attach. (Appended.)
+    Attach {
+        /// The job.
+        job_id: JobId,
+        /// The step.
+        step_id: u32,
+        /// `host:port` sattach listens on.
+        addr: String,
+        /// sattach's secret, which the supervisor's Hello carries.
+        token: String,
     },
 }
 

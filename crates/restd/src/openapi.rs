@@ -282,6 +282,8 @@ pub fn example_node() -> proto::NodeInfo {
         os: Some("Linux".into()),
         arch: Some("x86_64".into()),
         resv: 0,
+        reboot_issued: false,
+        next_state: None,
     }
 }
 

@@ -395,6 +395,7 @@ pub fn node(n: &NodeInfo) -> J {
         (st.powering_up, "POWERING_UP"),
         (st.powering_down, "POWERING_DOWN"),
         (st.reboot, "REBOOT_REQUESTED"),
+        (st.reboot_issued || n.reboot_issued, "REBOOT_ISSUED"),
     ] {
         if on {
             flags.push(name);

@@ -111,6 +111,7 @@ fn registration(node: &conf::NodeConf) -> NodeRegistration {
         start_time: 0,
         running_jobs: vec![],
         version: "sim".into(),
+        boot_id: String::new(),
     }
 }
 

@@ -56,6 +56,7 @@ fn reg(name: &str) -> CtldRequest {
         start_time: 0,
         running_jobs: vec![],
         version: "fixture".into(),
+        boot_id: String::new(),
     })
 }
 

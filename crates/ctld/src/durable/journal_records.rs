@@ -148,6 +148,7 @@ fn every_request() -> Vec<CtldRequest> {
             start_time: 2,
             running_jobs: vec![JobId(4)],
             version: "v".into(),
+            boot_id: "0c5e7a0e-boot".into(),
         }),
         CtldRequest::JobExited {
             job_id: JobId(4),
@@ -287,6 +288,21 @@ fn every_request() -> Vec<CtldRequest> {
         }),
         CtldRequest::DeleteReservation {
             name: "maint".into(),
+        },
+        CtldRequest::RebootNodes {
+            nodes: vec!["n1".into(), "n2".into()],
+            asap: true,
+            next_state: Some(proto::RebootNextState::Down),
+            reason: Some("bios".into()),
+        },
+        CtldRequest::RebootNodes {
+            nodes: vec!["n1".into()],
+            asap: false,
+            next_state: None,
+            reason: None,
+        },
+        CtldRequest::CancelReboot {
+            nodes: vec!["n2".into()],
         },
     ]
 }

@@ -66,6 +66,7 @@ fn reg(name: &str) -> CtldRequest {
         start_time: 0,
         running_jobs: vec![],
         version: "fixture".into(),
+        boot_id: String::new(),
     })
 }
 

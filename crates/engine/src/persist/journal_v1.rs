@@ -369,6 +369,22 @@ pub enum Request<'a> {
         /// The reservation.
         name: Cow<'a, str>,
     },
+    /// `scontrol reboot`. (Added after `DeleteReservation`.)
+    RebootNodes {
+        /// Expanded node names.
+        nodes: Cow<'a, [String]>,
+        /// `ASAP`.
+        asap: bool,
+        /// `nextstate=`.
+        next_state: Option<RebootNextState>,
+        /// `reason=`.
+        reason: Option<Cow<'a, str>>,
+    },
+    /// `scontrol cancel_reboot`.
+    CancelReboot {
+        /// Expanded node names.
+        nodes: Cow<'a, [String]>,
+    },
 }
 
 /// What `scontrol update/create partition` changes
@@ -665,6 +681,20 @@ impl<'a> Request<'a> {
             CtldRequest::DeleteReservation { name } => Request::DeleteReservation {
                 name: Cow::Borrowed(name),
             },
+            CtldRequest::RebootNodes {
+                nodes,
+                asap,
+                next_state,
+                reason,
+            } => Request::RebootNodes {
+                nodes: Cow::Borrowed(nodes),
+                asap: *asap,
+                next_state: next_state.map(RebootNextState::from),
+                reason: reason.as_deref().map(Cow::Borrowed),
+            },
+            CtldRequest::CancelReboot { nodes } => Request::CancelReboot {
+                nodes: Cow::Borrowed(nodes),
+            },
             CtldRequest::Ping
             | CtldRequest::ListJobs
             | CtldRequest::QueryJobs(_)
@@ -830,6 +860,20 @@ impl From<Request<'_>> for CtldRequest {
             Request::DeleteReservation { name } => CtldRequest::DeleteReservation {
                 name: name.into_owned(),
             },
+            Request::RebootNodes {
+                nodes,
+                asap,
+                next_state,
+                reason,
+            } => CtldRequest::RebootNodes {
+                nodes: nodes.into_owned(),
+                asap,
+                next_state: next_state.map(Into::into),
+                reason: reason.map(Cow::into_owned),
+            },
+            Request::CancelReboot { nodes } => CtldRequest::CancelReboot {
+                nodes: nodes.into_owned(),
+            },
         }
     }
 }
@@ -939,6 +983,33 @@ impl From<JobUpdate<'_>> for proto::JobUpdate {
             begin_time: u.begin_time,
             requeue: u.requeue,
             array_throttle: u.array_throttle,
+        }
+    }
+}
+
+/// `scontrol reboot nextstate=` (`proto::RebootNextState`).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub enum RebootNextState {
+    /// `RESUME`.
+    Resume,
+    /// `DOWN`.
+    Down,
+}
+
+impl From<proto::RebootNextState> for RebootNextState {
+    fn from(s: proto::RebootNextState) -> Self {
+        match s {
+            proto::RebootNextState::Resume => RebootNextState::Resume,
+            proto::RebootNextState::Down => RebootNextState::Down,
+        }
+    }
+}
+
+impl From<RebootNextState> for proto::RebootNextState {
+    fn from(s: RebootNextState) -> Self {
+        match s {
+            RebootNextState::Resume => proto::RebootNextState::Resume,
+            RebootNextState::Down => proto::RebootNextState::Down,
         }
     }
 }

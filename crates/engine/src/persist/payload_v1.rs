@@ -385,6 +385,10 @@ pub struct NodeRegistration<'a> {
     pub running_jobs: Cow<'a, [JobId]>,
     /// Its build's version string.
     pub version: Cow<'a, str>,
+    /// The host's boot id (empty in records of older builds, and left out
+    /// where empty).
+    #[serde(default, skip_serializing_if = "str::is_empty")]
+    pub boot_id: Cow<'a, str>,
 }
 
 impl<'a> From<&'a proto::NodeRegistration> for NodeRegistration<'a> {
@@ -408,6 +412,7 @@ impl<'a> From<&'a proto::NodeRegistration> for NodeRegistration<'a> {
             start_time: r.start_time,
             running_jobs: Cow::Borrowed(&r.running_jobs),
             version: Cow::Borrowed(&r.version),
+            boot_id: Cow::Borrowed(&r.boot_id),
         }
     }
 }
@@ -433,6 +438,7 @@ impl From<NodeRegistration<'_>> for proto::NodeRegistration {
             start_time: r.start_time,
             running_jobs: r.running_jobs.into_owned(),
             version: r.version.into_owned(),
+            boot_id: r.boot_id.into_owned(),
         }
     }
 }
@@ -643,6 +649,7 @@ impl NodeRegistration<'_> {
             start_time: self.start_time,
             running_jobs: own(self.running_jobs),
             version: own(self.version),
+            boot_id: own(self.boot_id),
         }
     }
 }

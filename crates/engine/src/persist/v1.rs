@@ -497,6 +497,50 @@ pub struct Node {
     pub last_busy: Option<Timestamp>,
     /// Last time its daemon answered (registration or ping).
     pub last_response: Option<Timestamp>,
+    /// The reboot it waits for or is in (`scontrol reboot`). Absent in
+    /// files of builds before it, and left out where there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reboot: Option<Reboot>,
+}
+
+/// A node's reboot in a snapshot (`crate::reboot::Reboot`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Reboot {
+    /// `ASAP`.
+    pub asap: bool,
+    /// `nextstate=`: `RESUME`, `DOWN`, or None.
+    pub next_state: Option<String>,
+    /// When it was issued; None while requested.
+    pub issued: Option<Timestamp>,
+    /// The node's boot id when it was issued.
+    #[serde(default)]
+    pub boot_id: String,
+}
+
+impl From<&crate::reboot::Reboot> for Reboot {
+    fn from(r: &crate::reboot::Reboot) -> Reboot {
+        Reboot {
+            asap: r.asap,
+            next_state: r.next_state.map(|s| s.as_slurm_str().to_string()),
+            issued: r.issued,
+            boot_id: r.boot_id.clone(),
+        }
+    }
+}
+
+impl From<Reboot> for crate::reboot::Reboot {
+    fn from(r: Reboot) -> crate::reboot::Reboot {
+        crate::reboot::Reboot {
+            asap: r.asap,
+            next_state: match r.next_state.as_deref() {
+                Some("RESUME") => Some(proto::RebootNextState::Resume),
+                Some("DOWN") => Some(proto::RebootNextState::Down),
+                _ => None,
+            },
+            issued: r.issued,
+            boot_id: r.boot_id,
+        }
+    }
 }
 
 impl Job {
@@ -691,6 +735,7 @@ impl From<&crate::Node> for Node {
             report,
             last_busy,
             last_response,
+            reboot,
         } = n;
         Node {
             conf: NodeConf::from(conf),
@@ -712,6 +757,7 @@ impl From<&crate::Node> for Node {
                 .map(|r| NodeRegistration::from(r).into_owned()),
             last_busy: *last_busy,
             last_response: *last_response,
+            reboot: reboot.as_ref().map(Reboot::from),
         }
     }
 }

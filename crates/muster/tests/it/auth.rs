@@ -398,6 +398,7 @@ fn rogue_registration(name: &str) -> CtldRequest {
         start_time: 0,
         running_jobs: vec![],
         version: "22.05".into(),
+        boot_id: String::new(),
     })
 }
 

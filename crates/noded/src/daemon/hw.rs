@@ -168,6 +168,23 @@ pub fn probe() -> Probe {
     }
 }
 
+/// Where a virtual host's boot id comes from: the test harness starts a
+/// node daemon again with a new one to play a host that rebooted.
+pub const BOOT_ID_ENV: &str = "MUSTER_BOOT_ID";
+
+/// The host's boot id: `MUSTER_BOOT_ID` when set (a virtual node), else
+/// the kernel's `/proc/sys/kernel/random/boot_id`, new at every boot
+/// (empty when unreadable). The controller sees a reboot it issued done
+/// when the node registers with another one.
+pub fn boot_id() -> String {
+    match std::env::var(BOOT_ID_ENV) {
+        Ok(v) if !v.trim().is_empty() => v.trim().to_string(),
+        _ => read("/proc/sys/kernel/random/boot_id")
+            .map(|t| t.trim().to_string())
+            .unwrap_or_default(),
+    }
+}
+
 /// The current one-minute load average (0 when unknown).
 pub fn load_average() -> f64 {
     read("/proc/loadavg")

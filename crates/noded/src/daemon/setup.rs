@@ -53,6 +53,8 @@ pub struct NodeSetup {
     /// Credentials: made for the daemon's requests and its socket, checked
     /// on every request it serves.
     pub auth: Arc<NodeAuth>,
+    /// slurm.conf `RebootProgram`: what `scontrol reboot` runs here.
+    pub reboot_program: Option<String>,
 }
 
 /// The daemon's side of authentication (crate `auth`).
@@ -303,6 +305,7 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         start_time: now(),
         running_jobs: Vec::new(),
         version: conf::SLURM_COMPAT_VERSION.to_string(),
+        boot_id: hw::boot_id(),
     };
     if overrides {
         registration.cpus = node.cpus;
@@ -356,7 +359,12 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
             "noded: TaskPluginParam={word} is not acted on here; tasks are bound as without it"
         );
     }
+    let reboot_program = other("rebootprogram")
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_string);
     Ok(NodeSetup {
+        reboot_program,
         hooks,
         gather,
         gpus,

@@ -617,6 +617,19 @@ async fn serve_connection(
                     None,
                 )
             }
+            NodeRequest::Attach {
+                job_id,
+                step_id,
+                addr,
+                token,
+            } => {
+                let everyone = daemon.setup.auth.privileged_uids.contains(&who.uid);
+                let owner = (!everyone).then_some(who.uid);
+                (
+                    attach_step(&daemon, job_id, step_id, addr, token, owner),
+                    None,
+                )
+            }
             body => handle(&daemon, body).await,
         };
         let reply = rpc::envelope(daemon.setup.identity.clone(), response);
@@ -650,7 +663,7 @@ fn authenticate(
 /// authenticated may ping.
 fn needs_privilege(request: &NodeRequest) -> bool {
     match request {
-        NodeRequest::Ping | NodeRequest::ListPids { .. } => false,
+        NodeRequest::Ping | NodeRequest::ListPids { .. } | NodeRequest::Attach { .. } => false,
         NodeRequest::StepStat { .. }
         | NodeRequest::LaunchBatch(_)
         | NodeRequest::LaunchStep(_)
@@ -662,6 +675,7 @@ fn needs_privilege(request: &NodeRequest) -> bool {
         | NodeRequest::EndExtern { .. }
         | NodeRequest::OpenSession
         | NodeRequest::InSession { .. }
+        | NodeRequest::Reboot
         | NodeRequest::Shutdown => true,
     }
 }
@@ -790,9 +804,75 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             daemon.shutdown.notify_one();
             (NodeResponse::Ok, None)
         }
+        NodeRequest::Reboot => (reboot(daemon), None),
         // Answered by the connection itself (serve_connection).
-        NodeRequest::OpenSession | NodeRequest::InSession { .. } | NodeRequest::ListPids { .. } => {
-            (failed("not a request on its own"), None)
+        NodeRequest::OpenSession
+        | NodeRequest::InSession { .. }
+        | NodeRequest::ListPids { .. }
+        | NodeRequest::Attach { .. } => (failed("not a request on its own"), None),
+    }
+}
+
+/// `sattach`: tells the step's supervisor to connect to `addr`, when the
+/// step runs here and `owner` (None: root or SlurmUser) owns it.
+fn attach_step(
+    daemon: &Daemon,
+    job_id: JobId,
+    step_id: u32,
+    addr: String,
+    token: String,
+    owner: Option<u32>,
+) -> NodeResponse {
+    let Some(uid) = daemon.steps.owner(job_id, step_id) else {
+        return failed(format!("Job step {job_id}.{step_id} is not running here"));
+    };
+    if owner.is_some_and(|o| o != uid) {
+        return failed("Access/permission denied");
+    }
+    let told = daemon.steps.control(
+        job_id,
+        Some(step_id),
+        crate::taskd::TaskdControl::Attach { addr, token },
+    );
+    if told == 0 {
+        return failed(format!("Job step {job_id}.{step_id} is not running here"));
+    }
+    NodeResponse::Ok
+}
+
+/// `scontrol reboot`: runs slurm.conf's RebootProgram (a command line,
+/// through `/bin/sh -c`) as the daemon's user, detached: the host goes
+/// down under it, and the daemon that starts after the boot registers
+/// with the new boot id. Not configured: refused with slurmd's message,
+/// and the node is set DOWN once ResumeTimeout passes.
+fn reboot(daemon: &Daemon) -> NodeResponse {
+    let Some(program) = daemon.setup.reboot_program.as_deref() else {
+        tracing::error!("RebootProgram isn't defined in config");
+        return failed("RebootProgram isn't defined in config");
+    };
+    tracing::info!("rebooting: running RebootProgram {program}");
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(program)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .env("SLURMD_NODENAME", &daemon.setup.node_name);
+    use std::os::unix::process::CommandExt;
+    // Its own session: the program outlives this daemon (which it may
+    // stop) and none of its signals reach it.
+    cmd.process_group(0);
+    match cmd.spawn() {
+        Ok(mut child) => {
+            // Reaped off the request's thread: nothing waits on it.
+            std::thread::spawn(move || {
+                let _ = child.wait();
+            });
+            NodeResponse::Ok
+        }
+        Err(e) => {
+            tracing::error!("cannot run RebootProgram {program}: {e}");
+            failed(format!("cannot run RebootProgram {program}: {e}"))
         }
     }
 }

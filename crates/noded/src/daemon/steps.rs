@@ -30,6 +30,8 @@ use tracing::{info, warn};
 #[derive(Default)]
 pub struct StepTable {
     map: Mutex<BTreeMap<(JobId, u32), mpsc::UnboundedSender<TaskdControl>>>,
+    /// Each running step's user (who may `sattach` to it).
+    owners: Mutex<BTreeMap<(JobId, u32), u32>>,
     /// Set, under `map`'s lock, when the daemon stops (`stop`): a step
     /// entered after is ended at once.
     stopping: AtomicBool,
@@ -68,6 +70,12 @@ impl StepTable {
             .filter(|((j, s), _)| *j == job_id && step.iter().all(|want| *want == *s))
             .map(|(_, tx)| tx.clone())
             .collect()
+    }
+
+    /// The user of step `job_id.step_id`, when it runs here.
+    pub fn owner(&self, job_id: JobId, step_id: u32) -> Option<u32> {
+        let owners = self.owners.lock().unwrap_or_else(|p| p.into_inner());
+        owners.get(&(job_id, step_id)).copied()
     }
 
     /// The steps of `job_id` running here.
@@ -109,6 +117,7 @@ pub async fn launch(
     launch: StepLaunch,
 ) -> NodeResponse {
     let key = (launch.job_id, launch.step_id);
+    let uid = launch.uid;
     if steps.stopping.load(Ordering::SeqCst) {
         return NodeResponse::Failed("the node daemon is shutting down".into());
     }
@@ -174,6 +183,11 @@ pub async fn launch(
             let _ = tx.send(AT_STOP);
         }
         map.insert(key, tx);
+        steps
+            .owners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, uid);
     }
     info!(job = %key.0, step = key.1, "step started");
     let control = tx_for_report(steps, key);
@@ -242,6 +256,11 @@ pub async fn launch(
         let _ = std::fs::remove_file(&live);
         steps
             .map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
+        steps
+            .owners
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&key);

@@ -113,6 +113,14 @@ pub enum TaskdControl {
     /// The controller has recorded this node's end of the step: srun may
     /// hear `Done` (so srun never exits before the step's end is known).
     Reported,
+    /// `sattach`: connect to `addr`, say Hello with `token`, copy the
+    /// tasks' output there too, and take stdin and signals from there.
+    Attach {
+        /// `host:port` sattach listens on.
+        addr: String,
+        /// sattach's secret.
+        token: String,
+    },
 }
 
 /// How long the supervisor waits for `Reported` before telling srun anyway.
@@ -565,16 +573,23 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         first_task: step.mine.first().copied(),
         done: Arc::new(std::sync::atomic::AtomicBool::new(false)),
     };
+    let stdin_pipes = Arc::new(Mutex::new(stdin_pipes));
     if let Some(s) = stream {
         relay_srun_messages(
             s,
             &step,
             pids.clone(),
             ender.clone(),
-            (stdin_pipes, pty_master),
+            (stdin_pipes.clone(), pty_master),
         );
     }
-    let reported_rx = follow_control_lines(control, pids.clone(), ender);
+    let attach = AttachTo {
+        to: step.to.clone(),
+        node_index: l.node_index,
+        node: spec.node_name.clone(),
+        stdin_pipes,
+    };
+    let reported_rx = follow_control_lines(control, pids.clone(), ender, attach);
     let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &step.mine)));
     let publish = spec.live_path.clone().map(|path| Publish {
         path,
@@ -1192,7 +1207,7 @@ fn relay_srun_messages(
     step: &StepSetup,
     pids: Arc<Mutex<Vec<i32>>>,
     ender: Ender,
-    (mut stdin_pipes, pty_master): (Vec<(u32, std::fs::File)>, Option<std::fs::File>),
+    (stdin_pipes, pty_master): (StdinPipes, Option<std::fs::File>),
 ) {
     let pmi = step.pmi.clone();
     let pmix = step.pmix.clone();
@@ -1204,15 +1219,16 @@ fn relay_srun_messages(
                 Err(_) => return,
             };
             match msg.body {
-                SrunToStepd::Stdin(data) => {
-                    stdin_pipes.retain_mut(|(_, p)| p.write_all(&data).is_ok());
-                }
+                SrunToStepd::Stdin(data) => write_stdin(&stdin_pipes, &data),
                 SrunToStepd::StdinEof => {
                     // A terminal hears its end-of-file character.
                     if let Some(m) = &pty_master {
                         let _ = (&*m).write_all(b"\x04");
                     }
-                    stdin_pipes.clear();
+                    stdin_pipes
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clear();
                 }
                 SrunToStepd::WindowSize(rows, cols) => {
                     if let Some(m) = &pty_master {
@@ -1235,12 +1251,71 @@ fn relay_srun_messages(
     });
 }
 
+/// The pipes to the stdin of the tasks that read srun's, shared by srun's
+/// and sattach's connections.
+type StdinPipes = Arc<Mutex<Vec<(u32, std::fs::File)>>>;
+
+fn write_stdin(pipes: &StdinPipes, data: &[u8]) {
+    let mut pipes = pipes.lock().unwrap_or_else(|p| p.into_inner());
+    pipes.retain_mut(|(_, p)| p.write_all(data).is_ok());
+}
+
+/// How long a write to an `sattach` client may block.
+const ATTACH_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What an `sattach` connection needs of the step.
+struct AttachTo {
+    to: ToSrun,
+    node_index: u32,
+    node: String,
+    stdin_pipes: StdinPipes,
+}
+
+impl AttachTo {
+    /// Connects to sattach at `addr`, and serves its stdin and signals on
+    /// a thread of their own until it goes (its end of input is its own:
+    /// srun's stdin stays open).
+    fn attach(&self, addr: &str, token: String, pids: Arc<Mutex<Vec<i32>>>) {
+        let Some(stream) = connect(addr) else {
+            eprintln!("noded --step-tasks: cannot reach sattach at {addr}");
+            return;
+        };
+        let Ok(mut reader) = stream.try_clone() else {
+            return;
+        };
+        // An sattach that stops reading is dropped rather than holding up
+        // the output srun gets.
+        let _ = stream.set_write_timeout(Some(ATTACH_WRITE_TIMEOUT));
+        let hello = StepdToSrun::Hello {
+            token,
+            node_index: self.node_index,
+            node: self.node.clone(),
+        };
+        if !self.to.attach(stream, hello) {
+            return;
+        }
+        let pipes = self.stdin_pipes.clone();
+        std::thread::spawn(move || loop {
+            let msg: proto::Envelope<SrunToStepd> = match rpc::read_frame(&mut reader) {
+                Ok(m) => m,
+                Err(_) => return,
+            };
+            match msg.body {
+                SrunToStepd::Stdin(data) => write_stdin(&pipes, &data),
+                SrunToStepd::Signal(sig) => signal_tasks(&pids, sig),
+                _ => {}
+            }
+        });
+    }
+}
+
 /// Follows the daemon's control lines on a thread of their own; the
 /// receiver hears when the daemon has reported the step's end.
 fn follow_control_lines(
     control: std::io::BufReader<std::io::Stdin>,
     pids: Arc<Mutex<Vec<i32>>>,
     ender: Ender,
+    attach: AttachTo,
 ) -> std::sync::mpsc::Receiver<()> {
     let (reported_tx, reported_rx) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
@@ -1258,6 +1333,9 @@ fn follow_control_lines(
                 }
                 Ok(TaskdControl::Reported) => {
                     let _ = reported_tx.send(());
+                }
+                Ok(TaskdControl::Attach { addr, token }) => {
+                    attach.attach(&addr, token, pids.clone());
                 }
                 Err(_) => {}
             }
