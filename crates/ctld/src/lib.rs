@@ -384,12 +384,14 @@ impl Gate {
                 | CtldRequest::JobExited { .. }
                 | CtldRequest::StepExited(_)
                 | CtldRequest::ExternEnded { .. }
+                | CtldRequest::GpuXid { .. }
         );
         if daemons_only && !self.daemon_uids.contains(&who.uid) {
             warn!(
                 "refused {} from {peer}: user {} (uid {}) is not root or SlurmUser",
                 match body {
                     CtldRequest::RegisterNode(_) => "a node registration",
+                    CtldRequest::GpuXid { .. } => "a GPU Xid report",
                     _ => "a job end report",
                 },
                 who.user,

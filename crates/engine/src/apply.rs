@@ -309,6 +309,15 @@ impl Engine {
             CtldRequest::UpdatePartition(u) => ok(self.on_update_partition(*u, false, who)),
             CtldRequest::CreatePartition(u) => ok(self.on_update_partition(*u, true, who)),
             CtldRequest::DeletePartition { name } => ok(self.on_delete_partition(&name, who)),
+            CtldRequest::GpuXid {
+                node,
+                xid,
+                gpu,
+                pci,
+            } => {
+                warn!(target: "ctld", "node {node}: fatal GPU Xid {xid} (PCI {pci})");
+                ok(self.on_gpu_xid(&node, xid, gpu, t))
+            }
             // Answered by the controller's accounting writer, never by the
             // engine.
             CtldRequest::AcctQuery(_)

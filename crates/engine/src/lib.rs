@@ -1535,6 +1535,8 @@ mod tests_smt;
 mod tests_steps;
 #[cfg(test)]
 mod tests_tokens;
+#[cfg(test)]
+mod tests_xid;
 
 /// A pending job's request as `Engine::request_cache` keeps it, with what
 /// `sched::PassCache::cannot_start_as` reads of it.

@@ -369,6 +369,20 @@ pub enum Request<'a> {
         /// The reservation.
         name: Cow<'a, str>,
     },
+    /// A node's fatal GPU Xid (`proto::CtldRequest::GpuXid`). (Added
+    /// after `DeleteReservation`.)
+    GpuXid {
+        /// The node.
+        node: Cow<'a, str>,
+        /// The Xid.
+        xid: u32,
+        /// The GPU, where known.
+        #[serde(default)]
+        gpu: Option<u32>,
+        /// The PCI bus id.
+        #[serde(default)]
+        pci: Cow<'a, str>,
+    },
 }
 
 /// What `scontrol update/create partition` changes
@@ -665,6 +679,17 @@ impl<'a> Request<'a> {
             CtldRequest::DeleteReservation { name } => Request::DeleteReservation {
                 name: Cow::Borrowed(name),
             },
+            CtldRequest::GpuXid {
+                node,
+                xid,
+                gpu,
+                pci,
+            } => Request::GpuXid {
+                node: Cow::Borrowed(node),
+                xid: *xid,
+                gpu: *gpu,
+                pci: Cow::Borrowed(pci),
+            },
             CtldRequest::Ping
             | CtldRequest::ListJobs
             | CtldRequest::QueryJobs(_)
@@ -829,6 +854,17 @@ impl From<Request<'_>> for CtldRequest {
             Request::UpdateReservation(r) => CtldRequest::UpdateReservation(r.into()),
             Request::DeleteReservation { name } => CtldRequest::DeleteReservation {
                 name: name.into_owned(),
+            },
+            Request::GpuXid {
+                node,
+                xid,
+                gpu,
+                pci,
+            } => CtldRequest::GpuXid {
+                node: node.into_owned(),
+                xid,
+                gpu,
+                pci: pci.into_owned(),
             },
         }
     }
