@@ -79,6 +79,17 @@ pub enum Entry {
         /// When.
         now: Timestamp,
     },
+    /// A job's PrologSlurmctld ended.
+    PrologSlurmctld {
+        /// The job.
+        job_id: JobId,
+        /// The run it was for.
+        run: u32,
+        /// It exited 0.
+        ok: bool,
+        /// When.
+        now: Timestamp,
+    },
 }
 
 /// Whether a request changes state (and so is journaled).
@@ -269,6 +280,17 @@ impl Entry {
                 tables: Cow::Borrowed(&**tables),
             },
             Entry::Tick { now } => journal_v1::Record::Tick { now: *now },
+            Entry::PrologSlurmctld {
+                job_id,
+                run,
+                ok,
+                now,
+            } => journal_v1::Record::PrologSlurmctld {
+                job_id: *job_id,
+                run: *run,
+                ok: *ok,
+                now: *now,
+            },
         }
     }
 }
@@ -307,6 +329,17 @@ impl From<journal_v1::Record<'_>> for Entry {
                 tables: Box::new(tables.into_owned()),
             },
             Record::Tick { now } => Entry::Tick { now },
+            Record::PrologSlurmctld {
+                job_id,
+                run,
+                ok,
+                now,
+            } => Entry::PrologSlurmctld {
+                job_id,
+                run,
+                ok,
+                now,
+            },
         }
     }
 }
@@ -330,6 +363,12 @@ impl Entry {
             Entry::Ping { node, ok, now } => (Input::Ping { node, ok }, now),
             Entry::AssocTables { tables } => (Input::AssocTables { tables }, 0),
             Entry::Tick { now } => (Input::Tick, now),
+            Entry::PrologSlurmctld {
+                job_id,
+                run,
+                ok,
+                now,
+            } => (Input::PrologSlurmctldEnded { job_id, run, ok }, now),
         }
     }
 }

@@ -120,6 +120,7 @@ mod durable;
 mod fault;
 mod mail;
 mod private;
+mod scripts;
 mod trim;
 
 use anyhow::Context;
@@ -186,6 +187,12 @@ enum Msg {
     AssocTables(Box<proto::acctdb::AcctTables>),
     /// SIGHUP: read the configuration again, as `scontrol reconfigure`.
     Reload,
+    /// A job's PrologSlurmctld ended (`scripts`).
+    PrologSlurmctldEnded {
+        job_id: JobId,
+        run: u32,
+        ok: bool,
+    },
 }
 
 fn now() -> Timestamp {
@@ -1104,6 +1111,8 @@ struct NodeWorkers {
     diag: diag::Stats,
     /// MailProg, for `Command::Mail`.
     mailer: mail::Mailer,
+    /// PrologSlurmctld and EpilogSlurmctld, for `Command::CtldScript`.
+    scripts: scripts::CtldScripts,
 }
 
 impl NodeWorkers {
@@ -1126,7 +1135,7 @@ impl NodeWorkers {
             | Command::StartExtern { node, .. }
             | Command::EndExtern { node, .. }
             | Command::TerminateJob { node, .. } => node.clone(),
-            Command::AcctRecord(_) | Command::Mail { .. } => return,
+            Command::AcctRecord(_) | Command::Mail { .. } | Command::CtldScript { .. } => return,
         };
         if !self.workers.contains_key(&node) {
             // The node's worker and its link, made once per node.
@@ -1350,7 +1359,7 @@ async fn call_node(
 async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedSender<Msg>) {
     match cmd {
         // Records go to the accounting writer (`dispatch`), never here.
-        Command::AcctRecord(_) | Command::Mail { .. } => {}
+        Command::AcctRecord(_) | Command::Mail { .. } | Command::CtldScript { .. } => {}
         Command::LaunchBatch { node, addr, launch } => {
             let job_id = launch.job_id;
             let req = NodeRequest::LaunchBatch(launch);
@@ -1571,6 +1580,7 @@ async fn engine_loop(
         reached: BTreeMap::new(),
         diag: diag::Stats::new(started),
         mailer: mail::Mailer::from_config(&cfg),
+        scripts: scripts::CtldScripts::from_config(&cfg, &conf_path),
     };
     // Slurm pings every node a third of SlurmdTimeout; silence for the
     // whole timeout sets it DOWN (Engine::on_timer).
@@ -1800,6 +1810,12 @@ async fn engine_loop(
                     now: t,
                 },
                 Msg::Reload => continue,
+                Msg::PrologSlurmctldEnded { job_id, run, ok } => Entry::PrologSlurmctld {
+                    job_id,
+                    run,
+                    ok,
+                    now: t,
+                },
             };
             durable::stage_and_apply(&mut engine, &mut store, entry);
         }
@@ -1874,6 +1890,7 @@ async fn engine_loop(
             let resp = reconfigure(&mut engine, &mut store, &conf_path);
             if matches!(resp, CtldResponse::Reconfigured(_)) {
                 pass_soon = true;
+                workers.scripts = scripts::CtldScripts::from_config(engine.config(), &conf_path);
             }
             for reply in reconfigures.into_iter().flatten() {
                 replies.push((reply, resp.clone()));
@@ -2019,6 +2036,14 @@ fn dispatch(cmd: Command, workers: &mut NodeWorkers, acct: &acct::AcctWriter) {
             default_user,
             subject,
         } => workers.mailer.send(user, default_user, subject),
+        Command::CtldScript {
+            job_id,
+            run,
+            prolog,
+            env,
+        } => workers
+            .scripts
+            .run(job_id, run, prolog, env, &workers.engine_tx),
         other => workers.send(other),
     }
 }

@@ -1829,6 +1829,10 @@ pub struct JobInfo {
     /// `--reservation`. Never skipped.
     #[serde(default)]
     pub reservation: Option<String>,
+    /// CONFIGURING flag: running, but its PrologSlurmctld has not ended
+    /// (nothing launched yet). Added after `reservation`.
+    #[serde(default)]
+    pub configuring: bool,
 }
 
 impl JobInfo {

@@ -135,6 +135,17 @@ pub enum Record<'a> {
         /// When.
         now: Timestamp,
     },
+    /// A job's PrologSlurmctld ended. (Added after `Tick`.)
+    PrologSlurmctld {
+        /// The job.
+        job_id: JobId,
+        /// The run it was for.
+        run: u32,
+        /// It exited 0.
+        ok: bool,
+        /// When.
+        now: Timestamp,
+    },
 }
 
 impl<'a> Record<'a> {

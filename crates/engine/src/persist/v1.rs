@@ -457,6 +457,10 @@ pub struct Job {
     /// that job still waits for the resources it gave up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempted_by: Option<JobId>,
+    /// Running while `PrologSlurmctld` runs (Slurm's CONFIGURING flag).
+    /// (Added after `preempted_by`.)
+    #[serde(default)]
+    pub configuring: bool,
 }
 
 /// A node in a snapshot. Only its dynamic state is read back: the rest
@@ -510,6 +514,7 @@ impl Job {
             desc: _,
             state,
             completing,
+            configuring,
             reason,
             priority,
             base_priority,
@@ -557,6 +562,7 @@ impl Job {
             id: *id,
             state: *state,
             completing: *completing,
+            configuring: *configuring,
             reason: *reason,
             priority: *priority,
             base_priority: *base_priority,
@@ -624,6 +630,7 @@ impl Job {
             id: self.id,
             state: self.state,
             completing: self.completing,
+            configuring: self.configuring,
             reason: self.reason,
             priority: self.priority,
             base_priority: self.base_priority,
