@@ -515,6 +515,9 @@ impl Engine {
         if was_running {
             self.ctld_epilog(id);
         }
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
         // The run that ends stays in the accounting history as REQUEUED
         // (`sacct -D`); the next run is a new record from now on.
         if job.start_time.is_some() {
