@@ -819,10 +819,17 @@ impl Engine {
     }
 
     /// A node answered a Terminate saying it no longer runs the job. If the
-    /// same run still holds resources there, its processes are gone: release
+    /// same run still holds resources there (or the run just requeued,
+    /// while the job waits for its end), its processes are gone: release
     /// them. A later run of the job (after a requeue) is not touched.
     pub fn on_job_gone(&mut self, id: JobId, node: &str, run: u32, now: Timestamp) {
-        let current = self.jobs.get(&id).is_some_and(|j| j.restarts == run);
+        // The run the node was told to end is the current one, or the one
+        // just requeued (still completing): a job requeued before its node
+        // got anything (its PrologSlurmctld failed) is gone there at once.
+        let current = self.jobs.get(&id).is_some_and(|j| {
+            j.restarts == run
+                || (j.state == JobState::Pending && j.completing && j.restarts == run + 1)
+        });
         if current {
             let _ = self.on_job_exited(id, node, ExitCode { code: 0, signal: 9 }, None, now);
         }

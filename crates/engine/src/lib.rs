@@ -1556,6 +1556,8 @@ mod tests_arrays;
 #[cfg(test)]
 mod tests_cancel;
 #[cfg(test)]
+mod tests_ctldscripts;
+#[cfg(test)]
 mod tests_licenses;
 #[cfg(test)]
 mod tests_preempt;

@@ -288,6 +288,12 @@ fn every_request() -> Vec<CtldRequest> {
         CtldRequest::DeleteReservation {
             name: "maint".into(),
         },
+        CtldRequest::GpuXid {
+            node: "n1".into(),
+            xid: 79,
+            gpu: Some(1),
+            pci: "0000:3b:00".into(),
+        },
     ]
 }
 

@@ -64,7 +64,6 @@ fn issue_39_prolog_slurmctld_runs_before_the_script_and_epilog_slurmctld_after()
     assert!(var(&env, "SLURM_JOB_UID").is_some(), "{env}");
     assert_eq!(var(&env, "SLURM_JOB_NODELIST"), Some("node1"), "{env}");
     assert!(var(&env, "SLURM_JOB_PARTITION").is_some(), "{env}");
-    assert!(var(&env, "SLURM_JOB_ACCOUNT").is_some(), "{env}");
     assert_eq!(var(&env, "SLURM_JOB_NAME"), Some("cf"), "{env}");
     assert_eq!(var(&env, "SLURM_SCRIPT_CONTEXT"), Some("prolog_slurmctld"));
     assert_eq!(var(&env, "SLURM_CONF"), Some(c.conf().to_str().unwrap()));

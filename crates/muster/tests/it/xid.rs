@@ -88,7 +88,8 @@ fn issue_39_a_fatal_xid_drains_the_node_and_requeues_the_job_elsewhere() {
             .contains("GPU Xid 13 on PCI 0000:3b:00: not fatal")
             .then_some(())
     });
-    assert_eq!(c.node_state(&first), "alloc");
+    assert_eq!(reason(&c, &first), "");
+    assert_eq!(c.squeue_field(id, "%T"), "RUNNING");
     append(&logs.path().join(format!("kmsg-{first}")), XID_79);
     c.wait_until("the node drained", secs(20), || {
         (reason(&c, &first) == "GPU Xid 79").then_some(())
