@@ -256,8 +256,14 @@ mod tests {
         let bad = write("bad", "exit 3");
         let slow = write("slow", "exec sleep 30");
         assert_eq!(run_scripts(&ok, &[], None).await, Ok(()));
-        assert!(run_scripts(&bad, &[], None).await.unwrap_err().contains("exit status: 3"));
+        assert!(run_scripts(&bad, &[], None)
+            .await
+            .unwrap_err()
+            .contains("exit status: 3"));
         let t = Some(Duration::from_secs(1));
-        assert!(run_scripts(&slow, &[], t).await.unwrap_err().contains("timed out"));
+        assert!(run_scripts(&slow, &[], t)
+            .await
+            .unwrap_err()
+            .contains("timed out"));
     }
 }

@@ -55,7 +55,10 @@ fn issue_39_prolog_slurmctld_holds_the_launch_until_it_succeeds() {
         scripts(&cmds),
         [(id.0, 0, true, "prolog_slurmctld".to_string())]
     );
-    let env = match cmds.iter().find(|c| matches!(c, Command::CtldScript { .. })) {
+    let env = match cmds
+        .iter()
+        .find(|c| matches!(c, Command::CtldScript { .. }))
+    {
         Some(Command::CtldScript { env, .. }) => env.clone(),
         _ => unreachable!(),
     };
@@ -135,7 +138,10 @@ fn issue_39_a_restarted_controller_runs_a_pending_prolog_again() {
     e.after_recovery(10);
     let cmds = e.take_commands();
     assert_eq!(launches(&cmds), 0);
-    assert_eq!(scripts(&cmds), [(id.0, 0, true, "prolog_slurmctld".to_string())]);
+    assert_eq!(
+        scripts(&cmds),
+        [(id.0, 0, true, "prolog_slurmctld".to_string())]
+    );
 }
 
 #[test]

@@ -24,7 +24,9 @@ fn issue_39_a_fatal_xid_drains_and_requeues_the_job_on_that_gpu_elsewhere() {
     let b = submit(&mut e, gpu_job(true), 0);
     e.take_commands();
     let gpu_of = |e: &crate::Engine, id| -> Vec<u32> {
-        e.job(id).unwrap().alloc.as_ref().unwrap().nodes[0].gres[0].1.clone()
+        e.job(id).unwrap().alloc.as_ref().unwrap().nodes[0].gres[0]
+            .1
+            .clone()
     };
     assert_eq!(gpu_of(&e, a), [0]);
     assert_eq!(gpu_of(&e, b), [1]);

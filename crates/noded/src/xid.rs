@@ -53,7 +53,11 @@ pub fn parse_line(line: &str) -> Option<XidEvent> {
     let (pci, rest) = rest.split_once(')')?;
     let pci = pci.trim();
     let pci = pci.strip_prefix("PCI:").unwrap_or(pci).trim();
-    if pci.is_empty() || !pci.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.') {
+    if pci.is_empty()
+        || !pci
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
+    {
         return None;
     }
     let rest = rest.trim_start().strip_prefix(':')?.trim_start();
@@ -132,10 +136,11 @@ impl XidSettings {
 /// (no driver, a fake GPU, a file that is not `nvidiaN`).
 pub fn gpu_of_pci(proc_dir: &Path, pci: &str, gpu_files: &[String]) -> Option<u32> {
     let want = normalize_pci(pci);
-    let entry = std::fs::read_dir(proc_dir)
-        .ok()?
-        .flatten()
-        .find(|e| e.file_name().to_str().is_some_and(|n| normalize_pci(n) == want))?;
+    let entry = std::fs::read_dir(proc_dir).ok()?.flatten().find(|e| {
+        e.file_name()
+            .to_str()
+            .is_some_and(|n| normalize_pci(n) == want)
+    })?;
     let info = std::fs::read_to_string(entry.path().join("information")).ok()?;
     let minor: u32 = info.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
@@ -211,7 +216,10 @@ mod tests {
             ev("0000:02:00", 13)
         );
         // Not Xid lines.
-        assert_eq!(parse_line("6,1,2,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module"), None);
+        assert_eq!(
+            parse_line("6,1,2,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module"),
+            None
+        );
         assert_eq!(parse_line("NVRM: Xid (PCI:0000:3b:00): , pid=1"), None);
         assert_eq!(parse_line("NVRM: Xid (rm -rf): 79"), None);
         assert_eq!(parse_line(""), None);
@@ -223,15 +231,23 @@ mod tests {
         assert!(bad.is_empty());
         assert_eq!(s.source, Some(PathBuf::from(KMSG)));
         let fatal = |line: &str| parse_line(line).is_some_and(|e| s.is_fatal(&e));
-        assert!(fatal("NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."));
+        assert!(fatal(
+            "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."
+        ));
         assert!(fatal("NVRM: Xid (PCI:0000:3b:00): 48, pid=1, DBE"));
         assert!(fatal("NVRM: Xid (PCI:0000:3b:00): 95, pid=1, Uncontained"));
         // Application faults and corrected or contained errors are not.
-        assert!(!fatal("NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics Exception"));
+        assert!(!fatal(
+            "NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics Exception"
+        ));
         assert!(!fatal("NVRM: Xid (PCI:0000:3b:00): 31, pid=1, MMU Fault"));
         assert!(!fatal("NVRM: Xid (PCI:0000:3b:00): 43, pid=1, Ch 00000010"));
-        assert!(!fatal("NVRM: Xid (PCI:0000:3b:00): 94, pid=1, Contained ECC error"));
-        assert!(!fatal("NVRM: Xid (PCI:0000:3b:00): 92, pid=1, High single-bit ECC"));
+        assert!(!fatal(
+            "NVRM: Xid (PCI:0000:3b:00): 94, pid=1, Contained ECC error"
+        ));
+        assert!(!fatal(
+            "NVRM: Xid (PCI:0000:3b:00): 92, pid=1, High single-bit ECC"
+        ));
     }
 
     #[test]
@@ -245,7 +261,10 @@ mod tests {
         assert_eq!(s.source, Some(PathBuf::from("/var/log/x-gpu7.log")));
         assert_eq!(s.fatal, [13, 79].into_iter().collect());
         // No GPUs and no source: nothing watched; `none` turns it off.
-        assert_eq!(XidSettings::from_parameters(None, "n", false).0.source, None);
+        assert_eq!(
+            XidSettings::from_parameters(None, "n", false).0.source,
+            None
+        );
         let (s, _) = XidSettings::from_parameters(Some("xid_source=none"), "n", true);
         assert_eq!(s.source, None);
         let (s, bad) = XidSettings::from_parameters(Some("xid_fatal=79:x"), "n", true);
@@ -261,7 +280,9 @@ mod tests {
             std::fs::create_dir(&d).unwrap();
             std::fs::write(
                 d.join("information"),
-                format!("Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 42\nDevice Minor: \t {minor}\n"),
+                format!(
+                    "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 42\nDevice Minor: \t {minor}\n"
+                ),
             )
             .unwrap();
         }
@@ -269,6 +290,9 @@ mod tests {
         assert_eq!(gpu_of_pci(dir.path(), "0000:3b:00", &files), Some(1));
         assert_eq!(gpu_of_pci(dir.path(), "86:00", &files), Some(0));
         assert_eq!(gpu_of_pci(dir.path(), "0000:99:00", &files), None);
-        assert_eq!(gpu_of_pci(Path::new("/nonexistent"), "0000:3b:00", &files), None);
+        assert_eq!(
+            gpu_of_pci(Path::new("/nonexistent"), "0000:3b:00", &files),
+            None
+        );
     }
 }

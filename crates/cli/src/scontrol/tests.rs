@@ -241,7 +241,9 @@ fn issue_39_show_job_says_configuring() {
         .find(|l| l.trim_start().starts_with("JobState="))
         .expect("a JobState line");
     assert!(
-        state_line.trim_start().starts_with("JobState=CONFIGURING Reason=None"),
+        state_line
+            .trim_start()
+            .starts_with("JobState=CONFIGURING Reason=None"),
         "{state_line}"
     );
 }

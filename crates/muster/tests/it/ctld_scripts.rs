@@ -52,7 +52,12 @@ fn issue_39_prolog_slurmctld_runs_before_the_script_and_epilog_slurmctld_after()
             "PrologSlurmctld={d}/pc\nEpilogSlurmctld={d}/ec\nPrologEpilogTimeout=60\n"
         ))
         .start();
-    let id = c.submit(&["-J", "cf", "--wrap", &format!("echo job >> {d}/order; exit 3")]);
+    let id = c.submit(&[
+        "-J",
+        "cf",
+        "--wrap",
+        &format!("echo job >> {d}/order; exit 3"),
+    ]);
     let env = wait_file(&c, &dir.path().join("prolog.env"));
     // While it runs: CONFIGURING (CF), nothing launched.
     assert_eq!(c.squeue_field(id, "%T|%t"), "CONFIGURING|CF");
@@ -103,7 +108,9 @@ fn issue_39_a_failing_prolog_slurmctld_requeues_the_job_held() {
     assert!(!dir.path().join("ran2").exists());
     // A failing EpilogSlurmctld is logged.
     c.wait_until("the epilog's failure logged", secs(30), || {
-        c.log("ctld").contains("EpilogSlurmctld failed").then_some(())
+        c.log("ctld")
+            .contains("EpilogSlurmctld failed")
+            .then_some(())
     });
     c.ok("scancel", &[&id.to_string()]);
 }

@@ -29,7 +29,7 @@ fn cluster(logs: &Path, dev: &Path, extra: &str) -> Cluster {
             &format!("Name=gpu Type=fake File={}/nvidia0\n", dev.display()),
         )
         .conf_extra(&format!(
-            "HealthCheckParameters=xid_source={}/kmsg-%n\n{extra}",
+            "HealthCheckParameters=drain_on_failure,xid_source={}/kmsg-%n\n{extra}",
             logs.display()
         ))
         .start();
@@ -119,4 +119,51 @@ fn issue_39_a_job_that_may_not_requeue_ends_node_fail() {
     append(&logs.path().join(format!("kmsg-{node}")), XID_79);
     assert_eq!(c.wait_done(id, secs(30)), "NODE_FAIL");
     assert_eq!(reason(&c, &node), "GPU Xid 79");
+}
+
+/// A site's verdict through the health check: with `drain_on_failure`, a
+/// failing `HealthCheckProgram` whose first line is an Xid line
+/// quarantines the node as the kernel log's would.
+#[test]
+fn issue_39_a_health_check_reporting_a_fatal_xid_quarantines_the_node() {
+    let logs = tempfile::tempdir().unwrap();
+    let dev = tempfile::tempdir().unwrap();
+    let d = logs.path().display().to_string();
+    let check = logs.path().join("check");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(
+            &check,
+            format!(
+                "#!/bin/sh\n\
+                 if [ -e {d}/sick-$SLURMD_NODENAME ]; then\n\
+                 echo 'NVRM: Xid (PCI:0000:86:00): 48, pid=77, name=train, DBE'; exit 1; fi\n\
+                 exit 0\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&check, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let c = cluster(
+        logs.path(),
+        dev.path(),
+        &format!(
+            "HealthCheckProgram={}\nHealthCheckInterval=1\n",
+            check.display()
+        ),
+    );
+    let id = c.submit(&["--requeue", "--gres=gpu:1", "--wrap", "sleep 300"]);
+    c.wait_state(id, "RUNNING", secs(20));
+    let first = c.squeue_field(id, "%N");
+    let other = if first == "node1" { "node2" } else { "node1" };
+    std::fs::write(logs.path().join(format!("sick-{first}")), "").unwrap();
+    c.wait_until("the node drained by its health check", secs(30), || {
+        (reason(&c, &first) == "GPU Xid 48").then_some(())
+    });
+    c.wait_until("the job running on the other node", secs(30), || {
+        (c.squeue_field(id, "%T|%N") == format!("RUNNING|{other}")).then_some(())
+    });
+    assert_eq!(exc_nodes(&c, id), first);
+    c.ok("scancel", &[&id.to_string()]);
+    c.wait_done(id, secs(20));
 }

@@ -359,10 +359,13 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         .filter(|g| g.name == "gpu")
         .flat_map(|g| g.files.iter().cloned())
         .collect();
-    let has_gpus = gres_lines.iter().any(|g| g.name == "gpu")
-        || node.gres.iter().any(|g| g.name == "gpu");
-    let (xid, bad) =
-        crate::xid::XidSettings::from_parameters(other("healthcheckparameters"), &node_name, has_gpus);
+    let has_gpus =
+        gres_lines.iter().any(|g| g.name == "gpu") || node.gres.iter().any(|g| g.name == "gpu");
+    let (xid, bad) = crate::xid::XidSettings::from_parameters(
+        other("healthcheckparameters"),
+        &node_name,
+        has_gpus,
+    );
     for word in bad {
         eprintln!("noded: HealthCheckParameters: cannot read {word}; the default Xids are fatal");
     }

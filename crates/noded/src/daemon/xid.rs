@@ -60,9 +60,10 @@ pub async fn report(link: &NodeLink, event: &XidEvent, gpu_files: &[String]) {
         "GPU Xid {} on PCI {} ({}): draining the node",
         event.xid,
         event.pci,
-        gpu.map_or("a GPU not mapped to gres.conf: every job of the node".to_string(), |g| {
-            format!("GPU {g}")
-        })
+        gpu.map_or(
+            "a GPU not mapped to gres.conf: every job of the node".to_string(),
+            |g| { format!("GPU {g}") }
+        )
     );
     let node = link.node_name.clone();
     let answer = link
@@ -134,7 +135,10 @@ fn consider(
     match xid::parse_line(line) {
         Some(event) if settings.is_fatal(&event) => tx.send(event).is_ok(),
         Some(event) => {
-            info!("GPU Xid {} on PCI {}: not fatal, ignored", event.xid, event.pci);
+            info!(
+                "GPU Xid {} on PCI {}: not fatal, ignored",
+                event.xid, event.pci
+            );
             true
         }
         None => true,
