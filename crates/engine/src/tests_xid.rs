@@ -58,7 +58,7 @@ fn issue_39_an_unknown_gpu_hits_every_job_and_no_requeue_ends_node_fail() {
     let b = submit(&mut e, d, 0);
     e.on_gpu_xid(&node, 48, None, 5).unwrap();
     assert_eq!(e.job(a).unwrap().state, JobState::Pending);
-    assert_eq!(e.job(a).unwrap().desc.exclude, [node.clone()]);
+    assert_eq!(e.job(a).unwrap().desc.exclude, std::slice::from_ref(&node));
     assert_eq!(e.job(b).unwrap().state, JobState::NodeFail);
     assert_eq!(e.job(b).unwrap().reason, PendingReason::NodeDown);
     // The requeued job starts again, not on the quarantined node.

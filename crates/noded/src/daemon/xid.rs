@@ -203,7 +203,7 @@ fn follow_file(
                     return true;
                 }
                 let len = std::fs::metadata(path).map(|m| m.len()).ok();
-                if len.is_none_or(|l| l < pos) || replaced(reader.get_ref(), path) {
+                if len.map_or(true, |l| l < pos) || replaced(reader.get_ref(), path) {
                     return false;
                 }
             }
