@@ -114,3 +114,31 @@ fn issue_39_a_failing_prolog_slurmctld_requeues_the_job_held() {
     });
     c.ok("scancel", &[&id.to_string()]);
 }
+
+/// salloc is granted its allocation only once the PrologSlurmctld ended;
+/// one that fails cancels the allocation (an interactive job is never
+/// requeued).
+#[test]
+fn issue_39_salloc_waits_for_prolog_slurmctld() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    script(
+        &dir.path().join("pc"),
+        &format!(
+            "/bin/sleep 1\n\
+             if [ -e {d}/fail ]; then exit 1; fi\n\
+             echo $SLURM_JOB_ID > {d}/prolog-done\n"
+        ),
+    );
+    let c = builder()
+        .nodes(1)
+        .conf_extra(&format!("PrologSlurmctld={d}/pc\n"))
+        .start();
+    let out = c.ok("salloc", &["-N1", "cat", &format!("{d}/prolog-done")]);
+    assert!(out.stdout.trim().parse::<u32>().is_ok(), "{out}");
+    assert!(out.stderr.contains("Granted job allocation"), "{out}");
+    std::fs::write(dir.path().join("fail"), "").unwrap();
+    let out = c.run("salloc", &["-N1", "true"]);
+    assert_ne!(out.code, 0, "{out}");
+    assert!(out.stderr.contains("has been revoked"), "{out}");
+}
