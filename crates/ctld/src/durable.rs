@@ -939,6 +939,34 @@ mod tests {
         engine.job(JobId(id)).expect("job").env.to_vec()
     }
 
+    /// Issue 39's records (a PrologSlurmctld's end, a GPU Xid report)
+    /// come back from the journal as they were written.
+    #[test]
+    fn issue_39_records_round_trip() {
+        let entries = [
+            Entry::PrologSlurmctld {
+                job_id: JobId(7),
+                run: 2,
+                ok: false,
+                now: 9,
+            },
+            request(
+                CtldRequest::GpuXid {
+                    node: "n1".into(),
+                    xid: 79,
+                    gpu: None,
+                    pci: "0000:3b:00".into(),
+                },
+                10,
+            ),
+        ];
+        for e in entries {
+            let bytes = encode_record(&e, &mut EnvTable::default());
+            let back = decode_record(&bytes, &mut EnvReader::default()).unwrap();
+            assert_eq!(json(&back), json(&e));
+        }
+    }
+
     #[test]
     fn an_environment_is_written_once_until_the_next_snapshot() {
         let env = [
