@@ -97,6 +97,8 @@ fn hostlist_or_null(names: &[String]) -> String {
 fn job_state_str(job: &JobInfo) -> &'static str {
     if job.completing {
         "COMPLETING"
+    } else if job.configuring && job.state == model::JobState::Running {
+        "CONFIGURING"
     } else {
         job.state.as_slurm_str()
     }

@@ -151,6 +151,9 @@ pub enum StateFilter {
     State(JobState),
     /// `CG`/`COMPLETING`.
     Completing,
+    /// `CF`/`CONFIGURING`: running, its PrologSlurmctld not ended (a
+    /// running job's flag: `-t R` shows these too).
+    Configuring,
 }
 
 /// Why squeue printed nothing but an error.
@@ -186,6 +189,8 @@ fn parse_states(v: &str) -> Result<Vec<StateFilter>, String> {
             out.push(StateFilter::Completing);
         } else if s.eq_ignore_ascii_case("CG") || s.eq_ignore_ascii_case("COMPLETING") {
             out.push(StateFilter::Completing);
+        } else if s.eq_ignore_ascii_case("CF") || s.eq_ignore_ascii_case("CONFIGURING") {
+            out.push(StateFilter::Configuring);
         } else if let Some(st) = JobState::parse(s) {
             out.push(StateFilter::State(st));
         } else {
@@ -390,6 +395,7 @@ pub fn matches<J: JobView + ?Sized>(args: &SqueueArgs, job: &J, me: &str) -> boo
         Some(states) => {
             let ok = states.iter().any(|s| match s {
                 StateFilter::Completing => job.completing(),
+                StateFilter::Configuring => job.configuring() && !job.completing(),
                 StateFilter::State(st) => *st == job.state() && !job.completing(),
             });
             if !ok {

@@ -30,6 +30,7 @@ const ACTING_GLOBAL: &[&str] = &[
     "AuthInfo",
     "DependencyParameters",
     "Epilog",
+    "EpilogSlurmctld",
     "HealthCheckInterval",
     "HealthCheckNodeState",
     "HealthCheckParameters",
@@ -66,6 +67,7 @@ const ACTING_GLOBAL: &[&str] = &[
     "Prolog",
     "PrologEpilogTimeout",
     "PrologFlags",
+    "PrologSlurmctld",
     "RebootProgram",
     "ResumeTimeout",
     "SchedulerParameters",
@@ -87,16 +89,8 @@ const ACTING_GLOBAL: &[&str] = &[
 /// Keys muster refuses (the daemons do not start, `check-config` says
 /// why at the key's file and line): scripts whose absence would change
 /// where, when or as whom a job runs, which muster does not run.
-const REFUSED_GLOBAL: &[(&str, &str)] = &[
-    (
-        "EpilogSlurmctld",
-        "muster's controller runs no EpilogSlurmctld",
-    ),
-    (
-        "PrologSlurmctld",
-        "muster's controller runs no PrologSlurmctld",
-    ),
-];
+/// (None now: `PrologSlurmctld` and `EpilogSlurmctld`, once here, run.)
+const REFUSED_GLOBAL: &[(&str, &str)] = &[];
 
 /// The `PrologFlags` words muster acts on: `Alloc` (the Prolog runs when
 /// the batch script is launched, which is at allocation), `Contain` (the

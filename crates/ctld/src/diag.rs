@@ -80,6 +80,7 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         CtldRequest::RebootNodes { .. } => ("REQUEST_REBOOT_NODES", 1015),
         // Slurm sends cancel_reboot as a node update (State=CANCEL_REBOOT).
         CtldRequest::CancelReboot { .. } => ("REQUEST_UPDATE_NODE", 3002),
+        CtldRequest::GpuXid { .. } => ("MUSTER_GPU_XID", 0),
     }
 }
 

@@ -79,6 +79,17 @@ pub enum Entry {
         /// When.
         now: Timestamp,
     },
+    /// A job's PrologSlurmctld ended.
+    PrologSlurmctld {
+        /// The job.
+        job_id: JobId,
+        /// The run it was for.
+        run: u32,
+        /// It exited 0.
+        ok: bool,
+        /// When.
+        now: Timestamp,
+    },
 }
 
 /// Whether a request changes state (and so is journaled).
@@ -269,6 +280,17 @@ impl Entry {
                 tables: Cow::Borrowed(&**tables),
             },
             Entry::Tick { now } => journal_v1::Record::Tick { now: *now },
+            Entry::PrologSlurmctld {
+                job_id,
+                run,
+                ok,
+                now,
+            } => journal_v1::Record::PrologSlurmctld {
+                job_id: *job_id,
+                run: *run,
+                ok: *ok,
+                now: *now,
+            },
         }
     }
 }
@@ -307,6 +329,17 @@ impl From<journal_v1::Record<'_>> for Entry {
                 tables: Box::new(tables.into_owned()),
             },
             Record::Tick { now } => Entry::Tick { now },
+            Record::PrologSlurmctld {
+                job_id,
+                run,
+                ok,
+                now,
+            } => Entry::PrologSlurmctld {
+                job_id,
+                run,
+                ok,
+                now,
+            },
         }
     }
 }
@@ -330,6 +363,12 @@ impl Entry {
             Entry::Ping { node, ok, now } => (Input::Ping { node, ok }, now),
             Entry::AssocTables { tables } => (Input::AssocTables { tables }, 0),
             Entry::Tick { now } => (Input::Tick, now),
+            Entry::PrologSlurmctld {
+                job_id,
+                run,
+                ok,
+                now,
+            } => (Input::PrologSlurmctldEnded { job_id, run, ok }, now),
         }
     }
 }
@@ -899,6 +938,34 @@ mod tests {
 
     fn env_of(engine: &Engine, id: u32) -> Vec<(String, String)> {
         engine.job(JobId(id)).expect("job").env.to_vec()
+    }
+
+    /// Issue 39's records (a PrologSlurmctld's end, a GPU Xid report)
+    /// come back from the journal as they were written.
+    #[test]
+    fn issue_39_records_round_trip() {
+        let entries = [
+            Entry::PrologSlurmctld {
+                job_id: JobId(7),
+                run: 2,
+                ok: false,
+                now: 9,
+            },
+            request(
+                CtldRequest::GpuXid {
+                    node: "n1".into(),
+                    xid: 79,
+                    gpu: None,
+                    pci: "0000:3b:00".into(),
+                },
+                10,
+            ),
+        ];
+        for e in entries {
+            let bytes = encode_record(&e, &mut EnvTable::default());
+            let back = decode_record(&bytes, &mut EnvReader::default()).unwrap();
+            assert_eq!(json(&back), json(&e));
+        }
     }
 
     #[test]

@@ -120,6 +120,7 @@ mod durable;
 mod fault;
 mod mail;
 mod private;
+mod scripts;
 mod trim;
 
 use anyhow::Context;
@@ -186,6 +187,12 @@ enum Msg {
     AssocTables(Box<proto::acctdb::AcctTables>),
     /// SIGHUP: read the configuration again, as `scontrol reconfigure`.
     Reload,
+    /// A job's PrologSlurmctld ended (`scripts`).
+    PrologSlurmctldEnded {
+        job_id: JobId,
+        run: u32,
+        ok: bool,
+    },
 }
 
 fn now() -> Timestamp {
@@ -387,12 +394,14 @@ impl Gate {
                 | CtldRequest::JobExited { .. }
                 | CtldRequest::StepExited(_)
                 | CtldRequest::ExternEnded { .. }
+                | CtldRequest::GpuXid { .. }
         );
         if daemons_only && !self.daemon_uids.contains(&who.uid) {
             warn!(
                 "refused {} from {peer}: user {} (uid {}) is not root or SlurmUser",
                 match body {
                     CtldRequest::RegisterNode(_) => "a node registration",
+                    CtldRequest::GpuXid { .. } => "a GPU Xid report",
                     _ => "a job end report",
                 },
                 who.user,
@@ -1105,6 +1114,8 @@ struct NodeWorkers {
     diag: diag::Stats,
     /// MailProg, for `Command::Mail`.
     mailer: mail::Mailer,
+    /// PrologSlurmctld and EpilogSlurmctld, for `Command::CtldScript`.
+    scripts: scripts::CtldScripts,
 }
 
 impl NodeWorkers {
@@ -1128,7 +1139,7 @@ impl NodeWorkers {
             | Command::EndExtern { node, .. }
             | Command::TerminateJob { node, .. }
             | Command::RebootNode { node, .. } => node.clone(),
-            Command::AcctRecord(_) | Command::Mail { .. } => return,
+            Command::AcctRecord(_) | Command::Mail { .. } | Command::CtldScript { .. } => return,
         };
         if !self.workers.contains_key(&node) {
             // The node's worker and its link, made once per node.
@@ -1352,7 +1363,7 @@ async fn call_node(
 async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedSender<Msg>) {
     match cmd {
         // Records go to the accounting writer (`dispatch`), never here.
-        Command::AcctRecord(_) | Command::Mail { .. } => {}
+        Command::AcctRecord(_) | Command::Mail { .. } | Command::CtldScript { .. } => {}
         Command::LaunchBatch { node, addr, launch } => {
             let job_id = launch.job_id;
             let req = NodeRequest::LaunchBatch(launch);
@@ -1582,6 +1593,7 @@ async fn engine_loop(
         reached: BTreeMap::new(),
         diag: diag::Stats::new(started),
         mailer: mail::Mailer::from_config(&cfg),
+        scripts: scripts::CtldScripts::from_config(&cfg, &conf_path),
     };
     // Slurm pings every node a third of SlurmdTimeout; silence for the
     // whole timeout sets it DOWN (Engine::on_timer).
@@ -1811,6 +1823,12 @@ async fn engine_loop(
                     now: t,
                 },
                 Msg::Reload => continue,
+                Msg::PrologSlurmctldEnded { job_id, run, ok } => Entry::PrologSlurmctld {
+                    job_id,
+                    run,
+                    ok,
+                    now: t,
+                },
             };
             durable::stage_and_apply(&mut engine, &mut store, entry);
         }
@@ -1885,6 +1903,7 @@ async fn engine_loop(
             let resp = reconfigure(&mut engine, &mut store, &conf_path);
             if matches!(resp, CtldResponse::Reconfigured(_)) {
                 pass_soon = true;
+                workers.scripts = scripts::CtldScripts::from_config(engine.config(), &conf_path);
             }
             for reply in reconfigures.into_iter().flatten() {
                 replies.push((reply, resp.clone()));
@@ -2030,6 +2049,14 @@ fn dispatch(cmd: Command, workers: &mut NodeWorkers, acct: &acct::AcctWriter) {
             default_user,
             subject,
         } => workers.mailer.send(user, default_user, subject),
+        Command::CtldScript {
+            job_id,
+            run,
+            prolog,
+            env,
+        } => workers
+            .scripts
+            .run(job_id, run, prolog, env, &workers.engine_tx),
         other => workers.send(other),
     }
 }

@@ -66,6 +66,16 @@ pub enum Input {
     },
     /// The end of a batch: timers, then a scheduling pass.
     Tick,
+    /// A job's `PrologSlurmctld` ended (run by the controller for
+    /// `Command::CtldScript`).
+    PrologSlurmctldEnded {
+        /// The job.
+        job_id: JobId,
+        /// The run it was for.
+        run: u32,
+        /// It exited 0.
+        ok: bool,
+    },
     /// The end of a batch as the simulator ends it: timers, then a
     /// scheduling pass unless that pass could start nothing
     /// ([`Engine::schedule_unless_idle`]; never skipped with
@@ -117,6 +127,13 @@ impl Engine {
             }
             Input::AssocTables { tables } => {
                 self.on_assoc_tables(*tables);
+                None
+            }
+            Input::PrologSlurmctldEnded { job_id, run, ok } => {
+                if !ok {
+                    warn!(target: "ctld", "job {job_id}: PrologSlurmctld failed");
+                }
+                self.on_prolog_slurmctld_ended(job_id, run, ok, now);
                 None
             }
             Input::Tick => {
@@ -318,6 +335,15 @@ impl Engine {
             CtldRequest::UpdatePartition(u) => ok(self.on_update_partition(*u, false, who)),
             CtldRequest::CreatePartition(u) => ok(self.on_update_partition(*u, true, who)),
             CtldRequest::DeletePartition { name } => ok(self.on_delete_partition(&name, who)),
+            CtldRequest::GpuXid {
+                node,
+                xid,
+                gpu,
+                pci,
+            } => {
+                warn!(target: "ctld", "node {node}: fatal GPU Xid {xid} (PCI {pci})");
+                ok(self.on_gpu_xid(&node, xid, gpu, t))
+            }
             // Answered by the controller's accounting writer, never by the
             // engine.
             CtldRequest::AcctQuery(_)

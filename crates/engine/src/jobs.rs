@@ -132,6 +132,7 @@ impl Engine {
             requeue: desc.requeue.unwrap_or(self.settings.job_requeue),
             state: JobState::Pending,
             completing: false,
+            configuring: false,
             reason: PendingReason::None,
             priority: 0,
             base_priority: 0,
@@ -432,6 +433,7 @@ impl Engine {
         };
         let was_running = job.state == JobState::Running;
         let was_suspended = job.state == JobState::Suspended;
+        job.configuring = false;
         job.state = state;
         job.end_time = Some(now);
         job.reason = match state {
@@ -463,6 +465,7 @@ impl Engine {
         job.completing = true;
         self.may_complete = true;
         self.running_changed.insert(id);
+        self.ctld_epilog(id);
         let job = self.jobs.get_mut(&id).expect("checked");
         let alloc = job.alloc.clone().expect("running job has an allocation");
         let batch = alloc.nodes[0].node;
@@ -508,6 +511,13 @@ impl Engine {
             return;
         };
         let was_running = job.state == JobState::Running;
+        job.configuring = false;
+        if was_running {
+            self.ctld_epilog(id);
+        }
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
         // The run that ends stays in the accounting history as REQUEUED
         // (`sacct -D`); the next run is a new record from now on.
         if job.start_time.is_some() {
@@ -601,6 +611,7 @@ impl Engine {
         // A running job's end only frees resources: the next pass may be
         // the short one (`schedule`). Anything else looks at every job.
         let plain_end = job.state == JobState::Running && launch_failed.is_none();
+        let was_running = job.state == JobState::Running;
         match job.state {
             JobState::Running => {
                 job.exit = exit;
@@ -637,6 +648,9 @@ impl Engine {
                     job.exit = exit;
                 }
             }
+        }
+        if was_running {
+            self.ctld_epilog(id);
         }
         // Steps end with their batch script, as in Slurm, the extern step
         // on every node too.
@@ -805,10 +819,17 @@ impl Engine {
     }
 
     /// A node answered a Terminate saying it no longer runs the job. If the
-    /// same run still holds resources there, its processes are gone: release
+    /// same run still holds resources there (or the run just requeued,
+    /// while the job waits for its end), its processes are gone: release
     /// them. A later run of the job (after a requeue) is not touched.
     pub fn on_job_gone(&mut self, id: JobId, node: &str, run: u32, now: Timestamp) {
-        let current = self.jobs.get(&id).is_some_and(|j| j.restarts == run);
+        // The run the node was told to end is the current one, or the one
+        // just requeued (still completing): a job requeued before its node
+        // got anything (its PrologSlurmctld failed) is gone there at once.
+        let current = self.jobs.get(&id).is_some_and(|j| {
+            j.restarts == run
+                || (j.state == JobState::Pending && j.completing && j.restarts == run + 1)
+        });
         if current {
             let _ = self.on_job_exited(id, node, ExitCode { code: 0, signal: 9 }, None, now);
         }
@@ -1223,16 +1244,10 @@ impl Engine {
             };
             job.stdout = stdout;
         }
-        // salloc and srun hold the allocation themselves: no script.
-        if !self.jobs[&id].desc.alloc_only {
-            let launch = self.batch_launch(id);
-            let n = &self.nodes[batch.0 as usize];
-            self.outbox.push(Command::LaunchBatch {
-                node: n.conf.name.clone(),
-                addr: n.daemon_addr.clone(),
-                launch: Box::new(launch),
-            });
-            self.extern_command(id, true);
+        // PrologSlurmctld first, where there is one (`ctldscripts`); salloc
+        // and srun hold the allocation themselves: no script.
+        if !self.ctld_prolog(id) && !self.jobs[&id].desc.alloc_only {
+            self.launch_batch(id);
         }
         self.record(id, now);
     }

@@ -204,6 +204,7 @@ mod acct;
 mod apply;
 mod array;
 mod assoc;
+mod ctldscripts;
 mod deadlines;
 mod deps;
 mod env;
@@ -272,6 +273,19 @@ pub const BASE_PRIORITY: u32 = 4_294_901_760;
 /// An effect for the shell to carry out.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
+    /// Run `PrologSlurmctld` (`prolog`) or `EpilogSlurmctld` for a job on
+    /// the controller's host; a prolog's end comes back as
+    /// `Input::PrologSlurmctldEnded`. Never in the simulator.
+    CtldScript {
+        /// The job.
+        job_id: JobId,
+        /// Its run (restart count) the script is for.
+        run: u32,
+        /// `PrologSlurmctld` (else `EpilogSlurmctld`).
+        prolog: bool,
+        /// The script's environment (Slurm's `SLURM_JOB_*` variables).
+        env: Vec<(String, String)>,
+    },
     /// Start a batch script on a node.
     LaunchBatch {
         /// Node name.
@@ -493,6 +507,15 @@ pub struct Settings {
     /// (`scontrol reboot`) has to come back before it is set DOWN.
     #[serde(default = "default_resume_timeout")]
     pub resume_timeout: u32,
+    /// `PrologSlurmctld` is set: a job that starts is CONFIGURING until
+    /// the controller ran it (`Command::CtldScript`), and its batch
+    /// script is launched only once it succeeded.
+    #[serde(default)]
+    pub prolog_slurmctld: bool,
+    /// `EpilogSlurmctld` is set: the controller runs it when a job's
+    /// allocation ends.
+    #[serde(default)]
+    pub epilog_slurmctld: bool,
 }
 
 fn default_resume_timeout() -> u32 {
@@ -627,6 +650,14 @@ impl Settings {
             node_scripts: ["prolog", "epilog"]
                 .iter()
                 .any(|k| cfg.other.get(*k).is_some_and(|(_, v)| !v.trim().is_empty())),
+            prolog_slurmctld: cfg
+                .other
+                .get("prologslurmctld")
+                .is_some_and(|(_, v)| !v.trim().is_empty()),
+            epilog_slurmctld: cfg
+                .other
+                .get("epilogslurmctld")
+                .is_some_and(|(_, v)| !v.trim().is_empty()),
         }
     }
 }
@@ -715,6 +746,9 @@ pub struct Job {
     pub state: JobState,
     /// Processes still being cleaned up on its batch host.
     pub completing: bool,
+    /// Running, but `PrologSlurmctld` has not ended yet: nothing is
+    /// launched (Slurm's CONFIGURING flag).
+    pub configuring: bool,
     /// Why it waits (or why it ended).
     pub reason: PendingReason,
     /// Priority (0 while held).
@@ -1550,6 +1584,8 @@ mod tests_arrays;
 #[cfg(test)]
 mod tests_cancel;
 #[cfg(test)]
+mod tests_ctldscripts;
+#[cfg(test)]
 mod tests_licenses;
 #[cfg(test)]
 mod tests_preempt;
@@ -1565,6 +1601,8 @@ mod tests_smt;
 mod tests_steps;
 #[cfg(test)]
 mod tests_tokens;
+#[cfg(test)]
+mod tests_xid;
 
 /// A pending job's request as `Engine::request_cache` keeps it, with what
 /// `sched::PassCache::cannot_start_as` reads of it.

@@ -264,6 +264,83 @@ impl Engine {
         }
     }
 
+    /// A node daemon saw a fatal GPU Xid (docs/admin-hooks.md, "GPU Xid
+    /// quarantine"): the node is drained with reason `GPU Xid N` as
+    /// SlurmUser. The jobs running on GPU `gpu` there (every running job
+    /// of the node where the GPU is not known, or where a job's GPUs are
+    /// not) may not come back to the node: it joins their excluded nodes
+    /// (`ExcNodeList`). One that may be requeued (`--requeue`,
+    /// `JobRequeue=1`) goes back to the queue once, for this fault; one
+    /// that may not ends NODE_FAIL, as with a node failure. Jobs on the
+    /// node's other GPUs run on: a drain lets them end.
+    pub fn on_gpu_xid(
+        &mut self,
+        node: &str,
+        xid: u32,
+        gpu: Option<u32>,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
+        self.touch();
+        let idx = self.node_idx(node).ok_or(SlurmError::InvalidNodeName)?;
+        {
+            let slurm_user = self.settings.slurm_user.clone();
+            let n = &mut self.nodes[idx.0 as usize];
+            n.state.drain = true;
+            n.reason = Some(format!("GPU Xid {xid}"));
+            n.reason_user = Some(slurm_user);
+            n.reason_time = Some(now);
+        }
+        let name = self.nodes[idx.0 as usize].conf.name.clone();
+        let pools = &self.nodes[idx.0 as usize].gres;
+        let hit: Vec<model::JobId> = self.nodes[idx.0 as usize]
+            .jobs
+            .iter()
+            .copied()
+            .filter(|id| {
+                let Some(job) = self.jobs.get(id) else {
+                    return false;
+                };
+                if job.state != JobState::Running {
+                    return false;
+                }
+                let Some(share) = job
+                    .alloc
+                    .as_ref()
+                    .and_then(|a| a.nodes.iter().find(|na| na.node == idx))
+                else {
+                    return false;
+                };
+                let gpus: Vec<u32> = share
+                    .gres
+                    .iter()
+                    .filter(|(p, _)| pools.get(*p).is_some_and(|p| p.name == "gpu"))
+                    .flat_map(|(_, i)| i.iter().copied())
+                    .collect();
+                match gpu {
+                    Some(g) if !gpus.is_empty() => gpus.contains(&g),
+                    _ => true,
+                }
+            })
+            .collect();
+        for id in hit {
+            let Some(job) = self.jobs.get_mut(&id) else {
+                continue;
+            };
+            if !job.desc.exclude.contains(&name) {
+                std::sync::Arc::make_mut(&mut job.desc)
+                    .exclude
+                    .push(name.clone());
+            }
+            if job.requeue && !job.desc.alloc_only {
+                self.requeue_job(id, PendingReason::None, now);
+            } else {
+                self.end_job(id, JobState::NodeFail, now);
+            }
+        }
+        self.refresh_node_state(idx);
+        Ok(())
+    }
+
     /// `scontrol update NodeName=... State=... Reason=...`.
     pub fn on_update_node(
         &mut self,

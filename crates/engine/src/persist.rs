@@ -387,7 +387,13 @@ impl Engine {
             let job = &self.jobs[&id];
             let Some(alloc) = &job.alloc else { continue };
             let batch = alloc.nodes[0].node;
-            if job.state == JobState::Running && !job.completing && !job.desc.alloc_only {
+            if job.state == JobState::Running && job.configuring && !job.completing {
+                // Its PrologSlurmctld never reported: it runs again.
+                if let Some(job) = self.jobs.get_mut(&id) {
+                    job.configuring = false;
+                }
+                self.ctld_prolog(id);
+            } else if job.state == JobState::Running && !job.completing && !job.desc.alloc_only {
                 let launch = self.batch_launch(id);
                 let n = &self.nodes[batch.0 as usize];
                 self.outbox.push(Command::LaunchBatch {

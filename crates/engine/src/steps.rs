@@ -1088,7 +1088,8 @@ impl Engine {
     /// salloc and srun: the job's state and its allocation's variables.
     pub fn allocation_info(&self, job_id: JobId) -> Result<proto::AllocationInfo, SlurmError> {
         let job = self.jobs.get(&job_id).ok_or(SlurmError::InvalidJobId)?;
-        let running = job.state == JobState::Running && job.alloc.is_some();
+        // While its PrologSlurmctld runs, salloc and srun still wait.
+        let running = job.state == JobState::Running && job.alloc.is_some() && !job.configuring;
         let (nodes, env) = if running {
             let alloc = job.alloc.as_ref().expect("checked");
             let nodes = alloc
@@ -1139,6 +1140,8 @@ impl Engine {
             job_id,
             state: if job.state == JobState::Running && job.completing {
                 JobState::Completed
+            } else if job.configuring {
+                JobState::Pending
             } else {
                 job.state
             },

@@ -142,6 +142,7 @@ mod options;
 mod slots;
 mod spool;
 mod to_srun;
+mod xid;
 
 use std::path::PathBuf;
 

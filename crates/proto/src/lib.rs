@@ -852,6 +852,23 @@ pub enum CtldRequest {
         /// Expanded node names.
         nodes: Vec<String>,
     },
+    /// A node daemon saw a fatal NVIDIA Xid error (the kernel log, or its
+    /// health check's verdict): the node is drained `GPU Xid N`, and the
+    /// job on that GPU (every job of the node where the GPU is not known)
+    /// is requeued away from the node, or ends NODE_FAIL. Daemons only.
+    /// Added after `CancelReboot`.
+    GpuXid {
+        /// The node.
+        node: String,
+        /// The Xid number.
+        xid: u32,
+        /// The GPU (the node's index, as gres.conf numbers them) where its
+        /// PCI bus id maps to one; None: unknown, the whole node.
+        gpu: Option<u32>,
+        /// The PCI bus id as the driver wrote it (`0000:3b:00`), for the
+        /// log.
+        pci: String,
+    },
 }
 
 /// `scontrol reboot nextstate=`: what a rebooted node becomes.
@@ -1862,6 +1879,10 @@ pub struct JobInfo {
     /// `--reservation`. Never skipped.
     #[serde(default)]
     pub reservation: Option<String>,
+    /// CONFIGURING flag: running, but its PrologSlurmctld has not ended
+    /// (nothing launched yet). Added after `reservation`.
+    #[serde(default)]
+    pub configuring: bool,
 }
 
 impl JobInfo {

@@ -215,6 +215,8 @@ pub struct JobRow {
     pub array_task_id: Option<u32>,
     pub array_task_str: Option<String>,
     pub array_max_tasks: Option<u32>,
+    /// Appended after `array_max_tasks`.
+    pub configuring: bool,
 }
 
 /// Builds a [`JobRows`] string table: each distinct text once.
@@ -444,6 +446,7 @@ impl JobRow {
             partition: s(&job.partition),
             state: job.state,
             completing: job.completing,
+            configuring: job.configuring,
             reason: job.reason,
             priority: job.priority,
             nice: job.nice,
@@ -487,6 +490,7 @@ impl JobRow {
             partition: t(self.partition),
             state: self.state,
             completing: self.completing,
+            configuring: self.configuring,
             reason: self.reason,
             priority: self.priority,
             nice: self.nice,
@@ -625,6 +629,7 @@ impl PackedRow {
     const ARRAY_TASK: u16 = 1 << 9;
     const ARRAY_MAX: u16 = 1 << 10;
     const UNLIMITED: u16 = 1 << 11;
+    const CONFIGURING: u16 = 1 << 12;
 
     fn flag(&self, f: u16) -> bool {
         self.flags & f != 0
@@ -666,6 +671,10 @@ impl PackedRow {
     #[allow(missing_docs)]
     pub fn completing(&self) -> bool {
         self.flag(Self::COMPLETING)
+    }
+    #[allow(missing_docs)]
+    pub fn configuring(&self) -> bool {
+        self.flag(Self::CONFIGURING)
     }
     #[allow(missing_docs)]
     pub fn exclusive(&self) -> bool {
@@ -773,6 +782,7 @@ impl PackedRow {
             ..PackedRow::default()
         };
         p.set_flag(Self::COMPLETING, row.completing);
+        p.set_flag(Self::CONFIGURING, row.configuring);
         p.set_flag(Self::EXCLUSIVE, row.exclusive);
         p.set_flag(Self::REQUEUE, row.requeue);
         p.start_time = p.put(Self::START, row.start_time);
@@ -810,6 +820,7 @@ impl PackedRow {
             partition: self.partition,
             state: self.state,
             completing: self.completing(),
+            configuring: self.configuring(),
             reason: self.reason,
             priority: self.priority,
             nice: self.nice,
@@ -861,10 +872,10 @@ fn put_varint(out: &mut Vec<u8>, mut n: u64) {
 
 /// The most bytes a row's fixed-size part can take in postcard: 19
 /// numbers of 32 bits (at most 5 bytes each), 8 of 64 (10 bytes), 12
-/// option tags and booleans, two list lengths and the three enums (its
+/// option tags and booleans (and CONFIGURING's), two list lengths and the three enums (its
 /// variable parts, the node lists and the task list, are added to it by
 /// [`encode_row`]).
-const ROW_FIXED_MAX: usize = 19 * 5 + 8 * 10 + 12 + 2 * 10 + 3 * EncodeMemo::MAX;
+const ROW_FIXED_MAX: usize = 19 * 5 + 8 * 10 + 12 + 2 * 10 + 3 * EncodeMemo::MAX + 1;
 
 /// Writes postcard into room reserved for it beforehand (a vector's
 /// spare capacity): no capacity check or length update per byte, as
@@ -1042,6 +1053,7 @@ fn encode_row(
         partition,
         state,
         completing,
+        configuring,
         reason,
         priority,
         nice,
@@ -1115,6 +1127,7 @@ fn encode_row(
         }
     }
     w.opt_u32(*array_max_tasks);
+    w.bool(*configuring);
     let used = w.at;
     // SAFETY: `Put` wrote the `used` bytes after the vector's length
     // (each write is bounds-checked against the reserved room).
@@ -1339,6 +1352,8 @@ impl<'a> Reader<'a> {
         }
         let max = self.opt(Self::u32)?;
         p.array_max_tasks = p.put(R::ARRAY_MAX, max);
+        let configuring = self.bool()?;
+        p.set_flag(R::CONFIGURING, configuring);
         Ok(())
     }
 
@@ -1447,6 +1462,7 @@ mod tests {
                 partition: p() as u32,
                 state: model::ALL_JOB_STATES[i % model::ALL_JOB_STATES.len()],
                 completing: i % 3 == 0,
+                configuring: i % 5 == 1,
                 reason: reasons[i % reasons.len()],
                 priority: p() as u32,
                 nice: p() as i32,
@@ -1529,6 +1545,7 @@ mod tests {
             partition: u32::MAX,
             state: JobState::Requeued,
             completing: true,
+            configuring: false,
             reason: PendingReason::Limit(*model::LimitReason::ALL.last().unwrap()),
             priority: u32::MAX,
             nice: i32::MIN,

@@ -254,6 +254,21 @@ fn load_config(path: &Path) -> anyhow::Result<conf::Config> {
     Ok(loaded.config)
 }
 
+/// The site programs a slurm.conf names that the simulator does not run
+/// (it starts no processes: the engine's `simulated` mode emits no
+/// script commands), one line each: jobs go on as if each succeeded.
+pub fn programs_not_run(cfg: &conf::Config) -> Vec<String> {
+    ["PrologSlurmctld", "EpilogSlurmctld", "Prolog", "Epilog"]
+        .iter()
+        .filter(|k| {
+            cfg.other
+                .get(&k.to_ascii_lowercase())
+                .is_some_and(|(_, v)| !v.trim().is_empty())
+        })
+        .map(|k| format!("{k} is not run in a simulation: jobs go on as if it succeeded"))
+        .collect()
+}
+
 /// Whether a line of slurm.conf text sets `key` (or, for `include`, starts
 /// with it), case-insensitively as slurm.conf's keys are.
 fn has_key(text: &str, key: &str) -> bool {
@@ -287,6 +302,9 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
         None => None,
     };
     let cfg = build_config(&trace.machine, user.as_ref())?;
+    for line in programs_not_run(&cfg) {
+        eprintln!("muster sim: {line}");
+    }
     let mut sched = engine::sched_config(&cfg);
     if let Some(p) = args.policy {
         sched.policy = p;

@@ -433,3 +433,26 @@ fn a_config_of_scheduler_settings_alone_is_enough() {
     assert!(!crate::has_key("#ClusterName=x", "ClusterName"));
     assert!(!crate::has_key("ClusterNames=x", "ClusterName"));
 }
+
+/// Issue 39: the simulator runs no site programs. A slurm.conf with
+/// `PrologSlurmctld` (and `EpilogSlurmctld`) simulates exactly as one
+/// without, and `muster sim` says that they were not run.
+#[test]
+fn issue_39_controller_scripts_are_not_run_in_a_simulation() {
+    let trace = five_jobs();
+    let plain = run_policy(&trace, Policy::Backfill);
+    let mut cfg = crate::build_config(&trace.machine, None).unwrap();
+    for k in ["prologslurmctld", "epilogslurmctld"] {
+        cfg.other
+            .insert(k.to_string(), (k.to_string(), "/bin/false".to_string()));
+    }
+    let said = crate::programs_not_run(&cfg);
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(said[0].starts_with("PrologSlurmctld is not run in a simulation"));
+    let mut sc = engine::sched_config(&cfg);
+    sc.policy = Policy::Backfill;
+    sc.bf_resolution = 1;
+    let with = simulate(&trace, &cfg, sc, true, &mut |_, _| {});
+    assert_eq!(starts(&with), starts(&plain));
+    assert_eq!(with.records.len(), 5);
+}

@@ -224,3 +224,26 @@ fn partition_options_are_parsed_with_slurms_abbreviations_and_messages() {
         "Invalid input: bogus  Request aborted\n"
     );
 }
+
+/// Issue 39: `scontrol show job` of a job whose PrologSlurmctld runs:
+/// `JobState=CONFIGURING` (Slurm's CONFIGURING flag over RUNNING).
+#[test]
+fn issue_39_show_job_says_configuring() {
+    let job = JobInfo {
+        job_id: model::JobId(5),
+        state: model::JobState::Running,
+        configuring: true,
+        ..JobInfo::default()
+    };
+    let lines = job_lines(&job, false);
+    let state_line = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with("JobState="))
+        .expect("a JobState line");
+    assert!(
+        state_line
+            .trim_start()
+            .starts_with("JobState=CONFIGURING Reason=None"),
+        "{state_line}"
+    );
+}

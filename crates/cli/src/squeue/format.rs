@@ -533,6 +533,10 @@ pub trait JobView {
     fn partition(&self) -> &str;
     fn state(&self) -> JobState;
     fn completing(&self) -> bool;
+    /// Running, its PrologSlurmctld not ended (CONFIGURING).
+    fn configuring(&self) -> bool {
+        false
+    }
     fn reason(&self) -> PendingReason;
     fn priority(&self) -> u32;
     fn nice(&self) -> i32;
@@ -632,6 +636,9 @@ impl<T: JobView + ?Sized> JobView for &T {
     }
     fn completing(&self) -> bool {
         (**self).completing()
+    }
+    fn configuring(&self) -> bool {
+        (**self).configuring()
     }
     fn reason(&self) -> PendingReason {
         (**self).reason()
@@ -761,6 +768,9 @@ impl JobView for JobInfo {
     }
     fn completing(&self) -> bool {
         self.completing
+    }
+    fn configuring(&self) -> bool {
+        self.configuring
     }
     fn reason(&self) -> PendingReason {
         self.reason
@@ -897,6 +907,9 @@ impl JobView for RowView<'_> {
     fn completing(&self) -> bool {
         self.row.completing()
     }
+    fn configuring(&self) -> bool {
+        self.row.configuring()
+    }
     fn reason(&self) -> PendingReason {
         self.row.reason
     }
@@ -1002,10 +1015,13 @@ impl JobView for RowView<'_> {
     }
 }
 
-/// `squeue %T`: the COMPLETING flag wins over the base state.
+/// `squeue %T`: the COMPLETING flag wins over the base state, and
+/// CONFIGURING over RUNNING.
 pub fn state_long<J: JobView + ?Sized>(job: &J) -> &'static str {
     if job.completing() {
         "COMPLETING"
+    } else if job.configuring() && job.state() == JobState::Running {
+        "CONFIGURING"
     } else {
         job.state().as_slurm_str()
     }
@@ -1015,6 +1031,8 @@ pub fn state_long<J: JobView + ?Sized>(job: &J) -> &'static str {
 pub fn state_short<J: JobView + ?Sized>(job: &J) -> &'static str {
     if job.completing() {
         "CG"
+    } else if job.configuring() && job.state() == JobState::Running {
+        "CF"
     } else {
         job.state().as_short_str()
     }

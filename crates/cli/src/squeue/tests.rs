@@ -313,3 +313,33 @@ fn repeated_columns_print_as_each_line_alone_does() {
         }
     }
 }
+
+/// Issue 39: a running job whose PrologSlurmctld has not ended is shown
+/// CONFIGURING (`%T`) / CF (`%t`), as Slurm shows its CONFIGURING flag;
+/// `-t CF` selects it, and `-t R` too (its base state).
+#[test]
+fn issue_39_a_configuring_job_shows_cf() {
+    let job = |id: u32, configuring: bool| JobInfo {
+        job_id: model::JobId(id),
+        name: "j".into(),
+        user: "u".into(),
+        partition: "p".into(),
+        state: JobState::Running,
+        configuring,
+        nodes: vec!["n1".into()],
+        ..JobInfo::default()
+    };
+    let list = JobList {
+        now: 0,
+        jobs: vec![job(1, true), job(2, false)],
+    };
+    let a = parse(&["-h", "-o", "%i %t %T"]).unwrap();
+    assert_eq!(
+        render(&a, &list, "u").unwrap(),
+        "1 CF CONFIGURING\n2 R RUNNING\n"
+    );
+    let a = parse(&["-h", "-t", "CF", "-o", "%i"]).unwrap();
+    assert_eq!(render(&a, &list, "u").unwrap(), "1\n");
+    let a = parse(&["-h", "-t", "R", "-o", "%i"]).unwrap();
+    assert_eq!(render(&a, &list, "u").unwrap(), "1\n2\n");
+}

@@ -125,10 +125,7 @@ fn key_table_covers_every_known_key_once() {
     let prolog = rows.iter().find(|r| r.key == "Prolog").unwrap();
     assert_eq!(prolog.disposition, KeyDisposition::Acting);
     let ctld_prolog = rows.iter().find(|r| r.key == "PrologSlurmctld").unwrap();
-    assert!(matches!(
-        ctld_prolog.disposition,
-        KeyDisposition::Refused(_)
-    ));
+    assert_eq!(ctld_prolog.disposition, KeyDisposition::Acting);
     let kill_wait = rows.iter().find(|r| r.key == "KillWait").unwrap();
     assert_eq!(kill_wait.disposition, KeyDisposition::Acting);
     let select = rows.iter().find(|r| r.key == "SelectType").unwrap();
@@ -139,8 +136,9 @@ fn key_table_covers_every_known_key_once() {
 fn issue_39_unsupported_scripts_and_prolog_flags_are_refused() {
     assert!(refusal("TaskProlog", "/etc/tp").is_none());
     assert!(refusal("SrunProlog", "/etc/sp").is_none());
-    assert!(refusal("EpilogSlurmctld", "/etc/e").is_some());
-    assert!(refusal("PrologSlurmctld", "/etc/p").is_some());
+    // Run by the controller since issue 39's second round.
+    assert!(refusal("EpilogSlurmctld", "/etc/e").is_none());
+    assert!(refusal("PrologSlurmctld", "/etc/p").is_none());
     assert!(refusal("PrologFlags", "Alloc,Contain,Serial").is_none());
     let why = refusal("PrologFlags", "Contain,RunInJob").unwrap();
     assert!(why.contains("RunInJob"), "{why}");

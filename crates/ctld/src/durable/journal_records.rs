@@ -304,6 +304,12 @@ fn every_request() -> Vec<CtldRequest> {
         CtldRequest::CancelReboot {
             nodes: vec!["n2".into()],
         },
+        CtldRequest::GpuXid {
+            node: "n1".into(),
+            xid: 79,
+            gpu: Some(1),
+            pci: "0000:3b:00".into(),
+        },
     ]
 }
 

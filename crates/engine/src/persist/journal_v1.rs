@@ -135,6 +135,17 @@ pub enum Record<'a> {
         /// When.
         now: Timestamp,
     },
+    /// A job's PrologSlurmctld ended. (Added after `Tick`.)
+    PrologSlurmctld {
+        /// The job.
+        job_id: JobId,
+        /// The run it was for.
+        run: u32,
+        /// It exited 0.
+        ok: bool,
+        /// When.
+        now: Timestamp,
+    },
 }
 
 impl<'a> Record<'a> {
@@ -384,6 +395,20 @@ pub enum Request<'a> {
     CancelReboot {
         /// Expanded node names.
         nodes: Cow<'a, [String]>,
+    },
+    /// A node's fatal GPU Xid (`proto::CtldRequest::GpuXid`). (Added
+    /// after `CancelReboot`.)
+    GpuXid {
+        /// The node.
+        node: Cow<'a, str>,
+        /// The Xid.
+        xid: u32,
+        /// The GPU, where known.
+        #[serde(default)]
+        gpu: Option<u32>,
+        /// The PCI bus id.
+        #[serde(default)]
+        pci: Cow<'a, str>,
     },
 }
 
@@ -695,6 +720,17 @@ impl<'a> Request<'a> {
             CtldRequest::CancelReboot { nodes } => Request::CancelReboot {
                 nodes: Cow::Borrowed(nodes),
             },
+            CtldRequest::GpuXid {
+                node,
+                xid,
+                gpu,
+                pci,
+            } => Request::GpuXid {
+                node: Cow::Borrowed(node),
+                xid: *xid,
+                gpu: *gpu,
+                pci: Cow::Borrowed(pci),
+            },
             CtldRequest::Ping
             | CtldRequest::ListJobs
             | CtldRequest::QueryJobs(_)
@@ -873,6 +909,17 @@ impl From<Request<'_>> for CtldRequest {
             },
             Request::CancelReboot { nodes } => CtldRequest::CancelReboot {
                 nodes: nodes.into_owned(),
+            },
+            Request::GpuXid {
+                node,
+                xid,
+                gpu,
+                pci,
+            } => CtldRequest::GpuXid {
+                node: node.into_owned(),
+                xid,
+                gpu,
+                pci: pci.into_owned(),
             },
         }
     }

@@ -14,6 +14,7 @@ mod attach;
 mod auth;
 mod cancel;
 mod confine;
+mod ctld_scripts;
 mod deploy;
 mod deps;
 mod durable;
@@ -46,6 +47,7 @@ mod statesave;
 mod steps;
 mod subcommands;
 mod ui;
+mod xid;
 
 use e2e::{Builder, Cluster};
 use std::time::Duration;

@@ -12,6 +12,12 @@
 //! drained with that very reason (an administrator's drain stays). The
 //! reason it set is kept in the spool (`health_drained`), so a restarted
 //! daemon still resumes the node.
+//!
+//! A site's GPU verdict: with `drain_on_failure`, a failing check whose
+//! first output line is an NVIDIA Xid line (`NVRM: Xid (PCI:...): N, ...`)
+//! naming a fatal Xid (crate::xid) quarantines the node as the kernel
+//! log's would (`daemon::xid`): drained `GPU Xid N`, the job on that GPU
+//! requeued elsewhere. That drain is the administrator's to resume.
 
 use crate::daemon::link::NodeLink;
 use crate::hooks::{self, HealthSettings};
@@ -24,7 +30,12 @@ use tracing::{info, warn};
 const DRAINED: &str = "health_drained";
 
 /// Runs the check now and then every interval (an interval of 0: once).
-pub async fn run(link: Arc<NodeLink>, settings: HealthSettings, timeout: Option<Duration>) {
+pub async fn run(
+    link: Arc<NodeLink>,
+    settings: HealthSettings,
+    timeout: Option<Duration>,
+    gpus: (crate::xid::XidSettings, Vec<String>),
+) {
     let node = link.node_name.clone();
     let env = vec![
         ("SLURMD_NODENAME".to_string(), node.clone()),
@@ -61,7 +72,14 @@ pub async fn run(link: Arc<NodeLink>, settings: HealthSettings, timeout: Option<
             warn!("health check failed: {}", outcome.why);
         }
         if settings.drain_on_failure {
-            act(&link, &outcome, me.as_ref()).await;
+            let xid = (!outcome.ok)
+                .then(|| crate::xid::parse_line(&outcome.first_line))
+                .flatten()
+                .filter(|e| gpus.0.is_fatal(e));
+            match xid {
+                Some(event) => crate::daemon::xid::report(&link, &event, &gpus.1).await,
+                None => act(&link, &outcome, me.as_ref()).await,
+            }
         }
     }
 }

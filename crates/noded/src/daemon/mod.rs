@@ -32,5 +32,6 @@ mod scripts;
 mod setup;
 mod shell;
 mod steps;
+mod xid;
 
 pub use shell::run;

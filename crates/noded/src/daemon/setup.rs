@@ -37,6 +37,11 @@ pub struct NodeSetup {
     pub task_affinity: bool,
     /// Prolog, Epilog and the health check (crate::hooks).
     pub hooks: crate::hooks::HookSettings,
+    /// The GPU Xid watcher's source and fatal Xids (crate::xid).
+    pub xid: crate::xid::XidSettings,
+    /// The node's GPU device files in gres.conf's order (the index of
+    /// each is the GPU's index on the node).
+    pub gpu_files: Vec<String>,
     /// The node's threads per core as its CPU ids count them
     /// (`ThreadsPerCore` where `CPUs` counts every thread, else 1): task
     /// binding gives whole cores of that many ids.
@@ -352,6 +357,21 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         .split(',')
         .any(|p| p.trim() == "task/affinity" || p.trim() == "affinity");
     let hooks = crate::hooks::HookSettings::from_config(&config);
+    let gpu_files: Vec<String> = gres_lines
+        .iter()
+        .filter(|g| g.name == "gpu")
+        .flat_map(|g| g.files.iter().cloned())
+        .collect();
+    let has_gpus =
+        gres_lines.iter().any(|g| g.name == "gpu") || node.gres.iter().any(|g| g.name == "gpu");
+    let (xid, bad) = crate::xid::XidSettings::from_parameters(
+        other("healthcheckparameters"),
+        &node_name,
+        has_gpus,
+    );
+    for word in bad {
+        eprintln!("noded: HealthCheckParameters: cannot read {word}; the default Xids are fatal");
+    }
     let (default_cpu_bind, not_read) =
         task_plugin_param(config.other.get("taskpluginparam").map(|(_, v)| v.as_str()));
     for word in not_read {
@@ -366,6 +386,8 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
     Ok(NodeSetup {
         reboot_program,
         hooks,
+        xid,
+        gpu_files,
         gather,
         gpus,
         cgroup,

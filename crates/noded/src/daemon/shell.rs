@@ -211,11 +211,18 @@ pub async fn run(mut opts: NodedOptions) -> anyhow::Result<()> {
         let daemon = daemon.clone();
         async move {
             register(daemon.clone(), ended_meanwhile).await;
+            // The GPU Xid watcher, once the controller knows the node.
+            crate::daemon::xid::start(
+                daemon.link.clone(),
+                daemon.setup.xid.clone(),
+                daemon.setup.gpu_files.clone(),
+            );
             // HealthCheckProgram: at start (once registered, so that a
             // program's `scontrol update` finds the node) and periodically.
             if let Some(health) = daemon.setup.hooks.health.clone() {
                 let link = daemon.link.clone();
-                crate::daemon::health::run(link, health, Some(HEALTH_TIMEOUT)).await;
+                let gpus = (daemon.setup.xid.clone(), daemon.setup.gpu_files.clone());
+                crate::daemon::health::run(link, health, Some(HEALTH_TIMEOUT), gpus).await;
             }
         }
     });
