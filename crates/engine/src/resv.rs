@@ -442,41 +442,88 @@ impl Engine {
         Ok(())
     }
 
-    /// Narrows a job's request to what the reservations leave it: a job
-    /// in one gets its nodes only; every other reservation whose window
-    /// its run (now to now plus its limit) would meet takes its nodes out.
-    /// Returns `Some` where another reservation took nodes out, `Some(true)`
-    /// where a MAINT one did.
-    pub(crate) fn resv_restrict(&self, job: &Job, req: &mut sched::JobRequest) -> Option<bool> {
+    /// Narrows a job's request to what the reservations leave it in a
+    /// pass: a job in one gets its nodes only, and loses the nodes of every
+    /// other reservation whose window its run (now to now plus its limit)
+    /// would meet. A job in none is kept off reserved nodes by the pass's
+    /// windows (`resv_blocks`), which also plan it after them.
+    pub(crate) fn resv_restrict(&self, job: &Job, req: &mut sched::JobRequest) {
         if !self.resvs.ever {
-            return None;
+            return;
         }
-        let now = self.resv_now;
+        let Some(name) = job.desc.reservation.as_deref() else {
+            return;
+        };
+        let keep: &[NodeIdx] = self
+            .resvs
+            .by_name
+            .get(name)
+            .map_or(&[], |r| r.nodes.as_slice());
+        req.excluded_nodes.extend(
+            (0..self.nodes.len() as u32)
+                .map(NodeIdx)
+                .filter(|i| !keep.contains(i)),
+        );
+        self.resv_exclude_others(job, req);
+    }
+
+    /// Takes out of a request the nodes of every reservation but the job's
+    /// own whose window its run from now would meet (where no pass lays
+    /// the windows: preemption, `--test-only`).
+    pub(crate) fn resv_exclude_others(&self, job: &Job, req: &mut sched::JobRequest) {
+        if !self.resvs.ever {
+            return;
+        }
         let own = job.desc.reservation.as_deref();
-        let until = limit_secs(job.time_limit).map_or(Timestamp::MAX, |s| now.saturating_add(s));
-        let mut maint = None;
-        if let Some(name) = own {
-            let keep: &[NodeIdx] = self
-                .resvs
-                .by_name
-                .get(name)
-                .map_or(&[], |r| r.nodes.as_slice());
-            req.excluded_nodes.extend(
-                (0..self.nodes.len() as u32)
-                    .map(NodeIdx)
-                    .filter(|i| !keep.contains(i)),
-            );
-        }
-        for r in self.resvs.by_name.values() {
-            if Some(r.name.as_str()) == own || !r.meets(now, until) {
-                continue;
+        for r in self.resvs_meeting(job, self.resv_now) {
+            if Some(r.name.as_str()) != own {
+                req.excluded_nodes.extend(r.nodes.iter().copied());
             }
-            maint = Some(maint.unwrap_or(false) | (r.flags & MAINT != 0));
-            req.excluded_nodes.extend(r.nodes.iter().copied());
         }
         req.excluded_nodes.sort_unstable();
         req.excluded_nodes.dedup();
-        maint
+    }
+
+    /// The reservations other than the job's own whose window its run
+    /// from `now` for its limit would meet, on nodes of its partitions.
+    fn resvs_meeting<'a>(&'a self, job: &'a Job, now: Timestamp) -> impl Iterator<Item = &'a Resv> {
+        let until = limit_secs(job.time_limit).map_or(Timestamp::MAX, |s| now.saturating_add(s));
+        let own = job.desc.reservation.as_deref();
+        self.resvs.by_name.values().filter(move |r| {
+            Some(r.name.as_str()) != own
+                && r.meets(now, until)
+                && job
+                    .partitions
+                    .iter()
+                    .any(|&p| self.parts[p].nodes.iter().any(|n| r.nodes.contains(n)))
+        })
+    }
+
+    /// The windows a pass lays on its timeline (`sched::Blocks`): every
+    /// reservation not over, with the pending jobs that name one decided
+    /// before them.
+    pub(crate) fn resv_blocks(&self, now: Timestamp) -> sched::Blocks {
+        if !self.resvs.ever || self.resvs.is_empty() {
+            return sched::Blocks::default();
+        }
+        let windows = self
+            .resvs
+            .by_name
+            .values()
+            .filter(|r| r.end > now)
+            .map(|r| sched::Block {
+                nodes: r.nodes.clone(),
+                from: r.start,
+                until: r.end,
+            })
+            .collect();
+        let first = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Pending && j.desc.reservation.is_some())
+            .map(|j| j.id)
+            .collect();
+        sched::Blocks { windows, first }
     }
 
     /// Pending jobs whose reservation has not begun (or is gone) wait with
@@ -501,12 +548,18 @@ impl Engine {
     }
 
     /// The reason a job the pass left waiting gives, where reservations
-    /// are why: a MAINT reservation took nodes it could have had.
+    /// are why: a MAINT reservation whose window its run would meet reads
+    /// `ReqNodeNotAvail, Reserved for maintenance` (Slurm's
+    /// ESLURM_RESERVATION_MAINT); another reservation leaves the job
+    /// waiting for `Resources` as busy nodes would (Slurm's
+    /// ESLURM_NODES_BUSY), or, where no node of its partitions is left,
+    /// `ReqNodeNotAvail`.
     pub(crate) fn resv_reason(&self, job: &Job, reason: PendingReason) -> PendingReason {
         if self.resvs.is_empty()
             || !matches!(
                 reason,
                 PendingReason::Resources
+                    | PendingReason::Priority
                     | PendingReason::ReqNodeNotAvail
                     | PendingReason::NodesDown
                     | PendingReason::PartitionConfig
@@ -514,14 +567,15 @@ impl Engine {
         {
             return reason;
         }
-        let mut req = self.request_with(job, job.partitions.clone());
-        match self.resv_restrict(job, &mut req) {
-            Some(true) => PendingReason::ReservedForMaint,
-            // Nodes held for others: it waits for them (Slurm's
-            // `ReqNodeNotAvail` names the nodes; muster's reason is bare).
-            Some(false) if reason == PendingReason::PartitionConfig => {
-                PendingReason::ReqNodeNotAvail
+        let mut any = false;
+        for r in self.resvs_meeting(job, self.resv_now) {
+            if r.flags & MAINT != 0 && reason != PendingReason::Priority {
+                return PendingReason::ReservedForMaint;
             }
+            any = true;
+        }
+        match reason {
+            PendingReason::PartitionConfig if any => PendingReason::ReqNodeNotAvail,
             _ => reason,
         }
     }
@@ -529,14 +583,7 @@ impl Engine {
     /// The reservations that keep `job` off nodes now, by name, for
     /// `muster explain`.
     pub fn resvs_in_way(&self, job: &Job, now: Timestamp) -> Vec<String> {
-        let until = limit_secs(job.time_limit).map_or(Timestamp::MAX, |s| now.saturating_add(s));
-        let own = job.desc.reservation.as_deref();
-        self.resvs
-            .by_name
-            .values()
-            .filter(|r| Some(r.name.as_str()) != own && r.meets(now, until))
-            .map(|r| r.name.clone())
-            .collect()
+        self.resvs_meeting(job, now).map(|r| r.name.clone()).collect()
     }
 
     /// When the next reservation starts or ends (a pass is due then).

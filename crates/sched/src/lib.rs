@@ -173,7 +173,7 @@ pub mod preempt;
 pub mod profile;
 
 pub use backfill::{
-    demand_cpus, due_reservation, gives_back_apart, limit_secs, plan, plan_more, plan_with,
+    demand_cpus, due_reservation, Block, Blocks, gives_back_apart, limit_secs, plan, plan_more, plan_with,
     plan_with_changes, spreads, BackfillOrder, ClusterView, PartSize, PassCache, Plan, PlanOn,
     Planned, Policy, Probe, RunningJob, SchedConfig, Share, FOREVER,
 };

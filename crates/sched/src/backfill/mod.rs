@@ -42,7 +42,7 @@ mod shape;
 mod timeline;
 mod walk;
 
-pub use cache::{PassCache, Probe};
+pub use cache::{Block, Blocks, PassCache, Probe};
 pub use plans::{demand_cpus, limit_secs, ClusterView, Plan, Planned, RunningJob, FOREVER};
 pub use reserve::{aged, due_reservation, PartSize, Share};
 pub use settings::{BackfillOrder, PlanOn, Policy, SchedConfig};
