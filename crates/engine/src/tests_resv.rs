@@ -12,6 +12,7 @@ const CONF: &str = "\
 ClusterName=test
 SlurmctldHost=ctl(127.0.0.1)
 SlurmUser=slurm
+SlurmdTimeout=0
 NodeName=node[1-2] CPUs=2 RealMemory=4000 Port=7001
 PartitionName=debug Nodes=node[1-2] Default=YES MaxTime=INFINITE State=UP
 ";
@@ -325,4 +326,58 @@ fn reservations_survive_a_restart() {
     assert!(
         matches!(create(&mut back, s, 0), CtldResponse::ReservationCreated(ref n) if n == "root_2")
     );
+}
+
+#[test]
+fn a_job_that_would_run_into_a_window_is_planned_after_it() {
+    // Maintenance on every node from 120 s to 720 s.
+    let mut e = engine();
+    let all = spec("maint", "ALL", 120, 10, "MAINT");
+    assert!(matches!(
+        create(&mut e, all, 0),
+        CtldResponse::ReservationCreated(_)
+    ));
+    let long = submit(&mut e, None, 5, 1).unwrap();
+    let job = e.job(long).unwrap();
+    assert_eq!(
+        (job.state, job.reason),
+        (JobState::Pending, PendingReason::ReservedForMaint)
+    );
+    // Planned for the window's end: StartTime, squeue --start, explain.
+    let info = e.job_info(job, 1);
+    assert_eq!(info.start_time, Some(720));
+    let why = e.explain(long, 1).unwrap();
+    assert_eq!(why.start_time, Some(720));
+    assert_eq!(why.reservations, vec!["maint".to_string()]);
+    // One minute ends before the window: it runs now.
+    let short = submit(&mut e, None, 1, 1).unwrap();
+    assert_eq!(e.job(short).unwrap().state, JobState::Running);
+    // In the window, still planned for its end; after it, it runs.
+    e.apply(Input::Tick, 130);
+    let job = e.job(long).unwrap();
+    assert_eq!(job.reason, PendingReason::ReservedForMaint);
+    assert_eq!(e.job_info(job, 130).start_time, Some(720));
+    e.apply(Input::Tick, 720);
+    assert_invariants(&e);
+    assert_eq!(e.job(long).unwrap().state, JobState::Running);
+}
+
+#[test]
+fn a_window_on_some_nodes_sends_jobs_to_the_others_and_its_own_jobs_in() {
+    let mut e = engine();
+    assert!(matches!(
+        create(&mut e, spec("r", "node1", 0, 60, ""), 0),
+        CtldResponse::ReservationCreated(_)
+    ));
+    let out = submit(&mut e, None, 10, 0).unwrap();
+    assert_eq!(node_of(&e, out).as_deref(), Some("node2"));
+    // Both nodes taken now: the next one outside waits for node2, whose
+    // job ends at 600, not for the reservation (which holds node1 to 3600).
+    let inside = submit(&mut e, Some("r"), 10, 0).unwrap();
+    assert_eq!(node_of(&e, inside).as_deref(), Some("node1"));
+    let next = submit(&mut e, None, 10, 0).unwrap();
+    let job = e.job(next).unwrap();
+    assert_eq!(job.reason, PendingReason::Resources);
+    assert_eq!(e.job_info(job, 0).start_time, Some(600));
+    assert_invariants(&e);
 }
