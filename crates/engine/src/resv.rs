@@ -27,10 +27,21 @@ use std::collections::BTreeMap;
 /// `scontrol show reservation` prints them.
 pub(crate) const FLAG_NAMES: &[(u32, &str)] = &[
     (MAINT, "MAINT"),
+    (FLEX, "FLEX"),
     (OVERLAP, "OVERLAP"),
     (IGNORE_JOBS, "IGNORE_JOBS"),
+    (HOURLY, "HOURLY"),
+    (DAILY, "DAILY"),
+    (WEEKDAY, "WEEKDAY"),
+    (WEEKEND, "WEEKEND"),
+    (WEEKLY, "WEEKLY"),
     (SPEC_NODES, "SPEC_NODES"),
     (ALL_NODES, "ALL_NODES"),
+    (ANY_NODES, "ANY_NODES"),
+    (REPLACE, "REPLACE"),
+    (REPLACE_DOWN, "REPLACE_DOWN"),
+    (PURGE_COMP, "PURGE_COMP"),
+    (MAGNETIC, "MAGNETIC"),
 ];
 
 /// `MAINT`: maintenance; may overlap other reservations; waiting jobs
@@ -44,9 +55,62 @@ pub(crate) const IGNORE_JOBS: u32 = 1 << 2;
 pub(crate) const SPEC_NODES: u32 = 1 << 3;
 /// `ALL_NODES` (set by the controller): `Nodes=ALL`.
 pub(crate) const ALL_NODES: u32 = 1 << 4;
+/// `FLEX`: its jobs may start before it, run past its end, and use nodes
+/// outside it.
+pub(crate) const FLEX: u32 = 1 << 5;
+/// `DAILY`: once over, it comes back a day later.
+pub(crate) const DAILY: u32 = 1 << 6;
+/// `WEEKLY`: once over, it comes back a week later.
+pub(crate) const WEEKLY: u32 = 1 << 7;
+/// `WEEKDAY`: comes back the next day from Monday to Friday (UTC).
+pub(crate) const WEEKDAY: u32 = 1 << 8;
+/// `WEEKEND`: comes back the next Saturday or Sunday (UTC).
+pub(crate) const WEEKEND: u32 = 1 << 9;
+/// `MAGNETIC`: jobs it admits use it without asking for it.
+pub(crate) const MAGNETIC: u32 = 1 << 10;
+/// `ANY_NODES`: its jobs may use any node as well as its own.
+pub(crate) const ANY_NODES: u32 = 1 << 11;
+/// `REPLACE`: a node of it that is down, drained or given to a job is
+/// replaced by an idle one.
+pub(crate) const REPLACE: u32 = 1 << 12;
+/// `REPLACE_DOWN`: a node of it that is down or drained is replaced by an
+/// idle one.
+pub(crate) const REPLACE_DOWN: u32 = 1 << 13;
+/// `PURGE_COMP[=time]`: deleted once it has been active and without jobs
+/// for that long (5 minutes by default).
+pub(crate) const PURGE_COMP: u32 = 1 << 14;
+/// `HOURLY`: once over, it comes back an hour later.
+pub(crate) const HOURLY: u32 = 1 << 15;
 
 /// The flags an administrator may give (the others the controller sets).
-const GIVEN: u32 = MAINT | OVERLAP | IGNORE_JOBS;
+const GIVEN: u32 = MAINT
+    | OVERLAP
+    | IGNORE_JOBS
+    | FLEX
+    | DAILY
+    | WEEKLY
+    | WEEKDAY
+    | WEEKEND
+    | MAGNETIC
+    | ANY_NODES
+    | REPLACE
+    | REPLACE_DOWN
+    | PURGE_COMP
+    | HOURLY;
+
+/// The flags that make a reservation come back.
+const RECURRING: u32 = HOURLY | DAILY | WEEKLY | WEEKDAY | WEEKEND;
+
+/// `PURGE_COMP` without a time: 5 minutes, as Slurm.
+const PURGE_COMP_DEFAULT: i64 = 300;
+
+/// Parsed `Flags=`: bits to set and to clear, and `PURGE_COMP=`'s time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FlagWords {
+    pub(crate) set: u32,
+    pub(crate) clear: u32,
+    pub(crate) purge_secs: Option<i64>,
+}
 
 /// One reservation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,6 +135,11 @@ pub struct Resv {
     pub accounts: Vec<String>,
     /// `Accounts=-a,b`.
     pub accounts_except: bool,
+    /// `PURGE_COMP=`: seconds without jobs after which it is deleted.
+    pub purge_secs: i64,
+    /// The last time a job named it (or its start): `PURGE_COMP` counts
+    /// from here.
+    pub last_job: Timestamp,
 }
 
 impl Resv {
@@ -99,16 +168,89 @@ impl Resv {
             && within(&self.accounts, self.accounts_except, account)
     }
 
-    /// Its flags by Slurm's names, comma-separated.
+    /// Its flags by Slurm's names, comma-separated (`PURGE_COMP=` with
+    /// its time, as Slurm prints it).
     pub(crate) fn flags_text(&self) -> String {
         FLAG_NAMES
             .iter()
             .filter(|(bit, _)| self.flags & bit != 0)
-            .map(|(_, name)| *name)
+            .map(|&(bit, name)| {
+                if bit == PURGE_COMP {
+                    let secs = self.purge_secs.max(0) as u64;
+                    format!("{name}={}", model::units::format_duration_hms(secs))
+                } else {
+                    name.to_string()
+                }
+            })
             .collect::<Vec<_>>()
             .join(",")
     }
+
+    /// Whether jobs in it are held to its nodes (not with FLEX or
+    /// ANY_NODES).
+    pub(crate) fn confines(&self) -> bool {
+        self.flags & (FLEX | ANY_NODES) == 0
+    }
+
+    /// Moves a recurring reservation that ended by `now` to its next
+    /// window (a day, a week, the next weekday ...); false where it does
+    /// not recur.
+    pub(crate) fn recur(&mut self, now: Timestamp) -> bool {
+        let flags = self.flags & RECURRING;
+        if flags == 0 || self.end > now {
+            return flags != 0;
+        }
+        let step = if flags & HOURLY != 0 {
+            3600
+        } else if flags & WEEKLY != 0 {
+            7 * DAY
+        } else {
+            DAY
+        };
+        // Whole steps past `now` at once, then day by day to an allowed one.
+        let behind = (now - self.end) / step + 1;
+        self.start += behind * step;
+        self.end += behind * step;
+        while !self.day_allowed() {
+            self.start += DAY;
+            self.end += DAY;
+        }
+        self.last_job = self.start;
+        true
+    }
+
+    /// A WEEKDAY reservation starts Monday to Friday, a WEEKEND one on
+    /// Saturday or Sunday (days in UTC: the engine reads no time zone).
+    fn day_allowed(&self) -> bool {
+        // 1970-01-01 was a Thursday: 0 = Sunday.
+        let weekday = (self.start.div_euclid(DAY) + 4).rem_euclid(7);
+        let weekend = weekday == 0 || weekday == 6;
+        if self.flags & WEEKDAY != 0 {
+            !weekend
+        } else if self.flags & WEEKEND != 0 {
+            weekend
+        } else {
+            true
+        }
+    }
+
+    /// The longest window a recurring reservation may have (its period).
+    fn period(&self) -> Option<i64> {
+        let f = self.flags & RECURRING;
+        if f == 0 {
+            None
+        } else if f & HOURLY != 0 {
+            Some(3600)
+        } else if f & WEEKLY != 0 {
+            Some(7 * DAY)
+        } else {
+            Some(DAY)
+        }
+    }
 }
+
+/// Seconds in a day.
+const DAY: i64 = 86_400;
 
 /// Every reservation, by name.
 #[derive(Clone, Debug, Default)]
@@ -129,13 +271,19 @@ impl Resvs {
 }
 
 /// Parses a `Flags=` value: the bits to set and the bits to clear
-/// (`-FLAG`, on update).
-pub(crate) fn parse_flags(text: &str) -> Result<(u32, u32), SlurmError> {
-    let (mut set, mut clear) = (0, 0);
+/// (`-FLAG`, on update), and `PURGE_COMP=time` (Slurm's time forms:
+/// minutes, minutes:seconds, hours:minutes:seconds, days-hours[:minutes
+/// [:seconds]]; 5 minutes where none is given).
+pub(crate) fn parse_flags(text: &str) -> Result<FlagWords, SlurmError> {
+    let mut out = FlagWords::default();
     for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
         let (remove, word) = match word.strip_prefix('-') {
             Some(w) => (true, w),
             None => (false, word.strip_prefix('+').unwrap_or(word)),
+        };
+        let (word, time) = match word.split_once('=') {
+            Some((w, t)) => (w, Some(t)),
+            None => (word, None),
         };
         let bit = FLAG_NAMES
             .iter()
@@ -143,13 +291,47 @@ pub(crate) fn parse_flags(text: &str) -> Result<(u32, u32), SlurmError> {
             .map(|(bit, _)| *bit)
             .filter(|bit| bit & GIVEN != 0)
             .ok_or(SlurmError::InvalidRequest)?;
+        match (bit, time) {
+            (PURGE_COMP, Some(t)) if !remove => {
+                out.purge_secs = Some(purge_secs(t).ok_or(SlurmError::InvalidTimeValue)?);
+            }
+            (PURGE_COMP, None) if !remove => out.purge_secs = Some(PURGE_COMP_DEFAULT),
+            (_, Some(_)) => return Err(SlurmError::InvalidRequest),
+            _ => {}
+        }
         if remove {
-            clear |= bit;
+            out.clear |= bit;
         } else {
-            set |= bit;
+            out.set |= bit;
         }
     }
-    Ok((set, clear))
+    if (out.set & RECURRING).count_ones() > 1 {
+        return Err(SlurmError::InvalidRequest);
+    }
+    Ok(out)
+}
+
+/// A `PURGE_COMP=` time in seconds: a bare number is minutes, `m:s`,
+/// `h:m:s`, `d-h`, `d-h:m`, `d-h:m:s`.
+fn purge_secs(text: &str) -> Option<i64> {
+    let (days, rest) = match text.split_once('-') {
+        Some((d, r)) => (d.parse::<i64>().ok()?, Some(r)),
+        None => (0, None),
+    };
+    let parts: Vec<i64> = rest
+        .unwrap_or(text)
+        .split(':')
+        .map(|p| p.parse::<i64>().ok().filter(|v| *v >= 0))
+        .collect::<Option<_>>()?;
+    let secs = match (rest.is_some(), parts.as_slice()) {
+        (false, [m]) => m * 60,
+        (false, [m, s]) => m * 60 + s,
+        (false, [h, m, s]) | (true, [h, m, s]) => h * 3600 + m * 60 + s,
+        (true, [h]) => h * 3600,
+        (true, [h, m]) => h * 3600 + m * 60,
+        _ => return None,
+    };
+    (days >= 0).then_some(days * DAY + secs)
 }
 
 /// Applies a `Users=`/`Accounts=` value to a list: `a,b` sets it, `-a,b`
@@ -175,6 +357,19 @@ fn apply_names(list: &mut Vec<String>, except: &mut bool, text: &str, update: bo
         *except = text.starts_with('-');
         *list = names(text);
     }
+}
+
+/// Refuses a recurring window longer than its period, and moves a
+/// WEEKDAY or WEEKEND one to its first allowed day.
+fn check_window(resv: &mut Resv) -> Result<(), SlurmError> {
+    if resv.period().is_some_and(|p| resv.end - resv.start > p) {
+        return Err(SlurmError::InvalidTimeValue);
+    }
+    while !resv.day_allowed() {
+        resv.start += DAY;
+        resv.end += DAY;
+    }
+    Ok(())
 }
 
 /// A time limit in seconds (`None`: unlimited).
@@ -217,7 +412,8 @@ impl Engine {
         if end <= start {
             return Err(SlurmError::InvalidTimeValue);
         }
-        let (flags, _) = parse_flags(spec.flags.as_deref().unwrap_or(""))?;
+        let words = parse_flags(spec.flags.as_deref().unwrap_or(""))?;
+        let flags = words.set;
         let mut resv = Resv {
             name: name.clone(),
             start,
@@ -229,7 +425,10 @@ impl Engine {
             users_except: false,
             accounts: Vec::new(),
             accounts_except: false,
+            purge_secs: words.purge_secs.unwrap_or(0),
+            last_job: start,
         };
+        check_window(&mut resv)?;
         if let Some(u) = &spec.users {
             apply_names(&mut resv.users, &mut resv.users_except, u, false);
         }
@@ -282,9 +481,16 @@ impl Engine {
             return Err(SlurmError::InvalidTimeValue);
         }
         if let Some(f) = &spec.flags {
-            let (set, clear) = parse_flags(f)?;
-            resv.flags = (resv.flags | set) & !clear;
+            let words = parse_flags(f)?;
+            if words.set & RECURRING != 0 {
+                resv.flags &= !RECURRING;
+            }
+            resv.flags = (resv.flags | words.set) & !words.clear;
+            if let Some(p) = words.purge_secs {
+                resv.purge_secs = p;
+            }
         }
+        check_window(&mut resv)?;
         if let Some(u) = &spec.users {
             apply_names(&mut resv.users, &mut resv.users_except, u, true);
         }
@@ -454,11 +660,13 @@ impl Engine {
         let Some(name) = job.desc.reservation.as_deref() else {
             return;
         };
-        let keep: &[NodeIdx] = self
-            .resvs
-            .by_name
-            .get(name)
-            .map_or(&[], |r| r.nodes.as_slice());
+        let resv = self.resvs.by_name.get(name);
+        if resv.is_some_and(|r| !r.confines()) {
+            // FLEX, ANY_NODES: its nodes and any others.
+            self.resv_exclude_others(job, req);
+            return;
+        }
+        let keep: &[NodeIdx] = resv.map_or(&[], |r| r.nodes.as_slice());
         req.excluded_nodes.extend(
             (0..self.nodes.len() as u32)
                 .map(NodeIdx)
@@ -517,10 +725,23 @@ impl Engine {
                 until: r.end,
             })
             .collect();
+        // MAGNETIC: the jobs an active one admits are its own too.
+        let magnets: Vec<&Resv> = self
+            .resvs
+            .by_name
+            .values()
+            .filter(|r| r.flags & MAGNETIC != 0 && r.active(now))
+            .collect();
         let first = self
             .jobs
             .values()
-            .filter(|j| j.state == JobState::Pending && j.desc.reservation.is_some())
+            .filter(|j| j.state == JobState::Pending)
+            .filter(|j| {
+                j.desc.reservation.is_some()
+                    || magnets
+                        .iter()
+                        .any(|r| r.admits(&j.desc.user, j.desc.account.as_deref()))
+            })
             .map(|j| j.id)
             .collect();
         sched::Blocks { windows, first }
@@ -540,7 +761,11 @@ impl Engine {
             let Some(name) = &j.desc.reservation else {
                 continue;
             };
-            let waits = self.resvs.by_name.get(name).is_none_or(|r| !r.active(now));
+            let waits = self
+                .resvs
+                .by_name
+                .get(name)
+                .is_none_or(|r| !r.active(now) && r.flags & FLEX == 0);
             if waits {
                 blocked.entry(j.id).or_insert(PendingReason::Reservation);
             }
@@ -592,29 +817,140 @@ impl Engine {
         self.resvs
             .by_name
             .values()
-            .flat_map(|r| [r.start, r.end])
+            .flat_map(|r| {
+                let purge = (r.flags & PURGE_COMP != 0)
+                    .then(|| r.last_job.max(r.start).saturating_add(r.purge_secs));
+                [Some(r.start), Some(r.end), purge]
+            })
+            .flatten()
             .filter(|&t| t > now)
             .min()
     }
 
-    /// At a timer: notes `now`, purges the reservations that ended, and
-    /// marks the state changed where one began or ended.
+    /// At every input: notes `now`; moves the recurring reservations that
+    /// ended to their next window and purges the others that ended, and
+    /// those PURGE_COMP ones idle long enough; replaces the nodes REPLACE
+    /// and REPLACE_DOWN ones lost; marks the state changed where one began,
+    /// ended or changed.
     pub(crate) fn resv_tick(&mut self, now: Timestamp) {
         let before = self.resv_now;
         self.resv_now = now;
         if self.resvs.is_empty() {
             return;
         }
-        let crossed = self
+        let mut changed = self
             .resvs
             .by_name
             .values()
             .any(|r| (before < r.start && r.start <= now) || r.end <= now);
+        for r in self.resvs.by_name.values_mut() {
+            r.recur(now);
+        }
         self.resvs.by_name.retain(|_, r| r.end > now);
-        if crossed {
+        changed |= self.resv_purge_idle(now);
+        changed |= self.resv_replace(now);
+        if changed {
             self.settle_resv_ever();
             self.touch();
         }
+    }
+
+    /// PURGE_COMP: notes when an active one last had a job, and deletes
+    /// those without one for their time. True where one went.
+    fn resv_purge_idle(&mut self, now: Timestamp) -> bool {
+        let purging: Vec<String> = self
+            .resvs
+            .by_name
+            .values()
+            .filter(|r| r.flags & PURGE_COMP != 0 && r.active(now))
+            .map(|r| r.name.clone())
+            .collect();
+        let mut gone = false;
+        for name in purging {
+            let mut busy = false;
+            let mut ended = None;
+            for j in self.jobs.values() {
+                if j.desc.reservation.as_deref() == Some(name.as_str()) {
+                    busy |= !j.state.is_finished();
+                    ended = ended.max(j.end_time);
+                }
+            }
+            let Some(r) = self.resvs.by_name.get_mut(&name) else {
+                continue;
+            };
+            if busy {
+                r.last_job = now;
+            } else if let Some(t) = ended.filter(|t| *t > r.last_job) {
+                // Idle since its last job ended.
+                r.last_job = t;
+            }
+            if !busy && now >= r.last_job.max(r.start).saturating_add(r.purge_secs) {
+                self.resvs.by_name.remove(&name);
+                gone = true;
+            }
+        }
+        gone
+    }
+
+    /// REPLACE / REPLACE_DOWN: each node of the reservation that is down
+    /// or drained (REPLACE: or runs a job) gives its place to an idle node
+    /// of the same partition (or of any, without one) held by no other
+    /// reservation in the window. True where one was replaced.
+    fn resv_replace(&mut self, now: Timestamp) -> bool {
+        let names: Vec<String> = self
+            .resvs
+            .by_name
+            .values()
+            .filter(|r| r.flags & (REPLACE | REPLACE_DOWN) != 0 && r.end > now)
+            .map(|r| r.name.clone())
+            .collect();
+        let mut any = false;
+        for name in names {
+            let Some(r) = self.resvs.by_name.get(&name) else {
+                continue;
+            };
+            let also_busy = r.flags & REPLACE != 0;
+            let lost = |i: NodeIdx| {
+                let n = &self.nodes[i.0 as usize];
+                !n.takes_jobs() || (also_busy && !n.jobs.is_empty())
+            };
+            let gone: Vec<NodeIdx> = r.nodes.iter().copied().filter(|&i| lost(i)).collect();
+            if gone.is_empty() {
+                continue;
+            }
+            let pool: Vec<NodeIdx> = match r
+                .partition
+                .as_ref()
+                .and_then(|p| self.parts.iter().find(|x| &x.conf.name == p))
+            {
+                Some(part) => part.nodes.clone(),
+                None => (0..self.nodes.len() as u32).map(NodeIdx).collect(),
+            };
+            let spare: Vec<NodeIdx> = pool
+                .into_iter()
+                .filter(|i| !r.nodes.contains(i))
+                .filter(|&i| self.nodes[i.0 as usize].takes_jobs())
+                .filter(|&i| self.nodes[i.0 as usize].jobs.is_empty())
+                .filter(|&i| {
+                    !self.resvs.by_name.values().any(|o| {
+                        o.name != name && o.meets(r.start, r.end) && o.nodes.contains(&i)
+                    })
+                })
+                .take(gone.len())
+                .collect();
+            if spare.is_empty() {
+                continue;
+            }
+            let r = self.resvs.by_name.get_mut(&name).expect("looked up above");
+            for (old, new) in gone.into_iter().zip(spare) {
+                if let Some(slot) = r.nodes.iter_mut().find(|n| **n == old) {
+                    *slot = new;
+                }
+            }
+            r.nodes.sort_unstable();
+            any = true;
+        }
+        any
     }
 
     /// Once no reservation is left and no job names one, passes take
@@ -721,6 +1057,8 @@ impl Engine {
                 users_except: r.users_except,
                 accounts: r.accounts.clone(),
                 accounts_except: r.accounts_except,
+                purge_secs: r.purge_secs,
+                last_job: r.last_job,
             })
             .collect()
     }
@@ -748,6 +1086,8 @@ impl Engine {
                     users_except: r.users_except,
                     accounts: r.accounts,
                     accounts_except: r.accounts_except,
+                    purge_secs: r.purge_secs,
+                    last_job: r.last_job,
                 },
             );
         }
@@ -771,6 +1111,8 @@ mod tests {
             users_except: except,
             accounts: accounts.iter().map(|s| s.to_string()).collect(),
             accounts_except: false,
+            purge_secs: 0,
+            last_job: 100,
         }
     }
 
@@ -796,16 +1138,69 @@ mod tests {
 
     #[test]
     fn flags_parse_and_print() {
+        let words = |set, clear, purge_secs| {
+            Ok(FlagWords {
+                set,
+                clear,
+                purge_secs,
+            })
+        };
         assert_eq!(
             parse_flags("maint,IGNORE_JOBS"),
-            Ok((MAINT | IGNORE_JOBS, 0))
+            words(MAINT | IGNORE_JOBS, 0, None)
         );
-        assert_eq!(parse_flags("-MAINT"), Ok((0, MAINT)));
-        assert!(parse_flags("DAILY").is_err());
+        assert_eq!(parse_flags("-MAINT"), words(0, MAINT, None));
+        assert_eq!(parse_flags("DAILY,FLEX"), words(DAILY | FLEX, 0, None));
+        assert_eq!(parse_flags("PURGE_COMP"), words(PURGE_COMP, 0, Some(300)));
+        assert_eq!(
+            parse_flags("PURGE_COMP=1-2:03:04"),
+            words(PURGE_COMP, 0, Some(86_400 + 7384))
+        );
+        assert_eq!(parse_flags("purge_comp=10"), words(PURGE_COMP, 0, Some(600)));
+        assert!(parse_flags("PURGE_COMP=x").is_err());
+        assert!(parse_flags("DAILY,WEEKLY").is_err());
+        assert!(parse_flags("MAINT=3").is_err());
         assert!(parse_flags("SPEC_NODES").is_err());
+        assert!(parse_flags("NO_SUCH").is_err());
         let mut r = resv(&["a"], false, &[]);
         r.flags = MAINT | SPEC_NODES | IGNORE_JOBS;
         assert_eq!(r.flags_text(), "MAINT,IGNORE_JOBS,SPEC_NODES");
+        r.flags = PURGE_COMP | MAGNETIC | WEEKDAY | FLEX;
+        r.purge_secs = 300;
+        assert_eq!(r.flags_text(), "FLEX,WEEKDAY,PURGE_COMP=00:05:00,MAGNETIC");
+    }
+
+    #[test]
+    fn recurring_windows_move_on() {
+        // 1970-01-05 was a Monday; a window 10:00-11:00 on it.
+        let monday = 4 * DAY + 10 * 3600;
+        let mut r = resv(&["a"], false, &[]);
+        (r.start, r.end) = (monday, monday + 3600);
+        r.flags = DAILY;
+        assert!(r.recur(monday + 10));
+        assert_eq!(r.start, monday, "not over yet");
+        assert!(r.recur(monday + 3600));
+        assert_eq!((r.start, r.end), (monday + DAY, monday + DAY + 3600));
+        // Days later: the next one after now.
+        assert!(r.recur(monday + 3 * DAY + 3600 + 5));
+        assert_eq!(r.start, monday + 4 * DAY);
+        // WEEKDAY: Friday's comes back on Monday.
+        r.flags = WEEKDAY;
+        (r.start, r.end) = (monday + 4 * DAY, monday + 4 * DAY + 3600);
+        r.recur(monday + 4 * DAY + 3600);
+        assert_eq!(r.start, monday + 7 * DAY);
+        // WEEKEND: Saturday's comes back on Sunday, Sunday's on Saturday.
+        r.flags = WEEKEND;
+        (r.start, r.end) = (monday + 5 * DAY, monday + 5 * DAY + 3600);
+        r.recur(monday + 5 * DAY + 3600);
+        assert_eq!(r.start, monday + 6 * DAY);
+        r.recur(monday + 6 * DAY + 3600);
+        assert_eq!(r.start, monday + 12 * DAY);
+        r.flags = WEEKLY;
+        r.recur(monday + 12 * DAY + 3600);
+        assert_eq!(r.start, monday + 19 * DAY);
+        r.flags = 0;
+        assert!(!r.recur(monday + 30 * DAY));
     }
 
     #[test]

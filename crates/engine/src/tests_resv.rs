@@ -381,3 +381,111 @@ fn a_window_on_some_nodes_sends_jobs_to_the_others_and_its_own_jobs_in() {
     assert_eq!(e.job_info(job, 0).start_time, Some(600));
     assert_invariants(&e);
 }
+
+fn finish(e: &mut Engine, id: JobId, now: Timestamp) {
+    let node = node_of(e, id).expect("running");
+    e.on_job_exited(id, &node, model::ExitCode::default(), None, now)
+        .unwrap();
+    e.apply(Input::Tick, now);
+    assert_invariants(e);
+}
+
+#[test]
+fn flex_jobs_start_early_and_use_other_nodes() {
+    let mut e = engine();
+    // Node1 reserved from 1000 s; a FLEX job in it runs now, and a second
+    // one takes node2.
+    assert!(matches!(
+        create(&mut e, spec("f", "node1", 1000, 60, "FLEX"), 0),
+        CtldResponse::ReservationCreated(_)
+    ));
+    let a = submit(&mut e, Some("f"), 10, 0).unwrap();
+    let b = submit(&mut e, Some("f"), 10, 0).unwrap();
+    assert_eq!(e.job(a).unwrap().state, JobState::Running);
+    assert_eq!(e.job(b).unwrap().state, JobState::Running);
+    let mut on = vec![node_of(&e, a).unwrap(), node_of(&e, b).unwrap()];
+    on.sort();
+    assert_eq!(on, ["node1", "node2"]);
+    assert!(list(&mut e, 0)[0].flags.starts_with("FLEX,"));
+}
+
+#[test]
+fn magnetic_reservations_draw_the_jobs_they_admit() {
+    let mut e = engine();
+    assert!(matches!(
+        create(&mut e, spec("m", "node[1-2]", 0, 60, "MAGNETIC"), 0),
+        CtldResponse::ReservationCreated(_)
+    ));
+    // alice's job names no reservation, yet runs in it.
+    let a = submit(&mut e, None, 10, 0).unwrap();
+    assert_eq!(e.job(a).unwrap().state, JobState::Running);
+    // Without MAGNETIC it would wait for the reservation's end.
+    let mut e = engine();
+    create(&mut e, spec("r", "node[1-2]", 0, 60, ""), 0);
+    let a = submit(&mut e, None, 10, 0).unwrap();
+    let job = e.job(a).unwrap();
+    assert_eq!(job.state, JobState::Pending);
+    assert_eq!(e.job_info(job, 0).start_time, Some(3600));
+}
+
+#[test]
+fn purge_comp_deletes_a_reservation_its_last_job_left() {
+    let mut e = engine();
+    let s = spec("p", "node1", 0, 600, "PURGE_COMP=2:00");
+    assert!(matches!(
+        create(&mut e, s, 0),
+        CtldResponse::ReservationCreated(_)
+    ));
+    assert_eq!(list(&mut e, 0)[0].flags, "SPEC_NODES,PURGE_COMP=00:02:00");
+    let a = submit(&mut e, Some("p"), 10, 10).unwrap();
+    // Busy well past its two idle minutes.
+    e.apply(Input::Tick, 500);
+    assert_eq!(list(&mut e, 500).len(), 1);
+    finish(&mut e, a, 510);
+    e.apply(Input::Tick, 600);
+    assert_eq!(list(&mut e, 600).len(), 1);
+    // Its wake-up is due two minutes after the job's end.
+    assert_eq!(e.resv_wake(), Some(630));
+    e.apply(Input::Tick, 630);
+    assert!(list(&mut e, 630).is_empty());
+}
+
+#[test]
+fn replace_down_swaps_a_drained_node_for_an_idle_one() {
+    let mut e = engine();
+    let mut s = spec("r", "", 0, 600, "REPLACE_DOWN");
+    s.nodes = None;
+    s.node_cnt = Some(1);
+    assert!(matches!(
+        create(&mut e, s, 0),
+        CtldResponse::ReservationCreated(_)
+    ));
+    assert_eq!(list(&mut e, 0)[0].nodes, "node1");
+    e.on_update_node(
+        &["node1".into()],
+        Some(proto::NodeStateRequest::Drain),
+        Some("bad".into()),
+        &admin(),
+        5,
+    )
+    .unwrap();
+    e.apply(Input::Tick, 6);
+    assert_eq!(list(&mut e, 6)[0].nodes, "node2");
+}
+
+#[test]
+fn daily_reservations_come_back_a_day_later() {
+    let mut e = engine();
+    let day = 86_400;
+    assert!(matches!(
+        create(&mut e, spec("d", "node1", 100, 60, "DAILY"), 0),
+        CtldResponse::ReservationCreated(_)
+    ));
+    e.apply(Input::Tick, 3700);
+    let l = list(&mut e, 3700);
+    assert_eq!((l[0].start, l[0].end), (100 + day, 3700 + day));
+    assert_eq!(l[0].flags, "DAILY,SPEC_NODES");
+    // Longer than a day: refused.
+    let r = create(&mut e, spec("x", "node2", 100, 25 * 60, "DAILY"), 0);
+    assert!(matches!(r, CtldResponse::Error(SlurmError::InvalidTimeValue)), "{r:?}");
+}
