@@ -316,6 +316,7 @@ impl Engine {
             | CtldRequest::AcctTables
             | CtldRequest::AcctAdmin(_)
             | CtldRequest::AcctUsage(_)
+            | CtldRequest::AcctReservations { .. }
             | CtldRequest::AcctDecayedUsage
             // Answered by the controller, which keeps the statistics.
             | CtldRequest::Diag { .. }

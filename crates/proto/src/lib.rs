@@ -834,6 +834,15 @@ pub enum CtldRequest {
     /// `scontrol show reservation`: every reservation (answered with
     /// `Reservations`).
     ListReservations,
+    /// `sacctmgr show reservation`, `sreport reservation utilization`: the
+    /// reservation windows accounting holds that meet `[start, end)`
+    /// (`None`: open), of this cluster (answered `AcctReservations`).
+    AcctReservations {
+        /// Window start.
+        start: Option<model::Timestamp>,
+        /// Window end.
+        end: Option<model::Timestamp>,
+    },
 }
 
 /// What `scontrol update PartitionName=...` (or `create partition`)
@@ -1280,6 +1289,8 @@ pub enum CtldResponse {
     ReservationCreated(String),
     /// `ListReservations`: each reservation by start time, then name.
     Reservations(Vec<resv::ResvInfo>),
+    /// `AcctReservations`: the windows, by start then name.
+    AcctReservations(Vec<resv::AcctResv>),
 }
 
 /// One configuration file a controller serves in configless mode.
