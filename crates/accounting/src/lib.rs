@@ -234,11 +234,12 @@ pub(crate) mod resv_sql {
         )
     }
 
-    /// The windows of a cluster ending after ?2 and starting before ?3.
+    /// The windows of a cluster ending after ?2 and starting before ?3
+    /// (a window deleted before it began, of no length, is left out).
     pub(crate) fn select(ph: crate::filter::Placeholder) -> String {
         format!(
             "SELECT record FROM reservations WHERE cluster = {} AND time_end > {} \
-             AND time_start < {} ORDER BY time_start, name",
+             AND time_start < {} AND time_end > time_start ORDER BY time_start, name",
             ph(1),
             ph(2),
             ph(3)

@@ -54,6 +54,8 @@ fn reservation_windows(mut s: Box<dyn AccountingStore>) {
     s.put_resv(&w("c1", "a", 100, 300)).expect("write");
     s.put_resv(&w("c1", "d", 86_500, 86_600)).expect("write");
     s.put_resv(&w("c2", "a", 100, 300)).expect("write");
+    // Deleted before it began: no window at all.
+    s.put_resv(&w("c1", "e", 500, 500)).expect("write");
     // The same window again: replaced (deleted early, used by a job).
     let mut early = w("c1", "b", 100, 150);
     early.used_cpu_secs = 100;

@@ -1124,7 +1124,7 @@ impl NodeWorkers {
             | Command::StartExtern { node, .. }
             | Command::EndExtern { node, .. }
             | Command::TerminateJob { node, .. } => node.clone(),
-            Command::AcctRecord(_) | Command::Mail { .. } => return,
+            Command::AcctRecord(_) | Command::AcctResv(_) | Command::Mail { .. } => return,
         };
         if !self.workers.contains_key(&node) {
             // The node's worker and its link, made once per node.
@@ -1348,7 +1348,7 @@ async fn call_node(
 async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedSender<Msg>) {
     match cmd {
         // Records go to the accounting writer (`dispatch`), never here.
-        Command::AcctRecord(_) | Command::Mail { .. } => {}
+        Command::AcctRecord(_) | Command::AcctResv(_) | Command::Mail { .. } => {}
         Command::LaunchBatch { node, addr, launch } => {
             let job_id = launch.job_id;
             let req = NodeRequest::LaunchBatch(launch);
@@ -1716,6 +1716,7 @@ async fn engine_loop(
                         CtldRequest::AcctTables
                             | CtldRequest::AcctAdmin(_)
                             | CtldRequest::AcctUsage(_)
+                            | CtldRequest::AcctReservations { .. }
                             | CtldRequest::AcctDecayedUsage
                     ) {
                         let daemon = engine.is_admin(&who);
@@ -2012,6 +2013,7 @@ fn dispatch(cmd: Command, workers: &mut NodeWorkers, acct: &acct::AcctWriter) {
             workers.diag.observe(rec.job_id, rec.state, true);
             acct.put(*rec)
         }
+        Command::AcctResv(rec) => acct.put_resv(*rec),
         Command::Mail {
             user,
             default_user,
@@ -2149,6 +2151,9 @@ fn answer_acct_admin(
             .map(|rx| tokio::spawn(async move { rx.await.ok().map(CtldResponse::AcctAdmin) })),
         CtldRequest::AcctUsage(q) => acct.usage(q).map(|rx| {
             tokio::spawn(async move { rx.await.ok().flatten().map(CtldResponse::AcctUsage) })
+        }),
+        CtldRequest::AcctReservations { start, end } => acct.resvs(start, end).map(|rx| {
+            tokio::spawn(async move { rx.await.ok().flatten().map(CtldResponse::AcctReservations) })
         }),
         CtldRequest::AcctDecayedUsage => acct.decayed_usage().map(|rx| {
             tokio::spawn(async move { rx.await.ok().flatten().map(CtldResponse::AcctDecayedUsage) })

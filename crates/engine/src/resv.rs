@@ -195,7 +195,7 @@ impl Resv {
     /// Moves a recurring reservation that ended by `now` to its next
     /// window (a day, a week, the next weekday ...); false where it does
     /// not recur.
-    pub(crate) fn recur(&mut self, now: Timestamp) -> bool {
+    pub(crate) fn recur(&mut self, now: Timestamp, utc_offset: i64) -> bool {
         let flags = self.flags & RECURRING;
         if flags == 0 || self.end > now {
             return flags != 0;
@@ -211,7 +211,7 @@ impl Resv {
         let behind = (now - self.end) / step + 1;
         self.start += behind * step;
         self.end += behind * step;
-        while !self.day_allowed() {
+        while !self.day_allowed(utc_offset) {
             self.start += DAY;
             self.end += DAY;
         }
@@ -220,10 +220,11 @@ impl Resv {
     }
 
     /// A WEEKDAY reservation starts Monday to Friday, a WEEKEND one on
-    /// Saturday or Sunday (days in UTC: the engine reads no time zone).
-    fn day_allowed(&self) -> bool {
+    /// Saturday or Sunday, in local time (`utc_offset`: the controller's
+    /// time zone, `Engine::set_utc_offset`).
+    fn day_allowed(&self, utc_offset: i64) -> bool {
         // 1970-01-01 was a Thursday: 0 = Sunday.
-        let weekday = (self.start.div_euclid(DAY) + 4).rem_euclid(7);
+        let weekday = ((self.start + utc_offset).div_euclid(DAY) + 4).rem_euclid(7);
         let weekend = weekday == 0 || weekday == 6;
         if self.flags & WEEKDAY != 0 {
             !weekend
@@ -361,11 +362,11 @@ fn apply_names(list: &mut Vec<String>, except: &mut bool, text: &str, update: bo
 
 /// Refuses a recurring window longer than its period, and moves a
 /// WEEKDAY or WEEKEND one to its first allowed day.
-fn check_window(resv: &mut Resv) -> Result<(), SlurmError> {
+fn check_window(resv: &mut Resv, utc_offset: i64) -> Result<(), SlurmError> {
     if resv.period().is_some_and(|p| resv.end - resv.start > p) {
         return Err(SlurmError::InvalidTimeValue);
     }
-    while !resv.day_allowed() {
+    while !resv.day_allowed(utc_offset) {
         resv.start += DAY;
         resv.end += DAY;
     }
@@ -428,7 +429,7 @@ impl Engine {
             purge_secs: words.purge_secs.unwrap_or(0),
             last_job: start,
         };
-        check_window(&mut resv)?;
+        check_window(&mut resv, self.utc_offset)?;
         if let Some(u) = &spec.users {
             apply_names(&mut resv.users, &mut resv.users_except, u, false);
         }
@@ -442,6 +443,7 @@ impl Engine {
         self.check_resv_room(&resv, None)?;
         self.resvs.by_name.insert(name.clone(), resv);
         self.resvs.ever = true;
+        self.record_resv(&name, None, now);
         self.touch();
         Ok(name)
     }
@@ -490,7 +492,7 @@ impl Engine {
                 resv.purge_secs = p;
             }
         }
-        check_window(&mut resv)?;
+        check_window(&mut resv, self.utc_offset)?;
         if let Some(u) = &spec.users {
             apply_names(&mut resv.users, &mut resv.users_except, u, true);
         }
@@ -508,13 +510,25 @@ impl Engine {
             self.resv_nodes(&mut resv, spec.nodes.as_deref(), spec.node_cnt)?;
         }
         self.check_resv_room(&resv, Some(&spec.name))?;
+        let old_start = self.resvs.by_name.get(&spec.name).map(|r| r.start);
+        if old_start.is_some_and(|s| s != resv.start) {
+            // Moved: the old window's record ends now (or never began).
+            self.record_resv(&spec.name, Some(now), now);
+        }
+        let name = spec.name.clone();
         self.resvs.by_name.insert(spec.name, resv);
+        self.record_resv(&name, None, now);
         self.touch();
         Ok(())
     }
 
     /// `scontrol delete ReservationName=...`: refused while jobs run in it.
-    pub(crate) fn on_delete_resv(&mut self, name: &str, who: &Identity) -> Result<(), SlurmError> {
+    pub(crate) fn on_delete_resv(
+        &mut self,
+        name: &str,
+        who: &Identity,
+        now: Timestamp,
+    ) -> Result<(), SlurmError> {
         if !self.is_admin(who) {
             return Err(SlurmError::AccessDenied);
         }
@@ -530,6 +544,9 @@ impl Engine {
         if busy {
             return Err(SlurmError::ReservationBusy);
         }
+        // Accounting keeps what was used of it: its window ends now (one
+        // that had not begun, none of it).
+        self.record_resv(name, Some(now), now);
         self.resvs.by_name.remove(name);
         self.settle_resv_ever();
         self.touch();
@@ -843,8 +860,26 @@ impl Engine {
             .by_name
             .values()
             .any(|r| (before < r.start && r.start <= now) || r.end <= now);
+        let ended: Vec<String> = self
+            .resvs
+            .by_name
+            .values()
+            .filter(|r| r.end <= now)
+            .map(|r| r.name.clone())
+            .collect();
+        // Each window that ended is recorded whole; a recurring one's next
+        // window is recorded as it is made.
+        for name in &ended {
+            self.record_resv(name, None, now);
+        }
+        let offset = self.utc_offset;
         for r in self.resvs.by_name.values_mut() {
-            r.recur(now);
+            r.recur(now, offset);
+        }
+        for name in &ended {
+            if self.resvs.by_name.get(name).is_some_and(|r| r.end > now) {
+                self.record_resv(name, None, now);
+            }
         }
         self.resvs.by_name.retain(|_, r| r.end > now);
         changed |= self.resv_purge_idle(now);
@@ -885,6 +920,7 @@ impl Engine {
                 r.last_job = t;
             }
             if !busy && now >= r.last_job.max(r.start).saturating_add(r.purge_secs) {
+                self.record_resv(&name, Some(now), now);
                 self.resvs.by_name.remove(&name);
                 gone = true;
             }
@@ -1037,6 +1073,60 @@ impl Engine {
 }
 
 impl Engine {
+    /// Queues the accounting record of reservation `name`'s window as of
+    /// `now`, ending at `end` (its own end where `None`; a window cut
+    /// before it began records none of it). UnusedWall is Slurm's: the
+    /// window so far less its jobs' run time there, each weighed by its
+    /// share of the reservation's CPUs.
+    fn record_resv(&mut self, name: &str, end: Option<Timestamp>, now: Timestamp) {
+        if self.simulated {
+            return;
+        }
+        let Some(r) = self.resvs.by_name.get(name) else {
+            return;
+        };
+        let end = end.map_or(r.end, |e| e.clamp(r.start, r.end));
+        let to = end.min(now).max(r.start);
+        let cpus: u32 = r
+            .nodes
+            .iter()
+            .map(|i| self.nodes[i.0 as usize].conf.cpus)
+            .sum();
+        let mut used: u64 = 0;
+        for j in self.jobs.values() {
+            if j.desc.reservation.as_deref() != Some(name) {
+                continue;
+            }
+            let Some(s) = j.start_time else {
+                continue;
+            };
+            let e = j.end_time.unwrap_or(now).min(to);
+            let secs = (e - s.max(r.start)).max(0) as u64;
+            let job_cpus: u64 = j.ran_cpus.iter().map(|&c| u64::from(c)).sum();
+            used = used.saturating_add(secs.saturating_mul(job_cpus));
+        }
+        let wall = (to - r.start) as f64;
+        let unused = (wall - used as f64 / f64::from(cpus.max(1))).max(0.0);
+        let names: Vec<String> = r
+            .nodes
+            .iter()
+            .map(|i| self.nodes[i.0 as usize].conf.name.clone())
+            .collect();
+        let rec = proto::resv::AcctResv {
+            cluster: self.settings.cluster_name.clone(),
+            name: name.to_string(),
+            start: r.start,
+            end,
+            nodes: hostlist::compress(&names),
+            tres: format!("cpu={cpus}"),
+            flags: r.flags_text(),
+            cpus,
+            used_cpu_secs: used,
+            unused_wall: unused,
+        };
+        self.outbox.push(crate::Command::AcctResv(Box::new(rec)));
+    }
+
     /// The reservations as a snapshot keeps them.
     pub(crate) fn saved_resvs(&self) -> Vec<crate::persist::resv_v1::Resv> {
         self.resvs
@@ -1177,30 +1267,30 @@ mod tests {
         let mut r = resv(&["a"], false, &[]);
         (r.start, r.end) = (monday, monday + 3600);
         r.flags = DAILY;
-        assert!(r.recur(monday + 10));
+        assert!(r.recur(monday + 10, 0));
         assert_eq!(r.start, monday, "not over yet");
-        assert!(r.recur(monday + 3600));
+        assert!(r.recur(monday + 3600, 0));
         assert_eq!((r.start, r.end), (monday + DAY, monday + DAY + 3600));
         // Days later: the next one after now.
-        assert!(r.recur(monday + 3 * DAY + 3600 + 5));
+        assert!(r.recur(monday + 3 * DAY + 3600 + 5, 0));
         assert_eq!(r.start, monday + 4 * DAY);
         // WEEKDAY: Friday's comes back on Monday.
         r.flags = WEEKDAY;
         (r.start, r.end) = (monday + 4 * DAY, monday + 4 * DAY + 3600);
-        r.recur(monday + 4 * DAY + 3600);
+        r.recur(monday + 4 * DAY + 3600, 0);
         assert_eq!(r.start, monday + 7 * DAY);
         // WEEKEND: Saturday's comes back on Sunday, Sunday's on Saturday.
         r.flags = WEEKEND;
         (r.start, r.end) = (monday + 5 * DAY, monday + 5 * DAY + 3600);
-        r.recur(monday + 5 * DAY + 3600);
+        r.recur(monday + 5 * DAY + 3600, 0);
         assert_eq!(r.start, monday + 6 * DAY);
-        r.recur(monday + 6 * DAY + 3600);
+        r.recur(monday + 6 * DAY + 3600, 0);
         assert_eq!(r.start, monday + 12 * DAY);
         r.flags = WEEKLY;
-        r.recur(monday + 12 * DAY + 3600);
+        r.recur(monday + 12 * DAY + 3600, 0);
         assert_eq!(r.start, monday + 19 * DAY);
         r.flags = 0;
-        assert!(!r.recur(monday + 30 * DAY));
+        assert!(!r.recur(monday + 30 * DAY, 0));
     }
 
     #[test]
