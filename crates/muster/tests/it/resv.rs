@@ -424,3 +424,49 @@ fn purge_comp_magnetic_and_daily_reservations() {
         "{out}"
     );
 }
+
+#[test]
+fn reservations_are_kept_in_accounting() {
+    let mut c = cluster(1);
+    c.ok(
+        "scontrol",
+        &[
+            "create",
+            "reservation",
+            "ReservationName=acct",
+            "StartTime=now",
+            "Duration=10",
+            "Nodes=node1",
+            "Users=root",
+        ],
+    );
+    let j = c.submit(&["-t", "5", "--reservation=acct", "--wrap", "sleep 1"]);
+    assert_eq!(c.wait_done(j, secs(10)), "COMPLETED");
+    // Current windows by default, with Slurm's default columns.
+    let out = c.ok("sacctmgr", &["show", "reservation"]);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "   Cluster            Name                           TRES           TimeStart             TimeEnd UnusedWall "
+    );
+    assert!(lines[2].starts_with("       e2e            acct                          cpu=2 "), "{out}");
+    c.ok("scontrol", &["delete", "ReservationName=acct"]);
+    // Deleted: its window ends then, and what its job used is counted.
+    let out = c.ok(
+        "sacctmgr",
+        &[
+            "-nP",
+            "show",
+            "reservation",
+            "start=now-1hour",
+            "format=Cluster,Name,Nodes,TRES,Flags,UnusedWall",
+        ],
+    );
+    let fields: Vec<&str> = out.stdout.trim_end().split('|').collect();
+    assert_eq!(&fields[..5], ["e2e", "acct", "node1", "cpu=2", "SPEC_NODES"], "{out}");
+    let unused: f64 = fields[5].parse().expect("UnusedWall");
+    assert!(unused >= 0.0 && unused < 600.0, "{out}");
+    // Not among the current ones any more.
+    let out = c.ok("sacctmgr", &["-nP", "show", "reservation"]);
+    assert_eq!(out.stdout, "");
+}
