@@ -35,19 +35,17 @@ pub fn conformance_suite(make: MakeStore<'_>) {
 /// Reservation windows: written, replaced by (cluster, name, start),
 /// selected by overlap with a window, by start then name, per cluster.
 fn reservation_windows(mut s: Box<dyn AccountingStore>) {
-    let w = |cluster: &str, name: &str, start: Timestamp, end: Timestamp| {
-        proto::resv::AcctResv {
-            cluster: cluster.into(),
-            name: name.into(),
-            start,
-            end,
-            nodes: "n[1-2]".into(),
-            tres: "cpu=4".into(),
-            flags: "MAINT,SPEC_NODES".into(),
-            cpus: 4,
-            used_cpu_secs: 0,
-            unused_wall: (end - start) as f64,
-        }
+    let w = |cluster: &str, name: &str, start: Timestamp, end: Timestamp| proto::resv::AcctResv {
+        cluster: cluster.into(),
+        name: name.into(),
+        start,
+        end,
+        nodes: "n[1-2]".into(),
+        tres: "cpu=4".into(),
+        flags: "MAINT,SPEC_NODES".into(),
+        cpus: 4,
+        used_cpu_secs: 0,
+        unused_wall: (end - start) as f64,
     };
     assert!(s.resvs("c1", None, None).expect("read").is_empty());
     s.put_resv(&w("c1", "b", 100, 200)).expect("write");

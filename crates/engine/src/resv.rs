@@ -3,18 +3,34 @@
 //!
 //! ```text
 //!   CreateReservation/UpdateReservation/DeleteReservation --> Resvs (journaled)
-//!   scheduling pass: a job outside a reservation never gets its nodes
-//!     where its time limit meets the window (`restrict`); a job in one
-//!     gets only its nodes, and waits (Reservation) before it starts
-//!   timer: a reservation is purged at its end (`next_wake`, `purge`)
+//!   scheduling pass: every window laid on the backfill timeline
+//!     (`resv_blocks` -> `sched::Blocks`); the jobs in a reservation
+//!     decided first, held to its nodes (`resv_restrict`), waiting
+//!     (Reservation) until it begins
+//!   every input (`resv_tick`): windows over are recorded and purged, or
+//!     moved on (DAILY, ...); PURGE_COMP ones idle long enough go;
+//!     REPLACE ones swap lost nodes; `resv_wake` says when the next is due
 //! ```
 //!
-//! Jobs are kept off a reservation's nodes by excluding them from the
-//! job's request (`sched::JobRequest::excluded_nodes`) for the jobs whose
-//! run, from now to now plus their time limit, would meet the window: the
-//! scheduler then plans them elsewhere, or makes them wait. A pass over
+//! Jobs are kept off a reservation's nodes by the scheduler itself: each
+//! window is a plan on the timeline that holds its nodes whole, laid
+//! before the pass decides any job outside it, so such a job starts now
+//! only where its run ends before the window or lies on other nodes, and
+//! otherwise gets a planned start after the window (StartTime, `squeue
+//! --start`, `muster explain`). Where no timeline is at hand (preemption,
+//! `--test-only`) the nodes of the reservations its run would meet are
+//! taken out of its request instead (`resv_exclude_others`). A pass over
 //! every job runs while any reservation exists (the shortcuts assume a
 //! job's request changes only with the job).
+//!
+//! Flags: MAINT (waiting jobs read `ReqNodeNotAvail, Reserved for
+//! maintenance`), OVERLAP, IGNORE_JOBS, FLEX (its jobs start early, run
+//! past it, use other nodes), HOURLY/DAILY/WEEKLY/WEEKDAY/WEEKEND (the
+//! window moves on once over; days in the controller's time zone),
+//! MAGNETIC (the jobs it admits are decided with its own), ANY_NODES (its
+//! jobs may use any node), REPLACE/REPLACE_DOWN, PURGE_COMP[=time].
+//! Accounting gets each window (`Command::AcctResv`) when made, changed,
+//! deleted or over, with Slurm's UnusedWall.
 
 use crate::{Engine, Job};
 use model::{JobState, PendingReason, TimeLimit, Timestamp};
@@ -675,6 +691,17 @@ impl Engine {
             return;
         }
         let Some(name) = job.desc.reservation.as_deref() else {
+            // Drawn into MAGNETIC ones, it is decided before the windows are
+            // laid: the others its run would meet are taken out here.
+            if self.drawn_in(job, self.resv_now) {
+                for r in self.resvs_meeting(job, self.resv_now) {
+                    if !self.draws(r, job, self.resv_now) {
+                        req.excluded_nodes.extend(r.nodes.iter().copied());
+                    }
+                }
+                req.excluded_nodes.sort_unstable();
+                req.excluded_nodes.dedup();
+            }
             return;
         };
         let resv = self.resvs.by_name.get(name);
@@ -707,6 +734,21 @@ impl Engine {
         }
         req.excluded_nodes.sort_unstable();
         req.excluded_nodes.dedup();
+    }
+
+    /// Whether `r` is MAGNETIC, active at `now`, and admits `job` (which
+    /// names no reservation).
+    fn draws(&self, r: &Resv, job: &Job, now: Timestamp) -> bool {
+        r.flags & MAGNETIC != 0
+            && r.active(now)
+            && job.desc.reservation.is_none()
+            && r.admits(&job.desc.user, job.desc.account.as_deref())
+    }
+
+    /// Whether some MAGNETIC reservation draws `job` in at `now`.
+    fn drawn_in(&self, job: &Job, now: Timestamp) -> bool {
+        job.desc.reservation.is_none()
+            && self.resvs.by_name.values().any(|r| self.draws(r, job, now))
     }
 
     /// The reservations other than the job's own whose window its run
@@ -743,22 +785,16 @@ impl Engine {
             })
             .collect();
         // MAGNETIC: the jobs an active one admits are its own too.
-        let magnets: Vec<&Resv> = self
+        let magnetic = self
             .resvs
             .by_name
             .values()
-            .filter(|r| r.flags & MAGNETIC != 0 && r.active(now))
-            .collect();
+            .any(|r| r.flags & MAGNETIC != 0 && r.active(now));
         let first = self
             .jobs
             .values()
             .filter(|j| j.state == JobState::Pending)
-            .filter(|j| {
-                j.desc.reservation.is_some()
-                    || magnets
-                        .iter()
-                        .any(|r| r.admits(&j.desc.user, j.desc.account.as_deref()))
-            })
+            .filter(|j| j.desc.reservation.is_some() || (magnetic && self.drawn_in(j, now)))
             .map(|j| j.id)
             .collect();
         sched::Blocks { windows, first }
@@ -825,7 +861,9 @@ impl Engine {
     /// The reservations that keep `job` off nodes now, by name, for
     /// `muster explain`.
     pub fn resvs_in_way(&self, job: &Job, now: Timestamp) -> Vec<String> {
-        self.resvs_meeting(job, now).map(|r| r.name.clone()).collect()
+        self.resvs_meeting(job, now)
+            .map(|r| r.name.clone())
+            .collect()
     }
 
     /// When the next reservation starts or ends (a pass is due then).
@@ -962,18 +1000,18 @@ impl Engine {
                 Some(part) => part.nodes.clone(),
                 None => (0..self.nodes.len() as u32).map(NodeIdx).collect(),
             };
-            let spare: Vec<NodeIdx> = pool
-                .into_iter()
-                .filter(|i| !r.nodes.contains(i))
-                .filter(|&i| self.nodes[i.0 as usize].takes_jobs())
-                .filter(|&i| self.nodes[i.0 as usize].jobs.is_empty())
-                .filter(|&i| {
-                    !self.resvs.by_name.values().any(|o| {
-                        o.name != name && o.meets(r.start, r.end) && o.nodes.contains(&i)
+            let spare: Vec<NodeIdx> =
+                pool.into_iter()
+                    .filter(|i| !r.nodes.contains(i))
+                    .filter(|&i| self.nodes[i.0 as usize].takes_jobs())
+                    .filter(|&i| self.nodes[i.0 as usize].jobs.is_empty())
+                    .filter(|&i| {
+                        !self.resvs.by_name.values().any(|o| {
+                            o.name != name && o.meets(r.start, r.end) && o.nodes.contains(&i)
+                        })
                     })
-                })
-                .take(gone.len())
-                .collect();
+                    .take(gone.len())
+                    .collect();
             if spare.is_empty() {
                 continue;
             }
@@ -1246,7 +1284,10 @@ mod tests {
             parse_flags("PURGE_COMP=1-2:03:04"),
             words(PURGE_COMP, 0, Some(86_400 + 7384))
         );
-        assert_eq!(parse_flags("purge_comp=10"), words(PURGE_COMP, 0, Some(600)));
+        assert_eq!(
+            parse_flags("purge_comp=10"),
+            words(PURGE_COMP, 0, Some(600))
+        );
         assert!(parse_flags("PURGE_COMP=x").is_err());
         assert!(parse_flags("DAILY,WEEKLY").is_err());
         assert!(parse_flags("MAINT=3").is_err());

@@ -419,6 +419,16 @@ fn magnetic_reservations_draw_the_jobs_they_admit() {
     // alice's job names no reservation, yet runs in it.
     let a = submit(&mut e, None, 10, 0).unwrap();
     assert_eq!(e.job(a).unwrap().state, JobState::Running);
+    // Drawn in, it still keeps off the nodes of another reservation.
+    let mut e = engine();
+    create(&mut e, spec("m", "node1", 0, 60, "MAGNETIC"), 0);
+    let mut other = spec("o", "node2", 0, 60, "");
+    other.users = Some("bob".into());
+    create(&mut e, other, 0);
+    let a = submit(&mut e, None, 10, 0).unwrap();
+    let b = submit(&mut e, None, 10, 0).unwrap();
+    assert_eq!(node_of(&e, a).as_deref(), Some("node1"));
+    assert_eq!(e.job(b).unwrap().state, JobState::Pending);
     // Without MAGNETIC it would wait for the reservation's end.
     let mut e = engine();
     create(&mut e, spec("r", "node[1-2]", 0, 60, ""), 0);
@@ -487,5 +497,8 @@ fn daily_reservations_come_back_a_day_later() {
     assert_eq!(l[0].flags, "DAILY,SPEC_NODES");
     // Longer than a day: refused.
     let r = create(&mut e, spec("x", "node2", 100, 25 * 60, "DAILY"), 0);
-    assert!(matches!(r, CtldResponse::Error(SlurmError::InvalidTimeValue)), "{r:?}");
+    assert!(
+        matches!(r, CtldResponse::Error(SlurmError::InvalidTimeValue)),
+        "{r:?}"
+    );
 }

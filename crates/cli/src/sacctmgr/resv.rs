@@ -91,9 +91,10 @@ pub fn parse(words: &[String], now: Timestamp) -> Result<ResvShow, String> {
             s.names.extend(list(w));
             continue;
         };
+        // sacct's forms: `now-1hour`, dates, `today`, ...
         let time = |v: &str| {
-            crate::timespec::parse_start_time(v, now)
-                .ok_or_else(|| format!("Invalid time value {v}\n"))
+            crate::timespec::parse_time(v, now, &chrono::Local)
+                .ok_or_else(|| format!("Invalid time specification: {v}\n"))
         };
         if abbrev(&k, "format", 1) {
             if !format.is_empty() {
@@ -105,7 +106,8 @@ pub fn parse(words: &[String], now: Timestamp) -> Result<ResvShow, String> {
         } else if abbrev(&k, "clusters", 1) {
             s.clusters.extend(list(&v));
         } else if abbrev(&k, "nodes", 1) {
-            s.nodes.extend(hostlist::expand(&v).map_err(|_| format!("Invalid node list {v}\n"))?);
+            s.nodes
+                .extend(hostlist::expand(&v).map_err(|_| format!("Invalid node list {v}\n"))?);
         } else if abbrev(&k, "start", 1) || abbrev(&k, "timestart", 5) {
             s.start = Some(time(&v)?);
         } else if abbrev(&k, "end", 1) || abbrev(&k, "timeend", 5) {
@@ -162,8 +164,7 @@ pub fn select<'a>(s: &ResvShow, all: &'a [AcctResv]) -> Vec<&'a AcctResv> {
         .filter(|r| any(&s.names, &r.name) && any(&s.clusters, &r.cluster))
         .filter(|r| {
             s.nodes.is_empty()
-                || hostlist::expand(&r.nodes)
-                    .is_ok_and(|ns| ns.iter().any(|n| s.nodes.contains(n)))
+                || hostlist::expand(&r.nodes).is_ok_and(|ns| ns.iter().any(|n| s.nodes.contains(n)))
         })
         .collect()
 }

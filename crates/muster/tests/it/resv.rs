@@ -230,7 +230,10 @@ fn field(text: &str, key: &str) -> String {
         .or_else(|| text.find(&format!("\n{key}=")))
         .unwrap_or_else(|| panic!("{key} in {text}"));
     let rest = &text[at + key.len() + 2..];
-    rest.split_whitespace().next().unwrap_or_default().to_string()
+    rest.split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }
 
 #[test]
@@ -259,7 +262,10 @@ fn backfill_plans_a_job_after_a_maintenance_window() {
     });
     // Planned for the window's end: squeue --start, scontrol, explain.
     c.wait_until("the job is planned after the window", secs(10), || {
-        let out = c.ok("squeue", &["--start", "-h", "-j", &long.to_string(), "-o", "%S"]);
+        let out = c.ok(
+            "squeue",
+            &["--start", "-h", "-j", &long.to_string(), "-o", "%S"],
+        );
         (out.stdout.trim() == end).then_some(())
     });
     let job = c.ok("scontrol", &["show", "job", &long.to_string()]).stdout;
@@ -338,7 +344,13 @@ fn reserved_nodes_show_their_state_and_jobs_find_their_reservation() {
     // The command line wins over the variable.
     let out = c.run_env(
         "srun",
-        &["--reservation=m", "-t", "5", "printenv", "SLURM_JOB_NODELIST"],
+        &[
+            "--reservation=m",
+            "-t",
+            "5",
+            "printenv",
+            "SLURM_JOB_NODELIST",
+        ],
         &[("SLURM_RESERVATION", "r")],
     );
     assert_eq!(out.stdout, "node1\n", "{out}");
@@ -449,7 +461,10 @@ fn reservations_are_kept_in_accounting() {
         lines[0],
         "   Cluster            Name                           TRES           TimeStart             TimeEnd UnusedWall "
     );
-    assert!(lines[2].starts_with("       e2e            acct                          cpu=2 "), "{out}");
+    assert!(
+        lines[2].starts_with("       e2e            acct                          cpu=2 "),
+        "{out}"
+    );
     c.ok("scontrol", &["delete", "ReservationName=acct"]);
     // Deleted: its window ends then, and what its job used is counted.
     let out = c.ok(
@@ -463,7 +478,11 @@ fn reservations_are_kept_in_accounting() {
         ],
     );
     let fields: Vec<&str> = out.stdout.trim_end().split('|').collect();
-    assert_eq!(&fields[..5], ["e2e", "acct", "node1", "cpu=2", "SPEC_NODES"], "{out}");
+    assert_eq!(
+        &fields[..5],
+        ["e2e", "acct", "node1", "cpu=2", "SPEC_NODES"],
+        "{out}"
+    );
     let unused: f64 = fields[5].parse().expect("UnusedWall");
     assert!(unused >= 0.0 && unused < 600.0, "{out}");
     // Not among the current ones any more.

@@ -139,10 +139,10 @@ fn plan_on(
     let windows = !cache.blocks.windows.is_empty();
     let pool_ok = !windows
         && match cfg.bf_plan {
-        PlanOn::Nodes => false,
-        PlanOn::Pool => view.parts.len() == 1,
-        PlanOn::Auto => pool_is_exact(view, cache),
-    };
+            PlanOn::Nodes => false,
+            PlanOn::Pool => view.parts.len() == 1,
+            PlanOn::Auto => pool_is_exact(view, cache),
+        };
     if let Some(p) = tl.pool.as_ref().filter(|_| pool_ok) {
         tl.pool_offset = tl.base_free - p.value_at(now);
         tl.pool_pass = true;
