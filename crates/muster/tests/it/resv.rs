@@ -238,7 +238,7 @@ fn field(text: &str, key: &str) -> String {
 
 #[test]
 fn backfill_plans_a_job_after_a_maintenance_window() {
-    let mut c = cluster(1);
+    let c = cluster(1);
     // Two minutes ahead (not one: `--time=0:30` is a minute to Slurm).
     c.ok(
         "scontrol",
@@ -288,7 +288,7 @@ fn backfill_plans_a_job_after_a_maintenance_window() {
 
 #[test]
 fn reserved_nodes_show_their_state_and_jobs_find_their_reservation() {
-    let mut c = cluster(2);
+    let c = cluster(2);
     for (name, node, flags) in [("m", "node1", "MAINT"), ("r", "node2", "IGNORE_JOBS")] {
         c.ok(
             "scontrol",
@@ -358,7 +358,7 @@ fn reserved_nodes_show_their_state_and_jobs_find_their_reservation() {
 
 #[test]
 fn purge_comp_magnetic_and_daily_reservations() {
-    let mut c = cluster(2);
+    let c = cluster(2);
     // MAGNETIC: a job that names no reservation runs in it.
     c.ok(
         "scontrol",
@@ -439,7 +439,7 @@ fn purge_comp_magnetic_and_daily_reservations() {
 
 #[test]
 fn reservations_are_kept_in_accounting() {
-    let mut c = cluster(1);
+    let c = cluster(1);
     c.ok(
         "scontrol",
         &[
@@ -484,7 +484,7 @@ fn reservations_are_kept_in_accounting() {
         "{out}"
     );
     let unused: f64 = fields[5].parse().expect("UnusedWall");
-    assert!(unused >= 0.0 && unused < 600.0, "{out}");
+    assert!((0.0..600.0).contains(&unused), "{out}");
     // Not among the current ones any more.
     let out = c.ok("sacctmgr", &["-nP", "show", "reservation"]);
     assert_eq!(out.stdout, "");
