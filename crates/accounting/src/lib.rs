@@ -46,6 +46,7 @@ use std::path::PathBuf;
 
 use model::{JobState, Timestamp};
 use proto::acctdb::AcctTables;
+use proto::resv::AcctResv;
 use proto::AcctJob;
 
 pub use migrations::SCHEMA_VERSION;
@@ -99,6 +100,19 @@ pub trait AccountingStore: Send {
         cluster: &str,
         rolled_to: Timestamp,
     ) -> Result<(), AcctError>;
+
+    /// Writes one reservation window: inserts it or replaces the record
+    /// with the same (cluster, name, start). On return it is durable.
+    fn put_resv(&mut self, r: &AcctResv) -> Result<(), AcctError>;
+
+    /// The reservation windows of `cluster` that meet `[start, end)` (open
+    /// where `None`), by start then name.
+    fn resvs(
+        &self,
+        cluster: &str,
+        start: Option<Timestamp>,
+        end: Option<Timestamp>,
+    ) -> Result<Vec<AcctResv>, AcctError>;
 
     /// The schema version of the open database (always [`SCHEMA_VERSION`]
     /// once opened: older databases are upgraded on open).
@@ -200,6 +214,50 @@ pub enum AcctError {
         /// The encoding error.
         source: serde_json::Error,
     },
+}
+
+/// The reservation windows' SQL, shared by both backends (`$n` or `?n`
+/// placeholders from `ph`).
+pub(crate) mod resv_sql {
+    /// Inserts or replaces one window: cluster, name, start, end, record.
+    pub(crate) fn upsert(ph: crate::filter::Placeholder) -> String {
+        format!(
+            "INSERT INTO reservations (cluster, name, time_start, time_end, record) \
+             VALUES ({}, {}, {}, {}, {}) \
+             ON CONFLICT (cluster, name, time_start) \
+             DO UPDATE SET time_end = excluded.time_end, record = excluded.record",
+            ph(1),
+            ph(2),
+            ph(3),
+            ph(4),
+            ph(5)
+        )
+    }
+
+    /// The windows of a cluster ending after ?2 and starting before ?3
+    /// (a window deleted before it began, of no length, is left out).
+    pub(crate) fn select(ph: crate::filter::Placeholder) -> String {
+        format!(
+            "SELECT record FROM reservations WHERE cluster = {} AND time_end > {} \
+             AND time_start < {} AND time_end > time_start ORDER BY time_start, name",
+            ph(1),
+            ph(2),
+            ph(3)
+        )
+    }
+
+    /// The record as stored.
+    pub(crate) fn encode(r: &proto::resv::AcctResv) -> Result<String, crate::AcctError> {
+        serde_json::to_string(r).map_err(|source| crate::AcctError::Encode { job_id: 0, source })
+    }
+
+    /// A stored record.
+    pub(crate) fn decode(text: &str) -> Result<proto::resv::AcctResv, crate::AcctError> {
+        serde_json::from_str(text).map_err(|source| crate::AcctError::CorruptTable {
+            table: "reservations".into(),
+            source,
+        })
+    }
 }
 
 /// Decodes a stored record; `cluster` and `job_id` only name it in errors.

@@ -97,6 +97,18 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         SELECT cluster, MAX(end_time - submit_time) FROM jobs
         WHERE end_time IS NOT NULL GROUP BY cluster;
     CREATE INDEX jobs_open ON jobs (user_name, submit_time) WHERE end_time IS NULL;",
+    // 8: reservation windows (sacctmgr show reservation, sreport
+    // reservation utilization): one row per (cluster, name, window start),
+    // the whole record as JSON.
+    "CREATE TABLE reservations (
+        cluster TEXT NOT NULL,
+        name TEXT NOT NULL,
+        time_start BIGINT NOT NULL,
+        time_end BIGINT NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (cluster, name, time_start)
+    );
+    CREATE INDEX reservations_end ON reservations (cluster, time_end);",
 ];
 
 /// The schema version this build creates and reads.

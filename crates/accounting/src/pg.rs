@@ -219,6 +219,31 @@ impl AccountingStore for PgStore {
         Ok(())
     }
 
+    fn put_resv(&mut self, r: &proto::resv::AcctResv) -> Result<(), AcctError> {
+        let rec = crate::resv_sql::encode(r)?;
+        self.client.get_mut().execute(
+            crate::resv_sql::upsert(placeholder).as_str(),
+            &[&r.cluster, &r.name, &r.start, &r.end, &rec],
+        )?;
+        Ok(())
+    }
+
+    fn resvs(
+        &self,
+        cluster: &str,
+        start: Option<i64>,
+        end: Option<i64>,
+    ) -> Result<Vec<proto::resv::AcctResv>, AcctError> {
+        let (from, to) = (start.unwrap_or(i64::MIN), end.unwrap_or(i64::MAX));
+        let rows = self.client.borrow_mut().query(
+            crate::resv_sql::select(placeholder).as_str(),
+            &[&cluster, &from, &to],
+        )?;
+        rows.iter()
+            .map(|r| crate::resv_sql::decode(r.try_get::<_, &str>(0)?))
+            .collect()
+    }
+
     fn schema_version(&self) -> u32 {
         self.version
     }

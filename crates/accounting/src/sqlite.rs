@@ -294,6 +294,32 @@ impl AccountingStore for SqliteStore {
         Ok(())
     }
 
+    fn put_resv(&mut self, r: &proto::resv::AcctResv) -> Result<(), AcctError> {
+        let rec = crate::resv_sql::encode(r)?;
+        let mut stmt = self
+            .conn
+            .prepare_cached(&crate::resv_sql::upsert(placeholder))?;
+        stmt.execute(rusqlite::params![r.cluster, r.name, r.start, r.end, rec])?;
+        Ok(())
+    }
+
+    fn resvs(
+        &self,
+        cluster: &str,
+        start: Option<i64>,
+        end: Option<i64>,
+    ) -> Result<Vec<proto::resv::AcctResv>, AcctError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&crate::resv_sql::select(placeholder))?;
+        let (from, to) = (start.unwrap_or(i64::MIN), end.unwrap_or(i64::MAX));
+        let rows = stmt.query_map(rusqlite::params![cluster, from, to], |r| {
+            r.get::<_, String>(0)
+        })?;
+        rows.map(|t| crate::resv_sql::decode(&t?))
+            .collect::<Result<_, _>>()
+    }
+
     fn schema_version(&self) -> u32 {
         self.version
     }

@@ -29,6 +29,43 @@ pub fn conformance_suite(make: MakeStore<'_>) {
     reused_job_ids_are_distinct_records(make());
     association_tables_round_trip(make());
     usage_rollups(make());
+    reservation_windows(make());
+}
+
+/// Reservation windows: written, replaced by (cluster, name, start),
+/// selected by overlap with a window, by start then name, per cluster.
+fn reservation_windows(mut s: Box<dyn AccountingStore>) {
+    let w = |cluster: &str, name: &str, start: Timestamp, end: Timestamp| proto::resv::AcctResv {
+        cluster: cluster.into(),
+        name: name.into(),
+        start,
+        end,
+        nodes: "n[1-2]".into(),
+        tres: "cpu=4".into(),
+        flags: "MAINT,SPEC_NODES".into(),
+        cpus: 4,
+        used_cpu_secs: 0,
+        unused_wall: (end - start) as f64,
+    };
+    assert!(s.resvs("c1", None, None).expect("read").is_empty());
+    s.put_resv(&w("c1", "b", 100, 200)).expect("write");
+    s.put_resv(&w("c1", "a", 100, 300)).expect("write");
+    s.put_resv(&w("c1", "d", 86_500, 86_600)).expect("write");
+    s.put_resv(&w("c2", "a", 100, 300)).expect("write");
+    // Deleted before it began: no window at all.
+    s.put_resv(&w("c1", "e", 500, 500)).expect("write");
+    // The same window again: replaced (deleted early, used by a job).
+    let mut early = w("c1", "b", 100, 150);
+    early.used_cpu_secs = 100;
+    early.unused_wall = 25.0;
+    s.put_resv(&early).expect("write");
+    let all = s.resvs("c1", None, None).expect("read");
+    let names: Vec<(&str, Timestamp)> = all.iter().map(|r| (r.name.as_str(), r.start)).collect();
+    assert_eq!(names, [("a", 100), ("b", 100), ("d", 86_500)]);
+    assert_eq!(all[1], early);
+    let later = s.resvs("c1", Some(160), Some(86_501)).expect("read");
+    let names: Vec<&str> = later.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["a", "d"]);
 }
 
 /// A plausible finished job: `cluster`, `job_id`, submitted at `submit`,

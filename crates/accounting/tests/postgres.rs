@@ -112,7 +112,7 @@ fn a_version_1_database_is_upgraded_on_open() {
         return;
     };
     assert_eq!(
-        SCHEMA_VERSION, 7,
+        SCHEMA_VERSION, 8,
         "update this test when adding a migration"
     );
     let mut scratch = Scratch::new(base);
@@ -128,7 +128,7 @@ fn a_version_1_database_is_upgraded_on_open() {
     .unwrap();
 
     let mut store = PgStore::connect(&info).unwrap();
-    assert_eq!(store.schema_version(), 7);
+    assert_eq!(store.schema_version(), 8);
     let q = JobQuery {
         users: vec!["alice".into()],
         ..JobQuery::default()
@@ -140,7 +140,7 @@ fn a_version_1_database_is_upgraded_on_open() {
     assert_eq!(store.query(&q).unwrap(), vec![newer]);
     drop(store);
 
-    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5, 6, 7, 8]);
     let n: i64 = raw
         .query_one(
             "SELECT COUNT(*) FROM pg_indexes \
@@ -152,8 +152,8 @@ fn a_version_1_database_is_upgraded_on_open() {
     assert_eq!(n, 1, "migration 2 created the index");
 
     // Opening an up-to-date database runs nothing again.
-    assert_eq!(PgStore::connect(&info).unwrap().schema_version(), 7);
-    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(PgStore::connect(&info).unwrap().schema_version(), 8);
+    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5, 6, 7, 8]);
 }
 
 #[test]
@@ -174,13 +174,13 @@ fn a_newer_database_is_refused_with_both_versions() {
             err,
             AcctError::SchemaTooNew {
                 found: 99,
-                supported: 7
+                supported: 8
             }
         ),
         "{err:?}"
     );
     let text = err.to_string();
-    assert!(text.contains("99") && text.contains("version 7"), "{text}");
+    assert!(text.contains("99") && text.contains("version 8"), "{text}");
 }
 
 /// Schema version 6 as released (shared with the SQLite tests).
@@ -229,7 +229,7 @@ fn a_version_6_database_gets_the_span_of_its_jobs_on_open() {
         .collect();
     assert_eq!(found, accounting::suite::LATE_WINDOW_IDS);
     drop(store);
-    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(versions(&mut raw), vec![1, 2, 3, 4, 5, 6, 7, 8]);
     let span: i64 = raw
         .query_one("SELECT max_span FROM job_span WHERE cluster = 'c1'", &[])
         .unwrap()

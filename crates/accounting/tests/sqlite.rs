@@ -31,7 +31,7 @@ fn versions(conn: &rusqlite::Connection) -> Vec<i64> {
 #[test]
 fn a_version_1_database_is_upgraded_on_open() {
     assert_eq!(
-        SCHEMA_VERSION, 7,
+        SCHEMA_VERSION, 8,
         "update this test when adding a migration"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -49,7 +49,7 @@ fn a_version_1_database_is_upgraded_on_open() {
     }
 
     let mut store = SqliteStore::open(&path).unwrap();
-    assert_eq!(store.schema_version(), 7);
+    assert_eq!(store.schema_version(), 8);
     // The old record is still there and still found, through the new index.
     let q = JobQuery {
         users: vec!["alice".into()],
@@ -64,7 +64,7 @@ fn a_version_1_database_is_upgraded_on_open() {
     drop(store);
 
     let conn = rusqlite::Connection::open(&path).unwrap();
-    assert_eq!(versions(&conn), vec![1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(versions(&conn), vec![1, 2, 3, 4, 5, 6, 7, 8]);
     let index: i64 = conn
         .query_row(
             "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'jobs_user_submit'",
@@ -86,9 +86,9 @@ fn a_version_1_database_is_upgraded_on_open() {
 
     // Opening an up-to-date database runs nothing again.
     let store = SqliteStore::open(&path).unwrap();
-    assert_eq!(store.schema_version(), 7);
+    assert_eq!(store.schema_version(), 8);
     let conn = rusqlite::Connection::open(&path).unwrap();
-    assert_eq!(versions(&conn), vec![1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(versions(&conn), vec![1, 2, 3, 4, 5, 6, 7, 8]);
 }
 
 #[test]
@@ -107,13 +107,13 @@ fn a_newer_database_is_refused_with_both_versions() {
             err,
             AcctError::SchemaTooNew {
                 found: 99,
-                supported: 7
+                supported: 8
             }
         ),
         "{err:?}"
     );
     let text = err.to_string();
-    assert!(text.contains("99") && text.contains("version 7"), "{text}");
+    assert!(text.contains("99") && text.contains("version 8"), "{text}");
 }
 
 #[test]
@@ -226,7 +226,7 @@ fn a_version_6_database_gets_the_span_of_its_jobs_on_open() {
     );
     drop(store);
     let conn = rusqlite::Connection::open(&path).unwrap();
-    assert_eq!(versions(&conn), vec![1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(versions(&conn), vec![1, 2, 3, 4, 5, 6, 7, 8]);
     let span: i64 = conn
         .query_row(
             "SELECT max_span FROM job_span WHERE cluster = 'c1'",

@@ -34,6 +34,14 @@ pub fn job_state(
     // (`compat`: `prog`'s own table, then sbatch's).
     let warnings = crate::compat::check(prog, items.iter().map(|(name, _)| *name))?;
     eprint!("{warnings}");
+    // Input variables first: the command line overrides them.
+    for (var, name) in input_env(prog) {
+        let given = items.iter().any(|(n, _)| n == name);
+        if let (false, Ok(v)) = (given, std::env::var(var)) {
+            opts::apply(&mut st, name, Some(v), Level::Env, &ctx)
+                .map_err(|e| relabel(prog, &e.stderr))?;
+        }
+    }
     for (name, v) in items {
         if opts::SPECS.iter().any(|s| s.long == *name) {
             opts::apply(&mut st, name, v.clone(), Level::Cli, &ctx)
@@ -45,6 +53,16 @@ pub fn job_state(
         eprintln!("{prog}: Warning: {warning}");
     }
     Ok(st)
+}
+
+/// The input environment variables `prog` reads (srun's and salloc's man
+/// pages, "INPUT ENVIRONMENT VARIABLES"), each with the option it sets.
+fn input_env(prog: &str) -> &'static [(&'static str, &'static str)] {
+    match prog {
+        "srun" => &[("SLURM_RESERVATION", "reservation")],
+        "salloc" => &[("SALLOC_RESERVATION", "reservation")],
+        _ => &[],
+    }
 }
 
 /// sbatch's error text under another program's name.

@@ -373,7 +373,7 @@ fn node_lines(node: &NodeInfo) -> Vec<String> {
     ));
     l.push(format!(
         "State={} ThreadsPerCore={} TmpDisk={} Weight={} Owner=N/A MCS_label=N/A",
-        node.state.scontrol_string(),
+        node_state_text(node),
         node.threads_per_core,
         node.tmp_disk,
         node.weight
@@ -898,6 +898,36 @@ pub fn render_step(st: &proto::StepInfo) -> String {
     }
     out.push('\n');
     out
+}
+
+/// A node's `State=`: the base state and its flags, with the flags of an
+/// active reservation (`+RESERVED`; `+MAINTENANCE` too for a MAINT one, the
+/// word Slurm prints for NODE_STATE_MAINT) in Slurm's order of flags.
+fn node_state_text(node: &NodeInfo) -> String {
+    const ORDER: &[&str] = &[
+        "COMPLETING",
+        "DRAIN",
+        "FAIL",
+        "MAINTENANCE",
+        "NOT_RESPONDING",
+        "POWERED_DOWN",
+        "RESERVED",
+    ];
+    let text = node.state.scontrol_string();
+    let mut words = text.split('+');
+    let base = words.next().unwrap_or_default().to_string();
+    let mut flags: Vec<&str> = words.collect();
+    match node.resv {
+        2 => flags.extend(["MAINTENANCE", "RESERVED"]),
+        1 => flags.push("RESERVED"),
+        _ => return text,
+    }
+    flags.sort_by_key(|f| ORDER.iter().position(|o| o == f).unwrap_or(ORDER.len()));
+    flags.dedup();
+    std::iter::once(base.as_str())
+        .chain(flags)
+        .collect::<Vec<_>>()
+        .join("+")
 }
 
 fn show_nodes(s: &mut Session, arg: Option<&str>) -> CmdResult {

@@ -9,8 +9,9 @@
 //! ```
 //!
 //! Not yet: Down and PLND Down are always 0 (node state history is not
-//! kept), Energy is 0, the `-T` TRES selection (CPU only), job and reservation
-//! reports, `tree`.
+//! kept), Energy is 0, the `-T` TRES selection (CPU only), job reports, `tree`;
+//! reservation reports are refused (`sacctmgr show reservation` has the
+//! windows and their UnusedWall).
 
 use crate::common::{self, print_stdout, Stop};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
@@ -227,6 +228,10 @@ pub fn parse<Tz: chrono::TimeZone>(
         Kind::AccountByUser
     } else if abbrev(what, "user", 1) && abbrev(report, "topusage", 1) {
         Kind::UserTop
+    } else if abbrev(what, "reservation", 3) {
+        return Err("sreport: reservation reports are not supported by muster; \
+             `sacctmgr show reservation` lists each window with its UnusedWall\n"
+            .into());
     } else {
         return Err(format!("Not valid report {report}\nValid cluster reports are, \"AccountUtilizationByUser\" and \"Utilization\"\nValid user reports are, \"TopUsage\"\n"));
     };

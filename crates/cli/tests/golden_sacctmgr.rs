@@ -280,3 +280,58 @@ fn changes_parse_into_requests() {
         ]
     );
 }
+
+/// `sacctmgr show reservation`: Slurm 22.05's default columns
+/// (`Cluster,Name%15,TRES%30,TimeStart,TimeEnd,UnusedWall`; no capture of
+/// Slurm's has one: from sacctmgr's man page and its default format), and
+/// `-P` with chosen columns.
+#[test]
+fn show_reservation_default_and_parsable() {
+    std::env::set_var("TZ", "UTC");
+    let w = |name: &str, start: i64, end: i64, unused: f64| proto::resv::AcctResv {
+        cluster: "anchor".into(),
+        name: name.into(),
+        start,
+        end,
+        nodes: "node[1-2]".into(),
+        tres: "cpu=4".into(),
+        flags: "MAINT,SPEC_NODES".into(),
+        cpus: 4,
+        used_cpu_secs: 0,
+        unused_wall: unused,
+    };
+    // 2026-12-02T10:00:00Z and on.
+    let t0 = 1_796_205_600;
+    let all = vec![
+        w("maint", t0, t0 + 3600, 3600.0),
+        w("short", t0 + 60, t0 + 120, 30.5),
+    ];
+    let words: Vec<String> = ["where", "start=2026-12-01T00:00:00"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let s = sacctmgr::resv::parse(&words, t0).unwrap();
+    let rows = sacctmgr::resv::select(&s, &all);
+    assert_eq!(
+        sacctmgr::resv::render(&s, &rows, fields::Layout::Columns, true),
+        "   Cluster            Name                           TRES           TimeStart             TimeEnd UnusedWall \n\
+         ---------- --------------- ------------------------------ ------------------- ------------------- ---------- \n\
+         \x20   anchor           maint                          cpu=4 2026-12-02T10:00:00 2026-12-02T11:00:00  3.600e+03 \n\
+         \x20   anchor           short                          cpu=4 2026-12-02T10:01:00 2026-12-02T10:02:00  30.500000 \n"
+    );
+    let words: Vec<String> = ["names=short", "format=Name,Nodes,Flags,UnusedWall"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let s = sacctmgr::resv::parse(&words, t0).unwrap();
+    let rows = sacctmgr::resv::select(&s, &all);
+    assert_eq!(
+        sacctmgr::resv::render(&s, &rows, fields::Layout::Parsable2, true),
+        "Name|Nodes|Flags|UnusedWall\nshort|node[1-2]|MAINT,SPEC_NODES|30.500000\n"
+    );
+    let bad: Vec<String> = vec!["format=Nope".into()];
+    assert_eq!(
+        sacctmgr::resv::parse(&bad, t0).unwrap_err(),
+        "Unknown field 'Nope'\n"
+    );
+}

@@ -401,6 +401,30 @@ fn show_node_being_rebooted() {
     assert!(!scontrol::render_node(&n).contains("NextState"));
 }
 
+/// A node held by an active reservation shows `+RESERVED`, and by a
+/// MAINT one `+MAINTENANCE+RESERVED` (Slurm's words for NODE_STATE_RES
+/// and NODE_STATE_MAINT; no capture of Slurm's has them: from Slurm's
+/// flag names, in its order of flags).
+#[test]
+fn show_node_in_reservations() {
+    utc();
+    let mut n = node(1, NodeBase::Idle, 0, 0);
+    n.last_busy = Some(at(23, 26));
+    n.resv = 2;
+    assert_eq!(
+        scontrol::render_node(&n),
+        golden("scontrol_show_node_maint")
+    );
+    let mut n = node(4, NodeBase::Mixed, 1, 500);
+    n.state.drain = true;
+    n.resv = 1;
+    let text = scontrol::render_node(&n);
+    assert!(
+        text.contains("   State=MIXED+DRAIN+RESERVED ThreadsPerCore=1"),
+        "{text}"
+    );
+}
+
 fn partition(name: &str, default: bool, nodes: &[&str], tres: &str) -> PartitionInfo {
     PartitionInfo {
         name: name.into(),

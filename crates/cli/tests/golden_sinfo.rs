@@ -138,6 +138,32 @@ fn busy_nodes() -> Vec<NodeInfo> {
     ]
 }
 
+/// An idle node in an active reservation reads `resv` (`reserved` in
+/// long form), in a MAINT one `maint`; a busy one keeps its state. muster
+/// shows them from the reservation's start (Slurm 22.05 flags the nodes at
+/// its next periodic reservation check, so it may print `idle` for a few
+/// seconds after a MAINT window began).
+#[test]
+fn reserved_and_maint_nodes() {
+    let mut nodes = vec![
+        node(1, NodeBase::Idle, 0, 0),
+        node(2, NodeBase::Idle, 0, 0),
+        node(3, NodeBase::Idle, 0, 0),
+        node(4, NodeBase::Mixed, 1, 500),
+    ];
+    nodes[0].resv = 1;
+    nodes[1].resv = 2;
+    nodes[3].resv = 2;
+    assert_eq!(
+        sinfo::render(&args(&[]), &parts(), &nodes, NOW),
+        golden("sinfo_resv_maint")
+    );
+    assert_eq!(
+        sinfo::render(&args(&["-h", "-N", "-o", "%N %T %t"]), &parts(), &nodes, NOW),
+        "node1 reserved resv\nnode2 maint maint\nnode3 idle idle\nnode3 idle idle\nnode4 mixed mix\nnode4 mixed mix\n"
+    );
+}
+
 fn drain(node: &mut NodeInfo) {
     node.state.drain = true;
     node.reason = Some("anchor maintenance test".into());

@@ -148,4 +148,6 @@ fn bad_reports_and_fields() {
         " Unknown condition: colour=red\nUse keyword set to modify value\n"
     );
     assert!(parse(&["cluster", "nonsense"]).starts_with("Not valid report nonsense\n"));
+    assert!(parse(&["reservation", "utilization"])
+        .starts_with("sreport: reservation reports are not supported by muster;"));
 }

@@ -163,6 +163,12 @@ enum Msg {
     Admin(Box<AdminRequest>, Caller, oneshot::Sender<AdminReply>),
     Usage(UsageQuery, oneshot::Sender<Option<UsageReport>>),
     Decayed(oneshot::Sender<Option<Vec<DecayedUsage>>>),
+    PutResv(Box<proto::resv::AcctResv>),
+    Resvs(
+        Option<i64>,
+        Option<i64>,
+        oneshot::Sender<Option<Vec<proto::resv::AcctResv>>>,
+    ),
 }
 
 /// What usage rollups need from slurm.conf.
@@ -433,6 +439,24 @@ impl AcctWriter {
                                 }
                                 let _ = reply.send(r.ok());
                             }
+                            Msg::PutResv(r) => {
+                                // Rare (a reservation made, changed or
+                                // over): written at once.
+                                if let Err(e) =
+                                    with_reopen(&mut store, &backend, |s| s.put_resv(&r))
+                                {
+                                    warn!("accounting write of reservation {}: {e}", r.name);
+                                }
+                            }
+                            Msg::Resvs(start, end, reply) => {
+                                let r = with_reopen(&mut store, &backend, |s| {
+                                    s.resvs(&cluster, start, end)
+                                });
+                                if let Err(e) = &r {
+                                    warn!("accounting read of reservations: {e}");
+                                }
+                                let _ = reply.send(r.ok());
+                            }
                             Msg::Decayed(reply) => {
                                 write(&mut store, &backend, &mut pending);
                                 let r = with_reopen(&mut store, &backend, |s| {
@@ -502,6 +526,25 @@ impl AcctWriter {
         if let Some(tx) = &self.tx {
             let _ = tx.send(Msg::Put(Box::new(job)));
         }
+    }
+
+    /// Queues a reservation window's record (never blocks).
+    pub fn put_resv(&self, r: proto::resv::AcctResv) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Msg::PutResv(Box::new(r)));
+        }
+    }
+
+    /// sacctmgr show reservation: the windows meeting `[start, end)`.
+    pub fn resvs(
+        &self,
+        start: Option<i64>,
+        end: Option<i64>,
+    ) -> Option<oneshot::Receiver<Option<Vec<proto::resv::AcctResv>>>> {
+        let tx = self.tx.as_ref()?;
+        let (reply, rx) = oneshot::channel();
+        tx.send(Msg::Resvs(start, end, reply)).ok()?;
+        Some(rx)
     }
 
     /// sacctmgr show: the association database.

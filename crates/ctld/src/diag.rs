@@ -52,6 +52,7 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         CtldRequest::AcctTables => ("MUSTER_ACCT_TABLES", 0),
         CtldRequest::AcctAdmin(_) => ("MUSTER_ACCT_ADMIN", 0),
         CtldRequest::AcctUsage(_) => ("MUSTER_ACCT_USAGE", 0),
+        CtldRequest::AcctReservations { .. } => ("MUSTER_ACCT_RESERVATIONS", 0),
         CtldRequest::AcctDecayedUsage => ("MUSTER_ACCT_DECAYED_USAGE", 0),
         CtldRequest::AllocationInfo { .. } => ("REQUEST_JOB_ALLOCATION_INFO", 4014),
         CtldRequest::CompleteAllocation { .. } => ("REQUEST_COMPLETE_JOB_ALLOCATION", 5017),

@@ -115,6 +115,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::AcctTables
             | CtldRequest::AcctAdmin(_)
             | CtldRequest::AcctUsage(_)
+            | CtldRequest::AcctReservations { .. }
             | CtldRequest::AcctDecayedUsage
             | CtldRequest::AllocationInfo { .. }
             | CtldRequest::ListSteps

@@ -1139,7 +1139,10 @@ impl NodeWorkers {
             | Command::EndExtern { node, .. }
             | Command::TerminateJob { node, .. }
             | Command::RebootNode { node, .. } => node.clone(),
-            Command::AcctRecord(_) | Command::Mail { .. } | Command::CtldScript { .. } => return,
+            Command::AcctRecord(_)
+            | Command::AcctResv(_)
+            | Command::Mail { .. }
+            | Command::CtldScript { .. } => return,
         };
         if !self.workers.contains_key(&node) {
             // The node's worker and its link, made once per node.
@@ -1363,7 +1366,10 @@ async fn call_node(
 async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedSender<Msg>) {
     match cmd {
         // Records go to the accounting writer (`dispatch`), never here.
-        Command::AcctRecord(_) | Command::Mail { .. } | Command::CtldScript { .. } => {}
+        Command::AcctRecord(_)
+        | Command::AcctResv(_)
+        | Command::Mail { .. }
+        | Command::CtldScript { .. } => {}
         Command::LaunchBatch { node, addr, launch } => {
             let job_id = launch.job_id;
             let req = NodeRequest::LaunchBatch(launch);
@@ -1741,6 +1747,7 @@ async fn engine_loop(
                         CtldRequest::AcctTables
                             | CtldRequest::AcctAdmin(_)
                             | CtldRequest::AcctUsage(_)
+                            | CtldRequest::AcctReservations { .. }
                             | CtldRequest::AcctDecayedUsage
                     ) {
                         let daemon = engine.is_admin(&who);
@@ -2044,6 +2051,7 @@ fn dispatch(cmd: Command, workers: &mut NodeWorkers, acct: &acct::AcctWriter) {
             workers.diag.observe(rec.job_id, rec.state, true);
             acct.put(*rec)
         }
+        Command::AcctResv(rec) => acct.put_resv(*rec),
         Command::Mail {
             user,
             default_user,
@@ -2189,6 +2197,9 @@ fn answer_acct_admin(
             .map(|rx| tokio::spawn(async move { rx.await.ok().map(CtldResponse::AcctAdmin) })),
         CtldRequest::AcctUsage(q) => acct.usage(q).map(|rx| {
             tokio::spawn(async move { rx.await.ok().flatten().map(CtldResponse::AcctUsage) })
+        }),
+        CtldRequest::AcctReservations { start, end } => acct.resvs(start, end).map(|rx| {
+            tokio::spawn(async move { rx.await.ok().flatten().map(CtldResponse::AcctReservations) })
         }),
         CtldRequest::AcctDecayedUsage => acct.decayed_usage().map(|rx| {
             tokio::spawn(async move { rx.await.ok().flatten().map(CtldResponse::AcctDecayedUsage) })

@@ -198,7 +198,7 @@ impl Engine {
                 Err(e) => CtldResponse::Error(e),
             },
             CtldRequest::UpdateReservation(spec) => ok(self.on_update_resv(spec, who, t)),
-            CtldRequest::DeleteReservation { name } => ok(self.on_delete_resv(&name, who)),
+            CtldRequest::DeleteReservation { name } => ok(self.on_delete_resv(&name, who, t)),
             CtldRequest::ShowConfig => match &self.show_config {
                 Some(show) => CtldResponse::Config(self.config_info(&show.cfg, t, &show.boot_text)),
                 None => CtldResponse::Error(SlurmError::InvalidRequest),
@@ -351,6 +351,7 @@ impl Engine {
             | CtldRequest::AcctTables
             | CtldRequest::AcctAdmin(_)
             | CtldRequest::AcctUsage(_)
+            | CtldRequest::AcctReservations { .. }
             | CtldRequest::AcctDecayedUsage
             // Answered by the controller, which keeps the statistics.
             | CtldRequest::Diag { .. }

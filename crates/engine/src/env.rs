@@ -191,6 +191,9 @@ impl Engine {
             "SLURM_JOB_QOS",
             d.qos.clone().unwrap_or_else(|| "normal".into()),
         );
+        if let Some(r) = &d.reservation {
+            set("SLURM_JOB_RESERVATION", r.clone());
+        }
         set("SLURM_JOB_UID", d.uid.to_string());
         set("SLURM_JOB_USER", d.user.clone());
         set("SLURM_LOCALID", "0".into());

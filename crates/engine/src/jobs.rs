@@ -214,7 +214,8 @@ impl Engine {
             if self.every_partition_refuses(&job) {
                 return Err(SlurmError::RequestedNodeConfigUnavailable);
             }
-            let req = self.request_for(&job);
+            let mut req = self.request_for(&job);
+            self.resv_exclude_others(&job, &mut req);
             let views = self.node_views();
             let parts = self.part_views();
             let (start, cpus, nodes, partition) = match sched::place(&req, &parts, &views) {

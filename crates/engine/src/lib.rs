@@ -408,6 +408,8 @@ pub enum Command {
         /// The subject line (`model::mail::subject`).
         subject: String,
     },
+    /// Write (or rewrite) a reservation window's accounting record.
+    AcctResv(Box<proto::resv::AcctResv>),
 }
 
 /// Settings the engine takes from slurm.conf.

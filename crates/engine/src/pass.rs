@@ -549,6 +549,8 @@ impl Engine {
         if let Some(changed) = self.view_hint.replace(Vec::new()) {
             self.pass_cache.views_differ_only_on(changed);
         }
+        // Reservations' windows, laid on the timeline (`resv_blocks`).
+        self.pass_cache.blocks = self.resv_blocks(now);
         if !self.running_all && !self.full_passes && !self.resvs.ever {
             let mut changed = Vec::new();
             let mut gone = Vec::new();

@@ -673,6 +673,8 @@ impl Engine {
             }
             // partition_prio: only the preemptor's top-tier partitions outrank.
             let mut req = req.clone();
+            // No timeline here: reserved nodes are simply out.
+            self.resv_exclude_others(preemptor, &mut req);
             if self.settings.preempt.kind == PreemptType::PartitionPrio {
                 let top = self.job_tier(preemptor);
                 req.partitions

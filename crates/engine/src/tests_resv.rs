@@ -12,6 +12,7 @@ const CONF: &str = "\
 ClusterName=test
 SlurmctldHost=ctl(127.0.0.1)
 SlurmUser=slurm
+SlurmdTimeout=0
 NodeName=node[1-2] CPUs=2 RealMemory=4000 Port=7001
 PartitionName=debug Nodes=node[1-2] Default=YES MaxTime=INFINITE State=UP
 ";
@@ -324,5 +325,180 @@ fn reservations_survive_a_restart() {
     s.users = Some("alice".into());
     assert!(
         matches!(create(&mut back, s, 0), CtldResponse::ReservationCreated(ref n) if n == "root_2")
+    );
+}
+
+#[test]
+fn a_job_that_would_run_into_a_window_is_planned_after_it() {
+    // Maintenance on every node from 120 s to 720 s.
+    let mut e = engine();
+    let all = spec("maint", "ALL", 120, 10, "MAINT");
+    assert!(matches!(
+        create(&mut e, all, 0),
+        CtldResponse::ReservationCreated(_)
+    ));
+    let long = submit(&mut e, None, 5, 1).unwrap();
+    let job = e.job(long).unwrap();
+    assert_eq!(
+        (job.state, job.reason),
+        (JobState::Pending, PendingReason::ReservedForMaint)
+    );
+    // Planned for the window's end: StartTime, squeue --start, explain.
+    let info = e.job_info(job, 1);
+    assert_eq!(info.start_time, Some(720));
+    let why = e.explain(long, 1).unwrap();
+    assert_eq!(why.start_time, Some(720));
+    assert_eq!(why.reservations, vec!["maint".to_string()]);
+    // One minute ends before the window: it runs now.
+    let short = submit(&mut e, None, 1, 1).unwrap();
+    assert_eq!(e.job(short).unwrap().state, JobState::Running);
+    // In the window, still planned for its end; after it, it runs.
+    e.apply(Input::Tick, 130);
+    let job = e.job(long).unwrap();
+    assert_eq!(job.reason, PendingReason::ReservedForMaint);
+    assert_eq!(e.job_info(job, 130).start_time, Some(720));
+    e.apply(Input::Tick, 720);
+    assert_invariants(&e);
+    assert_eq!(e.job(long).unwrap().state, JobState::Running);
+}
+
+#[test]
+fn a_window_on_some_nodes_sends_jobs_to_the_others_and_its_own_jobs_in() {
+    let mut e = engine();
+    assert!(matches!(
+        create(&mut e, spec("r", "node1", 0, 60, ""), 0),
+        CtldResponse::ReservationCreated(_)
+    ));
+    let out = submit(&mut e, None, 10, 0).unwrap();
+    assert_eq!(node_of(&e, out).as_deref(), Some("node2"));
+    // Both nodes taken now: the next one outside waits for node2, whose
+    // job ends at 600, not for the reservation (which holds node1 to 3600).
+    let inside = submit(&mut e, Some("r"), 10, 0).unwrap();
+    assert_eq!(node_of(&e, inside).as_deref(), Some("node1"));
+    let next = submit(&mut e, None, 10, 0).unwrap();
+    let job = e.job(next).unwrap();
+    assert_eq!(job.reason, PendingReason::Resources);
+    assert_eq!(e.job_info(job, 0).start_time, Some(600));
+    assert_invariants(&e);
+}
+
+fn finish(e: &mut Engine, id: JobId, now: Timestamp) {
+    let node = node_of(e, id).expect("running");
+    e.on_job_exited(id, &node, model::ExitCode::default(), None, now)
+        .unwrap();
+    e.apply(Input::Tick, now);
+    assert_invariants(e);
+}
+
+#[test]
+fn flex_jobs_start_early_and_use_other_nodes() {
+    let mut e = engine();
+    // Node1 reserved from 1000 s; a FLEX job in it runs now, and a second
+    // one takes node2.
+    assert!(matches!(
+        create(&mut e, spec("f", "node1", 1000, 60, "FLEX"), 0),
+        CtldResponse::ReservationCreated(_)
+    ));
+    let a = submit(&mut e, Some("f"), 10, 0).unwrap();
+    let b = submit(&mut e, Some("f"), 10, 0).unwrap();
+    assert_eq!(e.job(a).unwrap().state, JobState::Running);
+    assert_eq!(e.job(b).unwrap().state, JobState::Running);
+    let mut on = vec![node_of(&e, a).unwrap(), node_of(&e, b).unwrap()];
+    on.sort();
+    assert_eq!(on, ["node1", "node2"]);
+    assert!(list(&mut e, 0)[0].flags.starts_with("FLEX,"));
+}
+
+#[test]
+fn magnetic_reservations_draw_the_jobs_they_admit() {
+    let mut e = engine();
+    assert!(matches!(
+        create(&mut e, spec("m", "node[1-2]", 0, 60, "MAGNETIC"), 0),
+        CtldResponse::ReservationCreated(_)
+    ));
+    // alice's job names no reservation, yet runs in it.
+    let a = submit(&mut e, None, 10, 0).unwrap();
+    assert_eq!(e.job(a).unwrap().state, JobState::Running);
+    // Drawn in, it still keeps off the nodes of another reservation.
+    let mut e = engine();
+    create(&mut e, spec("m", "node1", 0, 60, "MAGNETIC"), 0);
+    let mut other = spec("o", "node2", 0, 60, "");
+    other.users = Some("bob".into());
+    create(&mut e, other, 0);
+    let a = submit(&mut e, None, 10, 0).unwrap();
+    let b = submit(&mut e, None, 10, 0).unwrap();
+    assert_eq!(node_of(&e, a).as_deref(), Some("node1"));
+    assert_eq!(e.job(b).unwrap().state, JobState::Pending);
+    // Without MAGNETIC it would wait for the reservation's end.
+    let mut e = engine();
+    create(&mut e, spec("r", "node[1-2]", 0, 60, ""), 0);
+    let a = submit(&mut e, None, 10, 0).unwrap();
+    let job = e.job(a).unwrap();
+    assert_eq!(job.state, JobState::Pending);
+    assert_eq!(e.job_info(job, 0).start_time, Some(3600));
+}
+
+#[test]
+fn purge_comp_deletes_a_reservation_its_last_job_left() {
+    let mut e = engine();
+    let s = spec("p", "node1", 0, 600, "PURGE_COMP=2:00");
+    assert!(matches!(
+        create(&mut e, s, 0),
+        CtldResponse::ReservationCreated(_)
+    ));
+    assert_eq!(list(&mut e, 0)[0].flags, "SPEC_NODES,PURGE_COMP=00:02:00");
+    let a = submit(&mut e, Some("p"), 10, 10).unwrap();
+    // Busy well past its two idle minutes.
+    e.apply(Input::Tick, 500);
+    assert_eq!(list(&mut e, 500).len(), 1);
+    finish(&mut e, a, 510);
+    e.apply(Input::Tick, 600);
+    assert_eq!(list(&mut e, 600).len(), 1);
+    // Its wake-up is due two minutes after the job's end.
+    assert_eq!(e.resv_wake(), Some(630));
+    e.apply(Input::Tick, 630);
+    assert!(list(&mut e, 630).is_empty());
+}
+
+#[test]
+fn replace_down_swaps_a_drained_node_for_an_idle_one() {
+    let mut e = engine();
+    let mut s = spec("r", "", 0, 600, "REPLACE_DOWN");
+    s.nodes = None;
+    s.node_cnt = Some(1);
+    assert!(matches!(
+        create(&mut e, s, 0),
+        CtldResponse::ReservationCreated(_)
+    ));
+    assert_eq!(list(&mut e, 0)[0].nodes, "node1");
+    e.on_update_node(
+        &["node1".into()],
+        Some(proto::NodeStateRequest::Drain),
+        Some("bad".into()),
+        &admin(),
+        5,
+    )
+    .unwrap();
+    e.apply(Input::Tick, 6);
+    assert_eq!(list(&mut e, 6)[0].nodes, "node2");
+}
+
+#[test]
+fn daily_reservations_come_back_a_day_later() {
+    let mut e = engine();
+    let day = 86_400;
+    assert!(matches!(
+        create(&mut e, spec("d", "node1", 100, 60, "DAILY"), 0),
+        CtldResponse::ReservationCreated(_)
+    ));
+    e.apply(Input::Tick, 3700);
+    let l = list(&mut e, 3700);
+    assert_eq!((l[0].start, l[0].end), (100 + day, 3700 + day));
+    assert_eq!(l[0].flags, "DAILY,SPEC_NODES");
+    // Longer than a day: refused.
+    let r = create(&mut e, spec("x", "node2", 100, 25 * 60, "DAILY"), 0);
+    assert!(
+        matches!(r, CtldResponse::Error(SlurmError::InvalidTimeValue)),
+        "{r:?}"
     );
 }

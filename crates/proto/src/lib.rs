@@ -869,6 +869,15 @@ pub enum CtldRequest {
         /// log.
         pci: String,
     },
+    /// `sacctmgr show reservation`, `sreport reservation utilization`: the
+    /// reservation windows accounting holds that meet `[start, end)`
+    /// (`None`: open), of this cluster (answered `AcctReservations`).
+    AcctReservations {
+        /// Window start.
+        start: Option<model::Timestamp>,
+        /// Window end.
+        end: Option<model::Timestamp>,
+    },
 }
 
 /// `scontrol reboot nextstate=`: what a rebooted node becomes.
@@ -1343,6 +1352,8 @@ pub enum CtldResponse {
     ReservationCreated(String),
     /// `ListReservations`: each reservation by start time, then name.
     Reservations(Vec<resv::ResvInfo>),
+    /// `AcctReservations`: the windows, by start then name.
+    AcctReservations(Vec<resv::AcctResv>),
 }
 
 /// One configuration file a controller serves in configless mode.

@@ -62,3 +62,33 @@ pub struct ResvInfo {
     /// In its window now.
     pub active: bool,
 }
+
+/// One reservation window as accounting keeps it (`sacctmgr show
+/// reservation`, `sreport reservation utilization`): written when it is
+/// made or changed and again when it ends or is deleted; keyed by
+/// (cluster, name, start), so a recurring reservation leaves one record
+/// per window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AcctResv {
+    /// ClusterName.
+    pub cluster: String,
+    /// Its name.
+    pub name: String,
+    /// When the window starts.
+    pub start: Timestamp,
+    /// When it ends (or ended, where deleted early).
+    pub end: Timestamp,
+    /// Its nodes, compressed.
+    pub nodes: String,
+    /// Its TRES (`cpu=N`).
+    pub tres: String,
+    /// Its flags as `scontrol show reservation` prints them.
+    pub flags: String,
+    /// Its CPUs.
+    pub cpus: u32,
+    /// CPU-seconds its jobs used in the window, so far.
+    pub used_cpu_secs: u64,
+    /// Slurm's UnusedWall: seconds of the window so far not used by its
+    /// jobs, each job's time counted by its share of the CPUs.
+    pub unused_wall: f64,
+}

@@ -174,8 +174,8 @@ pub mod profile;
 
 pub use backfill::{
     demand_cpus, due_reservation, gives_back_apart, limit_secs, plan, plan_more, plan_with,
-    plan_with_changes, spreads, BackfillOrder, ClusterView, PartSize, PassCache, Plan, PlanOn,
-    Planned, Policy, Probe, RunningJob, SchedConfig, Share, FOREVER,
+    plan_with_changes, spreads, BackfillOrder, Block, Blocks, ClusterView, PartSize, PassCache,
+    Plan, PlanOn, Planned, Policy, Probe, RunningJob, SchedConfig, Share, FOREVER,
 };
 pub use ordering::{order_key, priority_order, Decision, OrderKey};
 pub use placement::{

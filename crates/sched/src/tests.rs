@@ -1538,3 +1538,6 @@ fn cpus_on_node_rounds_to_whole_cores() {
     j.cpus_per_gpu = Some(3);
     assert_eq!(cpus_on_node(&j, 2, 1, 1), 4);
 }
+
+#[path = "tests_blocks.rs"]
+mod blocks;

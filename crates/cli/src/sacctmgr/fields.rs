@@ -356,6 +356,11 @@ pub fn value(field: Field, row: &Row<'_>) -> String {
     }
 }
 
+/// `cell`, for the listings that keep their own columns.
+pub(crate) fn cell_text(text: &str, width: i32) -> String {
+    cell(text, width)
+}
+
 fn cell(text: &str, width: i32) -> String {
     let w = width.unsigned_abs() as usize;
     let shown: String = if text.chars().count() > w {

@@ -16,6 +16,7 @@
 //! TRES and events listings, `dump`/`load`, `-o` one-liner.
 
 pub mod fields;
+pub mod resv;
 
 #[cfg(test)]
 mod tests;
@@ -101,6 +102,8 @@ pub enum Command {
     Help,
     /// `version`.
     Version,
+    /// `show reservation`: the windows accounting keeps.
+    ShowResv(resv::ResvShow),
 }
 
 /// What to list.
@@ -337,6 +340,9 @@ pub fn parse_command(words: &[String], o: &Opts) -> Result<Command, String> {
         return Err(format!("invalid keyword: {first}\n"));
     };
     let Some(action) = action else {
+        if rest.first().is_some_and(|w| resv::is_reservation(w)) {
+            return resv::parse(&rest[1..], crate::common::now()).map(Command::ShowResv);
+        }
         return parse_show(rest, o).map(Command::Show);
     };
     if o.readonly {
@@ -801,6 +807,21 @@ pub fn main(args: Vec<String>) -> i32 {
                 Ok(1)
             }
         }),
+        Command::ShowResv(s) => {
+            let req = proto::CtldRequest::AcctReservations {
+                start: s.start,
+                end: s.end,
+            };
+            match call(&client, req) {
+                Ok(proto::CtldResponse::AcctReservations(all)) => {
+                    let rows = resv::select(&s, &all);
+                    print_stdout(&resv::render(&s, &rows, o.layout, !o.noheader));
+                    Ok(0)
+                }
+                Ok(_) => Err("Unexpected message received".into()),
+                Err(e) => Err(e),
+            }
+        }
         Command::Help | Command::Version => Ok(0),
     };
     match result {

@@ -23,6 +23,26 @@ pub(super) fn names_reservation(words: &[String]) -> bool {
     })
 }
 
+/// The reservation flags muster carries out. Slurm's others (`HOURLY`
+/// aside: STATIC_ALLOC, PART_NODES, FIRST_CORES, TIME_FLOAT, NO_HOLD_JOBS_
+/// AFTER_END, REPLACE with cores, the `NO_*` forms) are refused.
+const SUPPORTED_FLAGS: &[&str] = &[
+    "MAINT",
+    "OVERLAP",
+    "IGNORE_JOBS",
+    "FLEX",
+    "HOURLY",
+    "DAILY",
+    "WEEKDAY",
+    "WEEKEND",
+    "WEEKLY",
+    "MAGNETIC",
+    "ANY_NODES",
+    "REPLACE",
+    "REPLACE_DOWN",
+    "PURGE_COMP",
+];
+
 /// Parses the words of `scontrol create|update reservation` into a spec;
 /// on refusal the complete stderr text.
 pub fn parse_resv(words: &[String], now: Timestamp, update: bool) -> Result<ResvSpec, String> {
@@ -62,9 +82,11 @@ pub fn parse_resv(words: &[String], now: Timestamp, update: bool) -> Result<Resv
                 // ignored (they change where and when jobs run).
                 for f in value.split(',').filter(|f| !f.is_empty()) {
                     let bare = f.trim_start_matches(['+', '-']).to_ascii_uppercase();
-                    if !matches!(bare.as_str(), "MAINT" | "OVERLAP" | "IGNORE_JOBS") {
+                    let word = bare.split('=').next().unwrap_or_default();
+                    if !SUPPORTED_FLAGS.contains(&word) {
                         return Err(format!(
-                            "Flags={bare} is not supported by muster (supported: MAINT, OVERLAP, IGNORE_JOBS)\n"
+                            "Flags={bare} is not supported by muster (supported: {})\n",
+                            SUPPORTED_FLAGS.join(", ")
                         ));
                     }
                 }

@@ -748,6 +748,7 @@ impl<'a> Request<'a> {
             | CtldRequest::AcctTables
             | CtldRequest::AcctAdmin(_)
             | CtldRequest::AcctUsage(_)
+            | CtldRequest::AcctReservations { .. }
             | CtldRequest::AcctDecayedUsage
             | CtldRequest::AllocationInfo { .. }
             | CtldRequest::ListSteps

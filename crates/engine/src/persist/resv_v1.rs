@@ -90,4 +90,10 @@ pub struct Resv {
     pub accounts: Vec<String>,
     /// `Accounts=-...`.
     pub accounts_except: bool,
+    /// `PURGE_COMP=` in seconds (absent before it: 0).
+    #[serde(default)]
+    pub purge_secs: i64,
+    /// When a job last named it (absent before PURGE_COMP: 0).
+    #[serde(default)]
+    pub last_job: Timestamp,
 }

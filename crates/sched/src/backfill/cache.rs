@@ -45,6 +45,37 @@ pub struct PassCache {
     /// new ones (`gives_back_apart`). With `PlanOn::Auto` the pass plans
     /// over the pool only then (`pool_is_exact`).
     pub pool_exact: bool,
+    /// Set by the caller before a pass: windows in which nodes take no job
+    /// of the pass (advance reservations), and the jobs decided before they
+    /// are laid on (the reservations' own jobs). See [`Blocks`].
+    pub blocks: Blocks,
+}
+
+/// Windows in which nodes take no job (Slurm's advance reservations, seen
+/// from the jobs outside them): each is laid on the timeline as a plan that
+/// holds its nodes whole over `[from, until)` before the pass decides any
+/// job not in `first`, so those jobs start now only where their run ends
+/// before the window or lies on other nodes, and are planned after it.
+/// The jobs in `first` (the reservations' own, kept to their nodes by the
+/// caller) are decided before any window is laid, in priority order.
+/// With windows the pass plans on nodes, never over the pool.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Blocks {
+    /// The windows.
+    pub windows: Vec<Block>,
+    /// The jobs decided before the windows are laid on.
+    pub first: std::collections::BTreeSet<model::JobId>,
+}
+
+/// One window of [`Blocks`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Its nodes.
+    pub nodes: Vec<crate::NodeIdx>,
+    /// When it begins (a time past counts from now).
+    pub from: model::Timestamp,
+    /// When it ends.
+    pub until: model::Timestamp,
 }
 
 /// Whether a job with `ntasks` tasks for `d` seconds is covered by one of

@@ -25,6 +25,13 @@
 //! running job overlap (a node is then counted as busier than it is: the
 //! answer is safe, sometimes later than it could be).
 //!
+//! Windows that advance reservations hold (`Blocks`, set on the
+//! `PassCache` by the caller) are laid on the timeline as plans that hold
+//! their nodes whole, after the jobs the caller names first (the
+//! reservations' own) and before every other job: those start now only
+//! where their run ends before a window or lies on other nodes, and are
+//! planned after it otherwise. A pass with windows plans on nodes.
+//!
 //! The files, one seam each:
 //! - `settings`: `SchedConfig` and its policies;
 //! - `plans`: what a pass is given (`ClusterView`) and decides (`Plan`);
@@ -42,7 +49,7 @@ mod shape;
 mod timeline;
 mod walk;
 
-pub use cache::{PassCache, Probe};
+pub use cache::{Block, Blocks, PassCache, Probe};
 pub use plans::{demand_cpus, limit_secs, ClusterView, Plan, Planned, RunningJob, FOREVER};
 pub use reserve::{aged, due_reservation, PartSize, Share};
 pub use settings::{BackfillOrder, PlanOn, Policy, SchedConfig};

@@ -134,12 +134,15 @@ fn plan_on(
         cache.hint = hint;
         return None;
     }
-    // Pool plans count every node of the one partition.
-    let pool_ok = match cfg.bf_plan {
-        PlanOn::Nodes => false,
-        PlanOn::Pool => view.parts.len() == 1,
-        PlanOn::Auto => pool_is_exact(view, cache),
-    };
+    // Pool plans count every node of the one partition (and none holds a
+    // window).
+    let windows = !cache.blocks.windows.is_empty();
+    let pool_ok = !windows
+        && match cfg.bf_plan {
+            PlanOn::Nodes => false,
+            PlanOn::Pool => view.parts.len() == 1,
+            PlanOn::Auto => pool_is_exact(view, cache),
+        };
     if let Some(p) = tl.pool.as_ref().filter(|_| pool_ok) {
         tl.pool_offset = tl.base_free - p.value_at(now);
         tl.pool_pass = true;
@@ -150,7 +153,26 @@ fn plan_on(
     let mut pass = PassState::new(view, cfg, now, diagnosed, &cache.part_sizes, cache.all_up);
     let mut plan = Plan::default();
     let mut deferred = Vec::new();
-    for idx in priority_order(view.jobs, view.parts) {
+    let mut order = priority_order(view.jobs, view.parts);
+    if windows {
+        let first = &cache.blocks.first;
+        let (before, after): (Vec<usize>, Vec<usize>) = order
+            .into_iter()
+            .partition(|&i| first.contains(&view.jobs[i].job_id));
+        for idx in before {
+            pass.decide(
+                &view.jobs[idx],
+                view,
+                cfg,
+                &mut tl,
+                &mut plan,
+                &mut cache.spread_ids,
+            );
+        }
+        lay_blocks(&mut tl, &cache.blocks.windows, now);
+        order = after;
+    }
+    for idx in order {
         let job = &view.jobs[idx];
         if pass.defers(job, cfg) {
             deferred.push(idx);
@@ -177,6 +199,37 @@ fn plan_on(
     cache.timeline = Some(tl);
     cache.pass = Some(pass);
     Some(plan)
+}
+
+/// Lays each window of `Blocks` still ahead on the timeline: a plan that
+/// holds its nodes whole (exclusive, no CPUs counted: the nodes read as
+/// full) over what of it is left from `now`.
+fn lay_blocks(tl: &mut Timeline, windows: &[super::Block], now: Timestamp) {
+    for w in windows {
+        let from = w.from.max(now);
+        if w.until <= from || w.nodes.is_empty() {
+            continue;
+        }
+        let mut nodes: Vec<crate::NodeIdx> = w.nodes.clone();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let alloc = Allocation {
+            partition: 0,
+            nodes: nodes
+                .into_iter()
+                .map(|node| crate::NodeAlloc {
+                    node,
+                    cpus: 0,
+                    mem: 0,
+                    tasks: 0,
+                    gres: Vec::new(),
+                    cpu_ids: Vec::new(),
+                })
+                .collect(),
+            exclusive: true,
+        };
+        tl.reserve(from, w.until - from, &alloc);
+    }
 }
 
 /// Goes on with the pass `plan_with` last made with `cache`, as if the
