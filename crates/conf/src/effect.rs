@@ -154,8 +154,24 @@ const ACTING_PARTITION: &[&str] = &[
     "DenyAccounts",
     "DenyQos",
     "DisableRootJobs",
+    "GraceTime",
+    "LLN",
+    "MaxCPUsPerNode",
     "PreemptMode",
     "RootOnly",
+];
+
+/// Partition-line keys refused with any value (the parser's error says
+/// why): they would change where a job runs, and muster does not do it.
+pub const REFUSED_PARTITION_KEYS: &[(&str, &str)] = &[
+    (
+        "Alternate",
+        "submissions to a DRAIN or INACTIVE partition are not sent to an alternate one",
+    ),
+    (
+        "QOS",
+        "a partition QOS (limits on every job of the partition) is not implemented",
+    ),
 ];
 
 /// Partition-line keys that change who may run where and that muster does
@@ -497,6 +513,9 @@ fn walk(
                 for p in &pairs[1..] {
                     if crate::keys::contains(crate::keys::OTHER_PARTITION, &p.key)
                         && !contains(ACTING_PARTITION, &p.key)
+                        && !REFUSED_PARTITION_KEYS
+                            .iter()
+                            .any(|(k, _)| k.eq_ignore_ascii_case(&p.key))
                         && !REFUSED_PARTITION
                             .iter()
                             .any(|(k, _)| k.eq_ignore_ascii_case(&p.key))
@@ -667,6 +686,8 @@ pub fn key_table() -> Vec<KeyRow> {
     for key in keys::OTHER_PARTITION {
         let disposition = if contains(ACTING_PARTITION, key) {
             KeyDisposition::Acting
+        } else if let Some((_, why)) = REFUSED_PARTITION_KEYS.iter().find(|(k, _)| k == key) {
+            KeyDisposition::Refused(why)
         } else if let Some((_, values)) = REFUSED_PARTITION.iter().find(|(k, _)| k == key) {
             KeyDisposition::RefusedExcept(values)
         } else {

@@ -481,6 +481,10 @@ pub struct Settings {
     /// `disable-binding`).
     #[serde(default)]
     pub enforce_binding_gres: bool,
+    /// `SelectTypeParameters=...,CR_LLN`: every partition places jobs on
+    /// the least loaded nodes first, as `LLN=YES` does for one.
+    #[serde(default)]
+    pub cr_lln: bool,
 }
 
 /// The node's CPUs per core as its ids are numbered: `ThreadsPerCore`
@@ -564,6 +568,7 @@ impl Settings {
             smt_whole_cores: select_params.contains("CR_CORE")
                 && cfg.nodes.iter().any(|n| hw_threads(n) > 1),
             enforce_binding_gres: select_params.contains("ENFORCE_BINDING_GRES"),
+            cr_lln: select_params.split(',').any(|w| w.trim() == "CR_LLN"),
             gres_types: cfg.gres_types.clone(),
             conf_path: cfg.path.display().to_string(),
             max_array_size: cfg
