@@ -21,6 +21,7 @@ use crate::{ConfError, Warning};
 const ACTING_GLOBAL: &[&str] = &[
     "AccountingStorageEnforce",
     "AccountingStorageHost",
+    "AccountingStorageParameters",
     "AccountingStoragePass",
     "AccountingStoragePort",
     "AccountingStorageType",
@@ -66,6 +67,7 @@ const ACTING_GLOBAL: &[&str] = &[
     "Prolog",
     "PrologEpilogTimeout",
     "PrologFlags",
+    "ReconfigFlags",
     "SchedulerParameters",
     "SchedulerType",
     "SelectTypeParameters",
@@ -115,6 +117,20 @@ pub fn refusal(key: &str, value: &str) -> Option<String> {
         .find(|(k, _)| k.eq_ignore_ascii_case(key))
     {
         return Some(format!("not supported: {why}"));
+    }
+    if key.eq_ignore_ascii_case("ReconfigFlags") {
+        let unknown: Vec<&str> = value
+            .split(',')
+            .map(str::trim)
+            .filter(|w| !w.is_empty() && !contains(RECONFIG_FLAGS, w))
+            .collect();
+        if !unknown.is_empty() {
+            return Some(format!(
+                "not supported: {} (muster acts on {})",
+                unknown.join(","),
+                RECONFIG_FLAGS.join(", ")
+            ));
+        }
     }
     if key.eq_ignore_ascii_case("PrologFlags") {
         let unknown: Vec<&str> = value
@@ -242,6 +258,7 @@ pub const APPLIED_BY_RECONFIGURE: &[&str] = &[
     "PriorityWeightPartition",
     "PriorityWeightQOS",
     "PriorityWeightTRES",
+    "ReconfigFlags",
     "ReturnToService",
     "SchedulerParameters",
     "SchedulerType",
@@ -352,17 +369,39 @@ pub fn reconfigured(
             names_or_none(&new_names)
         ));
     }
-    // Partitions: as the files have them, with the ones still in use kept.
+    // Partitions: as the files have them, with the ones still in use kept;
+    // under ReconfigFlags=KeepPartInfo the running ones as they are
+    // (`scontrol update` changes kept), under KeepPartState the files'
+    // with the running State.
+    let keep = keep_part_flags(file);
     let mut parts = Vec::new();
     for p in &file.partitions {
+        let mut p = p.clone();
         match running.partition(&p.name) {
             None => applied.push(format!("PartitionName={}: added", p.name)),
-            Some(old) if !same_partition(old, p) => {
-                applied.push(format!("PartitionName={}: changed", p.name))
+            Some(old) if keep == KeepPart::Info => {
+                if !same_partition(old, &p) {
+                    restart.push(format!(
+                        "PartitionName={}: changed in the files; kept as it runs \
+                         (ReconfigFlags=KeepPartInfo)",
+                        p.name
+                    ));
+                }
+                p = old.clone();
             }
-            Some(_) => {}
+            Some(old) => {
+                if keep == KeepPart::State && old.state != p.state {
+                    applied.push(format!(
+                        "PartitionName={}: State kept {} (ReconfigFlags=KeepPartState)",
+                        p.name, old.state
+                    ));
+                    p.state = old.state.clone();
+                }
+                if !same_partition(old, &p) {
+                    applied.push(format!("PartitionName={}: changed", p.name))
+                }
+            }
         }
-        let mut p = p.clone();
         // Nodes the running configuration does not have yet wait too.
         p.nodes.retain(|n| cfg.nodes.iter().any(|c| &c.name == n));
         parts.push(p);
@@ -371,7 +410,10 @@ pub fn reconfigured(
         if file.partition(&old.name).is_some() {
             continue;
         }
-        if in_use.iter().any(|n| n == &old.name) {
+        if keep != KeepPart::No {
+            // Merged: a partition made by `scontrol create` stays.
+            parts.push(old.clone());
+        } else if in_use.iter().any(|n| n == &old.name) {
             restart.push(format!(
                 "PartitionName={}: removed from the files but jobs still use it; kept",
                 old.name
@@ -392,6 +434,37 @@ pub fn reconfigured(
         config: cfg,
         applied,
         restart,
+    }
+}
+
+/// What `ReconfigFlags` keeps of the running partitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KeepPart {
+    /// Neither flag: the partitions are the files'.
+    No,
+    /// `KeepPartState`: the files' definitions with the running State.
+    State,
+    /// `KeepPartInfo` (which supersedes KeepPartState): the running
+    /// definitions.
+    Info,
+}
+
+/// The `ReconfigFlags` words muster acts on (`KeepPowerSaveSettings`: it
+/// has no power saving, so there is nothing to keep).
+const RECONFIG_FLAGS: &[&str] = &["KeepPartInfo", "KeepPartState", "KeepPowerSaveSettings"];
+
+fn keep_part_flags(cfg: &crate::Config) -> KeepPart {
+    let words: Vec<String> = cfg
+        .other
+        .get("reconfigflags")
+        .map(|(_, v)| v.split(',').map(|w| w.trim().to_ascii_lowercase()).collect())
+        .unwrap_or_default();
+    if words.iter().any(|w| w == "keeppartinfo") {
+        KeepPart::Info
+    } else if words.iter().any(|w| w == "keeppartstate") {
+        KeepPart::State
+    } else {
+        KeepPart::No
     }
 }
 

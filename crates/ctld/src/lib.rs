@@ -1123,6 +1123,7 @@ impl NodeWorkers {
             | Command::NotifyJob { node, .. }
             | Command::StartExtern { node, .. }
             | Command::EndExtern { node, .. }
+            | Command::ReconfigureNode { node, .. }
             | Command::TerminateJob { node, .. } => node.clone(),
             Command::AcctRecord(_) | Command::Mail { .. } => return,
         };
@@ -1426,6 +1427,13 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
                 Err(e) => {
                     warn!("cannot reach {node} to start the extern step of job {job_id}: {e}")
                 }
+            }
+        }
+        Command::ReconfigureNode { node, addr } => {
+            match link.call(&addr, &NodeRequest::Reconfigure).await {
+                Ok(NodeResponse::Failed(why)) => warn!("node {node} did not reconfigure: {why}"),
+                Ok(_) => debug!("node {node} told of the reconfigure"),
+                Err(e) => warn!("cannot tell node {node} of the reconfigure: {e}"),
             }
         }
         Command::EndExtern { node, addr, job_id } => {
@@ -1984,6 +1992,8 @@ fn reconfigure(engine: &mut Engine, store: &mut Store, path: &std::path::Path) -
         ));
     }
     engine.take_over(new);
+    // The node daemons hear of it (configless ones fetch the files again).
+    engine.reconfigure_nodes();
     if let Some(hook) = ON_RECONFIGURE.get() {
         hook(&plan.config);
     }

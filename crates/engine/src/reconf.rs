@@ -77,6 +77,20 @@ impl Engine {
         *self = new;
     }
 
+    /// Tells every registered node daemon that is not down that the
+    /// controller reconfigured (`Command::ReconfigureNode`): configless
+    /// ones fetch the files again.
+    pub fn reconfigure_nodes(&mut self) {
+        for n in &self.nodes {
+            if n.registered && n.state.base != model::NodeBase::Down {
+                self.outbox.push(crate::Command::ReconfigureNode {
+                    node: n.conf.name.clone(),
+                    addr: n.daemon_addr.clone(),
+                });
+            }
+        }
+    }
+
     /// Marks the partitions as differing from slurm.conf's, so that
     /// snapshots save them (a reconfigure that kept a partition the files
     /// dropped, because jobs still use it).

@@ -2099,6 +2099,10 @@ pub enum NodeRequest {
         /// Only this numbered step of it.
         step_id: Option<u32>,
     },
+    /// `scontrol reconfigure` ran: a configless daemon (`--conf-server`)
+    /// fetches the files again and refreshes its cache, as slurmd does.
+    /// (Added last; an older daemon refuses it.)
+    Reconfigure,
 }
 
 /// One process of a job on a node (`scontrol listpids`).

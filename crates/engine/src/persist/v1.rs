@@ -577,6 +577,7 @@ impl Job {
             restarts: *restarts,
             requeue: *requeue,
             warned: *warned,
+            limit_mailed: 0,
             stdout: stdout.clone(),
             stderr: stderr.clone(),
             last_sched_eval: *last_sched_eval,

@@ -447,12 +447,7 @@ impl TlsServer {
         server.sign("server", "ca", "DNS:localhost");
         let data = server.dir.join("data");
         std::fs::create_dir(&data).unwrap();
-        for f in ["server.crt", "server.key"] {
-            std::fs::copy(server.dir.join(f), data.join(f)).unwrap();
-        }
         server.chown(&server.dir);
-        std::fs::set_permissions(data.join("server.key"), std::fs::Permissions::from_mode(0o600))
-            .unwrap();
         server.as_server(&[
             "initdb",
             "--no-sync",
@@ -463,6 +458,12 @@ impl TlsServer {
             "-D",
             data.to_str().unwrap(),
         ]);
+        for f in ["server.crt", "server.key"] {
+            std::fs::copy(server.dir.join(f), data.join(f)).unwrap();
+        }
+        server.chown(&data);
+        std::fs::set_permissions(data.join("server.key"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
         let opts = format!(
             "-p {} -k {} -c listen_addresses=localhost -c ssl=on -c fsync=off \
              -c ssl_cert_file=server.crt -c ssl_key_file=server.key",
