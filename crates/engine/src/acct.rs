@@ -241,6 +241,9 @@ impl Engine {
     /// one when the last ends, with the tasks' exit codes).
     pub(crate) fn mail_event(&mut self, id: JobId, event: model::mail::Event) {
         use model::mail;
+        if self.simulated {
+            return;
+        }
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
@@ -286,7 +289,7 @@ impl Engine {
         let records: Vec<&Job> = self
             .array_records(array_id)
             .into_iter()
-            .filter_map(|r| self.jobs.get(&r))
+            .filter_map(|r| self.jobs.get(&r).map(|b| &**b))
             .collect();
         let job = self.jobs.get(&id)?;
         let name = &job.desc.name;

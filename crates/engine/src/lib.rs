@@ -1420,6 +1420,7 @@ impl Engine {
                             self.signal_job_nodes(id, sig.signal, sig.scope());
                         }
                     }
+                    let job = &self.jobs[&id];
                     if let Some(event) = limit_mail_due(job, now) {
                         let j = self.jobs.get_mut(&id).expect("job");
                         j.limit_mailed |= limit_shares_passed(j, now);

@@ -2871,30 +2871,31 @@ fn time_limit_mails_come_at_their_share_of_the_limit_by_the_timer() {
     let mut e = engine();
     let mut d = desc();
     d.mail_type = mail::TIME_LIMIT | mail::TIME_LIMIT_50 | mail::TIME_LIMIT_90;
-    d.time_limit = Some(TimeLimit::Minutes(10));
+    d.time_limit = Some(TimeLimit::Minutes(2));
     let a = submit(&mut e, d, 0);
     e.take_commands();
-    // The engine wakes at 50% (300 s), then 90% (540 s), then the limit.
-    assert_eq!(e.next_wakeup(), Some(300));
-    e.on_timer(299);
+    // The engine wakes at 50% (60 s), then 90% (108 s), then the limit
+    // (before SlurmdTimeout, 300 s, would take the silent nodes down).
+    assert_eq!(e.next_wakeup(), Some(60));
+    e.on_timer(59);
     assert_eq!(mails(&e.take_commands()), []);
-    e.on_timer(300);
+    e.on_timer(60);
     let sent = mails(&e.take_commands());
     assert_eq!(
         sent.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(),
-        [format!("Slurm Job_id={a} Name=job Reached 50% of time limit, Run time 00:05:00")]
+        [format!("Slurm Job_id={a} Name=job Reached 50% of time limit, Run time 00:01:00")]
     );
-    assert_eq!(e.next_wakeup(), Some(540));
-    e.on_timer(541);
+    assert_eq!(e.next_wakeup(), Some(108));
+    e.on_timer(109);
     assert_eq!(
         mails(&e.take_commands())[0].0,
-        format!("Slurm Job_id={a} Name=job Reached 90% of time limit, Run time 00:09:01")
+        format!("Slurm Job_id={a} Name=job Reached 90% of time limit, Run time 00:01:49")
     );
-    assert_eq!(e.next_wakeup(), Some(600));
-    e.on_timer(600);
+    assert_eq!(e.next_wakeup(), Some(120));
+    e.on_timer(120);
     assert_eq!(
         mails(&e.take_commands())[0].0,
-        format!("Slurm Job_id={a} Name=job Reached time limit, Run time 00:10:00")
+        format!("Slurm Job_id={a} Name=job Reached time limit, Run time 00:02:00")
     );
     assert_eq!(e.job(a).unwrap().state, JobState::Timeout);
     assert_invariants(&e);

@@ -551,6 +551,7 @@ impl Job {
             preempted_by,
             script: _,
             env: _,
+            limit_mailed: _,
         } = j;
         Job {
             desc: Desc::Full(desc),
@@ -577,7 +578,6 @@ impl Job {
             restarts: *restarts,
             requeue: *requeue,
             warned: *warned,
-            limit_mailed: 0,
             stdout: stdout.clone(),
             stderr: stderr.clone(),
             last_sched_eval: *last_sched_eval,
@@ -645,6 +645,7 @@ impl Job {
             restarts: self.restarts,
             requeue: self.requeue,
             warned: self.warned,
+            limit_mailed: 0,
             stdout: self.stdout,
             stderr: self.stderr,
             last_sched_eval: self.last_sched_eval,
