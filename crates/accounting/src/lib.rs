@@ -52,20 +52,6 @@ use proto::AcctJob;
 pub use migrations::SCHEMA_VERSION;
 pub use pg::PgStore;
 
-/// An error with its causes, `: `-separated (the `postgres` client's own
-/// text leaves them out: "error performing TLS handshake" alone).
-fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let more = c.to_string();
-        if !text.ends_with(&more) {
-            text = format!("{text}: {more}");
-        }
-        cause = c.source();
-    }
-    text
-}
 pub use sqlite::SqliteStore;
 
 /// A place where accounting records are kept. Implemented by [`SqliteStore`]
@@ -175,7 +161,7 @@ pub enum AcctError {
     #[error("accounting database (sqlite): {0}")]
     Sqlite(#[from] rusqlite::Error),
     /// PostgreSQL refused or failed (connection, permissions, SQL).
-    #[error("accounting database (postgresql): {}", with_causes(.0))]
+    #[error("accounting database (postgresql): {0}")]
     Postgres(#[from] postgres::Error),
     /// The TLS settings of the PostgreSQL connection string are wrong, or
     /// a certificate or key they name cannot be read.

@@ -464,9 +464,21 @@ impl TlsServer {
         server.chown(&data);
         std::fs::set_permissions(data.join("server.key"), std::fs::Permissions::from_mode(0o600))
             .unwrap();
+        // TLS in postgresql.conf (not on the command line, which would
+        // win over the test's ALTER SYSTEM SET ssl = off below).
+        let mut pgconf = std::fs::OpenOptions::new()
+            .append(true)
+            .open(data.join("postgresql.conf"))
+            .unwrap();
+        use std::io::Write;
+        writeln!(
+            pgconf,
+            "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'"
+        )
+        .unwrap();
+        drop(pgconf);
         let opts = format!(
-            "-p {} -k {} -c listen_addresses=localhost -c ssl=on -c fsync=off \
-             -c ssl_cert_file=server.crt -c ssl_key_file=server.key",
+            "-p {} -k {} -c listen_addresses=localhost -c fsync=off",
             server.port,
             server.dir.display()
         );
