@@ -598,7 +598,10 @@ mod tests {
             cert: None,
             key: None,
         };
-        let e = connector(&tls).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = connector(&tls)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("/nonexistent/ca.pem"), "{e}");
         let tls = TlsSettings {
             cert: Some("/c".into()),
@@ -606,7 +609,10 @@ mod tests {
             mode: SslMode::Require,
             key: None,
         };
-        let e = connector(&tls).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = connector(&tls)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(e.contains("sslkey is not"), "{e}");
     }
 }

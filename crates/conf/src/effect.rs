@@ -457,7 +457,11 @@ fn keep_part_flags(cfg: &crate::Config) -> KeepPart {
     let words: Vec<String> = cfg
         .other
         .get("reconfigflags")
-        .map(|(_, v)| v.split(',').map(|w| w.trim().to_ascii_lowercase()).collect())
+        .map(|(_, v)| {
+            v.split(',')
+                .map(|w| w.trim().to_ascii_lowercase())
+                .collect()
+        })
         .unwrap_or_default();
     if words.iter().any(|w| w == "keeppartinfo") {
         KeepPart::Info

@@ -1380,7 +1380,9 @@ fn partition_lln_maxcpuspernode_and_gracetime_are_read_and_checked() {
         ("QOS=part_qos", "a partition QOS"),
         ("Alternate=other", "alternate partition"),
     ] {
-        let e = err_text(&format!("{HEAD}NodeName=n1 CPUs=4\nPartitionName=p Nodes=n1 {bad}\n"));
+        let e = err_text(&format!(
+            "{HEAD}NodeName=n1 CPUs=4\nPartitionName=p Nodes=n1 {bad}\n"
+        ));
         assert!(e.contains(why), "{bad}: {e}");
         assert!(e.contains("slurm.conf:"), "{bad}: {e}");
     }

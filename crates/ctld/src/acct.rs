@@ -731,16 +731,20 @@ mod tests {
                 ),
                 None
             ),
-            pg("host=db1 user=slurm dbname=slurm_acct_db sslmode=verify-full \
-                sslrootcert=/etc/muster/pg-ca.pem")
+            pg(
+                "host=db1 user=slurm dbname=slurm_acct_db sslmode=verify-full \
+                sslrootcert=/etc/muster/pg-ca.pem"
+            )
         );
         assert_eq!(
             backend(
                 conf_pg,
                 Some("StorageParameters=SSL_CA=/ca.pem,SSL_CERT=/c.pem,SSL_KEY=/k.pem\n")
             ),
-            pg("host=db1 user=slurm dbname=slurm_acct_db sslrootcert=/ca.pem sslcert=/c.pem \
-                sslkey=/k.pem sslmode=verify-ca")
+            pg(
+                "host=db1 user=slurm dbname=slurm_acct_db sslrootcert=/ca.pem sslcert=/c.pem \
+                sslkey=/k.pem sslmode=verify-ca"
+            )
         );
     }
 

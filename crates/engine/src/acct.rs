@@ -296,9 +296,7 @@ impl Engine {
         let word = mail::event_word(event);
         match event {
             Event::Began { .. } => {
-                let first = records
-                    .iter()
-                    .all(|r| r.id == id || r.start_time.is_none());
+                let first = records.iter().all(|r| r.id == id || r.start_time.is_none());
                 first.then(|| mail::array_subject(array_id.0, name, &word, None))
             }
             Event::Ended { .. } | Event::Failed { .. } => {

@@ -2883,7 +2883,9 @@ fn time_limit_mails_come_at_their_share_of_the_limit_by_the_timer() {
     let sent = mails(&e.take_commands());
     assert_eq!(
         sent.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(),
-        [format!("Slurm Job_id={a} Name=job Reached 50% of time limit, Run time 00:01:00")]
+        [format!(
+            "Slurm Job_id={a} Name=job Reached 50% of time limit, Run time 00:01:00"
+        )]
     );
     assert_eq!(e.next_wakeup(), Some(108));
     e.on_timer(109);
@@ -2913,7 +2915,9 @@ fn an_array_without_array_tasks_gets_one_summary_mail_at_start_and_end() {
     let sent = mails(&e.take_commands());
     assert_eq!(
         sent.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(),
-        [format!("Slurm Array Summary Job_id={a}_* ({a}) Name=w Began")]
+        [format!(
+            "Slurm Array Summary Job_id={a}_* ({a}) Name=w Began"
+        )]
     );
     let tasks: Vec<JobId> = e
         .jobs
@@ -2946,5 +2950,10 @@ fn an_array_without_array_tasks_gets_one_summary_mail_at_start_and_end() {
     let b = submit(&mut e, d, 20);
     let sent = mails(&e.take_commands());
     assert_eq!(sent.len(), 2, "{sent:?}");
-    assert!(sent[0].0.starts_with(&format!("Slurm Array Task Job_id={b}_")), "{sent:?}");
+    assert!(
+        sent[0]
+            .0
+            .starts_with(&format!("Slurm Array Task Job_id={b}_")),
+        "{sent:?}"
+    );
 }

@@ -25,7 +25,11 @@ pub const TIME_LIMIT_80: u16 = 1 << 9;
 pub const TIME_LIMIT_50: u16 = 1 << 10;
 /// The shares of the time limit mailed about before it: (bit, percent),
 /// in the order they come.
-pub const LIMIT_SHARES: [(u16, u8); 3] = [(TIME_LIMIT_50, 50), (TIME_LIMIT_80, 80), (TIME_LIMIT_90, 90)];
+pub const LIMIT_SHARES: [(u16, u8); 3] = [
+    (TIME_LIMIT_50, 50),
+    (TIME_LIMIT_80, 80),
+    (TIME_LIMIT_90, 90),
+];
 /// `ALL`: BEGIN, END, FAIL, INVALID_DEPEND, REQUEUE and STAGE_OUT.
 pub const ALL: u16 = BEGIN | END | FAIL | REQUEUE | INVALID_DEPEND | STAGE_OUT;
 

@@ -164,7 +164,12 @@ fn reconfig_flags_keep_the_running_partitions_or_their_state() {
         "PartitionName=p Nodes=n State=DOWN MaxNodes=1\nPartitionName=q Nodes=n\n",
     );
     let files = "PartitionName=p Nodes=n MaxTime=60\nPartitionName=r Nodes=n\n";
-    let names = |c: &crate::Config| c.partitions.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
+    let names = |c: &crate::Config| {
+        c.partitions
+            .iter()
+            .map(|p| p.name.clone())
+            .collect::<Vec<_>>()
+    };
     // No flags: the files' partitions only.
     let r = reconfigured(&running, &cfg("", files), &[]);
     assert_eq!(names(&r.config), ["p", "r"]);
@@ -193,5 +198,8 @@ fn reconfig_flags_keep_the_running_partitions_or_their_state() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("/x/slurm.conf:3") && e.contains("KeepAll"), "{e}");
+    assert!(
+        e.contains("/x/slurm.conf:3") && e.contains("KeepAll"),
+        "{e}"
+    );
 }

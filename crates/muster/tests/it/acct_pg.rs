@@ -410,21 +410,22 @@ struct TlsServer {
 impl TlsServer {
     /// None (outside CI) where PostgreSQL's programs or `openssl` are missing.
     fn start(test: &str) -> Option<TlsServer> {
-        let bin = std::fs::read_dir("/usr/lib/postgresql")
-            .ok()
-            .and_then(|d| {
-                d.filter_map(|e| e.ok())
-                    .map(|e| e.path().join("bin"))
-                    .filter(|b| b.join("initdb").exists())
-                    .max()
-            });
+        let bin = std::fs::read_dir("/usr/lib/postgresql").ok().and_then(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.path().join("bin"))
+                .filter(|b| b.join("initdb").exists())
+                .max()
+        });
         let openssl = std::process::Command::new("openssl")
             .arg("version")
             .output()
             .is_ok_and(|o| o.status.success());
         let Some(bin) = bin.filter(|_| openssl) else {
             let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty());
-            assert!(!ci, "{test}: PostgreSQL (initdb) or openssl missing under CI");
+            assert!(
+                !ci,
+                "{test}: PostgreSQL (initdb) or openssl missing under CI"
+            );
             eprintln!("{test}: did not run: needs /usr/lib/postgresql/*/bin and openssl");
             return None;
         };
@@ -462,8 +463,11 @@ impl TlsServer {
             std::fs::copy(server.dir.join(f), data.join(f)).unwrap();
         }
         server.chown(&data);
-        std::fs::set_permissions(data.join("server.key"), std::fs::Permissions::from_mode(0o600))
-            .unwrap();
+        std::fs::set_permissions(
+            data.join("server.key"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
         // TLS in postgresql.conf (not on the command line, which would
         // win over the test's ALTER SYSTEM SET ssl = off below).
         let mut pgconf = std::fs::OpenOptions::new()
@@ -603,7 +607,11 @@ impl TlsServer {
         } else {
             std::process::Command::new(&program)
         };
-        let out = cmd.args(&args[1..]).current_dir(&self.dir).output().unwrap();
+        let out = cmd
+            .args(&args[1..])
+            .current_dir(&self.dir)
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "{args:?}: {}{}",
@@ -696,7 +704,11 @@ fn the_controller_reaches_postgresql_over_tls_as_sslmode_says() {
     assert_eq!(c.wait_done(job, secs(30)), "COMPLETED");
     sacct_when_all(&c, &[job], "COMPLETED");
     let (tls, plain) = server.sessions();
-    assert!(tls >= 1 && plain == 0, "TLS {tls}, plain {plain}: {}", c.log("ctld"));
+    assert!(
+        tls >= 1 && plain == 0,
+        "TLS {tls}, plain {plain}: {}",
+        c.log("ctld")
+    );
 
     // verify-full with the CA that signed the server's certificate, by
     // the name in it.
@@ -704,7 +716,10 @@ fn the_controller_reaches_postgresql_over_tls_as_sslmode_says() {
     let ca = server.path("ca.crt");
     dbd(
         &c,
-        &server.dbd_conf("localhost", &format!("sslmode=verify-full,sslrootcert={ca}")),
+        &server.dbd_conf(
+            "localhost",
+            &format!("sslmode=verify-full,sslrootcert={ca}"),
+        ),
     );
     c.restart_ctld();
     let again = c.ok("sacct", &["-X", "-n", "-P", "-o", "JobID,State"]);
@@ -732,12 +747,18 @@ fn the_controller_reaches_postgresql_over_tls_as_sslmode_says() {
     let other = server.path("other-ca.crt");
     refused(
         &mut c,
-        &server.dbd_conf("localhost", &format!("sslmode=verify-full,sslrootcert={other}")),
+        &server.dbd_conf(
+            "localhost",
+            &format!("sslmode=verify-full,sslrootcert={other}"),
+        ),
         "invalid peer certificate: UnknownIssuer",
     );
     refused(
         &mut c,
-        &server.dbd_conf("127.0.0.1", &format!("sslmode=verify-full,sslrootcert={ca}")),
+        &server.dbd_conf(
+            "127.0.0.1",
+            &format!("sslmode=verify-full,sslrootcert={ca}"),
+        ),
         "certificate not valid for name",
     );
     // verify-ca does not check the name: 127.0.0.1 is accepted.
@@ -757,11 +778,7 @@ fn the_controller_reaches_postgresql_over_tls_as_sslmode_says() {
         .batch_execute("SELECT pg_reload_conf()")
         .unwrap();
     c.wait_until("the server to stop offering TLS", secs(30), || {
-        let ssl: String = server
-            .admin()
-            .query_one("SHOW ssl", &[])
-            .unwrap()
-            .get(0);
+        let ssl: String = server.admin().query_one("SHOW ssl", &[]).unwrap().get(0);
         (ssl == "off").then_some(())
     });
     refused(

@@ -149,7 +149,15 @@ fn time_limit_shares_and_array_summaries_are_mailed() {
     );
     // TIME_LIMIT_50 of a one-minute job: a mail at 30 s of run time, from
     // the controller's timer.
-    let t = c.submit(&["-t", "1", "--mail-type=TIME_LIMIT_50", "-J", "half", "--wrap", "sleep 300"]);
+    let t = c.submit(&[
+        "-t",
+        "1",
+        "--mail-type=TIME_LIMIT_50",
+        "-J",
+        "half",
+        "--wrap",
+        "sleep 300",
+    ]);
     c.wait_state(t, "RUNNING", secs(20));
     let got = c.wait_until("the 50% mail", secs(120), || {
         let text = std::fs::read_to_string(&log).unwrap_or_default();

@@ -188,15 +188,18 @@ fn max_cpus_per_node_and_lln_shape_where_a_partitions_jobs_run() {
         )
         .start();
     // Four tasks of one CPU: two per node at most, so both nodes.
-    let four = c.submit(&["-p", "capped", "-n4", "--wrap", "srun hostname | sort | uniq -c"]);
+    let four = c.submit(&[
+        "-p",
+        "capped",
+        "-n4",
+        "--wrap",
+        "srun hostname | sort | uniq -c",
+    ]);
     assert_eq!(c.wait_done(four, secs(30)), "COMPLETED");
     assert_eq!(c.job_field(four, "NumNodes"), "2");
     assert_eq!(c.job_field(four, "NumCPUs"), "4");
     // Three CPUs on one node never fit there: refused at submission.
-    let out = c.run(
-        "sbatch",
-        &["-p", "capped", "-N1", "-n3", "--wrap", "true"],
-    );
+    let out = c.run("sbatch", &["-p", "capped", "-N1", "-n3", "--wrap", "true"]);
     assert!(!out.ok(), "{out}");
     assert!(
         out.stderr
@@ -213,5 +216,8 @@ fn max_cpus_per_node_and_lln_shape_where_a_partitions_jobs_run() {
     let packed = c.submit(&["-n1", "--wrap", "sleep 60"]);
     c.wait_state(packed, "RUNNING", secs(20));
     assert_eq!(c.job_field(packed, "NodeList"), "node1");
-    c.ok("scancel", &[&busy.to_string(), &lln.to_string(), &packed.to_string()]);
+    c.ok(
+        "scancel",
+        &[&busy.to_string(), &lln.to_string(), &packed.to_string()],
+    );
 }

@@ -199,7 +199,10 @@ pub async fn run(mut opts: NodedOptions) -> anyhow::Result<()> {
         pending_reports: AtomicUsize::new(0),
         progress,
         ended_runs: Mutex::default(),
-        configless: opts.conf_server.clone().map(|server| (opts.clone(), server)),
+        configless: opts
+            .conf_server
+            .clone()
+            .map(|server| (opts.clone(), server)),
     });
     // After the bind: a second daemon for the same node fails there and
     // never touches the first one's jobs.
@@ -646,7 +649,10 @@ fn refetch_config(daemon: &Daemon) -> Option<After> {
     Some(Box::new(move |_daemon| {
         tokio::task::spawn_blocking(move || {
             match super::configless::fetch_and_cache(&opts, &server) {
-                Ok(path) => info!("reconfigure: the configuration fetched again into {}", path.display()),
+                Ok(path) => info!(
+                    "reconfigure: the configuration fetched again into {}",
+                    path.display()
+                ),
                 Err(e) => warn!("reconfigure: fetching the configuration again: {e:#}"),
             }
         });
