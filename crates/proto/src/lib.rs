@@ -1971,8 +1971,9 @@ pub struct PartitionInfo {
     pub tres: String,
     /// The access keys slurm.conf or scontrol set, as text, by the key as
     /// Slurm spells it (`AllowQos`, `DenyAccounts`, `DenyQos`, `RootOnly`,
-    /// `DisableRootJobs`, `ExclusiveUser`); absent ones are Slurm's
-    /// defaults. (Added at the end: positional binary form.)
+    /// `DisableRootJobs`, `ExclusiveUser`, `GraceTime`, `LLN`,
+    /// `MaxCPUsPerNode`); absent ones are Slurm's defaults. (Added at the
+    /// end: positional binary form.)
     #[serde(default)]
     pub access: Vec<(String, String)>,
 }

@@ -338,6 +338,8 @@ fn partition_grace_time_lets_a_preempted_job_finish_its_work() {
              PartitionName=urgent Nodes=node1 PriorityTier=10\n",
         )
         .start();
+    let show = c.ok("scontrol", &["show", "partition", "low"]);
+    assert!(show.stdout.contains(" GraceTime=10 "), "{show}");
     // The job catches SIGTERM and saves its work for 4 s: longer than the
     // cluster's KillWait (2 s), within the partition's GraceTime (10 s).
     let script = "trap 'echo got TERM; sleep 4; echo saved; exit 0' TERM\n\

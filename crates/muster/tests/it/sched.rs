@@ -187,6 +187,13 @@ fn max_cpus_per_node_and_lln_shape_where_a_partitions_jobs_run() {
              PartitionName=spread Nodes=node[1-2] LLN=YES\n",
         )
         .start();
+    let show = c.ok("scontrol", &["show", "partition", "capped"]);
+    assert!(show.stdout.contains(" LLN=NO MaxCPUsPerNode=2\n"), "{show}");
+    let show = c.ok("scontrol", &["show", "partition", "spread"]);
+    assert!(
+        show.stdout.contains(" LLN=YES MaxCPUsPerNode=UNLIMITED\n"),
+        "{show}"
+    );
     // Four tasks of one CPU: two per node at most, so both nodes.
     let four = c.submit(&[
         "-p",
