@@ -36,6 +36,7 @@ pub mod admin;
 mod filter;
 mod migrations;
 mod pg;
+pub mod pg_tls;
 mod sqlite;
 pub mod suite;
 mod tables;
@@ -51,6 +52,7 @@ use proto::AcctJob;
 
 pub use migrations::SCHEMA_VERSION;
 pub use pg::PgStore;
+
 pub use sqlite::SqliteStore;
 
 /// A place where accounting records are kept. Implemented by [`SqliteStore`]
@@ -175,6 +177,10 @@ pub enum AcctError {
     /// PostgreSQL refused or failed (connection, permissions, SQL).
     #[error("accounting database (postgresql): {0}")]
     Postgres(#[from] postgres::Error),
+    /// The TLS settings of the PostgreSQL connection string are wrong, or
+    /// a certificate or key they name cannot be read.
+    #[error("accounting database (postgresql): TLS: {0}")]
+    Tls(String),
     /// The database was created or upgraded by a newer muster: this build
     /// must not write to it. Upgrade muster, or point it at another database.
     #[error(

@@ -9,7 +9,7 @@
 use std::cell::RefCell;
 
 use postgres::types::ToSql;
-use postgres::{Client, NoTls};
+use postgres::Client;
 use proto::AcctJob;
 
 use crate::filter::{self, Param};
@@ -59,16 +59,22 @@ fn refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
 impl PgStore {
     /// Connects with a libpq-style connection string
     /// (`host=/var/run/postgresql user=muster dbname=muster`, or a
-    /// `postgresql://` URL) without TLS, and brings the schema to
+    /// `postgresql://` URL), with TLS as its `sslmode` and the files of
+    /// `sslrootcert`, `sslcert` and `sslkey` say (libpq's meanings,
+    /// [`crate::pg_tls`]), and brings the schema to
     /// [`crate::SCHEMA_VERSION`].
     ///
     /// # Errors
     ///
     /// [`AcctError::SchemaTooNew`] for a database written by a newer muster;
     /// [`AcctError::Postgres`] when the server cannot be reached, refuses
-    /// the login, or the upgrade fails.
+    /// the login or TLS (or its certificate), or the upgrade fails;
+    /// [`AcctError::Tls`] for TLS settings that cannot be used.
     pub fn connect(conninfo: &str) -> Result<PgStore, AcctError> {
-        let mut client = Client::connect(conninfo, NoTls)?;
+        let (rest, tls) = crate::pg_tls::split(conninfo)?;
+        let mut config: postgres::Config = rest.parse()?;
+        config.ssl_mode(crate::pg_tls::client_mode(&tls));
+        let mut client = config.connect(crate::pg_tls::connector(&tls)?)?;
         let version = migrate(&mut client)?;
         Ok(PgStore {
             client: RefCell::new(client),

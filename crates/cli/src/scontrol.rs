@@ -477,20 +477,23 @@ fn partition_lines(part: &PartitionInfo) -> Vec<String> {
         if part.default { "YES" } else { "NO" }
     ));
     l.push(format!(
-        "DefaultTime={} DisableRootJobs={} ExclusiveUser={} GraceTime=0 Hidden=NO",
+        "DefaultTime={} DisableRootJobs={} ExclusiveUser={} GraceTime={} Hidden=NO",
         part.default_time
             .map(format_time_limit_hms)
             .unwrap_or_else(|| "NONE".to_string()),
         yes_no("DisableRootJobs"),
         yes_no("ExclusiveUser"),
+        access("GraceTime").unwrap_or("0"),
     ));
     l.push(format!(
-        "MaxNodes={} MaxTime={} MinNodes={} LLN=NO MaxCPUsPerNode=UNLIMITED",
+        "MaxNodes={} MaxTime={} MinNodes={} LLN={} MaxCPUsPerNode={}",
         part.max_nodes
             .map(|n| n.to_string())
             .unwrap_or_else(|| "UNLIMITED".to_string()),
         format_time_limit_hms(part.max_time),
-        part.min_nodes
+        part.min_nodes,
+        yes_no("LLN"),
+        access("MaxCPUsPerNode").unwrap_or("UNLIMITED"),
     ));
     l.push(format!("Nodes={}", hostlist::compress(&part.nodes)));
     l.push(format!(

@@ -21,6 +21,7 @@ use crate::{ConfError, Warning};
 const ACTING_GLOBAL: &[&str] = &[
     "AccountingStorageEnforce",
     "AccountingStorageHost",
+    "AccountingStorageParameters",
     "AccountingStoragePass",
     "AccountingStoragePort",
     "AccountingStorageType",
@@ -69,6 +70,7 @@ const ACTING_GLOBAL: &[&str] = &[
     "PrologFlags",
     "PrologSlurmctld",
     "RebootProgram",
+    "ReconfigFlags",
     "ResumeTimeout",
     "SchedulerParameters",
     "SchedulerType",
@@ -112,6 +114,20 @@ pub fn refusal(key: &str, value: &str) -> Option<String> {
     {
         return Some(format!("not supported: {why}"));
     }
+    if key.eq_ignore_ascii_case("ReconfigFlags") {
+        let unknown: Vec<&str> = value
+            .split(',')
+            .map(str::trim)
+            .filter(|w| !w.is_empty() && !contains(RECONFIG_FLAGS, w))
+            .collect();
+        if !unknown.is_empty() {
+            return Some(format!(
+                "not supported: {} (muster acts on {})",
+                unknown.join(","),
+                RECONFIG_FLAGS.join(", ")
+            ));
+        }
+    }
     if key.eq_ignore_ascii_case("PrologFlags") {
         let unknown: Vec<&str> = value
             .split(',')
@@ -150,8 +166,24 @@ const ACTING_PARTITION: &[&str] = &[
     "DenyAccounts",
     "DenyQos",
     "DisableRootJobs",
+    "GraceTime",
+    "LLN",
+    "MaxCPUsPerNode",
     "PreemptMode",
     "RootOnly",
+];
+
+/// Partition-line keys refused with any value (the parser's error says
+/// why): they would change where a job runs, and muster does not do it.
+pub const REFUSED_PARTITION_KEYS: &[(&str, &str)] = &[
+    (
+        "Alternate",
+        "submissions to a DRAIN or INACTIVE partition are not sent to an alternate one",
+    ),
+    (
+        "QOS",
+        "a partition QOS (limits on every job of the partition) is not implemented",
+    ),
 ];
 
 /// Partition-line keys that change who may run where and that muster does
@@ -222,6 +254,7 @@ pub const APPLIED_BY_RECONFIGURE: &[&str] = &[
     "PriorityWeightPartition",
     "PriorityWeightQOS",
     "PriorityWeightTRES",
+    "ReconfigFlags",
     "ReturnToService",
     "SchedulerParameters",
     "SchedulerType",
@@ -332,17 +365,39 @@ pub fn reconfigured(
             names_or_none(&new_names)
         ));
     }
-    // Partitions: as the files have them, with the ones still in use kept.
+    // Partitions: as the files have them, with the ones still in use kept;
+    // under ReconfigFlags=KeepPartInfo the running ones as they are
+    // (`scontrol update` changes kept), under KeepPartState the files'
+    // with the running State.
+    let keep = keep_part_flags(file);
     let mut parts = Vec::new();
     for p in &file.partitions {
+        let mut p = p.clone();
         match running.partition(&p.name) {
             None => applied.push(format!("PartitionName={}: added", p.name)),
-            Some(old) if !same_partition(old, p) => {
-                applied.push(format!("PartitionName={}: changed", p.name))
+            Some(old) if keep == KeepPart::Info => {
+                if !same_partition(old, &p) {
+                    restart.push(format!(
+                        "PartitionName={}: changed in the files; kept as it runs \
+                         (ReconfigFlags=KeepPartInfo)",
+                        p.name
+                    ));
+                }
+                p = old.clone();
             }
-            Some(_) => {}
+            Some(old) => {
+                if keep == KeepPart::State && old.state != p.state {
+                    applied.push(format!(
+                        "PartitionName={}: State kept {} (ReconfigFlags=KeepPartState)",
+                        p.name, old.state
+                    ));
+                    p.state = old.state.clone();
+                }
+                if !same_partition(old, &p) {
+                    applied.push(format!("PartitionName={}: changed", p.name))
+                }
+            }
         }
-        let mut p = p.clone();
         // Nodes the running configuration does not have yet wait too.
         p.nodes.retain(|n| cfg.nodes.iter().any(|c| &c.name == n));
         parts.push(p);
@@ -351,7 +406,10 @@ pub fn reconfigured(
         if file.partition(&old.name).is_some() {
             continue;
         }
-        if in_use.iter().any(|n| n == &old.name) {
+        if keep != KeepPart::No {
+            // Merged: a partition made by `scontrol create` stays.
+            parts.push(old.clone());
+        } else if in_use.iter().any(|n| n == &old.name) {
             restart.push(format!(
                 "PartitionName={}: removed from the files but jobs still use it; kept",
                 old.name
@@ -372,6 +430,41 @@ pub fn reconfigured(
         config: cfg,
         applied,
         restart,
+    }
+}
+
+/// What `ReconfigFlags` keeps of the running partitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KeepPart {
+    /// Neither flag: the partitions are the files'.
+    No,
+    /// `KeepPartState`: the files' definitions with the running State.
+    State,
+    /// `KeepPartInfo` (which supersedes KeepPartState): the running
+    /// definitions.
+    Info,
+}
+
+/// The `ReconfigFlags` words muster acts on (`KeepPowerSaveSettings`: it
+/// has no power saving, so there is nothing to keep).
+const RECONFIG_FLAGS: &[&str] = &["KeepPartInfo", "KeepPartState", "KeepPowerSaveSettings"];
+
+fn keep_part_flags(cfg: &crate::Config) -> KeepPart {
+    let words: Vec<String> = cfg
+        .other
+        .get("reconfigflags")
+        .map(|(_, v)| {
+            v.split(',')
+                .map(|w| w.trim().to_ascii_lowercase())
+                .collect()
+        })
+        .unwrap_or_default();
+    if words.iter().any(|w| w == "keeppartinfo") {
+        KeepPart::Info
+    } else if words.iter().any(|w| w == "keeppartstate") {
+        KeepPart::State
+    } else {
+        KeepPart::No
     }
 }
 
@@ -493,6 +586,9 @@ fn walk(
                 for p in &pairs[1..] {
                     if crate::keys::contains(crate::keys::OTHER_PARTITION, &p.key)
                         && !contains(ACTING_PARTITION, &p.key)
+                        && !REFUSED_PARTITION_KEYS
+                            .iter()
+                            .any(|(k, _)| k.eq_ignore_ascii_case(&p.key))
                         && !REFUSED_PARTITION
                             .iter()
                             .any(|(k, _)| k.eq_ignore_ascii_case(&p.key))
@@ -663,6 +759,8 @@ pub fn key_table() -> Vec<KeyRow> {
     for key in keys::OTHER_PARTITION {
         let disposition = if contains(ACTING_PARTITION, key) {
             KeyDisposition::Acting
+        } else if let Some((_, why)) = REFUSED_PARTITION_KEYS.iter().find(|(k, _)| k == key) {
+            KeyDisposition::Refused(why)
         } else if let Some((_, values)) = REFUSED_PARTITION.iter().find(|(k, _)| k == key) {
             KeyDisposition::RefusedExcept(values)
         } else {

@@ -573,6 +573,40 @@ impl Parser<'_> {
                 "partitionname" => {
                     return Err(at.invalid(key, value, "PartitionName given twice on one line"))
                 }
+                "lln" => {
+                    let text = if yes_no(key, value, at)? { "YES" } else { "NO" };
+                    spec.other.insert(lower, (key.clone(), text.to_string()));
+                }
+                "maxcpuspernode" => {
+                    let text = if is_unlimited(value) {
+                        "UNLIMITED".to_string()
+                    } else {
+                        number::<u32>(key, value, at)?.to_string()
+                    };
+                    spec.other.insert(lower, (key.clone(), text));
+                }
+                "gracetime" => {
+                    let secs: u32 = number(key, value, at)?;
+                    spec.other.insert(lower, (key.clone(), secs.to_string()));
+                }
+                "qos" if !value.trim().is_empty() => {
+                    return Err(at.invalid(
+                        key,
+                        value,
+                        "not supported by muster: a partition QOS (whose limits would apply to \
+                         every job of the partition) is not implemented; set the limits on the \
+                         jobs' QOS or association instead",
+                    ))
+                }
+                "alternate" if !value.trim().is_empty() => {
+                    return Err(at.invalid(
+                        key,
+                        value,
+                        "not supported by muster: submissions to a DRAIN or INACTIVE partition \
+                         are not sent to an alternate partition; name the other partition in \
+                         the jobs (-p a,b) instead",
+                    ))
+                }
                 "rootonly" | "disablerootjobs" => {
                     let yes = yes_no(key, value, at)?;
                     let text = if yes { "YES" } else { "NO" };

@@ -367,7 +367,7 @@ fn unknown_keys_warn_and_parsing_goes_on() {
 #[test]
 fn known_unmodelled_keys_are_kept_without_warnings() {
     let loaded = parse_ok(&format!(
-        "{HEAD}SchedulerParameters=bf_window=60,bf_continue\nNodeName=n1 CoreSpecCount=1\nPartitionName=p Nodes=n1 QOS=normal Hidden=YES\n"
+        "{HEAD}SchedulerParameters=bf_window=60,bf_continue\nNodeName=n1 CoreSpecCount=1\nPartitionName=p Nodes=n1 OverTimeLimit=5 Hidden=YES\n"
     ));
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     let c = loaded.config;
@@ -379,7 +379,7 @@ fn known_unmodelled_keys_are_kept_without_warnings() {
         )
     );
     assert_eq!(c.nodes[0].other["corespeccount"].1, "1");
-    assert_eq!(c.partitions[0].other["qos"].1, "normal");
+    assert_eq!(c.partitions[0].other["overtimelimit"].1, "5");
 }
 
 #[test]
@@ -1359,4 +1359,31 @@ fn licenses_are_checked_at_their_line() {
         err.contains("invalid value \"matlab:x\" for Licenses"),
         "{err}"
     );
+}
+
+#[test]
+fn partition_lln_maxcpuspernode_and_gracetime_are_read_and_checked() {
+    let c = parse_ok(&format!(
+        "{HEAD}NodeName=n1 CPUs=4\nPartitionName=p Nodes=n1 LLN=yes MaxCPUsPerNode=2 GraceTime=30\n\
+         PartitionName=q Nodes=n1 MaxCPUsPerNode=UNLIMITED\n"
+    ))
+    .config;
+    let p = &c.partitions[0].other;
+    assert_eq!(p["lln"].1, "YES");
+    assert_eq!(p["maxcpuspernode"].1, "2");
+    assert_eq!(p["gracetime"].1, "30");
+    assert_eq!(c.partitions[1].other["maxcpuspernode"].1, "UNLIMITED");
+    for (bad, why) in [
+        ("LLN=maybe", "expected YES or NO"),
+        ("MaxCPUsPerNode=two", "expected a whole number"),
+        ("GraceTime=-5", "expected a whole number"),
+        ("QOS=part_qos", "a partition QOS"),
+        ("Alternate=other", "alternate partition"),
+    ] {
+        let e = err_text(&format!(
+            "{HEAD}NodeName=n1 CPUs=4\nPartitionName=p Nodes=n1 {bad}\n"
+        ));
+        assert!(e.contains(why), "{bad}: {e}");
+        assert!(e.contains("slurm.conf:"), "{bad}: {e}");
+    }
 }

@@ -135,6 +135,9 @@ impl Backend {
                 "dbname={}",
                 from_dbd("storageloc").unwrap_or_else(|| "slurm_acct_db".into())
             ));
+            if let Some(params) = key("accountingstorageparameters", "storageparameters") {
+                parts.extend(tls_parameters(&params));
+            }
             return Backend::Postgres(parts.join(" "));
         }
         match kind.as_str() {
@@ -144,6 +147,45 @@ impl Backend {
             _ => Backend::Sqlite(PathBuf::from(&cfg.state_save_location).join("accounting.db")),
         }
     }
+}
+
+/// The connection-string words of `AccountingStorageParameters` (or
+/// slurmdbd.conf's `StorageParameters`): comma-separated `key=value`
+/// items, libpq's `sslmode`, `sslrootcert`, `sslcert`, `sslkey` as they
+/// are, and Slurm's `SSL_CA`, `SSL_CERT`, `SSL_KEY` as those three (with
+/// `SSL_CA` and no `sslmode`, the server's certificate is checked against
+/// it: `verify-ca`). Other items are warned about and left out.
+fn tls_parameters(params: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut mode = false;
+    let mut ca = false;
+    for item in params.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (k, v) = item.split_once('=').unwrap_or((item, ""));
+        let key = match k.trim().to_ascii_lowercase().as_str() {
+            "sslmode" => {
+                mode = true;
+                "sslmode"
+            }
+            "sslrootcert" | "ssl_ca" => {
+                ca = true;
+                "sslrootcert"
+            }
+            "sslcert" | "ssl_cert" => "sslcert",
+            "sslkey" | "ssl_key" => "sslkey",
+            _ => {
+                warn!(
+                    "AccountingStorageParameters: {item} does nothing here (muster takes \
+                     sslmode, sslrootcert, sslcert, sslkey, SSL_CA, SSL_CERT, SSL_KEY)"
+                );
+                continue;
+            }
+        };
+        out.push(format!("{key}={}", accounting::pg_tls::quote(v.trim())));
+    }
+    if ca && !mode {
+        out.push("sslmode=verify-ca".into());
+    }
+    out
 }
 
 /// slurmdbd.conf's `Key=Value` lines (keys lowercased; `#` starts a
@@ -721,6 +763,31 @@ mod tests {
         assert_eq!(
             backend("", Some("StorageType=accounting_storage/mysql\n")),
             Backend::Sqlite("/var/spool/m/accounting.db".into())
+        );
+        // TLS: libpq's words in AccountingStorageParameters, Slurm's
+        // SSL_* words in slurmdbd.conf's StorageParameters.
+        assert_eq!(
+            backend(
+                &format!(
+                    "{conf_pg}AccountingStorageParameters=sslmode=verify-full,\
+                     sslrootcert=/etc/muster/pg-ca.pem,SSL_CIPHER=x\n"
+                ),
+                None
+            ),
+            pg(
+                "host=db1 user=slurm dbname=slurm_acct_db sslmode=verify-full \
+                sslrootcert=/etc/muster/pg-ca.pem"
+            )
+        );
+        assert_eq!(
+            backend(
+                conf_pg,
+                Some("StorageParameters=SSL_CA=/ca.pem,SSL_CERT=/c.pem,SSL_KEY=/k.pem\n")
+            ),
+            pg(
+                "host=db1 user=slurm dbname=slurm_acct_db sslrootcert=/ca.pem sslcert=/c.pem \
+                sslkey=/k.pem sslmode=verify-ca"
+            )
         );
     }
 

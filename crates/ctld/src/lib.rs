@@ -1138,7 +1138,8 @@ impl NodeWorkers {
             | Command::StartExtern { node, .. }
             | Command::EndExtern { node, .. }
             | Command::TerminateJob { node, .. }
-            | Command::RebootNode { node, .. } => node.clone(),
+            | Command::RebootNode { node, .. }
+            | Command::ReconfigureNode { node, .. } => node.clone(),
             Command::AcctRecord(_)
             | Command::AcctResv(_)
             | Command::Mail { .. }
@@ -1447,6 +1448,13 @@ async fn deliver(cmd: Command, link: &mut NodeLink, engine_tx: &mpsc::UnboundedS
                 Err(e) => {
                     warn!("cannot reach {node} to start the extern step of job {job_id}: {e}")
                 }
+            }
+        }
+        Command::ReconfigureNode { node, addr } => {
+            match link.call(&addr, &NodeRequest::Reconfigure).await {
+                Ok(NodeResponse::Failed(why)) => warn!("node {node} did not reconfigure: {why}"),
+                Ok(_) => debug!("node {node} told of the reconfigure"),
+                Err(e) => warn!("cannot tell node {node} of the reconfigure: {e}"),
             }
         }
         Command::EndExtern { node, addr, job_id } => {
@@ -2023,6 +2031,8 @@ fn reconfigure(engine: &mut Engine, store: &mut Store, path: &std::path::Path) -
         ));
     }
     engine.take_over(new);
+    // The node daemons hear of it (configless ones fetch the files again).
+    engine.reconfigure_nodes();
     if let Some(hook) = ON_RECONFIGURE.get() {
         hook(&plan.config);
     }

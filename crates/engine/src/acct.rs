@@ -3,7 +3,7 @@
 //! state, keyed by (cluster, job id, submit time), so a write may be
 //! repeated or replayed without duplicating anything.
 
-use crate::{Command, Engine};
+use crate::{Command, Engine, Job};
 use model::units::format_memory_mb;
 use model::{JobId, JobState, Timestamp};
 use proto::{AcctJob, AcctStep, StepId};
@@ -232,13 +232,39 @@ impl Engine {
         let Some(event) = event else {
             return;
         };
-        // Each array task is mailed for on its own (Slurm's one
-        // `Array Summary` mail for the whole array is not sent).
-        let task = job
+        self.mail_event(id, event);
+    }
+
+    /// Mails `event` of job `id` to its user: about the job itself, or,
+    /// for an array task without `ARRAY_TASKS`, about the whole array as
+    /// Slurm does (one `Array Summary` mail when the first task starts,
+    /// one when the last ends, with the tasks' exit codes).
+    pub(crate) fn mail_event(&mut self, id: JobId, event: model::mail::Event) {
+        use model::mail;
+        if self.simulated {
+            return;
+        }
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let summary = job
             .array
             .as_ref()
-            .and_then(|a| a.task_id.map(|t| (a.array_job_id.0, t)));
-        let subject = mail::subject(&mail::who(id.0, task), &job.desc.name, event);
+            .filter(|_| job.desc.mail_type & mail::ARRAY_TASKS == 0)
+            .map(|a| a.array_job_id);
+        let subject = match summary {
+            Some(array_id) => match self.array_summary(array_id, id, event) {
+                Some(s) => s,
+                None => return,
+            },
+            None => {
+                let task = job
+                    .array
+                    .as_ref()
+                    .and_then(|a| a.task_id.map(|t| (a.array_job_id.0, t)));
+                mail::subject(&mail::who(id.0, task), &job.desc.name, event)
+            }
+        };
         let (user, default_user) = match &job.desc.mail_user {
             Some(u) => (u.clone(), false),
             None => (job.desc.user.clone(), true),
@@ -248,6 +274,65 @@ impl Engine {
             default_user,
             subject,
         });
+    }
+
+    /// The `Array Summary` subject for `event` of task `id` of array
+    /// `array_id`, or None where this event is not the array's: a start
+    /// after another task's, an end while other tasks wait or run.
+    fn array_summary(
+        &self,
+        array_id: JobId,
+        id: JobId,
+        event: model::mail::Event,
+    ) -> Option<String> {
+        use model::mail::{self, ArrayExits, Event};
+        let records: Vec<&Job> = self
+            .array_records(array_id)
+            .into_iter()
+            .filter_map(|r| self.jobs.get(&r).map(|b| &**b))
+            .collect();
+        let job = self.jobs.get(&id)?;
+        let name = &job.desc.name;
+        let word = mail::event_word(event);
+        match event {
+            Event::Began { .. } => {
+                let first = records.iter().all(|r| r.id == id || r.start_time.is_none());
+                first.then(|| mail::array_subject(array_id.0, name, &word, None))
+            }
+            Event::Ended { .. } | Event::Failed { .. } => {
+                if !records.iter().all(|r| r.state.is_finished()) {
+                    return None;
+                }
+                // Failed where any task failed and FAIL is asked for.
+                let any_failed = records
+                    .iter()
+                    .any(|r| !matches!(r.state, JobState::Completed | JobState::Cancelled));
+                let word = if any_failed && job.desc.mail_type & mail::FAIL != 0 {
+                    "Failed"
+                } else {
+                    "Ended"
+                };
+                let state = self.jobs.get(&array_id).map_or(job.state, |r| r.state);
+                let max_signal = records.iter().map(|r| r.exit.signal).max().unwrap_or(0);
+                let exits = if max_signal != 0 {
+                    ArrayExits::MaxSignal(max_signal)
+                } else {
+                    ArrayExits::Codes {
+                        min: records.iter().map(|r| r.exit.code).min().unwrap_or(0),
+                        max: records.iter().map(|r| r.exit.code).max().unwrap_or(0),
+                    }
+                };
+                Some(mail::array_subject(
+                    array_id.0,
+                    name,
+                    word,
+                    Some((state, exits)),
+                ))
+            }
+            Event::Requeued | Event::ReachedLimit { .. } => {
+                Some(mail::array_subject(array_id.0, name, &word, None))
+            }
+        }
     }
 
     /// Records of every job the controller holds (re-sent after a restart,

@@ -95,7 +95,7 @@ impl Deadlines {
 }
 
 /// The earliest thing due for one job: its time limit or `--signal`
-/// warning, its begin time or deadline, or its purge (`min_age` seconds
+/// warning (or a `--mail-type=TIME_LIMIT_*` mail), its begin time or deadline, or its purge (`min_age` seconds
 /// after its end).
 pub(crate) fn job_wake(job: &Job, min_age: i64) -> Option<Timestamp> {
     match job.state {
@@ -108,7 +108,9 @@ pub(crate) fn job_wake(job: &Job, min_age: i64) -> Option<Timestamp> {
                     (Some(sig), false) => end.min(end - sig.secs as i64),
                     _ => end,
                 });
-            job_end.into_iter().chain(step_end).min()
+            // `--mail-type=TIME_LIMIT_50/80/90`: the next share's mail.
+            let mail = crate::next_limit_mail(job);
+            job_end.into_iter().chain(step_end).chain(mail).min()
         }
         JobState::Pending => {
             let begin = job

@@ -634,6 +634,9 @@ impl Engine {
                         "RootOnly",
                         "DisableRootJobs",
                         "ExclusiveUser",
+                        "GraceTime",
+                        "LLN",
+                        "MaxCPUsPerNode",
                     ]
                     .iter()
                     .filter_map(|k| {

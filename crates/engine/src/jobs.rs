@@ -152,6 +152,7 @@ impl Engine {
             exit: ExitCode::default(),
             restarts: 0,
             warned: false,
+            limit_mailed: 0,
             stdout: String::new(),
             stderr: String::new(),
             last_sched_eval: None,
@@ -546,6 +547,7 @@ impl Engine {
         job.start_time = None;
         job.end_time = None;
         job.warned = false;
+        job.limit_mailed = 0;
         job.batch_usage = None;
         job.extern_usage = None;
         job.exit = ExitCode::default();

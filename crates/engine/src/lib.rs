@@ -410,6 +410,14 @@ pub enum Command {
     },
     /// Write (or rewrite) a reservation window's accounting record.
     AcctResv(Box<proto::resv::AcctResv>),
+    /// Tell a node daemon that the controller reconfigured (a configless
+    /// one fetches the files again).
+    ReconfigureNode {
+        /// Node name.
+        node: String,
+        /// `host:port` of its daemon.
+        addr: String,
+    },
 }
 
 /// Settings the engine takes from slurm.conf.
@@ -518,6 +526,10 @@ pub struct Settings {
     /// allocation ends.
     #[serde(default)]
     pub epilog_slurmctld: bool,
+    /// `SelectTypeParameters=...,CR_LLN`: every partition places jobs on
+    /// the least loaded nodes first, as `LLN=YES` does for one.
+    #[serde(default)]
+    pub cr_lln: bool,
 }
 
 fn default_resume_timeout() -> u32 {
@@ -610,6 +622,7 @@ impl Settings {
                 .get("resumetimeout")
                 .and_then(|(_, v)| v.trim().parse().ok())
                 .unwrap_or_else(default_resume_timeout),
+            cr_lln: select_params.split(',').any(|w| w.trim() == "CR_LLN"),
             gres_types: cfg.gres_types.clone(),
             conf_path: cfg.path.display().to_string(),
             max_array_size: cfg
@@ -662,6 +675,51 @@ impl Settings {
                 .is_some_and(|(_, v)| !v.trim().is_empty()),
         }
     }
+}
+
+/// When the `--mail-type=TIME_LIMIT_50/80/90` mail of `share` percent
+/// is due for a running job: that share of its limit run (suspended time
+/// left out).
+pub(crate) fn limit_share_at(job: &Job, share: u8) -> Option<Timestamp> {
+    let end = job.limit_end()?;
+    let model::TimeLimit::Minutes(m) = job.time_limit else {
+        return None;
+    };
+    let limit = i64::from(m) * 60;
+    Some(end - limit * i64::from(100 - share) / 100)
+}
+
+/// The bits of the time-limit shares asked for and not yet mailed whose
+/// time has come.
+fn limit_shares_passed(job: &Job, now: Timestamp) -> u16 {
+    model::mail::LIMIT_SHARES
+        .iter()
+        .filter(|(bit, _)| job.desc.mail_type & bit != 0 && job.limit_mailed & bit == 0)
+        .filter(|(_, share)| limit_share_at(job, *share).is_some_and(|t| now >= t))
+        .fold(0, |acc, (bit, _)| acc | bit)
+}
+
+/// The mail for the highest time-limit share passed and not yet mailed,
+/// if any (one mail, as a timer that comes late passes several at once).
+fn limit_mail_due(job: &Job, now: Timestamp) -> Option<model::mail::Event> {
+    let passed = limit_shares_passed(job, now);
+    let (_, percent) = model::mail::LIMIT_SHARES
+        .iter()
+        .rev()
+        .find(|(bit, _)| passed & bit != 0)?;
+    Some(model::mail::Event::ReachedLimit {
+        percent: *percent,
+        run: job.run_secs(now),
+    })
+}
+
+/// The earliest time-limit share mail still due for a running job.
+pub(crate) fn next_limit_mail(job: &Job) -> Option<Timestamp> {
+    model::mail::LIMIT_SHARES
+        .iter()
+        .filter(|(bit, _)| job.desc.mail_type & bit != 0 && job.limit_mailed & bit == 0)
+        .filter_map(|(_, share)| limit_share_at(job, *share))
+        .min()
 }
 
 /// A node as the controller tracks it.
@@ -791,6 +849,10 @@ pub struct Job {
     pub requeue: bool,
     /// The `--signal` warning has been sent.
     pub warned: bool,
+    /// The `--mail-type=TIME_LIMIT_50/80/90` mails sent for this run
+    /// (their bits; not saved: after a controller restart the share last
+    /// passed may be mailed again).
+    pub limit_mailed: u16,
     /// Resolved stdout path.
     pub stdout: String,
     /// Resolved stderr path.
@@ -1422,8 +1484,22 @@ impl Engine {
                             self.signal_job_nodes(id, sig.signal, sig.scope());
                         }
                     }
+                    let job = &self.jobs[&id];
+                    if let Some(event) = limit_mail_due(job, now) {
+                        let j = self.jobs.get_mut(&id).expect("job");
+                        j.limit_mailed |= limit_shares_passed(j, now);
+                        self.mail_event(id, event);
+                    }
+                    let job = &self.jobs[&id];
                     if now >= end {
                         other = true;
+                        if job.desc.mail_type & model::mail::TIME_LIMIT != 0 {
+                            let run = job.run_secs(now);
+                            self.mail_event(
+                                id,
+                                model::mail::Event::ReachedLimit { percent: 100, run },
+                            );
+                        }
                         self.end_job(id, JobState::Timeout, now);
                     }
                 }

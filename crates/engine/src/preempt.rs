@@ -246,12 +246,29 @@ impl Engine {
         (mode != PreemptMode::Off).then_some(mode)
     }
 
-    /// The victim's QOS GraceTime (seconds; 0 without one).
-    fn grace_time(&self, victim: &Job) -> u32 {
-        self.assoc
+    /// The victim's grace time (seconds; 0 without one): under
+    /// preempt/partition_prio its partition's `GraceTime`, as Slurm's;
+    /// under preempt/qos its QOS's GraceTime, else (where the QOS has none)
+    /// its partition's.
+    pub(crate) fn grace_time(&self, victim: &Job) -> u32 {
+        let part = self
+            .parts
+            .get(victim.partition)
+            .and_then(|p| p.conf.other.get("gracetime"))
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        if self.settings.preempt.kind == PreemptType::PartitionPrio {
+            return part;
+        }
+        match self
+            .assoc
             .as_ref()
             .and_then(|t| t.qos_named(&Self::job_qos(victim)))
             .map_or(0, |q| q.grace_time)
+        {
+            0 => part,
+            qos => qos,
+        }
     }
 
     /// How long `job` runs before it may be preempted: its QOS's

@@ -77,6 +77,20 @@ impl Engine {
         *self = new;
     }
 
+    /// Tells every registered node daemon that is not down that the
+    /// controller reconfigured (`Command::ReconfigureNode`): configless
+    /// ones fetch the files again.
+    pub fn reconfigure_nodes(&mut self) {
+        for n in &self.nodes {
+            if n.registered && n.state.base != model::NodeBase::Down {
+                self.outbox.push(crate::Command::ReconfigureNode {
+                    node: n.conf.name.clone(),
+                    addr: n.daemon_addr.clone(),
+                });
+            }
+        }
+    }
+
     /// Marks the partitions as differing from slurm.conf's, so that
     /// snapshots save them (a reconfigure that kept a partition the files
     /// dropped, because jobs still use it).
@@ -165,8 +179,39 @@ impl Engine {
         if let Some(o) = u.oversubscribe {
             p.oversubscribe = o;
         }
-        for (key, value) in u.other {
+        for (key, mut value) in u.other {
             let lower = key.to_ascii_lowercase();
+            if !value.is_empty()
+                && conf::effect::REFUSED_PARTITION_KEYS
+                    .iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case(&key))
+            {
+                return Err(SlurmError::NotSupported);
+            }
+            // The values the scheduler reads, as slurm.conf's parser
+            // writes them.
+            match lower.as_str() {
+                "lln" if !value.is_empty() => {
+                    value = match value.to_ascii_lowercase().as_str() {
+                        "yes" | "y" | "true" | "1" => "YES".into(),
+                        "no" | "n" | "false" | "0" => "NO".into(),
+                        _ => return Err(SlurmError::InvalidRequest),
+                    }
+                }
+                "maxcpuspernode" if !value.is_empty() => {
+                    if value.eq_ignore_ascii_case("UNLIMITED") || value == "-1" {
+                        value = "UNLIMITED".into();
+                    } else {
+                        let n: u32 = value.parse().map_err(|_| SlurmError::InvalidRequest)?;
+                        value = n.to_string();
+                    }
+                }
+                "gracetime" if !value.is_empty() => {
+                    let n: u32 = value.parse().map_err(|_| SlurmError::InvalidRequest)?;
+                    value = n.to_string();
+                }
+                _ => {}
+            }
             if let Some((_, allowed)) = conf::effect::REFUSED_PARTITION
                 .iter()
                 .find(|(k, _)| k.eq_ignore_ascii_case(&key))

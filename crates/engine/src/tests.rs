@@ -2870,3 +2870,96 @@ fn issue_37_enforce_binding_gives_cpu_ids_near_the_gpus() {
         )
         .is_ok());
 }
+
+#[test]
+fn time_limit_mails_come_at_their_share_of_the_limit_by_the_timer() {
+    use model::mail;
+    let mut e = engine();
+    let mut d = desc();
+    d.mail_type = mail::TIME_LIMIT | mail::TIME_LIMIT_50 | mail::TIME_LIMIT_90;
+    d.time_limit = Some(TimeLimit::Minutes(2));
+    let a = submit(&mut e, d, 0);
+    e.take_commands();
+    // The engine wakes at 50% (60 s), then 90% (108 s), then the limit
+    // (before SlurmdTimeout, 300 s, would take the silent nodes down).
+    assert_eq!(e.next_wakeup(), Some(60));
+    e.on_timer(59);
+    assert_eq!(mails(&e.take_commands()), []);
+    e.on_timer(60);
+    let sent = mails(&e.take_commands());
+    assert_eq!(
+        sent.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(),
+        [format!(
+            "Slurm Job_id={a} Name=job Reached 50% of time limit, Run time 00:01:00"
+        )]
+    );
+    assert_eq!(e.next_wakeup(), Some(108));
+    e.on_timer(109);
+    assert_eq!(
+        mails(&e.take_commands())[0].0,
+        format!("Slurm Job_id={a} Name=job Reached 90% of time limit, Run time 00:01:49")
+    );
+    assert_eq!(e.next_wakeup(), Some(120));
+    e.on_timer(120);
+    assert_eq!(
+        mails(&e.take_commands())[0].0,
+        format!("Slurm Job_id={a} Name=job Reached time limit, Run time 00:02:00")
+    );
+    assert_eq!(e.job(a).unwrap().state, JobState::Timeout);
+    assert_invariants(&e);
+}
+
+#[test]
+fn an_array_without_array_tasks_gets_one_summary_mail_at_start_and_end() {
+    use model::mail;
+    let mut e = engine();
+    let mut d = desc();
+    d.mail_type = mail::BEGIN | mail::END | mail::FAIL;
+    d.array = Some("1-3".into());
+    d.name = "w".into();
+    let a = submit(&mut e, d.clone(), 0);
+    let sent = mails(&e.take_commands());
+    assert_eq!(
+        sent.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(),
+        [format!(
+            "Slurm Array Summary Job_id={a}_* ({a}) Name=w Began"
+        )]
+    );
+    let tasks: Vec<JobId> = e
+        .jobs
+        .values()
+        .filter(|j| j.array.as_ref().is_some_and(|r| r.array_job_id == a))
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(tasks.len(), 3);
+    for (i, t) in tasks.iter().enumerate() {
+        let node = e.job(*t).unwrap().alloc.as_ref().unwrap().nodes[0].node;
+        let node = e.nodes[node.0 as usize].conf.name.clone();
+        let code = if i == 1 { 3 } else { 0 };
+        e.on_job_exited(*t, &node, ExitCode { code, signal: 0 }, None, 10)
+            .unwrap();
+        let sent = mails(&e.take_commands());
+        if i < 2 {
+            assert_eq!(sent, [], "task {i}");
+        } else {
+            assert_eq!(
+                sent.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(),
+                [format!(
+                    "Slurm Array Summary Job_id={a}_* ({a}) Name=w Failed, Mixed, ExitCode [0-3]"
+                )]
+            );
+        }
+    }
+    // With ARRAY_TASKS every task is mailed for.
+    d.mail_type = mail::BEGIN | mail::ARRAY_TASKS;
+    d.array = Some("0-1".into());
+    let b = submit(&mut e, d, 20);
+    let sent = mails(&e.take_commands());
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert!(
+        sent[0]
+            .0
+            .starts_with(&format!("Slurm Array Task Job_id={b}_")),
+        "{sent:?}"
+    );
+}

@@ -626,3 +626,41 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_partitions_grace_time_delays_the_kill_of_its_preempted_jobs() {
+    for (kind, qos_grace, want) in [
+        // partition_prio: the victim's partition's GraceTime.
+        ("partition_prio", 0, 20),
+        // qos: the QOS's GraceTime, else the partition's.
+        ("qos", 0, 20),
+        ("qos", 45, 45),
+    ] {
+        let text = format!(
+            "ClusterName=test\nSlurmctldHost=ctl(127.0.0.1)\nSlurmUser=slurm\nKillWait=5\n\
+             SlurmdTimeout=0\nPreemptType=preempt/{kind}\nPreemptMode=CANCEL\n\
+             NodeName=node1 CPUs=2 RealMemory=4000 Port=7001\n\
+             PartitionName=low Nodes=node1 Default=YES PriorityTier=1 GraceTime=20\n\
+             PartitionName=high Nodes=node1 PriorityTier=5\n"
+        );
+        let cfg = conf::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
+            Err(std::io::Error::other("no includes"))
+        })
+        .unwrap()
+        .config;
+        let mut e = Engine::new(&cfg, 0);
+        e.on_node_registered(reg("node1", 2, 4000), 0).unwrap();
+        e.on_assoc_tables(qos_tables("cancel", qos_grace));
+        let low = job("normal", 2, 0, &mut e);
+        e.take_commands();
+        let mut d = desc();
+        d.partitions = vec!["high".into()];
+        d.ntasks = Some(2);
+        d.qos = Some("high".into());
+        e.on_submit(d, &user(), 100).unwrap();
+        e.schedule(100);
+        let cmds = e.take_commands();
+        assert_eq!(state(&e, low), JobState::Preempted, "{kind}");
+        assert_eq!(terminate_wait(&cmds, low), Some(want), "{kind} {qos_grace}");
+    }
+}

@@ -294,6 +294,12 @@ pub(crate) fn part_views(parts: &[crate::Partition], settings: &crate::Settings)
             exclusive: p.conf.oversubscribe == crate::OVERSUBSCRIBE_EXCLUSIVE,
             max_mem_per_node: p.conf.max_mem_per_node.or(settings.max_mem_per_node),
             priority_tier: p.conf.priority_tier,
+            max_cpus_per_node: p
+                .conf
+                .other
+                .get("maxcpuspernode")
+                .and_then(|(_, v)| v.parse().ok()),
+            lln: settings.cr_lln || p.conf.other.get("lln").is_some_and(|(_, v)| v == "YES"),
         })
         .collect()
 }

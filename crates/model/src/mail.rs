@@ -15,16 +15,35 @@ pub const INVALID_DEPEND: u16 = 1 << 4;
 pub const STAGE_OUT: u16 = 1 << 5;
 /// `ARRAY_TASKS`: mail for each array task.
 pub const ARRAY_TASKS: u16 = 1 << 6;
+/// `TIME_LIMIT`: the job reached its time limit.
+pub const TIME_LIMIT: u16 = 1 << 7;
+/// `TIME_LIMIT_90`: the job reached 90% of its time limit.
+pub const TIME_LIMIT_90: u16 = 1 << 8;
+/// `TIME_LIMIT_80`: the job reached 80% of its time limit.
+pub const TIME_LIMIT_80: u16 = 1 << 9;
+/// `TIME_LIMIT_50`: the job reached 50% of its time limit.
+pub const TIME_LIMIT_50: u16 = 1 << 10;
+/// The shares of the time limit mailed about before it: (bit, percent),
+/// in the order they come.
+pub const LIMIT_SHARES: [(u16, u8); 3] = [
+    (TIME_LIMIT_50, 50),
+    (TIME_LIMIT_80, 80),
+    (TIME_LIMIT_90, 90),
+];
 /// `ALL`: BEGIN, END, FAIL, INVALID_DEPEND, REQUEUE and STAGE_OUT.
 pub const ALL: u16 = BEGIN | END | FAIL | REQUEUE | INVALID_DEPEND | STAGE_OUT;
 
 /// In the order `scontrol show job` lists them (`MailType=`).
-const NAMES: [(&str, u16); 7] = [
+const NAMES: [(&str, u16); 11] = [
     ("INVALID_DEPEND", INVALID_DEPEND),
     ("BEGIN", BEGIN),
     ("END", END),
     ("FAIL", FAIL),
     ("REQUEUE", REQUEUE),
+    ("TIME_LIMIT", TIME_LIMIT),
+    ("TIME_LIMIT_90", TIME_LIMIT_90),
+    ("TIME_LIMIT_80", TIME_LIMIT_80),
+    ("TIME_LIMIT_50", TIME_LIMIT_50),
     ("STAGE_OUT", STAGE_OUT),
     ("ARRAY_TASKS", ARRAY_TASKS),
 ];
@@ -34,7 +53,8 @@ const NAMES: [(&str, u16); 7] = [
 pub enum MailTypeError {
     /// Not a Slurm mail type: `--mail-type=X invalid`.
     Invalid(String),
-    /// A Slurm mail type muster does not send (the TIME_LIMIT kinds).
+    /// A Slurm mail type muster does not send (none today; kept for the
+    /// callers' error paths).
     Unsupported(String),
 }
 
@@ -42,17 +62,14 @@ impl std::fmt::Display for MailTypeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             MailTypeError::Invalid(w) => write!(f, "--mail-type={w} invalid"),
-            MailTypeError::Unsupported(w) => write!(
-                f,
-                "--mail-type={w} is not supported here: no mail is sent at a share of the time limit"
-            ),
+            MailTypeError::Unsupported(w) => {
+                write!(f, "--mail-type={w} is not supported here")
+            }
         }
     }
 }
 
 /// Parses a `--mail-type` value (comma separated, any case). `NONE` clears.
-/// The TIME_LIMIT kinds are refused: muster sends no mail at a share of
-/// the time limit yet.
 pub fn parse(s: &str) -> Result<u16, MailTypeError> {
     let mut bits = 0;
     for word in s.split(',') {
@@ -60,9 +77,6 @@ pub fn parse(s: &str) -> Result<u16, MailTypeError> {
         match w.as_str() {
             "NONE" => bits = 0,
             "ALL" => bits |= ALL,
-            "TIME_LIMIT" | "TIME_LIMIT_90" | "TIME_LIMIT_80" | "TIME_LIMIT_50" => {
-                return Err(MailTypeError::Unsupported(word.trim().to_string()));
-            }
             _ => match NAMES.iter().find(|(n, _)| *n == w) {
                 Some((_, b)) => bits |= b,
                 None => return Err(MailTypeError::Invalid(word.trim().to_string())),
@@ -124,6 +138,68 @@ pub enum Event {
     },
     /// Requeued.
     Requeued,
+    /// Reached `percent` (50, 80, 90 or 100) of its time limit after
+    /// `run` seconds.
+    ReachedLimit {
+        /// The share of the limit, percent.
+        percent: u8,
+        /// Run time in seconds.
+        run: i64,
+    },
+}
+
+/// Exit codes of an array's tasks, for the one mail about the whole array
+/// (without `ARRAY_TASKS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArrayExits {
+    /// Every task exited: the lowest and highest code.
+    Codes {
+        /// Lowest exit code.
+        min: i32,
+        /// Highest exit code.
+        max: i32,
+    },
+    /// Some task was killed by a signal: the highest signal.
+    MaxSignal(i32),
+}
+
+/// The subject of the one mail about a whole array (without
+/// `ARRAY_TASKS`): `Slurm Array Summary Job_id=10_* (10) Name=w Began`, or
+/// at its end `... Ended, COMPLETED, ExitCode [0-0]` (`Mixed` where some
+/// task exited 0 and some not; `Mixed, MaxSignal [9]` where one was
+/// killed). `ended`: the array's end as (state, exits), for END and FAIL.
+pub fn array_subject(
+    array_id: u32,
+    name: &str,
+    what: &str,
+    ended: Option<(crate::JobState, ArrayExits)>,
+) -> String {
+    let head = format!("Slurm Array Summary Job_id={array_id}_* ({array_id}) Name={name} {what}");
+    match ended {
+        None => head,
+        Some((state, ArrayExits::Codes { min, max })) => {
+            let state = if min == 0 && max > 0 {
+                "Mixed"
+            } else {
+                state.as_slurm_str()
+            };
+            format!("{head}, {state}, ExitCode [{min}-{max}]")
+        }
+        Some((_, ArrayExits::MaxSignal(sig))) => format!("{head}, Mixed, MaxSignal [{sig}]"),
+    }
+}
+
+/// The word of an event in a subject (`Began`, `Ended`, `Reached time
+/// limit`, ...).
+pub fn event_word(ev: Event) -> String {
+    match ev {
+        Event::Began { .. } => "Began".into(),
+        Event::Ended { .. } => "Ended".into(),
+        Event::Failed { .. } => "Failed".into(),
+        Event::Requeued => "Requeued".into(),
+        Event::ReachedLimit { percent: 100, .. } => "Reached time limit".into(),
+        Event::ReachedLimit { percent, .. } => format!("Reached {percent}% of time limit"),
+    }
 }
 
 /// How a subject names the job: `Job_id=12`, or for an array task
@@ -152,6 +228,9 @@ pub fn subject(who: &str, name: &str, ev: Event) -> String {
             state.as_slurm_str()
         ),
         Event::Requeued => format!("{head} Requeued"),
+        Event::ReachedLimit { run, .. } => {
+            format!("{head} {}, Run time {}", event_word(ev), duration(run))
+        }
     }
 }
 
@@ -171,8 +250,12 @@ mod tests {
         assert_eq!(names(0), "NONE");
         assert_eq!(parse("X").unwrap_err().to_string(), "--mail-type=X invalid");
         assert_eq!(
-            parse("BEGIN,TIME_LIMIT_90").unwrap_err(),
-            MailTypeError::Unsupported("TIME_LIMIT_90".into())
+            parse("BEGIN,TIME_LIMIT_90,time_limit").unwrap(),
+            BEGIN | TIME_LIMIT_90 | TIME_LIMIT
+        );
+        assert_eq!(
+            names(parse("TIME_LIMIT_50,ARRAY_TASKS,END,TIME_LIMIT_80").unwrap()),
+            "END,TIME_LIMIT_80,TIME_LIMIT_50,ARRAY_TASKS"
         );
     }
 
@@ -209,6 +292,50 @@ mod tests {
         assert_eq!(
             subject(&who(9, None), "r", Event::Requeued),
             "Slurm Job_id=9 Name=r Requeued"
+        );
+        assert_eq!(
+            subject(
+                &who(4242, None),
+                "j",
+                Event::ReachedLimit {
+                    percent: 90,
+                    run: 3240
+                }
+            ),
+            "Slurm Job_id=4242 Name=j Reached 90% of time limit, Run time 00:54:00"
+        );
+        assert_eq!(
+            subject(
+                &who(4242, None),
+                "j",
+                Event::ReachedLimit {
+                    percent: 100,
+                    run: 3600
+                }
+            ),
+            "Slurm Job_id=4242 Name=j Reached time limit, Run time 01:00:00"
+        );
+        assert_eq!(
+            array_subject(10, "w", "Began", None),
+            "Slurm Array Summary Job_id=10_* (10) Name=w Began"
+        );
+        let done = |min, max| Some((JobState::Completed, ArrayExits::Codes { min, max }));
+        assert_eq!(
+            array_subject(10, "w", "Ended", done(0, 0)),
+            "Slurm Array Summary Job_id=10_* (10) Name=w Ended, COMPLETED, ExitCode [0-0]"
+        );
+        assert_eq!(
+            array_subject(10, "w", "Failed", done(0, 3)),
+            "Slurm Array Summary Job_id=10_* (10) Name=w Failed, Mixed, ExitCode [0-3]"
+        );
+        assert_eq!(
+            array_subject(
+                10,
+                "w",
+                "Failed",
+                Some((JobState::Failed, ArrayExits::MaxSignal(9)))
+            ),
+            "Slurm Array Summary Job_id=10_* (10) Name=w Failed, Mixed, MaxSignal [9]"
         );
     }
 }

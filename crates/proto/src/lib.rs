@@ -2060,8 +2060,9 @@ pub struct PartitionInfo {
     pub tres: String,
     /// The access keys slurm.conf or scontrol set, as text, by the key as
     /// Slurm spells it (`AllowQos`, `DenyAccounts`, `DenyQos`, `RootOnly`,
-    /// `DisableRootJobs`, `ExclusiveUser`); absent ones are Slurm's
-    /// defaults. (Added at the end: positional binary form.)
+    /// `DisableRootJobs`, `ExclusiveUser`, `GraceTime`, `LLN`,
+    /// `MaxCPUsPerNode`); absent ones are Slurm's defaults. (Added at the
+    /// end: positional binary form.)
     #[serde(default)]
     pub access: Vec<(String, String)>,
 }
@@ -2207,6 +2208,10 @@ pub enum NodeRequest {
         /// sattach's secret, which the supervisor's Hello carries.
         token: String,
     },
+    /// `scontrol reconfigure` ran: a configless daemon (`--conf-server`)
+    /// fetches the files again and refreshes its cache, as slurmd does.
+    /// (Added last; an older daemon refuses it.)
+    Reconfigure,
 }
 
 /// One process of a job on a node (`scontrol listpids`).

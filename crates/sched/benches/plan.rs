@@ -83,6 +83,8 @@ fn parts(n_nodes: u32) -> Vec<PartView> {
         exclusive: false,
         max_mem_per_node: None,
         priority_tier: 1,
+        max_cpus_per_node: None,
+        lln: false,
     }]
 }
 

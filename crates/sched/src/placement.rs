@@ -98,6 +98,14 @@ pub struct PartView {
     pub max_mem_per_node: Option<u64>,
     /// PriorityTier: higher tiers are scheduled first.
     pub priority_tier: u32,
+    /// MaxCPUsPerNode: the most CPUs a job of this partition gets on one
+    /// node (counted per job: two jobs of the partition may together
+    /// hold more of a node).
+    pub max_cpus_per_node: Option<u32>,
+    /// LLN=YES (or `SelectTypeParameters=CR_LLN`): the nodes with the
+    /// most idle CPUs are taken first (after node weight), instead of
+    /// packing jobs onto the first nodes.
+    pub lln: bool,
 }
 
 /// A `-C` expression: features joined by `&` (all of) and `|` (any of);
@@ -431,6 +439,10 @@ fn fit_on_node(
             node.real_memory.saturating_sub(node.alloc_mem),
         )
     };
+    // MaxCPUsPerNode: the job's CPUs here, whole node or not, stay
+    // within it.
+    let cap = part.max_cpus_per_node.unwrap_or(u32::MAX);
+    let free_cpus = free_cpus.min(cap);
     let cpt = job.cpus_per_task.max(1);
     let mut tasks = want_tasks.min(free_cpus / cpt);
     // No GRES asked for (`gres_wanted` would be empty): none taken.
@@ -442,9 +454,9 @@ fn fit_on_node(
     let share = |tasks: u32, n_gpus: u64| -> Option<(u32, u64)> {
         let mut cpus = cpus_on_node(job, node.threads, tasks, n_gpus);
         if exclusive {
-            cpus = node.cpus;
+            cpus = node.cpus.min(cap);
         }
-        if !(cpus <= free_cpus || (exclusive && cpus == node.cpus)) {
+        if !(cpus <= free_cpus || (exclusive && cpus == node.cpus.min(cap))) {
             return None;
         }
         let mem = match (job.mem_per_node, job.mem_per_cpu, job.mem_per_gpu) {
@@ -562,7 +574,7 @@ fn place_in(
     // The common case: no nodes or features named, and the partition's
     // nodes already in (weight, index) order: they are the candidates, in
     // the order the sort below would give, without building a list.
-    if rank.is_none() && plain_candidates(job) {
+    if rank.is_none() && plain_candidates(job) && !part.lln {
         let key = |n: &NodeIdx| (nodes[n.0 as usize].weight, n.0);
         if part.nodes.windows(2).all(|w| key(&w[0]) < key(&w[1])) {
             return pick(job, part_idx, part, nodes, &part.nodes, ignore_use, None);
@@ -589,6 +601,7 @@ fn place_in(
         (
             !job.required_nodes.contains(n),
             nodes[n.0 as usize].weight,
+            lln_key(part, &nodes[n.0 as usize], ignore_use),
             rank.map_or(0, |r| r[n.0 as usize]),
             n.0,
         )
@@ -601,6 +614,16 @@ fn place_in(
         return None;
     }
     pick(job, part_idx, part, nodes, &candidates, ignore_use, None)
+}
+
+/// Under LLN the node with the most idle CPUs sorts first; 0 (no order)
+/// otherwise, or when the nodes are taken as empty.
+fn lln_key(part: &PartView, node: &NodeView, ignore_use: bool) -> std::cmp::Reverse<u32> {
+    std::cmp::Reverse(if part.lln && !ignore_use {
+        node.cpus.saturating_sub(node.alloc_cpus)
+    } else {
+        0
+    })
 }
 
 /// Takes nodes for `job` from `candidates`, in that order, each as much of
@@ -921,6 +944,20 @@ pub fn place_sorted(
         let part = &parts[pi];
         if partition_refusal(job, part).is_some() {
             return None;
+        }
+        if part.lln {
+            // The least loaded first: the caller's order, sorted again
+            // (stable: its order among equals stays).
+            let mut order = orders[pi].clone();
+            order.sort_by_key(|n| {
+                let node = &nodes[n.0 as usize];
+                (node.weight, lln_key(part, node, false))
+            });
+            let room = room.map(|(bits, _)| Room {
+                bits,
+                in_index_order: false,
+            });
+            return pick(job, pi, part, nodes, &order, false, room);
         }
         let room = room.map(|(bits, index_order)| Room {
             bits,

@@ -44,6 +44,8 @@ pub(crate) fn part(n_nodes: u32) -> PartView {
         exclusive: false,
         max_mem_per_node: None,
         priority_tier: 1,
+        max_cpus_per_node: None,
+        lln: false,
     }
 }
 
@@ -1541,3 +1543,49 @@ fn cpus_on_node_rounds_to_whole_cores() {
 
 #[path = "tests_blocks.rs"]
 mod blocks;
+#[test]
+fn max_cpus_per_node_caps_a_jobs_cpus_on_each_node() {
+    let nodes = vec![node("n1", 4, 4000, 0), node("n2", 4, 4000, 0)];
+    let mut p = part(2);
+    p.max_cpus_per_node = Some(2);
+    // Four tasks, one CPU each, may use up to two nodes: two on each.
+    let mut j = job(1, 1, 4);
+    j.max_nodes = 2;
+    let plan1 = plan(&nodes, std::slice::from_ref(&p), &[j.clone()], 0);
+    assert_eq!(starts(&plan1), vec![(1, vec![(0, 2), (1, 2)])]);
+    // Three CPUs on one node never fit: refused as impossible.
+    let one = job(2, 1, 3);
+    assert!(!crate::placement::could_ever_fit(&one, 0, &p, &nodes));
+    assert!(crate::placement::could_ever_fit(&one, 0, &part(2), &nodes));
+    // An exclusive job gets the capped count of the node.
+    let mut ex = job(3, 1, 1);
+    ex.exclusive = true;
+    let a = place(&ex, std::slice::from_ref(&p), &nodes).unwrap();
+    assert_eq!(a.nodes[0].cpus, 2);
+}
+
+#[test]
+fn lln_places_on_the_least_loaded_node_first() {
+    let mut nodes = vec![
+        node("n1", 4, 4000, 0),
+        node("n2", 4, 4000, 0),
+        node("n3", 4, 4000, 0),
+    ];
+    nodes[0].alloc_cpus = 1;
+    nodes[1].alloc_cpus = 3;
+    let mut p = part(3);
+    // Packing (the default) takes the first node with room.
+    let j = job(1, 1, 1);
+    let a = place(&j, std::slice::from_ref(&p), &nodes).unwrap();
+    assert_eq!(a.nodes[0].node, NodeIdx(0));
+    p.lln = true;
+    let a = place(&j, std::slice::from_ref(&p), &nodes).unwrap();
+    assert_eq!(a.nodes[0].node, NodeIdx(2));
+    // The backfill pass does the same.
+    let plan1 = plan(&nodes, std::slice::from_ref(&p), &[j], 0);
+    assert_eq!(starts(&plan1), vec![(1, vec![(2, 1)])]);
+    // Weight still comes first.
+    nodes[2].weight = 10;
+    let a = place(&job(2, 1, 1), std::slice::from_ref(&p), &nodes).unwrap();
+    assert_eq!(a.nodes[0].node, NodeIdx(0));
+}

@@ -43,6 +43,8 @@ fn part(n: u32) -> PartView {
         exclusive: false,
         max_mem_per_node: None,
         priority_tier: 1,
+        max_cpus_per_node: None,
+        lln: false,
     }
 }
 

@@ -144,3 +144,60 @@ fn issue_39_unsupported_scripts_and_prolog_flags_are_refused() {
     assert!(why.contains("RunInJob"), "{why}");
     assert!(refusal("Prolog", "/etc/prolog").is_none());
 }
+
+#[test]
+fn reconfig_flags_keep_the_running_partitions_or_their_state() {
+    let cfg = |flags: &str, parts: &str| {
+        let text = format!("ClusterName=c\nSlurmctldHost=h\n{flags}NodeName=n CPUs=1\n{parts}");
+        crate::parse_str(&text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
+            Err(std::io::Error::other("none"))
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+        .config
+    };
+    // Running: p changed by scontrol update (DOWN, MaxNodes=1), q made by
+    // scontrol create. The files: p as written, r added.
+    let running = cfg(
+        "",
+        "PartitionName=p Nodes=n State=DOWN MaxNodes=1\nPartitionName=q Nodes=n\n",
+    );
+    let files = "PartitionName=p Nodes=n MaxTime=60\nPartitionName=r Nodes=n\n";
+    let names = |c: &crate::Config| {
+        c.partitions
+            .iter()
+            .map(|p| p.name.clone())
+            .collect::<Vec<_>>()
+    };
+    // No flags: the files' partitions only.
+    let r = reconfigured(&running, &cfg("", files), &[]);
+    assert_eq!(names(&r.config), ["p", "r"]);
+    assert_eq!(r.config.partitions[0].state, "UP");
+    // KeepPartState: the files' p with its running State; q kept.
+    let r = reconfigured(&running, &cfg("ReconfigFlags=KeepPartState\n", files), &[]);
+    assert_eq!(names(&r.config), ["p", "r", "q"]);
+    let p = &r.config.partitions[0];
+    assert_eq!((p.state.as_str(), p.max_nodes), ("DOWN", None));
+    assert_eq!(p.max_time, model::TimeLimit::Minutes(60));
+    // KeepPartInfo: the running p as it is.
+    let r = reconfigured(
+        &running,
+        &cfg("ReconfigFlags=KeepPartState,KeepPartInfo\n", files),
+        &[],
+    );
+    assert_eq!(names(&r.config), ["p", "r", "q"]);
+    let p = &r.config.partitions[0];
+    assert_eq!((p.state.as_str(), p.max_nodes), ("DOWN", Some(1)));
+    assert_eq!(p.max_time, model::TimeLimit::Unlimited);
+    // An unknown flag is refused at its line.
+    let e = crate::parse_str(
+        "ClusterName=c\nSlurmctldHost=h\nReconfigFlags=KeepPartInfo,KeepAll\n",
+        std::path::Path::new("/x/slurm.conf"),
+        &mut |_| Err(std::io::Error::other("none")),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("/x/slurm.conf:3") && e.contains("KeepAll"),
+        "{e}"
+    );
+}

@@ -602,6 +602,7 @@ impl Job {
             preempted_by,
             script: _,
             env: _,
+            limit_mailed: _,
         } = j;
         Job {
             desc: Desc::Full(desc),
@@ -697,6 +698,7 @@ impl Job {
             restarts: self.restarts,
             requeue: self.requeue,
             warned: self.warned,
+            limit_mailed: 0,
             stdout: self.stdout,
             stderr: self.stderr,
             last_sched_eval: self.last_sched_eval,

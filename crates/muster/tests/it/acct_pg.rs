@@ -396,3 +396,403 @@ fn killing_the_controller_mid_stream_loses_no_sqlite_record() {
     let mut c = builder().nodes(2).start();
     kill_mid_stream(None, &mut c);
 }
+
+/// A PostgreSQL server of the test's own (`initdb` + `pg_ctl`, as the
+/// `postgres` user when the test runs as root), listening on localhost
+/// with TLS under a certificate for `localhost` signed by a CA made here
+/// (the `openssl` command), stopped with this value.
+struct TlsServer {
+    dir: std::path::PathBuf,
+    bin: std::path::PathBuf,
+    port: u16,
+}
+
+impl TlsServer {
+    /// None (outside CI) where PostgreSQL's programs or `openssl` are missing.
+    fn start(test: &str) -> Option<TlsServer> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql").ok().and_then(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.path().join("bin"))
+                .filter(|b| b.join("initdb").exists())
+                .max()
+        });
+        let openssl = std::process::Command::new("openssl")
+            .arg("version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        let Some(bin) = bin.filter(|_| openssl) else {
+            let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty());
+            assert!(
+                !ci,
+                "{test}: PostgreSQL (initdb) or openssl missing under CI"
+            );
+            eprintln!("{test}: did not run: needs /usr/lib/postgresql/*/bin and openssl");
+            return None;
+        };
+        let dir = std::env::temp_dir().join(format!(
+            "muster-pgtls-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let server = TlsServer {
+            dir,
+            bin,
+            port: e2e::free_port(),
+        };
+        server.make_ca("ca");
+        server.make_ca("other-ca");
+        server.sign("server", "ca", "DNS:localhost");
+        let data = server.dir.join("data");
+        std::fs::create_dir(&data).unwrap();
+        server.chown(&server.dir);
+        server.as_server(&[
+            "initdb",
+            "--no-sync",
+            "-A",
+            "trust",
+            "-U",
+            "muster",
+            "-D",
+            data.to_str().unwrap(),
+        ]);
+        for f in ["server.crt", "server.key"] {
+            std::fs::copy(server.dir.join(f), data.join(f)).unwrap();
+        }
+        server.chown(&data);
+        std::fs::set_permissions(
+            data.join("server.key"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        // TLS in postgresql.conf (not on the command line, which would
+        // win over the test's ALTER SYSTEM SET ssl = off below).
+        let mut pgconf = std::fs::OpenOptions::new()
+            .append(true)
+            .open(data.join("postgresql.conf"))
+            .unwrap();
+        use std::io::Write;
+        writeln!(
+            pgconf,
+            "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'"
+        )
+        .unwrap();
+        drop(pgconf);
+        let opts = format!(
+            "-p {} -k {} -c listen_addresses=localhost -c fsync=off",
+            server.port,
+            server.dir.display()
+        );
+        let log = server.dir.join("server.log");
+        server.as_server(&[
+            "pg_ctl",
+            "-D",
+            data.to_str().unwrap(),
+            "-l",
+            log.to_str().unwrap(),
+            "-o",
+            &opts,
+            "-w",
+            "start",
+        ]);
+        server
+            .admin()
+            .batch_execute("CREATE DATABASE slurm_acct_db")
+            .unwrap();
+        Some(server)
+    }
+
+    fn openssl(&self, args: &[&str]) {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(&self.dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A self-signed CA, `NAME.crt` and `NAME.key`.
+    fn make_ca(&self, name: &str) {
+        self.openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            &format!("/CN=muster test {name}"),
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.crt"),
+        ]);
+    }
+
+    /// `NAME.crt` and `NAME.key` signed by CA `ca`, for `san`.
+    fn sign(&self, name: &str, ca: &str, san: &str) {
+        self.openssl(&[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.csr"),
+        ]);
+        std::fs::write(
+            self.dir.join(format!("{name}.ext")),
+            format!("subjectAltName={san}\nextendedKeyUsage=serverAuth\n"),
+        )
+        .unwrap();
+        self.openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &format!("{name}.csr"),
+            "-CA",
+            &format!("{ca}.crt"),
+            "-CAkey",
+            &format!("{ca}.key"),
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            &format!("{name}.ext"),
+            "-out",
+            &format!("{name}.crt"),
+        ]);
+    }
+
+    fn root() -> bool {
+        nix::unistd::Uid::effective().is_root()
+    }
+
+    fn chown(&self, path: &std::path::Path) {
+        if Self::root() {
+            let st = std::process::Command::new("chown")
+                .args(["-R", "postgres:", path.to_str().unwrap()])
+                .status()
+                .unwrap();
+            assert!(st.success());
+        }
+    }
+
+    /// Runs one of PostgreSQL's programs as the server's user.
+    fn as_server(&self, args: &[&str]) {
+        let program = self.bin.join(args[0]);
+        let mut cmd = if Self::root() {
+            let mut c = std::process::Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&program);
+            c
+        } else {
+            std::process::Command::new(&program)
+        };
+        let out = cmd
+            .args(&args[1..])
+            .current_dir(&self.dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A connection over the Unix socket (no TLS there), as the superuser.
+    fn admin(&self) -> postgres::Client {
+        postgres::Client::connect(
+            &format!(
+                "host={} port={} user=muster dbname=postgres",
+                self.dir.display(),
+                self.port
+            ),
+            postgres::NoTls,
+        )
+        .unwrap()
+    }
+
+    /// The controller's sessions to slurm_acct_db: (over TLS, plain).
+    fn sessions(&self) -> (i64, i64) {
+        let row = self
+            .admin()
+            .query_one(
+                "SELECT count(*) FILTER (WHERE s.ssl), count(*) FILTER (WHERE NOT s.ssl) \
+                 FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+                 WHERE a.datname = 'slurm_acct_db'",
+                &[],
+            )
+            .unwrap();
+        (row.get(0), row.get(1))
+    }
+
+    /// The slurmdbd.conf that points the controller here with `params`
+    /// (`StorageParameters`) and `host`.
+    fn dbd_conf(&self, host: &str, params: &str) -> String {
+        format!(
+            "StorageType=accounting_storage/pgsql\nStorageHost={host}\nStoragePort={}\n\
+             StorageUser=muster\nStorageParameters={params}\n",
+            self.port
+        )
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let data = self.dir.join("data");
+        if data.exists() {
+            let program = self.bin.join("pg_ctl");
+            let mut cmd = if Self::root() {
+                let mut c = std::process::Command::new("runuser");
+                c.args(["-u", "postgres", "--"]).arg(&program);
+                c
+            } else {
+                std::process::Command::new(&program)
+            };
+            let _ = cmd
+                .args(["-D", data.to_str().unwrap_or(""), "-m", "immediate", "stop"])
+                .output();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn the_controller_reaches_postgresql_over_tls_as_sslmode_says() {
+    let test = "the_controller_reaches_postgresql_over_tls_as_sslmode_says";
+    let Some(server) = TlsServer::start(test) else {
+        return;
+    };
+    let dbd = |c: &Cluster, text: &str| {
+        std::fs::write(c.conf().with_file_name("slurmdbd.conf"), text).unwrap();
+    };
+    // sslmode=require: TLS, the certificate unchecked.
+    let mut c = builder()
+        .nodes(1)
+        .conf_extra("AccountingStorageType=accounting_storage/pgsql\n")
+        .file(
+            "slurmdbd.conf",
+            &server.dbd_conf("localhost", "sslmode=require"),
+        )
+        .start();
+    let job = c.submit(&["--wrap", "true"]);
+    assert_eq!(c.wait_done(job, secs(30)), "COMPLETED");
+    sacct_when_all(&c, &[job], "COMPLETED");
+    let (tls, plain) = server.sessions();
+    assert!(
+        tls >= 1 && plain == 0,
+        "TLS {tls}, plain {plain}: {}",
+        c.log("ctld")
+    );
+
+    // verify-full with the CA that signed the server's certificate, by
+    // the name in it.
+    c.kill_ctld();
+    let ca = server.path("ca.crt");
+    dbd(
+        &c,
+        &server.dbd_conf(
+            "localhost",
+            &format!("sslmode=verify-full,sslrootcert={ca}"),
+        ),
+    );
+    c.restart_ctld();
+    let again = c.ok("sacct", &["-X", "-n", "-P", "-o", "JobID,State"]);
+    assert_eq!(again.stdout, format!("{job}|COMPLETED\n"));
+    c.wait_until("the controller's session, over TLS", secs(30), || {
+        let (tls, plain) = server.sessions();
+        (tls >= 1 && plain == 0).then_some(())
+    });
+
+    // Refused: another CA; the right CA but a name the certificate does
+    // not hold (127.0.0.1); a server without TLS under require.
+    let refused = |c: &mut Cluster, text: &str, why: &str| {
+        c.kill_ctld();
+        dbd(c, text);
+        let before = c.log("ctld").len();
+        c.spawn_ctld();
+        let st = c.wait_ctld_exit(secs(60));
+        let log = c.log("ctld")[before..].to_string();
+        assert!(st.is_some_and(|s| !s.success()), "{text}: {st:?} {log}");
+        assert!(
+            log.contains("opening the accounting database") && log.contains(why),
+            "{text}: wanted {why:?} in {log}"
+        );
+    };
+    let other = server.path("other-ca.crt");
+    refused(
+        &mut c,
+        &server.dbd_conf(
+            "localhost",
+            &format!("sslmode=verify-full,sslrootcert={other}"),
+        ),
+        "invalid peer certificate: UnknownIssuer",
+    );
+    refused(
+        &mut c,
+        &server.dbd_conf(
+            "127.0.0.1",
+            &format!("sslmode=verify-full,sslrootcert={ca}"),
+        ),
+        "certificate not valid for name",
+    );
+    // verify-ca does not check the name: 127.0.0.1 is accepted.
+    c.kill_ctld();
+    dbd(
+        &c,
+        &server.dbd_conf("127.0.0.1", &format!("sslmode=verify-ca,sslrootcert={ca}")),
+    );
+    c.restart_ctld();
+    c.ok("sacct", &["-X", "-n"]);
+    server
+        .admin()
+        .batch_execute("ALTER SYSTEM SET ssl = off")
+        .unwrap();
+    server
+        .admin()
+        .batch_execute("SELECT pg_reload_conf()")
+        .unwrap();
+    c.wait_until("the server to stop offering TLS", secs(30), || {
+        let ssl: String = server.admin().query_one("SHOW ssl", &[]).unwrap().get(0);
+        (ssl == "off").then_some(())
+    });
+    refused(
+        &mut c,
+        &server.dbd_conf("localhost", "sslmode=require"),
+        "server does not support TLS",
+    );
+    // prefer (the default) goes on without TLS there.
+    c.kill_ctld();
+    dbd(&c, &server.dbd_conf("localhost", "sslmode=prefer"));
+    c.restart_ctld();
+    c.ok("sacct", &["-X", "-n"]);
+    c.wait_until("the controller's session, without TLS", secs(30), || {
+        let (tls, plain) = server.sessions();
+        (tls == 0 && plain >= 1).then_some(())
+    });
+}

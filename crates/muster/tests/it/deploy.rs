@@ -137,6 +137,89 @@ fn configless_fetch_is_refused_without_enable_configless() {
     );
 }
 
+/// A configless node daemon (`--conf-server`) fetches the files again
+/// when the controller reconfigures: its cached slurm.conf and gres.conf
+/// become the controller's new ones, as slurmd's cache does.
+#[test]
+fn a_configless_node_fetches_the_files_again_at_a_reconfigure() {
+    let mut c = builder()
+        .nodes(1)
+        .conf_extra("SlurmctldParameters=enable_configless\n")
+        .file("gres.conf", "# first\n")
+        .start();
+    let key = c.root().join(e2e::KEY_FILE).display().to_string();
+    let server = format!("127.0.0.1:{}", ctld_port(c.conf()));
+    c.kill_node("node1");
+    // As root, in a mount namespace of its own with a tmpfs on /run: its
+    // /run/muster/conf link stays out of this host's /run.
+    let log = std::fs::File::create(c.root().join("log/noded-configless.log")).unwrap();
+    let args = [
+        "noded",
+        "-N",
+        "node1",
+        "--conf-server",
+        &server,
+        "--authinfo",
+        &format!("key={key}"),
+    ];
+    let mut cmd = if nix::unistd::Uid::effective().is_root() {
+        let mut cmd = Command::new("unshare");
+        cmd.args(["-m", "--propagation", "private", "sh", "-c"])
+            .arg("mount -t tmpfs muster-test /run && exec \"$0\" \"$@\"")
+            .arg(MUSTER);
+        cmd
+    } else {
+        Command::new(MUSTER)
+    };
+    cmd.args(args)
+        .env_remove("SLURM_CONF")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
+    let mut noded = KillOnDrop(cmd.spawn().expect("starting the configless node daemon"));
+    let cache = c.root().join("spool/node1/conf-cache");
+    let read = |name: &str| std::fs::read_to_string(cache.join(name)).unwrap_or_default();
+    let first = std::fs::read_to_string(c.conf()).unwrap();
+    let fetched = until(secs(60), || (read("slurm.conf") == first).then_some(()));
+    assert!(
+        fetched.is_some(),
+        "no cache: {}",
+        std::fs::read_to_string(c.root().join("log/noded-configless.log")).unwrap_or_default()
+    );
+    c.wait_node_state("node1", "idle", secs(60));
+    assert_eq!(read("gres.conf"), "# first\n");
+
+    // The controller's files change; scontrol reconfigure: the node's
+    // cache follows.
+    let second = format!("{first}PartitionName=extra Nodes=node1\n");
+    std::fs::write(c.conf(), &second).unwrap();
+    std::fs::write(c.conf().with_file_name("gres.conf"), "# second\n").unwrap();
+    c.ok("scontrol", &["reconfigure"]);
+    let refetched = until(secs(60), || {
+        (read("slurm.conf") == second && read("gres.conf") == "# second\n").then_some(())
+    });
+    assert!(
+        refetched.is_some(),
+        "the cache kept the old files: {}\n{}",
+        std::fs::read_to_string(c.root().join("log/noded-configless.log")).unwrap_or_default(),
+        c.log("ctld")
+    );
+    // The node daemon goes on: a job runs there.
+    let job = c.submit(&["-p", "extra", "--wrap", "true"]);
+    assert_eq!(c.wait_done(job, secs(30)), "COMPLETED");
+    let _ = noded.0.kill();
+}
+
+/// Ends (SIGKILL) and reaps the child this test started.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 // ---------------------------------------------------------------------
 // docs/deploy.md on distinct hosts.
 

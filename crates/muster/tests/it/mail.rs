@@ -87,10 +87,7 @@ fn begin_end_and_fail_run_mail_prog_with_slurms_subjects() {
         "{fail}"
     );
 
-    // A refused type, and an invalid one.
-    let out = c.run("sbatch", &["--mail-type=TIME_LIMIT_90", "--wrap", "true"]);
-    assert_eq!(out.code, 1, "{out}");
-    assert!(out.stderr.contains("is not supported here"), "{out}");
+    // An invalid type.
     let out = c.run("sbatch", &["--mail-type=NOPE", "--wrap", "true"]);
     assert_eq!(
         out.stderr, "sbatch: error: --mail-type=NOPE invalid\n",
@@ -121,4 +118,55 @@ fn begin_end_and_fail_run_mail_prog_with_slurms_subjects() {
         ),
         "{got:?}"
     );
+}
+
+#[test]
+fn time_limit_shares_and_array_summaries_are_mailed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("mail.log");
+    let prog = mail_prog(dir.path(), &log);
+    let c = builder()
+        .nodes(1)
+        .conf_extra(&format!("MailProg={prog}\n"))
+        .start();
+    let user = me();
+    // One summary for a whole array (no ARRAY_TASKS), when its last task
+    // ends: one task fails, so FAIL's word and Mixed exit codes.
+    let a = c.submit(&[
+        "--array=1-3",
+        "--mail-type=END,FAIL",
+        "-J",
+        "arr",
+        "--wrap",
+        "[ $SLURM_ARRAY_TASK_ID != 2 ] || exit 4",
+    ]);
+    let got = lines(&c, &log, 1);
+    assert_eq!(
+        got,
+        [format!(
+            "-s|Slurm Array Summary Job_id={a}_* ({a}) Name=arr Failed, Mixed, ExitCode [0-4]|{user}"
+        )]
+    );
+    // TIME_LIMIT_50 of a one-minute job: a mail at 30 s of run time, from
+    // the controller's timer.
+    let t = c.submit(&[
+        "-t",
+        "1",
+        "--mail-type=TIME_LIMIT_50",
+        "-J",
+        "half",
+        "--wrap",
+        "sleep 300",
+    ]);
+    c.wait_state(t, "RUNNING", secs(20));
+    let got = c.wait_until("the 50% mail", secs(120), || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let v: Vec<String> = text.lines().map(str::to_string).collect();
+        (v.len() >= 2).then_some(v)
+    });
+    let half = format!("-s|Slurm Job_id={t} Name=half Reached 50% of time limit, Run time 00:0");
+    assert!(got[1].starts_with(&half), "{got:?}");
+    assert!(got[1].ends_with(&format!("|{user}")), "{got:?}");
+    assert_eq!(c.job_state(t), "RUNNING");
+    c.ok("scancel", &[&t.to_string()]);
 }

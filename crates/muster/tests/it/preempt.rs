@@ -327,3 +327,35 @@ fn a_suspended_job_stays_suspended_across_a_controller_restart() {
     assert_eq!(c.wait_done(id, secs(20)), "COMPLETED");
     assert_eq!(c.wait_file("s.out", secs(5)), "finished\n");
 }
+
+#[test]
+fn partition_grace_time_lets_a_preempted_job_finish_its_work() {
+    let c = builder()
+        .nodes(1)
+        .conf_extra("PreemptType=preempt/partition_prio\nPreemptMode=CANCEL\n")
+        .conf_tail(
+            "PartitionName=low Nodes=node1 PriorityTier=1 GraceTime=10\n\
+             PartitionName=urgent Nodes=node1 PriorityTier=10\n",
+        )
+        .start();
+    let show = c.ok("scontrol", &["show", "partition", "low"]);
+    assert!(show.stdout.contains(" GraceTime=10 "), "{show}");
+    // The job catches SIGTERM and saves its work for 4 s: longer than the
+    // cluster's KillWait (2 s), within the partition's GraceTime (10 s).
+    let script = "trap 'echo got TERM; sleep 4; echo saved; exit 0' TERM\n\
+                  echo started\nsleep 60 &\nwait";
+    let low = c.submit(&["-p", "low", "-n", "2", "-o", "low.out", "--wrap", script]);
+    c.wait_state(low, "RUNNING", secs(10));
+    c.wait_until("the job started", secs(10), || {
+        c.read("low.out").contains("started").then_some(())
+    });
+    let urgent = c.submit(&["-p", "urgent", "-n", "2", "--wrap", "true"]);
+    assert_eq!(c.wait_done(low, secs(30)), "PREEMPTED");
+    assert_eq!(c.wait_done(urgent, secs(30)), "COMPLETED");
+    let log = c.wait_file("low.out", secs(5));
+    let own: Vec<&str> = log
+        .lines()
+        .filter(|l| !l.starts_with("slurmstepd: "))
+        .collect();
+    assert_eq!(own, ["started", "got TERM", "saved"], "{log}");
+}

@@ -388,3 +388,44 @@ fn reconfigure_applies_slurmctlddebug_to_the_running_log() {
         read()
     );
 }
+
+#[test]
+fn reconfig_flags_keep_partitions_changed_at_runtime_across_reconfigure() {
+    let c = builder()
+        .nodes(1)
+        .conf_tail("PartitionName=spare Nodes=node1 MaxTime=30\n")
+        .start();
+    let field = |part: &str, key: &str| {
+        let out = c.ok("scontrol", &["show", "partition", part]);
+        e2e::field(&out.stdout, key).unwrap_or_default()
+    };
+    // Without ReconfigFlags, reconfigure rebuilds the partitions from the
+    // files: scontrol update's State=DOWN and MaxTime are gone.
+    c.ok(
+        "scontrol",
+        &["update", "PartitionName=spare", "State=DOWN", "MaxTime=5"],
+    );
+    c.ok("scontrol", &["reconfigure"]);
+    assert_eq!(field("spare", "State"), "UP");
+    assert_eq!(field("spare", "MaxTime"), "00:30:00");
+    // KeepPartState: the State stays, the rest comes from the files.
+    append(&c, "ReconfigFlags=KeepPartState\n");
+    c.ok("scontrol", &["reconfigure"]);
+    c.ok(
+        "scontrol",
+        &["update", "PartitionName=spare", "State=DOWN", "MaxTime=5"],
+    );
+    c.ok("scontrol", &["reconfigure"]);
+    assert_eq!(field("spare", "State"), "DOWN");
+    assert_eq!(field("spare", "MaxTime"), "00:30:00");
+    // KeepPartInfo: everything scontrol changed stays, and a partition
+    // made by scontrol create too.
+    append(&c, "ReconfigFlags=KeepPartInfo\n");
+    c.ok("scontrol", &["reconfigure"]);
+    c.ok("scontrol", &["update", "PartitionName=spare", "MaxTime=5"]);
+    c.ok("scontrol", &["create", "PartitionName=made", "Nodes=node1"]);
+    c.ok("scontrol", &["reconfigure"]);
+    assert_eq!(field("spare", "State"), "DOWN");
+    assert_eq!(field("spare", "MaxTime"), "00:05:00");
+    assert_eq!(field("made", "PartitionName"), "made");
+}

@@ -175,3 +175,56 @@ fn a_job_in_two_partitions_blocks_the_second_for_later_jobs() {
     assert_eq!(c.squeue_field(second, "%T %r"), "PENDING Priority");
     c.end_all_jobs(secs(20));
 }
+
+#[test]
+fn max_cpus_per_node_and_lln_shape_where_a_partitions_jobs_run() {
+    let c = builder()
+        .nodes(2)
+        .node_line_override(1, "CPUs=4 RealMemory=2000")
+        .node_line_override(2, "CPUs=4 RealMemory=2000")
+        .conf_tail(
+            "PartitionName=capped Nodes=node[1-2] MaxCPUsPerNode=2\n\
+             PartitionName=spread Nodes=node[1-2] LLN=YES\n",
+        )
+        .start();
+    let show = c.ok("scontrol", &["show", "partition", "capped"]);
+    assert!(show.stdout.contains(" LLN=NO MaxCPUsPerNode=2\n"), "{show}");
+    let show = c.ok("scontrol", &["show", "partition", "spread"]);
+    assert!(
+        show.stdout.contains(" LLN=YES MaxCPUsPerNode=UNLIMITED\n"),
+        "{show}"
+    );
+    // Four tasks of one CPU: two per node at most, so both nodes.
+    let four = c.submit(&[
+        "-p",
+        "capped",
+        "-n4",
+        "--wrap",
+        "srun hostname | sort | uniq -c",
+    ]);
+    assert_eq!(c.wait_done(four, secs(30)), "COMPLETED");
+    assert_eq!(c.job_field(four, "NumNodes"), "2");
+    assert_eq!(c.job_field(four, "NumCPUs"), "4");
+    // Three CPUs on one node never fit there: refused at submission.
+    let out = c.run("sbatch", &["-p", "capped", "-N1", "-n3", "--wrap", "true"]);
+    assert!(!out.ok(), "{out}");
+    assert!(
+        out.stderr
+            .contains("Requested node configuration is not available"),
+        "{out}"
+    );
+    // LLN: with one CPU busy on node1, the next job goes to node2 (the
+    // default partition packs it onto node1).
+    let busy = c.submit(&["-p", "spread", "-n1", "-w", "node1", "--wrap", "sleep 60"]);
+    c.wait_state(busy, "RUNNING", secs(20));
+    let lln = c.submit(&["-p", "spread", "-n1", "--wrap", "sleep 60"]);
+    c.wait_state(lln, "RUNNING", secs(20));
+    assert_eq!(c.job_field(lln, "NodeList"), "node2");
+    let packed = c.submit(&["-n1", "--wrap", "sleep 60"]);
+    c.wait_state(packed, "RUNNING", secs(20));
+    assert_eq!(c.job_field(packed, "NodeList"), "node1");
+    c.ok(
+        "scancel",
+        &[&busy.to_string(), &lln.to_string(), &packed.to_string()],
+    );
+}

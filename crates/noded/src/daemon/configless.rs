@@ -12,9 +12,11 @@
 //! neither `SLURM_CONF` nor `/etc/slurm/slurm.conf` is there (as Slurm's
 //! clients read `/run/slurm/conf`).
 //!
-//! The files are fetched at start only: after `scontrol reconfigure`, or an
-//! edit on the controller, restart the node daemons (`systemctl restart
-//! muster-noded`; running jobs are kept).
+//! The files are fetched at start, and again when the controller
+//! reconfigures (`scontrol reconfigure` or SIGHUP: it sends
+//! `NodeRequest::Reconfigure` to every node daemon), as slurmd does: the
+//! cache then holds the controller's new files. The daemon's own settings
+//! (its log, its spool) stay as it started with them until a restart.
 //!
 //! ```text
 //!  --conf-server ctl --GetConfig--> ctld (enable_configless)

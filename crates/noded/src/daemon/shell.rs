@@ -93,6 +93,9 @@ pub(crate) struct Daemon {
     zygote: Mutex<Option<crate::stepd::zygote::Zygote>>,
     /// Reported jobs' directories, emptied for later launches.
     slots: crate::slots::Slots,
+    /// Configless mode: the options and `--conf-server` to fetch the
+    /// files again with at a reconfigure (`NodeRequest::Reconfigure`).
+    configless: Option<(NodedOptions, String)>,
 }
 
 impl Daemon {
@@ -196,6 +199,10 @@ pub async fn run(mut opts: NodedOptions) -> anyhow::Result<()> {
         pending_reports: AtomicUsize::new(0),
         progress,
         ended_runs: Mutex::default(),
+        configless: opts
+            .conf_server
+            .clone()
+            .map(|server| (opts.clone(), server)),
     });
     // After the bind: a second daemon for the same node fails there and
     // never touches the first one's jobs.
@@ -651,6 +658,27 @@ async fn serve_connection(
     }
 }
 
+/// After `scontrol reconfigure`, a configless daemon fetches the files
+/// again into its cache (once the answer is written: the controller does
+/// not wait for it, and answers the fetch meanwhile). The running daemon
+/// keeps the settings it started with, as muster's reconfigure applies
+/// no node daemon setting live; what the cache serves (the commands and
+/// jobs on this node) is the new configuration.
+fn refetch_config(daemon: &Daemon) -> Option<After> {
+    let (opts, server) = daemon.configless.clone()?;
+    Some(Box::new(move |_daemon| {
+        tokio::task::spawn_blocking(move || {
+            match super::configless::fetch_and_cache(&opts, &server) {
+                Ok(path) => info!(
+                    "reconfigure: the configuration fetched again into {}",
+                    path.display()
+                ),
+                Err(e) => warn!("reconfigure: fetching the configuration again: {e:#}"),
+            }
+        });
+    }))
+}
+
 /// Checks the request's credential; the identity it proves.
 fn authenticate(
     daemon: &Daemon,
@@ -677,6 +705,7 @@ fn needs_privilege(request: &NodeRequest) -> bool {
         | NodeRequest::SignalStep { .. }
         | NodeRequest::Signal { .. }
         | NodeRequest::Notify { .. }
+        | NodeRequest::Reconfigure
         | NodeRequest::Terminate { .. }
         | NodeRequest::StartExtern { .. }
         | NodeRequest::EndExtern { .. }
@@ -769,6 +798,7 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
             scope,
         } => (signal_job(daemon, job_id, signal, scope), None),
         NodeRequest::Notify { job_id, message } => (notify_job(daemon, job_id, &message), None),
+        NodeRequest::Reconfigure => (NodeResponse::Ok, refetch_config(daemon)),
         NodeRequest::Terminate {
             job_id,
             kill_wait,

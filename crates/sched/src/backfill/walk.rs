@@ -82,8 +82,9 @@ pub fn spreads(job: &JobRequest) -> bool {
 
 /// Whether a pass over `view` plans over the pool exactly what planning
 /// on nodes could at best (`PlanOn::Auto`): one partition, up, holding
-/// every node and setting no per-job node or memory limit (MaxNodes,
-/// MinNodes above one, MaxMemPerNode, OverSubscribe=EXCLUSIVE); every job
+/// every node and setting no per-job node, CPU or memory limit (MaxNodes,
+/// MinNodes above one, MaxCPUsPerNode, MaxMemPerNode,
+/// OverSubscribe=EXCLUSIVE); every job
 /// of the pass spreads (`spreads`); and the caller vouches for the jobs it
 /// may add with `plan_more` and for the nodes (`PassCache::pool_exact`:
 /// no node that holds running jobs refuses new ones, whose jobs' CPUs
@@ -102,6 +103,7 @@ fn pool_is_exact(view: &ClusterView, cache: &PassCache) -> bool {
         && part.min_nodes <= 1
         && !part.exclusive
         && part.max_mem_per_node.is_none()
+        && part.max_cpus_per_node.is_none()
         && part.nodes.len() == view.nodes.len()
         && view.jobs.iter().all(spreads);
     debug_assert!(!exact || !view.nodes.iter().any(gives_back_apart));
