@@ -1222,6 +1222,7 @@ fn scheduler_params(
                 };
             }
             "bf_continue" => p.bf_continue = true,
+            "max_switch_wait" => p.max_switch_wait = ranged(0, 31_536_000)?,
             // Slurm has dozens more; they are accepted and have no effect.
             _ => {}
         }

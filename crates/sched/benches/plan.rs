@@ -83,6 +83,7 @@ fn parts(n_nodes: u32) -> Vec<PartView> {
         exclusive: false,
         max_mem_per_node: None,
         priority_tier: 1,
+        topology: None,
     }]
 }
 
@@ -121,6 +122,8 @@ fn jobs(n: u32) -> Vec<JobRequest> {
                 threads_per_core: None,
                 ntasks_per_core: None,
                 whole_cores: false,
+                max_leaves: None,
+                segment: None,
             }
         })
         .collect()

@@ -98,6 +98,9 @@ pub struct PartView {
     pub max_mem_per_node: Option<u64>,
     /// PriorityTier: higher tiers are scheduled first.
     pub priority_tier: u32,
+    /// The cluster's network topology (`TopologyPlugin=topology/tree` or
+    /// `topology/block`); `None`: placement ignores the fabric.
+    pub topology: crate::topology::TopoRef,
 }
 
 /// A `-C` expression: features joined by `&` (all of) and `|` (any of);
@@ -206,6 +209,13 @@ pub struct JobRequest {
     /// than its tasks ask for, so a count of CPUs over the pool is not
     /// exact for it (`spreads`).
     pub whole_cores: bool,
+    /// `--switches=N`: at most N leaf switches (blocks), while the job
+    /// has not waited its max-time (the engine clears it then). Read only
+    /// where the partition has a topology.
+    pub max_leaves: Option<u32>,
+    /// `--segment=N`: the nodes in groups of N, each within one block.
+    /// Read only where the partition has a topology.
+    pub segment: Option<u32>,
 }
 
 /// What one node gives a job.
@@ -610,6 +620,38 @@ fn place_in(
 /// most free CPUs first (in order among equals): the nodes that hold the
 /// most tasks are the ones that make the job whole on the fewest nodes.
 fn pick(
+    job: &JobRequest,
+    part_idx: usize,
+    part: &PartView,
+    nodes: &[NodeView],
+    candidates: &[NodeIdx],
+    ignore_use: bool,
+    room: Option<Room>,
+) -> Option<Allocation> {
+    if let Some(topo) = part.topology.as_deref() {
+        let plain = |order: &[NodeIdx]| {
+            let room = room.map(|r| Room {
+                in_index_order: false,
+                ..r
+            });
+            pick_plain(job, part_idx, part, nodes, order, ignore_use, room)
+        };
+        return crate::topology::pick_topo(
+            topo,
+            job,
+            part,
+            nodes,
+            candidates,
+            ignore_use,
+            room.map(|r| r.bits),
+            &plain,
+        );
+    }
+    pick_plain(job, part_idx, part, nodes, candidates, ignore_use, room)
+}
+
+/// `pick` without a topology.
+fn pick_plain(
     job: &JobRequest,
     part_idx: usize,
     part: &PartView,

@@ -44,6 +44,7 @@ pub(crate) fn part(n_nodes: u32) -> PartView {
         exclusive: false,
         max_mem_per_node: None,
         priority_tier: 1,
+        topology: None,
     }
 }
 
@@ -77,6 +78,8 @@ fn job(id: u32, nodes: u32, tasks: u32) -> JobRequest {
         threads_per_core: None,
         ntasks_per_core: None,
         whole_cores: false,
+        max_leaves: None,
+        segment: None,
     }
 }
 

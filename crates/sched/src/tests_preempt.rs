@@ -43,6 +43,7 @@ fn part(n: u32) -> PartView {
         exclusive: false,
         max_mem_per_node: None,
         priority_tier: 1,
+        topology: None,
     }
 }
 
@@ -84,6 +85,8 @@ fn req(id: u32, nodes: u32, tasks: u32, gpus: u64) -> JobRequest {
         threads_per_core: None,
         ntasks_per_core: None,
         whole_cores: false,
+        max_leaves: None,
+        segment: None,
     }
 }
 
