@@ -678,6 +678,7 @@ impl Parser<'_> {
             partitions: Vec::new(),
             gres: Vec::new(),
             cgroup: None,
+            topology: None,
         };
         let mut globals: Vec<(String, Global)> = self.globals.drain().collect();
         globals.sort_by(|a, b| a.0.cmp(&b.0));

@@ -422,6 +422,18 @@ pub struct JobDesc {
     /// `--reservation`: the reservation the job runs in. Never skipped.
     #[serde(default)]
     pub reservation: Option<String>,
+    /// `--switches=N[@max-time]`: at most N leaf switches (topology/tree)
+    /// or blocks. Never skipped.
+    #[serde(default)]
+    pub switches: Option<u32>,
+    /// The `@max-time` of `--switches`, in seconds (None: the cluster's
+    /// `max_switch_wait`). Never skipped.
+    #[serde(default)]
+    pub switch_wait: Option<u32>,
+    /// `--segment=N`: the nodes in groups of N, each within one block
+    /// (topology/block). Never skipped.
+    #[serde(default)]
+    pub segment: Option<u32>,
 }
 
 /// A submission token as the controller keeps it: [`JobDesc::submit_token`]
