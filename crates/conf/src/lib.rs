@@ -647,6 +647,47 @@ impl Config {
             .find(|k| v.eq_ignore_ascii_case(k))
     }
 
+    /// `SLURM_TOPOLOGY_ADDR` and `SLURM_TOPOLOGY_ADDR_PATTERN` of `node`:
+    /// its switches from the top down, then its name (`top.s0.node1`,
+    /// `switch.switch.node`), or its block (`b0.node1`, `block.node`);
+    /// its name alone (`node`) outside the topology or without one.
+    pub fn topology_addr(&self, node: &str) -> (String, String) {
+        let alone = (node.to_string(), "node".to_string());
+        let (Some(topo), Some(kind)) = (&self.topology, self.topology_plugin()) else {
+            return alone;
+        };
+        let mut path: Vec<&str> = Vec::new();
+        let level = if kind == "topology/block" {
+            if let Some(b) = topo.blocks.iter().find(|b| b.nodes.iter().any(|n| n == node)) {
+                path.push(&b.name);
+            }
+            "block"
+        } else {
+            let mut at = topo
+                .switches
+                .iter()
+                .find(|s| s.nodes.iter().any(|n| n == node));
+            while let Some(s) = at {
+                if path.contains(&s.name.as_str()) || path.len() > topo.switches.len() {
+                    break;
+                }
+                path.push(&s.name);
+                at = topo
+                    .switches
+                    .iter()
+                    .find(|p| p.switches.iter().any(|c| *c == s.name));
+            }
+            "switch"
+        };
+        if path.is_empty() {
+            return alone;
+        }
+        path.reverse();
+        let pattern: Vec<&str> = path.iter().map(|_| level).chain(["node"]).collect();
+        path.push(node);
+        (path.join("."), pattern.join("."))
+    }
+
     /// The gres.conf lines that apply to `node` (those naming it, and those
     /// naming no node).
     pub fn gres_for_node(&self, node: &str) -> Vec<&GresConf> {

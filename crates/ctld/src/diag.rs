@@ -77,6 +77,7 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         CtldRequest::DeleteReservation { .. } => ("REQUEST_DELETE_RESERVATION", 3008),
         CtldRequest::UpdateReservation(_) => ("REQUEST_UPDATE_RESERVATION", 3009),
         CtldRequest::ListReservations => ("REQUEST_RESERVATION_INFO", 2024),
+        CtldRequest::ShowTopology { .. } => ("REQUEST_TOPO_INFO", 2018),
     }
 }
 

@@ -94,6 +94,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::ListPartitions
             | CtldRequest::ListLicenses
             | CtldRequest::ListReservations
+            | CtldRequest::ShowTopology { .. }
             | CtldRequest::GetConfig
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }

@@ -846,6 +846,12 @@ pub enum CtldRequest {
     /// `scontrol show reservation`: every reservation (answered with
     /// `Reservations`).
     ListReservations,
+    /// `scontrol show topology [NODE]`: the switches (or blocks), as
+    /// Slurm prints them (answered with `Topology`). (Appended.)
+    ShowTopology {
+        /// Only the switches over this node.
+        node: Option<String>,
+    },
 }
 
 /// What `scontrol update PartitionName=...` (or `create partition`)
@@ -1292,6 +1298,9 @@ pub enum CtldResponse {
     ReservationCreated(String),
     /// `ListReservations`: each reservation by start time, then name.
     Reservations(Vec<resv::ResvInfo>),
+    /// `ShowTopology`: the lines to print; None without a topology
+    /// plugin. (Appended.)
+    Topology(Option<String>),
 }
 
 /// One configuration file a controller serves in configless mode.
