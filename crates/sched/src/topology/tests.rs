@@ -342,3 +342,41 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn preemption_prefers_victims_under_one_leaf() {
+    use crate::preempt::{select_victims, Candidate};
+    let t = tree(&[2, 2]);
+    let mut nodes: Vec<NodeView> = (0..4).map(|i| node(i, 4)).collect();
+    busy(&mut nodes, &[0, 1, 2, 3]);
+    let costs = [1, 5, 2, 6];
+    let candidates: Vec<Candidate> = (0..4u32)
+        .map(|i| Candidate {
+            job_id: JobId(100 + i),
+            alloc: Allocation {
+                partition: 0,
+                nodes: vec![crate::NodeAlloc {
+                    node: NodeIdx(i),
+                    cpus: 4,
+                    mem: 0,
+                    tasks: 4,
+                    gres: vec![],
+                    cpu_ids: vec![],
+                }],
+                exclusive: true,
+            },
+            cost: costs[i as usize],
+            ending: false,
+        })
+        .collect();
+    let j = job(1, 2, 2);
+    // Without a topology: the two cheapest, one on each leaf.
+    let mut flat = part_with(4, &t);
+    flat.topology = None;
+    let p = select_victims(&j, &[flat], &nodes, &candidates).unwrap();
+    assert_eq!(p.victims, vec![JobId(100), JobId(102)]);
+    // With one: the cheaper leaf's two (1 + 5 against 2 + 6).
+    let p = select_victims(&j, &[part_with(4, &t)], &nodes, &candidates).unwrap();
+    assert_eq!(p.victims, vec![JobId(100), JobId(101)]);
+    assert_eq!(placed(&p.alloc), vec![0, 1]);
+}
