@@ -150,3 +150,63 @@ fn full_pass(bencher: divan::Bencher, &(n_jobs, n_nodes): &(u32, u32)) {
             plan(&view, &cfg, 0)
         });
 }
+
+/// A three-level tree over `n` nodes: leaves of 20 nodes, 10 leaves under
+/// each middle switch, every middle switch under one top switch.
+fn tree(n: u32) -> std::sync::Arc<sched::Topology> {
+    use sched::{Switch, TopoKind, Topology};
+    let mut switches = Vec::new();
+    let leaves = n.div_ceil(20);
+    for l in 0..leaves {
+        switches.push(Switch {
+            name: format!("leaf{l}"),
+            level: 0,
+            link_speed: 1,
+            parent: None,
+            children: vec![],
+            nodes: (l * 20..((l + 1) * 20).min(n)).map(NodeIdx).collect(),
+        });
+    }
+    let mids = leaves.div_ceil(10);
+    for m in 0..mids {
+        switches.push(Switch {
+            name: format!("mid{m}"),
+            level: 0,
+            link_speed: 1,
+            parent: None,
+            children: (m * 10..((m + 1) * 10).min(leaves)).collect(),
+            nodes: vec![],
+        });
+    }
+    switches.push(Switch {
+        name: "top".into(),
+        level: 0,
+        link_speed: 1,
+        parent: None,
+        children: (leaves..leaves + mids).collect(),
+        nodes: vec![],
+    });
+    std::sync::Arc::new(Topology::new(TopoKind::Tree, switches, n as usize, vec![]))
+}
+
+/// `full_pass` with `TopologyPlugin=topology/tree`: the same cluster and
+/// queue under a three-level tree (`tree`).
+#[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
+fn full_pass_tree(bencher: divan::Bencher, &(n_jobs, n_nodes): &(u32, u32)) {
+    let (nodes, running) = cluster(n_nodes);
+    let mut parts = parts(n_nodes);
+    parts[0].topology = Some(tree(n_nodes));
+    let jobs = jobs(n_jobs);
+    let cfg = SchedConfig::default();
+    bencher
+        .counter(divan::counter::ItemsCount::new(n_jobs))
+        .bench(|| {
+            let view = ClusterView {
+                nodes: &nodes,
+                parts: &parts,
+                jobs: divan::black_box(&jobs),
+                running: &running,
+            };
+            plan(&view, &cfg, 0)
+        });
+}
