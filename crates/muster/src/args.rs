@@ -234,6 +234,12 @@ pub struct SimArgs {
     /// No progress bar
     #[arg(long)]
     pub quiet: bool,
+    /// A topology.conf naming the nodes (n1..nN for a trace's machine):
+    /// jobs are placed by it (SwitchName= lines: topology/tree; BlockName=
+    /// lines: topology/block), and the report says how many switches
+    /// (blocks) multi-node jobs spanned and how many were fragmented
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<PathBuf>,
 }
 
 impl SimArgs {
@@ -260,6 +266,7 @@ impl SimArgs {
             limit: self.limit,
             skip_bad_lines: self.skip_bad_lines,
             quiet: self.quiet,
+            topology: self.topology.clone(),
         }
     }
 }
