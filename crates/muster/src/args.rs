@@ -240,6 +240,9 @@ pub struct SimArgs {
     /// (blocks) multi-node jobs spanned and how many were fragmented
     #[arg(long, value_name = "FILE")]
     pub topology: Option<PathBuf>,
+    /// With --topology: place jobs as without one, and report against it
+    #[arg(long, requires = "topology")]
+    pub topology_report_only: bool,
 }
 
 impl SimArgs {
@@ -267,6 +270,7 @@ impl SimArgs {
             skip_bad_lines: self.skip_bad_lines,
             quiet: self.quiet,
             topology: self.topology.clone(),
+            topology_report_only: self.topology_report_only,
         }
     }
 }

@@ -46,6 +46,9 @@ Options:
                       (n1..nN for a trace's machine): jobs are placed by it,
                       and the report says how many switches (blocks) the
                       multi-node jobs spanned and how many were fragmented
+  --topology-report-only
+                      with --topology: place jobs as without one, and
+                      report against it (the comparison)
   --skip-bad-lines    report malformed trace lines and go on (default: refuse)
   --quiet             no progress bar
 ";
@@ -75,6 +78,8 @@ pub struct Args {
     pub quiet: bool,
     /// `--topology`.
     pub topology: Option<PathBuf>,
+    /// `--topology-report-only`: `topology` for the report alone.
+    pub topology_report_only: bool,
 }
 
 /// A trace's form.
@@ -187,6 +192,7 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
             "--svg" => a.svg = Some(PathBuf::from(value("--svg")?)),
             "--limit" => a.limit = Some(limit(&value("--limit")?)?),
             "--topology" => a.topology = Some(PathBuf::from(value("--topology")?)),
+            "--topology-report-only" => a.topology_report_only = true,
             "--skip-bad-lines" => a.skip_bad_lines = true,
             "--quiet" | "-q" => a.quiet = true,
             other => return Err(format!("unknown option {other:?}")),
@@ -296,7 +302,7 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
     };
     let mut cfg = build_config(&trace.machine, user.as_ref())?;
     if let Some(p) = &args.topology {
-        with_topology(&mut cfg, p)?;
+        with_topology(&mut cfg, p, !args.topology_report_only)?;
     }
     let mut sched = engine::sched_config(&cfg);
     if let Some(p) = args.policy {
@@ -367,8 +373,9 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
 }
 
 /// Reads `path` (topology.conf) into `cfg`, with the plugin its lines are
-/// for; unknown keys and nodes are warned on stderr.
-fn with_topology(cfg: &mut conf::Config, path: &Path) -> anyhow::Result<()> {
+/// for where jobs are to be `place`d by it (else the report alone reads
+/// it); unknown keys and nodes are warned on stderr.
+fn with_topology(cfg: &mut conf::Config, path: &Path, place: bool) -> anyhow::Result<()> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let (topo, warnings) =
@@ -386,10 +393,12 @@ fn with_topology(cfg: &mut conf::Config, path: &Path) -> anyhow::Result<()> {
     } else {
         "topology/block"
     };
-    cfg.other.insert(
-        "topologyplugin".into(),
-        ("TopologyPlugin".into(), plugin.into()),
-    );
+    if place {
+        cfg.other.insert(
+            "topologyplugin".into(),
+            ("TopologyPlugin".into(), plugin.into()),
+        );
+    }
     cfg.topology = Some(topo);
     Ok(())
 }
