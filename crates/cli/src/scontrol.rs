@@ -991,8 +991,17 @@ pub fn filter_topology(text: &str, name: &str) -> Option<String> {
     } else {
         named
     };
-    (!chosen.is_empty()).then(|| chosen.iter().map(|l| format!("{l}
-")).collect())
+    (!chosen.is_empty()).then(|| {
+        chosen
+            .iter()
+            .map(|l| {
+                format!(
+                    "{l}
+"
+                )
+            })
+            .collect()
+    })
 }
 
 fn show_licenses(s: &mut Session, arg: Option<&str>) -> CmdResult {

@@ -546,7 +546,10 @@ fn time_options() {
 #[test]
 fn switches_and_segment() {
     let d = desc(&["--switches=2@5:00", "--segment=4", "--wrap=true"]);
-    assert_eq!((d.switches, d.switch_wait, d.segment), (Some(2), Some(300), Some(4)));
+    assert_eq!(
+        (d.switches, d.switch_wait, d.segment),
+        (Some(2), Some(300), Some(4))
+    );
     let d = desc(&["--switches=1", "--wrap=true"]);
     assert_eq!((d.switches, d.switch_wait), (Some(1), None));
 }

@@ -44,7 +44,8 @@ pub use cgroup::{parse_cgroup_conf, CgroupConf, CgroupPlugin};
 pub use gres::{check_against_types as check_gres_types, parse_gres_conf, parse_id_list};
 pub use show::{override_entry, render_show_config, SLURM_COMPAT_VERSION};
 pub use topology::{
-    check_kind as check_topology_kind, check_topology_nodes, parse_topology_conf, TopologyBlock, TopologyConf, TopologySwitch,
+    check_kind as check_topology_kind, check_topology_nodes, parse_topology_conf, TopologyBlock,
+    TopologyConf, TopologySwitch,
 };
 
 /// A parsed configuration and the warnings met on the way (unknown keys,
@@ -658,7 +659,11 @@ impl Config {
         };
         let mut path: Vec<&str> = Vec::new();
         let level = if kind == "topology/block" {
-            if let Some(b) = topo.blocks.iter().find(|b| b.nodes.iter().any(|n| n == node)) {
+            if let Some(b) = topo
+                .blocks
+                .iter()
+                .find(|b| b.nodes.iter().any(|n| n == node))
+            {
                 path.push(&b.name);
             }
             "block"
@@ -675,7 +680,7 @@ impl Config {
                 at = topo
                     .switches
                     .iter()
-                    .find(|p| p.switches.iter().any(|c| *c == s.name));
+                    .find(|p| p.switches.contains(&s.name));
             }
             "switch"
         };

@@ -216,9 +216,15 @@ pub fn parse_topology_conf(
 /// `topology/tree`, block lines for `topology/block`, and some at all.
 pub fn check_kind(topo: &TopologyConf, plugin: &str, origin: &Path) -> Result<(), ConfError> {
     let (want, have) = if plugin == "topology/block" {
-        ("BlockName=", !topo.blocks.is_empty() && topo.switches.is_empty())
+        (
+            "BlockName=",
+            !topo.blocks.is_empty() && topo.switches.is_empty(),
+        )
     } else {
-        ("SwitchName=", !topo.switches.is_empty() && topo.blocks.is_empty())
+        (
+            "SwitchName=",
+            !topo.switches.is_empty() && topo.blocks.is_empty(),
+        )
     };
     if have {
         return Ok(());

@@ -77,7 +77,8 @@ fn switches_waits_then_takes_any() {
     assert_eq!(e.jobs[&c].reason, PendingReason::Resources);
     let why = e.explain(c, 10).unwrap();
     assert!(
-        why.request.contains("at most 1 leaf switch (waits for that 110s more"),
+        why.request
+            .contains("at most 1 leaf switch (waits for that 110s more"),
         "{}",
         why.request
     );
@@ -179,7 +180,10 @@ fn blocks_and_segments() {
     d.segment = Some(2);
     let b = submit(&mut e, d, 0);
     let got = nodes(&e, b);
-    let in_b0 = got.iter().filter(|n| ["n1", "n2", "n3", "n4"].contains(&n.as_str())).count();
+    let in_b0 = got
+        .iter()
+        .filter(|n| ["n1", "n2", "n3", "n4"].contains(&n.as_str()))
+        .count();
     assert_eq!(in_b0 % 2, 0, "{got:?}");
     assert_invariants(&e);
 }

@@ -259,7 +259,10 @@ pub fn check_files(path: &Path, read: &mut dyn FnMut(&Path) -> std::io::Result<S
                     }
                 }
                 findings.extend(in_file_order(all));
-                if config.as_ref().is_none_or(|c| c.topology_plugin().is_none()) {
+                if config
+                    .as_ref()
+                    .is_none_or(|c| c.topology_plugin().is_none())
+                {
                     findings.push(Finding {
                         file: topology_path.clone(),
                         line: None,

@@ -234,8 +234,7 @@ struct Room {
 /// alone; 0 where it takes none.
 fn tasks_on(job: &JobRequest, part: &PartView, node: &NodeView, ignore_use: bool) -> u64 {
     let exclusive = job.exclusive || part.exclusive;
-    if !ignore_use && (!node.available || node.exclusive_in_use || (exclusive && node.n_jobs > 0))
-    {
+    if !ignore_use && (!node.available || node.exclusive_in_use || (exclusive && node.n_jobs > 0)) {
         return 0;
     }
     let free = if ignore_use || exclusive {
@@ -405,17 +404,14 @@ fn greedy_order<'a>(
     let mut left_nodes = min_nodes;
     let mut left_tasks = u64::from(job.ntasks.max(1));
     let mut taken = vec![false; leaves.len()];
-    let take = |k: usize,
-                taken: &mut [bool],
-                out: &mut Vec<NodeIdx>,
-                ln: &mut u32,
-                lt: &mut u64| {
-        taken[k] = true;
-        let r = leaf_room[leaves[k] as usize];
-        *ln = ln.saturating_sub(r.nodes);
-        *lt = lt.saturating_sub(r.tasks);
-        out.extend_from_slice(leaf_nodes(leaves[k] as usize));
-    };
+    let take =
+        |k: usize, taken: &mut [bool], out: &mut Vec<NodeIdx>, ln: &mut u32, lt: &mut u64| {
+            taken[k] = true;
+            let r = leaf_room[leaves[k] as usize];
+            *ln = ln.saturating_sub(r.nodes);
+            *lt = lt.saturating_sub(r.tasks);
+            out.extend_from_slice(leaf_nodes(leaves[k] as usize));
+        };
     // Leaves holding nodes the job must have come first.
     for (k, l) in leaves.iter().enumerate() {
         if leaf_nodes(*l as usize)
@@ -471,7 +467,7 @@ fn pick_segments<'a>(
             .filter(|l| segs_in(*l) >= left)
             .min_by_key(|l| (segs_in(*l), *l))
             .or_else(|| open().max_by_key(|l| (segs_in(*l), std::cmp::Reverse(*l))));
-        let Some(l) = next else { return None };
+        let l = next?;
         taken[l] = true;
         let give = segs_in(l).min(left);
         left -= give;

@@ -359,7 +359,10 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
         std::fs::write(p, report::svg(&title, &out.records, &out.samples, procs))
             .with_context(|| format!("writing {}", p.display()))?;
     }
-    let topo = cfg.topology.as_ref().map(|t| topology_report(&out.records, &cfg, t));
+    let topo = cfg
+        .topology
+        .as_ref()
+        .map(|t| topology_report(&out.records, &cfg, t));
     Ok(match (args.json, topo) {
         (true, None) => format!("{}\n", summary.json()),
         (true, Some(t)) => {

@@ -603,7 +603,10 @@ pub fn spawn_script(
         &NodeEnv {
             node_name: &spec.node_name,
             conf_path: &spec.conf_path,
-            topology_addr: spec.topology_addr.as_ref().map(|(a, p)| (a.as_str(), p.as_str())),
+            topology_addr: spec
+                .topology_addr
+                .as_ref()
+                .map(|(a, p)| (a.as_str(), p.as_str())),
             gpu_env: spec.gpu_env,
             gpus_relative: spec.cgroup.as_ref().is_some_and(|c| c.devices.is_some()),
         },

@@ -157,7 +157,11 @@ fn a_job_wider_than_any_leaf_spans_the_fewest() {
     let t = tree(&[1, 3, 3]);
     let nodes: Vec<NodeView> = (0..7).map(|i| node(i, 4)).collect();
     let a = place(&job(1, 4, 4), &[part_with(7, &t)], &nodes).unwrap();
-    assert_eq!(t.span(&a.nodes.iter().map(|x| x.node).collect::<Vec<_>>()).0, 2);
+    assert_eq!(
+        t.span(&a.nodes.iter().map(|x| x.node).collect::<Vec<_>>())
+            .0,
+        2
+    );
     assert_eq!(placed(&a), vec![1, 2, 3, 0]);
 }
 
@@ -191,7 +195,11 @@ fn blocks_take_as_few_as_they_can() {
     assert_eq!(placed(&a), vec![5, 6, 7]);
     // 6 nodes: block 2 (4 free) and 2 of another.
     let a = place(&job(2, 6, 6), &[part_with(12, &t)], &nodes).unwrap();
-    assert_eq!(t.span(&a.nodes.iter().map(|x| x.node).collect::<Vec<_>>()).0, 2);
+    assert_eq!(
+        t.span(&a.nodes.iter().map(|x| x.node).collect::<Vec<_>>())
+            .0,
+        2
+    );
 }
 
 #[test]
