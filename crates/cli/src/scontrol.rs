@@ -953,11 +953,11 @@ fn show_topology(s: &mut Session, arg: Option<&str>) -> CmdResult {
     let Some(name) = arg else {
         return Ok(text);
     };
-    Ok(filter_topology(&text, name).ok_or_else(|| {
+    filter_topology(&text, name).ok_or_else(|| {
         fail(format!(
             "scontrol: error: Topology information contains no switch or node named {name}"
         ))
-    })?)
+    })
 }
 
 /// The lines of `scontrol show topology` for `name`: the switch (block) of

@@ -1446,6 +1446,9 @@ mod tests {
             threads_per_core: Some(1),
             ntasks_per_core: Some(1),
             reservation: text("maint"),
+            switches: Some(2),
+            switch_wait: Some(600),
+            segment: Some(4),
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {
