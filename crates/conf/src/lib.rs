@@ -677,10 +677,7 @@ impl Config {
                     break;
                 }
                 path.push(&s.name);
-                at = topo
-                    .switches
-                    .iter()
-                    .find(|p| p.switches.contains(&s.name));
+                at = topo.switches.iter().find(|p| p.switches.contains(&s.name));
             }
             "switch"
         };
