@@ -700,6 +700,7 @@ const SHOW_ENTITIES: &[(&str, usize)] = &[
     ("hostlist", 5),
     ("reservations", 3),
     ("reservation", 3),
+    ("topology", 2),
 ];
 
 fn cmd_show(s: &mut Session, rest: &[String]) -> CmdResult {
@@ -716,6 +717,7 @@ fn cmd_show(s: &mut Session, rest: &[String]) -> CmdResult {
         "partition" | "partitions" => show_partitions(s, arg),
         "config" => show_config(s),
         "licenses" | "license" => show_licenses(s, arg),
+        "topology" => show_topology(s, arg),
         "step" | "steps" => show_steps(s, arg),
         "reservations" | "reservation" => resv::show(s, arg),
         "hostnames" | "hostname" => {
@@ -978,6 +980,75 @@ fn show_partitions(s: &mut Session, arg: Option<&str>) -> CmdResult {
             None => Err(fail(format!("Partition {name} not found"))),
         },
     }
+}
+
+/// `scontrol show topology [NAME]`: the controller's lines (Slurm 22.05's
+/// `SwitchName=s0 Level=0 LinkSpeed=1 Nodes=n[1-2] `), all, or those of
+/// switch `NAME`, or of the switches over node `NAME`.
+fn show_topology(s: &mut Session, arg: Option<&str>) -> CmdResult {
+    let text = match s
+        .client("slurm_load_topo error")?
+        .call(CtldRequest::ShowTopology { node: None })
+    {
+        Ok(CtldResponse::Topology(t)) => t,
+        Ok(_) => return Err(fail("slurm_load_topo error: Unexpected message received")),
+        Err(e) => return Err(fail(format!("slurm_load_topo error: {e}"))),
+    };
+    let Some(text) = text.filter(|t| !t.is_empty()) else {
+        return Err(fail("scontrol: error: No topology information available"));
+    };
+    let Some(name) = arg else {
+        return Ok(text);
+    };
+    filter_topology(&text, name).ok_or_else(|| {
+        fail(format!(
+            "scontrol: error: Topology information contains no switch or node named {name}"
+        ))
+    })
+}
+
+/// The lines of `scontrol show topology` for `name`: the switch (block) of
+/// that name, else every one whose `Nodes=` holds a node of that name.
+pub fn filter_topology(text: &str, name: &str) -> Option<String> {
+    let field = |line: &str, key: &str| -> Option<String> {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .map(str::to_string)
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let named: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| {
+            field(l, "SwitchName=")
+                .or_else(|| field(l, "BlockName="))
+                .is_some_and(|n| n == name)
+        })
+        .collect();
+    let chosen: Vec<&str> = if named.is_empty() {
+        lines
+            .iter()
+            .copied()
+            .filter(|l| {
+                field(l, "Nodes=")
+                    .and_then(|h| hostlist::expand(&h).ok())
+                    .is_some_and(|ns| ns.iter().any(|n| n == name))
+            })
+            .collect()
+    } else {
+        named
+    };
+    (!chosen.is_empty()).then(|| {
+        chosen
+            .iter()
+            .map(|l| {
+                format!(
+                    "{l}
+"
+                )
+            })
+            .collect()
+    })
 }
 
 fn show_licenses(s: &mut Session, arg: Option<&str>) -> CmdResult {

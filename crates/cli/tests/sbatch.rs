@@ -327,6 +327,10 @@ fn other_invalid_values() {
         line("Invalid --time-min specification", 255)
     );
     assert_eq!(
+        first(&["--switches=1@soon", "--wrap=true"]),
+        line("Invalid --switches specification", 255)
+    );
+    assert_eq!(
         first(&["--open-mode=x", "--wrap=true"]),
         line("Invalid --open-mode specification", 255)
     );
@@ -536,6 +540,18 @@ fn time_options() {
         Some(TimeLimit::Minutes(10))
     );
     assert_eq!(desc(&["--wrap=true"]).time_limit, None);
+}
+
+/// `--switches=N[@max-time]` and `--segment=N` (topology, issue 43).
+#[test]
+fn switches_and_segment() {
+    let d = desc(&["--switches=2@5:00", "--segment=4", "--wrap=true"]);
+    assert_eq!(
+        (d.switches, d.switch_wait, d.segment),
+        (Some(2), Some(300), Some(4))
+    );
+    let d = desc(&["--switches=1", "--wrap=true"]);
+    assert_eq!((d.switches, d.switch_wait), (Some(1), None));
 }
 
 #[test]
@@ -755,7 +771,7 @@ fn options_muster_cannot_honour_are_refused() {
         "--mincpus=2",
         "--sockets-per-node=1",
         "--cores-per-socket=2",
-        "--switches=1",
+        "--thread-spec=1",
         "--ntasks-per-socket=1",
         "--propagate",
         "--priority=5",

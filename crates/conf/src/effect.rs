@@ -154,7 +154,15 @@ const SAME_AS_MUSTER: &[(&str, &[&str])] = &[
     ("SelectType", &["select/cons_tres", "select/cons_res"]),
     ("SwitchType", &["switch/none"]),
     ("LaunchType", &["launch/slurm"]),
-    ("TopologyPlugin", &["topology/none", "topology/default"]),
+    (
+        "TopologyPlugin",
+        &[
+            "topology/none",
+            "topology/default",
+            "topology/tree",
+            "topology/block",
+        ],
+    ),
     ("JobCompType", &["jobcomp/none"]),
     ("CredType", &["cred/munge", "cred/none"]),
 ];

@@ -8,7 +8,7 @@
 //!                         \--Include--> include(path) callback
 //! gres.conf (same directory) --parse_gres_conf()--> Config::gres
 //! cgroup.conf (same directory) --parse_cgroup_conf()--> Config::cgroup
-//! topology.conf --parse_topology_conf()--> TopologyConf (syntax only: unused)
+//! topology.conf (where TopologyPlugin is tree or block) --parse_topology_conf()--> Config::topology
 //! ```
 //!
 //! [`effect`] says which accepted keys act in muster (for `muster check-config`).
@@ -44,7 +44,8 @@ pub use cgroup::{parse_cgroup_conf, CgroupConf, CgroupPlugin};
 pub use gres::{check_against_types as check_gres_types, parse_gres_conf, parse_id_list};
 pub use show::{override_entry, render_show_config, SLURM_COMPAT_VERSION};
 pub use topology::{
-    check_topology_nodes, parse_topology_conf, TopologyBlock, TopologyConf, TopologySwitch,
+    check_kind as check_topology_kind, check_topology_nodes, parse_topology_conf, TopologyBlock,
+    TopologyConf, TopologySwitch,
 };
 
 /// A parsed configuration and the warnings met on the way (unknown keys,
@@ -232,6 +233,11 @@ pub struct Config {
     /// not confined).
     #[serde(default)]
     pub cgroup: Option<CgroupConf>,
+    /// topology.conf beside slurm.conf, read where `TopologyPlugin` is
+    /// `topology/tree` or `topology/block` (`None` otherwise: placement
+    /// ignores the fabric).
+    #[serde(default)]
+    pub topology: Option<TopologyConf>,
 }
 
 /// `PriorityType=priority/multifactor` and its settings (slurm.conf(5)).
@@ -338,6 +344,11 @@ pub struct SchedulerParams {
     pub default_queue_depth: Option<u32>,
     /// `sched_interval` in seconds (0-3600).
     pub sched_interval: Option<u32>,
+    /// `max_switch_wait` in seconds (0-31536000; Slurm's default 300): how
+    /// long a job with `--switches` and no max-time of its own waits for
+    /// its switch count.
+    #[serde(default)]
+    pub max_switch_wait: Option<u32>,
 }
 
 /// One node from a `NodeName=` line.
@@ -489,6 +500,28 @@ pub fn load(path: &Path) -> Result<Loaded, ConfError> {
             })
         }
     }
+    if let Some(kind) = loaded.config.topology_plugin() {
+        let topo_path = path
+            .parent()
+            .unwrap_or_else(|| Path::new(""))
+            .join("topology.conf");
+        let text = std::fs::read_to_string(&topo_path).map_err(|source| ConfError::Io {
+            path: topo_path.clone(),
+            source,
+        })?;
+        let (topo, warnings) = parse_topology_conf(&text, &topo_path)?;
+        topology::check_kind(&topo, kind, &topo_path)?;
+        loaded.warnings.extend(warnings);
+        let names: std::collections::BTreeSet<&str> = loaded
+            .config
+            .nodes
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect();
+        let unknown = check_topology_nodes(&topo, &names, &topo_path);
+        loaded.warnings.extend(unknown);
+        loaded.config.topology = Some(topo);
+    }
     let cgroup_path = path
         .parent()
         .unwrap_or_else(|| Path::new(""))
@@ -604,6 +637,57 @@ impl Config {
     /// cgroup.conf, with `CgroupPlugin=disabled` or nothing constrained.
     pub fn memory_constraints(&self) -> Option<memlimit::MemConstraints> {
         self.cgroup.as_ref()?.memory_constraints()
+    }
+
+    /// `TopologyPlugin`, where it is one that places by topology:
+    /// `Some("topology/tree")` or `Some("topology/block")`.
+    pub fn topology_plugin(&self) -> Option<&'static str> {
+        let v = self.other.get("topologyplugin").map(|(_, v)| v.trim())?;
+        ["topology/tree", "topology/block"]
+            .into_iter()
+            .find(|k| v.eq_ignore_ascii_case(k))
+    }
+
+    /// `SLURM_TOPOLOGY_ADDR` and `SLURM_TOPOLOGY_ADDR_PATTERN` of `node`:
+    /// its switches from the top down, then its name (`top.s0.node1`,
+    /// `switch.switch.node`), or its block (`b0.node1`, `block.node`);
+    /// its name alone (`node`) outside the topology or without one.
+    pub fn topology_addr(&self, node: &str) -> (String, String) {
+        let alone = (node.to_string(), "node".to_string());
+        let (Some(topo), Some(kind)) = (&self.topology, self.topology_plugin()) else {
+            return alone;
+        };
+        let mut path: Vec<&str> = Vec::new();
+        let level = if kind == "topology/block" {
+            if let Some(b) = topo
+                .blocks
+                .iter()
+                .find(|b| b.nodes.iter().any(|n| n == node))
+            {
+                path.push(&b.name);
+            }
+            "block"
+        } else {
+            let mut at = topo
+                .switches
+                .iter()
+                .find(|s| s.nodes.iter().any(|n| n == node));
+            while let Some(s) = at {
+                if path.contains(&s.name.as_str()) || path.len() > topo.switches.len() {
+                    break;
+                }
+                path.push(&s.name);
+                at = topo.switches.iter().find(|p| p.switches.contains(&s.name));
+            }
+            "switch"
+        };
+        if path.is_empty() {
+            return alone;
+        }
+        path.reverse();
+        let pattern: Vec<&str> = path.iter().map(|_| level).chain(["node"]).collect();
+        path.push(node);
+        (path.join("."), pattern.join("."))
     }
 
     /// The gres.conf lines that apply to `node` (those naming it, and those

@@ -712,6 +712,7 @@ impl Parser<'_> {
             partitions: Vec::new(),
             gres: Vec::new(),
             cgroup: None,
+            topology: None,
         };
         let mut globals: Vec<(String, Global)> = self.globals.drain().collect();
         globals.sort_by(|a, b| a.0.cmp(&b.0));
@@ -1256,6 +1257,7 @@ fn scheduler_params(
                 };
             }
             "bf_continue" => p.bf_continue = true,
+            "max_switch_wait" => p.max_switch_wait = ranged(0, 31_536_000)?,
             // Slurm has dozens more; they are accepted and have no effect.
             _ => {}
         }

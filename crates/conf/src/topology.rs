@@ -1,6 +1,8 @@
-//! topology.conf, read for its syntax only: muster places jobs without a
-//! network topology (`TopologyPlugin` does nothing here), but
-//! `muster check-config` still finds its mistakes with file and line.
+//! topology.conf: read where `TopologyPlugin` is `topology/tree` (switch
+//! lines) or `topology/block` (block lines), into `Config::topology`, which
+//! the engine turns into `sched::Topology` for placement. Without such a
+//! plugin the file is not read by the daemons, and `muster check-config`
+//! still finds its mistakes with file and line.
 //!
 //! Lines (topology.conf(5)): `SwitchName=s0 Nodes=tux[0-3] LinkSpeed=1`,
 //! `SwitchName=s2 Switches=s[0-1]`, and for block topologies
@@ -14,7 +16,7 @@ use crate::parse::{expand, At, AtLike};
 use crate::{ConfError, Warning};
 
 /// One `SwitchName` line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TopologySwitch {
     /// `SwitchName`.
     pub name: String,
@@ -29,7 +31,7 @@ pub struct TopologySwitch {
 }
 
 /// One `BlockName` line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TopologyBlock {
     /// `BlockName`.
     pub name: String,
@@ -40,7 +42,7 @@ pub struct TopologyBlock {
 }
 
 /// topology.conf as written.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TopologyConf {
     /// Switch lines in file order.
     pub switches: Vec<TopologySwitch>,
@@ -207,6 +209,31 @@ pub fn parse_topology_conf(
         }
     }
     Ok((conf, warnings))
+}
+
+/// The file's lines must be of the plugin's kind (`plugin` as
+/// `Config::topology_plugin` gives it): switch lines for
+/// `topology/tree`, block lines for `topology/block`, and some at all.
+pub fn check_kind(topo: &TopologyConf, plugin: &str, origin: &Path) -> Result<(), ConfError> {
+    let (want, have) = if plugin == "topology/block" {
+        (
+            "BlockName=",
+            !topo.blocks.is_empty() && topo.switches.is_empty(),
+        )
+    } else {
+        (
+            "SwitchName=",
+            !topo.switches.is_empty() && topo.blocks.is_empty(),
+        )
+    };
+    if have {
+        return Ok(());
+    }
+    Err(ConfError::Syntax {
+        file: origin.to_path_buf(),
+        line: 1,
+        reason: format!("TopologyPlugin={plugin} needs {want} lines in this file"),
+    })
 }
 
 fn name_of(pair: &Pair, at: &At<'_>) -> Result<String, ConfError> {

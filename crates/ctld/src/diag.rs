@@ -82,6 +82,7 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         // Slurm sends cancel_reboot as a node update (State=CANCEL_REBOOT).
         CtldRequest::CancelReboot { .. } => ("REQUEST_UPDATE_NODE", 3002),
         CtldRequest::GpuXid { .. } => ("MUSTER_GPU_XID", 0),
+        CtldRequest::ShowTopology { .. } => ("REQUEST_TOPO_INFO", 2018),
     }
 }
 

@@ -105,6 +105,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::ListPartitions
             | CtldRequest::ListLicenses
             | CtldRequest::ListReservations
+            | CtldRequest::ShowTopology { .. }
             | CtldRequest::GetConfig
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }
@@ -1514,6 +1515,9 @@ mod tests {
             threads_per_core: Some(1),
             ntasks_per_core: Some(1),
             reservation: text("maint"),
+            switches: Some(2),
+            switch_wait: Some(600),
+            segment: Some(4),
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {

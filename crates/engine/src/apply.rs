@@ -192,6 +192,9 @@ impl Engine {
             CtldRequest::ListNodes => CtldResponse::Nodes(self.node_infos()),
             CtldRequest::ListPartitions => CtldResponse::Partitions(self.partition_infos()),
             CtldRequest::ListLicenses => CtldResponse::Licenses(self.license_infos()),
+            CtldRequest::ShowTopology { node } => {
+                CtldResponse::Topology(self.show_topology(node.as_deref()))
+            }
             CtldRequest::ListReservations => CtldResponse::Reservations(self.resv_infos(t)),
             CtldRequest::CreateReservation(spec) => match self.on_create_resv(spec, who, t) {
                 Ok(name) => CtldResponse::ReservationCreated(name),

@@ -40,6 +40,18 @@ impl Engine {
         if let Some(g) = &info.tres_per_node {
             request.push_str(&format!(", {} per node", g.trim_start_matches("gres:")));
         }
+        if let (Some(n), Some(until)) = (job.desc.switches, self.switch_deadline(job)) {
+            // `--switches`: what it waits for, and until when.
+            let leaves = if n == 1 { "switch" } else { "switches" };
+            if job.state == JobState::Pending && self.topology().is_some() && now < until {
+                request.push_str(&format!(
+                    ", at most {n} leaf {leaves} (waits for that {}s more, then takes any)",
+                    until - now
+                ));
+            } else {
+                request.push_str(&format!(", at most {n} leaf {leaves} (wait over)"));
+            }
+        }
         let expected_end = |j: &Job| match (j.start_time, j.time_limit) {
             (Some(s), TimeLimit::Minutes(m)) => Some(s + i64::from(m) * 60),
             _ => None,

@@ -228,6 +228,7 @@ mod resv;
 mod stats;
 mod steps;
 mod tokens;
+mod topology;
 mod views;
 
 use model::{ExitCode, JobId, JobState, NodeBase, NodeState, PendingReason, TimeLimit, Timestamp};
@@ -928,6 +929,8 @@ pub struct Engine {
     /// The time of the last input applied: what the reservations are
     /// compared with (`resv::resv_restrict`).
     resv_now: Timestamp,
+    /// The last time `switch_wait_ended` looked (`topology`).
+    switch_checked: Timestamp,
     outbox: Vec<Command>,
     boot_time: Timestamp,
     /// Something changed that may let a pending job start or change its
@@ -1161,7 +1164,8 @@ impl Engine {
                 nodes: members,
             });
         }
-        let part_views = views::part_views(&parts, &settings).into();
+        let topo = topology::build(cfg, &node_by_name);
+        let part_views = views::part_views(&parts, &settings, &topo).into();
         let part_sizes = parts.iter().map(|p| views::part_size(p, &nodes)).collect();
         Engine {
             cfg: Arc::new(cfg.clone()),
@@ -1178,6 +1182,7 @@ impl Engine {
             submit_tokens: tokens::SubmitTokens::default(),
             resvs: resv::Resvs::default(),
             resv_now: now,
+            switch_checked: now,
             outbox: Vec::new(),
             boot_time: now,
             sched_dirty: true,
@@ -1405,6 +1410,7 @@ impl Engine {
             self.depth_wake,
             self.resv_wake(),
             self.reboot_wake(),
+            self.switch_wake(self.switch_checked),
         ];
         let timeout = self.settings.slurmd_timeout as i64;
         let watched: &[Node] = if timeout > 0 { &self.nodes } else { &[] };
@@ -1423,7 +1429,9 @@ impl Engine {
         if self.next_wakeup().is_none_or(|due| now < due) {
             return;
         }
-        let mut other = self.settings.slurmd_timeout > 0
+        let switch_ended = self.switch_wait_ended(now);
+        let mut other = switch_ended
+            || self.settings.slurmd_timeout > 0
             || self.priority_due().is_some_and(|due| now >= due)
             || self.exempt_wake.is_some_and(|t| now >= t)
             || self.dep_wake.is_some_and(|t| now >= t);
@@ -1679,6 +1687,8 @@ mod tests_smt;
 mod tests_steps;
 #[cfg(test)]
 mod tests_tokens;
+#[cfg(test)]
+mod tests_topo;
 #[cfg(test)]
 mod tests_xid;
 

@@ -85,6 +85,8 @@ impl Engine {
                 .or_else(|| hint_nomultithread(d.hint.as_deref()).then_some(1)),
             ntasks_per_core: d.ntasks_per_core,
             whole_cores: self.settings.smt_whole_cores,
+            max_leaves: self.max_leaves_at(job, self.resv_now),
+            segment: d.segment.filter(|_| self.topology().is_some()),
         }
     }
 
@@ -193,6 +195,7 @@ pub(crate) struct FitShape {
     memory_consumable: bool,
     threads_per_core: Option<u32>,
     ntasks_per_core: Option<u32>,
+    segment: Option<u32>,
 }
 
 impl FitShape {
@@ -216,6 +219,7 @@ impl FitShape {
             memory_consumable: req.memory_consumable,
             threads_per_core: req.threads_per_core,
             ntasks_per_core: req.ntasks_per_core,
+            segment: req.segment,
         })
     }
 }
@@ -281,7 +285,11 @@ pub(crate) fn shape(d: &JobDesc) -> (u32, u32, u32) {
 }
 
 /// Every partition as the scheduler sees it.
-pub(crate) fn part_views(parts: &[crate::Partition], settings: &crate::Settings) -> Vec<PartView> {
+pub(crate) fn part_views(
+    parts: &[crate::Partition],
+    settings: &crate::Settings,
+    topology: &sched::TopoRef,
+) -> Vec<PartView> {
     parts
         .iter()
         .map(|p| PartView {
@@ -300,6 +308,7 @@ pub(crate) fn part_views(parts: &[crate::Partition], settings: &crate::Settings)
                 .get("maxcpuspernode")
                 .and_then(|(_, v)| v.parse().ok()),
             lln: settings.cr_lln || p.conf.other.get("lln").is_some_and(|(_, v)| v == "YES"),
+            topology: topology.clone(),
         })
         .collect()
 }

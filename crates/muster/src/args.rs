@@ -238,6 +238,15 @@ pub struct SimArgs {
     /// No progress bar
     #[arg(long)]
     pub quiet: bool,
+    /// A topology.conf naming the nodes (n1..nN for a trace's machine):
+    /// jobs are placed by it (SwitchName= lines: topology/tree; BlockName=
+    /// lines: topology/block), and the report says how many switches
+    /// (blocks) multi-node jobs spanned and how many were fragmented
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<PathBuf>,
+    /// With --topology: place jobs as without one, and report against it
+    #[arg(long, requires = "topology")]
+    pub topology_report_only: bool,
 }
 
 impl SimArgs {
@@ -264,6 +273,8 @@ impl SimArgs {
             limit: self.limit,
             skip_bad_lines: self.skip_bad_lines,
             quiet: self.quiet,
+            topology: self.topology.clone(),
+            topology_report_only: self.topology_report_only,
         }
     }
 }

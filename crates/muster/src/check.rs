@@ -253,17 +253,35 @@ pub fn check_files(path: &Path, read: &mut dyn FnMut(&Path) -> std::io::Result<S
                             .map(Finding::warning),
                     );
                 }
+                if let Some(kind) = config.as_ref().and_then(|c| c.topology_plugin()) {
+                    if let Err(e) = conf::check_topology_kind(&topo, kind, &topology_path) {
+                        all.push(Finding::error(&e, &topology_path));
+                    }
+                }
                 findings.extend(in_file_order(all));
-                findings.push(Finding {
-                    file: topology_path.clone(),
-                    line: None,
-                    severity: Severity::Warning,
-                    message: "does nothing here: muster places jobs without a network topology"
-                        .into(),
-                });
+                if config
+                    .as_ref()
+                    .is_none_or(|c| c.topology_plugin().is_none())
+                {
+                    findings.push(Finding {
+                        file: topology_path.clone(),
+                        line: None,
+                        severity: Severity::Warning,
+                        message: "does nothing here: TopologyPlugin is neither topology/tree \
+                                  nor topology/block"
+                            .into(),
+                    });
+                }
             }
             Err(e) => findings.push(Finding::error(&e, &topology_path)),
         }
+    } else if let Some(kind) = config.as_ref().and_then(|c| c.topology_plugin()) {
+        findings.push(Finding {
+            file: topology_path.clone(),
+            line: None,
+            severity: Severity::Error,
+            message: format!("cannot read: TopologyPlugin={kind} needs this file"),
+        });
     }
     Report {
         root,

@@ -14,6 +14,9 @@ pub struct NodeEnv<'a> {
     pub node_name: &'a str,
     /// The absolute path of slurm.conf (`SLURM_CONF`).
     pub conf_path: &'a str,
+    /// (`SLURM_TOPOLOGY_ADDR`, `SLURM_TOPOLOGY_ADDR_PATTERN`); None: the
+    /// node's name and `node`.
+    pub topology_addr: Option<(&'a str, &'a str)>,
     /// Which vendor variables name the job's GPUs (gres.conf `Flags=`).
     pub gpu_env: crate::gpus::GpuEnvVars,
     /// ConstrainDevices: the job sees only its GPUs, so the vendor
@@ -70,8 +73,9 @@ pub fn job_env(launch: &BatchLaunch, node: &NodeEnv<'_>) -> Vec<(String, String)
         env.set(name, value.clone());
     }
     env.set("SLURMD_NODENAME", node.node_name.to_string());
-    env.set("SLURM_TOPOLOGY_ADDR", node.node_name.to_string());
-    env.set("SLURM_TOPOLOGY_ADDR_PATTERN", "node".to_string());
+    let (addr, pattern) = node.topology_addr.unwrap_or((node.node_name, "node"));
+    env.set("SLURM_TOPOLOGY_ADDR", addr.to_string());
+    env.set("SLURM_TOPOLOGY_ADDR_PATTERN", pattern.to_string());
     env.set("SLURM_CONF", node.conf_path.to_string());
     env.set_default("SLURM_CPUS_ON_NODE", launch.cpus.to_string());
     if !launch.gpus.is_empty() {

@@ -422,6 +422,18 @@ pub struct JobDesc {
     /// `--reservation`: the reservation the job runs in. Never skipped.
     #[serde(default)]
     pub reservation: Option<String>,
+    /// `--switches=N[@max-time]`: at most N leaf switches (topology/tree)
+    /// or blocks. Never skipped.
+    #[serde(default)]
+    pub switches: Option<u32>,
+    /// The `@max-time` of `--switches`, in seconds (None: the cluster's
+    /// `max_switch_wait`). Never skipped.
+    #[serde(default)]
+    pub switch_wait: Option<u32>,
+    /// `--segment=N`: the nodes in groups of N, each within one block
+    /// (topology/block). Never skipped.
+    #[serde(default)]
+    pub segment: Option<u32>,
 }
 
 /// A submission token as the controller keeps it: [`JobDesc::submit_token`]
@@ -877,6 +889,12 @@ pub enum CtldRequest {
         start: Option<model::Timestamp>,
         /// Window end.
         end: Option<model::Timestamp>,
+    },
+    /// `scontrol show topology [NODE]`: the switches (or blocks), as
+    /// Slurm prints them (answered with `Topology`). (Appended.)
+    ShowTopology {
+        /// Only the switches over this node.
+        node: Option<String>,
     },
 }
 
@@ -1354,6 +1372,9 @@ pub enum CtldResponse {
     Reservations(Vec<resv::ResvInfo>),
     /// `AcctReservations`: the windows, by start then name.
     AcctReservations(Vec<resv::AcctResv>),
+    /// `ShowTopology`: the lines to print; None without a topology
+    /// plugin. (Appended.)
+    Topology(Option<String>),
 }
 
 /// One configuration file a controller serves in configless mode.

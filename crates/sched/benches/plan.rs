@@ -85,6 +85,7 @@ fn parts(n_nodes: u32) -> Vec<PartView> {
         priority_tier: 1,
         max_cpus_per_node: None,
         lln: false,
+        topology: None,
     }]
 }
 
@@ -123,6 +124,8 @@ fn jobs(n: u32) -> Vec<JobRequest> {
                 threads_per_core: None,
                 ntasks_per_core: None,
                 whole_cores: false,
+                max_leaves: None,
+                segment: None,
             }
         })
         .collect()
@@ -135,6 +138,66 @@ const SIZES: &[(u32, u32)] = &[(1_000, 100), (10_000, 1_000), (100_000, 10_000)]
 fn full_pass(bencher: divan::Bencher, &(n_jobs, n_nodes): &(u32, u32)) {
     let (nodes, running) = cluster(n_nodes);
     let parts = parts(n_nodes);
+    let jobs = jobs(n_jobs);
+    let cfg = SchedConfig::default();
+    bencher
+        .counter(divan::counter::ItemsCount::new(n_jobs))
+        .bench(|| {
+            let view = ClusterView {
+                nodes: &nodes,
+                parts: &parts,
+                jobs: divan::black_box(&jobs),
+                running: &running,
+            };
+            plan(&view, &cfg, 0)
+        });
+}
+
+/// A three-level tree over `n` nodes: leaves of 20 nodes, 10 leaves under
+/// each middle switch, every middle switch under one top switch.
+fn tree(n: u32) -> std::sync::Arc<sched::Topology> {
+    use sched::{Switch, TopoKind, Topology};
+    let mut switches = Vec::new();
+    let leaves = n.div_ceil(20);
+    for l in 0..leaves {
+        switches.push(Switch {
+            name: format!("leaf{l}"),
+            level: 0,
+            link_speed: 1,
+            parent: None,
+            children: vec![],
+            nodes: (l * 20..((l + 1) * 20).min(n)).map(NodeIdx).collect(),
+        });
+    }
+    let mids = leaves.div_ceil(10);
+    for m in 0..mids {
+        switches.push(Switch {
+            name: format!("mid{m}"),
+            level: 0,
+            link_speed: 1,
+            parent: None,
+            children: (m * 10..((m + 1) * 10).min(leaves)).collect(),
+            nodes: vec![],
+        });
+    }
+    switches.push(Switch {
+        name: "top".into(),
+        level: 0,
+        link_speed: 1,
+        parent: None,
+        children: (leaves..leaves + mids).collect(),
+        nodes: vec![],
+    });
+    std::sync::Arc::new(Topology::new(TopoKind::Tree, switches, n as usize, vec![]))
+}
+
+/// `full_pass` with `TopologyPlugin=topology/tree`: the same cluster and
+/// queue under a three-level tree (`tree`).
+#[divan::bench(args = SIZES, sample_count = 5, sample_size = 1)]
+fn full_pass_tree(bencher: divan::Bencher, &(n_jobs, n_nodes): &(u32, u32)) {
+    let (nodes, running) = cluster(n_nodes);
+    let mut parts = parts(n_nodes);
+    parts[0].topology = Some(tree(n_nodes));
     let jobs = jobs(n_jobs);
     let cfg = SchedConfig::default();
     bencher

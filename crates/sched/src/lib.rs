@@ -171,6 +171,7 @@ pub mod ordering;
 pub mod placement;
 pub mod preempt;
 pub mod profile;
+pub mod topology;
 
 pub use backfill::{
     demand_cpus, due_reservation, gives_back_apart, limit_secs, plan, plan_more, plan_with,
@@ -183,6 +184,7 @@ pub use placement::{
     PartView, Unfit,
 };
 pub use preempt::{select_victims, Candidate, Preemption};
+pub use topology::{Switch, TopoKind, TopoRef, Topology};
 
 /// A dense index into the node table the caller passes in.
 #[derive(

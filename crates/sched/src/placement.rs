@@ -106,6 +106,9 @@ pub struct PartView {
     /// most idle CPUs are taken first (after node weight), instead of
     /// packing jobs onto the first nodes.
     pub lln: bool,
+    /// The cluster's network topology (`TopologyPlugin=topology/tree` or
+    /// `topology/block`); `None`: placement ignores the fabric.
+    pub topology: crate::topology::TopoRef,
 }
 
 /// A `-C` expression: features joined by `&` (all of) and `|` (any of);
@@ -214,6 +217,13 @@ pub struct JobRequest {
     /// than its tasks ask for, so a count of CPUs over the pool is not
     /// exact for it (`spreads`).
     pub whole_cores: bool,
+    /// `--switches=N`: at most N leaf switches (blocks), while the job
+    /// has not waited its max-time (the engine clears it then). Read only
+    /// where the partition has a topology.
+    pub max_leaves: Option<u32>,
+    /// `--segment=N`: the nodes in groups of N, each within one block.
+    /// Read only where the partition has a topology.
+    pub segment: Option<u32>,
 }
 
 /// What one node gives a job.
@@ -633,6 +643,38 @@ fn lln_key(part: &PartView, node: &NodeView, ignore_use: bool) -> std::cmp::Reve
 /// most free CPUs first (in order among equals): the nodes that hold the
 /// most tasks are the ones that make the job whole on the fewest nodes.
 fn pick(
+    job: &JobRequest,
+    part_idx: usize,
+    part: &PartView,
+    nodes: &[NodeView],
+    candidates: &[NodeIdx],
+    ignore_use: bool,
+    room: Option<Room>,
+) -> Option<Allocation> {
+    if let Some(topo) = part.topology.as_deref() {
+        let plain = |order: &[NodeIdx]| {
+            let room = room.map(|r| Room {
+                in_index_order: false,
+                ..r
+            });
+            pick_plain(job, part_idx, part, nodes, order, ignore_use, room)
+        };
+        return crate::topology::pick_topo(
+            topo,
+            job,
+            part,
+            nodes,
+            candidates,
+            ignore_use,
+            room.map(|r| r.bits),
+            &plain,
+        );
+    }
+    pick_plain(job, part_idx, part, nodes, candidates, ignore_use, room)
+}
+
+/// `pick` without a topology.
+fn pick_plain(
     job: &JobRequest,
     part_idx: usize,
     part: &PartView,

@@ -115,10 +115,72 @@ pub fn select_victims(
             .then(a.cost.cmp(&b.cost))
             .then(b.job_id.cmp(&a.job_id))
     });
+    // With a topology, victims under one switch first (the lowest level
+    // that holds an answer, the cheapest switch of that level): the
+    // preemptor then runs compactly, as it would have on free nodes.
+    if let Some(topo) = job
+        .partitions
+        .first()
+        .and_then(|p| parts.get(*p))
+        .and_then(|p| p.topology.as_deref())
+    {
+        let mut best: Option<(u32, u64, Preemption)> = None;
+        for (s, sw) in topo.switches.iter().enumerate() {
+            if best.as_ref().is_some_and(|(level, _, _)| *level < sw.level) {
+                continue;
+            }
+            let under: Vec<&Candidate> = order
+                .iter()
+                .copied()
+                .filter(|c| {
+                    c.alloc
+                        .nodes
+                        .iter()
+                        .all(|na| topo.path_of(na.node).contains(&(s as u32)))
+                })
+                .collect();
+            if under.is_empty() {
+                continue;
+            }
+            let Some(p) = release_until_fits(job, parts, nodes, &under) else {
+                continue;
+            };
+            let on: Vec<crate::NodeIdx> = p.alloc.nodes.iter().map(|a| a.node).collect();
+            if !on.iter().all(|n| topo.path_of(*n).contains(&(s as u32))) {
+                continue;
+            }
+            let cost: u64 = candidates
+                .iter()
+                .filter(|c| p.victims.contains(&c.job_id))
+                .map(|c| c.cost)
+                .sum();
+            let better = best
+                .as_ref()
+                .is_none_or(|(level, c, _)| sw.level < *level || cost < *c);
+            if better {
+                best = Some((sw.level, cost, p));
+            }
+        }
+        if let Some((_, _, p)) = best {
+            return Some(p);
+        }
+    }
+    release_until_fits(job, parts, nodes, &order)
+}
+
+/// Releases `order`'s jobs one by one until `job` fits, then puts back
+/// every one it fits without (the dearest first); the victims are the
+/// ones left that share a node with its placement.
+fn release_until_fits(
+    job: &JobRequest,
+    parts: &[PartView],
+    nodes: &[NodeView],
+    order: &[&Candidate],
+) -> Option<Preemption> {
     let mut work = nodes.to_vec();
     let mut taken: Vec<&Candidate> = Vec::new();
     let mut fits = false;
-    for c in order {
+    for &c in order {
         apply_alloc(&mut work, &c.alloc, false);
         taken.push(c);
         if place(job, parts, &work).is_ok() {

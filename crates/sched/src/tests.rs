@@ -46,6 +46,7 @@ pub(crate) fn part(n_nodes: u32) -> PartView {
         priority_tier: 1,
         max_cpus_per_node: None,
         lln: false,
+        topology: None,
     }
 }
 
@@ -79,6 +80,8 @@ fn job(id: u32, nodes: u32, tasks: u32) -> JobRequest {
         threads_per_core: None,
         ntasks_per_core: None,
         whole_cores: false,
+        max_leaves: None,
+        segment: None,
     }
 }
 

@@ -45,6 +45,7 @@ fn part(n: u32) -> PartView {
         priority_tier: 1,
         max_cpus_per_node: None,
         lln: false,
+        topology: None,
     }
 }
 
@@ -86,6 +87,8 @@ fn req(id: u32, nodes: u32, tasks: u32, gpus: u64) -> JobRequest {
         threads_per_core: None,
         ntasks_per_core: None,
         whole_cores: false,
+        max_leaves: None,
+        segment: None,
     }
 }
 

@@ -41,6 +41,14 @@ Options:
   --csv FILE          write one line per job (id,submit,start,end,procs,nodes)
   --svg FILE          write a picture: utilization, queue length, wait times
   --limit N           only the first N jobs of the trace
+  --topology FILE     a topology.conf (SwitchName= lines: topology/tree;
+                      BlockName= lines: topology/block) naming the nodes
+                      (n1..nN for a trace's machine): jobs are placed by it,
+                      and the report says how many switches (blocks) the
+                      multi-node jobs spanned and how many were fragmented
+  --topology-report-only
+                      with --topology: place jobs as without one, and
+                      report against it (the comparison)
   --skip-bad-lines    report malformed trace lines and go on (default: refuse)
   --quiet             no progress bar
 ";
@@ -68,6 +76,10 @@ pub struct Args {
     pub skip_bad_lines: bool,
     /// `--quiet`.
     pub quiet: bool,
+    /// `--topology`.
+    pub topology: Option<PathBuf>,
+    /// `--topology-report-only`: `topology` for the report alone.
+    pub topology_report_only: bool,
 }
 
 /// A trace's form.
@@ -179,6 +191,8 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
             "--csv" => a.csv = Some(PathBuf::from(value("--csv")?)),
             "--svg" => a.svg = Some(PathBuf::from(value("--svg")?)),
             "--limit" => a.limit = Some(limit(&value("--limit")?)?),
+            "--topology" => a.topology = Some(PathBuf::from(value("--topology")?)),
+            "--topology-report-only" => a.topology_report_only = true,
             "--skip-bad-lines" => a.skip_bad_lines = true,
             "--quiet" | "-q" => a.quiet = true,
             other => return Err(format!("unknown option {other:?}")),
@@ -301,9 +315,12 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
         Some(p) => Some(load_config(p)?),
         None => None,
     };
-    let cfg = build_config(&trace.machine, user.as_ref())?;
+    let mut cfg = build_config(&trace.machine, user.as_ref())?;
     for line in programs_not_run(&cfg) {
         eprintln!("muster sim: {line}");
+    }
+    if let Some(p) = &args.topology {
+        with_topology(&mut cfg, p, !args.topology_report_only)?;
     }
     let mut sched = engine::sched_config(&cfg);
     if let Some(p) = args.policy {
@@ -369,11 +386,82 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
         )
         .with_context(|| format!("writing {}", p.display()))?;
     }
-    Ok(if args.json {
-        format!("{}\n", summary.json())
-    } else {
-        summary.text()
+    let topo = cfg
+        .topology
+        .as_ref()
+        .map(|t| topology_report(&out.records, &cfg, t));
+    Ok(match (args.json, topo) {
+        (true, None) => format!("{}\n", summary.json()),
+        (true, Some(t)) => {
+            let mut v: serde_json::Value = serde_json::from_str(&summary.json())?;
+            v["topology"] = t.json();
+            format!("{v}\n")
+        }
+        (false, None) => summary.text(),
+        (false, Some(t)) => summary.text() + &t.text(),
     })
+}
+
+/// Reads `path` (topology.conf) into `cfg`, with the plugin its lines are
+/// for where jobs are to be `place`d by it (else the report alone reads
+/// it); unknown keys and nodes are warned on stderr.
+fn with_topology(cfg: &mut conf::Config, path: &Path, place: bool) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let (topo, warnings) =
+        conf::parse_topology_conf(&text, path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let names: std::collections::BTreeSet<&str> =
+        cfg.nodes.iter().map(|n| n.name.as_str()).collect();
+    for w in warnings
+        .iter()
+        .chain(&conf::check_topology_nodes(&topo, &names, path))
+    {
+        eprintln!("muster sim: {w}");
+    }
+    let plugin = if topo.blocks.is_empty() {
+        "topology/tree"
+    } else {
+        "topology/block"
+    };
+    if place {
+        cfg.other.insert(
+            "topologyplugin".into(),
+            ("TopologyPlugin".into(), plugin.into()),
+        );
+    }
+    cfg.topology = Some(topo);
+    Ok(())
+}
+
+/// The placement report of a run with a topology.
+fn topology_report(
+    records: &[driver::JobRecord],
+    cfg: &conf::Config,
+    topo: &conf::TopologyConf,
+) -> report::TopoReport {
+    let leaves: Vec<&Vec<String>> = if topo.blocks.is_empty() {
+        topo.switches.iter().map(|s| &s.nodes).collect()
+    } else {
+        topo.blocks.iter().map(|b| &b.nodes).collect()
+    };
+    let mut by_name: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+    for (k, nodes) in leaves.iter().enumerate() {
+        for n in nodes.iter() {
+            by_name.entry(n.as_str()).or_insert(k as u32);
+        }
+    }
+    let leaf_of: Vec<Option<u32>> = cfg
+        .nodes
+        .iter()
+        .map(|n| by_name.get(n.name.as_str()).copied())
+        .collect();
+    let largest = leaves.iter().map(|l| l.len()).max().unwrap_or(1);
+    let unit = if topo.blocks.is_empty() {
+        "switches"
+    } else {
+        "blocks"
+    };
+    report::topology(records, &leaf_of, largest, unit)
 }
 
 /// `muster sim ...`: the exit status.

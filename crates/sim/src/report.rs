@@ -264,3 +264,96 @@ mod tests {
         assert!(texts.contains(&"time (UTC)"));
     }
 }
+
+/// `muster sim --topology`: how compactly multi-node jobs were placed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopoReport {
+    /// `switches` (leaf switches, topology/tree) or `blocks`.
+    pub unit: &'static str,
+    /// Jobs that ran on more than one node.
+    pub multi_node_jobs: usize,
+    /// Mean leaves (blocks) each of them spanned.
+    pub mean_spanned: f64,
+    /// How many spanned 1, 2, 3 and 4 or more.
+    pub spanned: [usize; 4],
+    /// Share of them that spanned more leaves than their node count needs
+    /// (`ceil(nodes / largest leaf)`): the fragmented ones.
+    pub fragmented: f64,
+}
+
+/// The report for `records` on a cluster whose node `i` sits under leaf
+/// `leaf_of[i]` (None: under none; each such node counts as a leaf of its
+/// own); `largest` is the largest leaf's node count.
+pub fn topology(
+    records: &[JobRecord],
+    leaf_of: &[Option<u32>],
+    largest: usize,
+    unit: &'static str,
+) -> TopoReport {
+    let mut n = 0usize;
+    let mut sum = 0usize;
+    let mut spanned = [0usize; 4];
+    let mut fragmented = 0usize;
+    let mut leaves: Vec<i64> = Vec::new();
+    for r in records.iter().filter(|r| r.nodes.len() > 1) {
+        leaves.clear();
+        leaves.extend(r.nodes.iter().map(|&i| {
+            leaf_of
+                .get(i as usize)
+                .copied()
+                .flatten()
+                .map_or(-1 - i64::from(i), i64::from)
+        }));
+        leaves.sort_unstable();
+        leaves.dedup();
+        let k = leaves.len();
+        n += 1;
+        sum += k;
+        spanned[k.clamp(1, 4) - 1] += 1;
+        if k > r.nodes.len().div_ceil(largest.max(1)) {
+            fragmented += 1;
+        }
+    }
+    let share = |x: usize| if n == 0 { 0.0 } else { x as f64 / n as f64 };
+    TopoReport {
+        unit,
+        multi_node_jobs: n,
+        mean_spanned: share(sum),
+        spanned,
+        fragmented: share(fragmented),
+    }
+}
+
+impl TopoReport {
+    /// Lines after the summary.
+    pub fn text(&self) -> String {
+        format!(
+            "multi-node jobs {}\n\
+             {:<15} mean {:.2}; 1: {}, 2: {}, 3: {}, 4+: {}\n\
+             fragmented      {:.1} % (more {} than their node count needs)\n",
+            self.multi_node_jobs,
+            format!("{} spanned", self.unit),
+            self.mean_spanned,
+            self.spanned[0],
+            self.spanned[1],
+            self.spanned[2],
+            self.spanned[3],
+            self.fragmented * 100.0,
+            self.unit
+        )
+    }
+
+    /// The `topology` member of `--json`'s object.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "unit": self.unit,
+            "multi_node_jobs": self.multi_node_jobs,
+            "mean_spanned": self.mean_spanned,
+            "spanned_1": self.spanned[0],
+            "spanned_2": self.spanned[1],
+            "spanned_3": self.spanned[2],
+            "spanned_4_or_more": self.spanned[3],
+            "fragmented": self.fragmented,
+        })
+    }
+}

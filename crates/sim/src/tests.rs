@@ -456,3 +456,36 @@ fn issue_39_controller_scripts_are_not_run_in_a_simulation() {
     assert_eq!(starts(&with), starts(&plain));
     assert_eq!(with.records.len(), 5);
 }
+
+#[test]
+fn topology_report_counts_leaves_spanned_and_fragmentation() {
+    use crate::driver::JobRecord;
+    let rec = |id: u64, nodes: Vec<u32>| JobRecord {
+        id,
+        submit: 0,
+        start: 0,
+        end: 10,
+        procs: nodes.len() as u32,
+        nodes,
+    };
+    // Leaves of 2 nodes: 0-1, 2-3; node 4 under none.
+    let leaf_of = [Some(0), Some(0), Some(1), Some(1), None];
+    let records = [
+        rec(1, vec![0]),       // one node: not counted
+        rec(2, vec![0, 1]),    // one leaf
+        rec(3, vec![1, 2]),    // two leaves where one would do: fragmented
+        rec(4, vec![0, 2, 3]), // two leaves, the fewest for three nodes
+        rec(5, vec![3, 4]),    // a leaf and a node outside: two
+    ];
+    let r = crate::report::topology(&records, &leaf_of, 2, "switches");
+    assert_eq!(r.multi_node_jobs, 4);
+    assert_eq!(r.spanned, [1, 3, 0, 0]);
+    assert!((r.mean_spanned - 1.75).abs() < 1e-9);
+    assert!((r.fragmented - 0.5).abs() < 1e-9);
+    assert_eq!(
+        r.text(),
+        "multi-node jobs 4\n\
+         switches spanned mean 1.75; 1: 1, 2: 3, 3: 0, 4+: 0\n\
+         fragmented      50.0 % (more switches than their node count needs)\n"
+    );
+}

@@ -162,7 +162,8 @@ fn golden_warning_and_refusal_lines() {
 #[test]
 fn markdown_counts_and_rows() {
     let md = markdown("sbatch");
-    assert!(md.starts_with("104 options: "), "{md}");
+    assert!(md.starts_with("105 options: "), "{md}");
+    assert!(md.contains("| `--switches` | implemented |\n"));
     assert!(md.contains("| `--mincpus` | refused: nodes are not chosen by a minimum CPU count |\n"));
     assert!(md.contains("| `--reservation` | implemented |\n"));
     assert!(md.contains("| `-t/--time` | implemented |\n"));

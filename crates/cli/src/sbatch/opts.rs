@@ -103,6 +103,7 @@ pub const SPECS: &[OptSpec] = &[
     opt("reservation", None, Arg::Required),
     opt("signal", None, Arg::Required),
     opt("sockets-per-node", None, Arg::Required),
+    opt("segment", None, Arg::Required),
     opt("spread-job", None, Arg::None),
     opt("switches", None, Arg::Required),
     opt("test-only", None, Arg::None),
@@ -428,6 +429,23 @@ pub fn apply(
         "test-only" => st.test_only = true,
         "time" => d.time_limit = Some(time_limit(&v, "--time")?),
         "time-min" => d.time_min = Some(time_limit(&v, "--time-min")?),
+        // `--switches=N[@max-time]`; max-time in sbatch's time forms.
+        "switches" => {
+            let (count, wait) = match v.split_once('@') {
+                Some((c, w)) => (c, Some(w)),
+                None => (v.as_str(), None),
+            };
+            d.switches = Some(positive(count, "--switches")?);
+            d.switch_wait = match wait.map(model::units::parse_time_limit) {
+                None => None,
+                Some(Ok(TimeLimit::Minutes(m))) => Some(m.saturating_mul(60)),
+                Some(Ok(TimeLimit::Unlimited)) => Some(u32::MAX),
+                Some(Err(_)) => {
+                    return Err(SbatchError::invalid("Invalid --switches specification"))
+                }
+            };
+        }
+        "segment" => d.segment = Some(positive(&v, "--segment")?),
         // Checked by the controller (an unknown license, or more than its
         // total: `Invalid license specification`); only `|`, which muster
         // does not implement, is refused here, with what to do instead.

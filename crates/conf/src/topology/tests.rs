@@ -71,3 +71,30 @@ fn unknown_keys_and_nodes_are_warnings() {
         "topology.conf:1: node n3 not in slurm.conf"
     );
 }
+
+#[test]
+fn topology_addresses_of_nodes() {
+    let mut cfg = crate::parse_str(
+        "ClusterName=c\nSlurmctldHost=h\nTopologyPlugin=topology/tree\nNodeName=n[1-5]\n",
+        Path::new("/etc/slurm/slurm.conf"),
+        &mut |_| Err(std::io::Error::other("no includes")),
+    )
+    .unwrap()
+    .config;
+    assert_eq!(cfg.topology_plugin(), Some("topology/tree"));
+    // Without topology.conf read: the node alone.
+    assert_eq!(cfg.topology_addr("n1"), ("n1".into(), "node".into()));
+    cfg.topology = Some(
+        parse("SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4]\nSwitchName=top Switches=s[0-1]\n")
+            .unwrap()
+            .0,
+    );
+    assert_eq!(
+        cfg.topology_addr("n3"),
+        ("top.s1.n3".into(), "switch.switch.node".into())
+    );
+    assert_eq!(cfg.topology_addr("n5"), ("n5".into(), "node".into()));
+    let (blocks, _) = parse("BlockName=b0 Nodes=n[1-4]\n").unwrap();
+    assert!(check_kind(&blocks, "topology/tree", Path::new("t.conf")).is_err());
+    assert!(check_kind(&blocks, "topology/block", Path::new("t.conf")).is_ok());
+}

@@ -740,6 +740,7 @@ impl<'a> Request<'a> {
             | CtldRequest::ListPartitions
             | CtldRequest::ListLicenses
             | CtldRequest::ListReservations
+            | CtldRequest::ShowTopology { .. }
             | CtldRequest::GetConfig
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }

@@ -196,6 +196,15 @@ pub struct JobDesc<'a> {
     /// `--reservation` (absent in records written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservation: Option<Cow<'a, str>>,
+    /// `--switches` count (absent before it, and when None).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switches: Option<u32>,
+    /// `--switches` max-time in seconds (absent before it, and when None).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch_wait: Option<u32>,
+    /// `--segment` (absent before it, and when None).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<u32>,
 }
 
 /// `Option<String>` borrowed.
@@ -273,6 +282,9 @@ impl<'a> From<&'a proto::JobDesc> for JobDesc<'a> {
             threads_per_core: d.threads_per_core,
             ntasks_per_core: d.ntasks_per_core,
             reservation: text(&d.reservation),
+            switches: d.switches,
+            switch_wait: d.switch_wait,
+            segment: d.segment,
         }
     }
 }
@@ -342,6 +354,9 @@ impl From<JobDesc<'_>> for proto::JobDesc {
             threads_per_core: d.threads_per_core,
             ntasks_per_core: d.ntasks_per_core,
             reservation: owned(d.reservation),
+            switches: d.switches,
+            switch_wait: d.switch_wait,
+            segment: d.segment,
         }
     }
 }
@@ -623,6 +638,9 @@ impl JobDesc<'_> {
             threads_per_core: self.threads_per_core,
             ntasks_per_core: self.ntasks_per_core,
             reservation: self.reservation.map(own),
+            switches: self.switches,
+            switch_wait: self.switch_wait,
+            segment: self.segment,
         }
     }
 }

@@ -48,6 +48,7 @@ mod steps;
 mod subcommands;
 mod ui;
 mod xid;
+mod topology;
 
 use e2e::{Builder, Cluster};
 use std::time::Duration;

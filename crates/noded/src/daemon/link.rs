@@ -216,6 +216,9 @@ pub struct NodeLink {
     pub cgroup: Option<crate::cgroup::CgroupSettings>,
     /// slurm.conf `TaskPlugin` has `task/affinity`.
     pub task_affinity: bool,
+    /// `SLURM_TOPOLOGY_ADDR` and `SLURM_TOPOLOGY_ADDR_PATTERN` of this
+    /// node (`conf::Config::topology_addr`); None: its name and `node`.
+    pub topology_addr: Option<(String, String)>,
     /// slurm.conf's TaskProlog and TaskEpilog, for the steps' supervisors.
     pub task_scripts: (Option<String>, Option<String>),
     /// Threads per core of the node's CPU ids (`NodeSetup::cpu_threads`).

@@ -17,6 +17,9 @@ pub struct NodeSetup {
     pub node_name: String,
     /// The absolute slurm.conf path (`SLURM_CONF` in jobs).
     pub conf_path: PathBuf,
+    /// `SLURM_TOPOLOGY_ADDR` and `SLURM_TOPOLOGY_ADDR_PATTERN` of this
+    /// node (`conf::Config::topology_addr`); None: its name and `node`.
+    pub topology_addr: Option<(String, String)>,
     /// `NodeAddr`.
     pub addr: String,
     /// The port to listen on.
@@ -385,6 +388,7 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         .map(str::to_string);
     Ok(NodeSetup {
         reboot_program,
+        topology_addr: Some(config.topology_addr(&node_name)),
         hooks,
         xid,
         gpu_files,

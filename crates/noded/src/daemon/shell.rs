@@ -173,6 +173,7 @@ pub async fn run(mut opts: NodedOptions) -> anyhow::Result<()> {
         gather: setup.gather.clone(),
         gpus: setup.gpus.clone(),
         task_affinity: setup.task_affinity,
+        topology_addr: setup.topology_addr.clone(),
         task_scripts: (
             setup.hooks.task_prolog.clone(),
             setup.hooks.task_epilog.clone(),
@@ -1205,6 +1206,7 @@ async fn start_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeResponse
         gpu_env: daemon.setup.gpus.env,
         cgroup: daemon.setup.cgroup.as_ref(),
         task_affinity: daemon.setup.task_affinity,
+        topology_addr: daemon.setup.topology_addr.as_ref(),
         slots: &daemon.slots,
         task_scripts: (
             daemon.setup.hooks.task_prolog.as_deref(),

@@ -143,6 +143,7 @@ pub async fn launch(
         gpus: node.gpus.clone(),
         cgroup: node.cgroup.clone(),
         task_affinity: node.task_affinity,
+        topology_addr: node.topology_addr.clone(),
         task_prolog: node.task_scripts.0.clone(),
         task_epilog: node.task_scripts.1.clone(),
         cpu_threads: node.cpu_threads,

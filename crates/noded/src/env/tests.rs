@@ -33,6 +33,7 @@ fn node() -> NodeEnv<'static> {
     NodeEnv {
         node_name: "node1",
         conf_path: "/etc/slurm/slurm.conf",
+        topology_addr: None,
         gpu_env: Default::default(),
         gpus_relative: false,
     }
@@ -50,6 +51,17 @@ fn node_facts_are_added_and_replace_sent_values() {
     assert_eq!(get(&env, "SLURMD_NODENAME"), Some("node1"));
     assert_eq!(get(&env, "SLURM_TOPOLOGY_ADDR"), Some("node1"));
     assert_eq!(get(&env, "SLURM_TOPOLOGY_ADDR_PATTERN"), Some("node"));
+    // Under a switch tree (topology/tree): the switches, top first.
+    let under = NodeEnv {
+        topology_addr: Some(("top.s0.node1", "switch.switch.node")),
+        ..node()
+    };
+    let env = job_env(&launch(), &under);
+    assert_eq!(get(&env, "SLURM_TOPOLOGY_ADDR"), Some("top.s0.node1"));
+    assert_eq!(
+        get(&env, "SLURM_TOPOLOGY_ADDR_PATTERN"),
+        Some("switch.switch.node")
+    );
     assert_eq!(get(&env, "SLURM_CONF"), Some("/etc/slurm/slurm.conf"));
     assert_eq!(get(&env, "SLURM_CPUS_ON_NODE"), Some("2"));
     assert_eq!(get(&env, "ENVIRONMENT"), Some("BATCH"));

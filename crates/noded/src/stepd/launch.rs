@@ -61,6 +61,9 @@ pub struct LaunchContext<'a> {
     /// slurm.conf `TaskPlugin` has `task/affinity`: the script is bound
     /// to the job's CPUs on the node.
     pub task_affinity: bool,
+    /// `SLURM_TOPOLOGY_ADDR` and `SLURM_TOPOLOGY_ADDR_PATTERN` of this
+    /// node (`conf::Config::topology_addr`); None: its name and `node`.
+    pub topology_addr: Option<&'a (String, String)>,
     /// The spool's emptied job directories, used again.
     pub slots: &'a Slots,
     /// slurm.conf's TaskProlog and TaskEpilog, for the batch step.
@@ -99,6 +102,10 @@ pub struct StepdSpec {
     /// job's CPUs here, as Slurm binds the batch step.
     #[serde(default)]
     pub task_affinity: bool,
+    /// `SLURM_TOPOLOGY_ADDR` and `SLURM_TOPOLOGY_ADDR_PATTERN` of this
+    /// node (`conf::Config::topology_addr`); None: its name and `node`.
+    #[serde(default)]
+    pub topology_addr: Option<(String, String)>,
 }
 
 /// A `StepdSpec` as the daemon writes it, borrowing the launch instead of
@@ -115,6 +122,7 @@ struct StepdSpecRef<'a> {
     task_prolog: Option<&'a str>,
     task_epilog: Option<&'a str>,
     task_affinity: bool,
+    topology_addr: Option<&'a (String, String)>,
 }
 
 /// The supervisor's one line on its stdout.
@@ -445,6 +453,7 @@ pub async fn start_supervisor(
         task_prolog: ctx.task_scripts.0,
         task_epilog: ctx.task_scripts.1,
         task_affinity: ctx.task_affinity,
+        topology_addr: ctx.topology_addr,
     };
     let spec = serde_json::to_vec(&spec).map_err(|e| format!("cannot encode the launch: {e}"))?;
     if let Some(sock) = zygote {
@@ -594,6 +603,10 @@ pub fn spawn_script(
         &NodeEnv {
             node_name: &spec.node_name,
             conf_path: &spec.conf_path,
+            topology_addr: spec
+                .topology_addr
+                .as_ref()
+                .map(|(a, p)| (a.as_str(), p.as_str())),
             gpu_env: spec.gpu_env,
             gpus_relative: spec.cgroup.as_ref().is_some_and(|c| c.devices.is_some()),
         },

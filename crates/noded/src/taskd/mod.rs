@@ -77,6 +77,10 @@ pub struct TaskdSpec {
     /// CPUs as `--cpu-bind` says (`affinity`).
     #[serde(default)]
     pub task_affinity: bool,
+    /// `SLURM_TOPOLOGY_ADDR` and `SLURM_TOPOLOGY_ADDR_PATTERN` of this
+    /// node (`conf::Config::topology_addr`); None: its name and `node`.
+    #[serde(default)]
+    pub topology_addr: Option<(String, String)>,
     /// slurm.conf `TaskProlog`, run as the user before each task.
     #[serde(default)]
     pub task_prolog: Option<String>,
@@ -370,8 +374,12 @@ fn task_env(
         env.insert(k.to_string(), v);
     };
     set("SLURMD_NODENAME", spec.node_name.clone());
-    set("SLURM_TOPOLOGY_ADDR", spec.node_name.clone());
-    set("SLURM_TOPOLOGY_ADDR_PATTERN", "node".into());
+    let (addr, pattern) = spec
+        .topology_addr
+        .clone()
+        .unwrap_or_else(|| (spec.node_name.clone(), "node".into()));
+    set("SLURM_TOPOLOGY_ADDR", addr);
+    set("SLURM_TOPOLOGY_ADDR_PATTERN", pattern);
     set("SLURM_CONF", spec.conf_path.clone());
     set("SLURM_CPUS_ON_NODE", l.cpus.to_string());
     set("SLURM_NODEID", l.node_index.to_string());

@@ -86,7 +86,9 @@ pub(super) fn shape_key(job: &JobRequest) -> ShapeKey {
         && job.excluded_nodes.is_empty()
         && job.constraint.is_none()
         && job.threads_per_core.is_none()
-        && job.ntasks_per_core.is_none();
+        && job.ntasks_per_core.is_none()
+        && job.max_leaves.is_none()
+        && job.segment.is_none();
     if plain {
         return ShapeKey::Plain {
             partitions: parts_key(&job.partitions),

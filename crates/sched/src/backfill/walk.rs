@@ -78,6 +78,8 @@ pub fn spreads(job: &JobRequest) -> bool {
         && job.constraint.is_none()
         && job.time_min.is_none()
         && !job.whole_cores
+        && job.max_leaves.is_none()
+        && job.segment.is_none()
 }
 
 /// Whether a pass over `view` plans over the pool exactly what planning

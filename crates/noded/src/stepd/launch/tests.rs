@@ -90,7 +90,9 @@ fn borrowed_spec_is_the_specs_json() {
         task_prolog: None,
         task_epilog: None,
         task_affinity: true,
+        topology_addr: Some(("top.s0.n1".into(), "switch.switch.node".into())),
     };
+    let addr = ("top.s0.n1".to_string(), "switch.switch.node".to_string());
     let borrowed = StepdSpecRef {
         launch: &launch,
         node_name: "n1",
@@ -102,6 +104,7 @@ fn borrowed_spec_is_the_specs_json() {
         task_prolog: None,
         task_epilog: None,
         task_affinity: true,
+        topology_addr: Some(&addr),
     };
     assert_eq!(
         serde_json::to_string(&borrowed).unwrap(),

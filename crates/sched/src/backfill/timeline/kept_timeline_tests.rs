@@ -190,6 +190,8 @@ fn plain_job(id: u32, tasks: u32, minutes: u32) -> JobRequest {
         threads_per_core: None,
         ntasks_per_core: None,
         whole_cores: false,
+        max_leaves: None,
+        segment: None,
     }
 }
 

@@ -1,0 +1,189 @@
+//! Topology-aware placement through the engine (issue 43): a job's nodes
+//! under one leaf switch, `--switches` waiting then giving way, `--segment`,
+//! and `scontrol show topology`.
+
+use crate::tests::{assert_invariants, config, desc, reg, submit};
+use crate::Engine;
+use model::{JobId, JobState, PendingReason};
+use proto::JobDesc;
+
+/// Four nodes of 2 CPUs: n1, n2 under s0; n3, n4 under s1; both under top.
+fn tree_engine(extra: &str) -> Engine {
+    let mut cfg = config(&format!(
+        "ClusterName=c\nSlurmctldHost=h\nTopologyPlugin=topology/tree\n{extra}\
+         NodeName=n[1-4] CPUs=2 RealMemory=4000 Port=7001\n\
+         PartitionName=p Nodes=n[1-4] Default=YES MaxTime=INFINITE State=UP\n"
+    ));
+    cfg.topology = Some(
+        conf::parse_topology_conf(
+            "SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4] LinkSpeed=100\n\
+             SwitchName=top Switches=s[0-1]\n",
+            std::path::Path::new("/x/topology.conf"),
+        )
+        .unwrap()
+        .0,
+    );
+    let mut e = Engine::new(&cfg, 0);
+    for n in 1..=4 {
+        e.on_node_registered(reg(&format!("n{n}"), 2, 4000), 0)
+            .unwrap();
+    }
+    e
+}
+
+fn nodes(e: &Engine, id: JobId) -> Vec<String> {
+    e.job_info(&e.jobs[&id], 0).nodes
+}
+
+fn wide(n: u32) -> JobDesc {
+    let mut d = desc();
+    d.min_nodes = Some(n);
+    d.exclusive = true;
+    d
+}
+
+#[test]
+fn a_two_node_job_lands_under_one_leaf() {
+    let mut e = tree_engine("");
+    // n1 taken: without the topology the next job would get n2 and n3.
+    let a = submit(&mut e, wide(1), 0);
+    assert_eq!(nodes(&e, a), vec!["n1"]);
+    let b = submit(&mut e, wide(2), 0);
+    assert_eq!(nodes(&e, b), vec!["n3", "n4"]);
+    assert_invariants(&e);
+}
+
+/// n1 and n3 taken, each by a one-node job (the second named with `-w`:
+/// best fit alone would put it on n2 and leave s1 whole).
+fn one_free_node_per_leaf(e: &mut Engine) -> (JobId, JobId) {
+    let a = submit(e, wide(1), 0);
+    let mut d = wide(1);
+    d.nodelist = vec!["n3".into()];
+    let b = submit(e, d, 0);
+    assert_eq!(nodes(e, a), vec!["n1"]);
+    assert_eq!(nodes(e, b), vec!["n3"]);
+    (a, b)
+}
+
+#[test]
+fn switches_waits_then_takes_any() {
+    let mut e = tree_engine("SchedulerParameters=max_switch_wait=600\n");
+    let _ = one_free_node_per_leaf(&mut e);
+    let mut d = wide(2);
+    d.switches = Some(1);
+    d.switch_wait = Some(120);
+    let c = submit(&mut e, d, 0);
+    assert_eq!(e.jobs[&c].state, JobState::Pending);
+    assert_eq!(e.jobs[&c].reason, PendingReason::Resources);
+    let why = e.explain(c, 10).unwrap();
+    assert!(
+        why.request
+            .contains("at most 1 leaf switch (waits for that 110s more"),
+        "{}",
+        why.request
+    );
+    // The wait gives way at 120: the engine wakes then and the job takes
+    // the two free nodes on two leaves.
+    assert_eq!(e.next_wakeup(), Some(120));
+    e.apply(crate::Input::Tick, 120);
+    assert_eq!(e.jobs[&c].state, JobState::Running);
+    assert_eq!(nodes(&e, c), vec!["n2", "n4"]);
+    assert_invariants(&e);
+}
+
+#[test]
+fn switches_runs_under_one_leaf_once_one_is_free() {
+    let mut e = tree_engine("");
+    let (a, b) = one_free_node_per_leaf(&mut e);
+    let mut d = wide(2);
+    d.switches = Some(1);
+    let c = submit(&mut e, d, 0);
+    assert_eq!(e.jobs[&c].state, JobState::Pending);
+    // One of the two ends: its leaf is whole again.
+    let (first, on) = (a, nodes(&e, a)[0].clone());
+    e.on_job_exited(first, &on, model::ExitCode::default(), None, 5)
+        .unwrap();
+    e.schedule(5);
+    assert_eq!(e.jobs[&c].state, JobState::Running);
+    let got = nodes(&e, c);
+    let leaf = |n: &str| if n == "n1" || n == "n2" { 0 } else { 1 };
+    assert_eq!(leaf(&got[0]), leaf(&got[1]), "{got:?}");
+    let _ = b;
+}
+
+#[test]
+fn show_topology_as_slurm_prints_it() {
+    let e = tree_engine("");
+    assert_eq!(
+        e.show_topology(None).unwrap(),
+        "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=n[1-2] \n\
+         SwitchName=s1 Level=0 LinkSpeed=100 Nodes=n[3-4] \n\
+         SwitchName=top Level=1 LinkSpeed=1 Nodes=n[1-4] Switches=s[0-1] \n"
+    );
+    assert_eq!(
+        e.show_topology(Some("n3")).unwrap(),
+        "SwitchName=s1 Level=0 LinkSpeed=100 Nodes=n[3-4] \n\
+         SwitchName=top Level=1 LinkSpeed=1 Nodes=n[1-4] Switches=s[0-1] \n"
+    );
+}
+
+#[test]
+fn without_a_plugin_nothing_changes() {
+    let cfg = config(
+        "ClusterName=c\nSlurmctldHost=h\n\
+         NodeName=n[1-4] CPUs=2 RealMemory=4000 Port=7001\n\
+         PartitionName=p Nodes=n[1-4] Default=YES MaxTime=INFINITE State=UP\n",
+    );
+    let mut e = Engine::new(&cfg, 0);
+    for n in 1..=4 {
+        e.on_node_registered(reg(&format!("n{n}"), 2, 4000), 0)
+            .unwrap();
+    }
+    assert!(e.show_topology(None).is_none());
+    let a = submit(&mut e, wide(1), 0);
+    assert_eq!(nodes(&e, a), vec!["n1"]);
+    let b = submit(&mut e, wide(2), 0);
+    assert_eq!(nodes(&e, b), vec!["n2", "n3"]);
+}
+
+#[test]
+fn blocks_and_segments() {
+    let mut cfg = config(
+        "ClusterName=c\nSlurmctldHost=h\nTopologyPlugin=topology/block\n\
+         NodeName=n[1-8] CPUs=2 RealMemory=4000 Port=7001\n\
+         PartitionName=p Nodes=n[1-8] Default=YES MaxTime=INFINITE State=UP\n",
+    );
+    cfg.topology = Some(
+        conf::parse_topology_conf(
+            "BlockName=b0 Nodes=n[1-4]\nBlockName=b1 Nodes=n[5-8]\nBlockSizes=4,8\n",
+            std::path::Path::new("/x/topology.conf"),
+        )
+        .unwrap()
+        .0,
+    );
+    let mut e = Engine::new(&cfg, 0);
+    for n in 1..=8 {
+        e.on_node_registered(reg(&format!("n{n}"), 2, 4000), 0)
+            .unwrap();
+    }
+    assert_eq!(
+        e.show_topology(None).unwrap(),
+        "BlockName=b0 BlockIndex=0 Nodes=n[1-4] BlockSize=4\n\
+         BlockName=b1 BlockIndex=1 Nodes=n[5-8] BlockSize=4\n\
+         BlockSizes=4,8\n"
+    );
+    let a = submit(&mut e, wide(1), 0);
+    assert_eq!(nodes(&e, a), vec!["n1"]);
+    // Four nodes in segments of two: two from each block or four from
+    // b1; never three and one.
+    let mut d = wide(4);
+    d.segment = Some(2);
+    let b = submit(&mut e, d, 0);
+    let got = nodes(&e, b);
+    let in_b0 = got
+        .iter()
+        .filter(|n| ["n1", "n2", "n3", "n4"].contains(&n.as_str()))
+        .count();
+    assert_eq!(in_b0 % 2, 0, "{got:?}");
+    assert_invariants(&e);
+}
