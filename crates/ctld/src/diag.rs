@@ -77,6 +77,8 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         CtldRequest::DeleteReservation { .. } => ("REQUEST_DELETE_RESERVATION", 3008),
         CtldRequest::UpdateReservation(_) => ("REQUEST_UPDATE_RESERVATION", 3009),
         CtldRequest::ListReservations => ("REQUEST_RESERVATION_INFO", 2024),
+        CtldRequest::Watch(_) => ("MUSTER_WATCH", 0),
+        CtldRequest::Stats => ("MUSTER_STATS", 0),
     }
 }
 

@@ -227,6 +227,7 @@ mod stats;
 mod steps;
 mod tokens;
 mod views;
+mod watch;
 
 use model::{ExitCode, JobId, JobState, NodeBase, NodeState, PendingReason, TimeLimit, Timestamp};
 use proto::{BatchLaunch, Identity, JobDesc};

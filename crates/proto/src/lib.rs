@@ -40,6 +40,8 @@
 pub mod acctdb;
 pub mod diag;
 pub mod resv;
+pub mod stats;
+pub mod watch;
 
 use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -834,6 +836,13 @@ pub enum CtldRequest {
     /// `scontrol show reservation`: every reservation (answered with
     /// `Reservations`).
     ListReservations,
+    /// Opens a watch stream on this connection (`watch`): answered with
+    /// `WatchEvents` batches until either side closes it; the connection
+    /// carries nothing else afterwards. (Appended.)
+    Watch(watch::WatchRequest),
+    /// `/metrics`: job counts and the controller's histograms (answered
+    /// with `Stats`). (Appended.)
+    Stats,
 }
 
 /// What `scontrol update PartitionName=...` (or `create partition`)
@@ -1280,6 +1289,10 @@ pub enum CtldResponse {
     ReservationCreated(String),
     /// `ListReservations`: each reservation by start time, then name.
     Reservations(Vec<resv::ResvInfo>),
+    /// `Watch`: changes, in order (an empty batch is a heartbeat).
+    WatchEvents(watch::WatchBatch),
+    /// `Stats`.
+    Stats(Box<stats::CtldStats>),
 }
 
 /// One configuration file a controller serves in configless mode.

@@ -674,6 +674,8 @@ impl<'a> Request<'a> {
             | CtldRequest::ListPartitions
             | CtldRequest::ListLicenses
             | CtldRequest::ListReservations
+            | CtldRequest::Watch(_)
+            | CtldRequest::Stats
             | CtldRequest::GetConfig
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }
