@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod fuzz;
 pub mod json;
 pub mod metrics;
 pub mod openapi;

@@ -42,6 +42,7 @@ mod sim;
 mod statesave;
 mod steps;
 mod subcommands;
+mod watch;
 
 use e2e::{Builder, Cluster};
 use std::time::Duration;

@@ -12,13 +12,13 @@ use std::time::Duration;
 
 /// A JWT key outside the cluster's directory (its path must be in
 /// slurm.conf before the cluster starts).
-struct Key {
+pub(crate) struct Key {
     _dir: tempfile::TempDir,
     path: std::path::PathBuf,
     bytes: Vec<u8>,
 }
 
-fn jwt_key() -> Key {
+pub(crate) fn jwt_key() -> Key {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("a directory");
     let path = dir.path().join("jwt.key");
@@ -34,7 +34,7 @@ fn jwt_key() -> Key {
     }
 }
 
-fn jwt_cluster(key: &Key) -> Cluster {
+pub(crate) fn jwt_cluster(key: &Key) -> Cluster {
     builder()
         .nodes(1)
         .conf_extra(&format!(
@@ -45,15 +45,15 @@ fn jwt_cluster(key: &Key) -> Cluster {
 }
 
 /// A running `muster restd`, stopped (SIGTERM, then waited for) on drop.
-struct Restd {
+pub(crate) struct Restd {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
     /// The OpenAPI document it serves: every answer is checked against it.
-    doc: serde_json::Value,
+    pub(crate) doc: serde_json::Value,
 }
 
 impl Restd {
-    fn start(c: &Cluster) -> Restd {
+    pub(crate) fn start(c: &Cluster) -> Restd {
         let addr = format!("127.0.0.1:{}", e2e::free_port());
         let mut cmd = Command::new(c.binary());
         cmd.args(["restd", "-f"])
@@ -94,7 +94,7 @@ impl Restd {
     }
 
     /// One request; (status, body).
-    fn call(
+    pub(crate) fn call(
         &self,
         method: &str,
         path: &str,
@@ -179,11 +179,11 @@ fn users_base() -> tempfile::TempDir {
     base
 }
 
-fn json(body: &str) -> serde_json::Value {
+pub(crate) fn json(body: &str) -> serde_json::Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
 
-fn token_of(out: &e2e::Output) -> String {
+pub(crate) fn token_of(out: &e2e::Output) -> String {
     assert_eq!(out.code, 0, "{out}");
     out.stdout
         .trim()
@@ -195,7 +195,7 @@ fn token_of(out: &e2e::Output) -> String {
 /// Checks `text` against the Prometheus text format (0.0.4): every sample
 /// is `name{label="value",...} number` of a family declared before it by
 /// `# TYPE`, each family's samples together.
-fn prometheus_text(text: &str) {
+pub(crate) fn prometheus_text(text: &str) {
     let mut declared: Vec<String> = Vec::new();
     let name_ok = |n: &str| {
         !n.is_empty()
@@ -225,7 +225,13 @@ fn prometheus_text(text: &str) {
         assert!(value.parse::<f64>().is_ok(), "{line}");
         let name = series.split('{').next().unwrap();
         assert!(name_ok(name), "{line}");
-        assert_eq!(declared.last().map(String::as_str), Some(name), "{line}");
+        // A histogram's samples carry a suffix of its name.
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .filter_map(|suffix| name.strip_suffix(suffix))
+            .find(|base| declared.last().map(String::as_str) == Some(*base))
+            .unwrap_or(name);
+        assert_eq!(declared.last().map(String::as_str), Some(family), "{line}");
         if let Some(labels) = series.strip_prefix(name) {
             if !labels.is_empty() {
                 let inner = labels
