@@ -119,8 +119,8 @@ mod diag;
 mod durable;
 mod fault;
 mod mail;
-mod private;
 mod metrics;
+mod private;
 mod trim;
 mod watch;
 
@@ -1937,7 +1937,9 @@ async fn engine_loop(
             let clock = std::time::Instant::now();
             store.commit()?;
             if staged {
-                hists.journal_commit.observe(clock.elapsed().as_micros() as u64);
+                hists
+                    .journal_commit
+                    .observe(clock.elapsed().as_micros() as u64);
             }
             store.maybe_snapshot(&engine)
         });

@@ -143,7 +143,13 @@ impl Hub {
 
     /// A new watcher: what it missed (or a reset), then every change as
     /// it is published.
-    pub fn subscribe(&mut self, engine: &mut Engine, who: Identity, req: WatchRequest, tx: WatchTx) {
+    pub fn subscribe(
+        &mut self,
+        engine: &mut Engine,
+        who: Identity,
+        req: WatchRequest,
+        tx: WatchTx,
+    ) {
         self.arm(engine);
         self.idle_since = None;
         let oldest = self.ring.front().map_or(self.last + 1, |e| e.seq);
@@ -228,10 +234,7 @@ impl Hub {
                     } else {
                         JobEvent::StateChanged
                     };
-                    vec![
-                        (JobEvent::Submitted, None),
-                        (next, Some(JobState::Pending)),
-                    ]
+                    vec![(JobEvent::Submitted, None), (next, Some(JobState::Pending))]
                 }
                 (Some(b), Some(s)) if s.is_finished() => vec![(JobEvent::Ended, Some(b))],
                 (Some(JobState::Pending), Some(JobState::Running)) => {
@@ -250,7 +253,8 @@ impl Hub {
         }
         self.changed = changed;
         let nodes = engine.nodes();
-        self.nodes.resize(nodes.len(), NodeState::new(model::NodeBase::Unknown));
+        self.nodes
+            .resize(nodes.len(), NodeState::new(model::NodeBase::Unknown));
         let mut node_changes = Vec::new();
         for (i, n) in nodes.iter().enumerate() {
             if self.nodes[i] != n.state {

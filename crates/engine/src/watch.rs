@@ -9,6 +9,9 @@ use model::{JobId, JobState};
 use proto::watch::{JobChange, JobEvent};
 use std::collections::BTreeMap;
 
+/// Jobs by (state, partition, count) and pending jobs by (reason, count).
+pub type JobCounts = (Vec<(String, String, u64)>, Vec<(String, u64)>);
+
 impl Engine {
     /// Starts (or stops) noting the jobs that change, for
     /// [`Engine::take_watch_changes`].
@@ -99,7 +102,7 @@ impl Engine {
 
     /// Jobs by (state, partition) and pending jobs by reason, for
     /// `/metrics` (a pending job of several partitions counts in each).
-    pub fn job_counts(&self) -> (Vec<(String, String, u64)>, Vec<(String, u64)>) {
+    pub fn job_counts(&self) -> JobCounts {
         let mut by_state: BTreeMap<(JobState, usize), u64> = BTreeMap::new();
         let mut by_reason: BTreeMap<&'static str, u64> = BTreeMap::new();
         for job in self.jobs.values() {

@@ -38,7 +38,11 @@ async fn serve_one(
 ) -> Result<hyper::Response<http_body_util::Full<hyper::body::Bytes>>, std::convert::Infallible> {
     let method = req.method().as_str().to_string();
     let path = req.uri().path().to_string();
-    let query = req.uri().query().map(crate::parse_query).unwrap_or_default();
+    let query = req
+        .uri()
+        .query()
+        .map(crate::parse_query)
+        .unwrap_or_default();
     let last = req
         .headers()
         .get("last-event-id")

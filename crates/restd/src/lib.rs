@@ -232,9 +232,9 @@ fn respond_stream(body: watch::SseBody) -> hyper::Response<Body> {
 }
 
 fn respond(resp: api::Resp) -> hyper::Response<Body> {
-    let mut r = hyper::Response::new(http_body_util::Either::Left(
-        http_body_util::Full::from(resp.body),
-    ));
+    let mut r = hyper::Response::new(http_body_util::Either::Left(http_body_util::Full::from(
+        resp.body,
+    )));
     *r.status_mut() = hyper::StatusCode::from_u16(resp.status)
         .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     r.extensions_mut()

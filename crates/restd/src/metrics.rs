@@ -186,7 +186,12 @@ pub fn render(ctx: &Ctx, who: &Identity, format: Format) -> Result<String, clien
     for (name, what, alloc, total) in [
         ("muster_cpus", "CPUs", cpus_alloc, cpus_total),
         ("muster_gpus", "GPUs (gres/gpu)", gpus_alloc, gpus_total),
-        ("muster_memory_megabytes", "Memory (MB)", mem_alloc, mem_total),
+        (
+            "muster_memory_megabytes",
+            "Memory (MB)",
+            mem_alloc,
+            mem_total,
+        ),
     ] {
         out.family(
             name,
@@ -230,7 +235,11 @@ pub fn render(ctx: &Ctx, who: &Identity, format: Format) -> Result<String, clien
             Kind::Counter,
             "Main scheduling passes.",
         );
-        out.sample("muster_scheduler_cycles_total", &[], d.schedule.total_cycles);
+        out.sample(
+            "muster_scheduler_cycles_total",
+            &[],
+            d.schedule.total_cycles,
+        );
         out.family(
             "muster_scheduler_cycle_last_microseconds",
             Kind::Gauge,

@@ -34,8 +34,14 @@ pub const OP: &str = "muster_v1_watch";
 
 /// The query parameters taken (any other is refused by name).
 pub const QUERY: &[(&str, &str)] = &[
-    ("user", "Only the jobs of this user (name or uid); node changes are not filtered by user"),
-    ("job", "Only this job (or the tasks of this array); node changes are not filtered by job"),
+    (
+        "user",
+        "Only the jobs of this user (name or uid); node changes are not filtered by user",
+    ),
+    (
+        "job",
+        "Only this job (or the tasks of this array); node changes are not filtered by job",
+    ),
     ("partition", "Only jobs and nodes of this partition"),
     ("kinds", "Comma separated: job, node (default: both)"),
     (

@@ -202,7 +202,11 @@ fn submit(restd: &Restd, token: &str, dir: &str, script: &str) -> u32 {
 
 /// The event id's number (`EPOCH.SEQ`).
 fn seq(id: &str) -> u64 {
-    id.split_once('.').expect("EPOCH.SEQ").1.parse().expect("a number")
+    id.split_once('.')
+        .expect("EPOCH.SEQ")
+        .1
+        .parse()
+        .expect("a number")
 }
 
 #[test]
@@ -257,7 +261,10 @@ fn watch_stream_follows_a_job_and_resumes_from_last_event_id() {
     // Missed while away: a second job's whole life, then a resume.
     let id2 = submit(&restd, &token, &work, "#!/bin/sh\nexit 0\n");
     c.wait_until("the second job to end", secs(60), || {
-        let out = c.run("squeue", &["-h", "-j", &id2.to_string(), "-t", "all", "-o", "%T"]);
+        let out = c.run(
+            "squeue",
+            &["-h", "-j", &id2.to_string(), "-t", "all", "-o", "%T"],
+        );
         (out.stdout.trim() == "COMPLETED").then_some(())
     });
     let resumed = open(&restd, "/muster/v1/watch", &token, Some(&last));
@@ -392,8 +399,16 @@ fn metrics_parse_as_prometheus_text_and_openmetrics() {
                 _ => None,
             })
     };
-    assert_eq!(value("muster_jobs", ("state", "RUNNING")), Some(1.0), "{text}");
-    assert_eq!(value("muster_cpus", ("state", "allocated")), Some(1.0), "{text}");
+    assert_eq!(
+        value("muster_jobs", ("state", "RUNNING")),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        value("muster_cpus", ("state", "allocated")),
+        Some(1.0),
+        "{text}"
+    );
     // Histograms: buckets up to +Inf, the count of passes and commits.
     for hist in [
         "muster_scheduler_pass_duration_seconds",
@@ -408,7 +423,10 @@ fn metrics_parse_as_prometheus_text_and_openmetrics() {
             prometheus_parse::Value::Histogram(buckets) => {
                 assert!(buckets.len() > 5, "{hist}: {buckets:?}");
                 let inf = buckets.last().unwrap();
-                assert!(inf.less_than.is_infinite() && inf.count >= 1.0, "{hist}: {buckets:?}");
+                assert!(
+                    inf.less_than.is_infinite() && inf.count >= 1.0,
+                    "{hist}: {buckets:?}"
+                );
             }
             other => panic!("{hist} is not a histogram: {other:?}"),
         }

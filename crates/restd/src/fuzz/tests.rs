@@ -43,7 +43,7 @@ fn request_bytes() -> impl Strategy<Value = Vec<u8>> {
         any::<bool>(),
     )
         .prop_map(|(method, path, query, headers, body, chunked)| {
-            let path = path.replace("{job_id}", "12").replace('{', "").replace('}', "");
+            let path = path.replace("{job_id}", "12").replace(['{', '}'], "");
             let body = body.to_string();
             let mut req = format!("{method} {path}?{query} HTTP/1.1\r\nHost: x\r\n");
             for (k, v) in headers {
