@@ -189,7 +189,9 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 fn cmd_submit(o: &Opts) -> anyhow::Result<()> {
     let token = token(&client(o)?)?;
     let dir = std::env::current_dir()?.display().to_string();
-    let per = o.count.div_ceil(o.threads);
+    // Exactly `count` in all: the first `count % threads` threads one more.
+    let share = |t: usize| o.count / o.threads + usize::from(t < o.count % o.threads);
+    let first = |t: usize| (0..t).map(share).sum::<usize>();
     let t0 = Instant::now();
     let results: Vec<anyhow::Result<(usize, usize)>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..o.threads)
@@ -198,8 +200,8 @@ fn cmd_submit(o: &Opts) -> anyhow::Result<()> {
                 s.spawn(move || -> anyhow::Result<(usize, usize)> {
                     let mut http = Http::connect(&o.url, token)?;
                     let (mut ok, mut failed) = (0, 0);
-                    for i in 0..per {
-                        let body = submission(o.hold, dir, t * per + i);
+                    for i in 0..share(t) {
+                        let body = submission(o.hold, dir, first(t) + i);
                         match http.call("POST", "/slurm/v0.0.38/job/submit", &body) {
                             Ok((200, _)) => ok += 1,
                             Ok(_) => {
