@@ -51,7 +51,11 @@ fn parse(args: &[String]) -> anyhow::Result<Opts> {
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        let mut val = || it.next().cloned().with_context(|| format!("{a} needs a value"));
+        let mut val = || {
+            it.next()
+                .cloned()
+                .with_context(|| format!("{a} needs a value"))
+        };
         match a.as_str() {
             "-f" | "--conf" => o.conf = Some(PathBuf::from(val()?)),
             "--url" => {
@@ -328,7 +332,8 @@ fn cmd_watch(o: &Opts) -> anyhow::Result<()> {
         let replied = Instant::now();
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut got = None;
-        while let Ok((job, at)) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        while let Ok((job, at)) =
+            rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
         {
             if job == id {
                 got = Some(at);

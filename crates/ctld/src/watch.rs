@@ -317,3 +317,6 @@ impl Hub {
         }));
     }
 }
+
+#[cfg(test)]
+mod tests;
