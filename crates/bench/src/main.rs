@@ -21,6 +21,7 @@
 //! muster-bench latency -f slurm.conf [--count N] [--method file|poll] [--dir DIR] [--gap-ms MS]
 //! muster-bench run     -f slurm.conf [--threads T] [--count N] [--wrap CMD] [--workdir DIR] [--array]
 //! muster-bench ping    -f slurm.conf [--timeout S]
+//! muster-bench rest-submit|rest-get|rest-watch -f slurm.conf --url HOST:PORT ...  (module `rest`)
 //! muster-bench count   -f slurm.conf
 //! muster-bench hostile -f slurm.conf --muster PATH [--count ROUNDS] [--held N] [--cycling N]
 //!                      [--storm-cpu CPU]
@@ -30,6 +31,7 @@
 //! reported, and the exit status is nonzero only when nothing could be done.
 
 mod hostile;
+mod rest;
 
 use anyhow::{bail, Context};
 use model::{JobId, JobState};
@@ -179,6 +181,22 @@ fn job_desc(o: &Opts, id: &Identity, cmd: &str) -> JobDesc {
         alloc_sid: std::process::id(),
         ..JobDesc::default()
     }
+}
+
+/// `sbatch --wrap true` from `dir` without the caller's environment,
+/// output to /dev/null (`rest-watch`).
+fn job_desc_for(id: &Identity, dir: &str, name: &str) -> JobDesc {
+    let mut d = match parse(&[]) {
+        Ok(mut o) => {
+            o.workdir = Some(PathBuf::from(dir));
+            o.env = false;
+            job_desc(&o, id, "true")
+        }
+        Err(_) => JobDesc::default(),
+    };
+    d.name = name.into();
+    d.stdout = Some("/dev/null".into());
+    d
 }
 
 fn submit_one(c: &client::Client, desc: &JobDesc) -> Result<JobId, String> {
@@ -606,10 +624,17 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some((cmd, rest)) = args.split_first() else {
         eprintln!(
-            "usage: muster-bench submit|latency|run|ping|count|hostile -f slurm.conf [options]"
+            "usage: muster-bench submit|latency|run|ping|count|hostile|rest-submit|rest-get|rest-watch -f slurm.conf [options]"
         );
         std::process::exit(2);
     };
+    if cmd.starts_with("rest-") {
+        if let Err(e) = rest::main(cmd, rest) {
+            eprintln!("muster-bench {cmd}: error: {e:#}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let res = parse(rest).and_then(|o| match cmd.as_str() {
         "submit" => cmd_submit(&o),
         "latency" => cmd_latency(&o),

@@ -738,6 +738,69 @@ impl Client {
             .map_err(ClientError::Unreachable)
     }
 
+    /// Opens a watch stream (`req`: a `CtldRequest::Watch`, or one wrapped
+    /// in `OnBehalf`) on a connection of its own and hands each batch to
+    /// `each` (heartbeats included: empty batches every
+    /// `proto::watch::WATCH_HEARTBEAT_SECS`) until `each` returns false
+    /// (then Ok) or the stream fails (the controller stopped or dropped a
+    /// watcher too slow to read). A refusal is `Refused`.
+    pub fn watch(
+        &self,
+        req: CtldRequest,
+        mut each: impl FnMut(proto::watch::WatchBatch) -> bool,
+    ) -> Result<(), ClientError> {
+        let mut last = None;
+        for addr in &self.addrs {
+            let credential = self.credential()?;
+            let mut frame = Vec::with_capacity(512);
+            let env = rpc::signed_envelope(self.identity.clone(), Some(credential), &req);
+            rpc::append_frame(
+                &mut frame,
+                &env,
+                rpc::Encoding::Binary,
+                proto::MAX_REQUEST_BYTES,
+            )
+            .map_err(frame_error)?;
+            let mut conn = match rpc::Conn::connect(addr, TIMEOUT) {
+                Ok(conn) => conn,
+                Err(e) => {
+                    last = Some(e);
+                    continue;
+                }
+            };
+            let (mut answers, err) = conn.call_many::<CtldResponse>(&frame, 1);
+            let first = match (answers.pop(), err) {
+                (Some(resp), None) => resp,
+                (_, e) => {
+                    last = Some(e.unwrap_or(rpc::RpcError::Timeout));
+                    continue;
+                }
+            };
+            // Three heartbeats missed: the controller is gone.
+            let quiet = Duration::from_secs(3 * proto::watch::WATCH_HEARTBEAT_SECS);
+            conn.set_read_timeout(quiet)
+                .map_err(ClientError::Unreachable)?;
+            let mut resp = first;
+            loop {
+                match resp {
+                    CtldResponse::WatchEvents(batch) => {
+                        if !each(batch) {
+                            return Ok(());
+                        }
+                    }
+                    CtldResponse::Error(e) => return Err(ClientError::Refused(e)),
+                    _ => return Err(ClientError::Unexpected),
+                }
+                resp = conn
+                    .read_more::<CtldResponse>()
+                    .map_err(ClientError::Unreachable)?;
+            }
+        }
+        Err(ClientError::Unreachable(
+            last.unwrap_or(rpc::RpcError::Timeout),
+        ))
+    }
+
     /// Every partition.
     pub fn partitions(&self) -> Result<Vec<PartitionInfo>, ClientError> {
         match self.call(CtldRequest::ListPartitions)? {

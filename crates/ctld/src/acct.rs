@@ -14,7 +14,8 @@ use proto::acctdb::{
 };
 use proto::{AcctJob, AcctQuery};
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tracing::{info, warn};
@@ -344,6 +345,11 @@ pub struct Caller {
 /// The handle the engine task uses.
 pub struct AcctWriter {
     tx: Option<mpsc::Sender<Msg>>,
+    /// Records handed over (`put`) and records stored (or dropped as
+    /// written) by the writer thread: their difference is the backlog
+    /// `/metrics` shows.
+    queued: Arc<AtomicU64>,
+    stored: Arc<AtomicU64>,
     /// The association database as read at start.
     initial: Option<AcctTables>,
 }
@@ -394,6 +400,8 @@ impl AcctWriter {
             return Ok(AcctWriter {
                 tx: None,
                 initial: None,
+                queued: Arc::default(),
+                stored: Arc::default(),
             });
         }
         // Opened on a thread of its own: the PostgreSQL client blocks on a
@@ -420,13 +428,18 @@ impl AcctWriter {
         info!("accounting in {backend:?}");
         let initial = Some(tables.clone());
         let (tx, rx) = mpsc::channel::<Msg>();
+        let stored = Arc::new(AtomicU64::new(0));
+        let stored_by_writer = stored.clone();
         std::thread::Builder::new()
             .name("acct-writer".into())
             .spawn(move || {
                 let mut pending: Vec<AcctJob> = Vec::new();
                 // When the oldest record in `pending` arrived.
                 let mut since: Option<Instant> = None;
+                // Records received, for the backlog (`AcctWriter::backlog`).
+                let mut received: u64 = 0;
                 loop {
+                    stored_by_writer.store(received - pending.len() as u64, Ordering::Relaxed);
                     let first = if pending.is_empty() {
                         match rx.recv_timeout(ROLLUP_EVERY) {
                             Ok(m) => Some(m),
@@ -461,6 +474,7 @@ impl AcctWriter {
                     for m in first.into_iter().chain(rx.try_iter()) {
                         match m {
                             Msg::Put(j) => {
+                                received += 1;
                                 since.get_or_insert_with(Instant::now);
                                 pending.push(*j);
                             }
@@ -534,6 +548,7 @@ impl AcctWriter {
                     if pending.is_empty() {
                         since = None;
                     }
+                    stored_by_writer.store(received - pending.len() as u64, Ordering::Relaxed);
                     for (q, reply) in queries {
                         let query = JobQuery {
                             cluster: Some(q.cluster.clone().unwrap_or_else(|| cluster.clone())),
@@ -555,7 +570,17 @@ impl AcctWriter {
         Ok(AcctWriter {
             tx: Some(tx),
             initial,
+            queued: Arc::default(),
+            stored,
         })
+    }
+
+    /// Records handed to the writer and not yet stored (as of the writer's
+    /// last round).
+    pub fn backlog(&self) -> u64 {
+        self.queued
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.stored.load(Ordering::Relaxed))
     }
 
     /// The association database as read at start (`None` without accounting).
@@ -566,6 +591,7 @@ impl AcctWriter {
     /// Queues a record (never blocks).
     pub fn put(&self, job: AcctJob) {
         if let Some(tx) = &self.tx {
+            self.queued.fetch_add(1, Ordering::Relaxed);
             let _ = tx.send(Msg::Put(Box::new(job)));
         }
     }

@@ -83,6 +83,8 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         CtldRequest::CancelReboot { .. } => ("REQUEST_UPDATE_NODE", 3002),
         CtldRequest::GpuXid { .. } => ("MUSTER_GPU_XID", 0),
         CtldRequest::ShowTopology { .. } => ("REQUEST_TOPO_INFO", 2018),
+        CtldRequest::Watch(_) => ("MUSTER_WATCH", 0),
+        CtldRequest::Stats => ("MUSTER_STATS", 0),
     }
 }
 

@@ -125,6 +125,8 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::Notify { .. }
             | CtldRequest::Diag { .. }
             | CtldRequest::Token { .. }
+            | CtldRequest::Watch(_)
+            | CtldRequest::Stats
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
         && !matches!(req, CtldRequest::OnBehalf { request, .. } if !is_mutating(request))
 }

@@ -119,9 +119,11 @@ mod diag;
 mod durable;
 mod fault;
 mod mail;
+mod metrics;
 mod private;
 mod scripts;
 mod trim;
+mod watch;
 
 use anyhow::Context;
 use durable::{Entry, Store};
@@ -192,6 +194,12 @@ enum Msg {
         job_id: JobId,
         run: u32,
         ok: bool,
+    },
+    /// A watch stream opens (`watch`): its changes go to `tx`.
+    Watch {
+        req: proto::watch::WatchRequest,
+        who: Identity,
+        tx: watch::WatchTx,
     },
 }
 
@@ -709,6 +717,9 @@ enum Owed {
         oneshot::Receiver<CtldResponse>,
         rpc::Encoding,
     ),
+    /// A watch stream: its batches until the engine task drops it or the
+    /// client goes away; the connection's last answer.
+    Stream(mpsc::Receiver<CtldResponse>, rpc::Encoding),
 }
 
 /// An answer, or `None` where the engine task ended without handling the
@@ -727,7 +738,7 @@ impl Owed {
                 Err(oneshot::error::TryRecvError::Empty) => Err(Owed::Engine(rx, enc)),
                 Err(oneshot::error::TryRecvError::Closed) => Ok(None),
             },
-            parts @ Owed::Parts(..) => Err(parts),
+            later @ (Owed::Parts(..) | Owed::Stream(..)) => Err(later),
         }
     }
 
@@ -735,6 +746,7 @@ impl Owed {
         match self {
             Owed::Ready(resp, enc) => Some((*resp, enc)),
             Owed::Engine(rx, enc) | Owed::Parts(_, rx, enc) => rx.await.ok().map(|r| (r, enc)),
+            Owed::Stream(..) => None,
         }
     }
 }
@@ -764,6 +776,9 @@ async fn serve_connection(
     // earlier requests wait for the engine (and the journal), so a
     // pipelining client's requests share the engine's batches.
     let (owed_tx, mut owed_rx) = mpsc::channel::<Owed>(PIPELINE_DEPTH);
+    // Set once the connection carries a watch stream.
+    let watching = AtomicBool::new(false);
+    let watching = &watching;
     let gate = &*gate;
     let tx = &tx;
     let reader = async move {
@@ -801,6 +816,14 @@ async fn serve_connection(
             if owed_tx.send(owed).await.is_err() || next == Next::Close {
                 return Ok(());
             }
+            if next == Next::Stream {
+                watching.store(true, Ordering::Relaxed);
+                // A watch: the client sends nothing more; its close (or
+                // anything it sends) ends the stream.
+                use tokio::io::AsyncBufReadExt;
+                let _ = rd.fill_buf().await;
+                return Ok(());
+            }
         }
     };
     let writer = async move {
@@ -818,6 +841,30 @@ async fn serve_connection(
             };
             use tokio::io::AsyncWriteExt;
             let owed = match owed {
+                // A watch stream: batches as they come, a heartbeat when
+                // quiet, until the engine task drops it (too slow, or
+                // stopping) or the write fails; then the connection ends.
+                Owed::Stream(mut rx, enc) => {
+                    let beat = Duration::from_secs(proto::watch::WATCH_HEARTBEAT_SECS);
+                    loop {
+                        let next = tokio::time::timeout(beat, rx.recv()).await;
+                        let resp = match next {
+                            Ok(Some(resp)) => resp,
+                            Ok(None) => return Ok(()),
+                            Err(_) => CtldResponse::WatchEvents(proto::watch::WatchBatch {
+                                reset: false,
+                                last: 0,
+                                epoch: 0,
+                                events: Vec::new(),
+                            }),
+                        };
+                        append_answer(&mut out, resp, enc)?;
+                        tokio::time::timeout(rpc::IO_TIMEOUT, wr.write_all(&out))
+                            .await
+                            .unwrap_or(Err(std::io::ErrorKind::TimedOut.into()))?;
+                        out.clear();
+                    }
+                }
                 // A streamed listing's parts leave as they come; its last
                 // part is then awaited as any answer.
                 Owed::Parts(mut parts, rx, enc) => {
@@ -864,8 +911,11 @@ async fn serve_connection(
     tokio::pin!(reader, writer);
     tokio::select! {
         // The client's end (or a bad request): what is owed is still
-        // answered.
+        // answered; a watch stream has nothing owed and ends with it.
         read = &mut reader => {
+            if watching.load(Ordering::Relaxed) {
+                return read;
+            }
             let written = (&mut writer).await;
             read.and(written)
         }
@@ -893,6 +943,9 @@ enum Next {
     /// Answer what is owed, then close (a session request out of order,
     /// or on a connection without a session).
     Close,
+    /// A watch stream: nothing more is read; the connection ends when the
+    /// client closes it or the stream ends.
+    Stream,
 }
 
 /// A refusal the connection owes, in JSON.
@@ -1068,6 +1121,20 @@ async fn read_request(
         } else {
             rpc::Encoding::Json
         };
+    if let CtldRequest::Watch(req) = body {
+        let (stream_tx, stream_rx) = mpsc::channel(watch::WATCHER_QUEUE);
+        if tx
+            .send(Msg::Watch {
+                req,
+                who,
+                tx: stream_tx,
+            })
+            .is_err()
+        {
+            return Ok(None);
+        }
+        return Ok(Some((Owed::Stream(stream_rx, encoding), Next::Stream)));
+    }
     if matches!(body, CtldRequest::GetConfig) {
         // Answered here: the files, not the engine's state.
         let resp = tokio::task::block_in_place(|| configless::answer(gate.configless.as_deref()));
@@ -1622,6 +1689,10 @@ async fn engine_loop(
     let mut degraded: Option<degraded::Degraded> = None;
     // A reconfigure ran: the next batch passes over the jobs at once.
     let mut pass_soon = false;
+    // The watch stream (idle until someone watches) and the histograms
+    // of `/metrics`.
+    let mut hub = watch::Hub::new();
+    let mut hists = metrics::Histograms::new();
     loop {
         if let Some(cursor) = reput {
             let (records, more) = engine.records_after(cursor, REPUT_PIECE, started);
@@ -1677,6 +1748,10 @@ async fn engine_loop(
         for msg in batch {
             workers.diag.finish(booking.take());
             let t = now();
+            if let Msg::Watch { req, who, tx } = msg {
+                hub.subscribe(&mut engine, who, req, tx);
+                continue;
+            }
             if let Msg::Reload = msg {
                 match &degraded {
                     Some(_) => warn!("SIGHUP: the state cannot be saved; not reconfigured"),
@@ -1710,6 +1785,11 @@ async fn engine_loop(
                             CtldResponse::Error(SlurmError::AccessDenied)
                         };
                         replies.push((reply, resp));
+                        continue;
+                    }
+                    if let CtldRequest::Stats = *req {
+                        let resp = metrics::stats(&engine, &hists, &acct, &hub);
+                        replies.push((reply, CtldResponse::Stats(Box::new(resp))));
                         continue;
                     }
                     if let CtldRequest::RegisterNode(reg) = &*req {
@@ -1837,7 +1917,7 @@ async fn engine_loop(
                     run,
                     now: t,
                 },
-                Msg::Reload => continue,
+                Msg::Reload | Msg::Watch { .. } => continue,
                 Msg::PrologSlurmctldEnded { job_id, run, ok } => Entry::PrologSlurmctld {
                     job_id,
                     run,
@@ -1891,12 +1971,22 @@ async fn engine_loop(
             let (before, clock) = (engine.pass_stats().clone(), std::time::Instant::now());
             durable::stage_and_apply(&mut engine, &mut store, tick);
             let us = clock.elapsed().as_micros() as u64;
+            if engine.pass_stats().passes != before.passes {
+                hists.sched_pass.observe(us);
+            }
             workers.diag.note_tick(&before, engine.pass_stats(), us, t);
         }
         // Nothing leaves this process (no reply, no launch) before the
         // batch is on disk: a crash after this point loses nothing.
+        let staged = store.staged() > 0;
         let written = tokio::task::block_in_place(|| {
+            let clock = std::time::Instant::now();
             store.commit()?;
+            if staged {
+                hists
+                    .journal_commit
+                    .observe(clock.elapsed().as_micros() as u64);
+            }
             store.maybe_snapshot(&engine)
         });
         if let Err(e) = written {
@@ -1925,6 +2015,9 @@ async fn engine_loop(
             }
         }
         release(replies, &mut engine, &mut workers, &acct);
+        // After the replies and commands have left: watchers never delay
+        // a launch, and see only what is on disk.
+        hub.publish(&mut engine, t);
         if shutdown {
             stop(&mut store, &engine, &identity, &signer, stop_nodes).await;
             return Ok(());

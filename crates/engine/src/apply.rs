@@ -366,7 +366,9 @@ impl Engine {
             CtldRequest::OpenSession
             | CtldRequest::InSession { .. }
             | CtldRequest::OnBehalf { .. }
-            | CtldRequest::Token { .. } => CtldResponse::Error(SlurmError::InvalidRequest),
+            | CtldRequest::Token { .. }
+            | CtldRequest::Watch(_)
+            | CtldRequest::Stats => CtldResponse::Error(SlurmError::InvalidRequest),
         }
     }
 }

@@ -230,6 +230,7 @@ mod steps;
 mod tokens;
 mod topology;
 mod views;
+mod watch;
 
 use model::{ExitCode, JobId, JobState, NodeBase, NodeState, PendingReason, TimeLimit, Timestamp};
 use proto::{BatchLaunch, Identity, JobDesc};
@@ -249,6 +250,7 @@ pub use preempt::{PreemptConf, PreemptMode, PreemptType, Suspension};
 pub use stats::PassStats;
 pub use steps::{layout, worse_exit, Step, OOM_EXIT};
 pub use tokens::{SavedToken, MAX_TOKENS, TOKEN_WINDOW};
+pub use watch::JobCounts;
 
 /// The earliest of `times`.
 fn min_time(times: impl IntoIterator<Item = Timestamp>) -> Option<Timestamp> {

@@ -24,6 +24,9 @@ pub(crate) struct JobTable {
     changed: Notes,
     /// The same since `take_wake_changed` (for `deadlines::Deadlines`).
     wake_changed: Notes,
+    /// The same for the controller's watch stream, only while one is
+    /// wanted (`Engine::set_watch_notes`): nothing is noted otherwise.
+    watch_changed: Option<Notes>,
 }
 
 /// Job ids noted as changed (repeats allowed).
@@ -74,6 +77,9 @@ impl JobTable {
         let job = self.map.get_mut(id)?;
         self.changed.note(*id);
         self.wake_changed.note(*id);
+        if let Some(w) = &mut self.watch_changed {
+            w.note(*id);
+        }
         Some(job)
     }
 
@@ -106,6 +112,27 @@ impl JobTable {
     fn note(&mut self, id: JobId) {
         self.changed.note(id);
         self.wake_changed.note(id);
+        if let Some(w) = &mut self.watch_changed {
+            w.note(id);
+        }
+    }
+
+    /// Starts (or stops) noting changed jobs for the watch stream.
+    pub(crate) fn set_watch_notes(&mut self, on: bool) {
+        match (on, self.watch_changed.is_some()) {
+            (true, false) => self.watch_changed = Some(Notes::default()),
+            (false, true) => self.watch_changed = None,
+            _ => {}
+        }
+    }
+
+    /// The jobs changed since the last call, for the watch stream (each
+    /// once, in id order; none while it is off).
+    pub(crate) fn take_watch_changed(&mut self, out: &mut Vec<JobId>) {
+        match &mut self.watch_changed {
+            Some(w) => Notes::take(w, out),
+            None => out.clear(),
+        }
     }
 
     /// The jobs changed since the last call (each once, in id order: a

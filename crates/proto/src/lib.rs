@@ -40,6 +40,8 @@
 pub mod acctdb;
 pub mod diag;
 pub mod resv;
+pub mod stats;
+pub mod watch;
 
 use model::{ExitCode, Gres, JobId, JobState, NodeState, PendingReason, TimeLimit, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -896,6 +898,13 @@ pub enum CtldRequest {
         /// Only the switches over this node.
         node: Option<String>,
     },
+    /// Opens a watch stream on this connection (`watch`): answered with
+    /// `WatchEvents` batches until either side closes it; the connection
+    /// carries nothing else afterwards. (Appended.)
+    Watch(watch::WatchRequest),
+    /// `/metrics`: job counts and the controller's histograms (answered
+    /// with `Stats`). (Appended.)
+    Stats,
 }
 
 /// `scontrol reboot nextstate=`: what a rebooted node becomes.
@@ -1375,6 +1384,10 @@ pub enum CtldResponse {
     /// `ShowTopology`: the lines to print; None without a topology
     /// plugin. (Appended.)
     Topology(Option<String>),
+    /// `Watch`: changes, in order (an empty batch is a heartbeat).
+    WatchEvents(watch::WatchBatch),
+    /// `Stats`.
+    Stats(Box<stats::CtldStats>),
 }
 
 /// One configuration file a controller serves in configless mode.

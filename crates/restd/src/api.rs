@@ -58,6 +58,8 @@ pub struct Call {
     pub params: Params,
     /// The body.
     pub body: Vec<u8>,
+    /// The `Accept` header (`/metrics` answers OpenMetrics on request).
+    pub accept: String,
 }
 
 impl Call {
@@ -328,6 +330,17 @@ pub const ROUTES: &[Route] = &[
         schema: "",
         auth: false,
         handler: openapi_doc,
+    },
+    Route {
+        method: "GET",
+        path: crate::watch::PATH,
+        op: crate::watch::OP,
+        summary: "job and node changes as they happen (Server-Sent Events)",
+        query: crate::watch::QUERY,
+        schema: "muster_v1_watch_event",
+        auth: true,
+        // Streamed by the server (`watch::open`); never called.
+        handler: watch_not_streamed,
     },
     Route {
         method: "GET",
@@ -964,6 +977,16 @@ fn db_jobs(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     }
 }
 
+fn watch_not_streamed(_ctx: &Ctx, _who: &Identity, call: &Call) -> Resp {
+    unexpected(call, "muster_watch")
+}
+
+/// The answer when the controller refuses (or cannot serve) a watch.
+pub fn refused_watch(e: &ClientError) -> Resp {
+    let call = Call::default();
+    refused(&call, e, "muster_watch", "")
+}
+
 fn openapi_doc(_ctx: &Ctx, _who: &Identity, _call: &Call) -> Resp {
     Resp {
         status: 200,
@@ -972,12 +995,13 @@ fn openapi_doc(_ctx: &Ctx, _who: &Identity, _call: &Call) -> Resp {
     }
 }
 
-fn metrics_doc(ctx: &Ctx, who: &Identity, _call: &Call) -> Resp {
-    match metrics::render(ctx, who) {
+fn metrics_doc(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
+    let format = metrics::Format::of_accept(&call.accept);
+    match metrics::render(ctx, who, format) {
         Ok(text) => Resp {
             status: 200,
             body: text,
-            content_type: "text/plain; version=0.0.4; charset=utf-8",
+            content_type: format.content_type(),
         },
         Err(e) => Resp {
             status: 500,

@@ -35,6 +35,7 @@
 pub mod api;
 pub mod dbquery;
 pub mod dbv0038;
+pub mod fuzz;
 pub mod json;
 pub mod metrics;
 pub mod openapi;
@@ -42,6 +43,7 @@ pub mod submit;
 pub mod ui;
 pub mod v0038;
 pub mod v0044;
+pub mod watch;
 
 use anyhow::{bail, Context};
 use http_body_util::BodyExt;
@@ -219,10 +221,31 @@ impl Authn {
 /// The most a request body may hold.
 const MAX_BODY: usize = 16 << 20;
 
-type Body = http_body_util::Full<hyper::body::Bytes>;
+type Body = http_body_util::Either<http_body_util::Full<hyper::body::Bytes>, watch::SseBody>;
+
+impl AsRef<api::Ctx> for Server {
+    fn as_ref(&self) -> &api::Ctx {
+        &self.ctx
+    }
+}
+
+/// A watch stream's answer (`watch`).
+fn respond_stream(body: watch::SseBody) -> hyper::Response<Body> {
+    let mut r = hyper::Response::new(http_body_util::Either::Right(body));
+    let h = r.headers_mut();
+    for (k, v) in [
+        (hyper::header::CONTENT_TYPE, "text/event-stream"),
+        (hyper::header::CACHE_CONTROL, "no-cache"),
+    ] {
+        h.insert(k, hyper::header::HeaderValue::from_static(v));
+    }
+    r
+}
 
 fn respond(resp: api::Resp) -> hyper::Response<Body> {
-    let mut r = hyper::Response::new(Body::from(resp.body));
+    let mut r = hyper::Response::new(http_body_util::Either::Left(http_body_util::Full::from(
+        resp.body,
+    )));
     *r.status_mut() = hyper::StatusCode::from_u16(resp.status)
         .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     r.extensions_mut()
@@ -325,7 +348,18 @@ async fn handle(
             };
             match who {
                 Err(resp) => resp,
+                Ok(who) if route.op == watch::OP => {
+                    let last = header(req.headers(), "last-event-id").map(str::to_string);
+                    match watch::open(server.clone(), who, &query, last.as_deref()).await {
+                        watch::Answer::Stream(body) => {
+                            server.ctx.metrics.count(&method, 200);
+                            return Ok(respond_stream(body));
+                        }
+                        watch::Answer::Refused(resp) => resp,
+                    }
+                }
                 Ok(who) => {
+                    let accept = header(req.headers(), "accept").unwrap_or("").to_string();
                     let limited = http_body_util::Limited::new(req.into_body(), MAX_BODY);
                     match limited.collect().await {
                         Err(_) => api::Resp::json(
@@ -348,6 +382,7 @@ async fn handle(
                                 query,
                                 params,
                                 body: body.to_bytes().to_vec(),
+                                accept,
                             };
                             let s = server.clone();
                             let handler = route.handler;
@@ -484,7 +519,9 @@ async fn handle_ui(
 }
 
 fn respond_ui(out: ui::Out) -> hyper::Response<Body> {
-    let mut r = hyper::Response::new(Body::from(out.body));
+    let mut r = hyper::Response::new(http_body_util::Either::Left(http_body_util::Full::from(
+        out.body,
+    )));
     *r.status_mut() =
         hyper::StatusCode::from_u16(out.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     let h = r.headers_mut();

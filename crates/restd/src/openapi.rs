@@ -342,6 +342,19 @@ pub fn document() -> J {
                 ("schema", obj(vec![("type", J::from("string"))])),
             ]));
         }
+        let streamed = r.op == crate::watch::OP;
+        if streamed {
+            params.push(obj(vec![
+                ("name", J::from("Last-Event-ID")),
+                ("in", J::from("header")),
+                (
+                    "description",
+                    J::from("Resume after this event id (EPOCH.SEQ, as the stream's id: lines)"),
+                ),
+                ("required", J::Bool(false)),
+                ("schema", obj(vec![("type", J::from("string"))])),
+            ]));
+        }
         let ok = if r.schema.is_empty() {
             obj(vec![("description", J::from(r.summary))])
         } else {
@@ -350,7 +363,13 @@ pub fn document() -> J {
                 (
                     "content",
                     obj(vec![(
-                        "application/json",
+                        // A stream's events each carry one JSON document
+                        // of the schema on their `data:` line.
+                        if streamed {
+                            "text/event-stream"
+                        } else {
+                            "application/json"
+                        },
                         obj(vec![(
                             "schema",
                             obj(vec![(
@@ -369,6 +388,8 @@ pub fn document() -> J {
                     "slurm"
                 } else if r.path.starts_with("/slurmdb/") {
                     "slurmdb"
+                } else if r.path.starts_with("/muster/") {
+                    "muster"
                 } else {
                     "openapi"
                 }]),
@@ -447,6 +468,11 @@ pub fn document() -> J {
         .chain(crate::v0044::examples())
         .map(|(name, v)| (name.to_string(), schema_of(&v)))
         .collect();
+    // Both kinds of event in one schema: `kind` says which fields are set.
+    schemas.push((
+        "muster_v1_watch_event".into(),
+        items_schema(&crate::watch::examples()),
+    ));
     let submission_props: Vec<(String, J)> = crate::submit::TAKEN
         .iter()
         .map(|k| (k.to_string(), obj(Vec::<(&str, J)>::new())))
@@ -655,6 +681,25 @@ mod tests {
         let mut bad = examples()[0].1.to_value();
         bad["stray"] = serde_json::json!(1);
         assert!(validate(&doc, examples()[0].0, &bad).is_err());
+    }
+
+    #[test]
+    fn watch_events_validate_against_their_schema() {
+        let doc = document().to_value();
+        for e in crate::watch::examples() {
+            validate(&doc, "muster_v1_watch_event", &e.to_value()).unwrap();
+        }
+        let op = &doc["paths"][crate::watch::PATH]["get"];
+        assert!(op["responses"]["200"]["content"]["text/event-stream"].is_object());
+        let names: Vec<&str> = op["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        for q in ["user", "job", "partition", "kinds", "Last-Event-ID"] {
+            assert!(names.contains(&q), "{q} in {names:?}");
+        }
     }
 
     #[test]

@@ -325,6 +325,13 @@ impl Conn {
         })))
     }
 
+    /// Sets how long a read waits (a stream's answers come when they
+    /// come: `proto::watch`).
+    pub fn set_read_timeout(&self, timeout: Duration) -> Result<(), RpcError> {
+        self.stream.get_ref().set_read_timeout(Some(timeout))?;
+        Ok(())
+    }
+
     /// How long since the connection last carried a request.
     pub fn idle(&self) -> Duration {
         self.last_used.elapsed()

@@ -741,6 +741,8 @@ impl<'a> Request<'a> {
             | CtldRequest::ListLicenses
             | CtldRequest::ListReservations
             | CtldRequest::ShowTopology { .. }
+            | CtldRequest::Watch(_)
+            | CtldRequest::Stats
             | CtldRequest::GetConfig
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }

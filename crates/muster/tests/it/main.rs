@@ -46,9 +46,10 @@ mod sim;
 mod statesave;
 mod steps;
 mod subcommands;
-mod ui;
-mod xid;
 mod topology;
+mod ui;
+mod watch;
+mod xid;
 
 use e2e::{Builder, Cluster};
 use std::time::Duration;

@@ -49,7 +49,7 @@ pub(crate) struct Restd {
     child: Child,
     pub(crate) addr: String,
     /// The OpenAPI document it serves: every answer is checked against it.
-    doc: serde_json::Value,
+    pub(crate) doc: serde_json::Value,
 }
 
 impl Restd {
@@ -195,7 +195,7 @@ pub(crate) fn token_of(out: &e2e::Output) -> String {
 /// Checks `text` against the Prometheus text format (0.0.4): every sample
 /// is `name{label="value",...} number` of a family declared before it by
 /// `# TYPE`, each family's samples together.
-fn prometheus_text(text: &str) {
+pub(crate) fn prometheus_text(text: &str) {
     let mut declared: Vec<String> = Vec::new();
     let name_ok = |n: &str| {
         !n.is_empty()
@@ -225,7 +225,13 @@ fn prometheus_text(text: &str) {
         assert!(value.parse::<f64>().is_ok(), "{line}");
         let name = series.split('{').next().unwrap();
         assert!(name_ok(name), "{line}");
-        assert_eq!(declared.last().map(String::as_str), Some(name), "{line}");
+        // A histogram's samples carry a suffix of its name.
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .filter_map(|suffix| name.strip_suffix(suffix))
+            .find(|base| declared.last().map(String::as_str) == Some(*base))
+            .unwrap_or(name);
+        assert_eq!(declared.last().map(String::as_str), Some(family), "{line}");
         if let Some(labels) = series.strip_prefix(name) {
             if !labels.is_empty() {
                 let inner = labels
