@@ -53,7 +53,12 @@ fn main() {
         if sub == "noded"
             && args
                 .get(1)
-                .is_some_and(|f| f == "--stepd" || f == "--stepd-zygote" || f == "--step-tasks")
+                .is_some_and(|f| {
+                    f == "--stepd"
+                        || f == "--stepd-zygote"
+                        || f == "--step-tasks"
+                        || f == "--container-anchor"
+                })
         {
             std::process::exit(noded::main(args[1..].to_vec()));
         }

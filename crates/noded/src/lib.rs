@@ -128,6 +128,7 @@ mod taskd;
 // The leaves the rooms share; they import no room.
 mod affinity;
 mod cgroup;
+mod container;
 // Public: the building blocks of device confinement (issue 37) that the
 // cgroup layer calls with its directories.
 pub mod devices;
@@ -288,6 +289,10 @@ pub fn main(args: Vec<String>) -> i32 {
         restore_open_file_limit();
     }
     if let [flag] = args {
+        if flag == container::anchor::FLAG {
+            // Single-threaded: it unshares its mount namespace.
+            return container::anchor::main();
+        }
         if flag == "--step-tasks" {
             // Before any runtime or thread exists: the supervisor forks.
             return taskd::main();

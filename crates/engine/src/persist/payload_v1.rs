@@ -196,6 +196,10 @@ pub struct JobDesc<'a> {
     /// `--reservation` (absent in records written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservation: Option<Cow<'a, str>>,
+    /// pyxis's container options (absent in records written before them,
+    /// and where none were given).
+    #[serde(default, skip_serializing_if = "<[(String, String)]>::is_empty")]
+    pub container: Cow<'a, [(String, String)]>,
 }
 
 /// `Option<String>` borrowed.
@@ -273,6 +277,7 @@ impl<'a> From<&'a proto::JobDesc> for JobDesc<'a> {
             threads_per_core: d.threads_per_core,
             ntasks_per_core: d.ntasks_per_core,
             reservation: text(&d.reservation),
+            container: Cow::Borrowed(&d.container[..]),
         }
     }
 }
@@ -342,6 +347,7 @@ impl From<JobDesc<'_>> for proto::JobDesc {
             threads_per_core: d.threads_per_core,
             ntasks_per_core: d.ntasks_per_core,
             reservation: owned(d.reservation),
+            container: d.container.into_owned(),
         }
     }
 }
@@ -617,6 +623,7 @@ impl JobDesc<'_> {
             threads_per_core: self.threads_per_core,
             ntasks_per_core: self.ntasks_per_core,
             reservation: self.reservation.map(own),
+            container: own(self.container),
         }
     }
 }

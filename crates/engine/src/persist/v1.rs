@@ -457,6 +457,10 @@ pub struct Job {
     /// that job still waits for the resources it gave up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempted_by: Option<JobId>,
+    /// A step ran in a pyxis container (absent before them, and when
+    /// false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub containers: bool,
 }
 
 /// A node in a snapshot. Only its dynamic state is read back: the rest
@@ -549,6 +553,7 @@ impl Job {
             suspend_time,
             secs_pre_suspend,
             preempted_by,
+            containers,
             script: _,
             env: _,
         } = j;
@@ -604,6 +609,7 @@ impl Job {
             suspend_time: *suspend_time,
             secs_pre_suspend: *secs_pre_suspend,
             preempted_by: *preempted_by,
+            containers: *containers,
         }
     }
 }
@@ -663,6 +669,7 @@ impl Job {
             suspend_time: self.suspend_time,
             secs_pre_suspend: self.secs_pre_suspend,
             preempted_by: self.preempted_by,
+            containers: self.containers,
         }
     }
 }

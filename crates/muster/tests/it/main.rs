@@ -13,6 +13,7 @@ mod arrays;
 mod auth;
 mod cancel;
 mod confine;
+mod containers;
 mod deploy;
 mod deps;
 mod durable;
