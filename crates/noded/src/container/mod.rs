@@ -197,6 +197,8 @@ pub struct Container {
     /// `--container-save`: where the file system goes at the end, as the
     /// job's user (uid, gid).
     save: Option<(PathBuf, u32, u32)>,
+    /// What `--container-save` leaves out: the binds' places inside.
+    binds: Vec<String>,
 }
 
 /// Who the step's tasks run as and where, for the container's set-up.
@@ -384,6 +386,7 @@ impl Container {
         if let Some(p) = &pid_file {
             let _ = std::fs::write(p, pid.to_string());
         }
+        let binds: Vec<String> = spec.mounts.iter().map(|m| m.dst.clone()).collect();
         let save = opts.save.as_ref().map(|s| {
             let path = if s.starts_with('/') {
                 PathBuf::from(s)
@@ -405,6 +408,7 @@ impl Container {
             image_env: merge_image_env(&ready.env, &opts.env),
             entrypoint: entrypoint && ready.has_rc,
             save,
+            binds,
         })
     }
 
@@ -435,6 +439,7 @@ impl Container {
             image_env: merge_image_env(&env, &opts.env),
             entrypoint: entrypoint && has_rc,
             save: None,
+            binds: Vec::new(),
         })
     }
 
@@ -474,7 +479,7 @@ impl Container {
     pub fn finish(mut self) -> Option<String> {
         let mut err = None;
         if let (Some((path, uid, gid)), Some(child)) = (&self.save, &self.anchor) {
-            err = save(child.id(), path, *uid, *gid).err();
+            err = save(child.id(), path, *uid, *gid, &self.binds).err();
         }
         if let Some(p) = &self.pid_file {
             let _ = std::fs::remove_file(p);
@@ -557,14 +562,17 @@ fn spawn_anchor(spec: &AnchorSpec) -> Result<(std::process::Child, Ready), Strin
 
 /// `--container-save`: the container's file system (less the kernel's
 /// and the binds) as squashfs, owned by the job's user.
-fn save(pid: u32, path: &Path, uid: u32, gid: u32) -> Result<(), String> {
-    let root = format!("/proc/{pid}/root");
+fn save(pid: u32, path: &Path, uid: u32, gid: u32, binds: &[String]) -> Result<(), String> {
+    let root = format!("/proc/{pid}/root/.");
     let tmp = path.with_extension("sqsh.part");
     let out = std::process::Command::new("mksquashfs")
         .arg(&root)
         .arg(&tmp)
-        .args(["-noappend", "-quiet", "-no-progress", "-one-file-system"])
+        // Not -one-file-system: an overlay's files keep their layer's
+        // device number.
+        .args(["-noappend", "-quiet", "-no-progress"])
         .args(["-e", "proc", "sys", "dev", "tmp"])
+        .args(binds.iter().map(|b| b.trim_start_matches('/')))
         .output()
         .map_err(|e| format!("pyxis: --container-save: cannot run mksquashfs: {e}"))?;
     if !out.status.success() {
