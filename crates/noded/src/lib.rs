@@ -74,6 +74,8 @@
 //!   every room --> leaves: spool <-- slots, gather (--> oom), env, gpus, nvml, exec, to_srun, options;
 //!                          cgroup <-- gather; devices (device rules, for the cgroup layer);
 //!                          affinity (CPU ids on host CPUs, task binding) <-- cgroup
+//!                          container (pyxis: the step's mount namespace, images; its
+//!                          anchor runs as `--container-anchor`) <-- taskd, stepd
 //! ```
 //!
 //! # Performance notes
