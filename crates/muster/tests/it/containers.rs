@@ -327,6 +327,77 @@ fn named_containers_persist_for_the_job_and_save() {
     );
 }
 
+/// The batch script runs in the container given to sbatch, its output
+/// on the host; the container is gone when the job ends.
+#[test]
+fn batch_scripts_run_in_the_container() {
+    if !can_run("batch_scripts_run_in_the_container") {
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let c = s.cluster("");
+    c.write(
+        "b.sh",
+        "#!/bin/sh\ncat /etc/os-release\necho $IMAGE_VAR\nls /data 2>&1 | head -1\n",
+    );
+    let id = c.submit(&[
+        &format!("--container-image={}", img.display()),
+        "--container-mounts=tmpfs:/data",
+        "-o",
+        "b.out",
+        "b.sh",
+    ]);
+    assert_eq!(c.wait_done(id, secs(60)), "COMPLETED", "{}", c.logs());
+    let out = c.read("b.out");
+    assert!(out.contains("muster tiny image 1.0"), "{out}");
+    assert!(out.contains("from-image\n"), "{out}");
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}
+
+/// Test 26: a container's processes are the step's: in its cgroup, under
+/// its memory limit (an OOM kill ends it OUT_OF_MEMORY, with slurmstepd's
+/// line).
+#[test]
+fn container_tasks_stay_in_the_steps_cgroup() {
+    if !can_run("container_tasks_stay_in_the_steps_cgroup")
+        || !crate::oom::memory_cgroups_writable()
+    {
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let conf = format!("cache_dir={}\n", s.path("cache").display());
+    let g = crate::oom::start_files(
+        "ConstrainRAMSpace=yes\nConstrainSwapSpace=yes\n",
+        &[("pyxis.conf", &conf)],
+    );
+    let c = g.c();
+    let image = format!("--container-image={}", img.display());
+    let out = c.ok("srun", &[&image, "cat", "/proc/self/cgroup"]);
+    assert!(out.stdout.contains("/step_0"), "{out}");
+    let out = c.run(
+        "srun",
+        &[
+            "--mem=40M",
+            &image,
+            "sh",
+            "-c",
+            "x=$(head -c 300000000 /dev/zero | tr '\\0' a); echo survived",
+        ],
+    );
+    assert!(!out.stdout.contains("survived"), "{out}");
+    assert!(
+        out.stderr.contains("slurmstepd: error: Detected 1 oom_kill event in StepId="),
+        "{out}"
+    );
+    settle_clean(&s, c);
+    drop(g);
+    s.assert_clean();
+}
+
 /// sha256 of a file, hex.
 fn sha256(p: &Path) -> String {
     let out = Command::new("sha256sum").arg(p).output().unwrap();
@@ -517,6 +588,24 @@ fn another_users_container_runs_as_that_user() {
     );
     use std::os::unix::fs::MetadataExt;
     assert_eq!(std::fs::metadata(home.join("owned")).unwrap().uid(), uid.as_raw());
+    // 24: --container-remap-root: 0 inside, the user outside.
+    let out = user.run(
+        &c,
+        "srun",
+        &[
+            &format!("--container-image={}", img.display()),
+            &mounts,
+            "--container-remap-root",
+            "sh",
+            "-c",
+            "id -u; echo remapped > /data/remapped",
+        ],
+    );
+    assert_eq!(out.stdout, "0\n", "{out}\n{}", c.logs());
+    assert_eq!(
+        std::fs::metadata(home.join("remapped")).unwrap().uid(),
+        uid.as_raw()
+    );
     // An image only root may read is not the user's to run.
     let secret = s.path("secret.sqsh");
     std::fs::copy(&img, &secret).unwrap();

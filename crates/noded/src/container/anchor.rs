@@ -360,6 +360,7 @@ fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Re
         .and_then(|v| v.get("workdir")?.as_str().map(str::to_string))
         .filter(|w| !w.is_empty());
     let has_rc = merged.join("etc/rc").is_file();
+    let user_ns = spec.user_ns;
     if !spec.writable {
         mount(
             None,
@@ -381,6 +382,16 @@ fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Re
         {
             return Err(format!(
                 "pyxis: cannot enter the container: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    if user_ns {
+        // SAFETY: unshare(2) on this single-threaded process, root now
+        // the namespace's root (no chroot left).
+        if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
+            return Err(format!(
+                "pyxis: cannot make a user namespace: {}",
                 std::io::Error::last_os_error()
             ));
         }

@@ -166,6 +166,10 @@ pub struct AnchorSpec {
     /// Device files to bind at the same path (the step's GPUs, their
     /// control files) and directories (`/dev/infiniband`).
     pub devices: Vec<PathBuf>,
+    /// `--container-remap-root`: once built, the anchor makes a user
+    /// namespace too, which the supervisor maps (the job's user as 0).
+    #[serde(default)]
+    pub user_ns: bool,
 }
 
 /// What the anchor answers once the container is ready.
@@ -183,6 +187,9 @@ pub struct Ready {
 pub struct Container {
     /// The anchor's mount namespace.
     pub mnt: OwnedFd,
+    /// `--container-remap-root`: the user namespace where the job's user
+    /// is 0; tasks join it after the mount namespace and become 0 there.
+    pub user_ns: Option<OwnedFd>,
     /// The anchor (None when joined with `NAME:exec`: another step's).
     anchor: Option<std::process::Child>,
     run_dir: Option<PathBuf>,
@@ -266,11 +273,9 @@ impl Container {
         let conf = SiteConf::beside(ctx.conf_path)?;
         let writable = opts.writable.unwrap_or(conf.writable);
         let entrypoint = opts.entrypoint.unwrap_or(conf.entrypoint);
-        if opts.remap_root.unwrap_or(conf.remap_root) {
-            return Err(
-                "pyxis: --container-remap-root is not supported by this node (give --no-container-remap-root)"
-                    .into(),
-            );
+        let remap = opts.remap_root.unwrap_or(conf.remap_root);
+        if remap && !nix::unistd::geteuid().is_root() {
+            return Err("pyxis: --container-remap-root needs a node daemon run as root".into());
         }
         let named = opts
             .name
@@ -373,6 +378,7 @@ impl Container {
             writable,
             mounts,
             devices,
+            user_ns: remap,
         };
         let (child, ready) = match spawn_anchor(&spec) {
             Ok(x) => x,
@@ -383,6 +389,11 @@ impl Container {
         };
         let pid = child.id();
         let mnt = open_ns(pid)?;
+        let user_ns = if remap {
+            Some(map_user_ns(pid, ctx.uid, ctx.gid)?)
+        } else {
+            None
+        };
         if let Some(p) = &pid_file {
             let _ = std::fs::write(p, pid.to_string());
         }
@@ -397,6 +408,7 @@ impl Container {
         });
         Ok(Container {
             mnt,
+            user_ns,
             anchor: Some(child),
             run_dir: Some(run_dir),
             pid_file,
@@ -432,6 +444,14 @@ impl Container {
         let has_rc = Path::new(&format!("/proc/{pid}/root/etc/rc")).exists();
         Ok(Container {
             mnt,
+            user_ns: std::fs::File::open(format!("/proc/{pid}/ns/user"))
+                .ok()
+                .map(OwnedFd::from)
+                .filter(|_| {
+                    // Only a remapped container has a namespace of its own.
+                    std::fs::read_link(format!("/proc/{pid}/ns/user")).ok()
+                        != std::fs::read_link("/proc/self/ns/user").ok()
+                }),
             anchor: None,
             run_dir: None,
             pid_file: None,
@@ -518,6 +538,21 @@ fn merge_image_env(image: &[(String, String)], keep: &[String]) -> Vec<(String, 
         .collect()
 }
 
+/// Maps the job's user (and group) to 0 in the anchor's new user
+/// namespace (no other id; setgroups denied), and opens it.
+fn map_user_ns(pid: u32, uid: u32, gid: u32) -> Result<OwnedFd, String> {
+    let write = |f: &str, text: String| {
+        std::fs::write(format!("/proc/{pid}/{f}"), text)
+            .map_err(|e| format!("pyxis: cannot map the user namespace ({f}): {e}"))
+    };
+    write("setgroups", "deny".into())?;
+    write("uid_map", format!("0 {uid} 1\n"))?;
+    write("gid_map", format!("0 {gid} 1\n"))?;
+    std::fs::File::open(format!("/proc/{pid}/ns/user"))
+        .map(OwnedFd::from)
+        .map_err(|e| format!("pyxis: cannot open the container's user namespace: {e}"))
+}
+
 fn open_ns(pid: u32) -> Result<OwnedFd, String> {
     std::fs::File::open(format!("/proc/{pid}/ns/mnt"))
         .map(OwnedFd::from)
@@ -599,6 +634,23 @@ pub fn join_in_child(mnt: i32) -> std::io::Result<()> {
 /// The raw fd the child joins.
 pub fn raw(c: &Container) -> i32 {
     c.mnt.as_raw_fd()
+}
+
+/// In a task's child, `--container-remap-root`: after the mount namespace,
+/// drops root's groups for the job's group, joins the user namespace and
+/// becomes 0 there (the job's user outside). Async-signal-safe.
+pub fn enter_user_ns(user_ns: i32, gid: libc::gid_t) -> std::io::Result<()> {
+    // SAFETY: system calls on an fd opened before the fork.
+    unsafe {
+        if libc::setgroups(1, &gid) != 0
+            || libc::setns(user_ns, libc::CLONE_NEWUSER) != 0
+            || libc::setgid(0) != 0
+            || libc::setuid(0) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -739,6 +739,9 @@ pub fn spawn_script(
             extra_binds: vec![script.to_path_buf()],
         };
         let c = Container::start(&launch.container, &ctx)?;
+        if c.user_ns.is_some() {
+            return Err("pyxis: --container-remap-root is not supported for batch scripts".into());
+        }
         c.task_env(&mut env);
         Some(c)
     };

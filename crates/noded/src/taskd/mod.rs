@@ -444,6 +444,9 @@ struct TaskSetup {
     image: Option<ExecImage>,
     /// The step's container: its mount namespace, joined first.
     mnt_ns: Option<RawFd>,
+    /// `--container-remap-root`: the container's user namespace, joined
+    /// instead of the user switch (the job's user is 0 in it).
+    user_ns: Option<RawFd>,
 }
 
 impl TaskSetup {
@@ -467,7 +470,9 @@ impl TaskSetup {
                 // user switch and the working directory inside it.
                 crate::container::join_in_child(fd)?;
             }
-            if let Some((uid, gid, groups)) = &self.switch {
+            if let (Some(ns), Some((_, gid, _))) = (self.user_ns, &self.switch) {
+                crate::container::enter_user_ns(ns, *gid)?;
+            } else if let Some((uid, gid, groups)) = &self.switch {
                 if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
                     || libc::setgid(*gid) != 0
                     || libc::setuid(*uid) != 0
@@ -1083,6 +1088,11 @@ fn start_task(
         ctty: term.is_some(),
         image: ExecImage::new_in(root.as_deref(), program, &argv[1..], &env),
         mnt_ns: step.container.as_ref().map(crate::container::raw),
+        user_ns: step
+            .container
+            .as_ref()
+            .and_then(|c| c.user_ns.as_ref())
+            .map(|f| f.as_raw_fd()),
     };
     let mut cmd = std::process::Command::new(program);
     cmd.args(&argv[1..])
