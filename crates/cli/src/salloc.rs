@@ -133,7 +133,11 @@ pub fn main(args: Vec<String>) -> i32 {
         // that container unless it says otherwise.
         for (k, v) in &st.desc.container {
             let value = if proto::container::FLAGS.contains(&k.as_str()) {
-                if k.starts_with("no-") || k == "container-readonly" { "0" } else { "1" }
+                if k.starts_with("no-") || k == "container-readonly" {
+                    "0"
+                } else {
+                    "1"
+                }
             } else {
                 v.as_str()
             };

@@ -68,10 +68,7 @@ pub fn check(option: &str, value: &str) -> Result<(), String> {
 /// for those not in `given`: pairs to put before the command line's. A
 /// yes/no variable (`PYXIS_CONTAINER_WRITABLE=1`) picks the option or its
 /// `no-` form (`--container-readonly` for `WRITABLE=0`).
-pub fn env_pairs(
-    given: &[&str],
-    get: impl Fn(&str) -> Option<String>,
-) -> Vec<(String, String)> {
+pub fn env_pairs(given: &[&str], get: impl Fn(&str) -> Option<String>) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let opposite = |o: &str| -> Option<&'static str> {
         match o {
@@ -175,7 +172,11 @@ impl Mount {
 
     /// One `SRC[:DST[:FLAGS]]` entry.
     pub fn parse(entry: &str) -> Result<Mount, String> {
-        let bad = || format!("pyxis: mount source must be an absolute or relative path, or \"tmpfs\": {entry}");
+        let bad = || {
+            format!(
+                "pyxis: mount source must be an absolute or relative path, or \"tmpfs\": {entry}"
+            )
+        };
         let parts: Vec<&str> = entry.split(':').collect();
         if parts.len() > 3 || parts[0].is_empty() {
             return Err(format!("pyxis: could not parse mount: {entry}"));
@@ -393,7 +394,10 @@ mod tests {
         assert_eq!(o.entrypoint, Some(false));
         assert!(ContainerOptions::from_pairs(&pairs(&[("container-workdir", "/x")])).is_err());
         assert!(ContainerOptions::from_pairs(&pairs(&[("container-name", "a:bad")])).is_err());
-        assert_eq!(env_name("no-container-mount-home"), "PYXIS_CONTAINER_MOUNT_HOME");
+        assert_eq!(
+            env_name("no-container-mount-home"),
+            "PYXIS_CONTAINER_MOUNT_HOME"
+        );
         assert_eq!(
             ContainerOptions::shown(&pairs(&[("container-image", "a.sqsh")])).as_deref(),
             Some("a.sqsh")

@@ -71,10 +71,11 @@ fn rootfs(dir: &Path) {
 
 /// The image as squashfs at `out`.
 fn squash(rootfs: &Path, out: &Path) {
-    sh(Command::new("mksquashfs")
-        .arg(rootfs)
-        .arg(out)
-        .args(["-noappend", "-quiet", "-no-progress"]));
+    sh(Command::new("mksquashfs").arg(rootfs).arg(out).args([
+        "-noappend",
+        "-quiet",
+        "-no-progress",
+    ]));
 }
 
 /// A directory the test owns: images, data, the node's cache.
@@ -145,7 +146,7 @@ impl Scratch {
 /// heard its end), then checks.
 fn settle_clean(s: &Scratch, c: &Cluster) {
     let base = s.dir.path().display().to_string();
-    let _ = c.wait_until("no container mount left", secs(10), || {
+    c.wait_until("no container mount left", secs(10), || {
         let m = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
         (!m.contains(&base)).then_some(())
     });
@@ -177,17 +178,29 @@ fn steps_run_in_squashfs_containers() {
     let mounts = format!("--container-mounts={}:/data", data.display());
     let out = c.ok(
         "srun",
-        &[&img_arg, &mounts, "sh", "-c", "cat /data/hello; echo written > /data/out"],
+        &[
+            &img_arg,
+            &mounts,
+            "sh",
+            "-c",
+            "cat /data/hello; echo written > /data/out",
+        ],
     );
     assert_eq!(out.stdout, "hello from the host\n", "{out}");
-    assert_eq!(std::fs::read_to_string(data.join("out")).unwrap(), "written\n");
+    assert_eq!(
+        std::fs::read_to_string(data.join("out")).unwrap(),
+        "written\n"
+    );
     let ro = format!("--container-mounts={}:/data:ro", data.display());
     let out = c.run("srun", &[&img_arg, &ro, "sh", "-c", "echo x > /data/ro"]);
     assert!(!out.ok(), "{out}");
     assert!(out.stderr.contains("Read-only file system"), "{out}");
 
     // 20: --container-workdir, else the image's (none: /).
-    let out = c.ok("srun", &[&img_arg, &mounts, "--container-workdir=/data", "pwd"]);
+    let out = c.ok(
+        "srun",
+        &[&img_arg, &mounts, "--container-workdir=/data", "pwd"],
+    );
     assert_eq!(out.stdout, "/data\n");
     let out = c.ok("srun", &[&img_arg, "pwd"]);
     assert_eq!(out.stdout, "/\n");
@@ -196,12 +209,22 @@ fn steps_run_in_squashfs_containers() {
     // go with the step.
     let out = c.run(
         "srun",
-        &[&img_arg, &mounts, "--container-readonly", "sh", "-c", "echo ok > /data/rw; touch /etc/x"],
+        &[
+            &img_arg,
+            &mounts,
+            "--container-readonly",
+            "sh",
+            "-c",
+            "echo ok > /data/rw; touch /etc/x",
+        ],
     );
     assert!(!out.ok(), "{out}");
     assert!(out.stderr.contains("Read-only file system"), "{out}");
     assert_eq!(std::fs::read_to_string(data.join("rw")).unwrap(), "ok\n");
-    c.ok("srun", &[&img_arg, "--container-writable", "touch", "/etc/x"]);
+    c.ok(
+        "srun",
+        &[&img_arg, "--container-writable", "touch", "/etc/x"],
+    );
     let out = c.run("srun", &[&img_arg, "ls", "/etc/x"]);
     assert!(!out.ok(), "an unnamed container kept a change: {out}");
 
@@ -248,7 +271,8 @@ fn steps_run_in_squashfs_containers() {
     let out = c.run("srun", &["--container-image=/no/such.sqsh", "true"]);
     assert!(!out.ok(), "{out}");
     assert!(
-        out.stderr.contains("pyxis: cannot use image /no/such.sqsh: No such file or directory"),
+        out.stderr
+            .contains("pyxis: cannot use image /no/such.sqsh: No such file or directory"),
         "{out}"
     );
     let out = c.run("srun", &[&img_arg, "--container-mounts=data:/data", "true"]);
@@ -257,8 +281,14 @@ fn steps_run_in_squashfs_containers() {
         out.stderr,
         "srun: error: pyxis: mount source must be an absolute or relative path, or \"tmpfs\": data:/data\n"
     );
-    let out = c.run("srun", &["--container-image=nvcr.io#nvidia/pytorch:24.01-py3", "true"]);
-    assert!(out.stderr.contains("pyxis: failed to import docker image"), "{out}");
+    let out = c.run(
+        "srun",
+        &["--container-image=nvcr.io#nvidia/pytorch:24.01-py3", "true"],
+    );
+    assert!(
+        out.stderr.contains("pyxis: failed to import docker image"),
+        "{out}"
+    );
     assert_eq!(c.ok("srun", &["echo", "healthy"]).stdout, "healthy\n");
     assert_eq!(c.node_state("node1"), "idle");
     settle_clean(&s, &c);
@@ -293,23 +323,42 @@ fn named_containers_persist_for_the_job_and_save() {
     assert_eq!(c.wait_done(id, secs(60)), "COMPLETED", "{}", c.logs());
     let out = c.read("named.out");
     assert!(out.contains("pkg-v1\n"), "{out}");
-    assert!(out.contains("pyxis: container already exists: foo"), "{out}");
+    assert!(
+        out.contains("pyxis: container already exists: foo"),
+        "{out}"
+    );
     assert!(out.contains("create-refused\n"), "{out}");
     // Another job does not see it.
     let out = c.run(
         "srun",
-        &[&format!("--container-image={}", img.display()), "--container-name=foo", "cat", "/etc/installed"],
+        &[
+            &format!("--container-image={}", img.display()),
+            "--container-name=foo",
+            "cat",
+            "/etc/installed",
+        ],
     );
     assert!(!out.ok(), "{out}");
     // The saved image holds the change.
     let out = c.ok(
         "srun",
-        &[&format!("--container-image={}", saved.display()), "cat", "/etc/marker", "/etc/installed"],
+        &[
+            &format!("--container-image={}", saved.display()),
+            "cat",
+            "/etc/marker",
+            "/etc/installed",
+        ],
     );
     assert_eq!(out.stdout, "saved\npkg-v1\n");
     let out = c.ok(
         "sbatch",
-        &["--parsable", "--hold", &format!("--container-image={}", img.display()), "--wrap", "true"],
+        &[
+            "--parsable",
+            "--hold",
+            &format!("--container-image={}", img.display()),
+            "--wrap",
+            "true",
+        ],
     );
     let held: u32 = out.stdout.trim().parse().unwrap();
     let shown = c.ok("scontrol", &["show", "job", &held.to_string()]).stdout;
@@ -390,7 +439,8 @@ fn container_tasks_stay_in_the_steps_cgroup() {
     );
     assert!(!out.stdout.contains("survived"), "{out}");
     assert!(
-        out.stderr.contains("slurmstepd: error: Detected 1 oom_kill event in StepId="),
+        out.stderr
+            .contains("slurmstepd: error: Detected 1 oom_kill event in StepId="),
         "{out}"
     );
     settle_clean(&s, c);
@@ -434,7 +484,12 @@ fn oci_layouts_and_docker_archives_are_imported() {
     std::fs::write(l2.join("etc/motd"), "added by layer 2\n").unwrap();
     std::fs::write(l2.join("etc/.wh.group"), "").unwrap();
     let layer2 = s.path("layer2.tar");
-    sh(Command::new("tar").arg("-C").arg(&l2).arg("-cf").arg(&layer2).arg("."));
+    sh(Command::new("tar")
+        .arg("-C")
+        .arg(&l2)
+        .arg("-cf")
+        .arg(&layer2)
+        .arg("."));
     let layer2_gz = s.path("layer2.tar.gz");
     sh(Command::new("sh").arg("-c").arg(format!(
         "gzip -c {} > {}",
@@ -474,25 +529,42 @@ fn oci_layouts_and_docker_archives_are_imported() {
         ),
     )
     .unwrap();
-    std::fs::write(layout.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+    std::fs::write(
+        layout.join("oci-layout"),
+        r#"{"imageLayoutVersion":"1.0.0"}"#,
+    )
+    .unwrap();
     sh(Command::new("chmod").args(["-R", "a+rX"]).arg(s.dir.path()));
 
     let c = s.cluster("");
     let probe = "cat /etc/motd; ls /etc; echo $IMAGE_VAR; pwd";
     let out = c.ok(
         "srun",
-        &[&format!("--container-image={}", layout.display()), "sh", "-c", probe],
+        &[
+            &format!("--container-image={}", layout.display()),
+            "sh",
+            "-c",
+            probe,
+        ],
     );
     let want = "added by layer 2\nmotd\nos-release\npasswd\nfrom-oci\n/work\n";
     assert!(out.stdout.starts_with("added by layer 2\n"), "{out}");
-    assert!(!out.stdout.contains("group"), "the whiteout was not applied: {out}");
+    assert!(
+        !out.stdout.contains("group"),
+        "the whiteout was not applied: {out}"
+    );
     assert!(out.stdout.ends_with("from-oci\n/work\n"), "{out}");
     let cached = std::fs::read_dir(s.path("cache/images")).unwrap().count();
     assert_eq!(cached, 1);
     // Again: from the cache.
     let again = c.ok(
         "srun",
-        &[&format!("--container-image={}", layout.display()), "sh", "-c", probe],
+        &[
+            &format!("--container-image={}", layout.display()),
+            "sh",
+            "-c",
+            probe,
+        ],
     );
     assert_eq!(again.stdout, out.stdout);
 
@@ -518,7 +590,12 @@ fn oci_layouts_and_docker_archives_are_imported() {
     set_mode(&archive, 0o644);
     let out2 = c.ok(
         "srun",
-        &[&format!("--container-image={}", archive.display()), "sh", "-c", probe],
+        &[
+            &format!("--container-image={}", archive.display()),
+            "sh",
+            "-c",
+            probe,
+        ],
     );
     assert_eq!(out2.stdout, out.stdout);
     assert!(want.starts_with("added"));
@@ -537,7 +614,8 @@ fn oci_layouts_and_docker_archives_are_imported() {
     );
     assert!(!out.ok(), "{out}");
     assert!(
-        out.stderr.contains(&format!("pyxis: image blob sha256:{d1} is corrupted")),
+        out.stderr
+            .contains(&format!("pyxis: image blob sha256:{d1} is corrupted")),
         "{out}"
     );
     assert_eq!(c.node_state("node1"), "idle");
@@ -560,11 +638,12 @@ fn another_users_container_runs_as_that_user() {
     let user = TestUser::create("ct", s.dir.path());
     let muster_bin = s.path("muster");
     std::fs::copy(env!("CARGO_BIN_EXE_muster"), &muster_bin).unwrap();
-    let conf = format!(
-        "cache_dir={}\n",
-        s.path("cache").display()
-    );
-    let c = builder().binary(&muster_bin).nodes(1).file("pyxis.conf", &conf).start();
+    let conf = format!("cache_dir={}\n", s.path("cache").display());
+    let c = builder()
+        .binary(&muster_bin)
+        .nodes(1)
+        .file("pyxis.conf", &conf)
+        .start();
     set_mode(c.root(), 0o755);
     let home = s.path(&user.name);
     let mounts = format!("--container-mounts={}:/data", home.display());
@@ -580,14 +659,20 @@ fn another_users_container_runs_as_that_user() {
         ],
     );
     assert!(out.ok(), "{out}\n{}", c.logs());
-    let uid = nix::unistd::User::from_name(&user.name).unwrap().unwrap().uid;
+    let uid = nix::unistd::User::from_name(&user.name)
+        .unwrap()
+        .unwrap()
+        .uid;
     assert_eq!(
         out.stdout,
         format!("{uid}\nCapEff:\t0000000000000000\n"),
         "{out}"
     );
     use std::os::unix::fs::MetadataExt;
-    assert_eq!(std::fs::metadata(home.join("owned")).unwrap().uid(), uid.as_raw());
+    assert_eq!(
+        std::fs::metadata(home.join("owned")).unwrap().uid(),
+        uid.as_raw()
+    );
     // 24: --container-remap-root: 0 inside, the user outside.
     let out = user.run(
         &c,

@@ -85,9 +85,10 @@ fn mount(
         let e = std::io::Error::last_os_error();
         return Err(format!(
             "pyxis: failed to mount {} on {}: {e}",
-            src.map_or_else(|| fstype.unwrap_or("").to_string(), |s| s
-                .display()
-                .to_string()),
+            src.map_or_else(
+                || fstype.unwrap_or("").to_string(),
+                |s| s.display().to_string()
+            ),
             target.display()
         ));
     }
@@ -164,22 +165,11 @@ fn make_point(src: Option<&Path>, target: &Path) -> Result<(), String> {
             .open(target)
             .map(drop)
     };
-    made.map_err(|e| {
-        format!(
-            "pyxis: cannot create mount point {}: {e}",
-            target.display()
-        )
-    })
+    made.map_err(|e| format!("pyxis: cannot create mount point {}: {e}", target.display()))
 }
 
 fn bind(src: &Path, target: &Path, read_only: bool) -> Result<(), String> {
-    mount(
-        Some(src),
-        target,
-        None,
-        libc::MS_BIND | libc::MS_REC,
-        None,
-    )?;
+    mount(Some(src), target, None, libc::MS_BIND | libc::MS_REC, None)?;
     if read_only {
         mount(
             None,

@@ -28,7 +28,12 @@ use std::path::{Path, PathBuf};
 
 /// Resolves the image for a step of the user `(uid, gid)` whose working
 /// directory is `cwd`.
-pub fn resolve(image: &str, cwd: &str, conf: &SiteConf, who: (u32, u32)) -> Result<PathBuf, String> {
+pub fn resolve(
+    image: &str,
+    cwd: &str,
+    conf: &SiteConf,
+    who: (u32, u32),
+) -> Result<PathBuf, String> {
     if !image.starts_with('/') && !image.starts_with('.') {
         return Err(format!(
             "pyxis: failed to import docker image {image}: registry pulls are not supported by this node (give a squashfs file, an OCI layout or a docker-archive tarball)"
@@ -179,7 +184,10 @@ pub fn import_oci_layout(layout: &Path, conf: &SiteConf) -> Result<PathBuf, Stri
     let mut manifest = read_json(&blob(layout, &manifest_digest)?)?;
     // An image index (several platforms): this node's, else the first.
     if manifest.get("manifests").is_some() {
-        let list = manifest["manifests"].as_array().cloned().unwrap_or_default();
+        let list = manifest["manifests"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let pick = list
             .iter()
             .find(|m| {
@@ -287,7 +295,11 @@ fn import_docker_archive(dir: &Path, conf: &SiteConf) -> Result<PathBuf, String>
                     "pyxis: image layer {l} is corrupted (sha256 {got}, expected {want})"
                 ))
             }
-            None => return Err(format!("pyxis: image layer {l} has no digest in the config")),
+            None => {
+                return Err(format!(
+                    "pyxis: image layer {l} has no digest in the config"
+                ))
+            }
         }
         layers.push(p);
     }
@@ -317,7 +329,8 @@ fn touch(p: &Path) {
 /// A fresh directory for an import's work.
 fn work_dir(conf: &SiteConf, what: &str) -> Result<PathBuf, String> {
     let base = conf.cache_dir.join("tmp");
-    std::fs::create_dir_all(&base).map_err(|e| format!("pyxis: {}: {}", base.display(), short(&e)))?;
+    std::fs::create_dir_all(&base)
+        .map_err(|e| format!("pyxis: {}: {}", base.display(), short(&e)))?;
     for n in 0..1000u32 {
         let d = base.join(format!("{what}.{}.{n}", std::process::id()));
         if std::fs::create_dir(&d).is_ok() {
@@ -522,7 +535,11 @@ fn write_config(rootfs: &Path, c: &ImageConfig) -> Result<(), String> {
             "# The image's entrypoint (enroot's convention): the task's command\n\
              # replaces the image's Cmd.\n\
              if [ $# -gt 0 ]; then exec {} \"$@\"; else exec {} {}; fi\n",
-            if ep.is_empty() { String::new() } else { ep.join(" ") },
+            if ep.is_empty() {
+                String::new()
+            } else {
+                ep.join(" ")
+            },
             ep.join(" "),
             cmd.join(" ")
         );

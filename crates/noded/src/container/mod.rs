@@ -364,10 +364,12 @@ impl Container {
         if Path::new("/dev/infiniband").is_dir() {
             devices.push(PathBuf::from("/dev/infiniband"));
         }
-        let run_dir = conf
-            .cache_dir
-            .join("run")
-            .join(format!("{}.{}.{}", ctx.job_id, ctx.step, std::process::id()));
+        let run_dir = conf.cache_dir.join("run").join(format!(
+            "{}.{}.{}",
+            ctx.job_id,
+            ctx.step,
+            std::process::id()
+        ));
         std::fs::create_dir_all(&run_dir)
             .map_err(|e| format!("pyxis: cannot make {}: {e}", run_dir.display()))?;
         let spec = AnchorSpec {

@@ -39,8 +39,14 @@ fn image_links_never_lead_out_of_the_root() {
     std::fs::create_dir_all(root.join("real")).unwrap();
     std::os::unix::fs::symlink("/etc", root.join("abs")).unwrap();
     std::os::unix::fs::symlink("../../real", root.join("rel")).unwrap();
-    assert_eq!(resolve_in_root(root, "/abs/passwd").unwrap(), root.join("etc/passwd"));
-    assert_eq!(resolve_in_root(root, "/rel/x").unwrap(), root.join("real/x"));
+    assert_eq!(
+        resolve_in_root(root, "/abs/passwd").unwrap(),
+        root.join("etc/passwd")
+    );
+    assert_eq!(
+        resolve_in_root(root, "/rel/x").unwrap(),
+        root.join("real/x")
+    );
     assert_eq!(resolve_in_root(root, "/../../x").unwrap(), root.join("x"));
 }
 

@@ -670,6 +670,11 @@ fn kill_forked(pid: i32) {
     );
 }
 
+/// A started batch script: its pid, its environment (for the
+/// TaskEpilog), and its container (`sbatch --container-image`), which the
+/// supervisor ends after the script.
+pub type Spawned = (i32, Vec<(String, String)>, Option<Container>);
+
 /// Starts the batch script of `spec`, whose copy is `script`, as a child
 /// of the calling process (the supervisor). Returns its pid, which is also
 /// its process group and session, or why it could not start. With a cgroup
@@ -679,7 +684,7 @@ pub fn spawn_script(
     spec: &StepdSpec,
     script: &Path,
     cgroup: Option<&crate::gather::TaskCgroup>,
-) -> Result<(i32, Vec<(String, String)>, Option<Container>), String> {
+) -> Result<Spawned, String> {
     let launch = &spec.launch;
     let paths = Paths::of(launch);
     let mut env = job_env(
