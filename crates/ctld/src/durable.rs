@@ -1445,6 +1445,7 @@ mod tests {
             threads_per_core: Some(1),
             ntasks_per_core: Some(1),
             reservation: text("maint"),
+            container: vec![("container-image".into(), "/img.sqsh".into())],
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {
