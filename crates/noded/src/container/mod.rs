@@ -563,8 +563,9 @@ fn open_ns(pid: u32) -> Result<OwnedFd, String> {
 
 /// Starts the anchor and waits for its one answer line.
 fn spawn_anchor(spec: &AnchorSpec) -> Result<(std::process::Child, Ready), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("pyxis: {e}"))?;
-    let mut cmd = std::process::Command::new(exe);
+    // This very program, even where its file was replaced since it
+    // started (an upgrade): the kernel's link to it, not its path.
+    let mut cmd = std::process::Command::new("/proc/self/exe");
     cmd.arg("noded")
         .arg(anchor::FLAG)
         .stdin(std::process::Stdio::piped())
