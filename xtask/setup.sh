@@ -159,7 +159,20 @@ install_browser() {
     export MUSTER_TEST_UI_PYTHON MUSTER_TEST_CHROMIUM
 }
 
+# Containers (issue 42): squashfs images are built with mksquashfs
+# (squashfs-tools) from Debian's busybox-static; squashfuse and
+# fuse-overlayfs serve nodes that do not mount squashfs in the kernel.
+install_container_tools() {
+    if ! command -v mksquashfs >/dev/null 2>&1 || [ ! -x /bin/busybox ] ||
+        ! command -v squashfuse >/dev/null 2>&1; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq squashfs-tools busybox-static \
+            squashfuse fuse-overlayfs >/dev/null
+    fi
+}
+
 install_mpi
+install_container_tools
 start_munged
 start_postgres
 install_browser

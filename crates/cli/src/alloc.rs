@@ -34,6 +34,16 @@ pub fn job_state(
     // (`compat`: `prog`'s own table, then sbatch's).
     let warnings = crate::compat::check(prog, items.iter().map(|(name, _)| *name))?;
     eprint!("{warnings}");
+    // pyxis's PYXIS_CONTAINER_* variables, for the options not given.
+    let named: Vec<&str> = items.iter().map(|(n, _)| *n).collect();
+    let mut items: Vec<(&'static str, Option<String>)> = items.to_vec();
+    let from_env = proto::container::env_pairs(&named, |k| std::env::var(k).ok());
+    for (name, v) in from_env.into_iter().rev() {
+        if let Some(spec) = opts::SPECS.iter().find(|s| s.long == name) {
+            let v = (spec.arg != crate::getopt::Arg::None).then_some(v);
+            items.insert(0, (spec.long, v));
+        }
+    }
     // Input variables first: the command line overrides them.
     for (var, name) in input_env(prog) {
         let given = items.iter().any(|(n, _)| n == name);
@@ -42,7 +52,7 @@ pub fn job_state(
                 .map_err(|e| relabel(prog, &e.stderr))?;
         }
     }
-    for (name, v) in items {
+    for (name, v) in &items {
         if opts::SPECS.iter().any(|s| s.long == *name) {
             opts::apply(&mut st, name, v.clone(), Level::Cli, &ctx)
                 .map_err(|e| relabel(prog, &e.stderr))?;

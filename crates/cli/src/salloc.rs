@@ -128,6 +128,21 @@ pub fn main(args: Vec<String>) -> i32 {
         for (k, v) in &a.env {
             alloc::set_env(&mut env, k, v);
         }
+        // pyxis's options given to salloc reach the steps as their
+        // PYXIS_CONTAINER_* forms: each srun in the allocation runs in
+        // that container unless it says otherwise.
+        for (k, v) in &st.desc.container {
+            let value = if proto::container::FLAGS.contains(&k.as_str()) {
+                if k.starts_with("no-") || k == "container-readonly" {
+                    "0"
+                } else {
+                    "1"
+                }
+            } else {
+                v.as_str()
+            };
+            alloc::set_env(&mut env, &proto::container::env_name(k), value);
+        }
         // salloc ignores the terminal's signals while its command runs; the
         // command gets them itself.
         for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTSTP] {

@@ -351,6 +351,20 @@ fn build_inner(
         given.push((name, value, Level::Env));
     }
 
+    // pyxis's PYXIS_CONTAINER_* variables, for the options neither the
+    // script nor the command line gives.
+    let named: Vec<&str> = given
+        .iter()
+        .map(|(n, _, _)| *n)
+        .chain(fp.items.iter().map(|(n, _)| *n))
+        .collect();
+    for (name, v) in proto::container::env_pairs(&named, |k| env_get(env, k).map(str::to_string)) {
+        if let Some(spec) = opts::SPECS.iter().find(|s| s.long == name) {
+            let v = (spec.arg != getopt::Arg::None).then_some(v);
+            given.push((spec.long, v, Level::Env));
+        }
+    }
+
     // The command line.
     given.extend(fp.items.into_iter().map(|(name, v)| (name, v, Level::Cli)));
 

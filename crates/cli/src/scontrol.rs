@@ -247,6 +247,9 @@ fn job_lines(job: &JobInfo, details: bool) -> Vec<String> {
     l.push(format!("StdIn={}", job.stdin));
     l.push(format!("StdOut={}", job.stdout));
     l.push("Power=".to_string());
+    if let Some(c) = &job.container {
+        l.push(format!("Container={c}"));
+    }
     if let Some(t) = &job.tres_per_job {
         l.push(format!("TresPerJob={t}"));
     }

@@ -659,6 +659,7 @@ pub fn main(args: Vec<String>) -> i32 {
             gres_flags: st.desc.gres_flags.clone(),
             pty: o.pty.then(|| pty::window_size().unwrap_or((0, 0))),
             multi_prog,
+            container: st.desc.container.clone(),
             ..StepRequest::default()
         },
     );

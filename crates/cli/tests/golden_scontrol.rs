@@ -83,6 +83,22 @@ fn job_running() -> JobInfo {
     j
 }
 
+/// pyxis's image (`--container-image`) shows as `Container=` after
+/// `Power=`, only where one was given.
+#[test]
+fn show_job_with_a_container() {
+    utc();
+    let mut j = job_running();
+    j.container = Some("/images/pytorch.sqsh".into());
+    let text = scontrol::render_job(&j, NOW);
+    let want = golden("scontrol_show_job_running").replacen(
+        "   Power=\n",
+        "   Power=\n   Container=/images/pytorch.sqsh\n",
+        1,
+    );
+    assert_eq!(text, want);
+}
+
 #[test]
 fn show_job_running() {
     utc();

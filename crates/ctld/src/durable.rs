@@ -1520,6 +1520,7 @@ mod tests {
             switches: Some(2),
             switch_wait: Some(600),
             segment: Some(4),
+            container: vec![("container-image".into(), "/img.sqsh".into())],
         };
         same(&desc, &v1::JobDesc::from(&desc).into_owned());
         let usage = proto::StepUsage {

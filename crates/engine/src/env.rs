@@ -143,6 +143,7 @@ impl Engine {
             },
             acctg_freq: job.desc.acctg_freq.clone(),
             restarts: job.restarts,
+            container: job.desc.container.clone(),
         }
     }
 

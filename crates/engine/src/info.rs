@@ -308,6 +308,7 @@ impl Engine {
             mail_user: (d.mail_type != 0)
                 .then(|| d.mail_user.clone().unwrap_or_else(|| d.user.clone())),
             reservation: d.reservation.clone(),
+            container: proto::container::ContainerOptions::shown(&d.container),
         }
     }
 

@@ -172,6 +172,7 @@ impl Engine {
             suspend_time: None,
             secs_pre_suspend: 0,
             preempted_by: None,
+            containers: !desc.container.is_empty(),
             desc: Arc::new(desc),
         };
         if let Some(text) = job.desc.array.clone() {
@@ -762,13 +763,14 @@ impl Engine {
             return;
         }
         let contain = self.settings.prolog_contain;
-        let epilog = !start && self.settings.node_scripts;
-        if !contain && !epilog {
-            return;
-        }
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
+        // The nodes drop a job's named containers when they hear of its end.
+        let epilog = !start && (self.settings.node_scripts || job.containers);
+        if !contain && !epilog {
+            return;
+        }
         let Some(alloc) = job
             .alloc
             .as_ref()

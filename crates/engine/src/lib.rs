@@ -901,6 +901,10 @@ pub struct Job {
     /// Requeued by preemption for this job: it does not start again while
     /// that job still waits for the resources it gave up.
     pub preempted_by: Option<JobId>,
+    /// A step (or the batch script) ran in a pyxis container: the nodes
+    /// hear of the job's end (`Command::EndExtern`), to drop its named
+    /// containers.
+    pub containers: bool,
 }
 
 /// The controller's state.

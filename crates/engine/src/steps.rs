@@ -500,6 +500,7 @@ impl Engine {
             .collect();
         let job = self.jobs.get_mut(&req.job_id).expect("checked above");
         job.next_step_id += 1;
+        job.containers |= !req.container.is_empty();
         job.steps.push(Step {
             id: step_id,
             name: req.name.clone(),
@@ -556,6 +557,7 @@ impl Engine {
                 task_epilog: req.task_epilog.clone(),
                 pty: req.pty,
                 multi_prog: req.multi_prog.clone(),
+                container: req.container.clone(),
             };
             self.outbox.push(Command::LaunchStep {
                 node: n.conf.name.clone(),

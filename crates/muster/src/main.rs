@@ -51,9 +51,12 @@ fn main() {
         // a step's tasks), started by the daemon with these exact words:
         // straight to it, without the parser.
         if sub == "noded"
-            && args
-                .get(1)
-                .is_some_and(|f| f == "--stepd" || f == "--stepd-zygote" || f == "--step-tasks")
+            && args.get(1).is_some_and(|f| {
+                f == "--stepd"
+                    || f == "--stepd-zygote"
+                    || f == "--step-tasks"
+                    || f == "--container-anchor"
+            })
         {
             std::process::exit(noded::main(args[1..].to_vec()));
         }

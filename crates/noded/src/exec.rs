@@ -55,9 +55,15 @@ const TASK_PID_KEY: &[u8] = b"SLURM_TASK_PID=";
 impl ExecImage {
     /// The image of `program args` with `env`, or None when `program` is
     /// not found on the environment's PATH (the plain spawn then reports
-    /// the error).
-    pub fn new(program: &str, args: &[String], env: &[(String, String)]) -> Option<ExecImage> {
-        let path = resolve_program(program, env)?;
+    /// the error). With `root` (a container's file tree as the host sees
+    /// it) the program is looked for there, and the path is the one inside.
+    pub fn new_in(
+        root: Option<&std::path::Path>,
+        program: &str,
+        args: &[String],
+        env: &[(String, String)],
+    ) -> Option<ExecImage> {
+        let path = resolve_program(root, program, env)?;
         let argv: Vec<CString> = std::iter::once(program)
             .chain(args.iter().map(String::as_str))
             .map(|a| CString::new(a).ok())
@@ -126,7 +132,11 @@ impl ExecImage {
 }
 
 /// `program` as execvp would find it on the task environment's PATH.
-fn resolve_program(program: &str, env: &[(String, String)]) -> Option<String> {
+fn resolve_program(
+    root: Option<&std::path::Path>,
+    program: &str,
+    env: &[(String, String)],
+) -> Option<String> {
     if program.contains('/') {
         return Some(program.to_string());
     }
@@ -138,7 +148,14 @@ fn resolve_program(program: &str, env: &[(String, String)]) -> Option<String> {
     path.split(':').find_map(|dir| {
         let dir = if dir.is_empty() { "." } else { dir };
         let candidate = format!("{dir}/{program}");
-        let meta = std::fs::metadata(&candidate).ok()?;
+        let meta = match root {
+            // Links inside the container are the container's: resolved
+            // under its root.
+            Some(r) => crate::container::anchor::resolve_in_root(r, &candidate)
+                .ok()
+                .and_then(|p| std::fs::metadata(p).ok())?,
+            None => std::fs::metadata(&candidate).ok()?,
+        };
         use std::os::unix::fs::PermissionsExt;
         (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(candidate)
     })

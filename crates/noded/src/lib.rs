@@ -74,6 +74,8 @@
 //!   every room --> leaves: spool <-- slots, gather (--> oom), env, gpus, nvml, exec, to_srun, options;
 //!                          cgroup <-- gather; devices (device rules, for the cgroup layer);
 //!                          affinity (CPU ids on host CPUs, task binding) <-- cgroup
+//!                          container (pyxis: the step's mount namespace, images; its
+//!                          anchor runs as `--container-anchor`) <-- taskd, stepd
 //! ```
 //!
 //! # Performance notes
@@ -128,6 +130,7 @@ mod taskd;
 // The leaves the rooms share; they import no room.
 mod affinity;
 mod cgroup;
+mod container;
 // Public: the building blocks of device confinement (issue 37) that the
 // cgroup layer calls with its directories.
 pub mod devices;
@@ -289,6 +292,10 @@ pub fn main(args: Vec<String>) -> i32 {
         restore_open_file_limit();
     }
     if let [flag] = args {
+        if flag == container::anchor::FLAG {
+            // Single-threaded: it unshares its mount namespace.
+            return container::anchor::main();
+        }
         if flag == "--step-tasks" {
             // Before any runtime or thread exists: the supervisor forks.
             return taskd::main();

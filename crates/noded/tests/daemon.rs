@@ -179,6 +179,7 @@ impl Harness {
             time_limit_secs: None,
             acctg_freq: None,
             restarts: 0,
+            container: Vec::new(),
         }
     }
 

@@ -233,6 +233,7 @@ impl Node {
             time_limit_secs: None,
             acctg_freq: None,
             restarts: 0,
+            container: Vec::new(),
         };
         let r = self.call(NodeRequest::LaunchBatch(Box::new(launch))).await;
         assert!(matches!(r, NodeResponse::Ok), "launch answered {r:?}");

@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 pub mod acctdb;
+pub mod container;
 pub mod diag;
 pub mod resv;
 pub mod stats;
@@ -436,6 +437,11 @@ pub struct JobDesc {
     /// (topology/block). Never skipped.
     #[serde(default)]
     pub segment: Option<u32>,
+    /// pyxis's container options (`container::OPTIONS`) as `(option,
+    /// value)` pairs: the batch script runs in that container. Never
+    /// skipped.
+    #[serde(default)]
+    pub container: Vec<(String, String)>,
 }
 
 /// A submission token as the controller keeps it: [`JobDesc::submit_token`]
@@ -1928,6 +1934,10 @@ pub struct JobInfo {
     /// (nothing launched yet). Added after `reservation`.
     #[serde(default)]
     pub configuring: bool,
+    /// pyxis's `--container-image` (else `--container-name`): the
+    /// `Container=` of `scontrol show job`. Never skipped.
+    #[serde(default)]
+    pub container: Option<String>,
 }
 
 impl JobInfo {
@@ -2354,6 +2364,10 @@ pub struct BatchLaunch {
     /// saw run N end refuses a late copy of run N's launch, never run N+1.
     #[serde(default)]
     pub restarts: u32,
+    /// The job's container options (`JobDesc::container`): the script
+    /// runs in that container.
+    #[serde(default)]
+    pub container: Vec<(String, String)>,
 }
 
 /// Answers from a node daemon.

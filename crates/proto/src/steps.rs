@@ -181,6 +181,10 @@ pub struct StepRequest {
     /// task runs the program its line names, `argv` being the file name.
     #[serde(default)]
     pub multi_prog: Option<String>,
+    /// pyxis's container options (`container::OPTIONS`) as `(option,
+    /// value)` pairs: the step's tasks run in that container.
+    #[serde(default)]
+    pub container: Vec<(String, String)>,
 }
 
 /// The controller's answer to [`StepRequest`]: the step's id and layout.
@@ -278,6 +282,9 @@ pub struct StepLaunch {
     /// `srun --multi-prog`: the configuration file's text.
     #[serde(default)]
     pub multi_prog: Option<String>,
+    /// The step's container options (`StepRequest::container`).
+    #[serde(default)]
+    pub container: Vec<(String, String)>,
 }
 
 impl StepLaunch {

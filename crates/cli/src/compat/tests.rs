@@ -162,13 +162,50 @@ fn golden_warning_and_refusal_lines() {
 #[test]
 fn markdown_counts_and_rows() {
     let md = markdown("sbatch");
-    assert!(md.starts_with("105 options: "), "{md}");
+    assert!(md.starts_with("120 options: "), "{md}");
     assert!(md.contains("| `--switches` | implemented |\n"));
+    assert!(md.contains("| `--container-image` | implemented |\n"));
     assert!(md.contains("| `--mincpus` | refused: nodes are not chosen by a minimum CPU count |\n"));
     assert!(md.contains("| `--reservation` | implemented |\n"));
     assert!(md.contains("| `-t/--time` | implemented |\n"));
     assert!(md.contains("| `--wckey` | warned and ignored: wckeys are not tracked |\n"));
     assert!(md.contains("| `--mail-type` | implemented |\n"));
+}
+
+/// pyxis's options land in the job's description as pairs, in order; a
+/// bad value is refused with pyxis's words before anything is sent.
+#[test]
+fn container_options_are_checked_and_kept() {
+    let st = crate::alloc::job_state(
+        "srun",
+        &[
+            ("container-image", Some("/img.sqsh".into())),
+            ("container-mounts", Some("/data:/data:ro".into())),
+            ("container-readonly", None),
+        ],
+        "/",
+        0,
+    )
+    .unwrap();
+    assert_eq!(
+        st.desc.container,
+        vec![
+            ("container-image".to_string(), "/img.sqsh".to_string()),
+            ("container-mounts".to_string(), "/data:/data:ro".to_string()),
+            ("container-readonly".to_string(), String::new()),
+        ]
+    );
+    let e = crate::alloc::job_state(
+        "srun",
+        &[("container-mounts", Some("data:/data".into()))],
+        "/",
+        0,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "srun: error: pyxis: mount source must be an absolute or relative path, or \"tmpfs\": data:/data\n"
+    );
 }
 
 #[test]

@@ -31,6 +31,21 @@ pub const SPECS: &[OptSpec] = &[
     opt("comment", None, Arg::Required),
     opt("constraint", Some('C'), Arg::Required),
     opt("container", None, Arg::Required),
+    opt("container-image", None, Arg::Required),
+    opt("container-mounts", None, Arg::Required),
+    opt("container-workdir", None, Arg::Required),
+    opt("container-name", None, Arg::Required),
+    opt("container-save", None, Arg::Required),
+    opt("container-mount-home", None, Arg::None),
+    opt("no-container-mount-home", None, Arg::None),
+    opt("container-remap-root", None, Arg::None),
+    opt("no-container-remap-root", None, Arg::None),
+    opt("container-writable", None, Arg::None),
+    opt("container-readonly", None, Arg::None),
+    opt("container-env", None, Arg::Required),
+    opt("container-entrypoint", None, Arg::None),
+    opt("no-container-entrypoint", None, Arg::None),
+    opt("container-entrypoint-log", None, Arg::None),
     opt("contiguous", None, Arg::None),
     opt("core-spec", Some('S'), Arg::Required),
     opt("cores-per-socket", None, Arg::Required),
@@ -354,6 +369,12 @@ pub fn apply(
         }
         "mail-user" => d.mail_user = Some(v),
         "reservation" => d.reservation = Some(v),
+        // pyxis's options (`proto::container`): checked now, run by the
+        // nodes.
+        n if proto::container::OPTIONS.contains(&n) => {
+            proto::container::check(n, &v).map_err(|e| SbatchError::error(&[&e]))?;
+            d.container.push((n.to_string(), v));
+        }
         "hold" => d.hold = true,
         "input" => d.stdin = Some(io_path(v)),
         "job-name" => {

@@ -1239,6 +1239,9 @@ pub struct StepRequest<'a> {
     /// `--multi-prog`: the configuration file's text.
     #[serde(default)]
     pub multi_prog: Option<Cow<'a, str>>,
+    /// pyxis's container options (absent before them).
+    #[serde(default)]
+    pub container: Cow<'a, [(String, String)]>,
 }
 
 impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
@@ -1283,6 +1286,7 @@ impl<'a> From<&'a proto::StepRequest> for StepRequest<'a> {
             gres_flags: text(&s.gres_flags),
             pty: s.pty,
             multi_prog: text(&s.multi_prog),
+            container: Cow::Borrowed(&s.container[..]),
         }
     }
 }
@@ -1329,6 +1333,7 @@ impl From<StepRequest<'_>> for proto::StepRequest {
             gres_flags: owned(s.gres_flags),
             pty: s.pty,
             multi_prog: owned(s.multi_prog),
+            container: s.container.into_owned(),
         }
     }
 }

@@ -205,6 +205,10 @@ pub struct JobDesc<'a> {
     /// `--segment` (absent before it, and when None).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment: Option<u32>,
+    /// pyxis's container options (absent in records written before them,
+    /// and where none were given).
+    #[serde(default, skip_serializing_if = "<[(String, String)]>::is_empty")]
+    pub container: Cow<'a, [(String, String)]>,
 }
 
 /// `Option<String>` borrowed.
@@ -285,6 +289,7 @@ impl<'a> From<&'a proto::JobDesc> for JobDesc<'a> {
             switches: d.switches,
             switch_wait: d.switch_wait,
             segment: d.segment,
+            container: Cow::Borrowed(&d.container[..]),
         }
     }
 }
@@ -357,6 +362,7 @@ impl From<JobDesc<'_>> for proto::JobDesc {
             switches: d.switches,
             switch_wait: d.switch_wait,
             segment: d.segment,
+            container: d.container.into_owned(),
         }
     }
 }
@@ -641,6 +647,7 @@ impl JobDesc<'_> {
             switches: self.switches,
             switch_wait: self.switch_wait,
             segment: self.segment,
+            container: own(self.container),
         }
     }
 }

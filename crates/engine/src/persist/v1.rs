@@ -463,6 +463,10 @@ pub struct Job {
     /// release fixtures compare byte for byte); MessagePack with names.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub configuring: bool,
+    /// A step ran in a pyxis container (absent before them, and when
+    /// false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub containers: bool,
 }
 
 /// A node in a snapshot. Only its dynamic state is read back: the rest
@@ -600,6 +604,7 @@ impl Job {
             suspend_time,
             secs_pre_suspend,
             preempted_by,
+            containers,
             script: _,
             env: _,
             limit_mailed: _,
@@ -657,6 +662,7 @@ impl Job {
             suspend_time: *suspend_time,
             secs_pre_suspend: *secs_pre_suspend,
             preempted_by: *preempted_by,
+            containers: *containers,
         }
     }
 }
@@ -718,6 +724,7 @@ impl Job {
             suspend_time: self.suspend_time,
             secs_pre_suspend: self.secs_pre_suspend,
             preempted_by: self.preempted_by,
+            containers: self.containers,
         }
     }
 }

@@ -577,6 +577,7 @@ fn helper_runs_as_another_user() {
                 time_limit_secs: None,
                 acctg_freq: None,
                 restarts: 0,
+                container: Vec::new(),
             };
             let r: NodeResponse = rpc::call_blocking(
                 &var("HELPER_NODE"),

@@ -14,6 +14,7 @@ mod attach;
 mod auth;
 mod cancel;
 mod confine;
+mod containers;
 mod ctld_scripts;
 mod deploy;
 mod deps;

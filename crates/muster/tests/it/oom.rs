@@ -15,13 +15,13 @@ use std::path::{Path, PathBuf};
 
 /// The cluster, and its node daemon's cgroup directories, removed (deepest
 /// first) once the cluster and its processes are gone.
-struct Cgroups {
+pub(crate) struct Cgroups {
     cluster: Option<Cluster>,
     dirs: Vec<PathBuf>,
 }
 
 impl Cgroups {
-    fn c(&self) -> &Cluster {
+    pub(crate) fn c(&self) -> &Cluster {
         self.cluster.as_ref().expect("running")
     }
 }
@@ -46,7 +46,7 @@ impl Drop for Cgroups {
 }
 
 /// Whether this host lets us make memory cgroups (v1, as root).
-fn memory_cgroups_writable() -> bool {
+pub(crate) fn memory_cgroups_writable() -> bool {
     let v1 = Path::new("/sys/fs/cgroup/memory/cgroup.procs");
     let v2 = Path::new("/sys/fs/cgroup/cgroup.subtree_control");
     [v1, v2]
@@ -59,11 +59,19 @@ fn memory_cgroups_writable() -> bool {
 
 /// A one-node cluster gathering usage from cgroups, with `cgroup_conf`.
 fn start(cgroup_conf: &str) -> Cgroups {
-    let c = crate::builder()
+    start_files(cgroup_conf, &[])
+}
+
+/// `start` with more files beside slurm.conf.
+pub(crate) fn start_files(cgroup_conf: &str, files: &[(&str, &str)]) -> Cgroups {
+    let mut b = crate::builder()
         .nodes(1)
         .conf_extra("JobAcctGatherType=jobacct_gather/cgroup\nJobAcctGatherFrequency=1\n")
-        .file("cgroup.conf", cgroup_conf)
-        .start();
+        .file("cgroup.conf", cgroup_conf);
+    for (name, text) in files {
+        b = b.file(name, text);
+    }
+    let c = b.start();
     // The node daemon's cgroups: muster/<node>-<FNV-1a of its spool>.
     let spool = c.root().join("spool").join("node1");
     let hash = spool

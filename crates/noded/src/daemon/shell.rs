@@ -769,6 +769,11 @@ async fn handle(daemon: &Arc<Daemon>, request: NodeRequest) -> (NodeResponse, Op
         ),
         NodeRequest::EndExtern { job_id } => {
             crate::daemon::scripts::job_ended(&daemon.link, job_id);
+            // Named containers live as long as their job (pyxis's job scope).
+            crate::container::remove_job_containers(
+                &daemon.setup.conf_path.to_string_lossy(),
+                job_id.0,
+            );
             (
                 crate::daemon::holder::end(&daemon.link, &daemon.holders, job_id),
                 None,

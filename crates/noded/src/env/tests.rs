@@ -26,6 +26,7 @@ fn launch() -> BatchLaunch {
         time_limit_secs: None,
         acctg_freq: None,
         restarts: 0,
+        container: Vec::new(),
     }
 }
 

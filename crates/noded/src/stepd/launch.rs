@@ -17,6 +17,7 @@
 //! by the child after the user switch, so they are created as, and checked
 //! against the permissions of, the job's user.
 
+use crate::container::Container;
 use crate::env::{job_env, NodeEnv};
 use crate::exec::{groups_of, os_error_text, ExecImage, SUPERVISOR_IGNORES};
 use crate::slots::{Owner, Slots};
@@ -25,7 +26,7 @@ use proto::BatchLaunch;
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::io::Read;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -171,6 +172,7 @@ const STEP_USER: u8 = 2;
 const STEP_STDIN: u8 = 3;
 const STEP_STDOUT: u8 = 4;
 const STEP_STDERR: u8 = 5;
+const STEP_CONTAINER: u8 = 6;
 
 /// Highest errno with a prepared chdir message.
 const MAX_ERRNO: usize = 134;
@@ -190,6 +192,10 @@ struct ChildSetup {
     direct: Option<ExecImage>,
     /// `/bin/sh -c WRAPPER script args`, when the direct exec fails.
     wrapped: Option<ExecImage>,
+    /// `sbatch --container-image`: the container's mount namespace and the
+    /// working directory inside it. The output files are opened (as the
+    /// user) before the script joins it: they are the host's.
+    container: Option<(RawFd, CString)>,
 }
 
 fn errno() -> i32 {
@@ -214,6 +220,10 @@ impl ChildSetup {
             }
             if libc::setsid() < 0 {
                 return (STEP_SETSID, errno());
+            }
+            // (A pointer, not a moved CString: nothing may be freed here.)
+            if let Some((mnt, work_dir)) = self.container.as_ref().map(|(m, w)| (*m, w.as_ptr())) {
+                return self.apply_in_container(mnt, work_dir);
             }
             if let Some((uid, gid, groups)) = &self.switch {
                 if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
@@ -272,6 +282,89 @@ impl ChildSetup {
             Some(image) => (0, image.exec().raw_os_error().unwrap_or(libc::EIO)),
             // No shell to run it either (no /bin/sh).
             None => (0, libc::ENOENT),
+        }
+    }
+}
+
+impl ChildSetup {
+    /// `apply`'s rest for a script in a container: the output files
+    /// opened with the user's file system ids on the host, then the
+    /// container joined (as root), then the user switch, the working
+    /// directory inside, and the exec.
+    fn apply_in_container(&mut self, mnt: RawFd, work_dir: *const libc::c_char) -> (u8, i32) {
+        // SAFETY: as `apply`: system calls on data prepared before fork.
+        unsafe {
+            if let Some((uid, gid, _)) = &self.switch {
+                libc::setfsgid(*gid);
+                libc::setfsuid(*uid);
+            }
+            if let Err(step) = self.open_stdio() {
+                return (step, errno());
+            }
+            libc::setfsuid(0);
+            libc::setfsgid(0);
+            if libc::setns(mnt, libc::CLONE_NEWNS) != 0 {
+                return (STEP_CONTAINER, errno());
+            }
+            if let Some((uid, gid, groups)) = &self.switch {
+                if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
+                    || libc::setgid(*gid) != 0
+                    || libc::setuid(*uid) != 0
+                {
+                    return (STEP_USER, errno());
+                }
+            }
+            if let Some(mask) = self.umask {
+                libc::umask(mask);
+            }
+            if libc::chdir(work_dir) != 0 {
+                let e = errno();
+                libc::chdir(c"/".as_ptr());
+                self.chdir_line.write(2, e);
+            }
+        }
+        if let Some(image) = self.direct.as_mut() {
+            let _ = image.exec();
+        }
+        match self.wrapped.as_mut() {
+            Some(image) => (0, image.exec().raw_os_error().unwrap_or(libc::EIO)),
+            None => (0, libc::ENOENT),
+        }
+    }
+
+    /// Opens stdin, stdout and stderr as `apply` does; Err: the step that
+    /// failed (errno is left set).
+    fn open_stdio(&self) -> Result<(), u8> {
+        // SAFETY: open(2) and dup2(2) on paths prepared before fork.
+        unsafe {
+            let fd = libc::open(self.stdin.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(STEP_STDIN);
+            }
+            libc::dup2(fd, 0);
+            let mode = libc::O_WRONLY
+                | libc::O_CREAT
+                | libc::O_CLOEXEC
+                | libc::O_APPEND
+                | if self.append { 0 } else { libc::O_TRUNC };
+            let fd = libc::open(self.stdout.as_ptr(), mode, 0o666 as libc::c_uint);
+            if fd < 0 {
+                return Err(STEP_STDOUT);
+            }
+            libc::dup2(fd, 1);
+            match &self.stderr {
+                None => {
+                    libc::dup2(1, 2);
+                }
+                Some(path) => {
+                    let fd = libc::open(path.as_ptr(), mode, 0o666 as libc::c_uint);
+                    if fd < 0 {
+                        return Err(STEP_STDERR);
+                    }
+                    libc::dup2(fd, 2);
+                }
+            }
+            Ok(())
         }
     }
 }
@@ -586,6 +679,11 @@ fn kill_forked(pid: i32) {
     );
 }
 
+/// A started batch script: its pid, its environment (for the
+/// TaskEpilog), and its container (`sbatch --container-image`), which the
+/// supervisor ends after the script.
+pub type Spawned = (i32, Vec<(String, String)>, Option<Container>);
+
 /// Starts the batch script of `spec`, whose copy is `script`, as a child
 /// of the calling process (the supervisor). Returns its pid, which is also
 /// its process group and session, or why it could not start. With a cgroup
@@ -595,7 +693,7 @@ pub fn spawn_script(
     spec: &StepdSpec,
     script: &Path,
     cgroup: Option<&crate::gather::TaskCgroup>,
-) -> Result<(i32, Vec<(String, String)>), String> {
+) -> Result<Spawned, String> {
     let launch = &spec.launch;
     let paths = Paths::of(launch);
     let mut env = job_env(
@@ -632,11 +730,46 @@ pub fn spawn_script(
             Err(e) => eprintln!("noded --stepd: job {}: TaskProlog: {e}", launch.job_id),
         }
     }
+    // `sbatch --container-image`: the script runs in the container, bound
+    // in at its own path.
+    let container = if launch.container.is_empty() {
+        None
+    } else {
+        let files = spec.cgroup.as_ref().and_then(|c| c.devices.as_ref());
+        let gpu_files = launch
+            .gpus
+            .iter()
+            .filter_map(|i| match files {
+                Some(f) => f.get(*i as usize).cloned(),
+                None => Some(PathBuf::from(format!("/dev/nvidia{i}"))),
+            })
+            .filter(|p| p.exists())
+            .collect();
+        let ctx = crate::container::StepContext {
+            conf_path: &spec.conf_path,
+            job_id: launch.job_id.0,
+            step: "batch".into(),
+            uid: launch.uid,
+            gid: launch.gid,
+            user: &launch.user,
+            cwd: work_dir,
+            gpu_files,
+            extra_binds: vec![script.to_path_buf()],
+        };
+        let c = Container::start(&launch.container, &ctx)?;
+        if c.user_ns.is_some() {
+            return Err("pyxis: --container-remap-root is not supported for batch scripts".into());
+        }
+        c.task_env(&mut env);
+        Some(c)
+    };
+    let root = container.as_ref().and_then(|c| c.root());
     let (mut report_rx, report_tx) =
         UnixStream::pair().map_err(|e| format!("cannot create a pipe: {e}"))?;
     let script_arg = script.to_string_lossy().into_owned();
-    let direct = ExecImage::new(&script_arg, &launch.argv, &env);
-    let wrapped = ExecImage::new(
+    let direct = ExecImage::new_in(root.as_deref(), &script_arg, &launch.argv, &env);
+    let wrapped = ExecImage::new_in(
+        root.as_deref(),
         "/bin/sh",
         &[
             ["-c".to_string(), WRAPPER.to_string(), script_arg.clone()].as_slice(),
@@ -660,6 +793,13 @@ pub fn spawn_script(
         },
         stdout: cstring("stdout path", &paths.stdout)?,
         append: launch.open_append,
+        container: match &container {
+            Some(c) => Some((
+                crate::container::raw(c),
+                cstring("container working directory", &c.workdir)?,
+            )),
+            None => None,
+        },
     };
     let report_fd = report_tx.as_raw_fd();
     // task/affinity: the batch step on the job's CPUs here.
@@ -717,7 +857,7 @@ pub fn spawn_script(
     if got == 0 {
         // The supervisor reaps the script by pid (it needs the raw status
         // and to look before reaping).
-        return Ok((pid, env));
+        return Ok((pid, env, container));
     }
     // It failed before its exec and exits: reap it.
     let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
@@ -738,6 +878,7 @@ pub fn spawn_script(
         STEP_STDIN => format!("Could not open stdin file {}: {err}", paths.stdin),
         STEP_STDOUT => format!("Could not open stdout file {}: {err}", paths.stdout),
         STEP_STDERR => format!("Could not open stderr file {}: {err}", paths.stderr),
+        STEP_CONTAINER => format!("pyxis: cannot join the container: {err}"),
         _ => format!("cannot execute /bin/sh for {}: {err}", script.display()),
     })
 }

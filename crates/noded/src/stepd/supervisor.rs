@@ -138,15 +138,16 @@ pub fn main(job_dir: &Path) -> i32 {
             }
         }
     };
-    let (pid, script_env) = match launch::spawn_script(&spec, &script, task_cgroup.as_ref()) {
-        Ok(started) => started,
-        Err(msg) => {
-            end_cgroups();
-            let _ = spool::write_status(job_dir, EXIT_1, Some(&msg), None);
-            answer(&StepdAnswer::Failed(msg));
-            return 0;
-        }
-    };
+    let (pid, script_env, container) =
+        match launch::spawn_script(&spec, &script, task_cgroup.as_ref()) {
+            Ok(started) => started,
+            Err(msg) => {
+                end_cgroups();
+                let _ = spool::write_status(job_dir, EXIT_1, Some(&msg), None);
+                answer(&StepdAnswer::Failed(msg));
+                return 0;
+            }
+        };
     if let Some((driver, _)) = &confined {
         // The script joined its cgroup before its exec; should that have
         // failed, it is moved now (it may not have forked yet).
@@ -208,6 +209,12 @@ pub fn main(job_dir: &Path) -> i32 {
         )
     });
     let (raw, ru) = wait_job(pid);
+    // The container goes with the script (`--container-save` first).
+    if let Some(c) = container {
+        if let Some(e) = c.finish() {
+            eprintln!("noded --stepd: job {job_id}: {e}");
+        }
+    }
     // TaskEpilog: as the user, in the script's environment.
     if let Some(epilog) = spec.task_epilog.as_deref() {
         let launch = &spec.launch;

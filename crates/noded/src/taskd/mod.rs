@@ -342,6 +342,32 @@ fn task_cpus(spec: &TaskdSpec, step: &StepSetup, local: usize) -> Option<Vec<u32
     })
 }
 
+/// Who and where the step's container is for.
+fn container_context(spec: &TaskdSpec) -> crate::container::StepContext<'_> {
+    let l = &spec.launch;
+    let files = spec.cgroup.as_ref().and_then(|c| c.devices.as_ref());
+    let gpu_files = l
+        .gpus
+        .iter()
+        .filter_map(|i| match files {
+            Some(f) => f.get(*i as usize).cloned(),
+            None => Some(std::path::PathBuf::from(format!("/dev/nvidia{i}"))),
+        })
+        .filter(|p| p.exists())
+        .collect();
+    crate::container::StepContext {
+        conf_path: &spec.conf_path,
+        job_id: l.job_id.0,
+        step: l.step_id.to_string(),
+        uid: l.uid,
+        gid: l.gid,
+        user: &l.user,
+        cwd: &l.work_dir,
+        gpu_files,
+        extra_binds: Vec::new(),
+    }
+}
+
 /// Whether a task with `task_gpus` gets a device cgroup of its own
 /// (ConstrainDevices, and fewer GPUs than its step: as Slurm, the task
 /// level is skipped where a task gets all the step's).
@@ -432,6 +458,11 @@ struct TaskSetup {
     /// `srun --pty`: stdin is a terminal to make the task's controlling one.
     ctty: bool,
     image: Option<ExecImage>,
+    /// The step's container: its mount namespace, joined first.
+    mnt_ns: Option<RawFd>,
+    /// `--container-remap-root`: the container's user namespace, joined
+    /// instead of the user switch (the job's user is 0 in it).
+    user_ns: Option<RawFd>,
 }
 
 impl TaskSetup {
@@ -450,7 +481,14 @@ impl TaskSetup {
             if self.ctty && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            if let Some((uid, gid, groups)) = &self.switch {
+            if let Some(fd) = self.mnt_ns {
+                // Still root: the container's mount namespace, then the
+                // user switch and the working directory inside it.
+                crate::container::join_in_child(fd)?;
+            }
+            if let (Some(ns), Some((_, gid, _))) = (self.user_ns, &self.switch) {
+                crate::container::enter_user_ns(ns, *gid)?;
+            } else if let Some((uid, gid, groups)) = &self.switch {
                 if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
                     || libc::setgid(*gid) != 0
                     || libc::setuid(*uid) != 0
@@ -638,6 +676,19 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
             eprintln!("noded --step-tasks: {e}");
         }
     }
+    // The container goes once its tasks are gone (`--container-save`
+    // first): its namespace, and every mount in it, with its anchor.
+    if let Some(c) = step.container.take() {
+        if let Some(e) = c.finish() {
+            if let Some(task) = step.mine.first() {
+                step.to.send(StepdToSrun::Output {
+                    task: *task,
+                    stderr: true,
+                    data: format!("slurmstepd: error: {e}\n").into_bytes(),
+                });
+            }
+        }
+    }
     if oom_kills > 0 {
         // slurmstepd's line, on the stderr of the node's first task.
         if let Some(task) = step.mine.first() {
@@ -683,6 +734,11 @@ struct StepSetup {
     confine_error: Option<String>,
     /// task/affinity: how this node's tasks are bound, and the host's CPUs.
     binding: Option<(crate::affinity::Binding, Vec<u32>)>,
+    /// The step's container (`srun --container-image`).
+    container: Option<crate::container::Container>,
+    /// Why the container could not be set up (pyxis's line): every task
+    /// of this node then fails.
+    container_error: Option<String>,
 }
 
 /// A confined step's cgroup.
@@ -798,14 +854,32 @@ impl StepSetup {
             );
             (binding, host)
         });
+        let (container, container_error) = if l.container.is_empty() {
+            (None, None)
+        } else {
+            match crate::container::Container::start(&l.container, &container_context(spec)) {
+                Ok(c) => (Some(c), None),
+                Err(e) => (None, Some(e)),
+            }
+        };
+        let (work_dir, chdir_lines) = match &container {
+            Some(c) => {
+                let mut lines = vec![chdir_error_line(&c.workdir, libc::EIO).into_bytes()];
+                lines.extend((1..134).map(|e| chdir_error_line(&c.workdir, e).into_bytes()));
+                (c.workdir.clone(), lines)
+            }
+            None => (work_dir.to_string(), chdir_lines),
+        };
         StepSetup {
+            container,
+            container_error,
             binding,
             confined,
             confine_error,
             to,
             mine,
             switch,
-            work_dir: work_dir.to_string(),
+            work_dir,
             chdir_lines,
             pmi,
             pmix,
@@ -899,6 +973,18 @@ fn start_task(
             return;
         }
     };
+    if let Some(e) = &step.container_error {
+        // pyxis's line, once per node; every task of the node fails.
+        if local == 0 {
+            to.send(StepdToSrun::Output {
+                task,
+                stderr: true,
+                data: format!("slurmstepd: error: {e}\n").into_bytes(),
+            });
+        }
+        started.failed_exits.push((task, 1 << 8));
+        return;
+    }
     let mut stdio = task_stdio(spec, step, opened, task);
     // `srun --pty`: task 0 alone runs on a terminal (srun(1) --pty).
     let term = match l.pty.filter(|_| task == 0) {
@@ -1006,7 +1092,16 @@ fn start_task(
         started.failed_exits.push((task, 1 << 8));
         return;
     };
+    // In a container: the image's environment and entrypoint (pyxis).
+    let argv = match &step.container {
+        Some(c) => {
+            c.task_env(&mut env);
+            c.task_argv(argv)
+        }
+        None => argv,
+    };
     let program = &argv[0];
+    let root = step.container.as_ref().and_then(|c| c.root());
     let mut setup = TaskSetup {
         switch: step.switch.clone(),
         work_dir: CString::new(step.work_dir.as_str()).unwrap_or_else(|_| c"/tmp".into()),
@@ -1014,7 +1109,13 @@ fn start_task(
         stdin_file: stdio.stdin_file,
         keep_fd,
         ctty: term.is_some(),
-        image: ExecImage::new(program, &argv[1..], &env),
+        image: ExecImage::new_in(root.as_deref(), program, &argv[1..], &env),
+        mnt_ns: step.container.as_ref().map(crate::container::raw),
+        user_ns: step
+            .container
+            .as_ref()
+            .and_then(|c| c.user_ns.as_ref())
+            .map(|f| f.as_raw_fd()),
     };
     let mut cmd = std::process::Command::new(program);
     cmd.args(&argv[1..])

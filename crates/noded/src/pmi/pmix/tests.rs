@@ -33,6 +33,7 @@ fn launch(tasks: Vec<Vec<u32>>, node_index: u32) -> StepLaunch {
         task_epilog: None,
         pty: None,
         multi_prog: None,
+        container: Vec::new(),
     }
 }
 

@@ -77,6 +77,7 @@ fn borrowed_spec_is_the_specs_json() {
         time_limit_secs: Some(60),
         acctg_freq: Some("task=5".into()),
         restarts: 3,
+        container: Vec::new(),
     };
     let gather = crate::gather::GatherSettings::default();
     let owned = StepdSpec {

@@ -1,0 +1,710 @@
+//! Containers the pyxis way (issue 42; isolation notes §5, tests 18-28):
+//! `srun --container-image=...` on a small image built here (Debian's
+//! busybox-static in a root file system, packed with mksquashfs, and as an
+//! OCI layout and a docker-archive), run by the node daemon itself. They
+//! need root (mount namespaces, loop devices), `mksquashfs` and
+//! `/bin/busybox` (xtask/setup.sh installs squashfs-tools and
+//! busybox-static); CI runs them as root. Each checks that nothing stays
+//! mounted and no loop device still holds an image afterwards.
+
+use crate::auth::{is_root, set_mode, TestUser};
+use crate::{builder, secs};
+use e2e::Cluster;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Whether this host can run the tests; says why not where it cannot.
+fn can_run(test: &str) -> bool {
+    let missing: Vec<&str> = [
+        (!is_root()).then_some("root"),
+        (!Path::new("/bin/busybox").is_file()).then_some("/bin/busybox (busybox-static)"),
+        Command::new("mksquashfs")
+            .arg("-version")
+            .output()
+            .is_err()
+            .then_some("mksquashfs (squashfs-tools)"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").is_err(),
+        "{test}: CI must run it; missing {missing:?}"
+    );
+    eprintln!("{test}: not run: it needs {missing:?}");
+    false
+}
+
+fn sh(cmd: &mut Command) {
+    let out = cmd.output().expect("running a command");
+    assert!(out.status.success(), "{cmd:?}: {out:?}");
+}
+
+/// A busybox root file system at `dir`: `/etc/os-release` names the
+/// image, `/etc/environment` sets `IMAGE_VAR` and `FOO`.
+fn rootfs(dir: &Path) {
+    for d in [
+        "bin", "etc", "proc", "sys", "dev", "tmp", "root", "data", "usr/bin",
+    ] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    std::fs::copy("/bin/busybox", dir.join("bin/busybox")).unwrap();
+    sh(Command::new("chroot")
+        .arg(dir)
+        .args(["/bin/busybox", "--install", "-s", "/bin"]));
+    std::fs::write(
+        dir.join("etc/os-release"),
+        "NAME=\"Muster Busybox\"\nPRETTY_NAME=\"muster tiny image 1.0\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("etc/environment"),
+        "PATH=/bin:/usr/bin\nIMAGE_VAR=from-image\nFOO=image\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("etc/group"), "root:x:0:\n").unwrap();
+    std::fs::write(dir.join("etc/passwd"), "root:x:0:0::/root:/bin/sh\n").unwrap();
+}
+
+/// The image as squashfs at `out`.
+fn squash(rootfs: &Path, out: &Path) {
+    sh(Command::new("mksquashfs").arg(rootfs).arg(out).args([
+        "-noappend",
+        "-quiet",
+        "-no-progress",
+    ]));
+}
+
+/// A directory the test owns: images, data, the node's cache.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        let dir = tempfile::Builder::new()
+            .prefix("muster-ctr-")
+            .tempdir()
+            .unwrap();
+        set_mode(dir.path(), 0o755);
+        Scratch { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The squashfs image (built once per test).
+    fn image(&self) -> PathBuf {
+        let img = self.path("img.sqsh");
+        if !img.exists() {
+            let root = self.path("rootfs");
+            rootfs(&root);
+            squash(&root, &img);
+            set_mode(&img, 0o644);
+        }
+        img
+    }
+
+    fn cluster(&self, extra: &str) -> Cluster {
+        let conf = format!(
+            "required /usr/lib/spank_pyxis.so cache_dir={}\n{extra}",
+            self.path("cache").display()
+        );
+        builder().nodes(1).file("pyxis.conf", &conf).start()
+    }
+
+    /// Nothing of the test's is mounted, and no loop device holds one of
+    /// its images.
+    fn assert_clean(&self) {
+        let base = self.dir.path().display().to_string();
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        assert!(
+            !mounts.contains(&base),
+            "left mounted:\n{}",
+            mounts
+                .lines()
+                .filter(|l| l.contains(&base))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        if let Ok(list) = std::fs::read_dir("/sys/block") {
+            for e in list.flatten() {
+                let f = e.path().join("loop/backing_file");
+                if let Ok(text) = std::fs::read_to_string(&f) {
+                    assert!(!text.contains(&base), "loop device left: {f:?} {text}");
+                }
+            }
+        }
+    }
+}
+
+/// Waits a moment for mounts to go (a step's anchor exits after srun
+/// heard its end), then checks.
+fn settle_clean(s: &Scratch, c: &Cluster) {
+    let base = s.dir.path().display().to_string();
+    c.wait_until("no container mount left", secs(10), || {
+        let m = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        (!m.contains(&base)).then_some(())
+    });
+    s.assert_clean();
+}
+
+/// Tests 18-21, 25, 28 and the errors of item 5: the image's files, binds
+/// (`:ro` too), the working directory, read-only and writable roots, the
+/// image's environment against `--container-env`, one mount namespace for
+/// all the tasks of a step, pyxis's messages; nothing left mounted.
+#[test]
+fn steps_run_in_squashfs_containers() {
+    if !can_run("steps_run_in_squashfs_containers") {
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let img_arg = format!("--container-image={}", img.display());
+    let c = s.cluster("");
+    let data = s.path("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("hello"), "hello from the host\n").unwrap();
+
+    // 18: the image's file, not the host's.
+    let out = c.ok("srun", &[&img_arg, "cat", "/etc/os-release"]);
+    assert!(out.stdout.contains("muster tiny image 1.0"), "{out}");
+
+    // 19: a bind, written through; `:ro` refuses writes.
+    let mounts = format!("--container-mounts={}:/data", data.display());
+    let out = c.ok(
+        "srun",
+        &[
+            &img_arg,
+            &mounts,
+            "sh",
+            "-c",
+            "cat /data/hello; echo written > /data/out",
+        ],
+    );
+    assert_eq!(out.stdout, "hello from the host\n", "{out}");
+    assert_eq!(
+        std::fs::read_to_string(data.join("out")).unwrap(),
+        "written\n"
+    );
+    let ro = format!("--container-mounts={}:/data:ro", data.display());
+    let out = c.run("srun", &[&img_arg, &ro, "sh", "-c", "echo x > /data/ro"]);
+    assert!(!out.ok(), "{out}");
+    assert!(out.stderr.contains("Read-only file system"), "{out}");
+
+    // 20: --container-workdir, else the image's (none: /).
+    let out = c.ok(
+        "srun",
+        &[&img_arg, &mounts, "--container-workdir=/data", "pwd"],
+    );
+    assert_eq!(out.stdout, "/data\n");
+    let out = c.ok("srun", &[&img_arg, "pwd"]);
+    assert_eq!(out.stdout, "/\n");
+
+    // 21: read-only root, binds still writable; a writable root's changes
+    // go with the step.
+    let out = c.run(
+        "srun",
+        &[
+            &img_arg,
+            &mounts,
+            "--container-readonly",
+            "sh",
+            "-c",
+            "echo ok > /data/rw; touch /etc/x",
+        ],
+    );
+    assert!(!out.ok(), "{out}");
+    assert!(out.stderr.contains("Read-only file system"), "{out}");
+    assert_eq!(std::fs::read_to_string(data.join("rw")).unwrap(), "ok\n");
+    c.ok(
+        "srun",
+        &[&img_arg, "--container-writable", "touch", "/etc/x"],
+    );
+    let out = c.run("srun", &[&img_arg, "ls", "/etc/x"]);
+    assert!(!out.ok(), "an unnamed container kept a change: {out}");
+
+    // 25: the image's FOO wins, unless --container-env names it; the
+    // image's own variables are there.
+    let out = c.run_env(
+        "srun",
+        &[&img_arg, "sh", "-c", "echo $FOO $IMAGE_VAR"],
+        &[("FOO", "host")],
+    );
+    assert_eq!(out.stdout, "image from-image\n", "{out}");
+    let out = c.run_env(
+        "srun",
+        &[&img_arg, "--container-env=FOO", "sh", "-c", "echo $FOO"],
+        &[("FOO", "host")],
+    );
+    assert_eq!(out.stdout, "host\n", "{out}");
+
+    // 28: the tasks of a step share the container (task 0 writes /tmp,
+    // task 1 reads it) and have Slurm's variables.
+    let out = c.ok(
+        "srun",
+        &[
+            "-n2",
+            &img_arg,
+            "sh",
+            "-c",
+            "if [ $SLURM_PROCID = 0 ]; then echo shared > /tmp/f; else \
+             i=0; while [ ! -s /tmp/f ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; \
+             cat /tmp/f; echo $SLURM_NTASKS $SLURM_JOB_ID; fi",
+        ],
+    );
+    assert!(out.stdout.starts_with("shared\n2 "), "{out}");
+
+    // The environment forms (PYXIS_CONTAINER_*) stand for the options.
+    let out = c.run_env(
+        "srun",
+        &["cat", "/etc/os-release"],
+        &[("PYXIS_CONTAINER_IMAGE", &img.display().to_string())],
+    );
+    assert!(out.stdout.contains("muster tiny image"), "{out}");
+
+    // Errors: pyxis's words, the node stays up.
+    let out = c.run("srun", &["--container-image=/no/such.sqsh", "true"]);
+    assert!(!out.ok(), "{out}");
+    assert!(
+        out.stderr
+            .contains("pyxis: cannot use image /no/such.sqsh: No such file or directory"),
+        "{out}"
+    );
+    let out = c.run("srun", &[&img_arg, "--container-mounts=data:/data", "true"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        "srun: error: pyxis: mount source must be an absolute or relative path, or \"tmpfs\": data:/data\n"
+    );
+    let out = c.run(
+        "srun",
+        &["--container-image=nvcr.io#nvidia/pytorch:24.01-py3", "true"],
+    );
+    assert!(
+        out.stderr.contains("pyxis: failed to import docker image"),
+        "{out}"
+    );
+    assert_eq!(c.ok("srun", &["echo", "healthy"]).stdout, "healthy\n");
+    assert_eq!(c.node_state("node1"), "idle");
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}
+
+/// Tests 22 and 23: a named container keeps its changes for the job's
+/// later steps, not for another job; `:create` on an existing name fails;
+/// `--container-save` writes a squashfs that holds the change. Also the
+/// `Container` field of `scontrol show job`.
+#[test]
+fn named_containers_persist_for_the_job_and_save() {
+    if !can_run("named_containers_persist_for_the_job_and_save") {
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let c = s.cluster("");
+    let saved = s.path("saved.sqsh");
+    let script = format!(
+        "#!/bin/sh\n\
+         srun --container-image={img} --container-name=foo sh -c 'echo pkg-v1 > /etc/installed'\n\
+         srun --container-name=foo cat /etc/installed\n\
+         srun --container-name=foo:create true || echo create-refused\n\
+         srun --container-name=foo --container-save={saved} sh -c 'echo saved > /etc/marker'\n",
+        img = img.display(),
+        saved = saved.display()
+    );
+    c.write("named.sh", &script);
+    let id = c.submit(&["-o", "named.out", "named.sh"]);
+    assert_eq!(c.wait_done(id, secs(60)), "COMPLETED", "{}", c.logs());
+    let out = c.read("named.out");
+    assert!(out.contains("pkg-v1\n"), "{out}");
+    assert!(
+        out.contains("pyxis: container already exists: foo"),
+        "{out}"
+    );
+    assert!(out.contains("create-refused\n"), "{out}");
+    // Another job does not see it.
+    let out = c.run(
+        "srun",
+        &[
+            &format!("--container-image={}", img.display()),
+            "--container-name=foo",
+            "cat",
+            "/etc/installed",
+        ],
+    );
+    assert!(!out.ok(), "{out}");
+    // The saved image holds the change.
+    let out = c.ok(
+        "srun",
+        &[
+            &format!("--container-image={}", saved.display()),
+            "cat",
+            "/etc/marker",
+            "/etc/installed",
+        ],
+    );
+    assert_eq!(out.stdout, "saved\npkg-v1\n");
+    let out = c.ok(
+        "sbatch",
+        &[
+            "--parsable",
+            "--hold",
+            &format!("--container-image={}", img.display()),
+            "--wrap",
+            "true",
+        ],
+    );
+    let held: u32 = out.stdout.trim().parse().unwrap();
+    let shown = c.ok("scontrol", &["show", "job", &held.to_string()]).stdout;
+    assert!(
+        shown.contains(&format!("   Container={}\n", img.display())),
+        "{shown}"
+    );
+    c.ok("scancel", &[&held.to_string()]);
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+    assert!(
+        !s.path("cache/named").join(format!("job_{id}")).exists(),
+        "the job's named container outlived it"
+    );
+}
+
+/// The batch script runs in the container given to sbatch, its output
+/// on the host; the container is gone when the job ends.
+#[test]
+fn batch_scripts_run_in_the_container() {
+    if !can_run("batch_scripts_run_in_the_container") {
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let c = s.cluster("");
+    c.write(
+        "b.sh",
+        "#!/bin/sh\ncat /etc/os-release\necho $IMAGE_VAR\nls /data 2>&1 | head -1\n",
+    );
+    let id = c.submit(&[
+        &format!("--container-image={}", img.display()),
+        "--container-mounts=tmpfs:/data",
+        "-o",
+        "b.out",
+        "b.sh",
+    ]);
+    assert_eq!(c.wait_done(id, secs(60)), "COMPLETED", "{}", c.logs());
+    let out = c.read("b.out");
+    assert!(out.contains("muster tiny image 1.0"), "{out}");
+    assert!(out.contains("from-image\n"), "{out}");
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}
+
+/// Test 26: a container's processes are the step's: in its cgroup, under
+/// its memory limit (an OOM kill ends it OUT_OF_MEMORY, with slurmstepd's
+/// line).
+#[test]
+fn container_tasks_stay_in_the_steps_cgroup() {
+    if !can_run("container_tasks_stay_in_the_steps_cgroup")
+        || !crate::oom::memory_cgroups_writable()
+    {
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let conf = format!("cache_dir={}\n", s.path("cache").display());
+    let g = crate::oom::start_files(
+        "ConstrainRAMSpace=yes\nConstrainSwapSpace=yes\n",
+        &[("pyxis.conf", &conf)],
+    );
+    let c = g.c();
+    let image = format!("--container-image={}", img.display());
+    let out = c.ok("srun", &[&image, "cat", "/proc/self/cgroup"]);
+    assert!(out.stdout.contains("/step_0"), "{out}");
+    let out = c.run(
+        "srun",
+        &[
+            "--mem=40M",
+            &image,
+            "sh",
+            "-c",
+            "x=$(head -c 300000000 /dev/zero | tr '\\0' a); echo survived",
+        ],
+    );
+    assert!(!out.stdout.contains("survived"), "{out}");
+    assert!(
+        out.stderr
+            .contains("slurmstepd: error: Detected 1 oom_kill event in StepId="),
+        "{out}"
+    );
+    settle_clean(&s, c);
+    drop(g);
+    s.assert_clean();
+}
+
+/// sha256 of a file, hex.
+fn sha256(p: &Path) -> String {
+    let out = Command::new("sha256sum").arg(p).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// Test 27: an OCI image layout (two layers, the second gzip'd with a
+/// whiteout) and the same image as a docker-archive run as imported
+/// squashfs; the whiteout removed the file, the config's Env and
+/// WorkingDir apply; a corrupted blob is refused.
+#[test]
+fn oci_layouts_and_docker_archives_are_imported() {
+    if !can_run("oci_layouts_and_docker_archives_are_imported") {
+        return;
+    }
+    let s = Scratch::new();
+    let root = s.path("rootfs");
+    rootfs(&root);
+    std::fs::remove_file(root.join("etc/environment")).unwrap();
+    std::fs::create_dir_all(root.join("work")).unwrap();
+    let layer1 = s.path("layer1.tar");
+    sh(Command::new("tar")
+        .arg("-C")
+        .arg(&root)
+        .arg("-cf")
+        .arg(&layer1)
+        .arg("."));
+    let l2 = s.path("l2");
+    std::fs::create_dir_all(l2.join("etc")).unwrap();
+    std::fs::write(l2.join("etc/motd"), "added by layer 2\n").unwrap();
+    std::fs::write(l2.join("etc/.wh.group"), "").unwrap();
+    let layer2 = s.path("layer2.tar");
+    sh(Command::new("tar")
+        .arg("-C")
+        .arg(&l2)
+        .arg("-cf")
+        .arg(&layer2)
+        .arg("."));
+    let layer2_gz = s.path("layer2.tar.gz");
+    sh(Command::new("sh").arg("-c").arg(format!(
+        "gzip -c {} > {}",
+        layer2.display(),
+        layer2_gz.display()
+    )));
+    let (d1, d2, d2gz) = (sha256(&layer1), sha256(&layer2), sha256(&layer2_gz));
+    let config = format!(
+        r#"{{"architecture":"amd64","os":"linux","config":{{"Env":["PATH=/bin:/usr/bin","IMAGE_VAR=from-oci"],"WorkingDir":"/work"}},"rootfs":{{"type":"layers","diff_ids":["sha256:{d1}","sha256:{d2}"]}}}}"#
+    );
+    // The OCI layout.
+    let layout = s.path("layout");
+    let blobs = layout.join("blobs/sha256");
+    std::fs::create_dir_all(&blobs).unwrap();
+    std::fs::copy(&layer1, blobs.join(&d1)).unwrap();
+    std::fs::copy(&layer2_gz, blobs.join(&d2gz)).unwrap();
+    let config_path = s.path("config.json");
+    std::fs::write(&config_path, &config).unwrap();
+    let dc = sha256(&config_path);
+    std::fs::copy(&config_path, blobs.join(&dc)).unwrap();
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+    let manifest = format!(
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:{dc}","size":{}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:{d1}","size":{}}},{{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:{d2gz}","size":{}}}]}}"#,
+        size(&config_path),
+        size(&layer1),
+        size(&layer2_gz)
+    );
+    let manifest_path = s.path("manifest.json");
+    std::fs::write(&manifest_path, &manifest).unwrap();
+    let dm = sha256(&manifest_path);
+    std::fs::copy(&manifest_path, blobs.join(&dm)).unwrap();
+    std::fs::write(
+        layout.join("index.json"),
+        format!(
+            r#"{{"schemaVersion":2,"manifests":[{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:{dm}","size":{}}}]}}"#,
+            manifest.len()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        layout.join("oci-layout"),
+        r#"{"imageLayoutVersion":"1.0.0"}"#,
+    )
+    .unwrap();
+    sh(Command::new("chmod").args(["-R", "a+rX"]).arg(s.dir.path()));
+
+    let c = s.cluster("");
+    let probe = "cat /etc/motd; ls /etc; echo $IMAGE_VAR; pwd";
+    let out = c.ok(
+        "srun",
+        &[
+            &format!("--container-image={}", layout.display()),
+            "sh",
+            "-c",
+            probe,
+        ],
+    );
+    let want = "added by layer 2\nmotd\nos-release\npasswd\nfrom-oci\n/work\n";
+    assert!(out.stdout.starts_with("added by layer 2\n"), "{out}");
+    assert!(
+        !out.stdout.contains("group"),
+        "the whiteout was not applied: {out}"
+    );
+    assert!(out.stdout.ends_with("from-oci\n/work\n"), "{out}");
+    let cached = std::fs::read_dir(s.path("cache/images")).unwrap().count();
+    assert_eq!(cached, 1);
+    // Again: from the cache.
+    let again = c.ok(
+        "srun",
+        &[
+            &format!("--container-image={}", layout.display()),
+            "sh",
+            "-c",
+            probe,
+        ],
+    );
+    assert_eq!(again.stdout, out.stdout);
+
+    // The same image as `docker save` writes it.
+    let archive_dir = s.path("archive");
+    std::fs::create_dir_all(archive_dir.join("l1")).unwrap();
+    std::fs::create_dir_all(archive_dir.join("l2")).unwrap();
+    std::fs::copy(&layer1, archive_dir.join("l1/layer.tar")).unwrap();
+    std::fs::copy(&layer2, archive_dir.join("l2/layer.tar")).unwrap();
+    std::fs::copy(&config_path, archive_dir.join(format!("{dc}.json"))).unwrap();
+    std::fs::write(
+        archive_dir.join("manifest.json"),
+        format!(r#"[{{"Config":"{dc}.json","RepoTags":["tiny:1.0"],"Layers":["l1/layer.tar","l2/layer.tar"]}}]"#),
+    )
+    .unwrap();
+    let archive = s.path("tiny.tar");
+    sh(Command::new("tar")
+        .arg("-C")
+        .arg(&archive_dir)
+        .arg("-cf")
+        .arg(&archive)
+        .arg("."));
+    set_mode(&archive, 0o644);
+    let out2 = c.ok(
+        "srun",
+        &[
+            &format!("--container-image={}", archive.display()),
+            "sh",
+            "-c",
+            probe,
+        ],
+    );
+    assert_eq!(out2.stdout, out.stdout);
+    assert!(want.starts_with("added"));
+
+    // A corrupted layer is refused.
+    let bad = s.path("bad");
+    sh(Command::new("cp").arg("-a").arg(&layout).arg(&bad));
+    let blob = bad.join("blobs/sha256").join(&d1);
+    let mut bytes = std::fs::read(&blob).unwrap();
+    bytes[600] ^= 0xff;
+    std::fs::write(&blob, bytes).unwrap();
+    std::fs::remove_dir_all(s.path("cache/images")).unwrap();
+    let out = c.run(
+        "srun",
+        &[&format!("--container-image={}", bad.display()), "true"],
+    );
+    assert!(!out.ok(), "{out}");
+    assert!(
+        out.stderr
+            .contains(&format!("pyxis: image blob sha256:{d1} is corrupted")),
+        "{out}"
+    );
+    assert_eq!(c.node_state("node1"), "idle");
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}
+
+/// Test 24 (its unprivileged half) and 19's ownership: a second real Unix
+/// user's step runs as that user inside, with no capabilities, and what it
+/// writes through a bind is the user's on the host; an image the user
+/// cannot read is refused.
+#[test]
+fn another_users_container_runs_as_that_user() {
+    if !can_run("another_users_container_runs_as_that_user") {
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let user = TestUser::create("ct", s.dir.path());
+    let muster_bin = s.path("muster");
+    std::fs::copy(env!("CARGO_BIN_EXE_muster"), &muster_bin).unwrap();
+    let conf = format!("cache_dir={}\n", s.path("cache").display());
+    let c = builder()
+        .binary(&muster_bin)
+        .nodes(1)
+        .file("pyxis.conf", &conf)
+        .start();
+    set_mode(c.root(), 0o755);
+    let home = s.path(&user.name);
+    let mounts = format!("--container-mounts={}:/data", home.display());
+    let out = user.run(
+        &c,
+        "srun",
+        &[
+            &format!("--container-image={}", img.display()),
+            &mounts,
+            "sh",
+            "-c",
+            "id -u; grep CapEff /proc/self/status; echo mine > /data/owned",
+        ],
+    );
+    assert!(out.ok(), "{out}\n{}", c.logs());
+    let uid = nix::unistd::User::from_name(&user.name)
+        .unwrap()
+        .unwrap()
+        .uid;
+    assert_eq!(
+        out.stdout,
+        format!("{uid}\nCapEff:\t0000000000000000\n"),
+        "{out}"
+    );
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        std::fs::metadata(home.join("owned")).unwrap().uid(),
+        uid.as_raw()
+    );
+    // 24: --container-remap-root: 0 inside, the user outside.
+    let out = user.run(
+        &c,
+        "srun",
+        &[
+            &format!("--container-image={}", img.display()),
+            &mounts,
+            "--container-remap-root",
+            "sh",
+            "-c",
+            "id -u; echo remapped > /data/remapped",
+        ],
+    );
+    assert_eq!(out.stdout, "0\n", "{out}\n{}", c.logs());
+    assert_eq!(
+        std::fs::metadata(home.join("remapped")).unwrap().uid(),
+        uid.as_raw()
+    );
+    // An image only root may read is not the user's to run.
+    let secret = s.path("secret.sqsh");
+    std::fs::copy(&img, &secret).unwrap();
+    set_mode(&secret, 0o600);
+    let out = user.run(
+        &c,
+        "srun",
+        &[&format!("--container-image={}", secret.display()), "true"],
+    );
+    assert!(
+        out.stderr.contains("pyxis: cannot use image") && out.stderr.contains("Permission denied"),
+        "{out}"
+    );
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}

@@ -1,0 +1,462 @@
+//! The container's anchor (`noded --container-anchor`): a small process,
+//! started by the step's supervisor, that builds the container in a mount
+//! namespace of its own, answers one line (`Ok(Ready)` or `Err(pyxis:
+//! ...)`), then holds the namespace until its stdin closes. Its squashfuse
+//! helper, where one serves the image, is its child and ends with it.
+//!
+//! Single-threaded from exec to exit, so it may mount and fork freely.
+
+use super::{AnchorSpec, MountSpec, Ready};
+use std::ffi::CString;
+use std::io::{BufRead, Read, Write};
+use std::path::{Component, Path, PathBuf};
+
+/// The flag that runs the anchor.
+pub const FLAG: &str = "--container-anchor";
+
+/// Runs the anchor; returns the exit status.
+pub fn main() -> i32 {
+    let mut stdin = std::io::BufReader::new(std::io::stdin());
+    let mut line = String::new();
+    if stdin.read_line(&mut line).is_err() {
+        return 1;
+    }
+    let answer = |r: &Result<Ready, String>| {
+        let mut out = std::io::stdout().lock();
+        let _ = serde_json::to_writer(&mut out, r);
+        let _ = out.write_all(b"\n");
+        let _ = out.flush();
+    };
+    let spec: AnchorSpec = match serde_json::from_str(&line) {
+        Ok(s) => s,
+        Err(e) => {
+            answer(&Err(format!("pyxis: bad container spec: {e}")));
+            return 1;
+        }
+    };
+    let mut helpers = Vec::new();
+    let built = build(&spec, &mut helpers);
+    let failed = built.is_err();
+    answer(&built);
+    if !failed {
+        // Hold the namespace until the supervisor is done with it.
+        let mut sink = Vec::new();
+        let _ = stdin.read_to_end(&mut sink);
+    }
+    for mut h in helpers {
+        let _ = h.kill();
+        let _ = h.wait();
+    }
+    i32::from(failed)
+}
+
+fn cstr(p: &Path) -> Result<CString, String> {
+    CString::new(p.as_os_str().as_encoded_bytes())
+        .map_err(|_| format!("pyxis: path with a NUL byte: {}", p.display()))
+}
+
+/// mount(2), with pyxis-style errors.
+fn mount(
+    src: Option<&Path>,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> Result<(), String> {
+    let src_c = src.map(cstr).transpose()?;
+    let target_c = cstr(target)?;
+    let fs_c = fstype.map(|f| CString::new(f).expect("no NUL"));
+    let data_c = data
+        .map(|d| CString::new(d).map_err(|_| "pyxis: bad mount options".to_string()))
+        .transpose()?;
+    // SAFETY: pointers to NUL-terminated strings that outlive the call.
+    let rc = unsafe {
+        libc::mount(
+            src_c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+            target_c.as_ptr(),
+            fs_c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+            flags,
+            data_c
+                .as_ref()
+                .map_or(std::ptr::null(), |c| c.as_ptr().cast()),
+        )
+    };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(format!(
+            "pyxis: failed to mount {} on {}: {e}",
+            src.map_or_else(
+                || fstype.unwrap_or("").to_string(),
+                |s| s.display().to_string()
+            ),
+            target.display()
+        ));
+    }
+    Ok(())
+}
+
+/// `path` (absolute, inside the container) as a host path under `root`,
+/// following the image's symbolic links inside `root` only: a link in the
+/// image never leads a mount out of the container.
+pub fn resolve_in_root(root: &Path, path: &str) -> Result<PathBuf, String> {
+    let mut out = root.to_path_buf();
+    let mut pending: Vec<String> = path
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .rev()
+        .map(str::to_string)
+        .collect();
+    let mut hops = 0;
+    while let Some(c) = pending.pop() {
+        match c.as_str() {
+            "." => continue,
+            ".." => {
+                if out != root {
+                    out.pop();
+                }
+                continue;
+            }
+            _ => {}
+        }
+        let next = out.join(&c);
+        match std::fs::symlink_metadata(&next) {
+            Ok(m) if m.file_type().is_symlink() => {
+                hops += 1;
+                if hops > 40 {
+                    return Err(format!("pyxis: too many symbolic links in {path}"));
+                }
+                let target = std::fs::read_link(&next).map_err(|e| format!("pyxis: {e}"))?;
+                if target.is_absolute() {
+                    out = root.to_path_buf();
+                }
+                let parts: Vec<String> = target
+                    .components()
+                    .filter_map(|c| match c {
+                        Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                        Component::ParentDir => Some("..".into()),
+                        _ => None,
+                    })
+                    .collect();
+                pending.extend(parts.into_iter().rev());
+            }
+            _ => out = next,
+        }
+    }
+    Ok(out)
+}
+
+/// Makes the mount point for `src` at `target`: a directory, or an empty
+/// file where `src` is not a directory.
+fn make_point(src: Option<&Path>, target: &Path) -> Result<(), String> {
+    let dir = src.map_or(true, |s| s.is_dir());
+    if target.exists() {
+        return Ok(());
+    }
+    let made = if dir {
+        std::fs::create_dir_all(target)
+    } else {
+        if let Some(parent) = target.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(target)
+            .map(drop)
+    };
+    made.map_err(|e| format!("pyxis: cannot create mount point {}: {e}", target.display()))
+}
+
+fn bind(src: &Path, target: &Path, read_only: bool) -> Result<(), String> {
+    mount(Some(src), target, None, libc::MS_BIND | libc::MS_REC, None)?;
+    if read_only {
+        mount(
+            None,
+            target,
+            None,
+            libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+            None,
+        )?;
+    }
+    Ok(())
+}
+
+/// Waits until `dir` is a mount point (squashfuse has mounted).
+fn wait_mounted(dir: &Path, helper: &mut std::process::Child) -> Result<(), String> {
+    let want = dir.to_string_lossy().into_owned();
+    for _ in 0..500 {
+        let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        if text
+            .lines()
+            .any(|l| l.split(' ').nth(4) == Some(want.as_str()))
+        {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = helper.try_wait() {
+            return Err(format!("pyxis: squashfuse failed: {status}"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    Err("pyxis: squashfuse did not mount the image".into())
+}
+
+/// `/etc/environment` of an image: `KEY=VALUE` lines, `export` and quotes
+/// allowed, comments skipped.
+pub fn parse_environment(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        if let Some((k, v)) = line.split_once('=') {
+            let v = v.trim();
+            let v = v
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+                .unwrap_or(v);
+            if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                out.push((k.to_string(), v.to_string()));
+            }
+        }
+    }
+    out
+}
+
+fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Ready, String> {
+    // SAFETY: unshare(2) on this single-threaded process.
+    if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+        return Err(format!(
+            "pyxis: cannot make a mount namespace: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    mount(
+        None,
+        Path::new("/"),
+        None,
+        libc::MS_REC | libc::MS_PRIVATE,
+        None,
+    )?;
+    let run = &spec.run_dir;
+    mount(
+        Some(Path::new("tmpfs")),
+        run,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some("mode=0700"),
+    )?;
+    let lower = run.join("lower");
+    let merged = run.join("merged");
+    for d in [&lower, &merged] {
+        std::fs::create_dir_all(d).map_err(|e| format!("pyxis: {e}"))?;
+    }
+    // The image, read-only.
+    if spec.kernel_squashfs {
+        let out = std::process::Command::new("mount")
+            .args(["-t", "squashfs", "-o", "loop,ro,nosuid,nodev"])
+            .arg(&spec.squashfs)
+            .arg(&lower)
+            .output()
+            .map_err(|e| format!("pyxis: cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "pyxis: failed to mount the image {}: {}",
+                spec.squashfs.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    } else {
+        let mut helper = std::process::Command::new("squashfuse")
+            .args(["-f", "-o", "ro,allow_other"])
+            .arg(&spec.squashfs)
+            .arg(&lower)
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("pyxis: cannot run squashfuse: {e}"))?;
+        let ok = wait_mounted(&lower, &mut helper);
+        helpers.push(helper);
+        ok?;
+    }
+    // The overlay: changes go to a tmpfs, or to the named container's
+    // directory on disk.
+    let (upper, work) = match &spec.persist {
+        Some(dir) => (dir.join("upper"), dir.join("work")),
+        None => {
+            let rw = run.join("rw");
+            std::fs::create_dir_all(&rw).map_err(|e| format!("pyxis: {e}"))?;
+            mount(
+                Some(Path::new("tmpfs")),
+                &rw,
+                Some("tmpfs"),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                Some("mode=0755"),
+            )?;
+            for d in ["upper", "work"] {
+                std::fs::create_dir_all(rw.join(d)).map_err(|e| format!("pyxis: {e}"))?;
+            }
+            (rw.join("upper"), rw.join("work"))
+        }
+    };
+    let data = format!(
+        "lowerdir={},upperdir={},workdir={}",
+        lower.display(),
+        upper.display(),
+        work.display()
+    );
+    mount(
+        Some(Path::new("overlay")),
+        &merged,
+        Some("overlay"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some(&data),
+    )?;
+    // The system's file systems.
+    let proc_dir = resolve_in_root(&merged, "/proc")?;
+    make_point(None, &proc_dir)?;
+    mount(
+        Some(Path::new("proc")),
+        &proc_dir,
+        Some("proc"),
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        None,
+    )?;
+    let sys_dir = resolve_in_root(&merged, "/sys")?;
+    make_point(None, &sys_dir)?;
+    bind(Path::new("/sys"), &sys_dir, true)?;
+    build_dev(&merged, &spec.devices)?;
+    let tmp = resolve_in_root(&merged, "/tmp")?;
+    make_point(None, &tmp)?;
+    mount(
+        Some(Path::new("tmpfs")),
+        &tmp,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some("mode=1777"),
+    )?;
+    // The step's binds, in order.
+    for m in &spec.mounts {
+        place(&merged, m)?;
+    }
+    let env = std::fs::read_to_string(merged.join("etc/environment"))
+        .map(|t| parse_environment(&t))
+        .unwrap_or_default();
+    let workdir = std::fs::read_to_string(merged.join(".muster-image.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("workdir")?.as_str().map(str::to_string))
+        .filter(|w| !w.is_empty());
+    let has_rc = merged.join("etc/rc").is_file();
+    let user_ns = spec.user_ns;
+    if !spec.writable {
+        mount(
+            None,
+            &merged,
+            None,
+            libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+            None,
+        )?;
+    }
+    // pivot_root(".", "."), then the old root detached: nothing of the
+    // host is left but what was bound in.
+    let merged_c = cstr(&merged)?;
+    // SAFETY: chdir/pivot_root/umount2 on NUL-terminated paths.
+    unsafe {
+        if libc::chdir(merged_c.as_ptr()) != 0
+            || libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) != 0
+            || libc::umount2(c".".as_ptr(), libc::MNT_DETACH) != 0
+            || libc::chdir(c"/".as_ptr()) != 0
+        {
+            return Err(format!(
+                "pyxis: cannot enter the container: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    if user_ns {
+        // SAFETY: unshare(2) on this single-threaded process, root now
+        // the namespace's root (no chroot left).
+        if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
+            return Err(format!(
+                "pyxis: cannot make a user namespace: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(Ready {
+        env,
+        workdir,
+        has_rc,
+    })
+}
+
+/// One `--container-mounts` entry (or home, PMIx, script bind).
+fn place(merged: &Path, m: &MountSpec) -> Result<(), String> {
+    let target = resolve_in_root(merged, &m.dst)?;
+    make_point(m.src.as_deref(), &target)?;
+    match &m.src {
+        Some(src) => bind(src, &target, m.read_only),
+        None => mount(
+            Some(Path::new("tmpfs")),
+            &target,
+            Some("tmpfs"),
+            libc::MS_NOSUID | libc::MS_NODEV | if m.read_only { libc::MS_RDONLY } else { 0 },
+            Some("mode=1777"),
+        ),
+    }
+}
+
+/// A fresh `/dev`: the basic character devices, a pty namespace view,
+/// `/dev/shm`, and the step's device files (GPUs, InfiniBand).
+fn build_dev(merged: &Path, devices: &[PathBuf]) -> Result<(), String> {
+    let dev = resolve_in_root(merged, "/dev")?;
+    make_point(None, &dev)?;
+    mount(
+        Some(Path::new("tmpfs")),
+        &dev,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        Some("mode=0755"),
+    )?;
+    for name in ["null", "zero", "full", "random", "urandom", "tty"] {
+        let src = Path::new("/dev").join(name);
+        if src.exists() {
+            let t = dev.join(name);
+            make_point(Some(&src), &t)?;
+            bind(&src, &t, false)?;
+        }
+    }
+    let pts = dev.join("pts");
+    make_point(None, &pts)?;
+    if Path::new("/dev/pts").is_dir() {
+        bind(Path::new("/dev/pts"), &pts, false)?;
+    }
+    let _ = std::os::unix::fs::symlink("pts/ptmx", dev.join("ptmx"));
+    let _ = std::os::unix::fs::symlink("/proc/self/fd", dev.join("fd"));
+    for (i, n) in ["stdin", "stdout", "stderr"].iter().enumerate() {
+        let _ = std::os::unix::fs::symlink(format!("/proc/self/fd/{i}"), dev.join(n));
+    }
+    let shm = dev.join("shm");
+    make_point(None, &shm)?;
+    mount(
+        Some(Path::new("tmpfs")),
+        &shm,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some("mode=1777"),
+    )?;
+    for d in devices {
+        // Device files outside /dev (gres.conf may name any path) keep
+        // their path inside too.
+        let t = match d.strip_prefix("/dev") {
+            Ok(rel) => dev.join(rel),
+            Err(_) => resolve_in_root(merged, &d.to_string_lossy())?,
+        };
+        make_point(Some(d), &t)?;
+        bind(d, &t, false)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,660 @@
+//! Containers the pyxis and enroot way (`srun --container-image=...`): a
+//! step's tasks run in one container the node sets up for the step, as
+//! pyxis does with enroot, without setuid helpers or an OCI runtime.
+//!
+//! ```text
+//!   taskd (root)                         anchor (`noded --container-anchor`)
+//!   options + pyxis.conf --image--> squashfs (a file, or imported: `image`)
+//!   spawn anchor, AnchorSpec on stdin -->  unshare(mount ns), / private
+//!                                          tmpfs run dir; squashfs (loop or squashfuse)
+//!                                          overlay (tmpfs or the named container's upper)
+//!                                          binds (--container-mounts, home, GPUs, PMIx)
+//!                                          /proc /sys /dev /tmp; ro remount; pivot_root
+//!   <-- Ready{env, workdir} (one line) ---  waits on stdin
+//!   open /proc/ANCHOR/ns/mnt
+//!   each task: fork, setns(mnt), user switch, chdir, exec (stays in the step's cgroup)
+//!   step ends: [--container-save: mksquashfs /proc/ANCHOR/root]; close stdin
+//!                                          --> helpers killed, anchor exits: the
+//!                                          namespace and every mount in it go away
+//! ```
+//!
+//! Every task of the step joins the anchor's mount namespace (pyxis's
+//! `setns` per task): tasks share `/tmp` and the overlay, and stay the
+//! step's processes (its cgroups, signals, PMI). There is no PID
+//! namespace, as in pyxis. Nothing is mounted in the host's namespace: when
+//! the anchor and the tasks are gone, the kernel drops every mount, and a
+//! loop device set up for the squashfs clears itself.
+//!
+//! A named container (`--container-name`, job scope) keeps its overlay's
+//! upper directory under the cache directory until its job ends; while a
+//! step of it runs, `NAME:exec` joins that step's namespace.
+//!
+//! Site defaults live in `pyxis.conf` beside slurm.conf (`SiteConf`,
+//! docs/containers.md).
+
+pub mod anchor;
+pub mod image;
+
+use proto::container::{ContainerOptions, NameMode};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+/// The site's defaults (`pyxis.conf` beside slurm.conf: `key=value`
+/// words, on lines of their own or after a plugstack `required ...`
+/// line).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteConf {
+    /// `container_writable`: containers are writable unless a step says
+    /// `--container-readonly`.
+    pub writable: bool,
+    /// `mount_home`: the user's home is bound in.
+    pub mount_home: bool,
+    /// `remap_root`: the user is root inside.
+    pub remap_root: bool,
+    /// `execute_entrypoint`: the image's `/etc/rc` runs each task.
+    pub entrypoint: bool,
+    /// `cache_dir`: imported images (by digest) and named containers.
+    pub cache_dir: PathBuf,
+    /// `cache_max_mb`: the image cache's size limit.
+    pub cache_max_mb: u64,
+    /// `kernel_squashfs`: squashfs images are mounted by the kernel
+    /// (loop); otherwise by squashfuse.
+    pub kernel_squashfs: bool,
+    /// `registry_mirror`: where registry references are pulled from.
+    pub registry_mirror: Option<String>,
+}
+
+impl Default for SiteConf {
+    fn default() -> Self {
+        SiteConf {
+            writable: true,
+            mount_home: false,
+            remap_root: false,
+            entrypoint: false,
+            cache_dir: PathBuf::from("/var/lib/muster/containers"),
+            cache_max_mb: 10 * 1024,
+            kernel_squashfs: true,
+            registry_mirror: None,
+        }
+    }
+}
+
+fn yes(v: &str) -> bool {
+    matches!(
+        v.to_ascii_lowercase().as_str(),
+        "1" | "yes" | "y" | "true" | "on"
+    )
+}
+
+impl SiteConf {
+    /// Parses the file's text; unknown keys are errors with their line.
+    pub fn parse(text: &str) -> Result<SiteConf, String> {
+        let mut c = SiteConf::default();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            for word in line.split_whitespace() {
+                let Some((k, v)) = word.split_once('=') else {
+                    // `required /usr/lib/.../spank_pyxis.so`: plugstack's words.
+                    continue;
+                };
+                match k {
+                    "container_writable" => c.writable = yes(v),
+                    "mount_home" => c.mount_home = yes(v),
+                    "remap_root" => c.remap_root = yes(v),
+                    "execute_entrypoint" => c.entrypoint = yes(v),
+                    "cache_dir" => c.cache_dir = PathBuf::from(v),
+                    "cache_max_mb" => {
+                        c.cache_max_mb = v
+                            .parse()
+                            .map_err(|_| format!("pyxis.conf:{}: bad cache_max_mb {v}", n + 1))?
+                    }
+                    "kernel_squashfs" => c.kernel_squashfs = yes(v),
+                    "registry_mirror" => c.registry_mirror = Some(v.to_string()),
+                    // pyxis's own keys with the one value this runtime has.
+                    "container_scope" if v == "job" => {}
+                    "sbatch_support" | "runtime_path" | "use_enroot_load" | "importer" => {}
+                    _ => return Err(format!("pyxis.conf:{}: unknown key {k}", n + 1)),
+                }
+            }
+        }
+        Ok(c)
+    }
+
+    /// The file beside `slurm_conf`, or the defaults where there is none.
+    pub fn beside(slurm_conf: &str) -> Result<SiteConf, String> {
+        let path = Path::new(slurm_conf)
+            .parent()
+            .unwrap_or(Path::new("/"))
+            .join("pyxis.conf");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => SiteConf::parse(&text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(SiteConf::default()),
+            Err(e) => Err(format!("pyxis: cannot read {}: {e}", path.display())),
+        }
+    }
+}
+
+/// One bind or tmpfs the anchor mounts in the container.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MountSpec {
+    /// Host path; None: a tmpfs.
+    pub src: Option<PathBuf>,
+    /// Path inside the container.
+    pub dst: String,
+    /// Read-only.
+    pub read_only: bool,
+}
+
+/// What the anchor is told to build (its stdin's first line).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AnchorSpec {
+    /// The image as squashfs.
+    pub squashfs: PathBuf,
+    /// Mount it with the kernel (loop) rather than squashfuse.
+    pub kernel_squashfs: bool,
+    /// An empty host directory the anchor mounts its tmpfs on.
+    pub run_dir: PathBuf,
+    /// A named container's overlay upper and work directories (on disk);
+    /// None: a tmpfs, gone with the step.
+    pub persist: Option<PathBuf>,
+    /// The root stays writable.
+    pub writable: bool,
+    /// Binds and tmpfs, in order.
+    pub mounts: Vec<MountSpec>,
+    /// Device files to bind at the same path (the step's GPUs, their
+    /// control files) and directories (`/dev/infiniband`).
+    pub devices: Vec<PathBuf>,
+    /// `--container-remap-root`: once built, the anchor makes a user
+    /// namespace too, which the supervisor maps (the job's user as 0).
+    #[serde(default)]
+    pub user_ns: bool,
+}
+
+/// What the anchor answers once the container is ready.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Ready {
+    /// The image's environment (`/etc/environment`).
+    pub env: Vec<(String, String)>,
+    /// The image's working directory (`/.muster-image.json`), if any.
+    pub workdir: Option<String>,
+    /// `/etc/rc` exists (the entrypoint, enroot's convention).
+    pub has_rc: bool,
+}
+
+/// A step's running container: the tasks join `mnt`.
+pub struct Container {
+    /// The anchor's mount namespace.
+    pub mnt: OwnedFd,
+    /// `--container-remap-root`: the user namespace where the job's user
+    /// is 0; tasks join it after the mount namespace and become 0 there.
+    pub user_ns: Option<OwnedFd>,
+    /// The anchor (None when joined with `NAME:exec`: another step's).
+    anchor: Option<std::process::Child>,
+    run_dir: Option<PathBuf>,
+    /// Where a named container's anchor pid is kept while it runs.
+    pid_file: Option<PathBuf>,
+    /// The tasks' working directory inside.
+    pub workdir: String,
+    /// The environment the tasks get on top of theirs.
+    pub image_env: Vec<(String, String)>,
+    /// Run each task through the image's `/etc/rc`.
+    pub entrypoint: bool,
+    /// `--container-save`: where the file system goes at the end, as the
+    /// job's user (uid, gid).
+    save: Option<(PathBuf, u32, u32)>,
+    /// What `--container-save` leaves out: the binds' places inside.
+    binds: Vec<String>,
+}
+
+/// Who the step's tasks run as and where, for the container's set-up.
+pub struct StepContext<'a> {
+    /// slurm.conf's path (pyxis.conf lies beside it).
+    pub conf_path: &'a str,
+    /// The job and step (`J.S`, or `J.batch`).
+    pub job_id: u32,
+    /// The step's name for paths.
+    pub step: String,
+    /// The job's user.
+    pub uid: u32,
+    /// The job's group.
+    pub gid: u32,
+    /// The user's name (for the home directory).
+    pub user: &'a str,
+    /// The job's working directory (relative mount sources and save paths).
+    pub cwd: &'a str,
+    /// Device files of the step's GPUs.
+    pub gpu_files: Vec<PathBuf>,
+    /// More host paths to bind at the same place (PMIx's directory, the
+    /// batch script).
+    pub extra_binds: Vec<PathBuf>,
+}
+
+/// The named container's state directory (job scope).
+fn named_dir(conf: &SiteConf, job_id: u32, name: &str) -> PathBuf {
+    conf.cache_dir
+        .join("named")
+        .join(format!("job_{job_id}"))
+        .join(name)
+}
+
+/// Removes the named containers of a job (its end).
+pub fn remove_job_containers(conf_path: &str, job_id: u32) {
+    if let Ok(conf) = SiteConf::beside(conf_path) {
+        let dir = conf.cache_dir.join("named").join(format!("job_{job_id}"));
+        if dir.exists() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
+
+/// The control files of NVIDIA GPUs, bound where any GPU is.
+const NVIDIA_CONTROL: &[&str] = &[
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools",
+    "/dev/nvidia-modeset",
+];
+
+fn home_of(user: &str) -> Option<String> {
+    let text = std::fs::read_to_string("/etc/passwd").ok()?;
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() >= 6 && f[0] == user).then(|| f[5].to_string())
+    })
+}
+
+impl Container {
+    /// Sets the container up for a step (or joins a running named one).
+    /// Errors are pyxis's lines (`pyxis: ...`).
+    pub fn start(pairs: &[(String, String)], ctx: &StepContext<'_>) -> Result<Container, String> {
+        let opts = ContainerOptions::from_pairs(pairs)?;
+        let conf = SiteConf::beside(ctx.conf_path)?;
+        let writable = opts.writable.unwrap_or(conf.writable);
+        let entrypoint = opts.entrypoint.unwrap_or(conf.entrypoint);
+        let remap = opts.remap_root.unwrap_or(conf.remap_root);
+        if remap && !nix::unistd::geteuid().is_root() {
+            return Err("pyxis: --container-remap-root needs a node daemon run as root".into());
+        }
+        let named = opts
+            .name
+            .as_ref()
+            .map(|(n, mode)| (named_dir(&conf, ctx.job_id, n), *mode, n.clone()));
+        let pid_file = named.as_ref().map(|(d, _, _)| d.join("anchor.pid"));
+        if let Some((dir, mode, name)) = &named {
+            let exists = dir.join("upper").exists();
+            match mode {
+                NameMode::Create if exists => {
+                    return Err(format!("pyxis: container already exists: {name}"))
+                }
+                NameMode::Exec => {
+                    return Container::join(dir, name, &opts, entrypoint);
+                }
+                _ => {}
+            }
+            if opts.image.is_none() && !exists {
+                return Err(format!(
+                    "pyxis: container not found and no image given: {name}"
+                ));
+            }
+        }
+        let image_ref = match (&opts.image, &named) {
+            (Some(i), _) => i.clone(),
+            (None, Some((dir, _, _))) => std::fs::read_to_string(dir.join("image"))
+                .map_err(|e| format!("pyxis: cannot read the container's image: {e}"))?,
+            (None, None) => return Err("pyxis: no image given".into()),
+        };
+        let squashfs = image::resolve(&image_ref, ctx.cwd, &conf, (ctx.uid, ctx.gid))?;
+        let persist = match &named {
+            Some((dir, _, _)) => {
+                for d in ["upper", "work"] {
+                    std::fs::create_dir_all(dir.join(d))
+                        .map_err(|e| format!("pyxis: cannot make {}: {e}", dir.display()))?;
+                }
+                let _ = std::fs::write(dir.join("image"), &image_ref);
+                Some(dir.clone())
+            }
+            None => None,
+        };
+        let mut mounts = Vec::new();
+        for m in &opts.mounts {
+            let src = (m.src != "tmpfs").then(|| PathBuf::from(m.absolute_src(ctx.cwd)));
+            if let Some(s) = &src {
+                if !s.exists() {
+                    return Err(format!(
+                        "pyxis: mount source does not exist: {}",
+                        s.display()
+                    ));
+                }
+            }
+            mounts.push(MountSpec {
+                src,
+                dst: m.dst.clone(),
+                read_only: m.read_only,
+            });
+        }
+        if opts.mount_home.unwrap_or(conf.mount_home) {
+            if let Some(home) = home_of(ctx.user).filter(|h| Path::new(h).is_dir()) {
+                mounts.push(MountSpec {
+                    src: Some(PathBuf::from(&home)),
+                    dst: home,
+                    read_only: false,
+                });
+            }
+        }
+        for p in &ctx.extra_binds {
+            if p.exists() {
+                mounts.push(MountSpec {
+                    src: Some(p.clone()),
+                    dst: p.to_string_lossy().into_owned(),
+                    read_only: false,
+                });
+            }
+        }
+        let mut devices: Vec<PathBuf> = ctx.gpu_files.clone();
+        if !devices.is_empty() {
+            devices.extend(
+                NVIDIA_CONTROL
+                    .iter()
+                    .map(PathBuf::from)
+                    .filter(|p| p.exists()),
+            );
+        }
+        if Path::new("/dev/infiniband").is_dir() {
+            devices.push(PathBuf::from("/dev/infiniband"));
+        }
+        let run_dir = conf.cache_dir.join("run").join(format!(
+            "{}.{}.{}",
+            ctx.job_id,
+            ctx.step,
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&run_dir)
+            .map_err(|e| format!("pyxis: cannot make {}: {e}", run_dir.display()))?;
+        let spec = AnchorSpec {
+            squashfs,
+            kernel_squashfs: conf.kernel_squashfs,
+            run_dir: run_dir.clone(),
+            persist,
+            writable,
+            mounts,
+            devices,
+            user_ns: remap,
+        };
+        let (child, ready) = match spawn_anchor(&spec) {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = std::fs::remove_dir(&run_dir);
+                return Err(e);
+            }
+        };
+        let pid = child.id();
+        let mnt = open_ns(pid)?;
+        let user_ns = if remap {
+            Some(map_user_ns(pid, ctx.uid, ctx.gid)?)
+        } else {
+            None
+        };
+        if let Some(p) = &pid_file {
+            let _ = std::fs::write(p, pid.to_string());
+        }
+        let binds: Vec<String> = spec.mounts.iter().map(|m| m.dst.clone()).collect();
+        let save = opts.save.as_ref().map(|s| {
+            let path = if s.starts_with('/') {
+                PathBuf::from(s)
+            } else {
+                Path::new(ctx.cwd).join(s)
+            };
+            (path, ctx.uid, ctx.gid)
+        });
+        Ok(Container {
+            mnt,
+            user_ns,
+            anchor: Some(child),
+            run_dir: Some(run_dir),
+            pid_file,
+            workdir: opts
+                .workdir
+                .clone()
+                .or(ready.workdir.clone())
+                .unwrap_or_else(|| "/".into()),
+            image_env: merge_image_env(&ready.env, &opts.env),
+            entrypoint: entrypoint && ready.has_rc,
+            save,
+            binds,
+        })
+    }
+
+    /// `NAME:exec`: joins the namespace of the step that runs the named
+    /// container now.
+    fn join(
+        dir: &Path,
+        name: &str,
+        opts: &ContainerOptions,
+        entrypoint: bool,
+    ) -> Result<Container, String> {
+        let not_running = || format!("pyxis: container not running: {name}");
+        let pid: u32 = std::fs::read_to_string(dir.join("anchor.pid"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .ok_or_else(not_running)?;
+        let mnt = open_ns(pid).map_err(|_| not_running())?;
+        let env_text = std::fs::read_to_string(format!("/proc/{pid}/root/etc/environment"))
+            .unwrap_or_default();
+        let env = anchor::parse_environment(&env_text);
+        let has_rc = Path::new(&format!("/proc/{pid}/root/etc/rc")).exists();
+        Ok(Container {
+            mnt,
+            user_ns: std::fs::File::open(format!("/proc/{pid}/ns/user"))
+                .ok()
+                .map(OwnedFd::from)
+                .filter(|_| {
+                    // Only a remapped container has a namespace of its own.
+                    std::fs::read_link(format!("/proc/{pid}/ns/user")).ok()
+                        != std::fs::read_link("/proc/self/ns/user").ok()
+                }),
+            anchor: None,
+            run_dir: None,
+            pid_file: None,
+            workdir: opts.workdir.clone().unwrap_or_else(|| "/".into()),
+            image_env: merge_image_env(&env, &opts.env),
+            entrypoint: entrypoint && has_rc,
+            save: None,
+            binds: Vec::new(),
+        })
+    }
+
+    /// A task's environment: the host's (the task's own), with the
+    /// image's values winning except for the `--container-env` names and
+    /// Slurm's and PMI's variables (as pyxis does).
+    pub fn task_env(&self, env: &mut Vec<(String, String)>) {
+        for (k, v) in &self.image_env {
+            match env.iter_mut().find(|(key, _)| key == k) {
+                Some(slot) => slot.1 = v.clone(),
+                None => env.push((k.clone(), v.clone())),
+            }
+        }
+    }
+
+    /// A task's command: through `/etc/rc` where the entrypoint runs.
+    pub fn task_argv(&self, argv: Vec<String>) -> Vec<String> {
+        if self.entrypoint {
+            let mut v = vec!["/bin/sh".to_string(), "/etc/rc".to_string()];
+            v.extend(argv);
+            v
+        } else {
+            argv
+        }
+    }
+
+    /// The anchor's root as the host sees it (resolving programs).
+    pub fn root(&self) -> Option<PathBuf> {
+        self.anchor
+            .as_ref()
+            .map(|c| PathBuf::from(format!("/proc/{}/root", c.id())))
+    }
+
+    /// Ends the container once the step's tasks are gone: saves it where
+    /// asked (a line of error text for the step's stderr if that fails),
+    /// then lets the anchor go, and with it every mount.
+    pub fn finish(mut self) -> Option<String> {
+        let mut err = None;
+        if let (Some((path, uid, gid)), Some(child)) = (&self.save, &self.anchor) {
+            err = save(child.id(), path, *uid, *gid, &self.binds).err();
+        }
+        if let Some(p) = &self.pid_file {
+            let _ = std::fs::remove_file(p);
+        }
+        if let Some(mut child) = self.anchor.take() {
+            drop(child.stdin.take());
+            let _ = child.wait();
+        }
+        if let Some(d) = &self.run_dir {
+            let _ = std::fs::remove_dir(d);
+        }
+        err
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.anchor.take() {
+            drop(child.stdin.take());
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The image's variables less the names the step keeps from the host.
+fn merge_image_env(image: &[(String, String)], keep: &[String]) -> Vec<(String, String)> {
+    image
+        .iter()
+        .filter(|(k, _)| {
+            !keep.contains(k)
+                && !k.starts_with("SLURM_")
+                && !k.starts_with("PMI_")
+                && !k.starts_with("PMIX_")
+        })
+        .cloned()
+        .collect()
+}
+
+/// Maps the job's user (and group) to 0 in the anchor's new user
+/// namespace (no other id; setgroups denied), and opens it.
+fn map_user_ns(pid: u32, uid: u32, gid: u32) -> Result<OwnedFd, String> {
+    let write = |f: &str, text: String| {
+        std::fs::write(format!("/proc/{pid}/{f}"), text)
+            .map_err(|e| format!("pyxis: cannot map the user namespace ({f}): {e}"))
+    };
+    write("setgroups", "deny".into())?;
+    write("uid_map", format!("0 {uid} 1\n"))?;
+    write("gid_map", format!("0 {gid} 1\n"))?;
+    std::fs::File::open(format!("/proc/{pid}/ns/user"))
+        .map(OwnedFd::from)
+        .map_err(|e| format!("pyxis: cannot open the container's user namespace: {e}"))
+}
+
+fn open_ns(pid: u32) -> Result<OwnedFd, String> {
+    std::fs::File::open(format!("/proc/{pid}/ns/mnt"))
+        .map(OwnedFd::from)
+        .map_err(|e| format!("pyxis: cannot open the container's namespace: {e}"))
+}
+
+/// Starts the anchor and waits for its one answer line.
+fn spawn_anchor(spec: &AnchorSpec) -> Result<(std::process::Child, Ready), String> {
+    // This very program, even where its file was replaced since it
+    // started (an upgrade): the kernel's link to it, not its path.
+    let mut cmd = std::process::Command::new("/proc/self/exe");
+    cmd.arg("noded")
+        .arg(anchor::FLAG)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("pyxis: cannot start the container: {e}"))?;
+    let line = serde_json::to_string(spec).map_err(|e| format!("pyxis: {e}"))?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let _ = writeln!(stdin, "{line}");
+    let _ = stdin.flush();
+    child.stdin = Some(stdin);
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("piped"));
+    let mut answer = String::new();
+    let _ = out.read_line(&mut answer);
+    match serde_json::from_str::<Result<Ready, String>>(answer.trim()) {
+        Ok(Ok(ready)) => Ok((child, ready)),
+        Ok(Err(e)) => {
+            drop(child.stdin.take());
+            let _ = child.wait();
+            Err(e)
+        }
+        Err(_) => {
+            drop(child.stdin.take());
+            let _ = child.kill();
+            let _ = child.wait();
+            Err("pyxis: the container did not start".into())
+        }
+    }
+}
+
+/// `--container-save`: the container's file system (less the kernel's
+/// and the binds) as squashfs, owned by the job's user.
+fn save(pid: u32, path: &Path, uid: u32, gid: u32, binds: &[String]) -> Result<(), String> {
+    let root = format!("/proc/{pid}/root/.");
+    let tmp = path.with_extension("sqsh.part");
+    let out = std::process::Command::new("mksquashfs")
+        .arg(&root)
+        .arg(&tmp)
+        // Not -one-file-system: an overlay's files keep their layer's
+        // device number.
+        .args(["-noappend", "-quiet", "-no-progress"])
+        .args(["-e", "proc", "sys", "dev", "tmp"])
+        .args(binds.iter().map(|b| b.trim_start_matches('/')))
+        .output()
+        .map_err(|e| format!("pyxis: --container-save: cannot run mksquashfs: {e}"))?;
+    if !out.status.success() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!(
+            "pyxis: --container-save: mksquashfs failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let _ = std::os::unix::fs::chown(&tmp, Some(uid), Some(gid));
+    std::fs::rename(&tmp, path).map_err(|e| format!("pyxis: --container-save: {e}"))
+}
+
+/// In a task's child between fork and exec: joins the container's mount
+/// namespace (before the user switch: it needs root). Async-signal-safe.
+pub fn join_in_child(mnt: i32) -> std::io::Result<()> {
+    // SAFETY: setns(2) on an fd opened before the fork.
+    if unsafe { libc::setns(mnt, libc::CLONE_NEWNS) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The raw fd the child joins.
+pub fn raw(c: &Container) -> i32 {
+    c.mnt.as_raw_fd()
+}
+
+/// In a task's child, `--container-remap-root`: after the mount namespace,
+/// drops root's groups for the job's group, joins the user namespace and
+/// becomes 0 there (the job's user outside). Async-signal-safe.
+pub fn enter_user_ns(user_ns: i32, gid: libc::gid_t) -> std::io::Result<()> {
+    // SAFETY: system calls on an fd opened before the fork.
+    unsafe {
+        if libc::setgroups(1, &gid) != 0
+            || libc::setns(user_ns, libc::CLONE_NEWUSER) != 0
+            || libc::setgid(0) != 0
+            || libc::setuid(0) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
