@@ -362,6 +362,9 @@ fn legend<'a>(s: &mut String, names: impl Iterator<Item = &'a str>, right: f64) 
     }
 }
 
+/// A bar chart's value to its height as a fraction of the plot.
+type Scale = Box<dyn Fn(f64) -> f64>;
+
 impl BarChart {
     /// The description for `<desc>`: every bar's value.
     pub fn describe(&self) -> String {
@@ -387,7 +390,7 @@ impl BarChart {
         let mut s = String::new();
         open(&mut s, &self.id, w, h, &self.title, &self.describe());
         // Heights as a fraction of the plot, and the value ticks.
-        let (frac, ticks): (Box<dyn Fn(f64) -> f64>, Vec<(f64, String)>) = if self.log_y {
+        let (frac, ticks): (Scale, Vec<(f64, String)>) = if self.log_y {
             let decades = max.max(1.0).log10().ceil().max(1.0);
             let frac = move |v: f64| {
                 if v <= 0.0 {

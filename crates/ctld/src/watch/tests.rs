@@ -32,6 +32,7 @@ fn engine() -> Engine {
             start_time: 0,
             running_jobs: vec![],
             version: "t".into(),
+            boot_id: String::new(),
         },
         0,
     )

@@ -801,12 +801,10 @@ fn sim_page(ui: &UiState, who: &Identity, result: Option<&str>) -> Out {
          <input name=\"days\" value=\"30\" size=\"4\" aria-label=\"days\"> days</label><br>\
          <label><input type=\"radio\" name=\"source\" value=\"trace\"> this trace (Standard Workload Format):</label><br>\
          <textarea name=\"trace\" rows=\"6\" cols=\"80\" aria-label=\"trace\"></textarea></p>\
-         <p><label for=\"a\">schedule A</label> <select id=\"a\" name=\"a\">{opts}</select> \
-         <label for=\"b\">schedule B</label> <select id=\"b\" name=\"b\">{opts_b}</select></p>\
+         <p><label for=\"a\">schedule A</label> <select id=\"a\" name=\"a\"><option selected>backfill</option><option>easy</option><option>fcfs</option></select> \
+         <label for=\"b\">schedule B</label> <select id=\"b\" name=\"b\"><option>backfill</option><option selected>easy</option><option>fcfs</option></select></p>\
          <button type=\"submit\">Simulate</button></form>",
         html::csrf_field(&csrf_token(ui, who)),
-        opts = "<option selected>backfill</option><option>easy</option><option>fcfs</option>",
-        opts_b = "<option>backfill</option><option selected>easy</option><option>fcfs</option>",
     );
     if let Some(r) = result {
         body.push_str(r);

@@ -168,7 +168,7 @@ pub fn busy_series(
         level += d;
         out.push((t, level as f64));
     }
-    if out.last().map_or(true, |p| p.0 < to) {
+    if !matches!(out.last(), Some(p) if p.0 >= to) {
         out.push((to, level as f64));
     }
     out

@@ -69,6 +69,8 @@ fn part_with(n: u32, topo: &Topology) -> PartView {
         max_mem_per_node: None,
         priority_tier: 1,
         topology: Some(Arc::new(topo.clone())),
+        max_cpus_per_node: None,
+        lln: false,
     }
 }
 
