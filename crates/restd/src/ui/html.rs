@@ -78,7 +78,7 @@ pub fn page(title: &str, user: &str, live: Option<&str>, body: &str) -> String {
         s,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{} - muster</title><style>{STYLE}</style></head><body>\
+         <link rel=\"icon\" href=\"data:,\"><title>{} - muster</title><style>{STYLE}</style></head><body>\
          <a href=\"#main\" class=\"skip\">Skip to content</a>\
          <header><strong>muster</strong><nav aria-label=\"main\">",
         esc(title)

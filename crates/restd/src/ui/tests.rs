@@ -62,7 +62,7 @@ fn well_formed(html: &str) {
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric())
             .collect();
-        if ["meta", "input", "br"].contains(&name.as_str()) && !tag.ends_with("/>") {
+        if ["meta", "input", "br", "link"].contains(&name.as_str()) && !tag.ends_with("/>") {
             fixed.push_str(&tag[..tag.len() - 1]);
             fixed.push_str("/>");
         } else {
