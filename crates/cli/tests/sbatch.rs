@@ -746,9 +746,11 @@ fn mail_options_are_carried() {
     let e = err(&["--mail-type=BOGUS", "--wrap=true"]);
     assert_eq!(e.stderr, "sbatch: error: --mail-type=BOGUS invalid\n");
     assert_eq!(e.code, 255);
-    let e = err(&["--mail-type=TIME_LIMIT_80", "--wrap=true"]);
-    assert!(e.stderr.contains("is not supported here"), "{}", e.stderr);
-    assert_eq!(e.code, 1);
+    // The time-limit shares are mailed (issue 38).
+    assert_eq!(
+        desc(&["--mail-type=TIME_LIMIT_80", "--wrap=true"]).mail_type,
+        mail::TIME_LIMIT_80
+    );
     assert_eq!(run(&["--wrap=true"]).unwrap().warnings, "");
 }
 
