@@ -96,10 +96,11 @@ const REFUSED_GLOBAL: &[(&str, &str)] = &[];
 
 /// The `PrologFlags` words muster acts on: `Alloc` (the Prolog runs when
 /// the batch script is launched, which is at allocation), `Contain` (the
-/// extern step), `Serial` (one Prolog or Epilog at a time per node) and
-/// `NoHold` (salloc does not wait for the Prolog: it never does here, the
-/// Prolog running at the first step).
-const PROLOG_FLAGS: &[&str] = &["Alloc", "Contain", "NoHold", "Serial"];
+/// extern step), `RunInJob` (the extern step, and the Prolog and Epilog
+/// in the job's cgroup), `Serial` (one Prolog or Epilog at a time per
+/// node) and `NoHold` (salloc does not wait for the Prolog: it never does
+/// here, the Prolog running at the first step).
+const PROLOG_FLAGS: &[&str] = &["Alloc", "Contain", "NoHold", "RunInJob", "Serial"];
 
 /// Why a global key set to `value` is refused, if it is: a key of
 /// `REFUSED_GLOBAL` set to anything, or a `PrologFlags` word muster does

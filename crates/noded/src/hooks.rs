@@ -53,6 +53,9 @@ pub struct HookSettings {
     pub timeout: Option<Duration>,
     /// `PrologFlags=Serial`: one Prolog or Epilog at a time on the node.
     pub serial: bool,
+    /// `PrologFlags=RunInJob`: the Prolog and Epilog run in the job's
+    /// cgroup (`crate::daemon::scripts::job_cgroup`).
+    pub run_in_job: bool,
     /// `HealthCheckProgram` and its settings.
     pub health: Option<HealthSettings>,
     /// `TaskProlog`: run as the user before each task of a step.
@@ -139,11 +142,15 @@ impl HookSettings {
                     .any(|w| w.trim().eq_ignore_ascii_case("drain_on_failure"))
             }),
         });
-        let serial = other("prologflags").is_some_and(|f| {
-            f.split(',')
-                .any(|w| w.trim().eq_ignore_ascii_case("serial"))
-        });
+        let flag = |word: &str| {
+            other("prologflags").is_some_and(|f| {
+                f.split(',')
+                    .any(|w| w.trim().eq_ignore_ascii_case(word))
+            })
+        };
+        let serial = flag("serial");
         HookSettings {
+            run_in_job: flag("runinjob"),
             task_prolog: other("taskprolog"),
             task_epilog: other("taskepilog"),
             serial,
@@ -291,12 +298,23 @@ impl HookSettings {
     /// Runs a job's Prolog or Epilog (`spec`) with this node's timeout,
     /// one at a time with `PrologFlags=Serial`.
     pub async fn run_job_script(&self, spec: &str, env: &[(String, String)]) -> Outcome {
+        self.run_job_script_in(spec, env, None).await
+    }
+
+    /// As `run_job_script`, each script joining `join`'s cgroup between
+    /// fork and exec (`PrologFlags=RunInJob`).
+    pub async fn run_job_script_in(
+        &self,
+        spec: &str,
+        env: &[(String, String)],
+        join: Option<&crate::cgroup::TaskJoin>,
+    ) -> Outcome {
         let _one_at_a_time = if self.serial {
             Some(SERIAL.lock().await)
         } else {
             None
         };
-        run_scripts(spec, env, self.timeout).await
+        run_scripts_in(spec, env, self.timeout, join).await
     }
 }
 
@@ -319,13 +337,23 @@ pub async fn run_scripts(
     env: &[(String, String)],
     timeout: Option<Duration>,
 ) -> Outcome {
+    run_scripts_in(spec, env, timeout, None).await
+}
+
+/// As `run_scripts`, each script joining `join`'s cgroup before it execs.
+pub async fn run_scripts_in(
+    spec: &str,
+    env: &[(String, String)],
+    timeout: Option<Duration>,
+    join: Option<&crate::cgroup::TaskJoin>,
+) -> Outcome {
     let mut last = Outcome {
         ok: true,
         why: String::new(),
         first_line: String::new(),
     };
     for path in script_paths(spec) {
-        last = run_one(&path, env, timeout).await;
+        last = run_one(&path, env, timeout, join).await;
         if !last.ok {
             break;
         }
@@ -333,7 +361,12 @@ pub async fn run_scripts(
     last
 }
 
-async fn run_one(path: &Path, env: &[(String, String)], timeout: Option<Duration>) -> Outcome {
+async fn run_one(
+    path: &Path,
+    env: &[(String, String)],
+    timeout: Option<Duration>,
+    join: Option<&crate::cgroup::TaskJoin>,
+) -> Outcome {
     use tokio::io::AsyncReadExt;
     let fail = |why: String| Outcome {
         ok: false,
@@ -349,6 +382,19 @@ async fn run_one(path: &Path, env: &[(String, String)], timeout: Option<Duration
         .stderr(std::process::Stdio::null())
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(join) = join.cloned() {
+        // SAFETY: join_self only opens, writes and closes files named
+        // before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                if join.join_self() {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::other("cannot join the job's cgroup"))
+                }
+            });
+        }
+    }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return fail(format!("cannot run {}: {e}", path.display())),

@@ -128,16 +128,7 @@ impl Drop for CgGuard {
 /// The freezer cgroup of `pid` (relative to the freezer mount).
 fn freezer_path(pid: &str) -> Option<String> {
     let text = std::fs::read_to_string(format!("/proc/{}/cgroup", pid.trim())).ok()?;
-    text.lines().find_map(|l| {
-        let mut parts = l.splitn(3, ':');
-        let _id = parts.next()?;
-        let ctrls = parts.next()?;
-        let path = parts.next()?;
-        ctrls
-            .split(',')
-            .any(|c| c == "freezer")
-            .then(|| path.to_string())
-    })
+    text_freezer(&text)
 }
 
 /// The job's directory in controller `ctrl`, from a freezer path below it.
@@ -357,6 +348,84 @@ fn confine_the_extern_step_holder_is_in_step_extern_and_ends_with_the_job() {
         (!alive(&holder)).then_some(())
     });
     assert_job_cgroups_gone(&c, &freezer, id);
+}
+
+/// PrologFlags=RunInJob: the Prolog and Epilog run in the job's cgroup
+/// (a step cgroup of their own in it, gone after the job); with Contain
+/// alone, outside it.
+#[test]
+fn confine_run_in_job_puts_the_prolog_and_epilog_in_the_jobs_cgroup() {
+    use std::os::unix::fs::PermissionsExt;
+    for run_in_job in [true, false] {
+        let guard = CgGuard::default();
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        for name in ["prolog", "epilog"] {
+            let path = dir.path().join(name);
+            // The script's own cgroups (no PATH in a Prolog's environment).
+            std::fs::write(
+                &path,
+                format!("#!/bin/sh\n/bin/cat /proc/$$/cgroup > {d}/{name}.cg\n"),
+            )
+            .unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let flags = if run_in_job { "RunInJob" } else { "Contain" };
+        let c = builder()
+            .nodes(1)
+            .conf_extra(&format!(
+                "ProctrackType=proctrack/cgroup\nPrologFlags={flags}\n\
+                 Prolog={d}/prolog\nEpilog={d}/epilog\n"
+            ))
+            .file("cgroup.conf", "CgroupPlugin=autodetect\nIgnoreSystemd=yes\n")
+            .start();
+        guard.set_node_dir(node_dir_name(&c, "node1"));
+        let id = c.submit(&["-o", "out", "--wrap", "true"]);
+        // The batch node reports the job's end after its Epilog.
+        assert_eq!(c.wait_done(id, secs(30)), "COMPLETED", "{flags}");
+        let cg = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
+        let (prolog, epilog) = (cg("prolog.cg"), cg("epilog.cg"));
+        assert!(!prolog.is_empty() && !epilog.is_empty(), "{flags}");
+        let job = format!("/job_{id}/");
+        if run_in_job {
+            // Every hierarchy the job's tasks are in (v1: freezer, memory,
+            // cpuacct; v2: the one line).
+            for (text, step) in [(&prolog, "step_prolog"), (&epilog, "step_epilog")] {
+                let in_job = text
+                    .lines()
+                    .filter(|l| l.contains(&format!("{job}{step}/task_0")))
+                    .count();
+                assert!(in_job >= 1, "{step} not in the job's cgroup:\n{text}");
+                for ctrl in CONTROLLERS {
+                    if let Some(l) = text.lines().find(|l| {
+                        l.split(':').nth(1).is_some_and(|c| c.split(',').any(|c| c == *ctrl))
+                    }) {
+                        assert!(l.contains(&job), "{ctrl}: {l}");
+                    }
+                }
+            }
+            if let Some(freezer) = text_freezer(&prolog) {
+                assert_job_cgroups_gone(&c, &freezer, id);
+            }
+        } else {
+            assert!(!prolog.contains(&job), "{prolog}");
+            assert!(!epilog.contains(&job), "{epilog}");
+        }
+    }
+}
+
+/// The freezer line's path of a /proc/PID/cgroup text.
+fn text_freezer(text: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let _id = parts.next()?;
+        let ctrls = parts.next()?;
+        let path = parts.next()?;
+        ctrls
+            .split(',')
+            .any(|c| c == "freezer")
+            .then(|| path.to_string())
+    })
 }
 
 /// The parent of `pid` (field 4 of /proc/PID/stat).
