@@ -296,13 +296,8 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 impl HookSettings {
     /// Runs a job's Prolog or Epilog (`spec`) with this node's timeout,
-    /// one at a time with `PrologFlags=Serial`.
-    pub async fn run_job_script(&self, spec: &str, env: &[(String, String)]) -> Outcome {
-        self.run_job_script_in(spec, env, None).await
-    }
-
-    /// As `run_job_script`, each script joining `join`'s cgroup between
-    /// fork and exec (`PrologFlags=RunInJob`).
+    /// one at a time with `PrologFlags=Serial`, each script joining
+    /// `join`'s cgroup between fork and exec (`PrologFlags=RunInJob`).
     pub async fn run_job_script_in(
         &self,
         spec: &str,
@@ -522,6 +517,53 @@ pub fn apply_task_prolog(output: &str, env: &mut Vec<(String, String)>) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prolog_flags_run_in_job_and_serial_are_read() {
+        let hooks = |flags: &str| {
+            let text = format!("ClusterName=c\nSlurmctldHost=h\nNodeName=a\nPrologFlags={flags}\n");
+            let config = conf::parse_str(&text, Path::new("/x/slurm.conf"), &mut |_| {
+                Err(std::io::Error::other("no includes"))
+            })
+            .expect("parses")
+            .config;
+            HookSettings::from_config(&config)
+        };
+        let h = hooks("Contain,RunInJob");
+        assert!(h.run_in_job && !h.serial);
+        let h = hooks("serial");
+        assert!(!h.run_in_job && h.serial);
+    }
+
+    /// The script joins the cgroup before it execs (a fake cgroup.procs:
+    /// the join writes `0` into it); a join that fails is a failed script.
+    #[tokio::test]
+    async fn a_script_joins_its_cgroup_before_it_runs() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("prolog");
+        let ran = dir.path().join("ran");
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\necho yes > {}\n", ran.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let procs = dir.path().join("cgroup.procs");
+        std::fs::write(&procs, "").unwrap();
+        let join = crate::cgroup::TaskJoin::new(std::slice::from_ref(&procs));
+        let spec = script.to_string_lossy().into_owned();
+        let outcome = run_scripts_in(&spec, &[], None, Some(&join)).await;
+        assert!(outcome.ok, "{outcome:?}");
+        assert_eq!(std::fs::read_to_string(&procs).unwrap(), "0");
+        assert_eq!(std::fs::read_to_string(&ran).unwrap(), "yes\n");
+
+        std::fs::remove_file(&ran).unwrap();
+        let gone = crate::cgroup::TaskJoin::new(&[dir.path().join("no/cgroup.procs")]);
+        let outcome = run_scripts_in(&spec, &[], None, Some(&gone)).await;
+        assert!(!outcome.ok);
+        assert!(!ran.exists());
+    }
 
     #[test]
     fn wildcards_match_as_the_shell_does() {
