@@ -1245,6 +1245,52 @@ fn confine_v2_the_extern_step_holder_is_in_step_extern_and_ends_with_the_job() {
     assert_v2_nothing_left(c, &slice);
 }
 
+/// On cgroup v2, PrologFlags=RunInJob: the Prolog and Epilog are in
+/// `job_J/step_prolog/user/task_0` and `.../step_epilog/...`, gone with
+/// the job.
+#[test]
+fn confine_v2_run_in_job_puts_the_prolog_and_epilog_in_the_jobs_cgroup() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(mount) = unified_mount() else {
+        return;
+    };
+    let slice = V2Slice::new(mount);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    for name in ["prolog", "epilog"] {
+        let path = dir.path().join(name);
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\n/bin/cat /proc/$$/cgroup > {d}/{name}.cg\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let c = builder()
+        .nodes(1)
+        .conf_extra(&format!(
+            "ProctrackType=proctrack/cgroup\nPrologFlags=RunInJob\n\
+             Prolog={d}/prolog\nEpilog={d}/epilog\n"
+        ))
+        .file("cgroup.conf", &slice.conf(""))
+        .start();
+    let id = c.submit(&["-o", "out", "--wrap", "true"]);
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED");
+    for step in ["prolog", "epilog"] {
+        let text = std::fs::read_to_string(dir.path().join(format!("{step}.cg"))).unwrap();
+        let unified = text.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or("");
+        assert!(
+            unified.ends_with(&format!("/job_{id}/step_{step}/user/task_0")),
+            "{text}"
+        );
+    }
+    let job = slice.base(&c).join(format!("job_{id}"));
+    c.wait_until("the job's cgroup to go", secs(10), || {
+        (!job.exists()).then_some(())
+    });
+    assert_v2_nothing_left(c, &slice);
+}
+
 /// On cgroup v2 a node daemon restarted after its job's processes died
 /// unwatched removes the job's cgroup.
 #[test]
