@@ -642,12 +642,11 @@ impl Settings {
                     .any(|o| o.trim().eq_ignore_ascii_case("enable_user_top"))
             }),
             prolog_contain: cfg.other.get("prologflags").is_some_and(|(_, v)| {
-                v.split(',')
-                    .any(|f| {
-                        // RunInJob implies Contain (slurm.conf(5)).
-                        let f = f.trim();
-                        f.eq_ignore_ascii_case("contain") || f.eq_ignore_ascii_case("runinjob")
-                    })
+                v.split(',').any(|f| {
+                    // RunInJob implies Contain (slurm.conf(5)).
+                    let f = f.trim();
+                    f.eq_ignore_ascii_case("contain") || f.eq_ignore_ascii_case("runinjob")
+                })
             }),
             enforce: Enforce::parse(
                 cfg.other

@@ -143,10 +143,8 @@ impl HookSettings {
             }),
         });
         let flag = |word: &str| {
-            other("prologflags").is_some_and(|f| {
-                f.split(',')
-                    .any(|w| w.trim().eq_ignore_ascii_case(word))
-            })
+            other("prologflags")
+                .is_some_and(|f| f.split(',').any(|w| w.trim().eq_ignore_ascii_case(word)))
         };
         let serial = flag("serial");
         HookSettings {

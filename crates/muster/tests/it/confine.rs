@@ -377,7 +377,10 @@ fn confine_run_in_job_puts_the_prolog_and_epilog_in_the_jobs_cgroup() {
                 "ProctrackType=proctrack/cgroup\nPrologFlags={flags}\n\
                  Prolog={d}/prolog\nEpilog={d}/epilog\n"
             ))
-            .file("cgroup.conf", "CgroupPlugin=autodetect\nIgnoreSystemd=yes\n")
+            .file(
+                "cgroup.conf",
+                "CgroupPlugin=autodetect\nIgnoreSystemd=yes\n",
+            )
             .start();
         guard.set_node_dir(node_dir_name(&c, "node1"));
         let id = c.submit(&["-o", "out", "--wrap", "true"]);
@@ -398,7 +401,9 @@ fn confine_run_in_job_puts_the_prolog_and_epilog_in_the_jobs_cgroup() {
                 assert!(in_job >= 1, "{step} not in the job's cgroup:\n{text}");
                 for ctrl in CONTROLLERS {
                     if let Some(l) = text.lines().find(|l| {
-                        l.split(':').nth(1).is_some_and(|c| c.split(',').any(|c| c == *ctrl))
+                        l.split(':')
+                            .nth(1)
+                            .is_some_and(|c| c.split(',').any(|c| c == *ctrl))
                     }) {
                         assert!(l.contains(&job), "{ctrl}: {l}");
                     }
@@ -1278,7 +1283,10 @@ fn confine_v2_run_in_job_puts_the_prolog_and_epilog_in_the_jobs_cgroup() {
     assert_eq!(c.wait_done(id, secs(30)), "COMPLETED");
     for step in ["prolog", "epilog"] {
         let text = std::fs::read_to_string(dir.path().join(format!("{step}.cg"))).unwrap();
-        let unified = text.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or("");
+        let unified = text
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .unwrap_or("");
         assert!(
             unified.ends_with(&format!("/job_{id}/step_{step}/user/task_0")),
             "{text}"
