@@ -416,6 +416,24 @@ fn confine_run_in_job_puts_the_prolog_and_epilog_in_the_jobs_cgroup() {
             assert!(!prolog.contains(&job), "{prolog}");
             assert!(!epilog.contains(&job), "{epilog}");
         }
+        // A job without a batch script: the Prolog at its first step, the
+        // Epilog at its end (`daemon::scripts`), the same way.
+        for name in ["prolog.cg", "epilog.cg"] {
+            std::fs::remove_file(dir.path().join(name)).unwrap();
+        }
+        let out = c.run("srun", &["-N1", "true"]);
+        assert_eq!(out.code, 0, "{out}");
+        let epilog = c.wait_until("the srun job's epilog", secs(20), || {
+            let t = cg("epilog.cg");
+            (!t.is_empty()).then_some(t)
+        });
+        let prolog = cg("prolog.cg");
+        for (text, step) in [(&prolog, "step_prolog"), (&epilog, "step_epilog")] {
+            let in_job = text
+                .lines()
+                .any(|l| l.contains("/job_") && l.contains(&format!("/{step}/task_0")));
+            assert_eq!(in_job, run_in_job, "{flags} {step}:\n{text}");
+        }
     }
 }
 
