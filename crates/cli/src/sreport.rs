@@ -1,6 +1,6 @@
 //! `sreport`: usage reports from the accounting store's rollups, as Slurm
 //! 22.05 prints them: `cluster utilization`, `cluster
-//! AccountUtilizationByUser` and `user top`.
+//! AccountUtilizationByUser`, `user top` and `reservation utilization`.
 //!
 //! ```text
 //! args --parse--> Report --UsageQuery--> controller (rolls up, sums hours)
@@ -9,9 +9,14 @@
 //! ```
 //!
 //! Not yet: Down and PLND Down are always 0 (node state history is not
-//! kept), Energy is 0, the `-T` TRES selection (CPU only), job reports, `tree`;
-//! reservation reports are refused (`sacctmgr show reservation` has the
-//! windows and their UnusedWall).
+//! kept), Energy is 0, the `-T` TRES selection (CPU only), job reports, `tree`.
+//!
+//! `reservation utilization` reads the windows accounting keeps
+//! (`proto::resv::AcctResv`, as `sacctmgr show reservation` does), clipped
+//! to the report window: Allocated is the CPU time its jobs used, Idle the
+//! rest of its CPUs' time. A window's record holds one total for what its
+//! jobs used, so a window that only partly meets the report window is
+//! counted by the overlap's share of the time the record covers.
 
 use crate::common::{self, print_stdout, Stop};
 use crate::getopt::{self, opt, Arg, Item, OptSpec};
@@ -48,10 +53,11 @@ sreport [<OPTION>] [<COMMAND>]
     Valid <COMMAND> values are:
      cluster AccountUtilizationByUser [<OPTIONS>]
      cluster Utilization [<OPTIONS>]
+     reservation Utilization [<OPTIONS>]
      user TopUsage [<OPTIONS>]
 
     <OPTIONS> are Start=<time>, End=<time>, Format=<fields>, Users=<list>,
-    Accounts=<list>, TopCount=<n>.
+    Accounts=<list>, TopCount=<n>, Names=<list>, Nodes=<list>.
 ";
 
 /// How usage is printed (`-t`).
@@ -114,6 +120,8 @@ pub enum Kind {
     AccountByUser,
     /// `user top`.
     UserTop,
+    /// `reservation utilization`.
+    ResvUtil,
 }
 
 /// A parsed command line.
@@ -137,6 +145,10 @@ pub struct Report {
     pub accounts: Vec<String>,
     /// `TopCount=`.
     pub top: usize,
+    /// `Names=` (reservation reports).
+    pub names: Vec<String>,
+    /// `Nodes=` (reservation reports, expanded).
+    pub nodes: Vec<String>,
     /// Columns (name, header, width).
     pub columns: Vec<(&'static str, &'static str, i32)>,
 }
@@ -157,8 +169,48 @@ const COLUMNS: &[(&str, usize, &str, i32)] = &[
     ("used", 1, "Used", 10),
 ];
 
+/// The reservation report's columns, as [`COLUMNS`]: the names are the
+/// sreport man page's (FORMAT OPTIONS FOR EACH REPORT).
+const RESV_COLUMNS: &[(&str, usize, &str, i32)] = &[
+    ("allocated", 1, "Allocated", 9),
+    ("associations", 1, "Associations", 15),
+    ("cluster", 1, "Cluster", 9),
+    ("end", 1, "End", 19),
+    ("idle", 1, "Idle", 9),
+    ("name", 2, "Name", 9),
+    ("nodes", 5, "Nodes", 15),
+    ("nodecount", 5, "NodeCount", 9),
+    ("start", 1, "Start", 19),
+    ("trescount", 4, "TRES Count", 10),
+    ("tresname", 4, "TRES Name", 14),
+    ("trestime", 4, "TRES Time", 9),
+];
+
 fn columns(spec: &str, kind: Kind) -> Result<Vec<(&'static str, &'static str, i32)>, String> {
     let mut out = Vec::new();
+    if kind == Kind::ResvUtil {
+        for item in spec.split(',').filter(|s| !s.is_empty()) {
+            let (name, width) = match item.split_once('%') {
+                Some((n, w)) => (n, w.parse::<i32>().ok().filter(|w| *w != 0)),
+                None => (item, None),
+            };
+            let l = name.to_ascii_lowercase();
+            // `Node` and `Nodes` are the list; longer prefixes of
+            // `NodeCount` the count.
+            let found = if l == "node" || l == "nodes" {
+                RESV_COLUMNS.iter().find(|c| c.0 == "nodes")
+            } else {
+                RESV_COLUMNS
+                    .iter()
+                    .find(|(full, min, ..)| abbrev(&l, full, *min))
+            };
+            let Some(&(full, _, header, w)) = found else {
+                return Err(format!(" Unknown field '{name}'\n"));
+            };
+            out.push((full, header, width.unwrap_or(w)));
+        }
+        return Ok(out);
+    }
     for item in spec.split(',').filter(|s| !s.is_empty()) {
         let (name, width) = match item.split_once('%') {
             Some((n, w)) => (n, w.parse::<i32>().ok().filter(|w| *w != 0)),
@@ -228,12 +280,10 @@ pub fn parse<Tz: chrono::TimeZone>(
         Kind::AccountByUser
     } else if abbrev(what, "user", 1) && abbrev(report, "topusage", 1) {
         Kind::UserTop
-    } else if abbrev(what, "reservation", 3) {
-        return Err("sreport: reservation reports are not supported by muster; \
-             `sacctmgr show reservation` lists each window with its UnusedWall\n"
-            .into());
+    } else if abbrev(what, "reservation", 3) && abbrev(report, "utilization", 1) {
+        Kind::ResvUtil
     } else {
-        return Err(format!("Not valid report {report}\nValid cluster reports are, \"AccountUtilizationByUser\" and \"Utilization\"\nValid user reports are, \"TopUsage\"\n"));
+        return Err(format!("Not valid report {report}\nValid cluster reports are, \"AccountUtilizationByUser\" and \"Utilization\"\nValid reservation reports are, \"Utilization\"\nValid user reports are, \"TopUsage\"\n"));
     };
     let midnight = midnight(now, tz);
     let mut start = None;
@@ -242,6 +292,8 @@ pub fn parse<Tz: chrono::TimeZone>(
     let mut users = Vec::new();
     let mut accounts = Vec::new();
     let mut top = 10;
+    let mut names = Vec::new();
+    let mut nodes = Vec::new();
     let mut err = String::new();
     for w in &words[2..] {
         let (k, v) = match w.split_once('=') {
@@ -254,7 +306,11 @@ pub fn parse<Tz: chrono::TimeZone>(
                 .map(str::to_owned)
                 .collect::<Vec<_>>()
         };
-        if k.is_empty() || abbrev(&k, "users", 1) {
+        if kind == Kind::ResvUtil && (k.is_empty() || abbrev(&k, "names", 1)) {
+            names.extend(list(&v));
+        } else if kind == Kind::ResvUtil && abbrev(&k, "nodes", 1) {
+            nodes.extend(hostlist::expand(&v).map_err(|_| format!("Invalid node list {v}\n"))?);
+        } else if k.is_empty() || abbrev(&k, "users", 1) {
             users.extend(list(&v));
         } else if abbrev(&k, "accounts", 2) {
             accounts.extend(list(&v.to_ascii_lowercase()));
@@ -304,6 +360,7 @@ pub fn parse<Tz: chrono::TimeZone>(
             Kind::Utilization => "Cl,al,d,planned,i,res,rep",
             Kind::AccountByUser => "Cluster,Ac,Login,Proper,Used,Energy",
             Kind::UserTop => "Cl,L,P,A,U,Energy",
+            Kind::ResvUtil => "Cluster,Name,Start,End,TresName,Allocated,Idle",
         }
         .to_owned();
     }
@@ -317,6 +374,8 @@ pub fn parse<Tz: chrono::TimeZone>(
         users,
         accounts,
         top,
+        names,
+        nodes,
         columns: columns(&format, kind)?,
     }))
 }
@@ -360,36 +419,13 @@ pub fn render(
     fmt_time: &dyn Fn(Timestamp) -> String,
 ) -> String {
     let mut out = String::new();
-    let dashes = "-".repeat(80);
     let total = usage
         .rows
         .iter()
         .find(|x| x.account.is_empty() && x.user.is_empty());
     let (cap, alloc) = total.map_or((0, 0), |t| (t.capacity_secs, t.alloc_secs));
     if !r.noheader {
-        let (a, b) = (fmt_time(r.start), fmt_time(r.end - 1));
-        let secs = r.end - r.start;
-        let title = match r.kind {
-            Kind::Utilization => format!("Cluster Utilization {a} - {b}"),
-            Kind::AccountByUser => {
-                format!("Cluster/Account/User Utilization {a} - {b} ({secs} secs)")
-            }
-            Kind::UserTop => format!("Top {} Users {a} - {b} ({secs} secs)", r.top),
-        };
-        let unit = match r.time {
-            TimeFormat::Percent => format!("Usage reported in {}", r.time.name()),
-            t => format!("Usage reported in {}", t.name()),
-        };
-        out.push_str(&format!("{dashes}\n{title}\n{unit}\n{dashes}\n"));
-        let headers: Vec<String> = r.columns.iter().map(|c| c.1.to_owned()).collect();
-        out.push_str(&line(r, &headers));
-        if r.parsable == 0 {
-            for (_, _, w) in &r.columns {
-                out.push_str(&"-".repeat(w.unsigned_abs() as usize));
-                out.push(' ');
-            }
-            out.push('\n');
-        }
+        out.push_str(&header(r, fmt_time));
     }
     let t = |secs: i64| r.time.show(secs, alloc.max(1));
     let mut rows: Vec<Row> = Vec::new();
@@ -480,7 +516,49 @@ pub fn render(
                 ]);
             }
         }
+        Kind::ResvUtil => {}
     }
+    out.push_str(&body(r, rows));
+    out
+}
+
+/// The banner (title, unit) and the column headers.
+fn header(r: &Report, fmt_time: &dyn Fn(Timestamp) -> String) -> String {
+    let mut out = String::new();
+    let dashes = "-".repeat(80);
+    let (a, b) = (fmt_time(r.start), fmt_time(r.end - 1));
+    let secs = r.end - r.start;
+    let title = match r.kind {
+        Kind::Utilization => format!("Cluster Utilization {a} - {b}"),
+        Kind::AccountByUser => {
+            format!("Cluster/Account/User Utilization {a} - {b} ({secs} secs)")
+        }
+        Kind::UserTop => format!("Top {} Users {a} - {b} ({secs} secs)", r.top),
+        Kind::ResvUtil => format!("Reservation Utilization {a} - {b}"),
+    };
+    let unit = match r.kind {
+        // The reservation report names TRES, not CPUs.
+        Kind::ResvUtil if r.time != TimeFormat::Percent => {
+            format!("Usage reported in {}", r.time.name().replace("CPU", "TRES"))
+        }
+        _ => format!("Usage reported in {}", r.time.name()),
+    };
+    out.push_str(&format!("{dashes}\n{title}\n{unit}\n{dashes}\n"));
+    let headers: Vec<String> = r.columns.iter().map(|c| c.1.to_owned()).collect();
+    out.push_str(&line(r, &headers));
+    if r.parsable == 0 {
+        for (_, _, w) in &r.columns {
+            out.push_str(&"-".repeat(w.unsigned_abs() as usize));
+            out.push(' ');
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The rows, in the report's columns.
+fn body(r: &Report, rows: Vec<Row>) -> String {
+    let mut out = String::new();
     for row in rows {
         let cells: Vec<String> = r
             .columns
@@ -494,6 +572,65 @@ pub fn render(
             .collect();
         out.push_str(&line(r, &cells));
     }
+    out
+}
+
+/// `reservation utilization`'s text from the windows accounting holds
+/// (`now`: the windows not over yet count up to it).
+pub fn render_resv(
+    r: &Report,
+    resvs: &[proto::resv::AcctResv],
+    now: Timestamp,
+    fmt_time: &dyn Fn(Timestamp) -> String,
+) -> String {
+    let mut out = String::new();
+    if !r.noheader {
+        out.push_str(&header(r, fmt_time));
+    }
+    let overlap = |a: Timestamp, b: Timestamp| (b.min(r.end) - a.max(r.start)).max(0);
+    let mut rows: Vec<Row> = Vec::new();
+    for x in resvs {
+        if !r.names.is_empty() && !r.names.contains(&x.name) {
+            continue;
+        }
+        let nodes = hostlist::expand(&x.nodes).unwrap_or_default();
+        if !r.nodes.is_empty() && !nodes.iter().any(|n| r.nodes.contains(n)) {
+            continue;
+        }
+        let (start, end) = (x.start.max(r.start), x.end.min(r.end));
+        if x.start >= r.end || x.end <= r.start {
+            continue;
+        }
+        let cpus = i64::from(x.cpus);
+        let reserved = cpus * overlap(x.start, x.end.min(now));
+        // The record's own span: UnusedWall is that span less what its
+        // jobs used per CPU; what they used is spread evenly over it.
+        let used = x.used_cpu_secs as f64;
+        let covered = x.unused_wall + used / (cpus.max(1) as f64);
+        let alloc = if covered > 0.0 {
+            let seen = overlap(x.start, x.start + covered.round() as i64) as f64;
+            (used * seen / covered).round() as i64
+        } else {
+            0
+        }
+        .min(reserved);
+        let t = |secs: i64| r.time.show(secs, reserved.max(1));
+        rows.push(vec![
+            ("cluster", x.cluster.clone()),
+            ("name", x.name.clone()),
+            ("start", fmt_time(start)),
+            ("end", fmt_time(end)),
+            ("tresname", "cpu".into()),
+            ("trescount", cpus.to_string()),
+            ("trestime", t(reserved)),
+            ("allocated", t(alloc)),
+            ("idle", t(reserved - alloc)),
+            ("nodes", x.nodes.clone()),
+            ("nodecount", nodes.len().to_string()),
+            ("associations", String::new()),
+        ]);
+    }
+    out.push_str(&body(r, rows));
     out
 }
 
@@ -543,18 +680,44 @@ pub fn main(args: Vec<String>) -> i32 {
             Err(e) => Err(Stop::Fail(e)),
         },
         ask,
-        |report, (usage, tables)| {
-            print_stdout(&render(report, &usage, &tables, &gecos, &common::fmt_time));
+        |report, answer| {
+            print_stdout(&match answer {
+                Answer::Usage(usage, tables) => {
+                    render(report, &usage, &tables, &gecos, &common::fmt_time)
+                }
+                Answer::Resvs(resvs) => render_resv(report, &resvs, now, &common::fmt_time),
+            });
             0
         },
     )
 }
 
+/// What the controller answered for a report.
+enum Answer {
+    /// The usage rollups, with the accounting tables where needed.
+    Usage(UsageReport, AcctTables),
+    /// The reservation windows.
+    Resvs(Vec<proto::resv::AcctResv>),
+}
+
 /// The usage in the report's window, and for the per-user report the
-/// accounting tables (users' accounts), from the controller.
-fn ask(report: &Report) -> Result<(UsageReport, AcctTables), Stop> {
+/// accounting tables (users' accounts), or the reservation windows that
+/// meet it, from the controller.
+fn ask(report: &Report) -> Result<Answer, Stop> {
     let fail = |e: &dyn std::fmt::Display| Stop::Fail(format!("sreport: error: {e}\n"));
     let client = client::Client::from_env().map_err(|e| fail(&e))?;
+    if report.kind == Kind::ResvUtil {
+        let q = proto::CtldRequest::AcctReservations {
+            start: Some(report.start),
+            end: Some(report.end),
+        };
+        return match client.call(q) {
+            Ok(proto::CtldResponse::AcctReservations(v)) => Ok(Answer::Resvs(v)),
+            Ok(_) => Err(fail(&"Unexpected message received")),
+            Err(client::ClientError::Refused(e)) => Err(fail(&e.as_slurm_str())),
+            Err(e) => Err(fail(&e)),
+        };
+    }
     let q = UsageQuery {
         start: report.start,
         end: report.end,
@@ -572,5 +735,5 @@ fn ask(report: &Report) -> Result<(UsageReport, AcctTables), Stop> {
         },
         _ => AcctTables::default(),
     };
-    Ok((usage, tables))
+    Ok(Answer::Usage(usage, tables))
 }

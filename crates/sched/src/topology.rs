@@ -5,7 +5,7 @@
 //!
 //! A partition carries the cluster's topology (`PartView::topology`); without
 //! one placement is exactly what it was. With one, `placement::pick` hands the
-//! job to [`pick_topo`]:
+//! job to `pick_topo`:
 //!
 //! 1. The candidates the caller gives (in its order: weight, rank, index) are
 //!    grouped by leaf (a counting sort, the caller's order kept within a

@@ -485,6 +485,29 @@ fn reservations_are_kept_in_accounting() {
     );
     let unused: f64 = fields[5].parse().expect("UnusedWall");
     assert!((0.0..600.0).contains(&unused), "{out}");
+    // sreport's reservation report: the window this hour, its CPUs' time
+    // split into what the job used and the rest.
+    let out = c.ok(
+        "sreport",
+        &[
+            "-nP",
+            "-t",
+            "seconds",
+            "reservation",
+            "utilization",
+            "start=now-1hour",
+            "end=now",
+            "format=Cluster,Name,TresName,TresTime,Allocated,Idle",
+        ],
+    );
+    let fields: Vec<&str> = out.stdout.trim_end().split('|').collect();
+    assert_eq!(&fields[..3], ["e2e", "acct", "cpu"], "{out}");
+    let secs: Vec<i64> = fields[3..]
+        .iter()
+        .map(|f| f.parse().expect("seconds"))
+        .collect();
+    assert!(secs[1] >= 1, "the job's time is allocated: {out}");
+    assert_eq!(secs[0], secs[1] + secs[2], "{out}");
     // Not among the current ones any more.
     let out = c.ok("sacctmgr", &["-nP", "show", "reservation"]);
     assert_eq!(out.stdout, "");
