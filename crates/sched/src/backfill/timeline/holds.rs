@@ -117,4 +117,24 @@ impl Timeline {
             (sum.0, sum.1) = (sum.0 + n, sum.1 + freed);
         }
     }
+
+    /// `MaxCPUsPerNode`: the CPUs of a start or a plan of a partition with
+    /// the cap, counted against the partition's budget on each node
+    /// (`NodeView::part_cpus`) from now to the end of the pass: a start's
+    /// as long as it runs, a plan's before it starts as well, and neither
+    /// given back at its end (conservative: the pass never starts or plans
+    /// a job of the partition beyond the cap; the next pass takes the
+    /// nodes' counts from the views again).
+    pub(in crate::backfill) fn hold_part_cpus(&mut self, alloc: &Allocation) {
+        for na in &alloc.nodes {
+            let i = na.node.0 as usize;
+            if i >= self.base.len() {
+                continue;
+            }
+            crate::placement::add_part_cpus(&mut self.base[i].part_cpus, alloc.partition, na.cpus);
+            crate::placement::add_part_cpus(&mut self.work[i].part_cpus, alloc.partition, na.cpus);
+            // Compared with the views again at the next pass's set-up.
+            self.started_at.push(i);
+        }
+    }
 }

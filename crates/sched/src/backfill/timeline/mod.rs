@@ -231,6 +231,7 @@ fn same_node(b: &NodeView, n: &NodeView) -> bool {
         && b.features == n.features
         && b.cpu_ids_in_use == n.cpu_ids_in_use
         && b.threads == n.threads
+        && b.part_cpus == n.part_cpus
 }
 
 /// Copies what is in use (not the configuration) from `from` to `to`.
@@ -241,6 +242,7 @@ fn copy_use(to: &mut NodeView, from: &NodeView) {
     to.n_jobs = from.n_jobs;
     to.exclusive_in_use = from.exclusive_in_use;
     copy_vec(&mut to.cpu_ids_in_use, &from.cpu_ids_in_use);
+    copy_vec(&mut to.part_cpus, &from.part_cpus);
     for (t, f) in to.gres.iter_mut().zip(&from.gres) {
         copy_vec(&mut t.used, &f.used);
     }
