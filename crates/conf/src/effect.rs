@@ -187,9 +187,10 @@ pub const ACTING_NOTES: &[(&str, &str, &str)] = &[(
     "slurm.conf partition line",
     "MaxCPUsPerNode",
     "the partition's jobs on a node hold at most that many of its CPUs together, \
-     the rest stays for other partitions' jobs; a backfill pass counts the CPUs of \
-     the partition's running jobs, starts and plans against it until the pass ends \
-     (a planned start never counts on their ends)",
+     the rest stays for other partitions' jobs; backfill plans count the CPUs of the \
+     partition's running jobs until their expected ends, and those of its planned \
+     jobs over the whole pass (a later plan of the partition may come later than it \
+     could, never beyond the cap)",
 )];
 
 /// Partition-line keys refused with any value (the parser's error says

@@ -1659,3 +1659,38 @@ fn max_cpus_per_node_holds_across_the_starts_of_one_pass() {
     );
     assert_eq!(starts(&p).len(), 3);
 }
+
+#[test]
+fn max_cpus_per_node_budget_comes_back_at_the_partitions_job_ends_in_backfill() {
+    let (mut nodes, parts) = capped_and_open();
+    // Three one-CPU jobs of the capped partition, ending at 600, 1200 and
+    // 1800: one CPU of its four left now.
+    let running_jobs: Vec<RunningJob> = [600, 1200, 1800]
+        .iter()
+        .enumerate()
+        .map(|(k, end)| running(100 + k as u32, &mut nodes, &[0], *end))
+        .collect();
+    nodes[0].part_cpus = vec![(0, 3)];
+    // Three CPUs of the capped partition: not now (the node has five free,
+    // the partition one), planned when two of its jobs have ended.
+    let mut wide = job(1, 1, 3);
+    wide.time_limit = TimeLimit::Minutes(10);
+    // The other partition's job of four starts now beside them.
+    let mut other = job(2, 1, 4);
+    other.partitions = vec![1];
+    other.time_limit = TimeLimit::Minutes(10);
+    let view = ClusterView {
+        nodes: &nodes,
+        parts: &parts,
+        jobs: &[wide, other],
+        running: &running_jobs,
+    };
+    let cfg = SchedConfig {
+        bf_resolution: 1,
+        bf_job_part_count_reserve: None,
+        ..SchedConfig::default()
+    };
+    let p = crate::plan(&view, &cfg, 0);
+    assert_eq!(starts(&p), vec![(2, vec![(0, 4)])]);
+    assert_eq!(p.planned.get(&JobId(1)).map(|pl| pl.start), Some(1200));
+}

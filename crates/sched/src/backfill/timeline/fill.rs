@@ -497,6 +497,7 @@ impl Timeline {
                 share: na.clone(),
                 exclusive: alloc.exclusive,
                 job,
+                part: alloc.partition as u32,
             };
             self.run_sum[i].add(&h);
             self.running_on[i].push(h);

@@ -15,6 +15,7 @@ impl Timeline {
                 share: na.clone(),
                 exclusive: alloc.exclusive,
                 job: None,
+                part: alloc.partition as u32,
             };
             apply(&mut self.base[i], &h, true);
             crate::placement::set_room(&mut self.room, i, &self.base[i]);
@@ -120,11 +121,12 @@ impl Timeline {
 
     /// `MaxCPUsPerNode`: the CPUs of a start or a plan of a partition with
     /// the cap, counted against the partition's budget on each node
-    /// (`NodeView::part_cpus`) from now to the end of the pass: a start's
-    /// as long as it runs, a plan's before it starts as well, and neither
-    /// given back at its end (conservative: the pass never starts or plans
-    /// a job of the partition beyond the cap; the next pass takes the
-    /// nodes' counts from the views again).
+    /// (`NodeView::part_cpus`): a start's until its end (as a running
+    /// job's, `apply`), a plan's from now to the end of the pass, before
+    /// it starts and after it ends as well (conservative: the pass never
+    /// plans a job of the partition beyond the cap, and may plan one later
+    /// than it could; the next pass takes the nodes' counts from the views
+    /// again).
     pub(in crate::backfill) fn hold_part_cpus(&mut self, alloc: &Allocation) {
         for na in &alloc.nodes {
             let i = na.node.0 as usize;
