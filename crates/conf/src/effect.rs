@@ -182,6 +182,18 @@ const ACTING_PARTITION: &[&str] = &[
     "RootOnly",
 ];
 
+/// What the configuration table says beside `acts` for a few acting
+/// keys: (section, key, note).
+pub const ACTING_NOTES: &[(&str, &str, &str)] = &[(
+    "slurm.conf partition line",
+    "MaxCPUsPerNode",
+    "the partition's jobs on a node hold at most that many of its CPUs together, \
+     the rest stays for other partitions' jobs; backfill plans count the CPUs of the \
+     partition's running jobs until their expected ends, and those of its planned \
+     jobs over the whole pass (a later plan of the partition may come later than it \
+     could, never beyond the cap)",
+)];
+
 /// Partition-line keys refused with any value (the parser's error says
 /// why): they would change where a job runs, and muster does not do it.
 pub const REFUSED_PARTITION_KEYS: &[(&str, &str)] = &[
