@@ -96,10 +96,11 @@ const REFUSED_GLOBAL: &[(&str, &str)] = &[];
 
 /// The `PrologFlags` words muster acts on: `Alloc` (the Prolog runs when
 /// the batch script is launched, which is at allocation), `Contain` (the
-/// extern step), `Serial` (one Prolog or Epilog at a time per node) and
-/// `NoHold` (salloc does not wait for the Prolog: it never does here, the
-/// Prolog running at the first step).
-const PROLOG_FLAGS: &[&str] = &["Alloc", "Contain", "NoHold", "Serial"];
+/// extern step), `RunInJob` (the extern step, and the Prolog and Epilog
+/// in the job's cgroup), `Serial` (one Prolog or Epilog at a time per
+/// node) and `NoHold` (salloc does not wait for the Prolog: it never does
+/// here, the Prolog running at the first step).
+const PROLOG_FLAGS: &[&str] = &["Alloc", "Contain", "NoHold", "RunInJob", "Serial"];
 
 /// Why a global key set to `value` is refused, if it is: a key of
 /// `REFUSED_GLOBAL` set to anything, or a `PrologFlags` word muster does
@@ -180,6 +181,18 @@ const ACTING_PARTITION: &[&str] = &[
     "PreemptMode",
     "RootOnly",
 ];
+
+/// What the configuration table says beside `acts` for a few acting
+/// keys: (section, key, note).
+pub const ACTING_NOTES: &[(&str, &str, &str)] = &[(
+    "slurm.conf partition line",
+    "MaxCPUsPerNode",
+    "the partition's jobs on a node hold at most that many of its CPUs together, \
+     the rest stays for other partitions' jobs; backfill plans count the CPUs of the \
+     partition's running jobs until their expected ends, and those of its planned \
+     jobs over the whole pass (a later plan of the partition may come later than it \
+     could, never beyond the cap)",
+)];
 
 /// Partition-line keys refused with any value (the parser's error says
 /// why): they would change where a job runs, and muster does not do it.

@@ -330,6 +330,8 @@ mod tests {
         for (flags, steps) in [
             ("", vec!["batch"]),
             ("PrologFlags=Alloc,Contain\n", vec!["batch", "extern"]),
+            // RunInJob implies Contain.
+            ("PrologFlags=RunInJob\n", vec!["batch", "extern"]),
         ] {
             let mut e = engine(flags);
             e.on_node_registered(reg(), 0).unwrap();

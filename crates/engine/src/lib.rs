@@ -481,7 +481,7 @@ pub struct Settings {
     /// AccountingStorageEnforce.
     #[serde(default)]
     pub enforce: Enforce,
-    /// PrologFlags=Contain: every job has an `extern` step.
+    /// PrologFlags=Contain (or RunInJob): every job has an `extern` step.
     #[serde(default)]
     pub prolog_contain: bool,
     /// PriorityType and the multifactor settings.
@@ -642,8 +642,11 @@ impl Settings {
                     .any(|o| o.trim().eq_ignore_ascii_case("enable_user_top"))
             }),
             prolog_contain: cfg.other.get("prologflags").is_some_and(|(_, v)| {
-                v.split(',')
-                    .any(|f| f.trim().eq_ignore_ascii_case("contain"))
+                v.split(',').any(|f| {
+                    // RunInJob implies Contain (slurm.conf(5)).
+                    let f = f.trim();
+                    f.eq_ignore_ascii_case("contain") || f.eq_ignore_ascii_case("runinjob")
+                })
             }),
             enforce: Enforce::parse(
                 cfg.other

@@ -90,10 +90,44 @@ impl Engine {
         }
     }
 
+    /// `NodeView::part_cpus` of node `i`: the CPUs the running jobs of
+    /// each partition with `MaxCPUsPerNode` hold there (empty where no
+    /// partition has the cap).
+    fn part_cpus_on(&self, i: usize, n: &crate::Node) -> Vec<(u32, u32)> {
+        let mut held = Vec::new();
+        if !self
+            .part_views
+            .iter()
+            .any(|p| p.max_cpus_per_node.is_some())
+        {
+            return held;
+        }
+        for id in &n.jobs {
+            let Some(job) = self.jobs.get(id).filter(|j| j.suspend.is_none()) else {
+                continue;
+            };
+            let capped = self
+                .part_views
+                .get(job.partition)
+                .is_some_and(|p| p.max_cpus_per_node.is_some());
+            let share = job.alloc.as_ref().filter(|_| capped).and_then(|a| {
+                a.nodes
+                    .iter()
+                    .find(|na| na.node.0 as usize == i)
+                    .map(|na| (a.partition, na.cpus))
+            });
+            if let Some((part, cpus)) = share {
+                sched::placement::add_part_cpus(&mut held, part, cpus);
+            }
+        }
+        held
+    }
+
     pub(crate) fn node_views(&self) -> Vec<NodeView> {
         self.nodes
             .iter()
-            .map(|n| NodeView {
+            .enumerate()
+            .map(|(i, n)| NodeView {
                 name: n.conf.name.clone(),
                 cpus: n.conf.cpus,
                 real_memory: n.conf.real_memory,
@@ -107,6 +141,7 @@ impl Engine {
                 n_jobs: n.jobs.len() as u32,
                 cpu_ids_in_use: n.cpu_ids_in_use.iter().copied().collect(),
                 threads: crate::node_threads(self.settings.whole_cores, &n.conf),
+                part_cpus: self.part_cpus_on(i, n),
             })
             .collect()
     }
@@ -156,6 +191,7 @@ impl Engine {
             for (vp, np) in v.gres.iter_mut().zip(&n.gres) {
                 vp.used.clone_from(&np.used);
             }
+            v.part_cpus = self.part_cpus_on(i, n);
         }
         debug_assert!(
             views.iter().zip(&self.nodes).all(|(v, n)| view_is_of(v, n)),

@@ -37,7 +37,13 @@ fn config_markdown() -> String {
     out.push_str("| file | key | decision |\n|---|---|---|\n");
     for r in rows {
         let decision = match r.disposition {
-            KeyDisposition::Acting => "acts".to_string(),
+            KeyDisposition::Acting => match conf::effect::ACTING_NOTES
+                .iter()
+                .find(|(section, key, _)| *section == r.section && *key == r.key)
+            {
+                Some((_, _, note)) => format!("acts: {note}"),
+                None => "acts".to_string(),
+            },
             KeyDisposition::OnlyAs(values) => format!(
                 "muster does only {}; other values are warned about and ignored",
                 values

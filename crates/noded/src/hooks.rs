@@ -53,6 +53,9 @@ pub struct HookSettings {
     pub timeout: Option<Duration>,
     /// `PrologFlags=Serial`: one Prolog or Epilog at a time on the node.
     pub serial: bool,
+    /// `PrologFlags=RunInJob`: the Prolog and Epilog run in the job's
+    /// cgroup (`crate::daemon::scripts::job_cgroup`).
+    pub run_in_job: bool,
     /// `HealthCheckProgram` and its settings.
     pub health: Option<HealthSettings>,
     /// `TaskProlog`: run as the user before each task of a step.
@@ -139,11 +142,13 @@ impl HookSettings {
                     .any(|w| w.trim().eq_ignore_ascii_case("drain_on_failure"))
             }),
         });
-        let serial = other("prologflags").is_some_and(|f| {
-            f.split(',')
-                .any(|w| w.trim().eq_ignore_ascii_case("serial"))
-        });
+        let flag = |word: &str| {
+            other("prologflags")
+                .is_some_and(|f| f.split(',').any(|w| w.trim().eq_ignore_ascii_case(word)))
+        };
+        let serial = flag("serial");
         HookSettings {
+            run_in_job: flag("runinjob"),
             task_prolog: other("taskprolog"),
             task_epilog: other("taskepilog"),
             serial,
@@ -289,14 +294,20 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 impl HookSettings {
     /// Runs a job's Prolog or Epilog (`spec`) with this node's timeout,
-    /// one at a time with `PrologFlags=Serial`.
-    pub async fn run_job_script(&self, spec: &str, env: &[(String, String)]) -> Outcome {
+    /// one at a time with `PrologFlags=Serial`, each script joining
+    /// `join`'s cgroup between fork and exec (`PrologFlags=RunInJob`).
+    pub async fn run_job_script_in(
+        &self,
+        spec: &str,
+        env: &[(String, String)],
+        join: Option<&crate::cgroup::TaskJoin>,
+    ) -> Outcome {
         let _one_at_a_time = if self.serial {
             Some(SERIAL.lock().await)
         } else {
             None
         };
-        run_scripts(spec, env, self.timeout).await
+        run_scripts_in(spec, env, self.timeout, join).await
     }
 }
 
@@ -319,13 +330,23 @@ pub async fn run_scripts(
     env: &[(String, String)],
     timeout: Option<Duration>,
 ) -> Outcome {
+    run_scripts_in(spec, env, timeout, None).await
+}
+
+/// As `run_scripts`, each script joining `join`'s cgroup before it execs.
+pub async fn run_scripts_in(
+    spec: &str,
+    env: &[(String, String)],
+    timeout: Option<Duration>,
+    join: Option<&crate::cgroup::TaskJoin>,
+) -> Outcome {
     let mut last = Outcome {
         ok: true,
         why: String::new(),
         first_line: String::new(),
     };
     for path in script_paths(spec) {
-        last = run_one(&path, env, timeout).await;
+        last = run_one(&path, env, timeout, join).await;
         if !last.ok {
             break;
         }
@@ -333,7 +354,12 @@ pub async fn run_scripts(
     last
 }
 
-async fn run_one(path: &Path, env: &[(String, String)], timeout: Option<Duration>) -> Outcome {
+async fn run_one(
+    path: &Path,
+    env: &[(String, String)],
+    timeout: Option<Duration>,
+    join: Option<&crate::cgroup::TaskJoin>,
+) -> Outcome {
     use tokio::io::AsyncReadExt;
     let fail = |why: String| Outcome {
         ok: false,
@@ -349,6 +375,19 @@ async fn run_one(path: &Path, env: &[(String, String)], timeout: Option<Duration
         .stderr(std::process::Stdio::null())
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(join) = join.cloned() {
+        // SAFETY: join_self only opens, writes and closes files named
+        // before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                if join.join_self() {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::other("cannot join the job's cgroup"))
+                }
+            });
+        }
+    }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return fail(format!("cannot run {}: {e}", path.display())),
@@ -476,6 +515,53 @@ pub fn apply_task_prolog(output: &str, env: &mut Vec<(String, String)>) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prolog_flags_run_in_job_and_serial_are_read() {
+        let hooks = |flags: &str| {
+            let text = format!("ClusterName=c\nSlurmctldHost=h\nNodeName=a\nPrologFlags={flags}\n");
+            let config = conf::parse_str(&text, Path::new("/x/slurm.conf"), &mut |_| {
+                Err(std::io::Error::other("no includes"))
+            })
+            .expect("parses")
+            .config;
+            HookSettings::from_config(&config)
+        };
+        let h = hooks("Contain,RunInJob");
+        assert!(h.run_in_job && !h.serial);
+        let h = hooks("serial");
+        assert!(!h.run_in_job && h.serial);
+    }
+
+    /// The script joins the cgroup before it execs (a fake cgroup.procs:
+    /// the join writes `0` into it); a join that fails is a failed script.
+    #[tokio::test]
+    async fn a_script_joins_its_cgroup_before_it_runs() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("prolog");
+        let ran = dir.path().join("ran");
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\necho yes > {}\n", ran.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let procs = dir.path().join("cgroup.procs");
+        std::fs::write(&procs, "").unwrap();
+        let join = crate::cgroup::TaskJoin::new(std::slice::from_ref(&procs));
+        let spec = script.to_string_lossy().into_owned();
+        let outcome = run_scripts_in(&spec, &[], None, Some(&join)).await;
+        assert!(outcome.ok, "{outcome:?}");
+        assert_eq!(std::fs::read_to_string(&procs).unwrap(), "0");
+        assert_eq!(std::fs::read_to_string(&ran).unwrap(), "yes\n");
+
+        std::fs::remove_file(&ran).unwrap();
+        let gone = crate::cgroup::TaskJoin::new(&[dir.path().join("no/cgroup.procs")]);
+        let outcome = run_scripts_in(&spec, &[], None, Some(&gone)).await;
+        assert!(!outcome.ok);
+        assert!(!ran.exists());
+    }
 
     #[test]
     fn wildcards_match_as_the_shell_does() {

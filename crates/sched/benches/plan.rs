@@ -50,6 +50,7 @@ fn cluster(n: u32) -> (Vec<NodeView>, Vec<RunningJob<'static>>) {
             n_jobs: 1,
             cpu_ids_in_use: Vec::new(),
             threads: 1,
+            part_cpus: Vec::new(),
         });
         running.push(RunningJob {
             job_id: JobId(1_000_000 + i),

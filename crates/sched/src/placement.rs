@@ -75,6 +75,27 @@ pub struct NodeView {
     /// 1 where each CPU is its own unit (`CR_CPU`, one thread per core).
     /// A job's CPUs on the node are a multiple of it (`cpus_on_node`).
     pub threads: u32,
+    /// (partition index, CPUs its jobs hold here), for the partitions
+    /// with `MaxCPUsPerNode` only (empty where none has one): the cap
+    /// counts all of a partition's jobs on the node together.
+    pub part_cpus: Vec<(u32, u32)>,
+}
+
+/// CPUs the jobs of partition `part` hold on `node` (`NodeView::part_cpus`).
+pub fn part_cpus_on(node: &NodeView, part: usize) -> u32 {
+    node.part_cpus
+        .iter()
+        .find(|(p, _)| *p as usize == part)
+        .map_or(0, |(_, c)| *c)
+}
+
+/// Counts `cpus` more held by partition `part`'s jobs in `held` (a
+/// node's `NodeView::part_cpus`).
+pub fn add_part_cpus(held: &mut Vec<(u32, u32)>, part: usize, cpus: u32) {
+    match held.iter_mut().find(|(p, _)| *p as usize == part) {
+        Some((_, c)) => *c += cpus,
+        None => held.push((part as u32, cpus)),
+    }
 }
 
 /// What the scheduler needs to know about a partition.
@@ -98,9 +119,9 @@ pub struct PartView {
     pub max_mem_per_node: Option<u64>,
     /// PriorityTier: higher tiers are scheduled first.
     pub priority_tier: u32,
-    /// MaxCPUsPerNode: the most CPUs a job of this partition gets on one
-    /// node (counted per job: two jobs of the partition may together
-    /// hold more of a node).
+    /// MaxCPUsPerNode: the most CPUs the jobs of this partition hold
+    /// together on one node (Slurm's "available to all jobs from this
+    /// partition"; what they hold is `NodeView::part_cpus`).
     pub max_cpus_per_node: Option<u32>,
     /// LLN=YES (or `SelectTypeParameters=CR_LLN`): the nodes with the
     /// most idle CPUs are taken first (after node weight), instead of
@@ -428,6 +449,7 @@ fn gres_count(gres: &[(usize, Vec<u32>)], pools: &[GresPool], name: &str) -> u64
 #[allow(clippy::too_many_arguments)]
 fn fit_on_node(
     job: &JobRequest,
+    part_idx: usize,
     part: &PartView,
     node_idx: NodeIdx,
     node: &NodeView,
@@ -449,9 +471,13 @@ fn fit_on_node(
             node.real_memory.saturating_sub(node.alloc_mem),
         )
     };
-    // MaxCPUsPerNode: the job's CPUs here, whole node or not, stay
-    // within it.
-    let cap = part.max_cpus_per_node.unwrap_or(u32::MAX);
+    // MaxCPUsPerNode: the job's CPUs here, whole node or not, with those
+    // the partition's other jobs hold here, stay within it.
+    let cap = match part.max_cpus_per_node {
+        None => u32::MAX,
+        Some(max) if ignore_use => max,
+        Some(max) => max.saturating_sub(part_cpus_on(node, part_idx)),
+    };
     let free_cpus = free_cpus.min(cap);
     let cpt = job.cpus_per_task.max(1);
     let mut tasks = want_tasks.min(free_cpus / cpt);
@@ -839,6 +865,7 @@ fn pick_in_order(
         }
         let fits = fit_on_node(
             job,
+            part_idx,
             part,
             *n,
             node,

@@ -28,6 +28,7 @@ fn node(name: &str, cpus: u32, mem: u64, gpus: u32) -> NodeView {
         n_jobs: 0,
         cpu_ids_in_use: Vec::new(),
         threads: 1,
+        part_cpus: Vec::new(),
     }
 }
 
@@ -1591,4 +1592,105 @@ fn lln_places_on_the_least_loaded_node_first() {
     nodes[2].weight = 10;
     let a = place(&job(2, 1, 1), std::slice::from_ref(&p), &nodes).unwrap();
     assert_eq!(a.nodes[0].node, NodeIdx(0));
+}
+
+/// A CPU partition capped at four CPUs per node and an uncapped GPU
+/// partition over the same eight-CPU node.
+fn capped_and_open() -> (Vec<NodeView>, Vec<PartView>) {
+    let nodes = vec![node("n1", 8, 8000, 0)];
+    let mut cpu = part(1);
+    cpu.max_cpus_per_node = Some(4);
+    let mut gpu = part(1);
+    gpu.name = "gpu".into();
+    (nodes, vec![cpu, gpu])
+}
+
+#[test]
+fn max_cpus_per_node_counts_all_of_a_partitions_jobs_on_a_node() {
+    let (mut nodes, parts) = capped_and_open();
+    // Running jobs of the capped partition hold three CPUs of the node.
+    nodes[0].alloc_cpus = 3;
+    nodes[0].part_cpus = vec![(0, 3)];
+    // Two more CPUs of it would go beyond the cap: refused, though the
+    // node has five free.
+    let two = job(1, 1, 2);
+    assert_eq!(place(&two, &parts, &nodes), Err(Unfit::Busy));
+    let one = job(2, 1, 1);
+    let a = place(&one, &parts, &nodes).unwrap();
+    assert_eq!(a.nodes[0].cpus, 1);
+    // A job of the other partition gets the rest of the node.
+    let mut other = job(3, 1, 5);
+    other.partitions = vec![1];
+    let a = place(&other, &parts, &nodes).unwrap();
+    assert_eq!((a.partition, a.nodes[0].cpus), (1, 5));
+    // Could it ever run: the cap, not what is held, decides.
+    assert!(crate::placement::could_ever_fit(&two, 0, &parts[0], &nodes));
+}
+
+#[test]
+fn max_cpus_per_node_holds_across_the_starts_of_one_pass() {
+    let (nodes, parts) = capped_and_open();
+    // Two jobs of three CPUs of the capped partition: together they would
+    // hold six of its four; the second waits. The other partition's job
+    // of four gets the node's remaining CPUs beside the first.
+    let a = job(1, 1, 3);
+    let b = job(2, 1, 3);
+    let mut c = job(3, 1, 4);
+    c.partitions = vec![1];
+    let p = plan(&nodes, &parts, &[a, b, c], 0);
+    assert_eq!(starts(&p), vec![(1, vec![(0, 3)]), (3, vec![(0, 4)])]);
+    assert_eq!(reason(&p, 2), Some(PendingReason::Resources));
+    // Two jobs of two CPUs share the cap exactly.
+    let p = plan(
+        &nodes,
+        &parts,
+        &[job(4, 1, 2), job(5, 1, 2), job(6, 1, 1)],
+        0,
+    );
+    assert_eq!(starts(&p), vec![(4, vec![(0, 2)]), (5, vec![(0, 2)])]);
+    // Without the cap the same jobs all start: nothing else changes.
+    let mut open = parts.clone();
+    open[0].max_cpus_per_node = None;
+    let p = plan(
+        &nodes,
+        &open,
+        &[job(4, 1, 2), job(5, 1, 2), job(6, 1, 1)],
+        0,
+    );
+    assert_eq!(starts(&p).len(), 3);
+}
+
+#[test]
+fn max_cpus_per_node_budget_comes_back_at_the_partitions_job_ends_in_backfill() {
+    let (mut nodes, parts) = capped_and_open();
+    // Three one-CPU jobs of the capped partition, ending at 600, 1200 and
+    // 1800: one CPU of its four left now.
+    let running_jobs: Vec<RunningJob> = [600, 1200, 1800]
+        .iter()
+        .enumerate()
+        .map(|(k, end)| running(100 + k as u32, &mut nodes, &[0], *end))
+        .collect();
+    nodes[0].part_cpus = vec![(0, 3)];
+    // Three CPUs of the capped partition: not now (the node has five free,
+    // the partition one), planned when two of its jobs have ended.
+    let mut wide = job(1, 1, 3);
+    wide.time_limit = TimeLimit::Minutes(10);
+    // The other partition's job of four starts now beside them.
+    let mut other = job(2, 1, 4);
+    other.partitions = vec![1];
+    other.time_limit = TimeLimit::Minutes(10);
+    let view = ClusterView {
+        nodes: &nodes,
+        parts: &parts,
+        jobs: &[wide, other],
+        running: &running_jobs,
+    };
+    let cfg = SchedConfig {
+        bf_resolution: 1,
+        bf_job_part_count_reserve: None,
+        ..SchedConfig::default()
+    };
+    let p = crate::plan(&view, &cfg, 0);
+    assert_eq!(starts(&p), vec![(2, vec![(0, 4)])]);
+    assert_eq!(p.planned.get(&JobId(1)).map(|pl| pl.start), Some(1200));
 }

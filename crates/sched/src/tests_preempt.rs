@@ -29,6 +29,7 @@ fn node(cpus: u32, gpus: u32) -> NodeView {
         n_jobs: 0,
         cpu_ids_in_use: Vec::new(),
         threads: 1,
+        part_cpus: Vec::new(),
     }
 }
 

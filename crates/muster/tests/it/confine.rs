@@ -128,16 +128,7 @@ impl Drop for CgGuard {
 /// The freezer cgroup of `pid` (relative to the freezer mount).
 fn freezer_path(pid: &str) -> Option<String> {
     let text = std::fs::read_to_string(format!("/proc/{}/cgroup", pid.trim())).ok()?;
-    text.lines().find_map(|l| {
-        let mut parts = l.splitn(3, ':');
-        let _id = parts.next()?;
-        let ctrls = parts.next()?;
-        let path = parts.next()?;
-        ctrls
-            .split(',')
-            .any(|c| c == "freezer")
-            .then(|| path.to_string())
-    })
+    text_freezer(&text)
 }
 
 /// The job's directory in controller `ctrl`, from a freezer path below it.
@@ -357,6 +348,107 @@ fn confine_the_extern_step_holder_is_in_step_extern_and_ends_with_the_job() {
         (!alive(&holder)).then_some(())
     });
     assert_job_cgroups_gone(&c, &freezer, id);
+}
+
+/// PrologFlags=RunInJob: the Prolog and Epilog run in the job's cgroup
+/// (a step cgroup of their own in it, gone after the job); with Contain
+/// alone, outside it.
+#[test]
+fn confine_run_in_job_puts_the_prolog_and_epilog_in_the_jobs_cgroup() {
+    use std::os::unix::fs::PermissionsExt;
+    for run_in_job in [true, false] {
+        let guard = CgGuard::default();
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        for name in ["prolog", "epilog"] {
+            let path = dir.path().join(name);
+            // The script's own cgroups (no PATH in a Prolog's environment).
+            std::fs::write(
+                &path,
+                format!("#!/bin/sh\n/bin/cat /proc/$$/cgroup > {d}/{name}.cg\n"),
+            )
+            .unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let flags = if run_in_job { "RunInJob" } else { "Contain" };
+        let c = builder()
+            .nodes(1)
+            .conf_extra(&format!(
+                "ProctrackType=proctrack/cgroup\nPrologFlags={flags}\n\
+                 Prolog={d}/prolog\nEpilog={d}/epilog\n"
+            ))
+            .file(
+                "cgroup.conf",
+                "CgroupPlugin=autodetect\nIgnoreSystemd=yes\n",
+            )
+            .start();
+        guard.set_node_dir(node_dir_name(&c, "node1"));
+        let id = c.submit(&["-o", "out", "--wrap", "true"]);
+        // The batch node reports the job's end after its Epilog.
+        assert_eq!(c.wait_done(id, secs(30)), "COMPLETED", "{flags}");
+        let cg = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
+        let (prolog, epilog) = (cg("prolog.cg"), cg("epilog.cg"));
+        assert!(!prolog.is_empty() && !epilog.is_empty(), "{flags}");
+        let job = format!("/job_{id}/");
+        if run_in_job {
+            // Every hierarchy the job's tasks are in (v1: freezer, memory,
+            // cpuacct; v2: the one line).
+            for (text, step) in [(&prolog, "step_prolog"), (&epilog, "step_epilog")] {
+                let in_job = text
+                    .lines()
+                    .filter(|l| l.contains(&format!("{job}{step}/task_0")))
+                    .count();
+                assert!(in_job >= 1, "{step} not in the job's cgroup:\n{text}");
+                for ctrl in CONTROLLERS {
+                    if let Some(l) = text.lines().find(|l| {
+                        l.split(':')
+                            .nth(1)
+                            .is_some_and(|c| c.split(',').any(|c| c == *ctrl))
+                    }) {
+                        assert!(l.contains(&job), "{ctrl}: {l}");
+                    }
+                }
+            }
+            if let Some(freezer) = text_freezer(&prolog) {
+                assert_job_cgroups_gone(&c, &freezer, id);
+            }
+        } else {
+            assert!(!prolog.contains(&job), "{prolog}");
+            assert!(!epilog.contains(&job), "{epilog}");
+        }
+        // A job without a batch script: the Prolog at its first step, the
+        // Epilog at its end (`daemon::scripts`), the same way.
+        for name in ["prolog.cg", "epilog.cg"] {
+            std::fs::remove_file(dir.path().join(name)).unwrap();
+        }
+        let out = c.run("srun", &["-N1", "true"]);
+        assert_eq!(out.code, 0, "{out}");
+        let epilog = c.wait_until("the srun job's epilog", secs(20), || {
+            let t = cg("epilog.cg");
+            (!t.is_empty()).then_some(t)
+        });
+        let prolog = cg("prolog.cg");
+        for (text, step) in [(&prolog, "step_prolog"), (&epilog, "step_epilog")] {
+            let in_job = text
+                .lines()
+                .any(|l| l.contains("/job_") && l.contains(&format!("/{step}/task_0")));
+            assert_eq!(in_job, run_in_job, "{flags} {step}:\n{text}");
+        }
+    }
+}
+
+/// The freezer line's path of a /proc/PID/cgroup text.
+fn text_freezer(text: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let _id = parts.next()?;
+        let ctrls = parts.next()?;
+        let path = parts.next()?;
+        ctrls
+            .split(',')
+            .any(|c| c == "freezer")
+            .then(|| path.to_string())
+    })
 }
 
 /// The parent of `pid` (field 4 of /proc/PID/stat).
@@ -1172,6 +1264,55 @@ fn confine_v2_the_extern_step_holder_is_in_step_extern_and_ends_with_the_job() {
     assert_eq!(c.wait_done(id, secs(20)), "CANCELLED");
     c.wait_until("the holder and the job's cgroup to go", secs(10), || {
         (!alive(&holder) && !job.exists()).then_some(())
+    });
+    assert_v2_nothing_left(c, &slice);
+}
+
+/// On cgroup v2, PrologFlags=RunInJob: the Prolog and Epilog are in
+/// `job_J/step_prolog/user/task_0` and `.../step_epilog/...`, gone with
+/// the job.
+#[test]
+fn confine_v2_run_in_job_puts_the_prolog_and_epilog_in_the_jobs_cgroup() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(mount) = unified_mount() else {
+        return;
+    };
+    let slice = V2Slice::new(mount);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    for name in ["prolog", "epilog"] {
+        let path = dir.path().join(name);
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\n/bin/cat /proc/$$/cgroup > {d}/{name}.cg\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let c = builder()
+        .nodes(1)
+        .conf_extra(&format!(
+            "ProctrackType=proctrack/cgroup\nPrologFlags=RunInJob\n\
+             Prolog={d}/prolog\nEpilog={d}/epilog\n"
+        ))
+        .file("cgroup.conf", &slice.conf(""))
+        .start();
+    let id = c.submit(&["-o", "out", "--wrap", "true"]);
+    assert_eq!(c.wait_done(id, secs(30)), "COMPLETED");
+    for step in ["prolog", "epilog"] {
+        let text = std::fs::read_to_string(dir.path().join(format!("{step}.cg"))).unwrap();
+        let unified = text
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .unwrap_or("");
+        assert!(
+            unified.ends_with(&format!("/job_{id}/step_{step}/user/task_0")),
+            "{text}"
+        );
+    }
+    let job = slice.base(&c).join(format!("job_{id}"));
+    c.wait_until("the job's cgroup to go", secs(10), || {
+        (!job.exists()).then_some(())
     });
     assert_v2_nothing_left(c, &slice);
 }

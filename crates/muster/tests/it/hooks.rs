@@ -239,11 +239,11 @@ fn unsupported_script_keys_are_refused_by_check_config() {
     let c = builder().nodes(1).start();
     let conf = c.conf().parent().unwrap().join("refused.conf");
     let text = std::fs::read_to_string(c.conf()).unwrap();
-    std::fs::write(&conf, format!("{text}PrologFlags=Contain,RunInJob\n")).unwrap();
+    std::fs::write(&conf, format!("{text}PrologFlags=Contain,X11\n")).unwrap();
     let out = c.run("check-config", &["-f", conf.to_str().unwrap()]);
     assert_ne!(out.code, 0, "{out}");
     assert!(
-        out.stderr.contains("RunInJob") || out.stdout.contains("RunInJob"),
+        out.stderr.contains("X11") || out.stdout.contains("X11"),
         "{out}"
     );
 }

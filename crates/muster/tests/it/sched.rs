@@ -213,6 +213,26 @@ fn max_cpus_per_node_and_lln_shape_where_a_partitions_jobs_run() {
             .contains("Requested node configuration is not available"),
         "{out}"
     );
+    // The cap counts the partition's jobs together: two of one CPU hold
+    // node1's share of it, a third waits though node1 has two CPUs free,
+    // and a job of another partition takes those.
+    let sleep = ["-n1", "-w", "node1", "--wrap", "sleep 60"];
+    let a = c.submit(&[&["-p", "capped"][..], &sleep[..]].concat());
+    let b = c.submit(&[&["-p", "capped"][..], &sleep[..]].concat());
+    c.wait_state(a, "RUNNING", secs(20));
+    c.wait_state(b, "RUNNING", secs(20));
+    let third = c.submit(&[&["-p", "capped"][..], &sleep[..]].concat());
+    let other = c.submit(&["-p", "spread", "-n2", "-w", "node1", "--wrap", "sleep 60"]);
+    c.wait_state(other, "RUNNING", secs(20));
+    assert_eq!(c.squeue_field(third, "%T %r"), "PENDING Resources");
+    let ids = [a, b, third, other].map(|j| j.to_string());
+    c.ok(
+        "scancel",
+        &ids.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    for j in [a, b, third, other] {
+        c.wait_done(j, secs(30));
+    }
     // LLN: with one CPU busy on node1, the next job goes to node2 (the
     // default partition packs it onto node1).
     let busy = c.submit(&["-p", "spread", "-n1", "-w", "node1", "--wrap", "sleep 60"]);

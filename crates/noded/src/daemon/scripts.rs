@@ -8,9 +8,18 @@
 //! Failures are reported as the job's end from this node with
 //! `script_failed`, which the controller turns into a drain (and, for a
 //! batch job's failed Prolog, a requeue held).
+//!
+//! `PrologFlags=RunInJob` (with `ProctrackType=proctrack/cgroup`): every
+//! Prolog and Epilog here ([`run_job_script`]) joins a cgroup of its own in
+//! the job's (`job_J/step_prolog`, `job_J/step_epilog`) before it execs,
+//! so the job's limits hold it and its use counts with the job; what it
+//! leaves behind is killed and the cgroup removed when it ends. Slurm runs
+//! them in the extern step's stepd; a cgroup of their own keeps the extern
+//! step's end from killing an Epilog that runs meanwhile. Without
+//! proctrack/cgroup there is no job cgroup: they run as without the flag.
 
 use crate::daemon::link::NodeLink;
-use crate::hooks::HookSettings;
+use crate::hooks::{HookSettings, Outcome};
 use model::{ExitCode, JobId};
 use proto::{CtldRequest, CtldResponse, NodeScript, StepLaunch};
 use std::collections::HashMap;
@@ -93,7 +102,8 @@ pub async fn before_step(link: &Arc<NodeLink>, launch: &StepLaunch) -> Result<()
         }
     }
     if let Some(prolog) = scripts.hooks.prolog.clone() {
-        let outcome = scripts.hooks.run_job_script(&prolog, &env).await;
+        let outcome =
+            run_job_script(link, &scripts.hooks, &prolog, &env, launch.job_id, "prolog").await;
         if !outcome.ok {
             warn!(job = %launch.job_id, "prolog failed: {}", outcome.why);
             report(link, launch.job_id, NodeScript::Prolog).await;
@@ -126,12 +136,102 @@ pub fn job_ended(link: &Arc<NodeLink>, job_id: JobId) {
     };
     let link = link.clone();
     tokio::spawn(async move {
-        let outcome = link.scripts.hooks.run_job_script(&epilog, &env).await;
+        let outcome =
+            run_job_script(&link, &link.scripts.hooks, &epilog, &env, job_id, "epilog").await;
         if !outcome.ok {
             warn!(job = %job_id, "epilog failed: {}", outcome.why);
             report(&link, job_id, NodeScript::Epilog).await;
         }
     });
+}
+
+/// Runs job `job_id`'s Prolog or Epilog (`step`: `prolog`, `epilog`) with
+/// `hooks`' settings; with `PrologFlags=RunInJob` in the job's cgroup.
+pub async fn run_job_script(
+    link: &NodeLink,
+    hooks: &HookSettings,
+    spec: &str,
+    env: &[(String, String)],
+    job_id: JobId,
+    step: &str,
+) -> Outcome {
+    let cgroup = if hooks.run_in_job {
+        link.cgroup
+            .as_ref()
+            .and_then(|settings| job_cgroup(settings, job_id, env, step))
+    } else {
+        None
+    };
+    let outcome = hooks
+        .run_job_script_in(spec, env, cgroup.as_ref().map(|c| &c.join))
+        .await;
+    if let Some(c) = cgroup {
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Err(e) = crate::cgroup::end_step(&*c.driver, &c.step, c.settle) {
+                warn!(job = %job_id, "cannot remove the {} cgroup: {e}", c.step_name());
+            }
+        })
+        .await;
+    }
+    outcome
+}
+
+/// A Prolog's or Epilog's cgroup in its job's (`PrologFlags=RunInJob`).
+struct ScriptCgroup {
+    driver: Box<dyn crate::cgroup::Driver>,
+    step: crate::cgroup::CgPath,
+    join: crate::cgroup::TaskJoin,
+    settle: std::time::Duration,
+}
+
+impl ScriptCgroup {
+    fn step_name(&self) -> &str {
+        self.step.step.as_deref().unwrap_or("")
+    }
+}
+
+/// Makes the cgroup `step` (with its task 0, where the script goes) in
+/// job `job_id`'s, of the user `SLURM_JOB_UID` of `env` (else the user of
+/// the job's cgroup here). None, logged, where it cannot be made.
+fn job_cgroup(
+    settings: &crate::cgroup::CgroupSettings,
+    job_id: JobId,
+    env: &[(String, String)],
+    step: &str,
+) -> Option<ScriptCgroup> {
+    let driver = settings.driver();
+    let uid = env
+        .iter()
+        .find(|(k, _)| k == "SLURM_JOB_UID")
+        .and_then(|(_, v)| v.parse::<u32>().ok())
+        .or_else(|| {
+            driver
+                .jobs()
+                .into_iter()
+                .find(|c| c.job == job_id.0)
+                .map(|c| c.uid)
+        });
+    let Some(uid) = uid else {
+        warn!(job = %job_id, "{step} not run in the job's cgroup: the job's user is unknown");
+        return None;
+    };
+    let step = crate::cgroup::CgPath::job(uid, job_id.0).step(step);
+    let made = driver
+        .create_step(&step)
+        .and_then(|()| driver.create_task(&step.task(0)));
+    match made {
+        Ok(dirs) => Some(ScriptCgroup {
+            join: crate::cgroup::TaskJoin::new(&dirs.procs),
+            driver,
+            step,
+            settle: settings.settle,
+        }),
+        Err(e) => {
+            warn!(job = %job_id, "not run in the job's cgroup: {e}");
+            let _ = driver.remove(&step);
+            None
+        }
+    }
 }
 
 /// Reports a failed script as the job's end from this node.

@@ -1147,7 +1147,15 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
         let after: After = Box::new(move |daemon: Arc<Daemon>| {
             tokio::spawn(async move {
                 let env = script_env(&daemon, &launch, "prolog_slurmd");
-                let outcome = daemon.setup.hooks.run_job_script(&prolog, &env).await;
+                let outcome = crate::daemon::scripts::run_job_script(
+                    &daemon.link,
+                    &daemon.setup.hooks,
+                    &prolog,
+                    &env,
+                    job_id,
+                    "prolog",
+                )
+                .await;
                 if !outcome.ok {
                     daemon.jobs().abort_launch(job_id);
                     warn!(job = %job_id, "prolog failed: {}", outcome.why);
@@ -1184,13 +1192,17 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
 
 /// The environment of the job's Prolog or Epilog here.
 fn script_env(daemon: &Daemon, launch: &BatchLaunch, context: &str) -> Vec<(String, String)> {
-    crate::hooks::job_env(
+    let mut env = crate::hooks::job_env(
         &launch.env,
         &launch.gpus,
         &daemon.setup.node_name,
         &daemon.setup.conf_path.to_string_lossy(),
         context,
-    )
+    );
+    if !env.iter().any(|(k, _)| k == "SLURM_JOB_UID") {
+        env.push(("SLURM_JOB_UID".into(), launch.uid.to_string()));
+    }
+    env
 }
 
 /// Where a job's Epilog environment is kept between its launch and its end
@@ -1487,7 +1499,15 @@ fn start_report(
                             ("SLURM_SCRIPT_CONTEXT".into(), "epilog_slurmd".into()),
                         ]
                     });
-                let outcome = daemon.setup.hooks.run_job_script(epilog, &env).await;
+                let outcome = crate::daemon::scripts::run_job_script(
+                    &daemon.link,
+                    &daemon.setup.hooks,
+                    epilog,
+                    &env,
+                    job_id,
+                    "epilog",
+                )
+                .await;
                 if !outcome.ok {
                     warn!(job = %job_id, "epilog failed: {}", outcome.why);
                     script_failed = Some(proto::NodeScript::Epilog);

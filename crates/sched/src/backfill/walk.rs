@@ -478,6 +478,9 @@ impl PassState {
         };
         let run_for = minutes.map_or(d, |m| i64::from(m) * 60);
         tl.start(run_for, &alloc);
+        if parts[alloc.partition].max_cpus_per_node.is_some() {
+            tl.hold_part_cpus(&alloc);
+        }
         if let Some(m) = minutes {
             plan.time_limits.insert(job.job_id, m);
         }
@@ -533,6 +536,9 @@ impl PassState {
             tl.reserve_cpus(start, d, demand_cpus(job));
         } else {
             tl.reserve(start, d, &alloc);
+            if parts[alloc.partition].max_cpus_per_node.is_some() {
+                tl.hold_part_cpus(&alloc);
+            }
         }
         self.n_planned += 1;
         self.reserved[alloc.partition] += 1;

@@ -20,6 +20,7 @@ fn node(i: u32, cpus: u32) -> NodeView {
         n_jobs: 0,
         cpu_ids_in_use: Vec::new(),
         threads: 1,
+        part_cpus: Vec::new(),
     }
 }
 

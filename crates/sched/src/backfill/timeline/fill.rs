@@ -134,6 +134,7 @@ impl Timeline {
                 features: n.features.clone(),
                 gres: n.gres.clone(),
                 cpu_ids_in_use: n.cpu_ids_in_use.clone(),
+                part_cpus: n.part_cpus.clone(),
                 ..*n
             })
             .collect();
@@ -187,6 +188,7 @@ impl Timeline {
             b.exclusive_in_use = n.exclusive_in_use;
             b.n_jobs = n.n_jobs;
             copy_vec(&mut b.cpu_ids_in_use, &n.cpu_ids_in_use);
+            copy_vec(&mut b.part_cpus, &n.part_cpus);
             crate::placement::set_room(&mut self.room, i, b);
             let (w, b) = (&mut self.work[i], &self.base[i]);
             let old = free_cpus(w);
@@ -495,6 +497,7 @@ impl Timeline {
                 share: na.clone(),
                 exclusive: alloc.exclusive,
                 job,
+                part: alloc.partition as u32,
             };
             self.run_sum[i].add(&h);
             self.running_on[i].push(h);

@@ -15,6 +15,7 @@ impl Timeline {
                 share: na.clone(),
                 exclusive: alloc.exclusive,
                 job: None,
+                part: alloc.partition as u32,
             };
             apply(&mut self.base[i], &h, true);
             crate::placement::set_room(&mut self.room, i, &self.base[i]);
@@ -115,6 +116,27 @@ impl Timeline {
         if key < FOREVER {
             let sum = self.added_cpus.entry(key).or_default();
             (sum.0, sum.1) = (sum.0 + n, sum.1 + freed);
+        }
+    }
+
+    /// `MaxCPUsPerNode`: the CPUs of a start or a plan of a partition with
+    /// the cap, counted against the partition's budget on each node
+    /// (`NodeView::part_cpus`): a start's until its end (as a running
+    /// job's, `apply`), a plan's from now to the end of the pass, before
+    /// it starts and after it ends as well (conservative: the pass never
+    /// plans a job of the partition beyond the cap, and may plan one later
+    /// than it could; the next pass takes the nodes' counts from the views
+    /// again).
+    pub(in crate::backfill) fn hold_part_cpus(&mut self, alloc: &Allocation) {
+        for na in &alloc.nodes {
+            let i = na.node.0 as usize;
+            if i >= self.base.len() {
+                continue;
+            }
+            crate::placement::add_part_cpus(&mut self.base[i].part_cpus, alloc.partition, na.cpus);
+            crate::placement::add_part_cpus(&mut self.work[i].part_cpus, alloc.partition, na.cpus);
+            // Compared with the views again at the next pass's set-up.
+            self.started_at.push(i);
         }
     }
 }

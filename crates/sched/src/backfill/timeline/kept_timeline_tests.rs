@@ -21,6 +21,7 @@ fn plain_node() -> NodeView {
         n_jobs: 0,
         cpu_ids_in_use: Vec::new(),
         threads: 1,
+        part_cpus: Vec::new(),
     }
 }
 
@@ -250,6 +251,7 @@ proptest! {
                     n_jobs: u32::from(used > 0),
                     cpu_ids_in_use: Vec::new(),
                     threads: 1,
+                    part_cpus: Vec::new(),
                     available: up,
                     ..plain_node()
                 })

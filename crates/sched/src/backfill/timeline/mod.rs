@@ -30,6 +30,10 @@ struct Hold {
     /// one pass to the next (`Timeline::kept`); `None` for the starts and
     /// plans of the pass.
     job: Option<JobId>,
+    /// The partition the job runs in: its end gives its CPUs back to the
+    /// partition's `MaxCPUsPerNode` budget on the node
+    /// (`NodeView::part_cpus`, where the node counts one for it).
+    part: u32,
 }
 
 /// A plan's share of one node, held over `[from, until)`: a `Hold`
@@ -163,6 +167,14 @@ fn freed_cpus(n: &NodeView, share: &NodeAlloc, exclusive: bool) -> i64 {
 fn apply(n: &mut NodeView, h: &Hold, add: bool) {
     let s = &h.share;
     apply_share(n, s.cpus, s.mem, h.exclusive, &s.gres, add);
+    // A capped partition's count (`NodeView::part_cpus`) is raised by
+    // `Timeline::hold_part_cpus` (and the caller's views), lowered here
+    // at the hold's end.
+    if !add && !n.part_cpus.is_empty() {
+        if let Some((_, c)) = n.part_cpus.iter_mut().find(|(p, _)| *p == h.part) {
+            *c = c.saturating_sub(s.cpus);
+        }
+    }
 }
 
 /// `apply` for a plan's share: laid on, never taken off.
@@ -231,6 +243,7 @@ fn same_node(b: &NodeView, n: &NodeView) -> bool {
         && b.features == n.features
         && b.cpu_ids_in_use == n.cpu_ids_in_use
         && b.threads == n.threads
+        && b.part_cpus == n.part_cpus
 }
 
 /// Copies what is in use (not the configuration) from `from` to `to`.
@@ -241,6 +254,7 @@ fn copy_use(to: &mut NodeView, from: &NodeView) {
     to.n_jobs = from.n_jobs;
     to.exclusive_in_use = from.exclusive_in_use;
     copy_vec(&mut to.cpu_ids_in_use, &from.cpu_ids_in_use);
+    copy_vec(&mut to.part_cpus, &from.part_cpus);
     for (t, f) in to.gres.iter_mut().zip(&from.gres) {
         copy_vec(&mut t.used, &f.used);
     }
@@ -595,7 +609,7 @@ impl Timeline {
         let (base, work) = (&self.base[i], &mut self.work[i]);
         copy_use(work, base);
         let run = &self.run_sum[i];
-        if t >= run.max_until && !run.gres {
+        if t >= run.max_until && !run.gres && work.part_cpus.is_empty() {
             // Every hold ended by then: taken off at once (one saturating
             // subtraction of their sum is theirs one after another).
             work.alloc_cpus = work.alloc_cpus.saturating_sub(run.cpus);
