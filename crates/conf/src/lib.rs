@@ -32,6 +32,7 @@ pub mod memlimit;
 mod parse;
 mod show;
 mod topology;
+pub mod wildcard;
 
 use std::collections::BTreeMap;
 use std::fmt;

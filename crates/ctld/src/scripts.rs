@@ -116,7 +116,7 @@ fn script_paths(spec: &str) -> Vec<PathBuf> {
                 .filter(|e| {
                     e.file_name()
                         .to_str()
-                        .is_some_and(|n| glob_match(pattern, n))
+                        .is_some_and(|n| conf::wildcard::wildcard(pattern, n))
                 })
                 .filter(|e| e.path().is_file())
                 .map(|e| e.path())
@@ -125,50 +125,6 @@ fn script_paths(spec: &str) -> Vec<PathBuf> {
         .unwrap_or_default();
     found.sort();
     found
-}
-
-/// `*`, `?` and `[...]` (with ranges and `!`) against one name; a leading
-/// dot only by a leading dot.
-fn glob_match(pattern: &str, name: &str) -> bool {
-    if name.starts_with('.') && !pattern.starts_with('.') {
-        return false;
-    }
-    fn go(p: &[char], n: &[char]) -> bool {
-        match p.first() {
-            None => n.is_empty(),
-            Some('*') => (0..=n.len()).any(|i| go(&p[1..], &n[i..])),
-            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
-            Some('[') => {
-                let Some(close) = p.iter().skip(2).position(|&c| c == ']').map(|i| i + 2) else {
-                    return n.first() == Some(&'[') && go(&p[1..], &n[1..]);
-                };
-                let Some(&c) = n.first() else {
-                    return false;
-                };
-                let mut set = &p[1..close];
-                let negate = matches!(set.first(), Some('!' | '^'));
-                if negate {
-                    set = &set[1..];
-                }
-                let mut hit = false;
-                let mut i = 0;
-                while i < set.len() {
-                    if i + 2 < set.len() && set[i + 1] == '-' {
-                        hit |= (set[i]..=set[i + 2]).contains(&c);
-                        i += 3;
-                    } else {
-                        hit |= set[i] == c;
-                        i += 1;
-                    }
-                }
-                hit != negate && go(&p[close + 1..], &n[1..])
-            }
-            Some(&c) => n.first() == Some(&c) && go(&p[1..], &n[1..]),
-        }
-    }
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    go(&p, &n)
 }
 
 /// Runs `spec`'s files in order with only `env`; Err with why at the
@@ -227,9 +183,9 @@ mod tests {
 
     #[test]
     fn globs_pick_files_in_name_order() {
-        assert!(glob_match("[0-9]*", "10-a"));
-        assert!(!glob_match("*", ".hidden"));
-        assert!(!glob_match("[!0-9]*", "5x"));
+        assert!(conf::wildcard::wildcard("[0-9]*", "10-a"));
+        assert!(!conf::wildcard::wildcard("*", ".hidden"));
+        assert!(!conf::wildcard::wildcard("[!0-9]*", "5x"));
         let dir = tempfile::tempdir().unwrap();
         for n in ["20-b", "10-a", "notes"] {
             std::fs::write(dir.path().join(n), "").unwrap();
