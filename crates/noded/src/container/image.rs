@@ -5,8 +5,9 @@
 //!   `blobs/sha256/...`, or a tar file of one) or a docker-archive tarball
 //!   (`docker save`: `manifest.json`, the config, `layer.tar`s): imported
 //!   once per node into the cache, keyed by the image's digest;
-//! - a registry reference (`[USER@][REGISTRY#]IMAGE[:TAG]`): refused with
-//!   pyxis's prefix (registry pulls are not implemented).
+//! - a registry reference (`[USER@][REGISTRY#]IMAGE[:TAG]`, anything not
+//!   starting with `/` or `.`): pulled (`super::registry`), then imported
+//!   the same way, keyed by its manifest's digest.
 //!
 //! Import checks every blob's sha256 against its digest (a corrupted blob
 //! is refused), applies the layers in order with their whiteouts
@@ -27,17 +28,19 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Resolves the image for a step of the user `(uid, gid)` whose working
-/// directory is `cwd`.
+/// directory is `cwd`; `credentials`: the user's enroot credentials file
+/// for registry pulls.
 pub fn resolve(
     image: &str,
     cwd: &str,
     conf: &SiteConf,
     who: (u32, u32),
+    credentials: Option<&Path>,
 ) -> Result<PathBuf, String> {
     if !image.starts_with('/') && !image.starts_with('.') {
-        return Err(format!(
-            "pyxis: failed to import docker image {image}: registry pulls are not supported by this node (give a squashfs file, an OCI layout or a docker-archive tarball)"
-        ));
+        let reference =
+            super::registry::Reference::parse(image).map_err(|e| format!("pyxis: {e}"))?;
+        return super::registry::pull(&reference, conf, credentials, who);
     }
     let path = if image.starts_with('/') {
         PathBuf::from(image)
@@ -139,7 +142,7 @@ fn read_json(path: &Path) -> Result<serde_json::Value, String> {
 
 /// The image's configuration as enroot keeps it.
 #[derive(Default)]
-struct ImageConfig {
+pub(super) struct ImageConfig {
     env: Vec<String>,
     entrypoint: Vec<String>,
     cmd: Vec<String>,
@@ -156,7 +159,7 @@ fn strings(v: Option<&serde_json::Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn image_config(config: &serde_json::Value) -> ImageConfig {
+pub(super) fn image_config(config: &serde_json::Value) -> ImageConfig {
     let c = config.get("config");
     ImageConfig {
         env: strings(c.and_then(|c| c.get("Env"))),
@@ -199,9 +202,7 @@ pub fn import_oci_layout(layout: &Path, conf: &SiteConf) -> Result<PathBuf, Stri
         manifest_digest = pick["digest"].as_str().unwrap_or("").to_string();
         manifest = read_json(&blob(layout, &manifest_digest)?)?;
     }
-    let out = cached(conf, &manifest_digest);
-    if out.is_file() {
-        touch(&out);
+    if let Some(out) = cached_image(conf, &manifest_digest) {
         return Ok(out);
     }
     let config_digest = manifest
@@ -320,6 +321,15 @@ fn cached(conf: &SiteConf, digest: &str) -> PathBuf {
         .join(format!("{}.sqsh", digest.replace(':', "-")))
 }
 
+/// The cached image for `digest`, if there is one (marked as used).
+pub(super) fn cached_image(conf: &SiteConf, digest: &str) -> Option<PathBuf> {
+    let out = cached(conf, digest);
+    out.is_file().then(|| {
+        touch(&out);
+        out
+    })
+}
+
 fn touch(p: &Path) {
     if let Ok(f) = std::fs::File::options().append(true).open(p) {
         let _ = f.set_modified(std::time::SystemTime::now());
@@ -327,7 +337,7 @@ fn touch(p: &Path) {
 }
 
 /// A fresh directory for an import's work.
-fn work_dir(conf: &SiteConf, what: &str) -> Result<PathBuf, String> {
+pub(super) fn work_dir(conf: &SiteConf, what: &str) -> Result<PathBuf, String> {
     let base = conf.cache_dir.join("tmp");
     std::fs::create_dir_all(&base)
         .map_err(|e| format!("pyxis: {}: {}", base.display(), short(&e)))?;
@@ -342,7 +352,7 @@ fn work_dir(conf: &SiteConf, what: &str) -> Result<PathBuf, String> {
 
 /// Applies `layers` in order, writes the configuration files, packs the
 /// tree as `cached(digest)`, and trims the cache.
-fn build_image(
+pub(super) fn build_image(
     layers: &[PathBuf],
     config: &ImageConfig,
     digest: &str,

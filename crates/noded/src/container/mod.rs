@@ -34,6 +34,7 @@
 
 pub mod anchor;
 pub mod image;
+pub mod registry;
 
 use proto::container::{ContainerOptions, NameMode};
 use serde::{Deserialize, Serialize};
@@ -62,8 +63,16 @@ pub struct SiteConf {
     /// `kernel_squashfs`: squashfs images are mounted by the kernel
     /// (loop); otherwise by squashfuse.
     pub kernel_squashfs: bool,
-    /// `registry_mirror`: where registry references are pulled from.
-    pub registry_mirror: Option<String>,
+    /// `registry_mirror=[REGISTRY=]URL` (repeatable): pulls of that
+    /// registry's images (without `REGISTRY=`: of every registry's) go to
+    /// the mirror at URL, with the same repository paths.
+    pub registry_mirrors: Vec<(Option<String>, String)>,
+    /// `registry_http=HOST[:PORT],...`: registries spoken to over plain
+    /// HTTP (a test's or a lab's); others by HTTPS.
+    pub registry_http: Vec<String>,
+    /// `registry_ca=PATH`: PEM certificates trusted for registries besides
+    /// the system's bundle.
+    pub registry_ca: Option<PathBuf>,
 }
 
 impl Default for SiteConf {
@@ -76,7 +85,9 @@ impl Default for SiteConf {
             cache_dir: PathBuf::from("/var/lib/muster/containers"),
             cache_max_mb: 10 * 1024,
             kernel_squashfs: true,
-            registry_mirror: None,
+            registry_mirrors: Vec::new(),
+            registry_http: Vec::new(),
+            registry_ca: None,
         }
     }
 }
@@ -111,7 +122,23 @@ impl SiteConf {
                             .map_err(|_| format!("pyxis.conf:{}: bad cache_max_mb {v}", n + 1))?
                     }
                     "kernel_squashfs" => c.kernel_squashfs = yes(v),
-                    "registry_mirror" => c.registry_mirror = Some(v.to_string()),
+                    "registry_mirror" => {
+                        let (registry, url) = match v.split_once('=') {
+                            Some((r, u)) if !r.contains('/') => (Some(r.to_string()), u),
+                            _ => (None, v),
+                        };
+                        if !url.starts_with("http://") && !url.starts_with("https://") {
+                            return Err(format!(
+                                "pyxis.conf:{}: registry_mirror needs an http:// or https:// URL: {v}",
+                                n + 1
+                            ));
+                        }
+                        c.registry_mirrors.push((registry, url.to_string()));
+                    }
+                    "registry_http" => c
+                        .registry_http
+                        .extend(v.split(',').filter(|h| !h.is_empty()).map(str::to_string)),
+                    "registry_ca" => c.registry_ca = Some(PathBuf::from(v)),
                     // pyxis's own keys with the one value this runtime has.
                     "container_scope" if v == "job" => {}
                     "sbatch_support" | "runtime_path" | "use_enroot_load" | "importer" => {}
@@ -229,6 +256,9 @@ pub struct StepContext<'a> {
     /// More host paths to bind at the same place (PMIx's directory, the
     /// batch script).
     pub extra_binds: Vec<PathBuf>,
+    /// The user's enroot credentials file for registry pulls
+    /// (`registry::credentials_path`).
+    pub credentials: Option<PathBuf>,
 }
 
 /// The named container's state directory (job scope).
@@ -257,7 +287,7 @@ const NVIDIA_CONTROL: &[&str] = &[
     "/dev/nvidia-modeset",
 ];
 
-fn home_of(user: &str) -> Option<String> {
+pub(crate) fn home_of(user: &str) -> Option<String> {
     let text = std::fs::read_to_string("/etc/passwd").ok()?;
     text.lines().find_map(|l| {
         let f: Vec<&str> = l.split(':').collect();
@@ -305,7 +335,13 @@ impl Container {
                 .map_err(|e| format!("pyxis: cannot read the container's image: {e}"))?,
             (None, None) => return Err("pyxis: no image given".into()),
         };
-        let squashfs = image::resolve(&image_ref, ctx.cwd, &conf, (ctx.uid, ctx.gid))?;
+        let squashfs = image::resolve(
+            &image_ref,
+            ctx.cwd,
+            &conf,
+            (ctx.uid, ctx.gid),
+            ctx.credentials.as_deref(),
+        )?;
         let persist = match &named {
             Some((dir, _, _)) => {
                 for d in ["upper", "work"] {

@@ -755,6 +755,10 @@ pub fn spawn_script(
             cwd: work_dir,
             gpu_files,
             extra_binds: vec![script.to_path_buf()],
+            credentials: crate::container::registry::credentials_path(
+                &launch.env,
+                crate::container::home_of(&launch.user).as_deref(),
+            ),
         };
         let c = Container::start(&launch.container, &ctx)?;
         if c.user_ns.is_some() {

@@ -365,6 +365,10 @@ fn container_context(spec: &TaskdSpec) -> crate::container::StepContext<'_> {
         cwd: &l.work_dir,
         gpu_files,
         extra_binds: Vec::new(),
+        credentials: crate::container::registry::credentials_path(
+            &l.env,
+            crate::container::home_of(&l.user).as_deref(),
+        ),
     }
 }
 
@@ -974,12 +978,16 @@ fn start_task(
         }
     };
     if let Some(e) = &step.container_error {
-        // pyxis's line, once per node; every task of the node fails.
+        // pyxis's lines, once per node; every task of the node fails.
         if local == 0 {
             to.send(StepdToSrun::Output {
                 task,
                 stderr: true,
-                data: format!("slurmstepd: error: {e}\n").into_bytes(),
+                data: e
+                    .lines()
+                    .map(|line| format!("slurmstepd: error: {line}\n"))
+                    .collect::<String>()
+                    .into_bytes(),
             });
         }
         started.failed_exits.push((task, 1 << 8));
