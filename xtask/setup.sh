@@ -161,13 +161,22 @@ install_browser() {
 
 # Containers (issue 42): squashfs images are built with mksquashfs
 # (squashfs-tools) from Debian's busybox-static; squashfuse and
-# fuse-overlayfs serve nodes that do not mount squashfs in the kernel.
+# fuse-overlayfs serve nodes that do not mount squashfs in the kernel;
+# registry pulls are tested against Debian's docker-registry (distribution
+# 2.8), with certificates and tokens made by openssl.
 install_container_tools() {
     if ! command -v mksquashfs >/dev/null 2>&1 || [ ! -x /bin/busybox ] ||
-        ! command -v squashfuse >/dev/null 2>&1; then
+        ! command -v squashfuse >/dev/null 2>&1 ||
+        ! command -v docker-registry >/dev/null 2>&1 ||
+        ! command -v openssl >/dev/null 2>&1; then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq squashfs-tools busybox-static \
-            squashfuse fuse-overlayfs >/dev/null
+            squashfuse fuse-overlayfs docker-registry openssl >/dev/null
+        # The tests start their own registries on loopback: the package's
+        # service (port 5000 on every address) is not wanted.
+        if command -v systemctl >/dev/null 2>&1; then
+            systemctl disable --now docker-registry >/dev/null 2>&1 || true
+        fi
     fi
 }
 

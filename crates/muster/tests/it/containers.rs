@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Whether this host can run the tests; says why not where it cannot.
-fn can_run(test: &str) -> bool {
+pub(crate) fn can_run(test: &str) -> bool {
     let missing: Vec<&str> = [
         (!is_root()).then_some("root"),
         (!Path::new("/bin/busybox").is_file()).then_some("/bin/busybox (busybox-static)"),
@@ -38,14 +38,14 @@ fn can_run(test: &str) -> bool {
     false
 }
 
-fn sh(cmd: &mut Command) {
+pub(crate) fn sh(cmd: &mut Command) {
     let out = cmd.output().expect("running a command");
     assert!(out.status.success(), "{cmd:?}: {out:?}");
 }
 
 /// A busybox root file system at `dir`: `/etc/os-release` names the
 /// image, `/etc/environment` sets `IMAGE_VAR` and `FOO`.
-fn rootfs(dir: &Path) {
+pub(crate) fn rootfs(dir: &Path) {
     for d in [
         "bin", "etc", "proc", "sys", "dev", "tmp", "root", "data", "usr/bin",
     ] {
@@ -79,12 +79,12 @@ fn squash(rootfs: &Path, out: &Path) {
 }
 
 /// A directory the test owns: images, data, the node's cache.
-struct Scratch {
-    dir: tempfile::TempDir,
+pub(crate) struct Scratch {
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Scratch {
-    fn new() -> Scratch {
+    pub(crate) fn new() -> Scratch {
         let dir = tempfile::Builder::new()
             .prefix("muster-ctr-")
             .tempdir()
@@ -93,7 +93,7 @@ impl Scratch {
         Scratch { dir }
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
@@ -109,7 +109,7 @@ impl Scratch {
         img
     }
 
-    fn cluster(&self, extra: &str) -> Cluster {
+    pub(crate) fn cluster(&self, extra: &str) -> Cluster {
         let conf = format!(
             "required /usr/lib/spank_pyxis.so cache_dir={}\n{extra}",
             self.path("cache").display()
@@ -119,7 +119,7 @@ impl Scratch {
 
     /// Nothing of the test's is mounted, and no loop device holds one of
     /// its images.
-    fn assert_clean(&self) {
+    pub(crate) fn assert_clean(&self) {
         let base = self.dir.path().display().to_string();
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
         assert!(
@@ -144,7 +144,7 @@ impl Scratch {
 
 /// Waits a moment for mounts to go (a step's anchor exits after srun
 /// heard its end), then checks.
-fn settle_clean(s: &Scratch, c: &Cluster) {
+pub(crate) fn settle_clean(s: &Scratch, c: &Cluster) {
     let base = s.dir.path().display().to_string();
     c.wait_until("no container mount left", secs(10), || {
         let m = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
@@ -449,7 +449,7 @@ fn container_tasks_stay_in_the_steps_cgroup() {
 }
 
 /// sha256 of a file, hex.
-fn sha256(p: &Path) -> String {
+pub(crate) fn sha256(p: &Path) -> String {
     let out = Command::new("sha256sum").arg(p).output().unwrap();
     String::from_utf8_lossy(&out.stdout)
         .split_whitespace()

@@ -14,6 +14,7 @@ mod attach;
 mod auth;
 mod cancel;
 mod confine;
+mod container_registry;
 mod containers;
 mod ctld_scripts;
 mod deploy;
