@@ -169,3 +169,87 @@ fn the_credentials_file_is_enroots() {
         Some(PathBuf::from("/home/u/.config/enroot/.credentials"))
     );
 }
+
+/// A one-thread HTTP server answering `n` requests with `reply(head)`.
+fn serve(n: usize, reply: impl Fn(&str) -> String + Send + 'static) -> u16 {
+    use std::io::{BufRead, BufReader};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().take(n).flatten() {
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut head = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            let mut conn = conn;
+            let _ = conn.write_all(reply(&head).as_bytes());
+        }
+    });
+    port
+}
+
+#[test]
+fn basic_auth_redirects_and_chunked_bodies() {
+    let want = format!(
+        "authorization: {}",
+        basic(&NetrcEntry {
+            machine: None,
+            login: "alice".into(),
+            password: "pw".into(),
+        })
+    );
+    let port = serve(3, move |head| {
+        let lower = head.to_ascii_lowercase();
+        if lower.starts_with("get /v2/r/manifests/t ")
+            && !lower.contains(&want.to_ascii_lowercase())
+        {
+            "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"r\"\r\nContent-Length: 0\r\n\r\n".into()
+        } else if lower.starts_with("get /v2/r/manifests/t ") {
+            "HTTP/1.1 307 Temporary Redirect\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n"
+                .into()
+        } else if lower.starts_with("get /elsewhere ") {
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n5\r\n\":1}\n\r\n0\r\n\r\n".into()
+        } else {
+            "HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n".into()
+        }
+    });
+    let entries = parse_netrc("machine 127.0.0.1 login alice password pw");
+    let mut session = Session {
+        base: Url::parse(&format!("http://127.0.0.1:{port}")).unwrap(),
+        tls: http::tls_config(None).unwrap(),
+        credentials: &entries,
+        user: None,
+        authorization: None,
+    };
+    session.base.path.clear();
+    let body = session
+        .get("/v2/r/manifests/t", Some(MANIFEST_ACCEPT))
+        .unwrap()
+        .read_all(100)
+        .unwrap();
+    assert_eq!(body, b"{\"a\":1}\n");
+
+    // Without credentials the 401 is the error, as enroot logs it.
+    let port = serve(1, |_| {
+        "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"r\"\r\nContent-Length: 0\r\n\r\n".into()
+    });
+    let mut session = Session {
+        base: Url::parse(&format!("http://127.0.0.1:{port}")).unwrap(),
+        tls: http::tls_config(None).unwrap(),
+        credentials: &[],
+        user: None,
+        authorization: None,
+    };
+    session.base.path.clear();
+    assert_eq!(
+        session.get("/v2/r/manifests/t", None).err().unwrap(),
+        format!(
+            "URL http://127.0.0.1:{port}/v2/r/manifests/t returned error code: 401 Unauthorized"
+        )
+    );
+}
