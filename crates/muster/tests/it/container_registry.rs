@@ -504,8 +504,20 @@ fn registry_images_are_pulled_verified_and_cached() {
     std::fs::create_dir_all(extra_dir.join("etc")).unwrap();
     std::fs::write(extra_dir.join("etc/extra"), "x".repeat(4096)).unwrap();
     let extra = layer(&s, "extra", &extra_dir);
-    let (busybox, _) = push_image(plain.port, "test/busybox", "1", &[base.clone()], &s);
-    push_image(plain.port, "test/private", "1", &[base.clone()], &s);
+    let (busybox, _) = push_image(
+        plain.port,
+        "test/busybox",
+        "1",
+        std::slice::from_ref(&base),
+        &s,
+    );
+    push_image(
+        plain.port,
+        "test/private",
+        "1",
+        std::slice::from_ref(&base),
+        &s,
+    );
     let (_, broken_layers) = push_image(
         plain.port,
         "test/broken",
@@ -515,7 +527,13 @@ fn registry_images_are_pulled_verified_and_cached() {
     );
     // Docker Hub's `busybox` on the mirror: an index whose first entry is
     // another platform's.
-    let (hub, _) = push_image(plain.port, "library/busybox", "single", &[base.clone()], &s);
+    let (hub, _) = push_image(
+        plain.port,
+        "library/busybox",
+        "single",
+        std::slice::from_ref(&base),
+        &s,
+    );
     let index = format!(
         r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{{"mediaType":"{DOCKER_MANIFEST}","digest":"{hub}","size":1,"platform":{{"architecture":"s390x","os":"linux"}}}},{{"mediaType":"{DOCKER_MANIFEST}","digest":"{hub}","size":1,"platform":{{"architecture":"{}","os":"linux"}}}}]}}"#,
         oci_arch()
