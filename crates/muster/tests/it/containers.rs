@@ -281,12 +281,22 @@ fn steps_run_in_squashfs_containers() {
         out.stderr,
         "srun: error: pyxis: mount source must be an absolute or relative path, or \"tmpfs\": data:/data\n"
     );
+    // A registry that is not there (loopback: the tests reach nothing
+    // else; container_registry.rs pulls from real ones).
     let out = c.run(
         "srun",
-        &["--container-image=nvcr.io#nvidia/pytorch:24.01-py3", "true"],
+        &[
+            "--container-image=127.0.0.1:1#nvidia/pytorch:24.01-py3",
+            "true",
+        ],
     );
     assert!(
         out.stderr.contains("pyxis: failed to import docker image"),
+        "{out}"
+    );
+    assert!(
+        out.stderr
+            .contains("pyxis:     [ERROR] cannot connect to 127.0.0.1:1: Connection refused"),
         "{out}"
     );
     assert_eq!(c.ok("srun", &["echo", "healthy"]).stdout, "healthy\n");
