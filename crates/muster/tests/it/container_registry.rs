@@ -11,6 +11,7 @@
 //! `openssl` (xtask/setup.sh installs them; CI must have them).
 
 use crate::containers::{can_run, rootfs, settle_clean, sh, sha256, Scratch};
+use crate::secs;
 use base64::Engine;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -614,6 +615,26 @@ fn registry_images_are_pulled_verified_and_cached() {
     );
     assert!(out.ok(), "{out}");
     assert_eq!(out.stdout, "pulled from the registry\n", "{out}");
+
+    // A batch script in the private image: the job's environment names
+    // the credentials there too.
+    c.write("b.sh", "#!/bin/sh\ncat /etc/marker\necho $IMAGE_VAR\n");
+    let out = c.run_env(
+        "sbatch",
+        &[&private, "-o", "b.out", "b.sh"],
+        &[("ENROOT_CONFIG_PATH", &enroot_env)],
+    );
+    assert!(out.ok(), "{out}");
+    let id: u32 = out
+        .stdout
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(c.wait_done(id, secs(60)), "COMPLETED", "{}", c.logs());
+    assert_eq!(c.read("b.out"), want);
 
     // Docker Hub's name through the mirror, the index's platform picked.
     let out = c.ok("srun", &["--container-image=busybox", "sh", "-c", probe]);
