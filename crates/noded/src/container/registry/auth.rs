@@ -157,10 +157,11 @@ pub fn lookup<'a>(
     authority: &str,
     login: Option<&str>,
 ) -> Option<&'a NetrcEntry> {
-    let host = authority
-        .rsplit_once(':')
-        .filter(|(h, p)| !h.ends_with(']') || p.chars().all(|c| c.is_ascii_digit()))
-        .map_or(authority, |(h, _)| h);
+    let host = match authority.strip_prefix('[').and_then(|a| a.find(']')) {
+        // `[::1]:5000`: the bracketed address.
+        Some(end) => &authority[..end + 2],
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
     let fits = |e: &&NetrcEntry| login.map_or(true, |l| e.login == l);
     entries
         .iter()

@@ -140,6 +140,11 @@ fn credentials_come_from_netrc_by_host_and_user() {
     assert_eq!(pick("127.0.0.1:5000", Some("bob")).as_deref(), Some("b2"));
     assert_eq!(pick("other", None).as_deref(), Some("x"));
     assert_eq!(pick("other", Some("carol")), None);
+    let v6 = parse_netrc("machine [::1] login v password six");
+    assert_eq!(
+        lookup(&v6, "[::1]:5000", None).map(|e| e.password.as_str()),
+        Some("six")
+    );
     let e = NetrcEntry {
         machine: None,
         login: "u".into(),
