@@ -254,32 +254,31 @@ fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Re
     for d in [&lower, &merged] {
         std::fs::create_dir_all(d).map_err(|e| format!("pyxis: {e}"))?;
     }
-    // The image, read-only.
-    if spec.kernel_squashfs {
-        let out = std::process::Command::new("mount")
-            .args(["-t", "squashfs", "-o", "loop,ro,nosuid,nodev"])
-            .arg(&spec.squashfs)
-            .arg(&lower)
-            .output()
-            .map_err(|e| format!("pyxis: cannot run mount: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "pyxis: failed to mount the image {}: {}",
-                spec.squashfs.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
+    // The image, read-only: by the kernel where the site allows it and the
+    // kernel will (a loop device, the squashfs module); by squashfuse
+    // otherwise, or when the kernel refuses (no loop device, no module, a
+    // namespace where mounting block file systems is not allowed).
+    let kernel_error = if spec.kernel_squashfs {
+        mount_kernel_squashfs(&spec.squashfs, &lower).err()
     } else {
-        let mut helper = std::process::Command::new("squashfuse")
-            .args(["-f", "-o", "ro,allow_other"])
-            .arg(&spec.squashfs)
-            .arg(&lower)
-            .stdin(std::process::Stdio::null())
-            .spawn()
-            .map_err(|e| format!("pyxis: cannot run squashfuse: {e}"))?;
-        let ok = wait_mounted(&lower, &mut helper);
-        helpers.push(helper);
-        ok?;
+        None
+    };
+    if !spec.kernel_squashfs || kernel_error.is_some() {
+        match mount_squashfuse(&spec.squashfs, &lower, helpers) {
+            Ok(()) => {
+                if let Some(e) = kernel_error {
+                    eprintln!("{e}; served by squashfuse instead");
+                }
+            }
+            // Where the kernel was tried first, its reason is the one the
+            // user needs (squashfuse was only the fallback).
+            Err(e) => {
+                return Err(match kernel_error {
+                    Some(k) => format!("{k} ({e})"),
+                    None => e,
+                })
+            }
+        }
     }
     // The overlay: changes go to a tmpfs, or to the named container's
     // directory on disk.
@@ -391,6 +390,44 @@ fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Re
         workdir,
         has_rc,
     })
+}
+
+/// The squashfs at `image` on `lower` through a loop device (it clears
+/// itself when the last mount goes).
+fn mount_kernel_squashfs(image: &Path, lower: &Path) -> Result<(), String> {
+    let out = std::process::Command::new("mount")
+        .args(["-t", "squashfs", "-o", "loop,ro,nosuid,nodev"])
+        .arg(image)
+        .arg(lower)
+        .output()
+        .map_err(|e| format!("pyxis: cannot run mount: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "pyxis: failed to mount the image {}: {}",
+            image.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// The squashfs at `image` on `lower` through squashfuse, a child of this
+/// anchor (killed when the anchor lets the container go).
+fn mount_squashfuse(
+    image: &Path,
+    lower: &Path,
+    helpers: &mut Vec<std::process::Child>,
+) -> Result<(), String> {
+    let mut helper = std::process::Command::new("squashfuse")
+        .args(["-f", "-o", "ro,allow_other"])
+        .arg(image)
+        .arg(lower)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("pyxis: cannot run squashfuse: {e}"))?;
+    let ok = wait_mounted(lower, &mut helper);
+    helpers.push(helper);
+    ok
 }
 
 /// One `--container-mounts` entry (or home, PMIx, script bind).
