@@ -37,17 +37,88 @@ pub fn main() -> i32 {
     let mut helpers = Vec::new();
     let built = build(&spec, &mut helpers);
     let failed = built.is_err();
+    let dropped = !failed && spec.owner.is_some();
     answer(&built);
     if !failed {
+        if spec.user_ns && spec.owner.is_some() {
+            // The supervisor maps the namespace, then says so.
+            let mut mapped = String::new();
+            let _ = stdin.read_line(&mut mapped);
+            if mapped.trim() == "mapped" {
+                // SAFETY: plain system calls; 0 here is the job's user.
+                unsafe {
+                    libc::setresgid(0, 0, 0);
+                    libc::setresuid(0, 0, 0);
+                }
+                // It only holds the namespace: no capabilities in it either.
+                drop_capabilities();
+            }
+        }
         // Hold the namespace until the supervisor is done with it.
         let mut sink = Vec::new();
         let _ = stdin.read_to_end(&mut sink);
     }
-    for mut h in helpers {
-        let _ = h.kill();
-        let _ = h.wait();
+    if !dropped {
+        for mut h in helpers {
+            let _ = h.kill();
+            let _ = h.wait();
+        }
     }
+    // Otherwise the helpers (root's, which this user may not signal) die
+    // with the anchor: their parent-death signal.
     i32::from(failed)
+}
+
+/// Clears every capability of this process (capset(2), version 3).
+fn drop_capabilities() {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let header = Header {
+        version: 0x2008_0522,
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset(2) with a version-3 header and its two data words.
+    unsafe {
+        libc::syscall(libc::SYS_capset, &header, data.as_ptr());
+    }
+}
+
+/// Becomes the job's user (no capabilities left), or, remapped, keeps
+/// only the job's group before the user namespace is made.
+fn drop_to(owner: (u32, u32), remapped: bool) -> Result<(), String> {
+    let (uid, gid) = owner;
+    // SAFETY: plain system calls on this single-threaded process.
+    let rc = unsafe {
+        if remapped {
+            libc::setgroups(1, &gid)
+        } else if libc::setgroups(1, &gid) != 0 || libc::setresgid(gid, gid, gid) != 0 {
+            -1
+        } else {
+            libc::setresuid(uid, uid, uid)
+        }
+    };
+    if rc != 0 {
+        return Err(format!(
+            "pyxis: cannot become the job's user: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
 }
 
 fn cstr(p: &Path) -> Result<CString, String> {
@@ -375,6 +446,9 @@ fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Re
             ));
         }
     }
+    if let Some(owner) = spec.owner {
+        drop_to(owner, user_ns)?;
+    }
     if user_ns {
         // SAFETY: unshare(2) on this single-threaded process, root now
         // the namespace's root (no chroot left).
@@ -418,11 +492,24 @@ fn mount_squashfuse(
     lower: &Path,
     helpers: &mut Vec<std::process::Child>,
 ) -> Result<(), String> {
-    let mut helper = std::process::Command::new("squashfuse")
-        .args(["-f", "-o", "ro,allow_other"])
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new("squashfuse");
+    cmd.args(["-f", "-o", "ro,allow_other"])
         .arg(image)
         .arg(lower)
-        .stdin(std::process::Stdio::null())
+        .stdin(std::process::Stdio::null());
+    // SAFETY: prctl(2) only, between fork and exec. The helper ends with
+    // the anchor even where the anchor (then the job's user) may not
+    // signal it.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut helper = cmd
         .spawn()
         .map_err(|e| format!("pyxis: cannot run squashfuse: {e}"))?;
     let ok = wait_mounted(lower, &mut helper);
