@@ -463,6 +463,66 @@ fn container_tasks_stay_in_the_steps_cgroup() {
     s.assert_clean();
 }
 
+/// Item 2 (PMIx in a container): `srun --mpi=pmix --container-image=...`
+/// runs an Open MPI program inside the container. The PMIx server's
+/// directory (its rendezvous files and the shared-memory store that
+/// clients map) is bound at its host path; the image is busybox with the
+/// host's /usr bound read-only for Open MPI and its libraries. Without
+/// the `pmix` feature or Open MPI it says so and stops.
+#[test]
+fn pmix_reaches_mpi_ranks_in_a_container() {
+    if !can_run("pmix_reaches_mpi_ranks_in_a_container") {
+        return;
+    }
+    if !cfg!(feature = "pmix") || !Path::new(crate::mpi::MPICC_OMPI).exists() {
+        eprintln!(
+            "pmix_reaches_mpi_ranks_in_a_container: not run: needs the `pmix` feature and {}",
+            crate::mpi::MPICC_OMPI
+        );
+        return;
+    }
+    let s = Scratch::new();
+    let root = s.path("rootfs-usr");
+    rootfs(&root);
+    // The host's libraries through a bound /usr (Debian's merged /usr).
+    std::os::unix::fs::symlink("usr/lib", root.join("lib")).unwrap();
+    std::os::unix::fs::symlink("usr/lib64", root.join("lib64")).unwrap();
+    let img = s.path("usr.sqsh");
+    squash(&root, &img);
+    let c = s.cluster("");
+    crate::mpi::compile(&c, crate::mpi::MPICC_OMPI, "allreduce-ompi");
+    let work = c.work().display().to_string();
+    let out = c.run_env(
+        "srun",
+        &[
+            "-n2",
+            "--mpi=pmix",
+            &format!("--container-image={}", img.display()),
+            &format!("--container-mounts=/usr:/usr:ro,{work}:{work}"),
+            &format!("--container-workdir={work}"),
+            "sh",
+            "-c",
+            "ls -A \"$PMIX_SERVER_TMPDIR\" | head -1 | grep -q . && ./allreduce-ompi",
+        ],
+        &[
+            ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+            ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+            ("OMPI_MCA_pml", "ob1"),
+            ("OMPI_MCA_btl", "self,tcp"),
+            ("OMPI_MCA_osc", "^ucx"),
+        ],
+    );
+    assert!(out.ok(), "{out}\n{}", c.logs());
+    let ranks: Vec<(u32, u32, u32)> = crate::mpi::ranks(&out.stdout)
+        .into_iter()
+        .map(|(r, n, _, sum)| (r, n, sum))
+        .collect();
+    assert_eq!(ranks, vec![(0, 2, 3), (1, 2, 3)], "{out}");
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}
+
 /// A process as `/proc` shows it.
 #[derive(Debug)]
 struct Proc {
