@@ -423,7 +423,7 @@ fn batch_scripts_run_in_the_container() {
 
 /// Test 26: a container's processes are the step's: in its cgroup, under
 /// its memory limit (an OOM kill ends it OUT_OF_MEMORY, with slurmstepd's
-/// line).
+/// line), stopped while their job is suspended.
 #[test]
 fn container_tasks_stay_in_the_steps_cgroup() {
     if !can_run("container_tasks_stay_in_the_steps_cgroup")
@@ -458,6 +458,41 @@ fn container_tasks_stay_in_the_steps_cgroup() {
             .contains("slurmstepd: error: Detected 1 oom_kill event in StepId="),
         "{out}"
     );
+    // Test 26's suspend half: a busy task in a container stops while its
+    // job is suspended and runs again once it is resumed.
+    let work = c.work().display().to_string();
+    let id = c.submit(&[
+        "-o",
+        "susp.out",
+        "--wrap",
+        &format!(
+            "srun {image} --container-mounts={work}:{work} \
+             sh -c 'echo $$ > {work}/ctask.pid; while :; do :; done'"
+        ),
+    ]);
+    let pid: u32 = c.wait_until("the container task's pid", secs(30), || {
+        c.read("ctask.pid").trim().parse().ok()
+    });
+    assert_ne!(
+        std::fs::read_link(format!("/proc/{pid}/ns/mnt")).unwrap(),
+        std::fs::read_link("/proc/self/ns/mnt").unwrap(),
+        "the task is in the container"
+    );
+    c.ok("scontrol", &["suspend", &id.to_string()]);
+    c.wait_until("the task to stop", secs(10), || {
+        let a = cpu_ticks(pid);
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        (cpu_ticks(pid) == a).then_some(())
+    });
+    let frozen = cpu_ticks(pid);
+    std::thread::sleep(secs(2));
+    assert_eq!(cpu_ticks(pid), frozen, "CPU ticks moved while suspended");
+    c.ok("scontrol", &["resume", &id.to_string()]);
+    c.wait_until("the task to run again", secs(10), || {
+        (cpu_ticks(pid) > frozen).then_some(())
+    });
+    c.ok("scancel", &[&id.to_string()]);
+    assert_eq!(c.wait_done(id, secs(30)), "CANCELLED");
     settle_clean(&s, c);
     drop(g);
     s.assert_clean();
@@ -639,6 +674,17 @@ fn squashfuse_serves_images_and_leaves_no_daemon() {
     assert_eq!(c.node_state("node1"), "idle");
     drop(c);
     s.assert_clean();
+}
+
+/// utime + stime of `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|w| w.parse().unwrap_or(0))
+        .collect();
+    f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)
 }
 
 /// sha256 of a file, hex.
