@@ -574,7 +574,11 @@ fn processes_sharing_mounts_with(pid: u32) -> Vec<Proc> {
         let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        if std::fs::read_link(format!("/proc/{p}/ns/mnt")).ok().as_ref() != Some(&ns) {
+        if std::fs::read_link(format!("/proc/{p}/ns/mnt"))
+            .ok()
+            .as_ref()
+            != Some(&ns)
+        {
             continue;
         }
         let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
@@ -980,13 +984,12 @@ fn another_users_container_runs_as_that_user() {
         let inside = processes_sharing_mounts_with(pid.trim().parse().unwrap());
         assert!(child.wait().unwrap().success());
         assert!(
-            inside.iter().any(|p| p.cmdline.contains("--container-anchor")),
+            inside
+                .iter()
+                .any(|p| p.cmdline.contains("--container-anchor")),
             "the anchor holds the namespace: {inside:?}"
         );
-        assert!(
-            inside.len() >= 3,
-            "two tasks and the anchor: {inside:?}"
-        );
+        assert!(inside.len() >= 3, "two tasks and the anchor: {inside:?}");
         for p in &inside {
             assert_eq!(p.uid, uid.as_raw(), "remap {remap}: {p:?}");
             // Remapped tasks are root in their own user namespace (enroot's

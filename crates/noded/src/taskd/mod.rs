@@ -866,7 +866,8 @@ impl StepSetup {
             // which the container's own /tmp hides) at the same path
             // inside, as enroot's 50-slurm-pmi hook binds PMIX_SERVER_TMPDIR.
             let binds = pmix.iter().map(|p| p.tmpdir().to_path_buf()).collect();
-            match crate::container::Container::start(&l.container, &container_context(spec, binds)) {
+            match crate::container::Container::start(&l.container, &container_context(spec, binds))
+            {
                 Ok(c) => (Some(c), None),
                 Err(e) => (None, Some(e)),
             }
