@@ -2,7 +2,10 @@
 //! started by the step's supervisor, that builds the container in a mount
 //! namespace of its own, answers one line (`Ok(Ready)` or `Err(pyxis:
 //! ...)`), then holds the namespace until its stdin closes. Its squashfuse
-//! helper, where one serves the image, is its child and ends with it.
+//! helper, where one serves the image, is its child and ends with it (a
+//! parent-death signal). Once built it becomes the job's user (remapped:
+//! 0 in the user namespace, after the supervisor's `mapped` line, without
+//! capabilities), so nothing in the container runs as root but squashfuse.
 //!
 //! Single-threaded from exec to exit, so it may mount and fork freely.
 
