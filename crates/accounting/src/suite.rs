@@ -109,6 +109,7 @@ pub fn sample_job(cluster: &str, job_id: u32, submit: Timestamp) -> AcctJob {
             step(StepId::Batch, "batch", submit + 10, Some(submit + 110)),
             step(StepId::Extern, "extern", submit + 10, Some(submit + 110)),
         ],
+        container: None,
     }
 }
 
@@ -130,6 +131,7 @@ fn step(id: StepId, name: &str, start: Timestamp, end: Option<Timestamp>) -> Acc
         n_tasks: 1,
         alloc_tres: "cpu=2,mem=500M,node=1".to_owned(),
         usage: StepUsage::default(),
+        container: None,
     }
 }
 
@@ -174,6 +176,8 @@ fn round_trip_with_steps_and_usage(mut store: Box<dyn AccountingStore>) {
     };
     job.time_limit = TimeLimit::Unlimited;
     job.comment = Some("a comment".to_owned());
+    // sacct's Container, on the job and on a step (issue 42).
+    job.container = Some("/images/pytorch.sqsh".to_owned());
     let mut s0 = step(
         StepId::Numbered(0),
         "hostname",
@@ -182,6 +186,7 @@ fn round_trip_with_steps_and_usage(mut store: Box<dyn AccountingStore>) {
     );
     s0.state = JobState::Failed;
     s0.exit_code = ExitCode { code: 3, signal: 0 };
+    s0.container = Some("nvcr.io#nvidia/pytorch:24.01-py3".to_owned());
     s0.usage = StepUsage {
         user_cpu_usec: Some(1_234_567),
         sys_cpu_usec: Some(89),

@@ -65,6 +65,7 @@ fn job(id: u32, name: &str, partition: &str, cpus: u32, state: JobState, ec: Exi
         comment: None,
         suspended_secs: 0,
         steps: Vec::new(),
+        container: None,
     }
 }
 
@@ -82,6 +83,7 @@ fn step(step_id: StepId, name: &str, cpus: u32, state: JobState, ec: ExitCode) -
         n_tasks: 1,
         alloc_tres: format!("cpu={cpus},mem=500M,node=1"),
         usage: StepUsage::default(),
+        container: None,
     }
 }
 
@@ -389,6 +391,35 @@ fn step_selection_and_allocations() {
     assert_eq!(
         sacct::render(&a, &[memjob()], NOW),
         "66787;COMPLETED;00:00:03;;\n"
+    );
+}
+
+/// Issue 42: sacct's Container is the image the batch script (the job's,
+/// and its batch step's) or a step ran in; 12 columns, left-justified,
+/// cut with `+` as every sacct column.
+#[test]
+fn issue_42_container_column() {
+    utc();
+    let mut j = memjob();
+    j.container = Some("/img/app.sqsh".into());
+    j.steps[0].container = j.container.clone();
+    let mut s0 = step(StepId::Numbered(0), "cat", 1, JobState::Completed, ok());
+    s0.container = Some("/img/x.sqsh".into());
+    j.steps.push(s0);
+    let a = args(&["-j", "66787", "-o", "JobID,Container", "-P"]);
+    assert_eq!(
+        sacct::render(&a, &[j.clone()], NOW),
+        "JobID|Container\n\
+         66787|/img/app.sqsh\n\
+         66787.batch|/img/app.sqsh\n\
+         66787.0|/img/x.sqsh\n"
+    );
+    let a = args(&["-j", "66787", "-X", "-o", "JobID,Container"]);
+    assert_eq!(
+        sacct::render(&a, &[j], NOW),
+        "JobID        Container    \n\
+         ------------ ------------ \n\
+         66787        /img/app.sq+ \n"
     );
 }
 

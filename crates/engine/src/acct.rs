@@ -78,6 +78,8 @@ impl Engine {
                 n_tasks: 1,
                 alloc_tres,
                 usage: job.batch_usage.as_deref().cloned().unwrap_or_default(),
+                // The batch script runs in the job's container.
+                container: info.container.clone(),
             });
             // PrologFlags=Contain: the extern step holds the whole
             // allocation for the job's life (Slurm lists it after .batch).
@@ -103,6 +105,7 @@ impl Engine {
                     n_tasks: info.num_nodes,
                     alloc_tres: sorted_tres(&info.tres),
                     usage: job.extern_usage.as_deref().cloned().unwrap_or_default(),
+                    container: None,
                 });
             }
         }
@@ -167,6 +170,7 @@ impl Engine {
             suspended_secs: job.suspended_secs
                 + job.suspend.as_ref().map_or(0, |s| (now - s.since).max(0)),
             steps,
+            container: info.container,
         })
     }
 

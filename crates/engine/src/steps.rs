@@ -78,6 +78,8 @@ pub struct Step {
     pub usage: proto::StepUsage,
     /// `host:pid` of srun.
     pub srun: String,
+    /// The container it runs in (`ContainerOptions::shown`), for sacct.
+    pub container: Option<String>,
 }
 
 impl Step {
@@ -522,6 +524,7 @@ impl Engine {
             pending: nodes.iter().copied().collect(),
             usage: proto::StepUsage::default(),
             srun: format!("{}:{}", req.srun_host, req.srun_pid),
+            container: proto::container::ContainerOptions::shown(&req.container),
         });
         let (uid, gid, user) = (job.desc.uid, job.desc.gid, job.desc.user.clone());
         for (i, idx) in nodes.iter().enumerate() {
@@ -1250,6 +1253,7 @@ impl Engine {
                     n_tasks: s.n_tasks(),
                     alloc_tres: step_tres(cpus, s.tres_mem(), names.len()),
                     usage: s.usage.clone(),
+                    container: s.container.clone(),
                 }
             })
             .collect()

@@ -2855,6 +2855,10 @@ pub struct AcctStep {
     pub alloc_tres: String,
     /// Measured usage.
     pub usage: StepUsage,
+    /// pyxis's `--container-image` (else `--container-name`) the step ran
+    /// in: sacct's `Container`.
+    #[serde(default)]
+    pub container: Option<String>,
 }
 
 /// One job (or array task) as the accounting store keeps it. Written as the
@@ -2936,6 +2940,10 @@ pub struct AcctJob {
     pub suspended_secs: i64,
     /// Steps, in order.
     pub steps: Vec<AcctStep>,
+    /// pyxis's `--container-image` (else `--container-name`) given to
+    /// sbatch or salloc: sacct's `Container` (as `scontrol show job`'s).
+    #[serde(default)]
+    pub container: Option<String>,
 }
 
 /// For `skip_serializing_if`: a count left at its default.

@@ -244,7 +244,9 @@ pub fn example_acct_job() -> proto::AcctJob {
             n_tasks: 1,
             alloc_tres: "cpu=1,mem=500M,node=1".into(),
             usage: proto::StepUsage::default(),
+            container: Some("/images/app.sqsh".into()),
         }],
+        container: Some("/images/app.sqsh".into()),
     }
 }
 

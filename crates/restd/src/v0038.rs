@@ -206,7 +206,7 @@ pub fn job(j: &JobInfo, cluster: &str, topo: Topology<'_>) -> J {
         ("cluster_features", J::from("")),
         ("command", opt_str(&j.command)),
         ("comment", opt_str(&j.comment)),
-        ("container", J::from("")),
+        ("container", J::from(j.container.as_deref().unwrap_or(""))),
         ("contiguous", J::Bool(false)),
         ("core_spec", J::Null),
         ("thread_spec", J::Null),
@@ -899,7 +899,7 @@ pub fn db_job(j: &proto::AcctJob, group: &str, kill_user: Option<&str>) -> J {
         ),
         ("cluster", J::from(&j.cluster)),
         ("constraints", J::from("")),
-        ("container", J::Null),
+        ("container", j.container.as_deref().map_or(J::Null, J::from)),
         (
             "derived_exit_code",
             obj(vec![

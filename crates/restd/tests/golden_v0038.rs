@@ -314,6 +314,8 @@ fn dbd_job() {
     j.alloc_tres = String::new();
     j.work_dir = "/home/sauser/capture".into();
     j.steps = vec![];
+    // The reference job ran in no container: `null`.
+    j.container = None;
     let v = v0038::answer(
         true,
         vec![],

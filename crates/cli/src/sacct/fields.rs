@@ -376,6 +376,7 @@ pub fn job_value(name: &str, job: &AcctJob, ctx: &Ctx) -> String {
         "ReqTRES" => job.req_tres.clone(),
         "Cluster" => job.cluster.clone(),
         "Comment" => job.comment.clone().unwrap_or_default(),
+        "Container" => job.container.clone().unwrap_or_default(),
         "CPUTime" => fmt_elapsed(elapsed * i64::from(job.n_cpus)),
         "CPUTimeRAW" => (elapsed * i64::from(job.n_cpus)).to_string(),
         "DerivedExitCode" => {
@@ -454,6 +455,7 @@ pub fn step_value(name: &str, job: &AcctJob, step: &AcctStep, ctx: &Ctx) -> Stri
         "AveRSS" => kib(u.ave_rss_kib),
         "AveVMSize" => kib(u.ave_vmsize_kib),
         "Cluster" => job.cluster.clone(),
+        "Container" => text(&step.container),
         "CPUTime" => fmt_elapsed(elapsed * i64::from(step.n_cpus)),
         "CPUTimeRAW" => (elapsed * i64::from(step.n_cpus)).to_string(),
         "Elapsed" => fmt_elapsed(elapsed),

@@ -835,6 +835,10 @@ pub struct Step {
     pub usage: StepUsage<'static>,
     /// `host:pid` of srun.
     pub srun: String,
+    /// The container it runs in, for sacct (absent in files of builds
+    /// before it was kept).
+    #[serde(default)]
+    pub container: Option<String>,
 }
 /// A job's place in an array, in a snapshot.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -919,6 +923,7 @@ impl From<&crate::Step> for Step {
             pending: x.pending.clone(),
             usage: StepUsage::from(&x.usage).into_owned(),
             srun: x.srun.clone(),
+            container: x.container.clone(),
         }
     }
 }
@@ -946,6 +951,7 @@ impl From<Step> for crate::Step {
             pending: x.pending,
             usage: x.usage.into(),
             srun: x.srun,
+            container: x.container,
         }
     }
 }

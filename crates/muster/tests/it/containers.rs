@@ -338,6 +338,14 @@ fn named_containers_persist_for_the_job_and_save() {
         "{out}"
     );
     assert!(out.contains("create-refused\n"), "{out}");
+    // Item 4: sacct's Container for a step is the image it ran (or the
+    // named container it used); the job itself had none.
+    let want = format!("{id}|\n{id}.batch|\n{id}.0|{}\n{id}.1|foo\n", img.display());
+    let job = id.to_string();
+    c.wait_until("the steps' containers in sacct", secs(10), || {
+        let o = c.run("sacct", &["-j", &job, "-P", "-n", "-o", "JobID,Container"]);
+        o.stdout.starts_with(&want).then_some(())
+    });
     // Another job does not see it.
     let out = c.run(
         "srun",
@@ -411,6 +419,13 @@ fn batch_scripts_run_in_the_container() {
     let out = c.read("b.out");
     assert!(out.contains("muster tiny image 1.0"), "{out}");
     assert!(out.contains("from-image\n"), "{out}");
+    // Item 4: sacct's Container, on the job and its batch step.
+    let want = format!("{id}|{img}\n{id}.batch|{img}\n", img = img.display());
+    let job = id.to_string();
+    c.wait_until("the job's container in sacct", secs(10), || {
+        let o = c.run("sacct", &["-j", &job, "-P", "-n", "-o", "JobID,Container"]);
+        (o.stdout == want).then_some(())
+    });
     settle_clean(&s, &c);
     drop(c);
     s.assert_clean();
@@ -418,7 +433,7 @@ fn batch_scripts_run_in_the_container() {
 
 /// Test 26: a container's processes are the step's: in its cgroup, under
 /// its memory limit (an OOM kill ends it OUT_OF_MEMORY, with slurmstepd's
-/// line).
+/// line), stopped while their job is suspended.
 #[test]
 fn container_tasks_stay_in_the_steps_cgroup() {
     if !can_run("container_tasks_stay_in_the_steps_cgroup")
@@ -453,9 +468,237 @@ fn container_tasks_stay_in_the_steps_cgroup() {
             .contains("slurmstepd: error: Detected 1 oom_kill event in StepId="),
         "{out}"
     );
+    // Test 26's suspend half: a busy task in a container stops while its
+    // job is suspended and runs again once it is resumed.
+    let work = c.work().display().to_string();
+    let id = c.submit(&[
+        "-o",
+        "susp.out",
+        "--wrap",
+        &format!(
+            "srun {image} --container-mounts={work}:{work} \
+             sh -c 'echo $$ > {work}/ctask.pid; while :; do :; done'"
+        ),
+    ]);
+    let pid: u32 = c.wait_until("the container task's pid", secs(30), || {
+        c.read("ctask.pid").trim().parse().ok()
+    });
+    assert_ne!(
+        std::fs::read_link(format!("/proc/{pid}/ns/mnt")).unwrap(),
+        std::fs::read_link("/proc/self/ns/mnt").unwrap(),
+        "the task is in the container"
+    );
+    c.ok("scontrol", &["suspend", &id.to_string()]);
+    c.wait_until("the task to stop", secs(10), || {
+        let a = cpu_ticks(pid);
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        (cpu_ticks(pid) == a).then_some(())
+    });
+    let frozen = cpu_ticks(pid);
+    std::thread::sleep(secs(2));
+    assert_eq!(cpu_ticks(pid), frozen, "CPU ticks moved while suspended");
+    c.ok("scontrol", &["resume", &id.to_string()]);
+    c.wait_until("the task to run again", secs(10), || {
+        (cpu_ticks(pid) > frozen).then_some(())
+    });
+    c.ok("scancel", &[&id.to_string()]);
+    assert_eq!(c.wait_done(id, secs(30)), "CANCELLED");
     settle_clean(&s, c);
     drop(g);
     s.assert_clean();
+}
+
+/// Item 2 (PMIx in a container): `srun --mpi=pmix --container-image=...`
+/// runs an Open MPI program inside the container. The PMIx server's
+/// directory (its rendezvous files and the shared-memory store that
+/// clients map) is bound at its host path; the image is busybox with the
+/// host's /usr bound read-only for Open MPI and its libraries. Without
+/// the `pmix` feature or Open MPI it says so and stops.
+#[test]
+fn pmix_reaches_mpi_ranks_in_a_container() {
+    if !can_run("pmix_reaches_mpi_ranks_in_a_container") {
+        return;
+    }
+    if !cfg!(feature = "pmix") || !Path::new(crate::mpi::MPICC_OMPI).exists() {
+        eprintln!(
+            "pmix_reaches_mpi_ranks_in_a_container: not run: needs the `pmix` feature and {}",
+            crate::mpi::MPICC_OMPI
+        );
+        return;
+    }
+    let s = Scratch::new();
+    let root = s.path("rootfs-usr");
+    rootfs(&root);
+    // The host's libraries through a bound /usr (Debian's merged /usr).
+    std::os::unix::fs::symlink("usr/lib", root.join("lib")).unwrap();
+    std::os::unix::fs::symlink("usr/lib64", root.join("lib64")).unwrap();
+    let img = s.path("usr.sqsh");
+    squash(&root, &img);
+    let c = s.cluster("");
+    crate::mpi::compile(&c, crate::mpi::MPICC_OMPI, "allreduce-ompi");
+    let work = c.work().display().to_string();
+    let out = c.run_env(
+        "srun",
+        &[
+            "-n2",
+            "--mpi=pmix",
+            &format!("--container-image={}", img.display()),
+            &format!("--container-mounts=/usr:/usr:ro,{work}:{work}"),
+            &format!("--container-workdir={work}"),
+            "sh",
+            "-c",
+            "ls -A \"$PMIX_SERVER_TMPDIR\" | head -1 | grep -q . && ./allreduce-ompi",
+        ],
+        &[
+            ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+            ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+            ("OMPI_MCA_pml", "ob1"),
+            ("OMPI_MCA_btl", "self,tcp"),
+            ("OMPI_MCA_osc", "^ucx"),
+        ],
+    );
+    assert!(out.ok(), "{out}\n{}", c.logs());
+    let ranks: Vec<(u32, u32, u32)> = crate::mpi::ranks(&out.stdout)
+        .into_iter()
+        .map(|(r, n, _, sum)| (r, n, sum))
+        .collect();
+    assert_eq!(ranks, vec![(0, 2, 3), (1, 2, 3)], "{out}");
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}
+
+/// A process as `/proc` shows it.
+#[derive(Debug)]
+struct Proc {
+    uid: u32,
+    cap_eff: String,
+    cmdline: String,
+}
+
+/// Every process in the mount namespace of `pid` (root reads them all).
+fn processes_sharing_mounts_with(pid: u32) -> Vec<Proc> {
+    let ns = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).unwrap();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if std::fs::read_link(format!("/proc/{p}/ns/mnt"))
+            .ok()
+            .as_ref()
+            != Some(&ns)
+        {
+            continue;
+        }
+        let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
+        let field = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
+                .unwrap_or_default()
+        };
+        let cmdline = std::fs::read(format!("/proc/{p}/cmdline"))
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .unwrap_or_default();
+        out.push(Proc {
+            uid: field("Uid:").parse().unwrap_or(u32::MAX),
+            cap_eff: field("CapEff:"),
+            cmdline,
+        });
+    }
+    out
+}
+
+/// Item 3 of the runtime: with `kernel_squashfs=0` (and where the kernel
+/// refuses the image) squashfuse serves it, as a child of the anchor in
+/// the container's mount namespace; the tasks read the image through it
+/// and write through the overlay; when the step ends no squashfuse is
+/// left running and nothing stays mounted.
+#[test]
+fn squashfuse_serves_images_and_leaves_no_daemon() {
+    if !can_run("squashfuse_serves_images_and_leaves_no_daemon") {
+        return;
+    }
+    if Command::new("squashfuse").arg("--help").output().is_err() {
+        assert!(std::env::var("CI").is_err(), "CI must have squashfuse");
+        eprintln!("squashfuse_serves_images_and_leaves_no_daemon: not run: no squashfuse");
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let img_arg = format!("--container-image={}", img.display());
+    let c = s.cluster("kernel_squashfs=0");
+    let data = s.path("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let mounts = format!("--container-mounts={}:/data", data.display());
+    let out = c.ok(
+        "srun",
+        &[
+            "-n2",
+            &img_arg,
+            "sh",
+            "-c",
+            "if [ $SLURM_PROCID = 0 ]; then cat /etc/os-release; echo shared > /tmp/f; \
+             touch /etc/written; else \
+             i=0; while [ ! -s /tmp/f ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; \
+             cat /tmp/f; fi",
+        ],
+    );
+    assert!(out.stdout.contains("muster tiny image 1.0"), "{out}");
+    assert!(out.stdout.contains("shared\n"), "{out}");
+    // While a step runs, its image is a squashfuse mount held by a
+    // squashfuse in the step's namespace.
+    let mut srun = c.command("srun");
+    srun.args([
+        &img_arg,
+        &mounts,
+        "sh",
+        "-c",
+        "echo $$ > /data/pid.part && mv /data/pid.part /data/pid; sleep 3",
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
+    let mut child = srun.spawn().unwrap();
+    let pid = c.wait_until("the task's pid", secs(30), || {
+        std::fs::read_to_string(data.join("pid")).ok()
+    });
+    let inside = processes_sharing_mounts_with(pid.trim().parse().unwrap());
+    let image = img.display().to_string();
+    assert!(
+        inside
+            .iter()
+            .any(|p| p.cmdline.starts_with("squashfuse") && p.cmdline.contains(&image)),
+        "no squashfuse serves the step: {inside:?}"
+    );
+    assert!(child.wait().unwrap().success());
+    settle_clean(&s, &c);
+    let base = s.dir.path().display().to_string();
+    c.wait_until("no squashfuse left", secs(10), || {
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .filter(|l| l.starts_with("squashfuse") && l.contains(&base))
+            .collect();
+        left.is_empty().then_some(())
+    });
+    assert_eq!(c.node_state("node1"), "idle");
+    drop(c);
+    s.assert_clean();
+}
+
+/// utime + stime of `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|w| w.parse().unwrap_or(0))
+        .collect();
+    f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)
 }
 
 /// sha256 of a file, hex.
@@ -701,6 +944,72 @@ fn another_users_container_runs_as_that_user() {
         std::fs::metadata(home.join("remapped")).unwrap().uid(),
         uid.as_raw()
     );
+    // 24 for the batch step: sbatch --container-remap-root.
+    let out = user.run(
+        &c,
+        "sbatch",
+        &[
+            "--parsable",
+            &format!("--container-image={}", img.display()),
+            "--container-remap-root",
+            "-o",
+            &home.join("remap.out").display().to_string(),
+            "--wrap",
+            "id -u; cat /etc/os-release | head -1",
+        ],
+    );
+    assert!(out.ok(), "{out}");
+    let id: u32 = out.stdout.trim().parse().unwrap();
+    assert_eq!(c.wait_done(id, secs(60)), "COMPLETED", "{}", c.logs());
+    let text = std::fs::read_to_string(home.join("remap.out")).unwrap();
+    assert_eq!(text, "0\nNAME=\"Muster Busybox\"\n");
+    assert_eq!(
+        std::fs::metadata(home.join("remap.out")).unwrap().uid(),
+        uid.as_raw()
+    );
+    // 24, end to end: every process in the container's mount namespace
+    // (the tasks, and the anchor that holds it) is the user's, with no
+    // capabilities; remapped too.
+    for remap in [false, true] {
+        let _ = std::fs::remove_file(home.join("pid"));
+        let mut srun = user.command(c.binary());
+        srun.arg("srun")
+            .arg(format!("--container-image={}", img.display()))
+            .arg(&mounts)
+            .args(remap.then_some("--container-remap-root"))
+            .args([
+                "-n2",
+                "sh",
+                "-c",
+                "[ $SLURM_PROCID = 0 ] && echo $$ > /data/pid.part && mv /data/pid.part /data/pid; sleep 4",
+            ])
+            .env("SLURM_CONF", c.conf())
+            .env_remove("SLURM_JOB_ID")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = srun.spawn().unwrap();
+        let pid = c.wait_until("the task's pid", secs(30), || {
+            std::fs::read_to_string(home.join("pid")).ok()
+        });
+        let inside = processes_sharing_mounts_with(pid.trim().parse().unwrap());
+        assert!(child.wait().unwrap().success());
+        assert!(
+            inside
+                .iter()
+                .any(|p| p.cmdline.contains("--container-anchor")),
+            "the anchor holds the namespace: {inside:?}"
+        );
+        assert!(inside.len() >= 3, "two tasks and the anchor: {inside:?}");
+        for p in &inside {
+            assert_eq!(p.uid, uid.as_raw(), "remap {remap}: {p:?}");
+            // Remapped tasks are root in their own user namespace (enroot's
+            // fake root: capabilities there, none outside); the anchor
+            // keeps none, and without remap nothing has any.
+            if !remap || p.cmdline.contains("--container-anchor") {
+                assert_eq!(p.cap_eff, "0000000000000000", "remap {remap}: {p:?}");
+            }
+        }
+    }
     // An image only root may read is not the user's to run.
     let secret = s.path("secret.sqsh");
     std::fs::copy(&img, &secret).unwrap();

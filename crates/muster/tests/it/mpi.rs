@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 const MPICC_MPICH: &str = "/usr/bin/mpicc.mpich";
 const MPIEXEC_MPICH: &str = "/usr/bin/mpiexec.mpich";
-const MPICC_OMPI: &str = "/usr/bin/mpicc.openmpi";
+pub(crate) const MPICC_OMPI: &str = "/usr/bin/mpicc.openmpi";
 const MPIRUN_OMPI: &str = "/usr/bin/mpirun.openmpi";
 
 /// How long one MPI command may take before the test calls it a hang
@@ -74,7 +74,7 @@ fn mpi_hosts(n: u32) -> Option<Cluster> {
     Some(builder().nodes(n).hosts(true).start())
 }
 
-const ALLREDUCE_C: &str = r#"
+pub(crate) const ALLREDUCE_C: &str = r#"
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +107,7 @@ print(f"rank {w.Get_rank()} of {w.Get_size()} on {socket.gethostname()} sum {s}"
 "#;
 
 /// Compiles the test program in the cluster's work directory as `out`.
-fn compile(c: &Cluster, mpicc: &str, out: &str) {
+pub(crate) fn compile(c: &Cluster, mpicc: &str, out: &str) {
     c.write("allreduce.c", ALLREDUCE_C);
     let st = std::process::Command::new(mpicc)
         .args(["-o", out, "allreduce.c"])
@@ -118,7 +118,7 @@ fn compile(c: &Cluster, mpicc: &str, out: &str) {
 }
 
 /// (rank, size, host, sum) of each output line.
-fn ranks(text: &str) -> Vec<(u32, u32, String, u32)> {
+pub(crate) fn ranks(text: &str) -> Vec<(u32, u32, String, u32)> {
     let mut v: Vec<(u32, u32, String, u32)> = text
         .lines()
         .filter_map(|l| {

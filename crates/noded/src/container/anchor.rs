@@ -2,7 +2,10 @@
 //! started by the step's supervisor, that builds the container in a mount
 //! namespace of its own, answers one line (`Ok(Ready)` or `Err(pyxis:
 //! ...)`), then holds the namespace until its stdin closes. Its squashfuse
-//! helper, where one serves the image, is its child and ends with it.
+//! helper, where one serves the image, is its child and ends with it (a
+//! parent-death signal). Once built it becomes the job's user (remapped:
+//! 0 in the user namespace, after the supervisor's `mapped` line, without
+//! capabilities), so nothing in the container runs as root but squashfuse.
 //!
 //! Single-threaded from exec to exit, so it may mount and fork freely.
 
@@ -37,17 +40,88 @@ pub fn main() -> i32 {
     let mut helpers = Vec::new();
     let built = build(&spec, &mut helpers);
     let failed = built.is_err();
+    let dropped = !failed && spec.owner.is_some();
     answer(&built);
     if !failed {
+        if spec.user_ns && spec.owner.is_some() {
+            // The supervisor maps the namespace, then says so.
+            let mut mapped = String::new();
+            let _ = stdin.read_line(&mut mapped);
+            if mapped.trim() == "mapped" {
+                // SAFETY: plain system calls; 0 here is the job's user.
+                unsafe {
+                    libc::setresgid(0, 0, 0);
+                    libc::setresuid(0, 0, 0);
+                }
+                // It only holds the namespace: no capabilities in it either.
+                drop_capabilities();
+            }
+        }
         // Hold the namespace until the supervisor is done with it.
         let mut sink = Vec::new();
         let _ = stdin.read_to_end(&mut sink);
     }
-    for mut h in helpers {
-        let _ = h.kill();
-        let _ = h.wait();
+    if !dropped {
+        for mut h in helpers {
+            let _ = h.kill();
+            let _ = h.wait();
+        }
     }
+    // Otherwise the helpers (root's, which this user may not signal) die
+    // with the anchor: their parent-death signal.
     i32::from(failed)
+}
+
+/// Clears every capability of this process (capset(2), version 3).
+fn drop_capabilities() {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let header = Header {
+        version: 0x2008_0522,
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset(2) with a version-3 header and its two data words.
+    unsafe {
+        libc::syscall(libc::SYS_capset, &header, data.as_ptr());
+    }
+}
+
+/// Becomes the job's user (no capabilities left), or, remapped, keeps
+/// only the job's group before the user namespace is made.
+fn drop_to(owner: (u32, u32), remapped: bool) -> Result<(), String> {
+    let (uid, gid) = owner;
+    // SAFETY: plain system calls on this single-threaded process.
+    let rc = unsafe {
+        if remapped {
+            libc::setgroups(1, &gid)
+        } else if libc::setgroups(1, &gid) != 0 || libc::setresgid(gid, gid, gid) != 0 {
+            -1
+        } else {
+            libc::setresuid(uid, uid, uid)
+        }
+    };
+    if rc != 0 {
+        return Err(format!(
+            "pyxis: cannot become the job's user: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
 }
 
 fn cstr(p: &Path) -> Result<CString, String> {
@@ -254,32 +328,31 @@ fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Re
     for d in [&lower, &merged] {
         std::fs::create_dir_all(d).map_err(|e| format!("pyxis: {e}"))?;
     }
-    // The image, read-only.
-    if spec.kernel_squashfs {
-        let out = std::process::Command::new("mount")
-            .args(["-t", "squashfs", "-o", "loop,ro,nosuid,nodev"])
-            .arg(&spec.squashfs)
-            .arg(&lower)
-            .output()
-            .map_err(|e| format!("pyxis: cannot run mount: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "pyxis: failed to mount the image {}: {}",
-                spec.squashfs.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
+    // The image, read-only: by the kernel where the site allows it and the
+    // kernel will (a loop device, the squashfs module); by squashfuse
+    // otherwise, or when the kernel refuses (no loop device, no module, a
+    // namespace where mounting block file systems is not allowed).
+    let kernel_error = if spec.kernel_squashfs {
+        mount_kernel_squashfs(&spec.squashfs, &lower).err()
     } else {
-        let mut helper = std::process::Command::new("squashfuse")
-            .args(["-f", "-o", "ro,allow_other"])
-            .arg(&spec.squashfs)
-            .arg(&lower)
-            .stdin(std::process::Stdio::null())
-            .spawn()
-            .map_err(|e| format!("pyxis: cannot run squashfuse: {e}"))?;
-        let ok = wait_mounted(&lower, &mut helper);
-        helpers.push(helper);
-        ok?;
+        None
+    };
+    if !spec.kernel_squashfs || kernel_error.is_some() {
+        match mount_squashfuse(&spec.squashfs, &lower, helpers) {
+            Ok(()) => {
+                if let Some(e) = kernel_error {
+                    eprintln!("{e}; served by squashfuse instead");
+                }
+            }
+            // Where the kernel was tried first, its reason is the one the
+            // user needs (squashfuse was only the fallback).
+            Err(e) => {
+                return Err(match kernel_error {
+                    Some(k) => format!("{k} ({e})"),
+                    None => e,
+                })
+            }
+        }
     }
     // The overlay: changes go to a tmpfs, or to the named container's
     // directory on disk.
@@ -376,6 +449,9 @@ fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Re
             ));
         }
     }
+    if let Some(owner) = spec.owner {
+        drop_to(owner, user_ns)?;
+    }
     if user_ns {
         // SAFETY: unshare(2) on this single-threaded process, root now
         // the namespace's root (no chroot left).
@@ -391,6 +467,57 @@ fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Re
         workdir,
         has_rc,
     })
+}
+
+/// The squashfs at `image` on `lower` through a loop device (it clears
+/// itself when the last mount goes).
+fn mount_kernel_squashfs(image: &Path, lower: &Path) -> Result<(), String> {
+    let out = std::process::Command::new("mount")
+        .args(["-t", "squashfs", "-o", "loop,ro,nosuid,nodev"])
+        .arg(image)
+        .arg(lower)
+        .output()
+        .map_err(|e| format!("pyxis: cannot run mount: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "pyxis: failed to mount the image {}: {}",
+            image.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// The squashfs at `image` on `lower` through squashfuse, a child of this
+/// anchor (killed when the anchor lets the container go).
+fn mount_squashfuse(
+    image: &Path,
+    lower: &Path,
+    helpers: &mut Vec<std::process::Child>,
+) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new("squashfuse");
+    cmd.args(["-f", "-o", "ro,allow_other"])
+        .arg(image)
+        .arg(lower)
+        .stdin(std::process::Stdio::null());
+    // SAFETY: prctl(2) only, between fork and exec. The helper ends with
+    // the anchor even where the anchor (then the job's user) may not
+    // signal it.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut helper = cmd
+        .spawn()
+        .map_err(|e| format!("pyxis: cannot run squashfuse: {e}"))?;
+    let ok = wait_mounted(lower, &mut helper);
+    helpers.push(helper);
+    ok
 }
 
 /// One `--container-mounts` entry (or home, PMIx, script bind).

@@ -197,6 +197,12 @@ pub struct AnchorSpec {
     /// namespace too, which the supervisor maps (the job's user as 0).
     #[serde(default)]
     pub user_ns: bool,
+    /// The job's user and group: once the container is built, the anchor
+    /// becomes them (remapped: after the supervisor's map, as 0 in the
+    /// user namespace), so that no process in the container is root's
+    /// (isolation test 24). None where the node daemon is not root.
+    #[serde(default)]
+    pub owner: Option<(u32, u32)>,
 }
 
 /// What the anchor answers once the container is ready.
@@ -417,8 +423,11 @@ impl Container {
             mounts,
             devices,
             user_ns: remap,
+            owner: nix::unistd::geteuid()
+                .is_root()
+                .then_some((ctx.uid, ctx.gid)),
         };
-        let (child, ready) = match spawn_anchor(&spec) {
+        let (mut child, ready) = match spawn_anchor(&spec) {
             Ok(x) => x,
             Err(e) => {
                 let _ = std::fs::remove_dir(&run_dir);
@@ -428,7 +437,13 @@ impl Container {
         let pid = child.id();
         let mnt = open_ns(pid)?;
         let user_ns = if remap {
-            Some(map_user_ns(pid, ctx.uid, ctx.gid)?)
+            let ns = map_user_ns(pid, ctx.uid, ctx.gid)?;
+            // Mapped: the anchor may now become 0 there (the job's user).
+            if let Some(stdin) = child.stdin.as_mut() {
+                let _ = stdin.write_all(b"mapped\n");
+                let _ = stdin.flush();
+            }
+            Some(ns)
         } else {
             None
         };

@@ -72,4 +72,9 @@ impl Server {
     pub fn finish(&self) {
         match *self {}
     }
+
+    /// The server's directory (its rendezvous files and sockets).
+    pub fn tmpdir(&self) -> &std::path::Path {
+        match *self {}
+    }
 }

@@ -196,6 +196,9 @@ struct ChildSetup {
     /// working directory inside it. The output files are opened (as the
     /// user) before the script joins it: they are the host's.
     container: Option<(RawFd, CString)>,
+    /// `--container-remap-root`: the container's user namespace, joined
+    /// instead of the user switch (the job's user is 0 in it).
+    user_ns: Option<RawFd>,
 }
 
 fn errno() -> i32 {
@@ -306,7 +309,11 @@ impl ChildSetup {
             if libc::setns(mnt, libc::CLONE_NEWNS) != 0 {
                 return (STEP_CONTAINER, errno());
             }
-            if let Some((uid, gid, groups)) = &self.switch {
+            if let (Some(ns), Some((_, gid, _))) = (self.user_ns, &self.switch) {
+                if crate::container::enter_user_ns(ns, *gid).is_err() {
+                    return (STEP_USER, errno());
+                }
+            } else if let Some((uid, gid, groups)) = &self.switch {
                 if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
                     || libc::setgid(*gid) != 0
                     || libc::setuid(*uid) != 0
@@ -761,9 +768,6 @@ pub fn spawn_script(
             ),
         };
         let c = Container::start(&launch.container, &ctx)?;
-        if c.user_ns.is_some() {
-            return Err("pyxis: --container-remap-root is not supported for batch scripts".into());
-        }
         c.task_env(&mut env);
         Some(c)
     };
@@ -804,6 +808,10 @@ pub fn spawn_script(
             )),
             None => None,
         },
+        user_ns: container
+            .as_ref()
+            .and_then(|c| c.user_ns.as_ref())
+            .map(|ns| ns.as_raw_fd()),
     };
     let report_fd = report_tx.as_raw_fd();
     // task/affinity: the batch step on the job's CPUs here.

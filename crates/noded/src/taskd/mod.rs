@@ -343,7 +343,12 @@ fn task_cpus(spec: &TaskdSpec, step: &StepSetup, local: usize) -> Option<Vec<u32
 }
 
 /// Who and where the step's container is for.
-fn container_context(spec: &TaskdSpec) -> crate::container::StepContext<'_> {
+/// `extra_binds`: host paths the tasks need inside at the same place (the
+/// PMIx server's directory).
+fn container_context(
+    spec: &TaskdSpec,
+    extra_binds: Vec<std::path::PathBuf>,
+) -> crate::container::StepContext<'_> {
     let l = &spec.launch;
     let files = spec.cgroup.as_ref().and_then(|c| c.devices.as_ref());
     let gpu_files = l
@@ -364,7 +369,7 @@ fn container_context(spec: &TaskdSpec) -> crate::container::StepContext<'_> {
         user: &l.user,
         cwd: &l.work_dir,
         gpu_files,
-        extra_binds: Vec::new(),
+        extra_binds,
         credentials: crate::container::registry::credentials_path(
             &l.env,
             crate::container::home_of(&l.user).as_deref(),
@@ -861,7 +866,12 @@ impl StepSetup {
         let (container, container_error) = if l.container.is_empty() {
             (None, None)
         } else {
-            match crate::container::Container::start(&l.container, &container_context(spec)) {
+            // PMIx's rendezvous files and sockets (under the host's /tmp,
+            // which the container's own /tmp hides) at the same path
+            // inside, as enroot's 50-slurm-pmi hook binds PMIX_SERVER_TMPDIR.
+            let binds = pmix.iter().map(|p| p.tmpdir().to_path_buf()).collect();
+            match crate::container::Container::start(&l.container, &container_context(spec, binds))
+            {
                 Ok(c) => (Some(c), None),
                 Err(e) => (None, Some(e)),
             }

@@ -158,7 +158,7 @@ pub fn job(j: &AcctJob, group: &str, kill_user: Option<&str>) -> J {
         ),
         ("cluster", J::from(&j.cluster)),
         ("constraints", J::from("")),
-        ("container", J::from("")),
+        ("container", J::from(j.container.as_deref().unwrap_or(""))),
         (
             "derived_exit_code",
             exit_code(&model::ExitCode::default(), j.end_time.is_some()),

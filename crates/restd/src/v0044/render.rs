@@ -315,6 +315,7 @@ pub fn job(j: &JobInfo, cluster: &str, topo: crate::v0038::Topology<'_>) -> J {
         ("cluster", J::from(cluster)),
         ("command", opt_str(&j.command)),
         ("comment", opt_str(&j.comment)),
+        ("container", J::from(j.container.as_deref().unwrap_or(""))),
         ("contiguous", J::Bool(false)),
         (
             "billable_tres",

@@ -353,6 +353,13 @@ impl Server {
         Ok(server)
     }
 
+    /// The server's directory: its rendezvous files and sockets, which a
+    /// step's container binds at the same path (the tasks' `PMIX_SERVER_*`
+    /// name it).
+    pub fn tmpdir(&self) -> &std::path::Path {
+        &self.tmpdir
+    }
+
     /// The PMIx variables of task `rank` (`PMIx_server_setup_fork`:
     /// `PMIX_NAMESPACE`, `PMIX_RANK`, the server's URIs, ...).
     pub fn task_env(&self, rank: u32) -> Result<Vec<(String, String)>, String> {
