@@ -76,9 +76,10 @@ pub fn env_pairs(given: &[&str], get: impl Fn(&str) -> Option<String>) -> Vec<(S
             "container-readonly" => Some("container-writable"),
             // `no-X` for X and X for `no-X`, compared without building
             // either (sbatch calls this for every submission).
-            _ => OPTIONS.iter().copied().find(|n| {
-                n.strip_prefix("no-") == Some(o) || o.strip_prefix("no-") == Some(*n)
-            }),
+            _ => OPTIONS
+                .iter()
+                .copied()
+                .find(|n| n.strip_prefix("no-") == Some(o) || o.strip_prefix("no-") == Some(*n)),
         }
     };
     for option in OPTIONS {
@@ -385,7 +386,11 @@ mod tests {
             ])
         );
         // An option given, or its opposite, leaves its variable unread.
-        let given = ["container-image", "no-container-mount-home", "container-writable"];
+        let given = [
+            "container-image",
+            "no-container-mount-home",
+            "container-writable",
+        ];
         assert_eq!(
             env_pairs(&given, env(all)),
             pairs(&[("no-container-entrypoint", "")])
