@@ -21,6 +21,9 @@ pub(crate) struct LogicalLine {
 /// Removes a comment from one physical line. A `#` inside a quoted value is
 /// kept, and `\#` stands for a literal `#` (slurm.conf(5) allows the escape).
 fn strip_comment(raw: &str) -> String {
+    if !raw.contains('#') {
+        return raw.to_string();
+    }
     let mut out = String::with_capacity(raw.len());
     let mut in_quote = false;
     let mut chars = raw.chars().peekable();
@@ -110,71 +113,129 @@ pub(crate) struct Pair {
 /// around `=` are tolerated. A word without `=` or an unterminated quote is
 /// a syntax error, returned as the reason.
 pub(crate) fn tokenize(text: &str) -> Result<Vec<Pair>, String> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut i = 0;
+    // Slices of `text`, not a vector of its chars: every command parses
+    // slurm.conf before its request, and this is most of that parse.
+    let is_blank = char::is_whitespace;
     let mut pairs = Vec::new();
-    let skip_blanks = |i: &mut usize| {
-        while *i < chars.len() && chars[*i].is_whitespace() {
-            *i += 1;
-        }
-    };
+    let mut rest = text;
     loop {
-        skip_blanks(&mut i);
-        if i >= chars.len() {
+        rest = rest.trim_start();
+        if rest.is_empty() {
             break;
         }
-        let start = i;
-        while i < chars.len() && !chars[i].is_whitespace() && chars[i] != '=' {
-            i += 1;
-        }
-        let key: String = chars[start..i].iter().collect();
-        let mut j = i;
-        skip_blanks(&mut j);
-        if j >= chars.len() || chars[j] != '=' {
+        let key_end = rest
+            .find(|c: char| is_blank(c) || c == '=')
+            .unwrap_or(rest.len());
+        let key = &rest[..key_end];
+        let Some(after_eq) = rest[key_end..].trim_start().strip_prefix('=') else {
             return Err(format!("expected Key=Value, found {key:?}"));
-        }
+        };
         if key.is_empty() {
             return Err("expected Key=Value, found \"=\" without a key".to_string());
         }
-        i = j + 1;
         // A blank right after `=` means an empty value unless the next word
         // is not itself a pair (`Key = value`).
-        let mut k = i;
-        skip_blanks(&mut k);
-        if k > i && k < chars.len() && looks_like_pair_start(&chars[k..]) {
+        rest = after_eq.trim_start();
+        if rest.len() < after_eq.len() && !rest.is_empty() && looks_like_pair_start(rest) {
             pairs.push(Pair {
-                key,
+                key: key.to_string(),
                 value: String::new(),
             });
-            i = k;
             continue;
         }
-        i = k;
         let mut value = String::new();
-        while i < chars.len() && !chars[i].is_whitespace() {
-            if chars[i] == '"' {
-                let close = chars[i + 1..]
-                    .iter()
-                    .position(|&c| c == '"')
-                    .ok_or_else(|| format!("unterminated quote in value of {key}"))?;
-                value.extend(&chars[i + 1..i + 1 + close]);
-                i += close + 2;
-            } else {
-                value.push(chars[i]);
-                i += 1;
-            }
+        loop {
+            let end = rest
+                .find(|c: char| is_blank(c) || c == '"')
+                .unwrap_or(rest.len());
+            value.push_str(&rest[..end]);
+            rest = &rest[end..];
+            let Some(quoted) = rest.strip_prefix('"') else {
+                break;
+            };
+            let close = quoted
+                .find('"')
+                .ok_or_else(|| format!("unterminated quote in value of {key}"))?;
+            value.push_str(&quoted[..close]);
+            rest = &quoted[close + 1..];
         }
-        pairs.push(Pair { key, value });
+        pairs.push(Pair {
+            key: key.to_string(),
+            value,
+        });
     }
     Ok(pairs)
 }
 
 /// Whether `rest` begins with `Word=` (so a preceding `Key=` had an empty
 /// value rather than a spaced-out one).
-fn looks_like_pair_start(rest: &[char]) -> bool {
+fn looks_like_pair_start(rest: &str) -> bool {
     let word_len = rest
-        .iter()
-        .take_while(|c| !c.is_whitespace() && **c != '=' && **c != '"')
-        .count();
-    word_len > 0 && rest.get(word_len) == Some(&'=')
+        .find(|c: char| c.is_whitespace() || c == '=' || c == '"')
+        .unwrap_or(rest.len());
+    word_len > 0 && rest[word_len..].starts_with('=')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(text: &str) -> Result<Vec<(String, String)>, String> {
+        tokenize(text).map(|ps| ps.into_iter().map(|p| (p.key, p.value)).collect())
+    }
+
+    fn ok(list: &[(&str, &str)]) -> Result<Vec<(String, String)>, String> {
+        Ok(list
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect())
+    }
+
+    #[test]
+    fn pairs_split_at_blanks_with_quotes_and_spaced_equals() {
+        assert_eq!(
+            pairs("NodeName=n[1-4] CPUs=2  RealMemory=100"),
+            ok(&[("NodeName", "n[1-4]"), ("CPUs", "2"), ("RealMemory", "100")])
+        );
+        assert_eq!(pairs("Key = value"), ok(&[("Key", "value")]));
+        assert_eq!(pairs("Key=\tvalue"), ok(&[("Key", "value")]));
+        assert_eq!(pairs("A= B=1"), ok(&[("A", ""), ("B", "1")]));
+        assert_eq!(pairs("A="), ok(&[("A", "")]));
+        assert_eq!(pairs("A= \"B=1\""), ok(&[("A", "B=1")]));
+        assert_eq!(
+            pairs("Desc=\"two words\" X=a\"b c\"d\"\"e"),
+            ok(&[("Desc", "two words"), ("X", "ab cde")])
+        );
+        // Unicode blanks separate as ASCII ones do; other characters are
+        // kept as written.
+        assert_eq!(
+            pairs("K\u{2003}=\u{a0}v\u{2003}L=é"),
+            ok(&[("K", "v"), ("L", "é")])
+        );
+        assert_eq!(pairs("   "), ok(&[]));
+    }
+
+    #[test]
+    fn malformed_pairs_say_why() {
+        assert_eq!(
+            pairs("Key=1 word"),
+            Err("expected Key=Value, found \"word\"".to_string())
+        );
+        assert_eq!(
+            pairs("=1"),
+            Err("expected Key=Value, found \"=\" without a key".to_string())
+        );
+        assert_eq!(
+            pairs("Desc=\"open"),
+            Err("unterminated quote in value of Desc".to_string())
+        );
+    }
+
+    #[test]
+    fn comments_are_stripped_outside_quotes() {
+        assert_eq!(strip_comment("A=1 # c"), "A=1 ");
+        assert_eq!(strip_comment("A=\"x#y\" # c"), "A=\"x#y\" ");
+        assert_eq!(strip_comment("A=x\\#y"), "A=x#y");
+        assert_eq!(strip_comment("A=1"), "A=1");
+    }
 }

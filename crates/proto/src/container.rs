@@ -74,10 +74,12 @@ pub fn env_pairs(given: &[&str], get: impl Fn(&str) -> Option<String>) -> Vec<(S
         match o {
             "container-writable" => Some("container-readonly"),
             "container-readonly" => Some("container-writable"),
+            // `no-X` for X and X for `no-X`, compared without building
+            // either (sbatch calls this for every submission).
             _ => OPTIONS
                 .iter()
                 .copied()
-                .find(|n| *n == format!("no-{o}") || format!("no-{n}") == o),
+                .find(|n| n.strip_prefix("no-") == Some(o) || o.strip_prefix("no-") == Some(*n)),
         }
     };
     for option in OPTIONS {
@@ -355,6 +357,48 @@ mod tests {
         p.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn environment_stands_for_options_not_given() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(name, _)| *name == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let all: &[(&str, &str)] = &[
+            ("PYXIS_CONTAINER_IMAGE", "ubuntu"),
+            ("PYXIS_CONTAINER_MOUNT_HOME", "1"),
+            ("PYXIS_CONTAINER_WRITABLE", "0"),
+            ("PYXIS_CONTAINER_ENTRYPOINT", "no"),
+            ("PYXIS_CONTAINER_NAME", ""),
+        ];
+        assert_eq!(
+            env_pairs(&[], env(all)),
+            pairs(&[
+                ("container-image", "ubuntu"),
+                ("container-mount-home", ""),
+                ("container-readonly", ""),
+                ("no-container-entrypoint", ""),
+            ])
+        );
+        // An option given, or its opposite, leaves its variable unread.
+        let given = [
+            "container-image",
+            "no-container-mount-home",
+            "container-writable",
+        ];
+        assert_eq!(
+            env_pairs(&given, env(all)),
+            pairs(&[("no-container-entrypoint", "")])
+        );
+        assert_eq!(
+            env_pairs(&["container-readonly", "container-entrypoint"], env(all)),
+            pairs(&[("container-image", "ubuntu"), ("container-mount-home", "")])
+        );
     }
 
     #[test]

@@ -45,10 +45,15 @@ fn main() {
 
 /// Name services a static glibc has built in (`files`, `dns`), and the
 /// local ones (systemd's dynamic users, the own host name, resolved,
-/// containers) that it may still load from the same glibc's shared
-/// modules and that only answer for names no HPC user or controller has;
-/// any other source (sss, ldap, winbind, nis, compat, mdns, ...) needs the
-/// dynamic loader.
+/// containers, and nss-mdns's `_minimal` modules, which answer only for
+/// `.local` names and link-local addresses: Debian's and Ubuntu's hosts
+/// line with libnss-mdns installed is `files mdns4_minimal
+/// [NOTFOUND=return] dns`) that it may still load from the same glibc's
+/// shared modules and that only answer for names no HPC user or
+/// controller has. Where a static program cannot load one, the lookup
+/// goes on to the next source as it would with the module's daemon
+/// down. Any other source (sss, ldap, winbind, nis, compat, the full
+/// mdns modules, ...) needs the dynamic loader.
 #[cfg(any(static_cli, test))]
 const STATIC_SOURCES: &[&str] = &[
     "files",
@@ -57,6 +62,9 @@ const STATIC_SOURCES: &[&str] = &[
     "myhostname",
     "resolve",
     "mymachines",
+    "mdns_minimal",
+    "mdns4_minimal",
+    "mdns6_minimal",
 ];
 
 /// Why this statically linked command cannot do its work itself, if so:
@@ -153,8 +161,11 @@ mod tests {
     fn name_services_a_static_libc_can_serve() {
         let debian = "# comment: sss\npasswd:         files systemd\ngroup:          files systemd\nshadow:         files systemd\nhosts:          files dns\nnetgroup:       nis\n";
         assert_eq!(foreign_source(debian), None);
+        // Debian's and Ubuntu's with libnss-mdns: `.local` names only.
         let ubuntu = "hosts: files mdns4_minimal [NOTFOUND=return] dns\n";
-        assert_eq!(foreign_source(ubuntu).as_deref(), Some("mdns4_minimal"));
+        assert_eq!(foreign_source(ubuntu), None);
+        let full_mdns = "hosts: files mdns4 dns\n";
+        assert_eq!(foreign_source(full_mdns).as_deref(), Some("mdns4"));
         let fedora =
             "hosts: files myhostname resolve [!UNAVAIL=return] dns\npasswd: files sss systemd\n";
         assert_eq!(foreign_source(fedora).as_deref(), Some("sss"));
