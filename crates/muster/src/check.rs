@@ -252,6 +252,11 @@ pub fn check_files(path: &Path, read: &mut dyn FnMut(&Path) -> std::io::Result<S
                             .into_iter()
                             .map(Finding::warning),
                     );
+                    let in_order: Vec<&str> = c.nodes.iter().map(|n| n.name.as_str()).collect();
+                    all.extend(
+                        conf::check_unreached_nodes(&topo, &in_order, &topology_path)
+                            .map(Finding::warning),
+                    );
                 }
                 if let Some(kind) = config.as_ref().and_then(|c| c.topology_plugin()) {
                     if let Err(e) = conf::check_topology_kind(&topo, kind, &topology_path) {

@@ -1181,6 +1181,10 @@ pub enum SlurmError {
     /// ESLURM_REBOOT_IN_PROGRESS: `cancel_reboot` of a node whose reboot
     /// was already issued. (Appended.)
     RebootInProgress,
+    /// ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE: a `--segment` that does
+    /// not divide the job's node count, or is larger than the base block
+    /// (`BlockSizes`). (Appended.)
+    RequestedTopoConfigUnavailable,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -1291,6 +1295,9 @@ impl SlurmError {
             SlurmError::ReservationEmpty => "Reservation request lacks users or accounts",
             SlurmError::ReservationBusy => "Reservation is busy",
             SlurmError::RebootInProgress => "Reboot already in progress",
+            SlurmError::RequestedTopoConfigUnavailable => {
+                "Requested topology configuration is not available"
+            }
             SlurmError::StateSaveFailed(cause) => match cause {
                 SaveFailure::NoSpace => {
                     "Slurm controller state save failed: No space left on device"
