@@ -127,6 +127,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::Token { .. }
             | CtldRequest::Watch(_)
             | CtldRequest::Stats
+            | CtldRequest::FabricReports
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
         && !matches!(req, CtldRequest::OnBehalf { request, .. } if !is_mutating(request))
 }
@@ -817,6 +818,7 @@ mod tests {
             running_jobs: vec![],
             version: "v".into(),
             boot_id: "3f2c-boot".into(),
+            fabric: None,
         })
     }
 

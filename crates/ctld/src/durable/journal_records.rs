@@ -149,6 +149,7 @@ fn every_request() -> Vec<CtldRequest> {
             running_jobs: vec![JobId(4)],
             version: "v".into(),
             boot_id: "0c5e7a0e-boot".into(),
+            fabric: None,
         }),
         CtldRequest::JobExited {
             job_id: JobId(4),

@@ -460,6 +460,7 @@ impl From<NodeRegistration<'_>> for proto::NodeRegistration {
             running_jobs: r.running_jobs.into_owned(),
             version: r.version.into_owned(),
             boot_id: r.boot_id.into_owned(),
+            fabric: None,
         }
     }
 }
