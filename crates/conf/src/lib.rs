@@ -521,7 +521,12 @@ pub fn load(path: &Path) -> Result<Loaded, ConfError> {
             .collect();
         let unknown = check_topology_nodes(&topo, &names, &topo_path);
         loaded.warnings.extend(unknown);
-        let in_order: Vec<&str> = loaded.config.nodes.iter().map(|n| n.name.as_str()).collect();
+        let in_order: Vec<&str> = loaded
+            .config
+            .nodes
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect();
         loaded
             .warnings
             .extend(check_unreached_nodes(&topo, &in_order, &topo_path));

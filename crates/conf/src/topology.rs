@@ -178,11 +178,9 @@ pub fn parse_topology_conf(
                     })?;
                 // topology.conf(5): the base block size, then sizes each a
                 // power of two times larger than the one before.
-                if conf
-                    .block_sizes
-                    .windows(2)
-                    .any(|w| w[1] <= w[0] || w[1] % w[0] != 0 || !(w[1] / w[0]).is_power_of_two())
-                {
+                if conf.block_sizes.windows(2).any(|w| {
+                    w[1] <= w[0] || !w[1].is_multiple_of(w[0]) || !(w[1] / w[0]).is_power_of_two()
+                }) {
                     return Err(at.invalid_at(
                         &first.key,
                         &first.value,
@@ -226,7 +224,11 @@ pub fn parse_topology_conf(
     // topology.conf(5): "Each block must have at least the planning base
     // block size count of nodes."
     if let Some(&base) = conf.block_sizes.first() {
-        if let Some(b) = conf.blocks.iter().find(|b| (b.nodes.len() as u64) < u64::from(base)) {
+        if let Some(b) = conf
+            .blocks
+            .iter()
+            .find(|b| (b.nodes.len() as u64) < u64::from(base))
+        {
             return Err(ConfError::Syntax {
                 file: origin.to_path_buf(),
                 line: b.line,

@@ -215,7 +215,7 @@ impl Engine {
         };
         let seg = seg.max(1);
         let too_big = topo.kind == TopoKind::Block && topo.base_block().is_some_and(|bs| seg > bs);
-        if too_big || job.min_nodes.max(1) % seg != 0 {
+        if too_big || !job.min_nodes.max(1).is_multiple_of(seg) {
             return Err(proto::SlurmError::RequestedTopoConfigUnavailable);
         }
         Ok(())

@@ -164,7 +164,7 @@ impl Topology {
         let mut out: Vec<u32> = self
             .block_sizes
             .iter()
-            .filter(|s| *s % bs == 0 && (*s / bs).is_power_of_two())
+            .filter(|s| s.is_multiple_of(bs) && (*s / bs).is_power_of_two())
             .map(|s| (s / bs).trailing_zeros())
             .collect();
         out.sort_unstable();
@@ -497,11 +497,20 @@ fn pick_aligned<'a>(
     let n_sw = topo.switches.len() as u32;
     let bs = topo.base_block()?;
     let levels = topo.block_levels();
-    let want = nodes_needed.max(1).div_ceil(bs).next_power_of_two().trailing_zeros();
+    let want = nodes_needed
+        .max(1)
+        .div_ceil(bs)
+        .next_power_of_two()
+        .trailing_zeros();
     // The level the job is held to (None: all blocks are one group), and
     // the level below it whose groups the job counts.
     let level = levels.iter().copied().find(|l| *l >= want);
-    let lower = levels.iter().copied().filter(|l| *l < want).max().unwrap_or(0);
+    let lower = levels
+        .iter()
+        .copied()
+        .filter(|l| *l < want)
+        .max()
+        .unwrap_or(0);
     let group = level.map_or(n_sw.max(1), |l| 1u32 << l.min(31));
     let sub = 1u32 << lower.min(31);
     let max_subs = nodes_needed.max(1).div_ceil(bs.saturating_mul(sub).max(1)) as usize;
@@ -513,7 +522,9 @@ fn pick_aligned<'a>(
     };
     // Each group's lower-level parts, the largest first; the group holds
     // the job where its `max_subs` largest parts do.
-    let mut groups: Vec<(Room, u32, Vec<(Room, u32)>)> = Vec::new();
+    // (what its best parts hold, first block, its parts: room and first block)
+    type Group = (Room, u32, Vec<(Room, u32)>);
+    let mut groups: Vec<Group> = Vec::new();
     for g in (0..n_sw).step_by(group as usize) {
         let mut subs: Vec<(Room, u32)> = (g..(g + group).min(n_sw))
             .step_by(sub as usize)
@@ -521,10 +532,13 @@ fn pick_aligned<'a>(
             .filter(|(r, _)| r.nodes > 0)
             .collect();
         subs.sort_by_key(|(r, s)| (std::cmp::Reverse((r.nodes, r.tasks)), *s));
-        let best = subs.iter().take(max_subs).fold(Room::default(), |a, (r, _)| Room {
-            nodes: a.nodes + r.nodes,
-            tasks: a.tasks + r.tasks,
-        });
+        let best = subs
+            .iter()
+            .take(max_subs)
+            .fold(Room::default(), |a, (r, _)| Room {
+                nodes: a.nodes + r.nodes,
+                tasks: a.tasks + r.tasks,
+            });
         if holds(job, best, nodes_needed) {
             groups.push((best, g, subs));
         }

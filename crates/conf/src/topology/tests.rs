@@ -124,8 +124,8 @@ fn block_sizes_follow_the_man_page() {
 #[test]
 fn nodes_under_no_switch_are_warned_as_slurm_does() {
     let (topo, _) = parse("\nSwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n4\n").unwrap();
-    let w = check_unreached_nodes(&topo, &["n1", "n2", "n3", "n4", "n5"], Path::new("t.conf"))
-        .unwrap();
+    let w =
+        check_unreached_nodes(&topo, &["n1", "n2", "n3", "n4", "n5"], Path::new("t.conf")).unwrap();
     assert_eq!(w.line, 2);
     assert_eq!(w.message, "switches lack access to 2 nodes: n[3,5]");
     assert!(check_unreached_nodes(&topo, &["n1", "n4"], Path::new("t.conf")).is_none());

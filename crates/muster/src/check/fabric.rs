@@ -116,7 +116,11 @@ pub fn compare(
         let silent: Vec<&str> = node_names
             .iter()
             .copied()
-            .filter(|n| reported.get(n).is_none_or(|r| r.switches.is_empty() && r.error.is_empty()))
+            .filter(|n| {
+                reported
+                    .get(n)
+                    .is_none_or(|r| r.switches.is_empty() && r.error.is_empty())
+            })
             .collect();
         if !silent.is_empty() {
             out.push(warn(
@@ -128,7 +132,11 @@ pub fn compare(
             ));
         }
     }
-    out.extend(subnet_splits(topo, &reported, &place).into_iter().map(|(line, m)| warn(line, m)));
+    out.extend(
+        subnet_splits(topo, &reported, &place)
+            .into_iter()
+            .map(|(line, m)| warn(line, m)),
+    );
     let named = reported.values().filter(|r| !r.switches.is_empty()).count();
     let ports: usize = reported.values().map(|r| r.ib_ports.len()).sum();
     let lldp: usize = reported.values().map(|r| r.lldp.len()).sum();

@@ -201,7 +201,10 @@ fn fabric_reports_against_topology_conf() {
         true,
         &reports,
     );
-    let lines: Vec<String> = found.iter().map(|f| f.render(Path::new("/etc/slurm"))).collect();
+    let lines: Vec<String> = found
+        .iter()
+        .map(|f| f.render(Path::new("/etc/slurm")))
+        .collect();
     assert_eq!(
         lines,
         vec![
@@ -221,7 +224,9 @@ fn fabric_reports_against_topology_conf() {
 
 #[test]
 fn fabric_infiniband_subnets_under_one_switch() {
-    let t = topo("SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4]\nSwitchName=top Switches=s[0-1]\n");
+    let t = topo(
+        "SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4]\nSwitchName=top Switches=s[0-1]\n",
+    );
     let reports = vec![
         ("n1".to_string(), ib("fe80:0000:0000:0000", "0x1")),
         ("n2".to_string(), ib("fe80:0000:0000:0000", "0x1")),

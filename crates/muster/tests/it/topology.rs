@@ -113,7 +113,8 @@ fn check_config_fabric_warns_where_a_node_reports_another_leaf() {
         out.stdout
     );
     assert!(
-        out.stdout.contains("fabric: 4 nodes (node[1-4]) reported, 4 naming a leaf switch"),
+        out.stdout
+            .contains("fabric: 4 nodes (node[1-4]) reported, 4 naming a leaf switch"),
         "{}",
         out.stdout
     );
@@ -142,5 +143,8 @@ fn show_topology_unknown_name_and_no_plugin() {
     let plain = builder().nodes(1).start();
     let out = plain.run("scontrol", &["show", "topology"]);
     assert_eq!(out.code, 0, "{out}");
-    assert_eq!(out.stderr, "scontrol: error: No topology information available\n");
+    assert_eq!(
+        out.stderr,
+        "scontrol: error: No topology information available\n"
+    );
 }

@@ -142,9 +142,8 @@ pub fn read_ib_ports(root: &Path) -> Vec<IbPort> {
 /// `lldpctl -f json0`'s neighbours, where lldpctl is installed and
 /// answers in time; none otherwise.
 async fn lldp_neighbors() -> Vec<LldpNeighbor> {
-    let found = std::env::var_os("PATH").is_some_and(|p| {
-        std::env::split_paths(&p).any(|d| d.join("lldpctl").is_file())
-    });
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("lldpctl").is_file()));
     if !found {
         return Vec::new();
     }
@@ -178,7 +177,12 @@ pub fn parse_lldp_json0(text: &str) -> Vec<LldpNeighbor> {
             .unwrap_or_default()
     };
     let mut out = Vec::new();
-    for lldp in v.get("lldp").and_then(|l| l.as_array()).into_iter().flatten() {
+    for lldp in v
+        .get("lldp")
+        .and_then(|l| l.as_array())
+        .into_iter()
+        .flatten()
+    {
         for iface in lldp
             .get("interface")
             .and_then(|l| l.as_array())
@@ -205,7 +209,10 @@ mod tests {
 
     #[test]
     fn the_script_names_the_leaf_then_the_switches_above() {
-        assert_eq!(switches_of("leaf3 spine1,core\n"), ["leaf3", "spine1", "core"]);
+        assert_eq!(
+            switches_of("leaf3 spine1,core\n"),
+            ["leaf3", "spine1", "core"]
+        );
         assert!(switches_of("   ").is_empty());
     }
 
@@ -215,7 +222,10 @@ mod tests {
         let port = root.path().join("mlx5_0/ports/1");
         std::fs::create_dir_all(port.join("gids")).unwrap();
         let put = |p: std::path::PathBuf, s: &str| std::fs::write(p, s).unwrap();
-        put(root.path().join("mlx5_0/node_guid"), "0c42:a103:0065:7e4a\n");
+        put(
+            root.path().join("mlx5_0/node_guid"),
+            "0c42:a103:0065:7e4a\n",
+        );
         put(port.join("state"), "4: ACTIVE\n");
         put(port.join("rate"), "200 Gb/sec (4X HDR)\n");
         put(port.join("link_layer"), "InfiniBand\n");

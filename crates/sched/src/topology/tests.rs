@@ -397,7 +397,11 @@ fn nodes_under_no_switch_take_no_job() {
     // Leaves of 2 and 2, and node 4 under no switch (Slurm: "switches lack
     // access"): a one-node job never lands there, even when it is the
     // only free node.
-    let mut switches = vec![sw("s0", 0..2, &[]), sw("s1", 2..4, &[]), sw("top", 0..0, &[0, 1])];
+    let mut switches = vec![
+        sw("s0", 0..2, &[]),
+        sw("s1", 2..4, &[]),
+        sw("top", 0..0, &[0, 1]),
+    ];
     let t = Topology::new(TopoKind::Tree, std::mem::take(&mut switches), 5, vec![]);
     let mut nodes: Vec<NodeView> = (0..5).map(|i| node(i, 4)).collect();
     busy(&mut nodes, &[0, 1, 2, 3]);
@@ -423,7 +427,10 @@ fn no_job_spans_switches_without_a_common_parent() {
     let nodes: Vec<NodeView> = (0..4).map(|i| node(i, 4)).collect();
     let parts = [part_with(4, &t)];
     assert!(place(&job(1, 3, 3), &parts, &nodes).is_err());
-    assert_eq!(placed(&place(&job(2, 2, 2), &parts, &nodes).unwrap()).len(), 2);
+    assert_eq!(
+        placed(&place(&job(2, 2, 2), &parts, &nodes).unwrap()).len(),
+        2
+    );
 }
 
 /// Blocks of 4 nodes with `BlockSizes`.
@@ -431,7 +438,12 @@ fn sized_blocks(n_blocks: u32, sizes: &[u32]) -> Topology {
     let switches = (0..n_blocks)
         .map(|k| sw(&format!("b{k}"), k * 4..k * 4 + 4, &[]))
         .collect();
-    Topology::new(TopoKind::Block, switches, (n_blocks * 4) as usize, sizes.to_vec())
+    Topology::new(
+        TopoKind::Block,
+        switches,
+        (n_blocks * 4) as usize,
+        sizes.to_vec(),
+    )
 }
 
 #[test]
@@ -456,7 +468,11 @@ fn block_sizes_hold_jobs_to_aligned_groups() {
     assert!(place(&job(2, 8, 8), &parts, &nodes).is_err());
     // A job of 3 stays in one base block.
     let a = place(&job(3, 3, 3), &parts, &nodes).unwrap();
-    assert_eq!(t.span(&a.nodes.iter().map(|x| x.node).collect::<Vec<_>>()).0, 1);
+    assert_eq!(
+        t.span(&a.nodes.iter().map(|x| x.node).collect::<Vec<_>>())
+            .0,
+        1
+    );
 }
 
 proptest! {
