@@ -6,7 +6,11 @@
 //!
 //! Lines (topology.conf(5)): `SwitchName=s0 Nodes=tux[0-3] LinkSpeed=1`,
 //! `SwitchName=s2 Switches=s[0-1]`, and for block topologies
-//! `BlockName=b0 Nodes=tux[0-7]` and `BlockSizes=8,16`.
+//! `BlockName=b0 Nodes=tux[0-7]` and `BlockSizes=8,16` (the base block
+//! size, then sizes each a power of two times the one before; every block
+//! at least the base size). Nodes of slurm.conf under no switch are warned
+//! as slurmctld does ("switches lack access to N nodes: ...",
+//! [`check_unreached_nodes`]).
 
 use std::collections::BTreeSet;
 use std::path::Path;

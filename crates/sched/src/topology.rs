@@ -10,8 +10,10 @@
 //! 1. The candidates the caller gives (in its order: weight, rank, index) are
 //!    grouped by leaf (a counting sort, the caller's order kept within a
 //!    leaf); nodes that could take no task of the job now are left out, and
-//!    each leaf counts the nodes and tasks it could hold (an estimate: CPUs
-//!    only, checked by placing for real afterwards).
+//!    so are nodes under no switch (block): as in Slurm they take no job
+//!    (a job that names one is refused). Each leaf counts the nodes and
+//!    tasks it could hold (an estimate: CPUs only, checked by placing for
+//!    real afterwards).
 //! 2. The counts are summed up the tree. Every switch that could hold the
 //!    whole job is a choice, lowest level first, and among one level the one
 //!    with the least room first (best fit: a large empty leaf stays whole for
@@ -23,11 +25,15 @@
 //!    next choice is tried.
 //! 4. `--switches=N` (`JobRequest::max_leaves`): an allocation over more than
 //!    N leaves is refused (the job waits, reason Resources; the engine drops
-//!    the limit once the job has waited its max-time). Without the limit a
-//!    job no switch can hold (nodes outside the topology, several trees) is
-//!    placed over every candidate, leaves taken greedily as in 3.
+//!    the limit once the job has waited its max-time). A job no switch can
+//!    hold is not placed: as topology.conf(5) says, jobs only span nodes
+//!    under one switch (two trees without a common top switch never share
+//!    a job).
 //! 5. Blocks (`topology/block`) are leaves under no switch: a job goes in one
-//!    block where one holds it, else over as few as it can.
+//!    block where one holds it, else over as few as it can. With
+//!    `BlockSizes` (`pick_aligned`) it goes in one aligned group of blocks
+//!    of the smallest listed size that holds it, using no more groups of
+//!    the level below than its size needs, as Slurm's block plugin does.
 //!    `--segment=N` (`JobRequest::segment`) asks that the job's nodes come
 //!    in groups of N, each group within one block: every block holds a
 //!    multiple of N of its nodes.
