@@ -434,22 +434,34 @@ pub struct FabricReport {
 /// `proto::IbPort`, as the journal writes it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IbPort {
+    /// The device.
     pub device: String,
+    /// The port number.
     pub port: u32,
+    /// `state`.
     pub state: String,
+    /// `rate`.
     pub rate: String,
+    /// `link_layer`.
     pub link_layer: String,
+    /// `lid`.
     pub lid: String,
+    /// `sm_lid`.
     pub sm_lid: String,
+    /// The subnet prefix.
     pub subnet_prefix: String,
+    /// `node_guid`.
     pub node_guid: String,
 }
 
 /// `proto::LldpNeighbor`, as the journal writes it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LldpNeighbor {
+    /// The local interface.
     pub interface: String,
+    /// The neighbour's system name.
     pub chassis: String,
+    /// The neighbour's port id.
     pub port: String,
 }
 
