@@ -1184,8 +1184,9 @@ struct NodeWorkers {
     /// PrologSlurmctld and EpilogSlurmctld, for `Command::CtldScript`.
     scripts: scripts::CtldScripts,
     /// What each node reported of the fabric at its last registration
-    /// (`CtldRequest::FabricReports`); not journaled: every daemon sends
-    /// it again when it registers.
+    /// since this controller started (`CtldRequest::FabricReports`); not
+    /// rebuilt from the journal: every daemon sends it again when it
+    /// registers.
     fabric: BTreeMap<String, proto::FabricReport>,
 }
 

@@ -1064,7 +1064,8 @@ pub struct NodeRegistration {
     pub boot_id: String,
     /// What the node sees of the network fabric (muster's own: a site
     /// script, InfiniBand ports, LLDP neighbours); None from older
-    /// daemons. Kept by the controller, not journaled. (Appended.)
+    /// daemons. The controller keeps the last one per node in memory for
+    /// `FabricReports` (the engine does not read it). (Appended.)
     #[serde(default)]
     pub fabric: Option<FabricReport>,
 }
