@@ -570,6 +570,8 @@ pub fn ping_line(index: usize, host: &str, up: bool) -> String {
 struct Failure {
     stdout: String,
     stderr: String,
+    /// The exit status (1; 0 where Slurm only logs an error).
+    status: i32,
 }
 
 impl Failure {
@@ -577,6 +579,7 @@ impl Failure {
         Failure {
             stdout: String::new(),
             stderr: text,
+            status: 1,
         }
     }
 }
@@ -959,6 +962,7 @@ fn show_nodes(s: &mut Session, arg: Option<&str>) -> CmdResult {
                 return Err(Failure {
                     stdout: out,
                     stderr: format!("Node {name} not found\n"),
+                    status: 1,
                 })
             }
         }
@@ -987,7 +991,9 @@ fn show_partitions(s: &mut Session, arg: Option<&str>) -> CmdResult {
 
 /// `scontrol show topology [NAME]`: the controller's lines (Slurm 22.05's
 /// `SwitchName=s0 Level=0 LinkSpeed=1 Nodes=n[1-2] `), all, or those of
-/// switch `NAME`, or of the switches over node `NAME`.
+/// switch `NAME`, or of the switches over node(s) `NAME`. What is not
+/// found is said on stderr with exit status 0, as Slurm's `error()` does
+/// there ([`topology_reply`]).
 fn show_topology(s: &mut Session, arg: Option<&str>) -> CmdResult {
     let text = match s
         .client("slurm_load_topo error")?
@@ -997,21 +1003,49 @@ fn show_topology(s: &mut Session, arg: Option<&str>) -> CmdResult {
         Ok(_) => return Err(fail("slurm_load_topo error: Unexpected message received")),
         Err(e) => return Err(fail(format!("slurm_load_topo error: {e}"))),
     };
-    let Some(text) = text.filter(|t| !t.is_empty()) else {
-        return Err(fail("scontrol: error: No topology information available"));
+    let (stdout, stderr) = topology_reply(text.as_deref(), arg);
+    if stderr.is_empty() {
+        Ok(stdout)
+    } else {
+        Err(Failure {
+            stdout,
+            stderr,
+            status: 0,
+        })
+    }
+}
+
+/// What `scontrol show topology [NAME]` prints (stdout, stderr) given the
+/// controller's lines (`None`: no topology plugin). Slurm 22.05 answers
+/// an empty topology with `No topology information available` and a name
+/// it does not find with `Topology information contains no switch or node
+/// named NAME`, both through `error()`: on stderr, exit status 0.
+pub fn topology_reply(text: Option<&str>, arg: Option<&str>) -> (String, String) {
+    let text = text.unwrap_or("");
+    let name = arg.filter(|a| !a.is_empty());
+    if text.is_empty() && name.is_none() {
+        return (
+            String::new(),
+            "scontrol: error: No topology information available\n".into(),
+        );
+    }
+    let Some(name) = name else {
+        return (text.to_string(), String::new());
     };
-    let Some(name) = arg else {
-        return Ok(text);
-    };
-    filter_topology(&text, name).ok_or_else(|| {
-        fail(format!(
-            "scontrol: error: Topology information contains no switch or node named {name}"
-        ))
-    })
+    match filter_topology(text, name) {
+        Some(out) => (out, String::new()),
+        None => (
+            String::new(),
+            format!(
+                "scontrol: error: Topology information contains no switch or node named {name}\n"
+            ),
+        ),
+    }
 }
 
 /// The lines of `scontrol show topology` for `name`: the switch (block) of
-/// that name, else every one whose `Nodes=` holds a node of that name.
+/// that name, else every one whose `Nodes=` holds every node `name`
+/// names (a hostlist, as Slurm's `hostset_within`).
 pub fn filter_topology(text: &str, name: &str) -> Option<String> {
     let field = |line: &str, key: &str| -> Option<String> {
         line.split_whitespace()
@@ -1019,39 +1053,24 @@ pub fn filter_topology(text: &str, name: &str) -> Option<String> {
             .map(str::to_string)
     };
     let lines: Vec<&str> = text.lines().collect();
-    let named: Vec<&str> = lines
+    if let Some(line) = lines.iter().find(|l| {
+        field(l, "SwitchName=")
+            .or_else(|| field(l, "BlockName="))
+            .is_some_and(|n| n == name)
+    }) {
+        return Some(format!("{line}\n"));
+    }
+    let wanted = hostlist::expand(name).unwrap_or_else(|_| vec![name.to_string()]);
+    let chosen: Vec<&str> = lines
         .iter()
         .copied()
         .filter(|l| {
-            field(l, "SwitchName=")
-                .or_else(|| field(l, "BlockName="))
-                .is_some_and(|n| n == name)
+            field(l, "Nodes=")
+                .and_then(|h| hostlist::expand(&h).ok())
+                .is_some_and(|ns| wanted.iter().all(|w| ns.contains(w)))
         })
         .collect();
-    let chosen: Vec<&str> = if named.is_empty() {
-        lines
-            .iter()
-            .copied()
-            .filter(|l| {
-                field(l, "Nodes=")
-                    .and_then(|h| hostlist::expand(&h).ok())
-                    .is_some_and(|ns| ns.iter().any(|n| n == name))
-            })
-            .collect()
-    } else {
-        named
-    };
-    (!chosen.is_empty()).then(|| {
-        chosen
-            .iter()
-            .map(|l| {
-                format!(
-                    "{l}
-"
-                )
-            })
-            .collect()
-    })
+    (!chosen.is_empty()).then(|| chosen.iter().map(|l| format!("{l}\n")).collect())
 }
 
 fn show_licenses(s: &mut Session, arg: Option<&str>) -> CmdResult {
@@ -1142,6 +1161,7 @@ fn cmd_ping(s: &mut Session) -> CmdResult {
         Err(Failure {
             stdout: out,
             stderr: String::new(),
+            status: 1,
         })
     }
 }
@@ -1872,6 +1892,7 @@ fn cmd_listpids(s: &mut Session, rest: &[String]) -> CmdResult {
                 Some(id) => format!("JobId={id} does not exist on node {node_name}.\n"),
                 None => "No job steps exist on this node.\n".to_string(),
             },
+            status: 1,
         });
     }
     let mut out = LISTPIDS_HEADER.to_string();
@@ -2112,11 +2133,15 @@ fn execute(session: &mut Session, words: &[String]) -> i32 {
             common::print_stdout(&out);
             0
         }
-        Err(Failure { stdout, stderr }) => {
+        Err(Failure {
+            stdout,
+            stderr,
+            status,
+        }) => {
             use std::io::Write;
             common::print_stdout(&stdout);
             let _ = std::io::stderr().write_all(stderr.as_bytes());
-            1
+            status
         }
     }
 }

@@ -616,3 +616,45 @@ fn show_reservation_matches_slurm() {
          MaxStartDelay=(null)\n"
     );
 }
+
+/// `scontrol show topology [NAME]` (Slurm 22.05's `scontrol_print_topo`
+/// and `slurm_print_topo_info_msg`): every line, one switch by name, the
+/// switches over some nodes; what is not there is said on stderr (exit
+/// status 0 in Slurm: `error()` sets none).
+#[test]
+fn show_topology_lines_and_what_is_not_found() {
+    let lines = "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=node[1-2] \n\
+                 SwitchName=s1 Level=0 LinkSpeed=100 Nodes=node[3-4] \n\
+                 SwitchName=top Level=1 LinkSpeed=1 Nodes=node[1-4] Switches=s[0-1] \n";
+    let reply = |arg: Option<&str>| scontrol::topology_reply(Some(lines), arg);
+    assert_eq!(reply(None), (lines.to_string(), String::new()));
+    assert_eq!(
+        reply(Some("s1")),
+        (
+            "SwitchName=s1 Level=0 LinkSpeed=100 Nodes=node[3-4] \n".into(),
+            String::new()
+        )
+    );
+    let (out, err) = reply(Some("node[2-3]"));
+    assert_eq!(
+        (out.as_str(), err.as_str()),
+        (
+            "SwitchName=top Level=1 LinkSpeed=1 Nodes=node[1-4] Switches=s[0-1] \n",
+            ""
+        )
+    );
+    let (out, err) = reply(Some("nosuch"));
+    assert_eq!(out, "");
+    assert_eq!(err, golden("scontrol_show_topology_unknown"));
+    // No topology plugin (topology/none): no records.
+    for text in [None, Some("")] {
+        let (out, err) = scontrol::topology_reply(text, None);
+        assert_eq!(out, "");
+        assert_eq!(err, golden("scontrol_show_topology_none"));
+    }
+    let (_, err) = scontrol::topology_reply(None, Some("node1"));
+    assert_eq!(
+        err,
+        "scontrol: error: Topology information contains no switch or node named node1\n"
+    );
+}

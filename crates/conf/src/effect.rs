@@ -46,6 +46,7 @@ const ACTING_GLOBAL: &[&str] = &[
     "MaxArraySize",
     "MessageTimeout",
     "MpiDefault",
+    "MusterTopologyProbe",
     "PreemptExemptTime",
     "PreemptMode",
     "PreemptParameters",

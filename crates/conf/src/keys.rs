@@ -136,6 +136,8 @@ pub(crate) const OTHER_GLOBAL: &[&str] = &[
     "MetricsType",
     "MpiDefault",
     "MpiParams",
+    // muster's own (the site's fabric probe, docs/topology.md), not Slurm's.
+    "MusterTopologyProbe",
     "NamespaceType",
     "NodeFeaturesPlugins",
     "OverTimeLimit",

@@ -45,8 +45,8 @@ pub use cgroup::{parse_cgroup_conf, CgroupConf, CgroupPlugin};
 pub use gres::{check_against_types as check_gres_types, parse_gres_conf, parse_id_list};
 pub use show::{override_entry, render_show_config, SLURM_COMPAT_VERSION};
 pub use topology::{
-    check_kind as check_topology_kind, check_topology_nodes, parse_topology_conf, TopologyBlock,
-    TopologyConf, TopologySwitch,
+    check_kind as check_topology_kind, check_topology_nodes, check_unreached_nodes,
+    parse_topology_conf, TopologyBlock, TopologyConf, TopologySwitch,
 };
 
 /// A parsed configuration and the warnings met on the way (unknown keys,
@@ -521,6 +521,15 @@ pub fn load(path: &Path) -> Result<Loaded, ConfError> {
             .collect();
         let unknown = check_topology_nodes(&topo, &names, &topo_path);
         loaded.warnings.extend(unknown);
+        let in_order: Vec<&str> = loaded
+            .config
+            .nodes
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect();
+        loaded
+            .warnings
+            .extend(check_unreached_nodes(&topo, &in_order, &topo_path));
         loaded.config.topology = Some(topo);
     }
     let cgroup_path = path

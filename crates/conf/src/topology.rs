@@ -6,7 +6,11 @@
 //!
 //! Lines (topology.conf(5)): `SwitchName=s0 Nodes=tux[0-3] LinkSpeed=1`,
 //! `SwitchName=s2 Switches=s[0-1]`, and for block topologies
-//! `BlockName=b0 Nodes=tux[0-7]` and `BlockSizes=8,16`.
+//! `BlockName=b0 Nodes=tux[0-7]` and `BlockSizes=8,16` (the base block
+//! size, then sizes each a power of two times the one before; every block
+//! at least the base size). Nodes of slurm.conf under no switch are warned
+//! as slurmctld does ("switches lack access to N nodes: ...",
+//! [`check_unreached_nodes`]).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -75,6 +79,7 @@ pub fn parse_topology_conf(
 ) -> Result<(TopologyConf, Vec<Warning>), ConfError> {
     let mut conf = TopologyConf::default();
     let mut warnings = Vec::new();
+    let mut block_sizes_line = 0;
     let syntax = |line: usize, reason: String| ConfError::Syntax {
         file: origin.to_path_buf(),
         line,
@@ -175,6 +180,18 @@ pub fn parse_topology_conf(
                             "expected a list of positive whole numbers".into(),
                         )
                     })?;
+                // topology.conf(5): the base block size, then sizes each a
+                // power of two times larger than the one before.
+                if conf.block_sizes.windows(2).any(|w| {
+                    w[1] <= w[0] || !w[1].is_multiple_of(w[0]) || !(w[1] / w[0]).is_power_of_two()
+                }) {
+                    return Err(at.invalid_at(
+                        &first.key,
+                        &first.value,
+                        "each size must be the one before it times a power of two".into(),
+                    ));
+                }
+                block_sizes_line = logical.line;
             }
             _ => {
                 return Err(syntax(
@@ -205,6 +222,25 @@ pub fn parse_topology_conf(
                 key: "Switches".into(),
                 value: missing.clone(),
                 reason: "no such switch in this file".into(),
+            });
+        }
+    }
+    // topology.conf(5): "Each block must have at least the planning base
+    // block size count of nodes."
+    if let Some(&base) = conf.block_sizes.first() {
+        if let Some(b) = conf
+            .blocks
+            .iter()
+            .find(|b| (b.nodes.len() as u64) < u64::from(base))
+        {
+            return Err(ConfError::Syntax {
+                file: origin.to_path_buf(),
+                line: b.line,
+                reason: format!(
+                    "block {} has {} nodes, fewer than the base block size {base} (BlockSizes= at line {block_sizes_line})",
+                    b.name,
+                    b.nodes.len()
+                ),
             });
         }
     }
@@ -272,6 +308,34 @@ pub fn check_topology_nodes(
         }
     }
     out
+}
+
+/// Slurm's warning at start for the nodes of slurm.conf (`node_names`, in
+/// its order) under no switch of a `topology/tree` file: "switches lack
+/// access to N nodes: LIST" (at the first switch line). Such nodes take no
+/// job: placement keeps to the nodes under one switch. None for blocks,
+/// or where every node is under a switch.
+pub fn check_unreached_nodes(
+    topo: &TopologyConf,
+    node_names: &[&str],
+    origin: &Path,
+) -> Option<Warning> {
+    let first = topo.switches.first()?;
+    let reached = topo.node_names();
+    let lacking: Vec<&str> = node_names
+        .iter()
+        .copied()
+        .filter(|n| !reached.contains(n))
+        .collect();
+    (!lacking.is_empty()).then(|| Warning {
+        file: origin.to_path_buf(),
+        line: first.line,
+        message: format!(
+            "switches lack access to {} nodes: {}",
+            lacking.len(),
+            hostlist::compress(&lacking)
+        ),
+    })
 }
 
 #[cfg(test)]

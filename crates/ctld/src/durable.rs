@@ -127,6 +127,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::Token { .. }
             | CtldRequest::Watch(_)
             | CtldRequest::Stats
+            | CtldRequest::FabricReports
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
         && !matches!(req, CtldRequest::OnBehalf { request, .. } if !is_mutating(request))
 }
@@ -817,6 +818,7 @@ mod tests {
             running_jobs: vec![],
             version: "v".into(),
             boot_id: "3f2c-boot".into(),
+            fabric: None,
         })
     }
 
@@ -1553,6 +1555,29 @@ mod tests {
         node.gres = vec![gres("gpu")];
         node.running_jobs = vec![JobId(4)];
         node.cpu_load = 1.5;
+        // Every field set: the mirror leaves out a registration's missing
+        // fabric report, as it does an empty boot id.
+        node.fabric = Some(proto::FabricReport {
+            source: "MusterTopologyProbe".into(),
+            switches: vec!["s1".into(), "top".into()],
+            ib_ports: vec![proto::IbPort {
+                device: "mlx5_0".into(),
+                port: 1,
+                state: "4: ACTIVE".into(),
+                rate: "200 Gb/sec (4X HDR)".into(),
+                link_layer: "InfiniBand".into(),
+                lid: "0x1a".into(),
+                sm_lid: "0x1".into(),
+                subnet_prefix: "fe80:0000:0000:0000".into(),
+                node_guid: "0c42:a103:0065:7e4a".into(),
+            }],
+            lldp: vec![proto::LldpNeighbor {
+                interface: "eno1".into(),
+                chassis: "leaf-a3".into(),
+                port: "Ethernet12".into(),
+            }],
+            error: String::new(),
+        });
         same(&node, &v1::NodeRegistration::from(&node).into_owned());
         let factors = proto::PriorityFactors {
             site: 1.0,

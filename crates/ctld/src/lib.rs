@@ -1183,6 +1183,11 @@ struct NodeWorkers {
     mailer: mail::Mailer,
     /// PrologSlurmctld and EpilogSlurmctld, for `Command::CtldScript`.
     scripts: scripts::CtldScripts,
+    /// What each node reported of the fabric at its last registration
+    /// since this controller started (`CtldRequest::FabricReports`); not
+    /// rebuilt from the journal: every daemon sends it again when it
+    /// registers.
+    fabric: BTreeMap<String, proto::FabricReport>,
 }
 
 impl NodeWorkers {
@@ -1675,6 +1680,7 @@ async fn engine_loop(
         diag: diag::Stats::new(started),
         mailer: mail::Mailer::from_config(&cfg),
         scripts: scripts::CtldScripts::from_config(&cfg, &conf_path),
+        fabric: BTreeMap::new(),
     };
     // Slurm pings every node a third of SlurmdTimeout; silence for the
     // whole timeout sets it DOWN (Engine::on_timer).
@@ -1794,6 +1800,19 @@ async fn engine_loop(
                     }
                     if let CtldRequest::RegisterNode(reg) = &*req {
                         workers.registered(&reg.name);
+                        match &reg.fabric {
+                            Some(f) => workers.fabric.insert(reg.name.clone(), f.clone()),
+                            None => workers.fabric.remove(&reg.name),
+                        };
+                    }
+                    if let CtldRequest::FabricReports = *req {
+                        let all = workers
+                            .fabric
+                            .iter()
+                            .map(|(n, f)| (n.clone(), f.clone()))
+                            .collect();
+                        replies.push((reply, CtldResponse::Fabric(all)));
+                        continue;
                     }
                     if matches!(
                         *req,

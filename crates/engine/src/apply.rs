@@ -368,7 +368,8 @@ impl Engine {
             | CtldRequest::OnBehalf { .. }
             | CtldRequest::Token { .. }
             | CtldRequest::Watch(_)
-            | CtldRequest::Stats => CtldResponse::Error(SlurmError::InvalidRequest),
+            | CtldRequest::Stats
+            | CtldRequest::FabricReports => CtldResponse::Error(SlurmError::InvalidRequest),
         }
     }
 }

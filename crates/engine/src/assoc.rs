@@ -462,6 +462,7 @@ mod tests {
             running_jobs: vec![],
             version: "0".into(),
             boot_id: String::new(),
+            fabric: None,
         }
     }
 

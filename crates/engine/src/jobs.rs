@@ -289,6 +289,7 @@ impl Engine {
     }
 
     fn check_feasible(&mut self, job: &Job) -> Result<(), SlurmError> {
+        self.check_segment(job)?;
         // Only the nodes' configuration is read here (as if empty and up):
         // the last pass's views do. Before the first pass there are none:
         // made once and kept, not once per submission (a trace's whole

@@ -68,6 +68,7 @@ pub(crate) fn reg(name: &str, cpus: u32, mem: u64) -> NodeRegistration {
         running_jobs: vec![],
         version: "0".into(),
         boot_id: String::new(),
+        fabric: None,
     }
 }
 

@@ -187,3 +187,40 @@ fn blocks_and_segments() {
     assert_eq!(in_b0 % 2, 0, "{got:?}");
     assert_invariants(&e);
 }
+
+#[test]
+fn a_segment_that_does_not_divide_the_job_is_refused_at_submission() {
+    let mut cfg = config(
+        "ClusterName=c\nSlurmctldHost=h\nTopologyPlugin=topology/block\n\
+         NodeName=n[1-8] CPUs=2 RealMemory=4000 Port=7001\n\
+         PartitionName=p Nodes=n[1-8] Default=YES MaxTime=INFINITE State=UP\n",
+    );
+    cfg.topology = Some(
+        conf::parse_topology_conf(
+            "BlockName=b0 Nodes=n[1-4]\nBlockName=b1 Nodes=n[5-8]\nBlockSizes=4,8\n",
+            std::path::Path::new("/x/topology.conf"),
+        )
+        .unwrap()
+        .0,
+    );
+    let mut e = Engine::new(&cfg, 0);
+    for n in 1..=8 {
+        e.on_node_registered(reg(&format!("n{n}"), 2, 4000), 0)
+            .unwrap();
+    }
+    let refused = |e: &mut Engine, nodes: u32, seg: u32| {
+        let mut d = wide(nodes);
+        d.segment = Some(seg);
+        e.on_submit(d, &crate::tests::user(), 0).err()
+    };
+    // 3 nodes in segments of 2; segments of 8, larger than the base block.
+    for (nodes, seg) in [(3, 2), (8, 8)] {
+        let err = refused(&mut e, nodes, seg).expect("refused");
+        assert_eq!(err, proto::SlurmError::RequestedTopoConfigUnavailable);
+        assert_eq!(
+            err.as_slurm_str(),
+            "Requested topology configuration is not available"
+        );
+    }
+    assert!(refused(&mut e, 4, 2).is_none());
+}

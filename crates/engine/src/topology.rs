@@ -201,3 +201,23 @@ impl Engine {
         Some(out)
     }
 }
+
+impl Engine {
+    /// `--segment=N` under a topology plugin, checked at submission as
+    /// Slurm's block evaluation refuses it
+    /// (ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE, "Requested topology
+    /// configuration is not available"): N must divide the job's node
+    /// count and, with `BlockSizes`, be no larger than the base block.
+    /// Without a topology plugin `--segment` does nothing.
+    pub(crate) fn check_segment(&self, job: &Job) -> Result<(), proto::SlurmError> {
+        let (Some(seg), Some(topo)) = (job.desc.segment, self.topology()) else {
+            return Ok(());
+        };
+        let seg = seg.max(1);
+        let too_big = topo.kind == TopoKind::Block && topo.base_block().is_some_and(|bs| seg > bs);
+        if too_big || !job.min_nodes.max(1).is_multiple_of(seg) {
+            return Err(proto::SlurmError::RequestedTopoConfigUnavailable);
+        }
+        Ok(())
+    }
+}

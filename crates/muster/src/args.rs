@@ -58,7 +58,8 @@ pub enum Sub {
     /// Why a job waits, in plain words, and when it should start
     Explain(ExplainArgs),
     /// Check slurm.conf (with its Includes), gres.conf, cgroup.conf and
-    /// topology.conf; with --diff, compare with the running controller
+    /// topology.conf; with --diff, compare with the running controller;
+    /// with --fabric, with what the nodes see of the network
     CheckConfig(CheckConfigArgs),
     /// Write a new cluster key for AuthType=auth/muster (mode 0600)
     Keygen(KeygenArgs),
@@ -299,6 +300,10 @@ pub struct CheckConfigArgs {
     /// which changes `scontrol reconfigure` applies and which need a restart
     #[arg(long)]
     pub diff: bool,
+    /// Compare what the running node daemons report of the network fabric
+    /// (MusterTopologyProbe, LLDP, InfiniBand) with topology.conf
+    #[arg(long)]
+    pub fabric: bool,
 }
 
 /// `muster keygen`.

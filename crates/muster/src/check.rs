@@ -13,6 +13,10 @@
 //! but do nothing in muster (`conf::effect`). Paths are shown relative to
 //! slurm.conf's directory.
 //!
+//! `--fabric` asks the running controller what each node daemon reported
+//! of the network fabric (muster's own, `fabric`) and warns where it
+//! disagrees with topology.conf.
+//!
 //! `--diff` asks the running controller for its configuration (the
 //! request `scontrol show config` makes) and compares it key by key with
 //! the file's, plus the node and partition names; each change is
@@ -252,6 +256,11 @@ pub fn check_files(path: &Path, read: &mut dyn FnMut(&Path) -> std::io::Result<S
                             .into_iter()
                             .map(Finding::warning),
                     );
+                    let in_order: Vec<&str> = c.nodes.iter().map(|n| n.name.as_str()).collect();
+                    all.extend(
+                        conf::check_unreached_nodes(&topo, &in_order, &topology_path)
+                            .map(Finding::warning),
+                    );
                 }
                 if let Some(kind) = config.as_ref().and_then(|c| c.topology_plugin()) {
                     if let Err(e) = conf::check_topology_kind(&topo, kind, &topology_path) {
@@ -259,6 +268,9 @@ pub fn check_files(path: &Path, read: &mut dyn FnMut(&Path) -> std::io::Result<S
                     }
                 }
                 findings.extend(in_file_order(all));
+                if let Some(c) = config.as_mut() {
+                    c.topology = Some(topo);
+                }
                 if config
                     .as_ref()
                     .is_none_or(|c| c.topology_plugin().is_none())
@@ -464,6 +476,31 @@ fn diff_with_running(cfg: &conf::Config) -> anyhow::Result<Vec<Change>> {
     Ok(changes)
 }
 
+/// `--fabric`: the nodes' reports from the running controller compared
+/// with the file's topology.conf.
+fn fabric_findings(cfg: &conf::Config, path: &Path) -> anyhow::Result<(Vec<Finding>, String)> {
+    let topo_path = path.with_file_name("topology.conf");
+    let Some(topo) = &cfg.topology else {
+        anyhow::bail!(
+            "--fabric: no topology.conf beside {} to compare with",
+            path.display()
+        );
+    };
+    let c = client::Client::new(cfg.clone(), client::current_identity());
+    let reports = match c.call(CtldRequest::FabricReports).map_err(|e| {
+        anyhow::anyhow!("--fabric: cannot ask the controller (as this file names it): {e}")
+    })? {
+        CtldResponse::Fabric(r) => r,
+        other => anyhow::bail!("--fabric: unexpected answer to FabricReports: {other:?}"),
+    };
+    let names: Vec<&str> = cfg.nodes.iter().map(|n| n.name.as_str()).collect();
+    let probe = cfg
+        .other
+        .get("mustertopologyprobe")
+        .is_some_and(|(_, v)| !v.trim().is_empty());
+    Ok(fabric::compare(topo, &topo_path, &names, probe, &reports))
+}
+
 /// The `--diff` section: one line per change and what it needs.
 pub fn render_changes(changes: &[Change]) -> String {
     let mut out = String::new();
@@ -523,6 +560,23 @@ pub fn main(a: &crate::args::CheckConfigArgs) -> i32 {
             }
         }
     }
+    if a.fabric {
+        match &report.config {
+            Some(cfg) => match fabric_findings(cfg, &path) {
+                Ok((found, summary)) => {
+                    report.findings.extend(found);
+                    diff_text.push_str(&summary);
+                }
+                Err(e) => report.findings.push(Finding {
+                    file: path.clone(),
+                    line: None,
+                    severity: Severity::Error,
+                    message: format!("{e:#}"),
+                }),
+            },
+            None => diff_text.push_str("fabric: not compared: slurm.conf has errors\n"),
+        }
+    }
     let out = report.render_with(&diff_text);
     cli::common::print_stdout(&out);
     i32::from(report.errors() > 0)
@@ -537,5 +591,6 @@ impl fmt::Display for Severity {
     }
 }
 
+mod fabric;
 #[cfg(test)]
 mod tests;

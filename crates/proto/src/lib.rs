@@ -911,6 +911,10 @@ pub enum CtldRequest {
     /// `/metrics`: job counts and the controller's histograms (answered
     /// with `Stats`). (Appended.)
     Stats,
+    /// What each node daemon reported of the network fabric when it
+    /// registered (`NodeRegistration::fabric`), for `muster check-config
+    /// --fabric` (answered with `Fabric`). (Appended.)
+    FabricReports,
 }
 
 /// `scontrol reboot nextstate=`: what a rebooted node becomes.
@@ -1058,6 +1062,66 @@ pub struct NodeRegistration {
     /// the host came back. Empty from older daemons. (Appended.)
     #[serde(default)]
     pub boot_id: String,
+    /// What the node sees of the network fabric (muster's own: a site
+    /// script, InfiniBand ports, LLDP neighbours); None from older
+    /// daemons. The controller keeps the last one per node in memory for
+    /// `FabricReports` (the engine does not read it). (Appended.)
+    #[serde(default)]
+    pub fabric: Option<FabricReport>,
+}
+
+/// What a node daemon sees of the network fabric at start (muster's own;
+/// `noded`'s `fabric` module says how it is found).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FabricReport {
+    /// Where `switches` come from: `MusterTopologyProbe` (the site
+    /// script) or `lldp`; empty where nothing named a switch.
+    pub source: String,
+    /// The switches over the node, leaf first (a block name under
+    /// topology/block).
+    pub switches: Vec<String>,
+    /// The InfiniBand ports found in sysfs.
+    pub ib_ports: Vec<IbPort>,
+    /// The LLDP neighbours `lldpctl` knows.
+    pub lldp: Vec<LldpNeighbor>,
+    /// Why the probe said nothing (the script failed, ...); empty when
+    /// it did not fail.
+    pub error: String,
+}
+
+/// One InfiniBand port as sysfs shows it
+/// (`/sys/class/infiniband/DEV/ports/N/`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbPort {
+    /// The device (`mlx5_0`).
+    pub device: String,
+    /// The port number.
+    pub port: u32,
+    /// `state` (`4: ACTIVE`).
+    pub state: String,
+    /// `rate` (`200 Gb/sec (4X HDR)`).
+    pub rate: String,
+    /// `link_layer` (`InfiniBand` or `Ethernet`).
+    pub link_layer: String,
+    /// `lid` (`0x1a`).
+    pub lid: String,
+    /// `sm_lid`: the subnet manager's LID.
+    pub sm_lid: String,
+    /// The subnet prefix: the first four groups of `gids/0`.
+    pub subnet_prefix: String,
+    /// The device's `node_guid`.
+    pub node_guid: String,
+}
+
+/// One LLDP neighbour (`lldpctl -f json0`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LldpNeighbor {
+    /// The local interface.
+    pub interface: String,
+    /// The neighbour's system name.
+    pub chassis: String,
+    /// The neighbour's port id.
+    pub port: String,
 }
 
 /// A refusal, with Slurm's message text (`slurm_strerror`).
@@ -1181,6 +1245,10 @@ pub enum SlurmError {
     /// ESLURM_REBOOT_IN_PROGRESS: `cancel_reboot` of a node whose reboot
     /// was already issued. (Appended.)
     RebootInProgress,
+    /// ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE: a `--segment` that does
+    /// not divide the job's node count, or is larger than the base block
+    /// (`BlockSizes`). (Appended.)
+    RequestedTopoConfigUnavailable,
 }
 
 /// Why the controller could not write its state, as the operating system
@@ -1291,6 +1359,9 @@ impl SlurmError {
             SlurmError::ReservationEmpty => "Reservation request lacks users or accounts",
             SlurmError::ReservationBusy => "Reservation is busy",
             SlurmError::RebootInProgress => "Reboot already in progress",
+            SlurmError::RequestedTopoConfigUnavailable => {
+                "Requested topology configuration is not available"
+            }
             SlurmError::StateSaveFailed(cause) => match cause {
                 SaveFailure::NoSpace => {
                     "Slurm controller state save failed: No space left on device"
@@ -1394,6 +1465,9 @@ pub enum CtldResponse {
     WatchEvents(watch::WatchBatch),
     /// `Stats`.
     Stats(Box<stats::CtldStats>),
+    /// `FabricReports`: node name and report, by name, for the nodes that
+    /// sent one since the controller started. (Appended.)
+    Fabric(Vec<(String, FabricReport)>),
 }
 
 /// One configuration file a controller serves in configless mode.

@@ -10,8 +10,10 @@
 //! 1. The candidates the caller gives (in its order: weight, rank, index) are
 //!    grouped by leaf (a counting sort, the caller's order kept within a
 //!    leaf); nodes that could take no task of the job now are left out, and
-//!    each leaf counts the nodes and tasks it could hold (an estimate: CPUs
-//!    only, checked by placing for real afterwards).
+//!    so are nodes under no switch (block): as in Slurm they take no job
+//!    (a job that names one is refused). Each leaf counts the nodes and
+//!    tasks it could hold (an estimate: CPUs only, checked by placing for
+//!    real afterwards).
 //! 2. The counts are summed up the tree. Every switch that could hold the
 //!    whole job is a choice, lowest level first, and among one level the one
 //!    with the least room first (best fit: a large empty leaf stays whole for
@@ -23,11 +25,15 @@
 //!    next choice is tried.
 //! 4. `--switches=N` (`JobRequest::max_leaves`): an allocation over more than
 //!    N leaves is refused (the job waits, reason Resources; the engine drops
-//!    the limit once the job has waited its max-time). Without the limit a
-//!    job no switch can hold (nodes outside the topology, several trees) is
-//!    placed over every candidate, leaves taken greedily as in 3.
+//!    the limit once the job has waited its max-time). A job no switch can
+//!    hold is not placed: as topology.conf(5) says, jobs only span nodes
+//!    under one switch (two trees without a common top switch never share
+//!    a job).
 //! 5. Blocks (`topology/block`) are leaves under no switch: a job goes in one
-//!    block where one holds it, else over as few as it can.
+//!    block where one holds it, else over as few as it can. With
+//!    `BlockSizes` (`pick_aligned`) it goes in one aligned group of blocks
+//!    of the smallest listed size that holds it, using no more groups of
+//!    the level below than its size needs, as Slurm's block plugin does.
 //!    `--segment=N` (`JobRequest::segment`) asks that the job's nodes come
 //!    in groups of N, each group within one block: every block holds a
 //!    multiple of N of its nodes.
@@ -146,6 +152,30 @@ impl Topology {
             block_sizes,
             by_level,
         }
+    }
+
+    /// The base block size (the first of `BlockSizes`), blocks only.
+    pub fn base_block(&self) -> Option<u32> {
+        self.block_sizes.first().copied().filter(|b| *b > 0)
+    }
+
+    /// With `BlockSizes`: the aggregation levels jobs are held to, as
+    /// powers of two of base blocks (`BlockSizes=30,120`: levels 0 and 2,
+    /// one block or an aligned group of four). Sizes that are not a power
+    /// of two of the base block are left out (conf refuses them).
+    fn block_levels(&self) -> Vec<u32> {
+        let Some(bs) = self.base_block() else {
+            return Vec::new();
+        };
+        let mut out: Vec<u32> = self
+            .block_sizes
+            .iter()
+            .filter(|s| s.is_multiple_of(bs) && (*s / bs).is_power_of_two())
+            .map(|s| (s / bs).trailing_zeros())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// The switches from the leaf of `node` up to its root, leaf first.
@@ -285,7 +315,15 @@ pub(crate) fn pick_topo(
             continue;
         }
         let leaf = topo.leaf_of.get(i).copied().unwrap_or(NO_LEAF);
-        let b = if leaf == NO_LEAF { n_sw } else { leaf as usize };
+        if leaf == NO_LEAF {
+            // Nodes under no switch (block) take no job: Slurm restricts
+            // the candidates to the chosen switch's nodes.
+            if must.contains(&n) {
+                return None;
+            }
+            continue;
+        }
+        let b = leaf as usize;
         leaf_room[b].nodes += 1;
         leaf_room[b].tasks += t;
         usable.push((b as u32, n));
@@ -314,6 +352,9 @@ pub(crate) fn pick_topo(
     };
     if let Some(seg) = job.segment {
         return pick_segments(topo, job, &leaf_room, &leaf_nodes, seg.max(1), plain);
+    }
+    if topo.kind == TopoKind::Block && topo.base_block().is_some() {
+        return pick_aligned(topo, job, &leaf_room, &leaf_nodes, nodes_needed, plain);
     }
     // Sums up the tree.
     let mut sw_room: Vec<Room> = leaf_room[..n_sw].to_vec();
@@ -353,15 +394,15 @@ pub(crate) fn pick_topo(
             return Some(a);
         }
     }
-    if max_leaves.is_some() && topo.kind == TopoKind::Tree {
+    if topo.kind == TopoKind::Tree {
+        // Jobs span only nodes under one switch (topology.conf(5)).
         return None;
     }
-    // No one switch: every leaf, greedily, then the nodes outside.
+    // Blocks: no one holds the job: every block, greedily.
     leaves.clear();
     leaves.extend(0..n_sw as u32);
     order.clear();
     greedy_order(job, &leaves, &leaf_room, &leaf_nodes, &mut order);
-    order.extend_from_slice(leaf_nodes(n_sw));
     plain(&order).filter(within)
 }
 
@@ -441,6 +482,106 @@ fn greedy_order<'a>(
         let Some(k) = next else { break };
         take(k, &mut taken, out, &mut left_nodes, &mut left_tasks);
     }
+}
+
+/// `BlockSizes` (topology/block): the job goes in one aligned group of
+/// blocks, the smallest level of `BlockSizes` that could hold it (a job of
+/// 40 nodes with `BlockSizes=30,120` in blocks 0-3, 4-7, ...: never 2-5),
+/// the group with the least room that holds it first (best fit). Within
+/// the group it uses no more groups of the level below than its size
+/// needs (`ceil(nodes / lower size)`), taken as leaves are (the smallest
+/// that holds the rest, else the largest). A job larger than the largest
+/// level may use every block.
+fn pick_aligned<'a>(
+    topo: &Topology,
+    job: &JobRequest,
+    leaf_room: &[Room],
+    leaf_nodes: &dyn Fn(usize) -> &'a [NodeIdx],
+    nodes_needed: u32,
+    plain: &dyn Fn(&[NodeIdx]) -> Option<Allocation>,
+) -> Option<Allocation> {
+    let n_sw = topo.switches.len() as u32;
+    let bs = topo.base_block()?;
+    let levels = topo.block_levels();
+    let want = nodes_needed
+        .max(1)
+        .div_ceil(bs)
+        .next_power_of_two()
+        .trailing_zeros();
+    // The level the job is held to (None: all blocks are one group), and
+    // the level below it whose groups the job counts.
+    let level = levels.iter().copied().find(|l| *l >= want);
+    let lower = levels
+        .iter()
+        .copied()
+        .filter(|l| *l < want)
+        .max()
+        .unwrap_or(0);
+    let group = level.map_or(n_sw.max(1), |l| 1u32 << l.min(31));
+    let sub = 1u32 << lower.min(31);
+    let max_subs = nodes_needed.max(1).div_ceil(bs.saturating_mul(sub).max(1)) as usize;
+    let sum = |from: u32, to: u32| {
+        (from..to.min(n_sw)).fold(Room::default(), |r, l| Room {
+            nodes: r.nodes + leaf_room[l as usize].nodes,
+            tasks: r.tasks + leaf_room[l as usize].tasks,
+        })
+    };
+    // Each group's lower-level parts, the largest first; the group holds
+    // the job where its `max_subs` largest parts do.
+    // (what its best parts hold, first block, its parts: room and first block)
+    type Group = (Room, u32, Vec<(Room, u32)>);
+    let mut groups: Vec<Group> = Vec::new();
+    for g in (0..n_sw).step_by(group as usize) {
+        let mut subs: Vec<(Room, u32)> = (g..(g + group).min(n_sw))
+            .step_by(sub as usize)
+            .map(|s| (sum(s, s + sub), s))
+            .filter(|(r, _)| r.nodes > 0)
+            .collect();
+        subs.sort_by_key(|(r, s)| (std::cmp::Reverse((r.nodes, r.tasks)), *s));
+        let best = subs
+            .iter()
+            .take(max_subs)
+            .fold(Room::default(), |a, (r, _)| Room {
+                nodes: a.nodes + r.nodes,
+                tasks: a.tasks + r.tasks,
+            });
+        if holds(job, best, nodes_needed) {
+            groups.push((best, g, subs));
+        }
+    }
+    groups.sort_by_key(|(r, g, _)| (r.nodes, r.tasks, *g));
+    let must = &job.required_nodes;
+    let mut order: Vec<NodeIdx> = Vec::new();
+    for (_, _, subs) in &groups {
+        // The parts as leaves: smallest that holds the rest, else largest,
+        // at most `max_subs` of them.
+        order.clear();
+        let mut left = nodes_needed.max(1);
+        let mut open: Vec<(Room, u32)> = subs.clone();
+        let mut used = 0;
+        while left > 0 && used < max_subs && !open.is_empty() {
+            let k = open
+                .iter()
+                .enumerate()
+                .filter(|(_, (r, _))| r.nodes >= left)
+                .min_by_key(|(_, (r, s))| (r.nodes, *s))
+                .map(|(k, _)| k)
+                .unwrap_or(0);
+            let (r, s) = open.remove(k);
+            for l in s..(s + sub).min(n_sw) {
+                order.extend_from_slice(leaf_nodes(l as usize));
+            }
+            left = left.saturating_sub(r.nodes);
+            used += 1;
+        }
+        if !must.iter().all(|m| order.contains(m)) {
+            continue;
+        }
+        if let Some(a) = plain(&order) {
+            return Some(a);
+        }
+    }
+    None
 }
 
 /// `--segment=N`: the job's nodes in groups of N, each within one block.

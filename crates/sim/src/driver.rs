@@ -112,6 +112,7 @@ fn registration(node: &conf::NodeConf) -> NodeRegistration {
         running_jobs: vec![],
         version: "sim".into(),
         boot_id: String::new(),
+        fabric: None,
     }
 }
 

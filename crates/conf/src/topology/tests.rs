@@ -98,3 +98,37 @@ fn topology_addresses_of_nodes() {
     assert!(check_kind(&blocks, "topology/tree", Path::new("t.conf")).is_err());
     assert!(check_kind(&blocks, "topology/block", Path::new("t.conf")).is_ok());
 }
+
+#[test]
+fn block_sizes_follow_the_man_page() {
+    let err = |text: &str| parse(text).unwrap_err().to_string();
+    // Successive sizes a power of two times the one before.
+    assert!(err("BlockName=b0 Nodes=n[0-7]\nBlockSizes=8,24\n")
+        .contains(":2: invalid value \"8,24\" for BlockSizes: each size must be the one before it times a power of two"));
+    assert!(err("BlockName=b0 Nodes=n[0-7]\nBlockSizes=8,8\n").contains("for BlockSizes"));
+    // Every block at least the base block size.
+    assert_eq!(
+        err("BlockName=b0 Nodes=n[0-7]\nBlockName=b1 Nodes=n[8-13]\nBlockSizes=8,16\n"),
+        "/etc/slurm/topology.conf:2: block b1 has 6 nodes, fewer than the base block size 8 (BlockSizes= at line 3)"
+    );
+    // The man page's example: blocks of 32, planned as 30 and 120.
+    let (topo, _) = parse(
+        "BlockName=block1 Nodes=node[1-32]\nBlockName=block2 Nodes=node[33-64]\n\
+         BlockName=block3 Nodes=node[65-96]\nBlockName=block4 Nodes=node[97-128]\n\
+         BlockSizes=30,120\n",
+    )
+    .unwrap();
+    assert_eq!(topo.block_sizes, vec![30, 120]);
+}
+
+#[test]
+fn nodes_under_no_switch_are_warned_as_slurm_does() {
+    let (topo, _) = parse("\nSwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n4\n").unwrap();
+    let w =
+        check_unreached_nodes(&topo, &["n1", "n2", "n3", "n4", "n5"], Path::new("t.conf")).unwrap();
+    assert_eq!(w.line, 2);
+    assert_eq!(w.message, "switches lack access to 2 nodes: n[3,5]");
+    assert!(check_unreached_nodes(&topo, &["n1", "n4"], Path::new("t.conf")).is_none());
+    let (blocks, _) = parse("BlockName=b0 Nodes=n1\n").unwrap();
+    assert!(check_unreached_nodes(&blocks, &["n1", "n2"], Path::new("t.conf")).is_none());
+}

@@ -149,6 +149,27 @@ fn every_request() -> Vec<CtldRequest> {
             running_jobs: vec![JobId(4)],
             version: "v".into(),
             boot_id: "0c5e7a0e-boot".into(),
+            fabric: Some(proto::FabricReport {
+                source: "MusterTopologyProbe".into(),
+                switches: vec!["s1".into(), "top".into()],
+                ib_ports: vec![proto::IbPort {
+                    device: "mlx5_0".into(),
+                    port: 1,
+                    state: "4: ACTIVE".into(),
+                    rate: "200 Gb/sec (4X HDR)".into(),
+                    link_layer: "InfiniBand".into(),
+                    lid: "0x1a".into(),
+                    sm_lid: "0x1".into(),
+                    subnet_prefix: "fe80:0000:0000:0000".into(),
+                    node_guid: "0c42:a103:0065:7e4a".into(),
+                }],
+                lldp: vec![proto::LldpNeighbor {
+                    interface: "eno1".into(),
+                    chassis: "leaf-a3".into(),
+                    port: "Ethernet12".into(),
+                }],
+                error: String::new(),
+            }),
         }),
         CtldRequest::JobExited {
             job_id: JobId(4),

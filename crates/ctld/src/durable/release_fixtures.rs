@@ -67,6 +67,7 @@ fn reg(name: &str) -> CtldRequest {
         running_jobs: vec![],
         version: "fixture".into(),
         boot_id: String::new(),
+        fabric: None,
     })
 }
 

@@ -33,6 +33,7 @@ fn engine() -> Engine {
             running_jobs: vec![],
             version: "t".into(),
             boot_id: String::new(),
+            fabric: None,
         },
         0,
     )

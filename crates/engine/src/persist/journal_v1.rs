@@ -743,6 +743,7 @@ impl<'a> Request<'a> {
             | CtldRequest::ShowTopology { .. }
             | CtldRequest::Watch(_)
             | CtldRequest::Stats
+            | CtldRequest::FabricReports
             | CtldRequest::GetConfig
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }

@@ -410,6 +410,127 @@ pub struct NodeRegistration<'a> {
     /// where empty).
     #[serde(default, skip_serializing_if = "str::is_empty")]
     pub boot_id: Cow<'a, str>,
+    /// What the node saw of the fabric (records of older builds, and
+    /// registrations without one, leave it out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<FabricReport>,
+}
+
+/// `proto::FabricReport`, as the journal writes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FabricReport {
+    /// Where `switches` come from.
+    pub source: String,
+    /// The switches over the node, leaf first.
+    pub switches: Vec<String>,
+    /// InfiniBand ports.
+    pub ib_ports: Vec<IbPort>,
+    /// LLDP neighbours.
+    pub lldp: Vec<LldpNeighbor>,
+    /// Why the probe said nothing.
+    pub error: String,
+}
+
+/// `proto::IbPort`, as the journal writes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbPort {
+    /// The device.
+    pub device: String,
+    /// The port number.
+    pub port: u32,
+    /// `state`.
+    pub state: String,
+    /// `rate`.
+    pub rate: String,
+    /// `link_layer`.
+    pub link_layer: String,
+    /// `lid`.
+    pub lid: String,
+    /// `sm_lid`.
+    pub sm_lid: String,
+    /// The subnet prefix.
+    pub subnet_prefix: String,
+    /// `node_guid`.
+    pub node_guid: String,
+}
+
+/// `proto::LldpNeighbor`, as the journal writes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LldpNeighbor {
+    /// The local interface.
+    pub interface: String,
+    /// The neighbour's system name.
+    pub chassis: String,
+    /// The neighbour's port id.
+    pub port: String,
+}
+
+impl From<&proto::FabricReport> for FabricReport {
+    fn from(f: &proto::FabricReport) -> Self {
+        FabricReport {
+            source: f.source.clone(),
+            switches: f.switches.clone(),
+            ib_ports: f
+                .ib_ports
+                .iter()
+                .map(|p| IbPort {
+                    device: p.device.clone(),
+                    port: p.port,
+                    state: p.state.clone(),
+                    rate: p.rate.clone(),
+                    link_layer: p.link_layer.clone(),
+                    lid: p.lid.clone(),
+                    sm_lid: p.sm_lid.clone(),
+                    subnet_prefix: p.subnet_prefix.clone(),
+                    node_guid: p.node_guid.clone(),
+                })
+                .collect(),
+            lldp: f
+                .lldp
+                .iter()
+                .map(|n| LldpNeighbor {
+                    interface: n.interface.clone(),
+                    chassis: n.chassis.clone(),
+                    port: n.port.clone(),
+                })
+                .collect(),
+            error: f.error.clone(),
+        }
+    }
+}
+
+impl From<FabricReport> for proto::FabricReport {
+    fn from(f: FabricReport) -> Self {
+        proto::FabricReport {
+            source: f.source,
+            switches: f.switches,
+            ib_ports: f
+                .ib_ports
+                .into_iter()
+                .map(|p| proto::IbPort {
+                    device: p.device,
+                    port: p.port,
+                    state: p.state,
+                    rate: p.rate,
+                    link_layer: p.link_layer,
+                    lid: p.lid,
+                    sm_lid: p.sm_lid,
+                    subnet_prefix: p.subnet_prefix,
+                    node_guid: p.node_guid,
+                })
+                .collect(),
+            lldp: f
+                .lldp
+                .into_iter()
+                .map(|n| proto::LldpNeighbor {
+                    interface: n.interface,
+                    chassis: n.chassis,
+                    port: n.port,
+                })
+                .collect(),
+            error: f.error,
+        }
+    }
 }
 
 impl<'a> From<&'a proto::NodeRegistration> for NodeRegistration<'a> {
@@ -434,6 +555,7 @@ impl<'a> From<&'a proto::NodeRegistration> for NodeRegistration<'a> {
             running_jobs: Cow::Borrowed(&r.running_jobs),
             version: Cow::Borrowed(&r.version),
             boot_id: Cow::Borrowed(&r.boot_id),
+            fabric: r.fabric.as_ref().map(FabricReport::from),
         }
     }
 }
@@ -460,6 +582,7 @@ impl From<NodeRegistration<'_>> for proto::NodeRegistration {
             running_jobs: r.running_jobs.into_owned(),
             version: r.version.into_owned(),
             boot_id: r.boot_id.into_owned(),
+            fabric: r.fabric.map(Into::into),
         }
     }
 }
@@ -675,6 +798,7 @@ impl NodeRegistration<'_> {
             running_jobs: own(self.running_jobs),
             version: own(self.version),
             boot_id: own(self.boot_id),
+            fabric: self.fabric,
         }
     }
 }

@@ -137,3 +137,122 @@ fn golden_check_config_reports() {
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
+
+fn topo(text: &str) -> conf::TopologyConf {
+    conf::parse_topology_conf(text, Path::new("/etc/slurm/topology.conf"))
+        .unwrap()
+        .0
+}
+
+fn said(r: proto::FabricReport) -> proto::FabricReport {
+    proto::FabricReport {
+        source: "MusterTopologyProbe".into(),
+        ..r
+    }
+}
+
+fn names(sw: &[&str]) -> proto::FabricReport {
+    said(proto::FabricReport {
+        switches: sw.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    })
+}
+
+fn ib(prefix: &str, sm: &str) -> proto::FabricReport {
+    proto::FabricReport {
+        ib_ports: vec![proto::IbPort {
+            device: "mlx5_0".into(),
+            port: 1,
+            state: "4: ACTIVE".into(),
+            link_layer: "InfiniBand".into(),
+            subnet_prefix: prefix.into(),
+            sm_lid: sm.into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn fabric_reports_against_topology_conf() {
+    let t = topo(
+        "SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4]\n\
+         SwitchName=top Switches=s[0-1]\nSwitchName=other Nodes=n5\n",
+    );
+    let reports = vec![
+        ("n1".to_string(), names(&["s0", "top"])),
+        ("n2".to_string(), names(&["s1"])),
+        ("n3".to_string(), names(&["leaf9"])),
+        ("n4".to_string(), names(&["s1", "other"])),
+        (
+            "n5".to_string(),
+            said(proto::FabricReport {
+                error: "MusterTopologyProbe failed: /x exited with exit status: 1".into(),
+                ..Default::default()
+            }),
+        ),
+        ("n7".to_string(), names(&["s0"])),
+    ];
+    let all = ["n1", "n2", "n3", "n4", "n5", "n6", "n7"];
+    let (found, summary) = fabric::compare(
+        &t,
+        Path::new("/etc/slurm/topology.conf"),
+        &all,
+        true,
+        &reports,
+    );
+    let lines: Vec<String> = found
+        .iter()
+        .map(|f| f.render(Path::new("/etc/slurm")))
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            "topology.conf:1: warning: node n2 reports leaf switch s1 (MusterTopologyProbe), but topology.conf puts it under s0",
+            "topology.conf:2: warning: node n3 reports leaf switch leaf9 (MusterTopologyProbe, a name topology.conf does not have), but topology.conf puts it under s1",
+            "topology.conf:2: warning: node n4 reports switch other above s1 (MusterTopologyProbe), but topology.conf has top there",
+            "topology.conf: warning: node n5: MusterTopologyProbe failed: /x exited with exit status: 1",
+            "topology.conf: warning: node n7 reports leaf switch s0 (MusterTopologyProbe), but topology.conf puts it under no switch",
+            "topology.conf: warning: node n6 reported no switch though MusterTopologyProbe is set (not registered since the controller started, or an older daemon)",
+        ]
+    );
+    assert_eq!(
+        summary,
+        "fabric: 6 nodes (n[1-5,7]) reported, 5 naming a leaf switch, 0 InfiniBand ports, 0 LLDP neighbours\n"
+    );
+}
+
+#[test]
+fn fabric_infiniband_subnets_under_one_switch() {
+    let t = topo(
+        "SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4]\nSwitchName=top Switches=s[0-1]\n",
+    );
+    let reports = vec![
+        ("n1".to_string(), ib("fe80:0000:0000:0000", "0x1")),
+        ("n2".to_string(), ib("fe80:0000:0000:0000", "0x1")),
+        ("n3".to_string(), ib("fe80:0000:0000:0000", "0x7")),
+    ];
+    let (found, summary) = fabric::compare(&t, Path::new("topology.conf"), &[], false, &reports);
+    let lines: Vec<String> = found.iter().map(|f| f.render(Path::new(""))).collect();
+    assert_eq!(
+        lines,
+        vec![
+            "topology.conf:3: warning: top holds nodes on different InfiniBand subnets: \
+             n[1-2] on fe80:0000:0000:0000 SM LID 0x1; n3 on fe80:0000:0000:0000 SM LID 0x7"
+        ]
+    );
+    assert!(summary.contains("3 InfiniBand ports"), "{summary}");
+    // Blocks: the block is the leaf.
+    let b = topo("BlockName=b0 Nodes=n[1-2]\nBlockName=b1 Nodes=n[3-4]\n");
+    let (found, _) = fabric::compare(
+        &b,
+        Path::new("topology.conf"),
+        &[],
+        false,
+        &[("n1".to_string(), names(&["b1"]))],
+    );
+    assert_eq!(
+        found[0].message,
+        "node n1 reports block b1 (MusterTopologyProbe), but topology.conf puts it under b0"
+    );
+}

@@ -399,6 +399,7 @@ fn rogue_registration(name: &str) -> CtldRequest {
         running_jobs: vec![],
         version: "22.05".into(),
         boot_id: String::new(),
+        fabric: None,
     })
 }
 

@@ -66,3 +66,85 @@ fn jobs_land_under_one_leaf_and_switches_waits() {
     c.write("go-d", "");
     assert_eq!(c.wait_done(d, secs(20)), "COMPLETED");
 }
+
+/// Beyond Slurm: each node daemon runs the site's `MusterTopologyProbe`
+/// script at start and sends the switches it names with its registration;
+/// `muster check-config --fabric` compares them with topology.conf. Here
+/// node3's script names the wrong leaf: the warning names the node and
+/// both switches.
+#[test]
+fn check_config_fabric_warns_where_a_node_reports_another_leaf() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = dir.path().join("probe");
+    std::fs::write(
+        &probe,
+        "#!/bin/sh\n\
+         case \"$SLURMD_NODENAME\" in\n\
+           node1|node2|node3) echo s0 top ;;\n\
+           *) echo s1 top ;;\n\
+         esac\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let c = builder()
+        .nodes(4)
+        .conf_extra(&format!(
+            "TopologyPlugin=topology/tree\nMusterTopologyProbe={}\n",
+            probe.display()
+        ))
+        .file("topology.conf", TOPOLOGY)
+        .start();
+    let conf = c.conf().display().to_string();
+    let out = c.run("check-config", &["-f", &conf, "--fabric"]);
+    assert_eq!(out.code, 0, "{out}");
+    let warnings: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("topology.conf"))
+        .collect();
+    assert_eq!(
+        warnings,
+        vec![
+            "topology.conf:2: warning: node node3 reports leaf switch s0 (MusterTopologyProbe), \
+             but topology.conf puts it under s1"
+        ],
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("fabric: 4 nodes (node[1-4]) reported, 4 naming a leaf switch"),
+        "{}",
+        out.stdout
+    );
+    // Without --fabric the controller is not asked.
+    let plain = c.run("check-config", &["-f", &conf]);
+    assert!(!plain.stdout.contains("node3"), "{}", plain.stdout);
+}
+
+/// `scontrol show topology` for a name it does not know, and with no
+/// topology plugin: Slurm's error on stderr, exit status 0.
+#[test]
+fn show_topology_unknown_name_and_no_plugin() {
+    let c = builder()
+        .nodes(2)
+        .conf_extra("TopologyPlugin=topology/tree")
+        .file("topology.conf", "SwitchName=s0 Nodes=node[1-2]\n")
+        .start();
+    let out = c.run("scontrol", &["show", "topology", "nosuch"]);
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        "scontrol: error: Topology information contains no switch or node named nosuch\n"
+    );
+    drop(c);
+    let plain = builder().nodes(1).start();
+    let out = plain.run("scontrol", &["show", "topology"]);
+    assert_eq!(out.code, 0, "{out}");
+    assert_eq!(
+        out.stderr,
+        "scontrol: error: No topology information available\n"
+    );
+}

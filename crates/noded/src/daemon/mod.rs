@@ -23,6 +23,7 @@ pub mod state;
 mod configless;
 mod confine;
 mod credsock;
+mod fabric;
 mod health;
 mod holder;
 mod hw;

@@ -63,6 +63,9 @@ pub struct NodeSetup {
     pub auth: Arc<NodeAuth>,
     /// slurm.conf `RebootProgram`: what `scontrol reboot` runs here.
     pub reboot_program: Option<String>,
+    /// slurm.conf `MusterTopologyProbe` (muster's own): the site's script
+    /// naming this node's switches (`daemon::fabric`).
+    pub fabric_probe: Option<String>,
 }
 
 /// The daemon's side of authentication (crate `auth`).
@@ -314,6 +317,7 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         running_jobs: Vec::new(),
         version: conf::SLURM_COMPAT_VERSION.to_string(),
         boot_id: hw::boot_id(),
+        fabric: None,
     };
     if overrides {
         registration.cpus = node.cpus;
@@ -386,8 +390,13 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         .map(str::trim)
         .filter(|p| !p.is_empty())
         .map(str::to_string);
+    let fabric_probe = other("mustertopologyprobe")
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_string);
     Ok(NodeSetup {
         reboot_program,
+        fabric_probe,
         topology_addr: Some(config.topology_addr(&node_name)),
         hooks,
         xid,

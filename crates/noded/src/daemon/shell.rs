@@ -1570,9 +1570,20 @@ fn start_report(
 /// reports the jobs that ended while no daemon ran (after the registration,
 /// so that the controller hears of the node first).
 async fn register(daemon: Arc<Daemon>, ended_meanwhile: Vec<EndedMeanwhile>) {
+    let setup = &daemon.setup;
+    let fabric = crate::daemon::fabric::probe(
+        setup.fabric_probe.as_deref(),
+        &setup.node_name,
+        &setup.conf_path,
+    )
+    .await;
+    if !fabric.error.is_empty() {
+        warn!("{}", fabric.error);
+    }
     loop {
         let make = || {
             let mut reg = daemon.setup.registration.clone();
+            reg.fabric = Some(fabric.clone());
             reg.free_memory = crate::daemon::hw::free_memory_mb();
             reg.cpu_load = crate::daemon::hw::load_average();
             reg.running_jobs = daemon.jobs().job_ids();

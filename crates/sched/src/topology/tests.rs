@@ -391,3 +391,107 @@ fn preemption_prefers_victims_under_one_leaf() {
     assert_eq!(p.victims, vec![JobId(100), JobId(101)]);
     assert_eq!(placed(&p.alloc), vec![0, 1]);
 }
+
+#[test]
+fn nodes_under_no_switch_take_no_job() {
+    // Leaves of 2 and 2, and node 4 under no switch (Slurm: "switches lack
+    // access"): a one-node job never lands there, even when it is the
+    // only free node.
+    let mut switches = vec![
+        sw("s0", 0..2, &[]),
+        sw("s1", 2..4, &[]),
+        sw("top", 0..0, &[0, 1]),
+    ];
+    let t = Topology::new(TopoKind::Tree, std::mem::take(&mut switches), 5, vec![]);
+    let mut nodes: Vec<NodeView> = (0..5).map(|i| node(i, 4)).collect();
+    busy(&mut nodes, &[0, 1, 2, 3]);
+    let parts = [part_with(5, &t)];
+    assert!(place(&job(1, 1, 1), &parts, &nodes).is_err());
+    // Asked for by name: refused, as Slurm's "requires nodes that do not
+    // have shared network".
+    let mut j = job(2, 1, 1);
+    j.required_nodes = vec![NodeIdx(4)];
+    assert!(place(&j, &parts, &vec![node(0, 4); 5]).is_err());
+}
+
+#[test]
+fn no_job_spans_switches_without_a_common_parent() {
+    // Two trees (no top switch): a job of 3 nodes fits neither leaf of 2,
+    // and is not spread over both.
+    let t = Topology::new(
+        TopoKind::Tree,
+        vec![sw("s0", 0..2, &[]), sw("s1", 2..4, &[])],
+        4,
+        vec![],
+    );
+    let nodes: Vec<NodeView> = (0..4).map(|i| node(i, 4)).collect();
+    let parts = [part_with(4, &t)];
+    assert!(place(&job(1, 3, 3), &parts, &nodes).is_err());
+    assert_eq!(
+        placed(&place(&job(2, 2, 2), &parts, &nodes).unwrap()).len(),
+        2
+    );
+}
+
+/// Blocks of 4 nodes with `BlockSizes`.
+fn sized_blocks(n_blocks: u32, sizes: &[u32]) -> Topology {
+    let switches = (0..n_blocks)
+        .map(|k| sw(&format!("b{k}"), k * 4..k * 4 + 4, &[]))
+        .collect();
+    Topology::new(
+        TopoKind::Block,
+        switches,
+        (n_blocks * 4) as usize,
+        sizes.to_vec(),
+    )
+}
+
+#[test]
+fn block_sizes_hold_jobs_to_aligned_groups() {
+    // Base blocks of 4, aggregated by 4 (BlockSizes=4,16): blocks 0-3 and
+    // 4-7 are the two groups of 16.
+    let t = sized_blocks(8, &[4, 16]);
+    let mut nodes: Vec<NodeView> = (0..32).map(|i| node(i, 4)).collect();
+    // Blocks 2 and 3 free, 0, 1 busy; blocks 4 and 5 free, 6 and 7 half busy.
+    busy(&mut nodes, &(0..8).collect::<Vec<_>>());
+    busy(&mut nodes, &[24, 25, 28, 29]);
+    let parts = [part_with(32, &t)];
+    // 8 nodes need two base blocks, in one group of four, and at most two
+    // blocks of it. Group 0 has 8 free (blocks 2, 3); group 1 has 12 free
+    // but its two largest blocks hold 8 too. Best fit: group 0.
+    let a = place(&job(1, 8, 8), &parts, &nodes).unwrap();
+    assert_eq!(placed(&a), (8..16).collect::<Vec<_>>());
+    // Blocks 3 and 4 are adjacent but in different groups: with only those
+    // free, an 8-node job waits.
+    let mut nodes: Vec<NodeView> = (0..32).map(|i| node(i, 4)).collect();
+    busy(&mut nodes, &(0..12).chain(20..32).collect::<Vec<_>>());
+    assert!(place(&job(2, 8, 8), &parts, &nodes).is_err());
+    // A job of 3 stays in one base block.
+    let a = place(&job(3, 3, 3), &parts, &nodes).unwrap();
+    assert_eq!(
+        t.span(&a.nodes.iter().map(|x| x.node).collect::<Vec<_>>())
+            .0,
+        1
+    );
+}
+
+proptest! {
+    /// With `BlockSizes=4,8,16` a job of up to 16 nodes always sits in one
+    /// aligned group of the smallest level that could hold it.
+    #[test]
+    fn block_size_groups_are_never_straddled(
+        busy_bits in proptest::collection::vec(any::<bool>(), 32),
+        n in 1u32..=16,
+    ) {
+        let t = sized_blocks(8, &[4, 8, 16]);
+        let mut nodes: Vec<NodeView> = (0..32).map(|i| node(i, 4)).collect();
+        let which: Vec<u32> = (0..32).filter(|i| busy_bits[*i as usize]).collect();
+        busy(&mut nodes, &which);
+        if let Ok(a) = place(&job(1, n, n), &[part_with(32, &t)], &nodes) {
+            let group_nodes = 4 * n.div_ceil(4).next_power_of_two();
+            let groups: std::collections::BTreeSet<u32> =
+                placed(&a).iter().map(|x| x / group_nodes).collect();
+            prop_assert_eq!(groups.len(), 1, "{:?}", placed(&a));
+        }
+    }
+}
