@@ -36,6 +36,7 @@ mod mpi;
 mod nodes;
 mod oom;
 mod preempt;
+mod private;
 mod priority;
 mod reboot;
 mod reconfigure;
