@@ -184,6 +184,20 @@ fn private_data_jobs_and_usage_hide_other_users_from_every_reader() {
     let (_, v) = restd.get(&format!("/slurm/v0.0.38/job/{b}"), &olga_token);
     assert_eq!(rest_ids(&v), vec![b], "{v}");
 
+    // The dashboard asks as its viewer too.
+    let page = |path: &str, token: &str| {
+        restd.call("GET", path, &[("X-SLURM-USER-TOKEN", token)], "")
+    };
+    let link = |id: u32| format!("<a href=\"/jobs/{id}\">");
+    let (status, html) = page("/jobs", &alice_token);
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains(&link(a)) && !html.contains(&link(b)), "{html}");
+    let (status, html) = page("/jobs", &olga_token);
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains(&link(a)) && html.contains(&link(b)), "{html}");
+    assert_eq!(page(&format!("/jobs/{b}"), &alice_token).0, 404);
+    assert_eq!(page(&format!("/jobs/{b}"), &olga_token).0, 200);
+
     c.ok("scancel", &[&a.to_string(), &b.to_string()]);
 }
 
