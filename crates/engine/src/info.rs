@@ -696,7 +696,8 @@ impl proto::JobRowSource for SeenBy<'_> {
         now: Timestamp,
         each: impl FnMut(&JobRow, &mut Interner<'a>),
     ) -> Interner<'a> {
-        self.engine.each_job_row_seen(filter, now, &self.sight, each)
+        self.engine
+            .each_job_row_seen(filter, now, &self.sight, each)
     }
 
     fn row_unencodable(&self, row: &JobRow, error: proto::RowEncodeError) {

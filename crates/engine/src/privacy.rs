@@ -180,7 +180,9 @@ impl Engine {
     /// Whether `who` may see job `id` (true for a job that does not exist:
     /// its answer says so).
     pub fn sees_job(&self, who: &Identity, id: model::JobId) -> bool {
-        self.settings.private_data.jobs
+        self.settings
+            .private_data
+            .jobs
             .then(|| self.jobs.get(&id))
             .flatten()
             .is_none_or(|j| self.sight(who).job(j.desc.uid))
@@ -221,12 +223,7 @@ impl Engine {
         if !private.any() {
             return Sight::everything();
         }
-        Sight::of(
-            private,
-            who,
-            self.is_operator(who),
-            self.assoc_tables(),
-        )
+        Sight::of(private, who, self.is_operator(who), self.assoc_tables())
     }
 }
 

@@ -53,8 +53,14 @@ fn carol(level: AdminLevel) -> (Identity, AcctTables) {
 #[test]
 fn with_private_jobs_a_user_sees_only_their_own_jobs() {
     let (mut e, a, b) = engine_with("jobs");
-    assert_eq!(job_ids(ask(&mut e, &user(), CtldRequest::ListJobs)), vec![a.0]);
-    assert_eq!(job_ids(ask(&mut e, &other(), CtldRequest::ListJobs)), vec![b.0]);
+    assert_eq!(
+        job_ids(ask(&mut e, &user(), CtldRequest::ListJobs)),
+        vec![a.0]
+    );
+    assert_eq!(
+        job_ids(ask(&mut e, &other(), CtldRequest::ListJobs)),
+        vec![b.0]
+    );
     let everything = JobFilter::default();
     let r = ask(&mut e, &user(), CtldRequest::QueryJobs(everything.clone()));
     assert_eq!(job_ids(r), vec![a.0]);
@@ -65,7 +71,10 @@ fn with_private_jobs_a_user_sees_only_their_own_jobs() {
     };
     assert!(job_ids(ask(&mut e, &user(), CtldRequest::QueryJobs(theirs))).is_empty());
     let r = ask(&mut e, &user(), CtldRequest::Explain { job_id: b });
-    assert!(matches!(r, CtldResponse::Error(SlurmError::InvalidJobId)), "{r:?}");
+    assert!(
+        matches!(r, CtldResponse::Error(SlurmError::InvalidJobId)),
+        "{r:?}"
+    );
     // root sees both.
     let r = ask(&mut e, &admin(), CtldRequest::QueryJobs(everything));
     assert_eq!(job_ids(r), vec![a.0, b.0]);
@@ -89,7 +98,11 @@ fn operators_by_admin_level_see_everything_and_plain_users_do_not() {
     ] {
         let (who, tables) = carol(level);
         e.on_assoc_tables(tables);
-        assert_eq!(job_ids(ask(&mut e, &who, CtldRequest::ListJobs)), seen, "{level:?}");
+        assert_eq!(
+            job_ids(ask(&mut e, &who, CtldRequest::ListJobs)),
+            seen,
+            "{level:?}"
+        );
         assert_eq!(e.is_operator(&who), level != AdminLevel::None);
     }
 }
@@ -97,7 +110,10 @@ fn operators_by_admin_level_see_everything_and_plain_users_do_not() {
 #[test]
 fn without_private_data_everybody_sees_everything() {
     let (mut e, a, b) = engine_with("none");
-    assert_eq!(job_ids(ask(&mut e, &user(), CtldRequest::ListJobs)), vec![a.0, b.0]);
+    assert_eq!(
+        job_ids(ask(&mut e, &user(), CtldRequest::ListJobs)),
+        vec![a.0, b.0]
+    );
     assert!(matches!(
         ask(&mut e, &user(), CtldRequest::ListNodes),
         CtldResponse::Nodes(_)
@@ -110,12 +126,18 @@ fn private_nodes_and_partitions_refuse_the_listings_to_users() {
     let (mut e, _, _) = engine_with("nodes,partitions");
     for req in [CtldRequest::ListNodes, CtldRequest::ListPartitions] {
         let r = ask(&mut e, &user(), req.clone());
-        assert!(matches!(r, CtldResponse::Error(SlurmError::AccessDenied)), "{r:?}");
+        assert!(
+            matches!(r, CtldResponse::Error(SlurmError::AccessDenied)),
+            "{r:?}"
+        );
         let r = ask(&mut e, &admin(), req);
         assert!(!matches!(r, CtldResponse::Error(_)), "{r:?}");
     }
     // Jobs are not hidden by these words.
-    assert_eq!(job_ids(ask(&mut e, &user(), CtldRequest::ListJobs)).len(), 2);
+    assert_eq!(
+        job_ids(ask(&mut e, &user(), CtldRequest::ListJobs)).len(),
+        2
+    );
 }
 
 #[test]

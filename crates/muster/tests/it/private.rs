@@ -89,10 +89,7 @@ fn private_data_jobs_and_usage_hide_other_users_from_every_reader() {
         "{out}"
     );
     for u in [&alice, &bob] {
-        c.ok(
-            "sacctmgr",
-            &["-i", "add", "user", &u.name, "account=root"],
-        );
+        c.ok("sacctmgr", &["-i", "add", "user", &u.name, "account=root"]);
     }
     let a = sleeper(&c, &alice);
     let b = sleeper(&c, &bob);
@@ -105,12 +102,19 @@ fn private_data_jobs_and_usage_hide_other_users_from_every_reader() {
     // Another user's job is answered as one that does not exist.
     let out = alice.run(&c, "scontrol", &["show", "job", &b.to_string()]);
     assert_eq!(out.code, 1, "{out}");
-    assert_eq!(out.stderr, "slurm_load_jobs error: Invalid job id specified\n");
+    assert_eq!(
+        out.stderr,
+        "slurm_load_jobs error: Invalid job id specified\n"
+    );
     let theirs = alice.run(&c, "squeue", &["-j", &b.to_string()]);
     let nobodys = alice.run(&c, "squeue", &["-j", "999999"]);
     assert_eq!(
         (theirs.code, theirs.stdout.as_str(), theirs.stderr.as_str()),
-        (nobodys.code, nobodys.stdout.as_str(), nobodys.stderr.as_str())
+        (
+            nobodys.code,
+            nobodys.stdout.as_str(),
+            nobodys.stderr.as_str()
+        )
     );
     let out = alice.run(&c, "scontrol", &["show", "job", &a.to_string()]);
     assert_eq!(out.code, 0, "{out}");
@@ -185,13 +189,15 @@ fn private_data_jobs_and_usage_hide_other_users_from_every_reader() {
     assert_eq!(rest_ids(&v), vec![b], "{v}");
 
     // The dashboard asks as its viewer too.
-    let page = |path: &str, token: &str| {
-        restd.call("GET", path, &[("X-SLURM-USER-TOKEN", token)], "")
-    };
+    let page =
+        |path: &str, token: &str| restd.call("GET", path, &[("X-SLURM-USER-TOKEN", token)], "");
     let link = |id: u32| format!("<a href=\"/jobs/{id}\">");
     let (status, html) = page("/jobs", &alice_token);
     assert_eq!(status, 200, "{html}");
-    assert!(html.contains(&link(a)) && !html.contains(&link(b)), "{html}");
+    assert!(
+        html.contains(&link(a)) && !html.contains(&link(b)),
+        "{html}"
+    );
     let (status, html) = page("/jobs", &olga_token);
     assert_eq!(status, 200, "{html}");
     assert!(html.contains(&link(a)) && html.contains(&link(b)), "{html}");

@@ -662,7 +662,10 @@ fn node_page(ctx: &Ctx, who: &Identity, name: &str) -> Result<Out, String> {
         return Ok(error_page(
             who,
             403,
-            &format!("Node {name}: {}", proto::SlurmError::AccessDenied.as_slurm_str()),
+            &format!(
+                "Node {name}: {}",
+                proto::SlurmError::AccessDenied.as_slurm_str()
+            ),
         ));
     };
     let Some(n) = nodes.iter().find(|n| n.name == name) else {
