@@ -226,3 +226,40 @@ fn without_private_data_every_user_sees_every_job() {
     });
     c.ok("scancel", &[&a.to_string()]);
 }
+
+#[test]
+fn private_nodes_and_partitions_refuse_the_listings_as_slurm_does() {
+    if !is_root() {
+        eprintln!("private_data: not run: it creates Unix users, which needs root");
+        return;
+    }
+    let base = users_base();
+    let alice = TestUser::create("na", base.path());
+    let c = builder()
+        .nodes(1)
+        .conf_extra("PrivateData=nodes,partitions\n")
+        .start();
+    let out = alice.run(&c, "sinfo", &[]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        "slurm_load_partitions: Access/permission denied\n"
+    );
+    let out = alice.run(&c, "scontrol", &["show", "node", "node1"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        "slurm_load_node error: Access/permission denied\n"
+    );
+    let out = alice.run(&c, "scontrol", &["show", "partition"]);
+    assert_eq!(out.code, 1, "{out}");
+    assert_eq!(
+        out.stderr,
+        "slurm_load_partitions error: Access/permission denied\n"
+    );
+    // root lists them; the user's jobs are not hidden by these words.
+    assert!(c.ok("sinfo", &["-h", "-o", "%N"]).stdout.contains("node1"));
+    let a = sleeper(&c, &alice);
+    assert_eq!(squeue_ids(&c, Some(&alice)), vec![a]);
+    c.ok("scancel", &[&a.to_string()]);
+}
