@@ -262,4 +262,30 @@ fn private_nodes_and_partitions_refuse_the_listings_as_slurm_does() {
     let a = sleeper(&c, &alice);
     assert_eq!(squeue_ids(&c, Some(&alice)), vec![a]);
     c.ok("scancel", &[&a.to_string()]);
+    // sattach finds the step's nodes without the node listing.
+    // The job's srun is the cluster's link: on PATH, and reachable.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(c.root(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut sbatch = alice.command(c.binary());
+    sbatch
+        .args(["sbatch", "--parsable", "--wrap"])
+        .arg("srun -n1 bash -c 'for i in $(seq 1 30); do echo line $i; sleep 0.2; done'")
+        .env("SLURM_CONF", c.conf())
+        .env("PATH", c.path_env());
+    let out = sbatch.output().expect("running sbatch");
+    assert!(out.status.success(), "{out:?}");
+    let out = e2e::Output {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: 0,
+    };
+    let id: u32 = out.stdout.trim().parse().expect("a job id");
+    let step = format!("{id}.0");
+    c.wait_until(&format!("step {step}"), secs(30), || {
+        let out = c.run("squeue", &["-s", "-h", "-o", "%i"]);
+        out.stdout.lines().any(|l| l.trim() == step).then_some(())
+    });
+    let out = alice.run(&c, "sattach", &[&step]);
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stdout.ends_with("line 30\n"), "{out}");
 }
