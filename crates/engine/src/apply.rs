@@ -230,7 +230,10 @@ impl Engine {
                 CtldResponse::Error(SlurmError::InvalidJobId)
             }
             CtldRequest::Explain { job_id } => match self.explain(job_id, t) {
-                Ok(x) => CtldResponse::Explanation(Box::new(x)),
+                Ok(mut x) => {
+                    self.explained_for(&mut x, &self.sight(who));
+                    CtldResponse::Explanation(Box::new(x))
+                }
                 Err(e) => CtldResponse::Error(e),
             },
             CtldRequest::Cancel {

@@ -206,6 +206,24 @@ impl Engine {
         list
     }
 
+    /// `muster explain`'s answer as `sight` may see it: other users' jobs
+    /// (`jobs`) and the candidate nodes (`nodes`) left out.
+    pub(crate) fn explained_for(&self, x: &mut proto::JobExplanation, sight: &Sight) {
+        if !sight.restricted() {
+            return;
+        }
+        let seen = |id: &model::JobId| self.jobs.get(id).is_none_or(|j| sight.job(j.desc.uid));
+        x.ahead = x.ahead.filter(|(id, _)| seen(id));
+        x.first = x.first.filter(|(id, _)| seen(id));
+        x.waits_for.retain(|(id, _)| seen(id));
+        for node in &mut x.candidates {
+            node.jobs.retain(|(id, _)| seen(id));
+        }
+        if !sight.nodes() {
+            x.candidates.clear();
+        }
+    }
+
     /// Whether `who` is root, SlurmUser, or of AdminLevel Operator or
     /// Administrator in the association database: sees what
     /// `PrivateData` hides from others.

@@ -239,3 +239,34 @@ fn private_jobs_hides_other_users_steps_and_priorities() {
         r => panic!("{r:?}"),
     }
 }
+
+#[test]
+fn explain_leaves_out_other_users_jobs_and_private_nodes() {
+    let mut e = engine_on(&format!("{CONF}PrivateData=jobs,nodes\n"));
+    let mut all = desc();
+    all.ntasks = Some(8);
+    let blocker = e
+        .on_submit(all.clone(), &other(), 1)
+        .expect("accepted")
+        .job_id;
+    e.schedule(1);
+    let mine = e.on_submit(all, &user(), 2).expect("accepted").job_id;
+    e.schedule(2);
+    let whole = e.explain(mine, 3).unwrap();
+    assert!(whole
+        .candidates
+        .iter()
+        .any(|n| n.jobs.iter().any(|(id, _)| *id == blocker)));
+    match ask(&mut e, &user(), CtldRequest::Explain { job_id: mine }) {
+        CtldResponse::Explanation(x) => {
+            assert!(x.candidates.is_empty(), "{x:?}");
+            assert!(x.waits_for.iter().all(|(id, _)| *id != blocker), "{x:?}");
+            assert_ne!(x.first.map(|f| f.0), Some(blocker));
+        }
+        r => panic!("{r:?}"),
+    }
+    match ask(&mut e, &admin(), CtldRequest::Explain { job_id: mine }) {
+        CtldResponse::Explanation(x) => assert!(!x.candidates.is_empty()),
+        r => panic!("{r:?}"),
+    }
+}
