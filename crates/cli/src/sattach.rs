@@ -2,7 +2,7 @@
 //! output and error, as Slurm's sattach does (sattach(1)).
 //!
 //! ```text
-//! ListSteps, ListNodes --> the step's nodes and their daemons
+//! ListSteps --> the step's nodes and their daemons (older controllers: ListNodes)
 //! listen; NodeRequest::Attach {addr, token} to each daemon
 //!   --> each node's step supervisor (taskd) connects here, says Hello
 //!       with the token, then copies its tasks' output here too
@@ -170,18 +170,25 @@ fn attach(o: &Opts) -> Result<i32, String> {
         .iter()
         .find(|s| s.job_id.0 == o.job_id && s.step == proto::StepId::Numbered(o.step_id))
         .ok_or_else(|| format!("Job step {}.{} not found", o.job_id, o.step_id))?;
-    let nodes = client.nodes().map_err(|e| e.to_string())?;
-    let addrs: Vec<String> = step
-        .nodes
-        .iter()
-        .map(|name| {
-            nodes
-                .iter()
-                .find(|n| &n.name == name)
-                .map(|n| format!("{}:{}", n.addr, n.port))
-                .ok_or_else(|| format!("unknown node {name}"))
-        })
-        .collect::<Result<_, _>>()?;
+    // The step's node daemons, as the controller gives them with the
+    // step (an older one does not: then from the node listing).
+    let addrs: Vec<String> = if step.node_addrs.len() == step.nodes.len()
+        && step.node_addrs.iter().all(|a| !a.is_empty())
+    {
+        step.node_addrs.clone()
+    } else {
+        let nodes = client.nodes().map_err(|e| e.to_string())?;
+        step.nodes
+            .iter()
+            .map(|name| {
+                nodes
+                    .iter()
+                    .find(|n| &n.name == name)
+                    .map(|n| format!("{}:{}", n.addr, n.port))
+                    .ok_or_else(|| format!("unknown node {name}"))
+            })
+            .collect::<Result<_, _>>()?
+    };
     let host = crate::srun::local_addr(&client);
     let listener = TcpListener::bind((host.as_str(), 0))
         .map_err(|e| format!("cannot listen on {host}: {e}"))?;

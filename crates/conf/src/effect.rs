@@ -65,6 +65,7 @@ const ACTING_GLOBAL: &[&str] = &[
     "PriorityWeightPartition",
     "PriorityWeightQOS",
     "PriorityWeightTRES",
+    "PrivateData",
     "ProctrackType",
     "Prolog",
     "PrologEpilogTimeout",
@@ -185,15 +186,29 @@ const ACTING_PARTITION: &[&str] = &[
 
 /// What the configuration table says beside `acts` for a few acting
 /// keys: (section, key, note).
-pub const ACTING_NOTES: &[(&str, &str, &str)] = &[(
-    "slurm.conf partition line",
-    "MaxCPUsPerNode",
-    "the partition's jobs on a node hold at most that many of its CPUs together, \
-     the rest stays for other partitions' jobs; backfill plans count the CPUs of the \
-     partition's running jobs until their expected ends, and those of its planned \
-     jobs over the whole pass (a later plan of the partition may come later than it \
-     could, never beyond the cap)",
-)];
+pub const ACTING_NOTES: &[(&str, &str, &str)] = &[
+    (
+        "slurm.conf partition line",
+        "MaxCPUsPerNode",
+        "the partition's jobs on a node hold at most that many of its CPUs together, \
+         the rest stays for other partitions' jobs; backfill plans count the CPUs of the \
+         partition's running jobs until their expected ends, and those of its planned \
+         jobs over the whole pass (a later plan of the partition may come later than it \
+         could, never beyond the cap)",
+    ),
+    (
+        "slurm.conf",
+        "PrivateData",
+        "enforced by the controller for every reader (the commands, the REST API, the \
+         dashboard, the watch stream); root, SlurmUser and AdminLevel Operator or \
+         Administrator see everything. `jobs`, `usage`, `nodes`, `partitions`, \
+         `reservations`, `users` and `accounts` hide what Slurm hides (the accounting \
+         kinds too: the controller is its own slurmdbd); `cloud` and `events` have \
+         nothing to hide here (no node is powered down, no event is recorded); \
+         account coordinators are not modelled, so they see only their own; a word \
+         that names nothing is warned about",
+    ),
+];
 
 /// Partition-line keys refused with any value (the parser's error says
 /// why): they would change where a job runs, and muster does not do it.
@@ -276,6 +291,7 @@ pub const APPLIED_BY_RECONFIGURE: &[&str] = &[
     "PriorityWeightPartition",
     "PriorityWeightQOS",
     "PriorityWeightTRES",
+    "PrivateData",
     "ReconfigFlags",
     "ReturnToService",
     "SchedulerParameters",
@@ -627,6 +643,15 @@ fn walk(
                 for p in &pairs {
                     if global_key_is_inert(&p.key, &p.value) {
                         out.push(warn(format!("{}={} does nothing here", p.key, p.value)));
+                    }
+                    if p.key.eq_ignore_ascii_case("PrivateData") {
+                        for w in crate::PrivateData::unknown_words(&p.value) {
+                            out.push(warn(format!(
+                                "PrivateData: {w:?} names nothing and hides nothing (Slurm's \
+                                 words: accounts, cloud, events, jobs, nodes, partitions, \
+                                 reservations, usage, users, all)"
+                            )));
+                        }
                     }
                 }
             }

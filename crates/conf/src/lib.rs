@@ -30,6 +30,7 @@ mod keys;
 mod lex;
 pub mod memlimit;
 mod parse;
+mod private_data;
 mod show;
 mod topology;
 pub mod wildcard;
@@ -43,6 +44,7 @@ use serde::{Deserialize, Serialize};
 
 pub use cgroup::{parse_cgroup_conf, CgroupConf, CgroupPlugin};
 pub use gres::{check_against_types as check_gres_types, parse_gres_conf, parse_id_list};
+pub use private_data::PrivateData;
 pub use show::{override_entry, render_show_config, SLURM_COMPAT_VERSION};
 pub use topology::{
     check_kind as check_topology_kind, check_topology_nodes, check_unreached_nodes,

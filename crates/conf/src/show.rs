@@ -85,6 +85,8 @@ enum Fmt {
     SecOrWord,
     /// A user name with its uid, which this crate only knows for root.
     User,
+    /// `PrivateData`: its words in Slurm's order, or `none`.
+    PrivateData,
 }
 
 /// `scontrol show config` rows of Slurm 22.05, in order.
@@ -272,7 +274,7 @@ const TABLE: &[(&str, Val)] = &[
     ("PriorityWeightPartition", Val::Other("0", Fmt::Plain)),
     ("PriorityWeightQOS", Val::Other("0", Fmt::Plain)),
     ("PriorityWeightTRES", Val::Other("(null)", Fmt::Plain)),
-    ("PrivateData", Val::Other("none", Fmt::Plain)),
+    ("PrivateData", Val::Other("none", Fmt::PrivateData)),
     ("ProctrackType", Val::Other("proctrack/cgroup", Fmt::Plain)),
     ("Prolog", Val::Other("(null)", Fmt::Plain)),
     ("PrologEpilogTimeout", Val::Other("65534", Fmt::Plain)),
@@ -487,6 +489,7 @@ fn format_value(value: &str, fmt: &Fmt) -> String {
         // pure crate does not read; the controller may override the row.
         Fmt::User if value == "root" || value == "0" => "root(0)".to_string(),
         Fmt::User => or_null(value),
+        Fmt::PrivateData => crate::PrivateData::parse(value).as_slurm_string(),
     }
 }
 

@@ -244,6 +244,26 @@ fn show_config_defaults_and_units_for_unset_and_set_keys() {
 }
 
 #[test]
+fn show_config_prints_private_data_in_slurms_order() {
+    let entries = |extra: &str| -> HashMap<String, String> {
+        parse_ok(&format!("{HEAD}{extra}"))
+            .config
+            .show_config_entries()
+            .into_iter()
+            .collect()
+    };
+    assert_eq!(entries("")["PrivateData"], "none");
+    assert_eq!(
+        entries("PrivateData=usage,Jobs\n")["PrivateData"],
+        "jobs,usage"
+    );
+    assert_eq!(
+        entries("PrivateData=all\n")["PrivateData"],
+        "accounts,cloud,events,jobs,nodes,partitions,reservations,usage,users"
+    );
+}
+
+#[test]
 fn every_show_config_key_from_other_is_a_known_key() {
     let unknown: Vec<&str> = show::other_keys()
         .into_iter()

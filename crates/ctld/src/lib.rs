@@ -1842,7 +1842,7 @@ async fn engine_loop(
                         continue;
                     }
                     if let CtldRequest::AcctQuery(q) = *req {
-                        answer_acct_query(&acct, q, reply);
+                        answer_acct_query(&acct, q, engine.sight(&who), reply);
                         continue;
                     }
                     if let CtldRequest::StepStat { job_id } = *req {
@@ -1858,7 +1858,8 @@ async fn engine_loop(
                             | CtldRequest::AcctDecayedUsage
                     ) {
                         let daemon = engine.is_admin(&who);
-                        answer_acct_admin(&acct, *req, &who, daemon, reply);
+                        let sight = engine.sight(&who);
+                        answer_acct_admin(&acct, *req, &who, daemon, sight, reply);
                         continue;
                     }
                     if let (Some(parts), CtldRequest::QueryJobs(filter)) = (&parts, &*req) {
@@ -1867,7 +1868,7 @@ async fn engine_loop(
                         // never shows what is not yet durable. Otherwise
                         // the whole answer is the reply, after the commit.
                         if store.staged() == 0 {
-                            let resp = stream_job_rows(&engine, filter, t, parts);
+                            let resp = stream_job_rows(&engine.seen_by(&who), filter, t, parts);
                             replies.push((reply, resp));
                             continue;
                         }
@@ -1877,7 +1878,7 @@ async fn engine_loop(
                             // Encoded here: the engine hands out rows and
                             // writes no wire bytes (`proto::JobRowSource`).
                             drop(parts);
-                            let rows = engine.job_rows_encoded(filter, t);
+                            let rows = engine.seen_by(&who).job_rows_encoded(filter, t);
                             replies.push((reply, CtldResponse::JobRows(rows)));
                             continue;
                         }
@@ -2195,6 +2196,7 @@ fn dispatch(cmd: Command, workers: &mut NodeWorkers, acct: &acct::AcctWriter) {
 fn answer_acct_query(
     acct: &acct::AcctWriter,
     q: proto::AcctQuery,
+    sight: engine::privacy::Sight,
     reply: oneshot::Sender<CtldResponse>,
 ) {
     let Some(rx) = acct.query(q) else {
@@ -2203,7 +2205,11 @@ fn answer_acct_query(
     };
     tokio::spawn(async move {
         let resp = match rx.await {
-            Ok(Ok(jobs)) => CtldResponse::AcctJobs(jobs),
+            // PrivateData=jobs: another user's records are not there.
+            Ok(Ok(mut jobs)) => {
+                jobs.retain(|j| sight.job(j.uid));
+                CtldResponse::AcctJobs(jobs)
+            }
             Ok(Err(e)) => {
                 warn!("accounting query: {e}");
                 CtldResponse::Error(SlurmError::AccountingUnavailable)
@@ -2227,7 +2233,7 @@ fn answer_step_stat(
     signer: &Arc<auth::Signer>,
     reply: oneshot::Sender<CtldResponse>,
 ) {
-    let Some(job) = engine.job(job_id) else {
+    let Some(job) = engine.job(job_id).filter(|_| engine.sees_job(who, job_id)) else {
         let _ = reply.send(CtldResponse::Error(SlurmError::InvalidJobId));
         return;
     };
@@ -2304,27 +2310,48 @@ fn answer_acct_admin(
     req: CtldRequest,
     who: &Identity,
     daemon: bool,
+    sight: engine::privacy::Sight,
     reply: oneshot::Sender<CtldResponse>,
 ) {
+    // PrivateData=reservations: the reservations' history is for
+    // operators alone (as slurmdbd answers sacctmgr and sreport).
+    if matches!(req, CtldRequest::AcctReservations { .. }) && !sight.all_reservations() {
+        let _ = reply.send(CtldResponse::Error(SlurmError::AccessDenied));
+        return;
+    }
     let caller = acct::Caller {
         user: who.user.clone(),
         daemon,
     };
     let rx = match req {
-        CtldRequest::AcctTables => acct
-            .tables()
-            .map(|rx| tokio::spawn(async move { rx.await.ok().map(CtldResponse::AcctTables) })),
+        CtldRequest::AcctTables => acct.tables().map(|rx| {
+            tokio::spawn(async move {
+                rx.await
+                    .ok()
+                    .map(|t| CtldResponse::AcctTables(sight.tables(t)))
+            })
+        }),
         CtldRequest::AcctAdmin(r) => acct
             .admin(r, caller)
             .map(|rx| tokio::spawn(async move { rx.await.ok().map(CtldResponse::AcctAdmin) })),
         CtldRequest::AcctUsage(q) => acct.usage(q).map(|rx| {
-            tokio::spawn(async move { rx.await.ok().flatten().map(CtldResponse::AcctUsage) })
+            tokio::spawn(async move {
+                rx.await
+                    .ok()
+                    .flatten()
+                    .map(|r| CtldResponse::AcctUsage(sight.usage(r)))
+            })
         }),
         CtldRequest::AcctReservations { start, end } => acct.resvs(start, end).map(|rx| {
             tokio::spawn(async move { rx.await.ok().flatten().map(CtldResponse::AcctReservations) })
         }),
         CtldRequest::AcctDecayedUsage => acct.decayed_usage().map(|rx| {
-            tokio::spawn(async move { rx.await.ok().flatten().map(CtldResponse::AcctDecayedUsage) })
+            tokio::spawn(async move {
+                rx.await.ok().flatten().map(|mut rows| {
+                    rows.retain(|u| sight.usage_of(&u.account, &u.user));
+                    CtldResponse::AcctDecayedUsage(rows)
+                })
+            })
         }),
         _ => None,
     };
@@ -2390,7 +2417,7 @@ async fn shutdown_nodes(engine: &Engine, identity: &Identity, signer: &Arc<auth:
 /// writer runs on the other worker meanwhile and the command decodes the
 /// first rows while the rest are built.
 fn stream_job_rows(
-    engine: &Engine,
+    engine: &engine::privacy::SeenBy<'_>,
     filter: &proto::JobFilter,
     t: Timestamp,
     parts: &mpsc::UnboundedSender<CtldResponse>,

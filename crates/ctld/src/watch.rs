@@ -24,11 +24,13 @@
 //! from another controller process (`WatchBatch::epoch`), or after the
 //! hub went idle, starts with `reset` (proto::watch).
 //!
-//! Permissions: a watcher sees what squeue would show it. muster does not
-//! act on `PrivateData` (warned about and ignored, docs/compatibility.md),
-//! so squeue shows every job to everyone, and so does the stream
-//! ([`visible`] is the one place that would change).
+//! Permissions: a watcher sees what squeue and sinfo would show it
+//! ([`visible`], through the engine's `Sight` for the watcher, taken
+//! again at each batch so that an AdminLevel or a reconfigured
+//! `PrivateData` applies at once): under `PrivateData=jobs` a user gets
+//! the events of their own jobs alone, under `nodes` no node event.
 
+use engine::privacy::Sight;
 use engine::Engine;
 use model::{JobId, JobState, NodeState, Timestamp};
 use proto::watch::{
@@ -81,10 +83,13 @@ pub struct Hub {
     changed: Vec<JobId>,
 }
 
-/// Whether `who` may see `change`: as squeue would show it (every job to
-/// everyone while `PrivateData` is not acted on).
-fn visible(_who: &Identity, _change: &WatchChange) -> bool {
-    true
+/// Whether a watcher of `sight` may see `change`: as squeue (a job) and
+/// sinfo (a node) would show it.
+fn visible(sight: &Sight, change: &WatchChange) -> bool {
+    match change {
+        WatchChange::Job(j) => sight.job(j.uid),
+        WatchChange::Node(_) => sight.nodes(),
+    }
 }
 
 impl Hub {
@@ -169,13 +174,14 @@ impl Hub {
             last: self.last,
             events: Vec::new(),
         };
+        let sight = engine.sight(&who);
         if let Some(after) = start {
             let skip = (after + 1 - oldest) as usize;
             let missed: Vec<WatchEvent> = self
                 .ring
                 .iter()
                 .skip(skip)
-                .filter(|e| req.wants(&e.change) && visible(&who, &e.change))
+                .filter(|e| req.wants(&e.change) && visible(&sight, &e.change))
                 .map(|e| (**e).clone())
                 .collect();
             let mut chunks = missed.chunks(CATCH_UP_CHUNK).peekable();
@@ -286,9 +292,10 @@ impl Hub {
         let epoch = self.epoch;
         let last = self.last;
         self.watchers.retain(|w| {
+            let sight = engine.sight(&w.who);
             let events: Vec<WatchEvent> = fresh
                 .iter()
-                .filter(|e| w.req.wants(&e.change) && visible(&w.who, &e.change))
+                .filter(|e| w.req.wants(&e.change) && visible(&sight, &e.change))
                 .map(|e| (**e).clone())
                 .collect();
             if events.is_empty() {

@@ -180,22 +180,42 @@ impl Engine {
                 }
                 Err(e) => CtldResponse::Error(e),
             },
-            CtldRequest::ListJobs => CtldResponse::Jobs(self.job_list(t)),
+            CtldRequest::ListJobs => {
+                let all = proto::JobFilter::default();
+                CtldResponse::Jobs(self.job_query_seen(&all, t, &self.sight(who)))
+            }
             // Encoded by the controller from the rows the engine hands out
             // (`proto::JobRowSource`): the engine writes no wire bytes.
             CtldRequest::QueryJobs(filter) if filter.rows && filter.brief => {
                 CtldResponse::Error(SlurmError::InvalidRequest)
             }
-            CtldRequest::QueryJobs(filter) => CtldResponse::Jobs(self.job_query(&filter, t)),
-            CtldRequest::Priorities => CtldResponse::Priorities(self.priority_list()),
-            CtldRequest::Shares => CtldResponse::Shares(self.share_rows()),
+            CtldRequest::QueryJobs(filter) => {
+                CtldResponse::Jobs(self.job_query_seen(&filter, t, &self.sight(who)))
+            }
+            CtldRequest::Priorities => {
+                let sight = self.sight(who);
+                let mut list = self.priority_list();
+                list.jobs.retain(|j| sight.job(j.uid));
+                CtldResponse::Priorities(list)
+            }
+            CtldRequest::Shares => CtldResponse::Shares(self.sight(who).shares(self.share_rows())),
+            // PrivateData=nodes and =partitions: the listing is refused
+            // (Slurm's REQUEST_NODE_INFO and REQUEST_PARTITION_INFO).
+            CtldRequest::ListNodes if !self.sight(who).nodes() => {
+                CtldResponse::Error(SlurmError::AccessDenied)
+            }
             CtldRequest::ListNodes => CtldResponse::Nodes(self.node_infos()),
+            CtldRequest::ListPartitions if !self.sight(who).partitions() => {
+                CtldResponse::Error(SlurmError::AccessDenied)
+            }
             CtldRequest::ListPartitions => CtldResponse::Partitions(self.partition_infos()),
             CtldRequest::ListLicenses => CtldResponse::Licenses(self.license_infos()),
             CtldRequest::ShowTopology { node } => {
                 CtldResponse::Topology(self.show_topology(node.as_deref()))
             }
-            CtldRequest::ListReservations => CtldResponse::Reservations(self.resv_infos(t)),
+            CtldRequest::ListReservations => {
+                CtldResponse::Reservations(self.resv_infos_seen(t, &self.sight(who)))
+            }
             CtldRequest::CreateReservation(spec) => match self.on_create_resv(spec, who, t) {
                 Ok(name) => CtldResponse::ReservationCreated(name),
                 Err(e) => CtldResponse::Error(e),
@@ -206,8 +226,14 @@ impl Engine {
                 Some(show) => CtldResponse::Config(self.config_info(&show.cfg, t, &show.boot_text)),
                 None => CtldResponse::Error(SlurmError::InvalidRequest),
             },
+            CtldRequest::Explain { job_id } if !self.sees_job(who, job_id) => {
+                CtldResponse::Error(SlurmError::InvalidJobId)
+            }
             CtldRequest::Explain { job_id } => match self.explain(job_id, t) {
-                Ok(x) => CtldResponse::Explanation(Box::new(x)),
+                Ok(mut x) => {
+                    self.explained_for(&mut x, &self.sight(who));
+                    CtldResponse::Explanation(Box::new(x))
+                }
                 Err(e) => CtldResponse::Error(e),
             },
             CtldRequest::Cancel {
@@ -311,6 +337,9 @@ impl Engine {
                     Some(script) => ok(self.on_node_script_failed(job_id, &node, exit, script, t)),
                 }
             }
+            CtldRequest::AllocationInfo { job_id } if !self.sees_job(who, job_id) => {
+                CtldResponse::Error(SlurmError::InvalidJobId)
+            }
             CtldRequest::AllocationInfo { job_id } => match self.allocation_info(job_id) {
                 Ok(info) => CtldResponse::Allocation(info),
                 Err(e) => CtldResponse::Error(e),
@@ -333,7 +362,12 @@ impl Engine {
                 step_id,
                 signal,
             } => ok(self.on_cancel_step(job_id, step_id, signal, who, t)),
-            CtldRequest::ListSteps => CtldResponse::Steps(self.step_list(t)),
+            CtldRequest::ListSteps => {
+                let sight = self.sight(who);
+                let mut list = self.step_list(t);
+                list.steps.retain(|s| sight.job(s.uid));
+                CtldResponse::Steps(list)
+            }
             CtldRequest::Shutdown | CtldRequest::ShutdownController => CtldResponse::Ok,
             CtldRequest::UpdatePartition(u) => ok(self.on_update_partition(*u, false, who)),
             CtldRequest::CreatePartition(u) => ok(self.on_update_partition(*u, true, who)),

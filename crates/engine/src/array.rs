@@ -369,10 +369,13 @@ impl Engine {
         who: &proto::Identity,
         now: Timestamp,
     ) -> Vec<proto::CancelOutcome> {
+        // PrivateData=jobs: what the caller may not see is not selected
+        // (scancel's filters pick from what squeue would show it).
+        let sight = self.sight(who);
         let ids: Vec<JobId> = self
             .jobs
             .values()
-            .filter(|job| self.job_selected(job, select, &who.user))
+            .filter(|job| sight.job(job.desc.uid) && self.job_selected(job, select, &who.user))
             .map(|job| job.id)
             .collect();
         ids.into_iter()

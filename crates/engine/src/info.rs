@@ -3,6 +3,7 @@
 //! job listing (`proto::JobRowSource`: the engine hands out each job's
 //! row; `proto` builds and encodes the answer from them).
 
+use crate::privacy::{SeenBy, Sight};
 use crate::{Engine, Job};
 use model::units::format_memory_mb;
 use model::{Gres, JobState, TimeLimit, Timestamp};
@@ -327,10 +328,15 @@ impl Engine {
 
     /// The jobs `filter` selects, by id, with run times as of `now`.
     pub fn job_query(&self, filter: &JobFilter, now: Timestamp) -> JobList {
+        self.job_query_seen(filter, now, &Sight::everything())
+    }
+
+    /// [`Engine::job_query`] as `sight` may see it (`PrivateData=jobs`).
+    pub fn job_query_seen(&self, filter: &JobFilter, now: Timestamp, sight: &Sight) -> JobList {
         let keep = Keep::of(filter);
         let mut jobs = Vec::with_capacity(self.jobs.len());
         for j in self.jobs.values() {
-            if self.job_passes(j, filter) {
+            if self.job_passes(j, filter, sight) {
                 jobs.push(self.job_info_with(j, now, &keep));
             }
         }
@@ -506,7 +512,10 @@ impl Engine {
             .join(",")
     }
 
-    fn job_passes(&self, job: &Job, filter: &JobFilter) -> bool {
+    fn job_passes(&self, job: &Job, filter: &JobFilter, sight: &Sight) -> bool {
+        if !sight.job(job.desc.uid) {
+            return false;
+        }
         let active = job.completing
             || matches!(
                 job.state,
@@ -668,6 +677,40 @@ impl proto::JobRowSource for Engine {
         &'a self,
         filter: &JobFilter,
         now: Timestamp,
+        each: impl FnMut(&JobRow, &mut Interner<'a>),
+    ) -> Interner<'a> {
+        self.each_job_row_seen(filter, now, &Sight::everything(), each)
+    }
+
+    fn row_unencodable(&self, row: &JobRow, error: proto::RowEncodeError) {
+        tracing::error!("job {}: its row cannot be encoded: {error}", row.job_id);
+    }
+}
+
+/// The rows of a brief listing as one requester may see them
+/// (`Engine::seen_by`).
+impl proto::JobRowSource for SeenBy<'_> {
+    fn each_job_row<'a>(
+        &'a self,
+        filter: &JobFilter,
+        now: Timestamp,
+        each: impl FnMut(&JobRow, &mut Interner<'a>),
+    ) -> Interner<'a> {
+        self.engine
+            .each_job_row_seen(filter, now, &self.sight, each)
+    }
+
+    fn row_unencodable(&self, row: &JobRow, error: proto::RowEncodeError) {
+        self.engine.row_unencodable(row, error);
+    }
+}
+
+impl Engine {
+    fn each_job_row_seen<'a>(
+        &'a self,
+        filter: &JobFilter,
+        now: Timestamp,
+        sight: &Sight,
         // A reference: the row is 282 bytes, built here and dropped after.
         mut each: impl FnMut(&JobRow, &mut Interner<'a>),
     ) -> Interner<'a> {
@@ -683,16 +726,12 @@ impl proto::JobRowSource for Engine {
             if let Some(next) = ahead.next() {
                 proto::prefetch(&**next);
             }
-            if self.job_passes(j, filter) {
+            if self.job_passes(j, filter, sight) {
                 let row = self.job_row(j, now, &keep, &mut strings, &mut node_names);
                 each(&row, &mut strings);
             }
         }
         strings
-    }
-
-    fn row_unencodable(&self, row: &JobRow, error: proto::RowEncodeError) {
-        tracing::error!("job {}: its row cannot be encoded: {error}", row.job_id);
     }
 }
 

@@ -220,6 +220,7 @@ mod pass;
 mod persist;
 mod preempt;
 mod priority;
+pub mod privacy;
 mod queue;
 mod reboot;
 mod reconf;
@@ -533,6 +534,10 @@ pub struct Settings {
     /// the least loaded nodes first, as `LLN=YES` does for one.
     #[serde(default)]
     pub cr_lln: bool,
+    /// `PrivateData`: what users who are not operators may not see of
+    /// others (`privacy`).
+    #[serde(default)]
+    pub private_data: conf::PrivateData,
 }
 
 fn default_resume_timeout() -> u32 {
@@ -679,6 +684,7 @@ impl Settings {
                 .other
                 .get("epilogslurmctld")
                 .is_some_and(|(_, v)| !v.trim().is_empty()),
+            private_data: conf::PrivateData::of(cfg),
         }
     }
 }

@@ -1181,6 +1181,7 @@ impl Engine {
                 tres: String::new(),
                 distribution: Distribution::Block,
                 srun_host_pid: String::new(),
+                node_addrs: Vec::new(),
             };
             if !job.desc.alloc_only {
                 if let Some(alloc) = &job.alloc {
@@ -1225,6 +1226,17 @@ impl Engine {
                 info.srun_host_pid = s.srun.clone();
                 steps.push(info);
             }
+        }
+        for info in &mut steps {
+            info.node_addrs = info
+                .nodes
+                .iter()
+                .map(|name| {
+                    self.node(name)
+                        .map(|n| format!("{}:{}", n.conf.addr, n.port))
+                        .unwrap_or_default()
+                })
+                .collect();
         }
         StepList { now, steps }
     }

@@ -38,7 +38,7 @@ pub(crate) fn config(text: &str) -> conf::Config {
 }
 
 /// An engine on slurm.conf `text` with node1-4 (2 CPUs, 4000 MB) registered.
-fn engine_on(text: &str) -> Engine {
+pub(crate) fn engine_on(text: &str) -> Engine {
     let mut e = Engine::new(&config(text), 0);
     for i in 1..=4 {
         e.on_node_registered(reg(&format!("node{i}"), 2, 4000), 0)

@@ -430,6 +430,12 @@ pub struct StepInfo {
     pub distribution: Distribution,
     /// `host:pid` of srun.
     pub srun_host_pid: String,
+    /// `host:port` of each node's daemon, in `nodes` order (empty from a
+    /// controller that does not fill it in): sattach reaches the step
+    /// there without the node listing, which `PrivateData=nodes` refuses
+    /// users.
+    #[serde(default)]
+    pub node_addrs: Vec<String>,
 }
 
 /// `ListSteps`' answer.

@@ -202,3 +202,20 @@ fn reconfig_flags_keep_the_running_partitions_or_their_state() {
         "{e}"
     );
 }
+
+#[test]
+fn private_data_acts_and_its_words_that_name_nothing_are_warned() {
+    assert!(!global_key_is_inert("PrivateData", "jobs,usage"));
+    let w = inert_keys(
+        "ClusterName=c\nPrivateData=jobs,secrets\n",
+        Path::new("/etc/slurm/slurm.conf"),
+        &mut |_| Err(std::io::Error::other("no includes")),
+    );
+    let lines: Vec<String> = w.iter().map(|w| w.to_string()).collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("/etc/slurm/slurm.conf:2: PrivateData: \"secrets\" names nothing"),
+        "{lines:?}"
+    );
+    assert_eq!(reload_for("PrivateData"), Reload::Reconfigure);
+}

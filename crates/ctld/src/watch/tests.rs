@@ -3,9 +3,16 @@ use proto::watch::{JobEvent, WatchChange};
 use proto::{JobDesc, NodeRegistration};
 
 fn engine() -> Engine {
-    let text = "ClusterName=w\nSlurmctldHost=h(127.0.0.1)\n\
-                NodeName=n1 CPUs=2 RealMemory=1000\n\
-                PartitionName=debug Nodes=n1 Default=YES\n";
+    engine_with("")
+}
+
+fn engine_with(extra: &str) -> Engine {
+    let text = format!(
+        "ClusterName=w\nSlurmctldHost=h(127.0.0.1)\n{extra}\
+         NodeName=n1 CPUs=2 RealMemory=1000\n\
+         PartitionName=debug Nodes=n1 Default=YES\n"
+    );
+    let text = text.as_str();
     let cfg = conf::parse_str(text, std::path::Path::new("/x/slurm.conf"), &mut |_| {
         Err(std::io::Error::other("no includes"))
     })
@@ -205,4 +212,64 @@ fn a_watcher_that_does_not_read_is_dropped_and_the_hub_idles_later() {
     submit(&mut e, 4 + KEEP_ARMED_SECS);
     e.take_watch_changes(&mut changed);
     assert!(changed.is_empty());
+}
+
+#[test]
+fn under_private_jobs_a_watcher_gets_only_its_own_jobs_events() {
+    let mut e = engine_with("PrivateData=jobs,nodes\n");
+    let mut hub = Hub::new();
+    let bob = Identity {
+        uid: 1001,
+        gid: 1001,
+        user: "bob".into(),
+        host: "login".into(),
+    };
+    let root = Identity {
+        uid: 0,
+        gid: 0,
+        user: "root".into(),
+        host: "login".into(),
+    };
+    let (bob_tx, mut bob_rx) = mpsc::channel(64);
+    let (root_tx, mut root_rx) = mpsc::channel(64);
+    let (ann_tx, mut ann_rx) = mpsc::channel(64);
+    hub.subscribe(&mut e, bob.clone(), all(), bob_tx);
+    hub.subscribe(&mut e, root, all(), root_tx);
+    hub.subscribe(&mut e, who(), all(), ann_tx);
+    let id = submit(&mut e, 2);
+    hub.publish(&mut e, 2);
+    let for_root = drain(&mut root_rx);
+    assert_eq!(
+        job_events(&for_root),
+        [(id.0, JobEvent::Submitted), (id.0, JobEvent::Started)]
+    );
+    assert!(for_root
+        .iter()
+        .flat_map(|b| &b.events)
+        .any(|e| matches!(e.change, WatchChange::Node(_))));
+    // ann sees her job, no node; bob sees nothing at all.
+    let for_ann = drain(&mut ann_rx);
+    assert_eq!(job_events(&for_ann).len(), 2);
+    assert!(!for_ann
+        .iter()
+        .flat_map(|b| &b.events)
+        .any(|e| matches!(e.change, WatchChange::Node(_))));
+    let for_bob = drain(&mut bob_rx);
+    assert!(for_bob.iter().all(|b| b.events.is_empty()), "{for_bob:?}");
+    // Nor out of the ring on a resume.
+    let (tx, mut rx) = mpsc::channel(64);
+    let after = WatchPosition {
+        epoch: for_root[0].epoch,
+        seq: 0,
+    };
+    hub.subscribe(
+        &mut e,
+        bob,
+        WatchRequest {
+            after: Some(after),
+            ..all()
+        },
+        tx,
+    );
+    assert!(drain(&mut rx).iter().all(|b| b.events.is_empty()));
 }

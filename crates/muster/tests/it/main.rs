@@ -38,6 +38,7 @@ mod nodes;
 mod oom;
 mod preempt;
 mod priority;
+mod private;
 mod reboot;
 mod reconfigure;
 mod rest;

@@ -277,6 +277,18 @@ fn query_jobs(
     }
 }
 
+/// A listing the controller refuses this viewer (`PrivateData=nodes` or
+/// `partitions`): `None`, and the page says so instead of failing.
+fn unless_private<T>(r: Result<T, String>) -> Result<Option<T>, String> {
+    match r {
+        Err(e) if e == proto::SlurmError::AccessDenied.as_slurm_str() => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+/// What a page shows in place of a listing `PrivateData` hides.
+const PRIVATE_NOTE: &str = "<p class=\"note\">Hidden from you here (PrivateData).</p>";
+
 fn nodes_of(ctx: &Ctx, who: &Identity) -> Result<Vec<NodeInfo>, String> {
     match ask(ctx, who, CtldRequest::ListNodes)? {
         CtldResponse::Nodes(n) => Ok(n),
@@ -324,20 +336,35 @@ pub fn serve(ctx: &Ctx, ui: &UiState, admins: &[u32], who: &Identity, req: &Req)
 const LIVE: &str = "/muster/v1/watch";
 
 fn overview(ctx: &Ctx, who: &Identity) -> Result<Out, String> {
-    let nodes = nodes_of(ctx, who)?;
+    let listed_nodes = unless_private(nodes_of(ctx, who))?;
+    let nodes = listed_nodes.clone().unwrap_or_default();
     let (jobs, now) = jobs_of(ctx, who)?;
-    let parts = match ask(ctx, who, CtldRequest::ListPartitions)? {
-        CtldResponse::Partitions(p) => p,
-        _ => Vec::new(),
+    let parts = match unless_private(ask(ctx, who, CtldRequest::ListPartitions))? {
+        Some(CtldResponse::Partitions(p)) => Some(p),
+        Some(_) => Some(Vec::new()),
+        None => None,
     };
     let mut body = String::new();
     let _ = write!(
         body,
         "<h2>Nodes</h2>{}<h2>Partitions</h2>{}<h2>Queue</h2>{}",
-        pages::node_grid(&nodes),
-        pages::partitions_table(&parts, &nodes, &jobs),
+        match &listed_nodes {
+            Some(n) => pages::node_grid(n),
+            None => PRIVATE_NOTE.to_string(),
+        },
+        match &parts {
+            Some(p) => pages::partitions_table(p, &nodes, &jobs),
+            None => PRIVATE_NOTE.to_string(),
+        },
         pages::queue_summary(&jobs)
     );
+    if listed_nodes.is_none() {
+        // Without the nodes there is no capacity to chart use against.
+        return Ok(Out::html(
+            200,
+            page("Cluster", &who.user, Some(LIVE), &body),
+        ));
+    }
     // The last hour's use: finished jobs from accounting, running ones
     // from the controller.
     let from = now - 3_600;
@@ -631,7 +658,16 @@ fn job_action(ctx: &Ctx, who: &Identity, id: &str, action: &str) -> Result<Out, 
 }
 
 fn node_page(ctx: &Ctx, who: &Identity, name: &str) -> Result<Out, String> {
-    let nodes = nodes_of(ctx, who)?;
+    let Some(nodes) = unless_private(nodes_of(ctx, who))? else {
+        return Ok(error_page(
+            who,
+            403,
+            &format!(
+                "Node {name}: {}",
+                proto::SlurmError::AccessDenied.as_slurm_str()
+            ),
+        ));
+    };
     let Some(n) = nodes.iter().find(|n| n.name == name) else {
         return Ok(error_page(who, 404, &format!("Node {name} not found")));
     };
