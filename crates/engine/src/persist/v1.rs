@@ -836,8 +836,9 @@ pub struct Step {
     /// `host:pid` of srun.
     pub srun: String,
     /// The container it runs in, for sacct (absent in files of builds
-    /// before it was kept).
-    #[serde(default)]
+    /// before it was kept, and left out where there is none, so a
+    /// snapshot without containers keeps the release's bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
 }
 /// A job's place in an array, in a snapshot.
