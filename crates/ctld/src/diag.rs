@@ -85,6 +85,8 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         CtldRequest::ShowTopology { .. } => ("REQUEST_TOPO_INFO", 2018),
         CtldRequest::Watch(_) => ("MUSTER_WATCH", 0),
         CtldRequest::Stats => ("MUSTER_STATS", 0),
+        CtldRequest::HealthCheckRan(_) => ("MUSTER_HEALTH_CHECK_RAN", 0),
+        CtldRequest::HealthChecks { .. } => ("MUSTER_HEALTH_CHECKS", 0),
     }
 }
 

@@ -127,6 +127,8 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::Token { .. }
             | CtldRequest::Watch(_)
             | CtldRequest::Stats
+            | CtldRequest::HealthCheckRan(_)
+            | CtldRequest::HealthChecks { .. }
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
         && !matches!(req, CtldRequest::OnBehalf { request, .. } if !is_mutating(request))
 }

@@ -369,6 +369,10 @@ impl Engine {
             | CtldRequest::Token { .. }
             | CtldRequest::Watch(_)
             | CtldRequest::Stats => CtldResponse::Error(SlurmError::InvalidRequest),
+            // Kept and answered by the controller, in memory: not state.
+            CtldRequest::HealthCheckRan(_) | CtldRequest::HealthChecks { .. } => {
+                CtldResponse::Error(SlurmError::InvalidRequest)
+            }
         }
     }
 }

@@ -40,6 +40,7 @@
 pub mod acctdb;
 pub mod container;
 pub mod diag;
+pub mod health;
 pub mod resv;
 pub mod stats;
 pub mod watch;
@@ -911,6 +912,17 @@ pub enum CtldRequest {
     /// `/metrics`: job counts and the controller's histograms (answered
     /// with `Stats`). (Appended.)
     Stats,
+    /// A node daemon ran its `HealthCheckProgram` (`health`): the
+    /// controller keeps the last few runs of each node in memory (not
+    /// journaled; a restarted controller starts with none). Daemons only;
+    /// answered `Ok`. (Appended.)
+    HealthCheckRan(Box<health::HealthCheckRun>),
+    /// The recent health-check runs the controller holds, of one node or
+    /// of all (answered `HealthChecks`). (Appended.)
+    HealthChecks {
+        /// Only this node's.
+        node: Option<String>,
+    },
 }
 
 /// `scontrol reboot nextstate=`: what a rebooted node becomes.
@@ -1394,6 +1406,9 @@ pub enum CtldResponse {
     WatchEvents(watch::WatchBatch),
     /// `Stats`.
     Stats(Box<stats::CtldStats>),
+    /// `HealthChecks`: by node name, each node's runs oldest first.
+    /// (Appended.)
+    HealthChecks(Vec<health::HealthCheckRun>),
 }
 
 /// One configuration file a controller serves in configless mode.

@@ -743,6 +743,8 @@ impl<'a> Request<'a> {
             | CtldRequest::ShowTopology { .. }
             | CtldRequest::Watch(_)
             | CtldRequest::Stats
+            | CtldRequest::HealthCheckRan(_)
+            | CtldRequest::HealthChecks { .. }
             | CtldRequest::GetConfig
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }

@@ -686,15 +686,30 @@ fn node_page(ctx: &Ctx, who: &Identity, name: &str) -> Result<Out, String> {
         .iter()
         .filter(|j| j.state == JobState::Running && j.nodes.iter().any(|x| x == name))
         .collect();
+    // The controller keeps the last runs of each node in memory; an older
+    // controller that does not know the request leaves the list empty.
+    let runs = match ask(
+        ctx,
+        who,
+        CtldRequest::HealthChecks {
+            node: Some(name.to_string()),
+        },
+    ) {
+        Ok(CtldResponse::HealthChecks(r)) => r,
+        _ => Vec::new(),
+    };
+    let health = if runs.is_empty() {
+        "<p id=\"health\">No health check has run on this node since the controller started \
+         (slurm.conf's <code>HealthCheckProgram</code> sets one).</p>"
+            .to_string()
+    } else {
+        format!("<div id=\"health\">{}</div>", pages::health_table(&runs))
+    };
     let body = format!(
-        "{}<h2>Jobs on {}</h2>{}<h2>Health checks</h2><p>{}</p>",
+        "{}<h2>Jobs on {}</h2>{}<h2>Health checks</h2>{health}",
         table("Node", &["field", "value"], &rows),
         esc(name),
         pages::jobs_table(&here, now),
-        esc(&match (&n.reason, n.state.drain) {
-            (Some(r), true) => format!("drained: {r}"),
-            _ => "no failed check is recorded on this node".to_string(),
-        })
     );
     Ok(Out::html(
         200,

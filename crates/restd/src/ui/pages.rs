@@ -3,6 +3,7 @@
 
 use super::html::{badge, duration, esc, table, time};
 use model::{JobState, Timestamp};
+use proto::health::HealthCheckRun;
 use proto::{AcctJob, JobInfo, NodeInfo, PartitionInfo, ShareRow};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -383,4 +384,46 @@ pub fn history(jobs: &[AcctJob], from: i64, to: i64) -> String {
         s.push_str(&chart.html_table());
     }
     s
+}
+
+/// A node's recent health-check runs, newest first: when, how it ended,
+/// its first output line, what the daemon did and whether the node was
+/// drained after it.
+pub fn health_table(runs: &[HealthCheckRun]) -> String {
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .rev()
+        .map(|r| {
+            let result = if r.ok {
+                "<span class=\"ok-word\">passed</span>".to_string()
+            } else {
+                format!(
+                    "<strong class=\"fail-word\">failed</strong> ({})",
+                    esc(&match r.exit_code {
+                        Some(c) => format!("exit code {c}"),
+                        None if r.why.is_empty() => "no exit code".to_string(),
+                        None => r.why.clone(),
+                    })
+                )
+            };
+            let drained = match (&r.reason, r.drained) {
+                (Some(reason), true) => format!("drained: {}", esc(reason)),
+                (None, true) => "drained".to_string(),
+                _ => "no".to_string(),
+            };
+            vec![
+                time(r.start),
+                format!("{}.{:03} s", r.duration_ms / 1000, r.duration_ms % 1000),
+                result,
+                esc(&r.output),
+                esc(r.action.as_str()),
+                drained,
+            ]
+        })
+        .collect();
+    table(
+        "Recent health checks (newest first)",
+        &["started", "took", "result", "output", "action", "drained"],
+        &rows,
+    )
 }

@@ -264,3 +264,41 @@ fn the_history_becomes_a_trace() {
         "; UnixStartTime: 1000\n1 0 10 60 2 -1 -1 2 120 -1 1 5 -1 -1 -1 -1 -1 -1\n"
     );
 }
+
+#[test]
+fn health_checks_show_newest_first_with_the_failure_and_the_drain() {
+    use proto::health::{HealthCheckAction, HealthCheckRun};
+    let runs = [
+        HealthCheckRun {
+            node: "n1".into(),
+            start: 86_400,
+            duration_ms: 12,
+            ok: true,
+            exit_code: Some(0),
+            ..Default::default()
+        },
+        HealthCheckRun {
+            node: "n1".into(),
+            start: 86_460,
+            duration_ms: 1_250,
+            ok: false,
+            exit_code: Some(1),
+            why: "/etc/nhc exited with exit status: 1".into(),
+            output: "disk <scratch> full".into(),
+            action: HealthCheckAction::Drained,
+            drained: true,
+            reason: Some("disk <scratch> full".into()),
+        },
+    ];
+    let t = pages::health_table(&runs);
+    let failed = t.find("failed").expect("the failed run");
+    let passed = t.find("passed").expect("the passing run");
+    assert!(failed < passed, "newest first: {t}");
+    assert!(t.contains("exit code 1"), "{t}");
+    assert!(t.contains("disk &lt;scratch&gt; full"), "{t}");
+    assert!(t.contains("drained: disk &lt;scratch&gt; full"), "{t}");
+    assert!(t.contains("drained the node"), "{t}");
+    assert!(t.contains("1.250 s"), "{t}");
+    assert!(t.contains("1970-01-02 00:01:00"), "{t}");
+    well_formed(&page("Node n1", "alice", None, &t));
+}
