@@ -387,37 +387,35 @@ fn overview(ctx: &Ctx, who: &Identity) -> Result<Out, String> {
 }
 
 fn jobs_page(ctx: &Ctx, who: &Identity, req: &Req) -> Result<Out, String> {
-    let (jobs, now) = jobs_of(ctx, who)?;
-    let (user, part, state, name, reason) = (
-        req.q("user"),
-        req.q("partition"),
-        req.q("state"),
-        req.q("name"),
-        req.q("reason"),
-    );
-    let mut shown: Vec<&JobInfo> = jobs
-        .iter()
-        .filter(|j| user.is_empty() || j.user == user)
-        .filter(|j| part.is_empty() || j.partition.split(',').any(|p| p == part))
-        .filter(|j| state.is_empty() || j.state.as_slurm_str().eq_ignore_ascii_case(state))
-        .filter(|j| name.is_empty() || j.name.contains(name))
-        .filter(|j| reason.is_empty() || j.reason.as_slurm_str() == reason)
-        .collect();
-    let sort = req.q("sort");
-    match sort {
-        "user" => shown.sort_by(|a, b| a.user.cmp(&b.user).then(a.job_id.cmp(&b.job_id))),
-        "name" => shown.sort_by(|a, b| a.name.cmp(&b.name).then(a.job_id.cmp(&b.job_id))),
-        "state" => shown.sort_by(|a, b| {
-            a.state
-                .as_slurm_str()
-                .cmp(b.state.as_slurm_str())
-                .then(a.job_id.cmp(&b.job_id))
-        }),
-        "priority" => {
-            shown.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.job_id.cmp(&b.job_id)))
+    let q = pages::JobQuery {
+        user: req.q("user"),
+        partition: req.q("partition"),
+        state: req.q("state"),
+        name: req.q("name"),
+        reason: req.q("reason"),
+        sort: req.q("sort"),
+        page: req.q("page").parse().unwrap_or(1),
+    };
+    // User and partition are the controller's filters (squeue's -u and
+    // -p): only those jobs cross the wire.
+    let one = |v: &str| {
+        if v.is_empty() {
+            Vec::new()
+        } else {
+            vec![v.to_string()]
         }
-        _ => shown.sort_by_key(|j| j.job_id),
-    }
+    };
+    let (jobs, now) = query_jobs(
+        ctx,
+        who,
+        proto::JobFilter {
+            active_only: true,
+            brief: true,
+            users: one(q.user),
+            partitions: one(q.partition),
+            ..Default::default()
+        },
+    )?;
     let mut body = String::new();
     let field = |id: &str, label: &str, v: &str| {
         format!(
@@ -429,22 +427,25 @@ fn jobs_page(ctx: &Ctx, who: &Identity, req: &Req) -> Result<Out, String> {
         body,
         "<form method=\"get\" action=\"/jobs\" role=\"search\">{}{}{}{}\
          <label for=\"sort\">sort by</label> <select id=\"sort\" name=\"sort\">",
-        field("user", "user", user),
-        field("partition", "partition", part),
-        field("state", "state", state),
-        field("name", "name", name)
+        field("user", "user", q.user),
+        field("partition", "partition", q.partition),
+        field("state", "state", q.state),
+        field("name", "name", q.name)
     );
     for s in ["id", "user", "name", "state", "priority"] {
-        let sel = if s == sort { " selected" } else { "" };
+        let sel = if s == q.sort { " selected" } else { "" };
         let _ = write!(body, "<option{sel}>{s}</option>");
     }
-    let _ = write!(
-        body,
-        "</select> <button type=\"submit\">Filter</button></form><p>{} of {} jobs.</p>{}",
-        shown.len(),
-        jobs.len(),
-        pages::jobs_table(&shown, now)
-    );
+    body.push_str("</select> ");
+    if !q.reason.is_empty() {
+        let _ = write!(
+            body,
+            "<input type=\"hidden\" name=\"reason\" value=\"{}\">",
+            esc(q.reason)
+        );
+    }
+    body.push_str("<button type=\"submit\">Filter</button></form>");
+    body.push_str(&pages::jobs_listing(&jobs, &q, now));
     Ok(Out::html(200, page("Jobs", &who.user, Some(LIVE), &body)))
 }
 

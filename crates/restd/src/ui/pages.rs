@@ -175,6 +175,124 @@ pub fn busy_series(
     out
 }
 
+/// How many jobs one page of `/jobs` lists: a queue of 10,000 is a
+/// few pages' links, not a 3 MB table.
+pub const JOBS_PER_PAGE: usize = 200;
+
+/// `/jobs`' query: filters, sort key and page (1-based).
+#[derive(Debug, Default)]
+pub struct JobQuery<'a> {
+    /// A user name (exact).
+    pub user: &'a str,
+    /// A partition the job may run in.
+    pub partition: &'a str,
+    /// A state word (`PENDING`, any case).
+    pub state: &'a str,
+    /// Part of the job's name.
+    pub name: &'a str,
+    /// A pending reason (`Resources`), from the overview's links.
+    pub reason: &'a str,
+    /// `id` (default), `user`, `name`, `state` or `priority`.
+    pub sort: &'a str,
+    /// The page, from 1.
+    pub page: usize,
+}
+
+impl JobQuery<'_> {
+    /// The query's link to another page of the same list.
+    fn link(&self, page: usize) -> String {
+        let mut s = String::from("/jobs?");
+        for (k, v) in [
+            ("user", self.user),
+            ("partition", self.partition),
+            ("state", self.state),
+            ("name", self.name),
+            ("reason", self.reason),
+            ("sort", self.sort),
+        ] {
+            if !v.is_empty() {
+                let _ = write!(s, "{k}={}&", super::html::url_enc(v));
+            }
+        }
+        let _ = write!(s, "page={page}");
+        s
+    }
+}
+
+/// The jobs `q` selects, sorted as it asks: references, no copies.
+pub fn select_jobs<'a>(jobs: &'a [JobInfo], q: &JobQuery) -> Vec<&'a JobInfo> {
+    let mut shown: Vec<&JobInfo> = jobs
+        .iter()
+        .filter(|j| q.user.is_empty() || j.user == q.user)
+        .filter(|j| q.partition.is_empty() || j.partition.split(',').any(|p| p == q.partition))
+        .filter(|j| q.state.is_empty() || j.state.as_slurm_str().eq_ignore_ascii_case(q.state))
+        .filter(|j| q.name.is_empty() || j.name.contains(q.name))
+        .filter(|j| q.reason.is_empty() || j.reason.as_slurm_str() == q.reason)
+        .collect();
+    match q.sort {
+        "user" => shown.sort_by(|a, b| a.user.cmp(&b.user).then(a.job_id.cmp(&b.job_id))),
+        "name" => shown.sort_by(|a, b| a.name.cmp(&b.name).then(a.job_id.cmp(&b.job_id))),
+        "state" => shown.sort_by(|a, b| {
+            a.state
+                .as_slurm_str()
+                .cmp(b.state.as_slurm_str())
+                .then(a.job_id.cmp(&b.job_id))
+        }),
+        "priority" => {
+            shown.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.job_id.cmp(&b.job_id)))
+        }
+        _ => shown.sort_by_key(|j| j.job_id),
+    }
+    shown
+}
+
+/// `/jobs`' list: how many match, one page of them ([`JOBS_PER_PAGE`])
+/// and links to the others.
+pub fn jobs_listing(jobs: &[JobInfo], q: &JobQuery, now: Timestamp) -> String {
+    let shown = select_jobs(jobs, q);
+    let n_pages = shown.len().div_ceil(JOBS_PER_PAGE).max(1);
+    let page = q.page.clamp(1, n_pages);
+    let from = (page - 1) * JOBS_PER_PAGE;
+    let to = (from + JOBS_PER_PAGE).min(shown.len());
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<p id=\"shown\">Showing {} of {} jobs.</p>",
+        if shown.is_empty() {
+            "0".to_string()
+        } else {
+            format!("{}\u{2013}{}", from + 1, to)
+        },
+        shown.len(),
+    );
+    let pager = if n_pages > 1 {
+        let mut p = String::from("<nav class=\"pager\" aria-label=\"pages\">");
+        if page > 1 {
+            let _ = write!(
+                p,
+                "<a href=\"{}\" rel=\"prev\">previous</a> ",
+                esc(&q.link(page - 1))
+            );
+        }
+        let _ = write!(p, "page {page} of {n_pages}");
+        if page < n_pages {
+            let _ = write!(
+                p,
+                " <a href=\"{}\" rel=\"next\">next</a>",
+                esc(&q.link(page + 1))
+            );
+        }
+        p.push_str("</nav>");
+        p
+    } else {
+        String::new()
+    };
+    s.push_str(&pager);
+    s.push_str(&jobs_table(&shown[from..to], now));
+    s.push_str(&pager);
+    s
+}
+
 /// The jobs table, filtered and sorted.
 pub fn jobs_table(jobs: &[&JobInfo], now: Timestamp) -> String {
     let rows: Vec<Vec<String>> = jobs

@@ -302,3 +302,67 @@ fn health_checks_show_newest_first_with_the_failure_and_the_drain() {
     assert!(t.contains("1970-01-02 00:01:00"), "{t}");
     well_formed(&page("Node n1", "alice", None, &t));
 }
+
+#[test]
+fn the_jobs_list_pages_a_long_queue_and_keeps_its_filters() {
+    let jobs: Vec<JobInfo> = (1..=450)
+        .map(|i| job(i, if i % 2 == 0 { "alice" } else { "bob" }, JobState::Pending))
+        .collect();
+    let q = pages::JobQuery {
+        sort: "id",
+        page: 1,
+        ..Default::default()
+    };
+    let first = pages::jobs_listing(&jobs, &q, 2_000);
+    assert!(first.contains("Showing 1\u{2013}200 of 450 jobs."), "{first}");
+    assert_eq!(first.matches("<a href=\"/jobs/").count(), 200);
+    assert!(first.contains("page 1 of 3"));
+    assert!(first.contains("href=\"/jobs?sort=id&amp;page=2\" rel=\"next\""));
+    assert!(!first.contains("rel=\"prev\""));
+    // The last page: the rest, a way back, none forward.
+    let last = pages::jobs_listing(
+        &jobs,
+        &pages::JobQuery {
+            page: 3,
+            ..q
+        },
+        2_000,
+    );
+    assert!(last.contains("Showing 401\u{2013}450 of 450 jobs."), "{last}");
+    assert_eq!(last.matches("<a href=\"/jobs/").count(), 50);
+    assert!(last.contains("rel=\"prev\"") && !last.contains("rel=\"next\""));
+    // A page past the end shows the last one.
+    let past = pages::jobs_listing(
+        &jobs,
+        &pages::JobQuery {
+            page: 99,
+            ..pages::JobQuery::default()
+        },
+        2_000,
+    );
+    assert!(past.contains("Showing 401\u{2013}450"), "{past}");
+    // Filters narrow the count and travel in the links, encoded.
+    let q = pages::JobQuery {
+        user: "alice",
+        name: "job<1",
+        sort: "priority",
+        page: 1,
+        ..Default::default()
+    };
+    let some = pages::jobs_listing(&jobs, &q, 2_000);
+    let n = jobs
+        .iter()
+        .filter(|j| j.user == "alice" && j.name.contains("job<1"))
+        .count();
+    assert!(some.contains(&format!("Showing 1\u{2013}{n} of {n} jobs.")), "{some}");
+    assert!(!some.contains("page 1 of"), "one page: no pager");
+    let none = pages::jobs_listing(&[], &pages::JobQuery::default(), 2_000);
+    assert!(none.contains("Showing 0 of 0 jobs."), "{none}");
+    well_formed(&page("Jobs", "alice", None, &first));
+}
+
+#[test]
+fn query_values_are_percent_encoded() {
+    assert_eq!(html::url_enc("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
+    assert_eq!(html::url_enc("job-1_x.y~"), "job-1_x.y~");
+}
