@@ -252,18 +252,25 @@ fn ask(ctx: &Ctx, who: &Identity, req: CtldRequest) -> Result<CtldResponse, Stri
     })
 }
 
-/// The active jobs (pending, running, suspended, completing), without the
-/// fields only a job's own page shows: what the lists need.
-fn jobs_of(ctx: &Ctx, who: &Identity) -> Result<(Vec<JobInfo>, i64), String> {
-    query_jobs(
-        ctx,
-        who,
-        proto::JobFilter {
-            active_only: true,
-            brief: true,
-            ..Default::default()
-        },
-    )
+/// The active jobs (pending, running, suspended, completing) that
+/// `filter`'s users and partitions select, as the controller's compact
+/// rows (what squeue reads): the lists need no more, and a queue of
+/// 10,000 then costs no `JobInfo` per job on either side.
+fn job_rows(
+    ctx: &Ctx,
+    who: &Identity,
+    filter: proto::JobFilter,
+) -> Result<proto::JobRows, String> {
+    let filter = proto::JobFilter {
+        active_only: true,
+        brief: true,
+        rows: true,
+        ..filter
+    };
+    match ask(ctx, who, CtldRequest::QueryJobs(filter))? {
+        CtldResponse::JobRows(rows) => Ok(rows),
+        _ => Err("unexpected answer".into()),
+    }
 }
 
 fn query_jobs(
@@ -274,6 +281,21 @@ fn query_jobs(
     match ask(ctx, who, CtldRequest::QueryJobs(filter))? {
         CtldResponse::Jobs(l) => Ok((l.jobs, l.now)),
         _ => Err("unexpected answer".into()),
+    }
+}
+
+/// The jobs that ended in `[from, to]`, as accounting holds them: asked
+/// by their final states (sacct's `-s` window), so the jobs still
+/// pending, thousands of them, stay in the database.
+fn finished_between(from: i64, to: i64) -> AcctQuery {
+    AcctQuery {
+        start: Some(from),
+        end: Some(to),
+        states: model::ALL_JOB_STATES
+            .into_iter()
+            .filter(|s| s.is_finished())
+            .collect(),
+        ..Default::default()
     }
 }
 
@@ -325,7 +347,8 @@ const LIVE: &str = "/muster/v1/watch";
 
 fn overview(ctx: &Ctx, who: &Identity) -> Result<Out, String> {
     let nodes = nodes_of(ctx, who)?;
-    let (jobs, now) = jobs_of(ctx, who)?;
+    let jobs = job_rows(ctx, who, proto::JobFilter::default())?;
+    let now = jobs.now;
     let parts = match ask(ctx, who, CtldRequest::ListPartitions)? {
         CtldResponse::Partitions(p) => p,
         _ => Vec::new(),
@@ -342,18 +365,14 @@ fn overview(ctx: &Ctx, who: &Identity) -> Result<Out, String> {
     // from the controller.
     let from = now - 3_600;
     let mut spans: Vec<(i64, Option<i64>, u32)> = jobs
-        .iter()
+        .rows()
         .filter(|j| j.state == JobState::Running)
-        .filter_map(|j| j.start_time.map(|s| (s, None, j.num_cpus)))
+        .filter_map(|j| j.start_time().map(|s| (s, None, j.num_cpus)))
         .collect();
     if let Ok(CtldResponse::AcctJobs(done)) = ask(
         ctx,
         who,
-        CtldRequest::AcctQuery(AcctQuery {
-            start: Some(from),
-            end: Some(now),
-            ..Default::default()
-        }),
+        CtldRequest::AcctQuery(finished_between(from, now)),
     ) {
         spans.extend(
             done.iter()
@@ -405,12 +424,10 @@ fn jobs_page(ctx: &Ctx, who: &Identity, req: &Req) -> Result<Out, String> {
             vec![v.to_string()]
         }
     };
-    let (jobs, now) = query_jobs(
+    let jobs = job_rows(
         ctx,
         who,
         proto::JobFilter {
-            active_only: true,
-            brief: true,
             users: one(q.user),
             partitions: one(q.partition),
             ..Default::default()
@@ -445,7 +462,7 @@ fn jobs_page(ctx: &Ctx, who: &Identity, req: &Req) -> Result<Out, String> {
         );
     }
     body.push_str("<button type=\"submit\">Filter</button></form>");
-    body.push_str(&pages::jobs_listing(&jobs, &q, now));
+    body.push_str(&pages::jobs_listing(&jobs, &q));
     Ok(Out::html(200, page("Jobs", &who.user, Some(LIVE), &body)))
 }
 
@@ -636,7 +653,7 @@ fn node_page(ctx: &Ctx, who: &Identity, name: &str) -> Result<Out, String> {
     let Some(n) = nodes.iter().find(|n| n.name == name) else {
         return Ok(error_page(who, 404, &format!("Node {name} not found")));
     };
-    let (jobs, now) = jobs_of(ctx, who)?;
+    let jobs = job_rows(ctx, who, proto::JobFilter::default())?;
     let state = n.state.sinfo_long();
     let gres = n
         .gres
@@ -683,9 +700,8 @@ fn node_page(ctx: &Ctx, who: &Identity, name: &str) -> Result<Out, String> {
     .into_iter()
     .map(|(k, v)| vec![esc(k), v])
     .collect();
-    let here: Vec<&JobInfo> = jobs
-        .iter()
-        .filter(|j| j.state == JobState::Running && j.nodes.iter().any(|x| x == name))
+    let here: Vec<pages::Job> = pages::jobs(&jobs)
+        .filter(|j| j.row.state == JobState::Running && j.nodes().any(|x| x == name))
         .collect();
     // The controller keeps the last runs of each node in memory; an older
     // controller that does not know the request leaves the list empty.
@@ -710,7 +726,7 @@ fn node_page(ctx: &Ctx, who: &Identity, name: &str) -> Result<Out, String> {
         "{}<h2>Jobs on {}</h2>{}<h2>Health checks</h2>{health}",
         table("Node", &["field", "value"], &rows),
         esc(name),
-        pages::jobs_table(&here, now),
+        pages::jobs_table(&here, jobs.now),
     );
     Ok(Out::html(
         200,
@@ -725,11 +741,7 @@ fn history_page(ctx: &Ctx, who: &Identity, req: &Req) -> Result<Out, String> {
     let jobs = match ask(
         ctx,
         who,
-        CtldRequest::AcctQuery(AcctQuery {
-            start: Some(from),
-            end: Some(now),
-            ..Default::default()
-        }),
+        CtldRequest::AcctQuery(finished_between(from, now)),
     )? {
         CtldResponse::AcctJobs(j) => j,
         _ => Vec::new(),
@@ -893,11 +905,7 @@ fn sim_run(ctx: &Ctx, ui: &UiState, who: &Identity, req: &Req) -> Out {
         match ask(
             ctx,
             who,
-            CtldRequest::AcctQuery(AcctQuery {
-                start: Some(now - days * 86_400),
-                end: Some(now),
-                ..Default::default()
-            }),
+            CtldRequest::AcctQuery(finished_between(now - days * 86_400, now)),
         ) {
             Ok(CtldResponse::AcctJobs(j)) => history_trace(&j),
             Ok(_) => String::new(),
