@@ -28,7 +28,9 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         CtldRequest::Ping => ("REQUEST_PING", 1008),
         CtldRequest::Submit(_) => ("REQUEST_SUBMIT_BATCH_JOB", 4003),
         CtldRequest::ListJobs | CtldRequest::QueryJobs(_) => ("REQUEST_JOB_INFO", 2003),
-        CtldRequest::Priorities => ("REQUEST_PRIORITY_FACTORS", 2026),
+        CtldRequest::Priorities | CtldRequest::JobPriorities { .. } => {
+            ("REQUEST_PRIORITY_FACTORS", 2026)
+        }
         CtldRequest::Shares => ("REQUEST_SHARE_INFO", 2022),
         CtldRequest::ListNodes => ("REQUEST_NODE_INFO", 2007),
         CtldRequest::ListPartitions => ("REQUEST_PARTITION_INFO", 2009),

@@ -100,6 +100,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::ListJobs
             | CtldRequest::QueryJobs(_)
             | CtldRequest::Priorities
+            | CtldRequest::JobPriorities { .. }
             | CtldRequest::Shares
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions

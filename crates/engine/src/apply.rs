@@ -188,6 +188,9 @@ impl Engine {
             }
             CtldRequest::QueryJobs(filter) => CtldResponse::Jobs(self.job_query(&filter, t)),
             CtldRequest::Priorities => CtldResponse::Priorities(self.priority_list()),
+            CtldRequest::JobPriorities { job_ids } => {
+                CtldResponse::Priorities(self.priority_list_of(&job_ids))
+            }
             CtldRequest::Shares => CtldResponse::Shares(self.share_rows()),
             CtldRequest::ListNodes => CtldResponse::Nodes(self.node_infos()),
             CtldRequest::ListPartitions => CtldResponse::Partitions(self.partition_infos()),

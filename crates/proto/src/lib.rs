@@ -923,6 +923,13 @@ pub enum CtldRequest {
         /// Only this node's.
         node: Option<String>,
     },
+    /// `Priorities` of these pending jobs alone (answered `Priorities`,
+    /// with the weights): a page about one job asks for its factors
+    /// without the whole queue's. (Appended.)
+    JobPriorities {
+        /// The jobs.
+        job_ids: Vec<u32>,
+    },
 }
 
 /// `scontrol reboot nextstate=`: what a rebooted node becomes.

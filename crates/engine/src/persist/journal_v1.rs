@@ -735,6 +735,7 @@ impl<'a> Request<'a> {
             | CtldRequest::ListJobs
             | CtldRequest::QueryJobs(_)
             | CtldRequest::Priorities
+            | CtldRequest::JobPriorities { .. }
             | CtldRequest::Shares
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions

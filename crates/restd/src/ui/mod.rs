@@ -513,7 +513,17 @@ fn job_page(
                 esc(&cli::explain::render(&x, now))
             );
         }
-        if let Ok(CtldResponse::Priorities(p)) = ask(ctx, who, CtldRequest::Priorities) {
+        // This job's factors alone; a controller older than the request
+        // is asked for the whole queue's.
+        let factors = ask(
+            ctx,
+            who,
+            CtldRequest::JobPriorities {
+                job_ids: vec![j.job_id.0],
+            },
+        )
+        .or_else(|_| ask(ctx, who, CtldRequest::Priorities));
+        if let Ok(CtldResponse::Priorities(p)) = factors {
             if let Some(row) = p.jobs.iter().find(|r| r.job_id == j.job_id) {
                 let f = &row.factors;
                 let rows: Vec<Vec<String>> = [
