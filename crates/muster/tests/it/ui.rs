@@ -112,10 +112,14 @@ fn dashboard_pages_work_in_a_real_browser() {
             )
             .1
     };
-    c.wait_until("both nodes' health checks on their pages", crate::secs(30), || {
-        (node_page("node2").contains("ib0: link down") && node_page("node1").contains("passed"))
-            .then_some(())
-    });
+    c.wait_until(
+        "both nodes' health checks on their pages",
+        crate::secs(30),
+        || {
+            (node_page("node2").contains("ib0: link down") && node_page("node1").contains("passed"))
+                .then_some(())
+        },
+    );
     let home = match &alice {
         Some(u) => base.path().join(&u.name),
         None => std::env::temp_dir(),

@@ -145,7 +145,11 @@ async fn own_node(link: &NodeLink) -> Option<NodeInfo> {
 
 /// `drain_on_failure`: drains on a failure, resumes a drain of its own on
 /// a pass. Returns what it asked of the controller.
-async fn act(link: &NodeLink, outcome: &hooks::Outcome, me: Option<&NodeInfo>) -> HealthCheckAction {
+async fn act(
+    link: &NodeLink,
+    outcome: &hooks::Outcome,
+    me: Option<&NodeInfo>,
+) -> HealthCheckAction {
     let file = link.spool_dir.join(DRAINED);
     let ours = std::fs::read_to_string(&file).ok();
     let (state, reason) = if outcome.ok {

@@ -256,11 +256,7 @@ fn ask(ctx: &Ctx, who: &Identity, req: CtldRequest) -> Result<CtldResponse, Stri
 /// `filter`'s users and partitions select, as the controller's compact
 /// rows (what squeue reads): the lists need no more, and a queue of
 /// 10,000 then costs no `JobInfo` per job on either side.
-fn job_rows(
-    ctx: &Ctx,
-    who: &Identity,
-    filter: proto::JobFilter,
-) -> Result<proto::JobRows, String> {
+fn job_rows(ctx: &Ctx, who: &Identity, filter: proto::JobFilter) -> Result<proto::JobRows, String> {
     let filter = proto::JobFilter {
         active_only: true,
         brief: true,

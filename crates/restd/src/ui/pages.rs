@@ -4,8 +4,8 @@
 use super::html::{badge, duration, esc, table, time};
 use model::{JobState, Timestamp};
 use proto::health::HealthCheckRun;
-use proto::{JobRows, PackedRow};
 use proto::{AcctJob, JobInfo, NodeInfo, PartitionInfo, ShareRow};
+use proto::{JobRows, PackedRow};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -295,12 +295,9 @@ pub fn select_jobs<'a>(jobs: &'a JobRows, q: &JobQuery) -> Vec<Job<'a>> {
                 .cmp(b.row.state.as_slurm_str())
                 .then(id(a).cmp(&id(b)))
         }),
-        "priority" => shown.sort_by(|a, b| {
-            b.row
-                .priority
-                .cmp(&a.row.priority)
-                .then(id(a).cmp(&id(b)))
-        }),
+        "priority" => {
+            shown.sort_by(|a, b| b.row.priority.cmp(&a.row.priority).then(id(a).cmp(&id(b))))
+        }
         _ => shown.sort_by_key(|j| j.row.job_id),
     }
     shown

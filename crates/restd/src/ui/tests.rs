@@ -317,7 +317,13 @@ fn health_checks_show_newest_first_with_the_failure_and_the_drain() {
 #[test]
 fn the_jobs_list_pages_a_long_queue_and_keeps_its_filters() {
     let jobs: Vec<JobInfo> = (1..=450)
-        .map(|i| job(i, if i % 2 == 0 { "alice" } else { "bob" }, JobState::Pending))
+        .map(|i| {
+            job(
+                i,
+                if i % 2 == 0 { "alice" } else { "bob" },
+                JobState::Pending,
+            )
+        })
         .collect();
     let q = pages::JobQuery {
         sort: "id",
@@ -326,20 +332,20 @@ fn the_jobs_list_pages_a_long_queue_and_keeps_its_filters() {
     };
     let jobs_rows = rows(&jobs);
     let first = pages::jobs_listing(&jobs_rows, &q);
-    assert!(first.contains("Showing 1\u{2013}200 of 450 jobs."), "{first}");
+    assert!(
+        first.contains("Showing 1\u{2013}200 of 450 jobs."),
+        "{first}"
+    );
     assert_eq!(first.matches("<a href=\"/jobs/").count(), 200);
     assert!(first.contains("page 1 of 3"));
     assert!(first.contains("href=\"/jobs?sort=id&amp;page=2\" rel=\"next\""));
     assert!(!first.contains("rel=\"prev\""));
     // The last page: the rest, a way back, none forward.
-    let last = pages::jobs_listing(
-        &jobs_rows,
-        &pages::JobQuery {
-            page: 3,
-            ..q
-        },
+    let last = pages::jobs_listing(&jobs_rows, &pages::JobQuery { page: 3, ..q });
+    assert!(
+        last.contains("Showing 401\u{2013}450 of 450 jobs."),
+        "{last}"
     );
-    assert!(last.contains("Showing 401\u{2013}450 of 450 jobs."), "{last}");
     assert_eq!(last.matches("<a href=\"/jobs/").count(), 50);
     assert!(last.contains("rel=\"prev\"") && !last.contains("rel=\"next\""));
     // A page past the end shows the last one.
@@ -364,7 +370,10 @@ fn the_jobs_list_pages_a_long_queue_and_keeps_its_filters() {
         .iter()
         .filter(|j| j.user == "alice" && j.name.contains("job<1"))
         .count();
-    assert!(some.contains(&format!("Showing 1\u{2013}{n} of {n} jobs.")), "{some}");
+    assert!(
+        some.contains(&format!("Showing 1\u{2013}{n} of {n} jobs.")),
+        "{some}"
+    );
     assert!(!some.contains("page 1 of"), "one page: no pager");
     let none = pages::jobs_listing(&rows(&[]), &pages::JobQuery::default());
     assert!(none.contains("Showing 0 of 0 jobs."), "{none}");
