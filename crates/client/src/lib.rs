@@ -705,6 +705,22 @@ impl Client {
         }
     }
 
+    /// The recent runs of `HealthCheckProgram` the controller holds (the
+    /// last few of each node, memory only), of one node or of every node:
+    /// by node name, each node's oldest first.
+    pub fn health_checks(
+        &self,
+        node: Option<&str>,
+    ) -> Result<Vec<proto::health::HealthCheckRun>, ClientError> {
+        match self.call(CtldRequest::HealthChecks {
+            node: node.map(str::to_string),
+        })? {
+            CtldResponse::HealthChecks(runs) => Ok(runs),
+            CtldResponse::Error(e) => Err(ClientError::Refused(e)),
+            _ => Err(ClientError::Unexpected),
+        }
+    }
+
     /// The processes of the jobs on one node daemon (`addr`: `host:port`;
     /// `req`: a `NodeRequest::ListPids`), asked of that daemon itself, as
     /// Slurm's `scontrol listpids` asks the local slurmd: the caller's own

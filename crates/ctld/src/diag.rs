@@ -28,7 +28,9 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         CtldRequest::Ping => ("REQUEST_PING", 1008),
         CtldRequest::Submit(_) => ("REQUEST_SUBMIT_BATCH_JOB", 4003),
         CtldRequest::ListJobs | CtldRequest::QueryJobs(_) => ("REQUEST_JOB_INFO", 2003),
-        CtldRequest::Priorities => ("REQUEST_PRIORITY_FACTORS", 2026),
+        CtldRequest::Priorities | CtldRequest::JobPriorities { .. } => {
+            ("REQUEST_PRIORITY_FACTORS", 2026)
+        }
         CtldRequest::Shares => ("REQUEST_SHARE_INFO", 2022),
         CtldRequest::ListNodes => ("REQUEST_NODE_INFO", 2007),
         CtldRequest::ListPartitions => ("REQUEST_PARTITION_INFO", 2009),
@@ -86,6 +88,8 @@ pub fn rpc_type(req: &CtldRequest) -> (&'static str, u32) {
         CtldRequest::Watch(_) => ("MUSTER_WATCH", 0),
         CtldRequest::Stats => ("MUSTER_STATS", 0),
         CtldRequest::FabricReports => ("MUSTER_FABRIC", 0),
+        CtldRequest::HealthCheckRan(_) => ("MUSTER_HEALTH_CHECK_RAN", 0),
+        CtldRequest::HealthChecks { .. } => ("MUSTER_HEALTH_CHECKS", 0),
     }
 }
 

@@ -100,6 +100,7 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::ListJobs
             | CtldRequest::QueryJobs(_)
             | CtldRequest::Priorities
+            | CtldRequest::JobPriorities { .. }
             | CtldRequest::Shares
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions
@@ -128,6 +129,8 @@ pub fn is_mutating(req: &CtldRequest) -> bool {
             | CtldRequest::Watch(_)
             | CtldRequest::Stats
             | CtldRequest::FabricReports
+            | CtldRequest::HealthCheckRan(_)
+            | CtldRequest::HealthChecks { .. }
     ) && !matches!(req, CtldRequest::Submit(d) if d.test_only)
         && !matches!(req, CtldRequest::OnBehalf { request, .. } if !is_mutating(request))
 }

@@ -118,6 +118,7 @@ mod degraded;
 mod diag;
 mod durable;
 mod fault;
+mod health;
 mod mail;
 mod metrics;
 mod private;
@@ -403,6 +404,7 @@ impl Gate {
                 | CtldRequest::StepExited(_)
                 | CtldRequest::ExternEnded { .. }
                 | CtldRequest::GpuXid { .. }
+                | CtldRequest::HealthCheckRan(_)
         );
         if daemons_only && !self.daemon_uids.contains(&who.uid) {
             warn!(
@@ -410,6 +412,7 @@ impl Gate {
                 match body {
                     CtldRequest::RegisterNode(_) => "a node registration",
                     CtldRequest::GpuXid { .. } => "a GPU Xid report",
+                    CtldRequest::HealthCheckRan(_) => "a health check report",
                     _ => "a job end report",
                 },
                 who.user,
@@ -1699,6 +1702,8 @@ async fn engine_loop(
     // of `/metrics`.
     let mut hub = watch::Hub::new();
     let mut hists = metrics::Histograms::new();
+    // The recent health-check runs of each node (memory only).
+    let mut health_log = health::HealthLog::default();
     loop {
         if let Some(cursor) = reput {
             let (records, more) = engine.records_after(cursor, REPUT_PIECE, started);
@@ -1796,6 +1801,29 @@ async fn engine_loop(
                     if let CtldRequest::Stats = *req {
                         let resp = metrics::stats(&engine, &hists, &acct, &hub);
                         replies.push((reply, CtldResponse::Stats(Box::new(resp))));
+                        continue;
+                    }
+                    if let CtldRequest::HealthCheckRan(run) = *req {
+                        let resp = match engine.node(&run.node) {
+                            Some(n) => {
+                                let (drained, reason) = (n.state.drain, n.reason.clone());
+                                health_log.record(*run, drained, reason);
+                                CtldResponse::Ok
+                            }
+                            None => CtldResponse::Error(SlurmError::InvalidNodeName),
+                        };
+                        replies.push((reply, resp));
+                        continue;
+                    }
+                    if let CtldRequest::HealthChecks { node } = *req {
+                        // PrivateData=nodes hides them as it hides the nodes.
+                        let resp = if engine.sight(&who).nodes() {
+                            health_log.retain(|n| engine.node(n).is_some());
+                            CtldResponse::HealthChecks(health_log.runs(node.as_deref()))
+                        } else {
+                            CtldResponse::Error(SlurmError::AccessDenied)
+                        };
+                        replies.push((reply, resp));
                         continue;
                     }
                     if let CtldRequest::RegisterNode(reg) = &*req {

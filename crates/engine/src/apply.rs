@@ -198,6 +198,12 @@ impl Engine {
                 list.jobs.retain(|j| sight.job(j.uid));
                 CtldResponse::Priorities(list)
             }
+            CtldRequest::JobPriorities { job_ids } => {
+                let sight = self.sight(who);
+                let mut list = self.priority_list_of(&job_ids);
+                list.jobs.retain(|j| sight.job(j.uid));
+                CtldResponse::Priorities(list)
+            }
             CtldRequest::Shares => CtldResponse::Shares(self.sight(who).shares(self.share_rows())),
             // PrivateData=nodes and =partitions: the listing is refused
             // (Slurm's REQUEST_NODE_INFO and REQUEST_PARTITION_INFO).
@@ -404,6 +410,10 @@ impl Engine {
             | CtldRequest::Watch(_)
             | CtldRequest::Stats
             | CtldRequest::FabricReports => CtldResponse::Error(SlurmError::InvalidRequest),
+            // Kept and answered by the controller, in memory: not state.
+            CtldRequest::HealthCheckRan(_) | CtldRequest::HealthChecks { .. } => {
+                CtldResponse::Error(SlurmError::InvalidRequest)
+            }
         }
     }
 }

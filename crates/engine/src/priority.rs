@@ -21,7 +21,7 @@
 //! Pure: time is an argument; everything iterates in key order.
 
 use crate::{Engine, Job};
-use model::{JobState, Timestamp};
+use model::{JobId, JobState, Timestamp};
 use proto::{JobPriority, PriorityFactors, PriorityList, ShareRow};
 use std::collections::BTreeMap;
 
@@ -575,6 +575,16 @@ impl Engine {
 
     /// sprio's answer: the weights and every pending job's factors.
     pub fn priority_list(&self) -> PriorityList {
+        self.priorities(None)
+    }
+
+    /// The weights and the factors of those of `job_ids` that are pending
+    /// (`CtldRequest::JobPriorities`).
+    pub fn priority_list_of(&self, job_ids: &[u32]) -> PriorityList {
+        self.priorities(Some(job_ids))
+    }
+
+    fn priorities(&self, only: Option<&[u32]>) -> PriorityList {
         let p = &self.settings.priority;
         let weights = PriorityFactors {
             site: 0.0,
@@ -591,9 +601,16 @@ impl Engine {
                 .map(|(n, w)| (n.clone(), f64::from(*w)))
                 .collect(),
         };
-        let jobs = self
-            .jobs
-            .values()
+        let picked: Vec<&Job> = match only {
+            None => self.jobs.values().map(|j| &**j).collect(),
+            Some(ids) => ids
+                .iter()
+                .filter_map(|id| self.jobs.get(&JobId(*id)))
+                .map(|j| &**j)
+                .collect(),
+        };
+        let jobs = picked
+            .into_iter()
             .filter(|j| j.state == JobState::Pending)
             .map(|j| JobPriority {
                 job_id: j.id,

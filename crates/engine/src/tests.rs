@@ -1066,6 +1066,12 @@ fn multifactor_priority_weighs_size_partition_and_fairshare_and_usage_lowers_it(
         fs(b)
     );
     assert!(e.job(a).unwrap().base_priority < e.job(b).unwrap().base_priority);
+    // One job's factors alone (the dashboard's job page): the same row,
+    // nothing for a running job or one that does not exist.
+    let one = e.priority_list_of(&[b.0, 1, 999_999]);
+    assert_eq!(one.weights, list.weights);
+    assert_eq!(one.jobs.len(), 1);
+    assert_eq!(Some(&one.jobs[0]), list.jobs.iter().find(|j| j.job_id == b));
     // The usage shows in sshare's rows, decayed only slightly (half-life 7 days).
     let rows = e.share_rows();
     let alice = rows.iter().find(|r| r.user == "alice").unwrap();

@@ -277,6 +277,9 @@ pub struct Outcome {
     pub why: String,
     /// The first line of the failing (or last) script's output.
     pub first_line: String,
+    /// The failing (or last) script's exit code; None where it did not
+    /// exit by itself (a signal, the timeout, not started).
+    pub code: Option<i32>,
 }
 
 /// Runs the scripts `spec` names in order, as this process's user (root),
@@ -301,6 +304,7 @@ pub async fn run_scripts_in(
         ok: true,
         why: String::new(),
         first_line: String::new(),
+        code: Some(0),
     };
     for path in script_paths(spec) {
         last = run_one(&path, env, timeout, join).await;
@@ -322,6 +326,7 @@ async fn run_one(
         ok: false,
         why,
         first_line: String::new(),
+        code: None,
     };
     let mut cmd = tokio::process::Command::new(path);
     cmd.env_clear()
@@ -396,6 +401,7 @@ async fn run_one(
                 ok: status.success(),
                 why: format!("{} exited with {status}", path.display()),
                 first_line,
+                code: status.code(),
             }
         }
     }

@@ -40,6 +40,7 @@
 pub mod acctdb;
 pub mod container;
 pub mod diag;
+pub mod health;
 pub mod resv;
 pub mod stats;
 pub mod watch;
@@ -915,6 +916,24 @@ pub enum CtldRequest {
     /// registered (`NodeRegistration::fabric`), for `muster check-config
     /// --fabric` (answered with `Fabric`). (Appended.)
     FabricReports,
+    /// A node daemon ran its `HealthCheckProgram` (`health`): the
+    /// controller keeps the last few runs of each node in memory (not
+    /// journaled; a restarted controller starts with none). Daemons only;
+    /// answered `Ok`. (Appended.)
+    HealthCheckRan(Box<health::HealthCheckRun>),
+    /// The recent health-check runs the controller holds, of one node or
+    /// of all (answered `HealthChecks`). (Appended.)
+    HealthChecks {
+        /// Only this node's.
+        node: Option<String>,
+    },
+    /// `Priorities` of these pending jobs alone (answered `Priorities`,
+    /// with the weights): a page about one job asks for its factors
+    /// without the whole queue's. (Appended.)
+    JobPriorities {
+        /// The jobs.
+        job_ids: Vec<u32>,
+    },
 }
 
 /// `scontrol reboot nextstate=`: what a rebooted node becomes.
@@ -1468,6 +1487,9 @@ pub enum CtldResponse {
     /// `FabricReports`: node name and report, by name, for the nodes that
     /// sent one since the controller started. (Appended.)
     Fabric(Vec<(String, FabricReport)>),
+    /// `HealthChecks`: by node name, each node's runs oldest first.
+    /// (Appended.)
+    HealthChecks(Vec<health::HealthCheckRun>),
 }
 
 /// One configuration file a controller serves in configless mode.

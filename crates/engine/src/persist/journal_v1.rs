@@ -735,6 +735,7 @@ impl<'a> Request<'a> {
             | CtldRequest::ListJobs
             | CtldRequest::QueryJobs(_)
             | CtldRequest::Priorities
+            | CtldRequest::JobPriorities { .. }
             | CtldRequest::Shares
             | CtldRequest::ListNodes
             | CtldRequest::ListPartitions
@@ -744,6 +745,8 @@ impl<'a> Request<'a> {
             | CtldRequest::Watch(_)
             | CtldRequest::Stats
             | CtldRequest::FabricReports
+            | CtldRequest::HealthCheckRan(_)
+            | CtldRequest::HealthChecks { .. }
             | CtldRequest::GetConfig
             | CtldRequest::ShowConfig
             | CtldRequest::Explain { .. }

@@ -167,8 +167,22 @@ fn a_failing_epilog_drains_the_node_after_the_job_completes() {
     assert_eq!(acct.trim(), "COMPLETED");
 }
 
+/// The dashboard's node page (restd, as the cluster's user with a token).
+fn node_page(restd: &crate::rest::Restd, token: &str, node: &str) -> String {
+    let (status, body) = restd.call(
+        "GET",
+        &format!("/nodes/{node}"),
+        &[("X-SLURM-USER-TOKEN", token)],
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
 /// `HealthCheckParameters=drain_on_failure`: a failing check drains the
 /// node with its first output line; the node is resumed once it passes.
+/// The node's dashboard page lists the runs (issue 41): the failure, its
+/// output, the drain, then the pass that resumed it.
 #[test]
 fn health_check_drain_on_failure_drains_and_resumes() {
     let dir = tempfile::tempdir().unwrap();
@@ -181,19 +195,42 @@ fn health_check_drain_on_failure_drains_and_resumes() {
              if [ -e {d}/sick ]; then echo 'disk /scratch full'; echo more; exit 1; fi\nexit 0\n"
         ),
     );
+    let key = crate::rest::jwt_key();
     let c = builder()
         .nodes(1)
         .conf_extra(&format!(
             "HealthCheckProgram={d}/health\nHealthCheckInterval=1\n\
-             HealthCheckParameters=drain_on_failure\n"
+             HealthCheckParameters=drain_on_failure\n\
+             AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n",
+            key.path.display()
         ))
         .start();
+    let restd = crate::rest::Restd::start(&c);
+    let token = crate::rest::token_of(&c.run("scontrol", &["token"]));
     c.wait_until("the node drained by its health check", secs(20), || {
         (reason(&c, "node1") == "disk /scratch full").then_some(())
     });
     assert_eq!(c.node_state("node1"), "drain");
+    // The page shows the failed run, its output and the drain it made
+    // (the report follows the drain, so wait for it).
+    let page = c.wait_until("the failed check on the node page", secs(20), || {
+        let page = node_page(&restd, &token, "node1");
+        page.contains("drained the node").then_some(page)
+    });
+    assert!(page.contains("Recent health checks"), "{page}");
+    assert!(page.contains("failed</strong> (exit code 1)"), "{page}");
+    assert!(page.contains("<td>disk /scratch full</td>"), "{page}");
+    assert!(page.contains("drained: disk /scratch full"), "{page}");
     std::fs::remove_file(dir.path().join("sick")).unwrap();
     c.wait_node_state("node1", "idle", secs(20));
+    let page = c.wait_until("the passing check on the node page", secs(20), || {
+        let page = node_page(&restd, &token, "node1");
+        page.contains("resumed the node").then_some(page)
+    });
+    // Newest first: the pass that resumed the node above the failures.
+    let resumed = page.find("resumed the node").unwrap();
+    let drained = page.find("drained the node").unwrap();
+    assert!(resumed < drained, "{page}");
     // An administrator's drain is not the check's to lift.
     c.ok(
         "scontrol",

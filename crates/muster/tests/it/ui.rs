@@ -4,6 +4,7 @@
 //! sets `MUSTER_TEST_UI_PYTHON` and `MUSTER_TEST_CHROMIUM`; without them the
 //! test fails under CI (`MUSTER_REQUIRE_MPI=1`, which setup sets too) and
 //! says why elsewhere. Screenshots land in `target/ui-screenshots/`.
+//! node2's HealthCheckProgram fails: its page must show the run.
 
 use crate::auth::{is_root, TestUser};
 use crate::rest::{jwt_key, token_of, users_base, Restd};
@@ -43,11 +44,26 @@ fn dashboard_pages_work_in_a_real_browser() {
         None
     };
     let key = jwt_key();
+    // A health check that fails on node2 (once, at start; no drain: the
+    // page shows the failure all the same).
+    let scripts = tempfile::tempdir().expect("a directory");
+    let health = scripts.path().join("health");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(
+            &health,
+            "#!/bin/sh\nif [ \"$SLURMD_NODENAME\" = node2 ]; then echo 'ib0: link down'; exit 3; fi\nexit 0\n",
+        )
+        .expect("writing the health check");
+        std::fs::set_permissions(&health, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
     let c = crate::builder()
         .nodes(2)
         .conf_extra(&format!(
-            "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n",
-            key.path.display()
+            "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n\
+             HealthCheckProgram={}\nHealthCheckInterval=0\n",
+            key.path.display(),
+            health.display()
         ))
         .start();
     let restd = Restd::start(&c);
@@ -84,6 +100,26 @@ fn dashboard_pages_work_in_a_real_browser() {
         let out = c.run("squeue", &["-h", "-j", &pending.to_string(), "-o", "%r %S"]);
         (out.stdout.starts_with("Resources") && !out.stdout.contains("N/A")).then_some(())
     });
+    // The failed check has reached the controller (the page itself is
+    // the browser's to check).
+    let node_page = |node: &str| {
+        restd
+            .call(
+                "GET",
+                &format!("/nodes/{node}"),
+                &[("X-SLURM-USER-TOKEN", alice_token.as_str())],
+                "",
+            )
+            .1
+    };
+    c.wait_until(
+        "both nodes' health checks on their pages",
+        crate::secs(30),
+        || {
+            (node_page("node2").contains("ib0: link down") && node_page("node1").contains("passed"))
+                .then_some(())
+        },
+    );
     let home = match &alice {
         Some(u) => base.path().join(&u.name),
         None => std::env::temp_dir(),
@@ -105,6 +141,7 @@ fn dashboard_pages_work_in_a_real_browser() {
         "chromium": chromium,
         "shots": shots,
         "nodes": ["node1", "node2"],
+        "sick": {"node": "node2", "output": "ib0: link down", "exit": "exit code 3"},
         "alice": alice_token,
         "bob": bob_token,
         "pending": pending,

@@ -1,12 +1,13 @@
 """Drives the dashboard in headless chromium (Playwright), as ui.rs's test
 asks: every page loads with no script error, the overview shows every node
 and the queue, a pending job's page says why it waits and when it should
-start, cancelling from the page cancels the job, another user cannot, and
-the jobs page updates itself when a job is submitted. Screenshots of each
+start, cancelling from the page cancels the job, another user cannot, the
+jobs page updates itself when a job is submitted, and a node whose health
+check failed shows the failure on its page. Screenshots of each
 page go to the directory given. Exits non-zero with the reason on failure.
 
 Usage: ui_browser.py CONFIG.json  (url, chromium, shots, nodes, alice, bob,
-pending, running, submit_body)
+pending, running, submit_body, sick)
 """
 
 import json
@@ -70,6 +71,18 @@ def main():
         assert sorted(shown) == sorted(cfg["nodes"]), f"nodes shown {shown}"
         queue = page.locator("#queue").inner_text()
         assert "1 running" in queue and "pending" in queue, f"queue: {queue}"
+
+        # A node whose health check failed: its page lists the run.
+        if cfg.get("sick"):
+            sick = cfg["sick"]
+            page.goto(url + f"/nodes/{sick['node']}")
+            health = page.locator("#health").inner_text()
+            assert "failed" in health and sick["exit"] in health, f"health: {health}"
+            assert sick["output"] in health, f"health: {health}"
+            page.screenshot(path=f"{cfg['shots']}/node-health.png", full_page=True)
+            page.goto(url + f"/nodes/{cfg['nodes'][0]}")
+            health = page.locator("#health").inner_text()
+            assert "passed" in health and "failed" not in health, f"healthy node: {health}"
 
         # A pending job: why it waits and its expected start.
         page.goto(url + f"/jobs/{cfg['pending']}")

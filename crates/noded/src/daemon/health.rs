@@ -18,13 +18,19 @@
 //! naming a fatal Xid (crate::xid) quarantines the node as the kernel
 //! log's would (`daemon::xid`): drained `GPU Xid N`, the job on that GPU
 //! requeued elsewhere. That drain is the administrator's to resume.
+//!
+//! After each run (and what it made the daemon do) the daemon reports it
+//! to the controller (`CtldRequest::HealthCheckRan`: start, duration, exit
+//! code, the first output line, the action), which keeps the last few of
+//! each node for the dashboard's node page (ctld's `health`).
 
 use crate::daemon::link::NodeLink;
 use crate::hooks::{self, HealthSettings};
+use proto::health::{clip, HealthCheckAction, HealthCheckRun, OUTPUT_MAX};
 use proto::{CtldRequest, CtldResponse, NodeInfo, NodeStateRequest};
 use std::sync::Arc;
-use std::time::Duration;
-use tracing::{info, warn};
+use std::time::{Duration, Instant};
+use tracing::{debug, info, warn};
 
 /// The spool file with the reason of a drain this check made.
 const DRAINED: &str = "health_drained";
@@ -67,20 +73,61 @@ pub async fn run(
                 continue;
             }
         }
+        let start = crate::daemon::setup::now();
+        let began = Instant::now();
         let outcome = hooks::run_scripts(&settings.program, &env, timeout).await;
+        let duration_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
         if !outcome.ok {
             warn!("health check failed: {}", outcome.why);
         }
+        let mut action = HealthCheckAction::None;
         if settings.drain_on_failure {
             let xid = (!outcome.ok)
                 .then(|| crate::xid::parse_line(&outcome.first_line))
                 .flatten()
                 .filter(|e| gpus.0.is_fatal(e));
-            match xid {
-                Some(event) => crate::daemon::xid::report(&link, &event, &gpus.1).await,
+            action = match xid {
+                Some(event) => {
+                    crate::daemon::xid::report(&link, &event, &gpus.1).await;
+                    HealthCheckAction::GpuXid
+                }
                 None => act(&link, &outcome, me.as_ref()).await,
-            }
+            };
         }
+        let run = HealthCheckRun {
+            node: node.clone(),
+            start,
+            duration_ms,
+            ok: outcome.ok,
+            exit_code: outcome.code,
+            why: if outcome.ok {
+                String::new()
+            } else {
+                clip(&outcome.why, OUTPUT_MAX)
+            },
+            output: clip(&outcome.first_line, OUTPUT_MAX),
+            action,
+            // The controller's to fill in.
+            drained: false,
+            reason: None,
+        };
+        report(&link, run).await;
+    }
+}
+
+/// Tells the controller about one run (it keeps the last few per node).
+async fn report(link: &NodeLink, run: HealthCheckRun) {
+    let answer = link
+        .ctld
+        .call_until_answered(
+            || CtldRequest::HealthCheckRan(Box::new(run.clone())),
+            "health check report",
+        )
+        .await;
+    if !matches!(answer, CtldResponse::Ok) {
+        // An older controller does not know the report: nothing is lost
+        // but the dashboard's list.
+        debug!("the controller did not take the health check's report: {answer:?}");
     }
 }
 
@@ -97,19 +144,23 @@ async fn own_node(link: &NodeLink) -> Option<NodeInfo> {
 }
 
 /// `drain_on_failure`: drains on a failure, resumes a drain of its own on
-/// a pass.
-async fn act(link: &NodeLink, outcome: &hooks::Outcome, me: Option<&NodeInfo>) {
+/// a pass. Returns what it asked of the controller.
+async fn act(
+    link: &NodeLink,
+    outcome: &hooks::Outcome,
+    me: Option<&NodeInfo>,
+) -> HealthCheckAction {
     let file = link.spool_dir.join(DRAINED);
     let ours = std::fs::read_to_string(&file).ok();
     let (state, reason) = if outcome.ok {
         let Some(reason) = ours else {
-            return;
+            return HealthCheckAction::None;
         };
         // Only a drain that is still the one this check made.
         let still = me.is_some_and(|n| n.state.drain && n.reason.as_deref() == Some(&reason));
         let _ = std::fs::remove_file(&file);
         if !still {
-            return;
+            return HealthCheckAction::None;
         }
         info!("health check passes again: resuming the node");
         (NodeStateRequest::Resume, None)
@@ -123,7 +174,7 @@ async fn act(link: &NodeLink, outcome: &hooks::Outcome, me: Option<&NodeInfo>) {
         let drained_by_us = me.is_some_and(|n| n.reason.is_some() && n.reason == ours);
         if drained && (!drained_by_us || ours.as_deref() == Some(reason.as_str())) {
             // Someone else's drain stays as it is; ours already says this.
-            return;
+            return HealthCheckAction::None;
         }
         if let Err(e) = crate::spool::write_atomic(&file, reason.as_bytes()) {
             warn!("cannot record the health check's drain: {e}");
@@ -145,5 +196,10 @@ async fn act(link: &NodeLink, outcome: &hooks::Outcome, me: Option<&NodeInfo>) {
         .await;
     if !matches!(answer, CtldResponse::Ok) {
         warn!("the controller refused the health check's node update: {answer:?}");
+        return HealthCheckAction::None;
+    }
+    match state {
+        NodeStateRequest::Resume => HealthCheckAction::Resumed,
+        _ => HealthCheckAction::Drained,
     }
 }

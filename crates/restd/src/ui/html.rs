@@ -187,6 +187,20 @@ pub fn duration(secs: i64) -> String {
     }
 }
 
+/// A query string's value, percent-encoded (all but RFC 3986's
+/// unreserved characters).
+pub fn url_enc(v: &str) -> String {
+    let mut s = String::with_capacity(v.len());
+    for b in v.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            s.push(char::from(b));
+        } else {
+            let _ = write!(s, "%{b:02X}");
+        }
+    }
+    s
+}
+
 /// A hidden form field with the anti-forgery token.
 pub fn csrf_field(token: &str) -> String {
     format!(

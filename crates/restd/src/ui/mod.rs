@@ -252,18 +252,21 @@ fn ask(ctx: &Ctx, who: &Identity, req: CtldRequest) -> Result<CtldResponse, Stri
     })
 }
 
-/// The active jobs (pending, running, suspended, completing), without the
-/// fields only a job's own page shows: what the lists need.
-fn jobs_of(ctx: &Ctx, who: &Identity) -> Result<(Vec<JobInfo>, i64), String> {
-    query_jobs(
-        ctx,
-        who,
-        proto::JobFilter {
-            active_only: true,
-            brief: true,
-            ..Default::default()
-        },
-    )
+/// The active jobs (pending, running, suspended, completing) that
+/// `filter`'s users and partitions select, as the controller's compact
+/// rows (what squeue reads): the lists need no more, and a queue of
+/// 10,000 then costs no `JobInfo` per job on either side.
+fn job_rows(ctx: &Ctx, who: &Identity, filter: proto::JobFilter) -> Result<proto::JobRows, String> {
+    let filter = proto::JobFilter {
+        active_only: true,
+        brief: true,
+        rows: true,
+        ..filter
+    };
+    match ask(ctx, who, CtldRequest::QueryJobs(filter))? {
+        CtldResponse::JobRows(rows) => Ok(rows),
+        _ => Err("unexpected answer".into()),
+    }
 }
 
 fn query_jobs(
@@ -288,6 +291,21 @@ fn unless_private<T>(r: Result<T, String>) -> Result<Option<T>, String> {
 
 /// What a page shows in place of a listing `PrivateData` hides.
 const PRIVATE_NOTE: &str = "<p class=\"note\">Hidden from you here (PrivateData).</p>";
+
+/// The jobs that ended in `[from, to]`, as accounting holds them: asked
+/// by their final states (sacct's `-s` window), so the jobs still
+/// pending, thousands of them, stay in the database.
+fn finished_between(from: i64, to: i64) -> AcctQuery {
+    AcctQuery {
+        start: Some(from),
+        end: Some(to),
+        states: model::ALL_JOB_STATES
+            .into_iter()
+            .filter(|s| s.is_finished())
+            .collect(),
+        ..Default::default()
+    }
+}
 
 fn nodes_of(ctx: &Ctx, who: &Identity) -> Result<Vec<NodeInfo>, String> {
     match ask(ctx, who, CtldRequest::ListNodes)? {
@@ -338,7 +356,8 @@ const LIVE: &str = "/muster/v1/watch";
 fn overview(ctx: &Ctx, who: &Identity) -> Result<Out, String> {
     let listed_nodes = unless_private(nodes_of(ctx, who))?;
     let nodes = listed_nodes.clone().unwrap_or_default();
-    let (jobs, now) = jobs_of(ctx, who)?;
+    let jobs = job_rows(ctx, who, proto::JobFilter::default())?;
+    let now = jobs.now;
     let parts = match unless_private(ask(ctx, who, CtldRequest::ListPartitions))? {
         Some(CtldResponse::Partitions(p)) => Some(p),
         Some(_) => Some(Vec::new()),
@@ -369,18 +388,14 @@ fn overview(ctx: &Ctx, who: &Identity) -> Result<Out, String> {
     // from the controller.
     let from = now - 3_600;
     let mut spans: Vec<(i64, Option<i64>, u32)> = jobs
-        .iter()
+        .rows()
         .filter(|j| j.state == JobState::Running)
-        .filter_map(|j| j.start_time.map(|s| (s, None, j.num_cpus)))
+        .filter_map(|j| j.start_time().map(|s| (s, None, j.num_cpus)))
         .collect();
     if let Ok(CtldResponse::AcctJobs(done)) = ask(
         ctx,
         who,
-        CtldRequest::AcctQuery(AcctQuery {
-            start: Some(from),
-            end: Some(now),
-            ..Default::default()
-        }),
+        CtldRequest::AcctQuery(finished_between(from, now)),
     ) {
         spans.extend(
             done.iter()
@@ -414,37 +429,33 @@ fn overview(ctx: &Ctx, who: &Identity) -> Result<Out, String> {
 }
 
 fn jobs_page(ctx: &Ctx, who: &Identity, req: &Req) -> Result<Out, String> {
-    let (jobs, now) = jobs_of(ctx, who)?;
-    let (user, part, state, name, reason) = (
-        req.q("user"),
-        req.q("partition"),
-        req.q("state"),
-        req.q("name"),
-        req.q("reason"),
-    );
-    let mut shown: Vec<&JobInfo> = jobs
-        .iter()
-        .filter(|j| user.is_empty() || j.user == user)
-        .filter(|j| part.is_empty() || j.partition.split(',').any(|p| p == part))
-        .filter(|j| state.is_empty() || j.state.as_slurm_str().eq_ignore_ascii_case(state))
-        .filter(|j| name.is_empty() || j.name.contains(name))
-        .filter(|j| reason.is_empty() || j.reason.as_slurm_str() == reason)
-        .collect();
-    let sort = req.q("sort");
-    match sort {
-        "user" => shown.sort_by(|a, b| a.user.cmp(&b.user).then(a.job_id.cmp(&b.job_id))),
-        "name" => shown.sort_by(|a, b| a.name.cmp(&b.name).then(a.job_id.cmp(&b.job_id))),
-        "state" => shown.sort_by(|a, b| {
-            a.state
-                .as_slurm_str()
-                .cmp(b.state.as_slurm_str())
-                .then(a.job_id.cmp(&b.job_id))
-        }),
-        "priority" => {
-            shown.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.job_id.cmp(&b.job_id)))
+    let q = pages::JobQuery {
+        user: req.q("user"),
+        partition: req.q("partition"),
+        state: req.q("state"),
+        name: req.q("name"),
+        reason: req.q("reason"),
+        sort: req.q("sort"),
+        page: req.q("page").parse().unwrap_or(1),
+    };
+    // User and partition are the controller's filters (squeue's -u and
+    // -p): only those jobs cross the wire.
+    let one = |v: &str| {
+        if v.is_empty() {
+            Vec::new()
+        } else {
+            vec![v.to_string()]
         }
-        _ => shown.sort_by_key(|j| j.job_id),
-    }
+    };
+    let jobs = job_rows(
+        ctx,
+        who,
+        proto::JobFilter {
+            users: one(q.user),
+            partitions: one(q.partition),
+            ..Default::default()
+        },
+    )?;
     let mut body = String::new();
     let field = |id: &str, label: &str, v: &str| {
         format!(
@@ -456,22 +467,25 @@ fn jobs_page(ctx: &Ctx, who: &Identity, req: &Req) -> Result<Out, String> {
         body,
         "<form method=\"get\" action=\"/jobs\" role=\"search\">{}{}{}{}\
          <label for=\"sort\">sort by</label> <select id=\"sort\" name=\"sort\">",
-        field("user", "user", user),
-        field("partition", "partition", part),
-        field("state", "state", state),
-        field("name", "name", name)
+        field("user", "user", q.user),
+        field("partition", "partition", q.partition),
+        field("state", "state", q.state),
+        field("name", "name", q.name)
     );
     for s in ["id", "user", "name", "state", "priority"] {
-        let sel = if s == sort { " selected" } else { "" };
+        let sel = if s == q.sort { " selected" } else { "" };
         let _ = write!(body, "<option{sel}>{s}</option>");
     }
-    let _ = write!(
-        body,
-        "</select> <button type=\"submit\">Filter</button></form><p>{} of {} jobs.</p>{}",
-        shown.len(),
-        jobs.len(),
-        pages::jobs_table(&shown, now)
-    );
+    body.push_str("</select> ");
+    if !q.reason.is_empty() {
+        let _ = write!(
+            body,
+            "<input type=\"hidden\" name=\"reason\" value=\"{}\">",
+            esc(q.reason)
+        );
+    }
+    body.push_str("<button type=\"submit\">Filter</button></form>");
+    body.push_str(&pages::jobs_listing(&jobs, &q));
     Ok(Out::html(200, page("Jobs", &who.user, Some(LIVE), &body)))
 }
 
@@ -522,7 +536,17 @@ fn job_page(
                 esc(&cli::explain::render(&x, now))
             );
         }
-        if let Ok(CtldResponse::Priorities(p)) = ask(ctx, who, CtldRequest::Priorities) {
+        // This job's factors alone; a controller older than the request
+        // is asked for the whole queue's.
+        let factors = ask(
+            ctx,
+            who,
+            CtldRequest::JobPriorities {
+                job_ids: vec![j.job_id.0],
+            },
+        )
+        .or_else(|_| ask(ctx, who, CtldRequest::Priorities));
+        if let Ok(CtldResponse::Priorities(p)) = factors {
             if let Some(row) = p.jobs.iter().find(|r| r.job_id == j.job_id) {
                 let f = &row.factors;
                 let rows: Vec<Vec<String>> = [
@@ -671,7 +695,7 @@ fn node_page(ctx: &Ctx, who: &Identity, name: &str) -> Result<Out, String> {
     let Some(n) = nodes.iter().find(|n| n.name == name) else {
         return Ok(error_page(who, 404, &format!("Node {name} not found")));
     };
-    let (jobs, now) = jobs_of(ctx, who)?;
+    let jobs = job_rows(ctx, who, proto::JobFilter::default())?;
     let state = n.state.sinfo_long();
     let gres = n
         .gres
@@ -718,19 +742,33 @@ fn node_page(ctx: &Ctx, who: &Identity, name: &str) -> Result<Out, String> {
     .into_iter()
     .map(|(k, v)| vec![esc(k), v])
     .collect();
-    let here: Vec<&JobInfo> = jobs
-        .iter()
-        .filter(|j| j.state == JobState::Running && j.nodes.iter().any(|x| x == name))
+    let here: Vec<pages::Job> = pages::jobs(&jobs)
+        .filter(|j| j.row.state == JobState::Running && j.nodes().any(|x| x == name))
         .collect();
+    // The controller keeps the last runs of each node in memory; an older
+    // controller that does not know the request leaves the list empty.
+    let runs = match ask(
+        ctx,
+        who,
+        CtldRequest::HealthChecks {
+            node: Some(name.to_string()),
+        },
+    ) {
+        Ok(CtldResponse::HealthChecks(r)) => r,
+        _ => Vec::new(),
+    };
+    let health = if runs.is_empty() {
+        "<p id=\"health\">No health check has run on this node since the controller started \
+         (slurm.conf's <code>HealthCheckProgram</code> sets one).</p>"
+            .to_string()
+    } else {
+        format!("<div id=\"health\">{}</div>", pages::health_table(&runs))
+    };
     let body = format!(
-        "{}<h2>Jobs on {}</h2>{}<h2>Health checks</h2><p>{}</p>",
+        "{}<h2>Jobs on {}</h2>{}<h2>Health checks</h2>{health}",
         table("Node", &["field", "value"], &rows),
         esc(name),
-        pages::jobs_table(&here, now),
-        esc(&match (&n.reason, n.state.drain) {
-            (Some(r), true) => format!("drained: {r}"),
-            _ => "no failed check is recorded on this node".to_string(),
-        })
+        pages::jobs_table(&here, jobs.now),
     );
     Ok(Out::html(
         200,
@@ -745,11 +783,7 @@ fn history_page(ctx: &Ctx, who: &Identity, req: &Req) -> Result<Out, String> {
     let jobs = match ask(
         ctx,
         who,
-        CtldRequest::AcctQuery(AcctQuery {
-            start: Some(from),
-            end: Some(now),
-            ..Default::default()
-        }),
+        CtldRequest::AcctQuery(finished_between(from, now)),
     )? {
         CtldResponse::AcctJobs(j) => j,
         _ => Vec::new(),
@@ -913,11 +947,7 @@ fn sim_run(ctx: &Ctx, ui: &UiState, who: &Identity, req: &Req) -> Out {
         match ask(
             ctx,
             who,
-            CtldRequest::AcctQuery(AcctQuery {
-                start: Some(now - days * 86_400),
-                end: Some(now),
-                ..Default::default()
-            }),
+            CtldRequest::AcctQuery(finished_between(now - days * 86_400, now)),
         ) {
             Ok(CtldResponse::AcctJobs(j)) => history_trace(&j),
             Ok(_) => String::new(),

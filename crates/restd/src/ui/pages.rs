@@ -3,9 +3,53 @@
 
 use super::html::{badge, duration, esc, table, time};
 use model::{JobState, Timestamp};
+use proto::health::HealthCheckRun;
 use proto::{AcctJob, JobInfo, NodeInfo, PartitionInfo, ShareRow};
+use proto::{JobRows, PackedRow};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+
+/// One job of the lists, borrowed from the controller's compact answer
+/// (`JobFilter::rows`): its texts are the answer's, shared by every job
+/// that names them, so a queue of 10,000 costs no text per job.
+#[derive(Clone, Copy)]
+pub struct Job<'a> {
+    /// The row.
+    pub row: &'a PackedRow,
+    rows: &'a JobRows,
+}
+
+impl<'a> Job<'a> {
+    /// The job's name.
+    pub fn name(&self) -> &'a str {
+        self.rows.text(self.row.name)
+    }
+    /// Its user's name.
+    pub fn user(&self) -> &'a str {
+        self.rows.text(self.row.user)
+    }
+    /// Its partition (or partitions, comma-separated, while pending).
+    pub fn partition(&self) -> &'a str {
+        self.rows.text(self.row.partition)
+    }
+    /// The names of its nodes.
+    pub fn nodes(&self) -> impl Iterator<Item = &'a str> + 'a {
+        let rows = self.rows;
+        self.row.nodes().iter().map(move |i| rows.text(*i))
+    }
+    /// Its id as squeue prints it (`12_3` for array tasks).
+    pub fn id_str(&self) -> String {
+        match (self.row.array_job_id(), self.row.array_task_id()) {
+            (Some(a), Some(t)) => format!("{a}_{t}"),
+            _ => self.row.job_id.0.to_string(),
+        }
+    }
+}
+
+/// Every job of an answer.
+pub fn jobs(rows: &JobRows) -> impl Iterator<Item = Job<'_>> + '_ {
+    rows.rows().map(move |row| Job { row, rows })
+}
 
 /// A node's GRES as `gpu:2 (1 used)`.
 fn gres_words(n: &NodeInfo) -> String {
@@ -64,9 +108,29 @@ pub fn node_grid(nodes: &[NodeInfo]) -> String {
 }
 
 /// Partitions with their load: CPUs allocated of their nodes' CPUs, jobs
-/// running and pending.
-pub fn partitions_table(parts: &[PartitionInfo], nodes: &[NodeInfo], jobs: &[JobInfo]) -> String {
+/// running and pending (a pending job that may run in several counts in
+/// each).
+pub fn partitions_table(parts: &[PartitionInfo], nodes: &[NodeInfo], jobs: &JobRows) -> String {
     let by_name: BTreeMap<&str, &NodeInfo> = nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    // Counted by the partition text's index first: a few distinct texts,
+    // however many jobs.
+    let mut by_text: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
+    for row in jobs.rows() {
+        let c = by_text.entry(row.partition).or_default();
+        match row.state {
+            JobState::Running => c.0 += 1,
+            JobState::Pending => c.1 += 1,
+            _ => {}
+        }
+    }
+    let mut by_part: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for (text, (running, pending)) in &by_text {
+        for p in jobs.text(*text).split(',') {
+            let c = by_part.entry(p).or_default();
+            c.0 += running;
+            c.1 += pending;
+        }
+    }
     let rows: Vec<Vec<String>> = parts
         .iter()
         .map(|p| {
@@ -77,17 +141,7 @@ pub fn partitions_table(parts: &[PartitionInfo], nodes: &[NodeInfo], jobs: &[Job
                     total += u64::from(n.cpus);
                 }
             }
-            let in_part = |j: &&JobInfo| j.partition.split(',').any(|x| x == p.name);
-            let running = jobs
-                .iter()
-                .filter(in_part)
-                .filter(|j| j.state == JobState::Running)
-                .count();
-            let pending = jobs
-                .iter()
-                .filter(in_part)
-                .filter(|j| j.state == JobState::Pending)
-                .count();
+            let (running, pending) = by_part.get(p.name.as_str()).copied().unwrap_or_default();
             vec![
                 format!("{}{}", esc(&p.name), if p.default { "*" } else { "" }),
                 esc(&p.state),
@@ -112,14 +166,17 @@ pub fn partitions_table(parts: &[PartitionInfo], nodes: &[NodeInfo], jobs: &[Job
     )
 }
 
-/// The queue at a glance: running, and pending by reason.
-pub fn queue_summary(jobs: &[JobInfo]) -> String {
-    let running = jobs.iter().filter(|j| j.state == JobState::Running).count();
-    let mut by_reason: BTreeMap<String, usize> = BTreeMap::new();
-    for j in jobs.iter().filter(|j| j.state == JobState::Pending) {
-        *by_reason
-            .entry(j.reason.as_slurm_str().to_string())
-            .or_default() += 1;
+/// The queue at a glance: running, and pending by reason (counts only:
+/// the queue itself is `/jobs`' to list).
+pub fn queue_summary(jobs: &JobRows) -> String {
+    let mut running = 0usize;
+    let mut by_reason: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for row in jobs.rows() {
+        match row.state {
+            JobState::Running => running += 1,
+            JobState::Pending => *by_reason.entry(row.reason.as_slurm_str()).or_default() += 1,
+            _ => {}
+        }
     }
     let pending: usize = by_reason.values().sum();
     let rows: Vec<Vec<String>> = by_reason
@@ -174,28 +231,148 @@ pub fn busy_series(
     out
 }
 
-/// The jobs table, filtered and sorted.
-pub fn jobs_table(jobs: &[&JobInfo], now: Timestamp) -> String {
+/// How many jobs one page of `/jobs` lists: a queue of 10,000 is a
+/// few pages' links, not a 3 MB table.
+pub const JOBS_PER_PAGE: usize = 200;
+
+/// `/jobs`' query: filters, sort key and page (1-based).
+#[derive(Debug, Default)]
+pub struct JobQuery<'a> {
+    /// A user name (exact).
+    pub user: &'a str,
+    /// A partition the job may run in.
+    pub partition: &'a str,
+    /// A state word (`PENDING`, any case).
+    pub state: &'a str,
+    /// Part of the job's name.
+    pub name: &'a str,
+    /// A pending reason (`Resources`), from the overview's links.
+    pub reason: &'a str,
+    /// `id` (default), `user`, `name`, `state` or `priority`.
+    pub sort: &'a str,
+    /// The page, from 1.
+    pub page: usize,
+}
+
+impl JobQuery<'_> {
+    /// The query's link to another page of the same list.
+    fn link(&self, page: usize) -> String {
+        let mut s = String::from("/jobs?");
+        for (k, v) in [
+            ("user", self.user),
+            ("partition", self.partition),
+            ("state", self.state),
+            ("name", self.name),
+            ("reason", self.reason),
+            ("sort", self.sort),
+        ] {
+            if !v.is_empty() {
+                let _ = write!(s, "{k}={}&", super::html::url_enc(v));
+            }
+        }
+        let _ = write!(s, "page={page}");
+        s
+    }
+}
+
+/// The jobs `q` selects, sorted as it asks: views, no copies.
+pub fn select_jobs<'a>(jobs: &'a JobRows, q: &JobQuery) -> Vec<Job<'a>> {
+    let mut shown: Vec<Job<'a>> = self::jobs(jobs)
+        .filter(|j| q.user.is_empty() || j.user() == q.user)
+        .filter(|j| q.partition.is_empty() || j.partition().split(',').any(|p| p == q.partition))
+        .filter(|j| q.state.is_empty() || j.row.state.as_slurm_str().eq_ignore_ascii_case(q.state))
+        .filter(|j| q.name.is_empty() || j.name().contains(q.name))
+        .filter(|j| q.reason.is_empty() || j.row.reason.as_slurm_str() == q.reason)
+        .collect();
+    let id = |j: &Job| j.row.job_id;
+    match q.sort {
+        "user" => shown.sort_by(|a, b| a.user().cmp(b.user()).then(id(a).cmp(&id(b)))),
+        "name" => shown.sort_by(|a, b| a.name().cmp(b.name()).then(id(a).cmp(&id(b)))),
+        "state" => shown.sort_by(|a, b| {
+            a.row
+                .state
+                .as_slurm_str()
+                .cmp(b.row.state.as_slurm_str())
+                .then(id(a).cmp(&id(b)))
+        }),
+        "priority" => {
+            shown.sort_by(|a, b| b.row.priority.cmp(&a.row.priority).then(id(a).cmp(&id(b))))
+        }
+        _ => shown.sort_by_key(|j| j.row.job_id),
+    }
+    shown
+}
+
+/// `/jobs`' list: how many match, one page of them ([`JOBS_PER_PAGE`])
+/// and links to the others.
+pub fn jobs_listing(jobs: &JobRows, q: &JobQuery) -> String {
+    let shown = select_jobs(jobs, q);
+    let n_pages = shown.len().div_ceil(JOBS_PER_PAGE).max(1);
+    let page = q.page.clamp(1, n_pages);
+    let from = (page - 1) * JOBS_PER_PAGE;
+    let to = (from + JOBS_PER_PAGE).min(shown.len());
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<p id=\"shown\">Showing {} of {} jobs.</p>",
+        if shown.is_empty() {
+            "0".to_string()
+        } else {
+            format!("{}\u{2013}{}", from + 1, to)
+        },
+        shown.len(),
+    );
+    let pager = if n_pages > 1 {
+        let mut p = String::from("<nav class=\"pager\" aria-label=\"pages\">");
+        if page > 1 {
+            let _ = write!(
+                p,
+                "<a href=\"{}\" rel=\"prev\">previous</a> ",
+                esc(&q.link(page - 1))
+            );
+        }
+        let _ = write!(p, "page {page} of {n_pages}");
+        if page < n_pages {
+            let _ = write!(
+                p,
+                " <a href=\"{}\" rel=\"next\">next</a>",
+                esc(&q.link(page + 1))
+            );
+        }
+        p.push_str("</nav>");
+        p
+    } else {
+        String::new()
+    };
+    s.push_str(&pager);
+    s.push_str(&jobs_table(&shown[from..to], jobs.now));
+    s.push_str(&pager);
+    s
+}
+
+/// The jobs table.
+pub fn jobs_table(jobs: &[Job], now: Timestamp) -> String {
     let rows: Vec<Vec<String>> = jobs
         .iter()
         .map(|j| {
-            let t = match j.start_time {
-                Some(s) if j.state == JobState::Running => duration(now - s),
+            let r = j.row;
+            let t = match r.start_time() {
+                Some(s) if r.state == JobState::Running => duration(now - s),
                 _ => "0:00".to_string(),
             };
             vec![
-                format!("<a href=\"/jobs/{id}\">{id}</a>", id = esc(&job_id_str(j))),
-                esc(&j.name),
-                esc(&j.user),
-                esc(&j.partition),
-                esc(j.state.as_slurm_str()),
-                esc(&if j.state == JobState::Pending {
-                    j.reason.as_slurm_str().to_string()
+                format!("<a href=\"/jobs/{id}\">{id}</a>", id = esc(&j.id_str())),
+                esc(j.name()),
+                esc(j.user()),
+                esc(j.partition()),
+                esc(r.state.as_slurm_str()),
+                esc(&if r.state == JobState::Pending {
+                    r.reason.as_slurm_str().to_string()
                 } else {
-                    hostlist::compress(&j.nodes)
+                    hostlist::compress(&j.nodes().collect::<Vec<_>>())
                 }),
                 t,
-                model::units::format_time_limit(j.time_limit),
+                model::units::format_time_limit(r.time_limit()),
             ]
         })
         .collect();
@@ -383,4 +560,46 @@ pub fn history(jobs: &[AcctJob], from: i64, to: i64) -> String {
         s.push_str(&chart.html_table());
     }
     s
+}
+
+/// A node's recent health-check runs, newest first: when, how it ended,
+/// its first output line, what the daemon did and whether the node was
+/// drained after it.
+pub fn health_table(runs: &[HealthCheckRun]) -> String {
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .rev()
+        .map(|r| {
+            let result = if r.ok {
+                "<span class=\"ok-word\">passed</span>".to_string()
+            } else {
+                format!(
+                    "<strong class=\"fail-word\">failed</strong> ({})",
+                    esc(&match r.exit_code {
+                        Some(c) => format!("exit code {c}"),
+                        None if r.why.is_empty() => "no exit code".to_string(),
+                        None => r.why.clone(),
+                    })
+                )
+            };
+            let drained = match (&r.reason, r.drained) {
+                (Some(reason), true) => format!("drained: {}", esc(reason)),
+                (None, true) => "drained".to_string(),
+                _ => "no".to_string(),
+            };
+            vec![
+                time(r.start),
+                format!("{}.{:03} s", r.duration_ms / 1000, r.duration_ms % 1000),
+                result,
+                esc(&r.output),
+                esc(r.action.as_str()),
+                drained,
+            ]
+        })
+        .collect();
+    table(
+        "Recent health checks (newest first)",
+        &["started", "took", "result", "output", "action", "drained"],
+        &rows,
+    )
 }

@@ -45,6 +45,17 @@ fn job(id: u32, user: &str, state: JobState) -> JobInfo {
     }
 }
 
+/// The jobs as the controller's compact rows (what the lists read).
+fn rows(jobs: &[JobInfo]) -> proto::JobRows {
+    proto::JobRows::from_list(
+        &proto::JobList {
+            jobs: jobs.to_vec(),
+            now: 2_000,
+        },
+        &proto::JobFilter::default(),
+    )
+}
+
 /// Parses a page's HTML as XML where it is well-formed enough: the pages
 /// are written as XHTML-compatible markup, except the doctype.
 fn well_formed(html: &str) {
@@ -109,7 +120,7 @@ fn the_queue_summary_counts_pending_jobs_by_reason() {
         job(2, "alice", JobState::Pending),
         job(3, "bob", JobState::Pending),
     ];
-    let q = pages::queue_summary(&jobs);
+    let q = pages::queue_summary(&rows(&jobs));
     assert!(q.contains("<strong>1</strong> running, <strong>2</strong> pending."));
     assert!(q.contains(">Resources</a></td><td>2</td>"), "{q}");
     well_formed(&q);
@@ -118,8 +129,8 @@ fn the_queue_summary_counts_pending_jobs_by_reason() {
 #[test]
 fn job_tables_escape_names_and_link_each_job() {
     let jobs = [job(7, "alice", JobState::Pending)];
-    let refs: Vec<&JobInfo> = jobs.iter().collect();
-    let t = pages::jobs_table(&refs, 2_000);
+    let r = rows(&jobs);
+    let t = pages::jobs_table(&pages::jobs(&r).collect::<Vec<_>>(), 2_000);
     assert!(t.contains("<a href=\"/jobs/7\">7</a>"));
     assert!(t.contains("job&lt;7&gt;"));
     assert!(t.contains("<td>1:00:00</td>"), "{t}");
@@ -263,4 +274,156 @@ fn the_history_becomes_a_trace() {
         history_trace(&[j]),
         "; UnixStartTime: 1000\n1 0 10 60 2 -1 -1 2 120 -1 1 5 -1 -1 -1 -1 -1 -1\n"
     );
+}
+
+#[test]
+fn health_checks_show_newest_first_with_the_failure_and_the_drain() {
+    use proto::health::{HealthCheckAction, HealthCheckRun};
+    let runs = [
+        HealthCheckRun {
+            node: "n1".into(),
+            start: 86_400,
+            duration_ms: 12,
+            ok: true,
+            exit_code: Some(0),
+            ..Default::default()
+        },
+        HealthCheckRun {
+            node: "n1".into(),
+            start: 86_460,
+            duration_ms: 1_250,
+            ok: false,
+            exit_code: Some(1),
+            why: "/etc/nhc exited with exit status: 1".into(),
+            output: "disk <scratch> full".into(),
+            action: HealthCheckAction::Drained,
+            drained: true,
+            reason: Some("disk <scratch> full".into()),
+        },
+    ];
+    let t = pages::health_table(&runs);
+    let failed = t.find("failed").expect("the failed run");
+    let passed = t.find("passed").expect("the passing run");
+    assert!(failed < passed, "newest first: {t}");
+    assert!(t.contains("exit code 1"), "{t}");
+    assert!(t.contains("disk &lt;scratch&gt; full"), "{t}");
+    assert!(t.contains("drained: disk &lt;scratch&gt; full"), "{t}");
+    assert!(t.contains("drained the node"), "{t}");
+    assert!(t.contains("1.250 s"), "{t}");
+    assert!(t.contains("1970-01-02 00:01:00"), "{t}");
+    well_formed(&page("Node n1", "alice", None, &t));
+}
+
+#[test]
+fn the_jobs_list_pages_a_long_queue_and_keeps_its_filters() {
+    let jobs: Vec<JobInfo> = (1..=450)
+        .map(|i| {
+            job(
+                i,
+                if i % 2 == 0 { "alice" } else { "bob" },
+                JobState::Pending,
+            )
+        })
+        .collect();
+    let q = pages::JobQuery {
+        sort: "id",
+        page: 1,
+        ..Default::default()
+    };
+    let jobs_rows = rows(&jobs);
+    let first = pages::jobs_listing(&jobs_rows, &q);
+    assert!(
+        first.contains("Showing 1\u{2013}200 of 450 jobs."),
+        "{first}"
+    );
+    assert_eq!(first.matches("<a href=\"/jobs/").count(), 200);
+    assert!(first.contains("page 1 of 3"));
+    assert!(first.contains("href=\"/jobs?sort=id&amp;page=2\" rel=\"next\""));
+    assert!(!first.contains("rel=\"prev\""));
+    // The last page: the rest, a way back, none forward.
+    let last = pages::jobs_listing(&jobs_rows, &pages::JobQuery { page: 3, ..q });
+    assert!(
+        last.contains("Showing 401\u{2013}450 of 450 jobs."),
+        "{last}"
+    );
+    assert_eq!(last.matches("<a href=\"/jobs/").count(), 50);
+    assert!(last.contains("rel=\"prev\"") && !last.contains("rel=\"next\""));
+    // A page past the end shows the last one.
+    let past = pages::jobs_listing(
+        &jobs_rows,
+        &pages::JobQuery {
+            page: 99,
+            ..pages::JobQuery::default()
+        },
+    );
+    assert!(past.contains("Showing 401\u{2013}450"), "{past}");
+    // Filters narrow the count and travel in the links, encoded.
+    let q = pages::JobQuery {
+        user: "alice",
+        name: "job<1",
+        sort: "priority",
+        page: 1,
+        ..Default::default()
+    };
+    let some = pages::jobs_listing(&jobs_rows, &q);
+    let n = jobs
+        .iter()
+        .filter(|j| j.user == "alice" && j.name.contains("job<1"))
+        .count();
+    assert!(
+        some.contains(&format!("Showing 1\u{2013}{n} of {n} jobs.")),
+        "{some}"
+    );
+    assert!(!some.contains("page 1 of"), "one page: no pager");
+    let none = pages::jobs_listing(&rows(&[]), &pages::JobQuery::default());
+    assert!(none.contains("Showing 0 of 0 jobs."), "{none}");
+    well_formed(&page("Jobs", "alice", None, &first));
+}
+
+#[test]
+fn query_values_are_percent_encoded() {
+    assert_eq!(html::url_enc("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
+    assert_eq!(html::url_enc("job-1_x.y~"), "job-1_x.y~");
+}
+
+#[test]
+fn partitions_count_their_running_and_pending_jobs() {
+    let parts = [
+        proto::PartitionInfo {
+            name: "debug".into(),
+            default: true,
+            nodes: vec!["n1".into(), "n2".into()],
+            state: "UP".into(),
+            ..crate::openapi::example_partition()
+        },
+        proto::PartitionInfo {
+            name: "gpu".into(),
+            default: false,
+            nodes: vec!["n2".into()],
+            state: "UP".into(),
+            ..crate::openapi::example_partition()
+        },
+    ];
+    let nodes = [
+        node("n1", NodeBase::Mixed, 2),
+        node("n2", NodeBase::Idle, 0),
+    ];
+    let mut both = job(4, "bob", JobState::Pending);
+    both.partition = "debug,gpu".into();
+    let jobs = [
+        job(1, "alice", JobState::Running),
+        job(2, "alice", JobState::Pending),
+        job(3, "bob", JobState::Pending),
+        both,
+    ];
+    let t = pages::partitions_table(&parts, &nodes, &rows(&jobs));
+    assert!(
+        t.contains("<td>debug*</td><td>UP</td><td>2</td><td>2/8 (25%)</td><td>1</td><td>3</td>"),
+        "{t}"
+    );
+    assert!(
+        t.contains("<td>gpu</td><td>UP</td><td>1</td><td>0/4 (0%)</td><td>0</td><td>1</td>"),
+        "{t}"
+    );
+    well_formed(&t);
 }
