@@ -11,12 +11,15 @@
 #![warn(missing_docs)]
 
 pub mod driver;
+pub mod fast;
 pub mod report;
 pub mod sacct;
 pub mod swf;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_fast;
 
 use anyhow::Context;
 use std::io::{IsTerminal, Read, Write};
@@ -50,6 +53,10 @@ Options:
                       with --topology: place jobs as without one, and
                       report against it (the comparison)
   --skip-bad-lines    report malformed trace lines and go on (default: refuse)
+  --engine            run --policy fcfs|easy through the controller's engine
+                      as every other run (slower, the same schedule); by
+                      default they take a loop of their own where it is
+                      exact (docs/simulator.md)
   --quiet             no progress bar
 ";
 
@@ -80,6 +87,8 @@ pub struct Args {
     pub topology: Option<PathBuf>,
     /// `--topology-report-only`: `topology` for the report alone.
     pub topology_report_only: bool,
+    /// `--engine`: FCFS and EASY through the engine too, not `fast`'s loop.
+    pub engine: bool,
 }
 
 /// A trace's form.
@@ -194,6 +203,7 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
             "--topology" => a.topology = Some(PathBuf::from(value("--topology")?)),
             "--topology-report-only" => a.topology_report_only = true,
             "--skip-bad-lines" => a.skip_bad_lines = true,
+            "--engine" => a.engine = true,
             "--quiet" | "-q" => a.quiet = true,
             other => return Err(format!("unknown option {other:?}")),
         }
@@ -351,7 +361,13 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
         }
     };
     let started = std::time::Instant::now();
-    let out = driver::simulate(&trace, &cfg, sched.clone(), false, &mut progress);
+    let out = if fast_path(args, &trace) {
+        let cpus: Vec<u32> = cfg.nodes.iter().map(|n| n.cpus).collect();
+        let easy = sched.policy == sched::Policy::Easy;
+        fast::simulate(&trace, &cpus, easy, args.csv.is_some(), &mut progress)
+    } else {
+        driver::simulate(&trace, &cfg, sched.clone(), false, &mut progress)
+    };
     let secs = started.elapsed().as_secs_f64();
     for (id, why) in &out.refused {
         eprintln!("muster sim: job {id} refused: {why}");
@@ -400,6 +416,20 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
         (false, None) => summary.text(),
         (false, Some(t)) => summary.text() + &t.text(),
     })
+}
+
+/// Whether this run takes `fast`'s loop: `--policy fcfs` or `easy` on
+/// the trace's own machine (no `--config`, no `--topology`, no
+/// `--engine`), with no job the loop leaves to the engine
+/// (`fast::ineligible`).
+pub fn fast_path(args: &Args, trace: &swf::Trace) -> bool {
+    matches!(
+        args.policy,
+        Some(sched::Policy::Fcfs | sched::Policy::Easy)
+    ) && args.config.is_none()
+        && args.topology.is_none()
+        && !args.engine
+        && fast::ineligible(trace).is_none()
 }
 
 /// Reads `path` (topology.conf) into `cfg`, with the plugin its lines are
