@@ -280,7 +280,8 @@ impl Run<'_> {
     fn pass(&mut self, t: i64, mut head: usize) -> usize {
         loop {
             let Some(h) = self.waiting.first(head, CAP, CAP, i64::MAX) else {
-                return self.trace.jobs.len();
+                // None waits: the next one will be submitted after `head`.
+                return head;
             };
             head = h;
             let p = u64::from(self.trace.jobs[h].procs);
