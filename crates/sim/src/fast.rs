@@ -356,7 +356,11 @@ pub fn simulate(
         expected: BTreeMap::new(),
         nodes: want_nodes.then(|| Nodes::new(cpus)),
         held: Vec::new(),
-        held_at: if want_nodes { vec![(0, 0); n] } else { Vec::new() },
+        held_at: if want_nodes {
+            vec![(0, 0); n]
+        } else {
+            Vec::new()
+        },
     };
     let mut out = Outcome::default();
     let (mut next, mut done, mut head, mut batches) = (0usize, 0usize, 0usize, 0u64);

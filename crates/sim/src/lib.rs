@@ -423,10 +423,8 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
 /// `--engine`), with no job the loop leaves to the engine
 /// (`fast::ineligible`).
 pub fn fast_path(args: &Args, trace: &swf::Trace) -> bool {
-    matches!(
-        args.policy,
-        Some(sched::Policy::Fcfs | sched::Policy::Easy)
-    ) && args.config.is_none()
+    matches!(args.policy, Some(sched::Policy::Fcfs | sched::Policy::Easy))
+        && args.config.is_none()
         && args.topology.is_none()
         && !args.engine
         && fast::ineligible(trace).is_none()

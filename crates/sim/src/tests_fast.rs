@@ -66,7 +66,12 @@ fn compare(trace: &Trace, policy: Policy) -> Result<(), String> {
     }
     // Without nodes asked for, the same schedule.
     let bare = fast_run(trace, policy, false);
-    let starts = |o: &Outcome| o.records.iter().map(|r| (r.id, r.start)).collect::<Vec<_>>();
+    let starts = |o: &Outcome| {
+        o.records
+            .iter()
+            .map(|r| (r.id, r.start))
+            .collect::<Vec<_>>()
+    };
     if starts(&bare) != starts(&fast) || bare.passes != fast.passes {
         return Err(format!("{policy:?}: the run without nodes differs"));
     }
