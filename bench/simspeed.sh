@@ -7,7 +7,7 @@
 # For every trace in $TRACES (default /work/shared/data/traces) and two
 # synthetic ones (bench/synth_swf.py; sizes the Python loop finishes in
 # reasonable time, SYNTH="JOBS:NODES ..."), the least user + system seconds
-# (/usr/bin/time) of RUNS runs (default 3) of: the Python simulator
+# (getrusage) of RUNS runs (default 3; PYRUNS for Python's) of: the Python simulator
 # (--policy easy and fcfs) and `muster sim --json --quiet` (--policy easy,
 # fcfs and the default), and the ratio Python / muster. `muster sim` on a
 # synthetic trace of BIG jobs (default 1,000,000; 0 skips it) is timed once
@@ -17,23 +17,31 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MUSTER=${1:-$ROOT/target/release/muster}
 T=${TRACES:-/work/shared/data/traces}
 RUNS=${RUNS:-3}
-SYNTH=${SYNTH:-"10000:1000 20000:2000"}
+SYNTH=${SYNTH:-"2000:200 10000:1000"}
 BIG=${BIG:-1000000}
 WORK=$(mktemp -d /tmp/simspeed.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
-# The least user+sys seconds of RUNS runs of the command.
+# The least user+sys seconds of RUNS runs of the command (getrusage of the
+# child, to the microsecond: /usr/bin/time prints hundredths).
 cpu() {
-    local best="" i
-    for ((i = 0; i < RUNS; i++)); do
-        /usr/bin/time -f "%U %S" -o "$WORK/t" "$@" >/dev/null 2>"$WORK/err" || {
-            echo failed; return
-        }
-        local s
-        s=$(awk '{ printf "%.3f", $1 + $2 }' "$WORK/t")
-        if [ -z "$best" ] || awk "BEGIN { exit !($s < $best) }"; then best=$s; fi
-    done
-    echo "$best"
+    local runs=$RUNS
+    [ "$1" = python3 ] && runs=${PYRUNS:-$RUNS}
+    python3 - "$runs" "$@" <<'PY'
+import resource, subprocess, sys
+runs, cmd = int(sys.argv[1]), sys.argv[2:]
+best = None
+for _ in range(runs):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if r.returncode != 0:
+        print("failed")
+        sys.exit()
+    s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    best = s if best is None else min(best, s)
+print(f"{best:.3f}")
+PY
 }
 ratio() { awk "BEGIN { if ($2 > 0) printf \"%.1f\", $1 / $2; else print \"-\" }"; }
 

@@ -216,11 +216,17 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
 pub fn read_trace(path: &Path) -> anyhow::Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut text = String::new();
+        // Room for the whole text at once, from the size the gzip trailer
+        // gives (of its last member, modulo 4 GiB: a hint): a string grown
+        // by doubling copies itself into fresh pages each time.
+        let hint = bytes
+            .last_chunk::<4>()
+            .map_or(0, |b| u32::from_le_bytes(*b) as usize);
+        let mut text = Vec::with_capacity(hint.max(bytes.len() * 4) + 1);
         flate2::read::MultiGzDecoder::new(bytes.as_slice())
-            .read_to_string(&mut text)
+            .read_to_end(&mut text)
             .with_context(|| format!("decompressing {}", path.display()))?;
-        Ok(text)
+        String::from_utf8(text).with_context(|| format!("{} is not text", path.display()))
     } else {
         String::from_utf8(bytes).with_context(|| format!("{} is not text", path.display()))
     }
@@ -423,11 +429,16 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
 /// `--engine`), with no job the loop leaves to the engine
 /// (`fast::ineligible`).
 pub fn fast_path(args: &Args, trace: &swf::Trace) -> bool {
+    may_take_fast_path(args) && fast::ineligible(trace).is_none()
+}
+
+/// Whether the options allow `fast`'s loop (the trace decides the rest:
+/// `fast_path`).
+pub fn may_take_fast_path(args: &Args) -> bool {
     matches!(args.policy, Some(sched::Policy::Fcfs | sched::Policy::Easy))
         && args.config.is_none()
         && args.topology.is_none()
         && !args.engine
-        && fast::ineligible(trace).is_none()
 }
 
 /// Reads `path` (topology.conf) into `cfg`, with the plugin its lines are
