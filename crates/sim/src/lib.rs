@@ -5,6 +5,9 @@
 //! - `swf`: Standard Workload Format traces (plain or gzip) to normalized jobs.
 //! - `driver`: the virtual clock around `engine::Engine` (no simulator-only
 //!   scheduler: the same `schedule` the controller runs).
+//! - `fast`: `--policy fcfs` and `easy` on a trace's own machine, in a loop
+//!   of their own that gives the engine's schedule to the digit (`--engine`
+//!   runs them through `driver` instead).
 //! - `report`: summary, per-job CSV, SVG picture.
 //!
 //! Only `main` and `read_trace` touch files, the clock and the terminal.
