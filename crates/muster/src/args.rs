@@ -248,6 +248,11 @@ pub struct SimArgs {
     /// With --topology: place jobs as without one, and report against it
     #[arg(long, requires = "topology")]
     pub topology_report_only: bool,
+    /// Run --policy fcfs|easy through the controller's engine as every
+    /// other run (slower, the same schedule); by default they take a loop
+    /// of their own where that is exact (docs/simulator.md)
+    #[arg(long)]
+    pub engine: bool,
 }
 
 impl SimArgs {
@@ -276,6 +281,7 @@ impl SimArgs {
             quiet: self.quiet,
             topology: self.topology.clone(),
             topology_report_only: self.topology_report_only,
+            engine: self.engine,
         }
     }
 }

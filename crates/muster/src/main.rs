@@ -184,7 +184,11 @@ fn run(command: args::Sub) -> i32 {
         Sub::Sim(a) => {
             // The simulator allocates at every event: mimalloc (`alloc`).
             alloc::use_mimalloc();
-            match sim::run(&a.to_sim()) {
+            let args = a.to_sim();
+            if sim::may_take_fast_path(&args) {
+                alloc::no_huge_pages();
+            }
+            match sim::run(&args) {
                 Ok(text) => {
                     print!("{text}");
                     0

@@ -5,18 +5,24 @@
 //! - `swf`: Standard Workload Format traces (plain or gzip) to normalized jobs.
 //! - `driver`: the virtual clock around `engine::Engine` (no simulator-only
 //!   scheduler: the same `schedule` the controller runs).
+//! - `fast`: `--policy fcfs` and `easy` on a trace's own machine, in a loop
+//!   of their own that gives the engine's schedule to the digit (`--engine`
+//!   runs them through `driver` instead).
 //! - `report`: summary, per-job CSV, SVG picture.
 //!
 //! Only `main` and `read_trace` touch files, the clock and the terminal.
 #![warn(missing_docs)]
 
 pub mod driver;
+pub mod fast;
 pub mod report;
 pub mod sacct;
 pub mod swf;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_fast;
 
 use anyhow::Context;
 use std::io::{IsTerminal, Read, Write};
@@ -50,6 +56,10 @@ Options:
                       with --topology: place jobs as without one, and
                       report against it (the comparison)
   --skip-bad-lines    report malformed trace lines and go on (default: refuse)
+  --engine            run --policy fcfs|easy through the controller's engine
+                      as every other run (slower, the same schedule); by
+                      default they take a loop of their own where it is
+                      exact (docs/simulator.md)
   --quiet             no progress bar
 ";
 
@@ -80,6 +90,8 @@ pub struct Args {
     pub topology: Option<PathBuf>,
     /// `--topology-report-only`: `topology` for the report alone.
     pub topology_report_only: bool,
+    /// `--engine`: FCFS and EASY through the engine too, not `fast`'s loop.
+    pub engine: bool,
 }
 
 /// A trace's form.
@@ -194,6 +206,7 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
             "--topology" => a.topology = Some(PathBuf::from(value("--topology")?)),
             "--topology-report-only" => a.topology_report_only = true,
             "--skip-bad-lines" => a.skip_bad_lines = true,
+            "--engine" => a.engine = true,
             "--quiet" | "-q" => a.quiet = true,
             other => return Err(format!("unknown option {other:?}")),
         }
@@ -206,11 +219,17 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
 pub fn read_trace(path: &Path) -> anyhow::Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut text = String::new();
+        // Room for the whole text at once, from the size the gzip trailer
+        // gives (of its last member, modulo 4 GiB: a hint): a string grown
+        // by doubling copies itself into fresh pages each time.
+        let hint = bytes
+            .last_chunk::<4>()
+            .map_or(0, |b| u32::from_le_bytes(*b) as usize);
+        let mut text = Vec::with_capacity(hint.max(bytes.len() * 4) + 1);
         flate2::read::MultiGzDecoder::new(bytes.as_slice())
-            .read_to_string(&mut text)
+            .read_to_end(&mut text)
             .with_context(|| format!("decompressing {}", path.display()))?;
-        Ok(text)
+        String::from_utf8(text).with_context(|| format!("{} is not text", path.display()))
     } else {
         String::from_utf8(bytes).with_context(|| format!("{} is not text", path.display()))
     }
@@ -351,7 +370,13 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
         }
     };
     let started = std::time::Instant::now();
-    let out = driver::simulate(&trace, &cfg, sched.clone(), false, &mut progress);
+    let out = if fast_path(args, &trace) {
+        let cpus: Vec<u32> = cfg.nodes.iter().map(|n| n.cpus).collect();
+        let easy = sched.policy == sched::Policy::Easy;
+        fast::simulate(&trace, &cpus, easy, args.csv.is_some(), &mut progress)
+    } else {
+        driver::simulate(&trace, &cfg, sched.clone(), false, &mut progress)
+    };
     let secs = started.elapsed().as_secs_f64();
     for (id, why) in &out.refused {
         eprintln!("muster sim: job {id} refused: {why}");
@@ -400,6 +425,23 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
         (false, None) => summary.text(),
         (false, Some(t)) => summary.text() + &t.text(),
     })
+}
+
+/// Whether this run takes `fast`'s loop: `--policy fcfs` or `easy` on
+/// the trace's own machine (no `--config`, no `--topology`, no
+/// `--engine`), with no job the loop leaves to the engine
+/// (`fast::ineligible`).
+pub fn fast_path(args: &Args, trace: &swf::Trace) -> bool {
+    may_take_fast_path(args) && fast::ineligible(trace).is_none()
+}
+
+/// Whether the options allow `fast`'s loop (the trace decides the rest:
+/// `fast_path`).
+pub fn may_take_fast_path(args: &Args) -> bool {
+    matches!(args.policy, Some(sched::Policy::Fcfs | sched::Policy::Easy))
+        && args.config.is_none()
+        && args.topology.is_none()
+        && !args.engine
 }
 
 /// Reads `path` (topology.conf) into `cfg`, with the plugin its lines are

@@ -216,7 +216,10 @@ fn parse_line(text: &str) -> Result<Raw, String> {
 /// Reads a trace's text and normalizes it.
 pub fn parse(text: &str, bad: BadLines) -> Result<Trace, TraceError> {
     let (mut max_nodes, mut max_procs, mut unix_start) = (None, None, None);
-    let mut raws = Vec::new();
+    // Room for every line at once (a job's line has 18 fields, at least
+    // 36 bytes): a list grown by doubling copies itself into fresh pages,
+    // which cost more than the parse on a small trace.
+    let mut raws = Vec::with_capacity(text.len() / 36 + 1);
     let mut skipped = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let t = line.trim_ascii();
@@ -283,7 +286,7 @@ pub(crate) fn normalize(
     };
     let total = machine.procs() as i64;
     let mut dropped = (0, 0, 0);
-    let mut jobs = Vec::new();
+    let mut jobs = Vec::with_capacity(raws.len());
     for r in raws {
         let procs = procs_of(&r);
         if r.run <= 0 {

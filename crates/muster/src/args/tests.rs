@@ -141,6 +141,14 @@ fn sim_keeps_its_flags() {
         panic!("not sim");
     };
     assert_eq!(a.to_sim().policy, sim::parse_policy("fcfs"));
+    assert!(!a.to_sim().engine);
+    let Sub::Sim(a) = parse(&["sim", "--trace", "t", "--policy", "easy", "--engine"])
+        .unwrap()
+        .command
+    else {
+        panic!("not sim");
+    };
+    assert!(a.to_sim().engine, "--engine runs EASY through the engine");
     assert!(parse(&["sim"]).is_err(), "--trace is required");
     assert!(parse(&["sim", "--trace", "t", "--policy", "lifo"]).is_err());
 }
