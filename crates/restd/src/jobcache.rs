@@ -59,7 +59,13 @@ struct Entry {
 impl JobCache {
     /// `jobs` written by `render` as a listing puts them: one [`J::Raw`]
     /// per job, in order, each written at [`JOB_LEVEL`].
-    pub fn listing(&self, jobs: &[JobInfo], cluster: &str, topo: Topology<'_>, render: Render) -> Vec<J> {
+    pub fn listing(
+        &self,
+        jobs: &[JobInfo],
+        cluster: &str,
+        topo: Topology<'_>,
+        render: Render,
+    ) -> Vec<J> {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if inner.topo != topo {
             inner.entries.retain(|_, e| !e.holds_nodes);
@@ -73,7 +79,11 @@ impl JobCache {
             wire.clear();
             if postcard::to_io(j, &mut wire).is_err() {
                 // Never for a JobInfo (it is sent this way); written afresh.
-                out.push(J::Raw(render(j, cluster, topo).to_slurm_string_at(JOB_LEVEL).into()));
+                out.push(J::Raw(
+                    render(j, cluster, topo)
+                        .to_slurm_string_at(JOB_LEVEL)
+                        .into(),
+                ));
                 continue;
             }
             let kept = match inner.entries.get_mut(&j.job_id.0) {
@@ -86,7 +96,9 @@ impl JobCache {
             let text = match kept {
                 Some(text) => text,
                 None => {
-                    let text: Arc<str> = render(j, cluster, topo).to_slurm_string_at(JOB_LEVEL).into();
+                    let text: Arc<str> = render(j, cluster, topo)
+                        .to_slurm_string_at(JOB_LEVEL)
+                        .into();
                     inner.entries.insert(
                         j.job_id.0,
                         Entry {
@@ -107,7 +119,11 @@ impl JobCache {
 
     /// How many jobs' texts are kept.
     pub fn len(&self) -> usize {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner).entries.len()
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entries
+            .len()
     }
 
     /// Whether no job's text is kept.

@@ -35,23 +35,42 @@ fn cached(cache: &JobCache, jobs: &[JobInfo], topo: Topology<'_>, render: Render
 
 #[test]
 fn a_listing_is_the_same_text_with_and_without_the_cache() {
-    let topo = vec![("node1".to_string(), 1, 2, 1), ("node2".to_string(), 2, 1, 1)];
+    let topo = vec![
+        ("node1".to_string(), 1, 2, 1),
+        ("node2".to_string(), 2, 1, 1),
+    ];
     for render in [v0038::job as Render, v0044::render::job] {
         let cache = JobCache::default();
         let mut list = jobs();
         // First listing (written), second (kept), then a change.
-        assert_eq!(cached(&cache, &list, &topo, render), fresh(&list, &topo, render));
-        assert_eq!(cached(&cache, &list, &topo, render), fresh(&list, &topo, render));
+        assert_eq!(
+            cached(&cache, &list, &topo, render),
+            fresh(&list, &topo, render)
+        );
+        assert_eq!(
+            cached(&cache, &list, &topo, render),
+            fresh(&list, &topo, render)
+        );
         list[0].priority = 42;
         list[1].run_time = 9;
-        assert_eq!(cached(&cache, &list, &topo, render), fresh(&list, &topo, render));
+        assert_eq!(
+            cached(&cache, &list, &topo, render),
+            fresh(&list, &topo, render)
+        );
         // Another node shape changes the running job's job_resources.
-        let other = vec![("node1".to_string(), 2, 1, 1), ("node2".to_string(), 1, 2, 1)];
+        let other = vec![
+            ("node1".to_string(), 2, 1, 1),
+            ("node2".to_string(), 1, 2, 1),
+        ];
         assert_ne!(fresh(&list, &topo, render), fresh(&list, &other, render));
-        assert_eq!(cached(&cache, &list, &other, render), fresh(&list, &other, render));
+        assert_eq!(
+            cached(&cache, &list, &other, render),
+            fresh(&list, &other, render)
+        );
         // v0.0.44's answer puts the jobs at the same indent.
         let v44 = |rendered: Vec<J>| {
-            v0044::render::answer(J::Null, vec![("jobs", J::Arr(rendered))], vec![]).to_slurm_string()
+            v0044::render::answer(J::Null, vec![("jobs", J::Arr(rendered))], vec![])
+                .to_slurm_string()
         };
         assert_eq!(
             v44(cache.listing(&list, "c", &other, render)),
