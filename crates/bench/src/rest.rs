@@ -20,7 +20,9 @@
 //! (`send_to_event`, covers the start and more) and from its answer to the
 //! event (`reply_to_event`, less than the start to the event by the
 //! journal commit and the answer's trip). The token is the caller's own,
-//! from the controller (`scontrol token`'s request).
+//! from the controller (`scontrol token`'s request), or for `rest-submit`
+//! and `rest-get` against another slurmrestd the one in `SLURM_JWT`
+//! (sent with `X-SLURM-USER-NAME: $USER`, as Slurm's guide does).
 
 use anyhow::{bail, Context};
 use proto::{CtldRequest, CtldResponse};
@@ -90,6 +92,15 @@ fn client(o: &Opts) -> anyhow::Result<client::Client> {
     ))
 }
 
+/// `SLURM_JWT` when set (another slurmrestd: `scontrol token`'s output),
+/// else a token from the controller of `-f`.
+fn token_of(o: &Opts) -> anyhow::Result<String> {
+    match std::env::var("SLURM_JWT") {
+        Ok(t) if !t.is_empty() => Ok(t),
+        _ => token(&client(o)?),
+    }
+}
+
 fn token(c: &client::Client) -> anyhow::Result<String> {
     match c.call(CtldRequest::Token {
         username: None,
@@ -105,6 +116,8 @@ struct Http {
     r: BufReader<TcpStream>,
     host: String,
     token: String,
+    /// `X-SLURM-USER-NAME: ...\r\n` with a token from `SLURM_JWT`.
+    user_header: String,
 }
 
 impl Http {
@@ -116,14 +129,21 @@ impl Http {
             r: BufReader::with_capacity(1 << 16, s),
             host: host.to_string(),
             token: token.to_string(),
+            user_header: match (std::env::var("SLURM_JWT"), std::env::var("USER")) {
+                (Ok(t), Ok(u)) if !t.is_empty() && !u.is_empty() => {
+                    format!("X-SLURM-USER-NAME: {u}\r\n")
+                }
+                _ => String::new(),
+            },
         })
     }
 
     /// One request; (status, body).
     fn call(&mut self, method: &str, path: &str, body: &str) -> anyhow::Result<(u16, Vec<u8>)> {
         let req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nX-SLURM-USER-TOKEN: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{}X-SLURM-USER-TOKEN: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             self.host,
+            self.user_header,
             self.token,
             body.len()
         );
@@ -191,7 +211,7 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn cmd_submit(o: &Opts) -> anyhow::Result<()> {
-    let token = token(&client(o)?)?;
+    let token = token_of(o)?;
     let dir = std::env::current_dir()?.display().to_string();
     // Exactly `count` in all: the first `count % threads` threads one more.
     let share = |t: usize| o.count / o.threads + usize::from(t < o.count % o.threads);
@@ -247,7 +267,7 @@ fn cmd_submit(o: &Opts) -> anyhow::Result<()> {
 }
 
 fn cmd_get(o: &Opts) -> anyhow::Result<()> {
-    let token = token(&client(o)?)?;
+    let token = token_of(o)?;
     let mut http = Http::connect(&o.url, &token)?;
     let mut ms = Vec::new();
     let mut bytes = 0;

@@ -91,6 +91,10 @@ pub struct Ctx {
     pub ctld_host: String,
     /// Counters for `/metrics`.
     pub metrics: metrics::Counters,
+    /// The jobs of the last v0.0.38 listing, as written.
+    pub jobs_v0038: crate::jobcache::JobCache,
+    /// The jobs of the last v0.0.44 listing, as written.
+    pub jobs_v0044: crate::jobcache::JobCache,
 }
 
 impl Ctx {
@@ -512,8 +516,12 @@ pub(crate) fn topology(
     }
 }
 
+/// Every job `who` may see. Asked as `QueryJobs` with no filter, which
+/// the controller answers with what `ListJobs` holds, in its binary form
+/// (rpc::Encoding::Binary): about a third of the JSON answer's bytes, and
+/// written and read several times faster.
 pub(crate) fn list_jobs(ctx: &Ctx, who: &Identity) -> Result<Vec<proto::JobInfo>, ClientError> {
-    match ctx.call(who, CtldRequest::ListJobs)? {
+    match ctx.call(who, CtldRequest::QueryJobs(proto::JobFilter::default()))? {
         CtldResponse::Jobs(list) => Ok(list.jobs),
         _ => Err(ClientError::Unexpected),
     }
@@ -525,10 +533,9 @@ fn jobs(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
         Err(e) => return refused(call, &e, "slurm_load_jobs", ""),
     };
     let topo = topology(ctx, who, &jobs);
-    let rendered = jobs
-        .iter()
-        .map(|j| v0038::job(j, &ctx.cluster, &topo))
-        .collect();
+    let rendered = ctx
+        .jobs_v0038
+        .listing(&jobs, &ctx.cluster, &topo, v0038::job);
     ok(call, vec![("jobs", J::Arr(rendered))])
 }
 

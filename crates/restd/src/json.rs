@@ -3,6 +3,8 @@
 //! array as `[` and `]` on two lines, no newline at the end (the captures
 //! in the reference are byte for byte this).
 
+use std::fmt::Write as _;
+
 /// A JSON value whose objects keep their keys' order.
 #[derive(Clone, Debug, PartialEq)]
 pub enum J {
@@ -20,6 +22,10 @@ pub enum J {
     Arr(Vec<J>),
     /// An object, in key order.
     Obj(Vec<(String, J)>),
+    /// A value already written as slurmrestd writes it, at the indent of
+    /// the place it is put in (`jobcache`: a job of a listing, kept
+    /// between listings); written out as it is.
+    Raw(std::sync::Arc<str>),
 }
 
 /// An object from `(key, value)` pairs, in order.
@@ -94,6 +100,24 @@ impl From<Vec<J>> for J {
 }
 
 impl J {
+    /// A value written at `level` of indent (an item of an array at
+    /// `level - 1`), for [`J::Raw`].
+    pub fn to_slurm_string_at(&self, level: usize) -> String {
+        let mut out = String::with_capacity(4096);
+        write(&mut out, self, level);
+        out
+    }
+
+    /// The bytes of the [`J::Raw`] values inside, to size the answer.
+    fn raw_len(&self) -> usize {
+        match self {
+            J::Raw(text) => text.len(),
+            J::Arr(items) => items.iter().map(J::raw_len).sum(),
+            J::Obj(pairs) => pairs.iter().map(|(_, v)| v.raw_len()).sum(),
+            _ => 0,
+        }
+    }
+
     /// The member `key` of an object.
     pub fn get(&self, key: &str) -> Option<&J> {
         match self {
@@ -111,7 +135,7 @@ impl J {
 
     /// As slurmrestd writes it.
     pub fn to_slurm_string(&self) -> String {
-        let mut out = String::with_capacity(4096);
+        let mut out = String::with_capacity(4096 + self.raw_len());
         write(&mut out, self, 0);
         out
     }
@@ -127,6 +151,7 @@ impl J {
             J::Str(s) => Value::String(s.clone()),
             J::Arr(a) => Value::Array(a.iter().map(J::to_value).collect()),
             J::Obj(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), v.to_value())).collect()),
+            J::Raw(text) => serde_json::from_str(text).unwrap_or(Value::Null),
         }
     }
 }
@@ -139,20 +164,32 @@ fn indent(out: &mut String, level: usize) {
 
 fn write_str(out: &mut String, s: &str) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '/' => out.push_str("\\/"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
+    // Runs of characters that need no escape are copied at once; every
+    // character escaped is ASCII, so `start..i` are character boundaries.
+    let mut start = 0;
+    for (i, &b) in s.as_bytes().iter().enumerate() {
+        let escaped = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'/' => "\\/",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b if b < 0x20 => {
+                out.push_str(&s[start..i]);
+                let _ = write!(out, "\\u{:04x}", b);
+                start = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        out.push_str(escaped);
+        start = i + 1;
     }
+    out.push_str(&s[start..]);
     out.push('"');
 }
 
@@ -160,7 +197,9 @@ fn write(out: &mut String, v: &J, level: usize) {
     match v {
         J::Null => out.push_str("null"),
         J::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        J::Int(n) => out.push_str(&n.to_string()),
+        J::Int(n) => {
+            let _ = write!(out, "{n}");
+        }
         J::Float(f) if f.is_finite() => {
             let s = f.to_string();
             out.push_str(&s);
@@ -170,6 +209,7 @@ fn write(out: &mut String, v: &J, level: usize) {
         }
         J::Float(_) => out.push_str("null"),
         J::Str(s) => write_str(out, s),
+        J::Raw(text) => out.push_str(text),
         J::Arr(items) => {
             out.push_str("[\n");
             for (i, item) in items.iter().enumerate() {

@@ -36,6 +36,7 @@ pub mod api;
 pub mod dbquery;
 pub mod dbv0038;
 pub mod fuzz;
+pub mod jobcache;
 pub mod json;
 pub mod metrics;
 pub mod openapi;
@@ -609,6 +610,8 @@ async fn run(opts: Options) -> anyhow::Result<()> {
                 .unwrap_or_default(),
             client: client::Client::new(cfg, me),
             metrics: metrics::Counters::default(),
+            jobs_v0038: jobcache::JobCache::default(),
+            jobs_v0044: jobcache::JobCache::default(),
         },
         authn: Authn {
             mode,

@@ -16,6 +16,8 @@ fn schema_of(v: &J) -> J {
         J::Int(_) => obj(vec![("type", J::from("integer"))]),
         J::Float(_) => obj(vec![("type", J::from("number"))]),
         J::Str(_) => obj(vec![("type", J::from("string"))]),
+        // Only listings hold these, never the examples the schemas come from.
+        J::Raw(_) => obj(vec![("type", J::from("object"))]),
         J::Arr(items) => obj(vec![
             ("type", J::from("array")),
             ("items", items_schema(items)),

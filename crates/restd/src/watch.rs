@@ -223,6 +223,7 @@ fn line(v: &J) -> String {
             J::Int(n) => out.push_str(&n.to_string()),
             J::Float(f) => out.push_str(&serde_json::Value::from(*f).to_string()),
             J::Str(s) => out.push_str(&serde_json::Value::from(s.as_str()).to_string()),
+            J::Raw(_) => out.push_str(&v.to_value().to_string()),
             J::Arr(items) => {
                 out.push('[');
                 for (i, x) in items.iter().enumerate() {

@@ -1,0 +1,112 @@
+use super::*;
+use crate::json::J;
+use crate::{v0038, v0044};
+
+fn jobs() -> Vec<JobInfo> {
+    let pending = JobInfo {
+        job_id: model::JobId(7),
+        name: "a \"quoted\"/name\twith\u{1}controls é".into(),
+        user: "alice".into(),
+        work_dir: "/home/alice/run".into(),
+        ..JobInfo::default()
+    };
+    let running = JobInfo {
+        job_id: model::JobId(8),
+        state: model::JobState::Running,
+        start_time: Some(5),
+        nodes: vec!["node1".into(), "node2".into()],
+        cpus_per_node: vec![2, 2],
+        cpu_ids_per_node: vec![vec![0, 1], vec![2, 3]],
+        ..JobInfo::default()
+    };
+    vec![pending, running]
+}
+
+/// The answer as the handler writes it without the cache.
+fn fresh(jobs: &[JobInfo], topo: Topology<'_>, render: Render) -> String {
+    let rendered = jobs.iter().map(|j| render(j, "c", topo)).collect();
+    v0038::answer(false, vec![], vec![("jobs", J::Arr(rendered))]).to_slurm_string()
+}
+
+fn cached(cache: &JobCache, jobs: &[JobInfo], topo: Topology<'_>, render: Render) -> String {
+    let rendered = cache.listing(jobs, "c", topo, render);
+    v0038::answer(false, vec![], vec![("jobs", J::Arr(rendered))]).to_slurm_string()
+}
+
+#[test]
+fn a_listing_is_the_same_text_with_and_without_the_cache() {
+    let topo = vec![
+        ("node1".to_string(), 1, 2, 1),
+        ("node2".to_string(), 2, 1, 1),
+    ];
+    for render in [v0038::job as Render, v0044::render::job] {
+        let cache = JobCache::default();
+        let mut list = jobs();
+        // First listing (written), second (kept), then a change.
+        assert_eq!(
+            cached(&cache, &list, &topo, render),
+            fresh(&list, &topo, render)
+        );
+        assert_eq!(
+            cached(&cache, &list, &topo, render),
+            fresh(&list, &topo, render)
+        );
+        list[0].priority = 42;
+        list[1].run_time = 9;
+        assert_eq!(
+            cached(&cache, &list, &topo, render),
+            fresh(&list, &topo, render)
+        );
+        // Another node shape changes the running job's job_resources.
+        let other = vec![
+            ("node1".to_string(), 2, 1, 1),
+            ("node2".to_string(), 1, 2, 1),
+        ];
+        assert_ne!(fresh(&list, &topo, render), fresh(&list, &other, render));
+        assert_eq!(
+            cached(&cache, &list, &other, render),
+            fresh(&list, &other, render)
+        );
+        // v0.0.44's answer puts the jobs at the same indent.
+        let v44 = |rendered: Vec<J>| {
+            v0044::render::answer(J::Null, vec![("jobs", J::Arr(rendered))], vec![])
+                .to_slurm_string()
+        };
+        assert_eq!(
+            v44(cache.listing(&list, "c", &other, render)),
+            v44(list.iter().map(|j| render(j, "c", &other)).collect())
+        );
+    }
+}
+
+#[test]
+fn a_listing_keeps_only_the_jobs_it_had() {
+    let cache = JobCache::default();
+    let mut list = jobs();
+    cache.listing(&list, "c", &[], v0038::job);
+    assert_eq!(cache.len(), 2);
+    list.remove(0);
+    cache.listing(&list, "c", &[], v0038::job);
+    assert_eq!(cache.len(), 1);
+    cache.listing(&[], "c", &[], v0038::job);
+    assert!(cache.is_empty());
+}
+
+#[test]
+fn a_kept_job_is_reused_only_while_the_controller_sends_the_same() {
+    let cache = JobCache::default();
+    let mut list = jobs();
+    let first = cache.listing(&list, "c", &[], v0038::job);
+    let again = cache.listing(&list, "c", &[], v0038::job);
+    let (J::Raw(a), J::Raw(b)) = (&first[0], &again[0]) else {
+        panic!("not raw: {first:?}");
+    };
+    assert!(Arc::ptr_eq(a, b));
+    list[0].last_sched_eval = Some(100);
+    let changed = cache.listing(&list, "c", &[], v0038::job);
+    let J::Raw(c) = &changed[0] else {
+        panic!("not raw: {changed:?}");
+    };
+    assert!(!Arc::ptr_eq(a, c));
+    assert!(c.contains("\"last_sched_evaluation\": 100"));
+}
