@@ -85,12 +85,18 @@ fn short(e: &std::io::Error) -> String {
 }
 
 /// Whether `(uid, gid)` may read (and, for a directory, enter) the file.
-fn readable_by(meta: &std::fs::Metadata, (uid, gid): (u32, u32)) -> bool {
-    let mode = meta.mode();
-    let need = if meta.is_dir() { 0o5 } else { 0o4 };
+fn readable_by(meta: &std::fs::Metadata, who: (u32, u32)) -> bool {
+    may_access(meta, who, if meta.is_dir() { 0o5 } else { 0o4 })
+}
+
+/// Whether `(uid, gid)` holds the `need` bits (`0o4` read, `0o1` search)
+/// of a file by its owner, group or other class (root holds all; only the
+/// primary group is considered).
+pub(crate) fn may_access(meta: &std::fs::Metadata, (uid, gid): (u32, u32), need: u32) -> bool {
     if uid == 0 {
         return true;
     }
+    let mode = meta.mode();
     let bits = if meta.uid() == uid {
         mode >> 6
     } else if meta.gid() == gid {

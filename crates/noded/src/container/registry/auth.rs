@@ -180,20 +180,8 @@ pub fn lookup<'a>(
 /// read it (the node reads it as root): every directory above it must be
 /// searchable by the user, and the file readable.
 pub fn read_credentials(path: &Path, (uid, gid): (u32, u32)) -> Vec<NetrcEntry> {
-    use std::os::unix::fs::MetadataExt;
     let allowed = |meta: &std::fs::Metadata, need: u32| {
-        if uid == 0 {
-            return true;
-        }
-        let mode = meta.mode();
-        let bits = if meta.uid() == uid {
-            mode >> 6
-        } else if meta.gid() == gid {
-            mode >> 3
-        } else {
-            mode
-        };
-        bits & need == need
+        crate::container::image::may_access(meta, (uid, gid), need)
     };
     let mut dir = path.parent();
     while let Some(d) = dir {
