@@ -19,7 +19,8 @@
 # sbatch / true), then per build the min and median of each column.
 # Stops only what it started (the PIDs `muster up` recorded).
 set -uo pipefail
-MUSTER=$1
+# Absolute: the loops run in another folder, and `down` at exit too.
+MUSTER=$(readlink -f "$1")
 shift
 ROUNDS=${ROUNDS:-5}
 N=${N:-500}

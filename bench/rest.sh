@@ -30,6 +30,9 @@ if [ -z "${MUSTER:-}" ]; then
     MUSTER=$TARGET/release/muster
 fi
 MUSTER_BENCH=${MUSTER_BENCH:-$(dirname "$MUSTER")/muster-bench}
+# Absolute, so that the calls made from other folders (and `down`) find them.
+MUSTER=$(readlink -f "$MUSTER")
+MUSTER_BENCH=$(readlink -f "$MUSTER_BENCH")
 log() { printf '[rest %s] %s\n' "$(date +%T)" "$*" >&2; }
 down() { "$MUSTER" down --state-dir "$DIR" >/dev/null 2>&1; true; }
 trap down EXIT
