@@ -55,10 +55,7 @@ pub const SBATCH: &[(&str, Disposition)] = &[
         R("OCI bundles are not run by muster; pyxis's --container-image is"),
     ),
     ("container-entrypoint", I),
-    (
-        "container-entrypoint-log",
-        W("the entrypoint's output is not shown apart from the task's"),
-    ),
+    ("container-entrypoint-log", I),
     ("container-env", I),
     ("container-image", I),
     ("container-mount-home", I),

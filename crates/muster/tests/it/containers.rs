@@ -1027,3 +1027,96 @@ fn another_users_container_runs_as_that_user() {
     drop(c);
     s.assert_clean();
 }
+
+/// `--container-entrypoint` runs each task through the image's `/etc/rc`,
+/// whose own output pyxis hides unless `--container-entrypoint-log` asks
+/// for it, or the entrypoint fails before starting the command (then its
+/// exit code and output come with pyxis's lines); the command's exit code
+/// passes through.
+#[test]
+fn the_entrypoint_runs_and_its_output_is_shown_as_pyxis_shows_it() {
+    if !can_run("the_entrypoint_runs_and_its_output_is_shown_as_pyxis_shows_it") {
+        return;
+    }
+    let s = Scratch::new();
+    let root = s.path("rootfs-rc");
+    rootfs(&root);
+    std::fs::write(
+        root.join("etc/rc"),
+        "echo rc says hello\necho rc warns >&2\n\
+         if [ -n \"$RC_FAIL\" ]; then echo rc broke; exit 3; fi\n\
+         export FROM_RC=yes\nexec \"$@\"\n",
+    )
+    .unwrap();
+    let img = s.path("rc.sqsh");
+    squash(&root, &img);
+    set_mode(&img, 0o644);
+    let img_arg = format!("--container-image={}", img.display());
+    let c = s.cluster("");
+
+    // Hidden by default; the command runs under it (its variable set).
+    let out = c.ok(
+        "srun",
+        &[
+            &img_arg,
+            "--container-entrypoint",
+            "sh",
+            "-c",
+            "echo cmd $FROM_RC",
+        ],
+    );
+    assert_eq!(out.stdout, "cmd yes\n", "{out}");
+    assert!(!out.stderr.contains("rc warns"), "{out}");
+
+    // Shown with --container-entrypoint-log.
+    let out = c.ok(
+        "srun",
+        &[
+            &img_arg,
+            "--container-entrypoint",
+            "--container-entrypoint-log",
+            "echo",
+            "cmd",
+        ],
+    );
+    assert_eq!(out.stdout, "rc says hello\ncmd\n", "{out}");
+    assert!(out.stderr.contains("rc warns"), "{out}");
+
+    // Not run without --container-entrypoint (the site's default here).
+    let out = c.ok("srun", &[&img_arg, "sh", "-c", "echo cmd ${FROM_RC:-none}"]);
+    assert_eq!(out.stdout, "cmd none\n", "{out}");
+
+    // The command's exit code passes through.
+    let out = c.run(
+        "srun",
+        &[&img_arg, "--container-entrypoint", "sh", "-c", "exit 7"],
+    );
+    assert_eq!(out.code, 7, "{out}");
+    assert!(!out.stderr.contains("pyxis"), "{out}");
+
+    // An entrypoint that fails: its output, with pyxis's lines.
+    let out = c.run(
+        "srun",
+        &[
+            "--export=ALL,RC_FAIL=1",
+            &img_arg,
+            "--container-entrypoint",
+            "echo",
+            "never",
+        ],
+    );
+    assert_eq!(out.code, 3, "{out}");
+    assert!(!out.stdout.contains("never"), "{out}");
+    for line in [
+        "pyxis: container start failed with error code: 3",
+        "pyxis: printing contents of log file ...",
+        "pyxis:     rc says hello",
+        "pyxis:     rc broke",
+        "pyxis: couldn't start container",
+    ] {
+        assert!(out.stderr.contains(line), "{line:?} in {out}");
+    }
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}

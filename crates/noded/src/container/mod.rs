@@ -234,12 +234,41 @@ pub struct Container {
     pub image_env: Vec<(String, String)>,
     /// Run each task through the image's `/etc/rc`.
     pub entrypoint: bool,
+    /// `--container-entrypoint-log`: the entrypoint's own output goes to
+    /// the task's; without it, it is hidden unless the entrypoint fails.
+    pub entrypoint_log: bool,
     /// `--container-save`: where the file system goes at the end, as the
     /// job's user (uid, gid).
     save: Option<(PathBuf, u32, u32)>,
     /// What `--container-save` leaves out: the binds' places inside.
     binds: Vec<String>,
 }
+
+/// The shell around `/etc/rc` that hides the entrypoint's output (the
+/// command's arguments follow as `$@`). The entrypoint writes to a log in
+/// the container's `/tmp`; the command it starts gets the task's own
+/// stdout and stderr back (kept on fds 3 and 4) and removes the log
+/// first, so a log still there afterwards means the entrypoint ended
+/// without starting it: its exit code and output are printed as pyxis
+/// prints a failed container start. The command's exit status passes
+/// through, and a death by a signal is passed on by the same signal.
+/// Where no log can be written (a read-only `/tmp`), the entrypoint runs
+/// as with `--container-entrypoint-log`.
+pub const ENTRYPOINT_QUIET: &str = r#"log=/tmp/.muster-entrypoint.$$
+if ! : >"$log" 2>/dev/null; then exec /bin/sh /etc/rc "$@"; fi
+/bin/sh /etc/rc /bin/sh -c 'rm -f "$0"; exec 1>&3 2>&4 3>&- 4>&-; exec "$@"' "$log" "$@" 3>&1 4>&2 >"$log" 2>&1
+st=$?
+if [ -f "$log" ]; then
+  echo "pyxis: container start failed with error code: $st" >&2
+  echo "pyxis: printing contents of log file ..." >&2
+  while IFS= read -r line; do echo "pyxis:     $line" >&2; done <"$log"
+  rm -f "$log"
+  echo "pyxis: couldn't start container" >&2
+  echo "pyxis: if the image has an unusual entrypoint, try using --no-container-entrypoint" >&2
+  exit "$st"
+fi
+if [ "$st" -gt 128 ]; then kill -$((st - 128)) $$ 2>/dev/null; fi
+exit "$st""#;
 
 /// Who the step's tasks run as and where, for the container's set-up.
 pub struct StepContext<'a> {
@@ -472,6 +501,7 @@ impl Container {
                 .unwrap_or_else(|| "/".into()),
             image_env: merge_image_env(&ready.env, &opts.env),
             entrypoint: entrypoint && ready.has_rc,
+            entrypoint_log: opts.entrypoint_log,
             save,
             binds,
         })
@@ -511,6 +541,7 @@ impl Container {
             workdir: opts.workdir.clone().unwrap_or_else(|| "/".into()),
             image_env: merge_image_env(&env, &opts.env),
             entrypoint: entrypoint && has_rc,
+            entrypoint_log: opts.entrypoint_log,
             save: None,
             binds: Vec::new(),
         })
@@ -529,14 +560,27 @@ impl Container {
     }
 
     /// A task's command: through `/etc/rc` where the entrypoint runs.
+    ///
+    /// As pyxis does, the entrypoint's own output is hidden from the job
+    /// unless `--container-entrypoint-log` asks for it, or the entrypoint
+    /// fails before it starts the command: then its output follows
+    /// pyxis's lines on the task's stderr ([`ENTRYPOINT_QUIET`]).
     pub fn task_argv(&self, argv: Vec<String>) -> Vec<String> {
-        if self.entrypoint {
-            let mut v = vec!["/bin/sh".to_string(), "/etc/rc".to_string()];
-            v.extend(argv);
-            v
-        } else {
-            argv
+        if !self.entrypoint {
+            return argv;
         }
+        let mut v = if self.entrypoint_log {
+            vec!["/bin/sh".to_string(), "/etc/rc".to_string()]
+        } else {
+            vec![
+                "/bin/sh".to_string(),
+                "-c".to_string(),
+                ENTRYPOINT_QUIET.to_string(),
+                "sh".to_string(),
+            ]
+        };
+        v.extend(argv);
+        v
     }
 
     /// The anchor's root as the host sees it (resolving programs).
