@@ -1032,7 +1032,7 @@ fn another_users_container_runs_as_that_user() {
 /// whose own output pyxis hides unless `--container-entrypoint-log` asks
 /// for it, or the entrypoint fails before starting the command (then its
 /// exit code and output come with pyxis's lines); the command's exit code
-/// passes through.
+/// passes through; a batch script runs through it as well.
 #[test]
 fn the_entrypoint_runs_and_its_output_is_shown_as_pyxis_shows_it() {
     if !can_run("the_entrypoint_runs_and_its_output_is_shown_as_pyxis_shows_it") {
@@ -1116,6 +1116,12 @@ fn the_entrypoint_runs_and_its_output_is_shown_as_pyxis_shows_it() {
     ] {
         assert!(out.stderr.contains(line), "{line:?} in {out}");
     }
+
+    // The batch script runs through it too.
+    c.write("rc.sh", "#!/bin/sh\necho script $FROM_RC\n");
+    let id = c.submit(&[&img_arg, "--container-entrypoint", "-o", "rc.out", "rc.sh"]);
+    assert_eq!(c.wait_done(id, secs(60)), "COMPLETED", "{}", c.logs());
+    assert_eq!(c.read("rc.out"), "script yes\n");
     settle_clean(&s, &c);
     drop(c);
     s.assert_clean();

@@ -775,16 +775,28 @@ pub fn spawn_script(
     let (mut report_rx, report_tx) =
         UnixStream::pair().map_err(|e| format!("cannot create a pipe: {e}"))?;
     let script_arg = script.to_string_lossy().into_owned();
-    let direct = ExecImage::new_in(root.as_deref(), &script_arg, &launch.argv, &env);
-    let wrapped = ExecImage::new_in(
-        root.as_deref(),
-        "/bin/sh",
-        &[
-            ["-c".to_string(), WRAPPER.to_string(), script_arg.clone()].as_slice(),
+    // `--container-entrypoint`: the script runs through the image's
+    // `/etc/rc`, as a step's tasks do (`Container::task_argv`).
+    let image = |argv: Vec<String>| {
+        let argv = match &container {
+            Some(c) => c.task_argv(argv),
+            None => argv,
+        };
+        ExecImage::new_in(root.as_deref(), &argv[0], &argv[1..], &env)
+    };
+    let direct = image([std::slice::from_ref(&script_arg), &launch.argv].concat());
+    let wrapped = image(
+        [
+            [
+                "/bin/sh".to_string(),
+                "-c".to_string(),
+                WRAPPER.to_string(),
+                script_arg.clone(),
+            ]
+            .as_slice(),
             &launch.argv,
         ]
         .concat(),
-        &env,
     );
     let mut setup = ChildSetup {
         direct,
