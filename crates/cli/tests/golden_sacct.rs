@@ -501,7 +501,7 @@ fn issue_35_json_steps_have_the_reference_keys() {
         .collect();
     keys.sort_unstable();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/slurm-22.05/rest_openapi_v3.json");
+        .join("../restd/tests/golden/rest_openapi_v3.json");
     let mut want: Vec<String> = match std::fs::read_to_string(dir) {
         Ok(text) => {
             let spec: serde_json::Value = serde_json::from_str(&text).unwrap();

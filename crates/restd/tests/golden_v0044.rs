@@ -193,10 +193,12 @@ fn v0044_accounting_answers() {
     );
 }
 
-/// slurmrestd 22.05's document, from the reference beside the repository.
+/// slurmrestd 22.05's document (`shared/reference/slurm-22.05/
+/// rest_openapi_v3.json`, copied into `tests/golden/` so that a clone on
+/// its own runs this test).
 fn reference_document() -> Value {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/slurm-22.05/rest_openapi_v3.json");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/rest_openapi_v3.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
 }
