@@ -59,15 +59,18 @@ label{margin-right:.8rem}\
 
 /// The live updates: pages that mark `data-live` reload their content when
 /// the watch stream reports a change (throttled), and keep working without
-/// JavaScript (reading needs none).
+/// JavaScript (reading needs none). They also reload once the stream is
+/// open: a change between the page's rendering and the stream's start
+/// sends no event to this page.
 const LIVE_SCRIPT: &str = "\
 (function(){var m=document.querySelector('main[data-live]');if(!m||!window.EventSource)return;\
 var s=new EventSource(m.getAttribute('data-live'));var t=null;\
 function refresh(){t=null;fetch(location.href,{credentials:'same-origin'}).then(function(r){return r.text()}).then(function(h){\
 var d=new DOMParser().parseFromString(h,'text/html');var n=d.querySelector('main');\
 if(n){m.innerHTML=n.innerHTML;document.body.setAttribute('data-updated',String(Date.now()));}})}\
-s.onmessage=function(){if(!t)t=setTimeout(refresh,300)};\
-['job','node'].forEach(function(k){s.addEventListener(k,function(){if(!t)t=setTimeout(refresh,300)})});\
+function soon(){if(!t)t=setTimeout(refresh,300)}\
+s.onopen=soon;s.onmessage=soon;\
+['job','node'].forEach(function(k){s.addEventListener(k,soon)});\
 })();";
 
 /// A whole page. `live`: the watch stream's URL when the page updates
