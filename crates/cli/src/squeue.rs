@@ -548,6 +548,7 @@ pub fn job_filter(args: &SqueueArgs, me: &str) -> proto::JobFilter {
         stream: false,
         // `-j` also names array tasks by their array's id: filtered here.
         job_ids: Vec::new(),
+        wire: false,
     }
 }
 

@@ -1166,6 +1166,26 @@ async fn read_request(
     Ok(Some((owed, Next::Read)))
 }
 
+/// `QueryJobs` with `wire`: every job the filter selects and the
+/// requester may see, each encoded as the engine hands it over.
+fn job_wires(
+    seen: &engine::privacy::SeenBy<'_>,
+    filter: &proto::JobFilter,
+    now: model::Timestamp,
+) -> CtldResponse {
+    let mut wires = proto::JobWires::new(now);
+    let expected = seen.job_count();
+    seen.each_job_info(filter, now, |info| {
+        if let Err(e) = wires.push(&info, expected) {
+            error!(
+                "job {}: its information cannot be encoded: {e}",
+                info.job_id
+            );
+        }
+    });
+    CtldResponse::JobWires(wires)
+}
+
 /// Per-node ordered delivery of commands, each node's over its kept
 /// connection (`NodeLink`).
 struct NodeWorkers {
@@ -1902,6 +1922,14 @@ async fn engine_loop(
                         }
                     }
                     if let CtldRequest::QueryJobs(filter) = &*req {
+                        if filter.wire && !filter.rows {
+                            // Encoded job by job as the engine builds
+                            // them (`proto::JobWires`).
+                            drop(parts);
+                            let resp = job_wires(&engine.seen_by(&who), filter, t);
+                            replies.push((reply, resp));
+                            continue;
+                        }
                         if filter.rows && filter.brief {
                             // Encoded here: the engine hands out rows and
                             // writes no wire bytes (`proto::JobRowSource`).

@@ -36,21 +36,24 @@ fn gres_spec(prefix: &str, g: &[Gres]) -> Option<String> {
 
 impl Engine {
     /// (CPUs, memory in MB, GPUs) a job asks for in all.
+    /// Read from the job as `request_for` reads it, without building the
+    /// whole request (a job listing asks this of every pending job).
     pub(crate) fn requested_counts(&self, job: &Job) -> (u32, u64, u64) {
-        let req = self.request_for(job);
-        let cpus = job.ntasks * req.cpus_per_task;
-        let mem = match (req.mem_per_node, req.mem_per_cpu) {
+        let d = &job.desc;
+        let cpus = job.ntasks * d.cpus_per_task.unwrap_or(1).max(1);
+        let mem = match self.mem_request(job) {
             (Some(m), _) => m * job.min_nodes as u64,
             (None, Some(m)) => m * cpus as u64,
             _ => 0,
         };
-        let gpus = req
-            .gres_per_node
+        let gpus = d
+            .gres
             .iter()
+            .chain(&d.gpus_per_node)
             .filter(|g| g.name == "gpu")
             .map(|g| g.count * job.min_nodes as u64)
             .sum::<u64>()
-            + req.gpus_total.as_ref().map_or(0, |g| g.count);
+            + d.gpus.as_ref().map_or(0, |g| g.count);
         (cpus, mem, gpus)
     }
 
@@ -333,14 +336,33 @@ impl Engine {
 
     /// [`Engine::job_query`] as `sight` may see it (`PrivateData=jobs`).
     pub fn job_query_seen(&self, filter: &JobFilter, now: Timestamp, sight: &Sight) -> JobList {
-        let keep = Keep::of(filter);
         let mut jobs = Vec::with_capacity(self.jobs.len());
+        self.each_job_info_seen(filter, now, sight, |j| jobs.push(j));
+        JobList { now, jobs }
+    }
+
+    /// Calls `each` with the `JobInfo` of every job `filter` selects and
+    /// `sight` may see, in the answer's order. Handed over as it is built,
+    /// so an answer encoded job by job (`proto::JobWires`) never holds the
+    /// whole table and the next job reuses the memory of the last.
+    pub(crate) fn each_job_info_seen(
+        &self,
+        filter: &JobFilter,
+        now: Timestamp,
+        sight: &Sight,
+        mut each: impl FnMut(JobInfo),
+    ) {
+        let keep = Keep::of(filter);
+        // Ahead of the job read, as `each_job_row_seen` does.
+        let mut ahead = self.jobs.values().skip(2);
         for j in self.jobs.values() {
+            if let Some(next) = ahead.next() {
+                proto::prefetch(&**next);
+            }
             if self.job_passes(j, filter, sight) {
-                jobs.push(self.job_info_with(j, now, &keep));
+                each(self.job_info_with(j, now, &keep));
             }
         }
-        JobList { now, jobs }
     }
 
     fn job_row<'a>(

@@ -167,6 +167,27 @@ pub struct SeenBy<'e> {
     pub(crate) sight: Sight,
 }
 
+impl SeenBy<'_> {
+    /// Calls `each` with the `JobInfo` of every job `filter` selects that
+    /// the requester may see, each handed over as it is built (what the
+    /// controller encodes as `proto::JobWires`).
+    pub fn each_job_info(
+        &self,
+        filter: &proto::JobFilter,
+        now: model::Timestamp,
+        each: impl FnMut(proto::JobInfo),
+    ) {
+        self.engine
+            .each_job_info_seen(filter, now, &self.sight, each);
+    }
+
+    /// How many jobs the controller holds (any state, anyone's): at least
+    /// as many as a listing selects.
+    pub fn job_count(&self) -> usize {
+        self.engine.job_count()
+    }
+}
+
 impl Engine {
     /// This engine as `who` sees it, for the brief listings the controller
     /// encodes (`proto::JobRowSource`).

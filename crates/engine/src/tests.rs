@@ -2970,3 +2970,53 @@ fn an_array_without_array_tasks_gets_one_summary_mail_at_start_and_end() {
         "{sent:?}"
     );
 }
+
+#[test]
+fn requested_counts_read_what_the_full_request_holds() {
+    let mut e = engine();
+    let mut shapes = Vec::new();
+    let mut plain = desc();
+    plain.ntasks = Some(3);
+    plain.cpus_per_task = Some(2);
+    shapes.push(plain);
+    let mut per_cpu = desc();
+    per_cpu.mem_per_cpu = Some(300);
+    per_cpu.ntasks = Some(2);
+    shapes.push(per_cpu);
+    let gpu_desc = |d: &mut JobDesc| {
+        d.partitions = vec!["gpu".into()];
+        d.mem_per_node = Some(500);
+        d.min_nodes = Some(2);
+    };
+    let mut gres = desc();
+    gpu_desc(&mut gres);
+    gres.gres = vec![model::Gres::parse("gpu:1").unwrap()];
+    shapes.push(gres);
+    let mut per_node = desc();
+    gpu_desc(&mut per_node);
+    per_node.gpus_per_node = Some(model::Gres::parse("gpu:2").unwrap());
+    shapes.push(per_node);
+    let mut total = desc();
+    gpu_desc(&mut total);
+    total.gpus = Some(model::Gres::parse("gpu:3").unwrap());
+    shapes.push(total);
+    for d in shapes {
+        let id = submit(&mut e, d, 0);
+        let job = &e.jobs[&id];
+        let req = e.request_for(job);
+        let cpus = job.ntasks * req.cpus_per_task;
+        let mem = match (req.mem_per_node, req.mem_per_cpu) {
+            (Some(m), _) => m * job.min_nodes as u64,
+            (None, Some(m)) => m * cpus as u64,
+            _ => 0,
+        };
+        let gpus = req
+            .gres_per_node
+            .iter()
+            .filter(|g| g.name == "gpu")
+            .map(|g| g.count * job.min_nodes as u64)
+            .sum::<u64>()
+            + req.gpus_total.as_ref().map_or(0, |g| g.count);
+        assert_eq!(e.requested_counts(job), (cpus, mem, gpus), "job {id}");
+    }
+}

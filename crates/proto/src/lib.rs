@@ -55,6 +55,7 @@ pub mod multi_prog;
 mod row_source;
 mod rows;
 mod steps;
+mod wires;
 pub use cancel::{CancelOutcome, JobSelect, SelectFacts};
 pub use cpu_bind::{mask_hex, CpuBind, CpuBindError, CpuBindType};
 pub use gpus::GpuBind;
@@ -65,6 +66,7 @@ pub use steps::{
     AllocationInfo, Distribution, SrunToStepd, StdinMode, StepCreated, StepInfo, StepLaunch,
     StepList, StepNodeEnd, StepRequest, StepdToSrun,
 };
+pub use wires::{JobWire, JobWires};
 
 /// Version of the messages in this crate. Bumped on any incompatible change;
 /// a receiver refuses a frame whose version it does not support.
@@ -1490,6 +1492,9 @@ pub enum CtldResponse {
     /// `HealthChecks`: by node name, each node's runs oldest first.
     /// (Appended.)
     HealthChecks(Vec<health::HealthCheckRun>),
+    /// `QueryJobs` with `wire`: the selected jobs, each in its own bytes.
+    /// (Appended.)
+    JobWires(JobWires),
 }
 
 /// One configuration file a controller serves in configless mode.
@@ -1727,6 +1732,12 @@ pub struct JobFilter {
     /// alone rather than for the whole table.
     #[serde(default)]
     pub job_ids: Vec<u32>,
+    /// Answer with each job's `JobInfo` in its own bytes
+    /// (`CtldResponse::JobWires`), for a receiver that compares them with
+    /// the last listing's before decoding. Not with `rows`. A controller
+    /// that does not know it answers `Jobs`.
+    #[serde(default)]
+    pub wire: bool,
 }
 
 /// A text field of [`JobInfo`] that [`JobFilter::omit`] can leave empty.

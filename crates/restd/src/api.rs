@@ -7,6 +7,7 @@
 use crate::json::{obj, J};
 use crate::{metrics, v0038};
 use client::ClientError;
+use hyper::body::Bytes;
 use proto::{CtldRequest, CtldResponse, Identity, SlurmError};
 
 /// What a handler answers.
@@ -14,8 +15,9 @@ use proto::{CtldRequest, CtldResponse, Identity, SlurmError};
 pub struct Resp {
     /// The HTTP status.
     pub status: u16,
-    /// The body.
-    pub body: String,
+    /// The body, in pieces sent one after the other (a job listing's
+    /// jobs are texts kept between listings: `jobcache`).
+    pub body: Vec<Bytes>,
     /// Its type.
     pub content_type: &'static str,
 }
@@ -25,9 +27,24 @@ impl Resp {
     pub fn json(status: u16, v: &J) -> Resp {
         Resp {
             status,
-            body: v.to_slurm_string(),
+            body: v.to_slurm_chunks(),
             content_type: "application/json",
         }
+    }
+
+    /// An answer of `text`.
+    pub fn text(status: u16, text: String, content_type: &'static str) -> Resp {
+        Resp {
+            status,
+            body: vec![Bytes::from(text)],
+            content_type,
+        }
+    }
+
+    /// The body whole, as text.
+    pub fn body_text(&self) -> String {
+        let bytes: Vec<u8> = self.body.iter().flat_map(|b| b.iter().copied()).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 }
 
@@ -507,13 +524,7 @@ pub(crate) fn topology(
     if jobs.iter().all(|j| j.nodes.is_empty()) {
         return Vec::new();
     }
-    match ctx.call(who, CtldRequest::ListNodes) {
-        Ok(CtldResponse::Nodes(nodes)) => nodes
-            .into_iter()
-            .map(|n| (n.name, n.sockets, n.cores_per_socket, n.threads_per_core))
-            .collect(),
-        _ => Vec::new(),
-    }
+    node_shapes(ctx, who)
 }
 
 /// Every job `who` may see. Asked as `QueryJobs` with no filter, which
@@ -527,15 +538,43 @@ pub(crate) fn list_jobs(ctx: &Ctx, who: &Identity) -> Result<Vec<proto::JobInfo>
     }
 }
 
+/// Every job `who` may see, each still in the controller's bytes, for
+/// the listings (`jobcache`).
+pub(crate) fn list_job_wires(ctx: &Ctx, who: &Identity) -> Result<proto::JobWires, ClientError> {
+    let filter = proto::JobFilter {
+        wire: true,
+        ..proto::JobFilter::default()
+    };
+    match ctx.call(who, CtldRequest::QueryJobs(filter))? {
+        CtldResponse::JobWires(w) => Ok(w),
+        // A controller that does not know `wire`.
+        CtldResponse::Jobs(list) => {
+            proto::JobWires::from_list(&list).map_err(|_| ClientError::Unexpected)
+        }
+        _ => Err(ClientError::Unexpected),
+    }
+}
+
+/// The nodes' shapes for a listing (`topology`), asked when a job holds
+/// nodes.
+pub(crate) fn node_shapes(ctx: &Ctx, who: &Identity) -> Vec<(String, u32, u32, u32)> {
+    match ctx.call(who, CtldRequest::ListNodes) {
+        Ok(CtldResponse::Nodes(nodes)) => nodes
+            .into_iter()
+            .map(|n| (n.name, n.sockets, n.cores_per_socket, n.threads_per_core))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn jobs(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
-    let jobs = match list_jobs(ctx, who) {
+    let jobs = match list_job_wires(ctx, who) {
         Ok(j) => j,
         Err(e) => return refused(call, &e, "slurm_load_jobs", ""),
     };
-    let topo = topology(ctx, who, &jobs);
-    let rendered = ctx
-        .jobs_v0038
-        .listing(&jobs, &ctx.cluster, &topo, v0038::job);
+    let rendered =
+        ctx.jobs_v0038
+            .listing(&jobs, &ctx.cluster, || node_shapes(ctx, who), v0038::job);
     ok(call, vec![("jobs", J::Arr(rendered))])
 }
 
@@ -995,26 +1034,18 @@ pub fn refused_watch(e: &ClientError) -> Resp {
 }
 
 fn openapi_doc(_ctx: &Ctx, _who: &Identity, _call: &Call) -> Resp {
-    Resp {
-        status: 200,
-        body: crate::openapi::document().to_slurm_string(),
-        content_type: "application/json",
-    }
+    Resp::json(200, &crate::openapi::document())
 }
 
 fn metrics_doc(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     let format = metrics::Format::of_accept(&call.accept);
     match metrics::render(ctx, who, format) {
-        Ok(text) => Resp {
-            status: 200,
-            body: text,
-            content_type: format.content_type(),
-        },
-        Err(e) => Resp {
-            status: 500,
-            body: format!("# {e}\n"),
-            content_type: "text/plain; version=0.0.4; charset=utf-8",
-        },
+        Ok(text) => Resp::text(200, text, format.content_type()),
+        Err(e) => Resp::text(
+            500,
+            format!("# {e}\n"),
+            "text/plain; version=0.0.4; charset=utf-8",
+        ),
     }
 }
 

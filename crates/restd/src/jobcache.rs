@@ -4,26 +4,29 @@
 //!
 //! A job's text is a pure function of its `JobInfo` as the controller
 //! sent it, the cluster's name and, for a job holding nodes, the shapes of
-//! those nodes. So each job's text is kept with the `JobInfo` it came
-//! from, in its wire form (postcard: exact, and a few hundred bytes), and
-//! reused only while the controller sends exactly that again; a changed
-//! topology drops the text of every job that holds nodes. Nothing else is
-//! assumed about what may change (run times, priorities, the scheduler's
-//! last look at a job all do): every listing still asks the controller,
-//! as the caller, for the jobs it may see, and writes what it answers.
+//! those nodes. The controller sends each job in its own bytes (postcard,
+//! `proto::JobWires`), so each job's text is kept with those bytes and
+//! reused only while the controller sends exactly them again: an
+//! unchanged job is compared, never decoded. A changed topology drops the
+//! text of every job that holds nodes. Nothing else is assumed about what
+//! may change (run times, priorities, the scheduler's last look at a job
+//! all do): every listing still asks the controller, as the caller, for
+//! the jobs it may see, and writes what it answers.
 //!
 //! Each listing drops the jobs it did not see, so the cache holds at most
 //! the jobs of the last listing: about 3 KB of text and the `JobInfo`'s
 //! wire form per job.
 //!
 //! Measured with `bench/rest.sh` (docs/performance.md): most of a listing
-//! was building and freeing the `J` values of each job and writing them.
+//! was building and freeing the `J` values of each job and writing them,
+//! then decoding every job and encoding it again to compare.
 
 use crate::json::J;
 use crate::v0038::Topology;
-use proto::JobInfo;
+use hyper::body::Bytes;
+use proto::{JobInfo, JobWires};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 /// The indent of a job in a listing: the answer (0), its `jobs` (1), a job
 /// of them (2), in both data parsers.
@@ -48,66 +51,114 @@ struct Inner {
 }
 
 struct Entry {
-    /// The job's `JobInfo` in postcard.
-    wire: Vec<u8>,
-    text: Arc<str>,
+    /// The job's `JobInfo` in postcard, then its text: one piece, so a
+    /// listing that finds the job unchanged touches one allocation.
+    kept: Bytes,
+    /// Where the text starts in `kept`.
+    wire_len: usize,
     /// The last listing that had this job.
     listing: u64,
     holds_nodes: bool,
 }
 
+impl Entry {
+    fn wire(&self) -> &[u8] {
+        &self.kept[..self.wire_len]
+    }
+
+    fn text(&self) -> Bytes {
+        self.kept.slice(self.wire_len..)
+    }
+}
+
+/// A job of the listing in progress: its kept text, or its `JobInfo` to
+/// write.
+enum Slot<'a> {
+    Kept(Bytes, bool, &'a [u8]),
+    Fresh(Box<JobInfo>, &'a [u8]),
+}
+
+impl Slot<'_> {
+    fn holds_nodes(&self) -> bool {
+        match self {
+            Slot::Kept(_, holds, _) => *holds,
+            Slot::Fresh(j, _) => !j.nodes.is_empty(),
+        }
+    }
+}
+
 impl JobCache {
     /// `jobs` written by `render` as a listing puts them: one [`J::Raw`]
-    /// per job, in order, each written at [`JOB_LEVEL`].
+    /// per job, in order, each written at [`JOB_LEVEL`]. `topology` gives
+    /// the nodes' shapes; it is asked only when a job holds nodes. A job
+    /// whose bytes do not decode is left out (logged).
     pub fn listing(
         &self,
-        jobs: &[JobInfo],
+        jobs: &JobWires,
         cluster: &str,
-        topo: Topology<'_>,
+        topology: impl FnOnce() -> Vec<(String, u32, u32, u32)>,
         render: Render,
     ) -> Vec<J> {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        if inner.topo != topo {
-            inner.entries.retain(|_, e| !e.holds_nodes);
-            inner.topo = topo.to_vec();
-        }
         inner.listing += 1;
         let listing = inner.listing;
-        let mut out = Vec::with_capacity(jobs.len());
-        let mut wire = Vec::with_capacity(512);
-        for j in jobs {
-            wire.clear();
-            if postcard::to_io(j, &mut wire).is_err() {
-                // Never for a JobInfo (it is sent this way); written afresh.
-                out.push(J::Raw(
-                    render(j, cluster, topo)
-                        .to_slurm_string_at(JOB_LEVEL)
-                        .into(),
-                ));
-                continue;
+        let decode = |wire: &proto::JobWire<'_>| match wire.decode() {
+            Ok(j) => Some(Box::new(j)),
+            Err(e) => {
+                tracing::warn!("job {}: its information does not decode: {e}", wire.job_id);
+                None
             }
-            let kept = match inner.entries.get_mut(&j.job_id.0) {
-                Some(e) if e.wire == wire => {
+        };
+        let mut slots = Vec::with_capacity(jobs.len());
+        for wire in jobs.iter() {
+            let slot = match inner.entries.get_mut(&wire.job_id) {
+                Some(e) if e.wire() == wire.bytes => {
                     e.listing = listing;
-                    Some(e.text.clone())
+                    Slot::Kept(e.text(), e.holds_nodes, wire.bytes)
                 }
-                _ => None,
+                _ => match decode(&wire) {
+                    Some(j) => Slot::Fresh(j, wire.bytes),
+                    None => continue,
+                },
             };
-            let text = match kept {
-                Some(text) => text,
-                None => {
-                    let text: Arc<str> = render(j, cluster, topo)
-                        .to_slurm_string_at(JOB_LEVEL)
-                        .into();
-                    inner.entries.insert(
-                        j.job_id.0,
-                        Entry {
-                            wire: wire.clone(),
-                            text: text.clone(),
-                            listing,
-                            holds_nodes: !j.nodes.is_empty(),
-                        },
-                    );
+            slots.push(slot);
+        }
+        let topo = if slots.iter().any(Slot::holds_nodes) {
+            topology()
+        } else {
+            Vec::new()
+        };
+        if inner.topo != topo {
+            // The kept texts of jobs holding nodes were written for other
+            // shapes.
+            inner.entries.retain(|_, e| !e.holds_nodes);
+            for slot in &mut slots {
+                if let Slot::Kept(_, true, bytes) = *slot {
+                    let wire = proto::JobWire { job_id: 0, bytes };
+                    if let Some(j) = decode(&wire) {
+                        *slot = Slot::Fresh(j, bytes);
+                    }
+                }
+            }
+            inner.topo = topo;
+        }
+        let mut out = Vec::with_capacity(slots.len());
+        for slot in slots {
+            let text = match slot {
+                Slot::Kept(text, _, _) => text,
+                Slot::Fresh(j, bytes) => {
+                    let text = render(&j, cluster, &inner.topo).to_slurm_string_at(JOB_LEVEL);
+                    let mut kept = Vec::with_capacity(bytes.len() + text.len());
+                    kept.extend_from_slice(bytes);
+                    kept.extend_from_slice(text.as_bytes());
+                    let entry = Entry {
+                        kept: Bytes::from(kept),
+                        wire_len: bytes.len(),
+                        listing,
+                        holds_nodes: !j.nodes.is_empty(),
+                    };
+                    let text = entry.text();
+                    inner.entries.insert(j.job_id.0, entry);
                     text
                 }
             };

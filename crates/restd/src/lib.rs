@@ -33,6 +33,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+mod body;
 pub mod dbquery;
 pub mod dbv0038;
 pub mod fuzz;
@@ -222,7 +223,7 @@ impl Authn {
 /// The most a request body may hold.
 const MAX_BODY: usize = 16 << 20;
 
-type Body = http_body_util::Either<http_body_util::Full<hyper::body::Bytes>, watch::SseBody>;
+type Body = http_body_util::Either<body::Pieces, watch::SseBody>;
 
 impl AsRef<api::Ctx> for Server {
     fn as_ref(&self) -> &api::Ctx {
@@ -244,9 +245,7 @@ fn respond_stream(body: watch::SseBody) -> hyper::Response<Body> {
 }
 
 fn respond(resp: api::Resp) -> hyper::Response<Body> {
-    let mut r = hyper::Response::new(http_body_util::Either::Left(http_body_util::Full::from(
-        resp.body,
-    )));
+    let mut r = hyper::Response::new(http_body_util::Either::Left(body::Pieces::from(resp.body)));
     *r.status_mut() = hyper::StatusCode::from_u16(resp.status)
         .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     r.extensions_mut()
@@ -520,9 +519,7 @@ async fn handle_ui(
 }
 
 fn respond_ui(out: ui::Out) -> hyper::Response<Body> {
-    let mut r = hyper::Response::new(http_body_util::Either::Left(http_body_util::Full::from(
-        out.body,
-    )));
+    let mut r = hyper::Response::new(http_body_util::Either::Left(body::Pieces::from(out.body)));
     *r.status_mut() =
         hyper::StatusCode::from_u16(out.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     let h = r.headers_mut();

@@ -146,7 +146,7 @@ fn bad_token() {
     let r = restd::api::bad_token();
     let (status, want) = golden("rest_bad_token.response");
     assert_eq!(r.status, status);
-    assert_eq!(r.body, want);
+    assert_eq!(r.body_text(), want);
 }
 
 /// Job 66811 as the capture shows it: pending, submitted over REST.

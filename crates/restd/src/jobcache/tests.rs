@@ -28,9 +28,31 @@ fn fresh(jobs: &[JobInfo], topo: Topology<'_>, render: Render) -> String {
     v0038::answer(false, vec![], vec![("jobs", J::Arr(rendered))]).to_slurm_string()
 }
 
+/// The jobs as the controller sends them.
+fn wires(jobs: &[JobInfo]) -> JobWires {
+    let list = proto::JobList {
+        now: 0,
+        jobs: jobs.to_vec(),
+    };
+    JobWires::from_list(&list).unwrap()
+}
+
+/// A listing through the cache; the topology is `topo`.
+fn listing(cache: &JobCache, jobs: &[JobInfo], topo: Topology<'_>, render: Render) -> Vec<J> {
+    cache.listing(&wires(jobs), "c", || topo.to_vec(), render)
+}
+
+/// The answer through the cache, written in pieces as the server sends
+/// it.
 fn cached(cache: &JobCache, jobs: &[JobInfo], topo: Topology<'_>, render: Render) -> String {
-    let rendered = cache.listing(jobs, "c", topo, render);
-    v0038::answer(false, vec![], vec![("jobs", J::Arr(rendered))]).to_slurm_string()
+    let rendered = listing(cache, jobs, topo, render);
+    let answer = v0038::answer(false, vec![], vec![("jobs", J::Arr(rendered))]);
+    let pieces = answer.to_slurm_chunks();
+    assert!(pieces.len() > jobs.len(), "each job is a piece of its own");
+    let whole: Vec<u8> = pieces.iter().flat_map(|b| b.iter().copied()).collect();
+    let text = String::from_utf8(whole).unwrap();
+    assert_eq!(text, answer.to_slurm_string());
+    text
 }
 
 #[test]
@@ -73,7 +95,7 @@ fn a_listing_is_the_same_text_with_and_without_the_cache() {
                 .to_slurm_string()
         };
         assert_eq!(
-            v44(cache.listing(&list, "c", &other, render)),
+            v44(listing(&cache, &list, &other, render)),
             v44(list.iter().map(|j| render(j, "c", &other)).collect())
         );
     }
@@ -83,12 +105,12 @@ fn a_listing_is_the_same_text_with_and_without_the_cache() {
 fn a_listing_keeps_only_the_jobs_it_had() {
     let cache = JobCache::default();
     let mut list = jobs();
-    cache.listing(&list, "c", &[], v0038::job);
+    listing(&cache, &list, &[], v0038::job);
     assert_eq!(cache.len(), 2);
     list.remove(0);
-    cache.listing(&list, "c", &[], v0038::job);
+    listing(&cache, &list, &[], v0038::job);
     assert_eq!(cache.len(), 1);
-    cache.listing(&[], "c", &[], v0038::job);
+    listing(&cache, &[], &[], v0038::job);
     assert!(cache.is_empty());
 }
 
@@ -96,17 +118,40 @@ fn a_listing_keeps_only_the_jobs_it_had() {
 fn a_kept_job_is_reused_only_while_the_controller_sends_the_same() {
     let cache = JobCache::default();
     let mut list = jobs();
-    let first = cache.listing(&list, "c", &[], v0038::job);
-    let again = cache.listing(&list, "c", &[], v0038::job);
+    let first = listing(&cache, &list, &[], v0038::job);
+    let again = listing(&cache, &list, &[], v0038::job);
     let (J::Raw(a), J::Raw(b)) = (&first[0], &again[0]) else {
         panic!("not raw: {first:?}");
     };
-    assert!(Arc::ptr_eq(a, b));
+    assert_eq!(a.as_ptr(), b.as_ptr(), "the same kept text");
     list[0].last_sched_eval = Some(100);
-    let changed = cache.listing(&list, "c", &[], v0038::job);
+    let changed = listing(&cache, &list, &[], v0038::job);
     let J::Raw(c) = &changed[0] else {
         panic!("not raw: {changed:?}");
     };
-    assert!(!Arc::ptr_eq(a, c));
-    assert!(c.contains("\"last_sched_evaluation\": 100"));
+    assert_ne!(a.as_ptr(), c.as_ptr());
+    assert!(std::str::from_utf8(c)
+        .unwrap()
+        .contains("\"last_sched_evaluation\": 100"));
+}
+
+#[test]
+fn the_topology_is_asked_only_when_a_job_holds_nodes() {
+    let cache = JobCache::default();
+    let list = jobs();
+    let asked = std::cell::Cell::new(0);
+    let topo = || {
+        asked.set(asked.get() + 1);
+        vec![
+            ("node1".to_string(), 1, 2, 1),
+            ("node2".to_string(), 2, 1, 1),
+        ]
+    };
+    cache.listing(&wires(&list[..1]), "c", topo, v0038::job);
+    assert_eq!(asked.get(), 0);
+    cache.listing(&wires(&list), "c", topo, v0038::job);
+    assert_eq!(asked.get(), 1);
+    // Kept, and still asked: the shapes may have changed.
+    cache.listing(&wires(&list), "c", topo, v0038::job);
+    assert_eq!(asked.get(), 2);
 }

@@ -383,12 +383,14 @@ fn render_jobs(ctx: &Ctx, who: &Identity, jobs: &[proto::JobInfo]) -> J {
 }
 
 fn jobs(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
-    match api::list_jobs(ctx, who) {
+    match api::list_job_wires(ctx, who) {
         Ok(list) => {
-            let topo = api::topology(ctx, who, &list);
-            let rendered = ctx
-                .jobs_v0044
-                .listing(&list, &ctx.cluster, &topo, render::job);
+            let rendered = ctx.jobs_v0044.listing(
+                &list,
+                &ctx.cluster,
+                || api::node_shapes(ctx, who),
+                render::job,
+            );
             let mut result = vec![("jobs", J::Arr(rendered))];
             result.extend(stamps());
             ok(ctx, who, call, result)
