@@ -1176,7 +1176,7 @@ fn job_wires(
     let mut wires = proto::JobWires::new(now);
     let expected = seen.job_count();
     seen.each_job_info(filter, now, |info| {
-        if let Err(e) = wires.push(&info, expected) {
+        if let Err(e) = wires.push(info, expected) {
             error!(
                 "job {}: its information cannot be encoded: {e}",
                 info.job_id

@@ -14,15 +14,38 @@ pub const OVERSUBSCRIBE_EXCLUSIVE: &str = "EXCLUSIVE";
 
 /// Slurm's TRES string: `cpu=4,mem=2000M,node=2,billing=4,gres/gpu=2`.
 fn tres_string(cpus: u32, mem: u64, nodes: u32, gpus: u64) -> String {
-    let mut s = format!("cpu={cpus}");
-    if mem > 0 {
-        s.push_str(&format!(",mem={}", format_memory_mb(mem)));
-    }
-    s.push_str(&format!(",node={nodes},billing={cpus}"));
-    if gpus > 0 {
-        s.push_str(&format!(",gres/gpu={gpus}"));
-    }
+    let mut s = String::new();
+    write_tres(&mut s, cpus, mem, nodes, gpus);
     s
+}
+
+/// [`tres_string`] appended to `out`.
+fn write_tres(out: &mut String, cpus: u32, mem: u64, nodes: u32, gpus: u64) {
+    use std::fmt::Write as _;
+    let _ = write!(out, "cpu={cpus}");
+    if mem > 0 {
+        let _ = write!(out, ",mem={}", format_memory_mb(mem));
+    }
+    let _ = write!(out, ",node={nodes},billing={cpus}");
+    if gpus > 0 {
+        let _ = write!(out, ",gres/gpu={gpus}");
+    }
+}
+
+/// `dst` set to `names`, reusing the strings it held.
+fn set_names<'a>(dst: &mut Vec<String>, names: impl Iterator<Item = &'a str>) {
+    let mut n = 0;
+    for name in names {
+        match dst.get_mut(n) {
+            Some(s) => {
+                s.clear();
+                s.push_str(name);
+            }
+            None => dst.push(name.to_string()),
+        }
+        n += 1;
+    }
+    dst.truncate(n);
 }
 
 fn gres_spec(prefix: &str, g: &[Gres]) -> Option<String> {
@@ -86,234 +109,308 @@ impl Engine {
     /// `job_info`, leaving out [`JobInfo::BRIEF_OMITS`] when `keep.brief`
     /// and the text fields `keep` drops.
     fn job_info_with(&self, job: &Job, now: Timestamp, keep: &Keep) -> JobInfo {
-        let brief = keep.brief;
-        let d = &job.desc;
-        let cpus_per_task = d.cpus_per_task.unwrap_or(1).max(1);
-        let (mem_per_node, mem_per_cpu) = self.mem_request(job);
-        // Clones a detail only the full form carries.
-        fn detail<T: Clone + Default>(brief: bool, v: &T) -> T {
-            if brief {
-                T::default()
-            } else {
-                v.clone()
-            }
-        }
-        let (nodes, cpus_per_node, num_cpus, num_nodes, tres) = match &job.alloc {
-            Some(a) => {
-                let names: Vec<String> = if keep.nodes {
-                    a.nodes
-                        .iter()
-                        .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                let cpus: Vec<u32> = a.nodes.iter().map(|n| n.cpus).collect();
-                let total: u32 = cpus.iter().sum();
-                let mem: u64 = a.nodes.iter().map(|n| n.mem).sum();
-                let gpus = self.alloc_gpus(a);
-                let n = a.nodes.len() as u32;
-                let tres = if brief {
-                    String::new()
-                } else {
-                    tres_string(total, mem, n, gpus)
-                };
-                (names, cpus, total, n, tres)
-            }
-            None => {
-                let (cpus, mem, gpus) = if brief {
-                    (job.ntasks * cpus_per_task, 0, 0)
-                } else {
-                    self.requested_counts(job)
-                };
-                if job.ran_on.is_empty() {
-                    let tres = if brief {
-                        String::new()
-                    } else {
-                        tres_string(cpus, mem, job.min_nodes, gpus)
-                    };
-                    (Vec::new(), Vec::new(), cpus, job.min_nodes, tres)
-                } else {
-                    // Ended: show where it ran, as Slurm keeps NodeList.
-                    let names: Vec<String> = if keep.nodes {
-                        job.ran_on
-                            .iter()
-                            .map(|i| self.nodes[i.0 as usize].conf.name.clone())
-                            .collect()
-                    } else {
-                        Vec::new()
-                    };
-                    let total: u32 = job.ran_cpus.iter().sum();
-                    let n = job.ran_on.len() as u32;
-                    let tres = if brief {
-                        String::new()
-                    } else {
-                        tres_string(total, mem, n, gpus)
-                    };
-                    (names, job.ran_cpus.clone(), total, n, tres)
-                }
-            }
-        };
-        let run_time = Self::run_time(job, now);
-        let (start_time, end_time, plan) = self.start_end(job);
-        let sched_nodes = match plan {
-            Some(p) if keep.sched_nodes => p
-                .alloc
-                .nodes
-                .iter()
-                .map(|n| self.nodes[n.node.0 as usize].conf.name.clone())
-                .collect(),
-            _ => Vec::new(),
-        };
-        let tres_per_node = if brief {
-            None
-        } else {
-            let mut tres_per_node: Vec<Gres> = d.gres.clone();
-            if let Some(g) = &d.gpus_per_node {
-                tres_per_node.push(g.clone());
-            }
-            gres_spec("gres:", &tres_per_node)
-        };
-        let text = |kept: bool, v: &String| if kept { v.clone() } else { String::new() };
-        // A batch job's paths as Slurm's job query shows them, from
-        // submission on; an allocation (salloc, srun) has no script to
-        // write them.
-        let (shown_out, shown_err) = if brief {
-            (String::new(), String::new())
-        } else if d.alloc_only {
-            (job.stdout.clone(), job.stderr.clone())
-        } else {
-            crate::env::shown_paths(job)
-        };
-        let (stdout_pattern, stderr_pattern) = if brief || d.alloc_only {
-            (None, None)
-        } else {
-            let (out, err) = crate::env::squeue_paths(job);
-            (
-                out.filter(|p| *p != shown_out),
-                err.filter(|p| *p != shown_err),
-            )
-        };
-        JobInfo {
-            job_id: job.id,
-            name: text(keep.name, &d.name),
-            user: text(keep.user, &d.user),
-            uid: d.uid,
-            group: text(keep.group, &d.user),
-            gid: d.gid,
-            account: match &d.account {
-                _ if !keep.account => String::new(),
-                Some(a) => a.clone(),
-                None => "(null)".into(),
-            },
-            qos: match &d.qos {
-                _ if !keep.qos => String::new(),
-                Some(q) => q.clone(),
-                None => "normal".into(),
-            },
-            partition: if !keep.partition {
-                String::new()
-            } else if job.state == JobState::Pending && job.partitions.len() > 1 {
-                self.partition_list(job)
-            } else {
-                self.parts[job.partition].conf.name.clone()
-            },
-            state: job.state,
-            completing: job.completing,
-            configuring: job.configuring,
-            reason: job.reason,
-            priority: job.priority,
-            nice: d.nice,
-            submit_time: job.submit_time,
-            eligible_time: shown_eligible_time(job),
+        let mut info = JobInfo::default();
+        self.fill_job_info(job, now, keep, &mut info);
+        info
+    }
+
+    /// Writes `job`'s [`JobInfo`] over `out`, reusing the buffers of the
+    /// texts and lists it held (a listing fills one `JobInfo` job after
+    /// job instead of allocating and freeing some twenty strings a job).
+    /// Every field is written: `out` is taken apart whole, so a field
+    /// added to `JobInfo` does not compile until it is written here.
+    pub(crate) fn fill_job_info(&self, job: &Job, now: Timestamp, keep: &Keep, out: &mut JobInfo) {
+        let JobInfo {
+            job_id,
+            name,
+            user,
+            uid,
+            group,
+            gid,
+            account,
+            qos,
+            partition,
+            state,
+            completing,
+            reason,
+            priority,
+            nice,
+            submit_time,
+            eligible_time,
             start_time,
             end_time,
             run_time,
-            time_limit: job.time_limit,
-            time_min: d.time_min,
-            batch_host: if brief { None } else { nodes.first().cloned() },
+            time_limit,
+            time_min,
             nodes,
+            batch_host,
             num_nodes,
-            max_nodes: Some(job.max_nodes),
+            max_nodes,
             num_cpus,
-            num_tasks: job.ntasks,
+            num_tasks,
             cpus_per_task,
-            ntasks_per_node: d.ntasks_per_node,
-            cpus_per_node: if brief { Vec::new() } else { cpus_per_node },
-            cpu_ids_per_node: match &job.alloc {
-                Some(a) if !brief => a.nodes.iter().map(|n| n.cpu_ids.clone()).collect(),
-                _ => Vec::new(),
-            },
-            gres_idx_per_node: match &job.alloc {
-                Some(a) if !brief && a.nodes.iter().any(|n| !n.gres.is_empty()) => {
-                    a.nodes.iter().map(|n| self.gres_idx_text(n)).collect()
-                }
-                _ => Vec::new(),
-            },
+            ntasks_per_node,
+            cpus_per_node,
+            cpu_ids_per_node,
+            gres_idx_per_node,
             mem_per_cpu,
             mem_per_node,
             tres_per_node,
-            tres_per_job: d
-                .gpus
-                .as_ref()
-                .filter(|_| !brief)
-                .map(|g| format!("gres:{g}")),
-            tres_per_task: d
-                .gpus_per_task
-                .as_ref()
-                .filter(|_| !brief)
-                .map(|g| format!("gres:{g}")),
+            tres_per_job,
+            tres_per_task,
             tres,
-            req_nodes: detail(brief, &d.nodelist),
-            exc_nodes: detail(brief, &d.exclude),
-            features: detail(brief, &d.constraint),
-            exclusive: d.exclusive,
-            work_dir: detail(brief, &d.work_dir),
-            command: detail(brief, &d.command),
-            stdout: detail(brief, &shown_out),
-            stderr: detail(brief, &shown_err),
-            stdin: if brief {
-                String::new()
-            } else {
-                d.stdin.clone().unwrap_or_else(|| "/dev/null".into())
-            },
-            exit_code: job.exit,
-            requeue: job.requeue,
-            restarts: job.restarts,
-            dependency: if brief {
-                None
-            } else {
-                self.dependency_text(job)
-            },
-            comment: detail(brief, &d.comment),
-            alloc_node: detail(brief, &d.submit_host),
-            alloc_sid: d.alloc_sid,
-            scheduler: if keep.scheduler {
-                "Main".into()
-            } else {
-                String::new()
-            },
-            last_sched_eval: job.last_sched_eval,
-            suspend_time: job.suspend_time,
-            secs_pre_suspend: job.secs_pre_suspend.max(0) as u64,
-            signal: detail(brief, &d.signal),
-            begin_time: d.begin_time,
-            submit_line: detail(brief, &d.submit_line),
-            array_job_id: job.array.as_ref().map(|a| a.array_job_id.0),
-            array_task_id: job.array.as_ref().and_then(|a| a.task_id),
-            array_task_str: array_task_str(job),
-            array_max_tasks: self.array_max_tasks(job),
-            deadline: d.deadline,
+            req_nodes,
+            exc_nodes,
+            features,
+            exclusive,
+            work_dir,
+            command,
+            stdout,
+            stderr,
+            stdin,
+            exit_code,
+            requeue,
+            restarts,
+            dependency,
+            comment,
+            alloc_node,
+            alloc_sid,
+            scheduler,
+            last_sched_eval,
+            suspend_time,
+            secs_pre_suspend,
+            signal,
+            begin_time,
+            submit_line,
+            sched_nodes,
+            array_job_id,
+            array_task_id,
+            array_task_str,
+            array_max_tasks,
+            deadline,
             stdout_pattern,
             stderr_pattern,
-            sched_nodes,
-            licenses: d.licenses.clone(),
-            mail_type: d.mail_type,
-            mail_user: (d.mail_type != 0)
-                .then(|| d.mail_user.clone().unwrap_or_else(|| d.user.clone())),
-            reservation: d.reservation.clone(),
-            container: proto::container::ContainerOptions::shown(&d.container),
+            licenses,
+            mail_type,
+            mail_user,
+            reservation,
+            configuring,
+            container,
+        } = out;
+        let brief = keep.brief;
+        let d = &job.desc;
+        // Copies a detail only the full form carries (emptied otherwise).
+        fn detail<T: Clone + Default>(brief: bool, dst: &mut T, v: &T) {
+            if brief {
+                *dst = T::default();
+            } else {
+                dst.clone_from(v);
+            }
         }
+        // A text kept when `kept`, emptied otherwise.
+        fn put(dst: &mut String, kept: bool, v: &str) {
+            dst.clear();
+            if kept {
+                dst.push_str(v);
+            }
+        }
+        let node_name = |i: usize| self.nodes[i].conf.name.as_str();
+
+        *job_id = job.id;
+        put(name, keep.name, &d.name);
+        put(user, keep.user, &d.user);
+        *uid = d.uid;
+        put(group, keep.group, &d.user);
+        *gid = d.gid;
+        put(
+            account,
+            keep.account,
+            d.account.as_deref().unwrap_or("(null)"),
+        );
+        put(qos, keep.qos, d.qos.as_deref().unwrap_or("normal"));
+        partition.clear();
+        if !keep.partition {
+        } else if job.state == JobState::Pending && job.partitions.len() > 1 {
+            *partition = self.partition_list(job);
+        } else {
+            partition.push_str(&self.parts[job.partition].conf.name);
+        }
+        *state = job.state;
+        *completing = job.completing;
+        *configuring = job.configuring;
+        *reason = job.reason;
+        *priority = job.priority;
+        *nice = d.nice;
+        *submit_time = job.submit_time;
+        *eligible_time = shown_eligible_time(job);
+
+        let cpt = d.cpus_per_task.unwrap_or(1).max(1);
+        let (per_node, per_cpu) = self.mem_request(job);
+        *mem_per_node = per_node;
+        *mem_per_cpu = per_cpu;
+        *cpus_per_task = cpt;
+        // Where it runs (or ran), and the TRES it holds (or asks for).
+        let (alloc_nodes, cpus, mem, n, gpus): (Vec<usize>, &[u32], u64, u32, u64);
+        let alloc_cpus: Vec<u32>;
+        match &job.alloc {
+            Some(a) => {
+                alloc_nodes = a.nodes.iter().map(|n| n.node.0 as usize).collect();
+                alloc_cpus = a.nodes.iter().map(|n| n.cpus).collect();
+                cpus = &alloc_cpus;
+                mem = a.nodes.iter().map(|n| n.mem).sum();
+                n = a.nodes.len() as u32;
+                gpus = self.alloc_gpus(a);
+                *num_cpus = cpus.iter().sum();
+            }
+            None => {
+                let (asked_cpus, asked_mem, asked_gpus) = if brief {
+                    (job.ntasks * cpt, 0, 0)
+                } else {
+                    self.requested_counts(job)
+                };
+                mem = asked_mem;
+                gpus = asked_gpus;
+                if job.ran_on.is_empty() {
+                    alloc_nodes = Vec::new();
+                    cpus = &[];
+                    n = job.min_nodes;
+                    *num_cpus = asked_cpus;
+                } else {
+                    // Ended: show where it ran, as Slurm keeps NodeList.
+                    alloc_nodes = job.ran_on.iter().map(|i| i.0 as usize).collect();
+                    cpus = &job.ran_cpus;
+                    n = job.ran_on.len() as u32;
+                    *num_cpus = cpus.iter().sum();
+                }
+            }
+        }
+        *num_nodes = n;
+        set_names(
+            nodes,
+            alloc_nodes
+                .iter()
+                .filter(|_| keep.nodes)
+                .map(|&i| node_name(i)),
+        );
+        tres.clear();
+        if !brief {
+            write_tres(tres, *num_cpus, mem, n, gpus);
+        }
+        cpus_per_node.clear();
+        if !brief {
+            cpus_per_node.extend_from_slice(cpus);
+        }
+        match nodes.first() {
+            Some(first) if !brief => batch_host.clone_from(&Some(first.clone())),
+            _ => *batch_host = None,
+        }
+
+        *run_time = Self::run_time(job, now);
+        let (start, end, plan) = self.start_end(job);
+        *start_time = start;
+        *end_time = end;
+        set_names(
+            sched_nodes,
+            plan.filter(|_| keep.sched_nodes)
+                .into_iter()
+                .flat_map(|p| p.alloc.nodes.iter().map(|n| node_name(n.node.0 as usize))),
+        );
+        *time_limit = job.time_limit;
+        *time_min = d.time_min;
+        *max_nodes = Some(job.max_nodes);
+        *num_tasks = job.ntasks;
+        *ntasks_per_node = d.ntasks_per_node;
+        match &job.alloc {
+            Some(a) if !brief => {
+                cpu_ids_per_node.truncate(a.nodes.len());
+                for (i, n) in a.nodes.iter().enumerate() {
+                    match cpu_ids_per_node.get_mut(i) {
+                        Some(ids) => ids.clone_from(&n.cpu_ids),
+                        None => cpu_ids_per_node.push(n.cpu_ids.clone()),
+                    }
+                }
+            }
+            _ => cpu_ids_per_node.clear(),
+        }
+        *gres_idx_per_node = match &job.alloc {
+            Some(a) if !brief && a.nodes.iter().any(|n| !n.gres.is_empty()) => {
+                a.nodes.iter().map(|n| self.gres_idx_text(n)).collect()
+            }
+            _ => Vec::new(),
+        };
+        *tres_per_node = if brief {
+            None
+        } else {
+            let mut per_node: Vec<Gres> = d.gres.clone();
+            if let Some(g) = &d.gpus_per_node {
+                per_node.push(g.clone());
+            }
+            gres_spec("gres:", &per_node)
+        };
+        *tres_per_job = d
+            .gpus
+            .as_ref()
+            .filter(|_| !brief)
+            .map(|g| format!("gres:{g}"));
+        *tres_per_task = d
+            .gpus_per_task
+            .as_ref()
+            .filter(|_| !brief)
+            .map(|g| format!("gres:{g}"));
+        detail(brief, req_nodes, &d.nodelist);
+        detail(brief, exc_nodes, &d.exclude);
+        detail(brief, features, &d.constraint);
+        *exclusive = d.exclusive;
+        detail(brief, work_dir, &d.work_dir);
+        detail(brief, command, &d.command);
+        // A batch job's paths as Slurm's job query shows them, from
+        // submission on; an allocation (salloc, srun) has no script to
+        // write them.
+        if brief {
+            stdout.clear();
+            stderr.clear();
+        } else if d.alloc_only {
+            stdout.clone_from(&job.stdout);
+            stderr.clone_from(&job.stderr);
+        } else {
+            (*stdout, *stderr) = crate::env::shown_paths(job);
+        }
+        (*stdout_pattern, *stderr_pattern) = if brief || d.alloc_only {
+            (None, None)
+        } else {
+            let (o, e) = crate::env::squeue_paths(job);
+            (o.filter(|p| p != stdout), e.filter(|p| p != stderr))
+        };
+        put(stdin, !brief, d.stdin.as_deref().unwrap_or("/dev/null"));
+        *exit_code = job.exit;
+        *requeue = job.requeue;
+        *restarts = job.restarts;
+        *dependency = if brief {
+            None
+        } else {
+            self.dependency_text(job)
+        };
+        detail(brief, comment, &d.comment);
+        detail(brief, alloc_node, &d.submit_host);
+        *alloc_sid = d.alloc_sid;
+        put(scheduler, keep.scheduler, "Main");
+        *last_sched_eval = job.last_sched_eval;
+        *suspend_time = job.suspend_time;
+        *secs_pre_suspend = job.secs_pre_suspend.max(0) as u64;
+        detail(brief, signal, &d.signal);
+        *begin_time = d.begin_time;
+        detail(brief, submit_line, &d.submit_line);
+        *array_job_id = job.array.as_ref().map(|a| a.array_job_id.0);
+        *array_task_id = job.array.as_ref().and_then(|a| a.task_id);
+        *array_task_str = self::array_task_str(job);
+        *array_max_tasks = self.array_max_tasks(job);
+        *deadline = d.deadline;
+        licenses.clone_from(&d.licenses);
+        *mail_type = d.mail_type;
+        *mail_user =
+            (d.mail_type != 0).then(|| d.mail_user.clone().unwrap_or_else(|| d.user.clone()));
+        reservation.clone_from(&d.reservation);
+        *container = proto::container::ContainerOptions::shown(&d.container);
     }
 
     /// How many jobs the controller holds (any state).
@@ -336,23 +433,30 @@ impl Engine {
 
     /// [`Engine::job_query`] as `sight` may see it (`PrivateData=jobs`).
     pub fn job_query_seen(&self, filter: &JobFilter, now: Timestamp, sight: &Sight) -> JobList {
-        let mut jobs = Vec::with_capacity(self.jobs.len());
-        self.each_job_info_seen(filter, now, sight, |j| jobs.push(j));
+        let keep = Keep::of(filter);
+        let jobs = self
+            .jobs
+            .values()
+            .filter(|j| self.job_passes(j, filter, sight))
+            .map(|j| self.job_info_with(j, now, &keep))
+            .collect();
         JobList { now, jobs }
     }
 
     /// Calls `each` with the `JobInfo` of every job `filter` selects and
-    /// `sight` may see, in the answer's order. Handed over as it is built,
-    /// so an answer encoded job by job (`proto::JobWires`) never holds the
-    /// whole table and the next job reuses the memory of the last.
+    /// `sight` may see, in the answer's order. One `JobInfo` is lent,
+    /// written over for each job (`fill_job_info`), so an answer encoded
+    /// job by job (`proto::JobWires`) neither holds the whole table nor
+    /// allocates a job's texts afresh.
     pub(crate) fn each_job_info_seen(
         &self,
         filter: &JobFilter,
         now: Timestamp,
         sight: &Sight,
-        mut each: impl FnMut(JobInfo),
+        mut each: impl FnMut(&JobInfo),
     ) {
         let keep = Keep::of(filter);
+        let mut info = JobInfo::default();
         // Ahead of the job read, as `each_job_row_seen` does.
         let mut ahead = self.jobs.values().skip(2);
         for j in self.jobs.values() {
@@ -360,7 +464,8 @@ impl Engine {
                 proto::prefetch(&**next);
             }
             if self.job_passes(j, filter, sight) {
-                each(self.job_info_with(j, now, &keep));
+                self.fill_job_info(j, now, &keep, &mut info);
+                each(&info);
             }
         }
     }
@@ -759,7 +864,7 @@ impl Engine {
 
 /// What one `job_info_with` fills in: the full view, or a `QueryJobs`
 /// filter's brief view less the text fields it omits.
-struct Keep {
+pub(crate) struct Keep {
     brief: bool,
     name: bool,
     user: bool,
@@ -786,7 +891,7 @@ impl Keep {
         scheduler: true,
     };
 
-    fn of(filter: &JobFilter) -> Keep {
+    pub(crate) fn of(filter: &JobFilter) -> Keep {
         use proto::JobField as F;
         Keep {
             brief: filter.brief,

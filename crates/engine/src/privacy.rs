@@ -169,13 +169,13 @@ pub struct SeenBy<'e> {
 
 impl SeenBy<'_> {
     /// Calls `each` with the `JobInfo` of every job `filter` selects that
-    /// the requester may see, each handed over as it is built (what the
-    /// controller encodes as `proto::JobWires`).
+    /// the requester may see, one `JobInfo` lent and written over job
+    /// after job (what the controller encodes as `proto::JobWires`).
     pub fn each_job_info(
         &self,
         filter: &proto::JobFilter,
         now: model::Timestamp,
-        each: impl FnMut(proto::JobInfo),
+        each: impl FnMut(&proto::JobInfo),
     ) {
         self.engine
             .each_job_info_seen(filter, now, &self.sight, each);

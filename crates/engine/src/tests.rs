@@ -3020,3 +3020,66 @@ fn requested_counts_read_what_the_full_request_holds() {
         assert_eq!(e.requested_counts(job), (cpus, mem, gpus), "job {id}");
     }
 }
+
+/// A listing that writes one `JobInfo` over and over
+/// (`each_job_info_seen`) answers exactly what fresh ones do, whatever
+/// job came before: running, ended, pending, rich and bare, full and
+/// brief.
+#[test]
+fn a_reused_job_info_is_written_whole_for_every_job() {
+    let mut e = engine();
+    let mut rich = desc();
+    rich.partitions = vec!["gpu".into()];
+    rich.gres = vec![model::Gres::parse("gpu:1").unwrap()];
+    rich.gpus = Some(model::Gres::parse("gpu:1").unwrap());
+    rich.comment = Some("a comment".into());
+    rich.exclude = vec!["node1".into()];
+    rich.mail_type = 1;
+    rich.stdout = Some("out-%j.txt".into());
+    rich.stderr = Some("/abs/err-%j.txt".into());
+    rich.signal = Some(proto::SignalSpec {
+        signal: 10,
+        secs: 60,
+        batch_only: false,
+    });
+    let running = submit(&mut e, rich.clone(), 0);
+    let ended = submit(&mut e, desc(), 0);
+    e.on_job_exited(ended, "node1", ExitCode { code: 3, signal: 0 }, None, 5)
+        .unwrap();
+    submit_blocker(&mut e, 6);
+    let mut multi = desc();
+    multi.partitions = vec!["debug".into(), "gpu".into()];
+    multi.nodelist = vec!["node1".into()];
+    submit(&mut e, multi, 7);
+    let mut held = rich;
+    held.hold = true;
+    submit(&mut e, held, 8);
+    submit(&mut e, desc(), 9);
+    assert_eq!(e.job(running).unwrap().state, JobState::Running);
+    let everyone = crate::privacy::Sight::everything();
+    for filter in [
+        proto::JobFilter::default(),
+        proto::JobFilter {
+            brief: true,
+            ..Default::default()
+        },
+        proto::JobFilter {
+            brief: true,
+            omit: vec![proto::JobField::Nodes, proto::JobField::Name],
+            ..Default::default()
+        },
+    ] {
+        let fresh = e.job_query_seen(&filter, 20, &everyone).jobs;
+        let mut lent = Vec::new();
+        e.each_job_info_seen(&filter, 20, &everyone, |j| lent.push(j.clone()));
+        assert_eq!(lent.len(), 6);
+        assert_eq!(lent, fresh, "{filter:?}");
+        // And in the other order: the bare job first, the rich ones after.
+        let mut info = proto::JobInfo::default();
+        let keep = crate::info::Keep::of(&filter);
+        for (job, want) in e.jobs.values().rev().zip(fresh.iter().rev()) {
+            e.fill_job_info(job, 20, &keep, &mut info);
+            assert_eq!(&info, want);
+        }
+    }
+}

@@ -25,6 +25,9 @@ pub struct JobWires {
     bytes: Vec<u8>,
 }
 
+/// The bytes kept for a job's length before it is encoded.
+const ROOM: usize = 2;
+
 /// One job of a [`JobWires`], still encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JobWire<'a> {
@@ -56,20 +59,20 @@ impl JobWires {
     /// and again.
     pub fn push(&mut self, job: &JobInfo, expected: usize) -> Result<(), postcard::Error> {
         let start = self.bytes.len();
-        // Room for the length: three varint bytes hold up to 2 MiB, far
-        // more than a job takes; the unused ones are closed up after.
-        self.bytes.extend_from_slice(&[0; 3]);
+        // Room for the length: two varint bytes, what a job of 128 bytes
+        // to 16 KiB takes, so the encoding is seldom moved after.
+        self.bytes.extend_from_slice(&[0; ROOM]);
         self.bytes = postcard::to_extend(job, std::mem::take(&mut self.bytes))?;
-        let len = self.bytes.len() - start - 3;
-        let mut head = Vec::with_capacity(3);
+        let len = self.bytes.len() - start - ROOM;
+        let mut head = Vec::with_capacity(5);
         put_varint(&mut head, len as u64);
-        if head.len() > 3 {
-            self.bytes.truncate(start);
-            return Err(postcard::Error::SerializeBufferFull);
+        if head.len() <= ROOM {
+            let at = start + ROOM - head.len();
+            self.bytes[at..start + ROOM].copy_from_slice(&head);
+            self.bytes.drain(start..at);
+        } else {
+            self.bytes.splice(start..start + ROOM, head.iter().copied());
         }
-        let at = start + 3 - head.len();
-        self.bytes[at..start + 3].copy_from_slice(&head);
-        self.bytes.drain(start..at);
         self.count += 1;
         if self.count == 1 && expected > 1 {
             let each = self.bytes.len() - start;
@@ -244,10 +247,11 @@ mod tests {
             now: 1_700_000_000,
             jobs: (1..=300)
                 .map(|i| job(i * 1000, &"x".repeat(i as usize)))
+                .chain([job(7, &"y".repeat(20_000)), job(8, "")])
                 .collect(),
         };
         let wires = JobWires::from_list(&list).unwrap();
-        assert_eq!(wires.len(), 300);
+        assert_eq!(wires.len(), 302);
         for (w, j) in wires.iter().zip(&list.jobs) {
             assert_eq!(w.job_id, j.job_id.0);
             assert_eq!(w.bytes, postcard::to_allocvec(j).unwrap().as_slice());
