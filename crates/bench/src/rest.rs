@@ -11,7 +11,8 @@
 //! `rest-submit`: each thread keeps one HTTP/1.1 connection and posts
 //! `job/submit` in turn; submissions per second over the whole run.
 //! `rest-get`: R timed GETs of one path on a kept connection (the answer
-//! read in full); wall time per call. `rest-watch`: opens
+//! read in full, into one buffer kept from call to call); wall time per
+//! call. `rest-watch`: opens
 //! `/muster/v1/watch?kinds=job`, then submits N short jobs one at a time
 //! through the client library on an idle cluster and times each job's
 //! `started` event. A job starts inside the batch that takes its
@@ -140,6 +141,21 @@ impl Http {
 
     /// One request; (status, body).
     fn call(&mut self, method: &str, path: &str, body: &str) -> anyhow::Result<(u16, Vec<u8>)> {
+        let mut out = Vec::new();
+        let status = self.call_into(method, path, body, &mut out)?;
+        Ok((status, out))
+    }
+
+    /// One request, its answer's body read into `out` (emptied first; a
+    /// buffer kept from call to call is not allocated and faulted in
+    /// again, so `rest-get` times the server more than its own memory).
+    fn call_into(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: &str,
+        out: &mut Vec<u8>,
+    ) -> anyhow::Result<u16> {
         let req = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\n{}X-SLURM-USER-TOKEN: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             self.host,
@@ -173,7 +189,8 @@ impl Http {
                 }
             }
         }
-        let mut body = Vec::new();
+        let body = out;
+        body.clear();
         if chunked {
             loop {
                 line.clear();
@@ -189,10 +206,13 @@ impl Http {
             }
         } else {
             let n = len.context("no Content-Length")?;
-            body.resize(n, 0);
-            self.r.read_exact(&mut body)?;
+            body.reserve(n);
+            let got = (&mut self.r).take(n as u64).read_to_end(body)?;
+            if got < n {
+                bail!("the answer ended after {got} of {n} bytes");
+            }
         }
-        Ok((status, body))
+        Ok(status)
     }
 }
 
@@ -271,9 +291,10 @@ fn cmd_get(o: &Opts) -> anyhow::Result<()> {
     let mut http = Http::connect(&o.url, &token)?;
     let mut ms = Vec::new();
     let mut bytes = 0;
+    let mut body = Vec::new();
     for _ in 0..o.count {
         let t = Instant::now();
-        let (status, body) = http.call("GET", &o.path, "")?;
+        let status = http.call_into("GET", &o.path, "", &mut body)?;
         ms.push(t.elapsed().as_secs_f64() * 1e3);
         if status != 200 {
             bail!("{} answered {status}", o.path);

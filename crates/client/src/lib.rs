@@ -848,6 +848,18 @@ pub mod stepio {
 /// and the parts after it on `conn`, appended into one answer. Any other
 /// answer is returned as it is.
 fn rest_of_parts(conn: &mut rpc::Conn, first: CtldResponse) -> Result<CtldResponse, rpc::RpcError> {
+    if let CtldResponse::JobWiresPart(mut wires) = first {
+        loop {
+            match conn.read_more::<CtldResponse>()? {
+                CtldResponse::JobWiresPart(part) => wires.append(part),
+                CtldResponse::JobWires(last) => {
+                    wires.append(last);
+                    return Ok(CtldResponse::JobWires(wires));
+                }
+                other => return Ok(other),
+            }
+        }
+    }
     let CtldResponse::JobRowsPart(mut rows) = first else {
         return Ok(first);
     };

@@ -1146,7 +1146,7 @@ async fn read_request(
     let (reply_tx, reply_rx) = oneshot::channel();
     let streamed = matches!(
         &body,
-        CtldRequest::QueryJobs(f) if f.rows && f.brief && f.stream
+        CtldRequest::QueryJobs(f) if f.stream && (f.rows && f.brief || f.wire)
     );
     let (parts, owed) = if streamed {
         let (parts_tx, parts_rx) = mpsc::unbounded_channel();
@@ -1916,7 +1916,12 @@ async fn engine_loop(
                         // never shows what is not yet durable. Otherwise
                         // the whole answer is the reply, after the commit.
                         if store.staged() == 0 {
-                            let resp = stream_job_rows(&engine.seen_by(&who), filter, t, parts);
+                            let seen = engine.seen_by(&who);
+                            let resp = if filter.wire && !filter.rows {
+                                stream_job_wires(&seen, filter, t, parts)
+                            } else {
+                                stream_job_rows(&seen, filter, t, parts)
+                            };
                             replies.push((reply, resp));
                             continue;
                         }
@@ -2484,6 +2489,36 @@ fn stream_job_rows(
                 .send(CtldResponse::JobRowsPart(std::mem::take(part)))
                 .is_ok()
         }))
+    })
+}
+
+/// A job listing in wire form (`JobFilter::wire` and `stream`), as
+/// [`stream_job_rows`] sends rows: parts of about
+/// `proto::JobWires::PART_BYTES` leave while the rest is built, and the
+/// last part is returned.
+fn stream_job_wires(
+    seen: &engine::privacy::SeenBy<'_>,
+    filter: &proto::JobFilter,
+    t: Timestamp,
+    parts: &mpsc::UnboundedSender<CtldResponse>,
+) -> CtldResponse {
+    tokio::task::block_in_place(|| {
+        let mut wires = proto::JobWires::new(t);
+        let expected = seen.job_count();
+        seen.each_job_info(filter, t, |info| {
+            if let Err(e) = wires.push(info, expected) {
+                error!(
+                    "job {}: its information cannot be encoded: {e}",
+                    info.job_id
+                );
+            }
+            if let Some(part) = wires.take_full_part() {
+                // A connection gone takes no more parts; its answer is
+                // dropped with it.
+                let _ = parts.send(CtldResponse::JobWiresPart(part));
+            }
+        });
+        CtldResponse::JobWires(wires)
     })
 }
 

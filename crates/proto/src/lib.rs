@@ -1492,9 +1492,12 @@ pub enum CtldResponse {
     /// `HealthChecks`: by node name, each node's runs oldest first.
     /// (Appended.)
     HealthChecks(Vec<health::HealthCheckRun>),
-    /// `QueryJobs` with `wire`: the selected jobs, each in its own bytes.
-    /// (Appended.)
+    /// `QueryJobs` with `wire`: the selected jobs, each in its own bytes
+    /// (with `stream`: the last part). (Appended.)
     JobWires(JobWires),
+    /// `QueryJobs` with `wire` and `stream`: a part of the answer, more to
+    /// follow ([`JobWires::append`]). (Appended.)
+    JobWiresPart(JobWires),
 }
 
 /// One configuration file a controller serves in configless mode.
@@ -1725,7 +1728,8 @@ pub struct JobFilter {
     /// part as `CtldResponse::JobRows`), so the command decodes while the
     /// controller walks its jobs. A controller that does not stream (an
     /// older one, or one whose answer must wait for the journal) sends
-    /// the whole answer as one `JobRows`, as without this flag.
+    /// the whole answer as one `JobRows`, as without this flag. With
+    /// `wire`, the same in `JobWiresPart` and `JobWires`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stream: bool,
     /// Only these jobs (empty: all): a page about one job asks for it
@@ -1734,8 +1738,9 @@ pub struct JobFilter {
     pub job_ids: Vec<u32>,
     /// Answer with each job's `JobInfo` in its own bytes
     /// (`CtldResponse::JobWires`), for a receiver that compares them with
-    /// the last listing's before decoding. Not with `rows`. A controller
-    /// that does not know it answers `Jobs`.
+    /// the last listing's before decoding; with `stream`, in parts as for
+    /// `rows`. Not with `rows`. A controller that does not know it answers
+    /// `Jobs`.
     #[serde(default)]
     pub wire: bool,
 }

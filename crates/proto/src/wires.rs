@@ -5,9 +5,13 @@
 //!
 //! On the wire: the controller's time, then one byte string holding, per
 //! job, its length as a postcard varint and its [`JobInfo`] in postcard.
-//! The sender encodes each `JobInfo` as it is built and drops it
-//! ([`JobWires::push`]), so no job table is ever held whole; the receiver
-//! walks the jobs without decoding them ([`JobWires::iter`]).
+//! The sender encodes each `JobInfo` as it is built ([`JobWires::push`]),
+//! so no job table is ever held whole; the receiver walks the jobs
+//! without decoding them ([`JobWires::iter`]). With `JobFilter::stream`
+//! the answer comes in parts of about [`JobWires::PART_BYTES`]
+//! (`CtldResponse::JobWiresPart`, then the last as `JobWires`), sent while
+//! the rest is built; the receiver keeps each part's bytes as they came
+//! ([`JobWires::append`] copies nothing).
 
 use crate::{JobInfo, JobList};
 use model::Timestamp;
@@ -19,10 +23,12 @@ use serde::{Deserialize, Serialize};
 pub struct JobWires {
     /// The controller's time when it answered.
     pub now: Timestamp,
-    /// How many jobs `bytes` holds.
+    /// How many jobs `pieces` hold.
     count: usize,
-    /// Per job: its length (varint), then its `JobInfo` in postcard.
-    bytes: Vec<u8>,
+    /// The jobs in pieces (one per part received), each with the number
+    /// of jobs it holds: per job, its length (varint), then its `JobInfo`
+    /// in postcard.
+    pieces: Vec<(usize, Vec<u8>)>,
 }
 
 /// The bytes kept for a job's length before it is encoded.
@@ -50,35 +56,71 @@ impl JobWires {
         JobWires {
             now,
             count: 0,
-            bytes: Vec::new(),
+            pieces: Vec::new(),
         }
     }
+
+    /// The bytes after which a streamed answer sends a part.
+    pub const PART_BYTES: usize = 1 << 20;
 
     /// Appends `job`. `expected` jobs in all: the first job's size sizes
     /// the buffer for all of them, so it is not grown (and copied) again
     /// and again.
     pub fn push(&mut self, job: &JobInfo, expected: usize) -> Result<(), postcard::Error> {
-        let start = self.bytes.len();
+        if self.pieces.is_empty() {
+            self.pieces.push((0, Vec::new()));
+        }
+        let Some((count, bytes)) = self.pieces.last_mut() else {
+            unreachable!("a piece was just added")
+        };
+        let start = bytes.len();
         // Room for the length: two varint bytes, what a job of 128 bytes
         // to 16 KiB takes, so the encoding is seldom moved after.
-        self.bytes.extend_from_slice(&[0; ROOM]);
-        self.bytes = postcard::to_extend(job, std::mem::take(&mut self.bytes))?;
-        let len = self.bytes.len() - start - ROOM;
+        bytes.extend_from_slice(&[0; ROOM]);
+        *bytes = postcard::to_extend(job, std::mem::take(bytes))?;
+        let len = bytes.len() - start - ROOM;
         let mut head = Vec::with_capacity(5);
         put_varint(&mut head, len as u64);
         if head.len() <= ROOM {
             let at = start + ROOM - head.len();
-            self.bytes[at..start + ROOM].copy_from_slice(&head);
-            self.bytes.drain(start..at);
+            bytes[at..start + ROOM].copy_from_slice(&head);
+            bytes.drain(start..at);
         } else {
-            self.bytes.splice(start..start + ROOM, head.iter().copied());
+            bytes.splice(start..start + ROOM, head.iter().copied());
+        }
+        *count += 1;
+        if *count == 1 && expected > 1 {
+            let each = bytes.len() - start;
+            let room = (each * (expected - 1) * 9 / 8).min(Self::PART_BYTES * 9 / 8);
+            bytes.reserve(room);
         }
         self.count += 1;
-        if self.count == 1 && expected > 1 {
-            let each = self.bytes.len() - start;
-            self.bytes.reserve(each * (expected - 1) * 9 / 8);
-        }
         Ok(())
+    }
+
+    /// The jobs pushed so far, as a part of a streamed answer, once they
+    /// hold [`JobWires::PART_BYTES`]; this answer goes on empty.
+    pub fn take_full_part(&mut self) -> Option<JobWires> {
+        match self.pieces.last() {
+            Some((_, bytes)) if bytes.len() >= Self::PART_BYTES => {
+                let part = JobWires {
+                    now: self.now,
+                    count: self.count,
+                    pieces: std::mem::take(&mut self.pieces),
+                };
+                self.count = 0;
+                Some(part)
+            }
+            _ => None,
+        }
+    }
+
+    /// `part`'s jobs after these (a streamed answer put together), its
+    /// bytes kept as they are.
+    pub fn append(&mut self, part: JobWires) {
+        self.now = part.now;
+        self.count += part.count;
+        self.pieces.extend(part.pieces);
     }
 
     /// How many jobs it holds.
@@ -94,21 +136,7 @@ impl JobWires {
     /// The jobs, in order, still encoded. A malformed answer ends early
     /// (the rest is not a job).
     pub fn iter(&self) -> impl Iterator<Item = JobWire<'_>> + '_ {
-        let mut rest: &[u8] = &self.bytes;
-        std::iter::from_fn(move || {
-            let (len, after) = take_varint(rest)?;
-            let len = usize::try_from(len).ok()?;
-            if after.len() < len {
-                return None;
-            }
-            let (bytes, next) = after.split_at(len);
-            let (job_id, _) = take_varint(bytes)?;
-            rest = next;
-            Some(JobWire {
-                job_id: u32::try_from(job_id).ok()?,
-                bytes,
-            })
-        })
+        self.pieces.iter().flat_map(|(_, bytes)| walk(bytes))
     }
 
     /// The jobs, decoded.
@@ -135,6 +163,24 @@ impl JobWires {
         }
         Ok(w)
     }
+}
+
+/// The jobs of one piece; a malformed one ends early.
+fn walk(mut rest: &[u8]) -> impl Iterator<Item = JobWire<'_>> + '_ {
+    std::iter::from_fn(move || {
+        let (len, after) = take_varint(rest)?;
+        let len = usize::try_from(len).ok()?;
+        if after.len() < len {
+            return None;
+        }
+        let (bytes, next) = after.split_at(len);
+        let (job_id, _) = take_varint(bytes)?;
+        rest = next;
+        Some(JobWire {
+            job_id: u32::try_from(job_id).ok()?,
+            bytes,
+        })
+    })
 }
 
 fn put_varint(out: &mut Vec<u8>, mut n: u64) {
@@ -171,7 +217,15 @@ impl Serialize for JobWires {
         let mut st = s.serialize_struct("JobWires", 3)?;
         st.serialize_field("now", &self.now)?;
         st.serialize_field("count", &(self.count as u64))?;
-        st.serialize_field("bytes", &WireBytes(&self.bytes))?;
+        match &self.pieces[..] {
+            [] => st.serialize_field("bytes", &WireBytes(&[]))?,
+            [(_, one)] => st.serialize_field("bytes", &WireBytes(one))?,
+            // Only a receiver holds several pieces; sent on, they are one.
+            many => {
+                let all: Vec<u8> = many.iter().flat_map(|(_, b)| b.iter().copied()).collect();
+                st.serialize_field("bytes", &WireBytes(&all))?;
+            }
+        }
         st.end()
     }
 }
@@ -219,10 +273,11 @@ impl<'de> Deserialize<'de> for JobWires {
             bytes: ReadBytes,
         }
         let w = Wire::deserialize(d)?;
+        let count = usize::try_from(w.count).map_err(serde::de::Error::custom)?;
         Ok(JobWires {
             now: w.now,
-            count: usize::try_from(w.count).map_err(serde::de::Error::custom)?,
-            bytes: w.bytes.0,
+            count,
+            pieces: vec![(count, w.bytes.0)],
         })
     }
 }
@@ -279,9 +334,50 @@ mod tests {
             jobs: vec![job(1, "a"), job(2, "b")],
         };
         let mut wires = JobWires::from_list(&list).unwrap();
-        let cut = wires.bytes.len() - 3;
-        wires.bytes.truncate(cut);
+        let bytes = &mut wires.pieces[0].1;
+        bytes.truncate(bytes.len() - 3);
         assert_eq!(wires.iter().count(), 1);
         assert!(wires.decode().is_err());
+    }
+
+    #[test]
+    fn a_streamed_answer_put_together_is_the_whole_answer() {
+        let list = JobList {
+            now: 9,
+            jobs: (1..=3000)
+                .map(|i| job(i, &"n".repeat((i % 700) as usize)))
+                .collect(),
+        };
+        let mut sending = JobWires::new(list.now);
+        let mut received = JobWires::new(0);
+        let mut parts = 0;
+        for j in &list.jobs {
+            sending.push(j, list.jobs.len()).unwrap();
+            if let Some(part) = sending.take_full_part() {
+                parts += 1;
+                let wire = postcard::to_allocvec(&CtldResponse::JobWiresPart(part)).unwrap();
+                let Ok(CtldResponse::JobWiresPart(part)) = postcard::from_bytes(&wire) else {
+                    panic!("not a part")
+                };
+                received.append(part);
+            }
+        }
+        assert!(parts > 0);
+        let last = postcard::to_allocvec(&CtldResponse::JobWires(sending)).unwrap();
+        let Ok(CtldResponse::JobWires(last)) = postcard::from_bytes(&last) else {
+            panic!("not the last part")
+        };
+        received.append(last);
+        assert_eq!(received.len(), list.jobs.len());
+        assert_eq!(received.decode().unwrap(), list);
+        // Sent on whole, it is one piece again.
+        let again: CtldResponse = postcard::from_bytes(
+            &postcard::to_allocvec(&CtldResponse::JobWires(received)).unwrap(),
+        )
+        .unwrap();
+        let CtldResponse::JobWires(again) = again else {
+            panic!("{again:?}")
+        };
+        assert_eq!(again.decode().unwrap(), list);
     }
 }

@@ -541,8 +541,11 @@ pub(crate) fn list_jobs(ctx: &Ctx, who: &Identity) -> Result<Vec<proto::JobInfo>
 /// Every job `who` may see, each still in the controller's bytes, for
 /// the listings (`jobcache`).
 pub(crate) fn list_job_wires(ctx: &Ctx, who: &Identity) -> Result<proto::JobWires, ClientError> {
+    // In parts: the controller sends the first jobs while it builds the
+    // rest, and they are read meanwhile.
     let filter = proto::JobFilter {
         wire: true,
+        stream: true,
         ..proto::JobFilter::default()
     };
     match ctx.call(who, CtldRequest::QueryJobs(filter))? {

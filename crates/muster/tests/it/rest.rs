@@ -646,3 +646,81 @@ fn rest_a_restd_of_an_ordinary_user_serves_only_that_user() {
     assert_eq!(status, 500, "{body}");
     assert!(c.ok("squeue", &["-h"]).stdout.trim().is_empty());
 }
+
+/// A listing of more jobs than one part holds (`proto::JobWires`: the
+/// controller streams about 1 MiB at a time) lists every job once, the
+/// same again from restd's cache, and a job changed between two listings
+/// as it now is.
+#[test]
+fn rest_a_listing_in_parts_has_every_job_and_follows_changes() {
+    const JOBS: usize = 6_000;
+    let key = jwt_key();
+    let c = jwt_cluster(&key);
+    let restd = Restd::start(&c);
+    let token = token_of(&c.run("scontrol", &["token", "lifespan=900"]));
+    let work = c.work().display().to_string();
+    let cfg = conf::load(c.conf()).expect("slurm.conf").config;
+    let client = client::Client::new(cfg, client::current_identity());
+    let reqs: Vec<proto::CtldRequest> = (0..JOBS)
+        .map(|i| {
+            proto::CtldRequest::Submit(Box::new(proto::JobDesc {
+                name: format!("part{i}"),
+                script: "#!/bin/sh\ntrue\n".into(),
+                work_dir: work.clone(),
+                submit_dir: work.clone(),
+                hold: true,
+                ..proto::JobDesc::default()
+            }))
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for r in client.call_pipelined(&reqs) {
+        match r {
+            Ok(proto::CtldResponse::Submitted(s)) => ids.push(s.job_id.0 as u64),
+            other => panic!("submission refused: {other:?}"),
+        }
+    }
+    let listing = || {
+        let (status, body) = http(
+            &restd.addr,
+            "GET",
+            "/slurm/v0.0.38/jobs",
+            &[("X-SLURM-USER-TOKEN", &token)],
+            "",
+        );
+        assert_eq!(status, 200);
+        assert!(
+            body.len() > 2 << 20,
+            "{} bytes: more than two parts",
+            body.len()
+        );
+        json(&body)["jobs"]
+            .as_array()
+            .expect("jobs")
+            .iter()
+            .map(|j| {
+                (
+                    j["job_id"].as_u64().unwrap(),
+                    j["name"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = listing();
+    let want: Vec<(u64, String)> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (*id, format!("part{i}")))
+        .collect();
+    assert_eq!(first, want);
+    assert_eq!(listing(), want);
+    let changed = ids[JOBS / 2];
+    let out = c.run(
+        "scontrol",
+        &["update", &format!("jobid={changed}"), "name=renamed"],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    let mut want = want;
+    want[JOBS / 2].1 = "renamed".into();
+    assert_eq!(listing(), want);
+}
