@@ -83,7 +83,9 @@ impl EncodedChunk {
 
 struct WireChunks<'a>(&'a JobRows);
 
-struct WireBytes<'a>(&'a [u8]);
+/// Bytes serialized as one byte string (postcard: length, then the
+/// bytes), not as a sequence of numbers.
+pub(crate) struct WireBytes<'a>(pub(crate) &'a [u8]);
 
 impl Serialize for WireBytes<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -862,7 +864,7 @@ impl PackedRow {
 // enums go through postcard itself, once per value in a row of equal
 // ones (`EncodeMemo`, `DecodeMemo`).
 
-fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut n: u64) {
     while n >= 0x80 {
         out.push((n as u8 & 0x7f) | 0x80);
         n >>= 7;

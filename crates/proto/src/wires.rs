@@ -13,6 +13,7 @@
 //! the rest is built; the receiver keeps each part's bytes as they came
 //! ([`JobWires::append`] copies nothing).
 
+use crate::rows::{put_varint, WireBytes};
 use crate::{JobInfo, JobList};
 use model::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -183,14 +184,6 @@ fn walk(mut rest: &[u8]) -> impl Iterator<Item = JobWire<'_>> + '_ {
     })
 }
 
-fn put_varint(out: &mut Vec<u8>, mut n: u64) {
-    while n >= 0x80 {
-        out.push((n as u8 & 0x7f) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
 /// A postcard varint at the start of `b`, and what follows it.
 fn take_varint(b: &[u8]) -> Option<(u64, &[u8])> {
     let mut n: u64 = 0;
@@ -201,14 +194,6 @@ fn take_varint(b: &[u8]) -> Option<(u64, &[u8])> {
         }
     }
     None
-}
-
-struct WireBytes<'a>(&'a [u8]);
-
-impl Serialize for WireBytes<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(self.0)
-    }
 }
 
 impl Serialize for JobWires {
