@@ -817,6 +817,72 @@ impl Client {
         ))
     }
 
+    /// A job listing in wire form (`req` a `QueryJobs` with
+    /// `JobFilter::wire` and `stream`, or an `OnBehalf` holding one), each
+    /// part handed to `each` as it arrives, the last one included: the
+    /// caller works on the first jobs while the controller builds the
+    /// rest. A controller that answers whole (one `JobWires`, or `Jobs`)
+    /// gives one part. On a connection of its own; a controller that
+    /// cannot be reached is tried at the next address, but never once a
+    /// part was handed over (the listing then fails).
+    pub fn job_wires(
+        &self,
+        req: &CtldRequest,
+        mut each: impl FnMut(proto::JobWires),
+    ) -> Result<(), ClientError> {
+        let mut last = None;
+        for addr in &self.addrs {
+            let credential = self.credential()?;
+            let mut frame = Vec::with_capacity(512);
+            let env = rpc::signed_envelope(self.identity.clone(), Some(credential), req);
+            rpc::append_frame(
+                &mut frame,
+                &env,
+                encoding_for(req),
+                proto::MAX_REQUEST_BYTES,
+            )
+            .map_err(frame_error)?;
+            let mut conn = match rpc::Conn::connect(addr, TIMEOUT) {
+                Ok(conn) => conn,
+                Err(e) => {
+                    last = Some(e);
+                    continue;
+                }
+            };
+            let (mut answers, err) = conn.call_many::<CtldResponse>(&frame, 1);
+            let mut resp = match (answers.pop(), err) {
+                (Some(resp), None) => resp,
+                (_, e) => {
+                    last = Some(e.unwrap_or(rpc::RpcError::Timeout));
+                    continue;
+                }
+            };
+            loop {
+                match resp {
+                    CtldResponse::JobWiresPart(part) => each(part),
+                    CtldResponse::JobWires(whole) => {
+                        each(whole);
+                        return Ok(());
+                    }
+                    CtldResponse::Jobs(list) => {
+                        let whole = proto::JobWires::from_list(&list)
+                            .map_err(|_| ClientError::Unexpected)?;
+                        each(whole);
+                        return Ok(());
+                    }
+                    CtldResponse::Error(e) => return Err(ClientError::Refused(e)),
+                    _ => return Err(ClientError::Unexpected),
+                }
+                resp = conn
+                    .read_more::<CtldResponse>()
+                    .map_err(ClientError::Unreachable)?;
+            }
+        }
+        Err(ClientError::Unreachable(
+            last.unwrap_or(rpc::RpcError::Timeout),
+        ))
+    }
+
     /// Every partition.
     pub fn partitions(&self) -> Result<Vec<PartitionInfo>, ClientError> {
         match self.call(CtldRequest::ListPartitions)? {

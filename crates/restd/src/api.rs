@@ -538,24 +538,34 @@ pub(crate) fn list_jobs(ctx: &Ctx, who: &Identity) -> Result<Vec<proto::JobInfo>
     }
 }
 
-/// Every job `who` may see, each still in the controller's bytes, for
-/// the listings (`jobcache`).
-pub(crate) fn list_job_wires(ctx: &Ctx, who: &Identity) -> Result<proto::JobWires, ClientError> {
-    // In parts: the controller sends the first jobs while it builds the
-    // rest, and they are read meanwhile.
+/// Every job `who` may see, written by `render` through `cache`: the
+/// controller streams each job's bytes (`JobFilter::wire`, `stream`) and
+/// each part is compared with the kept texts while the next is built.
+pub(crate) fn job_listing(
+    ctx: &Ctx,
+    who: &Identity,
+    cache: &crate::jobcache::JobCache,
+    render: crate::jobcache::Render,
+) -> Result<Vec<J>, ClientError> {
     let filter = proto::JobFilter {
         wire: true,
         stream: true,
         ..proto::JobFilter::default()
     };
-    match ctx.call(who, CtldRequest::QueryJobs(filter))? {
-        CtldResponse::JobWires(w) => Ok(w),
-        // A controller that does not know `wire`.
-        CtldResponse::Jobs(list) => {
-            proto::JobWires::from_list(&list).map_err(|_| ClientError::Unexpected)
+    let req = if who.uid == ctx.client.identity().uid {
+        CtldRequest::QueryJobs(filter)
+    } else {
+        CtldRequest::OnBehalf {
+            user: who.clone(),
+            request: Box::new(CtldRequest::QueryJobs(filter)),
         }
-        _ => Err(ClientError::Unexpected),
-    }
+    };
+    cache.listing_from(
+        |each| ctx.client.job_wires(&req, |part| each(&part)),
+        &ctx.cluster,
+        || node_shapes(ctx, who),
+        render,
+    )
 }
 
 /// The nodes' shapes for a listing (`topology`), asked when a job holds
@@ -571,14 +581,10 @@ pub(crate) fn node_shapes(ctx: &Ctx, who: &Identity) -> Vec<(String, u32, u32, u
 }
 
 fn jobs(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
-    let jobs = match list_job_wires(ctx, who) {
-        Ok(j) => j,
-        Err(e) => return refused(call, &e, "slurm_load_jobs", ""),
-    };
-    let rendered =
-        ctx.jobs_v0038
-            .listing(&jobs, &ctx.cluster, || node_shapes(ctx, who), v0038::job);
-    ok(call, vec![("jobs", J::Arr(rendered))])
+    match job_listing(ctx, who, &ctx.jobs_v0038, v0038::job) {
+        Ok(rendered) => ok(call, vec![("jobs", J::Arr(rendered))]),
+        Err(e) => refused(call, &e, "slurm_load_jobs", ""),
+    }
 }
 
 fn job_not_found(call: &Call, id: &str) -> Resp {

@@ -71,18 +71,30 @@ impl Entry {
     }
 }
 
-/// A job of the listing in progress: its kept text, or its `JobInfo` to
-/// write.
-enum Slot<'a> {
-    Kept(Bytes, bool, &'a [u8]),
-    Fresh(Box<JobInfo>, &'a [u8]),
+/// A job of the listing in progress: its kept text (whether it holds
+/// nodes, its id), or its `JobInfo` to write and the bytes it came in.
+enum Slot {
+    Kept(Bytes, bool, u32),
+    Fresh(Box<JobInfo>, Vec<u8>),
 }
 
-impl Slot<'_> {
+impl Slot {
     fn holds_nodes(&self) -> bool {
         match self {
             Slot::Kept(_, holds, _) => *holds,
             Slot::Fresh(j, _) => !j.nodes.is_empty(),
+        }
+    }
+}
+
+/// A job's `JobInfo` from its bytes, or None (logged).
+fn decode(job_id: u32, bytes: &[u8]) -> Option<Box<JobInfo>> {
+    let wire = proto::JobWire { job_id, bytes };
+    match wire.decode() {
+        Ok(j) => Some(Box::new(j)),
+        Err(e) => {
+            tracing::warn!("job {job_id}: its information does not decode: {e}");
+            None
         }
     }
 }
@@ -99,30 +111,47 @@ impl JobCache {
         topology: impl FnOnce() -> Vec<(String, u32, u32, u32)>,
         render: Render,
     ) -> Vec<J> {
+        let whole = |each: &mut dyn FnMut(&JobWires)| -> Result<(), std::convert::Infallible> {
+            each(jobs);
+            Ok(())
+        };
+        match self.listing_from(whole, cluster, topology, render) {
+            Ok(out) => out,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`JobCache::listing`] of jobs that `feed` hands over part after
+    /// part (as the controller streams them: `client::Client::job_wires`),
+    /// each part compared with the kept texts as it comes. `feed`'s
+    /// error is the listing's.
+    pub fn listing_from<E>(
+        &self,
+        feed: impl FnOnce(&mut dyn FnMut(&JobWires)) -> Result<(), E>,
+        cluster: &str,
+        topology: impl FnOnce() -> Vec<(String, u32, u32, u32)>,
+        render: Render,
+    ) -> Result<Vec<J>, E> {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.listing += 1;
         let listing = inner.listing;
-        let decode = |wire: &proto::JobWire<'_>| match wire.decode() {
-            Ok(j) => Some(Box::new(j)),
-            Err(e) => {
-                tracing::warn!("job {}: its information does not decode: {e}", wire.job_id);
-                None
+        let mut slots = Vec::new();
+        feed(&mut |part: &JobWires| {
+            slots.reserve(part.len());
+            for wire in part.iter() {
+                let slot = match inner.entries.get_mut(&wire.job_id) {
+                    Some(e) if e.wire() == wire.bytes => {
+                        e.listing = listing;
+                        Slot::Kept(e.text(), e.holds_nodes, wire.job_id)
+                    }
+                    _ => match decode(wire.job_id, wire.bytes) {
+                        Some(j) => Slot::Fresh(j, wire.bytes.to_vec()),
+                        None => continue,
+                    },
+                };
+                slots.push(slot);
             }
-        };
-        let mut slots = Vec::with_capacity(jobs.len());
-        for wire in jobs.iter() {
-            let slot = match inner.entries.get_mut(&wire.job_id) {
-                Some(e) if e.wire() == wire.bytes => {
-                    e.listing = listing;
-                    Slot::Kept(e.text(), e.holds_nodes, wire.bytes)
-                }
-                _ => match decode(&wire) {
-                    Some(j) => Slot::Fresh(j, wire.bytes),
-                    None => continue,
-                },
-            };
-            slots.push(slot);
-        }
+        })?;
         let topo = if slots.iter().any(Slot::holds_nodes) {
             topology()
         } else {
@@ -130,16 +159,19 @@ impl JobCache {
         };
         if inner.topo != topo {
             // The kept texts of jobs holding nodes were written for other
-            // shapes.
-            inner.entries.retain(|_, e| !e.holds_nodes);
+            // shapes: written again, from the bytes they were kept with.
             for slot in &mut slots {
-                if let Slot::Kept(_, true, bytes) = *slot {
-                    let wire = proto::JobWire { job_id: 0, bytes };
-                    if let Some(j) = decode(&wire) {
+                if let Slot::Kept(_, true, id) = *slot {
+                    let Some(e) = inner.entries.get(&id) else {
+                        continue;
+                    };
+                    let bytes = e.wire().to_vec();
+                    if let Some(j) = decode(id, &bytes) {
                         *slot = Slot::Fresh(j, bytes);
                     }
                 }
             }
+            inner.entries.retain(|_, e| !e.holds_nodes);
             inner.topo = topo;
         }
         let mut out = Vec::with_capacity(slots.len());
@@ -148,12 +180,12 @@ impl JobCache {
                 Slot::Kept(text, _, _) => text,
                 Slot::Fresh(j, bytes) => {
                     let text = render(&j, cluster, &inner.topo).to_slurm_string_at(JOB_LEVEL);
-                    let mut kept = Vec::with_capacity(bytes.len() + text.len());
-                    kept.extend_from_slice(bytes);
+                    let mut kept = bytes;
+                    let wire_len = kept.len();
                     kept.extend_from_slice(text.as_bytes());
                     let entry = Entry {
                         kept: Bytes::from(kept),
-                        wire_len: bytes.len(),
+                        wire_len,
                         listing,
                         holds_nodes: !j.nodes.is_empty(),
                     };
@@ -165,7 +197,7 @@ impl JobCache {
             out.push(J::Raw(text));
         }
         inner.entries.retain(|_, e| e.listing == listing);
-        out
+        Ok(out)
     }
 
     /// How many jobs' texts are kept.

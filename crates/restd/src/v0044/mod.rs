@@ -383,14 +383,8 @@ fn render_jobs(ctx: &Ctx, who: &Identity, jobs: &[proto::JobInfo]) -> J {
 }
 
 fn jobs(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
-    match api::list_job_wires(ctx, who) {
-        Ok(list) => {
-            let rendered = ctx.jobs_v0044.listing(
-                &list,
-                &ctx.cluster,
-                || api::node_shapes(ctx, who),
-                render::job,
-            );
+    match api::job_listing(ctx, who, &ctx.jobs_v0044, render::job) {
+        Ok(rendered) => {
             let mut result = vec![("jobs", J::Arr(rendered))];
             result.extend(stamps());
             ok(ctx, who, call, result)
