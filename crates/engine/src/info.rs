@@ -651,7 +651,13 @@ impl Engine {
         if filter.active_only && !active {
             return false;
         }
-        if !filter.job_ids.is_empty() && !filter.job_ids.contains(&job.id.0) {
+        if !filter.job_ids.is_empty()
+            && !filter.job_ids.contains(&job.id.0)
+            && !job
+                .array
+                .as_ref()
+                .is_some_and(|a| filter.job_ids.contains(&a.array_job_id.0))
+        {
             return false;
         }
         let mut names = String::new();

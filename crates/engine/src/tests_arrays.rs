@@ -495,3 +495,50 @@ fn issue_35_a_failed_condition_of_an_or_dependency_says_failed() {
     exit(&mut e, b, 0, 3);
     assert_eq!(e.job(or).unwrap().state, JobState::Running);
 }
+
+/// `JobFilter::job_ids` with an array's id selects the array's record and
+/// every task split off it (restd's `job/{id}` asks this way); a task's
+/// own id selects that task alone.
+#[test]
+fn a_query_by_an_arrays_id_has_its_tasks() {
+    let mut e = engine();
+    let a = sub(&mut e, array("0-9"), 0);
+    let other_job = sub(&mut e, desc(), 0);
+    let listed = |e: &Engine, id: u32| -> Vec<String> {
+        let filter = proto::JobFilter {
+            job_ids: vec![id],
+            ..Default::default()
+        };
+        e.job_query(&filter, 0)
+            .jobs
+            .iter()
+            .map(|j| j.display_id())
+            .collect()
+    };
+    let of_array = listed(&e, a.0);
+    assert!(
+        of_array.len() > 1,
+        "started tasks and the rest: {of_array:?}"
+    );
+    assert!(
+        of_array
+            .iter()
+            .all(|id| id.starts_with(&format!("{}_", a.0))),
+        "{of_array:?}"
+    );
+    let all = ids(&e);
+    let from_all: Vec<&String> = all
+        .iter()
+        .filter(|id| id.starts_with(&format!("{}_", a.0)))
+        .collect();
+    assert_eq!(of_array.iter().collect::<Vec<_>>(), from_all);
+    let task = e
+        .job_list(0)
+        .jobs
+        .iter()
+        .find(|j| j.array_job_id == Some(a.0) && j.job_id != a)
+        .map(|j| j.job_id.0)
+        .expect("a task split off");
+    assert_eq!(listed(&e, task).len(), 1);
+    assert_eq!(listed(&e, other_job.0), vec![other_job.0.to_string()]);
+}

@@ -1732,8 +1732,10 @@ pub struct JobFilter {
     /// `wire`, the same in `JobWiresPart` and `JobWires`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stream: bool,
-    /// Only these jobs (empty: all): a page about one job asks for it
-    /// alone rather than for the whole table.
+    /// Only these jobs (empty: all), and the tasks of the arrays among
+    /// them (as `scontrol show job` and slurmrestd's `job/{id}` take an
+    /// array's id): a page about one job asks for it alone rather than
+    /// for the whole table.
     #[serde(default)]
     pub job_ids: Vec<u32>,
     /// Answer with each job's `JobInfo` in its own bytes

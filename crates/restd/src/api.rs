@@ -527,13 +527,24 @@ pub(crate) fn topology(
     node_shapes(ctx, who)
 }
 
-/// Every job `who` may see. Asked as `QueryJobs` with no filter, which
-/// the controller answers with what `ListJobs` holds, in its binary form
-/// (rpc::Encoding::Binary): about a third of the JSON answer's bytes, and
-/// written and read several times faster.
-pub(crate) fn list_jobs(ctx: &Ctx, who: &Identity) -> Result<Vec<proto::JobInfo>, ClientError> {
-    match ctx.call(who, CtldRequest::QueryJobs(proto::JobFilter::default()))? {
-        CtldResponse::Jobs(list) => Ok(list.jobs),
+/// Job `id` and, for an array's id, its tasks, as `who` may see them
+/// (slurmrestd's `job/{id}`): the controller selects them
+/// (`JobFilter::job_ids`) rather than sending every job.
+pub(crate) fn jobs_of_id(
+    ctx: &Ctx,
+    who: &Identity,
+    id: u32,
+) -> Result<Vec<proto::JobInfo>, ClientError> {
+    let filter = proto::JobFilter {
+        job_ids: vec![id],
+        ..proto::JobFilter::default()
+    };
+    match ctx.call(who, CtldRequest::QueryJobs(filter))? {
+        CtldResponse::Jobs(list) => Ok(list
+            .jobs
+            .into_iter()
+            .filter(|j| j.job_id.0 == id || j.array_job_id == Some(id))
+            .collect()),
         _ => Err(ClientError::Unexpected),
     }
 }
@@ -608,14 +619,10 @@ fn job(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     let Ok(n) = id.parse::<u32>() else {
         return job_not_found(call, id);
     };
-    let jobs = match list_jobs(ctx, who) {
+    let found = match jobs_of_id(ctx, who, n) {
         Ok(j) => j,
         Err(e) => return refused(call, &e, "slurm_load_job", ""),
     };
-    let found: Vec<proto::JobInfo> = jobs
-        .into_iter()
-        .filter(|j| j.job_id.0 == n || j.array_job_id == Some(n))
-        .collect();
     if found.is_empty() {
         return job_not_found(call, id);
     }

@@ -410,14 +410,10 @@ fn job(ctx: &Ctx, who: &Identity, call: &Call) -> Resp {
     let Ok(n) = id.parse::<u32>() else {
         return not_found();
     };
-    let list = match api::list_jobs(ctx, who) {
-        Ok(l) => l,
+    let found = match api::jobs_of_id(ctx, who, n) {
+        Ok(j) => j,
         Err(e) => return refused(ctx, who, call, &e, "slurm_load_job"),
     };
-    let found: Vec<proto::JobInfo> = list
-        .into_iter()
-        .filter(|j| j.job_id.0 == n || j.array_job_id == Some(n))
-        .collect();
     if found.is_empty() {
         return not_found();
     }
