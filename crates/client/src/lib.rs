@@ -765,56 +765,26 @@ impl Client {
         req: CtldRequest,
         mut each: impl FnMut(proto::watch::WatchBatch) -> bool,
     ) -> Result<(), ClientError> {
-        let mut last = None;
-        for addr in &self.addrs {
-            let credential = self.credential()?;
-            let mut frame = Vec::with_capacity(512);
-            let env = rpc::signed_envelope(self.identity.clone(), Some(credential), &req);
-            rpc::append_frame(
-                &mut frame,
-                &env,
-                rpc::Encoding::Binary,
-                proto::MAX_REQUEST_BYTES,
-            )
-            .map_err(frame_error)?;
-            let mut conn = match rpc::Conn::connect(addr, TIMEOUT) {
-                Ok(conn) => conn,
-                Err(e) => {
-                    last = Some(e);
-                    continue;
-                }
-            };
-            let (mut answers, err) = conn.call_many::<CtldResponse>(&frame, 1);
-            let first = match (answers.pop(), err) {
-                (Some(resp), None) => resp,
-                (_, e) => {
-                    last = Some(e.unwrap_or(rpc::RpcError::Timeout));
-                    continue;
-                }
-            };
-            // Three heartbeats missed: the controller is gone.
-            let quiet = Duration::from_secs(3 * proto::watch::WATCH_HEARTBEAT_SECS);
-            conn.set_read_timeout(quiet)
-                .map_err(ClientError::Unreachable)?;
-            let mut resp = first;
-            loop {
-                match resp {
-                    CtldResponse::WatchEvents(batch) => {
-                        if !each(batch) {
-                            return Ok(());
-                        }
+        let (mut conn, first) = self.open_stream(&req, rpc::Encoding::Binary)?;
+        // Three heartbeats missed: the controller is gone.
+        let quiet = Duration::from_secs(3 * proto::watch::WATCH_HEARTBEAT_SECS);
+        conn.set_read_timeout(quiet)
+            .map_err(ClientError::Unreachable)?;
+        let mut resp = first;
+        loop {
+            match resp {
+                CtldResponse::WatchEvents(batch) => {
+                    if !each(batch) {
+                        return Ok(());
                     }
-                    CtldResponse::Error(e) => return Err(ClientError::Refused(e)),
-                    _ => return Err(ClientError::Unexpected),
                 }
-                resp = conn
-                    .read_more::<CtldResponse>()
-                    .map_err(ClientError::Unreachable)?;
+                CtldResponse::Error(e) => return Err(ClientError::Refused(e)),
+                _ => return Err(ClientError::Unexpected),
             }
+            resp = conn
+                .read_more::<CtldResponse>()
+                .map_err(ClientError::Unreachable)?;
         }
-        Err(ClientError::Unreachable(
-            last.unwrap_or(rpc::RpcError::Timeout),
-        ))
     }
 
     /// A job listing in wire form (`req` a `QueryJobs` with
@@ -830,18 +800,44 @@ impl Client {
         req: &CtldRequest,
         mut each: impl FnMut(proto::JobWires),
     ) -> Result<(), ClientError> {
+        let (mut conn, mut resp) = self.open_stream(req, encoding_for(req))?;
+        loop {
+            match resp {
+                CtldResponse::JobWiresPart(part) => each(part),
+                CtldResponse::JobWires(whole) => {
+                    each(whole);
+                    return Ok(());
+                }
+                CtldResponse::Jobs(list) => {
+                    let whole =
+                        proto::JobWires::from_list(&list).map_err(|_| ClientError::Unexpected)?;
+                    each(whole);
+                    return Ok(());
+                }
+                CtldResponse::Error(e) => return Err(ClientError::Refused(e)),
+                _ => return Err(ClientError::Unexpected),
+            }
+            resp = conn
+                .read_more::<CtldResponse>()
+                .map_err(ClientError::Unreachable)?;
+        }
+    }
+
+    /// Sends `req` on a connection of its own, to the first controller
+    /// address that answers: the connection, for the answers that follow
+    /// (a watch stream's, a streamed listing's), and the first answer.
+    fn open_stream(
+        &self,
+        req: &CtldRequest,
+        enc: rpc::Encoding,
+    ) -> Result<(rpc::Conn, CtldResponse), ClientError> {
         let mut last = None;
         for addr in &self.addrs {
             let credential = self.credential()?;
             let mut frame = Vec::with_capacity(512);
             let env = rpc::signed_envelope(self.identity.clone(), Some(credential), req);
-            rpc::append_frame(
-                &mut frame,
-                &env,
-                encoding_for(req),
-                proto::MAX_REQUEST_BYTES,
-            )
-            .map_err(frame_error)?;
+            rpc::append_frame(&mut frame, &env, enc, proto::MAX_REQUEST_BYTES)
+                .map_err(frame_error)?;
             let mut conn = match rpc::Conn::connect(addr, TIMEOUT) {
                 Ok(conn) => conn,
                 Err(e) => {
@@ -850,32 +846,9 @@ impl Client {
                 }
             };
             let (mut answers, err) = conn.call_many::<CtldResponse>(&frame, 1);
-            let mut resp = match (answers.pop(), err) {
-                (Some(resp), None) => resp,
-                (_, e) => {
-                    last = Some(e.unwrap_or(rpc::RpcError::Timeout));
-                    continue;
-                }
-            };
-            loop {
-                match resp {
-                    CtldResponse::JobWiresPart(part) => each(part),
-                    CtldResponse::JobWires(whole) => {
-                        each(whole);
-                        return Ok(());
-                    }
-                    CtldResponse::Jobs(list) => {
-                        let whole = proto::JobWires::from_list(&list)
-                            .map_err(|_| ClientError::Unexpected)?;
-                        each(whole);
-                        return Ok(());
-                    }
-                    CtldResponse::Error(e) => return Err(ClientError::Refused(e)),
-                    _ => return Err(ClientError::Unexpected),
-                }
-                resp = conn
-                    .read_more::<CtldResponse>()
-                    .map_err(ClientError::Unreachable)?;
+            match (answers.pop(), err) {
+                (Some(resp), None) => return Ok((conn, resp)),
+                (_, e) => last = Some(e.unwrap_or(rpc::RpcError::Timeout)),
             }
         }
         Err(ClientError::Unreachable(

@@ -1167,11 +1167,14 @@ async fn read_request(
 }
 
 /// `QueryJobs` with `wire`: every job the filter selects and the
-/// requester may see, each encoded as the engine hands it over.
+/// requester may see, each encoded as the engine hands it over. With
+/// `parts`, each full part is sent there as it is done
+/// ([`stream_job_wires`]) and the last is returned.
 fn job_wires(
     seen: &engine::privacy::SeenBy<'_>,
     filter: &proto::JobFilter,
     now: model::Timestamp,
+    parts: Option<&mpsc::UnboundedSender<CtldResponse>>,
 ) -> CtldResponse {
     let mut wires = proto::JobWires::new(now);
     let expected = seen.job_count();
@@ -1181,6 +1184,13 @@ fn job_wires(
                 "job {}: its information cannot be encoded: {e}",
                 info.job_id
             );
+        }
+        if let Some(parts) = parts {
+            if let Some(part) = wires.take_full_part() {
+                // A connection gone takes no more parts; its answer is
+                // dropped with it.
+                let _ = parts.send(CtldResponse::JobWiresPart(part));
+            }
         }
     });
     CtldResponse::JobWires(wires)
@@ -1931,7 +1941,7 @@ async fn engine_loop(
                             // Encoded job by job as the engine builds
                             // them (`proto::JobWires`).
                             drop(parts);
-                            let resp = job_wires(&engine.seen_by(&who), filter, t);
+                            let resp = job_wires(&engine.seen_by(&who), filter, t, None);
                             replies.push((reply, resp));
                             continue;
                         }
@@ -2502,24 +2512,7 @@ fn stream_job_wires(
     t: Timestamp,
     parts: &mpsc::UnboundedSender<CtldResponse>,
 ) -> CtldResponse {
-    tokio::task::block_in_place(|| {
-        let mut wires = proto::JobWires::new(t);
-        let expected = seen.job_count();
-        seen.each_job_info(filter, t, |info| {
-            if let Err(e) = wires.push(info, expected) {
-                error!(
-                    "job {}: its information cannot be encoded: {e}",
-                    info.job_id
-                );
-            }
-            if let Some(part) = wires.take_full_part() {
-                // A connection gone takes no more parts; its answer is
-                // dropped with it.
-                let _ = parts.send(CtldResponse::JobWiresPart(part));
-            }
-        });
-        CtldResponse::JobWires(wires)
-    })
+    tokio::task::block_in_place(|| job_wires(seen, filter, t, Some(parts)))
 }
 
 fn fmt_local(ts: Timestamp) -> String {
