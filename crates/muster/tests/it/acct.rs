@@ -76,10 +76,16 @@ fn sacct_reports_what_the_batch_step_used() {
             .map(str::to_string)
     });
     let fields: Vec<&str> = row.split('|').collect();
-    let rss_kib: u64 = fields[1]
-        .trim_end_matches('K')
-        .parse()
-        .expect("MaxRSS in K");
+    // sacct reduces a size to the largest unit that divides it exactly
+    // (`66560K` is `65M`), as Slurm does.
+    let (digits, unit) = fields[1].split_at(fields[1].len() - 1);
+    let scale: u64 = match unit {
+        "K" => 1,
+        "M" => 1024,
+        "G" => 1024 * 1024,
+        other => panic!("MaxRSS {} in an unknown unit {other}", fields[1]),
+    };
+    let rss_kib: u64 = digits.parse::<u64>().expect("MaxRSS in K, M or G") * scale;
     assert!(
         rss_kib >= 64 * 1024,
         "MaxRSS {} below the 64 MiB buffer",
