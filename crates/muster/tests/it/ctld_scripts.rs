@@ -33,18 +33,24 @@ fn wait_file(c: &Cluster, path: &Path) -> String {
 fn issue_39_prolog_slurmctld_runs_before_the_script_and_epilog_slurmctld_after() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
-    // The prolog records its environment, then waits for `go`.
+    // The prolog records its environment, then waits for `go`. Each dump
+    // is renamed into place whole, so the test never reads half of one; the
+    // epilog appends to `order` before its dump, so the dump's arrival
+    // means `order` is complete.
     script(
         &dir.path().join("pc"),
         &format!(
-            "/usr/bin/env > {d}/prolog.env\n\
+            "/usr/bin/env > {d}/prolog.tmp; /bin/mv {d}/prolog.tmp {d}/prolog.env\n\
              i=0; while [ ! -e {d}/go ] && [ $i -lt 600 ]; do /bin/sleep 0.1; i=$((i+1)); done\n\
              echo prolog >> {d}/order\n"
         ),
     );
     script(
         &dir.path().join("ec"),
-        &format!("/usr/bin/env > {d}/epilog.env\necho epilog >> {d}/order\n"),
+        &format!(
+            "echo epilog >> {d}/order\n\
+             /usr/bin/env > {d}/epilog.tmp; /bin/mv {d}/epilog.tmp {d}/epilog.env\n"
+        ),
     );
     let c = builder()
         .nodes(1)
