@@ -9,7 +9,8 @@
 # reasonable time, SYNTH="JOBS:NODES ..."), the least user + system seconds
 # (getrusage) of RUNS runs (default 3; PYRUNS for Python's) of: the Python simulator
 # (--policy easy and fcfs) and `muster sim --json --quiet` (--policy easy,
-# fcfs and the default), and the ratio Python / muster. `muster sim` on a
+# fcfs and the default), and the ratios Python / muster (the default's
+# against Python's EASY, the textbook policy nearest to it). `muster sim` on a
 # synthetic trace of BIG jobs (default 1,000,000; 0 skips it) is timed once
 # per policy. Measured, not asserted: the targets are in docs/simulator.md.
 set -uo pipefail
@@ -53,15 +54,16 @@ for s in $SYNTH; do
     python3 "$ROOT/bench/synth_swf.py" --jobs "$jobs" --nodes "$nodes" >"$f"
     traces+=("$f")
 done
-printf '%-36s %8s %8s %6s %8s %8s %6s %8s\n' trace py-easy mu-easy x py-fcfs mu-fcfs x mu-default
+printf '%-36s %8s %8s %6s %8s %8s %6s %10s %6s\n' trace py-easy mu-easy x py-fcfs mu-fcfs x mu-default x-easy
 for f in "${traces[@]}"; do
     pe=$(cpu python3 "$ROOT/bench/textbook_easy.py" "$f" --policy easy)
     me=$(cpu "$MUSTER" sim --trace "$f" --policy easy --json --quiet)
     pf=$(cpu python3 "$ROOT/bench/textbook_easy.py" "$f" --policy fcfs)
     mf=$(cpu "$MUSTER" sim --trace "$f" --policy fcfs --json --quiet)
     md=$(cpu "$MUSTER" sim --trace "$f" --json --quiet)
-    printf '%-36s %8s %8s %6s %8s %8s %6s %8s\n' "$(basename "$f")" \
-        "$pe" "$me" "$(ratio "$pe" "$me")" "$pf" "$mf" "$(ratio "$pf" "$mf")" "$md"
+    printf '%-36s %8s %8s %6s %8s %8s %6s %10s %6s\n' "$(basename "$f")" \
+        "$pe" "$me" "$(ratio "$pe" "$me")" "$pf" "$mf" "$(ratio "$pf" "$mf")" "$md" \
+        "$(ratio "$pe" "$md")"
 done
 if [ "$BIG" -gt 0 ]; then
     f=$WORK/synth-big.swf

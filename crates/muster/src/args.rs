@@ -248,9 +248,10 @@ pub struct SimArgs {
     /// With --topology: place jobs as without one, and report against it
     #[arg(long, requires = "topology")]
     pub topology_report_only: bool,
-    /// Run --policy fcfs|easy through the controller's engine as every
-    /// other run (slower, the same schedule); by default they take a loop
-    /// of their own where that is exact (docs/simulator.md)
+    /// Run through the controller's engine, as every run with --config or
+    /// --topology does (slower, the same schedule); by default a trace's
+    /// own machine takes a loop of its own where that is exact
+    /// (docs/simulator.md)
     #[arg(long)]
     pub engine: bool,
 }

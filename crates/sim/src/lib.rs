@@ -5,9 +5,9 @@
 //! - `swf`: Standard Workload Format traces (plain or gzip) to normalized jobs.
 //! - `driver`: the virtual clock around `engine::Engine` (no simulator-only
 //!   scheduler: the same `schedule` the controller runs).
-//! - `fast`: `--policy fcfs` and `easy` on a trace's own machine, in a loop
-//!   of their own that gives the engine's schedule to the digit (`--engine`
-//!   runs them through `driver` instead).
+//! - `fast`: `--policy fcfs`, `easy` and the default policy on a trace's
+//!   own machine, in a loop of their own that gives the engine's schedule
+//!   to the digit (`--engine` runs them through `driver` instead).
 //! - `report`: summary, per-job CSV, SVG picture.
 //!
 //! Only `main` and `read_trace` touch files, the clock and the terminal.
@@ -56,10 +56,10 @@ Options:
                       with --topology: place jobs as without one, and
                       report against it (the comparison)
   --skip-bad-lines    report malformed trace lines and go on (default: refuse)
-  --engine            run --policy fcfs|easy through the controller's engine
-                      as every other run (slower, the same schedule); by
-                      default they take a loop of their own where it is
-                      exact (docs/simulator.md)
+  --engine            run through the controller's engine as every run with
+                      --config or --topology does (slower, the same
+                      schedule); without it a trace's own machine takes a
+                      loop of its own where that is exact (docs/simulator.md)
   --quiet             no progress bar
 ";
 
@@ -90,7 +90,7 @@ pub struct Args {
     pub topology: Option<PathBuf>,
     /// `--topology-report-only`: `topology` for the report alone.
     pub topology_report_only: bool,
-    /// `--engine`: FCFS and EASY through the engine too, not `fast`'s loop.
+    /// `--engine`: through the engine always, never `fast`'s loop.
     pub engine: bool,
 }
 
@@ -370,10 +370,15 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
         }
     };
     let started = std::time::Instant::now();
-    let out = if fast_path(args, &trace) {
+    let out = if fast_path(args, &trace) && fast::supports(&sched) {
         let cpus: Vec<u32> = cfg.nodes.iter().map(|n| n.cpus).collect();
-        let easy = sched.policy == sched::Policy::Easy;
-        fast::simulate(&trace, &cpus, easy, args.csv.is_some(), &mut progress)
+        fast::simulate(
+            &trace,
+            &cpus,
+            sched.policy,
+            args.csv.is_some(),
+            &mut progress,
+        )
     } else {
         driver::simulate(&trace, &cfg, sched.clone(), false, &mut progress)
     };
@@ -427,10 +432,10 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
     })
 }
 
-/// Whether this run takes `fast`'s loop: `--policy fcfs` or `easy` on
-/// the trace's own machine (no `--config`, no `--topology`, no
-/// `--engine`), with no job the loop leaves to the engine
-/// (`fast::ineligible`).
+/// Whether this run takes `fast`'s loop: the trace's own machine (no
+/// `--config`, no `--topology`, no `--engine`), with no job the loop
+/// leaves to the engine (`fast::ineligible`); `run` checks the settings
+/// too (`fast::supports`).
 pub fn fast_path(args: &Args, trace: &swf::Trace) -> bool {
     may_take_fast_path(args) && fast::ineligible(trace).is_none()
 }
@@ -438,10 +443,7 @@ pub fn fast_path(args: &Args, trace: &swf::Trace) -> bool {
 /// Whether the options allow `fast`'s loop (the trace decides the rest:
 /// `fast_path`).
 pub fn may_take_fast_path(args: &Args) -> bool {
-    matches!(args.policy, Some(sched::Policy::Fcfs | sched::Policy::Easy))
-        && args.config.is_none()
-        && args.topology.is_none()
-        && !args.engine
+    args.config.is_none() && args.topology.is_none() && !args.engine
 }
 
 /// Reads `path` (topology.conf) into `cfg`, with the plugin its lines are

@@ -10,9 +10,12 @@ use sched::Policy;
 fn engine_run(trace: &Trace, policy: Policy) -> (Outcome, Vec<String>) {
     let cfg = crate::build_config(&trace.machine, None).unwrap();
     let mut sc = engine::sched_config(&cfg);
-    sc.policy = policy;
-    sc.bf_resolution = 1;
-    sc.default_queue_depth = u32::MAX;
+    if policy != Policy::Backfill {
+        sc.policy = policy;
+        sc.bf_resolution = 1;
+        sc.default_queue_depth = u32::MAX;
+    }
+    assert!(crate::fast::supports(&sc), "{sc:?}");
     let names = cfg.nodes.iter().map(|n| n.name.clone()).collect();
     (simulate(trace, &cfg, sc, false, &mut |_, _| {}), names)
 }
@@ -21,13 +24,7 @@ fn fast_run(trace: &Trace, policy: Policy, want_nodes: bool) -> Outcome {
     assert_eq!(crate::fast::ineligible(trace), None);
     let cfg = crate::build_config(&trace.machine, None).unwrap();
     let cpus: Vec<u32> = cfg.nodes.iter().map(|n| n.cpus).collect();
-    crate::fast::simulate(
-        trace,
-        &cpus,
-        policy == Policy::Easy,
-        want_nodes,
-        &mut |_, _| {},
-    )
+    crate::fast::simulate(trace, &cpus, policy, want_nodes, &mut |_, _| {})
 }
 
 /// Both runs of `trace` under `policy` agree in everything they report;
@@ -95,7 +92,7 @@ fn fast_loop_schedules_every_shipped_head_as_the_engine() {
         "RICC-2010-2",
     ] {
         let trace = shipped(stem);
-        for policy in [Policy::Fcfs, Policy::Easy] {
+        for policy in [Policy::Fcfs, Policy::Easy, Policy::Backfill] {
             if let Err(e) = compare(&trace, policy) {
                 panic!("{stem}: {e}");
             }
@@ -148,10 +145,47 @@ proptest! {
             })
             .collect();
         let trace = trace_of(nodes, cpus, &jobs);
-        for policy in [Policy::Fcfs, Policy::Easy] {
+        for policy in [Policy::Fcfs, Policy::Easy, Policy::Backfill] {
             if let Err(e) = compare(&trace, policy) {
                 return Err(TestCaseError::fail(format!("{nodes}x{cpus} {jobs:?}: {e}")));
             }
+        }
+    }
+
+    /// The default policy on deep queues: bursts of narrow and wide jobs
+    /// (a quarter of the machine or more), limits from a minute to beyond
+    /// the 30 days' window, so that passes leave plans beyond it, stop
+    /// planning wide jobs whose plans could change nothing
+    /// (`plans_matter`), and decide only arrivals between job ends.
+    #[test]
+    fn fast_loop_schedules_deep_queues_as_the_engine(
+        nodes in 1u32..9,
+        cpus in 1u32..5,
+        jobs in prop::collection::vec(
+            (prop_oneof![3 => Just(0i64), 1 => 0i64..3000], 1i64..5000, 0u32..100, 0u32..20, 0i64..5000),
+            20..120,
+        ),
+    ) {
+        let total = nodes * cpus;
+        let jobs: Vec<(i64, i64, u32, i64)> = jobs
+            .into_iter()
+            .map(|(gap, run, p, kind, more)| {
+                let procs = if p < 30 {
+                    total.div_ceil(4) + p % (total - total.div_ceil(4) + 1)
+                } else {
+                    1 + p % total.div_ceil(4)
+                };
+                let req = match kind {
+                    0 => run + 31 * 86_400 + more,
+                    1..=6 => run,
+                    _ => run * (1 + i64::from(kind % 5)) + more,
+                };
+                (gap, run, procs, req)
+            })
+            .collect();
+        let trace = trace_of(nodes, cpus, &jobs);
+        if let Err(e) = compare(&trace, Policy::Backfill) {
+            return Err(TestCaseError::fail(format!("{nodes}x{cpus} {jobs:?}: {e}")));
         }
     }
 }
