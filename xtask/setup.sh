@@ -180,8 +180,32 @@ install_container_tools() {
     fi
 }
 
+# The user commands built against musl (`cargo xtask cli-musl`, which
+# verify runs before the tests): Debian's musl-tools for the C code of
+# their dependencies, and rustup's target for the Rust side. Where rustup
+# cannot fetch the target, the test of that build says so and does not run;
+# where it can, MUSTER_REQUIRE_MUSL=1 makes the test fail rather than skip.
+install_musl() {
+    MUSTER_REQUIRE_MUSL=0
+    if ! command -v musl-gcc >/dev/null 2>&1; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq musl-tools >/dev/null
+    fi
+    if command -v rustup >/dev/null 2>&1; then
+        if ! rustup target list --installed | grep -qx x86_64-unknown-linux-musl; then
+            rustup target add x86_64-unknown-linux-musl >/dev/null 2>&1 ||
+                echo "xtask/setup.sh: rustup could not add x86_64-unknown-linux-musl" >&2
+        fi
+        if rustup target list --installed | grep -qx x86_64-unknown-linux-musl; then
+            MUSTER_REQUIRE_MUSL=1
+        fi
+    fi
+    export MUSTER_REQUIRE_MUSL
+}
+
 install_mpi
 install_container_tools
+install_musl
 start_munged
 start_postgres
 install_browser
@@ -191,4 +215,5 @@ install_browser
     echo "MUSTER_TEST_MPI4PY=$MUSTER_TEST_MPI4PY"
     echo "MUSTER_REQUIRE_MPI=$MUSTER_REQUIRE_MPI"
     echo "MUSTER_TEST_PG=$MUSTER_TEST_PG"
+    echo "MUSTER_REQUIRE_MUSL=$MUSTER_REQUIRE_MUSL"
 } >"$out"

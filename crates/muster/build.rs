@@ -15,6 +15,9 @@
 //! that binary alone: `-static`, and a directory searched first in which
 //! the shared libraries rustc asks for (`-lc`, `-lgcc_s`, `-lm`, ...) are
 //! linker scripts naming the static archives (`GROUP(.../libc.a ...)`).
+//! Built for musl (`cargo xtask cli-musl`), the binary is static by the
+//! target's default, with no glibc start-up at all.
+//!
 //! `cfg(static_cli)` tells `muster-cli` that it was linked so: it hands
 //! itself over to the dynamic `muster` where a static C library cannot do
 //! what the command needs (src/bin/muster-cli.rs, `needs_dynamic`).
@@ -35,6 +38,13 @@ fn main() {
     println!("cargo:rustc-env=MUSTER_GIT_COMMIT={}", git_commit());
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
+    if os == "linux" && env == "musl" {
+        // musl (`cargo xtask cli-musl`; static unless `-crt-static`) loads
+        // no name service modules at all: the same hand-over as a static
+        // glibc.
+        println!("cargo:rustc-cfg=static_cli");
+        return;
+    }
     if os != "linux" || env != "gnu" {
         return;
     }

@@ -16,6 +16,15 @@
 //!   environment, file, socket and process calls there (`verify` runs
 //!   clippy with `-D warnings`);
 //! - a switched-off test (`#[ignore]`, `#[should_panic]`).
+//!
+//! `cargo xtask cli-musl` builds `muster-cli` (the user commands) against
+//! musl, statically and position-dependent (`cli_musl`), and puts it at
+//! `target/release/muster-cli`, where `muster up` and `muster
+//! install-links` find it: a command then starts without glibc's
+//! start-up, whose CPU probes (`cpuid`, a trap to the hypervisor on a VM)
+//! were half of `/bin/true`'s time. `verify` builds it too, where the musl
+//! target and C compiler are installed, for the end-to-end test that runs
+//! the commands through it (`MUSTER_TEST_MUSL_CLI`).
 
 mod deps;
 
@@ -367,6 +376,12 @@ fn verify() -> bool {
     if !setup() {
         return false;
     }
+    // The musl commands for their end-to-end test, where the toolchain
+    // is here (setup installs it as root, and then requires the test).
+    match cli_musl() {
+        Ok(p) => std::env::set_var("MUSTER_TEST_MUSL_CLI", p),
+        Err(e) => eprintln!("==> cli-musl: not built, its test does not run: {e}"),
+    }
     let pmix = with_pmix();
     let features: &[&str] = if pmix {
         &["--features", "muster/pmix"]
@@ -411,6 +426,99 @@ fn verify() -> bool {
         && readme()
 }
 
+/// The target the musl build of `muster-cli` is for.
+const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
+
+/// Builds `muster-cli` for [`MUSL_TARGET`] (release), statically linked and
+/// position-dependent (`-C relocation-model=static`: a static PIE spent
+/// its start relocating itself, a page fault per page it wrote), its C
+/// code (ring, SQLite, mimalloc) compiled by `musl-gcc`. Returns the
+/// binary, or why it could not be built: the target not installed
+/// (`rustup target add x86_64-unknown-linux-musl`) or no musl C compiler
+/// (Debian's musl-tools).
+fn cli_musl() -> Result<PathBuf, String> {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map_err(|e| format!("rustup: {e}"))?;
+    if !String::from_utf8_lossy(&installed.stdout)
+        .lines()
+        .any(|l| l.trim() == MUSL_TARGET)
+    {
+        return Err(format!(
+            "the {MUSL_TARGET} target is not installed (rustup target add {MUSL_TARGET})"
+        ));
+    }
+    let cc = ["x86_64-linux-musl-gcc", "musl-gcc"]
+        .into_iter()
+        .find(|c| Command::new(c).arg("--version").output().is_ok())
+        .ok_or("no musl C compiler (musl-gcc: Debian's musl-tools)")?;
+    let args = [
+        "build",
+        "--release",
+        "--locked",
+        "--target",
+        MUSL_TARGET,
+        "-p",
+        "muster",
+        "--bin",
+        "muster-cli",
+    ];
+    eprintln!("==> cli-musl: cargo {}", args.join(" "));
+    let ok = Command::new("cargo")
+        .args(args)
+        .env("CC_x86_64_unknown_linux_musl", cc)
+        .env(
+            "CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS",
+            "-C relocation-model=static",
+        )
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        return Err("cargo build failed".into());
+    }
+    Ok(target_dir().join(MUSL_TARGET).join("release/muster-cli"))
+}
+
+/// Cargo's target directory (`CARGO_TARGET_DIR`, else `target/`).
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// `cargo xtask cli-musl`: [`cli_musl`], then the binary in place of
+/// `target/release/muster-cli` (a later build that relinks that one puts
+/// the glibc one back).
+fn cli_musl_installed() -> bool {
+    let built = match cli_musl() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("==> cli-musl: {e}");
+            return false;
+        }
+    };
+    let dest = target_dir().join("release/muster-cli");
+    let tmp = dest.with_extension("musl-tmp");
+    let copied = std::fs::create_dir_all(target_dir().join("release"))
+        .and_then(|()| std::fs::copy(&built, &tmp))
+        .and_then(|_| std::fs::rename(&tmp, &dest));
+    match copied {
+        Ok(()) => {
+            eprintln!(
+                "==> cli-musl: {} (from {})",
+                dest.display(),
+                built.display()
+            );
+            true
+        }
+        Err(e) => {
+            eprintln!("==> cli-musl: copying to {}: {e}", dest.display());
+            false
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let ok = match args.first().map(String::as_str) {
@@ -418,8 +526,9 @@ fn main() -> ExitCode {
         Some("tidy") => tidy(),
         Some("setup") => setup(),
         Some("readme") => readme(),
+        Some("cli-musl") => cli_musl_installed(),
         _ => {
-            eprintln!("usage: cargo xtask verify | tidy | setup | readme");
+            eprintln!("usage: cargo xtask verify | tidy | setup | readme | cli-musl");
             false
         }
     };

@@ -495,9 +495,16 @@ impl Cluster {
 
     /// The command `cmd` (`sbatch`, `squeue`, ...) as `muster cmd args...`.
     pub fn command(&self, cmd: &str) -> Command {
-        let mut c = Command::new(&self.binary);
-        c.arg(cmd)
-            .current_dir(&self.work)
+        let mut c = self.in_cluster(&self.binary);
+        c.arg(cmd);
+        c
+    }
+
+    /// `program` run in the work directory with the cluster's
+    /// configuration and command links, in a clean environment.
+    fn in_cluster(&self, program: &Path) -> Command {
+        let mut c = Command::new(program);
+        c.current_dir(&self.work)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -505,6 +512,15 @@ impl Cluster {
         c.env("SLURM_CONF", &self.conf);
         c.env("PATH", self.path_env());
         c
+    }
+
+    /// Runs `cmd args...` through the cluster's link of that name
+    /// (`bin/cmd`: `muster-cli` where it lies beside the binary, as
+    /// `muster install-links` makes it), as a user's shell runs it.
+    pub fn run_linked(&self, cmd: &str, args: &[&str]) -> Output {
+        let mut c = self.in_cluster(&self.root.join("bin").join(cmd));
+        c.args(args);
+        collect(c, None)
     }
 
     /// `PATH` with the cluster's command links first.

@@ -13,6 +13,7 @@ mod arrays;
 mod attach;
 mod auth;
 mod cancel;
+mod cli_musl;
 mod confine;
 mod container_registry;
 mod containers;
