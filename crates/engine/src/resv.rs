@@ -602,9 +602,12 @@ impl Engine {
                 resv.flags |= SPEC_NODES;
             }
             (None, Some(n)) if n > 0 => {
-                // The first nodes free of jobs (unless IGNORE_JOBS) and of
-                // other reservations in the window.
-                let picked: Vec<NodeIdx> = part_nodes
+                // Nodes free of jobs (unless IGNORE_JOBS) and of other
+                // reservations in the window: the first ones, or under a
+                // topology the ones an exclusive job of `n` nodes would
+                // get (one leaf switch or block where one holds them), so
+                // the jobs run in it are placed as they would be outside.
+                let free: Vec<NodeIdx> = part_nodes
                     .into_iter()
                     .filter(|&i| self.nodes[i.0 as usize].takes_jobs())
                     .filter(|&i| resv.flags & IGNORE_JOBS != 0 || !self.node_busy_in(i, resv))
@@ -616,11 +619,17 @@ impl Engine {
                                     && o.nodes.contains(&i)
                             })
                     })
-                    .take(n as usize)
                     .collect();
-                if picked.len() < n as usize {
+                if free.len() < n as usize {
                     return Err(SlurmError::NodesBusy);
                 }
+                // A tree with no one switch over `n` free nodes: the first
+                // ones still (jobs in it then use what one switch holds).
+                let mut picked = self
+                    .topology()
+                    .and_then(|t| sched::topology::pick_whole_nodes(t, &free, n))
+                    .unwrap_or_else(|| free[..n as usize].to_vec());
+                picked.sort_unstable();
                 resv.nodes = picked;
             }
             _ => return Err(SlurmError::RequestedNodeConfigUnavailable),

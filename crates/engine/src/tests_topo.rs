@@ -224,3 +224,74 @@ fn a_segment_that_does_not_divide_the_job_is_refused_at_submission() {
     }
     assert!(refused(&mut e, 4, 2).is_none());
 }
+
+/// The nodes a `NodeCnt=` reservation from now on gets, with n1 taken by
+/// a job without a limit (busy through the whole window).
+fn resv_of(e: &mut Engine, count: u32) -> String {
+    let a = submit(e, wide(1), 0);
+    assert_eq!(nodes(e, a), vec!["n1"]);
+    let spec = proto::resv::ResvSpec {
+        name: "r".into(),
+        start: Some(0),
+        duration_mins: Some(60),
+        node_cnt: Some(count),
+        users: Some("alice".into()),
+        ..proto::resv::ResvSpec::default()
+    };
+    let req = proto::CtldRequest::CreateReservation(spec);
+    let who = crate::tests::admin();
+    let reply = e.apply(
+        crate::Input::Request {
+            req: Box::new(req),
+            who,
+        },
+        0,
+    );
+    assert!(
+        matches!(
+            reply.reply,
+            Some(proto::CtldResponse::ReservationCreated(_))
+        ),
+        "{:?}",
+        reply.reply
+    );
+    assert_invariants(e);
+    match e.apply(
+        crate::Input::Request {
+            req: Box::new(proto::CtldRequest::ListReservations),
+            who: crate::tests::user(),
+        },
+        0,
+    ) {
+        crate::apply::Applied {
+            reply: Some(proto::CtldResponse::Reservations(l)),
+            ..
+        } => l[0].nodes.clone(),
+        other => panic!("{:?}", other.reply),
+    }
+}
+
+#[test]
+fn a_node_count_reservation_is_placed_as_a_job_would_be() {
+    // n1 busy: the first free nodes would be n2 (s0) and n3 (s1); the
+    // reservation takes s1 whole, as a 2-node job would.
+    let mut e = tree_engine("");
+    assert_eq!(resv_of(&mut e, 2), "n[3-4]");
+    // Three nodes: no leaf holds them; top does, over both leaves.
+    let mut e = tree_engine("");
+    assert_eq!(resv_of(&mut e, 3), "n[2-4]");
+    // Without a topology: the first free nodes, as before.
+    let mut e = Engine::new(
+        &config(
+            "ClusterName=c\nSlurmctldHost=h\n\
+             NodeName=n[1-4] CPUs=2 RealMemory=4000 Port=7001\n\
+             PartitionName=p Nodes=n[1-4] Default=YES MaxTime=INFINITE State=UP\n",
+        ),
+        0,
+    );
+    for n in 1..=4 {
+        e.on_node_registered(reg(&format!("n{n}"), 2, 4000), 0)
+            .unwrap();
+    }
+    assert_eq!(resv_of(&mut e, 2), "n[2-3]");
+}

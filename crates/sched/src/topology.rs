@@ -406,6 +406,107 @@ pub(crate) fn pick_topo(
     plain(&order).filter(within)
 }
 
+/// `count` whole nodes of `candidates` for what is not a job (a
+/// reservation's `NodeCnt=`), chosen as `pick_topo` places an exclusive
+/// job of `count` nodes: under the lowest switch that holds them, best
+/// fit, over the fewest leaves (blocks; with `BlockSizes`, in one aligned
+/// group). `candidates` are the free nodes in the caller's order (which
+/// is kept within a leaf). None where no choice holds them: for a tree,
+/// no one switch has `count` of them.
+pub fn pick_whole_nodes(
+    topo: &Topology,
+    candidates: &[NodeIdx],
+    count: u32,
+) -> Option<Vec<NodeIdx>> {
+    let count = count.max(1);
+    let size = candidates.iter().map(|n| n.0 as usize + 1).max()?;
+    // Every candidate as a free node of one CPU: one task each, so the
+    // counts are of nodes alone.
+    let one = NodeView {
+        name: String::new(),
+        cpus: 1,
+        real_memory: 0,
+        alloc_cpus: 0,
+        alloc_mem: 0,
+        gres: Vec::new(),
+        features: Vec::new(),
+        weight: 1,
+        available: true,
+        exclusive_in_use: false,
+        n_jobs: 0,
+        cpu_ids_in_use: Vec::new(),
+        threads: 1,
+        part_cpus: Vec::new(),
+    };
+    let nodes = vec![one; size];
+    let job = JobRequest {
+        job_id: model::JobId(0),
+        priority: 0,
+        submit_time: 0,
+        partitions: vec![0],
+        min_nodes: count,
+        max_nodes: count,
+        ntasks: count,
+        ntasks_per_node: Some(1),
+        cpus_per_task: 1,
+        mem_per_node: None,
+        mem_per_cpu: None,
+        mem_per_gpu: None,
+        gres_per_node: Vec::new(),
+        gpus_total: None,
+        gpus_per_task: None,
+        cpus_per_gpu: None,
+        exclusive: true,
+        required_nodes: Vec::new(),
+        excluded_nodes: Vec::new(),
+        constraint: None,
+        time_limit: model::TimeLimit::Unlimited,
+        time_min: None,
+        user: 0,
+        memory_consumable: false,
+        enforce_binding: false,
+        threads_per_core: None,
+        ntasks_per_core: None,
+        whole_cores: false,
+        max_leaves: None,
+        segment: None,
+    };
+    let part = PartView {
+        name: String::new(),
+        nodes: candidates.to_vec(),
+        up: true,
+        max_nodes: None,
+        min_nodes: 0,
+        max_time: model::TimeLimit::Unlimited,
+        exclusive: true,
+        max_mem_per_node: None,
+        priority_tier: 0,
+        max_cpus_per_node: None,
+        lln: false,
+        topology: None,
+    };
+    // What placement does with the order chosen: the first `count` nodes.
+    let plain = |order: &[NodeIdx]| {
+        (order.len() >= count as usize).then(|| Allocation {
+            partition: 0,
+            nodes: order[..count as usize]
+                .iter()
+                .map(|&node| crate::placement::NodeAlloc {
+                    node,
+                    cpus: 1,
+                    mem: 0,
+                    tasks: 1,
+                    gres: Vec::new(),
+                    cpu_ids: Vec::new(),
+                })
+                .collect(),
+            exclusive: true,
+        })
+    };
+    let a = pick_topo(topo, &job, &part, &nodes, candidates, true, None, &plain)?;
+    Some(a.nodes.into_iter().map(|x| x.node).collect())
+}
+
 fn leaf_bucket(topo: &Topology, n: NodeIdx) -> u32 {
     match topo.leaf_of.get(n.0 as usize).copied() {
         Some(l) if l != NO_LEAF => l,

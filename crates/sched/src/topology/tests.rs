@@ -495,3 +495,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn whole_nodes_are_picked_as_an_exclusive_job_would_be() {
+    let idx = |v: &[u32]| v.iter().map(|i| NodeIdx(*i)).collect::<Vec<_>>();
+    // Node 0 taken: a leaf of two free nodes is whole.
+    let t = tree(&[2, 2]);
+    assert_eq!(
+        pick_whole_nodes(&t, &idx(&[1, 2, 3]), 2),
+        Some(idx(&[2, 3]))
+    );
+    assert_eq!(pick_whole_nodes(&t, &idx(&[1, 2, 3]), 4), None);
+    // Blocks: the whole second block rather than the first free four.
+    let b = blocks(&[4, 4]);
+    let free = idx(&[1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(pick_whole_nodes(&b, &free, 4), Some(idx(&[4, 5, 6, 7])));
+    // More than a block: the fuller block first, then the rest.
+    let got = pick_whole_nodes(&b, &free, 5).unwrap();
+    assert_eq!(b.leaves_of(got.iter().copied()).len(), 2);
+    // Two roots: no switch holds nodes of both.
+    let two = vec![sw("a", 0..2, &[]), sw("b", 2..4, &[])];
+    let t2 = Topology::new(TopoKind::Tree, two, 4, vec![]);
+    assert_eq!(pick_whole_nodes(&t2, &idx(&[0, 1, 2, 3]), 3), None);
+}
