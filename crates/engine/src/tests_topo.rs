@@ -295,3 +295,65 @@ fn a_node_count_reservation_is_placed_as_a_job_would_be() {
     }
     assert_eq!(resv_of(&mut e, 2), "n[2-3]");
 }
+
+/// A blocked two-node job is planned under the tree (over the top switch
+/// where it may span leaves; with `--switches=1` where a whole leaf comes
+/// free), and when the running jobs end at their limits it starts at the
+/// planned time on the planned nodes.
+#[test]
+fn a_planned_start_under_a_tree_is_the_start_the_job_gets() {
+    for (switches, want_start, want_nodes) in
+        [(None, 120, ["n1", "n3"]), (Some(1), 180, ["n3", "n4"])]
+    {
+        let mut e = tree_engine("");
+        // One node each, ending at 60 (n1), 240 (n2), 120 (n3), 180 (n4).
+        let mut running = Vec::new();
+        for (mins, on) in [(1, "n1"), (4, "n2"), (2, "n3"), (3, "n4")] {
+            let mut d = wide(1);
+            d.time_limit = Some(model::TimeLimit::Minutes(mins));
+            let id = submit(&mut e, d, 0);
+            assert_eq!(nodes(&e, id), vec![on]);
+            running.push((id, on, i64::from(mins) * 60));
+        }
+        let mut d = wide(2);
+        d.time_limit = Some(model::TimeLimit::Minutes(10));
+        d.switches = switches;
+        d.switch_wait = Some(3600);
+        let w = submit(&mut e, d, 0);
+        let info = |e: &Engine, now| {
+            let l = e.job_list(now);
+            let j = l.jobs.into_iter().find(|j| j.job_id == w).unwrap();
+            let mut on = j.sched_nodes;
+            on.sort();
+            (j.start_time, on)
+        };
+        let first = info(&e, 0);
+        assert_eq!(
+            first,
+            (Some(want_start), want_nodes.map(String::from).to_vec()),
+            "{switches:?}"
+        );
+        // The running jobs end at their limits, in time order.
+        running.sort_by_key(|r| r.2);
+        for (id, on, end) in running {
+            if e.jobs[&w].state == JobState::Running {
+                break;
+            }
+            e.on_job_exited(id, on, model::ExitCode::default(), None, end)
+                .unwrap();
+            e.schedule(end);
+            assert_invariants(&e);
+            if e.jobs[&w].state == JobState::Pending {
+                assert!(end < want_start, "{switches:?}: still waits at {end}");
+                assert_eq!(
+                    info(&e, end),
+                    first,
+                    "{switches:?}: the plan holds at {end}"
+                );
+            }
+        }
+        assert_eq!(e.jobs[&w].state, JobState::Running, "{switches:?}");
+        assert_eq!(e.jobs[&w].start_time, Some(want_start), "{switches:?}");
+        assert_eq!(nodes(&e, w), want_nodes.to_vec(), "{switches:?}");
+    }
+}
