@@ -331,6 +331,49 @@ fn invariants_hold_on_every_shipped_trace() {
     }
 }
 
+/// The same with a small generated tree (leaves of 8 nodes under one top
+/// switch) on the head of a shipped trace: placement under the topology
+/// keeps the invariants, and EASY's head job still starts no later than
+/// its first plan (backfill plans with the placement jobs get).
+#[test]
+fn invariants_hold_under_a_tree_topology() {
+    let trace = shipped("KTH-SP2-1996-2.1-cln.swf.gz", 300);
+    let mut cfg = crate::build_config(&trace.machine, None).unwrap();
+    let names: Vec<&str> = cfg.nodes.iter().map(|n| n.name.as_str()).collect();
+    let mut text = String::new();
+    for (k, leaf) in names.chunks(8).enumerate() {
+        text.push_str(&format!("SwitchName=s{k} Nodes={}\n", leaf.join(",")));
+    }
+    let leaves = names.len().div_ceil(8);
+    text.push_str(&format!("SwitchName=top Switches=s[0-{}]\n", leaves - 1));
+    let topo = conf::parse_topology_conf(&text, std::path::Path::new("topology.conf"))
+        .unwrap()
+        .0;
+    cfg.other.insert(
+        "topologyplugin".into(),
+        ("TopologyPlugin".into(), "topology/tree".into()),
+    );
+    cfg.topology = Some(topo);
+    for policy in [Policy::Easy, Policy::Backfill] {
+        let mut sc = engine::sched_config(&cfg);
+        sc.policy = policy;
+        sc.bf_resolution = 1;
+        let out = simulate(&trace, &cfg, sc, true, &mut |_, _| {});
+        check_invariants(&trace, &out);
+        if policy == Policy::Easy {
+            assert!(!out.first_plans.is_empty());
+            for (id, planned) in &out.first_plans {
+                let r = out.records.iter().find(|r| r.id == *id).unwrap();
+                assert!(
+                    r.start <= *planned,
+                    "job {id} planned at {planned}, started {}",
+                    r.start
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn fcfs_and_easy_match_the_textbook_on_a_kth_prefix() {
     let trace = shipped("KTH-SP2-1996-2.1-cln.swf.gz", 1000);
