@@ -495,6 +495,25 @@ pub fn fairshare_table(rows: &[ShareRow]) -> String {
     )
 }
 
+/// The distribution of bounded slowdown (10 s bound, as `muster sim`'s
+/// `mean_bsld`) of simulated jobs given as (submit, start, end), as a chart
+/// and its table, ids prefixed by `id`.
+pub fn slowdown_chart(id: &str, jobs: &[(i64, i64, i64)]) -> String {
+    let chart = charts::BarChart {
+        id: id.to_string(),
+        title: "Bounded slowdown".into(),
+        x_label: "(wait + run) / max(run, 10 s)".into(),
+        y_label: "jobs".into(),
+        bars: charts::slowdown_bins(jobs.iter().map(|&(submit, start, end)| {
+            charts::bounded_slowdown(start - submit, end - start, 10.0)
+        })),
+        log_y: true,
+        width: 900.0,
+        height: 260.0,
+    };
+    format!("{}{}", chart.render(), chart.html_table())
+}
+
 /// Finished jobs: counts by user and by account, waits, and use over time,
 /// as charts and tables.
 pub fn history(jobs: &[AcctJob], from: i64, to: i64) -> String {

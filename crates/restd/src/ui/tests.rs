@@ -271,9 +271,149 @@ fn the_history_becomes_a_trace() {
         ..crate::openapi::example_acct_job()
     };
     assert_eq!(
-        history_trace(&[j]),
+        history_trace(std::slice::from_ref(&j), None),
         "; UnixStartTime: 1000\n1 0 10 60 2 -1 -1 2 120 -1 1 5 -1 -1 -1 -1 -1 -1\n"
     );
+    // With the cluster's size: the machine, not the widest job's.
+    assert_eq!(
+        history_trace(&[j], Some((3, 24))),
+        "; UnixStartTime: 1000\n; MaxNodes: 3\n; MaxProcs: 24\n1 0 10 60 2 -1 -1 2 120 -1 1 5 -1 -1 -1 -1 -1 -1\n"
+    );
+}
+
+#[test]
+fn a_pasted_traces_machine_is_named_from_its_header() {
+    assert_eq!(
+        trace_machine("; MaxNodes: 4\n;MaxProcs: 64\n1 0 0 10 1\n"),
+        "the trace's machine: 4 nodes, 64 CPUs (its header)"
+    );
+    assert!(trace_machine("1 0 0 10 1\n").contains("widest job"));
+}
+
+#[test]
+fn the_runs_configuration_keeps_the_site_and_changes_only_b() {
+    let dir = tempfile_dir();
+    let conf = dir.join("slurm.conf");
+    std::fs::write(
+        &conf,
+        "ClusterName=c\nInclude nodes.conf\nInclude /etc/abs.conf\nSchedulerType=sched/backfill\n",
+    )
+    .unwrap();
+    let site = SiteConf {
+        path: conf.clone(),
+        nodes: 2,
+        cpus: 8,
+        scheduler_type: "sched/backfill".into(),
+        scheduler_params: "bf_window=60".into(),
+    };
+    let a = SimRun {
+        policy: None,
+        params: None,
+    };
+    let b = SimRun {
+        policy: Some("easy".into()),
+        params: Some("bf_continue".into()),
+    };
+    // History: A is the site's file as it is; B a copy with its change
+    // last, includes made absolute.
+    assert_eq!(
+        run_config(&dir, "a", Some(&site), true, &a).unwrap(),
+        Some(conf.clone())
+    );
+    let bconf = run_config(&dir, "b", Some(&site), true, &b)
+        .unwrap()
+        .unwrap();
+    let text = std::fs::read_to_string(&bconf).unwrap();
+    assert!(
+        text.contains(&format!("Include {}\n", dir.join("nodes.conf").display())),
+        "{text}"
+    );
+    assert!(text.contains("Include /etc/abs.conf\n"), "{text}");
+    assert!(
+        text.ends_with("\nSchedulerParameters=bf_continue\n"),
+        "{text}"
+    );
+    // A pasted trace: the site's scheduler on the trace's machine.
+    let p = run_config(&dir, "pa", Some(&site), false, &a)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(p).unwrap(),
+        "SchedulerType=sched/backfill\nSchedulerParameters=bf_window=60\n"
+    );
+    assert_eq!(run_config(&dir, "n", None, false, &a).unwrap(), None);
+    assert_eq!(
+        b.words(Some(&site)),
+        "easy, SchedulerParameters=bf_continue"
+    );
+    assert_eq!(a.words(Some(&site)), "the site's sched/backfill");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    tempdir().expect("a temporary directory")
+}
+
+#[test]
+fn two_runs_render_side_by_side_with_ids_of_their_own() {
+    let svg = charts::stack(
+        "t",
+        &[charts::BarChart {
+            id: "waits".into(),
+            title: "Wait time".into(),
+            x_label: "w".into(),
+            y_label: "jobs".into(),
+            bars: charts::wait_bins([0, 100]),
+            log_y: true,
+            width: 400.0,
+            height: 200.0,
+        }
+        .render()],
+    );
+    let jobs =
+        sim_jobs("id,submit,start,end,procs,nodes\n1,0,0,100,2,\"n1\"\n2,0,100,200,1,\"n[1-2]\"\n");
+    assert_eq!(jobs, vec![(0, 0, 100), (0, 100, 200)]);
+    let result = |u: f64| SimResult {
+        summary: serde_json::json!({"jobs": 2, "utilization": u, "mean_bsld": 1.5}),
+        svg: svg.clone(),
+        jobs: jobs.clone(),
+    };
+    let runs = [
+        SimRun {
+            policy: None,
+            params: None,
+        },
+        SimRun {
+            policy: Some("fcfs".into()),
+            params: None,
+        },
+    ];
+    let h = sim_results(
+        &runs,
+        &[result(0.5), result(0.25)],
+        None,
+        "the trace's machine",
+    );
+    assert!(h.contains("<div class=\"grid2\"><section"), "{h}");
+    assert!(h.contains("<td>0.5</td><td>0.25</td>"), "{h}");
+    assert!(h.contains("Machine: the trace&#39;s machine."), "{h}");
+    assert!(h.contains("id=\"a-waits-title\""), "{h}");
+    assert!(
+        h.contains("aria-labelledby=\"b-waits-title b-waits-desc\""),
+        "{h}"
+    );
+    assert!(h.contains("id=\"b-slowdown-title\""), "{h}");
+    // Every id once: B's labels point at B's titles.
+    let mut ids: Vec<&str> = h
+        .split(" id=\"")
+        .skip(1)
+        .map(|r| r.split('"').next().unwrap())
+        .collect();
+    let n = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "duplicate ids in {h}");
+    well_formed(&page("Simulator", "alice", None, &h));
 }
 
 #[test]
