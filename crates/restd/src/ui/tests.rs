@@ -567,3 +567,159 @@ fn partitions_count_their_running_and_pending_jobs() {
     );
     well_formed(&t);
 }
+
+/// A controller-less context: the pages that ask nothing of the
+/// controller (a pasted trace's simulation) can be served with it.
+fn offline_ctx() -> Ctx {
+    let cfg = conf::parse_str(
+        "ClusterName=t\nSlurmctldHost=localhost\nNodeName=n1 CPUs=4\nPartitionName=debug Nodes=n1\n",
+        std::path::Path::new("slurm.conf"),
+        &mut |_| Err(std::io::Error::other("no includes")),
+    )
+    .expect("a configuration")
+    .config;
+    Ctx {
+        client: client::Client::new(cfg, client::current_identity()),
+        cluster: "t".into(),
+        ctld_host: "localhost".into(),
+        metrics: crate::metrics::Counters::default(),
+        jobs_v0038: crate::jobcache::JobCache::default(),
+        jobs_v0044: crate::jobcache::JobCache::default(),
+    }
+}
+
+/// A stand-in for `muster sim` (the real one is the muster binary's, which
+/// restd's tests do not build): it writes a picture and two jobs as asked
+/// and answers a summary that names its policy, and logs its arguments.
+fn fake_muster(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let svg = charts::BarChart {
+        id: "waits".into(),
+        title: "Wait time".into(),
+        x_label: "w".into(),
+        y_label: "jobs".into(),
+        bars: charts::wait_bins([0, 100]),
+        log_y: true,
+        width: 400.0,
+        height: 200.0,
+    }
+    .render();
+    std::fs::write(dir.join("picture.svg"), svg).unwrap();
+    let script = dir.join("muster");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> {log}\npolicy=site\n\
+             while [ $# -gt 0 ]; do case $1 in\n\
+             --svg) cp {pic} \"$2\"; shift;;\n\
+             --csv) printf 'id,submit,start,end,procs,nodes\\n1,0,0,100,2,\"n1\"\\n2,0,100,200,4,\"n[1,2]\"\\n' > \"$2\"; shift;;\n\
+             --policy) policy=$2; shift;;\n\
+             esac; shift; done\n\
+             echo \"{{\\\"jobs\\\":2,\\\"utilization\\\":0.5,\\\"mean_wait_s\\\":50,\\\"max_wait_s\\\":100,\\\"mean_bsld\\\":5.5,\\\"makespan_s\\\":200,\\\"policy\\\":\\\"$policy\\\"}}\"\n",
+            log = dir.join("args.log").display(),
+            pic = dir.join("picture.svg").display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+#[test]
+fn the_sim_form_posts_with_its_token_and_shows_both_runs() {
+    let dir = tempfile_dir();
+    let ui = UiState {
+        muster: fake_muster(&dir),
+        ..UiState::new(None)
+    };
+    let ctx = offline_ctx();
+    let alice = Identity {
+        uid: 1000,
+        gid: 1000,
+        user: "alice".into(),
+        host: "h".into(),
+    };
+    // The form, as a browser gets it: its token is the one to send back.
+    let form = serve(
+        &ctx,
+        &ui,
+        &[],
+        &alice,
+        &Req {
+            method: "GET".into(),
+            path: "/sim".into(),
+            ..Default::default()
+        },
+    );
+    assert_eq!(form.status, 200);
+    let token = form
+        .body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("the form's anti-forgery token")
+        .to_string();
+    let post = |csrf: &str| {
+        serve(
+            &ctx,
+            &ui,
+            &[],
+            &alice,
+            &Req {
+                method: "POST".into(),
+                path: "/sim".into(),
+                form: parse_form(
+                    format!(
+                        "csrf={}&source=trace&trace=%3B+MaxNodes%3A+2%0A%3B+MaxProcs%3A+8%0A1+0+0+100+2&a=site&b=fcfs&b_params=bf_continue",
+                        html::url_enc(csrf)
+                    )
+                    .as_bytes(),
+                ),
+                host: Some("localhost:6820".into()),
+                origin: Some("http://localhost:6820".into()),
+                ..Default::default()
+            },
+        )
+    };
+    let out = post(&token);
+    assert_eq!(out.status, 200, "{}", out.body);
+    let b = &out.body;
+    assert!(!b.contains("class=\"err\""), "{b}");
+    assert!(
+        b.contains("Machine: the trace&#39;s machine: 2 nodes, 8 CPUs (its header)."),
+        "{b}"
+    );
+    assert!(
+        b.contains("<h3 id=\"run-a\">A: the default policy</h3>"),
+        "{b}"
+    );
+    assert!(
+        b.contains("<h3 id=\"run-b\">B: fcfs, SchedulerParameters=bf_continue</h3>"),
+        "{b}"
+    );
+    for p in ["a", "b"] {
+        assert!(b.contains(&format!("id=\"{p}-waits-title\"")), "{b}");
+        assert!(b.contains(&format!("id=\"{p}-slowdown-title\"")), "{b}");
+    }
+    // The results (the form's boolean attributes are HTML, not XML).
+    let results = &b[b.find("<h2>Results</h2>").unwrap()..];
+    well_formed(&results[..results.rfind("</section></div>").unwrap() + 16]);
+    // A ran with the site's policy (no --policy), B with its own and its
+    // SchedulerParameters in a configuration file.
+    let log = std::fs::read_to_string(dir.join("args.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    assert!(
+        !lines[0].contains("--policy") && !lines[0].contains("--config"),
+        "{log}"
+    );
+    assert!(
+        lines[1].contains("--policy fcfs") && lines[1].contains("--config"),
+        "{log}"
+    );
+    // A forged token runs nothing.
+    let forged = post("not-a-token");
+    assert_eq!(forged.status, 403);
+    assert_eq!(std::fs::read_to_string(dir.join("args.log")).unwrap(), log);
+    let _ = std::fs::remove_dir_all(&dir);
+}
