@@ -252,3 +252,53 @@ fn the_sim_page_replays_the_history_on_the_clusters_own_machine() {
     // Both runs simulated the three jobs.
     assert!(page.contains("<td>jobs</td><td>3</td><td>3</td>"), "{page}");
 }
+
+/// A job's page lists its steps with what sacct and sstat give: a
+/// finished step's exit code, elapsed time and usage from accounting, a
+/// running step from the controller.
+#[test]
+fn a_jobs_page_shows_its_steps_with_their_usage() {
+    let key = jwt_key();
+    let c = crate::builder()
+        .nodes(1)
+        .conf_extra(&format!(
+            "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n",
+            key.path.display()
+        ))
+        .start();
+    let restd = Restd::start(&c);
+    let token = token_of(&c.run("scontrol", &["token"]));
+    let done = c.submit(&["--wrap", "exit 3"]);
+    assert_eq!(c.wait_done(done, crate::secs(30)), "FAILED");
+    let batch = format!("{done}.batch");
+    c.wait_until("the batch step in sacct", crate::secs(10), || {
+        let o = c.run(
+            "sacct",
+            &["-n", "-P", "-o", "JobID", "-j", &done.to_string()],
+        );
+        o.stdout.contains(&batch).then_some(())
+    });
+    let auth = [("X-SLURM-USER-TOKEN", token.as_str())];
+    let (status, page) = restd.call("GET", &format!("/jobs/{done}"), &auth, "");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains(">MaxRSS</th>"), "{page}");
+    assert!(
+        page.contains(&format!(
+            "<td>{batch}</td><td>batch</td><td>FAILED</td><td>3:0</td>"
+        )),
+        "{page}"
+    );
+    let running = c.submit(&["--wrap", "srun -J inner sleep 60"]);
+    c.wait_until("the srun step", crate::secs(30), || {
+        let o = c.run("squeue", &["-h", "-s", "-j", &running.to_string()]);
+        o.stdout.contains("inner").then_some(())
+    });
+    let (_, page) = restd.call("GET", &format!("/jobs/{running}"), &auth, "");
+    assert!(
+        page.contains(&format!(
+            "<td>{running}.0</td><td>inner</td><td>RUNNING</td><td></td>"
+        )),
+        "{page}"
+    );
+    c.ok("scancel", &[&running.to_string()]);
+}

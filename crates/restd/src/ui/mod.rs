@@ -606,33 +606,51 @@ fn job_page(
             }
         }
     }
-    if let Ok(CtldResponse::Steps(list)) = ask(ctx, who, CtldRequest::ListSteps) {
-        let rows: Vec<Vec<String>> = list
+    // The steps as sacct and sstat show them to the viewer: each asked as
+    // the viewer, so the controller's rights apply; a question refused (or
+    // accounting not kept) leaves its part out rather than failing the page.
+    let running: Vec<proto::StepInfo> = match ask(ctx, who, CtldRequest::ListSteps) {
+        Ok(CtldResponse::Steps(list)) => list
             .steps
-            .iter()
+            .into_iter()
             .filter(|s| s.job_id == j.job_id)
-            .map(|s| {
-                vec![
-                    format!("{}.{}", s.job_id.0, s.step.as_slurm_string()),
-                    esc(&s.name),
-                    esc(s.state.as_slurm_str()),
-                    time(s.start_time),
-                    esc(&hostlist::compress(&s.nodes)),
-                    s.ntasks.to_string(),
-                    s.cpus.to_string(),
-                ]
-            })
-            .collect();
-        let _ = write!(
-            body,
-            "<h2>Steps</h2>{}",
-            table(
-                "Steps",
-                &["step", "name", "state", "start", "nodes", "tasks", "CPUs"],
-                &rows
-            )
-        );
-    }
+            .collect(),
+        _ => Vec::new(),
+    };
+    let acct = match ask(
+        ctx,
+        who,
+        CtldRequest::AcctQuery(AcctQuery {
+            job_ids: vec![j.job_id.0],
+            ..Default::default()
+        }),
+    ) {
+        Ok(CtldResponse::AcctJobs(a)) => a
+            .into_iter()
+            .find(|a| a.job_id == j.job_id)
+            .map(|a| a.steps)
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let live = if running.is_empty() {
+        Vec::new()
+    } else {
+        match ask(ctx, who, CtldRequest::StepStat { job_id: j.job_id }) {
+            Ok(CtldResponse::StepStats(s)) => s,
+            _ => Vec::new(),
+        }
+    };
+    let _ = write!(
+        body,
+        "<h2>Steps</h2>{}",
+        pages::steps_table(
+            j.job_id,
+            &running.iter().collect::<Vec<_>>(),
+            &acct,
+            &live,
+            now
+        )
+    );
     if let Some(tail) = output_tail(&j.stdout, who, admins) {
         let _ = write!(
             body,

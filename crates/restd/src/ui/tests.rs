@@ -723,3 +723,98 @@ fn the_sim_form_posts_with_its_token_and_shows_both_runs() {
     assert_eq!(std::fs::read_to_string(dir.join("args.log")).unwrap(), log);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn steps_show_their_usage_from_accounting_and_sstat() {
+    use proto::{AcctStep, LiveStepStat, StepId, StepUsage};
+    let finished = AcctStep {
+        step: StepId::Batch,
+        name: "batch".into(),
+        state: JobState::Completed,
+        exit_code: model::ExitCode { code: 3, signal: 0 },
+        start_time: Some(1_000),
+        end_time: Some(1_065),
+        nodes: "n1".into(),
+        n_nodes: 1,
+        n_cpus: 2,
+        n_tasks: 1,
+        alloc_tres: String::new(),
+        usage: StepUsage {
+            user_cpu_usec: Some(61_500_000),
+            sys_cpu_usec: Some(500_000),
+            ave_cpu_usec: Some(62_000_000),
+            max_rss_kib: Some(2_048),
+            ..Default::default()
+        },
+        container: None,
+    };
+    let recorded_running = AcctStep {
+        step: StepId::Numbered(0),
+        name: "solver".into(),
+        state: JobState::Running,
+        exit_code: model::ExitCode::default(),
+        end_time: None,
+        usage: StepUsage::default(),
+        ..finished.clone()
+    };
+    // Running, not yet in accounting.
+    let unrecorded = proto::StepInfo {
+        job_id: JobId(7),
+        step: StepId::Numbered(1),
+        name: "post<1>".into(),
+        user: "alice".into(),
+        uid: 1000,
+        partition: "debug".into(),
+        state: JobState::Running,
+        start_time: 1_900,
+        time_limit: TimeLimit::Minutes(10),
+        nodes: vec!["n1".into(), "n2".into()],
+        ntasks: 4,
+        cpus: 4,
+        tres: String::new(),
+        distribution: Default::default(),
+        srun_host_pid: String::new(),
+        node_addrs: vec![],
+    };
+    let live = LiveStepStat {
+        job_id: JobId(7),
+        step: StepId::Numbered(0),
+        nodes: vec!["n1".into()],
+        ntasks: 1,
+        usage: StepUsage {
+            user_cpu_usec: Some(4_000 * 1_000_000),
+            max_rss_kib: Some(3 * 1_048_576),
+            ..Default::default()
+        },
+        pids: vec![],
+    };
+    let t = pages::steps_table(
+        JobId(7),
+        &[&unrecorded],
+        &[finished, recorded_running],
+        &[live],
+        2_000,
+    );
+    assert!(
+        t.contains(">exit code</th>") && t.contains(">MaxRSS</th>"),
+        "{t}"
+    );
+    assert!(
+        t.contains("<td>7.batch</td><td>batch</td><td>COMPLETED</td><td>3:0</td><td>1970-01-01 00:16:40</td><td>00:01:05</td><td>n1</td><td>1</td><td>2</td><td>01:02.000</td><td>01:02.000</td><td>2.00M</td>"),
+        "{t}"
+    );
+    // A running step: elapsed until now, no exit code, sstat's usage.
+    assert!(
+        t.contains("<td>7.0</td><td>solver</td><td>RUNNING</td><td></td><td>1970-01-01 00:16:40</td><td>00:16:40</td><td>n1</td><td>1</td><td>2</td><td>01:06:40</td><td></td><td>3.00G</td>"),
+        "{t}"
+    );
+    assert!(
+        t.contains("<td>7.1</td><td>post&lt;1&gt;</td><td>RUNNING</td><td></td>"),
+        "{t}"
+    );
+    assert!(
+        t.contains("<td>n[1-2]</td><td>4</td><td>4</td><td></td><td></td><td></td>"),
+        "{t}"
+    );
+    well_formed(&t);
+}
