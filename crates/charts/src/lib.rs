@@ -12,6 +12,7 @@
 //!   TimeChart { series: [Series (t, v)...] } --render--> <svg> lines over a time axis
 //!   BarChart  { bars: [(label, count)...], log_y } --render--> <svg> bars, log or linear
 //!   wait_bins(waits) -> bars for a wait-time histogram on readable log-spaced bins
+//!   slowdown_bins(bounded_slowdown(wait, run, tau)...) -> bars for a slowdown histogram
 //! ```
 //!
 //! Pure: no clock, no files; times are arguments.
@@ -123,6 +124,41 @@ pub fn wait_bins(waits: impl IntoIterator<Item = i64>) -> Vec<(String, f64)> {
         counts[k] += 1;
     }
     WAIT_BINS
+        .iter()
+        .zip(counts)
+        .map(|((l, _), c)| (l.to_string(), c as f64))
+        .collect()
+}
+
+/// The bounded-slowdown bins: upper bounds (exclusive), roughly
+/// logarithmic; 1 is a job that started at once (or ran shorter than the
+/// bound and waited no longer than it).
+pub const SLOWDOWN_BINS: &[(&str, f64)] = &[
+    ("1", 1.000_001),
+    ("1–2", 2.0),
+    ("2–5", 5.0),
+    ("5–10", 10.0),
+    ("10–100", 100.0),
+    ("≥ 100", f64::INFINITY),
+];
+
+/// Bounded slowdown: `max(1, (wait + run) / max(run, tau))`, seconds; `tau`
+/// keeps very short jobs from dominating (10 s in the simulator's summary).
+pub fn bounded_slowdown(wait: i64, run: i64, tau: f64) -> f64 {
+    ((wait + run) as f64 / (run as f64).max(tau)).max(1.0)
+}
+
+/// Counts of `slowdowns` in `SLOWDOWN_BINS`, as bars.
+pub fn slowdown_bins(slowdowns: impl IntoIterator<Item = f64>) -> Vec<(String, f64)> {
+    let mut counts = vec![0u64; SLOWDOWN_BINS.len()];
+    for x in slowdowns {
+        let k = SLOWDOWN_BINS
+            .iter()
+            .position(|(_, hi)| x < *hi)
+            .unwrap_or(SLOWDOWN_BINS.len() - 1);
+        counts[k] += 1;
+    }
+    SLOWDOWN_BINS
         .iter()
         .zip(counts)
         .map(|((l, _), c)| (l.to_string(), c as f64))

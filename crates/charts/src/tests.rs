@@ -174,3 +174,16 @@ fn stacked_charts_are_one_valid_document() {
         2
     );
 }
+
+#[test]
+fn slowdown_bins_bound_short_jobs_and_count_each_job_once() {
+    // No wait: 1; 5 s run waiting 5 s: bounded by 10 s, still 1.
+    assert_eq!(bounded_slowdown(0, 100, 10.0), 1.0);
+    assert_eq!(bounded_slowdown(5, 5, 10.0), 1.0);
+    assert_eq!(bounded_slowdown(100, 100, 10.0), 2.0);
+    assert_eq!(bounded_slowdown(1_000, 1, 10.0), 100.1);
+    let bars = slowdown_bins([1.0, 1.0, 1.5, 2.0, 7.0, 100.1]);
+    let counts: Vec<f64> = bars.iter().map(|b| b.1).collect();
+    assert_eq!(counts, vec![2.0, 1.0, 1.0, 1.0, 0.0, 1.0]);
+    assert_eq!(bars[0].0, "1");
+}

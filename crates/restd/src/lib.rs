@@ -597,6 +597,11 @@ async fn run(opts: Options) -> anyhow::Result<()> {
         );
     }
     let host = me.host.clone();
+    // Absolute: `muster sim` runs it from wherever restd was started.
+    let site = ui::SiteConf::of(
+        &std::fs::canonicalize(&conf_path).unwrap_or_else(|_| conf_path.clone()),
+        &cfg,
+    );
     let server = Arc::new(Server {
         ctx: api::Ctx {
             cluster: cfg.cluster_name.clone(),
@@ -616,7 +621,10 @@ async fn run(opts: Options) -> anyhow::Result<()> {
             daemon_uids,
             host,
         },
-        ui: ui::UiState::new(opts.ui_user_header.clone()),
+        ui: ui::UiState {
+            site: Some(site),
+            ..ui::UiState::new(opts.ui_user_header.clone())
+        },
     });
     let mut tasks = Vec::new();
     for l in &opts.listen {

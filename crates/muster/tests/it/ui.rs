@@ -170,3 +170,135 @@ fn dashboard_pages_work_in_a_real_browser() {
     assert_eq!(c.job_state(pending), "CANCELLED");
     assert!(shots.join("overview.png").exists());
 }
+
+/// The simulator page, posted as its form does (with the page's
+/// anti-forgery token): the site's recent history replays on the cluster's
+/// own nodes, A with the site's policy and B with a changed one, and both
+/// results show. No browser needed.
+#[test]
+fn the_sim_page_replays_the_history_on_the_clusters_own_machine() {
+    let key = jwt_key();
+    let c = crate::builder()
+        .nodes(2)
+        .conf_extra(&format!(
+            "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n",
+            key.path.display()
+        ))
+        .start();
+    let restd = Restd::start(&c);
+    let token = token_of(&c.run("scontrol", &["token"]));
+    let jobs: Vec<u32> = (0..3)
+        .map(|_| c.submit(&["-t", "5", "--wrap", "sleep 1"]))
+        .collect();
+    for &j in &jobs {
+        assert_eq!(c.wait_done(j, crate::secs(30)), "COMPLETED");
+    }
+    let last = jobs[2].to_string();
+    // Records reach the store asynchronously: wait for the last one.
+    c.wait_until("the jobs in sacct", crate::secs(10), || {
+        let o = c.run("sacct", &["-X", "-n", "-P", "-o", "JobID", "-j", &last]);
+        o.stdout.contains(&last).then_some(())
+    });
+    let auth = [("X-SLURM-USER-TOKEN", token.as_str())];
+    let (status, form) = restd.call("GET", "/sim", &auth, "");
+    assert_eq!(status, 200, "{form}");
+    let csrf = form
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("the form's anti-forgery token");
+    let body = format!(
+        "csrf={}&source=history&days=1&a=site&b=fcfs&b_params=",
+        restd::ui::html::url_enc(csrf)
+    );
+    let (status, page) = restd.call(
+        "POST",
+        "/sim",
+        &[
+            auth[0],
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &body,
+    );
+    assert_eq!(status, 200, "{page}");
+    assert!(!page.contains("class=\"err\""), "{page}");
+    let cpus: u32 = c
+        .run("sinfo", &["-h", "-N", "-o", "%c"])
+        .stdout
+        .lines()
+        .filter_map(|l| l.trim().parse::<u32>().ok())
+        .sum();
+    assert!(
+        page.contains(&format!(
+            "Machine: the cluster&#39;s own: 2 nodes, {cpus} CPUs"
+        )),
+        "{page}"
+    );
+    assert!(
+        page.contains("<h3 id=\"run-a\">A: the site&#39;s sched/"),
+        "{page}"
+    );
+    assert!(page.contains("<h3 id=\"run-b\">B: fcfs</h3>"), "{page}");
+    for p in ["a", "b"] {
+        assert!(
+            page.contains(&format!("id=\"{p}-utilization-title\"")),
+            "{page}"
+        );
+        assert!(
+            page.contains(&format!("id=\"{p}-slowdown-title\"")),
+            "{page}"
+        );
+    }
+    // Both runs simulated the three jobs.
+    assert!(page.contains("<td>jobs</td><td>3</td><td>3</td>"), "{page}");
+}
+
+/// A job's page lists its steps with what sacct and sstat give: a
+/// finished step's exit code, elapsed time and usage from accounting, a
+/// running step from the controller.
+#[test]
+fn a_jobs_page_shows_its_steps_with_their_usage() {
+    let key = jwt_key();
+    let c = crate::builder()
+        .nodes(1)
+        .conf_extra(&format!(
+            "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n",
+            key.path.display()
+        ))
+        .start();
+    let restd = Restd::start(&c);
+    let token = token_of(&c.run("scontrol", &["token"]));
+    let done = c.submit(&["--wrap", "exit 3"]);
+    assert_eq!(c.wait_done(done, crate::secs(30)), "FAILED");
+    let batch = format!("{done}.batch");
+    c.wait_until("the batch step in sacct", crate::secs(10), || {
+        let o = c.run(
+            "sacct",
+            &["-n", "-P", "-o", "JobID", "-j", &done.to_string()],
+        );
+        o.stdout.contains(&batch).then_some(())
+    });
+    let auth = [("X-SLURM-USER-TOKEN", token.as_str())];
+    let (status, page) = restd.call("GET", &format!("/jobs/{done}"), &auth, "");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains(">MaxRSS</th>"), "{page}");
+    assert!(
+        page.contains(&format!(
+            "<td>{batch}</td><td>batch</td><td>FAILED</td><td>3:0</td>"
+        )),
+        "{page}"
+    );
+    let running = c.submit(&["--wrap", "srun -J inner sleep 60"]);
+    c.wait_until("the srun step", crate::secs(30), || {
+        let o = c.run("squeue", &["-h", "-s", "-j", &running.to_string()]);
+        o.stdout.contains("inner").then_some(())
+    });
+    let (_, page) = restd.call("GET", &format!("/jobs/{running}"), &auth, "");
+    assert!(
+        page.contains(&format!(
+            "<td>{running}.0</td><td>inner</td><td>RUNNING</td><td></td>"
+        )),
+        "{page}"
+    );
+    c.ok("scancel", &[&running.to_string()]);
+}

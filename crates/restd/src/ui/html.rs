@@ -35,6 +35,9 @@ th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:
 th{background:#eef}\
 .scroll{overflow-x:auto}\
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(9.5rem,1fr));gap:.5rem}\
+.grid2{display:grid;grid-template-columns:1fr 1fr;gap:1rem}\
+.grid2>*{min-width:0}\
+@media (max-width:800px){.grid2{grid-template-columns:1fr}}\
 .node{display:block;border:2px solid #999;border-radius:4px;padding:.4rem;text-decoration:none;color:#111;background:#fff}\
 .node b{display:block}\
 .st{display:inline-block;padding:0 .3rem;border-radius:3px;font-size:.85em}\

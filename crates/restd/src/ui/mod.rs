@@ -47,6 +47,39 @@ pub struct UiState {
     pub user_header: Option<String>,
     /// The path of the `muster` binary, for the simulator page.
     pub muster: std::path::PathBuf,
+    /// The cluster's slurm.conf, whose machine and scheduler settings the
+    /// simulator page replays the site's history on (None: unknown, and
+    /// the page says the trace's machine was used).
+    pub site: Option<SiteConf>,
+}
+
+/// What the simulator page takes from the cluster's slurm.conf.
+#[derive(Clone, Debug, Default)]
+pub struct SiteConf {
+    /// The file, given to `muster sim --config` as it is.
+    pub path: std::path::PathBuf,
+    /// Its nodes' count.
+    pub nodes: usize,
+    /// Their CPUs, all together.
+    pub cpus: u64,
+    /// `SchedulerType`, as the file spells it.
+    pub scheduler_type: String,
+    /// `SchedulerParameters`, as the file spells it ("" when unset).
+    pub scheduler_params: String,
+}
+
+impl SiteConf {
+    /// The settings of `cfg`, read from `path`.
+    pub fn of(path: &std::path::Path, cfg: &conf::Config) -> SiteConf {
+        let raw = |k: &str| cfg.other.get(k).map(|(_, v)| v.clone());
+        SiteConf {
+            path: path.to_path_buf(),
+            nodes: cfg.nodes.len(),
+            cpus: cfg.nodes.iter().map(|n| u64::from(n.cpus)).sum(),
+            scheduler_type: raw("schedulertype").unwrap_or_else(|| cfg.scheduler_type.clone()),
+            scheduler_params: raw("schedulerparameters").unwrap_or_default(),
+        }
+    }
 }
 
 impl UiState {
@@ -61,6 +94,7 @@ impl UiState {
             secret,
             user_header,
             muster: std::env::current_exe().unwrap_or_else(|_| "muster".into()),
+            site: None,
         }
     }
 }
@@ -572,33 +606,51 @@ fn job_page(
             }
         }
     }
-    if let Ok(CtldResponse::Steps(list)) = ask(ctx, who, CtldRequest::ListSteps) {
-        let rows: Vec<Vec<String>> = list
+    // The steps as sacct and sstat show them to the viewer: each asked as
+    // the viewer, so the controller's rights apply; a question refused (or
+    // accounting not kept) leaves its part out rather than failing the page.
+    let running: Vec<proto::StepInfo> = match ask(ctx, who, CtldRequest::ListSteps) {
+        Ok(CtldResponse::Steps(list)) => list
             .steps
-            .iter()
+            .into_iter()
             .filter(|s| s.job_id == j.job_id)
-            .map(|s| {
-                vec![
-                    format!("{}.{}", s.job_id.0, s.step.as_slurm_string()),
-                    esc(&s.name),
-                    esc(s.state.as_slurm_str()),
-                    time(s.start_time),
-                    esc(&hostlist::compress(&s.nodes)),
-                    s.ntasks.to_string(),
-                    s.cpus.to_string(),
-                ]
-            })
-            .collect();
-        let _ = write!(
-            body,
-            "<h2>Steps</h2>{}",
-            table(
-                "Steps",
-                &["step", "name", "state", "start", "nodes", "tasks", "CPUs"],
-                &rows
-            )
-        );
-    }
+            .collect(),
+        _ => Vec::new(),
+    };
+    let acct = match ask(
+        ctx,
+        who,
+        CtldRequest::AcctQuery(AcctQuery {
+            job_ids: vec![j.job_id.0],
+            ..Default::default()
+        }),
+    ) {
+        Ok(CtldResponse::AcctJobs(a)) => a
+            .into_iter()
+            .find(|a| a.job_id == j.job_id)
+            .map(|a| a.steps)
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let live = if running.is_empty() {
+        Vec::new()
+    } else {
+        match ask(ctx, who, CtldRequest::StepStat { job_id: j.job_id }) {
+            Ok(CtldResponse::StepStats(s)) => s,
+            _ => Vec::new(),
+        }
+    };
+    let _ = write!(
+        body,
+        "<h2>Steps</h2>{}",
+        pages::steps_table(
+            j.job_id,
+            &running.iter().collect::<Vec<_>>(),
+            &acct,
+            &live,
+            now
+        )
+    );
     if let Some(tail) = output_tail(&j.stdout, who, admins) {
         let _ = write!(
             body,
@@ -858,23 +910,42 @@ fn reservations_page(ctx: &Ctx, who: &Identity) -> Result<Out, String> {
     ))
 }
 
-/// The simulator's form: a trace (pasted or the site's recent history) and
-/// the setting to compare.
+/// The simulator's form: a trace (pasted or the site's recent history),
+/// run A with the site's own settings and run B with one changed.
 fn sim_page(ui: &UiState, who: &Identity, result: Option<&str>) -> Out {
     let mut body = String::from(
-        "<p>Replay a workload trace through the scheduler twice, with the site's policy and with another, and compare.</p>",
+        "<p>Replay a workload trace through the scheduler twice, with the site's policy (A) and with a changed setting (B), and compare.</p>",
     );
+    let _ = write!(body, "<p>{}</p>", site_words(ui.site.as_ref()));
+    let options = |selected: &str| {
+        [
+            ("site", "the site's (SchedulerType)"),
+            ("backfill", "backfill"),
+            ("easy", "easy"),
+            ("fcfs", "fcfs"),
+        ]
+        .iter()
+        .map(|(v, words)| {
+            let sel = if *v == selected { " selected" } else { "" };
+            format!("<option value=\"{v}\"{sel}>{words}</option>")
+        })
+        .collect::<String>()
+    };
     let _ = write!(
         body,
         "<form method=\"post\" action=\"/sim\">{}\
          <p><label><input type=\"radio\" name=\"source\" value=\"history\" checked> the cluster's jobs of the last \
-         <input name=\"days\" value=\"30\" size=\"4\" aria-label=\"days\"> days</label><br>\
-         <label><input type=\"radio\" name=\"source\" value=\"trace\"> this trace (Standard Workload Format):</label><br>\
+         <input name=\"days\" value=\"30\" size=\"4\" aria-label=\"days\"> days, on the cluster's own nodes</label><br>\
+         <label><input type=\"radio\" name=\"source\" value=\"trace\"> this trace (Standard Workload Format, on the machine its header names):</label><br>\
          <textarea name=\"trace\" rows=\"6\" cols=\"80\" aria-label=\"trace\"></textarea></p>\
-         <p><label for=\"a\">schedule A</label> <select id=\"a\" name=\"a\"><option selected>backfill</option><option>easy</option><option>fcfs</option></select> \
-         <label for=\"b\">schedule B</label> <select id=\"b\" name=\"b\"><option>backfill</option><option selected>easy</option><option>fcfs</option></select></p>\
+         <p><label for=\"a\">schedule A</label> <select id=\"a\" name=\"a\">{}</select> \
+         <label for=\"b\">schedule B</label> <select id=\"b\" name=\"b\">{}</select></p>\
+         <p><label for=\"b_params\">B's SchedulerParameters (empty: the site's)</label> \
+         <input id=\"b_params\" name=\"b_params\" size=\"60\" placeholder=\"bf_window=1440,bf_continue\"></p>\
          <button type=\"submit\">Simulate</button></form>",
         html::csrf_field(&csrf_token(ui, who)),
+        options("site"),
+        options("easy"),
     );
     if let Some(r) = result {
         body.push_str(r);
@@ -882,32 +953,121 @@ fn sim_page(ui: &UiState, who: &Identity, result: Option<&str>) -> Out {
     Out::html(200, page("Simulator", &who.user, None, &body))
 }
 
-/// One run of `muster sim`: its summary (JSON) and picture.
+/// The site's settings, in words, for the page.
+fn site_words(site: Option<&SiteConf>) -> String {
+    match site {
+        Some(c) => format!(
+            "The site: {} nodes, {} CPUs, SchedulerType={}{} (from {}).",
+            c.nodes,
+            c.cpus,
+            esc(&c.scheduler_type),
+            if c.scheduler_params.is_empty() {
+                String::new()
+            } else {
+                format!(", SchedulerParameters={}", esc(&c.scheduler_params))
+            },
+            esc(&c.path.display().to_string())
+        ),
+        None => "The cluster's slurm.conf is unknown here: runs use the trace's machine and the simulator's default scheduler.".to_string(),
+    }
+}
+
+/// One simulated schedule: the policy (None: the configuration's
+/// SchedulerType) and SchedulerParameters (None: the site's).
+struct SimRun {
+    policy: Option<String>,
+    params: Option<String>,
+}
+
+impl SimRun {
+    fn words(&self, site: Option<&SiteConf>) -> String {
+        let policy = match (&self.policy, site) {
+            (Some(p), _) => p.clone(),
+            (None, Some(c)) => format!("the site's {}", c.scheduler_type),
+            (None, None) => "the default policy".to_string(),
+        };
+        match &self.params {
+            Some(p) => format!("{policy}, SchedulerParameters={p}"),
+            None => policy,
+        }
+    }
+}
+
+/// What one run of `muster sim` gives: its summary (JSON), its pictures
+/// (one SVG document) and each job's (submit, start, end).
+struct SimResult {
+    summary: serde_json::Value,
+    svg: String,
+    jobs: Vec<(i64, i64, i64)>,
+}
+
+/// One run of `muster sim` in `dir`, named `name` there.
 fn run_sim(
     ui: &UiState,
+    dir: &std::path::Path,
+    name: &str,
     trace: &std::path::Path,
-    policy: &str,
-    svg: &std::path::Path,
-) -> Result<serde_json::Value, String> {
-    let out = std::process::Command::new(&ui.muster)
-        .arg("sim")
+    config: Option<&std::path::Path>,
+    policy: Option<&str>,
+) -> Result<SimResult, String> {
+    let svg = dir.join(format!("{name}.svg"));
+    let csv = dir.join(format!("{name}.csv"));
+    let mut cmd = std::process::Command::new(&ui.muster);
+    cmd.arg("sim")
         .arg("--trace")
         .arg(trace)
-        .args(["--json", "--policy", policy, "--svg"])
-        .arg(svg)
+        .arg("--json")
+        .arg("--quiet");
+    cmd.arg("--svg").arg(&svg).arg("--csv").arg(&csv);
+    if let Some(c) = config {
+        cmd.arg("--config").arg(c);
+    }
+    if let Some(p) = policy {
+        cmd.args(["--policy", p]);
+    }
+    let out = cmd
         .output()
         .map_err(|e| format!("running muster sim: {e}"))?;
     if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        return Err(format!(
+            "schedule {}: {}",
+            name.to_uppercase(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("muster sim's answer: {e}"))
+    let summary =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("muster sim's answer: {e}"))?;
+    Ok(SimResult {
+        summary,
+        svg: std::fs::read_to_string(&svg).unwrap_or_default(),
+        jobs: sim_jobs(&std::fs::read_to_string(&csv).unwrap_or_default()),
+    })
 }
 
-/// The site's finished jobs as a Standard Workload Format trace.
-fn history_trace(jobs: &[proto::AcctJob]) -> String {
+/// Each job's (submit, start, end) from `muster sim --csv`'s lines
+/// (`id,submit,start,end,procs,nodes`).
+fn sim_jobs(csv: &str) -> Vec<(i64, i64, i64)> {
+    csv.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut f = l.split(',').skip(1).map(|v| v.parse::<i64>().ok());
+            Some((f.next()??, f.next()??, f.next()??))
+        })
+        .collect()
+}
+
+/// The site's finished jobs as a Standard Workload Format trace, with the
+/// cluster's size (nodes, CPUs) in its header when known, so that the
+/// trace read alone describes the machine the jobs ran on rather than the
+/// widest job.
+fn history_trace(jobs: &[proto::AcctJob], machine: Option<(usize, u64)>) -> String {
     let mut s = String::new();
     let t0 = jobs.iter().map(|j| j.submit_time).min().unwrap_or(0);
     let _ = writeln!(s, "; UnixStartTime: {t0}");
+    if let Some((nodes, cpus)) = machine {
+        let _ = writeln!(s, "; MaxNodes: {nodes}");
+        let _ = writeln!(s, "; MaxProcs: {cpus}");
+    }
     for (i, j) in jobs.iter().enumerate() {
         let (Some(st), Some(en)) = (j.start_time, j.end_time) else {
             continue;
@@ -931,68 +1091,261 @@ fn history_trace(jobs: &[proto::AcctJob]) -> String {
     s
 }
 
+/// The machine a pasted trace names in its header, in words.
+fn trace_machine(trace: &str) -> String {
+    let header = |key: &str| {
+        trace
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix(';'))
+            .find_map(|l| l.trim_start().strip_prefix(key))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    match (header("MaxNodes:"), header("MaxProcs:")) {
+        (_, None) => "the trace's machine: it names none (no MaxProcs header), so the simulator sizes it to the widest job".to_string(),
+        (Some(n), Some(p)) => format!("the trace's machine: {n} nodes, {p} CPUs (its header)"),
+        (None, Some(p)) => format!("the trace's machine: {p} CPUs (its header)"),
+    }
+}
+
+/// The site's slurm.conf text, with its relative `Include` lines made
+/// absolute: the copy is read from a temporary directory, and slurm.conf
+/// resolves includes against the directory of the file read.
+fn site_text(site: &SiteConf) -> Result<String, String> {
+    let text = std::fs::read_to_string(&site.path)
+        .map_err(|e| format!("reading {}: {e}", site.path.display()))?;
+    let dir = site.path.parent().unwrap_or(std::path::Path::new("/"));
+    let mut out = String::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        let target = t
+            .get(..8)
+            .filter(|h| h.eq_ignore_ascii_case("include ") || h.eq_ignore_ascii_case("include\t"))
+            .map(|_| t[8..].trim());
+        match target {
+            Some(f) if !f.is_empty() && !f.starts_with('/') => {
+                let _ = writeln!(out, "Include {}", dir.join(f).display());
+            }
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The `--config` file for a run, written in `dir` when the site's file
+/// will not do as it is: with the cluster's history, the site's slurm.conf
+/// (its nodes and scheduler), with B's SchedulerParameters appended when
+/// changed (the last line wins); with a pasted trace, only the site's
+/// scheduler settings, so the trace's own machine is used.
+fn run_config(
+    dir: &std::path::Path,
+    name: &str,
+    site: Option<&SiteConf>,
+    history: bool,
+    run: &SimRun,
+) -> Result<Option<std::path::PathBuf>, String> {
+    let text = match (site, history, &run.params) {
+        (Some(c), true, None) => return Ok(Some(c.path.clone())),
+        (Some(c), true, Some(p)) => format!("{}\nSchedulerParameters={p}\n", site_text(c)?),
+        (site, false, params) => {
+            let mut t = String::new();
+            if let Some(c) = site {
+                let _ = writeln!(t, "SchedulerType={}", c.scheduler_type);
+            }
+            let params = params
+                .as_deref()
+                .or(site.map(|c| c.scheduler_params.as_str()))
+                .unwrap_or("");
+            if !params.is_empty() {
+                let _ = writeln!(t, "SchedulerParameters={params}");
+            }
+            if t.is_empty() {
+                return Ok(None);
+            }
+            t
+        }
+        (None, true, None) => return Ok(None),
+        (None, true, Some(p)) => format!("SchedulerParameters={p}\n"),
+    };
+    let path = dir.join(format!("{name}.conf"));
+    std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok(Some(path))
+}
+
 fn sim_run(ctx: &Ctx, ui: &UiState, who: &Identity, req: &Req) -> Out {
+    let fail = |e: &str| {
+        sim_page(
+            ui,
+            who,
+            Some(&format!("<p class=\"err\" role=\"alert\">{}</p>", esc(e))),
+        )
+    };
     let policy = |p: &str| match p {
-        "backfill" | "easy" | "fcfs" => Some(p.to_string()),
+        "site" | "" => Some(None),
+        "backfill" | "easy" | "fcfs" => Some(Some(p.to_string())),
         _ => None,
     };
     let (Some(a), Some(b)) = (policy(req.f("a")), policy(req.f("b"))) else {
-        return sim_page(ui, who, Some("<p class=\"err\">unknown policy</p>"));
+        return fail("unknown policy: site, backfill, easy or fcfs");
     };
-    let text = if req.f("source") == "trace" {
-        req.f("trace").to_string()
-    } else {
+    let b_params = req.f("b_params").trim();
+    if b_params.chars().any(char::is_control) {
+        return fail("SchedulerParameters is one line");
+    }
+    let runs = [
+        SimRun {
+            policy: a,
+            params: None,
+        },
+        SimRun {
+            policy: b,
+            params: (!b_params.is_empty()).then(|| b_params.to_string()),
+        },
+    ];
+    let site = ui.site.as_ref();
+    let history = req.f("source") != "trace";
+    let (text, machine) = if history {
         let days: i64 = req.f("days").parse().unwrap_or(30).clamp(1, 366);
         let now = now();
-        match ask(
+        let text = match ask(
             ctx,
             who,
             CtldRequest::AcctQuery(finished_between(now - days * 86_400, now)),
         ) {
-            Ok(CtldResponse::AcctJobs(j)) => history_trace(&j),
+            Ok(CtldResponse::AcctJobs(j)) => history_trace(&j, site.map(|c| (c.nodes, c.cpus))),
             Ok(_) => String::new(),
-            Err(e) => return sim_page(ui, who, Some(&format!("<p class=\"err\">{}</p>", esc(&e)))),
-        }
+            Err(e) => return fail(&e),
+        };
+        let machine = match site {
+            Some(c) => format!(
+                "the cluster's own: {} nodes, {} CPUs (its slurm.conf)",
+                c.nodes, c.cpus
+            ),
+            None => trace_machine(&text),
+        };
+        (text, machine)
+    } else {
+        let text = req.f("trace").to_string();
+        let machine = trace_machine(&text);
+        (text, machine)
     };
     let dir = match tempdir() {
         Ok(d) => d,
-        Err(e) => return sim_page(ui, who, Some(&format!("<p class=\"err\">{}</p>", esc(&e)))),
+        Err(e) => return fail(&e),
     };
     let trace = dir.join("trace.swf");
     let result = std::fs::write(&trace, text.as_bytes())
         .map_err(|e| e.to_string())
         .and_then(|()| {
-            let ra = run_sim(ui, &trace, &a, &dir.join("a.svg"))?;
-            let rb = run_sim(ui, &trace, &b, &dir.join("b.svg"))?;
-            Ok((ra, rb))
-        });
-    let html =
-        match result {
-            Err(e) => format!("<p class=\"err\" role=\"alert\">{}</p>", esc(&e)),
-            Ok((ra, rb)) => {
-                let keys = [
-                    "jobs",
-                    "utilization",
-                    "mean_wait_s",
-                    "max_wait_s",
-                    "mean_bsld",
-                    "makespan_s",
-                ];
-                let rows: Vec<Vec<String>> = keys
-                    .iter()
-                    .map(|k| vec![esc(k), esc(&ra[k].to_string()), esc(&rb[k].to_string())])
-                    .collect();
-                let pic = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
-                format!(
-                "<h2>Results</h2>{}<div class=\"grid2\"><h3>A: {a}</h3>{}<h3>B: {b}</h3>{}</div>",
-                table("Summary", &["measure", &format!("A: {a}"), &format!("B: {b}")], &rows),
-                pic("a.svg"),
-                pic("b.svg")
-            )
+            let mut out = Vec::new();
+            for (name, run) in ["a", "b"].into_iter().zip(&runs) {
+                let config = run_config(&dir, name, site, history, run)?;
+                out.push(run_sim(
+                    ui,
+                    &dir,
+                    name,
+                    &trace,
+                    config.as_deref(),
+                    run.policy.as_deref(),
+                )?);
             }
-        };
+            Ok(out)
+        });
     let _ = std::fs::remove_dir_all(&dir);
+    let html = match result {
+        Err(e) => format!("<p class=\"err\" role=\"alert\">{}</p>", esc(&e)),
+        Ok(results) => sim_results(&runs, &results, site, &machine),
+    };
     sim_page(ui, who, Some(&html))
+}
+
+/// The two runs' results: the summary side by side, then each run's
+/// charts in a column of its own (stacked on a narrow screen).
+fn sim_results(
+    runs: &[SimRun],
+    results: &[SimResult],
+    site: Option<&SiteConf>,
+    machine: &str,
+) -> String {
+    let names = ["A", "B"];
+    let heads: Vec<String> = runs
+        .iter()
+        .zip(names)
+        .map(|(r, n)| format!("{n}: {}", r.words(site)))
+        .collect();
+    let keys = [
+        "jobs",
+        "utilization",
+        "mean_wait_s",
+        "max_wait_s",
+        "mean_bsld",
+        "makespan_s",
+    ];
+    let rows: Vec<Vec<String>> = keys
+        .iter()
+        .map(|k| {
+            std::iter::once(esc(k))
+                .chain(results.iter().map(|r| esc(&r.summary[k].to_string())))
+                .collect()
+        })
+        .collect();
+    let mut head: Vec<&str> = vec!["measure"];
+    head.extend(heads.iter().map(String::as_str));
+    let mut s = format!(
+        "<h2>Results</h2><p id=\"sim-machine\">Machine: {}.</p>{}<div class=\"grid2\">",
+        esc(machine),
+        table("Summary", &head, &rows)
+    );
+    for ((r, n), h) in results.iter().zip(names).zip(&heads) {
+        let p = n.to_ascii_lowercase();
+        let _ = write!(
+            s,
+            "<section aria-labelledby=\"run-{p}\" data-run=\"{p}\"><h3 id=\"run-{p}\">{}</h3>{}{}</section>",
+            esc(h),
+            prefix_ids(&r.svg, &p),
+            pages::slowdown_chart(&format!("{p}-slowdown"), &r.jobs),
+        );
+    }
+    s.push_str("</div>");
+    s
+}
+
+/// `svg` with every element id, and the references to them in
+/// `aria-labelledby`, prefixed by `prefix-`: the two runs' pictures are
+/// inlined in one page, and `muster sim` names the ids the same in both.
+fn prefix_ids(svg: &str, prefix: &str) -> String {
+    let mut out = String::with_capacity(svg.len() + 64);
+    let mut rest = svg;
+    loop {
+        let id = rest.find(" id=\"").map(|i| (i, " id=\"".len(), false));
+        let by = rest
+            .find(" aria-labelledby=\"")
+            .map(|i| (i, " aria-labelledby=\"".len(), true));
+        let next = match (id, by) {
+            (Some(a), Some(b)) => Some(if a.0 < b.0 { a } else { b }),
+            (a, b) => a.or(b),
+        };
+        let Some((at, len, list)) = next else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..at + len]);
+        rest = &rest[at + len..];
+        let end = rest.find('"').unwrap_or(rest.len());
+        let value = &rest[..end];
+        if list {
+            let ids: Vec<String> = value
+                .split_whitespace()
+                .map(|v| format!("{prefix}-{v}"))
+                .collect();
+            out.push_str(&ids.join(" "));
+        } else {
+            let _ = write!(out, "{prefix}-{value}");
+        }
+        rest = &rest[end..];
+    }
 }
 
 fn tempdir() -> Result<std::path::PathBuf, String> {

@@ -495,6 +495,163 @@ pub fn fairshare_table(rows: &[ShareRow]) -> String {
     )
 }
 
+/// A job's steps with what they used, as `sacct` and `sstat` show them:
+/// the steps accounting holds (finished and running), then the running
+/// steps it does not hold yet; a running step's usage is its nodes' live
+/// report (`sstat`) where one came, else what accounting recorded.
+pub fn steps_table(
+    job: model::JobId,
+    running: &[&proto::StepInfo],
+    acct: &[proto::AcctStep],
+    live: &[proto::LiveStepStat],
+    now: Timestamp,
+) -> String {
+    let live_usage = |step: &proto::StepId| live.iter().find(|l| l.step == *step).map(|l| &l.usage);
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut row = |id: String,
+                   name: &str,
+                   state: JobState,
+                   exit: String,
+                   start: Option<Timestamp>,
+                   end: Option<Timestamp>,
+                   nodes: &str,
+                   tasks: u32,
+                   cpus: u32,
+                   usage: Option<&proto::StepUsage>| {
+        let total = usage.and_then(|u| match (u.user_cpu_usec, u.sys_cpu_usec) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        });
+        rows.push(vec![
+            esc(&id),
+            esc(name),
+            esc(state.as_slurm_str()),
+            exit,
+            start.map(time).unwrap_or_default(),
+            start
+                .map(|st| duration(end.unwrap_or(now) - st))
+                .unwrap_or_default(),
+            esc(nodes),
+            tasks.to_string(),
+            cpus.to_string(),
+            total.map(cpu_time).unwrap_or_default(),
+            usage
+                .and_then(|u| u.ave_cpu_usec)
+                .map(cpu_time)
+                .unwrap_or_default(),
+            usage
+                .and_then(|u| u.max_rss_kib)
+                .map(kib)
+                .unwrap_or_default(),
+        ]);
+    };
+    for s in acct {
+        let id = format!("{}.{}", job.0, s.step.as_slurm_string());
+        let usage = if s.state == JobState::Running {
+            live_usage(&s.step).or(Some(&s.usage))
+        } else {
+            Some(&s.usage)
+        };
+        let exit = if s.state == JobState::Running {
+            String::new()
+        } else {
+            s.exit_code.to_string()
+        };
+        row(
+            id,
+            &s.name,
+            s.state,
+            exit,
+            s.start_time,
+            s.end_time,
+            &s.nodes,
+            s.n_tasks,
+            s.n_cpus,
+            usage,
+        );
+    }
+    for s in running
+        .iter()
+        .filter(|s| !acct.iter().any(|a| a.step == s.step))
+    {
+        row(
+            format!("{}.{}", job.0, s.step.as_slurm_string()),
+            &s.name,
+            s.state,
+            String::new(),
+            Some(s.start_time),
+            None,
+            &hostlist::compress(&s.nodes),
+            s.ntasks,
+            s.cpus,
+            live_usage(&s.step),
+        );
+    }
+    table(
+        "Steps",
+        &[
+            "step",
+            "name",
+            "state",
+            "exit code",
+            "start",
+            "elapsed",
+            "nodes",
+            "tasks",
+            "CPUs",
+            "TotalCPU",
+            "AveCPU",
+            "MaxRSS",
+        ],
+        &rows,
+    )
+}
+
+/// CPU time as sacct prints it: `MM:SS.mmm` under an hour, else
+/// `[D-]HH:MM:SS`.
+fn cpu_time(usec: u64) -> String {
+    let secs = usec / 1_000_000;
+    if secs < 3_600 {
+        format!(
+            "{:02}:{:02}.{:03}",
+            secs / 60,
+            secs % 60,
+            usec % 1_000_000 / 1_000
+        )
+    } else {
+        duration(secs as i64)
+    }
+}
+
+/// A memory size in KiB as sacct prints it: `K`, `M` or `G` with two
+/// decimals above a kibibyte.
+fn kib(k: u64) -> String {
+    match k {
+        0..=1_023 => format!("{k}K"),
+        1_024..=1_048_575 => format!("{:.2}M", k as f64 / 1_024.0),
+        _ => format!("{:.2}G", k as f64 / 1_048_576.0),
+    }
+}
+
+/// The distribution of bounded slowdown (10 s bound, as `muster sim`'s
+/// `mean_bsld`) of simulated jobs given as (submit, start, end), as a chart
+/// and its table, ids prefixed by `id`.
+pub fn slowdown_chart(id: &str, jobs: &[(i64, i64, i64)]) -> String {
+    let chart = charts::BarChart {
+        id: id.to_string(),
+        title: "Bounded slowdown".into(),
+        x_label: "(wait + run) / max(run, 10 s)".into(),
+        y_label: "jobs".into(),
+        bars: charts::slowdown_bins(jobs.iter().map(|&(submit, start, end)| {
+            charts::bounded_slowdown(start - submit, end - start, 10.0)
+        })),
+        log_y: true,
+        width: 900.0,
+        height: 260.0,
+    };
+    format!("{}{}", chart.render(), chart.html_table())
+}
+
 /// Finished jobs: counts by user and by account, waits, and use over time,
 /// as charts and tables.
 pub fn history(jobs: &[AcctJob], from: i64, to: i64) -> String {

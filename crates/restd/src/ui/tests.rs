@@ -271,9 +271,149 @@ fn the_history_becomes_a_trace() {
         ..crate::openapi::example_acct_job()
     };
     assert_eq!(
-        history_trace(&[j]),
+        history_trace(std::slice::from_ref(&j), None),
         "; UnixStartTime: 1000\n1 0 10 60 2 -1 -1 2 120 -1 1 5 -1 -1 -1 -1 -1 -1\n"
     );
+    // With the cluster's size: the machine, not the widest job's.
+    assert_eq!(
+        history_trace(&[j], Some((3, 24))),
+        "; UnixStartTime: 1000\n; MaxNodes: 3\n; MaxProcs: 24\n1 0 10 60 2 -1 -1 2 120 -1 1 5 -1 -1 -1 -1 -1 -1\n"
+    );
+}
+
+#[test]
+fn a_pasted_traces_machine_is_named_from_its_header() {
+    assert_eq!(
+        trace_machine("; MaxNodes: 4\n;MaxProcs: 64\n1 0 0 10 1\n"),
+        "the trace's machine: 4 nodes, 64 CPUs (its header)"
+    );
+    assert!(trace_machine("1 0 0 10 1\n").contains("widest job"));
+}
+
+#[test]
+fn the_runs_configuration_keeps_the_site_and_changes_only_b() {
+    let dir = tempfile_dir();
+    let conf = dir.join("slurm.conf");
+    std::fs::write(
+        &conf,
+        "ClusterName=c\nInclude nodes.conf\nInclude /etc/abs.conf\nSchedulerType=sched/backfill\n",
+    )
+    .unwrap();
+    let site = SiteConf {
+        path: conf.clone(),
+        nodes: 2,
+        cpus: 8,
+        scheduler_type: "sched/backfill".into(),
+        scheduler_params: "bf_window=60".into(),
+    };
+    let a = SimRun {
+        policy: None,
+        params: None,
+    };
+    let b = SimRun {
+        policy: Some("easy".into()),
+        params: Some("bf_continue".into()),
+    };
+    // History: A is the site's file as it is; B a copy with its change
+    // last, includes made absolute.
+    assert_eq!(
+        run_config(&dir, "a", Some(&site), true, &a).unwrap(),
+        Some(conf.clone())
+    );
+    let bconf = run_config(&dir, "b", Some(&site), true, &b)
+        .unwrap()
+        .unwrap();
+    let text = std::fs::read_to_string(&bconf).unwrap();
+    assert!(
+        text.contains(&format!("Include {}\n", dir.join("nodes.conf").display())),
+        "{text}"
+    );
+    assert!(text.contains("Include /etc/abs.conf\n"), "{text}");
+    assert!(
+        text.ends_with("\nSchedulerParameters=bf_continue\n"),
+        "{text}"
+    );
+    // A pasted trace: the site's scheduler on the trace's machine.
+    let p = run_config(&dir, "pa", Some(&site), false, &a)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(p).unwrap(),
+        "SchedulerType=sched/backfill\nSchedulerParameters=bf_window=60\n"
+    );
+    assert_eq!(run_config(&dir, "n", None, false, &a).unwrap(), None);
+    assert_eq!(
+        b.words(Some(&site)),
+        "easy, SchedulerParameters=bf_continue"
+    );
+    assert_eq!(a.words(Some(&site)), "the site's sched/backfill");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    tempdir().expect("a temporary directory")
+}
+
+#[test]
+fn two_runs_render_side_by_side_with_ids_of_their_own() {
+    let svg = charts::stack(
+        "t",
+        &[charts::BarChart {
+            id: "waits".into(),
+            title: "Wait time".into(),
+            x_label: "w".into(),
+            y_label: "jobs".into(),
+            bars: charts::wait_bins([0, 100]),
+            log_y: true,
+            width: 400.0,
+            height: 200.0,
+        }
+        .render()],
+    );
+    let jobs =
+        sim_jobs("id,submit,start,end,procs,nodes\n1,0,0,100,2,\"n1\"\n2,0,100,200,1,\"n[1-2]\"\n");
+    assert_eq!(jobs, vec![(0, 0, 100), (0, 100, 200)]);
+    let result = |u: f64| SimResult {
+        summary: serde_json::json!({"jobs": 2, "utilization": u, "mean_bsld": 1.5}),
+        svg: svg.clone(),
+        jobs: jobs.clone(),
+    };
+    let runs = [
+        SimRun {
+            policy: None,
+            params: None,
+        },
+        SimRun {
+            policy: Some("fcfs".into()),
+            params: None,
+        },
+    ];
+    let h = sim_results(
+        &runs,
+        &[result(0.5), result(0.25)],
+        None,
+        "the trace's machine",
+    );
+    assert!(h.contains("<div class=\"grid2\"><section"), "{h}");
+    assert!(h.contains("<td>0.5</td><td>0.25</td>"), "{h}");
+    assert!(h.contains("Machine: the trace&#39;s machine."), "{h}");
+    assert!(h.contains("id=\"a-waits-title\""), "{h}");
+    assert!(
+        h.contains("aria-labelledby=\"b-waits-title b-waits-desc\""),
+        "{h}"
+    );
+    assert!(h.contains("id=\"b-slowdown-title\""), "{h}");
+    // Every id once: B's labels point at B's titles.
+    let mut ids: Vec<&str> = h
+        .split(" id=\"")
+        .skip(1)
+        .map(|r| r.split('"').next().unwrap())
+        .collect();
+    let n = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "duplicate ids in {h}");
+    well_formed(&page("Simulator", "alice", None, &h));
 }
 
 #[test]
@@ -423,6 +563,257 @@ fn partitions_count_their_running_and_pending_jobs() {
     );
     assert!(
         t.contains("<td>gpu</td><td>UP</td><td>1</td><td>0/4 (0%)</td><td>0</td><td>1</td>"),
+        "{t}"
+    );
+    well_formed(&t);
+}
+
+/// A controller-less context: the pages that ask nothing of the
+/// controller (a pasted trace's simulation) can be served with it.
+fn offline_ctx() -> Ctx {
+    let cfg = conf::parse_str(
+        "ClusterName=t\nSlurmctldHost=localhost\nNodeName=n1 CPUs=4\nPartitionName=debug Nodes=n1\n",
+        std::path::Path::new("slurm.conf"),
+        &mut |_| Err(std::io::Error::other("no includes")),
+    )
+    .expect("a configuration")
+    .config;
+    Ctx {
+        client: client::Client::new(cfg, client::current_identity()),
+        cluster: "t".into(),
+        ctld_host: "localhost".into(),
+        metrics: crate::metrics::Counters::default(),
+        jobs_v0038: crate::jobcache::JobCache::default(),
+        jobs_v0044: crate::jobcache::JobCache::default(),
+    }
+}
+
+/// A stand-in for `muster sim` (the real one is the muster binary's, which
+/// restd's tests do not build): it writes a picture and two jobs as asked
+/// and answers a summary that names its policy, and logs its arguments.
+fn fake_muster(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let svg = charts::BarChart {
+        id: "waits".into(),
+        title: "Wait time".into(),
+        x_label: "w".into(),
+        y_label: "jobs".into(),
+        bars: charts::wait_bins([0, 100]),
+        log_y: true,
+        width: 400.0,
+        height: 200.0,
+    }
+    .render();
+    std::fs::write(dir.join("picture.svg"), svg).unwrap();
+    let script = dir.join("muster");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> {log}\npolicy=site\n\
+             while [ $# -gt 0 ]; do case $1 in\n\
+             --svg) cp {pic} \"$2\"; shift;;\n\
+             --csv) printf 'id,submit,start,end,procs,nodes\\n1,0,0,100,2,\"n1\"\\n2,0,100,200,4,\"n[1,2]\"\\n' > \"$2\"; shift;;\n\
+             --policy) policy=$2; shift;;\n\
+             esac; shift; done\n\
+             echo \"{{\\\"jobs\\\":2,\\\"utilization\\\":0.5,\\\"mean_wait_s\\\":50,\\\"max_wait_s\\\":100,\\\"mean_bsld\\\":5.5,\\\"makespan_s\\\":200,\\\"policy\\\":\\\"$policy\\\"}}\"\n",
+            log = dir.join("args.log").display(),
+            pic = dir.join("picture.svg").display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+#[test]
+fn the_sim_form_posts_with_its_token_and_shows_both_runs() {
+    let dir = tempfile_dir();
+    let ui = UiState {
+        muster: fake_muster(&dir),
+        ..UiState::new(None)
+    };
+    let ctx = offline_ctx();
+    let alice = Identity {
+        uid: 1000,
+        gid: 1000,
+        user: "alice".into(),
+        host: "h".into(),
+    };
+    // The form, as a browser gets it: its token is the one to send back.
+    let form = serve(
+        &ctx,
+        &ui,
+        &[],
+        &alice,
+        &Req {
+            method: "GET".into(),
+            path: "/sim".into(),
+            ..Default::default()
+        },
+    );
+    assert_eq!(form.status, 200);
+    let token = form
+        .body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("the form's anti-forgery token")
+        .to_string();
+    let post = |csrf: &str| {
+        serve(
+            &ctx,
+            &ui,
+            &[],
+            &alice,
+            &Req {
+                method: "POST".into(),
+                path: "/sim".into(),
+                form: parse_form(
+                    format!(
+                        "csrf={}&source=trace&trace=%3B+MaxNodes%3A+2%0A%3B+MaxProcs%3A+8%0A1+0+0+100+2&a=site&b=fcfs&b_params=bf_continue",
+                        html::url_enc(csrf)
+                    )
+                    .as_bytes(),
+                ),
+                host: Some("localhost:6820".into()),
+                origin: Some("http://localhost:6820".into()),
+                ..Default::default()
+            },
+        )
+    };
+    let out = post(&token);
+    assert_eq!(out.status, 200, "{}", out.body);
+    let b = &out.body;
+    assert!(!b.contains("class=\"err\""), "{b}");
+    assert!(
+        b.contains("Machine: the trace&#39;s machine: 2 nodes, 8 CPUs (its header)."),
+        "{b}"
+    );
+    assert!(
+        b.contains("<h3 id=\"run-a\">A: the default policy</h3>"),
+        "{b}"
+    );
+    assert!(
+        b.contains("<h3 id=\"run-b\">B: fcfs, SchedulerParameters=bf_continue</h3>"),
+        "{b}"
+    );
+    for p in ["a", "b"] {
+        assert!(b.contains(&format!("id=\"{p}-waits-title\"")), "{b}");
+        assert!(b.contains(&format!("id=\"{p}-slowdown-title\"")), "{b}");
+    }
+    // The results (the form's boolean attributes are HTML, not XML).
+    let results = &b[b.find("<h2>Results</h2>").unwrap()..];
+    well_formed(&results[..results.rfind("</section></div>").unwrap() + 16]);
+    // A ran with the site's policy (no --policy), B with its own and its
+    // SchedulerParameters in a configuration file.
+    let log = std::fs::read_to_string(dir.join("args.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    assert!(
+        !lines[0].contains("--policy") && !lines[0].contains("--config"),
+        "{log}"
+    );
+    assert!(
+        lines[1].contains("--policy fcfs") && lines[1].contains("--config"),
+        "{log}"
+    );
+    // A forged token runs nothing.
+    let forged = post("not-a-token");
+    assert_eq!(forged.status, 403);
+    assert_eq!(std::fs::read_to_string(dir.join("args.log")).unwrap(), log);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn steps_show_their_usage_from_accounting_and_sstat() {
+    use proto::{AcctStep, LiveStepStat, StepId, StepUsage};
+    let finished = AcctStep {
+        step: StepId::Batch,
+        name: "batch".into(),
+        state: JobState::Completed,
+        exit_code: model::ExitCode { code: 3, signal: 0 },
+        start_time: Some(1_000),
+        end_time: Some(1_065),
+        nodes: "n1".into(),
+        n_nodes: 1,
+        n_cpus: 2,
+        n_tasks: 1,
+        alloc_tres: String::new(),
+        usage: StepUsage {
+            user_cpu_usec: Some(61_500_000),
+            sys_cpu_usec: Some(500_000),
+            ave_cpu_usec: Some(62_000_000),
+            max_rss_kib: Some(2_048),
+            ..Default::default()
+        },
+        container: None,
+    };
+    let recorded_running = AcctStep {
+        step: StepId::Numbered(0),
+        name: "solver".into(),
+        state: JobState::Running,
+        exit_code: model::ExitCode::default(),
+        end_time: None,
+        usage: StepUsage::default(),
+        ..finished.clone()
+    };
+    // Running, not yet in accounting.
+    let unrecorded = proto::StepInfo {
+        job_id: JobId(7),
+        step: StepId::Numbered(1),
+        name: "post<1>".into(),
+        user: "alice".into(),
+        uid: 1000,
+        partition: "debug".into(),
+        state: JobState::Running,
+        start_time: 1_900,
+        time_limit: TimeLimit::Minutes(10),
+        nodes: vec!["n1".into(), "n2".into()],
+        ntasks: 4,
+        cpus: 4,
+        tres: String::new(),
+        distribution: Default::default(),
+        srun_host_pid: String::new(),
+        node_addrs: vec![],
+    };
+    let live = LiveStepStat {
+        job_id: JobId(7),
+        step: StepId::Numbered(0),
+        nodes: vec!["n1".into()],
+        ntasks: 1,
+        usage: StepUsage {
+            user_cpu_usec: Some(4_000 * 1_000_000),
+            max_rss_kib: Some(3 * 1_048_576),
+            ..Default::default()
+        },
+        pids: vec![],
+    };
+    let t = pages::steps_table(
+        JobId(7),
+        &[&unrecorded],
+        &[finished, recorded_running],
+        &[live],
+        2_000,
+    );
+    assert!(
+        t.contains(">exit code</th>") && t.contains(">MaxRSS</th>"),
+        "{t}"
+    );
+    assert!(
+        t.contains("<td>7.batch</td><td>batch</td><td>COMPLETED</td><td>3:0</td><td>1970-01-01 00:16:40</td><td>00:01:05</td><td>n1</td><td>1</td><td>2</td><td>01:02.000</td><td>01:02.000</td><td>2.00M</td>"),
+        "{t}"
+    );
+    // A running step: elapsed until now, no exit code, sstat's usage.
+    assert!(
+        t.contains("<td>7.0</td><td>solver</td><td>RUNNING</td><td></td><td>1970-01-01 00:16:40</td><td>00:16:40</td><td>n1</td><td>1</td><td>2</td><td>01:06:40</td><td></td><td>3.00G</td>"),
+        "{t}"
+    );
+    assert!(
+        t.contains("<td>7.1</td><td>post&lt;1&gt;</td><td>RUNNING</td><td></td>"),
+        "{t}"
+    );
+    assert!(
+        t.contains("<td>n[1-2]</td><td>4</td><td>4</td><td></td><td></td><td></td>"),
         "{t}"
     );
     well_formed(&t);
