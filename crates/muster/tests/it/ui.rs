@@ -7,9 +7,25 @@
 //! node2's HealthCheckProgram fails: its page must show the run.
 
 use crate::auth::{is_root, TestUser};
-use crate::rest::{jwt_key, token_of, users_base, Restd};
+use crate::rest::{jwt_key, token_of, users_base, Key, Restd};
 use std::path::PathBuf;
 use std::process::Command;
+
+/// A cluster of `nodes` nodes that takes JWTs, its restd and a token for
+/// the caller; the key comes back too, as its file must outlive the cluster.
+fn jwt_cluster(nodes: u32) -> (Key, e2e::Cluster, Restd, String) {
+    let key = jwt_key();
+    let c = crate::builder()
+        .nodes(nodes)
+        .conf_extra(&format!(
+            "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n",
+            key.path.display()
+        ))
+        .start();
+    let restd = Restd::start(&c);
+    let token = token_of(&c.run("scontrol", &["token"]));
+    (key, c, restd, token)
+}
 
 fn tools() -> Option<(PathBuf, PathBuf)> {
     let python = std::env::var_os("MUSTER_TEST_UI_PYTHON").map(PathBuf::from);
@@ -177,16 +193,7 @@ fn dashboard_pages_work_in_a_real_browser() {
 /// results show. No browser needed.
 #[test]
 fn the_sim_page_replays_the_history_on_the_clusters_own_machine() {
-    let key = jwt_key();
-    let c = crate::builder()
-        .nodes(2)
-        .conf_extra(&format!(
-            "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n",
-            key.path.display()
-        ))
-        .start();
-    let restd = Restd::start(&c);
-    let token = token_of(&c.run("scontrol", &["token"]));
+    let (_key, c, restd, token) = jwt_cluster(2);
     let jobs: Vec<u32> = (0..3)
         .map(|_| c.submit(&["-t", "5", "--wrap", "sleep 1"]))
         .collect();
@@ -258,16 +265,7 @@ fn the_sim_page_replays_the_history_on_the_clusters_own_machine() {
 /// running step from the controller.
 #[test]
 fn a_jobs_page_shows_its_steps_with_their_usage() {
-    let key = jwt_key();
-    let c = crate::builder()
-        .nodes(1)
-        .conf_extra(&format!(
-            "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n",
-            key.path.display()
-        ))
-        .start();
-    let restd = Restd::start(&c);
-    let token = token_of(&c.run("scontrol", &["token"]));
+    let (_key, c, restd, token) = jwt_cluster(1);
     let done = c.submit(&["--wrap", "exit 3"]);
     assert_eq!(c.wait_done(done, crate::secs(30)), "FAILED");
     let batch = format!("{done}.batch");

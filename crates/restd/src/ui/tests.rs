@@ -356,20 +356,7 @@ fn tempfile_dir() -> std::path::PathBuf {
 
 #[test]
 fn two_runs_render_side_by_side_with_ids_of_their_own() {
-    let svg = charts::stack(
-        "t",
-        &[charts::BarChart {
-            id: "waits".into(),
-            title: "Wait time".into(),
-            x_label: "w".into(),
-            y_label: "jobs".into(),
-            bars: charts::wait_bins([0, 100]),
-            log_y: true,
-            width: 400.0,
-            height: 200.0,
-        }
-        .render()],
-    );
+    let svg = charts::stack("t", &[waits_chart().render()]);
     let jobs =
         sim_jobs("id,submit,start,end,procs,nodes\n1,0,0,100,2,\"n1\"\n2,0,100,200,1,\"n[1-2]\"\n");
     assert_eq!(jobs, vec![(0, 0, 100), (0, 100, 200)]);
@@ -588,12 +575,9 @@ fn offline_ctx() -> Ctx {
     }
 }
 
-/// A stand-in for `muster sim` (the real one is the muster binary's, which
-/// restd's tests do not build): it writes a picture and two jobs as asked
-/// and answers a summary that names its policy, and logs its arguments.
-fn fake_muster(dir: &std::path::Path) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let svg = charts::BarChart {
+/// A small wait-time chart, as the simulator draws one.
+fn waits_chart() -> charts::BarChart {
+    charts::BarChart {
         id: "waits".into(),
         title: "Wait time".into(),
         x_label: "w".into(),
@@ -603,7 +587,14 @@ fn fake_muster(dir: &std::path::Path) -> std::path::PathBuf {
         width: 400.0,
         height: 200.0,
     }
-    .render();
+}
+
+/// A stand-in for `muster sim` (the real one is the muster binary's, which
+/// restd's tests do not build): it writes a picture and two jobs as asked
+/// and answers a summary that names its policy, and logs its arguments.
+fn fake_muster(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let svg = waits_chart().render();
     std::fs::write(dir.join("picture.svg"), svg).unwrap();
     let script = dir.join("muster");
     std::fs::write(
