@@ -1111,8 +1111,17 @@ async fn launch_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeRespons
     // it once it has the end, on another connection. It waits for that
     // answer (the directory's removal) and then starts.
     let dir = spool::job_dir(&daemon.setup.spool_dir, job_id);
-    if matches!(spool::read_status(&dir), Ok(Some(_))) {
-        let later_run = spool::read_record(&dir).is_some_and(|r| r.restarts < launch.restarts);
+    // The status and the run record are read together: once the end is
+    // acknowledged the directory is emptied file by file (under
+    // `DIR_LOCK`), and read apart the status could still be there with the
+    // record gone, which made a requeue's launch look like a repeat.
+    let ended_run = {
+        let _guard = spool::DIR_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        matches!(spool::read_status(&dir), Ok(Some(_)))
+            .then(|| spool::read_record(&dir).map(|r| r.restarts))
+    };
+    if let Some(ended_run) = ended_run {
+        let later_run = ended_run.is_some_and(|r| r < launch.restarts);
         if !later_run {
             warn!(job = %job_id, "launch refused: the job ended here, its end is being reported");
             return (NodeResponse::Ok, None);
