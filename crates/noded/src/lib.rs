@@ -291,11 +291,12 @@ pub fn main(args: Vec<String>) -> i32 {
         // A supervisor: what it starts runs with the daemon's own limit.
         restore_open_file_limit();
     }
+    // The anchor: its second word (the run directory) is for `ps` only.
+    if matches!(args, [f] | [f, _] if f == container::anchor::FLAG) {
+        // Single-threaded: it unshares its mount namespace.
+        return container::anchor::main();
+    }
     if let [flag] = args {
-        if flag == container::anchor::FLAG {
-            // Single-threaded: it unshares its mount namespace.
-            return container::anchor::main();
-        }
         if flag == "--step-tasks" {
             // Before any runtime or thread exists: the supervisor forks.
             return taskd::main();

@@ -660,9 +660,12 @@ fn open_ns(pid: u32) -> Result<OwnedFd, String> {
 fn spawn_anchor(spec: &AnchorSpec) -> Result<(std::process::Child, Ready), String> {
     // This very program, even where its file was replaced since it
     // started (an upgrade): the kernel's link to it, not its path.
+    // The run directory is named only for `ps` and the tests' leftover
+    // checks: which step's container an anchor holds.
     let mut cmd = std::process::Command::new("/proc/self/exe");
     cmd.arg("noded")
         .arg(anchor::FLAG)
+        .arg(&spec.run_dir)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit());
