@@ -176,26 +176,36 @@ pub fn lookup<'a>(
         .or_else(|| entries.iter().filter(fits).find(|e| e.machine.is_none()))
 }
 
-/// Reads the user's credentials file, checking first that the user could
-/// read it (the node reads it as root): every directory above it must be
-/// searchable by the user, and the file readable.
+/// Reads the user's credentials file as the user would: the node runs as
+/// root, so for another user the file is read by a `/bin/cat` run as that user
+/// (its uid and primary group, no other groups), and the kernel decides,
+/// links and directories included. A path that is only a link of the
+/// user's to another user's file gives nothing, as it would to the user.
 pub fn read_credentials(path: &Path, (uid, gid): (u32, u32)) -> Vec<NetrcEntry> {
-    let allowed = |meta: &std::fs::Metadata, need: u32| {
-        crate::container::image::may_access(meta, (uid, gid), need)
+    let me = nix::unistd::geteuid().as_raw();
+    let text = if uid == 0 || uid == me {
+        std::fs::read_to_string(path).ok()
+    } else {
+        read_as(path, uid, gid)
     };
-    let mut dir = path.parent();
-    while let Some(d) = dir {
-        match std::fs::metadata(d) {
-            Ok(m) if allowed(&m, 0o1) => {}
-            _ => return Vec::new(),
-        }
-        dir = d.parent();
-    }
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_file() && allowed(&m, 0o4) => {}
-        _ => return Vec::new(),
-    }
-    std::fs::read_to_string(path)
-        .map(|t| parse_netrc(&t))
-        .unwrap_or_default()
+    text.map(|t| parse_netrc(&t)).unwrap_or_default()
+}
+
+/// The text of `path` as `(uid, gid)` may read it, or None.
+fn read_as(path: &Path, uid: u32, gid: u32) -> Option<String> {
+    use std::os::unix::process::CommandExt;
+    let out = std::process::Command::new("/bin/cat")
+        .arg("--")
+        .arg(path)
+        .uid(uid)
+        .gid(gid)
+        .env_clear()
+        .current_dir("/")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
