@@ -299,7 +299,7 @@ fn import_docker_archive(dir: &Path, conf: &SiteConf) -> Result<PathBuf, String>
             Some(want) if *want == got => {}
             Some(want) => {
                 return Err(format!(
-                    "pyxis: image layer {l} is corrupted (sha256 {got}, expected {want})"
+                    "pyxis: image blob {want} is corrupted (its sha256 is {got})"
                 ))
             }
             None => {
