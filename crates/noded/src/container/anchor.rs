@@ -479,10 +479,16 @@ fn mount_kernel_squashfs(image: &Path, lower: &Path) -> Result<(), String> {
         .output()
         .map_err(|e| format!("pyxis: cannot run mount: {e}"))?;
     if !out.status.success() {
+        // mount(8)'s lines as one: it goes to the node's log (the reason
+        // for squashfuse) or after `pyxis:` on the step's stderr.
+        let words: Vec<String> = String::from_utf8_lossy(&out.stderr)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
         return Err(format!(
             "pyxis: failed to mount the image {}: {}",
             image.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
+            words.join(" ")
         ));
     }
     Ok(())
