@@ -163,15 +163,17 @@ install_browser() {
 # (squashfs-tools) from Debian's busybox-static; squashfuse and
 # fuse-overlayfs serve nodes that do not mount squashfs in the kernel;
 # registry pulls are tested against Debian's docker-registry (distribution
-# 2.8), with certificates and tokens made by openssl.
+# 2.8), with certificates and tokens made by openssl and Basic auth's
+# password file by htpasswd (apache2-utils).
 install_container_tools() {
     if ! command -v mksquashfs >/dev/null 2>&1 || [ ! -x /bin/busybox ] ||
         ! command -v squashfuse >/dev/null 2>&1 ||
         ! command -v docker-registry >/dev/null 2>&1 ||
-        ! command -v openssl >/dev/null 2>&1; then
+        ! command -v openssl >/dev/null 2>&1 ||
+        ! command -v htpasswd >/dev/null 2>&1; then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq squashfs-tools busybox-static \
-            squashfuse fuse-overlayfs docker-registry openssl >/dev/null
+            squashfuse fuse-overlayfs docker-registry openssl apache2-utils >/dev/null
         # The tests start their own registries on loopback: the package's
         # service (port 5000 on every address) is not wanted.
         if command -v systemctl >/dev/null 2>&1; then

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Whether the registry's programs are here; CI must have them.
-fn registry_tools(test: &str) -> bool {
+pub(crate) fn registry_tools(test: &str) -> bool {
     let missing: Vec<&str> = [
         Command::new("docker-registry")
             .arg("--version")
@@ -58,7 +58,7 @@ fn openssl(args: &[&str], dir: &Path) {
 
 /// A CA, a server certificate for 127.0.0.1 it signed, and the token
 /// issuer's key and self-signed certificate.
-fn make_certs(dir: &Path) {
+pub(crate) fn make_certs(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     let rsa = ["-newkey", "rsa:2048", "-nodes", "-days", "2"];
     let mut ca = vec!["req", "-x509"];
@@ -122,15 +122,20 @@ fn make_certs(dir: &Path) {
 }
 
 /// A `docker-registry serve` on 127.0.0.1, killed on drop.
-struct Registry {
+pub(crate) struct Registry {
     child: Child,
-    port: u16,
-    log: PathBuf,
+    pub(crate) port: u16,
+    pub(crate) log: PathBuf,
 }
 
 impl Registry {
     /// `secure`: (certificate dir, token server port): HTTPS and token auth.
-    fn start(dir: &Path, name: &str, storage: &Path, secure: Option<(&Path, u16)>) -> Registry {
+    pub(crate) fn start(
+        dir: &Path,
+        name: &str,
+        storage: &Path,
+        secure: Option<(&Path, u16)>,
+    ) -> Registry {
         let port = e2e::free_port();
         let mut conf = format!(
             "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n\
@@ -146,6 +151,12 @@ impl Registry {
                 c = certs.display()
             ));
         }
+        Registry::spawn(dir, name, port, &conf)
+    }
+
+    /// `docker-registry serve` of the configuration `conf` (which says
+    /// `addr: 127.0.0.1:PORT`), once it listens.
+    pub(crate) fn spawn(dir: &Path, name: &str, port: u16, conf: &str) -> Registry {
         let conf_path = dir.join(format!("{name}.yml"));
         std::fs::write(&conf_path, conf).unwrap();
         let log = dir.join(format!("{name}.log"));
@@ -270,7 +281,7 @@ fn push_manifest(port: u16, repo: &str, reference: &str, media_type: &str, bytes
 }
 
 /// A gzip'd layer of `dir`, and its diff_id (the tar's digest).
-fn layer(s: &Scratch, name: &str, dir: &Path) -> (Vec<u8>, String) {
+pub(crate) fn layer(s: &Scratch, name: &str, dir: &Path) -> (Vec<u8>, String) {
     let tar = s.path(&format!("{name}.tar"));
     sh(Command::new("tar")
         .arg("-C")
@@ -288,7 +299,7 @@ const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+j
 
 /// Pushes an image of `layers` as `repo:tag` (a Docker v2 schema 2
 /// manifest); returns the manifest's digest and the layers' digests.
-fn push_image(
+pub(crate) fn push_image(
     port: u16,
     repo: &str,
     tag: &str,
@@ -331,9 +342,9 @@ fn oci_arch() -> &'static str {
 
 /// The token server: grants what a scope asks, except `test/private`,
 /// which needs `alice:secret`; counts the tokens it gave.
-struct TokenServer {
-    port: u16,
-    issued: Arc<AtomicUsize>,
+pub(crate) struct TokenServer {
+    pub(crate) port: u16,
+    pub(crate) issued: Arc<AtomicUsize>,
 }
 
 fn b64url(bytes: &[u8]) -> String {
@@ -404,7 +415,7 @@ fn percent_decode(s: &str) -> String {
 }
 
 impl TokenServer {
-    fn start(certs: &Path) -> TokenServer {
+    pub(crate) fn start(certs: &Path) -> TokenServer {
         let der = Command::new("openssl")
             .args(["x509", "-outform", "der", "-in"])
             .arg(certs.join("token.crt"))

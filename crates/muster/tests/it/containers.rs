@@ -51,7 +51,12 @@ pub(crate) fn rootfs(dir: &Path) {
     ] {
         std::fs::create_dir_all(dir.join(d)).unwrap();
     }
-    std::fs::copy("/bin/busybox", dir.join("bin/busybox")).unwrap();
+    // Copied by cp, not by this process: a copy's open file, inherited by
+    // a child another test forks meanwhile, would make the exec below
+    // fail with "Text file busy".
+    sh(Command::new("cp")
+        .arg("/bin/busybox")
+        .arg(dir.join("bin/busybox")));
     sh(Command::new("chroot")
         .arg(dir)
         .args(["/bin/busybox", "--install", "-s", "/bin"]));
@@ -70,7 +75,7 @@ pub(crate) fn rootfs(dir: &Path) {
 }
 
 /// The image as squashfs at `out`.
-fn squash(rootfs: &Path, out: &Path) {
+pub(crate) fn squash(rootfs: &Path, out: &Path) {
     sh(Command::new("mksquashfs").arg(rootfs).arg(out).args([
         "-noappend",
         "-quiet",
@@ -98,7 +103,7 @@ impl Scratch {
     }
 
     /// The squashfs image (built once per test).
-    fn image(&self) -> PathBuf {
+    pub(crate) fn image(&self) -> PathBuf {
         let img = self.path("img.sqsh");
         if !img.exists() {
             let root = self.path("rootfs");
@@ -117,38 +122,23 @@ impl Scratch {
         builder().nodes(1).file("pyxis.conf", &conf).start()
     }
 
-    /// Nothing of the test's is mounted, and no loop device holds one of
-    /// its images.
+    /// Nothing of the test's is left: no mount of its paths in any
+    /// process's mount namespace, no loop device on one of its images, no
+    /// anchor, squashfuse or fuse-overlayfs process naming its directory;
+    /// and nothing of a test that already ended (`container_paths`).
     pub(crate) fn assert_clean(&self) {
-        let base = self.dir.path().display().to_string();
-        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-        assert!(
-            !mounts.contains(&base),
-            "left mounted:\n{}",
-            mounts
-                .lines()
-                .filter(|l| l.contains(&base))
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-        if let Ok(list) = std::fs::read_dir("/sys/block") {
-            for e in list.flatten() {
-                let f = e.path().join("loop/backing_file");
-                if let Ok(text) = std::fs::read_to_string(&f) {
-                    assert!(!text.contains(&base), "loop device left: {f:?} {text}");
-                }
-            }
-        }
+        crate::container_paths::assert_nothing_left(self.dir.path());
     }
 }
 
-/// Waits a moment for mounts to go (a step's anchor exits after srun
-/// heard its end), then checks.
+/// Waits a moment for the containers to go (a step's anchor exits after
+/// srun heard its end), then checks.
 pub(crate) fn settle_clean(s: &Scratch, c: &Cluster) {
-    let base = s.dir.path().display().to_string();
-    c.wait_until("no container mount left", secs(10), || {
-        let m = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        (!m.contains(&base)).then_some(())
+    let base = s.dir.path();
+    c.wait_until("no container left", secs(10), || {
+        crate::container_paths::leftovers(base)
+            .is_empty()
+            .then_some(())
     });
     s.assert_clean();
 }

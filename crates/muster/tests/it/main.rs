@@ -15,6 +15,7 @@ mod auth;
 mod cancel;
 mod cli_musl;
 mod confine;
+mod container_paths;
 mod container_registry;
 mod containers;
 mod ctld_scripts;
