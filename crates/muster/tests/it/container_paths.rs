@@ -122,11 +122,14 @@ fn scratch_dirs(text: &str) -> Vec<PathBuf> {
 /// directory no longer exists. Safe while other tests run: a live test's
 /// directory exists.
 pub(crate) fn leftovers_of_ended_tests() -> Vec<String> {
-    scan(&|text: &str| {
-        scratch_dirs(text)
-            .iter()
-            .any(|d| d.is_absolute() && !d.exists())
-    })
+    scan(&names_an_ended_test)
+}
+
+/// Whether a text names a `muster-ctr-` directory that is gone.
+fn names_an_ended_test(text: &str) -> bool {
+    scratch_dirs(text)
+        .iter()
+        .any(|d| d.is_absolute() && !d.exists())
 }
 
 /// The check every container test ends with.
@@ -1208,6 +1211,12 @@ fn the_leftover_check_sees_into_other_mount_namespaces() {
         vec![PathBuf::from("/tmp/muster-ctr-ab12"), PathBuf::from("/tmp/muster-ctr-ab12")]
     );
     let s = Scratch::new();
+    let live = format!("squashfuse -f {}/img.sqsh /x", s.dir.path().display());
+    assert!(!names_an_ended_test(&live));
+    assert!(names_an_ended_test(&format!(
+        "{}-gone/img.sqsh",
+        s.dir.path().display()
+    )));
     let img = s.image();
     let point = s.path("point");
     std::fs::create_dir_all(&point).unwrap();
