@@ -843,13 +843,17 @@ fn salloc_steps_run_in_its_container() {
         .stderr
         .lines()
         .find_map(|l| l.strip_prefix("salloc: Granted job allocation "))
-        .map(str::to_string);
-    if let Some(id) = id {
-        c.wait_until("the allocation's container in sacct", secs(10), || {
-            let o = c.run("sacct", &["-j", &id, "-X", "-P", "-n", "-o", "Container"]);
-            (o.stdout.trim() == img.display().to_string()).then_some(())
-        });
-    }
+        .unwrap_or_else(|| panic!("no allocation line: {out}"))
+        .to_string();
+    let shown = c.ok("scontrol", &["show", "job", &id]).stdout;
+    assert!(
+        shown.contains(&format!("   Container={}\n", img.display())),
+        "{shown}"
+    );
+    c.wait_until("the allocation's container in sacct", secs(10), || {
+        let o = c.run("sacct", &["-j", &id, "-X", "-P", "-n", "-o", "Container"]);
+        (o.stdout.trim() == img.display().to_string()).then_some(())
+    });
     settle_clean(&s, &c);
     drop(c);
     s.assert_clean();
