@@ -17,6 +17,7 @@ mod cli_musl;
 mod confine;
 mod container_registry;
 mod containers;
+mod containers_unpriv;
 mod ctld_scripts;
 mod deploy;
 mod deps;
