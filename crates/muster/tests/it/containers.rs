@@ -560,14 +560,14 @@ fn pmix_reaches_mpi_ranks_in_a_container() {
 
 /// A process as `/proc` shows it.
 #[derive(Debug)]
-struct Proc {
-    uid: u32,
-    cap_eff: String,
-    cmdline: String,
+pub(crate) struct Proc {
+    pub(crate) uid: u32,
+    pub(crate) cap_eff: String,
+    pub(crate) cmdline: String,
 }
 
 /// Every process in the mount namespace of `pid` (root reads them all).
-fn processes_sharing_mounts_with(pid: u32) -> Vec<Proc> {
+pub(crate) fn processes_sharing_mounts_with(pid: u32) -> Vec<Proc> {
     let ns = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).unwrap();
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {

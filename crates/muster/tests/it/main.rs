@@ -18,6 +18,7 @@ mod confine;
 mod container_paths;
 mod container_registry;
 mod containers;
+mod containers_unpriv;
 mod ctld_scripts;
 mod deploy;
 mod deps;

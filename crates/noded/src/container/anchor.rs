@@ -7,6 +7,16 @@
 //! 0 in the user namespace, after the supervisor's `mapped` line, without
 //! capabilities), so nothing in the container runs as root but squashfuse.
 //!
+//! Under a node daemon that is not root (rootless, as enroot without
+//! root), it makes a user namespace first, where its user is 0 with the
+//! capabilities to build the container in the mount namespace that
+//! namespace owns: squashfuse (never the kernel's squashfs), the kernel's
+//! overlay (fuse-overlayfs where the kernel refuses), the host's `/proc`
+//! and `/sys` bound (no fresh ones: the PID namespace is the host's), the
+//! device files bound onto a tmpfs `/dev`. Then, unless remapped, a
+//! nested user namespace where its user is itself again, for the tasks;
+//! and it drops every capability.
+//!
 //! Single-threaded from exec to exit, so it may mount and fork freely.
 
 use super::{AnchorSpec, MountSpec, Ready};
@@ -54,7 +64,7 @@ pub fn main() -> i32 {
                     libc::setresuid(0, 0, 0);
                 }
                 // It only holds the namespace: no capabilities in it either.
-                drop_capabilities();
+                let _ = drop_capabilities();
             }
         }
         // Hold the namespace until the supervisor is done with it.
@@ -72,8 +82,9 @@ pub fn main() -> i32 {
     i32::from(failed)
 }
 
-/// Clears every capability of this process (capset(2), version 3).
-fn drop_capabilities() {
+/// Clears every capability of this process (capset(2), version 3);
+/// false where that failed. Async-signal-safe.
+pub(super) fn drop_capabilities() -> bool {
     #[repr(C)]
     struct Header {
         version: u32,
@@ -96,9 +107,7 @@ fn drop_capabilities() {
         inheritable: 0,
     }; 2];
     // SAFETY: capset(2) with a version-3 header and its two data words.
-    unsafe {
-        libc::syscall(libc::SYS_capset, &header, data.as_ptr());
-    }
+    unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) == 0 }
 }
 
 /// Becomes the job's user (no capabilities left), or, remapped, keeps
@@ -245,19 +254,48 @@ fn make_point(src: Option<&Path>, target: &Path) -> Result<(), String> {
 fn bind(src: &Path, target: &Path, read_only: bool) -> Result<(), String> {
     mount(Some(src), target, None, libc::MS_BIND | libc::MS_REC, None)?;
     if read_only {
+        // The flags the source's mount has stay (in a user namespace the
+        // host's are locked: dropping `noexec` would be refused).
         mount(
             None,
             target,
             None,
-            libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+            libc::MS_REMOUNT
+                | libc::MS_BIND
+                | libc::MS_RDONLY
+                | libc::MS_NOSUID
+                | libc::MS_NODEV
+                | mount_flags(target),
             None,
         )?;
     }
     Ok(())
 }
 
-/// Waits until `dir` is a mount point (squashfuse has mounted).
-fn wait_mounted(dir: &Path, helper: &mut std::process::Child) -> Result<(), String> {
+/// `noexec` (and the other locked flags) of the mount at `path`, as
+/// mount(2) flags.
+fn mount_flags(path: &Path) -> libc::c_ulong {
+    let Ok(c) = cstr(path) else { return 0 };
+    // SAFETY: statvfs(2) into a zeroed struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return 0;
+    }
+    let mut flags = 0;
+    for (st_flag, ms) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+    ] {
+        if st.f_flag & st_flag != 0 {
+            flags |= ms;
+        }
+    }
+    flags
+}
+
+/// Waits until `dir` is a mount point (the FUSE helper has mounted).
+fn wait_mounted(dir: &Path, helper: &mut std::process::Child, name: &str) -> Result<(), String> {
     let want = dir.to_string_lossy().into_owned();
     for _ in 0..500 {
         let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
@@ -268,11 +306,11 @@ fn wait_mounted(dir: &Path, helper: &mut std::process::Child) -> Result<(), Stri
             return Ok(());
         }
         if let Ok(Some(status)) = helper.try_wait() {
-            return Err(format!("pyxis: squashfuse failed: {status}"));
+            return Err(format!("pyxis: {name} failed: {status}"));
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    Err("pyxis: squashfuse did not mount the image".into())
+    Err(format!("pyxis: {name} did not mount {}", dir.display()))
 }
 
 /// `/etc/environment` of an image: `KEY=VALUE` lines, `export` and quotes
@@ -300,13 +338,48 @@ pub fn parse_environment(text: &str) -> Vec<(String, String)> {
     out
 }
 
+/// Whether this anchor runs without root (a node daemon started by an
+/// ordinary user): it then builds the container in a user namespace of
+/// its own, as enroot does without root.
+fn rootless() -> bool {
+    // SAFETY: geteuid(2) cannot fail.
+    unsafe { libc::geteuid() != 0 }
+}
+
+/// Writes this process's own `setgroups` (denied) and one-line uid and
+/// gid maps (`INSIDE OUTSIDE 1`) after an unshare of its user namespace.
+fn map_self(inside: (u32, u32), outside: (u32, u32)) -> Result<(), String> {
+    let write = |f: &str, text: String| {
+        std::fs::write(format!("/proc/self/{f}"), text)
+            .map_err(|e| format!("pyxis: cannot map the user namespace ({f}): {e}"))
+    };
+    write("setgroups", "deny".into())?;
+    write("uid_map", format!("{} {} 1\n", inside.0, outside.0))?;
+    write("gid_map", format!("{} {} 1\n", inside.1, outside.1))
+}
+
 fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Ready, String> {
+    let rootless = rootless();
+    // SAFETY: getuid/getgid cannot fail.
+    let me = unsafe { (libc::getuid(), libc::getgid()) };
+    // Without root: a user namespace first, where this user is 0 with
+    // every capability (over the namespace's own mounts only), and the
+    // mount namespace owned by it. The helpers it runs (squashfuse,
+    // fuse-overlayfs) are 0 there too, so they may mount.
+    let flags = if rootless {
+        libc::CLONE_NEWUSER | libc::CLONE_NEWNS
+    } else {
+        libc::CLONE_NEWNS
+    };
     // SAFETY: unshare(2) on this single-threaded process.
-    if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+    if unsafe { libc::unshare(flags) } != 0 {
         return Err(format!(
             "pyxis: cannot make a mount namespace: {}",
             std::io::Error::last_os_error()
         ));
+    }
+    if rootless {
+        map_self((0, 0), me)?;
     }
     mount(
         None,
@@ -332,13 +405,22 @@ fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Re
     // kernel will (a loop device, the squashfs module); by squashfuse
     // otherwise, or when the kernel refuses (no loop device, no module, a
     // namespace where mounting block file systems is not allowed).
-    let kernel_error = if spec.kernel_squashfs {
+    // Without root the kernel mounts no squashfs (a block file system, in
+    // a user namespace): squashfuse serves it, as the reason in the
+    // node's log says.
+    let kernel_error = if spec.kernel_squashfs && rootless {
+        eprintln!(
+            "pyxis: kernel_squashfs: the node daemon is not root, so the kernel may not mount the image {}; served by squashfuse instead",
+            spec.squashfs.display()
+        );
+        None
+    } else if spec.kernel_squashfs {
         mount_kernel_squashfs(&spec.squashfs, &lower).err()
     } else {
         None
     };
-    if !spec.kernel_squashfs || kernel_error.is_some() {
-        match mount_squashfuse(&spec.squashfs, &lower, helpers) {
+    if !spec.kernel_squashfs || rootless || kernel_error.is_some() {
+        match mount_squashfuse(&spec.squashfs, &lower, helpers, rootless) {
             Ok(()) => {
                 if let Some(e) = kernel_error {
                     eprintln!("{e}; served by squashfuse instead");
@@ -380,23 +462,45 @@ fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Re
         upper.display(),
         work.display()
     );
-    mount(
-        Some(Path::new("overlay")),
-        &merged,
-        Some("overlay"),
-        libc::MS_NOSUID | libc::MS_NODEV,
-        Some(&data),
-    )?;
-    // The system's file systems.
+    if rootless {
+        // The kernel's overlay in a user namespace (Linux 5.11 and later;
+        // its own attributes as user.* ones), else fuse-overlayfs.
+        let kernel = mount(
+            Some(Path::new("overlay")),
+            &merged,
+            Some("overlay"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(&format!("{data},userxattr")),
+        );
+        if let Err(e) = kernel {
+            mount_fuse_overlayfs(&data, &merged, helpers).map_err(|f| format!("{e} ({f})"))?;
+            eprintln!("{e}; the overlay is fuse-overlayfs's instead");
+        }
+    } else {
+        mount(
+            Some(Path::new("overlay")),
+            &merged,
+            Some("overlay"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(&data),
+        )?;
+    }
+    // The system's file systems. Without root, no fresh proc can be
+    // mounted (the PID namespace is the host's, not this user
+    // namespace's): the host's, bound with what is mounted under it.
     let proc_dir = resolve_in_root(&merged, "/proc")?;
     make_point(None, &proc_dir)?;
-    mount(
-        Some(Path::new("proc")),
-        &proc_dir,
-        Some("proc"),
-        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-        None,
-    )?;
+    if rootless {
+        bind(Path::new("/proc"), &proc_dir, false)?;
+    } else {
+        mount(
+            Some(Path::new("proc")),
+            &proc_dir,
+            Some("proc"),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            None,
+        )?;
+    }
     let sys_dir = resolve_in_root(&merged, "/sys")?;
     make_point(None, &sys_dir)?;
     bind(Path::new("/sys"), &sys_dir, true)?;
@@ -449,10 +553,32 @@ fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Re
             ));
         }
     }
+    if rootless {
+        if !user_ns {
+            // The tasks' own namespace, nested: this user is itself in
+            // it (its 0 in the outer one), so the tasks are the job's
+            // user inside, as outside.
+            // SAFETY: unshare(2) on this single-threaded process.
+            if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
+                return Err(format!(
+                    "pyxis: cannot make a user namespace: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            map_self(me, (0, 0))?;
+        }
+        // It only holds the namespaces: no capabilities in them.
+        if !drop_capabilities() {
+            return Err(format!(
+                "pyxis: cannot drop capabilities: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
     if let Some(owner) = spec.owner {
         drop_to(owner, user_ns)?;
     }
-    if user_ns {
+    if user_ns && !rootless {
         // SAFETY: unshare(2) on this single-threaded process, root now
         // the namespace's root (no chroot left).
         if unsafe { libc::unshare(libc::CLONE_NEWUSER) } != 0 {
@@ -500,13 +626,48 @@ fn mount_squashfuse(
     image: &Path,
     lower: &Path,
     helpers: &mut Vec<std::process::Child>,
+    rootless: bool,
 ) -> Result<(), String> {
-    use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new("squashfuse");
-    cmd.args(["-f", "-o", "ro,allow_other"])
+    // Without root, the image's files are the user's (0 in the user
+    // namespace, as enroot's `squashfuse -o uid,gid`), and only the
+    // user's processes reach the mount (no allow_other), which are all
+    // that run in the container.
+    let opts = if rootless {
+        "ro,uid=0,gid=0"
+    } else {
+        "ro,allow_other"
+    };
+    cmd.args(["-f", "-o", opts])
         .arg(image)
         .arg(lower)
         .stdin(std::process::Stdio::null());
+    let mut helper = spawn_helper(cmd, "squashfuse")?;
+    let ok = wait_mounted(lower, &mut helper, "squashfuse");
+    helpers.push(helper);
+    ok
+}
+
+/// The overlay by fuse-overlayfs (`data`: the overlay's options) on
+/// `merged`, where the kernel will not mount one in a user namespace.
+fn mount_fuse_overlayfs(
+    data: &str,
+    merged: &Path,
+    helpers: &mut Vec<std::process::Child>,
+) -> Result<(), String> {
+    let mut cmd = std::process::Command::new("fuse-overlayfs");
+    cmd.args(["-f", "-o", data])
+        .arg(merged)
+        .stdin(std::process::Stdio::null());
+    let mut helper = spawn_helper(cmd, "fuse-overlayfs")?;
+    let ok = wait_mounted(merged, &mut helper, "fuse-overlayfs");
+    helpers.push(helper);
+    ok
+}
+
+/// Starts a FUSE helper that ends with this anchor.
+fn spawn_helper(mut cmd: std::process::Command, name: &str) -> Result<std::process::Child, String> {
+    use std::os::unix::process::CommandExt;
     // SAFETY: prctl(2) only, between fork and exec. The helper ends with
     // the anchor even where the anchor (then the job's user) may not
     // signal it.
@@ -518,12 +679,8 @@ fn mount_squashfuse(
             Ok(())
         });
     }
-    let mut helper = cmd
-        .spawn()
-        .map_err(|e| format!("pyxis: cannot run squashfuse: {e}"))?;
-    let ok = wait_mounted(lower, &mut helper);
-    helpers.push(helper);
-    ok
+    cmd.spawn()
+        .map_err(|e| format!("pyxis: cannot run {name}: {e}"))
 }
 
 /// One `--container-mounts` entry (or home, PMIx, script bind).

@@ -386,6 +386,9 @@ pub(super) fn build_image(
             .arg(&rootfs)
             .arg(&part)
             .args(["-noappend", "-quiet", "-no-progress"])
+            // Without root the files could not keep their owners: they
+            // are root's in the image, as the layers mostly say.
+            .args((!nix::unistd::geteuid().is_root()).then_some("-all-root"))
             .output()
             .map_err(|e| format!("pyxis: cannot run mksquashfs: {e}"))?;
         if !o.status.success() {
@@ -414,12 +417,18 @@ fn unpack_layer(layer: &Path, dir: &Path) -> Result<(), String> {
     } else if magic == [0x28, 0xb5, 0x2f, 0xfd] {
         cmd.arg("--zstd");
     }
-    let out = cmd
-        .arg("-f")
+    cmd.arg("-f")
         .arg(layer)
         .arg("-C")
         .arg(dir)
-        .args(["--numeric-owner", "-p"])
+        .args(["--numeric-owner", "-p"]);
+    let rootless = !nix::unistd::geteuid().is_root();
+    if rootless {
+        // Device files cannot be made without root; the container's
+        // `/dev` is the node's anyway.
+        cmd.args(["--anchored", "--exclude=dev/*", "--exclude=./dev/*"]);
+    }
+    let out = cmd
         .output()
         .map_err(|e| format!("pyxis: cannot run tar: {e}"))?;
     if !out.status.success() {
@@ -429,7 +438,30 @@ fn unpack_layer(layer: &Path, dir: &Path) -> Result<(), String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
+    if rootless {
+        // Without root a directory the layer made read-only could take no
+        // later layer's files (nor be removed): its owner may write it.
+        writable_dirs(dir);
+    }
     Ok(())
+}
+
+/// Adds the owner's write and search bits to every directory under `dir`.
+fn writable_dirs(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(meta) = std::fs::symlink_metadata(dir) {
+        let mode = meta.permissions().mode();
+        if meta.is_dir() && mode & 0o700 != 0o700 {
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o700));
+        }
+    }
+    if let Ok(list) = std::fs::read_dir(dir) {
+        for e in list.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                writable_dirs(&e.path());
+            }
+        }
+    }
 }
 
 /// `rel` under `root`, or None where a parent of it in `root` is not a

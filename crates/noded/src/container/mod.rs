@@ -25,6 +25,12 @@
 //! the anchor and the tasks are gone, the kernel drops every mount, and a
 //! loop device set up for the squashfs clears itself.
 //!
+//! A node daemon that is not root (`muster up` as an ordinary user) builds
+//! the same container in a user namespace of the anchor's (see
+//! `anchor`); each task, already the job's user, joins that user
+//! namespace, the mount namespace, then the nested one where it is itself
+//! (remapped: it stays 0 in the first), and gives up every capability.
+//!
 //! A named container (`--container-name`, job scope) keeps its overlay's
 //! upper directory under the cache directory until its job ends; while a
 //! step of it runs, `NAME:exec` joins that step's namespace.
@@ -82,7 +88,7 @@ impl Default for SiteConf {
             mount_home: false,
             remap_root: false,
             entrypoint: false,
-            cache_dir: PathBuf::from("/var/lib/muster/containers"),
+            cache_dir: default_cache_dir(),
             cache_max_mb: 10 * 1024,
             kernel_squashfs: true,
             registry_mirrors: Vec::new(),
@@ -90,6 +96,50 @@ impl Default for SiteConf {
             registry_ca: None,
         }
     }
+}
+
+/// `cache_dir`'s default: the system's directory for a node daemon run
+/// as root; for one run by an ordinary user (`muster up` without root),
+/// the user's cache, `${XDG_CACHE_HOME:-$HOME/.cache}/muster/containers`.
+fn default_cache_dir() -> PathBuf {
+    let uid = nix::unistd::geteuid();
+    if uid.is_root() {
+        return PathBuf::from("/var/lib/muster/containers");
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| Path::new(v).is_absolute())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| Path::new(v).is_absolute())
+                .map(|h| Path::new(&h).join(".cache"))
+        });
+    match cache {
+        Some(c) => c.join("muster").join("containers"),
+        None => std::env::temp_dir().join(format!("muster-containers-{uid}")),
+    }
+}
+
+/// Removes a directory tree the node daemon made, even where it is not
+/// root and an overlay left a directory it may not enter (the overlay's
+/// `work/work`, mode 0).
+pub(crate) fn remove_tree(dir: &Path) {
+    if std::fs::remove_dir_all(dir).is_ok() || !dir.exists() {
+        return;
+    }
+    fn open_up(d: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700));
+        if let Ok(list) = std::fs::read_dir(d) {
+            for e in list.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    open_up(&e.path());
+                }
+            }
+        }
+    }
+    open_up(dir);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 fn yes(v: &str) -> bool {
@@ -223,6 +273,10 @@ pub struct Container {
     /// `--container-remap-root`: the user namespace where the job's user
     /// is 0; tasks join it after the mount namespace and become 0 there.
     pub user_ns: Option<OwnedFd>,
+    /// A node daemon that is not root: the anchor's user namespace (which
+    /// owns `mnt`), joined before it, and, unless remapped, the nested one
+    /// where the job's user is itself, joined after it.
+    rootless: Option<(OwnedFd, Option<OwnedFd>)>,
     /// The anchor (None when joined with `NAME:exec`: another step's).
     anchor: Option<std::process::Child>,
     run_dir: Option<PathBuf>,
@@ -309,7 +363,7 @@ pub fn remove_job_containers(conf_path: &str, job_id: u32) {
     if let Ok(conf) = SiteConf::beside(conf_path) {
         let dir = conf.cache_dir.join("named").join(format!("job_{job_id}"));
         if dir.exists() {
-            let _ = std::fs::remove_dir_all(&dir);
+            remove_tree(&dir);
         }
     }
 }
@@ -339,9 +393,6 @@ impl Container {
         let writable = opts.writable.unwrap_or(conf.writable);
         let entrypoint = opts.entrypoint.unwrap_or(conf.entrypoint);
         let remap = opts.remap_root.unwrap_or(conf.remap_root);
-        if remap && !nix::unistd::geteuid().is_root() {
-            return Err("pyxis: --container-remap-root needs a node daemon run as root".into());
-        }
         let named = opts
             .name
             .as_ref()
@@ -465,7 +516,12 @@ impl Container {
         };
         let pid = child.id();
         let mnt = open_ns(pid)?;
-        let user_ns = if remap {
+        let rootless = if nix::unistd::geteuid().is_root() {
+            None
+        } else {
+            Some(rootless_ns(pid)?)
+        };
+        let user_ns = if remap && rootless.is_none() {
             let ns = map_user_ns(pid, ctx.uid, ctx.gid)?;
             // Mapped: the anchor may now become 0 there (the job's user).
             if let Some(stdin) = child.stdin.as_mut() {
@@ -491,6 +547,7 @@ impl Container {
         Ok(Container {
             mnt,
             user_ns,
+            rootless,
             anchor: Some(child),
             run_dir: Some(run_dir),
             pid_file,
@@ -525,8 +582,25 @@ impl Container {
             .unwrap_or_default();
         let env = anchor::parse_environment(&env_text);
         let has_rc = Path::new(&format!("/proc/{pid}/root/etc/rc")).exists();
+        if !nix::unistd::geteuid().is_root() {
+            return Ok(Container {
+                mnt,
+                user_ns: None,
+                rootless: Some(rootless_ns(pid).map_err(|_| not_running())?),
+                anchor: None,
+                run_dir: None,
+                pid_file: None,
+                workdir: opts.workdir.clone().unwrap_or_else(|| "/".into()),
+                image_env: merge_image_env(&env, &opts.env),
+                entrypoint: entrypoint && has_rc,
+                entrypoint_log: opts.entrypoint_log,
+                save: None,
+                binds: Vec::new(),
+            });
+        }
         Ok(Container {
             mnt,
+            rootless: None,
             user_ns: std::fs::File::open(format!("/proc/{pid}/ns/user"))
                 .ok()
                 .map(OwnedFd::from)
@@ -596,7 +670,8 @@ impl Container {
     pub fn finish(mut self) -> Option<String> {
         let mut err = None;
         if let (Some((path, uid, gid)), Some(child)) = (&self.save, &self.anchor) {
-            err = save(child.id(), path, *uid, *gid, &self.binds).err();
+            let outer = self.rootless.as_ref().map(|(o, _)| o.as_raw_fd());
+            err = save(child.id(), path, *uid, *gid, &self.binds, outer).err();
         }
         if let Some(p) = &self.pid_file {
             let _ = std::fs::remove_file(p);
@@ -650,6 +725,31 @@ fn map_user_ns(pid: u32, uid: u32, gid: u32) -> Result<OwnedFd, String> {
         .map_err(|e| format!("pyxis: cannot open the container's user namespace: {e}"))
 }
 
+/// The user namespaces of a rootless anchor: the one that owns its mount
+/// namespace (a child of this daemon's), and the nested one it sits in
+/// where the job's user is itself (none when remapped).
+fn rootless_ns(pid: u32) -> Result<(OwnedFd, Option<OwnedFd>), String> {
+    use std::os::unix::fs::MetadataExt;
+    let err = |e: std::io::Error| format!("pyxis: cannot open the container's user namespace: {e}");
+    let ns = std::fs::File::open(format!("/proc/{pid}/ns/user")).map_err(err)?;
+    // NS_GET_PARENT (_IO(0xb7, 0x2)): its parent, as a new fd.
+    // SAFETY: an ioctl on an open namespace fd; a new fd or -1.
+    let parent = unsafe { libc::ioctl(ns.as_raw_fd(), 0xb702) };
+    if parent < 0 {
+        return Err(err(std::io::Error::last_os_error()));
+    }
+    // SAFETY: a fresh fd the ioctl returned, owned here only.
+    let parent = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(parent) };
+    let parent = std::fs::File::from(parent);
+    let mine = std::fs::metadata("/proc/self/ns/user").map_err(err)?;
+    let p = parent.metadata().map_err(err)?;
+    if (p.dev(), p.ino()) == (mine.dev(), mine.ino()) {
+        Ok((ns.into(), None))
+    } else {
+        Ok((parent.into(), Some(ns.into())))
+    }
+}
+
 fn open_ns(pid: u32) -> Result<OwnedFd, String> {
     std::fs::File::open(format!("/proc/{pid}/ns/mnt"))
         .map(OwnedFd::from)
@@ -697,16 +797,42 @@ fn spawn_anchor(spec: &AnchorSpec) -> Result<(std::process::Child, Ready), Strin
 }
 
 /// `--container-save`: the container's file system (less the kernel's
-/// and the binds) as squashfs, owned by the job's user.
-fn save(pid: u32, path: &Path, uid: u32, gid: u32, binds: &[String]) -> Result<(), String> {
+/// and the binds) as squashfs, owned by the job's user. Rootless
+/// (`outer`: the anchor's user namespace), mksquashfs reads it from that
+/// namespace, as a FUSE overlay (fuse-overlayfs) lets only its processes
+/// in.
+fn save(
+    pid: u32,
+    path: &Path,
+    uid: u32,
+    gid: u32,
+    binds: &[String],
+    outer: Option<i32>,
+) -> Result<(), String> {
     let root = format!("/proc/{pid}/root/.");
     let tmp = path.with_extension("sqsh.part");
-    let out = std::process::Command::new("mksquashfs")
+    let mut cmd = std::process::Command::new("mksquashfs");
+    if let Some(fd) = outer {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setns(2) between fork and exec, on an fd opened before.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setns(fd, libc::CLONE_NEWUSER) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let out = cmd
         .arg(&root)
         .arg(&tmp)
         // Not -one-file-system: an overlay's files keep their layer's
         // device number.
         .args(["-noappend", "-quiet", "-no-progress"])
+        // Without root every file is the user's (0 in the container's
+        // user namespace): root's in the image, as enroot exports.
+        .args((!nix::unistd::geteuid().is_root()).then_some("-all-root"))
         .args(["-e", "proc", "sys", "dev", "tmp"])
         .args(binds.iter().map(|b| b.trim_start_matches('/')))
         .output()
@@ -722,19 +848,70 @@ fn save(pid: u32, path: &Path, uid: u32, gid: u32, binds: &[String]) -> Result<(
     std::fs::rename(&tmp, path).map_err(|e| format!("pyxis: --container-save: {e}"))
 }
 
+/// The namespaces a task's child joins, as raw fds opened before the fork.
+#[derive(Clone, Copy, Debug)]
+pub struct Join {
+    /// Rootless: the user namespace that owns `mnt`, joined first.
+    outer: Option<i32>,
+    mnt: i32,
+    /// Rootless, not remapped: where the job's user is itself, joined last.
+    inner: Option<i32>,
+}
+
 /// In a task's child between fork and exec: joins the container's mount
-/// namespace (before the user switch: it needs root). Async-signal-safe.
-pub fn join_in_child(mnt: i32) -> std::io::Result<()> {
-    // SAFETY: setns(2) on an fd opened before the fork.
-    if unsafe { libc::setns(mnt, libc::CLONE_NEWNS) } != 0 {
-        return Err(std::io::Error::last_os_error());
+/// namespace (as root: before the user switch). Where the node daemon is
+/// not root, the child is the job's user already: it joins the anchor's
+/// user namespace first (which its user owns), the mount namespace, then
+/// the nested namespace where it is itself (remapped: it stays 0 in the
+/// first), and gives up every capability those gave it, the bounding set
+/// too, so that not even a remapped root's exec gets any.
+/// Async-signal-safe.
+pub fn join_in_child(j: Join) -> std::io::Result<()> {
+    // SAFETY: setns(2) and prctl(2) on fds opened before the fork.
+    unsafe {
+        if let Some(outer) = j.outer {
+            if libc::setns(outer, libc::CLONE_NEWUSER) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        if libc::setns(j.mnt, libc::CLONE_NEWNS) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if let Some(inner) = j.inner {
+            if libc::setns(inner, libc::CLONE_NEWUSER) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        if j.outer.is_some() {
+            for cap in 0..64 {
+                libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+            }
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                0,
+                0,
+                0,
+            );
+            if !anchor::drop_capabilities() {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
     }
     Ok(())
 }
 
-/// The raw fd the child joins.
-pub fn raw(c: &Container) -> i32 {
-    c.mnt.as_raw_fd()
+/// The fds the child joins.
+pub fn raw(c: &Container) -> Join {
+    Join {
+        outer: c.rootless.as_ref().map(|(o, _)| o.as_raw_fd()),
+        mnt: c.mnt.as_raw_fd(),
+        inner: c
+            .rootless
+            .as_ref()
+            .and_then(|(_, i)| i.as_ref())
+            .map(|i| i.as_raw_fd()),
+    }
 }
 
 /// In a task's child, `--container-remap-root`: after the mount namespace,

@@ -195,7 +195,7 @@ struct ChildSetup {
     /// `sbatch --container-image`: the container's mount namespace and the
     /// working directory inside it. The output files are opened (as the
     /// user) before the script joins it: they are the host's.
-    container: Option<(RawFd, CString)>,
+    container: Option<(crate::container::Join, CString)>,
     /// `--container-remap-root`: the container's user namespace, joined
     /// instead of the user switch (the job's user is 0 in it).
     user_ns: Option<RawFd>,
@@ -294,7 +294,11 @@ impl ChildSetup {
     /// opened with the user's file system ids on the host, then the
     /// container joined (as root), then the user switch, the working
     /// directory inside, and the exec.
-    fn apply_in_container(&mut self, mnt: RawFd, work_dir: *const libc::c_char) -> (u8, i32) {
+    fn apply_in_container(
+        &mut self,
+        mnt: crate::container::Join,
+        work_dir: *const libc::c_char,
+    ) -> (u8, i32) {
         // SAFETY: as `apply`: system calls on data prepared before fork.
         unsafe {
             if let Some((uid, gid, _)) = &self.switch {
@@ -306,7 +310,7 @@ impl ChildSetup {
             }
             libc::setfsuid(0);
             libc::setfsgid(0);
-            if libc::setns(mnt, libc::CLONE_NEWNS) != 0 {
+            if crate::container::join_in_child(mnt).is_err() {
                 return (STEP_CONTAINER, errno());
             }
             if let (Some(ns), Some((_, gid, _))) = (self.user_ns, &self.switch) {

@@ -468,7 +468,7 @@ struct TaskSetup {
     ctty: bool,
     image: Option<ExecImage>,
     /// The step's container: its mount namespace, joined first.
-    mnt_ns: Option<RawFd>,
+    mnt_ns: Option<crate::container::Join>,
     /// `--container-remap-root`: the container's user namespace, joined
     /// instead of the user switch (the job's user is 0 in it).
     user_ns: Option<RawFd>,
@@ -490,10 +490,10 @@ impl TaskSetup {
             if self.ctty && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            if let Some(fd) = self.mnt_ns {
+            if let Some(j) = self.mnt_ns {
                 // Still root: the container's mount namespace, then the
                 // user switch and the working directory inside it.
-                crate::container::join_in_child(fd)?;
+                crate::container::join_in_child(j)?;
             }
             if let (Some(ns), Some((_, gid, _))) = (self.user_ns, &self.switch) {
                 crate::container::enter_user_ns(ns, *gid)?;
