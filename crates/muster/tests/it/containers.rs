@@ -306,6 +306,86 @@ fn steps_run_in_squashfs_containers() {
     s.assert_clean();
 }
 
+/// `--container-name` while a step runs the container (pyxis's flags):
+/// `:exec` and the default (`auto`) join that step's mount namespace (its
+/// private `/tmp` included), `:no_exec` gets a fresh namespace over the same
+/// files, `:create` is refused, and `:exec` once no step runs it fails with
+/// pyxis's message.
+#[test]
+fn named_containers_are_joined_while_a_step_runs_them() {
+    if !can_run("named_containers_are_joined_while_a_step_runs_them") {
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let c = s.cluster("");
+    let shared = s.path("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    let script = format!(
+        "#!/bin/sh\n\
+         srun --overlap --container-image={img} --container-name=c --container-mounts={shared}:/shared \
+           sh -c 'echo x > /tmp/mark; echo fs > /etc/fsmark; echo first: $(readlink /proc/self/ns/mnt); \
+           touch /shared/ready; i=0; while [ ! -f /shared/done ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done' &\n\
+         i=0; while [ ! -f {shared}/ready ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\n\
+         srun --overlap --container-name=c:exec sh -c 'echo exec: $(cat /tmp/mark) $(readlink /proc/self/ns/mnt)'\n\
+         srun --overlap --container-name=c sh -c 'echo auto: $(cat /tmp/mark) $(readlink /proc/self/ns/mnt)'\n\
+         srun --overlap --container-name=c:no_exec sh -c 'echo no_exec: $(cat /tmp/mark 2>/dev/null || echo none) $(cat /etc/fsmark) $(readlink /proc/self/ns/mnt)'\n\
+         srun --overlap --container-name=c:create true || echo create-refused\n\
+         touch {shared}/done\n\
+         wait\n\
+         srun --container-name=c:exec true || echo exec-refused\n",
+        img = img.display(),
+        shared = shared.display()
+    );
+    c.write("join.sh", &script);
+    let id = c.submit(&["-o", "join.out", "join.sh"]);
+    assert_eq!(c.wait_done(id, secs(90)), "COMPLETED", "{}", c.logs());
+    let out = c.read("join.out");
+    let field = |tag: &str| -> Vec<String> {
+        out.lines()
+            .find_map(|l| l.strip_prefix(tag))
+            .unwrap_or_else(|| panic!("no {tag} line: {out}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let first = field("first: ");
+    assert_eq!(
+        field("exec: "),
+        ["x".to_string(), first[0].clone()],
+        "{out}"
+    );
+    assert_eq!(
+        field("auto: "),
+        ["x".to_string(), first[0].clone()],
+        "{out}"
+    );
+    let no_exec = field("no_exec: ");
+    assert_eq!(no_exec[..2], ["none", "fs"], "{out}");
+    assert_ne!(no_exec[2], first[0], "{out}");
+    assert!(
+        out.contains("pyxis: reusing existing container namespaces"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "pyxis: error: \"create\" flag was passed to --container-name but the container already exists"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("create-refused\n"), "{out}");
+    assert!(
+        out.contains(
+            "pyxis: error: \"exec\" flag was passed to --container-name but the container is not running"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("exec-refused\n"), "{out}");
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}
+
 /// Tests 22 and 23: a named container keeps its changes for the job's
 /// later steps, not for another job; `:create` on an existing name fails;
 /// `--container-save` writes a squashfs that holds the change. Also the
@@ -334,7 +414,9 @@ fn named_containers_persist_for_the_job_and_save() {
     let out = c.read("named.out");
     assert!(out.contains("pkg-v1\n"), "{out}");
     assert!(
-        out.contains("pyxis: container already exists: foo"),
+        out.contains(
+            "pyxis: error: \"create\" flag was passed to --container-name but the container already exists"
+        ),
         "{out}"
     );
     assert!(out.contains("create-refused\n"), "{out}");

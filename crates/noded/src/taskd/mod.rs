@@ -1003,6 +1003,21 @@ fn start_task(
         started.failed_exits.push((task, 1 << 8));
         return;
     }
+    if let Some(c) = step.container.as_ref().filter(|_| local == 0) {
+        // pyxis's informational lines (joining a running container).
+        if !c.notices.is_empty() {
+            to.send(StepdToSrun::Output {
+                task,
+                stderr: true,
+                data: c
+                    .notices
+                    .iter()
+                    .map(|line| format!("{line}\n"))
+                    .collect::<String>()
+                    .into_bytes(),
+            });
+        }
+    }
     let mut stdio = task_stdio(spec, step, opened, task);
     // `srun --pty`: task 0 alone runs on a terminal (srun(1) --pty).
     let term = match l.pty.filter(|_| task == 0) {
