@@ -513,6 +513,97 @@ fn batch_scripts_run_in_the_container() {
     s.assert_clean();
 }
 
+/// Slurm's SPANK forms of pyxis's options: srun reads
+/// `SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_<option>` (the command line wins,
+/// and it wins over `PYXIS_CONTAINER_*`); sbatch and salloc set them for
+/// the options they were given, so the batch script and salloc's command
+/// see them and the sruns of an allocation run in its container.
+#[test]
+fn slurms_spank_environment_forms_carry_the_options() {
+    if !can_run("slurms_spank_environment_forms_carry_the_options") {
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let img = img.display().to_string();
+    let c = s.cluster("");
+    let image_var = "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image";
+    let out = c.run_env("srun", &["cat", "/etc/os-release"], &[(image_var, &img)]);
+    assert!(out.stdout.contains("muster tiny image"), "{out}");
+    // The command line wins over the SPANK form, which wins over pyxis's.
+    let out = c.run_env(
+        "srun",
+        &[
+            &format!("--container-image={img}"),
+            "cat",
+            "/etc/os-release",
+        ],
+        &[(image_var, "/no/such.sqsh")],
+    );
+    assert!(out.stdout.contains("muster tiny image"), "{out}");
+    let out = c.run_env(
+        "srun",
+        &["cat", "/etc/os-release"],
+        &[
+            (image_var, &img),
+            ("PYXIS_CONTAINER_IMAGE", "/no/such.sqsh"),
+        ],
+    );
+    assert!(out.stdout.contains("muster tiny image"), "{out}");
+    // A flag is given by its variable's presence.
+    let out = c.run_env(
+        "srun",
+        &["touch", "/x"],
+        &[
+            (image_var, &img),
+            (
+                "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_readonly",
+                "",
+            ),
+        ],
+    );
+    assert!(out.stderr.contains("Read-only file system"), "{out}");
+    // sbatch: the batch script sees the forms of the options it was given.
+    c.write(
+        "spank.sh",
+        "#!/bin/sh
+echo image=$SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image
+         env | grep -c '^SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_writable='
+",
+    );
+    let id = c.submit(&[
+        &format!("--container-image={img}"),
+        "--container-writable",
+        "-o",
+        "spank.out",
+        "spank.sh",
+    ]);
+    assert_eq!(c.wait_done(id, secs(60)), "COMPLETED", "{}", c.logs());
+    assert_eq!(
+        c.read("spank.out"),
+        format!(
+            "image={img}
+1
+"
+        )
+    );
+    // salloc: its command sees them, and its sruns run in the container.
+    let out = c.run(
+        "salloc",
+        &[
+            &format!("--container-image={img}"),
+            "sh",
+            "-c",
+            &format!("echo image=${image_var}; srun cat /etc/os-release"),
+        ],
+    );
+    assert!(out.stdout.contains(&format!("image={img}\n")), "{out}");
+    assert!(out.stdout.contains("muster tiny image"), "{out}");
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}
+
 /// Test 26: a container's processes are the step's: in its cgroup, under
 /// its memory limit (an OOM kill ends it OUT_OF_MEMORY, with slurmstepd's
 /// line), stopped while their job is suspended.
