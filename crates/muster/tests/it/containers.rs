@@ -604,6 +604,79 @@ echo image=$SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image
     s.assert_clean();
 }
 
+/// Item 4: a container's start-up is the step's `ContainerStart` in sstat
+/// (while it runs) and sacct (no more than its `Elapsed`); a step without
+/// a container has none.
+#[test]
+fn container_start_up_is_in_sstat_and_sacct() {
+    if !can_run("container_start_up_is_in_sstat_and_sacct") {
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let c = s.cluster("");
+    c.write(
+        "cs.sh",
+        &format!(
+            "#!/bin/sh\nsrun --container-image={} sleep 4\nsrun true\n",
+            img.display()
+        ),
+    );
+    let id = c.submit(&["-o", "cs.out", "cs.sh"]);
+    let step0 = format!("{id}.0");
+    let live = c.wait_until("sstat's ContainerStart", secs(30), || {
+        let o = c.run(
+            "sstat",
+            &["-n", "-P", "-j", &step0, "-o", "JobID,ContainerStart"],
+        );
+        let line = o.stdout.lines().next()?.to_string();
+        let (_, v) = line.split_once('|')?;
+        (!v.is_empty()).then(|| v.to_string())
+    });
+    // `MM:SS.mmm` as sacct prints CPU times.
+    let secs_of = |v: &str| -> f64 {
+        let (m, s) = v.split_once(':').unwrap_or_else(|| panic!("{v}"));
+        m.parse::<f64>().unwrap() * 60.0 + s.parse::<f64>().unwrap()
+    };
+    assert!(live.contains('.'), "{live}");
+    assert_eq!(c.wait_done(id, secs(60)), "COMPLETED", "{}", c.logs());
+    let job = id.to_string();
+    let rows = c.wait_until("sacct's steps", secs(10), || {
+        let o = c.run(
+            "sacct",
+            &["-j", &job, "-P", "-n", "-o", "JobID,ContainerStart,Elapsed"],
+        );
+        let rows: Vec<Vec<String>> = o
+            .stdout
+            .lines()
+            .map(|l| l.split('|').map(str::to_string).collect())
+            .collect();
+        (rows.len() >= 4 && rows.iter().all(|r| r.len() == 3)).then_some(rows)
+    });
+    let row = |suffix: &str| {
+        let want = format!("{id}{suffix}");
+        rows.iter()
+            .find(|r| r[0] == want)
+            .unwrap_or_else(|| panic!("no {want}: {rows:?}"))
+            .clone()
+    };
+    let r0 = row(".0");
+    assert!(!r0[1].is_empty(), "{rows:?}");
+    assert_eq!(r0[1], live, "sacct and sstat differ: {rows:?}");
+    let elapsed: Vec<f64> = r0[2].split(':').map(|x| x.parse().unwrap()).collect();
+    let elapsed = elapsed[0] * 3600.0 + elapsed[1] * 60.0 + elapsed[2];
+    assert!(
+        secs_of(&r0[1]).floor() <= elapsed,
+        "ContainerStart over Elapsed: {rows:?}"
+    );
+    assert_eq!(row(".1")[1], "", "{rows:?}");
+    assert_eq!(row(".batch")[1], "", "{rows:?}");
+    assert_eq!(row("")[1], "", "{rows:?}");
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}
+
 /// Test 26: a container's processes are the step's: in its cgroup, under
 /// its memory limit (an OOM kill ends it OUT_OF_MEMORY, with slurmstepd's
 /// line), stopped while their job is suspended.

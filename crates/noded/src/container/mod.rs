@@ -245,6 +245,8 @@ pub struct Container {
     /// pyxis's informational lines for the step's stderr (`pyxis: reusing
     /// existing container namespaces`).
     pub notices: Vec<String>,
+    /// When it was ready (the step's `ContainerStart` ends here).
+    pub ready_at: std::time::Instant,
 }
 
 /// The shell around `/etc/rc` that hides the entrypoint's output (the
@@ -533,6 +535,7 @@ impl Container {
             save,
             binds,
             notices,
+            ready_at: std::time::Instant::now(),
         })
     }
 
@@ -574,6 +577,7 @@ impl Container {
             save: None,
             binds: Vec::new(),
             notices,
+            ready_at: std::time::Instant::now(),
         })
     }
 
