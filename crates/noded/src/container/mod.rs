@@ -27,7 +27,9 @@
 //!
 //! A named container (`--container-name`, job scope) keeps its overlay's
 //! upper directory under the cache directory until its job ends; while a
-//! step of it runs, `NAME:exec` joins that step's namespace.
+//! step of it runs, `NAME` (pyxis's `auto`) and `NAME:exec` join that
+//! step's namespace (its anchor's pid is kept in the container's
+//! directory), and `NAME:no_exec` mounts its files in a fresh one.
 //!
 //! Site defaults live in `pyxis.conf` beside slurm.conf (`SiteConf`,
 //! docs/containers.md).
