@@ -128,20 +128,12 @@ pub fn main(args: Vec<String>) -> i32 {
         for (k, v) in &a.env {
             alloc::set_env(&mut env, k, v);
         }
-        // pyxis's options given to salloc reach the steps as their
-        // PYXIS_CONTAINER_* forms: each srun in the allocation runs in
-        // that container unless it says otherwise.
-        for (k, v) in &st.desc.container {
-            let value = if proto::container::FLAGS.contains(&k.as_str()) {
-                if k.starts_with("no-") || k == "container-readonly" {
-                    "0"
-                } else {
-                    "1"
-                }
-            } else {
-                v.as_str()
-            };
-            alloc::set_env(&mut env, &proto::container::env_name(k), value);
+        // pyxis's options given to salloc reach the steps as Slurm passes
+        // SPANK options on (`SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_...`):
+        // each srun in the allocation reads them and runs in that container
+        // unless its command line says otherwise.
+        for (k, v) in proto::container::spank_env(&st.desc.container) {
+            alloc::set_env(&mut env, &k, &v);
         }
         // salloc ignores the terminal's signals while its command runs; the
         // command gets them itself.

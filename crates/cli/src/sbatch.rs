@@ -402,13 +402,20 @@ fn build_inner(
     // Environment: sbatch first adds its own bookkeeping variables, as Slurm
     // sets them in its environment before capturing it.
     let mut own_env = env.to_vec();
+    // The pyxis options the job was given, as Slurm's sbatch sets SPANK
+    // options (`SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image`):
+    // the batch script sees them, and an srun in it reads them.
+    let spank = proto::container::spank_env(&st.desc.container);
     for (k, v) in [
-        ("SLURM_SUBMIT_DIR", cwd.to_string()),
-        ("SLURM_SUBMIT_HOST", identity.host.clone()),
-    ] {
-        match own_env.iter_mut().find(|(key, _)| key == k) {
+        ("SLURM_SUBMIT_DIR".to_string(), cwd.to_string()),
+        ("SLURM_SUBMIT_HOST".to_string(), identity.host.clone()),
+    ]
+    .into_iter()
+    .chain(spank)
+    {
+        match own_env.iter_mut().find(|(key, _)| *key == k) {
             Some(e) => e.1 = v,
-            None => own_env.push((k.to_string(), v)),
+            None => own_env.push((k, v)),
         }
     }
     let from_file = match &st.export_file {

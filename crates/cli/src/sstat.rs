@@ -75,6 +75,10 @@ pub const FIELDS: &[FieldDef] = &[
     l("TRESUsageOutTot", 15),
 ];
 
+/// Fields sstat accepts besides Slurm's (`FIELDS`, which `--helpformat`
+/// lists as Slurm's sstat does): a container step's start-up.
+pub const EXTRA_FIELDS: &[FieldDef] = &[f("ContainerStart", 14)];
+
 /// The columns sstat prints without `-o`.
 pub const DEFAULT_FORMAT: &str = "JobID,MaxVMSize,MaxVMSizeNode,MaxVMSizeTask,AveVMSize,MaxRSS,\
 MaxRSSNode,MaxRSSTask,AveRSS,MaxPages,MaxPagesNode,MaxPagesTask,AvePages,MinCPU,MinCPUNode,\
@@ -156,13 +160,11 @@ pub struct SstatArgs {
 /// Finds a field: exact name in any case, else the first that starts so.
 pub fn lookup(name: &str) -> Option<&'static FieldDef> {
     let low = name.to_ascii_lowercase();
-    FIELDS
-        .iter()
+    let all = || FIELDS.iter().chain(EXTRA_FIELDS);
+    all()
         .find(|d| d.name.eq_ignore_ascii_case(name))
         .or_else(|| {
-            FIELDS
-                .iter()
-                .find(|d| !low.is_empty() && d.name.to_ascii_lowercase().starts_with(&low))
+            all().find(|d| !low.is_empty() && d.name.to_ascii_lowercase().starts_with(&low))
         })
 }
 
@@ -319,6 +321,7 @@ pub fn value(name: &str, s: &LiveStepStat, ctx: &Ctx) -> String {
             .collect::<Vec<_>>()
             .join(","),
         "ReqCPUFreq" | "ReqCPUFreqMin" | "ReqCPUFreqMax" | "ReqCPUFreqGov" => "Unknown".into(),
+        "ContainerStart" => fields::fmt_container_start(u),
         other => fields::tres_usage(other, u, ctx).unwrap_or_default(),
     }
 }

@@ -35,6 +35,7 @@ fn batch() -> LiveStepStat {
             min_cpu_task: Some(0),
             ave_cpu_usec: Some(1_200_000),
             n_tasks: Some(1),
+            container_start_usec: None,
         },
         pids: vec![("node1".into(), vec![4242])],
     }
@@ -66,6 +67,7 @@ fn step0() -> LiveStepStat {
             min_cpu_task: Some(0),
             ave_cpu_usec: Some(3_725_000_000),
             n_tasks: Some(4),
+            container_start_usec: None,
         },
         pids: vec![
             ("node1".into(), vec![101, 102]),
@@ -157,6 +159,31 @@ fn a_job_the_controller_does_not_know() {
         sstat::unknown_job(&sel("66787")),
         "sstat: error: couldn't get steps for job 66787\n"
     );
+}
+
+/// `ContainerStart`, not Slurm's: a container step's start-up as the CPU
+/// times print, empty without a container; `--helpformat` stays Slurm's
+/// list (it is pinned above), the field is accepted besides it.
+#[test]
+fn container_start_is_accepted_besides_slurms_fields() {
+    let argv = [
+        "-a",
+        "-j",
+        "66787",
+        "-P",
+        "-n",
+        "-o",
+        "JobID,ContainerStart",
+    ];
+    let mut s = step0();
+    s.usage.container_start_usec = Some(2_345_678);
+    assert_eq!(
+        render(&argv, &[batch(), s.clone()]),
+        "66787.batch|\n66787.0|00:02.345\n"
+    );
+    s.usage.container_start_usec = Some(3_725_000_000);
+    assert_eq!(render(&argv[1..], &[s]), "66787.0|01:02:05\n");
+    assert!(!sstat::helpformat().contains("ContainerStart"));
 }
 
 #[test]

@@ -1548,6 +1548,7 @@ mod tests {
             min_cpu_task: Some(13),
             ave_cpu_usec: Some(14),
             n_tasks: Some(15),
+            container_start_usec: Some(16),
         };
         for u in [proto::StepUsage::default(), usage] {
             same(&u, &v1::StepUsage::from(&u).into_owned());

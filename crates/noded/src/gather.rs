@@ -616,6 +616,9 @@ struct TaskAcc {
 pub struct Gather {
     node: String,
     tasks: Vec<TaskAcc>,
+    /// How long the step's container took to be ready on this node
+    /// (microseconds, import included), where it has one.
+    pub container_start_usec: Option<u64>,
 }
 
 impl Gather {
@@ -630,6 +633,7 @@ impl Gather {
                     ..TaskAcc::default()
                 })
                 .collect(),
+            container_start_usec: None,
         }
     }
 
@@ -722,6 +726,7 @@ impl Gather {
             min_cpu_task: Some(min_cpu.id),
             ave_cpu_usec: Some(ave(&cpu)),
             n_tasks: Some(n as u32),
+            container_start_usec: self.container_start_usec,
         }
     }
 }

@@ -10,8 +10,10 @@
 //! node's `pyxis.conf`), not these.
 
 /// The options, long names without `--`, as sbatch, srun and salloc
-/// accept them; each also reads `PYXIS_CONTAINER_<NAME>` (upper case,
-/// `-` as `_`) from the environment where the option is not given.
+/// accept them; each also reads Slurm's SPANK form
+/// (`SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image`) and pyxis's
+/// `PYXIS_CONTAINER_<NAME>` (upper case, `-` as `_`) from the environment
+/// where the option is not given ([`env_pairs`]).
 pub const OPTIONS: &[&str] = &[
     "container-image",
     "container-mounts",
@@ -64,12 +66,51 @@ pub fn check(option: &str, value: &str) -> Result<(), String> {
     .map(|_| ())
 }
 
-/// The options the environment gives (`PYXIS_CONTAINER_*`, through `get`),
-/// for those not in `given`: pairs to put before the command line's. A
-/// yes/no variable (`PYXIS_CONTAINER_WRITABLE=1`) picks the option or its
-/// `no-` form (`--container-readonly` for `WRITABLE=0`).
+/// The name Slurm gives a SPANK option of pyxis's in the environment:
+/// `_SLURM_SPANK_OPTION_pyxis_container_image` for `container-image`
+/// (Slurm's `_opt_env_name`: the plugin's name and the option's, every
+/// character other than a letter or digit as `_`).
+pub fn spank_option_name(option: &str) -> String {
+    let mut name = String::from("_SLURM_SPANK_OPTION_pyxis_");
+    name.extend(
+        option
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }),
+    );
+    name
+}
+
+/// The variable sbatch, salloc and srun read a SPANK option from, and the
+/// one sbatch and salloc set for the options they were given (Slurm's
+/// `SLURM_SPANK_` before [`spank_option_name`]):
+/// `SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image`. The batch
+/// script and salloc's command see it, and so every srun they start reads
+/// it: the allocation's container options reach its steps.
+pub fn spank_env_name(option: &str) -> String {
+    format!("SLURM_SPANK_{}", spank_option_name(option))
+}
+
+/// The `SLURM_SPANK_*` variables for the options `pairs` (the job's, as
+/// sbatch and salloc were given them): a flag's value is empty.
+pub fn spank_env(pairs: &[(String, String)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .filter(|(k, _)| OPTIONS.contains(&k.as_str()))
+        .map(|(k, v)| (spank_env_name(k), v.clone()))
+        .collect()
+}
+
+/// The options the environment gives (through `get`), for those not in
+/// `given`: pairs to put before the command line's. As in Slurm and
+/// pyxis, the command line wins over Slurm's SPANK form
+/// ([`spank_env_name`]: a value option's value; a flag is given where its
+/// variable is set at all, whatever its value), and that wins over
+/// pyxis's `PYXIS_CONTAINER_*` (a yes/no variable,
+/// `PYXIS_CONTAINER_WRITABLE=1`, picks the option or its `no-` form:
+/// `--container-readonly` for `WRITABLE=0`; `PYXIS_CONTAINER_READONLY=1`
+/// is `--container-readonly`).
 pub fn env_pairs(given: &[&str], get: impl Fn(&str) -> Option<String>) -> Vec<(String, String)> {
-    let mut out = Vec::new();
+    let mut out: Vec<(String, String)> = Vec::new();
     let opposite = |o: &str| -> Option<&'static str> {
         match o {
             "container-writable" => Some("container-readonly"),
@@ -82,15 +123,46 @@ pub fn env_pairs(given: &[&str], get: impl Fn(&str) -> Option<String>) -> Vec<(S
                 .find(|n| n.strip_prefix("no-") == Some(o) || o.strip_prefix("no-") == Some(*n)),
         }
     };
+    let taken = |o: &str, given: &[&str], out: &[(String, String)]| {
+        let other = opposite(o);
+        let has = |n: &str| given.contains(&n) || out.iter().any(|(k, _)| k == n);
+        has(o) || other.is_some_and(has)
+    };
+    // Slurm's SPANK forms: every option, the `no-` ones included.
+    let mut spank: Vec<(String, String)> = Vec::new();
+    for option in OPTIONS {
+        if taken(option, given, &[]) {
+            continue;
+        }
+        let Some(value) = get(&spank_env_name(option)) else {
+            continue;
+        };
+        if FLAGS.contains(option) {
+            spank.push((option.to_string(), String::new()));
+        } else if !value.is_empty() {
+            spank.push((option.to_string(), value));
+        }
+    }
+    out.extend(spank);
+    // pyxis's own variables, for what is still not given.
     for option in OPTIONS {
         if option.starts_with("no-") || *option == "container-readonly" {
             continue;
         }
-        let other = opposite(option);
-        if given.contains(option) || other.is_some_and(|o| given.contains(&o)) {
+        if taken(option, given, &out) {
             continue;
         }
-        let Some(value) = get(&env_name(option)).filter(|v| !v.is_empty()) else {
+        let other = opposite(option);
+        let mut var = get(&env_name(option)).filter(|v| !v.is_empty());
+        let mut yes_means = *option;
+        let mut no_means = other;
+        if var.is_none() && *option == "container-writable" {
+            // PYXIS_CONTAINER_READONLY, read where WRITABLE is not set.
+            var = get("PYXIS_CONTAINER_READONLY").filter(|v| !v.is_empty());
+            yes_means = "container-readonly";
+            no_means = Some("container-writable");
+        }
+        let Some(value) = var else {
             continue;
         };
         if FLAGS.contains(option) {
@@ -98,8 +170,8 @@ pub fn env_pairs(given: &[&str], get: impl Fn(&str) -> Option<String>) -> Vec<(S
                 value.to_ascii_lowercase().as_str(),
                 "0" | "no" | "n" | "false" | "off"
             );
-            match (yes, other) {
-                (true, _) => out.push((option.to_string(), String::new())),
+            match (yes, no_means) {
+                (true, _) => out.push((yes_means.to_string(), String::new())),
                 (false, Some(o)) => out.push((o.to_string(), String::new())),
                 (false, None) => {}
             }
@@ -399,6 +471,106 @@ mod tests {
             env_pairs(&["container-readonly", "container-entrypoint"], env(all)),
             pairs(&[("container-image", "ubuntu"), ("container-mount-home", "")])
         );
+    }
+
+    #[test]
+    fn slurms_spank_forms_stand_for_options_and_win_over_pyxis_variables() {
+        assert_eq!(
+            spank_env_name("container-image"),
+            "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image"
+        );
+        assert_eq!(
+            spank_option_name("no-container-mount-home"),
+            "_SLURM_SPANK_OPTION_pyxis_no_container_mount_home"
+        );
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(name, _)| *name == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let all: &[(&str, &str)] = &[
+            (
+                "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image",
+                "/a.sqsh",
+            ),
+            (
+                "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_mounts",
+                "/d:/d",
+            ),
+            // A flag is given by its variable's presence (Slurm writes
+            // "(null)" or nothing as its value).
+            (
+                "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_readonly",
+                "",
+            ),
+            (
+                "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_no_container_mount_home",
+                "(null)",
+            ),
+            ("SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_name", ""),
+            ("PYXIS_CONTAINER_IMAGE", "ubuntu"),
+            ("PYXIS_CONTAINER_WRITABLE", "1"),
+            ("PYXIS_CONTAINER_MOUNT_HOME", "1"),
+            ("PYXIS_CONTAINER_WORKDIR", "/w"),
+        ];
+        assert_eq!(
+            env_pairs(&[], env(all)),
+            pairs(&[
+                ("container-image", "/a.sqsh"),
+                ("container-mounts", "/d:/d"),
+                ("no-container-mount-home", ""),
+                ("container-readonly", ""),
+                ("container-workdir", "/w"),
+            ])
+        );
+        // The command line wins over both forms.
+        assert_eq!(
+            env_pairs(
+                &[
+                    "container-image",
+                    "container-writable",
+                    "container-mount-home"
+                ],
+                env(all)
+            ),
+            pairs(&[("container-mounts", "/d:/d"), ("container-workdir", "/w")])
+        );
+        // PYXIS_CONTAINER_READONLY where WRITABLE is not set.
+        let ro: &[(&str, &str)] = &[("PYXIS_CONTAINER_READONLY", "1")];
+        assert_eq!(
+            env_pairs(&[], env(ro)),
+            pairs(&[("container-readonly", "")])
+        );
+        let rw: &[(&str, &str)] = &[("PYXIS_CONTAINER_READONLY", "0")];
+        assert_eq!(
+            env_pairs(&[], env(rw)),
+            pairs(&[("container-writable", "")])
+        );
+        // What sbatch and salloc set reads back as the same options.
+        let given = pairs(&[
+            ("container-image", "/a.sqsh"),
+            ("container-writable", ""),
+            ("container-name", "c:exec"),
+        ]);
+        let set = spank_env(&given);
+        assert_eq!(
+            set[0],
+            (
+                "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image".to_string(),
+                "/a.sqsh".to_string()
+            )
+        );
+        let back = env_pairs(&[], |k| {
+            set.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+        });
+        let mut want = given.clone();
+        want.sort();
+        let mut back = back;
+        back.sort();
+        assert_eq!(back, want);
     }
 
     #[test]

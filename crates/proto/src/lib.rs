@@ -2841,6 +2841,12 @@ pub struct StepUsage {
     /// How many tasks the averages are over (to merge nodes' reports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n_tasks: Option<u32>,
+    /// The step's container start-up, in microseconds: from the node's
+    /// step supervisor starting until its container was ready (the image's
+    /// import or pull included), the slowest node's; None for a step
+    /// without a container (sacct's and sstat's `ContainerStart`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_start_usec: Option<u64>,
 }
 
 impl StepUsage {
@@ -2939,6 +2945,7 @@ impl StepUsage {
         if self.n_tasks.is_some() || other.n_tasks.is_some() {
             self.n_tasks = Some((na + nb) as u32);
         }
+        self.container_start_usec = self.container_start_usec.max(other.container_start_usec);
     }
 }
 

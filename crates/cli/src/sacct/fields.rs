@@ -154,6 +154,10 @@ pub const FIELDS: &[FieldDef] = &[
     // Not Slurm 22.05 fields: the array's job id and task index on their own.
     f("ArrayJobID", 12),
     f("ArrayTaskID", 11),
+    // Not a Slurm field: a container step's start-up (issue 42), from its
+    // node's supervisor starting until the container was ready, the image's
+    // import included (`fmt_container_start`); empty without a container.
+    f("ContainerStart", 14),
 ];
 
 /// Finds a field by name: an exact match in any case first, then the first
@@ -299,6 +303,13 @@ pub fn fmt_cpu(usec: u64) -> String {
     } else {
         format!("{:02}:{:02}.{millis:03}", secs / 60, secs % 60)
     }
+}
+
+/// `ContainerStart` (sacct's and sstat's, not Slurm's): the step's
+/// container start-up as the CPU times print (`MM:SS.mmm`, `[D-]HH:MM:SS`
+/// from an hour up); empty for a step without a container.
+pub fn fmt_container_start(u: &proto::StepUsage) -> String {
+    u.container_start_usec.map(fmt_cpu).unwrap_or_default()
 }
 
 fn fmt_limit(limit: TimeLimit) -> String {
@@ -502,6 +513,7 @@ pub fn step_value(name: &str, job: &AcctJob, step: &AcctStep, ctx: &Ctx) -> Stri
         "UserCPU" => u.user_cpu_usec.map(fmt_cpu).unwrap_or_default(),
         "ArrayJobID" => job.array_job_id.map(|a| a.to_string()).unwrap_or_default(),
         "ArrayTaskID" => job.array_task_id.map(|t| t.to_string()).unwrap_or_default(),
+        "ContainerStart" => fmt_container_start(u),
         other => tres_usage(other, u, ctx).unwrap_or_default(),
     }
 }

@@ -265,6 +265,23 @@ fn query_defaults_follow_the_time_window_rules() {
     assert_eq!((q.start, q.end), (Some(NOW - 86_400), Some(NOW)));
 }
 
+/// `ContainerStart` (not Slurm's): listed by `--helpformat` after Slurm's
+/// fields, a container step's start-up as the CPU times print, empty
+/// without a container.
+#[test]
+fn container_start_formats_as_cpu_times() {
+    use super::fields::{fmt_container_start, helpformat};
+    let mut u = proto::StepUsage::default();
+    assert_eq!(fmt_container_start(&u), "");
+    u.container_start_usec = Some(1_234_567);
+    assert_eq!(fmt_container_start(&u), "00:01.234");
+    u.container_start_usec = Some(90_061_000_000);
+    assert_eq!(fmt_container_start(&u), "1-01:01:01");
+    assert_eq!(lookup("containerstart").unwrap().name, "ContainerStart");
+    assert_eq!(lookup("container").unwrap().name, "Container");
+    assert!(helpformat().contains("ContainerStart"));
+}
+
 #[test]
 fn value_formats() {
     assert_eq!(fmt_elapsed(3), "00:00:03");

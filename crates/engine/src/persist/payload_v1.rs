@@ -647,6 +647,9 @@ pub struct StepUsage<'a> {
     /// How many tasks the averages are over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n_tasks: Option<u32>,
+    /// The container's start-up, in microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_start_usec: Option<u64>,
 }
 
 impl<'a> From<&'a proto::StepUsage> for StepUsage<'a> {
@@ -671,6 +674,7 @@ impl<'a> From<&'a proto::StepUsage> for StepUsage<'a> {
             min_cpu_task: u.min_cpu_task,
             ave_cpu_usec: u.ave_cpu_usec,
             n_tasks: u.n_tasks,
+            container_start_usec: u.container_start_usec,
         }
     }
 }
@@ -697,6 +701,7 @@ impl From<StepUsage<'_>> for proto::StepUsage {
             min_cpu_task: u.min_cpu_task,
             ave_cpu_usec: u.ave_cpu_usec,
             n_tasks: u.n_tasks,
+            container_start_usec: u.container_start_usec,
         }
     }
 }
@@ -826,6 +831,7 @@ impl StepUsage<'_> {
             min_cpu_task: self.min_cpu_task,
             ave_cpu_usec: self.ave_cpu_usec,
             n_tasks: self.n_tasks,
+            container_start_usec: self.container_start_usec,
         }
     }
 }

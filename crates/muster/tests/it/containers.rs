@@ -296,6 +296,86 @@ fn steps_run_in_squashfs_containers() {
     s.assert_clean();
 }
 
+/// `--container-name` while a step runs the container (pyxis's flags):
+/// `:exec` and the default (`auto`) join that step's mount namespace (its
+/// private `/tmp` included), `:no_exec` gets a fresh namespace over the same
+/// files, `:create` is refused, and `:exec` once no step runs it fails with
+/// pyxis's message.
+#[test]
+fn named_containers_are_joined_while_a_step_runs_them() {
+    if !can_run("named_containers_are_joined_while_a_step_runs_them") {
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let c = s.cluster("");
+    let shared = s.path("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    let script = format!(
+        "#!/bin/sh\n\
+         srun --overlap --container-image={img} --container-name=c --container-mounts={shared}:/shared \
+           sh -c 'echo x > /tmp/mark; echo fs > /etc/fsmark; echo first: $(readlink /proc/self/ns/mnt); \
+           touch /shared/ready; i=0; while [ ! -f /shared/done ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done' &\n\
+         i=0; while [ ! -f {shared}/ready ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\n\
+         srun --overlap --container-name=c:exec sh -c 'echo exec: $(cat /tmp/mark) $(readlink /proc/self/ns/mnt)'\n\
+         srun --overlap --container-name=c sh -c 'echo auto: $(cat /tmp/mark) $(readlink /proc/self/ns/mnt)'\n\
+         srun --overlap --container-name=c:no_exec sh -c 'echo no_exec: $(cat /tmp/mark 2>/dev/null || echo none) $(cat /etc/fsmark) $(readlink /proc/self/ns/mnt)'\n\
+         srun --overlap --container-name=c:create true || echo create-refused\n\
+         touch {shared}/done\n\
+         wait\n\
+         srun --container-name=c:exec true || echo exec-refused\n",
+        img = img.display(),
+        shared = shared.display()
+    );
+    c.write("join.sh", &script);
+    let id = c.submit(&["-o", "join.out", "join.sh"]);
+    assert_eq!(c.wait_done(id, secs(90)), "COMPLETED", "{}", c.logs());
+    let out = c.read("join.out");
+    let field = |tag: &str| -> Vec<String> {
+        out.lines()
+            .find_map(|l| l.strip_prefix(tag))
+            .unwrap_or_else(|| panic!("no {tag} line: {out}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let first = field("first: ");
+    assert_eq!(
+        field("exec: "),
+        ["x".to_string(), first[0].clone()],
+        "{out}"
+    );
+    assert_eq!(
+        field("auto: "),
+        ["x".to_string(), first[0].clone()],
+        "{out}"
+    );
+    let no_exec = field("no_exec: ");
+    assert_eq!(no_exec[..2], ["none", "fs"], "{out}");
+    assert_ne!(no_exec[2], first[0], "{out}");
+    assert!(
+        out.contains("pyxis: reusing existing container namespaces"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "pyxis: error: \"create\" flag was passed to --container-name but the container already exists"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("create-refused\n"), "{out}");
+    assert!(
+        out.contains(
+            "pyxis: error: \"exec\" flag was passed to --container-name but the container is not running"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("exec-refused\n"), "{out}");
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}
+
 /// Tests 22 and 23: a named container keeps its changes for the job's
 /// later steps, not for another job; `:create` on an existing name fails;
 /// `--container-save` writes a squashfs that holds the change. Also the
@@ -324,7 +404,9 @@ fn named_containers_persist_for_the_job_and_save() {
     let out = c.read("named.out");
     assert!(out.contains("pkg-v1\n"), "{out}");
     assert!(
-        out.contains("pyxis: container already exists: foo"),
+        out.contains(
+            "pyxis: error: \"create\" flag was passed to --container-name but the container already exists"
+        ),
         "{out}"
     );
     assert!(out.contains("create-refused\n"), "{out}");
@@ -416,6 +498,170 @@ fn batch_scripts_run_in_the_container() {
         let o = c.run("sacct", &["-j", &job, "-P", "-n", "-o", "JobID,Container"]);
         (o.stdout == want).then_some(())
     });
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}
+
+/// Slurm's SPANK forms of pyxis's options: srun reads
+/// `SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_<option>` (the command line wins,
+/// and it wins over `PYXIS_CONTAINER_*`); sbatch and salloc set them for
+/// the options they were given, so the batch script and salloc's command
+/// see them and the sruns of an allocation run in its container.
+#[test]
+fn slurms_spank_environment_forms_carry_the_options() {
+    if !can_run("slurms_spank_environment_forms_carry_the_options") {
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let img = img.display().to_string();
+    let c = s.cluster("");
+    let image_var = "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image";
+    let out = c.run_env("srun", &["cat", "/etc/os-release"], &[(image_var, &img)]);
+    assert!(out.stdout.contains("muster tiny image"), "{out}");
+    // The command line wins over the SPANK form, which wins over pyxis's.
+    let out = c.run_env(
+        "srun",
+        &[
+            &format!("--container-image={img}"),
+            "cat",
+            "/etc/os-release",
+        ],
+        &[(image_var, "/no/such.sqsh")],
+    );
+    assert!(out.stdout.contains("muster tiny image"), "{out}");
+    let out = c.run_env(
+        "srun",
+        &["cat", "/etc/os-release"],
+        &[
+            (image_var, &img),
+            ("PYXIS_CONTAINER_IMAGE", "/no/such.sqsh"),
+        ],
+    );
+    assert!(out.stdout.contains("muster tiny image"), "{out}");
+    // A flag is given by its variable's presence.
+    let out = c.run_env(
+        "srun",
+        &["touch", "/x"],
+        &[
+            (image_var, &img),
+            (
+                "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_readonly",
+                "",
+            ),
+        ],
+    );
+    assert!(out.stderr.contains("Read-only file system"), "{out}");
+    // sbatch: the batch script sees the forms of the options it was given.
+    c.write(
+        "spank.sh",
+        "#!/bin/sh
+echo image=$SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image
+         env | grep -c '^SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_writable='
+",
+    );
+    let id = c.submit(&[
+        &format!("--container-image={img}"),
+        "--container-writable",
+        "-o",
+        "spank.out",
+        "spank.sh",
+    ]);
+    assert_eq!(c.wait_done(id, secs(60)), "COMPLETED", "{}", c.logs());
+    assert_eq!(
+        c.read("spank.out"),
+        format!(
+            "image={img}
+1
+"
+        )
+    );
+    // salloc: its command sees them, and its sruns run in the container.
+    let out = c.run(
+        "salloc",
+        &[
+            &format!("--container-image={img}"),
+            "sh",
+            "-c",
+            &format!("echo image=${image_var}; srun cat /etc/os-release"),
+        ],
+    );
+    assert!(out.stdout.contains(&format!("image={img}\n")), "{out}");
+    assert!(out.stdout.contains("muster tiny image"), "{out}");
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}
+
+/// Item 4: a container's start-up is the step's `ContainerStart` in sstat
+/// (while it runs) and sacct (no more than its `Elapsed`); a step without
+/// a container has none.
+#[test]
+fn container_start_up_is_in_sstat_and_sacct() {
+    if !can_run("container_start_up_is_in_sstat_and_sacct") {
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let c = s.cluster("");
+    c.write(
+        "cs.sh",
+        &format!(
+            "#!/bin/sh\nsrun --container-image={} sleep 4\nsrun true\n",
+            img.display()
+        ),
+    );
+    let id = c.submit(&["-o", "cs.out", "cs.sh"]);
+    let step0 = format!("{id}.0");
+    let live = c.wait_until("sstat's ContainerStart", secs(30), || {
+        let o = c.run(
+            "sstat",
+            &["-n", "-P", "-j", &step0, "-o", "JobID,ContainerStart"],
+        );
+        let line = o.stdout.lines().next()?.to_string();
+        let (_, v) = line.split_once('|')?;
+        (!v.is_empty()).then(|| v.to_string())
+    });
+    // `MM:SS.mmm` as sacct prints CPU times.
+    let secs_of = |v: &str| -> f64 {
+        let (m, s) = v.split_once(':').unwrap_or_else(|| panic!("{v}"));
+        m.parse::<f64>().unwrap() * 60.0 + s.parse::<f64>().unwrap()
+    };
+    assert!(live.contains('.'), "{live}");
+    assert_eq!(c.wait_done(id, secs(60)), "COMPLETED", "{}", c.logs());
+    let job = id.to_string();
+    let rows = c.wait_until("sacct's steps", secs(10), || {
+        let o = c.run(
+            "sacct",
+            &["-j", &job, "-P", "-n", "-o", "JobID,ContainerStart,Elapsed"],
+        );
+        let rows: Vec<Vec<String>> = o
+            .stdout
+            .lines()
+            .map(|l| l.split('|').map(str::to_string).collect())
+            .collect();
+        (rows.len() >= 4 && rows.iter().all(|r| r.len() == 3)).then_some(rows)
+    });
+    let row = |suffix: &str| {
+        let want = format!("{id}{suffix}");
+        rows.iter()
+            .find(|r| r[0] == want)
+            .unwrap_or_else(|| panic!("no {want}: {rows:?}"))
+            .clone()
+    };
+    let r0 = row(".0");
+    assert!(!r0[1].is_empty(), "{rows:?}");
+    assert_eq!(r0[1], live, "sacct and sstat differ: {rows:?}");
+    let elapsed: Vec<f64> = r0[2].split(':').map(|x| x.parse().unwrap()).collect();
+    let elapsed = elapsed[0] * 3600.0 + elapsed[1] * 60.0 + elapsed[2];
+    assert!(
+        secs_of(&r0[1]).floor() <= elapsed,
+        "ContainerStart over Elapsed: {rows:?}"
+    );
+    assert_eq!(row(".1")[1], "", "{rows:?}");
+    assert_eq!(row(".batch")[1], "", "{rows:?}");
+    assert_eq!(row("")[1], "", "{rows:?}");
     settle_clean(&s, &c);
     drop(c);
     s.assert_clean();

@@ -33,7 +33,9 @@
 //!
 //! A named container (`--container-name`, job scope) keeps its overlay's
 //! upper directory under the cache directory until its job ends; while a
-//! step of it runs, `NAME:exec` joins that step's namespace.
+//! step of it runs, `NAME` (pyxis's `auto`) and `NAME:exec` join that
+//! step's namespace (its anchor's pid is kept in the container's
+//! directory), and `NAME:no_exec` mounts its files in a fresh one.
 //!
 //! Site defaults live in `pyxis.conf` beside slurm.conf (`SiteConf`,
 //! docs/containers.md).
@@ -296,6 +298,11 @@ pub struct Container {
     save: Option<(PathBuf, u32, u32)>,
     /// What `--container-save` leaves out: the binds' places inside.
     binds: Vec<String>,
+    /// pyxis's informational lines for the step's stderr (`pyxis: reusing
+    /// existing container namespaces`).
+    pub notices: Vec<String>,
+    /// When it was ready (the step's `ContainerStart` ends here).
+    pub ready_at: std::time::Instant,
 }
 
 /// The shell around `/etc/rc` that hides the entrypoint's output (the
@@ -368,6 +375,22 @@ pub fn remove_job_containers(conf_path: &str, job_id: u32) {
     }
 }
 
+/// The anchor of a named container that a step runs now: the pid its
+/// step wrote, where that process is still an anchor (a pid left by a
+/// node daemon that died is not taken for one).
+fn running_anchor(dir: &Path) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(dir.join("anchor.pid"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    cmdline
+        .split(|b| *b == 0)
+        .any(|a| a == b"--container-anchor")
+        .then_some(pid)
+}
+
 /// The control files of NVIDIA GPUs, bound where any GPU is.
 const NVIDIA_CONTROL: &[&str] = &[
     "/dev/nvidiactl",
@@ -400,18 +423,26 @@ impl Container {
         let pid_file = named.as_ref().map(|(d, _, _)| d.join("anchor.pid"));
         if let Some((dir, mode, name)) = &named {
             let exists = dir.join("upper").exists();
-            match mode {
-                NameMode::Create if exists => {
-                    return Err(format!("pyxis: container already exists: {name}"))
+            // pyxis's choice: a container that a step of the job runs now
+            // is joined (`auto`, `exec`), one that exists is reused
+            // (`auto`, `no_exec`: its files, fresh namespaces), else it is
+            // made from the image.
+            let running = running_anchor(dir);
+            match (mode, running) {
+                (NameMode::Create, _) if exists || running.is_some() => {
+                    return Err("pyxis: error: \"create\" flag was passed to --container-name but the container already exists".into());
                 }
-                NameMode::Exec => {
-                    return Container::join(dir, name, &opts, entrypoint);
+                (NameMode::Exec, None) => {
+                    return Err("pyxis: error: \"exec\" flag was passed to --container-name but the container is not running".into());
+                }
+                (NameMode::Exec | NameMode::Auto, Some(pid)) => {
+                    return Container::join(pid, &opts, entrypoint);
                 }
                 _ => {}
             }
             if opts.image.is_none() && !exists {
                 return Err(format!(
-                    "pyxis: container not found and no image given: {name}"
+                    "pyxis: error: a container with name \"{name}\" does not exist, and --container-image is not set"
                 ));
             }
         }
@@ -536,6 +567,7 @@ impl Container {
             let _ = std::fs::write(p, pid.to_string());
         }
         let binds: Vec<String> = spec.mounts.iter().map(|m| m.dst.clone()).collect();
+        let notices = Vec::new();
         let save = opts.save.as_ref().map(|s| {
             let path = if s.starts_with('/') {
                 PathBuf::from(s)
@@ -561,23 +593,25 @@ impl Container {
             entrypoint_log: opts.entrypoint_log,
             save,
             binds,
+            notices,
+            ready_at: std::time::Instant::now(),
         })
     }
 
-    /// `NAME:exec`: joins the namespace of the step that runs the named
-    /// container now.
-    fn join(
-        dir: &Path,
-        name: &str,
-        opts: &ContainerOptions,
-        entrypoint: bool,
-    ) -> Result<Container, String> {
-        let not_running = || format!("pyxis: container not running: {name}");
-        let pid: u32 = std::fs::read_to_string(dir.join("anchor.pid"))
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .ok_or_else(not_running)?;
-        let mnt = open_ns(pid).map_err(|_| not_running())?;
+    /// `NAME` or `NAME:exec` while a step runs the named container:
+    /// joins that step's namespaces (its anchor `pid`), as pyxis reuses a
+    /// running container's. The step's own `--container-mounts` are left
+    /// out (the namespace is made), as pyxis says.
+    fn join(pid: u32, opts: &ContainerOptions, entrypoint: bool) -> Result<Container, String> {
+        let mnt = open_ns(pid).map_err(|_| {
+            "pyxis: error: \"exec\" flag was passed to --container-name but the container is not running".to_string()
+        })?;
+        let mut notices = vec!["pyxis: reusing existing container namespaces".to_string()];
+        if !opts.mounts.is_empty() {
+            notices.push(
+                "pyxis: ignoring --container-mounts when attaching to a running container".into(),
+            );
+        }
         let env_text = std::fs::read_to_string(format!("/proc/{pid}/root/etc/environment"))
             .unwrap_or_default();
         let env = anchor::parse_environment(&env_text);
@@ -618,6 +652,8 @@ impl Container {
             entrypoint_log: opts.entrypoint_log,
             save: None,
             binds: Vec::new(),
+            notices,
+            ready_at: std::time::Instant::now(),
         })
     }
 

@@ -39,6 +39,9 @@ const EXIT_1: i32 = 1 << 8;
 /// Runs the supervisor of the job in `job_dir`; returns the process's exit
 /// status (0 once the job's end is written).
 pub fn main(job_dir: &Path) -> i32 {
+    // The supervisor starts as the node takes the launch: a container's
+    // start-up (`ContainerStart`) counts from here.
+    let started = std::time::Instant::now();
     // Already a session of its own only if the daemon made it so; the
     // error (EPERM, a group leader) then changes nothing.
     let _ = nix::unistd::setsid();
@@ -186,7 +189,11 @@ pub fn main(job_dir: &Path) -> i32 {
         .flatten();
     answer(&StepdAnswer::Started(pids));
     detach_stdio();
-    let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &[0])));
+    let mut gathered = Gather::new(&spec.node_name, &[0]);
+    gathered.container_start_usec = container
+        .as_ref()
+        .map(|c| u64::try_from(c.ready_at.duration_since(started).as_micros()).unwrap_or(u64::MAX));
+    let gather = Arc::new(Mutex::new(gathered));
     let source = match sampled {
         Some(cg) => TaskSource::Cgroup(cg.clone()),
         None => TaskSource::Session(pid),

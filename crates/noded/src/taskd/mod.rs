@@ -588,6 +588,9 @@ fn signal_tasks(pids: &Mutex<Vec<i32>>, sig: i32) {
 }
 
 fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
+    // The supervisor starts as the node takes the step's launch: a
+    // container's start-up (`ContainerStart`) counts from here.
+    let started = std::time::Instant::now();
     let l = &spec.launch;
     let mut gather_settings = spec.gather.clone();
     if let Some(n) = l.acctg_freq.as_deref().and_then(parse_frequency) {
@@ -603,7 +606,7 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         node_index: l.node_index,
         node: spec.node_name.clone(),
     });
-    let mut step = StepSetup::new(spec, to, &gather_settings);
+    let mut step = StepSetup::new(spec, to, &gather_settings, started);
     let Started {
         tasks,
         sources,
@@ -645,7 +648,9 @@ fn run(spec: &TaskdSpec, control: std::io::BufReader<std::io::Stdin>) {
         stdin_pipes,
     };
     let reported_rx = follow_control_lines(control, pids.clone(), ender, attach);
-    let gather = Arc::new(Mutex::new(Gather::new(&spec.node_name, &step.mine)));
+    let mut gathered = Gather::new(&spec.node_name, &step.mine);
+    gathered.container_start_usec = step.container_start_usec;
+    let gather = Arc::new(Mutex::new(gathered));
     let publish = spec.live_path.clone().map(|path| Publish {
         path,
         step: proto::StepId::Numbered(l.step_id),
@@ -747,6 +752,8 @@ struct StepSetup {
     container: Option<crate::container::Container>,
     /// Why the container could not be set up (pyxis's line): every task
     /// of this node then fails.
+    /// How long the container took to be ready (`ContainerStart`).
+    container_start_usec: Option<u64>,
     container_error: Option<String>,
 }
 
@@ -758,7 +765,12 @@ struct Confined {
 }
 
 impl StepSetup {
-    fn new(spec: &TaskdSpec, to: ToSrun, gather_settings: &GatherSettings) -> StepSetup {
+    fn new(
+        spec: &TaskdSpec,
+        to: ToSrun,
+        gather_settings: &GatherSettings,
+        started: std::time::Instant,
+    ) -> StepSetup {
         let l = &spec.launch;
         let mine: Vec<u32> = l.tasks[l.node_index as usize].clone();
         let switch = if spec.switch_user {
@@ -876,6 +888,9 @@ impl StepSetup {
                 Err(e) => (None, Some(e)),
             }
         };
+        let container_start_usec = container.as_ref().map(|c| {
+            u64::try_from(c.ready_at.duration_since(started).as_micros()).unwrap_or(u64::MAX)
+        });
         let (work_dir, chdir_lines) = match &container {
             Some(c) => {
                 let mut lines = vec![chdir_error_line(&c.workdir, libc::EIO).into_bytes()];
@@ -886,6 +901,7 @@ impl StepSetup {
         };
         StepSetup {
             container,
+            container_start_usec,
             container_error,
             binding,
             confined,
@@ -1002,6 +1018,21 @@ fn start_task(
         }
         started.failed_exits.push((task, 1 << 8));
         return;
+    }
+    if let Some(c) = step.container.as_ref().filter(|_| local == 0) {
+        // pyxis's informational lines (joining a running container).
+        if !c.notices.is_empty() {
+            to.send(StepdToSrun::Output {
+                task,
+                stderr: true,
+                data: c
+                    .notices
+                    .iter()
+                    .map(|line| format!("{line}\n"))
+                    .collect::<String>()
+                    .into_bytes(),
+            });
+        }
     }
     let mut stdio = task_stdio(spec, step, opened, task);
     // `srun --pty`: task 0 alone runs on a terminal (srun(1) --pty).
