@@ -805,7 +805,8 @@ fn the_image_cache_drops_the_least_recently_used_image() {
 
 /// `salloc --container-image=IMG CMD`: the command runs on the host (as
 /// with pyxis), every srun in the allocation runs in the container,
-/// with salloc's other options (here `--container-readonly`), unless the
+/// with salloc's other options (here `--container-readonly`, carried in
+/// Slurm's `SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_*` variables), unless the
 /// srun says otherwise.
 #[test]
 fn salloc_steps_run_in_its_container() {
@@ -824,7 +825,8 @@ fn salloc_steps_run_in_its_container() {
             "sh",
             "-c",
             "grep -c 'muster tiny image' /etc/os-release; \
-             echo image=$PYXIS_CONTAINER_IMAGE writable=$PYXIS_CONTAINER_WRITABLE; \
+             echo image=$SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image \
+             readonly=${SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_readonly+set}; \
              srun cat /etc/os-release; \
              srun touch /etc/x 2>/dev/null || echo read-only; \
              srun --container-writable sh -c 'touch /etc/x && echo writable'",
@@ -833,7 +835,7 @@ fn salloc_steps_run_in_its_container() {
     assert_eq!(
         out.stdout,
         format!(
-            "0\nimage={} writable=0\nNAME=\"Muster Busybox\"\nPRETTY_NAME=\"muster tiny image 1.0\"\nread-only\nwritable\n",
+            "0\nimage={} readonly=set\nNAME=\"Muster Busybox\"\nPRETTY_NAME=\"muster tiny image 1.0\"\nread-only\nwritable\n",
             img.display()
         ),
         "{out}"

@@ -603,9 +603,10 @@ impl Container {
     /// running container's. The step's own `--container-mounts` are left
     /// out (the namespace is made), as pyxis says.
     fn join(pid: u32, opts: &ContainerOptions, entrypoint: bool) -> Result<Container, String> {
-        let mnt = open_ns(pid).map_err(|_| {
+        let not_running = || {
             "pyxis: error: \"exec\" flag was passed to --container-name but the container is not running".to_string()
-        })?;
+        };
+        let mnt = open_ns(pid).map_err(|_| not_running())?;
         let mut notices = vec!["pyxis: reusing existing container namespaces".to_string()];
         if !opts.mounts.is_empty() {
             notices.push(
@@ -616,33 +617,29 @@ impl Container {
             .unwrap_or_default();
         let env = anchor::parse_environment(&env_text);
         let has_rc = Path::new(&format!("/proc/{pid}/root/etc/rc")).exists();
-        if !nix::unistd::geteuid().is_root() {
-            return Ok(Container {
-                mnt,
-                user_ns: None,
-                rootless: Some(rootless_ns(pid).map_err(|_| not_running())?),
-                anchor: None,
-                run_dir: None,
-                pid_file: None,
-                workdir: opts.workdir.clone().unwrap_or_else(|| "/".into()),
-                image_env: merge_image_env(&env, &opts.env),
-                entrypoint: entrypoint && has_rc,
-                entrypoint_log: opts.entrypoint_log,
-                save: None,
-                binds: Vec::new(),
-            });
-        }
-        Ok(Container {
-            mnt,
-            rootless: None,
-            user_ns: std::fs::File::open(format!("/proc/{pid}/ns/user"))
+        // A node daemon that is not root joins the anchor's user
+        // namespaces around its mount namespace (`rootless_ns`).
+        let rootless = if nix::unistd::geteuid().is_root() {
+            None
+        } else {
+            Some(rootless_ns(pid).map_err(|_| not_running())?)
+        };
+        let user_ns = if rootless.is_some() {
+            None
+        } else {
+            std::fs::File::open(format!("/proc/{pid}/ns/user"))
                 .ok()
                 .map(OwnedFd::from)
                 .filter(|_| {
                     // Only a remapped container has a namespace of its own.
                     std::fs::read_link(format!("/proc/{pid}/ns/user")).ok()
                         != std::fs::read_link("/proc/self/ns/user").ok()
-                }),
+                })
+        };
+        Ok(Container {
+            mnt,
+            rootless,
+            user_ns,
             anchor: None,
             run_dir: None,
             pid_file: None,
