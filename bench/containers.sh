@@ -14,6 +14,12 @@
 #   bench/containers.sh                         # release build, 10 runs per warm mode
 #   RUNS=5 MUSTER=target/debug/muster bench/containers.sh   # a prebuilt binary; nothing is built
 #   SIZE_MB=256 bench/containers.sh             # another image size
+#   AS_USER=alice bench/containers.sh           # the steps are that user's, not root's
+#
+# Root's steps mount the image with the kernel (a loop device); another
+# user's are built the rootless way, as that user (squashfuse in a user
+# namespace). With AS_USER every srun, plain ones too, goes through
+# runuser, so the rows stay comparable with each other (not with root's).
 #
 # Needs root (mount namespaces, loop devices), mksquashfs, /bin/busybox and
 # python3. Images live under $BENCH_STATE_DIR (default /tmp/muster-bench-ctr),
@@ -112,11 +118,19 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 
+# `srun ARGS...`, as AS_USER where set.
+srun_as() {
+    if [ -n "${AS_USER:-}" ]; then
+        runuser -u "$AS_USER" -- env SLURM_CONF="$SLURM_CONF" "$MUSTER" srun "$@"
+    else
+        "$MUSTER" srun "$@"
+    fi
+}
 # Milliseconds of one `srun [args] true`.
 one() {
     local t0 t1
     t0=$(date +%s%N)
-    "$MUSTER" srun "$@" true >/dev/null || log "srun $* failed"
+    (cd / && srun_as "$@" true) >/dev/null || log "srun $* failed"
     t1=$(date +%s%N)
     echo $(((t1 - t0) / 1000000))
 }

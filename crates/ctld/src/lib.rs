@@ -1819,7 +1819,7 @@ async fn engine_loop(
                     if let CtldRequest::Diag { reset } = *req {
                         let resp = if !reset {
                             CtldResponse::Diag(Box::new(workers.diag.report(&engine, t)))
-                        } else if engine.is_admin(&who) {
+                        } else if engine.is_super(&who) {
                             workers.diag.reset(&engine, t);
                             CtldResponse::Ok
                         } else {
@@ -1877,7 +1877,7 @@ async fn engine_loop(
                         CtldRequest::Shutdown | CtldRequest::ShutdownController
                     ) {
                         // Slurm's: ESLURM_USER_ID_MISSING for anyone else.
-                        let resp = if engine.is_admin(&who) {
+                        let resp = if engine.is_super(&who) {
                             shutdown = true;
                             if matches!(*req, CtldRequest::ShutdownController) {
                                 stop_nodes = false;
@@ -1890,7 +1890,7 @@ async fn engine_loop(
                         continue;
                     }
                     if matches!(*req, CtldRequest::Reconfigure) {
-                        if !engine.is_admin(&who) {
+                        if !engine.is_super(&who) {
                             replies.push((reply, CtldResponse::Error(SlurmError::InvalidUserId)));
                         } else if let Some(d) = &degraded {
                             replies.push((reply, d.refusal()));

@@ -865,7 +865,7 @@ impl Engine {
         now: Timestamp,
     ) -> Result<(), SlurmError> {
         self.touch();
-        let admin = self.is_admin(who);
+        let admin = self.is_operator(who);
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         // Slurm's messages: "Invalid user id for job N", "Job has already
         // finished for job N".
@@ -1052,7 +1052,7 @@ impl Engine {
         self.touch();
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         let own = self.settings.enable_user_top && who.uid == job.desc.uid;
-        if !self.is_admin(who) && !own {
+        if !own && !self.is_operator(who) {
             return Err(SlurmError::AccessDenied);
         }
         if job.state.is_finished() {
@@ -1138,7 +1138,7 @@ impl Engine {
     /// `scontrol hold` / `uhold`.
     pub fn on_hold(&mut self, id: JobId, user: bool, who: &Identity) -> Result<(), SlurmError> {
         self.touch();
-        let admin = self.is_admin(who);
+        let admin = self.is_operator(who);
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         if !self.may_modify(who, job) {
             return Err(SlurmError::InvalidUserId);
@@ -1166,7 +1166,7 @@ impl Engine {
     /// `scontrol release`.
     pub fn on_release(&mut self, id: JobId, who: &Identity) -> Result<(), SlurmError> {
         self.touch();
-        let admin = self.is_admin(who);
+        let admin = self.is_operator(who);
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         if !self.may_modify(who, job) {
             return Err(SlurmError::InvalidUserId);

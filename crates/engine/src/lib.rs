@@ -234,6 +234,7 @@ mod views;
 mod watch;
 
 use model::{ExitCode, JobId, JobState, NodeBase, NodeState, PendingReason, TimeLimit, Timestamp};
+use proto::acctdb::AdminLevel;
 use proto::{BatchLaunch, Identity, JobDesc};
 use sched::{Allocation, GresPool, NodeIdx};
 use std::collections::{BTreeMap, BTreeSet};
@@ -1397,8 +1398,23 @@ impl Engine {
         who.uid == 0 || who.user == self.settings.slurm_user
     }
 
+    /// True when `who` may change anything on the controller: root,
+    /// SlurmUser, or AdminLevel Administrator in the association database
+    /// (Slurm's "as if they were the SlurmUser or root"): nodes,
+    /// partitions, reboots, suspend and resume.
+    pub fn is_super(&self, who: &Identity) -> bool {
+        self.is_admin(who)
+            || self.assoc_tables().is_some_and(|t| {
+                t.user(&who.user)
+                    .is_some_and(|u| u.admin_level >= AdminLevel::Administrator)
+            })
+    }
+
+    /// Whether `who` may act on `job`: its owner, or an operator
+    /// ([`Engine::is_operator`]: AdminLevel Operator and above act on
+    /// every user's jobs, as Slurm's operators do).
     fn may_modify(&self, who: &Identity, job: &Job) -> bool {
-        self.is_admin(who) || who.uid == job.desc.uid
+        who.uid == job.desc.uid || self.is_operator(who)
     }
 
     /// The earliest time something must happen without an outside event

@@ -351,7 +351,7 @@ impl Engine {
         now: Timestamp,
     ) -> Result<(), SlurmError> {
         self.touch();
-        if !self.is_admin(who) {
+        if !self.is_super(who) {
             return Err(SlurmError::InvalidUserId);
         }
         let idxs: Vec<NodeIdx> = names

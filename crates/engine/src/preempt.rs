@@ -737,7 +737,7 @@ impl Engine {
         now: Timestamp,
     ) -> Result<(), SlurmError> {
         self.touch();
-        if !self.is_admin(who) {
+        if !self.is_super(who) {
             return Err(SlurmError::AccessDenied);
         }
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
@@ -762,7 +762,7 @@ impl Engine {
         now: Timestamp,
     ) -> Result<(), SlurmError> {
         self.touch();
-        if !self.is_admin(who) {
+        if !self.is_super(who) {
             return Err(SlurmError::AccessDenied);
         }
         let job = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;

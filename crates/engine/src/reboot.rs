@@ -59,7 +59,7 @@ impl Engine {
         now: Timestamp,
     ) -> Result<(), SlurmError> {
         self.touch();
-        if !self.is_admin(who) {
+        if !self.is_super(who) {
             return Err(SlurmError::AccessDenied);
         }
         let idxs: Vec<NodeIdx> = names
@@ -106,7 +106,7 @@ impl Engine {
     /// rebooting.
     pub fn on_cancel_reboot(&mut self, names: &[String], who: &Identity) -> Result<(), SlurmError> {
         self.touch();
-        if !self.is_admin(who) {
+        if !self.is_super(who) {
             return Err(SlurmError::AccessDenied);
         }
         let idxs: Vec<NodeIdx> = names

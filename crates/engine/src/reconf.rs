@@ -106,7 +106,7 @@ impl Engine {
         create: bool,
         who: &Identity,
     ) -> Result<(), SlurmError> {
-        if !self.is_admin(who) {
+        if !self.is_super(who) {
             return Err(SlurmError::InvalidUserId);
         }
         let mut cfg = (*self.cfg).clone();
@@ -235,7 +235,7 @@ impl Engine {
         name: &str,
         who: &Identity,
     ) -> Result<(), SlurmError> {
-        if !self.is_admin(who) {
+        if !self.is_super(who) {
             return Err(SlurmError::InvalidUserId);
         }
         if self.cfg.partition(name).is_none() {
@@ -284,14 +284,14 @@ impl Engine {
                 .filter(|v| !v.is_empty() && !v.eq_ignore_ascii_case("ALL"))
                 .map(|v| v.split(',').map(str::trim).collect())
         };
-        if yes("rootonly") && !self.is_admin(who) {
+        if yes("rootonly") && !self.is_super(who) {
             return Err(SlurmError::AccessDenied);
         }
         if yes("disablerootjobs") && desc.uid == 0 {
             return Err(SlurmError::AccessDenied);
         }
         if let Some(groups) = &part.allow_groups {
-            if !groups.iter().any(|g| desc.user_groups.contains(g)) && !self.is_admin(who) {
+            if !groups.iter().any(|g| desc.user_groups.contains(g)) && !self.is_super(who) {
                 return Err(SlurmError::PartitionGroupRequired);
             }
         }

@@ -405,7 +405,7 @@ impl Engine {
         who: &Identity,
         now: Timestamp,
     ) -> Result<String, SlurmError> {
-        if !self.is_admin(who) {
+        if !self.is_operator(who) {
             return Err(SlurmError::AccessDenied);
         }
         let name = if spec.name.is_empty() {
@@ -471,7 +471,7 @@ impl Engine {
         who: &Identity,
         now: Timestamp,
     ) -> Result<(), SlurmError> {
-        if !self.is_admin(who) {
+        if !self.is_operator(who) {
             return Err(SlurmError::AccessDenied);
         }
         let mut resv = self
@@ -545,7 +545,7 @@ impl Engine {
         who: &Identity,
         now: Timestamp,
     ) -> Result<(), SlurmError> {
-        if !self.is_admin(who) {
+        if !self.is_operator(who) {
             return Err(SlurmError::AccessDenied);
         }
         if !self.resvs.by_name.contains_key(name) {

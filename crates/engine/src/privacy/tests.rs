@@ -270,3 +270,59 @@ fn explain_leaves_out_other_users_jobs_and_private_nodes() {
         r => panic!("{r:?}"),
     }
 }
+
+/// Slurm's user permissions: an Operator (and an Administrator) acts on
+/// every user's jobs as their owner would, and holds them as an
+/// administrator does; only an Administrator changes nodes as root does;
+/// a user of AdminLevel None does neither.
+#[test]
+fn operators_act_on_every_job_and_administrators_on_the_cluster() {
+    use proto::NodeStateRequest;
+    for level in [
+        AdminLevel::None,
+        AdminLevel::Operator,
+        AdminLevel::Administrator,
+    ] {
+        let (mut e, a, b) = engine_with("none");
+        let (who, tables) = carol(level);
+        e.on_assoc_tables(tables);
+        let operator = level >= AdminLevel::Operator;
+        let held = e.on_hold(b, false, &who);
+        assert_eq!(held.is_ok(), operator, "{level:?}: {held:?}");
+        if !operator {
+            assert_eq!(held, Err(SlurmError::InvalidUserId));
+        }
+        if operator {
+            // An operator's hold is an administrator's (priority 0).
+            assert_eq!(
+                e.jobs[&b].reason,
+                model::PendingReason::JobHeldAdmin,
+                "{level:?}"
+            );
+        }
+        let cancelled = e.on_cancel(a, None, proto::SignalScope::Steps, &who, 3);
+        assert_eq!(cancelled.is_ok(), operator, "{level:?}: {cancelled:?}");
+        if !operator {
+            assert_eq!(cancelled, Err(SlurmError::AccessDenied));
+        }
+        let drained = e.on_update_node(
+            &["node1".to_string()],
+            Some(NodeStateRequest::Drain),
+            Some("by carol".into()),
+            &who,
+            3,
+        );
+        assert_eq!(
+            drained.is_ok(),
+            level == AdminLevel::Administrator,
+            "{level:?}: {drained:?}"
+        );
+        assert_eq!(e.is_super(&who), level == AdminLevel::Administrator);
+    }
+    // A job's owner still acts on it without any AdminLevel; root on all.
+    let (mut e, a, b) = engine_with("none");
+    assert!(e
+        .on_cancel(a, None, proto::SignalScope::Steps, &user(), 3)
+        .is_ok());
+    assert!(e.on_hold(b, false, &admin()).is_ok());
+}

@@ -202,9 +202,47 @@ fn private_data_jobs_and_usage_hide_other_users_from_every_reader() {
     assert_eq!(status, 200, "{html}");
     assert!(html.contains(&link(a)) && html.contains(&link(b)), "{html}");
     assert_eq!(page(&format!("/jobs/{b}"), &alice_token).0, 404);
-    assert_eq!(page(&format!("/jobs/{b}"), &olga_token).0, 200);
+    let cancel = |id: u32| format!("action=\"/jobs/{id}/cancel\"");
+    let (status, html) = page(&format!("/jobs/{b}"), &olga_token);
+    assert_eq!(status, 200, "{html}");
+    assert!(
+        html.contains(&cancel(b)),
+        "an administrator's buttons: {html}"
+    );
+    // An Administrator changes nodes as root does.
+    let drain = ["update", "NodeName=node1", "State=DRAIN", "Reason=by-olga"];
+    let out = olga.run(&c, "scontrol", &drain);
+    assert!(out.ok(), "an administrator's drain: {out}");
+    let resume = ["update", "NodeName=node1", "State=RESUME"];
+    let out = olga.run(&c, "scontrol", &resume);
+    assert!(out.ok(), "an administrator's resume: {out}");
 
-    c.ok("scancel", &[&a.to_string(), &b.to_string()]);
+    // AdminLevel Operator acts on every user's jobs (the dashboard shows
+    // the buttons), but changes no node; Administrator does.
+    c.ok(
+        "sacctmgr",
+        &[
+            "-i",
+            "modify",
+            "user",
+            &olga.name,
+            "set",
+            "adminlevel=Operator",
+        ],
+    );
+    let (_, html) = page(&format!("/jobs/{b}"), &olga_token);
+    assert!(html.contains(&cancel(b)), "an operator's buttons: {html}");
+    let out = olga.run(&c, "scontrol", &drain);
+    assert_ne!(out.code, 0, "an operator drained a node: {out}");
+    let out = olga.run(&c, "scontrol", &["hold", &b.to_string()]);
+    assert!(out.ok(), "an operator's hold: {out}");
+    let out = olga.run(&c, "scancel", &[&b.to_string()]);
+    assert!(out.ok(), "an operator's scancel: {out}");
+    c.wait_state(b, "CANCELLED", secs(20));
+    let out = alice.run(&c, "scontrol", &drain);
+    assert_ne!(out.code, 0, "a user drained a node: {out}");
+
+    c.ok("scancel", &[&a.to_string()]);
 }
 
 #[test]

@@ -348,10 +348,23 @@ fn nodes_of(ctx: &Ctx, who: &Identity) -> Result<Vec<NodeInfo>, String> {
     }
 }
 
-/// Whether the viewer may act on every job (root or SlurmUser); others see
-/// the buttons on their own jobs only (the controller decides anyway).
+/// Whether the viewer is root or SlurmUser: may act on every job and read
+/// every job's output; others see the buttons on their own jobs only,
+/// operators excepted (the controller decides anyway).
 fn is_admin(who: &Identity, admins: &[u32]) -> bool {
     admins.contains(&who.uid)
+}
+
+/// Whether the viewer is of AdminLevel Operator or Administrator in the
+/// association database, as the controller reads it: such users act on
+/// every job too.
+fn is_operator(ctx: &Ctx, who: &Identity) -> bool {
+    matches!(
+        ask(ctx, who, CtldRequest::AcctTables),
+        Ok(CtldResponse::AcctTables(t)) if t.user(&who.user).is_some_and(
+            |u| u.admin_level >= proto::acctdb::AdminLevel::Operator
+        )
+    )
 }
 
 /// Serves a dashboard page as `who` (authenticated by the caller).
@@ -557,7 +570,7 @@ fn job_page(
         ));
     };
     let mut body = pages::job_fields(j);
-    if j.uid == who.uid || is_admin(who, admins) {
+    if j.uid == who.uid || is_admin(who, admins) || is_operator(ctx, who) {
         body.push_str(&pages::job_actions(j, &csrf_token(ui, who)));
     }
     if j.state == JobState::Pending {
