@@ -431,16 +431,18 @@ mod tests {
             .collect()
     }
 
+    /// An environment of these `(name, value)` pairs, as `env_pairs` reads one.
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k: &str| {
+            pairs
+                .iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
     #[test]
     fn environment_stands_for_options_not_given() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(name, _)| *name == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
         let all: &[(&str, &str)] = &[
             ("PYXIS_CONTAINER_IMAGE", "ubuntu"),
             ("PYXIS_CONTAINER_MOUNT_HOME", "1"),
@@ -483,14 +485,6 @@ mod tests {
             spank_option_name("no-container-mount-home"),
             "_SLURM_SPANK_OPTION_pyxis_no_container_mount_home"
         );
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(name, _)| *name == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
         let all: &[(&str, &str)] = &[
             (
                 "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image",
