@@ -586,8 +586,16 @@ impl Container {
         };
         let (mut child, ready) = match spawn_anchor(&spec, as_user.as_ref()) {
             Ok(x) => x,
-            Err(e) => {
+            Err(mut e) => {
                 let _ = std::fs::remove_dir(&run_dir);
+                // A node whose kernel refuses users their own namespaces
+                // (a sysctl, an AppArmor restriction): the site's way out.
+                if as_user.is_some() && e.starts_with("pyxis: cannot make a mount namespace") {
+                    e.push_str(concat!(
+                        " (user namespaces are refused to the job's user here;",
+                        " pyxis.conf's user_namespaces=0 builds users' containers as root)"
+                    ));
+                }
                 return Err(e);
             }
         };
