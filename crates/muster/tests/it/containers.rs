@@ -808,6 +808,8 @@ fn pmix_reaches_mpi_ranks_in_a_container() {
 #[derive(Debug)]
 pub(crate) struct Proc {
     pub(crate) uid: u32,
+    /// Its user namespace (`user:[INODE]`).
+    pub(crate) user_ns: String,
     pub(crate) cap_eff: String,
     pub(crate) cmdline: String,
 }
@@ -839,6 +841,9 @@ pub(crate) fn processes_sharing_mounts_with(pid: u32) -> Vec<Proc> {
             .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
             .unwrap_or_default();
         out.push(Proc {
+            user_ns: std::fs::read_link(format!("/proc/{p}/ns/user"))
+                .map(|l| l.display().to_string())
+                .unwrap_or_default(),
             uid: field("Uid:").parse().unwrap_or(u32::MAX),
             cap_eff: field("CapEff:"),
             cmdline,
@@ -1204,8 +1209,14 @@ fn another_users_container_runs_as_that_user() {
         uid.as_raw()
     );
     // 24, end to end: every process in the container's mount namespace
-    // (the tasks, and the anchor that holds it) is the user's, with no
-    // capabilities; remapped too.
+    // (the tasks, the anchor that holds it, the squashfuse that serves
+    // the image: the container is built as the user) is the user's; none
+    // but squashfuse has capabilities, remapped too, and squashfuse's are
+    // in the user's own namespace only (the host's root is not in it).
+    let host_userns = std::fs::read_link("/proc/self/ns/user")
+        .unwrap()
+        .display()
+        .to_string();
     for remap in [false, true] {
         let _ = std::fs::remove_file(home.join("pid"));
         let mut srun = user.command(c.binary());
@@ -1235,13 +1246,24 @@ fn another_users_container_runs_as_that_user() {
                 .any(|p| p.cmdline.contains("--container-anchor")),
             "the anchor holds the namespace: {inside:?}"
         );
-        assert!(inside.len() >= 3, "two tasks and the anchor: {inside:?}");
+        assert!(
+            inside.iter().any(|p| p.cmdline.starts_with("squashfuse")),
+            "squashfuse serves the user's image: {inside:?}"
+        );
+        assert!(
+            inside.len() >= 4,
+            "two tasks, the anchor and squashfuse: {inside:?}"
+        );
         for p in &inside {
             assert_eq!(p.uid, uid.as_raw(), "remap {remap}: {p:?}");
-            // Remapped tasks are root in their own user namespace (enroot's
-            // fake root: capabilities there, none outside); the anchor
-            // keeps none, and without remap nothing has any.
-            if !remap || p.cmdline.contains("--container-anchor") {
+            if p.cmdline.starts_with("squashfuse") {
+                assert!(
+                    !p.user_ns.is_empty() && p.user_ns != host_userns,
+                    "squashfuse in the host's user namespace: {p:?}"
+                );
+            } else {
+                // Remapped tasks are 0 in the user's namespace without any
+                // capability there either (enroot's fake root, less).
                 assert_eq!(p.cap_eff, "0000000000000000", "remap {remap}: {p:?}");
             }
         }
@@ -1262,6 +1284,251 @@ fn another_users_container_runs_as_that_user() {
     settle_clean(&s, &c);
     drop(c);
     s.assert_clean();
+}
+
+/// A user's container under a root node daemon is built as the user, in
+/// the user's namespaces (isolation notes §2.3, point 3): in a writable
+/// container the user changes the image's files, as itself and remapped
+/// (0 inside, without capabilities); the change stays in the step's
+/// overlay (the image file is unchanged, the next step does not see it),
+/// a named container keeps it for the job's next step, and
+/// `--container-save` writes the user's file with it (the files root's in
+/// the saved image, as enroot exports). While a step runs, no process in
+/// its mount namespace is root's; nothing is left afterwards.
+#[test]
+fn a_users_container_is_the_users_to_change() {
+    if !can_run("a_users_container_is_the_users_to_change") {
+        return;
+    }
+    if Command::new("squashfuse").arg("--help").output().is_err() {
+        assert!(std::env::var("CI").is_err(), "CI must have squashfuse");
+        eprintln!("a_users_container_is_the_users_to_change: not run: no squashfuse");
+        return;
+    }
+    let s = Scratch::new();
+    let img = s.image();
+    let before = sha256(&img);
+    let user = TestUser::create("cw", s.dir.path());
+    let uid = nix::unistd::User::from_name(&user.name)
+        .unwrap()
+        .unwrap()
+        .uid
+        .as_raw();
+    let muster_bin = s.path("muster");
+    std::fs::copy(env!("CARGO_BIN_EXE_muster"), &muster_bin).unwrap();
+    let conf = format!("cache_dir={}\n", s.path("cache").display());
+    let c = builder()
+        .binary(&muster_bin)
+        .nodes(1)
+        .file("pyxis.conf", &conf)
+        .start();
+    set_mode(c.root(), 0o755);
+    let home = s.path(&user.name);
+    let img_arg = format!("--container-image={}", img.display());
+    let host_userns = std::fs::read_link("/proc/self/ns/user")
+        .unwrap()
+        .display()
+        .to_string();
+    // As the user: the image's files are the user's inside.
+    let out = user.run(
+        &c,
+        "srun",
+        &[
+            &img_arg,
+            "sh",
+            "-c",
+            "id -u; stat -c %u /etc/os-release; echo x >> /etc/os-release && \
+             touch /bin/newfile && tail -n1 /etc/os-release",
+        ],
+    );
+    assert!(out.ok(), "{out}\n{}", c.logs());
+    assert_eq!(out.stdout, format!("{uid}\n{uid}\nx\n"), "{out}");
+    // Remapped: 0 inside, the files 0's, no capabilities; the same write.
+    let out = user.run(
+        &c,
+        "srun",
+        &[
+            &img_arg,
+            "--container-remap-root",
+            "sh",
+            "-c",
+            "id -u; stat -c %u /etc/os-release; grep CapEff /proc/self/status; \
+             echo y >> /etc/os-release && touch /bin/newfile && tail -n1 /etc/os-release",
+        ],
+    );
+    assert!(out.ok(), "{out}\n{}", c.logs());
+    assert_eq!(out.stdout, "0\n0\nCapEff:\t0000000000000000\ny\n", "{out}");
+    // Neither change reached the image, nor the next step's container.
+    let out = user.run(
+        &c,
+        "srun",
+        &[
+            &img_arg,
+            "sh",
+            "-c",
+            "grep -c '^[xy]$' /etc/os-release; test -e /bin/newfile && echo leaked; true",
+        ],
+    );
+    assert_eq!(out.stdout, "0\n", "{out}\n{}", c.logs());
+    assert_eq!(sha256(&img), before, "the image file changed");
+    // An image root imported into the cache (an OCI layout) is the
+    // user's to read and change too.
+    let layout = crate::containers_unpriv::oci_layout(&s, &s.path("rootfs"));
+    let out = user.run(
+        &c,
+        "srun",
+        &[
+            &format!("--container-image={}", layout.display()),
+            "sh",
+            "-c",
+            "echo $IMAGE_VAR; echo z >> /etc/os-release && tail -n1 /etc/os-release",
+        ],
+    );
+    assert_eq!(out.stdout, "from-oci\nz\n", "{out}\n{}", c.logs());
+    // While a step runs (remapped, writable), nothing in its mount
+    // namespace is root's: tasks, anchor, squashfuse are the user's.
+    let _ = std::fs::remove_file(home.join("pid"));
+    let mounts = format!("--container-mounts={}:/data", home.display());
+    let mut srun = user.command(c.binary());
+    srun.args(["srun", &img_arg, &mounts, "--container-remap-root"])
+        .args([
+            "sh",
+            "-c",
+            "echo $$ > /data/pid.part && mv /data/pid.part /data/pid; sleep 3",
+        ])
+        .env("SLURM_CONF", c.conf())
+        .env_remove("SLURM_JOB_ID")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = srun.spawn().unwrap();
+    let pid = c.wait_until("the task's pid", secs(30), || {
+        std::fs::read_to_string(home.join("pid")).ok()
+    });
+    let inside = processes_sharing_mounts_with(pid.trim().parse().unwrap());
+    assert!(child.wait().unwrap().success());
+    for name in ["--container-anchor", "squashfuse"] {
+        assert!(
+            inside.iter().any(|p| p.cmdline.contains(name)),
+            "no {name} in the container: {inside:?}"
+        );
+    }
+    for p in &inside {
+        assert_eq!(p.uid, uid, "a process of another user's: {p:?}");
+    }
+    // A named container keeps the change for the job's next step; while
+    // a step runs it, `:exec` and `auto` join it (as the user); saved, it
+    // is the user's file, with the change.
+    let saved = home.join("saved.sqsh");
+    let script = format!(
+        "#!/bin/sh\n\
+         srun {img_arg} --container-name=mine sh -c 'echo kept >> /etc/os-release; touch /bin/newfile'\n\
+         srun --container-name=mine sh -c 'id -u; tail -n1 /etc/os-release; ls /bin/newfile'\n\
+         srun --overlap --container-name=mine --container-mounts={home}:/h sh -c 'echo x > /tmp/mark; \
+           echo first: $(readlink /proc/self/ns/user); touch /h/ready; i=0; while [ ! -f /h/done ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done' &\n\
+         i=0; while [ ! -f {home}/ready ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\n\
+         srun --overlap --container-name=mine:exec sh -c 'echo exec: $(id -u) $(cat /tmp/mark) $(readlink /proc/self/ns/user)'\n\
+         srun --overlap --container-name=mine sh -c 'echo auto: $(cat /tmp/mark) $(tail -n1 /etc/os-release)'\n\
+         touch {home}/done\n\
+         wait\n\
+         srun --container-name=mine --container-save={saved} sh -c 'echo saved > /etc/marker'\n",
+        saved = saved.display(),
+        home = home.display()
+    );
+    let script_path = home.join("named.sh");
+    std::fs::write(&script_path, script).unwrap();
+    set_mode(&script_path, 0o755);
+    // (The cluster's command links on PATH, for the script's srun.)
+    let out = user
+        .command(c.binary())
+        .arg("sbatch")
+        .arg("--parsable")
+        .arg("-o")
+        .arg(home.join("named.out"))
+        .arg(&script_path)
+        .env("SLURM_CONF", c.conf())
+        .env("PATH", c.path_env())
+        .env_remove("SLURM_JOB_ID")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let id: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert_eq!(c.wait_done(id, secs(60)), "COMPLETED", "{}", c.logs());
+    let text = std::fs::read_to_string(home.join("named.out")).unwrap();
+    // The joining task is in the step's own (the user's) user namespace.
+    let first = text
+        .lines()
+        .find_map(|l| l.strip_prefix("first: "))
+        .unwrap_or_else(|| panic!("no first line: {text}"));
+    assert!(
+        first.starts_with("user:[") && first != host_userns,
+        "{text}"
+    );
+    for want in [
+        format!("{uid}\nkept\n/bin/newfile\n"),
+        format!("exec: {uid} x {first}\n"),
+        "auto: x kept\n".to_string(),
+        "pyxis: reusing existing container namespaces\n".to_string(),
+    ] {
+        assert!(text.contains(&want), "{want:?} not in {text}\n{}", c.logs());
+    }
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(&saved).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (uid, user_gid(&user.name)));
+    // The saved image: the user's changes, its files root's (run as root,
+    // by the kernel's squashfs).
+    let out = c.ok(
+        "srun",
+        &[
+            &format!("--container-image={}", saved.display()),
+            "sh",
+            "-c",
+            "cat /etc/marker; tail -n1 /etc/os-release; ls /bin/newfile; stat -c %u /etc/marker",
+        ],
+    );
+    assert_eq!(out.stdout, "saved\nkept\n/bin/newfile\n0\n", "{out}");
+    assert_eq!(sha256(&img), before, "the image file changed");
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+    assert!(
+        !s.path("cache/named").join(format!("job_{id}")).exists(),
+        "the job's named container outlived it"
+    );
+    // `user_namespaces=0`: the site's old way, built as root (the kernel's
+    // squashfs, the image's files root's): the user may not change them.
+    let conf = format!(
+        "cache_dir={}\nuser_namespaces=0\n",
+        s.path("cache").display()
+    );
+    let c = builder()
+        .binary(&muster_bin)
+        .nodes(1)
+        .file("pyxis.conf", &conf)
+        .start();
+    set_mode(c.root(), 0o755);
+    let out = user.run(
+        &c,
+        "srun",
+        &[
+            &img_arg,
+            "sh",
+            "-c",
+            "id -u; stat -c %u /etc/os-release; echo x >> /etc/os-release || echo refused",
+        ],
+    );
+    assert!(out.ok(), "{out}\n{}", c.logs());
+    assert_eq!(out.stdout, format!("{uid}\n0\nrefused\n"), "{out}");
+    settle_clean(&s, &c);
+    drop(c);
+    s.assert_clean();
+}
+
+fn user_gid(name: &str) -> u32 {
+    nix::unistd::User::from_name(name)
+        .unwrap()
+        .unwrap()
+        .gid
+        .as_raw()
 }
 
 /// `--container-entrypoint` runs each task through the image's `/etc/rc`,

@@ -83,7 +83,7 @@ fn processes_of(uid: u32, names: &[&str]) -> Vec<String> {
 
 /// A one-layer OCI image layout of `root` whose config sets `IMAGE_VAR`
 /// and the working directory `/work`.
-fn oci_layout(s: &Scratch, root: &Path) -> PathBuf {
+pub(crate) fn oci_layout(s: &Scratch, root: &Path) -> PathBuf {
     let layer = s.path("layer.tar.gz");
     sh(Command::new("sh").arg("-c").arg(format!(
         "tar -C {} -cf - . | gzip -c > {}",

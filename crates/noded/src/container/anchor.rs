@@ -3,17 +3,19 @@
 //! namespace of its own, answers one line (`Ok(Ready)` or `Err(pyxis:
 //! ...)`), then holds the namespace until its stdin closes. Its squashfuse
 //! helper, where one serves the image, is its child and ends with it (a
-//! parent-death signal). Once built it becomes the job's user (remapped:
+//! parent-death signal). Started as root (root's own jobs, or
+//! `user_namespaces=0`), once built it becomes the job's user (remapped:
 //! 0 in the user namespace, after the supervisor's `mapped` line, without
 //! capabilities), so nothing in the container runs as root but squashfuse.
 //!
-//! Under a node daemon that is not root (rootless, as enroot without
-//! root), it makes a user namespace first, where its user is 0 with the
-//! capabilities to build the container in the mount namespace that
-//! namespace owns: squashfuse (never the kernel's squashfs), the kernel's
-//! overlay (fuse-overlayfs where the kernel refuses), the host's `/proc`
-//! and `/sys` bound (no fresh ones: the PID namespace is the host's), the
-//! device files bound onto a tmpfs `/dev`. Then, unless remapped, a
+//! Started as the job's user (`AnchorSpec::rootless`: a node daemon that
+//! is not root, or a root one building the container of a user who is not
+//! root; as enroot without root), it makes a user namespace first, where
+//! its user is 0 with the capabilities to build the container in the
+//! mount namespace that namespace owns: squashfuse (never the kernel's
+//! squashfs), the kernel's overlay (fuse-overlayfs where the kernel
+//! refuses), the host's `/proc` and `/sys` bound (no fresh ones: the PID
+//! namespace is the host's), the device files bound onto a tmpfs `/dev`. Then, unless remapped, a
 //! nested user namespace where its user is itself again, for the tasks;
 //! and it drops every capability.
 //!
@@ -338,14 +340,6 @@ pub fn parse_environment(text: &str) -> Vec<(String, String)> {
     out
 }
 
-/// Whether this anchor runs without root (a node daemon started by an
-/// ordinary user): it then builds the container in a user namespace of
-/// its own, as enroot does without root.
-fn rootless() -> bool {
-    // SAFETY: geteuid(2) cannot fail.
-    unsafe { libc::geteuid() != 0 }
-}
-
 /// Writes this process's own `setgroups` (denied) and one-line uid and
 /// gid maps (`INSIDE OUTSIDE 1`) after an unshare of its user namespace.
 fn map_self(inside: (u32, u32), outside: (u32, u32)) -> Result<(), String> {
@@ -359,7 +353,10 @@ fn map_self(inside: (u32, u32), outside: (u32, u32)) -> Result<(), String> {
 }
 
 fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Ready, String> {
-    let rootless = rootless();
+    // Started as the job's user (or by a node daemon that is not root):
+    // it builds the container in a user namespace of its own, as enroot
+    // does without root.
+    let rootless = spec.rootless;
     // SAFETY: getuid/getgid cannot fail.
     let me = unsafe { (libc::getuid(), libc::getgid()) };
     // Without root: a user namespace first, where this user is 0 with
@@ -407,7 +404,8 @@ fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Re
     // namespace where mounting block file systems is not allowed).
     // Without root the kernel mounts no squashfs (a block file system, in
     // a user namespace): squashfuse serves it, as the reason in the
-    // node's log says.
+    // node's log says (a root node daemon asks for the kernel's only for
+    // root's own containers).
     let kernel_error = if spec.kernel_squashfs && rootless {
         eprintln!(
             "pyxis: kernel_squashfs: the node daemon is not root, so the kernel may not mount the image {}; served by squashfuse instead",

@@ -398,6 +398,10 @@ pub(super) fn build_image(
                 String::from_utf8_lossy(&o.stderr).trim()
             ));
         }
+        // Readable by every user: a user's container is built by the
+        // user, whose squashfuse reads it.
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&part, std::fs::Permissions::from_mode(0o644));
         std::fs::rename(&part, &out).map_err(|e| format!("pyxis: {e}"))?;
         trim_cache(conf, &out);
         Ok(out)

@@ -25,11 +25,18 @@
 //! the anchor and the tasks are gone, the kernel drops every mount, and a
 //! loop device set up for the squashfs clears itself.
 //!
-//! A node daemon that is not root (`muster up` as an ordinary user) builds
-//! the same container in a user namespace of the anchor's (see
-//! `anchor`); each task, already the job's user, joins that user
+//! The diagram is root's own container's. Every other user's container is
+//! built as that user (`AnchorSpec::rootless`): a root supervisor starts
+//! the anchor as the job's user, with the user's groups (a node daemon
+//! that is not root, `muster up` as an ordinary user, is the user
+//! already), and the anchor builds the same container in a user
+//! namespace of its own (see `anchor`), so that the image's files are the
+//! user's (0 there) and no image is parsed by the kernel for the user.
+//! Each task becomes the job's user first, then joins that user
 //! namespace, the mount namespace, then the nested one where it is itself
 //! (remapped: it stays 0 in the first), and gives up every capability.
+//! Root still imports the image into the cache and makes the named
+//! container's directories (its `upper` and `work` given to the user).
 //!
 //! A named container (`--container-name`, job scope) keeps its overlay's
 //! upper directory under the cache directory until its job ends; while a
@@ -69,8 +76,15 @@ pub struct SiteConf {
     /// `cache_max_mb`: the image cache's size limit.
     pub cache_max_mb: u64,
     /// `kernel_squashfs`: squashfs images are mounted by the kernel
-    /// (loop); otherwise by squashfuse.
+    /// (loop); otherwise by squashfuse. Only root's own containers are
+    /// built as root and may use it: every other user's is built in the
+    /// user's namespace, by squashfuse (`user_namespaces`).
     pub kernel_squashfs: bool,
+    /// `user_namespaces`: a root node daemon builds the containers of a
+    /// job whose user is not root as that user, in user namespaces of
+    /// the user's (as without root); off, as root (the kernel's squashfs,
+    /// the image's files root's), then the job's user.
+    pub user_namespaces: bool,
     /// `registry_mirror=[REGISTRY=]URL` (repeatable): pulls of that
     /// registry's images (without `REGISTRY=`: of every registry's) go to
     /// the mirror at URL, with the same repository paths.
@@ -93,6 +107,7 @@ impl Default for SiteConf {
             cache_dir: default_cache_dir(),
             cache_max_mb: 10 * 1024,
             kernel_squashfs: true,
+            user_namespaces: true,
             registry_mirrors: Vec::new(),
             registry_http: Vec::new(),
             registry_ca: None,
@@ -174,6 +189,7 @@ impl SiteConf {
                             .map_err(|_| format!("pyxis.conf:{}: bad cache_max_mb {v}", n + 1))?
                     }
                     "kernel_squashfs" => c.kernel_squashfs = yes(v),
+                    "user_namespaces" => c.user_namespaces = yes(v),
                     "registry_mirror" => {
                         let (registry, url) = match v.split_once('=') {
                             Some((r, u)) if !r.contains('/') => (Some(r.to_string()), u),
@@ -252,9 +268,16 @@ pub struct AnchorSpec {
     /// The job's user and group: once the container is built, the anchor
     /// becomes them (remapped: after the supervisor's map, as 0 in the
     /// user namespace), so that no process in the container is root's
-    /// (isolation test 24). None where the node daemon is not root.
+    /// (isolation test 24). None where the anchor is the job's user
+    /// already (`rootless`).
     #[serde(default)]
     pub owner: Option<(u32, u32)>,
+    /// The anchor runs as the job's user (a node daemon that is not root,
+    /// or a root one building the container of a user who is not root):
+    /// it builds the container in user namespaces of its own, by
+    /// squashfuse (see `anchor`).
+    #[serde(default)]
+    pub rootless: bool,
 }
 
 /// What the anchor answers once the container is ready.
@@ -275,9 +298,10 @@ pub struct Container {
     /// `--container-remap-root`: the user namespace where the job's user
     /// is 0; tasks join it after the mount namespace and become 0 there.
     pub user_ns: Option<OwnedFd>,
-    /// A node daemon that is not root: the anchor's user namespace (which
-    /// owns `mnt`), joined before it, and, unless remapped, the nested one
-    /// where the job's user is itself, joined after it.
+    /// Built as the job's user (`AnchorSpec::rootless`): the anchor's
+    /// user namespace (which owns `mnt`), joined before it, and, unless
+    /// remapped, the nested one where the job's user is itself, joined
+    /// after it.
     rootless: Option<(OwnedFd, Option<OwnedFd>)>,
     /// The anchor (None when joined with `NAME:exec`: another step's).
     anchor: Option<std::process::Child>,
@@ -294,8 +318,8 @@ pub struct Container {
     /// the task's; without it, it is hidden unless the entrypoint fails.
     pub entrypoint_log: bool,
     /// `--container-save`: where the file system goes at the end, as the
-    /// job's user (uid, gid).
-    save: Option<(PathBuf, u32, u32)>,
+    /// job's user (uid, gid, supplementary groups).
+    save: Option<(PathBuf, u32, u32, Vec<u32>)>,
     /// What `--container-save` leaves out: the binds' places inside.
     binds: Vec<String>,
     /// pyxis's informational lines for the step's stderr (`pyxis: reusing
@@ -416,6 +440,19 @@ impl Container {
         let writable = opts.writable.unwrap_or(conf.writable);
         let entrypoint = opts.entrypoint.unwrap_or(conf.entrypoint);
         let remap = opts.remap_root.unwrap_or(conf.remap_root);
+        // Who builds it: a root node daemon builds root's own containers
+        // as root; every other user's is built by an anchor that is that
+        // user (with the user's groups), in the user's namespaces, as a
+        // node daemon that is not root builds all of them.
+        let daemon_root = nix::unistd::geteuid().is_root();
+        let rootless = !daemon_root || (ctx.uid != 0 && conf.user_namespaces);
+        let as_user = if daemon_root && rootless {
+            let groups =
+                crate::exec::groups_of(ctx.user, ctx.gid).map_err(|e| format!("pyxis: {e}"))?;
+            Some((ctx.uid, ctx.gid, groups))
+        } else {
+            None
+        };
         let named = opts
             .name
             .as_ref()
@@ -464,6 +501,14 @@ impl Container {
                 for d in ["upper", "work"] {
                     std::fs::create_dir_all(dir.join(d))
                         .map_err(|e| format!("pyxis: cannot make {}: {e}", dir.display()))?;
+                    // Built as the user: the overlay's directories are the
+                    // user's (the container's own directory, with its
+                    // anchor pid and image, stays root's).
+                    if let Some((uid, gid, _)) = &as_user {
+                        std::os::unix::fs::chown(dir.join(d), Some(*uid), Some(*gid)).map_err(
+                            |e| format!("pyxis: cannot give {} to the user: {e}", dir.display()),
+                        )?;
+                    }
                 }
                 let _ = std::fs::write(dir.join("image"), &image_ref);
                 Some(dir.clone())
@@ -527,30 +572,39 @@ impl Container {
             .map_err(|e| format!("pyxis: cannot make {}: {e}", run_dir.display()))?;
         let spec = AnchorSpec {
             squashfs,
-            kernel_squashfs: conf.kernel_squashfs,
+            // A root daemon mounts the kernel's squashfs for root's own
+            // containers only (a user's is never the kernel's to parse).
+            kernel_squashfs: conf.kernel_squashfs && !(daemon_root && rootless),
             run_dir: run_dir.clone(),
             persist,
             writable,
             mounts,
             devices,
             user_ns: remap,
-            owner: nix::unistd::geteuid()
-                .is_root()
-                .then_some((ctx.uid, ctx.gid)),
+            owner: (!rootless).then_some((ctx.uid, ctx.gid)),
+            rootless,
         };
-        let (mut child, ready) = match spawn_anchor(&spec) {
+        let (mut child, ready) = match spawn_anchor(&spec, as_user.as_ref()) {
             Ok(x) => x,
-            Err(e) => {
+            Err(mut e) => {
                 let _ = std::fs::remove_dir(&run_dir);
+                // A node whose kernel refuses users their own namespaces
+                // (a sysctl, an AppArmor restriction): the site's way out.
+                if as_user.is_some() && e.starts_with("pyxis: cannot make a mount namespace") {
+                    e.push_str(concat!(
+                        " (user namespaces are refused to the job's user here;",
+                        " pyxis.conf's user_namespaces=0 builds users' containers as root)"
+                    ));
+                }
                 return Err(e);
             }
         };
         let pid = child.id();
         let mnt = open_ns(pid)?;
-        let rootless = if nix::unistd::geteuid().is_root() {
-            None
-        } else {
+        let rootless = if rootless {
             Some(rootless_ns(pid)?)
+        } else {
+            None
         };
         let user_ns = if remap && rootless.is_none() {
             let ns = map_user_ns(pid, ctx.uid, ctx.gid)?;
@@ -574,7 +628,8 @@ impl Container {
             } else {
                 Path::new(ctx.cwd).join(s)
             };
-            (path, ctx.uid, ctx.gid)
+            let groups = as_user.as_ref().map(|a| a.2.clone()).unwrap_or_default();
+            (path, ctx.uid, ctx.gid, groups)
         });
         Ok(Container {
             mnt,
@@ -617,9 +672,11 @@ impl Container {
             .unwrap_or_default();
         let env = anchor::parse_environment(&env_text);
         let has_rc = Path::new(&format!("/proc/{pid}/root/etc/rc")).exists();
-        // A node daemon that is not root joins the anchor's user
-        // namespaces around its mount namespace (`rootless_ns`).
-        let rootless = if nix::unistd::geteuid().is_root() {
+        // A container built as its user (its mount namespace is owned by
+        // a user namespace of the anchor's, not this daemon's) is joined
+        // through the anchor's user namespaces around its mount namespace
+        // (`rootless_ns`).
+        let rootless = if owned_here(&mnt) {
             None
         } else {
             Some(rootless_ns(pid).map_err(|_| not_running())?)
@@ -702,9 +759,9 @@ impl Container {
     /// then lets the anchor go, and with it every mount.
     pub fn finish(mut self) -> Option<String> {
         let mut err = None;
-        if let (Some((path, uid, gid)), Some(child)) = (&self.save, &self.anchor) {
+        if let (Some((path, uid, gid, groups)), Some(child)) = (&self.save, &self.anchor) {
             let outer = self.rootless.as_ref().map(|(o, _)| o.as_raw_fd());
-            err = save(child.id(), path, *uid, *gid, &self.binds, outer).err();
+            err = save(child.id(), path, (*uid, *gid, groups), &self.binds, outer).err();
         }
         if let Some(p) = &self.pid_file {
             let _ = std::fs::remove_file(p);
@@ -783,14 +840,39 @@ fn rootless_ns(pid: u32) -> Result<(OwnedFd, Option<OwnedFd>), String> {
     }
 }
 
+/// Whether the mount namespace `mnt` is owned by this process's user
+/// namespace (a container built as root), not by one of its anchor's (a
+/// container built as its user).
+fn owned_here(mnt: &OwnedFd) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // NS_GET_USERNS (_IO(0xb7, 0x1)): the owning user namespace, as a new fd.
+    // SAFETY: an ioctl on an open namespace fd; a new fd or -1.
+    let owner = unsafe { libc::ioctl(mnt.as_raw_fd(), 0xb701) };
+    if owner < 0 {
+        return true;
+    }
+    // SAFETY: a fresh fd the ioctl returned, owned here only.
+    let owner =
+        std::fs::File::from(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(owner) });
+    match (owner.metadata(), std::fs::metadata("/proc/self/ns/user")) {
+        (Ok(o), Ok(m)) => (o.dev(), o.ino()) == (m.dev(), m.ino()),
+        _ => true,
+    }
+}
+
 fn open_ns(pid: u32) -> Result<OwnedFd, String> {
     std::fs::File::open(format!("/proc/{pid}/ns/mnt"))
         .map(OwnedFd::from)
         .map_err(|e| format!("pyxis: cannot open the container's namespace: {e}"))
 }
 
-/// Starts the anchor and waits for its one answer line.
-fn spawn_anchor(spec: &AnchorSpec) -> Result<(std::process::Child, Ready), String> {
+/// Starts the anchor and waits for its one answer line. `as_user`: a root
+/// daemon's anchor for a user's container, started as that user (uid,
+/// gid, supplementary groups).
+fn spawn_anchor(
+    spec: &AnchorSpec,
+    as_user: Option<&(u32, u32, Vec<u32>)>,
+) -> Result<(std::process::Child, Ready), String> {
     // This very program, even where its file was replaced since it
     // started (an upgrade): the kernel's link to it, not its path.
     // The run directory is named only for `ps` and the tests' leftover
@@ -802,6 +884,9 @@ fn spawn_anchor(spec: &AnchorSpec) -> Result<(std::process::Child, Ready), Strin
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit());
+    if let Some((uid, gid, groups)) = as_user {
+        become_user(&mut cmd, (*uid, *gid, groups.clone()));
+    }
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("pyxis: cannot start the container: {e}"))?;
@@ -837,16 +922,22 @@ fn spawn_anchor(spec: &AnchorSpec) -> Result<(std::process::Child, Ready), Strin
 fn save(
     pid: u32,
     path: &Path,
-    uid: u32,
-    gid: u32,
+    (uid, gid, groups): (u32, u32, &[u32]),
     binds: &[String],
     outer: Option<i32>,
 ) -> Result<(), String> {
     let root = format!("/proc/{pid}/root/.");
     let tmp = path.with_extension("sqsh.part");
     let mut cmd = std::process::Command::new("mksquashfs");
+    let as_root = nix::unistd::geteuid().is_root();
     if let Some(fd) = outer {
         use std::os::unix::process::CommandExt;
+        // A root daemon's mksquashfs for a container built as its user
+        // is that user first (its FUSE mounts let only the user in; the
+        // file is the user's), then joins the user's namespace.
+        if as_root {
+            become_user(&mut cmd, (uid, gid, groups.to_vec()));
+        }
         // SAFETY: setns(2) between fork and exec, on an fd opened before.
         unsafe {
             cmd.pre_exec(move || {
@@ -863,9 +954,10 @@ fn save(
         // Not -one-file-system: an overlay's files keep their layer's
         // device number.
         .args(["-noappend", "-quiet", "-no-progress"])
-        // Without root every file is the user's (0 in the container's
-        // user namespace): root's in the image, as enroot exports.
-        .args((!nix::unistd::geteuid().is_root()).then_some("-all-root"))
+        // Built as the user, every file is the user's (0 in the
+        // container's user namespace): root's in the image, as enroot
+        // exports.
+        .args(outer.is_some().then_some("-all-root"))
         .args(["-e", "proc", "sys", "dev", "tmp"])
         .args(binds.iter().map(|b| b.trim_start_matches('/')))
         .output()
@@ -877,8 +969,29 @@ fn save(
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    let _ = std::os::unix::fs::chown(&tmp, Some(uid), Some(gid));
+    if as_root && outer.is_none() {
+        let _ = std::os::unix::fs::chown(&tmp, Some(uid), Some(gid));
+    }
     std::fs::rename(&tmp, path).map_err(|e| format!("pyxis: --container-save: {e}"))
+}
+
+/// Makes `cmd`'s process the user (groups, group, user: all three of
+/// each id) between fork and exec, before any other `pre_exec` step.
+fn become_user(cmd: &mut std::process::Command, (uid, gid, groups): (u32, u32, Vec<u32>)) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setgroups/setresgid/setresuid between fork and exec, on a
+    // list made before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
+                || libc::setresgid(gid, gid, gid) != 0
+                || libc::setresuid(uid, uid, uid) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 /// The namespaces a task's child joins, as raw fds opened before the fork.
@@ -892,8 +1005,10 @@ pub struct Join {
 }
 
 /// In a task's child between fork and exec: joins the container's mount
-/// namespace (as root: before the user switch). Where the node daemon is
-/// not root, the child is the job's user already: it joins the anchor's
+/// namespace (built as root: before the user switch). A container built
+/// as its user (`Join::user_first`) is joined by the job's user (a root
+/// supervisor's child switches first, one that is not root's is the user
+/// already): it joins the anchor's
 /// user namespace first (which its user owns), the mount namespace, then
 /// the nested namespace where it is itself (remapped: it stays 0 in the
 /// first), and gives up every capability those gave it, the bounding set
@@ -932,6 +1047,16 @@ pub fn join_in_child(j: Join) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+impl Join {
+    /// A container built as its user: the task's child becomes the job's
+    /// user before it joins (`join_in_child`), as the namespaces are the
+    /// user's and no group list may be set inside them; otherwise it
+    /// joins as root, then switches.
+    pub fn user_first(&self) -> bool {
+        self.outer.is_some()
+    }
 }
 
 /// The fds the child joins.

@@ -5,7 +5,7 @@ use super::*;
 fn site_conf_reads_plugstack_words_and_refuses_unknown_keys() {
     let c = SiteConf::parse(
         "required /usr/lib/x86_64-linux-gnu/slurm/spank_pyxis.so container_writable=0 mount_home=1\n\
-         cache_dir=/tmp/c cache_max_mb=5 # comment\nkernel_squashfs=no\n",
+         cache_dir=/tmp/c cache_max_mb=5 # comment\nkernel_squashfs=no user_namespaces=0\n",
     )
     .unwrap();
     assert!(!c.writable);
@@ -13,6 +13,8 @@ fn site_conf_reads_plugstack_words_and_refuses_unknown_keys() {
     assert_eq!(c.cache_dir, PathBuf::from("/tmp/c"));
     assert_eq!(c.cache_max_mb, 5);
     assert!(!c.kernel_squashfs);
+    assert!(!c.user_namespaces);
+    assert!(SiteConf::default().user_namespaces);
     assert_eq!(
         SiteConf::parse("bogus=1").unwrap_err(),
         "pyxis.conf:1: unknown key bogus"

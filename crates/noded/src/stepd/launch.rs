@@ -292,8 +292,9 @@ impl ChildSetup {
 impl ChildSetup {
     /// `apply`'s rest for a script in a container: the output files
     /// opened with the user's file system ids on the host, then the
-    /// container joined (as root), then the user switch, the working
-    /// directory inside, and the exec.
+    /// container joined (as root) and the user switch (a container built
+    /// as its user: the switch, then the join), the working directory
+    /// inside, and the exec.
     fn apply_in_container(
         &mut self,
         mnt: crate::container::Join,
@@ -310,7 +311,9 @@ impl ChildSetup {
             }
             libc::setfsuid(0);
             libc::setfsgid(0);
-            if crate::container::join_in_child(mnt).is_err() {
+            // A container built as the job's user is joined by the user
+            // (after the switch below); root's, by root before it.
+            if !mnt.user_first() && crate::container::join_in_child(mnt).is_err() {
                 return (STEP_CONTAINER, errno());
             }
             if let (Some(ns), Some((_, gid, _))) = (self.user_ns, &self.switch) {
@@ -324,6 +327,9 @@ impl ChildSetup {
                 {
                     return (STEP_USER, errno());
                 }
+            }
+            if mnt.user_first() && crate::container::join_in_child(mnt).is_err() {
+                return (STEP_CONTAINER, errno());
             }
             if let Some(mask) = self.umask {
                 libc::umask(mask);

@@ -467,7 +467,8 @@ struct TaskSetup {
     /// `srun --pty`: stdin is a terminal to make the task's controlling one.
     ctty: bool,
     image: Option<ExecImage>,
-    /// The step's container: its mount namespace, joined first.
+    /// The step's container: its mount namespace, joined before the user
+    /// switch (built as its user: after it).
     mnt_ns: Option<crate::container::Join>,
     /// `--container-remap-root`: the container's user namespace, joined
     /// instead of the user switch (the job's user is 0 in it).
@@ -490,11 +491,14 @@ impl TaskSetup {
             if self.ctty && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            if let Some(j) = self.mnt_ns {
+            if let Some(j) = self.mnt_ns.filter(|j| !j.user_first()) {
                 // Still root: the container's mount namespace, then the
                 // user switch and the working directory inside it.
                 crate::container::join_in_child(j)?;
             }
+            // A container built as the job's user is joined by the user:
+            // the switch first (no group list may be set in the user's
+            // namespaces), then its namespaces.
             if let (Some(ns), Some((_, gid, _))) = (self.user_ns, &self.switch) {
                 crate::container::enter_user_ns(ns, *gid)?;
             } else if let Some((uid, gid, groups)) = &self.switch {
@@ -504,6 +508,9 @@ impl TaskSetup {
                 {
                     return Err(std::io::Error::last_os_error());
                 }
+            }
+            if let Some(j) = self.mnt_ns.filter(|j| j.user_first()) {
+                crate::container::join_in_child(j)?;
             }
             if libc::chdir(self.work_dir.as_ptr()) != 0 {
                 let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0) as usize;
