@@ -494,7 +494,7 @@ impl Drop for TestUser {
     }
 }
 
-fn output(mut c: Command) -> e2e::Output {
+pub(crate) fn output(mut c: Command) -> e2e::Output {
     let out = c.output().expect("running a command");
     e2e::Output {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

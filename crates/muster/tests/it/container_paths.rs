@@ -18,8 +18,10 @@ use crate::auth::{set_mode, TestUser};
 use crate::container_registry::{
     layer, make_certs, push_image, registry_tools, Registry, TokenServer,
 };
-use crate::containers::{can_run, rootfs, settle_clean, sh, sha256, squash, Scratch};
-use crate::{builder, secs};
+use crate::containers::{
+    can_run, rootfs, settle_clean, sh, sha256, squash, write_oci_layout, Scratch,
+};
+use crate::secs;
 use e2e::Cluster;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -209,26 +211,6 @@ fn while_a_step_runs(c: &Cluster, img_arg: &str, data: &Path) -> (Vec<String>, V
         .collect();
     assert!(child.wait().unwrap().success());
     (inside, loops)
-}
-
-/// A cluster whose binary a second Unix user may run (a copy in the
-/// scratch directory, the cluster's root open to all), with `pyxis.conf`.
-fn cluster_for_users(s: &Scratch, pyxis: &str) -> Cluster {
-    let muster_bin = s.path("muster");
-    if !muster_bin.exists() {
-        // By cp: see `rootfs` ("Text file busy").
-        sh(Command::new("cp")
-            .arg(env!("CARGO_BIN_EXE_muster"))
-            .arg(&muster_bin));
-    }
-    let conf = format!("cache_dir={}\n{pyxis}", s.path("cache").display());
-    let c = builder()
-        .binary(&muster_bin)
-        .nodes(1)
-        .file("pyxis.conf", &conf)
-        .start();
-    set_mode(c.root(), 0o755);
-    c
 }
 
 fn uid_of(user: &TestUser) -> u32 {
@@ -493,7 +475,7 @@ fn another_user_pulls_with_credentials_in_their_home() {
     // The file itself is readable by all; the directory above it is not.
     set_mode(&config, 0o700);
     set_mode(&creds, 0o644);
-    let c = cluster_for_users(&s, &format!("registry_http=127.0.0.1:{}\n", reg.port));
+    let c = s.cluster_for_users(&format!("registry_http=127.0.0.1:{}\n", reg.port));
     let image = format!("--container-image=127.0.0.1:{}#test/private:1", reg.port);
 
     let out = owner.run(&c, "srun", &[&image, "sh", "-c", "id -u; cat /etc/marker"]);
@@ -891,10 +873,8 @@ fn pyxis_conf_defaults_apply_and_options_override_them() {
     let home = s.path(&user.name);
     std::fs::write(home.join("marker"), "in the home\n").unwrap();
     chown_tree(&home, &user);
-    let c = cluster_for_users(
-        &s,
-        "mount_home=1 container_writable=0 remap_root=1 execute_entrypoint=1\n",
-    );
+    let c = s
+        .cluster_for_users("mount_home=1 container_writable=0 remap_root=1 execute_entrypoint=1\n");
     let probe = format!(
         "id -u; cat {}/marker 2>/dev/null || echo no-home; echo rc=${{FROM_RC:-none}}; \
          touch /wr/x 2>/dev/null && echo writable || echo read-only",
@@ -1029,38 +1009,17 @@ fn oci_tarballs_opaque_whiteouts_and_corrupted_archives() {
     let config_path = s.path("config.json");
     std::fs::write(&config_path, &config).unwrap();
     let dc = sha256(&config_path);
-    let size = |p: &Path| std::fs::metadata(p).unwrap().len();
 
     // The OCI layout, as a tar.
     let layout = s.path("layout");
-    let blobs = layout.join("blobs/sha256");
-    std::fs::create_dir_all(&blobs).unwrap();
-    std::fs::copy(&layer1, blobs.join(&d1)).unwrap();
-    std::fs::copy(&layer2, blobs.join(&d2)).unwrap();
-    std::fs::copy(&config_path, blobs.join(&dc)).unwrap();
-    let manifest = format!(
-        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:{dc}","size":{}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:{d1}","size":{}}},{{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:{d2}","size":{}}}]}}"#,
-        size(&config_path),
-        size(&layer1),
-        size(&layer2)
+    write_oci_layout(
+        &layout,
+        &config_path,
+        &[
+            (&layer1, "application/vnd.oci.image.layer.v1.tar"),
+            (&layer2, "application/vnd.oci.image.layer.v1.tar"),
+        ],
     );
-    let manifest_path = s.path("manifest.json");
-    std::fs::write(&manifest_path, &manifest).unwrap();
-    let dm = sha256(&manifest_path);
-    std::fs::copy(&manifest_path, blobs.join(&dm)).unwrap();
-    std::fs::write(
-        layout.join("index.json"),
-        format!(
-            r#"{{"schemaVersion":2,"manifests":[{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:{dm}","size":{}}}]}}"#,
-            manifest.len()
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        layout.join("oci-layout"),
-        r#"{"imageLayoutVersion":"1.0.0"}"#,
-    )
-    .unwrap();
     let oci_tar = s.path("oci.tar");
     sh(Command::new("tar")
         .arg("-C")

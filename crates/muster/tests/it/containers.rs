@@ -122,6 +122,27 @@ impl Scratch {
         builder().nodes(1).file("pyxis.conf", &conf).start()
     }
 
+    /// A cluster whose binary a second Unix user may run (a copy in the
+    /// scratch directory, by cp: see `rootfs` ("Text file busy")), the
+    /// cluster's root open to all, with `pyxis.conf` (`cache_dir` and
+    /// `extra`).
+    pub(crate) fn cluster_for_users(&self, extra: &str) -> Cluster {
+        let muster_bin = self.path("muster");
+        if !muster_bin.exists() {
+            sh(Command::new("cp")
+                .arg(env!("CARGO_BIN_EXE_muster"))
+                .arg(&muster_bin));
+        }
+        let conf = format!("cache_dir={}\n{extra}", self.path("cache").display());
+        let c = builder()
+            .binary(&muster_bin)
+            .nodes(1)
+            .file("pyxis.conf", &conf)
+            .start();
+        set_mode(c.root(), 0o755);
+        c
+    }
+
     /// Nothing of the test's is left: no mount of its paths in any
     /// process's mount namespace, no loop device on one of its images, no
     /// anchor, squashfuse or fuse-overlayfs process naming its directory;
@@ -762,6 +783,15 @@ fn pmix_reaches_mpi_ranks_in_a_container() {
         );
         return;
     }
+    // Root's container (built as root) and a second user's (built as that
+    // user, in the user's namespaces, with the step's PMIx directory bound
+    // by the user's anchor).
+    for as_user in [false, true] {
+        pmix_ranks_in_a_container(as_user);
+    }
+}
+
+fn pmix_ranks_in_a_container(as_user: bool) {
     let s = Scratch::new();
     let root = s.path("rootfs-usr");
     rootfs(&root);
@@ -770,35 +800,60 @@ fn pmix_reaches_mpi_ranks_in_a_container() {
     std::os::unix::fs::symlink("usr/lib64", root.join("lib64")).unwrap();
     let img = s.path("usr.sqsh");
     squash(&root, &img);
-    let c = s.cluster("");
+    set_mode(&img, 0o644);
+    let user = as_user.then(|| TestUser::create("cm", s.dir.path()));
+    let c = if as_user {
+        s.cluster_for_users("")
+    } else {
+        s.cluster("")
+    };
     crate::mpi::compile(&c, crate::mpi::MPICC_OMPI, "allreduce-ompi");
+    set_mode(c.work(), 0o755);
     let work = c.work().display().to_string();
-    let out = c.run_env(
-        "srun",
-        &[
-            "-n2",
-            "--mpi=pmix",
-            &format!("--container-image={}", img.display()),
-            &format!("--container-mounts=/usr:/usr:ro,{work}:{work}"),
-            &format!("--container-workdir={work}"),
-            "sh",
-            "-c",
-            "ls -A \"$PMIX_SERVER_TMPDIR\" | head -1 | grep -q . && ./allreduce-ompi",
-        ],
-        &[
-            ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
-            ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
-            ("OMPI_MCA_pml", "ob1"),
-            ("OMPI_MCA_btl", "self,tcp"),
-            ("OMPI_MCA_osc", "^ucx"),
-        ],
-    );
-    assert!(out.ok(), "{out}\n{}", c.logs());
+    let args = [
+        "-n2".to_string(),
+        "--mpi=pmix".into(),
+        format!("--container-image={}", img.display()),
+        format!("--container-mounts=/usr:/usr:ro,{work}:{work}"),
+        format!("--container-workdir={work}"),
+        "sh".into(),
+        "-c".into(),
+        "id -u >&2; ls -A \"$PMIX_SERVER_TMPDIR\" | head -1 | grep -q . && ./allreduce-ompi".into(),
+    ];
+    let env = [
+        ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+        ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+        ("OMPI_MCA_pml", "ob1"),
+        ("OMPI_MCA_btl", "self,tcp"),
+        ("OMPI_MCA_osc", "^ucx"),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = match &user {
+        None => c.run_env("srun", &args, &env),
+        Some(u) => {
+            let mut cmd = u.command(c.binary());
+            cmd.arg("srun")
+                .args(&args)
+                .envs(env)
+                .env("SLURM_CONF", c.conf())
+                .env_remove("SLURM_JOB_ID");
+            crate::auth::output(cmd)
+        }
+    };
+    assert!(out.ok(), "as a user {as_user}: {out}\n{}", c.logs());
     let ranks: Vec<(u32, u32, u32)> = crate::mpi::ranks(&out.stdout)
         .into_iter()
         .map(|(r, n, _, sum)| (r, n, sum))
         .collect();
     assert_eq!(ranks, vec![(0, 2, 3), (1, 2, 3)], "{out}");
+    let uid = user.as_ref().map_or(0, |u| {
+        nix::unistd::User::from_name(&u.name)
+            .unwrap()
+            .unwrap()
+            .uid
+            .as_raw()
+    });
+    assert_eq!(out.stderr, format!("{uid}\n{uid}\n"), "{out}");
     settle_clean(&s, &c);
     drop(c);
     s.assert_clean();
@@ -952,6 +1007,47 @@ pub(crate) fn sha256(p: &Path) -> String {
         .to_string()
 }
 
+/// Writes an OCI image layout at `layout`: the config (the JSON file at
+/// `config_path`) and the layers (each a file and its media type, bottom
+/// first) as blobs named by their sha256, a manifest naming them, an index
+/// naming the manifest, and `oci-layout`.
+pub(crate) fn write_oci_layout(layout: &Path, config_path: &Path, layers: &[(&Path, &str)]) {
+    let blobs = layout.join("blobs/sha256");
+    std::fs::create_dir_all(&blobs).unwrap();
+    let blob = |p: &Path| {
+        let d = sha256(p);
+        std::fs::copy(p, blobs.join(&d)).unwrap();
+        (d, std::fs::metadata(p).unwrap().len())
+    };
+    let (dc, config_size) = blob(config_path);
+    let layers: Vec<String> = layers
+        .iter()
+        .map(|(p, media)| {
+            let (d, size) = blob(p);
+            format!(r#"{{"mediaType":"{media}","digest":"sha256:{d}","size":{size}}}"#)
+        })
+        .collect();
+    let manifest = format!(
+        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:{dc}","size":{config_size}}},"layers":[{}]}}"#,
+        layers.join(",")
+    );
+    let manifest_path = layout.with_extension("manifest.json");
+    std::fs::write(&manifest_path, &manifest).unwrap();
+    let (dm, manifest_size) = blob(&manifest_path);
+    std::fs::write(
+        layout.join("index.json"),
+        format!(
+            r#"{{"schemaVersion":2,"manifests":[{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:{dm}","size":{manifest_size}}}]}}"#
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        layout.join("oci-layout"),
+        r#"{"imageLayoutVersion":"1.0.0"}"#,
+    )
+    .unwrap();
+}
+
 /// Test 27: an OCI image layout (two layers, the second gzip'd with a
 /// whiteout) and the same image as a docker-archive run as imported
 /// squashfs; the whiteout removed the file, the config's Env and
@@ -990,44 +1086,23 @@ fn oci_layouts_and_docker_archives_are_imported() {
         layer2.display(),
         layer2_gz.display()
     )));
-    let (d1, d2, d2gz) = (sha256(&layer1), sha256(&layer2), sha256(&layer2_gz));
+    let (d1, d2) = (sha256(&layer1), sha256(&layer2));
     let config = format!(
         r#"{{"architecture":"amd64","os":"linux","config":{{"Env":["PATH=/bin:/usr/bin","IMAGE_VAR=from-oci"],"WorkingDir":"/work"}},"rootfs":{{"type":"layers","diff_ids":["sha256:{d1}","sha256:{d2}"]}}}}"#
     );
     // The OCI layout.
     let layout = s.path("layout");
-    let blobs = layout.join("blobs/sha256");
-    std::fs::create_dir_all(&blobs).unwrap();
-    std::fs::copy(&layer1, blobs.join(&d1)).unwrap();
-    std::fs::copy(&layer2_gz, blobs.join(&d2gz)).unwrap();
     let config_path = s.path("config.json");
     std::fs::write(&config_path, &config).unwrap();
     let dc = sha256(&config_path);
-    std::fs::copy(&config_path, blobs.join(&dc)).unwrap();
-    let size = |p: &Path| std::fs::metadata(p).unwrap().len();
-    let manifest = format!(
-        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:{dc}","size":{}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:{d1}","size":{}}},{{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:{d2gz}","size":{}}}]}}"#,
-        size(&config_path),
-        size(&layer1),
-        size(&layer2_gz)
+    write_oci_layout(
+        &layout,
+        &config_path,
+        &[
+            (&layer1, "application/vnd.oci.image.layer.v1.tar"),
+            (&layer2_gz, "application/vnd.oci.image.layer.v1.tar+gzip"),
+        ],
     );
-    let manifest_path = s.path("manifest.json");
-    std::fs::write(&manifest_path, &manifest).unwrap();
-    let dm = sha256(&manifest_path);
-    std::fs::copy(&manifest_path, blobs.join(&dm)).unwrap();
-    std::fs::write(
-        layout.join("index.json"),
-        format!(
-            r#"{{"schemaVersion":2,"manifests":[{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:{dm}","size":{}}}]}}"#,
-            manifest.len()
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        layout.join("oci-layout"),
-        r#"{"imageLayoutVersion":"1.0.0"}"#,
-    )
-    .unwrap();
     sh(Command::new("chmod").args(["-R", "a+rX"]).arg(s.dir.path()));
 
     let c = s.cluster("");
@@ -1130,15 +1205,7 @@ fn another_users_container_runs_as_that_user() {
     let s = Scratch::new();
     let img = s.image();
     let user = TestUser::create("ct", s.dir.path());
-    let muster_bin = s.path("muster");
-    std::fs::copy(env!("CARGO_BIN_EXE_muster"), &muster_bin).unwrap();
-    let conf = format!("cache_dir={}\n", s.path("cache").display());
-    let c = builder()
-        .binary(&muster_bin)
-        .nodes(1)
-        .file("pyxis.conf", &conf)
-        .start();
-    set_mode(c.root(), 0o755);
+    let c = s.cluster_for_users("");
     let home = s.path(&user.name);
     let mounts = format!("--container-mounts={}:/data", home.display());
     let out = user.run(
@@ -1314,15 +1381,7 @@ fn a_users_container_is_the_users_to_change() {
         .unwrap()
         .uid
         .as_raw();
-    let muster_bin = s.path("muster");
-    std::fs::copy(env!("CARGO_BIN_EXE_muster"), &muster_bin).unwrap();
-    let conf = format!("cache_dir={}\n", s.path("cache").display());
-    let c = builder()
-        .binary(&muster_bin)
-        .nodes(1)
-        .file("pyxis.conf", &conf)
-        .start();
-    set_mode(c.root(), 0o755);
+    let c = s.cluster_for_users("");
     let home = s.path(&user.name);
     let img_arg = format!("--container-image={}", img.display());
     let host_userns = std::fs::read_link("/proc/self/ns/user")
@@ -1496,16 +1555,7 @@ fn a_users_container_is_the_users_to_change() {
     );
     // `user_namespaces=0`: the site's old way, built as root (the kernel's
     // squashfs, the image's files root's): the user may not change them.
-    let conf = format!(
-        "cache_dir={}\nuser_namespaces=0\n",
-        s.path("cache").display()
-    );
-    let c = builder()
-        .binary(&muster_bin)
-        .nodes(1)
-        .file("pyxis.conf", &conf)
-        .start();
-    set_mode(c.root(), 0o755);
+    let c = s.cluster_for_users("user_namespaces=0\n");
     let out = user.run(
         &c,
         "srun",

@@ -6,7 +6,9 @@
 //! the user); everything of the cluster runs as that user.
 
 use crate::auth::{set_mode, TestUser};
-use crate::containers::{can_run, processes_sharing_mounts_with, sh, sha256, Scratch};
+use crate::containers::{
+    can_run, processes_sharing_mounts_with, sh, sha256, write_oci_layout, Scratch,
+};
 use crate::secs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -96,40 +98,18 @@ pub(crate) fn oci_layout(s: &Scratch, root: &Path) -> PathBuf {
         layer.display(),
         diff.display()
     )));
-    let (dl, dd) = (sha256(&layer), sha256(&diff));
+    let dd = sha256(&diff);
     let layout = s.path("layout");
-    let blobs = layout.join("blobs/sha256");
-    std::fs::create_dir_all(&blobs).unwrap();
-    std::fs::copy(&layer, blobs.join(&dl)).unwrap();
     let config = format!(
         r#"{{"architecture":"amd64","os":"linux","config":{{"Env":["PATH=/bin:/usr/bin","IMAGE_VAR=from-oci"],"WorkingDir":"/work"}},"rootfs":{{"type":"layers","diff_ids":["sha256:{dd}"]}}}}"#
     );
     let config_path = s.path("config.json");
     std::fs::write(&config_path, &config).unwrap();
-    let dc = sha256(&config_path);
-    std::fs::copy(&config_path, blobs.join(&dc)).unwrap();
-    let manifest = format!(
-        r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:{dc}","size":{}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:{dl}","size":{}}}]}}"#,
-        config.len(),
-        std::fs::metadata(&layer).unwrap().len()
+    write_oci_layout(
+        &layout,
+        &config_path,
+        &[(&layer, "application/vnd.oci.image.layer.v1.tar+gzip")],
     );
-    let manifest_path = s.path("manifest.json");
-    std::fs::write(&manifest_path, &manifest).unwrap();
-    let dm = sha256(&manifest_path);
-    std::fs::copy(&manifest_path, blobs.join(&dm)).unwrap();
-    std::fs::write(
-        layout.join("index.json"),
-        format!(
-            r#"{{"schemaVersion":2,"manifests":[{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:{dm}","size":{}}}]}}"#,
-            manifest.len()
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        layout.join("oci-layout"),
-        r#"{"imageLayoutVersion":"1.0.0"}"#,
-    )
-    .unwrap();
     sh(Command::new("chmod").args(["-R", "a+rX"]).arg(&layout));
     layout
 }
