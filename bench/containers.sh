@@ -41,6 +41,7 @@ if [ -z "${MUSTER:-}" ]; then
     (cd "$ROOT" && cargo build --release -p muster) || exit 1
     MUSTER=$TARGET/release/muster
 fi
+MUSTER=$(realpath "$MUSTER")
 log() { printf '[containers %s] %s\n' "$(date +%T)" "$*" >&2; }
 
 STATE=$BASE/state
