@@ -16,6 +16,7 @@
 use proto::GpuBind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 /// How the indexes in `CUDA_VISIBLE_DEVICES` and its siblings count: the
 /// numbers a task's CUDA sees depend on which devices its cgroup lets it
@@ -117,6 +118,22 @@ pub struct GpuSettings {
     /// them); a GPU without `Cores=` is missing.
     #[serde(default)]
     pub cores: BTreeMap<u32, Vec<u32>>,
+    /// gres.conf `File=` of each GPU, by the node's index (a step's
+    /// container binds its GPUs' files: [`device_files`]).
+    #[serde(default)]
+    pub files: Vec<PathBuf>,
+}
+
+/// The device files of `gpus` (the node's indexes): gres.conf's `File=`
+/// of each (`files`), else `/dev/nvidiaN`; those that exist.
+pub fn device_files(gpus: &[u32], files: &[PathBuf]) -> Vec<PathBuf> {
+    gpus.iter()
+        .map(|&i| match files.get(i as usize) {
+            Some(f) => f.clone(),
+            None => PathBuf::from(format!("/dev/nvidia{i}")),
+        })
+        .filter(|p| p.exists())
+        .collect()
 }
 
 impl GpuSettings {
@@ -143,6 +160,10 @@ impl GpuSettings {
                     .flat_map(|g| g.flags.iter().map(String::as_str)),
             ),
             cores,
+            files: gpu_lines
+                .iter()
+                .flat_map(|g| g.files.iter().map(PathBuf::from))
+                .collect(),
         }
     }
 }

@@ -127,6 +127,15 @@ impl Scratch {
     /// cluster's root open to all, with `pyxis.conf` (`cache_dir` and
     /// `extra`).
     pub(crate) fn cluster_for_users(&self, extra: &str) -> Cluster {
+        self.cluster_for_users_with(extra, |b| b)
+    }
+
+    /// `cluster_for_users`, with more of the cluster's set-up (`more`).
+    pub(crate) fn cluster_for_users_with(
+        &self,
+        extra: &str,
+        more: impl FnOnce(e2e::Builder) -> e2e::Builder,
+    ) -> Cluster {
         let muster_bin = self.path("muster");
         if !muster_bin.exists() {
             sh(Command::new("cp")
@@ -134,11 +143,13 @@ impl Scratch {
                 .arg(&muster_bin));
         }
         let conf = format!("cache_dir={}\n{extra}", self.path("cache").display());
-        let c = builder()
-            .binary(&muster_bin)
-            .nodes(1)
-            .file("pyxis.conf", &conf)
-            .start();
+        let c = more(
+            builder()
+                .binary(&muster_bin)
+                .nodes(1)
+                .file("pyxis.conf", &conf),
+        )
+        .start();
         set_mode(c.root(), 0o755);
         c
     }
@@ -1678,4 +1689,75 @@ fn the_entrypoint_runs_and_its_output_is_shown_as_pyxis_shows_it() {
     settle_clean(&s, &c);
     drop(c);
     s.assert_clean();
+}
+
+/// The job's GPUs in its container (isolation notes §2.3, point 5, the
+/// device half): a step with `--gres=gpu:1` finds its GPU's device file
+/// at its own path in the container, and not the node's other GPUs';
+/// `CUDA_VISIBLE_DEVICES` names it. Fake GPUs (gres.conf `File=` naming
+/// plain files, as `it::gpus` does: nothing opens them), for root's
+/// container and for a second user's (built as the user). The NVIDIA
+/// driver's libraries are not injected (no GPU here to check them on).
+#[test]
+fn a_steps_gpus_are_in_its_container() {
+    if !can_run("a_steps_gpus_are_in_its_container") {
+        return;
+    }
+    for as_user in [false, true] {
+        let s = Scratch::new();
+        let img = s.image();
+        let dev = s.path("gpudev");
+        std::fs::create_dir_all(&dev).unwrap();
+        for i in 0..2 {
+            std::fs::write(dev.join(format!("nvidia{i}")), "").unwrap();
+        }
+        let gpus = |b: e2e::Builder| {
+            b.node_extra(1, "Gres=gpu:fake:2").file(
+                "gres.conf",
+                &format!("Name=gpu Type=fake File={}/nvidia[0-1]\n", dev.display()),
+            )
+        };
+        let user = as_user.then(|| TestUser::create("cg", s.dir.path()));
+        let c = s.cluster_for_users_with("", gpus);
+        let probe = format!(
+            "ls {}; echo cuda=$CUDA_VISIBLE_DEVICES; id -u",
+            dev.display()
+        );
+        let args = [
+            "--gres=gpu:1",
+            &format!("--container-image={}", img.display()),
+            "sh",
+            "-c",
+            &probe,
+        ];
+        let (out, uid) = match &user {
+            None => (c.run("srun", &args), 0),
+            Some(u) => (
+                u.run(&c, "srun", &args),
+                nix::unistd::User::from_name(&u.name)
+                    .unwrap()
+                    .unwrap()
+                    .uid
+                    .as_raw(),
+            ),
+        };
+        assert!(out.ok(), "as a user {as_user}: {out}\n{}", c.logs());
+        assert_eq!(out.stdout, format!("nvidia0\ncuda=0\n{uid}\n"), "{out}");
+        // Without a GPU the step's container has no GPU file at all.
+        let args = [
+            &format!("--container-image={}", img.display()),
+            "sh",
+            "-c",
+            &format!("ls {} 2>/dev/null | wc -l", dev.display()),
+        ];
+        let out = match &user {
+            None => c.run("srun", &args),
+            Some(u) => u.run(&c, "srun", &args),
+        };
+        assert!(out.ok(), "{out}");
+        assert_eq!(out.stdout.trim(), "0", "{out}");
+        settle_clean(&s, &c);
+        drop(c);
+        s.assert_clean();
+    }
 }

@@ -516,6 +516,7 @@ fn build(spec: &AnchorSpec, helpers: &mut Vec<std::process::Child>) -> Result<Re
     for m in &spec.mounts {
         place(&merged, m)?;
     }
+    bind_devices(&merged, &spec.devices)?;
     let env = std::fs::read_to_string(merged.join("etc/environment"))
         .map(|t| parse_environment(&t))
         .unwrap_or_default();
@@ -737,12 +738,22 @@ fn build_dev(merged: &Path, devices: &[PathBuf]) -> Result<(), String> {
         Some("mode=1777"),
     )?;
     for d in devices {
-        // Device files outside /dev (gres.conf may name any path) keep
-        // their path inside too.
-        let t = match d.strip_prefix("/dev") {
-            Ok(rel) => dev.join(rel),
-            Err(_) => resolve_in_root(merged, &d.to_string_lossy())?,
-        };
+        // Device files outside /dev come after the binds (`bind_devices`).
+        if let Ok(rel) = d.strip_prefix("/dev") {
+            let t = dev.join(rel);
+            make_point(Some(d), &t)?;
+            bind(d, &t, false)?;
+        }
+    }
+    Ok(())
+}
+
+/// Device files outside `/dev` (gres.conf's `File=` may name any path)
+/// at their own path inside, bound last so that neither the container's
+/// `/tmp` nor a bind hides them.
+fn bind_devices(merged: &Path, devices: &[PathBuf]) -> Result<(), String> {
+    for d in devices.iter().filter(|d| !d.starts_with("/dev")) {
+        let t = resolve_in_root(merged, &d.to_string_lossy())?;
         make_point(Some(d), &t)?;
         bind(d, &t, false)?;
     }

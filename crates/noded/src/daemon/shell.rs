@@ -1238,6 +1238,7 @@ async fn start_batch(daemon: &Arc<Daemon>, launch: BatchLaunch) -> (NodeResponse
             daemon.setup.hooks.task_prolog.as_deref(),
             daemon.setup.hooks.task_epilog.as_deref(),
         ),
+        gpu_files: &daemon.setup.gpus.files,
     };
     let dir = match launch::prepare(&launch, &ctx) {
         Ok(dir) => dir,

@@ -69,6 +69,8 @@ pub struct LaunchContext<'a> {
     pub slots: &'a Slots,
     /// slurm.conf's TaskProlog and TaskEpilog, for the batch step.
     pub task_scripts: (Option<&'a str>, Option<&'a str>),
+    /// gres.conf `File=` of each GPU, by the node's index.
+    pub gpu_files: &'a [PathBuf],
 }
 
 /// What the daemon hands a supervisor on its stdin.
@@ -107,6 +109,10 @@ pub struct StepdSpec {
     /// node (`conf::Config::topology_addr`); None: its name and `node`.
     #[serde(default)]
     pub topology_addr: Option<(String, String)>,
+    /// gres.conf `File=` of each GPU, by the node's index (the batch
+    /// script's container binds the job's).
+    #[serde(default)]
+    pub gpu_files: Vec<PathBuf>,
 }
 
 /// A `StepdSpec` as the daemon writes it, borrowing the launch instead of
@@ -124,6 +130,7 @@ struct StepdSpecRef<'a> {
     task_epilog: Option<&'a str>,
     task_affinity: bool,
     topology_addr: Option<&'a (String, String)>,
+    gpu_files: &'a [PathBuf],
 }
 
 /// The supervisor's one line on its stdout.
@@ -564,6 +571,7 @@ pub async fn start_supervisor(
         task_epilog: ctx.task_scripts.1,
         task_affinity: ctx.task_affinity,
         topology_addr: ctx.topology_addr,
+        gpu_files: ctx.gpu_files,
     };
     let spec = serde_json::to_vec(&spec).map_err(|e| format!("cannot encode the launch: {e}"))?;
     if let Some(sock) = zygote {
@@ -752,16 +760,7 @@ pub fn spawn_script(
     let container = if launch.container.is_empty() {
         None
     } else {
-        let files = spec.cgroup.as_ref().and_then(|c| c.devices.as_ref());
-        let gpu_files = launch
-            .gpus
-            .iter()
-            .filter_map(|i| match files {
-                Some(f) => f.get(*i as usize).cloned(),
-                None => Some(PathBuf::from(format!("/dev/nvidia{i}"))),
-            })
-            .filter(|p| p.exists())
-            .collect();
+        let gpu_files = crate::gpus::device_files(&launch.gpus, &spec.gpu_files);
         let ctx = crate::container::StepContext {
             conf_path: &spec.conf_path,
             job_id: launch.job_id.0,

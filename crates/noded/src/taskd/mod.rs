@@ -350,16 +350,7 @@ fn container_context(
     extra_binds: Vec<std::path::PathBuf>,
 ) -> crate::container::StepContext<'_> {
     let l = &spec.launch;
-    let files = spec.cgroup.as_ref().and_then(|c| c.devices.as_ref());
-    let gpu_files = l
-        .gpus
-        .iter()
-        .filter_map(|i| match files {
-            Some(f) => f.get(*i as usize).cloned(),
-            None => Some(std::path::PathBuf::from(format!("/dev/nvidia{i}"))),
-        })
-        .filter(|p| p.exists())
-        .collect();
+    let gpu_files = crate::gpus::device_files(&l.gpus, &spec.gpus.files);
     crate::container::StepContext {
         conf_path: &spec.conf_path,
         job_id: l.job_id.0,

@@ -92,6 +92,7 @@ fn borrowed_spec_is_the_specs_json() {
         task_epilog: None,
         task_affinity: true,
         topology_addr: Some(("top.s0.n1".into(), "switch.switch.node".into())),
+        gpu_files: vec!["/dev/nvidia0".into(), "/dev/nvidia1".into()],
     };
     let addr = ("top.s0.n1".to_string(), "switch.switch.node".to_string());
     let borrowed = StepdSpecRef {
@@ -106,6 +107,7 @@ fn borrowed_spec_is_the_specs_json() {
         task_epilog: None,
         task_affinity: true,
         topology_addr: Some(&addr),
+        gpu_files: &["/dev/nvidia0".into(), "/dev/nvidia1".into()],
     };
     assert_eq!(
         serde_json::to_string(&borrowed).unwrap(),
