@@ -19,7 +19,7 @@ use crate::container_registry::{
     layer, make_certs, push_image, registry_tools, Registry, TokenServer,
 };
 use crate::containers::{
-    can_run, rootfs, settle_clean, sh, sha256, squash, write_oci_layout, Scratch,
+    can_run, rootfs, settle_clean, sh, sha256, squash, tar_dir, write_oci_layout, Scratch,
 };
 use crate::secs;
 use e2e::Cluster;
@@ -676,12 +676,7 @@ fn archive_with_payload(s: &Scratch, name: &str, size: usize) -> PathBuf {
     let dir = s.path(&format!("archive-{name}"));
     std::fs::create_dir_all(dir.join("l1")).unwrap();
     let tar = dir.join("l1/layer.tar");
-    sh(Command::new("tar")
-        .arg("-C")
-        .arg(&root)
-        .arg("-cf")
-        .arg(&tar)
-        .arg("."));
+    tar_dir(&root, &tar);
     let d = sha256(&tar);
     let config = format!(
         r#"{{"architecture":"amd64","os":"linux","config":{{"Env":["PATH=/bin"]}},"rootfs":{{"type":"layers","diff_ids":["sha256:{d}"]}}}}"#
@@ -696,12 +691,7 @@ fn archive_with_payload(s: &Scratch, name: &str, size: usize) -> PathBuf {
     )
     .unwrap();
     let out = s.path(&format!("{name}.tar"));
-    sh(Command::new("tar")
-        .arg("-C")
-        .arg(&dir)
-        .arg("-cf")
-        .arg(&out)
-        .arg("."));
+    tar_dir(&dir, &out);
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&root).unwrap();
     set_mode(&out, 0o644);
@@ -985,23 +975,13 @@ fn oci_tarballs_opaque_whiteouts_and_corrupted_archives() {
     std::fs::write(root.join("opt/app/sub/old2"), "old\n").unwrap();
     std::fs::write(root.join("opt/keep"), "kept\n").unwrap();
     let layer1 = s.path("layer1.tar");
-    sh(Command::new("tar")
-        .arg("-C")
-        .arg(&root)
-        .arg("-cf")
-        .arg(&layer1)
-        .arg("."));
+    tar_dir(&root, &layer1);
     let l2 = s.path("l2");
     std::fs::create_dir_all(l2.join("opt/app")).unwrap();
     std::fs::write(l2.join("opt/app/.wh..wh..opq"), "").unwrap();
     std::fs::write(l2.join("opt/app/new"), "new\n").unwrap();
     let layer2 = s.path("layer2.tar");
-    sh(Command::new("tar")
-        .arg("-C")
-        .arg(&l2)
-        .arg("-cf")
-        .arg(&layer2)
-        .arg("."));
+    tar_dir(&l2, &layer2);
     let (d1, d2) = (sha256(&layer1), sha256(&layer2));
     let config = format!(
         r#"{{"architecture":"amd64","os":"linux","config":{{"Env":["PATH=/bin"],"WorkingDir":"/opt"}},"rootfs":{{"type":"layers","diff_ids":["sha256:{d1}","sha256:{d2}"]}}}}"#
@@ -1021,12 +1001,7 @@ fn oci_tarballs_opaque_whiteouts_and_corrupted_archives() {
         ],
     );
     let oci_tar = s.path("oci.tar");
-    sh(Command::new("tar")
-        .arg("-C")
-        .arg(&layout)
-        .arg("-cf")
-        .arg(&oci_tar)
-        .arg("."));
+    tar_dir(&layout, &oci_tar);
     std::fs::remove_dir_all(&layout).unwrap();
     set_mode(&oci_tar, 0o644);
 
@@ -1061,12 +1036,7 @@ fn oci_tarballs_opaque_whiteouts_and_corrupted_archives() {
     )
     .unwrap();
     let archive = s.path("corrupted.tar");
-    sh(Command::new("tar")
-        .arg("-C")
-        .arg(&archive_dir)
-        .arg("-cf")
-        .arg(&archive)
-        .arg("."));
+    tar_dir(&archive_dir, &archive);
     set_mode(&archive, 0o644);
     let out = c.run(
         "srun",

@@ -10,7 +10,7 @@
 //! Needs what the container tests need, plus `docker-registry` and
 //! `openssl` (xtask/setup.sh installs them; CI must have them).
 
-use crate::containers::{can_run, rootfs, settle_clean, sh, sha256, Scratch};
+use crate::containers::{can_run, rootfs, settle_clean, sh, sha256, tar_dir, Scratch};
 use crate::secs;
 use base64::Engine;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -283,12 +283,7 @@ fn push_manifest(port: u16, repo: &str, reference: &str, media_type: &str, bytes
 /// A gzip'd layer of `dir`, and its diff_id (the tar's digest).
 pub(crate) fn layer(s: &Scratch, name: &str, dir: &Path) -> (Vec<u8>, String) {
     let tar = s.path(&format!("{name}.tar"));
-    sh(Command::new("tar")
-        .arg("-C")
-        .arg(dir)
-        .arg("-cf")
-        .arg(&tar)
-        .arg("."));
+    tar_dir(dir, &tar);
     let diff_id = format!("sha256:{}", sha256(&tar));
     let out = Command::new("gzip").arg("-nc").arg(&tar).output().unwrap();
     assert!(out.status.success());

@@ -1009,6 +1009,16 @@ fn cpu_ticks(pid: u32) -> u64 {
 }
 
 /// sha256 of a file, hex.
+/// The tree at `dir` as a tar file at `out` (an image layer, a layout).
+pub(crate) fn tar_dir(dir: &Path, out: &Path) {
+    sh(Command::new("tar")
+        .arg("-C")
+        .arg(dir)
+        .arg("-cf")
+        .arg(out)
+        .arg("."));
+}
+
 pub(crate) fn sha256(p: &Path) -> String {
     let out = Command::new("sha256sum").arg(p).output().unwrap();
     String::from_utf8_lossy(&out.stdout)
@@ -1074,23 +1084,13 @@ fn oci_layouts_and_docker_archives_are_imported() {
     std::fs::remove_file(root.join("etc/environment")).unwrap();
     std::fs::create_dir_all(root.join("work")).unwrap();
     let layer1 = s.path("layer1.tar");
-    sh(Command::new("tar")
-        .arg("-C")
-        .arg(&root)
-        .arg("-cf")
-        .arg(&layer1)
-        .arg("."));
+    tar_dir(&root, &layer1);
     let l2 = s.path("l2");
     std::fs::create_dir_all(l2.join("etc")).unwrap();
     std::fs::write(l2.join("etc/motd"), "added by layer 2\n").unwrap();
     std::fs::write(l2.join("etc/.wh.group"), "").unwrap();
     let layer2 = s.path("layer2.tar");
-    sh(Command::new("tar")
-        .arg("-C")
-        .arg(&l2)
-        .arg("-cf")
-        .arg(&layer2)
-        .arg("."));
+    tar_dir(&l2, &layer2);
     let layer2_gz = s.path("layer2.tar.gz");
     sh(Command::new("sh").arg("-c").arg(format!(
         "gzip -c {} > {}",
@@ -1161,12 +1161,7 @@ fn oci_layouts_and_docker_archives_are_imported() {
     )
     .unwrap();
     let archive = s.path("tiny.tar");
-    sh(Command::new("tar")
-        .arg("-C")
-        .arg(&archive_dir)
-        .arg("-cf")
-        .arg(&archive)
-        .arg("."));
+    tar_dir(&archive_dir, &archive);
     set_mode(&archive, 0o644);
     let out2 = c.ok(
         "srun",
