@@ -809,3 +809,56 @@ fn steps_show_their_usage_from_accounting_and_sstat() {
     );
     well_formed(&t);
 }
+
+/// WCAG's relative luminance of `#RRGGBB` (or `#RGB`).
+fn luminance(hex: &str) -> f64 {
+    let h = hex.trim_start_matches('#');
+    let h: String = if h.len() == 3 {
+        h.chars().flat_map(|c| [c, c]).collect()
+    } else {
+        h.to_string()
+    };
+    let ch = |i: usize| {
+        let c = f64::from(u8::from_str_radix(&h[i..i + 2], 16).unwrap()) / 255.0;
+        if c <= 0.04045 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    0.2126 * ch(0) + 0.7152 * ch(2) + 0.0722 * ch(4)
+}
+
+/// The colour a rule of the style sets: `property:VALUE` after `selector{`.
+fn style_colour(selector: &str, property: &str) -> String {
+    let rule = html::STYLE
+        .split('}')
+        .find(|r| r.starts_with(selector))
+        .unwrap_or_else(|| panic!("no rule for {selector}"));
+    let value = rule
+        .split(['{', ';'])
+        .find_map(|d| d.strip_prefix(&format!("{property}:")))
+        .unwrap_or_else(|| panic!("{selector} sets no {property}"));
+    value
+        .split_whitespace()
+        .find(|w| w.starts_with('#'))
+        .unwrap_or_else(|| panic!("no colour in {value}"))
+        .to_string()
+}
+
+/// WCAG 2.2's non-text contrast (1.4.11): the focus ring is at least 3:1
+/// against everything it is drawn on: the page, the tables and the
+/// header's dark band.
+#[test]
+fn the_focus_ring_stands_out() {
+    let ring = style_colour("a:focus", "outline");
+    for (what, bg) in [
+        ("the page", style_colour("body", "background")),
+        ("a table", style_colour("table", "background")),
+        ("the header", style_colour("header", "background")),
+    ] {
+        let (a, b) = (luminance(&ring), luminance(&bg));
+        let ratio = (a.max(b) + 0.05) / (a.min(b) + 0.05);
+        assert!(ratio >= 3.0, "{ring} on {what} ({bg}): {ratio:.2}:1");
+    }
+}
