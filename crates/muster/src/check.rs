@@ -1,6 +1,6 @@
 //! `muster check-config [-f slurm.conf] [--diff]`: reads slurm.conf (with
-//! its Includes), and gres.conf, cgroup.conf and topology.conf beside it,
-//! as the daemons would, and prints one line per finding:
+//! its Includes), and gres.conf, cgroup.conf, pyxis.conf and topology.conf
+//! beside it, as the daemons would, and prints one line per finding:
 //!
 //! ```text
 //! slurm.conf:12: error: invalid value "x" for KillWait: expected a whole number
@@ -242,6 +242,41 @@ pub fn check_files(path: &Path, read: &mut dyn FnMut(&Path) -> std::io::Result<S
             }
         }
         findings.extend(in_file_order(all));
+    }
+
+    // pyxis.conf (the node daemon's container settings): what a step with
+    // a container would refuse, and the keys that do nothing here.
+    let pyxis_path = beside("pyxis.conf");
+    if let Ok(text) = reading(&pyxis_path) {
+        let at = |line: usize, severity, message: String| Finding {
+            file: pyxis_path.clone(),
+            line: Some(line),
+            severity,
+            message,
+        };
+        match noded::check_pyxis_conf(&text) {
+            Ok(ignored) => findings.extend(
+                ignored
+                    .into_iter()
+                    .map(|(line, why)| at(line, Severity::Warning, why)),
+            ),
+            Err(e) => {
+                // "pyxis.conf:N: why"
+                let mut parts = e.splitn(3, ':');
+                let (_, line, why) = (parts.next(), parts.next(), parts.next());
+                match (line.and_then(|l| l.parse().ok()), why) {
+                    (Some(line), Some(why)) => {
+                        findings.push(at(line, Severity::Error, why.trim().to_string()))
+                    }
+                    _ => findings.push(Finding {
+                        file: pyxis_path.clone(),
+                        line: None,
+                        severity: Severity::Error,
+                        message: e,
+                    }),
+                }
+            }
+        }
     }
 
     let topology_path = beside("topology.conf");

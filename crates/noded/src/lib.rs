@@ -153,6 +153,13 @@ pub use daemon::run;
 pub use daemon::state;
 pub use options::NodedOptions;
 
+/// pyxis.conf's text checked as a container step reads it: the keys that
+/// do nothing here (line, why), or the error such a step would fail with
+/// (`muster check-config`).
+pub fn check_pyxis_conf(text: &str) -> Result<Vec<(usize, String)>, String> {
+    container::SiteConf::parse(text).map(|c| c.ignored)
+}
+
 const USAGE: &str = "Usage: muster noded [-D] [-v...] [-N nodename] [-f slurm.conf] \
                      [--conf-server host[:port]] [--authinfo options]";
 

@@ -95,6 +95,9 @@ pub struct SiteConf {
     /// `registry_ca=PATH`: PEM certificates trusted for registries besides
     /// the system's bundle.
     pub registry_ca: Option<PathBuf>,
+    /// pyxis's keys that are read and do nothing here, with their line
+    /// and why (the node daemon warns at its start, `check-config` too).
+    pub ignored: Vec<(usize, String)>,
 }
 
 impl Default for SiteConf {
@@ -111,6 +114,7 @@ impl Default for SiteConf {
             registry_mirrors: Vec::new(),
             registry_http: Vec::new(),
             registry_ca: None,
+            ignored: Vec::new(),
         }
     }
 }
@@ -209,7 +213,24 @@ impl SiteConf {
                     "registry_ca" => c.registry_ca = Some(PathBuf::from(v)),
                     // pyxis's own keys with the one value this runtime has.
                     "container_scope" if v == "job" => {}
-                    "sbatch_support" | "runtime_path" | "use_enroot_load" | "importer" => {}
+                    "container_scope" => {
+                        return Err(format!(
+                            "pyxis.conf:{}: container_scope={v} is not supported: containers are the job's (job)",
+                            n + 1
+                        ))
+                    }
+                    "sbatch_support" if yes(v) => {}
+                    "use_enroot_load" if !yes(v) => {}
+                    "sbatch_support" | "runtime_path" | "use_enroot_load" | "importer" => {
+                        let why = match k {
+                            "sbatch_support" => "sbatch always takes the container options",
+                            "runtime_path" => "a step's container lives under cache_dir/run",
+                            "use_enroot_load" => "no enroot is used: the node daemon imports images itself",
+                            _ => "the node daemon imports images itself (OCI layouts, docker-archives, registries)",
+                        };
+                        c.ignored
+                            .push((n + 1, format!("{k}={v} does nothing here: {why}")));
+                    }
                     _ => return Err(format!("pyxis.conf:{}: unknown key {k}", n + 1)),
                 }
             }

@@ -364,6 +364,16 @@ pub fn load(opts: &NodedOptions) -> anyhow::Result<NodeSetup> {
         .split(',')
         .any(|p| p.trim() == "task/affinity" || p.trim() == "affinity");
     let hooks = crate::hooks::HookSettings::from_config(&config);
+    // pyxis.conf is read again by each container step; what it says wrong
+    // or in vain is told once here.
+    match crate::container::SiteConf::beside(&conf_path.to_string_lossy()) {
+        Ok(site) => {
+            for (line, why) in &site.ignored {
+                tracing::warn!("pyxis.conf:{line}: {why}");
+            }
+        }
+        Err(e) => tracing::warn!("{e} (every step with a container will fail)"),
+    }
     let gpu_files: Vec<String> = gres_lines
         .iter()
         .filter(|g| g.name == "gpu")
