@@ -432,15 +432,7 @@ pub fn run_task_script(
         // SAFETY: setgroups, setgid and setuid are async-signal-safe, on
         // memory made before the fork.
         unsafe {
-            cmd.pre_exec(move || {
-                if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
-                    || libc::setgid(gid) != 0
-                    || libc::setuid(uid) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
+            cmd.pre_exec(move || crate::exec::become_user(uid, gid, &groups));
         }
     }
     let out = cmd

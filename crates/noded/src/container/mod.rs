@@ -1000,18 +1000,10 @@ fn save(
 /// each id) between fork and exec, before any other `pre_exec` step.
 fn become_user(cmd: &mut std::process::Command, (uid, gid, groups): (u32, u32, Vec<u32>)) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: setgroups/setresgid/setresuid between fork and exec, on a
-    // list made before the fork.
+    // SAFETY: `exec::become_user` is async-signal-safe, on a list made
+    // before the fork.
     unsafe {
-        cmd.pre_exec(move || {
-            if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
-                || libc::setresgid(gid, gid, gid) != 0
-                || libc::setresuid(uid, uid, uid) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        cmd.pre_exec(move || crate::exec::become_user(uid, gid, &groups));
     }
 }
 

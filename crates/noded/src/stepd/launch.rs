@@ -236,10 +236,7 @@ impl ChildSetup {
                 return self.apply_in_container(mnt, work_dir);
             }
             if let Some((uid, gid, groups)) = &self.switch {
-                if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
-                    || libc::setgid(*gid) != 0
-                    || libc::setuid(*uid) != 0
-                {
+                if crate::exec::become_user(*uid, *gid, groups).is_err() {
                     return (STEP_USER, errno());
                 }
             }
@@ -328,10 +325,7 @@ impl ChildSetup {
                     return (STEP_USER, errno());
                 }
             } else if let Some((uid, gid, groups)) = &self.switch {
-                if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
-                    || libc::setgid(*gid) != 0
-                    || libc::setuid(*uid) != 0
-                {
+                if crate::exec::become_user(*uid, *gid, groups).is_err() {
                     return (STEP_USER, errno());
                 }
             }

@@ -493,12 +493,7 @@ impl TaskSetup {
             if let (Some(ns), Some((_, gid, _))) = (self.user_ns, &self.switch) {
                 crate::container::enter_user_ns(ns, *gid)?;
             } else if let Some((uid, gid, groups)) = &self.switch {
-                if libc::setgroups(groups.len() as _, groups.as_ptr()) != 0
-                    || libc::setgid(*gid) != 0
-                    || libc::setuid(*uid) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
+                crate::exec::become_user(*uid, *gid, groups)?;
             }
             if let Some(j) = self.mnt_ns.filter(|j| j.user_first()) {
                 crate::container::join_in_child(j)?;
